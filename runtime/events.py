@@ -1,0 +1,38 @@
+"""Event shapes emitted by every generated parser (SPEC section 4.4), declared once.
+
+Events are plain dicts at run time (the reference's shape, so they compare equal to its events);
+these TypedDicts document the keys for type checkers and readers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict, Union
+
+__all__ = ["RegionOpen", "RegionChunk", "RegionClose", "Event"]
+
+
+class RegionOpen(TypedDict):
+    """A region opened: eagerly on an explicit open delimiter, lazily for the implicit field."""
+
+    type: Literal["region_open"]
+    field: str
+
+
+class RegionChunk(TypedDict):
+    """A piece of body text routed to ``field``; ``dirty`` is True for json/xml-inline/kv-lines."""
+
+    type: Literal["region_chunk"]
+    field: str
+    text: str
+    dirty: bool
+
+
+class RegionClose(TypedDict):
+    """A region closed; ``value`` is this block's parsed, transformed and tool-typed value."""
+
+    type: Literal["region_close"]
+    field: str
+    value: Any
+
+
+Event = Union[RegionOpen, RegionChunk, RegionClose]
