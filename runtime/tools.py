@@ -1,0 +1,508 @@
+"""Tool-argument typing (SPEC section 7) and the tool schemas it reads.
+
+Theory of operation
+-------------------
+When a parser is given ``tools``, every value a region closes with is checked for tool calls
+(``{"function": {"name": str, "arguments": dict}}``, or a list of them); each **string** argument
+is converted according to the JSON-schema type its tool declares for that parameter.
+
+Three steps, the first two once per parser:
+
+1. :func:`tool_parameters` turns the ``tools`` argument (JSON-schema dicts, bare
+   ``{"name", "parameters"}`` dicts, or Python functions/methods via :func:`get_json_schema`)
+   into ``tool name -> parameters.properties``.
+2. :func:`compile_tool_types` turns that into ``tool name -> parameter -> type names`` (a
+   :class:`ToolTypes`), reading ``type`` (a string or a list), ``anyOf``/``oneOf`` members
+   (recursively) and ``nullable``. Parameters without any type are dropped.
+3. :func:`coerce_tool_calls` is called per region close with the compiled table. For
+   convenience it also accepts the raw ``tool_parameters`` dict (compiled on the fly).
+
+Conversion tries the declared types in order; the first that succeeds wins and a string that no
+type accepts stays as it is (``string`` itself never converts). ``integer``: ``int()``, or a
+float-written whole number (``"3.0"``). ``number``: ``float()``, NaN and infinities rejected, an
+integer-valued number written without ``.`` stays an ``int``. ``boolean``: ``true/1/false/0`` in
+any case. ``null``: ``null``/``None``. ``object``/``array``: JSON text decoding to that type. A
+list under a parameter whose types lack ``array`` (what ``merge_duplicates`` builds) is converted
+element by element.
+
+As in the reference, the ``arguments`` dicts are converted in place and a tool-call dict is
+returned as the same object, while a list of tool calls is returned as a new list.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import json
+import re
+import sys
+import types as _types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .errors import RespcError
+
+__all__ = [
+    "ToolTypes",
+    "DocstringParsingException",
+    "TypeHintParsingException",
+    "tool_parameters",
+    "compile_tool_types",
+    "coerce_tool_calls",
+    "get_json_schema",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Tool schemas.
+
+
+def tool_parameters(tools: list | None) -> dict[str, dict]:
+    """Map each tool name to its ``parameters.properties`` (SPEC 3, 7).
+
+    Args:
+        tools (list | None): entries of the form ``{"type": "function", "function": {...}}``,
+            a bare ``{"name": ..., "parameters": {...}}``, or a Python function or method (turned
+            into a schema with :func:`get_json_schema`).
+
+    Returns:
+        dict[str, dict]: tool name -> properties dict (``{}`` when the schema has none or it is
+        not a dict). Entries that are neither dicts nor functions/methods, and dicts without a
+        string ``name``, are skipped, like the reference. A later tool of the same name wins.
+
+    Raises:
+        DocstringParsingException, TypeHintParsingException: a function cannot be converted.
+    """
+    params: dict[str, dict] = {}
+    for tool in tools or []:
+        if inspect.isfunction(tool) or inspect.ismethod(tool):
+            tool = get_json_schema(tool)
+        if not isinstance(tool, dict):
+            continue
+        spec = tool.get("function", tool)
+        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+            continue
+        parameters = spec.get("parameters")
+        properties = parameters.get("properties") if isinstance(parameters, dict) else None
+        params[spec["name"]] = properties if isinstance(properties, dict) else {}
+    return params
+
+
+def _schema_types(schema: Any) -> tuple[str, ...]:
+    """The JSON-schema type names a parameter schema admits, in declaration order."""
+    if not isinstance(schema, dict):
+        return ()
+    found: list[str] = []
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        found.append(declared)
+    elif isinstance(declared, list):
+        found.extend(name for name in declared if isinstance(name, str))
+    for key in ("anyOf", "oneOf"):
+        for member in schema.get(key) or ():
+            found.extend(_schema_types(member))
+    if schema.get("nullable") and "null" not in found:
+        found.append("null")
+    return tuple(found)
+
+
+class ToolTypes(dict):
+    """``tool name -> {parameter name -> tuple of JSON-schema type names}``.
+
+    Built by :func:`compile_tool_types`; a distinct type so :func:`coerce_tool_calls` can tell it
+    from a raw :func:`tool_parameters` result. Only parameters with at least one type appear,
+    and only tools with at least one such parameter.
+    """
+
+
+def compile_tool_types(params: Mapping[str, Mapping]) -> ToolTypes:
+    """Precompute the type tuples of every tool parameter, once per parser (SPEC 7).
+
+    Args:
+        params (Mapping[str, Mapping]): the result of :func:`tool_parameters`.
+
+    Returns:
+        ToolTypes: ``{tool: {parameter: ("integer", "null", ...)}}``.
+    """
+    compiled = ToolTypes()
+    for name, properties in params.items():
+        if not properties:
+            continue
+        table = {}
+        for key, schema in properties.items():
+            found = _schema_types(schema)
+            if found:
+                table[key] = found
+        if table:
+            compiled[name] = table
+    return compiled
+
+
+_INF = float("inf")
+
+
+def _convert(raw: str, type_names: tuple[str, ...]) -> Any:
+    """Convert one string argument by the first of ``type_names`` that accepts it."""
+    for type_name in type_names:
+        if type_name == "integer":
+            try:
+                return int(raw)
+            except ValueError:
+                pass
+            try:
+                number = float(raw)
+            except ValueError:
+                continue
+            if number.is_integer():
+                return int(number)
+        elif type_name == "number":
+            try:
+                number = float(raw)
+            except ValueError:
+                continue
+            if number != number or number == _INF or number == -_INF:
+                continue
+            if number.is_integer() and "." not in raw:
+                return int(number)
+            return number
+        elif type_name == "boolean":
+            word = raw.strip().lower()
+            if word in ("true", "1"):
+                return True
+            if word in ("false", "0"):
+                return False
+        elif type_name == "null":
+            if raw.strip() in ("null", "None"):
+                return None
+        elif type_name == "object" or type_name == "array":
+            try:
+                decoded = json.loads(raw)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(decoded, dict if type_name == "object" else list):
+                return decoded
+    return raw
+
+
+def _coerce(value: Any, tool_types: ToolTypes) -> Any:
+    if isinstance(value, list):
+        return [_coerce(item, tool_types) for item in value]
+    if not isinstance(value, dict):
+        return value
+    call = value.get("function")
+    if not isinstance(call, dict):
+        return value
+    name, arguments = call.get("name"), call.get("arguments")
+    if not isinstance(name, str) or not isinstance(arguments, dict):
+        return value
+    table = tool_types.get(name)
+    if not table:
+        return value
+    for key, argument in arguments.items():
+        type_names = table.get(key)
+        if type_names is None:
+            continue
+        if isinstance(argument, str):
+            arguments[key] = _convert(argument, type_names)
+        elif isinstance(argument, list) and "array" not in type_names:
+            arguments[key] = [
+                _convert(item, type_names) if isinstance(item, str) else item for item in argument
+            ]
+    return value
+
+
+def coerce_tool_calls(value: Any, params: Mapping) -> Any:
+    """Type the string arguments of the tool calls in a closed region value (SPEC 7).
+
+    Args:
+        value (Any): a region value; tool calls are dicts ``{"function": {"name": str,
+            "arguments": dict, ...}, ...}``, possibly in (nested) lists. Anything else is
+            returned unchanged.
+        params (Mapping): preferably a :class:`ToolTypes` from :func:`compile_tool_types`
+            (what generated parsers pass); a raw :func:`tool_parameters` dict is compiled on
+            each call.
+
+    Returns:
+        Any: ``value`` itself for a dict (its ``arguments`` converted in place), a new list for
+        a list, the unchanged value otherwise. Unknown tools and parameters are left alone.
+    """
+    if not isinstance(params, ToolTypes):
+        params = compile_tool_types(params)
+    return _coerce(value, params)
+
+
+# --------------------------------------------------------------------------------------------
+# get_json_schema: a function's Google-style docstring and type hints -> a tool schema.
+
+
+class DocstringParsingException(RespcError, ValueError):
+    """A function given as a tool has no docstring, or no description for an argument."""
+
+
+class TypeHintParsingException(RespcError, TypeError):
+    """A function given as a tool has an argument without a type hint, or one with no JSON
+    schema equivalent."""
+
+
+_JSON_SCALAR_NAMES: dict[type, str] = {
+    int: "integer",
+    float: "number",
+    str: "string",
+    bool: "boolean",
+    type(None): "null",
+}
+
+# Bare types and their schemas; a fresh copy is returned each time since callers add keys.
+_BARE_SCHEMAS: dict[Any, dict] = {
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    str: {"type": "string"},
+    bool: {"type": "boolean"},
+    type(None): {"type": "null"},
+    list: {"type": "array"},
+    tuple: {"type": "array"},
+    dict: {"type": "object"},
+    Any: {},
+}
+
+
+def _bare_schema(hint: Any) -> dict | None:
+    try:
+        known = _BARE_SCHEMAS.get(hint)
+    except TypeError:  # unhashable hint
+        known = None
+    if known is not None:
+        return dict(known)
+    # transformers maps PIL images and torch tensors when those libraries are installed; a hint
+    # can only be one of those classes if the library is already imported, so look there.
+    pil_image = sys.modules.get("PIL.Image")
+    if pil_image is not None and hint is getattr(pil_image, "Image", None):
+        return {"type": "image"}
+    torch = sys.modules.get("torch")
+    if torch is not None and hint is getattr(torch, "Tensor", None):
+        return {"type": "audio"}
+    return None
+
+
+def _enum_schema(values: list) -> dict:
+    names = list(dict.fromkeys(_JSON_SCALAR_NAMES[type(v)] for v in values))
+    return {"type": names[0] if len(names) == 1 else names, "enum": values}
+
+
+def _hint_schema(hint: Any) -> dict:
+    """The JSON schema of one type hint, as transformers' ``get_json_schema`` writes it."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is None:
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            values = [member.value for member in hint]
+            if not values:
+                raise TypeHintParsingException(
+                    f"The Enum {hint.__name__} has no members, so no value could match it."
+                )
+            if any(type(v) not in _JSON_SCALAR_NAMES for v in values):
+                raise TypeHintParsingException(
+                    f"The Enum {hint.__name__} has member values that are not JSON scalars "
+                    f"(int, float, str, bool or None): {values}"
+                )
+            return _enum_schema(values)
+        schema = _bare_schema(hint)
+        if schema is None:
+            raise TypeHintParsingException(
+                f"Cannot convert the type hint {hint!r} to a JSON schema (a custom class?). "
+                "Use basic types, Enum, Literal, and list/tuple/dict/Union of those, or pass a "
+                "hand-written JSON schema for the tool instead of the function."
+            )
+        return schema
+    if origin is typing.Union or origin is _types.UnionType:
+        members = [_hint_schema(a) for a in args if a is not type(None)]
+        if len(members) == 1:
+            schema = members[0]
+        elif all(m.keys() == {"type"} and isinstance(m["type"], str) for m in members):
+            names = sorted({m["type"] for m in members})
+            schema = {"type": names[0] if len(names) == 1 else names}
+        else:
+            schema = {"anyOf": members}
+        if type(None) in args:
+            schema["nullable"] = True
+        return schema
+    if origin is typing.Literal and args:
+        if any(type(a) not in _JSON_SCALAR_NAMES for a in args):
+            raise TypeHintParsingException(
+                "typing.Literal may only list int, float, str, bool or None values."
+            )
+        return _enum_schema(list(args))
+    if origin is list:
+        return {"type": "array", "items": _hint_schema(args[0])} if args else {"type": "array"}
+    if origin is tuple:
+        if not args:
+            return {"type": "array"}
+        if len(args) == 1:
+            raise TypeHintParsingException(
+                f"The type hint {str(hint).replace('typing.', '')} is a one-element tuple; use "
+                "list[...] for a variable-length input, or the element type itself."
+            )
+        if ... in args:
+            raise TypeHintParsingException(
+                "'...' in a tuple type hint cannot be converted; use list[...] instead."
+            )
+        return {"type": "array", "prefixItems": [_hint_schema(a) for a in args]}
+    if origin is dict:
+        schema = {"type": "object"}
+        if len(args) == 2:
+            schema["additionalProperties"] = _hint_schema(args[1])
+        return schema
+    raise TypeHintParsingException(f"Cannot convert the type hint {hint!r} to a JSON schema.")
+
+
+def _parameters_schema(func: Callable, func_name: str) -> dict:
+    hints = typing.get_type_hints(func)
+    signature = inspect.signature(func)
+    params = signature.parameters
+    receiver = next(iter(params), None)
+    if receiver not in ("self", "cls") or params[receiver].annotation is not inspect.Parameter.empty:
+        receiver = None
+    required = []
+    for name, param in params.items():
+        if name == receiver:
+            continue
+        if param.annotation is inspect.Parameter.empty:
+            raise TypeHintParsingException(
+                f"Argument {name} is missing a type hint in function {func_name}"
+            )
+        if param.default is inspect.Parameter.empty:
+            required.append(name)
+    properties: dict[str, Any] = {}
+    for name, hint in hints.items():
+        if name == receiver:
+            continue
+        if name == "return":
+            # The model never writes the return value: an unconvertible return hint is dropped.
+            try:
+                properties[name] = _hint_schema(hint)
+            except TypeHintParsingException:
+                pass
+        else:
+            properties[name] = _hint_schema(hint)
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+_SECTION_NAMES = ("Args:", "Returns:", "Raises:")
+_ARGS_HEADER = re.compile(r"\n\s*Args:\n")
+_RETURNS_HEADER = re.compile(r"\n\s*Returns:\n")
+_ARG_LINE = re.compile(r"([ \t]*)(\w+):")
+_CHOICES = re.compile(r"\(choices:\s*(.*?)\)\s*$", re.IGNORECASE)
+
+
+def _first_of(text: str, markers: tuple[str, ...]) -> int:
+    """Index of the earliest occurrence of any marker in ``text``, or ``len(text)``."""
+    found = [i for i in (text.find(m) for m in markers) if i >= 0]
+    return min(found) if found else len(text)
+
+
+def _split_args_block(block: str) -> dict[str, str]:
+    """Split an ``Args:`` block into ``{argument: description}``.
+
+    An argument starts at a line ``<indent>name:``; it continues over the following lines until
+    one that also looks like ``name:`` and is not indented deeper than the argument's own line.
+    Lines before the first argument are ignored; descriptions are joined with single spaces.
+    """
+    out: dict[str, str] = {}
+    name: str | None = None
+    indent = ""
+    pieces: list[str] = []
+    for line in block.split("\n"):
+        if not line.strip():
+            continue
+        m = _ARG_LINE.match(line)
+        # A "name:" line indented deeper than the current argument's line continues it.
+        deeper = line.startswith(indent) and line[len(indent):len(indent) + 1] in (" ", "\t")
+        starts = m is not None and (name is None or not deeper)
+        if starts:
+            if name is not None:
+                out[name] = " ".join(p for p in pieces if p)
+            indent, name = m.group(1), m.group(2)
+            pieces = [line[m.end():].strip()]
+        elif name is not None:
+            pieces.append(line.strip())
+    if name is not None:
+        out[name] = " ".join(p for p in pieces if p)
+    return out
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str], str | None]:
+    """Split a cleaned Google-style docstring into (description, argument docs, returns doc)."""
+    description = doc[:_first_of(doc, _SECTION_NAMES)].strip()
+    args: dict[str, str] = {}
+    header = _ARGS_HEADER.search(doc)
+    if header is not None:
+        rest = doc[header.end():]
+        args = _split_args_block(rest[:_first_of(rest, _SECTION_NAMES[1:])])
+    returns = None
+    header = _RETURNS_HEADER.search(doc)
+    if header is not None:
+        rest = doc[header.end():]
+        returns = rest[:_first_of(rest, ("Raises:",))].strip()
+    return description, args, returns
+
+
+def get_json_schema(func: Callable) -> dict:
+    """Build the JSON schema of a function for use as a tool, like transformers does (SPEC 3).
+
+    The description comes from the docstring before ``Args:``/``Returns:``/``Raises:``; every
+    argument needs a description in the ``Args:`` block (``name: text``, continued on deeper
+    indented lines), optionally ending in ``(choices: [json list])`` which becomes an ``enum``;
+    a ``Returns:`` block describes the return hint. ``self``/``cls`` without a hint are skipped.
+    Hints map as: ``str``/``int``/``float``/``bool``/``None`` -> ``string``/``integer``/
+    ``number``/``boolean``/``null``; ``list[X]`` -> ``array`` with ``items``; ``tuple[X, Y]`` ->
+    ``array`` with ``prefixItems``; ``dict[str, X]`` -> ``object`` with
+    ``additionalProperties``; ``Literal``/``Enum`` -> ``enum``; ``Any`` -> ``{}``; unions of
+    plain types -> a sorted ``type`` list, other unions -> ``anyOf``; ``None`` in a union ->
+    ``"nullable": true``.
+
+    Args:
+        func (Callable): a function or method with type hints and a Google-style docstring.
+
+    Returns:
+        dict: ``{"type": "function", "function": {"name", "description", "parameters":
+        {"type": "object", "properties": {...}, "required": [...]}, ["return": {...}]}}``.
+
+    Raises:
+        DocstringParsingException: (a ``ValueError``) no docstring, or an argument without a
+            description.
+        TypeHintParsingException: (a ``TypeError``) an argument without a type hint, or a hint
+            with no JSON-schema form.
+        json.JSONDecodeError: a ``(choices: ...)`` list is not JSON.
+    """
+    doc = inspect.getdoc(func)
+    func_name = getattr(func, "__name__", "operation")
+    if not doc:
+        raise DocstringParsingException(
+            f"Cannot generate JSON schema for {func_name} because it has no docstring!"
+        )
+    description, arg_docs, returns_doc = _parse_docstring(doc.strip())
+    parameters = _parameters_schema(func, func_name)
+    returns = parameters["properties"].pop("return", None)
+    if returns is not None and returns_doc is not None:
+        returns["description"] = returns_doc
+    for name, schema in parameters["properties"].items():
+        if name not in arg_docs:
+            raise DocstringParsingException(
+                f"Cannot generate JSON schema for {func_name} because the docstring has no "
+                f"description for the argument '{name}'"
+            )
+        text = arg_docs[name]
+        choices = _CHOICES.search(text)
+        if choices is not None:
+            schema["enum"] = [c.strip() if isinstance(c, str) else c
+                              for c in json.loads(choices.group(1))]
+            text = text[:choices.start()].strip()
+        schema["description"] = text
+    function = {"name": func_name, "description": description, "parameters": parameters}
+    if returns is not None:
+        function["return"] = returns
+    return {"type": "function", "function": function}
