@@ -7,20 +7,60 @@ generated module stays cheap to import in a server.
 
 from __future__ import annotations
 
+from .content import CONTENT_PARSER_NAMES, STREAMABLE_PARSERS, make_content_parser, parse_content
 from .errors import ContentParseError, ParserStateError, RespcError, TemplateError
 from .events import Event, RegionChunk, RegionClose, RegionOpen
+from .tools import (
+    DocstringParsingException,
+    ToolTypes,
+    TypeHintParsingException,
+    coerce_tool_calls,
+    compile_tool_types,
+    get_json_schema,
+    tool_parameters,
+)
+from .transforms import (
+    PLACEHOLDER,
+    apply_transform,
+    compile_transform,
+    make_field_processor,
+    placeholder_errors,
+    placeholder_roots,
+)
 
 #: Bumped only when generated modules need a different runtime; generated modules check it.
 RUNTIME_ABI = 1
 
 __all__ = [
     "RUNTIME_ABI",
+    # errors
     "RespcError",
     "TemplateError",
     "ContentParseError",
     "ParserStateError",
+    # events (SPEC 4.4)
     "Event",
     "RegionOpen",
     "RegionChunk",
     "RegionClose",
+    # content parsers (SPEC 5)
+    "STREAMABLE_PARSERS",
+    "CONTENT_PARSER_NAMES",
+    "parse_content",
+    "make_content_parser",
+    # transforms (SPEC 6)
+    "PLACEHOLDER",
+    "placeholder_errors",
+    "placeholder_roots",
+    "compile_transform",
+    "apply_transform",
+    "make_field_processor",
+    # tool-argument typing (SPEC 7)
+    "ToolTypes",
+    "DocstringParsingException",
+    "TypeHintParsingException",
+    "tool_parameters",
+    "compile_tool_types",
+    "coerce_tool_calls",
+    "get_json_schema",
 ]
