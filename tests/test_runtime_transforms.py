@@ -1,0 +1,265 @@
+"""Unit tests for respc.runtime.transforms (SPEC 6, deviations D4 and D5), plus a differential
+check of apply_transform / field processing against the transformers reference.
+"""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from respc.runtime import ContentParseError
+from respc.runtime.transforms import (
+    PLACEHOLDER,
+    apply_transform,
+    compile_transform,
+    make_field_processor,
+    placeholder_errors,
+    placeholder_roots,
+)
+
+TOOL_CALL = {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}
+
+
+# --- PLACEHOLDER / load-time helpers ------------------------------------------------------------
+
+@pytest.mark.parametrize("text,root", [("{content}", "content"), ("{a.b.c}", "a.b.c"), ("{_x1}", "_x1")])
+def test_placeholder_fullmatch(text, root):
+    assert PLACEHOLDER.fullmatch(text).group(1) == root
+
+
+@pytest.mark.parametrize("text", ["{a.}", "{.a}", "{a b}", "{}", "content", "{a}{b}"])
+def test_not_a_placeholder(text):
+    assert PLACEHOLDER.fullmatch(text) is None
+
+
+def test_placeholder_errors_finds_mixed_strings_depth_first():
+    transform = {"a": "name: {content}", "b": ["{ok}", "x{y}z", {"c": "{p.q} tail"}], "d": "{fine}", "e": 3}
+    assert placeholder_errors(transform) == ["'name: {content}'", "'x{y}z'", "'{p.q} tail'"]
+
+
+def test_placeholder_errors_empty_for_valid_transforms():
+    assert placeholder_errors(TOOL_CALL) == []
+    assert placeholder_errors("{content}") == []
+    assert placeholder_errors(["literal {not placeholder", None, 1.5]) == []
+
+
+def test_placeholder_errors_ignores_dict_keys():
+    assert placeholder_errors({"{x} y": "{x}"}) == []
+
+
+def test_placeholder_roots_first_seen_order_without_duplicates():
+    transform = {"f": {"name": "{name}", "args": "{content.args}"}, "id": "{id}", "again": ["{name}", "{content}"]}
+    assert placeholder_roots(transform) == ["name", "content", "id"]
+
+
+def test_placeholder_roots_skips_literals_and_mixed():
+    assert placeholder_roots({"a": "x {y}", "b": "plain", "c": 1}) == []
+    assert placeholder_roots("{only}") == ["only"]
+
+
+# --- apply_transform -----------------------------------------------------------------------------
+
+def test_whole_string_placeholder_preserves_type():
+    scope = {"content": {"x": [1, 2]}, "n": 5, "flag": False, "none": None}
+    assert apply_transform({"a": "{content}", "b": "{n}", "c": "{flag}", "d": "{none}"}, scope) == {
+        "a": {"x": [1, 2]}, "b": 5, "c": False, "d": None}
+
+
+def test_top_level_placeholder_string():
+    assert apply_transform("{content}", {"content": [1]}) == [1]
+
+
+def test_literals_and_scalars_kept():
+    assert apply_transform({"type": "function", "n": 1, "f": 2.5, "z": None, "t": True, "s": "x {y}"}, {}) == {
+        "type": "function", "n": 1, "f": 2.5, "z": None, "t": True, "s": "x {y}"}
+
+
+def test_nested_lists_and_dicts_substituted():
+    assert apply_transform([{"a": ["{v}", "lit"]}, "{v}"], {"v": "V"}) == [{"a": ["V", "lit"]}, "V"]
+
+
+def test_dotted_path_indexes_dicts():
+    scope = {"content": {"name": "f", "args": {"x": {"y": 1}}}}
+    assert apply_transform({"n": "{content.name}", "y": "{content.args.x.y}"}, scope) == {"n": "f", "y": 1}
+
+
+def test_missing_root_is_key_error_listing_available():
+    with pytest.raises(KeyError, match=r"transform placeholder '\{missing\}' is not defined. Available: \['a', 'b'\]"):
+        apply_transform({"x": "{missing}"}, {"b": 1, "a": 2})
+
+
+def test_missing_key_is_value_error():
+    with pytest.raises(ContentParseError, match="missing key 'args'") as info:
+        apply_transform("{content.args}", {"content": {"name": "n"}})
+    assert isinstance(info.value, ValueError)
+    assert "Available: ['name']" in str(info.value)
+
+
+@pytest.mark.parametrize("value,type_name", [("n", "str"), ([1], "list"), (None, "NoneType"), (3, "int")])
+def test_indexing_into_non_dict_is_value_error(value, type_name):
+    with pytest.raises(ValueError, match=f"cannot index into {type_name} at 'x'"):
+        apply_transform("{content.x}", {"content": value})
+
+
+def test_result_never_aliases_template():
+    template = {"a": {"b": [1, {"c": 2}]}, "d": []}
+    out = apply_transform(template, {})
+    assert out == template
+    out["a"]["b"][1]["c"] = 99
+    out["d"].append(1)
+    assert template == {"a": {"b": [1, {"c": 2}]}, "d": []}
+
+
+def test_substituted_value_is_the_scope_object():
+    content = {"k": 1}
+    assert apply_transform({"x": "{content}"}, {"content": content})["x"] is content
+
+
+def test_compile_transform_reusable():
+    build = compile_transform(TOOL_CALL)
+    assert build({"name": "a", "content": {}}) == {"type": "function", "function": {"name": "a", "arguments": {}}}
+    assert build({"name": "b", "content": {"x": 1}})["function"] == {"name": "b", "arguments": {"x": 1}}
+
+
+# --- make_field_processor ------------------------------------------------------------------------
+
+def test_processor_without_transform_returns_parsed_value():
+    process = make_field_processor("n", "int", {}, None, False, ())
+    assert process(" 7 ", {}) == 7
+
+
+def test_processor_transform_with_content_and_open_group():
+    process = make_field_processor("tool_calls", "json", {}, TOOL_CALL, False, ("name",))
+    assert process('{"x": 1}', {"name": "f"}) == {"type": "function", "function": {"name": "f", "arguments": {"x": 1}}}
+
+
+def test_processor_content_overrides_a_group_named_content():
+    process = make_field_processor("f", "text", {}, "{content}", False, ("content",))
+    assert process(" body ", {"content": "group"}) == "body"
+
+
+def test_D4_close_group_in_scope():
+    # The caller merges open and close groupdicts; a close group reaches the transform.
+    process = make_field_processor("content", "text", {}, {"text": "{content}", "why": "{why}"}, False, ("why",))
+    assert process("hi", {"why": "STOP"}) == {"text": "hi", "why": "STOP"}
+
+
+def test_D4_open_and_close_groups_together():
+    process = make_field_processor("c", "text", {}, ["{a}", "{b}"], False, ("a", "b"))
+    assert process("", {"a": "open", "b": "close"}) == ["open", "close"]
+
+
+def test_D5_unmatched_group_is_none():
+    process = make_field_processor("c", "text", {}, {"id": "{id}", "text": "{content}"}, False, ("id",))
+    assert process("hi", {"id": None}) == {"id": None, "text": "hi"}
+    assert process("hi", {}) == {"id": None, "text": "hi"}
+
+
+def test_D5_undeclared_name_still_key_error():
+    process = make_field_processor("c", "text", {}, {"id": "{other}"}, False, ("id",))
+    with pytest.raises(KeyError, match="other"):
+        process("hi", {})
+
+
+def test_transform_each_applies_per_element_with_groups():
+    transform = {"type": "function", "function": {"name": "{tool_name}", "arguments": "{parameters}", "by": "{who}"}}
+    process = make_field_processor("tool_calls", "json", {}, transform, True, ("who",))
+    body = '[{"tool_name": "a", "parameters": {"x": 1}}, {"tool_name": "b", "parameters": {}}]'
+    assert process(body, {"who": "me"}) == [
+        {"type": "function", "function": {"name": "a", "arguments": {"x": 1}, "by": "me"}},
+        {"type": "function", "function": {"name": "b", "arguments": {}, "by": "me"}},
+    ]
+
+
+def test_transform_each_element_keys_override_groups_and_no_content():
+    process = make_field_processor("t", "json", {}, {"v": "{v}"}, True, ("v",))
+    assert process('[{"v": 1}, {}]', {"v": "group"}) == [{"v": 1}, {"v": "group"}]
+    process = make_field_processor("t", "json", {}, "{content}", True, ())
+    with pytest.raises(KeyError):
+        process("[{}]", {})
+
+
+def test_transform_each_empty_list():
+    process = make_field_processor("t", "json", {}, {"v": "{v}"}, True, ())
+    assert process("[]", {}) == []
+
+
+def test_transform_each_non_list_is_value_error_naming_field():
+    process = make_field_processor("tool_calls", "json", {}, {"v": "{v}"}, True, ())
+    with pytest.raises(ContentParseError, match="Field 'tool_calls': transform_each requires the parsed content to be a list, got dict"):
+        process('{"v": 1}', {})
+
+
+def test_transform_each_non_dict_element_is_value_error():
+    process = make_field_processor("tool_calls", "json", {}, {"v": "{v}"}, True, ())
+    with pytest.raises(ValueError, match="each list element to be a dict, got int"):
+        process('[{"v": 1}, 2]', {})
+
+
+def test_processor_parse_error_names_field():
+    process = make_field_processor("v", "json", {}, None, False, ())
+    with pytest.raises(ContentParseError, match="Field 'v': json parser could not parse region as JSON"):
+        process("nope", {})
+
+
+def test_processor_dotted_error_names_field():
+    process = make_field_processor("x", "json", {}, {"a": "{content.args}"}, False, ())
+    with pytest.raises(ContentParseError, match="Field 'x': .*missing key 'args'"):
+        process('{"name": "n"}', {})
+
+
+def test_processor_results_are_independent():
+    process = make_field_processor("x", "text", {}, {"list": [], "v": "{content}"}, False, ())
+    first = process("a", {})
+    first["list"].append(1)
+    assert process("b", {}) == {"list": [], "v": "b"}
+
+
+# --- differential against the transformers reference --------------------------------------------
+
+@pytest.fixture(scope="module")
+def ref():
+    return pytest.importorskip("transformers.utils.chat_parsing.content_parsers")
+
+
+names = st.sampled_from(["content", "name", "a", "b"])
+paths = st.lists(names, min_size=1, max_size=3).map(lambda p: "{" + ".".join(p) + "}")
+transforms = st.recursive(
+    st.none() | st.integers() | st.sampled_from(["lit", "x {a}"]) | paths,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["k", "l", "m"]), inner, max_size=3),
+    max_leaves=6,
+)
+scope_values = st.recursive(
+    st.none() | st.integers() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(names, inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def _outcome(fn):
+    try:
+        return ("ok", fn())
+    except KeyError:
+        return ("KeyError",)
+    except ValueError:
+        return ("ValueError",)
+
+
+@settings(max_examples=400, deadline=None)
+@given(transform=transforms, scope=st.dictionaries(names, scope_values, max_size=4))
+def test_differential_apply_transform(ref, transform, scope):
+    assert _outcome(lambda: apply_transform(transform, scope)) == _outcome(
+        lambda: ref._apply_transform(transform, scope))
+
+
+@settings(max_examples=200, deadline=None)
+@given(transform=transforms, each=st.booleans(), body=st.sampled_from(
+    ['{"a": 1}', '[{"a": {"b": 2}}, {"name": "x"}]', "[]", "[1]", '"s"', '[{"content": 0}]']),
+    captures=st.dictionaries(st.sampled_from(["name", "b"]), st.text(max_size=2), max_size=2))
+def test_differential_field_processing(ref, transform, each, body, captures):
+    field = types.SimpleNamespace(name="f", content="json", content_args={}, transform=transform, transform_each=each)
+    process = make_field_processor("f", "json", {}, transform, each, tuple(captures))
+    assert _outcome(lambda: process(body, captures)) == _outcome(lambda: ref.process_field(body, field, captures))
