@@ -28,11 +28,17 @@ from .transforms import (
     placeholder_roots,
 )
 
-#: Bumped only when generated modules need a different runtime; generated modules check it.
-RUNTIME_ABI = 1
+from .stream import PREFIX_REQUIRED, RUNTIME_ABI, StreamParser, check_abi, literal_hold, parse_many, to_text
 
 __all__ = [
+    # streaming machinery (SPEC 3, 4)
     "RUNTIME_ABI",
+    "StreamParser",
+    "check_abi",
+    "to_text",
+    "literal_hold",
+    "parse_many",
+    "PREFIX_REQUIRED",
     # errors
     "RespcError",
     "TemplateError",

@@ -1,0 +1,123 @@
+"""The compiler pipeline and the Python conveniences (SPEC sections 3 and 8).
+
+``load -> validate -> automaton -> grammar -> emit``; :func:`compile_source` returns the module
+text, :func:`compile_template` executes it into an in-memory module (cached by template hash), and
+:func:`parse_response` / :func:`get_response_parser` are drop-ins for the transformers functions of
+the same names with the template as second argument.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import types
+from dataclasses import dataclass
+from typing import Any
+
+from .automaton import Automaton, build_automaton
+from .emit import emit_module
+from .grammar import build_grammar
+from .ir import Template
+from .load import load_template
+from .validate import validate
+
+__all__ = ["Compiled", "compile_source", "compile_template", "parse_response", "get_response_parser"]
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """Everything one compilation produced.
+
+    Attributes:
+        template (Template): the IR.
+        automaton (Automaton): the region automaton (``warnings`` lists D2 holds).
+        grammar (str): the Lark grammar of the whole-message language.
+        source (str): the generated module's Python source.
+    """
+
+    template: Template
+    automaton: Automaton
+    grammar: str
+    source: str
+
+
+def compile_source(spec: Any, *, command: str | None = None, source_name: str | None = None) -> Compiled:
+    """Compile a template into generated-module source.
+
+    Args:
+        spec: anything :func:`respc.compiler.load.load_template` accepts (dict, path, name).
+        command: the regenerate command stamped in the banner (default: ``respc compile <source>``).
+        source_name: overrides the source label stamped in the banner (a relative path).
+
+    Returns:
+        Compiled: IR, automaton, grammar and module source.
+
+    Raises:
+        TemplateError: the template breaks a rule of SPEC section 2.
+    """
+    loaded = load_template(spec)
+    if source_name is not None:
+        loaded = type(loaded)(loaded.document, source_name, loaded.path)
+    template = validate(loaded)
+    automaton = build_automaton(template)
+    grammar = build_grammar(template)
+    if command is None:
+        command = f"respc compile {template.source}" if template.source != "<dict>" else "respc.compile_template(...)"
+    source = emit_module(template, automaton, command=command, grammar=grammar)
+    return Compiled(template, automaton, grammar, source)
+
+
+_CACHE: dict[str, types.ModuleType] = {}
+_LOCK = threading.Lock()
+
+
+def compile_template(template: Any) -> types.ModuleType:
+    """Compile a template and import the generated module in memory (SPEC 8).
+
+    Args:
+        template: a dict, a path (``.json``, ``tokenizer_config.json``, model directory) or a
+            catalogue name.
+
+    Returns:
+        module: exposing ``ResponseParser``, ``get_response_parser``, ``parse_response``,
+        ``FIELD_NAMES``, ``GRAMMAR``. Cached by the template's SHA-256, so compiling the same
+        template twice returns the same module.
+
+    Raises:
+        TemplateError: the template breaks a rule of SPEC section 2.
+    """
+    compiled = compile_source(template)
+    key = compiled.template.sha256
+    with _LOCK:
+        module = _CACHE.get(key)
+        if module is None:
+            name = f"respc._compiled_{key[:16]}"
+            module = types.ModuleType(name)
+            module.__file__ = f"<respc generated from {compiled.template.source}>"
+            code = compile(compiled.source, module.__file__, "exec")
+            sys.modules[name] = module
+            try:
+                exec(code, module.__dict__)  # noqa: S102 - our own emitted code; template data is only repr()'d
+            finally:
+                del sys.modules[name]
+            _CACHE[key] = module
+    return module
+
+
+def get_response_parser(template: Any, *, prefix: Any = None, tools: list | None = None, tokenizer: Any = None):
+    """Drop-in for ``tokenizer.get_response_parser``: a streaming parser for ``template`` (SPEC 3)."""
+    return compile_template(template).ResponseParser(prefix, tools, tokenizer)
+
+
+def parse_response(response: Any, template: Any, *, prefix: Any = None, tools: list | None = None,
+                   tokenizer: Any = None) -> Any:
+    """Drop-in for ``tokenizer.parse_response`` with the template as second argument (SPEC 3).
+
+    Returns:
+        dict | list[dict]: one message, or one per item of a batch.
+
+    Raises:
+        TemplateError: bad template; ValueError: missing prefix, failed parse; TypeError: ids
+        without a tokenizer.
+    """
+    return compile_template(template).parse_response(response, prefix, tools, tokenizer)

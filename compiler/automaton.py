@@ -1,0 +1,393 @@
+"""Pass 3: the region automaton (SPEC sections 4.1-4.3, 8 and deviation D2).
+
+Theory of operation
+-------------------
+The parser is always in one *state*: ``OUTSIDE`` (the implicit field, or the null sink when the
+template has none) or inside one explicit field's region. Each state watches a fixed, ordered set of
+delimiters (its *watch set*, SPEC 4.2): outside, every explicit open in declaration order plus the
+implicit field's own close; inside a region, only that region's close. Committing a delimiter is a
+*transition*: an open moves to that field's state, a close moves back to ``OUTSIDE``.
+
+When two complete hits start at the same offset with the same length, SPEC 4.3 breaks the tie by
+"opens before closes, then field name"; that order never changes at run time, so each watched
+delimiter gets a precomputed *rank* and the emitted scanner compares ranks, not names.
+
+Every delimiter is also classified once here:
+
+* ``literal`` -- one literal string: found with ``str.find``; its partial match (a proper prefix
+  of it at the end of the buffer) is decided from the literal's own characters.
+* ``regex`` -- a pattern or a literal list, searched with the ``regex`` module's partial matching
+  exactly like the reference. A complete match ending at the buffer edge is *pending* when more
+  input could still change it: always for patterns and for literal lists that can extend.
+* ``indeterminate`` (D2) -- a pattern whose complete match can change with later input even when
+  it ends before the buffer edge: an end anchor (``$``, ``\\Z``), a lookahead, or an unbounded
+  greedy repeat whose characters overlap what may follow it (``<call name=(?P<n>.*)>``). Its
+  complete matches stay pending until end of stream.
+
+Finally the automaton records how much already-decided text the regex delimiters must still see
+(``context``): one character for ``^``/``\\A``/``\\b``/``\\B`` (so they cannot fire at a trimmed
+buffer start), the width of a bounded lookbehind, or everything (None) for unbounded lookbehinds
+and patterns the analysis cannot read. The generated parser trims its buffer only down to that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+try:  # Python 3.11+
+    from re import _constants as sre_c
+    from re import _parser as sre_parse
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as sre_c  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
+
+from .ir import Delimiter, Template
+
+__all__ = ["Watch", "State", "Automaton", "build_automaton", "classify_pattern", "PatternFacts"]
+
+OUTSIDE = 0
+
+
+@dataclass(frozen=True)
+class PatternFacts:
+    """What the compiler knows about one regex delimiter.
+
+    Attributes:
+        indeterminate (bool): D2 -- a complete match may change with later input.
+        context (int | None): characters before the search position it must see; None = all.
+        reasons (tuple[str, ...]): why it is indeterminate (for ``respc check`` warnings).
+    """
+
+    indeterminate: bool
+    context: int | None
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One watched delimiter of one state.
+
+    Attributes:
+        kind (str): ``"open"`` or ``"close"``.
+        field (int): index of the field whose delimiter it is.
+        delimiter (Delimiter): the delimiter.
+        rank (int): tie-break rank inside the state (lower wins; SPEC 4.3).
+        target (int): the state entered when it commits.
+        matcher (str): ``"literal"`` or ``"regex"``.
+        pending_at_edge (bool): a complete match ending at the buffer edge must wait.
+        indeterminate (bool): every complete match must wait until end of stream (D2).
+    """
+
+    kind: str
+    field: int
+    delimiter: Delimiter
+    rank: int
+    target: int
+    matcher: str
+    pending_at_edge: bool
+    indeterminate: bool
+
+
+@dataclass(frozen=True)
+class State:
+    """One automaton state: the region it fills and the delimiters it watches.
+
+    Attributes:
+        index (int): 0 is OUTSIDE; explicit fields follow in declaration order.
+        field (int | None): the field receiving text in this state (None = null sink).
+        name (str): a readable label for comments.
+        watches (tuple[Watch, ...]): in declaration order (SPEC 4.2).
+    """
+
+    index: int
+    field: int | None
+    name: str
+    watches: tuple[Watch, ...]
+
+
+@dataclass(frozen=True)
+class Automaton:
+    """The region automaton of one template.
+
+    Attributes:
+        states (tuple[State, ...]): ``states[0]`` is OUTSIDE.
+        state_of_field (dict[int, int]): explicit field index -> its state.
+        context (int | None): decided characters regex delimiters need to see (None = all).
+        warnings (tuple[str, ...]): indeterminate delimiters (D2), for ``respc check``.
+    """
+
+    states: tuple[State, ...]
+    state_of_field: dict
+    context: int | None
+    warnings: tuple[str, ...]
+
+
+# --- regex analysis -------------------------------------------------------------------------
+
+_SAMPLES = "aZ0_ \n\t\r-.,:;\"'<>{}[]()/\\|=+*?!@#$%^&`~é中\x00\x01"
+_MAXREPEAT = sre_c.MAXREPEAT
+
+
+class _Unknown(Exception):
+    """The analysis met a construct it does not model; the caller falls back to 'conservative'."""
+
+
+def _category_has(cat, c: str) -> bool:
+    name = str(cat)
+    word = c.isalnum() or c == "_"
+    table = {
+        "CATEGORY_DIGIT": c.isdecimal(), "CATEGORY_NOT_DIGIT": not c.isdecimal(),
+        "CATEGORY_SPACE": c.isspace(), "CATEGORY_NOT_SPACE": not c.isspace(),
+        "CATEGORY_WORD": word, "CATEGORY_NOT_WORD": not word,
+        "CATEGORY_LINEBREAK": c == "\n", "CATEGORY_NOT_LINEBREAK": c != "\n",
+    }
+    if name not in table:
+        raise _Unknown(name)
+    return table[name]
+
+
+def _item_has(op, av, c: str) -> bool:
+    """Whether the one-character item (op, av) of an sre parse tree matches ``c``."""
+    if op is sre_c.LITERAL:
+        return ord(c) == av
+    if op is sre_c.NOT_LITERAL:
+        return ord(c) != av
+    if op is sre_c.ANY:
+        return True  # DOTALL: '.' matches everything
+    if op is sre_c.RANGE:
+        return av[0] <= ord(c) <= av[1]
+    if op is sre_c.CATEGORY:
+        return _category_has(av, c)
+    if op is sre_c.IN:
+        negate = bool(av) and av[0][0] is sre_c.NEGATE
+        items = av[1:] if negate else av
+        hit = any(_item_has(o, a, c) for o, a in items)
+        return hit != negate
+    raise _Unknown(str(op))
+
+
+class _CharSet:
+    """A set of characters, kept as the sre items that define it; compared by sampling."""
+
+    def __init__(self, items=(), anything: bool = False) -> None:
+        self.items = list(items)
+        self.anything = anything
+
+    def __or__(self, other: "_CharSet") -> "_CharSet":
+        return _CharSet(self.items + other.items, self.anything or other.anything)
+
+    def has(self, c: str) -> bool:
+        return self.anything or any(_item_has(op, av, c) for op, av in self.items)
+
+    def chars(self) -> set[str]:
+        found = set()
+        for op, av in self.items:
+            if op in (sre_c.LITERAL, sre_c.NOT_LITERAL):
+                found.add(chr(av))
+            elif op is sre_c.RANGE:
+                found.update((chr(av[0]), chr(av[1])))
+            elif op is sre_c.IN:
+                found |= _CharSet([(o, a) for o, a in av if o is not sre_c.NEGATE]).chars()
+        return found
+
+    def overlaps(self, other: "_CharSet") -> bool:
+        if (self.anything and (other.anything or other.items)) or (other.anything and self.items):
+            return True
+        for c in set(_SAMPLES) | self.chars() | other.chars():
+            if self.has(c) and other.has(c):
+                return True
+        return False
+
+
+_EMPTY = _CharSet()
+_ANY = _CharSet(anything=True)
+
+
+_CHAR_OPS = (sre_c.LITERAL, sre_c.NOT_LITERAL, sre_c.ANY, sre_c.IN, sre_c.RANGE, sre_c.CATEGORY)
+_REPEAT_OPS = tuple(op for op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", None))
+                    if op is not None)
+_ATOMIC = getattr(sre_c, "ATOMIC_GROUP", None)
+
+
+def _all_chars(seq) -> _CharSet:
+    """Every character ``seq`` can consume anywhere (an over-approximation)."""
+    out = _CharSet()
+    for op, av in seq:
+        if op in _CHAR_OPS:
+            out = out | _CharSet([(op, av)])
+        elif op is sre_c.SUBPATTERN:
+            out = out | _all_chars(av[-1])
+        elif op is _ATOMIC and _ATOMIC is not None:
+            out = out | _all_chars(av)
+        elif op is sre_c.BRANCH:
+            for alt in av[1]:
+                out = out | _all_chars(alt)
+        elif op in _REPEAT_OPS:
+            out = out | _all_chars(av[2])
+        elif op is sre_c.GROUPREF_EXISTS:
+            out = out | _all_chars(av[1]) | (_all_chars(av[2]) if av[2] is not None else _EMPTY)
+        elif op is sre_c.GROUPREF:
+            out = out | _ANY
+    return out
+
+
+def _within(seq, chars: _CharSet) -> tuple[bool, bool]:
+    """(can match empty, can match a non-empty string made only of ``chars``) for ``seq``."""
+    all_possible, all_empty, some_nonempty = True, True, False
+    for op, av in seq:
+        empty, nonempty = _item_within(op, av, chars)
+        all_possible = all_possible and (empty or nonempty)
+        all_empty = all_empty and empty
+        some_nonempty = some_nonempty or nonempty
+    return all_empty, all_possible and some_nonempty
+
+
+def _item_within(op, av, chars: _CharSet) -> tuple[bool, bool]:
+    if op in _CHAR_OPS:
+        return False, _CharSet([(op, av)]).overlaps(chars)
+    if op is sre_c.SUBPATTERN:
+        return _within(av[-1], chars)
+    if op is _ATOMIC and _ATOMIC is not None:
+        return _within(av, chars)
+    if op is sre_c.BRANCH:
+        results = [_within(alt, chars) for alt in av[1]]
+        return any(e for e, _ in results), any(n for _, n in results)
+    if op in _REPEAT_OPS:
+        empty, nonempty = _within(av[2], chars)
+        return av[0] == 0 or empty, nonempty and av[1] > 0
+    if op in (sre_c.AT, sre_c.ASSERT, sre_c.ASSERT_NOT):
+        return True, False
+    if op is sre_c.GROUPREF_EXISTS:
+        a = _within(av[1], chars)
+        b = _within(av[2], chars) if av[2] is not None else (True, False)
+        return a[0] or b[0], a[1] or b[1]
+    if op is sre_c.GROUPREF:
+        return True, True
+    raise _Unknown(str(op))
+
+
+def _walk(seq, cont: tuple, facts: dict) -> None:
+    """Record indeterminacy reasons and context needs of ``seq``; ``cont`` is what follows it.
+
+    An unbounded greedy repeat is indeterminate when what follows it can match a non-empty
+    string made only of characters the repeat consumes: then its maximal munch can run to the
+    buffer edge and backtrack, so later input moves the match (``.*>``). When what follows needs a
+    character the repeat never takes (``\\w+.*?<x>``, ``[^>]*>``) the munch stops inside
+    known text and the match is final.
+    """
+    items = list(seq)
+    for i, (op, av) in enumerate(items):
+        after = (items[i + 1:],) + cont
+        if op is sre_c.AT:
+            name = str(av)
+            if name in ("AT_END", "AT_END_STRING"):
+                facts["reasons"].append("an end anchor ($ or \\Z) matches only once the stream ends")
+            elif name != "AT_END_LINE":
+                facts["context"] = _more(facts["context"], 1)
+        elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
+            direction, sub = av
+            if direction == 1:
+                facts["reasons"].append("a lookahead can change with later input")
+            else:
+                width = sub.getwidth()[1]
+                facts["context"] = None if width >= _MAXREPEAT else _more(facts["context"], width)
+            _walk(sub, (), facts)
+        elif op is sre_c.SUBPATTERN:
+            _walk(av[-1], after, facts)
+        elif op is _ATOMIC and _ATOMIC is not None:
+            _walk(av, after, facts)
+        elif op is sre_c.BRANCH:
+            for alt in av[1]:
+                _walk(alt, after, facts)
+        elif op is sre_c.GROUPREF_EXISTS:
+            _walk(av[1], after, facts)
+            if av[2] is not None:
+                _walk(av[2], after, facts)
+        elif op in _REPEAT_OPS:
+            low, high, body = av
+            if op is sre_c.MAX_REPEAT and high == _MAXREPEAT:
+                rest = [item for part in after for item in part]
+                if _within(rest, _all_chars(body))[1]:
+                    facts["reasons"].append("an unbounded greedy repeat overlaps what follows it")
+            _walk(body, after, facts)
+
+
+def _more(current: int | None, need: int) -> int | None:
+    return None if current is None else max(current, need)
+
+
+def classify_pattern(pattern: str) -> PatternFacts:
+    """Classify one regex delimiter for D2 and for buffer trimming (see module docstring).
+
+    Args:
+        pattern: the regex source (``regex`` module syntax).
+
+    Returns:
+        PatternFacts: indeterminate or not, the context it needs, and why. A pattern the analysis
+        cannot read (``regex``-only syntax) is treated conservatively: indeterminate, full context.
+    """
+    try:
+        tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+        facts = {"reasons": [], "context": 0}
+        _walk(tree, (), facts)
+    except (_Unknown, Exception):
+        return PatternFacts(True, None, ("the compiler cannot analyse this pattern",))
+    reasons = tuple(dict.fromkeys(facts["reasons"]))
+    return PatternFacts(bool(reasons), facts["context"], reasons)
+
+
+# --- the automaton ----------------------------------------------------------------------------
+
+def _watch(kind: str, field_index: int, delim: Delimiter, target: int) -> tuple[Watch, PatternFacts]:
+    if delim.literals is not None:
+        facts = PatternFacts(False, 0)
+        if len(delim.literals) == 1:
+            return Watch(kind, field_index, delim, 0, target, "literal", False, False), facts
+        return Watch(kind, field_index, delim, 0, target, "regex", delim.can_extend, False), facts
+    facts = classify_pattern(delim.pattern)
+    return Watch(kind, field_index, delim, 0, target, "regex", True, facts.indeterminate), facts
+
+
+def build_automaton(template: Template) -> Automaton:
+    """Build the region automaton of a validated template.
+
+    Args:
+        template: the IR from :func:`respc.compiler.validate.validate`.
+
+    Returns:
+        Automaton: states with ordered watch sets, ranks and matcher classes, the context the
+        regex delimiters need, and the D2 warnings.
+    """
+    fields = template.fields
+    explicit = [i for i, f in enumerate(fields) if not f.is_implicit]
+    state_of_field = {fi: k + 1 for k, fi in enumerate(explicit)}
+    context: int | None = 0
+    warnings: list[str] = []
+
+    def ranked(entries):
+        nonlocal context
+        watches = []
+        for kind, fi, delim, target in entries:
+            watch, facts = _watch(kind, fi, delim, target)
+            context = None if context is None or facts.context is None else max(context, facts.context)
+            for reason in facts.reasons:
+                warnings.append(f"field {fields[fi].name!r} {delim.key} {delim.pattern!r}: {reason}; "
+                                "its matches are held until no later input can change them (D2)")
+            watches.append(watch)
+        order = sorted(range(len(watches)),
+                       key=lambda k: (0 if watches[k].kind == "open" else 1, fields[watches[k].field].name))
+        rank = {k: r for r, k in enumerate(order)}
+        return tuple(Watch(w.kind, w.field, w.delimiter, rank[k], w.target, w.matcher, w.pending_at_edge,
+                           w.indeterminate) for k, w in enumerate(watches))
+
+    outside_entries = [("open", fi, fields[fi].open, state_of_field[fi]) for fi in explicit]
+    if template.implicit is not None and fields[template.implicit].close is not None:
+        outside_entries.append(("close", template.implicit, fields[template.implicit].close, OUTSIDE))
+    outside_name = (f"outside (implicit field {fields[template.implicit].name!r})"
+                    if template.implicit is not None else "outside (null sink)")
+    states = [State(OUTSIDE, template.implicit, outside_name, ranked(outside_entries))]
+    for fi in explicit:
+        close = fields[fi].close
+        entries = [("close", fi, close, OUTSIDE)] if close is not None else []
+        states.append(State(state_of_field[fi], fi, f"region {fields[fi].name!r}", ranked(entries)))
+    return Automaton(tuple(states), state_of_field, context, tuple(dict.fromkeys(warnings)))

@@ -1,0 +1,189 @@
+"""Pass 5: lay the generated module out (SPEC section 8).
+
+All meaning is decided by the earlier passes; this module only turns the IR and the automaton into
+a view model of strings and renders ``emit_templates/module.py.jinja``. Every value taken from the
+template reaches the module through :func:`py_literal` (``repr`` of plain data), never as code, so a
+hostile template cannot inject anything. The output is deterministic: same template and compiler
+version, same bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jinja2
+
+from respc.runtime.content import STREAMABLE_PARSERS
+from respc.runtime.stream import RUNTIME_ABI
+
+from .automaton import Automaton
+from .ir import Template
+
+__all__ = ["CODEGEN_VERSION", "emit_module", "py_literal"]
+
+#: Stamped into every generated module; bump it deliberately when the generated code changes.
+CODEGEN_VERSION = 1
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("respc.compiler", "emit_templates"),
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+    autoescape=False,
+)
+
+
+def py_literal(value: Any, indent: int = 0) -> str:
+    """Python source for a JSON-like value: one entry per line, trailing commas, ``repr`` strings.
+
+    Args:
+        value: None, bool, int, float, str, or lists / dicts of them (dict keys are strings).
+        indent: the indentation (spaces) of the line the literal starts on.
+
+    Returns:
+        str: an expression that evaluates to an equal value and executes nothing else.
+
+    Raises:
+        TypeError: for any other type (templates are JSON, so this means a bug upstream).
+    """
+    pad = " " * (indent + 4)
+    if value is None or isinstance(value, (bool, int, str)):
+        return repr(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return f"float({str(value)!r})"
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        items = "".join(f"{pad}{py_literal(v, indent + 4)},\n" for v in value)
+        return "[\n" + items + " " * indent + "]"
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = "".join(f"{pad}{py_literal(str(k))}: {py_literal(v, indent + 4)},\n" for k, v in value.items())
+        return "{\n" + items + " " * indent + "}"
+    raise TypeError(f"cannot emit a {type(value).__name__} as data")
+
+
+def _line(text: str) -> str:
+    """Make text safe on one comment line: control characters become '?'."""
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def _doc(text: str) -> str:
+    """Make text safe inside a non-raw triple-quoted docstring (escapes backslashes and quotes)."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _describe(delim) -> str:
+    if delim is None:
+        return "-"
+    if delim.literals is not None:
+        return " | ".join(repr(x) for x in delim.literals)
+    return f"/{delim.pattern!r}/"
+
+
+def _tuple(items: list[str]) -> str:
+    return "(" + "".join(f"{x}, " for x in items).rstrip(" ") + ")" if items else "()"
+
+
+def _view(template: Template, automaton: Automaton, command: str, grammar: str) -> dict:
+    fields = []
+    for f in template.fields:
+        fields.append({
+            "name_repr": repr(f.name),
+            "doc": _doc(f"{f.name!r}: open {_describe(f.open)}, close {_describe(f.close)}, content "
+                        f"{f.content!r}" + (", repeats" if f.repeats else "")
+                        + (f", join {f.join!r}" if f.join is not None else "")
+                        + ("" if f.optional else ", required")
+                        + (", implicit field" if f.is_implicit else "")),
+            "dirty": f.content not in STREAMABLE_PARSERS,
+            "join": repr(f.join),
+            "repeats": f.repeats,
+            "groups": _tuple([repr(g) for g in f.group_names]),
+            "content_repr": repr(f.content),
+            "content_args": py_literal(f.content_args, 8),
+            "transform": py_literal(f.transform, 8),
+            "transform_each": f.transform_each,
+        })
+    regexes = []
+    regex_var: dict[tuple[int, str], str] = {}
+    states = []
+    for s in automaton.states:
+        watches = []
+        literal_watches = []
+        for w in s.watches:
+            field = template.fields[w.field]
+            comment = f"{w.kind} of {field.name!r}: {_describe(w.delimiter)}"
+            view = {"comment": comment, "rank": w.rank, "matcher": w.matcher,
+                    "indeterminate": w.indeterminate, "pending_at_edge": w.pending_at_edge}
+            if w.matcher == "literal":
+                literal = w.delimiter.literals[0]
+                view.update(literal_repr=repr(literal), length=len(literal))
+                literal_watches.append(literal)
+            else:
+                key = (w.field, w.delimiter.key)
+                if key not in regex_var:
+                    regex_var[key] = f"_D{len(regexes)}"
+                    regexes.append({"var": regex_var[key], "pattern_repr": repr(w.delimiter.pattern),
+                                    "comment": comment + (" (indeterminate, D2)" if w.indeterminate else "")})
+                view["var"] = regex_var[key]
+            watches.append(view)
+        partial = None
+        if literal_watches:
+            prefixes = sorted({lit[:k] for lit in literal_watches for k in range(1, len(lit))})
+            firsts = "".join(dict.fromkeys(lit[0] for lit in literal_watches))
+            longest = max(len(lit) for lit in literal_watches)
+            if prefixes:
+                partial = {"prefixes": [repr(p) for p in prefixes], "firsts": repr(firsts), "span": longest - 1}
+        transitions = []
+        for w in sorted(s.watches, key=lambda w: w.rank):
+            field = template.fields[w.field]
+            transitions.append({"is_open": w.kind == "open", "field": w.field, "target": w.target, "rank": w.rank,
+                                "comment": f"{w.kind} {field.name!r}"})
+        label = s.name
+        states.append({"index": s.index, "label": label, "label_doc": _doc(label), "watches": watches,
+                       "partial": partial, "transitions": transitions})
+    source = template.source
+    context = automaton.context
+    return {
+        "source": _line(source),
+        "source_doc": _doc(repr(source)),
+        "source_repr": repr(source),
+        "sha256": template.sha256,
+        "sha256_repr": repr(template.sha256),
+        "command": _line(command),
+        "codegen": CODEGEN_VERSION,
+        "abi": RUNTIME_ABI,
+        "fields": fields,
+        "defaults": py_literal(template.defaults),
+        "required": [repr(f.name) for f in template.fields if not f.optional],
+        "anchor_repr": repr(template.start_anchor.pattern),
+        "regexes": regexes,
+        "states": states,
+        "outside_field": template.implicit,
+        "context": context,
+        "context_why": ("an unbounded lookbehind or a pattern the compiler cannot analyse: keep all"
+                        if context is None else "^, \\b and lookbehinds must not see a trimmed start"
+                        if context else "no regex delimiter looks behind its start"),
+        "grammar_repr": "(\n" + "".join(f"    {line!r}\n" for line in grammar.splitlines(keepends=True)) + ")"
+        if grammar else "''",
+    }
+
+
+def emit_module(template: Template, automaton: Automaton, *, command: str, grammar: str) -> str:
+    """Render the generated module's source.
+
+    Args:
+        template: the IR.
+        automaton: its region automaton.
+        command: the command that regenerates the file (stamped in the banner).
+        grammar: the Lark grammar text embedded as ``GRAMMAR``.
+
+    Returns:
+        str: Python source, ending with a newline.
+    """
+    return _ENV.get_template("module.py.jinja").render(**_view(template, automaton, command, grammar))

@@ -1,0 +1,107 @@
+"""The intermediate representation of a validated response template.
+
+Every later pass (automaton, grammar, emit) reads only these frozen dataclasses; nothing here is
+re-derived from the raw JSON. Built by :func:`respc.compiler.validate.validate`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Delimiter", "Field", "Template", "canonical_json", "template_sha256"]
+
+
+@dataclass(frozen=True)
+class Delimiter:
+    """One open, close or start-anchor delimiter (SPEC section 2).
+
+    Attributes:
+        key (str): the template key it came from (``open``, ``close_pattern``, ``start_anchor``...).
+        literals (tuple[str, ...] | None): the literal strings, deduplicated in declaration order,
+            or None for a regex delimiter.
+        pattern (str): the regex source matched by the parser; for literals, the escaped
+            alternation longest-first (the order the reference uses).
+        can_extend (bool): a literal list in which one literal is a strict prefix of another.
+        group_names (tuple[str, ...]): named groups, in the order the pattern declares them.
+    """
+
+    key: str
+    literals: tuple[str, ...] | None
+    pattern: str
+    can_extend: bool
+    group_names: tuple[str, ...]
+
+    @property
+    def is_single_literal(self) -> bool:
+        """True for exactly one literal string (the str.find fast path)."""
+        return self.literals is not None and len(self.literals) == 1
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of the output message and the region that fills it (SPEC section 2).
+
+    Attributes:
+        name (str): the output key.
+        open (Delimiter | None): None for the implicit field.
+        close (Delimiter | None): None when the region runs to the end of the stream.
+        content (str): content parser name (SPEC 5).
+        content_args (dict): its arguments.
+        repeats (bool), join (str | None), optional (bool): SPEC 2 / 4.5.
+        transform (Any): output template or None (SPEC 6).
+        transform_each (bool): apply ``transform`` per list element.
+        group_names (tuple[str, ...]): named groups of open then close pattern (D4, D5).
+    """
+
+    name: str
+    open: Delimiter | None
+    close: Delimiter | None
+    content: str
+    content_args: dict
+    repeats: bool
+    join: str | None
+    optional: bool
+    transform: Any
+    transform_each: bool
+    group_names: tuple[str, ...]
+
+    @property
+    def is_implicit(self) -> bool:
+        """True for the field with neither ``open`` nor ``open_pattern``."""
+        return self.open is None
+
+
+@dataclass(frozen=True)
+class Template:
+    """A whole validated template.
+
+    Attributes:
+        source (str): where it came from (for banners and errors).
+        sha256 (str): hex SHA-256 of :func:`canonical_json` of the document.
+        document (dict): the raw document, as given (used for the banner and for re-emission).
+        defaults (dict): values pre-filled in the message.
+        fields (tuple[Field, ...]): in declaration order.
+        implicit (int | None): index into ``fields`` of the implicit field.
+        start_anchor (Delimiter): where the assistant turn starts inside the prefix.
+    """
+
+    source: str
+    sha256: str
+    document: dict
+    defaults: dict
+    fields: tuple[Field, ...]
+    implicit: int | None
+    start_anchor: Delimiter
+
+
+def canonical_json(document: Any) -> str:
+    """The canonical JSON text of a template: sorted keys, no spaces, UTF-8 kept."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def template_sha256(document: Any) -> str:
+    """Hex SHA-256 of :func:`canonical_json` (stamped into generated modules, SPEC 8)."""
+    return hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()

@@ -1,0 +1,227 @@
+"""Pass 2: check every load-time rule of SPEC section 2 and build the IR.
+
+Each failure is a :class:`~respc.runtime.errors.TemplateError` naming the template source, the field
+and the key at fault. Nothing here runs text from the template: patterns are only compiled.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import regex
+
+from respc.runtime.content import CONTENT_PARSER_NAMES
+from respc.runtime.errors import TemplateError
+from respc.runtime.transforms import placeholder_errors
+
+from .ir import Delimiter, Field, Template, template_sha256
+from .load import LoadedTemplate
+
+__all__ = ["validate", "TOP_LEVEL_KEYS", "FIELD_KEYS"]
+
+TOP_LEVEL_KEYS = ("version", "defaults", "fields", "start_anchor", "start_anchor_pattern")
+FIELD_KEYS = ("open", "open_pattern", "close", "close_pattern", "content", "content_args", "repeats",
+              "join", "optional", "transform", "transform_each")
+# Regex flavour of SPEC 2: the `regex` module, DOTALL, no MULTILINE.
+REGEX_FLAGS = regex.DOTALL
+
+
+class _Checker:
+    """Carries the source label so every error names where it happened."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, detail: str, field: str | None = None, key: str | None = None) -> TemplateError:
+        return TemplateError(detail, source=self.source, field=field, key=key)
+
+    def compile(self, pattern: str, field: str | None, key: str) -> regex.Pattern:
+        try:
+            return regex.compile(pattern, REGEX_FLAGS)
+        except (regex.error, ValueError, OverflowError, RecursionError) as exc:
+            raise self.fail(f"invalid {key} regex {pattern!r}: {exc}", field, key) from None
+
+    def delimiter(self, spec: dict, literal_key: str, pattern_key: str,
+                  field: str | None) -> Delimiter | None:
+        """Build the delimiter of ``literal_key`` / ``pattern_key`` (at most one may be set)."""
+        if literal_key in spec and pattern_key in spec:
+            raise self.fail(f"cannot specify both '{literal_key}' and '{pattern_key}'", field, literal_key)
+        if literal_key in spec:
+            raw = spec[literal_key]
+            if isinstance(raw, str):
+                items = [raw]
+            elif isinstance(raw, list):
+                if not raw:
+                    raise self.fail(f"'{literal_key}' list must contain at least one literal", field, literal_key)
+                bad = [item for item in raw if not isinstance(item, str)]
+                if bad:
+                    raise self.fail(f"'{literal_key}' list must contain only strings, found {bad[0]!r}",
+                                    field, literal_key)
+                items = raw
+            else:
+                raise self.fail(f"'{literal_key}' must be a string or a list of strings, "
+                                f"got {type(raw).__name__}", field, literal_key)
+            if any(item == "" for item in items):
+                raise self.fail(f"'{literal_key}' literals cannot be empty strings", field, literal_key)
+            literals = tuple(dict.fromkeys(items))
+            # Longest first (stable), exactly the alternation order of the reference.
+            ordered = sorted(literals, key=len, reverse=True)
+            pattern = "|".join(regex.escape(item) for item in ordered)
+            self.compile(pattern, field, literal_key)
+            can_extend = any(a != b and a.startswith(b) for a in literals for b in literals)
+            return Delimiter(literal_key, literals, pattern, can_extend, ())
+        if pattern_key in spec:
+            raw = spec[pattern_key]
+            if not isinstance(raw, str):
+                raise self.fail(f"'{pattern_key}' must be a regex string, got {type(raw).__name__}",
+                                field, pattern_key)
+            compiled = self.compile(raw, field, pattern_key)
+            names = tuple(sorted(compiled.groupindex, key=compiled.groupindex.__getitem__))
+            return Delimiter(pattern_key, None, raw, False, names)
+        return None
+
+
+def _check_content_args(check: _Checker, name: str, content: str, args: Any, key: str = "content_args") -> None:
+    if not isinstance(args, dict):
+        raise check.fail(f"'{key}' must be a dict, got {type(args).__name__}", name, key)
+    if content == "xml-inline":
+        pattern = args.get("tag_pattern")
+        if not isinstance(pattern, str):
+            raise check.fail("xml-inline needs 'tag_pattern', a regex string with groups 'key' and 'value'",
+                             name, key)
+        compiled = check.compile(pattern, name, f"{key}.tag_pattern")
+        if "key" not in compiled.groupindex:
+            raise check.fail(f"xml-inline tag_pattern {pattern!r} has no named group 'key'", name, key)
+    if content == "json" and "string_delims" in args:
+        delims = args["string_delims"]
+        if not isinstance(delims, list) or not all(
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(s, str) and s for s in pair)
+            for pair in delims
+        ):
+            raise check.fail("json 'string_delims' must be a list of [open, close] pairs of non-empty strings",
+                             name, key)
+    for sep_key in ("line_sep", "kv_sep"):
+        if content == "kv-lines" and sep_key in args and not (isinstance(args[sep_key], str) and args[sep_key]):
+            raise check.fail(f"kv-lines '{sep_key}' must be a non-empty string", name, key)
+    value_parser = args.get("value_parser")
+    if value_parser is not None and content in ("xml-inline", "kv-lines"):
+        if not isinstance(value_parser, dict):
+            raise check.fail("'value_parser' must be a dict {\"name\": parser, \"args\": {...}}", name, key)
+        sub = value_parser.get("name", "text")
+        if sub not in CONTENT_PARSER_NAMES:
+            raise check.fail(f"value_parser: unknown content parser {sub!r}. Available: "
+                             f"{sorted(CONTENT_PARSER_NAMES)}", name, key)
+        _check_content_args(check, name, sub, value_parser.get("args", {}), f"{key}.value_parser.args")
+
+
+def _build_field(check: _Checker, name: str, spec: Any) -> Field:
+    if not isinstance(spec, dict):
+        raise check.fail(f"a field spec must be a dict, got {type(spec).__name__}", name)
+    unknown = sorted(set(spec) - set(FIELD_KEYS))
+    if unknown:
+        raise check.fail(f"unknown keys {unknown} (allowed: {list(FIELD_KEYS)})", name, unknown[0])
+    content = spec.get("content", "text")
+    if content not in CONTENT_PARSER_NAMES:
+        raise check.fail(f"unknown content parser {content!r}. Available: {sorted(CONTENT_PARSER_NAMES)}",
+                         name, "content")
+    open_ = check.delimiter(spec, "open", "open_pattern", name)
+    close = check.delimiter(spec, "close", "close_pattern", name)
+    content_args = spec.get("content_args", {})
+    _check_content_args(check, name, content, content_args)
+    for flag in ("repeats", "optional"):
+        if flag in spec and not isinstance(spec[flag], bool):
+            raise check.fail(f"'{flag}' must be a bool, got {type(spec[flag]).__name__}", name, flag)
+    repeats = spec.get("repeats", False)
+    join = spec.get("join")
+    if join is not None and not isinstance(join, str):
+        raise check.fail(f"'join' must be a string, got {type(join).__name__}", name, "join")
+    if join is not None and not repeats:
+        raise check.fail("'join' requires 'repeats': true", name, "join")
+    transform = spec.get("transform")
+    transform_each = spec.get("transform_each", False)
+    if not isinstance(transform_each, bool):
+        raise check.fail(f"transform_each must be a bool, got {type(transform_each).__name__}", name,
+                         "transform_each")
+    if transform_each and transform is None:
+        raise check.fail("transform_each is set but no transform was provided", name, "transform_each")
+    open_groups = open_.group_names if open_ else ()
+    close_groups = close.group_names if close else ()
+    shared = sorted(set(open_groups) & set(close_groups))
+    if shared:
+        raise check.fail(f"named group(s) {shared} appear in both open_pattern and close_pattern; "
+                         "one name would hide the other in the transform scope (D4)", name, "close_pattern")
+    if transform is not None:
+        mixed = placeholder_errors(transform)
+        if mixed:
+            raise check.fail(f"transform string {mixed[0]} mixes a {{placeholder}} with literal text; "
+                             "string interpolation is not supported: use a whole-string placeholder "
+                             "such as \"{content}\" or a plain literal", name, "transform")
+    elif open_groups or close_groups:
+        key = "open_pattern" if open_groups else "close_pattern"
+        raise check.fail(f"the pattern declares named group(s) {sorted(open_groups + close_groups)} but the "
+                         "field has no 'transform'; named captures only reach the message through a "
+                         "transform", name, key)
+    return Field(
+        name=name,
+        open=open_,
+        close=close,
+        content=content,
+        content_args=copy.deepcopy(content_args),
+        repeats=repeats,
+        join=join,
+        optional=spec.get("optional", True),
+        transform=copy.deepcopy(transform),
+        transform_each=transform_each,
+        group_names=open_groups + close_groups,
+    )
+
+
+def validate(loaded: LoadedTemplate) -> Template:
+    """Check a loaded template against SPEC section 2 and return its IR.
+
+    Args:
+        loaded: the document and its source label, from :func:`respc.compiler.load.load_template`.
+
+    Returns:
+        Template: the frozen IR.
+
+    Raises:
+        TemplateError: naming the source, field and key of the first rule broken (SPEC 2).
+    """
+    check = _Checker(loaded.source)
+    doc = loaded.document
+    if not isinstance(doc, dict):
+        raise check.fail(f"a response template must be a JSON object, got {type(doc).__name__}")
+    version = doc.get("version", 1)
+    if version != 1 or isinstance(version, bool):
+        raise check.fail(f"unsupported response_template version {version!r} (only 1 is known)", key="version")
+    unknown = sorted(set(doc) - set(TOP_LEVEL_KEYS))
+    if unknown:
+        raise check.fail(f"unknown keys in response_template: {unknown} (allowed: {list(TOP_LEVEL_KEYS)})",
+                         key=unknown[0])
+    defaults = doc.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise check.fail(f"'defaults' must be a dict, got {type(defaults).__name__}", key="defaults")
+    raw_fields = doc.get("fields")
+    if not isinstance(raw_fields, dict) or not raw_fields:
+        raise check.fail("'fields' must be a non-empty dict", key="fields")
+    fields = tuple(_build_field(check, name, spec) for name, spec in raw_fields.items())
+    implicit = [i for i, f in enumerate(fields) if f.is_implicit]
+    if len(implicit) > 1:
+        names = ", ".join(fields[i].name for i in implicit)
+        raise check.fail(f"at most one field may omit 'open'/'open_pattern' (the implicit field); found: {names}",
+                         key="fields")
+    anchor = check.delimiter(doc, "start_anchor", "start_anchor_pattern", None)
+    if anchor is None:
+        raise check.fail("response_template must define 'start_anchor' or 'start_anchor_pattern'",
+                         key="start_anchor")
+    return Template(
+        source=loaded.source,
+        sha256=template_sha256(doc),
+        document=doc,
+        defaults=copy.deepcopy(defaults),
+        fields=fields,
+        implicit=implicit[0] if implicit else None,
+        start_anchor=anchor,
+    )

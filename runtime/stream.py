@@ -1,0 +1,398 @@
+"""The streaming machinery every generated parser shares (SPEC sections 3 and 4).
+
+Theory of operation
+-------------------
+A generated module subclasses :class:`StreamParser` and fills in its tables: the field table
+(names, dirty flags, join/repeats, processors, group names), the start anchor, and -- the part the
+compiler specialises into code -- one *scanner* function per automaton state. A scanner answers one
+question for the undecided text ``buf[pos:]``: which watched delimiter commits next (if any), and
+where the leftmost still-pending hit starts (``hold``, SPEC 4.3). This class does the rest: route
+text to the current region, open and close regions, store values (D1), finalize (D3), and keep
+only undecided text (plus the few characters of context the compiler asked for) in its buffer, so
+the total work is linear in the output length.
+
+Scanner contract: ``scan(buf: str, pos: int, eos: bool) -> (start, end, rank, match, hold)`` with
+``start == -1`` when nothing may be committed; ``rank`` indexes the state's transition table
+``(is_open, field_index, target_state)``; ``match`` is the regex match object for regex
+delimiters (its named groups reach the transform scope), else None.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from .errors import ContentParseError, ParserStateError
+from .tools import coerce_tool_calls, compile_tool_types, tool_parameters
+
+__all__ = [
+    "RUNTIME_ABI",
+    "StreamParser",
+    "check_abi",
+    "to_text",
+    "literal_hold",
+    "parse_many",
+    "PREFIX_REQUIRED",
+]
+
+#: Bumped only when generated modules need a different runtime; generated modules check it.
+RUNTIME_ABI = 1
+
+logger = logging.getLogger("respc")
+
+PREFIX_REQUIRED = (
+    "ResponseParser/parse_response requires `prefix` (the chat prompt sent to the model before "
+    "generation), because chat templates often pre-write part of the assistant message (e.g. an "
+    "opening `<think>` tag) that the parser must see to parse the output correctly. If the "
+    'generation already contains the complete message, pass prefix="" (or []) to opt out explicitly.'
+)
+
+
+def check_abi(required: int, module: str) -> None:
+    """Refuse to run a generated module built for another runtime.
+
+    Args:
+        required: the ``RUNTIME_ABI`` the module was generated for.
+        module: the module's ``__name__``, for the message.
+
+    Raises:
+        ImportError: when the installed runtime differs, saying how to fix it.
+    """
+    if required != RUNTIME_ABI:
+        raise ImportError(
+            f"{module} was generated for respc runtime ABI {required}, but the installed runtime "
+            f"has ABI {RUNTIME_ABI}; regenerate it with `respc compile` or install a matching respc."
+        )
+
+
+def to_text(value: Any, tokenizer: Any, what: str) -> str:
+    """Return ``value`` as text: a str as is, token ids decoded with ``tokenizer.decode``.
+
+    Args:
+        value: a str, or a sequence of token ids (an empty sequence is ``""``).
+        tokenizer: any object with ``decode(ids) -> str``, or None.
+        what: ``"prefix"`` or ``"response"``, for the error message.
+
+    Raises:
+        TypeError: ids without a tokenizer, or a decode that does not return a str (SPEC 3).
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)) and not value:
+        return ""
+    if tokenizer is None:
+        raise TypeError(
+            f"{what} is not text ({type(value).__name__}); token ids need tokenizer= "
+            "(any object with decode(ids) -> str)"
+        )
+    text = tokenizer.decode(value)
+    if not isinstance(text, str):
+        raise TypeError(f"tokenizer.decode returned {type(text).__name__} for the {what}, expected str")
+    return text
+
+
+def literal_hold(buf: str, lo: int, firsts: str, prefixes: frozenset) -> int:
+    """Leftmost offset ``>= lo`` where the rest of ``buf`` is a proper prefix of a literal.
+
+    This is the partial match of literal delimiters (SPEC 4.3): text from that offset on may
+    still become a delimiter, so it is held back.
+
+    Args:
+        buf: the buffer.
+        lo: the first offset worth looking at (``len(buf) - longest literal + 1``, or the position).
+        firsts: the distinct first characters of the literals.
+        prefixes: every non-empty proper prefix of every literal.
+
+    Returns:
+        int: that offset, or ``len(buf)`` when nothing is pending.
+    """
+    best = len(buf)
+    for first in firsts:
+        j = buf.find(first, lo, best)
+        while j >= 0:
+            if buf[j:] in prefixes:
+                best = j
+                break
+            j = buf.find(first, j + 1, best)
+    return best
+
+
+_NO_GROUPS: dict = {}  # shared, read-only: processors copy the scope they are given
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or (isinstance(value, (list, dict, str)) and not value)
+
+
+class StreamParser:
+    """Base class of every generated ``ResponseParser`` (SPEC section 3 and 4).
+
+    Subclasses set the class attributes below; nothing here depends on one template.
+
+    Args:
+        prefix (str | Sequence[int]): the prompt before generation (required; ``""`` or ``[]``
+            opts out). Cut after the last start anchor, then run through the parser (SPEC 4.6).
+        tools (list | None): JSON-schema tools or typed Python callables (SPEC 7).
+        tokenizer: object with ``decode(ids) -> str``, needed when text comes as token ids.
+
+    Raises:
+        ValueError: ``prefix`` is None.
+        TypeError: token ids without a tokenizer.
+    """
+
+    # --- filled in by the generated subclass -------------------------------------------------
+    SOURCE: str = ""
+    FIELD_NAMES: tuple = ()
+    DIRTY: tuple = ()
+    JOIN: tuple = ()
+    REPEATS: tuple = ()
+    GROUPS: tuple = ()
+    PROCESS: tuple = ()
+    REQUIRED: tuple = ()
+    DEFAULTS: dict = {}
+    OUTSIDE_FIELD: int | None = None
+    START_ANCHOR: Any = None
+    SCANNERS: tuple = ()
+    TRANSITIONS: tuple = ()
+    #: characters of decided text regex delimiters must still see; None keeps everything
+    CONTEXT: int | None = 0
+
+    __slots__ = ("_buf", "_pos", "_state", "_field", "_opened", "_body", "_groups", "_out",
+                 "_tools", "_tokenizer", "_done", "initial_events")
+
+    def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None) -> None:
+        if prefix is None:
+            raise ValueError(PREFIX_REQUIRED)
+        prefix = to_text(prefix, tokenizer, "prefix")
+        self._tokenizer = tokenizer
+        params = tool_parameters(tools) if tools else None
+        self._tools = compile_tool_types(params) if params else None
+        self._buf = ""
+        self._pos = 0
+        self._state = 0
+        self._field = self.OUTSIDE_FIELD
+        self._opened = False
+        self._body: list[str] = []
+        self._groups = None
+        self._out = {key: _copy(value) for key, value in self.DEFAULTS.items()}
+        self._done = False
+        self.initial_events: list[dict] = []
+        if prefix:
+            last = None
+            for match in self.START_ANCHOR.finditer(prefix):
+                last = match.end()
+            if last is None:
+                logger.info("%s: start anchor not found in the prefix; the whole prefix is parsed", self.SOURCE)
+                rest = prefix
+            else:
+                rest = prefix[last:]
+            if rest:
+                self._buf = rest
+                self._guarded(self.initial_events, False)
+
+    # --- public API (SPEC 3) -----------------------------------------------------------------
+    def feed(self, text: Any) -> list[dict]:
+        """Feed the next piece of model output and return the events it produced (SPEC 4.4).
+
+        Args:
+            text (str | Sequence[int]): text, or token ids decoded with the tokenizer.
+
+        Returns:
+            list[dict]: ``region_open`` / ``region_chunk`` / ``region_close`` events, in order.
+
+        Raises:
+            RuntimeError: (ParserStateError) after ``finalize`` or after an earlier error.
+            ValueError / KeyError: a region body failed to parse or transform (SPEC 5, 6).
+        """
+        if self._done:
+            raise ParserStateError("ResponseParser already finalized (or failed earlier)")
+        if text.__class__ is not str:
+            text = to_text(text, self._tokenizer, "response")
+        if text:
+            self._buf += text
+        events: list[dict] = []
+        self._guarded(events, False)
+        return events
+
+    def finalize(self) -> tuple[dict, list[dict]]:
+        """End the stream: close the open region and return ``(message, final events)``.
+
+        Empty values of keys not in ``defaults`` are dropped, then required fields are checked
+        (SPEC 4.7, D3).
+
+        Raises:
+            RuntimeError: (ParserStateError) when called twice or after an earlier error.
+            ValueError: a required field is missing or empty, or a body failed to parse.
+        """
+        if self._done:
+            raise ParserStateError("ResponseParser already finalized (or failed earlier)")
+        events: list[dict] = []
+        self._guarded(events, True)
+        defaults = self.DEFAULTS
+        message = {k: v for k, v in self._out.items() if k in defaults or not _is_empty(v)}
+        self._done = True
+        missing = [name for name in self.REQUIRED if name not in message]
+        if missing:
+            raise ContentParseError(f"Required response_template fields missing from parsed output: {missing}")
+        return message, events
+
+    # --- machinery ---------------------------------------------------------------------------
+    def _guarded(self, events: list, eos: bool) -> None:
+        try:
+            self._run(events, eos)
+        except BaseException:
+            # Like h11: after an error the parser's state is unknown, so it refuses to go on.
+            self._done = True
+            raise
+
+    def _run(self, events: list, eos: bool) -> None:
+        buf = self._buf
+        pos = self._pos
+        scanners = self.SCANNERS
+        while True:
+            state = self._state
+            start, end, rank, match, hold = scanners[state](buf, pos, eos)
+            if start >= 0:
+                if start > pos:
+                    self._route(events, buf[pos:start])
+                pos = end
+                is_open, field, target = self.TRANSITIONS[state][rank]
+                if is_open:
+                    self._close(events, None)
+                    self._state = target
+                    self._field = field
+                    self._groups = match
+                    self._opened = True
+                    events.append({"type": "region_open", "field": self.FIELD_NAMES[field]})
+                else:
+                    had_text = self._opened
+                    self._close(events, match)
+                    if not had_text and start == end:
+                        # A zero-width close on a region that got nothing would fire forever.
+                        break
+                continue
+            if eos:
+                if pos < len(buf):
+                    self._route(events, buf[pos:])
+                    pos = len(buf)
+                self._close(events, None)
+                break
+            if hold > pos:
+                self._route(events, buf[pos:hold])
+                pos = hold
+            break
+        context = self.CONTEXT
+        if context is not None and pos > context:
+            cut = pos - context
+            buf = buf[cut:]
+            pos = context
+        self._buf = buf
+        self._pos = pos
+
+    def _route(self, events: list, text: str) -> None:
+        field = self._field
+        if field is None:
+            return  # the null sink: no implicit field, text outside regions is discarded
+        name = self.FIELD_NAMES[field]
+        if not self._opened:
+            self._opened = True
+            events.append({"type": "region_open", "field": name})
+        self._body.append(text)
+        events.append({"type": "region_chunk", "field": name, "text": text, "dirty": self.DIRTY[field]})
+
+    def _close(self, events: list, close_match: Any) -> None:
+        field = self._field
+        if field is not None and self._opened:
+            names = self.GROUPS[field]
+            scope = _NO_GROUPS
+            if names:
+                # D4/D5: every declared group is in scope, None when it did not take part.
+                scope = dict.fromkeys(names)
+                if self._groups is not None:
+                    scope.update(self._groups.groupdict())
+                if close_match is not None:
+                    scope.update(close_match.groupdict())
+            value = self.PROCESS[field]("".join(self._body), scope)
+            if self._tools is not None:
+                value = coerce_tool_calls(value, self._tools)
+            name = self.FIELD_NAMES[field]
+            self._store(field, name, value)
+            events.append({"type": "region_close", "field": name, "value": value})
+        self._state = 0
+        self._field = self.OUTSIDE_FIELD
+        self._opened = False
+        self._body = []
+        self._groups = None
+
+    def _store(self, field: int, name: str, value: Any) -> None:
+        """Put one block's value into the message (SPEC 4.5 with D1: empty never erases)."""
+        out = self._out
+        join = self.JOIN[field]
+        if join is not None:
+            if not isinstance(value, str):
+                raise ContentParseError(
+                    f"Field {name!r}: 'join' requires each match to parse to a string, got {type(value).__name__}."
+                )
+            previous = out.get(name)
+            if previous is None:
+                out[name] = value
+            elif value or not previous:
+                out[name] = previous + join + value
+        elif self.REPEATS[field]:
+            out.setdefault(name, []).append(value)
+        elif not _is_empty(value) or _is_empty(out.get(name)):
+            out[name] = value
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix: Any, tools: Any,
+               tokenizer: Any) -> Any:
+    """Whole-text parsing with batches and prefix broadcasting (SPEC 3).
+
+    Args:
+        parser_class: a generated ``ResponseParser``.
+        response: a str or token ids (one message), or a list of str / of id sequences (a batch).
+        prefix: a str or ids (broadcast to every item), ``""``/``[]`` to opt out, or a list of one
+            prefix per item.
+        tools, tokenizer: as for ``ResponseParser``.
+
+    Returns:
+        dict | list[dict]: one message, or a list for a batch (a one-item batch gives a list).
+
+    Raises:
+        ValueError: prefix missing, or a prefix list whose length differs from the batch.
+        TypeError: token ids without a tokenizer.
+    """
+    if prefix is None:
+        raise ValueError(PREFIX_REQUIRED)
+    if isinstance(response, str):
+        responses, batched = [response], False
+    elif isinstance(response, (list, tuple)) and (not response or isinstance(response[0], (str, list, tuple))):
+        responses, batched = list(response), True
+    else:
+        responses, batched = [response], False
+    texts = [to_text(item, tokenizer, "response") for item in responses]
+    if isinstance(prefix, str) or (isinstance(prefix, (list, tuple)) and not prefix):
+        prefixes = [to_text(prefix, tokenizer, "prefix")] * len(texts)
+    elif isinstance(prefix, (list, tuple)) and isinstance(prefix[0], (str, list, tuple)):
+        if len(prefix) != len(texts):
+            raise ValueError(
+                f"Got {len(texts)} response(s) but {len(prefix)} prefix(es); `prefix` must be a single "
+                "sequence (broadcast to every response), or one prefix per response."
+            )
+        prefixes = [to_text(item, tokenizer, "prefix") for item in prefix]
+    else:
+        prefixes = [to_text(prefix, tokenizer, "prefix")] * len(texts)
+    messages = []
+    for text, item_prefix in zip(texts, prefixes):
+        parser = parser_class(item_prefix, tools, tokenizer)
+        parser.feed(text)
+        messages.append(parser.finalize()[0])
+    return messages if batched else messages[0]

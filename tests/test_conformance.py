@@ -1,0 +1,71 @@
+"""Every vector of ../shared/conformance/hf.jsonl through the in-memory compile (SPEC 2-9).
+
+Each non-error vector is fed whole, one character at a time and in random pieces; all must give
+``expect.message`` (D2). Where the vector lists ``chunks`` and ``expect_events``, the exact event
+list is checked too. Error vectors must fail at the stated stage with the stated class and text.
+The CLI path runs the same vectors in ``test_cli.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import respc
+from respc.runtime import TemplateError
+from support import CONFORMANCE, chunkings, load_jsonl, run_stream
+
+VECTORS = load_jsonl(CONFORMANCE)
+pytestmark = pytest.mark.skipif(not VECTORS, reason="../shared/conformance/hf.jsonl is absent")
+
+ERRORS = {"ValueError": ValueError, "KeyError": KeyError, "RuntimeError": RuntimeError}
+
+
+def _ids(vectors):
+    return [v["id"] for v in vectors]
+
+
+MESSAGE_VECTORS = [v for v in VECTORS if "message" in v["expect"]]
+ERROR_VECTORS = [v for v in VECTORS if "error" in v["expect"]]
+EVENT_VECTORS = [v for v in VECTORS if "expect_events" in v]
+
+
+@pytest.mark.parametrize("vector", MESSAGE_VECTORS, ids=_ids(MESSAGE_VECTORS))
+@pytest.mark.parametrize("how", ["whole", "chars", "random", "listed"])
+def test_message(vector, how):
+    module = respc.compile_template(vector["template"])
+    if how == "listed":
+        chunks = vector.get("chunks") or [vector["text"]]
+    else:
+        chunks = chunkings(vector["text"], vector["id"])[how]
+    message, _ = run_stream(module, vector["prefix"], chunks, vector.get("tools"))
+    assert message == vector["expect"]["message"]
+
+
+@pytest.mark.parametrize("vector", MESSAGE_VECTORS, ids=_ids(MESSAGE_VECTORS))
+def test_parse_response_whole(vector):
+    message = respc.parse_response(vector["text"], vector["template"], prefix=vector["prefix"],
+                                   tools=vector.get("tools"))
+    assert message == vector["expect"]["message"]
+
+
+@pytest.mark.parametrize("vector", EVENT_VECTORS, ids=_ids(EVENT_VECTORS))
+def test_events(vector):
+    module = respc.compile_template(vector["template"])
+    chunks = vector.get("chunks") or [vector["text"]]
+    _, events = run_stream(module, vector["prefix"], chunks, vector.get("tools"))
+    assert events == vector["expect_events"]
+
+
+@pytest.mark.parametrize("vector", ERROR_VECTORS, ids=_ids(ERROR_VECTORS))
+def test_error(vector):
+    expect = vector["expect"]
+    error = ERRORS[expect["error"]]
+    if expect["stage"] == "load":
+        with pytest.raises(TemplateError) as info:
+            respc.compile_template(vector["template"])
+        assert isinstance(info.value, ValueError)
+    else:
+        module = respc.compile_template(vector["template"])
+        with pytest.raises(error) as info:
+            module.parse_response(vector["text"], prefix=vector["prefix"], tools=vector.get("tools"))
+    assert expect["match"] in str(info.value)
