@@ -197,6 +197,9 @@ def _apply_dialects(text: str, delims: tuple[tuple[str, str], ...], unquoted_key
     copied = 0  # text[:copied] is already in ``out``
     pos = 0
     length = len(text)
+    # Closers known to be absent from the rest of the text: once a search for one fails, later
+    # openers of that pair are plain text, and searching again would make the scan quadratic.
+    exhausted: set[str] = set()
     while pos < length:
         m = finder.search(text, pos)
         if m is None:
@@ -204,10 +207,11 @@ def _apply_dialects(text: str, delims: tuple[tuple[str, str], ...], unquoted_key
         at = m.start()
         handled = False
         for open_d, close_d in delims:
-            if open_d and text.startswith(open_d, at):
+            if open_d and close_d not in exhausted and text.startswith(open_d, at):
                 body_start = at + len(open_d)
                 end = text.find(close_d, body_start)
                 if end < 0:
+                    exhausted.add(close_d)
                     continue
                 out.append(text[copied:at])
                 out.append(json.dumps(text[body_start:end]))
@@ -239,14 +243,24 @@ def _apply_dialects(text: str, delims: tuple[tuple[str, str], ...], unquoted_key
 def _make_json(args: dict) -> ContentParser:
     allow_non_json = bool(args.get("allow_non_json"))
     unquoted_keys = bool(args.get("unquoted_keys", False))
-    raw_delims = args.get("string_delims") or []
     fallback = _make_text(args)
+    # Validate the dialect arguments once; a bad value is reported (or, with allow_non_json,
+    # falls back to text) when a region is parsed, like every other failure.
+    bad_args: Exception | None = None
+    delims: tuple[tuple[str, str], ...] = ()
+    try:
+        delims = _checked_delims(args.get("string_delims") or [])
+    except (ValueError, TypeError) as exc:
+        bad_args = exc
+    dialects = bool(delims) or unquoted_keys
 
     def parse_json(text: str) -> Any:
         working = text
         try:
-            if raw_delims or unquoted_keys:
-                working = _apply_dialects(text, _checked_delims(raw_delims), unquoted_keys)
+            if bad_args is not None:
+                raise ValueError(f"invalid string_delims: {bad_args}")
+            if dialects:
+                working = _apply_dialects(text, delims, unquoted_keys)
             return json.loads(working)
         except (ValueError, TypeError, AttributeError, RecursionError) as exc:
             if allow_non_json:
