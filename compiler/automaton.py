@@ -56,11 +56,15 @@ class PatternFacts:
         indeterminate (bool): D2 -- a complete match may change with later input.
         context (int | None): characters before the search position it must see; None = all.
         reasons (tuple[str, ...]): why it is indeterminate (for ``respc check`` warnings).
+        extendable (bool): has a greedy bounded repeat (``(?:<think>)?``, ``x{0,3}``): a complete
+            match that stopped early may grow once more input arrives (D2), so the scanner also
+            asks whether the rest of the buffer is a partial match from the same start.
     """
 
     indeterminate: bool
     context: int | None
     reasons: tuple[str, ...] = ()
+    extendable: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class Watch:
         matcher (str): ``"literal"`` or ``"regex"``.
         pending_at_edge (bool): a complete match ending at the buffer edge must wait.
         indeterminate (bool): every complete match must wait until end of stream (D2).
+        extendable (bool): see :class:`PatternFacts`.
     """
 
     kind: str
@@ -86,6 +91,7 @@ class Watch:
     matcher: str
     pending_at_edge: bool
     indeterminate: bool
+    extendable: bool = False
 
 
 @dataclass(frozen=True)
@@ -305,6 +311,8 @@ def _walk(seq, cont: tuple, facts: dict) -> None:
                 _walk(av[2], after, facts)
         elif op in _REPEAT_OPS:
             low, high, body = av
+            if op is sre_c.MAX_REPEAT and low < high < _MAXREPEAT:
+                facts["extendable"] = True
             if op is sre_c.MAX_REPEAT and high == _MAXREPEAT:
                 rest = [item for part in after for item in part]
                 if _within(rest, _all_chars(body))[1]:
@@ -328,12 +336,12 @@ def classify_pattern(pattern: str) -> PatternFacts:
     """
     try:
         tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
-        facts = {"reasons": [], "context": 0}
+        facts = {"reasons": [], "context": 0, "extendable": False}
         _walk(tree, (), facts)
     except (_Unknown, Exception):
         return PatternFacts(True, None, ("the compiler cannot analyse this pattern",))
     reasons = tuple(dict.fromkeys(facts["reasons"]))
-    return PatternFacts(bool(reasons), facts["context"], reasons)
+    return PatternFacts(bool(reasons), facts["context"], reasons, facts["extendable"])
 
 
 # --- the automaton ----------------------------------------------------------------------------
@@ -345,7 +353,7 @@ def _watch(kind: str, field_index: int, delim: Delimiter, target: int) -> tuple[
             return Watch(kind, field_index, delim, 0, target, "literal", False, False), facts
         return Watch(kind, field_index, delim, 0, target, "regex", delim.can_extend, False), facts
     facts = classify_pattern(delim.pattern)
-    return Watch(kind, field_index, delim, 0, target, "regex", True, facts.indeterminate), facts
+    return Watch(kind, field_index, delim, 0, target, "regex", True, facts.indeterminate, facts.extendable), facts
 
 
 def build_automaton(template: Template) -> Automaton:
@@ -378,7 +386,7 @@ def build_automaton(template: Template) -> Automaton:
                        key=lambda k: (0 if watches[k].kind == "open" else 1, fields[watches[k].field].name))
         rank = {k: r for r, k in enumerate(order)}
         return tuple(Watch(w.kind, w.field, w.delimiter, rank[k], w.target, w.matcher, w.pending_at_edge,
-                           w.indeterminate) for k, w in enumerate(watches))
+                           w.indeterminate, w.extendable) for k, w in enumerate(watches))
 
     outside_entries = [("open", fi, fields[fi].open, state_of_field[fi]) for fi in explicit]
     if template.implicit is not None and fields[template.implicit].close is not None:

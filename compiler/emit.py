@@ -119,7 +119,8 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
             field = template.fields[w.field]
             comment = f"{w.kind} of {field.name!r}: {_describe(w.delimiter)}"
             view = {"comment": comment, "rank": w.rank, "matcher": w.matcher,
-                    "indeterminate": w.indeterminate, "pending_at_edge": w.pending_at_edge}
+                    "indeterminate": w.indeterminate, "pending_at_edge": w.pending_at_edge,
+                    "extendable": w.extendable}
             if w.matcher == "literal":
                 literal = w.delimiter.literals[0]
                 view.update(literal_repr=repr(literal), length=len(literal))

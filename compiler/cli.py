@@ -1,0 +1,207 @@
+"""The ``respc`` command line (SPEC section 8).
+
+``respc compile TEMPLATE -o OUT.py [--check]``
+    Write the generated parser. With ``--check`` write nothing; exit 1 with a unified diff when
+    OUT.py is stale (missing or different).
+``respc parse TEMPLATE [FILE|-] (--prefix TEXT | --prefix-file F) [--tools F.json] [--events]``
+    Parse model output (FILE, or standard input) and print the message as JSON; with ``--events``
+    print one JSON event per line as input arrives (flushed per event), then the message as a last
+    line ``{"type": "message", "message": {...}}``.
+``respc check TEMPLATE``
+    Validate a template and print its D2 warnings (indeterminate regex delimiters).
+
+Exit status: 0 success; 1 output that cannot be parsed or a stale ``--check``; 2 a bad template or
+bad usage. Errors are one line on standard error, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import difflib
+import json
+import os
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+from respc.runtime.errors import TemplateError
+
+from .api import compile_source
+
+__all__ = ["main"]
+
+
+class _UsageError(Exception):
+    """Bad arguments or unreadable input files: exit 2."""
+
+
+def _display_path(path: str) -> str:
+    """A path for banners: relative to the working directory when inside it, never absolute.
+
+    A bare catalogue name (no such file) is kept as given; a path outside the working directory
+    is reduced to its file name, so no user or host detail reaches a generated file.
+    """
+    p = Path(path)
+    if not p.exists() and not p.parent.exists():
+        return path
+    rel = os.path.relpath(p.resolve(), Path.cwd().resolve())
+    return p.name if rel.startswith("..") or os.path.isabs(rel) else Path(rel).as_posix()
+
+
+def _compile(args: argparse.Namespace) -> int:
+    source_name = _display_path(args.template)
+    out = Path(args.output)
+    command = f"respc compile {source_name} -o {_display_path(args.output)}"
+    compiled = compile_source(args.template, command=command, source_name=source_name)
+    if args.check:
+        current = out.read_text(encoding="utf-8") if out.is_file() else ""
+        if current == compiled.source:
+            return 0
+        diff = difflib.unified_diff(current.splitlines(keepends=True), compiled.source.splitlines(keepends=True),
+                                    fromfile=f"{args.output} (checked in)", tofile=f"{args.output} (regenerated)")
+        sys.stdout.writelines(diff)
+        print(f"respc: {args.output} is stale; run: {command}", file=sys.stderr)
+        return 1
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(compiled.source, encoding="utf-8")
+    os.replace(tmp, out)
+    for warning in compiled.automaton.warnings:
+        print(f"respc: warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    compiled = compile_source(args.template)
+    for warning in compiled.automaton.warnings:
+        print(f"warning: {warning}")
+    print(f"{compiled.template.source}: ok ({len(compiled.template.fields)} fields, "
+          f"{len(compiled.automaton.states)} states, {len(compiled.automaton.warnings)} warnings)")
+    return 0
+
+
+def _module(template: str) -> types.ModuleType:
+    from .api import compile_template
+
+    return compile_template(template)
+
+
+def _read_text_file(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _UsageError(f"cannot read {what} {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def _stream_chunks(path: str):
+    """Yield text as it arrives: from a file or stdin, decoded incrementally as UTF-8."""
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    if path == "-":
+        fd, close = sys.stdin.fileno(), False
+    else:
+        try:
+            fd, close = os.open(path, os.O_RDONLY), True
+        except OSError as exc:
+            raise _UsageError(f"cannot read output file {path!r}: {exc.strerror}") from None
+    try:
+        while True:
+            data = os.read(fd, 65536)
+            if not data:
+                break
+            text = decoder.decode(data)
+            if text:
+                yield text
+        tail = decoder.decode(b"", final=True)
+        if tail:
+            yield tail
+    finally:
+        if close:
+            os.close(fd)
+
+
+def _parse(args: argparse.Namespace) -> int:
+    module = _module(args.template)
+    prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
+    tools = None
+    if args.tools:
+        try:
+            tools = json.loads(_read_text_file(args.tools, "tools file"))
+        except json.JSONDecodeError as exc:
+            raise _UsageError(f"tools file {args.tools!r} is not JSON: {exc.msg} at line {exc.lineno}") from None
+        if not isinstance(tools, list):
+            raise _UsageError(f"tools file {args.tools!r} must hold a JSON list of tools")
+    if not args.events:
+        text = "".join(_stream_chunks(args.file))
+        _print_json(module.parse_response(text, prefix, tools))
+        return 0
+    parser = module.ResponseParser(prefix, tools)
+    for event in parser.initial_events:
+        _print_json(event)
+    for chunk in _stream_chunks(args.file):
+        for event in parser.feed(chunk):
+            _print_json(event)
+    message, events = parser.finalize()
+    for event in events:
+        _print_json(event)
+    _print_json({"type": "message", "message": message})
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="respc", description="Compile LLM response templates into streaming parsers.")
+    sub = top.add_subparsers(dest="command", required=True)
+    comp = sub.add_parser("compile", help="emit the parser module of a template")
+    comp.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
+    comp.add_argument("-o", "--output", required=True, help="the module to write, e.g. qwen3_parser.py")
+    comp.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff when OUT is stale")
+    comp.set_defaults(run=_compile)
+    parse = sub.add_parser("parse", help="parse model output with a template")
+    parse.add_argument("template")
+    parse.add_argument("file", nargs="?", default="-", help="model output file, or - for standard input")
+    group = parse.add_mutually_exclusive_group(required=True)
+    group.add_argument("--prefix", help='the prompt before generation ("" opts out)')
+    group.add_argument("--prefix-file", help="a file holding the prompt before generation")
+    parse.add_argument("--tools", help="a JSON file with a list of tools, to type tool-call arguments")
+    parse.add_argument("--events", action="store_true", help="print one JSON event per line as input arrives")
+    parse.set_defaults(run=_parse)
+    check = sub.add_parser("check", help="validate a template and show its D2 warnings")
+    check.add_argument("template")
+    check.set_defaults(run=_check)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (0 ok, 1 unparseable output / stale, 2 bad template or usage)."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed its usage line
+        return int(exc.code or 0) and 2
+    try:
+        return args.run(args)
+    except TemplateError as exc:
+        print(f"respc: bad template: {exc}", file=sys.stderr)
+        return 2
+    except _UsageError as exc:
+        print(f"respc: {exc}", file=sys.stderr)
+        return 2
+    except UnicodeDecodeError as exc:
+        print(f"respc: input is not UTF-8 at byte {exc.start}: {exc.reason}", file=sys.stderr)
+        return 1
+    except (ValueError, KeyError, TypeError) as exc:
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"respc: cannot parse output: {type(exc).__name__}: {text}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
