@@ -95,8 +95,8 @@ def _read_text_file(path: str, what: str) -> str:
         raise _UsageError(f"cannot read {what} {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
-def _print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
+def _print_json(value: Any, indent: int | None = None) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
     sys.stdout.flush()
 
 
@@ -139,7 +139,7 @@ def _parse(args: argparse.Namespace) -> int:
             raise _UsageError(f"tools file {args.tools!r} must hold a JSON list of tools")
     if not args.events:
         text = "".join(_stream_chunks(args.file))
-        _print_json(module.parse_response(text, prefix, tools))
+        _print_json(module.parse_response(text, prefix, tools), indent=2)
         return 0
     parser = module.ResponseParser(prefix, tools)
     for event in parser.initial_events:
