@@ -7,9 +7,11 @@ catalogue template ``templates/<family>.json``, and for every message M in ``MES
    ``[system?, user]`` with it (the *prompt*), using ``tests/chat_render.py`` (transformers' renderer);
 2. split the assistant turn off the full render: when the full render starts with the prompt, the turn
    is the rest and the prompt is the parser's ``prefix``; otherwise (the template writes a history turn
-   differently from what it prompts for, e.g. a pre-opened ``<think>`` that the history turn omits) the
-   split is at the end of the longest common prefix of the two renders, and ``prefix`` is the full
-   render up to there;
+   differently from what it prompts for, e.g. a ``<think>`` that the prompt pre-opens and the history
+   turn omits or closes at once) the turn starts at the end of the longest common prefix of the two
+   renders, moved back to the start of a ``<...>`` tag it would cut, and ``prefix`` is still the prompt
+   (what the parser sees in real use) unless the family's config says ``"prefix_from": "full"`` (then
+   it is the full render up to the split);
 3. parse the turn with the parser compiled from ``templates/<family>.json`` through respc's public API
    (``respc.compile_template(template).parse_response(text, prefix=..., tools=TOOLS)``), whole and one
    character at a time, and require M back in the corpus conventions (``role: assistant``,
@@ -21,9 +23,13 @@ Per-family settings: ``tests/cases/roundtrip/<family>.json`` (optional; every ke
 ``render_kwargs``      dict, extra chat-template variables (``{"enable_thinking": true}``, ...).
 ``bos_token``          str, default ``""``.
 ``eos_token``          str, default ``""``.
-``system``             bool, default true: start the conversation with a system message.
+``system``             bool or str, default true: start the conversation with a system message (a
+                       string replaces its text, e.g. to carry a ``/no_think`` switch).
 ``render_tools``       bool, default true: pass ``TOOLS`` to the chat template (the parser always gets
                        them, for argument typing).
+``tools_format``       ``"function"`` (default: ``{"type": "function", "function": {...}}``) or ``"bare"``
+                       (``{"name", "description", "parameters"}``, for templates that read
+                       ``tool.name`` directly).
 ``reasoning_key``      str, default ``"reasoning_content"``: the message key the chat template reads the
                        reasoning from (the renderer also aliases ``thinking``, as transformers does).
 ``arguments_as``       ``"dict"`` (default) or ``"json"``: how ``tool_calls[i].function.arguments`` is
@@ -33,6 +39,8 @@ Per-family settings: ``tests/cases/roundtrip/<family>.json`` (optional; every ke
 ``tool_call_id``       format string for tool-call ids (``{index}``, ``{name}``), default
                        ``"call{index:05d}"`` (nine alphanumerics, as Mistral templates demand); ``null``
                        gives no ids.
+``prefix_from``        ``"prompt"`` (default) or ``"full"``: where ``prefix`` comes from when the full render
+                       does not start with the prompt (see step 2).
 ``skip``               ``{message name: reason}``: the message does not apply to the family (e.g. a
                        model without reasoning); ``"*"`` applies to every message not listed.
 ``xfail``              ``{message name: reason}``: strict xfail, the round trip is known to fail for the
@@ -71,7 +79,7 @@ TOOLS = [
                 "type": "object",
                 "properties": {
                     "city": {"type": "string", "description": "City name"},
-                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "Temperature unit"},
                     "days": {"type": "integer", "description": "Forecast length in days"},
                 },
                 "required": ["city"],
@@ -88,11 +96,12 @@ TOOLS = [
                 "properties": {
                     "destination": {
                         "type": "object",
+                        "description": "Where to go",
                         "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
                     },
-                    "stops": {"type": "array", "items": {"type": "string"}},
-                    "budget": {"type": "number"},
-                    "flexible": {"type": "boolean"},
+                    "stops": {"type": "array", "items": {"type": "string"}, "description": "Stops on the way"},
+                    "budget": {"type": "number", "description": "Budget in euros"},
+                    "flexible": {"type": "boolean", "description": "Whether dates may move"},
                 },
                 "required": ["destination"],
             },
@@ -193,7 +202,7 @@ def _assistant_message(expected: dict, config: dict) -> dict:
     return message
 
 
-def split_turn(prompt: str, full: str) -> tuple[str, str]:
+def split_turn(prompt: str, full: str, prefix_from: str = "prompt") -> tuple[str, str]:
     """Return ``(prefix, assistant_turn)`` for a full render and the generation prompt (see top)."""
     if full.startswith(prompt):
         return prompt, full[len(prompt):]
@@ -202,16 +211,26 @@ def split_turn(prompt: str, full: str) -> tuple[str, str]:
         if a != b:
             break
         common += 1
-    return full[:common], full[common:]
+    tag_start = full.rfind("<", 0, common)
+    if tag_start != -1 and ">" not in full[tag_start:common]:
+        common = tag_start  # never cut a special token or tag in two
+    prefix = full[:common] if prefix_from == "full" else prompt
+    return prefix, full[common:]
 
 
 def _render_pair(family: str, config: dict, message: dict) -> tuple[str, str]:
     source = (CHAT_TEMPLATES / f"{family}.jinja").read_text(encoding="utf-8")
-    history = ([SYSTEM] if config.get("system", True) else []) + [USER]
+    system = config.get("system", True)
+    if isinstance(system, str):
+        history = [{"role": "system", "content": system}, USER]
+    else:
+        history = ([SYSTEM] if system else []) + [USER]
     kwargs = dict(config.get("render_kwargs", {}))
     kwargs["bos_token"] = config.get("bos_token", "")
     kwargs["eos_token"] = config.get("eos_token", "")
-    tools = TOOLS if config.get("render_tools", True) else None
+    tools = None
+    if config.get("render_tools", True):
+        tools = TOOLS if config.get("tools_format", "function") == "function" else [t["function"] for t in TOOLS]
     prompt = render(source, history, tools=tools, add_generation_prompt=True, **kwargs)
     full = render(source, history + [message], tools=tools, add_generation_prompt=False, **kwargs)
     return prompt, full
@@ -226,7 +245,7 @@ def test_roundtrip(family: str, name: str) -> None:
     config = _config(family)
     expected = {"role": "assistant", **copy.deepcopy(MESSAGES[name])}
     prompt, full = _render_pair(family, config, _assistant_message(MESSAGES[name], config))
-    prefix, text = split_turn(prompt, full)
+    prefix, text = split_turn(prompt, full, config.get("prefix_from", "prompt"))
 
     with template_path.open(encoding="utf-8") as f:
         module = respc.compile_template(json.load(f))
