@@ -273,6 +273,22 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None):
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
-GRAMMAR = ''
+GRAMMAR = (
+    '// Whole-message language of templates/apertus.json (respc; Earley, dynamic lexer, regex=True)\n'
+    'start: _item*\n'
+    '_item: implicit_text | implicit_close | region_0 | region_1\n'
+    'implicit_close: ICLOSE\n'
+    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'reasoning_content'\n"
+    "region_1: OPEN_1 BODY_1? CLOSE_1?  // field 'tool_calls'\n"
+    'implicit_text: TEXT\n'
+    "ICLOSE: /(?:<\\|assistant_end\\|>|<\\|tools_suffix\\|>)/s  // close of 'content'\n"
+    'OPEN_0: /(?:<\\|inner_prefix\\|>)/s\n'
+    'CLOSE_0: /(?:<\\|inner_suffix\\|>)/s\n'
+    'BODY_0: /(?:(?!(?:<\\|inner_suffix\\|>))[\\s\\S])+/s\n'
+    'OPEN_1: /(?:(?:<\\|tools_prefix\\|>\\[\\{"|(?<=\\},\\s?\\{"))(?P<name>[^"]+)":)/s\n'
+    'CLOSE_1: /(?:\\}\\]<\\|tools_suffix\\|>|\\},\\ \\{"|\\},\\{")/s\n'
+    'BODY_1: /(?:(?!(?:\\}\\]<\\|tools_suffix\\|>|\\},\\ \\{"|\\},\\{"))[\\s\\S])+/s\n'
+    'TEXT: /(?:(?!(?:<\\|assistant_end\\|>|<\\|tools_suffix\\|>)|(?:<\\|inner_prefix\\|>)|(?:(?:<\\|tools_prefix\\|>\\[\\{"|(?<=\\},\\s?\\{"))(?P<name>[^"]+)":))[\\s\\S])+/s\n'
+)
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

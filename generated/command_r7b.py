@@ -287,6 +287,22 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None):
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
-GRAMMAR = ''
+GRAMMAR = (
+    '// Whole-message language of templates/command_r7b.json (respc; Earley, dynamic lexer, regex=True)\n'
+    'start: _item*\n'
+    '_item: implicit_text | implicit_close | region_0 | region_1\n'
+    'implicit_close: ICLOSE\n'
+    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'reasoning_content'\n"
+    "region_1: OPEN_1 BODY_1? CLOSE_1?  // field 'tool_calls'\n"
+    'implicit_text: TEXT\n'
+    "ICLOSE: /(?:<\\|START_OF_TURN_TOKEN\\|>|<\\|END_OF_TURN_TOKEN\\|>|<\\|START_RESPONSE\\|>|<\\|CHATBOT_TOKEN\\|>|<\\|END_RESPONSE\\|>)/s  // close of 'content'\n"
+    'OPEN_0: /(?:<\\|START_THINKING\\|>)/s\n'
+    'CLOSE_0: /(?:<\\|END_THINKING\\|>)/s\n'
+    'BODY_0: /(?:(?!(?:<\\|END_THINKING\\|>))[\\s\\S])+/s\n'
+    'OPEN_1: /(?:<\\|START_ACTION\\|>)/s\n'
+    'CLOSE_1: /(?:<\\|END_ACTION\\|>)/s\n'
+    'BODY_1: /(?:(?!(?:<\\|END_ACTION\\|>))[\\s\\S])+/s\n'
+    'TEXT: /(?:(?!(?:<\\|START_OF_TURN_TOKEN\\|>|<\\|END_OF_TURN_TOKEN\\|>|<\\|START_RESPONSE\\|>|<\\|CHATBOT_TOKEN\\|>|<\\|END_RESPONSE\\|>)|(?:<\\|START_THINKING\\|>)|(?:<\\|START_ACTION\\|>))[\\s\\S])+/s\n'
+)
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

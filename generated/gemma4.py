@@ -286,6 +286,22 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None):
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
-GRAMMAR = ''
+GRAMMAR = (
+    '// Whole-message language of templates/gemma4.json (respc; Earley, dynamic lexer, regex=True)\n'
+    'start: _item*\n'
+    '_item: implicit_text | implicit_close | region_0 | region_1\n'
+    'implicit_close: ICLOSE\n'
+    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'reasoning_content'\n"
+    "region_1: OPEN_1 BODY_1? CLOSE_1?  // field 'tool_calls'\n"
+    'implicit_text: TEXT\n'
+    "ICLOSE: /(?:<\\|tool_response>|<channel\\|>|<turn\\|>|<eos>)/s  // close of 'content'\n"
+    'OPEN_0: /(?:<\\|channel>thought)/s\n'
+    'CLOSE_0: /(?:<channel\\|>)/s\n'
+    'BODY_0: /(?:(?!(?:<channel\\|>))[\\s\\S])+/s\n'
+    'OPEN_1: /(?:<\\|tool_call>call:(?P<name>[^{<\\s]+))/s\n'
+    'CLOSE_1: /(?:<tool_call\\|>)/s\n'
+    'BODY_1: /(?:(?!(?:<tool_call\\|>))[\\s\\S])+/s\n'
+    'TEXT: /(?:(?!(?:<\\|tool_response>|<channel\\|>|<turn\\|>|<eos>)|(?:<\\|channel>thought)|(?:<\\|tool_call>call:(?P<name>[^{<\\s]+)))[\\s\\S])+/s\n'
+)
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

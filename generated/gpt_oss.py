@@ -278,6 +278,22 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None):
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
-GRAMMAR = ''
+GRAMMAR = (
+    '// Whole-message language of templates/gpt_oss.json (respc; Earley, dynamic lexer, regex=True)\n'
+    'start: _item*\n'
+    '_item: implicit_text | implicit_close | region_0 | region_1\n'
+    'implicit_close: ICLOSE\n'
+    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'reasoning_content'\n"
+    "region_1: OPEN_1 BODY_1? CLOSE_1?  // field 'tool_calls'\n"
+    'implicit_text: TEXT\n'
+    "ICLOSE: /(?:<\\|channel\\|>final\\ <\\|constrain\\|>json<\\|message\\|>|<\\|channel\\|>commentary<\\|message\\|>|<\\|channel\\|>final<\\|message\\|>|<\\|start\\|>assistant|<\\|return\\|>|<\\|call\\|>|<\\|end\\|>)/s  // close of 'content'\n"
+    'OPEN_0: /(?:<\\|channel\\|>analysis<\\|message\\|>)/s\n'
+    'CLOSE_0: /(?:<\\|end\\|>)/s\n'
+    'BODY_0: /(?:(?!(?:<\\|end\\|>))[\\s\\S])+/s\n'
+    'OPEN_1: /(?:(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>)/s\n'
+    'CLOSE_1: /(?:<\\|call\\|>|<\\|end\\|>)/s\n'
+    'BODY_1: /(?:(?!(?:<\\|call\\|>|<\\|end\\|>))[\\s\\S])+/s\n'
+    'TEXT: /(?:(?!(?:<\\|channel\\|>final\\ <\\|constrain\\|>json<\\|message\\|>|<\\|channel\\|>commentary<\\|message\\|>|<\\|channel\\|>final<\\|message\\|>|<\\|start\\|>assistant|<\\|return\\|>|<\\|call\\|>|<\\|end\\|>)|(?:<\\|channel\\|>analysis<\\|message\\|>)|(?:(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>))[\\s\\S])+/s\n'
+)
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

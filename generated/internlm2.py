@@ -230,6 +230,18 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None):
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
-GRAMMAR = ''
+GRAMMAR = (
+    '// Whole-message language of templates/internlm2.json (respc; Earley, dynamic lexer, regex=True)\n'
+    'start: _item*\n'
+    '_item: implicit_text | implicit_close | region_0\n'
+    'implicit_close: ICLOSE\n'
+    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'tool_calls'\n"
+    'implicit_text: TEXT\n'
+    "ICLOSE: /(?:<\\|im_end\\|>)/s  // close of 'content'\n"
+    'OPEN_0: /(?:<\\|action_start\\|><\\|plugin\\|>)/s\n'
+    'CLOSE_0: /(?:<\\|action_end\\|>)/s\n'
+    'BODY_0: /(?:(?!(?:<\\|action_end\\|>))[\\s\\S])+/s\n'
+    'TEXT: /(?:(?!(?:<\\|im_end\\|>)|(?:<\\|action_start\\|><\\|plugin\\|>))[\\s\\S])+/s\n'
+)
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -264,6 +264,22 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None):
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
-GRAMMAR = ''
+GRAMMAR = (
+    '// Whole-message language of templates/qwen3.json (respc; Earley, dynamic lexer, regex=True)\n'
+    'start: _item*\n'
+    '_item: implicit_text | implicit_close | region_0 | region_1\n'
+    'implicit_close: ICLOSE\n'
+    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'reasoning_content'\n"
+    "region_1: OPEN_1 BODY_1? CLOSE_1?  // field 'tool_calls'\n"
+    'implicit_text: TEXT\n'
+    "ICLOSE: /(?:<\\|endoftext\\|>|<\\|im_end\\|>|<\\/think>)/s  // close of 'content'\n"
+    'OPEN_0: /(?:<think>)/s\n'
+    'CLOSE_0: /(?:<\\/think>)/s\n'
+    'BODY_0: /(?:(?!(?:<\\/think>))[\\s\\S])+/s\n'
+    'OPEN_1: /(?:<tool_call>)/s\n'
+    'CLOSE_1: /(?:<\\/tool_call>)/s\n'
+    'BODY_1: /(?:(?!(?:<\\/tool_call>))[\\s\\S])+/s\n'
+    'TEXT: /(?:(?!(?:<\\|endoftext\\|>|<\\|im_end\\|>|<\\/think>)|(?:<think>)|(?:<tool_call>))[\\s\\S])+/s\n'
+)
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]
