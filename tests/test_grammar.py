@@ -54,9 +54,10 @@ def test_grammar_shape_for_qwen3():
     assert "OPEN_1: /(?:<tool_call>)/s" in grammar
     tree = _lark(grammar).parse("<think>a</think>b<tool_call>{}</tool_call>")
     kinds = [child.data for child in tree.children]
-    # Earley may split outside text into several items; the regions are what the grammar fixes.
+    # The grammar is ambiguous (a close is optional because the stream may end inside a region);
+    # Earley picks one derivation, but every one holds both regions in order.
     assert [k for k in kinds if k != "implicit_text"] == ["region_0", "region_1"]
-    assert kinds[0] == "region_0" and kinds[-1] == "region_1"
+    assert kinds[0] == "region_0"
 
 
 def test_zero_width_open_is_guarded():
