@@ -1,0 +1,105 @@
+"""One test per deviation from the reference (SPEC section 9), named after it, with literal values."""
+
+from __future__ import annotations
+
+import pytest
+
+import respc
+from support import merged_events, run_stream
+
+CHATML = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "reasoning_content": {"open": "<think>", "close": "</think>"},
+        "content": {"close": "<|im_end|>"},
+    },
+}
+
+
+def test_D1_empty_block_never_erases_content():
+    assert respc.parse_response("Hello<|im_end|>\n", CHATML, prefix="") == {"role": "assistant", "content": "Hello"}
+
+
+def test_D1_empty_block_never_extends_a_join_field():
+    template = {"start_anchor": "A", "fields": {
+        "content": {"close": "<|im_end|>", "repeats": True, "join": "|"}}}
+    assert respc.parse_response("a<|im_end|> <|im_end|>b", template, prefix="") == {"content": "a|b"}
+
+
+def test_D1_events_are_unchanged():
+    module = respc.compile_template(CHATML)
+    _, events = run_stream(module, "", ["Hello<|im_end|>\n"])
+    assert events[-1] == {"type": "region_close", "field": "content", "value": ""}
+
+
+GREEDY = {"defaults": {"role": "assistant"}, "start_anchor": "<|assistant|>", "fields": {
+    "call": {"open_pattern": "<call name=(?P<name>.*)>", "close": "</call>",
+             "transform": {"name": "{name}", "body": "{content}"}},
+    "content": {}}}
+
+
+@pytest.mark.parametrize("chunks", [["<call name=foo>body</call>"], list("<call name=foo>body</call>"),
+                                    ["<call name=f", "oo>bo", "dy</ca", "ll>"]])
+def test_D2_greedy_open_pattern_is_chunking_independent(chunks):
+    message, events = run_stream(respc.compile_template(GREEDY), "", chunks)
+    assert message == {"role": "assistant", "call": {"name": "foo>body</call", "body": ""}}
+    assert merged_events(events) == [
+        {"type": "region_open", "field": "call"},
+        {"type": "region_close", "field": "call", "value": {"name": "foo>body</call", "body": ""}},
+    ]
+
+
+def test_D2_dollar_close_waits_for_end_of_stream():
+    template = {"start_anchor": "[BEGIN]", "fields": {"body": {"close_pattern": "$"}}}
+    module = respc.compile_template(template)
+    for chunks in (["hello\nworld"], list("hello\nworld"), ["hello\n", "world"]):
+        assert run_stream(module, "", chunks)[0] == {"body": "hello\nworld"}
+
+
+def test_D2_greedy_optional_part_is_held_until_decided():
+    template = {"start_anchor": "A:", "fields": {
+        "reasoning_content": {"open_pattern": r"^\s*(?:<think>\s*)?", "close": "</think>"},
+        "content": {}}}
+    module = respc.compile_template(template)
+    for chunks in (["<think>why</think>ok"], list("<think>why</think>ok"), ["<th", "ink>why</think>ok"]):
+        assert run_stream(module, "", chunks)[0] == {"reasoning_content": "why", "content": "ok"}
+
+
+def test_D3_required_field_with_only_an_empty_value_is_missing():
+    template = {"start_anchor": "A", "fields": {"answer": {"open": "<a>", "close": "</a>", "optional": False}}}
+    with pytest.raises(ValueError, match="answer"):
+        respc.parse_response("<a>  </a>", template, prefix="")
+
+
+def test_D4_close_pattern_captures_reach_the_transform():
+    template = {"start_anchor": "A", "fields": {
+        "content": {"close_pattern": "(?P<why>STOP|END)", "transform": {"text": "{content}", "why": "{why}"}}}}
+    assert respc.parse_response("hiSTOP", template, prefix="") == {"content": {"text": "hi", "why": "STOP"}}
+
+
+def test_D4_same_group_in_open_and_close_is_rejected():
+    template = {"start_anchor": "A", "fields": {"x": {
+        "open_pattern": "<(?P<n>a)>", "close_pattern": "</(?P<n>a)>", "transform": {"n": "{n}"}}}}
+    with pytest.raises(respc.runtime.TemplateError, match="both open_pattern and close_pattern"):
+        respc.compile_template(template)
+
+
+def test_D5_unmatched_optional_group_is_none():
+    template = {"start_anchor": "A", "fields": {"c": {
+        "open_pattern": r"<c(?: id=(?P<id>\d+))?>", "close": "</c>", "transform": {"id": "{id}", "text": "{content}"}}}}
+    assert respc.parse_response("<c>hi</c>", template, prefix="") == {"c": {"id": None, "text": "hi"}}
+    assert respc.parse_response("<c id=7>hi</c>", template, prefix="") == {"c": {"id": "7", "text": "hi"}}
+
+
+def test_D6_json_dialects_keep_strings_intact():
+    template = {"start_anchor": "A", "fields": {"v": {
+        "open": "<v>", "close": "</v>", "content": "json", "content_args": {"unquoted_keys": True}}}}
+    assert respc.parse_response('<v>{"s": "x,y:z", k: 1}</v>', template, prefix="") == {"v": {"s": "x,y:z", "k": 1}}
+    assert respc.parse_response("<v>{a: 1, c: 2}</v>", template, prefix="") == {"v": {"a": 1, "c": 2}}
+
+
+def test_D6_allow_non_json_falls_back_on_every_failure():
+    template = {"start_anchor": "A", "fields": {"v": {"open": "<v>", "close": "</v>", "content": "json",
+                "content_args": {"string_delims": [["<<", ">>"]], "allow_non_json": True}}}}
+    assert respc.parse_response('<v>{"a": "x\x01"}</v>', template, prefix="") == {"v": '{"a": "x\x01"}'}
