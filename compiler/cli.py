@@ -90,7 +90,8 @@ def _module(template: str) -> types.ModuleType:
 
 def _read_text_file(path: str, what: str) -> str:
     try:
-        return Path(path).read_text(encoding="utf-8")
+        with open(path, encoding="utf-8", newline="") as handle:  # keep \r\n: prompts are data
+            return handle.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise _UsageError(f"cannot read {what} {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
 

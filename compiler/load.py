@@ -45,6 +45,9 @@ def _read_json(path: Path, source: str) -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TemplateError(f"cannot read file: {exc.strerror or exc}", source=source) from None
+    except UnicodeDecodeError as exc:
+        raise TemplateError(f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}",
+                            source=source) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

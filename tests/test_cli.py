@@ -187,8 +187,6 @@ def test_prefix_file_keeps_crlf(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out) == {"content": "hello"}
 
 
-@pytest.mark.xfail(strict=True, reason="load._read_json lets UnicodeDecodeError escape, and cli.main maps "
-                   "UnicodeDecodeError to exit 1 'input is not UTF-8' although the bad file is the template")
 def test_template_not_utf8_is_bad_template(tmp_path, capsys):
     (tmp_path / "t.json").write_bytes(b'{"start_anchor": "\xe9", "fields": {"content": {}}}')
     (tmp_path / "out.txt").write_bytes(b"hello")
