@@ -173,9 +173,6 @@ def test_parse_output_not_utf8_exits_1(tmp_path, capsys):
     assert err == "respc: input is not UTF-8 at byte 3: invalid start byte\n"
 
 
-@pytest.mark.xfail(strict=True, reason="cli._read_text_file reads --prefix-file with Path.read_text, which "
-                   "translates '\\r\\n' to '\\n' (universal newlines), so a CRLF start anchor is never found; "
-                   "--prefix and the output file keep '\\r\\n' as is")
 def test_prefix_file_keeps_crlf(tmp_path, capsys):
     (tmp_path / "t.json").write_text(json.dumps({"start_anchor": "A:\r\n", "fields": {"content": {}}}),
                                      encoding="utf-8")

@@ -336,9 +336,6 @@ def test_wrapped_response_template_file(tmp_path):
     _parses(respc.compile_template(str(path)))
 
 
-@pytest.mark.xfail(strict=True, reason="load._read_json catches only OSError around Path.read_text, so a template "
-                   "file that is not UTF-8 escapes as a bare UnicodeDecodeError (no source named); the CLI then "
-                   "reports it as unparseable model output (exit 1) instead of a bad template (exit 2)")
 def test_not_utf8_file_is_template_error(tmp_path):
     path = tmp_path / "latin1.json"
     path.write_bytes(b'{"start_anchor": "\xe9", "fields": {"content": {}}}')
