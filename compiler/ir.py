@@ -104,4 +104,5 @@ def canonical_json(document: Any) -> str:
 
 def template_sha256(document: Any) -> str:
     """Hex SHA-256 of :func:`canonical_json` (stamped into generated modules, SPEC 8)."""
-    return hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
+    # surrogatepass: JSON may hold a lone surrogate ("\\ud800"); it is data and must still hash.
+    return hashlib.sha256(canonical_json(document).encode("utf-8", "surrogatepass")).hexdigest()
