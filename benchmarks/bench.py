@@ -1,0 +1,648 @@
+"""respc benchmark: generated streaming parsers vs the transformers reference vs a floor loop.
+
+Run ``python benchmarks/bench.py`` (see ``benchmarks/README.md`` for the options and what each
+column means). This prints figures; it asserts nothing about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import py_compile
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import tracemalloc
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import inputs  # noqa: E402  (benchmarks/inputs.py, next to this file)
+
+KB = 1000
+MB = 1000 * 1000
+QUICK_TEMPLATES = ("qwen3", "gpt_oss", "qwen3_coder")
+
+#: Targets (SPEC-independent project goals), checked against the printed figures.
+TARGET_FLOOR_RATIO = 3.0      # ours/floor at every size
+TARGET_REF_SPEEDUP = 5.0      # reference/ours at 10 kB
+TARGET_GROWTH = 1.5           # per-chunk cost at 1 MB vs 10 kB
+TARGET_COMPILE_MS = 200.0     # compile_source per template
+TARGET_IMPORT_MS = 10.0       # import of one generated module
+
+
+# --- small helpers --------------------------------------------------------------------------------
+
+def parse_size(text: str) -> int:
+    """``10k`` -> 10_000, ``1M`` -> 1_000_000, ``2500`` -> 2500."""
+    text = text.strip()
+    scale = {"k": KB, "K": KB, "m": MB, "M": MB}.get(text[-1:], 1)
+    return int(float(text[:-1] if scale != 1 else text) * scale)
+
+
+def size_label(size: int) -> str:
+    if size >= MB and size % MB == 0:
+        return f"{size // MB} MB"
+    if size >= KB and size % KB == 0:
+        return f"{size // KB} kB"
+    return f"{size} B"
+
+
+def fmt(value, spec: str = ".2f", missing: str = "-") -> str:
+    return missing if value is None else format(value, spec)
+
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def table(headers: list[str], rows: list[list[str]], align: str | None = None) -> str:
+    """A plain-text table; ``align`` is one of ``<``/``>`` per column (default: first left)."""
+    align = align or "<" + ">" * (len(headers) - 1)
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
+    line = lambda cells: "  ".join(format(str(c), a + str(w)) for c, a, w in zip(cells, align, widths))  # noqa: E731
+    out = [line(headers), "  ".join("-" * w for w in widths)]
+    out.extend(line(r) for r in rows)
+    return "\n".join(out)
+
+
+def say(*parts) -> None:
+    print(*parts, flush=True)
+
+
+def machine() -> dict:
+    """nproc, CPU model, Python and library versions, the repository commit."""
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE.parent,
+                                capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        commit = "?"
+    import regex
+    import transformers
+
+    return {
+        "nproc": os.cpu_count(),
+        "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "transformers": transformers.__version__,
+        "regex": regex.__version__,
+        "commit": commit,
+    }
+
+
+# --- the three contenders -------------------------------------------------------------------------
+
+class Floor:
+    """The cheapest possible streaming parser: one ``region_chunk`` event per chunk, nothing else.
+
+    Same call shape as a real parser (a ``feed`` method returning a fresh event list), so
+    ``ours/floor`` is the overhead of actually parsing.
+    """
+
+    __slots__ = ()
+
+    def feed(self, text):
+        events = []
+        events.append({"type": "region_chunk", "field": "content", "text": text, "dirty": False})
+        return events
+
+    def finalize(self):
+        return {}, []
+
+
+def run_feed(make, chunks, budget: float | None = None):
+    """Feed ``chunks`` to ``make()`` and finalize; return ``(seconds, chunks fed, message)``.
+
+    With ``budget`` (seconds) the run stops early once it is exceeded (checked every 256 chunks),
+    without finalizing: then the message is None.
+    """
+    gc.collect()
+    parser = make()
+    feed = parser.feed
+    if budget is None:
+        t0 = time.perf_counter()
+        for chunk in chunks:
+            feed(chunk)
+        message = parser.finalize()[0]
+        return time.perf_counter() - t0, len(chunks), message
+    t0 = time.perf_counter()
+    done = 0
+    n = len(chunks)
+    while done < n:
+        for chunk in chunks[done:done + 256]:
+            feed(chunk)
+        done = min(done + 256, n)
+        if time.perf_counter() - t0 > budget and done < n:
+            return time.perf_counter() - t0, done, None
+    message = parser.finalize()[0]
+    return time.perf_counter() - t0, n, message
+
+
+def per_chunk_us(make, chunks, repeat: int):
+    """Median µs per chunk over ``repeat`` runs, and the last run's message."""
+    times, message = [], None
+    for _ in range(repeat):
+        seconds, fed, message = run_feed(make, chunks)
+        times.append(seconds / fed * 1e6)
+    return statistics.median(times), message
+
+
+def peak_bytes(make, chunks) -> int:
+    """tracemalloc peak of one feed+finalize (the chunks already exist, so this is what the parser adds)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        parser = make()
+        feed = parser.feed
+        for chunk in chunks:
+            feed(chunk)
+        parser.finalize()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def whole_ms(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def ref_tail_estimate(ref_cls, doc, text: str, window: int) -> float:
+    """Reference µs/chunk at the *end* of ``text``: pre-feed all but ``window`` chars in 4 kB pieces
+    (few buffer copies; not one piece, since a partial regex search over a long undecided run can be
+    quadratic, see the whole-text adversarial case), then time the last ``window`` chars in 4-char
+    chunks. Used to estimate the reference's 1 MB figure without paying its O(n²) run."""
+    gc.collect()
+    parser = ref_cls(doc, prefix="")
+    head = text[:-window]
+    for i in range(0, len(head), 4 * KB):
+        parser.feed(head[i:i + 4 * KB])
+    tail = inputs.chunks(text[-window:])
+    feed = parser.feed
+    t0 = time.perf_counter()
+    for chunk in tail:
+        feed(chunk)
+    parser.finalize()
+    return (time.perf_counter() - t0) / len(tail) * 1e6
+
+
+# --- the benchmark proper -------------------------------------------------------------------------
+
+def bench_template(name: str, sizes: list[int], args, ref_cls, ref_parse) -> dict:
+    """All streaming and whole-text figures of one catalogue template."""
+    import respc
+
+    doc = inputs.load(name)
+    module = respc.compile_template(doc)
+    pieces = inputs.pieces(name, doc)
+    result = {"template": name, "tool_calls": pieces.tool_source, "reasoning": pieces.reasoning is not None,
+              "sizes": {}}
+    ours = lambda: module.ResponseParser("")  # noqa: E731
+    ref = lambda: ref_cls(doc, prefix="")  # noqa: E731
+    for size in sizes:
+        text = inputs.build(name, size, doc)
+        chunks = inputs.chunks(text)
+        repeat = 5 if size <= 10 * KB else 3 if size <= 100 * KB else 1
+        row: dict = {"chars": len(text), "chunks": len(chunks)}
+        row["ours_us"], ours_msg = per_chunk_us(ours, chunks, repeat)
+        row["floor_us"], _ = per_chunk_us(Floor, chunks, repeat)
+        row["ours_peak"] = peak_bytes(ours, chunks)
+        row["ours_parse_ms"] = whole_ms(lambda: module.parse_response(text, ""), repeat)
+        row["ref_parse_ms"] = whole_ms(lambda: ref_parse(text, doc, prefix=""), repeat)
+        ref_msg = ref_parse(text, doc, prefix="")
+        run_ref = size <= args.ref_cap or args.ref_1m
+        if run_ref:
+            row["ref_us"], ref_stream_msg = per_chunk_us(ref, chunks, min(repeat, 3))
+            row["ref_peak"] = peak_bytes(ref, chunks)
+            row["equal"] = ours_msg == ref_stream_msg == ref_msg
+        else:
+            head = ref_tail_estimate(ref_cls, doc, text[:20 * KB] + "", 4 * KB) if len(text) > 20 * KB else None
+            tail = ref_tail_estimate(ref_cls, doc, text, 10 * KB)
+            est = (head + tail) / 2 if head is not None else tail
+            row["ref_us"] = None
+            row["ref_est_us"] = est
+            row["ref_est_s"] = est * len(chunks) / 1e6
+            row["ref_peak"] = None
+            row["equal"] = ours_msg == ref_msg
+        row["ref_ours"] = ratio(row["ref_us"] if row["ref_us"] is not None else row.get("ref_est_us"),
+                                row["ours_us"])
+        row["ours_floor"] = ratio(row["ours_us"], row["floor_us"])
+        result["sizes"][size] = row
+    return result
+
+
+_COMPILE_PROBE = textwrap.dedent("""
+    import json, statistics, sys, time
+    t0 = time.perf_counter()
+    from respc.compiler.api import compile_source
+    import_ms = (time.perf_counter() - t0) * 1e3
+    path = sys.argv[1]
+    t0 = time.perf_counter()
+    compile_source(path)
+    first = (time.perf_counter() - t0) * 1e3
+    again = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        compile_source(path)
+        again.append((time.perf_counter() - t0) * 1e3)
+    print(json.dumps({"import_ms": import_ms, "first_ms": first, "again_ms": statistics.median(again)}))
+""")
+
+
+def compile_times(names: list[str]) -> dict[str, dict]:
+    """``compile_source`` (load, validate, automaton, grammar, emit) per template, each in a fresh
+    interpreter: ``first`` is the first compile in that process (what ``respc compile`` pays after its
+    imports; regex/jinja caches cold), ``again`` the median of 3 more (caches warm), ``import_ms`` the
+    one-off import of the compiler (lark, jinja2)."""
+    out = {}
+    for name in names:
+        proc = subprocess.run([sys.executable, "-c", _COMPILE_PROBE, str(inputs.TEMPLATES / f"{name}.json")],
+                              capture_output=True, text=True, check=True)
+        out[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+_IMPORT_PROBE = textwrap.dedent("""
+    import importlib, json, sys, time
+    sys.path.insert(0, sys.argv[1])
+    names = sys.argv[2:]
+    t0 = time.perf_counter()
+    import regex, respc.runtime
+    runtime_ms = (time.perf_counter() - t0) * 1e3
+    out = {}
+    for name in names:
+        t0 = time.perf_counter()
+        importlib.import_module("bench_gen_" + name)
+        out[name] = (time.perf_counter() - t0) * 1e3
+    print(json.dumps({"runtime_ms": runtime_ms, "modules": out}))
+""")
+
+
+def import_times(names: list[str]) -> dict:
+    """Import time of each generated module in a fresh interpreter: ``cold`` (from source, writes
+    the .pyc) then ``warm`` (from the .pyc); ``respc.runtime`` + ``regex`` are imported first and
+    timed separately (every generated module pays that once per process)."""
+    from respc.compiler.api import compile_source
+
+    with tempfile.TemporaryDirectory(prefix="respc-bench-") as tmp:
+        for name in names:
+            source = compile_source(inputs.TEMPLATES / f"{name}.json").source
+            Path(tmp, f"bench_gen_{name}.py").write_text(source, encoding="utf-8")
+        runs = []
+        for phase in ("cold", "warm"):
+            if phase == "warm":  # write the .pyc files (explicitly: PYTHONDONTWRITEBYTECODE may be set)
+                for name in names:
+                    py_compile.compile(str(Path(tmp, f"bench_gen_{name}.py")), doraise=True)
+            flags = ["-B"] if phase == "cold" else []
+            proc = subprocess.run([sys.executable, *flags, "-c", _IMPORT_PROBE, tmp, *names],
+                                  capture_output=True, text=True, check=True)
+            runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return {"runtime_ms": runs[0]["runtime_ms"], "runtime_warm_ms": runs[1]["runtime_ms"],
+            "cold": runs[0]["modules"], "warm": runs[1]["modules"]}
+
+
+def bench_adversarial(cases, sizes: list[int], budget: float, ref_cls) -> list[dict]:
+    """Per-chunk cost of ours on each adversarial case at each size (a run stops after ``budget``
+    seconds; the next larger size is then not run). The reference is timed at the smallest size."""
+    import respc
+
+    rows = []
+    for case in cases:
+        doc = case.document()
+        module = respc.compile_template(doc)
+        row = {"case": case.label, "template": case.template, "sizes": {}}
+        capped = False
+        for size in sizes:
+            if capped:
+                row["sizes"][size] = {"skipped": True}
+                continue
+            chunks = inputs.chunks(case.text(size))
+            seconds, fed, _ = run_feed(lambda: module.ResponseParser(""), chunks, budget)
+            capped = fed < len(chunks)
+            row["sizes"][size] = {"us": seconds / fed * 1e6, "fed_chars": fed * inputs.CHUNK,
+                                  "capped": capped}
+        chunks = inputs.chunks(case.text(sizes[0]))
+        seconds, fed, _ = run_feed(lambda: ref_cls(doc, prefix=""), chunks, budget)
+        row["ref_us"] = seconds / fed * 1e6
+        row["ref_capped"] = fed < len(chunks)
+        rows.append(row)
+        say(f"  adversarial: {case.template}: {case.label} done")
+    return rows
+
+
+def bench_whole_adversarial(sizes: list[int], budget: float, ref_parse) -> list[dict]:
+    """Whole-text ``parse_response`` of prose without any ``"`` on apertus, whose tool-call
+    ``open_pattern`` (``(?<=\\},\\s?\\{")(?P<name>[^"]+)":``) makes a *partial* regex search over
+    undecided text quadratic; whole-text parsing feeds everything as one non-final chunk, so both
+    parsers pay it. A size is not run when the previous one, scaled quadratically, exceeds ``budget``."""
+    import respc
+
+    doc = inputs.load("apertus")
+    module = respc.compile_template(doc)
+    rows, previous = [], None
+    for size in sizes:
+        if previous is not None and previous[1] * (size / previous[0]) ** 2 > budget:
+            rows.append({"size": size, "skipped": True})
+            continue
+        text = (inputs.FILLER * (size // len(inputs.FILLER) + 1))[:size]
+        ours = whole_ms(lambda: module.parse_response(text, ""), 1)
+        ref = whole_ms(lambda: ref_parse(text, doc, prefix=""), 1)
+        rows.append({"size": size, "ours_ms": ours, "ref_ms": ref})
+        previous = (size, max(ours, ref) / 1e3)
+    return rows
+
+
+def profile_ours(name: str, size: int, top: int = 14) -> str:
+    """cProfile of ours feeding ``size`` chars of template ``name`` (tottime order)."""
+    import cProfile
+    import io
+    import pstats
+
+    import respc
+
+    doc = inputs.load(name)
+    module = respc.compile_template(doc)
+    chunks = inputs.chunks(inputs.build(name, size, doc))
+    profiler = cProfile.Profile()
+    parser = module.ResponseParser("")
+    profiler.enable()
+    for chunk in chunks:
+        parser.feed(chunk)
+    parser.finalize()
+    profiler.disable()
+    stream = io.StringIO()
+    pstats.Stats(profiler, stream=stream).sort_stats("tottime").print_stats(top)
+    return stream.getvalue()
+
+
+# --- report ---------------------------------------------------------------------------------------
+
+def report_sizes(results: list[dict], sizes: list[int], args) -> None:
+    for size in sizes:
+        say(f"\n## {size_label(size)} output, fed in {inputs.CHUNK}-char chunks "
+            f"(µs per chunk; peak = tracemalloc peak of one feed; parse = whole-text parse_response)")
+        rows = []
+        for res in results:
+            row = res["sizes"].get(size)
+            if row is None:
+                continue
+            if row["ref_us"] is not None:
+                ref_cell, ref_peak = fmt(row["ref_us"]), f"{row['ref_peak'] / KB:.0f} kB"
+            else:
+                ref_cell = f"~{row['ref_est_us']:.1f} est"
+                ref_peak = "skipped"
+            rows.append([
+                res["template"], fmt(row["ours_us"]), ref_cell, fmt(row["floor_us"], ".3f"),
+                fmt(row["ref_ours"], ".1f") + ("*" if row["ref_us"] is None else ""),
+                fmt(row["ours_floor"], ".1f"),
+                f"{row['ours_peak'] / KB:.0f} kB", ref_peak,
+                fmt(row["ours_parse_ms"], ".2f"), fmt(row["ref_parse_ms"], ".2f"),
+                fmt(ratio(row["ref_parse_ms"], row["ours_parse_ms"]), ".1f"),
+                "yes" if row["equal"] else "NO",
+            ])
+        med = lambda key: median(r["sizes"][size].get(key) for r in results if size in r["sizes"])  # noqa: E731
+        rows.append(["MEDIAN", fmt(med("ours_us")), fmt(med("ref_us")) if med("ref_us") else
+                     f"~{fmt(med('ref_est_us'), '.1f')} est", fmt(med("floor_us"), ".3f"),
+                     fmt(med("ref_ours"), ".1f"), fmt(med("ours_floor"), ".1f"),
+                     f"{fmt(med('ours_peak') and med('ours_peak') / KB, '.0f')} kB",
+                     f"{fmt(med('ref_peak') and med('ref_peak') / KB, '.0f')} kB" if med("ref_peak") else "-",
+                     fmt(med("ours_parse_ms")), fmt(med("ref_parse_ms")), "", ""])
+        say(table(["template", "ours", "ref", "floor", "ref/ours", "ours/floor", "peak ours", "peak ref",
+                   "parse ours ms", "parse ref ms", "ref/ours", "equal"], rows))
+        estimated = [r["sizes"][size] for r in results if size in r["sizes"] and r["sizes"][size]["ref_us"] is None]
+        if estimated:
+            worst = max(r["ref_est_s"] for r in estimated)
+            say(f"  * reference streaming run at {size_label(size)} skipped (would take up to {worst:.0f} s "
+                f"per template: it re-concatenates its whole buffer on every feed, O(n²)); '~X est' = mean of its "
+                f"µs/chunk at the start (first 20 kB) and at the end (last 10 kB, after pre-feeding "
+                f"the rest in 4 kB pieces). --ref-1m runs it for real.")
+        bad = [r["template"] for r in results if size in r["sizes"] and not r["sizes"][size]["equal"]]
+        if bad:
+            say(f"  !! messages differ from the reference for: {', '.join(bad)}")
+
+
+def report_build(ctimes: dict, itimes: dict) -> None:
+    say("\n## compile (compile_source in a fresh interpreter: first call, then median of 3 more) and "
+        "import of the generated module (fresh interpreter, respc.runtime+regex pre-imported)")
+    first = {n: c["first_ms"] for n, c in ctimes.items()}
+    again = {n: c["again_ms"] for n, c in ctimes.items()}
+    rows = [[n, fmt(first[n], ".1f"), fmt(again[n], ".1f"), fmt(itimes["cold"].get(n), ".2f"),
+             fmt(itimes["warm"].get(n), ".2f")] for n in ctimes]
+    for label, agg in (("MEDIAN", median), ("MAX", max)):
+        rows.append([label, fmt(agg(first.values()), ".1f"), fmt(agg(again.values()), ".1f"),
+                     fmt(agg(itimes["cold"].values()), ".2f"), fmt(agg(itimes["warm"].values()), ".2f")])
+    say(table(["template", "compile ms (first)", "compile ms (again)", "import ms (cold, from .py)",
+               "import ms (warm, from .pyc)"], rows))
+    say(f"  once per process: respc.compiler import (lark, jinja2) "
+        f"{median(c['import_ms'] for c in ctimes.values()):.0f} ms; respc.runtime + regex import "
+        f"{itimes['runtime_ms']:.1f} ms cold, {itimes['runtime_warm_ms']:.1f} ms warm")
+
+
+def report_adversarial(rows: list[dict], sizes: list[int], budget: float) -> None:
+    say(f"\n## adversarial inputs (ours, µs per {inputs.CHUNK}-char chunk; each run stops after {budget:.0f} s; "
+        f"ref at {size_label(sizes[0])})")
+    headers = ["template", "case", f"ref {size_label(sizes[0])}"] + [size_label(s) for s in sizes]
+    headers += [f"{size_label(sizes[i + 1])}/{size_label(sizes[i])}" for i in range(len(sizes) - 1)] + ["linear?"]
+    out = []
+    for row in rows:
+        cells = [row["template"], row["case"], fmt(row["ref_us"]) + (" (capped)" if row["ref_capped"] else "")]
+        values = []
+        for size in sizes:
+            cell = row["sizes"][size]
+            if cell.get("skipped"):
+                cells.append("not run")
+                values.append(None)
+            elif cell["capped"]:
+                cells.append(f"{cell['us']:.1f} (stopped at {cell['fed_chars'] // KB} kB)")
+                values.append(None)
+            else:
+                cells.append(fmt(cell["us"]))
+                values.append(cell["us"])
+        growth = [ratio(values[i + 1], values[i]) for i in range(len(sizes) - 1)]
+        cells += [fmt(g, ".2f") for g in growth]
+        any_capped = any(row["sizes"][s].get("capped") or row["sizes"][s].get("skipped") for s in sizes)
+        linear = not any_capped and all(g is not None and g <= TARGET_GROWTH for g in growth)
+        cells.append("yes" if linear else "NO")
+        row["linear"] = linear
+        out.append(cells)
+    say(table(headers, out, "<<" + ">" * (len(headers) - 2)))
+
+
+def report_whole_adversarial(rows: list[dict]) -> None:
+    say("\n## adversarial whole-text parse: apertus, prose without '\"' (parse_response, one call; ms)")
+    out, prev = [], None
+    for row in rows:
+        if row.get("skipped"):
+            out.append([size_label(row["size"]), "not run (projected > budget)", "", ""])
+            continue
+        growth = "" if prev is None else f"{row['ours_ms'] / prev['ours_ms']:.1f}x for {row['size'] / prev['size']:.3g}x the size"
+        out.append([size_label(row["size"]), fmt(row["ours_ms"], ".1f"), fmt(row["ref_ms"], ".1f"), growth])
+        prev = row
+    say(table(["size", "ours ms", "ref ms", "ours growth"], out))
+
+
+def report_targets(results, sizes, ctimes, itimes) -> list[tuple[str, bool | None, str]]:
+    say("\n## targets (medians over the catalogue unless noted)")
+    verdicts = []
+    for size in sizes:
+        vals = [r["sizes"][size]["ours_floor"] for r in results if size in r["sizes"]]
+        med = median(vals)
+        n_ok = sum(v <= TARGET_FLOOR_RATIO for v in vals)
+        verdicts.append((f"ours/floor <= {TARGET_FLOOR_RATIO:g} at {size_label(size)}", med <= TARGET_FLOOR_RATIO,
+                         f"median {med:.1f}, {n_ok}/{len(vals)} templates meet it"))
+    if 10 * KB in sizes:
+        vals = [r["sizes"][10 * KB]["ref_ours"] for r in results]
+        med = median(vals)
+        n_ok = sum(v >= TARGET_REF_SPEEDUP for v in vals)
+        verdicts.append((f"reference/ours >= {TARGET_REF_SPEEDUP:g} at 10 kB", med >= TARGET_REF_SPEEDUP,
+                         f"median {med:.1f}, {n_ok}/{len(vals)} templates meet it"))
+    if 10 * KB in sizes and MB in sizes:
+        vals = [ratio(r["sizes"][MB]["ours_us"], r["sizes"][10 * KB]["ours_us"]) for r in results]
+        med, worst = median(vals), max(vals)
+        verdicts.append((f"per-chunk 1 MB / 10 kB <= {TARGET_GROWTH:g}", worst <= TARGET_GROWTH,
+                         f"median {med:.2f}, worst {worst:.2f}"))
+    if ctimes:
+        first = [c["first_ms"] for c in ctimes.values()]
+        worst = max(first)
+        verdicts.append((f"compile <= {TARGET_COMPILE_MS:g} ms per template", worst <= TARGET_COMPILE_MS,
+                         f"first compile in a process: median {median(first):.1f} ms, max {worst:.1f} ms "
+                         f"(+ {median(c['import_ms'] for c in ctimes.values()):.0f} ms compiler import)"))
+    if itimes:
+        cold, warm = max(itimes["cold"].values()), max(itimes["warm"].values())
+        verdicts.append((f"import <= {TARGET_IMPORT_MS:g} ms per module", cold <= TARGET_IMPORT_MS,
+                         f"max {cold:.2f} ms cold (from .py), {warm:.2f} ms warm (.pyc); median "
+                         f"{median(itimes['cold'].values()):.2f} / {median(itimes['warm'].values()):.2f} ms; "
+                         f"+ {itimes['runtime_ms']:.1f} ms once for respc.runtime+regex"))
+    width = max(len(v[0]) for v in verdicts)
+    for label, ok, detail in verdicts:
+        say(f"  [{'MET' if ok else 'NOT MET':7}] {label:{width}}  {detail}")
+    return verdicts
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default=None, help="output sizes, e.g. 10k,100k,1M (default: 10k,100k,1M)")
+    ap.add_argument("--templates", default=None, help="comma-separated catalogue names (default: all)")
+    ap.add_argument("--quick", action="store_true", help="10k,100k on qwen3,gpt_oss,qwen3_coder (< 60 s)")
+    ap.add_argument("--json", dest="json_out", default=None, help="also write every figure to this file")
+    ap.add_argument("--ref-1m", action="store_true", help="run the reference's O(n²) streaming at 1 MB too")
+    ap.add_argument("--ref-cap", default="100k", help="largest size the reference is streamed at (default 100k)")
+    ap.add_argument("--no-adversarial", action="store_true", help="skip the adversarial inputs")
+    ap.add_argument("--adversarial-budget", type=float, default=None,
+                    help="seconds per adversarial run before it is stopped (default 5, --quick 1.5)")
+    ap.add_argument("--profile", default=None, metavar="TEMPLATE[:SIZE]",
+                    help="only print a cProfile of ours, e.g. qwen3:100k")
+    args = ap.parse_args(argv)
+    args.ref_cap = parse_size(args.ref_cap)
+
+    if args.profile:
+        name, _, size = args.profile.partition(":")
+        say(profile_ours(name, parse_size(size or "100k")))
+        return 0
+
+    sizes = [parse_size(s) for s in (args.sizes or ("10k,100k" if args.quick else "10k,100k,1M")).split(",")]
+    names = inputs.catalogue()
+    if args.templates:
+        wanted = [n.strip() for n in args.templates.split(",") if n.strip()]
+        unknown = sorted(set(wanted) - set(names))
+        if unknown:
+            ap.error(f"unknown template(s): {', '.join(unknown)}")
+        names = wanted
+    elif args.quick:
+        names = [n for n in QUICK_TEMPLATES if n in names]
+    budget = args.adversarial_budget or (1.5 if args.quick else 5.0)
+
+    logging_off()
+    from transformers.utils.chat_parsing import ResponseParser as Ref
+    from transformers.utils.chat_parsing import parse_response as ref_parse
+
+    started = time.perf_counter()
+    info = machine()
+    say("# respc benchmark")
+    say(f"machine: nproc={info['nproc']} (usable {info['affinity']}), CPU: {info['cpu']}")
+    say(f"python {info['python']} ({info['implementation']}), transformers {info['transformers']}, "
+        f"regex {info['regex']}, respc commit {info['commit']}")
+    say(f"sizes: {', '.join(size_label(s) for s in sizes)}; {len(names)} templates; chunk = {inputs.CHUNK} chars; "
+        f"reference streamed up to {size_label(args.ref_cap)}" + (" and at 1 MB" if args.ref_1m else ""))
+
+    results, skipped = [], {}
+    for name in names:
+        try:
+            results.append(bench_template(name, sizes, args, Ref, ref_parse))
+            say(f"  {name}: done ({time.perf_counter() - started:.0f} s)")
+        except Exception as exc:  # noqa: BLE001 - a new template the builders cannot handle yet
+            skipped[name] = f"{type(exc).__name__}: {exc}"
+            say(f"  {name}: SKIPPED ({skipped[name][:160]})")
+    ctimes = compile_times([r["template"] for r in results]) if results else {}
+    itimes = import_times([r["template"] for r in results]) if results else {}
+    adversarial, whole_adv = [], []
+    if not args.no_adversarial:
+        adv_sizes = [s for s in sizes if s >= 100 * KB] or sizes[-1:]
+        if adv_sizes[0] != 10 * KB:
+            adv_sizes = [10 * KB] + adv_sizes
+        cases = [c for c in inputs.adversarial_inputs()
+                 if c.template in names or (c.template == "lazy_synthetic" and "gpt_oss" in names)]
+        adversarial = bench_adversarial(cases, adv_sizes, budget, Ref)
+        whole_adv = bench_whole_adversarial([10 * KB, 30 * KB, 100 * KB], budget, ref_parse) \
+            if "apertus" in names or not args.templates and not args.quick else []
+
+    say("\n# results")
+    say("inputs: " + "; ".join(f"{r['template']}: tool calls {r['tool_calls']}"
+                               + ("" if r["reasoning"] else ", no reasoning") for r in results
+                               if r["tool_calls"] != "literals" or not r["reasoning"]))
+    report_sizes(results, sizes, args)
+    if results:
+        report_build(ctimes, itimes)
+    if adversarial:
+        report_adversarial(adversarial, adv_sizes, budget)
+    if whole_adv:
+        report_whole_adversarial(whole_adv)
+    verdicts = report_targets(results, sizes, ctimes, itimes) if results else []
+    if skipped:
+        say("\nskipped templates: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+    say(f"\ntotal wall time {time.perf_counter() - started:.0f} s")
+
+    if args.json_out:
+        payload = {"machine": info, "sizes": sizes, "templates": results, "compile_ms": ctimes,
+                   "import_ms": itimes, "adversarial": adversarial,
+                   "whole_text_adversarial": whole_adv, "skipped": skipped,
+                   "targets": [{"target": t, "met": ok, "detail": d} for t, ok, d in verdicts]}
+        Path(args.json_out).write_text(json.dumps(payload, indent=1, default=str), encoding="utf-8")
+    return 0
+
+
+def logging_off() -> None:
+    """Silence transformers' "PyTorch was not found" notice (it goes to stderr anyway)."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,309 @@
+"""Benchmark inputs: model outputs of a given size, written in each template family's own format.
+
+An output is ``reasoning, answer, tool calls``, each piece derived from the template itself:
+
+- **reasoning**: the reasoning field's first ``open`` literal (for an ``open_pattern``: what it
+  matches in the family's first test case with reasoning), filler prose, its first ``close`` literal
+  (skipped when the field has no literal close, or the template has no reasoning field);
+- **answer**: filler prose (with ``<`` characters, so the partial-match path is exercised), routed to
+  the implicit field;
+- **tool calls**: when the tool-call field has literal ``open`` and ``close`` and a ``json`` body,
+  ``open + {"name": "get_weather", "arguments": {"city": "Paris"}} + close`` (the body wrapped in a
+  list for ``transform_each``). For regex delimiters (or non-JSON bodies) the first tool call found in
+  ``tests/cases/families/<family>.json`` ``cases[*].text`` is used (from the ``open_pattern`` match to
+  the end of the following close); with no such sample the tool calls are left out.
+
+Tool calls are written back to back (no text between them): a whitespace-only block of the implicit
+field would be joined by the reference but not by respc (SPEC deviation D1), and these inputs must give
+equal messages with both parsers (``tests/test_bench_smoke.py`` checks that).
+
+Adversarial inputs (:func:`adversarial_inputs`) stress the hold logic: long runs of partial
+delimiters, open patterns that stay pending, lazy patterns that never find their end.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import regex
+
+REPO = Path(__file__).resolve().parent.parent
+TEMPLATES = REPO / "templates"
+FAMILIES = REPO / "tests" / "cases" / "families"
+
+#: Filler prose: no delimiter of any catalogue template, but ``<`` in several positions (``a<b``,
+#: ``x < y``, at a chunk edge) so literal partial matching is exercised on every template.
+FILLER = (
+    "Consider the case where a < b and b<c; then a<c holds too. The weather in Paris stays "
+    "mild this week at about 21 degrees, with light wind <10 km/h and a chance of rain near 3 pm. "
+)
+TOOL_BODY = {"name": "get_weather", "arguments": {"city": "Paris"}}
+N_TOOL_CALLS = 3
+CHUNK = 4
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """The family's own building blocks, derived once per template.
+
+    Attributes:
+        reasoning (tuple[str, str] | None): open and close of the reasoning field (for an
+            ``open_pattern``, the text it matches in the family's first reasoning case).
+        tool_call (str | None): one complete tool call (delimiters included).
+        tool_source (str): where ``tool_call`` came from ("literals", "sample", or why it is absent).
+    """
+
+    reasoning: tuple[str, str] | None
+    tool_call: str | None
+    tool_source: str
+
+
+def catalogue() -> list[str]:
+    """Sorted names of the catalogue templates (``templates/*.json``)."""
+    return sorted(p.stem for p in TEMPLATES.glob("*.json"))
+
+
+def load(name: str) -> dict:
+    """The template document of catalogue template ``name``."""
+    return json.loads((TEMPLATES / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def _first(value) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value:
+        return value[0]
+    return None
+
+
+def _literals(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    return list(value or [])
+
+
+def _compile(pattern: str):
+    return regex.compile(pattern, regex.DOTALL)
+
+
+def _close_regex(spec: dict):
+    if "close_pattern" in spec:
+        return _compile(spec["close_pattern"])
+    literals = sorted(_literals(spec.get("close")), key=len, reverse=True)
+    if not literals:
+        return None
+    return _compile("|".join(regex.escape(lit) for lit in literals))
+
+
+def _tool_field(doc: dict) -> dict | None:
+    fields = doc["fields"]
+    if "tool_calls" in fields:
+        return fields["tool_calls"]
+    return None
+
+
+def _sample_tool_call(name: str, spec: dict) -> str | None:
+    """The first complete tool call in the family's test cases, from open match to close end."""
+    path = FAMILIES / f"{name}.json"
+    if not path.is_file():
+        return None
+    cases = json.loads(path.read_text(encoding="utf-8")).get("cases", [])
+    opener = _compile(spec["open_pattern"]) if "open_pattern" in spec else _compile(
+        "|".join(regex.escape(lit) for lit in sorted(_literals(spec["open"]), key=len, reverse=True)))
+    closer = _close_regex(spec)
+    for case in cases:
+        message = case.get("message") or {}
+        if not message.get("tool_calls"):
+            continue
+        text = case.get("text", "")
+        for m in opener.finditer(text):
+            if closer is None:
+                return None  # runs to end of stream: cannot be repeated
+            c = closer.search(text, m.end())
+            if c is not None and c.end() > c.start():
+                return text[m.start():c.end()]
+    return None
+
+
+def _sample_reasoning_open(name: str, spec: dict) -> str | None:
+    """The text the reasoning ``open_pattern`` matches in the family's first reasoning case."""
+    path = FAMILIES / f"{name}.json"
+    if not path.is_file() or "open_pattern" not in spec:
+        return None
+    opener = _compile(spec["open_pattern"])
+    for case in json.loads(path.read_text(encoding="utf-8")).get("cases", []):
+        if (case.get("message") or {}).get("reasoning_content"):
+            m = opener.search(case.get("text", ""))
+            if m is not None and (m.group() or m.start() == 0):
+                return m.group()  # "" when the region opens at the start of the stream (``^``)
+    return None
+
+
+def pieces(name: str, doc: dict | None = None) -> Pieces:
+    """Derive the reasoning delimiters and one tool call for template ``name`` (see module doc)."""
+    doc = doc if doc is not None else load(name)
+    fields = doc["fields"]
+    reasoning = None
+    spec = fields.get("reasoning_content")
+    if spec is not None and _first(spec.get("close")):
+        opener = _first(spec.get("open"))
+        if opener is None:
+            opener = _sample_reasoning_open(name, spec)
+        if opener is not None:
+            reasoning = (opener, _first(spec["close"]))
+    tool_call, source = None, "no tool-call field"
+    spec = _tool_field(doc)
+    if spec is not None:
+        candidates = []
+        opener, closer = _first(spec.get("open")), _first(spec.get("close"))
+        if opener and closer and spec.get("content", "text") == "json" and "close_pattern" not in spec:
+            body = [TOOL_BODY] if spec.get("transform_each") else TOOL_BODY
+            candidates.append((opener + json.dumps(body) + closer, "literals"))
+        sample = _sample_tool_call(name, spec)
+        if sample is not None:
+            candidates.append((sample, "sample"))
+        source = "skipped (regex delimiters, no usable sample)"
+        for text, origin in candidates:
+            if _yields_tool_calls(doc, text):
+                tool_call, source = text, origin
+                break
+    _check_filler(name, doc)
+    return Pieces(reasoning, tool_call, source)
+
+
+def _yields_tool_calls(doc: dict, text: str) -> bool:
+    """Whether ``text`` alone parses (with respc) into a message holding tool calls.
+
+    The generic body ``{"name", "arguments"}`` does not fit every transform (command_r7b wants
+    ``tool_name``/``parameters``); then the family's own sample is used instead.
+    """
+    import respc
+
+    try:
+        message = respc.compile_template(doc).parse_response(text * 2, "")
+    except Exception:  # noqa: BLE001 - any failure just disqualifies the candidate
+        return False
+    calls = message.get("tool_calls")
+    return bool(calls) and (not isinstance(calls, list) or len(calls) >= 1)
+
+
+def _check_filler(name: str, doc: dict) -> None:
+    """Refuse a filler that contains a delimiter of ``doc`` (the input would not mean what we say)."""
+    probe = "x " + FILLER * 2
+    for field, spec in doc["fields"].items():
+        for key in ("open", "close"):
+            for lit in _literals(spec.get(key)):
+                if lit in probe:
+                    raise AssertionError(f"{name}: filler contains the {key} delimiter {lit!r} of {field!r}")
+        for key in ("open_pattern", "close_pattern"):
+            if key in spec:
+                m = _compile(spec[key]).search(probe, 1)
+                if m is not None:
+                    raise AssertionError(f"{name}: filler matches {key} of {field!r}: {m.group()!r}")
+
+
+def _filler(n: int) -> str:
+    if n <= 0:
+        return ""
+    reps = n // len(FILLER) + 1
+    text = (FILLER * reps)[:n]
+    return text.rstrip() + "." if n > 1 else text
+
+
+def build(name: str, size: int, doc: dict | None = None) -> str:
+    """A model output of about ``size`` characters for template ``name``: reasoning, answer, tool calls.
+
+    Args:
+        name: catalogue template name.
+        size: target length in characters (the result is within a few characters of it).
+        doc: the template document (default: read from the catalogue).
+
+    Returns:
+        str: the output text.
+    """
+    p = pieces(name, doc)
+    calls = (p.tool_call or "") * N_TOOL_CALLS
+    room = max(size - len(calls), 64)
+    parts = []
+    if p.reasoning is not None:
+        opener, closer = p.reasoning
+        body = int(room * 0.7) - len(opener) - len(closer)
+        parts.append(opener + _filler(body) + closer)
+        room -= len(parts[0])
+    parts.append(_filler(room))
+    parts.append(calls)
+    return "".join(parts)
+
+
+def chunks(text: str, size: int = CHUNK) -> list[str]:
+    """``text`` cut into pieces of ``size`` characters."""
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+# --- adversarial inputs -------------------------------------------------------------------------
+
+#: A synthetic gpt-oss-like template whose tool-call open pattern is lazy (``.*?``): with no
+#: ``<|message|>`` ever arriving, the partial match spans everything after the open's head.
+LAZY_TEMPLATE = {
+    "version": 1,
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|start|>assistant",
+    "fields": {
+        "tool_calls": {
+            "open_pattern": "<\\|channel\\|>commentary to=functions\\.(?P<name>.*?)<\\|message\\|>",
+            "close": "<|call|>",
+            "content": "json",
+            "repeats": True,
+            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+        },
+        "content": {"close": ["<|end|>", "<|return|>"], "content": "text"},
+    },
+}
+
+
+@dataclass(frozen=True)
+class Adversarial:
+    """One adversarial case: ``head`` then ``unit`` repeated up to the size.
+
+    Attributes:
+        label (str): what the case stresses.
+        template (str): catalogue name, or ``"lazy_synthetic"`` for :data:`LAZY_TEMPLATE`.
+        head (str): written once, first.
+        unit (str): repeated.
+    """
+
+    label: str
+    template: str
+    head: str
+    unit: str
+
+    def document(self) -> dict:
+        return LAZY_TEMPLATE if self.template == "lazy_synthetic" else load(self.template)
+
+    def text(self, size: int) -> str:
+        reps = max((size - len(self.head)) // len(self.unit), 1)
+        return self.head + self.unit * reps
+
+
+def adversarial_inputs() -> list[Adversarial]:
+    """The adversarial cases (each stays pending or partial for its whole length)."""
+    return [
+        Adversarial("'<' repeated (outside)", "qwen3", "", "<"),
+        Adversarial("'</thi' repeated (in reasoning)", "qwen3", "<think>", "</thi"),
+        Adversarial("'<' repeated (outside)", "gpt_oss", "", "<"),
+        Adversarial("'<|channel|>' repeated (outside)", "gpt_oss", "", "<|channel|>"),
+        Adversarial("open head, name never ends: '<tool_call>\\n<function=' + 'a'*", "qwen3_coder",
+                    "<tool_call>\n<function=", "a"),
+        Adversarial("open head then whitespace forever: '<tool_call>' + ' '*", "qwen3_coder",
+                    "<tool_call>", " "),
+        Adversarial("open never completes: 'to=functions.x' + 'x'* (no <|message|>)", "gpt_oss",
+                    "<|channel|>commentary to=functions.x", "x"),
+        Adversarial("'to=functions.x' then prose without <|message|>", "gpt_oss",
+                    "<|channel|>commentary to=functions.x ", FILLER),
+        Adversarial("lazy '.*?' never finds '<|message|>' (prose)", "lazy_synthetic",
+                    "<|channel|>commentary to=functions.x", FILLER),
+        Adversarial("lazy '+?' open never completes: kimi '<|tool_call_begin|>functions.' + 'x'*",
+                    "kimi_k2", "<|tool_call_begin|> functions.", "x"),
+    ]
