@@ -65,7 +65,7 @@ from transformers.utils.chat_parsing import ResponseParser as RefParser  # noqa:
 from transformers.utils.chat_parsing import content_parsers as ref_content_parsers  # noqa: E402
 from transformers.utils.chat_parsing.response_templates import load_response_template  # noqa: E402
 
-MAX_EXAMPLES = 80
+MAX_EXAMPLES = 100
 
 # --- the reference, plain and with deviations switched on ------------------------------------
 _MISSING = object()

@@ -122,6 +122,9 @@ class Material:
             anchor_re = regex.compile(template["start_anchor_pattern"], regex.DOTALL)
             anchors += [m.group(0) for p in self.prefixes for m in anchor_re.finditer(p)][-3:]
         self.anchors = anchors or [""]
+        # empty regions: each explicit field's first open literal straight followed by its first close
+        self.empty_regions = [_literals(spec["open"])[0] + _literals(spec["close"])[0]
+                              for spec in template["fields"].values() if "open" in spec and "close" in spec]
         self.tools = [None] + [c["tools"] for c in cases if c.get("tools")][:3]
         self.indeterminate = bool(compile_source(template).automaton.warnings)
         self.patterns = [spec[key] for spec in template["fields"].values()
@@ -167,12 +170,15 @@ def conformance_material(vector_id: str) -> Material:
 
 # --- strategies ------------------------------------------------------------------------------
 def piece(material: Material) -> st.SearchStrategy[str]:
-    """One piece of output: a delimiter, a cut-off delimiter, a body, random text, whitespace."""
+    """One piece of output: a delimiter, a cut-off delimiter, an empty region, a body, random text
+    or whitespace."""
     token = st.sampled_from(material.tokens) if material.tokens else st.just("<")
     cut_token = token.flatmap(lambda t: st.integers(1, max(1, len(t) - 1)).map(lambda k: t[:k]))
+    empty_region = st.sampled_from(material.empty_regions) if material.empty_regions else token
     return st.one_of(
         token, token, token,
         cut_token,
+        empty_region,
         st.sampled_from(material.bodies),
         RANDOM_TEXT,
         st.sampled_from(["", " ", "\n", "\n\n", "  \n"]),
@@ -233,7 +239,7 @@ def assert_chunking_invariant(material: Material, prefix_text: str, text: str, c
         assert routed == "".join(e["text"] for e in whole[2] if e["type"] == "region_chunk")
 
 
-PROPERTY_SETTINGS = settings(max_examples=50, deadline=None, derandomize=True,
+PROPERTY_SETTINGS = settings(max_examples=80, deadline=None, derandomize=True,
                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
