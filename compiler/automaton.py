@@ -20,9 +20,14 @@ Every delimiter is also classified once here:
   exactly like the reference. A complete match ending at the buffer edge is *pending* when more
   input could still change it: always for patterns and for literal lists that can extend.
 * ``indeterminate`` (D2) -- a pattern whose complete match can change with later input even when
-  it ends before the buffer edge: an end anchor (``$``, ``\\Z``), a lookahead, or an unbounded
-  greedy repeat whose characters overlap what may follow it (``<call name=(?P<n>.*)>``). Its
-  complete matches stay pending until end of stream.
+  it ends before the buffer edge: an end anchor (``$``, ``\\Z``), a negative lookahead or one that
+  tests for the end of the text, or an unbounded greedy repeat whose characters overlap what may
+  follow it (``<call name=(?P<n>.*)>``). Its complete matches stay pending until end of stream.
+  A positive lookahead that only looks at characters (``functools(?=\\[)``) is not: once it
+  matched, appending text cannot undo that, and a lookahead cut off by the buffer edge is a
+  partial match, held like any other.
+* ``extendable`` (D2) -- a pattern with a greedy bounded repeat (``(?:<think>)?``): a complete
+  match is also held while the rest of the buffer could still continue it from the same start.
 
 Finally the automaton records how much already-decided text the regex delimiters must still see
 (``context``): one character for ``^``/``\\A``/``\\b``/``\\B`` (so they cannot fire at a trimmed
@@ -292,9 +297,10 @@ def _walk(seq, cont: tuple, facts: dict) -> None:
                 facts["context"] = _more(facts["context"], 1)
         elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
             direction, sub = av
-            if direction == 1:
-                facts["reasons"].append("a lookahead can change with later input")
-            else:
+            if direction == 1 and (op is sre_c.ASSERT_NOT or not _monotone(sub)):
+                facts["reasons"].append("a negative lookahead, or one that tests for the end of the text, "
+                                        "can change with later input")
+            elif direction != 1:
                 width = sub.getwidth()[1]
                 facts["context"] = None if width >= _MAXREPEAT else _more(facts["context"], width)
             _walk(sub, (), facts)
@@ -318,6 +324,37 @@ def _walk(seq, cont: tuple, facts: dict) -> None:
                 if _within(rest, _all_chars(body))[1]:
                     facts["reasons"].append("an unbounded greedy repeat overlaps what follows it")
             _walk(body, after, facts)
+
+
+_UNSTABLE_AT = ("AT_END", "AT_END_STRING", "AT_END_LINE", "AT_BOUNDARY", "AT_NON_BOUNDARY",
+                "AT_UNI_BOUNDARY", "AT_UNI_NON_BOUNDARY", "AT_LOC_BOUNDARY", "AT_LOC_NON_BOUNDARY")
+
+
+def _monotone(seq) -> bool:
+    """Whether a positive lookahead body, once it matched, keeps matching whatever text is appended.
+
+    It does unless it tests for the end of the text (``$``, ``\\Z``, ``\\b`` at the edge) or for
+    the absence of something (a nested negative lookaround): appending text only ever adds
+    characters after what the body already matched.
+    """
+    for op, av in seq:
+        if op is sre_c.AT and str(av) in _UNSTABLE_AT:
+            return False
+        if op is sre_c.ASSERT_NOT:
+            return False
+        if op is sre_c.ASSERT and not _monotone(av[1]):
+            return False
+        if op is sre_c.SUBPATTERN and not _monotone(av[-1]):
+            return False
+        if op is _ATOMIC and _ATOMIC is not None and not _monotone(av):
+            return False
+        if op is sre_c.BRANCH and not all(_monotone(alt) for alt in av[1]):
+            return False
+        if op in _REPEAT_OPS and not _monotone(av[2]):
+            return False
+        if op is sre_c.GROUPREF_EXISTS and not (_monotone(av[1]) and (av[2] is None or _monotone(av[2]))):
+            return False
+    return True
 
 
 def _more(current: int | None, need: int) -> int | None:

@@ -75,7 +75,7 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id\\|>\\\n\\\n', regex.DOTALL)
-# open of 'tool_calls': /'functools(?=\\[)'/ (indeterminate, D2)
+# open of 'tool_calls': /'functools(?=\\[)'/
 _D0 = regex.compile('functools(?=\\[)', regex.DOTALL)
 # close of 'content': '<|eot_id|>' | '<|start_header_id|>assistant<|end_header_id|>'
 _D1 = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id\\|>|<\\|eot_id\\|>', regex.DOTALL)
@@ -123,8 +123,7 @@ def _scan_0(buf, pos, eos):
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
     if m is not None:
         i, e = m.span()
-        # indeterminate (D2): a complete match may still change, so it waits for end of stream
-        if not eos:
+        if not eos and (m.partial or e == n):
             if i < hold:
                 hold = i
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):

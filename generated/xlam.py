@@ -86,7 +86,7 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
-# open of 'tool_calls': /'<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")'/ (indeterminate, D2)
+# open of 'tool_calls': /'<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")'/
 _D0 = regex.compile('<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")', regex.DOTALL)
 # close of 'tool_calls': '</tool_call>' | '```' | '<|im_end|>'
 _D1 = regex.compile('</tool_call>|<\\|im_end\\|>|```', regex.DOTALL)
@@ -158,8 +158,9 @@ def _scan_0(buf, pos, eos):
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
     if m is not None:
         i, e = m.span()
-        # indeterminate (D2): a complete match may still change, so it waits for end of stream
-        if not eos:
+        # a greedy optional part may still grow: pending while the rest of the buffer could
+        # continue this match (D2)
+        if not eos and (m.partial or e == n or _D0.fullmatch(buf, i, partial=True) is not None):
             if i < hold:
                 hold = i
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
