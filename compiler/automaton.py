@@ -14,9 +14,10 @@ delimiter gets a precomputed *rank* and the emitted scanner compares ranks, not 
 
 Every delimiter is also classified once here:
 
-* ``literal`` -- one literal string: found with ``str.find``; its partial match (a proper prefix
-  of it at the end of the buffer) is decided from the literal's own characters.
-* ``regex`` -- a pattern or a literal list, searched with the ``regex`` module's partial matching
+* ``literal`` -- literal strings none of which is a prefix of another: each found with
+  ``str.find``; a partial match (a proper prefix of one at the end of the buffer) is decided from
+  precomputed prefix sets. A list behaves like the reference's alternation: leftmost, then longest.
+* ``regex`` -- a pattern or a literal list that can extend, searched with the ``regex`` module's partial matching
   exactly like the reference. A complete match ending at the buffer edge is *pending* when more
   input could still change it: always for patterns and for literal lists that can extend.
 * ``indeterminate`` (D2) -- a pattern whose complete match can change with later input even when
@@ -64,12 +65,15 @@ class PatternFacts:
         extendable (bool): has a greedy bounded repeat (``(?:<think>)?``, ``x{0,3}``): a complete
             match that stopped early may grow once more input arrives (D2), so the scanner also
             asks whether the rest of the buffer is a partial match from the same start.
+        first_chars (str | None): every character a non-empty match (or partial match) can start
+            with, in sorted order; None when unknown, unbounded, or the pattern can match empty.
     """
 
     indeterminate: bool
     context: int | None
     reasons: tuple[str, ...] = ()
     extendable: bool = False
+    first_chars: str | None = None
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,8 @@ class Watch:
         delimiter (Delimiter): the delimiter.
         rank (int): tie-break rank inside the state (lower wins; SPEC 4.3).
         target (int): the state entered when it commits.
-        matcher (str): ``"literal"`` or ``"regex"``.
+        matcher (str): ``"literal"`` (literals none of which extends another: ``str.find`` per
+            literal) or ``"regex"`` (patterns, and literal lists that can extend).
         pending_at_edge (bool): a complete match ending at the buffer edge must wait.
         indeterminate (bool): every complete match must wait until end of stream (D2).
         extendable (bool): see :class:`PatternFacts`.
@@ -108,12 +113,17 @@ class State:
         field (int | None): the field receiving text in this state (None = null sink).
         name (str): a readable label for comments.
         watches (tuple[Watch, ...]): in declaration order (SPEC 4.2).
+        triggers (str | None): every character a watched delimiter (or a partial match of one)
+            can start with; a chunk holding none of them, arriving with nothing held, is plain
+            region text (the parser's fast path). None when some delimiter's first characters
+            are unknown.
     """
 
     index: int
     field: int | None
     name: str
     watches: tuple[Watch, ...]
+    triggers: str | None = None
 
 
 @dataclass(frozen=True)
@@ -240,6 +250,45 @@ def _all_chars(seq) -> _CharSet:
         elif op is sre_c.GROUPREF:
             out = out | _ANY
     return out
+
+
+def _first_item(op, av):
+    """(first-character set, can match empty) of one item of an sre tree."""
+    if op in _CHAR_OPS:
+        return _CharSet([(op, av)]), False
+    if op is sre_c.SUBPATTERN:
+        return _seq_first(av[-1])
+    if op is _ATOMIC and _ATOMIC is not None:
+        return _seq_first(av)
+    if op is sre_c.BRANCH:
+        out, nullable = _CharSet(), False
+        for alt in av[1]:
+            first, empty = _seq_first(alt)
+            out, nullable = out | first, nullable or empty
+        return out, nullable
+    if op in _REPEAT_OPS:
+        first, nullable = _seq_first(av[2])
+        return first, nullable or av[0] == 0
+    if op in (sre_c.AT, sre_c.ASSERT, sre_c.ASSERT_NOT):
+        return _CharSet(), True
+    if op is sre_c.GROUPREF_EXISTS:
+        a = _seq_first(av[1])
+        b = _seq_first(av[2]) if av[2] is not None else (_CharSet(), True)
+        return a[0] | b[0], a[1] or b[1]
+    if op is sre_c.GROUPREF:
+        return _ANY, True
+    raise _Unknown(str(op))
+
+
+def _seq_first(seq):
+    """(first-character set, can match empty) of a sequence of sre items."""
+    out = _CharSet()
+    for op, av in seq:
+        first, nullable = _first_item(op, av)
+        out = out | first
+        if not nullable:
+            return out, False
+    return out, True
 
 
 def _within(seq, chars: _CharSet) -> tuple[bool, bool]:
@@ -378,17 +427,59 @@ def classify_pattern(pattern: str) -> PatternFacts:
     except (_Unknown, Exception):
         return PatternFacts(True, None, ("the compiler cannot analyse this pattern",))
     reasons = tuple(dict.fromkeys(facts["reasons"]))
-    return PatternFacts(bool(reasons), facts["context"], reasons, facts["extendable"])
+    return PatternFacts(bool(reasons), facts["context"], reasons, facts["extendable"], _first_chars(tree))
+
+
+def _ignores_case(tree) -> bool:
+    if tree.state.flags & sre_c.SRE_FLAG_IGNORECASE:
+        return True
+    stack = [tree]
+    while stack:
+        for op, av in stack.pop():
+            if op is sre_c.SUBPATTERN:
+                if av[1] & sre_c.SRE_FLAG_IGNORECASE:
+                    return True
+                stack.append(av[-1])
+            elif op is sre_c.BRANCH:
+                stack.extend(av[1])
+            elif op in _REPEAT_OPS:
+                stack.append(av[2])
+            elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
+                stack.append(av[1])
+            elif op is _ATOMIC and _ATOMIC is not None:
+                stack.append(av)
+    return False
+
+
+def _first_chars(tree) -> str | None:
+    """The characters a match can start with, when that is a small finite set of literals."""
+    if _ignores_case(tree):
+        return None
+    try:
+        first, nullable = _seq_first(tree)
+    except _Unknown:
+        return None
+    if nullable or first.anything:
+        return None
+    chars = set()
+    for op, av in first.items:
+        if op is sre_c.LITERAL:
+            chars.add(chr(av))
+        elif op is sre_c.IN and all(o is sre_c.LITERAL for o, _ in av):
+            chars.update(chr(a) for _, a in av)
+        else:
+            return None
+    return "".join(sorted(chars))
 
 
 # --- the automaton ----------------------------------------------------------------------------
 
 def _watch(kind: str, field_index: int, delim: Delimiter, target: int) -> tuple[Watch, PatternFacts]:
     if delim.literals is not None:
-        facts = PatternFacts(False, 0)
-        if len(delim.literals) == 1:
+        facts = PatternFacts(False, 0, first_chars="".join(sorted({lit[0] for lit in delim.literals})))
+        if not delim.can_extend:
             return Watch(kind, field_index, delim, 0, target, "literal", False, False), facts
-        return Watch(kind, field_index, delim, 0, target, "regex", delim.can_extend, False), facts
+        return Watch(kind, field_index, delim, 0, target, "regex", True, False), facts
     facts = classify_pattern(delim.pattern)
     return Watch(kind, field_index, delim, 0, target, "regex", True, facts.indeterminate, facts.extendable), facts
 
@@ -412,8 +503,13 @@ def build_automaton(template: Template) -> Automaton:
     def ranked(entries):
         nonlocal context
         watches = []
+        triggers: set[str] | None = set()
         for kind, fi, delim, target in entries:
             watch, facts = _watch(kind, fi, delim, target)
+            if triggers is not None and facts.first_chars is not None:
+                triggers.update(facts.first_chars)
+            else:
+                triggers = None
             context = None if context is None or facts.context is None else max(context, facts.context)
             for reason in facts.reasons:
                 warnings.append(f"field {fields[fi].name!r} {delim.key} {delim.pattern!r}: {reason}; "
@@ -422,17 +518,19 @@ def build_automaton(template: Template) -> Automaton:
         order = sorted(range(len(watches)),
                        key=lambda k: (0 if watches[k].kind == "open" else 1, fields[watches[k].field].name))
         rank = {k: r for r, k in enumerate(order)}
-        return tuple(Watch(w.kind, w.field, w.delimiter, rank[k], w.target, w.matcher, w.pending_at_edge,
-                           w.indeterminate, w.extendable) for k, w in enumerate(watches))
+        ranked_watches = tuple(Watch(w.kind, w.field, w.delimiter, rank[k], w.target, w.matcher,
+                                     w.pending_at_edge, w.indeterminate, w.extendable)
+                               for k, w in enumerate(watches))
+        return ranked_watches, (None if triggers is None else "".join(sorted(triggers)))
 
     outside_entries = [("open", fi, fields[fi].open, state_of_field[fi]) for fi in explicit]
     if template.implicit is not None and fields[template.implicit].close is not None:
         outside_entries.append(("close", template.implicit, fields[template.implicit].close, OUTSIDE))
     outside_name = (f"outside (implicit field {fields[template.implicit].name!r})"
                     if template.implicit is not None else "outside (null sink)")
-    states = [State(OUTSIDE, template.implicit, outside_name, ranked(outside_entries))]
+    states = [State(OUTSIDE, template.implicit, outside_name, *ranked(outside_entries))]
     for fi in explicit:
         close = fields[fi].close
         entries = [("close", fi, close, OUTSIDE)] if close is not None else []
-        states.append(State(state_of_field[fi], fi, f"region {fields[fi].name!r}", ranked(entries)))
+        states.append(State(state_of_field[fi], fi, f"region {fields[fi].name!r}", *ranked(entries)))
     return Automaton(tuple(states), state_of_field, context, tuple(dict.fromkeys(warnings)))

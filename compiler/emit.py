@@ -122,9 +122,10 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
                     "indeterminate": w.indeterminate, "pending_at_edge": w.pending_at_edge,
                     "extendable": w.extendable}
             if w.matcher == "literal":
-                literal = w.delimiter.literals[0]
-                view.update(literal_repr=repr(literal), length=len(literal))
-                literal_watches.append(literal)
+                literals = w.delimiter.literals
+                view.update(literals=[{"repr": repr(lit), "length": len(lit)} for lit in literals],
+                            multi=len(literals) > 1)
+                literal_watches.append((w, literals, comment))
             else:
                 key = (w.field, w.delimiter.key)
                 if key not in regex_var:
@@ -134,12 +135,21 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
                 view["var"] = regex_var[key]
             watches.append(view)
         partial = None
-        if literal_watches:
-            prefixes = sorted({lit[:k] for lit in literal_watches for k in range(1, len(lit))})
-            firsts = "".join(dict.fromkeys(lit[0] for lit in literal_watches))
-            longest = max(len(lit) for lit in literal_watches)
-            if prefixes:
-                partial = {"prefixes": [repr(p) for p in prefixes], "firsts": repr(firsts), "span": longest - 1}
+        multi_ranks = [w.rank for w, literals, _ in literal_watches if len(literals) > 1]
+        all_literals = [lit for _, literals, _ in literal_watches for lit in literals]
+        prefixes = sorted({lit[:k] for lit in all_literals for k in range(1, len(lit))})
+        if prefixes:
+            firsts = "".join(sorted({p[0] for p in prefixes}))
+            each = []
+            for w, literals, comment in literal_watches:
+                own = sorted({lit[:k] for lit in literals for k in range(1, len(lit))})
+                if own:
+                    each.append({"rank": w.rank, "guard": len(literals) > 1, "var": f"_PREFIXES_{s.index}_{w.rank}",
+                                 "prefixes": [repr(p) for p in own], "comment": comment,
+                                 "firsts": repr("".join(sorted({p[0] for p in own}))),
+                                 "span": max(len(lit) for lit in literals) - 1})
+            partial = {"prefixes": [repr(p) for p in prefixes], "firsts": repr(firsts), "single": len(firsts) == 1,
+                       "span": max(len(lit) for lit in all_literals) - 1, "each": each}
         transitions = []
         for w in sorted(s.watches, key=lambda w: w.rank):
             field = template.fields[w.field]
@@ -147,7 +157,9 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
                                 "comment": f"{w.kind} {field.name!r}"})
         label = s.name
         states.append({"index": s.index, "label": label, "label_doc": _doc(label), "watches": watches,
-                       "partial": partial, "transitions": transitions})
+                       "partial": partial, "transitions": transitions, "multi_ranks": multi_ranks,
+                       "multi_any": " or ".join(f"m{r}" for r in multi_ranks),
+                       "triggers": repr(s.triggers)})
     source = template.source
     context = automaton.context
     return {

@@ -88,12 +88,53 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|assistant_start\\|>', regex.DOTALL)
 # open of 'tool_calls': /'(?:<\\|tools_prefix\\|>\\[\\{"|(?<=\\},\\s?\\{"))(?P<name>[^"]+)":'/
 _D0 = regex.compile('(?:<\\|tools_prefix\\|>\\[\\{"|(?<=\\},\\s?\\{"))(?P<name>[^"]+)":', regex.DOTALL)
-# close of 'content': '<|assistant_end|>' | '<|tools_suffix|>'
-_D1 = regex.compile('<\\|assistant_end\\|>|<\\|tools_suffix\\|>', regex.DOTALL)
-# close of 'tool_calls': '}]<|tools_suffix|>' | '}, {"' | '},{"'
-_D2 = regex.compile('\\}\\]<\\|tools_suffix\\|>|\\},\\ \\{"|\\},\\{"', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
+    '<',
+    '<|',
+    '<|a',
+    '<|as',
+    '<|ass',
+    '<|assi',
+    '<|assis',
+    '<|assist',
+    '<|assista',
+    '<|assistan',
+    '<|assistant',
+    '<|assistant_',
+    '<|assistant_e',
+    '<|assistant_en',
+    '<|assistant_end',
+    '<|assistant_end|',
+    '<|i',
+    '<|in',
+    '<|inn',
+    '<|inne',
+    '<|inner',
+    '<|inner_',
+    '<|inner_p',
+    '<|inner_pr',
+    '<|inner_pre',
+    '<|inner_pref',
+    '<|inner_prefi',
+    '<|inner_prefix',
+    '<|inner_prefix|',
+    '<|t',
+    '<|to',
+    '<|too',
+    '<|tool',
+    '<|tools',
+    '<|tools_',
+    '<|tools_s',
+    '<|tools_su',
+    '<|tools_suf',
+    '<|tools_suff',
+    '<|tools_suffi',
+    '<|tools_suffix',
+    '<|tools_suffix|',
+))
+# open of 'reasoning_content': '<|inner_prefix|>'
+_PREFIXES_0_0 = frozenset((
     '<',
     '<|',
     '<|i',
@@ -109,6 +150,38 @@ _PREFIXES_0 = frozenset((
     '<|inner_prefi',
     '<|inner_prefix',
     '<|inner_prefix|',
+))
+# close of 'content': '<|assistant_end|>' | '<|tools_suffix|>'
+_PREFIXES_0_2 = frozenset((
+    '<',
+    '<|',
+    '<|a',
+    '<|as',
+    '<|ass',
+    '<|assi',
+    '<|assis',
+    '<|assist',
+    '<|assista',
+    '<|assistan',
+    '<|assistant',
+    '<|assistant_',
+    '<|assistant_e',
+    '<|assistant_en',
+    '<|assistant_end',
+    '<|assistant_end|',
+    '<|t',
+    '<|to',
+    '<|too',
+    '<|tool',
+    '<|tools',
+    '<|tools_',
+    '<|tools_s',
+    '<|tools_su',
+    '<|tools_suf',
+    '<|tools_suff',
+    '<|tools_suffi',
+    '<|tools_suffix',
+    '<|tools_suffix|',
 ))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
@@ -127,6 +200,54 @@ _PREFIXES_1 = frozenset((
     '<|inner_suffi',
     '<|inner_suffix',
     '<|inner_suffix|',
+))
+# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_2 = frozenset((
+    '}',
+    '},',
+    '}, ',
+    '}, {',
+    '},{',
+    '}]',
+    '}]<',
+    '}]<|',
+    '}]<|t',
+    '}]<|to',
+    '}]<|too',
+    '}]<|tool',
+    '}]<|tools',
+    '}]<|tools_',
+    '}]<|tools_s',
+    '}]<|tools_su',
+    '}]<|tools_suf',
+    '}]<|tools_suff',
+    '}]<|tools_suffi',
+    '}]<|tools_suffix',
+    '}]<|tools_suffix|',
+))
+# close of 'tool_calls': '}]<|tools_suffix|>' | '}, {"' | '},{"'
+_PREFIXES_2_0 = frozenset((
+    '}',
+    '},',
+    '}, ',
+    '}, {',
+    '},{',
+    '}]',
+    '}]<',
+    '}]<|',
+    '}]<|t',
+    '}]<|to',
+    '}]<|too',
+    '}]<|tool',
+    '}]<|tools',
+    '}]<|tools_',
+    '}]<|tools_s',
+    '}]<|tools_su',
+    '}]<|tools_suf',
+    '}]<|tools_suff',
+    '}]<|tools_suffi',
+    '}]<|tools_suffix',
+    '}]<|tools_suffix|',
 ))
 
 # -- state constants -------------------------------------------------------------------------
@@ -161,9 +282,10 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m2 = False
     # open of 'reasoning_content': '<|inner_prefix|>'
     i = buf.find('<|inner_prefix|>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 16, 0, None
     # open of 'tool_calls': /'(?:<\\|tools_prefix\\|>\\[\\{"|(?<=\\},\\s?\\{"))(?P<name>[^"]+)":'/
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
@@ -177,19 +299,37 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|assistant_end|>' | '<|tools_suffix|>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br))):
-            bs, be, br, bm = i, e, 2, m
+    i = buf.find('<|assistant_end|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 17, 2, None
+    i = buf.find('<|tools_suffix|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 16, 2, None
     if not eos:
-        lo = n - 15
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_0)
-        if h < hold:
-            hold = h
+        if m2:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            h = literal_hold(buf, pos if n - 15 < pos else n - 15, '<', _PREFIXES_0_0)
+            if h < hold:
+                hold = h
+            if not m2:
+                h = literal_hold(buf, pos if n - 16 < pos else n - 16, '<', _PREFIXES_0_2)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 16
+            j = buf.find('<', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_0:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -203,13 +343,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'reasoning_content': '<|inner_suffix|>'
     i = buf.find('<|inner_suffix|>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 16, 0, None
     if not eos:
-        lo = n - 15
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 15
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -221,15 +366,41 @@ def _scan_2(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m0 = False
     # close of 'tool_calls': '}]<|tools_suffix|>' | '}, {"' | '},{"'
-    m = _D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
-            bs, be, br, bm = i, e, 0, m
+    i = buf.find('}]<|tools_suffix|>', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 18, 0, None
+    i = buf.find('}, {"', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (5 > be - bs or (5 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 5, 0, None
+    i = buf.find('},{"', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 4, 0, None
+    if not eos:
+        if m0:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m0:
+                h = literal_hold(buf, pos if n - 17 < pos else n - 17, '}', _PREFIXES_2_0)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 17
+            j = buf.find('}', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_2:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('}', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -257,6 +428,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = (None, '<', '}', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 5

@@ -86,14 +86,141 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|assistant\\|>\\\n', regex.DOTALL)
-# open of 'reasoning_content': 'Here are my reasoning steps:' | '<thinking>'
-_D0 = regex.compile('Here\\ are\\ my\\ reasoning\\ steps:|<thinking>', regex.DOTALL)
-# close of 'content': '[BEGIN FINAL RESPONSE]' | '[END FINAL RESPONSE]' | '<|end|>' | '</s>'
-_D1 = regex.compile('\\[BEGIN\\ FINAL\\ RESPONSE\\]|\\[END\\ FINAL\\ RESPONSE\\]|<\\|end\\|>|</s>', regex.DOTALL)
-# close of 'reasoning_content': '[BEGIN FINAL RESPONSE]' | '</thinking>'
-_D2 = regex.compile('\\[BEGIN\\ FINAL\\ RESPONSE\\]|</thinking>', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
+    '<',
+    '</',
+    '</s',
+    '<t',
+    '<th',
+    '<thi',
+    '<thin',
+    '<think',
+    '<thinki',
+    '<thinkin',
+    '<thinking',
+    '<to',
+    '<too',
+    '<tool',
+    '<tool_',
+    '<tool_c',
+    '<tool_ca',
+    '<tool_cal',
+    '<tool_call',
+    '<tool_calls',
+    '<|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|end|',
+    'H',
+    'He',
+    'Her',
+    'Here',
+    'Here ',
+    'Here a',
+    'Here ar',
+    'Here are',
+    'Here are ',
+    'Here are m',
+    'Here are my',
+    'Here are my ',
+    'Here are my r',
+    'Here are my re',
+    'Here are my rea',
+    'Here are my reas',
+    'Here are my reaso',
+    'Here are my reason',
+    'Here are my reasoni',
+    'Here are my reasonin',
+    'Here are my reasoning',
+    'Here are my reasoning ',
+    'Here are my reasoning s',
+    'Here are my reasoning st',
+    'Here are my reasoning ste',
+    'Here are my reasoning step',
+    'Here are my reasoning steps',
+    '[',
+    '[B',
+    '[BE',
+    '[BEG',
+    '[BEGI',
+    '[BEGIN',
+    '[BEGIN ',
+    '[BEGIN F',
+    '[BEGIN FI',
+    '[BEGIN FIN',
+    '[BEGIN FINA',
+    '[BEGIN FINAL',
+    '[BEGIN FINAL ',
+    '[BEGIN FINAL R',
+    '[BEGIN FINAL RE',
+    '[BEGIN FINAL RES',
+    '[BEGIN FINAL RESP',
+    '[BEGIN FINAL RESPO',
+    '[BEGIN FINAL RESPON',
+    '[BEGIN FINAL RESPONS',
+    '[BEGIN FINAL RESPONSE',
+    '[E',
+    '[EN',
+    '[END',
+    '[END ',
+    '[END F',
+    '[END FI',
+    '[END FIN',
+    '[END FINA',
+    '[END FINAL',
+    '[END FINAL ',
+    '[END FINAL R',
+    '[END FINAL RE',
+    '[END FINAL RES',
+    '[END FINAL RESP',
+    '[END FINAL RESPO',
+    '[END FINAL RESPON',
+    '[END FINAL RESPONS',
+    '[END FINAL RESPONSE',
+))
+# open of 'reasoning_content': 'Here are my reasoning steps:' | '<thinking>'
+_PREFIXES_0_0 = frozenset((
+    '<',
+    '<t',
+    '<th',
+    '<thi',
+    '<thin',
+    '<think',
+    '<thinki',
+    '<thinkin',
+    '<thinking',
+    'H',
+    'He',
+    'Her',
+    'Here',
+    'Here ',
+    'Here a',
+    'Here ar',
+    'Here are',
+    'Here are ',
+    'Here are m',
+    'Here are my',
+    'Here are my ',
+    'Here are my r',
+    'Here are my re',
+    'Here are my rea',
+    'Here are my reas',
+    'Here are my reaso',
+    'Here are my reason',
+    'Here are my reasoni',
+    'Here are my reasonin',
+    'Here are my reasoning',
+    'Here are my reasoning ',
+    'Here are my reasoning s',
+    'Here are my reasoning st',
+    'Here are my reasoning ste',
+    'Here are my reasoning step',
+    'Here are my reasoning steps',
+))
+# open of 'tool_calls': '<tool_calls>'
+_PREFIXES_0_1 = frozenset((
     '<',
     '<t',
     '<to',
@@ -105,6 +232,124 @@ _PREFIXES_0 = frozenset((
     '<tool_cal',
     '<tool_call',
     '<tool_calls',
+))
+# close of 'content': '[BEGIN FINAL RESPONSE]' | '[END FINAL RESPONSE]' | '<|end|>' | '</s>'
+_PREFIXES_0_2 = frozenset((
+    '<',
+    '</',
+    '</s',
+    '<|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|end|',
+    '[',
+    '[B',
+    '[BE',
+    '[BEG',
+    '[BEGI',
+    '[BEGIN',
+    '[BEGIN ',
+    '[BEGIN F',
+    '[BEGIN FI',
+    '[BEGIN FIN',
+    '[BEGIN FINA',
+    '[BEGIN FINAL',
+    '[BEGIN FINAL ',
+    '[BEGIN FINAL R',
+    '[BEGIN FINAL RE',
+    '[BEGIN FINAL RES',
+    '[BEGIN FINAL RESP',
+    '[BEGIN FINAL RESPO',
+    '[BEGIN FINAL RESPON',
+    '[BEGIN FINAL RESPONS',
+    '[BEGIN FINAL RESPONSE',
+    '[E',
+    '[EN',
+    '[END',
+    '[END ',
+    '[END F',
+    '[END FI',
+    '[END FIN',
+    '[END FINA',
+    '[END FINAL',
+    '[END FINAL ',
+    '[END FINAL R',
+    '[END FINAL RE',
+    '[END FINAL RES',
+    '[END FINAL RESP',
+    '[END FINAL RESPO',
+    '[END FINAL RESPON',
+    '[END FINAL RESPONS',
+    '[END FINAL RESPONSE',
+))
+# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_1 = frozenset((
+    '<',
+    '</',
+    '</t',
+    '</th',
+    '</thi',
+    '</thin',
+    '</think',
+    '</thinki',
+    '</thinkin',
+    '</thinking',
+    '[',
+    '[B',
+    '[BE',
+    '[BEG',
+    '[BEGI',
+    '[BEGIN',
+    '[BEGIN ',
+    '[BEGIN F',
+    '[BEGIN FI',
+    '[BEGIN FIN',
+    '[BEGIN FINA',
+    '[BEGIN FINAL',
+    '[BEGIN FINAL ',
+    '[BEGIN FINAL R',
+    '[BEGIN FINAL RE',
+    '[BEGIN FINAL RES',
+    '[BEGIN FINAL RESP',
+    '[BEGIN FINAL RESPO',
+    '[BEGIN FINAL RESPON',
+    '[BEGIN FINAL RESPONS',
+    '[BEGIN FINAL RESPONSE',
+))
+# close of 'reasoning_content': '[BEGIN FINAL RESPONSE]' | '</thinking>'
+_PREFIXES_1_0 = frozenset((
+    '<',
+    '</',
+    '</t',
+    '</th',
+    '</thi',
+    '</thin',
+    '</think',
+    '</thinki',
+    '</thinkin',
+    '</thinking',
+    '[',
+    '[B',
+    '[BE',
+    '[BEG',
+    '[BEGI',
+    '[BEGIN',
+    '[BEGIN ',
+    '[BEGIN F',
+    '[BEGIN FI',
+    '[BEGIN FIN',
+    '[BEGIN FINA',
+    '[BEGIN FINAL',
+    '[BEGIN FINAL ',
+    '[BEGIN FINAL R',
+    '[BEGIN FINAL RE',
+    '[BEGIN FINAL RES',
+    '[BEGIN FINAL RESP',
+    '[BEGIN FINAL RESPO',
+    '[BEGIN FINAL RESPON',
+    '[BEGIN FINAL RESPONS',
+    '[BEGIN FINAL RESPONSE',
 ))
 # state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_2 = frozenset((
@@ -154,33 +399,63 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m0 = False
+    m2 = False
     # open of 'reasoning_content': 'Here are my reasoning steps:' | '<thinking>'
-    m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
-            bs, be, br, bm = i, e, 0, m
+    i = buf.find('Here are my reasoning steps:', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (28 > be - bs or (28 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 28, 0, None
+    i = buf.find('<thinking>', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 10, 0, None
     # open of 'tool_calls': '<tool_calls>'
     i = buf.find('<tool_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 12, 1, None
     # close of 'content': '[BEGIN FINAL RESPONSE]' | '[END FINAL RESPONSE]' | '<|end|>' | '</s>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br))):
-            bs, be, br, bm = i, e, 2, m
+    i = buf.find('[BEGIN FINAL RESPONSE]', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (22 > be - bs or (22 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 22, 2, None
+    i = buf.find('[END FINAL RESPONSE]', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 20, 2, None
+    i = buf.find('<|end|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 7, 2, None
+    i = buf.find('</s>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 4, 2, None
     if not eos:
-        lo = n - 11
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_0)
-        if h < hold:
-            hold = h
+        if m0 or m2:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m0:
+                h = literal_hold(buf, pos if n - 27 < pos else n - 27, '<H', _PREFIXES_0_0)
+                if h < hold:
+                    hold = h
+            h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<', _PREFIXES_0_1)
+            if h < hold:
+                hold = h
+            if not m2:
+                h = literal_hold(buf, pos if n - 21 < pos else n - 21, '<[', _PREFIXES_0_2)
+                if h < hold:
+                    hold = h
+        else:
+            h = literal_hold(buf, pos if n - 27 < pos else n - 27, '<H[', _PREFIXES_0)
+            if h < hold:
+                hold = h
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -192,15 +467,30 @@ def _scan_1(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m0 = False
     # close of 'reasoning_content': '[BEGIN FINAL RESPONSE]' | '</thinking>'
-    m = _D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
-            bs, be, br, bm = i, e, 0, m
+    i = buf.find('[BEGIN FINAL RESPONSE]', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (22 > be - bs or (22 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 22, 0, None
+    i = buf.find('</thinking>', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 11, 0, None
+    if not eos:
+        if m0:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m0:
+                h = literal_hold(buf, pos if n - 21 < pos else n - 21, '<[', _PREFIXES_1_0)
+                if h < hold:
+                    hold = h
+        else:
+            h = literal_hold(buf, pos if n - 21 < pos else n - 21, '<[', _PREFIXES_1)
+            if h < hold:
+                hold = h
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -214,13 +504,18 @@ def _scan_2(buf, pos, eos):
     bm = None
     # close of 'tool_calls': '</tool_calls>'
     i = buf.find('</tool_calls>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 13, 0, None
     if not eos:
-        lo = n - 12
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_2)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 12
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_2:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -248,6 +543,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = ('<H[', '<[', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

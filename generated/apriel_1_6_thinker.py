@@ -206,7 +206,7 @@ def _scan_0(buf, pos, eos):
     bm = None
     # open of 'reasoning_content': 'Here are my reasoning steps:'
     i = buf.find('Here are my reasoning steps:', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (28 > be - bs or (28 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 28, 0, None
     # open of 'tool_calls': '<tool_calls>'
     i = buf.find('<tool_calls>', pos)
@@ -217,8 +217,7 @@ def _scan_0(buf, pos, eos):
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 7, 2, None
     if not eos:
-        lo = n - 27
-        h = literal_hold(buf, lo if lo > pos else pos, 'H<', _PREFIXES_0)
+        h = literal_hold(buf, pos if n - 27 < pos else n - 27, '<H', _PREFIXES_0)
         if h < hold:
             hold = h
     if 0 <= bs < hold:
@@ -234,13 +233,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'reasoning_content': '[BEGIN FINAL RESPONSE]'
     i = buf.find('[BEGIN FINAL RESPONSE]', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (22 > be - bs or (22 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 22, 0, None
     if not eos:
-        lo = n - 21
-        h = literal_hold(buf, lo if lo > pos else pos, '[', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 21
+        j = buf.find('[', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('[', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -254,13 +258,18 @@ def _scan_2(buf, pos, eos):
     bm = None
     # close of 'tool_calls': '</tool_calls>'
     i = buf.find('</tool_calls>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 13, 0, None
     if not eos:
-        lo = n - 12
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_2)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 12
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_2:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -288,6 +297,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = ('<H', '[', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -86,10 +86,119 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|START_OF_TURN_TOKEN\\|><\\|CHATBOT_TOKEN\\|>', regex.DOTALL)
-# close of 'content': '<|START_RESPONSE|>' | '<|END_RESPONSE|>' | '<|END_OF_TURN_TOKEN|>' | '<|START_OF_TURN_TOKEN|>' | '<|CHATBOT_TOKEN|>'
-_D0 = regex.compile('<\\|START_OF_TURN_TOKEN\\|>|<\\|END_OF_TURN_TOKEN\\|>|<\\|START_RESPONSE\\|>|<\\|CHATBOT_TOKEN\\|>|<\\|END_RESPONSE\\|>', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
+    '<',
+    '<|',
+    '<|C',
+    '<|CH',
+    '<|CHA',
+    '<|CHAT',
+    '<|CHATB',
+    '<|CHATBO',
+    '<|CHATBOT',
+    '<|CHATBOT_',
+    '<|CHATBOT_T',
+    '<|CHATBOT_TO',
+    '<|CHATBOT_TOK',
+    '<|CHATBOT_TOKE',
+    '<|CHATBOT_TOKEN',
+    '<|CHATBOT_TOKEN|',
+    '<|E',
+    '<|EN',
+    '<|END',
+    '<|END_',
+    '<|END_O',
+    '<|END_OF',
+    '<|END_OF_',
+    '<|END_OF_T',
+    '<|END_OF_TU',
+    '<|END_OF_TUR',
+    '<|END_OF_TURN',
+    '<|END_OF_TURN_',
+    '<|END_OF_TURN_T',
+    '<|END_OF_TURN_TO',
+    '<|END_OF_TURN_TOK',
+    '<|END_OF_TURN_TOKE',
+    '<|END_OF_TURN_TOKEN',
+    '<|END_OF_TURN_TOKEN|',
+    '<|END_R',
+    '<|END_RE',
+    '<|END_RES',
+    '<|END_RESP',
+    '<|END_RESPO',
+    '<|END_RESPON',
+    '<|END_RESPONS',
+    '<|END_RESPONSE',
+    '<|END_RESPONSE|',
+    '<|S',
+    '<|ST',
+    '<|STA',
+    '<|STAR',
+    '<|START',
+    '<|START_',
+    '<|START_A',
+    '<|START_AC',
+    '<|START_ACT',
+    '<|START_ACTI',
+    '<|START_ACTIO',
+    '<|START_ACTION',
+    '<|START_ACTION|',
+    '<|START_O',
+    '<|START_OF',
+    '<|START_OF_',
+    '<|START_OF_T',
+    '<|START_OF_TU',
+    '<|START_OF_TUR',
+    '<|START_OF_TURN',
+    '<|START_OF_TURN_',
+    '<|START_OF_TURN_T',
+    '<|START_OF_TURN_TO',
+    '<|START_OF_TURN_TOK',
+    '<|START_OF_TURN_TOKE',
+    '<|START_OF_TURN_TOKEN',
+    '<|START_OF_TURN_TOKEN|',
+    '<|START_R',
+    '<|START_RE',
+    '<|START_RES',
+    '<|START_RESP',
+    '<|START_RESPO',
+    '<|START_RESPON',
+    '<|START_RESPONS',
+    '<|START_RESPONSE',
+    '<|START_RESPONSE|',
+    '<|START_T',
+    '<|START_TH',
+    '<|START_THI',
+    '<|START_THIN',
+    '<|START_THINK',
+    '<|START_THINKI',
+    '<|START_THINKIN',
+    '<|START_THINKING',
+    '<|START_THINKING|',
+))
+# open of 'reasoning_content': '<|START_THINKING|>'
+_PREFIXES_0_0 = frozenset((
+    '<',
+    '<|',
+    '<|S',
+    '<|ST',
+    '<|STA',
+    '<|STAR',
+    '<|START',
+    '<|START_',
+    '<|START_T',
+    '<|START_TH',
+    '<|START_THI',
+    '<|START_THIN',
+    '<|START_THINK',
+    '<|START_THINKI',
+    '<|START_THINKIN',
+    '<|START_THINKING',
+    '<|START_THINKING|',
+))
+# open of 'tool_calls': '<|START_ACTION|>'
+_PREFIXES_0_1 = frozenset((
     '<',
     '<|',
     '<|S',
@@ -105,15 +214,81 @@ _PREFIXES_0 = frozenset((
     '<|START_ACTIO',
     '<|START_ACTION',
     '<|START_ACTION|',
-    '<|START_T',
-    '<|START_TH',
-    '<|START_THI',
-    '<|START_THIN',
-    '<|START_THINK',
-    '<|START_THINKI',
-    '<|START_THINKIN',
-    '<|START_THINKING',
-    '<|START_THINKING|',
+))
+# close of 'content': '<|START_RESPONSE|>' | '<|END_RESPONSE|>' | '<|END_OF_TURN_TOKEN|>' | '<|START_OF_TURN_TOKEN|>' | '<|CHATBOT_TOKEN|>'
+_PREFIXES_0_2 = frozenset((
+    '<',
+    '<|',
+    '<|C',
+    '<|CH',
+    '<|CHA',
+    '<|CHAT',
+    '<|CHATB',
+    '<|CHATBO',
+    '<|CHATBOT',
+    '<|CHATBOT_',
+    '<|CHATBOT_T',
+    '<|CHATBOT_TO',
+    '<|CHATBOT_TOK',
+    '<|CHATBOT_TOKE',
+    '<|CHATBOT_TOKEN',
+    '<|CHATBOT_TOKEN|',
+    '<|E',
+    '<|EN',
+    '<|END',
+    '<|END_',
+    '<|END_O',
+    '<|END_OF',
+    '<|END_OF_',
+    '<|END_OF_T',
+    '<|END_OF_TU',
+    '<|END_OF_TUR',
+    '<|END_OF_TURN',
+    '<|END_OF_TURN_',
+    '<|END_OF_TURN_T',
+    '<|END_OF_TURN_TO',
+    '<|END_OF_TURN_TOK',
+    '<|END_OF_TURN_TOKE',
+    '<|END_OF_TURN_TOKEN',
+    '<|END_OF_TURN_TOKEN|',
+    '<|END_R',
+    '<|END_RE',
+    '<|END_RES',
+    '<|END_RESP',
+    '<|END_RESPO',
+    '<|END_RESPON',
+    '<|END_RESPONS',
+    '<|END_RESPONSE',
+    '<|END_RESPONSE|',
+    '<|S',
+    '<|ST',
+    '<|STA',
+    '<|STAR',
+    '<|START',
+    '<|START_',
+    '<|START_O',
+    '<|START_OF',
+    '<|START_OF_',
+    '<|START_OF_T',
+    '<|START_OF_TU',
+    '<|START_OF_TUR',
+    '<|START_OF_TURN',
+    '<|START_OF_TURN_',
+    '<|START_OF_TURN_T',
+    '<|START_OF_TURN_TO',
+    '<|START_OF_TURN_TOK',
+    '<|START_OF_TURN_TOKE',
+    '<|START_OF_TURN_TOKEN',
+    '<|START_OF_TURN_TOKEN|',
+    '<|START_R',
+    '<|START_RE',
+    '<|START_RES',
+    '<|START_RESP',
+    '<|START_RESPO',
+    '<|START_RESPON',
+    '<|START_RESPONS',
+    '<|START_RESPONSE',
+    '<|START_RESPONSE|',
 ))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
@@ -182,28 +357,65 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m2 = False
     # open of 'reasoning_content': '<|START_THINKING|>'
     i = buf.find('<|START_THINKING|>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 18, 0, None
     # open of 'tool_calls': '<|START_ACTION|>'
     i = buf.find('<|START_ACTION|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 16, 1, None
     # close of 'content': '<|START_RESPONSE|>' | '<|END_RESPONSE|>' | '<|END_OF_TURN_TOKEN|>' | '<|START_OF_TURN_TOKEN|>' | '<|CHATBOT_TOKEN|>'
-    m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br))):
-            bs, be, br, bm = i, e, 2, m
+    i = buf.find('<|START_RESPONSE|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 18, 2, None
+    i = buf.find('<|END_RESPONSE|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 16, 2, None
+    i = buf.find('<|END_OF_TURN_TOKEN|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 21, 2, None
+    i = buf.find('<|START_OF_TURN_TOKEN|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (23 > be - bs or (23 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 23, 2, None
+    i = buf.find('<|CHATBOT_TOKEN|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 17, 2, None
     if not eos:
-        lo = n - 17
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_0)
-        if h < hold:
-            hold = h
+        if m2:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            h = literal_hold(buf, pos if n - 17 < pos else n - 17, '<', _PREFIXES_0_0)
+            if h < hold:
+                hold = h
+            h = literal_hold(buf, pos if n - 15 < pos else n - 15, '<', _PREFIXES_0_1)
+            if h < hold:
+                hold = h
+            if not m2:
+                h = literal_hold(buf, pos if n - 22 < pos else n - 22, '<', _PREFIXES_0_2)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 22
+            j = buf.find('<', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_0:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -217,13 +429,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'reasoning_content': '<|END_THINKING|>'
     i = buf.find('<|END_THINKING|>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 16, 0, None
     if not eos:
-        lo = n - 15
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 15
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -237,13 +454,18 @@ def _scan_2(buf, pos, eos):
     bm = None
     # close of 'tool_calls': '<|END_ACTION|>'
     i = buf.find('<|END_ACTION|>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 14, 0, None
     if not eos:
-        lo = n - 13
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_2)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 13
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_2:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -271,6 +493,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = ('<', '<', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -77,8 +77,90 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<｜tool▁outputs▁end｜>|<｜Assistant｜>', regex.DOTALL)
 # open of 'tool_calls': /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/
 _D0 = regex.compile('<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json', regex.DOTALL)
+# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_0 = frozenset((
+    '<',
+    '<｜',
+    '<｜e',
+    '<｜en',
+    '<｜end',
+    '<｜end▁',
+    '<｜end▁o',
+    '<｜end▁of',
+    '<｜end▁of▁',
+    '<｜end▁of▁s',
+    '<｜end▁of▁se',
+    '<｜end▁of▁sen',
+    '<｜end▁of▁sent',
+    '<｜end▁of▁sente',
+    '<｜end▁of▁senten',
+    '<｜end▁of▁sentenc',
+    '<｜end▁of▁sentence',
+    '<｜end▁of▁sentence｜',
+    '<｜t',
+    '<｜to',
+    '<｜too',
+    '<｜tool',
+    '<｜tool▁',
+    '<｜tool▁c',
+    '<｜tool▁ca',
+    '<｜tool▁cal',
+    '<｜tool▁call',
+    '<｜tool▁calls',
+    '<｜tool▁calls▁',
+    '<｜tool▁calls▁b',
+    '<｜tool▁calls▁be',
+    '<｜tool▁calls▁beg',
+    '<｜tool▁calls▁begi',
+    '<｜tool▁calls▁begin',
+    '<｜tool▁calls▁begin｜',
+    '<｜tool▁calls▁e',
+    '<｜tool▁calls▁en',
+    '<｜tool▁calls▁end',
+    '<｜tool▁calls▁end｜',
+))
 # close of 'content': '<｜end▁of▁sentence｜>' | '<｜tool▁calls▁begin｜>' | '<｜tool▁calls▁end｜>'
-_D1 = regex.compile('<｜tool▁calls▁begin｜>|<｜end▁of▁sentence｜>|<｜tool▁calls▁end｜>', regex.DOTALL)
+_PREFIXES_0_1 = frozenset((
+    '<',
+    '<｜',
+    '<｜e',
+    '<｜en',
+    '<｜end',
+    '<｜end▁',
+    '<｜end▁o',
+    '<｜end▁of',
+    '<｜end▁of▁',
+    '<｜end▁of▁s',
+    '<｜end▁of▁se',
+    '<｜end▁of▁sen',
+    '<｜end▁of▁sent',
+    '<｜end▁of▁sente',
+    '<｜end▁of▁senten',
+    '<｜end▁of▁sentenc',
+    '<｜end▁of▁sentence',
+    '<｜end▁of▁sentence｜',
+    '<｜t',
+    '<｜to',
+    '<｜too',
+    '<｜tool',
+    '<｜tool▁',
+    '<｜tool▁c',
+    '<｜tool▁ca',
+    '<｜tool▁cal',
+    '<｜tool▁call',
+    '<｜tool▁calls',
+    '<｜tool▁calls▁',
+    '<｜tool▁calls▁b',
+    '<｜tool▁calls▁be',
+    '<｜tool▁calls▁beg',
+    '<｜tool▁calls▁begi',
+    '<｜tool▁calls▁begin',
+    '<｜tool▁calls▁begin｜',
+    '<｜tool▁calls▁e',
+    '<｜tool▁calls▁en',
+    '<｜tool▁calls▁end',
+    '<｜tool▁calls▁end｜',
+))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
     '`',
@@ -129,6 +211,7 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m1 = False
     # open of 'tool_calls': /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
     if m is not None:
@@ -139,14 +222,39 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<｜end▁of▁sentence｜>' | '<｜tool▁calls▁begin｜>' | '<｜tool▁calls▁end｜>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
-            bs, be, br, bm = i, e, 1, m
+    i = buf.find('<｜end▁of▁sentence｜>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 19, 1, None
+    i = buf.find('<｜tool▁calls▁begin｜>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 20, 1, None
+    i = buf.find('<｜tool▁calls▁end｜>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 18, 1, None
+    if not eos:
+        if m1:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m1:
+                h = literal_hold(buf, pos if n - 19 < pos else n - 19, '<', _PREFIXES_0_1)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 19
+            j = buf.find('<', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_0:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -160,13 +268,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'tool_calls': '```<｜tool▁call▁end｜>'
     i = buf.find('```<｜tool▁call▁end｜>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 20, 0, None
     if not eos:
-        lo = n - 19
-        h = literal_hold(buf, lo if lo > pos else pos, '`', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 19
+        j = buf.find('`', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('`', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -194,6 +307,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = ('<', '`', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

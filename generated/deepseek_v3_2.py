@@ -90,16 +90,151 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('</function_results>|<｜Assistant｜>', regex.DOTALL)
 # open of 'tool_calls': /'<｜DSML｜invoke name="(?P<name>[^"]+)">'/
 _D0 = regex.compile('<｜DSML｜invoke name="(?P<name>[^"]+)">', regex.DOTALL)
-# close of 'content': '<｜end▁of▁sentence｜>' | '<｜DSML｜function_calls>' | '</｜DSML｜function_calls>' | '</think>'
-_D1 = regex.compile('</｜DSML｜function_calls>|<｜DSML｜function_calls>|<｜end▁of▁sentence｜>|</think>', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
+    '<',
+    '</',
+    '</t',
+    '</th',
+    '</thi',
+    '</thin',
+    '</think',
+    '</｜',
+    '</｜D',
+    '</｜DS',
+    '</｜DSM',
+    '</｜DSML',
+    '</｜DSML｜',
+    '</｜DSML｜f',
+    '</｜DSML｜fu',
+    '</｜DSML｜fun',
+    '</｜DSML｜func',
+    '</｜DSML｜funct',
+    '</｜DSML｜functi',
+    '</｜DSML｜functio',
+    '</｜DSML｜function',
+    '</｜DSML｜function_',
+    '</｜DSML｜function_c',
+    '</｜DSML｜function_ca',
+    '</｜DSML｜function_cal',
+    '</｜DSML｜function_call',
+    '</｜DSML｜function_calls',
+    '<t',
+    '<th',
+    '<thi',
+    '<thin',
+    '<think',
+    '<｜',
+    '<｜D',
+    '<｜DS',
+    '<｜DSM',
+    '<｜DSML',
+    '<｜DSML｜',
+    '<｜DSML｜f',
+    '<｜DSML｜fu',
+    '<｜DSML｜fun',
+    '<｜DSML｜func',
+    '<｜DSML｜funct',
+    '<｜DSML｜functi',
+    '<｜DSML｜functio',
+    '<｜DSML｜function',
+    '<｜DSML｜function_',
+    '<｜DSML｜function_c',
+    '<｜DSML｜function_ca',
+    '<｜DSML｜function_cal',
+    '<｜DSML｜function_call',
+    '<｜DSML｜function_calls',
+    '<｜e',
+    '<｜en',
+    '<｜end',
+    '<｜end▁',
+    '<｜end▁o',
+    '<｜end▁of',
+    '<｜end▁of▁',
+    '<｜end▁of▁s',
+    '<｜end▁of▁se',
+    '<｜end▁of▁sen',
+    '<｜end▁of▁sent',
+    '<｜end▁of▁sente',
+    '<｜end▁of▁senten',
+    '<｜end▁of▁sentenc',
+    '<｜end▁of▁sentence',
+    '<｜end▁of▁sentence｜',
+))
+# open of 'reasoning_content': '<think>'
+_PREFIXES_0_0 = frozenset((
     '<',
     '<t',
     '<th',
     '<thi',
     '<thin',
     '<think',
+))
+# close of 'content': '<｜end▁of▁sentence｜>' | '<｜DSML｜function_calls>' | '</｜DSML｜function_calls>' | '</think>'
+_PREFIXES_0_2 = frozenset((
+    '<',
+    '</',
+    '</t',
+    '</th',
+    '</thi',
+    '</thin',
+    '</think',
+    '</｜',
+    '</｜D',
+    '</｜DS',
+    '</｜DSM',
+    '</｜DSML',
+    '</｜DSML｜',
+    '</｜DSML｜f',
+    '</｜DSML｜fu',
+    '</｜DSML｜fun',
+    '</｜DSML｜func',
+    '</｜DSML｜funct',
+    '</｜DSML｜functi',
+    '</｜DSML｜functio',
+    '</｜DSML｜function',
+    '</｜DSML｜function_',
+    '</｜DSML｜function_c',
+    '</｜DSML｜function_ca',
+    '</｜DSML｜function_cal',
+    '</｜DSML｜function_call',
+    '</｜DSML｜function_calls',
+    '<｜',
+    '<｜D',
+    '<｜DS',
+    '<｜DSM',
+    '<｜DSML',
+    '<｜DSML｜',
+    '<｜DSML｜f',
+    '<｜DSML｜fu',
+    '<｜DSML｜fun',
+    '<｜DSML｜func',
+    '<｜DSML｜funct',
+    '<｜DSML｜functi',
+    '<｜DSML｜functio',
+    '<｜DSML｜function',
+    '<｜DSML｜function_',
+    '<｜DSML｜function_c',
+    '<｜DSML｜function_ca',
+    '<｜DSML｜function_cal',
+    '<｜DSML｜function_call',
+    '<｜DSML｜function_calls',
+    '<｜e',
+    '<｜en',
+    '<｜end',
+    '<｜end▁',
+    '<｜end▁o',
+    '<｜end▁of',
+    '<｜end▁of▁',
+    '<｜end▁of▁s',
+    '<｜end▁of▁se',
+    '<｜end▁of▁sen',
+    '<｜end▁of▁sent',
+    '<｜end▁of▁sente',
+    '<｜end▁of▁senten',
+    '<｜end▁of▁sentenc',
+    '<｜end▁of▁sentence',
+    '<｜end▁of▁sentence｜',
 ))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
@@ -161,9 +296,10 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m2 = False
     # open of 'reasoning_content': '<think>'
     i = buf.find('<think>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 7, 0, None
     # open of 'tool_calls': /'<｜DSML｜invoke name="(?P<name>[^"]+)">'/
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
@@ -175,19 +311,47 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<｜end▁of▁sentence｜>' | '<｜DSML｜function_calls>' | '</｜DSML｜function_calls>' | '</think>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br))):
-            bs, be, br, bm = i, e, 2, m
+    i = buf.find('<｜end▁of▁sentence｜>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 19, 2, None
+    i = buf.find('<｜DSML｜function_calls>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (22 > be - bs or (22 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 22, 2, None
+    i = buf.find('</｜DSML｜function_calls>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (23 > be - bs or (23 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 23, 2, None
+    i = buf.find('</think>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 8, 2, None
     if not eos:
-        lo = n - 6
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_0)
-        if h < hold:
-            hold = h
+        if m2:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            h = literal_hold(buf, pos if n - 6 < pos else n - 6, '<', _PREFIXES_0_0)
+            if h < hold:
+                hold = h
+            if not m2:
+                h = literal_hold(buf, pos if n - 22 < pos else n - 22, '<', _PREFIXES_0_2)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 22
+            j = buf.find('<', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_0:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -201,13 +365,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'reasoning_content': '</think>'
     i = buf.find('</think>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 8, 0, None
     if not eos:
-        lo = n - 7
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 7
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -221,13 +390,18 @@ def _scan_2(buf, pos, eos):
     bm = None
     # close of 'tool_calls': '</｜DSML｜invoke>'
     i = buf.find('</｜DSML｜invoke>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 15, 0, None
     if not eos:
-        lo = n - 14
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_2)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 14
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_2:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -255,6 +429,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = ('<', '<', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

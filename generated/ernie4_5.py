@@ -85,10 +85,56 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n|Assistant:\\ |Assistant:', regex.DOTALL)
 # open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
 _D0 = regex.compile('^\\s*(?:<think>\\s*)?|<think>\\s*', regex.DOTALL)
-# close of 'content': '<response>' | '</response>' | '</s>' | '<|end_of_sentence|>'
-_D1 = regex.compile('<\\|end_of_sentence\\|>|</response>|<response>|</s>', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
+    '<',
+    '</',
+    '</r',
+    '</re',
+    '</res',
+    '</resp',
+    '</respo',
+    '</respon',
+    '</respons',
+    '</response',
+    '</s',
+    '<r',
+    '<re',
+    '<res',
+    '<resp',
+    '<respo',
+    '<respon',
+    '<respons',
+    '<response',
+    '<t',
+    '<to',
+    '<too',
+    '<tool',
+    '<tool_',
+    '<tool_c',
+    '<tool_ca',
+    '<tool_cal',
+    '<tool_call',
+    '<|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|end_',
+    '<|end_o',
+    '<|end_of',
+    '<|end_of_',
+    '<|end_of_s',
+    '<|end_of_se',
+    '<|end_of_sen',
+    '<|end_of_sent',
+    '<|end_of_sente',
+    '<|end_of_senten',
+    '<|end_of_sentenc',
+    '<|end_of_sentence',
+    '<|end_of_sentence|',
+))
+# open of 'tool_calls': '<tool_call>'
+_PREFIXES_0_1 = frozenset((
     '<',
     '<t',
     '<to',
@@ -99,6 +145,45 @@ _PREFIXES_0 = frozenset((
     '<tool_ca',
     '<tool_cal',
     '<tool_call',
+))
+# close of 'content': '<response>' | '</response>' | '</s>' | '<|end_of_sentence|>'
+_PREFIXES_0_2 = frozenset((
+    '<',
+    '</',
+    '</r',
+    '</re',
+    '</res',
+    '</resp',
+    '</respo',
+    '</respon',
+    '</respons',
+    '</response',
+    '</s',
+    '<r',
+    '<re',
+    '<res',
+    '<resp',
+    '<respo',
+    '<respon',
+    '<respons',
+    '<response',
+    '<|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|end_',
+    '<|end_o',
+    '<|end_of',
+    '<|end_of_',
+    '<|end_of_s',
+    '<|end_of_se',
+    '<|end_of_sen',
+    '<|end_of_sent',
+    '<|end_of_sente',
+    '<|end_of_senten',
+    '<|end_of_sentenc',
+    '<|end_of_sentence',
+    '<|end_of_sentence|',
 ))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
@@ -157,6 +242,7 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m2 = False
     # open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
     if m is not None:
@@ -173,19 +259,47 @@ def _scan_0(buf, pos, eos):
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 11, 1, None
     # close of 'content': '<response>' | '</response>' | '</s>' | '<|end_of_sentence|>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br))):
-            bs, be, br, bm = i, e, 2, m
+    i = buf.find('<response>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 10, 2, None
+    i = buf.find('</response>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 11, 2, None
+    i = buf.find('</s>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 4, 2, None
+    i = buf.find('<|end_of_sentence|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 19, 2, None
     if not eos:
-        lo = n - 10
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_0)
-        if h < hold:
-            hold = h
+        if m2:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            h = literal_hold(buf, pos if n - 10 < pos else n - 10, '<', _PREFIXES_0_1)
+            if h < hold:
+                hold = h
+            if not m2:
+                h = literal_hold(buf, pos if n - 18 < pos else n - 18, '<', _PREFIXES_0_2)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 18
+            j = buf.find('<', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_0:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -199,13 +313,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'reasoning_content': '</think>'
     i = buf.find('</think>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 8, 0, None
     if not eos:
-        lo = n - 7
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 7
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -219,13 +338,18 @@ def _scan_2(buf, pos, eos):
     bm = None
     # close of 'tool_calls': '</tool_call>'
     i = buf.find('</tool_call>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 12, 0, None
     if not eos:
-        lo = n - 11
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_2)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 11
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_2:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -253,6 +377,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = (None, '<', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1

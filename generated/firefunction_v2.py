@@ -77,8 +77,114 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id\\|>\\\n\\\n', regex.DOTALL)
 # open of 'tool_calls': /'functools(?=\\[)'/
 _D0 = regex.compile('functools(?=\\[)', regex.DOTALL)
+# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_0 = frozenset((
+    '<',
+    '<|',
+    '<|e',
+    '<|eo',
+    '<|eot',
+    '<|eot_',
+    '<|eot_i',
+    '<|eot_id',
+    '<|eot_id|',
+    '<|s',
+    '<|st',
+    '<|sta',
+    '<|star',
+    '<|start',
+    '<|start_',
+    '<|start_h',
+    '<|start_he',
+    '<|start_hea',
+    '<|start_head',
+    '<|start_heade',
+    '<|start_header',
+    '<|start_header_',
+    '<|start_header_i',
+    '<|start_header_id',
+    '<|start_header_id|',
+    '<|start_header_id|>',
+    '<|start_header_id|>a',
+    '<|start_header_id|>as',
+    '<|start_header_id|>ass',
+    '<|start_header_id|>assi',
+    '<|start_header_id|>assis',
+    '<|start_header_id|>assist',
+    '<|start_header_id|>assista',
+    '<|start_header_id|>assistan',
+    '<|start_header_id|>assistant',
+    '<|start_header_id|>assistant<',
+    '<|start_header_id|>assistant<|',
+    '<|start_header_id|>assistant<|e',
+    '<|start_header_id|>assistant<|en',
+    '<|start_header_id|>assistant<|end',
+    '<|start_header_id|>assistant<|end_',
+    '<|start_header_id|>assistant<|end_h',
+    '<|start_header_id|>assistant<|end_he',
+    '<|start_header_id|>assistant<|end_hea',
+    '<|start_header_id|>assistant<|end_head',
+    '<|start_header_id|>assistant<|end_heade',
+    '<|start_header_id|>assistant<|end_header',
+    '<|start_header_id|>assistant<|end_header_',
+    '<|start_header_id|>assistant<|end_header_i',
+    '<|start_header_id|>assistant<|end_header_id',
+    '<|start_header_id|>assistant<|end_header_id|',
+))
 # close of 'content': '<|eot_id|>' | '<|start_header_id|>assistant<|end_header_id|>'
-_D1 = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id\\|>|<\\|eot_id\\|>', regex.DOTALL)
+_PREFIXES_0_1 = frozenset((
+    '<',
+    '<|',
+    '<|e',
+    '<|eo',
+    '<|eot',
+    '<|eot_',
+    '<|eot_i',
+    '<|eot_id',
+    '<|eot_id|',
+    '<|s',
+    '<|st',
+    '<|sta',
+    '<|star',
+    '<|start',
+    '<|start_',
+    '<|start_h',
+    '<|start_he',
+    '<|start_hea',
+    '<|start_head',
+    '<|start_heade',
+    '<|start_header',
+    '<|start_header_',
+    '<|start_header_i',
+    '<|start_header_id',
+    '<|start_header_id|',
+    '<|start_header_id|>',
+    '<|start_header_id|>a',
+    '<|start_header_id|>as',
+    '<|start_header_id|>ass',
+    '<|start_header_id|>assi',
+    '<|start_header_id|>assis',
+    '<|start_header_id|>assist',
+    '<|start_header_id|>assista',
+    '<|start_header_id|>assistan',
+    '<|start_header_id|>assistant',
+    '<|start_header_id|>assistant<',
+    '<|start_header_id|>assistant<|',
+    '<|start_header_id|>assistant<|e',
+    '<|start_header_id|>assistant<|en',
+    '<|start_header_id|>assistant<|end',
+    '<|start_header_id|>assistant<|end_',
+    '<|start_header_id|>assistant<|end_h',
+    '<|start_header_id|>assistant<|end_he',
+    '<|start_header_id|>assistant<|end_hea',
+    '<|start_header_id|>assistant<|end_head',
+    '<|start_header_id|>assistant<|end_heade',
+    '<|start_header_id|>assistant<|end_header',
+    '<|start_header_id|>assistant<|end_header_',
+    '<|start_header_id|>assistant<|end_header_i',
+    '<|start_header_id|>assistant<|end_header_id',
+    '<|start_header_id|>assistant<|end_header_id|',
+))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
     '<',
@@ -119,6 +225,7 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m1 = False
     # open of 'tool_calls': /'functools(?=\\[)'/
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
     if m is not None:
@@ -129,14 +236,34 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<|eot_id|>' | '<|start_header_id|>assistant<|end_header_id|>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
-            bs, be, br, bm = i, e, 1, m
+    i = buf.find('<|eot_id|>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 10, 1, None
+    i = buf.find('<|start_header_id|>assistant<|end_header_id|>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (45 > be - bs or (45 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 45, 1, None
+    if not eos:
+        if m1:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m1:
+                h = literal_hold(buf, pos if n - 44 < pos else n - 44, '<', _PREFIXES_0_1)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 44
+            j = buf.find('<', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_0:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -150,13 +277,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'tool_calls': '<|eot_id|>'
     i = buf.find('<|eot_id|>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 10, 0, None
     if not eos:
-        lo = n - 9
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 9
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -184,6 +316,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = ('<f', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -77,8 +77,40 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id\\|>\\\n\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/
 _D0 = regex.compile('<function=(?P<name>[^>]+)>', regex.DOTALL)
+# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_0 = frozenset((
+    '<',
+    '<|',
+    '<|e',
+    '<|eo',
+    '<|eom',
+    '<|eom_',
+    '<|eom_i',
+    '<|eom_id',
+    '<|eom_id|',
+    '<|eot',
+    '<|eot_',
+    '<|eot_i',
+    '<|eot_id',
+    '<|eot_id|',
+))
 # close of 'content': '<|eot_id|>' | '<|eom_id|>'
-_D1 = regex.compile('<\\|eot_id\\|>|<\\|eom_id\\|>', regex.DOTALL)
+_PREFIXES_0_1 = frozenset((
+    '<',
+    '<|',
+    '<|e',
+    '<|eo',
+    '<|eom',
+    '<|eom_',
+    '<|eom_i',
+    '<|eom_id',
+    '<|eom_id|',
+    '<|eot',
+    '<|eot_',
+    '<|eot_i',
+    '<|eot_id',
+    '<|eot_id|',
+))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
     '<',
@@ -120,6 +152,7 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m1 = False
     # open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
     if m is not None:
@@ -130,14 +163,34 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<|eot_id|>' | '<|eom_id|>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
-            bs, be, br, bm = i, e, 1, m
+    i = buf.find('<|eot_id|>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 10, 1, None
+    i = buf.find('<|eom_id|>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 10, 1, None
+    if not eos:
+        if m1:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m1:
+                h = literal_hold(buf, pos if n - 9 < pos else n - 9, '<', _PREFIXES_0_1)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 9
+            j = buf.find('<', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_0:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -151,13 +204,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'tool_calls': '</function>'
     i = buf.find('</function>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 11, 0, None
     if not eos:
-        lo = n - 10
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 10
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -185,6 +243,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = ('<', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -88,12 +88,133 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|start\\|>assistant', regex.DOTALL)
 # open of 'tool_calls': /'(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
 _D0 = regex.compile('(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>', regex.DOTALL)
-# close of 'content': '<|start|>assistant' | '<|channel|>final<|message|>' | '<|channel|>final <|constrain|>json<|message|>' | '<|channel|>commentary<|message|>' | '<|end|>' | '<|return|>' | '<|call|>'
-_D1 = regex.compile('<\\|channel\\|>final\\ <\\|constrain\\|>json<\\|message\\|>|<\\|channel\\|>commentary<\\|message\\|>|<\\|channel\\|>final<\\|message\\|>|<\\|start\\|>assistant|<\\|return\\|>|<\\|call\\|>|<\\|end\\|>', regex.DOTALL)
-# close of 'tool_calls': '<|call|>' | '<|end|>'
-_D2 = regex.compile('<\\|call\\|>|<\\|end\\|>', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
+    '<',
+    '<|',
+    '<|c',
+    '<|ca',
+    '<|cal',
+    '<|call',
+    '<|call|',
+    '<|ch',
+    '<|cha',
+    '<|chan',
+    '<|chann',
+    '<|channe',
+    '<|channel',
+    '<|channel|',
+    '<|channel|>',
+    '<|channel|>a',
+    '<|channel|>an',
+    '<|channel|>ana',
+    '<|channel|>anal',
+    '<|channel|>analy',
+    '<|channel|>analys',
+    '<|channel|>analysi',
+    '<|channel|>analysis',
+    '<|channel|>analysis<',
+    '<|channel|>analysis<|',
+    '<|channel|>analysis<|m',
+    '<|channel|>analysis<|me',
+    '<|channel|>analysis<|mes',
+    '<|channel|>analysis<|mess',
+    '<|channel|>analysis<|messa',
+    '<|channel|>analysis<|messag',
+    '<|channel|>analysis<|message',
+    '<|channel|>analysis<|message|',
+    '<|channel|>c',
+    '<|channel|>co',
+    '<|channel|>com',
+    '<|channel|>comm',
+    '<|channel|>comme',
+    '<|channel|>commen',
+    '<|channel|>comment',
+    '<|channel|>commenta',
+    '<|channel|>commentar',
+    '<|channel|>commentary',
+    '<|channel|>commentary<',
+    '<|channel|>commentary<|',
+    '<|channel|>commentary<|m',
+    '<|channel|>commentary<|me',
+    '<|channel|>commentary<|mes',
+    '<|channel|>commentary<|mess',
+    '<|channel|>commentary<|messa',
+    '<|channel|>commentary<|messag',
+    '<|channel|>commentary<|message',
+    '<|channel|>commentary<|message|',
+    '<|channel|>f',
+    '<|channel|>fi',
+    '<|channel|>fin',
+    '<|channel|>fina',
+    '<|channel|>final',
+    '<|channel|>final ',
+    '<|channel|>final <',
+    '<|channel|>final <|',
+    '<|channel|>final <|c',
+    '<|channel|>final <|co',
+    '<|channel|>final <|con',
+    '<|channel|>final <|cons',
+    '<|channel|>final <|const',
+    '<|channel|>final <|constr',
+    '<|channel|>final <|constra',
+    '<|channel|>final <|constrai',
+    '<|channel|>final <|constrain',
+    '<|channel|>final <|constrain|',
+    '<|channel|>final <|constrain|>',
+    '<|channel|>final <|constrain|>j',
+    '<|channel|>final <|constrain|>js',
+    '<|channel|>final <|constrain|>jso',
+    '<|channel|>final <|constrain|>json',
+    '<|channel|>final <|constrain|>json<',
+    '<|channel|>final <|constrain|>json<|',
+    '<|channel|>final <|constrain|>json<|m',
+    '<|channel|>final <|constrain|>json<|me',
+    '<|channel|>final <|constrain|>json<|mes',
+    '<|channel|>final <|constrain|>json<|mess',
+    '<|channel|>final <|constrain|>json<|messa',
+    '<|channel|>final <|constrain|>json<|messag',
+    '<|channel|>final <|constrain|>json<|message',
+    '<|channel|>final <|constrain|>json<|message|',
+    '<|channel|>final<',
+    '<|channel|>final<|',
+    '<|channel|>final<|m',
+    '<|channel|>final<|me',
+    '<|channel|>final<|mes',
+    '<|channel|>final<|mess',
+    '<|channel|>final<|messa',
+    '<|channel|>final<|messag',
+    '<|channel|>final<|message',
+    '<|channel|>final<|message|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|end|',
+    '<|r',
+    '<|re',
+    '<|ret',
+    '<|retu',
+    '<|retur',
+    '<|return',
+    '<|return|',
+    '<|s',
+    '<|st',
+    '<|sta',
+    '<|star',
+    '<|start',
+    '<|start|',
+    '<|start|>',
+    '<|start|>a',
+    '<|start|>as',
+    '<|start|>ass',
+    '<|start|>assi',
+    '<|start|>assis',
+    '<|start|>assist',
+    '<|start|>assista',
+    '<|start|>assistan',
+))
+# open of 'reasoning_content': '<|channel|>analysis<|message|>'
+_PREFIXES_0_0 = frozenset((
     '<',
     '<|',
     '<|c',
@@ -124,10 +245,145 @@ _PREFIXES_0 = frozenset((
     '<|channel|>analysis<|message',
     '<|channel|>analysis<|message|',
 ))
+# close of 'content': '<|start|>assistant' | '<|channel|>final<|message|>' | '<|channel|>final <|constrain|>json<|message|>' | '<|channel|>commentary<|message|>' | '<|end|>' | '<|return|>' | '<|call|>'
+_PREFIXES_0_2 = frozenset((
+    '<',
+    '<|',
+    '<|c',
+    '<|ca',
+    '<|cal',
+    '<|call',
+    '<|call|',
+    '<|ch',
+    '<|cha',
+    '<|chan',
+    '<|chann',
+    '<|channe',
+    '<|channel',
+    '<|channel|',
+    '<|channel|>',
+    '<|channel|>c',
+    '<|channel|>co',
+    '<|channel|>com',
+    '<|channel|>comm',
+    '<|channel|>comme',
+    '<|channel|>commen',
+    '<|channel|>comment',
+    '<|channel|>commenta',
+    '<|channel|>commentar',
+    '<|channel|>commentary',
+    '<|channel|>commentary<',
+    '<|channel|>commentary<|',
+    '<|channel|>commentary<|m',
+    '<|channel|>commentary<|me',
+    '<|channel|>commentary<|mes',
+    '<|channel|>commentary<|mess',
+    '<|channel|>commentary<|messa',
+    '<|channel|>commentary<|messag',
+    '<|channel|>commentary<|message',
+    '<|channel|>commentary<|message|',
+    '<|channel|>f',
+    '<|channel|>fi',
+    '<|channel|>fin',
+    '<|channel|>fina',
+    '<|channel|>final',
+    '<|channel|>final ',
+    '<|channel|>final <',
+    '<|channel|>final <|',
+    '<|channel|>final <|c',
+    '<|channel|>final <|co',
+    '<|channel|>final <|con',
+    '<|channel|>final <|cons',
+    '<|channel|>final <|const',
+    '<|channel|>final <|constr',
+    '<|channel|>final <|constra',
+    '<|channel|>final <|constrai',
+    '<|channel|>final <|constrain',
+    '<|channel|>final <|constrain|',
+    '<|channel|>final <|constrain|>',
+    '<|channel|>final <|constrain|>j',
+    '<|channel|>final <|constrain|>js',
+    '<|channel|>final <|constrain|>jso',
+    '<|channel|>final <|constrain|>json',
+    '<|channel|>final <|constrain|>json<',
+    '<|channel|>final <|constrain|>json<|',
+    '<|channel|>final <|constrain|>json<|m',
+    '<|channel|>final <|constrain|>json<|me',
+    '<|channel|>final <|constrain|>json<|mes',
+    '<|channel|>final <|constrain|>json<|mess',
+    '<|channel|>final <|constrain|>json<|messa',
+    '<|channel|>final <|constrain|>json<|messag',
+    '<|channel|>final <|constrain|>json<|message',
+    '<|channel|>final <|constrain|>json<|message|',
+    '<|channel|>final<',
+    '<|channel|>final<|',
+    '<|channel|>final<|m',
+    '<|channel|>final<|me',
+    '<|channel|>final<|mes',
+    '<|channel|>final<|mess',
+    '<|channel|>final<|messa',
+    '<|channel|>final<|messag',
+    '<|channel|>final<|message',
+    '<|channel|>final<|message|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|end|',
+    '<|r',
+    '<|re',
+    '<|ret',
+    '<|retu',
+    '<|retur',
+    '<|return',
+    '<|return|',
+    '<|s',
+    '<|st',
+    '<|sta',
+    '<|star',
+    '<|start',
+    '<|start|',
+    '<|start|>',
+    '<|start|>a',
+    '<|start|>as',
+    '<|start|>ass',
+    '<|start|>assi',
+    '<|start|>assis',
+    '<|start|>assist',
+    '<|start|>assista',
+    '<|start|>assistan',
+))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
     '<',
     '<|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|end|',
+))
+# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_2 = frozenset((
+    '<',
+    '<|',
+    '<|c',
+    '<|ca',
+    '<|cal',
+    '<|call',
+    '<|call|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|end|',
+))
+# close of 'tool_calls': '<|call|>' | '<|end|>'
+_PREFIXES_2_0 = frozenset((
+    '<',
+    '<|',
+    '<|c',
+    '<|ca',
+    '<|cal',
+    '<|call',
+    '<|call|',
     '<|e',
     '<|en',
     '<|end',
@@ -166,9 +422,10 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m2 = False
     # open of 'reasoning_content': '<|channel|>analysis<|message|>'
     i = buf.find('<|channel|>analysis<|message|>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (30 > be - bs or (30 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 30, 0, None
     # open of 'tool_calls': /'(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
@@ -182,19 +439,62 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|start|>assistant' | '<|channel|>final<|message|>' | '<|channel|>final <|constrain|>json<|message|>' | '<|channel|>commentary<|message|>' | '<|end|>' | '<|return|>' | '<|call|>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br))):
-            bs, be, br, bm = i, e, 2, m
+    i = buf.find('<|start|>assistant', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 18, 2, None
+    i = buf.find('<|channel|>final<|message|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (27 > be - bs or (27 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 27, 2, None
+    i = buf.find('<|channel|>final <|constrain|>json<|message|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (45 > be - bs or (45 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 45, 2, None
+    i = buf.find('<|channel|>commentary<|message|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (32 > be - bs or (32 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 32, 2, None
+    i = buf.find('<|end|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 7, 2, None
+    i = buf.find('<|return|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 10, 2, None
+    i = buf.find('<|call|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 8, 2, None
     if not eos:
-        lo = n - 29
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_0)
-        if h < hold:
-            hold = h
+        if m2:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            h = literal_hold(buf, pos if n - 29 < pos else n - 29, '<', _PREFIXES_0_0)
+            if h < hold:
+                hold = h
+            if not m2:
+                h = literal_hold(buf, pos if n - 44 < pos else n - 44, '<', _PREFIXES_0_2)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 44
+            j = buf.find('<', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_0:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -208,13 +508,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'reasoning_content': '<|end|>'
     i = buf.find('<|end|>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 7, 0, None
     if not eos:
-        lo = n - 6
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 6
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -226,15 +531,36 @@ def _scan_2(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m0 = False
     # close of 'tool_calls': '<|call|>' | '<|end|>'
-    m = _D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
-            bs, be, br, bm = i, e, 0, m
+    i = buf.find('<|call|>', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 8, 0, None
+    i = buf.find('<|end|>', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 7, 0, None
+    if not eos:
+        if m0:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m0:
+                h = literal_hold(buf, pos if n - 7 < pos else n - 7, '<', _PREFIXES_2_0)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 7
+            j = buf.find('<', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_2:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -262,6 +588,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = (None, '<', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -86,16 +86,294 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|start_of_role\\|>assistant[^<]*<\\|end_of_role\\|>', regex.DOTALL)
+# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_0 = frozenset((
+    '<',
+    '</',
+    '</r',
+    '</re',
+    '</res',
+    '</resp',
+    '</respo',
+    '</respon',
+    '</respons',
+    '</response',
+    '<r',
+    '<re',
+    '<res',
+    '<resp',
+    '<respo',
+    '<respon',
+    '<respons',
+    '<response',
+    '<t',
+    '<th',
+    '<thi',
+    '<thin',
+    '<think',
+    '<to',
+    '<too',
+    '<tool',
+    '<tool_',
+    '<tool_c',
+    '<tool_ca',
+    '<tool_cal',
+    '<tool_call',
+    '<|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|end_',
+    '<|end_o',
+    '<|end_of',
+    '<|end_of_',
+    '<|end_of_t',
+    '<|end_of_te',
+    '<|end_of_tex',
+    '<|end_of_text',
+    '<|end_of_text|',
+    '<|t',
+    '<|to',
+    '<|too',
+    '<|tool',
+    '<|tool_',
+    '<|tool_c',
+    '<|tool_ca',
+    '<|tool_cal',
+    '<|tool_call',
+    '<|tool_call|',
+    'H',
+    'He',
+    'Her',
+    'Here',
+    'Here ',
+    'Here i',
+    'Here is',
+    'Here is ',
+    'Here is m',
+    'Here is my',
+    'Here is my ',
+    'Here is my t',
+    'Here is my th',
+    'Here is my tho',
+    'Here is my thou',
+    'Here is my thoug',
+    'Here is my though',
+    'Here is my thought',
+    'Here is my thought ',
+    'Here is my thought p',
+    'Here is my thought pr',
+    'Here is my thought pro',
+    'Here is my thought proc',
+    'Here is my thought proce',
+    'Here is my thought proces',
+    'Here is my thought process',
+))
 # open of 'reasoning_content': '<think>' | 'Here is my thought process:'
-_D0 = regex.compile('Here\\ is\\ my\\ thought\\ process:|<think>', regex.DOTALL)
+_PREFIXES_0_0 = frozenset((
+    '<',
+    '<t',
+    '<th',
+    '<thi',
+    '<thin',
+    '<think',
+    'H',
+    'He',
+    'Her',
+    'Here',
+    'Here ',
+    'Here i',
+    'Here is',
+    'Here is ',
+    'Here is m',
+    'Here is my',
+    'Here is my ',
+    'Here is my t',
+    'Here is my th',
+    'Here is my tho',
+    'Here is my thou',
+    'Here is my thoug',
+    'Here is my though',
+    'Here is my thought',
+    'Here is my thought ',
+    'Here is my thought p',
+    'Here is my thought pr',
+    'Here is my thought pro',
+    'Here is my thought proc',
+    'Here is my thought proce',
+    'Here is my thought proces',
+    'Here is my thought process',
+))
 # open of 'tool_calls': '<|tool_call|>' | '<tool_call>'
-_D1 = regex.compile('<\\|tool_call\\|>|<tool_call>', regex.DOTALL)
+_PREFIXES_0_1 = frozenset((
+    '<',
+    '<t',
+    '<to',
+    '<too',
+    '<tool',
+    '<tool_',
+    '<tool_c',
+    '<tool_ca',
+    '<tool_cal',
+    '<tool_call',
+    '<|',
+    '<|t',
+    '<|to',
+    '<|too',
+    '<|tool',
+    '<|tool_',
+    '<|tool_c',
+    '<|tool_ca',
+    '<|tool_cal',
+    '<|tool_call',
+    '<|tool_call|',
+))
 # close of 'content': '<|end_of_text|>' | '<response>' | '</response>'
-_D2 = regex.compile('<\\|end_of_text\\|>|</response>|<response>', regex.DOTALL)
+_PREFIXES_0_2 = frozenset((
+    '<',
+    '</',
+    '</r',
+    '</re',
+    '</res',
+    '</resp',
+    '</respo',
+    '</respon',
+    '</respons',
+    '</response',
+    '<r',
+    '<re',
+    '<res',
+    '<resp',
+    '<respo',
+    '<respon',
+    '<respons',
+    '<response',
+    '<|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|end_',
+    '<|end_o',
+    '<|end_of',
+    '<|end_of_',
+    '<|end_of_t',
+    '<|end_of_te',
+    '<|end_of_tex',
+    '<|end_of_text',
+    '<|end_of_text|',
+))
+# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_1 = frozenset((
+    '<',
+    '</',
+    '</t',
+    '</th',
+    '</thi',
+    '</thin',
+    '</think',
+    'H',
+    'He',
+    'Her',
+    'Here',
+    'Here ',
+    'Here i',
+    'Here is',
+    'Here is ',
+    'Here is m',
+    'Here is my',
+    'Here is my ',
+    'Here is my r',
+    'Here is my re',
+    'Here is my res',
+    'Here is my resp',
+    'Here is my respo',
+    'Here is my respon',
+    'Here is my respons',
+    'Here is my response',
+))
 # close of 'reasoning_content': '</think>' | 'Here is my response:'
-_D3 = regex.compile('Here\\ is\\ my\\ response:|</think>', regex.DOTALL)
+_PREFIXES_1_0 = frozenset((
+    '<',
+    '</',
+    '</t',
+    '</th',
+    '</thi',
+    '</thin',
+    '</think',
+    'H',
+    'He',
+    'Her',
+    'Here',
+    'Here ',
+    'Here i',
+    'Here is',
+    'Here is ',
+    'Here is m',
+    'Here is my',
+    'Here is my ',
+    'Here is my r',
+    'Here is my re',
+    'Here is my res',
+    'Here is my resp',
+    'Here is my respo',
+    'Here is my respon',
+    'Here is my respons',
+    'Here is my response',
+))
+# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_2 = frozenset((
+    '<',
+    '</',
+    '</t',
+    '</to',
+    '</too',
+    '</tool',
+    '</tool_',
+    '</tool_c',
+    '</tool_ca',
+    '</tool_cal',
+    '</tool_call',
+    '<|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|end_',
+    '<|end_o',
+    '<|end_of',
+    '<|end_of_',
+    '<|end_of_t',
+    '<|end_of_te',
+    '<|end_of_tex',
+    '<|end_of_text',
+    '<|end_of_text|',
+))
 # close of 'tool_calls': '</tool_call>' | '<|end_of_text|>'
-_D4 = regex.compile('<\\|end_of_text\\|>|</tool_call>', regex.DOTALL)
+_PREFIXES_2_0 = frozenset((
+    '<',
+    '</',
+    '</t',
+    '</to',
+    '</too',
+    '</tool',
+    '</tool_',
+    '</tool_c',
+    '</tool_ca',
+    '</tool_cal',
+    '</tool_call',
+    '<|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|end_',
+    '<|end_o',
+    '<|end_of',
+    '<|end_of_',
+    '<|end_of_t',
+    '<|end_of_te',
+    '<|end_of_tex',
+    '<|end_of_text',
+    '<|end_of_text|',
+))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -129,33 +407,67 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m0 = False
+    m1 = False
+    m2 = False
     # open of 'reasoning_content': '<think>' | 'Here is my thought process:'
-    m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
-            bs, be, br, bm = i, e, 0, m
+    i = buf.find('<think>', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 7, 0, None
+    i = buf.find('Here is my thought process:', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (27 > be - bs or (27 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 27, 0, None
     # open of 'tool_calls': '<|tool_call|>' | '<tool_call>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
-            bs, be, br, bm = i, e, 1, m
+    i = buf.find('<|tool_call|>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 13, 1, None
+    i = buf.find('<tool_call>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 11, 1, None
     # close of 'content': '<|end_of_text|>' | '<response>' | '</response>'
-    m = _D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br))):
-            bs, be, br, bm = i, e, 2, m
+    i = buf.find('<|end_of_text|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 15, 2, None
+    i = buf.find('<response>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 10, 2, None
+    i = buf.find('</response>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 11, 2, None
+    if not eos:
+        if m0 or m1 or m2:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m0:
+                h = literal_hold(buf, pos if n - 26 < pos else n - 26, '<H', _PREFIXES_0_0)
+                if h < hold:
+                    hold = h
+            if not m1:
+                h = literal_hold(buf, pos if n - 12 < pos else n - 12, '<', _PREFIXES_0_1)
+                if h < hold:
+                    hold = h
+            if not m2:
+                h = literal_hold(buf, pos if n - 14 < pos else n - 14, '<', _PREFIXES_0_2)
+                if h < hold:
+                    hold = h
+        else:
+            h = literal_hold(buf, pos if n - 26 < pos else n - 26, '<H', _PREFIXES_0)
+            if h < hold:
+                hold = h
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -167,15 +479,30 @@ def _scan_1(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m0 = False
     # close of 'reasoning_content': '</think>' | 'Here is my response:'
-    m = _D3.search(buf, pos) if eos else _D3.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
-            bs, be, br, bm = i, e, 0, m
+    i = buf.find('</think>', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 8, 0, None
+    i = buf.find('Here is my response:', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 20, 0, None
+    if not eos:
+        if m0:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m0:
+                h = literal_hold(buf, pos if n - 19 < pos else n - 19, '<H', _PREFIXES_1_0)
+                if h < hold:
+                    hold = h
+        else:
+            h = literal_hold(buf, pos if n - 19 < pos else n - 19, '<H', _PREFIXES_1)
+            if h < hold:
+                hold = h
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -187,15 +514,36 @@ def _scan_2(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m0 = False
     # close of 'tool_calls': '</tool_call>' | '<|end_of_text|>'
-    m = _D4.search(buf, pos) if eos else _D4.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
-            bs, be, br, bm = i, e, 0, m
+    i = buf.find('</tool_call>', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 12, 0, None
+    i = buf.find('<|end_of_text|>', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 15, 0, None
+    if not eos:
+        if m0:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m0:
+                h = literal_hold(buf, pos if n - 14 < pos else n - 14, '<', _PREFIXES_2_0)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 14
+            j = buf.find('<', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_2:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -223,6 +571,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = ('<H', '<H', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

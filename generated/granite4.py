@@ -145,17 +145,22 @@ def _scan_0(buf, pos, eos):
     bm = None
     # open of 'tool_calls': '<tool_call>'
     i = buf.find('<tool_call>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 11, 0, None
     # close of 'content': '<|end_of_text|>'
     i = buf.find('<|end_of_text|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 15, 1, None
     if not eos:
-        lo = n - 14
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_0)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 14
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -169,13 +174,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'tool_calls': '</tool_call>'
     i = buf.find('</tool_call>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 12, 0, None
     if not eos:
-        lo = n - 11
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 11
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -203,6 +213,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = ('<', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

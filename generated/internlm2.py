@@ -156,17 +156,22 @@ def _scan_0(buf, pos, eos):
     bm = None
     # open of 'tool_calls': '<|action_start|><|plugin|>'
     i = buf.find('<|action_start|><|plugin|>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (26 > be - bs or (26 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 26, 0, None
     # close of 'content': '<|im_end|>'
     i = buf.find('<|im_end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 10, 1, None
     if not eos:
-        lo = n - 25
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_0)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 25
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -180,13 +185,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'tool_calls': '<|action_end|>'
     i = buf.find('<|action_end|>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 14, 0, None
     if not eos:
-        lo = n - 13
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 13
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -214,6 +224,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = ('<', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -77,8 +77,88 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im_assistant\\|>assistant<\\|im_middle\\|>', regex.DOTALL)
 # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>'/
 _D0 = regex.compile('<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>', regex.DOTALL)
+# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_0 = frozenset((
+    '<',
+    '<|',
+    '<|i',
+    '<|im',
+    '<|im_',
+    '<|im_e',
+    '<|im_en',
+    '<|im_end',
+    '<|im_end|',
+    '<|t',
+    '<|to',
+    '<|too',
+    '<|tool',
+    '<|tool_',
+    '<|tool_c',
+    '<|tool_ca',
+    '<|tool_cal',
+    '<|tool_call',
+    '<|tool_calls',
+    '<|tool_calls_',
+    '<|tool_calls_s',
+    '<|tool_calls_se',
+    '<|tool_calls_sec',
+    '<|tool_calls_sect',
+    '<|tool_calls_secti',
+    '<|tool_calls_sectio',
+    '<|tool_calls_section',
+    '<|tool_calls_section_',
+    '<|tool_calls_section_b',
+    '<|tool_calls_section_be',
+    '<|tool_calls_section_beg',
+    '<|tool_calls_section_begi',
+    '<|tool_calls_section_begin',
+    '<|tool_calls_section_begin|',
+    '<|tool_calls_section_e',
+    '<|tool_calls_section_en',
+    '<|tool_calls_section_end',
+    '<|tool_calls_section_end|',
+))
 # close of 'content': '<|im_end|>' | '<|tool_calls_section_begin|>' | '<|tool_calls_section_end|>'
-_D1 = regex.compile('<\\|tool_calls_section_begin\\|>|<\\|tool_calls_section_end\\|>|<\\|im_end\\|>', regex.DOTALL)
+_PREFIXES_0_1 = frozenset((
+    '<',
+    '<|',
+    '<|i',
+    '<|im',
+    '<|im_',
+    '<|im_e',
+    '<|im_en',
+    '<|im_end',
+    '<|im_end|',
+    '<|t',
+    '<|to',
+    '<|too',
+    '<|tool',
+    '<|tool_',
+    '<|tool_c',
+    '<|tool_ca',
+    '<|tool_cal',
+    '<|tool_call',
+    '<|tool_calls',
+    '<|tool_calls_',
+    '<|tool_calls_s',
+    '<|tool_calls_se',
+    '<|tool_calls_sec',
+    '<|tool_calls_sect',
+    '<|tool_calls_secti',
+    '<|tool_calls_sectio',
+    '<|tool_calls_section',
+    '<|tool_calls_section_',
+    '<|tool_calls_section_b',
+    '<|tool_calls_section_be',
+    '<|tool_calls_section_beg',
+    '<|tool_calls_section_begi',
+    '<|tool_calls_section_begin',
+    '<|tool_calls_section_begin|',
+    '<|tool_calls_section_e',
+    '<|tool_calls_section_en',
+    '<|tool_calls_section_end',
+    '<|tool_calls_section_end|',
+))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
     '<',
@@ -126,6 +206,7 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m1 = False
     # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>'/
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
     if m is not None:
@@ -138,14 +219,39 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<|im_end|>' | '<|tool_calls_section_begin|>' | '<|tool_calls_section_end|>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
-            bs, be, br, bm = i, e, 1, m
+    i = buf.find('<|im_end|>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 10, 1, None
+    i = buf.find('<|tool_calls_section_begin|>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (28 > be - bs or (28 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 28, 1, None
+    i = buf.find('<|tool_calls_section_end|>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (26 > be - bs or (26 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 26, 1, None
+    if not eos:
+        if m1:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m1:
+                h = literal_hold(buf, pos if n - 27 < pos else n - 27, '<', _PREFIXES_0_1)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 27
+            j = buf.find('<', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_0:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -159,13 +265,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'tool_calls': '<|tool_call_end|>'
     i = buf.find('<|tool_call_end|>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 17, 0, None
     if not eos:
-        lo = n - 16
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 16
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -193,6 +304,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = ('<', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -102,10 +102,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 # open of 'tool_calls': /'(?:<\\|tool_call_start\\|>\\s*\\[|(?<=\\)),\\s*)(?P<name>[A-Za-z_][\\w.]*)\\('/
 _D0 = regex.compile('(?:<\\|tool_call_start\\|>\\s*\\[|(?<=\\)),\\s*)(?P<name>[A-Za-z_][\\w.]*)\\(', regex.DOTALL)
-# close of 'content': '<|im_end|>' | '<|tool_call_end|>'
-_D1 = regex.compile('<\\|tool_call_end\\|>|<\\|im_end\\|>', regex.DOTALL)
 # close of 'tool_calls': ')]<|tool_call_end|>' | ')]' | ')'
-_D2 = regex.compile('\\)\\]<\\|tool_call_end\\|>|\\)\\]|\\)', regex.DOTALL)
+_D1 = regex.compile('\\)\\]<\\|tool_call_end\\|>|\\)\\]|\\)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -114,6 +112,63 @@ _PREFIXES_0 = frozenset((
     '<thi',
     '<thin',
     '<think',
+    '<|',
+    '<|i',
+    '<|im',
+    '<|im_',
+    '<|im_e',
+    '<|im_en',
+    '<|im_end',
+    '<|im_end|',
+    '<|t',
+    '<|to',
+    '<|too',
+    '<|tool',
+    '<|tool_',
+    '<|tool_c',
+    '<|tool_ca',
+    '<|tool_cal',
+    '<|tool_call',
+    '<|tool_call_',
+    '<|tool_call_e',
+    '<|tool_call_en',
+    '<|tool_call_end',
+    '<|tool_call_end|',
+))
+# open of 'reasoning_content': '<think>'
+_PREFIXES_0_0 = frozenset((
+    '<',
+    '<t',
+    '<th',
+    '<thi',
+    '<thin',
+    '<think',
+))
+# close of 'content': '<|im_end|>' | '<|tool_call_end|>'
+_PREFIXES_0_2 = frozenset((
+    '<',
+    '<|',
+    '<|i',
+    '<|im',
+    '<|im_',
+    '<|im_e',
+    '<|im_en',
+    '<|im_end',
+    '<|im_end|',
+    '<|t',
+    '<|to',
+    '<|too',
+    '<|tool',
+    '<|tool_',
+    '<|tool_c',
+    '<|tool_ca',
+    '<|tool_cal',
+    '<|tool_call',
+    '<|tool_call_',
+    '<|tool_call_e',
+    '<|tool_call_en',
+    '<|tool_call_end',
+    '<|tool_call_end|',
 ))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
@@ -158,9 +213,10 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m2 = False
     # open of 'reasoning_content': '<think>'
     i = buf.find('<think>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 7, 0, None
     # open of 'tool_calls': /'(?:<\\|tool_call_start\\|>\\s*\\[|(?<=\\)),\\s*)(?P<name>[A-Za-z_][\\w.]*)\\('/
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
@@ -172,19 +228,37 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|im_end|>' | '<|tool_call_end|>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br))):
-            bs, be, br, bm = i, e, 2, m
+    i = buf.find('<|im_end|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 10, 2, None
+    i = buf.find('<|tool_call_end|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 17, 2, None
     if not eos:
-        lo = n - 6
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_0)
-        if h < hold:
-            hold = h
+        if m2:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            h = literal_hold(buf, pos if n - 6 < pos else n - 6, '<', _PREFIXES_0_0)
+            if h < hold:
+                hold = h
+            if not m2:
+                h = literal_hold(buf, pos if n - 16 < pos else n - 16, '<', _PREFIXES_0_2)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 16
+            j = buf.find('<', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_0:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -198,13 +272,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'reasoning_content': '</think>'
     i = buf.find('</think>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 8, 0, None
     if not eos:
-        lo = n - 7
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 7
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -217,7 +296,7 @@ def _scan_2(buf, pos, eos):
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': ')]<|tool_call_end|>' | ')]' | ')'
-    m = _D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)
+    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
     if m is not None:
         i, e = m.span()
         if not eos and (m.partial or e == n):
@@ -252,6 +331,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = (',<', '<', ')', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1

@@ -91,10 +91,52 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|header_start\\|>assistant<\\|header_end\\|>\\\n\\\n', regex.DOTALL)
 # open of 'tool_calls': /'(?:(?:<\\|python_start\\|>\\s*)?\\[|(?<=\\)),\\s*)(?P<name>[A-Za-z_][\\w.]*)\\('/
 _D0 = regex.compile('(?:(?:<\\|python_start\\|>\\s*)?\\[|(?<=\\)),\\s*)(?P<name>[A-Za-z_][\\w.]*)\\(', regex.DOTALL)
-# close of 'content': '<|eot|>' | '<|eom|>' | '<|python_end|>'
-_D1 = regex.compile('<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>', regex.DOTALL)
 # close of 'tool_calls': ')]<|python_end|>' | ')]' | ')'
-_D2 = regex.compile('\\)\\]<\\|python_end\\|>|\\)\\]|\\)', regex.DOTALL)
+_D1 = regex.compile('\\)\\]<\\|python_end\\|>|\\)\\]|\\)', regex.DOTALL)
+# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_0 = frozenset((
+    '<',
+    '<|',
+    '<|e',
+    '<|eo',
+    '<|eom',
+    '<|eom|',
+    '<|eot',
+    '<|eot|',
+    '<|p',
+    '<|py',
+    '<|pyt',
+    '<|pyth',
+    '<|pytho',
+    '<|python',
+    '<|python_',
+    '<|python_e',
+    '<|python_en',
+    '<|python_end',
+    '<|python_end|',
+))
+# close of 'content': '<|eot|>' | '<|eom|>' | '<|python_end|>'
+_PREFIXES_0_1 = frozenset((
+    '<',
+    '<|',
+    '<|e',
+    '<|eo',
+    '<|eom',
+    '<|eom|',
+    '<|eot',
+    '<|eot|',
+    '<|p',
+    '<|py',
+    '<|pyt',
+    '<|pyth',
+    '<|pytho',
+    '<|python',
+    '<|python_',
+    '<|python_e',
+    '<|python_en',
+    '<|python_end',
+    '<|python_end|',
+))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -123,6 +165,7 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m1 = False
     # open of 'tool_calls': /'(?:(?:<\\|python_start\\|>\\s*)?\\[|(?<=\\)),\\s*)(?P<name>[A-Za-z_][\\w.]*)\\('/
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
     if m is not None:
@@ -135,14 +178,39 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<|eot|>' | '<|eom|>' | '<|python_end|>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
-            bs, be, br, bm = i, e, 1, m
+    i = buf.find('<|eot|>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 7, 1, None
+    i = buf.find('<|eom|>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 7, 1, None
+    i = buf.find('<|python_end|>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 14, 1, None
+    if not eos:
+        if m1:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m1:
+                h = literal_hold(buf, pos if n - 13 < pos else n - 13, '<', _PREFIXES_0_1)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 13
+            j = buf.find('<', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_0:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -155,7 +223,7 @@ def _scan_1(buf, pos, eos):
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': ')]<|python_end|>' | ')]' | ')'
-    m = _D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)
+    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
     if m is not None:
         i, e = m.span()
         if not eos and (m.partial or e == n):
@@ -190,6 +258,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = (',<[', ')', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1

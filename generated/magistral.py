@@ -88,18 +88,52 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('\\[/TOOL_RESULTS\\]|\\[/INST\\]', regex.DOTALL)
 # open of 'tool_calls': /'(?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
 _D0 = regex.compile('(?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]', regex.DOTALL)
-# close of 'content': '[TOOL_CALLS]' | '</s>'
-_D1 = regex.compile('\\[TOOL_CALLS\\]|</s>', regex.DOTALL)
-# close of 'tool_calls': '[TOOL_CALLS]' | '</s>'
-_D2 = regex.compile('\\[TOOL_CALLS\\]|</s>', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
+    '<',
+    '</',
+    '</s',
     '[',
     '[T',
     '[TH',
     '[THI',
     '[THIN',
     '[THINK',
+    '[TO',
+    '[TOO',
+    '[TOOL',
+    '[TOOL_',
+    '[TOOL_C',
+    '[TOOL_CA',
+    '[TOOL_CAL',
+    '[TOOL_CALL',
+    '[TOOL_CALLS',
+))
+# open of 'reasoning_content': '[THINK]'
+_PREFIXES_0_0 = frozenset((
+    '[',
+    '[T',
+    '[TH',
+    '[THI',
+    '[THIN',
+    '[THINK',
+))
+# close of 'content': '[TOOL_CALLS]' | '</s>'
+_PREFIXES_0_2 = frozenset((
+    '<',
+    '</',
+    '</s',
+    '[',
+    '[T',
+    '[TO',
+    '[TOO',
+    '[TOOL',
+    '[TOOL_',
+    '[TOOL_C',
+    '[TOOL_CA',
+    '[TOOL_CAL',
+    '[TOOL_CALL',
+    '[TOOL_CALLS',
 ))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
@@ -110,6 +144,40 @@ _PREFIXES_1 = frozenset((
     '[/THI',
     '[/THIN',
     '[/THINK',
+))
+# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_2 = frozenset((
+    '<',
+    '</',
+    '</s',
+    '[',
+    '[T',
+    '[TO',
+    '[TOO',
+    '[TOOL',
+    '[TOOL_',
+    '[TOOL_C',
+    '[TOOL_CA',
+    '[TOOL_CAL',
+    '[TOOL_CALL',
+    '[TOOL_CALLS',
+))
+# close of 'tool_calls': '[TOOL_CALLS]' | '</s>'
+_PREFIXES_2_0 = frozenset((
+    '<',
+    '</',
+    '</s',
+    '[',
+    '[T',
+    '[TO',
+    '[TOO',
+    '[TOOL',
+    '[TOOL_',
+    '[TOOL_C',
+    '[TOOL_CA',
+    '[TOOL_CAL',
+    '[TOOL_CALL',
+    '[TOOL_CALLS',
 ))
 
 # -- state constants -------------------------------------------------------------------------
@@ -144,9 +212,10 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m2 = False
     # open of 'reasoning_content': '[THINK]'
     i = buf.find('[THINK]', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 7, 0, None
     # open of 'tool_calls': /'(?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
@@ -160,19 +229,31 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '[TOOL_CALLS]' | '</s>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br))):
-            bs, be, br, bm = i, e, 2, m
+    i = buf.find('[TOOL_CALLS]', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 12, 2, None
+    i = buf.find('</s>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 4, 2, None
     if not eos:
-        lo = n - 6
-        h = literal_hold(buf, lo if lo > pos else pos, '[', _PREFIXES_0)
-        if h < hold:
-            hold = h
+        if m2:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            h = literal_hold(buf, pos if n - 6 < pos else n - 6, '[', _PREFIXES_0_0)
+            if h < hold:
+                hold = h
+            if not m2:
+                h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<[', _PREFIXES_0_2)
+                if h < hold:
+                    hold = h
+        else:
+            h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<[', _PREFIXES_0)
+            if h < hold:
+                hold = h
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -186,13 +267,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'reasoning_content': '[/THINK]'
     i = buf.find('[/THINK]', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 8, 0, None
     if not eos:
-        lo = n - 7
-        h = literal_hold(buf, lo if lo > pos else pos, '[', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 7
+        j = buf.find('[', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('[', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -204,15 +290,30 @@ def _scan_2(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m0 = False
     # close of 'tool_calls': '[TOOL_CALLS]' | '</s>'
-    m = _D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
-            bs, be, br, bm = i, e, 0, m
+    i = buf.find('[TOOL_CALLS]', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 12, 0, None
+    i = buf.find('</s>', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 4, 0, None
+    if not eos:
+        if m0:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m0:
+                h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<[', _PREFIXES_2_0)
+                if h < hold:
+                    hold = h
+        else:
+            h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<[', _PREFIXES_2)
+            if h < hold:
+                hold = h
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -240,6 +341,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = (None, '[', '<[', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -128,15 +128,14 @@ def _scan_0(buf, pos, eos):
     bm = None
     # open of 'tool_calls': '[TOOL_CALLS]'
     i = buf.find('[TOOL_CALLS]', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 12, 0, None
     # close of 'content': '</s>'
     i = buf.find('</s>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 4, 1, None
     if not eos:
-        lo = n - 11
-        h = literal_hold(buf, lo if lo > pos else pos, '[<', _PREFIXES_0)
+        h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<[', _PREFIXES_0)
         if h < hold:
             hold = h
     if 0 <= bs < hold:
@@ -152,13 +151,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'tool_calls': '</s>'
     i = buf.find('</s>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 4, 0, None
     if not eos:
-        lo = n - 3
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 3
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -186,6 +190,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = ('<[', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -77,10 +77,74 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('\\[/TOOL_RESULTS\\]|\\[/INST\\]', regex.DOTALL)
 # open of 'tool_calls': /'(?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
 _D0 = regex.compile('(?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]', regex.DOTALL)
+# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_0 = frozenset((
+    '<',
+    '</',
+    '</s',
+    '[',
+    '[T',
+    '[TO',
+    '[TOO',
+    '[TOOL',
+    '[TOOL_',
+    '[TOOL_C',
+    '[TOOL_CA',
+    '[TOOL_CAL',
+    '[TOOL_CALL',
+    '[TOOL_CALLS',
+))
 # close of 'content': '[TOOL_CALLS]' | '</s>'
-_D1 = regex.compile('\\[TOOL_CALLS\\]|</s>', regex.DOTALL)
+_PREFIXES_0_1 = frozenset((
+    '<',
+    '</',
+    '</s',
+    '[',
+    '[T',
+    '[TO',
+    '[TOO',
+    '[TOOL',
+    '[TOOL_',
+    '[TOOL_C',
+    '[TOOL_CA',
+    '[TOOL_CAL',
+    '[TOOL_CALL',
+    '[TOOL_CALLS',
+))
+# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_1 = frozenset((
+    '<',
+    '</',
+    '</s',
+    '[',
+    '[T',
+    '[TO',
+    '[TOO',
+    '[TOOL',
+    '[TOOL_',
+    '[TOOL_C',
+    '[TOOL_CA',
+    '[TOOL_CAL',
+    '[TOOL_CALL',
+    '[TOOL_CALLS',
+))
 # close of 'tool_calls': '[TOOL_CALLS]' | '</s>'
-_D2 = regex.compile('\\[TOOL_CALLS\\]|</s>', regex.DOTALL)
+_PREFIXES_1_0 = frozenset((
+    '<',
+    '</',
+    '</s',
+    '[',
+    '[T',
+    '[TO',
+    '[TOO',
+    '[TOOL',
+    '[TOOL_',
+    '[TOOL_C',
+    '[TOOL_CA',
+    '[TOOL_CAL',
+    '[TOOL_CALL',
+    '[TOOL_CALLS',
+))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -109,6 +173,7 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m1 = False
     # open of 'tool_calls': /'(?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
     if m is not None:
@@ -121,14 +186,28 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '[TOOL_CALLS]' | '</s>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
-            bs, be, br, bm = i, e, 1, m
+    i = buf.find('[TOOL_CALLS]', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 12, 1, None
+    i = buf.find('</s>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 4, 1, None
+    if not eos:
+        if m1:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m1:
+                h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<[', _PREFIXES_0_1)
+                if h < hold:
+                    hold = h
+        else:
+            h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<[', _PREFIXES_0)
+            if h < hold:
+                hold = h
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -140,15 +219,30 @@ def _scan_1(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m0 = False
     # close of 'tool_calls': '[TOOL_CALLS]' | '</s>'
-    m = _D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
-            bs, be, br, bm = i, e, 0, m
+    i = buf.find('[TOOL_CALLS]', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 12, 0, None
+    i = buf.find('</s>', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 4, 0, None
+    if not eos:
+        if m0:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m0:
+                h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<[', _PREFIXES_1_0)
+                if h < hold:
+                    hold = h
+        else:
+            h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<[', _PREFIXES_1)
+            if h < hold:
+                hold = h
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -176,6 +270,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = (None, '<[', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

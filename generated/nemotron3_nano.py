@@ -90,16 +90,55 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
 _D0 = regex.compile('<tool_call>\\s*<function=(?P<name>[^>\\s]+)>', regex.DOTALL)
-# close of 'content': '<|im_end|>' | '</think>'
-_D1 = regex.compile('<\\|im_end\\|>|</think>', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
+    '<',
+    '</',
+    '</t',
+    '</th',
+    '</thi',
+    '</thin',
+    '</think',
+    '<t',
+    '<th',
+    '<thi',
+    '<thin',
+    '<think',
+    '<|',
+    '<|i',
+    '<|im',
+    '<|im_',
+    '<|im_e',
+    '<|im_en',
+    '<|im_end',
+    '<|im_end|',
+))
+# open of 'reasoning_content': '<think>'
+_PREFIXES_0_0 = frozenset((
     '<',
     '<t',
     '<th',
     '<thi',
     '<thin',
     '<think',
+))
+# close of 'content': '<|im_end|>' | '</think>'
+_PREFIXES_0_2 = frozenset((
+    '<',
+    '</',
+    '</t',
+    '</th',
+    '</thi',
+    '</thin',
+    '</think',
+    '<|',
+    '<|i',
+    '<|im',
+    '<|im_',
+    '<|im_e',
+    '<|im_en',
+    '<|im_end',
+    '<|im_end|',
 ))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
@@ -158,9 +197,10 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m2 = False
     # open of 'reasoning_content': '<think>'
     i = buf.find('<think>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 7, 0, None
     # open of 'tool_calls': /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
@@ -172,19 +212,37 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|im_end|>' | '</think>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br))):
-            bs, be, br, bm = i, e, 2, m
+    i = buf.find('<|im_end|>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 10, 2, None
+    i = buf.find('</think>', pos)
+    if i >= 0:
+        m2 = True
+        if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br))):
+            bs, be, br, bm = i, i + 8, 2, None
     if not eos:
-        lo = n - 6
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_0)
-        if h < hold:
-            hold = h
+        if m2:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            h = literal_hold(buf, pos if n - 6 < pos else n - 6, '<', _PREFIXES_0_0)
+            if h < hold:
+                hold = h
+            if not m2:
+                h = literal_hold(buf, pos if n - 9 < pos else n - 9, '<', _PREFIXES_0_2)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 9
+            j = buf.find('<', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_0:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -198,13 +256,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'reasoning_content': '</think>'
     i = buf.find('</think>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 8, 0, None
     if not eos:
-        lo = n - 7
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 7
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -218,13 +281,18 @@ def _scan_2(buf, pos, eos):
     bm = None
     # close of 'tool_calls': '</tool_call>'
     i = buf.find('</tool_call>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 12, 0, None
     if not eos:
-        lo = n - 11
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_2)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 11
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_2:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -252,6 +320,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = ('<', '<', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

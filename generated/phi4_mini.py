@@ -75,12 +75,36 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|assistant\\|>', regex.DOTALL)
-# close of 'content': '<|end|>' | '<|endoftext|>' | '<|assistant|>' | '<|user|>'
-_D0 = regex.compile('<\\|endoftext\\|>|<\\|assistant\\|>|<\\|user\\|>|<\\|end\\|>', regex.DOTALL)
-# close of 'tool_calls': '<|end|>' | '<|endoftext|>'
-_D1 = regex.compile('<\\|endoftext\\|>|<\\|end\\|>', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
+    '<',
+    '<|',
+    '<|a',
+    '<|as',
+    '<|ass',
+    '<|assi',
+    '<|assis',
+    '<|assist',
+    '<|assista',
+    '<|assistan',
+    '<|assistant',
+    '<|assistant|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|endo',
+    '<|endof',
+    '<|endoft',
+    '<|endofte',
+    '<|endoftex',
+    '<|endoftext',
+    '<|endoftext|',
+    '<|end|',
+    '<|u',
+    '<|us',
+    '<|use',
+    '<|user',
+    '<|user|',
     'f',
     'fu',
     'fun',
@@ -89,6 +113,80 @@ _PREFIXES_0 = frozenset((
     'functo',
     'functoo',
     'functool',
+))
+# open of 'tool_calls': 'functools'
+_PREFIXES_0_0 = frozenset((
+    'f',
+    'fu',
+    'fun',
+    'func',
+    'funct',
+    'functo',
+    'functoo',
+    'functool',
+))
+# close of 'content': '<|end|>' | '<|endoftext|>' | '<|assistant|>' | '<|user|>'
+_PREFIXES_0_1 = frozenset((
+    '<',
+    '<|',
+    '<|a',
+    '<|as',
+    '<|ass',
+    '<|assi',
+    '<|assis',
+    '<|assist',
+    '<|assista',
+    '<|assistan',
+    '<|assistant',
+    '<|assistant|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|endo',
+    '<|endof',
+    '<|endoft',
+    '<|endofte',
+    '<|endoftex',
+    '<|endoftext',
+    '<|endoftext|',
+    '<|end|',
+    '<|u',
+    '<|us',
+    '<|use',
+    '<|user',
+    '<|user|',
+))
+# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_1 = frozenset((
+    '<',
+    '<|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|endo',
+    '<|endof',
+    '<|endoft',
+    '<|endofte',
+    '<|endoftex',
+    '<|endoftext',
+    '<|endoftext|',
+    '<|end|',
+))
+# close of 'tool_calls': '<|end|>' | '<|endoftext|>'
+_PREFIXES_1_0 = frozenset((
+    '<',
+    '<|',
+    '<|e',
+    '<|en',
+    '<|end',
+    '<|endo',
+    '<|endof',
+    '<|endoft',
+    '<|endofte',
+    '<|endoftex',
+    '<|endoftext',
+    '<|endoftext|',
+    '<|end|',
 ))
 
 # -- state constants -------------------------------------------------------------------------
@@ -118,24 +216,47 @@ def _scan_0(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m1 = False
     # open of 'tool_calls': 'functools'
     i = buf.find('functools', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (9 > be - bs or (9 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 9, 0, None
     # close of 'content': '<|end|>' | '<|endoftext|>' | '<|assistant|>' | '<|user|>'
-    m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
-            bs, be, br, bm = i, e, 1, m
+    i = buf.find('<|end|>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 7, 1, None
+    i = buf.find('<|endoftext|>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 13, 1, None
+    i = buf.find('<|assistant|>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 13, 1, None
+    i = buf.find('<|user|>', pos)
+    if i >= 0:
+        m1 = True
+        if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 1 < br))):
+            bs, be, br, bm = i, i + 8, 1, None
     if not eos:
-        lo = n - 8
-        h = literal_hold(buf, lo if lo > pos else pos, 'f', _PREFIXES_0)
-        if h < hold:
-            hold = h
+        if m1:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            h = literal_hold(buf, pos if n - 8 < pos else n - 8, 'f', _PREFIXES_0_0)
+            if h < hold:
+                hold = h
+            if not m1:
+                h = literal_hold(buf, pos if n - 12 < pos else n - 12, '<', _PREFIXES_0_1)
+                if h < hold:
+                    hold = h
+        else:
+            h = literal_hold(buf, pos if n - 12 < pos else n - 12, '<f', _PREFIXES_0)
+            if h < hold:
+                hold = h
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -147,15 +268,36 @@ def _scan_1(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m0 = False
     # close of 'tool_calls': '<|end|>' | '<|endoftext|>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
-            bs, be, br, bm = i, e, 0, m
+    i = buf.find('<|end|>', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 7, 0, None
+    i = buf.find('<|endoftext|>', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 13, 0, None
+    if not eos:
+        if m0:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m0:
+                h = literal_hold(buf, pos if n - 12 < pos else n - 12, '<', _PREFIXES_1_0)
+                if h < hold:
+                    hold = h
+        else:
+            # a proper prefix of a literal at the end of the buffer: hold it back
+            j = n - 12
+            j = buf.find('<', j if j > pos else pos)
+            while j >= 0:
+                if buf[j:] in _PREFIXES_1:
+                    if j < hold:
+                        hold = j
+                    break
+                j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -183,6 +325,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = ('<f', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -176,7 +176,7 @@ def _scan_0(buf, pos, eos):
     bm = None
     # open of 'reasoning_content': '<seed:think>'
     i = buf.find('<seed:think>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 12, 0, None
     # open of 'tool_calls': /'<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
@@ -192,10 +192,15 @@ def _scan_0(buf, pos, eos):
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 10, 2, None
     if not eos:
-        lo = n - 11
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_0)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 11
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -209,13 +214,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'reasoning_content': '</seed:think>'
     i = buf.find('</seed:think>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 13, 0, None
     if not eos:
-        lo = n - 12
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 12
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -229,13 +239,18 @@ def _scan_2(buf, pos, eos):
     bm = None
     # close of 'tool_calls': '</seed:tool_call>'
     i = buf.find('</seed:tool_call>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 17, 0, None
     if not eos:
-        lo = n - 16
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_2)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 16
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_2:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -263,6 +278,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = ('<', '<', '<', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -88,8 +88,6 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")'/
 _D0 = regex.compile('<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")', regex.DOTALL)
-# close of 'tool_calls': '</tool_call>' | '```' | '<|im_end|>'
-_D1 = regex.compile('</tool_call>|<\\|im_end\\|>|```', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -116,6 +114,54 @@ _PREFIXES_1 = frozenset((
     '</thi',
     '</thin',
     '</think',
+))
+# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
+_PREFIXES_2 = frozenset((
+    '<',
+    '</',
+    '</t',
+    '</to',
+    '</too',
+    '</tool',
+    '</tool_',
+    '</tool_c',
+    '</tool_ca',
+    '</tool_cal',
+    '</tool_call',
+    '<|',
+    '<|i',
+    '<|im',
+    '<|im_',
+    '<|im_e',
+    '<|im_en',
+    '<|im_end',
+    '<|im_end|',
+    '`',
+    '``',
+))
+# close of 'tool_calls': '</tool_call>' | '```' | '<|im_end|>'
+_PREFIXES_2_0 = frozenset((
+    '<',
+    '</',
+    '</t',
+    '</to',
+    '</too',
+    '</tool',
+    '</tool_',
+    '</tool_c',
+    '</tool_ca',
+    '</tool_cal',
+    '</tool_call',
+    '<|',
+    '<|i',
+    '<|im',
+    '<|im_',
+    '<|im_e',
+    '<|im_en',
+    '<|im_end',
+    '<|im_end|',
+    '`',
+    '``',
 ))
 
 # -- state constants -------------------------------------------------------------------------
@@ -152,7 +198,7 @@ def _scan_0(buf, pos, eos):
     bm = None
     # open of 'reasoning_content': '<think>'
     i = buf.find('<think>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 7, 0, None
     # open of 'tool_calls': /'<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")'/
     m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
@@ -170,10 +216,15 @@ def _scan_0(buf, pos, eos):
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 10, 2, None
     if not eos:
-        lo = n - 9
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_0)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 9
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -187,13 +238,18 @@ def _scan_1(buf, pos, eos):
     bm = None
     # close of 'reasoning_content': '</think>'
     i = buf.find('</think>', pos)
-    if i >= 0:
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 8, 0, None
     if not eos:
-        lo = n - 7
-        h = literal_hold(buf, lo if lo > pos else pos, '<', _PREFIXES_1)
-        if h < hold:
-            hold = h
+        # a proper prefix of a literal at the end of the buffer: hold it back
+        j = n - 7
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -205,15 +261,35 @@ def _scan_2(buf, pos, eos):
     hold = n
     bs = be = br = -1
     bm = None
+    m0 = False
     # close of 'tool_calls': '</tool_call>' | '```' | '<|im_end|>'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
-        i, e = m.span()
-        if not eos and m.partial:
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
-            bs, be, br, bm = i, e, 0, m
+    i = buf.find('</tool_call>', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 12, 0, None
+    i = buf.find('```', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (3 > be - bs or (3 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 3, 0, None
+    i = buf.find('<|im_end|>', pos)
+    if i >= 0:
+        m0 = True
+        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br))):
+            bs, be, br, bm = i, i + 10, 0, None
+    if not eos:
+        if m0:
+            # A literal list that matched somewhere reports no partial match (the reference's
+            # alternation prefers a complete match), so only the other literals may hold text.
+            if not m0:
+                h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<`', _PREFIXES_2_0)
+                if h < hold:
+                    hold = h
+        else:
+            h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<`', _PREFIXES_2)
+            if h < hold:
+                hold = h
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -241,6 +317,9 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, )
+    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
+    # with none of them, arriving while nothing is held, is routed without scanning
+    TRIGGERS = (None, '<', '<`', )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -117,6 +117,9 @@ def literal_hold(buf: str, lo: int, firsts: str, prefixes: frozenset) -> int:
     return best
 
 
+#: held text at least this long is searched again only once it has doubled (see StreamParser._run)
+LONG_HOLD = 1024
+
 _NO_GROUPS: dict = {}  # shared, read-only: processors copy the scope they are given
 
 
@@ -154,11 +157,14 @@ class StreamParser:
     START_ANCHOR: Any = None
     SCANNERS: tuple = ()
     TRANSITIONS: tuple = ()
+    #: per state: characters any watched delimiter can start with, or None when unknown
+    TRIGGERS: tuple = ()
     #: characters of decided text regex delimiters must still see; None keeps everything
     CONTEXT: int | None = 0
 
-    __slots__ = ("_buf", "_pos", "_state", "_field", "_opened", "_body", "_groups", "_out",
-                 "_tools", "_tokenizer", "_done", "initial_events")
+    __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_groups",
+                 "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_rescan_at",
+                 "initial_events")
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None) -> None:
         if prefix is None:
@@ -170,12 +176,13 @@ class StreamParser:
         self._buf = ""
         self._pos = 0
         self._state = 0
-        self._field = self.OUTSIDE_FIELD
-        self._opened = False
-        self._body: list[str] = []
+        self._enter(self.OUTSIDE_FIELD)
         self._groups = None
         self._out = {key: _copy(value) for key, value in self.DEFAULTS.items()}
         self._done = False
+        self._quiet = False
+        self._triggers = self.TRIGGERS[0]
+        self._rescan_at = 0
         self.initial_events: list[dict] = []
         if prefix:
             last = None
@@ -208,8 +215,27 @@ class StreamParser:
             raise ParserStateError("ResponseParser already finalized (or failed earlier)")
         if text.__class__ is not str:
             text = to_text(text, self._tokenizer, "response")
+        if self._quiet:
+            # Fast path: nothing is held and the chunk holds no character any watched delimiter
+            # can start with, so the scanners could only route it whole to the open region.
+            for c in self._triggers:
+                if c in text:
+                    break
+            else:
+                if not text:
+                    return []
+                self._body.append(text)
+                context = self.CONTEXT
+                if context:
+                    kept = (self._buf + text)[-context:]
+                    self._buf = kept
+                    self._pos = len(kept)
+                return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
         if text:
             self._buf += text
+            if self._rescan_at and len(self._buf) < self._rescan_at:
+                # A long pending match (see _run): search again once the held text has doubled.
+                return []
         events: list[dict] = []
         self._guarded(events, False)
         return events
@@ -245,6 +271,13 @@ class StreamParser:
             self._done = True
             raise
 
+    def _enter(self, field: int | None) -> None:
+        self._field = field
+        self._name = None if field is None else self.FIELD_NAMES[field]
+        self._dirty = None if field is None else self.DIRTY[field]
+        self._opened = False
+        self._body = []
+
     def _run(self, events: list, eos: bool) -> None:
         buf = self._buf
         pos = self._pos
@@ -260,10 +293,10 @@ class StreamParser:
                 if is_open:
                     self._close(events, None)
                     self._state = target
-                    self._field = field
+                    self._enter(field)
                     self._groups = match
                     self._opened = True
-                    events.append({"type": "region_open", "field": self.FIELD_NAMES[field]})
+                    events.append({"type": "region_open", "field": self._name})
                 else:
                     had_text = self._opened
                     self._close(events, match)
@@ -288,17 +321,23 @@ class StreamParser:
             pos = context
         self._buf = buf
         self._pos = pos
+        held = len(buf) - pos
+        # Text held this long can only be a regex delimiter still pending (a lazy `.*?` that has
+        # not found its end, an indeterminate match waiting for end of stream): searching it again
+        # on every chunk would make the total work quadratic, so wait until it has doubled.
+        self._rescan_at = len(buf) + held if held >= LONG_HOLD else 0
+        triggers = self._triggers = self.TRIGGERS[self._state]
+        self._quiet = (held == 0 and self._opened and self._field is not None and triggers is not None
+                       and context is not None)
 
     def _route(self, events: list, text: str) -> None:
-        field = self._field
-        if field is None:
+        if self._field is None:
             return  # the null sink: no implicit field, text outside regions is discarded
-        name = self.FIELD_NAMES[field]
         if not self._opened:
             self._opened = True
-            events.append({"type": "region_open", "field": name})
+            events.append({"type": "region_open", "field": self._name})
         self._body.append(text)
-        events.append({"type": "region_chunk", "field": name, "text": text, "dirty": self.DIRTY[field]})
+        events.append({"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty})
 
     def _close(self, events: list, close_match: Any) -> None:
         field = self._field
@@ -315,13 +354,11 @@ class StreamParser:
             value = self.PROCESS[field]("".join(self._body), scope)
             if self._tools is not None:
                 value = coerce_tool_calls(value, self._tools)
-            name = self.FIELD_NAMES[field]
+            name = self._name
             self._store(field, name, value)
             events.append({"type": "region_close", "field": name, "value": value})
         self._state = 0
-        self._field = self.OUTSIDE_FIELD
-        self._opened = False
-        self._body = []
+        self._enter(self.OUTSIDE_FIELD)
         self._groups = None
 
     def _store(self, field: int, name: str, value: Any) -> None:
