@@ -211,13 +211,10 @@ class StreamParser:
             RuntimeError: (ParserStateError) after ``finalize`` or after an earlier error.
             ValueError / KeyError: a region body failed to parse or transform (SPEC 5, 6).
         """
-        if self._done:
-            raise ParserStateError("ResponseParser already finalized (or failed earlier)")
-        if text.__class__ is not str:
-            text = to_text(text, self._tokenizer, "response")
-        if self._quiet:
+        if self._quiet and text.__class__ is str:
             # Fast path: nothing is held and the chunk holds no character any watched delimiter
             # can start with, so the scanners could only route it whole to the open region.
+            # (_quiet is never set once the parser is finalized or failed.)
             for c in self._triggers:
                 if c in text:
                     break
@@ -231,6 +228,10 @@ class StreamParser:
                     self._buf = kept
                     self._pos = len(kept)
                 return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
+        if self._done:
+            raise ParserStateError("ResponseParser already finalized (or failed earlier)")
+        if text.__class__ is not str:
+            text = to_text(text, self._tokenizer, "response")
         if text:
             self._buf += text
             if self._rescan_at and len(self._buf) < self._rescan_at:
@@ -257,6 +258,7 @@ class StreamParser:
         defaults = self.DEFAULTS
         message = {k: v for k, v in self._out.items() if k in defaults or not _is_empty(v)}
         self._done = True
+        self._quiet = False
         missing = [name for name in self.REQUIRED if name not in message]
         if missing:
             raise ContentParseError(f"Required response_template fields missing from parsed output: {missing}")
@@ -269,6 +271,7 @@ class StreamParser:
         except BaseException:
             # Like h11: after an error the parser's state is unknown, so it refuses to go on.
             self._done = True
+            self._quiet = False
             raise
 
     def _enter(self, field: int | None) -> None:
