@@ -87,7 +87,10 @@ def _describe(delim) -> str:
 
 
 def _tuple(items: list[str]) -> str:
-    return "(" + "".join(f"{x}, " for x in items).rstrip(" ") + ")" if items else "()"
+    """A one-line tuple display of already-rendered items: ``()``, ``(a,)``, ``(a, b)``."""
+    if len(items) == 1:
+        return f"({items[0]},)"
+    return "(" + ", ".join(items) + ")"
 
 
 def _view(template: Template, automaton: Automaton, command: str, grammar: str) -> dict:
@@ -173,7 +176,12 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "abi": RUNTIME_ABI,
         "fields": fields,
         "defaults": py_literal(template.defaults),
-        "required": [repr(f.name) for f in template.fields if not f.optional],
+        "required": _tuple([repr(f.name) for f in template.fields if not f.optional]),
+        "dirty": _tuple([str(f.content not in STREAMABLE_PARSERS) for f in template.fields]),
+        "join": _tuple([repr(f.join) for f in template.fields]),
+        "repeats": _tuple([str(f.repeats) for f in template.fields]),
+        "scanners": _tuple([f"_scan_{s.index}" for s in automaton.states]),
+        "triggers": _tuple([repr(s.triggers) for s in automaton.states]),
         "anchor_repr": repr(template.start_anchor.pattern),
         "regexes": regexes,
         "states": states,

@@ -41,9 +41,9 @@ DEFAULTS = {
     'role': 'assistant',
 }
 # region_chunk "dirty" flag: json / xml-inline / kv-lines bodies are only meaningful once parsed
-_DIRTY = (False, True, False, )
-_JOIN = (None, None, '', )
-_REPEATS = (False, True, True, )
+_DIRTY = (False, True, False)
+_JOIN = (None, None, '')
+_REPEATS = (False, True, True)
 # named groups of the open and close patterns, in the transform scope of each field (D4, D5)
 _GROUPS = (
     (),
@@ -63,21 +63,21 @@ _PROCESS = (
         'tool_calls',
         'json',
         {
-                    'unquoted_keys': True,
-                    'string_delims': [
-                        [
-                            '<|"|>',
-                            '<|"|>',
-                        ],
-                    ],
-                },
+            'unquoted_keys': True,
+            'string_delims': [
+                [
+                    '<|"|>',
+                    '<|"|>',
+                ],
+            ],
+        },
         {
-                    'type': 'function',
-                    'function': {
-                        'name': '{name}',
-                        'arguments': '{content}',
-                    },
-                },
+            'type': 'function',
+            'function': {
+                'name': '{name}',
+                'arguments': '{content}',
+            },
+        },
         False,
         ('name',),
     ),
@@ -388,10 +388,10 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2, )
+    SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: the characters any watched delimiter can start with (None: unknown); a chunk
     # with none of them, arriving while nothing is held, is routed without scanning
-    TRIGGERS = ('<', '<', '<', )
+    TRIGGERS = ('<', '<', '<')
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -41,9 +41,9 @@ DEFAULTS = {
     'role': 'assistant',
 }
 # region_chunk "dirty" flag: json / xml-inline / kv-lines bodies are only meaningful once parsed
-_DIRTY = (False, True, False, )
-_JOIN = (None, None, '', )
-_REPEATS = (False, True, True, )
+_DIRTY = (False, True, False)
+_JOIN = (None, None, '')
+_REPEATS = (False, True, True)
 # named groups of the open and close patterns, in the transform scope of each field (D4, D5)
 _GROUPS = (
     (),
@@ -63,27 +63,27 @@ _PROCESS = (
         'tool_calls',
         'xml-inline',
         {
-                    'tag_pattern': '(?P<key>\\w+)\\s*=\\s*(?P<value>\'(?:[^\'\\\\]|\\\\.)*\'|"(?:[^"\\\\]|\\\\.)*"|(?P<nest>[\\[{](?:[^\\[\\]{}\'"]|\'(?:[^\'\\\\]|\\\\.)*\'|"(?:[^"\\\\]|\\\\.)*"|(?&nest))*[\\]}])|[^,\\s)]+)',
-                    'value_parser': {
-                        'name': 'json',
-                        'args': {
-                            'string_delims': [
-                                [
-                                    "'",
-                                    "'",
-                                ],
-                            ],
-                            'allow_non_json': True,
-                        },
-                    },
+            'tag_pattern': '(?P<key>\\w+)\\s*=\\s*(?P<value>\'(?:[^\'\\\\]|\\\\.)*\'|"(?:[^"\\\\]|\\\\.)*"|(?P<nest>[\\[{](?:[^\\[\\]{}\'"]|\'(?:[^\'\\\\]|\\\\.)*\'|"(?:[^"\\\\]|\\\\.)*"|(?&nest))*[\\]}])|[^,\\s)]+)',
+            'value_parser': {
+                'name': 'json',
+                'args': {
+                    'string_delims': [
+                        [
+                            "'",
+                            "'",
+                        ],
+                    ],
+                    'allow_non_json': True,
                 },
+            },
+        },
         {
-                    'type': 'function',
-                    'function': {
-                        'name': '{name}',
-                        'arguments': '{content}',
-                    },
-                },
+            'type': 'function',
+            'function': {
+                'name': '{name}',
+                'arguments': '{content}',
+            },
+        },
         False,
         ('name',),
     ),
@@ -330,10 +330,10 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2, )
+    SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: the characters any watched delimiter can start with (None: unknown); a chunk
     # with none of them, arriving while nothing is held, is routed without scanning
-    TRIGGERS = (',<', '<', ')', )
+    TRIGGERS = (',<', '<', ')')
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1

@@ -39,9 +39,9 @@ DEFAULTS = {
     'role': 'assistant',
 }
 # region_chunk "dirty" flag: json / xml-inline / kv-lines bodies are only meaningful once parsed
-_DIRTY = (True, False, )
-_JOIN = (None, '', )
-_REPEATS = (True, True, )
+_DIRTY = (True, False)
+_JOIN = (None, '')
+_REPEATS = (True, True)
 # named groups of the open and close patterns, in the transform scope of each field (D4, D5)
 _GROUPS = (
     (),
@@ -53,12 +53,12 @@ _PROCESS = (
         'json',
         {},
         {
-                    'type': 'function',
-                    'function': {
-                        'name': '{content.name}',
-                        'arguments': '{content.parameters}',
-                    },
-                },
+            'type': 'function',
+            'function': {
+                'name': '{content.name}',
+                'arguments': '{content.parameters}',
+            },
+        },
         False,
         (),
     ),
@@ -226,10 +226,10 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, )
+    SCANNERS = (_scan_0, _scan_1)
     # per state: the characters any watched delimiter can start with (None: unknown); a chunk
     # with none of them, arriving while nothing is held, is routed without scanning
-    TRIGGERS = (None, None, )
+    TRIGGERS = (None, None)
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1
