@@ -117,6 +117,9 @@ class State:
             can start with; a chunk holding none of them, arriving with nothing held, is plain
             region text (the parser's fast path). None when some delimiter's first characters
             are unknown.
+        pairs (tuple[str, ...] | None): when every watched delimiter is a literal of two or more
+            characters, their distinct first two characters: a trigger followed by anything else
+            cannot start a delimiter, so the fast path still applies. None otherwise.
     """
 
     index: int
@@ -124,6 +127,7 @@ class State:
     name: str
     watches: tuple[Watch, ...]
     triggers: str | None = None
+    pairs: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -484,6 +488,13 @@ def _watch(kind: str, field_index: int, delim: Delimiter, target: int) -> tuple[
     return Watch(kind, field_index, delim, 0, target, "regex", True, facts.indeterminate, facts.extendable), facts
 
 
+def _pairs(watches: tuple[Watch, ...]) -> tuple[str, ...] | None:
+    literals = [lit for w in watches for lit in (w.delimiter.literals or ())]
+    if any(w.delimiter.literals is None for w in watches) or any(len(lit) < 2 for lit in literals):
+        return None
+    return tuple(sorted({lit[:2] for lit in literals}))
+
+
 def build_automaton(template: Template) -> Automaton:
     """Build the region automaton of a validated template.
 
@@ -533,4 +544,5 @@ def build_automaton(template: Template) -> Automaton:
         close = fields[fi].close
         entries = [("close", fi, close, OUTSIDE)] if close is not None else []
         states.append(State(state_of_field[fi], fi, f"region {fields[fi].name!r}", *ranked(entries)))
+    states = [State(s.index, s.field, s.name, s.watches, s.triggers, _pairs(s.watches)) for s in states]
     return Automaton(tuple(states), state_of_field, context, tuple(dict.fromkeys(warnings)))

@@ -162,7 +162,8 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         states.append({"index": s.index, "label": label, "label_doc": _doc(label), "watches": watches,
                        "partial": partial, "transitions": transitions, "multi_ranks": multi_ranks,
                        "multi_any": " or ".join(f"m{r}" for r in multi_ranks),
-                       "triggers": repr(s.triggers)})
+                       "triggers": repr(s.triggers),
+                       "pairs": "None" if s.pairs is None else "frozenset(" + _tuple([repr(p) for p in s.pairs]) + ")"})
     source = template.source
     context = automaton.context
     return {

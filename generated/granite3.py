@@ -574,6 +574,13 @@ class ResponseParser(_rt.StreamParser):
     # per state: the characters any watched delimiter can start with (None: unknown); a chunk
     # with none of them, arriving while nothing is held, is routed without scanning
     TRIGGERS = ('<H', '<H', '<')
+    # per state: the first two characters of its literal delimiters (None: not all are literals
+    # of two or more characters); a trigger followed by anything else starts no delimiter
+    TRIGGER_PAIRS = (
+        frozenset(('</', '<r', '<t', '<|', 'He')),
+        frozenset(('</', 'He')),
+        frozenset(('</', '<|')),
+    )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -159,12 +159,14 @@ class StreamParser:
     TRANSITIONS: tuple = ()
     #: per state: characters any watched delimiter can start with, or None when unknown
     TRIGGERS: tuple = ()
+    #: per state: first two characters of its literal delimiters, or None (see automaton.State)
+    TRIGGER_PAIRS: tuple = ()
     #: characters of decided text regex delimiters must still see; None keeps everything
     CONTEXT: int | None = 0
 
     __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_groups",
-                 "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_rescan_at",
-                 "initial_events")
+                 "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
+                 "_tail", "_tail_len", "initial_events")
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None) -> None:
         if prefix is None:
@@ -182,7 +184,10 @@ class StreamParser:
         self._done = False
         self._quiet = False
         self._triggers = self.TRIGGERS[0]
+        self._pairs = self.TRIGGER_PAIRS[0]
         self._rescan_at = 0
+        self._tail: list[str] = []
+        self._tail_len = 0
         self.initial_events: list[dict] = []
         if prefix:
             last = None
@@ -212,11 +217,18 @@ class StreamParser:
             ValueError / KeyError: a region body failed to parse or transform (SPEC 5, 6).
         """
         if self._quiet and text.__class__ is str:
-            # Fast path: nothing is held and the chunk holds no character any watched delimiter
-            # can start with, so the scanners could only route it whole to the open region.
+            # Fast path: nothing is held and no character of the chunk can start a watched
+            # delimiter (a trigger character, followed by a character that continues one), so
+            # the scanners could only route it whole to the open region.
             # (_quiet is never set once the parser is finalized or failed.)
+            pairs = self._pairs
             for c in self._triggers:
-                if c in text:
+                j = text.find(c)
+                while j >= 0:
+                    if pairs is None or text[j:j + 2] in pairs or j + 1 == len(text):
+                        break
+                    j = text.find(c, j + 1)
+                if j >= 0:
                     break
             else:
                 if not text:
@@ -233,10 +245,16 @@ class StreamParser:
         if text.__class__ is not str:
             text = to_text(text, self._tokenizer, "response")
         if text:
-            self._buf += text
-            if self._rescan_at and len(self._buf) < self._rescan_at:
-                # A long pending match (see _run): search again once the held text has doubled.
-                return []
+            if self._rescan_at:
+                # A long pending match (see _run): collect chunks and search again once the
+                # held text has doubled, so neither copying nor searching grows per chunk.
+                self._tail.append(text)
+                self._tail_len += len(text)
+                if len(self._buf) + self._tail_len < self._rescan_at:
+                    return []
+                self._flush_tail()
+            else:
+                self._buf += text
         events: list[dict] = []
         self._guarded(events, False)
         return events
@@ -254,6 +272,7 @@ class StreamParser:
         if self._done:
             raise ParserStateError("ResponseParser already finalized (or failed earlier)")
         events: list[dict] = []
+        self._flush_tail()
         self._guarded(events, True)
         defaults = self.DEFAULTS
         message = {k: v for k, v in self._out.items() if k in defaults or not _is_empty(v)}
@@ -273,6 +292,12 @@ class StreamParser:
             self._done = True
             self._quiet = False
             raise
+
+    def _flush_tail(self) -> None:
+        if self._tail:
+            self._buf += "".join(self._tail)
+            self._tail.clear()
+            self._tail_len = 0
 
     def _enter(self, field: int | None) -> None:
         self._field = field
@@ -330,6 +355,7 @@ class StreamParser:
         # on every chunk would make the total work quadratic, so wait until it has doubled.
         self._rescan_at = len(buf) + held if held >= LONG_HOLD else 0
         triggers = self._triggers = self.TRIGGERS[self._state]
+        self._pairs = self.TRIGGER_PAIRS[self._state]
         self._quiet = (held == 0 and self._opened and self._field is not None and triggers is not None
                        and context is not None)
 
