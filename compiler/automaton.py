@@ -67,6 +67,8 @@ class PatternFacts:
             asks whether the rest of the buffer is a partial match from the same start.
         first_chars (str | None): every character a non-empty match (or partial match) can start
             with, in sorted order; None when unknown, unbounded, or the pattern can match empty.
+        lead (str): the literal characters every match starts with (``"<|"`` for
+            ``<\\|tool_call>call:\\w+``), empty when unknown.
     """
 
     indeterminate: bool
@@ -74,6 +76,7 @@ class PatternFacts:
     reasons: tuple[str, ...] = ()
     extendable: bool = False
     first_chars: str | None = None
+    lead: str = ""
 
 
 @dataclass(frozen=True)
@@ -431,7 +434,26 @@ def classify_pattern(pattern: str) -> PatternFacts:
     except (_Unknown, Exception):
         return PatternFacts(True, None, ("the compiler cannot analyse this pattern",))
     reasons = tuple(dict.fromkeys(facts["reasons"]))
-    return PatternFacts(bool(reasons), facts["context"], reasons, facts["extendable"], _first_chars(tree))
+    return PatternFacts(bool(reasons), facts["context"], reasons, facts["extendable"], _first_chars(tree),
+                        "" if _ignores_case(tree) else _lead(tree))
+
+
+def _lead(seq) -> str:
+    """Literal characters every match of ``seq`` starts with (zero-width assertions skipped)."""
+    out = []
+    for op, av in seq:
+        if op is sre_c.LITERAL:
+            out.append(chr(av))
+        elif op in (sre_c.AT, sre_c.ASSERT, sre_c.ASSERT_NOT) and not out:
+            continue
+        elif op is sre_c.SUBPATTERN:
+            inner = _lead(av[-1])
+            out.append(inner)
+            if len(inner) < len(av[-1]) or any(o is not sre_c.LITERAL for o, _ in av[-1]):
+                break
+        else:
+            break
+    return "".join(out)
 
 
 def _ignores_case(tree) -> bool:
@@ -489,10 +511,17 @@ def _watch(kind: str, field_index: int, delim: Delimiter, target: int) -> tuple[
 
 
 def _pairs(watches: tuple[Watch, ...]) -> tuple[str, ...] | None:
-    literals = [lit for w in watches for lit in (w.delimiter.literals or ())]
-    if any(w.delimiter.literals is None for w in watches) or any(len(lit) < 2 for lit in literals):
-        return None
-    return tuple(sorted({lit[:2] for lit in literals}))
+    """First two characters of every watched delimiter, or None when one of them has no such pair."""
+    pairs = set()
+    for w in watches:
+        if w.delimiter.literals is not None:
+            starts = [lit[:2] for lit in w.delimiter.literals]
+        else:
+            starts = [classify_pattern(w.delimiter.pattern).lead[:2]]
+        if any(len(start) < 2 for start in starts):
+            return None
+        pairs.update(starts)
+    return tuple(sorted(pairs))
 
 
 def build_automaton(template: Template) -> Automaton:

@@ -310,7 +310,7 @@ class ResponseParser(_rt.StreamParser):
     # per state: the first two characters of its literal delimiters (None: not all are literals
     # of two or more characters); a trigger followed by anything else starts no delimiter
     TRIGGER_PAIRS = (
-        None,
+        frozenset(('<|',)),
         frozenset(('<|',)),
     )
     TRANSITIONS = _TRANSITIONS
