@@ -317,15 +317,13 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
-    # per state: the characters any watched delimiter can start with (None: unknown); a chunk
-    # with none of them, arriving while nothing is held, is routed without scanning
-    TRIGGERS = (None, '<', '<`')
-    # per state: the first two characters of its literal delimiters (None: not all are literals
-    # of two or more characters); a trigger followed by anything else starts no delimiter
-    TRIGGER_PAIRS = (
-        None,
-        frozenset(('</',)),
-        frozenset(('</', '<|', '``')),
+    # per state: (the characters any watched delimiter can start with, None: unknown; the first
+    # two characters of every watched delimiter, None: not known for all). A chunk in which no
+    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    FAST_PATH = (
+        (None, None),
+        ('<', frozenset(('</',))),
+        ('<`', frozenset(('</', '<|', '``'))),
     )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

@@ -157,10 +157,9 @@ class StreamParser:
     START_ANCHOR: Any = None
     SCANNERS: tuple = ()
     TRANSITIONS: tuple = ()
-    #: per state: characters any watched delimiter can start with, or None when unknown
-    TRIGGERS: tuple = ()
-    #: per state: first two characters of its literal delimiters, or None (see automaton.State)
-    TRIGGER_PAIRS: tuple = ()
+    #: per state: (characters any watched delimiter can start with, or None when unknown;
+    #: the first two characters of every watched delimiter, or None) -- see automaton.State
+    FAST_PATH: tuple = ()
     #: characters of decided text regex delimiters must still see; None keeps everything
     CONTEXT: int | None = 0
 
@@ -183,8 +182,7 @@ class StreamParser:
         self._out = {key: _copy(value) for key, value in self.DEFAULTS.items()}
         self._done = False
         self._quiet = False
-        self._triggers = self.TRIGGERS[0]
-        self._pairs = self.TRIGGER_PAIRS[0]
+        self._triggers, self._pairs = self.FAST_PATH[0]
         self._rescan_at = 0
         self._tail: list[str] = []
         self._tail_len = 0
@@ -222,24 +220,39 @@ class StreamParser:
             # the scanners could only route it whole to the open region.
             # (_quiet is never set once the parser is finalized or failed.)
             pairs = self._pairs
+            cut = len(text)
             for c in self._triggers:
                 j = text.find(c)
                 while j >= 0:
-                    if pairs is None or text[j:j + 2] in pairs or j + 1 == len(text):
+                    if pairs is None or text[j:j + 2] in pairs:
                         break
+                    if j + 1 == len(text):
+                        cut = j  # a trigger ending the chunk may begin a delimiter: hold it
                     j = text.find(c, j + 1)
                 if j >= 0:
                     break
             else:
-                if not text:
-                    return []
-                self._body.append(text)
-                context = self.CONTEXT
-                if context:
-                    kept = (self._buf + text)[-context:]
-                    self._buf = kept
-                    self._pos = len(kept)
-                return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
+                if cut == len(text):
+                    if not text:
+                        return []
+                    self._body.append(text)
+                    context = self.CONTEXT
+                    if context:
+                        kept = (self._buf + text)[-context:]
+                        self._buf = kept
+                        self._pos = len(kept)
+                    return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
+                # What the scanners would do: route all but the last character, hold that one.
+                events = []
+                if cut:
+                    head = text[:cut]
+                    self._body.append(head)
+                    events.append({"type": "region_chunk", "field": self._name, "text": head, "dirty": self._dirty})
+                kept = (self._buf + text)[-(self.CONTEXT + 1):]
+                self._buf = kept
+                self._pos = len(kept) - 1
+                self._quiet = False
+                return events
         if self._done:
             raise ParserStateError("ResponseParser already finalized (or failed earlier)")
         if text.__class__ is not str:
@@ -256,7 +269,11 @@ class StreamParser:
             else:
                 self._buf += text
         events: list[dict] = []
-        self._guarded(events, False)
+        try:
+            self._run(events, False)
+        except BaseException:
+            self._fail()
+            raise
         return events
 
     def finalize(self) -> tuple[dict, list[dict]]:
@@ -288,10 +305,13 @@ class StreamParser:
         try:
             self._run(events, eos)
         except BaseException:
-            # Like h11: after an error the parser's state is unknown, so it refuses to go on.
-            self._done = True
-            self._quiet = False
+            self._fail()
             raise
+
+    def _fail(self) -> None:
+        # Like h11: after an error the parser's state is unknown, so it refuses to go on.
+        self._done = True
+        self._quiet = False
 
     def _flush_tail(self) -> None:
         if self._tail:
@@ -344,20 +364,23 @@ class StreamParser:
             break
         context = self.CONTEXT
         if context is not None and pos > context:
-            cut = pos - context
-            buf = buf[cut:]
+            buf = buf[pos - context:]
             pos = context
         self._buf = buf
         self._pos = pos
-        held = len(buf) - pos
-        # Text held this long can only be a regex delimiter still pending (a lazy `.*?` that has
-        # not found its end, an indeterminate match waiting for end of stream): searching it again
-        # on every chunk would make the total work quadratic, so wait until it has doubled.
-        self._rescan_at = len(buf) + held if held >= LONG_HOLD else 0
-        triggers = self._triggers = self.TRIGGERS[self._state]
-        self._pairs = self.TRIGGER_PAIRS[self._state]
-        self._quiet = (held == 0 and self._opened and self._field is not None and triggers is not None
-                       and context is not None)
+        if pos == len(buf):
+            self._rescan_at = 0
+            self._triggers, self._pairs = fast = self.FAST_PATH[self._state]
+            # the fast path needs an opened region, known triggers and a trimmed buffer
+            self._quiet = self._opened and fast[0] is not None and self._field is not None and context is not None
+        else:
+            self._quiet = False
+            held = len(buf) - pos
+            # Text held this long can only be a regex delimiter still pending (a lazy `.*?`
+            # that has not found its end, an indeterminate match waiting for end of stream):
+            # searching it again on every chunk would make the total work quadratic, so wait
+            # until it has doubled.
+            self._rescan_at = len(buf) + held if held >= LONG_HOLD else 0
 
     def _route(self, events: list, text: str) -> None:
         if self._field is None:
