@@ -121,6 +121,17 @@ def literal_hold(buf: str, lo: int, firsts: str, prefixes: frozenset) -> int:
 LONG_HOLD = 1024
 
 _NO_GROUPS: dict = {}  # shared, read-only: processors copy the scope they are given
+# Stands for "no trigger character at all" (a region that runs to the end of the stream): a chunk
+# that happens to contain it just takes the general fast path.
+_NO_TRIGGER = "\x00\uffff\x00"
+
+
+def _quick_trigger(triggers: str | None) -> str:
+    """What the quickest path tests with ``not in chunk``: the state's one trigger character;
+    ``""`` (in every chunk, so never quick) for several or unknown; ``_NO_TRIGGER`` for none."""
+    if triggers is None or len(triggers) > 1:
+        return ""
+    return triggers or _NO_TRIGGER
 
 
 def _is_empty(value: Any) -> bool:
@@ -165,7 +176,7 @@ class StreamParser:
 
     __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_groups",
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
-                 "_tail", "_tail_len", "initial_events")
+                 "_tail", "_tail_len", "_trigger", "_context", "initial_events")
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None) -> None:
         if prefix is None:
@@ -183,6 +194,8 @@ class StreamParser:
         self._done = False
         self._quiet = False
         self._triggers, self._pairs = self.FAST_PATH[0]
+        self._trigger = ""
+        self._context = self.CONTEXT
         self._rescan_at = 0
         self._tail: list[str] = []
         self._tail_len = 0
@@ -215,6 +228,10 @@ class StreamParser:
             ValueError / KeyError: a region body failed to parse or transform (SPEC 5, 6).
         """
         if self._quiet and text.__class__ is str:
+            if self._trigger not in text and text and not self._context:
+                # The commonest chunk: plain text, no trigger character, nothing to keep.
+                self._body.append(text)
+                return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
             # Fast path: nothing is held and no character of the chunk can start a watched
             # delimiter (a trigger character, followed by a character that continues one), so
             # the scanners could only route it whole to the open region.
@@ -371,6 +388,8 @@ class StreamParser:
         if pos == len(buf):
             self._rescan_at = 0
             self._triggers, self._pairs = fast = self.FAST_PATH[self._state]
+            triggers = fast[0]
+            self._trigger = _quick_trigger(triggers)
             # the fast path needs an opened region, known triggers and a trimmed buffer
             self._quiet = self._opened and fast[0] is not None and self._field is not None and context is not None
         else:
