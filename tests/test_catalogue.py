@@ -85,3 +85,13 @@ def test_corpus_xfail_names_real_vectors():
     ids = {v["id"] for v in CORPUS_VECTORS}
     listed = {vid for data in FAMILIES.values() for vid in data["corpus_xfail"]}
     assert sorted(listed - ids) == []
+
+
+def test_readme_table_lists_every_family():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| family | models | thinking switch | not expressible |"):]
+    for name, data in FAMILIES.items():
+        switch = f"`{data['thinking_switch']}`" if data["thinking_switch"] else "—"
+        assert f"| `{name}` | " in table, f"README table has no row for {name}"
+        row = next(line for line in table.splitlines() if line.startswith(f"| `{name}` | "))
+        assert f" | {switch} | " in row
