@@ -117,6 +117,9 @@ def literal_hold(buf: str, lo: int, firsts: str, prefixes: frozenset) -> int:
     return best
 
 
+#: body pieces joined into one block at a time (see StreamParser._keep)
+BLOCK = 256
+
 #: held text at least this long is searched again only once it has doubled (see StreamParser._run)
 LONG_HOLD = 1024
 
@@ -174,7 +177,7 @@ class StreamParser:
     #: characters of decided text regex delimiters must still see; None keeps everything
     CONTEXT: int | None = 0
 
-    __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_groups",
+    __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_blocks", "_groups",
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "initial_events")
 
@@ -230,7 +233,11 @@ class StreamParser:
         if self._quiet and text.__class__ is str:
             if self._trigger not in text and text and not self._context:
                 # The commonest chunk: plain text, no trigger character, nothing to keep.
-                self._body.append(text)
+                body = self._body
+                body.append(text)
+                if len(body) >= BLOCK:
+                    self._blocks.append("".join(body))
+                    body.clear()
                 return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
             # Fast path: nothing is held and no character of the chunk can start a watched
             # delimiter (a trigger character, followed by a character that continues one), so
@@ -252,7 +259,7 @@ class StreamParser:
                 if cut == len(text):
                     if not text:
                         return []
-                    self._body.append(text)
+                    self._keep(text)
                     context = self.CONTEXT
                     if context:
                         kept = (self._buf + text)[-context:]
@@ -263,7 +270,7 @@ class StreamParser:
                 events = []
                 if cut:
                     head = text[:cut]
-                    self._body.append(head)
+                    self._keep(head)
                     events.append({"type": "region_chunk", "field": self._name, "text": head, "dirty": self._dirty})
                 kept = (self._buf + text)[-(self.CONTEXT + 1):]
                 self._buf = kept
@@ -342,6 +349,7 @@ class StreamParser:
         self._dirty = None if field is None else self.DIRTY[field]
         self._opened = False
         self._body = []
+        self._blocks = []
 
     def _run(self, events: list, eos: bool) -> None:
         buf = self._buf
@@ -407,8 +415,17 @@ class StreamParser:
         if not self._opened:
             self._opened = True
             events.append({"type": "region_open", "field": self._name})
-        self._body.append(text)
+        self._keep(text)
         events.append({"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty})
+
+    def _keep(self, text: str) -> None:
+        """Append body text; every BLOCK pieces are joined, so a long body of small chunks costs
+        about its own size, not a pointer and a header per chunk."""
+        body = self._body
+        body.append(text)
+        if len(body) >= BLOCK:
+            self._blocks.append("".join(body))
+            body.clear()
 
     def _close(self, events: list, close_match: Any) -> None:
         field = self._field
@@ -422,7 +439,9 @@ class StreamParser:
                     scope.update(self._groups.groupdict())
                 if close_match is not None:
                     scope.update(close_match.groupdict())
-            value = self.PROCESS[field]("".join(self._body), scope)
+            blocks = self._blocks
+            text = "".join(blocks) + "".join(self._body) if blocks else "".join(self._body)
+            value = self.PROCESS[field](text, scope)
             if self._tools is not None:
                 value = coerce_tool_calls(value, self._tools)
             name = self._name
