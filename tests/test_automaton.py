@@ -1,0 +1,122 @@
+"""The region automaton pass: watch sets, tie-break ranks, delimiter classes (SPEC 4.2, 4.3, D2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from respc.compiler.automaton import build_automaton, classify_pattern
+from respc.compiler.load import LoadedTemplate
+from respc.compiler.validate import validate
+from respc.runtime import literal_hold
+
+
+def _automaton(document: dict):
+    return build_automaton(validate(LoadedTemplate(document, "<test>")))
+
+
+QWEN = {
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "tool_calls": {"open": "<tool_call>", "close": "</tool_call>", "content": "json", "repeats": True},
+        "reasoning_content": {"open": "<think>", "close": "</think>"},
+        "content": {"close": ["<|im_end|>", "<|endoftext|>"]},
+        "note": {"open_pattern": r"<note id=(?P<id>\d+)>", "transform": {"id": "{id}", "text": "{content}"}},
+    },
+}
+
+
+def test_states_and_watch_sets_follow_declaration_order():
+    auto = _automaton(QWEN)
+    outside = auto.states[0]
+    assert outside.name == "outside (implicit field 'content')"
+    assert [(w.kind, w.field) for w in outside.watches] == [("open", 0), ("open", 1), ("open", 3), ("close", 2)]
+    assert [s.name for s in auto.states[1:]] == ["region 'tool_calls'", "region 'reasoning_content'", "region 'note'"]
+    assert [(w.kind, w.field) for w in auto.states[1].watches] == [("close", 0)]
+    assert auto.states[3].watches == ()  # no close: the region runs to the end of the stream
+    assert auto.state_of_field == {0: 1, 1: 2, 3: 3}
+
+
+def test_ranks_put_opens_before_closes_then_field_names():
+    outside = _automaton(QWEN).states[0]
+    ranks = {(w.kind, w.field): w.rank for w in outside.watches}
+    # opens sorted by name: note < reasoning_content < tool_calls; the close comes last
+    assert ranks == {("open", 3): 0, ("open", 1): 1, ("open", 0): 2, ("close", 2): 3}
+
+
+def test_matchers_triggers_and_pairs():
+    auto = _automaton(QWEN)
+    outside = auto.states[0]
+    assert [w.matcher for w in outside.watches] == ["literal", "literal", "regex", "literal"]
+    assert outside.triggers == "<"
+    assert outside.pairs == ("<n", "<t", "<|")
+    assert auto.states[1].triggers == "<" and auto.states[1].pairs == ("</",)
+    assert auto.states[3].triggers == "" and auto.states[3].pairs == ()
+
+
+def test_literal_list_that_can_extend_is_searched_as_regex():
+    auto = _automaton({"start_anchor": "A", "fields": {"x": {"open": ["<a", "<ab>"], "close": "</a>"}}})
+    watch = auto.states[0].watches[0]
+    assert (watch.matcher, watch.pending_at_edge, watch.delimiter.can_extend) == ("regex", True, True)
+    assert watch.delimiter.pattern == "<ab>|<a"
+
+
+@pytest.mark.parametrize("pattern,indeterminate,context,extendable,first,lead", [
+    (r"<call name=(?P<name>.*)>", True, 0, False, "<", "<call name="),
+    (r"<call name=(?P<name>.*?)>", False, 0, False, "<", "<call name="),
+    (r"<tool_call>\s*<function=(?P<name>\w+)>", False, 0, False, "<", "<tool_call>"),
+    (r"[^>]*>", False, 0, False, None, ""),
+    (r"\w+\s", False, 0, False, None, ""),
+    ("$", True, 0, False, None, ""),
+    (r"\Z", True, 0, False, None, ""),
+    (r"(?:^|<think>\s*)", False, 1, False, None, ""),
+    (r"^\s*(?:<think>\s*)?|<think>\s*", False, 1, True, None, ""),
+    (r"\n?</response>", False, 0, True, "\n<", ""),
+    (r"functools(?=\[)", False, 0, False, "f", "functools"),
+    (r"foo(?!bar)", True, 0, False, "f", "foo"),
+    (r"x(?=a$)", True, 0, False, "x", "x"),
+    (r"(?<=\n)<x>", False, 1, False, "<", "<x>"),
+    (r"(?<=a+)b", False, None, False, "b", "b"),
+    (r"\bfoo", False, 1, False, "f", "foo"),
+    (r"(?i)<think>", False, 0, False, None, ""),
+    (r"(?:ab)*a", True, 0, False, "a", ""),
+])
+def test_classify_pattern(pattern, indeterminate, context, extendable, first, lead):
+    facts = classify_pattern(pattern)
+    assert (facts.indeterminate, facts.context, facts.extendable, facts.first_chars, facts.lead) == (
+        indeterminate, context, extendable, first, lead)
+
+
+def test_unanalysable_pattern_is_conservative():
+    facts = classify_pattern(r"\p{L}+:")  # regex-module syntax that sre cannot parse
+    assert facts.indeterminate and facts.context is None and facts.first_chars is None
+    assert facts.reasons == ("the compiler cannot analyse this pattern",)
+
+
+def test_warnings_name_field_key_and_reason():
+    auto = _automaton({"start_anchor": "A", "fields": {
+        "call": {"open_pattern": "<call name=(?P<name>.*)>", "close": "</call>", "transform": {"n": "{name}"}},
+        "content": {}}})
+    assert auto.warnings == (
+        "field 'call' open_pattern '<call name=(?P<name>.*)>': an unbounded greedy repeat overlaps what "
+        "follows it; its matches are held until no later input can change them (D2)",)
+    assert auto.states[0].watches[0].indeterminate
+
+
+def test_context_is_the_largest_need_of_any_regex_delimiter():
+    auto = _automaton({"start_anchor": "A", "fields": {
+        "a": {"open_pattern": r"(?<=\n\n)<a>", "close": "</a>"},
+        "b": {"open_pattern": r"\b<b>", "close": "</b>"}}})
+    assert auto.context == 2
+
+
+@pytest.mark.parametrize("buf,lo,expected", [
+    ("hello <th", 0, 6),
+    ("hello <tx", 0, 9),
+    ("hello <", 0, 6),
+    ("<t<th", 0, 2),
+    ("abc", 0, 3),
+    ("<th", 1, 3),
+])
+def test_literal_hold(buf, lo, expected):
+    prefixes = frozenset({"<", "<t", "<th", "<thi", "<thin", "<think"})
+    assert literal_hold(buf, lo, "<", prefixes) == expected
