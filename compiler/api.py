@@ -67,7 +67,7 @@ def compile_source(spec: Any, *, command: str | None = None, source_name: str | 
     return Compiled(template, automaton, grammar, source)
 
 
-_CACHE: dict[str, types.ModuleType] = {}
+_CACHE: dict[tuple[str, str], types.ModuleType] = {}
 _LOCK = threading.Lock()
 
 
@@ -80,18 +80,18 @@ def compile_template(template: Any) -> types.ModuleType:
 
     Returns:
         module: exposing ``ResponseParser``, ``get_response_parser``, ``parse_response``,
-        ``FIELD_NAMES``, ``GRAMMAR``. Cached by the template's SHA-256, so compiling the same
-        template twice returns the same module.
+        ``FIELD_NAMES``, ``GRAMMAR``. Cached by the template's SHA-256 and source label, so
+        compiling the same template from the same place twice returns the same module.
 
     Raises:
         TemplateError: the template breaks a rule of SPEC section 2.
     """
     compiled = compile_source(template)
-    key = compiled.template.sha256
+    key = (compiled.template.sha256, compiled.template.source)
     with _LOCK:
         module = _CACHE.get(key)
         if module is None:
-            name = f"respc._compiled_{key[:16]}"
+            name = f"respc._compiled_{key[0][:16]}"
             module = types.ModuleType(name)
             module.__file__ = f"<respc generated from {compiled.template.source}>"
             code = compile(compiled.source, module.__file__, "exec")

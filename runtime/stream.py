@@ -479,6 +479,27 @@ def _copy(value: Any) -> Any:
     return value
 
 
+def _texts(value: Any, tokenizer: Any, what: str) -> tuple[list[str], bool]:
+    """``(texts, is_batch)`` for a response or prefix argument (SPEC 3).
+
+    A str is one text; a list or tuple of str or of id sequences is a batch; anything else (a list
+    of ids, an array, a tensor) goes to ``tokenizer.decode``, which gives one str or, for a 2-D
+    input, a list of them (a batch), as transformers' tokenizers do.
+    """
+    if isinstance(value, str):
+        return [value], False
+    if isinstance(value, (list, tuple)) and (not value or isinstance(value[0], (str, list, tuple))):
+        return [to_text(item, tokenizer, what) for item in value], True
+    if tokenizer is None:
+        return [to_text(value, tokenizer, what)], False
+    decoded = tokenizer.decode(value)
+    if isinstance(decoded, str):
+        return [decoded], False
+    if isinstance(decoded, (list, tuple)) and all(isinstance(item, str) for item in decoded):
+        return list(decoded), True
+    raise TypeError(f"tokenizer.decode returned {type(decoded).__name__} for the {what}, expected str")
+
+
 def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix: Any, tools: Any,
                tokenizer: Any) -> Any:
     """Whole-text parsing with batches and prefix broadcasting (SPEC 3).
@@ -499,24 +520,17 @@ def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix:
     """
     if prefix is None:
         raise ValueError(PREFIX_REQUIRED)
-    if isinstance(response, str):
-        responses, batched = [response], False
-    elif isinstance(response, (list, tuple)) and (not response or isinstance(response[0], (str, list, tuple))):
-        responses, batched = list(response), True
-    else:
-        responses, batched = [response], False
-    texts = [to_text(item, tokenizer, "response") for item in responses]
-    if isinstance(prefix, str) or (isinstance(prefix, (list, tuple)) and not prefix):
-        prefixes = [to_text(prefix, tokenizer, "prefix")] * len(texts)
-    elif isinstance(prefix, (list, tuple)) and isinstance(prefix[0], (str, list, tuple)):
-        if len(prefix) != len(texts):
-            raise ValueError(
-                f"Got {len(texts)} response(s) but {len(prefix)} prefix(es); `prefix` must be a single "
-                "sequence (broadcast to every response), or one prefix per response."
-            )
-        prefixes = [to_text(item, tokenizer, "prefix") for item in prefix]
-    else:
-        prefixes = [to_text(prefix, tokenizer, "prefix")] * len(texts)
+    texts, batched = _texts(response, tokenizer, "response")
+    if isinstance(prefix, (list, tuple)) and not prefix:
+        prefix = ""  # the explicit opt-out, broadcast
+    prefixes, prefix_batched = _texts(prefix, tokenizer, "prefix")
+    if not prefix_batched:
+        prefixes = prefixes * len(texts)
+    elif len(prefixes) != len(texts):
+        raise ValueError(
+            f"Got {len(texts)} response(s) but {len(prefixes)} prefix(es); `prefix` must be a single "
+            "sequence (broadcast to every response), or one prefix per response."
+        )
     messages = []
     for text, item_prefix in zip(texts, prefixes):
         parser = parser_class(item_prefix, tools, tokenizer)

@@ -8,6 +8,7 @@ Python callables.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Optional
 
@@ -434,3 +435,43 @@ def test_callable_schema_matches_transformers():
     assert get_json_schema(get_weather) == transformers_utils.get_json_schema(get_weather)
     assert get_json_schema(get_weather)["function"]["parameters"]["properties"]["days"] == {
         "type": "integer", "description": "How many days."}
+
+
+class ArrayTokenizer(FakeTokenizer):
+    """Decodes like transformers' tokenizers: a 2-D input (here an ``IdArray`` of rows) gives a list."""
+
+    def decode(self, ids):
+        if isinstance(ids, IdArray):
+            return [FakeTokenizer.decode(self, row) for row in ids.rows] if ids.two_d else FakeTokenizer.decode(
+                self, ids.rows)
+        return FakeTokenizer.decode(self, ids)
+
+
+class IdArray:
+    """Stands in for a numpy array / tensor of token ids (not a list, so it goes to decode whole)."""
+
+    def __init__(self, rows, two_d):
+        self.rows, self.two_d = rows, two_d
+
+
+def test_two_dimensional_ids_decode_to_a_batch(mod):
+    tok = ArrayTokenizer()
+    assert mod.parse_response(IdArray([[3], [8, 5]], True), prefix="", tokenizer=tok) == [
+        {"role": "assistant", "content": "Hello"}, {"role": "assistant", "content": "Hi"}]
+    assert mod.parse_response(IdArray([3, 4], False), prefix=IdArray([0], False), tokenizer=tok) == {
+        "role": "assistant", "content": "Hello world"}
+
+
+def test_ids_array_without_tokenizer_is_a_type_error(mod):
+    with pytest.raises(TypeError, match="tokenizer="):
+        mod.parse_response(IdArray([3], False), prefix="")
+
+
+def test_cache_keeps_the_source_label(tmp_path):
+    path = tmp_path / "same.json"
+    document = {"start_anchor": "A", "fields": {"content": {"close": "<end>"}}}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    from_dict = respc.compile_template(document)
+    from_file = respc.compile_template(str(path))
+    assert from_dict.SOURCE == "<dict>" and from_file.SOURCE == str(path)
+    assert from_dict.TEMPLATE_SHA256 == from_file.TEMPLATE_SHA256
