@@ -439,13 +439,16 @@ def classify_pattern(pattern: str) -> PatternFacts:
 
 
 def _lead(seq) -> str:
-    """Literal characters every match of ``seq`` starts with (zero-width assertions skipped)."""
+    """Literal characters every match of ``seq`` starts with.
+
+    Stops at the first item that is not a literal. An assertion counts as such, even a leading
+    one: a pattern like ``(?<=\\n)<x>`` does not partially match a trailing ``<`` everywhere,
+    so the parser's fast path must not treat that ``<`` as held text.
+    """
     out = []
     for op, av in seq:
         if op is sre_c.LITERAL:
             out.append(chr(av))
-        elif op in (sre_c.AT, sre_c.ASSERT, sre_c.ASSERT_NOT) and not out:
-            continue
         elif op is sre_c.SUBPATTERN:
             inner = _lead(av[-1])
             out.append(inner)

@@ -74,9 +74,9 @@ def test_literal_list_that_can_extend_is_searched_as_regex():
     (r"functools(?=\[)", False, 0, False, "f", "functools"),
     (r"foo(?!bar)", True, 0, False, "f", "foo"),
     (r"x(?=a$)", True, 0, False, "x", "x"),
-    (r"(?<=\n)<x>", False, 1, False, "<", "<x>"),
-    (r"(?<=a+)b", False, None, False, "b", "b"),
-    (r"\bfoo", False, 1, False, "f", "foo"),
+    (r"(?<=\n)<x>", False, 1, False, "<", ""),
+    (r"(?<=a+)b", False, None, False, "b", ""),
+    (r"\bfoo", False, 1, False, "f", ""),
     (r"(?i)<think>", False, 0, False, None, ""),
     (r"(?:ab)*a", True, 0, False, "a", ""),
 ])
