@@ -115,6 +115,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     regexes = []
     regex_var: dict[tuple[int, str], str] = {}
     states = []
+    slots = 0
     for s in automaton.states:
         watches = []
         literal_watches = []
@@ -126,8 +127,10 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
                     "extendable": w.extendable}
             if w.matcher == "literal":
                 literals = w.delimiter.literals
-                view.update(literals=[{"repr": repr(lit), "length": len(lit)} for lit in literals],
+                view.update(literals=[{"repr": repr(lit), "length": len(lit), "slot": slots + k}
+                                      for k, lit in enumerate(literals)],
                             multi=len(literals) > 1)
+                slots += len(literals)
                 literal_watches.append((w, literals, comment))
             else:
                 key = (w.field, w.delimiter.key)
@@ -136,6 +139,10 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
                     regexes.append({"var": regex_var[key], "pattern_repr": repr(w.delimiter.pattern),
                                     "comment": comment + (" (indeterminate, D2)" if w.indeterminate else "")})
                 view["var"] = regex_var[key]
+                # \G depends on where a search starts, so such a pattern's result is never reused
+                view["memo"] = "\\G" not in w.delimiter.pattern
+                view["slot"] = slots
+                slots += 1
             watches.append(view)
         partial = None
         multi_ranks = [w.rank for w, literals, _ in literal_watches if len(literals) > 1]
@@ -187,6 +194,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "regexes": regexes,
         "states": states,
         "outside_field": template.implicit,
+        "memo_slots": slots,
         "context": context,
         "context_why": ("an unbounded lookbehind or a pattern the compiler cannot analyse: keep all"
                         if context is None else "^, \\b and lookbehinds must not see a trimmed start"

@@ -391,9 +391,11 @@ _TRANSITIONS = (
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
 # and the leftmost offset of a still-pending hit, from which text must be held back.
+# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
+# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
 
 
-def _scan_0(buf, pos, eos):
+def _scan_0(buf, pos, eos, memo):
     """S0, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
@@ -402,37 +404,51 @@ def _scan_0(buf, pos, eos):
     m0 = False
     m2 = False
     # open of 'reasoning_content': 'Here are my reasoning steps:' | '<thinking>'
-    i = buf.find('Here are my reasoning steps:', pos)
+    i = memo[0]
+    if i is None or -1 < i < pos:
+        i = memo[0] = buf.find('Here are my reasoning steps:', pos)
     if i >= 0:
         m0 = True
         if bs < 0 or i < bs or (i == bs and (28 > be - bs or (28 == be - bs and 0 < br))):
             bs, be, br, bm = i, i + 28, 0, None
-    i = buf.find('<thinking>', pos)
+    i = memo[1]
+    if i is None or -1 < i < pos:
+        i = memo[1] = buf.find('<thinking>', pos)
     if i >= 0:
         m0 = True
         if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br))):
             bs, be, br, bm = i, i + 10, 0, None
     # open of 'tool_calls': '<tool_calls>'
-    i = buf.find('<tool_calls>', pos)
+    i = memo[2]
+    if i is None or -1 < i < pos:
+        i = memo[2] = buf.find('<tool_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 12, 1, None
     # close of 'content': '[BEGIN FINAL RESPONSE]' | '[END FINAL RESPONSE]' | '<|end|>' | '</s>'
-    i = buf.find('[BEGIN FINAL RESPONSE]', pos)
+    i = memo[3]
+    if i is None or -1 < i < pos:
+        i = memo[3] = buf.find('[BEGIN FINAL RESPONSE]', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (22 > be - bs or (22 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 22, 2, None
-    i = buf.find('[END FINAL RESPONSE]', pos)
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('[END FINAL RESPONSE]', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 20, 2, None
-    i = buf.find('<|end|>', pos)
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('<|end|>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 7, 2, None
-    i = buf.find('</s>', pos)
+    i = memo[6]
+    if i is None or -1 < i < pos:
+        i = memo[6] = buf.find('</s>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 2 < br))):
@@ -461,7 +477,7 @@ def _scan_0(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_1(buf, pos, eos):
+def _scan_1(buf, pos, eos, memo):
     """S1, region 'reasoning_content'."""
     n = len(buf)
     hold = n
@@ -469,12 +485,16 @@ def _scan_1(buf, pos, eos):
     bm = None
     m0 = False
     # close of 'reasoning_content': '[BEGIN FINAL RESPONSE]' | '</thinking>'
-    i = buf.find('[BEGIN FINAL RESPONSE]', pos)
+    i = memo[7]
+    if i is None or -1 < i < pos:
+        i = memo[7] = buf.find('[BEGIN FINAL RESPONSE]', pos)
     if i >= 0:
         m0 = True
         if bs < 0 or i < bs or (i == bs and (22 > be - bs or (22 == be - bs and 0 < br))):
             bs, be, br, bm = i, i + 22, 0, None
-    i = buf.find('</thinking>', pos)
+    i = memo[8]
+    if i is None or -1 < i < pos:
+        i = memo[8] = buf.find('</thinking>', pos)
     if i >= 0:
         m0 = True
         if bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 0 < br))):
@@ -496,14 +516,16 @@ def _scan_1(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_2(buf, pos, eos):
+def _scan_2(buf, pos, eos, memo):
     """S2, region 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': '</tool_calls>'
-    i = buf.find('</tool_calls>', pos)
+    i = memo[9]
+    if i is None or -1 < i < pos:
+        i = memo[9] = buf.find('</tool_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 13, 0, None
     if not eos:
@@ -552,6 +574,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
+    MEMO_SLOTS = 10
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

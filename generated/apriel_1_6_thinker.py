@@ -196,24 +196,32 @@ _TRANSITIONS = (
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
 # and the leftmost offset of a still-pending hit, from which text must be held back.
+# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
+# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
 
 
-def _scan_0(buf, pos, eos):
+def _scan_0(buf, pos, eos, memo):
     """S0, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # open of 'reasoning_content': 'Here are my reasoning steps:'
-    i = buf.find('Here are my reasoning steps:', pos)
+    i = memo[0]
+    if i is None or -1 < i < pos:
+        i = memo[0] = buf.find('Here are my reasoning steps:', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (28 > be - bs or (28 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 28, 0, None
     # open of 'tool_calls': '<tool_calls>'
-    i = buf.find('<tool_calls>', pos)
+    i = memo[1]
+    if i is None or -1 < i < pos:
+        i = memo[1] = buf.find('<tool_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 12, 1, None
     # close of 'content': '<|end|>'
-    i = buf.find('<|end|>', pos)
+    i = memo[2]
+    if i is None or -1 < i < pos:
+        i = memo[2] = buf.find('<|end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 7, 2, None
     if not eos:
@@ -225,14 +233,16 @@ def _scan_0(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_1(buf, pos, eos):
+def _scan_1(buf, pos, eos, memo):
     """S1, region 'reasoning_content'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'reasoning_content': '[BEGIN FINAL RESPONSE]'
-    i = buf.find('[BEGIN FINAL RESPONSE]', pos)
+    i = memo[3]
+    if i is None or -1 < i < pos:
+        i = memo[3] = buf.find('[BEGIN FINAL RESPONSE]', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (22 > be - bs or (22 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 22, 0, None
     if not eos:
@@ -250,14 +260,16 @@ def _scan_1(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_2(buf, pos, eos):
+def _scan_2(buf, pos, eos, memo):
     """S2, region 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': '</tool_calls>'
-    i = buf.find('</tool_calls>', pos)
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('</tool_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 13, 0, None
     if not eos:
@@ -306,6 +318,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
+    MEMO_SLOTS = 5
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -349,9 +349,11 @@ _TRANSITIONS = (
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
 # and the leftmost offset of a still-pending hit, from which text must be held back.
+# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
+# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
 
 
-def _scan_0(buf, pos, eos):
+def _scan_0(buf, pos, eos, memo):
     """S0, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
@@ -359,35 +361,49 @@ def _scan_0(buf, pos, eos):
     bm = None
     m2 = False
     # open of 'reasoning_content': '<|START_THINKING|>'
-    i = buf.find('<|START_THINKING|>', pos)
+    i = memo[0]
+    if i is None or -1 < i < pos:
+        i = memo[0] = buf.find('<|START_THINKING|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 18, 0, None
     # open of 'tool_calls': '<|START_ACTION|>'
-    i = buf.find('<|START_ACTION|>', pos)
+    i = memo[1]
+    if i is None or -1 < i < pos:
+        i = memo[1] = buf.find('<|START_ACTION|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 16, 1, None
     # close of 'content': '<|START_RESPONSE|>' | '<|END_RESPONSE|>' | '<|END_OF_TURN_TOKEN|>' | '<|START_OF_TURN_TOKEN|>' | '<|CHATBOT_TOKEN|>'
-    i = buf.find('<|START_RESPONSE|>', pos)
+    i = memo[2]
+    if i is None or -1 < i < pos:
+        i = memo[2] = buf.find('<|START_RESPONSE|>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 18, 2, None
-    i = buf.find('<|END_RESPONSE|>', pos)
+    i = memo[3]
+    if i is None or -1 < i < pos:
+        i = memo[3] = buf.find('<|END_RESPONSE|>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 16, 2, None
-    i = buf.find('<|END_OF_TURN_TOKEN|>', pos)
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('<|END_OF_TURN_TOKEN|>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 21, 2, None
-    i = buf.find('<|START_OF_TURN_TOKEN|>', pos)
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('<|START_OF_TURN_TOKEN|>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (23 > be - bs or (23 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 23, 2, None
-    i = buf.find('<|CHATBOT_TOKEN|>', pos)
+    i = memo[6]
+    if i is None or -1 < i < pos:
+        i = memo[6] = buf.find('<|CHATBOT_TOKEN|>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br))):
@@ -421,14 +437,16 @@ def _scan_0(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_1(buf, pos, eos):
+def _scan_1(buf, pos, eos, memo):
     """S1, region 'reasoning_content'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'reasoning_content': '<|END_THINKING|>'
-    i = buf.find('<|END_THINKING|>', pos)
+    i = memo[7]
+    if i is None or -1 < i < pos:
+        i = memo[7] = buf.find('<|END_THINKING|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 16, 0, None
     if not eos:
@@ -446,14 +464,16 @@ def _scan_1(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_2(buf, pos, eos):
+def _scan_2(buf, pos, eos, memo):
     """S2, region 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': '<|END_ACTION|>'
-    i = buf.find('<|END_ACTION|>', pos)
+    i = memo[8]
+    if i is None or -1 < i < pos:
+        i = memo[8] = buf.find('<|END_ACTION|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 14, 0, None
     if not eos:
@@ -502,6 +522,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
+    MEMO_SLOTS = 9
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

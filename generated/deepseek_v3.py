@@ -203,9 +203,11 @@ _TRANSITIONS = (
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
 # and the leftmost offset of a still-pending hit, from which text must be held back.
+# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
+# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
 
 
-def _scan_0(buf, pos, eos):
+def _scan_0(buf, pos, eos, memo):
     """S0, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
@@ -213,8 +215,10 @@ def _scan_0(buf, pos, eos):
     bm = None
     m1 = False
     # open of 'tool_calls': /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/
-    m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
-    if m is not None:
+    m = memo[0]
+    if m is None or (m is not False and m.start() < pos):
+        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+    if m is not False:
         i, e = m.span()
         if not eos and (m.partial or e == n):
             if i < hold:
@@ -222,17 +226,23 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<｜end▁of▁sentence｜>' | '<｜tool▁calls▁begin｜>' | '<｜tool▁calls▁end｜>'
-    i = buf.find('<｜end▁of▁sentence｜>', pos)
+    i = memo[1]
+    if i is None or -1 < i < pos:
+        i = memo[1] = buf.find('<｜end▁of▁sentence｜>', pos)
     if i >= 0:
         m1 = True
         if bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 1 < br))):
             bs, be, br, bm = i, i + 19, 1, None
-    i = buf.find('<｜tool▁calls▁begin｜>', pos)
+    i = memo[2]
+    if i is None or -1 < i < pos:
+        i = memo[2] = buf.find('<｜tool▁calls▁begin｜>', pos)
     if i >= 0:
         m1 = True
         if bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 1 < br))):
             bs, be, br, bm = i, i + 20, 1, None
-    i = buf.find('<｜tool▁calls▁end｜>', pos)
+    i = memo[3]
+    if i is None or -1 < i < pos:
+        i = memo[3] = buf.find('<｜tool▁calls▁end｜>', pos)
     if i >= 0:
         m1 = True
         if bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 1 < br))):
@@ -260,14 +270,16 @@ def _scan_0(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_1(buf, pos, eos):
+def _scan_1(buf, pos, eos, memo):
     """S1, region 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': '```<｜tool▁call▁end｜>'
-    i = buf.find('```<｜tool▁call▁end｜>', pos)
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('```<｜tool▁call▁end｜>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 20, 0, None
     if not eos:
@@ -315,6 +327,7 @@ class ResponseParser(_rt.StreamParser):
         ('`', frozenset(('``',))),
     )
     TRANSITIONS = _TRANSITIONS
+    MEMO_SLOTS = 5
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

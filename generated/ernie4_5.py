@@ -234,9 +234,11 @@ _TRANSITIONS = (
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
 # and the leftmost offset of a still-pending hit, from which text must be held back.
+# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
+# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
 
 
-def _scan_0(buf, pos, eos):
+def _scan_0(buf, pos, eos, memo):
     """S0, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
@@ -244,8 +246,10 @@ def _scan_0(buf, pos, eos):
     bm = None
     m2 = False
     # open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
-    m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
-    if m is not None:
+    m = memo[0]
+    if m is None or (m is not False and m.start() < pos):
+        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+    if m is not False:
         i, e = m.span()
         # a greedy optional part may still grow: pending while the rest of the buffer could
         # continue this match (D2)
@@ -255,26 +259,36 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
             bs, be, br, bm = i, e, 0, m
     # open of 'tool_calls': '<tool_call>'
-    i = buf.find('<tool_call>', pos)
+    i = memo[1]
+    if i is None or -1 < i < pos:
+        i = memo[1] = buf.find('<tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 11, 1, None
     # close of 'content': '<response>' | '</response>' | '</s>' | '<|end_of_sentence|>'
-    i = buf.find('<response>', pos)
+    i = memo[2]
+    if i is None or -1 < i < pos:
+        i = memo[2] = buf.find('<response>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 10, 2, None
-    i = buf.find('</response>', pos)
+    i = memo[3]
+    if i is None or -1 < i < pos:
+        i = memo[3] = buf.find('</response>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 11, 2, None
-    i = buf.find('</s>', pos)
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('</s>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 4, 2, None
-    i = buf.find('<|end_of_sentence|>', pos)
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('<|end_of_sentence|>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 2 < br))):
@@ -305,14 +319,16 @@ def _scan_0(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_1(buf, pos, eos):
+def _scan_1(buf, pos, eos, memo):
     """S1, region 'reasoning_content'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'reasoning_content': '</think>'
-    i = buf.find('</think>', pos)
+    i = memo[6]
+    if i is None or -1 < i < pos:
+        i = memo[6] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 8, 0, None
     if not eos:
@@ -330,14 +346,16 @@ def _scan_1(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_2(buf, pos, eos):
+def _scan_2(buf, pos, eos, memo):
     """S2, region 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': '</tool_call>'
-    i = buf.find('</tool_call>', pos)
+    i = memo[7]
+    if i is None or -1 < i < pos:
+        i = memo[7] = buf.find('</tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 12, 0, None
     if not eos:
@@ -386,6 +404,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
+    MEMO_SLOTS = 8
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1
 

@@ -217,9 +217,11 @@ _TRANSITIONS = (
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
 # and the leftmost offset of a still-pending hit, from which text must be held back.
+# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
+# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
 
 
-def _scan_0(buf, pos, eos):
+def _scan_0(buf, pos, eos, memo):
     """S0, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
@@ -227,8 +229,10 @@ def _scan_0(buf, pos, eos):
     bm = None
     m1 = False
     # open of 'tool_calls': /'functools(?=\\[)'/
-    m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
-    if m is not None:
+    m = memo[0]
+    if m is None or (m is not False and m.start() < pos):
+        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+    if m is not False:
         i, e = m.span()
         if not eos and (m.partial or e == n):
             if i < hold:
@@ -236,12 +240,16 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<|eot_id|>' | '<|start_header_id|>assistant<|end_header_id|>'
-    i = buf.find('<|eot_id|>', pos)
+    i = memo[1]
+    if i is None or -1 < i < pos:
+        i = memo[1] = buf.find('<|eot_id|>', pos)
     if i >= 0:
         m1 = True
         if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br))):
             bs, be, br, bm = i, i + 10, 1, None
-    i = buf.find('<|start_header_id|>assistant<|end_header_id|>', pos)
+    i = memo[2]
+    if i is None or -1 < i < pos:
+        i = memo[2] = buf.find('<|start_header_id|>assistant<|end_header_id|>', pos)
     if i >= 0:
         m1 = True
         if bs < 0 or i < bs or (i == bs and (45 > be - bs or (45 == be - bs and 1 < br))):
@@ -269,14 +277,16 @@ def _scan_0(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_1(buf, pos, eos):
+def _scan_1(buf, pos, eos, memo):
     """S1, region 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': '<|eot_id|>'
-    i = buf.find('<|eot_id|>', pos)
+    i = memo[3]
+    if i is None or -1 < i < pos:
+        i = memo[3] = buf.find('<|eot_id|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 10, 0, None
     if not eos:
@@ -324,6 +334,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
+    MEMO_SLOTS = 4
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -414,9 +414,11 @@ _TRANSITIONS = (
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
 # and the leftmost offset of a still-pending hit, from which text must be held back.
+# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
+# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
 
 
-def _scan_0(buf, pos, eos):
+def _scan_0(buf, pos, eos, memo):
     """S0, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
@@ -424,12 +426,16 @@ def _scan_0(buf, pos, eos):
     bm = None
     m2 = False
     # open of 'reasoning_content': '<|channel|>analysis<|message|>'
-    i = buf.find('<|channel|>analysis<|message|>', pos)
+    i = memo[0]
+    if i is None or -1 < i < pos:
+        i = memo[0] = buf.find('<|channel|>analysis<|message|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (30 > be - bs or (30 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 30, 0, None
     # open of 'tool_calls': /'(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
-    m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
-    if m is not None:
+    m = memo[1]
+    if m is None or (m is not False and m.start() < pos):
+        m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+    if m is not False:
         i, e = m.span()
         # a greedy optional part may still grow: pending while the rest of the buffer could
         # continue this match (D2)
@@ -439,37 +445,51 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|start|>assistant' | '<|channel|>final<|message|>' | '<|channel|>final <|constrain|>json<|message|>' | '<|channel|>commentary<|message|>' | '<|end|>' | '<|return|>' | '<|call|>'
-    i = buf.find('<|start|>assistant', pos)
+    i = memo[2]
+    if i is None or -1 < i < pos:
+        i = memo[2] = buf.find('<|start|>assistant', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 18, 2, None
-    i = buf.find('<|channel|>final<|message|>', pos)
+    i = memo[3]
+    if i is None or -1 < i < pos:
+        i = memo[3] = buf.find('<|channel|>final<|message|>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (27 > be - bs or (27 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 27, 2, None
-    i = buf.find('<|channel|>final <|constrain|>json<|message|>', pos)
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('<|channel|>final <|constrain|>json<|message|>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (45 > be - bs or (45 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 45, 2, None
-    i = buf.find('<|channel|>commentary<|message|>', pos)
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('<|channel|>commentary<|message|>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (32 > be - bs or (32 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 32, 2, None
-    i = buf.find('<|end|>', pos)
+    i = memo[6]
+    if i is None or -1 < i < pos:
+        i = memo[6] = buf.find('<|end|>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 7, 2, None
-    i = buf.find('<|return|>', pos)
+    i = memo[7]
+    if i is None or -1 < i < pos:
+        i = memo[7] = buf.find('<|return|>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 10, 2, None
-    i = buf.find('<|call|>', pos)
+    i = memo[8]
+    if i is None or -1 < i < pos:
+        i = memo[8] = buf.find('<|call|>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br))):
@@ -500,14 +520,16 @@ def _scan_0(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_1(buf, pos, eos):
+def _scan_1(buf, pos, eos, memo):
     """S1, region 'reasoning_content'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'reasoning_content': '<|end|>'
-    i = buf.find('<|end|>', pos)
+    i = memo[9]
+    if i is None or -1 < i < pos:
+        i = memo[9] = buf.find('<|end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 7, 0, None
     if not eos:
@@ -525,7 +547,7 @@ def _scan_1(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_2(buf, pos, eos):
+def _scan_2(buf, pos, eos, memo):
     """S2, region 'tool_calls'."""
     n = len(buf)
     hold = n
@@ -533,12 +555,16 @@ def _scan_2(buf, pos, eos):
     bm = None
     m0 = False
     # close of 'tool_calls': '<|call|>' | '<|end|>'
-    i = buf.find('<|call|>', pos)
+    i = memo[10]
+    if i is None or -1 < i < pos:
+        i = memo[10] = buf.find('<|call|>', pos)
     if i >= 0:
         m0 = True
         if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br))):
             bs, be, br, bm = i, i + 8, 0, None
-    i = buf.find('<|end|>', pos)
+    i = memo[11]
+    if i is None or -1 < i < pos:
+        i = memo[11] = buf.find('<|end|>', pos)
     if i >= 0:
         m0 = True
         if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br))):
@@ -597,6 +623,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
+    MEMO_SLOTS = 12
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -146,20 +146,26 @@ _TRANSITIONS = (
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
 # and the leftmost offset of a still-pending hit, from which text must be held back.
+# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
+# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
 
 
-def _scan_0(buf, pos, eos):
+def _scan_0(buf, pos, eos, memo):
     """S0, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # open of 'tool_calls': '<|action_start|><|plugin|>'
-    i = buf.find('<|action_start|><|plugin|>', pos)
+    i = memo[0]
+    if i is None or -1 < i < pos:
+        i = memo[0] = buf.find('<|action_start|><|plugin|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (26 > be - bs or (26 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 26, 0, None
     # close of 'content': '<|im_end|>'
-    i = buf.find('<|im_end|>', pos)
+    i = memo[1]
+    if i is None or -1 < i < pos:
+        i = memo[1] = buf.find('<|im_end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 10, 1, None
     if not eos:
@@ -177,14 +183,16 @@ def _scan_0(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_1(buf, pos, eos):
+def _scan_1(buf, pos, eos, memo):
     """S1, region 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': '<|action_end|>'
-    i = buf.find('<|action_end|>', pos)
+    i = memo[2]
+    if i is None or -1 < i < pos:
+        i = memo[2] = buf.find('<|action_end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 14, 0, None
     if not eos:
@@ -232,6 +240,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
+    MEMO_SLOTS = 3
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -198,9 +198,11 @@ _TRANSITIONS = (
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
 # and the leftmost offset of a still-pending hit, from which text must be held back.
+# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
+# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
 
 
-def _scan_0(buf, pos, eos):
+def _scan_0(buf, pos, eos, memo):
     """S0, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
@@ -208,8 +210,10 @@ def _scan_0(buf, pos, eos):
     bm = None
     m1 = False
     # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>'/
-    m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
-    if m is not None:
+    m = memo[0]
+    if m is None or (m is not False and m.start() < pos):
+        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+    if m is not False:
         i, e = m.span()
         # a greedy optional part may still grow: pending while the rest of the buffer could
         # continue this match (D2)
@@ -219,17 +223,23 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<|im_end|>' | '<|tool_calls_section_begin|>' | '<|tool_calls_section_end|>'
-    i = buf.find('<|im_end|>', pos)
+    i = memo[1]
+    if i is None or -1 < i < pos:
+        i = memo[1] = buf.find('<|im_end|>', pos)
     if i >= 0:
         m1 = True
         if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br))):
             bs, be, br, bm = i, i + 10, 1, None
-    i = buf.find('<|tool_calls_section_begin|>', pos)
+    i = memo[2]
+    if i is None or -1 < i < pos:
+        i = memo[2] = buf.find('<|tool_calls_section_begin|>', pos)
     if i >= 0:
         m1 = True
         if bs < 0 or i < bs or (i == bs and (28 > be - bs or (28 == be - bs and 1 < br))):
             bs, be, br, bm = i, i + 28, 1, None
-    i = buf.find('<|tool_calls_section_end|>', pos)
+    i = memo[3]
+    if i is None or -1 < i < pos:
+        i = memo[3] = buf.find('<|tool_calls_section_end|>', pos)
     if i >= 0:
         m1 = True
         if bs < 0 or i < bs or (i == bs and (26 > be - bs or (26 == be - bs and 1 < br))):
@@ -257,14 +267,16 @@ def _scan_0(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_1(buf, pos, eos):
+def _scan_1(buf, pos, eos, memo):
     """S1, region 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': '<|tool_call_end|>'
-    i = buf.find('<|tool_call_end|>', pos)
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('<|tool_call_end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 17, 0, None
     if not eos:
@@ -312,6 +324,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
+    MEMO_SLOTS = 5
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -157,9 +157,11 @@ _TRANSITIONS = (
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
 # and the leftmost offset of a still-pending hit, from which text must be held back.
+# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
+# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
 
 
-def _scan_0(buf, pos, eos):
+def _scan_0(buf, pos, eos, memo):
     """S0, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
@@ -167,8 +169,10 @@ def _scan_0(buf, pos, eos):
     bm = None
     m1 = False
     # open of 'tool_calls': /'(?:(?:<\\|python_start\\|>\\s*)?\\[|(?<=\\)),\\s*)(?P<name>[A-Za-z_][\\w.]*)\\('/
-    m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
-    if m is not None:
+    m = memo[0]
+    if m is None or (m is not False and m.start() < pos):
+        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+    if m is not False:
         i, e = m.span()
         # a greedy optional part may still grow: pending while the rest of the buffer could
         # continue this match (D2)
@@ -178,17 +182,23 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<|eot|>' | '<|eom|>' | '<|python_end|>'
-    i = buf.find('<|eot|>', pos)
+    i = memo[1]
+    if i is None or -1 < i < pos:
+        i = memo[1] = buf.find('<|eot|>', pos)
     if i >= 0:
         m1 = True
         if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br))):
             bs, be, br, bm = i, i + 7, 1, None
-    i = buf.find('<|eom|>', pos)
+    i = memo[2]
+    if i is None or -1 < i < pos:
+        i = memo[2] = buf.find('<|eom|>', pos)
     if i >= 0:
         m1 = True
         if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br))):
             bs, be, br, bm = i, i + 7, 1, None
-    i = buf.find('<|python_end|>', pos)
+    i = memo[3]
+    if i is None or -1 < i < pos:
+        i = memo[3] = buf.find('<|python_end|>', pos)
     if i >= 0:
         m1 = True
         if bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 1 < br))):
@@ -216,15 +226,17 @@ def _scan_0(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_1(buf, pos, eos):
+def _scan_1(buf, pos, eos, memo):
     """S1, region 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': ')]<|python_end|>' | ')]' | ')'
-    m = _D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)
-    if m is not None:
+    m = memo[4]
+    if m is None or (m is not False and m.start() < pos):
+        m = memo[4] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
+    if m is not False:
         i, e = m.span()
         if not eos and (m.partial or e == n):
             if i < hold:
@@ -266,6 +278,7 @@ class ResponseParser(_rt.StreamParser):
         (')', None),
     )
     TRANSITIONS = _TRANSITIONS
+    MEMO_SLOTS = 5
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1
 

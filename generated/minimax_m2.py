@@ -234,9 +234,11 @@ _TRANSITIONS = (
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
 # and the leftmost offset of a still-pending hit, from which text must be held back.
+# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
+# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
 
 
-def _scan_0(buf, pos, eos):
+def _scan_0(buf, pos, eos, memo):
     """S0, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
@@ -244,12 +246,16 @@ def _scan_0(buf, pos, eos):
     bm = None
     m2 = False
     # open of 'reasoning_content': '<think>'
-    i = buf.find('<think>', pos)
+    i = memo[0]
+    if i is None or -1 < i < pos:
+        i = memo[0] = buf.find('<think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 7, 0, None
     # open of 'tool_calls': /'<invoke name="(?P<name>[^"]+)">'/
-    m = _D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)
-    if m is not None:
+    m = memo[1]
+    if m is None or (m is not False and m.start() < pos):
+        m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+    if m is not False:
         i, e = m.span()
         if not eos and (m.partial or e == n):
             if i < hold:
@@ -257,17 +263,23 @@ def _scan_0(buf, pos, eos):
         elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '[e~[' | '<minimax:tool_call>' | '</minimax:tool_call>'
-    i = buf.find('[e~[', pos)
+    i = memo[2]
+    if i is None or -1 < i < pos:
+        i = memo[2] = buf.find('[e~[', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 4, 2, None
-    i = buf.find('<minimax:tool_call>', pos)
+    i = memo[3]
+    if i is None or -1 < i < pos:
+        i = memo[3] = buf.find('<minimax:tool_call>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 2 < br))):
             bs, be, br, bm = i, i + 19, 2, None
-    i = buf.find('</minimax:tool_call>', pos)
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('</minimax:tool_call>', pos)
     if i >= 0:
         m2 = True
         if bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 2 < br))):
@@ -292,14 +304,16 @@ def _scan_0(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_1(buf, pos, eos):
+def _scan_1(buf, pos, eos, memo):
     """S1, region 'reasoning_content'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'reasoning_content': '</think>'
-    i = buf.find('</think>', pos)
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 8, 0, None
     if not eos:
@@ -317,14 +331,16 @@ def _scan_1(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_2(buf, pos, eos):
+def _scan_2(buf, pos, eos, memo):
     """S2, region 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': '</invoke>'
-    i = buf.find('</invoke>', pos)
+    i = memo[6]
+    if i is None or -1 < i < pos:
+        i = memo[6] = buf.find('</invoke>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (9 > be - bs or (9 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 9, 0, None
     if not eos:
@@ -373,6 +389,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
+    MEMO_SLOTS = 7
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -208,9 +208,11 @@ _TRANSITIONS = (
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
 # and the leftmost offset of a still-pending hit, from which text must be held back.
+# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
+# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
 
 
-def _scan_0(buf, pos, eos):
+def _scan_0(buf, pos, eos, memo):
     """S0, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
@@ -218,26 +220,36 @@ def _scan_0(buf, pos, eos):
     bm = None
     m1 = False
     # open of 'tool_calls': 'functools'
-    i = buf.find('functools', pos)
+    i = memo[0]
+    if i is None or -1 < i < pos:
+        i = memo[0] = buf.find('functools', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (9 > be - bs or (9 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 9, 0, None
     # close of 'content': '<|end|>' | '<|endoftext|>' | '<|assistant|>' | '<|user|>'
-    i = buf.find('<|end|>', pos)
+    i = memo[1]
+    if i is None or -1 < i < pos:
+        i = memo[1] = buf.find('<|end|>', pos)
     if i >= 0:
         m1 = True
         if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br))):
             bs, be, br, bm = i, i + 7, 1, None
-    i = buf.find('<|endoftext|>', pos)
+    i = memo[2]
+    if i is None or -1 < i < pos:
+        i = memo[2] = buf.find('<|endoftext|>', pos)
     if i >= 0:
         m1 = True
         if bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br))):
             bs, be, br, bm = i, i + 13, 1, None
-    i = buf.find('<|assistant|>', pos)
+    i = memo[3]
+    if i is None or -1 < i < pos:
+        i = memo[3] = buf.find('<|assistant|>', pos)
     if i >= 0:
         m1 = True
         if bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br))):
             bs, be, br, bm = i, i + 13, 1, None
-    i = buf.find('<|user|>', pos)
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('<|user|>', pos)
     if i >= 0:
         m1 = True
         if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 1 < br))):
@@ -262,7 +274,7 @@ def _scan_0(buf, pos, eos):
     return -1, 0, 0, None, hold
 
 
-def _scan_1(buf, pos, eos):
+def _scan_1(buf, pos, eos, memo):
     """S1, region 'tool_calls'."""
     n = len(buf)
     hold = n
@@ -270,12 +282,16 @@ def _scan_1(buf, pos, eos):
     bm = None
     m0 = False
     # close of 'tool_calls': '<|end|>' | '<|endoftext|>'
-    i = buf.find('<|end|>', pos)
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('<|end|>', pos)
     if i >= 0:
         m0 = True
         if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br))):
             bs, be, br, bm = i, i + 7, 0, None
-    i = buf.find('<|endoftext|>', pos)
+    i = memo[6]
+    if i is None or -1 < i < pos:
+        i = memo[6] = buf.find('<|endoftext|>', pos)
     if i >= 0:
         m0 = True
         if bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 0 < br))):
@@ -333,6 +349,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
+    MEMO_SLOTS = 7
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

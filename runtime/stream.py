@@ -11,7 +11,8 @@ text to the current region, open and close regions, store values (D1), finalize 
 only undecided text (plus the few characters of context the compiler asked for) in its buffer, so
 the total work is linear in the output length.
 
-Scanner contract: ``scan(buf: str, pos: int, eos: bool) -> (start, end, rank, match, hold)`` with
+Scanner contract: ``scan(buf: str, pos: int, eos: bool, memo: list) -> (start, end, rank, match,
+hold)`` with
 ``start == -1`` when nothing may be committed; ``rank`` indexes the state's transition table
 ``(is_open, field_index, target_state)``; ``match`` is the regex match object for regex
 delimiters (its named groups reach the transform scope), else None.
@@ -170,6 +171,8 @@ class StreamParser:
     OUTSIDE_FIELD: int | None = None
     START_ANCHOR: Any = None
     SCANNERS: tuple = ()
+    #: how many delimiter search results a scan memo holds
+    MEMO_SLOTS: int = 0
     TRANSITIONS: tuple = ()
     #: per state: (characters any watched delimiter can start with, or None when unknown;
     #: the first two characters of every watched delimiter, or None) -- see automaton.State
@@ -355,9 +358,11 @@ class StreamParser:
         buf = self._buf
         pos = self._pos
         scanners = self.SCANNERS
+        # per delimiter, its last search result over this buffer (see the generated scanners)
+        memo = [None] * self.MEMO_SLOTS
         while True:
             state = self._state
-            start, end, rank, match, hold = scanners[state](buf, pos, eos)
+            start, end, rank, match, hold = scanners[state](buf, pos, eos, memo)
             if start >= 0:
                 if start > pos:
                     self._route(events, buf[pos:start])
