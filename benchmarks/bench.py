@@ -379,6 +379,40 @@ def bench_whole_adversarial(sizes: list[int], budget: float, ref_parse) -> list[
     return rows
 
 
+def bench_whole_many_calls(counts: list[int], budget: float, ref_parse) -> list[dict]:
+    """Whole-text ``parse_response`` of qwen3 output made of ``count`` back-to-back tool calls.
+
+    Every commit moves the position on; a parser that searched again from there to the end for a
+    delimiter that never comes (here ``<think>``) would do quadratic work. The reference is run
+    while its previous size, scaled quadratically, stays under ``budget`` seconds."""
+    import respc
+
+    doc = inputs.load("qwen3")
+    module = respc.compile_template(doc)
+    call = '<tool_call>{"name": "f", "arguments": {}}</tool_call>'
+    rows, previous_ref = [], None
+    for count in counts:
+        text = call * count + "<|im_end|>"
+        ours = whole_ms(lambda: module.parse_response(text, ""), 1)
+        ref = None
+        if previous_ref is None or previous_ref[1] * (count / previous_ref[0]) ** 2 <= budget:
+            ref = whole_ms(lambda: ref_parse(text, doc, prefix=""), 1)
+            previous_ref = (count, ref / 1e3)
+        rows.append({"count": count, "size": len(text), "ours_ms": ours, "ref_ms": ref})
+    return rows
+
+
+def report_whole_many_calls(rows: list[dict]) -> None:
+    say("\n## whole-text parse with many tool calls: qwen3 (parse_response, one call; ms)")
+    out, prev = [], None
+    for row in rows:
+        growth = "" if prev is None else f"{row['ours_ms'] / prev['ours_ms']:.1f}x for {row['count'] / prev['count']:.3g}x the calls"
+        out.append([str(row["count"]), size_label(row["size"]), fmt(row["ours_ms"], ".1f"),
+                    fmt(row["ref_ms"], ".1f", "not run (projected > budget)"), growth])
+        prev = row
+    say(table(["tool calls", "size", "ours ms", "ref ms", "ours growth"], out))
+
+
 def profile_ours(name: str, size: int, top: int = 14) -> str:
     """cProfile of ours feeding ``size`` chars of template ``name`` (tottime order)."""
     import cProfile
@@ -602,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
             say(f"  {name}: SKIPPED ({skipped[name][:160]})")
     ctimes = compile_times([r["template"] for r in results]) if results else {}
     itimes = import_times([r["template"] for r in results]) if results else {}
-    adversarial, whole_adv = [], []
+    adversarial, whole_adv, many_calls = [], [], []
     if not args.no_adversarial:
         adv_sizes = [s for s in sizes if s >= 100 * KB] or sizes[-1:]
         if adv_sizes[0] != 10 * KB:
@@ -612,6 +646,7 @@ def main(argv: list[str] | None = None) -> int:
         adversarial = bench_adversarial(cases, adv_sizes, budget, Ref)
         whole_adv = bench_whole_adversarial([10 * KB, 30 * KB, 100 * KB], budget, ref_parse) \
             if "apertus" in names or not args.templates and not args.quick else []
+        many_calls = bench_whole_many_calls([1000, 4000, 16000], budget, ref_parse) if "qwen3" in names else []
 
     say("\n# results")
     say("inputs: " + "; ".join(f"{r['template']}: tool calls {r['tool_calls']}"
@@ -622,6 +657,8 @@ def main(argv: list[str] | None = None) -> int:
         report_build(ctimes, itimes)
     if adversarial:
         report_adversarial(adversarial, adv_sizes, budget)
+    if many_calls:
+        report_whole_many_calls(many_calls)
     if whole_adv:
         report_whole_adversarial(whole_adv)
     verdicts = report_targets(results, sizes, ctimes, itimes) if results else []
