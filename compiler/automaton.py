@@ -38,7 +38,6 @@ and patterns the analysis cannot read. The generated parser trims its buffer onl
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 try:  # Python 3.11+
@@ -124,10 +123,6 @@ class State:
         pairs (tuple[str, ...] | None): when every watched delimiter is a literal of two or more
             characters, their distinct first two characters: a trigger followed by anything else
             cannot start a delimiter, so the fast path still applies. None otherwise.
-        start (str | None): where ``triggers``/``pairs`` cannot say, one regex alternating all
-            watched delimiters: a chunk in which it finds neither a match nor a partial match
-            (searched after the kept context) starts no delimiter either. None when the
-            delimiters cannot be combined safely (inline flags, backreferences, ``\\G``).
     """
 
     index: int
@@ -136,7 +131,6 @@ class State:
     watches: tuple[Watch, ...]
     triggers: str | None = None
     pairs: tuple[str, ...] | None = None
-    start: str | None = None
 
 
 @dataclass(frozen=True)
@@ -533,21 +527,6 @@ def _pairs(watches: tuple[Watch, ...]) -> tuple[str, ...] | None:
     return tuple(sorted(pairs))
 
 
-# Inline flags would leak into the other alternatives, and group numbers and \G change meaning
-# when patterns are joined.
-_NOT_COMBINABLE = re.compile(r"\(\?[aiLmsuxVwfbepr0-9^-]+[:)]|\\[1-9]|\(\?P=|\\g<|\\G")
-
-
-def _start(watches: tuple[Watch, ...]) -> str | None:
-    """One regex that matches (or partially matches) wherever any watched delimiter would."""
-    if not watches:
-        return None
-    patterns = [w.delimiter.pattern for w in watches]
-    if any(_NOT_COMBINABLE.search(p) for p in patterns):
-        return None
-    return "|".join(f"(?:{p})" for p in patterns)
-
-
 def build_automaton(template: Template) -> Automaton:
     """Build the region automaton of a validated template.
 
@@ -597,7 +576,5 @@ def build_automaton(template: Template) -> Automaton:
         close = fields[fi].close
         entries = [("close", fi, close, OUTSIDE)] if close is not None else []
         states.append(State(state_of_field[fi], fi, f"region {fields[fi].name!r}", *ranked(entries)))
-    states = [State(s.index, s.field, s.name, s.watches, s.triggers, pairs,
-                    None if s.triggers is not None and pairs is not None else _start(s.watches))
-              for s in states for pairs in [_pairs(s.watches)]]
+    states = [State(s.index, s.field, s.name, s.watches, s.triggers, _pairs(s.watches)) for s in states]
     return Automaton(tuple(states), state_of_field, context, tuple(dict.fromkeys(warnings)))

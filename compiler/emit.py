@@ -170,7 +170,6 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
                        "partial": partial, "transitions": transitions, "multi_ranks": multi_ranks,
                        "multi_any": " or ".join(f"m{r}" for r in multi_ranks),
                        "triggers": repr(s.triggers),
-                       "start": repr(s.start) if s.start else None,
                        "pairs": "None" if s.pairs is None else "frozenset(" + _tuple([repr(p) for p in s.pairs]) + ")"})
     source = template.source
     context = automaton.context

@@ -88,9 +88,6 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|start\\|>assistant', regex.DOTALL)
 # open of 'tool_calls': /'(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
 _D0 = regex.compile('(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>', regex.DOTALL)
-# state 0: every watched delimiter in one pattern, for the fast path's "could a delimiter
-# start in this chunk?" test where the first characters alone cannot tell
-_START_0 = regex.compile('(?:<\\|channel\\|>analysis<\\|message\\|>)|(?:(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>)|(?:<\\|channel\\|>final\\ <\\|constrain\\|>json<\\|message\\|>|<\\|channel\\|>commentary<\\|message\\|>|<\\|channel\\|>final<\\|message\\|>|<\\|start\\|>assistant|<\\|return\\|>|<\\|call\\|>|<\\|end\\|>)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -618,13 +615,12 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all; else one pattern of all
-    # its delimiters, or None). A chunk in which no delimiter can start, arriving while nothing is
-    # held, is routed unscanned.
+    # two characters of every watched delimiter, None: not known for all). A chunk in which no
+    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
     FAST_PATH = (
-        (None, None, _START_0),
-        ('<', frozenset(('<|',)), None),
-        ('<', frozenset(('<|',)), None),
+        (None, None),
+        ('<', frozenset(('<|',))),
+        ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 12

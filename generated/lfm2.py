@@ -104,12 +104,6 @@ _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 _D0 = regex.compile('(?:<\\|tool_call_start\\|>\\s*\\[|(?<=\\)),\\s*)(?P<name>[A-Za-z_][\\w.]*)\\(', regex.DOTALL)
 # close of 'tool_calls': ')]<|tool_call_end|>' | ')]' | ')'
 _D1 = regex.compile('\\)\\]<\\|tool_call_end\\|>|\\)\\]|\\)', regex.DOTALL)
-# state 0: every watched delimiter in one pattern, for the fast path's "could a delimiter
-# start in this chunk?" test where the first characters alone cannot tell
-_START_0 = regex.compile('(?:<think>)|(?:(?:<\\|tool_call_start\\|>\\s*\\[|(?<=\\)),\\s*)(?P<name>[A-Za-z_][\\w.]*)\\()|(?:<\\|tool_call_end\\|>|<\\|im_end\\|>)', regex.DOTALL)
-# state 2: every watched delimiter in one pattern, for the fast path's "could a delimiter
-# start in this chunk?" test where the first characters alone cannot tell
-_START_2 = regex.compile('(?:\\)\\]<\\|tool_call_end\\|>|\\)\\]|\\))', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -352,13 +346,12 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all; else one pattern of all
-    # its delimiters, or None). A chunk in which no delimiter can start, arriving while nothing is
-    # held, is routed unscanned.
+    # two characters of every watched delimiter, None: not known for all). A chunk in which no
+    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
     FAST_PATH = (
-        (',<', None, _START_0),
-        ('<', frozenset(('</',)), None),
-        (')', None, _START_2),
+        (',<', None),
+        ('<', frozenset(('</',))),
+        (')', None),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 6

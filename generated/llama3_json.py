@@ -79,12 +79,6 @@ _START_ANCHOR = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id
 _D0 = regex.compile('(?=\\{\\s*"(?:name|parameters)"\\s*:)', regex.DOTALL)
 # close of 'tool_calls': /'(?<=\\})\\s*;|<\\|eot_id\\|>|<\\|eom_id\\|>'/
 _D1 = regex.compile('(?<=\\})\\s*;|<\\|eot_id\\|>|<\\|eom_id\\|>', regex.DOTALL)
-# state 0: every watched delimiter in one pattern, for the fast path's "could a delimiter
-# start in this chunk?" test where the first characters alone cannot tell
-_START_0 = regex.compile('(?:(?=\\{\\s*"(?:name|parameters)"\\s*:))|(?:<\\|eot_id\\|>|<\\|eom_id\\|>)', regex.DOTALL)
-# state 1: every watched delimiter in one pattern, for the fast path's "could a delimiter
-# start in this chunk?" test where the first characters alone cannot tell
-_START_1 = regex.compile('(?:(?<=\\})\\s*;|<\\|eot_id\\|>|<\\|eom_id\\|>)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -244,12 +238,11 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all; else one pattern of all
-    # its delimiters, or None). A chunk in which no delimiter can start, arriving while nothing is
-    # held, is routed unscanned.
+    # two characters of every watched delimiter, None: not known for all). A chunk in which no
+    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
     FAST_PATH = (
-        (None, None, _START_0),
-        (None, None, _START_1),
+        (None, None),
+        (None, None),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 4

@@ -93,12 +93,6 @@ _START_ANCHOR = regex.compile('<\\|header_start\\|>assistant<\\|header_end\\|>\\
 _D0 = regex.compile('(?:(?:<\\|python_start\\|>\\s*)?\\[|(?<=\\)),\\s*)(?P<name>[A-Za-z_][\\w.]*)\\(', regex.DOTALL)
 # close of 'tool_calls': ')]<|python_end|>' | ')]' | ')'
 _D1 = regex.compile('\\)\\]<\\|python_end\\|>|\\)\\]|\\)', regex.DOTALL)
-# state 0: every watched delimiter in one pattern, for the fast path's "could a delimiter
-# start in this chunk?" test where the first characters alone cannot tell
-_START_0 = regex.compile('(?:(?:(?:<\\|python_start\\|>\\s*)?\\[|(?<=\\)),\\s*)(?P<name>[A-Za-z_][\\w.]*)\\()|(?:<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>)', regex.DOTALL)
-# state 1: every watched delimiter in one pattern, for the fast path's "could a delimiter
-# start in this chunk?" test where the first characters alone cannot tell
-_START_1 = regex.compile('(?:\\)\\]<\\|python_end\\|>|\\)\\]|\\))', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -277,12 +271,11 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all; else one pattern of all
-    # its delimiters, or None). A chunk in which no delimiter can start, arriving while nothing is
-    # held, is routed unscanned.
+    # two characters of every watched delimiter, None: not known for all). A chunk in which no
+    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
     FAST_PATH = (
-        (',<[', None, _START_0),
-        (')', None, _START_1),
+        (',<[', None),
+        (')', None),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 5

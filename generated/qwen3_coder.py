@@ -267,12 +267,11 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all; else one pattern of all
-    # its delimiters, or None). A chunk in which no delimiter can start, arriving while nothing is
-    # held, is routed unscanned.
+    # two characters of every watched delimiter, None: not known for all). A chunk in which no
+    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
     FAST_PATH = (
-        ('<', frozenset(('<t', '<|')), None),
-        ('<', frozenset(('</',)), None),
+        ('<', frozenset(('<t', '<|'))),
+        ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 4

@@ -182,7 +182,7 @@ class StreamParser:
 
     __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_blocks", "_groups",
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
-                 "_tail", "_tail_len", "_trigger", "_context", "_start", "initial_events")
+                 "_tail", "_tail_len", "_trigger", "_context", "initial_events")
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None) -> None:
         if prefix is None:
@@ -199,7 +199,7 @@ class StreamParser:
         self._out = {key: _copy(value) for key, value in self.DEFAULTS.items()}
         self._done = False
         self._quiet = False
-        self._triggers, self._pairs, self._start = self.FAST_PATH[0]
+        self._triggers, self._pairs = self.FAST_PATH[0]
         self._trigger = ""
         self._context = self.CONTEXT
         self._rescan_at = 0
@@ -246,19 +246,6 @@ class StreamParser:
             # delimiter (a trigger character, followed by a character that continues one), so
             # the scanners could only route it whole to the open region.
             # (_quiet is never set once the parser is finalized or failed.)
-            start = self._start
-            if start is not None:
-                # No single delimiter start is known: ask one pattern of them all, after the
-                # context the delimiters may look behind at.
-                if start.search(self._buf + text, len(self._buf), partial=True) is not None or not text:
-                    return self._slow(text)
-                self._keep(text)
-                context = self.CONTEXT
-                if context:
-                    kept = (self._buf + text)[-context:]
-                    self._buf = kept
-                    self._pos = len(kept)
-                return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
             pairs = self._pairs
             cut = len(text)
             for c in self._triggers:
@@ -293,10 +280,6 @@ class StreamParser:
                 self._pos = len(kept) - 1
                 self._quiet = False
                 return events
-        return self._slow(text)
-
-    def _slow(self, text: Any) -> list[dict]:
-        """The general path of :meth:`feed`: buffer the text and run the scanners."""
         if self._done:
             raise ParserStateError("ResponseParser already finalized (or failed earlier)")
         if text.__class__ is not str:
@@ -417,11 +400,11 @@ class StreamParser:
         self._pos = pos
         if pos == len(buf):
             self._rescan_at = 0
-            triggers, pairs, start = self._triggers, self._pairs, self._start = self.FAST_PATH[self._state]
+            self._triggers, self._pairs = fast = self.FAST_PATH[self._state]
+            triggers = fast[0]
             self._trigger = _quick_trigger(triggers)
-            # the fast path needs an opened region, a way to rule delimiters out, a trimmed buffer
-            self._quiet = (self._opened and self._field is not None and context is not None
-                           and (triggers is not None or start is not None))
+            # the fast path needs an opened region, known triggers and a trimmed buffer
+            self._quiet = self._opened and fast[0] is not None and self._field is not None and context is not None
         else:
             self._quiet = False
             held = len(buf) - pos

@@ -136,7 +136,7 @@ KNOWN_NAMES = {
     "_DIRTY", "_JOIN", "_REPEATS", "_GROUPS", "_PROCESS", "_REQUIRED", "_START_ANCHOR", "_TRANSITIONS",
     "ResponseParser", "get_response_parser", "parse_response", "GRAMMAR", "__all__",
 }
-NUMBERED = re.compile(r"(_D|S|_scan_|_START_)\d+|_PREFIXES_\d+(_\d+)?")
+NUMBERED = re.compile(r"(_D|S|_scan_)\d+|_PREFIXES_\d+(_\d+)?")
 FORBIDDEN_IDENTIFIERS = {"__import__", "os", "system", "exec", "eval", "open", "touch", "PWNED",
                          "bos_token", "field", "raw", "generation"}
 
