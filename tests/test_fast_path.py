@@ -27,6 +27,15 @@ REGEX_TEMPLATES = {
     "word-boundary": ({"start_anchor": "A", "fields": {
         "x": {"open_pattern": r"\bcall:", "close": ";"}, "content": {}}},
         ["recall: no; call: yes; xcall: no", "call:a;b", "c call:"]),
+    "caret-or-tag-open": ({"start_anchor": "A", "fields": {
+        "r": {"open_pattern": r"^\s*(?:<think>\s*)?|<think>\s*", "close": "</think>"}, "content": {}}},
+        ["<think>a</think>b <think>c</think>", "plain</think> rest", "  x</think>y"]),
+    "lookahead-open": ({"start_anchor": "A", "fields": {
+        "call": {"open_pattern": r'(?=\{"name")', "close": ";", "content": "json"}, "content": {}}},
+        ['text {x} then {"name": 1}; more { "name" {"na', 'a{"name": 2};{"name": 3}']),
+    "context-lookbehind-start": ({"start_anchor": "A", "fields": {
+        "x": {"open_pattern": r"(?<=\n\n)\w+:", "close": "."}, "content": {}}},
+        ["intro\n\nkey: value. more\nno: x\n\nyes:", " a. b"]),
     "lead-pattern": ({"start_anchor": "A", "fields": {
         "x": {"open_pattern": r"<\|tool>(?P<n>\w+):", "close": "<|end|>", "transform": {"n": "{n}", "a": "{content}"}},
         "content": {}}},
