@@ -37,6 +37,17 @@ class _UsageError(Exception):
     """Bad arguments or unreadable input files: exit 2."""
 
 
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (the contract of this CLI), not usage + error."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise _ArgumentError(f"{self.prog}: error: {message} (see {self.prog} --help)")
+
+
+class _ArgumentError(Exception):
+    """Raised by :class:`_ArgumentParser` instead of exiting."""
+
+
 def _display_path(path: str) -> str:
     """A path for banners: relative to the working directory when inside it, never absolute.
 
@@ -156,7 +167,7 @@ def _parse(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="respc", description="Compile LLM response templates into streaming parsers.")
+    top = _ArgumentParser(prog="respc", description="Compile LLM response templates into streaming parsers.")
     sub = top.add_subparsers(dest="command", required=True)
     comp = sub.add_parser("compile", help="emit the parser module of a template")
     comp.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
@@ -183,8 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed its usage line
+    except SystemExit as exc:  # --help printed its text
         return int(exc.code or 0) and 2
+    except _ArgumentError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     try:
         return args.run(args)
     except TemplateError as exc:

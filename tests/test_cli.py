@@ -409,6 +409,7 @@ def test_bad_usage_exits_2(argv, workdir, capsys):
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "error:" in captured.err and "Traceback" not in captured.err
+    assert captured.err.count("\n") == 1  # one line, as every respc error
     assert not (workdir / "q.py").exists()
 
 
@@ -446,7 +447,8 @@ def test_bad_usage_subprocess(tmp_path):
     proc = subprocess.run(RESPC + ["compile", "qwen3"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert proc.stderr.splitlines()[-1] == "respc compile: error: the following arguments are required: -o/--output"
+    assert proc.stderr == ("respc compile: error: the following arguments are required: -o/--output "
+                           "(see respc compile --help)\n")
     assert "Traceback" not in proc.stderr
 
 
