@@ -88,6 +88,13 @@ def _check(args: argparse.Namespace) -> int:
     compiled = compile_source(args.template)
     for warning in compiled.automaton.warnings:
         print(f"warning: {warning}")
+    fields = compiled.template.fields
+    notes = dict.fromkeys(
+        f"field {fields[w.field].name!r} {w.delimiter.key} {w.delimiter.pattern!r}: a greedy optional part may "
+        "still grow, so a match waits while the buffered text could continue it (D2)"
+        for state in compiled.automaton.states for w in state.watches if w.extendable and not w.indeterminate)
+    for note in notes:
+        print(f"note: {note}")
     print(f"{compiled.template.source}: ok ({len(compiled.template.fields)} fields, "
           f"{len(compiled.automaton.states)} states, {len(compiled.automaton.warnings)} warnings)")
     return 0

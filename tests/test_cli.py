@@ -515,3 +515,11 @@ def test_acceptance_corpus_has_qwen3_vectors():
     if not CORPUS.is_file():
         pytest.skip("../shared/corpus/vectors.jsonl is absent")
     assert len(QWEN3_CORPUS) == 7
+
+
+def test_check_notes_greedy_optional_parts(capsys):
+    assert main(["check", "ernie4_5"]) == 0
+    assert capsys.readouterr().out == (
+        "note: field 'reasoning_content' open_pattern '^\\\\s*(?:<think>\\\\s*)?|<think>\\\\s*': a greedy optional "
+        "part may still grow, so a match waits while the buffered text could continue it (D2)\n"
+        "templates/ernie4_5.json: ok (3 fields, 3 states, 0 warnings)\n")
