@@ -12,10 +12,21 @@ only undecided text (plus the few characters of context the compiler asked for) 
 the total work is linear in the output length.
 
 Scanner contract: ``scan(buf: str, pos: int, eos: bool, memo: list) -> (start, end, rank, match,
-hold)`` with
-``start == -1`` when nothing may be committed; ``rank`` indexes the state's transition table
-``(is_open, field_index, target_state)``; ``match`` is the regex match object for regex
-delimiters (its named groups reach the transform scope), else None.
+hold)`` with ``start == -1`` when nothing may be committed; ``rank`` indexes the state's transition
+table ``(is_open, field_index, target_state)``; ``match`` is the regex match object for regex
+delimiters (its named groups reach the transform scope), else None. ``memo`` keeps each
+delimiter's last search result over the same buffer, so a long buffer is never searched twice.
+
+Three shortcuts keep the common chunk cheap, each giving exactly the events a scan would give
+(``tests/test_fast_path.py`` compares them):
+
+* fast path -- nothing held, region open, and no character of the chunk can start a watched
+  delimiter (``FAST_PATH``: the state's trigger characters and the first two characters of its
+  delimiters): the chunk is routed whole; a trigger ending the chunk is held without scanning;
+* blocks -- body pieces are joined every ``BLOCK`` pieces, so memory follows the body's size;
+* long holds -- text held behind a regex match still pending after ``LONG_HOLD`` characters is
+  searched again only once it has doubled (messages are unchanged; chunk boundaries of that text
+  may be coarser than the reference's).
 """
 
 from __future__ import annotations
