@@ -33,7 +33,6 @@ broken excuse cannot hide real mismatches.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from contextlib import contextmanager
 from copy import deepcopy
@@ -56,7 +55,6 @@ from test_properties import (  # noqa: E402
     catalogue_material,
     conformance_material,
     CONFORMANCE_REGEX,
-    delimiter_tokens,
     outcome,
     scenario,
 )

@@ -9,7 +9,6 @@ The same documents are compiled from a file too, so the message names the path.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
