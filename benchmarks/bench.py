@@ -500,7 +500,7 @@ def report_build(ctimes: dict, itimes: dict) -> None:
 
 
 def report_adversarial(rows: list[dict], sizes: list[int], budget: float) -> None:
-    say(f"\n## adversarial inputs (ours, µs per {inputs.CHUNK}-char chunk; each run stops after {budget:.0f} s; "
+    say(f"\n## adversarial inputs (ours, µs per {inputs.CHUNK}-char chunk; each run stops after {budget:g} s; "
         f"ref at {size_label(sizes[0])})")
     headers = ["template", "case", f"ref {size_label(sizes[0])}"] + [size_label(s) for s in sizes]
     headers += [f"{size_label(sizes[i + 1])}/{size_label(sizes[i])}" for i in range(len(sizes) - 1)] + ["linear?"]

@@ -64,21 +64,32 @@ def _display_path(path: str) -> str:
 def _compile(args: argparse.Namespace) -> int:
     source_name = _display_path(args.template)
     out = Path(args.output)
+    # The banner names paths relative to the working directory (never absolute); the hint on
+    # stderr repeats the command exactly as given, so it works from here.
     command = f"respc compile {source_name} -o {_display_path(args.output)}"
+    rerun = f"respc compile {args.template} -o {args.output}"
     compiled = compile_source(args.template, command=command, source_name=source_name)
     if args.check:
-        current = out.read_text(encoding="utf-8") if out.is_file() else ""
+        if not out.is_file():
+            print(f"respc: {args.output} does not exist; run: {rerun}", file=sys.stderr)
+            return 1
+        current = _read_text_file(args.output, "generated module")
         if current == compiled.source:
             return 0
         diff = difflib.unified_diff(current.splitlines(keepends=True), compiled.source.splitlines(keepends=True),
                                     fromfile=f"{args.output} (checked in)", tofile=f"{args.output} (regenerated)")
         sys.stdout.writelines(diff)
-        print(f"respc: {args.output} is stale; run: {command}", file=sys.stderr)
+        print(f"respc: {args.output} is stale; run: {rerun}", file=sys.stderr)
         return 1
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(compiled.source, encoding="utf-8")
-    os.replace(tmp, out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(compiled.source, encoding="utf-8")
+        os.replace(tmp, out)
+    except OSError as exc:
+        if tmp.is_file():
+            tmp.unlink()
+        raise _UsageError(f"cannot write {args.output!r}: {exc.strerror or exc}") from None
     for warning in compiled.automaton.warnings:
         print(f"respc: warning: {warning}", file=sys.stderr)
     return 0
@@ -119,6 +130,13 @@ def _print_json(value: Any, indent: int | None = None) -> None:
     sys.stdout.flush()
 
 
+class _NotUTF8(Exception):
+    """The model output is not UTF-8; ``offset`` counts bytes from the start of the input."""
+
+    def __init__(self, offset: int, reason: str) -> None:
+        super().__init__(f"input is not UTF-8 at byte {offset}: {reason}")
+
+
 def _stream_chunks(path: str):
     """Yield text as it arrives: from a file or stdin, decoded incrementally as UTF-8."""
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
@@ -129,17 +147,23 @@ def _stream_chunks(path: str):
             fd, close = os.open(path, os.O_RDONLY), True
         except OSError as exc:
             raise _UsageError(f"cannot read output file {path!r}: {exc.strerror}") from None
+    done = 0  # bytes fully decoded before the current read
     try:
         while True:
-            data = os.read(fd, 65536)
-            if not data:
-                break
-            text = decoder.decode(data)
+            try:
+                data = os.read(fd, 65536)
+            except OSError as exc:
+                raise _UsageError(f"cannot read output file {path!r}: {exc.strerror}") from None
+            pending = len(decoder.getstate()[0])
+            try:
+                text = decoder.decode(data, final=not data)
+            except UnicodeDecodeError as exc:
+                raise _NotUTF8(done - pending + exc.start, exc.reason) from None
+            done += len(data)
             if text:
                 yield text
-        tail = decoder.decode(b"", final=True)
-        if tail:
-            yield tail
+            if not data:
+                break
     finally:
         if close:
             os.close(fd)
@@ -173,8 +197,15 @@ def _parse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    from respc import __version__
+
+    return __version__
+
+
 def _parser() -> argparse.ArgumentParser:
     top = _ArgumentParser(prog="respc", description="Compile LLM response templates into streaming parsers.")
+    top.add_argument("--version", action="version", version=f"respc {_version()}")
     sub = top.add_subparsers(dest="command", required=True)
     comp = sub.add_parser("compile", help="emit the parser module of a template")
     comp.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
@@ -182,7 +213,7 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff when OUT is stale")
     comp.set_defaults(run=_compile)
     parse = sub.add_parser("parse", help="parse model output with a template")
-    parse.add_argument("template")
+    parse.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
     parse.add_argument("file", nargs="?", default="-", help="model output file, or - for standard input")
     group = parse.add_mutually_exclusive_group(required=True)
     group.add_argument("--prefix", help='the prompt before generation ("" opts out)')
@@ -190,10 +221,16 @@ def _parser() -> argparse.ArgumentParser:
     parse.add_argument("--tools", help="a JSON file with a list of tools, to type tool-call arguments")
     parse.add_argument("--events", action="store_true", help="print one JSON event per line as input arrives")
     parse.set_defaults(run=_parse)
-    check = sub.add_parser("check", help="validate a template and show its D2 warnings")
-    check.add_argument("template")
+    check = sub.add_parser("check", help="validate a template and show its D2 warnings and notes")
+    check.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
     check.set_defaults(run=_check)
     return top
+
+
+def _one_line(exc: BaseException, limit: int = 400) -> str:
+    """An exception's message as one line (its lines joined), shortened to ``limit`` characters."""
+    text = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,12 +251,11 @@ def main(argv: list[str] | None = None) -> int:
     except _UsageError as exc:
         print(f"respc: {exc}", file=sys.stderr)
         return 2
-    except UnicodeDecodeError as exc:
-        print(f"respc: input is not UTF-8 at byte {exc.start}: {exc.reason}", file=sys.stderr)
+    except _NotUTF8 as exc:
+        print(f"respc: {exc}", file=sys.stderr)
         return 1
     except (ValueError, KeyError, TypeError) as exc:
-        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"respc: cannot parse output: {type(exc).__name__}: {text}", file=sys.stderr)
+        print(f"respc: cannot parse output: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 1

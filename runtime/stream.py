@@ -92,6 +92,9 @@ def to_text(value: Any, tokenizer: Any, what: str) -> str:
         return value
     if isinstance(value, (list, tuple)) and not value:
         return ""
+    if value is None or isinstance(value, (bytes, bytearray)):
+        raise TypeError(f"{what} must be text (str) or token ids, not {type(value).__name__}"
+                        + ("; decode the bytes first" if value is not None else ""))
     if tokenizer is None:
         raise TypeError(
             f"{what} is not text ({type(value).__name__}); token ids need tokenizer= "

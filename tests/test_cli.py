@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+import respc
 from respc.compiler.cli import main
 from support import CONFORMANCE, CORPUS, REPO, load_jsonl
 
@@ -383,8 +384,8 @@ def test_check_stale_after_template_change(workdir, capsys):
 def test_check_missing_output_exits_1_and_writes_nothing(workdir, capsys):
     assert main(["compile", "templates/qwen3.json", "-o", "q.py", "--check"]) == 1
     captured = capsys.readouterr()
-    assert captured.out.startswith("--- q.py (checked in)\n+++ q.py (regenerated)\n@@ -0,0 +1,")
-    assert captured.err == "respc: q.py is stale; run: respc compile templates/qwen3.json -o q.py\n"
+    assert captured.out == ""
+    assert captured.err == "respc: q.py does not exist; run: respc compile templates/qwen3.json -o q.py\n"
     assert not (workdir / "q.py").exists()
 
 
@@ -523,3 +524,55 @@ def test_check_notes_greedy_optional_parts(capsys):
         "note: field 'reasoning_content' open_pattern '^\\\\s*(?:<think>\\\\s*)?|<think>\\\\s*': a greedy optional "
         "part may still grow, so a match waits while the buffered text could continue it (D2)\n"
         "templates/ernie4_5.json: ok (3 fields, 3 states, 0 warnings)\n")
+
+
+def test_stale_hint_repeats_the_paths_as_given(tmp_path, capsys):
+    out = tmp_path / "sub" / "q.py"
+    assert main(["compile", "qwen3", "-o", str(out)]) == 0
+    out.write_text(out.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    assert main(["compile", "qwen3", "-o", str(out), "--check"]) == 1
+    assert capsys.readouterr().err == f"respc: {out} is stale; run: respc compile qwen3 -o {out}\n"
+    assert str(tmp_path) not in out.read_text(encoding="utf-8").split("\n", 4)[3]
+
+
+def test_unwritable_output_is_one_line(tmp_path, capsys):
+    (tmp_path / "adir").mkdir()
+    assert main(["compile", "qwen3", "-o", str(tmp_path / "adir")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"respc: cannot write {str(tmp_path / 'adir')!r}: ") and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir"]
+
+
+def test_output_file_that_is_a_directory_is_one_line(tmp_path, capsys):
+    assert main(["parse", "qwen3", str(tmp_path), "--prefix", ""]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"respc: cannot read output file {str(tmp_path)!r}: ") and err.count("\n") == 1
+
+
+def test_not_utf8_offset_counts_from_the_start_of_the_input(tmp_path, capsys):
+    data = b"a" * 69000 + b"\xff" + b"tail"
+    (tmp_path / "out.bin").write_bytes(data)
+    assert main(["parse", "qwen3", str(tmp_path / "out.bin"), "--prefix", ""]) == 1
+    assert capsys.readouterr().err == "respc: input is not UTF-8 at byte 69000: invalid start byte\n"
+
+
+def test_truncated_character_across_reads(tmp_path, capsys):
+    data = b"a" * 65535 + "é".encode()[:1]
+    (tmp_path / "out.bin").write_bytes(data)
+    assert main(["parse", "qwen3", str(tmp_path / "out.bin"), "--prefix", ""]) == 1
+    assert capsys.readouterr().err == "respc: input is not UTF-8 at byte 65535: unexpected end of data\n"
+
+
+def test_content_error_is_one_line_with_its_detail(capsys, tmp_path):
+    (tmp_path / "out.txt").write_text('<tool_call>{"name": oops}</tool_call>', encoding="utf-8")
+    assert main(["parse", "qwen3", str(tmp_path / "out.txt"), "--prefix", ""]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("respc: cannot parse output: ContentParseError: Field 'tool_calls': json parser could not "
+                          "parse region as JSON. | Content: ")
+    assert "Expecting value" in err
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"respc {respc.__version__}\n"

@@ -268,6 +268,8 @@ def test_regex_delimiter_chunking_invariance(vector_id):
 
 def test_regex_templates_cover_the_hard_patterns():
     """The conformance templates above include every D2-relevant regex shape named in SPEC 9."""
+    if not CONFORMANCE_REGEX:
+        pytest.skip("../shared/conformance/hf.jsonl is absent")
     patterns = {p for _, template, _ in CONFORMANCE_REGEX for p in delimiter_patterns(template)}
     for needed in (r"(?:^|<think>\s*)", r"\n?</response>", "<call name=(?P<name>.*)>", "$", r"\Z"):
         assert needed in patterns, needed
