@@ -198,6 +198,13 @@ class StreamParser:
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "initial_events")
 
+    #: per state: what the quickest path tests with ``not in chunk`` (see _quick_trigger)
+    _QUICK: tuple = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._QUICK = tuple(_quick_trigger(triggers) for triggers, _ in cls.FAST_PATH)
+
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None) -> None:
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
@@ -214,7 +221,7 @@ class StreamParser:
         self._done = False
         self._quiet = False
         self._triggers, self._pairs = self.FAST_PATH[0]
-        self._trigger = ""
+        self._trigger = self._QUICK[0]
         self._context = self.CONTEXT
         self._rescan_at = 0
         self._tail: list[str] = []
@@ -414,9 +421,9 @@ class StreamParser:
         self._pos = pos
         if pos == len(buf):
             self._rescan_at = 0
-            self._triggers, self._pairs = fast = self.FAST_PATH[self._state]
-            triggers = fast[0]
-            self._trigger = _quick_trigger(triggers)
+            state = self._state
+            self._triggers, self._pairs = fast = self.FAST_PATH[state]
+            self._trigger = self._QUICK[state]
             # the fast path needs an opened region, known triggers and a trimmed buffer
             self._quiet = self._opened and fast[0] is not None and self._field is not None and context is not None
         else:
