@@ -103,9 +103,6 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
                         + (f", join {f.join!r}" if f.join is not None else "")
                         + ("" if f.optional else ", required")
                         + (", implicit field" if f.is_implicit else "")),
-            "dirty": f.content not in STREAMABLE_PARSERS,
-            "join": repr(f.join),
-            "repeats": f.repeats,
             "groups": _tuple([repr(g) for g in f.group_names]),
             "content_repr": repr(f.content),
             "content_args": py_literal(f.content_args, 8),
