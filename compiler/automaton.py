@@ -8,6 +8,12 @@ delimiters (its *watch set*, SPEC 4.2): outside, every explicit open in declarat
 implicit field's own close; inside a region, only that region's close. Committing a delimiter is a
 *transition*: an open moves to that field's state, a close moves back to ``OUTSIDE``.
 
+Template language v2 adds explicit transition actions. A field's open may also be watched inside
+other regions (``inside``): ``nest`` suspends the current region (it resumes when the nested one
+closes, so the parser keeps a stack of suspended regions), ``open`` closes it first. A field that
+ends at its value (``"end": "value"``) has no close in its own watch set; its optional trailing
+close gets a small *after* state that only looks at the position where the value ended.
+
 When two complete hits start at the same offset with the same length, SPEC 4.3 breaks the tie by
 "opens before closes, then field name"; that order never changes at run time, so each watched
 delimiter gets a precomputed *rank* and the emitted scanner compares ranks, not names.
@@ -39,6 +45,7 @@ and patterns the analysis cannot read. The generated parser trims its buffer onl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as _dc_field
 
 try:  # Python 3.11+
     from re import _constants as sre_c
@@ -49,9 +56,11 @@ except ImportError:  # pragma: no cover - Python 3.10
 
 from .ir import Delimiter, Template
 
-__all__ = ["Watch", "State", "Automaton", "build_automaton", "classify_pattern", "PatternFacts"]
+__all__ = ["ACTIONS", "Watch", "State", "Automaton", "build_automaton", "classify_pattern", "PatternFacts"]
 
 OUTSIDE = 0
+#: transition actions (see build_automaton)
+ACTIONS = ("open", "nest", "close", "after")
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,8 @@ class Watch:
         pending_at_edge (bool): a complete match ending at the buffer edge must wait.
         indeterminate (bool): every complete match must wait until end of stream (D2).
         extendable (bool): see :class:`PatternFacts`.
+        action (str): what committing it does, one of :data:`ACTIONS` (``kind`` is ``"open"``
+            for ``open``/``nest`` and ``"close"`` for ``close``/``after``).
     """
 
     kind: str
@@ -105,6 +116,7 @@ class Watch:
     pending_at_edge: bool
     indeterminate: bool
     extendable: bool = False
+    action: str = ""
 
 
 @dataclass(frozen=True)
@@ -142,12 +154,15 @@ class Automaton:
         state_of_field (dict[int, int]): explicit field index -> its state.
         context (int | None): decided characters regex delimiters need to see (None = all).
         warnings (tuple[str, ...]): indeterminate delimiters (D2), for ``respc check``.
+        after_state (dict[int, int]): v2: field index -> the state watching the optional close
+            that may follow its value (fields with ``"end": "value"`` and a close).
     """
 
     states: tuple[State, ...]
     state_of_field: dict
     context: int | None
     warnings: tuple[str, ...]
+    after_state: dict = _dc_field(default_factory=dict)
 
 
 # --- regex analysis -------------------------------------------------------------------------
@@ -530,6 +545,13 @@ def _pairs(watches: tuple[Watch, ...]) -> tuple[str, ...] | None:
 def build_automaton(template: Template) -> Automaton:
     """Build the region automaton of a validated template.
 
+    States: ``OUTSIDE`` (0), one per explicit field in declaration order, then one *after* state per
+    field that ends at its value and has a close (v2): it watches only that optional trailing close.
+    Transitions carry an explicit action (:data:`ACTIONS`): ``open`` (the current region closes,
+    the new one opens and later returns where the closed one would have), ``nest`` (the current
+    region is suspended and resumes when the new one ends), ``close`` (back to the suspended
+    region, or OUTSIDE) and ``after`` (consume the trailing close, then go back).
+
     Args:
         template: the IR from :func:`respc.compiler.validate.validate`.
 
@@ -540,15 +562,25 @@ def build_automaton(template: Template) -> Automaton:
     fields = template.fields
     explicit = [i for i, f in enumerate(fields) if not f.is_implicit]
     state_of_field = {fi: k + 1 for k, fi in enumerate(explicit)}
+    after_fields = [fi for fi in explicit if fields[fi].end == "value" and fields[fi].close is not None]
+    after_state = {fi: len(explicit) + 1 + k for k, fi in enumerate(after_fields)}
     context: int | None = 0
     warnings: list[str] = []
+
+    def order_key(w: Watch):
+        # SPEC 4.3: opens before closes, then field name; v2 breaks ties in declaration order.
+        second = fields[w.field].name if template.version < 2 else w.field
+        return (0 if w.kind == "open" else 1, second)
 
     def ranked(entries):
         nonlocal context
         watches = []
         triggers: set[str] | None = set()
-        for kind, fi, delim, target in entries:
+        for action, fi, delim, target in entries:
+            kind = "open" if action in ("open", "nest") else "close"
             watch, facts = _watch(kind, fi, delim, target)
+            watch = Watch(watch.kind, watch.field, watch.delimiter, 0, watch.target, watch.matcher,
+                          watch.pending_at_edge, watch.indeterminate, watch.extendable, action)
             if triggers is not None and facts.first_chars is not None:
                 triggers.update(facts.first_chars)
             else:
@@ -558,23 +590,44 @@ def build_automaton(template: Template) -> Automaton:
                 warnings.append(f"field {fields[fi].name!r} {delim.key} {delim.pattern!r}: {reason}; "
                                 "its matches are held until no later input can change them (D2)")
             watches.append(watch)
-        order = sorted(range(len(watches)),
-                       key=lambda k: (0 if watches[k].kind == "open" else 1, fields[watches[k].field].name))
+        order = sorted(range(len(watches)), key=lambda k: order_key(watches[k]))
         rank = {k: r for r, k in enumerate(order)}
         ranked_watches = tuple(Watch(w.kind, w.field, w.delimiter, rank[k], w.target, w.matcher,
-                                     w.pending_at_edge, w.indeterminate, w.extendable)
+                                     w.pending_at_edge, w.indeterminate, w.extendable, w.action)
                                for k, w in enumerate(watches))
         return ranked_watches, (None if triggers is None else "".join(sorted(triggers)))
 
-    outside_entries = [("open", fi, fields[fi].open, state_of_field[fi]) for fi in explicit]
+    def opens_in(region: int | None):
+        """The opens watched while ``region`` (None: outside) is current, in declaration order."""
+        entries = []
+        for fi in explicit:
+            f = fields[fi]
+            if region is None:
+                if f.outside:
+                    entries.append(("open", fi, f.open, state_of_field[fi]))
+                continue
+            for name, how in f.inside:
+                if name == fields[region].name:
+                    entries.append(("nest" if how == "nest" else "open", fi, f.open, state_of_field[fi]))
+        return entries
+
+    outside_entries = opens_in(None)
     if template.implicit is not None and fields[template.implicit].close is not None:
         outside_entries.append(("close", template.implicit, fields[template.implicit].close, OUTSIDE))
     outside_name = (f"outside (implicit field {fields[template.implicit].name!r})"
                     if template.implicit is not None else "outside (null sink)")
     states = [State(OUTSIDE, template.implicit, outside_name, *ranked(outside_entries))]
     for fi in explicit:
-        close = fields[fi].close
-        entries = [("close", fi, close, OUTSIDE)] if close is not None else []
-        states.append(State(state_of_field[fi], fi, f"region {fields[fi].name!r}", *ranked(entries)))
+        f = fields[fi]
+        entries = []
+        if f.close is not None and f.end == "delimiter":
+            entries.append(("close", fi, f.close, OUTSIDE))
+        entries.extend(opens_in(fi))
+        states.append(State(state_of_field[fi], fi, f"region {f.name!r}", *ranked(entries)))
+    for fi in after_fields:
+        f = fields[fi]
+        watches, _ = ranked([("after", fi, f.close, OUTSIDE)])
+        # no fast path: the trailing close is decided at the position the value ended
+        states.append(State(after_state[fi], fi, f"after the value of {f.name!r}", watches, None))
     states = [State(s.index, s.field, s.name, s.watches, s.triggers, _pairs(s.watches)) for s in states]
-    return Automaton(tuple(states), state_of_field, context, tuple(dict.fromkeys(warnings)))
+    return Automaton(tuple(states), state_of_field, context, tuple(dict.fromkeys(warnings)), after_state)

@@ -14,7 +14,7 @@ from typing import Any
 
 import jinja2
 
-from respc.runtime.content import STREAMABLE_PARSERS
+from respc.runtime.content import PARSERS, STREAMABLE_PARSERS
 from respc.runtime.stream import RUNTIME_ABI
 
 from .automaton import Automaton
@@ -93,10 +93,80 @@ def _tuple(items: list[str]) -> str:
     return "(" + ", ".join(items) + ")"
 
 
+_ACTION_NAMES = {"open": "_rt.OPEN", "nest": "_rt.NEST", "close": "_rt.CLOSE", "after": "_rt.AFTER"}
+
+
+def _region_keywords(template: Template, automaton: Automaton, index: int) -> list[tuple[str, str]]:
+    """The ``Region`` keywords of one field that differ from their v1 defaults, in a fixed order."""
+    f = template.fields[index]
+    record = PARSERS[f.content]
+    v2 = template.version >= 2
+    reject = v2 and f.reject and record.can_reject
+    ends = f.end == "value"
+    out = []
+    if f.slot != f.name:
+        out.append(("slot", repr(f.slot)))
+    if f.content not in STREAMABLE_PARSERS:
+        out.append(("dirty", "True"))
+    if f.repeats:
+        out.append(("repeats", "True"))
+    if f.join is not None:
+        out.append(("join", repr(f.join)))
+    if f.group_names:
+        out.append(("groups", _tuple([repr(g) for g in f.group_names])))
+    if v2 and f.role != "tool_calls":
+        out.append(("typed", "False"))
+    if ends or reject:
+        out.append(("boundary", f"_rt.make_boundary({f.content!r}, {py_literal(f.content_args, 8)})"))
+    if ends:
+        out.append(("ends", "True"))
+    if reject:
+        out.append(("reject", "True"))
+        later = [k for k in range(index + 1, len(template.fields))
+                 if template.fields[k].open == f.open and template.fields[k].reject
+                 and PARSERS[template.fields[k].content].can_reject]
+        if later:
+            out.append(("alternatives", _tuple([str(k) for k in later])))
+    if index in automaton.after_state:
+        out.append(("after", f"S{automaton.after_state[index]}"))
+    if v2:
+        out.append(("empty_none", "True"))
+    return out
+
+
+def _features(template: Template) -> list[str]:
+    """Runtime features (``respc.runtime.FEATURES``) a module of this template needs."""
+    if template.version < 2:
+        return []
+    fields = template.fields
+    used = []
+    if any(f.slot != f.name for f in fields):
+        used.append("slots")
+    if any(how == "nest" for f in fields for _, how in f.inside):
+        used.append("nest")
+    if any(f.end == "value" for f in fields):
+        used.append("end-value")
+    if any(f.reject and PARSERS[f.content].can_reject for f in fields):
+        used.append("reject")
+    used += ["typed-roles", "empty-none"]
+    return used
+
+
+def _edges(template: Template, state) -> list[dict]:
+    """The transition table row of one state, in rank order."""
+    rows = []
+    for w in sorted(state.watches, key=lambda w: w.rank):
+        field = template.fields[w.field]
+        rows.append({"action": _ACTION_NAMES[w.action], "field": w.field, "target": w.target, "rank": w.rank,
+                     "comment": f"{w.action} {field.name!r}"})
+    return rows
+
+
 def _view(template: Template, automaton: Automaton, command: str, grammar: str) -> dict:
     fields = []
-    for f in template.fields:
+    for index, f in enumerate(template.fields):
         fields.append({
+            "keywords": _region_keywords(template, automaton, index),
             "name_repr": repr(f.name),
             "doc": _doc(f"{f.name!r}: open {_describe(f.open)}, close {_describe(f.close)}, content "
                         f"{f.content!r}" + (", repeats" if f.repeats else "")
@@ -105,8 +175,8 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
                         + (", implicit field" if f.is_implicit else "")),
             "groups": _tuple([repr(g) for g in f.group_names]),
             "content_repr": repr(f.content),
-            "content_args": py_literal(f.content_args, 8),
-            "transform": py_literal(f.transform, 8),
+            "content_args": py_literal(f.content_args, 12),
+            "transform": py_literal(f.transform, 12),
             "transform_each": f.transform_each,
         })
     regexes = []
@@ -157,11 +227,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
                                  "span": max(len(lit) for lit in literals) - 1})
             partial = {"prefixes": [repr(p) for p in prefixes], "firsts": repr(firsts), "single": len(firsts) == 1,
                        "span": max(len(lit) for lit in all_literals) - 1, "each": each}
-        transitions = []
-        for w in sorted(s.watches, key=lambda w: w.rank):
-            field = template.fields[w.field]
-            transitions.append({"is_open": w.kind == "open", "field": w.field, "target": w.target, "rank": w.rank,
-                                "comment": f"{w.kind} {field.name!r}"})
+        transitions = _edges(template, s)
         label = s.name
         states.append({"index": s.index, "label": label, "label_doc": _doc(label), "watches": watches,
                        "partial": partial, "transitions": transitions, "multi_ranks": multi_ranks,
@@ -179,12 +245,10 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "command": _line(command),
         "codegen": CODEGEN_VERSION,
         "abi": RUNTIME_ABI,
+        "features": _tuple([repr(name) for name in _features(template)]) if _features(template) else "",
         "fields": fields,
         "defaults": py_literal(template.defaults),
-        "required": _tuple([repr(f.name) for f in template.fields if not f.optional]),
-        "dirty": _tuple([str(f.content not in STREAMABLE_PARSERS) for f in template.fields]),
-        "join": _tuple([repr(f.join) for f in template.fields]),
-        "repeats": _tuple([str(f.repeats) for f in template.fields]),
+        "required": _tuple([repr(f.slot) for f in template.fields if not f.optional]),
         "scanners": _tuple([f"_scan_{s.index}" for s in automaton.states]),
         "triggers": _tuple([repr(s.triggers) for s in automaton.states]),
         "anchor_repr": repr(template.start_anchor.pattern),

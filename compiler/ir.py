@@ -54,6 +54,15 @@ class Field:
         transform (Any): output template or None (SPEC 6).
         transform_each (bool): apply ``transform`` per list element.
         group_names (tuple[str, ...]): named groups of open then close pattern (D4, D5).
+        slot (str | None): v2: the message key the region writes into (None: its text is
+            consumed and discarded); the field name in v1.
+        role (str | None): v2: ``"tool_calls"`` marks the values that tool-schema typing applies to.
+        end (str): ``"delimiter"`` (the close ends the region) or v2 ``"value"`` (the content
+            parser's value ends it; the close is then an optional trailing delimiter).
+        inside (tuple[tuple[str, str], ...]): v2: ``(region name, action)`` pairs; the open is also
+            watched while that region is current, and ``"nest"`` suspends it, ``"end"`` closes it.
+        outside (bool): whether the open is watched outside regions (always true in v1).
+        reject (bool): v2: a body the content parser rejects at its start gives the opener back.
     """
 
     name: str
@@ -67,6 +76,12 @@ class Field:
     transform: Any
     transform_each: bool
     group_names: tuple[str, ...]
+    slot: str | None = None
+    role: str | None = None
+    end: str = "delimiter"
+    inside: tuple = ()
+    outside: bool = True
+    reject: bool = False
 
     @property
     def is_implicit(self) -> bool:
@@ -86,6 +101,7 @@ class Template:
         fields (tuple[Field, ...]): in declaration order.
         implicit (int | None): index into ``fields`` of the implicit field.
         start_anchor (Delimiter): where the assistant turn starts inside the prefix.
+        version (int): the template language version (1 or 2).
     """
 
     source: str
@@ -95,6 +111,7 @@ class Template:
     fields: tuple[Field, ...]
     implicit: int | None
     start_anchor: Delimiter
+    version: int = 1
 
 
 def canonical_json(document: Any) -> str:

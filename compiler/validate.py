@@ -11,7 +11,7 @@ from typing import Any
 
 import regex
 
-from respc.runtime.content import CONTENT_PARSER_NAMES
+from respc.runtime.content import CONTENT_PARSER_NAMES, PARSERS
 from respc.runtime.errors import TemplateError
 from respc.runtime.transforms import placeholder_errors
 
@@ -20,9 +20,19 @@ from .load import LoadedTemplate
 
 __all__ = ["validate", "TOP_LEVEL_KEYS", "FIELD_KEYS"]
 
-TOP_LEVEL_KEYS = ("version", "defaults", "fields", "start_anchor", "start_anchor_pattern")
+TOP_LEVEL_KEYS = ("version", "respc_version", "defaults", "fields", "start_anchor", "start_anchor_pattern")
 FIELD_KEYS = ("open", "open_pattern", "close", "close_pattern", "content", "content_args", "repeats",
               "join", "optional", "transform", "transform_each")
+#: Field keys of template language v2 (docs/template-language.md); legal only with "version": 2.
+FIELD_KEYS_V2 = ("slot", "role", "end", "inside", "outside", "reject")
+#: respc template language versions this compiler reads. The language version is its own key,
+#: ``respc_version``: the reference's ``version`` stays 1 (transformers refuses ``"version": 2``,
+#: and a later transformers version 2 must not be mistaken for ours).
+VERSIONS = (1, 2)
+_ROLES = ("tool_calls",)
+_ENDS = ("delimiter", "value")
+_INSIDE_ACTIONS = ("nest", "end")
+_REJECTS = ("restore", "error")
 # Regex flavour of SPEC 2: the `regex` module, DOTALL, no MULTILINE.
 REGEX_FLAGS = regex.DOTALL
 
@@ -115,12 +125,49 @@ def _check_content_args(check: _Checker, name: str, content: str, args: Any, key
         _check_content_args(check, name, sub, value_parser.get("args", {}), f"{key}.value_parser.args")
 
 
-def _build_field(check: _Checker, name: str, spec: Any) -> Field:
+def _v2_keys(check: _Checker, name: str, spec: dict, version: int) -> dict:
+    """Check the v2 field keys of one field spec and return their values with defaults filled in."""
+    if version < 2:
+        used = [key for key in FIELD_KEYS_V2 if key in spec]
+        if used:
+            raise check.fail(f"key {used[0]!r} is part of respc template language v2: it needs "
+                             "\"respc_version\": 2 at the top of the template", name, used[0])
+        return {"slot": name, "role": None, "end": "delimiter", "inside": (), "outside": True, "reject": False}
+    slot = spec.get("slot", name)
+    if slot is not None and (not isinstance(slot, str) or not slot):
+        raise check.fail(f"'slot' must be a message key (a non-empty string) or null, got {slot!r}", name, "slot")
+    role = spec.get("role")
+    if role is not None and role not in _ROLES:
+        raise check.fail(f"'role' must be one of {list(_ROLES)}, got {role!r}", name, "role")
+    end = spec.get("end", "delimiter")
+    if end not in _ENDS:
+        raise check.fail(f"'end' must be one of {list(_ENDS)}, got {end!r}", name, "end")
+    inside = spec.get("inside", {})
+    if not isinstance(inside, dict) or not all(isinstance(k, str) for k in inside):
+        raise check.fail("'inside' must be a dict {region name: \"nest\" | \"end\"}", name, "inside")
+    for region, action in inside.items():
+        if action not in _INSIDE_ACTIONS:
+            raise check.fail(f"'inside' action for {region!r} must be one of {list(_INSIDE_ACTIONS)}, "
+                             f"got {action!r}", name, "inside")
+    outside = spec.get("outside", True)
+    if not isinstance(outside, bool):
+        raise check.fail(f"'outside' must be a bool, got {type(outside).__name__}", name, "outside")
+    reject = spec.get("reject", "restore")
+    if reject not in _REJECTS:
+        raise check.fail(f"'reject' must be one of {list(_REJECTS)}, got {reject!r}", name, "reject")
+    return {"slot": slot, "role": role, "end": end, "inside": tuple(inside.items()), "outside": outside,
+            "reject": reject == "restore"}
+
+
+def _build_field(check: _Checker, name: str, spec: Any, version: int = 1) -> Field:
     if not isinstance(spec, dict):
         raise check.fail(f"a field spec must be a dict, got {type(spec).__name__}", name)
-    unknown = sorted(set(spec) - set(FIELD_KEYS))
+    allowed = FIELD_KEYS + FIELD_KEYS_V2
+    unknown = sorted(set(spec) - set(allowed))
     if unknown:
-        raise check.fail(f"unknown keys {unknown} (allowed: {list(FIELD_KEYS)})", name, unknown[0])
+        allowed_shown = list(FIELD_KEYS) if version < 2 else list(allowed)
+        raise check.fail(f"unknown keys {unknown} (allowed: {allowed_shown})", name, unknown[0])
+    v2 = _v2_keys(check, name, spec, version)
     content = spec.get("content", "text")
     if content not in CONTENT_PARSER_NAMES:
         raise check.fail(f"unknown content parser {content!r}. Available: {sorted(CONTENT_PARSER_NAMES)}",
@@ -174,6 +221,7 @@ def _build_field(check: _Checker, name: str, spec: Any) -> Field:
         transform=copy.deepcopy(transform),
         transform_each=transform_each,
         group_names=open_groups + close_groups,
+        **v2,
     )
 
 
@@ -193,9 +241,13 @@ def validate(loaded: LoadedTemplate) -> Template:
     doc = loaded.document
     if not isinstance(doc, dict):
         raise check.fail(f"a response template must be a JSON object, got {type(doc).__name__}")
-    version = doc.get("version", 1)
-    if version != 1 or isinstance(version, bool):
-        raise check.fail(f"unsupported response_template version {version!r} (only 1 is known)", key="version")
+    reference_version = doc.get("version", 1)
+    if reference_version != 1 or isinstance(reference_version, bool):
+        raise check.fail(f"unsupported response_template version {reference_version!r} (only 1 is known; "
+                         "respc's own language v2 is chosen with \"respc_version\": 2)", key="version")
+    version = doc.get("respc_version", 1)
+    if version not in VERSIONS or isinstance(version, bool):
+        raise check.fail(f"unsupported respc_version {version!r} (known: {list(VERSIONS)})", key="respc_version")
     unknown = sorted(set(doc) - set(TOP_LEVEL_KEYS))
     if unknown:
         raise check.fail(f"unknown keys in response_template: {unknown} (allowed: {list(TOP_LEVEL_KEYS)})",
@@ -206,12 +258,14 @@ def validate(loaded: LoadedTemplate) -> Template:
     raw_fields = doc.get("fields")
     if not isinstance(raw_fields, dict) or not raw_fields:
         raise check.fail("'fields' must be a non-empty dict", key="fields")
-    fields = tuple(_build_field(check, name, spec) for name, spec in raw_fields.items())
+    fields = tuple(_build_field(check, name, spec, version) for name, spec in raw_fields.items())
     implicit = [i for i, f in enumerate(fields) if f.is_implicit]
     if len(implicit) > 1:
         names = ", ".join(fields[i].name for i in implicit)
         raise check.fail(f"at most one field may omit 'open'/'open_pattern' (the implicit field); found: {names}",
                          key="fields")
+    if version >= 2:
+        _check_v2_fields(check, fields)
     anchor = check.delimiter(doc, "start_anchor", "start_anchor_pattern", None)
     if anchor is None:
         raise check.fail("response_template must define 'start_anchor' or 'start_anchor_pattern'",
@@ -224,4 +278,35 @@ def validate(loaded: LoadedTemplate) -> Template:
         fields=fields,
         implicit=implicit[0] if implicit else None,
         start_anchor=anchor,
+        version=version,
     )
+
+
+def _check_v2_fields(check: _Checker, fields: tuple[Field, ...]) -> None:
+    """Rules of template language v2 that involve more than one field."""
+    by_name = {f.name: f for f in fields}
+    for f in fields:
+        if f.is_implicit and (f.inside or f.end != "delimiter" or not f.outside):
+            key = "inside" if f.inside else "end" if f.end != "delimiter" else "outside"
+            raise check.fail("the implicit field has no open, so it cannot nest, end at its value or be "
+                             "kept from outside", f.name, key)
+        for region, _ in f.inside:
+            other = by_name.get(region)
+            if other is None or other.is_implicit or region == f.name:
+                raise check.fail(f"'inside' names {region!r}, which is not another explicit field "
+                                 "(regions are named by field name)", f.name, "inside")
+        if not f.is_implicit and not f.outside and not f.inside:
+            raise check.fail("'outside': false with no 'inside' regions: nothing can open this region",
+                             f.name, "outside")
+        if f.end == "value" and not PARSERS[f.content].self_delimiting:
+            ends = [n for n, r in PARSERS.items() if r.self_delimiting]
+            raise check.fail(f"'end': \"value\" needs a content parser that ends itself ({ends}); "
+                             f"{f.content!r} does not", f.name, "end")
+    slots: dict[str, Field] = {}
+    for f in fields:
+        if f.slot is None:
+            continue
+        first = slots.setdefault(f.slot, f)
+        if first is not f and (first.repeats, first.join) != (f.repeats, f.join):
+            raise check.fail(f"regions {first.name!r} and {f.name!r} write into slot {f.slot!r} but disagree "
+                             "on 'repeats'/'join'", f.name, "slot")

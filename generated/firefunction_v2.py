@@ -25,7 +25,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(1, __name__)
+_rt.check_abi(2, __name__)
 
 SOURCE = 'templates/firefunction_v2.json'
 TEMPLATE_SHA256 = 'f6bb74e2102c609e96a54d57d1df71953b749d943210a984f8fee93a38af9390'
@@ -38,37 +38,38 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# region_chunk "dirty" flag: json / xml-inline / kv-lines bodies are only meaningful once parsed
-_DIRTY = (True, False)
-_JOIN = (None, '')
-_REPEATS = (False, True)
-# named groups of the open and close patterns, in the transform scope of each field (D4, D5)
-_GROUPS = (
-    (),
-    (),
-)
-_PROCESS = (
-    _rt.make_field_processor(
+# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+_REGIONS = (
+    _rt.Region(
         'tool_calls',
-        'json',
-        {},
-        {
-            'type': 'function',
-            'function': {
-                'name': '{name}',
-                'arguments': '{arguments}',
+        process=_rt.make_field_processor(
+            'tool_calls',
+            'json',
+            {},
+            {
+                'type': 'function',
+                'function': {
+                    'name': '{name}',
+                    'arguments': '{arguments}',
+                },
             },
-        },
-        True,
-        (),
+            True,
+            (),
+        ),
+        dirty=True,
     ),
-    _rt.make_field_processor(
+    _rt.Region(
         'content',
-        'text',
-        {},
-        None,
-        False,
-        (),
+        process=_rt.make_field_processor(
+            'content',
+            'text',
+            {},
+            None,
+            False,
+            (),
+        ),
+        repeats=True,
+        join='',
     ),
 )
 _REQUIRED = ()
@@ -202,14 +203,14 @@ _PREFIXES_1 = frozenset((
 S0 = 0  # outside (implicit field 'content')
 S1 = 1  # region 'tool_calls'
 
-# -- transition table: per state, per rank: (is_open, field index, next state) -----------------
+# -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
     (  # S0
-        (True, 0, S1),  # rank 0: open 'tool_calls'
-        (False, 1, S0),  # rank 1: close 'content'
+        _rt.Edge(_rt.OPEN, 0, S1),  # rank 0: open 'tool_calls'
+        _rt.Edge(_rt.CLOSE, 1, S0),  # rank 1: close 'content'
     ),
     (  # S1
-        (False, 0, S0),  # rank 0: close 'tool_calls'
+        _rt.Edge(_rt.CLOSE, 0, S0),  # rank 0: close 'tool_calls'
     ),
 )
 
@@ -316,11 +317,7 @@ class ResponseParser(_rt.StreamParser):
     __slots__ = ()
     SOURCE = SOURCE
     FIELD_NAMES = FIELD_NAMES
-    DIRTY = _DIRTY
-    JOIN = _JOIN
-    REPEATS = _REPEATS
-    GROUPS = _GROUPS
-    PROCESS = _PROCESS
+    REGIONS = _REGIONS
     REQUIRED = _REQUIRED
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 1

@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(1, __name__)
+_rt.check_abi(2, __name__)
 
 SOURCE = 'templates/magistral.json'
 TEMPLATE_SHA256 = 'bb424b907fda77b0295899ae0d4410b4ccb9d5f95b050f857a26a9ed8e29f9aa'
@@ -40,46 +40,51 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# region_chunk "dirty" flag: json / xml-inline / kv-lines bodies are only meaningful once parsed
-_DIRTY = (False, True, False)
-_JOIN = (None, None, '')
-_REPEATS = (False, True, True)
-# named groups of the open and close patterns, in the transform scope of each field (D4, D5)
-_GROUPS = (
-    (),
-    ('name',),
-    (),
-)
-_PROCESS = (
-    _rt.make_field_processor(
+# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+_REGIONS = (
+    _rt.Region(
         'reasoning_content',
-        'text',
-        {},
-        None,
-        False,
-        (),
+        process=_rt.make_field_processor(
+            'reasoning_content',
+            'text',
+            {},
+            None,
+            False,
+            (),
+        ),
     ),
-    _rt.make_field_processor(
+    _rt.Region(
         'tool_calls',
-        'json',
-        {},
-        {
-            'type': 'function',
-            'function': {
-                'name': '{name}',
-                'arguments': '{content}',
+        process=_rt.make_field_processor(
+            'tool_calls',
+            'json',
+            {},
+            {
+                'type': 'function',
+                'function': {
+                    'name': '{name}',
+                    'arguments': '{content}',
+                },
             },
-        },
-        False,
-        ('name',),
+            False,
+            ('name',),
+        ),
+        dirty=True,
+        repeats=True,
+        groups=('name',),
     ),
-    _rt.make_field_processor(
+    _rt.Region(
         'content',
-        'text',
-        {},
-        None,
-        False,
-        (),
+        process=_rt.make_field_processor(
+            'content',
+            'text',
+            {},
+            None,
+            False,
+            (),
+        ),
+        repeats=True,
+        join='',
     ),
 )
 _REQUIRED = ()
@@ -185,18 +190,18 @@ S0 = 0  # outside (implicit field 'content')
 S1 = 1  # region 'reasoning_content'
 S2 = 2  # region 'tool_calls'
 
-# -- transition table: per state, per rank: (is_open, field index, next state) -----------------
+# -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
     (  # S0
-        (True, 0, S1),  # rank 0: open 'reasoning_content'
-        (True, 1, S2),  # rank 1: open 'tool_calls'
-        (False, 2, S0),  # rank 2: close 'content'
+        _rt.Edge(_rt.OPEN, 0, S1),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, 1, S2),  # rank 1: open 'tool_calls'
+        _rt.Edge(_rt.CLOSE, 2, S0),  # rank 2: close 'content'
     ),
     (  # S1
-        (False, 0, S0),  # rank 0: close 'reasoning_content'
+        _rt.Edge(_rt.CLOSE, 0, S0),  # rank 0: close 'reasoning_content'
     ),
     (  # S2
-        (False, 1, S0),  # rank 0: close 'tool_calls'
+        _rt.Edge(_rt.CLOSE, 1, S0),  # rank 0: close 'tool_calls'
     ),
 )
 
@@ -347,11 +352,7 @@ class ResponseParser(_rt.StreamParser):
     __slots__ = ()
     SOURCE = SOURCE
     FIELD_NAMES = FIELD_NAMES
-    DIRTY = _DIRTY
-    JOIN = _JOIN
-    REPEATS = _REPEATS
-    GROUPS = _GROUPS
-    PROCESS = _PROCESS
+    REGIONS = _REGIONS
     REQUIRED = _REQUIRED
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2

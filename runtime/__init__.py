@@ -28,11 +28,35 @@ from .transforms import (
     placeholder_roots,
 )
 
-from .stream import PREFIX_REQUIRED, RUNTIME_ABI, StreamParser, check_abi, literal_hold, parse_many, to_text
+from .stream import (
+    AFTER,
+    CLOSE,
+    FEATURES,
+    NEST,
+    OPEN,
+    PREFIX_REQUIRED,
+    RUNTIME_ABI,
+    Edge,
+    Region,
+    StreamParser,
+    check_abi,
+    literal_hold,
+    make_boundary,
+    parse_many,
+    to_text,
+)
 
 __all__ = [
     # streaming machinery (SPEC 3, 4)
     "RUNTIME_ABI",
+    "FEATURES",
+    "OPEN",
+    "NEST",
+    "CLOSE",
+    "AFTER",
+    "Edge",
+    "Region",
+    "make_boundary",
     "StreamParser",
     "check_abi",
     "to_text",

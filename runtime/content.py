@@ -436,3 +436,24 @@ def parse_content(text: str, name: str, args: dict) -> Any:
             unusable (for example ``xml-inline`` without ``tag_pattern``).
     """
     return _build(name, args)(text)
+
+
+# TEMPORARY (core branch): the registry the decoders branch provides.
+from dataclasses import dataclass as _dc  # noqa: E402
+
+
+@_dc(frozen=True)
+class _Rec:
+    name: str
+    self_delimiting: bool
+    can_reject: bool
+    boundary: Any
+
+
+def _json_boundary(args):
+    from .decoders import JsonBoundary
+    return JsonBoundary
+
+
+PARSERS = {n: _Rec(n, n == "json", n == "json", _json_boundary if n == "json" else None)
+           for n in CONTENT_PARSER_NAMES}

@@ -32,14 +32,23 @@ Three shortcuts keep the common chunk cheap, each giving exactly the events a sc
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
+from .decoders import ACCEPTED, UNDECIDED
 from .errors import ContentParseError, ParserStateError
 from .tools import coerce_tool_calls, compile_tool_types, tool_parameters
 
 __all__ = [
     "RUNTIME_ABI",
+    "FEATURES",
+    "OPEN",
+    "NEST",
+    "CLOSE",
+    "AFTER",
+    "Edge",
+    "Region",
     "StreamParser",
+    "make_boundary",
     "check_abi",
     "to_text",
     "literal_hold",
@@ -48,7 +57,82 @@ __all__ = [
 ]
 
 #: Bumped only when generated modules need a different runtime; generated modules check it.
-RUNTIME_ABI = 1
+RUNTIME_ABI = 2
+
+#: What this runtime can run beyond template language v1; a generated module lists the ones it
+#: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
+FEATURES = frozenset({"slots", "nest", "end-value", "reject", "typed-roles", "empty-none"})
+
+# Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
+OPEN, NEST, CLOSE, AFTER = 0, 1, 2, 3
+
+
+class Edge(NamedTuple):
+    """One transition of a state: what committing one watched delimiter does.
+
+    Attributes:
+        action (int): ``OPEN`` (close the current region, open ``field``), ``NEST`` (suspend the
+            current region, open ``field``), ``CLOSE`` (close the current region and resume the
+            suspended one, or go OUTSIDE) or ``AFTER`` (consume the optional close after a value).
+        field (int): index of the field whose delimiter it is.
+        target (int): the state an open enters (0 for closes: the state is taken from the stack).
+    """
+
+    action: int
+    field: int
+    target: int
+
+
+class Region:
+    """One field of a generated module: the region, its content parser and the slot it fills.
+
+    Generated modules build one per field with keywords; every key but ``name`` has the v1 default,
+    so a new template key is a new keyword here, not a new table.
+
+    Args:
+        name (str): the field (region) name, as declared.
+        slot (str | None): the message key its values go to (default: ``name``); None discards
+            the region's text (no events, no value).
+        process (Callable[[str, dict], Any]): body -> value (content parser, transform; SPEC 5, 6).
+        dirty (bool): the ``dirty`` flag of its ``region_chunk`` events (SPEC 4.4).
+        repeats (bool), join (str | None): SPEC 4.5.
+        groups (tuple[str, ...]): named groups of its open and close patterns (D4, D5).
+        typed (bool): tool-schema typing applies to its values (SPEC 7; v2 ``role``).
+        boundary (Callable[[], Any] | None): v2: factory of the content parser's incremental
+            boundary decoder (``runtime.decoders``), used when ``ends`` or ``reject`` is set.
+        ends (bool): v2 ``"end": "value"``: the decoder's end of value closes the region.
+        reject (bool): v2: a body the decoder rejects at its start gives the opener back.
+        alternatives (tuple[int, ...]): v2: fields with the identical open, tried next on reject.
+        after (int | None): v2: the state watching the optional close after its value.
+        empty_none (bool): v2: an empty or whitespace body has the value None (no parse).
+    """
+
+    __slots__ = ("name", "slot", "process", "dirty", "repeats", "join", "groups", "typed", "boundary", "ends",
+                 "reject", "alternatives", "after", "empty_none", "label")
+
+    def __init__(self, name: str, *, process: Callable[[str, dict], Any], slot: Any = ..., dirty: bool = False,
+                 repeats: bool = False, join: str | None = None, groups: tuple = (), typed: bool = True,
+                 boundary: Callable[[], Any] | None = None, ends: bool = False, reject: bool = False,
+                 alternatives: tuple = (), after: int | None = None, empty_none: bool = False) -> None:
+        self.name = name
+        self.slot = name if slot is ... else slot
+        self.process = process
+        self.dirty = dirty
+        self.repeats = repeats
+        self.join = join
+        self.groups = groups
+        self.typed = typed
+        self.boundary = boundary
+        self.ends = ends
+        self.reject = reject
+        self.alternatives = alternatives
+        self.after = after
+        self.empty_none = empty_none
+        #: the region name when it differs from the slot (open/close events then carry it)
+        self.label = name if self.slot != name else None
+
+    def __repr__(self) -> str:
+        return f"Region({self.name!r}, slot={self.slot!r})"
 
 logger = logging.getLogger("respc")
 
@@ -60,21 +144,47 @@ PREFIX_REQUIRED = (
 )
 
 
-def check_abi(required: int, module: str) -> None:
+def check_abi(required: int, module: str, features: tuple = ()) -> None:
     """Refuse to run a generated module built for another runtime.
 
     Args:
         required: the ``RUNTIME_ABI`` the module was generated for.
         module: the module's ``__name__``, for the message.
+        features: the runtime features (:data:`FEATURES`) its template uses (language v2).
 
     Raises:
-        ImportError: when the installed runtime differs, saying how to fix it.
+        ImportError: when the installed runtime differs or lacks a feature, saying how to fix it.
     """
     if required != RUNTIME_ABI:
         raise ImportError(
             f"{module} was generated for respc runtime ABI {required}, but the installed runtime "
             f"has ABI {RUNTIME_ABI}; regenerate it with `respc compile` or install a matching respc."
         )
+    missing = [name for name in features if name not in FEATURES]
+    if missing:
+        raise ImportError(
+            f"{module} needs runtime feature(s) {missing} of template language v2, which the installed "
+            "respc runtime lacks; install a newer respc."
+        )
+
+
+def make_boundary(parser: str, args: dict) -> Callable[[], Any]:
+    """The factory of ``parser``'s incremental boundary decoder (``runtime.decoders``), for v2
+    regions that end at their value or may reject their body.
+
+    Args:
+        parser: a content parser name whose registry record has a ``boundary``.
+        args: its ``content_args``.
+
+    Raises:
+        ValueError: the parser has no boundary decoder (the compiler never emits that).
+    """
+    from .content import PARSERS
+
+    record = PARSERS[parser]
+    if record.boundary is None:
+        raise ValueError(f"content parser {parser!r} cannot end itself or reject a body")
+    return record.boundary(args)
 
 
 def to_text(value: Any, tokenizer: Any, what: str) -> str:
@@ -175,11 +285,9 @@ class StreamParser:
     # --- filled in by the generated subclass -------------------------------------------------
     SOURCE: str = ""
     FIELD_NAMES: tuple = ()
-    DIRTY: tuple = ()
-    JOIN: tuple = ()
-    REPEATS: tuple = ()
-    GROUPS: tuple = ()
-    PROCESS: tuple = ()
+    #: one :class:`Region` per field, in declaration order
+    REGIONS: tuple = ()
+    #: message keys of the ``optional: false`` fields
     REQUIRED: tuple = ()
     DEFAULTS: dict = {}
     OUTSIDE_FIELD: int | None = None
@@ -187,6 +295,7 @@ class StreamParser:
     SCANNERS: tuple = ()
     #: how many delimiter search results a scan memo holds
     MEMO_SLOTS: int = 0
+    #: per state, per rank: the :class:`Edge` taken when that watched delimiter commits
     TRANSITIONS: tuple = ()
     #: per state: (characters any watched delimiter can start with, or None when unknown;
     #: the first two characters of every watched delimiter, or None) -- see automaton.State
@@ -196,14 +305,18 @@ class StreamParser:
 
     __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_blocks", "_groups",
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
-                 "_tail", "_tail_len", "_trigger", "_context", "initial_events")
+                 "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
+                 "initial_events")
 
     #: per state: what the quickest path tests with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
+    #: per state: True for the *after* states of v2 (see automaton.build_automaton)
+    _IS_AFTER: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._QUICK = tuple(_quick_trigger(triggers) for triggers, _ in cls.FAST_PATH)
+        cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None) -> None:
         if prefix is None:
@@ -215,8 +328,10 @@ class StreamParser:
         self._buf = ""
         self._pos = 0
         self._state = 0
+        self._stack: list[tuple] = []
+        self._tent = None
+        self._back = 0
         self._enter(self.OUTSIDE_FIELD)
-        self._groups = None
         self._out = {key: _copy(value) for key, value in self.DEFAULTS.items()}
         self._done = False
         self._quiet = False
@@ -368,10 +483,20 @@ class StreamParser:
             self._tail_len = 0
 
     def _enter(self, field: int | None) -> None:
+        """Make ``field``'s region (None: the null sink) the current one, with an empty body."""
         self._field = field
-        self._name = None if field is None else self.FIELD_NAMES[field]
-        self._dirty = None if field is None else self.DIRTY[field]
+        if field is None:
+            self._region = None
+            self._name = None
+            self._dirty = None
+            self._bd = None
+        else:
+            region = self._region = self.REGIONS[field]
+            self._name = region.slot
+            self._dirty = region.dirty
+            self._bd = region.boundary() if region.ends else None
         self._opened = False
+        self._groups = None
         self._body = []
         self._blocks = []
 
@@ -379,26 +504,59 @@ class StreamParser:
         buf = self._buf
         pos = self._pos
         scanners = self.SCANNERS
+        edges = self.TRANSITIONS
         # per delimiter, its last search result over this buffer (see the generated scanners)
         memo = [None] * self.MEMO_SLOTS
         while True:
             state = self._state
             start, end, rank, match, hold = scanners[state](buf, pos, eos, memo)
+            if self._tent is not None:
+                # v2: an open whose body the content parser may still reject (nothing emitted yet)
+                verdict = self._probe(events, buf, pos, eos, start, hold)
+                if verdict is None:
+                    break  # undecided: hold the opener and what follows it
+                if verdict >= 0:
+                    pos = verdict  # rejected: the opener went back to the enclosing region
+                    continue
+                # accepted: the region is open now, go on with the same scan result
+            elif self._IS_AFTER[state]:
+                # v2: only the optional close right where the value ended
+                if start == pos:
+                    pos = end
+                elif not eos and hold == pos:
+                    break
+                self._state = self._back
+                continue
+            if self._bd is not None:
+                # v2: a region that ends where its value ends; its decoder sees every body piece
+                limit = start if start >= 0 else len(buf) if eos else hold
+                if limit > pos:
+                    piece = buf[pos:limit]
+                    k = self._bd.feed(piece)
+                    if k >= 0:
+                        if k:
+                            self._route(events, piece[:k])
+                        pos += k
+                        self._end_value(events)
+                        continue
+                    self._route(events, piece)
+                    pos = limit
             if start >= 0:
                 if start > pos:
                     self._route(events, buf[pos:start])
                 pos = end
-                is_open, field, target = self.TRANSITIONS[state][rank]
-                if is_open:
-                    self._close(events, None)
-                    self._state = target
-                    self._enter(field)
-                    self._groups = match
-                    self._opened = True
-                    events.append({"type": "region_open", "field": self._name})
+                action, field, target = edges[state][rank]
+                if action <= NEST:
+                    if self.REGIONS[field].reject:
+                        # Nothing happens until the content parser saw the body start (_probe).
+                        self._tent = (start, end, state, action, field, target, match)
+                        self._state = target
+                    else:
+                        self._begin(events, action, field, target, match)
                 else:
                     had_text = self._opened
                     self._close(events, match)
+                    self._leave()
                     if not had_text and start == end:
                         # A zero-width close on a region that got nothing would fire forever.
                         break
@@ -408,15 +566,26 @@ class StreamParser:
                     self._route(events, buf[pos:])
                     pos = len(buf)
                 self._close(events, None)
+                while self._stack:
+                    # every suspended region ends with the stream too
+                    self._leave()
+                    self._close(events, None)
+                self._state = 0
+                self._enter(self.OUTSIDE_FIELD)
                 break
             if hold > pos:
                 self._route(events, buf[pos:hold])
                 pos = hold
             break
         context = self.CONTEXT
-        if context is not None and pos > context:
-            buf = buf[pos - context:]
-            pos = context
+        keep = pos if self._tent is None else min(pos, self._tent[0])
+        if context is not None and keep > context:
+            cut = keep - context
+            buf = buf[cut:]
+            pos -= cut
+            if self._tent is not None:
+                t = self._tent
+                self._tent = (t[0] - cut, t[1] - cut) + t[2:]
         self._buf = buf
         self._pos = pos
         if pos == len(buf):
@@ -424,8 +593,11 @@ class StreamParser:
             state = self._state
             self._triggers, self._pairs = fast = self.FAST_PATH[state]
             self._trigger = self._QUICK[state]
-            # the fast path needs an opened region, known triggers and a trimmed buffer
-            self._quiet = self._opened and fast[0] is not None and self._field is not None and context is not None
+            # the fast path needs an opened region, known triggers, a trimmed buffer, and no v2
+            # decoder or trailing close waiting for the text
+            self._quiet = (self._opened and fast[0] is not None and self._name is not None
+                           and context is not None and self._bd is None and self._tent is None
+                           and not self._IS_AFTER[state])
         else:
             self._quiet = False
             held = len(buf) - pos
@@ -435,12 +607,83 @@ class StreamParser:
             # until it has doubled.
             self._rescan_at = len(buf) + held if held >= LONG_HOLD else 0
 
+    def _probe(self, events: list, buf: str, pos: int, eos: bool, start: int, hold: int) -> int | None:
+        """Decide a tentative open (v2 ``reject``) from the text after the opener.
+
+        Returns None while undecided (hold), -1 once accepted (the region is then open), or the
+        position to scan from after a rejection.
+        """
+        open_start, open_end, state, action, field, target, match = self._tent
+        limit = start if start >= 0 else len(buf) if eos else hold
+        decoder = self.REGIONS[field].boundary()
+        decoder.feed(buf[pos:limit])
+        status = decoder.status
+        if status == ACCEPTED or (status == UNDECIDED and (start >= 0 or eos)):
+            # accepted, or a delimiter / the end of the stream came first: an empty region
+            self._tent = None
+            self._state = state
+            self._begin(events, action, field, target, match)
+            return -1
+        if status == UNDECIDED:
+            return None
+        for alternative in self.REGIONS[field].alternatives:
+            # the next field with the identical open gets to read the body
+            for edge in self.TRANSITIONS[state]:
+                if edge[1] == alternative and edge[0] <= NEST:
+                    self._tent = (open_start, open_end, state, edge[0], alternative, edge[2], match)
+                    self._state = edge[2]
+                    return pos
+        # Not an opener after all: its text belongs to the enclosing region.
+        self._tent = None
+        self._state = state
+        self._route(events, buf[open_start:open_end])
+        return open_end
+
+    def _begin(self, events: list, action: int, field: int, target: int, match: Any) -> None:
+        """Open ``field``'s region: ``OPEN`` closes the current one first, ``NEST`` suspends it."""
+        if action == NEST:
+            self._stack.append((self._state, self._field, self._region, self._name, self._dirty, self._opened,
+                                self._body, self._blocks, self._groups, self._bd))
+        else:
+            self._close(events, None)
+        self._state = target
+        self._enter(field)
+        self._groups = match
+        self._opened = True
+        region = self._region
+        if region.slot is not None:
+            event = {"type": "region_open", "field": region.slot}
+            if region.label is not None:
+                event["region"] = region.label
+            events.append(event)
+
+    def _leave(self) -> None:
+        """After a close: resume the suspended region, or go back OUTSIDE."""
+        if self._stack:
+            (self._state, self._field, self._region, self._name, self._dirty, self._opened, self._body,
+             self._blocks, self._groups, self._bd) = self._stack.pop()
+        else:
+            self._state = 0
+            self._enter(self.OUTSIDE_FIELD)
+
+    def _end_value(self, events: list) -> None:
+        """A v2 region's value ended: close it, then look for its optional trailing close."""
+        after = self._region.after
+        self._close(events, None)
+        self._leave()
+        if after is not None:
+            self._back = self._state
+            self._state = after
+
     def _route(self, events: list, text: str) -> None:
-        if self._field is None:
-            return  # the null sink: no implicit field, text outside regions is discarded
+        if self._name is None:
+            return  # the null sink, or a region whose slot is null: its text is discarded
         if not self._opened:
             self._opened = True
-            events.append({"type": "region_open", "field": self._name})
+            event = {"type": "region_open", "field": self._name}
+            if self._region.label is not None:
+                event["region"] = self._region.label
+            events.append(event)
         self._keep(text)
         events.append({"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty})
 
@@ -454,9 +697,13 @@ class StreamParser:
             body.clear()
 
     def _close(self, events: list, close_match: Any) -> None:
-        field = self._field
-        if field is not None and self._opened:
-            names = self.GROUPS[field]
+        """Close the current region: parse its body and store the value (SPEC 4.5).
+
+        The caller decides what becomes current next (:meth:`_leave` or :meth:`_begin`).
+        """
+        region = self._region
+        if region is not None and self._opened and region.slot is not None:
+            names = region.groups
             scope = _NO_GROUPS
             if names:
                 # D4/D5: every declared group is in scope, None when it did not take part.
@@ -467,31 +714,40 @@ class StreamParser:
                     scope.update(close_match.groupdict())
             blocks = self._blocks
             text = "".join(blocks) + "".join(self._body) if blocks else "".join(self._body)
-            value = self.PROCESS[field](text, scope)
-            if self._tools is not None:
-                value = coerce_tool_calls(value, self._tools)
-            name = self._name
-            self._store(field, name, value)
-            events.append({"type": "region_close", "field": name, "value": value})
-        self._state = 0
-        self._enter(self.OUTSIDE_FIELD)
-        self._groups = None
+            if region.empty_none and (not text or text.isspace()):
+                value = None  # v2: an empty body has no value
+            else:
+                value = region.process(text, scope)
+                if self._tools is not None and region.typed:
+                    value = coerce_tool_calls(value, self._tools)
+            self._store(region, value)
+            event = {"type": "region_close", "field": region.slot, "value": value}
+            if region.label is not None:
+                event["region"] = region.label
+            events.append(event)
+        self._opened = False
 
-    def _store(self, field: int, name: str, value: Any) -> None:
+    def _store(self, region: Region, value: Any) -> None:
         """Put one block's value into the message (SPEC 4.5 with D1: empty never erases)."""
         out = self._out
-        join = self.JOIN[field]
+        name = region.slot
+        join = region.join
         if join is not None:
+            if value is None and region.empty_none:
+                return
             if not isinstance(value, str):
                 raise ContentParseError(
-                    f"Field {name!r}: 'join' requires each match to parse to a string, got {type(value).__name__}."
+                    f"Field {region.name!r}: 'join' requires each match to parse to a string, got "
+                    f"{type(value).__name__}."
                 )
             previous = out.get(name)
             if previous is None:
                 out[name] = value
             elif value or not previous:
                 out[name] = previous + join + value
-        elif self.REPEATS[field]:
+        elif region.repeats:
+            if value is None and region.empty_none:
+                return
             out.setdefault(name, []).append(value)
         elif not _is_empty(value) or _is_empty(out.get(name)):
             out[name] = value

@@ -133,7 +133,7 @@ IDS = list(HOSTILE)
 # Top-level names a generated module may define; numbered families depend on the template size.
 KNOWN_NAMES = {
     "annotations", "regex", "_rt", "literal_hold", "SOURCE", "TEMPLATE_SHA256", "FIELD_NAMES", "DEFAULTS",
-    "_DIRTY", "_JOIN", "_REPEATS", "_GROUPS", "_PROCESS", "_REQUIRED", "_START_ANCHOR", "_TRANSITIONS",
+    "_REGIONS", "_REQUIRED", "_START_ANCHOR", "_TRANSITIONS",
     "ResponseParser", "get_response_parser", "parse_response", "GRAMMAR", "__all__",
 }
 NUMBERED = re.compile(r"(_D|S|_scan_)\d+|_PREFIXES_\d+(_\d+)?")
@@ -170,7 +170,7 @@ def _assert_inert(source: str) -> None:
     assert identifiers & FORBIDDEN_IDENTIFIERS == set()
     # every call in the module is to a known function
     callees = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    assert callees <= {"_rt.check_abi", "_rt.make_field_processor", "regex.compile", "frozenset", "len", "float",
+    assert callees <= {"_rt.check_abi", "_rt.make_field_processor", "_rt.Region", "_rt.Edge", "_rt.make_boundary", "regex.compile", "frozenset", "len", "float",
                        "buf.find", "m.span", "m.start", "literal_hold", "ResponseParser", "_rt.parse_many"} | {
         c for c in callees if re.fullmatch(r"_D\d+\.(search|fullmatch|match)", c)}, callees
 

@@ -122,7 +122,8 @@ CASES = [
     ("start_anchor_pattern-invalid", {"fields": {"content": {}}, "start_anchor_pattern": "(?P<"}, None,
      "start_anchor_pattern", "invalid start_anchor_pattern regex"),
     ("version-2", doc({"content": {}}, version=2), None, "version",
-     "unsupported response_template version 2 (only 1 is known)"),
+     "unsupported response_template version 2 (only 1 is known; respc's own language v2 is chosen with "
+     "\"respc_version\": 2)"),
     ("version-string", doc({"content": {}}, version="1"), None, "version",
      "unsupported response_template version '1'"),
     ("version-bool", doc({"content": {}}, version=True), None, "version",
