@@ -122,13 +122,11 @@ def _region_keywords(template: Template, automaton: Automaton, index: int) -> li
         out.append(("ends", "True"))
     if reject:
         out.append(("reject", "True"))
-        later = [k for k in range(index + 1, len(template.fields))
-                 if template.fields[k].open == f.open and template.fields[k].reject
-                 and PARSERS[template.fields[k].content].can_reject]
+        later = [k for k in range(index + 1, len(template.fields)) if template.fields[k].open == f.open]
         if later:
             out.append(("alternatives", _tuple([str(k) for k in later])))
     if index in automaton.after_state:
-        out.append(("after", f"S{automaton.after_state[index]}"))
+        out.append(("after", str(automaton.after_state[index])))
     if v2:
         out.append(("empty_none", "True"))
     return out

@@ -630,8 +630,13 @@ class StreamParser:
             # the next field with the identical open gets to read the body
             for edge in self.TRANSITIONS[state]:
                 if edge[1] == alternative and edge[0] <= NEST:
-                    self._tent = (open_start, open_end, state, edge[0], alternative, edge[2], match)
                     self._state = edge[2]
+                    if self.REGIONS[alternative].reject:
+                        self._tent = (open_start, open_end, state, edge[0], alternative, edge[2], match)
+                    else:
+                        self._tent = None
+                        self._state = state
+                        self._begin(events, edge[0], alternative, edge[2], match)
                     return pos
         # Not an opener after all: its text belongs to the enclosing region.
         self._tent = None
