@@ -60,7 +60,7 @@ __all__ = ["ACTIONS", "Watch", "State", "Automaton", "build_automaton", "classif
 
 OUTSIDE = 0
 #: transition actions (see build_automaton)
-ACTIONS = ("open", "nest", "close", "after")
+ACTIONS = ("open", "nest", "close", "after", "defer")
 
 
 @dataclass(frozen=True)
@@ -550,7 +550,8 @@ def build_automaton(template: Template) -> Automaton:
     Transitions carry an explicit action (:data:`ACTIONS`): ``open`` (the current region closes,
     the new one opens and later returns where the closed one would have), ``nest`` (the current
     region is suspended and resumes when the new one ends), ``close`` (back to the suspended
-    region, or OUTSIDE) and ``after`` (consume the trailing close, then go back).
+    region, or OUTSIDE), ``after`` (consume the trailing close, then go back) and ``defer`` (an
+    ``open`` that counts only if the current region's own close never follows).
 
     Args:
         template: the IR from :func:`respc.compiler.validate.validate`.
@@ -577,7 +578,7 @@ def build_automaton(template: Template) -> Automaton:
         watches = []
         triggers: set[str] | None = set()
         for action, fi, delim, target in entries:
-            kind = "open" if action in ("open", "nest") else "close"
+            kind = "open" if action in ("open", "nest", "defer") else "close"
             watch, facts = _watch(kind, fi, delim, target)
             watch = Watch(watch.kind, watch.field, watch.delimiter, 0, watch.target, watch.matcher,
                           watch.pending_at_edge, watch.indeterminate, watch.extendable, action)
@@ -608,7 +609,8 @@ def build_automaton(template: Template) -> Automaton:
                 continue
             for name, how in f.inside:
                 if name == fields[region].name:
-                    entries.append(("nest" if how == "nest" else "open", fi, f.open, state_of_field[fi]))
+                    action = {"nest": "nest", "end": "open", "end-if-unclosed": "defer"}[how]
+                    entries.append((action, fi, f.open, state_of_field[fi]))
         return entries
 
     outside_entries = opens_in(None)

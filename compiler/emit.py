@@ -93,7 +93,8 @@ def _tuple(items: list[str]) -> str:
     return "(" + ", ".join(items) + ")"
 
 
-_ACTION_NAMES = {"open": "_rt.OPEN", "nest": "_rt.NEST", "close": "_rt.CLOSE", "after": "_rt.AFTER"}
+_ACTION_NAMES = {"open": "_rt.OPEN", "nest": "_rt.NEST", "close": "_rt.CLOSE", "after": "_rt.AFTER",
+                 "defer": "_rt.DEFER"}
 
 
 def _region_keywords(template: Template, automaton: Automaton, index: int) -> list[tuple[str, str]]:
@@ -142,6 +143,8 @@ def _features(template: Template) -> list[str]:
         used.append("slots")
     if any(how == "nest" for f in fields for _, how in f.inside):
         used.append("nest")
+    if any(how == "end-if-unclosed" for f in fields for _, how in f.inside):
+        used.append("defer")
     if any(f.end == "value" for f in fields):
         used.append("end-value")
     if any(f.reject and PARSERS[f.content].can_reject for f in fields):

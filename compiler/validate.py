@@ -31,7 +31,7 @@ FIELD_KEYS_V2 = ("slot", "role", "end", "inside", "outside", "reject")
 VERSIONS = (1, 2)
 _ROLES = ("tool_calls",)
 _ENDS = ("delimiter", "value")
-_INSIDE_ACTIONS = ("nest", "end")
+_INSIDE_ACTIONS = ("nest", "end", "end-if-unclosed")
 _REJECTS = ("restore", "error")
 # Regex flavour of SPEC 2: the `regex` module, DOTALL, no MULTILINE.
 REGEX_FLAGS = regex.DOTALL
@@ -144,7 +144,7 @@ def _v2_keys(check: _Checker, name: str, spec: dict, version: int) -> dict:
         raise check.fail(f"'end' must be one of {list(_ENDS)}, got {end!r}", name, "end")
     inside = spec.get("inside", {})
     if not isinstance(inside, dict) or not all(isinstance(k, str) for k in inside):
-        raise check.fail("'inside' must be a dict {region name: \"nest\" | \"end\"}", name, "inside")
+        raise check.fail("'inside' must be a dict {region name: \"nest\" | \"end\" | \"end-if-unclosed\"}", name, "inside")
     for region, action in inside.items():
         if action not in _INSIDE_ACTIONS:
             raise check.fail(f"'inside' action for {region!r} must be one of {list(_INSIDE_ACTIONS)}, "

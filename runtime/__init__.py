@@ -31,6 +31,7 @@ from .transforms import (
 from .stream import (
     AFTER,
     CLOSE,
+    DEFER,
     FEATURES,
     NEST,
     OPEN,
@@ -54,6 +55,7 @@ __all__ = [
     "NEST",
     "CLOSE",
     "AFTER",
+    "DEFER",
     "Edge",
     "Region",
     "make_boundary",

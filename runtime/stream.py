@@ -45,6 +45,7 @@ __all__ = [
     "NEST",
     "CLOSE",
     "AFTER",
+    "DEFER",
     "Edge",
     "Region",
     "StreamParser",
@@ -61,10 +62,10 @@ RUNTIME_ABI = 2
 
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
-FEATURES = frozenset({"slots", "nest", "end-value", "reject", "typed-roles", "empty-none"})
+FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
-OPEN, NEST, CLOSE, AFTER = 0, 1, 2, 3
+OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
 
 
 class Edge(NamedTuple):
@@ -73,7 +74,9 @@ class Edge(NamedTuple):
     Attributes:
         action (int): ``OPEN`` (close the current region, open ``field``), ``NEST`` (suspend the
             current region, open ``field``), ``CLOSE`` (close the current region and resume the
-            suspended one, or go OUTSIDE) or ``AFTER`` (consume the optional close after a value).
+            suspended one, or go OUTSIDE), ``AFTER`` (consume the optional close after a value) or
+            ``DEFER`` (an ``OPEN`` that counts only if the current region's own close never
+            follows: text is held until that close or the end of the stream decides).
         field (int): index of the field whose delimiter it is.
         target (int): the state an open enters (0 for closes: the state is taken from the stack).
     """
@@ -306,7 +309,7 @@ class StreamParser:
     __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_blocks", "_groups",
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
-                 "initial_events")
+                 "_defer", "initial_events")
 
     #: per state: what the quickest path tests with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -330,6 +333,7 @@ class StreamParser:
         self._state = 0
         self._stack: list[tuple] = []
         self._tent = None
+        self._defer = None
         self._back = 0
         self._enter(self.OUTSIDE_FIELD)
         self._out = {key: _copy(value) for key, value in self.DEFAULTS.items()}
@@ -510,6 +514,13 @@ class StreamParser:
         while True:
             state = self._state
             start, end, rank, match, hold = scanners[state](buf, pos, eos, memo)
+            if self._defer is not None:
+                # v2: an open that counts only if this region's close never follows
+                verdict = self._deferred(events, buf, pos, eos, memo)
+                if verdict is None:
+                    break
+                pos = verdict
+                continue
             if self._tent is not None:
                 # v2: an open whose body the content parser may still reject (nothing emitted yet)
                 verdict = self._probe(events, buf, pos, eos, start, hold)
@@ -546,6 +557,10 @@ class StreamParser:
                     self._route(events, buf[pos:start])
                 pos = end
                 action, field, target = edges[state][rank]
+                if action == DEFER:
+                    pos = start  # the opener stays in the buffer until it is decided
+                    self._defer = (start, end, field, target, match, end)
+                    continue
                 if action <= NEST:
                     if self.REGIONS[field].reject:
                         # Nothing happens until the content parser saw the body start (_probe).
@@ -586,6 +601,9 @@ class StreamParser:
             if self._tent is not None:
                 t = self._tent
                 self._tent = (t[0] - cut, t[1] - cut) + t[2:]
+            if self._defer is not None:
+                d = self._defer
+                self._defer = (d[0] - cut, d[1] - cut) + d[2:5] + (d[5] - cut,)
         self._buf = buf
         self._pos = pos
         if pos == len(buf):
@@ -606,6 +624,40 @@ class StreamParser:
             # searching it again on every chunk would make the total work quadratic, so wait
             # until it has doubled.
             self._rescan_at = len(buf) + held if held >= LONG_HOLD else 0
+
+    def _deferred(self, events: list, buf: str, pos: int, eos: bool, memo: list) -> int | None:
+        """Decide a ``DEFER`` open at ``pos``: look on for the current region's own close.
+
+        Returns None while undecided (the text from the opener on is held), else the position to
+        go on from: after that close when it follows (the opener was the region's own text), or
+        after the opener when the stream ended first (the open counts).
+        """
+        start, end, field, target, match, scan = self._defer
+        state = self._state
+        scanner = self.SCANNERS[state]
+        edges = self.TRANSITIONS[state]
+        while True:
+            s, e, rank, m, hold = scanner(buf, scan, eos, memo)
+            if s < 0:
+                break
+            if edges[rank][0] == CLOSE:
+                # The region closes after all: the opener and what followed were its text.
+                self._defer = None
+                self._route(events, buf[pos:s])
+                self._close(events, m)
+                self._leave()
+                return e
+            scan = e if e > s else s + 1  # another opener inside: look past it
+        if not eos:
+            self._defer = (start, end, field, target, match, hold if hold > scan else scan)
+            return None
+        self._defer = None
+        if self.REGIONS[field].reject:
+            self._tent = (start, end, state, OPEN, field, target, match)
+            self._state = target
+        else:
+            self._begin(events, OPEN, field, target, match)
+        return end
 
     def _probe(self, events: list, buf: str, pos: int, eos: bool, start: int, hold: int) -> int | None:
         """Decide a tentative open (v2 ``reject``) from the text after the opener.

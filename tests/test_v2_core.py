@@ -49,6 +49,10 @@ QWEN = {
     },
 }
 
+# the same, but a call inside reasoning counts only when the reasoning is never closed
+QWEN_DEFER = {**QWEN, "fields": {**QWEN["fields"], "tool_calls": {
+    **QWEN["fields"]["tool_calls"], "inside": {"reasoning_content": "end-if-unclosed"}}}}
+
 SECTION = {
     "respc_version": 2,
     "defaults": {"role": "assistant"},
@@ -160,6 +164,24 @@ CASES = {
         'hmm</think>Sure.<tool_call>{"name": "f", "arguments": {}}</tool_call><|im_end|>',
         {"role": "assistant", "reasoning_content": "hmm", "content": "Sure.",
          "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {}}}]},
+    ),
+    "unclosed-reasoning-call-counts": (
+        QWEN_DEFER, "<|im_start|>assistant\n<think>\n",
+        'Let me think<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>',
+        {"role": "assistant", "reasoning_content": "Let me think",
+         "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]},
+    ),
+    "quoted-call-in-closed-reasoning-is-reasoning": (
+        QWEN_DEFER, "<|im_start|>assistant\n<think>\n",
+        'About <tool_call>{"name": "f", "arguments": {"a": 2}}</tool_call> and <tool_call> hmm\n</think>\n\n'
+        '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>',
+        {"role": "assistant",
+         "reasoning_content": 'About <tool_call>{"name": "f", "arguments": {"a": 2}}</tool_call> and <tool_call> hmm',
+         "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]},
+    ),
+    "deferred-call-that-is-prose-goes-back": (
+        QWEN_DEFER, "<|im_start|>assistant\n<think>\n", "I write <tool_call> then",
+        {"role": "assistant", "reasoning_content": "I write <tool_call> then"},
     ),
     "empty-call-block-has-no-value": (
         QWEN, "", "<tool_call></tool_call>Done",
