@@ -104,13 +104,16 @@ def compile_template(template: Any) -> types.ModuleType:
     return module
 
 
-def get_response_parser(template: Any, *, prefix: Any = None, tools: list | None = None, tokenizer: Any = None):
-    """Drop-in for ``tokenizer.get_response_parser``: a streaming parser for ``template`` (SPEC 3)."""
-    return compile_template(template).ResponseParser(prefix, tools, tokenizer)
+def get_response_parser(template: Any, *, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
+                        errors: str = "strict"):
+    """Drop-in for ``tokenizer.get_response_parser``: a streaming parser for ``template`` (SPEC 3).
+
+    ``errors="recover"`` never raises on model output (see docs/events.md, region_malformed)."""
+    return compile_template(template).ResponseParser(prefix, tools, tokenizer, errors)
 
 
 def parse_response(response: Any, template: Any, *, prefix: Any = None, tools: list | None = None,
-                   tokenizer: Any = None) -> Any:
+                   tokenizer: Any = None, errors: str = "strict") -> Any:
     """Drop-in for ``tokenizer.parse_response`` with the template as second argument (SPEC 3).
 
     Returns:
@@ -120,4 +123,4 @@ def parse_response(response: Any, template: Any, *, prefix: Any = None, tools: l
         TemplateError: bad template; ValueError: missing prefix, failed parse; TypeError: ids
         without a tokenizer.
     """
-    return compile_template(template).parse_response(response, prefix, tools, tokenizer)
+    return compile_template(template).parse_response(response, prefix, tools, tokenizer, errors)

@@ -11,7 +11,7 @@ Fields (SPEC 2; content parsers SPEC 5):
 
 API (SPEC 3)::
 
-    parser = ResponseParser(prefix, tools=None, tokenizer=None)
+    parser = ResponseParser(prefix, tools=None, tokenizer=None, errors="strict")
     parser.initial_events                 # events produced by the prefix
     parser.feed(text) -> list[dict]       # region_open / region_chunk / region_close
     parser.finalize() -> (message, events)
@@ -401,6 +401,8 @@ class ResponseParser(_rt.StreamParser):
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
         tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
         tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
+        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
+            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
     """
 
     __slots__ = ()
@@ -426,14 +428,14 @@ class ResponseParser(_rt.StreamParser):
     CONTEXT = 0
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict"):
     """Return a new :class:`ResponseParser` (SPEC 3); ``prefix`` is required."""
-    return ResponseParser(prefix, tools, tokenizer)
+    return ResponseParser(prefix, tools, tokenizer, errors)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict"):
     """Parse whole output(s) into message dict(s) (SPEC 3): a list of texts is a batch."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

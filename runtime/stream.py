@@ -57,6 +57,10 @@ __all__ = [
     "PREFIX_REQUIRED",
 ]
 
+#: ``errors=`` values: "strict" raises on a body that cannot be decoded (the reference's
+#: behaviour); "recover" never raises on model output (region_malformed, diagnostics).
+ERRORS = ("strict", "recover")
+
 #: Bumped only when generated modules need a different runtime; generated modules check it.
 RUNTIME_ABI = 2
 
@@ -309,7 +313,8 @@ class StreamParser:
     __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_blocks", "_groups",
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
-                 "_defer", "initial_events")
+                 "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
+                 "diagnostics", "initial_events")
 
     #: per state: what the quickest path tests with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -321,9 +326,22 @@ class StreamParser:
         cls._QUICK = tuple(_quick_trigger(triggers) for triggers, _ in cls.FAST_PATH)
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
 
-    def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None) -> None:
+    def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
+                 errors: str = "strict") -> None:
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
+        if errors not in ERRORS:
+            raise ValueError(f"errors must be one of {list(ERRORS)}, got {errors!r}")
+        self._recover = errors == "recover"
+        #: what was repaired, dropped or could not be parsed: dicts with ``kind``, ``field``,
+        #: ``start``/``end`` (offsets in the response text) and ``message`` (and ``text``)
+        self.diagnostics: list[dict] = []
+        self._eos_hold = None
+        self._id_tail: list = []
+        self._mark = 0
+        self._sunk = 0
+        self._open_at = None
+        self._open_text = ""
         prefix = to_text(prefix, tokenizer, "prefix")
         self._tokenizer = tokenizer
         params = tool_parameters(tools) if tools else None
@@ -352,10 +370,18 @@ class StreamParser:
                 last = match.end()
             if last is None:
                 logger.info("%s: start anchor not found in the prefix; the whole prefix is parsed", self.SOURCE)
-                rest = prefix
+                self.diagnostics.append({
+                    "kind": "prefix-without-anchor", "field": None, "start": 0, "end": 0,
+                    "message": ("the start anchor is not in the prefix; "
+                                + ("the prefix is ignored (errors='recover')" if self._recover
+                                   else "the whole prefix was parsed as the start of the response")),
+                })
+                rest = "" if self._recover else prefix
             else:
                 rest = prefix[last:]
             if rest:
+                # offsets count from the start of the response: the prefix remainder lies before 0
+                self._mark = -len(rest)
                 self._buf = rest
                 self._guarded(self.initial_events, False)
 
@@ -423,7 +449,7 @@ class StreamParser:
         if self._done:
             raise ParserStateError("ResponseParser already finalized (or failed earlier)")
         if text.__class__ is not str:
-            text = to_text(text, self._tokenizer, "response")
+            text = self._decode(text)
         if text:
             if self._rescan_at:
                 # A long pending match (see _run): collect chunks and search again once the
@@ -456,7 +482,12 @@ class StreamParser:
         if self._done:
             raise ParserStateError("ResponseParser already finalized (or failed earlier)")
         events: list[dict] = []
+        if self._id_tail:
+            self._buf += self._tokenizer.decode(self._id_tail)
+            self._id_tail = []
         self._flush_tail()
+        if self._recover and self._pos < len(self._buf):
+            self._eos_hold = self._pos  # text held back as a possible delimiter (see _run)
         self._guarded(events, True)
         defaults = self.DEFAULTS
         message = {k: v for k, v in self._out.items() if k in defaults or not _is_empty(v)}
@@ -468,6 +499,34 @@ class StreamParser:
         return message, events
 
     # --- machinery ---------------------------------------------------------------------------
+    def _decode(self, ids: Any) -> str:
+        """Token ids to text, holding ids whose text ends in the middle of a character.
+
+        A byte-level tokenizer decodes a character split across tokens as U+FFFD until its last
+        byte arrives; such ids are kept and decoded again with the next ones (at most 8, so real
+        replacement characters in the output are not held for ever).
+        """
+        if isinstance(ids, (bytes, bytearray)) or ids is None:
+            return to_text(ids, self._tokenizer, "response")
+        if self._tokenizer is None:
+            return to_text(ids, None, "response")
+        tail = self._id_tail
+        if tail:
+            ids = tail + list(ids)
+        text = to_text(ids, self._tokenizer, "response")
+        if text.endswith("\ufffd") and len(ids) < 8:
+            self._id_tail = list(ids)
+            return ""
+        self._id_tail = []
+        return text
+
+    def _here(self) -> int:
+        """Offset in the response of the current position: everything before it was routed."""
+        n = self._mark + self._sunk
+        if self._blocks:
+            n += sum(map(len, self._blocks))
+        return n + sum(map(len, self._body))
+
     def _guarded(self, events: list, eos: bool) -> None:
         try:
             self._run(events, eos)
@@ -567,24 +626,33 @@ class StreamParser:
                         self._tent = (start, end, state, action, field, target, match)
                         self._state = target
                     else:
-                        self._begin(events, action, field, target, match)
+                        self._begin(events, action, field, target, match, buf[start:end])
                 else:
                     had_text = self._opened
-                    self._close(events, match)
-                    self._leave()
+                    self._leave(self._close(events, match, buf[start:end]))
                     if not had_text and start == end:
                         # A zero-width close on a region that got nothing would fire forever.
                         break
                 continue
             if eos:
-                if pos < len(buf):
+                cut = self._eos_hold
+                if cut is not None and pos <= cut < len(buf):
+                    # errors="recover": text held back as the start of a delimiter that the stream
+                    # cut off is not region text; it is reported instead
+                    if cut > pos:
+                        self._route(events, buf[pos:cut])
+                    at = self._here()
+                    self._report("truncated-delimiter", at, at + len(buf) - cut,
+                                 "the stream ended inside what may be a delimiter", buf[cut:])
+                    self._sunk += len(buf) - cut
+                elif pos < len(buf):
                     self._route(events, buf[pos:])
-                    pos = len(buf)
-                self._close(events, None)
+                pos = len(buf)
+                end_at = self._close(events, None, "", True)
                 while self._stack:
                     # every suspended region ends with the stream too
-                    self._leave()
-                    self._close(events, None)
+                    self._leave(end_at)
+                    end_at = self._close(events, None, "", True)
                 self._state = 0
                 self._enter(self.OUTSIDE_FIELD)
                 break
@@ -644,8 +712,7 @@ class StreamParser:
                 # The region closes after all: the opener and what followed were its text.
                 self._defer = None
                 self._route(events, buf[pos:s])
-                self._close(events, m)
-                self._leave()
+                self._leave(self._close(events, m, buf[s:e]))
                 return e
             scan = e if e > s else s + 1  # another opener inside: look past it
         if not eos:
@@ -656,7 +723,7 @@ class StreamParser:
             self._tent = (start, end, state, OPEN, field, target, match)
             self._state = target
         else:
-            self._begin(events, OPEN, field, target, match)
+            self._begin(events, OPEN, field, target, match, buf[start:end])
         return end
 
     def _probe(self, events: list, buf: str, pos: int, eos: bool, start: int, hold: int) -> int | None:
@@ -674,7 +741,7 @@ class StreamParser:
             # accepted, or a delimiter / the end of the stream came first: an empty region
             self._tent = None
             self._state = state
-            self._begin(events, action, field, target, match)
+            self._begin(events, action, field, target, match, buf[open_start:open_end])
             return -1
         if status == UNDECIDED:
             return None
@@ -688,7 +755,7 @@ class StreamParser:
                     else:
                         self._tent = None
                         self._state = state
-                        self._begin(events, edge[0], alternative, edge[2], match)
+                        self._begin(events, edge[0], alternative, edge[2], match, buf[open_start:open_end])
                     return pos
         # Not an opener after all: its text belongs to the enclosing region.
         self._tent = None
@@ -696,15 +763,22 @@ class StreamParser:
         self._route(events, buf[open_start:open_end])
         return open_end
 
-    def _begin(self, events: list, action: int, field: int, target: int, match: Any) -> None:
-        """Open ``field``'s region: ``OPEN`` closes the current one first, ``NEST`` suspends it."""
+    def _begin(self, events: list, action: int, field: int, target: int, match: Any, opener: str) -> None:
+        """Open ``field``'s region after its opener text: ``OPEN`` closes the current region
+        first, ``NEST`` suspends it."""
+        at = self._here()
         if action == NEST:
             self._stack.append((self._state, self._field, self._region, self._name, self._dirty, self._opened,
-                                self._body, self._blocks, self._groups, self._bd))
+                                self._body, self._blocks, self._groups, self._bd, self._open_at,
+                                self._open_text))
         else:
             self._close(events, None)
         self._state = target
         self._enter(field)
+        self._mark = at + len(opener)
+        self._sunk = 0
+        self._open_at = at
+        self._open_text = opener
         self._groups = match
         self._opened = True
         region = self._region
@@ -714,27 +788,34 @@ class StreamParser:
                 event["region"] = region.label
             events.append(event)
 
-    def _leave(self) -> None:
-        """After a close: resume the suspended region, or go back OUTSIDE."""
+    def _leave(self, at: int) -> None:
+        """After a close ending at offset ``at``: resume the suspended region, or go back OUTSIDE."""
         if self._stack:
             (self._state, self._field, self._region, self._name, self._dirty, self._opened, self._body,
-             self._blocks, self._groups, self._bd) = self._stack.pop()
+             self._blocks, self._groups, self._bd, self._open_at, self._open_text) = self._stack.pop()
+            self._mark = 0
+            self._sunk = 0
+            self._mark = at - self._here()  # its body goes on from here
         else:
             self._state = 0
             self._enter(self.OUTSIDE_FIELD)
+            self._mark = at
+            self._sunk = 0
+            self._open_at = None
+            self._open_text = ""
 
     def _end_value(self, events: list) -> None:
         """A v2 region's value ended: close it, then look for its optional trailing close."""
         after = self._region.after
-        self._close(events, None)
-        self._leave()
+        self._leave(self._close(events, None))
         if after is not None:
             self._back = self._state
             self._state = after
 
     def _route(self, events: list, text: str) -> None:
         if self._name is None:
-            return  # the null sink, or a region whose slot is null: its text is discarded
+            self._sunk += len(text)  # the null sink, or a region whose slot is null: discarded
+            return
         if not self._opened:
             self._opened = True
             event = {"type": "region_open", "field": self._name}
@@ -753,11 +834,20 @@ class StreamParser:
             self._blocks.append("".join(body))
             body.clear()
 
-    def _close(self, events: list, close_match: Any) -> None:
+    def _close(self, events: list, close_match: Any, closer: str = "", eos: bool = False) -> int:
         """Close the current region: parse its body and store the value (SPEC 4.5).
 
         The caller decides what becomes current next (:meth:`_leave` or :meth:`_begin`).
+
+        Args:
+            close_match: the close delimiter's regex match (its groups reach the transform), or None.
+            closer: the close delimiter's text ("" when none was consumed).
+            eos: the stream ended with the region still open.
+
+        Returns:
+            int: the response offset just after the close delimiter.
         """
+        at = self._here()
         region = self._region
         if region is not None and self._opened and region.slot is not None:
             names = region.groups
@@ -774,15 +864,58 @@ class StreamParser:
             if region.empty_none and (not text or text.isspace()):
                 value = None  # v2: an empty body has no value
             else:
-                value = region.process(text, scope)
-                if self._tools is not None and region.typed:
-                    value = coerce_tool_calls(value, self._tools)
+                try:
+                    value = region.process(text, scope)
+                    if self._tools is not None and region.typed:
+                        value = coerce_tool_calls(value, self._tools)
+                except (ValueError, KeyError, TypeError) as exc:
+                    start = self._open_at if self._open_at is not None else self._mark
+                    if not self._recover:
+                        # strict: the error says where, and carries the message parsed so far
+                        exc.field = region.slot
+                        exc.start, exc.end = start, at + len(closer)
+                        exc.partial_message = _copy(self._out)
+                        raise
+                    self._malformed(events, region, text, closer, exc, start, at + len(closer), eos)
+                    self._opened = False
+                    return at + len(closer)
             self._store(region, value)
             event = {"type": "region_close", "field": region.slot, "value": value}
             if region.label is not None:
                 event["region"] = region.label
             events.append(event)
         self._opened = False
+        return at + len(closer)
+
+    def _report(self, kind: str, start: int, end: int, message: str, text: str, field: str | None = None) -> None:
+        self.diagnostics.append({"kind": kind, "field": field, "start": start, "end": end, "message": message,
+                                 "text": text})
+
+    def _malformed(self, events: list, region: Region, body: str, closer: str, exc: BaseException, start: int,
+                   end: int, eos: bool) -> None:
+        """errors="recover": a body that cannot be decoded ends its region with ``region_malformed``.
+
+        A region the stream cut off (no close came) is *truncated*: its value is dropped and its
+        text kept in the diagnostic. One that closed is *malformed*: its raw text, delimiters
+        included, also goes to the implicit field, so the answer never loses it.
+        """
+        raw = self._open_text + body + closer
+        error = f"{type(exc).__name__}: {exc}"
+        kind = "truncated" if eos and not closer and not region.ends else "malformed"
+        events.append({"type": "region_malformed", "field": region.slot, "text": raw, "error": error,
+                       "start": start, "end": end})
+        self._report(kind, start, end, error, raw, region.slot)
+        implicit = self.OUTSIDE_FIELD
+        if kind == "malformed" and implicit is not None:
+            target = self.REGIONS[implicit]
+            out = self._out
+            previous = out.get(target.slot)
+            if target.repeats and target.join is None:
+                out.setdefault(target.slot, []).append(raw)
+            elif isinstance(previous, str) and previous:
+                out[target.slot] = previous + (target.join or "") + raw
+            else:
+                out[target.slot] = raw
 
     def _store(self, region: Region, value: Any) -> None:
         """Put one block's value into the message (SPEC 4.5 with D1: empty never erases)."""
@@ -840,7 +973,7 @@ def _texts(value: Any, tokenizer: Any, what: str) -> tuple[list[str], bool]:
 
 
 def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix: Any, tools: Any,
-               tokenizer: Any) -> Any:
+               tokenizer: Any, errors: str = "strict") -> Any:
     """Whole-text parsing with batches and prefix broadcasting (SPEC 3).
 
     Args:
@@ -848,13 +981,15 @@ def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix:
         response: a str or token ids (one message), or a list of str / of id sequences (a batch).
         prefix: a str or ids (broadcast to every item), ``""``/``[]`` to opt out, or a list of one
             prefix per item.
-        tools, tokenizer: as for ``ResponseParser``.
+        tools, tokenizer, errors: as for ``ResponseParser``.
 
     Returns:
-        dict | list[dict]: one message, or a list for a batch (a one-item batch gives a list).
+        dict | list[dict]: one message, or a list for a batch (a one-item batch gives a list). With
+        ``errors="recover"`` no model output raises, so every item has its message.
 
     Raises:
-        ValueError: prefix missing, or a prefix list whose length differs from the batch.
+        ValueError: prefix missing, or a prefix list whose length differs from the batch; in
+            ``"strict"``, a body that failed to parse (the error's ``item`` names the batch item).
         TypeError: token ids without a tokenizer.
     """
     if prefix is None:
@@ -871,8 +1006,14 @@ def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix:
             "sequence (broadcast to every response), or one prefix per response."
         )
     messages = []
-    for text, item_prefix in zip(texts, prefixes):
-        parser = parser_class(item_prefix, tools, tokenizer)
-        parser.feed(text)
-        messages.append(parser.finalize()[0])
+    for item, (text, item_prefix) in enumerate(zip(texts, prefixes)):
+        parser = parser_class(item_prefix, tools, tokenizer, errors)
+        try:
+            parser.feed(text)
+            messages.append(parser.finalize()[0])
+        except (ValueError, KeyError, TypeError) as exc:
+            if batched:
+                exc.item = item
+                exc.add_note(f"(batch item {item})")
+            raise
     return messages if batched else messages[0]

@@ -1,0 +1,170 @@
+"""errors="recover": no model output raises; damaged regions end with region_malformed, every loss
+is a diagnostic with offsets; errors="strict" errors say where and carry the message so far."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from respc.compiler.api import compile_template
+
+from support import chunkings, run_stream
+
+QWEN3 = importlib.import_module("respc.generated.qwen3")
+HERMES = importlib.import_module("respc.generated.hermes2pro")
+
+BAD = 'Answer.<tool_call>{"name": "f", "arguments": {"a": 1,}}</tool_call>'
+
+
+def run(module, prefix, text, how, errors="recover"):
+    parser = module.ResponseParser(prefix, errors=errors)
+    events = list(parser.initial_events)
+    for chunk in chunkings(text, text)[how]:
+        events += parser.feed(chunk)
+    message, final = parser.finalize()
+    return message, events + final, parser.diagnostics
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_malformed_call_keeps_the_answer_and_its_raw_text(how):
+    good = '<tool_call>{"name": "g", "arguments": {}}</tool_call>'
+    message, events, diagnostics = run(QWEN3, "", BAD + good, how)
+    raw = '<tool_call>{"name": "f", "arguments": {"a": 1,}}</tool_call>'
+    assert message == {"role": "assistant", "content": "Answer." + raw,
+                       "tool_calls": [{"type": "function", "function": {"name": "g", "arguments": {}}}]}
+    malformed = [e for e in events if e["type"] == "region_malformed"]
+    assert len(malformed) == 1
+    assert malformed[0]["field"] == "tool_calls"
+    assert malformed[0]["text"] == raw
+    assert (malformed[0]["start"], malformed[0]["end"]) == (7, 7 + len(raw))
+    assert BAD[malformed[0]["start"]:malformed[0]["end"]] == raw
+    assert [d["kind"] for d in diagnostics] == ["malformed"]
+    assert diagnostics[0]["text"] == raw
+    assert diagnostics[0]["message"].startswith("ContentParseError: Field 'tool_calls': json parser could not parse")
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_truncated_call_is_dropped_and_reported_earlier_calls_kept(how):
+    calls = "".join(f'<tool_call>{{"name": "f{i}", "arguments": {{}}}}</tool_call>' for i in range(30))
+    text = "Sure." + calls + '<tool_call>{"name": "f30", "argu'
+    message, _, diagnostics = run(QWEN3, "", text, how)
+    assert message["content"] == "Sure."
+    assert [c["function"]["name"] for c in message["tool_calls"]] == [f"f{i}" for i in range(30)]
+    assert [d["kind"] for d in diagnostics] == ["truncated"]
+    cut = text.rindex("<tool_call>")
+    assert (diagnostics[0]["start"], diagnostics[0]["end"]) == (cut, len(text))
+    assert diagnostics[0]["text"] == text[cut:]
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_partial_delimiter_at_the_end_is_not_content(how):
+    message, _, diagnostics = run(QWEN3, "", "Sure.<tool_c", how)
+    assert message == {"role": "assistant", "content": "Sure."}
+    assert diagnostics == [{"kind": "truncated-delimiter", "field": None, "start": 5, "end": 12,
+                            "message": "the stream ended inside what may be a delimiter", "text": "<tool_c"}]
+
+
+def test_partial_delimiter_at_the_end_stays_text_in_strict():
+    message, _, diagnostics = run(QWEN3, "", "Sure.<tool_c", "whole", errors="strict")
+    assert message == {"role": "assistant", "content": "Sure.<tool_c"}
+    assert diagnostics == []
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_unclosed_reasoning_at_the_end_stays_reasoning(how):
+    message, _, diagnostics = run(QWEN3, "<|im_start|>assistant\n<think>\n", "Still thinking about it", how)
+    assert message == {"role": "assistant", "reasoning_content": "Still thinking about it"}
+    assert diagnostics == []
+
+
+def test_strict_error_says_where_and_keeps_the_message_so_far():
+    parser = QWEN3.ResponseParser("")
+    events = parser.feed("Answer.")
+    assert events[-1]["text"] == "Answer."
+    with pytest.raises(ValueError) as info:
+        parser.feed(BAD[7:])
+    error = info.value
+    assert error.field == "tool_calls"
+    assert (error.start, error.end) == (7, len(BAD))
+    assert error.partial_message == {"role": "assistant", "content": "Answer."}
+
+
+def test_strict_batch_error_names_the_item():
+    with pytest.raises(ValueError) as info:
+        QWEN3.parse_response(["fine", BAD, "also fine"], prefix="")
+    assert info.value.item == 1
+    assert "(batch item 1)" in info.value.__notes__
+
+
+def test_recover_batch_gives_every_item():
+    messages = QWEN3.parse_response(["fine", BAD], prefix="", errors="recover")
+    assert messages[0] == {"role": "assistant", "content": "fine"}
+    assert messages[1]["content"].startswith("Answer.<tool_call>")
+
+
+def test_unknown_errors_value_is_refused():
+    with pytest.raises(ValueError, match="errors must be one of"):
+        QWEN3.ResponseParser("", errors="ignore")
+
+
+def test_prefix_without_anchor_is_reported_and_ignored_in_recover():
+    prompt = "You are a helpful assistant. Tell me a joke."
+    strict = QWEN3.ResponseParser(prompt)
+    strict.feed("Sure.")
+    assert strict.finalize()[0]["content"] == prompt + "Sure."
+    assert [d["kind"] for d in strict.diagnostics] == ["prefix-without-anchor"]
+    recover = QWEN3.ResponseParser(prompt, errors="recover")
+    recover.feed("Sure.")
+    assert recover.finalize()[0] == {"role": "assistant", "content": "Sure."}
+    assert [d["kind"] for d in recover.diagnostics] == ["prefix-without-anchor"]
+
+
+class ByteTokenizer:
+    """A byte-level tokenizer: one id per UTF-8 byte (a character may span several tokens)."""
+
+    def decode(self, ids):
+        return bytes(ids).decode("utf-8", errors="replace")
+
+
+def test_token_ids_split_inside_a_character_are_decoded_whole():
+    text = "é😀 ok"
+    parser = QWEN3.ResponseParser("", tokenizer=ByteTokenizer())
+    events = []
+    for byte in text.encode("utf-8"):
+        events += parser.feed([byte])
+    message, final = parser.finalize()
+    assert message == {"role": "assistant", "content": text}
+    chunks = [e["text"] for e in events if e["type"] == "region_chunk"]
+    assert "".join(chunks) == text
+    assert all("\ufffd" not in c for c in chunks)
+
+
+def test_offsets_follow_nested_and_prefix_text():
+    template = {
+        "respc_version": 2, "start_anchor": "<|a|>",
+        "fields": {
+            "reasoning_content": {"open": "<think>", "close": "</think>"},
+            "tool_calls": {"open": "<c>", "close": "</c>", "content": "json", "role": "tool_calls",
+                           "inside": {"reasoning_content": "nest"}, "repeats": True},
+            "content": {"repeats": True, "join": ""},
+        },
+    }
+    module = compile_template(template)
+    text = "<think>ab<c>{bad}</c>cd</think>ok"
+    for how, chunks in chunkings(text, "nested").items():
+        parser = module.ResponseParser("<|a|>", errors="recover")
+        for chunk in chunks:
+            parser.feed(chunk)
+        message, _ = parser.finalize()
+        assert message == {"reasoning_content": "abcd", "content": "<c>{bad}</c>ok"}, how
+        [diag] = parser.diagnostics
+        assert (diag["start"], diag["end"]) == (9, 21), how
+        assert text[9:21] == "<c>{bad}</c>"
+
+
+def test_hermes_recover_matches_strict_on_good_output():
+    text = 'Hi.<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>'
+    assert HERMES.parse_response(text, prefix="", errors="recover") == HERMES.parse_response(text, prefix="")
+    message, events = run_stream(HERMES, "", list(text))
+    assert not any(e["type"] == "region_malformed" for e in events)
