@@ -11,7 +11,7 @@ from typing import Any
 
 import regex
 
-from respc.runtime.content import CONTENT_PARSER_NAMES, PARSERS
+from respc.runtime.content import CONTENT_PARSER_NAMES, PARSERS, content_args_problems
 from respc.runtime.errors import TemplateError
 from respc.runtime.transforms import placeholder_errors
 
@@ -93,36 +93,16 @@ class _Checker:
 
 
 def _check_content_args(check: _Checker, name: str, content: str, args: Any, key: str = "content_args") -> None:
-    if not isinstance(args, dict):
-        raise check.fail(f"'{key}' must be a dict, got {type(args).__name__}", name, key)
-    if content == "xml-inline":
-        pattern = args.get("tag_pattern")
-        if not isinstance(pattern, str):
-            raise check.fail("xml-inline needs 'tag_pattern', a regex string with groups 'key' and 'value'",
-                             name, key)
-        compiled = check.compile(pattern, name, f"{key}.tag_pattern")
-        if "key" not in compiled.groupindex:
-            raise check.fail(f"xml-inline tag_pattern {pattern!r} has no named group 'key'", name, key)
-    if content == "json" and "string_delims" in args:
-        delims = args["string_delims"]
-        if not isinstance(delims, list) or not all(
-            isinstance(pair, list) and len(pair) == 2 and all(isinstance(s, str) and s for s in pair)
-            for pair in delims
-        ):
-            raise check.fail("json 'string_delims' must be a list of [open, close] pairs of non-empty strings",
-                             name, key)
-    for sep_key in ("line_sep", "kv_sep"):
-        if content == "kv-lines" and sep_key in args and not (isinstance(args[sep_key], str) and args[sep_key]):
-            raise check.fail(f"kv-lines '{sep_key}' must be a non-empty string", name, key)
-    value_parser = args.get("value_parser")
-    if value_parser is not None and content in ("xml-inline", "kv-lines"):
-        if not isinstance(value_parser, dict):
-            raise check.fail("'value_parser' must be a dict {\"name\": parser, \"args\": {...}}", name, key)
-        sub = value_parser.get("name", "text")
-        if sub not in CONTENT_PARSER_NAMES:
-            raise check.fail(f"value_parser: unknown content parser {sub!r}. Available: "
-                             f"{sorted(CONTENT_PARSER_NAMES)}", name, key)
-        _check_content_args(check, name, sub, value_parser.get("args", {}), f"{key}.value_parser.args")
+    """Raise the first problem the content parser's registry record finds in ``args`` (SPEC 2).
+
+    The record's ``check_args`` gives ``(arg path, problem)`` pairs with paths relative to ``key``
+    (see :func:`respc.runtime.content.content_args_problems`); the key at fault is ``key`` or
+    ``key.path``.
+    """
+    problems = content_args_problems(content, args, key)
+    if problems:
+        arg, problem = problems[0]
+        raise check.fail(problem, name, f"{key}.{arg}" if arg else key)
 
 
 def _v2_keys(check: _Checker, name: str, spec: dict, version: int) -> dict:

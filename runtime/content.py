@@ -3,7 +3,11 @@
 Theory of operation
 -------------------
 Every field names one content parser (``text``, ``int``, ``float``, ``bool``, ``json``,
-``xml-inline``, ``kv-lines``) and a ``content_args`` dict. A generated parser calls
+``xml-inline``, ``kv-lines``, and in template v2 ``pythonic``) and a ``content_args`` dict. Each
+parser is one :class:`ParserRecord` in :data:`PARSERS`, read by the compiler's load-time checks
+(``check_args``), by the emitter (``dirty``), by the streaming core (``make``, ``boundary``,
+``self_delimiting``, ``can_reject``) and by grammar export (``grammar``): adding a parser means
+adding its record there and nothing else. A generated parser calls
 :func:`make_content_parser` once per field at import time and then calls the returned closure each
 time a region of that field closes, so all argument handling (defaults, regex compilation, nested
 ``value_parser`` set-up) happens once. :func:`parse_content` is the one-shot form of the same thing.
@@ -20,6 +24,14 @@ difference, deviation D6 (SPEC section 9), in the ``json`` dialect knobs:
   parses) and delimiters inside ordinary JSON strings are left alone.
 * with ``allow_non_json``, every failure -- bad dialect arguments included -- falls back to the
   stripped text.
+* ``python_literals`` (v2) reads ``True``/``False``/``None`` outside string literals (and outside
+  ``string_delims`` spans) as ``true``/``false``/``null``, by the same scanner.
+
+``value_parser`` of ``xml-inline`` and ``kv-lines`` may be a switch (v2):
+``{"switch": GROUP, "cases": {TEXT: parser spec, ...}, "default": parser spec}`` picks the value's
+parser by the text GROUP captured (a named group of ``tag_pattern``; for ``kv-lines`` only ``"key"``,
+the stripped key). A group that did not take part, or a text no case names, uses ``default``; with
+no ``default`` the value is kept as it would be without a ``value_parser``.
 
 Every failure raises :class:`~respc.runtime.errors.ContentParseError` (a ``ValueError``) whose
 message names the parser and quotes the content with ``repr``. Errors that depend only on
@@ -33,33 +45,24 @@ import functools
 import json
 import re as _stdre
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import regex
 
+from .decoders import Boundary, json_boundary, pythonic_boundary
 from .errors import ContentParseError
+from .pythonic import parse_pythonic
 
 __all__ = [
+    "ParserRecord",
+    "PARSERS",
     "STREAMABLE_PARSERS",
     "CONTENT_PARSER_NAMES",
+    "content_args_problems",
     "parse_content",
     "make_content_parser",
 ]
-
-#: Parsers whose region chunks are part of the final value; their chunks carry ``dirty=False``
-#: (SPEC 4.4). The structured parsers only give a value on close, so their chunks are dirty.
-STREAMABLE_PARSERS: frozenset[str] = frozenset({"text", "int", "float", "bool"})
-
-#: Every content parser name, in SPEC order.
-CONTENT_PARSER_NAMES: tuple[str, ...] = (
-    "text",
-    "int",
-    "float",
-    "bool",
-    "json",
-    "xml-inline",
-    "kv-lines",
-)
 
 ContentParser = Callable[[str], Any]
 
@@ -75,15 +78,19 @@ def _compile_tag_pattern(pattern: str) -> regex.Pattern:
 
 
 @functools.lru_cache(maxsize=256)
-def _dialect_finder(opens: tuple[str, ...], unquoted_keys: bool) -> _stdre.Pattern:
+def _dialect_finder(opens: tuple[str, ...], unquoted_keys: bool,
+                    python_literals: bool = False) -> _stdre.Pattern:
     """A pattern that finds the next position the JSON dialect scanner must look at.
 
     That is: the first character of any ``string_delims`` opener, a ``"`` (a JSON string to
-    skip), and -- with ``unquoted_keys`` -- a ``{`` or ``,`` (a key may follow).
+    skip), with ``unquoted_keys`` a ``{`` or ``,`` (a key may follow), and with
+    ``python_literals`` a ``T``, ``F`` or ``N`` (a Python literal may start).
     """
     chars = {'"'}
     if unquoted_keys:
         chars.update("{,")
+    if python_literals:
+        chars.update("TFN")
     chars.update(o[0] for o in opens if o)
     return _stdre.compile("[" + "".join(_stdre.escape(c) for c in sorted(chars)) + "]")
 
@@ -94,6 +101,9 @@ _JSON_STRING_REST = _stdre.compile(r'[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', _stdre.
 # JSON insignificant whitespace, then a bare key directly followed by its colon. The reference
 # uses a Unicode ``\w+`` key, so do we.
 _BARE_KEY = _stdre.compile(r"[ \t\r\n]*(\w+):")
+# A Python literal as a whole word (the scanner checks the character before it).
+_PY_LITERAL = _stdre.compile(r"(?:True|False|None)(?!\w)")
+_PY_TO_JSON = {"True": "true", "False": "false", "None": "null"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -175,24 +185,28 @@ def _checked_delims(string_delims: Any) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def _apply_dialects(text: str, delims: tuple[tuple[str, str], ...], unquoted_keys: bool) -> str:
+def _apply_dialects(text: str, delims: tuple[tuple[str, str], ...], unquoted_keys: bool,
+                    python_literals: bool = False) -> str:
     """Rewrite lax JSON into strict JSON in one left-to-right scan (deviation D6).
 
     Outside JSON string literals: a span ``open ... close`` of a ``string_delims`` pair (the first
     pair whose opener starts here and whose closer follows; the closer is its next occurrence)
     becomes ``json.dumps`` of the enclosed text, and with ``unquoted_keys`` an identifier that
     follows ``{`` or ``,`` (after optional whitespace) and is directly followed by ``:`` gets
-    quoted. JSON string literals are copied verbatim.
+    quoted; with ``python_literals`` a whole-word Python literal becomes its JSON spelling. JSON
+    string literals are copied verbatim.
 
     Args:
         text (str): the region body.
         delims (tuple[tuple[str, str], ...]): validated ``string_delims`` pairs, in priority order.
         unquoted_keys (bool): whether to quote bare keys.
+        python_literals (bool): whether a whole-word ``True``/``False``/``None`` outside strings
+            becomes ``true``/``false``/``null``.
 
     Returns:
         str: the rewritten text (``text`` itself when nothing changed).
     """
-    finder = _dialect_finder(tuple(o for o, _ in delims), unquoted_keys)
+    finder = _dialect_finder(tuple(o for o, _ in delims), unquoted_keys, python_literals)
     out: list[str] = []
     copied = 0  # text[:copied] is already in ``out``
     pos = 0
@@ -232,6 +246,14 @@ def _apply_dialects(text: str, delims: tuple[tuple[str, str], ...], unquoted_key
                 pos = key.end()
             else:
                 pos = at + 1
+        elif python_literals and char in "TFN":
+            word = _PY_LITERAL.match(text, at)
+            if word is not None and not (at and (text[at - 1].isalnum() or text[at - 1] == "_")):
+                out.append(text[copied:at])
+                out.append(_PY_TO_JSON[word.group()])
+                copied = pos = word.end()
+            else:
+                pos = at + 1
         else:
             pos = at + 1
     if not out:
@@ -243,6 +265,7 @@ def _apply_dialects(text: str, delims: tuple[tuple[str, str], ...], unquoted_key
 def _make_json(args: dict) -> ContentParser:
     allow_non_json = bool(args.get("allow_non_json"))
     unquoted_keys = bool(args.get("unquoted_keys", False))
+    python_literals = bool(args.get("python_literals", False))
     fallback = _make_text(args)
     # Validate the dialect arguments once; a bad value is reported (or, with allow_non_json,
     # falls back to text) when a region is parsed, like every other failure.
@@ -252,7 +275,7 @@ def _make_json(args: dict) -> ContentParser:
         delims = _checked_delims(args.get("string_delims") or [])
     except (ValueError, TypeError) as exc:
         bad_args = exc
-    dialects = bool(delims) or unquoted_keys
+    dialects = bool(delims) or unquoted_keys or python_literals
 
     def parse_json(text: str) -> Any:
         working = text
@@ -260,7 +283,7 @@ def _make_json(args: dict) -> ContentParser:
             if bad_args is not None:
                 raise ValueError(f"invalid string_delims: {bad_args}")
             if dialects:
-                working = _apply_dialects(text, delims, unquoted_keys)
+                working = _apply_dialects(text, delims, unquoted_keys, python_literals)
             return json.loads(working)
         except (ValueError, TypeError, AttributeError, RecursionError) as exc:
             if allow_non_json:
@@ -281,20 +304,55 @@ def _make_json(args: dict) -> ContentParser:
 
 
 # --------------------------------------------------------------------------------------------
-# Structured parsers: xml-inline and kv-lines.
+# Structured parsers: xml-inline and kv-lines, and their value_parser (a switch in v2).
+
+#: ``value_parser(raw, selector)``: parse one value; ``selector`` is the text the switch group
+#: captured (``None`` when it did not take part or the value parser is not a switch).
+ValueParser = Callable[[str, "str | None"], Any]
 
 
-def _make_value_parser(value_parser: Any) -> ContentParser | None:
-    """Build the nested parser of a ``value_parser`` argument (``{"name", "args"}``), or None.
+def _spec_parser(spec: dict) -> ContentParser:
+    """The parser of a ``{"name": ..., "args": ...}`` spec (name defaults to ``text``)."""
+    return _build(spec.get("name", "text"), spec.get("args", {}))
 
-    A malformed ``value_parser`` gives a parser that raises when first used, so bad arguments
-    fail at parse time like the reference.
+
+def _make_value_parser(value_parser: Any) -> tuple[ValueParser | None, str | None]:
+    """Build the nested parser of a ``value_parser`` argument.
+
+    Args:
+        value_parser (Any): ``None``, a spec ``{"name", "args"}``, or a switch
+            ``{"switch": GROUP, "cases": {TEXT: spec}, "default": spec}``.
+
+    Returns:
+        tuple[ValueParser | None, str | None]: the parser (``None`` without a value_parser) and
+        the switch group (``None`` unless a switch). A malformed argument gives a parser that
+        raises :class:`ContentParseError` when first used, so bad arguments fail at parse time
+        like the reference.
     """
     if value_parser is None:
-        return None
+        return None, None
     if not isinstance(value_parser, dict):
-        return _failing("value_parser", f"value_parser must be a dict, got {value_parser!r}")
-    return _build(value_parser.get("name", "text"), value_parser.get("args", {}))
+        fail = _failing("value_parser", f"value_parser must be a dict, got {value_parser!r}")
+        return (lambda raw, selector: fail(raw)), None
+    if "switch" not in value_parser:
+        parse = _spec_parser(value_parser)
+        return (lambda raw, selector: parse(raw)), None
+    group = value_parser.get("switch")
+    cases = value_parser.get("cases", {})
+    default = value_parser.get("default")
+    if (not isinstance(group, str) or not isinstance(cases, dict)
+            or not all(isinstance(spec, dict) for spec in cases.values())
+            or not (default is None or isinstance(default, dict))):
+        fail = _failing("value_parser", f"malformed value_parser switch {value_parser!r}")
+        return (lambda raw, selector: fail(raw)), None
+    parsers = {case: _spec_parser(spec) for case, spec in cases.items()}
+    fallback = None if default is None else _spec_parser(default)
+
+    def parse_switch(raw: str, selector: str | None) -> Any:
+        parse = parsers.get(selector, fallback) if selector is not None else fallback
+        return raw if parse is None else parse(raw)
+
+    return parse_switch, group
 
 
 def _failing(parser: str, reason: str) -> ContentParser:
@@ -312,7 +370,10 @@ def _make_xml_inline(args: dict) -> ContentParser:
         compiled = _compile_tag_pattern(tag_pattern)
     except (regex.error, TypeError) as exc:
         return _failing("xml-inline", f"invalid tag_pattern {tag_pattern!r}: {exc}")
-    sub_parse = _make_value_parser(args.get("value_parser"))
+    sub_parse, switch = _make_value_parser(args.get("value_parser"))
+    if switch is not None and switch not in compiled.groupindex:
+        return _failing("xml-inline", f"value_parser switch group {switch!r} is not a named group of "
+                                      f"tag_pattern {tag_pattern!r}")
     merge = bool(args.get("merge_duplicates", False))
     has_value_group = "value" in compiled.groupindex
 
@@ -334,7 +395,7 @@ def _make_xml_inline(args: dict) -> ContentParser:
                     f"has nothing to parse.\nContent: {text!r}"
                 )
             else:
-                value = sub_parse(raw)
+                value = sub_parse(raw, m.group(switch) if switch is not None else None)
             if merge and key in out:
                 previous = out[key]
                 if not isinstance(previous, list):
@@ -351,7 +412,9 @@ def _make_kv_lines(args: dict) -> ContentParser:
     line_sep = args.get("line_sep", "\n")
     kv_sep = args.get("kv_sep", ":")
     prepare = _make_text(args)
-    sub_parse = _make_value_parser(args.get("value_parser"))
+    sub_parse, switch = _make_value_parser(args.get("value_parser"))
+    if switch is not None and switch != "key":
+        return _failing("kv-lines", f"value_parser can only switch on 'key', not {switch!r}")
 
     def parse_kv_lines(text: str) -> dict:
         out: dict[str, Any] = {}
@@ -368,29 +431,284 @@ def _make_kv_lines(args: dict) -> ContentParser:
             except (ValueError, TypeError) as exc:
                 raise _error("kv-lines", f"with kv_sep {kv_sep!r}", text, exc) from exc
             value = prepare(value)
-            out[prepare(key)] = value if sub_parse is None else sub_parse(value)
+            key = prepare(key)
+            out[key] = value if sub_parse is None else sub_parse(value, key)
         return out
 
     return parse_kv_lines
 
 
 # --------------------------------------------------------------------------------------------
-# Dispatch.
+# pythonic (v2): see respc.runtime.pythonic.
 
-_FACTORIES: dict[str, Callable[[dict], ContentParser]] = {
-    "text": _make_text,
-    "int": _make_int,
-    "float": _make_float,
-    "bool": _make_bool,
-    "json": _make_json,
-    "xml-inline": _make_xml_inline,
-    "kv-lines": _make_kv_lines,
+
+def _make_pythonic(args: dict) -> ContentParser:
+    strip_suffix = args.get("strip_suffix")
+    allow_bare = args.get("allow_bare", True)
+    if strip_suffix is not None and not isinstance(strip_suffix, str):
+        return _failing("pythonic", f"strip_suffix must be a string, got {strip_suffix!r}")
+
+    def parse_pythonic_body(text: str) -> list[dict]:
+        return parse_pythonic(text, allow_bare=bool(allow_bare), strip_suffix=strip_suffix)
+
+    return parse_pythonic_body
+
+
+# --------------------------------------------------------------------------------------------
+# Load-time argument checks. Each returns [(arg path, problem)]: the path is relative to the
+# checked dict (``""`` = the dict itself; ``"tag_pattern"``; ``"value_parser.args"``), and
+# ``where`` is that dict's own key path (``content_args``), used by messages that quote a full key.
+
+Problems = list[tuple[str, str]]
+_REGEX_ERRORS = (regex.error, ValueError, OverflowError, RecursionError, TypeError)
+
+
+def _no_problems(args: dict, where: str = "content_args") -> Problems:
+    return []
+
+
+def _bool_args(args: dict, names: tuple[str, ...], parser: str) -> Problems:
+    return [("", f"{parser} '{name}' must be a bool, got {type(args[name]).__name__}")
+            for name in names if name in args and not isinstance(args[name], bool)]
+
+
+def _json_accept_chars(args: dict) -> str:
+    """Every character ``accept`` may name: JSON value starts, Python literals, delimiter openers."""
+    chars = '{["-0123456789tfn'
+    if args.get("python_literals") is True:
+        chars += "TFN"
+    return chars
+
+
+def _check_json(args: dict, where: str = "content_args") -> Problems:
+    problems: Problems = []
+    if "string_delims" in args:
+        delims = args["string_delims"]
+        if not isinstance(delims, list) or not all(
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(s, str) and s for s in pair)
+            for pair in delims
+        ):
+            problems.append(("", "json 'string_delims' must be a list of [open, close] pairs of "
+                                 "non-empty strings"))
+    problems += _bool_args(args, ("python_literals",), "json")
+    if "accept" in args:
+        accept = args["accept"]
+        allowed = _json_accept_chars(args)
+        if not isinstance(accept, str) or not accept:
+            problems.append(("", f"json 'accept' must be a non-empty string of first characters, got {accept!r}"))
+        else:
+            bad = sorted({c for c in accept if c not in allowed})
+            if bad:
+                problems.append(("", f"json 'accept' names {bad}, which cannot start a JSON value "
+                                     f"(allowed: {allowed!r}; a string_delims opener counts as '\"')"))
+    return problems
+
+
+def _check_pythonic(args: dict, where: str = "content_args") -> Problems:
+    problems: Problems = []
+    suffix = args.get("strip_suffix")
+    if "strip_suffix" in args and not (isinstance(suffix, str) and suffix):
+        problems.append(("", f"pythonic 'strip_suffix' must be a non-empty string, got {suffix!r}"))
+    return problems + _bool_args(args, ("allow_bare",), "pythonic")
+
+
+def _check_value_parser(args: dict, where: str, groups: tuple[str, ...] | None) -> Problems:
+    """Check ``value_parser`` of xml-inline (``groups``: the tag_pattern's) or kv-lines (None)."""
+    value_parser = args.get("value_parser")
+    if value_parser is None:
+        return []
+    if not isinstance(value_parser, dict):
+        return [("", "'value_parser' must be a dict {\"name\": parser, \"args\": {...}} or a switch "
+                     "{\"switch\": group, \"cases\": {...}, \"default\": {...}}")]
+    if "switch" not in value_parser:
+        return _check_spec(value_parser, where, "value_parser")
+    problems: Problems = []
+    unknown = sorted(set(value_parser) - {"switch", "cases", "default"})
+    if unknown:
+        problems.append(("", f"value_parser switch has unknown keys {unknown} (allowed: "
+                             "['switch', 'cases', 'default'])"))
+    group = value_parser["switch"]
+    if groups is None and group != "key":
+        problems.append(("", f"kv-lines value_parser can only switch on \"key\", got {group!r}"))
+    elif groups is not None and (not isinstance(group, str) or group not in groups):
+        problems.append(("", f"value_parser switch {group!r} is not a named group of tag_pattern "
+                             f"(groups: {list(groups)})"))
+    cases = value_parser.get("cases", {})
+    if not isinstance(cases, dict):
+        problems.append(("", f"value_parser 'cases' must be a dict of text -> parser spec, got "
+                             f"{type(cases).__name__}"))
+        cases = {}
+    for case, spec in cases.items():
+        if not isinstance(spec, dict):
+            problems.append(("", f"value_parser case {case!r} must be a dict {{\"name\": parser, "
+                                 "\"args\": {...}}"))
+        else:
+            problems += _check_spec(spec, where, f"value_parser.cases.{case}")
+    default = value_parser.get("default")
+    if default is not None:
+        if not isinstance(default, dict):
+            problems.append(("", "value_parser 'default' must be a dict {\"name\": parser, \"args\": {...}}"))
+        else:
+            problems += _check_spec(default, where, "value_parser.default")
+    return problems
+
+
+def _check_spec(spec: dict, where: str, path: str) -> Problems:
+    """Check one ``{"name", "args"}`` parser spec found at ``path`` (relative to ``where``)."""
+    sub = spec.get("name", "text")
+    if sub not in PARSERS:
+        return [("", f"value_parser: unknown content parser {sub!r}. Available: {sorted(CONTENT_PARSER_NAMES)}")]
+    nested = f"{path}.args"
+    return [(nested + ("." + arg if arg else ""), problem)
+            for arg, problem in content_args_problems(sub, spec.get("args", {}), f"{where}.{nested}")]
+
+
+def _check_xml_inline(args: dict, where: str = "content_args") -> Problems:
+    pattern = args.get("tag_pattern")
+    if not isinstance(pattern, str):
+        return [("", "xml-inline needs 'tag_pattern', a regex string with groups 'key' and 'value'")]
+    try:
+        compiled = regex.compile(pattern, regex.DOTALL)
+    except _REGEX_ERRORS as exc:
+        return [("tag_pattern", f"invalid {where}.tag_pattern regex {pattern!r}: {exc}")]
+    if "key" not in compiled.groupindex:
+        return [("", f"xml-inline tag_pattern {pattern!r} has no named group 'key'")]
+    groups = tuple(sorted(compiled.groupindex, key=compiled.groupindex.__getitem__))
+    return _check_value_parser(args, where, groups)
+
+
+def _check_kv_lines(args: dict, where: str = "content_args") -> Problems:
+    problems: Problems = []
+    for sep_key in ("line_sep", "kv_sep"):
+        if sep_key in args and not (isinstance(args[sep_key], str) and args[sep_key]):
+            problems.append(("", f"kv-lines '{sep_key}' must be a non-empty string"))
+    return problems + _check_value_parser(args, where, None)
+
+
+def content_args_problems(name: str, args: Any, where: str = "content_args") -> Problems:
+    """Every load-time problem of one field's ``content_args`` (SPEC 2), in check order.
+
+    Args:
+        name (str): a parser name of :data:`PARSERS`.
+        args (Any): the ``content_args`` value as written in the template.
+        where (str): the key path of ``args`` in the field (``"content_args"``), quoted by the
+            messages.
+
+    Returns:
+        list[tuple[str, str]]: ``(arg path, problem)``; the path is relative to ``where`` (``""``:
+        ``where`` itself), so the key at fault is ``where`` or ``f"{where}.{path}"``. Empty when
+        the arguments are usable. ``compiler/validate.py`` raises the first as a TemplateError.
+    """
+    if not isinstance(args, dict):
+        return [("", f"'{where}' must be a dict, got {type(args).__name__}")]
+    return PARSERS[name].check_args(args, where)
+
+
+# --------------------------------------------------------------------------------------------
+# Grammar fragments: one Lark rule body (a /.../ terminal, regex module syntax) per parser for the
+# region's body text. They approximate (a regex cannot count brackets): grammar export builds on
+# them and may replace the json/pythonic ones by real sub-grammars. Each matches a non-empty body;
+# the caller makes a body optional.
+
+_ANY_BODY = r"/[\s\S]+/s"
+
+
+def _stripped(args: dict, core: str) -> str:
+    space = r"\s*" if args.get("strip", True) else ""
+    return f"/{space}(?:{core}){space}/s"
+
+
+def _grammar_any(args: dict) -> str:
+    return _ANY_BODY
+
+
+def _grammar_int(args: dict) -> str:
+    return _stripped(args, r"[-+]?\d(?:_?\d)*")
+
+
+def _grammar_float(args: dict) -> str:
+    return _stripped(args, r"[-+]?(?:(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][-+]?\d(?:_?\d)*)?"
+                           r"|(?i:inf|infinity|nan))")
+
+
+def _grammar_json(args: dict) -> str:
+    if args.get("allow_non_json"):
+        return _ANY_BODY
+    return r"/[ \t\r\n]*(?:\{[\s\S]*\}|\[[\s\S]*\]|\"[\s\S]*\"|[\w.+\-]+|<[\s\S]+)[ \t\r\n]*/s"
+
+
+def _grammar_pythonic(args: dict) -> str:
+    call = r"[^\W\d]\w*(?:\.[^\W\d]\w*)*\([\s\S]*\)"
+    bare = f"|{call}" if args.get("allow_bare", True) is not False else ""
+    return rf"/\s*(?:\[\s*(?:{call}\s*)?\]{bare})\s*/s"
+
+
+# --------------------------------------------------------------------------------------------
+# The registry.
+
+
+@dataclass(frozen=True)
+class ParserRecord:
+    """Everything respc knows about one content parser (one record per parser).
+
+    Attributes:
+        name (str): the ``content`` value naming it.
+        dirty (bool): its ``region_chunk`` events carry ``dirty=True`` (SPEC 4.4): the chunks are
+            not the final value (structured parsers only give one on close).
+        check_args (Callable[[dict, str], list[tuple[str, str]]]): load-time checks of a
+            ``content_args`` dict (see :func:`content_args_problems`); the optional second
+            argument is the dict's key path for messages.
+        make (Callable[[dict], Callable[[str], Any]]): whole-body parser factory (SPEC 5).
+        self_delimiting (bool): a body's value ends itself, so ``end: "value"`` is allowed.
+        can_reject (bool): its boundary decoder may REJECT a body at its first significant
+            character(s) (``reject`` rule).
+        boundary (Callable[[dict], Callable[[], Boundary]] | None): factory of incremental
+            :class:`~respc.runtime.decoders.Boundary` decoders, ``None`` when the parser is not
+            self-delimiting (the core buffers the body and parses it on close).
+        grammar (Callable[[dict], str] | None): a Lark rule body for the region's body text.
+    """
+
+    name: str
+    dirty: bool
+    check_args: Callable[..., Problems]
+    make: Callable[[dict], ContentParser]
+    self_delimiting: bool = False
+    can_reject: bool = False
+    boundary: Callable[[dict], Callable[[], Boundary]] | None = None
+    grammar: Callable[[dict], str] | None = None
+
+
+#: Every content parser, in documentation order (SPEC 5, then the v2 additions).
+PARSERS: dict[str, ParserRecord] = {
+    record.name: record for record in (
+        ParserRecord("text", False, _no_problems, _make_text, grammar=_grammar_any),
+        ParserRecord("int", False, _no_problems, _make_int, grammar=_grammar_int),
+        ParserRecord("float", False, _no_problems, _make_float, grammar=_grammar_float),
+        ParserRecord("bool", False, _no_problems, _make_bool, grammar=_grammar_any),
+        ParserRecord("json", True, _check_json, _make_json, self_delimiting=True, can_reject=True,
+                     boundary=json_boundary, grammar=_grammar_json),
+        ParserRecord("xml-inline", True, _check_xml_inline, _make_xml_inline, grammar=_grammar_any),
+        ParserRecord("kv-lines", True, _check_kv_lines, _make_kv_lines, grammar=_grammar_any),
+        ParserRecord("pythonic", True, _check_pythonic, _make_pythonic, self_delimiting=True,
+                     can_reject=True, boundary=pythonic_boundary, grammar=_grammar_pythonic),
+    )
 }
+
+#: Every content parser name, in :data:`PARSERS` order.
+CONTENT_PARSER_NAMES: tuple[str, ...] = tuple(PARSERS)
+
+#: Parsers whose region chunks are part of the final value; their chunks carry ``dirty=False``
+#: (SPEC 4.4). The structured parsers only give a value on close, so their chunks are dirty.
+STREAMABLE_PARSERS: frozenset[str] = frozenset(name for name, record in PARSERS.items() if not record.dirty)
+
+
+# --------------------------------------------------------------------------------------------
+# Dispatch.
 
 
 def _build(name: Any, args: Any) -> ContentParser:
-    factory = _FACTORIES.get(name) if isinstance(name, str) else None
-    if factory is None:
+    record = PARSERS.get(name) if isinstance(name, str) else None
+    if record is None:
         return _failing(
             "content", f"unknown content parser {name!r}; known: {list(CONTENT_PARSER_NAMES)}"
         )
@@ -398,7 +716,7 @@ def _build(name: Any, args: Any) -> ContentParser:
         args = {}
     if not isinstance(args, dict):
         return _failing(str(name), f"content_args must be a dict, got {args!r}")
-    return factory(args)
+    return record.make(args)
 
 
 def make_content_parser(name: str, args: dict) -> Callable[[str], Any]:
@@ -437,23 +755,3 @@ def parse_content(text: str, name: str, args: dict) -> Any:
     """
     return _build(name, args)(text)
 
-
-# TEMPORARY (core branch): the registry the decoders branch provides.
-from dataclasses import dataclass as _dc  # noqa: E402
-
-
-@_dc(frozen=True)
-class _Rec:
-    name: str
-    self_delimiting: bool
-    can_reject: bool
-    boundary: Any
-
-
-def _json_boundary(args):
-    from .decoders import JsonBoundary
-    return JsonBoundary
-
-
-PARSERS = {n: _Rec(n, n == "json", n == "json", _json_boundary if n == "json" else None)
-           for n in CONTENT_PARSER_NAMES}

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from respc.runtime import ContentParseError
 from respc.runtime.content import (
     CONTENT_PARSER_NAMES,
+    PARSERS,
     STREAMABLE_PARSERS,
     make_content_parser,
     parse_content,
@@ -28,7 +29,9 @@ XML_PATTERN = r"<parameter=(?P<key>\w+)>\s*(?P<value>.*?)\s*</parameter>"
 # --- constants -------------------------------------------------------------------------------
 
 def test_parser_names_in_spec_order():
-    assert CONTENT_PARSER_NAMES == ("text", "int", "float", "bool", "json", "xml-inline", "kv-lines")
+    assert CONTENT_PARSER_NAMES == ("text", "int", "float", "bool", "json", "xml-inline", "kv-lines",
+                                    "pythonic")
+    assert CONTENT_PARSER_NAMES == tuple(PARSERS)
 
 
 def test_streamable_parsers_are_the_scalar_ones():
@@ -211,6 +214,31 @@ def test_D6_delimited_key_and_unquoted_key_together():
     assert parse_content("{<<k 1>>: 1, k2: <<v, w: x>>}", "json", args) == {"k 1": 1, "k2": "v, w: x"}
 
 
+def test_json_python_literals_outside_strings():
+    args = {"unquoted_keys": True, "python_literals": True}
+    assert parse_content("{label: None, enabled: True, off: False}", "json", args) == {
+        "label": None, "enabled": True, "off": False}
+    assert parse_content("[True,False,None, true]", "json", {"python_literals": True}) == [True, False, None, True]
+
+
+def test_D6_python_literals_never_touch_strings():
+    args = {"python_literals": True, "unquoted_keys": True, "string_delims": [['<|"|>', '<|"|>']]}
+    text = '{"s": "True or None", d: <|"|>False, None<|"|>, x: None}'
+    assert parse_content(text, "json", args) == {"s": "True or None", "d": "False, None", "x": None}
+    assert parse_content('{"None": "x \\" True"}', "json", {"python_literals": True}) == {"None": 'x " True'}
+
+
+def test_json_python_literals_whole_words_only():
+    with pytest.raises(ContentParseError, match="could not parse after dialect transforms") as info:
+        parse_content("[Nonesuch, xTrue, True]", "json", {"python_literals": True})
+    assert "'[Nonesuch, xTrue, true]'" in str(info.value)
+
+
+def test_json_python_literals_off_by_default():
+    with pytest.raises(ContentParseError, match="json parser could not parse region as JSON"):
+        parse_content("[None]", "json", {})
+
+
 # --- xml-inline -----------------------------------------------------------------------------------
 
 def test_xml_inline_basic():
@@ -291,6 +319,46 @@ def test_xml_inline_tag_pattern_compiled_once():
     assert (info.misses, info.hits) == (1, 2)
 
 
+DSML = ('<｜DSML｜parameter name="(?P<key>[^"]+)" string="(?P<string>true|false)">(?P<value>.*?)'
+        '</｜DSML｜parameter>')
+DSML_SWITCH = {"switch": "string", "cases": {"true": {"name": "text", "args": {"strip": False}},
+                                             "false": {"name": "json"}}}
+
+
+def test_xml_inline_value_parser_switch_on_a_group():
+    text = ('<｜DSML｜parameter name="ids" string="false">[4, 8, 15]</｜DSML｜parameter>\n'
+            '<｜DSML｜parameter name="query" string="true"> [not json] </｜DSML｜parameter>')
+    args = {"tag_pattern": DSML, "value_parser": DSML_SWITCH}
+    assert parse_content(text, "xml-inline", args) == {"ids": [4, 8, 15], "query": " [not json] "}
+
+
+def test_xml_inline_switch_default_and_missing_default():
+    pattern = r"<(?P<key>\w+)(?: t=(?P<t>\w+))?>(?P<value>.*?)</(?P=key)>"
+    text = "<a t=n>7</a><b t=s> x </b><c>[1]</c>"
+    switch = {"switch": "t", "cases": {"n": {"name": "int"}}}
+    assert parse_content(text, "xml-inline", {"tag_pattern": pattern, "value_parser": switch}) == {
+        "a": 7, "b": " x ", "c": "[1]"}
+    switch["default"] = {"name": "json", "args": {"allow_non_json": True}}
+    assert parse_content(text, "xml-inline", {"tag_pattern": pattern, "value_parser": switch}) == {
+        "a": 7, "b": "x", "c": [1]}
+
+
+def test_xml_inline_switch_errors_at_parse_time():
+    args = {"tag_pattern": DSML, "value_parser": {"switch": "nope", "cases": {}}}
+    parser = make_content_parser("xml-inline", args)
+    with pytest.raises(ContentParseError, match="value_parser switch group 'nope' is not a named group"):
+        parser("x")
+    args = {"tag_pattern": DSML, "value_parser": {"switch": "string", "cases": []}}
+    with pytest.raises(ContentParseError, match="malformed value_parser switch"):
+        parse_content('<｜DSML｜parameter name="a" string="true">1</｜DSML｜parameter>', "xml-inline", args)
+
+
+def test_xml_inline_switch_case_error_propagates():
+    args = {"tag_pattern": DSML, "value_parser": DSML_SWITCH}
+    with pytest.raises(ContentParseError, match="json parser could not parse region as JSON"):
+        parse_content('<｜DSML｜parameter name="a" string="false">oops</｜DSML｜parameter>', "xml-inline", args)
+
+
 # --- kv-lines -------------------------------------------------------------------------------------
 
 def test_kv_lines_defaults():
@@ -319,6 +387,31 @@ def test_kv_lines_last_key_wins():
 def test_kv_lines_empty_separator_is_content_parse_error():
     with pytest.raises(ContentParseError, match="kv-lines"):
         parse_content("a:1", "kv-lines", {"line_sep": ""})
+
+
+def test_kv_lines_value_parser_switch_on_key():
+    args = {"value_parser": {"switch": "key", "cases": {"ids": {"name": "json"}, "n": {"name": "int"}}}}
+    assert parse_content("ids: [1, 2]\nn: 3\nname: [x]", "kv-lines", args) == {
+        "ids": [1, 2], "n": 3, "name": "[x]"}
+
+
+def test_kv_lines_switch_on_another_group_fails_at_parse_time():
+    parser = make_content_parser("kv-lines", {"value_parser": {"switch": "value", "cases": {}}})
+    with pytest.raises(ContentParseError, match="value_parser can only switch on 'key'"):
+        parser("a: 1")
+
+
+# --- pythonic -------------------------------------------------------------------------------------
+
+def test_pythonic_through_parse_content():
+    assert parse_content("[get_weather(city='Paris')]", "pythonic", {}) == [
+        {"name": "get_weather", "arguments": {"city": "Paris"}}]
+
+
+def test_pythonic_bad_strip_suffix_fails_at_parse_time():
+    parser = make_content_parser("pythonic", {"strip_suffix": 3})
+    with pytest.raises(ContentParseError, match="pythonic: strip_suffix must be a string, got 3"):
+        parser("f()")
 
 
 # --- dispatch ------------------------------------------------------------------------------------
