@@ -8,7 +8,8 @@
     print one JSON event per line as input arrives (flushed per event), then the message as a last
     line ``{"type": "message", "message": {...}}``.
 ``respc check TEMPLATE``
-    Validate a template and print its D2 warnings (indeterminate regex delimiters).
+    Validate a template and print its warnings: load-time ones (``compiler.validate.check_template``)
+    and D2 ones (indeterminate regex delimiters).
 
 Exit status: 0 success; 1 output that cannot be parsed or a stale ``--check``; 2 a bad template or
 bad usage. Errors are one line on standard error, never a traceback.
@@ -29,6 +30,7 @@ from typing import Any
 from respc.runtime.errors import TemplateError
 
 from .api import compile_source
+from .validate import check_template
 
 __all__ = ["main"]
 
@@ -97,7 +99,10 @@ def _compile(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     compiled = compile_source(args.template)
-    for warning in compiled.automaton.warnings:
+    # load-time warnings (issue 7: rules v1 keeps for the reference's sake), then the D2 ones
+    warnings = [*check_template(compiled.template, v2=compiled.template.document.get("version") == 2),
+                *compiled.automaton.warnings]
+    for warning in warnings:
         print(f"warning: {warning}")
     fields = compiled.template.fields
     notes = dict.fromkeys(
@@ -107,7 +112,7 @@ def _check(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"note: {note}")
     print(f"{compiled.template.source}: ok ({len(compiled.template.fields)} fields, "
-          f"{len(compiled.automaton.states)} states, {len(compiled.automaton.warnings)} warnings)")
+          f"{len(compiled.automaton.states)} states, {len(warnings)} warnings)")
     return 0
 
 

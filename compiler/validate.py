@@ -1,24 +1,39 @@
 """Pass 2: check every load-time rule of SPEC section 2 and build the IR.
 
 Each failure is a :class:`~respc.runtime.errors.TemplateError` naming the template source, the field
-and the key at fault. Nothing here runs text from the template: patterns are only compiled.
+and the key at fault. Nothing here runs model text: patterns are compiled, and the empty-match checks
+(:func:`may_match_empty`) only match them against a few fixed probe strings.
+
+Beyond SPEC 2 (issue 7), :func:`check_template` refuses what would fail or hang at run time for every
+input (a ``repeats`` default that is not a list, a region that opens and closes at one offset
+forever) and finds what can be known to fail or lose text (an unknown placeholder root, ``join`` on
+values that are never strings, an implicit close that matches empty before text): warnings in v1,
+whose behaviour is the reference's, errors with ``"version": 2``.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import regex
 
 from respc.runtime.content import CONTENT_PARSER_NAMES, PARSERS, content_args_problems
 from respc.runtime.errors import TemplateError
-from respc.runtime.transforms import placeholder_errors
+from respc.runtime.transforms import (
+    FIRST,
+    PLACEHOLDER,
+    PLACEHOLDER_V2,
+    placeholder_errors,
+    placeholder_roots,
+    transform_errors,
+)
 
 from .ir import Delimiter, Field, Template, template_sha256
 from .load import LoadedTemplate
 
-__all__ = ["validate", "TOP_LEVEL_KEYS", "FIELD_KEYS"]
+__all__ = ["validate", "check_template", "may_match_empty", "TOP_LEVEL_KEYS", "FIELD_KEYS", "NEVER_STRING_PARSERS"]
 
 TOP_LEVEL_KEYS = ("version", "respc_version", "defaults", "fields", "start_anchor", "start_anchor_pattern")
 FIELD_KEYS = ("open", "open_pattern", "close", "close_pattern", "content", "content_args", "repeats",
@@ -140,6 +155,7 @@ def _v2_keys(check: _Checker, name: str, spec: dict, version: int) -> dict:
 
 
 def _build_field(check: _Checker, name: str, spec: Any, version: int = 1) -> Field:
+    v2 = version >= 2
     if not isinstance(spec, dict):
         raise check.fail(f"a field spec must be a dict, got {type(spec).__name__}", name)
     allowed = FIELD_KEYS + FIELD_KEYS_V2
@@ -179,11 +195,14 @@ def _build_field(check: _Checker, name: str, spec: Any, version: int = 1) -> Fie
         raise check.fail(f"named group(s) {shared} appear in both open_pattern and close_pattern; "
                          "one name would hide the other in the transform scope (D4)", name, "close_pattern")
     if transform is not None:
-        mixed = placeholder_errors(transform)
+        mixed = placeholder_errors(transform, v2=v2)
         if mixed:
             raise check.fail(f"transform string {mixed[0]} mixes a {{placeholder}} with literal text; "
                              "string interpolation is not supported: use a whole-string placeholder "
                              "such as \"{content}\" or a plain literal", name, "transform")
+        shape = transform_errors(transform, v2=v2)
+        if shape:
+            raise check.fail(shape[0], name, "transform")
     elif open_groups or close_groups:
         key = "open_pattern" if open_groups else "close_pattern"
         raise check.fail(f"the pattern declares named group(s) {sorted(open_groups + close_groups)} but the "
@@ -205,6 +224,309 @@ def _build_field(check: _Checker, name: str, spec: Any, version: int = 1) -> Fie
     )
 
 
+# -- load-time checks beyond SPEC 2 (issue 7) ---------------------------------------------------
+# Each returns nothing or raises TemplateError naming the field and key; the softer ones (rules a
+# v1 template must keep for the reference's sake) become warnings in v1 and errors in v2.
+
+#: content parsers whose value is never a str (int / float / bool, or a dict for the two
+#: key-value parsers); ``text`` always gives a str and ``json`` may (``"\"x\""``).
+NEVER_STRING_PARSERS = {"int": "an int", "float": "a float", "bool": "a bool", "xml-inline": "a dict",
+                        "kv-lines": "a dict"}
+
+# Left and right contexts tried around the probe position by may_match_empty / _empty_at; the
+# pattern's own literal runs are added to these.
+_PROBE_CONTEXTS = ("", "a", "Z", "0", "_", " ", "\n", "<", ">", "{", "}", '"', "x", "\u00e9", "-")
+_META = set("()[]{}|*+?.^$\\")
+
+
+def _literal_runs(pattern: str) -> list[str]:
+    """Runs of literal characters in a regex source (``\\<`` read as ``<``), longest first.
+
+    Only a source of probe text for :func:`_empty_positions`: it need not be a faithful parse.
+    """
+    runs, run, i = [], [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            if not nxt.isalnum():
+                run.append(nxt)
+            else:
+                runs.append("".join(run))
+                run = []
+            i += 2
+            continue
+        if c in _META:
+            runs.append("".join(run))
+            run = []
+        else:
+            run.append(c)
+        i += 1
+    runs.append("".join(run))
+    out = sorted({r for r in runs if r}, key=lambda r: (-len(r), r))
+    return out[:8] + sorted({ch for r in out for ch in r})[:16]
+
+
+@functools.lru_cache(maxsize=1024)
+def _probe_contexts(pattern: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(_PROBE_CONTEXTS + tuple(_literal_runs(pattern))))
+
+
+@functools.lru_cache(maxsize=1024)
+def _empty_positions(pattern: str) -> tuple[tuple[str, str], ...] | None:
+    """The probe places where the ``regex`` engine matches ``pattern`` with an empty match.
+
+    The pattern is compiled as ``(?:pattern)\\G`` (``\\G``: the position the match started at) and
+    matched at the join of every (left, right) pair of probe contexts, so any alternative that can
+    end where it starts is found, whatever the engine's first choice (``a|`` before ``a``),
+    including assertions that need context (``\\b``, ``(?=x)``, ``(?<=</x>)``).
+
+    Returns:
+        tuple[tuple[str, str], ...] | None: the (left, right) pairs with an empty match, or None when
+        the wrapped pattern does not compile (then nothing is known). Cached per pattern.
+    """
+    tail = "\n" if regex.compile(pattern, REGEX_FLAGS).flags & regex.VERBOSE else ""
+    try:
+        wrapped = regex.compile(f"(?:{pattern}{tail})\\G", REGEX_FLAGS)
+    except (regex.error, ValueError, OverflowError, RecursionError):
+        return None
+    contexts = _probe_contexts(pattern)
+    found = []
+    for left in contexts:
+        for right in contexts:
+            if wrapped.match(left + right, len(left)) is not None:
+                found.append((left, right))
+    return tuple(found)
+
+
+def _stdlib_min_width_zero(pattern: str) -> bool:
+    """Whether the stdlib regex parser finds a path of width 0 through ``pattern``.
+
+    Used only to widen :func:`may_match_empty` (never to narrow it): it treats every assertion as
+    passable, so it finds the empty paths whose assertions no probe text satisfied. A pattern it
+    cannot read (syntax of the ``regex`` module only) counts as False here: the probes decide.
+    """
+    try:
+        import re._parser as stdlib_parser  # Python 3.11+
+    except ImportError:  # pragma: no cover - Python < 3.11
+        import sre_parse as stdlib_parser  # type: ignore[no-redef]
+    import re
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return stdlib_parser.parse(pattern, re.DOTALL).getwidth()[0] == 0
+    except Exception:  # noqa: BLE001 - any failure to read it just means "no opinion"
+        return False
+
+
+def may_match_empty(pattern: str) -> bool:
+    """Whether a delimiter pattern can match the empty string somewhere (conservative).
+
+    ``fullmatch("")`` is not enough: ``\\b``, ``(?=x)`` and ``(?<=a)`` match nothing on ``""`` but
+    are empty matches inside text. True when the ``regex`` engine matches it empty at one of the
+    probe places of :func:`_empty_positions`, or when the stdlib parser finds a width-0 path
+    (assertions assumed passable), or when the probe pattern cannot be built.
+
+    Args:
+        pattern (str): a regex source that compiles with the SPEC 2 flags.
+
+    Returns:
+        bool: False only when no empty match was found or is possible by either reading.
+    """
+    found = _empty_positions(pattern)
+    return found is None or bool(found) or _stdlib_min_width_zero(pattern)
+
+
+def _delimiter_may_match_empty(delim: Delimiter | None) -> bool:
+    # literals are never empty (validate refuses "")
+    return delim is not None and delim.literals is None and may_match_empty(delim.pattern)
+
+
+def _swallow_example(delim: Delimiter) -> tuple[str, str] | None:
+    """A probe place where ``delim`` matches empty with non-blank text after it, or None."""
+    found = _empty_positions(delim.pattern) or []
+    return next(((left, right) for left, right in found if right.strip()), None)
+
+
+def _always_empty(delim: Delimiter) -> bool:
+    """Whether ``delim`` matches empty at every probe place (so it matches wherever a search starts)."""
+    found = _empty_positions(delim.pattern)
+    total = len(_probe_contexts(delim.pattern)) ** 2
+    return found is not None and len(found) == total
+
+
+def _string_capable(node: Any, content: str, v2: bool) -> bool:
+    """Whether a transform node may produce a str, for a field whose content parser is ``content``.
+
+    Conservative (True when unsure): a literal string, a group placeholder (a str or None), an
+    indexed ``{content.k}`` (anything), ``{content.$key}`` (a str), ``{content}`` when the parser
+    may give a str, a ``$first`` with such an alternative. False: dicts, lists, non-str scalars.
+    """
+    if isinstance(node, str):
+        m = (PLACEHOLDER_V2 if v2 else PLACEHOLDER).fullmatch(node)
+        if m is None:
+            return True
+        path = m.group(1).split(".")
+        return path[0] != "content" or len(path) > 1 or content not in NEVER_STRING_PARSERS
+    if isinstance(node, dict):
+        alternatives = node.get(FIRST) if v2 else None
+        if isinstance(alternatives, list):
+            return any(_string_capable(a, content, v2) for a in alternatives)
+        return False
+    return False
+
+
+def check_defaults(check: "_Checker", fields: tuple[Field, ...], defaults: dict) -> None:
+    """Refuse a default the message cannot grow from (issue 7: AttributeError/TypeError at run time).
+
+    Legal defaults: for a ``join`` field a string (each match is appended after the separator) or
+    null (the first match is taken as is); for any other ``repeats`` field a list (each match is
+    appended to it). Other fields take any JSON value.
+
+    Raises:
+        TemplateError: on the field, key ``defaults``.
+    """
+    for f in fields:
+        if not f.repeats or f.name not in defaults:
+            continue
+        value = defaults[f.name]
+        if f.join is not None:
+            if value is not None and not isinstance(value, str):
+                raise check.fail(f"the default {value!r} of a 'join' field must be a string (each match is "
+                                 "appended to it after the separator) or null, got "
+                                 f"{type(value).__name__}", f.name, "defaults")
+        elif not isinstance(value, list):
+            raise check.fail(f"the default {value!r} of a 'repeats' field must be a list (each match is "
+                             f"appended to it), got {type(value).__name__}", f.name, "defaults")
+
+
+def check_progress(check: "_Checker", fields: tuple[Field, ...], *, v2: bool = False) -> list[str]:
+    """Refuse a template that can make a parser loop; find delimiters that swallow text.
+
+    In the SPEC 4.3 loop an explicit region opens eagerly, so a zero-width open followed by a
+    zero-width close at the same place returns to the same state at the same offset, forever (open
+    ``\\b``, close ``x?``, text ``ab``; the reference hangs too). Whether both can happen at one
+    place is not decided: any field whose open and close can both match empty is refused. Every
+    other zero-width transition makes progress: a zero-width close of the implicit field stops the
+    scan of the current input when that field got no text (SPEC 4.3), and an explicit open beats it
+    at the same offset, then needs a close that consumes text. A zero-width open followed by a
+    non-empty close is fine (``llama3_json`` opens with a lookahead).
+
+    That stop loses text: an implicit field's close that matches empty before more (non-blank)
+    text (``(?=c)``, ``\\b``) leaves everything after it unparsed, silently. A warning in v1 (the
+    reference does the same), an error in v2. End anchors (``$``, ``\\Z``) lose nothing.
+    Also warned: an explicit close that matches empty everywhere (``x?``): its region never
+    receives text.
+
+    Args:
+        check: the error factory (source label).
+        fields: the template's fields.
+        v2: the template has ``"version": 2``.
+
+    Returns:
+        list[str]: warnings, each starting ``field '<name>' key '<key>': ``.
+
+    Raises:
+        TemplateError: naming the field and its close key (the loop), or in v2 the implicit
+        field's close key (lost text).
+    """
+    warnings: list[str] = []
+    for f in fields:
+        if f.close is None:
+            continue
+        if f.open is not None and _delimiter_may_match_empty(f.open) and _delimiter_may_match_empty(f.close):
+            raise check.fail(f"{f.open.key} {f.open.pattern!r} and {f.close.key} {f.close.pattern!r} can both "
+                             "match the empty string: the parser would open and close this region at the same "
+                             "offset forever; make one of them consume at least one character", f.name,
+                             f.close.key)
+        if f.close.literals is not None:
+            continue
+        if f.open is None:
+            example = _swallow_example(f.close)
+            if example is not None:
+                detail = (f"{f.close.pattern!r} can match the empty string before more text (e.g. between "
+                          f"{example[0]!r} and {example[1]!r}); the implicit field then closes there with "
+                          "nothing and everything after it is never parsed (silently lost); make it consume "
+                          "text or use an end anchor ($, \\Z)")
+                if v2:
+                    raise check.fail(detail, f.name, f.close.key)
+                warnings.append(f"field {f.name!r} key {f.close.key!r}: {detail}")
+        elif _always_empty(f.close):
+            warnings.append(f"field {f.name!r} key {f.close.key!r}: {f.close.pattern!r} matches the empty "
+                            "string wherever the region starts, so the region never receives text")
+    return warnings
+
+
+def check_transform_scope(check: "_Checker", f: Field, *, v2: bool = False) -> list[str]:
+    """Placeholders that can never resolve, and ``join`` on values that are never strings.
+
+    * A placeholder root must be ``content`` or a named group of the field's open/close patterns
+      (SPEC 6 scope). With ``transform_each`` the roots are the keys of each list element, known
+      only at run time, so nothing is checked then.
+    * ``join`` needs each block's value to be a str: refused when the content parser never gives
+      one (int, float, bool, xml-inline, kv-lines) and no transform can, or when the transform
+      always gives a dict, list or non-string scalar, or with ``transform_each`` (a list).
+
+    Both are warnings in v1, where the reference fails only at run time and the conformance
+    vectors expect that (``transform-undefined-placeholder``, ``x-join-with-int-content-rejected``),
+    and errors in v2.
+
+    Returns:
+        list[str]: v1 warnings, each starting ``field '<name>' key '<key>': ``.
+
+    Raises:
+        TemplateError: (v2 only) on key ``transform`` or ``join``.
+    """
+    problems: list[tuple[str, str]] = []
+    if f.transform is not None and not f.transform_each:
+        known = ("content", *f.group_names)
+        for root in placeholder_roots(f.transform, v2=v2):
+            if root not in known:
+                groups = f"named groups {list(f.group_names)}" if f.group_names else "no named groups"
+                problems.append(("transform", f"placeholder root {root!r} is neither 'content' nor a named group "
+                                 f"of the field's patterns (which have {groups}); it would fail at the first "
+                                 "region close"))
+    if f.join is not None:
+        never = NEVER_STRING_PARSERS.get(f.content)
+        if f.transform_each:
+            why = "with 'transform_each' every block is a list"
+        elif f.transform is None:
+            why = f"content parser {f.content!r} always gives {never}" if never else None
+        elif not _string_capable(f.transform, f.content, v2):
+            why = "the transform never gives a string"
+        else:
+            why = None
+        if why is not None:
+            problems.append(("join", f"'join' needs every block to parse to a string, but {why}; use "
+                             "'repeats' without 'join', or a transform that gives a string"))
+    if v2 and problems:
+        key, detail = problems[0]
+        raise check.fail(detail, f.name, key)
+    return [f"field {f.name!r} key {key!r}: {detail}" for key, detail in problems]
+
+
+def check_template(template: Template, *, v2: bool = False) -> list[str]:
+    """Run every load-time check of issue 7 on a validated template.
+
+    Args:
+        template: the IR from :func:`validate` (any version).
+        v2: the template has ``"version": 2`` (soft rules become errors).
+
+    Returns:
+        list[str]: warnings (v1 only, for ``respc check``), each ``field '<name>' key '<key>': ...``.
+
+    Raises:
+        TemplateError: naming the source, field and key of the first problem.
+    """
+    check = _Checker(template.source)
+    check_defaults(check, template.fields, template.defaults)
+    warnings = check_progress(check, template.fields, v2=v2)
+    for f in template.fields:
+        warnings.extend(check_transform_scope(check, f, v2=v2))
+    return warnings
+
+
 def validate(loaded: LoadedTemplate) -> Template:
     """Check a loaded template against SPEC section 2 and return its IR.
 
@@ -215,7 +537,9 @@ def validate(loaded: LoadedTemplate) -> Template:
         Template: the frozen IR.
 
     Raises:
-        TemplateError: naming the source, field and key of the first rule broken (SPEC 2).
+        TemplateError: naming the source, field and key of the first rule broken (SPEC 2), or of
+            the first hard failure of :func:`check_template` (defaults that cannot grow, a region
+            that could open and close at one offset forever).
     """
     check = _Checker(loaded.source)
     doc = loaded.document
@@ -238,6 +562,7 @@ def validate(loaded: LoadedTemplate) -> Template:
     raw_fields = doc.get("fields")
     if not isinstance(raw_fields, dict) or not raw_fields:
         raise check.fail("'fields' must be a non-empty dict", key="fields")
+    v2 = version >= 2
     fields = tuple(_build_field(check, name, spec, version) for name, spec in raw_fields.items())
     implicit = [i for i, f in enumerate(fields) if f.is_implicit]
     if len(implicit) > 1:
@@ -250,7 +575,7 @@ def validate(loaded: LoadedTemplate) -> Template:
     if anchor is None:
         raise check.fail("response_template must define 'start_anchor' or 'start_anchor_pattern'",
                          key="start_anchor")
-    return Template(
+    template = Template(
         source=loaded.source,
         sha256=template_sha256(doc),
         document=doc,
@@ -260,6 +585,8 @@ def validate(loaded: LoadedTemplate) -> Template:
         start_anchor=anchor,
         version=version,
     )
+    check_template(template, v2=v2)  # warnings: `respc check` asks check_template again
+    return template
 
 
 def _check_v2_fields(check: _Checker, fields: tuple[Field, ...]) -> None:

@@ -8,7 +8,14 @@ generated module stays cheap to import in a server.
 from __future__ import annotations
 
 from .content import CONTENT_PARSER_NAMES, STREAMABLE_PARSERS, make_content_parser, parse_content
-from .errors import ContentParseError, ParserStateError, RespcError, TemplateError
+from .errors import (
+    ContentParseError,
+    ParserStateError,
+    PlaceholderError,
+    RespcError,
+    TemplateError,
+    UnknownPlaceholderError,
+)
 from .events import Event, RegionChunk, RegionClose, RegionOpen
 from .tools import (
     DocstringParsingException,
@@ -21,11 +28,13 @@ from .tools import (
 )
 from .transforms import (
     PLACEHOLDER,
+    PLACEHOLDER_V2,
     apply_transform,
     compile_transform,
     make_field_processor,
     placeholder_errors,
     placeholder_roots,
+    transform_errors,
 )
 
 from .stream import (
@@ -69,6 +78,8 @@ __all__ = [
     "RespcError",
     "TemplateError",
     "ContentParseError",
+    "PlaceholderError",
+    "UnknownPlaceholderError",
     "ParserStateError",
     # events (SPEC 4.4)
     "Event",
@@ -82,8 +93,10 @@ __all__ = [
     "make_content_parser",
     # transforms (SPEC 6)
     "PLACEHOLDER",
+    "PLACEHOLDER_V2",
     "placeholder_errors",
     "placeholder_roots",
+    "transform_errors",
     "compile_transform",
     "apply_transform",
     "make_field_processor",

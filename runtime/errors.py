@@ -7,7 +7,8 @@ callers written against the transformers reference (which raises plain ``ValueEr
 
 from __future__ import annotations
 
-__all__ = ["RespcError", "TemplateError", "ContentParseError", "ParserStateError"]
+__all__ = ["RespcError", "TemplateError", "ContentParseError", "PlaceholderError", "UnknownPlaceholderError",
+           "ParserStateError"]
 
 
 class RespcError(Exception):
@@ -48,6 +49,33 @@ class ContentParseError(RespcError, ValueError):
     Raised while a region closes, i.e. from ``feed`` or ``finalize``; the message quotes the field
     name and the offending content.
     """
+
+
+class PlaceholderError(ContentParseError):
+    """A transform placeholder could not be filled from the region's value (SPEC 6).
+
+    Raised while a region closes: a dotted key is missing (``{content.args}`` on ``{"name": "f"}``),
+    the path indexes into a value that is not a dict, or (v2) ``{content.$key}`` /
+    ``{content.$value}`` meets something other than a one-key dict, or no alternative of a
+    ``$first`` resolved. It is a :class:`ContentParseError`, hence a ``ValueError``: the reference
+    raises ``ValueError`` for these, and the conformance vectors expect that.
+    """
+
+
+class UnknownPlaceholderError(PlaceholderError, KeyError):
+    """A placeholder's root name is not in the transform scope (SPEC 6).
+
+    The scope is ``content`` plus the named groups of the open and close patterns, or with
+    ``transform_each`` the element's keys plus the groups. Outside ``transform_each`` the compiler
+    refuses an unknown root when the template is loaded (v2) or warns (v1), so this is mostly
+    met with ``transform_each`` (an element without that key).
+
+    Also a ``KeyError``: the transformers reference raises a bare ``KeyError`` here, and callers
+    written against it (and the conformance vector ``transform-undefined-placeholder``) catch
+    that. The message is printed as given (not quoted the way ``KeyError`` prints its key).
+    """
+
+    __str__ = BaseException.__str__
 
 
 class ParserStateError(RespcError, RuntimeError):

@@ -16,6 +16,23 @@ The scope of one region close is (SPEC 6, deviations D4 and D5):
 With ``transform_each`` the parsed value must be a list of dicts and the transform is applied
 once per element, with the element's keys (instead of ``content``) on top of the groups.
 
+Version 2 templates (``v2=True`` everywhere below) add two forms, both literals in v1:
+
+* ``{"$first": [A, B, ..., DEFAULT]}``: the first alternative whose placeholders all resolve
+  (the root and every key present, the value not ``None``, ``$key``/``$value`` on a one-key
+  dict); a literal always resolves, so the last one usually is the default;
+* a placeholder segment ``.$key`` / ``.$value``: the only key / value of a one-key dict
+  (Apertus writes ``[{"get_weather": {"city": "Paris"}}]``: with ``transform_each``,
+  ``{"name": "{content.$key}", "arguments": "{content.$value}"}``).
+
+With ``transform_each`` a v2 scope also binds ``content`` to the element itself (after the
+element's keys, so an element key named ``content`` is reached as ``{content.content}``): in v2
+``{content}`` always names the value being transformed. v1 scopes are unchanged.
+
+Failures are :class:`~respc.runtime.errors.PlaceholderError` (a ``ContentParseError``), and an
+unknown root name is :class:`~respc.runtime.errors.UnknownPlaceholderError`, also a ``KeyError``
+as in the reference.
+
 A transform is compiled once into a tree of small closures (:func:`compile_transform`), so a
 region close only walks the placeholders and builds fresh containers: the result never aliases
 the template. Substituted values are the scope's own objects (not copies), as in the reference.
@@ -29,11 +46,13 @@ from typing import Any
 import regex
 
 from .content import make_content_parser
-from .errors import ContentParseError
+from .errors import ContentParseError, PlaceholderError, UnknownPlaceholderError
 
 __all__ = [
     "PLACEHOLDER",
+    "PLACEHOLDER_V2",
     "placeholder_errors",
+    "transform_errors",
     "placeholder_roots",
     "compile_transform",
     "apply_transform",
@@ -42,6 +61,14 @@ __all__ = [
 
 #: A placeholder: ``{name}`` or ``{name.key.key}``; a string is one only when it fully matches.
 PLACEHOLDER: regex.Pattern = regex.compile(r"\{(\w+(?:\.\w+)*)\}")
+#: The same in a ``"version": 2`` template: a segment may also be ``$key`` or ``$value``.
+PLACEHOLDER_V2: regex.Pattern = regex.compile(r"\{(\w+(?:\.(?:\w+|\$key|\$value))*)\}")
+#: A string a v2 template author meant as a placeholder (checked by :func:`transform_errors`).
+_LOOKS_LIKE_PLACEHOLDER: regex.Pattern = regex.compile(r"\{[\w.$]+\}")
+#: The v2 transform operator: ``{"$first": [A, B, ..., DEFAULT]}``.
+FIRST = "$first"
+#: The v2 placeholder segments that read a one-key dict: its key, its value.
+ONE_KEY_SEGMENTS = ("$key", "$value")
 
 Builder = Callable[[dict], Any]
 
@@ -62,110 +89,223 @@ def _strings(transform: Any):
             stack.extend(reversed(node))
 
 
-def placeholder_errors(transform: Any) -> list[str]:
+def _placeholder_pattern(v2: bool) -> regex.Pattern:
+    return PLACEHOLDER_V2 if v2 else PLACEHOLDER
+
+
+def placeholder_errors(transform: Any, *, v2: bool = False) -> list[str]:
     """Find the strings of a transform that mix a placeholder with literal text (SPEC 2, 6).
 
     Args:
         transform (Any): a transform value (dict / list / str / scalar), walked recursively.
+        v2 (bool): read placeholders as a ``"version": 2`` template does (``.$key`` / ``.$value``
+            segments are part of a placeholder).
 
     Returns:
         list[str]: ``repr`` of each offending string, in walk order (duplicates kept). Empty when
         the transform is valid. The compiler turns each into a ``TemplateError``.
     """
+    pattern = _placeholder_pattern(v2)
     return [
         repr(s) for s in _strings(transform)
-        if PLACEHOLDER.search(s) is not None and PLACEHOLDER.fullmatch(s) is None
+        if pattern.search(s) is not None and pattern.fullmatch(s) is None
     ]
 
 
-def placeholder_roots(transform: Any) -> list[str]:
+def placeholder_roots(transform: Any, *, v2: bool = False) -> list[str]:
     """List the root names the placeholders of a transform use (SPEC 6).
 
     Args:
-        transform (Any): a transform value, walked recursively.
+        transform (Any): a transform value, walked recursively (in v2 the alternatives of every
+            ``$first`` included).
+        v2 (bool): as for :func:`placeholder_errors`.
 
     Returns:
         list[str]: each distinct root name (``content`` for ``{content.args}``), in first-seen
         order. Strings that are not whole placeholders contribute nothing.
     """
+    pattern = _placeholder_pattern(v2)
     roots: dict[str, None] = {}
     for s in _strings(transform):
-        m = PLACEHOLDER.fullmatch(s)
+        m = pattern.fullmatch(s)
         if m is not None:
             roots.setdefault(m.group(1).split(".", 1)[0], None)
     return list(roots)
 
 
-def _lookup(path: str) -> Builder:
+def transform_errors(transform: Any, *, v2: bool = False) -> list[str]:
+    """Find the structural problems of a transform that are not about mixed strings (SPEC 6, v2).
+
+    A v1 transform has none: every dict is a literal dict and every string that is not a whole
+    ``{name.key}`` placeholder is a literal. In a v2 transform:
+
+    * a dict key starting with ``$`` is an operator; ``$first`` is the only one, it must be the
+      only key of its dict and its value a non-empty list of alternatives;
+    * a string that looks like a placeholder (``{`` + names, dots and ``$`` + ``}``) must be a
+      valid one: a root name, then ``.key``, ``.$key`` or ``.$value`` segments (``{content.$kye}``
+      and ``{$key}`` are errors, not literals);
+    * nothing may follow ``.$key``: the key is a string, which cannot be indexed.
+
+    Args:
+        transform (Any): a transform value, walked recursively.
+        v2 (bool): check the v2 rules above (``False``: always ``[]``).
+
+    Returns:
+        list[str]: one sentence per problem, in walk order. The compiler turns the first into a
+        ``TemplateError`` on the field's ``transform`` key.
+    """
+    if not v2:
+        return []
+    problems: list[str] = []
+    stack = [transform]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            ops = [key for key in node if isinstance(key, str) and key.startswith("$")]
+            for op in ops:
+                if op != FIRST:
+                    problems.append(f"unknown transform operator {op!r} (the only one is '$first'; "
+                                    "in a version 2 template a dict key starting with '$' is an operator)")
+            if FIRST in node:
+                if len(node) != 1:
+                    problems.append(f"'$first' must be the only key of its dict, found {sorted(node, key=str)}")
+                alternatives = node[FIRST]
+                if not isinstance(alternatives, list) or not alternatives:
+                    problems.append("'$first' needs a non-empty list of alternatives "
+                                    "(e.g. [\"{content.parameters}\", \"{content.arguments}\", {}]), got "
+                                    f"{alternatives!r}")
+            stack.extend(reversed(list(node.values())))
+        elif isinstance(node, list):
+            stack.extend(reversed(node))
+        elif isinstance(node, str):
+            m = PLACEHOLDER_V2.fullmatch(node)
+            if m is None:
+                if _LOOKS_LIKE_PLACEHOLDER.fullmatch(node):
+                    problems.append(f"{node!r} is not a valid placeholder: a name, then '.key', '.$key' or "
+                                    "'.$value' segments, e.g. \"{content.$value}\"")
+            elif "$key." in m.group(1):
+                problems.append(f"{node!r}: nothing can follow '$key' (the key is a string)")
+    return problems
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, dict):
+        return f"a dict with {len(value)} keys {sorted(value, key=str)}"
+    return type(value).__name__
+
+
+def _lookup(path: str, strict: bool) -> Builder:
+    """The builder of one placeholder; ``strict`` (inside a ``$first`` alternative): None fails too."""
     root, *keys = path.split(".")
+    plain = not any(key.startswith("$") for key in keys)
 
     def lookup(scope: dict) -> Any:
         try:
             value = scope[root]
         except KeyError:
-            raise KeyError(
+            raise UnknownPlaceholderError(
                 f"transform placeholder '{{{path}}}' is not defined. "
                 f"Available: {sorted(scope, key=str)}"
             ) from None
         for key in keys:
+            if not plain and key in ONE_KEY_SEGMENTS:
+                if not isinstance(value, dict) or len(value) != 1:
+                    raise PlaceholderError(
+                        f"transform placeholder '{{{path}}}': '{key}' needs a dict with exactly one key, "
+                        f"got {_describe(value)}"
+                    )
+                ((only_key, only_value),) = value.items()
+                value = only_key if key == "$key" else only_value
+                continue
             if not isinstance(value, dict):
-                raise ContentParseError(
+                raise PlaceholderError(
                     f"transform placeholder '{{{path}}}' cannot index into "
                     f"{type(value).__name__} at '{key}'"
                 )
             if key not in value:
-                raise ContentParseError(
+                raise PlaceholderError(
                     f"transform placeholder '{{{path}}}' is missing key '{key}'. "
                     f"Available: {sorted(value, key=str)}"
                 )
             value = value[key]
+        if strict and value is None:
+            raise PlaceholderError(f"transform placeholder '{{{path}}}' is null")
         return value
 
     return lookup
 
 
-def compile_transform(transform: Any) -> Callable[[dict], Any]:
+def _first(alternatives: list, v2: bool) -> Builder:
+    """``{"$first": [A, B, ..., DEFAULT]}``: the first alternative whose placeholders all resolve."""
+    builds = [_compile(alternative, v2, True) for alternative in alternatives]
+
+    def first(scope: dict) -> Any:
+        reasons = []
+        for build in builds:
+            try:
+                return build(scope)
+            except PlaceholderError as exc:
+                reasons.append(str(exc))
+        raise PlaceholderError("no alternative of '$first' resolved: " + "; ".join(reasons))
+
+    return first
+
+
+def _compile(transform: Any, v2: bool, strict: bool) -> Builder:
+    if isinstance(transform, dict):
+        if v2 and FIRST in transform:
+            return _first(transform[FIRST], v2)
+        items = [(k, _compile(v, v2, strict)) for k, v in transform.items()]
+        return lambda scope: {k: build(scope) for k, build in items}
+    if isinstance(transform, list):
+        parts = [_compile(v, v2, strict) for v in transform]
+        return lambda scope: [build(scope) for build in parts]
+    if isinstance(transform, str):
+        m = _placeholder_pattern(v2).fullmatch(transform)
+        if m is not None:
+            return _lookup(m.group(1), strict)
+    return lambda scope: transform
+
+
+def compile_transform(transform: Any, *, v2: bool = False) -> Callable[[dict], Any]:
     """Compile a transform into a function of the scope (SPEC 6).
 
     Args:
         transform (Any): the transform value from the template. It is read now; later changes
-            to it are not seen.
+            to it are not seen. Assumed valid (:func:`placeholder_errors`, :func:`transform_errors`).
+        v2 (bool): the template has ``"version": 2``: ``{"$first": [...]}`` and ``.$key`` /
+            ``.$value`` segments have their v2 meaning (in v1 they are literals).
 
     Returns:
         Callable[[dict], Any]: ``build(scope) -> value``, with the semantics of
         :func:`apply_transform`; every dict and list in the result is freshly built.
     """
-    if isinstance(transform, dict):
-        items = [(k, compile_transform(v)) for k, v in transform.items()]
-        return lambda scope: {k: build(scope) for k, build in items}
-    if isinstance(transform, list):
-        parts = [compile_transform(v) for v in transform]
-        return lambda scope: [build(scope) for build in parts]
-    if isinstance(transform, str):
-        m = PLACEHOLDER.fullmatch(transform)
-        if m is not None:
-            return _lookup(m.group(1))
-    return lambda scope: transform
+    return _compile(transform, v2, False)
 
 
-def apply_transform(transform: Any, scope: dict) -> Any:
+def apply_transform(transform: Any, scope: dict, *, v2: bool = False) -> Any:
     """Substitute every whole-string placeholder of a transform (SPEC 6).
 
     Args:
         transform (Any): dict / list / str / scalar; dicts and lists are walked (values only).
         scope (dict): name -> value. A dotted placeholder ``{a.b.c}`` looks up ``scope["a"]``
             and then indexes dicts by ``b`` and ``c``.
+        v2 (bool): v2 transforms: ``{"$first": [A, B, ..., DEFAULT]}`` is the first alternative
+            whose placeholders all resolve (present and not None; a literal always resolves), and
+            the segment ``.$key`` / ``.$value`` is the only key / value of a one-key dict.
 
     Returns:
         Any: the transform with placeholders replaced by their values (type preserved, the
         scope's objects themselves) and every dict/list rebuilt, so nothing aliases the template.
 
     Raises:
-        KeyError: a placeholder's root name is not in the scope.
-        ContentParseError: (a ``ValueError``) a dotted key is missing, or the path indexes into
-            a value that is not a dict.
+        UnknownPlaceholderError: (a ``KeyError`` and a ``PlaceholderError``) a placeholder's root
+            name is not in the scope.
+        PlaceholderError: (a ``ContentParseError``, hence ``ValueError``) a dotted key is missing,
+            the path indexes into a value that is not a dict, ``$key``/``$value`` meets anything but
+            a one-key dict, or no alternative of a ``$first`` resolved.
     """
-    return compile_transform(transform)(scope)
+    return compile_transform(transform, v2=v2)(scope)
 
 
 def make_field_processor(
@@ -175,6 +315,8 @@ def make_field_processor(
     transform: Any | None,
     transform_each: bool,
     group_names: tuple[str, ...],
+    *,
+    v2: bool = False,
 ) -> Callable[[str, dict], Any]:
     """Build the close-time processing of one field: content parser, then transform (SPEC 4.5).
 
@@ -190,16 +332,18 @@ def make_field_processor(
         group_names (tuple[str, ...]): every named group declared by the field's open and close
             patterns; those missing from (or ``None`` in) the captures are ``None`` in the scope
             (deviation D5).
+        v2 (bool): the template has ``"version": 2`` (v2 transforms, see :func:`apply_transform`).
 
     Returns:
         Callable[[str, dict], Any]: ``process(body, captures) -> value`` where ``captures`` is
         the merged ``groupdict()`` of the open and close matches (deviation D4; may be empty).
 
     Raises:
-        ContentParseError: (from ``process``) the body does not parse, a dotted placeholder
-            fails, or ``transform_each`` meets a non-list or a non-dict element. The message
-            starts with the field name.
-        KeyError: (from ``process``) a placeholder's root name is not in the scope.
+        ContentParseError: (from ``process``) the body does not parse, or ``transform_each``
+            meets a non-list or a non-dict element. The message starts with the field name.
+        PlaceholderError: (from ``process``; a ``ContentParseError``) a placeholder cannot be
+            filled; :class:`UnknownPlaceholderError` (also a ``KeyError``) when its root name is
+            not in the scope. The message starts with the field name.
     """
     parse = make_content_parser(content, content_args)
     prefix = f"Field {field!r}: "
@@ -208,12 +352,12 @@ def make_field_processor(
         try:
             return parse(body)
         except ContentParseError as exc:
-            raise ContentParseError(prefix + str(exc)) from exc
+            raise type(exc)(prefix + str(exc)) from exc
 
     if transform is None:
         return lambda body, captures: parse_body(body)
 
-    build = compile_transform(transform)
+    build = compile_transform(transform, v2=v2)
     defaults = dict.fromkeys(group_names)
 
     def scope_of(captures: dict) -> dict:
@@ -225,7 +369,8 @@ def make_field_processor(
         try:
             return build(scope)
         except ContentParseError as exc:
-            raise ContentParseError(prefix + str(exc)) from exc
+            # keep the class: a PlaceholderError stays one (and an unknown root stays a KeyError)
+            raise type(exc)(prefix + str(exc)) from exc
 
     if not transform_each:
         def process(body: str, captures: dict) -> Any:
@@ -253,6 +398,8 @@ def make_field_processor(
                 )
             scope = dict(base)
             scope.update(item)
+            if v2:
+                scope["content"] = item
             out.append(built(scope))
         return out
 

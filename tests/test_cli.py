@@ -13,6 +13,7 @@ errors are one line on stderr, never a traceback.
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import queue
@@ -26,6 +27,7 @@ from pathlib import Path
 import pytest
 
 import respc
+import respc.runtime.errors
 from respc.compiler.cli import main
 from support import CONFORMANCE, CORPUS, REPO, load_jsonl
 
@@ -72,7 +74,10 @@ def _check_result(vector: dict, code: int, out: str, err: str) -> None:
         assert "bad template" in err
     else:
         assert err.startswith("respc: cannot parse output: ")
-        assert f"{expect['error']}" in err or "ContentParseError" in err
+        # the class named is the expected builtin or one of ours deriving from it
+        name = err[len("respc: cannot parse output: "):].split(":", 1)[0]
+        expected = {"ValueError": ValueError, "KeyError": KeyError, "RuntimeError": RuntimeError}[expect["error"]]
+        assert issubclass(getattr(respc.runtime.errors, name, None) or getattr(builtins, name), expected), err
 
 
 # -- every conformance vector, in process ---------------------------------------------------------

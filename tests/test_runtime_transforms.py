@@ -10,14 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from respc.runtime import ContentParseError
+from respc.runtime import ContentParseError, PlaceholderError, RespcError, UnknownPlaceholderError
 from respc.runtime.transforms import (
     PLACEHOLDER,
+    PLACEHOLDER_V2,
     apply_transform,
     compile_transform,
     make_field_processor,
     placeholder_errors,
     placeholder_roots,
+    transform_errors,
 )
 
 TOOL_CALL = {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}
@@ -263,3 +265,156 @@ def test_differential_field_processing(ref, transform, each, body, captures):
     field = types.SimpleNamespace(name="f", content="json", content_args={}, transform=transform, transform_each=each)
     process = make_field_processor("f", "json", {}, transform, each, tuple(captures))
     assert _outcome(lambda: process(body, captures)) == _outcome(lambda: ref.process_field(body, field, captures))
+
+
+# --- PlaceholderError (issue 7: no bare KeyError from transforms) ------------------------------
+
+def test_unknown_root_is_placeholder_error_and_key_error():
+    with pytest.raises(UnknownPlaceholderError) as info:
+        apply_transform({"x": "{nmae}"}, {"name": "f"})
+    error = info.value
+    assert isinstance(error, PlaceholderError) and isinstance(error, ContentParseError)
+    assert isinstance(error, KeyError) and isinstance(error, ValueError) and isinstance(error, RespcError)
+    # printed as given, not quoted like a KeyError's key
+    assert str(error) == "transform placeholder '{nmae}' is not defined. Available: ['name']"
+
+
+@pytest.mark.parametrize("transform, scope, text", [
+    ("{content.args}", {"content": {"name": "n"}},
+     "transform placeholder '{content.args}' is missing key 'args'. Available: ['name']"),
+    ("{content.x}", {"content": [1]}, "transform placeholder '{content.x}' cannot index into list at 'x'"),
+])
+def test_key_errors_are_placeholder_errors_not_key_errors(transform, scope, text):
+    with pytest.raises(PlaceholderError) as info:
+        apply_transform(transform, scope)
+    assert not isinstance(info.value, KeyError)
+    assert str(info.value) == text
+
+
+def test_processor_keeps_placeholder_error_class_and_names_field():
+    process = make_field_processor("calls", "json", {}, {"a": "{content.args}"}, False, ())
+    with pytest.raises(PlaceholderError) as info:
+        process('{"name": "n"}', {})
+    assert str(info.value) == "Field 'calls': transform placeholder '{content.args}' is missing key 'args'. " \
+                              "Available: ['name']"
+    process = make_field_processor("calls", "json", {}, {"a": "{missing}"}, False, ())
+    with pytest.raises(UnknownPlaceholderError) as info:
+        process("{}", {})
+    assert isinstance(info.value, KeyError)
+    assert str(info.value) == "Field 'calls': transform placeholder '{missing}' is not defined. Available: ['content']"
+
+
+def test_placeholder_errors_exported_from_runtime():
+    import respc.runtime as rt
+    assert rt.PlaceholderError is PlaceholderError and rt.UnknownPlaceholderError is UnknownPlaceholderError
+    assert {"PlaceholderError", "UnknownPlaceholderError", "transform_errors", "PLACEHOLDER_V2"} <= set(rt.__all__)
+
+
+# --- v2 transforms: $first, $key, $value ---------------------------------------------------------
+
+CALL_FIRST = {"name": "{content.name}", "arguments": {"$first": ["{content.parameters}", "{content.arguments}", {}]}}
+
+
+@pytest.mark.parametrize("content, arguments", [
+    ({"name": "f"}, {}),
+    ({"name": "f", "arguments": {"a": 1}}, {"a": 1}),
+    ({"name": "f", "parameters": {"p": 2}, "arguments": {"a": 1}}, {"p": 2}),
+    ({"name": "f", "parameters": None, "arguments": {"a": 1}}, {"a": 1}),  # None does not resolve
+])
+def test_first_takes_first_resolving_alternative(content, arguments):
+    assert apply_transform(CALL_FIRST, {"content": content}, v2=True) == {"name": "f", "arguments": arguments}
+
+
+def test_first_default_is_fresh_each_time():
+    build = compile_transform(CALL_FIRST, v2=True)
+    first = build({"content": {"name": "f"}})
+    first["arguments"]["x"] = 1
+    assert build({"content": {"name": "g"}}) == {"name": "g", "arguments": {}}
+
+
+def test_first_alternative_resolves_only_when_all_its_placeholders_do():
+    transform = {"$first": [{"n": "{content.name}", "a": "{content.args}"}, {"n": "{content.name}"}]}
+    assert apply_transform(transform, {"content": {"name": "f"}}, v2=True) == {"n": "f"}
+    assert apply_transform(transform, {"content": {"name": "f", "args": 1}}, v2=True) == {"n": "f", "a": 1}
+
+
+def test_first_null_literal_default_and_nested_first():
+    transform = {"$first": ["{a}", {"$first": ["{b}", None]}, "unused"]}
+    assert apply_transform(transform, {"a": None, "b": None}, v2=True) is None
+    assert apply_transform(transform, {"a": None, "b": "B"}, v2=True) == "B"
+    assert apply_transform(transform, {"a": "A", "b": "B"}, v2=True) == "A"
+
+
+def test_first_without_resolving_alternative_lists_reasons():
+    with pytest.raises(PlaceholderError) as info:
+        apply_transform({"$first": ["{content.p}", "{other}"]}, {"content": {}}, v2=True)
+    assert not isinstance(info.value, KeyError)
+    assert str(info.value) == ("no alternative of '$first' resolved: transform placeholder '{content.p}' is "
+                               "missing key 'p'. Available: []; transform placeholder '{other}' is not "
+                               "defined. Available: ['content']")
+
+
+def test_first_and_dollar_segments_are_literals_in_v1():
+    assert apply_transform({"$first": ["{a}", {}]}, {"a": None}) == {"$first": [None, {}]}
+    assert apply_transform("{content.$key}", {"content": {"a": 1}}) == "{content.$key}"
+
+
+def test_key_and_value_with_transform_each():
+    process = make_field_processor("tool_calls", "json", {}, {"name": "{content.$key}", "arguments": "{content.$value}"},
+                                   True, (), v2=True)
+    assert process('[{"get_weather": {"city": "Paris"}}, {"run": {}}]', {}) == [
+        {"name": "get_weather", "arguments": {"city": "Paris"}},
+        {"name": "run", "arguments": {}},
+    ]
+
+
+def test_value_segment_can_be_indexed_further():
+    assert apply_transform("{content.$value.city}", {"content": {"get_weather": {"city": "Paris"}}}, v2=True) == "Paris"
+
+
+@pytest.mark.parametrize("content, got", [
+    ({"a": 1, "b": 2}, "a dict with 2 keys ['a', 'b']"),
+    ({}, "a dict with 0 keys []"),
+    ([1], "list"),
+])
+def test_key_needs_one_key_dict(content, got):
+    with pytest.raises(PlaceholderError) as info:
+        apply_transform({"n": "{content.$key}"}, {"content": content}, v2=True)
+    assert str(info.value) == f"transform placeholder '{{content.$key}}': '$key' needs a dict with exactly one key, got {got}"
+
+
+def test_transform_each_v2_binds_content_to_element_after_its_keys():
+    process = make_field_processor("t", "json", {}, {"c": "{content}", "v": "{v}"}, True, ("v",), v2=True)
+    assert process('[{"v": 1}, {"content": 5}]', {"v": "g"}) == [
+        {"c": {"v": 1}, "v": 1}, {"c": {"content": 5}, "v": "g"}]
+    v1 = make_field_processor("t", "json", {}, {"c": "{content}"}, True, ())
+    assert v1('[{"content": 5}]', {}) == [{"c": 5}]
+
+
+def test_v2_placeholder_pattern_and_mixing():
+    assert PLACEHOLDER_V2.fullmatch("{content.$key}").group(1) == "content.$key"
+    assert PLACEHOLDER_V2.fullmatch("{content.$value.a}").group(1) == "content.$value.a"
+    assert PLACEHOLDER.fullmatch("{content.$key}") is None
+    assert placeholder_errors({"a": "x {content.$key}"}, v2=True) == ["'x {content.$key}'"]
+    assert placeholder_errors({"a": "x {content.$key}"}) == []
+    assert placeholder_roots({"$first": ["{content.p}", "{name}", {}]}, v2=True) == ["content", "name"]
+
+
+def test_transform_errors():
+    assert transform_errors({"$first": 1, "$frist": []}) == []  # v1: literal dicts
+    assert transform_errors(CALL_FIRST, v2=True) == []
+    assert transform_errors({"a": {"$first": []}}, v2=True) == [
+        "'$first' needs a non-empty list of alternatives (e.g. [\"{content.parameters}\", \"{content.arguments}\", "
+        "{}]), got []"]
+    assert transform_errors({"$first": ["{a}", {}], "b": 1}, v2=True) == [
+        "'$first' must be the only key of its dict, found ['$first', 'b']"]
+    assert transform_errors({"$frist": ["{a}"]}, v2=True) == [
+        "unknown transform operator '$frist' (the only one is '$first'; in a version 2 template a dict key "
+        "starting with '$' is an operator)"]
+    assert transform_errors(["{content.$kye}", "{$key}", "{content.$key.x}", "{not a placeholder}"], v2=True) == [
+        "'{content.$kye}' is not a valid placeholder: a name, then '.key', '.$key' or '.$value' segments, "
+        "e.g. \"{content.$value}\"",
+        "'{$key}' is not a valid placeholder: a name, then '.key', '.$key' or '.$value' segments, "
+        "e.g. \"{content.$value}\"",
+        "'{content.$key.x}': nothing can follow '$key' (the key is a string)",
+    ]
