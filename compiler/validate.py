@@ -479,6 +479,8 @@ def check_transform_scope(check: "_Checker", f: Field, *, v2: bool = False) -> l
         TemplateError: (v2 only) on key ``transform`` or ``join``.
     """
     problems: list[tuple[str, str]] = []
+    # With transform_each the scope is the groups plus each element's keys (and, in v2, content):
+    # any root may be an element key, so roots are checked only without it.
     if f.transform is not None and not f.transform_each:
         known = ("content", *f.group_names)
         for root in placeholder_roots(f.transform, v2=v2):
@@ -514,7 +516,10 @@ def check_template(template: Template, *, v2: bool = False) -> list[str]:
         v2: the template has ``"version": 2`` (soft rules become errors).
 
     Returns:
-        list[str]: warnings (v1 only, for ``respc check``), each ``field '<name>' key '<key>': ...``.
+        list[str]: warnings for ``respc check``, each ``field '<name>' key '<key>': ...`` (or
+        ``key '<key>': ...`` for the start anchor): in v1 the soft rules of
+        :func:`check_transform_scope` and :func:`check_progress`; in every version a close that
+        matches empty everywhere, and a start anchor pattern that does.
 
     Raises:
         TemplateError: naming the source, field and key of the first problem.
@@ -524,6 +529,11 @@ def check_template(template: Template, *, v2: bool = False) -> list[str]:
     warnings = check_progress(check, template.fields, v2=v2)
     for f in template.fields:
         warnings.extend(check_transform_scope(check, f, v2=v2))
+    anchor = template.start_anchor
+    if anchor.literals is None and _always_empty(anchor):
+        # SPEC 4.6 cuts the prefix after the anchor's last match: the end of the prefix, here
+        warnings.append(f"key {anchor.key!r}: {anchor.pattern!r} matches the empty string everywhere, so its "
+                        "last match is at the end of the prefix and no prefix text is ever parsed")
     return warnings
 
 

@@ -232,3 +232,13 @@ def test_respc_check_prints_load_warnings(tmp_path, capsys):
         "warning: field 'x' key 'transform': placeholder root 'nmae' is neither 'content' nor a named group of "
         "the field's patterns (which have no named groups); it would fail at the first region close\n"
         f"{path}: ok (2 fields, 2 states, 1 warnings)\n")
+
+
+def test_start_anchor_pattern_that_is_always_empty_warns():
+    template = {"start_anchor_pattern": "(?:<s>)?", "fields": {"r": {"open": "<r>", "close": "</r>"}, "content": {}}}
+    assert check_template(ir(template)) == [
+        "key 'start_anchor_pattern': '(?:<s>)?' matches the empty string everywhere, so its last match is at "
+        "the end of the prefix and no prefix text is ever parsed"]
+    # what it warns about: the prefill "<r>" is never seen, so "why</r>" is content
+    assert respc.parse_response("why</r>answer", template, prefix="<s><r>") == {"content": "why</r>answer"}
+    assert check_template(ir({**template, "start_anchor_pattern": "<s>"})) == []
