@@ -246,6 +246,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "command": _line(command),
         "codegen": CODEGEN_VERSION,
         "abi": RUNTIME_ABI,
+        "v2": template.version >= 2,
         "features": _tuple([repr(name) for name in _features(template)]) if _features(template) else "",
         "fields": fields,
         "defaults": py_literal(template.defaults),

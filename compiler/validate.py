@@ -388,9 +388,9 @@ def check_defaults(check: "_Checker", fields: tuple[Field, ...], defaults: dict)
         TemplateError: on the field, key ``defaults``.
     """
     for f in fields:
-        if not f.repeats or f.name not in defaults:
+        if not f.repeats or f.slot not in defaults:
             continue
-        value = defaults[f.name]
+        value = defaults[f.slot]
         if f.join is not None:
             if value is not None and not isinstance(value, str):
                 raise check.fail(f"the default {value!r} of a 'join' field must be a string (each match is "

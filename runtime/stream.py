@@ -760,6 +760,10 @@ class StreamParser:
         # Not an opener after all: its text belongs to the enclosing region.
         self._tent = None
         self._state = state
+        if open_start == open_end:
+            # A zero-width opener would match here again: the next character goes with it (no
+            # other delimiter starts here, or it would have been longer or held).
+            open_end += 1
         self._route(events, buf[open_start:open_end])
         return open_end
 

@@ -334,3 +334,30 @@ def test_runtime_without_a_feature_refuses_the_module():
 
     with pytest.raises(ImportError, match=r"needs runtime feature\(s\) \['time-travel'\]"):
         check_abi(2, "m", ("slots", "time-travel"))
+
+
+def test_rejected_zero_width_opener_makes_progress():
+    template = {"respc_version": 2, "start_anchor": "<|a|>", "fields": {
+        "calls": {"open_pattern": r"(?=[x{])", "end": "value", "content": "json", "repeats": True},
+        "content": {"repeats": True, "join": ""},
+    }}
+    module = compile_template(template)
+    for how, chunks in chunkings('ax {"k": 1} xy', "zw").items():
+        message, _ = run_stream(module, "", chunks)
+        assert message == {"content": "axxy", "calls": [{"k": 1}]}, how  # each block stripped, joined
+
+
+def test_v2_transform_forms_work_in_generated_parsers():
+    template = {"respc_version": 2, "start_anchor": "<|a|>", "fields": {
+        "tool_calls": {"open": "<c>", "close": "</c>", "content": "json", "role": "tool_calls", "repeats": True,
+                       "transform_each": True,
+                       "transform": {"type": "function", "function": {
+                           "name": "{content.$key}", "arguments": "{content.$value}"}}},
+        "content": {"repeats": True, "join": ""},
+    }}
+    module = compile_template(template)
+    message = module.parse_response('<c>[{"plan": {"steps": [{"do": {"x": 1}}]}}, {"run": {}}]</c>', prefix="")
+    assert message["tool_calls"] == [
+        {"type": "function", "function": {"name": "plan", "arguments": {"steps": [{"do": {"x": 1}}]}}},
+        {"type": "function", "function": {"name": "run", "arguments": {}}},
+    ]
