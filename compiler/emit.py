@@ -130,6 +130,8 @@ def _region_keywords(template: Template, automaton: Automaton, index: int) -> li
         out.append(("after", str(automaton.after_state[index])))
     if v2:
         out.append(("empty_none", "True"))
+        if f.repeats and f.transform_each:
+            out.append(("extend", "True"))
     return out
 
 

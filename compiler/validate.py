@@ -48,6 +48,8 @@ _ROLES = ("tool_calls",)
 _ENDS = ("delimiter", "value")
 _INSIDE_ACTIONS = ("nest", "end", "end-if-unclosed")
 _REJECTS = ("restore", "error")
+#: content parsers that exist only in template language v2
+V2_PARSERS = ("pythonic",)
 # Regex flavour of SPEC 2: the `regex` module, DOTALL, no MULTILINE.
 REGEX_FLAGS = regex.DOTALL
 
@@ -163,7 +165,10 @@ def _build_field(check: _Checker, name: str, spec: Any, version: int = 1) -> Fie
     if unknown:
         allowed_shown = list(FIELD_KEYS) if version < 2 else list(allowed)
         raise check.fail(f"unknown keys {unknown} (allowed: {allowed_shown})", name, unknown[0])
-    v2 = _v2_keys(check, name, spec, version)
+    v2_keys = _v2_keys(check, name, spec, version)
+    if version < 2 and spec.get("content") in V2_PARSERS:
+        raise check.fail(f"content parser {spec['content']!r} is part of respc template language v2: it needs "
+                         "\"respc_version\": 2 at the top of the template", name, "content")
     content = spec.get("content", "text")
     if content not in CONTENT_PARSER_NAMES:
         raise check.fail(f"unknown content parser {content!r}. Available: {sorted(CONTENT_PARSER_NAMES)}",
@@ -220,7 +225,7 @@ def _build_field(check: _Checker, name: str, spec: Any, version: int = 1) -> Fie
         transform=copy.deepcopy(transform),
         transform_each=transform_each,
         group_names=open_groups + close_groups,
-        **v2,
+        **v2_keys,
     )
 
 

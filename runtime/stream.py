@@ -112,15 +112,18 @@ class Region:
         alternatives (tuple[int, ...]): v2: fields with the identical open, tried next on reject.
         after (int | None): v2: the state watching the optional close after its value.
         empty_none (bool): v2: an empty or whitespace body has the value None (no parse).
+        extend (bool): v2 ``repeats`` with ``transform_each``: the block's list of values extends
+            the slot's list (one level), so several regions can fill one flat list.
     """
 
     __slots__ = ("name", "slot", "process", "dirty", "repeats", "join", "groups", "typed", "boundary", "ends",
-                 "reject", "alternatives", "after", "empty_none", "label")
+                 "reject", "alternatives", "after", "empty_none", "extend", "label")
 
     def __init__(self, name: str, *, process: Callable[[str, dict], Any], slot: Any = ..., dirty: bool = False,
                  repeats: bool = False, join: str | None = None, groups: tuple = (), typed: bool = True,
                  boundary: Callable[[], Any] | None = None, ends: bool = False, reject: bool = False,
-                 alternatives: tuple = (), after: int | None = None, empty_none: bool = False) -> None:
+                 alternatives: tuple = (), after: int | None = None, empty_none: bool = False,
+                 extend: bool = False) -> None:
         self.name = name
         self.slot = name if slot is ... else slot
         self.process = process
@@ -135,6 +138,7 @@ class Region:
         self.alternatives = alternatives
         self.after = after
         self.empty_none = empty_none
+        self.extend = extend
         #: the region name when it differs from the slot (open/close events then carry it)
         self.label = name if self.slot != name else None
 
@@ -906,11 +910,13 @@ class StreamParser:
         raw = self._open_text + body + closer
         error = f"{type(exc).__name__}: {exc}"
         kind = "truncated" if eos and not closer and not region.ends else "malformed"
-        events.append({"type": "region_malformed", "field": region.slot, "text": raw, "error": error,
-                       "start": start, "end": end})
-        self._report(kind, start, end, error, raw, region.slot)
         implicit = self.OUTSIDE_FIELD
-        if kind == "malformed" and implicit is not None:
+        into = self.REGIONS[implicit].slot if kind == "malformed" and implicit is not None else None
+        # "into": the message key that received the raw text (None: it is only in the diagnostic)
+        events.append({"type": "region_malformed", "field": region.slot, "text": raw, "error": error,
+                       "start": start, "end": end, "into": into})
+        self._report(kind, start, end, error, raw, region.slot)
+        if into is not None:
             target = self.REGIONS[implicit]
             out = self._out
             previous = out.get(target.slot)
@@ -942,7 +948,10 @@ class StreamParser:
         elif region.repeats:
             if value is None and region.empty_none:
                 return
-            out.setdefault(name, []).append(value)
+            if region.extend and isinstance(value, list):
+                out.setdefault(name, []).extend(value)
+            else:
+                out.setdefault(name, []).append(value)
         elif not _is_empty(value) or _is_empty(out.get(name)):
             out[name] = value
 

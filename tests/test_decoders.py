@@ -440,9 +440,12 @@ def test_grammar_fragments_accept_and_reject(name, args, text, ok):
 # --- load-time checks of the new arguments --------------------------------------------------------
 
 def template(content, content_args):
-    return {"start_anchor": "<|a|>", "fields": {
+    doc = {"start_anchor": "<|a|>", "fields": {
         "x": {"open": "<x>", "close": "</x>", "content": content, "content_args": content_args},
         "content": {}}}
+    if content == "pythonic":
+        doc["respc_version"] = 2  # a parser of template language v2
+    return doc
 
 
 DSML = ('<｜DSML｜parameter name="(?P<key>[^"]+)" string="(?P<string>true|false)">(?P<value>.*?)'

@@ -36,6 +36,7 @@ def test_malformed_call_keeps_the_answer_and_its_raw_text(how):
     malformed = [e for e in events if e["type"] == "region_malformed"]
     assert len(malformed) == 1
     assert malformed[0]["field"] == "tool_calls"
+    assert malformed[0]["into"] == "content"
     assert malformed[0]["text"] == raw
     assert (malformed[0]["start"], malformed[0]["end"]) == (7, 7 + len(raw))
     assert BAD[malformed[0]["start"]:malformed[0]["end"]] == raw

@@ -357,7 +357,15 @@ def test_v2_transform_forms_work_in_generated_parsers():
     }}
     module = compile_template(template)
     message = module.parse_response('<c>[{"plan": {"steps": [{"do": {"x": 1}}]}}, {"run": {}}]</c>', prefix="")
-    assert message["tool_calls"] == [
+    assert message["tool_calls"] == [  # transform_each + repeats: one flat list (extend)
         {"type": "function", "function": {"name": "plan", "arguments": {"steps": [{"do": {"x": 1}}]}}},
         {"type": "function", "function": {"name": "run", "arguments": {}}},
     ]
+
+
+def test_v2_parser_needs_respc_version_2():
+    template = {"start_anchor": "<|a|>", "fields": {"a": {"open": "<a>", "close": "</a>", "content": "pythonic"}}}
+    with pytest.raises(TemplateError) as info:
+        compile_template(template)
+    assert (info.value.field, info.value.key) == ("a", "content")
+    assert '"respc_version": 2' in str(info.value)
