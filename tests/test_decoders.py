@@ -503,3 +503,25 @@ def test_good_new_arguments_compile():
         assert content_args_problems(content, args) == []
         compiled = compile_source(template(content, args))
         assert compiled.template.fields[0].content_args == args
+
+
+# --- chunking invariance on arbitrary text (valid or not) ----------------------------------------
+
+def outcome(boundary, pieces):
+    return feed_pieces(boundary, pieces), boundary.status
+
+
+noise = st.text(alphabet='{}[]()"\'\\<|>:,= a1T\n', max_size=40)
+
+
+@PROPS
+@given(text=noise, cut=cuts, lead=st.sampled_from(["", "[", "{", "f(", "[f("]))
+def test_any_text_same_outcome_on_every_chunking(text, cut, lead):
+    text = lead + text
+    factories = [json_boundary({}), json_boundary({"string_delims": [['<|"|>', '<|"|>'], ["<<", ">>"]],
+                                                   "accept": '{["'}),
+                 pythonic_boundary({}), pythonic_boundary({"allow_bare": False})]
+    for factory in factories:
+        expected = outcome(factory(), [text])
+        assert outcome(factory(), split(text, cut)) == expected
+        assert outcome(factory(), list(text)) == expected
