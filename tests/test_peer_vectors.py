@@ -85,12 +85,8 @@ def test_peer_vector(vector, how):
     assert message == vector["expect"]["message"]
 
 
-# Peer families the catalogue does not have yet (issue 11); this set only shrinks.
-PENDING_FAMILIES = {"hunyuan"}
-
-
 def test_every_peer_family_is_in_the_catalogue():
-    assert sorted({v["family"] for v in VECTORS} - TEMPLATES) == sorted(PENDING_FAMILIES)
+    assert sorted({v["family"] for v in VECTORS} - TEMPLATES) == []
 
 
 def test_xfail_table_is_well_formed():
