@@ -10,6 +10,9 @@
 ``respc check TEMPLATE``
     Validate a template and print its warnings: load-time ones (``compiler.validate.check_template``)
     and D2 ones (indeterminate regex delimiters).
+``respc detect MODEL_DIR | tokenizer_config.json | chat_template.jinja``
+    Name the catalogue family whose output format the chat template renders, and its thinking
+    switch (``compiler/detect.py``); exit 1 when no family fits, saying why.
 
 Exit status: 0 success; 1 output that cannot be parsed or a stale ``--check``; 2 a bad template or
 bad usage. Errors are one line on standard error, never a traceback.
@@ -202,6 +205,27 @@ def _parse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _detect(args: argparse.Namespace) -> int:
+    """``respc detect PATH``: print ``family: NAME`` (then equally good fits, the thinking switch and why);
+    exit 1 when no family fits (the reason on stderr), 2 when PATH cannot be read."""
+    from .detect import detect, read_chat_template
+
+    try:
+        chat = read_chat_template(args.path)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _UsageError(str(exc)) from None
+    found = detect(chat)
+    if found.family is None:
+        print(f"respc: no catalogue family fits: {found.reason}", file=sys.stderr)
+        return 1
+    print(f"family: {found.family}")
+    if len(found.tied) > 1:
+        print(f"equally good fit: {', '.join(n for n in found.tied if n != found.family)}")
+    print(f"thinking switch: {found.thinking_switch or '-'}")
+    print(f"why: {found.reason}")
+    return 0
+
+
 def _version() -> str:
     from respc import __version__
 
@@ -229,6 +253,9 @@ def _parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="validate a template and show its D2 warnings and notes")
     check.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
     check.set_defaults(run=_check)
+    det = sub.add_parser("detect", help="name the catalogue family whose format a chat template renders")
+    det.add_argument("path", help="model directory, tokenizer_config.json or chat_template.jinja")
+    det.set_defaults(run=_detect)
     return top
 
 
