@@ -128,11 +128,21 @@ def _region_keywords(template: Template, automaton: Automaton, index: int) -> li
             out.append(("alternatives", _tuple([str(k) for k in later])))
     if index in automaton.after_state:
         out.append(("after", str(automaton.after_state[index])))
-    if v2:
+    if v2 and _empty_body_fails(f):
         out.append(("empty_none", "True"))
         if f.repeats and f.transform_each:
             out.append(("extend", "True"))
     return out
+
+
+def _empty_body_fails(f) -> bool:
+    """v2: a body that is empty or whitespace has the value None when the content parser cannot
+    read one (json, pythonic, int, ...); parsers that can (text, xml-inline, kv-lines) read it."""
+    try:
+        PARSERS[f.content].make(f.content_args)("\n")
+    except Exception:  # noqa: BLE001 - any failure means "cannot read an empty body"
+        return True
+    return False
 
 
 def _features(template: Template) -> list[str]:

@@ -54,7 +54,6 @@ _REGIONS = (
             v2=True,
         ),
         typed=False,
-        empty_none=True,
     ),
     _rt.Region(
         'tool_calls',
@@ -95,7 +94,6 @@ _REGIONS = (
         repeats=True,
         join='',
         typed=False,
-        empty_none=True,
     ),
 )
 _REQUIRED = ()

@@ -79,7 +79,6 @@ _REGIONS = (
         repeats=True,
         join='',
         typed=False,
-        empty_none=True,
     ),
 )
 _REQUIRED = ()

@@ -56,7 +56,6 @@ _REGIONS = (
         repeats=True,
         join='\n\n',
         typed=False,
-        empty_none=True,
     ),
     _rt.Region(
         'tool_calls',
@@ -92,7 +91,6 @@ _REGIONS = (
         repeats=True,
         join='',
         typed=False,
-        empty_none=True,
     ),
 )
 _REQUIRED = ()

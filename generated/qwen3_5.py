@@ -56,7 +56,6 @@ _REGIONS = (
         repeats=True,
         join='\n\n',
         typed=False,
-        empty_none=True,
     ),
     _rt.Region(
         'tool_calls',
@@ -80,7 +79,6 @@ _REGIONS = (
         dirty=True,
         repeats=True,
         groups=('name',),
-        empty_none=True,
     ),
     _rt.Region(
         'content',
@@ -96,7 +94,6 @@ _REGIONS = (
         repeats=True,
         join='',
         typed=False,
-        empty_none=True,
     ),
 )
 _REQUIRED = ()

@@ -448,8 +448,11 @@ def _make_pythonic(args: dict) -> ContentParser:
     if strip_suffix is not None and not isinstance(strip_suffix, str):
         return _failing("pythonic", f"strip_suffix must be a string, got {strip_suffix!r}")
 
+    json_literals = bool(args.get("json_literals", False))
+
     def parse_pythonic_body(text: str) -> list[dict]:
-        return parse_pythonic(text, allow_bare=bool(allow_bare), strip_suffix=strip_suffix)
+        return parse_pythonic(text, allow_bare=bool(allow_bare), strip_suffix=strip_suffix,
+                              json_literals=json_literals)
 
     return parse_pythonic_body
 
@@ -509,7 +512,7 @@ def _check_pythonic(args: dict, where: str = "content_args") -> Problems:
     suffix = args.get("strip_suffix")
     if "strip_suffix" in args and not (isinstance(suffix, str) and suffix):
         problems.append(("", f"pythonic 'strip_suffix' must be a non-empty string, got {suffix!r}"))
-    return problems + _bool_args(args, ("allow_bare",), "pythonic")
+    return problems + _bool_args(args, ("allow_bare", "json_literals"), "pythonic")
 
 
 def _check_value_parser(args: dict, where: str, groups: tuple[str, ...] | None) -> Problems:

@@ -55,12 +55,18 @@ _HEX_ESCAPE_LENGTH = {"x": 2, "u": 4, "U": 8}
 _OCTAL = regex.compile(r"[0-7]{1,3}")
 
 
+#: the literal words of Python; ``json_literals`` adds JSON's, which models write inside calls too
+_PY_WORDS = {"True": True, "False": False, "None": None}
+_JSON_WORDS = {**_PY_WORDS, "true": True, "false": False, "null": None}
+
+
 class _Reader:
     """One pass over ``text``; every method starts at ``self.pos`` and leaves it after what it read."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, json_literals: bool = False) -> None:
         self.text = text
         self.pos = 0
+        self.words = _JSON_WORDS if json_literals else _PY_WORDS
 
     # --- helpers -----------------------------------------------------------------------------
 
@@ -143,7 +149,7 @@ class _Reader:
         while True:
             at = self.pos
             m = _NAME.match(self.text, self.pos)
-            if m is None or m.group() in ("True", "False", "None"):
+            if m is None or m.group() in self.words:
                 raise self.fail("expected a keyword argument (positional arguments have no name)")
             self.pos = m.end()
             self.space()
@@ -182,9 +188,9 @@ class _Reader:
         m = _NAME.match(self.text, self.pos)
         if m is not None:
             word = m.group()
-            if word in ("True", "False", "None"):
+            if word in self.words:
                 self.pos = m.end()
-                return {"True": True, "False": False, "None": None}[word]
+                return self.words[word]
             raise self.fail(f"{word!r} is not a literal (names and expressions are not evaluated)")
         raise self.fail("expected a value" if char else "expected a value, found the end of the text")
 
@@ -332,7 +338,7 @@ class _Reader:
 
 
 def read_pythonic(text: str, pos: int = 0, *, allow_bare: bool = True,
-                  strip_suffix: str | None = None) -> tuple[list[dict], int]:
+                  strip_suffix: str | None = None, json_literals: bool = False) -> tuple[list[dict], int]:
     """Read one pythonic call list (or bare call) starting at ``pos``, leading whitespace skipped.
 
     Args:
@@ -341,6 +347,8 @@ def read_pythonic(text: str, pos: int = 0, *, allow_bare: bool = True,
         allow_bare (bool): accept a single call without ``[...]``.
         strip_suffix (str | None): removed from the end of a call name (``".call"``), unless it is
             the whole name.
+        json_literals (bool): also read ``true``/``false``/``null`` (JSON words written inside a
+            Python call, as LFM2 does).
 
     Returns:
         tuple[list[dict], int]: the calls ``[{"name": str, "arguments": dict}, ...]`` and the offset
@@ -349,7 +357,7 @@ def read_pythonic(text: str, pos: int = 0, *, allow_bare: bool = True,
     Raises:
         ContentParseError: the text at ``pos`` is not a call list; the message names the offset.
     """
-    reader = _Reader(text)
+    reader = _Reader(text, json_literals)
     reader.pos = pos
     try:
         value = reader.calls(allow_bare, strip_suffix)
@@ -358,12 +366,14 @@ def read_pythonic(text: str, pos: int = 0, *, allow_bare: bool = True,
     return value, reader.pos
 
 
-def parse_pythonic(text: str, *, allow_bare: bool = True, strip_suffix: str | None = None) -> list[dict]:
+def parse_pythonic(text: str, *, allow_bare: bool = True, strip_suffix: str | None = None,
+                   json_literals: bool = False) -> list[dict]:
     """Parse a whole region body as a pythonic call list; only whitespace may follow it.
 
     Args:
         text (str): the region body.
-        allow_bare (bool), strip_suffix (str | None): as for :func:`read_pythonic`.
+        allow_bare (bool), strip_suffix (str | None), json_literals (bool): as for
+            :func:`read_pythonic`.
 
     Returns:
         list[dict]: ``[{"name": str, "arguments": dict}, ...]``.
@@ -373,7 +383,8 @@ def parse_pythonic(text: str, *, allow_bare: bool = True, strip_suffix: str | No
     """
     if not isinstance(text, str):
         raise ContentParseError(f"pythonic parser could not parse region: not a string.\nContent: {text!r}")
-    value, end = read_pythonic(text, allow_bare=allow_bare, strip_suffix=strip_suffix)
+    value, end = read_pythonic(text, allow_bare=allow_bare, strip_suffix=strip_suffix,
+                               json_literals=json_literals)
     rest = _SPACE.match(text, end).end()
     if rest != len(text):
         raise ContentParseError(

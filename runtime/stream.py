@@ -111,7 +111,8 @@ class Region:
         reject (bool): v2: a body the decoder rejects at its start gives the opener back.
         alternatives (tuple[int, ...]): v2: fields with the identical open, tried next on reject.
         after (int | None): v2: the state watching the optional close after its value.
-        empty_none (bool): v2: an empty or whitespace body has the value None (no parse).
+        empty_none (bool): v2: an empty or whitespace body has the value None (no parse): set
+            for content parsers that cannot read an empty body.
         extend (bool): v2 ``repeats`` with ``transform_each``: the block's list of values extends
             the slot's list (one level), so several regions can fill one flat list.
     """

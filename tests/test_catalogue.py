@@ -95,3 +95,5 @@ def test_readme_table_lists_every_family():
         assert f"| `{name}` | " in table, f"README table has no row for {name}"
         row = next(line for line in table.splitlines() if line.startswith(f"| `{name}` | "))
         assert f" | {switch} | " in row
+        limits = (data["not_expressible"] or "—").replace("|", "\\|")
+        assert row.endswith(f" | {limits} |"), f"README row of {name} does not say its limits as its family file does"
