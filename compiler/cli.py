@@ -9,6 +9,9 @@
     line ``{"type": "message", "message": {...}}``.
 ``respc check TEMPLATE``
     Validate a template and print its D2 warnings (indeterminate regex delimiters).
+``respc graph TEMPLATE [--format mermaid|dot|svg] [-o OUT]``
+    Print (or write) the region automaton as a diagram (see respc.compiler.graph); ``svg`` needs
+    Graphviz's ``dot`` (exit 1 with a one-line message when it is not installed).
 
 Exit status: 0 success; 1 output that cannot be parsed or a stale ``--check``; 2 a bad template or
 bad usage. Errors are one line on standard error, never a traceback.
@@ -197,6 +200,47 @@ def _parse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _graph(args: argparse.Namespace) -> int:
+    """``respc graph``: the region automaton as Mermaid, DOT or SVG (respc.compiler.graph)."""
+    from .graph import build_graph, render
+
+    compiled = compile_source(args.template, source_name=_display_path(args.template))
+    try:
+        text = render(build_graph(compiled.template, compiled.automaton), args.format)
+    except RuntimeError as exc:  # GraphvizMissing (names the package to install), or dot failed
+        print(f"respc: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+        return 0
+    _write_text(args.output, text)
+    return 0
+
+
+def _add_graph_command(sub: Any) -> None:
+    from .graph import FORMATS
+
+    graph = sub.add_parser("graph", help="draw the region automaton (states, delimiters, the implicit field)")
+    graph.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
+    graph.add_argument("--format", choices=FORMATS, default="mermaid", help="mermaid (default), dot, or svg (Graphviz)")
+    graph.add_argument("-o", "--output", help="write the diagram to this file instead of standard output")
+    graph.set_defaults(run=_graph)
+
+
+def _write_text(path: str, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file; an OSError is a usage error (exit 2)."""
+    out = Path(path)
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8", newline="")
+        os.replace(tmp, out)
+    except OSError as exc:
+        if tmp.is_file():
+            tmp.unlink()
+        raise _UsageError(f"cannot write {path!r}: {exc.strerror or exc}") from None
+
+
 def _version() -> str:
     from respc import __version__
 
@@ -224,6 +268,7 @@ def _parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="validate a template and show its D2 warnings and notes")
     check.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
     check.set_defaults(run=_check)
+    _add_graph_command(sub)
     return top
 
 
