@@ -173,6 +173,8 @@ def _stream_chunks(path: str):
 
 
 def _parse(args: argparse.Namespace) -> int:
+    if getattr(args, "html", None):
+        return _parse_html(args)
     module = _module(args.template)
     prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
     tools = None
@@ -241,6 +243,47 @@ def _write_text(path: str, text: str) -> None:
         raise _UsageError(f"cannot write {path!r}: {exc.strerror or exc}") from None
 
 
+def _parse_html(args: argparse.Namespace) -> int:
+    """``respc parse ... --html OUT.html``: write the page of respc.show, then print the message as usual.
+
+    A parse error still writes the page (with the error as a diagnostic at its offset), then
+    exits 1 with the usual one-line message.
+    """
+    from respc import show
+
+    if args.events:
+        raise _UsageError("--html does not combine with --events (the page needs the whole output)")
+    module = _module(args.template)
+    prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
+    tools = _read_tools(args.tools) if args.tools else None
+    text = "".join(_stream_chunks(args.file))
+    result = show.layout(module, text, prefix=prefix, tools=tools, template=args.template)
+    name = "standard input" if args.file == "-" else _display_path(args.file)
+    _write_text(args.html, show.render(result, title=f"respc parse {_display_path(args.template)} {name}"))
+    for diagnostic in result.diagnostics:
+        if diagnostic["kind"] == "error":
+            print(f"respc: cannot parse output: {diagnostic['message']} (output offsets "
+                  f"{diagnostic['start']}-{diagnostic['end']}; see {args.html})", file=sys.stderr)
+            return 1
+    _print_json(result.message, indent=2)
+    return 0
+
+
+def _read_tools(path: str) -> list:
+    try:
+        tools = json.loads(_read_text_file(path, "tools file"))
+    except json.JSONDecodeError as exc:
+        raise _UsageError(f"tools file {path!r} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(tools, list):
+        raise _UsageError(f"tools file {path!r} must hold a JSON list of tools")
+    return tools
+
+
+def _add_html_option(parse: Any) -> None:
+    parse.add_argument("--html", metavar="OUT.html",
+                       help="also write a self-contained page showing which region each character went to")
+
+
 def _version() -> str:
     from respc import __version__
 
@@ -264,6 +307,7 @@ def _parser() -> argparse.ArgumentParser:
     group.add_argument("--prefix-file", help="a file holding the prompt before generation")
     parse.add_argument("--tools", help="a JSON file with a list of tools, to type tool-call arguments")
     parse.add_argument("--events", action="store_true", help="print one JSON event per line as input arrives")
+    _add_html_option(parse)
     parse.set_defaults(run=_parse)
     check = sub.add_parser("check", help="validate a template and show its D2 warnings and notes")
     check.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
