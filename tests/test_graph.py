@@ -144,3 +144,15 @@ def test_svg_has_one_titled_edge_per_watch():
     assert sorted(titles) == sorted(["start&#45;&gt;s0", "s0&#45;&gt;s1", "s0&#45;&gt;s2", "s0&#45;&gt;s0",
                                      "s1&#45;&gt;s0", "s2&#45;&gt;s0"])
     assert "open reasoning_content: &quot;&lt;think&gt;&quot;" in svg
+
+
+def test_readme_picture_shows_the_current_automaton():
+    """docs/graph-qwen3.svg (README "Look at a template") carries every edge label of today's qwen3 automaton."""
+    from html import unescape
+
+    svg = unescape((REPO / "docs" / "graph-qwen3.svg").read_text(encoding="utf-8"))
+    compiled = compile_source(REPO / "templates" / "qwen3.json")
+    graph = build_graph(compiled.template, compiled.automaton)
+    labels = re.findall(r"<text [^>]*>(.*?)</text>", svg)
+    nodes = {n.label for n in graph.nodes}
+    assert sorted(label for label in labels if label not in nodes) == sorted(e.label for e in graph.edges)
