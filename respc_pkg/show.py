@@ -209,22 +209,32 @@ def _events(parser_class: Any, text: str, prefix: Any, tools: Any) -> tuple[list
     return tagged, message, error, reached
 
 
-def _locate(total: str, cursor: int, run: str, delimiters: list | None,
-            prefer: tuple[str, ...] = ()) -> tuple[int, list[tuple[int, int, str]]]:
+def _locate(total: str, cursor: int, run: str, delimiters: list | None, prefer: tuple[str, ...] = (),
+            consumed: bool = False) -> tuple[int, list[tuple[int, int, str]]]:
     """Where ``run`` starts at or after ``cursor``, and the delimiter matches that fill the gap.
 
-    ``prefer``: delimiter labels tried first (the close of the region before the gap, the open of
-    the one after it), so a delimiter two fields share (``</think>``) is named for the right one.
+    Args:
+        total: prefix tail + output; cursor: the end of the previous region text.
+        run: the next region text.
+        delimiters: ``[(label, compiled regex)]`` or None (unknown template).
+        prefer: delimiter labels tried first (the close of the region before the gap, the open of
+            the one after it), so a delimiter two fields share (``</think>``) is named for the right one.
+        consumed: the events between say a delimiter was consumed (an explicit open or a close):
+            a gap of zero characters is then the last resort (zero-width delimiters), not the first.
 
     Returns:
         tuple[int, list[tuple[int, int, str]]]: the start, and ``(start, end, label)`` per delimiter
-        match in the gap (empty when the gap is not explained by delimiters).
+        match in the gap. Tried in order: the nearest start reachable from ``cursor`` through a
+        chain of delimiter matches; then (text the parser discarded, in a template without an
+        implicit field) the nearest occurrence of ``run`` right after a delimiter match; then the
+        nearest occurrence (the gap is then not explained).
 
     Raises:
         AssertionError: ``run`` does not occur after ``cursor`` (events that are not slices of the
             input: a parser bug, never an input problem).
     """
-    if total.startswith(run, cursor):
+    at_cursor = total.startswith(run, cursor)
+    if at_cursor and not (consumed and delimiters):
         return cursor, []
     if delimiters:
         delimiters = sorted(delimiters, key=lambda d: d[0] not in prefer)
@@ -246,10 +256,34 @@ def _locate(total: str, cursor: int, run: str, delimiters: list | None,
                     seen.add(match.end())
                     came_from[match.end()] = (q, label)
                     heapq.heappush(heap, match.end())
+        if at_cursor:
+            return cursor, []
+        found = total.find(run, cursor)
+        for _ in range(_GAP_STEPS):
+            if found < 0:
+                break
+            for label, pattern in delimiters:
+                ending = _match_ending_at(pattern, total, cursor, found)
+                if ending is not None:
+                    return found, _tail(total, cursor, ending, delimiters, prefer) + [(ending, found, label)]
+            found = total.find(run, found + 1)
     found = total.find(run, cursor)
     if found < 0:
         raise AssertionError(f"region text {run[:40]!r} does not follow offset {cursor} of the input")
     return found, []
+
+
+def _match_ending_at(pattern: Any, total: str, lo: int, end: int) -> int | None:
+    """The start of the leftmost match of ``pattern`` in ``total[lo:]`` that ends exactly at ``end``."""
+    pos = lo
+    while pos < end:
+        match = pattern.search(total, pos, end)
+        if match is None:
+            return None
+        if match.end() == end and match.end() > match.start():
+            return match.start()
+        pos = match.start() + 1
+    return None
 
 
 def layout(parser_module: Any, text: str, *, prefix: Any, tools: list | None = None,
@@ -286,13 +320,17 @@ def layout(parser_module: Any, text: str, *, prefix: Any, tools: list | None = N
     names = list(getattr(parser_module, "FIELD_NAMES", ()) or getattr(parser_class, "FIELD_NAMES", ()))
     regions: list[Region] = []
     current: dict[tuple[str, str], int] = {}
-    runs: list[list] = []  # [region index, [chunk texts], held, contiguous with the previous run]
+    runs: list[list] = []  # [region index, [chunk texts], held, contiguous, a delimiter was consumed before]
     chunk_before = False  # the previous event was a chunk (nothing happened in between)
+    labels = {label for label, _ in delimiters or ()}
+    consumed = False  # since the previous chunk, an event that consumes a delimiter
     for event, source in tagged:
         kind = event.get("type")
         key = (event.get("field"), event.get("region", event.get("field")))
         if key[0] is not None and key[0] not in names:
             names.append(key[0])
+        if kind in ("region_open", "region_close"):
+            consumed = consumed or f"{'open' if kind == 'region_open' else 'close'} {key[1]}" in labels
         if kind == "region_open":
             current[key] = len(regions)
             regions.append(Region(key[0], key[1], by_prefix=source == "prefix"))
@@ -307,8 +345,8 @@ def layout(parser_module: Any, text: str, *, prefix: Any, tools: list | None = N
             if chunk_before and runs and runs[-1][0] == index and runs[-1][2] == held:
                 runs[-1][1].append(event["text"])
             else:
-                runs.append([index, [event["text"]], held, chunk_before])
-            chunk_before = True
+                runs.append([index, [event["text"]], held, chunk_before, consumed])
+            chunk_before, consumed = True, False
         elif kind == "region_close":
             index = current.pop(key, None)
             if index is None:
@@ -324,15 +362,18 @@ def layout(parser_module: Any, text: str, *, prefix: Any, tools: list | None = N
     raw: list[Segment] = []  # offsets in `total`
     cursor = 0
     before = None  # the region of the previous run
-    for index, pieces, held, contiguous in runs:
+    for index, pieces, held, contiguous, after_delimiter in runs:
         run_text = "".join(pieces)
         prefer = (f"open {regions[index].name}",) + (() if before is None else (f"close {before}",))
         before = regions[index].name
-        start, chain = (cursor, []) if contiguous else _locate(total, cursor, run_text, delimiters, prefer)
+        start, chain = (cursor, []) if contiguous else _locate(total, cursor, run_text, delimiters, prefer,
+                                                                    after_delimiter)
         if contiguous and not total.startswith(run_text, cursor):
             raise AssertionError(f"region text {run_text[:40]!r} does not continue at offset {cursor}")
         at = cursor
         for d_start, d_end, label in chain:
+            if d_start > at:
+                raw.append(Segment(at, d_start, "consumed"))
             raw.append(Segment(d_start, d_end, "delimiter", label=label))
             at = d_end
         if start > at:
@@ -360,6 +401,13 @@ def layout(parser_module: Any, text: str, *, prefix: Any, tools: list | None = N
                 region = regions[seg.region]
                 region.start = start if region.start is None else region.start
                 region.end = end
+    at = 0
+    for seg in segments:  # never silently lost (or doubled) text
+        if seg.start != at:
+            raise AssertionError(f"layout of {len(text)} characters: segment at {seg.start}, expected {at}")
+        at = seg.end
+    if at != len(text):
+        raise AssertionError(f"layout of {len(text)} characters ends at {at}")
     diagnostics = []
     if error is not None:
         open_regions = [regions[i] for i in current.values() if regions[i].start is not None]

@@ -141,6 +141,30 @@ def test_a_module_from_a_dict_needs_template_to_name_delimiters():
         ("</r>", "delimiter", "close r"), ("b", "region", "")]
 
 
+def test_a_chunk_that_repeats_its_opener_is_placed_after_the_opener():
+    """``<r><r><r></r>``: the region's text ``<r><r>`` also starts at 0; the open event says a delimiter came first."""
+    template = {"start_anchor": "A", "fields": {"content": {"content": "text"},
+                                                "r": {"open": "<r>", "close": "</r>", "content": "text"}}}
+    module = respc.compile_template(template)
+    text = "<r><r><r></r>"
+    result = show.layout(module, text, prefix="", template=template)
+    assert [(text[s.start:s.end], s.kind) for s in result.segments] == [
+        ("<r>", "delimiter"), ("<r><r>", "region"), ("</r>", "delimiter")]
+
+
+def test_text_discarded_outside_regions_is_consumed():
+    """No implicit field (the null sink): text outside regions is consumed, delimiters still named."""
+    template = {"start_anchor": "A", "fields": {"r": {"open": "<r>", "close": "</r>", "content": "text"}}}
+    module = respc.compile_template(template)
+    text = "junk<r>x</r>more<r>yy</r>end"
+    result = show.layout(module, text, prefix="", template=template)
+    assert [(text[s.start:s.end], s.kind, s.label) for s in result.segments] == [
+        ("junk", "consumed", ""), ("<r>", "delimiter", "open r"), ("x", "region", ""),
+        ("</r>", "delimiter", "close r"), ("more", "consumed", ""), ("<r>", "delimiter", "open r"),
+        ("yy", "region", ""), ("</r>", "delimiter", "close r"), ("end", "consumed", "")]
+    assert result.message == {"r": "yy"}
+
+
 def test_held_back_text_is_marked():
     """A trailing ``<`` may begin a delimiter: the parser holds it until finalize."""
     module = _module("qwen3")
@@ -315,6 +339,9 @@ def test_cli_html(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "offsets 11-27" in err
     assert 'id="diagnostics"' in out.read_text(encoding="utf-8")
+    assert main(argv[:-1] + [str(tmp_path)]) == 2  # a folder cannot be written as a page
+    err = capsys.readouterr().err
+    assert err.startswith("respc: cannot write") and err.count("\n") == 1
 
 
 # --- rendered by a real browser --------------------------------------------------------------
