@@ -435,8 +435,10 @@ def _tail(total: str, cursor: int, limit: int, delimiters: list | None,
     return chain
 
 
-def _one_line(exc: BaseException) -> str:
-    return " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+def _one_line(exc: BaseException, limit: int = 2000) -> str:
+    """An error message as one line, cut to ``limit`` characters (it may quote a whole region body)."""
+    text = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
 
 
 # --- the page --------------------------------------------------------------------------------
@@ -480,7 +482,7 @@ border:1px solid #ddd;border-radius:4px;overflow:auto}
 #hover{white-space:pre-wrap}
 .d{color:#8a8a8a;background:DELIM}
 .x{font-style:italic}
-.u{color:#999;background:repeating-linear-gradient(45deg,#fff 0 4px,#eee 4px 8px)}
+.u{color:#666;background:repeating-linear-gradient(45deg,#fff 0 4px,#eee 4px 8px)}
 .h{text-decoration:underline dotted #444;text-decoration-thickness:2px}
 .m{text-decoration:underline wavy #d00000;text-decoration-skip-ink:none}
 .r.on{outline:2px solid #333}
