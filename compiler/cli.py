@@ -13,6 +13,9 @@
 ``respc detect MODEL_DIR | tokenizer_config.json | chat_template.jinja``
     Name the catalogue family whose output format the chat template renders, and its thinking
     switch (``compiler/detect.py``); exit 1 when no family fits, saying why.
+``respc graph TEMPLATE [--format mermaid|dot|svg] [-o OUT]``
+    Print (or write) the region automaton as a diagram (see respc.compiler.graph); ``svg`` needs
+    Graphviz's ``dot`` (exit 1 with a one-line message when it is not installed).
 
 Exit status: 0 success; 1 output that cannot be parsed or a stale ``--check``; 2 a bad template or
 bad usage. Errors are one line on standard error, never a traceback.
@@ -178,6 +181,8 @@ def _stream_chunks(path: str):
 
 
 def _parse(args: argparse.Namespace) -> int:
+    if getattr(args, "html", None):
+        return _parse_html(args)
     module = _module(args.template)
     prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
     tools = None
@@ -226,6 +231,88 @@ def _detect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _graph(args: argparse.Namespace) -> int:
+    """``respc graph``: the region automaton as Mermaid, DOT or SVG (respc.compiler.graph)."""
+    from .graph import build_graph, render
+
+    compiled = compile_source(args.template, source_name=_display_path(args.template))
+    try:
+        text = render(build_graph(compiled.template, compiled.automaton), args.format)
+    except RuntimeError as exc:  # GraphvizMissing (names the package to install), or dot failed
+        print(f"respc: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+        return 0
+    _write_text(args.output, text)
+    return 0
+
+
+def _add_graph_command(sub: Any) -> None:
+    from .graph import FORMATS
+
+    graph = sub.add_parser("graph", help="draw the region automaton (states, delimiters, the implicit field)")
+    graph.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
+    graph.add_argument("--format", choices=FORMATS, default="mermaid", help="mermaid (default), dot, or svg (Graphviz)")
+    graph.add_argument("-o", "--output", help="write the diagram to this file instead of standard output")
+    graph.set_defaults(run=_graph)
+
+
+def _write_text(path: str, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file; an OSError is a usage error (exit 2)."""
+    out = Path(path)
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8", newline="")
+        os.replace(tmp, out)
+    except OSError as exc:
+        if tmp.is_file():
+            tmp.unlink()
+        raise _UsageError(f"cannot write {path!r}: {exc.strerror or exc}") from None
+
+
+def _parse_html(args: argparse.Namespace) -> int:
+    """``respc parse ... --html OUT.html``: write the page of respc.show, then print the message as usual.
+
+    A parse error still writes the page (with the error as a diagnostic at its offset), then
+    exits 1 with the usual one-line message.
+    """
+    from respc import show
+
+    if args.events:
+        raise _UsageError("--html does not combine with --events (the page needs the whole output)")
+    module = _module(args.template)
+    prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
+    tools = _read_tools(args.tools) if args.tools else None
+    text = "".join(_stream_chunks(args.file))
+    result = show.layout(module, text, prefix=prefix, tools=tools, template=args.template)
+    name = "standard input" if args.file == "-" else _display_path(args.file)
+    _write_text(args.html, show.render(result, title=f"respc parse {_display_path(args.template)} {name}"))
+    for diagnostic in result.diagnostics:
+        if diagnostic["kind"] == "error":
+            print(f"respc: cannot parse output: {diagnostic['message']} (output offsets "
+                  f"{diagnostic['start']}-{diagnostic['end']}; see {args.html})", file=sys.stderr)
+            return 1
+    _print_json(result.message, indent=2)
+    return 0
+
+
+def _read_tools(path: str) -> list:
+    try:
+        tools = json.loads(_read_text_file(path, "tools file"))
+    except json.JSONDecodeError as exc:
+        raise _UsageError(f"tools file {path!r} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(tools, list):
+        raise _UsageError(f"tools file {path!r} must hold a JSON list of tools")
+    return tools
+
+
+def _add_html_option(parse: Any) -> None:
+    parse.add_argument("--html", metavar="OUT.html",
+                       help="also write a self-contained page showing which region each character went to")
+
+
 def _version() -> str:
     from respc import __version__
 
@@ -249,6 +336,7 @@ def _parser() -> argparse.ArgumentParser:
     group.add_argument("--prefix-file", help="a file holding the prompt before generation")
     parse.add_argument("--tools", help="a JSON file with a list of tools, to type tool-call arguments")
     parse.add_argument("--events", action="store_true", help="print one JSON event per line as input arrives")
+    _add_html_option(parse)
     parse.set_defaults(run=_parse)
     check = sub.add_parser("check", help="validate a template and show its D2 warnings and notes")
     check.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
@@ -256,6 +344,7 @@ def _parser() -> argparse.ArgumentParser:
     det = sub.add_parser("detect", help="name the catalogue family whose format a chat template renders")
     det.add_argument("path", help="model directory, tokenizer_config.json or chat_template.jinja")
     det.set_defaults(run=_detect)
+    _add_graph_command(sub)
     return top
 
 

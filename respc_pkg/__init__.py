@@ -5,7 +5,8 @@ IR, automaton, grammar, emit, CLI), ``respc.runtime`` (what generated parsers sh
 ``respc.generated`` (the catalogue's parsers) and ``respc.templates`` (the catalogue).
 
 Convenience API, drop-in for the transformers functions of the same names (SPEC section 3):
-:func:`compile_template`, :func:`parse_response`, :func:`get_response_parser`.
+:func:`compile_template`, :func:`parse_response`, :func:`get_response_parser`; ``respc.show.html(...)``
+draws a parse as a self-contained HTML page (respc_pkg/show.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["compile_template", "parse_response", "get_response_parser", "__version__"]
+__all__ = ["compile_template", "parse_response", "get_response_parser", "show", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -24,4 +25,8 @@ def __getattr__(name: str) -> Any:
         from respc.compiler import api
 
         return getattr(api, name)
+    if name == "show":
+        import importlib
+
+        return importlib.import_module("respc.show")
     raise AttributeError(f"module 'respc' has no attribute {name!r}")
