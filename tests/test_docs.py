@@ -172,3 +172,53 @@ def test_readme_links_the_docs_and_not_the_shared_spec():
     assert "shared/SPEC.md" not in readme
     for doc in DOC_FILES:
         assert "shared/SPEC" not in _text(doc) and "../shared" not in _text(doc), doc
+
+
+# --- the worked example of docs/writing-a-template.md ---------------------------------------------
+# Blocks marked <!-- doc-test: template NAME -->, <!-- doc-test: output NAME --> and
+# <!-- doc-test: message TEMPLATE OUTPUT PREFIX --> (an HTML comment: invisible when rendered).
+# Each message block must be exactly what that template gives for that output and prompt, whole
+# and fed one character at a time.
+
+_MARKED = re.compile(r"<!-- doc-test: (\w+) ([^>]*?) -->[ \t]*\n[ \t]*```\w*\n(.*?)\n[ \t]*```", re.S)
+#: the prompts the guide's samples were generated from ("thinking": the generation prompt pre-opens <think>)
+GUIDE_PROMPTS = {
+    "thinking": "<|im_start|>user\nWhat is the weather in Paris?<|im_end|>\n<|im_start|>assistant\n<think>\n",
+    "none": "",
+}
+
+
+def _marked(doc: str) -> dict[tuple[str, str], str]:
+    out = {}
+    for kind, name, body in _MARKED.findall(_text(doc)):
+        lines = body.split("\n")
+        indent = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
+        out[(kind, name.strip())] = "\n".join(line[indent:] for line in lines)
+    return out
+
+
+GUIDE = _marked("writing-a-template.md")
+GUIDE_CASES = [name for kind, name in GUIDE if kind == "message"]
+
+
+def test_the_guide_has_checked_examples():
+    assert len(GUIDE_CASES) >= 3, sorted(GUIDE)
+
+
+@pytest.mark.parametrize("case", GUIDE_CASES)
+def test_guide_message_is_what_the_template_gives(case):
+    template_name, output_name, prompt_name = case.split()
+    document = json.loads(GUIDE[("template", template_name)])
+    if document.get("respc_version") == 2 and FIELD_KEYS_V2 is None:
+        pytest.skip(NEEDS_V2_CORE)
+    from respc.compiler.api import compile_template
+
+    module = compile_template(document)
+    text = GUIDE[("output", output_name)]
+    prompt = GUIDE_PROMPTS[prompt_name]
+    expected = json.loads(GUIDE[("message", case)])
+    assert module.parse_response(text, prefix=prompt) == expected
+    parser = module.ResponseParser(prompt)
+    for character in text:
+        parser.feed(character)
+    assert parser.finalize()[0] == expected
