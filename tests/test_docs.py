@@ -1,0 +1,224 @@
+"""The documentation in docs/ stays true to the code.
+
+* Every key the validator accepts (``compiler/validate.py`` TOP_LEVEL_KEYS, FIELD_KEYS and, once the
+  v2 core is in, FIELD_KEYS_V2) and every content parser name (``runtime/content.py``
+  CONTENT_PARSER_NAMES) is documented in docs/template-language.md: as a Markdown heading or in
+  backticks.
+* Every template example of the docs loads. The marker: a fenced block opened with ```json whose text
+  contains ``"fields"`` is a template example (blocks of messages or events never have that key). It
+  must be valid JSON and compile with :func:`respc.compiler.api.compile_source`. An example that uses
+  v2 keys (``"respc_version": 2``) is skipped, saying why, only while the installed compiler has no
+  FIELD_KEYS_V2; an example that needs a content parser still being added (PENDING_PARSERS) is
+  skipped only while that parser is unknown.
+* The links between the docs and to headings of docs/template-language.md resolve, and the README
+  links the three documents and no longer sends readers to ../shared/SPEC.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from respc.compiler import validate as validate_module
+from respc.compiler.api import compile_source
+from respc.runtime.content import CONTENT_PARSER_NAMES
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+LANGUAGE = DOCS / "template-language.md"
+DOC_FILES = ("template-language.md", "writing-a-template.md", "events.md")
+
+FIELD_KEYS_V2 = getattr(validate_module, "FIELD_KEYS_V2", None)
+NEEDS_V2_CORE = "needs the v2 core (compiler/validate.py has no FIELD_KEYS_V2 yet)"
+
+#: Content parsers the docs describe that arrive with another branch of issue 7. An example using
+#: one is skipped only while the installed runtime lacks it; any other unknown name fails.
+PENDING_PARSERS = ("pythonic",)
+
+_FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*$", re.M)
+_BACKTICKED = re.compile(r"`([^`\n]+)`")
+
+
+def _text(name: str) -> str:
+    """The text of docs/<name>; "" when it is missing (test_docs_exist reports that)."""
+    path = DOCS / name
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
+@pytest.mark.parametrize("doc", DOC_FILES)
+def test_docs_exist(doc):
+    assert (DOCS / doc).is_file(), f"docs/{doc} is missing"
+
+
+def _documented_names(markdown: str) -> set[str]:
+    """Names written as a heading or in backticks (inline code), outside fenced blocks."""
+    prose = _FENCE.sub("", markdown)
+    names = set(_BACKTICKED.findall(prose))
+    for heading in _HEADING.findall(prose):
+        names.add(heading.strip())
+        names.update(_BACKTICKED.findall(heading))
+    return names
+
+
+def _keys() -> list[str]:
+    keys = list(validate_module.TOP_LEVEL_KEYS) + list(validate_module.FIELD_KEYS)
+    return list(dict.fromkeys(keys))
+
+
+@pytest.mark.parametrize("key", _keys())
+def test_every_v1_key_is_documented(key):
+    assert key in _documented_names(_text("template-language.md")), (
+        f"key {key!r} of compiler/validate.py is not documented in docs/template-language.md "
+        "(as a heading or in backticks)")
+
+
+@pytest.mark.skipif(FIELD_KEYS_V2 is None, reason=NEEDS_V2_CORE)
+@pytest.mark.parametrize("key", list(FIELD_KEYS_V2 or ()))
+def test_every_v2_key_is_documented(key):
+    assert key in _documented_names(_text("template-language.md")), (
+        f"v2 key {key!r} of compiler/validate.py is not documented in docs/template-language.md")
+
+
+@pytest.mark.parametrize("name", CONTENT_PARSER_NAMES)
+def test_every_content_parser_is_documented(name):
+    assert name in _documented_names(_text("template-language.md")), (
+        f"content parser {name!r} of runtime/content.py is not documented in docs/template-language.md")
+
+
+def _template_blocks() -> list[tuple[str, str]]:
+    """(id, block text) of every template example: a ```json block containing "fields"."""
+    found = []
+    for doc in DOC_FILES:
+        markdown = _text(doc)
+        for match in _FENCE.finditer(markdown):
+            lang, body = match.group(1), match.group(2)
+            if lang == "json" and '"fields"' in body:
+                line = markdown.count("\n", 0, match.start()) + 1
+                found.append((f"{doc}:{line}", body))
+    return found
+
+
+TEMPLATE_BLOCKS = _template_blocks()
+
+
+def test_the_docs_have_template_examples():
+    # guards the marker: a change that made it match nothing would silently test nothing
+    per_doc = {doc: sum(1 for where, _ in TEMPLATE_BLOCKS if where.startswith(doc + ":")) for doc in DOC_FILES}
+    assert per_doc["template-language.md"] >= 20, per_doc
+    assert per_doc["writing-a-template.md"] >= 2, per_doc
+
+
+@pytest.mark.parametrize("where, body", TEMPLATE_BLOCKS, ids=[where for where, _ in TEMPLATE_BLOCKS])
+def test_template_example_loads(where, body):
+    try:
+        document = json.loads(body)
+    except json.JSONDecodeError as exc:
+        pytest.fail(f"{where}: template example is not valid JSON: {exc}")
+    assert isinstance(document, dict), f"{where}: a template example must be a JSON object"
+    if document.get("respc_version") == 2 and FIELD_KEYS_V2 is None:
+        pytest.skip(NEEDS_V2_CORE)
+    used = {spec.get("content") for spec in document.get("fields", {}).values() if isinstance(spec, dict)}
+    for name in PENDING_PARSERS:
+        if name in used and name not in CONTENT_PARSER_NAMES:
+            pytest.skip(f"needs the {name!r} content parser (runtime/content.py does not have it yet)")
+    compiled = compile_source(document)
+    assert compiled.template.fields, where
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor for a heading: lowercase, punctuation dropped, spaces to hyphens."""
+    text = heading.strip().lower().replace("`", "")
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def _anchors(markdown: str) -> set[str]:
+    seen: dict[str, int] = {}
+    out = set()
+    for heading in _HEADING.findall(_FENCE.sub("", markdown)):
+        base = _anchor(heading)
+        count = seen.get(base, 0)
+        out.add(base if count == 0 else f"{base}-{count}")
+        seen[base] = count + 1
+    out.update(re.findall(r'<a id="([^"]+)"></a>', markdown))
+    return out
+
+
+@pytest.mark.parametrize("doc", [f"docs/{name}" for name in DOC_FILES] + ["README.md"])
+def test_links_resolve(doc):
+    source = REPO / doc
+    markdown = _FENCE.sub("", source.read_text(encoding="utf-8") if source.is_file() else "")
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", markdown):
+        if target.startswith(("http://", "https://")):
+            continue
+        path, _, fragment = target.partition("#")
+        linked = source.parent / path if path else source
+        if not linked.is_file():
+            broken.append(target)
+        elif fragment and linked.suffix == ".md" and fragment not in _anchors(linked.read_text(encoding="utf-8")):
+            broken.append(target)
+    assert not broken, f"{doc}: links that do not resolve: {broken}"
+
+
+def test_readme_links_the_docs_and_not_the_shared_spec():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for doc in DOC_FILES:
+        assert f"(docs/{doc})" in readme, f"README does not link docs/{doc}"
+    assert "shared/SPEC.md" not in readme
+    for doc in DOC_FILES:
+        assert "shared/SPEC" not in _text(doc) and "../shared" not in _text(doc), doc
+
+
+# --- the worked example of docs/writing-a-template.md ---------------------------------------------
+# Blocks marked <!-- doc-test: template NAME -->, <!-- doc-test: output NAME --> and
+# <!-- doc-test: message TEMPLATE OUTPUT PREFIX --> (an HTML comment: invisible when rendered).
+# Each message block must be exactly what that template gives for that output and prompt, whole
+# and fed one character at a time.
+
+_MARKED = re.compile(r"<!-- doc-test: (\w+) ([^>]*?) -->[ \t]*\n[ \t]*```\w*\n(.*?)\n[ \t]*```", re.S)
+#: the prompts the guide's samples were generated from ("thinking": the generation prompt pre-opens <think>)
+GUIDE_PROMPTS = {
+    "thinking": "<|im_start|>user\nWhat is the weather in Paris?<|im_end|>\n<|im_start|>assistant\n<think>\n",
+    "none": "",
+}
+
+
+def _marked(doc: str) -> dict[tuple[str, str], str]:
+    out = {}
+    for kind, name, body in _MARKED.findall(_text(doc)):
+        lines = body.split("\n")
+        indent = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
+        out[(kind, name.strip())] = "\n".join(line[indent:] for line in lines)
+    return out
+
+
+GUIDE = _marked("writing-a-template.md")
+GUIDE_CASES = [name for kind, name in GUIDE if kind == "message"]
+
+
+def test_the_guide_has_checked_examples():
+    assert len(GUIDE_CASES) >= 3, sorted(GUIDE)
+
+
+@pytest.mark.parametrize("case", GUIDE_CASES)
+def test_guide_message_is_what_the_template_gives(case):
+    template_name, output_name, prompt_name = case.split()
+    document = json.loads(GUIDE[("template", template_name)])
+    if document.get("respc_version") == 2 and FIELD_KEYS_V2 is None:
+        pytest.skip(NEEDS_V2_CORE)
+    from respc.compiler.api import compile_template
+
+    module = compile_template(document)
+    text = GUIDE[("output", output_name)]
+    prompt = GUIDE_PROMPTS[prompt_name]
+    expected = json.loads(GUIDE[("message", case)])
+    assert module.parse_response(text, prefix=prompt) == expected
+    parser = module.ResponseParser(prompt)
+    for character in text:
+        parser.feed(character)
+    assert parser.finalize()[0] == expected
