@@ -10,7 +10,7 @@ Fields (SPEC 2; content parsers SPEC 5):
 
 API (SPEC 3)::
 
-    parser = ResponseParser(prefix, tools=None, tokenizer=None)
+    parser = ResponseParser(prefix, tools=None, tokenizer=None, errors="strict")
     parser.initial_events                 # events produced by the prefix
     parser.feed(text) -> list[dict]       # region_open / region_chunk / region_close
     parser.finalize() -> (message, events)
@@ -25,7 +25,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(1, __name__)
+_rt.check_abi(2, __name__)
 
 SOURCE = 'templates/dots.json'
 TEMPLATE_SHA256 = '62c1d14ff4e32f0fe3805cc444af25f2a73e06269ef1a708b6c6e0ce5fe91804'
@@ -38,39 +38,42 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# region_chunk "dirty" flag: json / xml-inline / kv-lines bodies are only meaningful once parsed
-_DIRTY = (True, False)
-_JOIN = (None, '')
-_REPEATS = (True, True)
-# named groups of the open and close patterns, in the transform scope of each field (D4, D5)
-_GROUPS = (
-    ('name',),
-    (),
-)
-_PROCESS = (
-    _rt.make_field_processor(
+# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+_REGIONS = (
+    _rt.Region(
         'tool_calls',
-        'xml-inline',
-        {
-            'tag_pattern': '<parameter\\s+name\\s*=\\s*["\']?(?P<key>[^"\'>\\s]+)["\']?\\s*>\\s*(?P<value>.*?)\\s*</parameter>',
-        },
-        {
-            'type': 'function',
-            'function': {
-                'name': '{name}',
-                'arguments': '{content}',
+        process=_rt.make_field_processor(
+            'tool_calls',
+            'xml-inline',
+            {
+                'tag_pattern': '<parameter\\s+name\\s*=\\s*["\']?(?P<key>[^"\'>\\s]+)["\']?\\s*>\\s*(?P<value>.*?)\\s*</parameter>',
             },
-        },
-        False,
-        ('name',),
+            {
+                'type': 'function',
+                'function': {
+                    'name': '{name}',
+                    'arguments': '{content}',
+                },
+            },
+            False,
+            ('name',),
+        ),
+        dirty=True,
+        repeats=True,
+        groups=('name',),
     ),
-    _rt.make_field_processor(
+    _rt.Region(
         'content',
-        'text',
-        {},
-        None,
-        False,
-        (),
+        process=_rt.make_field_processor(
+            'content',
+            'text',
+            {},
+            None,
+            False,
+            (),
+        ),
+        repeats=True,
+        join='',
     ),
 )
 _REQUIRED = ()
@@ -207,14 +210,14 @@ _PREFIXES_1 = frozenset((
 S0 = 0  # outside (implicit field 'content')
 S1 = 1  # region 'tool_calls'
 
-# -- transition table: per state, per rank: (is_open, field index, next state) -----------------
+# -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
     (  # S0
-        (True, 0, S1),  # rank 0: open 'tool_calls'
-        (False, 1, S0),  # rank 1: close 'content'
+        _rt.Edge(_rt.OPEN, 0, S1),  # rank 0: open 'tool_calls'
+        _rt.Edge(_rt.CLOSE, 1, S0),  # rank 1: close 'content'
     ),
     (  # S1
-        (False, 0, S0),  # rank 0: close 'tool_calls'
+        _rt.Edge(_rt.CLOSE, 0, S0),  # rank 0: close 'tool_calls'
     ),
 )
 
@@ -325,16 +328,14 @@ class ResponseParser(_rt.StreamParser):
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
         tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
         tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
+        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
+            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
     """
 
     __slots__ = ()
     SOURCE = SOURCE
     FIELD_NAMES = FIELD_NAMES
-    DIRTY = _DIRTY
-    JOIN = _JOIN
-    REPEATS = _REPEATS
-    GROUPS = _GROUPS
-    PROCESS = _PROCESS
+    REGIONS = _REGIONS
     REQUIRED = _REQUIRED
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 1
@@ -353,14 +354,14 @@ class ResponseParser(_rt.StreamParser):
     CONTEXT = 0
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict"):
     """Return a new :class:`ResponseParser` (SPEC 3); ``prefix`` is required."""
-    return ResponseParser(prefix, tools, tokenizer)
+    return ResponseParser(prefix, tools, tokenizer, errors)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict"):
     """Parse whole output(s) into message dict(s) (SPEC 3): a list of texts is a batch."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

@@ -11,7 +11,7 @@ Fields (SPEC 2; content parsers SPEC 5):
 
 API (SPEC 3)::
 
-    parser = ResponseParser(prefix, tools=None, tokenizer=None)
+    parser = ResponseParser(prefix, tools=None, tokenizer=None, errors="strict")
     parser.initial_events                 # events produced by the prefix
     parser.feed(text) -> list[dict]       # region_open / region_chunk / region_close
     parser.finalize() -> (message, events)
@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(1, __name__)
+_rt.check_abi(2, __name__)
 
 SOURCE = 'templates/longcat.json'
 TEMPLATE_SHA256 = 'd673c0d713f607747227d7b5b5be7ad560bffcfda599221731eeb6cf4caffe37'
@@ -40,46 +40,50 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# region_chunk "dirty" flag: json / xml-inline / kv-lines bodies are only meaningful once parsed
-_DIRTY = (False, True, False)
-_JOIN = (None, None, '')
-_REPEATS = (False, True, True)
-# named groups of the open and close patterns, in the transform scope of each field (D4, D5)
-_GROUPS = (
-    (),
-    (),
-    (),
-)
-_PROCESS = (
-    _rt.make_field_processor(
+# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+_REGIONS = (
+    _rt.Region(
         'reasoning_content',
-        'text',
-        {},
-        None,
-        False,
-        (),
+        process=_rt.make_field_processor(
+            'reasoning_content',
+            'text',
+            {},
+            None,
+            False,
+            (),
+        ),
     ),
-    _rt.make_field_processor(
+    _rt.Region(
         'tool_calls',
-        'json',
-        {},
-        {
-            'type': 'function',
-            'function': {
-                'name': '{content.name}',
-                'arguments': '{content.arguments}',
+        process=_rt.make_field_processor(
+            'tool_calls',
+            'json',
+            {},
+            {
+                'type': 'function',
+                'function': {
+                    'name': '{content.name}',
+                    'arguments': '{content.arguments}',
+                },
             },
-        },
-        False,
-        (),
+            False,
+            (),
+        ),
+        dirty=True,
+        repeats=True,
     ),
-    _rt.make_field_processor(
+    _rt.Region(
         'content',
-        'text',
-        {},
-        None,
-        False,
-        (),
+        process=_rt.make_field_processor(
+            'content',
+            'text',
+            {},
+            None,
+            False,
+            (),
+        ),
+        repeats=True,
+        join='',
     ),
 )
 _REQUIRED = ()
@@ -229,18 +233,18 @@ S0 = 0  # outside (implicit field 'content')
 S1 = 1  # region 'reasoning_content'
 S2 = 2  # region 'tool_calls'
 
-# -- transition table: per state, per rank: (is_open, field index, next state) -----------------
+# -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
     (  # S0
-        (True, 0, S1),  # rank 0: open 'reasoning_content'
-        (True, 1, S2),  # rank 1: open 'tool_calls'
-        (False, 2, S0),  # rank 2: close 'content'
+        _rt.Edge(_rt.OPEN, 0, S1),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, 1, S2),  # rank 1: open 'tool_calls'
+        _rt.Edge(_rt.CLOSE, 2, S0),  # rank 2: close 'content'
     ),
     (  # S1
-        (False, 0, S0),  # rank 0: close 'reasoning_content'
+        _rt.Edge(_rt.CLOSE, 0, S0),  # rank 0: close 'reasoning_content'
     ),
     (  # S2
-        (False, 1, S0),  # rank 0: close 'tool_calls'
+        _rt.Edge(_rt.CLOSE, 1, S0),  # rank 0: close 'tool_calls'
     ),
 )
 
@@ -376,16 +380,14 @@ class ResponseParser(_rt.StreamParser):
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
         tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
         tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
+        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
+            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
     """
 
     __slots__ = ()
     SOURCE = SOURCE
     FIELD_NAMES = FIELD_NAMES
-    DIRTY = _DIRTY
-    JOIN = _JOIN
-    REPEATS = _REPEATS
-    GROUPS = _GROUPS
-    PROCESS = _PROCESS
+    REGIONS = _REGIONS
     REQUIRED = _REQUIRED
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
@@ -405,14 +407,14 @@ class ResponseParser(_rt.StreamParser):
     CONTEXT = 0
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict"):
     """Return a new :class:`ResponseParser` (SPEC 3); ``prefix`` is required."""
-    return ResponseParser(prefix, tools, tokenizer)
+    return ResponseParser(prefix, tools, tokenizer, errors)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict"):
     """Parse whole output(s) into message dict(s) (SPEC 3): a list of texts is a batch."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
