@@ -12,6 +12,7 @@ from .errors import ContentParseError, ParserStateError, RespcError, TemplateErr
 from .events import Event, RegionChunk, RegionClose, RegionOpen
 from .tools import (
     DocstringParsingException,
+    ToolSpecError,
     ToolTypes,
     TypeHintParsingException,
     coerce_tool_calls,
@@ -63,6 +64,7 @@ __all__ = [
     "make_field_processor",
     # tool-argument typing (SPEC 7)
     "ToolTypes",
+    "ToolSpecError",
     "DocstringParsingException",
     "TypeHintParsingException",
     "tool_parameters",
