@@ -10,7 +10,8 @@ Three steps, the first two once per parser:
 
 1. :func:`tool_parameters` turns the ``tools`` argument (JSON-schema dicts, bare
    ``{"name", "parameters"}`` dicts, or Python functions/methods via :func:`get_json_schema`)
-   into ``tool name -> parameters.properties``.
+   into ``tool name -> parameters.properties``; an item of another shape is a
+   :class:`ToolSpecError` naming it (the reference skips it silently).
 2. :func:`compile_tool_types` turns that into ``tool name -> parameter -> type names`` (a
    :class:`ToolTypes`), reading ``type`` (a string or a list), ``anyOf``/``oneOf`` members
    (recursively) and ``nullable``. Parameters without any type are dropped.
