@@ -1,8 +1,10 @@
 """The ``respc`` command line (SPEC section 8).
 
-``respc compile TEMPLATE -o OUT.py [--check]``
-    Write the generated parser. With ``--check`` write nothing; exit 1 with a unified diff when
-    OUT.py is stale (missing or different).
+``respc compile TEMPLATE -o OUT.py [--parents] [--check]``
+    Write the generated parser (``-o -``: standard output); a symlink is followed, an existing
+    file keeps its mode, anything but a regular file is refused, a missing folder needs
+    ``--parents``. With ``--check`` write nothing; exit 1 with a unified diff when OUT.py is
+    missing or its template SHA-256 or code differ (its banner's paths do not count).
 ``respc parse TEMPLATE [FILE|-] (--prefix TEXT | --prefix-file F) [--tools F.json] [--events]``
     Parse model output (FILE, or standard input) and print the message as JSON; with ``--events``
     print one JSON event per line as input arrives (flushed per event), then the message as a last
@@ -16,6 +18,8 @@
 ``respc graph TEMPLATE [--format mermaid|dot|svg] [-o OUT]``
     Print (or write) the region automaton as a diagram (see respc.compiler.graph); ``svg`` needs
     Graphviz's ``dot`` (exit 1 with a one-line message when it is not installed).
+``respc list``
+    The catalogue: one line per template with the models of its family.
 
 Exit status: 0 success; 1 output that cannot be parsed or a stale ``--check``; 2 a bad template or
 bad usage. Errors are one line on standard error, never a traceback.
@@ -28,12 +32,16 @@ import codecs
 import difflib
 import json
 import os
+import re
+import stat
 import sys
+import textwrap
 import types
 from pathlib import Path
 from typing import Any
 
-from respc.runtime.errors import TemplateError
+from respc.runtime.errors import RespcError, TemplateError
+from respc.runtime.tools import tool_parameters
 
 from .api import compile_source
 from .validate import check_template
@@ -56,57 +64,192 @@ class _ArgumentError(Exception):
     """Raised by :class:`_ArgumentParser` instead of exiting."""
 
 
-def _display_path(path: str) -> str:
-    """A path for banners: relative to the working directory when inside it, never absolute.
+def _repository_root(output: str) -> Path:
+    """The folder the banner's paths are relative to.
 
-    A bare catalogue name (no such file) is kept as given; a path outside the working directory
-    is reduced to its file name, so no user or host detail reaches a generated file.
+    The nearest folder at or above the output file's folder that holds ``.git`` (the repository
+    the module is checked into); without one (or for standard output), the working directory.
+    So the same command run from any folder writes the same banner, and the banner's regenerate
+    command works from the repository root.
     """
-    p = Path(path)
-    if not p.exists() and not p.parent.exists():
-        return path
-    rel = os.path.relpath(p.resolve(), Path.cwd().resolve())
-    return p.name if rel.startswith("..") or os.path.isabs(rel) else Path(rel).as_posix()
+    if output != "-":
+        start = Path(os.path.abspath(output)).parent
+        for folder in (start, *start.parents):
+            if (folder / ".git").exists():
+                return folder
+    return Path.cwd().resolve()
 
 
-def _compile(args: argparse.Namespace) -> int:
-    source_name = _display_path(args.template)
-    out = Path(args.output)
-    # The banner names paths relative to the working directory (never absolute); the hint on
-    # stderr repeats the command exactly as given, so it works from here.
-    command = f"respc compile {source_name} -o {_display_path(args.output)}"
-    rerun = f"respc compile {args.template} -o {args.output}"
-    compiled = compile_source(args.template, command=command, source_name=source_name)
-    if args.check:
-        if not out.is_file():
-            print(f"respc: {args.output} does not exist; run: {rerun}", file=sys.stderr)
-            return 1
-        current = _read_text_file(args.output, "generated module")
-        if current == compiled.source:
-            return 0
-        diff = difflib.unified_diff(current.splitlines(keepends=True), compiled.source.splitlines(keepends=True),
-                                    fromfile=f"{args.output} (checked in)", tofile=f"{args.output} (regenerated)")
-        sys.stdout.writelines(diff)
-        print(f"respc: {args.output} is stale; run: {rerun}", file=sys.stderr)
-        return 1
-    tmp = out.with_name(out.name + ".tmp")
+def _inside(path: Path, root: Path) -> str | None:
+    """``path`` relative to ``root`` in POSIX form, or None when it is not below ``root``."""
+    rel = os.path.relpath(path, root)
+    return None if rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel) else Path(rel).as_posix()
+
+
+def _catalogue_file(name: str) -> Path | None:
+    """The installed catalogue template called ``name``, resolved, or None."""
+    from importlib import resources
+
+    resource = resources.files("respc.templates") / f"{name}.json"
+    return Path(os.path.realpath(str(resource))) if resource.is_file() else None
+
+
+def _banner_labels(template: str, output: str) -> tuple[str, str]:
+    """The banner's template label and regenerate command for ``respc compile TEMPLATE -o OUTPUT``.
+
+    Paths are relative to :func:`_repository_root`, never absolute, so no user or host detail
+    reaches a generated file and the command is independent of the folder it was run from:
+
+    * a template inside the repository: its relative path (``templates/qwen3.json``);
+    * a catalogue template (by name, or the installed file itself) outside it: labelled
+      ``templates/NAME.json`` and regenerated by name (``respc compile NAME``);
+    * any other template outside it: its file name, with a note that its path must be given.
+
+    Returns:
+        tuple[str, str]: (template label, regenerate command).
+    """
+    root = _repository_root(output)
+    out = "-" if output == "-" else (_inside(Path(os.path.abspath(output)), root) or Path(output).name)
+    given = Path(template)
+    if not given.exists():  # a catalogue name (the loader resolves it or says why not)
+        installed = _catalogue_file(template)
+        rel = _inside(installed, root) if installed is not None else None
+        if rel is not None:
+            return rel, f"respc compile {rel} -o {out}"
+        return f"templates/{template}.json", f"respc compile {template} -o {out}"
+    rel = _inside(Path(os.path.abspath(given)), root)
+    if rel is not None:
+        return rel, f"respc compile {rel} -o {out}"
+    if given.suffix == ".json" and _catalogue_file(given.stem) == Path(os.path.realpath(given)):
+        return f"templates/{given.stem}.json", f"respc compile {given.stem} -o {out}"
+    name = Path(os.path.abspath(given)).name
+    return name, f"respc compile {name} -o {out} ({name} is outside this repository: give its path)"
+
+
+_BANNER_FROM = re.compile(r"# @generated by respc from (.*) -- do not edit\.\n")
+_BANNER_COMMAND = re.compile(r"# regenerate: (.*)\n")
+
+
+def _banner_of(text: str) -> tuple[str, str] | None:
+    """(template label, regenerate command) from a generated module's banner, or None."""
+    lines = text.splitlines(keepends=True)[:3]
+    if len(lines) < 3:
+        return None
+    source, command = _BANNER_FROM.fullmatch(lines[0]), _BANNER_COMMAND.fullmatch(lines[2])
+    return (source.group(1), command.group(1)) if source and command else None
+
+
+def _output_kind(path: str) -> str | None:
+    """None for a regular file or a new path (after following symlinks), else what is there."""
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(compiled.source, encoding="utf-8")
-        os.replace(tmp, out)
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _UsageError(f"cannot write {path!r}: {exc.strerror or exc}") from None
+    if stat.S_ISREG(mode):
+        return None
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def _write_module(output: str, source: str, parents: bool) -> None:
+    """Write ``source`` to ``output`` (SPEC 8, README "Use").
+
+    A symlink is followed and its target written; anything that exists and is not a regular file
+    (a directory, FIFO, device, socket) is refused; an existing file keeps its permission bits;
+    a missing parent folder is an error unless ``parents``. The text goes to a temporary file
+    beside the target and is renamed over it, so a reader never sees half a module.
+
+    Raises:
+        _UsageError: the path cannot be written (one line naming it and why).
+    """
+    kind = _output_kind(output)
+    if kind is not None:
+        raise _UsageError(f"cannot write {output!r}: it is {kind}, not a regular file (give a file path)")
+    target = Path(os.path.realpath(output))
+    if not target.parent.is_dir():
+        if not parents:
+            raise _UsageError(f"cannot write {output!r}: folder {str(Path(output).parent)!r} does not exist "
+                              "(create it, or pass --parents)")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _UsageError(f"cannot write {output!r}: cannot create its folder: {exc.strerror or exc}") from None
+    tmp = target.with_name(f".{target.name}.respc-tmp")
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode) if target.exists() else None
+        tmp.write_text(source, encoding="utf-8")
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, target)
     except OSError as exc:
         if tmp.is_file():
             tmp.unlink()
-        raise _UsageError(f"cannot write {args.output!r}: {exc.strerror or exc}") from None
+        raise _UsageError(f"cannot write {output!r}: {exc.strerror or exc}") from None
+
+
+def _compile(args: argparse.Namespace) -> int:
+    source_name, command = _banner_labels(args.template, args.output)
+    # The hint on stderr repeats the command exactly as given, so it works from here.
+    rerun = f"respc compile {args.template} -o {args.output}"
+    compiled = compile_source(args.template, command=command, source_name=source_name)
+    if args.check:
+        return _check_fresh(args, compiled, rerun)
+    if args.output == "-":
+        sys.stdout.write(compiled.source)
+        sys.stdout.flush()
+    else:
+        _write_module(args.output, compiled.source, args.parents)
     for warning in compiled.automaton.warnings:
         print(f"respc: warning: {warning}", file=sys.stderr)
+    if args.output != "-":
+        print(f"respc: wrote {args.output} ({compiled.template.source}, "
+              f"{_count(len(compiled.template.fields), 'field')})", file=sys.stderr)
     return 0
+
+
+def _check_fresh(args: argparse.Namespace, compiled, rerun: str) -> int:
+    """``compile --check``: 0 when the file holds the module for this template, else 1 and a diff.
+
+    What counts is the template's SHA-256 and the code: the banner's template label and
+    regenerate command (and the ``SOURCE`` label) are taken from the checked file, so a module
+    compiled from another folder or with the template named another way is still fresh.
+    """
+    if args.output == "-":
+        raise _UsageError("--check needs a file to check, not - (standard output)")
+    kind = _output_kind(args.output)
+    if kind is not None:
+        raise _UsageError(f"cannot check {args.output!r}: it is {kind}, not a regular file")
+    if not os.path.exists(args.output):
+        print(f"respc: {args.output} does not exist; run: {rerun}", file=sys.stderr)
+        return 1
+    current = _read_text_file(args.output, "generated module")
+    expected = compiled.source
+    labels = _banner_of(current)
+    if current != expected and labels is not None:
+        expected = compile_source(args.template, source_name=labels[0], command=labels[1]).source
+    if current == expected:
+        return 0
+    diff = difflib.unified_diff(current.splitlines(keepends=True), expected.splitlines(keepends=True),
+                                fromfile=f"{args.output} (checked in)", tofile=f"{args.output} (regenerated)")
+    sys.stdout.writelines(diff)
+    print(f"respc: {args.output} is stale; run: {rerun}", file=sys.stderr)
+    return 1
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 warning``, ``2 warnings``."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _check(args: argparse.Namespace) -> int:
     compiled = compile_source(args.template)
     # load-time warnings (issue 7: rules v1 keeps for the reference's sake), then the D2 ones
-    warnings = [*check_template(compiled.template, v2=compiled.template.document.get("version") == 2),
+    warnings = [*check_template(compiled.template, v2=compiled.template.version >= 2),
                 *compiled.automaton.warnings]
     for warning in warnings:
         print(f"warning: {warning}")
@@ -117,8 +260,8 @@ def _check(args: argparse.Namespace) -> int:
         for state in compiled.automaton.states for w in state.watches if w.extendable and not w.indeterminate)
     for note in notes:
         print(f"note: {note}")
-    print(f"{compiled.template.source}: ok ({len(compiled.template.fields)} fields, "
-          f"{len(compiled.automaton.states)} states, {len(warnings)} warnings)")
+    print(f"{compiled.template.source}: ok ({_count(len(fields), 'field')}, "
+          f"{_count(len(compiled.automaton.states), 'state')}, {_count(len(warnings), 'warning')})")
     return 0
 
 
@@ -128,10 +271,15 @@ def _module(template: str) -> types.ModuleType:
     return compile_template(template)
 
 
+_BOM = "\ufeff"
+
+
 def _read_text_file(path: str, what: str) -> str:
+    """A UTF-8 file's text, ``\\r\\n`` kept (prompts are data), a leading byte order mark dropped."""
     try:
-        with open(path, encoding="utf-8", newline="") as handle:  # keep \r\n: prompts are data
-            return handle.read()
+        with open(path, encoding="utf-8", newline="") as handle:
+            text = handle.read()
+            return text[1:] if text.startswith(_BOM) else text
     except (OSError, UnicodeDecodeError) as exc:
         raise _UsageError(f"cannot read {what} {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
 
@@ -149,7 +297,10 @@ class _NotUTF8(Exception):
 
 
 def _stream_chunks(path: str):
-    """Yield text as it arrives: from a file or stdin, decoded incrementally as UTF-8."""
+    """Yield text as it arrives: from a file or stdin, decoded incrementally as UTF-8.
+
+    A byte order mark at the very start is dropped: it marks the encoding, it is not output.
+    """
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     if path == "-":
         fd, close = sys.stdin.fileno(), False
@@ -159,6 +310,7 @@ def _stream_chunks(path: str):
         except OSError as exc:
             raise _UsageError(f"cannot read output file {path!r}: {exc.strerror}") from None
     done = 0  # bytes fully decoded before the current read
+    first = True
     try:
         while True:
             try:
@@ -171,6 +323,9 @@ def _stream_chunks(path: str):
             except UnicodeDecodeError as exc:
                 raise _NotUTF8(done - pending + exc.start, exc.reason) from None
             done += len(data)
+            if first and text:
+                first = False
+                text = text[1:] if text.startswith(_BOM) else text
             if text:
                 yield text
             if not data:
@@ -193,6 +348,10 @@ def _parse(args: argparse.Namespace) -> int:
             raise _UsageError(f"tools file {args.tools!r} is not JSON: {exc.msg} at line {exc.lineno}") from None
         if not isinstance(tools, list):
             raise _UsageError(f"tools file {args.tools!r} must hold a JSON list of tools")
+        try:
+            tool_parameters(tools)
+        except RespcError as exc:
+            raise _UsageError(f"tools file {args.tools!r}: {_one_line(exc)}") from None
     if not args.events:
         text = "".join(_stream_chunks(args.file))
         _print_json(module.parse_response(text, prefix, tools), indent=2)
@@ -319,18 +478,58 @@ def _version() -> str:
     return __version__
 
 
-def _parser() -> argparse.ArgumentParser:
-    top = _ArgumentParser(prog="respc", description="Compile LLM response templates into streaming parsers.")
-    top.add_argument("--version", action="version", version=f"respc {_version()}")
-    sub = top.add_subparsers(dest="command", required=True)
-    comp = sub.add_parser("compile", help="emit the parser module of a template")
-    comp.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
-    comp.add_argument("-o", "--output", required=True, help="the module to write, e.g. qwen3_parser.py")
-    comp.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff when OUT is stale")
+_TEMPLATE_HELP = ("template .json, tokenizer_config.json, model directory or catalogue name "
+                  "(respc list shows the catalogue)")
+
+
+def _non_empty(what: str, hint: str):
+    """An argparse ``type`` refusing the empty string (it would name the current folder by accident)."""
+    def check(value: str) -> str:
+        if value == "":
+            raise argparse.ArgumentTypeError(f"{what} must not be empty ({hint})")
+        return value
+    return check
+
+
+def _epilog() -> str:
+    from .load import catalogue_names
+
+    names = textwrap.fill(", ".join(catalogue_names()), width=100, initial_indent="  ", subsequent_indent="  ")
+    return ("exit status: 0 ok; 1 output that cannot be parsed, or a stale or missing --check target;\n"
+            "  2 a bad template, bad usage, or a file that cannot be read or written.\n"
+            "  Errors are one line on standard error.\n"
+            "catalogue templates (use the name as TEMPLATE; respc list shows their models):\n" + names)
+
+
+def _template_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("template", metavar="TEMPLATE", help=_TEMPLATE_HELP,
+                        type=_non_empty("TEMPLATE", "a path, . for the current folder, or a catalogue name"))
+
+
+def _add_compile(sub) -> None:
+    comp = sub.add_parser("compile", help="emit the parser module of a template",
+                          description="Emit the parser module of a template.")
+    _template_argument(comp)
+    comp.add_argument("-o", "--output", required=True, metavar="OUT",
+                      type=_non_empty("-o/--output", "a file path, or - for standard output"),
+                      help="the module to write, e.g. qwen3_parser.py (- for standard output); a symlink is "
+                           "followed, an existing file keeps its permissions, anything but a regular "
+                           "file is refused")
+    comp.add_argument("--parents", action="store_true", help="create OUT's missing parent folders")
+    comp.add_argument("--check", action="store_true",
+                      help="write nothing; exit 1 with a diff when OUT (-o/--output) is missing or stale (its "
+                           "template SHA-256 or code differ; the banner's paths do not count)")
     comp.set_defaults(run=_compile)
-    parse = sub.add_parser("parse", help="parse model output with a template")
-    parse.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
-    parse.add_argument("file", nargs="?", default="-", help="model output file, or - for standard input")
+
+
+def _add_parse(sub) -> None:
+    parse = sub.add_parser("parse", help="parse model output with a template",
+                           description="Parse model output with a template and print the message as JSON. "
+                                       "A UTF-8 byte order mark at the start of FILE, standard input or "
+                                       "--prefix-file is dropped.")
+    _template_argument(parse)
+    parse.add_argument("file", metavar="FILE", nargs="?", default="-",
+                       help="model output file; - or omitted: standard input")
     group = parse.add_mutually_exclusive_group(required=True)
     group.add_argument("--prefix", help='the prompt before generation ("" opts out)')
     group.add_argument("--prefix-file", help="a file holding the prompt before generation")
@@ -338,12 +537,50 @@ def _parser() -> argparse.ArgumentParser:
     parse.add_argument("--events", action="store_true", help="print one JSON event per line as input arrives")
     _add_html_option(parse)
     parse.set_defaults(run=_parse)
-    check = sub.add_parser("check", help="validate a template and show its D2 warnings and notes")
-    check.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
+
+
+def _add_check(sub) -> None:
+    check = sub.add_parser("check", help="validate a template and show its D2 warnings and notes",
+                           description="Validate a template and show its D2 warnings and notes.")
+    _template_argument(check)
     check.set_defaults(run=_check)
+
+
+def _add_detect(sub) -> None:
     det = sub.add_parser("detect", help="name the catalogue family whose format a chat template renders")
     det.add_argument("path", help="model directory, tokenizer_config.json or chat_template.jinja")
     det.set_defaults(run=_detect)
+
+
+def _list(args: argparse.Namespace) -> int:
+    """``respc list``: one line per catalogue template: name, models, thinking switch."""
+    from .load import catalogue_entries
+
+    entries = catalogue_entries()
+    width = max((len(e["family"]) for e in entries), default=0)
+    for entry in entries:
+        switch = f" [thinking switch: {entry['thinking_switch']}]" if entry["thinking_switch"] else ""
+        print(f"{entry['family']:<{width}}  {entry['models'] or '(no models listed)'}{switch}")
+    return 0
+
+
+def _add_list(sub) -> None:
+    lister = sub.add_parser("list", help="list the catalogue templates and the models of each family",
+                            description="List the catalogue templates (usable by name as TEMPLATE) and the "
+                                        "models of each family.")
+    lister.set_defaults(run=_list)
+
+
+def _parser() -> argparse.ArgumentParser:
+    top = _ArgumentParser(prog="respc", description="Compile LLM response templates into streaming parsers.",
+                          epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--version", action="version", version=f"respc {_version()}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_compile(sub)
+    _add_parse(sub)
+    _add_check(sub)
+    _add_list(sub)
+    _add_detect(sub)
     _add_graph_command(sub)
     return top
 

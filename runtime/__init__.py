@@ -19,6 +19,7 @@ from .errors import (
 from .events import Event, RegionChunk, RegionClose, RegionOpen
 from .tools import (
     DocstringParsingException,
+    ToolSpecError,
     ToolTypes,
     TypeHintParsingException,
     coerce_tool_calls,
@@ -102,6 +103,7 @@ __all__ = [
     "make_field_processor",
     # tool-argument typing (SPEC 7)
     "ToolTypes",
+    "ToolSpecError",
     "DocstringParsingException",
     "TypeHintParsingException",
     "tool_parameters",

@@ -349,7 +349,7 @@ class StreamParser:
         self._open_text = ""
         prefix = to_text(prefix, tokenizer, "prefix")
         self._tokenizer = tokenizer
-        params = tool_parameters(tools) if tools else None
+        params = tool_parameters(tools) if tools is not None else None
         self._tools = compile_tool_types(params) if params else None
         self._buf = ""
         self._pos = 0

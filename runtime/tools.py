@@ -10,7 +10,8 @@ Three steps, the first two once per parser:
 
 1. :func:`tool_parameters` turns the ``tools`` argument (JSON-schema dicts, bare
    ``{"name", "parameters"}`` dicts, or Python functions/methods via :func:`get_json_schema`)
-   into ``tool name -> parameters.properties``.
+   into ``tool name -> parameters.properties``; an item of another shape is a
+   :class:`ToolSpecError` naming it (the reference skips it silently).
 2. :func:`compile_tool_types` turns that into ``tool name -> parameter -> type names`` (a
    :class:`ToolTypes`), reading ``type`` (a string or a list), ``anyOf``/``oneOf`` members
    (recursively) and ``nullable``. Parameters without any type are dropped.
@@ -45,6 +46,7 @@ from .errors import RespcError
 
 __all__ = [
     "ToolTypes",
+    "ToolSpecError",
     "DocstringParsingException",
     "TypeHintParsingException",
     "tool_parameters",
@@ -58,34 +60,77 @@ __all__ = [
 # Tool schemas.
 
 
+class ToolSpecError(RespcError, TypeError):
+    """The ``tools`` argument is not in a shape respc reads (SPEC 3, 7): not a list, or an item
+    that is neither a tool dict nor a Python function. The message names the item and the
+    expected shape. (The reference skips such items silently; respc says so instead.)"""
+
+
+_TOOL_SHAPE = ('{"type": "function", "function": {"name": str, "parameters": {"type": "object", '
+               '"properties": {...}}}}, a bare {"name": str, "parameters": {...}}, or a Python function')
+
+
+def _tool_spec(tool: Any, index: int) -> tuple[str, dict]:
+    """One ``tools`` item -> (name, properties); :class:`ToolSpecError` when it has another shape."""
+    where = f"tools[{index}]"
+    if not isinstance(tool, dict):
+        raise ToolSpecError(f"{where} is {type(tool).__name__} {repr(tool)[:60]}; a tool is {_TOOL_SHAPE}")
+    spec = tool.get("function", tool)
+    if not isinstance(spec, dict):
+        raise ToolSpecError(f"{where}['function'] is {type(spec).__name__}, not a dict; a tool is {_TOOL_SHAPE}")
+    name = spec.get("name")
+    if not isinstance(name, str):
+        has = (f"its 'name' is {type(name).__name__}" if "name" in spec
+               else f"keys: {', '.join(map(repr, spec))}" if spec else "an empty dict")
+        raise ToolSpecError(f"{where} has no string 'name' ({has}); a tool is {_TOOL_SHAPE}")
+    parameters = spec.get("parameters")
+    if parameters is None:
+        return name, {}
+    if not isinstance(parameters, dict):
+        raise ToolSpecError(f"{where} (tool {name!r}): 'parameters' is {type(parameters).__name__}; "
+                            "it must be a JSON schema object like {\"type\": \"object\", \"properties\": {...}}")
+    properties = parameters.get("properties")
+    if properties is None:
+        return name, {}
+    if not isinstance(properties, dict):
+        raise ToolSpecError(f"{where} (tool {name!r}): 'parameters.properties' is {type(properties).__name__}; "
+                            "it must map each parameter name to its JSON schema")
+    return name, properties
+
+
 def tool_parameters(tools: list | None) -> dict[str, dict]:
     """Map each tool name to its ``parameters.properties`` (SPEC 3, 7).
 
     Args:
-        tools (list | None): entries of the form ``{"type": "function", "function": {...}}``,
-            a bare ``{"name": ..., "parameters": {...}}``, or a Python function or method (turned
-            into a schema with :func:`get_json_schema`).
+        tools (list | tuple | None): entries of the form ``{"type": "function", "function":
+            {...}}``, a bare ``{"name": ..., "parameters": {...}}``, or a Python function or
+            method (turned into a schema with :func:`get_json_schema`).
 
     Returns:
-        dict[str, dict]: tool name -> properties dict (``{}`` when the schema has none or it is
-        not a dict). Entries that are neither dicts nor functions/methods, and dicts without a
-        string ``name``, are skipped, like the reference. A later tool of the same name wins.
+        dict[str, dict]: tool name -> properties dict (``{}`` when the tool has no
+        ``parameters`` or no ``properties``). A later tool of the same name wins.
 
     Raises:
-        DocstringParsingException, TypeHintParsingException: a function cannot be converted.
+        ToolSpecError: (a ``TypeError``) ``tools`` is not a list, or an item is neither a dict
+            nor a function/method, a dict has no string ``name``, or its ``parameters`` /
+            ``properties`` are not dicts. The reference skips these silently; respc does not.
+        DocstringParsingException, TypeHintParsingException: a function cannot be converted
+            (the message says what its docstring or hints need).
     """
+    if tools is None:
+        return {}
+    if not isinstance(tools, (list, tuple)):
+        raise ToolSpecError(f"tools must be a list of tools, not {type(tools).__name__} {repr(tools)[:60]}; "
+                            f"each tool is {_TOOL_SHAPE}")
     params: dict[str, dict] = {}
-    for tool in tools or []:
+    for index, tool in enumerate(tools):
         if inspect.isfunction(tool) or inspect.ismethod(tool):
-            tool = get_json_schema(tool)
-        if not isinstance(tool, dict):
-            continue
-        spec = tool.get("function", tool)
-        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
-            continue
-        parameters = spec.get("parameters")
-        properties = parameters.get("properties") if isinstance(parameters, dict) else None
-        params[spec["name"]] = properties if isinstance(properties, dict) else {}
+            try:
+                tool = get_json_schema(tool)
+            except (DocstringParsingException, TypeHintParsingException) as exc:
+                raise type(exc)(f"tools[{index}]: {exc}") from None
+        name, properties = _tool_spec(tool, index)
+        params[name] = properties
     return params
 
 
@@ -450,6 +495,13 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str], str | None]:
     return description, args, returns
 
 
+_DOCSTRING_NEEDS = (
+    "A function used as a tool needs a Google-style docstring: a description of what it does, then "
+    "an 'Args:' section with one indented 'name: description' line per argument (or pass a JSON-schema "
+    "dict instead of the function)."
+)
+
+
 def get_json_schema(func: Callable) -> dict:
     """Build the JSON schema of a function for use as a tool, like transformers does (SPEC 3).
 
@@ -482,7 +534,7 @@ def get_json_schema(func: Callable) -> dict:
     func_name = getattr(func, "__name__", "operation")
     if not doc:
         raise DocstringParsingException(
-            f"Cannot generate JSON schema for {func_name} because it has no docstring!"
+            f"Cannot generate JSON schema for {func_name} because it has no docstring! {_DOCSTRING_NEEDS}"
         )
     description, arg_docs, returns_doc = _parse_docstring(doc.strip())
     parameters = _parameters_schema(func, func_name)
@@ -493,7 +545,7 @@ def get_json_schema(func: Callable) -> dict:
         if name not in arg_docs:
             raise DocstringParsingException(
                 f"Cannot generate JSON schema for {func_name} because the docstring has no "
-                f"description for the argument '{name}'"
+                f"description for the argument '{name}'. {_DOCSTRING_NEEDS}"
             )
         text = arg_docs[name]
         choices = _CHOICES.search(text)

@@ -3,13 +3,44 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
+# The shared test data (SPEC, conformance vectors, corpus) lives beside the checkout as ../shared;
+# RESPC_SHARED names another folder (a missing one shows what runs without it).
+SHARED = Path(os.environ["RESPC_SHARED"]) if os.environ.get("RESPC_SHARED") else REPO.parent / "shared"
 CONFORMANCE = SHARED / "conformance" / "hf.jsonl"
 CORPUS = SHARED / "corpus" / "vectors.jsonl"
+CHAT_TEMPLATES = SHARED / "corpus" / "chat_templates"
+
+_WHAT = {CONFORMANCE: "the shared conformance vectors", CORPUS: "the shared corpus vectors",
+         CHAT_TEMPLATES: "the shared chat templates"}
+
+
+def missing(path: Path) -> str:
+    """The skip reason for a test that needs ``path`` from ../shared, saying what is missing."""
+    shown = f"../{path.relative_to(REPO.parent).as_posix()}" if path.is_relative_to(REPO.parent) else str(path)
+    what = _WHAT.get(path, "shared test data")
+    if os.environ.get("RESPC_SHARED"):
+        return f"{shown} not found: {what} are not in the folder RESPC_SHARED names"
+    return f"{shown} not found: {what} are not beside this checkout (or set RESPC_SHARED to their folder)"
+
+
+def params(values: Iterable, needs: Path, id_of: Callable[[object], str] | None = None) -> list:
+    """``pytest.mark.parametrize`` values that skip with :func:`missing` when there are none.
+
+    Without this an empty list shows as "got empty parameter set", which does not say that a
+    file of ../shared is absent. ``id_of`` gives each value's test id.
+    """
+    values = list(values)
+    if not values:
+        return [pytest.param(None, id="missing", marks=pytest.mark.skip(reason=missing(needs)))]
+    return [pytest.param(v, id=id_of(v)) if id_of else v for v in values]
 
 
 def load_jsonl(path: Path) -> list[dict]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support import CORPUS, REPO, chunkings, load_jsonl, run_stream
+from support import CORPUS, REPO, chunkings, load_jsonl, missing, params, run_stream
 
 FAMILY_DIR = Path(__file__).resolve().parent / "cases" / "families"
 FAMILIES = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(FAMILY_DIR.glob("*.json"))}
@@ -59,16 +59,15 @@ def test_own_case(family, case, how):
 
 
 def _corpus_params():
-    params = []
+    found = []
     for vector in CORPUS_VECTORS:
         family = vector["family"]
         reason = FAMILIES.get(family, {}).get("corpus_xfail", {}).get(vector["id"])
         marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-        params.append(pytest.param(vector, marks=marks, id=vector["id"]))
-    return params
+        found.append(pytest.param(vector, marks=marks, id=vector["id"]))
+    return params(found, CORPUS)
 
 
-@pytest.mark.skipif(not CORPUS_VECTORS, reason="../shared/corpus/vectors.jsonl is absent")
 @pytest.mark.parametrize("how", HOWS)
 @pytest.mark.parametrize("vector", _corpus_params())
 def test_corpus_vector(vector, how):
@@ -81,7 +80,7 @@ def test_corpus_vector(vector, how):
 
 def test_corpus_xfail_names_real_vectors():
     if not CORPUS_VECTORS:
-        pytest.skip("../shared/corpus/vectors.jsonl is absent")
+        pytest.skip(missing(CORPUS))
     ids = {v["id"] for v in CORPUS_VECTORS}
     listed = {vid for data in FAMILIES.values() for vid in data["corpus_xfail"]}
     assert sorted(listed - ids) == []

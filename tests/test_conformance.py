@@ -12,16 +12,16 @@ import pytest
 
 import respc
 from respc.runtime import TemplateError
-from support import CONFORMANCE, chunkings, load_jsonl, run_stream
+from support import CONFORMANCE, chunkings, load_jsonl, missing, params, run_stream
 
 VECTORS = load_jsonl(CONFORMANCE)
-pytestmark = pytest.mark.skipif(not VECTORS, reason="../shared/conformance/hf.jsonl is absent")
+pytestmark = pytest.mark.skipif(not VECTORS, reason=missing(CONFORMANCE))
 
 ERRORS = {"ValueError": ValueError, "KeyError": KeyError, "RuntimeError": RuntimeError}
 
 
-def _ids(vectors):
-    return [v["id"] for v in vectors]
+def _id(vector: dict) -> str:
+    return vector["id"]
 
 
 MESSAGE_VECTORS = [v for v in VECTORS if "message" in v["expect"]]
@@ -29,7 +29,7 @@ ERROR_VECTORS = [v for v in VECTORS if "error" in v["expect"]]
 EVENT_VECTORS = [v for v in VECTORS if "expect_events" in v]
 
 
-@pytest.mark.parametrize("vector", MESSAGE_VECTORS, ids=_ids(MESSAGE_VECTORS))
+@pytest.mark.parametrize("vector", params(MESSAGE_VECTORS, CONFORMANCE, _id))
 @pytest.mark.parametrize("how", ["whole", "chars", "random", "listed"])
 def test_message(vector, how):
     module = respc.compile_template(vector["template"])
@@ -41,14 +41,14 @@ def test_message(vector, how):
     assert message == vector["expect"]["message"]
 
 
-@pytest.mark.parametrize("vector", MESSAGE_VECTORS, ids=_ids(MESSAGE_VECTORS))
+@pytest.mark.parametrize("vector", params(MESSAGE_VECTORS, CONFORMANCE, _id))
 def test_parse_response_whole(vector):
     message = respc.parse_response(vector["text"], vector["template"], prefix=vector["prefix"],
                                    tools=vector.get("tools"))
     assert message == vector["expect"]["message"]
 
 
-@pytest.mark.parametrize("vector", EVENT_VECTORS, ids=_ids(EVENT_VECTORS))
+@pytest.mark.parametrize("vector", params(EVENT_VECTORS, CONFORMANCE, _id))
 def test_events(vector):
     module = respc.compile_template(vector["template"])
     chunks = vector.get("chunks") or [vector["text"]]
@@ -56,7 +56,7 @@ def test_events(vector):
     assert events == vector["expect_events"]
 
 
-@pytest.mark.parametrize("vector", ERROR_VECTORS, ids=_ids(ERROR_VECTORS))
+@pytest.mark.parametrize("vector", params(ERROR_VECTORS, CONFORMANCE, _id))
 def test_error(vector):
     expect = vector["expect"]
     error = ERRORS[expect["error"]]

@@ -49,7 +49,7 @@ transformers_chat_parsing = pytest.importorskip("transformers.utils.chat_parsing
 
 import respc  # noqa: E402
 from respc.runtime import parse_content as our_parse_content  # noqa: E402
-from support import CONFORMANCE, chunkings, load_jsonl, merged_events  # noqa: E402
+from support import CONFORMANCE, chunkings, load_jsonl, merged_events, params  # noqa: E402
 from test_properties import (  # noqa: E402
     CATALOGUE,
     PROPERTY_SETTINGS,
@@ -251,7 +251,7 @@ def test_catalogue_matches_reference(name):
 
 
 # --- conformance templates with regex delimiters: hypothesis ---------------------------------
-@pytest.mark.parametrize("vector_id", [first for first, _, _ in CONFORMANCE_REGEX])
+@pytest.mark.parametrize("vector_id", params([first for first, _, _ in CONFORMANCE_REGEX], CONFORMANCE))
 def test_regex_template_matches_reference(vector_id):
     """The conformance templates with regex delimiters, driven like the catalogue ones. Templates
     built to show one deviation may be excused by that deviation (plus D1/D2) as often as it fires;
@@ -311,7 +311,7 @@ VECTORS = [v for v in load_jsonl(CONFORMANCE)
            if "deviation" not in v and not v.get("ref_disagrees") and "error" not in v["expect"]]
 
 
-@pytest.mark.parametrize("vector", VECTORS, ids=[v["id"] for v in VECTORS])
+@pytest.mark.parametrize("vector", params(VECTORS, CONFORMANCE, lambda v: v["id"]))
 def test_conformance_vector_matches_reference(vector):
     module = respc.compile_template(vector["template"])
     ways = chunkings(vector["text"], vector["id"])

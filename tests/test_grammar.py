@@ -15,7 +15,7 @@ import regex
 
 import respc
 from respc.compiler.api import compile_source
-from support import CONFORMANCE, CORPUS, REPO, load_jsonl
+from support import CONFORMANCE, CORPUS, REPO, load_jsonl, params
 
 VECTORS = [v for v in load_jsonl(CONFORMANCE) if "message" in v["expect"]]
 CORPUS_VECTORS = load_jsonl(CORPUS)
@@ -32,16 +32,14 @@ def _lark(grammar: str) -> lark.Lark:
     return lark.Lark(grammar, parser="earley", lexer="dynamic", regex=True)
 
 
-@pytest.mark.skipif(not VECTORS, reason="../shared/conformance/hf.jsonl is absent")
-@pytest.mark.parametrize("vector", VECTORS, ids=[v["id"] for v in VECTORS])
+@pytest.mark.parametrize("vector", params(VECTORS, CONFORMANCE, lambda v: v["id"]))
 def test_conformance_output_parses(vector):
     module = respc.compile_template(vector["template"])
     tree = _lark(module.GRAMMAR).parse(_consumed(module, vector["prefix"], vector["text"]))
     assert tree.data == "start"
 
 
-@pytest.mark.skipif(not CORPUS_VECTORS, reason="../shared/corpus/vectors.jsonl is absent")
-@pytest.mark.parametrize("vector", CORPUS_VECTORS, ids=[v["id"] for v in CORPUS_VECTORS])
+@pytest.mark.parametrize("vector", params(CORPUS_VECTORS, CORPUS, lambda v: v["id"]))
 def test_corpus_output_parses(vector):
     module = importlib.import_module(f"respc.generated.{vector['family']}")
     tree = _lark(module.GRAMMAR).parse(_consumed(module, vector["prefix"], vector["text"]))

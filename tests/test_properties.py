@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import respc
 from respc.compiler.api import compile_source
-from support import CONFORMANCE, REPO, load_jsonl, merged_events, run_stream
+from support import CONFORMANCE, REPO, load_jsonl, merged_events, missing, params, run_stream
 
 TEMPLATE_DIR = REPO / "templates"
 FAMILY_DIR = REPO / "tests" / "cases" / "families"
@@ -254,7 +254,7 @@ def test_catalogue_chunking_invariance(name):
     check()
 
 
-@pytest.mark.parametrize("vector_id", [first for first, _, _ in CONFORMANCE_REGEX])
+@pytest.mark.parametrize("vector_id", params([first for first, _, _ in CONFORMANCE_REGEX], CONFORMANCE))
 def test_regex_delimiter_chunking_invariance(vector_id):
     material = conformance_material(vector_id)
 
@@ -269,7 +269,7 @@ def test_regex_delimiter_chunking_invariance(vector_id):
 def test_regex_templates_cover_the_hard_patterns():
     """The conformance templates above include every D2-relevant regex shape named in SPEC 9."""
     if not CONFORMANCE_REGEX:
-        pytest.skip("../shared/conformance/hf.jsonl is absent")
+        pytest.skip(missing(CONFORMANCE))
     patterns = {p for _, template, _ in CONFORMANCE_REGEX for p in delimiter_patterns(template)}
     for needed in (r"(?:^|<think>\s*)", r"\n?</response>", "<call name=(?P<name>.*)>", "$", r"\Z"):
         assert needed in patterns, needed

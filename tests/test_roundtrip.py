@@ -60,14 +60,12 @@ import pytest
 
 from chat_render import render
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-CHAT_TEMPLATES = SHARED / "corpus" / "chat_templates"
+from support import CHAT_TEMPLATES, REPO, missing
 CONFIG_DIR = Path(__file__).resolve().parent / "cases" / "roundtrip"
 CATALOGUE = REPO / "templates"
 
 if not CHAT_TEMPLATES.is_dir():
-    pytest.skip("../shared (real chat templates) is not available", allow_module_level=True)
+    pytest.skip(missing(CHAT_TEMPLATES), allow_module_level=True)
 
 TOOLS = [
     {

@@ -13,8 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from respc.runtime.errors import RespcError
 from respc.runtime.tools import (
     DocstringParsingException,
+    ToolSpecError,
     ToolTypes,
     TypeHintParsingException,
     coerce_tool_calls,
@@ -47,16 +49,49 @@ def test_tool_parameters_accepts_wrapped_and_bare_schemas():
     assert tool_parameters(tools) == {"a": {"x": {"type": "integer"}}, "b": {"y": {"type": "string"}}}
 
 
-def test_tool_parameters_tolerates_malformed_entries():
-    tools = [
-        "not a tool", 3, None,
-        {"function": "nope"},
-        {"function": {"name": 5}},
-        {"name": "no_params"},
-        {"name": "bad_params", "parameters": []},
-        {"name": "bad_props", "parameters": {"properties": "x"}},
-    ]
-    assert tool_parameters(tools) == {"no_params": {}, "bad_params": {}, "bad_props": {}}
+def test_tool_parameters_without_parameters_or_properties():
+    tools = [{"name": "no_params"}, {"name": "null_params", "parameters": None},
+             {"name": "no_props", "parameters": {"type": "object"}}]
+    assert tool_parameters(tools) == {"no_params": {}, "null_params": {}, "no_props": {}}
+
+
+_SHAPE = ('a tool is {"type": "function", "function": {"name": str, "parameters": {"type": "object", '
+          '"properties": {...}}}}, a bare {"name": str, "parameters": {...}}, or a Python function')
+
+
+@pytest.mark.parametrize("tools,message", [
+    ("notalist", "tools must be a list of tools, not str 'notalist'; each tool is {"),
+    ({"name": "f"}, "tools must be a list of tools, not dict {'name': 'f'}; each tool is {"),
+    ([1, "x"], "tools[0] is int 1; " + _SHAPE),
+    ([{"name": "ok"}, "x"], "tools[1] is str 'x'; " + _SHAPE),
+    ([None], "tools[0] is NoneType None; " + _SHAPE),
+    ([{"foo": 1}], "tools[0] has no string 'name' (keys: 'foo'); " + _SHAPE),
+    ([{}], "tools[0] has no string 'name' (an empty dict); " + _SHAPE),
+    ([{"function": "nope"}], "tools[0]['function'] is str, not a dict; " + _SHAPE),
+    ([{"function": {"name": 5}}], "tools[0] has no string 'name' (its 'name' is int); " + _SHAPE),
+    ([{"name": "bad_params", "parameters": []}], "tools[0] (tool 'bad_params'): 'parameters' is list; it must "
+                                                 'be a JSON schema object like {"type": "object", "properties": {...}}'),
+    ([{"name": "bad_props", "parameters": {"properties": "x"}}],
+     "tools[0] (tool 'bad_props'): 'parameters.properties' is str; it must map each parameter name to its JSON schema"),
+    ([len], "tools[0] is builtin_function_or_method <built-in function len>; " + _SHAPE),
+], ids=["str", "bare-dict", "int-item", "second-item", "none-item", "no-name", "empty-dict", "function-str",
+        "name-int", "parameters-list", "properties-str", "builtin"])
+def test_tool_parameters_refuses_wrong_shapes(tools, message):
+    """The reference skips these silently; respc names the item and the expected shape (issue 13)."""
+    with pytest.raises(ToolSpecError) as info:
+        tool_parameters(tools)
+    assert str(info.value).startswith(message)
+    assert isinstance(info.value, TypeError) and isinstance(info.value, RespcError)
+
+
+def test_wrong_tools_reach_the_caller_of_a_generated_parser():
+    import respc
+
+    for tools in ("notalist", [1, "x"], [{"foo": 1}], {"name": "f"}):
+        with pytest.raises(ToolSpecError):
+            respc.parse_response("hi", "qwen3", prefix="", tools=tools)
+    # None and [] mean no tools
+    assert respc.parse_response("hi", "qwen3", prefix="", tools=[]) == {"role": "assistant", "content": "hi"}
 
 
 def test_tool_parameters_none_and_empty():
@@ -99,8 +134,23 @@ def test_tool_parameters_from_bound_method():
     assert tool_parameters([Clock().tick]) == {"tick": {"n": {"type": "integer", "description": "times"}}}
 
 
-def test_tool_parameters_skips_other_callables():
-    assert tool_parameters([len, type]) == {}
+def test_function_without_docstring_says_what_the_docstring_needs():
+    def get_weather(city: str):
+        pass
+
+    with pytest.raises(DocstringParsingException) as info:
+        tool_parameters([{"name": "ok"}, get_weather])
+    assert str(info.value) == (
+        "tools[1]: Cannot generate JSON schema for get_weather because it has no docstring! A function used as "
+        "a tool needs a Google-style docstring: a description of what it does, then an 'Args:' section with one "
+        "indented 'name: description' line per argument (or pass a JSON-schema dict instead of the function).")
+
+    def get_time(zone: str):
+        """The time."""
+
+    with pytest.raises(DocstringParsingException, match=r"^tools\[0\]: .* no description for the argument "
+                                                        r"'zone'\. A function used as a tool needs a Google-style"):
+        tool_parameters([get_time])
 
 
 # --- get_json_schema: literal expected schemas ----------------------------------------------------
@@ -488,10 +538,11 @@ def test_differential_convert(ref_rp, raw, types):
 
 
 def test_differential_tool_parameters(ref_rp):
+    # well-formed tools only: where the reference skips a malformed one, respc raises ToolSpecError
     tools = [
-        set_alarm, "junk", {"function": {"name": 1}}, {"name": "bare", "parameters": {"properties": {"x": {"type": "integer"}}}},
+        set_alarm, {"name": "bare", "parameters": {"properties": {"x": {"type": "integer"}}}},
         {"type": "function", "function": {"name": "wrapped", "parameters": None}},
-        {"name": "bad_props", "parameters": {"properties": []}},
+        {"name": "no_props", "parameters": {"type": "object"}},
     ]
     assert tool_parameters(tools) == _reference_coercer(ref_rp, tools)._tool_params
 
