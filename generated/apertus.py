@@ -24,7 +24,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(1, __name__)
 
@@ -88,6 +87,10 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|assistant_start\\|>', regex.DOTALL)
 # open of 'tool_calls': /'(?:<\\|tools_prefix\\|>\\[\\{"|(?<=\\},\\s?\\{"))(?P<name>[^"]+)":'/
 _D0 = regex.compile('(?:<\\|tools_prefix\\|>\\[\\{"|(?<=\\},\\s?\\{"))(?P<name>[^"]+)":', regex.DOTALL)
+# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
+# offset from which more input could still change the answer of its delimiter's search.
+# probe of open of 'tool_calls': /'(?:<\\|tools_prefix\\|>\\[\\{"|(?<=\\},\\s?\\{"))(?P<name>[^"]+)":'/
+_P0 = regex.compile('(?>(?:(?:<\\|tools_prefix\\|>\\[\\{"|(?<=\\},\\s?\\{"))(?P<name>[^"]+)":))(?!)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -119,56 +122,6 @@ _PREFIXES_0 = frozenset((
     '<|inner_prefi',
     '<|inner_prefix',
     '<|inner_prefix|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tools',
-    '<|tools_',
-    '<|tools_s',
-    '<|tools_su',
-    '<|tools_suf',
-    '<|tools_suff',
-    '<|tools_suffi',
-    '<|tools_suffix',
-    '<|tools_suffix|',
-))
-# open of 'reasoning_content': '<|inner_prefix|>'
-_PREFIXES_0_0 = frozenset((
-    '<',
-    '<|',
-    '<|i',
-    '<|in',
-    '<|inn',
-    '<|inne',
-    '<|inner',
-    '<|inner_',
-    '<|inner_p',
-    '<|inner_pr',
-    '<|inner_pre',
-    '<|inner_pref',
-    '<|inner_prefi',
-    '<|inner_prefix',
-    '<|inner_prefix|',
-))
-# close of 'content': '<|assistant_end|>' | '<|tools_suffix|>'
-_PREFIXES_0_2 = frozenset((
-    '<',
-    '<|',
-    '<|a',
-    '<|as',
-    '<|ass',
-    '<|assi',
-    '<|assis',
-    '<|assist',
-    '<|assista',
-    '<|assistan',
-    '<|assistant',
-    '<|assistant_',
-    '<|assistant_e',
-    '<|assistant_en',
-    '<|assistant_end',
-    '<|assistant_end|',
     '<|t',
     '<|to',
     '<|too',
@@ -225,30 +178,6 @@ _PREFIXES_2 = frozenset((
     '}]<|tools_suffix',
     '}]<|tools_suffix|',
 ))
-# close of 'tool_calls': '}]<|tools_suffix|>' | '}, {"' | '},{"'
-_PREFIXES_2_0 = frozenset((
-    '}',
-    '},',
-    '}, ',
-    '}, {',
-    '},{',
-    '}]',
-    '}]<',
-    '}]<|',
-    '}]<|t',
-    '}]<|to',
-    '}]<|too',
-    '}]<|tool',
-    '}]<|tools',
-    '}]<|tools_',
-    '}]<|tools_s',
-    '}]<|tools_su',
-    '}]<|tools_suf',
-    '}]<|tools_suff',
-    '}]<|tools_suffi',
-    '}]<|tools_suffix',
-    '}]<|tools_suffix|',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -273,9 +202,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -284,7 +214,6 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
-    m2 = False
     # open of 'reasoning_content': '<|inner_prefix|>'
     i = memo[0]
     if i is None or -1 < i < pos:
@@ -297,49 +226,44 @@ def _scan_0(buf, pos, eos, memo):
         m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        # a greedy optional part may still grow: pending while the rest of the buffer could
-        # continue this match (D2)
-        if not eos and (m.partial or e == n or _D0.fullmatch(buf, i, partial=True) is not None):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input (D2)
+                q = memo[2]
+                if q is None or (q is not False and q.start() < pos):
+                    q = memo[2] = _P0.search(buf, pos, partial=True) or False
+                if q is not False and q.start() <= i:
+                    if q.start() < hold:
+                        hold = q.start()
+                    i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|assistant_end|>' | '<|tools_suffix|>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|assistant_end|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 17, 2, None
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|tools_suffix|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 16, 2, None
+        i = memo[3] = buf.find('<|assistant_end|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 17, 2, None
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('<|tools_suffix|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 16, 2, None
     if not eos:
-        if m2:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            h = literal_hold(buf, pos if n - 15 < pos else n - 15, '<', _PREFIXES_0_0)
-            if h < hold:
-                hold = h
-            if not m2:
-                h = literal_hold(buf, pos if n - 16 < pos else n - 16, '<', _PREFIXES_0_2)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 16
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 16
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -350,25 +274,23 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'reasoning_content': '<|inner_suffix|>'
-    i = memo[4]
+    i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|inner_suffix|>', pos)
+        i = memo[5] = buf.find('<|inner_suffix|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 16, 0, None
+        bs, be, br = i, i + 16, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 15
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -377,50 +299,33 @@ def _scan_2(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
-    m0 = False
     # close of 'tool_calls': '}]<|tools_suffix|>' | '}, {"' | '},{"'
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('}]<|tools_suffix|>', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 18, 0, None
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('}, {"', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (5 > be - bs or (5 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 5, 0, None
+        i = memo[6] = buf.find('}]<|tools_suffix|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 18, 0
     i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('},{"', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 4, 0, None
+        i = memo[7] = buf.find('}, {"', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (5 > be - bs or (5 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 5, 0
+    i = memo[8]
+    if i is None or -1 < i < pos:
+        i = memo[8] = buf.find('},{"', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 4, 0
     if not eos:
-        if m0:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            if not m0:
-                h = literal_hold(buf, pos if n - 17 < pos else n - 17, '}', _PREFIXES_2_0)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 17
-            j = buf.find('}', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_2:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('}', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 17
+        j = buf.find('}', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_2:
+                hold = j
+                break
+            j = buf.find('}', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -455,7 +360,7 @@ class ResponseParser(_rt.StreamParser):
         ('}', frozenset(('},', '}]'))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 8
+    MEMO_SLOTS = 9
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 5
 
