@@ -864,6 +864,10 @@ class RegexFind:
         probe_always (bool): ask the probe on every search before the end of stream, not only
             after a complete match (the probe rewrote end-sensitive assertions).
         comment (str): what it is, for the generated code.
+        prefilter (bool): before probing a complete match at ``i``, find the leftmost start
+            whose paths reach ``i`` with the delimiter's own partial search of ``buf[pos:i]``
+            (only starts from there can touch the end). Chosen when the pattern has a literal
+            lead, which makes that search quick; without one the probe starts at ``pos``.
     """
 
     regex: int
@@ -873,6 +877,7 @@ class RegexFind:
     probe_slot: int | None
     probe_always: bool
     comment: str
+    prefilter: bool = False
 
 
 @dataclass(frozen=True)
@@ -921,12 +926,17 @@ class ScanPlans:
         regexes (tuple[tuple[str, str], ...]): (pattern, comment) of each compiled delimiter.
         probes (tuple[tuple[str, str], ...]): (probe source, comment) of each compiled probe.
         memo_slots (int): how many memo slots the scanners use.
+        window (int): characters past a complete match over which its probe is asked first. A
+            probe that finds nothing there finds nothing in the whole buffer either (a path that
+            reaches the buffer's end passes the window's), so a whole text with many delimiters is
+            not searched to its end once per delimiter.
     """
 
     plans: tuple
     regexes: tuple
     probes: tuple
     memo_slots: int
+    window: int = 64
 
 
 def _describe_delimiter(delim: Delimiter) -> str:
@@ -981,7 +991,11 @@ def plan_scans(template: Template, automaton: Automaton) -> ScanPlans:
                 if probe is not None:
                     probe_slot = slots
                     slots += 1
-            finds.append(RegexFind(regex_index[key], w.rank, slot, probe, probe_slot, facts.probe_always, comment))
+            # the prefilter reads the pattern's own partial match, which misjudges assertions at
+            # the truncation point: not for patterns whose probe rewrote them
+            prefilter = bool(facts.lead) and not facts.probe_always
+            finds.append(RegexFind(regex_index[key], w.rank, slot, probe, probe_slot, facts.probe_always, comment,
+                                   prefilter))
         hold = None
         prefixes = sorted({lit[:k] for lit in literals for k in range(1, len(lit))})
         if prefixes:

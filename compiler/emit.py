@@ -167,7 +167,8 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
             else:
                 finds.append({"literal": False, "comment": comment, "var": f"_D{f.regex}", "rank": f.rank,
                               "slot": f.slot, "hold_all": f.probe is None, "probe_var": f"_P{f.probe}",
-                              "probe_slot": f.probe_slot, "probe_always": f.probe_always})
+                              "probe_slot": f.probe_slot, "probe_always": f.probe_always,
+                              "prefilter": f.prefilter})
         hold = None
         if plan.hold is not None:
             single = len(plan.hold.firsts) == 1
@@ -184,6 +185,7 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
                    for k, (pattern, comment) in enumerate(scans.probes)],
         "memo_slots": scans.memo_slots,
         "uses_literal_hold": uses_literal_hold,
+        "window": scans.window,
     }
 
 

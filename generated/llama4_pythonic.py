@@ -178,14 +178,18 @@ def _scan_0(buf, pos, eos, memo):
                     hold = i
                 i = -1
             else:
-                # complete, and final unless a path the engine tries before it needs more input (D2)
-                q = memo[1]
-                if q is None or (q is not False and q.start() < pos):
-                    q = memo[1] = _P0.search(buf, pos, partial=True) or False
-                if q is not False and q.start() <= i:
-                    if q.start() < hold:
-                        hold = q.start()
-                    i = -1
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). The probe is asked over a window first (a path reaching the window's edge
+                # may still fail before the buffer's), and only then over the whole buffer.
+                q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    q = memo[1]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[1] = _P0.search(buf, pos, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<|eot|>' | '<|eom|>' | '<|python_end|>'

@@ -205,14 +205,23 @@ def _scan_0(buf, pos, eos, memo):
                     hold = i
                 i = -1
             else:
-                # complete, and final unless a path the engine tries before it needs more input (D2)
-                q = memo[2]
-                if q is None or (q is not False and q.start() < pos):
-                    q = memo[2] = _P0.search(buf, pos, partial=True) or False
-                if q is not False and q.start() <= i:
-                    if q.start() < hold:
-                        hold = q.start()
-                    i = -1
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
+                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
+                # The probe is asked over a window first (a path reaching the window's edge may
+                # still fail before the buffer's), and only then over the whole buffer.
+                j = _D0.search(buf, pos, i, partial=True)
+                j = i if j is None else j.start()
+                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    # nothing left of j can touch the end: this is the search from pos
+                    q = memo[2]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[2] = _P0.search(buf, j, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|im_end|>' | '<|endoftext|>' | '</think>'

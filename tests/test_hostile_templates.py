@@ -171,7 +171,7 @@ def _assert_inert(source: str) -> None:
     # every call in the module is to a known function
     callees = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     assert callees <= {"_rt.check_abi", "_rt.make_field_processor", "regex.compile", "frozenset", "len", "float",
-                       "buf.find", "m.span", "m.start", "q.start", "literal_hold", "ResponseParser", "_rt.parse_many"} | {
+                       "buf.find", "m.span", "m.start", "q.start", "j.start", "literal_hold", "ResponseParser", "_rt.parse_many"} | {
         c for c in callees if re.fullmatch(r"_[DP]\d+\.(search|fullmatch|match)", c)}, callees
 
 
