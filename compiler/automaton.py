@@ -20,21 +20,24 @@ delimiter gets a precomputed *rank* and the emitted scanner compares ranks, not 
 
 Every delimiter is also classified once here:
 
-* ``literal`` -- literal strings none of which is a prefix of another: each found with
-  ``str.find``; a partial match (a proper prefix of one at the end of the buffer) is decided from
-  precomputed prefix sets. A list behaves like the reference's alternation: leftmost, then longest.
-* ``regex`` -- a pattern or a literal list that can extend, searched with the ``regex`` module's partial matching
-  exactly like the reference. A complete match ending at the buffer edge is *pending* when more
-  input could still change it: always for patterns and for literal lists that can extend.
-* ``indeterminate`` (D2) -- a pattern whose complete match can change with later input even when
-  it ends before the buffer edge: an end anchor (``$``, ``\\Z``), a negative lookahead or one that
-  tests for the end of the text, or an unbounded greedy repeat whose characters overlap what may
-  follow it (``<call name=(?P<n>.*)>``). Its complete matches stay pending until end of stream.
-  A positive lookahead that only looks at characters (``functools(?=\\[)``) is not: once it
-  matched, appending text cannot undo that, and a lookahead cut off by the buffer edge is a
-  partial match, held like any other.
-* ``extendable`` (D2) -- a pattern with a greedy bounded repeat (``(?:<think>)?``): a complete
-  match is also held while the rest of the buffer could still continue it from the same start.
+* ``literal`` -- literal strings: each found with ``str.find``; a partial match (a proper prefix
+  of one at the end of the buffer) is decided from precomputed prefix sets. A list behaves like
+  the reference's alternation: leftmost, then longest.
+* ``regex`` -- a pattern (or, for the reference's watch records, a literal list that can
+  extend), searched with the ``regex`` module's partial matching.
+* ``indeterminate`` (D2, ``respc check`` warns) -- a pattern whose complete match can change with
+  later input even when it ends before the buffer edge: an end anchor (``$``, ``\\Z``), a negative
+  lookahead or one that tests for the end of the text, or an unbounded greedy repeat whose
+  characters overlap what may follow it (``<call name=(?P<n>.*)>``).
+* ``extendable`` (D2, ``respc check`` notes) -- a pattern with a greedy bounded repeat
+  (``(?:<think>)?``): a complete match is held while the rest of the buffer could still continue it.
+
+The scanners do not act on these classes: each regex delimiter gets a *probe* (:func:`edge_probe`)
+built with the ``regex`` module's own syntax and semantics, which finds the leftmost offset from
+which more input could change the search's answer, and :func:`plan_scans` lays out what each
+state's scanner does. The ``re``-tree analysis (first characters, lead, context, the classes above)
+runs only on patterns that ``re`` and ``regex`` read alike (:func:`_read_source`); anything else
+takes the conservative answer (no fast path, full context).
 
 Finally the automaton records how much already-decided text the regex delimiters must still see
 (``context``): one character for ``^``/``\\A``/``\\b``/``\\B`` (so they cannot fire at a trimmed
@@ -44,8 +47,12 @@ and patterns the analysis cannot read. The generated parser trims its buffer onl
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from dataclasses import field as _dc_field
+from functools import lru_cache
+
+import regex
 
 try:  # Python 3.11+
     from re import _constants as sre_c
@@ -56,7 +63,8 @@ except ImportError:  # pragma: no cover - Python 3.10
 
 from .ir import Delimiter, Template
 
-__all__ = ["ACTIONS", "Watch", "State", "Automaton", "build_automaton", "classify_pattern", "PatternFacts"]
+__all__ = ["ACTIONS", "Watch", "State", "Automaton", "build_automaton", "classify_pattern", "PatternFacts",
+           "edge_probe", "plan_scans", "ScanPlans", "ScanPlan", "LiteralFind", "RegexFind", "LiteralHold"]
 
 OUTSIDE = 0
 #: transition actions (see build_automaton)
@@ -78,6 +86,13 @@ class PatternFacts:
             with, in sorted order; None when unknown, unbounded, or the pattern can match empty.
         lead (str): the literal characters every match starts with (``"<|"`` for
             ``<\\|tool_call>call:\\w+``), empty when unknown.
+        probe (str | None): the *probe* of this pattern (see :func:`edge_probe`), which tells the
+            scanner from where the answer of a search could still change with more input (D2);
+            None when no sound probe exists: the scanner then holds the state's text until the
+            end of stream.
+        probe_always (bool): the probe rewrote end-sensitive assertions (``\\b``, ``$``...), so
+            the pattern's own partial match does not see every place the answer could change:
+            the scanner asks the probe on every search, not only after a complete match.
     """
 
     indeterminate: bool
@@ -86,6 +101,8 @@ class PatternFacts:
     extendable: bool = False
     first_chars: str | None = None
     lead: str = ""
+    probe: str | None = None
+    probe_always: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,18 +192,24 @@ class _Unknown(Exception):
     """The analysis met a construct it does not model; the caller falls back to 'conservative'."""
 
 
+_CATEGORY_CLASS = {
+    "CATEGORY_DIGIT": r"\d", "CATEGORY_NOT_DIGIT": r"\D", "CATEGORY_SPACE": r"\s", "CATEGORY_NOT_SPACE": r"\S",
+    "CATEGORY_WORD": r"\w", "CATEGORY_NOT_WORD": r"\W", "CATEGORY_LINEBREAK": r"\n", "CATEGORY_NOT_LINEBREAK": r"[^\n]",
+}
+
+
+@lru_cache(maxsize=None)
+def _category_regex(name: str):
+    return regex.compile(_CATEGORY_CLASS[name])
+
+
 def _category_has(cat, c: str) -> bool:
+    """Whether the category ``cat`` (``\\d``, ``\\w``...) holds ``c``, asked of the ``regex`` module
+    (its ``\\w`` and ``\\s`` are Unicode properties, not ``str.isalnum``/``str.isspace``)."""
     name = str(cat)
-    word = c.isalnum() or c == "_"
-    table = {
-        "CATEGORY_DIGIT": c.isdecimal(), "CATEGORY_NOT_DIGIT": not c.isdecimal(),
-        "CATEGORY_SPACE": c.isspace(), "CATEGORY_NOT_SPACE": not c.isspace(),
-        "CATEGORY_WORD": word, "CATEGORY_NOT_WORD": not word,
-        "CATEGORY_LINEBREAK": c == "\n", "CATEGORY_NOT_LINEBREAK": c != "\n",
-    }
-    if name not in table:
+    if name not in _CATEGORY_CLASS:
         raise _Unknown(name)
-    return table[name]
+    return _category_regex(name).match(c) is not None
 
 
 def _item_has(op, av, c: str) -> bool:
@@ -432,25 +455,228 @@ def _more(current: int | None, need: int) -> int | None:
     return None if current is None else max(current, need)
 
 
+# --- reading the source the way the matching engine does (D2, issue 7) ----------------------
+#
+# The analysis above walks the stdlib ``re`` parse tree, but the parser matches with the
+# ``regex`` module, which reads some sources differently (``[[:alpha:]]`` is a POSIX class there
+# and a set of ``[:ahlp`` for ``re``; ``a{e<=1}`` is fuzzy matching there and literal text for
+# ``re``). :func:`_read_source` walks the source once with the ``regex`` module's syntax and
+# (a) tells whether the two parsers can disagree on it (then the tree is not analysed at all) and
+# (b) builds the *probe* the scanner uses to decide when a match is final.
+#
+# The probe of a pattern P is ``(?>(?:P'))(?!)``, searched with ``partial=True``. It never
+# matches completely, so the ``regex`` module always runs its partial phase, which at every
+# start position explores P's paths in the engine's own order and reports the first one that
+# runs into the end of the buffer. The atomic group stops that exploration at P's first
+# complete match. So the probe's start is the leftmost position at which the answer of a search
+# can still change when text is appended: a path tried before the winning one needs more text.
+# Left of it, nothing can change (a complete match there is final). ``regex`` judges zero-width
+# assertions at the end of the buffer as if the text ended there (``<\b`` does not partially
+# match ``<``), so P' is P with each end-sensitive assertion rewritten to need one more character
+# there: ``\b`` becomes ``(?:(?=[\s\S])\b)``, ``$`` ``(?:(?=\n?(?=[\s\S])(?!))|$)``.
+# Lookaheads need no rewriting: the engine's partial matching reaches into them.
+
+_POSIX_CLASS = re.compile(r"\[:\^?[A-Za-z0-9_]+:\]")
+_SRE_REPEAT = re.compile(r"\{(?:\d+|\d*,\d*)\}")
+_FLAG_GROUP = re.compile(r"\(\?([A-Za-z0-9-]*)[:)]")
+_FLAG_LETTERS = set("aiLmsuwV01-bepfrx")
+#: inline flags whose matching order or partial matching the probe cannot account for:
+#: verbose (x: comments would hide what the reader sees), reverse (r), POSIX leftmost-longest (p),
+#: best/enhanced fuzzy matching (b, e), full case folding (f)
+_UNPROBED_FLAGS = set("xrpbef")
+_WORD_EDGE = "(?:(?=[\\s\\S])\\{})"
+_TEXT_END = "(?:(?=\\n?(?=[\\s\\S])(?!))|$)"  # $: at the end, or before a final newline
+_STRING_END = "(?:(?=[\\s\\S])(?!))"  # \\Z, \\z: only at the end
+
+
+@dataclass(frozen=True)
+class _Reading:
+    probe: str | None
+    rewritten: bool
+    sre_agrees: bool
+    why: str = ""
+
+
+def _escape_end(src: str, i: int) -> int | None:
+    """Offset just past the escape starting at ``src[i] == "\\\\"`` (None: unreadable)."""
+    if i + 1 >= len(src):
+        return None
+    kind = src[i + 1]
+    if kind in "pPNxugL" and i + 2 < len(src) and src[i + 2] in "{<":
+        close = src.find("}" if src[i + 2] == "{" else ">", i + 3)
+        return None if close < 0 else close + 1
+    if kind in "pP":
+        return i + 3 if i + 2 < len(src) else None
+    return i + 2
+
+
+def _set_end(src: str, i: int, version1: bool) -> tuple[int, bool] | None:
+    """(offset just past the set starting at ``src[i] == "["``, whether it holds a ``[``)."""
+    j = i + 1
+    if j < len(src) and src[j] == "^":
+        j += 1
+    if j < len(src) and src[j] == "]":
+        j += 1
+    nested = False
+    while j < len(src):
+        c = src[j]
+        if c == "\\":
+            end = _escape_end(src, j)
+            if end is None:
+                return None
+            j = end
+        elif c == "[":
+            nested = True
+            posix = _POSIX_CLASS.match(src, j)
+            if posix:
+                j = posix.end()
+            elif version1:
+                inner = _set_end(src, j, version1)
+                if inner is None:
+                    return None
+                j = inner[0]
+            elif src.startswith(("[:", "[=", "[."), j):
+                return None  # a POSIX-looking item the reader does not know
+            else:
+                j += 1
+        elif c == "]":
+            return j + 1, nested
+        else:
+            j += 1
+    return None
+
+
+@lru_cache(maxsize=512)
+def _read_source(pattern: str) -> _Reading:
+    """Walk a ``regex``-syntax source: does ``re`` read it alike, and what is its probe?"""
+    out: list[str] = []
+    agrees = True
+    rewritten = False
+    version1 = "V1" in pattern  # any (?V1) makes every set a version-1 (nestable) set
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            end = _escape_end(pattern, i)
+            if end is None:
+                return _Reading(None, False, False, "an escape the compiler cannot read")
+            kind = pattern[i + 1]
+            if kind in "bBmM":
+                out.append(_WORD_EDGE.format(kind))
+                rewritten = True
+            elif kind in "Zz":
+                out.append(_STRING_END)
+                rewritten = True
+            elif kind == "K":
+                return _Reading(None, False, False, "\\K moves the reported start of a match")
+            else:
+                out.append(pattern[i:end])
+            i = end
+        elif c == "$":
+            out.append(_TEXT_END)
+            rewritten = True
+            i += 1
+        elif c == "[":
+            found = _set_end(pattern, i, version1)
+            if found is None:
+                return _Reading(None, False, False, "a character set the compiler cannot read")
+            end, nested = found
+            agrees = agrees and not nested and not version1
+            out.append(pattern[i:end])
+            i = end
+        elif c == "(" and pattern.startswith("(?#", i):
+            end = pattern.find(")", i)
+            if end < 0:
+                return _Reading(None, False, False, "an unterminated comment")
+            out.append(pattern[i:end + 1])
+            i = end + 1
+        elif c == "(" and pattern.startswith("(?", i):
+            flags = _FLAG_GROUP.match(pattern, i)
+            letters = flags.group(1) if flags else ""
+            if flags and letters and not letters.isdigit() and set(letters) <= _FLAG_LETTERS:
+                bad = sorted(set(letters) & _UNPROBED_FLAGS)
+                if bad:
+                    return _Reading(None, False, False, f"the inline flag {bad[0]!r}")
+                agrees = agrees and not set(letters) & set("wV01")
+            out.append("(?")
+            i += 2
+        elif c == "{":
+            repeat = _SRE_REPEAT.match(pattern, i)
+            if repeat:
+                out.append(repeat.group(0))
+                i = repeat.end()
+            else:
+                agrees = False  # fuzzy matching for `regex`, literal text for `re`
+                out.append(c)
+                i += 1
+        else:
+            out.append(c)
+            i += 1
+    body = "".join(out)
+    probe = f"(?>(?:{body}))(?!)"
+    try:
+        original = regex.compile(pattern, regex.DOTALL)
+        check = regex.compile(body, regex.DOTALL)
+        regex.compile(probe, regex.DOTALL)
+    except Exception:  # noqa: BLE001 - any refusal of the engine means: no probe
+        return _Reading(None, False, False, "the probe does not compile")
+    if (check.groups, check.groupindex) != (original.groups, original.groupindex):
+        return _Reading(None, False, False, "the probe changes the groups")
+    return _Reading(probe, rewritten, agrees)
+
+
+def edge_probe(pattern: str) -> tuple[str | None, bool]:
+    """The probe of a regex delimiter (see the comment above :func:`_read_source`).
+
+    Args:
+        pattern: the delimiter's source (``regex`` module syntax, compiled with DOTALL).
+
+    Returns:
+        tuple[str | None, bool]: the probe source and whether it rewrote end-sensitive
+        assertions; ``(None, False)`` when the pattern uses something the probe cannot account
+        for (``\\K``, the ``r``/``p``/``b``/``e``/``f``/``x`` flags, unreadable syntax).
+    """
+    reading = _read_source(pattern)
+    return reading.probe, reading.rewritten
+
+
+@lru_cache(maxsize=512)
 def classify_pattern(pattern: str) -> PatternFacts:
     """Classify one regex delimiter for D2 and for buffer trimming (see module docstring).
+
+    The ``re`` parse tree is analysed only when :func:`_read_source` finds nothing the two
+    parsers read differently; every claim about first characters is then also checked against
+    the ``regex`` module itself (:func:`_first_chars`).
 
     Args:
         pattern: the regex source (``regex`` module syntax).
 
     Returns:
-        PatternFacts: indeterminate or not, the context it needs, and why. A pattern the analysis
-        cannot read (``regex``-only syntax) is treated conservatively: indeterminate, full context.
+        PatternFacts: indeterminate or not, the context it needs, why, and its probe. A pattern
+        the analysis cannot read (``regex``-only syntax, or syntax the parsers read differently) is
+        treated conservatively: indeterminate, full context, no first characters, no lead.
     """
+    reading = _read_source(pattern)
+    why = ("the compiler cannot analyse this pattern",)
+    if reading.probe is None:
+        why += (f"no probe can tell when its match is final ({reading.why}), so text in its state "
+                "waits for the end of stream",)
+    unknown = PatternFacts(True, None, why, probe=reading.probe, probe_always=reading.rewritten)
+    if not reading.sre_agrees:
+        return unknown
     try:
         tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+        if tree.state.flags & (sre_c.SRE_FLAG_VERBOSE | sre_c.SRE_FLAG_LOCALE):
+            return unknown
         facts = {"reasons": [], "context": 0, "extendable": False}
         _walk(tree, (), facts)
     except (_Unknown, Exception):
-        return PatternFacts(True, None, ("the compiler cannot analyse this pattern",))
+        return unknown
     reasons = tuple(dict.fromkeys(facts["reasons"]))
-    return PatternFacts(bool(reasons), facts["context"], reasons, facts["extendable"], _first_chars(tree),
-                        "" if _ignores_case(tree) else _lead(tree))
+    first = _first_chars(tree, pattern)
+    return PatternFacts(bool(reasons), facts["context"], reasons, facts["extendable"], first,
+                        "" if _ignores_case(tree) else _checked_lead(_lead(tree), first),
+                        reading.probe, reading.rewritten)
 
 
 def _lead(seq) -> str:
@@ -495,8 +721,12 @@ def _ignores_case(tree) -> bool:
     return False
 
 
-def _first_chars(tree) -> str | None:
-    """The characters a match can start with, when that is a small finite set of literals."""
+def _first_chars(tree, pattern: str) -> str | None:
+    """The characters a match can start with, when that is a small finite set of literals.
+
+    The set read from the ``re`` tree is checked against the ``regex`` module: a match, or a
+    partial match, that starts with any other character of a probe sample refutes it (None).
+    """
     if _ignores_case(tree):
         return None
     try:
@@ -513,7 +743,19 @@ def _first_chars(tree) -> str | None:
             chars.update(chr(a) for _, a in av)
         else:
             return None
+    compiled = regex.compile(pattern, regex.DOTALL)
+    for c in (set(_SAMPLES) | set(pattern)) - chars:
+        for text in (c, "\n" + c, "a" + c):
+            if compiled.match(text, len(text) - 1, partial=True) is not None:
+                return None
     return "".join(sorted(chars))
+
+
+def _checked_lead(lead: str, first: str | None) -> str:
+    """The lead, unless the engine-checked first characters contradict it."""
+    if lead and first is not None and first != lead[0]:
+        return ""
+    return lead
 
 
 # --- the automaton ----------------------------------------------------------------------------
@@ -633,3 +875,186 @@ def build_automaton(template: Template) -> Automaton:
         states.append(State(after_state[fi], fi, f"after the value of {f.name!r}", watches, None))
     states = [State(s.index, s.field, s.name, s.watches, s.triggers, _pairs(s.watches)) for s in states]
     return Automaton(tuple(states), state_of_field, context, tuple(dict.fromkeys(warnings)), after_state)
+
+
+# --- scan plans: what each state's scanner does (SPEC 4.3, D2) -------------------------------
+#
+# The emitter lays a scanner out from its plan and decides nothing itself. A state's scanner looks
+# for every watched delimiter in rank order (each search result kept in a memo slot), collects
+# the leftmost start from which the answer could still change (``hold``), and commits the best
+# complete hit only when it starts before ``hold``:
+#
+# * literals (single ones, lists, and lists in which one literal extends another) are found with
+#   ``str.find``; the hold for all of them is one question: does the buffer end with a proper
+#   prefix of any literal of the state? A complete hit never hides such a prefix (issue 7: the
+#   reference's alternation does, so ``["ab", "abcd"]`` fed ``"xabc"``, ``"dy"`` closed at ``ab``).
+# * a regex delimiter is searched with partial matching; a complete match is final only when its
+#   probe (:func:`edge_probe`) starts after it. A complete match that ends at the edge of the
+#   buffer still waits, as in the reference. A pattern without a sound probe holds the state's
+#   text until the end of stream.
+
+
+@dataclass(frozen=True)
+class LiteralFind:
+    """Find one literal with ``str.find`` (memo slot ``slot`` keeps the offset)."""
+
+    text: str
+    rank: int
+    slot: int
+    comment: str
+
+
+@dataclass(frozen=True)
+class RegexFind:
+    """Search one regex delimiter (compiled as ``regexes[regex]``).
+
+    Attributes:
+        regex (int): index into :attr:`ScanPlans.regexes`.
+        rank (int): tie-break rank in the state.
+        slot (int | None): memo slot of the search result; None when it must not be reused
+            (``\\G`` depends on where a search starts).
+        probe (int | None): index into :attr:`ScanPlans.probes`; None: no sound probe, so the
+            state's text is held until the end of stream.
+        probe_slot (int | None): memo slot of the probe's result (None: not reused).
+        probe_always (bool): ask the probe on every search before the end of stream, not only
+            after a complete match (the probe rewrote end-sensitive assertions).
+        comment (str): what it is, for the generated code.
+        prefilter (bool): before probing a complete match at ``i``, find the leftmost start
+            whose paths reach ``i`` with the delimiter's own partial search of ``buf[pos:i]``
+            (only starts from there can touch the end). Chosen when the pattern has a literal
+            lead, which makes that search quick; without one the probe starts at ``pos``.
+    """
+
+    regex: int
+    rank: int
+    slot: int | None
+    probe: int | None
+    probe_slot: int | None
+    probe_always: bool
+    comment: str
+    prefilter: bool = False
+
+
+@dataclass(frozen=True)
+class LiteralHold:
+    """Hold text from the leftmost offset where the buffer ends in a proper prefix of a literal.
+
+    Attributes:
+        prefixes (tuple[str, ...]): every non-empty proper prefix of the state's literals, sorted.
+        firsts (str): their distinct first characters, sorted.
+        span (int): the longest prefix length (offsets before ``len(buf) - span`` cannot hold).
+    """
+
+    prefixes: tuple[str, ...]
+    firsts: str
+    span: int
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """The scanner of one state.
+
+    Attributes:
+        state (int): the state's index.
+        label (str): the state's readable name.
+        finds (tuple[LiteralFind | RegexFind, ...]): the searches, in rank order.
+        hold (LiteralHold | None): the literals' partial matches, None without literals.
+    """
+
+    state: int
+    label: str
+    finds: tuple
+    hold: LiteralHold | None
+
+    @property
+    def has_regex(self) -> bool:
+        """Whether some search is a regex one (then the scanner returns a match object)."""
+        return any(isinstance(f, RegexFind) for f in self.finds)
+
+
+@dataclass(frozen=True)
+class ScanPlans:
+    """The scan plans of every state and the module-level data they share.
+
+    Attributes:
+        plans (tuple[ScanPlan, ...]): one per state, in state order.
+        regexes (tuple[tuple[str, str], ...]): (pattern, comment) of each compiled delimiter.
+        probes (tuple[tuple[str, str], ...]): (probe source, comment) of each compiled probe.
+        memo_slots (int): how many memo slots the scanners use.
+        window (int): characters past a complete match over which its probe is asked first. A
+            probe that finds nothing there finds nothing in the whole buffer either (a path that
+            reaches the buffer's end passes the window's), so a whole text with many delimiters is
+            not searched to its end once per delimiter.
+    """
+
+    plans: tuple
+    regexes: tuple
+    probes: tuple
+    memo_slots: int
+    window: int = 64
+
+
+def _describe_delimiter(delim: Delimiter) -> str:
+    if delim.literals is not None:
+        return " | ".join(repr(x) for x in delim.literals)
+    return f"/{delim.pattern!r}/"
+
+
+def plan_scans(template: Template, automaton: Automaton) -> ScanPlans:
+    """Decide every scanner's searches, memo slots and holds (see the comment above).
+
+    Args:
+        template: the IR (for field names in comments).
+        automaton: its region automaton.
+
+    Returns:
+        ScanPlans: the plans, in state order, and the delimiters and probes they compile.
+    """
+    regexes: list[tuple[str, str]] = []
+    probes: list[tuple[str, str]] = []
+    regex_index: dict[tuple[int, str], int] = {}
+    probe_index: dict[tuple[int, str], int] = {}
+    slots = 0
+    plans = []
+    for state in automaton.states:
+        finds: list = []
+        literals: list[str] = []
+        for w in sorted(state.watches, key=lambda w: w.rank):
+            comment = f"{w.kind} of {template.fields[w.field].name!r}: {_describe_delimiter(w.delimiter)}"
+            if w.delimiter.literals is not None:
+                for text in w.delimiter.literals:
+                    finds.append(LiteralFind(text, w.rank, slots, comment))
+                    slots += 1
+                literals.extend(w.delimiter.literals)
+                continue
+            facts = classify_pattern(w.delimiter.pattern)
+            key = (w.field, w.delimiter.key)
+            if key not in regex_index:
+                regex_index[key] = len(regexes)
+                regexes.append((w.delimiter.pattern, comment + (" (indeterminate, D2)" if facts.indeterminate else "")))
+            probe = None
+            if facts.probe is not None:
+                if key not in probe_index:
+                    probe_index[key] = len(probes)
+                    probes.append((facts.probe, "probe of " + comment))
+                probe = probe_index[key]
+            reuse = "\\G" not in w.delimiter.pattern
+            slot = probe_slot = None
+            if reuse:
+                slot = slots
+                slots += 1
+                if probe is not None:
+                    probe_slot = slots
+                    slots += 1
+            # the prefilter reads the pattern's own partial match, which misjudges assertions at
+            # the truncation point: not for patterns whose probe rewrote them
+            prefilter = bool(facts.lead) and not facts.probe_always
+            finds.append(RegexFind(regex_index[key], w.rank, slot, probe, probe_slot, facts.probe_always, comment,
+                                   prefilter))
+        hold = None
+        prefixes = sorted({lit[:k] for lit in literals for k in range(1, len(lit))})
+        if prefixes:
+            hold = LiteralHold(tuple(prefixes), "".join(sorted({p[0] for p in prefixes})),
+                               max(len(p) for p in prefixes))
+        plans.append(ScanPlan(state.index, state.name, tuple(finds), hold))
+    return ScanPlans(tuple(plans), tuple(regexes), tuple(probes), slots)

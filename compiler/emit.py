@@ -17,7 +17,7 @@ import jinja2
 from respc.runtime.content import PARSERS, STREAMABLE_PARSERS
 from respc.runtime.stream import RUNTIME_ABI
 
-from .automaton import Automaton
+from .automaton import Automaton, LiteralFind, plan_scans
 from .ir import Template
 
 __all__ = ["CODEGEN_VERSION", "emit_module", "py_literal"]
@@ -192,59 +192,9 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
             "transform": py_literal(f.transform, 12),
             "transform_each": f.transform_each,
         })
-    regexes = []
-    regex_var: dict[tuple[int, str], str] = {}
     states = []
-    slots = 0
     for s in automaton.states:
-        watches = []
-        literal_watches = []
-        for w in s.watches:
-            field = template.fields[w.field]
-            comment = f"{w.kind} of {field.name!r}: {_describe(w.delimiter)}"
-            view = {"comment": comment, "rank": w.rank, "matcher": w.matcher,
-                    "indeterminate": w.indeterminate, "pending_at_edge": w.pending_at_edge,
-                    "extendable": w.extendable}
-            if w.matcher == "literal":
-                literals = w.delimiter.literals
-                view.update(literals=[{"repr": repr(lit), "length": len(lit), "slot": slots + k}
-                                      for k, lit in enumerate(literals)],
-                            multi=len(literals) > 1)
-                slots += len(literals)
-                literal_watches.append((w, literals, comment))
-            else:
-                key = (w.field, w.delimiter.key)
-                if key not in regex_var:
-                    regex_var[key] = f"_D{len(regexes)}"
-                    regexes.append({"var": regex_var[key], "pattern_repr": repr(w.delimiter.pattern),
-                                    "comment": comment + (" (indeterminate, D2)" if w.indeterminate else "")})
-                view["var"] = regex_var[key]
-                # \G depends on where a search starts, so such a pattern's result is never reused
-                view["memo"] = "\\G" not in w.delimiter.pattern
-                view["slot"] = slots
-                slots += 1
-            watches.append(view)
-        partial = None
-        multi_ranks = [w.rank for w, literals, _ in literal_watches if len(literals) > 1]
-        all_literals = [lit for _, literals, _ in literal_watches for lit in literals]
-        prefixes = sorted({lit[:k] for lit in all_literals for k in range(1, len(lit))})
-        if prefixes:
-            firsts = "".join(sorted({p[0] for p in prefixes}))
-            each = []
-            for w, literals, comment in literal_watches:
-                own = sorted({lit[:k] for lit in literals for k in range(1, len(lit))})
-                if own:
-                    each.append({"rank": w.rank, "guard": len(literals) > 1, "var": f"_PREFIXES_{s.index}_{w.rank}",
-                                 "prefixes": [repr(p) for p in own], "comment": comment,
-                                 "firsts": repr("".join(sorted({p[0] for p in own}))),
-                                 "span": max(len(lit) for lit in literals) - 1})
-            partial = {"prefixes": [repr(p) for p in prefixes], "firsts": repr(firsts), "single": len(firsts) == 1,
-                       "span": max(len(lit) for lit in all_literals) - 1, "each": each}
-        transitions = _edges(template, s)
-        label = s.name
-        states.append({"index": s.index, "label": label, "label_doc": _doc(label), "watches": watches,
-                       "partial": partial, "transitions": transitions, "multi_ranks": multi_ranks,
-                       "multi_any": " or ".join(f"m{r}" for r in multi_ranks),
+        states.append({"index": s.index, "label": s.name, "transitions": _edges(template, s),
                        "triggers": repr(s.triggers),
                        "pairs": "None" if s.pairs is None else "frozenset(" + _tuple([repr(p) for p in s.pairs]) + ")"})
     source = template.source
@@ -266,16 +216,53 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "scanners": _tuple([f"_scan_{s.index}" for s in automaton.states]),
         "triggers": _tuple([repr(s.triggers) for s in automaton.states]),
         "anchor_repr": repr(template.start_anchor.pattern),
-        "regexes": regexes,
         "states": states,
         "outside_field": template.implicit,
-        "memo_slots": slots,
+        **_scanner_view(template, automaton),
         "context": context,
         "context_why": ("an unbounded lookbehind or a pattern the compiler cannot analyse: keep all"
                         if context is None else "^, \\b and lookbehinds must not see a trimmed start"
                         if context else "no regex delimiter looks behind its start"),
         "grammar_repr": "(\n" + "".join(f"    {line!r}\n" for line in grammar.splitlines(keepends=True)) + ")"
         if grammar else "''",
+    }
+
+
+def _scanner_view(template: Template, automaton: Automaton) -> dict:
+    """The scanners' part of the view: :func:`plan_scans` decided it, this only renders strings."""
+    scans = plan_scans(template, automaton)
+    plans = []
+    uses_literal_hold = False
+    for plan in scans.plans:
+        finds = []
+        for k, f in enumerate(plan.finds):
+            # one comment per delimiter, not per literal of a list
+            comment = "" if k and plan.finds[k - 1].comment == f.comment else _line(f.comment)
+            if isinstance(f, LiteralFind):
+                finds.append({"literal": True, "comment": comment, "slot": f.slot, "repr": repr(f.text),
+                              "length": len(f.text), "rank": f.rank})
+            else:
+                finds.append({"literal": False, "comment": comment, "var": f"_D{f.regex}", "rank": f.rank,
+                              "slot": f.slot, "hold_all": f.probe is None, "probe_var": f"_P{f.probe}",
+                              "probe_slot": f.probe_slot, "probe_always": f.probe_always,
+                              "prefilter": f.prefilter})
+        hold = None
+        if plan.hold is not None:
+            single = len(plan.hold.firsts) == 1
+            uses_literal_hold = uses_literal_hold or not single
+            hold = {"prefixes": [repr(p) for p in plan.hold.prefixes], "firsts": repr(plan.hold.firsts),
+                    "single": single, "span": plan.hold.span}
+        plans.append({"index": plan.state, "label_doc": _doc(plan.label), "finds": finds, "hold": hold,
+                      "has_regex": plan.has_regex})
+    return {
+        "plans": plans,
+        "regexes": [{"var": f"_D{k}", "pattern_repr": repr(pattern), "comment": _line(comment)}
+                    for k, (pattern, comment) in enumerate(scans.regexes)],
+        "probes": [{"var": f"_P{k}", "pattern_repr": repr(pattern), "comment": _line(comment)}
+                   for k, (pattern, comment) in enumerate(scans.probes)],
+        "memo_slots": scans.memo_slots,
+        "uses_literal_hold": uses_literal_hold,
+        "window": scans.window,
     }
 
 

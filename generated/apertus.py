@@ -24,7 +24,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none'))
 
@@ -204,9 +203,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -214,37 +214,35 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # open of 'reasoning_content': '<|inner_prefix|>'
     i = memo[0]
     if i is None or -1 < i < pos:
         i = memo[0] = buf.find('<|inner_prefix|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 16, 0, None
+        bs, be, br = i, i + 16, 0
     # open of 'tool_calls': '<|tools_prefix|>'
     i = memo[1]
     if i is None or -1 < i < pos:
         i = memo[1] = buf.find('<|tools_prefix|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 16, 1, None
+        bs, be, br = i, i + 16, 1
     # close of 'content': '<|assistant_end|>'
     i = memo[2]
     if i is None or -1 < i < pos:
         i = memo[2] = buf.find('<|assistant_end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 17, 2, None
+        bs, be, br = i, i + 17, 2
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 16
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_0:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -253,25 +251,23 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'reasoning_content': '<|inner_suffix|>'
     i = memo[3]
     if i is None or -1 < i < pos:
         i = memo[3] = buf.find('<|inner_suffix|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 16, 0, None
+        bs, be, br = i, i + 16, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 15
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -280,25 +276,23 @@ def _scan_2(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '<|tools_suffix|>'
     i = memo[4]
     if i is None or -1 < i < pos:
         i = memo[4] = buf.find('<|tools_suffix|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 16, 0, None
+        bs, be, br = i, i + 16, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 15
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_2:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 

@@ -183,145 +183,8 @@ _PREFIXES_0 = frozenset((
     '[END FINAL RESPONS',
     '[END FINAL RESPONSE',
 ))
-# open of 'reasoning_content': 'Here are my reasoning steps:' | '<thinking>'
-_PREFIXES_0_0 = frozenset((
-    '<',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<thinki',
-    '<thinkin',
-    '<thinking',
-    'H',
-    'He',
-    'Her',
-    'Here',
-    'Here ',
-    'Here a',
-    'Here ar',
-    'Here are',
-    'Here are ',
-    'Here are m',
-    'Here are my',
-    'Here are my ',
-    'Here are my r',
-    'Here are my re',
-    'Here are my rea',
-    'Here are my reas',
-    'Here are my reaso',
-    'Here are my reason',
-    'Here are my reasoni',
-    'Here are my reasonin',
-    'Here are my reasoning',
-    'Here are my reasoning ',
-    'Here are my reasoning s',
-    'Here are my reasoning st',
-    'Here are my reasoning ste',
-    'Here are my reasoning step',
-    'Here are my reasoning steps',
-))
-# open of 'tool_calls': '<tool_calls>'
-_PREFIXES_0_1 = frozenset((
-    '<',
-    '<t',
-    '<to',
-    '<too',
-    '<tool',
-    '<tool_',
-    '<tool_c',
-    '<tool_ca',
-    '<tool_cal',
-    '<tool_call',
-    '<tool_calls',
-))
-# close of 'content': '[BEGIN FINAL RESPONSE]' | '[END FINAL RESPONSE]' | '<|end|>' | '</s>'
-_PREFIXES_0_2 = frozenset((
-    '<',
-    '</',
-    '</s',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end|',
-    '[',
-    '[B',
-    '[BE',
-    '[BEG',
-    '[BEGI',
-    '[BEGIN',
-    '[BEGIN ',
-    '[BEGIN F',
-    '[BEGIN FI',
-    '[BEGIN FIN',
-    '[BEGIN FINA',
-    '[BEGIN FINAL',
-    '[BEGIN FINAL ',
-    '[BEGIN FINAL R',
-    '[BEGIN FINAL RE',
-    '[BEGIN FINAL RES',
-    '[BEGIN FINAL RESP',
-    '[BEGIN FINAL RESPO',
-    '[BEGIN FINAL RESPON',
-    '[BEGIN FINAL RESPONS',
-    '[BEGIN FINAL RESPONSE',
-    '[E',
-    '[EN',
-    '[END',
-    '[END ',
-    '[END F',
-    '[END FI',
-    '[END FIN',
-    '[END FINA',
-    '[END FINAL',
-    '[END FINAL ',
-    '[END FINAL R',
-    '[END FINAL RE',
-    '[END FINAL RES',
-    '[END FINAL RESP',
-    '[END FINAL RESPO',
-    '[END FINAL RESPON',
-    '[END FINAL RESPONS',
-    '[END FINAL RESPONSE',
-))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '</thinki',
-    '</thinkin',
-    '</thinking',
-    '[',
-    '[B',
-    '[BE',
-    '[BEG',
-    '[BEGI',
-    '[BEGIN',
-    '[BEGIN ',
-    '[BEGIN F',
-    '[BEGIN FI',
-    '[BEGIN FIN',
-    '[BEGIN FINA',
-    '[BEGIN FINAL',
-    '[BEGIN FINAL ',
-    '[BEGIN FINAL R',
-    '[BEGIN FINAL RE',
-    '[BEGIN FINAL RES',
-    '[BEGIN FINAL RESP',
-    '[BEGIN FINAL RESPO',
-    '[BEGIN FINAL RESPON',
-    '[BEGIN FINAL RESPONS',
-    '[BEGIN FINAL RESPONSE',
-))
-# close of 'reasoning_content': '[BEGIN FINAL RESPONSE]' | '</thinking>'
-_PREFIXES_1_0 = frozenset((
     '<',
     '</',
     '</t',
@@ -393,9 +256,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -403,80 +267,49 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
-    m0 = False
-    m2 = False
     # open of 'reasoning_content': 'Here are my reasoning steps:' | '<thinking>'
     i = memo[0]
     if i is None or -1 < i < pos:
         i = memo[0] = buf.find('Here are my reasoning steps:', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (28 > be - bs or (28 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 28, 0, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (28 > be - bs or (28 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 28, 0
     i = memo[1]
     if i is None or -1 < i < pos:
         i = memo[1] = buf.find('<thinking>', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 10, 0, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 10, 0
     # open of 'tool_calls': '<tool_calls>'
     i = memo[2]
     if i is None or -1 < i < pos:
         i = memo[2] = buf.find('<tool_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 12, 1, None
+        bs, be, br = i, i + 12, 1
     # close of 'content': '[BEGIN FINAL RESPONSE]' | '[END FINAL RESPONSE]' | '<|end|>' | '</s>'
     i = memo[3]
     if i is None or -1 < i < pos:
         i = memo[3] = buf.find('[BEGIN FINAL RESPONSE]', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (22 > be - bs or (22 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 22, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (22 > be - bs or (22 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 22, 2
     i = memo[4]
     if i is None or -1 < i < pos:
         i = memo[4] = buf.find('[END FINAL RESPONSE]', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 20, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 20, 2
     i = memo[5]
     if i is None or -1 < i < pos:
         i = memo[5] = buf.find('<|end|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 7, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 7, 2
     i = memo[6]
     if i is None or -1 < i < pos:
         i = memo[6] = buf.find('</s>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 4, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 4, 2
     if not eos:
-        if m0 or m2:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            if not m0:
-                h = literal_hold(buf, pos if n - 27 < pos else n - 27, '<H', _PREFIXES_0_0)
-                if h < hold:
-                    hold = h
-            h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<', _PREFIXES_0_1)
-            if h < hold:
-                hold = h
-            if not m2:
-                h = literal_hold(buf, pos if n - 21 < pos else n - 21, '<[', _PREFIXES_0_2)
-                if h < hold:
-                    hold = h
-        else:
-            h = literal_hold(buf, pos if n - 27 < pos else n - 27, '<H[', _PREFIXES_0)
-            if h < hold:
-                hold = h
+        # the buffer ends with a proper prefix of a literal: hold it back
+        hold = literal_hold(buf, pos if n - 27 < pos else n - 27, '<H[', _PREFIXES_0)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -485,37 +318,22 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
-    m0 = False
     # close of 'reasoning_content': '[BEGIN FINAL RESPONSE]' | '</thinking>'
     i = memo[7]
     if i is None or -1 < i < pos:
         i = memo[7] = buf.find('[BEGIN FINAL RESPONSE]', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (22 > be - bs or (22 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 22, 0, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (22 > be - bs or (22 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 22, 0
     i = memo[8]
     if i is None or -1 < i < pos:
         i = memo[8] = buf.find('</thinking>', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 11, 0, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 11, 0
     if not eos:
-        if m0:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            if not m0:
-                h = literal_hold(buf, pos if n - 21 < pos else n - 21, '<[', _PREFIXES_1_0)
-                if h < hold:
-                    hold = h
-        else:
-            h = literal_hold(buf, pos if n - 21 < pos else n - 21, '<[', _PREFIXES_1)
-            if h < hold:
-                hold = h
+        # the buffer ends with a proper prefix of a literal: hold it back
+        hold = literal_hold(buf, pos if n - 21 < pos else n - 21, '<[', _PREFIXES_1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -524,25 +342,23 @@ def _scan_2(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '</tool_calls>'
     i = memo[9]
     if i is None or -1 < i < pos:
         i = memo[9] = buf.find('</tool_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 13, 0, None
+        bs, be, br = i, i + 13, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 12
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_2:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 

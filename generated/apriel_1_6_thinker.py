@@ -198,9 +198,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -208,31 +209,29 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # open of 'reasoning_content': 'Here are my reasoning steps:'
     i = memo[0]
     if i is None or -1 < i < pos:
         i = memo[0] = buf.find('Here are my reasoning steps:', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (28 > be - bs or (28 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 28, 0, None
+        bs, be, br = i, i + 28, 0
     # open of 'tool_calls': '<tool_calls>'
     i = memo[1]
     if i is None or -1 < i < pos:
         i = memo[1] = buf.find('<tool_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 12, 1, None
+        bs, be, br = i, i + 12, 1
     # close of 'content': '<|end|>'
     i = memo[2]
     if i is None or -1 < i < pos:
         i = memo[2] = buf.find('<|end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 7, 2, None
+        bs, be, br = i, i + 7, 2
     if not eos:
-        h = literal_hold(buf, pos if n - 27 < pos else n - 27, '<H', _PREFIXES_0)
-        if h < hold:
-            hold = h
+        # the buffer ends with a proper prefix of a literal: hold it back
+        hold = literal_hold(buf, pos if n - 27 < pos else n - 27, '<H', _PREFIXES_0)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -241,25 +240,23 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'reasoning_content': '[BEGIN FINAL RESPONSE]'
     i = memo[3]
     if i is None or -1 < i < pos:
         i = memo[3] = buf.find('[BEGIN FINAL RESPONSE]', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (22 > be - bs or (22 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 22, 0, None
+        bs, be, br = i, i + 22, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 21
         j = buf.find('[', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('[', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -268,25 +265,23 @@ def _scan_2(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '</tool_calls>'
     i = memo[4]
     if i is None or -1 < i < pos:
         i = memo[4] = buf.find('</tool_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 13, 0, None
+        bs, be, br = i, i + 13, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 12
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_2:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__)
 
@@ -180,119 +179,6 @@ _PREFIXES_0 = frozenset((
     '<|START_THINKING',
     '<|START_THINKING|',
 ))
-# open of 'reasoning_content': '<|START_THINKING|>'
-_PREFIXES_0_0 = frozenset((
-    '<',
-    '<|',
-    '<|S',
-    '<|ST',
-    '<|STA',
-    '<|STAR',
-    '<|START',
-    '<|START_',
-    '<|START_T',
-    '<|START_TH',
-    '<|START_THI',
-    '<|START_THIN',
-    '<|START_THINK',
-    '<|START_THINKI',
-    '<|START_THINKIN',
-    '<|START_THINKING',
-    '<|START_THINKING|',
-))
-# open of 'tool_calls': '<|START_ACTION|>'
-_PREFIXES_0_1 = frozenset((
-    '<',
-    '<|',
-    '<|S',
-    '<|ST',
-    '<|STA',
-    '<|STAR',
-    '<|START',
-    '<|START_',
-    '<|START_A',
-    '<|START_AC',
-    '<|START_ACT',
-    '<|START_ACTI',
-    '<|START_ACTIO',
-    '<|START_ACTION',
-    '<|START_ACTION|',
-))
-# close of 'content': '<|START_RESPONSE|>' | '<|END_RESPONSE|>' | '<|END_OF_TURN_TOKEN|>' | '<|START_OF_TURN_TOKEN|>' | '<|CHATBOT_TOKEN|>'
-_PREFIXES_0_2 = frozenset((
-    '<',
-    '<|',
-    '<|C',
-    '<|CH',
-    '<|CHA',
-    '<|CHAT',
-    '<|CHATB',
-    '<|CHATBO',
-    '<|CHATBOT',
-    '<|CHATBOT_',
-    '<|CHATBOT_T',
-    '<|CHATBOT_TO',
-    '<|CHATBOT_TOK',
-    '<|CHATBOT_TOKE',
-    '<|CHATBOT_TOKEN',
-    '<|CHATBOT_TOKEN|',
-    '<|E',
-    '<|EN',
-    '<|END',
-    '<|END_',
-    '<|END_O',
-    '<|END_OF',
-    '<|END_OF_',
-    '<|END_OF_T',
-    '<|END_OF_TU',
-    '<|END_OF_TUR',
-    '<|END_OF_TURN',
-    '<|END_OF_TURN_',
-    '<|END_OF_TURN_T',
-    '<|END_OF_TURN_TO',
-    '<|END_OF_TURN_TOK',
-    '<|END_OF_TURN_TOKE',
-    '<|END_OF_TURN_TOKEN',
-    '<|END_OF_TURN_TOKEN|',
-    '<|END_R',
-    '<|END_RE',
-    '<|END_RES',
-    '<|END_RESP',
-    '<|END_RESPO',
-    '<|END_RESPON',
-    '<|END_RESPONS',
-    '<|END_RESPONSE',
-    '<|END_RESPONSE|',
-    '<|S',
-    '<|ST',
-    '<|STA',
-    '<|STAR',
-    '<|START',
-    '<|START_',
-    '<|START_O',
-    '<|START_OF',
-    '<|START_OF_',
-    '<|START_OF_T',
-    '<|START_OF_TU',
-    '<|START_OF_TUR',
-    '<|START_OF_TURN',
-    '<|START_OF_TURN_',
-    '<|START_OF_TURN_T',
-    '<|START_OF_TURN_TO',
-    '<|START_OF_TURN_TOK',
-    '<|START_OF_TURN_TOKE',
-    '<|START_OF_TURN_TOKEN',
-    '<|START_OF_TURN_TOKEN|',
-    '<|START_R',
-    '<|START_RE',
-    '<|START_RES',
-    '<|START_RESP',
-    '<|START_RESPO',
-    '<|START_RESPON',
-    '<|START_RESPONS',
-    '<|START_RESPONSE',
-    '<|START_RESPONSE|',
-))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
     '<',
@@ -351,9 +237,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -361,82 +248,55 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
-    m2 = False
     # open of 'reasoning_content': '<|START_THINKING|>'
     i = memo[0]
     if i is None or -1 < i < pos:
         i = memo[0] = buf.find('<|START_THINKING|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 18, 0, None
+        bs, be, br = i, i + 18, 0
     # open of 'tool_calls': '<|START_ACTION|>'
     i = memo[1]
     if i is None or -1 < i < pos:
         i = memo[1] = buf.find('<|START_ACTION|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 16, 1, None
+        bs, be, br = i, i + 16, 1
     # close of 'content': '<|START_RESPONSE|>' | '<|END_RESPONSE|>' | '<|END_OF_TURN_TOKEN|>' | '<|START_OF_TURN_TOKEN|>' | '<|CHATBOT_TOKEN|>'
     i = memo[2]
     if i is None or -1 < i < pos:
         i = memo[2] = buf.find('<|START_RESPONSE|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 18, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 18, 2
     i = memo[3]
     if i is None or -1 < i < pos:
         i = memo[3] = buf.find('<|END_RESPONSE|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 16, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 16, 2
     i = memo[4]
     if i is None or -1 < i < pos:
         i = memo[4] = buf.find('<|END_OF_TURN_TOKEN|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 21, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 21, 2
     i = memo[5]
     if i is None or -1 < i < pos:
         i = memo[5] = buf.find('<|START_OF_TURN_TOKEN|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (23 > be - bs or (23 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 23, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (23 > be - bs or (23 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 23, 2
     i = memo[6]
     if i is None or -1 < i < pos:
         i = memo[6] = buf.find('<|CHATBOT_TOKEN|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 17, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 17, 2
     if not eos:
-        if m2:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            h = literal_hold(buf, pos if n - 17 < pos else n - 17, '<', _PREFIXES_0_0)
-            if h < hold:
-                hold = h
-            h = literal_hold(buf, pos if n - 15 < pos else n - 15, '<', _PREFIXES_0_1)
-            if h < hold:
-                hold = h
-            if not m2:
-                h = literal_hold(buf, pos if n - 22 < pos else n - 22, '<', _PREFIXES_0_2)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 22
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 22
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -445,25 +305,23 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'reasoning_content': '<|END_THINKING|>'
     i = memo[7]
     if i is None or -1 < i < pos:
         i = memo[7] = buf.find('<|END_THINKING|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 16, 0, None
+        bs, be, br = i, i + 16, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 15
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -472,25 +330,23 @@ def _scan_2(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '<|END_ACTION|>'
     i = memo[8]
     if i is None or -1 < i < pos:
         i = memo[8] = buf.find('<|END_ACTION|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 14, 0, None
+        bs, be, br = i, i + 14, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 13
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_2:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 

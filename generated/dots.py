@@ -25,7 +25,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none'))
 
@@ -136,6 +135,12 @@ _START_ANCHOR = regex.compile('<\\|response\\|>', regex.DOTALL)
 _D0 = regex.compile('<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>', regex.DOTALL)
 # open of 'json_tool_call': /'(?=\\{)'/
 _D1 = regex.compile('(?=\\{)', regex.DOTALL)
+# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
+# offset from which more input could still change the answer of its delimiter's search.
+# probe of open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
+_P0 = regex.compile('(?>(?:<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>))(?!)', regex.DOTALL)
+# probe of open of 'json_tool_call': /'(?=\\{)'/
+_P1 = regex.compile('(?>(?:(?=\\{)))(?!)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -176,66 +181,6 @@ _PREFIXES_0 = frozenset((
     '<dots_function_ca',
     '<dots_function_cal',
     '<dots_function_call',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|endo',
-    '<|endof',
-    '<|endofr',
-    '<|endofre',
-    '<|endofres',
-    '<|endofresp',
-    '<|endofrespo',
-    '<|endofrespon',
-    '<|endofrespons',
-    '<|endofresponse',
-    '<|endofresponse|',
-))
-# open of 'call_section': '<dots_function_call>'
-_PREFIXES_0_0 = frozenset((
-    '<',
-    '<d',
-    '<do',
-    '<dot',
-    '<dots',
-    '<dots_',
-    '<dots_f',
-    '<dots_fu',
-    '<dots_fun',
-    '<dots_func',
-    '<dots_funct',
-    '<dots_functi',
-    '<dots_functio',
-    '<dots_function',
-    '<dots_function_',
-    '<dots_function_c',
-    '<dots_function_ca',
-    '<dots_function_cal',
-    '<dots_function_call',
-))
-# close of 'content': '<|endofresponse|>' | '</dots_function_call>'
-_PREFIXES_0_2 = frozenset((
-    '<',
-    '</',
-    '</d',
-    '</do',
-    '</dot',
-    '</dots',
-    '</dots_',
-    '</dots_f',
-    '</dots_fu',
-    '</dots_fun',
-    '</dots_func',
-    '</dots_funct',
-    '</dots_functi',
-    '</dots_functio',
-    '</dots_function',
-    '</dots_function_',
-    '</dots_function_c',
-    '</dots_function_ca',
-    '</dots_function_cal',
-    '</dots_function_call',
     '<|',
     '<|e',
     '<|en',
@@ -315,9 +260,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -326,7 +272,6 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
-    m2 = False
     # open of 'call_section': '<dots_function_call>'
     i = memo[0]
     if i is None or -1 < i < pos:
@@ -339,49 +284,53 @@ def _scan_0(buf, pos, eos, memo):
         m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        # a greedy optional part may still grow: pending while the rest of the buffer could
-        # continue this match (D2)
-        if not eos and (m.partial or e == n or _D0.fullmatch(buf, i, partial=True) is not None):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
+                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
+                # The probe is asked over a window first (a path reaching the window's edge may
+                # still fail before the buffer's), and only then over the whole buffer.
+                j = _D0.search(buf, pos, i, partial=True)
+                j = i if j is None else j.start()
+                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    # nothing left of j can touch the end: this is the search from pos
+                    q = memo[2]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[2] = _P0.search(buf, j, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|endofresponse|>' | '</dots_function_call>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|endofresponse|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 17, 2, None
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('</dots_function_call>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 21, 2, None
+        i = memo[3] = buf.find('<|endofresponse|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 17, 2, None
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('</dots_function_call>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 21, 2, None
     if not eos:
-        if m2:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            h = literal_hold(buf, pos if n - 19 < pos else n - 19, '<', _PREFIXES_0_0)
-            if h < hold:
-                hold = h
-            if not m2:
-                h = literal_hold(buf, pos if n - 20 < pos else n - 20, '<', _PREFIXES_0_2)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 20
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 20
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -393,38 +342,73 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
-    # close of 'call_section': '</dots_function_call>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</dots_function_call>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 21, 2, None
     # open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
     m = memo[5]
     if m is None or (m is not False and m.start() < pos):
         m = memo[5] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        # a greedy optional part may still grow: pending while the rest of the buffer could
-        # continue this match (D2)
-        if not eos and (m.partial or e == n or _D0.fullmatch(buf, i, partial=True) is not None):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
+                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
+                # The probe is asked over a window first (a path reaching the window's edge may
+                # still fail before the buffer's), and only then over the whole buffer.
+                j = _D0.search(buf, pos, i, partial=True)
+                j = i if j is None else j.start()
+                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    # nothing left of j can touch the end: this is the search from pos
+                    q = memo[6]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[6] = _P0.search(buf, j, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'json_tool_call': /'(?=\\{)'/
-    m = memo[6]
+    m = memo[7]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[6] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
+        m = memo[7] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        if not eos and (m.partial or e == n):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). The probe is asked over a window first (a path reaching the window's edge
+                # may still fail before the buffer's), and only then over the whole buffer.
+                q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    q = memo[8]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[8] = _P1.search(buf, pos, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
+    # close of 'call_section': '</dots_function_call>'
+    i = memo[9]
+    if i is None or -1 < i < pos:
+        i = memo[9] = buf.find('</dots_function_call>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 21, 2, None
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 20
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
@@ -443,33 +427,29 @@ def _scan_2(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '</invoke>'
-    i = memo[7]
+    i = memo[10]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('</invoke>', pos)
+        i = memo[10] = buf.find('</invoke>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (9 > be - bs or (9 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 9, 0, None
+        bs, be, br = i, i + 9, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 8
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_2:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
 def _scan_3(buf, pos, eos, memo):
     """S3, region 'json_tool_call'."""
-    n = len(buf)
-    hold = n
-    return -1, 0, 0, None, hold
+    return -1, 0, 0, None, len(buf)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -502,7 +482,7 @@ class ResponseParser(_rt.StreamParser):
         ('', frozenset(())),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 8
+    MEMO_SLOTS = 11
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

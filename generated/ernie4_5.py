@@ -24,7 +24,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__)
 
@@ -89,6 +88,10 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n|Assistant:\\ |Assistant:', regex.DOTALL)
 # open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
 _D0 = regex.compile('^\\s*(?:<think>\\s*)?|<think>\\s*', regex.DOTALL)
+# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
+# offset from which more input could still change the answer of its delimiter's search.
+# probe of open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
+_P0 = regex.compile('(?>(?:^\\s*(?:<think>\\s*)?|<think>\\s*))(?!)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -119,58 +122,6 @@ _PREFIXES_0 = frozenset((
     '<tool_ca',
     '<tool_cal',
     '<tool_call',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end_',
-    '<|end_o',
-    '<|end_of',
-    '<|end_of_',
-    '<|end_of_s',
-    '<|end_of_se',
-    '<|end_of_sen',
-    '<|end_of_sent',
-    '<|end_of_sente',
-    '<|end_of_senten',
-    '<|end_of_sentenc',
-    '<|end_of_sentence',
-    '<|end_of_sentence|',
-))
-# open of 'tool_calls': '<tool_call>'
-_PREFIXES_0_1 = frozenset((
-    '<',
-    '<t',
-    '<to',
-    '<too',
-    '<tool',
-    '<tool_',
-    '<tool_c',
-    '<tool_ca',
-    '<tool_cal',
-    '<tool_call',
-))
-# close of 'content': '<response>' | '</response>' | '</s>' | '<|end_of_sentence|>'
-_PREFIXES_0_2 = frozenset((
-    '<',
-    '</',
-    '</r',
-    '</re',
-    '</res',
-    '</resp',
-    '</respo',
-    '</respon',
-    '</respons',
-    '</response',
-    '</s',
-    '<r',
-    '<re',
-    '<res',
-    '<resp',
-    '<respo',
-    '<respon',
-    '<respons',
-    '<response',
     '<|',
     '<|e',
     '<|en',
@@ -237,9 +188,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -248,76 +200,70 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
-    m2 = False
     # open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
         m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        # a greedy optional part may still grow: pending while the rest of the buffer could
-        # continue this match (D2)
-        if not eos and (m.partial or e == n or _D0.fullmatch(buf, i, partial=True) is not None):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). The probe is asked over a window first (a path reaching the window's edge
+                # may still fail before the buffer's), and only then over the whole buffer.
+                q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    q = memo[1]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[1] = _P0.search(buf, pos, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'tool_calls': '<tool_call>'
-    i = memo[1]
+    i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<tool_call>', pos)
+        i = memo[2] = buf.find('<tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 11, 1, None
     # close of 'content': '<response>' | '</response>' | '</s>' | '<|end_of_sentence|>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<response>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 10, 2, None
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('</response>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 11, 2, None
+        i = memo[3] = buf.find('<response>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 10, 2, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</s>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 4, 2, None
+        i = memo[4] = buf.find('</response>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 11, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|end_of_sentence|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 19, 2, None
+        i = memo[5] = buf.find('</s>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 4, 2, None
+    i = memo[6]
+    if i is None or -1 < i < pos:
+        i = memo[6] = buf.find('<|end_of_sentence|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 19, 2, None
     if not eos:
-        if m2:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            h = literal_hold(buf, pos if n - 10 < pos else n - 10, '<', _PREFIXES_0_1)
-            if h < hold:
-                hold = h
-            if not m2:
-                h = literal_hold(buf, pos if n - 18 < pos else n - 18, '<', _PREFIXES_0_2)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 18
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 18
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -328,25 +274,23 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'reasoning_content': '</think>'
-    i = memo[6]
+    i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('</think>', pos)
+        i = memo[7] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 8, 0, None
+        bs, be, br = i, i + 8, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 7
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -355,25 +299,23 @@ def _scan_2(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '</tool_call>'
-    i = memo[7]
+    i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('</tool_call>', pos)
+        i = memo[8] = buf.find('</tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 12, 0, None
+        bs, be, br = i, i + 12, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 11
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_2:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -406,7 +348,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 8
+    MEMO_SLOTS = 9
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none'))
 
@@ -110,6 +109,10 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id\\|>\\\n\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/
 _D0 = regex.compile('<function=(?P<name>[^>]+)>', regex.DOTALL)
+# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
+# offset from which more input could still change the answer of its delimiter's search.
+# probe of open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/
+_P0 = regex.compile('(?>(?:<function=(?P<name>[^>]+)>))(?!)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -138,39 +141,6 @@ _PREFIXES_0 = frozenset((
     '<|python_tag',
     '<|python_tag|',
 ))
-# open of 'python_call': '<|python_tag|>'
-_PREFIXES_0_1 = frozenset((
-    '<',
-    '<|',
-    '<|p',
-    '<|py',
-    '<|pyt',
-    '<|pyth',
-    '<|pytho',
-    '<|python',
-    '<|python_',
-    '<|python_t',
-    '<|python_ta',
-    '<|python_tag',
-    '<|python_tag|',
-))
-# close of 'content': '<|eot_id|>' | '<|eom_id|>'
-_PREFIXES_0_2 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|eo',
-    '<|eom',
-    '<|eom_',
-    '<|eom_i',
-    '<|eom_id',
-    '<|eom_id|',
-    '<|eot',
-    '<|eot_',
-    '<|eot_i',
-    '<|eot_id',
-    '<|eot_id|',
-))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
     '<',
@@ -186,23 +156,6 @@ _PREFIXES_1 = frozenset((
 ))
 # state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_2 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|eo',
-    '<|eom',
-    '<|eom_',
-    '<|eom_i',
-    '<|eom_id',
-    '<|eom_id|',
-    '<|eot',
-    '<|eot_',
-    '<|eot_i',
-    '<|eot_id',
-    '<|eot_id|',
-))
-# close of 'python_call': '<|eom_id|>' | '<|eot_id|>'
-_PREFIXES_2_0 = frozenset((
     '<',
     '<|',
     '<|e',
@@ -242,9 +195,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -253,60 +207,65 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
-    m2 = False
     # open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
         m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        if not eos and (m.partial or e == n):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
+                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
+                # The probe is asked over a window first (a path reaching the window's edge may
+                # still fail before the buffer's), and only then over the whole buffer.
+                j = _D0.search(buf, pos, i, partial=True)
+                j = i if j is None else j.start()
+                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    # nothing left of j can touch the end: this is the search from pos
+                    q = memo[1]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[1] = _P0.search(buf, j, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'python_call': '<|python_tag|>'
-    i = memo[1]
+    i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|python_tag|>', pos)
+        i = memo[2] = buf.find('<|python_tag|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 14, 1, None
     # close of 'content': '<|eot_id|>' | '<|eom_id|>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|eot_id|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 10, 2, None
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|eom_id|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 10, 2, None
+        i = memo[3] = buf.find('<|eot_id|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 10, 2, None
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('<|eom_id|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 10, 2, None
     if not eos:
-        if m2:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            h = literal_hold(buf, pos if n - 13 < pos else n - 13, '<', _PREFIXES_0_1)
-            if h < hold:
-                hold = h
-            if not m2:
-                h = literal_hold(buf, pos if n - 9 < pos else n - 9, '<', _PREFIXES_0_2)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 13
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 13
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -317,25 +276,23 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '</function>'
-    i = memo[4]
+    i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</function>', pos)
+        i = memo[5] = buf.find('</function>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 11, 0, None
+        bs, be, br = i, i + 11, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 10
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -344,43 +301,28 @@ def _scan_2(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
-    m0 = False
     # close of 'python_call': '<|eom_id|>' | '<|eot_id|>'
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|eom_id|>', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 10, 0, None
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|eot_id|>', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 10, 0, None
+        i = memo[6] = buf.find('<|eom_id|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 10, 0
+    i = memo[7]
+    if i is None or -1 < i < pos:
+        i = memo[7] = buf.find('<|eot_id|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 10, 0
     if not eos:
-        if m0:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            if not m0:
-                h = literal_hold(buf, pos if n - 9 < pos else n - 9, '<', _PREFIXES_2_0)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 9
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_2:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 9
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_2:
+                hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -413,7 +355,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 7
+    MEMO_SLOTS = 8
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__)
 
@@ -88,48 +87,12 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<end_function_response>|<start_of_turn>model\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<start_function_call>call:(?P<name>[^{<\\s]+)'/
 _D0 = regex.compile('<start_function_call>call:(?P<name>[^{<\\s]+)', regex.DOTALL)
+# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
+# offset from which more input could still change the answer of its delimiter's search.
+# probe of open of 'tool_calls': /'<start_function_call>call:(?P<name>[^{<\\s]+)'/
+_P0 = regex.compile('(?>(?:<start_function_call>call:(?P<name>[^{<\\s]+)))(?!)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
-    '<',
-    '<e',
-    '<en',
-    '<end',
-    '<end_',
-    '<end_o',
-    '<end_of',
-    '<end_of_',
-    '<end_of_t',
-    '<end_of_tu',
-    '<end_of_tur',
-    '<end_of_turn',
-    '<eo',
-    '<eos',
-    '<s',
-    '<st',
-    '<sta',
-    '<star',
-    '<start',
-    '<start_',
-    '<start_f',
-    '<start_fu',
-    '<start_fun',
-    '<start_func',
-    '<start_funct',
-    '<start_functi',
-    '<start_functio',
-    '<start_function',
-    '<start_function_',
-    '<start_function_r',
-    '<start_function_re',
-    '<start_function_res',
-    '<start_function_resp',
-    '<start_function_respo',
-    '<start_function_respon',
-    '<start_function_respons',
-    '<start_function_response',
-))
-# close of 'content': '<end_of_turn>' | '<start_function_response>' | '<eos>'
-_PREFIXES_0_1 = frozenset((
     '<',
     '<e',
     '<en',
@@ -208,9 +171,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -219,58 +183,64 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
-    m1 = False
     # open of 'tool_calls': /'<start_function_call>call:(?P<name>[^{<\\s]+)'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
         m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        if not eos and (m.partial or e == n):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
+                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
+                # The probe is asked over a window first (a path reaching the window's edge may
+                # still fail before the buffer's), and only then over the whole buffer.
+                j = _D0.search(buf, pos, i, partial=True)
+                j = i if j is None else j.start()
+                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    # nothing left of j can touch the end: this is the search from pos
+                    q = memo[1]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[1] = _P0.search(buf, j, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<end_of_turn>' | '<start_function_response>' | '<eos>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<end_of_turn>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 13, 1, None
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<start_function_response>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (25 > be - bs or (25 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 25, 1, None
+        i = memo[2] = buf.find('<end_of_turn>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 13, 1, None
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<eos>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (5 > be - bs or (5 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 5, 1, None
+        i = memo[3] = buf.find('<start_function_response>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (25 > be - bs or (25 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 25, 1, None
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('<eos>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (5 > be - bs or (5 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 5, 1, None
     if not eos:
-        if m1:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            if not m1:
-                h = literal_hold(buf, pos if n - 24 < pos else n - 24, '<', _PREFIXES_0_1)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 24
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 24
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -281,25 +251,23 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '<end_function_call>'
-    i = memo[4]
+    i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<end_function_call>', pos)
+        i = memo[5] = buf.find('<end_function_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 19, 0, None
+        bs, be, br = i, i + 19, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 18
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -331,7 +299,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<e',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 5
+    MEMO_SLOTS = 6
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

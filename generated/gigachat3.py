@@ -23,7 +23,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__)
 
@@ -79,27 +78,12 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('assistant<\\|role_sep\\|>\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>'/
 _D0 = regex.compile('<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>', regex.DOTALL)
+# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
+# offset from which more input could still change the answer of its delimiter's search.
+# probe of open of 'tool_calls': /'<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>'/
+_P0 = regex.compile('(?>(?:<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>))(?!)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</s',
-    '<|',
-    '<|m',
-    '<|me',
-    '<|mes',
-    '<|mess',
-    '<|messa',
-    '<|messag',
-    '<|message',
-    '<|message_',
-    '<|message_s',
-    '<|message_se',
-    '<|message_sep',
-    '<|message_sep|',
-))
-# close of 'content': '</s>' | '<|message_sep|>'
-_PREFIXES_0_1 = frozenset((
     '<',
     '</',
     '</s',
@@ -136,25 +120,6 @@ _PREFIXES_1 = frozenset((
     '<|message_sep',
     '<|message_sep|',
 ))
-# close of 'tool_calls': '</s>' | '<|message_sep|>'
-_PREFIXES_1_0 = frozenset((
-    '<',
-    '</',
-    '</s',
-    '<|',
-    '<|m',
-    '<|me',
-    '<|mes',
-    '<|mess',
-    '<|messa',
-    '<|messag',
-    '<|message',
-    '<|message_',
-    '<|message_s',
-    '<|message_se',
-    '<|message_sep',
-    '<|message_sep|',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -174,9 +139,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -185,51 +151,59 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
-    m1 = False
     # open of 'tool_calls': /'<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
         m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        if not eos and (m.partial or e == n):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
+                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
+                # The probe is asked over a window first (a path reaching the window's edge may
+                # still fail before the buffer's), and only then over the whole buffer.
+                j = _D0.search(buf, pos, i, partial=True)
+                j = i if j is None else j.start()
+                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    # nothing left of j can touch the end: this is the search from pos
+                    q = memo[1]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[1] = _P0.search(buf, j, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '</s>' | '<|message_sep|>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('</s>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 4, 1, None
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|message_sep|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 15, 1, None
+        i = memo[2] = buf.find('</s>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 4, 1, None
+    i = memo[3]
+    if i is None or -1 < i < pos:
+        i = memo[3] = buf.find('<|message_sep|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 15, 1, None
     if not eos:
-        if m1:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            if not m1:
-                h = literal_hold(buf, pos if n - 14 < pos else n - 14, '<', _PREFIXES_0_1)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 14
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 14
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -240,43 +214,28 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
-    m0 = False
     # close of 'tool_calls': '</s>' | '<|message_sep|>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('</s>', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 4, 0, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|message_sep|>', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 15, 0, None
+        i = memo[4] = buf.find('</s>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 4, 0
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('<|message_sep|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 15, 0
     if not eos:
-        if m0:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            if not m0:
-                h = literal_hold(buf, pos if n - 14 < pos else n - 14, '<', _PREFIXES_1_0)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 14
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_1:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 14
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_1:
+                hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -308,7 +267,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</', '<|'))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 5
+    MEMO_SLOTS = 6
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

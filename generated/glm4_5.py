@@ -24,7 +24,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__)
 
@@ -95,6 +94,10 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|assistant\\|>', regex.DOTALL)
 # open of 'tool_calls': /'<tool_call>\\s*(?P<name>[^\\s<]+)'/
 _D0 = regex.compile('<tool_call>\\s*(?P<name>[^\\s<]+)', regex.DOTALL)
+# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
+# offset from which more input could still change the answer of its delimiter's search.
+# probe of open of 'tool_calls': /'<tool_call>\\s*(?P<name>[^\\s<]+)'/
+_P0 = regex.compile('(?>(?:<tool_call>\\s*(?P<name>[^\\s<]+)))(?!)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -109,53 +112,6 @@ _PREFIXES_0 = frozenset((
     '<thi',
     '<thin',
     '<think',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|endo',
-    '<|endof',
-    '<|endoft',
-    '<|endofte',
-    '<|endoftex',
-    '<|endoftext',
-    '<|endoftext|',
-    '<|o',
-    '<|ob',
-    '<|obs',
-    '<|obse',
-    '<|obser',
-    '<|observ',
-    '<|observa',
-    '<|observat',
-    '<|observati',
-    '<|observatio',
-    '<|observation',
-    '<|observation|',
-    '<|u',
-    '<|us',
-    '<|use',
-    '<|user',
-    '<|user|',
-))
-# open of 'reasoning_content': '<think>'
-_PREFIXES_0_0 = frozenset((
-    '<',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-))
-# close of 'content': '<|user|>' | '<|observation|>' | '<|endoftext|>' | '</think>'
-_PREFIXES_0_2 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
     '<|',
     '<|e',
     '<|en',
@@ -233,9 +189,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -244,7 +201,6 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
-    m2 = False
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
@@ -257,61 +213,63 @@ def _scan_0(buf, pos, eos, memo):
         m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        if not eos and (m.partial or e == n):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
+                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
+                # The probe is asked over a window first (a path reaching the window's edge may
+                # still fail before the buffer's), and only then over the whole buffer.
+                j = _D0.search(buf, pos, i, partial=True)
+                j = i if j is None else j.start()
+                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    # nothing left of j can touch the end: this is the search from pos
+                    q = memo[2]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[2] = _P0.search(buf, j, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|user|>' | '<|observation|>' | '<|endoftext|>' | '</think>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|user|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 8, 2, None
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|observation|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 15, 2, None
+        i = memo[3] = buf.find('<|user|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 8, 2, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|endoftext|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 13, 2, None
+        i = memo[4] = buf.find('<|observation|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 15, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('</think>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 8, 2, None
+        i = memo[5] = buf.find('<|endoftext|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 13, 2, None
+    i = memo[6]
+    if i is None or -1 < i < pos:
+        i = memo[6] = buf.find('</think>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 8, 2, None
     if not eos:
-        if m2:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            h = literal_hold(buf, pos if n - 6 < pos else n - 6, '<', _PREFIXES_0_0)
-            if h < hold:
-                hold = h
-            if not m2:
-                h = literal_hold(buf, pos if n - 14 < pos else n - 14, '<', _PREFIXES_0_2)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 14
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 14
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -322,25 +280,23 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'reasoning_content': '</think>'
-    i = memo[6]
+    i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('</think>', pos)
+        i = memo[7] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 8, 0, None
+        bs, be, br = i, i + 8, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 7
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -349,25 +305,23 @@ def _scan_2(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '</tool_call>'
-    i = memo[7]
+    i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('</tool_call>', pos)
+        i = memo[8] = buf.find('</tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 12, 0, None
+        bs, be, br = i, i + 12, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 11
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_2:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -400,7 +354,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 8
+    MEMO_SLOTS = 9
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

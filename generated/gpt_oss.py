@@ -24,7 +24,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__)
 
@@ -95,6 +94,10 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|start\\|>assistant', regex.DOTALL)
 # open of 'tool_calls': /'(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
 _D0 = regex.compile('(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>', regex.DOTALL)
+# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
+# offset from which more input could still change the answer of its delimiter's search.
+# probe of open of 'tool_calls': /'(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
+_P0 = regex.compile('(?>(?:(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>))(?!)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -220,145 +223,6 @@ _PREFIXES_0 = frozenset((
     '<|start|>assista',
     '<|start|>assistan',
 ))
-# open of 'reasoning_content': '<|channel|>analysis<|message|>'
-_PREFIXES_0_0 = frozenset((
-    '<',
-    '<|',
-    '<|c',
-    '<|ch',
-    '<|cha',
-    '<|chan',
-    '<|chann',
-    '<|channe',
-    '<|channel',
-    '<|channel|',
-    '<|channel|>',
-    '<|channel|>a',
-    '<|channel|>an',
-    '<|channel|>ana',
-    '<|channel|>anal',
-    '<|channel|>analy',
-    '<|channel|>analys',
-    '<|channel|>analysi',
-    '<|channel|>analysis',
-    '<|channel|>analysis<',
-    '<|channel|>analysis<|',
-    '<|channel|>analysis<|m',
-    '<|channel|>analysis<|me',
-    '<|channel|>analysis<|mes',
-    '<|channel|>analysis<|mess',
-    '<|channel|>analysis<|messa',
-    '<|channel|>analysis<|messag',
-    '<|channel|>analysis<|message',
-    '<|channel|>analysis<|message|',
-))
-# close of 'content': '<|start|>assistant' | '<|channel|>final<|message|>' | '<|channel|>final <|constrain|>json<|message|>' | '<|channel|>commentary<|message|>' | '<|end|>' | '<|return|>' | '<|call|>'
-_PREFIXES_0_2 = frozenset((
-    '<',
-    '<|',
-    '<|c',
-    '<|ca',
-    '<|cal',
-    '<|call',
-    '<|call|',
-    '<|ch',
-    '<|cha',
-    '<|chan',
-    '<|chann',
-    '<|channe',
-    '<|channel',
-    '<|channel|',
-    '<|channel|>',
-    '<|channel|>c',
-    '<|channel|>co',
-    '<|channel|>com',
-    '<|channel|>comm',
-    '<|channel|>comme',
-    '<|channel|>commen',
-    '<|channel|>comment',
-    '<|channel|>commenta',
-    '<|channel|>commentar',
-    '<|channel|>commentary',
-    '<|channel|>commentary<',
-    '<|channel|>commentary<|',
-    '<|channel|>commentary<|m',
-    '<|channel|>commentary<|me',
-    '<|channel|>commentary<|mes',
-    '<|channel|>commentary<|mess',
-    '<|channel|>commentary<|messa',
-    '<|channel|>commentary<|messag',
-    '<|channel|>commentary<|message',
-    '<|channel|>commentary<|message|',
-    '<|channel|>f',
-    '<|channel|>fi',
-    '<|channel|>fin',
-    '<|channel|>fina',
-    '<|channel|>final',
-    '<|channel|>final ',
-    '<|channel|>final <',
-    '<|channel|>final <|',
-    '<|channel|>final <|c',
-    '<|channel|>final <|co',
-    '<|channel|>final <|con',
-    '<|channel|>final <|cons',
-    '<|channel|>final <|const',
-    '<|channel|>final <|constr',
-    '<|channel|>final <|constra',
-    '<|channel|>final <|constrai',
-    '<|channel|>final <|constrain',
-    '<|channel|>final <|constrain|',
-    '<|channel|>final <|constrain|>',
-    '<|channel|>final <|constrain|>j',
-    '<|channel|>final <|constrain|>js',
-    '<|channel|>final <|constrain|>jso',
-    '<|channel|>final <|constrain|>json',
-    '<|channel|>final <|constrain|>json<',
-    '<|channel|>final <|constrain|>json<|',
-    '<|channel|>final <|constrain|>json<|m',
-    '<|channel|>final <|constrain|>json<|me',
-    '<|channel|>final <|constrain|>json<|mes',
-    '<|channel|>final <|constrain|>json<|mess',
-    '<|channel|>final <|constrain|>json<|messa',
-    '<|channel|>final <|constrain|>json<|messag',
-    '<|channel|>final <|constrain|>json<|message',
-    '<|channel|>final <|constrain|>json<|message|',
-    '<|channel|>final<',
-    '<|channel|>final<|',
-    '<|channel|>final<|m',
-    '<|channel|>final<|me',
-    '<|channel|>final<|mes',
-    '<|channel|>final<|mess',
-    '<|channel|>final<|messa',
-    '<|channel|>final<|messag',
-    '<|channel|>final<|message',
-    '<|channel|>final<|message|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end|',
-    '<|r',
-    '<|re',
-    '<|ret',
-    '<|retu',
-    '<|retur',
-    '<|return',
-    '<|return|',
-    '<|s',
-    '<|st',
-    '<|sta',
-    '<|star',
-    '<|start',
-    '<|start|',
-    '<|start|>',
-    '<|start|>a',
-    '<|start|>as',
-    '<|start|>ass',
-    '<|start|>assi',
-    '<|start|>assis',
-    '<|start|>assist',
-    '<|start|>assista',
-    '<|start|>assistan',
-))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
     '<',
@@ -370,20 +234,6 @@ _PREFIXES_1 = frozenset((
 ))
 # state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_2 = frozenset((
-    '<',
-    '<|',
-    '<|c',
-    '<|ca',
-    '<|cal',
-    '<|call',
-    '<|call|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end|',
-))
-# close of 'tool_calls': '<|call|>' | '<|end|>'
-_PREFIXES_2_0 = frozenset((
     '<',
     '<|',
     '<|c',
@@ -420,9 +270,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -431,7 +282,6 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
-    m2 = False
     # open of 'reasoning_content': '<|channel|>analysis<|message|>'
     i = memo[0]
     if i is None or -1 < i < pos:
@@ -444,84 +294,73 @@ def _scan_0(buf, pos, eos, memo):
         m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        # a greedy optional part may still grow: pending while the rest of the buffer could
-        # continue this match (D2)
-        if not eos and (m.partial or e == n or _D0.fullmatch(buf, i, partial=True) is not None):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). The probe is asked over a window first (a path reaching the window's edge
+                # may still fail before the buffer's), and only then over the whole buffer.
+                q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    q = memo[2]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[2] = _P0.search(buf, pos, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|start|>assistant' | '<|channel|>final<|message|>' | '<|channel|>final <|constrain|>json<|message|>' | '<|channel|>commentary<|message|>' | '<|end|>' | '<|return|>' | '<|call|>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|start|>assistant', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 18, 2, None
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|channel|>final<|message|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (27 > be - bs or (27 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 27, 2, None
+        i = memo[3] = buf.find('<|start|>assistant', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 18, 2, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|channel|>final <|constrain|>json<|message|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (45 > be - bs or (45 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 45, 2, None
+        i = memo[4] = buf.find('<|channel|>final<|message|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (27 > be - bs or (27 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 27, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|channel|>commentary<|message|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (32 > be - bs or (32 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 32, 2, None
+        i = memo[5] = buf.find('<|channel|>final <|constrain|>json<|message|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (45 > be - bs or (45 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 45, 2, None
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|end|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 7, 2, None
+        i = memo[6] = buf.find('<|channel|>commentary<|message|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (32 > be - bs or (32 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 32, 2, None
     i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('<|return|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 10, 2, None
+        i = memo[7] = buf.find('<|end|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 7, 2, None
     i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|call|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 8, 2, None
+        i = memo[8] = buf.find('<|return|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 10, 2, None
+    i = memo[9]
+    if i is None or -1 < i < pos:
+        i = memo[9] = buf.find('<|call|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 8, 2, None
     if not eos:
-        if m2:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            h = literal_hold(buf, pos if n - 29 < pos else n - 29, '<', _PREFIXES_0_0)
-            if h < hold:
-                hold = h
-            if not m2:
-                h = literal_hold(buf, pos if n - 44 < pos else n - 44, '<', _PREFIXES_0_2)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 44
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 44
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -532,25 +371,23 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'reasoning_content': '<|end|>'
-    i = memo[9]
+    i = memo[10]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|end|>', pos)
+        i = memo[10] = buf.find('<|end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 7, 0, None
+        bs, be, br = i, i + 7, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 6
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -559,43 +396,28 @@ def _scan_2(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
-    m0 = False
     # close of 'tool_calls': '<|call|>' | '<|end|>'
-    i = memo[10]
-    if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('<|call|>', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 8, 0, None
     i = memo[11]
     if i is None or -1 < i < pos:
-        i = memo[11] = buf.find('<|end|>', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 7, 0, None
+        i = memo[11] = buf.find('<|call|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 8, 0
+    i = memo[12]
+    if i is None or -1 < i < pos:
+        i = memo[12] = buf.find('<|end|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 7, 0
     if not eos:
-        if m0:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            if not m0:
-                h = literal_hold(buf, pos if n - 7 < pos else n - 7, '<', _PREFIXES_2_0)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 7
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_2:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 7
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_2:
+                hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -628,7 +450,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 12
+    MEMO_SLOTS = 13
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -182,130 +182,8 @@ _PREFIXES_0 = frozenset((
     'Here is my thought proces',
     'Here is my thought process',
 ))
-# open of 'reasoning_content': '<think>' | 'Here is my thought process:'
-_PREFIXES_0_0 = frozenset((
-    '<',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    'H',
-    'He',
-    'Her',
-    'Here',
-    'Here ',
-    'Here i',
-    'Here is',
-    'Here is ',
-    'Here is m',
-    'Here is my',
-    'Here is my ',
-    'Here is my t',
-    'Here is my th',
-    'Here is my tho',
-    'Here is my thou',
-    'Here is my thoug',
-    'Here is my though',
-    'Here is my thought',
-    'Here is my thought ',
-    'Here is my thought p',
-    'Here is my thought pr',
-    'Here is my thought pro',
-    'Here is my thought proc',
-    'Here is my thought proce',
-    'Here is my thought proces',
-    'Here is my thought process',
-))
-# open of 'tool_calls': '<|tool_call|>' | '<tool_call>'
-_PREFIXES_0_1 = frozenset((
-    '<',
-    '<t',
-    '<to',
-    '<too',
-    '<tool',
-    '<tool_',
-    '<tool_c',
-    '<tool_ca',
-    '<tool_cal',
-    '<tool_call',
-    '<|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_call|',
-))
-# close of 'content': '<|end_of_text|>' | '<response>' | '</response>'
-_PREFIXES_0_2 = frozenset((
-    '<',
-    '</',
-    '</r',
-    '</re',
-    '</res',
-    '</resp',
-    '</respo',
-    '</respon',
-    '</respons',
-    '</response',
-    '<r',
-    '<re',
-    '<res',
-    '<resp',
-    '<respo',
-    '<respon',
-    '<respons',
-    '<response',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end_',
-    '<|end_o',
-    '<|end_of',
-    '<|end_of_',
-    '<|end_of_t',
-    '<|end_of_te',
-    '<|end_of_tex',
-    '<|end_of_text',
-    '<|end_of_text|',
-))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    'H',
-    'He',
-    'Her',
-    'Here',
-    'Here ',
-    'Here i',
-    'Here is',
-    'Here is ',
-    'Here is m',
-    'Here is my',
-    'Here is my ',
-    'Here is my r',
-    'Here is my re',
-    'Here is my res',
-    'Here is my resp',
-    'Here is my respo',
-    'Here is my respon',
-    'Here is my respons',
-    'Here is my response',
-))
-# close of 'reasoning_content': '</think>' | 'Here is my response:'
-_PREFIXES_1_0 = frozenset((
     '<',
     '</',
     '</t',
@@ -374,9 +252,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -384,84 +263,49 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
-    m0 = False
-    m1 = False
-    m2 = False
     # open of 'reasoning_content': '<think>' | 'Here is my thought process:'
     i = memo[0]
     if i is None or -1 < i < pos:
         i = memo[0] = buf.find('<think>', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 7, 0, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 7, 0
     i = memo[1]
     if i is None or -1 < i < pos:
         i = memo[1] = buf.find('Here is my thought process:', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (27 > be - bs or (27 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 27, 0, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (27 > be - bs or (27 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 27, 0
     # open of 'tool_calls': '<|tool_call|>' | '<tool_call>'
     i = memo[2]
     if i is None or -1 < i < pos:
         i = memo[2] = buf.find('<|tool_call|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 13, 1, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br)))):
+        bs, be, br = i, i + 13, 1
     i = memo[3]
     if i is None or -1 < i < pos:
         i = memo[3] = buf.find('<tool_call>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 11, 1, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 1 < br)))):
+        bs, be, br = i, i + 11, 1
     # close of 'content': '<|end_of_text|>' | '<response>' | '</response>'
     i = memo[4]
     if i is None or -1 < i < pos:
         i = memo[4] = buf.find('<|end_of_text|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 15, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 15, 2
     i = memo[5]
     if i is None or -1 < i < pos:
         i = memo[5] = buf.find('<response>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 10, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 10, 2
     i = memo[6]
     if i is None or -1 < i < pos:
         i = memo[6] = buf.find('</response>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 11, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 11, 2
     if not eos:
-        if m0 or m1 or m2:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            if not m0:
-                h = literal_hold(buf, pos if n - 26 < pos else n - 26, '<H', _PREFIXES_0_0)
-                if h < hold:
-                    hold = h
-            if not m1:
-                h = literal_hold(buf, pos if n - 12 < pos else n - 12, '<', _PREFIXES_0_1)
-                if h < hold:
-                    hold = h
-            if not m2:
-                h = literal_hold(buf, pos if n - 14 < pos else n - 14, '<', _PREFIXES_0_2)
-                if h < hold:
-                    hold = h
-        else:
-            h = literal_hold(buf, pos if n - 26 < pos else n - 26, '<H', _PREFIXES_0)
-            if h < hold:
-                hold = h
+        # the buffer ends with a proper prefix of a literal: hold it back
+        hold = literal_hold(buf, pos if n - 26 < pos else n - 26, '<H', _PREFIXES_0)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -470,45 +314,28 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
-    m0 = False
     # close of 'reasoning_content': '</think>' | 'Here is my response:'
     i = memo[7]
     if i is None or -1 < i < pos:
         i = memo[7] = buf.find('</think>', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 8, 0, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 8, 0
     i = memo[8]
     if i is None or -1 < i < pos:
         i = memo[8] = buf.find('Here is my response:', pos)
-    if i >= 0:
-        m0 = True
-        if bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 0 < br))):
-            bs, be, br, bm = i, i + 20, 0, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 20, 0
     if not eos:
-        if m0:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            if not m0:
-                h = literal_hold(buf, pos if n - 19 < pos else n - 19, '<H', _PREFIXES_1_0)
-                if h < hold:
-                    hold = h
-        else:
-            h = literal_hold(buf, pos if n - 19 < pos else n - 19, '<H', _PREFIXES_1)
-            if h < hold:
-                hold = h
+        # the buffer ends with a proper prefix of a literal: hold it back
+        hold = literal_hold(buf, pos if n - 19 < pos else n - 19, '<H', _PREFIXES_1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
 def _scan_2(buf, pos, eos, memo):
     """S2, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    return -1, 0, 0, None, hold
+    return -1, 0, 0, None, len(buf)
 
 
 def _scan_3(buf, pos, eos, memo):
@@ -516,25 +343,23 @@ def _scan_3(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '</tool_call>'
     i = memo[9]
     if i is None or -1 < i < pos:
         i = memo[9] = buf.find('</tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 12, 0, None
+        bs, be, br = i, i + 12, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 11
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_3:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none'))
 
@@ -130,9 +129,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -140,39 +140,35 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # open of 'tool_calls': '<function_call>'
     i = memo[0]
     if i is None or -1 < i < pos:
         i = memo[0] = buf.find('<function_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 15, 0, None
+        bs, be, br = i, i + 15, 0
     # close of 'content': '<|endoftext|>'
     i = memo[1]
     if i is None or -1 < i < pos:
         i = memo[1] = buf.find('<|endoftext|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 13, 1, None
+        bs, be, br = i, i + 13, 1
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 14
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_0:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
 def _scan_1(buf, pos, eos, memo):
     """S1, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    return -1, 0, 0, None, hold
+    return -1, 0, 0, None, len(buf)
 
 
 class ResponseParser(_rt.StreamParser):

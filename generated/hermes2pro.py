@@ -23,7 +23,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__)
 
@@ -105,41 +104,6 @@ _PREFIXES_0 = frozenset((
     '<|im_end',
     '<|im_end|',
 ))
-# open of 'tool_calls': '<tool_call>'
-_PREFIXES_0_0 = frozenset((
-    '<',
-    '<t',
-    '<to',
-    '<too',
-    '<tool',
-    '<tool_',
-    '<tool_c',
-    '<tool_ca',
-    '<tool_cal',
-    '<tool_call',
-))
-# close of 'content': '<|im_end|>' | '<|endoftext|>'
-_PREFIXES_0_1 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|endo',
-    '<|endof',
-    '<|endoft',
-    '<|endofte',
-    '<|endoftex',
-    '<|endoftext',
-    '<|endoftext|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
     '<',
@@ -173,9 +137,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -183,52 +148,34 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
-    m1 = False
     # open of 'tool_calls': '<tool_call>'
     i = memo[0]
     if i is None or -1 < i < pos:
         i = memo[0] = buf.find('<tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 11, 0, None
+        bs, be, br = i, i + 11, 0
     # close of 'content': '<|im_end|>' | '<|endoftext|>'
     i = memo[1]
     if i is None or -1 < i < pos:
         i = memo[1] = buf.find('<|im_end|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 10, 1, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br)))):
+        bs, be, br = i, i + 10, 1
     i = memo[2]
     if i is None or -1 < i < pos:
         i = memo[2] = buf.find('<|endoftext|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 13, 1, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br)))):
+        bs, be, br = i, i + 13, 1
     if not eos:
-        if m1:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            h = literal_hold(buf, pos if n - 10 < pos else n - 10, '<', _PREFIXES_0_0)
-            if h < hold:
-                hold = h
-            if not m1:
-                h = literal_hold(buf, pos if n - 12 < pos else n - 12, '<', _PREFIXES_0_1)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 12
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 12
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -237,25 +184,23 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '</tool_call>'
     i = memo[3]
     if i is None or -1 < i < pos:
         i = memo[3] = buf.find('</tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 12, 0, None
+        bs, be, br = i, i + 12, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 11
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__)
 
@@ -103,6 +102,18 @@ _D2 = regex.compile('<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s
 _D3 = regex.compile('</think(?::[^<>\\s]+)?>', regex.DOTALL)
 # close of 'tool_calls': /'</tool_call(?::[^<>\\s]+)?>'/
 _D4 = regex.compile('</tool_call(?::[^<>\\s]+)?>', regex.DOTALL)
+# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
+# offset from which more input could still change the answer of its delimiter's search.
+# probe of open of 'reasoning_content': /'<think(?::[^<>\\s]+)?>'/
+_P0 = regex.compile('(?>(?:<think(?::[^<>\\s]+)?>))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)'/
+_P1 = regex.compile('(?>(?:<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)))(?!)', regex.DOTALL)
+# probe of close of 'content': /'<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
+_P2 = regex.compile('(?>(?:<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>))(?!)', regex.DOTALL)
+# probe of close of 'reasoning_content': /'</think(?::[^<>\\s]+)?>'/
+_P3 = regex.compile('(?>(?:</think(?::[^<>\\s]+)?>))(?!)', regex.DOTALL)
+# probe of close of 'tool_calls': /'</tool_call(?::[^<>\\s]+)?>'/
+_P4 = regex.compile('(?>(?:</tool_call(?::[^<>\\s]+)?>))(?!)', regex.DOTALL)
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -127,9 +138,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -144,38 +156,95 @@ def _scan_0(buf, pos, eos, memo):
         m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        # a greedy optional part may still grow: pending while the rest of the buffer could
-        # continue this match (D2)
-        if not eos and (m.partial or e == n or _D0.fullmatch(buf, i, partial=True) is not None):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
+                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
+                # The probe is asked over a window first (a path reaching the window's edge may
+                # still fail before the buffer's), and only then over the whole buffer.
+                j = _D0.search(buf, pos, i, partial=True)
+                j = i if j is None else j.start()
+                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    # nothing left of j can touch the end: this is the search from pos
+                    q = memo[1]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[1] = _P0.search(buf, j, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'tool_calls': /'<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)'/
-    m = memo[1]
-    if m is None or (m is not False and m.start() < pos):
-        m = memo[1] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
-    if m is not False:
-        i, e = m.span()
-        # a greedy optional part may still grow: pending while the rest of the buffer could
-        # continue this match (D2)
-        if not eos and (m.partial or e == n or _D1.fullmatch(buf, i, partial=True) is not None):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
-            bs, be, br, bm = i, e, 1, m
-    # close of 'content': /'<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
     m = memo[2]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[2] = (_D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)) or False
+        m = memo[2] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        # a greedy optional part may still grow: pending while the rest of the buffer could
-        # continue this match (D2)
-        if not eos and (m.partial or e == n or _D2.fullmatch(buf, i, partial=True) is not None):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
+                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
+                # The probe is asked over a window first (a path reaching the window's edge may
+                # still fail before the buffer's), and only then over the whole buffer.
+                j = _D1.search(buf, pos, i, partial=True)
+                j = i if j is None else j.start()
+                q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    # nothing left of j can touch the end: this is the search from pos
+                    q = memo[3]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[3] = _P1.search(buf, j, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
+            bs, be, br, bm = i, e, 1, m
+    # close of 'content': /'<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
+    m = memo[4]
+    if m is None or (m is not False and m.start() < pos):
+        m = memo[4] = (_D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)) or False
+    if m is not False:
+        i, e = m.span()
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
+                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
+                # The probe is asked over a window first (a path reaching the window's edge may
+                # still fail before the buffer's), and only then over the whole buffer.
+                j = _D2.search(buf, pos, i, partial=True)
+                j = i if j is None else j.start()
+                q = _P2.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    # nothing left of j can touch the end: this is the search from pos
+                    q = memo[5]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[5] = _P2.search(buf, j, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br)))):
             bs, be, br, bm = i, e, 2, m
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
@@ -189,17 +258,36 @@ def _scan_1(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'reasoning_content': /'</think(?::[^<>\\s]+)?>'/
-    m = memo[3]
+    m = memo[6]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[3] = (_D3.search(buf, pos) if eos else _D3.search(buf, pos, partial=True)) or False
+        m = memo[6] = (_D3.search(buf, pos) if eos else _D3.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        # a greedy optional part may still grow: pending while the rest of the buffer could
-        # continue this match (D2)
-        if not eos and (m.partial or e == n or _D3.fullmatch(buf, i, partial=True) is not None):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
+                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
+                # The probe is asked over a window first (a path reaching the window's edge may
+                # still fail before the buffer's), and only then over the whole buffer.
+                j = _D3.search(buf, pos, i, partial=True)
+                j = i if j is None else j.start()
+                q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    # nothing left of j can touch the end: this is the search from pos
+                    q = memo[7]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[7] = _P3.search(buf, j, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
@@ -213,17 +301,36 @@ def _scan_2(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': /'</tool_call(?::[^<>\\s]+)?>'/
-    m = memo[4]
+    m = memo[8]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[4] = (_D4.search(buf, pos) if eos else _D4.search(buf, pos, partial=True)) or False
+        m = memo[8] = (_D4.search(buf, pos) if eos else _D4.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        # a greedy optional part may still grow: pending while the rest of the buffer could
-        # continue this match (D2)
-        if not eos and (m.partial or e == n or _D4.fullmatch(buf, i, partial=True) is not None):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
+                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
+                # The probe is asked over a window first (a path reaching the window's edge may
+                # still fail before the buffer's), and only then over the whole buffer.
+                j = _D4.search(buf, pos, i, partial=True)
+                j = i if j is None else j.start()
+                q = _P4.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    # nothing left of j can touch the end: this is the search from pos
+                    q = memo[9]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[9] = _P4.search(buf, j, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
@@ -259,7 +366,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 5
+    MEMO_SLOTS = 10
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

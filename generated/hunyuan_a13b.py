@@ -127,53 +127,6 @@ _PREFIXES_0 = frozenset((
     '助',
     '助手',
 ))
-# open of 'reasoning_content': '<think>'
-_PREFIXES_0_0 = frozenset((
-    '<',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-))
-# open of 'tool_calls': '<tool_calls>'
-_PREFIXES_0_1 = frozenset((
-    '<',
-    '<t',
-    '<to',
-    '<too',
-    '<tool',
-    '<tool_',
-    '<tool_c',
-    '<tool_ca',
-    '<tool_cal',
-    '<tool_call',
-    '<tool_calls',
-))
-# close of 'content': '<|eos|>' | '<answer>' | '</answer>' | '助手：'
-_PREFIXES_0_2 = frozenset((
-    '<',
-    '</',
-    '</a',
-    '</an',
-    '</ans',
-    '</answ',
-    '</answe',
-    '</answer',
-    '<a',
-    '<an',
-    '<ans',
-    '<answ',
-    '<answe',
-    '<answer',
-    '<|',
-    '<|e',
-    '<|eo',
-    '<|eos',
-    '<|eos|',
-    '助',
-    '助手',
-))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
     '<',
@@ -223,9 +176,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -233,69 +187,44 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
-    m2 = False
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
         i = memo[0] = buf.find('<think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 7, 0, None
+        bs, be, br = i, i + 7, 0
     # open of 'tool_calls': '<tool_calls>'
     i = memo[1]
     if i is None or -1 < i < pos:
         i = memo[1] = buf.find('<tool_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 12, 1, None
+        bs, be, br = i, i + 12, 1
     # close of 'content': '<|eos|>' | '<answer>' | '</answer>' | '助手：'
     i = memo[2]
     if i is None or -1 < i < pos:
         i = memo[2] = buf.find('<|eos|>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 7, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 7, 2
     i = memo[3]
     if i is None or -1 < i < pos:
         i = memo[3] = buf.find('<answer>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 8, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 8, 2
     i = memo[4]
     if i is None or -1 < i < pos:
         i = memo[4] = buf.find('</answer>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (9 > be - bs or (9 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 9, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (9 > be - bs or (9 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 9, 2
     i = memo[5]
     if i is None or -1 < i < pos:
         i = memo[5] = buf.find('助手：', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (3 > be - bs or (3 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 3, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (3 > be - bs or (3 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 3, 2
     if not eos:
-        if m2:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            h = literal_hold(buf, pos if n - 6 < pos else n - 6, '<', _PREFIXES_0_0)
-            if h < hold:
-                hold = h
-            h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<', _PREFIXES_0_1)
-            if h < hold:
-                hold = h
-            if not m2:
-                h = literal_hold(buf, pos if n - 8 < pos else n - 8, '<助', _PREFIXES_0_2)
-                if h < hold:
-                    hold = h
-        else:
-            h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<助', _PREFIXES_0)
-            if h < hold:
-                hold = h
+        # the buffer ends with a proper prefix of a literal: hold it back
+        hold = literal_hold(buf, pos if n - 11 < pos else n - 11, '<助', _PREFIXES_0)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -304,25 +233,23 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'reasoning_content': '</think>'
     i = memo[6]
     if i is None or -1 < i < pos:
         i = memo[6] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 8, 0, None
+        bs, be, br = i, i + 8, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 7
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -331,25 +258,23 @@ def _scan_2(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '</tool_calls>'
     i = memo[7]
     if i is None or -1 < i < pos:
         i = memo[7] = buf.find('</tool_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 13, 0, None
+        bs, be, br = i, i + 13, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 12
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_2:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 

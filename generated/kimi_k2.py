@@ -23,7 +23,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__)
 
@@ -80,49 +79,12 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im_assistant\\|>assistant<\\|im_middle\\|>', regex.DOTALL)
 # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>'/
 _D0 = regex.compile('<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>', regex.DOTALL)
+# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
+# offset from which more input could still change the answer of its delimiter's search.
+# probe of open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>'/
+_P0 = regex.compile('(?>(?:<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>))(?!)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_calls',
-    '<|tool_calls_',
-    '<|tool_calls_s',
-    '<|tool_calls_se',
-    '<|tool_calls_sec',
-    '<|tool_calls_sect',
-    '<|tool_calls_secti',
-    '<|tool_calls_sectio',
-    '<|tool_calls_section',
-    '<|tool_calls_section_',
-    '<|tool_calls_section_b',
-    '<|tool_calls_section_be',
-    '<|tool_calls_section_beg',
-    '<|tool_calls_section_begi',
-    '<|tool_calls_section_begin',
-    '<|tool_calls_section_begin|',
-    '<|tool_calls_section_e',
-    '<|tool_calls_section_en',
-    '<|tool_calls_section_end',
-    '<|tool_calls_section_end|',
-))
-# close of 'content': '<|im_end|>' | '<|tool_calls_section_begin|>' | '<|tool_calls_section_end|>'
-_PREFIXES_0_1 = frozenset((
     '<',
     '<|',
     '<|i',
@@ -200,9 +162,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -211,60 +174,64 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
-    m1 = False
     # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
         m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        # a greedy optional part may still grow: pending while the rest of the buffer could
-        # continue this match (D2)
-        if not eos and (m.partial or e == n or _D0.fullmatch(buf, i, partial=True) is not None):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
+                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
+                # The probe is asked over a window first (a path reaching the window's edge may
+                # still fail before the buffer's), and only then over the whole buffer.
+                j = _D0.search(buf, pos, i, partial=True)
+                j = i if j is None else j.start()
+                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    # nothing left of j can touch the end: this is the search from pos
+                    q = memo[1]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[1] = _P0.search(buf, j, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<|im_end|>' | '<|tool_calls_section_begin|>' | '<|tool_calls_section_end|>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|im_end|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 10, 1, None
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|tool_calls_section_begin|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (28 > be - bs or (28 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 28, 1, None
+        i = memo[2] = buf.find('<|im_end|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 10, 1, None
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|tool_calls_section_end|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (26 > be - bs or (26 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 26, 1, None
+        i = memo[3] = buf.find('<|tool_calls_section_begin|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (28 > be - bs or (28 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 28, 1, None
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('<|tool_calls_section_end|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (26 > be - bs or (26 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 26, 1, None
     if not eos:
-        if m1:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            if not m1:
-                h = literal_hold(buf, pos if n - 27 < pos else n - 27, '<', _PREFIXES_0_1)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 27
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 27
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -275,25 +242,23 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '<|tool_call_end|>'
-    i = memo[4]
+    i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|tool_call_end|>', pos)
+        i = memo[5] = buf.find('<|tool_call_end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 17, 0, None
+        bs, be, br = i, i + 17, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 16
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -325,7 +290,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 5
+    MEMO_SLOTS = 6
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

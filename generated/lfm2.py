@@ -26,7 +26,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none'))
 
@@ -215,104 +214,6 @@ _PREFIXES_0 = frozenset((
     '<|tool_call_start',
     '<|tool_call_start|',
 ))
-# open of 'reasoning_content': '<think>'
-_PREFIXES_0_0 = frozenset((
-    '<',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-))
-# open of 'tool_calls': '<|tool_call_start|>'
-_PREFIXES_0_1 = frozenset((
-    '<',
-    '<|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_call_',
-    '<|tool_call_s',
-    '<|tool_call_st',
-    '<|tool_call_sta',
-    '<|tool_call_star',
-    '<|tool_call_start',
-    '<|tool_call_start|',
-))
-# open of 'json_tool_call_list': '<|tool_call_start|>'
-_PREFIXES_0_2 = frozenset((
-    '<',
-    '<|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_call_',
-    '<|tool_call_s',
-    '<|tool_call_st',
-    '<|tool_call_sta',
-    '<|tool_call_star',
-    '<|tool_call_start',
-    '<|tool_call_start|',
-))
-# open of 'json_tool_call': '<|tool_call_start|>'
-_PREFIXES_0_3 = frozenset((
-    '<',
-    '<|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_call_',
-    '<|tool_call_s',
-    '<|tool_call_st',
-    '<|tool_call_sta',
-    '<|tool_call_star',
-    '<|tool_call_start',
-    '<|tool_call_start|',
-))
-# close of 'content': '<|im_end|>' | '<|tool_call_end|>'
-_PREFIXES_0_4 = frozenset((
-    '<',
-    '<|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_call_',
-    '<|tool_call_e',
-    '<|tool_call_en',
-    '<|tool_call_end',
-    '<|tool_call_end|',
-))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
     '<',
@@ -414,9 +315,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -424,79 +326,52 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
-    m4 = False
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
         i = memo[0] = buf.find('<think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 7, 0, None
+        bs, be, br = i, i + 7, 0
     # open of 'tool_calls': '<|tool_call_start|>'
     i = memo[1]
     if i is None or -1 < i < pos:
         i = memo[1] = buf.find('<|tool_call_start|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 19, 1, None
+        bs, be, br = i, i + 19, 1
     # open of 'json_tool_call_list': '<|tool_call_start|>'
     i = memo[2]
     if i is None or -1 < i < pos:
         i = memo[2] = buf.find('<|tool_call_start|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 19, 2, None
+        bs, be, br = i, i + 19, 2
     # open of 'json_tool_call': '<|tool_call_start|>'
     i = memo[3]
     if i is None or -1 < i < pos:
         i = memo[3] = buf.find('<|tool_call_start|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 3 < br)))):
-        bs, be, br, bm = i, i + 19, 3, None
+        bs, be, br = i, i + 19, 3
     # close of 'content': '<|im_end|>' | '<|tool_call_end|>'
     i = memo[4]
     if i is None or -1 < i < pos:
         i = memo[4] = buf.find('<|im_end|>', pos)
-    if i >= 0:
-        m4 = True
-        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 4 < br))):
-            bs, be, br, bm = i, i + 10, 4, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 4 < br)))):
+        bs, be, br = i, i + 10, 4
     i = memo[5]
     if i is None or -1 < i < pos:
         i = memo[5] = buf.find('<|tool_call_end|>', pos)
-    if i >= 0:
-        m4 = True
-        if bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 4 < br))):
-            bs, be, br, bm = i, i + 17, 4, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 4 < br)))):
+        bs, be, br = i, i + 17, 4
     if not eos:
-        if m4:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            h = literal_hold(buf, pos if n - 6 < pos else n - 6, '<', _PREFIXES_0_0)
-            if h < hold:
-                hold = h
-            h = literal_hold(buf, pos if n - 18 < pos else n - 18, '<', _PREFIXES_0_1)
-            if h < hold:
-                hold = h
-            h = literal_hold(buf, pos if n - 18 < pos else n - 18, '<', _PREFIXES_0_2)
-            if h < hold:
-                hold = h
-            h = literal_hold(buf, pos if n - 18 < pos else n - 18, '<', _PREFIXES_0_3)
-            if h < hold:
-                hold = h
-            if not m4:
-                h = literal_hold(buf, pos if n - 16 < pos else n - 16, '<', _PREFIXES_0_4)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 18
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 18
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -505,25 +380,23 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'reasoning_content': '</think>'
     i = memo[6]
     if i is None or -1 < i < pos:
         i = memo[6] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 8, 0, None
+        bs, be, br = i, i + 8, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 7
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -532,25 +405,23 @@ def _scan_2(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '<|tool_call_end|>'
     i = memo[7]
     if i is None or -1 < i < pos:
         i = memo[7] = buf.find('<|tool_call_end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 17, 0, None
+        bs, be, br = i, i + 17, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 16
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_2:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -559,25 +430,23 @@ def _scan_3(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'json_tool_call_list': '<|tool_call_end|>'
     i = memo[8]
     if i is None or -1 < i < pos:
         i = memo[8] = buf.find('<|tool_call_end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 17, 0, None
+        bs, be, br = i, i + 17, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 16
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_3:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -586,25 +455,23 @@ def _scan_4(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'json_tool_call': '<|tool_call_end|>'
     i = memo[9]
     if i is None or -1 < i < pos:
         i = memo[9] = buf.find('<|tool_call_end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 17, 0, None
+        bs, be, br = i, i + 17, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 16
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_4:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 

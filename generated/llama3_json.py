@@ -25,7 +25,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none'))
 
@@ -164,6 +163,14 @@ _D0 = regex.compile('(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)', regex.DOT
 _D1 = regex.compile('\\s*;', regex.DOTALL)
 # close of 'tagged_json_call': /'\\s*;'/
 _D2 = regex.compile('\\s*;', regex.DOTALL)
+# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
+# offset from which more input could still change the answer of its delimiter's search.
+# probe of open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/
+_P0 = regex.compile('(?>(?:(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)))(?!)', regex.DOTALL)
+# probe of close of 'tool_calls': /'\\s*;'/
+_P1 = regex.compile('(?>(?:\\s*;))(?!)', regex.DOTALL)
+# probe of close of 'tagged_json_call': /'\\s*;'/
+_P2 = regex.compile('(?>(?:\\s*;))(?!)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -191,55 +198,6 @@ _PREFIXES_0 = frozenset((
     '<|python_ta',
     '<|python_tag',
     '<|python_tag|',
-))
-# open of 'tagged_json_call': '<|python_tag|>'
-_PREFIXES_0_1 = frozenset((
-    '<',
-    '<|',
-    '<|p',
-    '<|py',
-    '<|pyt',
-    '<|pyth',
-    '<|pytho',
-    '<|python',
-    '<|python_',
-    '<|python_t',
-    '<|python_ta',
-    '<|python_tag',
-    '<|python_tag|',
-))
-# open of 'builtin_tool_call': '<|python_tag|>'
-_PREFIXES_0_2 = frozenset((
-    '<',
-    '<|',
-    '<|p',
-    '<|py',
-    '<|pyt',
-    '<|pyth',
-    '<|pytho',
-    '<|python',
-    '<|python_',
-    '<|python_t',
-    '<|python_ta',
-    '<|python_tag',
-    '<|python_tag|',
-))
-# close of 'content': '<|eot_id|>' | '<|eom_id|>'
-_PREFIXES_0_3 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|eo',
-    '<|eom',
-    '<|eom_',
-    '<|eom_i',
-    '<|eom_id',
-    '<|eom_id|',
-    '<|eot',
-    '<|eot_',
-    '<|eot_i',
-    '<|eot_id',
-    '<|eot_id|',
 ))
 
 # -- state constants -------------------------------------------------------------------------
@@ -275,9 +233,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -286,69 +245,66 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
-    m3 = False
     # open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
         m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        if not eos and (m.partial or e == n):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). The probe is asked over a window first (a path reaching the window's edge
+                # may still fail before the buffer's), and only then over the whole buffer.
+                q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    q = memo[1]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[1] = _P0.search(buf, pos, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'tagged_json_call': '<|python_tag|>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|python_tag|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 14, 1, None
-    # open of 'builtin_tool_call': '<|python_tag|>'
     i = memo[2]
     if i is None or -1 < i < pos:
         i = memo[2] = buf.find('<|python_tag|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 14, 1, None
+    # open of 'builtin_tool_call': '<|python_tag|>'
+    i = memo[3]
+    if i is None or -1 < i < pos:
+        i = memo[3] = buf.find('<|python_tag|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 14, 2, None
     # close of 'content': '<|eot_id|>' | '<|eom_id|>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|eot_id|>', pos)
-    if i >= 0:
-        m3 = True
-        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 3 < br))):
-            bs, be, br, bm = i, i + 10, 3, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|eom_id|>', pos)
-    if i >= 0:
-        m3 = True
-        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 3 < br))):
-            bs, be, br, bm = i, i + 10, 3, None
+        i = memo[4] = buf.find('<|eot_id|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 3 < br)))):
+        bs, be, br, bm = i, i + 10, 3, None
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('<|eom_id|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 3 < br)))):
+        bs, be, br, bm = i, i + 10, 3, None
     if not eos:
-        if m3:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            h = literal_hold(buf, pos if n - 13 < pos else n - 13, '<', _PREFIXES_0_1)
-            if h < hold:
-                hold = h
-            h = literal_hold(buf, pos if n - 13 < pos else n - 13, '<', _PREFIXES_0_2)
-            if h < hold:
-                hold = h
-            if not m3:
-                h = literal_hold(buf, pos if n - 9 < pos else n - 9, '<', _PREFIXES_0_3)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 13
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 13
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -356,23 +312,17 @@ def _scan_0(buf, pos, eos, memo):
 
 def _scan_1(buf, pos, eos, memo):
     """S1, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    return -1, 0, 0, None, hold
+    return -1, 0, 0, None, len(buf)
 
 
 def _scan_2(buf, pos, eos, memo):
     """S2, region 'tagged_json_call'."""
-    n = len(buf)
-    hold = n
-    return -1, 0, 0, None, hold
+    return -1, 0, 0, None, len(buf)
 
 
 def _scan_3(buf, pos, eos, memo):
     """S3, region 'builtin_tool_call'."""
-    n = len(buf)
-    hold = n
-    return -1, 0, 0, None, hold
+    return -1, 0, 0, None, len(buf)
 
 
 def _scan_4(buf, pos, eos, memo):
@@ -382,15 +332,31 @@ def _scan_4(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': /'\\s*;'/
-    m = memo[5]
+    m = memo[6]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[5] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
+        m = memo[6] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        if not eos and (m.partial or e == n):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). The probe is asked over a window first (a path reaching the window's edge
+                # may still fail before the buffer's), and only then over the whole buffer.
+                q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    q = memo[7]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[7] = _P1.search(buf, pos, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
@@ -404,15 +370,31 @@ def _scan_5(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'tagged_json_call': /'\\s*;'/
-    m = memo[6]
+    m = memo[8]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[6] = (_D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)) or False
+        m = memo[8] = (_D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        if not eos and (m.partial or e == n):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). The probe is asked over a window first (a path reaching the window's edge
+                # may still fail before the buffer's), and only then over the whole buffer.
+                q = _P2.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    q = memo[9]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[9] = _P2.search(buf, pos, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
@@ -451,7 +433,7 @@ class ResponseParser(_rt.StreamParser):
         (None, None),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 7
+    MEMO_SLOTS = 10
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none'))
 
@@ -87,30 +86,12 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|header_start\\|>assistant<\\|header_end\\|>\\\n\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/
 _D0 = regex.compile('<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()', regex.DOTALL)
+# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
+# offset from which more input could still change the answer of its delimiter's search.
+# probe of open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/
+_P0 = regex.compile('(?>(?:<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()))(?!)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|eo',
-    '<|eom',
-    '<|eom|',
-    '<|eot',
-    '<|eot|',
-    '<|p',
-    '<|py',
-    '<|pyt',
-    '<|pyth',
-    '<|pytho',
-    '<|python',
-    '<|python_',
-    '<|python_e',
-    '<|python_en',
-    '<|python_end',
-    '<|python_end|',
-))
-# close of 'content': '<|eot|>' | '<|eom|>' | '<|python_end|>'
-_PREFIXES_0_1 = frozenset((
     '<',
     '<|',
     '<|e',
@@ -149,9 +130,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -160,58 +142,59 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
-    m1 = False
     # open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
         m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        if not eos and (m.partial or e == n):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). The probe is asked over a window first (a path reaching the window's edge
+                # may still fail before the buffer's), and only then over the whole buffer.
+                q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    q = memo[1]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[1] = _P0.search(buf, pos, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<|eot|>' | '<|eom|>' | '<|python_end|>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|eot|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 7, 1, None
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|eom|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 7, 1, None
+        i = memo[2] = buf.find('<|eot|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 7, 1, None
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|python_end|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 14, 1, None
+        i = memo[3] = buf.find('<|eom|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 7, 1, None
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('<|python_end|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 14, 1, None
     if not eos:
-        if m1:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            if not m1:
-                h = literal_hold(buf, pos if n - 13 < pos else n - 13, '<', _PREFIXES_0_1)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 13
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 13
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                if j < hold:
+                    hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -219,9 +202,7 @@ def _scan_0(buf, pos, eos, memo):
 
 def _scan_1(buf, pos, eos, memo):
     """S1, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    return -1, 0, 0, None, hold
+    return -1, 0, 0, None, len(buf)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -252,7 +233,7 @@ class ResponseParser(_rt.StreamParser):
         ('', frozenset(())),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 4
+    MEMO_SLOTS = 5
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

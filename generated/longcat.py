@@ -24,7 +24,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__)
 
@@ -130,63 +129,6 @@ _PREFIXES_0 = frozenset((
     '<longcat_tool_cal',
     '<longcat_tool_call',
 ))
-# open of 'reasoning_content': '<longcat_think>'
-_PREFIXES_0_0 = frozenset((
-    '<',
-    '<l',
-    '<lo',
-    '<lon',
-    '<long',
-    '<longc',
-    '<longca',
-    '<longcat',
-    '<longcat_',
-    '<longcat_t',
-    '<longcat_th',
-    '<longcat_thi',
-    '<longcat_thin',
-    '<longcat_think',
-))
-# open of 'tool_calls': '<longcat_tool_call>'
-_PREFIXES_0_1 = frozenset((
-    '<',
-    '<l',
-    '<lo',
-    '<lon',
-    '<long',
-    '<longc',
-    '<longca',
-    '<longcat',
-    '<longcat_',
-    '<longcat_t',
-    '<longcat_to',
-    '<longcat_too',
-    '<longcat_tool',
-    '<longcat_tool_',
-    '<longcat_tool_c',
-    '<longcat_tool_ca',
-    '<longcat_tool_cal',
-    '<longcat_tool_call',
-))
-# close of 'content': '</longcat_s>' | '</longcat_think>'
-_PREFIXES_0_2 = frozenset((
-    '<',
-    '</',
-    '</l',
-    '</lo',
-    '</lon',
-    '</long',
-    '</longc',
-    '</longca',
-    '</longcat',
-    '</longcat_',
-    '</longcat_s',
-    '</longcat_t',
-    '</longcat_th',
-    '</longcat_thi',
-    '</longcat_thin',
-    '</longcat_think',
-))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
     '<',
@@ -251,9 +193,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -261,61 +204,40 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
-    m2 = False
     # open of 'reasoning_content': '<longcat_think>'
     i = memo[0]
     if i is None or -1 < i < pos:
         i = memo[0] = buf.find('<longcat_think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 15, 0, None
+        bs, be, br = i, i + 15, 0
     # open of 'tool_calls': '<longcat_tool_call>'
     i = memo[1]
     if i is None or -1 < i < pos:
         i = memo[1] = buf.find('<longcat_tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 19, 1, None
+        bs, be, br = i, i + 19, 1
     # close of 'content': '</longcat_s>' | '</longcat_think>'
     i = memo[2]
     if i is None or -1 < i < pos:
         i = memo[2] = buf.find('</longcat_s>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 12, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 12, 2
     i = memo[3]
     if i is None or -1 < i < pos:
         i = memo[3] = buf.find('</longcat_think>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 16, 2, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 2 < br)))):
+        bs, be, br = i, i + 16, 2
     if not eos:
-        if m2:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            h = literal_hold(buf, pos if n - 14 < pos else n - 14, '<', _PREFIXES_0_0)
-            if h < hold:
-                hold = h
-            h = literal_hold(buf, pos if n - 18 < pos else n - 18, '<', _PREFIXES_0_1)
-            if h < hold:
-                hold = h
-            if not m2:
-                h = literal_hold(buf, pos if n - 15 < pos else n - 15, '<', _PREFIXES_0_2)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 18
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 18
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -324,25 +246,23 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'reasoning_content': '</longcat_think>'
     i = memo[4]
     if i is None or -1 < i < pos:
         i = memo[4] = buf.find('</longcat_think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 16, 0, None
+        bs, be, br = i, i + 16, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 15
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -351,25 +271,23 @@ def _scan_2(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '</longcat_tool_call>'
     i = memo[5]
     if i is None or -1 < i < pos:
         i = memo[5] = buf.find('</longcat_tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 20, 0, None
+        bs, be, br = i, i + 20, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 19
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_2:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 

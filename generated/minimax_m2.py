@@ -95,6 +95,10 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('\\]\\~b\\]ai\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<invoke name="(?P<name>[^"]+)">'/
 _D0 = regex.compile('<invoke name="(?P<name>[^"]+)">', regex.DOTALL)
+# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
+# offset from which more input could still change the answer of its delimiter's search.
+# probe of open of 'tool_calls': /'<invoke name="(?P<name>[^"]+)">'/
+_P0 = regex.compile('(?>(?:<invoke name="(?P<name>[^"]+)">))(?!)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -138,57 +142,6 @@ _PREFIXES_0 = frozenset((
     '<thi',
     '<thin',
     '<think',
-    '[',
-    '[e',
-    '[e~',
-))
-# open of 'reasoning_content': '<think>'
-_PREFIXES_0_0 = frozenset((
-    '<',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-))
-# close of 'content': '[e~[' | '<minimax:tool_call>' | '</minimax:tool_call>'
-_PREFIXES_0_2 = frozenset((
-    '<',
-    '</',
-    '</m',
-    '</mi',
-    '</min',
-    '</mini',
-    '</minim',
-    '</minima',
-    '</minimax',
-    '</minimax:',
-    '</minimax:t',
-    '</minimax:to',
-    '</minimax:too',
-    '</minimax:tool',
-    '</minimax:tool_',
-    '</minimax:tool_c',
-    '</minimax:tool_ca',
-    '</minimax:tool_cal',
-    '</minimax:tool_call',
-    '<m',
-    '<mi',
-    '<min',
-    '<mini',
-    '<minim',
-    '<minima',
-    '<minimax',
-    '<minimax:',
-    '<minimax:t',
-    '<minimax:to',
-    '<minimax:too',
-    '<minimax:tool',
-    '<minimax:tool_',
-    '<minimax:tool_c',
-    '<minimax:tool_ca',
-    '<minimax:tool_cal',
-    '<minimax:tool_call',
     '[',
     '[e',
     '[e~',
@@ -238,9 +191,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -249,7 +203,6 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
-    m2 = False
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
@@ -262,48 +215,53 @@ def _scan_0(buf, pos, eos, memo):
         m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        if not eos and (m.partial or e == n):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
+                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
+                # The probe is asked over a window first (a path reaching the window's edge may
+                # still fail before the buffer's), and only then over the whole buffer.
+                j = _D0.search(buf, pos, i, partial=True)
+                j = i if j is None else j.start()
+                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    # nothing left of j can touch the end: this is the search from pos
+                    q = memo[2]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[2] = _P0.search(buf, j, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '[e~[' | '<minimax:tool_call>' | '</minimax:tool_call>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('[e~[', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 4, 2, None
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<minimax:tool_call>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 19, 2, None
+        i = memo[3] = buf.find('[e~[', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 4, 2, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</minimax:tool_call>', pos)
-    if i >= 0:
-        m2 = True
-        if bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 2 < br))):
-            bs, be, br, bm = i, i + 20, 2, None
+        i = memo[4] = buf.find('<minimax:tool_call>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 19, 2, None
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('</minimax:tool_call>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 20, 2, None
     if not eos:
-        if m2:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            h = literal_hold(buf, pos if n - 6 < pos else n - 6, '<', _PREFIXES_0_0)
-            if h < hold:
-                hold = h
-            if not m2:
-                h = literal_hold(buf, pos if n - 19 < pos else n - 19, '<[', _PREFIXES_0_2)
-                if h < hold:
-                    hold = h
-        else:
-            h = literal_hold(buf, pos if n - 19 < pos else n - 19, '<[', _PREFIXES_0)
-            if h < hold:
-                hold = h
+        # the buffer ends with a proper prefix of a literal: hold it back
+        h = literal_hold(buf, pos if n - 19 < pos else n - 19, '<[', _PREFIXES_0)
+        if h < hold:
+            hold = h
     if 0 <= bs < hold:
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
@@ -314,25 +272,23 @@ def _scan_1(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'reasoning_content': '</think>'
-    i = memo[5]
+    i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('</think>', pos)
+        i = memo[6] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 8, 0, None
+        bs, be, br = i, i + 8, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 7
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -341,25 +297,23 @@ def _scan_2(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
     # close of 'tool_calls': '</invoke>'
-    i = memo[6]
+    i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('</invoke>', pos)
+        i = memo[7] = buf.find('</invoke>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (9 > be - bs or (9 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 9, 0, None
+        bs, be, br = i, i + 9, 0
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 8
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
             if buf[j:] in _PREFIXES_2:
-                if j < hold:
-                    hold = j
+                hold = j
                 break
             j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -392,7 +346,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 7
+    MEMO_SLOTS = 8
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none'))
 
@@ -107,6 +106,10 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 # open of 'tool_calls': /'(?=[A-Za-z_])'/
 _D0 = regex.compile('(?=[A-Za-z_])', regex.DOTALL)
+# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
+# offset from which more input could still change the answer of its delimiter's search.
+# probe of open of 'tool_calls': /'(?=[A-Za-z_])'/
+_P0 = regex.compile('(?>(?:(?=[A-Za-z_])))(?!)', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -139,61 +142,6 @@ _PREFIXES_0 = frozenset((
     '<function_cal',
     '<function_call',
     '<function_calls',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|endo',
-    '<|endof',
-    '<|endoft',
-    '<|endofte',
-    '<|endoftex',
-    '<|endoftext',
-    '<|endoftext|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-))
-# open of 'call_section': '<function_calls>'
-_PREFIXES_0_0 = frozenset((
-    '<',
-    '<f',
-    '<fu',
-    '<fun',
-    '<func',
-    '<funct',
-    '<functi',
-    '<functio',
-    '<function',
-    '<function_',
-    '<function_c',
-    '<function_ca',
-    '<function_cal',
-    '<function_call',
-    '<function_calls',
-))
-# close of 'content': '<|im_end|>' | '<|endoftext|>' | '</function_calls>'
-_PREFIXES_0_1 = frozenset((
-    '<',
-    '</',
-    '</f',
-    '</fu',
-    '</fun',
-    '</func',
-    '</funct',
-    '</functi',
-    '</functio',
-    '</function',
-    '</function_',
-    '</function_c',
-    '</function_ca',
-    '</function_cal',
-    '</function_call',
-    '</function_calls',
     '<|',
     '<|e',
     '<|en',
@@ -255,9 +203,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -265,59 +214,39 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
-    m1 = False
     # open of 'call_section': '<function_calls>'
     i = memo[0]
     if i is None or -1 < i < pos:
         i = memo[0] = buf.find('<function_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 16, 0, None
+        bs, be, br = i, i + 16, 0
     # close of 'content': '<|im_end|>' | '<|endoftext|>' | '</function_calls>'
     i = memo[1]
     if i is None or -1 < i < pos:
         i = memo[1] = buf.find('<|im_end|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 10, 1, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br)))):
+        bs, be, br = i, i + 10, 1
     i = memo[2]
     if i is None or -1 < i < pos:
         i = memo[2] = buf.find('<|endoftext|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 13, 1, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br)))):
+        bs, be, br = i, i + 13, 1
     i = memo[3]
     if i is None or -1 < i < pos:
         i = memo[3] = buf.find('</function_calls>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 17, 1, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 1 < br)))):
+        bs, be, br = i, i + 17, 1
     if not eos:
-        if m1:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            h = literal_hold(buf, pos if n - 15 < pos else n - 15, '<', _PREFIXES_0_0)
-            if h < hold:
-                hold = h
-            if not m1:
-                h = literal_hold(buf, pos if n - 16 < pos else n - 16, '<', _PREFIXES_0_1)
-                if h < hold:
-                    hold = h
-        else:
-            # a proper prefix of a literal at the end of the buffer: hold it back
-            j = n - 16
-            j = buf.find('<', j if j > pos else pos)
-            while j >= 0:
-                if buf[j:] in _PREFIXES_0:
-                    if j < hold:
-                        hold = j
-                    break
-                j = buf.find('<', j + 1)
+        # the buffer ends with a proper prefix of a literal: hold it back
+        j = n - 16
+        j = buf.find('<', j if j > pos else pos)
+        while j >= 0:
+            if buf[j:] in _PREFIXES_0:
+                hold = j
+                break
+            j = buf.find('<', j + 1)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
@@ -327,25 +256,41 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
-    # close of 'call_section': '</function_calls>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</function_calls>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 17, 1, None
     # open of 'tool_calls': /'(?=[A-Za-z_])'/
-    m = memo[5]
+    m = memo[4]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[5] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[4] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
-        if not eos and (m.partial or e == n):
-            if i < hold:
-                hold = i
-        elif bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br))):
+        if not eos:
+            if m.partial or e == n:
+                # a partial match, or a complete one at the buffer edge: more input may change it
+                if i < hold:
+                    hold = i
+                i = -1
+            else:
+                # complete, and final unless a path the engine tries before it needs more input
+                # (D2). The probe is asked over a window first (a path reaching the window's edge
+                # may still fail before the buffer's), and only then over the whole buffer.
+                q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                if q is not None and q.start() <= i:
+                    q = memo[5]
+                    if q is None or (q is not False and q.start() < pos):
+                        q = memo[5] = _P0.search(buf, pos, partial=True) or False
+                    if q is not False and q.start() <= i:
+                        if q.start() < hold:
+                            hold = q.start()
+                        i = -1
+        if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
+    # close of 'call_section': '</function_calls>'
+    i = memo[6]
+    if i is None or -1 < i < pos:
+        i = memo[6] = buf.find('</function_calls>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 17, 1, None
     if not eos:
-        # a proper prefix of a literal at the end of the buffer: hold it back
+        # the buffer ends with a proper prefix of a literal: hold it back
         j = n - 16
         j = buf.find('<', j if j > pos else pos)
         while j >= 0:
@@ -361,9 +306,7 @@ def _scan_1(buf, pos, eos, memo):
 
 def _scan_2(buf, pos, eos, memo):
     """S2, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    return -1, 0, 0, None, hold
+    return -1, 0, 0, None, len(buf)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -395,7 +338,7 @@ class ResponseParser(_rt.StreamParser):
         ('', frozenset(())),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 6
+    MEMO_SLOTS = 7
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

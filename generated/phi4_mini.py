@@ -122,48 +122,6 @@ _PREFIXES_0 = frozenset((
     'functoo',
     'functool',
 ))
-# open of 'tool_calls': 'functools'
-_PREFIXES_0_0 = frozenset((
-    'f',
-    'fu',
-    'fun',
-    'func',
-    'funct',
-    'functo',
-    'functoo',
-    'functool',
-))
-# close of 'content': '<|end|>' | '<|endoftext|>' | '<|assistant|>' | '<|user|>'
-_PREFIXES_0_1 = frozenset((
-    '<',
-    '<|',
-    '<|a',
-    '<|as',
-    '<|ass',
-    '<|assi',
-    '<|assis',
-    '<|assist',
-    '<|assista',
-    '<|assistan',
-    '<|assistant',
-    '<|assistant|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|endo',
-    '<|endof',
-    '<|endoft',
-    '<|endofte',
-    '<|endoftex',
-    '<|endoftext',
-    '<|endoftext|',
-    '<|end|',
-    '<|u',
-    '<|us',
-    '<|use',
-    '<|user',
-    '<|user|',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -182,9 +140,10 @@ _TRANSITIONS = (
 
 # -- scanners: one per state (SPEC 4.3) ------------------------------------------------------
 # Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset of a still-pending hit, from which text must be held back.
-# memo[slot] keeps each delimiter's last search result over the same buffer: a hit at or after
-# pos is still the first one from pos, and "none" stays none, so no text is searched twice.
+# and the leftmost offset from which more input could still change the answer, from which text
+# must be held back.
+# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
+# first one from pos, and "none" stays none, so no text is searched twice.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -192,68 +151,44 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
-    bm = None
-    m1 = False
     # open of 'tool_calls': 'functools'
     i = memo[0]
     if i is None or -1 < i < pos:
         i = memo[0] = buf.find('functools', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (9 > be - bs or (9 == be - bs and 0 < br)))):
-        bs, be, br, bm = i, i + 9, 0, None
+        bs, be, br = i, i + 9, 0
     # close of 'content': '<|end|>' | '<|endoftext|>' | '<|assistant|>' | '<|user|>'
     i = memo[1]
     if i is None or -1 < i < pos:
         i = memo[1] = buf.find('<|end|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 7, 1, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br)))):
+        bs, be, br = i, i + 7, 1
     i = memo[2]
     if i is None or -1 < i < pos:
         i = memo[2] = buf.find('<|endoftext|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 13, 1, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br)))):
+        bs, be, br = i, i + 13, 1
     i = memo[3]
     if i is None or -1 < i < pos:
         i = memo[3] = buf.find('<|assistant|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 13, 1, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br)))):
+        bs, be, br = i, i + 13, 1
     i = memo[4]
     if i is None or -1 < i < pos:
         i = memo[4] = buf.find('<|user|>', pos)
-    if i >= 0:
-        m1 = True
-        if bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 1 < br))):
-            bs, be, br, bm = i, i + 8, 1, None
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 1 < br)))):
+        bs, be, br = i, i + 8, 1
     if not eos:
-        if m1:
-            # A literal list that matched somewhere reports no partial match (the reference's
-            # alternation prefers a complete match), so only the other literals may hold text.
-            h = literal_hold(buf, pos if n - 8 < pos else n - 8, 'f', _PREFIXES_0_0)
-            if h < hold:
-                hold = h
-            if not m1:
-                h = literal_hold(buf, pos if n - 12 < pos else n - 12, '<', _PREFIXES_0_1)
-                if h < hold:
-                    hold = h
-        else:
-            h = literal_hold(buf, pos if n - 12 < pos else n - 12, '<f', _PREFIXES_0)
-            if h < hold:
-                hold = h
+        # the buffer ends with a proper prefix of a literal: hold it back
+        hold = literal_hold(buf, pos if n - 12 < pos else n - 12, '<f', _PREFIXES_0)
     if 0 <= bs < hold:
-        return bs, be, br, bm, hold
+        return bs, be, br, None, hold
     return -1, 0, 0, None, hold
 
 
 def _scan_1(buf, pos, eos, memo):
     """S1, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    return -1, 0, 0, None, hold
+    return -1, 0, 0, None, len(buf)
 
 
 class ResponseParser(_rt.StreamParser):

@@ -50,7 +50,8 @@ def test_banner_and_section_order():
     tree = ast.parse(source)
     imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
     modules = sorted({(n.module if isinstance(n, ast.ImportFrom) else n.names[0].name) for n in imports})
-    assert modules == ["__future__", "regex", "respc", "respc.runtime"]
+    # qwen3's literals all start with "<", so its scanners never call literal_hold: not imported
+    assert modules == ["__future__", "regex", "respc"]
 
 
 def test_same_template_same_bytes_and_sha_of_canonical_json():
