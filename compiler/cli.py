@@ -192,6 +192,16 @@ def _write_module(output: str, source: str, parents: bool) -> None:
         raise _UsageError(f"cannot write {output!r}: {exc.strerror or exc}") from None
 
 
+def _display_path(path: str) -> str:
+    """A path to show (graph and page titles, source labels): relative to the working directory
+    when inside it, its file name when outside, a bare catalogue name as given; never absolute."""
+    p = Path(path)
+    if not p.exists() and not p.parent.exists():
+        return path
+    rel = os.path.relpath(p.resolve(), Path.cwd().resolve())
+    return p.name if rel.startswith("..") or os.path.isabs(rel) else Path(rel).as_posix()
+
+
 def _compile(args: argparse.Namespace) -> int:
     source_name, command = _banner_labels(args.template, args.output)
     # The hint on stderr repeats the command exactly as given, so it works from here.

@@ -231,7 +231,7 @@ def test_respc_check_prints_load_warnings(tmp_path, capsys):
     assert capsys.readouterr().out == (
         "warning: field 'x' key 'transform': placeholder root 'nmae' is neither 'content' nor a named group of "
         "the field's patterns (which have no named groups); it would fail at the first region close\n"
-        f"{path}: ok (2 fields, 2 states, 1 warnings)\n")
+        f"{path}: ok (2 fields, 2 states, 1 warning)\n")
 
 
 def test_start_anchor_pattern_that_is_always_empty_warns():
