@@ -169,6 +169,19 @@ def _stream_chunks(path: str):
             os.close(fd)
 
 
+def _read_tools(path: str | None) -> list | None:
+    """The tool list of ``--tools`` (None without it); a file that is not a JSON list is a usage error."""
+    if not path:
+        return None
+    try:
+        tools = json.loads(_read_text_file(path, "tools file"))
+    except json.JSONDecodeError as exc:
+        raise _UsageError(f"tools file {path!r} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(tools, list):
+        raise _UsageError(f"tools file {path!r} must hold a JSON list of tools")
+    return tools
+
+
 def _parse(args: argparse.Namespace) -> int:
     if args.jsonl is not None:
         return _parse_jsonl(args)
@@ -177,14 +190,7 @@ def _parse(args: argparse.Namespace) -> int:
                           "(see respc parse --help)")
     module = _module(args.template)
     prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
-    tools = None
-    if args.tools:
-        try:
-            tools = json.loads(_read_text_file(args.tools, "tools file"))
-        except json.JSONDecodeError as exc:
-            raise _UsageError(f"tools file {args.tools!r} is not JSON: {exc.msg} at line {exc.lineno}") from None
-        if not isinstance(tools, list):
-            raise _UsageError(f"tools file {args.tools!r} must hold a JSON list of tools")
+    tools = _read_tools(args.tools)
     if not args.events:
         text = "".join(_stream_chunks(args.file))
         _print_json(module.parse_response(text, prefix, tools), indent=2)
@@ -233,12 +239,7 @@ def _parse_jsonl(args: argparse.Namespace) -> int:
         raise _UsageError("parse: error: --workers and --batch-size must be at least 1")
     prefix = args.prefix if args.prefix is not None else (
         _read_text_file(args.prefix_file, "prefix file") if args.prefix_file is not None else None)
-    tools = None
-    if args.tools:
-        try:
-            tools = json.loads(_read_text_file(args.tools, "tools file"))
-        except json.JSONDecodeError as exc:
-            raise _UsageError(f"tools file {args.tools!r} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    tools = _read_tools(args.tools)
     overrides = {key: getattr(args, f"{key}_key") for key in ("output", "prefix", "tools", "id")
                  if getattr(args, f"{key}_key") is not None}
     parser = batch.make_parser(args.template, keys=overrides, preset=args.preset, prefix=prefix, tools=tools,
