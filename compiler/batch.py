@@ -306,14 +306,20 @@ class RecordParser:
             return {"id": None, "message": None, "diagnostics": [{"kind": "error", "message": error}]}, error
         return self.parse_record(record)
 
-    def parse_lines(self, batch: list[tuple[int, bytes]]) -> tuple[list[str], Stats]:
-        """Parse a batch of ``(line number, raw line)``; returns the serialised records and the counts."""
+    def parse_lines(self, batch: list[tuple[int, bytes]]) -> tuple[bytes, Stats]:
+        """Parse a batch of ``(line number, raw line)``.
+
+        Returns:
+            tuple[bytes, Stats]: the output lines, UTF-8, each ending in a newline (encoded here, in
+            the worker, so the parent only writes bytes), and the counts.
+        """
         out, stats = [], Stats()
         for lineno, line in batch:
             record, error = self.parse_line(line)
             _count(stats, record, error, lineno, self.errors)
             out.append(dump_record(record))
-        return out, stats
+        out.append("")
+        return "\n".join(out).encode("utf-8"), stats
 
 
 def _plain(value: Any) -> Any:
@@ -350,7 +356,7 @@ def _init_worker(parser: RecordParser) -> None:
     parser._load()  # build the parser once per worker, before the first batch
 
 
-def _work(batch: list[tuple[int, bytes]]) -> tuple[list[str], Stats]:
+def _work(batch: list[tuple[int, bytes]]) -> tuple[bytes, Stats]:
     assert _WORKER is not None
     return _WORKER.parse_lines(batch)
 
@@ -380,7 +386,7 @@ def _batches(lines: Iterable[bytes], size: int) -> Iterator[list[tuple[int, byte
 
 
 def map_line_batches(parser: RecordParser, batches: Iterable[list[tuple[int, bytes]]],
-                     workers: int) -> Iterator[tuple[list[str], Stats]]:
+                     workers: int) -> Iterator[tuple[bytes, Stats]]:
     """Parse line batches, in order, on ``workers`` processes (1: in this process).
 
     At most ``2 * workers`` batches are in flight, so the input is read only as fast as it is parsed.
@@ -570,8 +576,8 @@ def run_jsonl(parser: RecordParser, in_path: str, out_path: str, *, workers: int
     stats = Stats()
     bar = _Progress(size) if progress else None
     try:
-        for lines, part in map_line_batches(parser, _batches(reader, batch_size), workers):
-            writer.write(("\n".join(lines) + "\n").encode("utf-8"))
+        for data, part in map_line_batches(parser, _batches(reader, batch_size), workers):
+            writer.write(data)
             if on_failure is not None:
                 for lineno, error in part.failed_lines:
                     on_failure(lineno, error)
