@@ -94,14 +94,32 @@ def test_cli_recover_exits_0_despite_failures(tmp_path):
 
 
 def test_cli_workers_give_the_same_bytes_as_one(tmp_path):
-    records = _records(50)
+    """A plain file with 2 workers goes by byte ranges (about 45 kB: three 16 kB spans), gzip by
+    line batches; both give the bytes of one worker, in order."""
+    records = _records(300)
     _write_jsonl(tmp_path / "in.jsonl", records)
-    for workers, name in (("1", "one.jsonl"), ("2", "two.jsonl")):
-        assert main(["parse", "qwen3", "--jsonl", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / name),
-                     "--workers", workers, "--batch-size", "3"]) == 0
+    _write_jsonl(tmp_path / "in.jsonl.gz", records, gzip.open)
+    for workers, src, name in (("1", "in.jsonl", "one.jsonl"), ("2", "in.jsonl", "two.jsonl"),
+                               ("2", "in.jsonl.gz", "gz.jsonl")):
+        assert main(["parse", "qwen3", "--jsonl", str(tmp_path / src), "-o", str(tmp_path / name),
+                     "--workers", workers, "--batch-size", "1"]) == 0
     one = (tmp_path / "one.jsonl").read_bytes()
-    assert one == (tmp_path / "two.jsonl").read_bytes()
+    assert one == (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "gz.jsonl").read_bytes()
     assert [json.loads(line) for line in one.splitlines()] == [_expected(r) for r in records]
+    source = (tmp_path / "in.jsonl").read_bytes()
+    spans = list(batch._ranges(str(tmp_path / "in.jsonl"), 16384, [0]))
+    assert len(spans) == 3 and spans[0][0] == 0 and spans[1][2] == source[:spans[1][0]].count(b"\n") + 1
+
+
+def test_strict_line_numbers_with_workers(tmp_path, capsys):
+    lines = [json.dumps(r) for r in _records(200)]
+    lines[150] = "not json"
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["parse", "qwen3", "--jsonl", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o.jsonl"),
+                 "--workers", "2", "--batch-size", "1", "--errors", "strict"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    expected = sorted([i + 1 for i in range(200) if i % 3 == 2 and i != 150] + [151])
+    assert [int(line.split(": line ")[1].split(":")[0]) for line in err[:-1]] == expected
 
 
 def test_cli_gzip_in_and_out(tmp_path):
