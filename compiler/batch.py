@@ -23,9 +23,10 @@ learns repair of damaged output (the malformed-output issue), its ``ResponsePars
 ``RecordParser.__init__``) and copies the parser's own diagnostics into the record; until then both
 modes parse the same way and ``repairs`` is 0.
 
-Parallelism: the parent only reads and writes lines. Workers receive batches of raw lines (bytes),
-decode the JSON, parse and return the output lines already serialised, so the parent's cost per
-record is small. Each worker builds its parser once, from the generated module's source that the
+Parallelism: the parent only reads and writes bytes. For a plain input file, workers get byte
+ranges of whole lines and read them themselves (the parent only finds line ends); for stdin or a
+compressed file they get batches of raw lines. Either way they decode the JSON, parse and return
+the output lines already serialised and encoded, so the parent's cost per record is small. Each worker builds its parser once, from the generated module's source that the
 parent compiled (no compiler import in workers). At most ``2 * workers`` batches are in flight, so
 memory stays flat in the number of records; results are taken in submission order, so output order
 is input order. ``workers=1`` parses in the calling process.
@@ -425,25 +426,32 @@ def _batches(lines: Iterable[bytes], size: int) -> Iterator[list[tuple[int, byte
         yield batch
 
 
-def map_line_batches(parser: RecordParser, batches: Iterable[list[tuple[int, bytes]]],
-                     workers: int) -> Iterator[tuple[bytes, Stats]]:
-    """Parse line batches, in order, on ``workers`` processes (1: in this process).
+def _ordered_pool(parser: RecordParser, path: str | None, work: Callable, items: Iterable,
+                  workers: int) -> Iterator[Any]:
+    """``work(item)`` for each item on ``workers`` processes, results in item order.
 
-    At most ``2 * workers`` batches are in flight, so the input is read only as fast as it is parsed.
+    Each worker runs :func:`_init_worker` once (the parser is built there). At most ``2 * workers``
+    items are in flight, so the input is read only as fast as it is parsed (memory stays flat).
     """
-    if workers <= 1:
-        for batch in batches:
-            yield parser.parse_lines(batch)
-        return
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    with context.Pool(workers, initializer=_init_worker, initargs=(parser,)) as pool:
+    with context.Pool(workers, initializer=_init_worker, initargs=(parser, path)) as pool:
         pending: collections.deque = collections.deque()
-        for batch in batches:
-            pending.append(pool.apply_async(_work, (batch,)))
+        for item in items:
+            pending.append(pool.apply_async(work, (item,)))
             if len(pending) >= 2 * workers:
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
+
+
+def map_line_batches(parser: RecordParser, batches: Iterable[list[tuple[int, bytes]]],
+                     workers: int) -> Iterator[tuple[bytes, Stats]]:
+    """Parse line batches, in order, on ``workers`` processes (1: in this process)."""
+    if workers <= 1:
+        for batch in batches:
+            yield parser.parse_lines(batch)
+        return
+    yield from _ordered_pool(parser, None, _work, batches, workers)
 
 
 # --- files ---------------------------------------------------------------------------------------
@@ -606,78 +614,45 @@ def run_jsonl(parser: RecordParser, in_path: str, out_path: str, *, workers: int
     started = time.perf_counter()
     if progress is None:
         progress = sys.stderr.isatty()
+    reader = None
     if workers > 1 and in_path != "-" and not in_path.endswith((".gz", ".zst")) and os.path.isfile(in_path):
-        return _run_ranges(parser, in_path, out_path, workers, batch_size, progress, on_failure, started)
-    reader, counter, size = open_input(in_path)
+        # A plain file: workers read byte ranges of about batch_size records (16 kB each) themselves,
+        # so the parent never touches a record. Output bytes and order are those of line batches.
+        size, position = os.path.getsize(in_path), [0]
+        spans = _ranges(in_path, max(4096, batch_size * 16384), position)
+        results = _ordered_pool(parser, in_path, _work_range, spans, workers)
+        where = lambda: position[0]  # noqa: E731
+    else:
+        reader, counter, size = open_input(in_path)
+        results = map_line_batches(parser, _batches(reader, batch_size), workers)
+        where = lambda: counter.count if counter is not None else None  # noqa: E731
     try:
         writer = open_output(out_path)
     except BaseException:
-        if in_path != "-":
+        if reader is not None and in_path != "-":
             reader.close()
         raise
     stats = Stats()
     bar = _Progress(size) if progress else None
     try:
-        for data, part in map_line_batches(parser, _batches(reader, batch_size), workers):
+        for data, part in results:
             writer.write(data)
             if on_failure is not None:
                 for lineno, error in part.failed_lines:
                     on_failure(lineno, error)
             stats.add(part)
             if bar is not None:
-                bar.update(counter.count if counter is not None else None, stats.records)
+                bar.update(where(), stats.records)
     finally:
+        results.close()  # stops the pool, if any
         if bar is not None:
             bar.close()
         if out_path == "-":
             writer.flush()
         else:
             writer.close()
-        if in_path != "-":
+        if reader is not None and in_path != "-":
             reader.close()
-    return stats, time.perf_counter() - started
-
-
-def _run_ranges(parser: RecordParser, in_path: str, out_path: str, workers: int, batch_size: int,
-                progress: bool, on_failure: Callable[[int, str], None] | None,
-                started: float) -> tuple[Stats, float]:
-    """:func:`run_jsonl` for a plain file and several workers: workers read byte ranges themselves.
-
-    A span holds about ``batch_size`` records' worth of bytes (16 kB each, 4 kB at least), so the
-    parent never touches a record; order and output bytes are those of the line-batch path.
-    """
-    size = os.path.getsize(in_path)
-    counter = [0]
-    writer = open_output(out_path)
-    stats = Stats()
-    bar = _Progress(size) if progress else None
-    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    try:
-        with context.Pool(workers, initializer=_init_worker, initargs=(parser, in_path)) as pool:
-            pending: collections.deque = collections.deque()
-
-            def drain(limit: int) -> None:
-                while len(pending) > limit:
-                    data, part = pending.popleft().get()
-                    writer.write(data)
-                    if on_failure is not None:
-                        for lineno, error in part.failed_lines:
-                            on_failure(lineno, error)
-                    stats.add(part)
-                    if bar is not None:
-                        bar.update(counter[0], stats.records)
-
-            for span in _ranges(in_path, max(4096, batch_size * 16384), counter):
-                pending.append(pool.apply_async(_work_range, (span,)))
-                drain(2 * workers - 1)
-            drain(0)
-    finally:
-        if bar is not None:
-            bar.close()
-        if out_path == "-":
-            writer.flush()
-        else:
-            writer.close()
     return stats, time.perf_counter() - started
 
 
@@ -751,10 +726,6 @@ def _chunks(rows: Iterator[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def _init_record_worker(parser: RecordParser) -> None:
-    _init_worker(parser)
-
-
 def _work_records(batch: list[Any]) -> list[dict]:
     assert _WORKER is not None
     return [_WORKER.parse_record(row)[0] for row in batch]
@@ -823,15 +794,8 @@ def _parse_rows(parser: RecordParser, records: Any, workers: int, batch_size: in
         for row in rows:
             yield parser.parse_record(row)[0]
         return
-    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    with context.Pool(workers, initializer=_init_record_worker, initargs=(parser,)) as pool:
-        pending: collections.deque = collections.deque()
-        for batch in _chunks(rows, batch_size):
-            pending.append(pool.apply_async(_work_records, (batch,)))
-            if len(pending) >= 2 * workers:
-                yield from pending.popleft().get()
-        while pending:
-            yield from pending.popleft().get()
+    for records in _ordered_pool(parser, None, _work_records, _chunks(rows, batch_size), workers):
+        yield from records
 
 
 class ColumnsMapper:
