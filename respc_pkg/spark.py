@@ -12,7 +12,9 @@ Example::
     df = spark.read.text("outputs.jsonl")
     df.select(parse("value").alias("record")).write.text("parsed/")
 
-Blank lines give ``null`` (a Spark column keeps one value per row; the CLI skips them).
+Blank lines give ``null`` (a Spark column keeps one value per row; the CLI skips them). Spark's
+Python workers must import respc, pandas and pyarrow: point ``PYSPARK_PYTHON`` at the interpreter
+that has them. Tested on ``local[2]`` (``tests/test_spark.py``, ``python -m pytest -q -m spark``).
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ def lines_udf(template: Any, **options: Any) -> Any:
         raise ImportError("respc.spark needs pyspark, pandas and pyarrow: pip install pyspark pandas pyarrow") from None
     parser = _batch.make_parser(template, **options)
 
-    def parse(lines: pd.Series) -> pd.Series:
+    def parse(lines):
         return pd.Series([None if line is None or not line.strip() else
                           _batch.dump_record(parser.parse_line(line)[0]) for line in lines], dtype=object)
 
+    # real classes, not the strings `from __future__ import annotations` would leave: Spark reads them
+    parse.__annotations__ = {"lines": pd.Series, "return": pd.Series}
     return pandas_udf(parse, "string")

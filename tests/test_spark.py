@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 
 import pytest
 
@@ -22,8 +23,10 @@ if shutil.which("java") is None:
     pytest.skip("Spark needs Java (apt-get install default-jre-headless)", allow_module_level=True)
 
 
-def test_lines_udf_gives_the_cli_bytes(tmp_path):
+def test_lines_udf_gives_the_cli_bytes(tmp_path, monkeypatch):
     from pyspark.sql import SparkSession
+
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # Spark's Python workers: this interpreter
 
     import respc.spark
 
