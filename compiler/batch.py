@@ -553,8 +553,12 @@ class _Progress:
         except ImportError:
             self.bar = None
         else:
+            import shutil
+
+            # a terminal that reports 0 columns (some pseudo-terminals) would get an empty bar
+            width = shutil.get_terminal_size((100, 20)).columns or 100
             self.bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=self.stream,
-                            desc="respc", dynamic_ncols=True, mininterval=0.5)
+                            desc="respc", ncols=width, mininterval=0.5)
 
     def update(self, position: int | None, records: int) -> None:
         self.records = records
