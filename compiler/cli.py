@@ -345,23 +345,34 @@ def _stream_chunks(path: str):
             os.close(fd)
 
 
+def _read_tools(path: str | None) -> list | None:
+    """The tool list of ``--tools`` (None without it); a file that is not a JSON list is a usage error."""
+    if not path:
+        return None
+    try:
+        tools = json.loads(_read_text_file(path, "tools file"))
+    except json.JSONDecodeError as exc:
+        raise _UsageError(f"tools file {path!r} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(tools, list):
+        raise _UsageError(f"tools file {path!r} must hold a JSON list of tools")
+    try:
+        tool_parameters(tools)
+    except RespcError as exc:
+        raise _UsageError(f"tools file {path!r}: {_one_line(exc)}") from None
+    return tools
+
+
 def _parse(args: argparse.Namespace) -> int:
     if getattr(args, "html", None):
         return _parse_html(args)
+    if args.jsonl is not None:
+        return _parse_jsonl(args)
+    if args.prefix is None and args.prefix_file is None:
+        raise _UsageError("parse: error: one of the arguments --prefix --prefix-file is required "
+                          "(see respc parse --help)")
     module = _module(args.template)
     prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
-    tools = None
-    if args.tools:
-        try:
-            tools = json.loads(_read_text_file(args.tools, "tools file"))
-        except json.JSONDecodeError as exc:
-            raise _UsageError(f"tools file {args.tools!r} is not JSON: {exc.msg} at line {exc.lineno}") from None
-        if not isinstance(tools, list):
-            raise _UsageError(f"tools file {args.tools!r} must hold a JSON list of tools")
-        try:
-            tool_parameters(tools)
-        except RespcError as exc:
-            raise _UsageError(f"tools file {args.tools!r}: {_one_line(exc)}") from None
+    tools = _read_tools(args.tools)
     if not args.events:
         text = "".join(_stream_chunks(args.file))
         _print_json(module.parse_response(text, prefix, tools), indent=2)
@@ -467,19 +478,66 @@ def _parse_html(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_tools(path: str) -> list:
-    try:
-        tools = json.loads(_read_text_file(path, "tools file"))
-    except json.JSONDecodeError as exc:
-        raise _UsageError(f"tools file {path!r} is not JSON: {exc.msg} at line {exc.lineno}") from None
-    if not isinstance(tools, list):
-        raise _UsageError(f"tools file {path!r} must hold a JSON list of tools")
-    return tools
-
 
 def _add_html_option(parse: Any) -> None:
     parse.add_argument("--html", metavar="OUT.html",
                        help="also write a self-contained page showing which region each character went to")
+def _add_jsonl_arguments(parse: argparse.ArgumentParser) -> None:
+    """The options of ``respc parse --jsonl`` (batch mode, compiler/batch.py)."""
+    from .batch import ERRORS_MODES, PRESETS
+
+    batch = parse.add_argument_group("batch mode (--jsonl)")
+    batch.add_argument("--jsonl", metavar="IN.jsonl", help="parse one record per line (- for stdin; .gz/.zst)")
+    batch.add_argument("-o", "--output", default="-", metavar="OUT.jsonl",
+                       help="where the output records go (default -: stdout; .gz/.zst compress)")
+    batch.add_argument("--preset", choices=list(PRESETS), help="record keys of a common dump (see README)")
+    for key in ("output", "prefix", "tools", "id"):
+        batch.add_argument(f"--{key}-key", metavar="PATH",
+                           help=f"record key of the {key} (dotted path, a|b = first present)")
+    batch.add_argument("--errors", choices=ERRORS_MODES, default="recover",
+                       help="recover (default): a bad record becomes message null with a diagnostic; strict: "
+                       "also report it with its line number and exit 1 at the end")
+    batch.add_argument("--workers", type=int, default=None, metavar="N", help="processes (default: the cores available)")
+    batch.add_argument("--batch-size", type=int, default=None, metavar="N", help="records per batch sent to a worker")
+    batch.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                       help="progress bar on stderr (default: when stderr is a terminal)")
+
+
+def _parse_jsonl(args: argparse.Namespace) -> int:
+    """``respc parse TEMPLATE --jsonl IN -o OUT``: every record parsed, a summary line on stderr."""
+    from . import batch
+
+    if args.events or args.file != "-":
+        raise _UsageError("parse: error: --jsonl reads its records from IN.jsonl; it takes no FILE and no --events")
+    if args.workers is not None and args.workers < 1 or args.batch_size is not None and args.batch_size < 1:
+        raise _UsageError("parse: error: --workers and --batch-size must be at least 1")
+    prefix = args.prefix if args.prefix is not None else (
+        _read_text_file(args.prefix_file, "prefix file") if args.prefix_file is not None else None)
+    tools = _read_tools(args.tools)
+    overrides = {key: getattr(args, f"{key}_key") for key in ("output", "prefix", "tools", "id")
+                 if getattr(args, f"{key}_key") is not None}
+    parser = batch.make_parser(args.template, keys=overrides, preset=args.preset, prefix=prefix, tools=tools,
+                               errors=args.errors)
+    workers = args.workers or batch.default_workers()
+
+    def report(lineno: int, error: str) -> None:
+        print(f"respc: {args.jsonl}: line {lineno}: {error}", file=sys.stderr)
+
+    try:
+        stats, seconds = batch.run_jsonl(parser, args.jsonl, args.output, workers=workers,
+                                         batch_size=args.batch_size or batch.BATCH_SIZE, progress=args.progress,
+                                         on_failure=report)
+    except batch.MissingExtra as exc:
+        raise _UsageError(str(exc)) from None
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            raise
+        name = getattr(exc, "filename", None) or "?"
+        raise _UsageError(f"cannot read or write {name!r}: {exc.strerror or exc}") from None
+    rate = stats.records / seconds if seconds > 0 else 0.0
+    print(f"respc: {stats.records} records, {stats.tool_calls} messages with tool calls, {stats.repairs} repairs, "
+          f"{stats.failures} failures, {seconds:.1f} s ({rate:,.0f} records/s, {workers} workers)", file=sys.stderr)
+    return 1 if args.errors == "strict" and stats.failures else 0
 
 
 def _version() -> str:
@@ -540,12 +598,14 @@ def _add_parse(sub) -> None:
     _template_argument(parse)
     parse.add_argument("file", metavar="FILE", nargs="?", default="-",
                        help="model output file; - or omitted: standard input")
-    group = parse.add_mutually_exclusive_group(required=True)
-    group.add_argument("--prefix", help='the prompt before generation ("" opts out)')
+    group = parse.add_mutually_exclusive_group()  # required without --jsonl (checked in _parse)
+    group.add_argument("--prefix", help='the prompt before generation ("" opts out); with --jsonl: the '
+                       'default for records without one')
     group.add_argument("--prefix-file", help="a file holding the prompt before generation")
     parse.add_argument("--tools", help="a JSON file with a list of tools, to type tool-call arguments")
     parse.add_argument("--events", action="store_true", help="print one JSON event per line as input arrives")
     _add_html_option(parse)
+    _add_jsonl_arguments(parse)
     parse.set_defaults(run=_parse)
 
 

@@ -7,6 +7,10 @@ IR, automaton, grammar, emit, CLI), ``respc.runtime`` (what generated parsers sh
 Convenience API, drop-in for the transformers functions of the same names (SPEC section 3):
 :func:`compile_template`, :func:`parse_response`, :func:`get_response_parser`; ``respc.show.html(...)``
 draws a parse as a self-contained HTML page (respc_pkg/show.py).
+
+Batch parsing (compiler/batch.py): :func:`parse_batch` (records, a dict of columns, a DataFrame or an
+Arrow table in; an iterator of output records out) and :func:`columns_mapper` (for
+``datasets.Dataset.map(batched=True)``); Ray Data in :mod:`respc.ray`.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["compile_template", "parse_response", "get_response_parser", "show", "__version__"]
+__all__ = ["compile_template", "parse_response", "get_response_parser", "parse_batch", "columns_mapper",
+           "show", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -29,4 +34,8 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return importlib.import_module("respc.show")
+    if name in ("parse_batch", "columns_mapper"):
+        from respc.compiler import batch
+
+        return getattr(batch, name)
     raise AttributeError(f"module 'respc' has no attribute {name!r}")

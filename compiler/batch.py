@@ -1,0 +1,844 @@
+"""Batch parsing: many model outputs, one output record each, on every core (issue 12).
+
+Theory of operation
+-------------------
+A batch run turns *input records* into *output records*, one for one, in order:
+
+* an input record is a JSON object (one line of a JSONL file, a row of a dict of columns, of a
+  DataFrame or of an Arrow table). :class:`Keys` says where its model output, prompt (``prefix``),
+  tools and id are; a key may be a dotted path (``outputs.0.text``: dict keys and list indices) and
+  may list alternatives separated by ``|`` (the first one present wins). :data:`PRESETS` holds the
+  keys of the common dumps;
+* an output record is ``{"id": ..., "message": ..., "diagnostics": [...]}``: ``id`` is the record's
+  id (``null`` when it has none), ``message`` the parsed assistant message (``null`` when the
+  record could not be parsed), ``diagnostics`` a list of ``{"kind": ..., "message": ...}``.
+
+A record whose parse raises (``ValueError``, which covers ``ContentParseError`` and a missing
+prefix, ``TypeError``, ``KeyError``) becomes ``message: null`` with one diagnostic
+``{"kind": "error", "message": "<class>: <text>"}``, and the run goes on. ``errors`` decides what the
+caller is told: ``"recover"`` (the default) counts it as a failure; ``"strict"`` also reports it with
+its line number (the CLI prints it on stderr and exits 1 at the end). When a generated parser
+learns repair of damaged output (the malformed-output issue), its ``ResponseParser`` will take an
+``errors=`` keyword: :class:`RecordParser` then passes the mode through (see
+``RecordParser.__init__``) and copies the parser's own diagnostics into the record; until then both
+modes parse the same way and ``repairs`` is 0.
+
+Parallelism: the parent only reads and writes bytes. For a plain input file, workers get byte
+ranges of whole lines and read them themselves (the parent only finds line ends); for stdin or a
+compressed file they get batches of raw lines. Either way they decode the JSON, parse and return
+the output lines already serialised and encoded, so the parent's cost per record is small. Each worker builds its parser once, from the generated module's source that the
+parent compiled (no compiler import in workers). At most ``2 * workers`` batches are in flight, so
+memory stays flat in the number of records; results are taken in submission order, so output order
+is input order. ``workers=1`` parses in the calling process.
+
+Every path (CLI, :func:`parse_batch`, :func:`columns_mapper`, ``respc.ray``) serialises a record with
+:func:`dump_record`, so their output lines are byte-identical.
+"""
+
+from __future__ import annotations
+
+import collections
+import gzip
+import inspect
+import io
+import json
+import multiprocessing
+import os
+import sys
+import time
+import types
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+__all__ = [
+    "Keys",
+    "PRESETS",
+    "Stats",
+    "RecordParser",
+    "module_source",
+    "parse_batch",
+    "columns_mapper",
+    "dump_record",
+    "open_input",
+    "open_output",
+    "run_jsonl",
+    "default_workers",
+    "ERRORS_MODES",
+]
+
+ERRORS_MODES = ("recover", "strict")
+
+#: records per batch sent to a worker (the CLI's ``--batch-size`` default)
+BATCH_SIZE = 64
+
+#: the exceptions a parse of one record may raise that make it a failed record, not a crash:
+#: ValueError (ContentParseError, PlaceholderError, missing prefix), TypeError (ids without a
+#: tokenizer, a non-text output), KeyError (a transform placeholder in older runtimes).
+RECORD_ERRORS = (ValueError, TypeError, KeyError)
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Where an input record keeps each piece (dotted paths; ``a|b`` = first present).
+
+    Attributes:
+        output (str): the model output text (required in every record).
+        prefix (str): the prompt sent before generation; a record without it uses the run's default
+            prefix (``--prefix``); with neither the record fails (the parser requires a prefix).
+        tools (str): the tool list (JSON list) used to type tool-call arguments; default: the run's.
+        id (str): copied to the output record's ``id`` (``null`` when absent).
+    """
+
+    output: str = "output"
+    prefix: str = "prefix"
+    tools: str = "tools"
+    id: str = "id"
+
+
+#: Presets for common dumps: name -> (keys, the record shape they read). Each is a documented
+#: guess at the usual shape; any key can be overridden on top of a preset.
+PRESETS: dict[str, tuple[Keys, str]] = {
+    "respc": (Keys(), '{"id": ..., "prefix": "<prompt>", "output": "<model output>", "tools": [...]}'),
+    "vllm": (Keys(output="outputs.0.text", prefix="prompt", tools="tools", id="request_id"),
+             'vLLM RequestOutput as a dict (LLM.generate): {"request_id": "0", "prompt": "<prompt>", '
+             '"outputs": [{"index": 0, "text": "<model output>", ...}], ...}'),
+    "sglang": (Keys(output="text", prefix="prompt", tools="tools", id="meta_info.id|id"),
+               'SGLang Engine.generate / /generate result, with the prompt added: {"text": "<model output>", '
+               '"meta_info": {"id": "...", ...}, "prompt": "<prompt>"}'),
+    "datasets": (Keys(output="completion|response|output", prefix="prompt", tools="tools", id="id"),
+                 'Hugging Face datasets prompt-completion rows (TRL style): {"id": ..., "prompt": "<prompt>", '
+                 '"completion": "<model output>"} (also "response" or "output" for the output)'),
+    "openai-batch": (Keys(output="response.body.choices.0.message.content|response.body.choices.0.text",
+                          prefix="prefix", tools="tools", id="custom_id"),
+                     'OpenAI Batch API output line (also vLLM run_batch): {"id": "batch_req_...", '
+                     '"custom_id": "...", "response": {"status_code": 200, "body": {"choices": [{"message": '
+                     '{"content": "<raw model output>"}}]}}} (or choices[0].text for /v1/completions); the '
+                     'prompt is not in this file: give --prefix'),
+}
+
+
+_MISSING = object()
+
+
+def _lookup(record: Any, path: str) -> Any:
+    """The value at a dotted ``path`` (``a.0.b``; ``a|b`` = first present), or ``_MISSING``.
+
+    A path that is a key of the record as it stands (``"a.b"`` literally) wins over its dotted
+    reading. Digits index lists; ``None`` values count as absent for alternatives but are returned
+    for the last one.
+    """
+    for alternative in path.split("|"):
+        value = _walk(record, alternative)
+        if value is not _MISSING and value is not None:
+            return value
+    return value
+
+
+def _walk(record: Any, path: str) -> Any:
+    if isinstance(record, Mapping) and path in record:
+        return record[path]
+    value = record
+    for part in path.split("."):
+        if isinstance(value, Mapping):
+            value = value.get(part, _MISSING)
+        elif isinstance(value, (list, tuple)) and part.isdigit():
+            index = int(part)
+            value = value[index] if index < len(value) else _MISSING
+        else:
+            return _MISSING
+        if value is _MISSING:
+            return _MISSING
+    return value
+
+
+@dataclass
+class Stats:
+    """Counts of a run (the CLI's summary line).
+
+    Attributes:
+        records (int): output records written.
+        tool_calls (int): messages with at least one tool call.
+        repairs (int): diagnostics of kind ``"repair"`` (0 until parsers repair damaged output).
+        failures (int): records whose message is ``null``.
+        failed_lines (list[tuple[int, str]]): (line number, error) of each failure, kept only in
+            ``"strict"`` mode (the CLI reports them).
+    """
+
+    records: int = 0
+    tool_calls: int = 0
+    repairs: int = 0
+    failures: int = 0
+    failed_lines: list = field(default_factory=list)
+
+    def add(self, other: "Stats") -> None:
+        self.records += other.records
+        self.tool_calls += other.tool_calls
+        self.repairs += other.repairs
+        self.failures += other.failures
+        self.failed_lines.extend(other.failed_lines)
+
+
+def dump_record(record: dict) -> str:
+    """One output record as one JSON line (without the newline); the only serialiser of every path."""
+    return json.dumps(record, ensure_ascii=False, separators=(", ", ": "))
+
+
+def module_source(template: Any) -> str:
+    """The generated module's source for ``template`` (what workers and Ray actors execute).
+
+    Raises:
+        TemplateError: the template breaks a rule of SPEC section 2.
+    """
+    from .api import compile_source
+
+    return compile_source(template).source
+
+
+def _exec_module(source: str) -> types.ModuleType:
+    """Execute generated source into a fresh module (once per process; no compiler import)."""
+    module = types.ModuleType("respc._batch_parser")
+    module.__file__ = "<respc batch parser>"
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102 - our own emitted code
+    finally:
+        del sys.modules[module.__name__]
+    return module
+
+
+def _describe(exc: BaseException, limit: int = 1000) -> str:
+    text = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+class RecordParser:
+    """Turns input records into output records with one generated parser (built once).
+
+    Args:
+        source: generated module source (:func:`module_source`).
+        keys: where the pieces are in a record.
+        prefix: default prefix for records without one (``None``: such records fail).
+        tools: default tool list for records without one.
+        errors: ``"recover"`` or ``"strict"`` (see the module docstring).
+
+    Picklable (only the arguments are pickled; the module is rebuilt on first use), so a Ray actor or
+    a ``datasets`` map can carry it.
+    """
+
+    def __init__(self, source: str, keys: Keys = Keys(), prefix: str | None = None,
+                 tools: list | None = None, errors: str = "recover") -> None:
+        if errors not in ERRORS_MODES:
+            raise ValueError(f"errors must be one of {', '.join(map(repr, ERRORS_MODES))}, not {errors!r}")
+        self.source = source
+        self.keys = keys
+        self.prefix = prefix
+        self.tools = tools
+        self.errors = errors
+        self._module: types.ModuleType | None = None
+        self._parser_class: Callable[..., Any] | None = None
+        self._extra: dict = {}
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_module", "_parser_class", "_extra")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._module = self._parser_class = None
+        self._extra = {}
+
+    def _load(self) -> None:
+        self._module = _exec_module(self.source)
+        self._parser_class = self._module.ResponseParser
+        # Recover mode plugs in here: a ResponseParser that takes ``errors=`` (the malformed-output
+        # issue) gets the run's mode, and its ``diagnostics`` list (if any) reaches the record.
+        try:
+            accepts = "errors" in inspect.signature(self._parser_class).parameters
+        except (TypeError, ValueError):
+            accepts = False
+        self._extra = {"errors": self.errors} if accepts else {}
+
+    def parse_record(self, record: Any) -> tuple[dict, str | None]:
+        """Parse one input record.
+
+        Returns:
+            tuple[dict, str | None]: the output record, and the error text when it failed (else None).
+        """
+        if self._parser_class is None:
+            self._load()
+        keys = self.keys
+        ident = None
+        try:
+            if not isinstance(record, Mapping):
+                raise ValueError(f"a record must be a JSON object, not {type(record).__name__}")
+            ident = _lookup(record, keys.id)
+            if ident is _MISSING:
+                ident = None
+            output = _lookup(record, keys.output)
+            if output is _MISSING or output is None:
+                raise ValueError(f"record has no model output at key {keys.output!r}")
+            prefix = _lookup(record, keys.prefix)
+            if prefix is _MISSING or prefix is None:
+                if self.prefix is None:
+                    raise ValueError(f"record has no prefix at key {keys.prefix!r} and no default prefix "
+                                     "was given (--prefix/--prefix-file, or prefix=)")
+                prefix = self.prefix
+            tools = _lookup(record, keys.tools)
+            if tools is _MISSING or tools is None:
+                tools = self.tools
+            parser = self._parser_class(prefix, tools, **self._extra)
+            parser.feed(output)
+            message = parser.finalize()[0]
+        except RECORD_ERRORS as exc:
+            error = _describe(exc)
+            if ident is _MISSING:
+                ident = None
+            return {"id": _plain(ident), "message": None,
+                    "diagnostics": [{"kind": "error", "message": error}]}, error
+        diagnostics = list(getattr(parser, "diagnostics", None) or ())
+        return {"id": _plain(ident), "message": message, "diagnostics": diagnostics}, None
+
+    def parse_line(self, line: bytes | str) -> tuple[dict, str | None]:
+        """Parse one JSONL line (bytes or str) into an output record (a bad line is a failed record)."""
+        try:
+            record = json.loads(line)
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+            error = f"line is not JSON: {_describe(exc)}"
+            return {"id": None, "message": None, "diagnostics": [{"kind": "error", "message": error}]}, error
+        return self.parse_record(record)
+
+    def parse_lines(self, batch: list[tuple[int, bytes]]) -> tuple[bytes, Stats]:
+        """Parse a batch of ``(line number, raw line)``.
+
+        Returns:
+            tuple[bytes, Stats]: the output lines, UTF-8, each ending in a newline (encoded here, in
+            the worker, so the parent only writes bytes), and the counts.
+        """
+        out, stats = [], Stats()
+        for lineno, line in batch:
+            record, error = self.parse_line(line)
+            _count(stats, record, error, lineno, self.errors)
+            out.append(dump_record(record))
+        out.append("")
+        return "\n".join(out).encode("utf-8"), stats
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-able id: numpy/pyarrow scalars become Python values (``item()``/``as_py()``)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    for name in ("as_py", "item"):
+        method = getattr(value, name, None)
+        if callable(method):
+            return method()
+    return value
+
+
+def _count(stats: Stats, record: dict, error: str | None, lineno: int, errors: str) -> None:
+    stats.records += 1
+    message = record["message"]
+    if message is None:
+        stats.failures += 1
+        if errors == "strict":
+            stats.failed_lines.append((lineno, error))
+    elif message.get("tool_calls"):
+        stats.tool_calls += 1
+    stats.repairs += sum(1 for d in record["diagnostics"] if isinstance(d, dict) and d.get("kind") == "repair")
+
+
+# --- workers -------------------------------------------------------------------------------------
+
+_WORKER: RecordParser | None = None
+
+
+_WORKER_FD: int | None = None
+
+
+def _init_worker(parser: RecordParser, path: str | None = None) -> None:
+    global _WORKER, _WORKER_FD
+    _WORKER = parser
+    parser._load()  # build the parser once per worker, before the first batch
+    if path is not None:
+        _WORKER_FD = os.open(path, os.O_RDONLY)  # ranges are read here, not sent through a pipe
+
+
+def _work_range(span: tuple[int, int, int]) -> tuple[bytes, Stats]:
+    """Parse the lines of ``(offset, length, first line number)`` of the worker's input file."""
+    assert _WORKER is not None and _WORKER_FD is not None
+    offset, length, lineno = span
+    data = os.pread(_WORKER_FD, length, offset)
+    batch = [(lineno + i, line) for i, line in enumerate(data.split(b"\n")) if line.strip()]
+    return _WORKER.parse_lines(batch)
+
+
+def _ranges(path: str, target: int, counter: list) -> Iterator[tuple[int, int, int]]:
+    """``(offset, length, first line number)`` spans of about ``target`` bytes of whole lines.
+
+    The parent only finds line ends (``bytes.rfind``/``count``, in C); workers read the spans
+    themselves. ``counter[0]`` is kept at the bytes read so far (progress).
+    """
+    with open(path, "rb", buffering=0) as handle:
+        offset, lineno, carry = 0, 1, b""
+        while True:
+            block = handle.read(target)
+            counter[0] += len(block)
+            data = carry + block
+            if not block:
+                if data:
+                    yield offset, len(data), lineno
+                return
+            end = data.rfind(b"\n") + 1
+            if end == 0:
+                carry = data
+                continue
+            yield offset, end, lineno
+            lineno += data.count(b"\n", 0, end)
+            offset += end
+            carry = data[end:]
+
+
+def _work(batch: list[tuple[int, bytes]]) -> tuple[bytes, Stats]:
+    assert _WORKER is not None
+    return _WORKER.parse_lines(batch)
+
+
+def default_workers() -> int:
+    """The cores this process may use: ``os.process_cpu_count()`` (3.13+), else the affinity mask."""
+    counter = getattr(os, "process_cpu_count", None)
+    if counter is not None:
+        return counter() or 1
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def _batches(lines: Iterable[bytes], size: int) -> Iterator[list[tuple[int, bytes]]]:
+    """``(line number, line)`` batches of ``size``; blank lines are skipped (no output record)."""
+    batch: list[tuple[int, bytes]] = []
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        batch.append((lineno, line))
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _ordered_pool(parser: RecordParser, path: str | None, work: Callable, items: Iterable,
+                  workers: int) -> Iterator[Any]:
+    """``work(item)`` for each item on ``workers`` processes, results in item order.
+
+    Each worker runs :func:`_init_worker` once (the parser is built there). At most ``2 * workers``
+    items are in flight, so the input is read only as fast as it is parsed (memory stays flat).
+    """
+    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    with context.Pool(workers, initializer=_init_worker, initargs=(parser, path)) as pool:
+        pending: collections.deque = collections.deque()
+        for item in items:
+            pending.append(pool.apply_async(work, (item,)))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+
+
+def map_line_batches(parser: RecordParser, batches: Iterable[list[tuple[int, bytes]]],
+                     workers: int) -> Iterator[tuple[bytes, Stats]]:
+    """Parse line batches, in order, on ``workers`` processes (1: in this process)."""
+    if workers <= 1:
+        for batch in batches:
+            yield parser.parse_lines(batch)
+        return
+    yield from _ordered_pool(parser, None, _work, batches, workers)
+
+
+# --- files ---------------------------------------------------------------------------------------
+
+class MissingExtra(Exception):
+    """A feature needs an optional dependency that is not installed (message names the extra)."""
+
+
+def _zstd():
+    try:
+        import zstandard
+    except ImportError:
+        raise MissingExtra("reading or writing .zst files needs the zstandard package: "
+                           'pip install "respc[batch]"') from None
+    return zstandard
+
+
+class _Counting(io.RawIOBase):
+    """A raw reader that counts the bytes read from the file (the progress bar's position)."""
+
+    def __init__(self, raw) -> None:
+        self.raw = raw
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self.raw.readinto(buffer)
+        self.count += n or 0
+        return n
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+def open_input(path: str):
+    """Open a JSONL input for reading lines of bytes: ``-`` is stdin; ``.gz`` / ``.zst`` decompress.
+
+    Returns:
+        tuple[binary file, _Counting | None, int | None]: the line reader, the byte counter of the
+        underlying file (None for stdin) and the file size (None when unknown).
+
+    Raises:
+        OSError: the file cannot be opened; MissingExtra: ``.zst`` without zstandard.
+    """
+    if path == "-":
+        return sys.stdin.buffer, None, None
+    raw = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by the caller
+    try:
+        size = os.fstat(raw.fileno()).st_size
+    except OSError:
+        size = None
+    counter = _Counting(raw)
+    buffered = io.BufferedReader(counter, 1 << 20)
+    if path.endswith(".gz"):
+        return gzip.GzipFile(fileobj=buffered, mode="rb"), counter, size
+    if path.endswith(".zst"):
+        try:
+            zstandard = _zstd()
+        except MissingExtra:
+            raw.close()
+            raise
+        reader = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)
+        return io.BufferedReader(reader, 1 << 20), counter, size
+    return buffered, counter, size
+
+
+def open_output(path: str):
+    """Open a JSONL output for writing bytes: ``-`` is stdout; ``.gz`` / ``.zst`` compress."""
+    if path == "-":
+        return sys.stdout.buffer
+    if path.endswith(".gz"):
+        return gzip.open(path, "wb", compresslevel=6)
+    if path.endswith(".zst"):
+        zstandard = _zstd()
+        raw = open(path, "wb")  # noqa: SIM115 - closed with the writer
+        return zstandard.ZstdCompressor(level=3).stream_writer(raw, closefd=True)
+    return open(path, "wb", buffering=1 << 20)  # noqa: SIM115 - closed by the caller
+
+
+# --- progress ------------------------------------------------------------------------------------
+
+class _Progress:
+    """Progress on stderr: tqdm (extra ``batch``) when installed, else one line rewritten twice a second.
+
+    Position is the input bytes read (so the ETA holds for compressed files), rate is records/s.
+    """
+
+    def __init__(self, total: int | None, stream=None) -> None:
+        self.total = total
+        self.stream = stream or sys.stderr
+        self.started = time.perf_counter()
+        self.last = 0.0
+        self.records = 0
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            self.bar = None
+        else:
+            import shutil
+
+            # a terminal that reports 0 columns (some pseudo-terminals) would get an empty bar
+            width = shutil.get_terminal_size((100, 20)).columns or 100
+            self.bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=self.stream,
+                            desc="respc", ncols=width, mininterval=0.5)
+
+    def update(self, position: int | None, records: int) -> None:
+        self.records = records
+        now = time.perf_counter()
+        elapsed = max(now - self.started, 1e-9)
+        if self.bar is not None:
+            if position is not None:
+                self.bar.update(position - self.bar.n)
+            if now - self.last >= 0.5:
+                self.bar.set_postfix_str(f"{records} records, {records / elapsed:,.0f} records/s", refresh=False)
+                self.last = now
+            return
+        if now - self.last < 0.5:
+            return
+        self.last = now
+        text = f"respc: {records} records, {records / elapsed:,.0f} records/s"
+        if position and self.total:
+            fraction = min(position / self.total, 1.0)
+            eta = elapsed * (1 - fraction) / fraction if fraction > 0 else 0
+            text += f", {100 * fraction:.0f}%, ETA {_clock(eta)}"
+        self.stream.write("\r" + text + "\x1b[K")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif self.last:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def run_jsonl(parser: RecordParser, in_path: str, out_path: str, *, workers: int = 1,
+              batch_size: int = BATCH_SIZE, progress: bool | None = None,
+              on_failure: Callable[[int, str], None] | None = None) -> tuple[Stats, float]:
+    """Parse a JSONL file into an output JSONL file, streaming, in order.
+
+    Args:
+        parser: what to do with each record.
+        in_path, out_path: paths, ``-`` for stdin/stdout; ``.gz``/``.zst`` by extension.
+        workers: processes (1: this process).
+        batch_size: records per batch sent to a worker.
+        progress: show progress on stderr (None: when stderr is a terminal).
+        on_failure: called with (line number, error) for each failed record in ``"strict"`` mode,
+            as soon as its batch is written.
+
+    Returns:
+        tuple[Stats, float]: the counts and the wall time in seconds.
+
+    Raises:
+        OSError: unreadable input / unwritable output; MissingExtra: ``.zst`` without zstandard.
+    """
+    started = time.perf_counter()
+    if progress is None:
+        progress = sys.stderr.isatty()
+    reader = None
+    if workers > 1 and in_path != "-" and not in_path.endswith((".gz", ".zst")) and os.path.isfile(in_path):
+        # A plain file: workers read byte ranges of about batch_size records (16 kB each) themselves,
+        # so the parent never touches a record. Output bytes and order are those of line batches.
+        size, position = os.path.getsize(in_path), [0]
+        spans = _ranges(in_path, max(4096, batch_size * 16384), position)
+        results = _ordered_pool(parser, in_path, _work_range, spans, workers)
+        where = lambda: position[0]  # noqa: E731
+    else:
+        reader, counter, size = open_input(in_path)
+        results = map_line_batches(parser, _batches(reader, batch_size), workers)
+        where = lambda: counter.count if counter is not None else None  # noqa: E731
+    try:
+        writer = open_output(out_path)
+    except BaseException:
+        if reader is not None and in_path != "-":
+            reader.close()
+        raise
+    stats = Stats()
+    bar = _Progress(size) if progress else None
+    try:
+        for data, part in results:
+            writer.write(data)
+            if on_failure is not None:
+                for lineno, error in part.failed_lines:
+                    on_failure(lineno, error)
+            stats.add(part)
+            if bar is not None:
+                bar.update(where(), stats.records)
+    finally:
+        results.close()  # stops the pool, if any
+        if bar is not None:
+            bar.close()
+        if out_path == "-":
+            writer.flush()
+        else:
+            writer.close()
+        if reader is not None and in_path != "-":
+            reader.close()
+    return stats, time.perf_counter() - started
+
+
+# --- Python API ----------------------------------------------------------------------------------
+
+def _rows(records: Any, keys: Keys) -> Iterator[Any]:
+    """Rows of ``records``: an iterable of mappings, a dict of columns, a DataFrame or an Arrow table.
+
+    Columnar inputs are read column by column (only the columns the keys name, the first part of
+    each dotted path), never through JSON.
+    """
+    if hasattr(records, "to_batches") and hasattr(records, "column_names"):  # pyarrow Table
+        for batch in records.to_batches():
+            yield from _rows(batch, keys)
+        return
+    if hasattr(records, "column_names") and hasattr(records, "column") and hasattr(records, "num_rows"):
+        names = [n for n in _needed(keys) if n in records.column_names]  # pyarrow RecordBatch
+        yield from _zip_columns({n: records.column(n).to_pylist() for n in names}, records.num_rows)
+        return
+    if hasattr(records, "columns") and hasattr(records, "iloc"):  # pandas DataFrame
+        names = [n for n in _needed(keys) if n in records.columns]
+        yield from _zip_columns({n: records[n].tolist() for n in names}, len(records))
+        return
+    if isinstance(records, Mapping):  # a dict of columns (a datasets batch)
+        names = [n for n in _needed(keys) if n in records]
+        lengths = {len(records[n]) for n in names}
+        if len(lengths) > 1:
+            raise ValueError(f"columns have different lengths: {sorted(lengths)}")
+        yield from _zip_columns({n: records[n] for n in names}, lengths.pop() if lengths else 0)
+        return
+    yield from records
+
+
+def _needed(keys: Keys) -> list[str]:
+    """The top-level column names the keys may read (first part of each alternative), in key order."""
+    names: list[str] = []
+    for path in (keys.output, keys.prefix, keys.tools, keys.id):
+        for alternative in path.split("|"):
+            for name in (alternative, alternative.split(".", 1)[0]):
+                if name not in names:
+                    names.append(name)
+    return names
+
+
+def _zip_columns(columns: dict[str, Any], length: int) -> Iterator[dict]:
+    names = list(columns)
+    for i in range(length):
+        yield {name: _plain_cell(columns[name][i]) for name in names}
+
+
+def _plain_cell(value: Any) -> Any:
+    """A cell as the parser wants it: numpy arrays (pandas list cells) as lists, NaN/NA as None."""
+    if value is None or isinstance(value, (str, dict, list)):
+        return value
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist) and not isinstance(value, (int, float)):
+        return tolist()
+    if isinstance(value, float) and value != value:  # NaN: pandas' missing value
+        return None
+    return _plain(value)
+
+
+def _chunks(rows: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _work_records(batch: list[Any]) -> list[dict]:
+    assert _WORKER is not None
+    return [_WORKER.parse_record(row)[0] for row in batch]
+
+
+def _keys(keys: Keys | Mapping[str, str] | None, preset: str | None) -> Keys:
+    base = Keys()
+    if preset is not None:
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}")
+        base = PRESETS[preset][0]
+    if keys is None:
+        return base
+    if isinstance(keys, Keys):
+        return keys
+    unknown = sorted(set(keys) - {"output", "prefix", "tools", "id"})
+    if unknown:
+        raise ValueError(f"unknown key name(s) {', '.join(unknown)}; expected output, prefix, tools, id")
+    return replace(base, **dict(keys))
+
+
+def make_parser(template: Any, *, keys: Keys | Mapping[str, str] | None = None, preset: str | None = None,
+                prefix: str | None = None, tools: list | None = None, errors: str = "recover") -> RecordParser:
+    """A :class:`RecordParser` for ``template`` (compiled here, once). Arguments as :func:`parse_batch`."""
+    if errors not in ERRORS_MODES:
+        raise ValueError(f"errors must be one of {', '.join(map(repr, ERRORS_MODES))}, not {errors!r}")
+    return RecordParser(module_source(template), _keys(keys, preset), prefix, tools, errors)
+
+
+def parse_batch(records: Any, template: Any, *, keys: Keys | Mapping[str, str] | None = None,
+                preset: str | None = None, prefix: str | None = None, tools: list | None = None,
+                errors: str = "recover", workers: int = 1, batch_size: int = BATCH_SIZE) -> Iterator[dict]:
+    """Parse many model outputs; yields one output record per input record, in order.
+
+    Args:
+        records: an iterable of records (mappings), a dict of columns (``{"output": [...], ...}``,
+            e.g. a ``datasets`` batch), a pandas DataFrame, or a pyarrow Table / RecordBatch.
+            Columnar inputs are read column by column, never through JSON.
+        template: anything :func:`respc.compile_template` accepts (compiled once, here).
+        keys: where the pieces are (a :class:`Keys`, or a dict overriding some of
+            ``output``/``prefix``/``tools``/``id`` on top of ``preset``).
+        preset: a name of :data:`PRESETS` (``vllm``, ``sglang``, ``datasets``, ``openai-batch``).
+        prefix: the default prefix for records without one (``""`` opts out); None: such records fail.
+        tools: the default tool list for records without one.
+        errors: ``"recover"`` (default) or ``"strict"``; a failed record is
+            ``{"id": ..., "message": None, "diagnostics": [{"kind": "error", "message": ...}]}``
+            either way (see the module docstring).
+        workers: processes (1: this process; more: a pool, each worker builds the parser once).
+        batch_size: records per batch sent to a worker.
+
+    Returns:
+        Iterator[dict]: ``{"id", "message", "diagnostics"}`` per record. Lazy: records are read as
+        the iterator is consumed (at most ``2 * workers`` batches ahead).
+
+    Raises:
+        TemplateError: bad template (raised at once, before the first record); ValueError: bad
+        ``errors``/``preset``/``keys``.
+    """
+    parser = make_parser(template, keys=keys, preset=preset, prefix=prefix, tools=tools, errors=errors)
+    return _parse_rows(parser, records, workers, batch_size)
+
+
+def _parse_rows(parser: RecordParser, records: Any, workers: int, batch_size: int) -> Iterator[dict]:
+    rows = _rows(records, parser.keys)
+    if workers <= 1:
+        for row in rows:
+            yield parser.parse_record(row)[0]
+        return
+    for records in _ordered_pool(parser, None, _work_records, _chunks(rows, batch_size), workers):
+        yield from records
+
+
+class ColumnsMapper:
+    """A picklable ``batch -> batch`` function for ``datasets.Dataset.map(batched=True)``.
+
+    Call it with a dict of columns; it returns ``{"id": [...], "message": [...], "diagnostics": [...]}``
+    (with ``as_json=True``: ``message`` and ``diagnostics`` as JSON text, for Arrow columns whose
+    messages differ in shape, e.g. tool-call arguments of different types). The parser is built on
+    the first call in each process.
+    """
+
+    def __init__(self, parser: RecordParser, as_json: bool = False) -> None:
+        self.parser = parser
+        self.as_json = as_json
+
+    def __call__(self, batch: Any) -> dict[str, list]:
+        ids, messages, diagnostics = [], [], []
+        for row in _rows(batch, self.parser.keys):
+            record = self.parser.parse_record(row)[0]
+            ids.append(record["id"])
+            if self.as_json:
+                messages.append(json.dumps(record["message"], ensure_ascii=False))
+                diagnostics.append(json.dumps(record["diagnostics"], ensure_ascii=False))
+            else:
+                messages.append(record["message"])
+                diagnostics.append(record["diagnostics"])
+        return {"id": ids, "message": messages, "diagnostics": diagnostics}
+
+
+def columns_mapper(template: Any, *, as_json: bool = False, **options: Any) -> ColumnsMapper:
+    """A function for ``Dataset.map(fn, batched=True)``: a dict of columns in, a dict of columns out.
+
+    Args:
+        template: as for :func:`parse_batch` (compiled once, here).
+        as_json: give ``message``/``diagnostics`` as JSON text instead of nested values.
+        **options: ``keys``, ``preset``, ``prefix``, ``tools``, ``errors`` as for :func:`parse_batch`.
+
+    Example::
+
+        ds = ds.map(respc.columns_mapper("qwen3", prefix=""), batched=True)
+    """
+    return ColumnsMapper(make_parser(template, **options), as_json)
