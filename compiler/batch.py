@@ -158,7 +158,9 @@ class Stats:
     Attributes:
         records (int): output records written.
         tool_calls (int): messages with at least one tool call.
-        repairs (int): diagnostics of kind ``"repair"`` (0 until parsers repair damaged output).
+        repairs (int): diagnostics of kind ``"repair"``/``"repaired"`` (what errors="recover" repaired).
+        failures: records without a message, or (errors="recover") with a region that could not be
+            decoded (a ``malformed`` or ``truncated`` diagnostic).
         failures (int): records whose message is ``null``.
         failed_lines (list[tuple[int, str]]): (line number, error) of each failure, kept only in
             ``"strict"`` mode (the CLI reports them).
@@ -334,16 +336,26 @@ def _plain(value: Any) -> Any:
     return value
 
 
+#: diagnostic kinds of the parser (errors="recover") that count as repairs / as lost structure
+REPAIRS = ("repair", "repaired")
+LOST_STRUCTURE = ("malformed", "truncated")
+
+
 def _count(stats: Stats, record: dict, error: str | None, lineno: int, errors: str) -> None:
     stats.records += 1
     message = record["message"]
+    kinds = [d.get("kind") for d in record["diagnostics"] if isinstance(d, dict)]
     if message is None:
         stats.failures += 1
         if errors == "strict":
             stats.failed_lines.append((lineno, error))
-    elif message.get("tool_calls"):
-        stats.tool_calls += 1
-    stats.repairs += sum(1 for d in record["diagnostics"] if isinstance(d, dict) and d.get("kind") == "repair")
+    else:
+        if message.get("tool_calls"):
+            stats.tool_calls += 1
+        if any(kind in LOST_STRUCTURE for kind in kinds):
+            # errors="recover": the message is there, but a region could not be decoded
+            stats.failures += 1
+    stats.repairs += sum(1 for kind in kinds if kind in REPAIRS)
 
 
 # --- workers -------------------------------------------------------------------------------------

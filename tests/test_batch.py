@@ -39,9 +39,15 @@ def _records(n: int = 5) -> list[dict]:
     return out
 
 
+BAD_RAW = '<tool_call>{"name": oops</tool_call>'
+
+
 def _expected(record: dict) -> dict:
+    """errors="recover": the broken call's raw text goes to content, with a 'malformed' diagnostic."""
     if record["id"] % 3 == 2:
-        return {"id": record["id"], "message": None, "diagnostics": [{"kind": "error", "message": BAD_ERROR}]}
+        return {"id": record["id"], "message": {"role": "assistant", "content": BAD_RAW}, "diagnostics": [
+            {"kind": "malformed", "field": "tool_calls", "start": 0, "end": len(BAD_RAW),
+             "message": BAD_ERROR.replace(" | ", "\n"), "text": BAD_RAW}]}
     return {"id": record["id"], "message": GOOD, "diagnostics": []}
 
 
@@ -230,10 +236,15 @@ def test_columns_mapper_for_datasets_map():
     fn = respc.columns_mapper("qwen3")
     columns = {"output": [r["output"] for r in _records(3)], "prefix": ["", "", ""], "id": [0, 1, 2]}
     out = fn(columns)
-    assert out == {"id": [0, 1, 2], "message": [GOOD, GOOD, None],
-                   "diagnostics": [[], [], [{"kind": "error", "message": BAD_ERROR}]]}
+    expected = [_expected(r) for r in _records(3)]
+    assert out == {"id": [0, 1, 2], "message": [e["message"] for e in expected],
+                   "diagnostics": [e["diagnostics"] for e in expected]}
     as_json = respc.columns_mapper("qwen3", as_json=True)(columns)
-    assert json.loads(as_json["message"][0]) == GOOD and as_json["message"][2] == "null"
+    assert json.loads(as_json["message"][0]) == GOOD
+    assert json.loads(as_json["message"][2]) == {"role": "assistant", "content": BAD_RAW}
+    strict = respc.columns_mapper("qwen3", errors="strict")(columns)
+    assert strict["message"][2] is None
+    assert strict["diagnostics"][2] == [{"kind": "error", "message": BAD_ERROR}]
 
 
 def test_datasets_map_batched():
