@@ -245,7 +245,7 @@ def _traced(parser_class: Any) -> Any:
                 self._show_trace.append(["delimiter", at, at + len(closer), f"close {region.name}",
                                          self._show_final])
             end = super()._close(events, close_match, closer, eos)
-            if not closer and region is not None and getattr(region, "ends", False) and self._opened is False:
+            if not closer and not eos and region is not None and getattr(region, "ends", False):
                 self._show_trace.append(["value-end", end, end, region.name, self._show_final])
             return end
 
@@ -377,14 +377,14 @@ def layout(parser_module: Any, text: str, *, prefix: Any, tools: list | None = N
         nonlocal delimiters, after
         if hi <= lo:
             return
-        if after is not None:
-            raw.append(Segment(lo, hi, "delimiter", label=f"close after {after}"))
-            after = None
-            return
         for d_start, d_end, label in dropped:
             if d_start <= lo and hi <= d_end:
                 raw.append(Segment(lo, hi, "dropped", label=label))
                 return
+        if after is not None:
+            raw.append(Segment(lo, hi, "delimiter", label=f"close after {after}"))
+            after = None
+            return
         if delimiters is None:
             delimiters = _delimiters(parser_module, template) or []
         for d_start, d_end, label in _tail(text, lo, hi, delimiters):

@@ -253,6 +253,12 @@ def test_recover_marks_malformed_and_dropped_text_at_the_parsers_offsets():
     assert result.message["content"] == "Hi.<tool_call>{bad}</tool_call>ok"
     parsed = _check_page(show.render(result), result)
     assert [p[0] for p in parsed.pieces if "m" in p[1].split()] == ["<tool_call>", "{bad}", "</tool_call>", "<tool_c"]
+    # a delimiter cut off right after a value that ended its region is dropped, not a trailing close
+    value = show.layout(respc.compile_template(_VALUE), '<call>{"name": "f", "arguments": {}}<|eo', prefix="",
+                        errors="recover")
+    assert _spans(value) == [("<call>", "delimiter", "open tool_calls"),
+                             ('{"name": "f", "arguments": {}}', "region", "tool_calls"),
+                             ("<|eo", "dropped", "truncated-delimiter")]
     with pytest.raises(ValueError, match="errors must be"):
         show.layout(module, text, prefix="", errors="lenient")
 
