@@ -6,11 +6,18 @@ as the generated parser's transition table, so the picture cannot drift from the
 * one node per state (``Automaton.states``; state 0 is OUTSIDE, the implicit field or the null
   sink), plus an entry node for where parsing starts (after the template's start anchor in the
   prefix);
-* one edge per watched delimiter (``State.watches``), from the watching state to ``Watch.target``,
-  labelled with the watch's kind (``open``, ``close``, or any later kind such as a nested
-  region's ``nest``/``end``) and its delimiter: literals quoted and joined by ``|``, a regex
-  between slashes. An ``action`` attribute, when a watch has one, is added to the label, so
-  transitions the automaton gains later appear without a change here.
+* one edge per watched delimiter (``State.watches``), labelled with the watch's kind and, when it
+  differs, its v2 transition action (``open``, ``open nest``, ``open defer``, ``close``,
+  ``close after``), the field and the delimiter: literals quoted and joined by ``|``, a regex
+  between slashes. An open goes to ``Watch.target``. A close (and a trailing ``after`` close)
+  goes back to where the region returns (:func:`return_states`): OUTSIDE, or, for a region
+  nested in another (``nest``), the suspended region's state -- the runtime keeps a stack, the
+  automaton's ``target`` 0 only says "pop";
+* v2 regions that end at their value (``"end": "value"``) have no close in their watch set: a
+  ``value`` edge leads from the region to its *after* state (``Automaton.after_state``), or back
+  where it returns when it has no close; an after state has a ``return`` edge back for the case
+  that the optional close does not follow;
+* nodes of regions whose slot is null say that their text is discarded (drawn dashed).
 
 Renderers: :func:`to_mermaid` (a Mermaid ``flowchart``), :func:`to_dot` (Graphviz) and
 :func:`to_svg` (``dot -Tsvg``; raises :class:`GraphvizMissing` when Graphviz is not installed).
@@ -26,7 +33,7 @@ from dataclasses import dataclass
 from .automaton import Automaton, Watch
 from .ir import Delimiter, Template
 
-__all__ = ["Node", "Edge", "Graph", "build_graph", "delimiter_label", "edge_label", "to_mermaid", "to_dot",
+__all__ = ["Node", "Edge", "Graph", "build_graph", "return_states", "delimiter_label", "edge_label", "to_mermaid", "to_dot",
            "to_svg", "render", "FORMATS", "GraphvizMissing"]
 
 FORMATS = ("mermaid", "dot", "svg")
@@ -48,12 +55,16 @@ class Node:
         label (str): the state's readable name (``State.name``) or the entry's text.
         field (str | None): the name of the field the state fills (None: null sink, entry).
         implicit (bool): the state is OUTSIDE with an implicit field.
+        discarded (bool): v2: the region's slot is null (its text is consumed and discarded).
+        after (bool): v2: the state watching the optional close after a region's value.
     """
 
     id: str
     label: str
     field: str | None
     implicit: bool = False
+    discarded: bool = False
+    after: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,13 +74,17 @@ class Edge:
     Attributes:
         source (str), target (str): node ids.
         label (str): see :func:`edge_label`.
-        kind (str): the watch's kind (``open``/``close``/...), ``start`` for the entry edge.
+        kind (str): the watch's kind (``open``/``close``), ``start`` for the entry edge, ``value``
+            for a region's end of value, ``return`` for an after state's missing close.
+        action (str): the watch's transition action (:data:`respc.compiler.automaton.ACTIONS`),
+            ``""`` for the other edges.
     """
 
     source: str
     target: str
     label: str
     kind: str
+    action: str = ""
 
 
 @dataclass(frozen=True)
@@ -116,27 +131,84 @@ def edge_label(watch: Watch, field_name: str) -> str:
     return f"{kind} {field_name}: {delimiter_label(watch.delimiter)}"
 
 
+def return_states(template: Template, automaton: Automaton) -> dict[int, tuple[int, ...]]:
+    """Where each explicit field's region returns when it closes (or its value ends).
+
+    An open watched OUTSIDE returns there (0); a ``nest`` from state S returns to S (the runtime
+    resumes the suspended region); an ``open``/``defer`` from the state of region G closes G and
+    returns where G returns. Computed to a fixed point over every state's watches.
+
+    Returns:
+        dict[int, tuple[int, ...]]: field index -> sorted state indices (``(0,)`` for a field that
+        no watch opens).
+    """
+    returns: dict[int, set[int]] = {fi: set() for fi in automaton.state_of_field}
+    changed = True
+    while changed:
+        changed = False
+        for state in automaton.states:
+            for watch in state.watches:
+                if watch.kind != "open" or watch.field not in returns:
+                    continue
+                if state.index == 0:
+                    new = {0}
+                elif watch.action == "nest":
+                    new = {state.index}
+                else:
+                    new = returns.get(state.field, {0})
+                if not new <= returns[watch.field]:
+                    returns[watch.field] |= new
+                    changed = True
+    return {fi: tuple(sorted(found or {0})) for fi, found in returns.items()}
+
+
 def build_graph(template: Template, automaton: Automaton) -> Graph:
     """The diagram of a compiled template.
 
     Args:
-        template: the IR (for field names and the start anchor).
+        template: the IR (for field names, slots, ends and the start anchor).
         automaton: its region automaton (:func:`respc.compiler.automaton.build_automaton`).
 
     Returns:
-        Graph: one node per state plus the entry node, one edge per watch plus the entry edge.
+        Graph: one node per state plus the entry node; the entry edge, then per state in order one
+        edge per watch (per return state for closes) and its ``value``/``return`` edges.
     """
     fields = template.fields
+    after_of = {index: fi for fi, index in automaton.after_state.items()}
     nodes = [Node(START, "start", None)]
     for state in automaton.states:
         field = None if state.field is None else fields[state.field].name
         implicit = state.index == 0 and state.field is not None
-        nodes.append(Node(f"s{state.index}", state.name, field, implicit))
+        is_after = state.index in after_of
+        discarded = (not implicit and not is_after and state.index != 0 and state.field is not None
+                     and template.version >= 2 and fields[state.field].slot is None)
+        label = state.name
+        if discarded:
+            label += " (slot null: text discarded)"
+        elif (state.field is not None and not is_after and template.version >= 2
+              and fields[state.field].slot not in (None, field)):
+            label += f" -> slot {fields[state.field].slot!r}"
+        nodes.append(Node(f"s{state.index}", label, field, implicit, discarded, is_after))
+    returns = return_states(template, automaton)
     edges = [Edge(START, "s0", f"prefix, after start anchor {delimiter_label(template.start_anchor)}", "start")]
     for state in automaton.states:
         for watch in state.watches:
-            edges.append(Edge(f"s{state.index}", f"s{watch.target}", edge_label(watch, fields[watch.field].name),
-                              watch.kind))
+            label = edge_label(watch, fields[watch.field].name)
+            action = getattr(watch, "action", "") or ""
+            targets = ((watch.target,) if watch.kind == "open" or watch.field not in returns
+                       else returns[watch.field])
+            for target in targets:
+                edges.append(Edge(f"s{state.index}", f"s{target}", label, watch.kind, action))
+        fi = state.field
+        if state.index in after_of:
+            name = fields[after_of[state.index]].name
+            for target in returns[after_of[state.index]]:
+                edges.append(Edge(f"s{state.index}", f"s{target}", f"no close after {name}", "return"))
+        elif state.index != 0 and fi is not None and fields[fi].end == "value":
+            name = fields[fi].name
+            ends = ((automaton.after_state[fi],) if fi in automaton.after_state else returns[fi])
+            for target in ends:
+                edges.append(Edge(f"s{state.index}", f"s{target}", f"value ends {name}", "value"))
     return Graph(template.source, tuple(nodes), tuple(edges))
 
 
@@ -168,12 +240,14 @@ def _dot_string(text: str) -> str:
 
 
 #: node fill colours: the implicit field, explicit regions, the null sink and the entry
-_FILL = {"implicit": "#dbe9ff", "region": "#fff1cc", "sink": "#eeeeee", "start": "#ffffff"}
+_FILL = {"implicit": "#dbe9ff", "region": "#fff1cc", "sink": "#eeeeee", "start": "#ffffff",
+         "discarded": "#f2f2f2", "after": "#e9f7e9"}
 
 
 def to_dot(graph: Graph) -> str:
-    """A Graphviz ``digraph``: nodes ``s<index>`` (boxes; the implicit field double-bordered), one
-    ``a -> b [label=...]`` line per edge, in :class:`Graph` order."""
+    """A Graphviz ``digraph``: nodes ``s<index>`` (boxes; the implicit field double-bordered,
+    discarded regions dashed, after states ellipses), one ``a -> b [label=...]`` line per edge, in
+    :class:`Graph` order (the entry edge dashed, ``value`` edges bold, ``return`` edges dotted)."""
     lines = [f"digraph {_dot_string('respc ' + graph.title)} {{", "  rankdir=LR;",
              '  node [shape=box, style="rounded,filled", fontname="Helvetica"];',
              '  edge [fontname="Helvetica", fontsize=10];']
@@ -182,11 +256,15 @@ def to_dot(graph: Graph) -> str:
             attrs = f'shape=oval, fillcolor="{_FILL["start"]}"'
         elif node.implicit:
             attrs = f'peripheries=2, fillcolor="{_FILL["implicit"]}"'
+        elif node.discarded:
+            attrs = f'style="rounded,filled,dashed", fillcolor="{_FILL["discarded"]}"'
+        elif node.after:
+            attrs = f'shape=ellipse, fillcolor="{_FILL["after"]}"'
         else:
             attrs = f'fillcolor="{_FILL["region" if node.field is not None else "sink"]}"'
         lines.append(f"  {node.id} [label={_dot_string(node.label)}, {attrs}];")
     for edge in graph.edges:
-        style = ", style=dashed" if edge.kind == "start" else ""
+        style = {"start": ", style=dashed", "value": ", style=bold", "return": ", style=dotted"}.get(edge.kind, "")
         lines.append(f"  {edge.source} -> {edge.target} [label={_dot_string(edge.label)}{style}];")
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -5,15 +5,16 @@ greyed, text the parser held back until the end of the stream underlined, diagno
 their offsets (only when there are some), and the parsed message beside it; hovering a region shows
 its value. It is one self-contained file: inline CSS and JS, no network, no external assets.
 
-Offsets. The parser reports none, so :func:`layout` reconstructs them from its events: the
-``region_chunk`` texts are contiguous slices of the input in order (SPEC 4.4), and what lies
-between two of them is delimiter text (or text the parser discarded, in a template without an
-implicit field). Inside such a gap the next chunk could in principle match earlier than it really
-starts (``<think>t``: the chunk ``t`` also occurs inside ``<think>``), so each gap is explained
-with the template's own delimiters: the next chunk starts at the nearest offset reachable from
-the gap's start through a chain of delimiter matches. Without the template (a module compiled
-from a dict and no ``template=``), the nearest occurrence is taken and such gaps are shown as
-"consumed" rather than as named delimiters.
+Offsets. :func:`layout` runs the parser itself, in a subclass that records the response offset
+of every piece of text at the three places the runtime routes, discards or consumes text
+(``_route``, ``_begin``, ``_close``; see :func:`_traced`): region text, text the parser discards (a
+region whose v2 slot is null, or the null sink of a template without an implicit field), and each
+opener and closer with the transition that consumed it (``open``, ``open nest``, ``open defer``,
+``close``). Nothing is searched again, so v2 constructs place themselves: a region that ends at
+its value (what the parser then consumes before routing again is its optional trailing close,
+``close after``), an opener given back to the enclosing region (it is that region's text), calls
+nested in a section. With ``errors="recover"`` the parser's diagnostics carry offsets: text inside
+a ``region_malformed`` span is marked malformed, a delimiter the stream cut off is ``dropped``.
 
 Size. One ``<span>`` per run of one region (not per character), values kept in one JSON block
 parsed on the first hover, one event listener: a 1 MB output renders without freezing a browser.
@@ -21,7 +22,6 @@ parsed on the first hover, one event listener: a 1 MB output renders without fre
 
 from __future__ import annotations
 
-import heapq
 import html as _html
 import json
 import re
@@ -40,8 +40,6 @@ PIECE = 4096
 #: outputs longer than this are shown without line wrapping: breaking 1 MB of text into lines
 #: takes a browser several seconds, laying out unwrapped lines almost nothing
 WRAP_LIMIT = 100_000
-#: delimiter matches tried per gap before falling back to the nearest occurrence
-_GAP_STEPS = 256
 
 
 @dataclass(frozen=True)
@@ -51,12 +49,19 @@ class Segment:
     Attributes:
         start (int), end (int): offsets in the output (the prefix not counted).
         kind (str): ``"region"`` (a region's text), ``"delimiter"`` (a delimiter the parser
-            consumed), ``"consumed"`` (consumed, but not explained by the template's delimiters:
-            discarded text, or no template given), ``"unparsed"`` (after an error, not reached).
+            consumed), ``"discarded"`` (text of a region whose slot is null, or of the null sink:
+            consumed, in no event), ``"dropped"`` (``errors="recover"``: held back as a possible
+            delimiter, then cut off by the end of the stream and reported), ``"consumed"``
+            (consumed but explained by nothing: never for the catalogue), ``"unparsed"`` (after
+            a strict error, not reached).
         region (int | None): index into :attr:`Layout.regions` for ``"region"``.
         held (bool): routed only by ``finalize()``: the parser held it back until the end of the
             stream (a possible partial delimiter, or a D2 match that later input could change).
-        label (str): for a delimiter, which one (``"close reasoning_content"``).
+        label (str): for a delimiter, which one and how it was taken (``"close reasoning_content"``,
+            ``"open nest tool_calls"``, ``"close after tool_calls"``); for discarded text, the
+            region whose text it was (``"outside"``: the null sink); for dropped text, the
+            diagnostic's kind.
+        malformed (bool): inside the span of a ``region_malformed`` event (``errors="recover"``).
     """
 
     start: int
@@ -65,6 +70,7 @@ class Segment:
     region: int | None = None
     held: bool = False
     label: str = ""
+    malformed: bool = False
 
 
 @dataclass
@@ -77,6 +83,7 @@ class Region:
         value (Any): the ``region_close`` value (None while not closed).
         closed (bool): a ``region_close`` was seen.
         by_prefix (bool): opened while the parser read the prefix.
+        malformed (bool): it ended with ``region_malformed`` (``errors="recover"``).
         start (int | None), end (int | None): output offsets of its first and past its last
             character (None when it has no text in the output).
     """
@@ -86,6 +93,7 @@ class Region:
     value: Any = None
     closed: bool = False
     by_prefix: bool = False
+    malformed: bool = False
     start: int | None = None
     end: int | None = None
 
@@ -100,7 +108,8 @@ class Layout:
         regions (list[Region]): in the order they opened.
         message (dict | None): the parsed message (None when parsing failed).
         events (list[dict]): every event (initial, fed, final), in order.
-        diagnostics (list[dict]): ``{"kind", "start", "end", "message"}`` with output offsets.
+        diagnostics (list[dict]): ``{"kind", "start", "end", "message"}`` with output offsets:
+            the parser's own (``parser.diagnostics``), then a strict parse error.
         fields (tuple[str, ...]): field names in colour order.
     """
 
@@ -156,38 +165,112 @@ def _find_delimiters(parser_module: Any, template: Any) -> list[tuple[str, Any]]
         out = {}
         for state in compiled.automaton.states:
             for watch in state.watches:
-                label = f"{watch.kind} {fields[watch.field].name}"
+                action = watch.action if watch.action and watch.action != watch.kind else ""
+                label = " ".join(filter(None, (watch.kind, action, fields[watch.field].name)))
                 out.setdefault((label, watch.delimiter.pattern), regex.compile(watch.delimiter.pattern, regex.DOTALL))
         return [(label, pattern) for (label, _), pattern in out.items()]
     return None
 
 
-def _prefix_rest(parser_class: Any, prefix: Any) -> str:
-    """The part of the prefix the parser reads: after the last start-anchor match (SPEC 4.6)."""
-    if not isinstance(prefix, str) or not prefix:
-        return ""
-    anchor = getattr(parser_class, "START_ANCHOR", None)
-    last = None
-    if anchor is not None:
-        for match in anchor.finditer(prefix):
-            last = match.end()
-    return prefix if last is None else prefix[last:]
+# --- the parser's own positions ----------------------------------------------------------------
+
+#: names of the runtime's transition actions (runtime.stream OPEN, NEST, ...), as edges are labelled
+_ACTION_NAMES = {0: "open", 1: "open nest", 2: "close", 3: "close after", 4: "open defer"}
+_TRACED: dict = {}
 
 
-# --- events -> offsets ---------------------------------------------------------------------
+def _traced(parser_class: Any) -> Any:
+    """A subclass of ``parser_class`` that records where the parser put each piece of text.
 
-def _events(parser_class: Any, text: str, prefix: Any, tools: Any) -> tuple[list, dict | None, Any, int]:
-    """Feed ``text`` and return ``(tagged events, message, error, reached)``.
+    Every piece of text the runtime (``runtime/stream.py``) routes, discards or consumes as a
+    delimiter passes through ``StreamParser._route`` (region text; text of the null sink or of a
+    region whose slot is null, which it discards), ``_begin`` (an opener) or ``_close`` (a closer),
+    where ``_here()`` is the response offset of the current position. The subclass wraps the three
+    and records ``[kind, start, end, detail, final]`` in ``self._show_trace`` (offsets in the
+    response; the prefix tail lies before 0):
 
-    ``tagged`` holds ``(event, source)`` with source ``"prefix"``, ``"feed"`` or ``"final"``.
-    ``reached``: output characters fed when an error arose (``len(text)`` without error). The
-    text is fed in pieces of :data:`PIECE`; when a piece fails it is fed again, on a fresh parser,
-    one character at a time, so the error is placed at the character that raised it.
+    * ``"text"``: routed region text; detail is its ``region_chunk`` event;
+    * ``"discarded"``: detail is the region's name (``"outside"`` for the null sink);
+    * ``"delimiter"``: detail is its label (``"open nest tool_calls"``, ``"close content"``);
+    * ``"value-end"`` (zero width): a v2 region ended at its value; what the parser consumes right
+      after it without routing is that region's optional trailing close (the *after* state).
+
+    The one chunk the quick paths of ``feed`` emit without ``_route`` starts where everything fed
+    before it ended (they run only with nothing held), so ``feed`` records it from ``_here()``.
     """
-    def run(slow_from: int) -> tuple[list, dict | None, Any, int, int]:
-        parser = parser_class(prefix, tools)
+    traced = _TRACED.get(parser_class)
+    if traced is not None:
+        return traced
+
+    class Traced(parser_class):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self._show_trace: list = []
+            self._show_final = False
+            super().__init__(*args, **kwargs)
+
+        def feed(self, text: Any) -> list:
+            before = self._here() if self._quiet else None
+            count = len(self._show_trace)
+            events = super().feed(text)
+            if before is not None and len(self._show_trace) == count:
+                for event in events:
+                    if event.get("type") == "region_chunk":
+                        self._show_trace.append(["text", before, before + len(event["text"]), event, False])
+                        before += len(event["text"])
+            return events
+
+        def finalize(self) -> Any:
+            self._show_final = True
+            return super().finalize()
+
+        def _route(self, events: list, text: str) -> None:
+            at = self._here()
+            discarded = self._name is None
+            name = self._region.name if self._region is not None else "outside"
+            super()._route(events, text)
+            if text:
+                self._show_trace.append(["discarded" if discarded else "text", at, at + len(text),
+                                         name if discarded else events[-1], self._show_final])
+
+        def _begin(self, events: list, action: int, field: int, target: int, match: Any, opener: str) -> None:
+            at = self._here()
+            label = f"{_ACTION_NAMES.get(action, 'open')} {self.REGIONS[field].name}"
+            super()._begin(events, action, field, target, match, opener)
+            self._show_trace.append(["delimiter", at, at + len(opener), label, self._show_final])
+
+        def _close(self, events: list, close_match: Any, closer: str = "", eos: bool = False) -> int:
+            at = self._here()
+            region = self._region
+            if closer:
+                self._show_trace.append(["delimiter", at, at + len(closer), f"close {region.name}",
+                                         self._show_final])
+            end = super()._close(events, close_match, closer, eos)
+            if not closer and not eos and region is not None and getattr(region, "ends", False):
+                self._show_trace.append(["value-end", end, end, region.name, self._show_final])
+            return end
+
+    Traced.__name__ = Traced.__qualname__ = parser_class.__name__
+    _TRACED[parser_class] = Traced
+    return Traced
+
+
+def _events(parser_class: Any, text: str, prefix: Any, tools: Any, errors: str) -> tuple:
+    """Feed ``text`` to a traced parser; return ``(tagged events, trace, message, error, reached, diagnostics)``.
+
+    ``tagged`` holds ``(event, source)`` with source ``"prefix"``, ``"feed"`` or ``"final"``;
+    ``trace`` is the parser's record (:func:`_traced`). ``reached``: output characters fed when an
+    error arose (``len(text)`` without error). The text is fed in pieces of :data:`PIECE`; when a
+    piece fails it is fed again, on a fresh parser, one character at a time, so the error is placed
+    at the character that raised it.
+    """
+    traced = _traced(parser_class)
+
+    def run(slow_from: int) -> tuple:
+        kwargs = {} if errors == "strict" else {"errors": errors}
+        parser = traced(prefix, tools, **kwargs)
         tagged = [(event, "prefix") for event in parser.initial_events]
         pos = 0
+        piece = ""
         try:
             while pos < len(text):
                 size = PIECE if pos < slow_from else 1
@@ -197,97 +280,22 @@ def _events(parser_class: Any, text: str, prefix: Any, tools: Any) -> tuple[list
                 pos += len(piece)
             message, final = parser.finalize()
         except (ValueError, KeyError, TypeError) as exc:
-            return tagged, None, exc, pos, min(len(text), pos + len(piece)) if pos < len(text) else len(text)
+            reached = min(len(text), pos + len(piece)) if pos < len(text) else len(text)
+            return tagged, parser._show_trace, None, exc, pos, reached, list(parser.diagnostics)
         tagged.extend((event, "final") for event in final)
-        return tagged, message, None, len(text), len(text)
+        return tagged, parser._show_trace, message, None, len(text), len(text), list(parser.diagnostics)
 
-    tagged, message, error, piece_start, reached = run(len(text))
-    if error is not None and reached - piece_start > 1:
-        again = run(piece_start)
-        if again[2] is not None:
-            tagged, message, error, _, reached = again
-    return tagged, message, error, reached
-
-
-def _locate(total: str, cursor: int, run: str, delimiters: list | None, prefer: tuple[str, ...] = (),
-            consumed: bool = False) -> tuple[int, list[tuple[int, int, str]]]:
-    """Where ``run`` starts at or after ``cursor``, and the delimiter matches that fill the gap.
-
-    Args:
-        total: prefix tail + output; cursor: the end of the previous region text.
-        run: the next region text.
-        delimiters: ``[(label, compiled regex)]`` or None (unknown template).
-        prefer: delimiter labels tried first (the close of the region before the gap, the open of
-            the one after it), so a delimiter two fields share (``</think>``) is named for the right one.
-        consumed: the events between say a delimiter was consumed (an explicit open or a close):
-            a gap of zero characters is then the last resort (zero-width delimiters), not the first.
-
-    Returns:
-        tuple[int, list[tuple[int, int, str]]]: the start, and ``(start, end, label)`` per delimiter
-        match in the gap. Tried in order: the nearest start reachable from ``cursor`` through a
-        chain of delimiter matches; then (text the parser discarded, in a template without an
-        implicit field) the nearest occurrence of ``run`` right after a delimiter match; then the
-        nearest occurrence (the gap is then not explained).
-
-    Raises:
-        AssertionError: ``run`` does not occur after ``cursor`` (events that are not slices of the
-            input: a parser bug, never an input problem).
-    """
-    at_cursor = total.startswith(run, cursor)
-    if at_cursor and not (consumed and delimiters):
-        return cursor, []
-    if delimiters:
-        delimiters = sorted(delimiters, key=lambda d: d[0] not in prefer)
-        came_from: dict[int, tuple[int, str]] = {}
-        heap, seen, steps = [cursor], {cursor}, 0
-        while heap and steps < _GAP_STEPS:
-            q = heapq.heappop(heap)
-            if q != cursor and total.startswith(run, q):
-                chain = []
-                while q != cursor:
-                    p, label = came_from[q]
-                    chain.append((p, q, label))
-                    q = p
-                return chain[0][1], chain[::-1]
-            for label, pattern in delimiters:
-                steps += 1
-                match = pattern.match(total, q)
-                if match is not None and match.end() > q and match.end() not in seen:
-                    seen.add(match.end())
-                    came_from[match.end()] = (q, label)
-                    heapq.heappush(heap, match.end())
-        if at_cursor:
-            return cursor, []
-        found = total.find(run, cursor)
-        for _ in range(_GAP_STEPS):
-            if found < 0:
-                break
-            for label, pattern in delimiters:
-                ending = _match_ending_at(pattern, total, cursor, found)
-                if ending is not None:
-                    return found, _tail(total, cursor, ending, delimiters, prefer) + [(ending, found, label)]
-            found = total.find(run, found + 1)
-    found = total.find(run, cursor)
-    if found < 0:
-        raise AssertionError(f"region text {run[:40]!r} does not follow offset {cursor} of the input")
-    return found, []
-
-
-def _match_ending_at(pattern: Any, total: str, lo: int, end: int) -> int | None:
-    """The start of the leftmost match of ``pattern`` in ``total[lo:]`` that ends exactly at ``end``."""
-    pos = lo
-    while pos < end:
-        match = pattern.search(total, pos, end)
-        if match is None:
-            return None
-        if match.end() == end and match.end() > match.start():
-            return match.start()
-        pos = match.start() + 1
-    return None
+    result = run(len(text))
+    if result[3] is not None and result[5] - result[4] > 1:
+        again = run(result[4])
+        if again[3] is not None:
+            result = again
+    tagged, trace, message, error, _, reached, diagnostics = result
+    return tagged, trace, message, error, reached, diagnostics
 
 
 def layout(parser_module: Any, text: str, *, prefix: Any, tools: list | None = None,
-           template: Any = None) -> Layout:
+           template: Any = None, errors: str = "strict") -> Layout:
     """Parse ``text`` and say which region every character went to.
 
     Args:
@@ -296,57 +304,50 @@ def layout(parser_module: Any, text: str, *, prefix: Any, tools: list | None = N
         text (str): the model output.
         prefix: the prompt before generation (required; ``""`` opts out), as for ``ResponseParser``.
         tools: JSON-schema tools, as for ``ResponseParser``.
-        template: the module's template (dict, path, catalogue name), to name delimiters; by
-            default found from the module's ``SOURCE``.
+        template: the module's template (dict, path, catalogue name); used only to name a gap the
+            parser's record does not explain (never in the catalogue), by default found from the
+            module's ``SOURCE``.
+        errors (str): ``"strict"`` (a body that cannot be parsed stops the parse) or ``"recover"``
+            (the parser's ``region_malformed`` events and diagnostics, with their offsets).
 
     Returns:
-        Layout: segments covering ``text`` once, the regions with their values, the message and
-        the events. A parse error does not raise: it becomes a diagnostic of kind ``"error"``
-        spanning the open region up to the character that raised it, and the text after that
-        character is ``"unparsed"``.
+        Layout: segments covering ``text`` once, the regions with their values, the message, the
+        events and the diagnostics (the parser's own, with response offsets). A strict parse error
+        does not raise: it becomes a diagnostic of kind ``"error"`` spanning the open region up to
+        the character that raised it, and the text after that character is ``"unparsed"``.
 
     Raises:
-        ValueError: ``prefix`` is None (the parser's own message).
+        ValueError: ``prefix`` is None (the parser's own message), or an unknown ``errors``.
+        AssertionError: the parser's record places a character twice or not at all (a bug of the
+            runtime or of this module, never an input problem).
     """
     parser_class = parser_module.ResponseParser
     if prefix is None:
         parser_class(prefix, tools)  # raises the parser's own PREFIX_REQUIRED error
-    rest = _prefix_rest(parser_class, prefix)
-    total = rest + text
-    base = len(rest)
-    tagged, message, error, reached = _events(parser_class, text, prefix, tools)
-    delimiters = _delimiters(parser_module, template)
+    if errors not in ("strict", "recover"):
+        raise ValueError(f"errors must be 'strict' or 'recover', got {errors!r}")
+    tagged, trace, message, error, reached, parser_diagnostics = _events(parser_class, text, prefix, tools, errors)
 
     names = list(getattr(parser_module, "FIELD_NAMES", ()) or getattr(parser_class, "FIELD_NAMES", ()))
+    names = list(dict.fromkeys(getattr(r, "slot", r.name) for r in getattr(parser_class, "REGIONS", ())
+                               if getattr(r, "slot", r.name) is not None)) or names
     regions: list[Region] = []
     current: dict[tuple[str, str], int] = {}
-    runs: list[list] = []  # [region index, [chunk texts], held, contiguous, a delimiter was consumed before]
-    chunk_before = False  # the previous event was a chunk (nothing happened in between)
-    labels = {label for label, _ in delimiters or ()}
-    consumed = False  # since the previous chunk, an event that consumes a delimiter
+    region_of: dict[int, int] = {}  # id(region_chunk event) -> region index
+    malformed: list[tuple[int, int]] = []
     for event, source in tagged:
         kind = event.get("type")
         key = (event.get("field"), event.get("region", event.get("field")))
         if key[0] is not None and key[0] not in names:
             names.append(key[0])
-        if kind in ("region_open", "region_close"):
-            consumed = consumed or f"{'open' if kind == 'region_open' else 'close'} {key[1]}" in labels
         if kind == "region_open":
             current[key] = len(regions)
             regions.append(Region(key[0], key[1], by_prefix=source == "prefix"))
-            chunk_before = False
         elif kind == "region_chunk":
             if key not in current:
                 current[key] = len(regions)
                 regions.append(Region(key[0], key[1], by_prefix=source == "prefix"))
-            index, held = current[key], source == "final"
-            if not event["text"]:
-                continue
-            if chunk_before and runs and runs[-1][0] == index and runs[-1][2] == held:
-                runs[-1][1].append(event["text"])
-            else:
-                runs.append([index, [event["text"]], held, chunk_before, consumed])
-            chunk_before, consumed = True, False
+            region_of[id(event)] = current[key]
         elif kind == "region_close":
             index = current.pop(key, None)
             if index is None:
@@ -354,53 +355,87 @@ def layout(parser_module: Any, text: str, *, prefix: Any, tools: list | None = N
                 regions.append(Region(key[0], key[1], by_prefix=source == "prefix"))
             regions[index].value = event.get("value")
             regions[index].closed = True
-            chunk_before = False
-        else:
-            chunk_before = False
+        elif kind == "region_malformed":
+            index = current.pop(key, None)
+            if index is not None:
+                regions[index].malformed = True
+            malformed.append((event.get("start", 0), event.get("end", 0)))
 
-    limit = base + reached
-    raw: list[Segment] = []  # offsets in `total`
+    # The parser's record, in offset order (a stable sort keeps a value end before what follows it).
+    records = sorted(trace, key=lambda r: (r[1], r[2]))
+    diagnostics = [{"kind": d.get("kind"), "start": d.get("start", 0), "end": d.get("end", 0),
+                    "message": d.get("message", ""), **({"field": d["field"]} if d.get("field") else {})}
+                   for d in parser_diagnostics]
+    dropped = [(d["start"], d["end"], d["kind"]) for d in diagnostics if d["kind"] == "truncated-delimiter"]
+    delimiters = None  # the template's, looked up only for a gap the record does not explain
+    raw: list[Segment] = []
     cursor = 0
-    before = None  # the region of the previous run
-    for index, pieces, held, contiguous, after_delimiter in runs:
-        run_text = "".join(pieces)
-        prefer = (f"open {regions[index].name}",) + (() if before is None else (f"close {before}",))
-        before = regions[index].name
-        start, chain = (cursor, []) if contiguous else _locate(total, cursor, run_text, delimiters, prefer,
-                                                                    after_delimiter)
-        if contiguous and not total.startswith(run_text, cursor):
-            raise AssertionError(f"region text {run_text[:40]!r} does not continue at offset {cursor}")
-        at = cursor
-        for d_start, d_end, label in chain:
-            if d_start > at:
-                raw.append(Segment(at, d_start, "consumed"))
-            raw.append(Segment(d_start, d_end, "delimiter", label=label))
-            at = d_end
-        if start > at:
-            raw.append(Segment(at, start, "consumed"))
-        raw.append(Segment(start, start + len(run_text), "region", index, held))
-        cursor = start + len(run_text)
-    if cursor < limit:
-        # after the last region text: delimiters (a final close), or consumed text
-        tail_chain = _tail(total, cursor, limit, delimiters, () if before is None else (f"close {before}",))
-        for d_start, d_end, label in tail_chain:
-            raw.append(Segment(d_start, d_end, "delimiter", label=label))
-            cursor = d_end
-        if cursor < limit:
-            raw.append(Segment(cursor, limit, "consumed" if error is None else "unparsed"))
-            cursor = limit
-    if limit < len(total):
-        raw.append(Segment(limit, len(total), "unparsed"))
+    after: str | None = None  # the region whose value ended at the cursor
 
-    segments = []
-    for seg in raw:  # drop the prefix part, shift to output offsets
-        start, end = max(seg.start, base) - base, seg.end - base
-        if end > start:
-            segments.append(Segment(start, end, seg.kind, seg.region, seg.held, seg.label))
-            if seg.region is not None:
-                region = regions[seg.region]
-                region.start = start if region.start is None else region.start
-                region.end = end
+    def gap(lo: int, hi: int) -> None:
+        """Explain output[lo:hi], which the parser consumed without routing it."""
+        nonlocal delimiters, after
+        if hi <= lo:
+            return
+        for d_start, d_end, label in dropped:
+            if d_start <= lo and hi <= d_end:
+                raw.append(Segment(lo, hi, "dropped", label=label))
+                return
+        if after is not None:
+            raw.append(Segment(lo, hi, "delimiter", label=f"close after {after}"))
+            after = None
+            return
+        if delimiters is None:
+            delimiters = _delimiters(parser_module, template) or []
+        for d_start, d_end, label in _tail(text, lo, hi, delimiters):
+            raw.append(Segment(d_start, d_end, "delimiter", label=label))
+            lo = d_end
+        if lo < hi:
+            raw.append(Segment(lo, hi, "consumed"))
+
+    limit = reached
+    for kind, start, end, detail, final in records:
+        start, end = max(start, 0), min(end, limit)
+        if kind == "value-end":
+            if start >= cursor:
+                gap(cursor, start)
+                cursor = max(cursor, start)
+                after = detail
+            continue
+        if end <= start:
+            continue
+        if start < cursor:
+            raise AssertionError(f"layout of {len(text)} characters: text at {start} placed twice "
+                                 f"(already up to {cursor})")
+        gap(cursor, start)
+        after = None
+        if kind == "text":
+            raw.append(Segment(start, end, "region", region_of[id(detail)], final))
+        elif kind == "discarded":
+            raw.append(Segment(start, end, "discarded", held=final, label=detail))
+        else:
+            raw.append(Segment(start, end, "delimiter", held=final, label=detail))
+        cursor = end
+    if cursor < limit:
+        gap(cursor, limit)
+        cursor = limit
+    if limit < len(text):
+        raw.append(Segment(limit, len(text), "unparsed"))
+
+    segments: list[Segment] = []
+    for seg in raw:
+        bad = any(a <= seg.start and seg.end <= b for a, b in malformed)
+        last = segments[-1] if segments else None
+        if (last is not None and seg.kind in ("region", "discarded") and last.end == seg.start
+                and (last.kind, last.region, last.held, last.label, last.malformed)
+                == (seg.kind, seg.region, seg.held, seg.label, bad)):
+            segments[-1] = Segment(last.start, seg.end, seg.kind, seg.region, seg.held, seg.label, bad)
+        else:  # one segment per run of one region: a 1 MB output stays a few hundred spans
+            segments.append(Segment(seg.start, seg.end, seg.kind, seg.region, seg.held, seg.label, bad))
+        if seg.region is not None:
+            region = regions[seg.region]
+            region.start = seg.start if region.start is None else region.start
+            region.end = seg.end
     at = 0
     for seg in segments:  # never silently lost (or doubled) text
         if seg.start != at:
@@ -408,13 +443,13 @@ def layout(parser_module: Any, text: str, *, prefix: Any, tools: list | None = N
         at = seg.end
     if at != len(text):
         raise AssertionError(f"layout of {len(text)} characters ends at {at}")
-    diagnostics = []
     if error is not None:
         open_regions = [regions[i] for i in current.values() if regions[i].start is not None]
         start = min((r.start for r in open_regions), default=max(0, reached - 1))
         diagnostics.append({"kind": "error", "start": start, "end": reached,
                             "message": f"{type(error).__name__}: {_one_line(error)}"})
     return Layout(text, segments, regions, message, [event for event, _ in tagged], diagnostics, tuple(names))
+
 
 
 def _tail(total: str, cursor: int, limit: int, delimiters: list | None,
@@ -482,6 +517,7 @@ border:1px solid #ddd;border-radius:4px;overflow:auto}
 #hover{white-space:pre-wrap}
 .d{color:#8a8a8a;background:DELIM}
 .x{font-style:italic}
+.k{color:#777;font-style:italic;background:repeating-linear-gradient(135deg,#eee 0 3px,#dcdcdc 3px 6px)}
 .u{color:#666;background:repeating-linear-gradient(45deg,#fff 0 4px,#eee 4px 8px)}
 .h{text-decoration:underline dotted #444;text-decoration-thickness:2px}
 .m{text-decoration:underline wavy #d00000;text-decoration-skip-ink:none}
@@ -519,10 +555,10 @@ def _split(segments: list[Segment], cuts: Sequence[int]) -> list[Segment]:
             k += 1
         j = k
         while j < len(cuts) and cuts[j] < seg.end:
-            out.append(Segment(start, cuts[j], seg.kind, seg.region, seg.held, seg.label))
+            out.append(Segment(start, cuts[j], seg.kind, seg.region, seg.held, seg.label, seg.malformed))
             start = cuts[j]
             j += 1
-        out.append(Segment(start, seg.end, seg.kind, seg.region, seg.held, seg.label))
+        out.append(Segment(start, seg.end, seg.kind, seg.region, seg.held, seg.label, seg.malformed))
     return out
 
 
@@ -545,7 +581,7 @@ def render(result: Layout, *, title: str = "", wrap: bool | None = None) -> str:
     spans = []
     for seg in segments:
         piece = _text(text[seg.start:seg.end])
-        mark = any(a <= seg.start and seg.end <= b for a, b in marked)
+        mark = seg.malformed or any(a <= seg.start and seg.end <= b for a, b in marked)
         extra = " m" if mark else ""
         if seg.kind == "region":
             region = result.regions[seg.region]
@@ -554,14 +590,24 @@ def render(result: Layout, *, title: str = "", wrap: bool | None = None) -> str:
             spans.append(f'<span class="{cls}" data-r="{seg.region}" title="{_attr(note)}">{piece}</span>')
         elif seg.kind == "delimiter":
             spans.append(f'<span class="d{extra}" title="{_attr("delimiter: " + seg.label)}">{piece}</span>')
+        elif seg.kind == "discarded":
+            note = ("discarded: outside regions (no implicit field)" if seg.label == "outside"
+                    else f"discarded: text of region {seg.label} (its slot is null)")
+            spans.append(f'<span class="d k{extra}" title="{_attr(note)}">{piece}</span>')
+        elif seg.kind == "dropped":
+            note = f"dropped ({seg.label}): held back as a possible delimiter, cut off by the end of the stream"
+            spans.append(f'<span class="d x m" title="{_attr(note)}">{piece}</span>')
         elif seg.kind == "consumed":
             spans.append(f'<span class="d x{extra}" title="consumed (no region\'s text)">{piece}</span>')
         else:
             spans.append(f'<span class="u{extra}" title="not reached: parsing stopped at an error">{piece}</span>')
     legend = "".join(f'<li><span class="{slot_class[name]}">{_text(name)}</span></li>' for name in result.fields)
-    legend += ('<li><span class="d">delimiter</span></li>'
-               '<li><span class="h">held back until the end of the stream</span></li>')
-    if diagnostics:
+    legend += '<li><span class="d">delimiter</span></li>'
+    if any(seg.kind == "discarded" for seg in segments):
+        legend += '<li><span class="d k">discarded (slot null)</span></li>'
+    legend += '<li><span class="h">held back until the end of the stream</span></li>'
+
+    if diagnostics or any(seg.malformed for seg in segments):
         legend += '<li><span class="m">diagnostic</span></li>'
     css = _CSS.replace("DELIM", DELIMITER_COLOUR) + "".join(
         f".{slot_class[name]}{{background:{colour[name]}}}" for name in result.fields)
@@ -595,7 +641,7 @@ def render(result: Layout, *, title: str = "", wrap: bool | None = None) -> str:
 
 
 def html(parser_module: Any, text: str, *, prefix: Any, tools: list | None = None, template: Any = None,
-         diagnostics: Sequence[dict] = (), title: str | None = None) -> str:
+         diagnostics: Sequence[dict] = (), title: str | None = None, errors: str = "strict") -> str:
     """One self-contained HTML page showing how ``parser_module`` parses ``text``.
 
     Args:
@@ -607,6 +653,7 @@ def html(parser_module: Any, text: str, *, prefix: Any, tools: list | None = Non
         diagnostics: extra ``{"kind", "start", "end", "message"}`` entries (output offsets) to
             list and mark; a parse error is added by itself.
         title (str | None): the page heading (default: ``respc parse <SOURCE>``).
+        errors (str): ``"strict"`` or ``"recover"`` (see :func:`layout`).
 
     Returns:
         str: the page (UTF-8 text; write it with ``encoding="utf-8"``).
@@ -614,7 +661,7 @@ def html(parser_module: Any, text: str, *, prefix: Any, tools: list | None = Non
     Raises:
         ValueError: ``prefix`` is None.
     """
-    result = layout(parser_module, text, prefix=prefix, tools=tools, template=template)
+    result = layout(parser_module, text, prefix=prefix, tools=tools, template=template, errors=errors)
     result.diagnostics = list(diagnostics) + result.diagnostics
     source = getattr(parser_module, "SOURCE", "") or getattr(parser_module.ResponseParser, "SOURCE", "")
     return render(result, title=title or f"respc parse {source}".strip())

@@ -597,6 +597,7 @@ class StreamParser:
             elif self._IS_AFTER[state]:
                 # v2: only the optional close right where the value ended
                 if start == pos:
+                    self._sunk += end - pos  # consumed: later offsets (_here) count it
                     pos = end
                 elif not eos and hold == pos:
                     break

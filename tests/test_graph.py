@@ -1,9 +1,12 @@
 """``respc graph``: the diagram's edges are the automaton's watches, in every format, for every template.
 
-The expected edges are read from ``Automaton.states[*].watches`` here, independently of
+The expected edges are read from ``Automaton.states[*].watches`` (and, for v2 regions that end
+at their value, ``Field.end`` and ``Automaton.after_state``) here, independently of
 ``build_graph``; the rendered Mermaid and DOT texts are parsed back line by line and compared to
-them, so a renderer that drops, duplicates or mislabels a transition fails. SVG is rendered by
-Graphviz when ``dot`` is installed (skipped otherwise) and its edge titles are counted.
+them, so a renderer that drops, duplicates or mislabels a transition fails. Where a close
+returns to (``return_states``: OUTSIDE, or the region a nested one suspended) is checked
+literally on the catalogue's nesting templates. SVG is rendered by Graphviz when ``dot`` is
+installed (skipped otherwise) and its edge titles are counted.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import pytest
 
 from respc.compiler.api import compile_source
 from respc.compiler.cli import main
-from respc.compiler.graph import build_graph, to_dot, to_mermaid, to_svg
+from respc.compiler.graph import build_graph, return_states, to_dot, to_mermaid, to_svg
 from support import REPO
 
 TEMPLATES = sorted((REPO / "templates").glob("*.json"))
@@ -25,11 +28,34 @@ needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `do
                                "(apt-get install graphviz)")
 
 
-def _expected_edges(compiled) -> list[tuple[str, str, str, str]]:
-    """(source, target, kind, field name) per watch, straight from the automaton."""
-    fields = compiled.template.fields
-    return [(f"s{state.index}", f"s{watch.target}", watch.kind, fields[watch.field].name)
-            for state in compiled.automaton.states for watch in state.watches]
+def _expected_edges(compiled) -> list[tuple[str, str, str, object]]:
+    """(source, target, label start, watch or None) per edge after the entry edge, in state order.
+
+    A watch's label starts with its kind, then its action when that differs (``open nest``,
+    ``open defer``, ``close after``), then its field. Opens go to ``Watch.target``; closes to each
+    of the field's return states. A region with ``"end": "value"`` adds ``value ends <field>`` to
+    its after state (or its return states when it has no close); an after state adds
+    ``no close after <field>`` back to the return states.
+    """
+    template, automaton = compiled.template, compiled.automaton
+    fields = template.fields
+    returns = return_states(template, automaton)
+    after_of = {index: fi for fi, index in automaton.after_state.items()}
+    out = []
+    for state in automaton.states:
+        for watch in state.watches:
+            assert watch.action in ("open", "nest", "close", "after", "defer"), watch
+            words = [watch.kind] + ([watch.action] if watch.action != watch.kind else []) + [fields[watch.field].name]
+            targets = (watch.target,) if watch.kind == "open" or watch.field == template.implicit else returns[watch.field]
+            out += [(f"s{state.index}", f"s{t}", " ".join(words) + ": ", watch) for t in targets]
+        if state.index in after_of:
+            fi = after_of[state.index]
+            out += [(f"s{state.index}", f"s{t}", f"no close after {fields[fi].name}", None) for t in returns[fi]]
+        elif state.index and state.field is not None and fields[state.field].end == "value":
+            fi = state.field
+            ends = (automaton.after_state[fi],) if fi in automaton.after_state else returns[fi]
+            out += [(f"s{state.index}", f"s{t}", f"value ends {fields[fi].name}", None) for t in ends]
+    return out
 
 
 def _unmermaid(text: str) -> str:
@@ -57,10 +83,15 @@ def _literals_in(label: str, delim) -> None:
 def test_edges_are_the_automatons_watches(path: Path):
     compiled = compile_source(path)
     expected = _expected_edges(compiled)
-    watches = [w for s in compiled.automaton.states for w in s.watches]
     graph = build_graph(compiled.template, compiled.automaton)
     assert [n.id for n in graph.nodes] == ["start"] + [f"s{s.index}" for s in compiled.automaton.states]
     assert graph.nodes[1].implicit == (compiled.template.implicit is not None)
+    fields = compiled.template.fields
+    for node, state in zip(graph.nodes[1:], compiled.automaton.states):
+        null_slot = (state.index in compiled.automaton.state_of_field.values() and compiled.template.version >= 2
+                     and fields[state.field].slot is None)
+        assert node.discarded == null_slot and ("text discarded" in node.label) == null_slot
+        assert node.after == (state.index in compiled.automaton.after_state.values())
 
     mermaid = re.findall(r'^  (\w+) -->\|"(.*)"\| (\w+)$', to_mermaid(graph), re.M)
     dot = re.findall(r'^  (\w+) -> (\w+) \[label="((?:[^"\\]|\\.)*)"', to_dot(graph), re.M)
@@ -71,9 +102,12 @@ def test_edges_are_the_automatons_watches(path: Path):
         _literals_in(rendered[0][2], compiled.template.start_anchor)
         body = rendered[1:]
         assert [(a, b) for a, b, _ in body] == [(a, b) for a, b, _, _ in expected]
-        for (_, _, label), (_, _, kind, field), watch in zip(body, expected, watches):
-            assert label.startswith(f"{kind} {field}: "), label
-            _literals_in(label, watch.delimiter)
+        for (_, _, label), (_, _, head, watch) in zip(body, expected):
+            if watch is None:
+                assert label == head
+            else:
+                assert label.startswith(head), (label, head)
+                _literals_in(label, watch.delimiter)
 
 
 def test_qwen3_edges_literally():
@@ -84,12 +118,45 @@ def test_qwen3_edges_literally():
         ("s0", "s2", 'open tool_calls: "<tool_call>"'),
         ("s0", "s0", 'close content: "<|im_end|>" | "<|endoftext|>" | "</think>"'),
         ("s1", "s0", 'close reasoning_content: "</think>"'),
+        # v2: a call inside reasoning that is never closed ends it ("end-if-unclosed")
+        ("s1", "s2", 'open defer tool_calls: "<tool_call>"'),
         ("s2", "s0", 'close tool_calls: "</tool_call>"'),
     ]
+    assert [e.action for e in graph.edges[1:]] == ["open", "open", "close", "close", "defer", "close"]
+
+
+def test_nested_regions_return_to_the_region_they_suspended():
+    """dots: a call nested in the discarded section returns to it; the same call opened outside returns there."""
+    compiled = compile_source(REPO / "templates" / "dots.json")
+    graph = build_graph(compiled.template, compiled.automaton)
+    assert [n.label for n in graph.nodes[1:]] == [
+        "outside (implicit field 'content')", "region 'call_section' (slot null: text discarded)",
+        "region 'tool_calls'", "region 'json_tool_call' -> slot 'tool_calls'"]
+    assert [(e.source, e.target, e.label.split(":")[0]) for e in graph.edges[1:]] == [
+        ("s0", "s1", "open call_section"), ("s0", "s2", "open tool_calls"), ("s0", "s0", "close content"),
+        ("s1", "s0", "close call_section"), ("s1", "s2", "open nest tool_calls"),
+        ("s1", "s3", "open nest json_tool_call"), ("s2", "s0", "close tool_calls"),
+        ("s2", "s1", "close tool_calls"), ("s3", "s1", "value ends json_tool_call")]
+    olmo3 = compile_source(REPO / "templates" / "olmo3.json")
+    fields = {f.name: i for i, f in enumerate(olmo3.template.fields)}
+    assert return_states(olmo3.template, olmo3.automaton) == {fields["call_section"]: (0,), fields["tool_calls"]: (1,)}
+
+
+def test_value_end_and_trailing_close_edges():
+    compiled = compile_source(REPO / "templates" / "granite3.json")
+    graph = build_graph(compiled.template, compiled.automaton)
+    assert [(e.source, e.target, e.kind, e.label) for e in graph.edges if e.source in ("s2", "s3")] == [
+        ("s2", "s3", "value", "value ends tool_calls"),
+        ("s3", "s0", "close", 'close after tool_calls: "</tool_call>"'),
+        ("s3", "s0", "return", "no close after tool_calls")]
+    assert graph.nodes[4].label == "after the value of 'tool_calls'" and graph.nodes[4].after
+    dot = to_dot(graph)
+    assert 's2 -> s3 [label="value ends tool_calls", style=bold];' in dot
+    assert 's3 -> s0 [label="no close after tool_calls", style=dotted];' in dot
 
 
 def test_a_later_watch_kind_or_action_is_drawn_without_change():
-    """Nested regions (v2 ``inside``) will add watches of new kinds/actions; they appear by themselves."""
+    """A watch of another state (here a made-up ``nest`` from reasoning) is drawn by itself, with its action."""
     compiled = compile_source(REPO / "templates" / "qwen3.json")
     state = compiled.automaton.states[1]
     nested = type("NestWatch", (), {"kind": "open", "action": "nest", "field": 1, "target": 2,
@@ -120,9 +187,9 @@ def test_regex_delimiters_and_control_characters_are_visible():
 def test_cli_formats(capsys, tmp_path):
     assert main(["graph", "qwen3"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("flowchart LR\n") and out.count(" -->|") == 6
+    assert out.startswith("flowchart LR\n") and out.count(" -->|") == 7  # the entry and 6 watches
     assert main(["graph", "qwen3", "--format", "dot", "-o", str(tmp_path / "g.dot")]) == 0
-    assert (tmp_path / "g.dot").read_text(encoding="utf-8").count(" -> ") == 6
+    assert (tmp_path / "g.dot").read_text(encoding="utf-8").count(" -> ") == 7
     assert main(["graph", "qwen3", "--format", "png"]) == 2
     assert "invalid choice" in capsys.readouterr().err
 
@@ -142,7 +209,7 @@ def test_svg_has_one_titled_edge_per_watch():
     assert svg.lstrip().startswith("<?xml") and "</svg>" in svg
     titles = re.findall(r'<g id="edge\d+" class="edge">\s*<title>(.*?)</title>', svg)
     assert sorted(titles) == sorted(["start&#45;&gt;s0", "s0&#45;&gt;s1", "s0&#45;&gt;s2", "s0&#45;&gt;s0",
-                                     "s1&#45;&gt;s0", "s2&#45;&gt;s0"])
+                                     "s1&#45;&gt;s0", "s1&#45;&gt;s2", "s2&#45;&gt;s0"])
     assert "open reasoning_content: &quot;&lt;think&gt;&quot;" in svg
 
 

@@ -3,8 +3,8 @@
 * :func:`respc.show.layout` on every catalogue case: the segments cover the output exactly once,
   in order; each region's characters are exactly the text of its ``region_chunk`` events (read
   again here from an independent run over ``prefix tail + output``); every character outside
-  regions is a delimiter the template declares (catalogue templates all have an implicit field,
-  so nothing else may be consumed);
+  regions is a delimiter the template declares, or (v2) text of a region whose slot is null,
+  placed between that region's opener and its close;
 * the page, parsed with ``html.parser``: every character once, in a span of its region's field
   colour class, delimiters in grey spans; diagnostics only when there are some;
 * a 1 MB output: one span per run, built in seconds;
@@ -52,20 +52,23 @@ def _rest(module, prefix: str) -> str:
 
 
 def _instances(events: list[dict]) -> list[tuple[str, str]]:
-    """(field, text) per region instance, straight from the events: an open starts one, chunks add to it."""
+    """(field, text) per region instance, straight from the events: an open starts one, chunks add to it.
+
+    Instances are told apart by slot and region name (v2: several regions may fill one slot)."""
     out: list[list] = []
-    current: dict[str, int] = {}
+    current: dict[tuple, int] = {}
     for event in events:
+        key = (event.get("field"), event.get("region", event.get("field")))
         if event["type"] == "region_open":
-            current[event["field"]] = len(out)
+            current[key] = len(out)
             out.append([event["field"], ""])
         elif event["type"] == "region_chunk":
-            if event["field"] not in current:
-                current[event["field"]] = len(out)
+            if key not in current:
+                current[key] = len(out)
                 out.append([event["field"], ""])
-            out[current[event["field"]]][1] += event["text"]
-        elif event["type"] == "region_close":
-            current.pop(event["field"], None)
+            out[current[key]][1] += event["text"]
+        elif event["type"] in ("region_close", "region_malformed"):
+            current.pop(key, None)
     return [(f, t) for f, t in out]
 
 
@@ -86,7 +89,19 @@ def test_every_character_once_in_its_region(family, case):
     assert result.message == case["message"]
     assert not result.diagnostics
     kinds = {seg.kind for seg in result.segments}
-    assert kinds <= {"region", "delimiter"}, kinds
+    null_slot = {r.name for r in module.ResponseParser.REGIONS if r.slot is None}
+    assert kinds <= {"region", "delimiter"} | ({"discarded"} if null_slot else set()), kinds
+    # Discarded text is the text of a null-slot region: after its opener, before its close.
+    open_null: list[str] = []
+    for seg in result.segments:
+        if seg.kind == "delimiter":
+            words = seg.label.split()
+            if words[0] == "open" and words[-1] in null_slot:
+                open_null.append(words[-1])
+            elif words[0] == "close" and open_null and words[-1] == open_null[-1]:
+                open_null.pop()
+        elif seg.kind == "discarded":
+            assert seg.label in null_slot and open_null and open_null[-1] == seg.label, (seg, open_null)
 
     # The same parse without a prefix, on what the parser reads: prefix tail + output.
     rest = _rest(module, prefix)
@@ -126,19 +141,16 @@ def test_chunk_text_inside_a_delimiter_is_placed_after_it():
                      ("<|im_end|>", "delimiter", "close content")]
 
 
-def test_a_module_from_a_dict_needs_template_to_name_delimiters():
+def test_a_module_from_a_dict_names_its_delimiters():
+    """The parser itself says which transition consumed each delimiter: no template is needed."""
     template = {"start_anchor": "A", "fields": {"content": {"content": "text"},
                                                 "r": {"open": "<r>", "close": "</r>", "content": "text"}}}
     module = respc.compile_template(template)
-    text = "a<r>x</r>b"
-    result = show.layout(module, text, prefix="")
-    assert [(text[s.start:s.end], s.kind) for s in result.segments] == [
-        ("a", "region"), ("<r>", "consumed"), ("x", "region"), ("</r>", "consumed"), ("b", "region")]
-    text = "a<r>r</r>b"  # the chunk "r" also occurs inside "<r>": only the delimiters place it
-    result = show.layout(module, text, prefix="", template=template)
-    assert [(text[s.start:s.end], s.kind, s.label) for s in result.segments] == [
-        ("a", "region", ""), ("<r>", "delimiter", "open r"), ("r", "region", ""),
-        ("</r>", "delimiter", "close r"), ("b", "region", "")]
+    for text in ("a<r>x</r>b", "a<r>r</r>b"):  # the chunk "r" also occurs inside "<r>"
+        result = show.layout(module, text, prefix="")
+        assert [(text[s.start:s.end], s.kind, s.label) for s in result.segments] == [
+            ("a", "region", ""), ("<r>", "delimiter", "open r"), (text[4], "region", ""),
+            ("</r>", "delimiter", "close r"), ("b", "region", "")]
 
 
 def test_a_chunk_that_repeats_its_opener_is_placed_after_the_opener():
@@ -152,17 +164,103 @@ def test_a_chunk_that_repeats_its_opener_is_placed_after_the_opener():
         ("<r>", "delimiter"), ("<r><r>", "region"), ("</r>", "delimiter")]
 
 
-def test_text_discarded_outside_regions_is_consumed():
-    """No implicit field (the null sink): text outside regions is consumed, delimiters still named."""
+def test_text_discarded_outside_regions_is_discarded():
+    """No implicit field (the null sink): text outside regions is discarded, delimiters still named."""
     template = {"start_anchor": "A", "fields": {"r": {"open": "<r>", "close": "</r>", "content": "text"}}}
     module = respc.compile_template(template)
     text = "junk<r>x</r>more<r>yy</r>end"
     result = show.layout(module, text, prefix="", template=template)
     assert [(text[s.start:s.end], s.kind, s.label) for s in result.segments] == [
-        ("junk", "consumed", ""), ("<r>", "delimiter", "open r"), ("x", "region", ""),
-        ("</r>", "delimiter", "close r"), ("more", "consumed", ""), ("<r>", "delimiter", "open r"),
-        ("yy", "region", ""), ("</r>", "delimiter", "close r"), ("end", "consumed", "")]
+        ("junk", "discarded", "outside"), ("<r>", "delimiter", "open r"), ("x", "region", ""),
+        ("</r>", "delimiter", "close r"), ("more", "discarded", "outside"), ("<r>", "delimiter", "open r"),
+        ("yy", "region", ""), ("</r>", "delimiter", "close r"), ("end", "discarded", "outside")]
     assert result.message == {"r": "yy"}
+
+
+# --- template language v2 ---------------------------------------------------------------------
+
+_CALL = {"type": "function", "function": {"name": "{content.name}", "arguments": "{content.arguments}"}}
+#: a discarded section (slot null) nested in reasoning, holding calls that nest in it
+_SECTION = {
+    "respc_version": 2, "defaults": {"role": "assistant"}, "start_anchor": "<|m|>",
+    "fields": {
+        "reasoning_content": {"open": "<think>", "close": "</think>", "repeats": True, "join": ""},
+        "section": {"open": "<|calls|>", "close": "<|/calls|>", "slot": None,
+                    "inside": {"reasoning_content": "nest"}},
+        "tool_calls": {"open": "<|call|>", "close": "<|/call|>", "content": "json", "repeats": True,
+                       "role": "tool_calls", "inside": {"section": "nest"}, "outside": False, "transform": _CALL},
+        "content": {"close": "<|im_end|>", "repeats": True, "join": ""},
+    },
+}
+#: calls that end at their JSON value, with an optional trailing ``;``; an opener rejected when no JSON follows
+_VALUE = {
+    "respc_version": 2, "defaults": {"role": "assistant"}, "start_anchor": "<|a|>",
+    "fields": {
+        "tool_calls": {"open": "<call>", "close_pattern": r"\s*;", "end": "value", "content": "json",
+                       "repeats": True, "role": "tool_calls", "transform": _CALL},
+        "content": {"close": "<|eot|>", "repeats": True, "join": ""},
+    },
+}
+
+
+def _spans(result) -> list[tuple[str, str, str]]:
+    return [(result.text[s.start:s.end], s.kind, s.label if s.region is None else result.regions[s.region].name)
+            for s in result.segments]
+
+
+def test_discarded_section_with_nested_calls():
+    module = respc.compile_template(_SECTION)
+    text = ('<think>Read.<|calls|>\n<|call|>{"name": "f", "arguments": {}}<|/call|>\n<|/calls|> On.</think>'
+            "Done.<|im_end|>")
+    result = show.layout(module, text, prefix="")
+    assert _spans(result) == [
+        ("<think>", "delimiter", "open reasoning_content"), ("Read.", "region", "reasoning_content"),
+        ("<|calls|>", "delimiter", "open nest section"), ("\n", "discarded", "section"),
+        ("<|call|>", "delimiter", "open nest tool_calls"),
+        ('{"name": "f", "arguments": {}}', "region", "tool_calls"), ("<|/call|>", "delimiter", "close tool_calls"),
+        ("\n", "discarded", "section"), ("<|/calls|>", "delimiter", "close section"),
+        (" On.", "region", "reasoning_content"), ("</think>", "delimiter", "close reasoning_content"),
+        ("Done.", "region", "content"), ("<|im_end|>", "delimiter", "close content")]
+    # the suspended reasoning resumes: its two runs are one region instance
+    assert result.regions[0].value == "Read. On." and result.segments[1].region == result.segments[-4].region
+    page = show.render(result)
+    _check_page(page, result)
+    assert 'class="d k" title="discarded: text of region section (its slot is null)"' in page
+
+
+def test_value_end_trailing_close_and_rejected_opener():
+    module = respc.compile_template(_VALUE)
+    text = 'Use <call> here. <call>{"name": "f", "arguments": {}} ; then<call>{"name": "g", "arguments": {}}ok'
+    result = show.layout(module, text, prefix="")
+    assert _spans(result) == [
+        ("Use <call> here. ", "region", "content"), ("<call>", "delimiter", "open tool_calls"),
+        ('{"name": "f", "arguments": {}}', "region", "tool_calls"), (" ;", "delimiter", "close after tool_calls"),
+        (" then", "region", "content"), ("<call>", "delimiter", "open tool_calls"),
+        ('{"name": "g", "arguments": {}}', "region", "tool_calls"), ("ok", "region", "content")]
+    assert result.message["content"] == "Use <call> here.thenok"  # text strips each block
+
+
+def test_recover_marks_malformed_and_dropped_text_at_the_parsers_offsets():
+    module = _module("qwen3")
+    text = "Hi.<tool_call>{bad}</tool_call>ok<tool_c"
+    result = show.layout(module, text, prefix="", errors="recover")
+    assert [(d["kind"], d["start"], d["end"]) for d in result.diagnostics] == [
+        ("malformed", 3, 31), ("truncated-delimiter", 33, 40)]
+    assert [(text[s.start:s.end], s.kind, s.malformed) for s in result.segments] == [
+        ("Hi.", "region", False), ("<tool_call>", "delimiter", True), ("{bad}", "region", True),
+        ("</tool_call>", "delimiter", True), ("ok", "region", False), ("<tool_c", "dropped", False)]
+    assert result.regions[1].malformed and not result.regions[1].closed
+    assert result.message["content"] == "Hi.<tool_call>{bad}</tool_call>ok"
+    parsed = _check_page(show.render(result), result)
+    assert [p[0] for p in parsed.pieces if "m" in p[1].split()] == ["<tool_call>", "{bad}", "</tool_call>", "<tool_c"]
+    # a delimiter cut off right after a value that ended its region is dropped, not a trailing close
+    value = show.layout(respc.compile_template(_VALUE), '<call>{"name": "f", "arguments": {}}<|eo', prefix="",
+                        errors="recover")
+    assert _spans(value) == [("<call>", "delimiter", "open tool_calls"),
+                             ('{"name": "f", "arguments": {}}', "region", "tool_calls"),
+                             ("<|eo", "dropped", "truncated-delimiter")]
+    with pytest.raises(ValueError, match="errors must be"):
+        show.layout(module, text, prefix="", errors="lenient")
 
 
 def test_held_back_text_is_marked():
