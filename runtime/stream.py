@@ -319,7 +319,7 @@ class StreamParser:
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
-                 "diagnostics", "initial_events")
+                 "_again", "diagnostics", "initial_events")
 
     #: per state: what the quickest path tests with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -342,6 +342,9 @@ class StreamParser:
         #: ``start``/``end`` (offsets in the response text) and ``message`` (and ``text``)
         self.diagnostics: list[dict] = []
         self._eos_hold = None
+        #: errors="recover": the opener of the region just opened, while its body may still start
+        #: with that opener written again (see _reopened)
+        self._again: str | None = None
         self._id_tail: list = []
         self._mark = 0
         self._sunk = 0
@@ -492,7 +495,10 @@ class StreamParser:
             self._id_tail = []
         self._flush_tail()
         if self._recover and self._pos < len(self._buf):
-            self._eos_hold = self._pos  # text held back as a possible delimiter (see _run)
+            cut = self._pos  # text held back as a possible delimiter (see _run)
+            if self._again is not None:
+                cut += _lead(self._buf, cut, len(self._buf))  # whitespace held by _reopened is text
+            self._eos_hold = cut if cut < len(self._buf) else None
         self._guarded(events, True)
         defaults = self.DEFAULTS
         message = {k: v for k, v in self._out.items() if k in defaults or not _is_empty(v)}
@@ -576,6 +582,12 @@ class StreamParser:
         # per delimiter, its last search result over this buffer (see the generated scanners)
         memo = [None] * self.MEMO_SLOTS
         while True:
+            if self._again is not None:
+                # errors="recover": the region's own opener written again at its start
+                verdict = self._reopened(events, buf, pos, eos)
+                if verdict is None:
+                    break
+                pos = verdict
             state = self._state
             start, end, rank, match, hold = scanners[state](buf, pos, eos, memo)
             if self._defer is not None:
@@ -688,7 +700,7 @@ class StreamParser:
             # decoder or trailing close waiting for the text
             self._quiet = (self._opened and fast[0] is not None and self._name is not None
                            and context is not None and self._bd is None and self._tent is None
-                           and not self._IS_AFTER[state])
+                           and not self._IS_AFTER[state] and self._again is None)
         else:
             self._quiet = False
             held = len(buf) - pos
@@ -747,6 +759,7 @@ class StreamParser:
             self._tent = None
             self._state = state
             self._begin(events, action, field, target, match, buf[open_start:open_end])
+            self._again = None  # the body starts with what the content parser accepts
             return -1
         if status == UNDECIDED:
             return None
@@ -762,9 +775,24 @@ class StreamParser:
                         self._state = state
                         self._begin(events, edge[0], alternative, edge[2], match, buf[open_start:open_end])
                     return pos
+        opener = buf[open_start:open_end]
+        if self._recover and opener.strip():
+            # errors="recover" policy *doubled opener*: the opener written twice (whitespace
+            # between allowed); the first one is consumed, the second one opens the region
+            again = open_end + _lead(buf, open_end, len(buf))
+            if not buf.startswith(opener, again):
+                if not eos and opener.startswith(buf[again:]):
+                    return None  # may still be the opener again: wait
+                opener = ""
         # Not an opener after all: its text belongs to the enclosing region.
         self._tent = None
         self._state = state
+        if opener.strip() and self._recover:
+            at = self._here()
+            self._report("repaired", at, at + len(opener), f"doubled opener {opener!r}: the first one was consumed",
+                         opener, self.REGIONS[field].slot)
+            self._sunk += len(opener)
+            return open_end
         if open_start == open_end:
             # A zero-width opener would match here again: the next character goes with it (no
             # other delimiter starts here, or it would have been longer or held).
@@ -790,12 +818,40 @@ class StreamParser:
         self._open_text = opener
         self._groups = match
         self._opened = True
+        if self._recover:
+            self._again = opener.strip() or None
         region = self._region
         if region.slot is not None:
             event = {"type": "region_open", "field": region.slot}
             if region.label is not None:
                 event["region"] = region.label
             events.append(event)
+
+    def _reopened(self, events: list, buf: str, pos: int, eos: bool) -> int | None:
+        """errors="recover" policy *repeated opener*: a region whose body starts (after
+        whitespace) with its own opener written again -- a model writing ``<think>`` after the
+        prompt already opened it, or ``<think><think>`` -- has that copy consumed and reported
+        (kind ``"repaired"``). The whitespace before it stays body text.
+
+        Returns None while the text at ``pos`` may still become the opener (held), else the
+        position to go on from.
+        """
+        again = self._again
+        lead = _lead(buf, pos, len(buf))
+        at = pos + lead
+        if buf.startswith(again, at):
+            self._again = None
+            if lead:
+                self._route(events, buf[pos:at])
+            here = self._here()
+            self._report("repaired", here, here + len(again),
+                         f"opener {again!r} written again at the start of its region: consumed", again, self._name)
+            self._sunk += len(again)
+            return at + len(again)
+        if not eos and again.startswith(buf[at:]):
+            return None  # whitespace or a piece of the opener so far: wait for more
+        self._again = None
+        return pos
 
     def _leave(self, at: int) -> None:
         """After a close ending at offset ``at``: resume the suspended region, or go back OUTSIDE."""
@@ -955,6 +1011,14 @@ class StreamParser:
                 out.setdefault(name, []).append(value)
         elif not _is_empty(value) or _is_empty(out.get(name)):
             out[name] = value
+
+
+def _lead(buf: str, pos: int, limit: int) -> int:
+    """How many whitespace characters ``buf[pos:limit]`` starts with."""
+    n = pos
+    while n < limit and buf[n].isspace():
+        n += 1
+    return n - pos
 
 
 def _copy(value: Any) -> Any:

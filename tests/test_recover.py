@@ -169,3 +169,55 @@ def test_hermes_recover_matches_strict_on_good_output():
     assert HERMES.parse_response(text, prefix="", errors="recover") == HERMES.parse_response(text, prefix="")
     message, events = run_stream(HERMES, "", list(text))
     assert not any(e["type"] == "region_malformed" for e in events)
+
+
+# --- markup damage: policies of errors="recover" (runtime/stream.py _reopened, _probe) ---------
+
+QWEN3_THINKING = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n"
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_opener_written_again_after_the_prompt_opened_it_is_consumed(how):
+    message, _, diagnostics = run(QWEN3, QWEN3_THINKING, "<think>\nLet me think...</think>Answer.", how)
+    assert message == {"role": "assistant", "reasoning_content": "Let me think...", "content": "Answer."}
+    assert diagnostics == [{"kind": "repaired", "field": "reasoning_content", "start": 0, "end": 7,
+                            "message": "opener '<think>' written again at the start of its region: consumed",
+                            "text": "<think>"}]
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_doubled_leading_opener_is_consumed(how):
+    message, _, diagnostics = run(QWEN3, "", "<think><think>Let me think</think>The answer is 42.", how)
+    assert message == {"role": "assistant", "reasoning_content": "Let me think", "content": "The answer is 42."}
+    assert [(d["kind"], d["start"], d["end"], d["text"]) for d in diagnostics] == [("repaired", 7, 14, "<think>")]
+
+
+def test_opener_written_again_stays_text_in_strict():
+    message, _, diagnostics = run(QWEN3, QWEN3_THINKING, "<think>\nLet me think...</think>Answer.", "whole",
+                                  errors="strict")
+    assert message["reasoning_content"] == "<think>\nLet me think..."
+    assert diagnostics == []
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_doubled_call_opener_keeps_the_call(how):
+    call = '<tool_call>{"name": "f", "arguments": {}}</tool_call>'
+    message, _, diagnostics = run(QWEN3, "", "Hi<tool_call>\n" + call, how)
+    assert message == {"role": "assistant", "content": "Hi",
+                       "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {}}}]}
+    assert diagnostics == [{"kind": "repaired", "field": "tool_calls", "start": 2, "end": 13,
+                            "message": "doubled opener '<tool_call>': the first one was consumed",
+                            "text": "<tool_call>"}]
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_opener_in_prose_stays_content_in_recover(how):
+    message, _, diagnostics = run(QWEN3, "", "The tag <tool_call> starts a call.", how)
+    assert message == {"role": "assistant", "content": "The tag <tool_call> starts a call."}
+    assert diagnostics == []
+
+
+def test_prompt_opened_region_with_empty_response():
+    message, _, diagnostics = run(QWEN3, QWEN3_THINKING, "", "whole")
+    assert message == {"role": "assistant"}
+    assert diagnostics == []
