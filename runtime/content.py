@@ -53,6 +53,7 @@ import regex
 from .decoders import Boundary, json_boundary, pythonic_boundary
 from .errors import ContentParseError
 from .pythonic import parse_pythonic
+from .repair import NOTES, repair_json_text
 
 __all__ = [
     "ParserRecord",
@@ -303,6 +304,34 @@ def _make_json(args: dict) -> ContentParser:
     return parse_json
 
 
+def _repair_json(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
+    """``errors="recover"``: the json parser's repair (``runtime/repair.py``); dialects first."""
+    unquoted_keys = bool(args.get("unquoted_keys", False))
+    python_literals = bool(args.get("python_literals", False))
+    try:
+        delims = _checked_delims(args.get("string_delims") or [])
+    except (ValueError, TypeError):
+        return lambda text: None
+    dialects = bool(delims) or unquoted_keys or python_literals
+
+    def fix(text: str) -> "tuple[Any, list[str]] | None":
+        working = text
+        if dialects:
+            try:
+                working = _apply_dialects(text, delims, unquoted_keys, python_literals)
+            except (ValueError, TypeError, AttributeError):
+                working = text
+        repaired, notes = repair_json_text(working)
+        if not notes:
+            return None
+        try:
+            return json.loads(repaired), notes
+        except (ValueError, RecursionError):
+            return None
+
+    return fix
+
+
 # --------------------------------------------------------------------------------------------
 # Structured parsers: xml-inline and kv-lines, and their value_parser (a switch in v2).
 
@@ -377,9 +406,10 @@ def _make_xml_inline(args: dict) -> ContentParser:
     merge = bool(args.get("merge_duplicates", False))
     has_value_group = "value" in compiled.groupindex
 
-    def parse_xml_inline(text: str) -> dict:
+    def parse_xml_inline(text: str, raws: dict | None = None) -> dict:
+        # raws (errors="recover" repair): match index -> the value text to use instead
         out: dict[str, Any] = {}
-        for m in compiled.finditer(text):
+        for index, m in enumerate(compiled.finditer(text)):
             key = m.group("key") if "key" in compiled.groupindex else None
             if key is None:
                 raise ContentParseError(
@@ -387,6 +417,8 @@ def _make_xml_inline(args: dict) -> ContentParser:
                     f"Pattern: {tag_pattern}\nContent: {text!r}"
                 )
             raw = m.group("value") if has_value_group else ""
+            if raws and index in raws:
+                raw = raws[index]
             if sub_parse is None:
                 value = raw
             elif raw is None:
@@ -405,7 +437,48 @@ def _make_xml_inline(args: dict) -> ContentParser:
                 out[key] = value
         return out
 
+    parse_xml_inline.compiled = compiled
     return parse_xml_inline
+
+
+def _repair_xml_inline(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
+    """``errors="recover"``: a value that holds its own closing text.
+
+    ``<parameter name="c">A </parameter> B</parameter></invoke>``: the lazy ``tag_pattern`` ends
+    the value at the first ``</parameter>`` and the rest, up to the next match, is skipped. When
+    that skipped text ends with the match's closing text again, the value runs to that last one.
+    Returns None when no text was skipped that way.
+    """
+    parse = _make_xml_inline(args)
+    compiled = getattr(parse, "compiled", None)
+    if compiled is None or "value" not in compiled.groupindex:
+        return lambda text: None
+
+    def fix(text: str) -> "tuple[Any, list[str]] | None":
+        matches = list(compiled.finditer(text))
+        raws: dict[int, str] = {}
+        notes: list[str] = []
+        for index, m in enumerate(matches):
+            if m.start("value") < 0:
+                continue
+            limit = matches[index + 1].start() if index + 1 < len(matches) else len(text)
+            closing = text[m.end("value"):m.end()]
+            tag = closing.strip()
+            skipped = text[m.end():limit]
+            if not tag or not skipped.strip():
+                continue
+            last = text.rfind(tag, m.end(), limit)
+            if last < 0 or text[last + len(tag):limit].strip():
+                continue
+            raw = text[m.start("value"):last]
+            raws[index] = raw.rstrip() if closing[:1].isspace() else raw
+            key = m.group("key") if "key" in compiled.groupindex else None
+            notes.append(NOTES["inner-close"].format(key, tag))
+        if not raws:
+            return None
+        return parse(text, raws), notes
+
+    return fix
 
 
 def _make_kv_lines(args: dict) -> ContentParser:
@@ -669,6 +742,11 @@ class ParserRecord:
             :class:`~respc.runtime.decoders.Boundary` decoders, ``None`` when the parser is not
             self-delimiting (the core buffers the body and parses it on close).
         grammar (Callable[[dict], str] | None): a Lark rule body for the region's body text.
+        repair (Callable[[dict], Callable[[str], tuple[Any, list[str]] | None]] | None):
+            ``errors="recover"`` only (``runtime/repair.py``): factory of ``fix(body) -> (value,
+            notes)``, or None when it cannot repair the body; called when the strict parse fails.
+        repair_on_success (bool): the strict parse can succeed while skipping body text, so the
+            core also tries ``fix`` after a success and takes its value when it made a note.
     """
 
     name: str
@@ -679,6 +757,8 @@ class ParserRecord:
     can_reject: bool = False
     boundary: Callable[[dict], Callable[[], Boundary]] | None = None
     grammar: Callable[[dict], str] | None = None
+    repair: Callable[[dict], Callable[[str], "tuple[Any, list[str]] | None"]] | None = None
+    repair_on_success: bool = False
 
 
 #: Every content parser, in documentation order (SPEC 5, then the v2 additions).
@@ -689,8 +769,9 @@ PARSERS: dict[str, ParserRecord] = {
         ParserRecord("float", False, _no_problems, _make_float, grammar=_grammar_float),
         ParserRecord("bool", False, _no_problems, _make_bool, grammar=_grammar_any),
         ParserRecord("json", True, _check_json, _make_json, self_delimiting=True, can_reject=True,
-                     boundary=json_boundary, grammar=_grammar_json),
-        ParserRecord("xml-inline", True, _check_xml_inline, _make_xml_inline, grammar=_grammar_any),
+                     boundary=json_boundary, grammar=_grammar_json, repair=_repair_json),
+        ParserRecord("xml-inline", True, _check_xml_inline, _make_xml_inline, grammar=_grammar_any,
+                     repair=_repair_xml_inline, repair_on_success=True),
         ParserRecord("kv-lines", True, _check_kv_lines, _make_kv_lines, grammar=_grammar_any),
         ParserRecord("pythonic", True, _check_pythonic, _make_pythonic, self_delimiting=True,
                      can_reject=True, boundary=pythonic_boundary, grammar=_grammar_pythonic),

@@ -36,6 +36,7 @@ from typing import Any, Callable, NamedTuple
 
 from .decoders import ACCEPTED, UNDECIDED
 from .errors import ContentParseError, ParserStateError
+from .repair import NOTES, decode_string_arguments
 from .tools import coerce_tool_calls, compile_tool_types, tool_parameters
 
 __all__ = [
@@ -789,7 +790,7 @@ class StreamParser:
         self._state = state
         if opener.strip() and self._recover:
             at = self._here()
-            self._report("repaired", at, at + len(opener), f"doubled opener {opener!r}: the first one was consumed",
+            self._report("repaired", at, at + len(opener), NOTES["doubled-opener"].format(opener),
                          opener, self.REGIONS[field].slot)
             self._sunk += len(opener)
             return open_end
@@ -845,7 +846,7 @@ class StreamParser:
                 self._route(events, buf[pos:at])
             here = self._here()
             self._report("repaired", here, here + len(again),
-                         f"opener {again!r} written again at the start of its region: consumed", again, self._name)
+                         NOTES["opener-again"].format(again), again, self._name)
             self._sunk += len(again)
             return at + len(again)
         if not eos and again.startswith(buf[at:]):
@@ -930,9 +931,17 @@ class StreamParser:
                 value = None  # v2: an empty body has no value
             else:
                 try:
-                    value = region.process(text, scope)
+                    if self._recover:
+                        value, notes = self._repaired(region, text, scope, closer, eos)
+                    else:
+                        value = region.process(text, scope)
                     if self._tools is not None and region.typed:
                         value = coerce_tool_calls(value, self._tools)
+                    if self._recover and notes:
+                        start = self._open_at if self._open_at is not None else self._mark
+                        raw = self._open_text + text + closer
+                        for note in notes:
+                            self._report("repaired", start, at + len(closer), note, raw, region.slot)
                 except (ValueError, KeyError, TypeError) as exc:
                     start = self._open_at if self._open_at is not None else self._mark
                     if not self._recover:
@@ -951,6 +960,36 @@ class StreamParser:
             events.append(event)
         self._opened = False
         return at + len(closer)
+
+    def _repaired(self, region: Region, text: str, scope: dict, closer: str, eos: bool) -> tuple[Any, list[str]]:
+        """errors="recover": a region's value, repaired where the strict parse fails
+        (``runtime/repair.py``); returns ``(value, notes)``, one note per repair made.
+
+        Not tried on a region the stream cut off (no close, not self-delimiting): completing a
+        half-written body would invent it. Raises the strict parse's error when nothing helps.
+        """
+        process = region.process
+        repair = getattr(process, "repair", None)
+        notes: list[str] = []
+        try:
+            value = process(text, scope)
+            if repair is not None and process.repair_on_success:
+                got = repair(text, scope, True)
+                if got is not None:
+                    value, notes = got
+        except (ValueError, KeyError, TypeError):
+            if repair is None or (eos and not closer and not region.ends):
+                raise
+            try:
+                got = repair(text, scope)
+            except (ValueError, KeyError, TypeError):
+                got = None
+            if got is None:
+                raise
+            value, notes = got
+        if region.typed:
+            value = decode_string_arguments(value, notes)
+        return value, notes
 
     def _report(self, kind: str, start: int, end: int, message: str, text: str, field: str | None = None) -> None:
         self.diagnostics.append({"kind": kind, "field": field, "start": start, "end": end, "message": message,

@@ -14,7 +14,7 @@ from support import chunkings, run_stream
 QWEN3 = importlib.import_module("respc.generated.qwen3")
 HERMES = importlib.import_module("respc.generated.hermes2pro")
 
-BAD = 'Answer.<tool_call>{"name": "f", "arguments": {"a": 1,}}</tool_call>'
+BAD = 'Answer.<tool_call>{"name": "f", "arguments": {"a": 1 2}}</tool_call>'
 
 
 def run(module, prefix, text, how, errors="recover"):
@@ -30,7 +30,7 @@ def run(module, prefix, text, how, errors="recover"):
 def test_malformed_call_keeps_the_answer_and_its_raw_text(how):
     good = '<tool_call>{"name": "g", "arguments": {}}</tool_call>'
     message, events, diagnostics = run(QWEN3, "", BAD + good, how)
-    raw = '<tool_call>{"name": "f", "arguments": {"a": 1,}}</tool_call>'
+    raw = '<tool_call>{"name": "f", "arguments": {"a": 1 2}}</tool_call>'
     assert message == {"role": "assistant", "content": "Answer." + raw,
                        "tool_calls": [{"type": "function", "function": {"name": "g", "arguments": {}}}]}
     malformed = [e for e in events if e["type"] == "region_malformed"]
@@ -221,3 +221,76 @@ def test_prompt_opened_region_with_empty_response():
     message, _, diagnostics = run(QWEN3, QWEN3_THINKING, "", "whole")
     assert message == {"role": "assistant"}
     assert diagnostics == []
+
+
+# --- JSON damage: repairs of errors="recover" (runtime/repair.py), one diagnostic per repair ----
+
+JAMBA = importlib.import_module("respc.generated.jamba")
+
+JSON_REPAIRS = [
+    ('{"name": "f", "arguments": {"s": "a\nb\tc"}}', {"s": "a\nb\tc"},
+     ["raw newline in a string escaped", "raw tab in a string escaped"]),
+    ('{"name": "f", "arguments": {"x": None, "y": True, "z": False}}', {"x": None, "y": True, "z": False},
+     ["Python literal None read as null", "Python literal True read as true",
+      "Python literal False read as false"]),
+    ('{"name": "f", "arguments": {"a": 1,},}', {"a": 1}, ["trailing comma before '}' removed"]),
+    ("{'name': 'f', 'arguments': {'q': 'it\\'s \"x\"'}}", {"q": "it's \"x\""},
+     ["single-quoted string read as a JSON string"]),
+    ('{"name": "f", "arguments": {"a": [1, 2', {"a": [1, 2]}, ["missing ']}}' added at the region's close"]),
+    ('{"name": "f", "arguments": {"s": "open', {"s": "open"},
+     ["string still open at the region's close: closed", "missing '}}' added at the region's close"]),
+    ('{"name": "f", "arguments": "{\\"city\\": \\"Paris\\"}"}', {"city": "Paris"},
+     ["arguments of 'f' were a JSON-encoded string: decoded"]),
+]
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+@pytest.mark.parametrize("body,arguments,notes", JSON_REPAIRS, ids=[str(i) for i in range(len(JSON_REPAIRS))])
+def test_json_damage_is_repaired_and_reported(body, arguments, notes, how):
+    raw = "<tool_call>" + body + "</tool_call>"
+    message, events, diagnostics = run(QWEN3, "", "Hi" + raw + "Done.", how)
+    assert message == {"role": "assistant", "content": "HiDone.",
+                       "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": arguments}}]}
+    assert diagnostics == [{"kind": "repaired", "field": "tool_calls", "start": 2, "end": 2 + len(raw),
+                            "message": note, "text": raw} for note in notes]
+    assert [e["type"] for e in events if e["type"] in ("region_close", "region_malformed")].count(
+        "region_malformed") == 0
+
+
+def test_json_damage_raises_in_strict():
+    parser = QWEN3.ResponseParser("", errors="strict")
+    with pytest.raises(ValueError, match="json parser could not parse"):
+        parser.feed('Hi<tool_call>{"name": "f", "arguments": {"a": 1,}}</tool_call>')
+        parser.finalize()
+
+
+def test_truncated_json_is_not_completed():
+    message, _, diagnostics = run(QWEN3, "", 'Hi<tool_call>{"name": "f", "arguments": {"a": [1, 2', "whole")
+    assert message == {"role": "assistant", "content": "Hi"}
+    assert [d["kind"] for d in diagnostics] == ["truncated"]
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_one_call_object_where_a_list_is_expected(how):
+    raw = '<tool_calls>{"name": "f", "arguments": {"a": 1}}</tool_calls>'
+    message, _, diagnostics = run(JAMBA, "", raw, how)
+    assert message == {"role": "assistant",
+                       "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]}
+    assert diagnostics == [{"kind": "repaired", "field": "tool_calls", "start": 0, "end": len(raw),
+                            "message": "one object where a list of them is expected: read as a list of one",
+                            "text": raw}]
+
+
+MINIMAX = importlib.import_module("respc.generated.minimax_m2")
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_closing_tag_inside_a_parameter_value(how):
+    raw = ('<invoke name="f"><parameter name="content">A block ends with </parameter> on its own line.'
+           '</parameter><parameter name="n">2</parameter></invoke>')
+    message, _, diagnostics = run(MINIMAX, "", "<minimax:tool_call>" + raw + "</minimax:tool_call>", how)
+    assert message == {"role": "assistant", "tool_calls": [{"type": "function", "function": {
+        "name": "f", "arguments": {"content": "A block ends with </parameter> on its own line.", "n": "2"}}}]}
+    assert diagnostics == [{"kind": "repaired", "field": "tool_calls", "start": 19, "end": 19 + len(raw),
+                            "message": "value of 'content' holds its closing text '</parameter>': kept up to "
+                                       "the last one", "text": raw}]
