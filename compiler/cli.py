@@ -190,9 +190,13 @@ def _parse(args: argparse.Namespace) -> int:
             raise _UsageError(f"tools file {args.tools!r} must hold a JSON list of tools")
     if not args.events:
         text = "".join(_stream_chunks(args.file))
-        _print_json(module.parse_response(text, prefix, tools), indent=2)
+        parser = module.ResponseParser(prefix, tools, errors=args.errors)
+        parser.feed(text)
+        message = parser.finalize()[0]
+        _print_diagnostics(parser, args.errors)
+        _print_json(message, indent=2)
         return 0
-    parser = module.ResponseParser(prefix, tools)
+    parser = module.ResponseParser(prefix, tools, errors=args.errors)
     for event in parser.initial_events:
         _print_json(event)
     for chunk in _stream_chunks(args.file):
@@ -201,8 +205,52 @@ def _parse(args: argparse.Namespace) -> int:
     message, events = parser.finalize()
     for event in events:
         _print_json(event)
+    _print_diagnostics(parser, args.errors)
     _print_json({"type": "message", "message": message})
     return 0
+
+
+def _add_errors_option(parse: argparse.ArgumentParser) -> None:
+    """``respc parse --errors strict|recover`` (issue 8)."""
+    parse.add_argument("--errors", choices=("strict", "recover"), default="strict",
+                       help="strict: a body that cannot be parsed is an error (exit 1); recover: nothing "
+                            "raises, repairs and losses are printed to stderr, one per line")
+
+
+def _print_diagnostics(parser: Any, errors: str) -> None:
+    """With ``--errors recover``, print the parser's diagnostics to stderr, one line each:
+    ``respc: KIND at START-END [field F]: MESSAGE`` (the message's first line; the raw text is in
+    ``--events``). In strict the output stays what the conformance vectors expect."""
+    if errors != "recover":
+        return
+    for d in parser.diagnostics:
+        where = f" field {d['field']}" if d.get("field") else ""
+        message = str(d["message"]).splitlines()[0] if d["message"] else ""
+        print(f"respc: {d['kind']} at {d['start']}-{d['end']}{where}: {message}", file=sys.stderr)
+    sys.stderr.flush()
+
+
+#: Lines of a ContentParseError message that quote the body (cut first when the line is long).
+_QUOTED = ("Content:", "Original:", "Transformed:")
+
+
+def _cause_first(exc: BaseException, limit: int = 400) -> str:
+    """An error as one line: what failed and why first, then where (field, offsets), then the
+    quoted body, cut to what is left of ``limit`` characters -- so a long body never hides the
+    cause (a JSON error's ``Error:`` line comes before the ``Content:`` it quotes)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    quoted = [line for line in lines if line.startswith(_QUOTED)]
+    head = [line for line in lines if not line.startswith(_QUOTED + ("Error:",))]
+    head += [line for line in lines if line.startswith("Error:")]
+    if getattr(exc, "start", None) is not None:
+        head.append(f"at {exc.start}-{exc.end}")
+    text = " | ".join(head) or type(exc).__name__
+    for line in quoted:
+        room = limit - len(text) - 3
+        if room < 20:
+            break
+        text += " | " + (line if len(line) <= room else line[:room - 1] + "…")
+    return text
 
 
 def _detect(args: argparse.Namespace) -> int:
@@ -249,6 +297,7 @@ def _parser() -> argparse.ArgumentParser:
     group.add_argument("--prefix-file", help="a file holding the prompt before generation")
     parse.add_argument("--tools", help="a JSON file with a list of tools, to type tool-call arguments")
     parse.add_argument("--events", action="store_true", help="print one JSON event per line as input arrives")
+    _add_errors_option(parse)
     parse.set_defaults(run=_parse)
     check = sub.add_parser("check", help="validate a template and show its D2 warnings and notes")
     check.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
@@ -257,12 +306,6 @@ def _parser() -> argparse.ArgumentParser:
     det.add_argument("path", help="model directory, tokenizer_config.json or chat_template.jinja")
     det.set_defaults(run=_detect)
     return top
-
-
-def _one_line(exc: BaseException, limit: int = 400) -> str:
-    """An exception's message as one line (its lines joined), shortened to ``limit`` characters."""
-    text = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"respc: {exc}", file=sys.stderr)
         return 1
     except (ValueError, KeyError, TypeError) as exc:
-        print(f"respc: cannot parse output: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        print(f"respc: cannot parse output: {type(exc).__name__}: {_cause_first(exc)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 1

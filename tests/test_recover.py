@@ -4,6 +4,7 @@ is a diagnostic with offsets; errors="strict" errors say where and carry the mes
 from __future__ import annotations
 
 import importlib
+import json
 
 import pytest
 
@@ -294,3 +295,35 @@ def test_closing_tag_inside_a_parameter_value(how):
     assert diagnostics == [{"kind": "repaired", "field": "tool_calls", "start": 19, "end": 19 + len(raw),
                             "message": "value of 'content' holds its closing text '</parameter>': kept up to "
                                        "the last one", "text": raw}]
+
+
+# --- respc parse --errors ----------------------------------------------------------------------
+
+def test_cli_recover_prints_diagnostics_to_stderr(tmp_path, capsys):
+    from respc.compiler.cli import main
+
+    (tmp_path / "out.txt").write_text('Hi<tool_call>{"name": "f", "arguments": {"a": 1,}}</tool_call><tool_c',
+                                      encoding="utf-8")
+    code = main(["parse", "qwen3", str(tmp_path / "out.txt"), "--prefix", "", "--errors", "recover"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert json.loads(captured.out) == {"role": "assistant", "content": "Hi", "tool_calls": [
+        {"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]}
+    assert captured.err == ("respc: repaired at 2-62 field tool_calls: trailing comma before '}' removed\n"
+                            "respc: truncated-delimiter at 62-69: the stream ended inside what may be a delimiter\n")
+
+
+def test_cli_strict_error_puts_the_cause_before_the_cut_body(tmp_path, capsys):
+    from respc.compiler.cli import main
+
+    body = '{"name": "f", "arguments": {"a": "' + "x" * 600 + '" 1}}'
+    (tmp_path / "out.txt").write_text("Hi<tool_call>" + body + "</tool_call>", encoding="utf-8")
+    code = main(["parse", "qwen3", str(tmp_path / "out.txt"), "--prefix", "", "--errors", "strict"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.count("\n") == 1
+    assert err.startswith("respc: cannot parse output: ContentParseError: Field 'tool_calls': json parser could "
+                          "not parse region as JSON. | Error: Expecting ',' delimiter: line 1 column 637 (char 636)"
+                          " | at 2-664 | Content: '{\"name\": \"f\", ")
+    assert err.endswith("…\n")
+    assert len(err) == len("respc: cannot parse output: ContentParseError: ") + 400 + 1
