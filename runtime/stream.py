@@ -320,7 +320,7 @@ class StreamParser:
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
-                 "_again", "diagnostics", "initial_events")
+                 "_again", "diagnostics", "initial_events", "ledger")
 
     #: per state: what the quickest path tests with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -333,7 +333,7 @@ class StreamParser:
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
-                 errors: str = "strict") -> None:
+                 errors: str = "strict", ledger: bool = False) -> None:
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
         if errors not in ERRORS:
@@ -342,6 +342,13 @@ class StreamParser:
         #: what was repaired, dropped or could not be parsed: dicts with ``kind``, ``field``,
         #: ``start``/``end`` (offsets in the response text) and ``message`` (and ``text``)
         self.diagnostics: list[dict] = []
+        #: with ``ledger=True``: where every character went, ``(start, end, kind)`` in response
+        #: offsets (negative: the prefix remainder), kind ``"text"`` (a region_chunk of a field),
+        #: ``"delimiter"`` (an opener or closer consumed), ``"discarded"`` (the text of a region
+        #: whose slot is null, or outside every region when the template has no implicit field)
+        #: or ``"diagnostic"`` (text a diagnostic holds instead: a truncated delimiter, a
+        #: repeated opener). The entries tile the input; tests/test_recover_properties.py checks it.
+        self.ledger: list[tuple[int, int, str]] | None = [] if ledger else None
         self._eos_hold = None
         #: errors="recover": the opener of the region just opened, while its body may still start
         #: with that opener written again (see _reopened)
@@ -610,6 +617,7 @@ class StreamParser:
             elif self._IS_AFTER[state]:
                 # v2: only the optional close right where the value ended
                 if start == pos:
+                    self._consume("delimiter", end - start)  # counted, so later offsets stay right
                     pos = end
                 elif not eos and hold == pos:
                     break
@@ -662,7 +670,7 @@ class StreamParser:
                     at = self._here()
                     self._report("truncated-delimiter", at, at + len(buf) - cut,
                                  "the stream ended inside what may be a delimiter", buf[cut:])
-                    self._sunk += len(buf) - cut
+                    self._consume("diagnostic", len(buf) - cut)
                 elif pos < len(buf):
                     self._route(events, buf[pos:])
                 pos = len(buf)
@@ -701,7 +709,7 @@ class StreamParser:
             # decoder or trailing close waiting for the text
             self._quiet = (self._opened and fast[0] is not None and self._name is not None
                            and context is not None and self._bd is None and self._tent is None
-                           and not self._IS_AFTER[state] and self._again is None)
+                           and not self._IS_AFTER[state] and self._again is None and self.ledger is None)
         else:
             self._quiet = False
             held = len(buf) - pos
@@ -792,7 +800,7 @@ class StreamParser:
             at = self._here()
             self._report("repaired", at, at + len(opener), NOTES["doubled-opener"].format(opener),
                          opener, self.REGIONS[field].slot)
-            self._sunk += len(opener)
+            self._consume("diagnostic", len(opener))
             return open_end
         if open_start == open_end:
             # A zero-width opener would match here again: the next character goes with it (no
@@ -811,6 +819,8 @@ class StreamParser:
                                 self._open_text))
         else:
             self._close(events, None)
+        if self.ledger is not None and opener:
+            self.ledger.append((at, at + len(opener), "delimiter"))
         self._state = target
         self._enter(field)
         self._mark = at + len(opener)
@@ -847,7 +857,7 @@ class StreamParser:
             here = self._here()
             self._report("repaired", here, here + len(again),
                          NOTES["opener-again"].format(again), again, self._name)
-            self._sunk += len(again)
+            self._consume("diagnostic", len(again))
             return at + len(again)
         if not eos and again.startswith(buf[at:]):
             return None  # whitespace or a piece of the opener so far: wait for more
@@ -878,7 +888,18 @@ class StreamParser:
             self._back = self._state
             self._state = after
 
+    def _consume(self, kind: str, n: int) -> None:
+        """Count ``n`` characters at the current position that no region receives (a delimiter
+        or text a diagnostic holds), and enter them in the ledger when there is one."""
+        if self.ledger is not None:
+            at = self._here()
+            self.ledger.append((at, at + n, kind))
+        self._sunk += n
+
     def _route(self, events: list, text: str) -> None:
+        if self.ledger is not None and text:
+            at = self._here()
+            self.ledger.append((at, at + len(text), "text" if self._name is not None else "discarded"))
         if self._name is None:
             self._sunk += len(text)  # the null sink, or a region whose slot is null: discarded
             return
@@ -914,6 +935,8 @@ class StreamParser:
             int: the response offset just after the close delimiter.
         """
         at = self._here()
+        if self.ledger is not None and closer:
+            self.ledger.append((at, at + len(closer), "delimiter"))
         region = self._region
         if region is not None and self._opened and region.slot is not None:
             names = region.groups
