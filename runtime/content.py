@@ -441,29 +441,103 @@ def _make_xml_inline(args: dict) -> ContentParser:
     return parse_xml_inline
 
 
-def _repair_xml_inline(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
-    """``errors="recover"``: a value that holds its own closing text.
+_META = set("()[]{}.*+?|^$\\")
+#: closing tags at the end of a body: the enclosing markup (``</function>``)
+_CLOSING_TAGS = regex.compile(r"(?:\s*</[^<>/]+>)+\s*$")
 
-    ``<parameter name="c">A </parameter> B</parameter></invoke>``: the lazy ``tag_pattern`` ends
-    the value at the first ``</parameter>`` and the rest, up to the next match, is skipped. When
-    that skipped text ends with the match's closing text again, the value runs to that last one.
-    Returns None when no text was skipped that way.
+
+def _literal_end(pattern: str, from_end: bool) -> str:
+    """The literal text a regex starts (or ends) with: ``<parameter=`` of
+    ``<parameter=(?P<key>...)``; "" when it starts (ends) with a regex construct."""
+    out: list[str] = []
+    if not from_end:
+        i = 0
+        while i < len(pattern):
+            c = pattern[i]
+            if c == "\\" and i + 1 < len(pattern) and not pattern[i + 1].isalnum():
+                out.append(pattern[i + 1])
+                i += 2
+                continue
+            if c in _META:
+                break
+            out.append(c)
+            i += 1
+        return "".join(out)
+    i = len(pattern) - 1
+    while i >= 0:
+        c = pattern[i]
+        escaped = i > 0 and pattern[i - 1] == "\\"
+        if escaped and not c.isalnum():
+            out.append(c)
+            i -= 2
+            continue
+        if c in _META or escaped:
+            break
+        out.append(c)
+        i -= 1
+    return "".join(reversed(out))
+
+
+def _repair_xml_inline(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
+    """``errors="recover"``: two kinds of damage to tags (notes in ``runtime/repair.py``).
+
+    * A missing close: ``<parameter=a>1<parameter=b>2</parameter>`` or a last parameter with no
+      ``</parameter>`` before the region's close. When ``tag_pattern`` starts and ends with
+      literal text (``<parameter=`` ... ``</parameter>``, three characters or more), an opening
+      with no closing after it before the next opening (or the end of the body) gets one.
+    * A value that holds its own closing text:
+      ``<parameter name="c">A </parameter> B</parameter></invoke>``: the lazy ``tag_pattern`` ends
+      the value at the first ``</parameter>`` and the rest, up to the next match, is skipped. When
+      that skipped text ends with the match's closing text again, the value runs to that last one.
+
+    ``fix`` returns None when neither applies.
     """
     parse = _make_xml_inline(args)
     compiled = getattr(parse, "compiled", None)
     if compiled is None or "value" not in compiled.groupindex:
         return lambda text: None
+    opening = _literal_end(args["tag_pattern"], False)
+    closing = _literal_end(args["tag_pattern"], True)
+    if len(opening) < 3 or len(closing) < 3 or closing in opening:
+        opening = closing = ""
+
+    def add_closes(text: str, notes: list[str]) -> str:
+        if not opening or opening not in text:
+            return text
+        starts = []
+        at = text.find(opening)
+        while at >= 0:
+            starts.append(at)
+            at = text.find(opening, at + len(opening))
+        pieces, last = [], 0
+        for index, start in enumerate(starts):
+            limit = starts[index + 1] if index + 1 < len(starts) else len(text)
+            segment = text[start:limit]
+            pieces.append(text[last:start])
+            if closing not in segment:
+                # before the closing tags of the enclosing markup (``</function>``), if any
+                tail = _CLOSING_TAGS.search(segment)
+                cut = tail.start() if tail is not None else len(segment.rstrip())
+                pieces.append(segment[:cut] + closing + segment[cut:])
+                where = (f"before the next {opening!r}" if index + 1 < len(starts)
+                         else f"before {segment[cut:].strip()!r}" if tail is not None else "at the end of the body")
+                notes.append(NOTES["missing-close"].format(closing, where))
+            else:
+                pieces.append(segment)
+            last = limit
+        return "".join(pieces)
 
     def fix(text: str) -> "tuple[Any, list[str]] | None":
+        notes: list[str] = []
+        text = add_closes(text, notes)
         matches = list(compiled.finditer(text))
         raws: dict[int, str] = {}
-        notes: list[str] = []
         for index, m in enumerate(matches):
             if m.start("value") < 0:
                 continue
             limit = matches[index + 1].start() if index + 1 < len(matches) else len(text)
-            closing = text[m.end("value"):m.end()]
-            tag = closing.strip()
+            close_text = text[m.end("value"):m.end()]
+            tag = close_text.strip()
             skipped = text[m.end():limit]
             if not tag or not skipped.strip():
                 continue
@@ -471,10 +545,10 @@ def _repair_xml_inline(args: dict) -> Callable[[str], "tuple[Any, list[str]] | N
             if last < 0 or text[last + len(tag):limit].strip():
                 continue
             raw = text[m.start("value"):last]
-            raws[index] = raw.rstrip() if closing[:1].isspace() else raw
+            raws[index] = raw.rstrip() if close_text[:1].isspace() else raw
             key = m.group("key") if "key" in compiled.groupindex else None
             notes.append(NOTES["inner-close"].format(key, tag))
-        if not raws:
+        if not notes:
             return None
         return parse(text, raws), notes
 

@@ -23,7 +23,8 @@ Repairs (each also has a literal-message test in ``tests/test_recover.py``):
   like a tool call (a dict with ``name`` and ``arguments``, or one under ``function``).
 * ``transform_each`` meeting one object where a list of objects is expected reads it as a list of
   one (``runtime/transforms.py``).
-* ``xml-inline`` values holding their own closing tag (``runtime/content.py``).
+* ``xml-inline``: a missing closing tag (before the next tag or the region's close), and a value
+  holding its own closing tag (``runtime/content.py``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ NOTES = {
     "arguments": "arguments of {!r} were a JSON-encoded string: decoded",
     "one-object": "one object where a list of them is expected: read as a list of one",
     "inner-close": "value of {!r} holds its closing text {!r}: kept up to the last one",
+    "missing-close": "missing {!r} added {}",
     "opener-again": "opener {!r} written again at the start of its region: consumed",
     "doubled-opener": "doubled opener {!r}: the first one was consumed",
 }

@@ -327,3 +327,27 @@ def test_cli_strict_error_puts_the_cause_before_the_cut_body(tmp_path, capsys):
                           " | at 2-664 | Content: '{\"name\": \"f\", ")
     assert err.endswith("…\n")
     assert len(err) == len("respc: cannot parse output: ContentParseError: ") + 400 + 1
+
+
+QWEN3_CODER = importlib.import_module("respc.generated.qwen3_coder")
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+@pytest.mark.parametrize("body,where", [
+    ("<parameter=a>\n1\n<parameter=b>\n2\n</parameter>\n</function>", "before the next '<parameter='"),
+    ("<parameter=a>\n1\n</parameter>\n<parameter=b>\n2\n</function>", "before '</function>'"),
+])
+def test_missing_parameter_close_is_added(body, where, how):
+    raw = "<tool_call>\n<function=f>\n" + body + "\n</tool_call>"
+    message, _, diagnostics = run(QWEN3_CODER, "", raw, how)
+    assert message == {"role": "assistant",
+                       "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"a": "1", "b": "2"}}}]}
+    assert diagnostics == [{"kind": "repaired", "field": "tool_calls", "start": 0, "end": len(raw),
+                            "message": f"missing '</parameter>' added {where}", "text": raw}]
+
+
+def test_missing_parameter_close_is_not_repaired_in_strict():
+    raw = "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\n2\n</function>\n</tool_call>"
+    message, _, diagnostics = run(QWEN3_CODER, "", raw, "whole", errors="strict")
+    assert message["tool_calls"][0]["function"]["arguments"] == {"a": "1"}
+    assert diagnostics == []
