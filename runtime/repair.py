@@ -53,6 +53,7 @@ NOTES = {
     "missing-close": "missing {!r} added {}",
     "opener-again": "opener {!r} written again at the start of its region: consumed",
     "doubled-opener": "doubled opener {!r}: the first one was consumed",
+    "doubled-closer": "closer {!r} written twice: the second one was consumed",
 }
 
 

@@ -352,7 +352,7 @@ class StreamParser:
         self._eos_hold = None
         #: errors="recover": the opener of the region just opened, while its body may still start
         #: with that opener written again (see _reopened)
-        self._again: str | None = None
+        self._again: tuple[str, str, str | None] | None = None
         self._id_tail: list = []
         self._mark = 0
         self._sunk = 0
@@ -655,7 +655,10 @@ class StreamParser:
                         self._begin(events, action, field, target, match, buf[start:end])
                 else:
                     had_text = self._opened
+                    slot = self._name
                     self._leave(self._close(events, match, buf[start:end]))
+                    if self._recover and end > start:
+                        self._watch_again(buf[start:end], "doubled-closer", slot)
                     if not had_text and start == end:
                         # A zero-width close on a region that got nothing would fire forever.
                         break
@@ -738,7 +741,10 @@ class StreamParser:
                 # The region closes after all: the opener and what followed were its text.
                 self._defer = None
                 self._route(events, buf[pos:s])
+                slot = self._name
                 self._leave(self._close(events, m, buf[s:e]))
+                if self._recover and e > s:
+                    self._watch_again(buf[s:e], "doubled-closer", slot)
                 return e
             scan = e if e > s else s + 1  # another opener inside: look past it
         if not eos:
@@ -830,7 +836,7 @@ class StreamParser:
         self._groups = match
         self._opened = True
         if self._recover:
-            self._again = opener.strip() or None
+            self._watch_again(opener, "opener-again", self._region.slot)
         region = self._region
         if region.slot is not None:
             event = {"type": "region_open", "field": region.slot}
@@ -838,16 +844,23 @@ class StreamParser:
                 event["region"] = region.label
             events.append(event)
 
-    def _reopened(self, events: list, buf: str, pos: int, eos: bool) -> int | None:
-        """errors="recover" policy *repeated opener*: a region whose body starts (after
-        whitespace) with its own opener written again -- a model writing ``<think>`` after the
-        prompt already opened it, or ``<think><think>`` -- has that copy consumed and reported
-        (kind ``"repaired"``). The whitespace before it stays body text.
+    def _watch_again(self, delimiter: str, note: str, slot: str | None) -> None:
+        """errors="recover": look for ``delimiter`` written again right after it (_reopened);
+        only delimiters of three characters or more (``[`` or ``}`` written twice is text)."""
+        text = delimiter.strip()
+        self._again = (text, note, slot) if len(text) >= 3 else None
 
-        Returns None while the text at ``pos`` may still become the opener (held), else the
+    def _reopened(self, events: list, buf: str, pos: int, eos: bool) -> int | None:
+        """errors="recover" policies *repeated opener* and *doubled closer*: a region whose body
+        starts (after whitespace) with its own opener written again -- a model writing
+        ``<think>`` after the prompt already opened it, or ``<think><think>`` -- and a closer
+        written twice (``</tool_call></tool_call>``) have the copy consumed and reported (kind
+        ``"repaired"``). The whitespace before it stays text of the current region.
+
+        Returns None while the text at ``pos`` may still become the copy (held), else the
         position to go on from.
         """
-        again = self._again
+        again, note, slot = self._again
         lead = _lead(buf, pos, len(buf))
         at = pos + lead
         if buf.startswith(again, at):
@@ -855,8 +868,7 @@ class StreamParser:
             if lead:
                 self._route(events, buf[pos:at])
             here = self._here()
-            self._report("repaired", here, here + len(again),
-                         NOTES["opener-again"].format(again), again, self._name)
+            self._report("repaired", here, here + len(again), NOTES[note].format(again), again, slot)
             self._consume("diagnostic", len(again))
             return at + len(again)
         if not eos and again.startswith(buf[at:]):

@@ -351,3 +351,18 @@ def test_missing_parameter_close_is_not_repaired_in_strict():
     message, _, diagnostics = run(QWEN3_CODER, "", raw, "whole", errors="strict")
     assert message["tool_calls"][0]["function"]["arguments"] == {"a": "1"}
     assert diagnostics == []
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_doubled_closer_is_consumed(how):
+    text = '<think>R</think></think>Answer.<tool_call>{"name": "f", "arguments": {}}</tool_call>\n</tool_call>Done'
+    message, _, diagnostics = run(QWEN3, "", text, how)
+    assert message == {"role": "assistant", "reasoning_content": "R", "content": "Answer.Done",
+                       "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {}}}]}
+    assert diagnostics == [
+        {"kind": "repaired", "field": "reasoning_content", "start": 16, "end": 24,
+         "message": "closer '</think>' written twice: the second one was consumed", "text": "</think>"},
+        {"kind": "repaired", "field": "tool_calls", "start": 85, "end": 97,
+         "message": "closer '</tool_call>' written twice: the second one was consumed", "text": "</tool_call>"},
+    ]
+    assert text[16:24] == "</think>" and text[85:97] == "</tool_call>"
