@@ -304,6 +304,36 @@ def _make_json(args: dict) -> ContentParser:
     return parse_json
 
 
+#: a bare value right after ``:``, ``[`` or ``,`` up to the end of the text searched
+_BARE_VALUE = regex.compile(r'(?:(?<=[:\[,])|(?<=[:\[,]\s+))[^\s{}\[\],:"][^{}\[\],:"]*\Z')
+
+
+def _add_missing_opens(text: str, open_: str, close: str, notes: list[str]) -> str:
+    """``string_delims`` whose open and close are one token (gemma4 ``<|"|>``), written an odd
+    number of times: a close right after a bare value (``{query:weather in Tokyo<|"|>}``) lost
+    its open, which is added before the value."""
+    if open_ != close or text.count(open_) % 2 == 0:
+        return text
+    out: list[str] = []
+    last, inside = 0, False
+    at = text.find(open_)
+    while at >= 0:
+        if inside:
+            inside = False
+        else:
+            bare = _BARE_VALUE.search(text, last, at)
+            if bare is not None:
+                out.append(text[last:bare.start()] + open_ + text[bare.start():at + len(close)])
+                last = at + len(close)
+                notes.append(NOTES["missing-open"].format(open_))
+                at = text.find(open_, last)
+                continue
+            inside = True
+        at = text.find(open_, at + len(open_))
+    out.append(text[last:])
+    return "".join(out)
+
+
 def _repair_json(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
     """``errors="recover"``: the json parser's repair (``runtime/repair.py``); dialects first."""
     unquoted_keys = bool(args.get("unquoted_keys", False))
@@ -316,12 +346,16 @@ def _repair_json(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
 
     def fix(text: str) -> "tuple[Any, list[str]] | None":
         working = text
+        notes: list[str] = []
         if dialects:
+            for open_, close in delims:
+                working = _add_missing_opens(working, open_, close, notes)
             try:
-                working = _apply_dialects(text, delims, unquoted_keys, python_literals)
+                working = _apply_dialects(working, delims, unquoted_keys, python_literals)
             except (ValueError, TypeError, AttributeError):
                 working = text
-        repaired, notes = repair_json_text(working)
+        repaired, more = repair_json_text(working)
+        notes += more
         if not notes:
             return None
         try:
@@ -531,6 +565,13 @@ def _repair_xml_inline(args: dict) -> Callable[[str], "tuple[Any, list[str]] | N
         notes: list[str] = []
         text = add_closes(text, notes)
         matches = list(compiled.finditer(text))
+        if not matches and text.strip().startswith("{"):
+            # the body written as a JSON object instead of tags
+            try:
+                value = json.loads(text)
+            except ValueError:
+                return None
+            return (value, [NOTES["json-body"]]) if isinstance(value, dict) else None
         raws: dict[int, str] = {}
         for index, m in enumerate(matches):
             if m.start("value") < 0:

@@ -23,8 +23,11 @@ Repairs (each also has a literal-message test in ``tests/test_recover.py``):
   like a tool call (a dict with ``name`` and ``arguments``, or one under ``function``).
 * ``transform_each`` meeting one object where a list of objects is expected reads it as a list of
   one (``runtime/transforms.py``).
-* ``xml-inline``: a missing closing tag (before the next tag or the region's close), and a value
-  holding its own closing tag (``runtime/content.py``).
+* ``xml-inline``: a missing closing tag (before the next tag or the region's close), a value
+  holding its own closing tag, a body written as a JSON object instead of tags
+  (``runtime/content.py``).
+* ``json`` with ``string_delims`` whose open and close are one token: a string whose opening
+  delimiter is missing (``{query:weather in Tokyo<|"|>}``).
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ NOTES = {
     "one-object": "one object where a list of them is expected: read as a list of one",
     "inner-close": "value of {!r} holds its closing text {!r}: kept up to the last one",
     "missing-close": "missing {!r} added {}",
+    "missing-open": "string closed by {!r} without its opening one: opening added",
+    "json-body": "a JSON object as the body instead of tags: read as JSON",
     "opener-again": "opener {!r} written again at the start of its region: consumed",
     "doubled-opener": "doubled opener {!r}: the first one was consumed",
     "doubled-closer": "closer {!r} written twice: the second one was consumed",

@@ -366,3 +366,29 @@ def test_doubled_closer_is_consumed(how):
          "message": "closer '</tool_call>' written twice: the second one was consumed", "text": "</tool_call>"},
     ]
     assert text[16:24] == "</think>" and text[85:97] == "</tool_call>"
+
+
+GEMMA4 = importlib.import_module("respc.generated.gemma4")
+DEEPSEEK_V3_2 = importlib.import_module("respc.generated.deepseek_v3_2")
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_string_delimiter_without_its_opening_one(how):
+    raw = '<|tool_call>call:web_search{query:weather in Tokyo<|"|>,n:<|"|>3<|"|>}<tool_call|>'
+    message, _, diagnostics = run(GEMMA4, "", raw, how)
+    assert message == {"role": "assistant", "tool_calls": [{"type": "function", "function": {
+        "name": "web_search", "arguments": {"query": "weather in Tokyo", "n": "3"}}}]}
+    assert diagnostics == [{"kind": "repaired", "field": "tool_calls", "start": 0, "end": len(raw),
+                            "message": "string closed by '<|\"|>' without its opening one: opening added",
+                            "text": raw}]
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_json_object_as_the_body_of_tags(how):
+    raw = ('<｜DSML｜invoke name="search">\n{"query": "x", "topn": 10}\n</｜DSML｜invoke>')
+    text = "<｜DSML｜function_calls>\n" + raw + "\n</｜DSML｜function_calls>"
+    message, _, diagnostics = run(DEEPSEEK_V3_2, "", text, how)
+    assert message["tool_calls"] == [{"type": "function", "function": {
+        "name": "search", "arguments": {"query": "x", "topn": 10}}}]
+    assert [(d["kind"], d["message"], d["text"]) for d in diagnostics] == [
+        ("repaired", "a JSON object as the body instead of tags: read as JSON", raw)]
