@@ -194,13 +194,13 @@ def whole_ms(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def ref_tail_estimate(ref_cls, doc, text: str, window: int) -> float:
+def ref_tail_estimate(ref_cls, ref_doc, text: str, window: int) -> float:
     """Reference µs/chunk at the *end* of ``text``: pre-feed all but ``window`` chars in 4 kB pieces
     (few buffer copies; not one piece, since a partial regex search over a long undecided run can be
     quadratic, see the whole-text adversarial case), then time the last ``window`` chars in 4-char
     chunks. Used to estimate the reference's 1 MB figure without paying its O(n²) run."""
     gc.collect()
-    parser = ref_cls(doc, prefix="")
+    parser = ref_cls(ref_doc, prefix="")
     head = text[:-window]
     for i in range(0, len(head), 4 * KB):
         parser.feed(head[i:i + 4 * KB])
@@ -220,13 +220,15 @@ def bench_template(name: str, sizes: list[int], args, ref_cls, ref_parse) -> dic
     import respc
 
     doc = inputs.load(name)
+
+    ref_doc = inputs.reference_doc(name)
     module = respc.compile_template(doc)
     pieces = inputs.pieces(name, doc)
     result = {"template": name, "tool_calls": pieces.tool_source, "reasoning": pieces.reasoning is not None,
               "sizes": {}}
     errors = "recover" if args.errors == "recover" else "strict"
     ours = lambda: module.ResponseParser("", errors=errors)  # noqa: E731
-    ref = lambda: ref_cls(doc, prefix="")  # noqa: E731
+    ref = lambda: ref_cls(ref_doc, prefix="")  # noqa: E731
     for size in sizes:
         text = inputs.build(name, size, doc)
         chunks = inputs.chunks(text)
@@ -236,16 +238,16 @@ def bench_template(name: str, sizes: list[int], args, ref_cls, ref_parse) -> dic
         row["floor_us"], _ = per_chunk_us(Floor, chunks, repeat)
         row["ours_peak"] = peak_bytes(ours, chunks)
         row["ours_parse_ms"] = whole_ms(lambda: module.parse_response(text, ""), repeat)
-        row["ref_parse_ms"] = whole_ms(lambda: ref_parse(text, doc, prefix=""), repeat)
-        ref_msg = ref_parse(text, doc, prefix="")
+        row["ref_parse_ms"] = whole_ms(lambda: ref_parse(text, ref_doc, prefix=""), repeat)
+        ref_msg = ref_parse(text, ref_doc, prefix="")
         run_ref = size <= args.ref_cap or args.ref_1m
         if run_ref:
             row["ref_us"], ref_stream_msg = per_chunk_us(ref, chunks, min(repeat, 3))
             row["ref_peak"] = peak_bytes(ref, chunks)
             row["equal"] = ours_msg == ref_stream_msg == ref_msg
         else:
-            head = ref_tail_estimate(ref_cls, doc, text[:20 * KB] + "", 4 * KB) if len(text) > 20 * KB else None
-            tail = ref_tail_estimate(ref_cls, doc, text, 10 * KB)
+            head = ref_tail_estimate(ref_cls, ref_doc, text[:20 * KB] + "", 4 * KB) if len(text) > 20 * KB else None
+            tail = ref_tail_estimate(ref_cls, ref_doc, text, 10 * KB)
             est = (head + tail) / 2 if head is not None else tail
             row["ref_us"] = None
             row["ref_est_us"] = est
@@ -337,6 +339,7 @@ def bench_adversarial(cases, sizes: list[int], budget: float, ref_cls) -> list[d
     rows = []
     for case in cases:
         doc = case.document()
+        ref_doc = case.reference_document()
         module = respc.compile_template(doc)
         row = {"case": case.label, "template": case.template, "sizes": {}}
         capped = False
@@ -350,7 +353,7 @@ def bench_adversarial(cases, sizes: list[int], budget: float, ref_cls) -> list[d
             row["sizes"][size] = {"us": seconds / fed * 1e6, "fed_chars": fed * inputs.CHUNK,
                                   "capped": capped}
         chunks = inputs.chunks(case.text(sizes[0]))
-        seconds, fed, _ = run_feed(lambda: ref_cls(doc, prefix=""), chunks, budget)
+        seconds, fed, _ = run_feed(lambda: ref_cls(ref_doc, prefix=""), chunks, budget)
         row["ref_us"] = seconds / fed * 1e6
         row["ref_capped"] = fed < len(chunks)
         rows.append(row)
@@ -366,6 +369,8 @@ def bench_whole_adversarial(sizes: list[int], budget: float, ref_parse) -> list[
     import respc
 
     doc = inputs.load("apertus")
+
+    ref_doc = inputs.reference_doc("apertus")
     module = respc.compile_template(doc)
     rows, previous = [], None
     for size in sizes:
@@ -374,7 +379,7 @@ def bench_whole_adversarial(sizes: list[int], budget: float, ref_parse) -> list[
             continue
         text = (inputs.FILLER * (size // len(inputs.FILLER) + 1))[:size]
         ours = whole_ms(lambda: module.parse_response(text, ""), 1)
-        ref = whole_ms(lambda: ref_parse(text, doc, prefix=""), 1)
+        ref = whole_ms(lambda: ref_parse(text, ref_doc, prefix=""), 1)
         rows.append({"size": size, "ours_ms": ours, "ref_ms": ref})
         previous = (size, max(ours, ref) / 1e3)
     return rows
@@ -389,6 +394,8 @@ def bench_whole_many_calls(counts: list[int], budget: float, ref_parse) -> list[
     import respc
 
     doc = inputs.load("qwen3")
+
+    ref_doc = inputs.reference_doc("qwen3")
     module = respc.compile_template(doc)
     call = '<tool_call>{"name": "f", "arguments": {}}</tool_call>'
     rows, previous_ref = [], None
@@ -397,7 +404,7 @@ def bench_whole_many_calls(counts: list[int], budget: float, ref_parse) -> list[
         ours = whole_ms(lambda: module.parse_response(text, ""), 1)
         ref = None
         if previous_ref is None or previous_ref[1] * (count / previous_ref[0]) ** 2 <= budget:
-            ref = whole_ms(lambda: ref_parse(text, doc, prefix=""), 1)
+            ref = whole_ms(lambda: ref_parse(text, ref_doc, prefix=""), 1)
             previous_ref = (count, ref / 1e3)
         rows.append({"count": count, "size": len(text), "ours_ms": ours, "ref_ms": ref})
     return rows
@@ -423,6 +430,8 @@ def profile_ours(name: str, size: int, top: int = 14) -> str:
     import respc
 
     doc = inputs.load(name)
+
+    ref_doc = inputs.reference_doc(name)
     module = respc.compile_template(doc)
     chunks = inputs.chunks(inputs.build(name, size, doc))
     profiler = cProfile.Profile()

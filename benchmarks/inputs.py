@@ -70,6 +70,19 @@ def load(name: str) -> dict:
     return json.loads((TEMPLATES / f"{name}.json").read_text(encoding="utf-8"))
 
 
+#: v1 forms of the catalogue templates written in language v2 (the reference reads only v1)
+V1_FORMS = TEMPLATES.parent / "tests" / "cases" / "v1_templates"
+
+
+def reference_doc(name: str) -> dict:
+    """The template the transformers reference runs for ``name``: the catalogue template, or for a
+    v2 template its v1 form (``tests/cases/v1_templates``), what a user of the reference would have."""
+    doc = load(name)
+    if "respc_version" not in doc:
+        return doc
+    return json.loads((V1_FORMS / f"{name}.json").read_text(encoding="utf-8"))
+
+
 def _first(value) -> str | None:
     if isinstance(value, str):
         return value
@@ -281,6 +294,10 @@ class Adversarial:
 
     def document(self) -> dict:
         return LAZY_TEMPLATE if self.template == "lazy_synthetic" else load(self.template)
+
+    def reference_document(self) -> dict:
+        """The template the reference runs (a v2 template's v1 form, see :func:`reference_doc`)."""
+        return LAZY_TEMPLATE if self.template == "lazy_synthetic" else reference_doc(self.template)
 
     def text(self, size: int) -> str:
         reps = max((size - len(self.head)) // len(self.unit), 1)

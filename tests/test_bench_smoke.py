@@ -36,13 +36,13 @@ def test_generated_inputs_parse_equal(name):
         ours.feed(chunk)
     ours_message, _ = ours.finalize()
 
-    ref = chat_parsing.ResponseParser(doc, prefix="")
+    ref = chat_parsing.ResponseParser(inputs.reference_doc(name), prefix="")
     for chunk in chunks:
         ref.feed(chunk)
     ref_message, _ = ref.finalize()
 
     assert ours_message == ref_message
-    assert module.parse_response(text, "") == chat_parsing.parse_response(text, doc, prefix="") == ref_message
+    assert module.parse_response(text, "") == chat_parsing.parse_response(text, inputs.reference_doc(name), prefix="") == ref_message
     # the input holds what the benchmark claims: long reasoning, an answer, three tool calls
     assert len(ours_message["reasoning_content"]) > 1000
     assert "<" in ours_message["content"]
