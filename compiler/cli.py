@@ -363,6 +363,8 @@ def _read_tools(path: str | None) -> list | None:
 
 
 def _parse(args: argparse.Namespace) -> int:
+    if args.errors is None:  # one output: the reference's behaviour; a batch must not stop
+        args.errors = "recover" if args.jsonl is not None else "strict"
     if getattr(args, "html", None):
         return _parse_html(args)
     if args.jsonl is not None:
@@ -375,9 +377,13 @@ def _parse(args: argparse.Namespace) -> int:
     tools = _read_tools(args.tools)
     if not args.events:
         text = "".join(_stream_chunks(args.file))
-        _print_json(module.parse_response(text, prefix, tools), indent=2)
+        parser = module.ResponseParser(prefix, tools, errors=args.errors)
+        parser.feed(text)
+        message = parser.finalize()[0]
+        _print_diagnostics(parser, args.errors)
+        _print_json(message, indent=2)
         return 0
-    parser = module.ResponseParser(prefix, tools)
+    parser = module.ResponseParser(prefix, tools, errors=args.errors)
     for event in parser.initial_events:
         _print_json(event)
     for chunk in _stream_chunks(args.file):
@@ -386,8 +392,54 @@ def _parse(args: argparse.Namespace) -> int:
     message, events = parser.finalize()
     for event in events:
         _print_json(event)
+    _print_diagnostics(parser, args.errors)
     _print_json({"type": "message", "message": message})
     return 0
+
+
+def _add_errors_option(parse: argparse.ArgumentParser) -> None:
+    """``respc parse --errors strict|recover`` (issue 8)."""
+    parse.add_argument("--errors", choices=("strict", "recover"), default=None,
+                       help="strict (the default for one output): a body that cannot be parsed is an error "
+                            "(exit 1); recover (the default with --jsonl): nothing raises, repairs and losses "
+                            "are printed to stderr, one per line (with --jsonl: a bad record becomes message "
+                            "null with a diagnostic; strict also reports it with its line number and exits 1)")
+
+
+def _print_diagnostics(parser: Any, errors: str) -> None:
+    """With ``--errors recover``, print the parser's diagnostics to stderr, one line each:
+    ``respc: KIND at START-END [field F]: MESSAGE`` (the message's first line; the raw text is in
+    ``--events``). In strict the output stays what the conformance vectors expect."""
+    if errors != "recover":
+        return
+    for d in parser.diagnostics:
+        where = f" field {d['field']}" if d.get("field") else ""
+        message = str(d["message"]).splitlines()[0] if d["message"] else ""
+        print(f"respc: {d['kind']} at {d['start']}-{d['end']}{where}: {message}", file=sys.stderr)
+    sys.stderr.flush()
+
+
+#: Lines of a ContentParseError message that quote the body (cut first when the line is long).
+_QUOTED = ("Content:", "Original:", "Transformed:")
+
+
+def _cause_first(exc: BaseException, limit: int = 400) -> str:
+    """An error as one line: what failed and why first, then where (field, offsets), then the
+    quoted body, cut to what is left of ``limit`` characters -- so a long body never hides the
+    cause (a JSON error's ``Error:`` line comes before the ``Content:`` it quotes)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    quoted = [line for line in lines if line.startswith(_QUOTED)]
+    head = [line for line in lines if not line.startswith(_QUOTED + ("Error:",))]
+    head += [line for line in lines if line.startswith("Error:")]
+    if getattr(exc, "start", None) is not None:
+        head.append(f"at {exc.start}-{exc.end}")
+    text = " | ".join(head) or type(exc).__name__
+    for line in quoted:
+        room = limit - len(text) - 3
+        if room < 20:
+            break
+        text += " | " + (line if len(line) <= room else line[:room - 1] + "…")
+    return text
 
 
 def _detect(args: argparse.Namespace) -> int:
@@ -494,9 +546,6 @@ def _add_jsonl_arguments(parse: argparse.ArgumentParser) -> None:
     for key in ("output", "prefix", "tools", "id"):
         batch.add_argument(f"--{key}-key", metavar="PATH",
                            help=f"record key of the {key} (dotted path, a|b = first present)")
-    batch.add_argument("--errors", choices=ERRORS_MODES, default="recover",
-                       help="recover (default): a bad record becomes message null with a diagnostic; strict: "
-                       "also report it with its line number and exit 1 at the end")
     batch.add_argument("--workers", type=int, default=None, metavar="N", help="processes (default: the cores available)")
     batch.add_argument("--batch-size", type=int, default=None, metavar="N", help="records per batch sent to a worker")
     batch.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -606,6 +655,7 @@ def _add_parse(sub) -> None:
     parse.add_argument("--events", action="store_true", help="print one JSON event per line as input arrives")
     _add_html_option(parse)
     _add_jsonl_arguments(parse)
+    _add_errors_option(parse)
     parse.set_defaults(run=_parse)
 
 
@@ -655,12 +705,6 @@ def _parser() -> argparse.ArgumentParser:
     return top
 
 
-def _one_line(exc: BaseException, limit: int = 400) -> str:
-    """An exception's message as one line (its lines joined), shortened to ``limit`` characters."""
-    text = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 unparseable output / stale, 2 bad template or usage)."""
     parser = _parser()
@@ -683,7 +727,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"respc: {exc}", file=sys.stderr)
         return 1
     except (ValueError, KeyError, TypeError) as exc:
-        print(f"respc: cannot parse output: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        print(f"respc: cannot parse output: {type(exc).__name__}: {_cause_first(exc)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 1

@@ -53,6 +53,7 @@ import regex
 from .decoders import Boundary, json_boundary, pythonic_boundary
 from .errors import ContentParseError
 from .pythonic import parse_pythonic
+from .repair import NOTES, repair_json_text
 
 __all__ = [
     "ParserRecord",
@@ -303,6 +304,68 @@ def _make_json(args: dict) -> ContentParser:
     return parse_json
 
 
+#: a bare value right after ``:``, ``[`` or ``,`` up to the end of the text searched
+_BARE_VALUE = regex.compile(r'(?:(?<=[:\[,])|(?<=[:\[,]\s+))[^\s{}\[\],:"][^{}\[\],:"]*\Z')
+
+
+def _add_missing_opens(text: str, open_: str, close: str, notes: list[str]) -> str:
+    """``string_delims`` whose open and close are one token (gemma4 ``<|"|>``), written an odd
+    number of times: a close right after a bare value (``{query:weather in Tokyo<|"|>}``) lost
+    its open, which is added before the value."""
+    if open_ != close or text.count(open_) % 2 == 0:
+        return text
+    out: list[str] = []
+    last, inside = 0, False
+    at = text.find(open_)
+    while at >= 0:
+        if inside:
+            inside = False
+        else:
+            bare = _BARE_VALUE.search(text, last, at)
+            if bare is not None:
+                out.append(text[last:bare.start()] + open_ + text[bare.start():at + len(close)])
+                last = at + len(close)
+                notes.append(NOTES["missing-open"].format(open_))
+                at = text.find(open_, last)
+                continue
+            inside = True
+        at = text.find(open_, at + len(open_))
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _repair_json(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
+    """``errors="recover"``: the json parser's repair (``runtime/repair.py``); dialects first."""
+    unquoted_keys = bool(args.get("unquoted_keys", False))
+    python_literals = bool(args.get("python_literals", False))
+    try:
+        delims = _checked_delims(args.get("string_delims") or [])
+    except (ValueError, TypeError):
+        return lambda text: None
+    dialects = bool(delims) or unquoted_keys or python_literals
+
+    def fix(text: str) -> "tuple[Any, list[str]] | None":
+        working = text
+        notes: list[str] = []
+        if dialects:
+            for open_, close in delims:
+                working = _add_missing_opens(working, open_, close, notes)
+            try:
+                working = _apply_dialects(working, delims, unquoted_keys, python_literals)
+            except (ValueError, TypeError, AttributeError):
+                working = text
+        repaired, more = repair_json_text(working)
+        notes += more
+        if not notes:
+            return None
+        try:
+            return json.loads(repaired), notes
+        except (ValueError, RecursionError):
+            return None
+
+    return fix
+
+
 # --------------------------------------------------------------------------------------------
 # Structured parsers: xml-inline and kv-lines, and their value_parser (a switch in v2).
 
@@ -377,9 +440,10 @@ def _make_xml_inline(args: dict) -> ContentParser:
     merge = bool(args.get("merge_duplicates", False))
     has_value_group = "value" in compiled.groupindex
 
-    def parse_xml_inline(text: str) -> dict:
+    def parse_xml_inline(text: str, raws: dict | None = None) -> dict:
+        # raws (errors="recover" repair): match index -> the value text to use instead
         out: dict[str, Any] = {}
-        for m in compiled.finditer(text):
+        for index, m in enumerate(compiled.finditer(text)):
             key = m.group("key") if "key" in compiled.groupindex else None
             if key is None:
                 raise ContentParseError(
@@ -387,6 +451,8 @@ def _make_xml_inline(args: dict) -> ContentParser:
                     f"Pattern: {tag_pattern}\nContent: {text!r}"
                 )
             raw = m.group("value") if has_value_group else ""
+            if raws and index in raws:
+                raw = raws[index]
             if sub_parse is None:
                 value = raw
             elif raw is None:
@@ -405,7 +471,129 @@ def _make_xml_inline(args: dict) -> ContentParser:
                 out[key] = value
         return out
 
+    parse_xml_inline.compiled = compiled
     return parse_xml_inline
+
+
+_META = set("()[]{}.*+?|^$\\")
+#: closing tags at the end of a body: the enclosing markup (``</function>``)
+_CLOSING_TAGS = regex.compile(r"(?:\s*</[^<>/]+>)+\s*$")
+
+
+def _literal_end(pattern: str, from_end: bool) -> str:
+    """The literal text a regex starts (or ends) with: ``<parameter=`` of
+    ``<parameter=(?P<key>...)``; "" when it starts (ends) with a regex construct."""
+    out: list[str] = []
+    if not from_end:
+        i = 0
+        while i < len(pattern):
+            c = pattern[i]
+            if c == "\\" and i + 1 < len(pattern) and not pattern[i + 1].isalnum():
+                out.append(pattern[i + 1])
+                i += 2
+                continue
+            if c in _META:
+                break
+            out.append(c)
+            i += 1
+        return "".join(out)
+    i = len(pattern) - 1
+    while i >= 0:
+        c = pattern[i]
+        escaped = i > 0 and pattern[i - 1] == "\\"
+        if escaped and not c.isalnum():
+            out.append(c)
+            i -= 2
+            continue
+        if c in _META or escaped:
+            break
+        out.append(c)
+        i -= 1
+    return "".join(reversed(out))
+
+
+def _repair_xml_inline(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
+    """``errors="recover"``: two kinds of damage to tags (notes in ``runtime/repair.py``).
+
+    * A missing close: ``<parameter=a>1<parameter=b>2</parameter>`` or a last parameter with no
+      ``</parameter>`` before the region's close. When ``tag_pattern`` starts and ends with
+      literal text (``<parameter=`` ... ``</parameter>``, three characters or more), an opening
+      with no closing after it before the next opening (or the end of the body) gets one.
+    * A value that holds its own closing text:
+      ``<parameter name="c">A </parameter> B</parameter></invoke>``: the lazy ``tag_pattern`` ends
+      the value at the first ``</parameter>`` and the rest, up to the next match, is skipped. When
+      that skipped text ends with the match's closing text again, the value runs to that last one.
+
+    ``fix`` returns None when neither applies.
+    """
+    parse = _make_xml_inline(args)
+    compiled = getattr(parse, "compiled", None)
+    if compiled is None or "value" not in compiled.groupindex:
+        return lambda text: None
+    opening = _literal_end(args["tag_pattern"], False)
+    closing = _literal_end(args["tag_pattern"], True)
+    if len(opening) < 3 or len(closing) < 3 or closing in opening:
+        opening = closing = ""
+
+    def add_closes(text: str, notes: list[str]) -> str:
+        if not opening or opening not in text:
+            return text
+        starts = []
+        at = text.find(opening)
+        while at >= 0:
+            starts.append(at)
+            at = text.find(opening, at + len(opening))
+        pieces, last = [], 0
+        for index, start in enumerate(starts):
+            limit = starts[index + 1] if index + 1 < len(starts) else len(text)
+            segment = text[start:limit]
+            pieces.append(text[last:start])
+            if closing not in segment:
+                # before the closing tags of the enclosing markup (``</function>``), if any
+                tail = _CLOSING_TAGS.search(segment)
+                cut = tail.start() if tail is not None else len(segment.rstrip())
+                pieces.append(segment[:cut] + closing + segment[cut:])
+                where = (f"before the next {opening!r}" if index + 1 < len(starts)
+                         else f"before {segment[cut:].strip()!r}" if tail is not None else "at the end of the body")
+                notes.append(NOTES["missing-close"].format(closing, where))
+            else:
+                pieces.append(segment)
+            last = limit
+        return "".join(pieces)
+
+    def fix(text: str) -> "tuple[Any, list[str]] | None":
+        notes: list[str] = []
+        text = add_closes(text, notes)
+        matches = list(compiled.finditer(text))
+        if not matches and text.strip().startswith("{"):
+            # the body written as a JSON object instead of tags
+            try:
+                value = json.loads(text)
+            except ValueError:
+                return None
+            return (value, [NOTES["json-body"]]) if isinstance(value, dict) else None
+        raws: dict[int, str] = {}
+        for index, m in enumerate(matches):
+            if m.start("value") < 0:
+                continue
+            limit = matches[index + 1].start() if index + 1 < len(matches) else len(text)
+            close_text = text[m.end("value"):m.end()]
+            tag = close_text.strip()
+            skipped = text[m.end():limit]
+            if not tag or not skipped.strip():
+                continue
+            last = text.rfind(tag, m.end(), limit)
+            if last < 0 or text[last + len(tag):limit].strip():
+                continue
+            raw = text[m.start("value"):last]
+            raws[index] = raw.rstrip() if close_text[:1].isspace() else raw
+            key = m.group("key") if "key" in compiled.groupindex else None
+            notes.append(NOTES["inner-close"].format(key, tag))
+        if not notes:
+            return None
+        return parse(text, raws), notes
+
+    return fix
 
 
 def _make_kv_lines(args: dict) -> ContentParser:
@@ -669,6 +857,11 @@ class ParserRecord:
             :class:`~respc.runtime.decoders.Boundary` decoders, ``None`` when the parser is not
             self-delimiting (the core buffers the body and parses it on close).
         grammar (Callable[[dict], str] | None): a Lark rule body for the region's body text.
+        repair (Callable[[dict], Callable[[str], tuple[Any, list[str]] | None]] | None):
+            ``errors="recover"`` only (``runtime/repair.py``): factory of ``fix(body) -> (value,
+            notes)``, or None when it cannot repair the body; called when the strict parse fails.
+        repair_on_success (bool): the strict parse can succeed while skipping body text, so the
+            core also tries ``fix`` after a success and takes its value when it made a note.
     """
 
     name: str
@@ -679,6 +872,8 @@ class ParserRecord:
     can_reject: bool = False
     boundary: Callable[[dict], Callable[[], Boundary]] | None = None
     grammar: Callable[[dict], str] | None = None
+    repair: Callable[[dict], Callable[[str], "tuple[Any, list[str]] | None"]] | None = None
+    repair_on_success: bool = False
 
 
 #: Every content parser, in documentation order (SPEC 5, then the v2 additions).
@@ -689,8 +884,9 @@ PARSERS: dict[str, ParserRecord] = {
         ParserRecord("float", False, _no_problems, _make_float, grammar=_grammar_float),
         ParserRecord("bool", False, _no_problems, _make_bool, grammar=_grammar_any),
         ParserRecord("json", True, _check_json, _make_json, self_delimiting=True, can_reject=True,
-                     boundary=json_boundary, grammar=_grammar_json),
-        ParserRecord("xml-inline", True, _check_xml_inline, _make_xml_inline, grammar=_grammar_any),
+                     boundary=json_boundary, grammar=_grammar_json, repair=_repair_json),
+        ParserRecord("xml-inline", True, _check_xml_inline, _make_xml_inline, grammar=_grammar_any,
+                     repair=_repair_xml_inline, repair_on_success=True),
         ParserRecord("kv-lines", True, _check_kv_lines, _make_kv_lines, grammar=_grammar_any),
         ParserRecord("pythonic", True, _check_pythonic, _make_pythonic, self_delimiting=True,
                      can_reject=True, boundary=pythonic_boundary, grammar=_grammar_pythonic),

@@ -36,6 +36,7 @@ from typing import Any, Callable, NamedTuple
 
 from .decoders import ACCEPTED, UNDECIDED
 from .errors import ContentParseError, ParserStateError
+from .repair import NOTES, decode_string_arguments
 from .tools import coerce_tool_calls, compile_tool_types, tool_parameters
 
 __all__ = [
@@ -319,7 +320,7 @@ class StreamParser:
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
-                 "diagnostics", "initial_events")
+                 "_again", "diagnostics", "initial_events", "ledger")
 
     #: per state: what the quickest path tests with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -332,7 +333,7 @@ class StreamParser:
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
-                 errors: str = "strict") -> None:
+                 errors: str = "strict", ledger: bool = False) -> None:
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
         if errors not in ERRORS:
@@ -341,7 +342,17 @@ class StreamParser:
         #: what was repaired, dropped or could not be parsed: dicts with ``kind``, ``field``,
         #: ``start``/``end`` (offsets in the response text) and ``message`` (and ``text``)
         self.diagnostics: list[dict] = []
+        #: with ``ledger=True``: where every character went, ``(start, end, kind)`` in response
+        #: offsets (negative: the prefix remainder), kind ``"text"`` (a region_chunk of a field),
+        #: ``"delimiter"`` (an opener or closer consumed), ``"discarded"`` (the text of a region
+        #: whose slot is null, or outside every region when the template has no implicit field)
+        #: or ``"diagnostic"`` (text a diagnostic holds instead: a truncated delimiter, a
+        #: repeated opener). The entries tile the input; tests/test_recover_properties.py checks it.
+        self.ledger: list[tuple[int, int, str]] | None = [] if ledger else None
         self._eos_hold = None
+        #: errors="recover": the opener of the region just opened, while its body may still start
+        #: with that opener written again (see _reopened)
+        self._again: tuple[str, str, str | None] | None = None
         self._id_tail: list = []
         self._mark = 0
         self._sunk = 0
@@ -492,7 +503,10 @@ class StreamParser:
             self._id_tail = []
         self._flush_tail()
         if self._recover and self._pos < len(self._buf):
-            self._eos_hold = self._pos  # text held back as a possible delimiter (see _run)
+            cut = self._pos  # text held back as a possible delimiter (see _run)
+            if self._again is not None:
+                cut += _lead(self._buf, cut, len(self._buf))  # whitespace held by _reopened is text
+            self._eos_hold = cut if cut < len(self._buf) else None
         self._guarded(events, True)
         defaults = self.DEFAULTS
         message = {k: v for k, v in self._out.items() if k in defaults or not _is_empty(v)}
@@ -576,6 +590,12 @@ class StreamParser:
         # per delimiter, its last search result over this buffer (see the generated scanners)
         memo = [None] * self.MEMO_SLOTS
         while True:
+            if self._again is not None:
+                # errors="recover": the region's own opener written again at its start
+                verdict = self._reopened(events, buf, pos, eos)
+                if verdict is None:
+                    break
+                pos = verdict
             state = self._state
             start, end, rank, match, hold = scanners[state](buf, pos, eos, memo)
             if self._defer is not None:
@@ -597,7 +617,7 @@ class StreamParser:
             elif self._IS_AFTER[state]:
                 # v2: only the optional close right where the value ended
                 if start == pos:
-                    self._sunk += end - pos  # consumed: later offsets (_here) count it
+                    self._consume("delimiter", end - start)  # counted, so later offsets stay right
                     pos = end
                 elif not eos and hold == pos:
                     break
@@ -635,7 +655,10 @@ class StreamParser:
                         self._begin(events, action, field, target, match, buf[start:end])
                 else:
                     had_text = self._opened
+                    slot = self._name
                     self._leave(self._close(events, match, buf[start:end]))
+                    if self._recover and end > start:
+                        self._watch_again(buf[start:end], "doubled-closer", slot)
                     if not had_text and start == end:
                         # A zero-width close on a region that got nothing would fire forever.
                         break
@@ -650,7 +673,7 @@ class StreamParser:
                     at = self._here()
                     self._report("truncated-delimiter", at, at + len(buf) - cut,
                                  "the stream ended inside what may be a delimiter", buf[cut:])
-                    self._sunk += len(buf) - cut
+                    self._consume("diagnostic", len(buf) - cut)
                 elif pos < len(buf):
                     self._route(events, buf[pos:])
                 pos = len(buf)
@@ -689,7 +712,7 @@ class StreamParser:
             # decoder or trailing close waiting for the text
             self._quiet = (self._opened and fast[0] is not None and self._name is not None
                            and context is not None and self._bd is None and self._tent is None
-                           and not self._IS_AFTER[state])
+                           and not self._IS_AFTER[state] and self._again is None and self.ledger is None)
         else:
             self._quiet = False
             held = len(buf) - pos
@@ -718,7 +741,10 @@ class StreamParser:
                 # The region closes after all: the opener and what followed were its text.
                 self._defer = None
                 self._route(events, buf[pos:s])
+                slot = self._name
                 self._leave(self._close(events, m, buf[s:e]))
+                if self._recover and e > s:
+                    self._watch_again(buf[s:e], "doubled-closer", slot)
                 return e
             scan = e if e > s else s + 1  # another opener inside: look past it
         if not eos:
@@ -748,6 +774,7 @@ class StreamParser:
             self._tent = None
             self._state = state
             self._begin(events, action, field, target, match, buf[open_start:open_end])
+            self._again = None  # the body starts with what the content parser accepts
             return -1
         if status == UNDECIDED:
             return None
@@ -763,9 +790,24 @@ class StreamParser:
                         self._state = state
                         self._begin(events, edge[0], alternative, edge[2], match, buf[open_start:open_end])
                     return pos
+        opener = buf[open_start:open_end]
+        if self._recover and opener.strip():
+            # errors="recover" policy *doubled opener*: the opener written twice (whitespace
+            # between allowed); the first one is consumed, the second one opens the region
+            again = open_end + _lead(buf, open_end, len(buf))
+            if not buf.startswith(opener, again):
+                if not eos and opener.startswith(buf[again:]):
+                    return None  # may still be the opener again: wait
+                opener = ""
         # Not an opener after all: its text belongs to the enclosing region.
         self._tent = None
         self._state = state
+        if opener.strip() and self._recover:
+            at = self._here()
+            self._report("repaired", at, at + len(opener), NOTES["doubled-opener"].format(opener),
+                         opener, self.REGIONS[field].slot)
+            self._consume("diagnostic", len(opener))
+            return open_end
         if open_start == open_end:
             # A zero-width opener would match here again: the next character goes with it (no
             # other delimiter starts here, or it would have been longer or held).
@@ -783,6 +825,8 @@ class StreamParser:
                                 self._open_text))
         else:
             self._close(events, None)
+        if self.ledger is not None and opener:
+            self.ledger.append((at, at + len(opener), "delimiter"))
         self._state = target
         self._enter(field)
         self._mark = at + len(opener)
@@ -791,12 +835,46 @@ class StreamParser:
         self._open_text = opener
         self._groups = match
         self._opened = True
+        if self._recover:
+            self._watch_again(opener, "opener-again", self._region.slot)
         region = self._region
         if region.slot is not None:
             event = {"type": "region_open", "field": region.slot}
             if region.label is not None:
                 event["region"] = region.label
             events.append(event)
+
+    def _watch_again(self, delimiter: str, note: str, slot: str | None) -> None:
+        """errors="recover": look for ``delimiter`` written again right after it (_reopened);
+        only delimiters of three characters or more (``[`` or ``}`` written twice is text)."""
+        text = delimiter.strip()
+        self._again = (text, note, slot) if len(text) >= 3 else None
+
+    def _reopened(self, events: list, buf: str, pos: int, eos: bool) -> int | None:
+        """errors="recover" policies *repeated opener* and *doubled closer*: a region whose body
+        starts (after whitespace) with its own opener written again -- a model writing
+        ``<think>`` after the prompt already opened it, or ``<think><think>`` -- and a closer
+        written twice (``</tool_call></tool_call>``) have the copy consumed and reported (kind
+        ``"repaired"``). The whitespace before it stays text of the current region.
+
+        Returns None while the text at ``pos`` may still become the copy (held), else the
+        position to go on from.
+        """
+        again, note, slot = self._again
+        lead = _lead(buf, pos, len(buf))
+        at = pos + lead
+        if buf.startswith(again, at):
+            self._again = None
+            if lead:
+                self._route(events, buf[pos:at])
+            here = self._here()
+            self._report("repaired", here, here + len(again), NOTES[note].format(again), again, slot)
+            self._consume("diagnostic", len(again))
+            return at + len(again)
+        if not eos and again.startswith(buf[at:]):
+            return None  # whitespace or a piece of the opener so far: wait for more
+        self._again = None
+        return pos
 
     def _leave(self, at: int) -> None:
         """After a close ending at offset ``at``: resume the suspended region, or go back OUTSIDE."""
@@ -822,7 +900,18 @@ class StreamParser:
             self._back = self._state
             self._state = after
 
+    def _consume(self, kind: str, n: int) -> None:
+        """Count ``n`` characters at the current position that no region receives (a delimiter
+        or text a diagnostic holds), and enter them in the ledger when there is one."""
+        if self.ledger is not None:
+            at = self._here()
+            self.ledger.append((at, at + n, kind))
+        self._sunk += n
+
     def _route(self, events: list, text: str) -> None:
+        if self.ledger is not None and text:
+            at = self._here()
+            self.ledger.append((at, at + len(text), "text" if self._name is not None else "discarded"))
         if self._name is None:
             self._sunk += len(text)  # the null sink, or a region whose slot is null: discarded
             return
@@ -858,6 +947,8 @@ class StreamParser:
             int: the response offset just after the close delimiter.
         """
         at = self._here()
+        if self.ledger is not None and closer:
+            self.ledger.append((at, at + len(closer), "delimiter"))
         region = self._region
         if region is not None and self._opened and region.slot is not None:
             names = region.groups
@@ -875,9 +966,17 @@ class StreamParser:
                 value = None  # v2: an empty body has no value
             else:
                 try:
-                    value = region.process(text, scope)
+                    if self._recover:
+                        value, notes = self._repaired(region, text, scope, closer, eos)
+                    else:
+                        value = region.process(text, scope)
                     if self._tools is not None and region.typed:
                         value = coerce_tool_calls(value, self._tools)
+                    if self._recover and notes:
+                        start = self._open_at if self._open_at is not None else self._mark
+                        raw = self._open_text + text + closer
+                        for note in notes:
+                            self._report("repaired", start, at + len(closer), note, raw, region.slot)
                 except (ValueError, KeyError, TypeError) as exc:
                     start = self._open_at if self._open_at is not None else self._mark
                     if not self._recover:
@@ -896,6 +995,36 @@ class StreamParser:
             events.append(event)
         self._opened = False
         return at + len(closer)
+
+    def _repaired(self, region: Region, text: str, scope: dict, closer: str, eos: bool) -> tuple[Any, list[str]]:
+        """errors="recover": a region's value, repaired where the strict parse fails
+        (``runtime/repair.py``); returns ``(value, notes)``, one note per repair made.
+
+        Not tried on a region the stream cut off (no close, not self-delimiting): completing a
+        half-written body would invent it. Raises the strict parse's error when nothing helps.
+        """
+        process = region.process
+        repair = getattr(process, "repair", None)
+        notes: list[str] = []
+        try:
+            value = process(text, scope)
+            if repair is not None and process.repair_on_success:
+                got = repair(text, scope, True)
+                if got is not None:
+                    value, notes = got
+        except (ValueError, KeyError, TypeError):
+            if repair is None or (eos and not closer and not region.ends):
+                raise
+            try:
+                got = repair(text, scope)
+            except (ValueError, KeyError, TypeError):
+                got = None
+            if got is None:
+                raise
+            value, notes = got
+        if region.typed:
+            value = decode_string_arguments(value, notes)
+        return value, notes
 
     def _report(self, kind: str, start: int, end: int, message: str, text: str, field: str | None = None) -> None:
         self.diagnostics.append({"kind": kind, "field": field, "start": start, "end": end, "message": message,
@@ -956,6 +1085,14 @@ class StreamParser:
                 out.setdefault(name, []).append(value)
         elif not _is_empty(value) or _is_empty(out.get(name)):
             out[name] = value
+
+
+def _lead(buf: str, pos: int, limit: int) -> int:
+    """How many whitespace characters ``buf[pos:limit]`` starts with."""
+    n = pos
+    while n < limit and buf[n].isspace():
+        n += 1
+    return n - pos
 
 
 def _copy(value: Any) -> Any:

@@ -45,8 +45,9 @@ from typing import Any
 
 import regex
 
-from .content import make_content_parser
+from .content import PARSERS, make_content_parser
 from .errors import ContentParseError, PlaceholderError, UnknownPlaceholderError
+from .repair import NOTES
 
 __all__ = [
     "PLACEHOLDER",
@@ -354,8 +355,42 @@ def make_field_processor(
         except ContentParseError as exc:
             raise type(exc)(prefix + str(exc)) from exc
 
+    finish = _finisher(field, transform, transform_each, group_names, v2)
+
+    def process(body: str, captures: dict) -> Any:
+        return finish(parse_body(body), captures, body)
+
+    record = PARSERS.get(content)
+    fix = record.repair(content_args) if record is not None and record.repair is not None else None
+
+    def repair(body: str, captures: dict, parsed: bool = False) -> tuple[Any, list[str]] | None:
+        """errors="recover" (runtime/repair.py): ``(value, notes)`` of a repaired body, or None
+        when nothing could be repaired; ``parsed``: the strict parse succeeded (only parsers whose
+        record says ``repair_on_success`` are asked then). Raises as ``process`` does."""
+        got = fix(body) if fix is not None else None
+        if got is None:
+            if parsed:
+                return None
+            value, notes = parse_body(body), []
+        else:
+            value, notes = got[0], list(got[1])
+        if transform_each and transform is not None and isinstance(value, dict):
+            value = [value]
+            notes.append(NOTES["one-object"])
+        value = finish(value, captures, body)
+        return (value, notes) if notes else None
+
+    process.repair = repair
+    process.repair_on_success = bool(record is not None and record.repair_on_success and fix is not None)
+    return process
+
+
+def _finisher(field: str, transform: Any, transform_each: bool, group_names: tuple[str, ...],
+              v2: bool) -> Callable[[Any, dict, str], Any]:
+    """``finish(value, captures, body)``: the transform part of :func:`make_field_processor`."""
+    prefix = f"Field {field!r}: "
     if transform is None:
-        return lambda body, captures: parse_body(body)
+        return lambda value, captures, body: value
 
     build = compile_transform(transform, v2=v2)
     defaults = dict.fromkeys(group_names)
@@ -373,16 +408,14 @@ def make_field_processor(
             raise type(exc)(prefix + str(exc)) from exc
 
     if not transform_each:
-        def process(body: str, captures: dict) -> Any:
-            value = parse_body(body)
+        def finish(value: Any, captures: dict, body: str) -> Any:
             scope = scope_of(captures)
             scope["content"] = value
             return built(scope)
 
-        return process
+        return finish
 
-    def process_each(body: str, captures: dict) -> Any:
-        value = parse_body(body)
+    def finish_each(value: Any, captures: dict, body: str) -> Any:
         if not isinstance(value, list):
             raise ContentParseError(
                 f"{prefix}transform_each requires the parsed content to be a list, "
@@ -403,4 +436,4 @@ def make_field_processor(
             out.append(built(scope))
         return out
 
-    return process_each
+    return finish_each

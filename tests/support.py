@@ -61,9 +61,9 @@ def chunkings(text: str, seed: str) -> dict[str, list[str]]:
     return {"whole": [text], "chars": list(text), "random": pieces}
 
 
-def run_stream(module, prefix, chunks, tools=None):
+def run_stream(module, prefix, chunks, tools=None, errors="strict"):
     """Feed ``chunks`` to a fresh parser; return (message, all events incl. initial and final)."""
-    parser = module.ResponseParser(prefix, tools)
+    parser = module.ResponseParser(prefix, tools, errors=errors)
     events = list(parser.initial_events)
     for chunk in chunks:
         events.extend(parser.feed(chunk))

@@ -584,9 +584,10 @@ def test_content_error_is_one_line_with_its_detail(capsys, tmp_path):
     assert main(["parse", "qwen3", str(tmp_path / "out.txt"), "--prefix", ""]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert err.startswith("respc: cannot parse output: ContentParseError: Field 'tool_calls': json parser could not "
-                          "parse region as JSON. | Content: ")
-    assert "Expecting value" in err
+    # the cause first, then where, then the quoted body (issue 8)
+    assert err == ("respc: cannot parse output: ContentParseError: Field 'tool_calls': json parser could not "
+                   "parse region as JSON. | Error: Expecting value: line 1 column 10 (char 9) | at 0-37 | "
+                   "Content: '{\"name\": oops}'\n")
 
 
 def test_version(capsys):

@@ -1,0 +1,157 @@
+"""Property test of errors="recover" on every catalogue template (issue 8).
+
+Inputs: each catalogue family's own cases (``tests/cases/families/<name>.json``: a prefix and a
+model output), damaged at random by hypothesis: truncated at any point, one delimiter occurrence
+deleted, doubled, or swapped with another, random text inserted (characters delimiters and JSON are
+made of, plus arbitrary ones). A *delimiter occurrence* is a match, in the output, of a field's
+``open``/``close`` literal or ``open_pattern``/``close_pattern`` regex.
+
+For every damaged output, fed whole, one character at a time and in random pieces:
+
+1. ``errors="recover"`` never raises, in ``feed`` nor in ``finalize``;
+2. the message and the diagnostics do not depend on the chunking;
+3. every character is accounted for. *Accounted* means: the parser's ledger (``ledger=True``,
+   ``runtime/stream.py``) has entries ``(start, end, kind)`` that tile the input exactly -- sorted,
+   no gap, no overlap -- from the start of the prefix remainder (negative offsets) to the end of
+   the output; every ``"text"`` entry is text a ``region_chunk`` event carried (the chunks of the
+   output, concatenated, equal the output's ``"text"`` entries, concatenated); every
+   ``"diagnostic"`` entry lies inside a diagnostic's ``[start, end)`` whose ``text`` is that slice
+   of the output; ``"delimiter"`` entries are openers and closers the automaton consumed and
+   ``"discarded"`` ones text the template itself discards (null slots, no implicit field).
+
+Bounded: a fixed number of examples per run (derandomized), well under a minute.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import random
+from pathlib import Path
+
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from support import REPO
+
+FAMILIES = Path(__file__).resolve().parent / "cases" / "families"
+NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json") if (FAMILIES / p.name).is_file())
+NOISE = "<>/|{}[]\"':,=\n\t _abc<|>\\xé😀\x00"
+
+
+def _delimiters(template: dict) -> list[regex.Pattern]:
+    out = []
+    for field in template["fields"].values():
+        for key in ("open", "close"):
+            value = field.get(key)
+            for literal in ([value] if isinstance(value, str) else value or []):
+                if literal:
+                    out.append(regex.compile(regex.escape(literal)))
+        for key in ("open_pattern", "close_pattern"):
+            value = field.get(key)
+            for pattern in ([value] if isinstance(value, str) else value or []):
+                try:
+                    out.append(regex.compile(pattern, regex.DOTALL))
+                except regex.error:
+                    pass
+    return out
+
+
+def _load():
+    cases = []
+    for name in NAMES:
+        template = json.loads((REPO / "templates" / f"{name}.json").read_text(encoding="utf-8"))
+        delims = _delimiters(template)
+        family = json.loads((FAMILIES / f"{name}.json").read_text(encoding="utf-8"))
+        for case in family.get("cases", []):
+            text = case["text"]
+            spans = sorted({(m.start(), m.end()) for d in delims for m in d.finditer(text) if m.end() > m.start()})
+            cases.append((name, case.get("prefix", ""), text, spans))
+    return cases
+
+
+CASES = _load()
+
+
+def _damage(text: str, spans: list[tuple[int, int]], ops: list[tuple[str, int, int, str]]) -> str:
+    for op, a, b, noise in ops:
+        if op == "truncate":
+            text = text[:a % (len(text) + 1)]
+        elif op == "insert":
+            k = a % (len(text) + 1)
+            text = text[:k] + noise + text[k:]
+        elif spans:
+            s, e = spans[a % len(spans)]
+            if e > len(text):
+                continue
+            if op == "delete":
+                text = text[:s] + text[e:]
+            elif op == "double":
+                text = text[:e] + text[s:e] + text[e:]
+            elif op == "swap":
+                s2, e2 = spans[b % len(spans)]
+                if (s2, e2) != (s, e) and e2 <= len(text) and (e <= s2 or e2 <= s):
+                    (s, e), (s2, e2) = sorted([(s, e), (s2, e2)])
+                    text = text[:s] + text[s2:e2] + text[e:s2] + text[s:e] + text[e2:]
+        spans = [(s, e) for s, e in spans if e <= len(text)]
+    return text
+
+
+def _run(module, prefix: str, chunks: list[str]):
+    parser = module.ResponseParser(prefix, errors="recover", ledger=True)
+    events = list(parser.initial_events)
+    for chunk in chunks:
+        events += parser.feed(chunk)
+    message, final = parser.finalize()
+    return message, events + final, parser.diagnostics, parser.ledger
+
+
+def _check_accounted(rest: str, text: str, events: list, diagnostics: list, ledger: list) -> None:
+    """``rest``: the prefix after its last start anchor (offsets -len(rest)..0), ``text``: the output."""
+    entries = sorted(ledger)
+    full = rest + text  # offset o is full[o + len(rest)]
+    if not full:
+        return
+    assert entries, "no ledger entries"
+    assert (entries[0][0], entries[-1][1]) == (-len(rest), len(text)), (entries[0], entries[-1])
+    for (s1, e1, k1), (s2, e2, k2) in zip(entries, entries[1:]):
+        assert e1 == s2, f"gap or overlap between {(s1, e1, k1)} and {(s2, e2, k2)}"
+    chunks = "".join(e["text"] for e in events if e["type"] == "region_chunk")
+    texts = "".join(full[s + len(rest):e + len(rest)] for s, e, k in entries if k == "text")
+    assert chunks == texts
+    for s, e, k in entries:
+        if k == "diagnostic":
+            assert any(d["start"] <= s and e <= d["end"] and text[d["start"]:d["end"]] == d["text"]
+                       for d in diagnostics), f"diagnostic text {text[s:e]!r} at {s}-{e} is in no diagnostic"
+
+
+OPS = st.lists(st.tuples(st.sampled_from(["truncate", "delete", "double", "swap", "insert"]),
+                         st.integers(0, 10_000), st.integers(0, 10_000),
+                         st.text(alphabet=NOISE, min_size=1, max_size=6)), min_size=1, max_size=3)
+
+
+@settings(max_examples=250, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.integers(0, max(len(CASES) - 1, 0)), ops=OPS, seed=st.integers(0, 2**16))
+def test_recover_never_raises_and_accounts_for_every_character(case, ops, seed):
+    name, prefix, text, spans = CASES[case]
+    damaged = _damage(text, spans, ops)
+    module = importlib.import_module(f"respc.generated.{name}")
+    rng = random.Random(seed)
+    pieces, i = [], 0
+    while i < len(damaged):
+        step = rng.randint(1, 9)
+        pieces.append(damaged[i:i + step])
+        i += step
+    results = [_run(module, prefix, chunks) for chunks in ([damaged], list(damaged), pieces)]
+    anchors = [m.end() for m in module.ResponseParser.START_ANCHOR.finditer(prefix)] if prefix else []
+    rest = prefix[anchors[-1]:] if anchors else ""  # recover ignores a prefix without its anchor
+    whole = results[0]
+    for message, events, diagnostics, ledger in results:
+        assert (message, diagnostics) == (whole[0], whole[2]), (name, damaged)
+        _check_accounted(rest, damaged, events, diagnostics, ledger)
+
+
+def test_every_catalogue_template_has_cases():
+    assert len({c[0] for c in CASES}) == len(NAMES) >= 40
