@@ -358,7 +358,7 @@ def _read_tools(path: str | None) -> list | None:
     try:
         tool_parameters(tools)
     except RespcError as exc:
-        raise _UsageError(f"tools file {path!r}: {_one_line(exc)}") from None
+        raise _UsageError(f"tools file {path!r}: {_cause_first(exc)}") from None
     return tools
 
 
@@ -471,7 +471,7 @@ def _graph(args: argparse.Namespace) -> int:
     try:
         text = render(build_graph(compiled.template, compiled.automaton), args.format)
     except RuntimeError as exc:  # GraphvizMissing (names the package to install), or dot failed
-        print(f"respc: {_one_line(exc)}", file=sys.stderr)
+        print(f"respc: {_cause_first(exc)}", file=sys.stderr)
         return 1
     if args.output in (None, "-"):
         sys.stdout.write(text)
