@@ -1,0 +1,904 @@
+"""OpenAI-compatible streaming from any generated parser (issue 9).
+
+:class:`ChatCompletionStream` wraps a generated ``ResponseParser`` and turns its region events
+(SPEC 4.4) into ``chat.completion.chunk`` dicts as the OpenAI Chat Completions API streams them;
+:func:`sse` renders them as server-sent events. Standard library only (``json``, ``uuid``).
+
+Theory of operation
+-------------------
+Each region event is routed by its message key (``field``):
+
+* ``content`` and ``reasoning_content`` regions whose content parser is ``text`` stream as they
+  come. The message stores each block stripped (``str.strip``) and joined with the field's
+  ``join``; the adapter applies that as the text goes: leading whitespace of a block is dropped,
+  trailing whitespace is held until more text follows it (then sent) or the block closes (then
+  dropped), and the ``join`` string goes out before a block's first character when the slot already
+  has a value. So the concatenated deltas of a key equal the message's value; nothing is ever sent
+  that the message will not hold. A text region whose body is not stripped streams raw; any other
+  processing is sent at the region's close.
+* ``tool_calls`` regions: a call's first delta carries ``index``, ``id`` and ``type``; its
+  ``function.name`` goes out as soon as it is known; ``function.arguments`` are JSON text fragments.
+  Which bodies stream their arguments while the model writes them is decided once per region, by
+  probing its processor with sample bodies (see :func:`_probe_json_shape`):
+
+  - JSON bodies (``json`` content parser without dialect options) that are a call object
+    ``{"name": ..., "arguments"|"parameters": {...}}`` or a list of them, or that are the arguments
+    object itself with the name in the open delimiter: the arguments object's text is forwarded
+    as it arrives. A top-level argument that the tool schema types (SPEC 7: integer, number,
+    boolean, array, object, null) is held until its value is complete, then sent typed, so a
+    fragment never needs retracting ("5" does not go out before it turns out to be 5).
+  - everything else (xml-inline, kv-lines, pythonic, JSON dialects, name-as-key JSON, arguments
+    given as a JSON string, a call whose arguments come before its name when tools type it, and
+    every tool region with ``errors="recover"``, where a body may still turn out malformed): the
+    arguments are sent in one fragment when the region closes.
+
+  At each close the adapter checks the streamed fragments against the typed value the message
+  stores; a difference cannot be repaired without retracting and is recorded in
+  :attr:`ChatCompletionStream.diagnostics` (the test suite asserts there are none).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any, Callable, Iterable
+
+__all__ = ["ChatCompletionStream", "sse", "openai_message"]
+
+#: keys of the arguments object in a call-object JSON body, in the order the probe tries them
+_ARG_KEYS = ("arguments", "parameters")
+
+
+def sse(chunks: Iterable[dict]) -> str:
+    """Render chunks as server-sent events: one ``data: {json}`` line and a blank line each."""
+    return "".join(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n" for chunk in chunks)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _calls_of(value: Any) -> list:
+    """The tool calls of one region value: a call dict, or a list of them (anything else: none)."""
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list):
+        return [call for call in value if isinstance(call, dict)]
+    return []
+
+
+def _function(call: dict) -> dict:
+    function = call.get("function")
+    return function if isinstance(function, dict) else call
+
+
+def _probe_text(region: Any) -> str:
+    """How a text region's body reaches the message: ``"strip"``, ``"raw"`` or ``"close"``."""
+    try:
+        value = region.process("  a  ", {})
+    except Exception:  # noqa: BLE001 - a processor that cannot read plain text streams at close
+        return "close"
+    if value == "a":
+        return "strip"
+    if value == "  a  ":
+        return "raw"
+    return "close"
+
+
+def _probe_json_shape(region: Any) -> tuple[str, Any] | None:
+    """Decide whether a tool region's JSON body can stream its arguments, and how.
+
+    The region's processor (content parser + transform) is run on sample bodies and the result
+    compared with what each body shape would give.
+
+    Returns:
+        ``("object", keys)``: the body is a call object (or a list of them) with ``name`` and the
+        arguments under one of ``keys``; ``("args", group)``: the body is the arguments object, the name
+        is the open delimiter's named group ``group``; None: arguments are sent at close.
+    """
+    def run(body: str, scope: dict) -> list | None:
+        try:
+            calls = _calls_of(region.process(body, scope))
+        except Exception:  # noqa: BLE001 - a shape the processor cannot read
+            return None
+        return [_function(call) for call in calls]
+
+    names = tuple(region.groups)
+    scope = {name: f"G_{name}" for name in names}
+    # JSON dialects (python_literals, unquoted_keys, string delimiters) are not JSON text:
+    # their bodies cannot be forwarded as they are.
+    for dialect in ('{"name": "n", "arguments": {"a": True}}', '{name: "n", arguments: {a: 1}}', "{a: 1}",
+                    '{"a": True}'):
+        if run(dialect, scope):
+            return None
+    keys = []
+    for key in _ARG_KEYS:
+        body = '{"name": "N", "%s": {"a": "1"}}' % key
+        if run(body, scope) == [{"name": "N", "arguments": {"a": "1"}}]:
+            keys.append(key)
+    if keys:
+        # a body naming several of them is sent at close (which one wins is the transform's
+        # business); a list of call objects is read when the processor reads one
+        return ("object", tuple(keys))
+    got = run('{"a": "1"}', scope)
+    if got and len(got) == 1 and got[0].get("arguments") == {"a": "1"}:
+        for name in names:
+            if got[0].get("name") == f"G_{name}":
+                return ("args", name)
+    return None
+
+
+class _Call:
+    """One tool call of the stream: what was sent of it so far."""
+
+    __slots__ = ("index", "id", "name", "args", "sent_header", "sent_name", "streaming", "done", "final")
+
+    def __init__(self, index: int, call_id: str) -> None:
+        self.index = index
+        self.id = call_id
+        self.name: str | None = None
+        self.args = ""          # argument text sent so far
+        self.sent_header = False
+        self.sent_name = False
+        self.streaming = False  # arguments are being forwarded as they arrive
+        self.done = False       # the forwarded arguments object is complete
+        self.final: str | None = None
+
+
+class _Scanner:
+    """An incremental reader of a JSON tool-call body that forwards the arguments object's text.
+
+    Fed the region's body text piece by piece; calls ``out(kind, call_number, text)`` with kind
+    ``"call"`` (a call object began), ``"name"`` (its name, decoded) or ``"args"`` (a fragment of
+    its arguments JSON). Holding: a top-level argument whose key ``held(name, key)`` says is typed
+    is collected until complete and passed through ``typed(n, key, raw) -> json text``
+    (``held(n, key)`` is None while call ``n``'s name is unknown and tools may type it).
+    A body this reader does not understand stops it (``dead``): the region then finishes at close.
+    """
+
+    __slots__ = ("mode", "keys", "stack", "instr", "esc", "expect", "keybuf", "curkey", "n", "name", "namebuf",
+                 "argdepth", "dead", "out", "held", "typed", "hold", "holdbuf", "holdkey", "valstart", "seen")
+
+    def __init__(self, mode: str, keys: tuple, out: Callable, held: Callable, typed: Callable) -> None:
+        self.mode = mode            # "object": call objects; "args": the body is the arguments
+        self.keys = keys            # the arguments keys in "object" mode
+        self.stack: list[str] = []  # open containers
+        self.instr = False
+        self.esc = False
+        self.expect = ""            # at a call object / args object level: "key", ":", "value", ","
+        self.keybuf: list[str] | None = None
+        self.curkey: str | None = None
+        self.n = -1                 # call number within the region
+        self.name: str | None = None
+        self.namebuf: list[str] | None = None
+        self.argdepth = 0           # stack depth inside the arguments object (0: not forwarding)
+        self.dead = False
+        self.out = out
+        self.held = held
+        self.typed = typed
+        self.hold = False
+        self.holdbuf: list[str] = []
+        self.holdkey: str | None = None
+        self.valstart = False
+        self.seen: set = set()
+
+    def feed(self, text: str) -> None:
+        if self.dead:
+            return
+        emit: list[str] = []
+        for c in text:
+            if self.dead:
+                return
+            self._char(c, emit)
+            if self.dead:
+                return
+        if emit:
+            self.out("args", self.n, "".join(emit))
+
+    def _flush(self, emit: list[str]) -> None:
+        if emit:
+            self.out("args", self.n, "".join(emit))
+            emit.clear()
+
+    def _char(self, c: str, emit: list[str]) -> None:
+        stack = self.stack
+        depth = len(stack)
+        argdepth = self.argdepth
+        forwarding = argdepth and depth >= argdepth
+        # --- inside a string ---------------------------------------------------------------
+        if self.instr:
+            closing = False
+            if self.esc:
+                self.esc = False
+            elif c == "\\":
+                self.esc = True
+            elif c == '"':
+                self.instr = False
+                closing = True
+            if forwarding:
+                (self.holdbuf if self.hold else emit).append(c)
+                if self.keybuf is not None:
+                    if closing:
+                        self._end_key()
+                    else:
+                        self.keybuf.append(c)
+                return
+            if self.keybuf is not None:
+                if closing:
+                    self.curkey = json.loads('"' + "".join(self.keybuf) + '"')
+                    self.keybuf = None
+                    self.expect = ":"
+                else:
+                    self.keybuf.append(c)
+            elif self.namebuf is not None:
+                if closing:
+                    self.name = json.loads('"' + "".join(self.namebuf) + '"')
+                    self.namebuf = None
+                    self.out("name", self.n, self.name)
+                    self.expect = ","
+                else:
+                    self.namebuf.append(c)
+            return
+        if c in " \t\r\n":
+            if forwarding and not self.hold:
+                emit.append(c)  # (whitespace of a held value is not needed)
+            return
+        # --- forwarding the arguments object -------------------------------------------------
+        if forwarding:
+            if depth == argdepth:
+                # directly inside the arguments object: keys, ':' and ',' / '}' between values
+                if self.expect == "key":
+                    if c == '"':
+                        self.instr = True
+                        self.keybuf = []
+                        emit.append(c)
+                    elif c == "}":
+                        self._close_args(emit)
+                    else:
+                        self.dead = True
+                    return
+                if self.expect == ":":
+                    if c != ":":
+                        self.dead = True
+                        return
+                    emit.append(c)
+                    self.expect = "value"
+                    return
+                if self.expect == "value":
+                    self.expect = ","
+                    held = self.held(self.n, self.holdkey)
+                    if held is None:
+                        self.dead = True  # typed by a tool not known yet: sent at close
+                        return
+                    if held:
+                        self._flush(emit)
+                        self.hold = True
+                        self.holdbuf = []
+                    return self._value_char(c, emit, depth)
+                if self.expect == ",":
+                    if c == "," or c == "}":
+                        if self.hold:
+                            self._flush(emit)
+                            raw = "".join(self.holdbuf)
+                            self.hold = False
+                            self.holdbuf = []
+                            text = self.typed(self.n, self.holdkey, raw)
+                            if text is None:
+                                self.dead = True
+                                return
+                            emit.append(text)
+                        if c == ",":
+                            emit.append(c)
+                            self.expect = "key"
+                        else:
+                            self._close_args(emit)
+                        return
+                    if c in "]:":
+                        self.dead = True
+                        return
+                    # the rest of a scalar (a number, true/false/null)
+                    (self.holdbuf if self.hold else emit).append(c)
+                    return
+                self.dead = True
+                return
+            return self._value_char(c, emit, depth)
+        # --- outside the arguments: the call objects --------------------------------------------
+        if self.mode == "args":
+            if depth == 0 and c == "{" and self.n < 0:
+                self.n = 0
+                self.out("call", 0, "")
+                stack.append("{")
+                self.argdepth = 1
+                self.expect = "key"
+                emit.append(c)
+                return
+            self.dead = True
+            return
+        if depth == 0:
+            if c == "[":
+                stack.append("[")
+                self.expect = "value"
+                return
+            if c == "{":
+                self._open_call(emit)
+                return
+            self.dead = True
+            return
+        top = stack[-1]
+        calllevel = (depth == 1 and top == "{") or (depth == 2 and top == "{" and stack[0] == "[")
+        if depth == 1 and top == "[":
+            if c == "{" and self.expect == "value":
+                self._open_call(emit)
+            elif c == "," and self.expect == ",":
+                self.expect = "value"
+            elif c == "]":
+                stack.pop()
+            else:
+                self.dead = True
+            return
+        if calllevel:
+            if self.expect == "key":
+                if c == '"':
+                    self.instr = True
+                    self.keybuf = []
+                elif c == "}":
+                    self._close_call()
+                else:
+                    self.dead = True
+                return
+            if self.expect == ":":
+                if c != ":":
+                    self.dead = True
+                    return
+                self.expect = "value"
+                return
+            if self.expect == "value":
+                key = self.curkey
+                if key in self.seen or (key in self.keys and self.seen & set(self.keys)):
+                    self.dead = True  # a repeated key, or both argument keys: sent at close
+                    return
+                self.seen.add(key)
+                if key == "name" and c == '"':
+                    self.instr = True
+                    self.namebuf = []
+                    return
+                if key in self.keys and c == "{":
+                    stack.append("{")
+                    self.argdepth = len(stack)
+                    self.expect = "key"
+                    self.out("start", self.n, "")
+                    emit.append(c)
+                    return
+                if key == "name" or key in _ARG_KEYS:
+                    self.dead = True  # a name or arguments this reader does not forward
+                    return
+                # another key's value: skip it
+                self.expect = ","
+                return self._skip_char(c)
+            if self.expect == ",":
+                if c == ",":
+                    self.expect = "key"
+                elif c == "}":
+                    self._close_call()
+                else:
+                    self._skip_char(c)
+                return
+            self.dead = True
+            return
+        self._skip_char(c)
+
+    def _skip_char(self, c: str) -> None:
+        """A character of a value outside the arguments (skipped, nesting tracked)."""
+        if c == '"':
+            self.instr = True
+        elif c in "{[":
+            self.stack.append(c)
+        elif c in "}]":
+            if not self.stack or self.stack[-1] != ("{" if c == "}" else "["):
+                self.dead = True
+                return
+            self.stack.pop()
+
+    def _value_char(self, c: str, emit: list[str], depth: int) -> None:
+        """A character of an argument value (forwarded, or collected when held)."""
+        buf = self.holdbuf if self.hold else emit
+        if c == '"':
+            self.instr = True
+        elif c in "{[":
+            self.stack.append(c)
+        elif c in "}]":
+            if self.stack[-1] != ("{" if c == "}" else "[") or depth <= self.argdepth:
+                self.dead = True
+                return
+            self.stack.pop()
+        buf.append(c)
+
+    def _end_key(self) -> None:
+        raw = "".join(self.keybuf or ())
+        self.keybuf = None
+        self.holdkey = json.loads('"' + raw + '"')
+        self.expect = ":"
+
+    def _open_call(self, emit: list[str]) -> None:
+        self.stack.append("{")
+        self.n += 1
+        self.name = None
+        self.curkey = None
+        self.seen = set()
+        self.expect = "key"
+        self.out("call", self.n, "")
+
+    def _close_args(self, emit: list[str]) -> None:
+        emit.append("}")
+        self.stack.pop()
+        self.argdepth = 0
+        self._flush(emit)
+        self.out("end", self.n, "")
+        self.expect = "," if self.mode == "object" else ""
+        if self.mode == "args":
+            self.dead = True  # nothing more to read
+
+    def _close_call(self) -> None:
+        self.stack.pop()
+        self.expect = "," if self.stack else ""
+
+
+class _Text:
+    """Streaming state of one text slot (``content`` or the reasoning key)."""
+
+    __slots__ = ("key", "sent", "stored", "started", "pending", "block", "join")
+
+    def __init__(self, key: str, stored: Any) -> None:
+        self.key = key          # the delta key it goes to
+        self.join = ""          # the open region's join
+        self.sent = ""          # everything sent for it so far (what the accumulator holds)
+        self.stored: str | None = stored if isinstance(stored, str) else None  # the parser's value, mirrored
+        self.started = False    # the open block has had a non-whitespace character
+        self.pending = ""       # trailing whitespace held back
+        self.block = ""         # what was sent of the open block (without the join)
+
+
+class ChatCompletionStream:
+    """OpenAI ``chat.completion.chunk`` dicts from a generated parser's events (issue 9).
+
+    Args:
+        parser: a generated ``ResponseParser`` (fresh; its ``initial_events`` are read too).
+        model (str): the ``model`` of every chunk.
+        reasoning_field (str): the delta key of the reasoning text (``"reasoning_content"`` as
+            vLLM and DeepSeek send it; some clients read ``"reasoning"``).
+        ids (Callable[[int], str] | None): ``ids(n)`` gives the id of the n-th tool call (from 0);
+            None: ``"call_"`` + 24 random hex digits. Pass e.g. ``lambda n: f"call_{n}"`` in tests.
+        include_usage (bool): send a last chunk with ``choices: []`` and ``usage`` (the numbers
+            passed to :meth:`finalize`), as the API does with ``stream_options.include_usage``.
+        completion_id (str | None): the chunks' ``id`` (default ``"chatcmpl-"`` + random hex).
+        created (int | None): the chunks' ``created`` (default: now, in seconds).
+
+    Message keys: ``content`` and ``reasoning_content`` (the parser's text fields) and
+    ``tool_calls``; other keys (``role`` and template-specific ones) are not streamed.
+    """
+
+    def __init__(self, parser: Any, model: str = "m", reasoning_field: str = "reasoning_content",
+                 ids: Callable[[int], str] | None = None, include_usage: bool = False,
+                 completion_id: str | None = None, created: int | None = None) -> None:
+        self.parser = parser
+        self.model = model
+        self.reasoning_field = reasoning_field
+        self.include_usage = include_usage
+        self._ids = ids or (lambda n: "call_" + uuid.uuid4().hex[:24])
+        self.id = completion_id or "chatcmpl-" + uuid.uuid4().hex
+        self.created = int(time.time()) if created is None else created
+        #: what the adapter could not stream faithfully (never expected; see module docstring)
+        self.diagnostics: list[dict] = []
+        #: the parser's message once finalized (transformers shape)
+        self.message: dict | None = None
+        defaults = parser.DEFAULTS
+        self._texts = {"content": _Text("content", defaults.get("content")),
+                       "reasoning_content": _Text(reasoning_field, defaults.get("reasoning_content"))}
+        regions = {}
+        for region in parser.REGIONS:
+            regions[(region.slot, region.name if region.slot != region.name else None)] = region
+        self._regions = regions
+        self._plans: dict[int, Any] = {}
+        recover = getattr(parser, "_recover", False)
+        for region in parser.REGIONS:
+            if region.slot in self._texts and not region.dirty:
+                self._plans[id(region)] = _probe_text(region)
+            elif region.slot == "tool_calls":
+                self._plans[id(region)] = None if recover else _probe_json_shape(region)
+        self._calls: list[_Call] = []
+        self._open: dict[int, Any] = {}   # id(region) -> (scanner or None, first call number)
+        self._role_sent = False
+        self._done = False
+        self._pending = list(parser.initial_events)
+        self._out: list[tuple] = []       # (kind, payload) deltas of the current call
+
+    # --- public API --------------------------------------------------------------------------
+    def feed(self, text: Any) -> list[dict]:
+        """Feed the next piece of model output; return the chunks it produced (maybe none)."""
+        events = self.parser.feed(text)
+        if self._pending:
+            events = self._pending + events
+            self._pending = []
+        return self._chunks(events)
+
+    def finalize(self, finish_reason: str | None = None, usage: dict | None = None) -> list[dict]:
+        """End the stream: the last deltas, then the chunk with ``finish_reason``.
+
+        Args:
+            finish_reason: ``"length"`` when the engine cut the output; None: ``"tool_calls"`` when
+                the message has tool calls, else ``"stop"``.
+            usage: the ``usage`` dict of the last chunk when ``include_usage`` is set.
+        """
+        message, events = self.parser.finalize()
+        self.message = message
+        if self._pending:
+            events = self._pending + events
+            self._pending = []
+        chunks = self._chunks(events)
+        self._done = True
+        reason = finish_reason or ("tool_calls" if self._calls else "stop")
+        chunks.append(self._chunk({}, reason))
+        if self.include_usage:
+            chunk = self._chunk({}, None)
+            chunk["choices"] = []
+            chunk["usage"] = usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+            chunks.append(chunk)
+        return chunks
+
+    def openai_message(self) -> dict:
+        """The final message in OpenAI shape (after :meth:`finalize`): ``content`` and the
+        reasoning key as the stream sent them (None when empty), ``tool_calls`` with the stream's
+        ids and ``arguments`` as the JSON string the fragments add up to."""
+        if self.message is None:
+            raise RuntimeError("openai_message() needs finalize() first")
+        out: dict = {"role": "assistant", "content": self._texts["content"].sent or None}
+        reasoning = self._texts["reasoning_content"].sent
+        if reasoning:
+            out[self.reasoning_field] = reasoning
+        if self._calls:
+            out["tool_calls"] = [
+                {"id": call.id, "type": "function", "function": {"name": call.name or "", "arguments": call.args}}
+                for call in self._calls
+            ]
+        return out
+
+    # --- machinery ---------------------------------------------------------------------------
+    def _chunk(self, delta: dict, finish_reason: str | None = None) -> dict:
+        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
+
+    def _chunks(self, events: list[dict]) -> list[dict]:
+        deltas: list[tuple] = []  # ("text", key, str) | ("tool", index, dict)
+        self._deltas = deltas
+        for event in events:
+            kind = event["type"]
+            slot = event["field"]
+            if kind == "region_chunk":
+                region = self._regions.get((slot, event.get("region")))
+                if slot in self._texts and not event["dirty"]:
+                    plan = self._plans.get(id(region))
+                    if plan == "strip":
+                        self._strip_text(self._texts[slot], event["text"])
+                    elif plan == "raw":
+                        self._send_text(self._texts[slot], event["text"])
+                elif slot == "tool_calls":
+                    state = self._open.get(id(region))
+                    if state is not None and state[0] is not None:
+                        state[0].feed(event["text"])
+            elif kind == "region_open":
+                region = self._regions.get((slot, event.get("region")))
+                if slot in self._texts:
+                    text = self._texts[slot]
+                    text.started = False
+                    text.pending = ""
+                    text.block = ""
+                    text.join = (region.join if region is not None else None) or ""
+                elif slot == "tool_calls":
+                    self._open_tools(region)
+            elif kind == "region_close":
+                region = self._regions.get((slot, event.get("region")))
+                if slot in self._texts:
+                    self._close_text(self._texts[slot], region, event["value"])
+                elif slot == "tool_calls":
+                    self._close_tools(region, event["value"])
+            elif kind == "region_malformed":
+                into = event.get("into")
+                if into in self._texts:
+                    self._malformed_text(self._texts[into], event["text"])
+                if slot == "tool_calls":
+                    region = self._regions.get((slot, event.get("region")))
+                    self._open.pop(id(region), None)
+        self._name_from_groups()
+        chunks = []
+        if not self._role_sent:
+            self._role_sent = True
+            chunks.append(self._chunk({"role": "assistant"}))
+        # one chunk per run of deltas of one key (or one tool call)
+        for item in _merged(deltas):
+            if item[0] == "text":
+                chunks.append(self._chunk({item[1]: item[2]}))
+            else:
+                chunks.append(self._chunk({"tool_calls": [item[2]]}))
+        return chunks
+
+    # --- text ----------------------------------------------------------------------------
+    def _send_text(self, text: _Text, piece: str) -> None:
+        if piece:
+            text.sent += piece
+            text.block += piece
+            self._deltas.append(("text", text.key, piece))
+
+    def _strip_text(self, text: _Text, piece: str) -> None:
+        """Send ``piece`` of a stripped block: leading whitespace dropped, trailing held."""
+        if not text.started:
+            piece = piece.lstrip()
+            if not piece:
+                return
+            text.started = True
+            join = text.join
+            if text.stored is not None and join:
+                text.sent += join
+                self._deltas.append(("text", text.key, join))
+        whole = text.pending + piece
+        cut = len(whole.rstrip())
+        text.pending = whole[cut:]
+        if cut:
+            self._send_text(text, whole[:cut])
+
+    def _close_text(self, text: _Text, region: Any, value: Any) -> None:
+        """Mirror the parser's store of one block (SPEC 4.5, D1) and send what the slot gained
+        beyond what was already sent (the join of an empty block, a processed value)."""
+        text.pending = ""
+        text.started = False
+        if value is None and region is not None and region.empty_none:
+            self._catch_up(text, text.stored or "")
+            return
+        if not isinstance(value, str):
+            self.diagnostics.append({"field": text.key, "problem": "a text block whose value is not a string"})
+            return
+        stored = text.stored
+        join = region.join if region is not None else None
+        if join is not None:
+            if stored is None:
+                new = value
+            elif value or not stored:
+                new = stored + join + value
+            else:
+                new = stored
+        elif region is not None and region.repeats:
+            new = (stored or "") + value  # a list of strings: shown concatenated
+        elif value or not stored:
+            new = value
+        else:
+            new = stored
+        text.stored = new
+        self._catch_up(text, new)
+
+    def _catch_up(self, text: _Text, new: str) -> None:
+        if new.startswith(text.sent):
+            rest = new[len(text.sent):]
+            if rest:
+                text.sent += rest
+                self._deltas.append(("text", text.key, rest))
+        else:
+            self.diagnostics.append({"field": text.key, "problem": "the message replaced text already sent",
+                                     "sent": text.sent, "message": new})
+
+    def _malformed_text(self, text: _Text, raw: str) -> None:
+        stored = text.stored
+        region = next((r for r in self.parser.REGIONS if r.slot == text.key and not r.dirty), None)
+        join = (region.join if region is not None else None) or ""
+        new = stored + join + raw if isinstance(stored, str) and stored else raw
+        text.stored = new
+        self._catch_up(text, new)
+
+    # --- tool calls ------------------------------------------------------------------------
+    def _call(self, n: int) -> _Call:
+        while len(self._calls) <= n:
+            self._calls.append(_Call(len(self._calls), self._ids(len(self._calls))))
+        return self._calls[n]
+
+    def _open_tools(self, region: Any) -> None:
+        plan = self._plans.get(id(region))
+        base = len(self._calls)
+        if plan is None:
+            self._open[id(region)] = (None, base, region)
+            return
+        mode, extra = plan
+
+        def out(kind: str, n: int, payload: str) -> None:
+            self._scanned(region, base + n, kind, payload)
+
+        def held(n: int, key: str) -> bool | None:
+            return self._held(self._call(base + n).name, key)
+
+        def typed(n: int, key: str, raw: str) -> str | None:
+            return self._typed(self._call(base + n).name, key, raw)
+
+        scanner = _Scanner(mode, extra if mode == "object" else (), out, held, typed)
+        self._open[id(region)] = (scanner, base, region)
+
+    def _tool_types(self, name: str | None) -> dict | None:
+        tools = getattr(self.parser, "_tools", None)
+        if not tools:
+            return None
+        return tools.get(name) if name is not None else tools
+
+    def _held(self, name: str | None, key: str | None) -> bool | None:
+        """True when the tool schema may change the argument ``key`` of tool ``name`` (held);
+        None when tools were given but the name is not known yet."""
+        tools = getattr(self.parser, "_tools", None)
+        if not tools:
+            return False
+        if name is None:
+            return None
+        table = tools.get(name)
+        return bool(table) and key in table
+
+    def _typed(self, name: str, key: str, raw: str) -> str | None:
+        from respc.runtime.tools import coerce_tool_calls
+
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return None
+        call = {"function": {"name": name, "arguments": {key: value}}}
+        coerce_tool_calls(call, self.parser._tools)
+        return _dumps(call["function"]["arguments"][key])
+
+    def _scanned(self, region: Any, n: int, kind: str, payload: str) -> None:
+        """What the scanner of an open tool region found: a call, its name, argument text."""
+        call = self._call(n)
+        if kind == "call":
+            self._header(call)
+        elif kind == "name":
+            call.name = payload
+            self._send_name(call)
+        elif kind == "start":
+            call.streaming = True
+        elif kind == "args":
+            call.streaming = True
+            if call.final is None:
+                call.final = ""
+            call.final += payload
+            if call.sent_name:
+                self._send_args(call)
+        elif kind == "end":
+            call.done = True
+
+    def _header(self, call: _Call) -> None:
+        if not call.sent_header:
+            call.sent_header = True
+            self._deltas.append(("tool", call.index, {"index": call.index, "id": call.id, "type": "function",
+                                                       "function": {}}))
+
+    def _send_name(self, call: _Call) -> None:
+        self._header(call)
+        if not call.sent_name and call.name is not None:
+            call.sent_name = True
+            self._deltas.append(("tool", call.index, {"index": call.index, "function": {"name": call.name}}))
+            if call.final:
+                self._send_args(call)
+
+    def _send_args(self, call: _Call) -> None:
+        """Send the forwarded argument text not sent yet (``final`` collects it)."""
+        rest = call.final[len(call.args):] if call.final else ""
+        if rest:
+            call.args += rest
+            self._deltas.append(("tool", call.index, {"index": call.index, "function": {"arguments": rest}}))
+
+    def _name_from_groups(self) -> None:
+        """For bodies that are the arguments, the name is a group of the open delimiter: read it
+        from the parser's current match while that region is still open."""
+        parser = self.parser
+        region = getattr(parser, "_region", None)
+        state = self._open.get(id(region)) if region is not None else None
+        if state is None or state[0] is None or state[0].mode != "args" or not getattr(parser, "_opened", False):
+            return
+        match = getattr(parser, "_groups", None)
+        plan = self._plans.get(id(region))
+        if match is None or plan is None:
+            return
+        call = self._call(state[1])
+        if call.name is None:
+            try:
+                name = match.group(plan[1])
+            except (IndexError, AttributeError):
+                return
+            if isinstance(name, str) and name:
+                call.name = name
+                self._send_name(call)
+
+    def _close_tools(self, region: Any, value: Any) -> None:
+        """A tool region closed with its typed value: finish each of its calls, checking what
+        was streamed against the value the message stores."""
+        scanner, base, _ = self._open.pop(id(region), (None, len(self._calls), region))
+        calls = _calls_of(value)
+        if not region.repeats and not region.extend and self._calls and calls:
+            self.diagnostics.append({"field": "tool_calls", "problem": "a later tool region replaced calls already sent"})
+        for k, call_value in enumerate(calls):
+            function = _function(call_value)
+            name = function.get("name")
+            arguments = function.get("arguments")
+            text = arguments if isinstance(arguments, str) else _dumps(arguments if arguments is not None else {})
+            call = self._call(base + k)
+            self._header(call)
+            if call.name is None or not call.sent_name:
+                call.name = name if isinstance(name, str) else ""
+                if call.name and not call.sent_name:
+                    call.sent_name = True
+                    self._deltas.append(("tool", call.index, {"index": call.index, "function": {"name": call.name}}))
+            elif call.name != name:
+                self.diagnostics.append({"field": "tool_calls", "problem": "a name sent differs from the message",
+                                         "sent": call.name, "message": name})
+            if call.args:
+                if not (call.done and _same_json(call.args, arguments)):
+                    self.diagnostics.append({"field": "tool_calls", "problem": "streamed arguments differ from the message",
+                                             "sent": call.args, "message": arguments})
+            else:
+                call.args = text
+                self._deltas.append(("tool", call.index, {"index": call.index, "function": {"arguments": text}}))
+        if len(self._calls) > base + len(calls):
+            self.diagnostics.append({"field": "tool_calls", "problem": "the stream announced calls the message lacks"})
+
+
+def _same_json(text: str, value: Any) -> bool:
+    try:
+        return json.loads(text) == value
+    except ValueError:
+        return False
+
+
+def _merged(deltas: list[tuple]) -> list[tuple]:
+    """Adjacent deltas of one text key, or of one tool call, as one delta."""
+    out: list[tuple] = []
+    for item in deltas:
+        if out and out[-1][0] == item[0] and out[-1][1] == item[1]:
+            last = out[-1]
+            if item[0] == "text":
+                out[-1] = ("text", item[1], last[2] + item[2])
+                continue
+            merged = _merge_call(last[2], item[2])
+            if merged is not None:
+                out[-1] = ("tool", item[1], merged)
+                continue
+        out.append(item)
+    return out
+
+
+def _merge_call(a: dict, b: dict) -> dict | None:
+    """One tool-call delta for two consecutive ones of the same call (None when they cannot be
+    one: a name after arguments keeps its own delta so the order stays)."""
+    fa, fb = a.get("function", {}), b.get("function", {})
+    if "id" in b:
+        return None
+    if "name" in fb and ("name" in fa or "arguments" in fa):
+        return None
+    function = dict(fa)
+    for key, value in fb.items():
+        function[key] = function.get(key, "") + value
+    return {**a, "function": function}
+
+
+def openai_message(message: dict, ids: Callable[[int], str] | None = None,
+                   reasoning_field: str = "reasoning_content") -> dict:
+    """A transformers-shaped message (``arguments`` dicts) in OpenAI shape (JSON strings, ids).
+
+    For a message that was streamed use :meth:`ChatCompletionStream.openai_message`, whose ids and
+    argument strings are the stream's.
+    """
+    make_id = ids or (lambda n: "call_" + uuid.uuid4().hex[:24])
+    out: dict = {"role": message.get("role", "assistant"), "content": message.get("content") or None}
+    if message.get("reasoning_content"):
+        out[reasoning_field] = message["reasoning_content"]
+    calls = []
+    for n, call in enumerate(message.get("tool_calls") or []):
+        function = _function(call)
+        arguments = function.get("arguments")
+        calls.append({"id": make_id(n), "type": "function",
+                      "function": {"name": function.get("name") or "",
+                                   "arguments": arguments if isinstance(arguments, str) else _dumps(arguments or {})}})
+    if calls:
+        out["tool_calls"] = calls
+    return out
