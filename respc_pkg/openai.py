@@ -734,7 +734,8 @@ class ChatCompletionStream:
         if name is None:
             return None
         table = tools.get(name)
-        return bool(table) and key in table
+        # a string parameter is never changed by typing (runtime.tools._convert): it streams
+        return bool(table) and key in table and table[key] != ("string",)
 
     def _typed(self, name: str, key: str, raw: str) -> str | None:
         from respc.runtime.tools import coerce_tool_calls

@@ -1,0 +1,180 @@
+"""OpenAI streaming (issue 9): ``respc.openai.ChatCompletionStream`` read by the official ``openai``
+package's own stream accumulator.
+
+Every corpus and peer vector (``../shared/corpus``; those marked xfail in
+``tests/cases/peer_xfail.json`` or a family's ``corpus_xfail`` are left out: their messages are not
+respc's yet) is fed whole, one character at a time and in random pieces through the catalogue parser
+wrapped in a :class:`ChatCompletionStream`; the chunks go through
+``openai.lib.streaming.chat.ChatCompletionStreamState`` and the accumulated completion must equal
+respc's message: content, reasoning, tool names, parsed arguments, ids and finish reason. Since the
+accumulator only appends, equality also shows nothing was sent that the message does not hold.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+
+import pytest
+
+from support import CORPUS, SHARED, chunkings, load_jsonl
+
+openai_streaming = pytest.importorskip("openai.lib.streaming.chat")
+from openai.types.chat import ChatCompletionChunk  # noqa: E402
+
+from respc.openai import ChatCompletionStream, openai_message, sse  # noqa: E402
+from test_catalogue import FAMILIES  # noqa: E402
+from test_peer_vectors import PEER_PREFIX, TEMPLATES, XFAIL  # noqa: E402
+
+PEER = SHARED / "corpus" / "peer_vectors.jsonl"
+
+
+def _vectors() -> list:
+    params = []
+    for vector in load_jsonl(CORPUS):
+        if vector["id"] in FAMILIES.get(vector["family"], {}).get("corpus_xfail", {}):
+            continue
+        params.append(pytest.param(vector, vector["prefix"], id=vector["id"]))
+    for vector in load_jsonl(PEER):
+        if vector["family"] not in TEMPLATES or vector["id"] in XFAIL:
+            continue
+        params.append(pytest.param(vector, PEER_PREFIX.get(vector["id"], vector["prefix"]), id=vector["id"]))
+    return params
+
+
+def _stream(module, prefix, chunks, tools=None, **options):
+    stream = ChatCompletionStream(module.ResponseParser(prefix, tools), ids=lambda n: f"call_{n}",
+                                  completion_id="chatcmpl-test", created=0, **options)
+    out = []
+    for chunk in chunks:
+        out.extend(stream.feed(chunk))
+    out.extend(stream.finalize())
+    return stream, out
+
+
+def _accumulated(chunks: list[dict]):
+    state = openai_streaming.ChatCompletionStreamState()
+    for chunk in chunks:
+        state.handle_chunk(ChatCompletionChunk.model_validate(chunk))
+    return state.get_final_completion().choices[0]
+
+
+def _expected_calls(message: dict) -> list:
+    return [(f"call_{n}", call["function"]["name"], call["function"]["arguments"])
+            for n, call in enumerate(message.get("tool_calls") or [])]
+
+
+def _got_calls(choice, message: dict) -> list:
+    got = []
+    for call, expected in zip(choice.message.tool_calls or [], message.get("tool_calls") or []):
+        arguments = call.function.arguments
+        # a message whose arguments are a string (the model wrote a JSON string) sends it as is
+        if not isinstance(expected["function"]["arguments"], str):
+            arguments = json.loads(arguments)
+        got.append((call.id, call.function.name, arguments))
+    return got + [("extra", call.function.name, None) for call in (choice.message.tool_calls or [])[len(got):]]
+
+
+@pytest.mark.skipif(not CORPUS.is_file(), reason="../shared/corpus is absent")
+@pytest.mark.parametrize("vector,prefix", _vectors())
+def test_accumulator_equals_message(vector, prefix):
+    module = importlib.import_module(f"respc.generated.{vector['family']}")
+    for how, chunks in chunkings(vector["text"], vector["id"]).items():
+        stream, out = _stream(module, prefix, chunks, vector.get("tools"))
+        message = stream.message
+        assert message == vector["expect"]["message"], how
+        choice = _accumulated(out)
+        extra = choice.message.model_extra or {}
+        assert (choice.message.content or None, extra.get("reasoning_content") or None) == (
+            message.get("content") or None, message.get("reasoning_content") or None), how
+        assert _got_calls(choice, message) == _expected_calls(message), how
+        assert choice.finish_reason == ("tool_calls" if message.get("tool_calls") else "stop"), how
+        assert stream.diagnostics == [], how
+        assert out[0]["choices"][0]["delta"] == {"role": "assistant"}
+        assert all(c["choices"][0]["finish_reason"] is None for c in out[:-1])
+        final = stream.openai_message()
+        assert [c["id"] for c in final.get("tool_calls", [])] == [f"call_{n}" for n in range(len(_expected_calls(message)))]
+        assert [c.function.arguments for c in choice.message.tool_calls or []] == [
+            c["function"]["arguments"] for c in final.get("tool_calls", [])]
+
+
+def _qwen3():
+    return importlib.import_module("respc.generated.qwen3")
+
+
+def _deltas(out: list[dict]) -> list[dict]:
+    return [c["choices"][0]["delta"] for c in out if c["choices"]]
+
+
+def test_json_arguments_stream_as_written():
+    """qwen3 per character: the call's header and name come before its first argument text, and
+    the arguments arrive in many fragments before the region closes."""
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>'
+    stream, out = _stream(_qwen3(), "", list(text))
+    calls = [d["tool_calls"][0] for d in _deltas(out) if "tool_calls" in d]
+    assert calls[0] == {"index": 0, "id": "call_0", "type": "function", "function": {}}
+    assert calls[1] == {"index": 0, "function": {"name": "get_weather"}}
+    fragments = [c["function"]["arguments"] for c in calls[2:]]
+    assert "".join(fragments) == '{"city": "Paris", "days": 3}'
+    assert len(fragments) == len('{"city": "Paris", "days": 3}')
+    # the last fragment came before the close delimiter was complete
+    ends = [n for n, c in enumerate(out) if "tool_calls" in c["choices"][0]["delta"]]
+    assert ends[-1] < len(text)
+
+
+def test_typed_arguments_are_held_until_complete():
+    """A string the schema types as integer is never sent as a string: it is held, then sent typed."""
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string"}}}}}]
+    text = '<tool_call>{"name": "f", "arguments": {"s": "ab", "n": "15"}}</tool_call>'
+    stream, out = _stream(_qwen3(), "", list(text), tools)
+    fragments = [d["tool_calls"][0]["function"].get("arguments") for d in _deltas(out) if "tool_calls" in d]
+    fragments = [f for f in fragments if f]
+    assert "".join(fragments) == '{"s": "ab", "n": 15}'
+    assert any(f.startswith("15") for f in fragments)  # the typed value in one piece
+    assert not any('"1' in f or '5"' in f for f in fragments)  # never sent as the string "15"
+    assert fragments[:4] == ["{", '"', "s", '"']  # the string parameter streams as written
+    assert stream.message["tool_calls"][0]["function"]["arguments"] == {"s": "ab", "n": 15}
+
+
+def test_text_is_stripped_as_it_streams():
+    """Trailing whitespace is held until text follows it; the block's own strip and join apply."""
+    stream, out = _stream(_qwen3(), "", ["<think>\n  a ", " b  \n", "</think>", "\n\n  Hi ", "there \n"])
+    deltas = _deltas(out)
+    reasoning = [d["reasoning_content"] for d in deltas if "reasoning_content" in d]
+    content = [d["content"] for d in deltas if "content" in d]
+    assert reasoning == ["a", "  b"]
+    assert content == ["Hi", " there"]
+    assert stream.message["content"] == "Hi there"
+
+
+def test_finish_reason_length_usage_and_reasoning_field():
+    stream, out = _stream(_qwen3(), "", ["<think>x</think>y"], reasoning_field="reasoning", include_usage=True)
+    assert _deltas(out)[1] == {"reasoning": "x"}
+    assert out[-1]["choices"] == [] and out[-1]["usage"]["total_tokens"] == 0
+    parser = _qwen3().ResponseParser("")
+    cut = ChatCompletionStream(parser, created=0)
+    cut.feed("abc")
+    assert cut.finalize("length")[-1]["choices"][0]["finish_reason"] == "length"
+
+
+def test_default_ids_are_unique_call_ids():
+    text = '<tool_call>{"name": "a", "arguments": {}}</tool_call><tool_call>{"name": "b", "arguments": {}}</tool_call>'
+    stream = ChatCompletionStream(_qwen3().ResponseParser(""))
+    stream.feed(text)
+    stream.finalize()
+    ids = [c["id"] for c in stream.openai_message()["tool_calls"]]
+    assert all(re.fullmatch(r"call_[0-9a-f]{24}", i) for i in ids) and len(set(ids)) == 2
+
+
+def test_openai_message_shape():
+    message = {"role": "assistant", "content": "hi",
+               "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]}
+    assert openai_message(message, ids=lambda n: f"id{n}") == {
+        "role": "assistant", "content": "hi",
+        "tool_calls": [{"id": "id0", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]}
+
+
+def test_sse_lines():
+    assert sse([{"a": 1}]) == 'data: {"a": 1}\n\n'
