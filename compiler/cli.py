@@ -188,6 +188,8 @@ def _parse(args: argparse.Namespace) -> int:
             raise _UsageError(f"tools file {args.tools!r} is not JSON: {exc.msg} at line {exc.lineno}") from None
         if not isinstance(tools, list):
             raise _UsageError(f"tools file {args.tools!r} must hold a JSON list of tools")
+    if args.openai:
+        return _parse_openai(args, module, prefix, tools)
     if not args.events:
         text = "".join(_stream_chunks(args.file))
         _print_json(module.parse_response(text, prefix, tools), indent=2)
@@ -202,6 +204,29 @@ def _parse(args: argparse.Namespace) -> int:
     for event in events:
         _print_json(event)
     _print_json({"type": "message", "message": message})
+    return 0
+
+
+def _parse_openai(args: argparse.Namespace, module: types.ModuleType, prefix: str, tools: list | None) -> int:
+    """``respc parse --openai``: print ``chat.completion.chunk`` dicts as server-sent events
+    (``data: {...}`` and a blank line each, then ``data: [DONE]``), flushed per event so they
+    stream through a pipe. Tool-call ids are ``call_0``, ``call_1``, ... (deterministic)."""
+    from respc.openai import ChatCompletionStream
+
+    stream = ChatCompletionStream(module.ResponseParser(prefix, tools), model=args.model,
+                                  ids=lambda n: f"call_{n}")
+    write, flush = sys.stdout.write, sys.stdout.flush
+
+    def send(chunks: list[dict]) -> None:
+        for chunk in chunks:
+            write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n")
+            flush()
+
+    for text in _stream_chunks(args.file):
+        send(stream.feed(text))
+    send(stream.finalize())
+    write("data: [DONE]\n\n")
+    flush()
     return 0
 
 
@@ -249,6 +274,9 @@ def _parser() -> argparse.ArgumentParser:
     group.add_argument("--prefix-file", help="a file holding the prompt before generation")
     parse.add_argument("--tools", help="a JSON file with a list of tools, to type tool-call arguments")
     parse.add_argument("--events", action="store_true", help="print one JSON event per line as input arrives")
+    parse.add_argument("--openai", action="store_true",
+                       help="print OpenAI chat.completion.chunk server-sent events as input arrives")
+    parse.add_argument("--model", default="respc", help="the model name in --openai chunks")
     parse.set_defaults(run=_parse)
     check = sub.add_parser("check", help="validate a template and show its D2 warnings and notes")
     check.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")

@@ -178,3 +178,33 @@ def test_openai_message_shape():
 
 def test_sse_lines():
     assert sse([{"a": 1}]) == 'data: {"a": 1}\n\n'
+
+
+def test_cli_openai_streams_through_a_pipe():
+    """``respc parse --openai`` prints each event as soon as its input arrived (stdin still open)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "respc.compiler.cli", "parse", "qwen3", "--prefix", "",
+                             "--openai"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        proc.stdin.write("<think>hm</think>")
+        proc.stdin.flush()
+        first = json.loads(proc.stdout.readline().removeprefix("data: "))
+        assert first["choices"][0]["delta"] == {"role": "assistant"}
+        assert proc.stdout.readline() == "\n"
+        second = json.loads(proc.stdout.readline().removeprefix("data: "))
+        assert second["choices"][0]["delta"] == {"reasoning_content": "hm"}
+        assert proc.stdout.readline() == "\n"
+        proc.stdin.write('Hi<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>')
+        proc.stdin.close()
+        rest = proc.stdout.read().split("\n\n")
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == 0
+    assert rest[-2:] == ["data: [DONE]", ""]
+    chunks = [json.loads(line.removeprefix("data: ")) for line in rest[:-2]]
+    choice = _accumulated([first, second] + chunks)
+    assert choice.message.content == "Hi" and choice.finish_reason == "tool_calls"
+    assert choice.message.tool_calls[0].id == "call_0"
+    assert json.loads(choice.message.tool_calls[0].function.arguments) == {"a": 1}
