@@ -46,7 +46,8 @@ from typing import Any, Callable, Iterable
 
 __all__ = ["ChatCompletionStream", "sse", "openai_message"]
 
-#: keys of the arguments object in a call-object JSON body, in the order the probe tries them
+#: keys of the name and of the arguments object in a call-object JSON body, as the probe tries them
+_NAME_KEYS = ("name", "tool_name")
 _ARG_KEYS = ("arguments", "parameters")
 
 
@@ -93,8 +94,8 @@ def _probe_json_shape(region: Any) -> tuple[str, Any] | None:
     compared with what each body shape would give.
 
     Returns:
-        ``("object", keys)``: the body is a call object (or a list of them) with ``name`` and the
-        arguments under one of ``keys``; ``("args", group)``: the body is the arguments object, the name
+        ``("object", (name_key, arg_keys))``: the body is a call object (or a list of them) with
+        the name under ``name_key`` and the arguments under one of ``arg_keys``; ``("args", group)``: the body is the arguments object, the name
         is the open delimiter's named group ``group``; None: arguments are sent at close.
     """
     def run(body: str, scope: dict) -> list | None:
@@ -112,15 +113,16 @@ def _probe_json_shape(region: Any) -> tuple[str, Any] | None:
                     '{"a": True}'):
         if run(dialect, scope):
             return None
-    keys = []
-    for key in _ARG_KEYS:
-        body = '{"name": "N", "%s": {"a": "1"}}' % key
-        if run(body, scope) == [{"name": "N", "arguments": {"a": "1"}}]:
-            keys.append(key)
-    if keys:
-        # a body naming several of them is sent at close (which one wins is the transform's
-        # business); a list of call objects is read when the processor reads one
-        return ("object", tuple(keys))
+    for name_key in _NAME_KEYS:
+        keys = []
+        for key in _ARG_KEYS:
+            body = '{"%s": "N", "%s": {"a": "1"}}' % (name_key, key)
+            expected = [{"name": "N", "arguments": {"a": "1"}}]
+            if run(body, scope) == expected or run(f"[{body}]", scope) == expected:
+                keys.append(key)
+        if keys:
+            # a list of call objects is read when the processor reads one
+            return ("object", (name_key, tuple(keys)))
     got = run('{"a": "1"}', scope)
     if got and len(got) == 1 and got[0].get("arguments") == {"a": "1"}:
         for name in names:
@@ -157,12 +159,12 @@ class _Scanner:
     A body this reader does not understand stops it (``dead``): the region then finishes at close.
     """
 
-    __slots__ = ("mode", "keys", "stack", "instr", "esc", "expect", "keybuf", "curkey", "n", "name", "namebuf",
+    __slots__ = ("mode", "keys", "namekey", "stack", "instr", "esc", "expect", "keybuf", "curkey", "n", "name", "namebuf",
                  "argdepth", "dead", "out", "held", "typed", "hold", "holdbuf", "holdkey", "valstart", "seen")
 
     def __init__(self, mode: str, keys: tuple, out: Callable, held: Callable, typed: Callable) -> None:
         self.mode = mode            # "object": call objects; "args": the body is the arguments
-        self.keys = keys            # the arguments keys in "object" mode
+        self.namekey, self.keys = keys if keys else ("", ())  # the name and arguments keys ("object")
         self.stack: list[str] = []  # open containers
         self.instr = False
         self.esc = False
@@ -356,10 +358,11 @@ class _Scanner:
             if self.expect == "value":
                 key = self.curkey
                 if key in self.seen or (key in self.keys and self.seen & set(self.keys)):
+                    # (both argument keys: the first was forwarded; a difference is reported at close)
                     self.dead = True  # a repeated key, or both argument keys: sent at close
                     return
                 self.seen.add(key)
-                if key == "name" and c == '"':
+                if key == self.namekey and c == '"':
                     self.instr = True
                     self.namebuf = []
                     return
@@ -370,7 +373,7 @@ class _Scanner:
                     self.out("start", self.n, "")
                     emit.append(c)
                     return
-                if key == "name" or key in _ARG_KEYS:
+                if key == self.namekey or key in self.keys:
                     self.dead = True  # a name or arguments this reader does not forward
                     return
                 # another key's value: skip it
@@ -816,7 +819,7 @@ class ChatCompletionStream:
         was streamed against the value the message stores."""
         scanner, base, _ = self._open.pop(id(region), (None, len(self._calls), region))
         calls = _calls_of(value)
-        if not region.repeats and not region.extend and self._calls and calls:
+        if not region.repeats and not region.extend and base and calls:
             self.diagnostics.append({"field": "tool_calls", "problem": "a later tool region replaced calls already sent"})
         for k, call_value in enumerate(calls):
             function = _function(call_value)
