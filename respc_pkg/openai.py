@@ -134,18 +134,24 @@ def _probe_json_shape(region: Any) -> tuple[str, Any] | None:
 class _Call:
     """One tool call of the stream: what was sent of it so far."""
 
-    __slots__ = ("index", "id", "name", "args", "sent_header", "sent_name", "streaming", "done", "final")
+    __slots__ = ("index", "id", "name", "fwd", "nsent", "sent_header", "sent_name", "streaming", "done")
 
     def __init__(self, index: int, call_id: str) -> None:
         self.index = index
         self.id = call_id
         self.name: str | None = None
-        self.args = ""          # argument text sent so far
+        self.fwd: list[str] = []  # argument text forwarded by the scanner (pieces)
+        self.nsent = 0          # how many of those pieces were sent
         self.sent_header = False
         self.sent_name = False
         self.streaming = False  # arguments are being forwarded as they arrive
         self.done = False       # the forwarded arguments object is complete
-        self.final: str | None = None
+
+    @property
+    def args(self) -> str:
+        """The argument text sent so far."""
+        sent = "".join(self.fwd[:self.nsent])
+        return sent
 
 
 class _Scanner:
@@ -450,16 +456,22 @@ class _Scanner:
 class _Text:
     """Streaming state of one text slot (``content`` or the reasoning key)."""
 
-    __slots__ = ("key", "sent", "stored", "started", "pending", "block", "join")
+    __slots__ = ("key", "parts", "stored", "started", "pending", "join")
 
     def __init__(self, key: str, stored: Any) -> None:
         self.key = key          # the delta key it goes to
         self.join = ""          # the open region's join
-        self.sent = ""          # everything sent for it so far (what the accumulator holds)
+        self.parts: list[str] = []  # everything sent for it so far (what the accumulator holds)
         self.stored: str | None = stored if isinstance(stored, str) else None  # the parser's value, mirrored
         self.started = False    # the open block has had a non-whitespace character
         self.pending = ""       # trailing whitespace held back
-        self.block = ""         # what was sent of the open block (without the join)
+
+    @property
+    def sent(self) -> str:
+        parts = self.parts
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]
+        return parts[0] if parts else ""
 
 
 class ChatCompletionStream:
@@ -509,6 +521,9 @@ class ChatCompletionStream:
                 self._plans[id(region)] = _probe_text(region)
             elif region.slot == "tool_calls":
                 self._plans[id(region)] = None if recover else _probe_json_shape(region)
+        # text slots all of whose regions strip: their plain chunks take the fast path in feed()
+        self._fast = {slot: text for slot, text in self._texts.items()
+                      if all(self._plans.get(id(r)) == "strip" for r in parser.REGIONS if r.slot == slot)}
         self._calls: list[_Call] = []
         self._open: dict[int, Any] = {}   # id(region) -> (scanner or None, first call number)
         self._role_sent = False
@@ -520,6 +535,27 @@ class ChatCompletionStream:
     def feed(self, text: Any) -> list[dict]:
         """Feed the next piece of model output; return the chunks it produced (maybe none)."""
         events = self.parser.feed(text)
+        if len(events) == 1 and not self._open and self._role_sent:
+            # The commonest chunk: text of an open stripped block that has begun. Trailing
+            # whitespace is held; held whitespace goes out before the next text.
+            event = events[0]
+            if event["type"] == "region_chunk":
+                state = self._fast.get(event["field"])
+                piece = event["text"]
+                if state is not None and state.started:
+                    body = piece.rstrip()
+                    if not body:
+                        state.pending += piece
+                        return []
+                    if len(body) != len(piece):
+                        state.pending, piece = piece[len(body):], state.pending + body
+                    elif state.pending:
+                        piece = state.pending + piece
+                        state.pending = ""
+                    state.parts.append(piece)
+                    return [{"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                             "model": self.model, "choices": [{"index": 0, "delta": {state.key: piece},
+                                                               "logprobs": None, "finish_reason": None}]}]
         if self._pending:
             events = self._pending + events
             self._pending = []
@@ -595,7 +631,6 @@ class ChatCompletionStream:
                     text = self._texts[slot]
                     text.started = False
                     text.pending = ""
-                    text.block = ""
                     text.join = (region.join if region is not None else None) or ""
                 elif slot == "tool_calls":
                     self._open_tools(region)
@@ -628,8 +663,7 @@ class ChatCompletionStream:
     # --- text ----------------------------------------------------------------------------
     def _send_text(self, text: _Text, piece: str) -> None:
         if piece:
-            text.sent += piece
-            text.block += piece
+            text.parts.append(piece)
             self._deltas.append(("text", text.key, piece))
 
     def _strip_text(self, text: _Text, piece: str) -> None:
@@ -641,7 +675,7 @@ class ChatCompletionStream:
             text.started = True
             join = text.join
             if text.stored is not None and join:
-                text.sent += join
+                text.parts.append(join)
                 self._deltas.append(("text", text.key, join))
         whole = text.pending + piece
         cut = len(whole.rstrip())
@@ -679,14 +713,15 @@ class ChatCompletionStream:
         self._catch_up(text, new)
 
     def _catch_up(self, text: _Text, new: str) -> None:
-        if new.startswith(text.sent):
-            rest = new[len(text.sent):]
+        sent = text.sent
+        if new.startswith(sent):
+            rest = new[len(sent):]
             if rest:
-                text.sent += rest
+                text.parts.append(rest)
                 self._deltas.append(("text", text.key, rest))
         else:
             self.diagnostics.append({"field": text.key, "problem": "the message replaced text already sent",
-                                     "sent": text.sent, "message": new})
+                                     "sent": sent, "message": new})
 
     def _malformed_text(self, text: _Text, raw: str) -> None:
         stored = text.stored
@@ -763,9 +798,7 @@ class ChatCompletionStream:
             call.streaming = True
         elif kind == "args":
             call.streaming = True
-            if call.final is None:
-                call.final = ""
-            call.final += payload
+            call.fwd.append(payload)
             if call.sent_name:
                 self._send_args(call)
         elif kind == "end":
@@ -782,14 +815,14 @@ class ChatCompletionStream:
         if not call.sent_name and call.name is not None:
             call.sent_name = True
             self._deltas.append(("tool", call.index, {"index": call.index, "function": {"name": call.name}}))
-            if call.final:
+            if call.fwd:
                 self._send_args(call)
 
     def _send_args(self, call: _Call) -> None:
         """Send the forwarded argument text not sent yet (``final`` collects it)."""
-        rest = call.final[len(call.args):] if call.final else ""
+        rest = "".join(call.fwd[call.nsent:])
+        call.nsent = len(call.fwd)
         if rest:
-            call.args += rest
             self._deltas.append(("tool", call.index, {"index": call.index, "function": {"arguments": rest}}))
 
     def _name_from_groups(self) -> None:
@@ -836,12 +869,13 @@ class ChatCompletionStream:
             elif call.name != name:
                 self.diagnostics.append({"field": "tool_calls", "problem": "a name sent differs from the message",
                                          "sent": call.name, "message": name})
-            if call.args:
+            if call.nsent:
                 if not (call.done and _same_json(call.args, arguments)):
                     self.diagnostics.append({"field": "tool_calls", "problem": "streamed arguments differ from the message",
                                              "sent": call.args, "message": arguments})
             else:
-                call.args = text
+                call.fwd = [text]
+                call.nsent = 1
                 self._deltas.append(("tool", call.index, {"index": call.index, "function": {"arguments": text}}))
         if len(self._calls) > base + len(calls):
             self.diagnostics.append({"field": "tool_calls", "problem": "the stream announced calls the message lacks"})
