@@ -44,7 +44,7 @@ import time
 import uuid
 from typing import Any, Callable, Iterable
 
-__all__ = ["ChatCompletionStream", "sse", "openai_message"]
+__all__ = ["ChatCompletionStream", "sse", "openai_message", "argument_streaming"]
 
 #: keys of the name and of the arguments object in a call-object JSON body, as the probe tries them
 _NAME_KEYS = ("name", "tool_name")
@@ -129,6 +129,17 @@ def _probe_json_shape(region: Any) -> tuple[str, Any] | None:
             if got[0].get("name") == f"G_{name}":
                 return ("args", name)
     return None
+
+
+def argument_streaming(parser_class: Any) -> dict[str, str]:
+    """How each tool-call region of a generated parser sends its arguments (errors="strict").
+
+    Returns:
+        dict[str, str]: region name -> ``"as written"`` (JSON arguments forwarded while the model
+        writes them) or ``"at close"`` (one fragment when the region closes), in declaration order.
+    """
+    return {region.name: "as written" if _probe_json_shape(region) else "at close"
+            for region in parser_class.REGIONS if region.slot == "tool_calls"}
 
 
 class _Call:

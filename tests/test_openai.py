@@ -208,3 +208,14 @@ def test_cli_openai_streams_through_a_pipe():
     assert choice.message.content == "Hi" and choice.finish_reason == "tool_calls"
     assert choice.message.tool_calls[0].id == "call_0"
     assert json.loads(choice.message.tool_calls[0].function.arguments) == {"a": 1}
+
+
+def test_docs_table_says_how_each_family_streams():
+    from support import REPO
+    from respc.openai import argument_streaming
+
+    doc = (REPO / "docs" / "openai.md").read_text(encoding="utf-8")
+    for name in sorted(TEMPLATES):
+        plan = argument_streaming(importlib.import_module(f"respc.generated.{name}").ResponseParser)
+        cell = ", ".join(f"`{k}`: {v}" for k, v in plan.items()) or "no tool calls"
+        assert f"| `{name}` | {cell} |" in doc, name
