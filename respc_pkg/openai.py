@@ -44,7 +44,7 @@ import time
 import uuid
 from typing import Any, Callable, Iterable
 
-__all__ = ["ChatCompletionStream", "sse", "openai_message", "argument_streaming"]
+__all__ = ["ChatCompletionStream", "ResponsesStream", "sse", "openai_message", "argument_streaming"]
 
 #: keys of the name and of the arguments object in a call-object JSON body, as the probe tries them
 _NAME_KEYS = ("name", "tool_name")
@@ -951,3 +951,165 @@ def openai_message(message: dict, ids: Callable[[int], str] | None = None,
     if calls:
         out["tool_calls"] = calls
     return out
+
+
+class ResponsesStream:
+    """OpenAI Responses API stream events from a generated parser (issue 9), built on
+    :class:`ChatCompletionStream` (same text, ids and argument fragments, same guarantees).
+
+    Output items follow the deltas: a run of reasoning text is a ``reasoning`` item with one
+    ``reasoning_text`` part (``response.reasoning_text.delta`` / ``.done``), a run of answer text a
+    ``message`` item with one ``output_text`` part (``response.output_text.delta`` / ``.done``),
+    each tool call a ``function_call`` item (added once its name is known;
+    ``response.function_call_arguments.delta`` / ``.done``). An item is done when the next kind of
+    delta begins, or at the end. ``feed``/``finalize`` return lists of event dicts with
+    ``sequence_number``; the first is ``response.created``, the last ``response.completed`` (or
+    ``response.incomplete`` when ``finalize`` is told ``"length"``) with the whole output.
+
+    Args:
+        parser, model, ids: as for :class:`ChatCompletionStream`.
+        response_id (str | None), created_at (int | None): default random ``resp_...`` / now.
+    """
+
+    def __init__(self, parser: Any, model: str = "m", ids: Callable[[int], str] | None = None,
+                 response_id: str | None = None, created_at: int | None = None) -> None:
+        self.chat = ChatCompletionStream(parser, model=model, reasoning_field="reasoning_content", ids=ids,
+                                         completion_id="x", created=0)
+        self.id = response_id or "resp_" + uuid.uuid4().hex
+        self.created_at = int(time.time()) if created_at is None else created_at
+        self.model = model
+        self._seq = 0
+        self._output: list[dict] = []   # finished and open items, in order
+        self._item: dict | None = None  # the open item
+        self._kind: Any = None          # "reasoning" | "message" | ("call", index)
+        self._calls: dict[int, dict] = {}
+        self._waiting: dict[int, list] = {}  # tool index -> argument text before its name was known
+        self._started = False
+
+    def _response(self, status: str, output: list) -> dict:
+        return {"id": self.id, "object": "response", "created_at": self.created_at, "status": status,
+                "model": self.model, "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
+                "tools": [], "error": None, "incomplete_details": None, "instructions": None, "metadata": {},
+                "temperature": None, "top_p": None}
+
+    def _event(self, out: list, kind: str, **fields: Any) -> None:
+        fields["type"] = kind
+        fields["sequence_number"] = self._seq
+        self._seq += 1
+        out.append(fields)
+
+    def feed(self, text: Any) -> list[dict]:
+        """Feed model output; return the Responses stream events it produced."""
+        return self._events(self.chat.feed(text))
+
+    def finalize(self, finish_reason: str | None = None) -> list[dict]:
+        """End the stream: finish the open item and send ``response.completed``
+        (``response.incomplete`` for ``finish_reason="length"``)."""
+        out = self._events(self.chat.finalize(finish_reason))
+        self._close_item(out)
+        if finish_reason == "length":
+            response = self._response("incomplete", self._output)
+            response["incomplete_details"] = {"reason": "max_output_tokens"}
+            self._event(out, "response.incomplete", response=response)
+        else:
+            self._event(out, "response.completed", response=self._response("completed", self._output))
+        return out
+
+    @property
+    def message(self) -> dict | None:
+        """The parser's message (transformers shape) once finalized."""
+        return self.chat.message
+
+    def _events(self, chunks: list[dict]) -> list[dict]:
+        out: list[dict] = []
+        if not self._started:
+            self._started = True
+            self._event(out, "response.created", response=self._response("in_progress", []))
+            self._event(out, "response.in_progress", response=self._response("in_progress", []))
+        for chunk in chunks:
+            for choice in chunk["choices"]:
+                delta = choice["delta"]
+                if delta.get("reasoning_content"):
+                    self._text(out, "reasoning", delta["reasoning_content"])
+                if delta.get("content"):
+                    self._text(out, "message", delta["content"])
+                for call in delta.get("tool_calls") or ():
+                    self._tool(out, call)
+        return out
+
+    def _text(self, out: list, kind: str, piece: str) -> None:
+        if self._kind != kind:
+            self._close_item(out)
+            index = len(self._output)
+            if kind == "reasoning":
+                item = {"type": "reasoning", "id": f"rs_{self.id}_{index}", "summary": [], "content": [],
+                        "status": "in_progress"}
+                part = {"type": "reasoning_text", "text": ""}
+            else:
+                item = {"type": "message", "id": f"msg_{self.id}_{index}", "status": "in_progress",
+                        "role": "assistant", "content": []}
+                part = {"type": "output_text", "text": "", "annotations": []}
+            self._open_item(out, kind, item)
+            self._event(out, "response.content_part.added", item_id=item["id"], output_index=index,
+                        content_index=0, part=dict(part))
+            item["content"].append(part)
+        item = self._item
+        item["content"][0]["text"] += piece
+        name = "response.reasoning_text.delta" if kind == "reasoning" else "response.output_text.delta"
+        extra = {} if kind == "reasoning" else {"logprobs": []}
+        self._event(out, name, item_id=item["id"], output_index=len(self._output) - 1, content_index=0,
+                    delta=piece, **extra)
+
+    def _open_item(self, out: list, kind: Any, item: dict) -> None:
+        self._output.append(item)
+        self._item = item
+        self._kind = kind
+        self._event(out, "response.output_item.added", output_index=len(self._output) - 1,
+                    item=json.loads(json.dumps(item)))
+
+    def _tool(self, out: list, call: dict) -> None:
+        index = call["index"]
+        function = call.get("function") or {}
+        state = self._calls.setdefault(index, {"id": call.get("id"), "name": None})
+        if call.get("id"):
+            state["id"] = call["id"]
+        if "name" in function:
+            state["name"] = function["name"]
+        arguments = function.get("arguments") or ""
+        if self._kind != ("call", index):
+            if state["name"] is None:
+                if arguments:
+                    self._waiting.setdefault(index, []).append(arguments)
+                return
+            self._close_item(out)
+            item = {"type": "function_call", "id": f"fc_{state['id']}", "call_id": state["id"],
+                    "name": state["name"], "arguments": "", "status": "in_progress"}
+            self._open_item(out, ("call", index), item)
+            arguments = "".join(self._waiting.pop(index, ())) + arguments
+        if arguments:
+            self._item["arguments"] += arguments
+            self._event(out, "response.function_call_arguments.delta", item_id=self._item["id"],
+                        output_index=len(self._output) - 1, delta=arguments)
+
+    def _close_item(self, out: list) -> None:
+        item = self._item
+        if item is None:
+            return
+        index = len(self._output) - 1
+        if item["type"] == "function_call":
+            self._event(out, "response.function_call_arguments.done", item_id=item["id"], output_index=index,
+                        name=item["name"], arguments=item["arguments"])
+        else:
+            part = item["content"][0]
+            if item["type"] == "reasoning":
+                self._event(out, "response.reasoning_text.done", item_id=item["id"], output_index=index,
+                            content_index=0, text=part["text"])
+            else:
+                self._event(out, "response.output_text.done", item_id=item["id"], output_index=index,
+                            content_index=0, text=part["text"], logprobs=[])
+            self._event(out, "response.content_part.done", item_id=item["id"], output_index=index,
+                        content_index=0, part=dict(part))
+        item["status"] = "completed"
+        self._event(out, "response.output_item.done", output_index=index, item=json.loads(json.dumps(item)))
+        self._item = None
+        self._kind = None

@@ -97,6 +97,11 @@ def test_accumulator_equals_message(vector, prefix):
         assert [c["id"] for c in final.get("tool_calls", [])] == [f"call_{n}" for n in range(len(_expected_calls(message)))]
         assert [c.function.arguments for c in choice.message.tool_calls or []] == [
             c["function"]["arguments"] for c in final.get("tool_calls", [])]
+    # the Responses adapter on the same vector (random pieces only, to keep the module fast)
+    if not any(isinstance(c["function"]["arguments"], str) for c in message.get("tool_calls") or []):
+        stream, events = _responses(module, prefix, chunkings(vector["text"], vector["id"])["random"],
+                                    vector.get("tools"))
+        _check_responses(stream, events)
 
 
 def _qwen3():
@@ -219,3 +224,77 @@ def test_docs_table_says_how_each_family_streams():
         plan = argument_streaming(importlib.import_module(f"respc.generated.{name}").ResponseParser)
         cell = ", ".join(f"`{k}`: {v}" for k, v in plan.items()) or "no tool calls"
         assert f"| `{name}` | {cell} |" in doc, name
+
+
+# --- Responses API events -------------------------------------------------------------------
+
+def _responses(module, prefix, chunks, tools=None, finish_reason=None):
+    from respc.openai import ResponsesStream
+
+    stream = ResponsesStream(module.ResponseParser(prefix, tools), ids=lambda n: f"call_{n}",
+                             response_id="resp_test", created_at=0)
+    events = []
+    for chunk in chunks:
+        events.extend(stream.feed(chunk))
+    events.extend(stream.finalize(finish_reason))
+    return stream, events
+
+
+def _check_responses(stream, events):
+    """Feed ``events`` to the openai package's ResponseStreamState; check the deltas add up to the
+    ``.done`` events, the completed output and respc's message."""
+    from openai._models import construct_type
+    from openai.lib.streaming.responses._responses import ResponseStreamState
+    from openai.types.responses import ResponseStreamEvent
+    from openai._types import omit
+
+    state = ResponseStreamState(input_tools=omit, text_format=omit)
+    completed = None
+    for event in events:
+        for out in state.handle_event(construct_type(type_=ResponseStreamEvent, value=event)):
+            if out.type == "response.completed":
+                completed = out.response
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    deltas: dict = {}
+    for event in events:
+        if event["type"].endswith(".delta"):
+            deltas[event["item_id"]] = deltas.get(event["item_id"], "") + event["delta"]
+        elif event["type"] in ("response.output_text.done", "response.reasoning_text.done"):
+            assert deltas.get(event["item_id"], "") == event["text"]
+        elif event["type"] == "response.function_call_arguments.done":
+            assert deltas.get(event["item_id"], "") == event["arguments"]
+    message = stream.message
+    content = "".join(part.text for item in completed.output if item.type == "message" for part in item.content)
+    reasoning = "".join(part.text for item in completed.output if item.type == "reasoning"
+                        for part in item.content or [])
+    calls = [(item.call_id, item.name, json.loads(item.arguments)) for item in completed.output
+             if item.type == "function_call"]
+    assert content == (message.get("content") or "")
+    assert reasoning == (message.get("reasoning_content") or "")
+    assert calls == [(f"call_{n}", c["function"]["name"], c["function"]["arguments"])
+                     for n, c in enumerate(message.get("tool_calls") or [])]
+    assert stream.chat.diagnostics == []
+
+
+RESPONSES_CASES = [
+    ("qwen3", "<think>\nhm, ok\n</think>\n\nLet me look. <tool_call>\n{\"name\": \"get_weather\", "
+              "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call><tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>"),
+    ("qwen3", "Just an answer.\n"),
+    ("mistral_small_3_2", "Sure.[TOOL_CALLS]add[ARGS]{\"a\": 1, \"b\": [2, 3]}"),
+    ("qwen3_coder", "<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>"),
+]
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+@pytest.mark.parametrize("family,text", RESPONSES_CASES, ids=[f"{f}-{n}" for n, (f, _) in enumerate(RESPONSES_CASES)])
+def test_responses_events_accumulate_to_the_message(family, text, how):
+    module = importlib.import_module(f"respc.generated.{family}")
+    stream, events = _responses(module, "", chunkings(text, family)[how])
+    assert events[0]["type"] == "response.created" and events[-1]["type"] == "response.completed"
+    _check_responses(stream, events)
+
+
+def test_responses_length_is_incomplete():
+    stream, events = _responses(_qwen3(), "", ["abc"], finish_reason="length")
+    assert events[-1]["type"] == "response.incomplete"
+    assert events[-1]["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
