@@ -27,7 +27,10 @@ Each region event is routed by its message key (``field``):
     as it arrives. A top-level argument that the tool schema types (SPEC 7: integer, number,
     boolean, array, object, null) is held until its value is complete, then sent typed, so a
     fragment never needs retracting ("5" does not go out before it turns out to be 5).
-  - everything else (xml-inline, kv-lines, pythonic, JSON dialects, name-as-key JSON, arguments
+  - xml-inline (and kv-lines) bodies with the name in the open delimiter: the body so far is
+    parsed again as it grows (each time by an eighth); every parameter but the last found is sent
+    typed as ``"key": value`` (:class:`_Reparse`), the rest at the close.
+  - everything else (pythonic, other xml-inline/kv-lines, JSON dialects, name-as-key JSON, arguments
     given as a JSON string, a call whose arguments come before its name when tools type it, and
     every tool region with ``errors="recover"``, where a body may still turn out malformed): the
     arguments are sent in one fragment when the region closes.
@@ -87,6 +90,46 @@ def _probe_text(region: Any) -> str:
     return "close"
 
 
+def _probe_reparse(region: Any) -> bool:
+    """True when a tool region can stream parameter by parameter by parsing its body so far: its
+    processor reads an empty or cut-off body as one call with no arguments, named by a group of
+    the open delimiter (xml-inline and kv-lines bodies with the name in the opener)."""
+    names = tuple(region.groups)
+    if not names:
+        return False
+    scope = {name: f"G_{name}" for name in names}
+    try:
+        got = [_function(call) for call in _calls_of(region.process("", scope))]
+        cut = [_function(call) for call in _calls_of(region.process("<x", scope))]
+    except Exception:  # noqa: BLE001 - a body parser that cannot read a cut-off body
+        return False
+    return (len(got) == 1 and got == cut and got[0].get("arguments") == {}
+            and got[0].get("name") in scope.values())
+
+
+class _Reparse:
+    """Body of a tool region streamed parameter by parameter (see ``_probe_reparse``): the body
+    so far is parsed again when it has grown by an eighth (and a chunk could end a parameter), and
+    every parameter but the last one found (which may still grow) is sent, typed."""
+
+    __slots__ = ("mode", "parts", "size", "last", "sent", "dead")
+
+    def __init__(self) -> None:
+        self.mode = "reparse"
+        self.parts: list[str] = []
+        self.size = 0
+        self.last = 0
+        self.sent: list[tuple] = []  # (key, value) pairs sent, in order
+        self.dead = False
+
+    def feed(self, text: str) -> None:
+        self.parts.append(text)
+        self.size += len(text)
+
+    def due(self) -> bool:
+        return not self.dead and self.size - self.last >= max(16, self.last // 8)
+
+
 def _probe_json_shape(region: Any) -> tuple[str, Any] | None:
     """Decide whether a tool region's JSON body can stream its arguments, and how.
 
@@ -136,9 +179,11 @@ def argument_streaming(parser_class: Any) -> dict[str, str]:
 
     Returns:
         dict[str, str]: region name -> ``"as written"`` (JSON arguments forwarded while the model
-        writes them) or ``"at close"`` (one fragment when the region closes), in declaration order.
+        writes them), ``"per parameter"`` (each parameter sent typed once the next one began) or
+        ``"at close"`` (one fragment when the region closes), in declaration order.
     """
-    return {region.name: "as written" if _probe_json_shape(region) else "at close"
+    return {region.name: "as written" if _probe_json_shape(region)
+            else "per parameter" if _probe_reparse(region) else "at close"
             for region in parser_class.REGIONS if region.slot == "tool_calls"}
 
 
@@ -531,7 +576,10 @@ class ChatCompletionStream:
             if region.slot in self._texts and not region.dirty:
                 self._plans[id(region)] = _probe_text(region)
             elif region.slot == "tool_calls":
-                self._plans[id(region)] = None if recover else _probe_json_shape(region)
+                plan = None if recover else _probe_json_shape(region)
+                if plan is None and not recover and _probe_reparse(region):
+                    plan = ("reparse", None)
+                self._plans[id(region)] = plan
         # text slots all of whose regions strip: their plain chunks take the fast path in feed()
         self._fast = {slot: text for slot, text in self._texts.items()
                       if all(self._plans.get(id(r)) == "strip" for r in parser.REGIONS if r.slot == slot)}
@@ -755,6 +803,9 @@ class ChatCompletionStream:
             self._open[id(region)] = (None, base, region)
             return
         mode, extra = plan
+        if mode == "reparse":
+            self._open[id(region)] = (_Reparse(), base, region)
+            return
 
         def out(kind: str, n: int, payload: str) -> None:
             self._scanned(region, base + n, kind, payload)
@@ -842,7 +893,13 @@ class ChatCompletionStream:
         parser = self.parser
         region = getattr(parser, "_region", None)
         state = self._open.get(id(region)) if region is not None else None
-        if state is None or state[0] is None or state[0].mode != "args" or not getattr(parser, "_opened", False):
+        if state is None or state[0] is None or not getattr(parser, "_opened", False):
+            return
+        if state[0].mode == "reparse":
+            if state[0].due():
+                self._reparse(state[0], state[1], region)
+            return
+        if state[0].mode != "args":
             return
         match = getattr(parser, "_groups", None)
         plan = self._plans.get(id(region))
@@ -858,11 +915,65 @@ class ChatCompletionStream:
                 call.name = name
                 self._send_name(call)
 
+    def _reparse(self, state: _Reparse, base: int, region: Any) -> None:
+        """Parse the open region's body so far; send its header, name and settled parameters."""
+        from respc.runtime.tools import coerce_tool_calls
+
+        state.last = state.size
+        body = "".join(state.parts)
+        state.parts = [body]
+        match = getattr(self.parser, "_groups", None)
+        scope = dict.fromkeys(region.groups)
+        if match is not None:
+            scope.update(match.groupdict())
+        try:
+            value = region.process(body, scope)
+            tools = getattr(self.parser, "_tools", None)
+            if tools is not None and region.typed:
+                value = coerce_tool_calls(value, tools)
+        except Exception:  # noqa: BLE001 - not readable yet: the close decides
+            return
+        calls = _calls_of(value)
+        if len(calls) != 1:
+            return
+        function = _function(calls[0])
+        name, arguments = function.get("name"), function.get("arguments")
+        if not isinstance(name, str) or not name or not isinstance(arguments, dict):
+            return
+        call = self._call(base)
+        if call.name is None:
+            call.name = name
+            self._send_name(call)
+        settled = list(arguments.items())[:-1]
+        if settled[:len(state.sent)] != state.sent:
+            state.dead = True  # a parameter sent changed (a repeated key): the close reports it
+            return
+        pieces = []
+        for key, item in settled[len(state.sent):]:
+            pieces.append(("{" if not state.sent else ", ") + _dumps(key) + ": " + _dumps(item))
+            state.sent.append((key, item))
+        if pieces:
+            call.streaming = True
+            call.fwd.append("".join(pieces))
+            self._send_args(call)
+
+    def _finish_reparse(self, state: _Reparse, call: _Call, arguments: Any) -> None:
+        """At the close: send the parameters not sent yet and the closing brace."""
+        if not isinstance(arguments, dict) or any(arguments.get(k, _MISSING) != v for k, v in state.sent):
+            return  # reported by the caller's check
+        pieces = [", " + _dumps(k) + ": " + _dumps(v) for k, v in arguments.items()
+                  if k not in dict(state.sent)]
+        call.fwd.append("".join(pieces) + "}")
+        call.done = True
+        self._send_args(call)
+
     def _close_tools(self, region: Any, value: Any) -> None:
         """A tool region closed with its typed value: finish each of its calls, checking what
         was streamed against the value the message stores."""
         scanner, base, _ = self._open.pop(id(region), (None, len(self._calls), region))
         calls = _calls_of(value)
+        if isinstance(scanner, _Reparse) and scanner.sent and len(calls) == 1 and base < len(self._calls):
+            self._finish_reparse(scanner, self._calls[base], _function(calls[0]).get("arguments"))
         if not region.repeats and not region.extend and base and calls:
             self.diagnostics.append({"field": "tool_calls", "problem": "a later tool region replaced calls already sent"})
         for k, call_value in enumerate(calls):
@@ -890,6 +1001,9 @@ class ChatCompletionStream:
                 self._deltas.append(("tool", call.index, {"index": call.index, "function": {"arguments": text}}))
         if len(self._calls) > base + len(calls):
             self.diagnostics.append({"field": "tool_calls", "problem": "the stream announced calls the message lacks"})
+
+
+_MISSING = object()
 
 
 def _same_json(text: str, value: Any) -> bool:

@@ -298,3 +298,25 @@ def test_responses_length_is_incomplete():
     stream, events = _responses(_qwen3(), "", ["abc"], finish_reason="length")
     assert events[-1]["type"] == "response.incomplete"
     assert events[-1]["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
+
+
+def test_xml_parameters_stream_one_by_one():
+    """qwen3_coder per character: the name goes out at the open delimiter; a parameter is sent,
+    typed, once the next one has begun; the rest and the closing brace at the close."""
+    tools = [{"type": "function", "function": {"name": "write", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}, "n": {"type": "integer"}}}}}]
+    text = ("<tool_call>\n<function=write>\n<parameter=n>\n12\n</parameter>\n<parameter=path>\n/tmp/a.txt\n"
+            "</parameter>\n<parameter=body>\n" + "x" * 40 + "\n</parameter>\n</function>\n</tool_call>")
+    module = importlib.import_module("respc.generated.qwen3_coder")
+    stream, out = _stream(module, "", list(text), tools)
+    sent_at = {}
+    for n, chunk in enumerate(out):
+        for call in chunk["choices"][0]["delta"].get("tool_calls", ()):
+            for key, piece in call.get("function", {}).items():
+                sent_at.setdefault(key, []).append((n, piece))
+    assert sent_at["name"] == [(sent_at["name"][0][0], "write")]
+    args = [piece for _, piece in sent_at["arguments"]]
+    assert args[0] == '{"n": 12' and args[1] == ', "path": "/tmp/a.txt"'
+    assert "".join(args) == '{"n": 12, "path": "/tmp/a.txt", "body": "' + "x" * 40 + '"}'
+    assert sent_at["arguments"][0][0] < sent_at["arguments"][1][0] < sent_at["arguments"][-1][0]  # before the close
+    assert stream.diagnostics == []
