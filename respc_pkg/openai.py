@@ -312,22 +312,7 @@ class _Scanner:
         if forwarding:
             if depth == argdepth:
                 # directly inside the arguments object: keys, ':' and ',' / '}' between values
-                if self.expect == "key":
-                    if c == '"':
-                        self.instr = True
-                        self.keybuf = []
-                        emit.append(c)
-                    elif c == "}":
-                        self._close_args(emit)
-                    else:
-                        self.dead = True
-                    return
-                if self.expect == ":":
-                    if c != ":":
-                        self.dead = True
-                        return
-                    emit.append(c)
-                    self.expect = "value"
+                if self._key_or_colon(c, emit, lambda: self._close_args(emit)):
                     return
                 if self.expect == "value":
                     self.expect = ","
@@ -402,20 +387,7 @@ class _Scanner:
                 self.dead = True
             return
         if calllevel:
-            if self.expect == "key":
-                if c == '"':
-                    self.instr = True
-                    self.keybuf = []
-                elif c == "}":
-                    self._close_call()
-                else:
-                    self.dead = True
-                return
-            if self.expect == ":":
-                if c != ":":
-                    self.dead = True
-                    return
-                self.expect = "value"
+            if self._key_or_colon(c, None, self._close_call):
                 return
             if self.expect == "value":
                 key = self.curkey
@@ -452,6 +424,30 @@ class _Scanner:
             self.dead = True
             return
         self._skip_char(c)
+
+    def _key_or_colon(self, c: str, emit: list[str] | None, close: Callable[[], None]) -> bool:
+        """In an object (a call object, or the forwarded arguments when ``emit`` is given): read a
+        key's opening quote, the object's end or the ``:``. Returns True when ``c`` was read here."""
+        if self.expect == "key":
+            if c == '"':
+                self.instr = True
+                self.keybuf = []
+                if emit is not None:
+                    emit.append(c)
+            elif c == "}":
+                close()
+            else:
+                self.dead = True
+            return True
+        if self.expect == ":":
+            if c != ":":
+                self.dead = True
+                return True
+            if emit is not None:
+                emit.append(c)
+            self.expect = "value"
+            return True
+        return False
 
     def _skip_char(self, c: str) -> None:
         """A character of a value outside the arguments (skipped, nesting tracked)."""
@@ -818,12 +814,6 @@ class ChatCompletionStream:
 
         scanner = _Scanner(mode, extra if mode == "object" else (), out, held, typed)
         self._open[id(region)] = (scanner, base, region)
-
-    def _tool_types(self, name: str | None) -> dict | None:
-        tools = getattr(self.parser, "_tools", None)
-        if not tools:
-            return None
-        return tools.get(name) if name is not None else tools
 
     def _held(self, name: str | None, key: str | None) -> bool | None:
         """True when the tool schema may change the argument ``key`` of tool ``name`` (held);
