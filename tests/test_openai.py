@@ -320,3 +320,17 @@ def test_xml_parameters_stream_one_by_one():
     assert "".join(args) == '{"n": 12, "path": "/tmp/a.txt", "body": "' + "x" * 40 + '"}'
     assert sent_at["arguments"][0][0] < sent_at["arguments"][1][0] < sent_at["arguments"][-1][0]  # before the close
     assert stream.diagnostics == []
+
+
+def test_recover_sends_a_malformed_call_as_content():
+    """errors="recover": a body that does not parse goes to the content (as the message has it);
+    tool arguments wait for the close, so nothing of the bad call was sent as a call."""
+    text = 'Hi <tool_call>{"name": "f", "arguments": {"a": </tool_call> ok'
+    for chunks in (list(text), [text]):
+        stream = ChatCompletionStream(_qwen3().ResponseParser("", errors="recover"), created=0)
+        out = [c for piece in chunks for c in stream.feed(piece)] + stream.finalize()
+        choice = _accumulated(out)
+        assert choice.message.content == stream.message["content"]
+        assert '<tool_call>{"name": "f"' in stream.message["content"]
+        assert not choice.message.tool_calls and choice.finish_reason == "stop"
+        assert stream.diagnostics == []
