@@ -375,6 +375,8 @@ def _parse(args: argparse.Namespace) -> int:
     module = _module(args.template)
     prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
     tools = _read_tools(args.tools)
+    if args.openai:
+        return _parse_openai(args, module, prefix, tools)
     if not args.events:
         text = "".join(_stream_chunks(args.file))
         parser = module.ResponseParser(prefix, tools, errors=args.errors)
@@ -440,6 +442,29 @@ def _cause_first(exc: BaseException, limit: int = 400) -> str:
             break
         text += " | " + (line if len(line) <= room else line[:room - 1] + "…")
     return text
+
+
+def _parse_openai(args: argparse.Namespace, module: types.ModuleType, prefix: str, tools: list | None) -> int:
+    """``respc parse --openai``: print ``chat.completion.chunk`` dicts as server-sent events
+    (``data: {...}`` and a blank line each, then ``data: [DONE]``), flushed per event so they
+    stream through a pipe. Tool-call ids are ``call_0``, ``call_1``, ... (deterministic)."""
+    from respc.openai import ChatCompletionStream
+
+    stream = ChatCompletionStream(module.ResponseParser(prefix, tools), model=args.model,
+                                  ids=lambda n: f"call_{n}")
+    write, flush = sys.stdout.write, sys.stdout.flush
+
+    def send(chunks: list[dict]) -> None:
+        for chunk in chunks:
+            write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n")
+            flush()
+
+    for text in _stream_chunks(args.file):
+        send(stream.feed(text))
+    send(stream.finalize())
+    write("data: [DONE]\n\n")
+    flush()
+    return 0
 
 
 def _detect(args: argparse.Namespace) -> int:
@@ -656,6 +681,11 @@ def _add_parse(sub) -> None:
     _add_html_option(parse)
     _add_jsonl_arguments(parse)
     _add_errors_option(parse)
+
+
+    parse.add_argument("--openai", action="store_true",
+                       help="print OpenAI chat.completion.chunk server-sent events as input arrives")
+    parse.add_argument("--model", default="respc", help="the model name in --openai chunks")
     parse.set_defaults(run=_parse)
 
 

@@ -1,0 +1,1219 @@
+"""OpenAI-compatible streaming from any generated parser (issue 9).
+
+:class:`ChatCompletionStream` wraps a generated ``ResponseParser`` and turns its region events
+(SPEC 4.4) into ``chat.completion.chunk`` dicts as the OpenAI Chat Completions API streams them;
+:func:`sse` renders them as server-sent events. Standard library only (``json``, ``uuid``).
+
+Theory of operation
+-------------------
+Each region event is routed by its message key (``field``):
+
+* ``content`` and ``reasoning_content`` regions whose content parser is ``text`` stream as they
+  come. The message stores each block stripped (``str.strip``) and joined with the field's
+  ``join``; the adapter applies that as the text goes: leading whitespace of a block is dropped,
+  trailing whitespace is held until more text follows it (then sent) or the block closes (then
+  dropped), and the ``join`` string goes out before a block's first character when the slot already
+  has a value. So the concatenated deltas of a key equal the message's value; nothing is ever sent
+  that the message will not hold. A text region whose body is not stripped streams raw; any other
+  processing is sent at the region's close.
+* ``tool_calls`` regions: a call's first delta carries ``index``, ``id`` and ``type``; its
+  ``function.name`` goes out as soon as it is known; ``function.arguments`` are JSON text fragments.
+  Which bodies stream their arguments while the model writes them is decided once per region, by
+  probing its processor with sample bodies (see :func:`_probe_json_shape`):
+
+  - JSON bodies (``json`` content parser without dialect options) that are a call object
+    ``{"name": ..., "arguments"|"parameters": {...}}`` or a list of them, or that are the arguments
+    object itself with the name in the open delimiter: the arguments object's text is forwarded
+    as it arrives. A top-level argument that the tool schema types (SPEC 7: integer, number,
+    boolean, array, object, null) is held until its value is complete, then sent typed, so a
+    fragment never needs retracting ("5" does not go out before it turns out to be 5).
+  - xml-inline (and kv-lines) bodies with the name in the open delimiter: the body so far is
+    parsed again as it grows (each time by an eighth); every parameter but the last found is sent
+    typed as ``"key": value`` (:class:`_Reparse`), the rest at the close.
+  - everything else (pythonic, other xml-inline/kv-lines, JSON dialects, name-as-key JSON, arguments
+    given as a JSON string, a call whose arguments come before its name when tools type it, and
+    every tool region with ``errors="recover"``, where a body may still turn out malformed): the
+    arguments are sent in one fragment when the region closes.
+
+  At each close the adapter checks the streamed fragments against the typed value the message
+  stores; a difference cannot be repaired without retracting and is recorded in
+  :attr:`ChatCompletionStream.diagnostics` (the test suite asserts there are none).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any, Callable, Iterable
+
+__all__ = ["ChatCompletionStream", "ResponsesStream", "sse", "openai_message", "argument_streaming"]
+
+#: keys of the name and of the arguments object in a call-object JSON body, as the probe tries them
+_NAME_KEYS = ("name", "tool_name")
+_ARG_KEYS = ("arguments", "parameters")
+
+
+def sse(chunks: Iterable[dict]) -> str:
+    """Render chunks as server-sent events: one ``data: {json}`` line and a blank line each."""
+    return "".join(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n" for chunk in chunks)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _calls_of(value: Any) -> list:
+    """The tool calls of one region value: a call dict, or a list of them (anything else: none)."""
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list):
+        return [call for call in value if isinstance(call, dict)]
+    return []
+
+
+def _function(call: dict) -> dict:
+    function = call.get("function")
+    return function if isinstance(function, dict) else call
+
+
+def _probe_text(region: Any) -> str:
+    """How a text region's body reaches the message: ``"strip"``, ``"raw"`` or ``"close"``."""
+    try:
+        value = region.process("  a  ", {})
+    except Exception:  # noqa: BLE001 - a processor that cannot read plain text streams at close
+        return "close"
+    if value == "a":
+        return "strip"
+    if value == "  a  ":
+        return "raw"
+    return "close"
+
+
+def _probe_reparse(region: Any) -> bool:
+    """True when a tool region can stream parameter by parameter by parsing its body so far: its
+    processor reads an empty or cut-off body as one call with no arguments, named by a group of
+    the open delimiter (xml-inline and kv-lines bodies with the name in the opener)."""
+    names = tuple(region.groups)
+    if not names:
+        return False
+    scope = {name: f"G_{name}" for name in names}
+    try:
+        got = [_function(call) for call in _calls_of(region.process("", scope))]
+        cut = [_function(call) for call in _calls_of(region.process("<x", scope))]
+    except Exception:  # noqa: BLE001 - a body parser that cannot read a cut-off body
+        return False
+    return (len(got) == 1 and got == cut and got[0].get("arguments") == {}
+            and got[0].get("name") in scope.values())
+
+
+class _Reparse:
+    """Body of a tool region streamed parameter by parameter (see ``_probe_reparse``): the body
+    so far is parsed again when it has grown by an eighth (and a chunk could end a parameter), and
+    every parameter but the last one found (which may still grow) is sent, typed."""
+
+    __slots__ = ("mode", "parts", "size", "last", "sent", "dead")
+
+    def __init__(self) -> None:
+        self.mode = "reparse"
+        self.parts: list[str] = []
+        self.size = 0
+        self.last = 0
+        self.sent: list[tuple] = []  # (key, value) pairs sent, in order
+        self.dead = False
+
+    def feed(self, text: str) -> None:
+        self.parts.append(text)
+        self.size += len(text)
+
+    def due(self) -> bool:
+        return not self.dead and self.size - self.last >= max(16, self.last // 8)
+
+
+def _probe_json_shape(region: Any) -> tuple[str, Any] | None:
+    """Decide whether a tool region's JSON body can stream its arguments, and how.
+
+    The region's processor (content parser + transform) is run on sample bodies and the result
+    compared with what each body shape would give.
+
+    Returns:
+        ``("object", (name_key, arg_keys))``: the body is a call object (or a list of them) with
+        the name under ``name_key`` and the arguments under one of ``arg_keys``; ``("args", group)``: the body is the arguments object, the name
+        is the open delimiter's named group ``group``; None: arguments are sent at close.
+    """
+    def run(body: str, scope: dict) -> list | None:
+        try:
+            calls = _calls_of(region.process(body, scope))
+        except Exception:  # noqa: BLE001 - a shape the processor cannot read
+            return None
+        return [_function(call) for call in calls]
+
+    names = tuple(region.groups)
+    scope = {name: f"G_{name}" for name in names}
+    # JSON dialects (python_literals, unquoted_keys, string delimiters) are not JSON text:
+    # their bodies cannot be forwarded as they are.
+    for dialect in ('{"name": "n", "arguments": {"a": True}}', '{name: "n", arguments: {a: 1}}', "{a: 1}",
+                    '{"a": True}'):
+        if run(dialect, scope):
+            return None
+    for name_key in _NAME_KEYS:
+        keys = []
+        for key in _ARG_KEYS:
+            body = '{"%s": "N", "%s": {"a": "1"}}' % (name_key, key)
+            expected = [{"name": "N", "arguments": {"a": "1"}}]
+            if run(body, scope) == expected or run(f"[{body}]", scope) == expected:
+                keys.append(key)
+        if keys:
+            # a list of call objects is read when the processor reads one
+            return ("object", (name_key, tuple(keys)))
+    got = run('{"a": "1"}', scope)
+    if got and len(got) == 1 and got[0].get("arguments") == {"a": "1"}:
+        for name in names:
+            if got[0].get("name") == f"G_{name}":
+                return ("args", name)
+    return None
+
+
+def argument_streaming(parser_class: Any) -> dict[str, str]:
+    """How each tool-call region of a generated parser sends its arguments (errors="strict").
+
+    Returns:
+        dict[str, str]: region name -> ``"as written"`` (JSON arguments forwarded while the model
+        writes them), ``"per parameter"`` (each parameter sent typed once the next one began) or
+        ``"at close"`` (one fragment when the region closes), in declaration order.
+    """
+    return {region.name: "as written" if _probe_json_shape(region)
+            else "per parameter" if _probe_reparse(region) else "at close"
+            for region in parser_class.REGIONS if region.slot == "tool_calls"}
+
+
+class _Call:
+    """One tool call of the stream: what was sent of it so far."""
+
+    __slots__ = ("index", "id", "name", "fwd", "nsent", "sent_header", "sent_name", "streaming", "done")
+
+    def __init__(self, index: int, call_id: str) -> None:
+        self.index = index
+        self.id = call_id
+        self.name: str | None = None
+        self.fwd: list[str] = []  # argument text forwarded by the scanner (pieces)
+        self.nsent = 0          # how many of those pieces were sent
+        self.sent_header = False
+        self.sent_name = False
+        self.streaming = False  # arguments are being forwarded as they arrive
+        self.done = False       # the forwarded arguments object is complete
+
+    @property
+    def args(self) -> str:
+        """The argument text sent so far."""
+        sent = "".join(self.fwd[:self.nsent])
+        return sent
+
+
+class _Scanner:
+    """An incremental reader of a JSON tool-call body that forwards the arguments object's text.
+
+    Fed the region's body text piece by piece; calls ``out(kind, call_number, text)`` with kind
+    ``"call"`` (a call object began), ``"name"`` (its name, decoded) or ``"args"`` (a fragment of
+    its arguments JSON). Holding: a top-level argument whose key ``held(name, key)`` says is typed
+    is collected until complete and passed through ``typed(n, key, raw) -> json text``
+    (``held(n, key)`` is None while call ``n``'s name is unknown and tools may type it).
+    A body this reader does not understand stops it (``dead``): the region then finishes at close.
+    """
+
+    __slots__ = ("mode", "keys", "namekey", "stack", "instr", "esc", "expect", "keybuf", "curkey", "n", "name", "namebuf",
+                 "argdepth", "dead", "out", "held", "typed", "hold", "holdbuf", "holdkey", "valstart", "seen")
+
+    def __init__(self, mode: str, keys: tuple, out: Callable, held: Callable, typed: Callable) -> None:
+        self.mode = mode            # "object": call objects; "args": the body is the arguments
+        self.namekey, self.keys = keys if keys else ("", ())  # the name and arguments keys ("object")
+        self.stack: list[str] = []  # open containers
+        self.instr = False
+        self.esc = False
+        self.expect = ""            # at a call object / args object level: "key", ":", "value", ","
+        self.keybuf: list[str] | None = None
+        self.curkey: str | None = None
+        self.n = -1                 # call number within the region
+        self.name: str | None = None
+        self.namebuf: list[str] | None = None
+        self.argdepth = 0           # stack depth inside the arguments object (0: not forwarding)
+        self.dead = False
+        self.out = out
+        self.held = held
+        self.typed = typed
+        self.hold = False
+        self.holdbuf: list[str] = []
+        self.holdkey: str | None = None
+        self.valstart = False
+        self.seen: set = set()
+
+    def feed(self, text: str) -> None:
+        if self.dead:
+            return
+        emit: list[str] = []
+        for c in text:
+            if self.dead:
+                return
+            self._char(c, emit)
+            if self.dead:
+                return
+        if emit:
+            self.out("args", self.n, "".join(emit))
+
+    def _flush(self, emit: list[str]) -> None:
+        if emit:
+            self.out("args", self.n, "".join(emit))
+            emit.clear()
+
+    def _char(self, c: str, emit: list[str]) -> None:
+        stack = self.stack
+        depth = len(stack)
+        argdepth = self.argdepth
+        forwarding = argdepth and depth >= argdepth
+        # --- inside a string ---------------------------------------------------------------
+        if self.instr:
+            closing = False
+            if self.esc:
+                self.esc = False
+            elif c == "\\":
+                self.esc = True
+            elif c == '"':
+                self.instr = False
+                closing = True
+            if forwarding:
+                (self.holdbuf if self.hold else emit).append(c)
+                if self.keybuf is not None:
+                    if closing:
+                        self._end_key()
+                    else:
+                        self.keybuf.append(c)
+                return
+            if self.keybuf is not None:
+                if closing:
+                    self.curkey = json.loads('"' + "".join(self.keybuf) + '"')
+                    self.keybuf = None
+                    self.expect = ":"
+                else:
+                    self.keybuf.append(c)
+            elif self.namebuf is not None:
+                if closing:
+                    self.name = json.loads('"' + "".join(self.namebuf) + '"')
+                    self.namebuf = None
+                    self.out("name", self.n, self.name)
+                    self.expect = ","
+                else:
+                    self.namebuf.append(c)
+            return
+        if c in " \t\r\n":
+            if forwarding and not self.hold:
+                emit.append(c)  # (whitespace of a held value is not needed)
+            return
+        # --- forwarding the arguments object -------------------------------------------------
+        if forwarding:
+            if depth == argdepth:
+                # directly inside the arguments object: keys, ':' and ',' / '}' between values
+                if self._key_or_colon(c, emit, lambda: self._close_args(emit)):
+                    return
+                if self.expect == "value":
+                    self.expect = ","
+                    held = self.held(self.n, self.holdkey)
+                    if held is None:
+                        self.dead = True  # typed by a tool not known yet: sent at close
+                        return
+                    if held:
+                        self._flush(emit)
+                        self.hold = True
+                        self.holdbuf = []
+                    return self._value_char(c, emit, depth)
+                if self.expect == ",":
+                    if c == "," or c == "}":
+                        if self.hold:
+                            self._flush(emit)
+                            raw = "".join(self.holdbuf)
+                            self.hold = False
+                            self.holdbuf = []
+                            text = self.typed(self.n, self.holdkey, raw)
+                            if text is None:
+                                self.dead = True
+                                return
+                            emit.append(text)
+                        if c == ",":
+                            emit.append(c)
+                            self.expect = "key"
+                        else:
+                            self._close_args(emit)
+                        return
+                    if c in "]:":
+                        self.dead = True
+                        return
+                    # the rest of a scalar (a number, true/false/null)
+                    (self.holdbuf if self.hold else emit).append(c)
+                    return
+                self.dead = True
+                return
+            return self._value_char(c, emit, depth)
+        # --- outside the arguments: the call objects --------------------------------------------
+        if self.mode == "args":
+            if depth == 0 and c == "{" and self.n < 0:
+                self.n = 0
+                self.out("call", 0, "")
+                stack.append("{")
+                self.argdepth = 1
+                self.expect = "key"
+                emit.append(c)
+                return
+            self.dead = True
+            return
+        if depth == 0:
+            if c == "[":
+                stack.append("[")
+                self.expect = "value"
+                return
+            if c == "{":
+                self._open_call(emit)
+                return
+            self.dead = True
+            return
+        top = stack[-1]
+        calllevel = (depth == 1 and top == "{") or (depth == 2 and top == "{" and stack[0] == "[")
+        if depth == 1 and top == "[":
+            if c == "{" and self.expect == "value":
+                self._open_call(emit)
+            elif c == "," and self.expect == ",":
+                self.expect = "value"
+            elif c == "]":
+                stack.pop()
+            else:
+                self.dead = True
+            return
+        if calllevel:
+            if self._key_or_colon(c, None, self._close_call):
+                return
+            if self.expect == "value":
+                key = self.curkey
+                if key in self.seen or (key in self.keys and self.seen & set(self.keys)):
+                    # (both argument keys: the first was forwarded; a difference is reported at close)
+                    self.dead = True  # a repeated key, or both argument keys: sent at close
+                    return
+                self.seen.add(key)
+                if key == self.namekey and c == '"':
+                    self.instr = True
+                    self.namebuf = []
+                    return
+                if key in self.keys and c == "{":
+                    stack.append("{")
+                    self.argdepth = len(stack)
+                    self.expect = "key"
+                    self.out("start", self.n, "")
+                    emit.append(c)
+                    return
+                if key == self.namekey or key in self.keys:
+                    self.dead = True  # a name or arguments this reader does not forward
+                    return
+                # another key's value: skip it
+                self.expect = ","
+                return self._skip_char(c)
+            if self.expect == ",":
+                if c == ",":
+                    self.expect = "key"
+                elif c == "}":
+                    self._close_call()
+                else:
+                    self._skip_char(c)
+                return
+            self.dead = True
+            return
+        self._skip_char(c)
+
+    def _key_or_colon(self, c: str, emit: list[str] | None, close: Callable[[], None]) -> bool:
+        """In an object (a call object, or the forwarded arguments when ``emit`` is given): read a
+        key's opening quote, the object's end or the ``:``. Returns True when ``c`` was read here."""
+        if self.expect == "key":
+            if c == '"':
+                self.instr = True
+                self.keybuf = []
+                if emit is not None:
+                    emit.append(c)
+            elif c == "}":
+                close()
+            else:
+                self.dead = True
+            return True
+        if self.expect == ":":
+            if c != ":":
+                self.dead = True
+                return True
+            if emit is not None:
+                emit.append(c)
+            self.expect = "value"
+            return True
+        return False
+
+    def _skip_char(self, c: str) -> None:
+        """A character of a value outside the arguments (skipped, nesting tracked)."""
+        if c == '"':
+            self.instr = True
+        elif c in "{[":
+            self.stack.append(c)
+        elif c in "}]":
+            if not self.stack or self.stack[-1] != ("{" if c == "}" else "["):
+                self.dead = True
+                return
+            self.stack.pop()
+
+    def _value_char(self, c: str, emit: list[str], depth: int) -> None:
+        """A character of an argument value (forwarded, or collected when held)."""
+        buf = self.holdbuf if self.hold else emit
+        if c == '"':
+            self.instr = True
+        elif c in "{[":
+            self.stack.append(c)
+        elif c in "}]":
+            if self.stack[-1] != ("{" if c == "}" else "[") or depth <= self.argdepth:
+                self.dead = True
+                return
+            self.stack.pop()
+        buf.append(c)
+
+    def _end_key(self) -> None:
+        raw = "".join(self.keybuf or ())
+        self.keybuf = None
+        self.holdkey = json.loads('"' + raw + '"')
+        self.expect = ":"
+
+    def _open_call(self, emit: list[str]) -> None:
+        self.stack.append("{")
+        self.n += 1
+        self.name = None
+        self.curkey = None
+        self.seen = set()
+        self.expect = "key"
+        self.out("call", self.n, "")
+
+    def _close_args(self, emit: list[str]) -> None:
+        emit.append("}")
+        self.stack.pop()
+        self.argdepth = 0
+        self._flush(emit)
+        self.out("end", self.n, "")
+        self.expect = "," if self.mode == "object" else ""
+        if self.mode == "args":
+            self.dead = True  # nothing more to read
+
+    def _close_call(self) -> None:
+        self.stack.pop()
+        self.expect = "," if self.stack else ""
+
+
+class _Text:
+    """Streaming state of one text slot (``content`` or the reasoning key)."""
+
+    __slots__ = ("key", "parts", "stored", "started", "pending", "join")
+
+    def __init__(self, key: str, stored: Any) -> None:
+        self.key = key          # the delta key it goes to
+        self.join = ""          # the open region's join
+        self.parts: list[str] = []  # everything sent for it so far (what the accumulator holds)
+        self.stored: str | None = stored if isinstance(stored, str) else None  # the parser's value, mirrored
+        self.started = False    # the open block has had a non-whitespace character
+        self.pending = ""       # trailing whitespace held back
+
+    @property
+    def sent(self) -> str:
+        parts = self.parts
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]
+        return parts[0] if parts else ""
+
+
+class ChatCompletionStream:
+    """OpenAI ``chat.completion.chunk`` dicts from a generated parser's events (issue 9).
+
+    Args:
+        parser: a generated ``ResponseParser`` (fresh; its ``initial_events`` are read too).
+        model (str): the ``model`` of every chunk.
+        reasoning_field (str): the delta key of the reasoning text (``"reasoning_content"`` as
+            vLLM and DeepSeek send it; some clients read ``"reasoning"``).
+        ids (Callable[[int], str] | None): ``ids(n)`` gives the id of the n-th tool call (from 0);
+            None: ``"call_"`` + 24 random hex digits. Pass e.g. ``lambda n: f"call_{n}"`` in tests.
+        include_usage (bool): send a last chunk with ``choices: []`` and ``usage`` (the numbers
+            passed to :meth:`finalize`), as the API does with ``stream_options.include_usage``.
+        completion_id (str | None): the chunks' ``id`` (default ``"chatcmpl-"`` + random hex).
+        created (int | None): the chunks' ``created`` (default: now, in seconds).
+
+    Message keys: ``content`` and ``reasoning_content`` (the parser's text fields) and
+    ``tool_calls``; other keys (``role`` and template-specific ones) are not streamed.
+    """
+
+    def __init__(self, parser: Any, model: str = "m", reasoning_field: str = "reasoning_content",
+                 ids: Callable[[int], str] | None = None, include_usage: bool = False,
+                 completion_id: str | None = None, created: int | None = None) -> None:
+        self.parser = parser
+        self.model = model
+        self.reasoning_field = reasoning_field
+        self.include_usage = include_usage
+        self._ids = ids or (lambda n: "call_" + uuid.uuid4().hex[:24])
+        self.id = completion_id or "chatcmpl-" + uuid.uuid4().hex
+        self.created = int(time.time()) if created is None else created
+        #: what the adapter could not stream faithfully (never expected; see module docstring)
+        self.diagnostics: list[dict] = []
+        #: the parser's message once finalized (transformers shape)
+        self.message: dict | None = None
+        defaults = parser.DEFAULTS
+        self._texts = {"content": _Text("content", defaults.get("content")),
+                       "reasoning_content": _Text(reasoning_field, defaults.get("reasoning_content"))}
+        regions = {}
+        for region in parser.REGIONS:
+            regions[(region.slot, region.name if region.slot != region.name else None)] = region
+        self._regions = regions
+        self._plans: dict[int, Any] = {}
+        recover = getattr(parser, "_recover", False)
+        for region in parser.REGIONS:
+            if region.slot in self._texts and not region.dirty:
+                self._plans[id(region)] = _probe_text(region)
+            elif region.slot == "tool_calls":
+                plan = None if recover else _probe_json_shape(region)
+                if plan is None and not recover and _probe_reparse(region):
+                    plan = ("reparse", None)
+                self._plans[id(region)] = plan
+        # text slots all of whose regions strip: their plain chunks take the fast path in feed()
+        self._fast = {slot: text for slot, text in self._texts.items()
+                      if all(self._plans.get(id(r)) == "strip" for r in parser.REGIONS if r.slot == slot)}
+        self._calls: list[_Call] = []
+        self._open: dict[int, Any] = {}   # id(region) -> (scanner or None, first call number)
+        self._role_sent = False
+        self._done = False
+        self._pending = list(parser.initial_events)
+        self._out: list[tuple] = []       # (kind, payload) deltas of the current call
+
+    # --- public API --------------------------------------------------------------------------
+    def feed(self, text: Any) -> list[dict]:
+        """Feed the next piece of model output; return the chunks it produced (maybe none)."""
+        events = self.parser.feed(text)
+        if len(events) == 1 and not self._open and self._role_sent:
+            # The commonest chunk: text of an open stripped block that has begun. Trailing
+            # whitespace is held; held whitespace goes out before the next text.
+            event = events[0]
+            if event["type"] == "region_chunk":
+                state = self._fast.get(event["field"])
+                piece = event["text"]
+                if state is not None and state.started:
+                    body = piece.rstrip()
+                    if not body:
+                        state.pending += piece
+                        return []
+                    if len(body) != len(piece):
+                        state.pending, piece = piece[len(body):], state.pending + body
+                    elif state.pending:
+                        piece = state.pending + piece
+                        state.pending = ""
+                    state.parts.append(piece)
+                    return [{"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                             "model": self.model, "choices": [{"index": 0, "delta": {state.key: piece},
+                                                               "logprobs": None, "finish_reason": None}]}]
+        if self._pending:
+            events = self._pending + events
+            self._pending = []
+        return self._chunks(events)
+
+    def finalize(self, finish_reason: str | None = None, usage: dict | None = None) -> list[dict]:
+        """End the stream: the last deltas, then the chunk with ``finish_reason``.
+
+        Args:
+            finish_reason: ``"length"`` when the engine cut the output; None: ``"tool_calls"`` when
+                the message has tool calls, else ``"stop"``.
+            usage: the ``usage`` dict of the last chunk when ``include_usage`` is set.
+        """
+        message, events = self.parser.finalize()
+        self.message = message
+        if self._pending:
+            events = self._pending + events
+            self._pending = []
+        chunks = self._chunks(events)
+        self._done = True
+        reason = finish_reason or ("tool_calls" if self._calls else "stop")
+        chunks.append(self._chunk({}, reason))
+        if self.include_usage:
+            chunk = self._chunk({}, None)
+            chunk["choices"] = []
+            chunk["usage"] = usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+            chunks.append(chunk)
+        return chunks
+
+    def openai_message(self) -> dict:
+        """The final message in OpenAI shape (after :meth:`finalize`): ``content`` and the
+        reasoning key as the stream sent them (None when empty), ``tool_calls`` with the stream's
+        ids and ``arguments`` as the JSON string the fragments add up to."""
+        if self.message is None:
+            raise RuntimeError("openai_message() needs finalize() first")
+        out: dict = {"role": "assistant", "content": self._texts["content"].sent or None}
+        reasoning = self._texts["reasoning_content"].sent
+        if reasoning:
+            out[self.reasoning_field] = reasoning
+        if self._calls:
+            out["tool_calls"] = [
+                {"id": call.id, "type": "function", "function": {"name": call.name or "", "arguments": call.args}}
+                for call in self._calls
+            ]
+        return out
+
+    # --- machinery ---------------------------------------------------------------------------
+    def _chunk(self, delta: dict, finish_reason: str | None = None) -> dict:
+        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
+
+    def _chunks(self, events: list[dict]) -> list[dict]:
+        deltas: list[tuple] = []  # ("text", key, str) | ("tool", index, dict)
+        self._deltas = deltas
+        for event in events:
+            kind = event["type"]
+            slot = event["field"]
+            if kind == "region_chunk":
+                region = self._regions.get((slot, event.get("region")))
+                if slot in self._texts and not event["dirty"]:
+                    plan = self._plans.get(id(region))
+                    if plan == "strip":
+                        self._strip_text(self._texts[slot], event["text"])
+                    elif plan == "raw":
+                        self._send_text(self._texts[slot], event["text"])
+                elif slot == "tool_calls":
+                    state = self._open.get(id(region))
+                    if state is not None and state[0] is not None:
+                        state[0].feed(event["text"])
+            elif kind == "region_open":
+                region = self._regions.get((slot, event.get("region")))
+                if slot in self._texts:
+                    text = self._texts[slot]
+                    text.started = False
+                    text.pending = ""
+                    text.join = (region.join if region is not None else None) or ""
+                elif slot == "tool_calls":
+                    self._open_tools(region)
+            elif kind == "region_close":
+                region = self._regions.get((slot, event.get("region")))
+                if slot in self._texts:
+                    self._close_text(self._texts[slot], region, event["value"])
+                elif slot == "tool_calls":
+                    self._close_tools(region, event["value"])
+            elif kind == "region_malformed":
+                into = event.get("into")
+                if into in self._texts:
+                    self._malformed_text(self._texts[into], event["text"])
+                if slot == "tool_calls":
+                    region = self._regions.get((slot, event.get("region")))
+                    self._open.pop(id(region), None)
+        self._name_from_groups()
+        chunks = []
+        if not self._role_sent:
+            self._role_sent = True
+            chunks.append(self._chunk({"role": "assistant"}))
+        # one chunk per run of deltas of one key (or one tool call)
+        for item in _merged(deltas):
+            if item[0] == "text":
+                chunks.append(self._chunk({item[1]: item[2]}))
+            else:
+                chunks.append(self._chunk({"tool_calls": [item[2]]}))
+        return chunks
+
+    # --- text ----------------------------------------------------------------------------
+    def _send_text(self, text: _Text, piece: str) -> None:
+        if piece:
+            text.parts.append(piece)
+            self._deltas.append(("text", text.key, piece))
+
+    def _strip_text(self, text: _Text, piece: str) -> None:
+        """Send ``piece`` of a stripped block: leading whitespace dropped, trailing held."""
+        if not text.started:
+            piece = piece.lstrip()
+            if not piece:
+                return
+            text.started = True
+            join = text.join
+            if text.stored is not None and join:
+                text.parts.append(join)
+                self._deltas.append(("text", text.key, join))
+        whole = text.pending + piece
+        cut = len(whole.rstrip())
+        text.pending = whole[cut:]
+        if cut:
+            self._send_text(text, whole[:cut])
+
+    def _close_text(self, text: _Text, region: Any, value: Any) -> None:
+        """Mirror the parser's store of one block (SPEC 4.5, D1) and send what the slot gained
+        beyond what was already sent (the join of an empty block, a processed value)."""
+        text.pending = ""
+        text.started = False
+        if value is None and region is not None and region.empty_none:
+            self._catch_up(text, text.stored or "")
+            return
+        if not isinstance(value, str):
+            self.diagnostics.append({"field": text.key, "problem": "a text block whose value is not a string"})
+            return
+        stored = text.stored
+        join = region.join if region is not None else None
+        if join is not None:
+            if stored is None:
+                new = value
+            elif value or not stored:
+                new = stored + join + value
+            else:
+                new = stored
+        elif region is not None and region.repeats:
+            new = (stored or "") + value  # a list of strings: shown concatenated
+        elif value or not stored:
+            new = value
+        else:
+            new = stored
+        text.stored = new
+        self._catch_up(text, new)
+
+    def _catch_up(self, text: _Text, new: str) -> None:
+        sent = text.sent
+        if new.startswith(sent):
+            rest = new[len(sent):]
+            if rest:
+                text.parts.append(rest)
+                self._deltas.append(("text", text.key, rest))
+        else:
+            self.diagnostics.append({"field": text.key, "problem": "the message replaced text already sent",
+                                     "sent": sent, "message": new})
+
+    def _malformed_text(self, text: _Text, raw: str) -> None:
+        stored = text.stored
+        region = next((r for r in self.parser.REGIONS if r.slot == text.key and not r.dirty), None)
+        join = (region.join if region is not None else None) or ""
+        new = stored + join + raw if isinstance(stored, str) and stored else raw
+        text.stored = new
+        self._catch_up(text, new)
+
+    # --- tool calls ------------------------------------------------------------------------
+    def _call(self, n: int) -> _Call:
+        while len(self._calls) <= n:
+            self._calls.append(_Call(len(self._calls), self._ids(len(self._calls))))
+        return self._calls[n]
+
+    def _open_tools(self, region: Any) -> None:
+        plan = self._plans.get(id(region))
+        base = len(self._calls)
+        if plan is None:
+            self._open[id(region)] = (None, base, region)
+            return
+        mode, extra = plan
+        if mode == "reparse":
+            self._open[id(region)] = (_Reparse(), base, region)
+            return
+
+        def out(kind: str, n: int, payload: str) -> None:
+            self._scanned(region, base + n, kind, payload)
+
+        def held(n: int, key: str) -> bool | None:
+            return self._held(self._call(base + n).name, key)
+
+        def typed(n: int, key: str, raw: str) -> str | None:
+            return self._typed(self._call(base + n).name, key, raw)
+
+        scanner = _Scanner(mode, extra if mode == "object" else (), out, held, typed)
+        self._open[id(region)] = (scanner, base, region)
+
+    def _held(self, name: str | None, key: str | None) -> bool | None:
+        """True when the tool schema may change the argument ``key`` of tool ``name`` (held);
+        None when tools were given but the name is not known yet."""
+        tools = getattr(self.parser, "_tools", None)
+        if not tools:
+            return False
+        if name is None:
+            return None
+        table = tools.get(name)
+        # a string parameter is never changed by typing (runtime.tools._convert): it streams
+        return bool(table) and key in table and table[key] != ("string",)
+
+    def _typed(self, name: str, key: str, raw: str) -> str | None:
+        from respc.runtime.tools import coerce_tool_calls
+
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return None
+        call = {"function": {"name": name, "arguments": {key: value}}}
+        coerce_tool_calls(call, self.parser._tools)
+        return _dumps(call["function"]["arguments"][key])
+
+    def _scanned(self, region: Any, n: int, kind: str, payload: str) -> None:
+        """What the scanner of an open tool region found: a call, its name, argument text."""
+        call = self._call(n)
+        if kind == "call":
+            self._header(call)
+        elif kind == "name":
+            call.name = payload
+            self._send_name(call)
+        elif kind == "start":
+            call.streaming = True
+        elif kind == "args":
+            call.streaming = True
+            call.fwd.append(payload)
+            if call.sent_name:
+                self._send_args(call)
+        elif kind == "end":
+            call.done = True
+
+    def _header(self, call: _Call) -> None:
+        if not call.sent_header:
+            call.sent_header = True
+            self._deltas.append(("tool", call.index, {"index": call.index, "id": call.id, "type": "function",
+                                                       "function": {}}))
+
+    def _send_name(self, call: _Call) -> None:
+        self._header(call)
+        if not call.sent_name and call.name is not None:
+            call.sent_name = True
+            self._deltas.append(("tool", call.index, {"index": call.index, "function": {"name": call.name}}))
+            if call.fwd:
+                self._send_args(call)
+
+    def _send_args(self, call: _Call) -> None:
+        """Send the forwarded argument text not sent yet (``final`` collects it)."""
+        rest = "".join(call.fwd[call.nsent:])
+        call.nsent = len(call.fwd)
+        if rest:
+            self._deltas.append(("tool", call.index, {"index": call.index, "function": {"arguments": rest}}))
+
+    def _name_from_groups(self) -> None:
+        """For bodies that are the arguments, the name is a group of the open delimiter: read it
+        from the parser's current match while that region is still open."""
+        parser = self.parser
+        region = getattr(parser, "_region", None)
+        state = self._open.get(id(region)) if region is not None else None
+        if state is None or state[0] is None or not getattr(parser, "_opened", False):
+            return
+        if state[0].mode == "reparse":
+            if state[0].due():
+                self._reparse(state[0], state[1], region)
+            return
+        if state[0].mode != "args":
+            return
+        match = getattr(parser, "_groups", None)
+        plan = self._plans.get(id(region))
+        if match is None or plan is None:
+            return
+        call = self._call(state[1])
+        if call.name is None:
+            try:
+                name = match.group(plan[1])
+            except (IndexError, AttributeError):
+                return
+            if isinstance(name, str) and name:
+                call.name = name
+                self._send_name(call)
+
+    def _reparse(self, state: _Reparse, base: int, region: Any) -> None:
+        """Parse the open region's body so far; send its header, name and settled parameters."""
+        from respc.runtime.tools import coerce_tool_calls
+
+        state.last = state.size
+        body = "".join(state.parts)
+        state.parts = [body]
+        match = getattr(self.parser, "_groups", None)
+        scope = dict.fromkeys(region.groups)
+        if match is not None:
+            scope.update(match.groupdict())
+        try:
+            value = region.process(body, scope)
+            tools = getattr(self.parser, "_tools", None)
+            if tools is not None and region.typed:
+                value = coerce_tool_calls(value, tools)
+        except Exception:  # noqa: BLE001 - not readable yet: the close decides
+            return
+        calls = _calls_of(value)
+        if len(calls) != 1:
+            return
+        function = _function(calls[0])
+        name, arguments = function.get("name"), function.get("arguments")
+        if not isinstance(name, str) or not name or not isinstance(arguments, dict):
+            return
+        call = self._call(base)
+        if call.name is None:
+            call.name = name
+            self._send_name(call)
+        settled = list(arguments.items())[:-1]
+        if settled[:len(state.sent)] != state.sent:
+            state.dead = True  # a parameter sent changed (a repeated key): the close reports it
+            return
+        pieces = []
+        for key, item in settled[len(state.sent):]:
+            pieces.append(("{" if not state.sent else ", ") + _dumps(key) + ": " + _dumps(item))
+            state.sent.append((key, item))
+        if pieces:
+            call.streaming = True
+            call.fwd.append("".join(pieces))
+            self._send_args(call)
+
+    def _finish_reparse(self, state: _Reparse, call: _Call, arguments: Any) -> None:
+        """At the close: send the parameters not sent yet and the closing brace."""
+        if not isinstance(arguments, dict) or any(arguments.get(k, _MISSING) != v for k, v in state.sent):
+            return  # reported by the caller's check
+        pieces = [", " + _dumps(k) + ": " + _dumps(v) for k, v in arguments.items()
+                  if k not in dict(state.sent)]
+        call.fwd.append("".join(pieces) + "}")
+        call.done = True
+        self._send_args(call)
+
+    def _close_tools(self, region: Any, value: Any) -> None:
+        """A tool region closed with its typed value: finish each of its calls, checking what
+        was streamed against the value the message stores."""
+        scanner, base, _ = self._open.pop(id(region), (None, len(self._calls), region))
+        calls = _calls_of(value)
+        if isinstance(scanner, _Reparse) and scanner.sent and len(calls) == 1 and base < len(self._calls):
+            self._finish_reparse(scanner, self._calls[base], _function(calls[0]).get("arguments"))
+        if not region.repeats and not region.extend and base and calls:
+            self.diagnostics.append({"field": "tool_calls", "problem": "a later tool region replaced calls already sent"})
+        for k, call_value in enumerate(calls):
+            function = _function(call_value)
+            name = function.get("name")
+            arguments = function.get("arguments")
+            text = arguments if isinstance(arguments, str) else _dumps(arguments if arguments is not None else {})
+            call = self._call(base + k)
+            self._header(call)
+            if call.name is None or not call.sent_name:
+                call.name = name if isinstance(name, str) else ""
+                if call.name and not call.sent_name:
+                    call.sent_name = True
+                    self._deltas.append(("tool", call.index, {"index": call.index, "function": {"name": call.name}}))
+            elif call.name != name:
+                self.diagnostics.append({"field": "tool_calls", "problem": "a name sent differs from the message",
+                                         "sent": call.name, "message": name})
+            if call.nsent:
+                if not (call.done and _same_json(call.args, arguments)):
+                    self.diagnostics.append({"field": "tool_calls", "problem": "streamed arguments differ from the message",
+                                             "sent": call.args, "message": arguments})
+            else:
+                call.fwd = [text]
+                call.nsent = 1
+                self._deltas.append(("tool", call.index, {"index": call.index, "function": {"arguments": text}}))
+        if len(self._calls) > base + len(calls):
+            self.diagnostics.append({"field": "tool_calls", "problem": "the stream announced calls the message lacks"})
+
+
+_MISSING = object()
+
+
+def _same_json(text: str, value: Any) -> bool:
+    try:
+        return json.loads(text) == value
+    except ValueError:
+        return False
+
+
+def _merged(deltas: list[tuple]) -> list[tuple]:
+    """Adjacent deltas of one text key, or of one tool call, as one delta."""
+    out: list[tuple] = []
+    for item in deltas:
+        if out and out[-1][0] == item[0] and out[-1][1] == item[1]:
+            last = out[-1]
+            if item[0] == "text":
+                out[-1] = ("text", item[1], last[2] + item[2])
+                continue
+            merged = _merge_call(last[2], item[2])
+            if merged is not None:
+                out[-1] = ("tool", item[1], merged)
+                continue
+        out.append(item)
+    return out
+
+
+def _merge_call(a: dict, b: dict) -> dict | None:
+    """One tool-call delta for two consecutive ones of the same call (None when they cannot be
+    one: a name after arguments keeps its own delta so the order stays)."""
+    fa, fb = a.get("function", {}), b.get("function", {})
+    if "id" in b:
+        return None
+    if "name" in fb and ("name" in fa or "arguments" in fa):
+        return None
+    function = dict(fa)
+    for key, value in fb.items():
+        function[key] = function.get(key, "") + value
+    return {**a, "function": function}
+
+
+def openai_message(message: dict, ids: Callable[[int], str] | None = None,
+                   reasoning_field: str = "reasoning_content") -> dict:
+    """A transformers-shaped message (``arguments`` dicts) in OpenAI shape (JSON strings, ids).
+
+    For a message that was streamed use :meth:`ChatCompletionStream.openai_message`, whose ids and
+    argument strings are the stream's.
+    """
+    make_id = ids or (lambda n: "call_" + uuid.uuid4().hex[:24])
+    out: dict = {"role": message.get("role", "assistant"), "content": message.get("content") or None}
+    if message.get("reasoning_content"):
+        out[reasoning_field] = message["reasoning_content"]
+    calls = []
+    for n, call in enumerate(message.get("tool_calls") or []):
+        function = _function(call)
+        arguments = function.get("arguments")
+        calls.append({"id": make_id(n), "type": "function",
+                      "function": {"name": function.get("name") or "",
+                                   "arguments": arguments if isinstance(arguments, str) else _dumps(arguments or {})}})
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+class ResponsesStream:
+    """OpenAI Responses API stream events from a generated parser (issue 9), built on
+    :class:`ChatCompletionStream` (same text, ids and argument fragments, same guarantees).
+
+    Output items follow the deltas: a run of reasoning text is a ``reasoning`` item with one
+    ``reasoning_text`` part (``response.reasoning_text.delta`` / ``.done``), a run of answer text a
+    ``message`` item with one ``output_text`` part (``response.output_text.delta`` / ``.done``),
+    each tool call a ``function_call`` item (added once its name is known;
+    ``response.function_call_arguments.delta`` / ``.done``). An item is done when the next kind of
+    delta begins, or at the end. ``feed``/``finalize`` return lists of event dicts with
+    ``sequence_number``; the first is ``response.created``, the last ``response.completed`` (or
+    ``response.incomplete`` when ``finalize`` is told ``"length"``) with the whole output.
+
+    Args:
+        parser, model, ids: as for :class:`ChatCompletionStream`.
+        response_id (str | None), created_at (int | None): default random ``resp_...`` / now.
+    """
+
+    def __init__(self, parser: Any, model: str = "m", ids: Callable[[int], str] | None = None,
+                 response_id: str | None = None, created_at: int | None = None) -> None:
+        self.chat = ChatCompletionStream(parser, model=model, reasoning_field="reasoning_content", ids=ids,
+                                         completion_id="x", created=0)
+        self.id = response_id or "resp_" + uuid.uuid4().hex
+        self.created_at = int(time.time()) if created_at is None else created_at
+        self.model = model
+        self._seq = 0
+        self._output: list[dict] = []   # finished and open items, in order
+        self._item: dict | None = None  # the open item
+        self._kind: Any = None          # "reasoning" | "message" | ("call", index)
+        self._calls: dict[int, dict] = {}
+        self._waiting: dict[int, list] = {}  # tool index -> argument text before its name was known
+        self._started = False
+
+    def _response(self, status: str, output: list) -> dict:
+        return {"id": self.id, "object": "response", "created_at": self.created_at, "status": status,
+                "model": self.model, "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
+                "tools": [], "error": None, "incomplete_details": None, "instructions": None, "metadata": {},
+                "temperature": None, "top_p": None}
+
+    def _event(self, out: list, kind: str, **fields: Any) -> None:
+        fields["type"] = kind
+        fields["sequence_number"] = self._seq
+        self._seq += 1
+        out.append(fields)
+
+    def feed(self, text: Any) -> list[dict]:
+        """Feed model output; return the Responses stream events it produced."""
+        return self._events(self.chat.feed(text))
+
+    def finalize(self, finish_reason: str | None = None) -> list[dict]:
+        """End the stream: finish the open item and send ``response.completed``
+        (``response.incomplete`` for ``finish_reason="length"``)."""
+        out = self._events(self.chat.finalize(finish_reason))
+        self._close_item(out)
+        if finish_reason == "length":
+            response = self._response("incomplete", self._output)
+            response["incomplete_details"] = {"reason": "max_output_tokens"}
+            self._event(out, "response.incomplete", response=response)
+        else:
+            self._event(out, "response.completed", response=self._response("completed", self._output))
+        return out
+
+    @property
+    def message(self) -> dict | None:
+        """The parser's message (transformers shape) once finalized."""
+        return self.chat.message
+
+    def _events(self, chunks: list[dict]) -> list[dict]:
+        out: list[dict] = []
+        if not self._started:
+            self._started = True
+            self._event(out, "response.created", response=self._response("in_progress", []))
+            self._event(out, "response.in_progress", response=self._response("in_progress", []))
+        for chunk in chunks:
+            for choice in chunk["choices"]:
+                delta = choice["delta"]
+                if delta.get("reasoning_content"):
+                    self._text(out, "reasoning", delta["reasoning_content"])
+                if delta.get("content"):
+                    self._text(out, "message", delta["content"])
+                for call in delta.get("tool_calls") or ():
+                    self._tool(out, call)
+        return out
+
+    def _text(self, out: list, kind: str, piece: str) -> None:
+        if self._kind != kind:
+            self._close_item(out)
+            index = len(self._output)
+            if kind == "reasoning":
+                item = {"type": "reasoning", "id": f"rs_{self.id}_{index}", "summary": [], "content": [],
+                        "status": "in_progress"}
+                part = {"type": "reasoning_text", "text": ""}
+            else:
+                item = {"type": "message", "id": f"msg_{self.id}_{index}", "status": "in_progress",
+                        "role": "assistant", "content": []}
+                part = {"type": "output_text", "text": "", "annotations": []}
+            self._open_item(out, kind, item)
+            self._event(out, "response.content_part.added", item_id=item["id"], output_index=index,
+                        content_index=0, part=dict(part))
+            item["content"].append(part)
+        item = self._item
+        item["content"][0]["text"] += piece
+        name = "response.reasoning_text.delta" if kind == "reasoning" else "response.output_text.delta"
+        extra = {} if kind == "reasoning" else {"logprobs": []}
+        self._event(out, name, item_id=item["id"], output_index=len(self._output) - 1, content_index=0,
+                    delta=piece, **extra)
+
+    def _open_item(self, out: list, kind: Any, item: dict) -> None:
+        self._output.append(item)
+        self._item = item
+        self._kind = kind
+        self._event(out, "response.output_item.added", output_index=len(self._output) - 1,
+                    item=json.loads(json.dumps(item)))
+
+    def _tool(self, out: list, call: dict) -> None:
+        index = call["index"]
+        function = call.get("function") or {}
+        state = self._calls.setdefault(index, {"id": call.get("id"), "name": None})
+        if call.get("id"):
+            state["id"] = call["id"]
+        if "name" in function:
+            state["name"] = function["name"]
+        arguments = function.get("arguments") or ""
+        if self._kind != ("call", index):
+            if state["name"] is None:
+                if arguments:
+                    self._waiting.setdefault(index, []).append(arguments)
+                return
+            self._close_item(out)
+            item = {"type": "function_call", "id": f"fc_{state['id']}", "call_id": state["id"],
+                    "name": state["name"], "arguments": "", "status": "in_progress"}
+            self._open_item(out, ("call", index), item)
+            arguments = "".join(self._waiting.pop(index, ())) + arguments
+        if arguments:
+            self._item["arguments"] += arguments
+            self._event(out, "response.function_call_arguments.delta", item_id=self._item["id"],
+                        output_index=len(self._output) - 1, delta=arguments)
+
+    def _close_item(self, out: list) -> None:
+        item = self._item
+        if item is None:
+            return
+        index = len(self._output) - 1
+        if item["type"] == "function_call":
+            self._event(out, "response.function_call_arguments.done", item_id=item["id"], output_index=index,
+                        name=item["name"], arguments=item["arguments"])
+        else:
+            part = item["content"][0]
+            if item["type"] == "reasoning":
+                self._event(out, "response.reasoning_text.done", item_id=item["id"], output_index=index,
+                            content_index=0, text=part["text"])
+            else:
+                self._event(out, "response.output_text.done", item_id=item["id"], output_index=index,
+                            content_index=0, text=part["text"], logprobs=[])
+            self._event(out, "response.content_part.done", item_id=item["id"], output_index=index,
+                        content_index=0, part=dict(part))
+        item["status"] = "completed"
+        self._event(out, "response.output_item.done", output_index=index, item=json.loads(json.dumps(item)))
+        self._item = None
+        self._kind = None

@@ -1,0 +1,336 @@
+"""OpenAI streaming (issue 9): ``respc.openai.ChatCompletionStream`` read by the official ``openai``
+package's own stream accumulator.
+
+Every corpus and peer vector (``../shared/corpus``; those marked xfail in
+``tests/cases/peer_xfail.json`` or a family's ``corpus_xfail`` are left out: their messages are not
+respc's yet) is fed whole, one character at a time and in random pieces through the catalogue parser
+wrapped in a :class:`ChatCompletionStream`; the chunks go through
+``openai.lib.streaming.chat.ChatCompletionStreamState`` and the accumulated completion must equal
+respc's message: content, reasoning, tool names, parsed arguments, ids and finish reason. Since the
+accumulator only appends, equality also shows nothing was sent that the message does not hold.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+
+import pytest
+
+from support import CORPUS, SHARED, chunkings, load_jsonl
+
+openai_streaming = pytest.importorskip("openai.lib.streaming.chat")
+from openai.types.chat import ChatCompletionChunk  # noqa: E402
+
+from respc.openai import ChatCompletionStream, openai_message, sse  # noqa: E402
+from test_catalogue import FAMILIES  # noqa: E402
+from test_peer_vectors import PEER_PREFIX, TEMPLATES, XFAIL  # noqa: E402
+
+PEER = SHARED / "corpus" / "peer_vectors.jsonl"
+
+
+def _vectors() -> list:
+    params = []
+    for vector in load_jsonl(CORPUS):
+        if vector["id"] in FAMILIES.get(vector["family"], {}).get("corpus_xfail", {}):
+            continue
+        params.append(pytest.param(vector, vector["prefix"], id=vector["id"]))
+    for vector in load_jsonl(PEER):
+        if vector["family"] not in TEMPLATES or vector["id"] in XFAIL:
+            continue
+        params.append(pytest.param(vector, PEER_PREFIX.get(vector["id"], vector["prefix"]), id=vector["id"]))
+    return params
+
+
+def _stream(module, prefix, chunks, tools=None, **options):
+    stream = ChatCompletionStream(module.ResponseParser(prefix, tools), ids=lambda n: f"call_{n}",
+                                  completion_id="chatcmpl-test", created=0, **options)
+    out = []
+    for chunk in chunks:
+        out.extend(stream.feed(chunk))
+    out.extend(stream.finalize())
+    return stream, out
+
+
+def _accumulated(chunks: list[dict]):
+    state = openai_streaming.ChatCompletionStreamState()
+    for chunk in chunks:
+        state.handle_chunk(ChatCompletionChunk.model_validate(chunk))
+    return state.get_final_completion().choices[0]
+
+
+def _expected_calls(message: dict) -> list:
+    return [(f"call_{n}", call["function"]["name"], call["function"]["arguments"])
+            for n, call in enumerate(message.get("tool_calls") or [])]
+
+
+def _got_calls(choice, message: dict) -> list:
+    got = []
+    for call, expected in zip(choice.message.tool_calls or [], message.get("tool_calls") or []):
+        arguments = call.function.arguments
+        # a message whose arguments are a string (the model wrote a JSON string) sends it as is
+        if not isinstance(expected["function"]["arguments"], str):
+            arguments = json.loads(arguments)
+        got.append((call.id, call.function.name, arguments))
+    return got + [("extra", call.function.name, None) for call in (choice.message.tool_calls or [])[len(got):]]
+
+
+@pytest.mark.skipif(not CORPUS.is_file(), reason="../shared/corpus is absent")
+@pytest.mark.parametrize("vector,prefix", _vectors())
+def test_accumulator_equals_message(vector, prefix):
+    module = importlib.import_module(f"respc.generated.{vector['family']}")
+    for how, chunks in chunkings(vector["text"], vector["id"]).items():
+        stream, out = _stream(module, prefix, chunks, vector.get("tools"))
+        message = stream.message
+        assert message == vector["expect"]["message"], how
+        choice = _accumulated(out)
+        extra = choice.message.model_extra or {}
+        assert (choice.message.content or None, extra.get("reasoning_content") or None) == (
+            message.get("content") or None, message.get("reasoning_content") or None), how
+        assert _got_calls(choice, message) == _expected_calls(message), how
+        assert choice.finish_reason == ("tool_calls" if message.get("tool_calls") else "stop"), how
+        assert stream.diagnostics == [], how
+        assert out[0]["choices"][0]["delta"] == {"role": "assistant"}
+        assert all(c["choices"][0]["finish_reason"] is None for c in out[:-1])
+        final = stream.openai_message()
+        assert [c["id"] for c in final.get("tool_calls", [])] == [f"call_{n}" for n in range(len(_expected_calls(message)))]
+        assert [c.function.arguments for c in choice.message.tool_calls or []] == [
+            c["function"]["arguments"] for c in final.get("tool_calls", [])]
+    # the Responses adapter on the same vector (random pieces only, to keep the module fast)
+    if not any(isinstance(c["function"]["arguments"], str) for c in message.get("tool_calls") or []):
+        stream, events = _responses(module, prefix, chunkings(vector["text"], vector["id"])["random"],
+                                    vector.get("tools"))
+        _check_responses(stream, events)
+
+
+def _qwen3():
+    return importlib.import_module("respc.generated.qwen3")
+
+
+def _deltas(out: list[dict]) -> list[dict]:
+    return [c["choices"][0]["delta"] for c in out if c["choices"]]
+
+
+def test_json_arguments_stream_as_written():
+    """qwen3 per character: the call's header and name come before its first argument text, and
+    the arguments arrive in many fragments before the region closes."""
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>'
+    stream, out = _stream(_qwen3(), "", list(text))
+    calls = [d["tool_calls"][0] for d in _deltas(out) if "tool_calls" in d]
+    assert calls[0] == {"index": 0, "id": "call_0", "type": "function", "function": {}}
+    assert calls[1] == {"index": 0, "function": {"name": "get_weather"}}
+    fragments = [c["function"]["arguments"] for c in calls[2:]]
+    assert "".join(fragments) == '{"city": "Paris", "days": 3}'
+    assert len(fragments) == len('{"city": "Paris", "days": 3}')
+    # the last fragment came before the close delimiter was complete
+    ends = [n for n, c in enumerate(out) if "tool_calls" in c["choices"][0]["delta"]]
+    assert ends[-1] < len(text)
+
+
+def test_typed_arguments_are_held_until_complete():
+    """A string the schema types as integer is never sent as a string: it is held, then sent typed."""
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string"}}}}}]
+    text = '<tool_call>{"name": "f", "arguments": {"s": "ab", "n": "15"}}</tool_call>'
+    stream, out = _stream(_qwen3(), "", list(text), tools)
+    fragments = [d["tool_calls"][0]["function"].get("arguments") for d in _deltas(out) if "tool_calls" in d]
+    fragments = [f for f in fragments if f]
+    assert "".join(fragments) == '{"s": "ab", "n": 15}'
+    assert any(f.startswith("15") for f in fragments)  # the typed value in one piece
+    assert not any('"1' in f or '5"' in f for f in fragments)  # never sent as the string "15"
+    assert fragments[:4] == ["{", '"', "s", '"']  # the string parameter streams as written
+    assert stream.message["tool_calls"][0]["function"]["arguments"] == {"s": "ab", "n": 15}
+
+
+def test_text_is_stripped_as_it_streams():
+    """Trailing whitespace is held until text follows it; the block's own strip and join apply."""
+    stream, out = _stream(_qwen3(), "", ["<think>\n  a ", " b  \n", "</think>", "\n\n  Hi ", "there \n"])
+    deltas = _deltas(out)
+    reasoning = [d["reasoning_content"] for d in deltas if "reasoning_content" in d]
+    content = [d["content"] for d in deltas if "content" in d]
+    assert reasoning == ["a", "  b"]
+    assert content == ["Hi", " there"]
+    assert stream.message["content"] == "Hi there"
+
+
+def test_finish_reason_length_usage_and_reasoning_field():
+    stream, out = _stream(_qwen3(), "", ["<think>x</think>y"], reasoning_field="reasoning", include_usage=True)
+    assert _deltas(out)[1] == {"reasoning": "x"}
+    assert out[-1]["choices"] == [] and out[-1]["usage"]["total_tokens"] == 0
+    parser = _qwen3().ResponseParser("")
+    cut = ChatCompletionStream(parser, created=0)
+    cut.feed("abc")
+    assert cut.finalize("length")[-1]["choices"][0]["finish_reason"] == "length"
+
+
+def test_default_ids_are_unique_call_ids():
+    text = '<tool_call>{"name": "a", "arguments": {}}</tool_call><tool_call>{"name": "b", "arguments": {}}</tool_call>'
+    stream = ChatCompletionStream(_qwen3().ResponseParser(""))
+    stream.feed(text)
+    stream.finalize()
+    ids = [c["id"] for c in stream.openai_message()["tool_calls"]]
+    assert all(re.fullmatch(r"call_[0-9a-f]{24}", i) for i in ids) and len(set(ids)) == 2
+
+
+def test_openai_message_shape():
+    message = {"role": "assistant", "content": "hi",
+               "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]}
+    assert openai_message(message, ids=lambda n: f"id{n}") == {
+        "role": "assistant", "content": "hi",
+        "tool_calls": [{"id": "id0", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]}
+
+
+def test_sse_lines():
+    assert sse([{"a": 1}]) == 'data: {"a": 1}\n\n'
+
+
+def test_cli_openai_streams_through_a_pipe():
+    """``respc parse --openai`` prints each event as soon as its input arrived (stdin still open)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "respc.compiler.cli", "parse", "qwen3", "--prefix", "",
+                             "--openai"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        proc.stdin.write("<think>hm</think>")
+        proc.stdin.flush()
+        first = json.loads(proc.stdout.readline().removeprefix("data: "))
+        assert first["choices"][0]["delta"] == {"role": "assistant"}
+        assert proc.stdout.readline() == "\n"
+        second = json.loads(proc.stdout.readline().removeprefix("data: "))
+        assert second["choices"][0]["delta"] == {"reasoning_content": "hm"}
+        assert proc.stdout.readline() == "\n"
+        proc.stdin.write('Hi<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>')
+        proc.stdin.close()
+        rest = proc.stdout.read().split("\n\n")
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == 0
+    assert rest[-2:] == ["data: [DONE]", ""]
+    chunks = [json.loads(line.removeprefix("data: ")) for line in rest[:-2]]
+    choice = _accumulated([first, second] + chunks)
+    assert choice.message.content == "Hi" and choice.finish_reason == "tool_calls"
+    assert choice.message.tool_calls[0].id == "call_0"
+    assert json.loads(choice.message.tool_calls[0].function.arguments) == {"a": 1}
+
+
+def test_docs_table_says_how_each_family_streams():
+    from support import REPO
+    from respc.openai import argument_streaming
+
+    doc = (REPO / "docs" / "openai.md").read_text(encoding="utf-8")
+    for name in sorted(TEMPLATES):
+        plan = argument_streaming(importlib.import_module(f"respc.generated.{name}").ResponseParser)
+        cell = ", ".join(f"`{k}`: {v}" for k, v in plan.items()) or "no tool calls"
+        assert f"| `{name}` | {cell} |" in doc, name
+
+
+# --- Responses API events -------------------------------------------------------------------
+
+def _responses(module, prefix, chunks, tools=None, finish_reason=None):
+    from respc.openai import ResponsesStream
+
+    stream = ResponsesStream(module.ResponseParser(prefix, tools), ids=lambda n: f"call_{n}",
+                             response_id="resp_test", created_at=0)
+    events = []
+    for chunk in chunks:
+        events.extend(stream.feed(chunk))
+    events.extend(stream.finalize(finish_reason))
+    return stream, events
+
+
+def _check_responses(stream, events):
+    """Feed ``events`` to the openai package's ResponseStreamState; check the deltas add up to the
+    ``.done`` events, the completed output and respc's message."""
+    from openai._models import construct_type
+    from openai.lib.streaming.responses._responses import ResponseStreamState
+    from openai.types.responses import ResponseStreamEvent
+    from openai._types import omit
+
+    state = ResponseStreamState(input_tools=omit, text_format=omit)
+    completed = None
+    for event in events:
+        for out in state.handle_event(construct_type(type_=ResponseStreamEvent, value=event)):
+            if out.type == "response.completed":
+                completed = out.response
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    deltas: dict = {}
+    for event in events:
+        if event["type"].endswith(".delta"):
+            deltas[event["item_id"]] = deltas.get(event["item_id"], "") + event["delta"]
+        elif event["type"] in ("response.output_text.done", "response.reasoning_text.done"):
+            assert deltas.get(event["item_id"], "") == event["text"]
+        elif event["type"] == "response.function_call_arguments.done":
+            assert deltas.get(event["item_id"], "") == event["arguments"]
+    message = stream.message
+    content = "".join(part.text for item in completed.output if item.type == "message" for part in item.content)
+    reasoning = "".join(part.text for item in completed.output if item.type == "reasoning"
+                        for part in item.content or [])
+    calls = [(item.call_id, item.name, json.loads(item.arguments)) for item in completed.output
+             if item.type == "function_call"]
+    assert content == (message.get("content") or "")
+    assert reasoning == (message.get("reasoning_content") or "")
+    assert calls == [(f"call_{n}", c["function"]["name"], c["function"]["arguments"])
+                     for n, c in enumerate(message.get("tool_calls") or [])]
+    assert stream.chat.diagnostics == []
+
+
+RESPONSES_CASES = [
+    ("qwen3", "<think>\nhm, ok\n</think>\n\nLet me look. <tool_call>\n{\"name\": \"get_weather\", "
+              "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call><tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>"),
+    ("qwen3", "Just an answer.\n"),
+    ("mistral_small_3_2", "Sure.[TOOL_CALLS]add[ARGS]{\"a\": 1, \"b\": [2, 3]}"),
+    ("qwen3_coder", "<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>"),
+]
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+@pytest.mark.parametrize("family,text", RESPONSES_CASES, ids=[f"{f}-{n}" for n, (f, _) in enumerate(RESPONSES_CASES)])
+def test_responses_events_accumulate_to_the_message(family, text, how):
+    module = importlib.import_module(f"respc.generated.{family}")
+    stream, events = _responses(module, "", chunkings(text, family)[how])
+    assert events[0]["type"] == "response.created" and events[-1]["type"] == "response.completed"
+    _check_responses(stream, events)
+
+
+def test_responses_length_is_incomplete():
+    stream, events = _responses(_qwen3(), "", ["abc"], finish_reason="length")
+    assert events[-1]["type"] == "response.incomplete"
+    assert events[-1]["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
+
+
+def test_xml_parameters_stream_one_by_one():
+    """qwen3_coder per character: the name goes out at the open delimiter; a parameter is sent,
+    typed, once the next one has begun; the rest and the closing brace at the close."""
+    tools = [{"type": "function", "function": {"name": "write", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}, "n": {"type": "integer"}}}}}]
+    text = ("<tool_call>\n<function=write>\n<parameter=n>\n12\n</parameter>\n<parameter=path>\n/tmp/a.txt\n"
+            "</parameter>\n<parameter=body>\n" + "x" * 40 + "\n</parameter>\n</function>\n</tool_call>")
+    module = importlib.import_module("respc.generated.qwen3_coder")
+    stream, out = _stream(module, "", list(text), tools)
+    sent_at = {}
+    for n, chunk in enumerate(out):
+        for call in chunk["choices"][0]["delta"].get("tool_calls", ()):
+            for key, piece in call.get("function", {}).items():
+                sent_at.setdefault(key, []).append((n, piece))
+    assert sent_at["name"] == [(sent_at["name"][0][0], "write")]
+    args = [piece for _, piece in sent_at["arguments"]]
+    assert args[0] == '{"n": 12' and args[1] == ', "path": "/tmp/a.txt"'
+    assert "".join(args) == '{"n": 12, "path": "/tmp/a.txt", "body": "' + "x" * 40 + '"}'
+    assert sent_at["arguments"][0][0] < sent_at["arguments"][1][0] < sent_at["arguments"][-1][0]  # before the close
+    assert stream.diagnostics == []
+
+
+def test_recover_sends_a_malformed_call_as_content():
+    """errors="recover": a body that does not parse goes to the content (as the message has it);
+    tool arguments wait for the close, so nothing of the bad call was sent as a call."""
+    text = 'Hi <tool_call>{"name": "f", "arguments": {"a": </tool_call> ok'
+    for chunks in (list(text), [text]):
+        stream = ChatCompletionStream(_qwen3().ResponseParser("", errors="recover"), created=0)
+        out = [c for piece in chunks for c in stream.feed(piece)] + stream.finalize()
+        choice = _accumulated(out)
+        assert choice.message.content == stream.message["content"]
+        assert '<tool_call>{"name": "f"' in stream.message["content"]
+        assert not choice.message.tool_calls and choice.finish_reason == "stop"
+        assert stream.diagnostics == []
