@@ -10,6 +10,10 @@
 ``respc check TEMPLATE``
     Validate a template and print its warnings: load-time ones (``compiler.validate.check_template``)
     and D2 ones (indeterminate regex delimiters).
+``respc grammar TEMPLATE --format lark|gbnf|xgrammar|llguidance [--tools F.json] [--tool-choice C] [--no-parallel] [--no-reasoning]``
+    Print the constrained-decoding grammar of the template's output language for one engine
+    (``compiler/grammar_render.py``): calls name an offered tool and their arguments follow its
+    JSON schema; ``--tool-choice`` is auto, required, none or a tool name.
 ``respc detect MODEL_DIR | tokenizer_config.json | chat_template.jinja``
     Name the catalogue family whose output format the chat template renders, and its thinking
     switch (``compiler/detect.py``); exit 1 when no family fits, saying why.
@@ -226,6 +230,25 @@ def _detect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _grammar(args: argparse.Namespace) -> int:
+    from .grammar_ir import GrammarExportError
+    from .grammar_render import export_grammar
+
+    tools = None
+    if args.tools:
+        try:
+            tools = json.loads(_read_text_file(args.tools, "tools file"))
+        except json.JSONDecodeError as exc:
+            raise _UsageError(f"{args.tools}: not JSON: {exc}") from None
+    try:
+        text = export_grammar(args.template, args.format, tools=tools, tool_choice=args.tool_choice,
+                              parallel=not args.no_parallel, reasoning=not args.no_reasoning)
+    except GrammarExportError as exc:
+        raise _UsageError(str(exc)) from None
+    sys.stdout.write(text)
+    return 0
+
+
 def _version() -> str:
     from respc import __version__
 
@@ -253,6 +276,14 @@ def _parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="validate a template and show its D2 warnings and notes")
     check.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
     check.set_defaults(run=_check)
+    gram = sub.add_parser("grammar", help="print the constrained-decoding grammar of a template")
+    gram.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
+    gram.add_argument("--format", default="lark", choices=["lark", "gbnf", "xgrammar", "llguidance"])
+    gram.add_argument("--tools", help="a JSON file with a list of tools (OpenAI style)")
+    gram.add_argument("--tool-choice", default="auto", help="auto, required, none or a tool name")
+    gram.add_argument("--no-parallel", action="store_true", help="at most one tool call")
+    gram.add_argument("--no-reasoning", action="store_true", help="leave the reasoning region out")
+    gram.set_defaults(run=_grammar)
     det = sub.add_parser("detect", help="name the catalogue family whose format a chat template renders")
     det.add_argument("path", help="model directory, tokenizer_config.json or chat_template.jinja")
     det.set_defaults(run=_detect)

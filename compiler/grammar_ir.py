@@ -745,7 +745,14 @@ class _Builder:
         return delimiter_leads(f.close, self.g, f"field {f.name!r}") if f.close is not None else []
 
     # regions
+    def _set(self, fi: int, node) -> Ref:
+        self.g.rules[f"region_{fi}"] = node
+        return Ref(f"region_{fi}")
+
     def region(self, fi: int):
+        if f"region_{fi}" in self.g.rules:
+            return Ref(f"region_{fi}")
+        self.g.rules[f"region_{fi}"] = EMPTY  # placeholder: regions may nest each other
         f = self.t.fields[fi]
         where = f"field {f.name!r}"
         tool = _is_tool_field(self.t, f)
@@ -771,7 +778,7 @@ class _Builder:
             node = alt(*alts)
             if not self.parallel and f.repeats:
                 pass
-            return self.g.add(f"region_{fi}", node)
+            return self._set(fi, node)
         op = delimiter_ir(f.open, open_groups, self.g, where)
         if tool and f.content == "json" and shape is not None:
             jb = JsonBuilder(self.g, self.dialect(f))
@@ -785,50 +792,82 @@ class _Builder:
         elif f.content == "pythonic":
             body = seq(WS, self.pythonic_calls(f, where), WS)
         if body is None:
-            watched = self.watched(self.a.state_of_field[fi])
             if f.content not in ("text", "bool") and not f.content_args.get("allow_non_json"):
                 self.g.inexact(f"{where} content {f.content!r}: body is any text")
-            body = Except(tuple(watched))
+            ends = [self.region(j) for j in self.inside(fi, ("end",))]
+            defers = self.inside(fi, ("end-if-unclosed",))
+            body = self.text_body(fi)
+            if defers and close is not None and f.end == "delimiter":
+                # a deferred open counts only when this region's close never follows: with the
+                # close, the region's text may hold it; without, the deferred region ends it
+                lax = self.text_body(fi, skip=defers)
+                return self._set(fi, alt(seq(op, lax, alt(close, *ends)),
+                                         seq(op, body, alt(*(self.region(j) for j in defers)))))
+            if ends and close is not None:
+                close = alt(close, *ends)
         if tool:
             if f.content not in ("json", "pythonic"):
                 self.g.inexact(f"{where}: tool calls in {f.content!r} bodies are not typed")
         if f.end == "value":
-            return self.g.add(f"region_{fi}", seq(op, body, opt(close) if close is not None else EMPTY))
-        return self.g.add(f"region_{fi}", seq(op, body, close) if close is not None else seq(op, body))
+            return self._set(fi, seq(op, body, opt(close) if close is not None else EMPTY))
+        return self._set(fi, seq(op, body, close) if close is not None else seq(op, body))
 
     def dialect(self, f: Field) -> JsonDialect:
         a = f.content_args
         return JsonDialect(tuple(tuple(x) for x in a.get("string_delims") or ()), bool(a.get("unquoted_keys")),
                            bool(a.get("python_literals")))
 
-    def watched(self, state: int) -> list[str]:
+    def watched(self, state: int, skip=()) -> list[str]:
         out = []
         for w in self.a.states[state].watches:
+            if w.field in skip and w.kind == "open":
+                continue
             out.extend(delimiter_leads(w.delimiter, self.g, f"field {self.t.fields[w.field].name!r}"))
         return list(dict.fromkeys(out))
 
+    def enabled(self, fi: int) -> bool:
+        f = self.t.fields[fi]
+        if f.is_implicit:
+            return False
+        if _is_reasoning(f) and not self.reasoning:
+            return False
+        return not (_is_tool_field(self.t, f) and self.choice == "none")
+
+    def inside(self, fi: int, actions: tuple[str, ...]) -> list[int]:
+        """Enabled fields whose open is watched inside region ``fi`` with one of ``actions``."""
+        name = self.t.fields[fi].name
+        return [j for j, f in enumerate(self.t.fields)
+                if self.enabled(j) and any(r == name and how in actions for r, how in f.inside)]
+
+    def text_body(self, fi: int, skip: list | tuple = ()):
+        """A text region's body: its text (no watched delimiter) with nested regions between;
+        ``skip``: fields whose opens the text may contain."""
+        f = self.t.fields[fi]
+        watched = self.watched(self.a.state_of_field[fi], skip)
+        text = Except(tuple(watched)) if f.slot is not None or self.t.version < 2 else WS
+        nested = [self.region(j) for j in self.inside(fi, ("nest",))]
+        if not nested:
+            return text
+        return seq(text, Rep(seq(alt(*nested), text), 0, None if self.parallel else 1))
+
     def build(self) -> Grammar:
         t = self.t
-        text = Except(tuple(self.watched(OUTSIDE)))
-        plain, calls = [], []
-        for fi, f in enumerate(t.fields):
-            if f.is_implicit:
-                continue
-            if _is_reasoning(f) and not self.reasoning:
-                continue
-            if _is_tool_field(t, f):
-                if self.choice != "none":
-                    calls.append(fi)
-            else:
-                plain.append(fi)
-        tref = self.g.add("text", text)
+        tref = self.g.add("text", Except(tuple(self.watched(OUTSIDE))))
+        top = [fi for fi, f in enumerate(t.fields) if self.enabled(fi) and f.outside]
+        calls = [fi for fi in top if _is_tool_field(t, t.fields[fi]) or any(
+            _is_tool_field(t, t.fields[j]) for j in self.inside(fi, ("nest",)))]
+        plain = [fi for fi in top if fi not in calls]
         other = [self.region(fi) for fi in plain]
+        if t.implicit is not None and t.fields[t.implicit].close is not None:
+            other.append(self.g.add("implicit_close", delimiter_ir(
+                t.fields[t.implicit].close, None, self.g, f"field {t.fields[t.implicit].name!r}")))
         tool_regions = [self.region(fi) for fi in calls]
+        # the stream may end inside a text region (no close yet): the parser reads it as truncated
+        unclosed = [self.g.add(f"unclosed_{fi}", seq(delimiter_ir(t.fields[fi].open, None, self.g, ""),
+                                                     self.text_body(fi)))
+                    for fi in plain if t.fields[fi].close is not None and t.fields[fi].content == "text"]
         any_region = alt(*(other + tool_regions)) if other or tool_regions else None
         plain_loop = Rep(seq(alt(*other), tref)) if other else EMPTY
-        tail = EMPTY
-        if t.implicit is not None and t.fields[t.implicit].close is not None:
-            tail = opt(delimiter_ir(t.fields[t.implicit].close, None, self.g, f"field {t.fields[t.implicit].name!r}"))
         need_call = self.choice not in ("auto", "none")
         if not tool_regions:
             if need_call:
@@ -842,6 +881,7 @@ class _Builder:
             body = seq(tref, plain_loop, alt(*tool_regions), tref, Rep(seq(any_region, tref)))
         else:
             body = seq(tref, Rep(seq(any_region, tref)))
+        tail = opt(alt(*unclosed)) if unclosed else EMPTY
         self.g.rules = {"start": seq(body, tail), **self.g.rules}
         return self.g
 

@@ -285,3 +285,34 @@ def render(g: Grammar, fmt: str) -> str:
     if fmt != "lark":
         g = _lowered(g)
     return _RENDERERS[fmt](g).render()
+
+
+def export_grammar(template, fmt: str = "lark", *, tools: list | None = None, tool_choice: str = "auto",
+                   parallel: bool = True, reasoning: bool = True) -> str:
+    """The constrained-decoding grammar of a template's output language, in one engine's format.
+
+    Args:
+        template: a dict, a template path, ``tokenizer_config.json``, a model directory or a
+            catalogue name (anything :func:`respc.compiler.api.compile_source` reads).
+        fmt: ``lark``, ``gbnf`` (llama.cpp), ``xgrammar`` (EBNF) or ``llguidance`` (Lark dialect).
+        tools: OpenAI-style tools; None leaves names and arguments free (any JSON object).
+        tool_choice: ``auto`` | ``required`` | ``none`` | an offered tool's name.
+        parallel: False allows at most one tool call.
+        reasoning: False leaves the reasoning region out.
+
+    Returns:
+        str: the grammar text; comment lines starting ``inexact:`` list what it approximates.
+
+    Raises:
+        TemplateError: a bad template. GrammarExportError (ValueError): bad tools / tool_choice.
+        ValueError: an unknown format.
+    """
+    from .api import compile_source
+    from .grammar_ir import build_grammar_ir
+
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown grammar format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    compiled = compile_source(template)
+    g = build_grammar_ir(compiled.template, tools, tool_choice=tool_choice, parallel=parallel,
+                         reasoning=reasoning, automaton=compiled.automaton)
+    return render(g, fmt)
