@@ -300,6 +300,8 @@ def _leads(pattern: str) -> list[str]:
                 continue
             if op is sre_c.AT and not out:
                 continue
+            if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT) and not out and av[0] == 0:
+                continue  # every match still contains what follows an optional start
             if op is sre_c.ASSERT and not out and av[0] == 1:  # lookahead at the start
                 return lead(list(av[1]))
             if op is sre_c.SUBPATTERN and not out:
@@ -413,13 +415,13 @@ class JsonBuilder:
     def boolean(self):
         forms = ["True", "False"] if self.d.pythonic else ["true", "false"]
         if self.d.python_literals:
-            forms += ["True", "False"]
+            forms += ["true", "false"] if self.d.pythonic else ["True", "False"]
         return self.g.add(f"{self.p}_bool", lits(*forms))
 
     def null(self):
         forms = ["None"] if self.d.pythonic else ["null"]
         if self.d.python_literals:
-            forms.append("None")
+            forms.append("null" if self.d.pythonic else "None")
         return self.g.add(f"{self.p}_null", lits(*forms))
 
     def key(self, name: str | None = None):
@@ -568,8 +570,15 @@ def tools_from_message(message: dict) -> list[dict]:
             except ValueError:
                 args = {}
         props = {k: schema_of(v) for k, v in (args or {}).items()} if isinstance(args, dict) else {}
-        tools.setdefault(fn["name"], {"type": "function", "function": {
-            "name": fn["name"], "parameters": {"type": "object", "properties": props, "required": list(props)}}})
+        if fn["name"] in tools:  # a second call: every argument seen, required only if always given
+            params = tools[fn["name"]]["function"]["parameters"]
+            for k, v in props.items():
+                if params["properties"].setdefault(k, v) != v:
+                    params["properties"][k] = {}
+            params["required"] = [k for k in params["required"] if k in props]
+            continue
+        tools[fn["name"]] = {"type": "function", "function": {
+            "name": fn["name"], "parameters": {"type": "object", "properties": props, "required": list(props)}}}
     return list(tools.values())
 
 
@@ -683,8 +692,13 @@ class _Builder:
             keys = shape.args_keys or ("arguments",)
             arg_member = alt(*(seq(jb.key(k), ws, Lit(":"), ws, args) for k in keys))
             name_member = seq(jb.key(shape.name_key or "name"), ws, Lit(":"), ws, nm)
-            per_tool.append(seq(Lit("{"), ws, alt(seq(name_member, ws, Lit(","), ws, arg_member),
-                                                  seq(arg_member, ws, Lit(","), ws, name_member)), ws, Lit("}")))
+            # other members (an id) may come before and after; the reader ignores them
+            extra = seq(jb.key(), ws, Lit(":"), ws, jb.value())
+            before = Rep(seq(extra, ws, Lit(","), ws))
+            after = Rep(seq(ws, Lit(","), ws, extra))
+            per_tool.append(seq(Lit("{"), ws, before, alt(seq(name_member, ws, Lit(","), ws, arg_member),
+                                                          seq(arg_member, ws, Lit(","), ws, name_member)),
+                                after, ws, Lit("}")))
         if not per_tool:
             return Lit("\x00no-tools")
         call = self.g.add(f"call_{len(self.g.rules)}", alt(*per_tool))
@@ -723,16 +737,19 @@ class _Builder:
             return Except(tuple(self.close_leads(f)))
         self.g.inexact(f"{where} content_args.tag_pattern: values are text up to the tag's close")
         required = set(schema.get("required") or ())
-        ws = Rep(Chars(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20))))
+        # text between tags is skipped by the reader: anything without a tag start or the close
+        junk = Except(tuple(dict.fromkeys([x for x in _leads(pattern) if x] + self.close_leads(f))))
+        value_tail = pattern.split("(?P<value>", 1)[1] if "(?P<value>" in pattern else ""
+        stop = tuple(x for x in (_leads(_after_group(value_tail)) if value_tail else []) if x)
+        jb = JsonBuilder(self.g, JsonDialect())
         members = []
-        for key in (schema.get("properties") or {}):
-            # the value: text that does not contain what follows the value group in the pattern
-            value_tail = pattern.split("(?P<value>", 1)[1] if "(?P<value>" in pattern else ""
-            stop = _leads(_after_group(value_tail)) if value_tail else []
-            value = Except(tuple(x for x in stop if x)) if stop else Rep(ANY_CHAR)
+        for key, prop in (schema.get("properties") or {}).items():
+            kind = prop.get("type") if isinstance(prop, dict) else None
+            typed = {"integer": jb.integer, "number": jb.number, "boolean": jb.boolean}.get(kind)
+            value = seq(WS, typed(), WS) if typed else (Except(stop) if stop else Rep(ANY_CHAR))
             node, notes = regex_to_ir(pattern, {"key": Lit(key), "value": value})
-            members.append((seq(node, ws), key in required))
-        return seq(ws, self._ordered(members))
+            members.append((seq(node, junk), key in required))
+        return seq(junk, self._ordered(members))
 
     def _ordered(self, members):
         if not members:

@@ -250,8 +250,12 @@ class _Lark(_LarkBase):
 
 
 class _Llguidance(_LarkBase):
+    # llguidance lexes greedily (one lexeme at a time, no backtracking), so a multi-character
+    # literal such as "</tool_call>" would swallow the "</" of text that merely starts like it.
+    # Every lexeme here is one character; the Earley parser resolves all ambiguity.
     def lit(self, text: str) -> str:
-        return json.dumps(text, ensure_ascii=False)
+        parts = [json.dumps(c, ensure_ascii=False) for c in text]
+        return parts[0] if len(parts) == 1 else "(" + " ".join(parts) + ")"
 
     def chars(self, node: Chars) -> str:
         def code(c: int) -> str:
