@@ -228,7 +228,52 @@ def _re_escape(text: str) -> str:
     return "".join(out)
 
 
+def _min_width(n) -> int | None:
+    """Shortest match of a regular node; None when it holds a rule reference or free text."""
+    if isinstance(n, Lit):
+        return len(n.text)
+    if isinstance(n, Chars):
+        return 1
+    if isinstance(n, Seq):
+        widths = [_min_width(x) for x in n.items]
+        return None if None in widths else sum(widths)
+    if isinstance(n, Alt):
+        widths = [_min_width(x) for x in n.items]
+        return None if None in widths else min(widths)
+    if isinstance(n, Rep):
+        w = _min_width(n.item)
+        return None if w is None else w * n.min
+    return None
+
+
+def _regex(n) -> str:
+    if isinstance(n, Lit):
+        return _re_escape(n.text)
+    if isinstance(n, Chars):
+        if not n.ranges and n.negate:
+            return "[\\s\\S]"
+        body = "".join(_re_code(lo) if lo == hi else f"{_re_code(lo)}-{_re_code(hi)}" for lo, hi in n.ranges)
+        return f"[{'^' if n.negate else ''}{body}]"
+    if isinstance(n, Seq):
+        return "".join(_regex(x) for x in n.items)
+    if isinstance(n, Alt):
+        return "(?:" + "|".join(_regex(x) for x in n.items) + ")"
+    if isinstance(n, Rep):
+        hi = "" if n.max is None else str(n.max)
+        return f"(?:{_regex(n.item)}){{{n.min},{hi}}}"
+    raise TypeError(n)
+
+
 class _Lark(_LarkBase):
+    # Earley over one-character terminals is slow on long outputs; a regular part that cannot
+    # match empty becomes one regex terminal (greedy, like the dynamic lexer matches it).
+    def node(self, n, top: bool = False) -> str:
+        if not isinstance(n, (Lit, Chars, Ref, Except)) and _min_width(n):
+            return "/" + _regex(n) + "/s"
+        if isinstance(n, Rep) and n.min == 0 and n.max is None and _min_width(n.item):
+            return "/" + _regex(Rep(n.item, 1, None)) + "/s?"
+        return super().node(n, top)
+
     def lit(self, text: str) -> str:
         return "/" + _re_escape(text) + "/"
 
