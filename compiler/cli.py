@@ -8,8 +8,9 @@
     print one JSON event per line as input arrives (flushed per event), then the message as a last
     line ``{"type": "message", "message": {...}}``.
 ``respc check TEMPLATE``
-    Validate a template and print its warnings: load-time ones (``compiler.validate.check_template``)
-    and D2 ones (indeterminate regex delimiters).
+    Validate a template and print its warnings: load-time ones (``compiler.validate.check_template``),
+    D2 ones (indeterminate regex delimiters) and the linter's findings (``compiler/lint.py``, each
+    with field, key and an example); exit 1 when the linter found an error.
 ``respc grammar TEMPLATE --format lark|gbnf|xgrammar|llguidance [--tools F.json] [--tool-choice C] [--no-parallel] [--no-reasoning]``
     Print the constrained-decoding grammar of the template's output language for one engine
     (``compiler/grammar_render.py``): calls name an offered tool and their arguments follow its
@@ -118,8 +119,18 @@ def _check(args: argparse.Namespace) -> int:
         for state in compiled.automaton.states for w in state.watches if w.extendable and not w.indeterminate)
     for note in notes:
         print(f"note: {note}")
+    from .lint import lint
+
+    findings = lint(compiled.template, compiled.automaton)
+    for finding in findings:
+        print(finding)
+    errors = sum(1 for f in findings if f.level == "error")
+    lint_warnings = len(findings) - errors
+    if errors:
+        print(f"{compiled.template.source}: {errors} errors, {len(warnings) + lint_warnings} warnings")
+        return 1
     print(f"{compiled.template.source}: ok ({len(compiled.template.fields)} fields, "
-          f"{len(compiled.automaton.states)} states, {len(warnings)} warnings)")
+          f"{len(compiled.automaton.states)} states, {len(warnings) + lint_warnings} warnings)")
     return 0
 
 

@@ -659,6 +659,10 @@ class _Builder:
                 raise GrammarExportError(f"tool_choice {tool_choice!r} is not 'auto', 'required', 'none' "
                                          f"or an offered tool ({', '.join(offered) or 'no tools given'})")
             self.tools = [(n, s) for n, s in self.tools if n == tool_choice]
+        if self.has_tools and not self.tools:
+            if tool_choice != "auto" and tool_choice != "none":
+                raise GrammarExportError(f"tool_choice {tool_choice!r} but no tools are offered")
+            self.choice = "none"  # no tool offered: no call can be written
 
     # names and arguments
     def name_node(self, jb: JsonBuilder | None):
@@ -764,17 +768,27 @@ class _Builder:
 
     # regions
     def _set(self, fi: int, node) -> Ref:
-        self.g.rules[f"region_{fi}"] = node
-        return Ref(f"region_{fi}")
+        self.g.rules[self._key] = node
+        return Ref(self._key)
 
-    def region(self, fi: int):
-        if f"region_{fi}" in self.g.rules:
-            return Ref(f"region_{fi}")
-        self.g.rules[f"region_{fi}"] = EMPTY  # placeholder: regions may nest each other
+    def region(self, fi: int, closed: bool = True):
+        """The rule of field ``fi``'s region; ``closed=False``: cut off by the end of the stream
+        (the parser closes it there; a close that is an end-of-turn token is never generated)."""
+        key = f"region_{fi}" if closed else f"open_region_{fi}"
+        if key in self.g.rules:
+            return Ref(key)
+        self.g.rules[key] = EMPTY  # placeholder: regions may nest each other
+        outer, self._key = getattr(self, "_key", None), key
+        try:
+            return self._region(fi, closed)
+        finally:
+            self._key = outer
+
+    def _region(self, fi: int, closed: bool):
         f = self.t.fields[fi]
         where = f"field {f.name!r}"
         tool = _is_tool_field(self.t, f)
-        close = delimiter_ir(f.close, None, self.g, where) if f.close is not None else None
+        close = delimiter_ir(f.close, None, self.g, where) if f.close is not None and closed else None
         open_groups = {}
         shape = call_shape(f) if tool else None
         body = None
@@ -880,26 +894,28 @@ class _Builder:
             other.append(self.g.add("implicit_close", delimiter_ir(
                 t.fields[t.implicit].close, None, self.g, f"field {t.fields[t.implicit].name!r}")))
         tool_regions = [self.region(fi) for fi in calls]
-        # the stream may end inside a text region (no close yet): the parser reads it as truncated
-        unclosed = [self.g.add(f"unclosed_{fi}", seq(delimiter_ir(t.fields[fi].open, None, self.g, ""),
-                                                     self.text_body(fi)))
-                    for fi in plain if t.fields[fi].close is not None and t.fields[fi].content == "text"]
+        # the stream may end inside a region (no close yet): the parser closes it there
+        cut = [fi for fi in top if t.fields[fi].close is not None and t.fields[fi].end == "delimiter"]
+        unclosed = [self.region(fi, closed=False) for fi in cut if fi in plain]
+        unclosed_calls = [self.region(fi, closed=False) for fi in cut if fi in calls]
         any_region = alt(*(other + tool_regions)) if other or tool_regions else None
         plain_loop = Rep(seq(alt(*other), tref)) if other else EMPTY
         need_call = self.choice not in ("auto", "none")
+        plain_end = opt(alt(*unclosed)) if unclosed else EMPTY
+        any_end = opt(alt(*(unclosed + unclosed_calls))) if unclosed or unclosed_calls else EMPTY
         if not tool_regions:
             if need_call:
                 raise GrammarExportError(f"{t.source}: tool_choice {self.choice!r} but the template has no "
                                          "tool-call field (role 'tool_calls')")
-            body = seq(tref, plain_loop)
-        elif not self.parallel:
-            one = seq(alt(*tool_regions), tref, plain_loop)
-            body = seq(tref, plain_loop, one if need_call else opt(one))
-        elif need_call:
-            body = seq(tref, plain_loop, alt(*tool_regions), tref, Rep(seq(any_region, tref)))
+            body = seq(tref, plain_loop, plain_end)
         else:
-            body = seq(tref, Rep(seq(any_region, tref)))
-        tail = opt(alt(*unclosed)) if unclosed else EMPTY
+            if self.parallel:
+                after = seq(tref, Rep(seq(any_region, tref)), any_end)
+            else:
+                after = seq(tref, plain_loop, plain_end)
+            first = alt(seq(alt(*tool_regions), after), *unclosed_calls)
+            body = seq(tref, plain_loop, first if need_call else alt(first, plain_end))
+        tail = EMPTY
         self.g.rules = {"start": seq(body, tail), **self.g.rules}
         return self.g
 
