@@ -83,10 +83,12 @@ class Alt:
 
 @dataclass(frozen=True)
 class Rep:
-    """``item`` repeated ``min`` to ``max`` times (``max`` None: unbounded)."""
+    """``item`` repeated ``min`` to ``max`` times (``max`` None: unbounded); ``lazy``: the pattern
+    it came from prefers fewer (only regex renderings can say so)."""
     item: Any
     min: int = 0
     max: int | None = None
+    lazy: bool = False
 
 
 @dataclass(frozen=True)
@@ -245,7 +247,8 @@ def _seq_to_ir(tree, groups: dict, names: dict, notes: list):
                 items.append(_seq_to_ir(sub, groups, names, notes))
         elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT) or op is getattr(sre_c, "POSSESSIVE_REPEAT", None):
             lo, hi, sub = av
-            items.append(Rep(_seq_to_ir(sub, groups, names, notes), lo, None if hi == sre_c.MAXREPEAT else hi))
+            items.append(Rep(_seq_to_ir(sub, groups, names, notes), lo, None if hi == sre_c.MAXREPEAT else hi,
+                             op is sre_c.MIN_REPEAT))
         elif op is getattr(sre_c, "ATOMIC_GROUP", None):
             items.append(_seq_to_ir(av, groups, names, notes))
         elif op is sre_c.AT:
@@ -614,8 +617,8 @@ def call_shape(f: Field) -> CallShape | None:
     if not isinstance(fn, dict):
         return None
     names, args = _placeholder(fn.get("name")), _placeholder(fn.get("arguments"))
-    if len(names) != 1:
-        return None
+    if len(names) != 1 or any(p.count(".") > (1 if p.startswith("content.") else 0) for p in names + args):
+        return None  # a nested shape ({content.fn.name}): the body is read as any JSON value
     name = names[0]
     group = None
     if name in f.group_names:
@@ -687,7 +690,7 @@ class _Builder:
         per_tool = []
         named = self.tools if self.has_tools else [(None, None)]
         for name, schema in named:
-            nm = jb.string_of(name) if name is not None else jb.string()
+            nm = jb.string_of(name) if name is not None else jb.value()  # untyped: tools typing ignores it
             args = self.args_node(jb, schema, f"{where} tool {name!r} parameters")
             if shape.name_key == "$key":
                 key_node = nm if name is not None else jb.key()

@@ -73,7 +73,7 @@ def _lowered(g: Grammar) -> Grammar:
         if isinstance(node, Alt):
             return Alt(tuple(walk(x) for x in node.items))
         if isinstance(node, Rep):
-            return Rep(walk(node.item), node.min, node.max)
+            return Rep(walk(node.item), node.min, node.max, node.lazy)
         return node
 
     for name in list(g.rules):
@@ -260,7 +260,7 @@ def _regex(n) -> str:
         return "(?:" + "|".join(_regex(x) for x in n.items) + ")"
     if isinstance(n, Rep):
         hi = "" if n.max is None else str(n.max)
-        return f"(?:{_regex(n.item)}){{{n.min},{hi}}}"
+        return f"(?:{_regex(n.item)}){{{n.min},{hi}}}" + ("?" if n.lazy else "")
     raise TypeError(n)
 
 

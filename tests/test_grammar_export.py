@@ -105,7 +105,9 @@ CASES = {
     "qwen3/missing_required": ("qwen3", QWEN3_CALL.replace('"city": "Paris", ', ""), "auto", True, False),
     "qwen3/unknown_argument": ("qwen3", QWEN3_CALL.replace('"days"', '"weeks"'), "auto", True, False),
     "qwen3/unbalanced_braces": ("qwen3", QWEN3_CALL.replace("}}", "}"), "auto", True, False),
-    "qwen3/unclosed_call": ("qwen3", QWEN3_CALL.replace("</tool_call>", ""), "auto", True, False),
+    "qwen3/unclosed_call_then_text": ("qwen3", QWEN3_CALL.replace("</tool_call>", "") + "More.", "auto", True,
+                                      False),
+    "qwen3/call_cut_by_end_of_stream": ("qwen3", QWEN3_CALL.replace("</tool_call>", ""), "auto", True, True),
     "qwen3/stray_close": ("qwen3", "Hello </tool_call>", "auto", True, True),  # plain content text
     "qwen3/required_without_call": ("qwen3", "<think>hm</think>Hello.", "required", True, False),
     "qwen3/required_with_call": ("qwen3", QWEN3_CALL, "required", True, True),
@@ -158,7 +160,9 @@ def test_every_catalogue_template_renders_every_format():
 
 def test_gbnf_shape_for_qwen3():
     text = export_grammar(REPO / "templates" / "qwen3.json", "gbnf", tools=[WEATHER])
-    assert text.splitlines()[0] == ('root ::= text ((region-0 | implicit-close | region-1) text)* unclosed-0?')
+    assert text.splitlines()[0] == (
+        "root ::= text ((region-0 | implicit-close) text)* (region-1 text ((region-0 | implicit-close | region-1) "
+        "text)* (open-region-0 | open-region-1)? | open-region-1 | open-region-0?)")
     assert 'region-0 ::= "<think>" except-1 "</think>" | "<think>" except-2 region-1' in text.splitlines()
 
 
