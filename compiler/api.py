@@ -60,7 +60,7 @@ def compile_source(spec: Any, *, command: str | None = None, source_name: str | 
         loaded = type(loaded)(loaded.document, source_name, loaded.path)
     template = validate(loaded)
     automaton = build_automaton(template)
-    grammar = build_grammar(template)
+    grammar = build_grammar(template, automaton)
     if command is None:
         command = f"respc compile {template.source}" if template.source != "<dict>" else "respc.compile_template(...)"
     source = emit_module(template, automaton, command=command, grammar=grammar)

@@ -10,8 +10,13 @@
     print one JSON event per line as input arrives (flushed per event), then the message as a last
     line ``{"type": "message", "message": {...}}``.
 ``respc check TEMPLATE``
-    Validate a template and print its warnings: load-time ones (``compiler.validate.check_template``)
-    and D2 ones (indeterminate regex delimiters).
+    Validate a template and print its warnings: load-time ones (``compiler.validate.check_template``),
+    D2 ones (indeterminate regex delimiters) and the linter's findings (``compiler/lint.py``, each
+    with field, key and an example); exit 1 when the linter found an error.
+``respc grammar TEMPLATE --format lark|gbnf|xgrammar|llguidance [--tools F.json] [--tool-choice C] [--no-parallel] [--no-reasoning]``
+    Print the constrained-decoding grammar of the template's output language for one engine
+    (``compiler/grammar_render.py``): calls name an offered tool and their arguments follow its
+    JSON schema; ``--tool-choice`` is auto, required, none or a tool name.
 ``respc detect MODEL_DIR | tokenizer_config.json | chat_template.jinja``
     Name the catalogue family whose output format the chat template renders, and its thinking
     switch (``compiler/detect.py``); exit 1 when no family fits, saying why.
@@ -270,8 +275,18 @@ def _check(args: argparse.Namespace) -> int:
         for state in compiled.automaton.states for w in state.watches if w.extendable and not w.indeterminate)
     for note in notes:
         print(f"note: {note}")
+    from .lint import lint
+
+    findings = lint(compiled.template, compiled.automaton)
+    for finding in findings:
+        print(finding)
+    errors = sum(1 for f in findings if f.level == "error")
+    total = len(warnings) + len(findings) - errors
+    if errors:
+        print(f"{compiled.template.source}: {_count(errors, 'error')}, {_count(total, 'warning')}")
+        return 1
     print(f"{compiled.template.source}: ok ({_count(len(fields), 'field')}, "
-          f"{_count(len(compiled.automaton.states), 'state')}, {_count(len(warnings), 'warning')})")
+          f"{_count(len(compiled.automaton.states), 'state')}, {_count(total, 'warning')})")
     return 0
 
 
@@ -614,6 +629,25 @@ def _parse_jsonl(args: argparse.Namespace) -> int:
     return 1 if args.errors == "strict" and stats.failures else 0
 
 
+def _grammar(args: argparse.Namespace) -> int:
+    from .grammar_ir import GrammarExportError
+    from .grammar_render import export_grammar
+
+    tools = None
+    if args.tools:
+        try:
+            tools = json.loads(_read_text_file(args.tools, "tools file"))
+        except json.JSONDecodeError as exc:
+            raise _UsageError(f"{args.tools}: not JSON: {exc}") from None
+    try:
+        text = export_grammar(args.template, args.format, tools=tools, tool_choice=args.tool_choice,
+                              parallel=not args.no_parallel, reasoning=not args.no_reasoning)
+    except GrammarExportError as exc:
+        raise _UsageError(str(exc)) from None
+    sys.stdout.write(text)
+    return 0
+
+
 def _version() -> str:
     from respc import __version__
 
@@ -697,6 +731,16 @@ def _add_check(sub) -> None:
 
 
 def _add_detect(sub) -> None:
+
+
+    gram = sub.add_parser("grammar", help="print the constrained-decoding grammar of a template")
+    gram.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
+    gram.add_argument("--format", default="lark", choices=["lark", "gbnf", "xgrammar", "llguidance"])
+    gram.add_argument("--tools", help="a JSON file with a list of tools (OpenAI style)")
+    gram.add_argument("--tool-choice", default="auto", help="auto, required, none or a tool name")
+    gram.add_argument("--no-parallel", action="store_true", help="at most one tool call")
+    gram.add_argument("--no-reasoning", action="store_true", help="leave the reasoning region out")
+    gram.set_defaults(run=_grammar)
     det = sub.add_parser("detect", help="name the catalogue family whose format a chat template renders")
     det.add_argument("path", help="model directory, tokenizer_config.json or chat_template.jinja")
     det.set_defaults(run=_detect)

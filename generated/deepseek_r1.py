@@ -389,21 +389,24 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
-    '// Whole-message language of templates/deepseek_r1.json (respc; Earley, dynamic lexer, regex=True)\n'
-    'start: _item*\n'
-    '_item: implicit_text | implicit_close | region_0 | region_1\n'
-    'implicit_close: ICLOSE\n'
-    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'reasoning_content'\n"
-    "region_1: OPEN_1 BODY_1? CLOSE_1?  // field 'tool_calls'\n"
-    'implicit_text: TEXT\n'
-    "ICLOSE: /(?:<｜tool▁calls▁begin｜>|<｜end▁of▁sentence｜>|<｜tool▁calls▁end｜>|<\\/think>)/s  // close of 'content'\n"
-    'OPEN_0: /(?:<think>)/s\n'
-    'CLOSE_0: /(?:<\\/think>)/s\n'
-    'BODY_0: /(?:(?!(?:<\\/think>))[\\s\\S])+/s\n'
-    'OPEN_1: /(?:<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json)/s\n'
-    'CLOSE_1: /(?:```<｜tool▁call▁end｜>)/s\n'
-    'BODY_1: /(?:(?!(?:```<｜tool▁call▁end｜>))[\\s\\S])+/s\n'
-    'TEXT: /(?:(?!(?:<｜tool▁calls▁begin｜>|<｜end▁of▁sentence｜>|<｜tool▁calls▁end｜>|<\\/think>)|(?:<think>)|(?:<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json))[\\s\\S])+/s\n'
+    '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
+    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?)\n'
+    'text: /(?:(?!<｜tool▁call▁begin｜>function<｜tool▁sep｜>|<｜tool▁calls▁begin｜>|<｜end▁of▁sentence｜>|<｜tool▁calls▁end｜>|<\\/think>|<think>)[\\s\\S])+/s?\n'
+    'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
+    'implicit_close: /(?:<｜tool▁calls▁begin｜>|<｜end▁of▁sentence｜>|<｜tool▁calls▁end｜>|<\\/think>)/s\n'
+    'region_1: /<｜tool▁call▁begin｜>function<｜tool▁sep｜>/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:[\\x09-\\x0d ]){1,}/s? /```json/ ws json_object ws /```<｜tool▁call▁end｜>/\n'
+    'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
+    'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
+    'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
+    'json_string: /"/ json_char_dq* /"/\n'
+    'json_object: /\\{/ ws (json_string ws /:/ ws json_value ws (/,/ ws json_string ws /:/ ws json_value ws)*)? /\\}/\n'
+    'json_array: /\\[/ ws (json_value ws (/,/ ws json_value ws)*)? /\\]/\n'
+    'json_int: /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,})/s\n'
+    'json_number: json_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
+    'json_bool: /(?:true|false)/s\n'
+    'json_null: /null/\n'
+    'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
+    'open_region_1: /<｜tool▁call▁begin｜>function<｜tool▁sep｜>/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:[\\x09-\\x0d ]){1,}/s? /```json/ ws json_object ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -499,24 +499,28 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
-    '// Whole-message language of templates/dots.json (respc; Earley, dynamic lexer, regex=True)\n'
-    'start: _item*\n'
-    '_item: implicit_text | implicit_close | region_0 | region_1 | region_2\n'
-    'implicit_close: ICLOSE\n'
-    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'call_section'\n"
-    "region_1: OPEN_1 BODY_1? CLOSE_1?  // field 'tool_calls'\n"
-    "region_2: OPEN_2 BODY_2? | BODY_2  // field 'json_tool_call'\n"
-    'implicit_text: TEXT\n'
-    "ICLOSE: /(?:<\\/dots_function_call>|<\\|endofresponse\\|>)/s  // close of 'content'\n"
-    'OPEN_0: /(?:<dots_function_call>)/s\n'
-    'CLOSE_0: /(?:<\\/dots_function_call>)/s\n'
-    'BODY_0: /(?:(?!(?:<\\/dots_function_call>))[\\s\\S])+/s\n'
-    'OPEN_1: /(?:<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>)/s\n'
-    'CLOSE_1: /(?:<\\/invoke>)/s\n'
-    'BODY_1: /(?:(?!(?:<\\/invoke>))[\\s\\S])+/s\n'
-    'OPEN_2: /(?:(?=\\{))(?!\\G)/s\n'
-    'BODY_2: /[\\s\\S]+/s\n'
-    'TEXT: /(?:(?!(?:<\\/dots_function_call>|<\\|endofresponse\\|>)|(?:<dots_function_call>)|(?:<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>)|(?:(?=\\{))(?!\\G))[\\s\\S])+/s\n'
+    '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
+    "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
+    "// inexact: field 'json_tool_call' open_pattern '(?=\\\\{)': lookaround dropped\n"
+    'start: text (implicit_close text)* ((region_0 | region_1) text ((implicit_close | region_0 | region_1) text)* (open_region_0 | open_region_1)? | open_region_0 | open_region_1)?\n'
+    'text: /(?:(?!<\\/dots_function_call>|<dots_function_call>|<\\|endofresponse\\|>|<invoke)[\\s\\S])+/s?\n'
+    'implicit_close: /(?:<\\/dots_function_call>|<\\|endofresponse\\|>)/s\n'
+    'region_0: /<dots_function_call>/ /(?:[\\x09-\\x0a\\x0d ]){1,}/s? ((region_1 | region_2) /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)* /<\\/dots_function_call>/\n'
+    'region_1: /<invoke/ /(?:[\\x09-\\x0d ]){1,}/s /name/ /(?:[\\x09-\\x0d ]){1,}/s? /=/ /(?:[\\x09-\\x0d ]){1,}/s? /["\']/? /(?:[\\--.0-9A-Z_a-z]){1,}/s /["\']/? /(?:[\\x09-\\x0d ]){1,}/s? />/ /(?:(?!<\\/invoke>)[\\s\\S])+/s? /<\\/invoke>/\n'
+    'region_2: ws call_15 ws\n'
+    'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
+    'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
+    'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
+    'json_string: /"/ json_char_dq* /"/\n'
+    'json_object: /\\{/ ws (json_string ws /:/ ws json_value ws (/,/ ws json_string ws /:/ ws json_value ws)*)? /\\}/\n'
+    'json_array: /\\[/ ws (json_value ws (/,/ ws json_value ws)*)? /\\]/\n'
+    'json_int: /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,})/s\n'
+    'json_number: json_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
+    'json_bool: /(?:true|false)/s\n'
+    'json_null: /null/\n'
+    'call_15: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws (/"arguments"/ ws /:/ ws json_object | /"parameters"/ ws /:/ ws json_object) | (/"arguments"/ ws /:/ ws json_object | /"parameters"/ ws /:/ ws json_object) ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
+    'open_region_0: /<dots_function_call>/ /(?:[\\x09-\\x0a\\x0d ]){1,}/s? ((region_1 | region_2) /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)*\n'
+    'open_region_1: /<invoke/ /(?:[\\x09-\\x0d ]){1,}/s /name/ /(?:[\\x09-\\x0d ]){1,}/s? /=/ /(?:[\\x09-\\x0d ]){1,}/s? /["\']/? /(?:[\\--.0-9A-Z_a-z]){1,}/s /["\']/? /(?:[\\x09-\\x0d ]){1,}/s? />/ /(?:(?!<\\/invoke>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -372,21 +372,25 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
-    '// Whole-message language of templates/functionary_v3_1.json (respc; Earley, dynamic lexer, regex=True)\n'
-    'start: _item*\n'
-    '_item: implicit_text | implicit_close | region_0 | region_1\n'
-    'implicit_close: ICLOSE\n'
-    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'tool_calls'\n"
-    "region_1: OPEN_1 BODY_1? CLOSE_1?  // field 'python_call'\n"
-    'implicit_text: TEXT\n'
-    "ICLOSE: /(?:<\\|eot_id\\|>|<\\|eom_id\\|>)/s  // close of 'content'\n"
-    'OPEN_0: /(?:<function=(?P<name>[^>]+)>)/s\n'
-    'CLOSE_0: /(?:<\\/function>)/s\n'
-    'BODY_0: /(?:(?!(?:<\\/function>))[\\s\\S])+/s\n'
-    'OPEN_1: /(?:<\\|python_tag\\|>)/s\n'
-    'CLOSE_1: /(?:<\\|eom_id\\|>|<\\|eot_id\\|>)/s\n'
-    'BODY_1: /(?:(?!(?:<\\|eom_id\\|>|<\\|eot_id\\|>))[\\s\\S])+/s\n'
-    'TEXT: /(?:(?!(?:<\\|eot_id\\|>|<\\|eom_id\\|>)|(?:<function=(?P<name>[^>]+)>)|(?:<\\|python_tag\\|>))[\\s\\S])+/s\n'
+    '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
+    "// inexact: field 'python_call': tool calls in 'text' bodies are not typed\n"
+    'start: text (implicit_close text)* ((region_0 | region_1) text ((implicit_close | region_0 | region_1) text)* (open_region_0 | open_region_1)? | open_region_0 | open_region_1)?\n'
+    'text: /(?:(?!<\\|python_tag\\|>|<function=|<\\|eot_id\\|>|<\\|eom_id\\|>)[\\s\\S])+/s?\n'
+    'implicit_close: /(?:<\\|eot_id\\|>|<\\|eom_id\\|>)/s\n'
+    'region_0: /<function=/ /(?:[\\--.0-9A-Z_a-z]){1,}/s />/ ws json_object ws /<\\/function>/\n'
+    'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
+    'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
+    'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
+    'json_string: /"/ json_char_dq* /"/\n'
+    'json_object: /\\{/ ws (json_string ws /:/ ws json_value ws (/,/ ws json_string ws /:/ ws json_value ws)*)? /\\}/\n'
+    'json_array: /\\[/ ws (json_value ws (/,/ ws json_value ws)*)? /\\]/\n'
+    'json_int: /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,})/s\n'
+    'json_number: json_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
+    'json_bool: /(?:true|false)/s\n'
+    'json_null: /null/\n'
+    'region_1: /<\\|python_tag\\|>/ /(?:(?!<\\|eom_id\\|>|<\\|eot_id\\|>)[\\s\\S])+/s? /(?:<\\|eom_id\\|>|<\\|eot_id\\|>)/s\n'
+    'open_region_0: /<function=/ /(?:[\\--.0-9A-Z_a-z]){1,}/s />/ ws json_object ws\n'
+    'open_region_1: /<\\|python_tag\\|>/ /(?:(?!<\\|eom_id\\|>|<\\|eot_id\\|>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -316,17 +316,22 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
-    '// Whole-message language of templates/functiongemma.json (respc; Earley, dynamic lexer, regex=True)\n'
-    'start: _item*\n'
-    '_item: implicit_text | implicit_close | region_0\n'
-    'implicit_close: ICLOSE\n'
-    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'tool_calls'\n"
-    'implicit_text: TEXT\n'
-    "ICLOSE: /(?:<start_function_response>|<end_of_turn>|<eos>)/s  // close of 'content'\n"
-    'OPEN_0: /(?:<start_function_call>call:(?P<name>[^{<\\s]+))/s\n'
-    'CLOSE_0: /(?:<end_function_call>)/s\n'
-    'BODY_0: /(?:(?!(?:<end_function_call>))[\\s\\S])+/s\n'
-    'TEXT: /(?:(?!(?:<start_function_response>|<end_of_turn>|<eos>)|(?:<start_function_call>call:(?P<name>[^{<\\s]+)))[\\s\\S])+/s\n'
+    '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
+    'start: text (implicit_close text)* (region_0 text ((implicit_close | region_0) text)* open_region_0? | open_region_0)?\n'
+    'text: /(?:(?!<start_function_call>call:|<start_function_response>|<end_of_turn>|<eos>)[\\s\\S])+/s?\n'
+    'implicit_close: /(?:<start_function_response>|<end_of_turn>|<eos>)/s\n'
+    'region_0: /<start_function_call>call:/ /(?:[\\--.0-9A-Z_a-z]){1,}/s ws json_sd_uk_object ws /<end_function_call>/\n'
+    'json_sd_uk_value: json_sd_uk_object | json_sd_uk_array | json_sd_uk_string | json_sd_uk_number | json_sd_uk_bool | json_sd_uk_null\n'
+    'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
+    'json_sd_uk_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
+    'json_sd_uk_string: /"/ json_sd_uk_char_dq* /"/ | /<escape>/ /(?:(?!<escape>)[\\s\\S])+/s? /<escape>/\n'
+    'json_sd_uk_object: /\\{/ ws ((json_sd_uk_string | /[A-Z_a-z](?:[0-9A-Z_a-z]){0,}/s) ws /:/ ws json_sd_uk_value ws (/,/ ws (json_sd_uk_string | /[A-Z_a-z](?:[0-9A-Z_a-z]){0,}/s) ws /:/ ws json_sd_uk_value ws)*)? /\\}/\n'
+    'json_sd_uk_array: /\\[/ ws (json_sd_uk_value ws (/,/ ws json_sd_uk_value ws)*)? /\\]/\n'
+    'json_sd_uk_int: /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,})/s\n'
+    'json_sd_uk_number: json_sd_uk_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
+    'json_sd_uk_bool: /(?:true|false)/s\n'
+    'json_sd_uk_null: /null/\n'
+    'open_region_0: /<start_function_call>call:/ /(?:[\\--.0-9A-Z_a-z]){1,}/s ws json_sd_uk_object ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -386,21 +386,24 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
-    '// Whole-message language of templates/gemma4.json (respc; Earley, dynamic lexer, regex=True)\n'
-    'start: _item*\n'
-    '_item: implicit_text | implicit_close | region_0 | region_1\n'
-    'implicit_close: ICLOSE\n'
-    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'reasoning_content'\n"
-    "region_1: OPEN_1 BODY_1? CLOSE_1?  // field 'tool_calls'\n"
-    'implicit_text: TEXT\n'
-    "ICLOSE: /(?:<\\|tool_response>|<channel\\|>|<turn\\|>|<eos>)/s  // close of 'content'\n"
-    'OPEN_0: /(?:<\\|channel>thought)/s\n'
-    'CLOSE_0: /(?:<channel\\|>)/s\n'
-    'BODY_0: /(?:(?!(?:<channel\\|>))[\\s\\S])+/s\n'
-    'OPEN_1: /(?:<\\|tool_call>call:(?P<name>[^{<\\s]+))/s\n'
-    'CLOSE_1: /(?:<tool_call\\|>)/s\n'
-    'BODY_1: /(?:(?!(?:<tool_call\\|>))[\\s\\S])+/s\n'
-    'TEXT: /(?:(?!(?:<\\|tool_response>|<channel\\|>|<turn\\|>|<eos>)|(?:<\\|channel>thought)|(?:<\\|tool_call>call:(?P<name>[^{<\\s]+)))[\\s\\S])+/s\n'
+    '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
+    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?)\n'
+    'text: /(?:(?!<\\|channel>thought|<\\|tool_call>call:|<\\|tool_response>|<channel\\|>|<turn\\|>|<eos>)[\\s\\S])+/s?\n'
+    'region_0: /<\\|channel>thought/ /(?:(?!<channel\\|>)[\\s\\S])+/s? /<channel\\|>/\n'
+    'implicit_close: /(?:<\\|tool_response>|<channel\\|>|<turn\\|>|<eos>)/s\n'
+    'region_1: /<\\|tool_call>call:/ /(?:[\\--.0-9A-Z_a-z]){1,}/s ws json_sd_uk_object ws /<tool_call\\|>/\n'
+    'json_sd_uk_value: json_sd_uk_object | json_sd_uk_array | json_sd_uk_string | json_sd_uk_number | json_sd_uk_bool | json_sd_uk_null\n'
+    'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
+    'json_sd_uk_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
+    'json_sd_uk_string: /"/ json_sd_uk_char_dq* /"/ | /<\\|"\\|>/ /(?:(?!<\\|"\\|>)[\\s\\S])+/s? /<\\|"\\|>/\n'
+    'json_sd_uk_object: /\\{/ ws ((json_sd_uk_string | /[A-Z_a-z](?:[0-9A-Z_a-z]){0,}/s) ws /:/ ws json_sd_uk_value ws (/,/ ws (json_sd_uk_string | /[A-Z_a-z](?:[0-9A-Z_a-z]){0,}/s) ws /:/ ws json_sd_uk_value ws)*)? /\\}/\n'
+    'json_sd_uk_array: /\\[/ ws (json_sd_uk_value ws (/,/ ws json_sd_uk_value ws)*)? /\\]/\n'
+    'json_sd_uk_int: /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,})/s\n'
+    'json_sd_uk_number: json_sd_uk_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
+    'json_sd_uk_bool: /(?:true|false)/s\n'
+    'json_sd_uk_null: /null/\n'
+    'open_region_0: /<\\|channel>thought/ /(?:(?!<channel\\|>)[\\s\\S])+/s?\n'
+    'open_region_1: /<\\|tool_call>call:/ /(?:[\\--.0-9A-Z_a-z]){1,}/s ws json_sd_uk_object ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -284,17 +284,24 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
-    '// Whole-message language of templates/gigachat3.json (respc; Earley, dynamic lexer, regex=True)\n'
-    'start: _item*\n'
-    '_item: implicit_text | implicit_close | region_0\n'
-    'implicit_close: ICLOSE\n'
-    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'tool_calls'\n"
-    'implicit_text: TEXT\n'
-    "ICLOSE: /(?:<\\|message_sep\\|>|<\\/s>)/s  // close of 'content'\n"
-    'OPEN_0: /(?:<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>)/s\n'
-    'CLOSE_0: /(?:<\\|message_sep\\|>|<\\/s>)/s\n'
-    'BODY_0: /(?:(?!(?:<\\|message_sep\\|>|<\\/s>))[\\s\\S])+/s\n'
-    'TEXT: /(?:(?!(?:<\\|message_sep\\|>|<\\/s>)|(?:<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>))[\\s\\S])+/s\n'
+    '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
+    'start: text (implicit_close text)* (region_0 text ((implicit_close | region_0) text)* open_region_0? | open_region_0)?\n'
+    'text: /(?:(?!<\\|message_sep\\|>|<\\/s>|<\\|)[\\s\\S])+/s?\n'
+    'implicit_close: /(?:<\\|message_sep\\|>|<\\/s>)/s\n'
+    'region_0: /<\\|/ /(?:message_sep\\|>(?:[\\x09-\\x0d ]){0,}function call<\\|role_sep\\|>\\x0a|function_call\\|>)/s ws call_13 ws /(?:<\\|message_sep\\|>|<\\/s>)/s\n'
+    'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
+    'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
+    'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
+    'json_string: /"/ json_char_dq* /"/\n'
+    'json_object: /\\{/ ws (json_string ws /:/ ws json_value ws (/,/ ws json_string ws /:/ ws json_value ws)*)? /\\}/\n'
+    'json_array: /\\[/ ws (json_value ws (/,/ ws json_value ws)*)? /\\]/\n'
+    'json_int: /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,})/s\n'
+    'json_number: json_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
+    'json_bool: /(?:true|false)/s\n'
+    'json_null: /null/\n'
+    'call_13: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws /"arguments"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
+    'open_region_0: /<\\|/ /(?:message_sep\\|>(?:[\\x09-\\x0d ]){0,}function call<\\|role_sep\\|>\\x0a|function_call\\|>)/s ws call_15 ws\n'
+    'call_15: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws /"arguments"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -467,21 +467,24 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
-    '// Whole-message language of templates/gpt_oss.json (respc; Earley, dynamic lexer, regex=True)\n'
-    'start: _item*\n'
-    '_item: implicit_text | implicit_close | region_0 | region_1\n'
-    'implicit_close: ICLOSE\n'
-    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'reasoning_content'\n"
-    "region_1: OPEN_1 BODY_1? CLOSE_1?  // field 'tool_calls'\n"
-    'implicit_text: TEXT\n'
-    "ICLOSE: /(?:<\\|channel\\|>final\\ <\\|constrain\\|>json<\\|message\\|>|<\\|channel\\|>commentary<\\|message\\|>|<\\|channel\\|>final<\\|message\\|>|<\\|start\\|>assistant|<\\|return\\|>|<\\|call\\|>|<\\|end\\|>)/s  // close of 'content'\n"
-    'OPEN_0: /(?:<\\|channel\\|>analysis<\\|message\\|>)/s\n'
-    'CLOSE_0: /(?:<\\|end\\|>)/s\n'
-    'BODY_0: /(?:(?!(?:<\\|end\\|>))[\\s\\S])+/s\n'
-    'OPEN_1: /(?:(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>)/s\n'
-    'CLOSE_1: /(?:<\\|call\\|>|<\\|end\\|>)/s\n'
-    'BODY_1: /(?:(?!(?:<\\|call\\|>|<\\|end\\|>))[\\s\\S])+/s\n'
-    'TEXT: /(?:(?!(?:<\\|channel\\|>final\\ <\\|constrain\\|>json<\\|message\\|>|<\\|channel\\|>commentary<\\|message\\|>|<\\|channel\\|>final<\\|message\\|>|<\\|start\\|>assistant|<\\|return\\|>|<\\|call\\|>|<\\|end\\|>)|(?:<\\|channel\\|>analysis<\\|message\\|>)|(?:(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>))[\\s\\S])+/s\n'
+    '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
+    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?)\n'
+    'text: /(?:(?!<\\|channel\\|>final <\\|constrain\\|>json<\\|message\\|>|<\\|channel\\|>commentary<\\|message\\|>|<\\|channel\\|>analysis<\\|message\\|>|<\\|channel\\|>final<\\|message\\|>|<\\|start\\|>assistant|to=functions\\.|<\\|return\\|>|<\\|call\\|>|<\\|end\\|>)[\\s\\S])+/s?\n'
+    'region_0: /<\\|channel\\|>analysis<\\|message\\|>/ /(?:(?!<\\|end\\|>)[\\s\\S])+/s? /<\\|end\\|>/\n'
+    'implicit_close: /(?:<\\|channel\\|>final <\\|constrain\\|>json<\\|message\\|>|<\\|channel\\|>commentary<\\|message\\|>|<\\|channel\\|>final<\\|message\\|>|<\\|start\\|>assistant|<\\|return\\|>|<\\|call\\|>|<\\|end\\|>)/s\n'
+    'region_1: /<\\|start\\|>assistant/? /<\\|channel\\|>commentary/? /(?:[\\x09-\\x0d ]){1,}/s? /to=functions\\./ /(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:[\\x09-\\x0d ]){0,}<\\|channel\\|>(?:[0-9A-Z_a-z]){1,}/s? /(?:(?:[\\x09-\\x0d ]){0,}<\\|constrain\\|>(?:[0-9A-Z_a-z]){1,}|(?:[\\x09-\\x0d ]){1,}(?:[0-9A-Z_a-z]){1,})/s? /(?:[\\x09-\\x0d ]){1,}/s? /<\\|message\\|>/ ws json_object ws /(?:<\\|call\\|>|<\\|end\\|>)/s\n'
+    'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
+    'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
+    'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
+    'json_string: /"/ json_char_dq* /"/\n'
+    'json_object: /\\{/ ws (json_string ws /:/ ws json_value ws (/,/ ws json_string ws /:/ ws json_value ws)*)? /\\}/\n'
+    'json_array: /\\[/ ws (json_value ws (/,/ ws json_value ws)*)? /\\]/\n'
+    'json_int: /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,})/s\n'
+    'json_number: json_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
+    'json_bool: /(?:true|false)/s\n'
+    'json_null: /null/\n'
+    'open_region_0: /<\\|channel\\|>analysis<\\|message\\|>/ /(?:(?!<\\|end\\|>)[\\s\\S])+/s?\n'
+    'open_region_1: /<\\|start\\|>assistant/? /<\\|channel\\|>commentary/? /(?:[\\x09-\\x0d ]){1,}/s? /to=functions\\./ /(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:[\\x09-\\x0d ]){0,}<\\|channel\\|>(?:[0-9A-Z_a-z]){1,}/s? /(?:(?:[\\x09-\\x0d ]){0,}<\\|constrain\\|>(?:[0-9A-Z_a-z]){1,}|(?:[\\x09-\\x0d ]){1,}(?:[0-9A-Z_a-z]){1,})/s? /(?:[\\x09-\\x0d ]){1,}/s? /<\\|message\\|>/ ws json_object ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

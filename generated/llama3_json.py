@@ -450,24 +450,37 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
-    '// Whole-message language of templates/llama3_json.json (respc; Earley, dynamic lexer, regex=True)\n'
-    'start: _item*\n'
-    '_item: implicit_text | implicit_close | region_0 | region_1 | region_2\n'
-    'implicit_close: ICLOSE\n'
-    "region_0: OPEN_0 BODY_0? CLOSE_0? | BODY_0 CLOSE_0?  // field 'tool_calls'\n"
-    "region_1: OPEN_1 BODY_1? CLOSE_1?  // field 'tagged_json_call'\n"
-    "region_2: OPEN_2 BODY_2?  // field 'builtin_tool_call'\n"
-    'implicit_text: TEXT\n'
-    "ICLOSE: /(?:<\\|eot_id\\|>|<\\|eom_id\\|>)/s  // close of 'content'\n"
-    'OPEN_0: /(?:(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:))(?!\\G)/s\n'
-    'CLOSE_0: /(?:\\s*;)/s\n'
-    'BODY_0: /(?:(?!(?:\\s*;))[\\s\\S])+/s\n'
-    'OPEN_1: /(?:<\\|python_tag\\|>)/s\n'
-    'CLOSE_1: /(?:\\s*;)/s\n'
-    'BODY_1: /(?:(?!(?:\\s*;))[\\s\\S])+/s\n'
-    'OPEN_2: /(?:<\\|python_tag\\|>)/s\n'
-    'BODY_2: /[\\s\\S]+/s\n'
-    'TEXT: /(?:(?!(?:<\\|eot_id\\|>|<\\|eom_id\\|>)|(?:(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:))(?!\\G)|(?:<\\|python_tag\\|>)|(?:<\\|python_tag\\|>))[\\s\\S])+/s\n'
+    '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
+    '// inexact: field \'tool_calls\' open_pattern \'(?=\\\\{\\\\s*"(?:name|parameters|arguments)"\\\\s*:)\': lookaround dropped\n'
+    'start: text (implicit_close text)* ((region_0 | region_1 | region_2) text ((implicit_close | region_0 | region_1 | region_2) text)*)?\n'
+    'text: /(?:(?!<\\|python_tag\\|>|<\\|eot_id\\|>|<\\|eom_id\\|>|\\{)[\\s\\S])+/s?\n'
+    'implicit_close: /(?:<\\|eot_id\\|>|<\\|eom_id\\|>)/s\n'
+    'region_0: ws call_13 ws /(?:[\\x09-\\x0d ]){0,};/s?\n'
+    'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
+    'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
+    'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
+    'json_string: /"/ json_char_dq* /"/\n'
+    'json_object: /\\{/ ws (json_string ws /:/ ws json_value ws (/,/ ws json_string ws /:/ ws json_value ws)*)? /\\}/\n'
+    'json_array: /\\[/ ws (json_value ws (/,/ ws json_value ws)*)? /\\]/\n'
+    'json_int: /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,})/s\n'
+    'json_number: json_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
+    'json_bool: /(?:true|false)/s\n'
+    'json_null: /null/\n'
+    'call_13: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws (/"parameters"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object) | (/"parameters"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object) ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
+    'region_1: /<\\|python_tag\\|>/ ws call_15 ws /(?:[\\x09-\\x0d ]){0,};/s?\n'
+    'call_15: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws (/"parameters"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object) | (/"parameters"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object) ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
+    'region_2: /<\\|python_tag\\|>/ ws (/\\[/ ws pycall_27 (ws /,/ ws pycall_27)* ws /\\]/ | pycall_27) ws\n'
+    'py_value: py_object | py_array | py_string | py_number | py_bool | py_null\n'
+    'py_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
+    'py_char_sq: /(?:[^\\x00-\\x1f\'\\\\]|\\\\(?:["\'\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
+    'py_string: /"/ py_char_dq* /"/ | /\'/ py_char_sq* /\'/\n'
+    'py_object: /\\{/ ws (py_string ws /:/ ws py_value ws (/,/ ws py_string ws /:/ ws py_value ws)*)? /\\}/\n'
+    'py_array: /\\[/ ws (py_value ws (/,/ ws py_value ws)*)? /\\]/\n'
+    'py_int: /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,})/s\n'
+    'py_number: py_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
+    'py_bool: /(?:True|False)/s\n'
+    'py_null: /None/\n'
+    'pycall_27: /(?:[\\--.0-9A-Z_a-z]){1,}/s /\\(/ ws (/(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value (ws /,/ ws /(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value)* (ws /,/)?)? ws /\\)/\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

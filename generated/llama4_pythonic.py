@@ -250,16 +250,24 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
-    '// Whole-message language of templates/llama4_pythonic.json (respc; Earley, dynamic lexer, regex=True)\n'
-    'start: _item*\n'
-    '_item: implicit_text | implicit_close | region_0\n'
-    'implicit_close: ICLOSE\n'
-    "region_0: OPEN_0 BODY_0? | BODY_0  // field 'tool_calls'\n"
-    'implicit_text: TEXT\n'
-    "ICLOSE: /(?:<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>)/s  // close of 'content'\n"
-    'OPEN_0: /(?:<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\())(?!\\G)/s\n'
-    'BODY_0: /[\\s\\S]+/s\n'
-    'TEXT: /(?:(?!(?:<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>)|(?:<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\())(?!\\G))[\\s\\S])+/s\n'
+    '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
+    "// inexact: field 'tool_calls' open_pattern '<\\\\|python_start\\\\|>|(?=\\\\[\\\\s*[A-Za-z_][\\\\w.]*\\\\': lookaround dropped\n"
+    'start: text (implicit_close text)* (region_0 text ((implicit_close | region_0) text)*)?\n'
+    'text: /(?:(?!<\\|python_start\\|>|<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>|\\[)[\\s\\S])+/s?\n'
+    'implicit_close: /(?:<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>)/s\n'
+    'region_0: (/<\\|python_start\\|>/)? ws (/\\[/ ws pycall_14 (ws /,/ ws pycall_14)* ws /\\]/ | pycall_14) ws\n'
+    'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
+    'py_value: py_object | py_array | py_string | py_number | py_bool | py_null\n'
+    'py_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
+    'py_char_sq: /(?:[^\\x00-\\x1f\'\\\\]|\\\\(?:["\'\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
+    'py_string: /"/ py_char_dq* /"/ | /\'/ py_char_sq* /\'/\n'
+    'py_object: /\\{/ ws (py_string ws /:/ ws py_value ws (/,/ ws py_string ws /:/ ws py_value ws)*)? /\\}/\n'
+    'py_array: /\\[/ ws (py_value ws (/,/ ws py_value ws)*)? /\\]/\n'
+    'py_int: /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,})/s\n'
+    'py_number: py_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
+    'py_bool: /(?:True|False)/s\n'
+    'py_null: /None/\n'
+    'pycall_14: /(?:[\\--.0-9A-Z_a-z]){1,}/s /\\(/ ws (/(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value (ws /,/ ws /(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value)* (ws /,/)?)? ws /\\)/\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

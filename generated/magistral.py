@@ -295,20 +295,23 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
-    '// Whole-message language of templates/magistral.json (respc; Earley, dynamic lexer, regex=True)\n'
-    'start: _item*\n'
-    '_item: implicit_text | implicit_close | region_0 | region_1\n'
-    'implicit_close: ICLOSE\n'
-    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'reasoning_content'\n"
-    "region_1: OPEN_1 BODY_1?  // field 'tool_calls'\n"
-    'implicit_text: TEXT\n'
-    "ICLOSE: /(?:<\\/s>)/s  // close of 'content'\n"
-    'OPEN_0: /(?:\\[THINK\\])/s\n'
-    'CLOSE_0: /(?:\\[\\/THINK\\])/s\n'
-    'BODY_0: /(?:(?!(?:\\[\\/THINK\\]))[\\s\\S])+/s\n'
-    'OPEN_1: /(?:\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\])/s\n'
-    'BODY_1: /[\\s\\S]+/s\n'
-    'TEXT: /(?:(?!(?:<\\/s>)|(?:\\[THINK\\])|(?:\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]))[\\s\\S])+/s\n'
+    '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
+    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* open_region_0? | open_region_0?)\n'
+    'text: /(?:(?!\\[TOOL_CALLS\\]|\\[THINK\\]|<\\/s>)[\\s\\S])+/s?\n'
+    'region_0: /\\[THINK\\]/ /(?:(?!\\[\\/THINK\\])[\\s\\S])+/s? /\\[\\/THINK\\]/\n'
+    'implicit_close: /<\\/s>/\n'
+    'region_1: /\\[TOOL_CALLS\\]/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /\\[CALL_ID\\](?:[\\-0-9A-Z_a-z]){0,}/s? /\\[ARGS\\]/ ws json_object ws\n'
+    'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
+    'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
+    'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
+    'json_string: /"/ json_char_dq* /"/\n'
+    'json_object: /\\{/ ws (json_string ws /:/ ws json_value ws (/,/ ws json_string ws /:/ ws json_value ws)*)? /\\}/\n'
+    'json_array: /\\[/ ws (json_value ws (/,/ ws json_value ws)*)? /\\]/\n'
+    'json_int: /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,})/s\n'
+    'json_number: json_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
+    'json_bool: /(?:true|false)/s\n'
+    'json_null: /null/\n'
+    'open_region_0: /\\[THINK\\]/ /(?:(?!\\[\\/THINK\\])[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

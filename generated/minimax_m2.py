@@ -365,21 +365,15 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
-    '// Whole-message language of templates/minimax_m2.json (respc; Earley, dynamic lexer, regex=True)\n'
-    'start: _item*\n'
-    '_item: implicit_text | implicit_close | region_0 | region_1\n'
-    'implicit_close: ICLOSE\n'
-    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'reasoning_content'\n"
-    "region_1: OPEN_1 BODY_1? CLOSE_1?  // field 'tool_calls'\n"
-    'implicit_text: TEXT\n'
-    "ICLOSE: /(?:<\\/minimax:tool_call>|<minimax:tool_call>|\\[e\\~\\[)/s  // close of 'content'\n"
-    'OPEN_0: /(?:<think>)/s\n'
-    'CLOSE_0: /(?:<\\/think>)/s\n'
-    'BODY_0: /(?:(?!(?:<\\/think>))[\\s\\S])+/s\n'
-    'OPEN_1: /(?:<invoke name="(?P<name>[^"]+)">)/s\n'
-    'CLOSE_1: /(?:<\\/invoke>)/s\n'
-    'BODY_1: /(?:(?!(?:<\\/invoke>))[\\s\\S])+/s\n'
-    'TEXT: /(?:(?!(?:<\\/minimax:tool_call>|<minimax:tool_call>|\\[e\\~\\[)|(?:<think>)|(?:<invoke name="(?P<name>[^"]+)">))[\\s\\S])+/s\n'
+    '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
+    "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
+    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?)\n'
+    'text: /(?:(?!<\\/minimax:tool_call>|<minimax:tool_call>|<invoke name="|<think>|\\[e~\\[)[\\s\\S])+/s?\n'
+    'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
+    'implicit_close: /(?:<\\/minimax:tool_call>|<minimax:tool_call>|\\[e~\\[)/s\n'
+    'region_1: /<invoke name="/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /">/ /(?:(?!<\\/invoke>)[\\s\\S])+/s? /<\\/invoke>/\n'
+    'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
+    'open_region_1: /<invoke name="/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /">/ /(?:(?!<\\/invoke>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -355,20 +355,27 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
-    '// Whole-message language of templates/olmo3.json (respc; Earley, dynamic lexer, regex=True)\n'
-    'start: _item*\n'
-    '_item: implicit_text | implicit_close | region_0 | region_1\n'
-    'implicit_close: ICLOSE\n'
-    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'call_section'\n"
-    "region_1: OPEN_1 BODY_1? | BODY_1  // field 'tool_calls'\n"
-    'implicit_text: TEXT\n'
-    "ICLOSE: /(?:<\\/function_calls>|<\\|endoftext\\|>|<\\|im_end\\|>)/s  // close of 'content'\n"
-    'OPEN_0: /(?:<function_calls>)/s\n'
-    'CLOSE_0: /(?:<\\/function_calls>)/s\n'
-    'BODY_0: /(?:(?!(?:<\\/function_calls>))[\\s\\S])+/s\n'
-    'OPEN_1: /(?:(?=[A-Za-z_]))(?!\\G)/s\n'
-    'BODY_1: /[\\s\\S]+/s\n'
-    'TEXT: /(?:(?!(?:<\\/function_calls>|<\\|endoftext\\|>|<\\|im_end\\|>)|(?:<function_calls>)|(?:(?=[A-Za-z_]))(?!\\G))[\\s\\S])+/s\n'
+    '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
+    "// inexact: field 'tool_calls' open_pattern '(?=[A-Za-z_])': no literal lead; free text may contain it\n"
+    "// inexact: field 'tool_calls' open_pattern '(?=[A-Za-z_])': lookaround dropped\n"
+    'start: text (implicit_close text)* (region_0 text ((implicit_close | region_0) text)* open_region_0? | open_region_0)?\n'
+    'text: /(?:(?!<\\/function_calls>|<function_calls>|<\\|endoftext\\|>|<\\|im_end\\|>)[\\s\\S])+/s?\n'
+    'implicit_close: /(?:<\\/function_calls>|<\\|endoftext\\|>|<\\|im_end\\|>)/s\n'
+    'region_0: /<function_calls>/ /(?:[\\x09-\\x0a\\x0d ]){1,}/s? (region_1 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)* /<\\/function_calls>/\n'
+    'region_1: ws (/\\[/ ws pycall_15 (ws /,/ ws pycall_15)* ws /\\]/ | pycall_15) ws\n'
+    'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
+    'py_value: py_object | py_array | py_string | py_number | py_bool | py_null\n'
+    'py_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
+    'py_char_sq: /(?:[^\\x00-\\x1f\'\\\\]|\\\\(?:["\'\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
+    'py_string: /"/ py_char_dq* /"/ | /\'/ py_char_sq* /\'/\n'
+    'py_object: /\\{/ ws (py_string ws /:/ ws py_value ws (/,/ ws py_string ws /:/ ws py_value ws)*)? /\\}/\n'
+    'py_array: /\\[/ ws (py_value ws (/,/ ws py_value ws)*)? /\\]/\n'
+    'py_int: /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,})/s\n'
+    'py_number: py_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
+    'py_bool: /(?:True|False|true|false)/s\n'
+    'py_null: /(?:None|null)/s\n'
+    'pycall_15: /(?:[\\--.0-9A-Z_a-z]){1,}/s /\\(/ ws (/(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value (ws /,/ ws /(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value)* (ws /,/)?)? ws /\\)/\n'
+    'open_region_0: /<function_calls>/ /(?:[\\x09-\\x0a\\x0d ]){1,}/s? (region_1 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)*\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

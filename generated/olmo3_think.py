@@ -249,17 +249,12 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
-    '// Whole-message language of templates/olmo3_think.json (respc; Earley, dynamic lexer, regex=True)\n'
-    'start: _item*\n'
-    '_item: implicit_text | implicit_close | region_0\n'
-    'implicit_close: ICLOSE\n'
-    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'reasoning_content'\n"
-    'implicit_text: TEXT\n'
-    "ICLOSE: /(?:<\\|endoftext\\|>|<\\|im_end\\|>|<\\/think>)/s  // close of 'content'\n"
-    'OPEN_0: /(?:<think>)/s\n'
-    'CLOSE_0: /(?:<\\/think>)/s\n'
-    'BODY_0: /(?:(?!(?:<\\/think>))[\\s\\S])+/s\n'
-    'TEXT: /(?:(?!(?:<\\|endoftext\\|>|<\\|im_end\\|>|<\\/think>)|(?:<think>))[\\s\\S])+/s\n'
+    '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
+    'start: text ((region_0 | implicit_close) text)* open_region_0?\n'
+    'text: /(?:(?!<\\|endoftext\\|>|<\\|im_end\\|>|<\\/think>|<think>)[\\s\\S])+/s?\n'
+    'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
+    'implicit_close: /(?:<\\|endoftext\\|>|<\\|im_end\\|>|<\\/think>)/s\n'
+    'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

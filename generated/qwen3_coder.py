@@ -280,17 +280,13 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
-    '// Whole-message language of templates/qwen3_coder.json (respc; Earley, dynamic lexer, regex=True)\n'
-    'start: _item*\n'
-    '_item: implicit_text | implicit_close | region_0\n'
-    'implicit_close: ICLOSE\n'
-    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'tool_calls'\n"
-    'implicit_text: TEXT\n'
-    "ICLOSE: /(?:<\\|endoftext\\|>|<\\|im_end\\|>)/s  // close of 'content'\n"
-    'OPEN_0: /(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>)/s\n'
-    'CLOSE_0: /(?:<\\/tool_call>)/s\n'
-    'BODY_0: /(?:(?!(?:<\\/tool_call>))[\\s\\S])+/s\n'
-    'TEXT: /(?:(?!(?:<\\|endoftext\\|>|<\\|im_end\\|>)|(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>))[\\s\\S])+/s\n'
+    '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
+    "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
+    'start: text (implicit_close text)* (region_0 text ((implicit_close | region_0) text)* open_region_0? | open_region_0)?\n'
+    'text: /(?:(?!<\\|endoftext\\|>|<tool_call>|<\\|im_end\\|>)[\\s\\S])+/s?\n'
+    'implicit_close: /(?:<\\|endoftext\\|>|<\\|im_end\\|>)/s\n'
+    'region_0: /<tool_call>/ /(?:[\\x09-\\x0d ]){1,}/s? /<function=/ /(?:[\\--.0-9A-Z_a-z]){1,}/s />/ /(?:(?!<\\/tool_call>)[\\s\\S])+/s? /<\\/tool_call>/\n'
+    'open_region_0: /<tool_call>/ /(?:[\\x09-\\x0d ]){1,}/s? /<function=/ /(?:[\\--.0-9A-Z_a-z]){1,}/s />/ /(?:(?!<\\/tool_call>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -387,21 +387,15 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
-    '// Whole-message language of templates/step3.json (respc; Earley, dynamic lexer, regex=True)\n'
-    'start: _item*\n'
-    '_item: implicit_text | implicit_close | region_0 | region_1\n'
-    'implicit_close: ICLOSE\n'
-    "region_0: OPEN_0 BODY_0? CLOSE_0?  // field 'reasoning_content'\n"
-    "region_1: OPEN_1 BODY_1? CLOSE_1?  // field 'tool_calls'\n"
-    'implicit_text: TEXT\n'
-    "ICLOSE: /(?:<｜tool_calls_begin｜>|<｜tool_calls_end｜>|<｜tool_call_end｜>|<\\/think>|<\\|EOT\\|>)/s  // close of 'content'\n"
-    'OPEN_0: /(?:<think>)/s\n'
-    'CLOSE_0: /(?:<\\/think>)/s\n'
-    'BODY_0: /(?:(?!(?:<\\/think>))[\\s\\S])+/s\n'
-    'OPEN_1: /(?:<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">)/s\n'
-    'CLOSE_1: /(?:<\\/steptml:invoke>)/s\n'
-    'BODY_1: /(?:(?!(?:<\\/steptml:invoke>))[\\s\\S])+/s\n'
-    'TEXT: /(?:(?!(?:<｜tool_calls_begin｜>|<｜tool_calls_end｜>|<｜tool_call_end｜>|<\\/think>|<\\|EOT\\|>)|(?:<think>)|(?:<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">))[\\s\\S])+/s\n'
+    '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
+    "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
+    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?)\n'
+    'text: /(?:(?!<｜tool_calls_begin｜>|<｜tool_call_begin｜>|<｜tool_calls_end｜>|<｜tool_call_end｜>|<\\/think>|<think>|<\\|EOT\\|>)[\\s\\S])+/s?\n'
+    'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
+    'implicit_close: /(?:<｜tool_calls_begin｜>|<｜tool_calls_end｜>|<｜tool_call_end｜>|<\\/think>|<\\|EOT\\|>)/s\n'
+    'region_1: /<｜tool_call_begin｜>/ /(?:[\\x09-\\x0d ]){1,}/s? /function/ /(?:[\\x09-\\x0d ]){1,}/s? /<｜tool_sep｜>/ /(?:[\\x09-\\x0d ]){1,}/s? /<steptml:invoke name="/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /">/ /(?:(?!<\\/steptml:invoke>)[\\s\\S])+/s? /<\\/steptml:invoke>/\n'
+    'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
+    'open_region_1: /<｜tool_call_begin｜>/ /(?:[\\x09-\\x0d ]){1,}/s? /function/ /(?:[\\x09-\\x0d ]){1,}/s? /<｜tool_sep｜>/ /(?:[\\x09-\\x0d ]){1,}/s? /<steptml:invoke name="/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /">/ /(?:(?!<\\/steptml:invoke>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

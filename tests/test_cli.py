@@ -468,7 +468,11 @@ def test_bad_usage_subprocess(tmp_path):
 
 def test_check_command_ok(capsys):
     assert main(["check", "qwen3"]) == 0
-    assert capsys.readouterr().out == "templates/qwen3.json: ok (3 fields, 3 states, 0 warnings)\n"
+    assert capsys.readouterr().out == (
+        "warning: [payload-delimiter] field 'tool_calls' key 'close': a JSON string value can hold '</tool_call>', "
+        "which ends the region early (the model need not escape it) (example: "
+        "'<tool_call>{\"code\": \"x = \\'</tool_call>\\'\"}</tool_call>')\n"
+        "templates/qwen3.json: ok (3 fields, 3 states, 1 warnings)\n")
 
 
 def test_check_command_bad_template(tmp_path, capsys):
@@ -538,7 +542,13 @@ def test_check_notes_greedy_optional_parts(capsys):
     assert capsys.readouterr().out == (
         "note: field 'reasoning_content' open_pattern '^\\\\s*(?:<think>\\\\s*)?|<think>\\\\s*': a greedy optional "
         "part may still grow, so a match waits while the buffered text could continue it (D2)\n"
-        "templates/ernie4_5.json: ok (3 fields, 3 states, 0 warnings)\n")
+        "warning: [empty-match] field 'reasoning_content' key 'open_pattern': '^\\\\s*(?:<think>\\\\s*)?|<think>\\\\s*' "
+        "matches the empty string: the region opens wherever it does, with no text of its own (intended for "
+        "lookahead opens) (example: '')\n"
+        "warning: [payload-delimiter] field 'tool_calls' key 'close': a JSON string value can hold '</tool_call>', "
+        "which ends the region early (the model need not escape it) (example: "
+        "'<tool_call>{\"code\": \"x = \\'</tool_call>\\'\"}</tool_call>')\n"
+        "templates/ernie4_5.json: ok (3 fields, 3 states, 2 warnings)\n")
 
 
 def test_stale_hint_repeats_the_paths_as_given(tmp_path, capsys):

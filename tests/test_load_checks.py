@@ -231,7 +231,9 @@ def test_respc_check_prints_load_warnings(tmp_path, capsys):
     assert capsys.readouterr().out == (
         "warning: field 'x' key 'transform': placeholder root 'nmae' is neither 'content' nor a named group of "
         "the field's patterns (which have no named groups); it would fail at the first region close\n"
-        f"{path}: ok (2 fields, 2 states, 1 warning)\n")
+        "warning: [payload-delimiter] field 'x' key 'close': a JSON string value can hold '</x>', which ends the "
+        "region early (the model need not escape it) (example: '<x>{\"code\": \"x = \\'</x>\\'\"}</x>')\n"
+        f"{path}: ok (2 fields, 2 states, 2 warnings)\n")
 
 
 def test_start_anchor_pattern_that_is_always_empty_warns():

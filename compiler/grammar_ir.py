@@ -1,0 +1,1020 @@
+"""Grammar export, pass 1: the grammar IR of one template's output language (issue 10).
+
+Theory of operation
+-------------------
+A grammar here is a set of named rules over a handful of node kinds (:class:`Lit`, :class:`Chars`,
+:class:`Seq`, :class:`Alt`, :class:`Rep`, :class:`Ref`, :class:`Except`). It is built from the
+region automaton (which delimiters each state watches) and from the content parsers' bodies, with
+the offered tools as input, and rendered per engine by :mod:`respc.compiler.grammar_render`.
+Nothing is decided while rendering.
+
+The language is the text the parser consumes (the prefix after its last start anchor, then the
+model output)::
+
+    start   ::= T (R T)* ICLOSE?          (auto; ``required`` / a named tool need one tool region)
+    R       ::= OPEN_i BODY_i CLOSE_i      one alternative per explicit field
+    T       ::= text containing none of the delimiters watched outside (:class:`Except`)
+
+A text body excludes its region's close (and the opens watched inside it). A tool-call body is
+written from the tools: the call's name is one of the offered tools (in the open delimiter's
+``name`` group or in the JSON/pythonic body, as the field's transform says) and its arguments
+follow that tool's JSON schema (properties in schema order, required ones present, no others).
+
+Exactness: a regex delimiter is translated from its ``sre`` parse tree; lookarounds and anchors
+cannot be expressed in a context-free grammar, so they are dropped and the grammar is marked
+inexact (``Grammar.notes`` says why). Content parsers without a body grammar here (``kv-lines``)
+fall back to their registry fragment (any text) and are inexact too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field as _dc_field
+from typing import Any
+
+try:  # Python 3.11+
+    from re import _constants as sre_c
+    from re import _parser as sre_parse
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as sre_c  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
+
+from .automaton import OUTSIDE, Automaton, build_automaton
+from .ir import Delimiter, Field, Template
+
+__all__ = ["Lit", "Chars", "Seq", "Alt", "Rep", "Ref", "Except", "Grammar", "build_grammar_ir",
+           "TOOL_CHOICES", "GrammarExportError", "regex_to_ir", "tools_from_message"]
+
+TOOL_CHOICES = ("auto", "required", "none")
+MAX_CHAR = 0x10FFFF
+
+
+class GrammarExportError(ValueError):
+    """Bad grammar-export input (an unknown tool name, a malformed tools list)."""
+
+
+# --- nodes ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Lit:
+    """A literal string (non-empty)."""
+    text: str
+
+
+@dataclass(frozen=True)
+class Chars:
+    """One character from ``ranges`` (inclusive code point pairs, sorted, disjoint), or any
+    character outside them when ``negate``."""
+    ranges: tuple[tuple[int, int], ...]
+    negate: bool = False
+
+
+@dataclass(frozen=True)
+class Seq:
+    """The items one after the other; ``Seq(())`` is the empty string."""
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Alt:
+    """One of the items (in preference order)."""
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Rep:
+    """``item`` repeated ``min`` to ``max`` times (``max`` None: unbounded); ``lazy``: the pattern
+    it came from prefers fewer (only regex renderings can say so)."""
+    item: Any
+    min: int = 0
+    max: int | None = None
+    lazy: bool = False
+
+
+@dataclass(frozen=True)
+class Ref:
+    """The rule named ``name``."""
+    name: str
+
+
+@dataclass(frozen=True)
+class Except:
+    """Any text, possibly empty, that contains none of ``literals`` (SPEC 4.2: the delimiters a
+    state watches). Renderers lower it to a regex or to right-linear rules (Aho-Corasick states)."""
+    literals: tuple[str, ...]
+
+
+EMPTY = Seq(())
+ANY_CHAR = Chars((), negate=True)
+
+
+def seq(*items):
+    flat = []
+    for item in items:
+        if isinstance(item, Seq):
+            flat.extend(item.items)
+        elif item is not None:
+            flat.append(item)
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def alt(*items):
+    uniq = list(dict.fromkeys(items))
+    return uniq[0] if len(uniq) == 1 else Alt(tuple(uniq))
+
+
+def opt(item):
+    return Rep(item, 0, 1)
+
+
+def lits(*texts: str):
+    return alt(*(Lit(t) for t in texts))
+
+
+@dataclass
+class Grammar:
+    """Named rules and where to start.
+
+    Attributes:
+        rules (dict[str, node]): in creation order (renderers keep it: deterministic output).
+        start (str): the start rule's name.
+        exact (bool): False when some construct was approximated (see ``notes``).
+        notes (list[str]): why it is not exact, one line each (field and key named).
+    """
+    rules: dict = _dc_field(default_factory=dict)
+    start: str = "start"
+    exact: bool = True
+    notes: list = _dc_field(default_factory=list)
+
+    def add(self, name: str, node) -> Ref:
+        """Add rule ``name`` (first definition wins: rules are shared by key) and return a Ref."""
+        if name not in self.rules:
+            self.rules[name] = node
+        return Ref(name)
+
+    def inexact(self, note: str) -> None:
+        self.exact = False
+        if note not in self.notes:
+            self.notes.append(note)
+
+
+# --- regex -> IR ----------------------------------------------------------------------------
+
+_CATEGORIES = {
+    "CATEGORY_DIGIT": ((0x30, 0x39),),
+    "CATEGORY_SPACE": ((0x09, 0x0D), (0x20, 0x20)),
+    "CATEGORY_WORD": ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)),
+    "CATEGORY_LINEBREAK": ((0x0A, 0x0A),),
+}
+
+
+def _norm(ranges) -> tuple[tuple[int, int], ...]:
+    out: list[list[int]] = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return tuple((lo, hi) for lo, hi in out)
+
+
+def _complement(ranges) -> tuple[tuple[int, int], ...]:
+    out, nxt = [], 0
+    for lo, hi in _norm(ranges):
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= MAX_CHAR:
+        out.append((nxt, MAX_CHAR))
+    return tuple(out)
+
+
+class _Inexact(Exception):
+    pass
+
+
+def _category(av, notes) -> tuple[tuple[int, int], bool]:
+    name = str(av)
+    negate = "_NOT_" in name
+    base = name.replace("_NOT_", "_")
+    if base not in _CATEGORIES:
+        raise _Inexact(name)
+    if base in ("CATEGORY_WORD", "CATEGORY_DIGIT"):
+        notes.append(f"\\{'w' if 'WORD' in base else 'd'} is read as ASCII")
+    return _CATEGORIES[base], negate
+
+
+def _set_to_chars(av, notes) -> Chars:
+    negate = bool(av) and av[0][0] is sre_c.NEGATE
+    ranges: list = []
+    for op, a in (av[1:] if negate else av):
+        if op is sre_c.LITERAL:
+            ranges.append((a, a))
+        elif op is sre_c.RANGE:
+            ranges.append(a)
+        elif op is sre_c.CATEGORY:
+            rs, neg = _category(a, notes)
+            ranges.extend(_complement(rs) if neg else rs)
+        else:
+            raise _Inexact(str(op))
+    return Chars(_norm(ranges), negate)
+
+
+def _seq_to_ir(tree, groups: dict, names: dict, notes: list):
+    items = []
+    for op, av in tree:
+        if op is sre_c.LITERAL:
+            items.append(Lit(chr(av)))
+        elif op is sre_c.NOT_LITERAL:
+            items.append(Chars(((av, av),), True))
+        elif op is sre_c.ANY:
+            items.append(ANY_CHAR)
+        elif op is sre_c.IN:
+            items.append(_set_to_chars(av, notes))
+        elif op is sre_c.CATEGORY:
+            rs, neg = _category(av, notes)
+            items.append(Chars(rs, neg))
+        elif op is sre_c.BRANCH:
+            items.append(alt(*(_seq_to_ir(b, groups, names, notes) for b in av[1])))
+        elif op is sre_c.SUBPATTERN:
+            group, _add, _del, sub = av
+            name = names.get(group)
+            if _add:
+                notes.append("inline flags are ignored")
+            if name is not None and name in groups:
+                items.append(groups[name])
+            else:
+                items.append(_seq_to_ir(sub, groups, names, notes))
+        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT) or op is getattr(sre_c, "POSSESSIVE_REPEAT", None):
+            lo, hi, sub = av
+            items.append(Rep(_seq_to_ir(sub, groups, names, notes), lo, None if hi == sre_c.MAXREPEAT else hi,
+                             op is sre_c.MIN_REPEAT))
+        elif op is getattr(sre_c, "ATOMIC_GROUP", None):
+            items.append(_seq_to_ir(av, groups, names, notes))
+        elif op is sre_c.AT:
+            notes.append(f"anchor {av} dropped")
+        elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
+            notes.append("lookaround dropped")
+        else:
+            raise _Inexact(str(op))
+    # merge adjacent one-character literals into one literal
+    merged: list = []
+    for item in items:
+        if isinstance(item, Lit) and merged and isinstance(merged[-1], Lit):
+            merged[-1] = Lit(merged[-1].text + item.text)
+        else:
+            merged.append(item)
+    return seq(*merged) if merged else EMPTY
+
+
+def regex_to_ir(pattern: str, groups: dict | None = None) -> tuple[Any, list[str]]:
+    """Translate a delimiter regex into a node.
+
+    Args:
+        pattern: ``re``-compatible source (the ``regex`` module's extras are not read).
+        groups: named group -> node that replaces the group (``name`` -> the tool names).
+
+    Returns:
+        (node, notes): notes list what was approximated (anchors and lookarounds dropped, ``\\w``
+        read as ASCII); an unreadable pattern gives ``Rep(ANY_CHAR, 1)`` and a note.
+    """
+    notes: list[str] = []
+    try:
+        tree = sre_parse.parse(pattern)
+        names = {v: k for k, v in tree.state.groupdict.items()}
+        return _seq_to_ir(tree, groups or {}, names, notes), notes
+    except (_Inexact, Exception) as exc:  # noqa: BLE001 - any unreadable construct: approximate
+        return Rep(ANY_CHAR, 1), [f"pattern not translated ({exc})"]
+
+
+def _leads(pattern: str) -> list[str]:
+    """Literal strings such that every match of ``pattern`` starts with one of them ('' if some
+    match may start with anything). Used to keep delimiters out of free text."""
+    try:
+        tree = sre_parse.parse(pattern)
+    except Exception:  # noqa: BLE001
+        return [""]
+
+    def lead(seq_) -> list[str]:
+        out = ""
+        for i, (op, av) in enumerate(seq_):
+            if op is sre_c.LITERAL:
+                out += chr(av)
+                continue
+            if op is sre_c.AT and not out:
+                continue
+            if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT) and not out and av[0] == 0:
+                continue  # every match still contains what follows an optional start
+            if op is sre_c.ASSERT and not out and av[0] == 1:  # lookahead at the start
+                return lead(list(av[1]))
+            if op is sre_c.SUBPATTERN and not out:
+                rest = list(seq_[i + 1:])
+                return [x for sub in [list(av[3])] for x in lead(sub + rest)]
+            if op is sre_c.BRANCH and not out:
+                rest = list(seq_[i + 1:])
+                return [x for b in av[1] for x in lead(list(b) + rest)]
+            break
+        return [out]
+
+    return list(dict.fromkeys(lead(list(tree))))
+
+
+def delimiter_ir(delim: Delimiter, groups: dict | None, g: Grammar, where: str):
+    """The node of an open/close delimiter (literals: their alternation)."""
+    if delim.literals is not None:
+        return lits(*sorted(delim.literals, key=len, reverse=True))
+    node, notes = regex_to_ir(delim.pattern, groups)
+    for note in notes:
+        if "ASCII" not in note:
+            g.inexact(f"{where} {delim.key} {delim.pattern!r}: {note}")
+    return node
+
+
+def delimiter_leads(delim: Delimiter, g: Grammar, where: str) -> list[str]:
+    if delim.literals is not None:
+        return list(delim.literals)
+    leads = _leads(delim.pattern)
+    if "" in leads:
+        g.inexact(f"{where} {delim.key} {delim.pattern!r}: no literal lead; free text may contain it")
+    return [x for x in leads if x]
+
+
+# --- JSON -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class JsonDialect:
+    """The JSON reader's dialect (content args of ``json``)."""
+    string_delims: tuple[tuple[str, str], ...] = ()
+    unquoted_keys: bool = False
+    python_literals: bool = False
+    pythonic: bool = False  # Python literal syntax (pythonic calls)
+
+    @property
+    def tag(self) -> str:
+        if self.pythonic:
+            return "py"
+        parts = ["json"]
+        if self.string_delims:
+            parts.append("sd")
+        if self.unquoted_keys:
+            parts.append("uk")
+        if self.python_literals:
+            parts.append("pl")
+        return "_".join(parts)
+
+
+WS = Rep(Chars(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20))), 0, None)
+_DIGIT = Chars(((0x30, 0x39),))
+_DIGIT19 = Chars(((0x31, 0x39),))
+_HEX = Chars(((0x30, 0x39), (0x41, 0x46), (0x61, 0x66)))
+
+
+class JsonBuilder:
+    """JSON (and Python-literal) value rules for one dialect, shared through ``g``."""
+
+    def __init__(self, g: Grammar, dialect: JsonDialect) -> None:
+        self.g, self.d = g, dialect
+        self.p = dialect.tag
+
+    def ws(self):
+        return self.g.add("ws", WS)
+
+    def _string_body(self, quote: str):
+        q = ord(quote)
+        char = alt(Chars(((0x00, 0x1F), (q, q), (0x5C, 0x5C)), True),
+                   seq(Lit("\\"), alt(Chars(_norm([(ord(c), ord(c)) for c in '"\\/bfnrt' + quote])),
+                                      seq(Lit("u"), Rep(_HEX, 4, 4)))))
+        return self.g.add(f"{self.p}_char_{'sq' if quote == chr(39) else 'dq'}", char)
+
+    def string(self):
+        name = f"{self.p}_string"
+        if name in self.g.rules:
+            return Ref(name)
+        forms = [seq(Lit('"'), Rep(self._string_body('"')), Lit('"'))]
+        if self.d.pythonic:
+            forms.append(seq(Lit("'"), Rep(self._string_body("'")), Lit("'")))
+        for o, c in self.d.string_delims:
+            forms.append(seq(Lit(o), Except((c,)), Lit(c)))
+        return self.g.add(name, alt(*forms))
+
+    def string_of(self, text: str):
+        """One exact string value (a tool name, an enum member)."""
+        forms = [Lit(json.dumps(text, ensure_ascii=False))]
+        if self.d.pythonic:
+            forms.append(Lit(repr(text)))
+        for o, c in self.d.string_delims:
+            if c not in text:
+                forms.append(Lit(o + text + c))
+        return alt(*forms)
+
+    def integer(self):
+        return self.g.add(f"{self.p}_int", seq(opt(Lit("-")), alt(Lit("0"), seq(_DIGIT19, Rep(_DIGIT)))))
+
+    def number(self):
+        frac = opt(seq(Lit("."), Rep(_DIGIT, 1)))
+        exp = opt(seq(Chars(((0x45, 0x45), (0x65, 0x65))), opt(Chars(((0x2B, 0x2B), (0x2D, 0x2D)))), Rep(_DIGIT, 1)))
+        return self.g.add(f"{self.p}_number", seq(self.integer(), frac, exp))
+
+    def boolean(self):
+        forms = ["True", "False"] if self.d.pythonic else ["true", "false"]
+        if self.d.python_literals:
+            forms += ["true", "false"] if self.d.pythonic else ["True", "False"]
+        return self.g.add(f"{self.p}_bool", lits(*forms))
+
+    def null(self):
+        forms = ["None"] if self.d.pythonic else ["null"]
+        if self.d.python_literals:
+            forms.append("null" if self.d.pythonic else "None")
+        return self.g.add(f"{self.p}_null", lits(*forms))
+
+    def key(self, name: str | None = None):
+        if name is None:
+            forms = [self.string()]
+            if self.d.unquoted_keys:
+                forms.append(seq(Chars(((0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))),
+                                 Rep(Chars(((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))))))
+            return alt(*forms)
+        forms = [self.string_of(name)]
+        if self.d.unquoted_keys and name.isidentifier():
+            forms.append(Lit(name))
+        return alt(*forms)
+
+    def value(self):
+        name = f"{self.p}_value"
+        if name in self.g.rules:
+            return Ref(name)
+        self.g.rules[name] = EMPTY  # placeholder for recursion
+        ws = self.ws()
+        member = seq(self.key(), ws, Lit(":"), ws, Ref(name))
+        obj = seq(Lit("{"), ws, opt(seq(member, ws, Rep(seq(Lit(","), ws, member, ws)))), Lit("}"))
+        arr = seq(Lit("["), ws, opt(seq(Ref(name), ws, Rep(seq(Lit(","), ws, Ref(name), ws)))), Lit("]"))
+        self.g.rules[name] = alt(self.g.add(f"{self.p}_object", obj), self.g.add(f"{self.p}_array", arr),
+                                 self.string(), self.number(), self.boolean(), self.null())
+        return Ref(name)
+
+    def schema(self, schema: Any, where: str):
+        """The node of values valid under JSON ``schema`` (a subset: type, enum, const, properties,
+        required, items, anyOf/oneOf; other keywords are not checked and make it inexact)."""
+        if schema is True or schema == {} or schema is None:
+            return self.value()
+        if not isinstance(schema, dict):
+            raise GrammarExportError(f"{where}: a JSON schema must be an object, got {schema!r}")
+        known = {"type", "enum", "const", "properties", "required", "items", "anyOf", "oneOf",
+                 "description", "title", "default", "additionalProperties", "examples", "$schema"}
+        for key in schema:
+            if key not in known:
+                self.g.inexact(f"{where}: schema keyword {key!r} is not enforced")
+        if "const" in schema:
+            return self.literal_value(schema["const"], where)
+        if "enum" in schema:
+            return alt(*(self.literal_value(v, where) for v in schema["enum"]))
+        for combo in ("anyOf", "oneOf"):
+            if combo in schema:
+                return alt(*(self.schema(s, f"{where}.{combo}[{i}]") for i, s in enumerate(schema[combo])))
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            return alt(*(self.schema({**schema, "type": k}, where) for k in kind))
+        if kind == "string":
+            return self.string()
+        if kind == "integer":
+            return self.integer()
+        if kind == "number":
+            return self.number()
+        if kind == "boolean":
+            return self.boolean()
+        if kind == "null":
+            return self.null()
+        if kind == "array":
+            item = self.schema(schema.get("items", {}), f"{where}.items")
+            ws = self.ws()
+            return seq(Lit("["), ws, opt(seq(item, ws, Rep(seq(Lit(","), ws, item, ws)))), Lit("]"))
+        if kind == "object" or "properties" in schema:
+            return self.object(schema, where)
+        return self.value()
+
+    def literal_value(self, value: Any, where: str):
+        if isinstance(value, str):
+            return self.string_of(value)
+        if self.d.pythonic or self.d.python_literals:
+            if value is True or value is False or value is None:
+                return lits(*dict.fromkeys([json.dumps(value)] * (not self.d.pythonic) + [repr(value)]))
+        return Lit(json.dumps(value, ensure_ascii=False, separators=(", ", ": ")))
+
+    def object(self, schema: dict, where: str):
+        props = schema.get("properties") or {}
+        if not props:
+            if schema.get("additionalProperties") is False:
+                return seq(Lit("{"), self.ws(), Lit("}"))
+            return self.g.add(f"{self.p}_object", EMPTY) if False else self._any_object()
+        required = set(schema.get("required") or ())
+        ws = self.ws()
+        members = [(seq(self.key(k), ws, Lit(":"), ws, self.schema(s, f"{where}.properties.{k}")), k in required)
+                   for k, s in props.items()]
+        return seq(Lit("{"), ws, self._members(members, 0, False), Lit("}"))
+
+    def _any_object(self):
+        self.value()
+        return Ref(f"{self.p}_object")
+
+    def _members(self, members, i: int, after_first: bool):
+        """Members ``i..`` in order; optional ones may be left out; commas between present ones."""
+        if i == len(members):
+            return EMPTY
+        node, required = members[i]
+        ws = self.ws()
+        here = seq(Lit(","), ws, node, ws) if after_first else seq(node, ws)
+        take = seq(here, self._members(members, i + 1, True))
+        if required:
+            return take
+        return alt(take, self._members(members, i + 1, after_first))
+
+
+# --- tools ----------------------------------------------------------------------------------
+
+def _normalize_tools(tools) -> list[tuple[str, dict]]:
+    """``[(name, parameters schema)]`` from OpenAI-style tools (``{"type": "function",
+    "function": {...}}``) or bare function objects."""
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        raise GrammarExportError(f"tools must be a list, got {type(tools).__name__}")
+    out = []
+    for i, tool in enumerate(tools):
+        fn = tool.get("function", tool) if isinstance(tool, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise GrammarExportError(f"tools[{i}]: needs a function with a string 'name'")
+        out.append((fn["name"], fn.get("parameters") or {"type": "object", "properties": {}}))
+    return out
+
+
+def tools_from_message(message: dict) -> list[dict]:
+    """Tools that a parsed message's calls conform to: one per called name, every argument
+    given required and typed by its value (used when a test vector names no tools)."""
+    def schema_of(value):
+        if isinstance(value, bool):
+            return {"type": "boolean"}
+        if isinstance(value, int):
+            return {"type": "integer"}
+        if isinstance(value, float):
+            return {"type": "number"}
+        if isinstance(value, str):
+            return {"type": "string"}
+        if value is None:
+            return {"type": "null"}
+        return {}
+
+    tools: dict[str, dict] = {}
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function", call)
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                args = {}
+        props = {k: schema_of(v) for k, v in (args or {}).items()} if isinstance(args, dict) else {}
+        if fn["name"] in tools:  # a second call: every argument seen, required only if always given
+            params = tools[fn["name"]]["function"]["parameters"]
+            for k, v in props.items():
+                if params["properties"].setdefault(k, v) != v:
+                    params["properties"][k] = {}
+            params["required"] = [k for k in params["required"] if k in props]
+            continue
+        tools[fn["name"]] = {"type": "function", "function": {
+            "name": fn["name"], "parameters": {"type": "object", "properties": props, "required": list(props)}}}
+    return list(tools.values())
+
+
+def _placeholder(spec) -> list[str]:
+    """The placeholder paths of one transform value: ``"{content.name}"`` -> ["content.name"];
+    ``{"$first": [...]}`` -> each alternative's; a literal -> []."""
+    if isinstance(spec, str) and spec.startswith("{") and spec.endswith("}") and spec.count("{") == 1:
+        return [spec[1:-1]]
+    if isinstance(spec, dict) and "$first" in spec:
+        return [p for s in spec["$first"] for p in _placeholder(s)]
+    return []
+
+
+@dataclass(frozen=True)
+class CallShape:
+    """Where a tool region's transform takes the call's name and arguments from.
+
+    name_group: the named group of the open delimiter holding the name, else None.
+    name_key: the body's key holding the name (``"$key"``: the only key of a one-key object).
+    args_keys: body keys the arguments may come under ((): the whole body is the arguments).
+    """
+    name_group: str | None
+    name_key: str | None
+    args_keys: tuple[str, ...]
+
+
+def call_shape(f: Field) -> CallShape | None:
+    """Read :class:`CallShape` from a field's transform; None when it is not a function call."""
+    t = f.transform
+    fn = t.get("function") if isinstance(t, dict) else None
+    if fn == "{content}":
+        return CallShape(None, "name", ("arguments",))
+    if not isinstance(fn, dict):
+        return None
+    names, args = _placeholder(fn.get("name")), _placeholder(fn.get("arguments"))
+    if len(names) != 1 or any(p.count(".") > (1 if p.startswith("content.") else 0) for p in names + args):
+        return None  # a nested shape ({content.fn.name}): the body is read as any JSON value
+    name = names[0]
+    group = None
+    if name in f.group_names:
+        group, key = name, None
+    else:
+        key = name[len("content."):] if name.startswith("content.") else name
+    keys = []
+    for a in args:
+        if a == "content":
+            keys = []
+            break
+        keys.append(a[len("content."):] if a.startswith("content.") else a)
+    if key == "$key":
+        keys = []
+    return CallShape(group, key, tuple(keys))
+
+
+# --- the builder ----------------------------------------------------------------------------
+
+def _is_tool_field(template: Template, f: Field) -> bool:
+    if template.version >= 2:
+        return f.role == "tool_calls"
+    return f.name == "tool_calls"
+
+
+def _is_reasoning(f: Field) -> bool:
+    return (f.slot or f.name) == "reasoning_content"
+
+
+class _Builder:
+    def __init__(self, template: Template, automaton: Automaton, tools, tool_choice: str,
+                 parallel: bool, reasoning: bool) -> None:
+        self.t, self.a = template, automaton
+        self.tools = _normalize_tools(tools)
+        self.has_tools = tools is not None
+        self.choice, self.parallel, self.reasoning = tool_choice, parallel, reasoning
+        self.g = Grammar()
+        if tool_choice not in TOOL_CHOICES:
+            offered = [n for n, _ in self.tools]
+            if tool_choice not in offered:
+                raise GrammarExportError(f"tool_choice {tool_choice!r} is not 'auto', 'required', 'none' "
+                                         f"or an offered tool ({', '.join(offered) or 'no tools given'})")
+            self.tools = [(n, s) for n, s in self.tools if n == tool_choice]
+        if self.has_tools and not self.tools:
+            if tool_choice != "auto" and tool_choice != "none":
+                raise GrammarExportError(f"tool_choice {tool_choice!r} but no tools are offered")
+            self.choice = "none"  # no tool offered: no call can be written
+
+    # names and arguments
+    def name_node(self, jb: JsonBuilder | None):
+        if not self.has_tools:
+            if jb is None:
+                return Rep(Chars(_norm([(0x41, 0x5A), (0x61, 0x7A), (0x30, 0x39), (0x5F, 0x5F), (0x2D, 0x2E)])), 1)
+            return jb.string()
+        if jb is None:
+            return lits(*(n for n, _ in self.tools)) if self.tools else Lit("\x00no-tools")
+        return alt(*(jb.string_of(n) for n, _ in self.tools)) if self.tools else Lit("\x00no-tools")
+
+    def args_node(self, jb: JsonBuilder, schema, where: str):
+        if not self.has_tools:
+            return jb.schema({"type": "object"}, where)
+        return jb.schema(schema, where)
+
+    def json_calls(self, f: Field, shape: CallShape, jb: JsonBuilder, where: str):
+        """A JSON body: the arguments object (name in the open), or call objects."""
+        ws = jb.ws()
+        if shape.name_group is not None:
+            return None  # per-tool: handled by the caller (the open carries the name)
+        per_tool = []
+        named = self.tools if self.has_tools else [(None, None)]
+        for name, schema in named:
+            nm = jb.string_of(name) if name is not None else jb.value()  # untyped: tools typing ignores it
+            args = self.args_node(jb, schema, f"{where} tool {name!r} parameters")
+            if shape.name_key == "$key":
+                key_node = nm if name is not None else jb.key()
+                per_tool.append(seq(Lit("{"), ws, key_node, ws, Lit(":"), ws, args, ws, Lit("}")))
+                continue
+            keys = shape.args_keys or ("arguments",)
+            arg_member = alt(*(seq(jb.key(k), ws, Lit(":"), ws, args) for k in keys))
+            name_member = seq(jb.key(shape.name_key or "name"), ws, Lit(":"), ws, nm)
+            # other members (an id) may come before and after; the reader ignores them
+            extra = seq(jb.key(), ws, Lit(":"), ws, jb.value())
+            before = Rep(seq(extra, ws, Lit(","), ws))
+            after = Rep(seq(ws, Lit(","), ws, extra))
+            per_tool.append(seq(Lit("{"), ws, before, alt(seq(name_member, ws, Lit(","), ws, arg_member),
+                                                          seq(arg_member, ws, Lit(","), ws, name_member)),
+                                after, ws, Lit("}")))
+        if not per_tool:
+            return Lit("\x00no-tools")
+        call = self.g.add(f"call_{len(self.g.rules)}", alt(*per_tool))
+        more = Rep(seq(ws, Lit(","), ws, call)) if self.parallel else EMPTY
+        # transform_each: the body is a list of calls (SPEC 6); otherwise one call object
+        return seq(Lit("["), ws, call, more, ws, Lit("]")) if f.transform_each else call
+
+    def pythonic_calls(self, f: Field, where: str):
+        jb = JsonBuilder(self.g, JsonDialect(python_literals=bool(f.content_args.get("json_literals")), pythonic=True))
+        ws = jb.ws()
+        per_tool = []
+        for name, schema in (self.tools if self.has_tools else [(None, None)]):
+            nm = Lit(name) if name is not None else self.name_node(None)
+            if schema is None or not (schema.get("properties")):
+                kw = seq(self.name_node(None), ws, Lit("="), ws, jb.value())
+                body = opt(seq(kw, Rep(seq(ws, Lit(","), ws, kw)), opt(seq(ws, Lit(",")))))
+            else:
+                required = set(schema.get("required") or ())
+                members = [(seq(Lit(k), ws, Lit("="), ws, jb.schema(s, f"{where} tool {name!r} parameters.{k}")),
+                            k in required) for k, s in schema["properties"].items()]
+                body = jb._members(members, 0, False)
+            per_tool.append(seq(nm, Lit("("), ws, body, ws, Lit(")")))
+        call = self.g.add(f"pycall_{len(self.g.rules)}", alt(*per_tool))
+        more = Rep(seq(ws, Lit(","), ws, call)) if self.parallel else EMPTY
+        forms = [seq(Lit("["), ws, call, more, ws, Lit("]"))]
+        if f.content_args.get("allow_bare", True) is not False:
+            forms.append(call)
+        return alt(*forms)
+
+    def xml_args(self, f: Field, schema, where: str):
+        """xml-inline arguments: one tag_pattern match per argument, key group = the name."""
+        pattern = f.content_args.get("tag_pattern")
+        if not isinstance(pattern, str) or f.content_args.get("value_parser") not in (None, {"name": "text"}, "text"):
+            self.g.inexact(f"{where} content_args.value_parser: values are any text")
+        if not self.has_tools or not isinstance(pattern, str):
+            self.g.inexact(f"{where} content_args.tag_pattern: arguments not typed without tools")
+            return Except(tuple(self.close_leads(f)))
+        self.g.inexact(f"{where} content_args.tag_pattern: values are text up to the tag's close")
+        required = set(schema.get("required") or ())
+        # text between tags is skipped by the reader: anything without a tag start or the close
+        junk = Except(tuple(dict.fromkeys([x for x in _leads(pattern) if x] + self.close_leads(f))))
+        value_tail = pattern.split("(?P<value>", 1)[1] if "(?P<value>" in pattern else ""
+        stop = tuple(x for x in (_leads(_after_group(value_tail)) if value_tail else []) if x)
+        jb = JsonBuilder(self.g, JsonDialect())
+        members = []
+        for key, prop in (schema.get("properties") or {}).items():
+            kind = prop.get("type") if isinstance(prop, dict) else None
+            typed = {"integer": jb.integer, "number": jb.number, "boolean": jb.boolean}.get(kind)
+            value = seq(WS, typed(), WS) if typed else (Except(stop) if stop else Rep(ANY_CHAR))
+            node, notes = regex_to_ir(pattern, {"key": Lit(key), "value": value})
+            members.append((seq(node, junk), key in required))
+        return seq(junk, self._ordered(members))
+
+    def _ordered(self, members):
+        if not members:
+            return EMPTY
+        node, required = members[0]
+        rest = self._ordered(members[1:])
+        return seq(node, rest) if required else seq(opt(node), rest)
+
+    def close_leads(self, f: Field) -> list[str]:
+        return delimiter_leads(f.close, self.g, f"field {f.name!r}") if f.close is not None else []
+
+    # regions
+    def _set(self, fi: int, node) -> Ref:
+        self.g.rules[self._key] = node
+        return Ref(self._key)
+
+    def region(self, fi: int, closed: bool = True):
+        """The rule of field ``fi``'s region; ``closed=False``: cut off by the end of the stream
+        (the parser closes it there; a close that is an end-of-turn token is never generated)."""
+        key = f"region_{fi}" if closed else f"open_region_{fi}"
+        if key in self.g.rules:
+            return Ref(key)
+        self.g.rules[key] = EMPTY  # placeholder: regions may nest each other
+        outer, self._key = getattr(self, "_key", None), key
+        try:
+            return self._region(fi, closed)
+        finally:
+            self._key = outer
+
+    def _region(self, fi: int, closed: bool):
+        f = self.t.fields[fi]
+        where = f"field {f.name!r}"
+        tool = _is_tool_field(self.t, f)
+        close = delimiter_ir(f.close, None, self.g, where) if f.close is not None and closed else None
+        open_groups = {}
+        shape = call_shape(f) if tool else None
+        body = None
+        if tool and f.content in ("json", "xml-inline") and shape is not None and shape.name_group is not None:
+            # one alternative per tool: the open names it, the body is its arguments
+            alts = []
+            jb = JsonBuilder(self.g, self.dialect(f))
+            for name, schema in (self.tools if self.has_tools else [(None, {"type": "object"})]):
+                nm = Lit(name) if name is not None else self.name_node(None)
+                op = delimiter_ir(f.open, {shape.name_group: nm}, self.g, where)
+                if f.content == "json":
+                    args = self.args_node(jb, schema, f"{where} tool {name!r} parameters")
+                    b = seq(jb.ws(), args, jb.ws())
+                else:
+                    b = self.xml_args(f, schema, where)
+                alts.append(seq(op, b, close) if close is not None else seq(op, b))
+            if not alts:
+                return self._set(fi, Lit("\x00no-tools"))
+            node = alt(*alts)
+            if not self.parallel and f.repeats:
+                pass
+            return self._set(fi, node)
+        op = delimiter_ir(f.open, open_groups, self.g, where)
+        if tool and f.content == "json" and shape is not None:
+            jb = JsonBuilder(self.g, self.dialect(f))
+            body = seq(jb.ws(), self.json_calls(f, shape, jb, where), jb.ws())
+        elif tool and f.content == "pythonic":
+            jb = JsonBuilder(self.g, JsonDialect(pythonic=True))
+            body = seq(jb.ws(), self.pythonic_calls(f, where), jb.ws())
+        elif f.content == "json":
+            jb = JsonBuilder(self.g, self.dialect(f))
+            body = seq(jb.ws(), jb.value(), jb.ws()) if not f.content_args.get("allow_non_json") else None
+        elif f.content == "pythonic":
+            body = seq(WS, self.pythonic_calls(f, where), WS)
+        if body is None:
+            if f.content not in ("text", "bool") and not f.content_args.get("allow_non_json"):
+                self.g.inexact(f"{where} content {f.content!r}: body is any text")
+            ends = [self.region(j) for j in self.inside(fi, ("end",))]
+            defers = self.inside(fi, ("end-if-unclosed",))
+            body = self.text_body(fi)
+            if defers and close is not None and f.end == "delimiter":
+                # a deferred open counts only when this region's close never follows: with the
+                # close, the region's text may hold it; without, the deferred region ends it
+                lax = self.text_body(fi, skip=defers)
+                return self._set(fi, alt(seq(op, lax, alt(close, *ends)),
+                                         seq(op, body, alt(*(self.region(j) for j in defers)))))
+            if ends and close is not None:
+                close = alt(close, *ends)
+        if tool:
+            if f.content not in ("json", "pythonic"):
+                self.g.inexact(f"{where}: tool calls in {f.content!r} bodies are not typed")
+        if f.end == "value":
+            return self._set(fi, seq(op, body, opt(close) if close is not None else EMPTY))
+        return self._set(fi, seq(op, body, close) if close is not None else seq(op, body))
+
+    def dialect(self, f: Field) -> JsonDialect:
+        a = f.content_args
+        return JsonDialect(tuple(tuple(x) for x in a.get("string_delims") or ()), bool(a.get("unquoted_keys")),
+                           bool(a.get("python_literals")))
+
+    def watched(self, state: int, skip=()) -> list[str]:
+        out = []
+        for w in self.a.states[state].watches:
+            if w.field in skip and w.kind == "open":
+                continue
+            out.extend(delimiter_leads(w.delimiter, self.g, f"field {self.t.fields[w.field].name!r}"))
+        return list(dict.fromkeys(out))
+
+    def enabled(self, fi: int) -> bool:
+        f = self.t.fields[fi]
+        if f.is_implicit:
+            return False
+        if _is_reasoning(f) and not self.reasoning:
+            return False
+        return not (_is_tool_field(self.t, f) and self.choice == "none")
+
+    def inside(self, fi: int, actions: tuple[str, ...]) -> list[int]:
+        """Enabled fields whose open is watched inside region ``fi`` with one of ``actions``."""
+        name = self.t.fields[fi].name
+        return [j for j, f in enumerate(self.t.fields)
+                if self.enabled(j) and any(r == name and how in actions for r, how in f.inside)]
+
+    def text_body(self, fi: int, skip: list | tuple = ()):
+        """A text region's body: its text (no watched delimiter) with nested regions between;
+        ``skip``: fields whose opens the text may contain."""
+        f = self.t.fields[fi]
+        watched = self.watched(self.a.state_of_field[fi], skip)
+        text = Except(tuple(watched)) if f.slot is not None or self.t.version < 2 else WS
+        nested = [self.region(j) for j in self.inside(fi, ("nest",))]
+        if not nested:
+            return text
+        return seq(text, Rep(seq(alt(*nested), text), 0, None if self.parallel else 1))
+
+    def build(self) -> Grammar:
+        t = self.t
+        tref = self.g.add("text", Except(tuple(self.watched(OUTSIDE))))
+        top = [fi for fi, f in enumerate(t.fields) if self.enabled(fi) and f.outside]
+        calls = [fi for fi in top if _is_tool_field(t, t.fields[fi]) or any(
+            _is_tool_field(t, t.fields[j]) for j in self.inside(fi, ("nest",)))]
+        plain = [fi for fi in top if fi not in calls]
+        other = [self.region(fi) for fi in plain]
+        if t.implicit is not None and t.fields[t.implicit].close is not None:
+            other.append(self.g.add("implicit_close", delimiter_ir(
+                t.fields[t.implicit].close, None, self.g, f"field {t.fields[t.implicit].name!r}")))
+        tool_regions = [self.region(fi) for fi in calls]
+        # the stream may end inside a region (no close yet): the parser closes it there
+        cut = [fi for fi in top if t.fields[fi].close is not None and t.fields[fi].end == "delimiter"]
+        unclosed = [self.region(fi, closed=False) for fi in cut if fi in plain]
+        unclosed_calls = [self.region(fi, closed=False) for fi in cut if fi in calls]
+        any_region = alt(*(other + tool_regions)) if other or tool_regions else None
+        plain_loop = Rep(seq(alt(*other), tref)) if other else EMPTY
+        need_call = self.choice not in ("auto", "none")
+        plain_end = opt(alt(*unclosed)) if unclosed else EMPTY
+        any_end = opt(alt(*(unclosed + unclosed_calls))) if unclosed or unclosed_calls else EMPTY
+        if not tool_regions:
+            if need_call:
+                raise GrammarExportError(f"{t.source}: tool_choice {self.choice!r} but the template has no "
+                                         "tool-call field (role 'tool_calls')")
+            body = seq(tref, plain_loop, plain_end)
+        else:
+            if self.parallel:
+                after = seq(tref, Rep(seq(any_region, tref)), any_end)
+            else:
+                after = seq(tref, plain_loop, plain_end)
+            first = alt(seq(alt(*tool_regions), after), *unclosed_calls)
+            body = seq(tref, plain_loop, first if need_call else alt(first, plain_end))
+        tail = EMPTY
+        self.g.rules = {"start": seq(body, tail), **self.g.rules}
+        return self.g
+
+
+def _after_group(rest: str) -> str:
+    """The pattern text after the group whose body starts ``rest`` (balanced parentheses)."""
+    depth, i, esc = 1, 0, False
+    while i < len(rest) and depth:
+        c = rest[i]
+        if esc:
+            esc = False
+        elif c == "\\":
+            esc = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        i += 1
+    return rest[i:]
+
+
+def build_grammar_ir(template: Template, tools: list | None = None, *, tool_choice: str = "auto",
+                     parallel: bool = True, reasoning: bool = True,
+                     automaton: Automaton | None = None) -> Grammar:
+    """Build the grammar IR of ``template``'s output language.
+
+    Args:
+        template: the validated IR.
+        tools: OpenAI-style tools (``[{"type": "function", "function": {"name", "parameters"}}]``)
+            or None (names are any identifier, arguments any JSON object).
+        tool_choice: ``auto`` (text with optional calls), ``required`` (at least one call),
+            ``none`` (no call regions), or an offered tool's name (only that tool, at least once).
+        parallel: False allows at most one call (one tool region, one call in it).
+        reasoning: False leaves out the reasoning region (field or slot ``reasoning_content``).
+        automaton: reuse an already built automaton.
+
+    Returns:
+        Grammar: rules with start rule ``start``; ``exact``/``notes`` say what is approximated.
+
+    Raises:
+        GrammarExportError: a tool_choice that names no offered tool, malformed tools, or
+            ``required`` for a template without tool-call fields.
+    """
+    automaton = automaton or build_automaton(template)
+    return _Builder(template, automaton, tools, tool_choice, parallel, reasoning).build()
+
+
+def sample(g: Grammar, rng, *, text_chars: str = "ab <>{}\"\n", max_len: int = 6, depth: int = 60) -> str:
+    """One random string of ``g``'s language (for property tests): alternatives and repeat counts
+    chosen by ``rng`` (a ``random.Random``); free text drawn from ``text_chars`` skipping any
+    character that would complete an excluded literal. Deep recursion picks the shortest way out.
+
+    Raises:
+        RecursionError: never in practice (``depth`` bounds nesting, then alternatives are taken
+        in order and repeats at their minimum).
+    """
+    out: list[str] = []
+
+    def walk(n, d: int) -> None:
+        if isinstance(n, Lit):
+            out.append(n.text)
+        elif isinstance(n, Chars):
+            out.append(_sample_char(n, rng))
+        elif isinstance(n, Seq):
+            for x in n.items:
+                walk(x, d)
+        elif isinstance(n, Alt):
+            walk(n.items[-1] if d <= 0 and any(isinstance(x, Lit) for x in n.items[-1:]) else
+                 (n.items[0] if d <= 0 else rng.choice(n.items)), d - 1)
+        elif isinstance(n, Rep):
+            hi = n.min if d <= 0 else (n.max if n.max is not None else n.min + 2)
+            for _ in range(rng.randint(n.min, max(n.min, hi))):
+                walk(n.item, d - 1)
+        elif isinstance(n, Ref):
+            walk(g.rules[n.name], d - 1)
+        elif isinstance(n, Except):
+            text = ""
+            for _ in range(rng.randint(0, max_len)):
+                c = rng.choice(text_chars)
+                if not any((text + c).endswith(x) for x in n.literals if x):
+                    text += c
+            # a trailing partial literal could join with what follows: keep it out
+            while text and any(x.startswith(text[i:]) for x in n.literals if x for i in range(len(text))):
+                text = text[:-1]
+            out.append(text)
+        else:  # pragma: no cover
+            raise TypeError(n)
+
+    walk(g.rules[g.start], depth)
+    return "".join(out)
+
+
+def _sample_char(n: Chars, rng) -> str:
+    pool = "abcXYZ019 _-.,\n\t\"'<>{}[]é"
+    ok = [c for c in pool if any(lo <= ord(c) <= hi for lo, hi in n.ranges) != n.negate]
+    if ok:
+        return rng.choice(ok)
+    lo, hi = n.ranges[0]
+    return chr(rng.randint(lo, min(hi, lo + 25)))

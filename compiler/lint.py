@@ -1,0 +1,208 @@
+"""``respc check`` linter (issue 10): defects a template can have that load-time rules allow.
+
+Each :class:`Finding` names the field and key at fault and carries an example string that shows
+the defect. ``error`` findings make a template parse wrongly for some ordinary output; ``warning``
+findings are risks. The load-time warnings of :func:`respc.compiler.validate.check_template` and the
+D2 warnings of the automaton are reported by ``respc check`` beside these.
+
+Checks, in order:
+
+* ``empty-match`` (warning): an open or close pattern that matches the empty string -- reuses
+  ``validate.may_match_empty`` (lookahead opens are meant to; a close may end a region before text);
+* ``shadowed-open``: two fields watched in one state with the same literal open; the later one
+  never opens unless the first can give the opener back (``reject``);
+* ``unreachable``: a field whose open is watched in no state the parser can reach;
+* ``backtracking``: a pattern with a repeat nested in an unbounded repeat (``(a+)+``), which takes
+  exponential time on a near-miss;
+* ``payload-delimiter``: a region whose close literal can occur inside its payload (a JSON string
+  value, an xml-inline parameter value) and so end the region early;
+* ``placeholder``: a transform placeholder that cannot resolve (``{content.x}`` on a text body,
+  a group no pattern of the field defines);
+* ``reasoning-name``: a reasoning-like field whose slot is not ``reasoning_content`` (the name
+  OpenAI-compatible servers and chat templates use).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+try:  # Python 3.11+
+    from re import _constants as sre_c
+    from re import _parser as sre_parse
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as sre_c  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
+
+from respc.runtime.transforms import placeholder_roots
+
+from .automaton import OUTSIDE, Automaton
+from .ir import Delimiter, Template
+from .validate import may_match_empty
+
+__all__ = ["Finding", "lint"]
+
+_REASONING_WORDS = ("reason", "think", "thought", "analysis")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One linter finding.
+
+    Attributes:
+        level (str): ``"error"`` or ``"warning"``.
+        check (str): the check's name (see the module docstring).
+        field (str | None): the field at fault (None: the template).
+        key (str): the template key at fault.
+        message (str): what is wrong.
+        example (str): a string that shows it (model output, or the pattern input).
+    """
+
+    level: str
+    check: str
+    field: str | None
+    key: str
+    message: str
+    example: str
+
+    def __str__(self) -> str:
+        where = f"field {self.field!r} key {self.key!r}" if self.field is not None else f"key {self.key!r}"
+        return f"{self.level}: [{self.check}] {where}: {self.message} (example: {self.example!r})"
+
+
+def _nested_repeat(pattern: str) -> str | None:
+    """The source of a repeat nested inside an unbounded repeat, or None."""
+    try:
+        tree = sre_parse.parse(pattern)
+    except Exception:  # noqa: BLE001 - regex-only syntax: not analysed
+        return None
+    repeats = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT)
+
+    def has_repeat(seq) -> bool:
+        for op, av in seq:
+            if op in repeats and (av[1] == sre_c.MAXREPEAT or av[1] > 1):
+                return True
+            if op is sre_c.SUBPATTERN and has_repeat(av[3]):
+                return True
+            if op is sre_c.BRANCH and any(has_repeat(b) for b in av[1]):
+                return True
+        return False
+
+    def walk(seq) -> bool:
+        for op, av in seq:
+            if op in repeats:
+                if av[1] == sre_c.MAXREPEAT and has_repeat(av[2]):
+                    return True
+                if walk(av[2]):
+                    return True
+            elif op is sre_c.SUBPATTERN and walk(av[3]):
+                return True
+            elif op is sre_c.BRANCH and any(walk(b) for b in av[1]):
+                return True
+        return False
+
+    return pattern if walk(list(tree)) else None
+
+
+def _delims(template: Template):
+    for f in template.fields:
+        for kind, delim in (("open", f.open), ("close", f.close)):
+            if delim is not None:
+                yield f, kind, delim
+
+
+def _example_of(delim: Delimiter) -> str:
+    return delim.literals[0] if delim.literals else delim.pattern
+
+
+def lint(template: Template, automaton: Automaton) -> list[Finding]:
+    """Run every check on a validated template.
+
+    Args:
+        template: the IR.
+        automaton: its region automaton.
+
+    Returns:
+        list[Finding]: in check order, then declaration order.
+    """
+    out: list[Finding] = []
+    fields = template.fields
+    for f, kind, delim in _delims(template):
+        if delim.literals is None and may_match_empty(delim.pattern):
+            out.append(Finding("warning", "empty-match", f.name, delim.key,
+                               f"{delim.pattern!r} matches the empty string"
+                               + (": the region opens wherever it does, with no text of its own (intended for "
+                                  "lookahead opens)" if kind == "open" else
+                                  ": the region may end before any text"), ""))
+    for state in automaton.states:
+        seen: dict[str, int] = {}
+        for w in state.watches:
+            if w.kind != "open" or w.delimiter.literals is None:
+                continue
+            for lit in w.delimiter.literals:
+                if lit in seen and seen[lit] != w.field and not fields[seen[lit]].reject:
+                    first = fields[seen[lit]].name
+                    out.append(Finding("error", "shadowed-open", fields[w.field].name, w.delimiter.key,
+                                       f"{lit!r} is also the open of field {first!r}, watched first in "
+                                       f"{state.name}; this field never opens there", lit))
+                seen.setdefault(lit, w.field)
+    reachable = {OUTSIDE}
+    frontier = [OUTSIDE]
+    while frontier:
+        s = frontier.pop()
+        for w in automaton.states[s].watches:
+            targets = [w.target] + ([automaton.after_state[w.field]] if w.field in automaton.after_state else [])
+            for target in targets:
+                if target not in reachable:
+                    reachable.add(target)
+                    frontier.append(target)
+    for fi, f in enumerate(fields):
+        if f.is_implicit:
+            continue
+        if automaton.state_of_field[fi] not in reachable:
+            out.append(Finding("error", "unreachable", f.name, "outside" if not f.outside else f.open.key,
+                               "no state the parser can reach watches this field's open (outside is false and "
+                               "no reachable region lists it in 'inside')", _example_of(f.open)))
+    for f, kind, delim in _delims(template):
+        if delim.literals is None and _nested_repeat(delim.pattern):
+            out.append(Finding("error", "backtracking", f.name, delim.key,
+                               f"{delim.pattern!r} nests a repeat inside an unbounded repeat: a near-miss takes "
+                               "exponential time", "a" * 30 + "!"))
+    for f in fields:
+        if f.is_implicit or f.close is None or f.end == "value" or f.close.literals is None:
+            continue
+        if f.content == "json" and not f.content_args.get("string_delims"):
+            for lit in f.close.literals:
+                if '"' not in lit and "\\" not in lit and all(ord(c) >= 0x20 for c in lit):
+                    out.append(Finding("warning", "payload-delimiter", f.name, f.close.key,
+                                       f"a JSON string value can hold {lit!r}, which ends the region early "
+                                       "(the model need not escape it)",
+                                       _example_of(f.open) + json.dumps({"code": f"x = '{lit}'"}) + lit))
+                    break
+        elif f.content == "xml-inline":
+            out.append(Finding("warning", "payload-delimiter", f.name, f.close.key,
+                               f"a parameter value can hold {f.close.literals[0]!r}, which ends the region early",
+                               f.close.literals[0]))
+    for f in fields:
+        if f.transform is None:
+            continue
+        roots = placeholder_roots(f.transform, v2=template.version >= 2)
+        for root in dict.fromkeys(roots):
+            if root == "content" and f.content in ("text", "int", "float", "bool"):
+                text = json.dumps(f.transform)
+                if "{content." in text:
+                    out.append(Finding("warning", "placeholder", f.name, "transform",
+                                       f"'{{content.<key>}}' on a {f.content!r} body: the value has no keys, so "
+                                       "it never resolves", text))
+            elif (root != "content" and root not in f.group_names
+                  and f.content in ("text", "int", "float", "bool")):
+                out.append(Finding("error", "placeholder", f.name, "transform",
+                                   f"placeholder root {root!r} is neither 'content' nor a named group of the "
+                                   f"field's patterns, and a {f.content!r} body has no keys", "{" + root + "}"))
+    for f in fields:
+        slot = f.slot if f.slot is not None else f.name
+        if slot != "reasoning_content" and any(w in slot.lower() for w in _REASONING_WORDS):
+            out.append(Finding("warning", "reasoning-name", f.name, "slot" if f.slot != f.name else "fields",
+                               f"reasoning goes into {slot!r}; OpenAI-compatible servers and chat templates use "
+                               "'reasoning_content'", slot))
+    return out
