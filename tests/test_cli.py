@@ -472,7 +472,7 @@ def test_check_command_ok(capsys):
         "warning: [payload-delimiter] field 'tool_calls' key 'close': a JSON string value can hold '</tool_call>', "
         "which ends the region early (the model need not escape it) (example: "
         "'<tool_call>{\"code\": \"x = \\'</tool_call>\\'\"}</tool_call>')\n"
-        "templates/qwen3.json: ok (3 fields, 3 states, 1 warnings)\n")
+        "templates/qwen3.json: ok (3 fields, 3 states, 1 warning)\n")
 
 
 def test_check_command_bad_template(tmp_path, capsys):
@@ -840,7 +840,7 @@ def test_local_folder_hiding_a_catalogue_name_gives_a_hint(workdir, capsys):
     hinted = err.rsplit("give its path: ", 1)[1].rstrip(")\n")
     capsys.readouterr()
     assert main(["check", hinted]) == 0
-    assert capsys.readouterr().out.endswith(": ok (3 fields, 3 states, 0 warnings)\n")
+    assert capsys.readouterr().out.endswith(": ok (3 fields, 3 states, 1 warning)\n")
 
 
 def test_leading_bom_is_dropped_from_output_prefix_and_tools(tmp_path, capsys):
