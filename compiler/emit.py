@@ -245,7 +245,10 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
                 finds.append({"literal": False, "comment": comment, "var": f"_D{f.regex}", "rank": f.rank,
                               "slot": f.slot, "hold_all": f.probe is None, "probe_var": f"_P{f.probe}",
                               "probe_slot": f.probe_slot, "probe_always": f.probe_always,
-                              "prefilter": f.prefilter})
+                              "prefilter": f.prefilter, "factor": None if f.factor is None else {
+                                  "repr": repr(f.factor.text), "short": len(f.factor.text) - 1,
+                                  "reach": f.factor.reach, "slot": f.factor_slot,
+                                  "back": None if f.back is None else f"_B{f.back}"}})
         hold = None
         if plan.hold is not None:
             single = len(plan.hold.firsts) == 1
@@ -260,6 +263,8 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
                     for k, (pattern, comment) in enumerate(scans.regexes)],
         "probes": [{"var": f"_P{k}", "pattern_repr": repr(pattern), "comment": _line(comment)}
                    for k, (pattern, comment) in enumerate(scans.probes)],
+        "backs": [{"var": f"_B{k}", "pattern_repr": repr(pattern), "comment": _line(comment)}
+                  for k, (pattern, comment) in enumerate(scans.backs)],
         "memo_slots": scans.memo_slots,
         "uses_literal_hold": uses_literal_hold,
         "window": scans.window,

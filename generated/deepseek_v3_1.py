@@ -225,7 +225,23 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'<｜tool▁call▁begin｜>(?P<name>[^<]+)<｜tool▁sep｜>'/
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        k = memo[3]
+        if k is None or -1 < k < pos:
+            k = memo[3] = buf.find('<｜tool▁call▁begin｜>', pos)
+        if k >= 0:
+            m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        elif eos:
+            m = memo[1] = False
+        else:
+            # no '<｜tool▁call▁begin｜>' from pos, so no complete match: a partial one runs into the end
+            # through the part before the factor and a proper prefix of it, so it starts at lo or later
+            j = n - 18
+            lo = j - 0
+            if lo < pos:
+                lo = pos
+            if j < lo:
+                j = lo
+            m = memo[1] = _D0.search(buf, lo, partial=True) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -255,24 +271,24 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<｜end▁of▁sentence｜>' | '</think>' | '<｜tool▁calls▁begin｜>' | '<｜tool▁calls▁end｜>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<｜end▁of▁sentence｜>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 19, 2, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</think>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 8, 2, None
+        i = memo[4] = buf.find('<｜end▁of▁sentence｜>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 19, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<｜tool▁calls▁begin｜>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 20, 2, None
+        i = memo[5] = buf.find('</think>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 8, 2, None
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<｜tool▁calls▁end｜>', pos)
+        i = memo[6] = buf.find('<｜tool▁calls▁begin｜>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 20, 2, None
+    i = memo[7]
+    if i is None or -1 < i < pos:
+        i = memo[7] = buf.find('<｜tool▁calls▁end｜>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 18, 2, None
     if not eos:
@@ -296,9 +312,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</think>'
-    i = memo[7]
+    i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('</think>', pos)
+        i = memo[8] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br = i, i + 8, 0
     if not eos:
@@ -321,9 +337,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<｜tool▁call▁end｜>'
-    i = memo[8]
+    i = memo[9]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<｜tool▁call▁end｜>', pos)
+        i = memo[9] = buf.find('<｜tool▁call▁end｜>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
         bs, be, br = i, i + 17, 0
     if not eos:
@@ -369,7 +385,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<｜',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 9
+    MEMO_SLOTS = 10
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

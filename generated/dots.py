@@ -281,7 +281,23 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        k = memo[3]
+        if k is None or -1 < k < pos:
+            k = memo[3] = buf.find('<invoke', pos)
+        if k >= 0:
+            m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        elif eos:
+            m = memo[1] = False
+        else:
+            # no '<invoke' from pos, so no complete match: a partial one runs into the end
+            # through the part before the factor and a proper prefix of it, so it starts at lo or later
+            j = n - 6
+            lo = j - 0
+            if lo < pos:
+                lo = pos
+            if j < lo:
+                j = lo
+            m = memo[1] = _D0.search(buf, lo, partial=True) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -311,14 +327,14 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|endofresponse|>' | '</dots_function_call>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|endofresponse|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 17, 2, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</dots_function_call>', pos)
+        i = memo[4] = buf.find('<|endofresponse|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 17, 2, None
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('</dots_function_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 21, 2, None
     if not eos:
@@ -343,9 +359,25 @@ def _scan_1(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
-    m = memo[5]
+    m = memo[6]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[5] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        k = memo[8]
+        if k is None or -1 < k < pos:
+            k = memo[8] = buf.find('<invoke', pos)
+        if k >= 0:
+            m = memo[6] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        elif eos:
+            m = memo[6] = False
+        else:
+            # no '<invoke' from pos, so no complete match: a partial one runs into the end
+            # through the part before the factor and a proper prefix of it, so it starts at lo or later
+            j = n - 6
+            lo = j - 0
+            if lo < pos:
+                lo = pos
+            if j < lo:
+                j = lo
+            m = memo[6] = _D0.search(buf, lo, partial=True) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -365,9 +397,9 @@ def _scan_1(buf, pos, eos, memo):
                 q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[6]
+                    q = memo[7]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[6] = _P0.search(buf, j, partial=True) or False
+                        q = memo[7] = _P0.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -375,9 +407,9 @@ def _scan_1(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'json_tool_call': /'(?=\\{)'/
-    m = memo[7]
+    m = memo[9]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[7] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
+        m = memo[9] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -392,9 +424,9 @@ def _scan_1(buf, pos, eos, memo):
                 # may still fail before the buffer's), and only then over the whole buffer.
                 q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
-                    q = memo[8]
+                    q = memo[10]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[8] = _P1.search(buf, pos, partial=True) or False
+                        q = memo[10] = _P1.search(buf, pos, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -402,9 +434,9 @@ def _scan_1(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'call_section': '</dots_function_call>'
-    i = memo[9]
+    i = memo[11]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('</dots_function_call>', pos)
+        i = memo[11] = buf.find('</dots_function_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 21, 2, None
     if not eos:
@@ -428,9 +460,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</invoke>'
-    i = memo[10]
+    i = memo[12]
     if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('</invoke>', pos)
+        i = memo[12] = buf.find('</invoke>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (9 > be - bs or (9 == be - bs and 0 < br)))):
         bs, be, br = i, i + 9, 0
     if not eos:
@@ -482,7 +514,7 @@ class ResponseParser(_rt.StreamParser):
         ('', frozenset(())),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 11
+    MEMO_SLOTS = 13
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

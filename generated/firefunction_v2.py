@@ -181,7 +181,23 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'functools(?=\\[)'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        k = memo[2]
+        if k is None or -1 < k < pos:
+            k = memo[2] = buf.find('functools', pos)
+        if k >= 0:
+            m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        elif eos:
+            m = memo[0] = False
+        else:
+            # no 'functools' from pos, so no complete match: a partial one runs into the end
+            # through the part before the factor and a proper prefix of it, so it starts at lo or later
+            j = n - 8
+            lo = j - 0
+            if lo < pos:
+                lo = pos
+            if j < lo:
+                j = lo
+            m = memo[0] = _D0.search(buf, lo, partial=True) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -211,14 +227,14 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<|eot_id|>' | '<|start_header_id|>assistant<|end_header_id|>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|eot_id|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 10, 1, None
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|start_header_id|>assistant<|end_header_id|>', pos)
+        i = memo[3] = buf.find('<|eot_id|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 10, 1, None
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('<|start_header_id|>assistant<|end_header_id|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (45 > be - bs or (45 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 45, 1, None
     if not eos:
@@ -242,9 +258,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<|eot_id|>'
-    i = memo[4]
+    i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|eot_id|>', pos)
+        i = memo[5] = buf.find('<|eot_id|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
         bs, be, br = i, i + 10, 0
     if not eos:
@@ -289,7 +305,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 5
+    MEMO_SLOTS = 6
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -210,7 +210,23 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        k = memo[2]
+        if k is None or -1 < k < pos:
+            k = memo[2] = buf.find('<function=', pos)
+        if k >= 0:
+            m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        elif eos:
+            m = memo[0] = False
+        else:
+            # no '<function=' from pos, so no complete match: a partial one runs into the end
+            # through the part before the factor and a proper prefix of it, so it starts at lo or later
+            j = n - 9
+            lo = j - 0
+            if lo < pos:
+                lo = pos
+            if j < lo:
+                j = lo
+            m = memo[0] = _D0.search(buf, lo, partial=True) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -240,20 +256,20 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'python_call': '<|python_tag|>'
-    i = memo[2]
+    i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|python_tag|>', pos)
+        i = memo[3] = buf.find('<|python_tag|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 14, 1, None
     # close of 'content': '<|eot_id|>' | '<|eom_id|>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|eot_id|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 10, 2, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|eom_id|>', pos)
+        i = memo[4] = buf.find('<|eot_id|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 10, 2, None
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('<|eom_id|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 10, 2, None
     if not eos:
@@ -277,9 +293,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</function>'
-    i = memo[5]
+    i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('</function>', pos)
+        i = memo[6] = buf.find('</function>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 0 < br)))):
         bs, be, br = i, i + 11, 0
     if not eos:
@@ -302,14 +318,14 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'python_call': '<|eom_id|>' | '<|eot_id|>'
-    i = memo[6]
-    if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|eom_id|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
-        bs, be, br = i, i + 10, 0
     i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('<|eot_id|>', pos)
+        i = memo[7] = buf.find('<|eom_id|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 10, 0
+    i = memo[8]
+    if i is None or -1 < i < pos:
+        i = memo[8] = buf.find('<|eot_id|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
         bs, be, br = i, i + 10, 0
     if not eos:
@@ -355,7 +371,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 8
+    MEMO_SLOTS = 9
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

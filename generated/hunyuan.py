@@ -155,7 +155,23 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'reasoning_content': /'<think(?::[^<>\\s]+)?>'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        k = memo[2]
+        if k is None or -1 < k < pos:
+            k = memo[2] = buf.find('<think', pos)
+        if k >= 0:
+            m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        elif eos:
+            m = memo[0] = False
+        else:
+            # no '<think' from pos, so no complete match: a partial one runs into the end
+            # through the part before the factor and a proper prefix of it, so it starts at lo or later
+            j = n - 5
+            lo = j - 0
+            if lo < pos:
+                lo = pos
+            if j < lo:
+                j = lo
+            m = memo[0] = _D0.search(buf, lo, partial=True) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -185,9 +201,25 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'tool_calls': /'<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)'/
-    m = memo[2]
+    m = memo[3]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[2] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
+        k = memo[5]
+        if k is None or -1 < k < pos:
+            k = memo[5] = buf.find('<tool_call', pos)
+        if k >= 0:
+            m = memo[3] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
+        elif eos:
+            m = memo[3] = False
+        else:
+            # no '<tool_call' from pos, so no complete match: a partial one runs into the end
+            # through the part before the factor and a proper prefix of it, so it starts at lo or later
+            j = n - 9
+            lo = j - 0
+            if lo < pos:
+                lo = pos
+            if j < lo:
+                j = lo
+            m = memo[3] = _D1.search(buf, lo, partial=True) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -207,9 +239,9 @@ def _scan_0(buf, pos, eos, memo):
                 q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[3]
+                    q = memo[4]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[3] = _P1.search(buf, j, partial=True) or False
+                        q = memo[4] = _P1.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -217,9 +249,9 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': /'<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
-    m = memo[4]
+    m = memo[6]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[4] = (_D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)) or False
+        m = memo[6] = (_D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -239,9 +271,9 @@ def _scan_0(buf, pos, eos, memo):
                 q = _P2.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[5]
+                    q = memo[7]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[5] = _P2.search(buf, j, partial=True) or False
+                        q = memo[7] = _P2.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -260,9 +292,25 @@ def _scan_1(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'reasoning_content': /'</think(?::[^<>\\s]+)?>'/
-    m = memo[6]
+    m = memo[8]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[6] = (_D3.search(buf, pos) if eos else _D3.search(buf, pos, partial=True)) or False
+        k = memo[10]
+        if k is None or -1 < k < pos:
+            k = memo[10] = buf.find('</think', pos)
+        if k >= 0:
+            m = memo[8] = (_D3.search(buf, pos) if eos else _D3.search(buf, pos, partial=True)) or False
+        elif eos:
+            m = memo[8] = False
+        else:
+            # no '</think' from pos, so no complete match: a partial one runs into the end
+            # through the part before the factor and a proper prefix of it, so it starts at lo or later
+            j = n - 6
+            lo = j - 0
+            if lo < pos:
+                lo = pos
+            if j < lo:
+                j = lo
+            m = memo[8] = _D3.search(buf, lo, partial=True) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -282,9 +330,9 @@ def _scan_1(buf, pos, eos, memo):
                 q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[7]
+                    q = memo[9]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[7] = _P3.search(buf, j, partial=True) or False
+                        q = memo[9] = _P3.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -303,9 +351,25 @@ def _scan_2(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': /'</tool_call(?::[^<>\\s]+)?>'/
-    m = memo[8]
+    m = memo[11]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[8] = (_D4.search(buf, pos) if eos else _D4.search(buf, pos, partial=True)) or False
+        k = memo[13]
+        if k is None or -1 < k < pos:
+            k = memo[13] = buf.find('</tool_call', pos)
+        if k >= 0:
+            m = memo[11] = (_D4.search(buf, pos) if eos else _D4.search(buf, pos, partial=True)) or False
+        elif eos:
+            m = memo[11] = False
+        else:
+            # no '</tool_call' from pos, so no complete match: a partial one runs into the end
+            # through the part before the factor and a proper prefix of it, so it starts at lo or later
+            j = n - 10
+            lo = j - 0
+            if lo < pos:
+                lo = pos
+            if j < lo:
+                j = lo
+            m = memo[11] = _D4.search(buf, lo, partial=True) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -325,9 +389,9 @@ def _scan_2(buf, pos, eos, memo):
                 q = _P4.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[9]
+                    q = memo[12]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[9] = _P4.search(buf, j, partial=True) or False
+                        q = memo[12] = _P4.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -368,7 +432,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 10
+    MEMO_SLOTS = 14
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -129,7 +129,23 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        k = memo[2]
+        if k is None or -1 < k < pos:
+            k = memo[2] = buf.find('[TOOL_CALLS]', pos)
+        if k >= 0:
+            m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        elif eos:
+            m = memo[0] = False
+        else:
+            # no '[TOOL_CALLS]' from pos, so no complete match: a partial one runs into the end
+            # through the part before the factor and a proper prefix of it, so it starts at lo or later
+            j = n - 11
+            lo = j - 0
+            if lo < pos:
+                lo = pos
+            if j < lo:
+                j = lo
+            m = memo[0] = _D0.search(buf, lo, partial=True) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -159,9 +175,9 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '</s>'
-    i = memo[2]
+    i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('</s>', pos)
+        i = memo[3] = buf.find('</s>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 4, 1, None
     if not eos:
@@ -212,7 +228,7 @@ class ResponseParser(_rt.StreamParser):
         ('', frozenset(())),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 3
+    MEMO_SLOTS = 4
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

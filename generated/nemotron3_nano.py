@@ -192,7 +192,23 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        k = memo[3]
+        if k is None or -1 < k < pos:
+            k = memo[3] = buf.find('<tool_call>', pos)
+        if k >= 0:
+            m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        elif eos:
+            m = memo[1] = False
+        else:
+            # no '<tool_call>' from pos, so no complete match: a partial one runs into the end
+            # through the part before the factor and a proper prefix of it, so it starts at lo or later
+            j = n - 10
+            lo = j - 0
+            if lo < pos:
+                lo = pos
+            if j < lo:
+                j = lo
+            m = memo[1] = _D0.search(buf, lo, partial=True) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -222,14 +238,14 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|im_end|>' | '</think>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|im_end|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 10, 2, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</think>', pos)
+        i = memo[4] = buf.find('<|im_end|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 10, 2, None
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 8, 2, None
     if not eos:
@@ -253,9 +269,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</think>'
-    i = memo[5]
+    i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('</think>', pos)
+        i = memo[6] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br = i, i + 8, 0
     if not eos:
@@ -278,9 +294,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</tool_call>'
-    i = memo[6]
+    i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('</tool_call>', pos)
+        i = memo[7] = buf.find('</tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br = i, i + 12, 0
     if not eos:
@@ -326,7 +342,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 7
+    MEMO_SLOTS = 8
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -196,7 +196,23 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        k = memo[3]
+        if k is None or -1 < k < pos:
+            k = memo[3] = buf.find('<seed:tool_call>', pos)
+        if k >= 0:
+            m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        elif eos:
+            m = memo[1] = False
+        else:
+            # no '<seed:tool_call>' from pos, so no complete match: a partial one runs into the end
+            # through the part before the factor and a proper prefix of it, so it starts at lo or later
+            j = n - 15
+            lo = j - 0
+            if lo < pos:
+                lo = pos
+            if j < lo:
+                j = lo
+            m = memo[1] = _D0.search(buf, lo, partial=True) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -226,9 +242,9 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<seed:eos>'
-    i = memo[3]
+    i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<seed:eos>', pos)
+        i = memo[4] = buf.find('<seed:eos>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 10, 2, None
     if not eos:
@@ -252,9 +268,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</seed:think>'
-    i = memo[4]
+    i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</seed:think>', pos)
+        i = memo[5] = buf.find('</seed:think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 0 < br)))):
         bs, be, br = i, i + 13, 0
     if not eos:
@@ -277,9 +293,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</seed:tool_call>'
-    i = memo[5]
+    i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('</seed:tool_call>', pos)
+        i = memo[6] = buf.find('</seed:tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
         bs, be, br = i, i + 17, 0
     if not eos:
@@ -325,7 +341,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 6
+    MEMO_SLOTS = 7
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 
