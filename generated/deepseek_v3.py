@@ -179,25 +179,24 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # open of 'tool_calls': /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/
+    # every match, and every partial one, contains '<｜tool▁call▁begin｜>function<｜tool▁sep｜>' or runs into the end first: it starts
+    # in the run of characters the part before the factor consumes that ends at the factor's first
+    # occurrence from pos (or at the end, less a proper prefix of the factor), so it is searched from lo
+    k = memo[2]
+    if k is None or -1 < k < pos:
+        k = memo[2] = buf.find('<｜tool▁call▁begin｜>function<｜tool▁sep｜>', pos)
+    t = k if k >= 0 else n - 38
+    lo = t - 0
+    if lo < pos:
+        lo = pos
+    if t < lo:
+        t = lo
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        k = memo[2]
-        if k is None or -1 < k < pos:
-            k = memo[2] = buf.find('<｜tool▁call▁begin｜>function<｜tool▁sep｜>', pos)
-        if k >= 0:
-            m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
-        elif eos:
-            m = memo[0] = False
+        if k < 0 and eos:
+            m = memo[0] = False  # no factor, no match
         else:
-            # no '<｜tool▁call▁begin｜>function<｜tool▁sep｜>' from pos, so no complete match: a partial one runs into the end
-            # through the part before the factor and a proper prefix of it, so it starts at lo or later
-            j = n - 38
-            lo = j - 0
-            if lo < pos:
-                lo = pos
-            if j < lo:
-                j = lo
-            m = memo[0] = _D0.search(buf, lo, partial=True) or False
+            m = memo[0] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -212,7 +211,7 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, pos, i, partial=True)
+                j = _D0.search(buf, lo, i, partial=True)
                 j = i if j is None else j.start()
                 q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:

@@ -293,26 +293,25 @@ def _scan_0(buf, pos, eos, memo):
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (30 > be - bs or (30 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 30, 0, None
     # open of 'tool_calls': /'(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
+    # every match, and every partial one, contains 'to=functions.' or runs into the end first: it starts
+    # in the run of characters the part before the factor consumes that ends at the factor's first
+    # occurrence from pos (or at the end, less a proper prefix of the factor), so it is searched from lo
+    k = memo[3]
+    if k is None or -1 < k < pos:
+        k = memo[3] = buf.find('to=functions.', pos)
+    t = k if k >= 0 else n - 12
+    lo = pos
+    if t < lo:
+        t = lo
+    b = _B0.search(buf, lo, t)
+    if b is not None:
+        lo = b.end()
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        k = memo[3]
-        if k is None or -1 < k < pos:
-            k = memo[3] = buf.find('to=functions.', pos)
-        if k >= 0:
-            m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
-        elif eos:
-            m = memo[1] = False
+        if k < 0 and eos:
+            m = memo[1] = False  # no factor, no match
         else:
-            # no 'to=functions.' from pos, so no complete match: a partial one runs into the end
-            # through the part before the factor and a proper prefix of it, so it starts at lo or later
-            j = n - 12
-            lo = pos
-            if j < lo:
-                j = lo
-            b = _B0.search(buf, lo, j)
-            if b is not None:
-                lo = b.end()
-            m = memo[1] = _D0.search(buf, lo, partial=True) or False
+            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -325,11 +324,11 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                q = _P0.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
                     q = memo[2]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[2] = _P0.search(buf, pos, partial=True) or False
+                        q = memo[2] = _P0.search(buf, lo, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()

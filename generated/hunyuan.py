@@ -153,25 +153,24 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # open of 'reasoning_content': /'<think(?::[^<>\\s]+)?>'/
+    # every match, and every partial one, contains '<think' or runs into the end first: it starts
+    # in the run of characters the part before the factor consumes that ends at the factor's first
+    # occurrence from pos (or at the end, less a proper prefix of the factor), so it is searched from lo
+    k = memo[2]
+    if k is None or -1 < k < pos:
+        k = memo[2] = buf.find('<think', pos)
+    t = k if k >= 0 else n - 5
+    lo = t - 0
+    if lo < pos:
+        lo = pos
+    if t < lo:
+        t = lo
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        k = memo[2]
-        if k is None or -1 < k < pos:
-            k = memo[2] = buf.find('<think', pos)
-        if k >= 0:
-            m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
-        elif eos:
-            m = memo[0] = False
+        if k < 0 and eos:
+            m = memo[0] = False  # no factor, no match
         else:
-            # no '<think' from pos, so no complete match: a partial one runs into the end
-            # through the part before the factor and a proper prefix of it, so it starts at lo or later
-            j = n - 5
-            lo = j - 0
-            if lo < pos:
-                lo = pos
-            if j < lo:
-                j = lo
-            m = memo[0] = _D0.search(buf, lo, partial=True) or False
+            m = memo[0] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -186,7 +185,7 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, pos, i, partial=True)
+                j = _D0.search(buf, lo, i, partial=True)
                 j = i if j is None else j.start()
                 q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
@@ -201,25 +200,24 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'tool_calls': /'<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)'/
+    # every match, and every partial one, contains '<tool_call' or runs into the end first: it starts
+    # in the run of characters the part before the factor consumes that ends at the factor's first
+    # occurrence from pos (or at the end, less a proper prefix of the factor), so it is searched from lo
+    k = memo[5]
+    if k is None or -1 < k < pos:
+        k = memo[5] = buf.find('<tool_call', pos)
+    t = k if k >= 0 else n - 9
+    lo = t - 0
+    if lo < pos:
+        lo = pos
+    if t < lo:
+        t = lo
     m = memo[3]
     if m is None or (m is not False and m.start() < pos):
-        k = memo[5]
-        if k is None or -1 < k < pos:
-            k = memo[5] = buf.find('<tool_call', pos)
-        if k >= 0:
-            m = memo[3] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
-        elif eos:
-            m = memo[3] = False
+        if k < 0 and eos:
+            m = memo[3] = False  # no factor, no match
         else:
-            # no '<tool_call' from pos, so no complete match: a partial one runs into the end
-            # through the part before the factor and a proper prefix of it, so it starts at lo or later
-            j = n - 9
-            lo = j - 0
-            if lo < pos:
-                lo = pos
-            if j < lo:
-                j = lo
-            m = memo[3] = _D1.search(buf, lo, partial=True) or False
+            m = memo[3] = (_D1.search(buf, lo) if eos else _D1.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -234,7 +232,7 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D1.search(buf, pos, i, partial=True)
+                j = _D1.search(buf, lo, i, partial=True)
                 j = i if j is None else j.start()
                 q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
@@ -292,25 +290,24 @@ def _scan_1(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'reasoning_content': /'</think(?::[^<>\\s]+)?>'/
+    # every match, and every partial one, contains '</think' or runs into the end first: it starts
+    # in the run of characters the part before the factor consumes that ends at the factor's first
+    # occurrence from pos (or at the end, less a proper prefix of the factor), so it is searched from lo
+    k = memo[10]
+    if k is None or -1 < k < pos:
+        k = memo[10] = buf.find('</think', pos)
+    t = k if k >= 0 else n - 6
+    lo = t - 0
+    if lo < pos:
+        lo = pos
+    if t < lo:
+        t = lo
     m = memo[8]
     if m is None or (m is not False and m.start() < pos):
-        k = memo[10]
-        if k is None or -1 < k < pos:
-            k = memo[10] = buf.find('</think', pos)
-        if k >= 0:
-            m = memo[8] = (_D3.search(buf, pos) if eos else _D3.search(buf, pos, partial=True)) or False
-        elif eos:
-            m = memo[8] = False
+        if k < 0 and eos:
+            m = memo[8] = False  # no factor, no match
         else:
-            # no '</think' from pos, so no complete match: a partial one runs into the end
-            # through the part before the factor and a proper prefix of it, so it starts at lo or later
-            j = n - 6
-            lo = j - 0
-            if lo < pos:
-                lo = pos
-            if j < lo:
-                j = lo
-            m = memo[8] = _D3.search(buf, lo, partial=True) or False
+            m = memo[8] = (_D3.search(buf, lo) if eos else _D3.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -325,7 +322,7 @@ def _scan_1(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D3.search(buf, pos, i, partial=True)
+                j = _D3.search(buf, lo, i, partial=True)
                 j = i if j is None else j.start()
                 q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
@@ -351,25 +348,24 @@ def _scan_2(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': /'</tool_call(?::[^<>\\s]+)?>'/
+    # every match, and every partial one, contains '</tool_call' or runs into the end first: it starts
+    # in the run of characters the part before the factor consumes that ends at the factor's first
+    # occurrence from pos (or at the end, less a proper prefix of the factor), so it is searched from lo
+    k = memo[13]
+    if k is None or -1 < k < pos:
+        k = memo[13] = buf.find('</tool_call', pos)
+    t = k if k >= 0 else n - 10
+    lo = t - 0
+    if lo < pos:
+        lo = pos
+    if t < lo:
+        t = lo
     m = memo[11]
     if m is None or (m is not False and m.start() < pos):
-        k = memo[13]
-        if k is None or -1 < k < pos:
-            k = memo[13] = buf.find('</tool_call', pos)
-        if k >= 0:
-            m = memo[11] = (_D4.search(buf, pos) if eos else _D4.search(buf, pos, partial=True)) or False
-        elif eos:
-            m = memo[11] = False
+        if k < 0 and eos:
+            m = memo[11] = False  # no factor, no match
         else:
-            # no '</tool_call' from pos, so no complete match: a partial one runs into the end
-            # through the part before the factor and a proper prefix of it, so it starts at lo or later
-            j = n - 10
-            lo = j - 0
-            if lo < pos:
-                lo = pos
-            if j < lo:
-                j = lo
-            m = memo[11] = _D4.search(buf, lo, partial=True) or False
+            m = memo[11] = (_D4.search(buf, lo) if eos else _D4.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -384,7 +380,7 @@ def _scan_2(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D4.search(buf, pos, i, partial=True)
+                j = _D4.search(buf, lo, i, partial=True)
                 j = i if j is None else j.start()
                 q = _P4.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
