@@ -247,6 +247,7 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
                               "probe_slot": f.probe_slot, "probe_always": f.probe_always,
                               "prefilter": f.prefilter, "factor": None if f.factor is None else {
                                   "repr": repr(f.factor.text), "short": len(f.factor.text) - 1,
+                                  "first": repr(f.factor.text[0]),
                                   "reach": f.factor.reach, "slot": f.factor_slot,
                                   "back": None if f.back is None else f"_B{f.back}"}})
         hold = None

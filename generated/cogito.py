@@ -226,22 +226,30 @@ def _scan_0(buf, pos, eos, memo):
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 7, 0, None
     # open of 'tool_calls': /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/
-    # every match, and every partial one, contains '<｜tool▁call▁begin｜>function<｜tool▁sep｜>' or runs into the end first: it starts
-    # in the run of characters the part before the factor consumes that ends at the factor's first
-    # occurrence from pos (or at the end, less a proper prefix of the factor), so it is searched from lo
+    # every match, and every partial one, contains '<｜tool▁call▁begin｜>function<｜tool▁sep｜>' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
     k = memo[3]
     if k is None or -1 < k < pos:
         k = memo[3] = buf.find('<｜tool▁call▁begin｜>function<｜tool▁sep｜>', pos)
-    t = k if k >= 0 else n - 38
-    lo = t - 0
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('<', n - 38 if n - 38 > pos else pos)
+        while j >= 0:
+            if '<｜tool▁call▁begin｜>function<｜tool▁sep｜>'.startswith(buf[j:]):
+                x = j
+                break
+            j = buf.find('<', j + 1)
+    lo = x - 0
     if lo < pos:
         lo = pos
-    if t < lo:
-        t = lo
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        if k < 0 and eos:
-            m = memo[1] = False  # no factor, no match
+        if k < 0 and (eos or lo == n):
+            m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
             m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:

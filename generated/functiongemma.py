@@ -184,22 +184,30 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # open of 'tool_calls': /'<start_function_call>call:(?P<name>[^{<\\s]+)'/
-    # every match, and every partial one, contains '<start_function_call>call:' or runs into the end first: it starts
-    # in the run of characters the part before the factor consumes that ends at the factor's first
-    # occurrence from pos (or at the end, less a proper prefix of the factor), so it is searched from lo
+    # every match, and every partial one, contains '<start_function_call>call:' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
     k = memo[2]
     if k is None or -1 < k < pos:
         k = memo[2] = buf.find('<start_function_call>call:', pos)
-    t = k if k >= 0 else n - 25
-    lo = t - 0
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('<', n - 25 if n - 25 > pos else pos)
+        while j >= 0:
+            if '<start_function_call>call:'.startswith(buf[j:]):
+                x = j
+                break
+            j = buf.find('<', j + 1)
+    lo = x - 0
     if lo < pos:
         lo = pos
-    if t < lo:
-        t = lo
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        if k < 0 and eos:
-            m = memo[0] = False  # no factor, no match
+        if k < 0 and (eos or lo == n):
+            m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
             m = memo[0] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:

@@ -153,22 +153,30 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # open of 'reasoning_content': /'<think(?::[^<>\\s]+)?>'/
-    # every match, and every partial one, contains '<think' or runs into the end first: it starts
-    # in the run of characters the part before the factor consumes that ends at the factor's first
-    # occurrence from pos (or at the end, less a proper prefix of the factor), so it is searched from lo
+    # every match, and every partial one, contains '<think' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
     k = memo[2]
     if k is None or -1 < k < pos:
         k = memo[2] = buf.find('<think', pos)
-    t = k if k >= 0 else n - 5
-    lo = t - 0
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('<', n - 5 if n - 5 > pos else pos)
+        while j >= 0:
+            if '<think'.startswith(buf[j:]):
+                x = j
+                break
+            j = buf.find('<', j + 1)
+    lo = x - 0
     if lo < pos:
         lo = pos
-    if t < lo:
-        t = lo
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        if k < 0 and eos:
-            m = memo[0] = False  # no factor, no match
+        if k < 0 and (eos or lo == n):
+            m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
             m = memo[0] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
@@ -200,22 +208,30 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'tool_calls': /'<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)'/
-    # every match, and every partial one, contains '<tool_call' or runs into the end first: it starts
-    # in the run of characters the part before the factor consumes that ends at the factor's first
-    # occurrence from pos (or at the end, less a proper prefix of the factor), so it is searched from lo
+    # every match, and every partial one, contains '<tool_call' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
     k = memo[5]
     if k is None or -1 < k < pos:
         k = memo[5] = buf.find('<tool_call', pos)
-    t = k if k >= 0 else n - 9
-    lo = t - 0
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('<', n - 9 if n - 9 > pos else pos)
+        while j >= 0:
+            if '<tool_call'.startswith(buf[j:]):
+                x = j
+                break
+            j = buf.find('<', j + 1)
+    lo = x - 0
     if lo < pos:
         lo = pos
-    if t < lo:
-        t = lo
     m = memo[3]
     if m is None or (m is not False and m.start() < pos):
-        if k < 0 and eos:
-            m = memo[3] = False  # no factor, no match
+        if k < 0 and (eos or lo == n):
+            m = memo[3] = False  # no factor and nothing it could begin with: no match
         else:
             m = memo[3] = (_D1.search(buf, lo) if eos else _D1.search(buf, lo, partial=True)) or False
     if m is not False:
@@ -290,22 +306,30 @@ def _scan_1(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'reasoning_content': /'</think(?::[^<>\\s]+)?>'/
-    # every match, and every partial one, contains '</think' or runs into the end first: it starts
-    # in the run of characters the part before the factor consumes that ends at the factor's first
-    # occurrence from pos (or at the end, less a proper prefix of the factor), so it is searched from lo
+    # every match, and every partial one, contains '</think' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
     k = memo[10]
     if k is None or -1 < k < pos:
         k = memo[10] = buf.find('</think', pos)
-    t = k if k >= 0 else n - 6
-    lo = t - 0
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('<', n - 6 if n - 6 > pos else pos)
+        while j >= 0:
+            if '</think'.startswith(buf[j:]):
+                x = j
+                break
+            j = buf.find('<', j + 1)
+    lo = x - 0
     if lo < pos:
         lo = pos
-    if t < lo:
-        t = lo
     m = memo[8]
     if m is None or (m is not False and m.start() < pos):
-        if k < 0 and eos:
-            m = memo[8] = False  # no factor, no match
+        if k < 0 and (eos or lo == n):
+            m = memo[8] = False  # no factor and nothing it could begin with: no match
         else:
             m = memo[8] = (_D3.search(buf, lo) if eos else _D3.search(buf, lo, partial=True)) or False
     if m is not False:
@@ -348,22 +372,30 @@ def _scan_2(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': /'</tool_call(?::[^<>\\s]+)?>'/
-    # every match, and every partial one, contains '</tool_call' or runs into the end first: it starts
-    # in the run of characters the part before the factor consumes that ends at the factor's first
-    # occurrence from pos (or at the end, less a proper prefix of the factor), so it is searched from lo
+    # every match, and every partial one, contains '</tool_call' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
     k = memo[13]
     if k is None or -1 < k < pos:
         k = memo[13] = buf.find('</tool_call', pos)
-    t = k if k >= 0 else n - 10
-    lo = t - 0
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('<', n - 10 if n - 10 > pos else pos)
+        while j >= 0:
+            if '</tool_call'.startswith(buf[j:]):
+                x = j
+                break
+            j = buf.find('<', j + 1)
+    lo = x - 0
     if lo < pos:
         lo = pos
-    if t < lo:
-        t = lo
     m = memo[11]
     if m is None or (m is not False and m.start() < pos):
-        if k < 0 and eos:
-            m = memo[11] = False  # no factor, no match
+        if k < 0 and (eos or lo == n):
+            m = memo[11] = False  # no factor and nothing it could begin with: no match
         else:
             m = memo[11] = (_D4.search(buf, lo) if eos else _D4.search(buf, lo, partial=True)) or False
     if m is not False:
