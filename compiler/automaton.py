@@ -1014,12 +1014,18 @@ def build_automaton(template: Template) -> Automaton:
 
 @dataclass(frozen=True)
 class LiteralFind:
-    """Find one literal with ``str.find`` (memo slot ``slot`` keeps the offset)."""
+    """Find one literal with ``str.find`` (memo slot ``slot`` keeps the offset).
+
+    ``group`` (int | None): index into :attr:`ScanPlan.groups` when the literal shares a common
+    prefix with two or more other literals of the state: that prefix is found once, and the
+    literal only from there (none at all without it).
+    """
 
     text: str
     rank: int
     slot: int
     comment: str
+    group: int | None = None
 
 
 @dataclass(frozen=True)
@@ -1086,12 +1092,15 @@ class ScanPlan:
         label (str): the state's readable name.
         finds (tuple[LiteralFind | RegexFind, ...]): the searches, in rank order.
         hold (LiteralHold | None): the literals' partial matches, None without literals.
+        groups (tuple[tuple[str, int], ...]): (common prefix, memo slot) of each group of three or
+            more literals with the same first character (issue 14: one ``str.find`` for all).
     """
 
     state: int
     label: str
     finds: tuple
     hold: LiteralHold | None
+    groups: tuple = ()
 
     @property
     def has_regex(self) -> bool:
@@ -1195,10 +1204,27 @@ def plan_scans(template: Template, automaton: Automaton) -> ScanPlans:
                     back = back_index[source]
             finds.append(RegexFind(regex_index[key], w.rank, slot, probe, probe_slot, facts.probe_always, comment,
                                    prefilter, factor, factor_slot, back))
+        groups: list[tuple[str, int]] = []
+        by_first: dict[str, list[str]] = {}
+        for f in finds:
+            if isinstance(f, LiteralFind):
+                by_first.setdefault(f.text[0], []).append(f.text)
+        group_of: dict[str, int] = {}
+        for first, texts in by_first.items():
+            if len(set(texts)) >= 3:
+                common = texts[0]
+                for text in texts[1:]:
+                    while not text.startswith(common):
+                        common = common[:-1]
+                group_of[first] = len(groups)
+                groups.append((common, slots))
+                slots += 1
+        finds = [LiteralFind(f.text, f.rank, f.slot, f.comment, group_of.get(f.text[0]))
+                 if isinstance(f, LiteralFind) else f for f in finds]
         hold = None
         prefixes = sorted({lit[:k] for lit in literals for k in range(1, len(lit))})
         if prefixes:
             hold = LiteralHold(tuple(prefixes), "".join(sorted({p[0] for p in prefixes})),
                                max(len(p) for p in prefixes))
-        plans.append(ScanPlan(state.index, state.name, tuple(finds), hold))
+        plans.append(ScanPlan(state.index, state.name, tuple(finds), hold, tuple(groups)))
     return ScanPlans(tuple(plans), tuple(regexes), tuple(probes), slots, backs=tuple(backs))

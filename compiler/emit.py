@@ -240,7 +240,8 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
             comment = "" if k and plan.finds[k - 1].comment == f.comment else _line(f.comment)
             if isinstance(f, LiteralFind):
                 finds.append({"literal": True, "comment": comment, "slot": f.slot, "repr": repr(f.text),
-                              "length": len(f.text), "rank": f.rank})
+                              "length": len(f.text), "rank": f.rank,
+                              "group": None if f.group is None else plan.groups[f.group][1]})
             else:
                 finds.append({"literal": False, "comment": comment, "var": f"_D{f.regex}", "rank": f.rank,
                               "slot": f.slot, "hold_all": f.probe is None, "probe_var": f"_P{f.probe}",
@@ -257,6 +258,7 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
             hold = {"prefixes": [repr(p) for p in plan.hold.prefixes], "firsts": repr(plan.hold.firsts),
                     "single": single, "span": plan.hold.span}
         plans.append({"index": plan.state, "label_doc": _doc(plan.label), "finds": finds, "hold": hold,
+                      "groups": [{"repr": repr(text), "slot": slot} for text, slot in plan.groups],
                       "has_regex": plan.has_regex})
     return {
         "plans": plans,

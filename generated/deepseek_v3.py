@@ -178,6 +178,10 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
+    # '<｜' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[6]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[6] = buf.find('<｜', pos)
     # open of 'tool_calls': /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/
     # every match, and every partial one, contains '<｜tool▁call▁begin｜>function<｜tool▁sep｜>' or runs into the end through a proper
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
@@ -236,17 +240,17 @@ def _scan_0(buf, pos, eos, memo):
     # close of 'content': '<｜end▁of▁sentence｜>' | '<｜tool▁calls▁begin｜>' | '<｜tool▁calls▁end｜>'
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<｜end▁of▁sentence｜>', pos)
+        i = memo[3] = buf.find('<｜end▁of▁sentence｜>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 19, 1, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<｜tool▁calls▁begin｜>', pos)
+        i = memo[4] = buf.find('<｜tool▁calls▁begin｜>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 20, 1, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<｜tool▁calls▁end｜>', pos)
+        i = memo[5] = buf.find('<｜tool▁calls▁end｜>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 18, 1, None
     if not eos:
@@ -270,9 +274,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '```<｜tool▁call▁end｜>'
-    i = memo[6]
+    i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('```<｜tool▁call▁end｜>', pos)
+        i = memo[7] = buf.find('```<｜tool▁call▁end｜>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 0 < br)))):
         bs, be, br = i, i + 20, 0
     if not eos:
@@ -317,7 +321,7 @@ class ResponseParser(_rt.StreamParser):
         ('`', frozenset(('``',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 7
+    MEMO_SLOTS = 8
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

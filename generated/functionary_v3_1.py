@@ -207,6 +207,10 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
+    # '<|' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[6]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[6] = buf.find('<|', pos)
     # open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/
     # every match, and every partial one, contains '<function=' or runs into the end through a proper
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
@@ -265,18 +269,18 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'python_call': '<|python_tag|>'
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|python_tag|>', pos)
+        i = memo[3] = buf.find('<|python_tag|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 14, 1, None
     # close of 'content': '<|eot_id|>' | '<|eom_id|>'
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|eot_id|>', pos)
+        i = memo[4] = buf.find('<|eot_id|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 10, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|eom_id|>', pos)
+        i = memo[5] = buf.find('<|eom_id|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 10, 2, None
     if not eos:
@@ -300,9 +304,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</function>'
-    i = memo[6]
+    i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('</function>', pos)
+        i = memo[7] = buf.find('</function>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 0 < br)))):
         bs, be, br = i, i + 11, 0
     if not eos:
@@ -325,14 +329,14 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'python_call': '<|eom_id|>' | '<|eot_id|>'
-    i = memo[7]
-    if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('<|eom_id|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
-        bs, be, br = i, i + 10, 0
     i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|eot_id|>', pos)
+        i = memo[8] = buf.find('<|eom_id|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 10, 0
+    i = memo[9]
+    if i is None or -1 < i < pos:
+        i = memo[9] = buf.find('<|eot_id|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
         bs, be, br = i, i + 10, 0
     if not eos:
@@ -378,7 +382,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 9
+    MEMO_SLOTS = 10
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -183,6 +183,10 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
+    # '<' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[6]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[6] = buf.find('<', pos)
     # open of 'tool_calls': /'<start_function_call>call:(?P<name>[^{<\\s]+)'/
     # every match, and every partial one, contains '<start_function_call>call:' or runs into the end through a proper
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
@@ -241,17 +245,17 @@ def _scan_0(buf, pos, eos, memo):
     # close of 'content': '<end_of_turn>' | '<start_function_response>' | '<eos>'
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<end_of_turn>', pos)
+        i = memo[3] = buf.find('<end_of_turn>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 13, 1, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<start_function_response>', pos)
+        i = memo[4] = buf.find('<start_function_response>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (25 > be - bs or (25 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 25, 1, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<eos>', pos)
+        i = memo[5] = buf.find('<eos>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (5 > be - bs or (5 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 5, 1, None
     if not eos:
@@ -275,9 +279,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<end_function_call>'
-    i = memo[6]
+    i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<end_function_call>', pos)
+        i = memo[7] = buf.find('<end_function_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 0 < br)))):
         bs, be, br = i, i + 19, 0
     if not eos:
@@ -322,7 +326,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<e',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 7
+    MEMO_SLOTS = 8
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -216,10 +216,14 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
+    # '<' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[8]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[8] = buf.find('<', pos)
     # open of 'reasoning_content': '<|channel>thought'
     i = memo[0]
     if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<|channel>thought', pos)
+        i = memo[0] = buf.find('<|channel>thought', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 17, 0, None
     # open of 'tool_calls': /'<\\|tool_call>call:(?P<name>[^{<\\s]+)'/
@@ -280,22 +284,22 @@ def _scan_0(buf, pos, eos, memo):
     # close of 'content': '<turn|>' | '<|tool_response>' | '<eos>' | '<channel|>'
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<turn|>', pos)
+        i = memo[4] = buf.find('<turn|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 7, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|tool_response>', pos)
+        i = memo[5] = buf.find('<|tool_response>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 16, 2, None
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<eos>', pos)
+        i = memo[6] = buf.find('<eos>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (5 > be - bs or (5 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 5, 2, None
     i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('<channel|>', pos)
+        i = memo[7] = buf.find('<channel|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 10, 2, None
     if not eos:
@@ -319,9 +323,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '<channel|>'
-    i = memo[8]
+    i = memo[9]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<channel|>', pos)
+        i = memo[9] = buf.find('<channel|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
         bs, be, br = i, i + 10, 0
     if not eos:
@@ -344,9 +348,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<tool_call|>'
-    i = memo[9]
+    i = memo[10]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<tool_call|>', pos)
+        i = memo[10] = buf.find('<tool_call|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br = i, i + 12, 0
     if not eos:
@@ -392,7 +396,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<t',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 10
+    MEMO_SLOTS = 11
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

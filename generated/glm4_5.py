@@ -203,10 +203,14 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
+    # '<' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[8]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[8] = buf.find('<', pos)
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', pos)
+        i = memo[0] = buf.find('<think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 7, 0, None
     # open of 'tool_calls': /'<tool_call>\\s*(?P<name>[^\\s<]+)'/
@@ -267,22 +271,22 @@ def _scan_0(buf, pos, eos, memo):
     # close of 'content': '<|user|>' | '<|observation|>' | '<|endoftext|>' | '</think>'
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|user|>', pos)
+        i = memo[4] = buf.find('<|user|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 8, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|observation|>', pos)
+        i = memo[5] = buf.find('<|observation|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 15, 2, None
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|endoftext|>', pos)
+        i = memo[6] = buf.find('<|endoftext|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 13, 2, None
     i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('</think>', pos)
+        i = memo[7] = buf.find('</think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 8, 2, None
     if not eos:
@@ -306,9 +310,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</think>'
-    i = memo[8]
+    i = memo[9]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('</think>', pos)
+        i = memo[9] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br = i, i + 8, 0
     if not eos:
@@ -331,9 +335,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</tool_call>'
-    i = memo[9]
+    i = memo[10]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('</tool_call>', pos)
+        i = memo[10] = buf.find('</tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br = i, i + 12, 0
     if not eos:
@@ -379,7 +383,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 10
+    MEMO_SLOTS = 11
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -286,10 +286,14 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
+    # '<|' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[11]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[11] = buf.find('<|', pos)
     # open of 'reasoning_content': '<|channel|>analysis<|message|>'
     i = memo[0]
     if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<|channel|>analysis<|message|>', pos)
+        i = memo[0] = buf.find('<|channel|>analysis<|message|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (30 > be - bs or (30 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 30, 0, None
     # open of 'tool_calls': /'(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
@@ -346,37 +350,37 @@ def _scan_0(buf, pos, eos, memo):
     # close of 'content': '<|start|>assistant' | '<|channel|>final<|message|>' | '<|channel|>final <|constrain|>json<|message|>' | '<|channel|>commentary<|message|>' | '<|end|>' | '<|return|>' | '<|call|>'
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|start|>assistant', pos)
+        i = memo[4] = buf.find('<|start|>assistant', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 18, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|channel|>final<|message|>', pos)
+        i = memo[5] = buf.find('<|channel|>final<|message|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (27 > be - bs or (27 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 27, 2, None
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|channel|>final <|constrain|>json<|message|>', pos)
+        i = memo[6] = buf.find('<|channel|>final <|constrain|>json<|message|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (45 > be - bs or (45 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 45, 2, None
     i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('<|channel|>commentary<|message|>', pos)
+        i = memo[7] = buf.find('<|channel|>commentary<|message|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (32 > be - bs or (32 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 32, 2, None
     i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|end|>', pos)
+        i = memo[8] = buf.find('<|end|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 7, 2, None
     i = memo[9]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|return|>', pos)
+        i = memo[9] = buf.find('<|return|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 10, 2, None
     i = memo[10]
     if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('<|call|>', pos)
+        i = memo[10] = buf.find('<|call|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 8, 2, None
     if not eos:
@@ -400,9 +404,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '<|end|>'
-    i = memo[11]
+    i = memo[12]
     if i is None or -1 < i < pos:
-        i = memo[11] = buf.find('<|end|>', pos)
+        i = memo[12] = buf.find('<|end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
     if not eos:
@@ -425,14 +429,14 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<|call|>' | '<|end|>'
-    i = memo[12]
-    if i is None or -1 < i < pos:
-        i = memo[12] = buf.find('<|call|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
-        bs, be, br = i, i + 8, 0
     i = memo[13]
     if i is None or -1 < i < pos:
-        i = memo[13] = buf.find('<|end|>', pos)
+        i = memo[13] = buf.find('<|call|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 8, 0
+    i = memo[14]
+    if i is None or -1 < i < pos:
+        i = memo[14] = buf.find('<|end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
     if not eos:
@@ -478,7 +482,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 14
+    MEMO_SLOTS = 15
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -216,10 +216,14 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
+    # '<' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[9]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[9] = buf.find('<', pos)
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', pos)
+        i = memo[0] = buf.find('<think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 7, 0, None
     # open of 'tool_calls': /'<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/
@@ -281,27 +285,27 @@ def _scan_0(buf, pos, eos, memo):
     # close of 'content': '<|EOT|>' | '<｜tool_calls_begin｜>' | '<｜tool_call_end｜>' | '<｜tool_calls_end｜>' | '</think>'
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|EOT|>', pos)
+        i = memo[4] = buf.find('<|EOT|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 7, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<｜tool_calls_begin｜>', pos)
+        i = memo[5] = buf.find('<｜tool_calls_begin｜>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 20, 2, None
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<｜tool_call_end｜>', pos)
+        i = memo[6] = buf.find('<｜tool_call_end｜>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 17, 2, None
     i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('<｜tool_calls_end｜>', pos)
+        i = memo[7] = buf.find('<｜tool_calls_end｜>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 18, 2, None
     i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('</think>', pos)
+        i = memo[8] = buf.find('</think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 8, 2, None
     if not eos:
@@ -325,9 +329,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</think>'
-    i = memo[9]
+    i = memo[10]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('</think>', pos)
+        i = memo[10] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br = i, i + 8, 0
     if not eos:
@@ -350,9 +354,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</steptml:invoke>'
-    i = memo[10]
+    i = memo[11]
     if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('</steptml:invoke>', pos)
+        i = memo[11] = buf.find('</steptml:invoke>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
         bs, be, br = i, i + 17, 0
     if not eos:
@@ -398,7 +402,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 11
+    MEMO_SLOTS = 12
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 
