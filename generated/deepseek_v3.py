@@ -196,7 +196,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 38 if n - 38 > pos else pos)
         while j >= 0:
-            if '<｜tool▁call▁begin｜>function<｜tool▁sep｜>'.startswith(buf[j:]):
+            if buf[j:] == '<｜tool▁call▁begin｜>function<｜tool▁sep｜>'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)

@@ -240,7 +240,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 18 if n - 18 > pos else pos)
         while j >= 0:
-            if '<｜tool▁call▁begin｜>'.startswith(buf[j:]):
+            if buf[j:] == '<｜tool▁call▁begin｜>'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)

@@ -280,7 +280,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 19 if n - 19 > pos else pos)
         while j >= 0:
-            if '<｜DSML｜invoke name="'.startswith(buf[j:]):
+            if buf[j:] == '<｜DSML｜invoke name="'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)

@@ -296,7 +296,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 6 if n - 6 > pos else pos)
         while j >= 0:
-            if '<invoke'.startswith(buf[j:]):
+            if buf[j:] == '<invoke'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)
@@ -383,7 +383,7 @@ def _scan_1(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 6 if n - 6 > pos else pos)
         while j >= 0:
-            if '<invoke'.startswith(buf[j:]):
+            if buf[j:] == '<invoke'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)

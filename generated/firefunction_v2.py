@@ -192,7 +192,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('f', n - 8 if n - 8 > pos else pos)
         while j >= 0:
-            if 'functools'.startswith(buf[j:]):
+            if buf[j:] == 'functools'[:n - j]:
                 x = j
                 break
             j = buf.find('f', j + 1)

@@ -225,7 +225,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 9 if n - 9 > pos else pos)
         while j >= 0:
-            if '<function='.startswith(buf[j:]):
+            if buf[j:] == '<function='[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)

@@ -201,7 +201,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 25 if n - 25 > pos else pos)
         while j >= 0:
-            if '<start_function_call>call:'.startswith(buf[j:]):
+            if buf[j:] == '<start_function_call>call:'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)

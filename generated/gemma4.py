@@ -240,7 +240,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 16 if n - 16 > pos else pos)
         while j >= 0:
-            if '<|tool_call>call:'.startswith(buf[j:]):
+            if buf[j:] == '<|tool_call>call:'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)

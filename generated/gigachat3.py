@@ -165,7 +165,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 1 if n - 1 > pos else pos)
         while j >= 0:
-            if '<|'.startswith(buf[j:]):
+            if buf[j:] == '<|'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)

@@ -310,7 +310,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('t', n - 12 if n - 12 > pos else pos)
         while j >= 0:
-            if 'to=functions.'.startswith(buf[j:]):
+            if buf[j:] == 'to=functions.'[:n - j]:
                 x = j
                 break
             j = buf.find('t', j + 1)

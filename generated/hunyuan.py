@@ -166,7 +166,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 5 if n - 5 > pos else pos)
         while j >= 0:
-            if '<think'.startswith(buf[j:]):
+            if buf[j:] == '<think'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)
@@ -221,7 +221,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 9 if n - 9 > pos else pos)
         while j >= 0:
-            if '<tool_call'.startswith(buf[j:]):
+            if buf[j:] == '<tool_call'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)
@@ -319,7 +319,7 @@ def _scan_1(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 6 if n - 6 > pos else pos)
         while j >= 0:
-            if '</think'.startswith(buf[j:]):
+            if buf[j:] == '</think'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)
@@ -385,7 +385,7 @@ def _scan_2(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 10 if n - 10 > pos else pos)
         while j >= 0:
-            if '</tool_call'.startswith(buf[j:]):
+            if buf[j:] == '</tool_call'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)

@@ -167,7 +167,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 15 if n - 15 > pos else pos)
         while j >= 0:
-            if '<|action_start|>'.startswith(buf[j:]):
+            if buf[j:] == '<|action_start|>'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)

@@ -185,7 +185,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('[', n - 11 if n - 11 > pos else pos)
         while j >= 0:
-            if '[TOOL_CALLS]'.startswith(buf[j:]):
+            if buf[j:] == '[TOOL_CALLS]'[:n - j]:
                 x = j
                 break
             j = buf.find('[', j + 1)

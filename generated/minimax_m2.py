@@ -229,7 +229,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 13 if n - 13 > pos else pos)
         while j >= 0:
-            if '<invoke name="'.startswith(buf[j:]):
+            if buf[j:] == '<invoke name="'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)

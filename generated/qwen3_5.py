@@ -223,7 +223,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 10 if n - 10 > pos else pos)
         while j >= 0:
-            if '<tool_call>'.startswith(buf[j:]):
+            if buf[j:] == '<tool_call>'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)
@@ -315,7 +315,7 @@ def _scan_1(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 10 if n - 10 > pos else pos)
         while j >= 0:
-            if '<tool_call>'.startswith(buf[j:]):
+            if buf[j:] == '<tool_call>'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)

@@ -207,7 +207,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 15 if n - 15 > pos else pos)
         while j >= 0:
-            if '<seed:tool_call>'.startswith(buf[j:]):
+            if buf[j:] == '<seed:tool_call>'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)

@@ -240,7 +240,7 @@ def _scan_0(buf, pos, eos, memo):
         x = n
         j = buf.find('<', n - 21 if n - 21 > pos else pos)
         while j >= 0:
-            if '<steptml:invoke name="'.startswith(buf[j:]):
+            if buf[j:] == '<steptml:invoke name="'[:n - j]:
                 x = j
                 break
             j = buf.find('<', j + 1)
