@@ -64,7 +64,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 from .ir import Delimiter, Template
 
 __all__ = ["ACTIONS", "Watch", "State", "Automaton", "build_automaton", "classify_pattern", "PatternFacts",
-           "edge_probe", "plan_scans", "ScanPlans", "ScanPlan", "LiteralFind", "RegexFind", "LiteralHold"]
+           "edge_probe", "plan_scans", "ScanPlans", "ScanPlan", "LiteralFind", "RegexFind", "LiteralHold", "Factor"]
 
 OUTSIDE = 0
 #: transition actions (see build_automaton)
@@ -103,6 +103,31 @@ class PatternFacts:
     lead: str = ""
     probe: str | None = None
     probe_always: bool = False
+    factor: "Factor | None" = None
+
+
+@dataclass(frozen=True)
+class Factor:
+    """A literal every match of a regex delimiter contains (issue 14: the scanner's prefilter).
+
+    When ``str.find`` does not find :attr:`text` in ``buf[pos:]``, no match is complete there, and
+    a partial match needs a path that runs into the end of the buffer before the factor is
+    complete: through the part of the pattern before the factor (at most :attr:`reach`
+    characters, all in :attr:`before_class`), then a proper prefix of the factor. Such a path
+    starts at or after ``len(buf) - len(text) + 1 - reach`` and within the run of ``before_class``
+    characters that ends there, so the scanner searches only from there.
+
+    Attributes:
+        text (str): the literal (the longest run of literal items at the pattern's top level).
+        reach (int | None): the most characters the part before it can match; None: unbounded.
+        before_class (str | None): a ``regex`` set (``[...]``) holding every character that part
+            can consume; None when it is not a finite union of literals, ranges and ``\\d \\s \\w``
+            (then ``reach`` alone bounds the search, and without either there is no factor).
+    """
+
+    text: str
+    reach: int | None
+    before_class: str | None
 
 
 @dataclass(frozen=True)
@@ -676,7 +701,100 @@ def classify_pattern(pattern: str) -> PatternFacts:
     first = _first_chars(tree, pattern)
     return PatternFacts(bool(reasons), facts["context"], reasons, facts["extendable"], first,
                         "" if _ignores_case(tree) else _checked_lead(_lead(tree), first),
-                        reading.probe, reading.rewritten)
+                        reading.probe, reading.rewritten, _factor(tree, pattern))
+
+
+#: sre categories the factor's class may name, and how ``regex`` spells them
+_CLASS_CATEGORIES = {"CATEGORY_DIGIT": "\\d", "CATEGORY_NOT_DIGIT": "\\D", "CATEGORY_SPACE": "\\s",
+                     "CATEGORY_NOT_SPACE": "\\S", "CATEGORY_WORD": "\\w", "CATEGORY_NOT_WORD": "\\W"}
+#: what the part of a pattern before its factor may hold: consuming items only (no assertion,
+#: lookaround, group reference or flag change, which could see text the path does not consume)
+_PLAIN_OPS = _CHAR_OPS + (sre_c.SUBPATTERN, sre_c.BRANCH) + _REPEAT_OPS + ((_ATOMIC,) if _ATOMIC else ())
+
+
+def _plain(seq) -> bool:
+    for op, av in seq:
+        if op not in _PLAIN_OPS:
+            return False
+        if op is sre_c.SUBPATTERN and (av[1] or av[2] or not _plain(av[-1])):
+            return False
+        if op is sre_c.BRANCH and not all(_plain(alt) for alt in av[1]):
+            return False
+        if op in _REPEAT_OPS and not _plain(av[2]):
+            return False
+        if op is _ATOMIC and _ATOMIC is not None and not _plain(av):
+            return False
+    return True
+
+
+def _class_char(c: str) -> str:
+    """``c`` as a member of a ``regex`` set."""
+    if c.isalnum() or c in " <>|=.,:;!\"'_/@#%&*+?$(){}~`":
+        return c
+    return f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
+
+
+def _class_items(items) -> list[str] | None:
+    """The members of a ``regex`` set holding exactly these sre items, None when not expressible."""
+    out = []
+    for op, av in items:
+        if op is sre_c.LITERAL:
+            out.append(_class_char(chr(av)))
+        elif op is sre_c.RANGE:
+            out.append(_class_char(chr(av[0])) + "-" + _class_char(chr(av[1])))
+        elif op is sre_c.CATEGORY and str(av) in _CLASS_CATEGORIES:
+            out.append(_CLASS_CATEGORIES[str(av)])
+        elif op is sre_c.IN and not (av and av[0][0] is sre_c.NEGATE):
+            inner = _class_items(av)
+            if inner is None:
+                return None
+            out.extend(inner)
+        else:
+            return None  # '.', a negated set or literal: (nearly) every character
+    return out
+
+
+def _factor(tree, pattern: str) -> Factor | None:
+    """The required literal factor of a pattern (see :class:`Factor`), or None.
+
+    Only the top level is read (a literal there is in every match); the pattern must have no
+    global flag beyond DOTALL/UNICODE and ignore no case, and the part before the factor must
+    consume plainly (:func:`_plain`). The factor's claims are checked against the ``regex``
+    module only through :func:`classify_pattern`, which reads the tree only when the two parsers
+    read the source alike.
+    """
+    if tree.state.flags & ~(sre_c.SRE_FLAG_DOTALL | sre_c.SRE_FLAG_UNICODE) or _ignores_case(tree):
+        return None
+    items = list(tree)
+    best = (0, 0)  # (length, start index) of the longest literal run
+    k = 0
+    while k < len(items):
+        if items[k][0] is sre_c.LITERAL:
+            j = k
+            while j < len(items) and items[j][0] is sre_c.LITERAL:
+                j += 1
+            if j - k > best[0]:
+                best = (j - k, k)
+            k = j
+        else:
+            k += 1
+    length, start = best
+    if length < 2:
+        return None  # a one-character factor would be found in most prose: no gain
+    before = items[:start]
+    if not _plain(before):
+        return None
+    text = "".join(chr(av) for _, av in items[start:start + length])
+    hi = sre_parse.SubPattern(tree.state, before).getwidth()[1] if before else 0
+    reach = None if hi >= sre_c.MAXREPEAT - 1 else hi
+    chars = _class_items(_all_chars(before).items) if before else []
+    if chars is not None and not _all_chars(before).anything:
+        before_class = "[" + "".join(dict.fromkeys(chars)) + "]" if chars else None
+    else:
+        before_class = None
+    if reach is None and before_class is None:
+        return None
+    return Factor(text, reach, before_class)
 
 
 def _lead(seq) -> str:
@@ -896,12 +1014,18 @@ def build_automaton(template: Template) -> Automaton:
 
 @dataclass(frozen=True)
 class LiteralFind:
-    """Find one literal with ``str.find`` (memo slot ``slot`` keeps the offset)."""
+    """Find one literal with ``str.find`` (memo slot ``slot`` keeps the offset).
+
+    ``group`` (int | None): index into :attr:`ScanPlan.groups` when the literal shares a common
+    prefix with two or more other literals of the state: that prefix is found once, and the
+    literal only from there (none at all without it).
+    """
 
     text: str
     rank: int
     slot: int
     comment: str
+    group: int | None = None
 
 
 @dataclass(frozen=True)
@@ -923,6 +1047,12 @@ class RegexFind:
             whose paths reach ``i`` with the delimiter's own partial search of ``buf[pos:i]``
             (only starts from there can touch the end). Chosen when the pattern has a literal
             lead, which makes that search quick; without one the probe starts at ``pos``.
+        factor (Factor | None): a literal every match contains, found with ``str.find`` first
+            (memo slot ``factor_slot``): without it from ``pos`` there is no complete match, and
+            the partial search starts where :class:`Factor` says a partial match can start.
+            Only for patterns with a memo slot and a probe that is not asked on every search.
+        back (int | None): index into :attr:`ScanPlans.backs`: the reverse search for the last
+            character the part before the factor cannot consume (None: ``factor.reach`` alone).
     """
 
     regex: int
@@ -933,6 +1063,9 @@ class RegexFind:
     probe_always: bool
     comment: str
     prefilter: bool = False
+    factor: Factor | None = None
+    factor_slot: int | None = None
+    back: int | None = None
 
 
 @dataclass(frozen=True)
@@ -959,12 +1092,15 @@ class ScanPlan:
         label (str): the state's readable name.
         finds (tuple[LiteralFind | RegexFind, ...]): the searches, in rank order.
         hold (LiteralHold | None): the literals' partial matches, None without literals.
+        groups (tuple[tuple[str, int], ...]): (common prefix, memo slot) of each group of three or
+            more literals with the same first character (issue 14: one ``str.find`` for all).
     """
 
     state: int
     label: str
     finds: tuple
     hold: LiteralHold | None
+    groups: tuple = ()
 
     @property
     def has_regex(self) -> bool:
@@ -981,6 +1117,8 @@ class ScanPlans:
         regexes (tuple[tuple[str, str], ...]): (pattern, comment) of each compiled delimiter.
         probes (tuple[tuple[str, str], ...]): (probe source, comment) of each compiled probe.
         memo_slots (int): how many memo slots the scanners use.
+        backs (tuple[tuple[str, str], ...]): (source, comment) of each reverse search of a
+            factor's ``before_class`` (``(?r)[^...]``: the last character outside it).
         window (int): characters past a complete match over which its probe is asked first. A
             probe that finds nothing there finds nothing in the whole buffer either (a path that
             reaches the buffer's end passes the window's), so a whole text with many delimiters is
@@ -992,6 +1130,7 @@ class ScanPlans:
     probes: tuple
     memo_slots: int
     window: int = 64
+    backs: tuple = ()
 
 
 def _describe_delimiter(delim: Delimiter) -> str:
@@ -1014,6 +1153,8 @@ def plan_scans(template: Template, automaton: Automaton) -> ScanPlans:
     probes: list[tuple[str, str]] = []
     regex_index: dict[tuple[int, str], int] = {}
     probe_index: dict[tuple[int, str], int] = {}
+    backs: list[tuple[str, str]] = []
+    back_index: dict[str, int] = {}
     slots = 0
     plans = []
     for state in automaton.states:
@@ -1049,12 +1190,41 @@ def plan_scans(template: Template, automaton: Automaton) -> ScanPlans:
             # the prefilter reads the pattern's own partial match, which misjudges assertions at
             # the truncation point: not for patterns whose probe rewrote them
             prefilter = bool(facts.lead) and not facts.probe_always
+            factor = factor_slot = back = None
+            if facts.factor is not None and slot is not None and probe is not None and not facts.probe_always:
+                factor = facts.factor
+                factor_slot = slots
+                slots += 1
+                if factor.before_class is not None:
+                    source = "(?r)[^" + factor.before_class[1:]
+                    if source not in back_index:
+                        back_index[source] = len(backs)
+                        backs.append((source, f"the last character before {factor.text!r} that "
+                                              f"/{w.delimiter.pattern!r}/ cannot consume before it"))
+                    back = back_index[source]
             finds.append(RegexFind(regex_index[key], w.rank, slot, probe, probe_slot, facts.probe_always, comment,
-                                   prefilter))
+                                   prefilter, factor, factor_slot, back))
+        groups: list[tuple[str, int]] = []
+        by_first: dict[str, list[str]] = {}
+        for f in finds:
+            if isinstance(f, LiteralFind):
+                by_first.setdefault(f.text[0], []).append(f.text)
+        group_of: dict[str, int] = {}
+        for first, texts in by_first.items():
+            if len(set(texts)) >= 3:
+                common = texts[0]
+                for text in texts[1:]:
+                    while not text.startswith(common):
+                        common = common[:-1]
+                group_of[first] = len(groups)
+                groups.append((common, slots))
+                slots += 1
+        finds = [LiteralFind(f.text, f.rank, f.slot, f.comment, group_of.get(f.text[0]))
+                 if isinstance(f, LiteralFind) else f for f in finds]
         hold = None
         prefixes = sorted({lit[:k] for lit in literals for k in range(1, len(lit))})
         if prefixes:
             hold = LiteralHold(tuple(prefixes), "".join(sorted({p[0] for p in prefixes})),
                                max(len(p) for p in prefixes))
-        plans.append(ScanPlan(state.index, state.name, tuple(finds), hold))
-    return ScanPlans(tuple(plans), tuple(regexes), tuple(probes), slots)
+        plans.append(ScanPlan(state.index, state.name, tuple(finds), hold, tuple(groups)))
+    return ScanPlans(tuple(plans), tuple(regexes), tuple(probes), slots, backs=tuple(backs))

@@ -240,12 +240,17 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
             comment = "" if k and plan.finds[k - 1].comment == f.comment else _line(f.comment)
             if isinstance(f, LiteralFind):
                 finds.append({"literal": True, "comment": comment, "slot": f.slot, "repr": repr(f.text),
-                              "length": len(f.text), "rank": f.rank})
+                              "length": len(f.text), "rank": f.rank,
+                              "group": None if f.group is None else plan.groups[f.group][1]})
             else:
                 finds.append({"literal": False, "comment": comment, "var": f"_D{f.regex}", "rank": f.rank,
                               "slot": f.slot, "hold_all": f.probe is None, "probe_var": f"_P{f.probe}",
                               "probe_slot": f.probe_slot, "probe_always": f.probe_always,
-                              "prefilter": f.prefilter})
+                              "prefilter": f.prefilter, "factor": None if f.factor is None else {
+                                  "repr": repr(f.factor.text), "short": len(f.factor.text) - 1,
+                                  "first": repr(f.factor.text[0]),
+                                  "reach": f.factor.reach, "slot": f.factor_slot,
+                                  "back": None if f.back is None else f"_B{f.back}"}})
         hold = None
         if plan.hold is not None:
             single = len(plan.hold.firsts) == 1
@@ -253,6 +258,7 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
             hold = {"prefixes": [repr(p) for p in plan.hold.prefixes], "firsts": repr(plan.hold.firsts),
                     "single": single, "span": plan.hold.span}
         plans.append({"index": plan.state, "label_doc": _doc(plan.label), "finds": finds, "hold": hold,
+                      "groups": [{"repr": repr(text), "slot": slot} for text, slot in plan.groups],
                       "has_regex": plan.has_regex})
     return {
         "plans": plans,
@@ -260,6 +266,8 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
                     for k, (pattern, comment) in enumerate(scans.regexes)],
         "probes": [{"var": f"_P{k}", "pattern_repr": repr(pattern), "comment": _line(comment)}
                    for k, (pattern, comment) in enumerate(scans.probes)],
+        "backs": [{"var": f"_B{k}", "pattern_repr": repr(pattern), "comment": _line(comment)}
+                  for k, (pattern, comment) in enumerate(scans.backs)],
         "memo_slots": scans.memo_slots,
         "uses_literal_hold": uses_literal_hold,
         "window": scans.window,

@@ -216,22 +216,26 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
+    # '<|' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[3]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[3] = buf.find('<|', pos)
     # open of 'reasoning_content': '<|inner_prefix|>'
     i = memo[0]
     if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<|inner_prefix|>', pos)
+        i = memo[0] = buf.find('<|inner_prefix|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
         bs, be, br = i, i + 16, 0
     # open of 'tool_calls': '<|tools_prefix|>'
     i = memo[1]
     if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|tools_prefix|>', pos)
+        i = memo[1] = buf.find('<|tools_prefix|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 1 < br)))):
         bs, be, br = i, i + 16, 1
     # close of 'content': '<|assistant_end|>'
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|assistant_end|>', pos)
+        i = memo[2] = buf.find('<|assistant_end|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
         bs, be, br = i, i + 17, 2
     if not eos:
@@ -254,9 +258,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '<|inner_suffix|>'
-    i = memo[3]
+    i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|inner_suffix|>', pos)
+        i = memo[4] = buf.find('<|inner_suffix|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
         bs, be, br = i, i + 16, 0
     if not eos:
@@ -279,9 +283,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<|tools_suffix|>'
-    i = memo[4]
+    i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|tools_suffix|>', pos)
+        i = memo[5] = buf.find('<|tools_suffix|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
         bs, be, br = i, i + 16, 0
     if not eos:
@@ -327,7 +331,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 5
+    MEMO_SLOTS = 6
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -269,6 +269,10 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
+    # '<' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[7]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[7] = buf.find('<', pos)
     # open of 'reasoning_content': 'Here are my reasoning steps:' | '<thinking>'
     i = memo[0]
     if i is None or -1 < i < pos:
@@ -277,13 +281,13 @@ def _scan_0(buf, pos, eos, memo):
         bs, be, br = i, i + 28, 0
     i = memo[1]
     if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<thinking>', pos)
+        i = memo[1] = buf.find('<thinking>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
         bs, be, br = i, i + 10, 0
     # open of 'tool_calls': '<tool_calls>'
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<tool_calls>', pos)
+        i = memo[2] = buf.find('<tool_calls>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 1 < br)))):
         bs, be, br = i, i + 12, 1
     # close of 'content': '[BEGIN FINAL RESPONSE]' | '[END FINAL RESPONSE]' | '<|end|>' | '</s>'
@@ -299,12 +303,12 @@ def _scan_0(buf, pos, eos, memo):
         bs, be, br = i, i + 20, 2
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|end|>', pos)
+        i = memo[5] = buf.find('<|end|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
         bs, be, br = i, i + 7, 2
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('</s>', pos)
+        i = memo[6] = buf.find('</s>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 2 < br)))):
         bs, be, br = i, i + 4, 2
     if not eos:
@@ -321,14 +325,14 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '[BEGIN FINAL RESPONSE]' | '</thinking>'
-    i = memo[7]
-    if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('[BEGIN FINAL RESPONSE]', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (22 > be - bs or (22 == be - bs and 0 < br)))):
-        bs, be, br = i, i + 22, 0
     i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('</thinking>', pos)
+        i = memo[8] = buf.find('[BEGIN FINAL RESPONSE]', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (22 > be - bs or (22 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 22, 0
+    i = memo[9]
+    if i is None or -1 < i < pos:
+        i = memo[9] = buf.find('</thinking>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 0 < br)))):
         bs, be, br = i, i + 11, 0
     if not eos:
@@ -345,9 +349,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</tool_calls>'
-    i = memo[9]
+    i = memo[10]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('</tool_calls>', pos)
+        i = memo[10] = buf.find('</tool_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 0 < br)))):
         bs, be, br = i, i + 13, 0
     if not eos:
@@ -393,7 +397,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 10
+    MEMO_SLOTS = 11
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -250,42 +250,46 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
+    # '<|' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[7]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[7] = buf.find('<|', pos)
     # open of 'reasoning_content': '<|START_THINKING|>'
     i = memo[0]
     if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<|START_THINKING|>', pos)
+        i = memo[0] = buf.find('<|START_THINKING|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 0 < br)))):
         bs, be, br = i, i + 18, 0
     # open of 'tool_calls': '<|START_ACTION|>'
     i = memo[1]
     if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|START_ACTION|>', pos)
+        i = memo[1] = buf.find('<|START_ACTION|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 1 < br)))):
         bs, be, br = i, i + 16, 1
     # close of 'content': '<|START_RESPONSE|>' | '<|END_RESPONSE|>' | '<|END_OF_TURN_TOKEN|>' | '<|START_OF_TURN_TOKEN|>' | '<|CHATBOT_TOKEN|>'
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|START_RESPONSE|>', pos)
+        i = memo[2] = buf.find('<|START_RESPONSE|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br)))):
         bs, be, br = i, i + 18, 2
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|END_RESPONSE|>', pos)
+        i = memo[3] = buf.find('<|END_RESPONSE|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 2 < br)))):
         bs, be, br = i, i + 16, 2
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|END_OF_TURN_TOKEN|>', pos)
+        i = memo[4] = buf.find('<|END_OF_TURN_TOKEN|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br)))):
         bs, be, br = i, i + 21, 2
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|START_OF_TURN_TOKEN|>', pos)
+        i = memo[5] = buf.find('<|START_OF_TURN_TOKEN|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (23 > be - bs or (23 == be - bs and 2 < br)))):
         bs, be, br = i, i + 23, 2
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|CHATBOT_TOKEN|>', pos)
+        i = memo[6] = buf.find('<|CHATBOT_TOKEN|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
         bs, be, br = i, i + 17, 2
     if not eos:
@@ -308,9 +312,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '<|END_THINKING|>'
-    i = memo[7]
+    i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('<|END_THINKING|>', pos)
+        i = memo[8] = buf.find('<|END_THINKING|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
         bs, be, br = i, i + 16, 0
     if not eos:
@@ -333,9 +337,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<|END_ACTION|>'
-    i = memo[8]
+    i = memo[9]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|END_ACTION|>', pos)
+        i = memo[9] = buf.find('<|END_ACTION|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 0 < br)))):
         bs, be, br = i, i + 14, 0
     if not eos:
@@ -381,7 +385,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 9
+    MEMO_SLOTS = 10
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -272,16 +272,43 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
+    # '<' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[6]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[6] = buf.find('<', pos)
     # open of 'call_section': '<dots_function_call>'
     i = memo[0]
     if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<dots_function_call>', pos)
+        i = memo[0] = buf.find('<dots_function_call>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 20, 0, None
     # open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
+    # every match, and every partial one, contains '<invoke' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    k = memo[3]
+    if k is None or -1 < k < pos:
+        k = memo[3] = buf.find('<invoke', pos)
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('<', n - 6 if n - 6 > pos else pos)
+        while j >= 0:
+            if buf[j:] == '<invoke'[:n - j]:
+                x = j
+                break
+            j = buf.find('<', j + 1)
+    lo = x - 0
+    if lo < pos:
+        lo = pos
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        if k < 0 and (eos or lo == n):
+            m = memo[1] = False  # no factor and nothing it could begin with: no match
+        else:
+            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -296,7 +323,7 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, pos, i, partial=True)
+                j = _D0.search(buf, lo, i, partial=True)
                 j = i if j is None else j.start()
                 q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
@@ -311,14 +338,14 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|endofresponse|>' | '</dots_function_call>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|endofresponse|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 17, 2, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</dots_function_call>', pos)
+        i = memo[4] = buf.find('<|endofresponse|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 17, 2, None
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('</dots_function_call>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 21, 2, None
     if not eos:
@@ -343,9 +370,32 @@ def _scan_1(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
-    m = memo[5]
+    # every match, and every partial one, contains '<invoke' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    k = memo[9]
+    if k is None or -1 < k < pos:
+        k = memo[9] = buf.find('<invoke', pos)
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('<', n - 6 if n - 6 > pos else pos)
+        while j >= 0:
+            if buf[j:] == '<invoke'[:n - j]:
+                x = j
+                break
+            j = buf.find('<', j + 1)
+    lo = x - 0
+    if lo < pos:
+        lo = pos
+    m = memo[7]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[5] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        if k < 0 and (eos or lo == n):
+            m = memo[7] = False  # no factor and nothing it could begin with: no match
+        else:
+            m = memo[7] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -360,14 +410,14 @@ def _scan_1(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, pos, i, partial=True)
+                j = _D0.search(buf, lo, i, partial=True)
                 j = i if j is None else j.start()
                 q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[6]
+                    q = memo[8]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[6] = _P0.search(buf, j, partial=True) or False
+                        q = memo[8] = _P0.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -375,9 +425,9 @@ def _scan_1(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'json_tool_call': /'(?=\\{)'/
-    m = memo[7]
+    m = memo[10]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[7] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
+        m = memo[10] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -392,9 +442,9 @@ def _scan_1(buf, pos, eos, memo):
                 # may still fail before the buffer's), and only then over the whole buffer.
                 q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
-                    q = memo[8]
+                    q = memo[11]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[8] = _P1.search(buf, pos, partial=True) or False
+                        q = memo[11] = _P1.search(buf, pos, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -402,9 +452,9 @@ def _scan_1(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'call_section': '</dots_function_call>'
-    i = memo[9]
+    i = memo[12]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('</dots_function_call>', pos)
+        i = memo[12] = buf.find('</dots_function_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 21, 2, None
     if not eos:
@@ -428,9 +478,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</invoke>'
-    i = memo[10]
+    i = memo[13]
     if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('</invoke>', pos)
+        i = memo[13] = buf.find('</invoke>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (9 > be - bs or (9 == be - bs and 0 < br)))):
         bs, be, br = i, i + 9, 0
     if not eos:
@@ -482,7 +532,7 @@ class ResponseParser(_rt.StreamParser):
         ('', frozenset(())),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 11
+    MEMO_SLOTS = 14
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

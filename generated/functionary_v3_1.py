@@ -207,10 +207,37 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
+    # '<|' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[6]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[6] = buf.find('<|', pos)
     # open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/
+    # every match, and every partial one, contains '<function=' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    k = memo[2]
+    if k is None or -1 < k < pos:
+        k = memo[2] = buf.find('<function=', pos)
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('<', n - 9 if n - 9 > pos else pos)
+        while j >= 0:
+            if buf[j:] == '<function='[:n - j]:
+                x = j
+                break
+            j = buf.find('<', j + 1)
+    lo = x - 0
+    if lo < pos:
+        lo = pos
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        if k < 0 and (eos or lo == n):
+            m = memo[0] = False  # no factor and nothing it could begin with: no match
+        else:
+            m = memo[0] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -225,7 +252,7 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, pos, i, partial=True)
+                j = _D0.search(buf, lo, i, partial=True)
                 j = i if j is None else j.start()
                 q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
@@ -240,20 +267,20 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'python_call': '<|python_tag|>'
-    i = memo[2]
+    i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|python_tag|>', pos)
+        i = memo[3] = buf.find('<|python_tag|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 14, 1, None
     # close of 'content': '<|eot_id|>' | '<|eom_id|>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|eot_id|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 10, 2, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|eom_id|>', pos)
+        i = memo[4] = buf.find('<|eot_id|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 10, 2, None
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('<|eom_id|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 10, 2, None
     if not eos:
@@ -277,9 +304,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</function>'
-    i = memo[5]
+    i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('</function>', pos)
+        i = memo[7] = buf.find('</function>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 0 < br)))):
         bs, be, br = i, i + 11, 0
     if not eos:
@@ -302,14 +329,14 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'python_call': '<|eom_id|>' | '<|eot_id|>'
-    i = memo[6]
+    i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|eom_id|>', pos)
+        i = memo[8] = buf.find('<|eom_id|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
         bs, be, br = i, i + 10, 0
-    i = memo[7]
+    i = memo[9]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('<|eot_id|>', pos)
+        i = memo[9] = buf.find('<|eot_id|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
         bs, be, br = i, i + 10, 0
     if not eos:
@@ -355,7 +382,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 8
+    MEMO_SLOTS = 10
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -98,6 +98,10 @@ _D0 = regex.compile('(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
 _P0 = regex.compile('(?>(?:(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>))(?!)', regex.DOTALL)
+# Required factors (issue 14): without the factor after the search position, a partial match can
+# start only in the run of characters the part before the factor consumes; these find its start.
+# the last character before 'to=functions.' that /'(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/ cannot consume before it
+_B0 = regex.compile('(?r)[^<|star>inchelomy\\s]', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -282,16 +286,44 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
+    # '<|' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[11]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[11] = buf.find('<|', pos)
     # open of 'reasoning_content': '<|channel|>analysis<|message|>'
     i = memo[0]
     if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<|channel|>analysis<|message|>', pos)
+        i = memo[0] = buf.find('<|channel|>analysis<|message|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (30 > be - bs or (30 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 30, 0, None
     # open of 'tool_calls': /'(?:<\\|start\\|>assistant)?(?:<\\|channel\\|>commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
+    # every match, and every partial one, contains 'to=functions.' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    k = memo[3]
+    if k is None or -1 < k < pos:
+        k = memo[3] = buf.find('to=functions.', pos)
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('t', n - 12 if n - 12 > pos else pos)
+        while j >= 0:
+            if buf[j:] == 'to=functions.'[:n - j]:
+                x = j
+                break
+            j = buf.find('t', j + 1)
+    lo = pos
+    b = _B0.search(buf, lo, x)
+    if b is not None:
+        lo = b.end()
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        if k < 0 and (eos or lo == n):
+            m = memo[1] = False  # no factor and nothing it could begin with: no match
+        else:
+            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -304,11 +336,11 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                q = _P0.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
                     q = memo[2]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[2] = _P0.search(buf, pos, partial=True) or False
+                        q = memo[2] = _P0.search(buf, lo, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -316,39 +348,39 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|start|>assistant' | '<|channel|>final<|message|>' | '<|channel|>final <|constrain|>json<|message|>' | '<|channel|>commentary<|message|>' | '<|end|>' | '<|return|>' | '<|call|>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|start|>assistant', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 18, 2, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|channel|>final<|message|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (27 > be - bs or (27 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 27, 2, None
+        i = memo[4] = buf.find('<|start|>assistant', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 18, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|channel|>final <|constrain|>json<|message|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (45 > be - bs or (45 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 45, 2, None
+        i = memo[5] = buf.find('<|channel|>final<|message|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (27 > be - bs or (27 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 27, 2, None
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|channel|>commentary<|message|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (32 > be - bs or (32 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 32, 2, None
+        i = memo[6] = buf.find('<|channel|>final <|constrain|>json<|message|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (45 > be - bs or (45 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 45, 2, None
     i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('<|end|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 7, 2, None
+        i = memo[7] = buf.find('<|channel|>commentary<|message|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (32 > be - bs or (32 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 32, 2, None
     i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|return|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 10, 2, None
+        i = memo[8] = buf.find('<|end|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 7, 2, None
     i = memo[9]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|call|>', pos)
+        i = memo[9] = buf.find('<|return|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 10, 2, None
+    i = memo[10]
+    if i is None or -1 < i < pos:
+        i = memo[10] = buf.find('<|call|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 8, 2, None
     if not eos:
@@ -372,9 +404,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '<|end|>'
-    i = memo[10]
+    i = memo[12]
     if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('<|end|>', pos)
+        i = memo[12] = buf.find('<|end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
     if not eos:
@@ -397,14 +429,14 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<|call|>' | '<|end|>'
-    i = memo[11]
+    i = memo[13]
     if i is None or -1 < i < pos:
-        i = memo[11] = buf.find('<|call|>', pos)
+        i = memo[13] = buf.find('<|call|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br = i, i + 8, 0
-    i = memo[12]
+    i = memo[14]
     if i is None or -1 < i < pos:
-        i = memo[12] = buf.find('<|end|>', pos)
+        i = memo[14] = buf.find('<|end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
     if not eos:
@@ -450,7 +482,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 13
+    MEMO_SLOTS = 15
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

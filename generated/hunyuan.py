@@ -153,9 +153,32 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # open of 'reasoning_content': /'<think(?::[^<>\\s]+)?>'/
+    # every match, and every partial one, contains '<think' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    k = memo[2]
+    if k is None or -1 < k < pos:
+        k = memo[2] = buf.find('<think', pos)
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('<', n - 5 if n - 5 > pos else pos)
+        while j >= 0:
+            if buf[j:] == '<think'[:n - j]:
+                x = j
+                break
+            j = buf.find('<', j + 1)
+    lo = x - 0
+    if lo < pos:
+        lo = pos
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        if k < 0 and (eos or lo == n):
+            m = memo[0] = False  # no factor and nothing it could begin with: no match
+        else:
+            m = memo[0] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -170,7 +193,7 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, pos, i, partial=True)
+                j = _D0.search(buf, lo, i, partial=True)
                 j = i if j is None else j.start()
                 q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
@@ -185,9 +208,32 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'tool_calls': /'<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)'/
-    m = memo[2]
+    # every match, and every partial one, contains '<tool_call' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    k = memo[5]
+    if k is None or -1 < k < pos:
+        k = memo[5] = buf.find('<tool_call', pos)
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('<', n - 9 if n - 9 > pos else pos)
+        while j >= 0:
+            if buf[j:] == '<tool_call'[:n - j]:
+                x = j
+                break
+            j = buf.find('<', j + 1)
+    lo = x - 0
+    if lo < pos:
+        lo = pos
+    m = memo[3]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[2] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
+        if k < 0 and (eos or lo == n):
+            m = memo[3] = False  # no factor and nothing it could begin with: no match
+        else:
+            m = memo[3] = (_D1.search(buf, lo) if eos else _D1.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -202,14 +248,14 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D1.search(buf, pos, i, partial=True)
+                j = _D1.search(buf, lo, i, partial=True)
                 j = i if j is None else j.start()
                 q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[3]
+                    q = memo[4]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[3] = _P1.search(buf, j, partial=True) or False
+                        q = memo[4] = _P1.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -217,9 +263,9 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': /'<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
-    m = memo[4]
+    m = memo[6]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[4] = (_D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)) or False
+        m = memo[6] = (_D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -239,9 +285,9 @@ def _scan_0(buf, pos, eos, memo):
                 q = _P2.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[5]
+                    q = memo[7]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[5] = _P2.search(buf, j, partial=True) or False
+                        q = memo[7] = _P2.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -260,9 +306,32 @@ def _scan_1(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'reasoning_content': /'</think(?::[^<>\\s]+)?>'/
-    m = memo[6]
+    # every match, and every partial one, contains '</think' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    k = memo[10]
+    if k is None or -1 < k < pos:
+        k = memo[10] = buf.find('</think', pos)
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('<', n - 6 if n - 6 > pos else pos)
+        while j >= 0:
+            if buf[j:] == '</think'[:n - j]:
+                x = j
+                break
+            j = buf.find('<', j + 1)
+    lo = x - 0
+    if lo < pos:
+        lo = pos
+    m = memo[8]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[6] = (_D3.search(buf, pos) if eos else _D3.search(buf, pos, partial=True)) or False
+        if k < 0 and (eos or lo == n):
+            m = memo[8] = False  # no factor and nothing it could begin with: no match
+        else:
+            m = memo[8] = (_D3.search(buf, lo) if eos else _D3.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -277,14 +346,14 @@ def _scan_1(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D3.search(buf, pos, i, partial=True)
+                j = _D3.search(buf, lo, i, partial=True)
                 j = i if j is None else j.start()
                 q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[7]
+                    q = memo[9]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[7] = _P3.search(buf, j, partial=True) or False
+                        q = memo[9] = _P3.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -303,9 +372,32 @@ def _scan_2(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': /'</tool_call(?::[^<>\\s]+)?>'/
-    m = memo[8]
+    # every match, and every partial one, contains '</tool_call' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    k = memo[13]
+    if k is None or -1 < k < pos:
+        k = memo[13] = buf.find('</tool_call', pos)
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('<', n - 10 if n - 10 > pos else pos)
+        while j >= 0:
+            if buf[j:] == '</tool_call'[:n - j]:
+                x = j
+                break
+            j = buf.find('<', j + 1)
+    lo = x - 0
+    if lo < pos:
+        lo = pos
+    m = memo[11]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[8] = (_D4.search(buf, pos) if eos else _D4.search(buf, pos, partial=True)) or False
+        if k < 0 and (eos or lo == n):
+            m = memo[11] = False  # no factor and nothing it could begin with: no match
+        else:
+            m = memo[11] = (_D4.search(buf, lo) if eos else _D4.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -320,14 +412,14 @@ def _scan_2(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D4.search(buf, pos, i, partial=True)
+                j = _D4.search(buf, lo, i, partial=True)
                 j = i if j is None else j.start()
                 q = _P4.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[9]
+                    q = memo[12]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[9] = _P4.search(buf, j, partial=True) or False
+                        q = memo[12] = _P4.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -368,7 +460,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 10
+    MEMO_SLOTS = 14
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -189,32 +189,36 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
+    # '<' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[6]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[6] = buf.find('<', pos)
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', pos)
+        i = memo[0] = buf.find('<think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
     # open of 'tool_calls': '<tool_calls>'
     i = memo[1]
     if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<tool_calls>', pos)
+        i = memo[1] = buf.find('<tool_calls>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 1 < br)))):
         bs, be, br = i, i + 12, 1
     # close of 'content': '<|eos|>' | '<answer>' | '</answer>' | '助手：'
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|eos|>', pos)
+        i = memo[2] = buf.find('<|eos|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
         bs, be, br = i, i + 7, 2
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<answer>', pos)
+        i = memo[3] = buf.find('<answer>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
         bs, be, br = i, i + 8, 2
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</answer>', pos)
+        i = memo[4] = buf.find('</answer>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (9 > be - bs or (9 == be - bs and 2 < br)))):
         bs, be, br = i, i + 9, 2
     i = memo[5]
@@ -236,9 +240,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</think>'
-    i = memo[6]
+    i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('</think>', pos)
+        i = memo[7] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br = i, i + 8, 0
     if not eos:
@@ -261,9 +265,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</tool_calls>'
-    i = memo[7]
+    i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('</tool_calls>', pos)
+        i = memo[8] = buf.find('</tool_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 0 < br)))):
         bs, be, br = i, i + 13, 0
     if not eos:
@@ -309,7 +313,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 8
+    MEMO_SLOTS = 9
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -174,6 +174,10 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
+    # '<|' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[5]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[5] = buf.find('<|', pos)
     # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
@@ -209,17 +213,17 @@ def _scan_0(buf, pos, eos, memo):
     # close of 'content': '<|im_end|>' | '<|tool_calls_section_begin|>' | '<|tool_calls_section_end|>'
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|im_end|>', pos)
+        i = memo[2] = buf.find('<|im_end|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 10, 1, None
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|tool_calls_section_begin|>', pos)
+        i = memo[3] = buf.find('<|tool_calls_section_begin|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (28 > be - bs or (28 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 28, 1, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|tool_calls_section_end|>', pos)
+        i = memo[4] = buf.find('<|tool_calls_section_end|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (26 > be - bs or (26 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 26, 1, None
     if not eos:
@@ -243,9 +247,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<|tool_call_end|>'
-    i = memo[5]
+    i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|tool_call_end|>', pos)
+        i = memo[6] = buf.find('<|tool_call_end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
         bs, be, br = i, i + 17, 0
     if not eos:
@@ -290,7 +294,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 6
+    MEMO_SLOTS = 7
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -328,39 +328,43 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
+    # '<' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[6]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[6] = buf.find('<', pos)
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', pos)
+        i = memo[0] = buf.find('<think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
     # open of 'tool_calls': '<|tool_call_start|>'
     i = memo[1]
     if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|tool_call_start|>', pos)
+        i = memo[1] = buf.find('<|tool_call_start|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 1 < br)))):
         bs, be, br = i, i + 19, 1
     # open of 'json_tool_call_list': '<|tool_call_start|>'
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|tool_call_start|>', pos)
+        i = memo[2] = buf.find('<|tool_call_start|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 2 < br)))):
         bs, be, br = i, i + 19, 2
     # open of 'json_tool_call': '<|tool_call_start|>'
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|tool_call_start|>', pos)
+        i = memo[3] = buf.find('<|tool_call_start|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 3 < br)))):
         bs, be, br = i, i + 19, 3
     # close of 'content': '<|im_end|>' | '<|tool_call_end|>'
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|im_end|>', pos)
+        i = memo[4] = buf.find('<|im_end|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 4 < br)))):
         bs, be, br = i, i + 10, 4
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|tool_call_end|>', pos)
+        i = memo[5] = buf.find('<|tool_call_end|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 4 < br)))):
         bs, be, br = i, i + 17, 4
     if not eos:
@@ -383,9 +387,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</think>'
-    i = memo[6]
+    i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('</think>', pos)
+        i = memo[7] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br = i, i + 8, 0
     if not eos:
@@ -408,9 +412,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<|tool_call_end|>'
-    i = memo[7]
+    i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('<|tool_call_end|>', pos)
+        i = memo[8] = buf.find('<|tool_call_end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
         bs, be, br = i, i + 17, 0
     if not eos:
@@ -433,9 +437,9 @@ def _scan_3(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'json_tool_call_list': '<|tool_call_end|>'
-    i = memo[8]
+    i = memo[9]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|tool_call_end|>', pos)
+        i = memo[9] = buf.find('<|tool_call_end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
         bs, be, br = i, i + 17, 0
     if not eos:
@@ -458,9 +462,9 @@ def _scan_4(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'json_tool_call': '<|tool_call_end|>'
-    i = memo[9]
+    i = memo[10]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|tool_call_end|>', pos)
+        i = memo[10] = buf.find('<|tool_call_end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
         bs, be, br = i, i + 17, 0
     if not eos:
@@ -508,7 +512,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 10
+    MEMO_SLOTS = 11
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -245,6 +245,10 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
+    # '<|' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[6]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[6] = buf.find('<|', pos)
     # open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
@@ -275,24 +279,24 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tagged_json_call': '<|python_tag|>'
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|python_tag|>', pos)
+        i = memo[2] = buf.find('<|python_tag|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 14, 1, None
     # open of 'builtin_tool_call': '<|python_tag|>'
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|python_tag|>', pos)
+        i = memo[3] = buf.find('<|python_tag|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 14, 2, None
     # close of 'content': '<|eot_id|>' | '<|eom_id|>'
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|eot_id|>', pos)
+        i = memo[4] = buf.find('<|eot_id|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 3 < br)))):
         bs, be, br, bm = i, i + 10, 3, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|eom_id|>', pos)
+        i = memo[5] = buf.find('<|eom_id|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 3 < br)))):
         bs, be, br, bm = i, i + 10, 3, None
     if not eos:
@@ -332,9 +336,9 @@ def _scan_4(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': /'\\s*;'/
-    m = memo[6]
+    m = memo[7]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[6] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
+        m = memo[7] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -349,9 +353,9 @@ def _scan_4(buf, pos, eos, memo):
                 # may still fail before the buffer's), and only then over the whole buffer.
                 q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
-                    q = memo[7]
+                    q = memo[8]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[7] = _P1.search(buf, pos, partial=True) or False
+                        q = memo[8] = _P1.search(buf, pos, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -370,9 +374,9 @@ def _scan_5(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'tagged_json_call': /'\\s*;'/
-    m = memo[8]
+    m = memo[9]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[8] = (_D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)) or False
+        m = memo[9] = (_D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -387,9 +391,9 @@ def _scan_5(buf, pos, eos, memo):
                 # may still fail before the buffer's), and only then over the whole buffer.
                 q = _P2.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
-                    q = memo[9]
+                    q = memo[10]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[9] = _P2.search(buf, pos, partial=True) or False
+                        q = memo[10] = _P2.search(buf, pos, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -433,7 +437,7 @@ class ResponseParser(_rt.StreamParser):
         (None, None),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 10
+    MEMO_SLOTS = 11
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

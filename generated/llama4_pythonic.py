@@ -142,6 +142,10 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
+    # '<|' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[5]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[5] = buf.find('<|', pos)
     # open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
@@ -172,17 +176,17 @@ def _scan_0(buf, pos, eos, memo):
     # close of 'content': '<|eot|>' | '<|eom|>' | '<|python_end|>'
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|eot|>', pos)
+        i = memo[2] = buf.find('<|eot|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 7, 1, None
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|eom|>', pos)
+        i = memo[3] = buf.find('<|eom|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 7, 1, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|python_end|>', pos)
+        i = memo[4] = buf.find('<|python_end|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 14, 1, None
     if not eos:
@@ -233,7 +237,7 @@ class ResponseParser(_rt.StreamParser):
         ('', frozenset(())),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 5
+    MEMO_SLOTS = 6
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

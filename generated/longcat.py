@@ -206,27 +206,31 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
+    # '<' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[4]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[4] = buf.find('<', pos)
     # open of 'reasoning_content': '<longcat_think>'
     i = memo[0]
     if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<longcat_think>', pos)
+        i = memo[0] = buf.find('<longcat_think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 0 < br)))):
         bs, be, br = i, i + 15, 0
     # open of 'tool_calls': '<longcat_tool_call>'
     i = memo[1]
     if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<longcat_tool_call>', pos)
+        i = memo[1] = buf.find('<longcat_tool_call>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 1 < br)))):
         bs, be, br = i, i + 19, 1
     # close of 'content': '</longcat_s>' | '</longcat_think>'
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('</longcat_s>', pos)
+        i = memo[2] = buf.find('</longcat_s>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 2 < br)))):
         bs, be, br = i, i + 12, 2
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('</longcat_think>', pos)
+        i = memo[3] = buf.find('</longcat_think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 2 < br)))):
         bs, be, br = i, i + 16, 2
     if not eos:
@@ -249,9 +253,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</longcat_think>'
-    i = memo[4]
+    i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</longcat_think>', pos)
+        i = memo[5] = buf.find('</longcat_think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
         bs, be, br = i, i + 16, 0
     if not eos:
@@ -274,9 +278,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</longcat_tool_call>'
-    i = memo[5]
+    i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('</longcat_tool_call>', pos)
+        i = memo[6] = buf.find('</longcat_tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 0 < br)))):
         bs, be, br = i, i + 20, 0
     if not eos:
@@ -322,7 +326,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 6
+    MEMO_SLOTS = 7
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -127,9 +127,32 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # open of 'tool_calls': /'\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
+    # every match, and every partial one, contains '[TOOL_CALLS]' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    k = memo[2]
+    if k is None or -1 < k < pos:
+        k = memo[2] = buf.find('[TOOL_CALLS]', pos)
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('[', n - 11 if n - 11 > pos else pos)
+        while j >= 0:
+            if buf[j:] == '[TOOL_CALLS]'[:n - j]:
+                x = j
+                break
+            j = buf.find('[', j + 1)
+    lo = x - 0
+    if lo < pos:
+        lo = pos
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        if k < 0 and (eos or lo == n):
+            m = memo[0] = False  # no factor and nothing it could begin with: no match
+        else:
+            m = memo[0] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -144,7 +167,7 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, pos, i, partial=True)
+                j = _D0.search(buf, lo, i, partial=True)
                 j = i if j is None else j.start()
                 q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
@@ -159,9 +182,9 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '</s>'
-    i = memo[2]
+    i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('</s>', pos)
+        i = memo[3] = buf.find('</s>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 4, 1, None
     if not eos:
@@ -212,7 +235,7 @@ class ResponseParser(_rt.StreamParser):
         ('', frozenset(())),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 3
+    MEMO_SLOTS = 4
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -214,26 +214,30 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
+    # '<' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[4]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[4] = buf.find('<', pos)
     # open of 'call_section': '<function_calls>'
     i = memo[0]
     if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<function_calls>', pos)
+        i = memo[0] = buf.find('<function_calls>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
         bs, be, br = i, i + 16, 0
     # close of 'content': '<|im_end|>' | '<|endoftext|>' | '</function_calls>'
     i = memo[1]
     if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|im_end|>', pos)
+        i = memo[1] = buf.find('<|im_end|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br)))):
         bs, be, br = i, i + 10, 1
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|endoftext|>', pos)
+        i = memo[2] = buf.find('<|endoftext|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br)))):
         bs, be, br = i, i + 13, 1
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('</function_calls>', pos)
+        i = memo[3] = buf.find('</function_calls>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 1 < br)))):
         bs, be, br = i, i + 17, 1
     if not eos:
@@ -257,9 +261,9 @@ def _scan_1(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # open of 'tool_calls': /'(?=[A-Za-z_])'/
-    m = memo[4]
+    m = memo[5]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[4] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[5] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -274,9 +278,9 @@ def _scan_1(buf, pos, eos, memo):
                 # may still fail before the buffer's), and only then over the whole buffer.
                 q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
-                    q = memo[5]
+                    q = memo[6]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[5] = _P0.search(buf, pos, partial=True) or False
+                        q = memo[6] = _P0.search(buf, pos, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -284,9 +288,9 @@ def _scan_1(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'call_section': '</function_calls>'
-    i = memo[6]
+    i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('</function_calls>', pos)
+        i = memo[7] = buf.find('</function_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 17, 1, None
     if not eos:
@@ -338,7 +342,7 @@ class ResponseParser(_rt.StreamParser):
         ('', frozenset(())),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 7
+    MEMO_SLOTS = 8
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

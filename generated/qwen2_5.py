@@ -148,21 +148,25 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
+    # '<' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[3]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[3] = buf.find('<', pos)
     # open of 'tool_calls': '<tool_call>'
     i = memo[0]
     if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<tool_call>', pos)
+        i = memo[0] = buf.find('<tool_call>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 0 < br)))):
         bs, be, br = i, i + 11, 0
     # close of 'content': '<|im_end|>' | '<|endoftext|>'
     i = memo[1]
     if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|im_end|>', pos)
+        i = memo[1] = buf.find('<|im_end|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br)))):
         bs, be, br = i, i + 10, 1
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|endoftext|>', pos)
+        i = memo[2] = buf.find('<|endoftext|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br)))):
         bs, be, br = i, i + 13, 1
     if not eos:
@@ -185,9 +189,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</tool_call>'
-    i = memo[3]
+    i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('</tool_call>', pos)
+        i = memo[4] = buf.find('</tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br = i, i + 12, 0
     if not eos:
@@ -232,7 +236,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 4
+    MEMO_SLOTS = 5
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -190,32 +190,36 @@ def _scan_0(buf, pos, eos, memo):
     n = len(buf)
     hold = n
     bs = be = br = -1
+    # '<' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[5]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[5] = buf.find('<', pos)
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', pos)
+        i = memo[0] = buf.find('<think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
     # open of 'tool_calls': '<tool_call>'
     i = memo[1]
     if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<tool_call>', pos)
+        i = memo[1] = buf.find('<tool_call>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 1 < br)))):
         bs, be, br = i, i + 11, 1
     # close of 'content': '<|im_end|>' | '<|end_of_text|>' | '</think>'
     i = memo[2]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|im_end|>', pos)
+        i = memo[2] = buf.find('<|im_end|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
         bs, be, br = i, i + 10, 2
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|end_of_text|>', pos)
+        i = memo[3] = buf.find('<|end_of_text|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 2 < br)))):
         bs, be, br = i, i + 15, 2
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</think>', pos)
+        i = memo[4] = buf.find('</think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
         bs, be, br = i, i + 8, 2
     if not eos:
@@ -238,9 +242,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</think>'
-    i = memo[5]
+    i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('</think>', pos)
+        i = memo[6] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br = i, i + 8, 0
     if not eos:
@@ -263,9 +267,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</tool_call>'
-    i = memo[6]
+    i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('</tool_call>', pos)
+        i = memo[7] = buf.find('</tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br = i, i + 12, 0
     if not eos:
@@ -311,7 +315,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 7
+    MEMO_SLOTS = 8
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 

@@ -100,6 +100,10 @@ _D0 = regex.compile('<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/
 _P0 = regex.compile('(?>(?:<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">))(?!)', regex.DOTALL)
+# Required factors (issue 14): without the factor after the search position, a partial match can
+# start only in the run of characters the part before the factor consumes; these find its start.
+# the last character before '<steptml:invoke name="' that /'<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/ cannot consume before it
+_B0 = regex.compile('(?r)[^<\\uff5ctol_cabegin>\\sfusp]', regex.DOTALL)
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -212,16 +216,44 @@ def _scan_0(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     bm = None
+    # '<' begins three or more literals below: found once, they are looked for only after it
+    g0 = memo[9]
+    if g0 is None or -1 < g0 < pos:
+        g0 = memo[9] = buf.find('<', pos)
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', pos)
+        i = memo[0] = buf.find('<think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 7, 0, None
     # open of 'tool_calls': /'<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/
+    # every match, and every partial one, contains '<steptml:invoke name="' or runs into the end through a proper
+    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    k = memo[3]
+    if k is None or -1 < k < pos:
+        k = memo[3] = buf.find('<steptml:invoke name="', pos)
+    if k >= 0:
+        x = k
+    else:
+        x = n
+        j = buf.find('<', n - 21 if n - 21 > pos else pos)
+        while j >= 0:
+            if buf[j:] == '<steptml:invoke name="'[:n - j]:
+                x = j
+                break
+            j = buf.find('<', j + 1)
+    lo = pos
+    b = _B0.search(buf, lo, x)
+    if b is not None:
+        lo = b.end()
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        if k < 0 and (eos or lo == n):
+            m = memo[1] = False  # no factor and nothing it could begin with: no match
+        else:
+            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -236,7 +268,7 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, pos, i, partial=True)
+                j = _D0.search(buf, lo, i, partial=True)
                 j = i if j is None else j.start()
                 q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
                 if q is not None and q.start() <= i:
@@ -251,29 +283,29 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|EOT|>' | '<｜tool_calls_begin｜>' | '<｜tool_call_end｜>' | '<｜tool_calls_end｜>' | '</think>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|EOT|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 7, 2, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<｜tool_calls_begin｜>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 20, 2, None
+        i = memo[4] = buf.find('<|EOT|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 7, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<｜tool_call_end｜>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 17, 2, None
+        i = memo[5] = buf.find('<｜tool_calls_begin｜>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 20, 2, None
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<｜tool_calls_end｜>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 18, 2, None
+        i = memo[6] = buf.find('<｜tool_call_end｜>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 17, 2, None
     i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('</think>', pos)
+        i = memo[7] = buf.find('<｜tool_calls_end｜>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 18, 2, None
+    i = memo[8]
+    if i is None or -1 < i < pos:
+        i = memo[8] = buf.find('</think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 8, 2, None
     if not eos:
@@ -297,9 +329,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</think>'
-    i = memo[8]
+    i = memo[10]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('</think>', pos)
+        i = memo[10] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br = i, i + 8, 0
     if not eos:
@@ -322,9 +354,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</steptml:invoke>'
-    i = memo[9]
+    i = memo[11]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('</steptml:invoke>', pos)
+        i = memo[11] = buf.find('</steptml:invoke>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
         bs, be, br = i, i + 17, 0
     if not eos:
@@ -370,7 +402,7 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 10
+    MEMO_SLOTS = 12
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
 
