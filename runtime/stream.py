@@ -539,12 +539,14 @@ class StreamParser:
         self._id_tail = []
         return text
 
+    def _body_len(self) -> int:
+        """Characters in the current region's body so far."""
+        n = sum(map(len, self._blocks)) if self._blocks else 0
+        return n + sum(map(len, self._body))
+
     def _here(self) -> int:
         """Offset in the response of the current position: everything before it was routed."""
-        n = self._mark + self._sunk
-        if self._blocks:
-            n += sum(map(len, self._blocks))
-        return n + sum(map(len, self._body))
+        return self._mark + self._sunk + self._body_len()
 
     def _guarded(self, events: list, eos: bool) -> None:
         try:
@@ -881,9 +883,8 @@ class StreamParser:
         if self._stack:
             (self._state, self._field, self._region, self._name, self._dirty, self._opened, self._body,
              self._blocks, self._groups, self._bd, self._open_at, self._open_text) = self._stack.pop()
-            self._mark = 0
+            self._mark = at - self._body_len()  # its body goes on from here
             self._sunk = 0
-            self._mark = at - self._here()  # its body goes on from here
         else:
             self._state = 0
             self._enter(self.OUTSIDE_FIELD)
