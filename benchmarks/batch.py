@@ -44,7 +44,7 @@ sys.path.insert(0, str(HERE))
 
 import inputs  # noqa: E402
 
-DEFAULT_FAMILIES = "qwen3,gpt_oss,qwen3_coder,llama3_json,deepseek_r1,glm4_5,hermes2pro,kimi_k2"
+DEFAULT_FAMILIES = "qwen3,gpt_oss,qwen3_coder,mistral_nemo,deepseek_r1,glm4_5,hermes2pro,kimi_k2"
 
 
 def say(*parts) -> None:
@@ -99,7 +99,9 @@ def run_cli(family: str, src: Path, dst: Path, workers: int) -> tuple[float, str
     return seconds, done.stderr.strip().splitlines()[-1], max(peak, before)
 
 
-def loop_ours(family: str, src: Path) -> tuple[float, int, list]:
+def loop_ours(family: str, src: Path, keep: int) -> tuple[float, int, list]:
+    """Parse every record of ``src`` in a plain loop; returns (seconds, records, the first ``keep``
+    messages), so memory stays flat however many records the file holds."""
     import respc
     from respc.compiler.batch import dump_record
 
@@ -115,7 +117,8 @@ def loop_ours(family: str, src: Path) -> tuple[float, int, list]:
             except ValueError as exc:
                 out = {"id": record["id"], "message": None, "diagnostics": [{"kind": "error", "message": str(exc)}]}
             dump_record(out)
-            messages.append(out["message"])
+            if n < keep:
+                messages.append(out["message"])
             n += 1
     return time.perf_counter() - started, n, messages
 
@@ -123,7 +126,7 @@ def loop_ours(family: str, src: Path) -> tuple[float, int, list]:
 def loop_reference(family: str, src: Path, limit: int) -> tuple[float, int, list]:
     from transformers.utils.chat_parsing import parse_response as ref_parse
 
-    doc = inputs.load(family)
+    doc = inputs.reference_doc(family)  # a v2 template's v1 form: what a user of the reference has
     started = time.perf_counter()
     n, messages = 0, []
     with open(src, encoding="utf-8") as handle:
@@ -178,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", default=None, help="where the files go (default: a temp folder, removed)")
     ap.add_argument("--no-ray", action="store_true", help="skip the Ray path")
     ap.add_argument("--seed", type=int, default=12)
+    ap.add_argument("--reuse", action="store_true",
+                    help="with --dir: keep input files generated before with the same arguments (a manifest says so)")
     args = ap.parse_args(argv)
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     from respc.compiler.batch import default_workers
@@ -194,9 +199,18 @@ def main(argv: list[str] | None = None) -> int:
         f"{workers} workers, damaged {args.damaged:.0%}")
     files, gen = {}, {}
     started = time.perf_counter()
+    manifest = folder / "manifest.json"
+    wanted = {"per": per, "families": families, "damaged": args.damaged, "seed": args.seed}
+    old = json.loads(manifest.read_text()) if args.reuse and manifest.exists() else {}
     for family in families:
         files[family] = folder / f"{family}.in.jsonl"
-        gen[family] = generate(family, per, files[family], args.damaged, args.seed)
+    if old.get("wanted") == wanted and all(f.exists() for f in files.values()):
+        gen = old["gen"]
+        say(f"reusing the input files in {folder} (manifest.json matches)")
+    else:
+        for family in families:
+            gen[family] = generate(family, per, files[family], args.damaged, args.seed)
+        manifest.write_text(json.dumps({"wanted": wanted, "gen": gen}))
     total_bytes = sum(g["bytes"] for g in gen.values())
     say(f"generated {total_bytes / 1e9:.2f} GB in {time.perf_counter() - started:.0f} s: "
         + ", ".join(f"{k}: {sum(g[k] for g in gen.values()):,}" for k in ("with_reasoning", "with_tool_calls", "damaged")))
@@ -226,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     ours_total, ref_total, ours_n, ref_n, same, compared = 0.0, 0.0, 0, 0, 0, 0
     per_family = []
     for family, src in files.items():
-        t, n, ours_messages = loop_ours(family, src)
+        t, n, ours_messages = loop_ours(family, src, args.ref_records)
         ours_total, ours_n = ours_total + t, ours_n + n
         ours_rate = n / t
         t, n, ref_messages = loop_reference(family, src, args.ref_records)
