@@ -567,10 +567,11 @@ class _Progress:
         else:
             import shutil
 
-            # a terminal that reports 0 columns (some pseudo-terminals) would get an empty bar
-            width = shutil.get_terminal_size((100, 20)).columns or 100
+            # a pseudo-terminal that reports 0 columns or 0 rows (`script` without a terminal, some CI
+            # runners) would get an empty bar, or none at all: tqdm hides bars below the last row
+            size = shutil.get_terminal_size((100, 20))
             self.bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=self.stream,
-                            desc="respc", ncols=width, mininterval=0.5)
+                            desc="respc", ncols=size.columns or 100, nrows=size.lines or 20, mininterval=0.5)
 
     def update(self, position: int | None, records: int) -> None:
         self.records = records

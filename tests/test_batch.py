@@ -294,3 +294,43 @@ def test_memory_is_flat_in_the_number_of_records(tmp_path):
         tracemalloc.stop()
         assert stats.records == n
     assert peaks[1] < 1.5 * peaks[0], peaks
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+def test_progress_shows_on_a_terminal_that_reports_no_size():
+    """A pseudo-terminal of 0 rows and 0 columns (``script`` run without a terminal, some CI runners):
+    the progress display still writes a bar (tqdm hid it below row 0 before the fix) and the rate."""
+    import os
+    import pty
+    import subprocess
+
+    driver = (
+        "import time\n"
+        "from respc.compiler.batch import _Progress\n"
+        "p = _Progress(1000)\n"
+        "for i in range(1, 4):\n"
+        "    time.sleep(0.55)\n"
+        "    p.update(i * 250, i * 10)\n"
+        "p.close()\n"
+    )
+    master, slave = pty.openpty()  # a new pseudo-terminal reports 0 x 0
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.run([sys.executable, "-c", driver], stdin=slave, stdout=slave, stderr=slave, env=env,
+                          timeout=60, check=False)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    shown = b"".join(chunks).decode("utf-8", "replace")
+    assert proc.returncode == 0, shown
+    assert "respc" in shown
+    # tqdm (extra "batch"): a bar at 75 %; without it: the one-line display with the rate and percentage
+    assert "75%" in shown, shown
+    assert "records/s" in shown, shown
