@@ -159,9 +159,9 @@ class Stats:
         records (int): output records written.
         tool_calls (int): messages with at least one tool call.
         repairs (int): diagnostics of kind ``"repair"``/``"repaired"`` (what errors="recover" repaired).
-        failures: records without a message, or (errors="recover") with a region that could not be
-            decoded (a ``malformed`` or ``truncated`` diagnostic).
-        failures (int): records whose message is ``null``.
+        failures (int): records without a message (``null``: strict mode), or (errors="recover")
+            whose message lost the structure of a region that could not be decoded (a ``malformed``
+            or ``truncated`` diagnostic; its raw text is kept in the message).
         failed_lines (list[tuple[int, str]]): (line number, error) of each failure, kept only in
             ``"strict"`` mode (the CLI reports them).
     """
