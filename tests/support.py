@@ -17,6 +17,9 @@ SHARED = Path(os.environ["RESPC_SHARED"]) if os.environ.get("RESPC_SHARED") else
 CONFORMANCE = SHARED / "conformance" / "hf.jsonl"
 CORPUS = SHARED / "corpus" / "vectors.jsonl"
 CHAT_TEMPLATES = SHARED / "corpus" / "chat_templates"
+# Real chat templates of families added after the shared corpus was made, kept in this repository
+# (sources in its SOURCES.md); the tests read them beside the shared ones.
+OWN_CHAT_TEMPLATES = REPO / "tests" / "cases" / "chat_templates"
 
 _WHAT = {CONFORMANCE: "the shared conformance vectors", CORPUS: "the shared corpus vectors",
          CHAT_TEMPLATES: "the shared chat templates"}
@@ -81,3 +84,14 @@ def merged_events(events: list[dict]) -> list[dict]:
         else:
             out.append(dict(event))
     return out
+
+
+def chat_templates() -> dict[str, Path]:
+    """``{family: path}`` of every real chat template the tests know: the shared corpus's
+    (``../shared/corpus/chat_templates/<family>.jinja``, when present) and this repository's own
+    (``tests/cases/chat_templates/<family>.jinja``); a family in both takes the shared file."""
+    found = {p.stem: p for p in sorted(OWN_CHAT_TEMPLATES.glob("*.jinja"))}
+    if CHAT_TEMPLATES.is_dir():
+        found.update({p.stem: p for p in sorted(CHAT_TEMPLATES.glob("*.jinja"))})
+    return dict(sorted(found.items()))
+

@@ -1,7 +1,7 @@
 """Chat-template round trip: render a message with a family's real chat template, parse it back.
 
-For every family with a real chat template in ``../shared/corpus/chat_templates/<family>.jinja`` and a
-catalogue template ``templates/<family>.json``, and for every message M in ``MESSAGES``:
+For every family with a real chat template in ``../shared/corpus/chat_templates/<family>.jinja`` (or,
+for families added later, ``tests/cases/chat_templates/<family>.jinja``) and a catalogue template ``templates/<family>.json``, and for every message M in ``MESSAGES``:
 
 1. render ``[system?, user, assistant(M)]`` without the generation prompt (the *full* render) and
    ``[system?, user]`` with it (the *prompt*), using ``tests/chat_render.py`` (transformers' renderer);
@@ -60,7 +60,7 @@ import pytest
 
 from chat_render import render
 
-from support import CHAT_TEMPLATES, REPO, missing
+from support import CHAT_TEMPLATES, REPO, chat_templates, missing
 CONFIG_DIR = Path(__file__).resolve().parent / "cases" / "roundtrip"
 CATALOGUE = REPO / "templates"
 
@@ -152,7 +152,7 @@ USER = {"role": "user", "content": "Hi there! Can you help me?"}
 
 
 def _families() -> list[str]:
-    return sorted(p.stem for p in CHAT_TEMPLATES.glob("*.jinja"))
+    return sorted(chat_templates())
 
 
 def _config(family: str) -> dict:
@@ -217,7 +217,7 @@ def split_turn(prompt: str, full: str, prefix_from: str = "prompt") -> tuple[str
 
 
 def _render_pair(family: str, config: dict, message: dict) -> tuple[str, str]:
-    source = (CHAT_TEMPLATES / f"{family}.jinja").read_text(encoding="utf-8")
+    source = chat_templates()[family].read_text(encoding="utf-8")
     system = config.get("system", True)
     if isinstance(system, str):
         history = [{"role": "system", "content": system}, USER]
