@@ -17,7 +17,9 @@ with the call's name substituted, :func:`~respc.compiler.grammar_ir.call_shape`,
 * ``content`` -- ``sequence[grammar(open rest, whitespace), json_schema, grammar(whitespace, close
   head)]``; the schema is the tool's parameters (name in the open), or, name in the body, an
   ``anyOf`` of ``{name: const, arguments: parameters}`` objects (a list of them with
-  ``transform_each``; ``$key``: ``{name: parameters}``);
+  ``transform_each``; ``$key``: ``{name: parameters}``); a JSON dialect (``string_delims`` such as
+  gemma's ``<|"|>``, ``unquoted_keys``, ``python_literals``) is the grammar IR's own rule for the
+  body instead, as an EBNF ``grammar`` element;
 * ``end`` -- the close's literals (the literal tail of a close pattern such as ``\\s*;``);
 * ``triggers`` -- the literal part of the begins before the name (``<function=``) or the begin.
 
@@ -35,9 +37,8 @@ bodies that are not JSON (xml-inline parameters, pythonic calls, text) -- xgramm
 and similar styles are other engines' readings of those formats, not respc's; opens without a
 literal start (a lookahead such as ``(?=\\{)``); fields nested in a section region; no tools.
 Where it is stricter than the parser it says so in the notes: a call cut off by the end of the
-stream, a JSON dialect (``python_literals``, ``string_delims``) written as standard JSON, a
-reasoning region after text, name and arguments members in another order than ``name``,
-``arguments`` or with extra members (an ``id``).
+stream, a reasoning region after text, a call object with members other than its name and
+arguments (an ``id``), arguments in another order than the schema's (xgrammar's ``json_schema``).
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ import json
 from typing import Any
 
 from .automaton import Automaton
-from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, Lit, Rep, Seq, _Builder,
-                         _is_reasoning, _is_tool_field, call_shape, regex_to_ir, seq)
+from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, JsonBuilder, Lit, Rep, Seq,
+                         _Builder, _is_reasoning, _is_tool_field, call_shape, regex_to_ir, seq)
 from .ir import Field, Template
 
 __all__ = ["StructuralTagError", "build_structural_tag", "export_structural_tag"]
@@ -69,10 +70,11 @@ class _Cannot(Exception):
     pass
 
 
-def _ebnf(node) -> dict:
+def _ebnf(node, rules: dict | None = None) -> dict:
+    """An EBNF ``grammar`` element whose root is ``node`` (``rules``: the rules it refers to)."""
     from .grammar_render import render
 
-    text = render(Grammar(rules={"start": node}), "xgrammar")
+    text = render(Grammar(rules={"start": node, **(rules or {})}), "xgrammar")
     return {"type": "grammar", "grammar": "\n".join(x for x in text.splitlines() if not x.startswith("#")) + "\n"}
 
 
@@ -167,9 +169,12 @@ class _StructuralBuilder:
         shape = call_shape(f)
         if shape is None:
             raise _Cannot("its transform does not take a call's name and arguments from one place")
-        for key in ("python_literals", "string_delims", "unquoted_keys"):
-            if f.content_args.get(key):
-                self.notes.append(f"{where}: content_args.{key} not used: the arguments are standard JSON")
+        dialect = self.ir.dialect(f)
+        # a JSON dialect (gemma's <|"|> strings, unquoted keys, Python literals): the body is the
+        # grammar IR's own rule for it, as an EBNF element, instead of a JSON schema
+        jb = JsonBuilder(self.ir.g, dialect) if dialect.tag != "json" else None
+        if jb is not None:
+            self.notes.append(f"{where}: the {dialect.tag!r} JSON dialect is written as an EBNF grammar element")
         ends, head = _ends(f, self.eot)
         if ends == [""] and f.close is not None:
             self.notes.append(f"{where}: its close {list(f.close.literals or [f.close.pattern])} is the end of the "
@@ -188,12 +193,19 @@ class _StructuralBuilder:
                 body = _params(schema)
                 if shape.args_keys:
                     body = _object({shape.args_keys[0]: body}, [shape.args_keys[0]])
+                body = self._schema_element(body, jb, where)
                 for begin, rest in self._begins(f, node):
                     tags.append(self._tag(begin, rest, body, tail, ends))
             return tags
         node = (Alt(tuple(Lit(x) for x in f.open.literals)) if f.open.literals is not None
                 else regex_to_ir(f.open.pattern)[0])
         keys = shape.args_keys or ("arguments",)
+        if jb is not None:
+            calls_node = self.ir.json_calls(f, shape, jb, where)
+            out = [self._tag(begin, rest, _ebnf(calls_node, self.ir.g.rules), tail, ends)
+                   for begin, rest in self._begins(f, node)]
+            self.triggers.extend(tag["begin"] for tag in out)
+            return out
         if shape.name_key == "$key":
             calls = [_object({name: _params(schema)}, [name]) for name, schema in self.tools]
         else:
@@ -212,6 +224,7 @@ class _StructuralBuilder:
                 body["maxItems"] = 1
         else:
             body = call
+        body = {"type": "json_schema", "json_schema": body}
         out = [self._tag(begin, rest, body, tail, ends) for begin, rest in self._begins(f, node)]
         self.triggers.extend(tag["begin"] for tag in out)
         return out
@@ -225,11 +238,16 @@ class _StructuralBuilder:
             self.notes.append(f"field {f.name!r} open {pattern!r}: alternatives without a literal start are left out")
         return begins
 
+    def _schema_element(self, schema: dict, jb, where: str) -> dict:
+        """A JSON schema content element, or the dialect's EBNF rule for the schema."""
+        if jb is None:
+            return {"type": "json_schema", "json_schema": schema}
+        return _ebnf(jb.schema(schema, f"{where} parameters"), self.ir.g.rules)
+
     @staticmethod
     def _tag(begin: str, rest, body: dict, tail: dict, ends: list[str]) -> dict:
         head = _ebnf(seq(rest, WS) if rest != Seq(()) else WS)
-        return {"type": "tag", "begin": begin,
-                "content": {"type": "sequence", "elements": [head, {"type": "json_schema", "json_schema": body}, tail]},
+        return {"type": "tag", "begin": begin, "content": {"type": "sequence", "elements": [head, body, tail]},
                 "end": ends[0] if len(ends) == 1 else ends}
 
     def reasoning_part(self) -> tuple[dict | None, list[str]]:

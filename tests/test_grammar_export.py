@@ -255,6 +255,7 @@ KIMI_CALL = ('<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weath
 GPT_OSS_CALL = ('<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>commentary '
                 'to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris", "days": 2}<|call|>')
 APERTUS_CALL = '<|tools_prefix|>[{"get_weather": {"city": "Paris"}}]<|tools_suffix|>'
+GEMMA4_CALL = '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:2}<tool_call|>'  # the dialect: an EBNF element
 
 #: the qwen3 cases above hold for the structural tag too, but for a call cut off by the end of the
 #: stream (a tag needs its end; tests/cases/structural_tag_gaps.json) and arguments in another order
@@ -290,6 +291,12 @@ ST_CASES.update({
     "apertus/ok": ("apertus", APERTUS_CALL, "auto", True, True),
     "apertus/wrong_type": ("apertus", APERTUS_CALL.replace('"Paris"', "false"), "auto", True, False),
     "apertus/name_not_offered": ("apertus", APERTUS_CALL.replace("get_weather", "get_wether"), "auto", True, False),
+    "gemma4/ok": ("gemma4", "Checking. " + GEMMA4_CALL, "auto", True, True),
+    "gemma4/any_order": ("gemma4", GEMMA4_CALL.replace('city:<|"|>Paris<|"|>,days:2', 'days:2,city:<|"|>Paris<|"|>'),
+                         "auto", True, True),
+    "gemma4/wrong_type": ("gemma4", GEMMA4_CALL.replace("days:2", 'days:<|"|>2<|"|>'), "auto", True, False),
+    "gemma4/name_not_offered": ("gemma4", GEMMA4_CALL.replace("get_weather", "get_wether"), "auto", True, False),
+    "gemma4/required_without_call": ("gemma4", "Hello.", "required", True, False),
 })
 
 
