@@ -319,10 +319,9 @@ class _StructuralBuilder:
             calls = {"type": "sequence", "elements": elements}
             body = calls if need else {"type": "or", "elements": [free, calls]}
         fmt = {"type": "sequence", "elements": [prefix, body]} if prefix is not None else body
-        if self.unclosed is not None:
+        if self.unclosed is not None and not need:  # with a call required, reasoning must close first
             fmt = {"type": "or", "elements": [fmt, self.unclosed]}
         return {"type": "structural_tag", "format": fmt}
-
 
 
 def _one_of(formats: list[dict]) -> dict:

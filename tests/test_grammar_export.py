@@ -273,6 +273,8 @@ ST_CASES.update({
     "qwen3/none_text": ("qwen3", "<think>hm</think>Hello.", "none", True, True),
     "qwen3/no_parallel_call_then_text": ("qwen3", QWEN3_CALL + " Done.", "auto", False, True),
     "qwen3/no_reasoning": ("qwen3", "<think>hm</think>Hello.", "auto", True, False),
+    "qwen3/unclosed_reasoning": ("qwen3", "<think>hm, still thinking", "auto", True, True),
+    "qwen3/required_unclosed_reasoning": ("qwen3", "<think>hm, still thinking", "required", True, False),
     "mistral_small_3_2/ok": ("mistral_small_3_2", "Sure." + MISTRAL_CALL, "auto", True, True),
     "mistral_small_3_2/two_calls": ("mistral_small_3_2", MISTRAL_CALL + MISTRAL_CALL, "auto", True, True),
     "mistral_small_3_2/name_not_offered": ("mistral_small_3_2", MISTRAL_CALL.replace("get_weather", "get_wether"),
@@ -311,7 +313,9 @@ def test_structural_tag_rejects_broken_outputs(case):
 
 def test_structural_tag_shape_for_qwen3():
     tag, notes = export_structural_tag(REPO / "templates" / "qwen3.json", tools=[WEATHER], tool_choice="required")
-    reasoning, calls = tag["format"]["elements"][0]["elements"]
+    # required: no alternative of reasoning cut off by the end of the output (it must close first)
+    assert tag["format"]["type"] == "sequence"
+    reasoning, calls = tag["format"]["elements"]
     assert reasoning == {"type": "optional", "content": {"type": "tag", "begin": "<think>",
                                                          "content": {"type": "any_text"}, "end": "</think>"}}
     assert (calls["type"], calls["triggers"], calls["at_least_one"], calls["excludes"]) == (
