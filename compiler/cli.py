@@ -13,10 +13,13 @@
     Validate a template and print its warnings: load-time ones (``compiler.validate.check_template``),
     D2 ones (indeterminate regex delimiters) and the linter's findings (``compiler/lint.py``, each
     with field, key and an example); exit 1 when the linter found an error.
-``respc grammar TEMPLATE --format lark|gbnf|xgrammar|llguidance [--tools F.json] [--tool-choice C] [--no-parallel] [--no-reasoning]``
+``respc grammar TEMPLATE --format lark|gbnf|xgrammar|llguidance|xgrammar-structural-tag [--tools F.json] [--tool-choice C] [--no-parallel] [--no-reasoning]``
     Print the constrained-decoding grammar of the template's output language for one engine
     (``compiler/grammar_render.py``): calls name an offered tool and their arguments follow its
     JSON schema; ``--tool-choice`` is auto, required, none or a tool name.
+    ``xgrammar-structural-tag`` prints xgrammar's structural tag JSON instead
+    (``compiler/grammar_structural.py``), notes on where it is stricter on stderr; a template it
+    cannot express (XML or pythonic call bodies) exits 2 naming the fields and why.
 ``respc detect MODEL_DIR | tokenizer_config.json | chat_template.jinja``
     Name the catalogue family whose output format the chat template renders, and its thinking
     switch (``compiler/detect.py``); exit 1 when no family fits, saying why.
@@ -631,7 +634,8 @@ def _parse_jsonl(args: argparse.Namespace) -> int:
 
 def _grammar(args: argparse.Namespace) -> int:
     from .grammar_ir import GrammarExportError
-    from .grammar_render import export_grammar
+    from .grammar_render import STRUCTURAL_TAG, export_grammar
+    from .grammar_structural import export_structural_tag
 
     tools = None
     if args.tools:
@@ -640,8 +644,15 @@ def _grammar(args: argparse.Namespace) -> int:
         except json.JSONDecodeError as exc:
             raise _UsageError(f"{args.tools}: not JSON: {exc}") from None
     try:
-        text = export_grammar(args.template, args.format, tools=tools, tool_choice=args.tool_choice,
-                              parallel=not args.no_parallel, reasoning=not args.no_reasoning)
+        if args.format == STRUCTURAL_TAG:
+            tag, notes = export_structural_tag(args.template, tools=tools, tool_choice=args.tool_choice,
+                                               parallel=not args.no_parallel, reasoning=not args.no_reasoning)
+            text = json.dumps(tag, indent=2, ensure_ascii=False) + "\n"
+            for note in notes:
+                print(f"respc: note: {note}", file=sys.stderr)
+        else:
+            text = export_grammar(args.template, args.format, tools=tools, tool_choice=args.tool_choice,
+                                  parallel=not args.no_parallel, reasoning=not args.no_reasoning)
     except GrammarExportError as exc:
         raise _UsageError(str(exc)) from None
     sys.stdout.write(text)
@@ -735,7 +746,10 @@ def _add_detect(sub) -> None:
 
     gram = sub.add_parser("grammar", help="print the constrained-decoding grammar of a template")
     gram.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
-    gram.add_argument("--format", default="lark", choices=["lark", "gbnf", "xgrammar", "llguidance"])
+    gram.add_argument("--format", default="lark",
+                      choices=["lark", "gbnf", "xgrammar", "llguidance", "xgrammar-structural-tag"],
+                      help="grammar format; xgrammar-structural-tag prints xgrammar's structural tag JSON "
+                           "(response_format) and notes on stderr")
     gram.add_argument("--tools", help="a JSON file with a list of tools (OpenAI style)")
     gram.add_argument("--tool-choice", default="auto", help="auto, required, none or a tool name")
     gram.add_argument("--no-parallel", action="store_true", help="at most one tool call")

@@ -100,8 +100,12 @@ class Ref:
 @dataclass(frozen=True)
 class Except:
     """Any text, possibly empty, that contains none of ``literals`` (SPEC 4.2: the delimiters a
-    state watches). Renderers lower it to a regex or to right-linear rules (Aho-Corasick states)."""
+    state watches). Renderers lower it to a regex or to right-linear rules (Aho-Corasick states).
+
+    ``within``: when set (a :class:`Chars`), every character of the text is one of it (a lazy
+    ``[^\\n]*?`` before a literal: text of that class up to the literal's first occurrence)."""
     literals: tuple[str, ...]
+    within: Any = None
 
 
 EMPTY = Seq(())
@@ -264,7 +268,35 @@ def _seq_to_ir(tree, groups: dict, names: dict, notes: list):
             merged[-1] = Lit(merged[-1].text + item.text)
         else:
             merged.append(item)
-    return seq(*merged) if merged else EMPTY
+    flat = [x for item in merged for x in (item.items if isinstance(item, Seq) else (item,))]
+    return seq(*_lazy_to_first(flat, notes)) if flat else EMPTY
+
+
+def _lazy_to_first(items, notes: list) -> list:
+    """Rewrite ``C{k,}? L`` (a lazy unbounded repeat of one character class, then a literal) as
+    ``C{k} (text of C without L) L``: the regex engine ends a lazy repeat at the first ``L`` from
+    which the rest of the pattern matches, so when ``L`` ends the pattern this is exactly the
+    language the delimiter matches (Python ``re`` semantics of ``*?``); when more follows ``L``,
+    a match that needs a later ``L`` is left out (noted). Earley's dynamic lexer and the
+    engines' greedy lexers read the rewritten form without backtracking into the repeat."""
+    items = list(items)
+    out: list = []
+    i = 0
+    while i < len(items):
+        item = items[i]
+        nxt = items[i + 1] if i + 1 < len(items) else None
+        lead = nxt.items[0] if isinstance(nxt, Seq) and nxt.items else nxt
+        if (isinstance(item, Rep) and item.lazy and item.max is None and isinstance(item.item, Chars)
+                and isinstance(lead, Lit)):
+            if item.min:
+                out.append(Rep(item.item, item.min, item.min))
+            out.append(Except((lead.text,), None if item.item == ANY_CHAR else item.item))
+            if i + 2 < len(items) or (isinstance(nxt, Seq) and len(nxt.items) > 1):
+                notes.append(f"lazy repeat read as text up to the first {lead.text!r}")
+        else:
+            out.append(item)
+        i += 1
+    return out
 
 
 def regex_to_ir(pattern: str, groups: dict | None = None) -> tuple[Any, list[str]]:
@@ -517,16 +549,54 @@ class JsonBuilder:
         return Ref(f"{self.p}_object")
 
     def _members(self, members, i: int, after_first: bool):
-        """Members ``i..`` in order; optional ones may be left out; commas between present ones."""
-        if i == len(members):
-            return EMPTY
-        node, required = members[i]
+        """The members in any order (see :func:`any_order`), commas between present ones."""
         ws = self.ws()
-        here = seq(Lit(","), ws, node, ws) if after_first else seq(node, ws)
-        take = seq(here, self._members(members, i + 1, True))
-        if required:
-            return take
-        return alt(take, self._members(members, i + 1, after_first))
+        return any_order(self.g, f"{self.p}_members", members,
+                         lambda node, first: seq(node, ws) if first else seq(Lit(","), ws, node, ws))
+
+
+#: objects with more declared properties than this are written in schema order (2**n rules)
+ANY_ORDER_MAX = 6
+
+
+def any_order(g: Grammar, prefix: str, members: list, join) -> Any:
+    """Each of ``members`` (``[(node, required)]``) at most once, in any order, every required one
+    present: the parsers read JSON objects, Python keyword arguments and XML parameters in any
+    order (``json.loads``, the pythonic and xml-inline readers), so the grammar does too. One rule
+    per set of members already written (at most ``2 ** ANY_ORDER_MAX``); ``join(node, first)``
+    puts the separator in front of all but the first. More members than ``ANY_ORDER_MAX``: schema
+    order (a subset of what the parser reads; ``Grammar.notes`` says so).
+    """
+    if not members:
+        return EMPTY
+    if len(members) > ANY_ORDER_MAX:
+        g.inexact(f"{prefix}: {len(members)} properties (more than {ANY_ORDER_MAX}) are written in schema order")
+        return _in_order(members, 0, True, join)
+    base = f"{prefix}_{len(g.rules)}"
+    need = sum(1 << i for i, (_n, req) in enumerate(members) if req)
+
+    def rule(mask: int):
+        name = f"{base}_{mask}"
+        if name in g.rules:
+            return Ref(name)
+        g.rules[name] = EMPTY  # placeholder while the successors are built
+        first = mask == 0
+        alts = [seq(join(node, first), rule(mask | 1 << i)) for i, (node, _req) in enumerate(members)
+                if not mask & 1 << i]
+        if mask & need == need:
+            alts.append(EMPTY)
+        g.rules[name] = alt(*alts) if alts else EMPTY
+        return Ref(name)
+
+    return rule(0)
+
+
+def _in_order(members, i: int, first: bool, join):
+    if i == len(members):
+        return EMPTY
+    node, required = members[i]
+    take = seq(join(node, first), _in_order(members, i + 1, False, join))
+    return take if required else alt(take, _in_order(members, i + 1, first, join))
 
 
 # --- tools ----------------------------------------------------------------------------------
@@ -753,18 +823,19 @@ class _Builder:
         members = []
         for key, prop in (schema.get("properties") or {}).items():
             kind = prop.get("type") if isinstance(prop, dict) else None
-            typed = {"integer": jb.integer, "number": jb.number, "boolean": jb.boolean}.get(kind)
+            typed = {"integer": jb.integer, "number": jb.number, "boolean": self.xml_boolean}.get(kind)
             value = seq(WS, typed(), WS) if typed else (Except(stop) if stop else Rep(ANY_CHAR))
             node, notes = regex_to_ir(pattern, {"key": Lit(key), "value": value})
             members.append((seq(node, junk), key in required))
-        return seq(junk, self._ordered(members))
+        return seq(junk, any_order(self.g, "xml_members", members, lambda node, first: node))
 
-    def _ordered(self, members):
-        if not members:
-            return EMPTY
-        node, required = members[0]
-        rest = self._ordered(members[1:])
-        return seq(node, rest) if required else seq(opt(node), rest)
+    def xml_boolean(self):
+        """A boolean parameter value as the tool typing reads it (``runtime/tools.py``: ``true``,
+        ``false`` in any case, ``1``, ``0``)."""
+        def nocase(word: str):
+            return seq(*(Chars(_norm([(ord(c.lower()), ord(c.lower())), (ord(c.upper()), ord(c.upper()))]))
+                         for c in word))
+        return self.g.add("xml_bool", alt(nocase("true"), nocase("false"), Lit("1"), Lit("0")))
 
     def close_leads(self, f: Field) -> list[str]:
         return delimiter_leads(f.close, self.g, f"field {f.name!r}") if f.close is not None else []
@@ -996,8 +1067,10 @@ def sample(g: Grammar, rng, *, text_chars: str = "ab <>{}\"\n", max_len: int = 6
             walk(g.rules[n.name], d - 1)
         elif isinstance(n, Except):
             text = ""
-            for _ in range(rng.randint(0, max_len)):
-                c = rng.choice(text_chars)
+            pool = text_chars if n.within is None else "".join(
+                c for c in text_chars if any(lo <= ord(c) <= hi for lo, hi in n.within.ranges) != n.within.negate)
+            for _ in range(rng.randint(0, max_len) if pool else 0):
+                c = rng.choice(pool)
                 if not any((text + c).endswith(x) for x in n.literals if x):
                     text += c
             # a trailing partial literal could join with what follows: keep it out

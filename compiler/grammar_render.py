@@ -17,22 +17,26 @@ from __future__ import annotations
 
 import json
 
-from .grammar_ir import Alt, Chars, Except, Grammar, Lit, Ref, Rep, Seq, MAX_CHAR, _norm
+from .grammar_ir import Alt, Chars, Except, Grammar, Lit, Ref, Rep, Seq, MAX_CHAR, _complement, _norm
 
-__all__ = ["FORMATS", "render"]
+__all__ = ["FORMATS", "STRUCTURAL_TAG", "export_grammar", "render"]
 
 FORMATS = ("lark", "gbnf", "xgrammar", "llguidance")
+#: the xgrammar structural tag (JSON; :mod:`respc.compiler.grammar_structural`), not a grammar text
+STRUCTURAL_TAG = "xgrammar-structural-tag"
 
 
 def _lower_except(g: Grammar, node: Except, cache: dict) -> Ref:
     """Right-linear rules for text without ``node.literals``; returns the entry rule."""
-    key = node.literals
+    key = (node.literals, node.within)
     if key in cache:
         return cache[key]
     literals = [x for x in node.literals if x]
     base = f"except_{len(cache)}"
     prefixes = [""] + sorted({lit[:i] for lit in literals for i in range(1, len(lit))}, key=lambda p: (len(p), p))
-    alphabet = sorted({c for lit in literals for c in lit})
+    allowed = _positive(node.within) if node.within is not None else ((0, MAX_CHAR),)
+    # a literal character outside ``within`` can never be read: no step takes it
+    alphabet = sorted({c for lit in literals for c in lit if _holds(allowed, ord(c))})
 
     def step(state: str, c: str) -> str | None:
         s = state + c
@@ -54,11 +58,40 @@ def _lower_except(g: Grammar, node: Except, cache: dict) -> Ref:
         alts = []
         for target, codes in by_target.items():
             alts.append(Seq((Chars(_norm([(x, x) for x in codes])), Ref(name[target]))))
-        others = _norm([(ord(c), ord(c)) for c in alphabet])
-        alts.append(Seq((Chars(others, True) if others else Chars((), True), Ref(base))))
+        if node.within is None:  # any character but the literals' ones
+            codes = _norm([(ord(c), ord(c)) for c in alphabet])
+            alts.append(Seq((Chars(codes, True), Ref(base))))
+        elif _minus(allowed, [ord(c) for c in alphabet]):
+            alts.append(Seq((Chars(_minus(allowed, [ord(c) for c in alphabet])), Ref(base))))
         g.rules[name[p]] = Rep(Alt(tuple(alts)), 0, 1)
     cache[key] = Ref(base)
     return cache[key]
+
+
+def _positive(c: Chars) -> tuple[tuple[int, int], ...]:
+    """The code point ranges ``c`` matches, as positive ranges."""
+    return _complement(c.ranges) if c.negate else c.ranges
+
+
+def _holds(ranges, code: int) -> bool:
+    return any(lo <= code <= hi for lo, hi in ranges)
+
+
+def _minus(ranges, codes: list[int]) -> tuple[tuple[int, int], ...]:
+    """``ranges`` without the code points ``codes`` (normalised)."""
+    out = list(_norm(ranges))
+    for code in sorted(set(codes)):
+        nxt = []
+        for lo, hi in out:
+            if lo <= code <= hi:
+                if lo < code:
+                    nxt.append((lo, code - 1))
+                if code < hi:
+                    nxt.append((code + 1, hi))
+            else:
+                nxt.append((lo, hi))
+        out = nxt
+    return tuple(out)
 
 
 def _lowered(g: Grammar) -> Grammar:
@@ -264,12 +297,49 @@ def _regex(n) -> str:
     raise TypeError(n)
 
 
+def _unbounded(n) -> bool:
+    if isinstance(n, Rep):
+        return n.max is None or _unbounded(n.item)
+    if isinstance(n, (Seq, Alt)):
+        return any(_unbounded(x) for x in n.items)
+    return False
+
+
+def _regular_runs(items) -> list:
+    """``items`` with each run of two or more regular items holding an unbounded repeat (a
+    delimiter such as ``<call name=.*>``) joined into one Seq: Lark's dynamic lexer matches one
+    terminal greedily and never backtracks into it, so ``.*`` and ``>`` as two terminals would lose
+    the ``>``; one terminal lets the regex engine backtrack, as the parser's delimiter search does."""
+    out: list = []
+    run: list = []
+
+    def flush() -> None:
+        if len(run) > 1 and any(_unbounded(x) for x in run) and _min_width(Seq(tuple(run))):
+            out.append(Seq(tuple(run)))
+        else:
+            out.extend(run)
+        run.clear()
+
+    for item in items:
+        if not isinstance(item, (Ref, Except)) and _min_width(item) is not None:
+            run.append(item)
+        else:
+            flush()
+            out.append(item)
+    flush()
+    return out
+
+
 class _Lark(_LarkBase):
     # Earley over one-character terminals is slow on long outputs; a regular part that cannot
     # match empty becomes one regex terminal (greedy, like the dynamic lexer matches it).
     def node(self, n, top: bool = False) -> str:
         if not isinstance(n, (Lit, Chars, Ref, Except)) and _min_width(n):
             return "/" + _regex(n) + "/s"
+        if isinstance(n, Seq) and len(n.items) > 1:
+            runs = _regular_runs(n.items)
+            if len(runs) < len(n.items):
+                return super().node(Seq(tuple(runs)), top)
         if isinstance(n, Rep) and n.min == 0 and n.max is None and _min_width(n.item):
             return "/" + _regex(Rep(n.item, 1, None)) + "/s?"
         return super().node(n, top)
@@ -285,10 +355,11 @@ class _Lark(_LarkBase):
 
     def except_(self, n: Except) -> str:
         lits = [x for x in n.literals if x]
+        char = _regex(n.within) if n.within is not None else "[\\s\\S]"
         if not lits:
-            return "/[\\s\\S]+/s?"
+            return f"/{char}+/s?"
         guard = "|".join(_re_escape(x) for x in sorted(lits, key=len, reverse=True))
-        return f"/(?:(?!{guard})[\\s\\S])+/s?"
+        return f"/(?:(?!{guard}){char})+/s?"
 
     def header(self) -> list[str]:
         return ["// respc grammar export (Lark: Earley, dynamic lexer, regex=True)"]
@@ -343,7 +414,9 @@ def export_grammar(template, fmt: str = "lark", *, tools: list | None = None, to
     Args:
         template: a dict, a template path, ``tokenizer_config.json``, a model directory or a
             catalogue name (anything :func:`respc.compiler.api.compile_source` reads).
-        fmt: ``lark``, ``gbnf`` (llama.cpp), ``xgrammar`` (EBNF) or ``llguidance`` (Lark dialect).
+        fmt: ``lark``, ``gbnf`` (llama.cpp), ``xgrammar`` (EBNF), ``llguidance`` (Lark dialect) or
+            ``xgrammar-structural-tag`` (JSON ``{"type": "structural_tag", "format": ...}``; needs
+            ``tools``; see :mod:`respc.compiler.grammar_structural` for what it cannot express).
         tools: OpenAI-style tools; None leaves names and arguments free (any JSON object).
         tool_choice: ``auto`` | ``required`` | ``none`` | an offered tool's name.
         parallel: False allows at most one tool call.
@@ -353,14 +426,21 @@ def export_grammar(template, fmt: str = "lark", *, tools: list | None = None, to
         str: the grammar text; comment lines starting ``inexact:`` list what it approximates.
 
     Raises:
-        TemplateError: a bad template. GrammarExportError (ValueError): bad tools / tool_choice.
+        TemplateError: a bad template. GrammarExportError (ValueError): bad tools / tool_choice;
+        StructuralTagError (a GrammarExportError): a template the structural tag cannot express.
         ValueError: an unknown format.
     """
     from .api import compile_source
     from .grammar_ir import build_grammar_ir
 
+    if fmt == STRUCTURAL_TAG:
+        from .grammar_structural import export_structural_tag
+
+        tag, _notes = export_structural_tag(template, tools=tools, tool_choice=tool_choice, parallel=parallel,
+                                            reasoning=reasoning)
+        return json.dumps(tag, indent=2, ensure_ascii=False) + "\n"
     if fmt not in FORMATS:
-        raise ValueError(f"unknown grammar format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        raise ValueError(f"unknown grammar format {fmt!r}; choose one of {', '.join(FORMATS + (STRUCTURAL_TAG,))}")
     compiled = compile_source(template)
     g = build_grammar_ir(compiled.template, tools, tool_choice=tool_choice, parallel=parallel,
                          reasoning=reasoning, automaton=compiled.automaton)

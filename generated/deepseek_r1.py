@@ -421,7 +421,7 @@ GRAMMAR = (
     'text: /(?:(?!<｜tool▁call▁begin｜>function<｜tool▁sep｜>|<｜tool▁calls▁begin｜>|<｜end▁of▁sentence｜>|<｜tool▁calls▁end｜>|<\\/think>|<think>)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /(?:<｜tool▁calls▁begin｜>|<｜end▁of▁sentence｜>|<｜tool▁calls▁end｜>|<\\/think>)/s\n'
-    'region_1: /<｜tool▁call▁begin｜>function<｜tool▁sep｜>/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:[\\x09-\\x0d ]){1,}/s? /```json/ ws json_object ws /```<｜tool▁call▁end｜>/\n'
+    'region_1: /<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?:[\\--.0-9A-Z_a-z]){1,}(?:[\\x09-\\x0d ]){0,}```json/s ws json_object ws /```<｜tool▁call▁end｜>/\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
@@ -433,7 +433,7 @@ GRAMMAR = (
     'json_bool: /(?:true|false)/s\n'
     'json_null: /null/\n'
     'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<｜tool▁call▁begin｜>function<｜tool▁sep｜>/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:[\\x09-\\x0d ]){1,}/s? /```json/ ws json_object ws\n'
+    'open_region_1: /<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?:[\\--.0-9A-Z_a-z]){1,}(?:[\\x09-\\x0d ]){0,}```json/s ws json_object ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -342,7 +342,7 @@ GRAMMAR = (
     'start: text (implicit_close text)* (region_0 text ((implicit_close | region_0) text)* open_region_0? | open_region_0)?\n'
     'text: /(?:(?!<｜tool▁call▁begin｜>function<｜tool▁sep｜>|<｜tool▁calls▁begin｜>|<｜end▁of▁sentence｜>|<｜tool▁calls▁end｜>)[\\s\\S])+/s?\n'
     'implicit_close: /(?:<｜tool▁calls▁begin｜>|<｜end▁of▁sentence｜>|<｜tool▁calls▁end｜>)/s\n'
-    'region_0: /<｜tool▁call▁begin｜>function<｜tool▁sep｜>/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:[\\x09-\\x0d ]){1,}/s? /```json/ ws json_object ws /```<｜tool▁call▁end｜>/\n'
+    'region_0: /<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?:[\\--.0-9A-Z_a-z]){1,}(?:[\\x09-\\x0d ]){0,}```json/s ws json_object ws /```<｜tool▁call▁end｜>/\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
@@ -353,7 +353,7 @@ GRAMMAR = (
     'json_number: json_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
     'json_bool: /(?:true|false)/s\n'
     'json_null: /null/\n'
-    'open_region_0: /<｜tool▁call▁begin｜>function<｜tool▁sep｜>/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:[\\x09-\\x0d ]){1,}/s? /```json/ ws json_object ws\n'
+    'open_region_0: /<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?:[\\--.0-9A-Z_a-z]){1,}(?:[\\x09-\\x0d ]){0,}```json/s ws json_object ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -460,9 +460,9 @@ GRAMMAR = (
     'text: /(?:(?!<\\/｜DSML｜function_calls>|<｜DSML｜function_calls>|<｜DSML｜invoke name="|<｜end▁of▁sentence｜>|<\\/think>|<think>)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /(?:<\\/｜DSML｜function_calls>|<｜DSML｜function_calls>|<｜end▁of▁sentence｜>|<\\/think>)/s\n'
-    'region_1: /<｜DSML｜invoke name="/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /">/ /(?:(?!<\\/｜DSML｜invoke>)[\\s\\S])+/s? /<\\/｜DSML｜invoke>/\n'
+    'region_1: /<｜DSML｜invoke name="(?:[\\--.0-9A-Z_a-z]){1,}">/s /(?:(?!<\\/｜DSML｜invoke>)[\\s\\S])+/s? /<\\/｜DSML｜invoke>/\n'
     'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<｜DSML｜invoke name="/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /">/ /(?:(?!<\\/｜DSML｜invoke>)[\\s\\S])+/s?\n'
+    'open_region_1: /<｜DSML｜invoke name="(?:[\\--.0-9A-Z_a-z]){1,}">/s /(?:(?!<\\/｜DSML｜invoke>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -404,7 +404,7 @@ GRAMMAR = (
     'start: text (implicit_close text)* ((region_0 | region_1) text ((implicit_close | region_0 | region_1) text)* (open_region_0 | open_region_1)? | open_region_0 | open_region_1)?\n'
     'text: /(?:(?!<\\|python_tag\\|>|<function=|<\\|eot_id\\|>|<\\|eom_id\\|>)[\\s\\S])+/s?\n'
     'implicit_close: /(?:<\\|eot_id\\|>|<\\|eom_id\\|>)/s\n'
-    'region_0: /<function=/ /(?:[\\--.0-9A-Z_a-z]){1,}/s />/ ws json_object ws /<\\/function>/\n'
+    'region_0: /<function=(?:[\\--.0-9A-Z_a-z]){1,}>/s ws json_object ws /<\\/function>/\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
@@ -416,7 +416,7 @@ GRAMMAR = (
     'json_bool: /(?:true|false)/s\n'
     'json_null: /null/\n'
     'region_1: /<\\|python_tag\\|>/ /(?:(?!<\\|eom_id\\|>|<\\|eot_id\\|>)[\\s\\S])+/s? /(?:<\\|eom_id\\|>|<\\|eot_id\\|>)/s\n'
-    'open_region_0: /<function=/ /(?:[\\--.0-9A-Z_a-z]){1,}/s />/ ws json_object ws\n'
+    'open_region_0: /<function=(?:[\\--.0-9A-Z_a-z]){1,}>/s ws json_object ws\n'
     'open_region_1: /<\\|python_tag\\|>/ /(?:(?!<\\|eom_id\\|>|<\\|eot_id\\|>)[\\s\\S])+/s?\n'
 )
 

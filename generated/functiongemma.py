@@ -347,7 +347,7 @@ GRAMMAR = (
     'start: text (implicit_close text)* (region_0 text ((implicit_close | region_0) text)* open_region_0? | open_region_0)?\n'
     'text: /(?:(?!<start_function_call>call:|<start_function_response>|<end_of_turn>|<eos>)[\\s\\S])+/s?\n'
     'implicit_close: /(?:<start_function_response>|<end_of_turn>|<eos>)/s\n'
-    'region_0: /<start_function_call>call:/ /(?:[\\--.0-9A-Z_a-z]){1,}/s ws json_sd_uk_object ws /<end_function_call>/\n'
+    'region_0: /<start_function_call>call:(?:[\\--.0-9A-Z_a-z]){1,}/s ws json_sd_uk_object ws /<end_function_call>/\n'
     'json_sd_uk_value: json_sd_uk_object | json_sd_uk_array | json_sd_uk_string | json_sd_uk_number | json_sd_uk_bool | json_sd_uk_null\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_sd_uk_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
@@ -358,7 +358,7 @@ GRAMMAR = (
     'json_sd_uk_number: json_sd_uk_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
     'json_sd_uk_bool: /(?:true|false)/s\n'
     'json_sd_uk_null: /null/\n'
-    'open_region_0: /<start_function_call>call:/ /(?:[\\--.0-9A-Z_a-z]){1,}/s ws json_sd_uk_object ws\n'
+    'open_region_0: /<start_function_call>call:(?:[\\--.0-9A-Z_a-z]){1,}/s ws json_sd_uk_object ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -418,7 +418,7 @@ GRAMMAR = (
     'text: /(?:(?!<\\|channel>thought|<\\|tool_call>call:|<\\|tool_response>|<channel\\|>|<turn\\|>|<eos>)[\\s\\S])+/s?\n'
     'region_0: /<\\|channel>thought/ /(?:(?!<channel\\|>)[\\s\\S])+/s? /<channel\\|>/\n'
     'implicit_close: /(?:<\\|tool_response>|<channel\\|>|<turn\\|>|<eos>)/s\n'
-    'region_1: /<\\|tool_call>call:/ /(?:[\\--.0-9A-Z_a-z]){1,}/s ws json_sd_uk_object ws /<tool_call\\|>/\n'
+    'region_1: /<\\|tool_call>call:(?:[\\--.0-9A-Z_a-z]){1,}/s ws json_sd_uk_object ws /<tool_call\\|>/\n'
     'json_sd_uk_value: json_sd_uk_object | json_sd_uk_array | json_sd_uk_string | json_sd_uk_number | json_sd_uk_bool | json_sd_uk_null\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_sd_uk_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
@@ -430,7 +430,7 @@ GRAMMAR = (
     'json_sd_uk_bool: /(?:true|false)/s\n'
     'json_sd_uk_null: /null/\n'
     'open_region_0: /<\\|channel>thought/ /(?:(?!<channel\\|>)[\\s\\S])+/s?\n'
-    'open_region_1: /<\\|tool_call>call:/ /(?:[\\--.0-9A-Z_a-z]){1,}/s ws json_sd_uk_object ws\n'
+    'open_region_1: /<\\|tool_call>call:(?:[\\--.0-9A-Z_a-z]){1,}/s ws json_sd_uk_object ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

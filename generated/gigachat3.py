@@ -311,7 +311,7 @@ GRAMMAR = (
     'start: text (implicit_close text)* (region_0 text ((implicit_close | region_0) text)* open_region_0? | open_region_0)?\n'
     'text: /(?:(?!<\\|message_sep\\|>|<\\/s>|<\\|)[\\s\\S])+/s?\n'
     'implicit_close: /(?:<\\|message_sep\\|>|<\\/s>)/s\n'
-    'region_0: /<\\|/ /(?:message_sep\\|>(?:[\\x09-\\x0d ]){0,}function call<\\|role_sep\\|>\\x0a|function_call\\|>)/s ws call_13 ws /(?:<\\|message_sep\\|>|<\\/s>)/s\n'
+    'region_0: /<\\|(?:message_sep\\|>(?:[\\x09-\\x0d ]){0,}function call<\\|role_sep\\|>\\x0a|function_call\\|>)/s ws call_13 ws /(?:<\\|message_sep\\|>|<\\/s>)/s\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
@@ -323,7 +323,7 @@ GRAMMAR = (
     'json_bool: /(?:true|false)/s\n'
     'json_null: /null/\n'
     'call_13: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws /"arguments"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
-    'open_region_0: /<\\|/ /(?:message_sep\\|>(?:[\\x09-\\x0d ]){0,}function call<\\|role_sep\\|>\\x0a|function_call\\|>)/s ws call_15 ws\n'
+    'open_region_0: /<\\|(?:message_sep\\|>(?:[\\x09-\\x0d ]){0,}function call<\\|role_sep\\|>\\x0a|function_call\\|>)/s ws call_15 ws\n'
     'call_15: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws /"arguments"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
 )
 

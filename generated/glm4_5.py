@@ -406,9 +406,9 @@ GRAMMAR = (
     'text: /(?:(?!<\\|observation\\|>|<\\|endoftext\\|>|<tool_call>|<\\|user\\|>|<\\/think>|<think>)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /(?:<\\|observation\\|>|<\\|endoftext\\|>|<\\|user\\|>|<\\/think>)/s\n'
-    'region_1: /<tool_call>/ /(?:[\\x09-\\x0d ]){1,}/s? /(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:(?!<\\/tool_call>)[\\s\\S])+/s? /<\\/tool_call>/\n'
+    'region_1: /<tool_call>(?:[\\x09-\\x0d ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:(?!<\\/tool_call>)[\\s\\S])+/s? /<\\/tool_call>/\n'
     'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<tool_call>/ /(?:[\\x09-\\x0d ]){1,}/s? /(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:(?!<\\/tool_call>)[\\s\\S])+/s?\n'
+    'open_region_1: /<tool_call>(?:[\\x09-\\x0d ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:(?!<\\/tool_call>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -504,7 +504,7 @@ GRAMMAR = (
     'text: /(?:(?!<\\|channel\\|>final <\\|constrain\\|>json<\\|message\\|>|<\\|channel\\|>commentary<\\|message\\|>|<\\|channel\\|>analysis<\\|message\\|>|<\\|channel\\|>final<\\|message\\|>|<\\|start\\|>assistant|to=functions\\.|<\\|return\\|>|<\\|call\\|>|<\\|end\\|>)[\\s\\S])+/s?\n'
     'region_0: /<\\|channel\\|>analysis<\\|message\\|>/ /(?:(?!<\\|end\\|>)[\\s\\S])+/s? /<\\|end\\|>/\n'
     'implicit_close: /(?:<\\|channel\\|>final <\\|constrain\\|>json<\\|message\\|>|<\\|channel\\|>commentary<\\|message\\|>|<\\|channel\\|>final<\\|message\\|>|<\\|start\\|>assistant|<\\|return\\|>|<\\|call\\|>|<\\|end\\|>)/s\n'
-    'region_1: /<\\|start\\|>assistant/? /<\\|channel\\|>commentary/? /(?:[\\x09-\\x0d ]){1,}/s? /to=functions\\./ /(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:[\\x09-\\x0d ]){0,}<\\|channel\\|>(?:[0-9A-Z_a-z]){1,}/s? /(?:(?:[\\x09-\\x0d ]){0,}<\\|constrain\\|>(?:[0-9A-Z_a-z]){1,}|(?:[\\x09-\\x0d ]){1,}(?:[0-9A-Z_a-z]){1,})/s? /(?:[\\x09-\\x0d ]){1,}/s? /<\\|message\\|>/ ws json_object ws /(?:<\\|call\\|>|<\\|end\\|>)/s\n'
+    'region_1: /(?:<\\|start\\|>assistant){0,1}(?:<\\|channel\\|>commentary){0,1}(?:[\\x09-\\x0d ]){0,}to=functions\\.(?:[\\--.0-9A-Z_a-z]){1,}(?:(?:[\\x09-\\x0d ]){0,}<\\|channel\\|>(?:[0-9A-Z_a-z]){1,}){0,1}(?:(?:(?:[\\x09-\\x0d ]){0,}<\\|constrain\\|>(?:[0-9A-Z_a-z]){1,}|(?:[\\x09-\\x0d ]){1,}(?:[0-9A-Z_a-z]){1,})){0,1}(?:[\\x09-\\x0d ]){0,}<\\|message\\|>/s ws json_object ws /(?:<\\|call\\|>|<\\|end\\|>)/s\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
@@ -516,7 +516,7 @@ GRAMMAR = (
     'json_bool: /(?:true|false)/s\n'
     'json_null: /null/\n'
     'open_region_0: /<\\|channel\\|>analysis<\\|message\\|>/ /(?:(?!<\\|end\\|>)[\\s\\S])+/s?\n'
-    'open_region_1: /<\\|start\\|>assistant/? /<\\|channel\\|>commentary/? /(?:[\\x09-\\x0d ]){1,}/s? /to=functions\\./ /(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:[\\x09-\\x0d ]){0,}<\\|channel\\|>(?:[0-9A-Z_a-z]){1,}/s? /(?:(?:[\\x09-\\x0d ]){0,}<\\|constrain\\|>(?:[0-9A-Z_a-z]){1,}|(?:[\\x09-\\x0d ]){1,}(?:[0-9A-Z_a-z]){1,})/s? /(?:[\\x09-\\x0d ]){1,}/s? /<\\|message\\|>/ ws json_object ws\n'
+    'open_region_1: /(?:<\\|start\\|>assistant){0,1}(?:<\\|channel\\|>commentary){0,1}(?:[\\x09-\\x0d ]){0,}to=functions\\.(?:[\\--.0-9A-Z_a-z]){1,}(?:(?:[\\x09-\\x0d ]){0,}<\\|channel\\|>(?:[0-9A-Z_a-z]){1,}){0,1}(?:(?:(?:[\\x09-\\x0d ]){0,}<\\|constrain\\|>(?:[0-9A-Z_a-z]){1,}|(?:[\\x09-\\x0d ]){1,}(?:[0-9A-Z_a-z]){1,})){0,1}(?:[\\x09-\\x0d ]){0,}<\\|message\\|>/s ws json_object ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -303,7 +303,7 @@ GRAMMAR = (
     'start: text (implicit_close text)* (region_0 text ((implicit_close | region_0) text)* open_region_0? | open_region_0)?\n'
     'text: /(?:(?!<\\|action_start\\|>|<\\|im_end\\|>)[\\s\\S])+/s?\n'
     'implicit_close: /<\\|im_end\\|>/\n'
-    'region_0: /<\\|action_start\\|>/ /(?:[\\x09-\\x0d ]){1,}/s? /<\\|plugin\\|>/ ws call_13 ws /<\\|action_end\\|>/\n'
+    'region_0: /<\\|action_start\\|>(?:[\\x09-\\x0d ]){0,}<\\|plugin\\|>/s ws call_13 ws /<\\|action_end\\|>/\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
@@ -315,7 +315,7 @@ GRAMMAR = (
     'json_bool: /(?:true|false)/s\n'
     'json_null: /null/\n'
     'call_13: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws (/"arguments"/ ws /:/ ws json_object | /"parameters"/ ws /:/ ws json_object) | (/"arguments"/ ws /:/ ws json_object | /"parameters"/ ws /:/ ws json_object) ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
-    'open_region_0: /<\\|action_start\\|>/ /(?:[\\x09-\\x0d ]){1,}/s? /<\\|plugin\\|>/ ws call_15 ws\n'
+    'open_region_0: /<\\|action_start\\|>(?:[\\x09-\\x0d ]){0,}<\\|plugin\\|>/s ws call_15 ws\n'
     'call_15: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws (/"arguments"/ ws /:/ ws json_object | /"parameters"/ ws /:/ ws json_object) | (/"arguments"/ ws /:/ ws json_object | /"parameters"/ ws /:/ ws json_object) ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
 )
 

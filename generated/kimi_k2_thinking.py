@@ -414,7 +414,7 @@ GRAMMAR = (
     'text: /(?:(?!<\\|tool_calls_section_begin\\|>|<\\|tool_calls_section_end\\|>|<\\|tool_call_begin\\|>|<\\|im_end\\|>|<think>)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\|tool_calls_section_begin\\|>|<\\/think>)[\\s\\S])+/s? /(?:<\\|tool_calls_section_begin\\|>|<\\/think>)/s\n'
     'implicit_close: /(?:<\\|tool_calls_section_begin\\|>|<\\|tool_calls_section_end\\|>|<\\|im_end\\|>)/s\n'
-    'region_1: /<\\|tool_call_begin\\|>/ /(?:[\\x09-\\x0d ]){1,}/s? /functions\\./? /(?:[\\--.0-9A-Z_a-z]){1,}/s /:(?:[0-9]){1,}/s? /(?:[\\x09-\\x0d ]){1,}/s? /<\\|tool_call_argument_begin\\|>/ ws json_object ws /<\\|tool_call_end\\|>/\n'
+    'region_1: /<\\|tool_call_begin\\|>(?:[\\x09-\\x0d ]){0,}(?:functions\\.){0,1}(?:[\\--.0-9A-Z_a-z]){1,}(?::(?:[0-9]){1,}){0,1}(?:[\\x09-\\x0d ]){0,}<\\|tool_call_argument_begin\\|>/s ws json_object ws /<\\|tool_call_end\\|>/\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
@@ -426,7 +426,7 @@ GRAMMAR = (
     'json_bool: /(?:true|false)/s\n'
     'json_null: /null/\n'
     'open_region_0: /<think>/ /(?:(?!<\\|tool_calls_section_begin\\|>|<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<\\|tool_call_begin\\|>/ /(?:[\\x09-\\x0d ]){1,}/s? /functions\\./? /(?:[\\--.0-9A-Z_a-z]){1,}/s /:(?:[0-9]){1,}/s? /(?:[\\x09-\\x0d ]){1,}/s? /<\\|tool_call_argument_begin\\|>/ ws json_object ws\n'
+    'open_region_1: /<\\|tool_call_begin\\|>(?:[\\x09-\\x0d ]){0,}(?:functions\\.){0,1}(?:[\\--.0-9A-Z_a-z]){1,}(?::(?:[0-9]){1,}){0,1}(?:[\\x09-\\x0d ]){0,}<\\|tool_call_argument_begin\\|>/s ws json_object ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -271,7 +271,7 @@ GRAMMAR = (
     'py_number: py_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
     'py_bool: /(?:True|False)/s\n'
     'py_null: /None/\n'
-    'pycall_14: /(?:[\\--.0-9A-Z_a-z]){1,}/s /\\(/ ws (/(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value (ws /,/ ws /(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value)* (ws /,/)?)? ws /\\)/\n'
+    'pycall_14: /(?:[\\--.0-9A-Z_a-z]){1,}\\(/s ws (/(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value (ws /,/ ws /(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value)* (ws /,/)?)? ws /\\)/\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -398,9 +398,9 @@ GRAMMAR = (
     'text: /(?:(?!<\\/minimax:tool_call>|<minimax:tool_call>|<invoke name="|<think>|\\[e~\\[)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /(?:<\\/minimax:tool_call>|<minimax:tool_call>|\\[e~\\[)/s\n'
-    'region_1: /<invoke name="/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /">/ /(?:(?!<\\/invoke>)[\\s\\S])+/s? /<\\/invoke>/\n'
+    'region_1: /<invoke name="(?:[\\--.0-9A-Z_a-z]){1,}">/s /(?:(?!<\\/invoke>)[\\s\\S])+/s? /<\\/invoke>/\n'
     'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<invoke name="/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /">/ /(?:(?!<\\/invoke>)[\\s\\S])+/s?\n'
+    'open_region_1: /<invoke name="(?:[\\--.0-9A-Z_a-z]){1,}">/s /(?:(?!<\\/invoke>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

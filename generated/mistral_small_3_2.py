@@ -256,7 +256,7 @@ GRAMMAR = (
     'start: text (implicit_close text)* (region_0 text ((implicit_close | region_0) text)*)?\n'
     'text: /(?:(?!\\[TOOL_CALLS\\]|<\\/s>)[\\s\\S])+/s?\n'
     'implicit_close: /<\\/s>/\n'
-    'region_0: /\\[TOOL_CALLS\\]/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /\\[CALL_ID\\](?:[\\-0-9A-Z_a-z]){0,}/s? /\\[ARGS\\]/ ws json_object ws\n'
+    'region_0: /\\[TOOL_CALLS\\](?:[\\--.0-9A-Z_a-z]){1,}(?:\\[CALL_ID\\](?:[\\-0-9A-Z_a-z]){0,}){0,1}\\[ARGS\\]/s ws json_object ws\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'

@@ -365,7 +365,7 @@ GRAMMAR = (
     'start: text (implicit_close text)* (region_0 text ((implicit_close | region_0) text)* open_region_0? | open_region_0)?\n'
     'text: /(?:(?!<\\/function_calls>|<function_calls>|<\\|endoftext\\|>|<\\|im_end\\|>)[\\s\\S])+/s?\n'
     'implicit_close: /(?:<\\/function_calls>|<\\|endoftext\\|>|<\\|im_end\\|>)/s\n'
-    'region_0: /<function_calls>/ /(?:[\\x09-\\x0a\\x0d ]){1,}/s? (region_1 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)* /<\\/function_calls>/\n'
+    'region_0: /<function_calls>(?:[\\x09-\\x0a\\x0d ]){0,}/s (region_1 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)* /<\\/function_calls>/\n'
     'region_1: ws (/\\[/ ws pycall_15 (ws /,/ ws pycall_15)* ws /\\]/ | pycall_15) ws\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'py_value: py_object | py_array | py_string | py_number | py_bool | py_null\n'
@@ -378,8 +378,8 @@ GRAMMAR = (
     'py_number: py_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
     'py_bool: /(?:True|False|true|false)/s\n'
     'py_null: /(?:None|null)/s\n'
-    'pycall_15: /(?:[\\--.0-9A-Z_a-z]){1,}/s /\\(/ ws (/(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value (ws /,/ ws /(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value)* (ws /,/)?)? ws /\\)/\n'
-    'open_region_0: /<function_calls>/ /(?:[\\x09-\\x0a\\x0d ]){1,}/s? (region_1 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)*\n'
+    'pycall_15: /(?:[\\--.0-9A-Z_a-z]){1,}\\(/s ws (/(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value (ws /,/ ws /(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value)* (ws /,/)?)? ws /\\)/\n'
+    'open_region_0: /<function_calls>(?:[\\x09-\\x0a\\x0d ]){0,}/s (region_1 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)*\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -371,9 +371,9 @@ GRAMMAR = (
     'text: /(?:(?!<seed:tool_call>|<seed:think>|<seed:eos>)[\\s\\S])+/s?\n'
     'region_0: /<seed:think>/ /(?:(?!<\\/seed:think>)[\\s\\S])+/s? /<\\/seed:think>/\n'
     'implicit_close: /<seed:eos>/\n'
-    'region_1: /<seed:tool_call>/ /(?:[\\x09-\\x0d ]){1,}/s? /<function=/ /(?:[\\--.0-9A-Z_a-z]){1,}/s />/ /(?:(?!<\\/seed:tool_call>)[\\s\\S])+/s? /<\\/seed:tool_call>/\n'
+    'region_1: /<seed:tool_call>(?:[\\x09-\\x0d ]){0,}<function=(?:[\\--.0-9A-Z_a-z]){1,}>/s /(?:(?!<\\/seed:tool_call>)[\\s\\S])+/s? /<\\/seed:tool_call>/\n'
     'open_region_0: /<seed:think>/ /(?:(?!<\\/seed:think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<seed:tool_call>/ /(?:[\\x09-\\x0d ]){1,}/s? /<function=/ /(?:[\\--.0-9A-Z_a-z]){1,}/s />/ /(?:(?!<\\/seed:tool_call>)[\\s\\S])+/s?\n'
+    'open_region_1: /<seed:tool_call>(?:[\\x09-\\x0d ]){0,}<function=(?:[\\--.0-9A-Z_a-z]){1,}>/s /(?:(?!<\\/seed:tool_call>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -88,3 +88,20 @@ def accepts_xgrammar(grammar: str, text: str) -> bool:
 
 
 ACCEPTS = {"lark": accepts_lark, "llguidance": accepts_llguidance, "xgrammar": accepts_xgrammar}
+
+
+@functools.lru_cache(maxsize=64)
+def _structural_compiled(tag_json: str):
+    import xgrammar as xgr
+    return _xgr_compiler().compile_grammar(xgr.Grammar.from_structural_tag(tag_json))
+
+
+def accepts_structural_tag(tag_json: str, text: str) -> bool:
+    """Whether xgrammar's matcher, compiled from a structural tag (JSON text), accepts ``text``
+    byte by byte and may end there."""
+    import xgrammar as xgr
+    matcher = xgr.GrammarMatcher(_structural_compiled(tag_json))
+    for b in text.encode("utf-8"):
+        if not matcher.accept_token(b):
+            return False
+    return matcher.accept_token(EOS)

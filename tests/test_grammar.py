@@ -32,19 +32,7 @@ def _lark(grammar: str) -> lark.Lark:
     return lark.Lark(grammar, parser="earley", lexer="dynamic", regex=True)
 
 
-#: conformance vectors whose conforming output the exact Lark grammar still rejects (issue 10 gaps):
-#: all have an open pattern with ``.*?``/``.*`` between literals; cause not yet isolated
-LARK_GAPS = {
-    "gpt-oss-analysis-then-tool-call-no-call-token", "stream-fixture-gpt-oss-tool",
-    "stream-random-chunks-gpt-oss-tool", "events-well-formed-gpt-oss-tool", "gpt-oss-long-open-pattern-byte-chunks",
-    "x-open-pattern-lazy-two-calls", "x-open-pattern-lazy-byte-chunks", "x-open-pattern-greedy-chunking-dependent",
-}
-
-
-@pytest.mark.parametrize("vector", [
-    pytest.param(v, marks=[pytest.mark.xfail(strict=True, reason="issue 10: an open pattern with .*? or .* "
-                                                                 "between literals (LARK_GAPS)")]
-                 if v["id"] in LARK_GAPS else [], id=v["id"]) for v in VECTORS] or params(VECTORS, CONFORMANCE))
+@pytest.mark.parametrize("vector", params(VECTORS, CONFORMANCE, lambda v: v["id"]))
 def test_conformance_output_parses(vector):
     module = respc.compile_template(vector["template"])
     tree = _lark(module.GRAMMAR).parse(_consumed(module, vector["prefix"], vector["text"]))
@@ -87,3 +75,25 @@ def test_zero_width_open_is_guarded():
     # the anchor cannot be written in a grammar: the open may be empty (and the grammar says so)
     assert "// inexact: field 'r' open_pattern '(?:^|<think>)': anchor AT_BEGINNING dropped" in grammar
     assert _lark(grammar).parse("x</think>y").data == "start"
+
+
+def test_lazy_open_is_text_up_to_the_first_literal():
+    # `<call name=(?P<name>.*?)>`: the name is text up to the first '>' (Python re's `*?`), so the
+    # grammar rejects a name holding '>' that the greedy reading would let through
+    grammar = compile_source({"start_anchor": "A", "fields": {
+        "call": {"open_pattern": "<call name=(?P<name>.*?)>", "close": "</call>", "content": "json",
+                 "transform": {"name": "{name}", "arguments": "{content}"}}, "content": {}}}).grammar
+    assert "inexact" not in grammar
+    parser = _lark(grammar)
+    assert parser.parse('<call name=foo>{"a": 1}</call>').data == "start"
+    with pytest.raises(lark.exceptions.LarkError):
+        parser.parse('<call name=fo>o>{"a": 1}</call>')
+
+
+def test_greedy_open_runs_to_the_last_literal():
+    # `<call name=(?P<name>.*)>` matches up to the LAST '>' (the reference's whole-string reading)
+    grammar = compile_source({"start_anchor": "A", "fields": {
+        "call": {"open_pattern": "<call name=(?P<name>.*)>", "close": "</call>", "content": "text",
+                 "transform": {"name": "{name}", "body": "{content}"}}, "content": {}}}).grammar
+    assert "open_region_0: /<call name=(?:[\\s\\S]){0,}>/s /(?:(?!<\\/call>)[\\s\\S])+/s?" in grammar.splitlines()
+    assert _lark(grammar).parse("<call name=a>b</call>").data == "start"

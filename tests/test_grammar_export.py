@@ -4,7 +4,11 @@
   tools (or, when it names none, tools read off its expected message: every argument given is
   required and typed by its value) -- llguidance and xgrammar, byte by byte;
 * outputs broken on purpose are rejected by llguidance, xgrammar and the Lark rendering;
-* strings sampled from a grammar parse, with the generated parser, to the calls sampled.
+* strings sampled from a grammar parse, with the generated parser, to the calls sampled;
+* the xgrammar structural tag (``--format xgrammar-structural-tag``), compiled by xgrammar's
+  ``Grammar.from_structural_tag``: conforming vector outputs accepted for the templates it can
+  express (known gaps: ``tests/cases/structural_tag_gaps.json``), broken ones rejected, a clear
+  error for the templates it cannot express.
 
 The engines are the ``grammar`` extra (``pip install -e .[grammar]``); without them the engine
 tests skip (the Lark ones still run).
@@ -18,10 +22,12 @@ import random
 
 import pytest
 
-from grammar_engines import ACCEPTS
+from grammar_engines import ACCEPTS, accepts_structural_tag
 from respc.compiler.api import compile_source
+from respc.compiler.cli import main
 from respc.compiler.grammar_ir import GrammarExportError, build_grammar_ir, sample, tools_from_message
-from respc.compiler.grammar_render import FORMATS, export_grammar, render
+from respc.compiler.grammar_render import FORMATS, STRUCTURAL_TAG, export_grammar, render
+from respc.compiler.grammar_structural import StructuralTagError, build_structural_tag, export_structural_tag
 from support import CORPUS, REPO, SHARED, load_jsonl
 
 try:
@@ -116,7 +122,16 @@ CASES = {
     "qwen3/none_with_call": ("qwen3", QWEN3_CALL, "none", True, False),
     "qwen3/no_parallel_two_calls": ("qwen3", QWEN3_CALL + QWEN3_CALL, "auto", False, False),
     "qwen3/no_parallel_one_call": ("qwen3", QWEN3_CALL, "auto", False, True),
+    "qwen3/arguments_in_any_order": ("qwen3", QWEN3_CALL.replace('"city": "Paris", "days": 2', '"days": 2, "city": '
+                                                                 '"Paris"'), "auto", True, True),
+    "qwen3/duplicate_argument": ("qwen3", QWEN3_CALL.replace('"days": 2', '"city": "Rome"'), "auto", True, False),
     "qwen3_coder/ok": ("qwen3_coder", QWEN3_CODER_CALL, "auto", True, True),
+    "qwen3_coder/parameters_in_any_order": ("qwen3_coder", QWEN3_CODER_CALL.replace(
+        "<parameter=city>\nParis\n</parameter>\n<parameter=days>\n2\n</parameter>",
+        "<parameter=days>\n2\n</parameter>\n<parameter=city>\nParis\n</parameter>"), "auto", True, True),
+    "llama4_pythonic/keywords_in_any_order": ("llama4_pythonic", PYTHONIC_CALL.replace("city='Paris', days=2",
+                                                                                    "days=2, city='Paris'"),
+                                              "auto", True, True),
     "qwen3_coder/name_not_offered": ("qwen3_coder", QWEN3_CODER_CALL.replace("=get_weather", "=get_wether"),
                                      "auto", True, False),
     "qwen3_coder/wrong_type": ("qwen3_coder", QWEN3_CODER_CALL.replace("\n2\n", "\ntwo\n"), "auto", True, False),
@@ -193,3 +208,153 @@ def test_sampled_strings_parse_to_the_sampled_calls(family):
                 assert isinstance(args.get("city"), str), (text, message)
         if ENGINES:
             assert ACCEPTS[ENGINES[0]](render(g, ENGINES[0]), text), text
+
+
+# --- the xgrammar structural tag --------------------------------------------------------------
+
+#: catalogue templates the structural tag cannot express -> a word of the reason the error gives
+ST_CANNOT = {
+    "deepseek_v3_2": "xml-inline", "dots": "xml-inline", "glm4_5": "xml-inline", "hunyuan": "xml-inline",
+    "minimax_m2": "xml-inline", "nemotron3_nano": "xml-inline", "qwen3_5": "xml-inline", "qwen3_coder": "xml-inline",
+    "seed_oss": "xml-inline", "step3": "xml-inline", "llama4_pythonic": "pythonic", "olmo3": "nested in a section",
+    "kimi_vl": "no tool-call field", "olmo3_think": "no tool-call field",
+}
+#: vector id -> why the structural tag rejects an output the parser reads
+ST_GAPS: dict[str, str] = json.loads((REPO / "tests" / "cases" / "structural_tag_gaps.json").read_text(encoding="utf-8"))
+ST_VECTORS = [v for v in VECTORS if v["family"] not in ST_CANNOT]
+
+
+def test_catalogue_structural_tags():
+    for path in sorted((REPO / "templates").glob("*.json")):
+        if path.stem in ST_CANNOT:
+            with pytest.raises(StructuralTagError, match=f"{path.stem}.json.*{ST_CANNOT[path.stem]}"):
+                export_structural_tag(path, tools=TOOLS)
+            continue
+        tag, notes = export_structural_tag(path, tools=TOOLS)
+        assert tag["type"] == "structural_tag" and tag["format"]["type"] in ("sequence", "or", "triggered_tags"), path
+        assert all(isinstance(note, str) and note for note in notes)
+
+
+@needs_engines
+@pytest.mark.parametrize("vector", [
+    pytest.param(v, marks=[pytest.mark.xfail(strict=True, reason=ST_GAPS[v["id"]])] if v["id"] in ST_GAPS else [],
+                 id=v["id"]) for v in ST_VECTORS])
+def test_vector_output_is_accepted_by_the_structural_tag(vector):
+    tools = vector.get("tools") or tools_from_message(vector["expect"]["message"])
+    tag, _notes = build_structural_tag(_compiled(vector["family"]).template, tools)
+    assert accepts_structural_tag(json.dumps(tag), _consumed(vector["family"], vector["prefix"], vector["text"]))
+
+
+def test_structural_tag_gaps_name_real_vectors():
+    assert sorted(set(ST_GAPS) - {v["id"] for v in ST_VECTORS}) == []
+
+
+MISTRAL_CALL = '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "days": 2}'
+KIMI_CALL = ('<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>'
+             '{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>')
+GPT_OSS_CALL = ('<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>commentary '
+                'to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris", "days": 2}<|call|>')
+APERTUS_CALL = '<|tools_prefix|>[{"get_weather": {"city": "Paris"}}]<|tools_suffix|>'
+GEMMA4_CALL = '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:2}<tool_call|>'  # the dialect: an EBNF element
+
+#: the qwen3 cases above hold for the structural tag too, but for a call cut off by the end of the
+#: stream (a tag needs its end; tests/cases/structural_tag_gaps.json) and arguments in another order
+#: than the schema's (xgrammar's json_schema writes schema order), plus these
+#: (template, text, tool_choice, parallel, accepted)
+ST_CASES = {k: v for k, v in CASES.items() if v[0] == "qwen3" and k not in (
+    "qwen3/call_cut_by_end_of_stream", "qwen3/arguments_in_any_order")}
+ST_CASES.update({
+    "qwen3/arguments_in_schema_order_only": (*CASES["qwen3/arguments_in_any_order"][:4], False),
+    "qwen3/tool_open_inside_reasoning": ("qwen3", "<think>hm <tool_call> is text here</think>" + QWEN3_CALL, "auto",
+                                         True, True),
+    "qwen3/arguments_first": ("qwen3", QWEN3_CALL.replace('"name": "get_weather", "arguments": {"city": "Paris", '
+                                                          '"days": 2}', '"arguments": {"city": "Paris"}, "name": '
+                                                          '"get_weather"'), "auto", True, True),
+    "qwen3/none_text": ("qwen3", "<think>hm</think>Hello.", "none", True, True),
+    "qwen3/no_parallel_call_then_text": ("qwen3", QWEN3_CALL + " Done.", "auto", False, True),
+    "qwen3/no_reasoning": ("qwen3", "<think>hm</think>Hello.", "auto", True, False),
+    "qwen3/unclosed_reasoning": ("qwen3", "<think>hm, still thinking", "auto", True, True),
+    "qwen3/required_unclosed_reasoning": ("qwen3", "<think>hm, still thinking", "required", True, False),
+    "mistral_small_3_2/ok": ("mistral_small_3_2", "Sure." + MISTRAL_CALL, "auto", True, True),
+    "mistral_small_3_2/two_calls": ("mistral_small_3_2", MISTRAL_CALL + MISTRAL_CALL, "auto", True, True),
+    "mistral_small_3_2/name_not_offered": ("mistral_small_3_2", MISTRAL_CALL.replace("get_weather", "get_wether"),
+                                           "auto", True, False),
+    "mistral_small_3_2/wrong_type": ("mistral_small_3_2", MISTRAL_CALL.replace("2}", "true}"), "auto", True, False),
+    "mistral_small_3_2/required_without_call": ("mistral_small_3_2", "Hello.", "required", True, False),
+    "mistral_small_3_2/no_parallel_two_calls": ("mistral_small_3_2", MISTRAL_CALL + MISTRAL_CALL, "auto", False,
+                                                False),
+    "kimi_k2/ok": ("kimi_k2", "Let me look. " + KIMI_CALL, "auto", True, True),
+    "kimi_k2/name_not_offered": ("kimi_k2", KIMI_CALL.replace("get_weather", "get_wether"), "auto", True, False),
+    "kimi_k2/wrong_type": ("kimi_k2", KIMI_CALL.replace('"Paris"', "7"), "auto", True, False),
+    "gpt_oss/ok": ("gpt_oss", GPT_OSS_CALL, "auto", True, True),
+    "gpt_oss/wrong_type": ("gpt_oss", GPT_OSS_CALL.replace('"days": 2', '"days": 2.5'), "auto", True, False),
+    "gpt_oss/name_not_offered": ("gpt_oss", GPT_OSS_CALL.replace("=functions.get_weather", "=functions.x"), "auto",
+                                 True, False),
+    "apertus/ok": ("apertus", APERTUS_CALL, "auto", True, True),
+    "apertus/wrong_type": ("apertus", APERTUS_CALL.replace('"Paris"', "false"), "auto", True, False),
+    "apertus/name_not_offered": ("apertus", APERTUS_CALL.replace("get_weather", "get_wether"), "auto", True, False),
+    "gemma4/ok": ("gemma4", "Checking. " + GEMMA4_CALL, "auto", True, True),
+    "gemma4/any_order": ("gemma4", GEMMA4_CALL.replace('city:<|"|>Paris<|"|>,days:2', 'days:2,city:<|"|>Paris<|"|>'),
+                         "auto", True, True),
+    "gemma4/wrong_type": ("gemma4", GEMMA4_CALL.replace("days:2", 'days:<|"|>2<|"|>'), "auto", True, False),
+    "gemma4/name_not_offered": ("gemma4", GEMMA4_CALL.replace("get_weather", "get_wether"), "auto", True, False),
+    "gemma4/required_without_call": ("gemma4", "Hello.", "required", True, False),
+})
+
+
+@needs_engines
+@pytest.mark.parametrize("case", sorted(ST_CASES))
+def test_structural_tag_rejects_broken_outputs(case):
+    family, text, choice, parallel, accepted = ST_CASES[case]
+    tag = export_grammar(REPO / "templates" / f"{family}.json", STRUCTURAL_TAG, tools=TOOLS, tool_choice=choice,
+                         parallel=parallel, reasoning=not case.endswith("no_reasoning"))
+    assert accepts_structural_tag(tag, text) is accepted
+
+
+def test_structural_tag_shape_for_qwen3():
+    tag, notes = export_structural_tag(REPO / "templates" / "qwen3.json", tools=[WEATHER], tool_choice="required")
+    # required: no alternative of reasoning cut off by the end of the output (it must close first)
+    assert tag["format"]["type"] == "sequence"
+    reasoning, calls = tag["format"]["elements"]
+    assert reasoning == {"type": "optional", "content": {"type": "tag", "begin": "<think>",
+                                                         "content": {"type": "any_text"}, "end": "</think>"}}
+    assert (calls["type"], calls["triggers"], calls["at_least_one"], calls["excludes"]) == (
+        "triggered_tags", ["<tool_call>"], True, ["<think>"])
+    (call,) = calls["tags"]
+    assert (call["begin"], call["end"]) == ("<tool_call>", "</tool_call>")
+    schema = call["content"]["elements"][1]["json_schema"]
+    assert [list(s["properties"]) for s in schema["anyOf"]] == [["name", "arguments"], ["arguments", "name"]]
+    assert schema["anyOf"][0]["properties"]["arguments"]["additionalProperties"] is False
+    assert "field 'reasoning_content': reasoning only at the start of the output" in notes
+
+
+def test_structural_tag_name_in_the_open_for_gpt_oss():
+    tag, _notes = export_structural_tag(REPO / "templates" / "gpt_oss.json", tools=TOOLS)
+    calls = tag["format"]["elements"][0]["elements"][1]
+    assert calls["type"] == "triggered_tags" and calls["triggers"] == ["to=functions."]
+    assert [t["begin"] for t in calls["tags"]] == ["to=functions.get_weather", "to=functions.get_time"]
+    assert [t["end"] for t in calls["tags"]] == [["<|call|>", "<|end|>"]] * 2
+    # the open's rest after the name is an EBNF element at the head of the content
+    assert '"<|constrain|>"' in calls["tags"][0]["content"]["elements"][0]["grammar"]
+
+
+def test_structural_tag_refuses_xml_bodies_naming_template_and_field(tmp_path, capsys):
+    (tmp_path / "tools.json").write_text(json.dumps(TOOLS), encoding="utf-8")
+    code = main(["grammar", "qwen3_coder", "--format", STRUCTURAL_TAG, "--tools", str(tmp_path / "tools.json")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "qwen3_coder.json: cannot be written as an xgrammar structural tag: field 'tool_calls': its body is " \
+           "'xml-inline' (XML parameters)" in err
+
+
+def test_structural_tag_cli_prints_json_and_notes(tmp_path, capsys):
+    (tmp_path / "tools.json").write_text(json.dumps(TOOLS), encoding="utf-8")
+    code = main(["grammar", "qwen3", "--format", STRUCTURAL_TAG, "--tools", str(tmp_path / "tools.json")])
+    out, err = capsys.readouterr()
+    assert code == 0 and json.loads(out)["type"] == "structural_tag"
+    assert "respc: note: field 'reasoning_content': reasoning only at the start of the output" in err.splitlines()
+
+
+def test_structural_tag_needs_tools():
+    with pytest.raises(StructuralTagError, match="needs the offered tools"):
+        export_structural_tag(REPO / "templates" / "qwen3.json")

@@ -1,0 +1,385 @@
+"""Grammar export, xgrammar structural tag (issue 10): the tool-call part of a template's output
+language as xgrammar's ``{"type": "structural_tag", "format": ...}`` (xgrammar 0.2.9, the
+"format" JSON that ``xgr.Grammar.from_structural_tag``, vLLM's and SGLang's
+``response_format={"type": "structural_tag", ...}`` take).
+
+Theory of operation
+-------------------
+A structural tag is free text in which a *trigger* string switches into a *tag*
+``begin content end``; xgrammar checks the content, here the tool's JSON schema. It is built from
+the same pieces as the grammar IR (:mod:`respc.compiler.grammar_ir`): the open delimiter's IR node
+with the call's name substituted, :func:`~respc.compiler.grammar_ir.call_shape`, the offered tools:
+
+* ``begin`` -- the literal start of the open (with the tool's name when the open carries it, as in
+  ``<function=get_weather>``); an optional start of a pattern open (``(?:<|start|>assistant)?``)
+  is left to the free text before the trigger, and the open's rest after the literal start (``\\s*
+  <|constrain|>json<|message|>``) becomes an EBNF ``grammar`` element at the head of the content;
+* ``content`` -- ``sequence[grammar(open rest, whitespace), json_schema, grammar(whitespace, close
+  head)]``; the schema is the tool's parameters (name in the open), or, name in the body, an
+  ``anyOf`` of ``{name: const, arguments: parameters}`` objects (a list of them with
+  ``transform_each``; ``$key``: ``{name: parameters}``); a JSON dialect (``string_delims`` such as
+  gemma's ``<|"|>``, ``unquoted_keys``, ``python_literals``) is the grammar IR's own rule for the
+  body instead, as an EBNF ``grammar`` element;
+* ``end`` -- the close's literals (the literal tail of a close pattern such as ``\\s*;``);
+* ``triggers`` -- the literal part of the begins before the name (``<function=``) or the begin.
+
+Modes: ``auto`` is ``triggered_tags``; ``required`` and a named tool set ``at_least_one`` (a named
+tool keeps only its tag or schema); ``--no-parallel`` sets ``stop_after_first`` and lets free text
+without a trigger follow; ``none`` is ``any_text`` excluding the triggers. A tool region without a
+close (or whose close is the end-of-turn token, ``</s>``) runs to the end of the stream, so its
+calls are ``tags_with_separator`` with an empty separator at the very end. A reasoning region
+with literal delimiters becomes an optional leading ``tag`` whose ``any_text`` ends at its close
+(a tool open inside reasoning stays reasoning text, as the parser reads it); its open is then
+excluded from the later free text (reasoning comes first). ``--no-reasoning`` excludes it.
+
+What it cannot express (:class:`StructuralTagError`, naming template, field and reason): call
+bodies that are not JSON (xml-inline parameters, pythonic calls, text) -- xgrammar's ``qwen_xml``
+and similar styles are other engines' readings of those formats, not respc's; opens without a
+literal start (a lookahead such as ``(?=\\{)``); fields nested in a section region; no tools.
+Where it is stricter than the parser it says so in the notes: a call cut off by the end of the
+stream, a reasoning region after text, a call object with members other than its name and
+arguments (an ``id``), arguments in another order than the schema's (xgrammar's ``json_schema``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from .automaton import Automaton
+from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, JsonBuilder, Lit, Rep, Seq,
+                         _Builder, _is_reasoning, _is_tool_field, call_shape, regex_to_ir, seq)
+from .ir import Field, Template
+
+__all__ = ["StructuralTagError", "build_structural_tag", "export_structural_tag"]
+
+
+#: end-of-turn (stop) tokens: a tool region closed only by one of these (and by the implicit field's
+#: close) runs to the end of the output, since an engine stops at the token instead of writing it
+END_OF_TURN = frozenset({"</s>", "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|endoftext|>", "<|end_of_text|>",
+                         "<|return|>", "<eos>", "<|END_OF_TURN_TOKEN|>", "<｜end▁of▁sentence｜>"})
+
+
+class StructuralTagError(GrammarExportError):
+    """The template's tool calls cannot be written as an xgrammar structural tag (the message
+    names the template, each tool-call field and why)."""
+
+
+class _Cannot(Exception):
+    pass
+
+
+def _ebnf(node, rules: dict | None = None) -> dict:
+    """An EBNF ``grammar`` element whose root is ``node`` (``rules``: the rules it refers to)."""
+    from .grammar_render import render
+
+    text = render(Grammar(rules={"start": node, **(rules or {})}), "xgrammar")
+    return {"type": "grammar", "grammar": "\n".join(x for x in text.splitlines() if not x.startswith("#")) + "\n"}
+
+
+def _nullable(n) -> bool:
+    """Whether node ``n`` (no rule references) matches the empty string."""
+    if isinstance(n, Lit):
+        return False
+    if isinstance(n, (Chars,)):
+        return False
+    if isinstance(n, Except):
+        return True
+    if isinstance(n, Seq):
+        return all(_nullable(x) for x in n.items)
+    if isinstance(n, Alt):
+        return any(_nullable(x) for x in n.items)
+    if isinstance(n, Rep):
+        return n.min == 0 or _nullable(n.item)
+    return False
+
+
+def _begins(node) -> list[tuple[str, Any]]:
+    """``[(literal start, rest node)]`` of an open node: one per alternative that has a literal
+    start; optional leading items are skipped (left to the free text before the trigger)."""
+    if isinstance(node, Alt):
+        return [b for item in node.items for b in _begins(item)]
+    items = list(node.items) if isinstance(node, Seq) else [node]
+    while items and _nullable(items[0]):
+        items.pop(0)
+    if items and isinstance(items[0], Alt):
+        return [b for item in items[0].items for b in _begins(seq(item, *items[1:]))]
+    begin = ""
+    while items and isinstance(items[0], Lit):
+        begin += items.pop(0).text
+    return [(begin, seq(*items))] if begin else []
+
+
+def _ends(f: Field, eot: set) -> tuple[list[str], Any]:
+    """The tag's end strings and the close's head node (None: nothing before them); ``[""]``: the
+    region runs to the end of the stream (no close, or only end-of-turn closes)."""
+    if f.close is None:
+        return [""], None
+    if f.close.literals is not None:
+        if all(x in eot for x in f.close.literals):
+            return [""], None
+        return list(f.close.literals), None
+    node, _notes = regex_to_ir(f.close.pattern)
+    items = list(node.items) if isinstance(node, Seq) else [node]
+    last = items.pop() if items else None
+    if isinstance(last, Lit):
+        return [last.text], seq(*items) if items else None
+    if isinstance(last, Alt) and all(isinstance(x, Lit) for x in last.items):
+        return [x.text for x in last.items], seq(*items) if items else None
+    raise _Cannot(f"close_pattern {f.close.pattern!r} does not end in literal strings (a tag's end)")
+
+
+def _object(props: dict, required: list) -> dict:
+    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+
+
+def _params(schema: dict) -> dict:
+    out = copy.deepcopy(schema) if isinstance(schema, dict) else {"type": "object"}
+    # as the grammar IR: declared properties only; without any declared, any object (xgrammar
+    # reads a missing additionalProperties as false)
+    out.setdefault("additionalProperties", not out.get("properties"))
+    return out
+
+
+class _StructuralBuilder:
+    def __init__(self, t: Template, automaton: Automaton, tools, choice: str, parallel: bool,
+                 reasoning: bool) -> None:
+        if tools is None:
+            raise StructuralTagError(f"{t.source}: a structural tag needs the offered tools (--tools): its tags "
+                                     "are written per tool")
+        self.t = t
+        self.ir = _Builder(t, automaton, tools, choice, parallel, reasoning)  # checks tools and tool_choice
+        self.tools, self.choice = self.ir.tools, self.ir.choice
+        self.parallel, self.reasoning = parallel, reasoning
+        self.notes: list[str] = []
+        self.triggers: list[str] = []
+        self.unclosed: dict | None = None  # reasoning cut off by the end of the stream
+        imp = t.fields[t.implicit] if t.implicit is not None else None
+        closes = set(imp.close.literals or ()) if imp is not None and imp.close is not None else set()
+        self.eot = closes & END_OF_TURN
+
+    def field_tags(self, f: Field) -> list[dict]:
+        where = f"field {f.name!r}"
+        if not f.outside:
+            raise _Cannot("it is nested in a section region (not written as a structural tag)")
+        if f.content != "json":
+            raise _Cannot(f"its body is {f.content!r} ({'XML parameters' if f.content == 'xml-inline' else 'not JSON'})"
+                          ": a structural tag's content is a JSON schema")
+        shape = call_shape(f)
+        if shape is None:
+            raise _Cannot("its transform does not take a call's name and arguments from one place")
+        dialect = self.ir.dialect(f)
+        # a JSON dialect (gemma's <|"|> strings, unquoted keys, Python literals): the body is the
+        # grammar IR's own rule for it, as an EBNF element, instead of a JSON schema
+        jb = JsonBuilder(self.ir.g, dialect) if dialect.tag != "json" else None
+        if jb is not None:
+            self.notes.append(f"{where}: the {dialect.tag!r} JSON dialect is written as an EBNF grammar element")
+        ends, head = _ends(f, self.eot)
+        if ends == [""] and f.close is not None:
+            self.notes.append(f"{where}: its close {list(f.close.literals or [f.close.pattern])} is the end of the "
+                              "turn: the calls run to the end of the output")
+        elif f.close is not None:
+            self.notes.append(f"{where}: a call cut off by the end of the stream (no close) is not accepted")
+        tail = _ebnf(seq(WS, head) if head is not None else WS)
+        tags = []
+        if shape.name_group is not None:
+            probe, _notes = regex_to_ir(f.open.pattern, {shape.name_group: Lit("\x00")})
+            for begin, _rest in _begins(probe):
+                self.triggers.append(begin.split("\x00")[0] or begin)
+            for name, schema in self.tools:
+                node, notes = regex_to_ir(f.open.pattern, {shape.name_group: Lit(name)})
+                self.notes.extend(f"{where} open: {n}" for n in notes if "ASCII" not in n)
+                body = _params(schema)
+                if shape.args_keys:
+                    body = _object({shape.args_keys[0]: body}, [shape.args_keys[0]])
+                body = self._schema_element(body, jb, where)
+                for begin, rest in self._begins(f, node):
+                    tags.append(self._tag(begin, rest, body, tail, ends))
+            return tags
+        node = (Alt(tuple(Lit(x) for x in f.open.literals)) if f.open.literals is not None
+                else regex_to_ir(f.open.pattern)[0])
+        keys = shape.args_keys or ("arguments",)
+        if jb is not None:
+            calls_node = self.ir.json_calls(f, shape, jb, where)
+            out = [self._tag(begin, rest, _ebnf(calls_node, self.ir.g.rules), tail, ends)
+                   for begin, rest in self._begins(f, node)]
+            self.triggers.extend(tag["begin"] for tag in out)
+            return out
+        if shape.name_key == "$key":
+            calls = [_object({name: _params(schema)}, [name]) for name, schema in self.tools]
+        else:
+            self.notes.append(f"{where}: a call object has the members {shape.name_key!r} and one of "
+                              f"{list(keys)} only (the parser also reads others, such as an id)")
+            nk = shape.name_key or "name"
+            # either order and every arguments key, as the parser reads them (xgrammar writes
+            # properties in schema order)
+            calls = [_object(dict(members), [nk, key]) for name, schema in self.tools for key in keys
+                     for members in (((nk, {"const": name}), (key, _params(schema))),
+                                     ((key, _params(schema)), (nk, {"const": name})))]
+        call = calls[0] if len(calls) == 1 else {"anyOf": calls}
+        if f.transform_each:
+            body = {"type": "array", "items": call, "minItems": 1}
+            if not self.parallel:
+                body["maxItems"] = 1
+        else:
+            body = call
+        body = {"type": "json_schema", "json_schema": body}
+        out = [self._tag(begin, rest, body, tail, ends) for begin, rest in self._begins(f, node)]
+        self.triggers.extend(tag["begin"] for tag in out)
+        return out
+
+    def _begins(self, f: Field, node) -> list:
+        begins = _begins(node)
+        if not begins:
+            raise _Cannot(f"its open {f.open.pattern!r} has no literal start (a tag's begin is a fixed string)")
+        pattern = f.open.pattern
+        if f.open.literals is None and isinstance(node, Alt) and len(begins) < len(node.items):
+            self.notes.append(f"field {f.name!r} open {pattern!r}: alternatives without a literal start are left out")
+        return begins
+
+    def _schema_element(self, schema: dict, jb, where: str) -> dict:
+        """A JSON schema content element, or the dialect's EBNF rule for the schema."""
+        if jb is None:
+            return {"type": "json_schema", "json_schema": schema}
+        return _ebnf(jb.schema(schema, f"{where} parameters"), self.ir.g.rules)
+
+    @staticmethod
+    def _tag(begin: str, rest, body: dict, tail: dict, ends: list[str]) -> dict:
+        head = _ebnf(seq(rest, WS) if rest != Seq(()) else WS)
+        return {"type": "tag", "begin": begin, "content": {"type": "sequence", "elements": [head, body, tail]},
+                "end": ends[0] if len(ends) == 1 else ends}
+
+    def reasoning_part(self) -> tuple[dict | None, list[str]]:
+        """(optional leading reasoning tag or None, opens to keep out of later free text)."""
+        for f in self.t.fields:
+            if not _is_reasoning(f) or f.is_implicit or not f.outside:
+                continue
+            opens = list(f.open.literals) if f.open is not None and f.open.literals is not None else None
+            if not self.reasoning:
+                if opens is None:
+                    self.notes.append(f"field {f.name!r}: its pattern open cannot be kept out (--no-reasoning)")
+                return None, opens or []
+            closes = list(f.close.literals) if f.close is not None and f.close.literals is not None else None
+            if opens is None or closes is None:
+                self.notes.append(f"field {f.name!r}: reasoning with pattern delimiters is free text here (a tool open "
+                                  "in it is read as a call)")
+                return None, []
+            closes = [c for c in closes if c not in self.eot] or closes
+            tags = [{"type": "tag", "begin": o, "content": {"type": "any_text"},
+                     "end": closes[0] if len(closes) == 1 else closes} for o in opens]
+            self.notes.append(f"field {f.name!r}: reasoning only at the start of the output")
+            # reasoning cut off by the end of the stream: its open, then any text to the end
+            self.unclosed = _one_of([{"type": "sequence", "elements": [{"type": "const_string", "value": o},
+                                                                          {"type": "any_text", "excludes": closes}]}
+                                    for o in opens])
+            return {"type": "optional", "content": _one_of(tags)}, opens
+        return None, []
+
+    def build(self) -> dict:
+        fields = [f for f in self.t.fields if _is_tool_field(self.t, f)]
+        if not fields:
+            raise StructuralTagError(f"{self.t.source}: no tool-call field (role 'tool_calls'): nothing to tag")
+        tags, problems = [], []
+        offered = self.tools
+        if not offered:  # no tool offered (or tool_choice none): the tags only name the triggers
+            self.tools = [("\x00", {"type": "object"})]
+        for f in fields:
+            try:
+                tags.extend(self.field_tags(f))
+            except _Cannot as exc:
+                problems.append(f"field {f.name!r}: {exc}")
+        self.tools = offered
+        if not tags:
+            raise StructuralTagError(f"{self.t.source}: cannot be written as an xgrammar structural tag: "
+                                     + "; ".join(problems) + " (use --format xgrammar for its EBNF grammar)")
+        self.notes.extend(f"{p}; left out" for p in problems)
+        prefix, reasoning_opens = self.reasoning_part()
+        closed = [tag for tag in tags if tag["end"] != ""]
+        open_ended = [tag for tag in tags if tag["end"] == ""]
+        triggers = list(dict.fromkeys(self.triggers))
+        free = {"type": "any_text", "excludes": triggers + reasoning_opens}
+        need = self.choice not in ("auto", "none")
+        if self.choice == "none" or not offered:
+            body = free
+        elif not open_ended:
+            body = {"type": "triggered_tags", "triggers": triggers, "tags": _merged(closed), "at_least_one": need,
+                    "stop_after_first": not self.parallel, "excludes": reasoning_opens}
+            if not self.parallel:
+                body = {"type": "sequence", "elements": [body, free]}
+        else:
+            if closed:
+                self.notes.append("tags with a close are left out: another tool field runs to the end of the output")
+            tws = {"type": "tags_with_separator", "tags": _merged(open_ended), "separator": "", "at_least_one": True,
+                   "stop_after_first": not self.parallel}
+            elements = [free, tws]
+            if self.eot:  # the end-of-turn token may still be written as text: only at the very end
+                elements.append({"type": "optional", "content": _one_of(
+                    [{"type": "const_string", "value": x} for x in sorted(self.eot)])})
+            calls = {"type": "sequence", "elements": elements}
+            body = calls if need else {"type": "or", "elements": [free, calls]}
+        fmt = {"type": "sequence", "elements": [prefix, body]} if prefix is not None else body
+        if self.unclosed is not None and not need:  # with a call required, reasoning must close first
+            fmt = {"type": "or", "elements": [fmt, self.unclosed]}
+        return {"type": "structural_tag", "format": fmt}
+
+
+def _one_of(formats: list[dict]) -> dict:
+    return formats[0] if len(formats) == 1 else {"type": "or", "elements": formats}
+
+
+def _merged(tags: list[dict]) -> list[dict]:
+    """Tags with the same begin and end joined into one whose content is an ``or`` (two tool
+    fields behind one open, such as lfm2's call list and single call)."""
+    out: dict = {}
+    for tag in tags:
+        key = (tag["begin"], json.dumps(tag["end"]))
+        if key not in out:
+            out[key] = tag
+            continue
+        have = out[key]["content"]
+        alts = have["elements"] if have.get("type") == "or" else [have]
+        out[key] = {**out[key], "content": {"type": "or", "elements": alts + [tag["content"]]}}
+    return list(out.values())
+
+
+def build_structural_tag(template: Template, tools: list | None, *, tool_choice: str = "auto", parallel: bool = True,
+                         reasoning: bool = True, automaton: Automaton | None = None) -> tuple[dict, list[str]]:
+    """The xgrammar structural tag of a validated template's tool calls.
+
+    Args:
+        template: the validated IR. tools: OpenAI-style tools (required). tool_choice: ``auto`` |
+        ``required`` | ``none`` | an offered tool's name. parallel: False: at most one call.
+        reasoning: False keeps the reasoning region out. automaton: reuse a built automaton.
+
+    Returns:
+        (structural_tag, notes): the ``{"type": "structural_tag", "format": {...}}`` dict (xgrammar
+        0.2.9) and one line per place where it is stricter than the parser.
+
+    Raises:
+        StructuralTagError: no tools, no tool-call field, or no tool-call field it can express
+            (the message names the template, the fields and the reasons).
+        GrammarExportError: a tool_choice naming no offered tool, malformed tools.
+    """
+    from .automaton import build_automaton
+
+    automaton = automaton or build_automaton(template)
+    b = _StructuralBuilder(template, automaton, tools, tool_choice, parallel, reasoning)
+    return b.build(), list(dict.fromkeys(b.notes))
+
+
+def export_structural_tag(template, *, tools: list | None = None, tool_choice: str = "auto", parallel: bool = True,
+                          reasoning: bool = True) -> tuple[dict, list[str]]:
+    """:func:`build_structural_tag` for anything :func:`respc.compiler.api.compile_source` reads
+    (a dict, a path, ``tokenizer_config.json``, a model directory, a catalogue name).
+
+    Raises:
+        TemplateError: a bad template. StructuralTagError / GrammarExportError: as
+        :func:`build_structural_tag`.
+    """
+    from .api import compile_source
+
+    compiled = compile_source(template)
+    return build_structural_tag(compiled.template, tools, tool_choice=tool_choice, parallel=parallel,
+                                reasoning=reasoning, automaton=compiled.automaton)
+
