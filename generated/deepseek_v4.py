@@ -522,11 +522,11 @@ GRAMMAR = (
     'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?)\n'
     'text: /(?:(?!<｜end▁of▁sentence｜>|<｜DSML｜tool_calls>|<\\/think>|<think>)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<｜DSML｜tool_calls>|<\\/think>)[\\s\\S])+/s? (/<\\/think>/ | region_1)\n'
-    'region_1: /<｜DSML｜tool_calls>/ /(?:[\\x09-\\x0a\\x0d ]){1,}/s? (region_2 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)* /<\\/｜DSML｜tool_calls>/\n'
-    'region_2: /<｜DSML｜invoke name="/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /">/ /(?:(?!<\\/｜DSML｜invoke>)[\\s\\S])+/s? /<\\/｜DSML｜invoke>/\n'
+    'region_1: /<｜DSML｜tool_calls>(?:[\\x09-\\x0a\\x0d ]){0,}/s (region_2 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)* /<\\/｜DSML｜tool_calls>/\n'
+    'region_2: /<｜DSML｜invoke name="(?:[\\--.0-9A-Z_a-z]){1,}">/s /(?:(?!<\\/｜DSML｜invoke>)[\\s\\S])+/s? /<\\/｜DSML｜invoke>/\n'
     'implicit_close: /(?:<｜end▁of▁sentence｜>|<\\/think>)/s\n'
     'open_region_0: /<think>/ /(?:(?!<｜DSML｜tool_calls>|<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<｜DSML｜tool_calls>/ /(?:[\\x09-\\x0a\\x0d ]){1,}/s? (region_2 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)*\n'
+    'open_region_1: /<｜DSML｜tool_calls>(?:[\\x09-\\x0a\\x0d ]){0,}/s (region_2 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)*\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

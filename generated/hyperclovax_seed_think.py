@@ -539,7 +539,7 @@ GRAMMAR = (
     'text: /(?:(?!<tool_call>|<\\|im_end\\|>|<\\/think>|<think>|\\[|\\{)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /(?:<\\|im_end\\|>|<\\/think>)/s\n'
-    'region_1: /<tool_call>/ /(?:[\\x09-\\x0a ]){1,}/s? /(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:(?!<\\/tool_call>)[\\s\\S])+/s? /<\\/tool_call>/\n'
+    'region_1: /<tool_call>(?:[\\x09-\\x0a ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:(?!<\\/tool_call>)[\\s\\S])+/s? /<\\/tool_call>/\n'
     'region_2: ws /\\[/ ws call_15 (ws /,/ ws call_15)* ws /\\]/ ws\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
@@ -555,7 +555,7 @@ GRAMMAR = (
     'region_3: ws call_17 ws\n'
     'call_17: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws (/"parameters"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object) | (/"parameters"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object) ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
     'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<tool_call>/ /(?:[\\x09-\\x0a ]){1,}/s? /(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:(?!<\\/tool_call>)[\\s\\S])+/s?\n'
+    'open_region_1: /<tool_call>(?:[\\x09-\\x0a ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:(?!<\\/tool_call>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

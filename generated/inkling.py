@@ -472,7 +472,7 @@ GRAMMAR = (
     'text: /(?:(?!<\\|content_model_end_sampling\\|>|<\\|content_invoke_tool_json\\|>|<\\|content_thinking\\|>|<\\|message_model\\|>|<\\|content_text\\|>|<\\|end_message\\|>)[\\s\\S])+/s?\n'
     'region_0: /<\\|content_thinking\\|>/ /(?:(?!<\\|content_model_end_sampling\\|>|<\\|content_text\\|>|<\\|end_message\\|>)[\\s\\S])+/s? /(?:<\\|content_model_end_sampling\\|>|<\\|content_text\\|>|<\\|end_message\\|>)/s\n'
     'implicit_close: /(?:<\\|content_model_end_sampling\\|>|<\\|message_model\\|>|<\\|content_text\\|>|<\\|end_message\\|>)/s\n'
-    'region_1: ((/<\\|message_model\\|>/)? /(?:[^<]){1,}/s?)? /<\\|content_invoke_tool_json\\|>/ ws call_14 ws /<\\|end_message\\|>/\n'
+    'region_1: /(?:(?:<\\|message_model\\|>|)(?:[^<]){0,}){0,1}<\\|content_invoke_tool_json\\|>/s ws call_14 ws /<\\|end_message\\|>/\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
@@ -485,7 +485,7 @@ GRAMMAR = (
     'json_null: /null/\n'
     'call_14: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws /"args"/ ws /:/ ws json_object | /"args"/ ws /:/ ws json_object ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
     'open_region_0: /<\\|content_thinking\\|>/ /(?:(?!<\\|content_model_end_sampling\\|>|<\\|content_text\\|>|<\\|end_message\\|>)[\\s\\S])+/s?\n'
-    'open_region_1: ((/<\\|message_model\\|>/)? /(?:[^<]){1,}/s?)? /<\\|content_invoke_tool_json\\|>/ ws call_17 ws\n'
+    'open_region_1: /(?:(?:<\\|message_model\\|>|)(?:[^<]){0,}){0,1}<\\|content_invoke_tool_json\\|>/s ws call_17 ws\n'
     'call_17: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws /"args"/ ws /:/ ws json_object | /"args"/ ws /:/ ws json_object ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
 )
 

@@ -446,7 +446,7 @@ GRAMMAR = (
     'text: /(?:(?!<\\|action_start\\|>|<\\|im_end\\|>|<\\/think>|<think>)[\\s\\S])+/s?\n'
     'implicit_close: /(?:<\\|im_end\\|>|<\\/think>)/s\n'
     'region_0: /<think>/ /(?:(?!<\\|action_start\\|>|<\\/think>)[\\s\\S])+/s? (region_1 /(?:(?!<\\|action_start\\|>|<\\/think>)[\\s\\S])+/s?)* /<\\/think>/\n'
-    'region_1: /<\\|action_start\\|>/ /(?:[\\x09-\\x0d ]){1,}/s? /<\\|plugin\\|>/ ws call_14 ws /<\\|action_end\\|>/\n'
+    'region_1: /<\\|action_start\\|>(?:[\\x09-\\x0d ]){0,}<\\|plugin\\|>/s ws call_14 ws /<\\|action_end\\|>/\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
@@ -459,7 +459,7 @@ GRAMMAR = (
     'json_null: /null/\n'
     'call_14: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws (/"arguments"/ ws /:/ ws json_object | /"parameters"/ ws /:/ ws json_object) | (/"arguments"/ ws /:/ ws json_object | /"parameters"/ ws /:/ ws json_object) ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
     'open_region_0: /<think>/ /(?:(?!<\\|action_start\\|>|<\\/think>)[\\s\\S])+/s? (region_1 /(?:(?!<\\|action_start\\|>|<\\/think>)[\\s\\S])+/s?)*\n'
-    'open_region_1: /<\\|action_start\\|>/ /(?:[\\x09-\\x0d ]){1,}/s? /<\\|plugin\\|>/ ws call_17 ws\n'
+    'open_region_1: /<\\|action_start\\|>(?:[\\x09-\\x0d ]){0,}<\\|plugin\\|>/s ws call_17 ws\n'
     'call_17: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws (/"arguments"/ ws /:/ ws json_object | /"parameters"/ ws /:/ ws json_object) | (/"arguments"/ ws /:/ ws json_object | /"parameters"/ ws /:/ ws json_object) ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
 )
 

@@ -821,8 +821,8 @@ GRAMMAR = (
     'region_0: /<\\|open\\|>think<\\|sep\\|>/ /(?:(?!<\\|close\\|>think<\\|sep\\|>)[\\s\\S])+/s? /<\\|close\\|>think<\\|sep\\|>/\n'
     'region_1: /<\\|open\\|>response<\\|sep\\|>/ /(?:(?!<\\|close\\|>response<\\|sep\\|>|<\\|close\\|>message<\\|sep\\|>)[\\s\\S])+/s? /(?:<\\|close\\|>response<\\|sep\\|>|<\\|close\\|>message<\\|sep\\|>)/s\n'
     'implicit_close: /(?:<\\|close\\|>response<\\|sep\\|>|<\\|close\\|>message<\\|sep\\|>|<\\|close\\|>think<\\|sep\\|>|<\\|end_of_msg\\|>)/s\n'
-    'region_2: /<\\|open\\|>tools<\\|sep\\|>/ /(?:[\\x09-\\x0a\\x0d ]){1,}/s? ((region_3 | region_4) /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)* /<\\|close\\|>tools<\\|sep\\|>/\n'
-    'region_3: /<\\|open\\|>call tool="/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /"/ / index="(?:[0-9]){0,}"/s? /<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>/ ws json_object ws /<\\|close\\|>json<\\|sep\\|><\\|close\\|>call<\\|sep\\|>/\n'
+    'region_2: /<\\|open\\|>tools<\\|sep\\|>(?:[\\x09-\\x0a\\x0d ]){0,}/s ((region_3 | region_4) /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)* /<\\|close\\|>tools<\\|sep\\|>/\n'
+    'region_3: /<\\|open\\|>call tool="(?:[\\--.0-9A-Z_a-z]){1,}"(?: index="(?:[0-9]){0,}"){0,1}<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>/s ws json_object ws /<\\|close\\|>json<\\|sep\\|><\\|close\\|>call<\\|sep\\|>/\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
@@ -833,10 +833,10 @@ GRAMMAR = (
     'json_number: json_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
     'json_bool: /(?:true|false)/s\n'
     'json_null: /null/\n'
-    'region_4: /<\\|open\\|>call tool="/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /"/ / index="(?:[0-9]){0,}"/s? /<\\|sep\\|>/ /(?:(?!<\\|close\\|>call<\\|sep\\|>)[\\s\\S])+/s? /<\\|close\\|>call<\\|sep\\|>/\n'
+    'region_4: /<\\|open\\|>call tool="(?:[\\--.0-9A-Z_a-z]){1,}"(?: index="(?:[0-9]){0,}"){0,1}<\\|sep\\|>/s /(?:(?!<\\|close\\|>call<\\|sep\\|>)[\\s\\S])+/s? /<\\|close\\|>call<\\|sep\\|>/\n'
     'open_region_0: /<\\|open\\|>think<\\|sep\\|>/ /(?:(?!<\\|close\\|>think<\\|sep\\|>)[\\s\\S])+/s?\n'
     'open_region_1: /<\\|open\\|>response<\\|sep\\|>/ /(?:(?!<\\|close\\|>response<\\|sep\\|>|<\\|close\\|>message<\\|sep\\|>)[\\s\\S])+/s?\n'
-    'open_region_2: /<\\|open\\|>tools<\\|sep\\|>/ /(?:[\\x09-\\x0a\\x0d ]){1,}/s? ((region_3 | region_4) /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)*\n'
+    'open_region_2: /<\\|open\\|>tools<\\|sep\\|>(?:[\\x09-\\x0a\\x0d ]){0,}/s ((region_3 | region_4) /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)*\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -380,9 +380,9 @@ GRAMMAR = (
     'text: /(?:(?!<\\|im_end\\|>|<function|<\\/think>|<think>)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /(?:<\\|im_end\\|>|<\\/think>)/s\n'
-    'region_1: /<function/ /(?:[\\x09-\\x0d ]){1,}/s /name=/ /["\']/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /["\']/ /(?:[^>]){1,}/s? />/ /(?:(?!<\\/function>)[\\s\\S])+/s? /<\\/function>/\n'
+    'region_1: /<function(?:[\\x09-\\x0d ]){1,}name=["\'](?:[\\--.0-9A-Z_a-z]){1,}["\'](?:[^>]){0,}>/s /(?:(?!<\\/function>)[\\s\\S])+/s? /<\\/function>/\n'
     'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<function/ /(?:[\\x09-\\x0d ]){1,}/s /name=/ /["\']/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /["\']/ /(?:[^>]){1,}/s? />/ /(?:(?!<\\/function>)[\\s\\S])+/s?\n'
+    'open_region_1: /<function(?:[\\x09-\\x0d ]){1,}name=["\'](?:[\\--.0-9A-Z_a-z]){1,}["\'](?:[^>]){0,}>/s /(?:(?!<\\/function>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -408,7 +408,7 @@ GRAMMAR = (
     'text: /(?:(?!<end_of_sentence>|<tool_calls>|<\\/think>|<think>)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /(?:<end_of_sentence>|<\\/think>)/s\n'
-    'region_1: /<tool_calls>/ /(?:[\\x09-\\x0a\\x0d ]){1,}/s? (region_2 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)* /<\\/tool_calls>/\n'
+    'region_1: /<tool_calls>(?:[\\x09-\\x0a\\x0d ]){0,}/s (region_2 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)* /<\\/tool_calls>/\n'
     'region_2: ws call_15 ws\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
@@ -422,7 +422,7 @@ GRAMMAR = (
     'json_null: /null/\n'
     'call_15: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws /"arguments"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
     'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<tool_calls>/ /(?:[\\x09-\\x0a\\x0d ]){1,}/s? (region_2 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)*\n'
+    'open_region_1: /<tool_calls>(?:[\\x09-\\x0a\\x0d ]){0,}/s (region_2 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)*\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -441,7 +441,7 @@ GRAMMAR = (
     'text: /(?:(?!<\\|tool_call:begin\\|>|<\\|begin\\|>assistant|<\\|tool_calls\\|>|<\\|content\\|>|<\\|think\\|>|<\\|calls\\|>|<\\|flush\\|>|<\\|end\\|>)[\\s\\S])+/s?\n'
     'region_0: /<\\|think\\|>/ /(?:(?!<\\|end\\|>)[\\s\\S])+/s? /<\\|end\\|>/\n'
     'implicit_close: /(?:<\\|begin\\|>assistant|<\\|tool_calls\\|>|<\\|content\\|>|<\\|calls\\|>|<\\|flush\\|>|<\\|end\\|>)/s\n'
-    'region_1: /<\\|tool_call:begin\\|>/ /(?:[^<]){1,}/s? /<\\|tool_call:name\\|>/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /<\\|tool_call:args\\|>/ ws json_object ws /<\\|tool_call:end\\|>/\n'
+    'region_1: /<\\|tool_call:begin\\|>(?:[^<]){0,}<\\|tool_call:name\\|>(?:[\\--.0-9A-Z_a-z]){1,}<\\|tool_call:args\\|>/s ws json_object ws /<\\|tool_call:end\\|>/\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
@@ -453,7 +453,7 @@ GRAMMAR = (
     'json_bool: /(?:true|false)/s\n'
     'json_null: /null/\n'
     'open_region_0: /<\\|think\\|>/ /(?:(?!<\\|end\\|>)[\\s\\S])+/s?\n'
-    'open_region_1: /<\\|tool_call:begin\\|>/ /(?:[^<]){1,}/s? /<\\|tool_call:name\\|>/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /<\\|tool_call:args\\|>/ ws json_object ws\n'
+    'open_region_1: /<\\|tool_call:begin\\|>(?:[^<]){0,}<\\|tool_call:name\\|>(?:[\\--.0-9A-Z_a-z]){1,}<\\|tool_call:args\\|>/s ws json_object ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

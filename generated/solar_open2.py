@@ -461,9 +461,9 @@ GRAMMAR = (
     'text: /(?:(?!<\\|tool_call:start\\|>|<\\|think:start\\|>|<\\|think:end\\|>|<\\|im:end\\|>)[\\s\\S])+/s?\n'
     'implicit_close: /(?:<\\|think:end\\|>|<\\|im:end\\|>)/s\n'
     'region_0: /<\\|think:start\\|>/ /(?:(?!<\\|tool_call:start\\|>|<\\|think:end\\|>)[\\s\\S])+/s? (region_1 /(?:(?!<\\|tool_call:start\\|>|<\\|think:end\\|>)[\\s\\S])+/s?)* /<\\|think:end\\|>/\n'
-    'region_1: /<\\|tool_call:start\\|>/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /\\x0a/ /(?:(?!<\\|tool_call:end\\|>)[\\s\\S])+/s? /<\\|tool_call:end\\|>/\n'
+    'region_1: /<\\|tool_call:start\\|>(?:[\\--.0-9A-Z_a-z]){1,}\\x0a/s /(?:(?!<\\|tool_call:end\\|>)[\\s\\S])+/s? /<\\|tool_call:end\\|>/\n'
     'open_region_0: /<\\|think:start\\|>/ /(?:(?!<\\|tool_call:start\\|>|<\\|think:end\\|>)[\\s\\S])+/s? (region_1 /(?:(?!<\\|tool_call:start\\|>|<\\|think:end\\|>)[\\s\\S])+/s?)*\n'
-    'open_region_1: /<\\|tool_call:start\\|>/ /(?:[\\--.0-9A-Z_a-z]){1,}/s /\\x0a/ /(?:(?!<\\|tool_call:end\\|>)[\\s\\S])+/s?\n'
+    'open_region_1: /<\\|tool_call:start\\|>(?:[\\--.0-9A-Z_a-z]){1,}\\x0a/s /(?:(?!<\\|tool_call:end\\|>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]
