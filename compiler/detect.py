@@ -9,7 +9,9 @@ signatures, "return a JSON object within <tool_call></tool_call>"). Model names 
    render at the end of the generation prompt (the prompt is the render without the assistant
    message, with ``add_generation_prompt``), under a few input shapes (with and without a system
    message, tool-call arguments as a dict or as a JSON string, tool-call content ``None`` or ``""``),
-   because chat templates differ in what they accept.
+   because chat templates differ in what they accept. A template whose generation prompt adds text
+   that its history turns lack (``<think>\n`` pre-opened for the new turn, while history turns
+   drop their reasoning) has its history turns parsed after the text they really follow too.
 2. Every catalogue family's generated parser parses each turn with the prompt as its prefix; a sample
    is *recovered* by a family when some shape gives the sample message back exactly.
 3. A family's *vocabulary* is its literal delimiters (start anchors, literal opens and closes, and the
@@ -19,9 +21,12 @@ signatures, "return a JSON object within <tool_call></tool_call>"). Model names 
 4. Ranking, best first: the family's start anchor occurs in the generation prompt; samples recovered;
    how many of the catalogue delimiters that the chat template shows (in renders or source) are in
    the family's vocabulary (a family without the tool format the prompt teaches explains less);
-   share of the vocabulary found (renders plus source, over its size); vocabulary found in the source.
-   Families with the best score are ``tied``; they have the same format as far as these samples tell
-   (``hermes2pro`` and ``qwen2_5`` are the same template).
+   the family's thinking switch (``templates/catalogue.jsonl``) is the one the chat template reacts
+   to (none for none). Families equal on these four are ``tied``: they have the same format as far
+   as these samples tell (``hermes2pro`` and ``qwen2_5`` are the same template; ``qwen3_5`` and
+   ``nemotron3_nano`` differ only in an end token the chat template never renders). Within a tie,
+   ``family`` is the one with the larger share of its vocabulary found (renders plus source, over
+   its size), then more vocabulary in the source, then the name.
 
 A family *fits* when its start anchor occurs in the generation prompt and it recovered a sample or
 found part of its vocabulary; otherwise ``detect`` reports no family and says why.
@@ -48,7 +53,7 @@ import jinja2.ext
 import jinja2.nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from .load import catalogue_names
+from .load import catalogue_entries, catalogue_names
 
 __all__ = ["ChatTemplate", "Detection", "read_chat_template", "detect", "THINKING_SWITCHES"]
 
@@ -110,11 +115,11 @@ class Detection:
 
     Attributes:
         family (str | None): the best-fitting catalogue family, or None when none fits.
-        tied (tuple[str, ...]): every family with the best score (``family`` first).
+        tied (tuple[str, ...]): every family with the best fit (``family`` first, then by preference).
         thinking_switch (str | None): the chat-template variable that turns reasoning on/off.
         reason (str): one sentence saying why this family (or why none).
-        scores (dict[str, tuple]): per family ``(anchor_in_prompt, recovered, covered, share,
-            in_source)`` (see the module docstring).
+        scores (dict[str, tuple]): per family ``(anchor_in_prompt, recovered, covered, same_switch,
+            share, in_source)`` (see the module docstring); ``tied`` share the first four.
     """
 
     family: str | None
@@ -246,18 +251,24 @@ def _assistant(sample: dict, arguments_as_json: bool, empty_content: Any) -> dic
     return message
 
 
-def _split_turn(full: str, prompt: str) -> str:
-    """The assistant turn: what follows the prompt, or (when the render of a history turn differs
-    from the generation prompt) what follows their common prefix, moved back to a cut ``<...>`` tag."""
+def _split_turn(full: str, prompt: str) -> list[tuple[str, str]]:
+    """The assistant turn of a history render ``full`` as ``(prefix, turn)`` pairs to parse.
+
+    When ``full`` starts with the generation prompt, the turn is what follows it. Otherwise the
+    generation prompt adds text the history turn lacks (``<think>\\n`` that a template pre-opens for
+    a new turn but drops, with the reasoning, from history turns): the turn is what follows the
+    common prefix (moved back to a cut ``<...>`` tag), parsed once with that prefix (what the history
+    turn really follows) and once with the generation prompt.
+    """
     if full.startswith(prompt):
-        return full[len(prompt):]
+        return [(prompt, full[len(prompt):])]
     k = 0
     while k < min(len(full), len(prompt)) and full[k] == prompt[k]:
         k += 1
     tag = full.rfind("<", 0, k)
     if tag >= 0 and ">" not in full[tag:k]:
         k = tag
-    return full[k:]
+    return [(full[:k], full[k:]), (prompt, full[k:])]
 
 
 _REGEX_META = "()[]{}?*+|.^$"
@@ -342,6 +353,11 @@ def _thinking_switch(chat: ChatTemplate) -> str | None:
     return None
 
 
+def _reverse_name(name: str) -> tuple[int, ...]:
+    """A sort key that orders names alphabetically inside a ``reverse=True`` sort."""
+    return tuple(-ord(c) for c in name) + (1,)
+
+
 def _recovers(family: _Family, prompt: str, turn: str, want: dict) -> bool:
     try:
         parser = family.module.ResponseParser(prompt, _TOOLS)
@@ -377,12 +393,13 @@ def detect(chat: ChatTemplate) -> Detection:
                         full = _render(chat, head + [_assistant(sample, as_json, empty)], False, variables)
                         if full is not None:
                             renders.append(full)
-                            turns[name].append((prompt, _split_turn(full, prompt)))
+                            turns[name].extend(_split_turn(full, prompt))
     rendered = "\n".join(renders)
     source = chat.source.replace("\\n", "\n")
     # Every catalogue delimiter the chat template shows: a family that lacks some of them (a tool
     # format the prompt teaches, a reasoning tag) explains less of what the model is told to write.
     shown = {v for family in _families() for v in family.vocabulary if v in rendered or v in source}
+    switches = {e["family"]: e["thinking_switch"] for e in catalogue_entries()}
     scores: dict[str, tuple] = {}
     for family in _families():
         anchored = any(a in p for p in prompts for a in family.anchors)
@@ -394,18 +411,25 @@ def detect(chat: ChatTemplate) -> Detection:
         in_source = sum(v in source for v in family.vocabulary)
         share = round((in_renders + in_source) / max(1, len(family.vocabulary)), 6)
         covered = len(shown.intersection(family.vocabulary))
-        scores[family.name] = (anchored, recovered, covered, share, in_source)
-    order = sorted(scores, key=lambda n: (scores[n], n), reverse=True)
+        same_switch = switches.get(family.name) == switch
+        scores[family.name] = (anchored, recovered, covered, same_switch, share, in_source)
+    # Best first; among equal scores the name decides, so the result never depends on dict order.
+    order = sorted(scores, key=lambda n: (scores[n], _reverse_name(n)), reverse=True)
     best = scores[order[0]]
-    tied = tuple(sorted(n for n in order if scores[n] == best))
+    # Tied: the same fit (the first four criteria). Vocabulary share and in-source counts only order
+    # the tied families: a delimiter the chat template never shows (an end token the tokenizer adds,
+    # a tool format the template cannot render) is no evidence against a family.
+    tied = tuple(n for n in order if scores[n][:4] == best[:4])
     if not prompts:
         return Detection(None, (), switch, f"{chat.origin}: the chat template renders no generation prompt "
                                            "for a system + user conversation", scores)
-    if not best[0] or (best[1] == 0 and best[3] == 0):
+    if not best[0] or (best[1] == 0 and best[4] == 0):
         why = ("no catalogue family's start anchor occurs in the generation prompt" if not best[0] else
                "no catalogue family's delimiters occur in what it renders")
         return Detection(None, (), switch, f"{chat.origin}: {why}", scores)
     family = tied[0]
     reason = (f"start anchor in the generation prompt; {best[1]} of {len(SAMPLES)} sample messages parsed "
               f"back exactly; {best[2]} of the delimiters it shows are this family's")
+    if len(tied) > 1:
+        reason += f"; {', '.join(tied[1:])} fit as well (the same format as far as these samples tell)"
     return Detection(family, tied, switch, reason, scores)
