@@ -212,6 +212,7 @@ def _compile(args: argparse.Namespace) -> int:
     # The hint on stderr repeats the command exactly as given, so it works from here.
     rerun = f"respc compile {args.template} -o {args.output}"
     compiled = compile_source(args.template, command=command, source_name=source_name)
+    _say_which_template(compiled.note)
     if args.check:
         return _check_fresh(args, compiled, rerun)
     if args.output == "-":
@@ -294,6 +295,20 @@ def _module(template: str) -> types.ModuleType:
     from .api import compile_template
 
     return compile_template(template)
+
+
+def _say_which_template(note: str | None) -> None:
+    """For a model directory, tokenizer_config.json or chat template: a stderr note saying whether
+    its ``response_template`` or a detected catalogue family is used (issue 11)."""
+    if note:
+        print(f"respc: note: {note}", file=sys.stderr)
+
+
+def _model_note(template: str) -> str | None:
+    """:attr:`LoadedTemplate.note` of TEMPLATE when it is a path (detection is cached), else None."""
+    from .load import load_template
+
+    return load_template(template).note if os.path.exists(template) else None
 
 
 _BOM = "\ufeff"
@@ -380,6 +395,7 @@ def _read_tools(path: str | None) -> list | None:
 def _parse(args: argparse.Namespace) -> int:
     if args.errors is None:  # one output: the reference's behaviour; a batch must not stop
         args.errors = "recover" if args.jsonl is not None else "strict"
+    _say_which_template(_model_note(args.template))
     if getattr(args, "html", None):
         return _parse_html(args)
     if args.jsonl is not None:
