@@ -6,13 +6,14 @@ signatures, "return a JSON object within <tool_call></tool_call>"). Model names 
 
 1. The chat template is rendered with fixed sample conversations (``SAMPLES`` of
    ``compiler/samples.py``): a plain answer, reasoning and an answer, one tool call, two tool
-   calls. Each assistant turn is cut off the full
-   render at the end of the generation prompt (the prompt is the render without the assistant
-   message, with ``add_generation_prompt``), under a few input shapes (with and without a system
-   message, tool-call arguments as a dict or as a JSON string, tool-call content ``None`` or ``""``),
-   because chat templates differ in what they accept. A template whose generation prompt adds text
-   that its history turns lack (``<think>\n`` pre-opened for the new turn, while history turns
-   drop their reasoning) has its history turns parsed after the text they really follow too.
+   calls. Each assistant turn is cut off the full render at the end of the generation prompt (the
+   prompt is the render without the assistant message, with ``add_generation_prompt``), under a
+   few input shapes (with and without a system message, a ``/no_think`` or ``/think`` system
+   message when the template mentions one, tool-call arguments as a dict or as a JSON string,
+   tool-call content ``None`` or ``""``), because chat templates differ in what they accept. A
+   template whose generation prompt adds text that its history turns lack (``<think>\n``
+   pre-opened for the new turn, while history turns drop their reasoning) has its history turns
+   parsed after the text they really follow too.
 2. Every catalogue family's generated parser parses each turn with the prompt as its prefix; a sample
    is *recovered* by a family when some shape gives the sample message back exactly.
 3. A family's *vocabulary* is its literal delimiters (start anchors, literal opens and closes, and the
@@ -47,7 +48,7 @@ from importlib import resources
 from typing import Any
 
 from .load import catalogue_entries, catalogue_names
-from .samples import (SAMPLES, SYSTEM, THINKING_SWITCHES, TOOLS, USER, ChatTemplate, assistant_message,
+from .samples import (SAMPLES, THINKING_SWITCHES, TOOLS, ChatTemplate, assistant_message, conversations,
                       read_chat_template, render_or_none, split_turn, thinking_switch)
 
 __all__ = ["ChatTemplate", "Detection", "read_chat_template", "detect", "THINKING_SWITCHES"]
@@ -173,7 +174,7 @@ def detect(chat: ChatTemplate) -> Detection:
     renders: list[str] = []
     turns: dict[str, list[tuple[str, str]]] = {name: [] for name in SAMPLES}
     for variables in variable_sets:
-        for head in ([SYSTEM, USER], [USER]):
+        for head in conversations(chat):
             prompt = render_or_none(chat, head, True, variables)
             if prompt is None:
                 continue

@@ -5,7 +5,9 @@ messages. This module holds what both tools feed it and how a turn is cut off a 
 
 - ``SAMPLES``: the sample assistant messages (a plain answer, reasoning and an answer, one tool
   call, two tool calls) in the corpus conventions (role assistant, absent keys absent), with
-  ``TOOLS`` offered and a ``SYSTEM`` + ``USER`` (or ``USER`` only) conversation before them;
+  ``TOOLS`` offered and a ``SYSTEM`` + ``USER`` (or ``USER`` only) conversation before them
+  (:func:`conversations`; also with a ``/no_think`` or ``/think`` system message for the templates
+  that read one);
 - :func:`assistant_message`: a sample in one of the input shapes chat templates accept (tool-call
   arguments as a dict or a JSON string, ``content`` ``None`` or ``""`` beside tool calls, ids
   ``call00000``, nine alphanumerics as Mistral templates demand);
@@ -28,7 +30,8 @@ from typing import Any
 from .chat_render import render
 
 __all__ = ["THINKING_SWITCHES", "TOOLS", "SAMPLES", "SYSTEM", "USER", "ChatTemplate", "read_chat_template",
-           "assistant_message", "render_sample", "render_or_none", "split_turn", "thinking_switch"]
+           "SYSTEM_FLAGS", "conversations", "assistant_message", "render_sample", "render_or_none", "split_turn",
+           "thinking_switch"]
 
 # Chat-template variables that turn reasoning on or off, in the order they are tried.
 THINKING_SWITCHES = ("enable_thinking", "thinking", "reasoning", "enable_reasoning", "thinking_mode")
@@ -58,6 +61,19 @@ SAMPLES: dict[str, dict] = {
 }
 SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
 USER = {"role": "user", "content": "Hi there! Can you help me?"}
+
+# Thinking switches that some chat templates read from the system message (SmolLM3, Nemotron Nano 2).
+SYSTEM_FLAGS = ("/no_think", "/think")
+
+
+def conversations(chat: ChatTemplate) -> list[list[dict]]:
+    """The conversations before the assistant turn: system + user, user only, and system + user
+    with each of ``SYSTEM_FLAGS`` that the chat template's source mentions."""
+    out = [[SYSTEM, USER], [USER]]
+    for flag in SYSTEM_FLAGS:
+        if flag in chat.source:
+            out.append([{"role": "system", "content": f"{SYSTEM['content']} {flag}"}, USER])
+    return out
 
 
 @dataclass(frozen=True)
