@@ -8,6 +8,8 @@ the same names with the template as second argument.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import sys
 import threading
 import types
@@ -33,12 +35,16 @@ class Compiled:
         automaton (Automaton): the region automaton (``warnings`` lists D2 holds).
         grammar (str): the Lark grammar of the whole-message language.
         source (str): the generated module's Python source.
+        note (str | None): for a model directory, tokenizer_config.json or chat template, which
+            response template was used: its ``response_template`` key or a detected catalogue
+            family (:attr:`respc.compiler.load.LoadedTemplate.note`); else None.
     """
 
     template: Template
     automaton: Automaton
     grammar: str
     source: str
+    note: str | None = None
 
 
 def compile_source(spec: Any, *, command: str | None = None, source_name: str | None = None) -> Compiled:
@@ -57,14 +63,14 @@ def compile_source(spec: Any, *, command: str | None = None, source_name: str | 
     """
     loaded = load_template(spec)
     if source_name is not None:
-        loaded = type(loaded)(loaded.document, source_name, loaded.path)
+        loaded = dataclasses.replace(loaded, source=source_name)
     template = validate(loaded)
     automaton = build_automaton(template)
     grammar = build_grammar(template, automaton)
     if command is None:
         command = f"respc compile {template.source}" if template.source != "<dict>" else "respc.compile_template(...)"
     source = emit_module(template, automaton, command=command, grammar=grammar)
-    return Compiled(template, automaton, grammar, source)
+    return Compiled(template, automaton, grammar, source, loaded.note)
 
 
 _CACHE: dict[tuple[str, str], types.ModuleType] = {}
@@ -75,8 +81,10 @@ def compile_template(template: Any) -> types.ModuleType:
     """Compile a template and import the generated module in memory (SPEC 8).
 
     Args:
-        template: a dict, a path (``.json``, ``tokenizer_config.json``, model directory) or a
-            catalogue name.
+        template: a dict, a path (``.json``, ``tokenizer_config.json``, model directory,
+            ``chat_template.jinja``) or a catalogue name. A model directory without a
+            ``response_template`` gives the catalogue family detected from its chat template; which
+            one is logged at INFO level on the ``respc`` logger.
 
     Returns:
         module: exposing ``ResponseParser``, ``get_response_parser``, ``parse_response``,
@@ -87,6 +95,8 @@ def compile_template(template: Any) -> types.ModuleType:
         TemplateError: the template breaks a rule of SPEC section 2.
     """
     compiled = compile_source(template)
+    if compiled.note:
+        logging.getLogger("respc").info("%s", compiled.note)
     key = (compiled.template.sha256, compiled.template.source)
     with _LOCK:
         module = _CACHE.get(key)

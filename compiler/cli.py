@@ -9,10 +9,11 @@
     Parse model output (FILE, or standard input) and print the message as JSON; with ``--events``
     print one JSON event per line as input arrives (flushed per event), then the message as a last
     line ``{"type": "message", "message": {...}}``.
-``respc check TEMPLATE``
+``respc check TEMPLATE [--chat-template F]``
     Validate a template and print its warnings: load-time ones (``compiler.validate.check_template``),
     D2 ones (indeterminate regex delimiters) and the linter's findings (``compiler/lint.py``, each
-    with field, key and an example); exit 1 when the linter found an error.
+    with field, key and an example); with ``--chat-template`` also the round trip through the model's
+    chat template (``compiler/roundtrip.py``); exit 1 when the linter found an error.
 ``respc grammar TEMPLATE --format lark|gbnf|xgrammar|llguidance|xgrammar-structural-tag [--tools F.json] [--tool-choice C] [--no-parallel] [--no-reasoning]``
     Print the constrained-decoding grammar of the template's output language for one engine
     (``compiler/grammar_render.py``): calls name an offered tool and their arguments follow its
@@ -215,6 +216,7 @@ def _compile(args: argparse.Namespace) -> int:
     # The hint on stderr repeats the command exactly as given, so it works from here.
     rerun = f"respc compile {args.template} -o {args.output}"
     compiled = compile_source(args.template, command=command, source_name=source_name)
+    _say_which_template(compiled.note)
     if args.check:
         return _check_fresh(args, compiled, rerun)
     if args.output == "-":
@@ -281,8 +283,13 @@ def _check(args: argparse.Namespace) -> int:
     from .lint import lint
 
     findings = lint(compiled.template, compiled.automaton)
+    round_trip = _round_trip(args, compiled)
+    findings = [*findings, *round_trip]
     for finding in findings:
         print(finding)
+    if args.chat_template is not None:
+        print(f"note: round trip with {args.chat_template}: {len(round_trip.passed)} of {round_trip.total} sample "
+              f"messages parse back ({', '.join(round_trip.passed) or 'none'})")
     errors = sum(1 for f in findings if f.level == "error")
     total = len(warnings) + len(findings) - errors
     if errors:
@@ -293,10 +300,38 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _round_trip(args: argparse.Namespace, compiled) -> list:
+    """``check --chat-template F``: the round-trip findings (compiler/roundtrip.py); [] without F."""
+    from .roundtrip import RoundTrip, roundtrip
+    from .samples import read_chat_template
+
+    if args.chat_template is None:
+        return RoundTrip()
+    try:
+        chat = read_chat_template(args.chat_template)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _UsageError(f"--chat-template: {exc}") from None
+    return roundtrip(_module(args.template), compiled.template, chat)
+
+
 def _module(template: str) -> types.ModuleType:
     from .api import compile_template
 
     return compile_template(template)
+
+
+def _say_which_template(note: str | None) -> None:
+    """For a model directory, tokenizer_config.json or chat template: a stderr note saying whether
+    its ``response_template`` or a detected catalogue family is used (issue 11)."""
+    if note:
+        print(f"respc: note: {note}", file=sys.stderr)
+
+
+def _model_note(template: str) -> str | None:
+    """:attr:`LoadedTemplate.note` of TEMPLATE when it is a path (detection is cached), else None."""
+    from .load import load_template
+
+    return load_template(template).note if os.path.exists(template) else None
 
 
 _BOM = "\ufeff"
@@ -383,6 +418,7 @@ def _read_tools(path: str | None) -> list | None:
 def _parse(args: argparse.Namespace) -> int:
     if args.errors is None:  # one output: the reference's behaviour; a batch must not stop
         args.errors = "recover" if args.jsonl is not None else "strict"
+    _say_which_template(_model_note(args.template))
     if getattr(args, "html", None):
         return _parse_html(args)
     if args.jsonl is not None:
@@ -738,6 +774,9 @@ def _add_check(sub) -> None:
     check = sub.add_parser("check", help="validate a template and show its D2 warnings and notes",
                            description="Validate a template and show its D2 warnings and notes.")
     _template_argument(check)
+    check.add_argument("--chat-template", metavar="F",
+                       help="the model's chat template (chat_template.jinja, tokenizer_config.json or model "
+                            "directory): render sample messages with it and require TEMPLATE to parse them back")
     check.set_defaults(run=_check)
 
 

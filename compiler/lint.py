@@ -20,6 +20,11 @@ Checks, in order:
   a group no pattern of the field defines);
 * ``reasoning-name``: a reasoning-like field whose slot is not ``reasoning_content`` (the name
   OpenAI-compatible servers and chat templates use).
+
+With ``respc check TEMPLATE --chat-template F``, ``compiler/roundtrip.py`` adds ``roundtrip``
+findings of the same shape: sample messages rendered with the model's chat template that TEMPLATE
+does not parse back (``error``), or that the chat template cannot render or renders in part
+(``warning``: not checked).
 """
 
 from __future__ import annotations

@@ -3,10 +3,15 @@
 A template can be given as a dict, a standalone ``.json`` file, a ``tokenizer_config.json`` holding a
 ``response_template`` key, a model directory holding such a file, or a bare catalogue name
 (``qwen3`` -> ``templates/qwen3.json``, shipped inside the package as ``respc.templates``).
+
+A model directory, ``tokenizer_config.json``, ``chat_template.json`` or ``chat_template.jinja``
+without a ``response_template`` gives the catalogue template of the family its chat template
+renders (``compiler/detect.py``, issue 11); :attr:`LoadedTemplate.note` says which was used.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -27,11 +32,15 @@ class LoadedTemplate:
         document (Any): the parsed JSON value (validated later; may be anything).
         source (str): a printable name of where it came from, used in every error message.
         path (Path | None): the file it was read from, or None for a dict.
+        note (str | None): for a model directory, ``tokenizer_config.json`` or chat template: one
+            sentence saying whether its ``response_template`` or a detected catalogue family was
+            used (and why); None for a template file, a dict or a catalogue name.
     """
 
     document: Any
     source: str
     path: Path | None = None
+    note: str | None = None
 
 
 def catalogue_names() -> list[str]:
@@ -77,13 +86,68 @@ def _read_json(path: Path, source: str) -> Any:
         ) from None
 
 
+# Files in a model directory that hold a chat template (transformers' order of precedence).
+_CHAT_TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
+
+
 def _from_tokenizer_config(path: Path) -> LoadedTemplate:
+    """``response_template`` of a tokenizer_config.json, else the family its chat template renders."""
     source = str(path)
     config = _read_json(path, source)
-    if not isinstance(config, dict) or "response_template" not in config:
-        raise TemplateError("tokenizer_config.json has no 'response_template' key", source=source,
-                            key="response_template")
-    return LoadedTemplate(config["response_template"], f"{source}#response_template", path)
+    if isinstance(config, dict) and "response_template" in config:
+        return LoadedTemplate(config["response_template"], f"{source}#response_template", path,
+                              f"{source}: using its response template (key 'response_template')")
+    if not isinstance(config, dict):
+        raise TemplateError("tokenizer_config.json is not a JSON object", source=source)
+    # transformers 5 keeps the chat template next to it (chat_template.jinja); older ones inside it
+    where = path.parent if any((path.parent / n).is_file() for n in _CHAT_TEMPLATE_FILES) else path
+    return _from_chat_template(where, "tokenizer_config.json has no 'response_template' key", source,
+                               "response_template")
+
+
+@functools.lru_cache(maxsize=32)
+def _detect(chat: Any) -> Any:
+    from .detect import detect  # late: detect imports this module and every generated parser
+
+    return detect(chat)
+
+
+def _from_chat_template(where: Path, why: str, source: str, key: str | None = None) -> LoadedTemplate:
+    """The catalogue template of the family the chat template at ``where`` renders.
+
+    ``why`` says why no response template was found; ``source`` and ``key`` label the error.
+
+    Raises:
+        TemplateError: no chat template to read there, or no catalogue family fits it (naming
+            ``source`` and both reasons).
+    """
+    from .detect import read_chat_template
+
+    try:
+        chat = read_chat_template(where)
+    except (FileNotFoundError, ValueError) as exc:
+        raise TemplateError(f"{why}, and no chat template to detect a family from ({exc})",
+                            source=source, key=key) from None
+    found = _detect(chat)
+    reason = found.reason.removeprefix(f"{chat.origin}: ")
+    if found.family is None:
+        raise TemplateError(f"{why}, and no catalogue family fits its chat template ({reason})",
+                            source=source, key=key)
+    switch = f"; thinking switch: {found.thinking_switch}" if found.thinking_switch else ""
+    note = (f"{source}: {why}; using the catalogue family {found.family!r} detected from its chat template "
+            f"{chat.origin} ({reason}{switch})")
+    loaded = _from_catalogue(found.family)
+    return LoadedTemplate(loaded.document, loaded.source, loaded.path, note)
+
+
+def _from_catalogue(name: str) -> LoadedTemplate:
+    resource = resources.files("respc.templates") / f"{name}.json"
+    source = f"templates/{name}.json"
+    try:
+        document = json.loads(resource.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as exc:
+        raise TemplateError(f"not valid JSON at line {exc.lineno}: {exc.msg}", source=source) from None
+    return LoadedTemplate(document, source, Path(str(resource)))
 
 
 def _hidden_hint(name: str) -> str:
@@ -100,15 +164,19 @@ def load_template(spec: Any) -> LoadedTemplate:
 
     Args:
         spec: a ``dict`` (the template itself), a ``str`` / ``os.PathLike`` naming a ``.json``
-            template, a ``tokenizer_config.json``, a model directory containing one, or a bare
-            catalogue name such as ``"qwen3"``.
+            template, a ``tokenizer_config.json``, a model directory, a ``chat_template.jinja`` /
+            ``chat_template.json``, or a bare catalogue name such as ``"qwen3"``. A model
+            directory or tokenizer_config.json gives its ``response_template`` key, else (and a
+            chat template always) the catalogue template of the family detected from the chat
+            template (``compiler/detect.py``); ``note`` of the result says which.
 
     Returns:
         LoadedTemplate: the raw document and its source label.
 
     Raises:
-        TemplateError: the file is missing, unreadable, not JSON, or a tokenizer config without
-            ``response_template``; or the name matches nothing, or is the empty string (which would
+        TemplateError: the file is missing, unreadable, not JSON, or a model directory /
+            tokenizer config without ``response_template`` whose chat template is missing or fits
+            no catalogue family (the error says both); or the name matches nothing, or is the empty string (which would
             otherwise name the current folder by accident). A local folder or file that hides a
             catalogue name and fails to load says so. A UTF-8 byte order mark at the start of a
             file is dropped.
@@ -124,13 +192,17 @@ def load_template(spec: Any) -> LoadedTemplate:
     path = Path(spec)
     if path.is_dir():
         config = path / "tokenizer_config.json"
-        if not config.is_file():
-            raise TemplateError("model directory has no tokenizer_config.json" + _hidden_hint(str(spec)),
-                                source=str(path))
-        return _from_tokenizer_config(config)
+        if config.is_file():
+            return _from_tokenizer_config(config)
+        if any((path / name).is_file() for name in _CHAT_TEMPLATE_FILES):
+            return _from_chat_template(path, "model directory has no tokenizer_config.json", str(path))
+        raise TemplateError("model directory has no tokenizer_config.json" + _hidden_hint(str(spec)),
+                            source=str(path))
     if path.is_file():
         if path.name == "tokenizer_config.json":
             return _from_tokenizer_config(path)
+        if path.suffix == ".jinja" or path.name == "chat_template.json":
+            return _from_chat_template(path, "a chat template, not a response template", str(path))
         try:
             document = _read_json(path, str(path))
         except TemplateError as exc:
@@ -143,14 +215,8 @@ def load_template(spec: Any) -> LoadedTemplate:
         return LoadedTemplate(document, str(path), path)
     name = str(spec)
     if name and "/" not in name and os.sep not in name and not name.endswith(".json"):
-        resource = resources.files("respc.templates") / f"{name}.json"
-        if resource.is_file():
-            source = f"templates/{name}.json"
-            try:
-                document = json.loads(resource.read_text(encoding="utf-8-sig"))
-            except json.JSONDecodeError as exc:
-                raise TemplateError(f"not valid JSON at line {exc.lineno}: {exc.msg}", source=source) from None
-            return LoadedTemplate(document, source, Path(str(resource)))
+        if (resources.files("respc.templates") / f"{name}.json").is_file():
+            return _from_catalogue(name)
         known = ", ".join(catalogue_names()) or "none"
         raise TemplateError(f"no such file, and no catalogue template of that name (catalogue: {known})",
                             source=name)

@@ -4,7 +4,7 @@ For every family with a real chat template in ``../shared/corpus/chat_templates/
 for families added later, ``tests/cases/chat_templates/<family>.jinja``) and a catalogue template ``templates/<family>.json``, and for every message M in ``MESSAGES``:
 
 1. render ``[system?, user, assistant(M)]`` without the generation prompt (the *full* render) and
-   ``[system?, user]`` with it (the *prompt*), using ``tests/chat_render.py`` (transformers' renderer);
+   ``[system?, user]`` with it (the *prompt*), using ``compiler/chat_render.py`` (transformers' renderer);
 2. split the assistant turn off the full render: when the full render starts with the prompt, the turn
    is the rest and the prompt is the parser's ``prefix``; otherwise (the template writes a history turn
    differently from what it prompts for, e.g. a ``<think>`` that the prompt pre-opens and the history
@@ -58,7 +58,7 @@ from pathlib import Path
 
 import pytest
 
-from chat_render import render
+from respc.compiler.chat_render import render
 
 from support import CHAT_TEMPLATES, REPO, chat_templates, missing
 CONFIG_DIR = Path(__file__).resolve().parent / "cases" / "roundtrip"

@@ -1,7 +1,9 @@
 """Render a model's chat template the way transformers' ``apply_chat_template`` does.
 
-A test helper for the chat-template round trip (``tests/test_roundtrip.py``); it does not import
-respc. The environment mirrors transformers 5.23 (``utils/chat_template_utils.py``):
+Used by ``respc detect`` (``compiler/detect.py``), the chat-template round trip of ``respc check
+--chat-template`` (``compiler/roundtrip.py``) and ``tests/test_roundtrip.py``; it needs only jinja2
+(a core dependency), never transformers. The environment mirrors transformers 5.23
+(``utils/chat_template_utils.py``):
 
 - ``jinja2.sandbox.ImmutableSandboxedEnvironment`` with ``trim_blocks``, ``lstrip_blocks`` and the
   ``loopcontrols`` extension;
