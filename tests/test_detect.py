@@ -1,7 +1,7 @@
 """``respc detect``: the catalogue family whose output format a chat template renders (issue 11).
 
-Every real chat template in ``../shared/corpus/chat_templates/<family>.jinja`` must detect its own
-family: as the best fit, or tied with families whose format these samples cannot tell apart (the
+Every real chat template in ``../shared/corpus/chat_templates/<family>.jinja`` (and in
+``tests/cases/chat_templates/``, families added later) must detect its own family: as the best fit, or tied with families whose format these samples cannot tell apart (the
 ``hermes2pro`` and ``qwen2_5`` templates are the same). Known misses are strict xfails below, each
 with what the two families' formats share. Reading a model directory, a tokenizer_config.json and a
 list of named templates, the thinking switch, "none fits", and the CLI are tested without ../shared.
@@ -17,10 +17,11 @@ import pytest
 from respc.compiler.cli import main
 from respc.compiler.detect import ChatTemplate, detect, read_chat_template
 
-from support import SHARED
+from support import SHARED, chat_templates
 
 CHAT_TEMPLATES = SHARED / "corpus" / "chat_templates"
-CORPUS_TEMPLATES = sorted(CHAT_TEMPLATES.glob("*.jinja")) if CHAT_TEMPLATES.is_dir() else []
+# the shared corpus's chat templates and this repository's own (tests/cases/chat_templates)
+CORPUS_TEMPLATES = list(chat_templates().values())
 
 # chat template -> why detect picks another family (strict: a fix shows as XPASS). None today:
 # deepseek_r1, qwen3_5 and smollm3 were misses until detect parsed history turns after the text they
