@@ -44,6 +44,7 @@ sys.path.insert(0, str(HERE))
 
 import inputs  # noqa: E402
 
+# llama3_json is not among them: inputs.py refuses it (its filler prose contains the template's `;` close)
 DEFAULT_FAMILIES = "qwen3,gpt_oss,qwen3_coder,mistral_nemo,deepseek_r1,glm4_5,hermes2pro,kimi_k2"
 
 

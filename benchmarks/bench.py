@@ -184,6 +184,13 @@ def peak_bytes(make, chunks) -> int:
         tracemalloc.stop()
 
 
+def stream_parse(module, text: str) -> dict:
+    """A complete text through the streaming path: ``feed(text)`` then ``finalize()``."""
+    parser = module.ResponseParser("")
+    parser.feed(text)
+    return parser.finalize()[0]
+
+
 def whole_ms(fn, repeat: int) -> float:
     times = []
     for _ in range(repeat):
@@ -224,6 +231,8 @@ def bench_template(name: str, sizes: list[int], args, ref_cls, ref_parse) -> dic
     ref_doc = inputs.reference_doc(name)
     module = respc.compile_template(doc)
     pieces = inputs.pieces(name, doc)
+    literals = sorted({lit for spec in doc["fields"].values() for key in ("open", "close")
+                       for lit in inputs._literals(spec.get(key))})
     result = {"template": name, "tool_calls": pieces.tool_source, "reasoning": pieces.reasoning is not None,
               "sizes": {}}
     errors = "recover" if args.errors == "recover" else "strict"
@@ -239,6 +248,10 @@ def bench_template(name: str, sizes: list[int], args, ref_cls, ref_parse) -> dic
         row["ours_peak"] = peak_bytes(ours, chunks)
         row["ours_parse_ms"] = whole_ms(lambda: module.parse_response(text, ""), repeat)
         row["ref_parse_ms"] = whole_ms(lambda: ref_parse(text, ref_doc, prefix=""), repeat)
+        # the same complete text through the streaming path (feed + finalize), and the whole-text
+        # floor of issue 14: one str.find per watched literal delimiter over the text
+        row["stream_parse_ms"] = whole_ms(lambda: stream_parse(module, text), repeat)
+        row["find_floor_ms"] = whole_ms(lambda: [text.find(lit) for lit in literals], repeat)
         ref_msg = ref_parse(text, ref_doc, prefix="")
         run_ref = size <= args.ref_cap or args.ref_1m
         if run_ref:
@@ -467,7 +480,8 @@ def report_sizes(results: list[dict], sizes: list[int], args) -> None:
                 fmt(row["ref_ours"], ".1f") + ("*" if row["ref_us"] is None else ""),
                 fmt(row["ours_floor"], ".1f"),
                 f"{row['ours_peak'] / KB:.0f} kB", ref_peak,
-                fmt(row["ours_parse_ms"], ".2f"), fmt(row["ref_parse_ms"], ".2f"),
+                fmt(row["ours_parse_ms"], ".2f"), fmt(row.get("stream_parse_ms"), ".2f"),
+                fmt(row.get("find_floor_ms"), ".3f"), fmt(row["ref_parse_ms"], ".2f"),
                 fmt(ratio(row["ref_parse_ms"], row["ours_parse_ms"]), ".1f"),
                 "yes" if row["equal"] else "NO",
             ])
@@ -477,9 +491,10 @@ def report_sizes(results: list[dict], sizes: list[int], args) -> None:
                      fmt(med("ref_ours"), ".1f"), fmt(med("ours_floor"), ".1f"),
                      f"{fmt(med('ours_peak') and med('ours_peak') / KB, '.0f')} kB",
                      f"{fmt(med('ref_peak') and med('ref_peak') / KB, '.0f')} kB" if med("ref_peak") else "-",
-                     fmt(med("ours_parse_ms")), fmt(med("ref_parse_ms")), "", ""])
+                     fmt(med("ours_parse_ms")), fmt(med("stream_parse_ms")), fmt(med("find_floor_ms"), ".3f"),
+                     fmt(med("ref_parse_ms")), "", ""])
         say(table(["template", "ours", "ref", "floor", "ref/ours", "ours/floor", "peak ours", "peak ref",
-                   "parse ours ms", "parse ref ms", "ref/ours", "equal"], rows))
+                   "parse ours ms", "via feed ms", "find floor ms", "parse ref ms", "ref/ours", "equal"], rows))
         estimated = [r["sizes"][size] for r in results if size in r["sizes"] and r["sizes"][size]["ref_us"] is None]
         if estimated:
             worst = max(r["ref_est_s"] for r in estimated)

@@ -50,6 +50,8 @@ import types
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+from ..runtime.whole import finish as finish_whole
+
 __all__ = [
     "Keys",
     "PRESETS",
@@ -289,8 +291,8 @@ class RecordParser:
             if tools is _MISSING or tools is None:
                 tools = self.tools
             parser = self._parser_class(prefix, tools, **self._extra)
-            parser.feed(output)
-            message = parser.finalize()[0]
+            # a complete output: one end-of-stream pass where that is exact (runtime/whole.py)
+            message = finish_whole(parser, output)
         except RECORD_ERRORS as exc:
             error = _describe(exc)
             if ident is _MISSING:

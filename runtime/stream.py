@@ -38,6 +38,7 @@ from .decoders import ACCEPTED, UNDECIDED
 from .errors import ContentParseError, ParserStateError
 from .repair import NOTES, decode_string_arguments
 from .tools import coerce_tool_calls, compile_tool_types, tool_parameters
+from .whole import finish as finish_whole
 
 __all__ = [
     "RUNTIME_ABI",
@@ -1162,8 +1163,8 @@ def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix:
     for item, (text, item_prefix) in enumerate(zip(texts, prefixes)):
         parser = parser_class(item_prefix, tools, tokenizer, errors)
         try:
-            parser.feed(text)
-            messages.append(parser.finalize()[0])
+            # the whole-text path (runtime/whole.py): one end-of-stream pass where that is exact
+            messages.append(finish_whole(parser, text))
         except (ValueError, KeyError, TypeError) as exc:
             if batched:
                 exc.item = item

@@ -1,0 +1,164 @@
+"""Whole-text parsing, interleaved in one process (issue 14): the whole-text path against the
+streaming path on the same complete text, the transformers reference, and issue 14's floor.
+
+For each catalogue template and size, on ``inputs.build(name, size)``:
+
+* ``whole``: ``runtime.whole.finish`` (what ``parse_response`` runs: one end-of-stream pass);
+* ``via feed``: ``feed(text)`` then ``finalize()`` (the streaming path; ``parse_response`` before);
+* ``ref``: ``transformers.utils.chat_parsing.parse_response`` on the template's v1 form;
+* ``floor``: one ``str.find`` per watched literal delimiter over the text.
+
+Each figure is the minimum over 5 rounds of 3 calls, the four measured in turn inside every round,
+so load on a shared machine moves them together; a reference slower than 0.3 s per call is timed
+once. Both of ours are checked to give the same message.
+
+``--batch N`` instead times loops over ``N`` records per family of ``benchmarks/batch.py`` (its
+generator and seed): parse + ``dump_record`` per record through each path, and the reference loop
+on the first ``--ref-records`` of them.
+
+Usage: ``python benchmarks/whole_text.py [--templates a,b] [--sizes 10k,100k] [--batch 571]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import inputs  # noqa: E402
+
+
+def _best(fn, calls: int) -> float:
+    best = float("inf")
+    for _ in range(calls):
+        started = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - started)
+    return best * 1e3
+
+
+def _streaming(parser, text: str) -> dict:
+    parser.feed(text)
+    return parser.finalize()[0]
+
+
+def texts(names: list[str], sizes: list[int]) -> None:
+    from transformers.utils.chat_parsing import parse_response as ref_parse
+
+    from respc.runtime import whole
+
+    print("| template | size | whole ms | via feed ms | ref ms | floor ms | ref/whole | ref/via feed | whole/floor |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in names:
+        doc, ref_doc = inputs.load(name), inputs.reference_doc(name)
+        parser_class = importlib.import_module(f"respc.generated.{name}").ResponseParser
+        literals = sorted({lit for spec in doc["fields"].values() for key in ("open", "close")
+                           for lit in inputs._literals(spec.get(key))})
+        for size in sizes:
+            try:
+                text = inputs.build(name, size, doc)
+            except AssertionError as exc:  # inputs.py refuses templates its filler would trigger
+                print(f"| {name} | skipped: {exc} |")
+                break
+            if whole.finish(parser_class(""), text) != _streaming(parser_class(""), text):
+                raise AssertionError(f"{name}: the whole-text path and the streaming path differ")
+            runs = {
+                "whole": lambda: whole.finish(parser_class(""), text),
+                "feed": lambda: _streaming(parser_class(""), text),
+                "ref": lambda: ref_parse(text, ref_doc, prefix=""),
+                "floor": lambda: [text.find(lit) for lit in literals],
+            }
+            slow_ref = _best(runs["ref"], 1) > 300
+            best = dict.fromkeys(runs, float("inf"))
+            for _ in range(5):
+                for key, fn in runs.items():
+                    if key == "ref" and slow_ref and best["ref"] < float("inf"):
+                        continue
+                    best[key] = min(best[key], _best(fn, 1 if key == "ref" and slow_ref else 3))
+            floor = f"{best['whole'] / best['floor']:.1f}" if literals else "no literal"
+            print(f"| {name} | {size // 1000} kB | {best['whole']:.3f} | {best['feed']:.3f} | {best['ref']:.3f} | "
+                  f"{best['floor']:.3f} | {best['ref'] / best['whole']:.1f}x | {best['ref'] / best['feed']:.1f}x | "
+                  f"{floor} |", flush=True)
+
+
+def batches(per_family: int, ref_records: int, rounds: int) -> None:
+    import batch
+    from transformers.utils.chat_parsing import parse_response as ref_parse
+
+    import respc
+    from respc.compiler.batch import dump_record
+    from respc.runtime import stream, whole
+
+    folder = Path(tempfile.mkdtemp(prefix="respc-whole-"))
+    print("| family | records | whole-text path ms/record | streaming path ms/record | reference ms/record "
+          "| ref/whole | ref/streaming |")
+    print("|---|---|---|---|---|---|---|")
+    for family in batch.DEFAULT_FAMILIES.split(","):
+        src = folder / f"{family}.jsonl"
+        batch.generate(family, per_family, src, 0.03, 12)
+        records = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines()]
+        module = respc.compile_template(family)
+        ref_doc = inputs.reference_doc(family)
+
+        def ours(module=module, records=records):
+            for r in records:
+                try:
+                    out = {"id": r["id"], "message": module.parse_response(r["output"], r["prefix"]), "diagnostics": []}
+                except ValueError as exc:
+                    out = {"id": r["id"], "message": None, "diagnostics": [{"kind": "error", "message": str(exc)}]}
+                dump_record(out)
+
+        def ref(records=records[:ref_records], ref_doc=ref_doc):
+            for r in records:
+                try:
+                    out = {"id": r["id"], "message": ref_parse(r["output"], ref_doc, prefix=r["prefix"])}
+                except Exception as exc:  # noqa: BLE001 - the reference raises several kinds
+                    out = {"id": r["id"], "message": None, "error": str(exc)}
+                json.dumps(out, ensure_ascii=False)
+
+        best = {"whole": float("inf"), "feed": float("inf"), "ref": float("inf")}
+        try:
+            for _ in range(rounds):
+                stream.finish_whole = whole.finish
+                best["whole"] = min(best["whole"], _best(ours, 1) / len(records))
+                stream.finish_whole = _streaming  # parse_response through feed + finalize
+                best["feed"] = min(best["feed"], _best(ours, 1) / len(records))
+                stream.finish_whole = whole.finish
+                best["ref"] = min(best["ref"], _best(ref, 1) / min(ref_records, len(records)))
+        finally:
+            stream.finish_whole = whole.finish
+        print(f"| {family} | {len(records)} | {best['whole']:.3f} | {best['feed']:.3f} | {best['ref']:.3f} | "
+              f"{best['ref'] / best['whole']:.1f}x | {best['ref'] / best['feed']:.1f}x |", flush=True)
+        src.unlink()
+    folder.rmdir()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--templates", default=None, help="comma-separated catalogue names (default: all)")
+    ap.add_argument("--sizes", default="10k,100k", help="output sizes (default 10k,100k)")
+    ap.add_argument("--batch", type=int, default=None, metavar="N", help="time batch loops of N records per family")
+    ap.add_argument("--ref-records", type=int, default=150, help="--batch: records per family for the reference")
+    ap.add_argument("--rounds", type=int, default=3, help="--batch: rounds (the minimum is kept)")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    logging.disable(logging.CRITICAL)
+    if args.batch:
+        batches(args.batch, args.ref_records, args.rounds)
+        return 0
+    names = args.templates.split(",") if args.templates else inputs.catalogue()
+    sizes = [int(float(s[:-1]) * 1000) if s[-1] in "kK" else int(s) for s in args.sizes.split(",")]
+    texts(names, sizes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

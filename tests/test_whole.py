@@ -1,0 +1,188 @@
+"""The whole-text path gives what the streaming path gives (runtime/whole.py, issue 14).
+
+``parse_response`` parses a complete output in one end-of-stream pass; the streaming path feeds
+the same text and finalizes (two passes, the first with ``eos=False``). Both must give the same
+message, or the same error (type, text, field, offsets, partial message), and the parser must end
+in the same state (its diagnostics) -- on every catalogue case, every shared corpus, peer and
+conformance vector, and on random texts spliced from each template's delimiters. Recover mode
+and event-consuming callers take the streaming path (the module docstring says why); that
+fallback is checked too.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import respc
+from respc.runtime import whole
+from support import CONFORMANCE, CORPUS, REPO, SHARED, load_jsonl, params
+
+FAMILY_DIR = REPO / "tests" / "cases" / "families"
+NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
+PEER = SHARED / "corpus" / "peer_vectors.jsonl"
+_ERRORS = (ValueError, KeyError, TypeError)
+
+
+def _outcome(parser_class, prefix, text, tools, errors, single: bool):
+    """(message or error description, diagnostics) of one path."""
+    parser = parser_class(prefix, tools, errors=errors)
+    try:
+        if single:
+            message = whole.finish(parser, text)
+        else:
+            parser.feed(text)
+            message = parser.finalize()[0]
+    except _ERRORS as exc:
+        message = ("error", type(exc).__name__, str(exc), getattr(exc, "field", None),
+                   getattr(exc, "start", None), getattr(exc, "end", None), getattr(exc, "partial_message", None))
+    return message, parser.diagnostics
+
+
+def _same(parser_class, prefix, text, tools=None):
+    """Both paths agree in both modes; returns the strict outcome."""
+    outcomes = []
+    for errors in ("strict", "recover"):
+        streamed = _outcome(parser_class, prefix, text, tools, errors, False)
+        single = _outcome(parser_class, prefix, text, tools, errors, True)
+        assert single == streamed, (errors, text[:200])
+        outcomes.append(streamed)
+    return outcomes[0]
+
+
+@functools.cache
+def _generated(name: str):
+    return importlib.import_module(f"respc.generated.{name}").ResponseParser
+
+
+def _cases(name: str) -> list[dict]:
+    path = FAMILY_DIR / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8"))["cases"] if path.is_file() else []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_catalogue_cases(name):
+    parser_class = _generated(name)
+    filler = "Plain words < and <x or [a] with (parens), to=x, then `ticks` and | bars. "
+    cases = _cases(name)
+    assert cases, f"no catalogue cases for {name}"
+    for case in cases:
+        for text in (case["text"], filler + case["text"], case["text"] + filler, case["text"][:-3]):
+            _same(parser_class, case["prefix"], text, case.get("tools"))
+
+
+def _vector_id(vector):
+    return vector["id"]
+
+
+@pytest.mark.parametrize("vector", params([v for v in load_jsonl(CORPUS) if v["family"] in NAMES], CORPUS,
+                                          _vector_id))
+def test_corpus_vectors(vector):
+    _same(_generated(vector["family"]), vector["prefix"], vector["text"], vector.get("tools"))
+
+
+@pytest.mark.parametrize("vector", params([v for v in load_jsonl(PEER) if v["family"] in NAMES], PEER, _vector_id))
+def test_peer_vectors(vector):
+    _same(_generated(vector["family"]), vector["prefix"], vector["text"], vector.get("tools"))
+
+
+@pytest.mark.parametrize("vector", params(load_jsonl(CONFORMANCE), CONFORMANCE, _vector_id))
+def test_conformance_vectors(vector):
+    try:
+        module = respc.compile_template(vector["template"])
+    except _ERRORS:
+        pytest.skip("the vector's template does not load (a load-stage error vector)")
+    outcome = _same(module.ResponseParser, vector["prefix"], vector["text"], vector.get("tools"))
+    if "message" in vector["expect"]:
+        assert outcome[0] == vector["expect"]["message"]
+
+
+def _delimiter_pieces(name: str) -> list[str]:
+    """Texts random inputs are spliced from: every literal delimiter and its halves, the literal
+    parts of regex ones, slices of the catalogue cases, and characters that start or continue
+    values (quotes, brackets, whitespace), and the cases whole."""
+    doc = json.loads((REPO / "templates" / f"{name}.json").read_text(encoding="utf-8"))
+    out = [" ", "\n", "  ", "<", "|", "[", "]", "{", "}", '"', ",", ":", "x", "ab c", '{"name": "f"', "}", "\\"]
+    for spec in doc["fields"].values():
+        for key in ("open", "close"):
+            value = spec.get(key)
+            for literal in ([value] if isinstance(value, str) else value or []):
+                out.extend((literal, literal[: len(literal) // 2], literal[len(literal) // 2:]))
+        for key in ("open_pattern", "close_pattern"):
+            pattern = spec.get(key)
+            if isinstance(pattern, str):
+                out.extend(part for part in pattern.replace("\\", "").split("(") if part)
+    for case in _cases(name):
+        text = case["text"]
+        out.append(text)
+        out.extend(text[k:k + 13] for k in range(0, len(text), 5))
+    return out
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(data=st.data())
+@pytest.mark.parametrize("name", NAMES)
+def test_random_splices(name, data):
+    pieces = _delimiter_pieces(name)
+    parts = data.draw(st.lists(st.sampled_from(pieces), min_size=1, max_size=30))
+    cases = _cases(name)
+    prefix = data.draw(st.sampled_from([c["prefix"] for c in cases] or [""]))
+    _same(_generated(name), prefix, "".join(parts))
+
+
+def test_single_pass_is_taken_and_skips_the_streaming_pass():
+    """The point of the path: in strict mode feed() is never called; in recover mode it is."""
+    parser_class = _generated("qwen3")
+    calls = []
+
+    class Watched(parser_class):
+        __slots__ = ()
+
+        def feed(self, text):
+            calls.append(text)
+            return super().feed(text)
+
+    text = "<think>a</think>b<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>"
+    message = whole.finish(Watched(""), text)
+    assert calls == []
+    assert message["tool_calls"] == [{"type": "function", "function": {"name": "f", "arguments": {}}}]
+    assert message["reasoning_content"] == "a" and message["content"] == "b"
+    whole.finish(Watched("", errors="recover"), text)
+    assert calls == [text]
+
+
+def test_parse_response_batch_keeps_item_numbers():
+    """parse_response goes through the whole-text path and still names the failing batch item."""
+    module = importlib.import_module("respc.generated.qwen3")
+    good = "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>"
+    with pytest.raises(ValueError) as info:
+        module.parse_response([good, "<tool_call>{\"name\": </tool_call>"], prefix="")
+    assert info.value.item == 1
+    assert info.value.start == 0 and info.value.field == "tool_calls"
+
+
+def test_token_ids_and_finalized_parser_fall_back_to_feed():
+    parser_class = _generated("qwen3")
+    parser = parser_class("")
+    parser.finalize()
+    with pytest.raises(RuntimeError, match="already finalized"):
+        whole.finish(parser, "x")
+
+
+def test_random_splices_are_not_trivial():
+    """The spliced inputs reach tool calls and errors, so the comparison above sees them."""
+    rng = random.Random(7)
+    pieces = _delimiter_pieces("qwen3")
+    kinds = set()
+    for _ in range(300):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
+        message, _ = _same(_generated("qwen3"), "", text)
+        kinds.add("error" if isinstance(message, tuple) else "tools" if message.get("tool_calls") else "text")
+    assert kinds == {"error", "tools", "text"}
