@@ -1,0 +1,411 @@
+"""SGLang plug-in: a function-call detector and a reasoning detector backed by a respc parser (issue 9).
+
+Needs SGLang (tested with ``sglang==0.5.23``; README, "SGLang plug-in", gives the install). Both
+classes subclass SGLang's own bases and speak its types: :class:`RespcFunctionCallDetector` is a
+``sglang.srt.function_call.base_format_detector.BaseFormatDetector`` returning SGLang's
+``StreamingParseResult`` with ``ToolCallItem``\\ s; :class:`RespcReasoningDetector` is a
+``sglang.srt.parser.reasoning_parser.BaseReasoningFormatDetector`` returning that module's
+``StreamingParseResult`` (``normal_text``, ``reasoning_text``). The parser runs with
+``errors="recover"``: model output never raises.
+
+Theory of operation
+-------------------
+SGLang's chat server sends each decoded delta through the reasoning parser first, then the
+``normal_text`` it returns through the tool-call parser (``serving_chat.py``). One respc parse holds
+reasoning, answer and tool calls together, so the two detectors share the work like this:
+
+* The reasoning detector parses the raw output with the prompt prefix (the chat prompt that may
+  pre-open a reasoning block). ``reasoning_text`` is the reasoning as the message stores it,
+  streamed (``respc.openai.ChatCompletionStream``'s reasoning deltas). When SGLang says a tool-call
+  parser reads its output (``tool_call_parser_active``), ``normal_text`` is the *raw* output with
+  the reasoning text cut out but its delimiters kept (a reasoning opener the prompt holds is sent
+  first), read from the parser's trace of where each raw character went
+  (:func:`respc.show._traced`): the tool-call detector sees the answer and the calls as the model
+  wrote them, and where reasoning ended. Otherwise ``normal_text`` is the answer as the message stores it.
+* The function-call detector parses that text again with the prefix ``""`` (reasoning blocks are
+  now empty).
+  ``normal_text`` is the answer, ``calls`` are ``ToolCallItem``\\ s: in streaming, ``tool_index`` is
+  the call's number in the output (SGLang sends it as the delta's ``index``), ``name`` comes once,
+  then ``parameters`` are JSON text fragments whose concatenation is the call's JSON arguments
+  (``ChatCompletionStream``; with ``errors="recover"`` they come in one fragment when the call
+  closes). In :meth:`RespcFunctionCallDetector.detect_and_parse`, as in SGLang's own
+  ``parse_base_json``, ``tool_index`` is the tool's position in the request (-1: not declared) and
+  ``parameters`` is ``json.dumps`` of the arguments. Calls to tools the request does not declare are
+  kept, as respc's message keeps them (SGLang's own detectors drop them unless
+  ``SGLANG_FORWARD_UNKNOWN_TOOLS`` is set).
+
+Register both under one name with :func:`register` (``register("qwen3")`` adds ``respc-qwen3`` to
+``FunctionCallParser.ToolCallParserEnum`` and ``ReasoningParser.DetectorMap``), then serve with
+``--reasoning-parser respc-qwen3 --tool-call-parser respc-qwen3``; SGLang's plug-in entry point
+(group ``sglang.srt.plugins``, loaded before the command line is read) calls :func:`register_plugin`,
+which registers every catalogue template. docs/serving.md, "SGLang", says how to launch.
+
+Limits: the tool-call detector alone (no respc reasoning parser in front) reads text without the
+prompt prefix, so output that starts inside a reasoning block pre-opened by the prompt is misread;
+use both. SGLang's structural tags are not built (``supports_structural_tag`` is False and
+``structure_info`` raises); constrained decoding from a template goes through ``respc grammar``
+(docs/grammar.md). Templates whose delimiters are special tokens need them in the decoded text
+(request ``"skip_special_tokens": false``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+from typing import Any, Callable
+
+from sglang.srt.function_call.base_format_detector import BaseFormatDetector
+from sglang.srt.function_call.core_types import StreamingParseResult, ToolCallItem
+from sglang.srt.parser.reasoning_parser import BaseReasoningFormatDetector
+from sglang.srt.parser.reasoning_parser import StreamingParseResult as ReasoningParseResult
+
+from respc.openai import ChatCompletionStream
+from respc.show import _traced
+
+__all__ = ["RespcFunctionCallDetector", "RespcReasoningDetector", "register", "register_plugin",
+           "registered_name", "sglang_prefix"]
+
+logger = logging.getLogger(__name__)
+
+#: the name prefix of registered detectors: ``respc-<template>``
+NAME_PREFIX = "respc-"
+_REASONING = "reasoning_content"
+
+
+def _module(template: Any) -> Any:
+    """The generated module of ``template``: a catalogue name imports ``respc.generated.<name>``;
+    anything else (a path, a dict) is compiled in memory (``respc.compile_template``)."""
+    if template is None:
+        raise ValueError("respc detector: no template given (pass template= or use respc.sglang.register)")
+    if isinstance(template, str) and template.isidentifier():
+        try:
+            return importlib.import_module(f"respc.generated.{template}")
+        except ImportError:
+            pass
+    import respc
+
+    return respc.compile_template(template)
+
+
+def _tool_dicts(tools: Any) -> list | None:
+    """SGLang ``Tool`` models (or OpenAI tool dicts) as the OpenAI tool dicts respc types
+    arguments with (SPEC 7); None for no tools."""
+    if not tools:
+        return None
+    return [tool.model_dump(exclude_none=True) if hasattr(tool, "model_dump") else tool for tool in tools]
+
+
+def _new_stream(module: Any, prefix: str, tools: Any, traced: bool = False) -> ChatCompletionStream:
+    parser_class = _traced(module.ResponseParser) if traced else module.ResponseParser
+    parser = parser_class(prefix, _tool_dicts(tools), errors="recover")
+    return ChatCompletionStream(parser, ids=lambda n: f"call_{n}", completion_id="chatcmpl-respc", created=0)
+
+
+def _deltas(chunks: list[dict]) -> list[dict]:
+    return [choice["delta"] for chunk in chunks for choice in chunk.get("choices", ())]
+
+
+def _arguments_text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+class RespcFunctionCallDetector(BaseFormatDetector):
+    """SGLang function-call detector reading tool calls with a respc parser (errors="recover").
+
+    Args:
+        template: a catalogue name, template path or dict (default: the class attribute
+            ``template``, which :func:`register` sets).
+        prefix (str): the text before the output the parser reads; ``""`` (default) when a
+            :class:`RespcReasoningDetector` has cut the reasoning out in front of it.
+        **_sglang: other keyword arguments SGLang may pass (``tokenizer``) are ignored.
+
+    Raises:
+        ValueError: no template; TemplateError: a template that does not compile.
+    """
+
+    template: Any = None
+
+    def __init__(self, template: Any = None, prefix: str = "", **_sglang: Any) -> None:
+        super().__init__()
+        self.module = _module(template if template is not None else self.template)
+        self.prefix = prefix
+        self._stream: ChatCompletionStream | None = None
+        self._names: dict[int, str] = {}
+
+    # --- one-shot ------------------------------------------------------------------------------
+    def _message(self, text: str, tools: Any) -> dict:
+        parser = self.module.ResponseParser(self.prefix, _tool_dicts(tools), errors="recover")
+        parser.feed(text)
+        message, _ = parser.finalize()
+        return message
+
+    def detect_and_parse(self, text: str, tools: list) -> StreamingParseResult:
+        """Parse a whole output. Returns ``StreamingParseResult(normal_text=<answer>, calls=[...])``
+        with ``tool_index`` the tool's position in ``tools`` (-1 when not declared) and
+        ``parameters`` the arguments as JSON text (a string argument value is sent as is)."""
+        message = self._message(text, tools)
+        indices = self._get_tool_indices(tools or [])
+        calls = []
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", call)
+            name = function.get("name")
+            calls.append(ToolCallItem(tool_index=indices.get(name, -1), name=name,
+                                      parameters=_arguments_text(function.get("arguments", {}))))
+        return StreamingParseResult(normal_text=message.get("content") or "", calls=calls)
+
+    def has_tool_call(self, text: str) -> bool:
+        """True when this detector must read ``text``: its parse holds a tool call, or the answer
+        differs from the text (delimiters to remove). SGLang hands the raw text on as the answer
+        when this is False."""
+        message = self._message(text, None)
+        return bool(message.get("tool_calls")) or (message.get("content") or "") != text
+
+    # --- streaming -----------------------------------------------------------------------------
+    def parse_streaming_increment(self, new_text: str, tools: list) -> StreamingParseResult:
+        """Feed the next piece of the output; returns the answer text and call items it completes."""
+        if self._stream is None:
+            self._stream = _new_stream(self.module, self.prefix, tools)
+        return self._result(self._stream.feed(new_text))
+
+    def finish(self, tools: list) -> StreamingParseResult:
+        """End of the stream: what the parser held back (a partial delimiter, an open call)."""
+        if self._stream is None:
+            self._stream = _new_stream(self.module, self.prefix, tools)
+        return self._result(self._stream.finalize())
+
+    def _result(self, chunks: list[dict]) -> StreamingParseResult:
+        text = []
+        calls = []
+        for delta in _deltas(chunks):
+            if delta.get("content"):
+                text.append(delta["content"])
+            for call in delta.get("tool_calls") or ():
+                index = call["index"]
+                function = call.get("function") or {}
+                name = function.get("name")
+                fragment = function.get("arguments") or ""
+                if name is None and not fragment:
+                    continue
+                while len(self.streamed_args_for_tool) <= index:
+                    self.streamed_args_for_tool.append("")
+                    self.prev_tool_call_arr.append({})
+                if name is not None:
+                    self._names[index] = name
+                self.streamed_args_for_tool[index] += fragment
+                # what SGLang's end-of-stream check compares with: the text streamed, so it finds
+                # nothing left to send (its check re-dumps parsed arguments, which may be spaced
+                # differently from the fragments)
+                self.prev_tool_call_arr[index] = {"name": self._names.get(index),
+                                                  "arguments": self.streamed_args_for_tool[index]}
+                self.current_tool_id = index
+                self.current_tool_name_sent = True
+                calls.append(ToolCallItem(tool_index=index, name=name, parameters=fragment))
+        return StreamingParseResult(normal_text="".join(text), calls=calls)
+
+    # --- what SGLang asks of every detector -----------------------------------------------------
+    def supports_structural_tag(self) -> bool:
+        """False: respc builds no SGLang structural tags (``respc grammar`` exports grammars)."""
+        return False
+
+    def parses_required_natively(self) -> bool:
+        """True: with ``tool_choice="required"`` the model writes its own format, which this
+        detector reads (SGLang then does not force its JSON-array schema)."""
+        return True
+
+    def structure_info(self) -> Callable[[str], Any]:
+        """Not supported: raises ValueError naming the alternative (``respc grammar``)."""
+        raise ValueError("respc detectors build no SGLang structural tags; export a grammar with "
+                         "`respc grammar TEMPLATE` (docs/grammar.md) for constrained decoding")
+
+
+class RespcReasoningDetector(BaseReasoningFormatDetector):
+    """SGLang reasoning detector reading reasoning blocks with a respc parser (errors="recover").
+
+    Args:
+        template: as for :class:`RespcFunctionCallDetector`.
+        prefix (str | None): the chat prompt before the output. None: :func:`sglang_prefix` (the
+            template's start anchor and reasoning opener when ``force_reasoning``, SGLang's signal
+            that the prompt opened a reasoning block; else ``""``).
+        force_reasoning (bool): see ``prefix``.
+        stream_reasoning (bool): False holds reasoning until the answer begins or the stream ends.
+        tool_call_parser_active (bool): SGLang passes True when a tool-call parser reads the
+            ``normal_text``: it is then the raw output minus reasoning (see the module docstring).
+        **_sglang: other keyword arguments SGLang may pass are ignored.
+    """
+
+    template: Any = None
+
+    def __init__(self, template: Any = None, prefix: str | None = None, force_reasoning: bool = False,
+                 stream_reasoning: bool = True, tool_call_parser_active: bool = False, **_sglang: Any) -> None:
+        self.module = _module(template if template is not None else self.template)
+        opener, closer = _reasoning_delimiters(self.module)
+        super().__init__(opener, closer, force_reasoning=force_reasoning, stream_reasoning=stream_reasoning)
+        if prefix is None:
+            prefix = sglang_prefix(self.module, force_reasoning)
+        self.prefix = prefix
+        self.raw_normal = tool_call_parser_active
+        self._region_slot = {region.name: region.slot for region in self.module.ResponseParser.REGIONS}
+        self._reset()
+
+    def _reset(self) -> None:
+        self._stream = _new_stream(self.module, self.prefix, None, traced=True)
+        self._raw = ""
+        self._done = 0          # raw output offset up to which text was judged
+        self._seen = 0          # trace entries read
+        self._held = []         # reasoning held while stream_reasoning is False
+
+    def detect_and_parse(self, text: str) -> ReasoningParseResult:
+        """Parse a whole output: ``reasoning_text`` as the message stores it, ``normal_text`` as
+        described in the class docstring."""
+        self._reset()
+        first = self.parse_streaming_increment(text)
+        last = self.finish()
+        result = ReasoningParseResult(first.normal_text + last.normal_text, first.reasoning_text + last.reasoning_text)
+        self._reset()
+        return result
+
+    def parse_streaming_increment(self, new_text: str) -> ReasoningParseResult:
+        """Feed the next piece of the output; returns the reasoning and normal text it releases."""
+        self._raw += new_text
+        return self._result(self._stream.feed(new_text), final=False)
+
+    def finish(self) -> ReasoningParseResult:
+        """End of the stream: releases what the parser held back."""
+        return self._result(self._stream.finalize(), final=True)
+
+    def _result(self, chunks: list[dict], final: bool) -> ReasoningParseResult:
+        deltas = _deltas(chunks)
+        reasoning = "".join(delta.get(_REASONING) or "" for delta in deltas)
+        if self.raw_normal:
+            normal = self._raw_normal(final)
+        else:
+            normal = "".join(delta.get("content") or "" for delta in deltas)
+        if not self.stream_reasoning:
+            self._held.append(reasoning)
+            if not (normal or final):
+                return ReasoningParseResult("", "")
+            reasoning, self._held = "".join(self._held), []
+        return ReasoningParseResult(normal, reasoning)
+
+    def _is_reasoning(self, entry: list) -> bool:
+        kind, detail = entry[0], entry[3]
+        if kind == "text":
+            return detail.get("field") == _REASONING
+        name = detail.rsplit(" ", 1)[-1] if kind == "delimiter" else detail
+        return self._region_slot.get(name) == _REASONING
+
+    def _raw_normal(self, final: bool) -> str:
+        """The raw output judged since the last call, minus the reasoning text (its delimiters
+        stay, so the function-call detector's parse sees where reasoning ended, even for formats
+        whose reasoning opens implicitly at the start). A reasoning opener that the prompt prefix
+        holds is sent too. Raw text the trace has not placed yet (held by the parser) waits; raw
+        text consumed without a trace entry goes with the entry after it; at the end all is judged."""
+        trace = self.parser_trace
+        entries = sorted(trace[self._seen:], key=lambda entry: (entry[1], entry[2]))
+        self._seen = len(trace)
+        out = []
+        for entry in entries:
+            kind, start, end = entry[0], entry[1], entry[2]
+            dropped = kind != "delimiter" and self._is_reasoning(entry)
+            if start < 0:
+                if kind == "delimiter" and self._is_reasoning(entry):
+                    out.append(self.prefix[len(self.prefix) + start:len(self.prefix) + min(end, 0)])
+                start = 0
+            if end <= self._done:
+                continue
+            start = max(start, self._done)
+            if not dropped:
+                out.append(self._raw[self._done:end])
+            self._done = end
+        if final and self._done < len(self._raw):
+            out.append(self._raw[self._done:])
+            self._done = len(self._raw)
+        return "".join(out)
+
+    @property
+    def parser_trace(self) -> list:
+        return self._stream.parser._show_trace
+
+
+def _first(value: Any) -> str:
+    value = value[0] if isinstance(value, list) and value else value
+    return value if isinstance(value, str) else ""
+
+
+def _template(module: Any) -> dict:
+    """The catalogue template JSON of a generated module (``{}`` for one compiled elsewhere)."""
+    name = module.__name__.rsplit(".", 1)[-1]
+    try:
+        from importlib.resources import files
+
+        return json.loads(files("respc.templates").joinpath(f"{name}.json").read_text("utf-8"))
+    except (FileNotFoundError, ModuleNotFoundError, ValueError):
+        return {}
+
+
+def _reasoning_delimiters(module: Any) -> tuple[str, str]:
+    """The first literal open and close of the template's reasoning field (``""`` when the
+    template has none): SGLang reads ``think_end_token`` for its thinking budget."""
+    spec = _template(module).get("fields", {}).get(_REASONING) or {}
+    return _first(spec.get("open")), _first(spec.get("close"))
+
+
+def sglang_prefix(module: Any, force_reasoning: bool) -> str:
+    """The prefix the reasoning detector uses when SGLang gives none: with ``force_reasoning`` (the
+    prompt opened a reasoning block) the template's first literal start anchor followed by its
+    reasoning opener, else ``""``. SGLang passes the rendered prompt only to its own
+    response-template detectors, so this is the most of it a plug-in detector gets."""
+    if not force_reasoning:
+        return ""
+    opener, _ = _reasoning_delimiters(module)
+    return _first(_template(module).get("start_anchor")) + opener if opener else ""
+
+
+def registered_name(template: str) -> str:
+    """The SGLang parser name a catalogue template is registered under: ``respc-<name>``."""
+    return NAME_PREFIX + template
+
+
+def register(template: Any, name: str | None = None) -> str:
+    """Put respc detectors for ``template`` into SGLang's registries.
+
+    Adds a :class:`RespcFunctionCallDetector` subclass to
+    ``FunctionCallParser.ToolCallParserEnum`` and a :class:`RespcReasoningDetector` subclass to
+    ``ReasoningParser.DetectorMap``, both under ``name`` (default ``respc-<template>``), so
+    ``--tool-call-parser NAME`` and ``--reasoning-parser NAME`` select them. Call it before SGLang
+    reads its command line (its argument choices are read from these registries). The template is
+    compiled when a detector is first built.
+
+    Returns:
+        str: the registered name.
+    Raises:
+        ValueError: no name given for a template that is not a catalogue name.
+    """
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+    if name is None:
+        if not (isinstance(template, str) and template.isidentifier()):
+            raise ValueError(f"respc.sglang.register: pass name= for template {template!r}")
+        name = registered_name(template)
+    label = "".join(part.capitalize() for part in str(name).replace("-", "_").split("_") if part.isidentifier())
+    FunctionCallParser.ToolCallParserEnum[name] = type(f"{label}ToolDetector", (RespcFunctionCallDetector,),
+                                                       {"template": template, "__module__": __name__})
+    ReasoningParser.DetectorMap[name.lower()] = type(f"{label}ReasoningDetector", (RespcReasoningDetector,),
+                                                     {"template": template, "__module__": __name__})
+    return name
+
+
+def register_plugin() -> None:
+    """SGLang plug-in entry point (group ``sglang.srt.plugins``, name ``respc``): registers every
+    catalogue template as ``respc-<name>``. Never raises: a failure is logged, and SGLang goes on
+    without the respc parsers."""
+    try:
+        from importlib.resources import files
+
+        names = sorted(p.name[:-5] for p in files("respc.templates").iterdir() if p.name.endswith(".json"))
+        for template in names:
+            register(template)
+    except Exception as exc:  # noqa: BLE001 - a plug-in must not stop the server
+        logger.warning("respc: could not register SGLang parsers: %s", exc)
