@@ -59,6 +59,7 @@ NOTES = {
     "opener-again": "opener {!r} written again at the start of its region: consumed",
     "doubled-opener": "doubled opener {!r}: the first one was consumed",
     "doubled-closer": "closer {!r} written twice: the second one was consumed",
+    "declared": "{}: {!r} accepted in the delimiter {!r} (a repair the template declares)",
 }
 
 

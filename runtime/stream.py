@@ -62,6 +62,12 @@ __all__ = [
 #: behaviour); "recover" never raises on model output (region_malformed, diagnostics).
 ERRORS = ("strict", "recover")
 
+#: Named groups of a delimiter pattern whose name starts with this mark a *declared repair*: a
+#: piece of damaged markup the template accepts (``(?P<repair_filler>commentary(?=<\|))?``). When
+#: such a group takes part in a match, the parser lists a ``"repaired"`` diagnostic naming it (in
+#: both modes: the template, not the mode, accepts it). Trailing digits keep names unique.
+REPAIR_GROUP = "repair_"
+
 #: Bumped only when generated modules need a different runtime; generated modules check it.
 RUNTIME_ABI = 2
 
@@ -326,11 +332,14 @@ class StreamParser:
     _QUICK: tuple = ()
     #: per state: True for the *after* states of v2 (see automaton.build_automaton)
     _IS_AFTER: tuple = ()
+    #: per field: its declared-repair group names (REPAIR_GROUP), empty for most
+    _REPAIRS: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._QUICK = tuple(_quick_trigger(triggers) for triggers, _ in cls.FAST_PATH)
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
+        cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
                  errors: str = "strict", ledger: bool = False) -> None:
@@ -831,6 +840,8 @@ class StreamParser:
             self.ledger.append((at, at + len(opener), "delimiter"))
         self._state = target
         self._enter(field)
+        if match is not None and self._REPAIRS[field]:
+            self._declared_repairs(match, at, field)
         self._mark = at + len(opener)
         self._sunk = 0
         self._open_at = at
@@ -951,6 +962,8 @@ class StreamParser:
         if self.ledger is not None and closer:
             self.ledger.append((at, at + len(closer), "delimiter"))
         region = self._region
+        if close_match is not None and self._field is not None and self._REPAIRS[self._field]:
+            self._declared_repairs(close_match, at, self._field)
         if region is not None and self._opened and region.slot is not None:
             names = region.groups
             scope = _NO_GROUPS
@@ -1026,6 +1039,20 @@ class StreamParser:
         if region.typed:
             value = decode_string_arguments(value, notes)
         return value, notes
+
+    def _declared_repairs(self, match: Any, at: int, field: int) -> None:
+        """Report each declared-repair group (REPAIR_GROUP) that took part in ``match``, a
+        delimiter of ``field`` that starts at response offset ``at``."""
+        base = match.start()
+        delimiter = match.group()
+        found = match.groupdict()
+        for name in self._REPAIRS[field]:
+            text = found.get(name)
+            if text is not None:
+                what = name[len(REPAIR_GROUP):].rstrip("0123456789").replace("_", " ")
+                start = at + match.start(name) - base
+                self._report("repaired", start, start + len(text),
+                             NOTES["declared"].format(what, text, delimiter), text, self.REGIONS[field].slot)
 
     def _report(self, kind: str, start: int, end: int, message: str, text: str, field: str | None = None) -> None:
         self.diagnostics.append({"kind": kind, "field": field, "start": start, "end": end, "message": message,
