@@ -59,6 +59,7 @@ NOTES = {
     "opener-again": "opener {!r} written again at the start of its region: consumed",
     "doubled-opener": "doubled opener {!r}: the first one was consumed",
     "doubled-closer": "closer {!r} written twice: the second one was consumed",
+    "stray-closer": "closer {!r} of {!r} with no opener before it: kept as text of {!r}",
     "declared": "{}: {!r} accepted in the delimiter {!r} (a repair the template declares)",
 }
 
