@@ -334,7 +334,7 @@ class StreamParser:
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
-                 "_again", "_offsets", "diagnostics", "initial_events", "ledger")
+                 "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger")
 
     #: per state: what the quickest path tests with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -608,6 +608,9 @@ class StreamParser:
         self._groups = None
         self._body = []
         self._blocks = []
+        #: body length from which body text lies contiguously before the current position (a
+        #: resumed region or text consumed inside the body breaks that); see _stray_closers
+        self._exact = 0
 
     def _run(self, events: list, eos: bool) -> None:
         buf = self._buf
@@ -913,7 +916,8 @@ class StreamParser:
         if self._stack:
             (self._state, self._field, self._region, self._name, self._dirty, self._opened, self._body,
              self._blocks, self._groups, self._bd, self._open_at, self._open_text) = self._stack.pop()
-            self._mark = at - self._body_len()  # its body goes on from here
+            self._exact = self._body_len()
+            self._mark = at - self._exact  # its body goes on from here
             self._sunk = 0
         else:
             self._state = 0
@@ -938,6 +942,8 @@ class StreamParser:
             at = self._here()
             self.ledger.append((at, at + n, kind))
         self._sunk += n
+        if self._recover:
+            self._exact = self._body_len()
 
     def _route(self, events: list, text: str) -> None:
         if self.ledger is not None and text:
@@ -1075,16 +1081,20 @@ class StreamParser:
     def _stray_closers(self, text: str, start: int, region: Region) -> None:
         """errors="recover" policy *stray closer*: a closer of another field written in the text
         of ``region`` (``Done.</tool_call>``) with no opener of that field before it (since the
-        previous such closer) stays text, and is reported (kind ``"stray-closer"``).
+        previous such closer) stays text, and is reported (kind ``"stray-closer"``). Only the part
+        of the body after the last break of its offsets (``_exact``: a nested region, a consumed
+        copy) is looked at, so every report has exact offsets.
 
         Args:
-            text: the region's body; ``start``: its response offset.
+            text: the region's body; ``start``: the response offset ``text`` would start at if it
+                lay contiguously before the close (exact from ``self._exact`` on).
         """
+        exact = self._exact
         for closer, opener, field in self._STRAY:
             if self.REGIONS[field] is region:
                 continue
-            j = text.find(closer)
-            since = 0
+            j = text.find(closer, exact)
+            since = exact
             while j >= 0:
                 if opener.search(text, since, j) is None:
                     owner = self.REGIONS[field]
