@@ -165,6 +165,21 @@ def _features(template: Template) -> list[str]:
     return used
 
 
+def _stray_closers(template: Template) -> str:
+    """The ``STRAY_CLOSERS`` table as Python source: ``(closer, open_pattern, field_index)`` for
+    every literal close (three characters or more, not blank) of a field with an open delimiter,
+    in declaration order. ``errors="recover"`` reports such a closer found in the text of a region
+    with no match of ``open_pattern`` before it (issue 8, *stray closer*)."""
+    rows = []
+    for index, f in enumerate(template.fields):
+        if f.open is None or f.close is None or f.close.literals is None:
+            continue
+        for closer in f.close.literals:
+            if len(closer.strip()) >= 3:
+                rows.append(f"({closer!r}, {f.open.pattern!r}, {index})")
+    return _tuple(rows)
+
+
 def _edges(template: Template, state) -> list[dict]:
     """The transition table row of one state, in rank order."""
     rows = []
@@ -218,6 +233,8 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "anchor_repr": repr(template.start_anchor.pattern),
         "states": states,
         "outside_field": template.implicit,
+        "stray_closers": _stray_closers(template),
+        "diagnostics_key": repr(template.diagnostics),
         **_scanner_view(template, automaton),
         "context": context,
         "context_why": ("an unbounded lookbehind or a pattern the compiler cannot analyse: keep all"

@@ -102,6 +102,8 @@ class Template:
         implicit (int | None): index into ``fields`` of the implicit field.
         start_anchor (Delimiter): where the assistant turn starts inside the prefix.
         version (int): the template language version (1 or 2).
+        diagnostics (str | None): v2: the message key that receives the parser's diagnostics
+            (when there are any), or None: they are only on the parser.
     """
 
     source: str
@@ -112,6 +114,7 @@ class Template:
     implicit: int | None
     start_anchor: Delimiter
     version: int = 1
+    diagnostics: str | None = None
 
 
 def canonical_json(document: Any) -> str:

@@ -35,7 +35,10 @@ from .load import LoadedTemplate
 
 __all__ = ["validate", "check_template", "may_match_empty", "TOP_LEVEL_KEYS", "FIELD_KEYS", "NEVER_STRING_PARSERS"]
 
-TOP_LEVEL_KEYS = ("version", "respc_version", "defaults", "fields", "start_anchor", "start_anchor_pattern")
+TOP_LEVEL_KEYS = ("version", "respc_version", "defaults", "fields", "start_anchor", "start_anchor_pattern",
+                  "diagnostics")
+#: Top-level keys of template language v2; legal only with "respc_version": 2.
+TOP_LEVEL_KEYS_V2 = ("diagnostics",)
 FIELD_KEYS = ("open", "open_pattern", "close", "close_pattern", "content", "content_args", "repeats",
               "join", "optional", "transform", "transform_each")
 #: Field keys of template language v2 (docs/template-language.md); legal only with "version": 2.
@@ -208,9 +211,9 @@ def _build_field(check: _Checker, name: str, spec: Any, version: int = 1) -> Fie
         shape = transform_errors(transform, v2=v2)
         if shape:
             raise check.fail(shape[0], name, "transform")
-    elif open_groups or close_groups:
-        key = "open_pattern" if open_groups else "close_pattern"
-        raise check.fail(f"the pattern declares named group(s) {sorted(open_groups + close_groups)} but the "
+    elif _captures(open_groups, version) or _captures(close_groups, version):
+        key = "open_pattern" if _captures(open_groups, version) else "close_pattern"
+        raise check.fail(f"the pattern declares named group(s) {_captures(open_groups + close_groups, version)} but the "
                          "field has no 'transform'; named captures only reach the message through a "
                          "transform", name, key)
     return Field(
@@ -574,6 +577,10 @@ def validate(loaded: LoadedTemplate) -> Template:
     defaults = doc.get("defaults", {})
     if not isinstance(defaults, dict):
         raise check.fail(f"'defaults' must be a dict, got {type(defaults).__name__}", key="defaults")
+    v2_top = [key for key in TOP_LEVEL_KEYS_V2 if key in doc]
+    if v2_top and version < 2:
+        raise check.fail(f"{v2_top[0]!r} is a key of template language v2; add \"respc_version\": 2 at the top "
+                         "of the template", key=v2_top[0])
     raw_fields = doc.get("fields")
     if not isinstance(raw_fields, dict) or not raw_fields:
         raise check.fail("'fields' must be a non-empty dict", key="fields")
@@ -586,6 +593,13 @@ def validate(loaded: LoadedTemplate) -> Template:
                          key="fields")
     if version >= 2:
         _check_v2_fields(check, fields)
+    diagnostics = doc.get("diagnostics")
+    if diagnostics is not None:
+        taken = sorted({f.slot for f in fields if f.slot is not None} | set(defaults))
+        if not isinstance(diagnostics, str) or not diagnostics or diagnostics in taken:
+            raise check.fail(f"'diagnostics' must name a message key of its own (a non-empty string that is "
+                             f"no field's slot and not in defaults: {taken}), got {diagnostics!r}",
+                             key="diagnostics")
     anchor = check.delimiter(doc, "start_anchor", "start_anchor_pattern", None)
     if anchor is None:
         raise check.fail("response_template must define 'start_anchor' or 'start_anchor_pattern'",
@@ -599,6 +613,7 @@ def validate(loaded: LoadedTemplate) -> Template:
         implicit=implicit[0] if implicit else None,
         start_anchor=anchor,
         version=version,
+        diagnostics=diagnostics,
     )
     check_template(template, v2=v2)  # warnings: `respc check` asks check_template again
     return template
@@ -632,3 +647,10 @@ def _check_v2_fields(check: _Checker, fields: tuple[Field, ...]) -> None:
         if first is not f and (first.repeats, first.join) != (f.repeats, f.join):
             raise check.fail(f"regions {first.name!r} and {f.name!r} write into slot {f.slot!r} but disagree "
                              "on 'repeats'/'join'", f.name, "slot")
+
+
+def _captures(groups: tuple, version: int) -> list[str]:
+    """The named groups that capture a value, sorted: in v2 every group but the ``repair_...``
+    markers of declared repairs (``runtime.stream.REPAIR_GROUP``); in v1 every group (the
+    reference refuses a named group in a field without a transform)."""
+    return sorted(g for g in groups if version < 2 or not g.startswith("repair_"))

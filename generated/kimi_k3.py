@@ -799,6 +799,11 @@ class ResponseParser(_rt.StreamParser):
     MEMO_SLOTS = 19
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
+    # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
+    # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
+    STRAY_CLOSERS = (('<|close|>think<|sep|>', '<\\|open\\|>think<\\|sep\\|>', 0), ('<|close|>response<|sep|>', '<\\|open\\|>response<\\|sep\\|>', 1), ('<|close|>message<|sep|>', '<\\|open\\|>response<\\|sep\\|>', 1), ('<|close|>tools<|sep|>', '<\\|open\\|>tools<\\|sep\\|>', 2), ('<|close|>json<|sep|><|close|>call<|sep|>', '<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>', 3), ('<|close|>call<|sep|>', '<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>', 4))
+    # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
+    DIAGNOSTICS_KEY = None
 
 
 def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict"):

@@ -331,6 +331,11 @@ class ResponseParser(_rt.StreamParser):
     MEMO_SLOTS = 7
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
+    # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
+    # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
+    STRAY_CLOSERS = (('</think>', '<think>', 0),)
+    # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
+    DIAGNOSTICS_KEY = None
 
 
 def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict"):

@@ -6,7 +6,7 @@ The strict path never changes: a body is parsed exactly as the reference parses 
 fails in ``"recover"`` mode the streaming core (``StreamParser._close``) asks the field's processor
 for a *repair* before it gives up with ``region_malformed``. A repair is an ordinary parse of a
 rewritten body; every rewrite it made is one note (a short English sentence, listed in
-``docs/events.md`` under "Repairs"), and the core reports each note as a diagnostic of kind
+``docs/events.md`` under "Repairs and policies"), and the core reports each note as a diagnostic of kind
 ``"repaired"`` with the region's offsets. A repair that does not lead to a value changes nothing:
 the region is then malformed, with its raw text kept, as before.
 
@@ -28,6 +28,11 @@ Repairs (each also has a literal-message test in ``tests/test_recover.py``):
   (``runtime/content.py``).
 * ``json`` with ``string_delims`` whose open and close are one token: a string whose opening
   delimiter is missing (``{query:weather in Tokyo<|"|>}``).
+
+Two more live in the streaming core (``runtime/stream.py``), as they concern markup, not bodies:
+*stray closers* (``_stray_closers``: a closer with no opener in a text region stays text and is
+reported, kind ``"stray-closer"``) and *declared repairs* (``_declared_repairs``: a template's
+``repair_...`` pattern groups, note ``"declared"``).
 """
 
 from __future__ import annotations
@@ -59,6 +64,8 @@ NOTES = {
     "opener-again": "opener {!r} written again at the start of its region: consumed",
     "doubled-opener": "doubled opener {!r}: the first one was consumed",
     "doubled-closer": "closer {!r} written twice: the second one was consumed",
+    "stray-closer": "closer {!r} of {!r} with no opener before it: kept as text of {!r}",
+    "declared": "{}: {!r} accepted in the delimiter {!r} (a repair the template declares)",
 }
 
 

@@ -34,6 +34,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, NamedTuple
 
+import regex
+
 from .decoders import ACCEPTED, UNDECIDED
 from .errors import ContentParseError, ParserStateError
 from .repair import NOTES, decode_string_arguments
@@ -62,6 +64,12 @@ __all__ = [
 #: ``errors=`` values: "strict" raises on a body that cannot be decoded (the reference's
 #: behaviour); "recover" never raises on model output (region_malformed, diagnostics).
 ERRORS = ("strict", "recover")
+
+#: Named groups of a delimiter pattern whose name starts with this mark a *declared repair*: a
+#: piece of damaged markup the template accepts (``(?P<repair_filler>commentary(?=<\|))?``). When
+#: such a group takes part in a match, the parser lists a ``"repaired"`` diagnostic naming it (in
+#: both modes: the template, not the mode, accepts it). Trailing digits keep names unique.
+REPAIR_GROUP = "repair_"
 
 #: Bumped only when generated modules need a different runtime; generated modules check it.
 RUNTIME_ABI = 2
@@ -316,30 +324,45 @@ class StreamParser:
     FAST_PATH: tuple = ()
     #: characters of decided text regex delimiters must still see; None keeps everything
     CONTEXT: int | None = 0
+    #: ``(closer, open_pattern, field)`` per literal close of an explicit field (compiler/emit.py
+    #: ``_stray_closers``): errors="recover" reports a closer with no opener in a text region
+    STRAY_CLOSERS: tuple = ()
+    #: v2 template key ``diagnostics``: the message key that receives :attr:`diagnostics` at
+    #: finalize when there are any (None: they stay on the parser only)
+    DIAGNOSTICS_KEY: str | None = None
 
     __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_blocks", "_groups",
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
-                 "_again", "diagnostics", "initial_events", "ledger")
+                 "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger")
 
     #: per state: what the quickest path tests with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
     #: per state: True for the *after* states of v2 (see automaton.build_automaton)
     _IS_AFTER: tuple = ()
+    #: per field: its declared-repair group names (REPAIR_GROUP), empty for most
+    _REPAIRS: tuple = ()
+    #: STRAY_CLOSERS with the open patterns compiled
+    _STRAY: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._QUICK = tuple(_quick_trigger(triggers) for triggers, _ in cls.FAST_PATH)
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
+        cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
+        cls._STRAY = tuple((closer, regex.compile(pattern), field) for closer, pattern, field in cls.STRAY_CLOSERS)
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
-                 errors: str = "strict", ledger: bool = False) -> None:
+                 errors: str = "strict", ledger: bool = False, offsets: bool = False) -> None:
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
         if errors not in ERRORS:
             raise ValueError(f"errors must be one of {list(ERRORS)}, got {errors!r}")
         self._recover = errors == "recover"
+        #: ``offsets=True``: every event also carries ``start``/``end``, response offsets (see
+        #: docs/events.md, "Offsets"); the unscanned fast path is then off
+        self._offsets = bool(offsets)
         #: what was repaired, dropped or could not be parsed: dicts with ``kind``, ``field``,
         #: ``start``/``end`` (offsets in the response text) and ``message`` (and ``text``)
         self.diagnostics: list[dict] = []
@@ -511,6 +534,8 @@ class StreamParser:
         self._guarded(events, True)
         defaults = self.DEFAULTS
         message = {k: v for k, v in self._out.items() if k in defaults or not _is_empty(v)}
+        if self.DIAGNOSTICS_KEY is not None and self.diagnostics:
+            message[self.DIAGNOSTICS_KEY] = _copy(self.diagnostics)
         self._done = True
         self._quiet = False
         missing = [name for name in self.REQUIRED if name not in message]
@@ -584,6 +609,9 @@ class StreamParser:
         self._groups = None
         self._body = []
         self._blocks = []
+        #: body length from which body text lies contiguously before the current position (a
+        #: resumed region or text consumed inside the body breaks that); see _stray_closers
+        self._exact = 0
 
     def _run(self, events: list, eos: bool) -> None:
         buf = self._buf
@@ -715,7 +743,8 @@ class StreamParser:
             # decoder or trailing close waiting for the text
             self._quiet = (self._opened and fast[0] is not None and self._name is not None
                            and context is not None and self._bd is None and self._tent is None
-                           and not self._IS_AFTER[state] and self._again is None and self.ledger is None)
+                           and not self._IS_AFTER[state] and self._again is None and self.ledger is None
+                           and not self._offsets)
         else:
             self._quiet = False
             held = len(buf) - pos
@@ -832,6 +861,8 @@ class StreamParser:
             self.ledger.append((at, at + len(opener), "delimiter"))
         self._state = target
         self._enter(field)
+        if match is not None and self._REPAIRS[field]:
+            self._declared_repairs(match, at, field)
         self._mark = at + len(opener)
         self._sunk = 0
         self._open_at = at
@@ -845,6 +876,8 @@ class StreamParser:
             event = {"type": "region_open", "field": region.slot}
             if region.label is not None:
                 event["region"] = region.label
+            if self._offsets:
+                event["start"], event["end"] = at, at + len(opener)
             events.append(event)
 
     def _watch_again(self, delimiter: str, note: str, slot: str | None) -> None:
@@ -884,7 +917,8 @@ class StreamParser:
         if self._stack:
             (self._state, self._field, self._region, self._name, self._dirty, self._opened, self._body,
              self._blocks, self._groups, self._bd, self._open_at, self._open_text) = self._stack.pop()
-            self._mark = at - self._body_len()  # its body goes on from here
+            self._exact = self._body_len()
+            self._mark = at - self._exact  # its body goes on from here
             self._sunk = 0
         else:
             self._state = 0
@@ -909,6 +943,8 @@ class StreamParser:
             at = self._here()
             self.ledger.append((at, at + n, kind))
         self._sunk += n
+        if self._recover:
+            self._exact = self._body_len()
 
     def _route(self, events: list, text: str) -> None:
         if self.ledger is not None and text:
@@ -922,7 +958,15 @@ class StreamParser:
             event = {"type": "region_open", "field": self._name}
             if self._region.label is not None:
                 event["region"] = self._region.label
+            if self._offsets:
+                event["start"] = event["end"] = self._here()
             events.append(event)
+        if self._offsets:
+            at = self._here()
+            self._keep(text)
+            events.append({"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty,
+                           "start": at, "end": at + len(text)})
+            return
         self._keep(text)
         events.append({"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty})
 
@@ -952,6 +996,8 @@ class StreamParser:
         if self.ledger is not None and closer:
             self.ledger.append((at, at + len(closer), "delimiter"))
         region = self._region
+        if close_match is not None and self._field is not None and self._REPAIRS[self._field]:
+            self._declared_repairs(close_match, at, self._field)
         if region is not None and self._opened and region.slot is not None:
             names = region.groups
             scope = _NO_GROUPS
@@ -964,6 +1010,8 @@ class StreamParser:
                     scope.update(close_match.groupdict())
             blocks = self._blocks
             text = "".join(blocks) + "".join(self._body) if blocks else "".join(self._body)
+            if self._recover and self._STRAY and not region.dirty:
+                self._stray_closers(text, at - len(text), region)
             if region.empty_none and (not text or text.isspace()):
                 value = None  # v2: an empty body has no value
             else:
@@ -994,6 +1042,9 @@ class StreamParser:
             event = {"type": "region_close", "field": region.slot, "value": value}
             if region.label is not None:
                 event["region"] = region.label
+            if self._offsets:
+                event["start"] = self._open_at if self._open_at is not None else self._mark
+                event["end"] = at + len(closer)
             events.append(event)
         self._opened = False
         return at + len(closer)
@@ -1027,6 +1078,46 @@ class StreamParser:
         if region.typed:
             value = decode_string_arguments(value, notes)
         return value, notes
+
+    def _stray_closers(self, text: str, start: int, region: Region) -> None:
+        """errors="recover" policy *stray closer*: a closer of another field written in the text
+        of ``region`` (``Done.</tool_call>``) with no opener of that field before it (since the
+        previous such closer) stays text, and is reported (kind ``"stray-closer"``). Only the part
+        of the body after the last break of its offsets (``_exact``: a nested region, a consumed
+        copy) is looked at, so every report has exact offsets.
+
+        Args:
+            text: the region's body; ``start``: the response offset ``text`` would start at if it
+                lay contiguously before the close (exact from ``self._exact`` on).
+        """
+        exact = self._exact
+        for closer, opener, field in self._STRAY:
+            if self.REGIONS[field] is region:
+                continue
+            j = text.find(closer, exact)
+            since = exact
+            while j >= 0:
+                if opener.search(text, since, j) is None:
+                    owner = self.REGIONS[field]
+                    self._report("stray-closer", start + j, start + j + len(closer),
+                                 NOTES["stray-closer"].format(closer, owner.name, region.slot), closer,
+                                 owner.slot)
+                since = j + len(closer)
+                j = text.find(closer, since)
+
+    def _declared_repairs(self, match: Any, at: int, field: int) -> None:
+        """Report each declared-repair group (REPAIR_GROUP) that took part in ``match``, a
+        delimiter of ``field`` that starts at response offset ``at``."""
+        base = match.start()
+        delimiter = match.group()
+        found = match.groupdict()
+        for name in self._REPAIRS[field]:
+            text = found.get(name)
+            if text is not None:
+                what = name[len(REPAIR_GROUP):].rstrip("0123456789").replace("_", " ")
+                start = at + match.start(name) - base
+                self._report("repaired", start, start + len(text),
+                             NOTES["declared"].format(what, text, delimiter), text, self.REGIONS[field].slot)
 
     def _report(self, kind: str, start: int, end: int, message: str, text: str, field: str | None = None) -> None:
         self.diagnostics.append({"kind": kind, "field": field, "start": start, "end": end, "message": message,

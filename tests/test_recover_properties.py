@@ -3,8 +3,11 @@
 Inputs: each catalogue family's own cases (``tests/cases/families/<name>.json``: a prefix and a
 model output), damaged at random by hypothesis: truncated at any point, one delimiter occurrence
 deleted, doubled, or swapped with another, random text inserted (characters delimiters and JSON are
-made of, plus arbitrary ones). A *delimiter occurrence* is a match, in the output, of a field's
-``open``/``close`` literal or ``open_pattern``/``close_pattern`` regex.
+made of, plus arbitrary ones), and the markup damage of issue 8: a space inserted inside or next to a
+delimiter (what a decoder puts between special tokens), a piece of a delimiter written twice (a
+harmony recipient twice), a delimiter's text written somewhere else (a stray closer or opener). A
+*delimiter occurrence* is a match, in the output, of a field's ``open``/``close`` literal or
+``open_pattern``/``close_pattern`` regex.
 
 For every damaged output, fed whole, one character at a time and in random pieces:
 
@@ -17,7 +20,11 @@ For every damaged output, fed whole, one character at a time and in random piece
    output, concatenated, equal the output's ``"text"`` entries, concatenated); every
    ``"diagnostic"`` entry lies inside a diagnostic's ``[start, end)`` whose ``text`` is that slice
    of the output; ``"delimiter"`` entries are openers and closers the automaton consumed and
-   ``"discarded"`` ones text the template itself discards (null slots, no implicit field).
+   ``"discarded"`` ones text the template itself discards (null slots, no implicit field);
+4. every diagnostic that quotes one piece of markup (a stray closer, a declared repair, a cut-off
+   delimiter) quotes it exactly: ``output[start:end] == text``. (The diagnostic of a whole
+   malformed or truncated region is not checked so: its span also covers a copy of a delimiter that
+   another diagnostic already holds.)
 
 Bounded: a fixed number of examples per run (derandomized), well under a minute.
 """
@@ -89,6 +96,15 @@ def _damage(text: str, spans: list[tuple[int, int]], ops: list[tuple[str, int, i
                 text = text[:s] + text[e:]
             elif op == "double":
                 text = text[:e] + text[s:e] + text[e:]
+            elif op == "space":
+                k = s + b % (e - s + 1)
+                text = text[:k] + " " + text[k:]
+            elif op == "part-twice":
+                i, j = sorted((s + b % (e - s + 1), s + (b // 7) % (e - s + 1)))
+                text = text[:j] + text[i:j] + text[j:]
+            elif op == "stray":
+                k = b % (len(text) + 1)
+                text = text[:k] + text[s:e] + text[k:]
             elif op == "swap":
                 s2, e2 = spans[b % len(spans)]
                 if (s2, e2) != (s, e) and e2 <= len(text) and (e <= s2 or e2 <= s):
@@ -126,7 +142,8 @@ def _check_accounted(rest: str, text: str, events: list, diagnostics: list, ledg
                        for d in diagnostics), f"diagnostic text {text[s:e]!r} at {s}-{e} is in no diagnostic"
 
 
-OPS = st.lists(st.tuples(st.sampled_from(["truncate", "delete", "double", "swap", "insert"]),
+OPS = st.lists(st.tuples(st.sampled_from(["truncate", "delete", "double", "swap", "insert", "space", "part-twice",
+                                          "stray"]),
                          st.integers(0, 10_000), st.integers(0, 10_000),
                          st.text(alphabet=NOISE, min_size=1, max_size=6)), min_size=1, max_size=3)
 
@@ -151,6 +168,9 @@ def test_recover_never_raises_and_accounts_for_every_character(case, ops, seed):
     for message, events, diagnostics, ledger in results:
         assert (message, diagnostics) == (whole[0], whole[2]), (name, damaged)
         _check_accounted(rest, damaged, events, diagnostics, ledger)
+        for d in diagnostics:
+            if d["kind"] in ("stray-closer", "truncated-delimiter") or "the template declares" in d["message"]:
+                assert damaged[d["start"]:d["end"]] == d["text"], (name, damaged, d)
 
 
 def test_every_catalogue_template_has_cases():
