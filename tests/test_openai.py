@@ -306,25 +306,72 @@ def test_responses_length_is_incomplete():
     assert events[-1]["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
 
 
-def test_xml_parameters_stream_one_by_one():
-    """qwen3_coder per character: the name goes out at the open delimiter; a parameter is sent,
-    typed, once the next one has begun; the rest and the closing brace at the close."""
+def _argument_pieces(out: list[dict]) -> list[tuple[int, str, str]]:
+    """(chunk number, "name" | "arguments", text) of every tool-call delta, in order."""
+    got = []
+    for n, chunk in enumerate(out):
+        for call in chunk["choices"][0]["delta"].get("tool_calls", ()):
+            for key, piece in call.get("function", {}).items():
+                got.append((n, key, piece))
+    return got
+
+
+def test_xml_parameters_stream_as_written():
+    """qwen3_coder per character: the name goes out at the open delimiter; a string parameter
+    streams one character per chunk as JSON string text; a parameter the schema types as integer
+    is held until its closing tag, then sent typed; the newline the tag_pattern strips before
+    ``</parameter>`` is never sent."""
     tools = [{"type": "function", "function": {"name": "write", "parameters": {
         "type": "object", "properties": {"path": {"type": "string"}, "n": {"type": "integer"}}}}}]
     text = ("<tool_call>\n<function=write>\n<parameter=n>\n12\n</parameter>\n<parameter=path>\n/tmp/a.txt\n"
             "</parameter>\n<parameter=body>\n" + "x" * 40 + "\n</parameter>\n</function>\n</tool_call>")
     module = importlib.import_module("respc.generated.qwen3_coder")
     stream, out = _stream(module, "", list(text), tools)
-    sent_at = {}
-    for n, chunk in enumerate(out):
-        for call in chunk["choices"][0]["delta"].get("tool_calls", ()):
-            for key, piece in call.get("function", {}).items():
-                sent_at.setdefault(key, []).append((n, piece))
-    assert sent_at["name"] == [(sent_at["name"][0][0], "write")]
-    args = [piece for _, piece in sent_at["arguments"]]
-    assert args[0] == '{"n": 12' and args[1] == ', "path": "/tmp/a.txt"'
+    pieces = _argument_pieces(out)
+    assert [p for _, k, p in pieces if k == "name"] == ["write"]
+    args = [p for _, k, p in pieces if k == "arguments"]
     assert "".join(args) == '{"n": 12, "path": "/tmp/a.txt", "body": "' + "x" * 40 + '"}'
-    assert sent_at["arguments"][0][0] < sent_at["arguments"][1][0] < sent_at["arguments"][-1][0]  # before the close
+    # typed: one piece at its closing tag; strings: one character per chunk, the closing quote at
+    # </parameter>, the brace at the close
+    assert args == (['{"n": 12', ', "path": "/'] + list("tmp/a.txt") + ['"', ', "body": "x'] + ["x"] * 39
+                    + ['"', "}"])
+    assert not any("\\n" in piece for piece in args)  # the stripped newline was never sent
+    # each string character went out before the closing tag was complete
+    first_x = next(n for n, k, p in pieces if p == "x")
+    assert first_x < text.index("x" * 40) + 40
+    assert stream.diagnostics == [] and stream.message["tool_calls"][0]["function"]["arguments"] == {
+        "n": 12, "path": "/tmp/a.txt", "body": "x" * 40}
+
+
+def test_xml_string_values_are_escaped_and_stripped_as_they_stream():
+    """minimax_m2 (``\\s*`` around the value): leading whitespace is dropped, inner whitespace
+    sent once text follows it, trailing whitespace never sent; quotes, backslashes and newlines
+    are escaped piece by piece; an untyped value that looks like JSON stays a string."""
+    value = 'say "hi"\\n  then\ttab \\'
+    text = ('<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">\n   ' + value + '  \n </parameter>\n'
+            '<parameter name="b">[1, 2]</parameter>\n</invoke>\n</minimax:tool_call>')
+    module = importlib.import_module("respc.generated.minimax_m2")
+    for chunks in (list(text), [text[:70], text[70:75], text[75:]]):
+        stream, out = _stream(module, "", chunks)
+        args = [p for _, k, p in _argument_pieces(out) if k == "arguments"]
+        assert stream.message["tool_calls"][0]["function"]["arguments"] == {"a": value, "b": "[1, 2]"}
+        assert json.loads("".join(args)) == {"a": value, "b": "[1, 2]"}
+        assert "".join(args) == json.dumps({"a": value, "b": "[1, 2]"}, ensure_ascii=False)
+        assert stream.diagnostics == []
+    assert len(args) == 3 or len(args) > 20  # pieces (three feeds) or characters (per character)
+
+
+def test_xml_typed_by_the_value_parser_is_held():
+    """deepseek_v3_2: ``string="false"`` values go through the json value parser, so they are held
+    and sent decoded; ``string="true"`` values stream as text."""
+    text = ('<｜DSML｜invoke name="f">\n<｜DSML｜parameter name="n" string="false">[1, 2]</｜DSML｜parameter>\n'
+            '<｜DSML｜parameter name="s" string="true">ab</｜DSML｜parameter>\n</｜DSML｜invoke>')
+    module = importlib.import_module("respc.generated.deepseek_v3_2")
+    stream, out = _stream(module, "<｜Assistant｜></think>", list(text))
+    args = [p for _, k, p in _argument_pieces(out) if k == "arguments"]
+    assert args[0] == '{"n": [1, 2]'
+    assert "".join(args) == '{"n": [1, 2], "s": "ab"}' and ', "s": "a' in args
+    assert stream.message["tool_calls"][0]["function"]["arguments"] == {"n": [1, 2], "s": "ab"}
     assert stream.diagnostics == []
 
 
