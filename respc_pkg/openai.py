@@ -623,6 +623,41 @@ class _Text:
         return parts[0] if parts else ""
 
 
+#: parser class and errors mode -> its plans (see :func:`_plans`); bounded, cleared when full
+_PLANS: dict[tuple, dict] = {}
+_PLANS_MAX = 256
+
+
+def _plans(parser: Any) -> dict[int, Any]:
+    """How each region of ``parser`` streams (``id(region)`` -> plan), probed once per parser
+    class and errors mode (the probes run the regions' processors on sample bodies, tens of µs):
+    text regions ``"strip"``/``"raw"``/``"close"`` (:func:`_probe_text`); tool regions
+    ``("object"|"args", ...)`` (:func:`_probe_json_shape`), ``("xml", ...)`` (:func:`_probe_xml`),
+    ``("reparse", None)`` (:func:`_probe_reparse`) or None (at close; always with ``errors="recover"``)."""
+    recover = bool(getattr(parser, "_recover", False))
+    key = (type(parser), recover, parser.REGIONS)
+    plans = _PLANS.get(key)
+    if plans is not None:
+        return plans
+    plans = {}
+    for region in parser.REGIONS:
+        if region.slot in ("content", "reasoning_content") and not region.dirty:
+            plans[id(region)] = _probe_text(region)
+        elif region.slot == "tool_calls":
+            plan = None if recover else _probe_json_shape(region)
+            if plan is None and not recover:
+                xml = _probe_xml(region)
+                if xml is not None:
+                    plan = ("xml", xml)
+                elif _probe_reparse(region):
+                    plan = ("reparse", None)
+            plans[id(region)] = plan
+    if len(_PLANS) >= _PLANS_MAX:
+        _PLANS.clear()
+    _PLANS[key] = plans
+    return plans
+
+
 class ChatCompletionStream:
     """OpenAI ``chat.completion.chunk`` dicts from a generated parser's events (issue 9).
 
@@ -663,20 +698,7 @@ class ChatCompletionStream:
         for region in parser.REGIONS:
             regions[(region.slot, region.name if region.slot != region.name else None)] = region
         self._regions = regions
-        self._plans: dict[int, Any] = {}
-        recover = getattr(parser, "_recover", False)
-        for region in parser.REGIONS:
-            if region.slot in self._texts and not region.dirty:
-                self._plans[id(region)] = _probe_text(region)
-            elif region.slot == "tool_calls":
-                plan = None if recover else _probe_json_shape(region)
-                if plan is None and not recover:
-                    xml = _probe_xml(region)
-                    if xml is not None:
-                        plan = ("xml", xml)
-                    elif _probe_reparse(region):
-                        plan = ("reparse", None)
-                self._plans[id(region)] = plan
+        self._plans = _plans(parser)
         # text slots all of whose regions strip: their plain chunks take the fast path in feed()
         self._fast = {slot: text for slot, text in self._texts.items()
                       if all(self._plans.get(id(r)) == "strip" for r in parser.REGIONS if r.slot == slot)}
@@ -684,39 +706,71 @@ class ChatCompletionStream:
         self._xml_kinds: dict[tuple, Any] = {}  # (region, tool, key, selector) -> _xml_strip
         self._open: dict[int, Any] = {}   # id(region) -> (scanner or None, first call number)
         self._role_sent = False
+        # templates of a chunk and of its one choice (copied per chunk, never handed out)
+        self._outer = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                       "model": self.model, "choices": None}
+        self._inner = {"index": 0, "delta": None, "logprobs": None, "finish_reason": None}
         self._done = False
         self._pending = list(parser.initial_events)
+        # the fast path's text slots: filled once the role chunk was sent
+        self._fast_now: dict[str, _Text] = {}
+        if self._fast and type(self).feed is ChatCompletionStream.feed:  # (not when a subclass overrides feed)
+            self.feed = self._fast_feed()
         self._out: list[tuple] = []       # (kind, payload) deltas of the current call
 
     # --- public API --------------------------------------------------------------------------
     def feed(self, text: Any) -> list[dict]:
-        """Feed the next piece of model output; return the chunks it produced (maybe none)."""
-        events = self.parser.feed(text)
-        if len(events) == 1 and not self._open and self._role_sent:
-            # The commonest chunk: text of an open stripped block that has begun. Trailing
-            # whitespace is held; held whitespace goes out before the next text.
-            event = events[0]
-            if event["type"] == "region_chunk":
-                state = self._fast.get(event["field"])
-                piece = event["text"]
-                if state is not None and state.started:
-                    body = piece.rstrip()
-                    if not body:
-                        state.pending += piece
-                        return []
-                    if len(body) != len(piece):
-                        state.pending, piece = piece[len(body):], state.pending + body
-                    elif state.pending:
-                        piece = state.pending + piece
-                        state.pending = ""
-                    state.parts.append(piece)
-                    return [{"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                             "model": self.model, "choices": [{"index": 0, "delta": {state.key: piece},
-                                                               "logprobs": None, "finish_reason": None}]}]
+        """Feed the next piece of model output; return the chunks it produced (maybe none).
+
+        (An instance's ``feed`` is the faster :meth:`_fast_feed` closure, with the same contract.)"""
+        return self._general(self.parser.feed(text))
+
+    def _general(self, events: list[dict]) -> list[dict]:
         if self._pending:
             events = self._pending + events
             self._pending = []
         return self._chunks(events)
+
+    def _fast_feed(self) -> Callable[[Any], list[dict]]:
+        """The instance's ``feed``: the commonest chunk (after the role chunk, one ``region_chunk`` of
+        an open stripped text block that has begun, no tool region open) becomes its chunk here, with
+        trailing whitespace held and held whitespace sent before the next text; everything else
+        goes the general way. The chunk is built from per-stream templates (``dict.copy`` of a
+        dict is cheaper than a dict display) and the stream's state is bound as closure
+        variables (cheaper than attribute lookups)."""
+        parser_feed = self.parser.feed
+        fast = self._fast_now
+        open_regions = self._open
+        general = self._general
+        outer, inner = self._outer, self._inner
+
+        def feed(text: Any) -> list[dict]:
+            events = parser_feed(text)
+            if len(events) == 1 and not open_regions:
+                event = events[0]
+                if event["type"] == "region_chunk":
+                    state = fast.get(event["field"])
+                    if state is not None and state.started:
+                        piece = event["text"]
+                        body = piece.rstrip()
+                        if body is not piece:  # (str.rstrip returns the string itself when unchanged)
+                            if not body:
+                                state.pending += piece
+                                return []
+                            state.pending, piece = piece[len(body):], state.pending + body
+                        elif state.pending:
+                            piece = state.pending + piece
+                            state.pending = ""
+                        state.parts.append(piece)
+                        choice = inner.copy()
+                        choice["delta"] = {state.key: piece}
+                        chunk = outer.copy()
+                        chunk["choices"] = [choice]
+                        return [chunk]
+            return general(events)
+
+        feed.__doc__ = ChatCompletionStream.feed.__doc__
+        return feed
 
     def finalize(self, finish_reason: str | None = None, usage: dict | None = None) -> list[dict]:
         """End the stream: the last deltas, then the chunk with ``finish_reason``.
@@ -761,8 +815,12 @@ class ChatCompletionStream:
 
     # --- machinery ---------------------------------------------------------------------------
     def _chunk(self, delta: dict, finish_reason: str | None = None) -> dict:
-        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
+        choice = self._inner.copy()
+        choice["delta"] = delta
+        choice["finish_reason"] = finish_reason
+        chunk = self._outer.copy()
+        chunk["choices"] = [choice]
+        return chunk
 
     def _chunks(self, events: list[dict]) -> list[dict]:
         deltas: list[tuple] = []  # ("text", key, str) | ("tool", index, dict)
@@ -809,6 +867,7 @@ class ChatCompletionStream:
         if not self._role_sent:
             self._role_sent = True
             chunks.append(self._chunk({"role": "assistant"}))
+            self._fast_now.update(self._fast)
         # one chunk per run of deltas of one key (or one tool call)
         for item in _merged(deltas):
             if item[0] == "text":

@@ -387,3 +387,50 @@ def test_recover_sends_a_malformed_call_as_content():
         assert '<tool_call>{"name": "f"' in stream.message["content"]
         assert not choice.message.tool_calls and choice.finish_reason == "stop"
         assert stream.diagnostics == []
+
+
+def test_xml_repeated_parameter_parses_to_the_last_value():
+    """glm4_5: a key written twice is sent twice; the fragments parse (last wins, as in JSON
+    readers) to the message's arguments, which keep the last value; a typed value is held."""
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"n": {"type": "number"}, "s": {"type": "string"}}}}}]
+    text = ("<tool_call>f\n<arg_key>s</arg_key>\n<arg_value>one</arg_value>\n<arg_key>n</arg_key>\n"
+            "<arg_value>2.5</arg_value>\n<arg_key>s</arg_key>\n<arg_value>two</arg_value>\n</tool_call>")
+    module = importlib.import_module("respc.generated.glm4_5")
+    stream, out = _stream(module, "", list(text), tools)
+    args = [p for _, k, p in _argument_pieces(out) if k == "arguments"]
+    assert stream.message["tool_calls"][0]["function"]["arguments"] == {"s": "two", "n": 2.5}
+    assert "".join(args) == '{"s": "one", "n": 2.5, "s": "two"}'
+    assert ', "n": 2.5' in args and "o" in args  # the number in one piece, the strings by characters
+    assert json.loads("".join(args)) == stream.message["tool_calls"][0]["function"]["arguments"]
+    assert stream.diagnostics == []
+
+
+def test_fast_feed_equals_the_general_path():
+    """The instance's fast ``feed`` and the class's general ``feed`` give the same chunks (on
+    reasoning, text with held whitespace and a tool call, in 1- and 3-character chunks); a
+    subclass that overrides ``feed`` keeps its override."""
+    text = "<think>\n a  b \n</think>\n\nHi  there \n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>"
+    for size in (1, 3):
+        chunks = [text[i:i + size] for i in range(0, len(text), size)]
+        results = []
+        for general in (False, True):
+            stream = ChatCompletionStream(_qwen3().ResponseParser(""), ids=lambda n: f"call_{n}",
+                                          completion_id="x", created=0)
+            feed = (lambda piece, s=stream: ChatCompletionStream.feed(s, piece)) if general else stream.feed
+            out = [c for piece in chunks for c in feed(piece)] + stream.finalize()
+            results.append(out)
+        assert results[0] == results[1]
+        assert "".join(d.get("content", "") for d in _deltas(results[0])) == "Hi  there"
+
+    class Counting(ChatCompletionStream):
+        calls = 0
+
+        def feed(self, text):
+            Counting.calls += 1
+            return super().feed(text)
+
+    stream = Counting(_qwen3().ResponseParser(""))
+    stream.feed("a")
+    stream.feed("b")
+    assert Counting.calls == 2
