@@ -434,3 +434,49 @@ def test_fast_feed_equals_the_general_path():
     stream.feed("a")
     stream.feed("b")
     assert Counting.calls == 2
+
+
+XML_FORMS = {  # family: (call opening, one parameter, call closing), as the family's template reads them
+    "qwen3_coder": ("<tool_call>\n<function=f>\n", "<parameter={k}>\n{v}\n</parameter>\n", "</function>\n</tool_call>"),
+    "minimax_m2": ('<minimax:tool_call>\n<invoke name="f">\n', '<parameter name="{k}">{v}</parameter>\n',
+                   "</invoke>\n</minimax:tool_call>"),
+    "glm4_5": ("<tool_call>f\n", "<arg_key>{k}</arg_key>\n<arg_value>{v}</arg_value>\n", "</tool_call>"),
+}
+#: value pieces that stress holding: cut-off closing tags, whitespace, escapes, non-ASCII
+XML_ALPHABET = ["a", " ", "\n", "<", "/", ">", '"', "\\", "</param", "</parameter", "</arg", "é", "\t", "1", "{"]
+
+
+@pytest.mark.parametrize("family", sorted(XML_FORMS))
+def test_xml_random_values_and_chunkings(family):
+    """Seeded random parameter values (typed and untyped, with and without tools) in random
+    chunkings: the message equals the whole-text parse, no diagnostics, and the fragments parse
+    to its arguments."""
+    import random
+
+    rng = random.Random(family)
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+        "n": {"type": "integer"}, "s": {"type": "string"}, "o": {"type": "object"}}}}}]
+    module = importlib.import_module(f"respc.generated.{family}")
+    opening, parameter, closing = XML_FORMS[family]
+    checked = 0
+    for trial in range(120):
+        params = []
+        for _ in range(rng.randint(0, 3)):
+            key = rng.choice(["s", "n", "o", "x"])
+            value = "".join(rng.choice(XML_ALPHABET) for _ in range(rng.randint(0, 12)))
+            if key == "n" and rng.random() < 0.7:
+                value = str(rng.randint(-50, 50))
+            if key == "o" and rng.random() < 0.7:
+                value = '{"a": [1, "x"]}'
+            params.append(parameter.format(k=key, v=value))
+        text = opening + "".join(params) + closing
+        cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(0, 30))))
+        chunks = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+        given = tools if trial % 2 else None
+        expect = module.parse_response(text, prefix="", tools=given)
+        stream, out = _stream(module, "", chunks, given)
+        assert stream.message == expect and stream.diagnostics == [], text
+        args = "".join(p for _, k, p in _argument_pieces(out) if k == "arguments")
+        assert json.loads(args) == expect["tool_calls"][0]["function"]["arguments"], text
+        checked += 1
+    assert checked == 120
