@@ -1118,6 +1118,8 @@ class ChatCompletionStream:
     def _xml_open(self, state: _XmlArgs, base: int, region: Any) -> None:
         """After a ``feed``, with the region still open: read the name from the open delimiter
         (once), then convert the body read so far."""
+        if state.dead:
+            return
         call = self._call(base)
         if not state.ready:
             match = getattr(self.parser, "_groups", None)
