@@ -2,7 +2,7 @@
 
 :class:`ChatCompletionStream` wraps a generated ``ResponseParser`` and turns its region events
 (SPEC 4.4) into ``chat.completion.chunk`` dicts as the OpenAI Chat Completions API streams them;
-:func:`sse` renders them as server-sent events. Standard library only (``json``, ``uuid``).
+:func:`sse` renders them as server-sent events. Standard library, ``regex`` and ``respc.runtime``.
 
 Theory of operation
 -------------------
@@ -27,7 +27,13 @@ Each region event is routed by its message key (``field``):
     as it arrives. A top-level argument that the tool schema types (SPEC 7: integer, number,
     boolean, array, object, null) is held until its value is complete, then sent typed, so a
     fragment never needs retracting ("5" does not go out before it turns out to be 5).
-  - xml-inline (and kv-lines) bodies with the name in the open delimiter: the body so far is
+  - xml-inline bodies with the name in the open delimiter and one lazy ``(?P<value>.*?)`` group
+    in their ``tag_pattern`` (:func:`_probe_xml`): each parameter is converted to JSON text as
+    it is written (:meth:`ChatCompletionStream._xml_scan`): a string value streams character by
+    character as JSON string text, holding only what may still be its closing text or whitespace
+    the message strips; a value its value parser or tool type changes is held until its closing
+    tag, then sent typed.
+  - other xml-inline (and kv-lines) bodies with the name in the open delimiter: the body so far is
     parsed again as it grows (each time by an eighth); every parameter but the last found is sent
     typed as ``"key": value`` (:class:`_Reparse`), the rest at the close.
   - everything else (pythonic, other xml-inline/kv-lines, JSON dialects, name-as-key JSON, arguments
@@ -46,6 +52,8 @@ import json
 import time
 import uuid
 from typing import Any, Callable, Iterable
+
+from respc.runtime.tools import coerce_tool_calls
 
 __all__ = ["ChatCompletionStream", "ResponsesStream", "sse", "openai_message", "argument_streaming"]
 
@@ -130,6 +138,92 @@ class _Reparse:
         return not self.dead and self.size - self.last >= max(16, self.last // 8)
 
 
+#: the value group an xml-inline ``tag_pattern`` must have (once) for its values to stream
+_VALUE_GROUP = "(?P<value>.*?)"
+#: raw values a string parameter must keep unchanged (its value parser and tool type leave them)
+_STRING_SAMPLES = ("a", "0", "1", "-2", "1.5", "true", "False", "null", "None", "[1]", "{}", '{"a": 1}', '"a"')
+
+
+def _probe_xml(region: Any) -> tuple | None:
+    """Decide whether a tool region's ``xml-inline`` body can stream its parameters as written.
+
+    Needs: the name in a group of the open delimiter (:func:`_probe_reparse`), a ``tag_pattern``
+    with one lazy ``(?P<value>.*?)`` group (what follows it is the value's closing text, matched
+    on its own), and no ``merge_duplicates``.
+
+    Returns:
+        ``(pattern, opening, closing, value_parser, switch)``: the compiled ``tag_pattern``, the
+        text before and after its value (DOTALL, as ``runtime.content`` compiles them; a partial
+        match of the whole pattern does not report reliable group spans, so the opening is
+        matched on its own), the ``value_parser`` as
+        ``runtime.content`` builds it (``(raw, selector) -> value`` or None) and its switch group;
+        None when the region does not qualify.
+    """
+    import regex
+
+    from respc.runtime.content import _make_value_parser
+
+    process = region.process
+    args = getattr(process, "content_args", None)
+    if getattr(process, "content_parser", None) != "xml-inline" or not isinstance(args, dict):
+        return None
+    pattern = args.get("tag_pattern")
+    if not isinstance(pattern, str) or pattern.count(_VALUE_GROUP) != 1 or args.get("merge_duplicates"):
+        return None
+    if not _probe_reparse(region):
+        return None
+    try:
+        full = regex.compile(pattern, regex.DOTALL)
+        before, after = pattern.split(_VALUE_GROUP)
+        opening, closing = regex.compile(before, regex.DOTALL), regex.compile(after, regex.DOTALL)
+    except (regex.error, TypeError):
+        return None
+    if "key" not in opening.groupindex or closing.groups:
+        return None
+    value_parser, switch = _make_value_parser(args.get("value_parser"))
+    if switch is not None and switch not in opening.groupindex:
+        return None
+    return (full, opening, closing, value_parser, switch)
+
+
+class _Param:
+    """The parameter an :class:`_XmlArgs` is in: its key, how it streams, what was sent of it."""
+
+    __slots__ = ("key", "selector", "strip", "head", "raw", "started", "pending")
+
+    def __init__(self, key: str, selector: str | None, strip: tuple | None, head: str) -> None:
+        self.key = key
+        self.selector = selector
+        self.strip = strip        # (lstrip, rstrip) of a string value; None: typed, held to its end
+        self.head = head          # the parameter's text before its value
+        self.raw: list[str] = []  # the value text read so far (pieces)
+        self.started = False      # a character of the value was sent (leading whitespace is dropped)
+        self.pending = ""         # trailing whitespace held back
+
+
+class _XmlArgs:
+    """Body of an xml-inline tool region whose parameters stream as written (see
+    :func:`_probe_xml`): ``text`` is the body not yet read; ``ready`` once the call's name is
+    known (read from the open delimiter after a ``feed``, so a region opened and closed within
+    one ``feed`` is sent at its close in one fragment)."""
+
+    __slots__ = ("mode", "plan", "text", "ready", "cur", "keys", "begun", "dead")
+
+    def __init__(self, plan: tuple) -> None:
+        self.mode = "xml"
+        self.plan = plan
+        self.text = ""
+        self.ready = False
+        self.cur: _Param | None = None
+        self.keys: list[str] = []  # parameters sent (complete), in order
+        self.begun = False         # "{" was sent
+        self.dead = False          # something unexpected: the rest waits for the close check
+
+    def feed(self, text: str) -> None:
+        if not self.dead:
+            self.text += text
+
+
 def _probe_json_shape(region: Any) -> tuple[str, Any] | None:
     """Decide whether a tool region's JSON body can stream its arguments, and how.
 
@@ -179,10 +273,13 @@ def argument_streaming(parser_class: Any) -> dict[str, str]:
 
     Returns:
         dict[str, str]: region name -> ``"as written"`` (JSON arguments forwarded while the model
-        writes them), ``"per parameter"`` (each parameter sent typed once the next one began) or
+        writes them), ``"converted as written"`` (xml-inline parameters converted to JSON text as
+        they are written: string values character by character, typed values once complete),
+        ``"per parameter"`` (each parameter sent typed once the next one began) or
         ``"at close"`` (one fragment when the region closes), in declaration order.
     """
     return {region.name: "as written" if _probe_json_shape(region)
+            else "converted as written" if _probe_xml(region)
             else "per parameter" if _probe_reparse(region) else "at close"
             for region in parser_class.REGIONS if region.slot == "tool_calls"}
 
@@ -526,6 +623,41 @@ class _Text:
         return parts[0] if parts else ""
 
 
+#: parser class and errors mode -> its plans (see :func:`_plans`); bounded, cleared when full
+_PLANS: dict[tuple, dict] = {}
+_PLANS_MAX = 256
+
+
+def _plans(parser: Any) -> dict[int, Any]:
+    """How each region of ``parser`` streams (``id(region)`` -> plan), probed once per parser
+    class and errors mode (the probes run the regions' processors on sample bodies, tens of µs):
+    text regions ``"strip"``/``"raw"``/``"close"`` (:func:`_probe_text`); tool regions
+    ``("object"|"args", ...)`` (:func:`_probe_json_shape`), ``("xml", ...)`` (:func:`_probe_xml`),
+    ``("reparse", None)`` (:func:`_probe_reparse`) or None (at close; always with ``errors="recover"``)."""
+    recover = bool(getattr(parser, "_recover", False))
+    key = (type(parser), recover, parser.REGIONS)
+    plans = _PLANS.get(key)
+    if plans is not None:
+        return plans
+    plans = {}
+    for region in parser.REGIONS:
+        if region.slot in ("content", "reasoning_content") and not region.dirty:
+            plans[id(region)] = _probe_text(region)
+        elif region.slot == "tool_calls":
+            plan = None if recover else _probe_json_shape(region)
+            if plan is None and not recover:
+                xml = _probe_xml(region)
+                if xml is not None:
+                    plan = ("xml", xml)
+                elif _probe_reparse(region):
+                    plan = ("reparse", None)
+            plans[id(region)] = plan
+    if len(_PLANS) >= _PLANS_MAX:
+        _PLANS.clear()
+    _PLANS[key] = plans
+    return plans
+
+
 class ChatCompletionStream:
     """OpenAI ``chat.completion.chunk`` dicts from a generated parser's events (issue 9).
 
@@ -566,55 +698,79 @@ class ChatCompletionStream:
         for region in parser.REGIONS:
             regions[(region.slot, region.name if region.slot != region.name else None)] = region
         self._regions = regions
-        self._plans: dict[int, Any] = {}
-        recover = getattr(parser, "_recover", False)
-        for region in parser.REGIONS:
-            if region.slot in self._texts and not region.dirty:
-                self._plans[id(region)] = _probe_text(region)
-            elif region.slot == "tool_calls":
-                plan = None if recover else _probe_json_shape(region)
-                if plan is None and not recover and _probe_reparse(region):
-                    plan = ("reparse", None)
-                self._plans[id(region)] = plan
+        self._plans = _plans(parser)
         # text slots all of whose regions strip: their plain chunks take the fast path in feed()
         self._fast = {slot: text for slot, text in self._texts.items()
                       if all(self._plans.get(id(r)) == "strip" for r in parser.REGIONS if r.slot == slot)}
         self._calls: list[_Call] = []
+        self._xml_kinds: dict[tuple, Any] = {}  # (region, tool, key, selector) -> _xml_strip
         self._open: dict[int, Any] = {}   # id(region) -> (scanner or None, first call number)
         self._role_sent = False
+        # templates of a chunk and of its one choice (copied per chunk, never handed out)
+        self._outer = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                       "model": self.model, "choices": None}
+        self._inner = {"index": 0, "delta": None, "logprobs": None, "finish_reason": None}
         self._done = False
         self._pending = list(parser.initial_events)
+        # the fast path's text slots: filled once the role chunk was sent
+        self._fast_now: dict[str, _Text] = {}
+        if self._fast and type(self).feed is ChatCompletionStream.feed:  # (not when a subclass overrides feed)
+            self.feed = self._fast_feed()
         self._out: list[tuple] = []       # (kind, payload) deltas of the current call
 
     # --- public API --------------------------------------------------------------------------
     def feed(self, text: Any) -> list[dict]:
-        """Feed the next piece of model output; return the chunks it produced (maybe none)."""
-        events = self.parser.feed(text)
-        if len(events) == 1 and not self._open and self._role_sent:
-            # The commonest chunk: text of an open stripped block that has begun. Trailing
-            # whitespace is held; held whitespace goes out before the next text.
-            event = events[0]
-            if event["type"] == "region_chunk":
-                state = self._fast.get(event["field"])
-                piece = event["text"]
-                if state is not None and state.started:
-                    body = piece.rstrip()
-                    if not body:
-                        state.pending += piece
-                        return []
-                    if len(body) != len(piece):
-                        state.pending, piece = piece[len(body):], state.pending + body
-                    elif state.pending:
-                        piece = state.pending + piece
-                        state.pending = ""
-                    state.parts.append(piece)
-                    return [{"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                             "model": self.model, "choices": [{"index": 0, "delta": {state.key: piece},
-                                                               "logprobs": None, "finish_reason": None}]}]
+        """Feed the next piece of model output; return the chunks it produced (maybe none).
+
+        (An instance's ``feed`` is the faster :meth:`_fast_feed` closure, with the same contract.)"""
+        return self._general(self.parser.feed(text))
+
+    def _general(self, events: list[dict]) -> list[dict]:
         if self._pending:
             events = self._pending + events
             self._pending = []
         return self._chunks(events)
+
+    def _fast_feed(self) -> Callable[[Any], list[dict]]:
+        """The instance's ``feed``: the commonest chunk (after the role chunk, one ``region_chunk`` of
+        an open stripped text block that has begun, no tool region open) becomes its chunk here, with
+        trailing whitespace held and held whitespace sent before the next text; everything else
+        goes the general way. The chunk is built from per-stream templates (``dict.copy`` of a
+        dict is cheaper than a dict display) and the stream's state is bound as closure
+        variables (cheaper than attribute lookups)."""
+        parser_feed = self.parser.feed
+        fast = self._fast_now
+        open_regions = self._open
+        general = self._general
+        outer, inner = self._outer, self._inner
+
+        def feed(text: Any) -> list[dict]:
+            events = parser_feed(text)
+            if len(events) == 1 and not open_regions:
+                event = events[0]
+                if event["type"] == "region_chunk":
+                    state = fast.get(event["field"])
+                    if state is not None and state.started:
+                        piece = event["text"]
+                        body = piece.rstrip()
+                        if body is not piece:  # (str.rstrip returns the string itself when unchanged)
+                            if not body:
+                                state.pending += piece
+                                return []
+                            state.pending, piece = piece[len(body):], state.pending + body
+                        elif state.pending:
+                            piece = state.pending + piece
+                            state.pending = ""
+                        state.parts.append(piece)
+                        choice = inner.copy()
+                        choice["delta"] = {state.key: piece}
+                        chunk = outer.copy()
+                        chunk["choices"] = [choice]
+                        return [chunk]
+            return general(events)
+
+        feed.__doc__ = ChatCompletionStream.feed.__doc__
+        return feed
 
     def finalize(self, finish_reason: str | None = None, usage: dict | None = None) -> list[dict]:
         """End the stream: the last deltas, then the chunk with ``finish_reason``.
@@ -659,8 +815,12 @@ class ChatCompletionStream:
 
     # --- machinery ---------------------------------------------------------------------------
     def _chunk(self, delta: dict, finish_reason: str | None = None) -> dict:
-        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
+        choice = self._inner.copy()
+        choice["delta"] = delta
+        choice["finish_reason"] = finish_reason
+        chunk = self._outer.copy()
+        chunk["choices"] = [choice]
+        return chunk
 
     def _chunks(self, events: list[dict]) -> list[dict]:
         deltas: list[tuple] = []  # ("text", key, str) | ("tool", index, dict)
@@ -707,6 +867,7 @@ class ChatCompletionStream:
         if not self._role_sent:
             self._role_sent = True
             chunks.append(self._chunk({"role": "assistant"}))
+            self._fast_now.update(self._fast)
         # one chunk per run of deltas of one key (or one tool call)
         for item in _merged(deltas):
             if item[0] == "text":
@@ -802,6 +963,9 @@ class ChatCompletionStream:
         if mode == "reparse":
             self._open[id(region)] = (_Reparse(), base, region)
             return
+        if mode == "xml":
+            self._open[id(region)] = (_XmlArgs(extra), base, region)
+            return
 
         def out(kind: str, n: int, payload: str) -> None:
             self._scanned(region, base + n, kind, payload)
@@ -889,6 +1053,9 @@ class ChatCompletionStream:
             if state[0].due():
                 self._reparse(state[0], state[1], region)
             return
+        if state[0].mode == "xml":
+            self._xml_open(state[0], state[1], region)
+            return
         if state[0].mode != "args":
             return
         match = getattr(parser, "_groups", None)
@@ -947,6 +1114,187 @@ class ChatCompletionStream:
             call.fwd.append("".join(pieces))
             self._send_args(call)
 
+    # --- xml-inline parameters as they are written ------------------------------------------
+    def _xml_open(self, state: _XmlArgs, base: int, region: Any) -> None:
+        """After a ``feed``, with the region still open: read the name from the open delimiter
+        (once), then convert the body read so far."""
+        if state.dead:
+            return
+        call = self._call(base)
+        if not state.ready:
+            match = getattr(self.parser, "_groups", None)
+            scope = dict.fromkeys(region.groups)
+            if match is not None:
+                scope.update(match.groupdict())
+            try:
+                calls = _calls_of(region.process("", scope))
+            except Exception:  # noqa: BLE001 - no name: the close sends the call
+                state.dead = True
+                state.text = ""
+                return
+            name = _function(calls[0]).get("name") if len(calls) == 1 else None
+            if not isinstance(name, str) or not name:
+                state.dead = True  # the close sends the call
+                state.text = ""
+                return
+            state.ready = True
+            call.name = name
+            self._send_name(call)
+        self._xml_scan(state, call, region)
+
+    def _xml_value(self, name: str, key: str, selector: str | None, raw: str, region: Any) -> Any:
+        """The message's value of one parameter from its raw text: value parser, then tool type."""
+        parse = self._plans[id(region)][1][3]
+        value = raw if parse is None else parse(raw, selector)
+        tools = getattr(self.parser, "_tools", None)
+        if tools and region.typed:
+            call = {"function": {"name": name, "arguments": {key: value}}}
+            coerce_tool_calls(call, tools)
+            value = call["function"]["arguments"][key]
+        return value
+
+    def _xml_strip(self, name: str, key: str, selector: str | None, region: Any) -> tuple | None:
+        """How parameter ``key`` of tool ``name`` streams: ``(lstrip, rstrip)`` when its value stays
+        the raw text (whitespace stripped at the ends as the flags say), None when its value parser
+        or tool type may change it (it is held until complete). Decided by running both on samples."""
+        cache = self._xml_kinds
+        got = cache.get((id(region), name, key, selector), _MISSING)
+        if got is not _MISSING:
+            return got
+        try:
+            def value(raw: str) -> Any:
+                return self._xml_value(name, key, selector, raw, region)
+
+            if any(value(raw) != raw for raw in _STRING_SAMPLES):
+                got = None
+            else:
+                left, right, both = value(" \n a"), value("a \n "), value(" a ")
+                got = (left == "a", right == "a")
+                if (left not in (" \n a", "a") or right not in ("a \n ", "a")
+                        or both != " a "[got[0]:3 - got[1]]):
+                    got = None
+        except Exception:  # noqa: BLE001 - a value parser that fails on a sample: typed, held
+            got = None
+        cache[(id(region), name, key, selector)] = got
+        return got
+
+    def _xml_scan(self, state: _XmlArgs, call: _Call, region: Any) -> None:
+        """Convert the body text not read yet: each parameter found opens ``"key": "`` and streams
+        its string value (escaped as JSON text) up to what may still be its closing text or
+        stripped whitespace; a typed parameter goes out whole, typed, when its closing text is
+        complete."""
+        full, opening, closing, _, switch = state.plan
+        text = state.text
+        out: list[str] = []
+        while not state.dead:
+            cur = state.cur
+            if cur is None:
+                m = full.search(text)
+                if m is not None:  # a whole parameter
+                    key = m.group("key")
+                    selector = m.group(switch) if switch is not None else None
+                    try:
+                        value = self._xml_value(call.name, key, selector, m.group("value"), region)
+                    except Exception:  # noqa: BLE001 - the close decides
+                        state.dead = True
+                        break
+                    out.append(("{" if not state.begun else ", ") + _dumps(key) + ": " + _dumps(value))
+                    state.begun = True
+                    state.keys.append(key)
+                    text = text[m.end():]
+                    continue
+                # a parameter's opening, settled when text follows it (its greedy end, such as
+                # "\n?" or "\s*", has then seen the character that stops it)
+                m = opening.search(text, partial=True)
+                if m is None:
+                    text = ""
+                    break
+                if m.partial or m.end() == len(text):
+                    text = text[m.start():]
+                    break
+                key = m.group("key")
+                selector = m.group(switch) if switch is not None else None
+                cur = state.cur = _Param(key, selector, self._xml_strip(call.name, key, selector, region),
+                                         text[m.start():m.end()])
+                text = text[m.end():]
+                if cur.strip is not None:
+                    out.append(("{" if not state.begun else ", ") + _dumps(key) + ': "')
+                    state.begun = True
+            found = closing.search(text, partial=True)
+            if found is not None and not found.partial:  # the parameter is complete
+                raw = "".join(cur.raw) + text[:found.start()]
+                whole = cur.head + raw + found.group()
+                m = full.match(whole)
+                if m is None or m.end() != len(whole) or m.group("value") != raw:
+                    state.dead = True  # read differently than the tag_pattern reads it
+                    break
+                try:
+                    value = self._xml_value(call.name, cur.key, cur.selector, raw, region)
+                except Exception:  # noqa: BLE001 - the close decides
+                    state.dead = True
+                    break
+                if cur.strip is None:
+                    out.append(("{" if not state.begun else ", ") + _dumps(cur.key) + ": " + _dumps(value))
+                    state.begun = True
+                else:
+                    self._xml_piece(cur, text[:found.start()], out, True)
+                    out.append('"')
+                state.keys.append(cur.key)
+                state.cur = None
+                text = text[found.end():]
+                continue
+            hold = len(text) if found is None else found.start()
+            piece = text[:hold]
+            if piece:
+                cur.raw.append(piece)
+                if cur.strip is not None:
+                    self._xml_piece(cur, piece, out, False)
+            text = text[hold:]
+            break
+        state.text = text
+        if out:
+            call.streaming = True
+            call.fwd.append("".join(out))
+            self._send_args(call)
+
+    @staticmethod
+    def _xml_piece(cur: _Param, piece: str, out: list[str], final: bool) -> None:
+        """Send ``piece`` of a string value as JSON string text: leading whitespace dropped and
+        trailing whitespace held (dropped at the end) when the value is stripped."""
+        lstrip, rstrip = cur.strip
+        if lstrip and not cur.started:
+            piece = piece.lstrip()
+            if not piece:
+                return
+        cur.started = True
+        whole = cur.pending + piece
+        if rstrip:
+            body = whole.rstrip()
+            cur.pending = "" if final else whole[len(body):]
+            whole = body
+        else:
+            cur.pending = ""
+        if whole:
+            out.append(_dumps(whole)[1:-1])
+
+    def _xml_finish(self, state: _XmlArgs, call: _Call, region: Any, arguments: Any) -> None:
+        """At the close: convert the rest of the body, send the parameters the message has that
+        were not found (none, normally) and the closing brace."""
+        self._xml_scan(state, call, region)
+        if state.dead or state.cur is not None or not isinstance(arguments, dict):
+            return  # reported by the caller's check
+        keys = set(state.keys)
+        pieces = []
+        for key, value in arguments.items():
+            if key not in keys:
+                pieces.append(("{" if not state.begun and not pieces else ", ") + _dumps(key) + ": " + _dumps(value))
+        if not state.begun and not pieces:
+            pieces.append("{")
+        call.streaming = True
+        call.fwd.append("".join(pieces) + "}")
+        call.done = True
+        self._send_args(call)
+
     def _finish_reparse(self, state: _Reparse, call: _Call, arguments: Any) -> None:
         """At the close: send the parameters not sent yet and the closing brace."""
         if not isinstance(arguments, dict) or any(arguments.get(k, _MISSING) != v for k, v in state.sent):
@@ -964,6 +1312,8 @@ class ChatCompletionStream:
         calls = _calls_of(value)
         if isinstance(scanner, _Reparse) and scanner.sent and len(calls) == 1 and base < len(self._calls):
             self._finish_reparse(scanner, self._calls[base], _function(calls[0]).get("arguments"))
+        if isinstance(scanner, _XmlArgs) and scanner.ready and len(calls) == 1:
+            self._xml_finish(scanner, self._calls[base], region, _function(calls[0]).get("arguments"))
         if not region.repeats and not region.extend and base and calls:
             self.diagnostics.append({"field": "tool_calls", "problem": "a later tool region replaced calls already sent"})
         for k, call_value in enumerate(calls):

@@ -338,6 +338,8 @@ def make_field_processor(
     Returns:
         Callable[[str, dict], Any]: ``process(body, captures) -> value`` where ``captures`` is
         the merged ``groupdict()`` of the open and close matches (deviation D4; may be empty).
+        Its attributes ``content_parser`` and ``content_args`` are ``content`` and
+        ``content_args`` (read by ``respc.openai``), ``repair`` is the ``errors="recover"`` form.
 
     Raises:
         ContentParseError: (from ``process``) the body does not parse, or ``transform_each``
@@ -381,6 +383,9 @@ def make_field_processor(
         return (value, notes) if notes else None
 
     process.repair = repair
+    # read by respc.openai to stream xml-inline parameters as they are written (issue 9)
+    process.content_parser = content
+    process.content_args = content_args
     process.repair_on_success = bool(record is not None and record.repair_on_success and fix is not None)
     return process
 

@@ -306,25 +306,72 @@ def test_responses_length_is_incomplete():
     assert events[-1]["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
 
 
-def test_xml_parameters_stream_one_by_one():
-    """qwen3_coder per character: the name goes out at the open delimiter; a parameter is sent,
-    typed, once the next one has begun; the rest and the closing brace at the close."""
+def _argument_pieces(out: list[dict]) -> list[tuple[int, str, str]]:
+    """(chunk number, "name" | "arguments", text) of every tool-call delta, in order."""
+    got = []
+    for n, chunk in enumerate(out):
+        for call in chunk["choices"][0]["delta"].get("tool_calls", ()):
+            for key, piece in call.get("function", {}).items():
+                got.append((n, key, piece))
+    return got
+
+
+def test_xml_parameters_stream_as_written():
+    """qwen3_coder per character: the name goes out at the open delimiter; a string parameter
+    streams one character per chunk as JSON string text; a parameter the schema types as integer
+    is held until its closing tag, then sent typed; the newline the tag_pattern strips before
+    ``</parameter>`` is never sent."""
     tools = [{"type": "function", "function": {"name": "write", "parameters": {
         "type": "object", "properties": {"path": {"type": "string"}, "n": {"type": "integer"}}}}}]
     text = ("<tool_call>\n<function=write>\n<parameter=n>\n12\n</parameter>\n<parameter=path>\n/tmp/a.txt\n"
             "</parameter>\n<parameter=body>\n" + "x" * 40 + "\n</parameter>\n</function>\n</tool_call>")
     module = importlib.import_module("respc.generated.qwen3_coder")
     stream, out = _stream(module, "", list(text), tools)
-    sent_at = {}
-    for n, chunk in enumerate(out):
-        for call in chunk["choices"][0]["delta"].get("tool_calls", ()):
-            for key, piece in call.get("function", {}).items():
-                sent_at.setdefault(key, []).append((n, piece))
-    assert sent_at["name"] == [(sent_at["name"][0][0], "write")]
-    args = [piece for _, piece in sent_at["arguments"]]
-    assert args[0] == '{"n": 12' and args[1] == ', "path": "/tmp/a.txt"'
+    pieces = _argument_pieces(out)
+    assert [p for _, k, p in pieces if k == "name"] == ["write"]
+    args = [p for _, k, p in pieces if k == "arguments"]
     assert "".join(args) == '{"n": 12, "path": "/tmp/a.txt", "body": "' + "x" * 40 + '"}'
-    assert sent_at["arguments"][0][0] < sent_at["arguments"][1][0] < sent_at["arguments"][-1][0]  # before the close
+    # typed: one piece at its closing tag; strings: one character per chunk, the closing quote at
+    # </parameter>, the brace at the close
+    assert args == (['{"n": 12', ', "path": "/'] + list("tmp/a.txt") + ['"', ', "body": "x'] + ["x"] * 39
+                    + ['"', "}"])
+    assert not any("\\n" in piece for piece in args)  # the stripped newline was never sent
+    # each string character went out before the closing tag was complete
+    first_x = next(n for n, k, p in pieces if p == "x")
+    assert first_x < text.index("x" * 40) + 40
+    assert stream.diagnostics == [] and stream.message["tool_calls"][0]["function"]["arguments"] == {
+        "n": 12, "path": "/tmp/a.txt", "body": "x" * 40}
+
+
+def test_xml_string_values_are_escaped_and_stripped_as_they_stream():
+    """minimax_m2 (``\\s*`` around the value): leading whitespace is dropped, inner whitespace
+    sent once text follows it, trailing whitespace never sent; quotes, backslashes and newlines
+    are escaped piece by piece; an untyped value that looks like JSON stays a string."""
+    value = 'say "hi"\\n  then\ttab \\'
+    text = ('<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">\n   ' + value + '  \n </parameter>\n'
+            '<parameter name="b">[1, 2]</parameter>\n</invoke>\n</minimax:tool_call>')
+    module = importlib.import_module("respc.generated.minimax_m2")
+    for chunks in (list(text), [text[:70], text[70:75], text[75:]]):
+        stream, out = _stream(module, "", chunks)
+        args = [p for _, k, p in _argument_pieces(out) if k == "arguments"]
+        assert stream.message["tool_calls"][0]["function"]["arguments"] == {"a": value, "b": "[1, 2]"}
+        assert json.loads("".join(args)) == {"a": value, "b": "[1, 2]"}
+        assert "".join(args) == json.dumps({"a": value, "b": "[1, 2]"}, ensure_ascii=False)
+        assert stream.diagnostics == []
+    assert len(args) == 3 or len(args) > 20  # pieces (three feeds) or characters (per character)
+
+
+def test_xml_typed_by_the_value_parser_is_held():
+    """deepseek_v3_2: ``string="false"`` values go through the json value parser, so they are held
+    and sent decoded; ``string="true"`` values stream as text."""
+    text = ('<｜DSML｜invoke name="f">\n<｜DSML｜parameter name="n" string="false">[1, 2]</｜DSML｜parameter>\n'
+            '<｜DSML｜parameter name="s" string="true">ab</｜DSML｜parameter>\n</｜DSML｜invoke>')
+    module = importlib.import_module("respc.generated.deepseek_v3_2")
+    stream, out = _stream(module, "<｜Assistant｜></think>", list(text))
+    args = [p for _, k, p in _argument_pieces(out) if k == "arguments"]
+    assert args[0] == '{"n": [1, 2]'
+    assert "".join(args) == '{"n": [1, 2], "s": "ab"}' and ', "s": "a' in args
+    assert stream.message["tool_calls"][0]["function"]["arguments"] == {"n": [1, 2], "s": "ab"}
     assert stream.diagnostics == []
 
 
@@ -340,3 +387,96 @@ def test_recover_sends_a_malformed_call_as_content():
         assert '<tool_call>{"name": "f"' in stream.message["content"]
         assert not choice.message.tool_calls and choice.finish_reason == "stop"
         assert stream.diagnostics == []
+
+
+def test_xml_repeated_parameter_parses_to_the_last_value():
+    """glm4_5: a key written twice is sent twice; the fragments parse (last wins, as in JSON
+    readers) to the message's arguments, which keep the last value; a typed value is held."""
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"n": {"type": "number"}, "s": {"type": "string"}}}}}]
+    text = ("<tool_call>f\n<arg_key>s</arg_key>\n<arg_value>one</arg_value>\n<arg_key>n</arg_key>\n"
+            "<arg_value>2.5</arg_value>\n<arg_key>s</arg_key>\n<arg_value>two</arg_value>\n</tool_call>")
+    module = importlib.import_module("respc.generated.glm4_5")
+    stream, out = _stream(module, "", list(text), tools)
+    args = [p for _, k, p in _argument_pieces(out) if k == "arguments"]
+    assert stream.message["tool_calls"][0]["function"]["arguments"] == {"s": "two", "n": 2.5}
+    assert "".join(args) == '{"s": "one", "n": 2.5, "s": "two"}'
+    assert ', "n": 2.5' in args and "o" in args  # the number in one piece, the strings by characters
+    assert json.loads("".join(args)) == stream.message["tool_calls"][0]["function"]["arguments"]
+    assert stream.diagnostics == []
+
+
+def test_fast_feed_equals_the_general_path():
+    """The instance's fast ``feed`` and the class's general ``feed`` give the same chunks (on
+    reasoning, text with held whitespace and a tool call, in 1- and 3-character chunks); a
+    subclass that overrides ``feed`` keeps its override."""
+    text = "<think>\n a  b \n</think>\n\nHi  there \n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>"
+    for size in (1, 3):
+        chunks = [text[i:i + size] for i in range(0, len(text), size)]
+        results = []
+        for general in (False, True):
+            stream = ChatCompletionStream(_qwen3().ResponseParser(""), ids=lambda n: f"call_{n}",
+                                          completion_id="x", created=0)
+            feed = (lambda piece, s=stream: ChatCompletionStream.feed(s, piece)) if general else stream.feed
+            out = [c for piece in chunks for c in feed(piece)] + stream.finalize()
+            results.append(out)
+        assert results[0] == results[1]
+        assert "".join(d.get("content", "") for d in _deltas(results[0])) == "Hi  there"
+
+    class Counting(ChatCompletionStream):
+        calls = 0
+
+        def feed(self, text):
+            Counting.calls += 1
+            return super().feed(text)
+
+    stream = Counting(_qwen3().ResponseParser(""))
+    stream.feed("a")
+    stream.feed("b")
+    assert Counting.calls == 2
+
+
+XML_FORMS = {  # family: (call opening, one parameter, call closing), as the family's template reads them
+    "qwen3_coder": ("<tool_call>\n<function=f>\n", "<parameter={k}>\n{v}\n</parameter>\n", "</function>\n</tool_call>"),
+    "minimax_m2": ('<minimax:tool_call>\n<invoke name="f">\n', '<parameter name="{k}">{v}</parameter>\n',
+                   "</invoke>\n</minimax:tool_call>"),
+    "glm4_5": ("<tool_call>f\n", "<arg_key>{k}</arg_key>\n<arg_value>{v}</arg_value>\n", "</tool_call>"),
+}
+#: value pieces that stress holding: cut-off closing tags, whitespace, escapes, non-ASCII
+XML_ALPHABET = ["a", " ", "\n", "<", "/", ">", '"', "\\", "</param", "</parameter", "</arg", "é", "\t", "1", "{"]
+
+
+@pytest.mark.parametrize("family", sorted(XML_FORMS))
+def test_xml_random_values_and_chunkings(family):
+    """Seeded random parameter values (typed and untyped, with and without tools) in random
+    chunkings: the message equals the whole-text parse, no diagnostics, and the fragments parse
+    to its arguments."""
+    import random
+
+    rng = random.Random(family)
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+        "n": {"type": "integer"}, "s": {"type": "string"}, "o": {"type": "object"}}}}}]
+    module = importlib.import_module(f"respc.generated.{family}")
+    opening, parameter, closing = XML_FORMS[family]
+    checked = 0
+    for trial in range(120):
+        params = []
+        for _ in range(rng.randint(0, 3)):
+            key = rng.choice(["s", "n", "o", "x"])
+            value = "".join(rng.choice(XML_ALPHABET) for _ in range(rng.randint(0, 12)))
+            if key == "n" and rng.random() < 0.7:
+                value = str(rng.randint(-50, 50))
+            if key == "o" and rng.random() < 0.7:
+                value = '{"a": [1, "x"]}'
+            params.append(parameter.format(k=key, v=value))
+        text = opening + "".join(params) + closing
+        cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(0, 30))))
+        chunks = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+        given = tools if trial % 2 else None
+        expect = module.parse_response(text, prefix="", tools=given)
+        stream, out = _stream(module, "", chunks, given)
+        assert stream.message == expect and stream.diagnostics == [], text
+        args = "".join(p for _, k, p in _argument_pieces(out) if k == "arguments")
+        assert json.loads(args) == expect["tool_calls"][0]["function"]["arguments"], text
+        checked += 1
+    assert checked == 120
