@@ -43,7 +43,7 @@ from .automaton import OUTSIDE, Automaton, build_automaton
 from .ir import Delimiter, Field, Template
 
 __all__ = ["Lit", "Chars", "Seq", "Alt", "Rep", "Ref", "Except", "Grammar", "build_grammar_ir",
-           "TOOL_CHOICES", "GrammarExportError", "regex_to_ir", "tools_from_message"]
+           "TOOL_CHOICES", "GrammarExportError", "regex_to_ir", "tools_from_message", "without_optional_repairs"]
 
 TOOL_CHOICES = ("auto", "required", "none")
 MAX_CHAR = 0x10FFFF
@@ -297,6 +297,57 @@ def _lazy_to_first(items, notes: list) -> list:
             out.append(item)
         i += 1
     return out
+
+
+def without_optional_repairs(pattern: str, mark: str = "repair_") -> str:
+    """``pattern`` without its optional declared-repair groups (``(?P<repair_x>...)?``, see
+    ``runtime/stream.py`` REPAIR_GROUP): the damaged markup a template accepts but a model
+    should not be made to write. A repair group that is neither optional nor an alternative is kept.
+
+    Args:
+        pattern: a delimiter regex source.
+        mark: the group-name prefix of declared repairs.
+
+    Returns:
+        str: the pattern source with each ``(?P<mark...>...)?``, and each such group that is a
+        later alternative (``|(?P<mark...>...)`` before ``|``, ``)`` or the end), removed (escapes
+        and character classes are skipped when matching the group's parentheses).
+    """
+    head = "(?P<" + mark
+    out, i = [], 0
+    while True:
+        start = pattern.find(head, i)
+        if start < 0:
+            out.append(pattern[i:])
+            return "".join(out)
+        depth, j, in_class = 0, start, False
+        while j < len(pattern):
+            c = pattern[j]
+            if c == "\\":
+                j += 2
+                continue
+            if in_class:
+                in_class = c != "]"
+            elif c == "[":
+                in_class = True
+            elif c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        end = j + 1
+        if end < len(pattern) and pattern[end] == "?" and not pattern.startswith("??", end):
+            out.append(pattern[i:start])                  # (?P<repair_x>...)?  -> nothing
+            i = end + 1
+        elif start > 0 and pattern[start - 1] == "|" and pattern[start - 2:start] != "\\|" \
+                and (end == len(pattern) or pattern[end] in "|)"):
+            out.append(pattern[i:start - 1])              # ...|(?P<repair_x>...)  -> ...
+            i = end
+        else:
+            out.append(pattern[i:end])
+            i = end
 
 
 def regex_to_ir(pattern: str, groups: dict | None = None) -> tuple[Any, list[str]]:

@@ -49,7 +49,8 @@ from typing import Any
 
 from .automaton import Automaton
 from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, JsonBuilder, Lit, Rep, Seq,
-                         _Builder, _is_reasoning, _is_tool_field, call_shape, regex_to_ir, seq)
+                         _Builder, _is_reasoning, _is_tool_field, call_shape, regex_to_ir, seq,
+                         without_optional_repairs)
 from .ir import Field, Template
 
 __all__ = ["StructuralTagError", "build_structural_tag", "export_structural_tag"]
@@ -120,14 +121,43 @@ def _ends(f: Field, eot: set) -> tuple[list[str], Any]:
         if all(x in eot for x in f.close.literals):
             return [""], None
         return list(f.close.literals), None
-    node, _notes = regex_to_ir(f.close.pattern)
+    node, _notes = regex_to_ir(without_optional_repairs(f.close.pattern))
     items = list(node.items) if isinstance(node, Seq) else [node]
     last = items.pop() if items else None
+    # literals just before the end belong to it (sre factors a common prefix out of
+    # ``<\|call\|>|<\|end\|>`` into ``<\|`` + (call|end)...)
+    lead = ""
+    if isinstance(last, (Lit, Alt)):
+        while items and isinstance(items[-1], Lit):
+            lead = items.pop().text + lead
     if isinstance(last, Lit):
-        return [last.text], seq(*items) if items else None
+        return [lead + last.text], seq(*items) if items else None
     if isinstance(last, Alt) and all(isinstance(x, Lit) for x in last.items):
-        return [x.text for x in last.items], seq(*items) if items else None
+        return [lead + x.text for x in last.items], seq(*items) if items else None
     raise _Cannot(f"close_pattern {f.close.pattern!r} does not end in literal strings (a tag's end)")
+
+
+def _literal_list(delim) -> list[str] | None:
+    """The strings a delimiter matches when it is a literal list, or a pattern that is one once its
+    optional declared repairs are left out (``<\|channel\|>(?P<repair_space>\s)?analysis``);
+    None otherwise (or for no delimiter)."""
+    if delim is None:
+        return None
+    if delim.literals is not None:
+        return list(delim.literals)
+    node, _notes = regex_to_ir(without_optional_repairs(delim.pattern))
+    items = list(node.items) if isinstance(node, Seq) else [node]
+    last = items.pop() if items else None
+    lead = ""
+    while items and isinstance(items[-1], Lit):
+        lead = items.pop().text + lead
+    if items:
+        return None
+    if isinstance(last, Lit):
+        return [lead + last.text]
+    if isinstance(last, Alt) and all(isinstance(x, Lit) for x in last.items):
+        return [lead + x.text for x in last.items]
+    return None
 
 
 def _object(props: dict, required: list) -> dict:
@@ -184,11 +214,11 @@ class _StructuralBuilder:
         tail = _ebnf(seq(WS, head) if head is not None else WS)
         tags = []
         if shape.name_group is not None:
-            probe, _notes = regex_to_ir(f.open.pattern, {shape.name_group: Lit("\x00")})
+            probe, _notes = regex_to_ir(without_optional_repairs(f.open.pattern), {shape.name_group: Lit("\x00")})
             for begin, _rest in _begins(probe):
                 self.triggers.append(begin.split("\x00")[0] or begin)
             for name, schema in self.tools:
-                node, notes = regex_to_ir(f.open.pattern, {shape.name_group: Lit(name)})
+                node, notes = regex_to_ir(without_optional_repairs(f.open.pattern), {shape.name_group: Lit(name)})
                 self.notes.extend(f"{where} open: {n}" for n in notes if "ASCII" not in n)
                 body = _params(schema)
                 if shape.args_keys:
@@ -198,7 +228,7 @@ class _StructuralBuilder:
                     tags.append(self._tag(begin, rest, body, tail, ends))
             return tags
         node = (Alt(tuple(Lit(x) for x in f.open.literals)) if f.open.literals is not None
-                else regex_to_ir(f.open.pattern)[0])
+                else regex_to_ir(without_optional_repairs(f.open.pattern))[0])
         keys = shape.args_keys or ("arguments",)
         if jb is not None:
             calls_node = self.ir.json_calls(f, shape, jb, where)
@@ -255,12 +285,14 @@ class _StructuralBuilder:
         for f in self.t.fields:
             if not _is_reasoning(f) or f.is_implicit or not f.outside:
                 continue
-            opens = list(f.open.literals) if f.open is not None and f.open.literals is not None else None
+            if f.open is not None and f.open.pattern is not None and "(?P<repair_" in without_optional_repairs(f.open.pattern):
+                continue  # a field that only reads damaged output (gpt-oss's stripped tokens)
+            opens = _literal_list(f.open)
             if not self.reasoning:
                 if opens is None:
                     self.notes.append(f"field {f.name!r}: its pattern open cannot be kept out (--no-reasoning)")
                 return None, opens or []
-            closes = list(f.close.literals) if f.close is not None and f.close.literals is not None else None
+            closes = _literal_list(f.close)
             if opens is None or closes is None:
                 self.notes.append(f"field {f.name!r}: reasoning with pattern delimiters is free text here (a tool open "
                                   "in it is read as a call)")

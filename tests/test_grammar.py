@@ -97,3 +97,17 @@ def test_greedy_open_runs_to_the_last_literal():
                  "transform": {"name": "{name}", "body": "{content}"}}, "content": {}}}).grammar
     assert "open_region_0: /<call name=(?:[\\s\\S]){0,}>/s /(?:(?!<\\/call>)[\\s\\S])+/s?" in grammar.splitlines()
     assert _lark(grammar).parse("<call name=a>b</call>").data == "start"
+
+
+def test_optional_declared_repairs_are_left_out_of_grammar_delimiters():
+    """A declared repair (``(?P<repair_...>...)?``, runtime/stream.py) is damage the parser accepts,
+    not markup a grammar should let a model write; a non-optional repair group is kept."""
+    from respc.compiler.grammar_ir import without_optional_repairs
+
+    assert without_optional_repairs(r"<\|call\|>(?P<repair_filler>commentary(?=<\|))?|<\|end\|>") == r"<\|call\|>|<\|end\|>"
+    assert without_optional_repairs(r"<\|start\|>(?P<repair_space>\s)?assistant") == r"<\|start\|>assistant"
+    assert without_optional_repairs(r"a(?P<repair_x>[)(])?b") == "ab"              # parentheses in a class
+    assert without_optional_repairs(r"a(?P<repair_x>\))?b") == "ab"                 # an escaped parenthesis
+    assert without_optional_repairs(r"(?P<repair_t>^analysis)") == r"(?P<repair_t>^analysis)"  # not optional
+    assert without_optional_repairs(r"a(?P<repair_y>c)??d") == r"a(?P<repair_y>c)??d"          # lazy: kept
+    assert without_optional_repairs(r"a(?P<name>x)?b") == r"a(?P<name>x)?b"        # not a repair group
