@@ -181,8 +181,8 @@ def _replay_boundary(module: Any, prefix: str, raw: str) -> int:
             continue
         new = ledger[seen:]
         seen = len(ledger)
-        if all(e["field"] == REASONING for e in events) and not any(
-                e["type"] in ("region_close", "region_malformed") for e in events):
+        if all(e["field"] == REASONING or _neutral(e) for e in events) and not any(
+                e["field"] == REASONING and e["type"] in ("region_close", "region_malformed") for e in events):
             at = max(at, new[-1][1]) if new else at
             continue
         return max(_ending_step(events, new, implicit, at), 0)
@@ -197,8 +197,10 @@ def _ending_step(events: list[dict], entries: list[tuple], implicit: Any, at: in
     i = 0
     for k, event in enumerate(events):
         kind, field = event["type"], event["field"]
-        if field != REASONING:
+        if field != REASONING and not _neutral(event):
             return entries[i][0] if i < len(entries) else at
+        if field != REASONING and kind != "region_chunk":
+            continue  # the implicit answer opens and closes without delimiters
         if kind == "region_chunk":
             while i < len(entries) and entries[i][2] != "text":
                 i += 1
@@ -284,6 +286,18 @@ def _phase_over(module: Any, text: str) -> bool:
     return _events_end_phase(cls("", errors="recover").feed(rest))
 
 
+def _neutral(event: dict) -> bool:
+    """Whitespace of the answer before the reasoning opens (GLM-4.5 writes ``\n<think>``): a
+    ``content`` event that does not end the reasoning phase."""
+    if event["field"] != "content":
+        return False
+    if event["type"] == "region_chunk":
+        return not event["text"].strip()
+    if event["type"] == "region_close":
+        return not event.get("value")
+    return event["type"] == "region_open"
+
+
 def _events_end_phase(events: list[dict]) -> bool:
     """Whether ``events`` leave the reasoning phase over: after the last reasoning ``region_open``
     (a prompt may hold whitespace or an earlier block before it) the reasoning region closed or an
@@ -293,6 +307,8 @@ def _events_end_phase(events: list[dict]) -> bool:
         if event["field"] == REASONING and event["type"] == "region_open":
             start = n
     for event in events[start:]:
+        if _neutral(event):
+            continue
         if event["field"] != REASONING or event["type"] in ("region_close", "region_malformed"):
             return True
     return False

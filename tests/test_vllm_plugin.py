@@ -112,9 +112,11 @@ def _reasoning_after_content(family, prefix, text):
     limit, see respc.vllm): vLLM then keeps one of the two parsers' reasoning only."""
     module = importlib.import_module(f"respc.generated.{family}")
     parser = module.ResponseParser(prefix, errors="recover")
-    events = list(parser.initial_events) + parser.feed(text) + parser.finalize()[1]
+    events = parser.feed(text) + parser.finalize()[1]  # the prompt's own blocks do not count
     other = False
     for event in events:
+        if rv._neutral(event):
+            continue
         if event["field"] != "reasoning_content" or event["type"] == "region_close":
             other = True
         elif event["type"] == "region_open" and other:
