@@ -23,9 +23,10 @@ How the work is split (vLLM's calling conventions):
   ``adjust_initial_state_from_prompt``; the tokenizer decodes the ids with special tokens kept), so
   the template's start anchor and a prompt that opens (or closes) the reasoning decide where the
   output starts. It streams ``reasoning`` deltas until the reasoning phase ends -- the reasoning
-  region closes, or the first region of another field opens -- and then hands the raw output text
-  after that point on as ``content`` (the ledger of the generated parser tells the offset). vLLM gives
-  that text to the tool parser, or passes it through as content when there is no tool parsing.
+  region closes, or another field begins (not whitespace before ``<think>``) -- and then hands the
+  raw output text after that point on as ``content`` (a one-character-at-a-time replay with the
+  parser's ledger finds the offset). vLLM gives that text to the tool parser, or passes it through
+  as content when there is no tool parsing.
 - The tool parser runs a second generated parser (``prefix=""``: the text starts after the
   reasoning) wrapped in :class:`respc.openai.ChatCompletionStream`, so content, later reasoning
   blocks and tool calls stream exactly as the OpenAI adapter sends them: tool-call deltas with
@@ -40,7 +41,8 @@ How the work is split (vLLM's calling conventions):
 - Multi-token deltas: a delta is fed whole, any number of tokens; the parsers hold back a partial
   delimiter at the end of a delta until the next one decides it.
 
-Known limits: in non-streaming ``parse``, reasoning that comes after content (a second reasoning
+Known limits (docs/serving.md): with ``errors="recover"`` tool-call arguments go out in one fragment
+at the call's close (ChatCompletionStream streams them as written in strict mode only); in non-streaming ``parse``, reasoning that comes after content (a second reasoning
 block) is not returned (``ExtractedToolCallInformation`` has no reasoning field); a second reasoning
 block streamed by the tool parser is sent without the template's ``join`` text before it;
 ``is_reasoning_end_streaming`` on an instance that is not streaming (vLLM's structured-output gate)
@@ -243,7 +245,6 @@ class _ReasoningRun:
         self.delta_start = 0
         self.ended = False
         self.boundary: int | None = None
-        self._seen = 0
         self.ended = self._check()
 
     def _check(self) -> bool:
