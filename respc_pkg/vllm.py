@@ -1,0 +1,634 @@
+"""vLLM plug-in: a reasoning parser and a tool parser backed by a generated respc module (issue 9).
+
+vLLM (0.33) parses model output with one unified ``Parser`` per request (``vllm/parser/``). Out-of-tree
+plug-ins still plug in as the two legacy classes it composes (``ParserManager.get_parser`` wraps them
+in a ``DelegatingParser``): a ``ReasoningParser`` (``--reasoning-parser``, registered with
+``ReasoningParserManager``) and a ``ToolParser`` (``--tool-call-parser``, ``ToolParserManager``),
+loaded from a file given to ``--tool-parser-plugin`` / ``--reasoning-parser-plugin``. vLLM's own
+unified hook for declarative parsers (``ResponseTemplateToolParser``) needs ``response_template``
+metadata in the tokenizer config, so this plug-in uses the two legacy classes::
+
+    import respc.vllm
+    respc.vllm.register("qwen3")       # registers "respc-qwen3" with both managers
+
+    vllm serve Qwen/Qwen3-8B --enable-auto-tool-choice --tool-parser-plugin respc.vllm_plugin \\
+        --tool-call-parser respc-qwen3 --reasoning-parser-plugin respc.vllm_plugin --reasoning-parser respc-qwen3
+
+(vLLM imports a plug-in given by module name, or by file path; ``respc.vllm_plugin`` registers every
+catalogue template, or those named in ``RESPC_VLLM_TEMPLATES``, comma-separated.)
+
+How the work is split (vLLM's calling conventions):
+
+- The reasoning parser runs the generated parser from the rendered prompt (``set_prompt_token_ids`` /
+  ``adjust_initial_state_from_prompt``; the tokenizer decodes the ids with special tokens kept), so
+  the template's start anchor and a prompt that opens (or closes) the reasoning decide where the
+  output starts. It streams ``reasoning`` deltas until the reasoning phase ends -- the reasoning
+  region closes, or another field begins (not whitespace before ``<think>``) -- and then hands the
+  raw output text after that point on as ``content`` (a one-character-at-a-time replay with the
+  parser's ledger finds the offset). vLLM gives that text to the tool parser, or passes it through
+  as content when there is no tool parsing.
+- The tool parser runs a second generated parser (``prefix=""``: the text starts after the
+  reasoning) wrapped in :class:`respc.openai.ChatCompletionStream`, so content, later reasoning
+  blocks and tool calls stream exactly as the OpenAI adapter sends them: tool-call deltas with
+  ``index``, ``id``, ``type``, ``function.name`` and ``function.arguments`` fragments, typed by the
+  request's tool schemas. ``finish_streaming`` (vLLM calls it on the last delta) finalizes the parser.
+- Both parse with ``errors="recover"``: model output never raises.
+- ``tool_choice="none"`` and requests without tools (vLLM then sets ``tool_choice="none"``): the tool
+  parser passes its text through as content unparsed, as vLLM does without tool parsing.
+- ``adjust_request`` sets ``skip_special_tokens=False`` when a delimiter of the template is a special
+  token of the tokenizer (other than its EOS token); otherwise the detokenizer would drop it. The tool
+  parser does this only when the request has tools.
+- Multi-token deltas: a delta is fed whole, any number of tokens; the parsers hold back a partial
+  delimiter at the end of a delta until the next one decides it.
+
+Known limits (docs/serving.md): with ``errors="recover"`` tool-call arguments go out in one fragment
+at the call's close (ChatCompletionStream streams them as written in strict mode only); in non-streaming ``parse``, reasoning that comes after content (a second reasoning
+block) is not returned (``ExtractedToolCallInformation`` has no reasoning field); a second reasoning
+block streamed by the tool parser is sent without the template's ``join`` text before it;
+``is_reasoning_end_streaming`` on an instance that is not streaming (vLLM's structured-output gate)
+decodes and scans all ids of the step.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from respc.openai import ChatCompletionStream
+
+INSTALL = "pip install --no-deps vllm==0.33.0 && pip install -e '.[vllm]'"
+
+try:
+    from vllm.entrypoints.generate.base.protocol import (
+        DeltaFunctionCall,
+        DeltaMessage,
+        DeltaToolCall,
+        ExtractedToolCallInformation,
+        FunctionCall,
+        ToolCall,
+    )
+    from vllm.reasoning import ReasoningParser, ReasoningParserManager
+    from vllm.tool_parsers import ToolParser, ToolParserManager
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(f"respc.vllm needs vLLM's parser modules ({exc}); install them with: {INSTALL}") from exc
+
+__all__ = ["register", "reasoning_parser_class", "tool_parser_class", "RespcReasoningParser", "RespcToolParser",
+           "INSTALL"]
+
+REASONING = "reasoning_content"
+
+
+def _module(name: str) -> Any:
+    try:
+        return importlib.import_module(f"respc.generated.{name}")
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"respc.vllm: no catalogue template named {name!r} (respc.generated.{name})") from exc
+
+
+def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
+    """The text of ``ids`` with special tokens kept (the template's delimiters may be special)."""
+    try:
+        return tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    except TypeError:
+        return tokenizer.decode(list(ids), skip_special_tokens=False)
+
+
+def _template_strings(name: str) -> list[str]:
+    from importlib import resources
+
+    path = resources.files("respc.templates") / f"{name}.json"
+    if not path.is_file():
+        return []
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(json.loads(path.read_text(encoding="utf-8")).get("fields", {}))
+    return out
+
+
+def special_delimiters(name: str, tokenizer: Any) -> list[str]:
+    """Special tokens of ``tokenizer`` (its EOS token excepted) that occur in the delimiters of
+    catalogue template ``name``, sorted. Non-empty: the output must be decoded with
+    ``skip_special_tokens=False`` for the parser to see them.
+
+    Args:
+        name: a catalogue template (``respc/templates/<name>.json``).
+        tokenizer: anything with ``all_special_tokens`` (a list of str) and optionally ``eos_token``.
+    """
+    specials = set(getattr(tokenizer, "all_special_tokens", None) or ())
+    specials.discard(getattr(tokenizer, "eos_token", None))
+    strings = _template_strings(name)
+    return sorted(token for token in specials if token and any(token in s for s in strings))
+
+
+def _keep_special_tokens(name: str, tokenizer: Any, request: Any) -> Any:
+    # None is vLLM's default, which means True
+    if getattr(request, "skip_special_tokens", None) is not False and special_delimiters(name, tokenizer):
+        request.skip_special_tokens = False
+    return request
+
+
+class _Recorder:
+    """A generated parser seen through a proxy that keeps the events it returns, so a
+    ChatCompletionStream and the boundary search read the same run."""
+
+    def __init__(self, parser: Any) -> None:
+        self._parser = parser
+        self.events: list[dict] = list(parser.initial_events)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._parser, name)
+
+    def feed(self, text: str) -> list[dict]:
+        events = self._parser.feed(text)
+        self.events.extend(events)
+        return events
+
+    def finalize(self) -> tuple[dict, list[dict]]:
+        message, events = self._parser.finalize()
+        self.events.extend(events)
+        return message, events
+
+
+def _replay_boundary(module: Any, prefix: str, raw: str) -> int:
+    """The response offset in ``raw`` where the reasoning phase ends (0 when there was none).
+
+    ``raw`` is fed again one character at a time to a parser with a ledger, so each step adds few
+    ledger entries: a step whose events are all reasoning events (its opener, text) extends the
+    reasoning to its last entry; the step that ends the phase adds the reasoning's closer, if any,
+    and the opener of what follows. The reasoning closed and another explicit region opened with one
+    delimiter only: that delimiter is the other region's opener (the reasoning had no closer).
+    """
+    parser = module.ResponseParser(prefix, errors="recover", ledger=True)
+    ledger = parser.ledger
+    implicit = module.ResponseParser.REGIONS[parser.OUTSIDE_FIELD].slot if parser.OUTSIDE_FIELD is not None else None
+    at = 0
+    seen = 0  # ledger entries up to the last step that had events (a delimiter may be entered
+    # a step before the event that it opens, e.g. a container region with no events of its own)
+    steps = [(ch, False) for ch in raw] + [("", True)]
+    for ch, last in steps:
+        events = parser.finalize()[1] if last else parser.feed(ch)
+        if not events:
+            continue
+        new = ledger[seen:]
+        seen = len(ledger)
+        if all(e["field"] == REASONING or _neutral(e) for e in events) and not any(
+                e["field"] == REASONING and e["type"] in ("region_close", "region_malformed") for e in events):
+            at = max(at, new[-1][1]) if new else at
+            continue
+        return max(_ending_step(events, new, implicit, at), 0)
+    return max(at, 0)
+
+
+def _ending_step(events: list[dict], entries: list[tuple], implicit: Any, at: int) -> int:
+    """The boundary within the step that ends the reasoning phase: its events and ledger entries
+    are walked together (one ``text`` entry per ``region_chunk``, one ``delimiter`` per explicit
+    opener, the reasoning's closer when there are more delimiters before the next text than
+    explicit openers need)."""
+    i = 0
+    for k, event in enumerate(events):
+        kind, field = event["type"], event["field"]
+        if field != REASONING and not _neutral(event):
+            return entries[i][0] if i < len(entries) else at
+        if field != REASONING and kind != "region_chunk":
+            continue  # the implicit answer opens and closes without delimiters
+        if kind == "region_chunk":
+            while i < len(entries) and entries[i][2] != "text":
+                i += 1
+            if i < len(entries):
+                at = entries[i][1]
+                i += 1
+        elif kind == "region_open":
+            if i < len(entries) and entries[i][2] == "delimiter":
+                at = entries[i][1]
+                i += 1
+        else:  # the reasoning closes
+            rest = events[k + 1:]
+            until = next((n for n, e in enumerate(rest) if e["type"] == "region_chunk"), len(rest))
+            opens = sum(1 for e in rest[:until] if e["type"] == "region_open" and e["field"] != implicit)
+            j = i
+            while j < len(entries) and entries[j][2] != "text":
+                j += 1
+            delimiters = sum(1 for entry in entries[i:j] if entry[2] == "delimiter")
+            if delimiters > opens and entries[i][2] == "delimiter":
+                at = entries[i][1]
+            return at
+    return at
+
+
+class _ReasoningRun:
+    """The generated parser from the prompt on, until the reasoning phase ends.
+
+    ``feed`` returns ``(reasoning text, content text or None)``: the reasoning deltas as the OpenAI
+    adapter strips them, and once the phase has ended the raw output text after it.
+    """
+
+    def __init__(self, module: Any, prefix: str, ids: Callable[[int], str] | None = None) -> None:
+        parser = module.ResponseParser(prefix, errors="recover")
+        self.module = module
+        self.prefix = prefix
+        self.recorder = _Recorder(parser)
+        self.stream = ChatCompletionStream(self.recorder, ids=ids)
+        self.raw: list[str] = []
+        self.fed = 0
+        self.delta_start = 0
+        self.ended = False
+        self.boundary: int | None = None
+        self.ended = self._check()
+
+    def _check(self) -> bool:
+        """Whether the events so far end the reasoning phase (see :func:`_events_end_phase`)."""
+        return _events_end_phase(self.recorder.events)
+
+    def feed(self, text: str) -> tuple[str, str | None]:
+        self.raw.append(text)
+        chunks = self.stream.feed(text)
+        reasoning = "".join(c["choices"][0]["delta"].get(REASONING, "") for c in chunks if c["choices"])
+        if not self.ended and self._check():
+            self.ended = True
+            self.boundary = _replay_boundary(self.module, self.prefix, "".join(self.raw))
+            self.delta_start = self.fed
+            self.fed += len(text)
+            # from the boundary: text of earlier deltas may have been held, never sent
+            return reasoning, "".join(self.raw)[self.boundary:]
+        self.fed += len(text)
+        return reasoning, None
+
+    def finalize(self) -> list[dict]:
+        """The last chunks (the output ended before the reasoning phase did, as far as the parser
+        could tell while text was held); ``ended`` and ``boundary`` are set from the final events."""
+        chunks = self.stream.finalize()
+        if not self.ended and self._check():
+            self.ended = True
+            self.boundary = _replay_boundary(self.module, self.prefix, "".join(self.raw))
+        return chunks
+
+
+def _phase_over(module: Any, text: str) -> bool:
+    """Whether the reasoning phase is over at the end of ``text`` (a prompt, or a prompt and output):
+    the text after the template's start anchor (all of it when there is none) is parsed and the
+    reasoning region has closed or another field has begun."""
+    cls = module.ResponseParser
+    last = None
+    for match in cls.START_ANCHOR.finditer(text):
+        last = match.end()
+    rest = text if last is None else text[last:]
+    return _events_end_phase(cls("", errors="recover").feed(rest))
+
+
+def _neutral(event: dict) -> bool:
+    """Whitespace of the answer before the reasoning opens (GLM-4.5 writes ``\n<think>``): a
+    ``content`` event that does not end the reasoning phase."""
+    if event["field"] != "content":
+        return False
+    if event["type"] == "region_chunk":
+        return not event["text"].strip()
+    if event["type"] == "region_close":
+        return not event.get("value")
+    return event["type"] == "region_open"
+
+
+def _events_end_phase(events: list[dict]) -> bool:
+    """Whether ``events`` leave the reasoning phase over: after the last reasoning ``region_open``
+    (a prompt may hold whitespace or an earlier block before it) the reasoning region closed or an
+    event of another field came; with no reasoning open, any event of another field."""
+    start = 0
+    for n, event in enumerate(events):
+        if event["field"] == REASONING and event["type"] == "region_open":
+            start = n
+    for event in events[start:]:
+        if _neutral(event):
+            continue
+        if event["field"] != REASONING or event["type"] in ("region_close", "region_malformed"):
+            return True
+    return False
+
+
+def _primer(name: str, module: Any) -> str:
+    """Text that moves a fresh parser (``prefix=""``) past the reasoning, for the tool parser whose
+    text starts after it: "" unless the template reads plain text at the start as reasoning (an
+    implicit reasoning region), then the reasoning field's first literal close delimiter."""
+    probe = module.ResponseParser("", errors="recover")
+    events = probe.feed("x") + probe.finalize()[1]
+    opened = [e["field"] for e in events if e["type"] == "region_open"]
+    if not opened or opened[0] != REASONING:
+        return ""
+    from importlib import resources
+
+    template = json.loads((resources.files("respc.templates") / f"{name}.json").read_text(encoding="utf-8"))
+    close = template.get("fields", {}).get(REASONING, {}).get("close", "")
+    return close[0] if isinstance(close, list) else close
+
+
+def _has_reasoning(module: Any) -> bool:
+    return any(region.slot == REASONING for region in module.ResponseParser.REGIONS)
+
+
+def _merge_chunks(chunks: Iterable[dict]) -> DeltaMessage | None:
+    """One vLLM ``DeltaMessage`` from OpenAI chunk dicts (None when they carry nothing): the text
+    pieces joined, the fragments of each tool call merged into one ``DeltaToolCall`` per index."""
+    content: list[str] = []
+    reasoning: list[str] = []
+    calls: dict[int, dict] = {}
+    for chunk in chunks:
+        if not chunk["choices"]:
+            continue
+        delta = chunk["choices"][0]["delta"]
+        if "content" in delta:
+            content.append(delta["content"])
+        if REASONING in delta:
+            reasoning.append(delta[REASONING])
+        for call in delta.get("tool_calls", ()):
+            merged = calls.setdefault(call["index"], {"id": None, "type": None, "name": None, "arguments": None})
+            merged["id"] = merged["id"] or call.get("id")
+            merged["type"] = merged["type"] or call.get("type")
+            function = call.get("function") or {}
+            if "name" in function:
+                merged["name"] = (merged["name"] or "") + function["name"]
+            if "arguments" in function:
+                merged["arguments"] = (merged["arguments"] or "") + function["arguments"]
+    fields: dict[str, Any] = {}
+    if content and "".join(content):
+        fields["content"] = "".join(content)
+    if reasoning and "".join(reasoning):
+        fields["reasoning"] = "".join(reasoning)
+    if calls:
+        fields["tool_calls"] = [
+            DeltaToolCall(index=index, id=c["id"], type=c["type"],
+                          function=DeltaFunctionCall(name=c["name"], arguments=c["arguments"]))
+            for index, c in calls.items()
+        ]
+    return DeltaMessage(**fields) if fields else None
+
+
+def _tool_dicts(tools: Any) -> list[dict] | None:
+    """JSON-schema tool dicts for respc's typing from vLLM's tool objects (pydantic models)."""
+    out = []
+    for tool in tools or ():
+        data = tool.model_dump(exclude_none=True) if hasattr(tool, "model_dump") else tool
+        if isinstance(data, dict) and isinstance(data.get("function"), dict):
+            out.append({"type": "function", "function": data["function"]})
+        elif isinstance(data, dict) and data.get("type") == "function" and "name" in data:
+            # Responses API FunctionTool: name and parameters at the top level
+            out.append({"type": "function", "function": {k: v for k, v in data.items() if k != "type"}})
+    return out or None
+
+
+def _parses_tools(request: Any) -> bool:
+    return bool(getattr(request, "tools", None)) and getattr(request, "tool_choice", None) != "none"
+
+
+class RespcReasoningParser(ReasoningParser):
+    """vLLM ``ReasoningParser`` over a generated respc module (see the module docstring).
+
+    Subclasses made by :func:`reasoning_parser_class` set ``template`` (a catalogue name).
+
+    Args:
+        tokenizer: vLLM's tokenizer (``decode(ids, skip_special_tokens=False)``, ``get_vocab()``).
+        **kwargs: what vLLM passes (``model_config``, ``chat_template_kwargs``); kept by the base.
+    """
+
+    template: str = ""
+    #: ``n -> id`` of a tool call this parser finalizes (one written inside unclosed reasoning)
+    tool_call_ids: Callable[[int], str] | None = None
+    # vLLM then asks has_engine_confirmed_reasoning_end() where the reasoning ends, calls
+    # finish_streaming() when the output ends inside it, and takes a whole output's content from
+    # the tool parser (respc's message content) rather than the raw text after the reasoning
+    engine_based_streaming = True
+
+    def __init__(self, tokenizer: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(tokenizer, *args, **kwargs)
+        if not self.template:
+            raise TypeError("RespcReasoningParser is a base: use respc.vllm.reasoning_parser_class(name)")
+        self._module = _module(self.template)
+        self._reasons = _has_reasoning(self._module)
+        self._prefix = ""
+        self._run: _ReasoningRun | None = None
+
+    # --- the prompt ----------------------------------------------------------------------------
+    def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
+        """Keep the decoded prompt: the generated parser starts from it (its start anchor)."""
+        self._prefix = _decode(self.model_tokenizer, prompt_token_ids)
+
+    def adjust_initial_state_from_prompt(self, prompt_token_ids: Sequence[int]) -> None:
+        """Streaming hook with the prompt ids: same as :meth:`set_prompt_token_ids`."""
+        self.set_prompt_token_ids(prompt_token_ids)
+
+    def adjust_request(self, request: Any) -> Any:
+        """``skip_special_tokens=False`` when a delimiter of the template is a special token."""
+        return _keep_special_tokens(self.template, self.model_tokenizer, request)
+
+    # --- end of reasoning ------------------------------------------------------------------------
+    def is_reasoning_end(self, input_ids: Sequence[int]) -> bool:
+        """True when the reasoning phase is over at the end of ``input_ids`` (the prompt, or prompt
+        and output): the reasoning region has closed or another field has begun; always True for a
+        template without a reasoning field."""
+        if not self._reasons:
+            return True
+        return _phase_over(self._module, _decode(self.model_tokenizer, input_ids))
+
+    def is_reasoning_end_streaming(self, input_ids: Sequence[int], delta_ids: Iterable[int]) -> bool:
+        """While this instance streams: whether its parser has left the reasoning; otherwise
+        :meth:`is_reasoning_end` on all ``input_ids``."""
+        if self._run is not None:
+            return self._run.ended
+        return self.is_reasoning_end(input_ids)
+
+    def has_engine_confirmed_reasoning_end(self) -> bool:
+        return self._run is not None and self._run.ended
+
+    def extract_content_ids(self, input_ids: list[int]) -> list[int]:
+        """The ids after the end of the reasoning: the shortest head of ``input_ids`` that, after
+        the prompt, ends the reasoning phase is cut off (all of them when it never ends)."""
+        if not self._reasons:
+            return list(input_ids)
+        run = self._run
+        if run is not None and run.ended and run.boundary is not None:
+            # streaming: vLLM passes the ids of the delta that ended the reasoning
+            skip = max(0, run.boundary - run.delta_start)
+            for k in range(len(input_ids) + 1):
+                if len(_decode(self.model_tokenizer, input_ids[:k])) >= skip:
+                    return list(input_ids[k:])
+            return []
+        for k in range(len(input_ids) + 1):
+            if _phase_over(self._module, self._prefix + _decode(self.model_tokenizer, input_ids[:k])):
+                return list(input_ids[k:])
+        return []
+
+    # --- extraction -------------------------------------------------------------------------------
+    def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
+        """``(reasoning, content)`` of a whole output: the first reasoning block (stripped as in
+        respc's message) and the raw text after the reasoning phase (None when empty)."""
+        run = _ReasoningRun(self._module, self._prefix)
+        if run.ended:
+            return None, model_output or None
+        reasoning, content = run.feed(model_output)
+        if content is None:
+            chunks = run.finalize()
+            end = next((n for n, c in enumerate(chunks) if c["choices"] and set(c["choices"][0]["delta"]) - {REASONING}
+                        and c["choices"][0]["delta"]), len(chunks))
+            reasoning += "".join(c["choices"][0]["delta"].get(REASONING, "") for c in chunks[:end] if c["choices"])
+            if run.ended:
+                content = model_output[run.boundary:]
+        return reasoning or None, content or None
+
+    def extract_reasoning_streaming(self, previous_text: str, current_text: str, delta_text: str,
+                                    previous_token_ids: Sequence[int], current_token_ids: Sequence[int],
+                                    delta_token_ids: Sequence[int]) -> DeltaMessage | None:
+        """One delta (any number of tokens): ``reasoning`` text, and at the end of the reasoning
+        phase ``content`` with the raw text after it (what vLLM hands to the tool parser)."""
+        if self._run is None:
+            self._run = _ReasoningRun(self._module, self._prefix, type(self).tool_call_ids)
+            if self._run.ended:
+                return DeltaMessage(content=delta_text) if delta_text else None
+        if self._run.ended:
+            return DeltaMessage(content=delta_text) if delta_text else None
+        reasoning, content = self._run.feed(delta_text)
+        if not reasoning and content is None:
+            return None
+        return DeltaMessage(reasoning=reasoning or None, content=content or None)
+
+    def finish_streaming(self) -> DeltaMessage | None:
+        """The output ended inside the reasoning (as far as held text let the parser tell): finalize
+        the parser and return what it still held -- reasoning, and content or tool calls that the
+        end of the output decided (a tool call written inside an unclosed reasoning block)."""
+        if self._run is None or self._run.ended:
+            return None
+        return _merge_chunks(self._run.finalize())
+
+
+class RespcToolParser(ToolParser):
+    """vLLM ``ToolParser`` over a generated respc module and :class:`respc.openai.ChatCompletionStream`.
+
+    Subclasses made by :func:`tool_parser_class` set ``template``; ``tool_call_ids`` (``n -> id``,
+    None: ``call_`` + random hex) names the calls, for deterministic tests.
+
+    Args:
+        tokenizer: vLLM's tokenizer.
+        tools: the request's tools (vLLM ``ChatCompletionToolsParam`` or Responses ``FunctionTool``);
+            their JSON schemas type the arguments.
+    """
+
+    template: str = ""
+    tool_call_ids: Callable[[int], str] | None = None
+    # required / named tool_choice: parse the model's own format (extract_tool_calls), do not force
+    # vLLM's JSON list format, which the template does not describe
+    supports_required_and_named = False
+    # vLLM calls finish_streaming() on the last delta, which finalizes the parser
+    engine_based_streaming = True
+
+    def __init__(self, tokenizer: Any, tools: list | None = None) -> None:
+        super().__init__(tokenizer, tools)
+        if not self.template:
+            raise TypeError("RespcToolParser is a base: use respc.vllm.tool_parser_class(name)")
+        self._module = _module(self.template)
+        cls = type(self)
+        if "_primer_text" not in cls.__dict__:
+            cls._primer_text = _primer(self.template, self._module)
+        self._primer = cls._primer_text
+        self._stream: ChatCompletionStream | None = None
+        self._passthrough = False
+
+    def _new_stream(self, request: Any) -> ChatCompletionStream:
+        tools = _tool_dicts(getattr(request, "tools", None) or self.tools)
+        parser = self._module.ResponseParser("", tools, errors="recover")
+        if self._primer:
+            parser.feed(self._primer)  # the events of the primer are the reasoning's: not sent
+        ids = type(self).tool_call_ids
+        return ChatCompletionStream(parser, ids=ids)
+
+    def adjust_request(self, request: Any) -> Any:
+        """``skip_special_tokens=False`` when the request has tools and a delimiter of the template
+        is a special token; then vLLM's own adjustments."""
+        if _parses_tools(request):
+            request = _keep_special_tokens(self.template, self.model_tokenizer, request)
+        return super().adjust_request(request)
+
+    def get_remaining_unstreamed_args(self) -> str:
+        """Nothing: finalizing the parser sends every argument fragment."""
+        return ""
+
+    def extract_tool_calls(self, model_output: str, request: Any) -> ExtractedToolCallInformation:
+        """Tool calls and content of a whole output (the text after the reasoning)."""
+        if not _parses_tools(request):
+            return ExtractedToolCallInformation(tools_called=False, tool_calls=[], content=model_output)
+        stream = self._new_stream(request)
+        stream.feed(model_output)
+        stream.finalize()
+        message = stream.openai_message()
+        calls = [ToolCall(id=call["id"], type="function",
+                          function=FunctionCall(name=call["function"]["name"], arguments=call["function"]["arguments"]))
+                 for call in message.get("tool_calls", ())]
+        return ExtractedToolCallInformation(tools_called=bool(calls), tool_calls=calls, content=message["content"])
+
+    def extract_tool_calls_streaming(self, previous_text: str, current_text: str, delta_text: str,
+                                     previous_token_ids: Sequence[int], current_token_ids: Sequence[int],
+                                     delta_token_ids: Sequence[int], request: Any) -> DeltaMessage | None:
+        """One delta (any number of tokens): content, reasoning and tool-call deltas."""
+        if self._stream is None and not self._passthrough:
+            if _parses_tools(request):
+                self._stream = self._new_stream(request)
+            else:
+                self._passthrough = True
+        if self._passthrough:
+            return DeltaMessage(content=delta_text) if delta_text else None
+        return _merge_chunks(self._stream.feed(delta_text))
+
+    def finish_streaming(self) -> DeltaMessage | None:
+        """The last delta came: finalize the parser and return what it still held."""
+        if self._stream is None or self._stream.message is not None:
+            return None
+        return _merge_chunks(self._stream.finalize())
+
+
+def reasoning_parser_class(template: str) -> type[RespcReasoningParser]:
+    """A :class:`RespcReasoningParser` subclass for catalogue template ``template``.
+
+    Raises:
+        ValueError: no generated module ``respc.generated.<template>``.
+    """
+    _module(template)
+    name = "Respc" + "".join(part.capitalize() for part in template.split("_")) + "ReasoningParser"
+    return type(name, (RespcReasoningParser,), {"template": template, "__module__": __name__})
+
+
+def tool_parser_class(template: str) -> type[RespcToolParser]:
+    """A :class:`RespcToolParser` subclass for catalogue template ``template``.
+
+    Raises:
+        ValueError: no generated module ``respc.generated.<template>``.
+    """
+    _module(template)
+    name = "Respc" + "".join(part.capitalize() for part in template.split("_")) + "ToolParser"
+    return type(name, (RespcToolParser,), {"template": template, "__module__": __name__})
+
+
+def register(*templates: str) -> dict[str, tuple[type, type]]:
+    """Register ``respc-<name>`` for each catalogue template with vLLM's ``ToolParserManager`` and
+    ``ReasoningParserManager`` (the names ``--tool-call-parser`` / ``--reasoning-parser`` take).
+
+    No names: every catalogue template. Returns ``{"respc-<name>": (reasoning class, tool class)}``.
+    """
+    if not templates:
+        from respc.compiler.load import catalogue_names
+
+        templates = tuple(catalogue_names())
+    out = {}
+    for template in templates:
+        reasoning, tool = reasoning_parser_class(template), tool_parser_class(template)
+        key = f"respc-{template}"
+        ReasoningParserManager.register_module(key, module=reasoning)
+        ToolParserManager.register_module(key, module=tool)
+        out[key] = (reasoning, tool)
+    return out
