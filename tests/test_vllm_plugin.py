@@ -65,13 +65,26 @@ class CharTokenizer:
 TOK = CharTokenizer()
 
 
+#: cases the two-parser split cannot give (strict): vLLM runs the reasoning parser first and hands the
+#: tool parser only the text after the reasoning, so a tool call written INSIDE the reasoning (which
+#: these templates read as a call, as vLLM's own parsers for them do) is not seen as a call
+SPLIT_LIMITS = {
+    "deepseek_v4-call_block_ends_unclosed_reasoning": "a DSML call block inside unclosed reasoning ends it",
+    "intern_s1-action_block_inside_reasoning": "an action block inside the reasoning is a call",
+    "solar_open2-vllm_multiple_embedded_blocks": "calls embedded between reasoning blocks",
+}
+
+
 def _cases() -> list:
     params = []
     for path in sorted(FAMILIES.glob("*.json")):
         family = json.loads(path.read_text(encoding="utf-8"))
         for case in family.get("cases", []):
+            cid = f"{family['family']}-{case['name']}"
+            marks = ([pytest.mark.xfail(strict=True, reason="call inside reasoning: " + SPLIT_LIMITS[cid])]
+                     if cid in SPLIT_LIMITS else [])
             params.append(pytest.param(family["family"], case["prefix"], case["text"], case.get("tools"),
-                                       id=f"{family['family']}-{case['name']}"))
+                                       id=cid, marks=marks))
     for vector in load_jsonl(CORPUS):
         params.append(pytest.param(vector["family"], vector["prefix"], vector["text"], vector.get("tools"),
                                    id=vector["id"]))
