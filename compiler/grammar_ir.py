@@ -41,6 +41,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 
 from .automaton import OUTSIDE, Automaton, build_automaton
 from .ir import Delimiter, Field, Template
+from ..runtime.content import group_end
 
 __all__ = ["Lit", "Chars", "Seq", "Alt", "Rep", "Ref", "Except", "Grammar", "build_grammar_ir",
            "TOOL_CHOICES", "GrammarExportError", "regex_to_ir", "tools_from_message", "without_optional_repairs"]
@@ -320,24 +321,7 @@ def without_optional_repairs(pattern: str, mark: str = "repair_") -> str:
         if start < 0:
             out.append(pattern[i:])
             return "".join(out)
-        depth, j, in_class = 0, start, False
-        while j < len(pattern):
-            c = pattern[j]
-            if c == "\\":
-                j += 2
-                continue
-            if in_class:
-                in_class = c != "]"
-            elif c == "[":
-                in_class = True
-            elif c == "(":
-                depth += 1
-            elif c == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            j += 1
-        end = j + 1
+        end = group_end(pattern, start)
         if end < len(pattern) and pattern[end] == "?" and not pattern.startswith("??", end):
             out.append(pattern[i:start])                  # (?P<repair_x>...)?  -> nothing
             i = end + 1

@@ -38,16 +38,28 @@ Each region event is routed by its message key (``field``):
     typed as ``"key": value`` (:class:`_Reparse`), the rest at the close.
   - everything else (pythonic, other xml-inline/kv-lines, JSON dialects, name-as-key JSON, arguments
     given as a JSON string, a call whose arguments come before its name when tools type it, and
-    every tool region with ``errors="recover"``, where a body may still turn out malformed): the
-    arguments are sent in one fragment when the region closes.
+    every tool region with ``errors="recover"`` and ``recover_arguments="hold"``, where a body may
+    still turn out malformed): the arguments are sent in one fragment when the region closes.
 
   At each close the adapter checks the streamed fragments against the typed value the message
   stores; a difference cannot be repaired without retracting and is recorded in
   :attr:`ChatCompletionStream.diagnostics` (the test suite asserts there are none).
+
+* ``errors="recover"`` with ``recover_arguments="stream"``: tool regions get the strict plans.
+  A region that ends with ``region_malformed`` (malformed, or truncated at the end) after a delta
+  of its call left the adapter keeps the call as sent and does not send the raw text as content
+  (:meth:`ChatCompletionStream._malformed_tools`, diagnostic ``"streamed-call-malformed"``);
+  before that, it is handled as with ``"hold"``. Damage the JSON reader can tell from the
+  characters alone is converted as the recover repair converts it (a comma is held until it is
+  known not to be trailing, raw control characters in strings are escaped, Python literals
+  become JSON literals); arguments that stop short of the repaired value are completed at the
+  close when that needs no retraction (:meth:`ChatCompletionStream._complete`); any other
+  difference is diagnostic ``"streamed-arguments-differ"``. docs/openai.md gives the trade-off.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
@@ -56,6 +68,11 @@ from typing import Any, Callable, Iterable
 from respc.runtime.tools import coerce_tool_calls
 
 __all__ = ["ChatCompletionStream", "ResponsesStream", "sse", "openai_message", "argument_streaming"]
+
+#: raw control characters inside a JSON string, as the recover repair escapes them
+_CONTROL = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+#: Python literals in a JSON value, as the recover repair reads them
+_LITERALS = {"True": "true", "False": "false", "None": "null", "NaN": "NaN"}  # (NaN: Python's json reads it)
 
 #: keys of the name and of the arguments object in a call-object JSON body, as the probe tries them
 _NAME_KEYS = ("name", "tool_name")
@@ -183,7 +200,27 @@ def _probe_xml(region: Any) -> tuple | None:
     value_parser, switch = _make_value_parser(args.get("value_parser"))
     if switch is not None and switch not in opening.groupindex:
         return None
-    return (full, opening, closing, value_parser, switch)
+    return (full, opening, closing, value_parser, switch, before)
+
+
+@functools.lru_cache(maxsize=1024)
+def _pinned(before: str, key: str) -> Any:
+    """The opening pattern ``before`` of an xml-inline ``tag_pattern`` with its ``key`` group
+    matching only ``key`` (compiled, DOTALL), or None when the group cannot be found: used to ask
+    whether an opening already matched may still grow (an optional ``<![CDATA[`` after it) without
+    its key group taking the rest of the text."""
+    import regex
+
+    from respc.runtime.content import group_end
+
+    start = before.find("(?P<key>")
+    if start < 0:
+        return None
+    end = group_end(before, start)
+    try:
+        return regex.compile(before[:start] + "(?P<key>" + regex.escape(key) + ")" + before[end:], regex.DOTALL)
+    except regex.error:
+        return None
 
 
 class _Param:
@@ -287,7 +324,7 @@ def argument_streaming(parser_class: Any) -> dict[str, str]:
 class _Call:
     """One tool call of the stream: what was sent of it so far."""
 
-    __slots__ = ("index", "id", "name", "fwd", "nsent", "sent_header", "sent_name", "streaming", "done")
+    __slots__ = ("index", "id", "name", "fwd", "nsent", "sent_header", "sent_name", "streaming", "done", "shown")
 
     def __init__(self, index: int, call_id: str) -> None:
         self.index = index
@@ -299,6 +336,7 @@ class _Call:
         self.sent_name = False
         self.streaming = False  # arguments are being forwarded as they arrive
         self.done = False       # the forwarded arguments object is complete
+        self.shown = False      # a delta of it left the adapter (returned by feed/finalize)
 
     @property
     def args(self) -> str:
@@ -319,7 +357,8 @@ class _Scanner:
     """
 
     __slots__ = ("mode", "keys", "namekey", "stack", "instr", "esc", "expect", "keybuf", "curkey", "n", "name", "namebuf",
-                 "argdepth", "dead", "out", "held", "typed", "hold", "holdbuf", "holdkey", "valstart", "seen")
+                 "argdepth", "dead", "out", "held", "typed", "hold", "holdbuf", "holdkey", "valstart", "seen", "comma",
+                 "word")
 
     def __init__(self, mode: str, keys: tuple, out: Callable, held: Callable, typed: Callable) -> None:
         self.mode = mode            # "object": call objects; "args": the body is the arguments
@@ -343,17 +382,21 @@ class _Scanner:
         self.holdkey: str | None = None
         self.valstart = False
         self.seen: set = set()
+        self.comma: str | None = None      # a forwarded comma (and whitespace after it) held back
+        self.word: list[str] | None = None  # a Python literal (True/False/None) being read
 
     def feed(self, text: str) -> None:
         if self.dead:
             return
         emit: list[str] = []
-        for c in text:
-            if self.dead:
-                return
-            self._char(c, emit)
-            if self.dead:
-                return
+        try:
+            for c in text:
+                self._char(c, emit)
+                if self.dead:
+                    return
+        except ValueError:  # a key or name that does not decode (errors="recover" damage)
+            self.dead = True
+            return
         if emit:
             self.out("args", self.n, "".join(emit))
 
@@ -370,6 +413,10 @@ class _Scanner:
         # --- inside a string ---------------------------------------------------------------
         if self.instr:
             closing = False
+            if c < " " and not self.esc:
+                # a raw control character can only be damage: sent escaped, as the recover
+                # repair reads it (runtime/repair.py); a strict parse fails on it anyway
+                c = _CONTROL.get(c) or f"\\u{ord(c):04x}"
             if self.esc:
                 self.esc = False
             elif c == "\\":
@@ -401,6 +448,21 @@ class _Scanner:
                 else:
                     self.namebuf.append(c)
             return
+        if forwarding:
+            if self.word is not None:
+                if c.isalpha():
+                    self.word.append(c)
+                    return
+                self._end_word(emit)
+                if self.dead:
+                    return
+            if self.comma is not None:
+                if c in " \t\r\n":
+                    self.comma += c
+                    return
+                if c not in "}]":
+                    emit.append(self.comma)  # not a trailing comma: it goes out with what follows
+                self.comma = None  # (a trailing comma is dropped, as the recover repair drops it)
         if c in " \t\r\n":
             if forwarding and not self.hold:
                 emit.append(c)  # (whitespace of a held value is not needed)
@@ -435,7 +497,7 @@ class _Scanner:
                                 return
                             emit.append(text)
                         if c == ",":
-                            emit.append(c)
+                            self.comma = c  # held until what follows shows it is not trailing
                             self.expect = "key"
                         else:
                             self._close_args(emit)
@@ -561,6 +623,12 @@ class _Scanner:
     def _value_char(self, c: str, emit: list[str], depth: int) -> None:
         """A character of an argument value (forwarded, or collected when held)."""
         buf = self.holdbuf if self.hold else emit
+        if c in "TFN":  # True/False/None: only damage writes them; held until read whole
+            self.word = [c]
+            return
+        if c == "," and not self.hold:
+            self.comma = c
+            return
         if c == '"':
             self.instr = True
         elif c in "{[":
@@ -571,6 +639,17 @@ class _Scanner:
                 return
             self.stack.pop()
         buf.append(c)
+
+    def _end_word(self, emit: list[str]) -> None:
+        """A bare word of a forwarded value ended: a Python literal goes out as its JSON literal
+        (as the recover repair reads it); anything else stops the reader."""
+        word = "".join(self.word or ())
+        self.word = None
+        literal = _LITERALS.get(word)
+        if literal is None:
+            self.dead = True
+            return
+        (self.holdbuf if self.hold else emit).append(literal)
 
     def _end_key(self) -> None:
         raw = "".join(self.keybuf or ())
@@ -628,13 +707,16 @@ _PLANS: dict[tuple, dict] = {}
 _PLANS_MAX = 256
 
 
-def _plans(parser: Any) -> dict[int, Any]:
+def _plans(parser: Any, hold: bool = True) -> dict[int, Any]:
     """How each region of ``parser`` streams (``id(region)`` -> plan), probed once per parser
     class and errors mode (the probes run the regions' processors on sample bodies, tens of µs):
     text regions ``"strip"``/``"raw"``/``"close"`` (:func:`_probe_text`); tool regions
     ``("object"|"args", ...)`` (:func:`_probe_json_shape`), ``("xml", ...)`` (:func:`_probe_xml`),
-    ``("reparse", None)`` (:func:`_probe_reparse`) or None (at close; always with ``errors="recover"``)."""
-    recover = bool(getattr(parser, "_recover", False))
+    ``("reparse", None)`` (:func:`_probe_reparse`) or None (at close; always with
+    ``errors="recover"`` and ``hold``, i.e. ``recover_arguments="hold"``). The probes run the
+    strict processors (repairs are a separate step of the parser), so ``errors="recover"`` with
+    ``hold=False`` gets the strict plans."""
+    recover = bool(getattr(parser, "_recover", False)) and hold
     key = (type(parser), recover, parser.REGIONS)
     plans = _PLANS.get(key)
     if plans is not None:
@@ -672,6 +754,19 @@ class ChatCompletionStream:
             passed to :meth:`finalize`), as the API does with ``stream_options.include_usage``.
         completion_id (str | None): the chunks' ``id`` (default ``"chatcmpl-"`` + random hex).
         created (int | None): the chunks' ``created`` (default: now, in seconds).
+        recover_arguments (str): with a parser made with ``errors="recover"``, how tool-call
+            arguments go out (docs/openai.md, "Arguments with errors=recover"). ``"hold"`` (the
+            default): every call's arguments in one fragment at its close, so a body that turns
+            out malformed was never sent as a call (its raw text goes to ``content``, as the
+            message has it). ``"stream"``: as with ``errors="strict"`` (as written / converted as
+            written); a call already (partly) sent whose region then ends malformed or truncated
+            stays in the stream as sent (nothing is retracted), its raw text is *not* also sent
+            as ``content``, and a ``"streamed-call-malformed"`` diagnostic names it; a call whose
+            repaired arguments differ from what its fragments parse to gets a
+            ``"streamed-arguments-differ"`` diagnostic. No effect with ``errors="strict"``.
+
+    Raises:
+        ValueError: ``recover_arguments`` is not ``"hold"`` or ``"stream"``.
 
     Message keys: ``content`` and ``reasoning_content`` (the parser's text fields) and
     ``tool_calls``; other keys (``role`` and template-specific ones) are not streamed.
@@ -679,15 +774,25 @@ class ChatCompletionStream:
 
     def __init__(self, parser: Any, model: str = "m", reasoning_field: str = "reasoning_content",
                  ids: Callable[[int], str] | None = None, include_usage: bool = False,
-                 completion_id: str | None = None, created: int | None = None) -> None:
+                 completion_id: str | None = None, created: int | None = None,
+                 recover_arguments: str = "hold") -> None:
+        if recover_arguments not in ("hold", "stream"):
+            raise ValueError(f"ChatCompletionStream: recover_arguments must be 'hold' or 'stream', "
+                             f"got {recover_arguments!r}")
         self.parser = parser
+        self.recover_arguments = recover_arguments
+        #: errors="recover" with recover_arguments="stream": calls stream before they are known good
+        self._streaming_recover = bool(getattr(parser, "_recover", False)) and recover_arguments == "stream"
         self.model = model
         self.reasoning_field = reasoning_field
         self.include_usage = include_usage
         self._ids = ids or (lambda n: "call_" + uuid.uuid4().hex[:24])
         self.id = completion_id or "chatcmpl-" + uuid.uuid4().hex
         self.created = int(time.time()) if created is None else created
-        #: what the adapter could not stream faithfully (never expected; see module docstring)
+        #: what the adapter could not stream faithfully: never expected with errors="strict" (see
+        #: the module docstring); with recover_arguments="stream", the calls sent that the
+        #: message lacks or holds otherwise (kinds "streamed-call-malformed",
+        #: "streamed-arguments-differ")
         self.diagnostics: list[dict] = []
         #: the parser's message once finalized (transformers shape)
         self.message: dict | None = None
@@ -698,7 +803,7 @@ class ChatCompletionStream:
         for region in parser.REGIONS:
             regions[(region.slot, region.name if region.slot != region.name else None)] = region
         self._regions = regions
-        self._plans = _plans(parser)
+        self._plans = _plans(parser, hold=recover_arguments == "hold")
         # text slots all of whose regions strip: their plain chunks take the fast path in feed()
         self._fast = {slot: text for slot, text in self._texts.items()
                       if all(self._plans.get(id(r)) == "strip" for r in parser.REGIONS if r.slot == slot)}
@@ -857,11 +962,11 @@ class ChatCompletionStream:
                     self._close_tools(region, event["value"])
             elif kind == "region_malformed":
                 into = event.get("into")
-                if into in self._texts:
-                    self._malformed_text(self._texts[into], event["text"])
+                kept = False
                 if slot == "tool_calls":
-                    region = self._regions.get((slot, event.get("region")))
-                    self._open.pop(id(region), None)
+                    kept = self._malformed_tools(self._regions.get((slot, event.get("region"))), event)
+                if into in self._texts and not kept:
+                    self._malformed_text(self._texts[into], event["text"])
         self._name_from_groups()
         chunks = []
         if not self._role_sent:
@@ -873,6 +978,7 @@ class ChatCompletionStream:
             if item[0] == "text":
                 chunks.append(self._chunk({item[1]: item[2]}))
             else:
+                self._calls[item[1]].shown = True
                 chunks.append(self._chunk({"tool_calls": [item[2]]}))
         return chunks
 
@@ -1183,7 +1289,7 @@ class ChatCompletionStream:
         its string value (escaped as JSON text) up to what may still be its closing text or
         stripped whitespace; a typed parameter goes out whole, typed, when its closing text is
         complete."""
-        full, opening, closing, _, switch = state.plan
+        full, opening, closing, _, switch, before = state.plan
         text = state.text
         out: list[str] = []
         while not state.dead:
@@ -1210,6 +1316,12 @@ class ChatCompletionStream:
                     text = ""
                     break
                 if m.partial or m.end() == len(text):
+                    text = text[m.start():]
+                    break
+                pinned = _pinned(before, m.group("key"))
+                if pinned is None or pinned.fullmatch(text, m.start(), partial=True) is not None:
+                    # what follows may still extend it (minicpm4's optional "<![CDATA[" after
+                    # the tag, cut at "<!"): wait
                     text = text[m.start():]
                     break
                 key = m.group("key")
@@ -1305,6 +1417,51 @@ class ChatCompletionStream:
         call.done = True
         self._send_args(call)
 
+    def _malformed_tools(self, region: Any, event: dict) -> bool:
+        """A tool region ended with ``region_malformed`` (errors="recover"). Returns True when
+        its calls stay in the stream: ``recover_arguments="stream"`` and a delta of one of them
+        was already returned; each is then named in a ``"streamed-call-malformed"`` diagnostic
+        and the raw text is not sent as text. Otherwise the region's calls and their deltas not
+        returned yet are forgotten (as ``"hold"``: the raw text goes where the message has it)."""
+        state = self._open.pop(id(region), None)
+        base = state[1] if state is not None else len(self._calls)
+        calls = self._calls[base:]
+        if not calls:
+            return False
+        if not any(call.shown for call in calls):
+            self._deltas[:] = [d for d in self._deltas if d[0] != "tool" or d[1] < base]
+            del self._calls[base:]
+            return False
+        cause = next((d["kind"] for d in reversed(self.parser.diagnostics)
+                      if d.get("kind") in ("truncated", "malformed") and d.get("start") == event.get("start")),
+                     "malformed")
+        for call in calls:
+            self._send_args(call)  # (fragments forwarded but not sent yet: the call is kept as written)
+            self.diagnostics.append({"kind": "streamed-call-malformed", "field": "tool_calls", "index": call.index,
+                                     "cause": cause, "text": event["text"], "error": event.get("error"),
+                                     "start": event.get("start"), "end": event.get("end"),
+                                     "into": event.get("into"), "sent": call.args})
+        return True
+
+    def _complete(self, call: _Call, arguments: Any) -> bool:
+        """errors="recover", ``"stream"``: a call whose forwarded arguments stopped short of the
+        repaired value (a missing closing bracket, a trailing comma held back, a reader that
+        stopped at damage). Send the rest when one exists without retracting: the brackets and
+        string still open in what was sent, or the rest of the value's ``json.dumps`` text when
+        what was sent is its beginning. Returns True when the fragments now parse to
+        ``arguments``."""
+        sent = call.args
+        rest = _closers(sent)
+        if rest is None or not _same_json(sent + rest, arguments):
+            whole = _dumps(arguments)
+            if not whole.startswith(sent):
+                return False
+            rest = whole[len(sent):]
+        call.fwd.append(rest)
+        call.done = True
+        self._send_args(call)
+        return True
+
     def _close_tools(self, region: Any, value: Any) -> None:
         """A tool region closed with its typed value: finish each of its calls, checking what
         was streamed against the value the message stores."""
@@ -1332,8 +1489,10 @@ class ChatCompletionStream:
                 self.diagnostics.append({"field": "tool_calls", "problem": "a name sent differs from the message",
                                          "sent": call.name, "message": name})
             if call.nsent:
-                if not (call.done and _same_json(call.args, arguments)):
-                    self.diagnostics.append({"field": "tool_calls", "problem": "streamed arguments differ from the message",
+                if not (call.done and _same_json(call.args, arguments)) and not (
+                        self._streaming_recover and not call.done and self._complete(call, arguments)):
+                    self.diagnostics.append({"kind": "streamed-arguments-differ", "field": "tool_calls",
+                                             "index": call.index, "problem": "streamed arguments differ from the message",
                                              "sent": call.args, "message": arguments})
             else:
                 call.fwd = [text]
@@ -1344,6 +1503,31 @@ class ChatCompletionStream:
 
 
 _MISSING = object()
+
+
+def _closers(text: str) -> str | None:
+    """What closes the JSON text ``text`` (a cut-off object): its open string's quote and its open
+    brackets, innermost first; None when ``text`` is not the beginning of JSON this can close."""
+    stack: list[str] = []
+    instr = esc = False
+    for c in text:
+        if instr:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                instr = False
+        elif c == '"':
+            instr = True
+        elif c in "{[":
+            stack.append("}" if c == "{" else "]")
+        elif c in "}]":
+            if not stack or stack.pop() != c:
+                return None
+    if esc:
+        return None
+    return ('"' if instr else "") + "".join(reversed(stack))
 
 
 def _same_json(text: str, value: Any) -> bool:
@@ -1421,14 +1605,19 @@ class ResponsesStream:
     ``response.incomplete`` when ``finalize`` is told ``"length"``) with the whole output.
 
     Args:
-        parser, model, ids: as for :class:`ChatCompletionStream`.
+        parser, model, ids, recover_arguments: as for :class:`ChatCompletionStream` (its
+            diagnostics are ``stream.chat.diagnostics``).
         response_id (str | None), created_at (int | None): default random ``resp_...`` / now.
+
+    Raises:
+        ValueError: ``recover_arguments`` is not ``"hold"`` or ``"stream"``.
     """
 
     def __init__(self, parser: Any, model: str = "m", ids: Callable[[int], str] | None = None,
-                 response_id: str | None = None, created_at: int | None = None) -> None:
+                 response_id: str | None = None, created_at: int | None = None,
+                 recover_arguments: str = "hold") -> None:
         self.chat = ChatCompletionStream(parser, model=model, reasoning_field="reasoning_content", ids=ids,
-                                         completion_id="x", created=0)
+                                         completion_id="x", created=0, recover_arguments=recover_arguments)
         self.id = response_id or "resp_" + uuid.uuid4().hex
         self.created_at = int(time.time()) if created_at is None else created_at
         self.model = model

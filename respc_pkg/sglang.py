@@ -27,8 +27,10 @@ reasoning, answer and tool calls together, so the two detectors share the work l
   ``normal_text`` is the answer, ``calls`` are ``ToolCallItem``\\ s: in streaming, ``tool_index`` is
   the call's number in the output (SGLang sends it as the delta's ``index``), ``name`` comes once,
   then ``parameters`` are JSON text fragments whose concatenation is the call's JSON arguments
-  (``ChatCompletionStream``; with ``errors="recover"`` they come in one fragment when the call
-  closes). In :meth:`RespcFunctionCallDetector.detect_and_parse`, as in SGLang's own
+  (``ChatCompletionStream`` with ``recover_arguments="stream"``: as the model writes them, as
+  with ``errors="strict"``; a call already sent whose body then turns out malformed or cut off
+  stays as sent, its raw text is not sent again as ``normal_text``, and the stream's
+  ``diagnostics`` name it). In :meth:`RespcFunctionCallDetector.detect_and_parse`, as in SGLang's own
   ``parse_base_json``, ``tool_index`` is the tool's position in the request (-1: not declared) and
   ``parameters`` is ``json.dumps`` of the arguments. Calls to tools the request does not declare are
   kept, as respc's message keeps them (SGLang's own detectors drop them unless
@@ -96,10 +98,12 @@ def _tool_dicts(tools: Any) -> list | None:
     return [tool.model_dump(exclude_none=True) if hasattr(tool, "model_dump") else tool for tool in tools]
 
 
-def _new_stream(module: Any, prefix: str, tools: Any, traced: bool = False) -> ChatCompletionStream:
+def _new_stream(module: Any, prefix: str, tools: Any, traced: bool = False,
+                recover_arguments: str = "hold") -> ChatCompletionStream:
     parser_class = _traced(module.ResponseParser) if traced else module.ResponseParser
     parser = parser_class(prefix, _tool_dicts(tools), errors="recover")
-    return ChatCompletionStream(parser, ids=lambda n: f"call_{n}", completion_id="chatcmpl-respc", created=0)
+    return ChatCompletionStream(parser, ids=lambda n: f"call_{n}", completion_id="chatcmpl-respc", created=0,
+                                recover_arguments=recover_arguments)
 
 
 def _deltas(chunks: list[dict]) -> list[dict]:
@@ -165,13 +169,13 @@ class RespcFunctionCallDetector(BaseFormatDetector):
     def parse_streaming_increment(self, new_text: str, tools: list) -> StreamingParseResult:
         """Feed the next piece of the output; returns the answer text and call items it completes."""
         if self._stream is None:
-            self._stream = _new_stream(self.module, self.prefix, tools)
+            self._stream = _new_stream(self.module, self.prefix, tools, recover_arguments="stream")
         return self._result(self._stream.feed(new_text))
 
     def finish(self, tools: list) -> StreamingParseResult:
         """End of the stream: what the parser held back (a partial delimiter, an open call)."""
         if self._stream is None:
-            self._stream = _new_stream(self.module, self.prefix, tools)
+            self._stream = _new_stream(self.module, self.prefix, tools, recover_arguments="stream")
         return self._result(self._stream.finalize())
 
     def _result(self, chunks: list[dict]) -> StreamingParseResult:

@@ -63,6 +63,7 @@ __all__ = [
     "content_args_problems",
     "parse_content",
     "make_content_parser",
+    "group_end",
 ]
 
 ContentParser = Callable[[str], Any]
@@ -478,6 +479,30 @@ def _make_xml_inline(args: dict) -> ContentParser:
 _META = set("()[]{}.*+?|^$\\")
 #: closing tags at the end of a body: the enclosing markup (``</function>``)
 _CLOSING_TAGS = regex.compile(r"(?:\s*</[^<>/]+>)+\s*$")
+
+
+def group_end(pattern: str, start: int) -> int:
+    """The index just past the group of regex source ``pattern`` that opens at ``start`` (its
+    ``(``), parentheses matched with escapes and character classes skipped; ``len(pattern)``
+    when the group is not closed. Used by ``compiler/grammar_ir.py`` and ``respc.openai``."""
+    depth, j, in_class = 0, start, False
+    while j < len(pattern):
+        c = pattern[j]
+        if c == "\\":
+            j += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return len(pattern)
 
 
 def _literal_end(pattern: str, from_end: bool) -> str:

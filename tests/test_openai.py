@@ -103,11 +103,57 @@ def test_accumulator_equals_message(vector, prefix):
         assert [c["id"] for c in final.get("tool_calls", [])] == [f"call_{n}" for n in range(len(_expected_calls(message)))]
         assert [c.function.arguments for c in choice.message.tool_calls or []] == [
             c["function"]["arguments"] for c in final.get("tool_calls", [])]
+        # errors="recover" with recover_arguments="stream": a good output streams exactly as with
+        # errors="strict" (unless a recover policy changes its message, e.g. a delimiter cut at the
+        # end is dropped: then it adds up to that message); a damaged one gives respc's message
+        # except the calls the diagnostics name
+        streamed, got = _stream(module, prefix, chunks, vector.get("tools"), "recover", recover_arguments="stream")
+        if _errors(vector) == "strict" and streamed.message == message:
+            assert (got, streamed.diagnostics) == (out, []), how
+        else:
+            _check_diverging(streamed, got, how)
     # the Responses adapter on the same vector (random pieces only, to keep the module fast)
     if not any(isinstance(c["function"]["arguments"], str) for c in message.get("tool_calls") or []):
         stream, events = _responses(module, prefix, chunkings(vector["text"], vector["id"])["random"],
                                     vector.get("tools"), errors=_errors(vector))
         _check_responses(stream, events)
+
+
+def _check_diverging(stream, out, how=""):
+    """recover_arguments="stream" on a damaged output: the accumulated message is respc's message
+    except what ``stream.diagnostics`` declares: calls sent whose region then ended malformed or
+    truncated (kept in the stream as sent, their raw text not sent as content) and calls whose
+    repaired arguments differ from their fragments. Returns the diagnostics' kinds."""
+    message = stream.message
+    choice = _accumulated(out)
+    kinds = {d["kind"] for d in stream.diagnostics}
+    assert kinds <= {"streamed-call-malformed", "streamed-arguments-differ"}, (how, stream.diagnostics)
+    kept = {d["index"]: d for d in stream.diagnostics if d["kind"] == "streamed-call-malformed"}
+    differ = {d["index"] for d in stream.diagnostics if d["kind"] == "streamed-arguments-differ"}
+    calls = choice.message.tool_calls or []
+    assert [call.id for call in calls] == [f"call_{n}" for n in range(len(calls))], how
+    for index, diagnostic in kept.items():
+        assert calls[index].function.arguments == diagnostic["sent"], how
+    rest = [call for n, call in enumerate(calls) if n not in kept]
+    wanted = message.get("tool_calls") or []
+    assert [c.function.name for c in rest] == [c["function"]["name"] for c in wanted], how
+    for call, want in zip(rest, wanted):
+        arguments = want["function"]["arguments"]
+        if call.index not in differ:
+            got = call.function.arguments
+            assert (got if isinstance(arguments, str) else json.loads(got)) == arguments, how
+    content = message.get("content") or ""
+    join = next((r.join for r in stream.parser.REGIONS if r.slot == "content" and not r.dirty), None) or ""
+    for raw in dict.fromkeys(d["text"] for d in kept.values() if d["into"] == "content"):
+        for piece in (join + raw, raw + join, raw):
+            if piece and piece in content:
+                content = content.replace(piece, "", 1)
+                break
+    assert (choice.message.content or "") == content, how
+    assert ((choice.message.model_extra or {}).get("reasoning_content") or "") == (
+        message.get("reasoning_content") or ""), how
+    assert choice.finish_reason == ("tool_calls" if calls else "stop"), how
+    return kinds
 
 
 def _qwen3():
@@ -128,7 +174,9 @@ def test_json_arguments_stream_as_written():
     assert calls[1] == {"index": 0, "function": {"name": "get_weather"}}
     fragments = [c["function"]["arguments"] for c in calls[2:]]
     assert "".join(fragments) == '{"city": "Paris", "days": 3}'
-    assert len(fragments) == len('{"city": "Paris", "days": 3}')
+    # one character per chunk, except the comma: it is held until the next key shows it is not a
+    # trailing comma (which the recover repair drops), then goes out with it
+    assert fragments == list('{"city": "Paris"') + [', "'] + list('days": 3}')
     # the last fragment came before the close delimiter was complete
     ends = [n for n, c in enumerate(out) if "tool_calls" in c["choices"][0]["delta"]]
     assert ends[-1] < len(text)
@@ -480,3 +528,140 @@ def test_xml_random_values_and_chunkings(family):
         assert json.loads(args) == expect["tool_calls"][0]["function"]["arguments"], text
         checked += 1
     assert checked == 120
+
+
+# --- errors="recover": recover_arguments="hold" | "stream" --------------------------------------
+
+def _run(family, text, chunks, mode, finish_reason=None, tools=None):
+    module = importlib.import_module(f"respc.generated.{family}")
+    stream = ChatCompletionStream(module.ResponseParser("", tools, errors="recover"), ids=lambda n: f"call_{n}",
+                                  completion_id="x", created=0, recover_arguments=mode)
+    out = [c for piece in chunks for c in stream.feed(piece)] + stream.finalize(finish_reason)
+    return stream, out
+
+
+def _args(out: list[dict]) -> str:
+    return "".join(p for _, k, p in _argument_pieces(out) if k == "arguments")
+
+
+def test_stream_keeps_a_truncated_call_and_names_it():
+    """qwen3, the output cut inside a call: "hold" sends no call (the message has none);
+    "stream" has sent the call as it was written and keeps it, says so in a diagnostic, and the
+    finish reason is that of a stream with a call (or what finalize is told)."""
+    text = 'Hi <tool_call>{"name": "f", "arguments": {"a": 1'
+    for chunks in (list(text), [text]):
+        stream, out = _run("qwen3", text, chunks, "hold")
+        assert stream.message == {"role": "assistant", "content": "Hi"}
+        assert _argument_pieces(out) == [] and out[-1]["choices"][0]["finish_reason"] == "stop"
+        assert stream.diagnostics == []
+        stream, out = _run("qwen3", text, chunks, "stream")
+        assert stream.message == {"role": "assistant", "content": "Hi"}
+        choice = _accumulated(out)
+        assert choice.message.content == "Hi" and choice.finish_reason == "tool_calls"
+        assert [(c.id, c.function.name, c.function.arguments) for c in choice.message.tool_calls] == [
+            ("call_0", "f", '{"a": 1')]
+        assert [{k: d[k] for k in ("kind", "index", "cause", "text", "into", "sent", "start", "end")}
+                for d in stream.diagnostics] == [
+            {"kind": "streamed-call-malformed", "index": 0, "cause": "truncated",
+             "text": '<tool_call>{"name": "f", "arguments": {"a": 1', "into": None, "sent": '{"a": 1',
+             "start": 3, "end": len(text)}]
+        assert _check_diverging(stream, out) == {"streamed-call-malformed"}
+    stream, out = _run("qwen3", text, list(text), "stream", finish_reason="length")
+    assert out[-1]["choices"][0]["finish_reason"] == "length"
+
+
+def test_stream_malformed_call_sent_is_not_also_content():
+    """qwen3, a call that closes malformed: per character its beginning was already sent, so it
+    stays a call and its raw text is not sent as content (the message has it in content); fed
+    whole, nothing of it was sent before the parser found it malformed, so "stream" gives exactly
+    what "hold" gives (raw text to content, no call)."""
+    text = 'Hi <tool_call>{"name": "f", "arguments": {"a": </tool_call> ok'
+    raw = '<tool_call>{"name": "f", "arguments": {"a": </tool_call>'
+    stream, out = _run("qwen3", text, list(text), "stream")
+    assert stream.message["content"] == "Hi" + raw + "ok"
+    choice = _accumulated(out)
+    assert (choice.message.content, choice.finish_reason) == ("Hiok", "tool_calls")
+    assert [(c.function.name, c.function.arguments) for c in choice.message.tool_calls] == [("f", '{"a": ')]
+    assert [(d["kind"], d["cause"], d["text"], d["into"]) for d in stream.diagnostics] == [
+        ("streamed-call-malformed", "malformed", raw, "content")]
+    assert _check_diverging(stream, out) == {"streamed-call-malformed"}
+    whole = [_run("qwen3", text, [text], mode)[1] for mode in ("hold", "stream")]
+    assert whole[0] == whole[1]
+    assert _accumulated(whole[1]).message.content == "Hi" + raw + "ok"
+
+
+def test_stream_trailing_comma_is_held_and_dropped():
+    """hermes2pro, trailing commas the recover repair removes: each comma is held until what
+    follows shows whether it is trailing, so the fragments parse to the repaired arguments (no
+    "streamed-arguments-differ"), and they still arrive before the region closes."""
+    text = '<tool_call>\n{"name": "f", "arguments": {"a": 1, "b": [1, 2,],}}\n</tool_call>'
+    for chunks in (list(text), [text[:40], text[40:60], text[60:]]):
+        stream, out = _run("hermes2pro", text, chunks, "stream")
+        assert stream.message["tool_calls"][0]["function"]["arguments"] == {"a": 1, "b": [1, 2]}
+        assert [d["message"] for d in stream.parser.diagnostics] == ["trailing comma before ']' removed",
+                                                                     "trailing comma before '}' removed"]
+        assert _args(out) == '{"a": 1, "b": [1, 2]}' and stream.diagnostics == []
+    stream = ChatCompletionStream(importlib.import_module("respc.generated.hermes2pro").ResponseParser(
+        "", errors="recover"), recover_arguments="stream")
+    fed = [_args(stream.feed(c)) for c in text]
+    assert max(n for n, piece in enumerate(fed) if piece) == text.index("}}")  # the arguments' "}" as written
+
+
+def test_stream_repairs_that_need_no_retraction():
+    """qwen3: a raw newline in a string goes out escaped, Python literals as JSON literals (held
+    until the word is complete), and brackets missing at the region's close are sent at the close:
+    the fragments parse to the repaired arguments, no adapter diagnostic."""
+    text = '<tool_call>{"name": "f", "arguments": {"s": "x\ny", "b": True, "c": [None, False], "d": {"e": 1</tool_call>'
+    want = {"s": "x\ny", "b": True, "c": [None, False], "d": {"e": 1}}
+    for chunks in (list(text), [text]):
+        stream, out = _run("qwen3", text, chunks, "stream")
+        assert stream.message["tool_calls"][0]["function"]["arguments"] == want
+        assert _args(out) == '{"s": "x\\ny", "b": true, "c": [null, false], "d": {"e": 1}}'
+        assert stream.diagnostics == []
+    args = [p for _, k, p in _argument_pieces(_run("qwen3", text, list(text), "stream")[1]) if k == "arguments"]
+    assert "true" in args and "T" not in "".join(args) and args[-1] == "}}"
+
+
+def test_stream_arguments_differ_is_reported():
+    """minimax_m2, a closing tag written inside a value (kept up to the last one by the repair):
+    streamed, the value ended at the first closing tag; the call's fragments cannot be corrected
+    without retracting, so the difference is reported with what was sent."""
+    text = ('<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">x</parameter> y</parameter>\n'
+            '</invoke>\n</minimax:tool_call>')
+    stream, out = _run("minimax_m2", text, list(text), "stream")
+    assert stream.message["tool_calls"][0]["function"]["arguments"] == {"a": "x</parameter> y"}
+    assert [(d["kind"], d["index"], d["sent"], d["message"]) for d in stream.diagnostics] == [
+        ("streamed-arguments-differ", 0, '{"a": "x"}', {"a": "x</parameter> y"})]
+    assert _check_diverging(stream, out) == {"streamed-arguments-differ"}
+    hold, out = _run("minimax_m2", text, list(text), "hold")
+    assert hold.diagnostics == [] and _args(out) == '{"a": "x</parameter> y"}'
+
+
+def test_recover_arguments_checked_and_passed_to_responses():
+    from respc.openai import ResponsesStream
+
+    with pytest.raises(ValueError, match="recover_arguments must be 'hold' or 'stream', got 'later'"):
+        ChatCompletionStream(_qwen3().ResponseParser("", errors="recover"), recover_arguments="later")
+    text = '<tool_call>{"name": "f", "arguments": {"a": 1'
+    stream = ResponsesStream(_qwen3().ResponseParser("", errors="recover"), ids=lambda n: f"call_{n}",
+                             response_id="r", created_at=0, recover_arguments="stream")
+    events = [e for c in text for e in stream.feed(c)]
+    deltas = "".join(e["delta"] for e in events if e["type"] == "response.function_call_arguments.delta")
+    assert deltas == '{"a": 1'  # streamed before the end of the output
+    end = stream.finalize("length")
+    assert end[-1]["type"] == "response.incomplete"
+    assert [d["kind"] for d in stream.chat.diagnostics] == ["streamed-call-malformed"]
+
+
+def test_xml_opening_with_an_optional_tail_waits_for_it():
+    """minicpm4 (``<param name="k">`` then an optional ``<![CDATA[``) per character: the opening is
+    not settled at ``<!`` (it may still be the CDATA start), so the value streams without it."""
+    text = ('<function name="f"><param name="city"><![CDATA[北\n京]]></param><param name="d">x</param>'
+            '</function>\n')
+    module = importlib.import_module("respc.generated.minicpm4")
+    for errors in ("strict", "recover"):
+        stream, out = _stream(module, "<|im_start|>assistant\n", list(text), errors=errors, recover_arguments="stream")
+        args = [p for _, k, p in _argument_pieces(out) if k == "arguments"]
+        assert stream.message["tool_calls"][0]["function"]["arguments"] == {"city": "北\n京", "d": "x"}
+        assert "".join(args) == '{"city": "北\\n京", "d": "x"}'   # never "<![CDATA["
+        assert "京" in args and stream.diagnostics == []  # the value streamed character by character

@@ -98,6 +98,19 @@ def _merged(items: list, message: dict) -> list:
             zip((calls[n] for n in sorted(calls)), wanted + [{}] * len(calls))]
 
 
+def _streamed_want(want: tuple, detector) -> tuple:
+    """What a streaming function-call detector must give: respc's message, except the calls its
+    stream declares diverging (``recover_arguments="stream"``, docs/openai.md): a call whose
+    repaired arguments differ from its fragments has the fragments' arguments. A call sent and
+    then found malformed (the stream keeps it, the message does not) occurs in no vector yet."""
+    diagnostics = detector._stream.diagnostics if detector._stream is not None else []
+    assert not [d for d in diagnostics if d.get("kind") != "streamed-arguments-differ"], diagnostics
+    calls = list(want[2])
+    for d in diagnostics:
+        calls[d["index"]] = (calls[d["index"]][0], json.loads(d["sent"]))
+    return want[0], want[1], calls
+
+
 def _chained(family, prefix, chunks, tools):
     """SGLang's order: reasoning detector first, its normal_text into the function-call detector."""
     reasoning = rs.RespcReasoningDetector(family, prefix=prefix, tool_call_parser_active=True)
@@ -113,7 +126,7 @@ def _chained(family, prefix, chunks, tools):
     end = detector.finish(tools)
     content.append(end.normal_text)
     items.extend(end.calls)
-    return "".join(think), "".join(content), items
+    return "".join(think), "".join(content), items, detector
 
 
 @pytest.mark.parametrize("family,prefix,text,tools", VECTORS)
@@ -122,8 +135,8 @@ def test_detectors_equal_message(family, prefix, text, tools):
     want = _want(message)
     sgl_tools = [Tool.model_validate(t) for t in tools or []]
     for how, chunks in chunkings(text, f"{family}/{text[:20]}").items():
-        think, content, items = _chained(family, prefix, chunks, sgl_tools)
-        assert (think, content, _merged(items, message)) == want, how
+        think, content, items, detector = _chained(family, prefix, chunks, sgl_tools)
+        assert (think, content, _merged(items, message)) == _streamed_want(want, detector), how
     # one-shot
     split = rs.RespcReasoningDetector(family, prefix=prefix, tool_call_parser_active=True).detect_and_parse(text)
     result = rs.RespcFunctionCallDetector(family).detect_and_parse(split.normal_text, sgl_tools)
@@ -168,7 +181,7 @@ def test_through_sglang_parsers(family, prefix, text, tools):
         answer, got = calls.parse_stream_end()
         content.append(answer)
         items.extend(got)
-        assert ("".join(think), "".join(content), _merged(items, message)) == want, how
+        assert ("".join(think), "".join(content), _merged(items, message)) == _streamed_want(want, calls.detector), how
     r, normal = ReasoningParser(name, force_reasoning=force, tool_call_parser_active=True).parse_non_stream(text)
     answer, got = FunctionCallParser(sgl_tools, name).parse_non_stream(normal)
     assert (r or "", answer, [(c.name, _parsed(c.parameters, like)) for c, (_, like) in zip(got, want[2])]) == want
@@ -239,3 +252,22 @@ def test_sglang_loads_the_plugin_and_accepts_the_names():
     args = prepare_server_args(["--model-path", "unused", "--reasoning-parser", "respc-gpt_oss",
                                 "--tool-call-parser", "respc-gpt_oss"])
     assert (args.reasoning_parser, args.tool_call_parser) == ("respc-gpt_oss", "respc-gpt_oss")
+
+
+def test_arguments_stream_as_written_and_a_cut_call_stays():
+    """The function-call detector streams arguments as written (``recover_arguments="stream"``):
+    the first fragment comes before the call's end; a call cut off by the end of the output stays
+    as it was sent, and the stream's diagnostics name it (respc's message has no call)."""
+    detector = rs.RespcFunctionCallDetector("qwen3")
+    text = 'Hi<tool_call>\n{"name": "x", "arguments": {"a": 1, "b": "cd'
+    got = [detector.parse_streaming_increment(c, []) for c in text]
+    first = next(n for n, r in enumerate(got) if any(item.parameters for item in r.calls))
+    assert first == text.index('{"a"')
+    end = detector.finish([])
+    items = [item for r in got + [end] for item in r.calls]
+    assert [i.name for i in items if i.name] == ["x"]
+    assert "".join(i.parameters for i in items) == '{"a": 1, "b": "cd'
+    assert "".join(r.normal_text for r in got + [end]) == "Hi"
+    assert [(d["kind"], d["cause"], d["index"]) for d in detector._stream.diagnostics] == [
+        ("streamed-call-malformed", "truncated", 0)]
+    assert _message("qwen3", "", text, None) == {"role": "assistant", "content": "Hi"}
