@@ -546,7 +546,9 @@ class RespcToolParser(ToolParser):
         if self._primer:
             parser.feed(self._primer)  # the events of the primer are the reasoning's: not sent
         ids = type(self).tool_call_ids
-        return ChatCompletionStream(parser, ids=ids)
+        # arguments stream as the model writes them, as vLLM's own tool parsers do; a call found
+        # malformed after part of it was sent stays as sent (docs/openai.md, "recover_arguments")
+        return ChatCompletionStream(parser, ids=ids, recover_arguments="stream")
 
     def adjust_request(self, request: Any) -> Any:
         """``skip_special_tokens=False`` when the request has tools and a delimiter of the template
