@@ -52,7 +52,7 @@ _ENDS = ("delimiter", "value")
 _INSIDE_ACTIONS = ("nest", "end", "end-if-unclosed")
 _REJECTS = ("restore", "error")
 #: content parsers that exist only in template language v2
-V2_PARSERS = ("pythonic",)
+V2_PARSERS = ("pythonic", "xml-tree")
 # Regex flavour of SPEC 2: the `regex` module, DOTALL, no MULTILINE.
 REGEX_FLAGS = regex.DOTALL
 

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 Every field names one content parser (``text``, ``int``, ``float``, ``bool``, ``json``,
-``xml-inline``, ``kv-lines``, and in template v2 ``pythonic``) and a ``content_args`` dict. Each
+``xml-inline``, ``kv-lines``, and in template v2 ``pythonic`` and ``xml-tree``) and a ``content_args`` dict. Each
 parser is one :class:`ParserRecord` in :data:`PARSERS`, read by the compiler's load-time checks
 (``check_args``), by the emitter (``dirty``), by the streaming core (``make``, ``boundary``,
 ``self_delimiting``, ``can_reject``) and by grammar export (``grammar``): adding a parser means
@@ -652,6 +652,79 @@ def _make_kv_lines(args: dict) -> ContentParser:
 
 
 # --------------------------------------------------------------------------------------------
+# xml-tree (v2): a value written as nested XML elements (MiniMax-M3 tool arguments).
+
+#: a tag name of an xml-tree element: no markup, quote or space characters
+_TREE_NAME = r"[^\s<>/\"']+"
+
+
+def _make_xml_tree(args: dict) -> ContentParser:
+    """Read one value written as nested elements, ``P<name>...P</name>`` (``P``: ``tag_prefix``).
+
+    A body whose first non-space text is not ``P<`` is a leaf: its text, unchanged. Otherwise it
+    must be nothing but elements (whitespace between them is ignored): when every element is named
+    ``item_tag`` the value is the list of their values, else a dict (a name met twice collects its
+    values in a list, as MiniMax-M3's parsers do). Element bodies are read the same way, so objects
+    and arrays nest to any depth. A body that starts like an element but is not a clean sequence of
+    them (an unclosed or stray tag) is kept as its text. Rule from MiniMax-M3's chat template
+    (``to_xml``: a mapping as one element per key, a list as ``<item>`` elements, a scalar as text).
+    """
+    prefix = args.get("tag_prefix", "")
+    item_tag = args.get("item_tag", "item")
+    if not isinstance(prefix, str) or not isinstance(item_tag, str) or not item_tag:
+        return _failing("xml-tree", f"tag_prefix and item_tag must be strings, got {prefix!r}, {item_tag!r}")
+    quoted = regex.escape(prefix)
+    tag = regex.compile(rf"{quoted}<(/?)({_TREE_NAME})>")
+    start = regex.compile(rf"\s*{quoted}<(?!/){_TREE_NAME}>")
+
+    def elements(text: str) -> list[tuple[str, str]] | None:
+        """The (name, body) elements ``text`` consists of, or None when it is not only elements."""
+        out: list[tuple[str, str]] = []
+        pos = 0
+        while True:
+            while pos < len(text) and text[pos].isspace():
+                pos += 1
+            if pos == len(text):
+                return out
+            m = tag.match(text, pos)
+            if m is None or m.group(1):
+                return None
+            name, depth, scan = m.group(2), 1, m.end()
+            while depth:
+                inner = tag.search(text, scan)
+                if inner is None:
+                    return None
+                if inner.group(2) == name:
+                    depth += -1 if inner.group(1) else 1
+                scan = inner.end()
+            out.append((name, text[m.end():inner.start()]))
+            pos = scan
+
+    def read(text: str) -> Any:
+        if not start.match(text):
+            return text
+        found = elements(text)
+        if found is None:
+            return text
+        if all(name == item_tag for name, _ in found):
+            return [read(body) for _, body in found]
+        value: dict[str, Any] = {}
+        repeated: set[str] = set()
+        for name, body in found:
+            child = read(body)
+            if name not in value:
+                value[name] = child
+                continue
+            if name not in repeated:
+                value[name] = [value[name]]
+                repeated.add(name)
+            value[name].append(child)
+        return value
+
+    return read
+
+
+# --------------------------------------------------------------------------------------------
 # pythonic (v2): see respc.runtime.pythonic.
 
 
@@ -801,6 +874,19 @@ def _check_kv_lines(args: dict, where: str = "content_args") -> Problems:
     return problems + _check_value_parser(args, where, None)
 
 
+def _check_xml_tree(args: dict, where: str = "content_args") -> Problems:
+    problems: Problems = []
+    unknown = sorted(set(args) - {"tag_prefix", "item_tag"})
+    if unknown:
+        problems.append(("", f"xml-tree has unknown arguments {unknown} (allowed: ['tag_prefix', 'item_tag'])"))
+    if "tag_prefix" in args and not isinstance(args["tag_prefix"], str):
+        problems.append(("tag_prefix", f"xml-tree 'tag_prefix' must be a string, got {args['tag_prefix']!r}"))
+    if "item_tag" in args and not (isinstance(args["item_tag"], str) and regex.fullmatch(_TREE_NAME, args["item_tag"])):
+        problems.append(("item_tag", f"xml-tree 'item_tag' must be a tag name (no spaces, quotes or <>/), "
+                                     f"got {args['item_tag']!r}"))
+    return problems
+
+
 def content_args_problems(name: str, args: Any, where: str = "content_args") -> Problems:
     """Every load-time problem of one field's ``content_args`` (SPEC 2), in check order.
 
@@ -915,6 +1001,7 @@ PARSERS: dict[str, ParserRecord] = {
         ParserRecord("kv-lines", True, _check_kv_lines, _make_kv_lines, grammar=_grammar_any),
         ParserRecord("pythonic", True, _check_pythonic, _make_pythonic, self_delimiting=True,
                      can_reject=True, boundary=pythonic_boundary, grammar=_grammar_pythonic),
+        ParserRecord("xml-tree", True, _check_xml_tree, _make_xml_tree, grammar=_grammar_any),
     )
 }
 

@@ -30,7 +30,7 @@ XML_PATTERN = r"<parameter=(?P<key>\w+)>\s*(?P<value>.*?)\s*</parameter>"
 
 def test_parser_names_in_spec_order():
     assert CONTENT_PARSER_NAMES == ("text", "int", "float", "bool", "json", "xml-inline", "kv-lines",
-                                    "pythonic")
+                                    "pythonic", "xml-tree")
     assert CONTENT_PARSER_NAMES == tuple(PARSERS)
 
 
@@ -547,3 +547,69 @@ def test_differential_kv_lines(ref_parse, text, line_sep, kv_sep, strip, value_p
     args = {k: v for k, v in [("line_sep", line_sep), ("kv_sep", kv_sep), ("strip", strip),
                              ("value_parser", value_parser)] if v is not None}
     _same(text, "kv-lines", args, ref_parse)
+
+
+# --- xml-tree (v2) ----------------------------------------------------------------------------
+
+NS = "]<]minimax[>["
+TREE = {"tag_prefix": NS}
+
+
+def test_xml_tree_leaf_is_the_text_unchanged():
+    assert parse_content(" 42 ", "xml-tree", TREE) == " 42 "
+    assert parse_content("a <b> c", "xml-tree", TREE) == "a <b> c"
+    assert parse_content("", "xml-tree", TREE) == ""
+
+
+def test_xml_tree_children_are_an_object_and_items_a_list():
+    # MiniMax-M3's to_xml: a mapping as one element per key, a list as <item> elements
+    # (the create_order call of vLLM's tests/tool_parsers/test_minimax_m3_tool_parser.py)
+    shipping = f"{NS}<city>Singapore{NS}</city>{NS}<zip>018956{NS}</zip>"
+    assert parse_content(shipping, "xml-tree", TREE) == {"city": "Singapore", "zip": "018956"}
+    items = (f"{NS}<item>{NS}<sku>book-001{NS}</sku>{NS}<qty>2{NS}</qty>{NS}</item>\n"
+             f"{NS}<item>{NS}<sku>pen-007{NS}</sku>{NS}</item>")
+    assert parse_content(items, "xml-tree", TREE) == [{"sku": "book-001", "qty": "2"}, {"sku": "pen-007"}]
+    nested = f"{NS}<item>{NS}<item>1{NS}</item>{NS}<item>2{NS}</item>{NS}</item>"
+    assert parse_content(nested, "xml-tree", TREE) == [["1", "2"]]
+
+
+def test_xml_tree_repeated_name_collects_a_list_per_object():
+    body = (f"{NS}<tag>a{NS}</tag>{NS}<tag>b{NS}</tag>{NS}<tag>c{NS}</tag>"
+            f"{NS}<sub>{NS}<tag>x{NS}</tag>{NS}</sub>")
+    assert parse_content(body, "xml-tree", TREE) == {"tag": ["a", "b", "c"], "sub": {"tag": "x"}}
+
+
+def test_xml_tree_same_name_nesting_closes_at_the_matching_tag():
+    assert parse_content(f"{NS}<a>{NS}<a>x{NS}</a>{NS}</a>", "xml-tree", TREE) == {"a": {"a": "x"}}
+
+
+@pytest.mark.parametrize("body", [f"{NS}<a>x", f"{NS}<a>x{NS}</a> tail", f"{NS}<a>x{NS}</b>", f"{NS}<a>{NS}</a>{NS}</a>"])
+def test_xml_tree_damaged_elements_keep_the_text(body):
+    assert parse_content(body, "xml-tree", TREE) == body
+
+
+def test_xml_tree_default_prefix_and_item_tag():
+    assert parse_content("<to><city>Oslo</city></to>", "xml-tree", {}) == {"to": {"city": "Oslo"}}
+    assert parse_content("<li>a</li><li>b</li>", "xml-tree", {"item_tag": "li"}) == ["a", "b"]
+
+
+def test_xml_tree_as_value_parser_of_xml_inline():
+    args = {"tag_pattern": r"<(?P<key>[^\s<>/]+)>(?P<value>.*?)</(?P=key)>",
+            "value_parser": {"name": "xml-tree"}}
+    assert parse_content("<to><city>Oslo</city></to><n>3</n>", "xml-inline", args) == {"to": {"city": "Oslo"}, "n": "3"}
+
+
+@pytest.mark.parametrize("args,path,words", [
+    ({"tag_prefix": 3}, "tag_prefix", "must be a string"),
+    ({"item_tag": "a b"}, "item_tag", "must be a tag name"),
+    ({"item_tag": ""}, "item_tag", "must be a tag name"),
+    ({"prefix": "x"}, "", "unknown arguments ['prefix']"),
+])
+def test_xml_tree_bad_arguments_are_named(args, path, words):
+    problems = PARSERS["xml-tree"].check_args(args, "content_args")
+    assert problems and problems[0][0] == path and words in problems[0][1]
+
+
+def test_xml_tree_bad_arguments_fail_at_parse_time():
+    with pytest.raises(ContentParseError, match="xml-tree"):
+        parse_content("x", "xml-tree", {"tag_prefix": 3})
