@@ -122,6 +122,11 @@ def _probe_reparse(region: Any) -> bool:
     names = tuple(region.groups)
     if not names:
         return False
+    args = getattr(region.process, "content_args", None)
+    value_parser = args.get("value_parser") if isinstance(args, dict) else None
+    if (value_parser.get("name") if isinstance(value_parser, dict) else value_parser) == "xml-tree":
+        # nested values (MiniMax-M3): a cut-off body reads an inner tag as a parameter of its own
+        return False
     scope = {name: f"G_{name}" for name in names}
     try:
         got = [_function(call) for call in _calls_of(region.process("", scope))]

@@ -57,10 +57,17 @@ import json
 import logging
 from typing import Any, Callable
 
-from sglang.srt.function_call.base_format_detector import BaseFormatDetector
-from sglang.srt.function_call.core_types import StreamingParseResult, ToolCallItem
-from sglang.srt.parser.reasoning_parser import BaseReasoningFormatDetector
-from sglang.srt.parser.reasoning_parser import StreamingParseResult as ReasoningParseResult
+#: how to get SGLang's parser modules without its GPU stack (README, "SGLang plug-in")
+INSTALL = ("pip install 'respc[sglang]' && pip install --no-deps sglang==0.5.23 "
+           "(from a checkout: pip install -e '.[test,sglang]')")
+
+try:
+    from sglang.srt.function_call.base_format_detector import BaseFormatDetector
+    from sglang.srt.function_call.core_types import StreamingParseResult, ToolCallItem
+    from sglang.srt.parser.reasoning_parser import BaseReasoningFormatDetector
+    from sglang.srt.parser.reasoning_parser import StreamingParseResult as ReasoningParseResult
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(f"respc.sglang needs SGLang's parser modules ({exc}); install them with: {INSTALL}") from exc
 
 from respc.openai import ChatCompletionStream
 from respc.show import _traced

@@ -58,7 +58,7 @@ from typing import Any
 
 from respc.openai import ChatCompletionStream
 
-INSTALL = "pip install --no-deps vllm==0.33.0 && pip install -e '.[vllm]'"
+INSTALL = "pip install --no-deps vllm==0.33.0 && pip install 'respc[vllm]' (from a checkout: pip install -e '.[test,vllm]')"
 
 try:
     from vllm.entrypoints.generate.base.protocol import (

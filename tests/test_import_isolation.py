@@ -81,3 +81,19 @@ def test_runtime_imports_only_stdlib_and_regex():
 def test_third_party_filter_is_not_vacuous():
     """The stdlib filter above does flag a third-party module."""
     assert _third_party(["json", "regex._regex", "respc.runtime", "lark", "jinja2.ext"]) == ["jinja2.ext", "lark"]
+
+
+@pytest.mark.parametrize("module,engine", [("respc.sglang", "sglang"), ("respc.vllm", "vllm")])
+def test_plugin_without_its_engine_says_how_to_install_it(module, engine):
+    """``import respc.sglang`` / ``respc.vllm`` without the engine: an ImportError naming the module that
+    is missing and the install command (README, "SGLang plug-in" / "vLLM plug-in"), not a bare one."""
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec(engine) is not None:
+        pytest.skip(f"{engine} is installed here")
+    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"ImportError: {module} needs "), last
+    assert f"No module named '{engine}'" in last and f"--no-deps {engine}==" in last, last

@@ -28,7 +28,7 @@ from support import CORPUS, SHARED, chunkings, load_jsonl
 
 pytestmark = pytest.mark.vllm
 
-INSTALL = "pip install --no-deps vllm==0.33.0 && pip install -e '.[vllm]'"
+INSTALL = 'python -m pip install --no-deps vllm==0.33.0 && python -m pip install -e ".[test,vllm]"'
 pytest.importorskip("vllm.parser.parser_manager", reason=f"vLLM's parser modules are not installed: {INSTALL}")
 
 from vllm.entrypoints.generate.base.protocol import DeltaMessage  # noqa: E402
@@ -73,6 +73,11 @@ SPLIT_LIMITS = {
     "intern_s1-action_block_inside_reasoning": "an action block inside the reasoning is a call",
     "solar_open2-vllm_multiple_embedded_blocks": "calls embedded between reasoning blocks",
 }
+#: the same split, the other way: an end-of-turn mark inside the reasoning ends the whole output
+#: (plamo3's <|plamo:tag|>), but the reasoning parser hands what follows it on as content
+SPLIT_LIMITS_END = {
+    "plamo3-vllm_reasoning_cut_by_end_of_turn": "text after <|plamo:tag|> inside the reasoning",
+}
 
 
 def _cases() -> list:
@@ -82,7 +87,9 @@ def _cases() -> list:
         for case in family.get("cases", []):
             cid = f"{family['family']}-{case['name']}"
             marks = ([pytest.mark.xfail(strict=True, reason="call inside reasoning: " + SPLIT_LIMITS[cid])]
-                     if cid in SPLIT_LIMITS else [])
+                     if cid in SPLIT_LIMITS else
+                     [pytest.mark.xfail(strict=True, reason="end of turn inside reasoning: " + SPLIT_LIMITS_END[cid])]
+                     if cid in SPLIT_LIMITS_END else [])
             params.append(pytest.param(family["family"], case["prefix"], case["text"], case.get("tools"),
                                        id=cid, marks=marks))
     for vector in load_jsonl(CORPUS):
