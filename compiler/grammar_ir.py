@@ -853,7 +853,9 @@ class _Builder:
         # text between tags is skipped by the reader: anything without a tag start or the close
         junk = Except(tuple(dict.fromkeys([x for x in _leads(pattern) if x] + self.close_leads(f))))
         value_tail = pattern.split("(?P<value>", 1)[1] if "(?P<value>" in pattern else ""
-        stop = tuple(x for x in (_leads(_after_group(value_tail)) if value_tail else []) if x)
+        # the pattern after the value group: group_end reads ``(`` + the group's body onwards
+        after = value_tail[group_end("(" + value_tail, 0) - 1:] if value_tail else ""
+        stop = tuple(x for x in (_leads(after) if after else []) if x)
         jb = JsonBuilder(self.g, JsonDialect())
         members = []
         for key, prop in (schema.get("properties") or {}).items():
@@ -1027,23 +1029,6 @@ class _Builder:
         tail = EMPTY
         self.g.rules = {"start": seq(body, tail), **self.g.rules}
         return self.g
-
-
-def _after_group(rest: str) -> str:
-    """The pattern text after the group whose body starts ``rest`` (balanced parentheses)."""
-    depth, i, esc = 1, 0, False
-    while i < len(rest) and depth:
-        c = rest[i]
-        if esc:
-            esc = False
-        elif c == "\\":
-            esc = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        i += 1
-    return rest[i:]
 
 
 def build_grammar_ir(template: Template, tools: list | None = None, *, tool_choice: str = "auto",

@@ -112,6 +112,26 @@ def _begins(node) -> list[tuple[str, Any]]:
     return [(begin, seq(*items))] if begin else []
 
 
+def _literal_tail(pattern: str) -> tuple[list[str] | None, Any]:
+    """``(strings, head)``: the literal strings a delimiter pattern ends in and the node before them
+    (None: nothing), its optional declared repairs left out; ``(None, None)`` when it does not end
+    in literals. Literals just before a final alternation belong to each string: sre factors a
+    common prefix out of ``<\\|call\\|>|<\\|end\\|>`` into ``<\\|`` + (call|end)."""
+    node, _notes = regex_to_ir(without_optional_repairs(pattern))
+    items = list(node.items) if isinstance(node, Seq) else [node]
+    last = items.pop() if items else None
+    if isinstance(last, Lit):
+        tails = [last.text]
+    elif isinstance(last, Alt) and all(isinstance(x, Lit) for x in last.items):
+        tails = [x.text for x in last.items]
+    else:
+        return None, None
+    lead = ""
+    while items and isinstance(items[-1], Lit):
+        lead = items.pop().text + lead
+    return [lead + t for t in tails], seq(*items) if items else None
+
+
 def _ends(f: Field, eot: set) -> tuple[list[str], Any]:
     """The tag's end strings and the close's head node (None: nothing before them); ``[""]``: the
     region runs to the end of the stream (no close, or only end-of-turn closes)."""
@@ -121,43 +141,22 @@ def _ends(f: Field, eot: set) -> tuple[list[str], Any]:
         if all(x in eot for x in f.close.literals):
             return [""], None
         return list(f.close.literals), None
-    node, _notes = regex_to_ir(without_optional_repairs(f.close.pattern))
-    items = list(node.items) if isinstance(node, Seq) else [node]
-    last = items.pop() if items else None
-    # literals just before the end belong to it (sre factors a common prefix out of
-    # ``<\|call\|>|<\|end\|>`` into ``<\|`` + (call|end)...)
-    lead = ""
-    if isinstance(last, (Lit, Alt)):
-        while items and isinstance(items[-1], Lit):
-            lead = items.pop().text + lead
-    if isinstance(last, Lit):
-        return [lead + last.text], seq(*items) if items else None
-    if isinstance(last, Alt) and all(isinstance(x, Lit) for x in last.items):
-        return [lead + x.text for x in last.items], seq(*items) if items else None
-    raise _Cannot(f"close_pattern {f.close.pattern!r} does not end in literal strings (a tag's end)")
+    ends, head = _literal_tail(f.close.pattern)
+    if ends is None:
+        raise _Cannot(f"close_pattern {f.close.pattern!r} does not end in literal strings (a tag's end)")
+    return ends, head
 
 
 def _literal_list(delim) -> list[str] | None:
     """The strings a delimiter matches when it is a literal list, or a pattern that is one once its
-    optional declared repairs are left out (``<\|channel\|>(?P<repair_space>\s)?analysis``);
+    optional declared repairs are left out (``<\\|channel\\|>(?P<repair_space>\\s)?analysis``);
     None otherwise (or for no delimiter)."""
     if delim is None:
         return None
     if delim.literals is not None:
         return list(delim.literals)
-    node, _notes = regex_to_ir(without_optional_repairs(delim.pattern))
-    items = list(node.items) if isinstance(node, Seq) else [node]
-    last = items.pop() if items else None
-    lead = ""
-    while items and isinstance(items[-1], Lit):
-        lead = items.pop().text + lead
-    if items:
-        return None
-    if isinstance(last, Lit):
-        return [lead + last.text]
-    if isinstance(last, Alt) and all(isinstance(x, Lit) for x in last.items):
-        return [lead + x.text for x in last.items]
-    return None
+    strings, head = _literal_tail(delim.pattern)
+    return strings if head is None else None
 
 
 def _object(props: dict, required: list) -> dict:

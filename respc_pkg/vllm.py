@@ -594,15 +594,20 @@ class RespcToolParser(ToolParser):
         return _merge_chunks(self._stream.finalize())
 
 
+def _class_for(template: str, base: type, kind: str) -> type:
+    """A subclass of ``base`` named ``Respc<Template><kind>`` for catalogue template ``template``."""
+    _module(template)
+    name = "Respc" + "".join(part.capitalize() for part in template.split("_")) + kind
+    return type(name, (base,), {"template": template, "__module__": __name__})
+
+
 def reasoning_parser_class(template: str) -> type[RespcReasoningParser]:
     """A :class:`RespcReasoningParser` subclass for catalogue template ``template``.
 
     Raises:
         ValueError: no generated module ``respc.generated.<template>``.
     """
-    _module(template)
-    name = "Respc" + "".join(part.capitalize() for part in template.split("_")) + "ReasoningParser"
-    return type(name, (RespcReasoningParser,), {"template": template, "__module__": __name__})
+    return _class_for(template, RespcReasoningParser, "ReasoningParser")
 
 
 def tool_parser_class(template: str) -> type[RespcToolParser]:
@@ -611,9 +616,7 @@ def tool_parser_class(template: str) -> type[RespcToolParser]:
     Raises:
         ValueError: no generated module ``respc.generated.<template>``.
     """
-    _module(template)
-    name = "Respc" + "".join(part.capitalize() for part in template.split("_")) + "ToolParser"
-    return type(name, (RespcToolParser,), {"template": template, "__module__": __name__})
+    return _class_for(template, RespcToolParser, "ToolParser")
 
 
 def register(*templates: str) -> dict[str, tuple[type, type]]:

@@ -943,7 +943,7 @@ class StreamParser:
             at = self._here()
             self.ledger.append((at, at + n, kind))
         self._sunk += n
-        if self._recover:
+        if self._recover and self._STRAY:  # only _stray_closers reads it
             self._exact = self._body_len()
 
     def _route(self, events: list, text: str) -> None:

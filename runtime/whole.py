@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["parse_text", "finish"]
+__all__ = ["finish"]
 
 
 def _single_pass_ok(parser: Any) -> bool:
@@ -71,22 +71,3 @@ def finish(parser: Any, text: str) -> dict:
     parser._flush_tail()
     parser._buf += text
     return parser.finalize()[0]
-
-
-def parse_text(parser_class: Any, text: str, prefix: Any, tools: Any = None, tokenizer: Any = None,
-               errors: str = "strict") -> dict:
-    """Parse one complete model output: ``parser_class(prefix, tools, tokenizer, errors)``, then
-    :func:`finish`.
-
-    Args:
-        parser_class: a generated ``ResponseParser``.
-        text (str): the complete model output (already decoded from token ids).
-        prefix, tools, tokenizer, errors: as for ``ResponseParser``.
-
-    Returns:
-        dict: the message.
-
-    Raises:
-        As :func:`finish`, and ``ResponseParser``'s own (prefix missing, bad ``errors``).
-    """
-    return finish(parser_class(prefix, tools, tokenizer, errors), text)
