@@ -202,19 +202,72 @@ def _yields_tool_calls(doc: dict, text: str) -> bool:
     return bool(calls) and (not isinstance(calls, list) or len(calls) >= 1)
 
 
-def _check_filler(name: str, doc: dict) -> None:
-    """Refuse a filler that contains a delimiter of ``doc`` (the input would not mean what we say)."""
-    probe = "x " + FILLER * 2
+def _implicit_field(doc: dict) -> str | None:
+    """Name of the implicit field (the one without ``open``/``open_pattern``), or None."""
     for field, spec in doc["fields"].items():
-        for key in ("open", "close"):
-            for lit in _literals(spec.get(key)):
-                if lit in probe:
-                    raise AssertionError(f"{name}: filler contains the {key} delimiter {lit!r} of {field!r}")
-        for key in ("open_pattern", "close_pattern"):
-            if key in spec:
-                m = _compile(spec[key]).search(probe, 1)
-                if m is not None:
-                    raise AssertionError(f"{name}: filler matches {key} of {field!r}: {m.group()!r}")
+        if "open" not in spec and "open_pattern" not in spec:
+            return field
+    return None
+
+
+def watched_delimiters(doc: dict, region: str | None) -> list[tuple[str, str, str]]:
+    """The delimiters a parser watches while ``region`` is the current region, as
+    ``(field, key, literal or pattern)`` triples (``key`` is one of ``open``, ``open_pattern``,
+    ``close``, ``close_pattern``).
+
+    The rule is the watch-set rule of ``docs/template-language.md`` ("Watch sets", ``inside``,
+    ``outside``): in the implicit field (``region`` None or the implicit field's name) every
+    explicit field's open unless that field has ``"outside": false``, plus the implicit field's own
+    close; in an explicit region its own close, plus the open of every field whose ``inside`` names
+    that region. A close of another region is plain text there.
+    """
+    fields = doc["fields"]
+    implicit = _implicit_field(doc)
+    current = implicit if region is None else region
+    out = []
+    for field, spec in fields.items():
+        if field == implicit:
+            continue
+        opens_here = (spec.get("outside", True) if current == implicit
+                      else current in (spec.get("inside") or {}))
+        if opens_here:
+            out += [(field, "open", lit) for lit in _literals(spec.get("open"))]
+            if "open_pattern" in spec:
+                out.append((field, "open_pattern", spec["open_pattern"]))
+    spec = fields.get(current) if current is not None else None
+    if spec is not None:
+        out += [(current, "close", lit) for lit in _literals(spec.get("close"))]
+        if "close_pattern" in spec:
+            out.append((current, "close_pattern", spec["close_pattern"]))
+    return out
+
+
+def _check_filler(name: str, doc: dict) -> None:
+    """Refuse a filler that contains a delimiter watched where the filler is written (the answer,
+    in the implicit field, and the reasoning region): the input would not mean what we say.
+
+    Only watched delimiters count (:func:`watched_delimiters`): llama3_json's tool-call close
+    ``\\s*;`` is searched only inside a tool call, so a ``;`` in the prose is text; olmo3's call
+    opener ``(?=[A-Za-z_])`` has ``"outside": false`` and is watched only inside its call section.
+    A zero-width match of a watched pattern (a lookahead opener) is an occurrence like any other.
+
+    Raises:
+        AssertionError: naming the template, the field, the key and the matched text.
+    """
+    probe = "x " + FILLER * 2
+    regions = [None] + (["reasoning_content"] if "reasoning_content" in doc["fields"] else [])
+    for region in regions:
+        where = "the answer" if region is None else f"region {region!r}"
+        for field, key, delim in watched_delimiters(doc, region):
+            if key in ("open", "close"):
+                if delim in probe:
+                    raise AssertionError(f"{name}: filler in {where} contains the {key} delimiter {delim!r} "
+                                         f"of {field!r}")
+                continue
+            m = _compile(delim).search(probe, 1)
+            if m is not None:
+                raise AssertionError(f"{name}: filler in {where} matches {key} of {field!r} "
+                                     f"at offset {m.start()}: {m.group()!r}")
 
 
 def _filler(n: int) -> str:
