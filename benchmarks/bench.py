@@ -302,6 +302,16 @@ def bench_template(name: str, sizes: list[int], args, ref_cls, ref_parse) -> dic
     # scans: the gc.collect() before each timed call then costs microseconds, not ~60 ms
     gc.collect()
     gc.freeze()
+    try:
+        return _bench_sizes(name, sizes, args, ref_cls, ref_parse, doc, module, v1_module, ref_doc, missing,
+                            pieces, literals)
+    finally:
+        gc.unfreeze()
+
+
+def _bench_sizes(name, sizes, args, ref_cls, ref_parse, doc, module, v1_module, ref_doc, missing, pieces,
+                 literals) -> dict:
+    """The per-size loop of :func:`bench_template` (same arguments, set up there)."""
     result = {"template": name, "tool_calls": pieces.tool_source, "reasoning": pieces.reasoning is not None,
               "reference": missing or "yes", "literals": len(literals), "sizes": {}}
     errors = "recover" if args.errors == "recover" else "strict"
