@@ -33,8 +33,9 @@ REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = REPO / "templates"
 FAMILIES = REPO / "tests" / "cases" / "families"
 
-#: Filler prose: no delimiter of any catalogue template, but ``<`` in several positions (``a<b``,
-#: ``x < y``, at a chunk edge) so literal partial matching is exercised on every template.
+#: Filler prose: no delimiter watched where it is written, in any catalogue template (checked per
+#: template by :func:`_check_filler`), but ``<`` in several positions (``a<b``, ``x < y``, at a chunk
+#: edge) so literal partial matching is exercised on every template.
 FILLER = (
     "Consider the case where a < b and b<c; then a<c holds too. The weather in Paris stays "
     "mild this week at about 21 degrees, with light wind <10 km/h and a chance of rain near 3 pm. "
