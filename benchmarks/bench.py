@@ -206,16 +206,20 @@ def whole_ms(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def ref_tail_estimate(ref_cls, ref_doc, text: str, window: int) -> float:
+def ref_tail_estimate(ref_cls, ref_doc, text: str, window: int, budget: float | None = None) -> float | None:
     """Reference µs/chunk at the *end* of ``text``: pre-feed all but ``window`` chars in 4 kB pieces
     (few buffer copies; not one piece, since a partial regex search over a long undecided run can be
     quadratic, see the whole-text adversarial case), then time the last ``window`` chars in 4-char
-    chunks. Used to estimate the reference's 1 MB figure without paying its O(n²) run."""
+    chunks. Used to estimate the reference's 1 MB figure without paying its O(n²) run. With
+    ``budget`` (seconds), None when the pre-feed alone takes longer (then it is abandoned)."""
     gc.collect()
     parser = ref_cls(ref_doc, prefix="")
     head = text[:-window]
+    t0 = time.perf_counter()
     for i in range(0, len(head), 4 * KB):
         parser.feed(head[i:i + 4 * KB])
+        if budget is not None and time.perf_counter() - t0 > budget:
+            return None
     tail = inputs.chunks(text[-window:])
     feed = parser.feed
     t0 = time.perf_counter()
@@ -391,10 +395,13 @@ def _bench_sizes(name, sizes, args, ref_cls, ref_parse, doc, module, v1_module, 
                 row["ref_skip"] = "> budget (whole-text parse over budget)"
             else:
                 head = ref_tail_estimate(ref_cls, ref_doc, text[:20 * KB], 4 * KB) if len(text) > 20 * KB else None
-                tail = ref_tail_estimate(ref_cls, ref_doc, text, 10 * KB)
-                est = (head + tail) / 2 if head is not None else tail
-                row["ref_est_us"] = est
-                row["ref_est_s"] = est * n / 1e6
+                tail = ref_tail_estimate(ref_cls, ref_doc, text, 10 * KB, budget)
+                if tail is None:
+                    row["ref_skip"] = f"> budget (pre-feeding {size_label(size)} took over {budget:g} s)"
+                else:
+                    est = (head + tail) / 2 if head is not None else tail
+                    row["ref_est_us"] = est
+                    row["ref_est_s"] = est * n / 1e6
 
         if missing is not None:
             row["equal"] = "n/a"
