@@ -218,3 +218,20 @@ def test_reference_over_budget_is_skipped_with_its_estimate():
     headers, rows, _ = bench.target_table([res], [1000, 3000])
     cell = rows[0][headers.index("whole ref/o 3 kB")]
     assert cell == f"~{large['ref_parse_est_ms'] / large['ours_parse_ms']:.0f}"
+
+
+def test_size_tables_name_the_reference_gaps(smoke_results, capsys):
+    bench.report_sizes(smoke_results, [1000, 3000], _args())
+    out = capsys.readouterr().out
+    assert out.count("reference n/a (v2-only, no v1 form in tests/cases/v1_templates") == 2
+    assert out.count("cannot express: deepseek_v3_2") == 2
+    assert "messages differ from the reference" not in out
+    solar = [line for line in out.splitlines() if line.startswith("solar_open ")]
+    assert len(solar) == 2 and all(line.split().count("n/a") == 4 for line in solar)  # ref, peak ref, parse ref, equal
+
+
+def test_reference_tail_estimate_stops_at_its_budget():
+    doc = inputs.reference_doc("qwen3")
+    text = inputs.build("qwen3", 30_000)
+    assert bench.ref_tail_estimate(chat_parsing.ResponseParser, doc, text, 4000, budget=0.0) is None
+    assert bench.ref_tail_estimate(chat_parsing.ResponseParser, doc, text, 4000, budget=60.0) > 0
