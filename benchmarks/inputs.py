@@ -11,7 +11,9 @@ An output is ``reasoning, answer, tool calls``, each piece derived from the temp
   ``open + {"name": "get_weather", "arguments": {"city": "Paris"}} + close`` (the body wrapped in a
   list for ``transform_each``). For regex delimiters (or non-JSON bodies) the first tool call found in
   ``tests/cases/families/<family>.json`` ``cases[*].text`` is used (from the ``open_pattern`` match to
-  the end of the following close); with no such sample the tool calls are left out.
+  the end of the following close; a section-only call as its whole section; a call that ends with
+  its value up to the final end-of-turn token, see :func:`_sample_tool_call`); with no such sample
+  the tool calls are left out.
 
 Tool calls are written back to back (no text between them): a whitespace-only block of the implicit
 field would be joined by the reference but not by respc (SPEC deviation D1), and these inputs must give
@@ -129,15 +131,31 @@ def _tool_field(doc: dict) -> dict | None:
     return None
 
 
-def _sample_tool_call(name: str, spec: dict) -> str | None:
-    """The first complete tool call in the family's test cases, from open match to close end."""
+def _sample_tool_call(name: str, doc: dict, spec: dict) -> tuple[str, bool] | None:
+    """The first complete tool call in the family's test cases, from open match to close end, and
+    whether it ends with its value (no close; see below), or None.
+
+    A tool-call field that opens only inside a section (``"outside": false`` with an ``inside``
+    naming another explicit field) is sampled as that whole section. A region that ends with its
+    value (``"end": "value"``, no close) is sampled from its open to the end of the case's text,
+    less the implicit field's close that ends it (``</s>``): such a sample counts only when it
+    repeats (:func:`pieces` checks that two in a row give two calls). One with neither a close nor
+    ``end`` runs to the end of the stream and cannot be repeated (None).
+    """
     path = FAMILIES / f"{name}.json"
     if not path.is_file():
         return None
+    fields = doc["fields"]
+    if spec.get("outside", True) is False:
+        sections = [f for f in (spec.get("inside") or {}) if f != "reasoning_content" and f in fields]
+        if sections:
+            spec = fields[sections[0]]
     cases = json.loads(path.read_text(encoding="utf-8")).get("cases", [])
     opener = _compile(spec["open_pattern"]) if "open_pattern" in spec else _compile(
         "|".join(regex.escape(lit) for lit in sorted(_literals(spec["open"]), key=len, reverse=True)))
     closer = _close_regex(spec)
+    implicit = _implicit_field(doc)
+    end_close = _close_regex(fields[implicit]) if implicit is not None else None
     for case in cases:
         message = case.get("message") or {}
         if not message.get("tool_calls"):
@@ -145,10 +163,16 @@ def _sample_tool_call(name: str, spec: dict) -> str | None:
         text = case.get("text", "")
         for m in opener.finditer(text):
             if closer is None:
-                return None  # runs to end of stream: cannot be repeated
+                if spec.get("end") != "value":
+                    return None  # runs to end of stream: cannot be repeated
+                cut = len(text)
+                if end_close is not None:
+                    tail = [c for c in end_close.finditer(text, m.end()) if c.end() == len(text.rstrip())]
+                    cut = tail[0].start() if tail else cut
+                return (text[m.start():cut], True) if cut > m.start() else None
             c = closer.search(text, m.end())
             if c is not None and c.end() > c.start():
-                return text[m.start():c.end()]
+                return text[m.start():c.end()], False
     return None
 
 
@@ -185,21 +209,22 @@ def pieces(name: str, doc: dict | None = None) -> Pieces:
         opener, closer = _first(spec.get("open")), _first(spec.get("close"))
         if opener and closer and spec.get("content", "text") == "json" and "close_pattern" not in spec:
             body = [TOOL_BODY] if spec.get("transform_each") else TOOL_BODY
-            candidates.append((opener + json.dumps(body) + closer, "literals"))
-        sample = _sample_tool_call(name, spec)
+            candidates.append((opener + json.dumps(body) + closer, "literals", 1))
+        sample = _sample_tool_call(name, doc, spec)
         if sample is not None:
-            candidates.append((sample, "sample"))
+            candidates.append((sample[0], "sample", 2 if sample[1] else 1))
         source = "skipped (regex delimiters, no usable sample)"
-        for text, origin in candidates:
-            if _yields_tool_calls(doc, text):
+        for text, origin, at_least in candidates:
+            if _yields_tool_calls(doc, text, at_least):
                 tool_call, source = text, origin
                 break
     _check_filler(name, doc)
     return Pieces(reasoning, tool_call, source)
 
 
-def _yields_tool_calls(doc: dict, text: str) -> bool:
-    """Whether ``text`` alone parses (with respc) into a message holding tool calls.
+def _yields_tool_calls(doc: dict, text: str, at_least: int = 1) -> bool:
+    """Whether ``text`` twice in a row parses (with respc) into a message holding at least
+    ``at_least`` tool calls (2: the call repeats, it does not run to the end of the stream).
 
     The generic body ``{"name", "arguments"}`` does not fit every transform (command_r7b wants
     ``tool_name``/``parameters``); then the family's own sample is used instead.
@@ -211,7 +236,7 @@ def _yields_tool_calls(doc: dict, text: str) -> bool:
     except Exception:  # noqa: BLE001 - any failure just disqualifies the candidate
         return False
     calls = message.get("tool_calls")
-    return bool(calls) and (not isinstance(calls, list) or len(calls) >= 1)
+    return bool(calls) and (len(calls) >= at_least if isinstance(calls, list) else at_least == 1)
 
 
 def _implicit_field(doc: dict) -> str | None:
