@@ -588,8 +588,6 @@ def profile_ours(name: str, size: int, top: int = 14) -> str:
     import respc
 
     doc = inputs.load(name)
-
-    ref_doc = inputs.reference_doc(name)
     module = respc.compile_template(doc)
     chunks = inputs.chunks(inputs.build(name, size, doc))
     profiler = cProfile.Profile()
