@@ -11,7 +11,9 @@ An output is ``reasoning, answer, tool calls``, each piece derived from the temp
   ``open + {"name": "get_weather", "arguments": {"city": "Paris"}} + close`` (the body wrapped in a
   list for ``transform_each``). For regex delimiters (or non-JSON bodies) the first tool call found in
   ``tests/cases/families/<family>.json`` ``cases[*].text`` is used (from the ``open_pattern`` match to
-  the end of the following close); with no such sample the tool calls are left out.
+  the end of the following close; a section-only call as its whole section; a call that ends with
+  its value up to the final end-of-turn token, see :func:`_sample_tool_call`); with no such sample
+  the tool calls are left out.
 
 Tool calls are written back to back (no text between them): a whitespace-only block of the implicit
 field would be joined by the reference but not by respc (SPEC deviation D1), and these inputs must give
@@ -33,8 +35,9 @@ REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = REPO / "templates"
 FAMILIES = REPO / "tests" / "cases" / "families"
 
-#: Filler prose: no delimiter of any catalogue template, but ``<`` in several positions (``a<b``,
-#: ``x < y``, at a chunk edge) so literal partial matching is exercised on every template.
+#: Filler prose: no delimiter watched where it is written, in any catalogue template (checked per
+#: template by :func:`_check_filler`), but ``<`` in several positions (``a<b``, ``x < y``, at a chunk
+#: edge) so literal partial matching is exercised on every template.
 FILLER = (
     "Consider the case where a < b and b<c; then a<c holds too. The weather in Paris stays "
     "mild this week at about 21 degrees, with light wind <10 km/h and a chance of rain near 3 pm. "
@@ -83,6 +86,17 @@ def reference_doc(name: str) -> dict:
     return json.loads((V1_FORMS / f"{name}.json").read_text(encoding="utf-8"))
 
 
+def reference_missing(name: str) -> str | None:
+    """Why the transformers reference cannot run catalogue template ``name``, or None when it can.
+
+    The reference reads only language v1: a v2 template needs its v1 form in
+    ``tests/cases/v1_templates/`` (the v2-only families, written after the rewrite, have none).
+    """
+    if "respc_version" not in load(name) or (V1_FORMS / f"{name}.json").is_file():
+        return None
+    return "v2-only: no v1 form in tests/cases/v1_templates (the reference reads only language v1)"
+
+
 def _first(value) -> str | None:
     if isinstance(value, str):
         return value
@@ -117,15 +131,31 @@ def _tool_field(doc: dict) -> dict | None:
     return None
 
 
-def _sample_tool_call(name: str, spec: dict) -> str | None:
-    """The first complete tool call in the family's test cases, from open match to close end."""
+def _sample_tool_call(name: str, doc: dict, spec: dict) -> tuple[str, bool] | None:
+    """The first complete tool call in the family's test cases, from open match to close end, and
+    whether it ends with its value (no close; see below), or None.
+
+    A tool-call field that opens only inside a section (``"outside": false`` with an ``inside``
+    naming another explicit field) is sampled as that whole section. A region that ends with its
+    value (``"end": "value"``, no close) is sampled from its open to the end of the case's text,
+    less the implicit field's close that ends it (``</s>``): such a sample counts only when it
+    repeats (:func:`pieces` checks that two in a row give two calls). One with neither a close nor
+    ``end`` runs to the end of the stream and cannot be repeated (None).
+    """
     path = FAMILIES / f"{name}.json"
     if not path.is_file():
         return None
+    fields = doc["fields"]
+    if spec.get("outside", True) is False:
+        sections = [f for f in (spec.get("inside") or {}) if f != "reasoning_content" and f in fields]
+        if sections:
+            spec = fields[sections[0]]
     cases = json.loads(path.read_text(encoding="utf-8")).get("cases", [])
     opener = _compile(spec["open_pattern"]) if "open_pattern" in spec else _compile(
         "|".join(regex.escape(lit) for lit in sorted(_literals(spec["open"]), key=len, reverse=True)))
     closer = _close_regex(spec)
+    implicit = _implicit_field(doc)
+    end_close = _close_regex(fields[implicit]) if implicit is not None else None
     for case in cases:
         message = case.get("message") or {}
         if not message.get("tool_calls"):
@@ -133,10 +163,16 @@ def _sample_tool_call(name: str, spec: dict) -> str | None:
         text = case.get("text", "")
         for m in opener.finditer(text):
             if closer is None:
-                return None  # runs to end of stream: cannot be repeated
+                if spec.get("end") != "value":
+                    return None  # runs to end of stream: cannot be repeated
+                cut = len(text)
+                if end_close is not None:
+                    tail = [c for c in end_close.finditer(text, m.end()) if c.end() == len(text.rstrip())]
+                    cut = tail[0].start() if tail else cut
+                return (text[m.start():cut], True) if cut > m.start() else None
             c = closer.search(text, m.end())
             if c is not None and c.end() > c.start():
-                return text[m.start():c.end()]
+                return text[m.start():c.end()], False
     return None
 
 
@@ -173,21 +209,22 @@ def pieces(name: str, doc: dict | None = None) -> Pieces:
         opener, closer = _first(spec.get("open")), _first(spec.get("close"))
         if opener and closer and spec.get("content", "text") == "json" and "close_pattern" not in spec:
             body = [TOOL_BODY] if spec.get("transform_each") else TOOL_BODY
-            candidates.append((opener + json.dumps(body) + closer, "literals"))
-        sample = _sample_tool_call(name, spec)
+            candidates.append((opener + json.dumps(body) + closer, "literals", 1))
+        sample = _sample_tool_call(name, doc, spec)
         if sample is not None:
-            candidates.append((sample, "sample"))
+            candidates.append((sample[0], "sample", 2 if sample[1] else 1))
         source = "skipped (regex delimiters, no usable sample)"
-        for text, origin in candidates:
-            if _yields_tool_calls(doc, text):
+        for text, origin, at_least in candidates:
+            if _yields_tool_calls(doc, text, at_least):
                 tool_call, source = text, origin
                 break
     _check_filler(name, doc)
     return Pieces(reasoning, tool_call, source)
 
 
-def _yields_tool_calls(doc: dict, text: str) -> bool:
-    """Whether ``text`` alone parses (with respc) into a message holding tool calls.
+def _yields_tool_calls(doc: dict, text: str, at_least: int = 1) -> bool:
+    """Whether ``text`` twice in a row parses (with respc) into a message holding at least
+    ``at_least`` tool calls (2: the call repeats, it does not run to the end of the stream).
 
     The generic body ``{"name", "arguments"}`` does not fit every transform (command_r7b wants
     ``tool_name``/``parameters``); then the family's own sample is used instead.
@@ -199,22 +236,75 @@ def _yields_tool_calls(doc: dict, text: str) -> bool:
     except Exception:  # noqa: BLE001 - any failure just disqualifies the candidate
         return False
     calls = message.get("tool_calls")
-    return bool(calls) and (not isinstance(calls, list) or len(calls) >= 1)
+    return bool(calls) and (len(calls) >= at_least if isinstance(calls, list) else at_least == 1)
+
+
+def _implicit_field(doc: dict) -> str | None:
+    """Name of the implicit field (the one without ``open``/``open_pattern``), or None."""
+    for field, spec in doc["fields"].items():
+        if "open" not in spec and "open_pattern" not in spec:
+            return field
+    return None
+
+
+def watched_delimiters(doc: dict, region: str | None) -> list[tuple[str, str, str]]:
+    """The delimiters a parser watches while ``region`` is the current region, as
+    ``(field, key, literal or pattern)`` triples (``key`` is one of ``open``, ``open_pattern``,
+    ``close``, ``close_pattern``).
+
+    The rule is the watch-set rule of ``docs/template-language.md`` ("Watch sets", ``inside``,
+    ``outside``): in the implicit field (``region`` None or the implicit field's name) every
+    explicit field's open unless that field has ``"outside": false``, plus the implicit field's own
+    close; in an explicit region its own close, plus the open of every field whose ``inside`` names
+    that region. A close of another region is plain text there.
+    """
+    fields = doc["fields"]
+    implicit = _implicit_field(doc)
+    current = implicit if region is None else region
+    out = []
+    for field, spec in fields.items():
+        if field == implicit:
+            continue
+        opens_here = (spec.get("outside", True) if current == implicit
+                      else current in (spec.get("inside") or {}))
+        if opens_here:
+            out += [(field, "open", lit) for lit in _literals(spec.get("open"))]
+            if "open_pattern" in spec:
+                out.append((field, "open_pattern", spec["open_pattern"]))
+    spec = fields.get(current) if current is not None else None
+    if spec is not None:
+        out += [(current, "close", lit) for lit in _literals(spec.get("close"))]
+        if "close_pattern" in spec:
+            out.append((current, "close_pattern", spec["close_pattern"]))
+    return out
 
 
 def _check_filler(name: str, doc: dict) -> None:
-    """Refuse a filler that contains a delimiter of ``doc`` (the input would not mean what we say)."""
+    """Refuse a filler that contains a delimiter watched where the filler is written (the answer,
+    in the implicit field, and the reasoning region): the input would not mean what we say.
+
+    Only watched delimiters count (:func:`watched_delimiters`): llama3_json's tool-call close
+    ``\\s*;`` is searched only inside a tool call, so a ``;`` in the prose is text; olmo3's call
+    opener ``(?=[A-Za-z_])`` has ``"outside": false`` and is watched only inside its call section.
+    A zero-width match of a watched pattern (a lookahead opener) is an occurrence like any other.
+
+    Raises:
+        AssertionError: naming the template, the field, the key and the matched text.
+    """
     probe = "x " + FILLER * 2
-    for field, spec in doc["fields"].items():
-        for key in ("open", "close"):
-            for lit in _literals(spec.get(key)):
-                if lit in probe:
-                    raise AssertionError(f"{name}: filler contains the {key} delimiter {lit!r} of {field!r}")
-        for key in ("open_pattern", "close_pattern"):
-            if key in spec:
-                m = _compile(spec[key]).search(probe, 1)
-                if m is not None:
-                    raise AssertionError(f"{name}: filler matches {key} of {field!r}: {m.group()!r}")
+    regions = [None] + (["reasoning_content"] if "reasoning_content" in doc["fields"] else [])
+    for region in regions:
+        where = "the answer" if region is None else f"region {region!r}"
+        for field, key, delim in watched_delimiters(doc, region):
+            if key in ("open", "close"):
+                if delim in probe:
+                    raise AssertionError(f"{name}: filler in {where} contains the {key} delimiter {delim!r} "
+                                         f"of {field!r}")
+                continue
+            m = _compile(delim).search(probe, 1)
+            if m is not None:
+                raise AssertionError(f"{name}: filler in {where} matches {key} of {field!r} "
+                                     f"at offset {m.start()}: {m.group()!r}")
 
 
 def _filler(n: int) -> str:
