@@ -319,8 +319,9 @@ def argument_streaming(parser_class: Any) -> dict[str, str]:
 
     Returns:
         dict[str, str]: region name -> ``"as written"`` (JSON arguments forwarded while the model
-        writes them), ``"converted as written"`` (xml-inline parameters converted to JSON text as
-        they are written: string values character by character, typed values once complete),
+        writes them), ``"converted as written"`` (xml-inline parameters or pythonic calls converted
+        to JSON text as they are written: string values character by character, typed values once
+        complete),
         ``"per parameter"`` (each parameter sent typed once the next one began) or
         ``"at close"`` (one fragment when the region closes), in declaration order.
     """
@@ -721,10 +722,11 @@ def _plans(parser: Any, hold: bool = True) -> dict[int, Any]:
     class and errors mode (the probes run the regions' processors on sample bodies, tens of µs):
     text regions ``"strip"``/``"raw"``/``"close"`` (:func:`_probe_text`); tool regions
     ``("object"|"args", ...)`` (:func:`_probe_json_shape`), ``("xml", ...)`` (:func:`_probe_xml`),
-    ``("reparse", None)`` (:func:`_probe_reparse`) or None (at close; always with
-    ``errors="recover"`` and ``hold``, i.e. ``recover_arguments="hold"``). The probes run the
-    strict processors (repairs are a separate step of the parser), so ``errors="recover"`` with
-    ``hold=False`` gets the strict plans."""
+    ``("pythonic", options)`` (:func:`respc.openai_pythonic.probe_pythonic`), ``("reparse", None)``
+    (:func:`_probe_reparse`) or None (at close; always with ``errors="recover"`` and ``hold``,
+    i.e. ``recover_arguments="hold"``). The probes run the strict processors (repairs are a
+    separate step of the parser), so ``errors="recover"`` with ``hold=False`` gets the strict
+    plans."""
     recover = bool(getattr(parser, "_recover", False)) and hold
     key = (type(parser), recover, parser.REGIONS)
     plans = _PLANS.get(key)
