@@ -302,6 +302,32 @@ def test_stream_adds_up_to_the_message_and_never_contradicts_it(case, rng):
         assert [p[2] for p in _pieces(per_feed, n) if p[1] == "name"] == [call["name"]]
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_call_lists(), st.randoms(use_true_random=False), st.data())
+def test_cut_off_output_with_recover(case, rng, data):
+    """Output cut anywhere (the engine's length limit): with recover_arguments="stream" every call
+    sent is a beginning of the call the whole output has (its arguments text a beginning of their
+    JSON), and a call cut short is named in the diagnostics; with "hold" no cut call is sent."""
+    body, calls = case
+    cut = data.draw(st.integers(1, len(body) - 1))
+    chunks = _random_chunks(body[:cut], rng, 5)
+    stream, per_feed = _run("llama4_pythonic", chunks, errors="recover", recover_arguments="stream")
+    kept = {d["index"]: d["sent"] for d in stream.diagnostics if d["kind"] == "streamed-call-malformed"}
+    assert {d["kind"] for d in stream.diagnostics} <= {"streamed-call-malformed"}
+    message_calls = [c["function"] for c in stream.message.get("tool_calls") or []]
+    assert message_calls == []  # the list is not closed: nothing in it is a call of the message
+    n = 0
+    while _pieces(per_feed, n):
+        names = [p[2] for p in _pieces(per_feed, n) if p[1] == "name"]
+        assert names == [calls[n]["name"]]
+        assert json.dumps(calls[n]["arguments"], ensure_ascii=False).startswith(_args(per_feed, n))
+        assert kept[n] == _args(per_feed, n)
+        n += 1
+    assert set(kept) == set(range(n))
+    stream, per_feed = _run("llama4_pythonic", chunks, errors="recover")
+    assert _pieces(per_feed, 0) == [] and stream.diagnostics == []
+
+
 _ALPHABET = list("f(a=1,'\"\\)[]{} x_.rN\nTrueNone-0:") + ["'''", "\\x4", "\\N{BULLET}", "b=", "g("]
 
 
