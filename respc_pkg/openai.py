@@ -36,7 +36,10 @@ Each region event is routed by its message key (``field``):
   - other xml-inline (and kv-lines) bodies with the name in the open delimiter: the body so far is
     parsed again as it grows (each time by an eighth); every parameter but the last found is sent
     typed as ``"key": value`` (:class:`_Reparse`), the rest at the close.
-  - everything else (pythonic, other xml-inline/kv-lines, JSON dialects, name-as-key JSON, arguments
+  - ``pythonic`` bodies whose transform keeps the reader's calls: converted to JSON text as they
+    are written, by :class:`respc.openai_pythonic.PythonicArgs` (strings character by character,
+    other values and schema-typed strings once complete).
+  - everything else (other xml-inline/kv-lines, JSON dialects, name-as-key JSON, arguments
     given as a JSON string, a call whose arguments come before its name when tools type it, and
     every tool region with ``errors="recover"`` and ``recover_arguments="hold"``, where a body may
     still turn out malformed): the arguments are sent in one fragment when the region closes.
@@ -65,6 +68,7 @@ import time
 import uuid
 from typing import Any, Callable, Iterable
 
+from respc.openai_pythonic import finish as _finish_pythonic, open_pythonic, probe_pythonic
 from respc.runtime.tools import coerce_tool_calls
 
 __all__ = ["ChatCompletionStream", "ResponsesStream", "sse", "openai_message", "argument_streaming"]
@@ -315,13 +319,14 @@ def argument_streaming(parser_class: Any) -> dict[str, str]:
 
     Returns:
         dict[str, str]: region name -> ``"as written"`` (JSON arguments forwarded while the model
-        writes them), ``"converted as written"`` (xml-inline parameters converted to JSON text as
-        they are written: string values character by character, typed values once complete),
+        writes them), ``"converted as written"`` (xml-inline parameters or pythonic calls converted
+        to JSON text as they are written: string values character by character, typed values once
+        complete),
         ``"per parameter"`` (each parameter sent typed once the next one began) or
         ``"at close"`` (one fragment when the region closes), in declaration order.
     """
     return {region.name: "as written" if _probe_json_shape(region)
-            else "converted as written" if _probe_xml(region)
+            else "converted as written" if _probe_xml(region) or probe_pythonic(region)
             else "per parameter" if _probe_reparse(region) else "at close"
             for region in parser_class.REGIONS if region.slot == "tool_calls"}
 
@@ -717,10 +722,11 @@ def _plans(parser: Any, hold: bool = True) -> dict[int, Any]:
     class and errors mode (the probes run the regions' processors on sample bodies, tens of µs):
     text regions ``"strip"``/``"raw"``/``"close"`` (:func:`_probe_text`); tool regions
     ``("object"|"args", ...)`` (:func:`_probe_json_shape`), ``("xml", ...)`` (:func:`_probe_xml`),
-    ``("reparse", None)`` (:func:`_probe_reparse`) or None (at close; always with
-    ``errors="recover"`` and ``hold``, i.e. ``recover_arguments="hold"``). The probes run the
-    strict processors (repairs are a separate step of the parser), so ``errors="recover"`` with
-    ``hold=False`` gets the strict plans."""
+    ``("pythonic", options)`` (:func:`respc.openai_pythonic.probe_pythonic`), ``("reparse", None)``
+    (:func:`_probe_reparse`) or None (at close; always with ``errors="recover"`` and ``hold``,
+    i.e. ``recover_arguments="hold"``). The probes run the strict processors (repairs are a
+    separate step of the parser), so ``errors="recover"`` with ``hold=False`` gets the strict
+    plans."""
     recover = bool(getattr(parser, "_recover", False)) and hold
     key = (type(parser), recover, parser.REGIONS)
     plans = _PLANS.get(key)
@@ -738,6 +744,8 @@ def _plans(parser: Any, hold: bool = True) -> dict[int, Any]:
                     plan = ("xml", xml)
                 elif _probe_reparse(region):
                     plan = ("reparse", None)
+                elif (pythonic := probe_pythonic(region)) is not None:
+                    plan = ("pythonic", pythonic)
             plans[id(region)] = plan
     if len(_PLANS) >= _PLANS_MAX:
         _PLANS.clear()
@@ -815,6 +823,7 @@ class ChatCompletionStream:
         self._calls: list[_Call] = []
         self._xml_kinds: dict[tuple, Any] = {}  # (region, tool, key, selector) -> _xml_strip
         self._open: dict[int, Any] = {}   # id(region) -> (scanner or None, first call number)
+        self._tool_open: int | None = None  # id() of the tool region opened last (its chunks' region)
         self._role_sent = False
         # templates of a chunk and of its one choice (copied per chunk, never handed out)
         self._outer = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
@@ -947,7 +956,8 @@ class ChatCompletionStream:
                     elif plan == "raw":
                         self._send_text(self._texts[slot], event["text"])
                 elif slot == "tool_calls":
-                    state = self._open.get(id(region))
+                    # a chunk names no region (SPEC 4.4): it is the body of the tool region opened last
+                    state = self._open.get(self._tool_open)
                     if state is not None and state[0] is not None:
                         state[0].feed(event["text"])
             elif kind == "region_open":
@@ -1065,6 +1075,7 @@ class ChatCompletionStream:
         return self._calls[n]
 
     def _open_tools(self, region: Any) -> None:
+        self._tool_open = id(region)
         plan = self._plans.get(id(region))
         base = len(self._calls)
         if plan is None:
@@ -1076,6 +1087,9 @@ class ChatCompletionStream:
             return
         if mode == "xml":
             self._open[id(region)] = (_XmlArgs(extra), base, region)
+            return
+        if mode == "pythonic":
+            self._open[id(region)] = (open_pythonic(self, region, base, extra), base, region)
             return
 
         def out(kind: str, n: int, payload: str) -> None:
@@ -1474,6 +1488,8 @@ class ChatCompletionStream:
         calls = _calls_of(value)
         if isinstance(scanner, _Reparse) and scanner.sent and len(calls) == 1 and base < len(self._calls):
             self._finish_reparse(scanner, self._calls[base], _function(calls[0]).get("arguments"))
+        if getattr(scanner, "mode", None) == "pythonic":
+            _finish_pythonic(self, scanner, base, calls)
         if isinstance(scanner, _XmlArgs) and scanner.ready and len(calls) == 1:
             self._xml_finish(scanner, self._calls[base], region, _function(calls[0]).get("arguments"))
         if not region.repeats and not region.extend and base and calls:
