@@ -65,6 +65,7 @@ import time
 import uuid
 from typing import Any, Callable, Iterable
 
+from respc import openai_dialects as _dialects
 from respc.runtime.tools import coerce_tool_calls
 
 __all__ = ["ChatCompletionStream", "ResponsesStream", "sse", "openai_message", "argument_streaming"]
@@ -322,7 +323,8 @@ def argument_streaming(parser_class: Any) -> dict[str, str]:
     """
     return {region.name: "as written" if _probe_json_shape(region)
             else "converted as written" if _probe_xml(region)
-            else "per parameter" if _probe_reparse(region) else "at close"
+            else "per parameter" if _probe_reparse(region)
+            else _dialects.label(_dialects.probe(region))
             for region in parser_class.REGIONS if region.slot == "tool_calls"}
 
 
@@ -738,6 +740,8 @@ def _plans(parser: Any, hold: bool = True) -> dict[int, Any]:
                     plan = ("xml", xml)
                 elif _probe_reparse(region):
                     plan = ("reparse", None)
+                else:
+                    plan = _dialects.probe(region)  # dialect, name-as-key, text bodies
             plans[id(region)] = plan
     if len(_PLANS) >= _PLANS_MAX:
         _PLANS.clear()
@@ -947,7 +951,8 @@ class ChatCompletionStream:
                     elif plan == "raw":
                         self._send_text(self._texts[slot], event["text"])
                 elif slot == "tool_calls":
-                    state = self._open.get(id(region))
+                    # (a chunk names no region: it belongs to the tool region open, the last one opened)
+                    state = self._open.get(id(region)) or (next(reversed(self._open.values())) if self._open else None)
                     if state is not None and state[0] is not None:
                         state[0].feed(event["text"])
             elif kind == "region_open":
@@ -1071,6 +1076,9 @@ class ChatCompletionStream:
             self._open[id(region)] = (None, base, region)
             return
         mode, extra = plan
+        wrap = None
+        if mode == "dialect":  # a converter in front of the scanner (respc.openai_dialects)
+            (mode, extra), wrap = extra
         if mode == "reparse":
             self._open[id(region)] = (_Reparse(), base, region)
             return
@@ -1088,7 +1096,7 @@ class ChatCompletionStream:
             return self._typed(self._call(base + n).name, key, raw)
 
         scanner = _Scanner(mode, extra if mode == "object" else (), out, held, typed)
-        self._open[id(region)] = (scanner, base, region)
+        self._open[id(region)] = (scanner if wrap is None else wrap(scanner), base, region)
 
     def _held(self, name: str | None, key: str | None) -> bool | None:
         """True when the tool schema may change the argument ``key`` of tool ``name`` (held);
@@ -1171,6 +1179,8 @@ class ChatCompletionStream:
             return
         match = getattr(parser, "_groups", None)
         plan = self._plans.get(id(region))
+        if plan is not None and plan[0] == "dialect":
+            plan = plan[1][0]
         if match is None or plan is None:
             return
         call = self._call(state[1])
@@ -1471,6 +1481,8 @@ class ChatCompletionStream:
         """A tool region closed with its typed value: finish each of its calls, checking what
         was streamed against the value the message stores."""
         scanner, base, _ = self._open.pop(id(region), (None, len(self._calls), region))
+        if isinstance(scanner, _dialects.Converted):
+            scanner.finish()
         calls = _calls_of(value)
         if isinstance(scanner, _Reparse) and scanner.sent and len(calls) == 1 and base < len(self._calls):
             self._finish_reparse(scanner, self._calls[base], _function(calls[0]).get("arguments"))

@@ -1,0 +1,444 @@
+"""Tool-call bodies that are not plain JSON call objects, converted to JSON text as they stream
+(issue 9; used by :mod:`respc.openai`).
+
+Theory of operation
+-------------------
+:class:`respc.openai.ChatCompletionStream` forwards a JSON tool-call body through its ``_Scanner``,
+which reads a call object (``{"name": ..., "arguments": {...}}``, or a list of them) or an arguments
+object (the name in the open delimiter) and sends the arguments' text as it arrives, holding what
+the tool schema types until it is complete. The bodies here are not that JSON, but each has an
+incremental, never-retracting conversion *to* that JSON; the converted text is fed to the same
+scanner (:class:`Converted`), so holding, typing, the close check and the ``recover_arguments``
+policies are the scanner's:
+
+* **JSON dialects** (``string_delims``, ``unquoted_keys``; Gemma 4's ``<|"|>``, FunctionGemma's
+  ``<escape>``): :class:`DialectJson` rewrites the body as ``runtime.content._apply_dialects``
+  rewrites it, left to right: a delimited span becomes a JSON string (its text escaped piece by
+  piece; only what may be the start of its closer is held), a bare key after ``{``/``,`` is quoted
+  (held only while it is still whitespace and word characters), JSON strings and everything else
+  are copied. A span whose closer never comes is plain text to the runtime; the stream cannot know
+  that in advance and takes the opener as a string's start (such a body is not JSON after the
+  rewrite either, so the strict parser rejects it; ``errors="recover"`` then reports it).
+* **Name as the key** (Apertus ``[{"get_weather": {...}}]``, ``{content.$key}`` /
+  ``{content.$value}``): :class:`NameKeyed` rewrites each call object's key ``"f":`` as
+  ``"name": "f", "arguments":``; the rest is copied.
+* **Another arguments key** (Inkling ``{"name": ..., "args": {...}}``): no conversion, the
+  scanner is told the key (:data:`ARG_KEYS`).
+* **A text body as one string argument** (functionary's ``<|python_tag|>`` code as
+  ``{"code": ...}``): :class:`TextArgs` sends ``{"code": "`` at the first character the message
+  keeps, the text as JSON string text (stripped as the content parser strips it: leading
+  whitespace dropped, trailing whitespace held until text follows), ``"}`` at the close.
+
+Which applies is decided once per region by :func:`probe`, which runs the region's processor on
+sample bodies and checks it gives what the converted body gives.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Callable
+
+__all__ = ["probe", "label", "Converted", "DialectJson", "NameKeyed", "TextArgs", "ARG_KEYS"]
+
+#: arguments keys of a call object besides ``arguments``/``parameters`` (which respc.openai tries)
+ARG_KEYS = ("args", "input", "params")
+#: a ``\w`` character, as ``runtime.content._BARE_KEY`` reads keys (Unicode)
+_WORD = re.compile(r"\w")
+#: characters that may begin JSON text outside a string (an opener must not start with one)
+_JSON_START = set('{}[],:"-+.0123456789 \t\r\n') | set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+
+
+def _escaped(text: str) -> str:
+    """``text`` as the inside of a JSON string literal (pieces of one string concatenate)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def _string_step(c: str, esc: bool) -> tuple[bool, bool]:
+    """One character ``c`` inside a JSON string literal (``esc``: after a backslash): whether the
+    string is still open after it, and whether the next character is escaped."""
+    if esc:
+        return True, False
+    if c == "\\":
+        return True, True
+    return c != '"', False
+
+
+class _CharConverter:
+    """A converter that reads its body one character at a time (``_char(c, out)`` appends the
+    JSON text it settles to ``out``)."""
+
+    __slots__ = ()
+
+    def feed(self, text: str) -> str:
+        """Read ``text``; return the JSON text it settled (maybe empty)."""
+        out: list[str] = []
+        for c in text:
+            self._char(c, out)
+        return "".join(out)
+
+    def _char(self, c: str, out: list[str]) -> None:
+        raise NotImplementedError
+
+
+def _run(region: Any, body: str, scope: dict) -> list | None:
+    """The calls ``region``'s processor reads from ``body`` (their ``function`` dicts), or None."""
+    try:
+        value = region.process(body, scope)
+    except Exception:  # noqa: BLE001 - a body the processor cannot read
+        return None
+    calls = [value] if isinstance(value, dict) else value if isinstance(value, list) else None
+    if calls is None or not all(isinstance(c, dict) for c in calls):
+        return None
+    return [c.get("function") if isinstance(c.get("function"), dict) else c for c in calls]
+
+
+class DialectJson(_CharConverter):
+    """Incremental rewrite of a JSON-dialect body into JSON text, as
+    ``runtime.content._apply_dialects`` rewrites the whole body (deviation D6).
+
+    Args:
+        delims (tuple[tuple[str, str], ...]): ``string_delims`` pairs in priority order; each
+            opener begins with a character that cannot begin JSON text (checked by :func:`probe`).
+        unquoted_keys (bool): quote a bare ``\\w+`` key directly followed by ``:`` after ``{`` or
+            ``,`` (and optional JSON whitespace).
+
+    ``feed(text) -> str`` returns the JSON text settled so far (what follows cannot change it);
+    ``finish() -> str`` the rest at the end of the body (held text, copied as it is).
+    """
+
+    __slots__ = ("delims", "unquoted", "state", "buf", "close", "esc")
+
+    def __init__(self, delims: tuple, unquoted_keys: bool) -> None:
+        self.delims = delims
+        self.unquoted = unquoted_keys
+        self.state = "out"   # "out" | "json" (in a JSON string) | "delim" (in a span) | "key" | "open"
+        self.buf = ""        # held text: a key candidate, an opener's beginning, a closer's beginning
+        self.close = ""      # the closer of the open span
+        self.esc = False     # after a backslash in a JSON string
+
+    def finish(self) -> str:
+        out: list[str] = []
+        if self.state in ("key", "open"):
+            out.append(self.buf)  # (no key, no opener: the runtime copies it)
+        elif self.state == "delim":
+            out.append(_escaped(self.buf))
+        self.buf = ""
+        self.state = "out"
+        return "".join(out)
+
+    def _char(self, c: str, out: list[str]) -> None:
+        state = self.state
+        if state == "json":
+            out.append(c)
+            instr, self.esc = _string_step(c, self.esc)
+            if not instr:
+                self.state = "out"
+            return
+        if state == "delim":
+            buf = self.buf + c
+            close = self.close
+            if buf.endswith(close):
+                out.append(_escaped(buf[:-len(close)]) + '"')
+                self.buf = ""
+                self.state = "out"
+                return
+            # hold the longest end of the span's text that may still begin its closer
+            keep = next((k for k in range(min(len(buf), len(close) - 1), 0, -1) if close.startswith(buf[-k:])), 0)
+            if len(buf) > keep:
+                out.append(_escaped(buf[:len(buf) - keep]))
+            self.buf = buf[len(buf) - keep:]
+            return
+        if state == "key":
+            if c in " \t\r\n" and not self.buf.strip():
+                self.buf += c
+                return
+            if _WORD.match(c):
+                self.buf += c
+                return
+            held, self.buf, self.state = self.buf, "", "out"
+            if c == ":" and held.strip():
+                word = held.lstrip(" \t\r\n")
+                out.append(held[:len(held) - len(word)] + '"' + word + '":')
+                return
+            out.append(held)  # not a bare key: copied, and ``c`` read as usual
+            self._char(c, out)
+            return
+        if state == "open":
+            # the first pair (in order) whose opener starts here, as the runtime picks it: a
+            # longer opener of an earlier pair that may still match is waited for
+            buf = self.buf + c
+            for opener, closer in self.delims:
+                if buf.startswith(opener):
+                    self.buf, self.state, self.close = "", "delim", closer
+                    out.append('"')
+                    for rest in buf[len(opener):]:
+                        self._char(rest, out)
+                    return
+                if opener.startswith(buf):
+                    self.buf = buf
+                    return
+            # not an opener: its first character is copied, the rest read again
+            self.buf, self.state = "", "out"
+            out.append(buf[0])
+            for rest in buf[1:]:
+                self._char(rest, out)
+            return
+        # outside strings
+        if any(opener.startswith(c) for opener, _ in self.delims):
+            self.state, self.buf = "open", ""
+            self._char(c, out)
+            return
+        out.append(c)
+        if c == '"':
+            self.state = "json"
+        elif self.unquoted and c in "{,":
+            self.state, self.buf = "key", ""
+
+
+class NameKeyed(_CharConverter):
+    """Incremental rewrite of a name-as-key JSON body (``[{"f": {...}}, ...]``, each call object
+    one key: the tool name, its value the arguments) into call objects: each call object's
+    ``"f":`` becomes ``"name": "f", "arguments":``; everything else is copied.
+
+    Args:
+        bare (bool): a body that is one call object (not a list) is read too.
+
+    ``feed(text) -> str``; ``finish() -> str`` (nothing is held between keys and values but a
+    key read so far).
+    """
+
+    __slots__ = ("bare", "stack", "instr", "esc", "key", "expect")
+
+    def __init__(self, bare: bool) -> None:
+        self.bare = bare
+        self.stack: list[str] = []
+        self.instr = False
+        self.esc = False
+        self.key: list[str] | None = None  # a call object's key being read (raw JSON text)
+        self.expect = ""                   # at a call object's level: "key", ":" or ""
+
+    def finish(self) -> str:
+        key, self.key = self.key, None
+        return "".join(key or ())
+
+    def _calllevel(self) -> bool:
+        stack = self.stack
+        return (len(stack) == 1 and stack[0] == "{" and self.bare) or stack == ["[", "{"]
+
+    def _char(self, c: str, out: list[str]) -> None:
+        if self.instr:
+            self.instr, self.esc = _string_step(c, self.esc)
+            (self.key if self.key is not None else out).append(c)
+            return
+        if self.key is not None:
+            self.key.append(c)
+            if c == ":":
+                raw = "".join(self.key[:-1]).rstrip(" \t\r\n")
+                self.key = None
+                self.expect = ""
+                out.append('"name": ' + raw + ', "arguments":')
+            elif c not in " \t\r\n":
+                out.append("".join(self.key))  # not a key: copied (the scanner rejects it)
+                self.key = None
+                self.expect = ""
+            return
+        out.append(c)
+        if c == '"':
+            if self.expect == "key" and self._calllevel():
+                out.pop()
+                self.key = [c]
+            self.instr = True
+        elif c in "{[":
+            self.stack.append(c)
+            self.expect = "key" if self._calllevel() else ""
+        elif c in "}]":
+            if self.stack:
+                self.stack.pop()
+            self.expect = ""
+        elif c == "," and self._calllevel():
+            self.expect = "key"
+
+
+class TextArgs:
+    """A text body sent as the one string argument ``key`` of a call named ``name``:
+    ``{"key": "`` before the first character the message keeps, the text as JSON string text,
+    ``"}`` at the close; with ``strip``, leading whitespace is dropped and trailing whitespace held
+    until text follows it (``str.strip``, as the ``text`` content parser strips).
+
+    ``feed(text) -> str``; ``finish() -> str``; ``begun`` once ``{`` went out.
+    """
+
+    __slots__ = ("key", "strip", "begun", "pending")
+
+    def __init__(self, key: str, strip: bool) -> None:
+        self.key = key
+        self.strip = strip
+        self.begun = False
+        self.pending = ""
+
+    def feed(self, text: str) -> str:
+        head = ""
+        if not self.begun:
+            if self.strip:
+                text = text.lstrip()
+            if not text:
+                return ""
+            self.begun = True
+            head = "{" + json.dumps(self.key, ensure_ascii=False) + ': "'
+        whole = self.pending + text
+        if self.strip:
+            body = whole.rstrip()
+            self.pending = whole[len(body):]
+            whole = body
+        return head + (_escaped(whole) if whole else "")
+
+    def finish(self) -> str:
+        if not self.begun:
+            return ""  # nothing kept: the close sends the call
+        self.pending = ""
+        return '"}'
+
+
+class Converted:
+    """A converter in front of a ``respc.openai._Scanner``: the body text goes through
+    ``convert.feed`` and what it returns to the scanner; ``finish()`` (at the region's close)
+    feeds the converter's rest. With ``name`` (a call whose name is a constant of the template),
+    the name is reported to the stream through the scanner's ``out`` right after the call began.
+
+    ``mode``: the scanner's (``"object"``/``"args"``), or ``"const"`` with ``name`` (the stream
+    then does not read the name from the open delimiter)."""
+
+    __slots__ = ("scanner", "convert", "name", "mode", "named")
+
+    def __init__(self, scanner: Any, convert: Any, name: str | None = None) -> None:
+        self.scanner = scanner
+        self.convert = convert
+        self.name = name
+        self.mode = "const" if name is not None else scanner.mode
+        self.named = False
+
+    def feed(self, text: str) -> None:
+        self._send(self.convert.feed(text))
+
+    def finish(self) -> None:
+        self._send(self.convert.finish())
+
+    def _send(self, text: str) -> None:
+        if not text:
+            return
+        scanner = self.scanner
+        if self.name is not None and not self.named:
+            scanner.feed(text[0])  # the "{": the call begins
+            self.named = True
+            if scanner.n == 0:
+                scanner.out("name", 0, self.name)
+            text = text[1:]
+        scanner.feed(text)
+
+
+def _args_shape(region: Any, bodies: tuple, scope: dict) -> str | None:
+    """The open delimiter's group that names the call when each of ``bodies`` (arguments objects
+    ``{"a": "1"}`` in some spelling) reads as one call with those arguments; else None."""
+    for body in bodies:
+        got = _run(region, body, scope)
+        if not got or len(got) != 1 or got[0].get("arguments") != {"a": "1"}:
+            return None
+    name = got[0].get("name")
+    return next((g for g in scope if scope[g] == name), None)
+
+
+def probe(region: Any) -> tuple | None:
+    """Decide whether a tool region the plans of :mod:`respc.openai` send at close can stream
+    through a conversion of this module.
+
+    Returns:
+        ``("dialect", (inner_plan, make))``: ``inner_plan`` is the scanner plan of the converted
+        body (``("object", (name_key, arg_keys))`` or ``("args", group)``), ``make(scanner) ->``
+        :class:`Converted` wraps a new scanner; ``("object", (name_key, arg_keys))`` for a call
+        object with another arguments key (:data:`ARG_KEYS`, no conversion); None when none
+        applies (the region stays at close).
+    """
+    process = region.process
+    parser = getattr(process, "content_parser", None)
+    args = getattr(process, "content_args", None)
+    if not isinstance(args, dict):
+        return None
+    names = tuple(region.groups)
+    scope = {name: f"G_{name}" for name in names}
+    if parser == "json":
+        if args.get("allow_non_json") or args.get("python_literals"):
+            return None  # (a fallback to text or Python literals: not converted)
+        delims = args.get("string_delims") or []
+        unquoted = bool(args.get("unquoted_keys"))
+        if delims or unquoted:
+            try:
+                pairs = tuple((str(o), str(c)) for o, c in delims)
+            except (TypeError, ValueError):
+                return None
+            if any(not o or not c or o[0] in _JSON_START or _WORD.match(o[0]) or o[0].isspace() for o, c in pairs):
+                return None
+            o, c = pairs[0] if pairs else ('"', '"')
+            bodies = ['{"a": "1"}', '{"a":%s1%s}' % (o, c)] + (["{a: %s1%s}" % (o, c), "{ a:%s1%s}" % (o, c)]
+                                                               if unquoted else [])
+            group = _args_shape(region, tuple(bodies), scope)
+            if group is None:
+                return None
+            return ("dialect", (("args", group), lambda scanner: Converted(scanner, DialectJson(pairs, unquoted))))
+        for key in ARG_KEYS:
+            body = '{"name": "N", "%s": {"a": "1"}}' % key
+            if _run(region, body, scope) == [{"name": "N", "arguments": {"a": "1"}}]:
+                return ("object", ("name", (key,)))
+        listed = _run(region, '[{"N": {"a": "1"}}, {"M": {}}]', scope)
+        if listed == [{"name": "N", "arguments": {"a": "1"}}, {"name": "M", "arguments": {}}]:
+            bare = _run(region, '{"N": {"a": "1"}}', scope) == [{"name": "N", "arguments": {"a": "1"}}]
+            return ("dialect", (("object", ("name", ("arguments",))), lambda scanner: Converted(scanner, NameKeyed(bare))))
+        return None
+    if parser == "text":
+        return _probe_text_args(region, args, scope)
+    return None
+
+
+#: bodies a text-as-argument region must keep as the argument's text (stripped or raw)
+_TEXT_SAMPLES = ("  a  ", "print(2 + 2)\n", '{"a": 1}', "1", "x\n\ty", "é")
+
+
+def _probe_text_args(region: Any, args: dict, scope: dict) -> tuple | None:
+    """A ``text`` body that becomes one string argument of a call whose name the template fixes
+    (functionary's ``{"code": "{content}"}``): the same name and key for every sample, with
+    another scope too (a name taken from a group would change), and the argument the sample
+    stripped for every sample, or the sample itself for every sample."""
+    other = {name: f"H_{name}" for name in scope}
+    shapes: set = set()
+    modes: set = set()
+    for sample in _TEXT_SAMPLES:
+        for where in (scope, other):
+            got = _run(region, sample, where)
+            if not got or len(got) != 1:
+                return None
+            name, arguments = got[0].get("name"), got[0].get("arguments")
+            if not isinstance(name, str) or not name or not isinstance(arguments, dict) or len(arguments) != 1:
+                return None
+            (key, value), = arguments.items()
+            shapes.add((name, key))
+            if sample != sample.strip():
+                modes.add("strip" if value == sample.strip() else "raw" if value == sample else "other")
+            elif value != sample:
+                return None
+    if len(shapes) != 1 or len(modes) != 1 or modes == {"other"}:
+        return None
+    (name, key), = shapes
+    strip = modes == {"strip"}
+    return ("dialect", (("args", None), lambda scanner: Converted(scanner, TextArgs(key, strip), name=name)))
+
+
+def label(plan: tuple | None) -> str:
+    """How :func:`respc.openai.argument_streaming` names a plan of :func:`probe`: ``"as written"``
+    when the arguments' text is forwarded as the model wrote it (another arguments key, name as
+    the key), ``"converted as written"`` when it is rewritten as it streams (dialects, text),
+    ``"at close"`` for None."""
+    if plan is None:
+        return "at close"
+    if plan[0] == "dialect" and plan[1][0][0] == "object":
+        return "as written"
+    return "as written" if plan[0] == "object" else "converted as written"
