@@ -19,6 +19,7 @@ import pytest
 from respc.openai import ChatCompletionStream, argument_streaming
 from respc.openai_dialects import DialectJson, NameKeyed, TextArgs
 from respc.runtime.content import _apply_dialects
+from support import REPO
 
 GEMMA4 = "<bos><|turn>user\nWeather?<turn|>\n<|turn>model\n"
 FUNCTIONGEMMA = "<start_of_turn>user\nWeather?<end_of_turn>\n<start_of_turn>model\n"
@@ -69,7 +70,7 @@ def test_catalogue_plans():
             "functionary_v3_1": {"tool_calls": "as written", "python_call": "converted as written"},
             "llama3_json": {"tool_calls": "as written", "tagged_json_call": "as written",
                             "builtin_tool_call": "at close"},
-            "minimax_m3": {"tool_calls": "at close"}}
+            "minimax_m3": {"tool_calls": "converted as written"}}
     for family, plan in want.items():
         assert argument_streaming(importlib.import_module(f"respc.generated.{family}").ResponseParser) == plan, family
 
@@ -272,3 +273,110 @@ def test_second_tool_region_chunks_reach_its_scanner():
     args = _args(per_feed)
     assert "".join(args) == '{"city": "Paris"}' and len(args) > 10
     assert _message_args(stream) == {"city": "Paris"} and stream.diagnostics == []
+
+
+# --- MiniMax-M3: nested XML arguments (xml-tree values) ---------------------------------------
+
+P = "]<]minimax[>["  # MiniMax-M3's tag prefix
+MINIMAX_M3 = "]~b]ai\n"
+
+
+def _m3(params: str) -> str:
+    return f'{P}<tool_call>\n{P}<invoke name="create_order">{params}{P}</invoke>\n{P}</tool_call>'
+
+
+def test_minimax_m3_vllm_nested_case_streams():
+    """vLLM's nested-order test (tests/cases/families/minimax_m3.json) per character, with its
+    tools: the leaf string ``note`` streams one character per feed, the typed leaves (``user_id``
+    integer, ``urgent`` boolean) and the nested values (``shipping`` object, ``items`` list) go out
+    whole at their closing tags, typed; the fragments parse to exactly the message's arguments."""
+    family = json.loads((REPO / "tests" / "cases" / "families" / "minimax_m3.json").read_text(encoding="utf-8"))
+    case = next(c for c in family["cases"] if c["name"] == "vllm_nested_tool_call")
+    for errors, options in (("strict", {}), ("recover", {"recover_arguments": "stream"})):
+        stream, per_feed = _stream("minimax_m3", case["prefix"], list(case["text"]), case.get("tools"), errors, **options)
+        args = _args(per_feed)
+        want = _message_args(stream)
+        assert json.loads("".join(args)) == want and want["shipping"] == {"city": "Singapore", "zip": "018956"}
+        assert want["user_id"] == 42 and args[:3] == ['{"user_id": ', '42, "urgent": ', 'true, "note": "P']
+        assert args[3:8] == list("lease")
+        assert ', "shipping": ' in args and '{"city": "Singapore", "zip": "018956"}, "items": ' in args
+        assert stream.diagnostics == [], errors
+
+
+def test_minimax_m3_leaf_nested_and_repeated_keys():
+    """Without tools: a leaf keeps its whitespace and streams (its closing tag's beginning held);
+    text that only starts like an element (``]<]minimax[>[<c `` never closed as a tag) is a leaf; a
+    value that is a clean element sequence is held and sent as an object / list; a key written
+    again (the message collects its values in a list) is sent again with the whole list, which
+    JSON readers keep (last key wins)."""
+    params = (f"{P}<a> x\ty {P}</a>{P}<b> {P}<c {P}</b>{P}<l>{P}<item>1{P}</item>{P}<item>{P}<k>v{P}</k>{P}</item>{P}</l>"
+              f"{P}<a>2{P}</a>")
+    text = _m3(params)
+    stream, per_feed = _stream("minimax_m3", MINIMAX_M3, list(text))
+    want = {"a": [" x\ty ", "2"], "b": f" {P}<c ", "l": ["1", {"k": "v"}]}
+    assert _message_args(stream) == want
+    args = _args(per_feed)
+    # (the leading space is undecided until "x" shows the value cannot begin an element)
+    assert args[:5] == ['{"a": " x', "\\t", "y", " ", '"']
+    assert ', "l": ["1", {"k": "v"}]' in args and ', "a": [" x\\ty ", "2"]' in args
+    assert json.loads("".join(args)) == want and stream.diagnostics == []
+    # a key met again whose first value is a list: the runtime appends to that list
+    stream, per_feed = _stream("minimax_m3", MINIMAX_M3, list(_m3(params + f"{P}<l>3{P}</l>")))
+    assert _message_args(stream)["l"] == ["1", {"k": "v"}, "3"]
+    assert _args(per_feed)[-2:] == [', "l": ["1", {"k": "v"}, "3"]', "}"] and stream.diagnostics == []
+
+
+def test_minimax_m3_cut_off_call():
+    """A call whose invoke closes inside an unclosed parameter: the runtime skips the parameter
+    and takes a complete element inside it; a nested value was held, so the close sends what the
+    message has. A typed leaf cut off (vLLM's unclosed second invocation) was held too. A string
+    leaf already streamed cannot be taken back: the close check reports it."""
+    text = _m3(f"{P}<a>1{P}</a>{P}<b>{P}<c>x{P}</c>")
+    stream, per_feed = _stream("minimax_m3", MINIMAX_M3, list(text))
+    assert _message_args(stream) == {"a": "1", "c": "x"}
+    assert "".join(_args(per_feed)) == '{"a": "1", "c": "x"}' and stream.diagnostics == []
+    tools = [{"type": "function", "function": {"name": "create_order", "parameters": {
+        "type": "object", "properties": {"user_id": {"type": "integer"}}}}}]
+    text = _m3(f"{P}<user_id>1{P}</user_id>")[:-len(f"{P}</invoke>\n{P}</tool_call>")]
+    stream, per_feed = _stream("minimax_m3", MINIMAX_M3, list(text + f"{P}<user_id>2"), tools)
+    assert _message_args(stream) == {"user_id": 1}  # (the repeated key's value never closed)
+    assert "".join(_args(per_feed)) == '{"user_id": 1}' and stream.diagnostics == []
+    stream, per_feed = _stream("minimax_m3", MINIMAX_M3, list(text[:-len(f"{P}<user_id>1{P}</user_id>")]
+                                                           + f"{P}<user_id>2"), tools)
+    assert _message_args(stream) == {} and _args(per_feed) == ["{}"] and stream.diagnostics == []
+    stream, per_feed = _stream("minimax_m3", MINIMAX_M3, list(_m3(f"{P}<s>ab")))
+    assert _message_args(stream) == {} and "".join(_args(per_feed)) == '{"s": "ab'
+    assert [d["kind"] for d in stream.diagnostics] == ["streamed-arguments-differ"]
+
+
+def test_minimax_m3_random_values_and_chunkings():
+    """Seeded random nested values (leaves with cut tags and whitespace, objects, lists, repeated
+    keys), with and without tools, in random chunkings: the message equals the whole-text parse,
+    no diagnostics, the fragments parse to its arguments."""
+    rng = random.Random("minimax_m3")
+    module = importlib.import_module("respc.generated.minimax_m3")
+    tools = [{"type": "function", "function": {"name": "create_order", "parameters": {"type": "object", "properties": {
+        "n": {"type": "integer"}, "s": {"type": "string"}, "o": {"type": "object"}}}}}]
+    alphabet = ["a", " ", "\n", "<", "/", ">", '"', "\\", f"{P}<", f"{P}</", "]<]mini", "é", "1"]
+
+    def value(depth):
+        kind = rng.random()
+        if depth < 2 and kind < 0.25:
+            return "".join(f"{P}<{k}>{value(depth + 1)}{P}</{k}>" for k in rng.sample(["x", "y", "z"], rng.randint(1, 2)))
+        if depth < 2 and kind < 0.4:
+            return "".join(f"{P}<item>{value(depth + 1)}{P}</item>" for _ in range(rng.randint(1, 3)))
+        if kind < 0.55:
+            return str(rng.randint(-9, 99))
+        return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+
+    for trial in range(150):
+        params = "".join(f"{P}<{k}>{value(0)}{P}</{k}>" + rng.choice(["", "\n"])
+                         for k in (rng.choice(["n", "s", "o", "w"]) for _ in range(rng.randint(0, 4))))
+        text = _m3(params)
+        given = tools if trial % 2 else None
+        expect = module.parse_response(text, prefix=MINIMAX_M3, tools=given)
+        cuts = sorted(rng.sample(range(1, len(text)), rng.randint(1, 30)))
+        stream, per_feed = _stream("minimax_m3", MINIMAX_M3, [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])],
+                                   given)
+        assert stream.message == expect and stream.diagnostics == [], text
+        assert json.loads("".join(_args(per_feed))) == expect["tool_calls"][0]["function"]["arguments"], text
