@@ -36,7 +36,9 @@ Each region event is routed by its message key (``field``):
   - other xml-inline (and kv-lines) bodies with the name in the open delimiter: the body so far is
     parsed again as it grows (each time by an eighth); every parameter but the last found is sent
     typed as ``"key": value`` (:class:`_Reparse`), the rest at the close.
-  - everything else (pythonic, other xml-inline/kv-lines, JSON dialects, name-as-key JSON, arguments
+  - JSON dialects, name-as-key JSON, other arguments keys, a text body as one argument, nested XML
+    (MiniMax-M3): converted into the JSON above as they arrive (:mod:`respc.openai_dialects`).
+  - everything else (pythonic, other xml-inline/kv-lines, arguments
     given as a JSON string, a call whose arguments come before its name when tools type it, and
     every tool region with ``errors="recover"`` and ``recover_arguments="hold"``, where a body may
     still turn out malformed): the arguments are sent in one fragment when the region closes.
@@ -733,15 +735,14 @@ def _plans(parser: Any, hold: bool = True) -> dict[int, Any]:
         if region.slot in ("content", "reasoning_content") and not region.dirty:
             plans[id(region)] = _probe_text(region)
         elif region.slot == "tool_calls":
-            plan = None if recover else _probe_json_shape(region)
+            # (respc.openai_dialects: JSON dialects, other call shapes, text and nested-XML bodies)
+            plan = None if recover else _probe_json_shape(region) or _dialects.probe(region)
             if plan is None and not recover:
                 xml = _probe_xml(region)
                 if xml is not None:
                     plan = ("xml", xml)
                 elif _probe_reparse(region):
                     plan = ("reparse", None)
-                else:
-                    plan = _dialects.probe(region)  # dialect, name-as-key, text bodies
             plans[id(region)] = plan
     if len(_PLANS) >= _PLANS_MAX:
         _PLANS.clear()
@@ -819,6 +820,7 @@ class ChatCompletionStream:
         self._calls: list[_Call] = []
         self._xml_kinds: dict[tuple, Any] = {}  # (region, tool, key, selector) -> _xml_strip
         self._open: dict[int, Any] = {}   # id(region) -> (scanner or None, first call number)
+        self._tool_open: int | None = None  # id() of the tool region opened last (its chunks' region)
         self._role_sent = False
         # templates of a chunk and of its one choice (copied per chunk, never handed out)
         self._outer = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
@@ -951,8 +953,8 @@ class ChatCompletionStream:
                     elif plan == "raw":
                         self._send_text(self._texts[slot], event["text"])
                 elif slot == "tool_calls":
-                    # (a chunk names no region: it belongs to the tool region open, the last one opened)
-                    state = self._open.get(id(region)) or (next(reversed(self._open.values())) if self._open else None)
+                    # a chunk names no region (SPEC 4.4): it is the body of the tool region opened last
+                    state = self._open.get(self._tool_open)
                     if state is not None and state[0] is not None:
                         state[0].feed(event["text"])
             elif kind == "region_open":
@@ -1070,6 +1072,7 @@ class ChatCompletionStream:
         return self._calls[n]
 
     def _open_tools(self, region: Any) -> None:
+        self._tool_open = id(region)
         plan = self._plans.get(id(region))
         base = len(self._calls)
         if plan is None:

@@ -43,6 +43,8 @@ __all__ = ["probe", "label", "Converted", "DialectJson", "NameKeyed", "TextArgs"
 
 #: arguments keys of a call object besides ``arguments``/``parameters`` (which respc.openai tries)
 ARG_KEYS = ("args", "input", "params")
+#: characters that end a bare value (``runtime.content._BARE_VALUE`` excludes them)
+_STRUCTURAL = set('{}[],:"')
 #: a ``\w`` character, as ``runtime.content._BARE_KEY`` reads keys (Unicode)
 _WORD = re.compile(r"\w")
 #: characters that may begin JSON text outside a string (an opener must not start with one)
@@ -103,11 +105,17 @@ class DialectJson(_CharConverter):
         unquoted_keys (bool): quote a bare ``\\w+`` key directly followed by ``:`` after ``{`` or
             ``,`` (and optional JSON whitespace).
 
+    A bare value right after ``:`` or ``[`` that ends in a delimiter whose opener is its closer
+    (``{query:weather in Tokyo<|"|>}``, its opener omitted) is sent as that string, as the
+    ``errors="recover"`` repair reads it (``runtime.content._add_missing_opens``); so a bare
+    value (a number, ``true``...) is held until what ends it (a strict parse rejects the body
+    anyway, and a valid bare value goes out unchanged).
+
     ``feed(text) -> str`` returns the JSON text settled so far (what follows cannot change it);
     ``finish() -> str`` the rest at the end of the body (held text, copied as it is).
     """
 
-    __slots__ = ("delims", "unquoted", "state", "buf", "close", "esc")
+    __slots__ = ("delims", "unquoted", "state", "buf", "close", "esc", "value", "same")
 
     def __init__(self, delims: tuple, unquoted_keys: bool) -> None:
         self.delims = delims
@@ -116,11 +124,13 @@ class DialectJson(_CharConverter):
         self.buf = ""        # held text: a key candidate, an opener's beginning, a closer's beginning
         self.close = ""      # the closer of the open span
         self.esc = False     # after a backslash in a JSON string
+        self.value = False   # at a value's start: after ":" or "[" (and whitespace)
+        self.same = tuple(o for o, c in delims if o == c)  # delimiters whose opener is their closer
 
     def finish(self) -> str:
         out: list[str] = []
-        if self.state in ("key", "open"):
-            out.append(self.buf)  # (no key, no opener: the runtime copies it)
+        if self.state in ("key", "open", "bare"):
+            out.append(self.buf)  # (no key, no opener, no delimiter: the runtime copies it)
         elif self.state == "delim":
             out.append(_escaped(self.buf))
         self.buf = ""
@@ -160,6 +170,7 @@ class DialectJson(_CharConverter):
             if c == ":" and held.strip():
                 word = held.lstrip(" \t\r\n")
                 out.append(held[:len(held) - len(word)] + '"' + word + '":')
+                self.value = True
                 return
             out.append(held)  # not a bare key: copied, and ``c`` read as usual
             self._char(c, out)
@@ -184,16 +195,36 @@ class DialectJson(_CharConverter):
             for rest in buf[1:]:
                 self._char(rest, out)
             return
+        if state == "bare":
+            buf = self.buf + c
+            for delim in self.same:
+                if buf.endswith(delim):  # its opener was omitted: the bare text is the string
+                    out.append('"' + _escaped(buf[:-len(delim)]) + '"')
+                    self.buf, self.state, self.value = "", "out", False
+                    return
+            if c in _STRUCTURAL and not any(delim.startswith(buf[-k:]) for delim in self.same
+                                            for k in range(1, len(delim))):
+                out.append(self.buf)  # a bare value as written (a literal, a number)
+                self.buf, self.state, self.value = "", "out", False
+                self._char(c, out)
+                return
+            self.buf = buf
+            return
         # outside strings
         if any(opener.startswith(c) for opener, _ in self.delims):
-            self.state, self.buf = "open", ""
+            self.state, self.buf, self.value = "open", "", False
             self._char(c, out)
+            return
+        if self.value and self.same and c not in _STRUCTURAL and not c.isspace():
+            self.state, self.buf = "bare", c
             return
         out.append(c)
         if c == '"':
             self.state = "json"
         elif self.unquoted and c in "{,":
             self.state, self.buf = "key", ""
+        if not c.isspace():
+            self.value = c in ":["
 
 
 class NameKeyed(_CharConverter):

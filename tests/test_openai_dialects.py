@@ -380,3 +380,20 @@ def test_minimax_m3_random_values_and_chunkings():
                                    given)
         assert stream.message == expect and stream.diagnostics == [], text
         assert json.loads("".join(_args(per_feed))) == expect["tool_calls"][0]["function"]["arguments"], text
+
+
+def test_gemma4_omitted_opening_delimiter_recover_stream():
+    """SGLang's gemma4 case ``omitted_opening_delimiter`` (peer vector
+    sglang/gemma4/omitted_opening_delimiter): the value lacks its opening ``<|"|>``; the recover
+    repair reads the bare text before the lone delimiter as the string, and so does the stream
+    (the bare value is held until what ends it), so ``recover_arguments="stream"`` declares no
+    difference; a valid bare value (number, literal) goes out as written."""
+    text = '<|tool_call>call:web_search{query:weather in Tokyo<|"|>}<tool_call|>'
+    for chunks in (list(text), [text[:30], text[30:]]):
+        stream, per_feed = _stream("gemma4", GEMMA4, chunks, errors="recover", recover_arguments="stream")
+        assert _message_args(stream) == {"query": "weather in Tokyo"}
+        assert "".join(_args(per_feed)) == '{"query":"weather in Tokyo"}' and stream.diagnostics == []
+    text = "<|tool_call>call:set{value:42,on:true,l:[1,null]}<tool_call|>"
+    stream, per_feed = _stream("gemma4", GEMMA4, list(text))
+    assert "".join(_args(per_feed)) == '{"value":42,"on":true,"l":[1,null]}' and stream.diagnostics == []
+    assert ',"on":' in _args(per_feed) and "42" in _args(per_feed)  # held until "," ended it
