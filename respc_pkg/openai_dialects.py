@@ -16,7 +16,8 @@ policies are the scanner's:
   rewrites it, left to right: a delimited span becomes a JSON string (its text escaped piece by
   piece; only what may be the start of its closer is held), a bare key after ``{``/``,`` is quoted
   (held only while it is still whitespace and word characters), JSON strings and everything else
-  are copied. A span whose closer never comes is plain text to the runtime; the stream cannot know
+  are copied; a bare value is held until what ends it (a lone delimiter after it: the string
+  whose opener was omitted, as the recover repair reads it). A span whose closer never comes is plain text to the runtime; the stream cannot know
   that in advance and takes the opener as a string's start (such a body is not JSON after the
   rewrite either, so the strict parser rejects it; ``errors="recover"`` then reports it).
 * **Name as the key** (Apertus ``[{"get_weather": {...}}]``, ``{content.$key}`` /
@@ -28,6 +29,10 @@ policies are the scanner's:
   ``{"code": ...}``): :class:`TextArgs` sends ``{"code": "`` at the first character the message
   keeps, the text as JSON string text (stripped as the content parser strips it: leading
   whitespace dropped, trailing whitespace held until text follows), ``"}`` at the close.
+* **Nested XML** (MiniMax-M3: ``xml-inline`` with an ``xml-tree`` value parser): :class:`XmlTree`
+  writes ``{"key": "`` and streams a leaf value's text once its start shows it cannot begin an
+  element; a nested value, a leaf the schema types and a repeated key are held to their closing
+  tag and sent as the runtime reads them.
 
 Which applies is decided once per region by :func:`probe`, which runs the region's processor on
 sample bodies and checks it gives what the converted body gives.
@@ -127,6 +132,40 @@ class DialectJson(_CharConverter):
         self.value = False   # at a value's start: after ":" or "[" (and whitespace)
         self.same = tuple(o for o, c in delims if o == c)  # delimiters whose opener is their closer
 
+    def feed(self, text: str) -> str:
+        """Read ``text``; return the JSON text it settled (a delimited span's text in one piece)."""
+        out: list[str] = []
+        self._read(text, out)
+        return "".join(out)
+
+    def _read(self, text: str, out: list[str]) -> None:
+        i, n = 0, len(text)
+        while i < n:
+            if self.state == "delim":
+                i += self._span(text, i, out)
+            else:
+                self._char(text[i], out)
+                i += 1
+
+    def _span(self, text: str, i: int, out: list[str]) -> int:
+        """In a delimited span: read ``text[i:]`` up to its closer (included) and return how many
+        characters were read; the longest end that may still begin the closer is held."""
+        held = len(self.buf)
+        buf = self.buf + text[i:]
+        close = self.close
+        at = buf.find(close)
+        if at >= 0:
+            out.append(_escaped(buf[:at]) + '"')
+            self.buf, self.state = "", "out"
+            return at + len(close) - held
+        keep = 0
+        if close[0] in buf[1 - len(close):]:  # (else no end of it can begin the closer)
+            keep = next((k for k in range(min(len(buf), len(close) - 1), 0, -1) if close.startswith(buf[-k:])), 0)
+        if len(buf) > keep:
+            out.append(_escaped(buf[:len(buf) - keep]))
+        self.buf = buf[len(buf) - keep:]
+        return len(text) - i
+
     def finish(self) -> str:
         out: list[str] = []
         if self.state in ("key", "open", "bare"):
@@ -144,20 +183,6 @@ class DialectJson(_CharConverter):
             instr, self.esc = _string_step(c, self.esc)
             if not instr:
                 self.state = "out"
-            return
-        if state == "delim":
-            buf = self.buf + c
-            close = self.close
-            if buf.endswith(close):
-                out.append(_escaped(buf[:-len(close)]) + '"')
-                self.buf = ""
-                self.state = "out"
-                return
-            # hold the longest end of the span's text that may still begin its closer
-            keep = next((k for k in range(min(len(buf), len(close) - 1), 0, -1) if close.startswith(buf[-k:])), 0)
-            if len(buf) > keep:
-                out.append(_escaped(buf[:len(buf) - keep]))
-            self.buf = buf[len(buf) - keep:]
             return
         if state == "key":
             if c in " \t\r\n" and not self.buf.strip():
@@ -183,8 +208,7 @@ class DialectJson(_CharConverter):
                 if buf.startswith(opener):
                     self.buf, self.state, self.close = "", "delim", closer
                     out.append('"')
-                    for rest in buf[len(opener):]:
-                        self._char(rest, out)
+                    self._read(buf[len(opener):], out)
                     return
                 if opener.startswith(buf):
                     self.buf = buf
@@ -630,7 +654,7 @@ def probe(region: Any) -> tuple | None:
             return ("dialect", (("object", ("name", ("arguments",))), lambda scanner: Converted(scanner, NameKeyed(bare))))
         return None
     if parser == "text":
-        return _probe_text_args(region, args, scope)
+        return _probe_text_args(region, scope)
     if parser == "xml-inline":
         return _probe_xml_tree(region, args, scope)
     return None
@@ -640,7 +664,7 @@ def probe(region: Any) -> tuple | None:
 _TEXT_SAMPLES = ("  a  ", "print(2 + 2)\n", '{"a": 1}', "1", "x\n\ty", "é")
 
 
-def _probe_text_args(region: Any, args: dict, scope: dict) -> tuple | None:
+def _probe_text_args(region: Any, scope: dict) -> tuple | None:
     """A ``text`` body that becomes one string argument of a call whose name the template fixes
     (functionary's ``{"code": "{content}"}``): the same name and key for every sample, with
     another scope too (a name taken from a group would change), and the argument the sample
