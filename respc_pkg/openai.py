@@ -39,7 +39,9 @@ Each region event is routed by its message key (``field``):
   - ``pythonic`` bodies whose transform keeps the reader's calls: converted to JSON text as they
     are written, by :class:`respc.openai_pythonic.PythonicArgs` (strings character by character,
     other values and schema-typed strings once complete).
-  - everything else (other xml-inline/kv-lines, JSON dialects, name-as-key JSON, arguments
+  - JSON dialects, name-as-key JSON, other arguments keys, a text body as one argument, nested XML
+    (MiniMax-M3): converted into the JSON above as they arrive (:mod:`respc.openai_dialects`).
+  - everything else (other xml-inline/kv-lines, arguments
     given as a JSON string, a call whose arguments come before its name when tools type it, and
     every tool region with ``errors="recover"`` and ``recover_arguments="hold"``, where a body may
     still turn out malformed): the arguments are sent in one fragment when the region closes.
@@ -69,6 +71,7 @@ import uuid
 from typing import Any, Callable, Iterable
 
 from respc.openai_pythonic import finish as _finish_pythonic, open_pythonic, probe_pythonic
+from respc import openai_dialects as _dialects
 from respc.runtime.tools import coerce_tool_calls
 
 __all__ = ["ChatCompletionStream", "ResponsesStream", "sse", "openai_message", "argument_streaming"]
@@ -327,7 +330,8 @@ def argument_streaming(parser_class: Any) -> dict[str, str]:
     """
     return {region.name: "as written" if _probe_json_shape(region)
             else "converted as written" if _probe_xml(region) or probe_pythonic(region)
-            else "per parameter" if _probe_reparse(region) else "at close"
+            else "per parameter" if _probe_reparse(region)
+            else _dialects.label(_dialects.probe(region))
             for region in parser_class.REGIONS if region.slot == "tool_calls"}
 
 
@@ -737,7 +741,8 @@ def _plans(parser: Any, hold: bool = True) -> dict[int, Any]:
         if region.slot in ("content", "reasoning_content") and not region.dirty:
             plans[id(region)] = _probe_text(region)
         elif region.slot == "tool_calls":
-            plan = None if recover else _probe_json_shape(region)
+            # (respc.openai_dialects: JSON dialects, other call shapes, text and nested-XML bodies)
+            plan = None if recover else _probe_json_shape(region) or _dialects.probe(region)
             if plan is None and not recover:
                 xml = _probe_xml(region)
                 if xml is not None:
@@ -1082,6 +1087,9 @@ class ChatCompletionStream:
             self._open[id(region)] = (None, base, region)
             return
         mode, extra = plan
+        wrap = None
+        if mode == "dialect":  # a converter in front of the scanner (respc.openai_dialects)
+            (mode, extra), wrap = extra
         if mode == "reparse":
             self._open[id(region)] = (_Reparse(), base, region)
             return
@@ -1102,7 +1110,7 @@ class ChatCompletionStream:
             return self._typed(self._call(base + n).name, key, raw)
 
         scanner = _Scanner(mode, extra if mode == "object" else (), out, held, typed)
-        self._open[id(region)] = (scanner, base, region)
+        self._open[id(region)] = (scanner if wrap is None else wrap(scanner), base, region)
 
     def _held(self, name: str | None, key: str | None) -> bool | None:
         """True when the tool schema may change the argument ``key`` of tool ``name`` (held);
@@ -1185,6 +1193,8 @@ class ChatCompletionStream:
             return
         match = getattr(parser, "_groups", None)
         plan = self._plans.get(id(region))
+        if plan is not None and plan[0] == "dialect":
+            plan = plan[1][0]
         if match is None or plan is None:
             return
         call = self._call(state[1])
@@ -1485,6 +1495,8 @@ class ChatCompletionStream:
         """A tool region closed with its typed value: finish each of its calls, checking what
         was streamed against the value the message stores."""
         scanner, base, _ = self._open.pop(id(region), (None, len(self._calls), region))
+        if isinstance(scanner, _dialects.Converted):
+            scanner.finish()
         calls = _calls_of(value)
         if isinstance(scanner, _Reparse) and scanner.sent and len(calls) == 1 and base < len(self._calls):
             self._finish_reparse(scanner, self._calls[base], _function(calls[0]).get("arguments"))

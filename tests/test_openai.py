@@ -665,29 +665,3 @@ def test_xml_opening_with_an_optional_tail_waits_for_it():
         assert stream.message["tool_calls"][0]["function"]["arguments"] == {"city": "北\n京", "d": "x"}
         assert "".join(args) == '{"city": "北\\n京", "d": "x"}'   # never "<![CDATA["
         assert "京" in args and stream.diagnostics == []  # the value streamed character by character
-
-
-def test_nested_xml_arguments_go_out_whole_at_the_close():
-    """MiniMax-M3's nested XML arguments (value parser ``xml-tree``): reading a cut-off body again
-    would take an inner tag (``<city>`` inside ``<shipping>``) for a parameter, so the arguments go
-    out in one fragment at the call's close and parse to exactly the message's (the case is vLLM's
-    nested-order test, tests/cases/families/minimax_m3.json)."""
-    import json as _json
-
-    from respc.openai import ChatCompletionStream, argument_streaming
-
-    family = _json.loads((REPO / "tests" / "cases" / "families" / "minimax_m3.json").read_text(encoding="utf-8"))
-    case = next(c for c in family["cases"] if c["name"] == "vllm_nested_tool_call")
-    module = importlib.import_module("respc.generated.minimax_m3")
-    assert argument_streaming(module.ResponseParser) == {"tool_calls": "at close"}
-    for errors, options in (("strict", {}), ("recover", {"recover_arguments": "stream"})):
-        stream = ChatCompletionStream(module.ResponseParser(case["prefix"], case.get("tools"), errors=errors),
-                                      ids=lambda n: f"call_{n}", **options)
-        chunks = [c for ch in case["text"] for c in stream.feed(ch)] + stream.finalize()
-        fragments = [tc["function"].get("arguments") or "" for c in chunks if c["choices"]
-                     for tc in c["choices"][0]["delta"].get("tool_calls", []) if "function" in tc]
-        arguments = _json.loads("".join(fragments))
-        assert arguments == stream.message["tool_calls"][0]["function"]["arguments"], errors
-        assert arguments["shipping"] == {"city": "Singapore", "zip": "018956"}
-        assert [f for f in fragments if f] == ["".join(fragments)], errors  # one fragment
-        assert stream.diagnostics == [], errors
