@@ -69,7 +69,7 @@ def test_catalogue_plans():
             "inkling": {"tool_calls": "as written"},
             "functionary_v3_1": {"tool_calls": "as written", "python_call": "converted as written"},
             "llama3_json": {"tool_calls": "as written", "tagged_json_call": "as written",
-                            "builtin_tool_call": "at close"},
+                            "builtin_tool_call": "converted as written"},  # (pythonic: respc.openai_pythonic)
             "minimax_m3": {"tool_calls": "converted as written"}}
     for family, plan in want.items():
         assert argument_streaming(importlib.import_module(f"respc.generated.{family}").ResponseParser) == plan, family
