@@ -29,6 +29,7 @@ whole-body reader stops (``json.JSONDecoder.raw_decode`` after the dialect rewri
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -74,6 +75,9 @@ _PY_CODE_STOP = re.compile(r"[\[\](){}'\"]")
 _PY_STRING_STOP = {"'": re.compile(r"['\\]"), '"': re.compile(r'["\\]')}
 _OPENERS = "([{"
 _CLOSERS = ")]}"
+# The standard library's C reader: on a well-formed JSON object or array it stops exactly where the
+# character-level scan below ends (both end at the bracket that closes the first one).
+_RAW_DECODE = json.JSONDecoder().raw_decode
 
 
 @functools.lru_cache(maxsize=64)
@@ -257,6 +261,16 @@ class JsonBoundary(Boundary):
                     if char not in self._accept:
                         return self._reject()
                     self.status = ACCEPTED
+                    if char in "{[" and not self._delims:
+                        # Quick path: a well-formed standard JSON value here ends where the C reader
+                        # stops. Anything else (a dialect, a value cut by the chunk) is scanned below.
+                        try:
+                            end = _RAW_DECODE(data, i)[1]
+                        except (ValueError, RecursionError):
+                            pass
+                        else:
+                            state = "done"
+                            return end
                     i += 1
                     if char in "{[":
                         depth = 1
