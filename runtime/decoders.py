@@ -87,6 +87,7 @@ def _code_stop(firsts: str) -> re.Pattern:
     return re.compile("[" + re.escape('{}[]"' + firsts) + "]")
 
 
+_PLAIN_CODE_STOP = _code_stop("")
 _WAIT = object()  # "the held text might still become a delimiter"
 
 
@@ -157,10 +158,15 @@ class JsonBoundary(Boundary):
                  string_delims: tuple[tuple[str, str], ...] = ()) -> None:
         self.status = UNDECIDED
         self._accept = accept
-        self._delims = tuple((o, c) for o, c in string_delims if o and c)
-        firsts = "".join(sorted({o[0] for o, _ in self._delims}))
-        self._opener_firsts = firsts
-        self._code_stop = _code_stop(firsts)
+        if string_delims:
+            self._delims = tuple((o, c) for o, c in string_delims if o and c)
+            firsts = "".join(sorted({o[0] for o, _ in self._delims}))
+            self._opener_firsts = firsts
+            self._code_stop = _code_stop(firsts)
+        else:  # the common case, one decoder per tool call: nothing to derive
+            self._delims = ()
+            self._opener_firsts = ""
+            self._code_stop = _PLAIN_CODE_STOP
         self._state = "start"
         self._depth = 0
         self._closer = ""

@@ -81,9 +81,10 @@ def _rarity(char: str) -> int:
 
 
 def _plan(literal: str) -> tuple[str, int]:
-    """The sentinel of ``literal``: its rarest character (the first of the rarest), and offset."""
+    """The sentinel of ``literal``: its rarest character (the first of the rarest) and its offset;
+    ``("", 0)`` when every character is common (rarity 2 or 3): ``str.find`` is used then."""
     best = min(range(len(literal)), key=lambda k: _rarity(literal[k]))
-    plan = (literal[best], best)
+    plan = (literal[best], best) if _rarity(literal[best]) < 2 else ("", 0)
     if len(_PLANS) < _PLAN_LIMIT:
         _PLANS[literal] = plan
     return plan
@@ -93,8 +94,8 @@ class WholeText(str):
     """A complete model output held as the parser buffer: ``find`` is quicker, nothing else changes.
 
     ``find(sub, start, end)`` returns exactly what ``str.find`` returns. For ``sub`` of two or
-    more characters and non-negative ``start``/``end`` it looks for ``sub``'s sentinel (its rarest
-    character, see :func:`_rarity`) with the one-character ``str.find`` (``memchr``) and checks
+    more characters, one of them uncommon (rarity 0 or 1), and non-negative ``start``/``end`` it
+    looks for ``sub``'s sentinel (its rarest character, see :func:`_rarity`) with the one-character ``str.find`` (``memchr``) and checks
     each hit with ``startswith``: the first hit that checks is the first occurrence, since every
     occurrence at or after ``start`` puts the sentinel at or after ``start`` plus its offset.
     After ``_MISSES`` hits that do not check, the rest is searched with ``str.find``. Slices and
@@ -121,7 +122,11 @@ class WholeText(str):
         else:
             n = end if end < len(self) else len(self)
         char, k = plan
+        if not char:
+            return str.find(self, sub, start, end)
         stop = n - len(sub) + k + 1  # a sentinel at or after stop leaves no room for sub before n
+        if stop <= start + k:
+            return -1  # (and a negative stop would count from the end)
         j = str.find(self, char, start + k, stop)
         misses = 0
         while j >= 0:

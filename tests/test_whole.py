@@ -202,7 +202,8 @@ def test_recover_damaged_outputs(case, ops):
 
 
 _FIND_TEXT = st.text(alphabet="<|>_ab/\n\uff5c\u2581x", max_size=60)
-_FIND_SUB = st.sampled_from(["<|im_end|>", "<tool_call>", "ab", "a", "", "<|", "_a", "\uff5cx\u2581", "xx", "|>"])
+_FIND_SUB = st.sampled_from(["<|im_end|>", "<tool_call>", "ab", "a", "", "<|", "_a", "\uff5cx\u2581", "xx", "|>",
+                             "abx"])
 
 
 @settings(max_examples=400, deadline=None)
@@ -224,7 +225,8 @@ def test_whole_text_sentinels_are_rare_characters():
     assert whole._plan("<|im_end|>") == ("|", 1)
     assert whole._plan("<tool_call>") == ("_", 5)
     assert whole._plan("<\uff5ctool\u2581calls\uff5c>") == ("\uff5c", 1)
-    assert whole._plan("functools") == ("f", 0)  # no rare character: the first one, str.find soon
+    assert whole._plan("functools") == ("", 0)  # no uncommon character: str.find
+    assert whole._plan("[TOOL_CALLS]") == ("_", 5) and whole._plan("</s>") == (">", 3)
 
 
 def test_parse_response_batch_keeps_item_numbers():
