@@ -57,6 +57,9 @@ __all__ = ["finish", "WholeText"]
 
 #: a literal's sentinel may miss this many times in one search before ``str.find`` takes over
 _MISSES = 16
+#: characters searched with ``str.find`` from the start and after each miss before the sentinel
+#: is looked for (a C search of 512 characters costs about what one sentinel hit checked in Python does)
+_NEAR = 512
 #: per literal: (its sentinel character, the sentinel's offset in it)
 _PLANS: dict[str, tuple[str, int]] = {}
 _PLAN_LIMIT = 4096
@@ -95,11 +98,13 @@ class WholeText(str):
 
     ``find(sub, start, end)`` returns exactly what ``str.find`` returns. For ``sub`` of two or
     more characters, one of them uncommon (rarity 0 or 1), and non-negative ``start``/``end`` it
-    looks for ``sub``'s sentinel (its rarest character, see :func:`_rarity`) with the one-character ``str.find`` (``memchr``) and checks
-    each hit with ``startswith``: the first hit that checks is the first occurrence, since every
-    occurrence at or after ``start`` puts the sentinel at or after ``start`` plus its offset.
-    After ``_MISSES`` hits that do not check, the rest is searched with ``str.find``. Slices and
-    concatenations are plain ``str``.
+    searches the next ``_NEAR`` characters with ``str.find``, then looks for ``sub``'s sentinel
+    (its rarest character, see :func:`_rarity`) with the one-character ``str.find`` (``memchr``)
+    and checks the hit with ``startswith``; a hit that does not check is a miss, and the search goes
+    on the same way after it. The first hit that checks is the first occurrence: every occurrence
+    not inside a window already searched puts the sentinel at or after the window's last possible
+    start plus the sentinel's offset. After ``_MISSES`` misses the rest is searched with
+    ``str.find``. Slices and concatenations are plain ``str``.
     """
 
     __slots__ = ()
@@ -124,19 +129,28 @@ class WholeText(str):
         char, k = plan
         if not char:
             return str.find(self, sub, start, end)
-        stop = n - len(sub) + k + 1  # a sentinel at or after stop leaves no room for sub before n
-        if stop <= start + k:
-            return -1  # (and a negative stop would count from the end)
-        j = str.find(self, char, start + k, stop)
+        m = len(sub)
+        near = _NEAR if _NEAR > m else m
+        stop = n - m + k + 1  # a sentinel at or after stop leaves no room for sub before n
         misses = 0
-        while j >= 0:
+        while True:
+            # the C search over a short window first: delimiters often come close together
+            w = start + near
+            if w >= n or misses == _MISSES:
+                return str.find(self, sub, start, n) if start < n else -1
+            i = str.find(self, sub, start, w)
+            if i >= 0:
+                return i
+            start = w - m + 1  # every occurrence that ends by w was looked at
+            if stop <= start + k:
+                return -1  # (and a negative stop would count from the end)
+            j = str.find(self, char, start + k, stop)
+            if j < 0:
+                return -1
             if self.startswith(sub, j - k):
                 return j - k
             misses += 1
-            if misses == _MISSES:
-                return str.find(self, sub, j - k + 1, n)
-            j = str.find(self, char, j + 1, stop)
-        return -1
+            start = j - k + 1
 
 
 def _whole_ok(parser: Any) -> bool:

@@ -206,19 +206,35 @@ _FIND_SUB = st.sampled_from(["<|im_end|>", "<tool_call>", "ab", "a", "", "<|", "
                              "abx"])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(text=_FIND_TEXT, sub=_FIND_SUB | _FIND_TEXT, start=st.none() | st.integers(-70, 70),
-       end=st.none() | st.integers(-70, 70), dense=st.booleans())
-def test_whole_text_find_is_str_find(text, sub, start, end, dense):
-    """WholeText.find returns what str.find returns, whatever the arguments (and after the
-    sentinel's misses ran out: ``dense`` repeats the sentinel many times)."""
+       end=st.none() | st.integers(-70, 70), dense=st.booleans(), near=st.sampled_from([1, 3, 8, 512]))
+def test_whole_text_find_is_str_find(text, sub, start, end, dense, near):
+    """WholeText.find returns what str.find returns, whatever the arguments, the window searched
+    first (``near``, small here so the sentinel search runs on short texts) and however often the
+    sentinel misses (``dense`` repeats it many times)."""
     if dense:
         text = text + "|_\uff5c" * 30 + text
     buf = whole.WholeText(text)
     args = (start,) if end is None else (start, end)
-    assert buf.find(sub, *args) == text.find(sub, *args)
-    assert buf.find(sub) == text.find(sub)
+    saved, whole._NEAR = whole._NEAR, near
+    try:
+        assert buf.find(sub, *args) == text.find(sub, *args)
+        assert buf.find(sub) == text.find(sub)
+    finally:
+        whole._NEAR = saved
     assert type(buf[1:]) is str and buf == text
+
+
+def test_whole_text_find_over_long_prose():
+    """The sentinel path on a long text: a literal absent, present far away, and after misses."""
+    prose = "Consider a < b and b<c; the wind <10 km/h. " * 400
+    text = prose + "<|x|> <|im_end" + prose + "<|im_end|>" + prose
+    buf = whole.WholeText(text)
+    for sub in ("<|im_end|>", "<tool_call>", "<|x|>", "|>", "functools"):
+        for start in (0, 5, len(prose), len(prose) + 3, len(text) - 20):
+            assert buf.find(sub, start) == text.find(sub, start), (sub, start)
+            assert buf.find(sub, start, len(prose) + 40) == text.find(sub, start, len(prose) + 40)
 
 
 def test_whole_text_sentinels_are_rare_characters():
