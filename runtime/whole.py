@@ -111,9 +111,11 @@ class WholeText(str):
 
     def find(self, sub: Any, start: Any = None, end: Any = None) -> int:
         """``str.find(sub, start, end)``: the lowest index of ``sub`` in ``self[start:end]``, or -1."""
+        if sub.__class__ is not str:
+            return str.find(self, sub, start, end)  # its errors too
         plan = _PLANS.get(sub)
         if plan is None:
-            if sub.__class__ is not str or len(sub) < 2:
+            if len(sub) < 2:
                 return str.find(self, sub, start, end)
             plan = _plan(sub)
         if start is None:
@@ -180,13 +182,13 @@ def finish(parser: Any, text: str) -> dict:
         earlier), ``ValueError`` / ``KeyError`` / ``TypeError`` from a region body (strict), a
         missing required field.
     """
-    if text.__class__ is not str or not _whole_ok(parser):
-        parser.feed(text)
+    if text.__class__ is not str or not _whole_ok(parser) or (not text and parser._recover):
+        parser.feed(text)  # (feed("") runs the eos=False pass only when it is not on its fast path)
         return parser.finalize()[0]
     # what feed() would have collected, in order: a long hold's tail, then the new text
     parser._flush_tail()
     parser._buf = WholeText(parser._buf + text)
-    if parser._recover and text:
+    if parser._recover:
         # feed(text) on a parser holding no long match: the text joins the buffer, one eos=False pass
         parser._guarded([], False)
     return parser.finalize()[0]

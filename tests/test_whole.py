@@ -226,6 +226,15 @@ def test_whole_text_find_is_str_find(text, sub, start, end, dense, near):
     assert type(buf[1:]) is str and buf == text
 
 
+def test_whole_text_find_refuses_what_str_find_refuses():
+    buf = whole.WholeText("a<|b|>")
+    for bad in (None, 3, ["<|"], b"<|"):
+        with pytest.raises(TypeError):
+            buf.find(bad)
+    with pytest.raises(TypeError):
+        buf.find("<|", "0")
+
+
 def test_whole_text_find_over_long_prose():
     """The sentinel path on a long text: a literal absent, present far away, and after misses."""
     prose = "Consider a < b and b<c; the wind <10 km/h. " * 400
