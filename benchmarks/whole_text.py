@@ -16,7 +16,13 @@ once. Both of ours are checked to give the same message.
 generator and seed): parse + ``dump_record`` per record through each path, and the reference loop
 on the first ``--ref-records`` of them.
 
-Usage: ``python benchmarks/whole_text.py [--templates a,b] [--sizes 10k,100k] [--batch 571]``.
+``--before REV`` instead times ``parse_response``'s whole-text path as it is now against the same
+path at git revision ``REV`` (its ``runtime/whole.py`` and the ``JsonBoundary`` methods of its
+``runtime/decoders.py``, loaded from git and swapped in), interleaved in one process, in the mode
+``--errors`` (strict or recover), with the reference and the find floor; ``--rounds`` rounds.
+
+Usage: ``python benchmarks/whole_text.py [--templates a,b] [--sizes 10k,100k] [--batch 571]
+[--before c8d3998 --errors recover]``.
 """
 
 from __future__ import annotations
@@ -50,16 +56,15 @@ def _streaming(parser, text: str) -> dict:
     return parser.finalize()[0]
 
 
-def texts(names: list[str], sizes: list[int]) -> None:
-    from transformers.utils.chat_parsing import parse_response as ref_parse
-
-    from respc.runtime import whole
-
-    print("| template | size | whole ms | via feed ms | ref ms | floor ms | ref/whole | ref/via feed | whole/floor |")
-    print("|---|---|---|---|---|---|---|---|---|")
+def _inputs(names: list[str], sizes: list[int]):
+    """Per template and size: (name, size, parser class, reference template, watched literals, text)."""
     for name in names:
         doc = inputs.load(name)
-        ref_doc = None if inputs.reference_missing(name) else inputs.reference_doc(name)
+        try:
+            ref_doc = inputs.reference_doc(name)
+        except FileNotFoundError as exc:  # a v2 template without a v1 form: the reference cannot run it
+            print(f"| {name} | skipped: no v1 form for the reference ({exc.filename}) |")
+            continue
         parser_class = importlib.import_module(f"respc.generated.{name}").ResponseParser
         literals = sorted({lit for spec in doc["fields"].values() for key in ("open", "close")
                            for lit in inputs._literals(spec.get(key))})
@@ -69,31 +74,36 @@ def texts(names: list[str], sizes: list[int]) -> None:
             except AssertionError as exc:  # inputs.py refuses templates its filler would trigger
                 print(f"| {name} | skipped: {exc} |")
                 break
-            if whole.finish(parser_class(""), text) != _streaming(parser_class(""), text):
-                raise AssertionError(f"{name}: the whole-text path and the streaming path differ")
-            runs = {
-                "whole": lambda: whole.finish(parser_class(""), text),
-                "feed": lambda: _streaming(parser_class(""), text),
-                "ref": lambda: ref_parse(text, ref_doc, prefix=""),
-                "floor": lambda: [text.find(lit) for lit in literals],
-            }
-            if ref_doc is None:  # v2-only: no v1 form for the reference to run
-                del runs["ref"]
-            slow_ref = ref_doc is not None and _best(runs["ref"], 1) > 300
-            best = dict.fromkeys(runs, float("inf"))
-            for _ in range(5):
-                for key, fn in runs.items():
-                    if key == "ref" and slow_ref and best["ref"] < float("inf"):
-                        continue
-                    best[key] = min(best[key], _best(fn, 1 if key == "ref" and slow_ref else 3))
-            floor = f"{best['whole'] / best['floor']:.1f}" if literals else "no literal"
-            if ref_doc is None:
-                ref_cells = "n/a (v2-only) | n/a | n/a"
-            else:
-                ref_cells = f"{best['ref']:.3f} | {best['ref'] / best['whole']:.1f}x | {best['ref'] / best['feed']:.1f}x"
-            ref_ms, ref_whole, ref_feed = ref_cells.split(" | ")
-            print(f"| {name} | {size // 1000} kB | {best['whole']:.3f} | {best['feed']:.3f} | {ref_ms} | "
-                  f"{best['floor']:.3f} | {ref_whole} | {ref_feed} | {floor} |", flush=True)
+            yield name, size, parser_class, ref_doc, literals, text
+
+
+def texts(names: list[str], sizes: list[int]) -> None:
+    from transformers.utils.chat_parsing import parse_response as ref_parse
+
+    from respc.runtime import whole
+
+    print("| template | size | whole ms | via feed ms | ref ms | floor ms | ref/whole | ref/via feed | whole/floor |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, size, parser_class, ref_doc, literals, text in _inputs(names, sizes):
+        if whole.finish(parser_class(""), text) != _streaming(parser_class(""), text):
+            raise AssertionError(f"{name}: the whole-text path and the streaming path differ")
+        runs = {
+            "whole": lambda: whole.finish(parser_class(""), text),
+            "feed": lambda: _streaming(parser_class(""), text),
+            "ref": lambda: ref_parse(text, ref_doc, prefix=""),
+            "floor": lambda: [text.find(lit) for lit in literals],
+        }
+        slow_ref = _best(runs["ref"], 1) > 300
+        best = dict.fromkeys(runs, float("inf"))
+        for _ in range(5):
+            for key, fn in runs.items():
+                if key == "ref" and slow_ref and best["ref"] < float("inf"):
+                    continue
+                best[key] = min(best[key], _best(fn, 1 if key == "ref" and slow_ref else 3))
+        floor = f"{best['whole'] / best['floor']:.1f}" if literals else "no literal"
+        print(f"| {name} | {size // 1000} kB | {best['whole']:.3f} | {best['feed']:.3f} | {best['ref']:.3f} | "
+              f"{best['floor']:.3f} | {best['ref'] / best['whole']:.1f}x | {best['ref'] / best['feed']:.1f}x | "
+              f"{floor} |", flush=True)
 
 
 def batches(per_family: int, ref_records: int, rounds: int) -> None:
@@ -148,13 +158,76 @@ def batches(per_family: int, ref_records: int, rounds: int) -> None:
     folder.rmdir()
 
 
+def _module_at(rev: str, path: str, name: str):
+    """The module ``path`` (``runtime/...``) as it was at git revision ``rev``, as package ``respc.runtime``."""
+    import subprocess
+    import types
+
+    source = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=inputs.REPO, check=True, capture_output=True,
+                            text=True).stdout
+    module = types.ModuleType(name)
+    module.__package__ = "respc.runtime"
+    exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)  # noqa: S102 - our own history
+    return module
+
+
+def before_after(names: list[str], sizes: list[int], rev: str, errors: str, rounds: int) -> None:
+    from transformers.utils.chat_parsing import parse_response as ref_parse
+
+    from respc.runtime import decoders, whole
+
+    old_whole = _module_at(rev, "runtime/whole.py", "respc.runtime._whole_before")
+    old_dec = _module_at(rev, "runtime/decoders.py", "respc.runtime._decoders_before")
+    swapped = ("__init__", "_scan")
+    now = {k: getattr(decoders.JsonBoundary, k) for k in swapped}
+    then = {k: getattr(old_dec.JsonBoundary, k) for k in swapped}
+
+    def install(methods):
+        for k, fn in methods.items():
+            setattr(decoders.JsonBoundary, k, fn)
+
+    print(f"| template | size | before ({rev}) ms | after ms | before/after | ref ms | ref/after | floor ms "
+          "| after/floor |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    try:
+        for name, size, parser_class, ref_doc, literals, text in _inputs(names, sizes):
+            runs = {
+                "before": lambda: old_whole.finish(parser_class("", errors=errors), text),
+                "after": lambda: whole.finish(parser_class("", errors=errors), text),
+                "ref": lambda: ref_parse(text, ref_doc, prefix=""),
+                "floor": lambda: [text.find(lit) for lit in literals],
+            }
+            install(then)
+            expected = runs["before"]()
+            install(now)
+            if runs["after"]() != expected:
+                raise AssertionError(f"{name}: before and after differ")
+            slow_ref = _best(runs["ref"], 1) > 300
+            best = dict.fromkeys(runs, float("inf"))
+            for _ in range(rounds):
+                for key, fn in runs.items():
+                    if key == "ref" and slow_ref and best["ref"] < float("inf"):
+                        continue
+                    install(then if key == "before" else now)
+                    best[key] = min(best[key], _best(fn, 1 if key == "ref" and slow_ref else 3))
+            install(now)
+            floor = f"{best['after'] / best['floor']:.1f}" if literals else "no literal"
+            print(f"| {name} | {size // 1000} kB | {best['before']:.3f} | {best['after']:.3f} | "
+                  f"{best['before'] / best['after']:.1f}x | {best['ref']:.3f} | {best['ref'] / best['after']:.1f}x | "
+                  f"{best['floor']:.3f} | {floor} |", flush=True)
+    finally:
+        install(now)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--templates", default=None, help="comma-separated catalogue names (default: all)")
     ap.add_argument("--sizes", default="10k,100k", help="output sizes (default 10k,100k)")
     ap.add_argument("--batch", type=int, default=None, metavar="N", help="time batch loops of N records per family")
     ap.add_argument("--ref-records", type=int, default=150, help="--batch: records per family for the reference")
-    ap.add_argument("--rounds", type=int, default=3, help="--batch: rounds (the minimum is kept)")
+    ap.add_argument("--rounds", type=int, default=3, help="--batch, --before: rounds (the minimum is kept)")
+    ap.add_argument("--before", default=None, metavar="REV", help="time the whole-text path against git revision REV")
+    ap.add_argument("--errors", default="strict", choices=("strict", "recover"), help="--before: the parse mode")
     args = ap.parse_args(argv)
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     logging.disable(logging.CRITICAL)
@@ -163,6 +236,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     names = args.templates.split(",") if args.templates else inputs.catalogue()
     sizes = [int(float(s[:-1]) * 1000) if s[-1] in "kK" else int(s) for s in args.sizes.split(",")]
+    if args.before:
+        before_after(names, sizes, args.before, args.errors, args.rounds)
+        return 0
     texts(names, sizes)
     return 0
 

@@ -29,6 +29,7 @@ whole-body reader stops (``json.JSONDecoder.raw_decode`` after the dialect rewri
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -74,6 +75,9 @@ _PY_CODE_STOP = re.compile(r"[\[\](){}'\"]")
 _PY_STRING_STOP = {"'": re.compile(r"['\\]"), '"': re.compile(r'["\\]')}
 _OPENERS = "([{"
 _CLOSERS = ")]}"
+# The standard library's C reader: on a well-formed JSON object or array it stops exactly where the
+# character-level scan below ends (both end at the bracket that closes the first one).
+_RAW_DECODE = json.JSONDecoder().raw_decode
 
 
 @functools.lru_cache(maxsize=64)
@@ -83,6 +87,7 @@ def _code_stop(firsts: str) -> re.Pattern:
     return re.compile("[" + re.escape('{}[]"' + firsts) + "]")
 
 
+_PLAIN_CODE_STOP = _code_stop("")
 _WAIT = object()  # "the held text might still become a delimiter"
 
 
@@ -153,10 +158,15 @@ class JsonBoundary(Boundary):
                  string_delims: tuple[tuple[str, str], ...] = ()) -> None:
         self.status = UNDECIDED
         self._accept = accept
-        self._delims = tuple((o, c) for o, c in string_delims if o and c)
-        firsts = "".join(sorted({o[0] for o, _ in self._delims}))
-        self._opener_firsts = firsts
-        self._code_stop = _code_stop(firsts)
+        if string_delims:
+            self._delims = tuple((o, c) for o, c in string_delims if o and c)
+            firsts = "".join(sorted({o[0] for o, _ in self._delims}))
+            self._opener_firsts = firsts
+            self._code_stop = _code_stop(firsts)
+        else:  # the common case, one decoder per tool call: nothing to derive
+            self._delims = ()
+            self._opener_firsts = ""
+            self._code_stop = _PLAIN_CODE_STOP
         self._state = "start"
         self._depth = 0
         self._closer = ""
@@ -257,6 +267,16 @@ class JsonBoundary(Boundary):
                     if char not in self._accept:
                         return self._reject()
                     self.status = ACCEPTED
+                    if char in "{[" and not self._delims:
+                        # Quick path: a well-formed standard JSON value here ends where the C reader
+                        # stops. Anything else (a dialect, a value cut by the chunk) is scanned below.
+                        try:
+                            end = _RAW_DECODE(data, i)[1]
+                        except (ValueError, RecursionError):
+                            pass
+                        else:
+                            state = "done"
+                            return end
                     i += 1
                     if char in "{[":
                         depth = 1

@@ -525,3 +525,33 @@ def test_any_text_same_outcome_on_every_chunking(text, cut, lead):
         expected = outcome(factory(), [text])
         assert outcome(factory(), split(text, cut)) == expected
         assert outcome(factory(), list(text)) == expected
+
+
+
+@PROPS
+@given(text=st.text(alphabet='{}[]"\\:, a1\n', max_size=40), rest=junk)
+def test_json_quick_path_ends_where_the_scan_ends(text, rest):
+    """Fed at once, a body starting with a bracket goes to json's C reader first (the quick path);
+    fed a character at a time it is always scanned. Both must give the same end, on any text."""
+    for body in ("{" + text + rest, "[" + text + rest, ' {"a": [' + text + rest):
+        whole = JsonBoundary()
+        assert whole.feed(body) == feed_pieces(JsonBoundary(), list(body)), body
+        assert whole.status == ACCEPTED
+
+
+def test_json_quick_path_is_taken_on_a_whole_value(monkeypatch):
+    """A complete body in one piece is read by json's C reader; a dialect body never is."""
+    from respc.runtime import decoders
+
+    calls = []
+
+    def counted(data, i):
+        calls.append(i)
+        return json.JSONDecoder().raw_decode(data, i)
+
+    monkeypatch.setattr(decoders, "_RAW_DECODE", counted)
+    body = ' [{"name": "f", "arguments": {"s": "a}]\\""}}] then prose'
+    assert JsonBoundary().feed(body) == body.index(" then")
+    assert calls == [1]
+    assert JsonBoundary(string_delims=(("<<", ">>"),)).feed('{"a": <<x}>>} z') == 13
+    assert calls == [1]

@@ -14,6 +14,7 @@ import json
 import pytest
 
 from respc.compiler.api import compile_template
+from respc.runtime import whole
 from respc.runtime.errors import TemplateError
 
 from support import REPO, chunkings
@@ -28,11 +29,17 @@ HARMONY = "<|start|>user<|message|>What's the weather in Paris?<|end|><|start|>a
 
 
 def run(module, prefix, text, how, errors="recover", **options):
+    if how == "whole":
+        # the whole-text path of parse_response gives the same message and diagnostics
+        single = module.ResponseParser(prefix, errors=errors, **options)
+        expected = (whole.finish(single, text), single.diagnostics)
     parser = module.ResponseParser(prefix, errors=errors, **options)
     events = list(parser.initial_events)
     for chunk in chunkings(text, text)[how]:
         events += parser.feed(chunk)
     message, final = parser.finalize()
+    if how == "whole":
+        assert (message, parser.diagnostics) == expected
     return message, events + final, parser.diagnostics
 
 

@@ -23,6 +23,9 @@ from hypothesis import strategies as st
 import respc
 from respc.runtime import whole
 from support import CONFORMANCE, CORPUS, REPO, SHARED, load_jsonl, params
+from test_recover_properties import CASES as DAMAGE_CASES
+from test_recover_properties import OPS as DAMAGE_OPS
+from test_recover_properties import _damage
 
 FAMILY_DIR = REPO / "tests" / "cases" / "families"
 NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
@@ -138,7 +141,8 @@ def test_random_splices(name, data):
 
 
 def test_single_pass_is_taken_and_skips_the_streaming_pass():
-    """The point of the path: in strict mode feed() is never called; in recover mode it is."""
+    """The point of the path: feed() is never called, in either mode; strict mode also makes no
+    eos=False pass."""
     parser_class = _generated("qwen3")
     calls = []
 
@@ -149,13 +153,105 @@ def test_single_pass_is_taken_and_skips_the_streaming_pass():
             calls.append(text)
             return super().feed(text)
 
+        def _run(self, events, eos):
+            calls.append(eos)
+            return super()._run(events, eos)
+
     text = "<think>a</think>b<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>"
     message = whole.finish(Watched(""), text)
-    assert calls == []
+    assert calls == [True]
     assert message["tool_calls"] == [{"type": "function", "function": {"name": "f", "arguments": {}}}]
     assert message["reasoning_content"] == "a" and message["content"] == "b"
-    whole.finish(Watched("", errors="recover"), text)
-    assert calls == [text]
+    calls.clear()
+    assert whole.finish(Watched("", errors="recover"), text) == message
+    assert calls == [False, True]
+    calls.clear()
+    ledgered = Watched("", errors="recover", ledger=True)
+    assert whole.finish(ledgered, text) == message
+    assert calls == [text, False, True] and ledgered.ledger
+
+
+def test_recover_keeps_the_truncated_delimiter_diagnostic():
+    """What the eos=False pass held at the end is reported, as when streaming."""
+    text = "Sure.<tool_c"
+    parser = _generated("qwen3")("", errors="recover")
+    message = whole.finish(parser, text)
+    assert message["content"] == "Sure."
+    assert [(d["kind"], d["start"], d["end"], d["text"]) for d in parser.diagnostics] == [
+        ("truncated-delimiter", 5, 12, "<tool_c")]
+    assert _same(_generated("qwen3"), "", text)[0]["content"] == "Sure.<tool_c"  # strict: text
+
+
+def test_long_pending_match_falls_back_to_feed_in_recover():
+    """A parser holding a long pending match: feed collects text before it scans again, so the
+    recover path goes through feed; strict mode needs no eos=False pass and stays single."""
+    parser_class = _generated("qwen3")
+    for errors, single in (("strict", True), ("recover", False)):
+        parser = parser_class("", errors=errors)
+        parser._rescan_at = 10**9  # as _run leaves it after a long hold
+        assert whole._whole_ok(parser) is single
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.integers(0, max(len(DAMAGE_CASES) - 1, 0)), ops=DAMAGE_OPS)
+def test_recover_damaged_outputs(case, ops):
+    """The damaged outputs of the recover property suite: both paths agree in both modes."""
+    name, prefix, text, spans = DAMAGE_CASES[case]
+    _same(_generated(name), prefix, _damage(text, spans, ops))
+
+
+_FIND_TEXT = st.text(alphabet="<|>_ab/\n\uff5c\u2581x", max_size=60)
+_FIND_SUB = st.sampled_from(["<|im_end|>", "<tool_call>", "ab", "a", "", "<|", "_a", "\uff5cx\u2581", "xx", "|>",
+                             "abx"])
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=_FIND_TEXT, sub=_FIND_SUB | _FIND_TEXT, start=st.none() | st.integers(-70, 70),
+       end=st.none() | st.integers(-70, 70), dense=st.booleans(), near=st.sampled_from([1, 3, 8, 512]))
+def test_whole_text_find_is_str_find(text, sub, start, end, dense, near):
+    """WholeText.find returns what str.find returns, whatever the arguments, the window searched
+    first (``near``, small here so the sentinel search runs on short texts) and however often the
+    sentinel misses (``dense`` repeats it many times)."""
+    if dense:
+        text = text + "|_\uff5c" * 30 + text
+    buf = whole.WholeText(text)
+    args = (start,) if end is None else (start, end)
+    saved, whole._NEAR = whole._NEAR, near
+    try:
+        assert buf.find(sub, *args) == text.find(sub, *args)
+        assert buf.find(sub) == text.find(sub)
+    finally:
+        whole._NEAR = saved
+    assert type(buf[1:]) is str and buf == text
+
+
+def test_whole_text_find_refuses_what_str_find_refuses():
+    buf = whole.WholeText("a<|b|>")
+    for bad in (None, 3, ["<|"], b"<|"):
+        with pytest.raises(TypeError):
+            buf.find(bad)
+    with pytest.raises(TypeError):
+        buf.find("<|", "0")
+
+
+def test_whole_text_find_over_long_prose():
+    """The sentinel path on a long text: a literal absent, present far away, and after misses."""
+    prose = "Consider a < b and b<c; the wind <10 km/h. " * 400
+    text = prose + "<|x|> <|im_end" + prose + "<|im_end|>" + prose
+    buf = whole.WholeText(text)
+    for sub in ("<|im_end|>", "<tool_call>", "<|x|>", "|>", "functools"):
+        for start in (0, 5, len(prose), len(prose) + 3, len(text) - 20):
+            assert buf.find(sub, start) == text.find(sub, start), (sub, start)
+            assert buf.find(sub, start, len(prose) + 40) == text.find(sub, start, len(prose) + 40)
+
+
+def test_whole_text_sentinels_are_rare_characters():
+    assert whole._plan("<|im_end|>") == ("|", 1)
+    assert whole._plan("<tool_call>") == ("_", 5)
+    assert whole._plan("<\uff5ctool\u2581calls\uff5c>") == ("\uff5c", 1)
+    assert whole._plan("functools") == ("", 0)  # no uncommon character: str.find
+    assert whole._plan("[TOOL_CALLS]") == ("_", 5) and whole._plan("</s>") == (">", 3)
 
 
 def test_parse_response_batch_keeps_item_numbers():
