@@ -38,10 +38,7 @@ import asyncio
 import importlib
 import json
 import random
-import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -54,8 +51,6 @@ pytest.importorskip("vllm.entrypoints.openai.chat_completion.serving",
 
 from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
 from openai.types.chat import ChatCompletion, ChatCompletionChunk  # noqa: E402
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
-from transformers import PreTrainedTokenizerFast  # noqa: E402
 from vllm.config import MultiModalConfig, ParallelConfig  # noqa: E402
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest  # noqa: E402
 from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat  # noqa: E402
@@ -67,43 +62,11 @@ from vllm.sampling_params import RequestOutputKind  # noqa: E402
 from vllm.tokenizers import get_tokenizer  # noqa: E402
 
 import respc.vllm as rv  # noqa: E402
+from serving_support import CHAT_TEMPLATE, FAMILIES, bpe_tokenizer_dir, tools_for  # noqa: E402
+from serving_support import family as family_cases  # noqa: E402
 from test_vllm_plugin import SPLIT_LIMITS, SPLIT_LIMITS_END, _reasoning_after_content  # noqa: E402
 
-FAMILIES_DIR = Path(__file__).parent / "cases" / "families"
-#: catalogue families served (the brief's list; both Mistral templates stand for "mistral")
-FAMILIES = ["qwen3", "hermes2pro", "gpt_oss", "deepseek_v3_1", "kimi_k2", "qwen3_coder", "mistral_nemo",
-            "mistral_small_3_2", "glm4_5", "gemma4", "minimax_m2", "deepseek_r1"]
 MODEL = "respc-test-model"
-CHAT_TEMPLATE = "{{ respc_prompt }}"
-#: how special tokens are spelled in the models' tokenizers
-SPECIAL = re.compile(r"<\|[^|<>\s]{1,40}\|>|<｜[^｜]{1,60}｜>|\[[A-Z_]{3,20}\]")
-EOS = "<respc_eos>"
-
-
-def _family(name: str) -> dict:
-    return json.loads((FAMILIES_DIR / f"{name}.json").read_text(encoding="utf-8"))
-
-
-@lru_cache(maxsize=None)
-def _tokenizer_dir(family: str, root: str) -> str:
-    """A byte-level BPE tokenizer trained on ``family``'s cases, saved under ``root``; its special
-    tokens are the special-token spellings found in the cases."""
-    cases = _family(family)["cases"]
-    texts = [c["prefix"] for c in cases] + [c["text"] for c in cases]
-    specials = sorted({m for t in texts for m in SPECIAL.findall(t)})
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts, trainers.BpeTrainer(
-        vocab_size=800, special_tokens=specials + [EOS], show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, additional_special_tokens=specials)
-    hf.chat_template = CHAT_TEMPLATE
-    path = Path(root) / family
-    hf.save_pretrained(path)
-    # vLLM reads the model config beside the tokenizer (and retries, sleeping, when there is none)
-    (path / "config.json").write_text(json.dumps({"model_type": "gpt2"}), encoding="utf-8")
-    return str(path)
 
 
 @dataclass
@@ -240,20 +203,10 @@ def _request(prefix: str, tools: list | None, *, stream: bool, tool_choice: str 
                                  chat_template_kwargs={"respc_prompt": prefix}, **kwargs)
 
 
-def _tools_for(case: dict, family: str) -> list:
-    """The case's tools, or tools named after the calls respc reads (every call's tool declared)."""
-    if case.get("tools"):
-        return case["tools"]
-    module = importlib.import_module(f"respc.generated.{family}")
-    message = module.parse_response(case["text"], prefix=case["prefix"], errors="recover")
-    names = sorted({c["function"]["name"] for c in message.get("tool_calls") or []}) or ["f"]
-    return [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in names]
-
-
 def _cases() -> list:
     params = []
     for family in FAMILIES:
-        for case in _family(family)["cases"]:
+        for case in family_cases(family)["cases"]:
             cid = f"{family}-{case['name']}"
             if cid in SPLIT_LIMITS or cid in SPLIT_LIMITS_END:
                 continue
@@ -274,10 +227,10 @@ def _reasoning(message) -> str | None:
 def test_served_with_tools(family, case, stream, tmp_path_factory):
     """tool_choice="auto" with tools: what the client accumulates equals respc's message."""
     root = str(tmp_path_factory.getbasetemp() / "vllm-tokenizers")
-    tools = _tools_for(case, family)
+    tools = tools_for(case, family)
     module = importlib.import_module(f"respc.generated.{family}")
     message = module.parse_response(case["text"], prefix=case["prefix"], tools=tools, errors="recover")
-    chat, engine = _serving(family, _tokenizer_dir(family, root), case["text"], case["name"])
+    chat, engine = _serving(family, bpe_tokenizer_dir(family, root), case["text"], case["name"])
     got, finish, usage, lines = asyncio.run(_complete(chat, _request(case["prefix"], tools, stream=stream)))
 
     # vLLM rendered the case's prompt, and passed the plug-in's prompt-side decisions to the engine
@@ -308,10 +261,10 @@ def test_served_without_tool_parsing(family, case, stream, tools, tmp_path_facto
     respc reads it, and the rest of the output as content, as written: its tail, which respc reads
     (prefix "", as the tool parser would) as the message's content and calls."""
     root = str(tmp_path_factory.getbasetemp() / "vllm-tokenizers")
-    declared = _tools_for(case, family)
+    declared = tools_for(case, family)
     module = importlib.import_module(f"respc.generated.{family}")
     message = module.parse_response(case["text"], prefix=case["prefix"], tools=declared, errors="recover")
-    chat, engine = _serving(family, _tokenizer_dir(family, root), case["text"], case["name"])
+    chat, engine = _serving(family, bpe_tokenizer_dir(family, root), case["text"], case["name"])
     request = (_request(case["prefix"], declared, stream=stream, tool_choice="none") if tools == "tool_choice_none"
                else _request(case["prefix"], None, stream=stream))
     got, finish, _, _ = asyncio.run(_complete(chat, request))
