@@ -251,7 +251,12 @@ class RespcReasoningDetector(BaseReasoningFormatDetector):
                  stream_reasoning: bool = True, tool_call_parser_active: bool = False, **_sglang: Any) -> None:
         self.module = _module(template if template is not None else self.template)
         opener, closer = _reasoning_delimiters(self.module)
-        super().__init__(opener, closer, force_reasoning=force_reasoning, stream_reasoning=stream_reasoning)
+        # reasoning_default=None: SGLang's chat server, when it cannot read a reasoning toggle from
+        # the chat template, forces reasoning by the detector's default ("always" in the base), which
+        # would read a whole answer as reasoning; None leaves force_reasoning to what the template
+        # opened (TemplateManager.force_reasoning), the only prompt fact SGLang passes on.
+        super().__init__(opener, closer, force_reasoning=force_reasoning, stream_reasoning=stream_reasoning,
+                         reasoning_default=None)
         if prefix is None:
             prefix = sglang_prefix(self.module, force_reasoning)
         self.prefix = prefix

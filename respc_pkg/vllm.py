@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -119,7 +120,7 @@ def _template_strings(name: str) -> list[str]:
 
 def special_delimiters(name: str, tokenizer: Any) -> list[str]:
     """Special tokens of ``tokenizer`` (its EOS token excepted) that occur in the delimiters of
-    catalogue template ``name``, sorted. Non-empty: the output must be decoded with
+    catalogue template ``name`` (literally, or escaped in a delimiter pattern), sorted. Non-empty: the output must be decoded with
     ``skip_special_tokens=False`` for the parser to see them.
 
     Args:
@@ -129,7 +130,9 @@ def special_delimiters(name: str, tokenizer: Any) -> list[str]:
     specials = set(getattr(tokenizer, "all_special_tokens", None) or ())
     specials.discard(getattr(tokenizer, "eos_token", None))
     strings = _template_strings(name)
-    return sorted(token for token in specials if token and any(token in s for s in strings))
+    # a delimiter may be written in a regular expression (``open_pattern``), escaped: \\[TOOL_CALLS\\]
+    return sorted(token for token in specials
+                  if token and any(token in s or re.escape(token) in s for s in strings))
 
 
 def _keep_special_tokens(name: str, tokenizer: Any, request: Any) -> Any:
@@ -350,9 +353,11 @@ def _merge_chunks(chunks: Iterable[dict]) -> DeltaMessage | None:
         if REASONING in delta:
             reasoning.append(delta[REASONING])
         for call in delta.get("tool_calls", ()):
-            merged = calls.setdefault(call["index"], {"id": None, "type": None, "name": None, "arguments": None})
+            merged = calls.setdefault(call["index"], {"id": None, "type": None, "name": None, "arguments": None,
+                                                      "function": False})
             merged["id"] = merged["id"] or call.get("id")
             merged["type"] = merged["type"] or call.get("type")
+            merged["function"] = merged["function"] or "function" in call
             function = call.get("function") or {}
             if "name" in function:
                 merged["name"] = (merged["name"] or "") + function["name"]
@@ -364,12 +369,24 @@ def _merge_chunks(chunks: Iterable[dict]) -> DeltaMessage | None:
     if reasoning and "".join(reasoning):
         fields["reasoning"] = "".join(reasoning)
     if calls:
-        fields["tool_calls"] = [
-            DeltaToolCall(index=index, id=c["id"], type=c["type"],
-                          function=DeltaFunctionCall(name=c["name"], arguments=c["arguments"]))
-            for index, c in calls.items()
-        ]
+        fields["tool_calls"] = [_delta_tool_call(index, c) for index, c in calls.items()]
     return DeltaMessage(**fields) if fields else None
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    """``fields`` without the None ones. vLLM serializes stream chunks with ``exclude_unset``, so a
+    field passed as None goes out as ``null``; the OpenAI client's stream accumulator then merges
+    ``"type": null`` into a call and fails (OpenAI sends ``id``/``type`` in a call's first delta only)."""
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _delta_tool_call(index: int, call: dict) -> DeltaToolCall:
+    """A ``DeltaToolCall`` with only the fields this delta carries set. ``function`` is kept when
+    the chunks had one, even empty (``{}`` in a call's first delta, before its name is known): the
+    OpenAI client's accumulator reads ``function.name`` of every call it has seen."""
+    function = _given(name=call["name"], arguments=call["arguments"])
+    return DeltaToolCall(index=index, **_given(id=call["id"], type=call["type"]),
+                         **({"function": DeltaFunctionCall(**function)} if function or call["function"] else {}))
 
 
 def _tool_dicts(tools: Any) -> list[dict] | None:
@@ -497,7 +514,7 @@ class RespcReasoningParser(ReasoningParser):
         reasoning, content = self._run.feed(delta_text)
         if not reasoning and content is None:
             return None
-        return DeltaMessage(reasoning=reasoning or None, content=content or None)
+        return DeltaMessage(**_given(reasoning=reasoning or None, content=content or None))
 
     def finish_streaming(self) -> DeltaMessage | None:
         """The output ended inside the reasoning (as far as held text let the parser tell): finalize

@@ -277,6 +277,9 @@ def test_adjust_request_keeps_special_delimiters():
     no_tools = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}])
     assert tool.adjust_request(no_tools).skip_special_tokens is None  # no tools: nothing to parse
     assert rv.special_delimiters("mistral_nemo", tok) == ["[TOOL_CALLS]"]
+    # delimiters written in a pattern (mistral_small_3_2's open_pattern escapes them)
+    tok = CharTokenizer(specials=["[TOOL_CALLS]", "[ARGS]", "[INST]", "</s>"], eos="</s>")
+    assert rv.special_delimiters("mistral_small_3_2", tok) == ["[ARGS]", "[TOOL_CALLS]"]
 
 
 def test_plugin_module_registers_through_vllm(monkeypatch):

@@ -1,0 +1,241 @@
+"""The SGLang plug-in (issue 9) behind SGLang's own OpenAI chat-completion serving layer.
+
+``tests/test_sglang_plugin.py`` calls SGLang's ``ReasoningParser`` and ``FunctionCallParser``
+directly. Here a request goes through ``sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat
+.handle_request`` -- what a ``sglang serve --reasoning-parser respc-<t> --tool-call-parser respc-<t>``
+process runs per HTTP request -- with SGLang's ``ServerArgs`` for those options published as the
+process config (``sglang.srt.runtime_context.publish``):
+
+- SGLang converts the request (``_convert_to_internal_request``: the chat template rendered with
+  the tokenizer's ``apply_chat_template``, tokenized, sampling parameters, ``skip_special_tokens``);
+- a stand-in tokenizer manager (the only thing mocked, with the template manager's few attributes)
+  "generates" the case's output: it decodes the output's token ids as SGLang's detokenizer would,
+  with the request's ``skip_special_tokens``, as the cumulative text of 1-4 more tokens per step
+  (SGLang's default, non-incremental streaming output), or one final result;
+- SGLang's ``_generate_chat_stream`` (reasoning parser, then tool-call parser, per delta, the SSE
+  lines and the finish reason) and ``_build_chat_response`` build the answer.
+
+The client is the official ``openai`` package, as in tests/test_vllm_serving.py. SGLang gives the
+reasoning detector no prompt, only ``force_reasoning`` (the template manager's, set here when the
+case's prompt ends with the reasoning opener), so respc's message is read with the prefix the
+plug-in builds from it (``respc.sglang.sglang_prefix``), as in tests/test_sglang_plugin.py.
+
+Install and run: README, "SGLang plug-in" (``python -m pytest -q -m sglang tests/test_sglang_serving.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import random
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.sglang, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+INSTALL = ('python -m pip install -e ".[test,sglang]" && python -m pip install --no-deps sglang==0.5.23 '
+           '&& python -m pip install -e ".[sglang-serving]"')
+pytest.importorskip("sglang.srt.entrypoints.openai.serving_chat",
+                    reason=f"SGLang's serving modules are not installed: {INSTALL}")
+
+from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
+from openai.types.chat import ChatCompletion, ChatCompletionChunk  # noqa: E402
+from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest  # noqa: E402
+from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat  # noqa: E402
+from sglang.srt.runtime_context import publish  # noqa: E402
+from sglang.srt.server_args import ServerArgs  # noqa: E402
+from transformers import PreTrainedTokenizerFast  # noqa: E402
+
+import respc.sglang as rs  # noqa: E402
+from serving_support import FAMILIES, bpe_tokenizer_dir, tools_for  # noqa: E402
+from serving_support import family as family_cases  # noqa: E402
+
+MODEL = "respc-test-model"
+
+
+class _ModelConfig:
+    is_multimodal = False
+
+    class hf_config:  # noqa: N801 - SGLang reads model_config.hf_config.model_type
+        model_type = "respc"  # not gpt_oss / gemma4: SGLang would special-case them
+        architectures = ["GPT2LMHeadModel"]
+
+    def get_default_sampling_params(self) -> dict:
+        return {}
+
+
+class _RequestLogger:
+    log_requests = False
+    log_requests_level = 0
+
+
+class _TemplateManager:
+    """The attributes of SGLang's ``TemplateManager`` that the chat path reads: a Jinja template
+    (the tokenizer's), and ``force_reasoning`` (the template opened the reasoning)."""
+
+    chat_template_name = None
+    jinja_template_content_format = "string"
+    reasoning_config = None
+    python_chat_template = None
+    jinja_template_may_reorder_tool_results = False
+
+    def __init__(self, force_reasoning: bool) -> None:
+        self.force_reasoning = force_reasoning
+
+
+class _TokenizerManager:
+    """A tokenizer manager whose ``generate_request`` "generates" ``text`` (see the module docstring)."""
+
+    def __init__(self, server_args: ServerArgs, tokenizer_dir: str, text: str, seed: str) -> None:
+        self.server_args = server_args
+        self.tokenizer = PreTrainedTokenizerFast.from_pretrained(tokenizer_dir)
+        self.model_config = _ModelConfig()
+        self.served_model_name = MODEL
+        self.model_path = tokenizer_dir
+        self.request_logger = _RequestLogger()
+        self.text = text
+        self.rng = random.Random(seed)
+        self.requests: list = []
+
+    def config_value(self, name: str) -> Any:
+        return getattr(self.server_args, name)
+
+    def create_abort_task(self, request: Any) -> None:
+        return None
+
+    async def generate_request(self, request, raw_request=None):
+        self.requests.append(request)
+        ids = self.tokenizer.encode(self.text, add_special_tokens=False)
+        skip = request.sampling_params.get("skip_special_tokens", True)
+        end = 0
+        while end < len(ids):
+            end = min(len(ids), end + self.rng.randint(1, 4)) if request.stream else len(ids)
+            text = self.tokenizer.decode(ids[:end], skip_special_tokens=skip)
+            if text.endswith("\ufffd") and end < len(ids):
+                continue
+            last = end == len(ids)
+            yield {"text": text, "index": 0, "output_ids": ids[:end],
+                   "meta_info": {"id": "chatcmpl-respc", "prompt_tokens": len(request.input_ids or []),
+                                 "completion_tokens": end, "cached_tokens": 0, "weight_version": "default",
+                                 "finish_reason": {"type": "stop", "matched": None} if last else None}}
+
+
+class _RawRequest:
+    headers: dict = {}
+
+    async def is_disconnected(self) -> bool:
+        return False
+
+
+_PUBLISHED: dict[str, ServerArgs] = {}
+
+
+def _server_args(name: str, tokenizer_dir: str) -> ServerArgs:
+    """SGLang's ``ServerArgs`` for ``--reasoning-parser NAME --tool-call-parser NAME``, published as
+    the process config (what ``sglang serve`` does at start)."""
+    args = _PUBLISHED.get(name)
+    if args is None:
+        args = ServerArgs(model_path=tokenizer_dir, device="cpu", tool_call_parser=name, reasoning_parser=name)
+        _PUBLISHED[name] = args
+    publish(args, role="tokenizer")
+    return args
+
+
+def _serve(family: str, case: dict, tmp_root: str):
+    name = rs.register(family)
+    tokenizer_dir = bpe_tokenizer_dir(family, tmp_root)
+    module = importlib.import_module(f"respc.generated.{family}")
+    opener, _ = rs._reasoning_delimiters(module)
+    force = bool(opener) and case["prefix"].rstrip().endswith(opener.rstrip())
+    manager = _TokenizerManager(_server_args(name, tokenizer_dir), tokenizer_dir, case["text"], case["name"])
+    return OpenAIServingChat(manager, _TemplateManager(force)), manager, rs.sglang_prefix(module, force)
+
+
+async def _complete(chat: OpenAIServingChat, request: ChatCompletionRequest):
+    """(message, finish_reason) as the openai client reads the response."""
+    response = await chat.handle_request(request, _RawRequest())
+    if not request.stream:
+        body = response.model_dump_json() if hasattr(response, "model_dump_json") else response.body
+        assert b'"error"' not in (body if isinstance(body, bytes) else body.encode()), body
+        completion = ChatCompletion.model_validate_json(body)
+        return completion.choices[0].message, completion.choices[0].finish_reason
+    state, lines = ChatCompletionStreamState(), []
+    async for line in response.body_iterator:
+        line = line.decode() if isinstance(line, bytes) else line
+        lines.append(line)
+        assert line.startswith("data: ") and line.endswith("\n\n"), line
+        data = line[len("data: "):-2]
+        if data == "[DONE]":
+            break
+        assert '"error"' not in data, data
+        state.handle_chunk(ChatCompletionChunk.model_validate_json(data))
+    assert lines[-1] == "data: [DONE]\n\n"
+    completion = state.get_final_completion()
+    return completion.choices[0].message, completion.choices[0].finish_reason
+
+
+def _request(prefix: str, tools: list | None, *, stream: bool, tool_choice: str = "auto", **extra):
+    kwargs: dict[str, Any] = {"tools": tools, "tool_choice": tool_choice} if tools is not None else {}
+    return ChatCompletionRequest(model=MODEL, messages=[{"role": "user", "content": "hi"}], stream=stream,
+                                 chat_template_kwargs={"respc_prompt": prefix}, **kwargs, **extra)
+
+
+def _cases() -> list:
+    return [pytest.param(family, case, id=f"{family}-{case['name']}")
+            for family in FAMILIES for case in family_cases(family)["cases"]]
+
+
+def _arguments(text: str, like: Any) -> Any:
+    return text if isinstance(like, str) else json.loads(text)
+
+
+def _reasoning(message) -> str:
+    return (message.model_extra or {}).get("reasoning_content") or ""
+
+
+@pytest.mark.parametrize("family,case", _cases())
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_served_with_tools(family, case, stream, tmp_path_factory):
+    """tool_choice="auto" with tools: what the client accumulates equals respc's message."""
+    root = str(tmp_path_factory.getbasetemp() / "sglang-tokenizers")
+    chat, manager, prefix = _serve(family, case, root)
+    module = importlib.import_module(f"respc.generated.{family}")
+    tools = tools_for(case, family, prefix)
+    message = module.parse_response(case["text"], prefix=prefix, tools=tools, errors="recover")
+    got, finish = asyncio.run(_complete(chat, _request(case["prefix"], tools, stream=stream)))
+
+    (sent,) = manager.requests
+    assert manager.tokenizer.decode(sent.input_ids, skip_special_tokens=False) == case["prefix"]
+    assert sent.sampling_params["skip_special_tokens"] is False  # SGLang's rule with tools
+    assert _reasoning(got) == (message.get("reasoning_content") or "")
+    assert (got.content or "") == (message.get("content") or "")
+    expected = [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
+    calls = [(c.function.name, _arguments(c.function.arguments, a)) for c, (_, a) in zip(got.tool_calls or [], expected)]
+    assert calls == expected and len(got.tool_calls or []) == len(expected)
+    ids = [c.id for c in got.tool_calls or []]
+    assert all(ids) and len(set(ids)) == len(ids)
+    assert finish == ("tool_calls" if expected else "stop")
+
+
+@pytest.mark.parametrize("family,case", _cases())
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("tools", ["tool_choice_none", "no_tools"])
+def test_served_without_tool_parsing(family, case, stream, tools, tmp_path_factory):
+    """tool_choice="none", or no tools (with ``skip_special_tokens: false``, as docs/serving.md
+    says to send): no tool calls, finish_reason "stop", and reasoning and content as respc's
+    message has them (the reasoning detector gives the answer as the message stores it when no
+    tool-call parser reads its output)."""
+    root = str(tmp_path_factory.getbasetemp() / "sglang-tokenizers")
+    chat, manager, prefix = _serve(family, case, root)
+    module = importlib.import_module(f"respc.generated.{family}")
+    declared = tools_for(case, family, prefix)
+    message = module.parse_response(case["text"], prefix=prefix, tools=declared, errors="recover")
+    request = _request(case["prefix"], declared if tools == "tool_choice_none" else None, stream=stream,
+                       tool_choice="none", skip_special_tokens=False)
+    got, finish = asyncio.run(_complete(chat, request))
+
+    assert not got.tool_calls and finish == "stop"
+    assert _reasoning(got) == (message.get("reasoning_content") or "")
+    assert (got.content or "") == (message.get("content") or "")

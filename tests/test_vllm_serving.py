@@ -1,0 +1,280 @@
+"""The vLLM plug-in (issue 9) behind vLLM's own OpenAI chat-completion serving layer.
+
+``tests/test_vllm_plugin.py`` calls vLLM's ``DelegatingParser`` directly. Here a request goes through
+``vllm.entrypoints.openai.chat_completion.serving.OpenAIServingChat.create_chat_completion`` -- the
+code a ``vllm serve`` process runs per HTTP request -- with the server options ``vllm serve
+--enable-auto-tool-choice --tool-call-parser respc-<t> --reasoning-parser respc-<t>`` sets:
+
+- vLLM's ``OnlineRenderer`` and ``HfRenderer`` render the prompt with a chat template and tokenize it
+  (``adjust_request`` runs there, so ``skip_special_tokens`` is whatever the plug-in left it);
+- a stand-in engine client (the only thing mocked, besides the model config) detokenizes the case's
+  output text as the engine's output processor would, honouring the request's
+  ``skip_special_tokens``: in ``RequestOutput`` deltas of 1-4 tokens when streaming, one final
+  ``RequestOutput`` otherwise;
+- vLLM's ``chat_completion_stream_generator`` (``ChatStreamProcessor``, ``parse_delta`` per delta)
+  builds the server-sent events, and ``chat_completion_full_generator`` (``parse``,
+  ``assemble_chat_message_fields``) the whole response.
+
+The client side is the official ``openai`` package: every ``data:`` line is validated as a
+``ChatCompletionChunk`` and accumulated by ``openai.lib.streaming.chat.ChatCompletionStreamState``;
+the whole response is validated as a ``ChatCompletion``. Reasoning, content, tool names, parsed
+arguments, ids and ``finish_reason`` must equal respc's own message for the same prompt and output.
+
+Tokenizer: no model tokenizer is available offline, so each family gets a real byte-level BPE
+tokenizer trained (``tokenizers``) on its cases' prompts and outputs, saved to disk and loaded
+back with vLLM's own ``vllm.tokenizers.get_tokenizer``. Delimiters spelled like special tokens
+(``<|...|>``, ``<｜...｜>``, ``[TOOL_CALLS]``) are its special tokens, as in the models' tokenizers; a
+delimiter therefore is one token and vanishes from the output unless the plug-in's
+``adjust_request`` asks for ``skip_special_tokens=False``. The chat template is ``{{ respc_prompt
+}}``: the request passes the case's rendered prompt in ``chat_template_kwargs``, so vLLM renders
+exactly the prompt the case was recorded with (a model's own template would need its tokenizer).
+
+Install and run: README, "vLLM plug-in" (``python -m pytest -q -m vllm tests/test_vllm_serving.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.vllm, pytest.mark.filterwarnings("ignore:max_tokens is deprecated:DeprecationWarning")]
+
+INSTALL = 'python -m pip install --no-deps vllm==0.33.0 && python -m pip install -e ".[test,vllm]"'
+pytest.importorskip("vllm.entrypoints.openai.chat_completion.serving",
+                    reason=f"vLLM's serving modules are not installed: {INSTALL}")
+
+from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
+from openai.types.chat import ChatCompletion, ChatCompletionChunk  # noqa: E402
+from vllm.config import MultiModalConfig, ParallelConfig  # noqa: E402
+from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest  # noqa: E402
+from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat  # noqa: E402
+from vllm.entrypoints.openai.models.serving import BaseModelPath, OpenAIServingModels  # noqa: E402
+from vllm.outputs import CompletionOutput, RequestOutput  # noqa: E402
+from vllm.renderers.hf import HfRenderer  # noqa: E402
+from vllm.renderers.online_renderer import OnlineRenderer  # noqa: E402
+from vllm.sampling_params import RequestOutputKind  # noqa: E402
+from vllm.tokenizers import get_tokenizer  # noqa: E402
+
+import respc.vllm as rv  # noqa: E402
+from serving_support import CHAT_TEMPLATE, FAMILIES, bpe_tokenizer_dir, tools_for  # noqa: E402
+from serving_support import family as family_cases  # noqa: E402
+from test_vllm_plugin import SPLIT_LIMITS, SPLIT_LIMITS_END, _reasoning_after_content  # noqa: E402
+
+MODEL = "respc-test-model"
+
+
+@dataclass
+class _HfConfig:
+    model_type: str = "respc"  # not "gpt_oss": vLLM would use its Harmony path instead of the parsers
+
+
+@dataclass
+class _ModelConfig:
+    """The attributes of vLLM's ``ModelConfig`` that the chat serving path reads."""
+
+    tokenizer: str = MODEL
+    model: str = MODEL
+    served_model_name: str = MODEL
+    task: str = "generate"
+    runner_type: str = "generate"
+    trust_remote_code: bool = False
+    tokenizer_mode: str = "auto"
+    tokenizer_revision: Any = None
+    revision: Any = None
+    code_revision: Any = None
+    hf_overrides: Any = None
+    max_model_len: int = 1 << 16
+    multimodal_config: Any = field(default_factory=MultiModalConfig)
+    hf_config: Any = field(default_factory=_HfConfig)
+    hf_text_config: Any = field(default_factory=_HfConfig)
+    logits_processors: Any = None
+    allowed_local_media_path: str = ""
+    allowed_media_domains: Any = None
+    encoder_config: Any = None
+    generation_config: str = "auto"
+    override_generation_config: dict = field(default_factory=dict)
+    media_io_kwargs: dict = field(default_factory=dict)
+    skip_tokenizer_init: bool = False
+    is_encoder_decoder: bool = False
+    is_multimodal_model: bool = False
+    supports_multimodal_inputs: bool = False
+    enable_prompt_embeds: bool = False
+    renderer_num_workers: int = 1
+
+    def get_diff_sampling_param(self) -> dict:
+        return {}
+
+
+@dataclass
+class _VllmConfig:
+    model_config: Any
+    parallel_config: Any = field(default_factory=ParallelConfig)
+
+
+class _Engine:
+    """An engine client that "generates" ``text``: it detokenizes the text's token ids as vLLM's
+    output processor does (with the request's ``skip_special_tokens``; a delta that ends inside a
+    UTF-8 character waits for the next token) and yields ``RequestOutput``\\ s."""
+
+    errored = False
+
+    def __init__(self, model_config: _ModelConfig, renderer: HfRenderer, text: str, seed: str) -> None:
+        from unittest.mock import MagicMock
+
+        self.model_config, self.renderer, self.text = model_config, renderer, text
+        self.input_processor, self.io_processor = MagicMock(), MagicMock()
+        self.rng = random.Random(seed)
+        self.calls: list[dict] = []
+
+    def check_admission(self, n: int = 1, request_id: str | None = None) -> None:
+        return None
+
+    async def generate(self, prompt, params, request_id, **kwargs):
+        self.calls.append({"prompt": prompt, "params": params, "kwargs": kwargs})
+        tok = self.renderer.tokenizer
+        ids = tok.encode(self.text, add_special_tokens=False)
+        delta = params.output_kind == RequestOutputKind.DELTA
+        sent, start, end = "", 0, 0
+        while end < len(ids):
+            end = min(len(ids), end + self.rng.randint(1, 4)) if delta else len(ids)
+            text = tok.decode(ids[:end], skip_special_tokens=params.skip_special_tokens)
+            if text.endswith("\ufffd") and end < len(ids):
+                continue
+            last = end == len(ids)
+            output = CompletionOutput(index=0, text=text[len(sent):] if delta else text,
+                                      token_ids=ids[start:end] if delta else ids, cumulative_logprob=None,
+                                      logprobs=None, finish_reason="stop" if last else None, stop_reason=None)
+            sent, start = text, end
+            yield RequestOutput(request_id=request_id, prompt=None, prompt_token_ids=prompt["prompt_token_ids"],
+                                prompt_logprobs=None, outputs=[output], finished=last)
+
+
+def _serving(family: str, tokenizer_dir: str, text: str, seed: str) -> tuple[OpenAIServingChat, _Engine]:
+    """vLLM's chat serving object as ``vllm serve`` builds it with the respc parsers of ``family``."""
+    registered = rv.register(family)
+    for cls in registered[f"respc-{family}"]:
+        cls.tool_call_ids = staticmethod(lambda n: f"call_{n}")
+    model_config = _ModelConfig(tokenizer=tokenizer_dir)
+    renderer = HfRenderer(_VllmConfig(model_config), get_tokenizer(tokenizer_dir))
+    engine = _Engine(model_config, renderer, text, seed)
+    options = dict(enable_auto_tools=True, tool_parser=f"respc-{family}", reasoning_parser=f"respc-{family}")
+    online = OnlineRenderer(model_config, renderer, request_logger=None, chat_template=CHAT_TEMPLATE,
+                            chat_template_content_format="string", **options)
+    models_ = OpenAIServingModels(engine, [BaseModelPath(name=MODEL, model_path=MODEL)])
+    chat = OpenAIServingChat(engine, models_, "assistant", online_renderer=online, request_logger=None,
+                             chat_template=CHAT_TEMPLATE, chat_template_content_format="string", **options)
+    return chat, engine
+
+
+async def _complete(chat: OpenAIServingChat, request: ChatCompletionRequest):
+    """The response as a client reads it: (message, finish_reason, usage, SSE lines or None)."""
+    response = await chat.create_chat_completion(request)
+    if not request.stream:
+        assert not hasattr(response, "error"), response
+        completion = ChatCompletion.model_validate_json(response.model_dump_json())
+        return completion.choices[0].message, completion.choices[0].finish_reason, completion.usage, None
+    state, lines, usage = ChatCompletionStreamState(), [], None
+    async for line in response:
+        lines.append(line)
+        assert line.startswith("data: ") and line.endswith("\n\n"), line
+        data = line[len("data: "):-2]
+        if data == "[DONE]":
+            break
+        chunk = ChatCompletionChunk.model_validate_json(data)
+        assert "error" not in json.loads(data), data
+        usage = chunk.usage or usage
+        state.handle_chunk(chunk)
+    assert lines[-1] == "data: [DONE]\n\n"
+    completion = state.get_final_completion()
+    return completion.choices[0].message, completion.choices[0].finish_reason, usage, lines
+
+
+def _request(prefix: str, tools: list | None, *, stream: bool, tool_choice: str | None = "auto"):
+    kwargs: dict[str, Any] = {"tools": tools, "tool_choice": tool_choice} if tools is not None else {}
+    if stream:
+        kwargs["stream_options"] = {"include_usage": True}
+    return ChatCompletionRequest(model=MODEL, messages=[{"role": "user", "content": "hi"}], stream=stream,
+                                 chat_template_kwargs={"respc_prompt": prefix}, **kwargs)
+
+
+def _cases() -> list:
+    params = []
+    for family in FAMILIES:
+        for case in family_cases(family)["cases"]:
+            cid = f"{family}-{case['name']}"
+            if cid in SPLIT_LIMITS or cid in SPLIT_LIMITS_END:
+                continue
+            params.append(pytest.param(family, case, id=cid))
+    return params
+
+
+def _arguments(text: str, like: Any) -> Any:
+    return text if isinstance(like, str) else json.loads(text)
+
+
+def _reasoning(message) -> str | None:
+    return (message.model_extra or {}).get("reasoning") or None
+
+
+@pytest.mark.parametrize("family,case", _cases())
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_served_with_tools(family, case, stream, tmp_path_factory):
+    """tool_choice="auto" with tools: what the client accumulates equals respc's message."""
+    root = str(tmp_path_factory.getbasetemp() / "vllm-tokenizers")
+    tools = tools_for(case, family)
+    module = importlib.import_module(f"respc.generated.{family}")
+    message = module.parse_response(case["text"], prefix=case["prefix"], tools=tools, errors="recover")
+    chat, engine = _serving(family, bpe_tokenizer_dir(family, root), case["text"], case["name"])
+    got, finish, usage, lines = asyncio.run(_complete(chat, _request(case["prefix"], tools, stream=stream)))
+
+    # vLLM rendered the case's prompt, and passed the plug-in's prompt-side decisions to the engine
+    (call,) = engine.calls
+    tok = chat.renderer.tokenizer
+    assert tok.decode(call["prompt"]["prompt_token_ids"], skip_special_tokens=False) == case["prefix"]
+    if message.get("reasoning_content"):
+        assert call["kwargs"]["reasoning_ended"] is False  # the output reasons: the prompt did not end it
+    ids = tok.encode(case["text"], add_special_tokens=False)
+    assert usage.completion_tokens == len(ids)
+
+    if not _reasoning_after_content(family, case["prefix"], case["text"]):
+        assert _reasoning(got) == (message.get("reasoning_content") or None)
+    assert (got.content or None) == (message.get("content") or None)
+    expected = [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
+    calls = [(c.function.name, _arguments(c.function.arguments, a))
+             for c, (_, a) in zip(got.tool_calls or [], expected)]
+    assert calls == expected and len(got.tool_calls or []) == len(expected)
+    assert [c.id for c in got.tool_calls or []] == [f"call_{n}" for n in range(len(expected))]
+    assert finish == ("tool_calls" if expected else "stop")
+
+
+@pytest.mark.parametrize("family,case", _cases())
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("tools", ["tool_choice_none", "no_tools"])
+def test_served_without_tool_parsing(family, case, stream, tools, tmp_path_factory):
+    """tool_choice="none", or no tools: no tool calls, finish_reason "stop", the reasoning as
+    respc reads it, and the rest of the output as content, as written: its tail, which respc reads
+    (prefix "", as the tool parser would) as the message's content and calls."""
+    root = str(tmp_path_factory.getbasetemp() / "vllm-tokenizers")
+    declared = tools_for(case, family)
+    module = importlib.import_module(f"respc.generated.{family}")
+    message = module.parse_response(case["text"], prefix=case["prefix"], tools=declared, errors="recover")
+    chat, engine = _serving(family, bpe_tokenizer_dir(family, root), case["text"], case["name"])
+    request = (_request(case["prefix"], declared, stream=stream, tool_choice="none") if tools == "tool_choice_none"
+               else _request(case["prefix"], None, stream=stream))
+    got, finish, _, _ = asyncio.run(_complete(chat, request))
+
+    assert not got.tool_calls and finish == "stop"
+    if not _reasoning_after_content(family, case["prefix"], case["text"]):
+        assert _reasoning(got) == (message.get("reasoning_content") or None)
+    content = got.content or ""
+    assert case["text"].endswith(content)
+    rest = module.parse_response(content, prefix="", tools=declared, errors="recover")
+    assert (rest.get("content") or None) == (message.get("content") or None)
+    assert [c["function"] for c in rest.get("tool_calls") or []] == [
+        c["function"] for c in message.get("tool_calls") or []]
