@@ -41,9 +41,11 @@ How the work is split (vLLM's calling conventions):
 - Multi-token deltas: a delta is fed whole, any number of tokens; the parsers hold back a partial
   delimiter at the end of a delta until the next one decides it.
 
-Known limits (docs/serving.md): with ``errors="recover"`` tool-call arguments go out in one fragment
-at the call's close (ChatCompletionStream streams them as written in strict mode only); in non-streaming ``parse``, reasoning that comes after content (a second reasoning
-block) is not returned (``ExtractedToolCallInformation`` has no reasoning field); a second reasoning
+Known limits (docs/serving.md): tool-call arguments stream as written (``recover_arguments="stream"``),
+so a call already sent whose body then turns out malformed stays as sent (a diagnostic names it);
+a tool call written inside the reasoning is not returned as a call (the reasoning parser's deltas
+carry no tool calls in vLLM's split); in non-streaming ``parse``, reasoning that comes after content
+(a second reasoning block) is not returned (``ExtractedToolCallInformation`` has no reasoning field); a second reasoning
 block streamed by the tool parser is sent without the template's ``join`` text before it;
 ``is_reasoning_end_streaming`` on an instance that is not streaming (vLLM's structured-output gate)
 decodes and scans all ids of the step.
