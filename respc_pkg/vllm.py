@@ -53,6 +53,7 @@ decodes and scans all ids of the step.
 
 from __future__ import annotations
 
+import bisect
 import importlib
 import json
 import re
@@ -280,6 +281,73 @@ class _ReasoningRun:
         return chunks
 
 
+class _ReasoningCounter:
+    """How many output tokens fall in the reasoning, for vLLM's ``usage`` (``count_reasoning_tokens``).
+
+    The output ids are decoded a token at a time against the ids before them (so a tokenizer that
+    drops a leading space at the start of a sequence, or a character split over byte tokens, gives
+    each token its own text, and a token that ends inside a character is grouped with the next);
+    the decoded text is fed to a generated parser made with ``offsets=True`` from the prompt; a
+    token counts when its text overlaps a ``region_chunk`` of the reasoning field (the text between
+    the reasoning's delimiters, whitespace included, delimiters excluded, as vLLM's own start/end
+    token counters count). Incremental: a call with the ids of the last call and more feeds only
+    the new ids (vLLM's continuous usage calls it with the growing output each step).
+    """
+
+    CONTEXT = 4  # ids before a token that its text is decoded against
+
+    def __init__(self, module: Any, prefix: str, tokenizer: Any) -> None:
+        self.parser = module.ResponseParser(prefix, errors="recover", offsets=True)
+        self.tokenizer = tokenizer
+        self.ids: list[int] = []      # ids seen
+        self.starts: list[int] = []   # per id: start of its text in the output
+        self.ends: list[int] = []     # per id: end of its text
+        self.pending: list[int] = []  # ids whose text is not complete yet (a split character)
+        self.length = 0               # characters decoded so far
+        self.counted = -1             # index of the last id counted
+        self.count = 0
+
+    def update(self, token_ids: Sequence[int]) -> int:
+        """The count for the output ``token_ids`` (int >= 0)."""
+        if len(token_ids) < len(self.ids) or list(token_ids[:len(self.ids)]) != self.ids:
+            raise _Restart
+        new = list(token_ids[len(self.ids):])
+        pieces = []
+        for token in new:
+            self.ids.append(token)
+            self.pending.append(token)
+            before = self.ids[max(0, len(self.ids) - len(self.pending) - self.CONTEXT):len(self.ids) - len(self.pending)]
+            head = _decode(self.tokenizer, before) if before else ""
+            text = _decode(self.tokenizer, before + self.pending)
+            piece = text[len(head):] if text.startswith(head) else text
+            if piece.endswith("\ufffd") and len(self.pending) < 4:
+                continue  # a character split over byte tokens: wait for the rest
+            start = self.length
+            self.length += len(piece)
+            for _ in self.pending:
+                self.starts.append(start)
+                self.ends.append(self.length)
+            self.pending = []
+            pieces.append(piece)
+        if pieces:
+            self._spans(self.parser.feed("".join(pieces)))
+        return self.count
+
+    def _spans(self, events: list[dict]) -> None:
+        for event in events:
+            if event["type"] != "region_chunk" or event["field"] != REASONING or event["end"] <= event["start"]:
+                continue
+            first = max(bisect.bisect_right(self.ends, event["start"]), self.counted + 1)
+            last = bisect.bisect_left(self.starts, event["end"]) - 1
+            if last >= first:
+                self.count += last - first + 1
+                self.counted = last
+
+
+class _Restart(Exception):
+    """The ids given are not the last ids given and more: count again from the start."""
+
+
 def _phase_over(module: Any, text: str) -> bool:
     """Whether the reasoning phase is over at the end of ``text`` (a prompt, or a prompt and output):
     the text after the template's start anchor (all of it when there is none) is parsed and the
@@ -434,11 +502,13 @@ class RespcReasoningParser(ReasoningParser):
         self._reasons = _has_reasoning(self._module)
         self._prefix = ""
         self._run: _ReasoningRun | None = None
+        self._counter: _ReasoningCounter | None = None
 
     # --- the prompt ----------------------------------------------------------------------------
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
         """Keep the decoded prompt: the generated parser starts from it (its start anchor)."""
         self._prefix = _decode(self.model_tokenizer, prompt_token_ids)
+        self._counter = None
 
     def adjust_initial_state_from_prompt(self, prompt_token_ids: Sequence[int]) -> None:
         """Streaming hook with the prompt ids: same as :meth:`set_prompt_token_ids`."""
@@ -517,6 +587,21 @@ class RespcReasoningParser(ReasoningParser):
         if not reasoning and content is None:
             return None
         return DeltaMessage(**_given(reasoning=reasoning or None, content=content or None))
+
+    def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
+        """The number of ids of ``token_ids`` (the generated output, prompt excluded) whose text lies
+        in the reasoning (see :class:`_ReasoningCounter`); 0 for a template without reasoning.
+        vLLM reports it as ``usage.completion_tokens_details.reasoning_tokens``."""
+        if not self._reasons or not token_ids:
+            return 0
+        counter = self._counter
+        if counter is not None:
+            try:
+                return counter.update(token_ids)
+            except _Restart:
+                pass
+        self._counter = _ReasoningCounter(self._module, self._prefix, self.model_tokenizer)
+        return self._counter.update(token_ids)
 
     def finish_streaming(self) -> DeltaMessage | None:
         """The output ended inside the reasoning (as far as held text let the parser tell): finalize

@@ -292,3 +292,79 @@ def test_plugin_module_registers_through_vllm(monkeypatch):
     assert issubclass(ReasoningParserManager.get_reasoning_parser("respc-gemma4"), ReasoningParser)
     with pytest.raises(ValueError, match="no catalogue template named 'nope'"):
         rv.register("nope")
+
+
+class PieceTokenizer:
+    """Tokens of three characters each (the last may be shorter): multi-character tokens whose
+    edges do not fall on the delimiters' edges."""
+
+    def __init__(self):
+        self.vocab: list[str] = []
+        self.all_special_tokens: list[str] = []
+        self.eos_token = None
+
+    def encode(self, text, add_special_tokens=False):
+        ids = []
+        for k in range(0, len(text), 3):
+            self.vocab.append(text[k:k + 3])
+            ids.append(len(self.vocab) - 1)
+        return ids
+
+    def decode(self, ids, skip_special_tokens=True, **kwargs):
+        return "".join(self.vocab[i] for i in ids)
+
+
+class ByteTokenizer:
+    """One token per UTF-8 byte; a character of several bytes decodes to U+FFFD until whole."""
+
+    all_special_tokens: list = []
+    eos_token = None
+
+    def encode(self, text, add_special_tokens=False):
+        return list(text.encode("utf-8"))
+
+    def decode(self, ids, skip_special_tokens=True, **kwargs):
+        return bytes(ids).decode("utf-8", errors="replace")
+
+
+def _reasoning_parser(family, tokenizer, prompt):
+    parser = ReasoningParserManager.get_reasoning_parser(next(iter(rv.register(family))))(tokenizer)
+    parser.set_prompt_token_ids(tokenizer.encode(prompt))
+    return parser
+
+
+def test_count_reasoning_tokens():
+    """count_reasoning_tokens: the output tokens whose text overlaps the reasoning between its
+    delimiters (vLLM's usage.completion_tokens_details.reasoning_tokens)."""
+    output = "<think>\nabc\n</think>\n\nHi"
+    chars = _reasoning_parser("qwen3", TOK, QWEN3_PROMPT)
+    assert chars.count_reasoning_tokens(TOK.encode(output)) == len("\nabc\n")
+    # the prompt opened the reasoning: every output character up to </think>
+    opened = _reasoning_parser("qwen3", TOK, QWEN3_PROMPT + "<think>\n")
+    assert opened.count_reasoning_tokens(TOK.encode("hm</think>Hi")) == 2
+    # three-character tokens: "<th" "ink" ">\na" "bc\n" "</t" ...: two overlap "\nabc\n"
+    pieces = PieceTokenizer()
+    ids = pieces.encode(output)
+    prompt_ids = pieces.encode(QWEN3_PROMPT)
+    parser = ReasoningParserManager.get_reasoning_parser(next(iter(rv.register("qwen3"))))(pieces)
+    parser.set_prompt_token_ids(prompt_ids)
+    assert parser.count_reasoning_tokens(ids) == 2
+    # a character split over two byte tokens: both count
+    byte = _reasoning_parser("qwen3", ByteTokenizer(), QWEN3_PROMPT)
+    assert byte.count_reasoning_tokens(ByteTokenizer().encode("<think>é</think>ok")) == 2
+    # no reasoning field: 0
+    assert _reasoning_parser("hermes2pro", TOK, "").count_reasoning_tokens(TOK.encode(output)) == 0
+
+
+def test_count_reasoning_tokens_grows_with_the_output():
+    """vLLM's continuous usage calls it with the growing output each step: the counts are those of
+    each prefix counted afresh, and a call with other ids starts again."""
+    output = TOK.encode("<think>\nlong thought\n</think>\n\nAnswer <think>more</think> end")
+    parser = _reasoning_parser("qwen3", TOK, QWEN3_PROMPT)
+    steps = [parser.count_reasoning_tokens(output[:k]) for k in range(0, len(output) + 1, 5)]
+    fresh = [_reasoning_parser("qwen3", TOK, QWEN3_PROMPT).count_reasoning_tokens(output[:k])
+             for k in range(0, len(output) + 1, 5)]
+    assert steps == fresh
+    assert steps[-1] == len("\nlong thought\n") + len("more")  # (qwen3's reasoning region repeats)
+    assert steps == sorted(steps) and steps[2] == 3  # the first 10 ids: "<think>\nlo"
+    assert parser.count_reasoning_tokens(TOK.encode("<think>xy</think>")) == 2  # other ids: counted afresh

@@ -241,6 +241,14 @@ def test_served_with_tools(family, case, stream, tmp_path_factory):
         assert call["kwargs"]["reasoning_ended"] is False  # the output reasons: the prompt did not end it
     ids = tok.encode(case["text"], add_special_tokens=False)
     assert usage.completion_tokens == len(ids)
+    # usage.completion_tokens_details.reasoning_tokens: the plug-in's count_reasoning_tokens
+    details = usage.completion_tokens_details
+    reasoning_tokens = details.reasoning_tokens if details is not None else 0
+    if message.get("reasoning_content"):
+        assert 0 < reasoning_tokens < len(ids) or (reasoning_tokens == len(ids) and not message.get("content")
+                                                    and not message.get("tool_calls"))
+    else:  # none, or only whitespace between the reasoning's delimiters (counted as vLLM's own counters do)
+        assert reasoning_tokens <= sum(1 for i in ids if not tok.decode([i], skip_special_tokens=False).strip())
 
     if not _reasoning_after_content(family, case["prefix"], case["text"]):
         assert _reasoning(got) == (message.get("reasoning_content") or None)
