@@ -276,12 +276,15 @@ _NO_GROUPS: dict = {}  # shared, read-only: processors copy the scope they are g
 _NO_TRIGGER = "\x00\uffff\x00"
 
 
-def _quick_trigger(triggers: str | None) -> str:
-    """What the quickest path tests with ``not in chunk``: the state's one trigger character;
-    ``""`` (in every chunk, so never quick) for several or unknown; ``_NO_TRIGGER`` for none."""
-    if triggers is None or len(triggers) > 1:
-        return ""
-    return triggers or _NO_TRIGGER
+def _quick_trigger(triggers: str | None) -> tuple[str, str]:
+    """What the quickest path tests with ``not in chunk``: the state's one or two trigger
+    characters (the second ``_NO_TRIGGER`` when there is one); ``("", "")`` (in every chunk, so
+    never quick) for three or more, or unknown; ``_NO_TRIGGER`` twice for none."""
+    if triggers is None or len(triggers) > 2:
+        return "", ""
+    if len(triggers) == 2:
+        return triggers[0], triggers[1]
+    return triggers or _NO_TRIGGER, _NO_TRIGGER
 
 
 def _is_empty(value: Any) -> bool:
@@ -335,9 +338,10 @@ class StreamParser:
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
-                 "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger")
+                 "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_trigger2", "_short",
+                 "_last")
 
-    #: per state: what the quickest path tests with ``not in chunk`` (see _quick_trigger)
+    #: per state: the two characters the quickest path tests with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
     #: per state: True for the *after* states of v2 (see automaton.build_automaton)
     _IS_AFTER: tuple = ()
@@ -398,8 +402,12 @@ class StreamParser:
         self._done = False
         self._quiet = False
         self._triggers, self._pairs = self.FAST_PATH[0]
-        self._trigger = self._QUICK[0]
+        self._trigger, self._trigger2 = self._QUICK[0]
         self._context = self.CONTEXT
+        # the quickest path takes a chunk of at least CONTEXT characters: then the context the
+        # scanners need is its own tail, kept lazily in _last (see _sync)
+        self._short = max(self.CONTEXT - 1, 0) if self.CONTEXT else 0
+        self._last = None
         self._rescan_at = 0
         self._tail: list[str] = []
         self._tail_len = 0
@@ -440,14 +448,20 @@ class StreamParser:
             ValueError / KeyError: a region body failed to parse or transform (SPEC 5, 6).
         """
         if self._quiet and text.__class__ is str:
-            if self._trigger not in text and text and not self._context:
-                # The commonest chunk: plain text, no trigger character, nothing to keep.
+            if self._trigger not in text and self._trigger2 not in text and len(text) > self._short:
+                # The commonest chunk: plain text, no trigger character. The context the regex
+                # delimiters must see (CONTEXT characters) is the chunk's own tail: only the chunk
+                # is remembered, and the buffer is made from it when it is next read (_sync).
                 body = self._body
                 body.append(text)
                 if len(body) >= BLOCK:
                     self._blocks.append("".join(body))
                     body.clear()
+                if self._context:
+                    self._last = text
                 return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
+            if self._last is not None:
+                self._sync()
             # Fast path: nothing is held and no character of the chunk can start a watched
             # delimiter (a trigger character, followed by a character that continues one), so
             # the scanners could only route it whole to the open region.
@@ -488,6 +502,8 @@ class StreamParser:
                 return events
         if self._done:
             raise ParserStateError("ResponseParser already finalized (or failed earlier)")
+        if self._last is not None:
+            self._sync()
         if text.__class__ is not str:
             text = self._decode(text)
         if text:
@@ -522,6 +538,8 @@ class StreamParser:
         if self._done:
             raise ParserStateError("ResponseParser already finalized (or failed earlier)")
         events: list[dict] = []
+        if self._last is not None:
+            self._sync()
         if self._id_tail:
             self._buf += self._tokenizer.decode(self._id_tail)
             self._id_tail = []
@@ -573,6 +591,14 @@ class StreamParser:
     def _here(self) -> int:
         """Offset in the response of the current position: everything before it was routed."""
         return self._mark + self._sunk + self._body_len()
+
+    def _sync(self) -> None:
+        """Make the buffer what the quickest path left implicit: the last CONTEXT characters of
+        the last chunk it routed (which has at least that many), nothing held."""
+        kept = self._last[-self.CONTEXT:]
+        self._last = None
+        self._buf = kept
+        self._pos = len(kept)
 
     def _guarded(self, events: list, eos: bool) -> None:
         try:
@@ -738,13 +764,16 @@ class StreamParser:
             self._rescan_at = 0
             state = self._state
             self._triggers, self._pairs = fast = self.FAST_PATH[state]
-            self._trigger = self._QUICK[state]
+            self._trigger, self._trigger2 = self._QUICK[state]
             # the fast path needs an opened region, known triggers, a trimmed buffer, and no v2
-            # decoder or trailing close waiting for the text
+            # decoder or trailing close waiting for the text; and a position after offset 0,
+            # where a start anchor can no longer hold (the triggers assume it, see
+            # automaton.State): with CONTEXT >= 1 (every pattern with an anchor has it) pos is 0
+            # only before the first decided character
             self._quiet = (self._opened and fast[0] is not None and self._name is not None
                            and context is not None and self._bd is None and self._tent is None
                            and not self._IS_AFTER[state] and self._again is None and self.ledger is None
-                           and not self._offsets)
+                           and not self._offsets and (pos > 0 or not context))
         else:
             self._quiet = False
             held = len(buf) - pos
