@@ -64,7 +64,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 from .ir import Delimiter, Template
 
 __all__ = ["ACTIONS", "Watch", "State", "Automaton", "build_automaton", "classify_pattern", "PatternFacts",
-           "edge_probe", "plan_scans", "ScanPlans", "ScanPlan", "LiteralFind", "RegexFind", "LiteralHold", "Factor"]
+           "edge_probe", "plan_scans", "HoldRun", "ScanPlans", "ScanPlan", "LiteralFind", "RegexFind", "LiteralHold", "Factor"]
 
 OUTSIDE = 0
 #: transition actions (see build_automaton)
@@ -111,6 +111,35 @@ class PatternFacts:
     #: the first two characters of every such match, or partial match (see :func:`_late_pairs`);
     #: None when unknown
     late_pairs: tuple[str, ...] | None = None
+    #: the run-and-factor form, when the pattern has it (see :class:`HoldRun`); None otherwise
+    run: "HoldRun | None" = None
+
+
+#: the characters ``regex``'s ``\\s`` matches (Unicode White_Space; not ``str.isspace``, which
+#: also takes U+001C..U+001F); tests/test_automaton.py checks it against the engine
+_REGEX_SPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+                "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+
+
+@dataclass(frozen=True)
+class HoldRun:
+    """A regex delimiter of the form *optional openers, a run of one character class, a literal*
+    (``(?:<\\|start\\|>...)?\\s*to=functions\\.…``), which the parser's fast path reads without
+    the regex (issue 14): a text without :attr:`factor` holds no complete match; a partial match
+    starts with one of :attr:`firsts` (an optional opener: the fast path's triggers and pairs), or
+    it is a trailing run of :attr:`chars` followed by a proper prefix of :attr:`factor`.
+
+    Attributes:
+        chars (str): every character the run's class matches (a finite set).
+        factor (str): the literal after the run (two characters or more).
+        firsts (str): first characters of the optional openers before the run.
+        pairs (tuple[str, ...]): their first two characters.
+    """
+
+    chars: str
+    factor: str
+    firsts: str
+    pairs: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -193,6 +222,9 @@ class State:
     watches: tuple[Watch, ...]
     triggers: str | None = None
     pairs: tuple[str, ...] | None = None
+    #: the :class:`HoldRun` delimiters whose optional openers are in ``triggers`` and ``pairs``:
+    #: the fast path holds their trailing run itself (runtime ``HOLD_RUNS``)
+    runs: tuple["HoldRun", ...] = ()
 
 
 @dataclass(frozen=True)
@@ -730,7 +762,7 @@ def classify_pattern(pattern: str) -> PatternFacts:
     return PatternFacts(bool(reasons), facts["context"], reasons, facts["extendable"], first,
                         "" if _ignores_case(tree) else _checked_lead(_lead(tree), first),
                         reading.probe, reading.rewritten, _factor(tree, pattern), late,
-                        _late_pair_set(tree, pattern, late))
+                        _late_pair_set(tree, pattern, late), _hold_run(tree, pattern))
 
 
 #: sre categories the factor's class may name, and how ``regex`` spells them
@@ -965,6 +997,87 @@ def _late_pairs(seq) -> set[str] | None:
     return None
 
 
+def _run_chars(item) -> str | None:
+    """The characters of a one-character item, when finite: literals, sets of literals, ``\\s``."""
+    op, av = item
+    if op is sre_c.LITERAL:
+        return chr(av)
+    if op is sre_c.CATEGORY and str(av) == "CATEGORY_SPACE":
+        return _REGEX_SPACE
+    if op is sre_c.IN and not (av and av[0][0] is sre_c.NEGATE):
+        out = []
+        for sub in av:
+            got = _run_chars(sub)
+            if got is None:
+                return None
+            out.append(got)
+        return "".join(dict.fromkeys("".join(out)))
+    return None
+
+
+def _hold_run(tree, pattern: str) -> HoldRun | None:
+    """The :class:`HoldRun` form of a pattern, or None: at its top level, optional items (``?``)
+    whose matches start with two known characters, then one greedy or lazy ``*`` of a
+    one-character item with finitely many characters, then a literal of two characters or more,
+    then anything; no flag beyond DOTALL/UNICODE. Checked against the ``regex`` module: a trailing
+    run, or run and prefix, must be a partial match, and a run followed by another character
+    that is not the factor's first must not be."""
+    if tree.state.flags & ~(sre_c.SRE_FLAG_DOTALL | sre_c.SRE_FLAG_UNICODE) or _ignores_case(tree):
+        return None
+    items = list(tree)
+    k = 0
+    firsts, pairs = set(), set()
+    while k < len(items) and items[k][0] in _REPEAT_OPS and items[k][1][:2] == (0, 1):
+        body = items[k][1][2]
+        got = _late_pairs(body)
+        if not got or not _plain_or_groups(body):
+            return None
+        pairs |= got
+        firsts |= {p[0] for p in got}
+        k += 1
+    if k >= len(items) or items[k][0] not in _REPEAT_OPS:
+        return None
+    low, high, body = items[k][1]
+    if low != 0 or high != _MAXREPEAT or len(body) != 1:
+        return None
+    chars = _run_chars(list(body)[0])
+    k += 1
+    factor = []
+    while k < len(items) and items[k][0] is sre_c.LITERAL:
+        factor.append(chr(items[k][1]))
+        k += 1
+    if chars is None or len(factor) < 2 or set(chars) & firsts:
+        return None
+    text = "".join(factor)
+    compiled = regex.compile(pattern, regex.DOTALL)
+    c = chars[0]
+    for probe in (c, c + c, c + text[:1], c + text[:-1], "a" + c + text[:2]):
+        m = compiled.search(probe, 0, partial=True)
+        if m is None or not m.partial or m.start() != (1 if probe[0] == "a" else 0):
+            return None
+    m = compiled.search("a" + c + "\x01", 0, partial=True)
+    if m is not None and m.start() < 3:  # (an empty partial match at the end is no hold)
+        return None
+    return HoldRun(chars, text, "".join(sorted(firsts)), tuple(sorted(pairs)))
+
+
+def _plain_or_groups(seq) -> bool:
+    """Consuming items and capture groups only (what an optional opener may hold)."""
+    for op, av in seq:
+        if op is sre_c.SUBPATTERN:
+            if av[1] or av[2] or not _plain_or_groups(av[-1]):
+                return False
+        elif op in _REPEAT_OPS:
+            if not _plain_or_groups(av[2]):
+                return False
+        elif op is sre_c.BRANCH:
+            if not all(_plain_or_groups(alt) for alt in av[1]):
+                return False
+        elif op not in _CHAR_OPS:
+            return False
+    return True
+
+
 def _late_pair_set(tree, pattern: str, late_chars: str | None) -> tuple[str, ...] | None:
     """:func:`_late_pairs` of a whole pattern, checked against the ``regex`` module: no other
     second character of a probe sample may continue a (partial) match after a first one."""
@@ -1015,7 +1128,10 @@ def _pairs(watches: tuple[Watch, ...]) -> tuple[str, ...] | None:
             starts = [lit[:2] for lit in w.delimiter.literals]
         else:
             facts = classify_pattern(w.delimiter.pattern)
-            starts = [facts.lead[:2]] if len(facts.lead) >= 2 or facts.late_pairs is None else facts.late_pairs
+            if facts.late_chars is None and facts.run is not None:
+                starts = facts.run.pairs  # its optional openers; the run is held by the fast path
+            else:
+                starts = [facts.lead[:2]] if len(facts.lead) >= 2 or facts.late_pairs is None else facts.late_pairs
         if any(len(start) < 2 for start in starts):
             return None
         pairs.update(starts)
@@ -1057,6 +1173,7 @@ def build_automaton(template: Template) -> Automaton:
         nonlocal context
         watches = []
         triggers: set[str] | None = set()
+        runs: list[HoldRun] = []
         for action, fi, delim, target in entries:
             kind = "open" if action in ("open", "nest", "defer") else "close"
             watch, facts = _watch(kind, fi, delim, target)
@@ -1064,6 +1181,9 @@ def build_automaton(template: Template) -> Automaton:
                           watch.pending_at_edge, watch.indeterminate, watch.extendable, action)
             if triggers is not None and facts.late_chars is not None:
                 triggers.update(facts.late_chars)
+            elif triggers is not None and facts.run is not None and not facts.probe_always:
+                triggers.update(facts.run.firsts)
+                runs.append(facts.run)
             else:
                 triggers = None
             context = None if context is None or facts.context is None else max(context, facts.context)
@@ -1076,7 +1196,10 @@ def build_automaton(template: Template) -> Automaton:
         ranked_watches = tuple(Watch(w.kind, w.field, w.delimiter, rank[k], w.target, w.matcher,
                                      w.pending_at_edge, w.indeterminate, w.extendable, w.action)
                                for k, w in enumerate(watches))
-        return ranked_watches, (None if triggers is None else "".join(sorted(triggers)))
+        # (watches, triggers, pairs: filled in below, runs), in State's field order
+        if triggers is None:
+            return ranked_watches, None, None, ()
+        return ranked_watches, "".join(sorted(triggers)), None, tuple(runs)
 
     def opens_in(region: int | None):
         """The opens watched while ``region`` (None: outside) is current, in declaration order."""
@@ -1108,10 +1231,10 @@ def build_automaton(template: Template) -> Automaton:
         states.append(State(state_of_field[fi], fi, f"region {f.name!r}", *ranked(entries)))
     for fi in after_fields:
         f = fields[fi]
-        watches, _ = ranked([("after", fi, f.close, OUTSIDE)])
+        watches = ranked([("after", fi, f.close, OUTSIDE)])[0]
         # no fast path: the trailing close is decided at the position the value ended
         states.append(State(after_state[fi], fi, f"after the value of {f.name!r}", watches, None))
-    states = [State(s.index, s.field, s.name, s.watches, s.triggers, _pairs(s.watches)) for s in states]
+    states = [State(s.index, s.field, s.name, s.watches, s.triggers, _pairs(s.watches), s.runs) for s in states]
     return Automaton(tuple(states), state_of_field, context, tuple(dict.fromkeys(warnings)), after_state)
 
 

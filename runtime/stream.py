@@ -76,7 +76,7 @@ RUNTIME_ABI = 2
 
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
-FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none"})
+FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
 OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
@@ -287,6 +287,38 @@ def _quick_trigger(triggers: str | None) -> tuple[str, str]:
     return triggers or _NO_TRIGGER, _NO_TRIGGER
 
 
+def _prefixes_by_last(literal: str) -> dict[str, tuple[str, ...]]:
+    """The non-empty proper prefixes of ``literal``, keyed by their last character."""
+    out: dict[str, tuple[str, ...]] = {}
+    for k in range(1, len(literal)):
+        out[literal[k - 1]] = out.get(literal[k - 1], ()) + (literal[:k],)
+    return out
+
+
+def _run_hold(w: str, chars: frozenset, by_last: dict) -> int:
+    """Leftmost offset from which ``w``'s rest is a run of ``chars`` then a proper prefix of a
+    literal (``by_last``: its prefixes by last character), ``len(w)`` when there is none."""
+    n = len(w)
+    best = n
+    c = w[-1]
+    ends = by_last.get(c)
+    if ends is not None:
+        for p in ends:
+            if w.endswith(p):
+                k = n - len(p)
+                while k and w[k - 1] in chars:
+                    k -= 1
+                if k < best:
+                    best = k
+    if c in chars:
+        k = n - 1
+        while k and w[k - 1] in chars:
+            k -= 1
+        if k < best:
+            best = k
+    return best
+
+
 def _is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, (list, dict, str)) and not value)
 
@@ -327,6 +359,9 @@ class StreamParser:
     FAST_PATH: tuple = ()
     #: characters of decided text regex delimiters must still see; None keeps everything
     CONTEXT: int | None = 0
+    #: per state: None, or ``(class characters, literal)`` per watched delimiter that is a run of
+    #: the class then the literal (compiler/automaton.py ``HoldRun``); empty: none anywhere
+    HOLD_RUNS: tuple = ()
     #: ``(closer, open_pattern, field)`` per literal close of an explicit field (compiler/emit.py
     #: ``_stray_closers``): errors="recover" reports a closer with no opener in a text region
     STRAY_CLOSERS: tuple = ()
@@ -349,10 +384,18 @@ class StreamParser:
     _REPAIRS: tuple = ()
     #: STRAY_CLOSERS with the open patterns compiled
     _STRAY: tuple = ()
+    #: per state: HOLD_RUNS as ``(frozenset of class characters, literal, {last character: its
+    #: proper prefixes ending with it})``, or None
+    _RUNS: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._QUICK = tuple(_quick_trigger(triggers) for triggers, _ in cls.FAST_PATH)
+        runs = cls.HOLD_RUNS or (None,) * len(cls.FAST_PATH)
+        cls._RUNS = tuple(None if not rows else tuple((frozenset(chars), factor, _prefixes_by_last(factor))
+                                                      for chars, factor in rows) for rows in runs)
+        # a state with runs never takes the quickest path (a chunk ending in the class is held)
+        cls._QUICK = tuple(("", "") if cls._RUNS[k] is not None else _quick_trigger(triggers)
+                           for k, (triggers, _) in enumerate(cls.FAST_PATH))
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
         cls._STRAY = tuple((closer, regex.compile(pattern), field) for closer, pattern, field in cls.STRAY_CLOSERS)
@@ -462,44 +505,51 @@ class StreamParser:
                 return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
             if self._last is not None:
                 self._sync()
-            # Fast path: nothing is held and no character of the chunk can start a watched
-            # delimiter (a trigger character, followed by a character that continues one), so
-            # the scanners could only route it whole to the open region.
-            # (_quiet is never set once the parser is finalized or failed.)
-            pairs = self._pairs
-            cut = len(text)
-            for c in self._triggers:
-                j = text.find(c)
-                while j >= 0:
-                    if pairs is None or text[j:j + 2] in pairs:
-                        break
-                    if j + 1 == len(text):
-                        cut = j  # a trigger ending the chunk may begin a delimiter: hold it
-                    j = text.find(c, j + 1)
-                if j >= 0:
-                    break
+            runs = self._RUNS[self._state]
+            if runs is not None:
+                # a state watching a run-and-literal delimiter: its own fast path (None: scan)
+                events = self._run_path(text, runs)
+                if events is not None:
+                    return events
             else:
-                if cut == len(text):
-                    if not text:
-                        return []
-                    self._keep(text)
-                    context = self.CONTEXT
-                    if context:
-                        kept = (self._buf + text)[-context:]
-                        self._buf = kept
-                        self._pos = len(kept)
-                    return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
-                # What the scanners would do: route all but the last character, hold that one.
-                events = []
-                if cut:
-                    head = text[:cut]
-                    self._keep(head)
-                    events.append({"type": "region_chunk", "field": self._name, "text": head, "dirty": self._dirty})
-                kept = (self._buf + text)[-(self.CONTEXT + 1):]
-                self._buf = kept
-                self._pos = len(kept) - 1
-                self._quiet = False
-                return events
+                # Fast path: nothing is held and no character of the chunk can start a watched
+                # delimiter (a trigger character, followed by a character that continues one), so
+                # the scanners could only route it whole to the open region.
+                # (_quiet is never set once the parser is finalized or failed.)
+                pairs = self._pairs
+                cut = len(text)
+                for c in self._triggers:
+                    j = text.find(c)
+                    while j >= 0:
+                        if pairs is None or text[j:j + 2] in pairs:
+                            break
+                        if j + 1 == len(text):
+                            cut = j  # a trigger ending the chunk may begin a delimiter: hold it
+                        j = text.find(c, j + 1)
+                    if j >= 0:
+                        break
+                else:
+                    if cut == len(text):
+                        if not text:
+                            return []
+                        self._keep(text)
+                        context = self.CONTEXT
+                        if context:
+                            kept = (self._buf + text)[-context:]
+                            self._buf = kept
+                            self._pos = len(kept)
+                        return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
+                    # What the scanners would do: route all but the last character, hold that one.
+                    events = []
+                    if cut:
+                        head = text[:cut]
+                        self._keep(head)
+                        events.append({"type": "region_chunk", "field": self._name, "text": head, "dirty": self._dirty})
+                    kept = (self._buf + text)[-(self.CONTEXT + 1):]
+                    self._buf = kept
+                    self._pos = len(kept) - 1
+                    self._quiet = False
+                    return events
         if self._done:
             raise ParserStateError("ResponseParser already finalized (or failed earlier)")
         if self._last is not None:
@@ -591,6 +641,56 @@ class StreamParser:
     def _here(self) -> int:
         """Offset in the response of the current position: everything before it was routed."""
         return self._mark + self._sunk + self._body_len()
+
+    def _run_path(self, text: str, runs: tuple) -> list[dict] | None:
+        """The fast path of a state that watches run-and-literal delimiters (``HOLD_RUNS``):
+        what the scanners would do with the held text and ``text``, or None when they must run.
+
+        With the held text ``w = buf[pos:] + text``: a literal of a run delimiter in ``w``, or a
+        trigger followed by a character of its pairs, may be a match: scan. Otherwise nothing is
+        complete, and the leftmost partial match starts at a trigger ending ``w``, or at the start
+        of a trailing run of a delimiter's class followed by a proper prefix of its literal
+        (compiler/automaton.py ``HoldRun``): the text before it is routed as one chunk, as a
+        scan routes it, and the rest stays held. Held text reaching ``LONG_HOLD`` is scanned
+        (the scanners then wait for it to double).
+        """
+        buf = self._buf
+        pos = self._pos
+        w = buf[pos:] + text if pos < len(buf) else text
+        if not w:
+            return []
+        for _, factor, _ in runs:
+            if factor in w:
+                return None
+        n = len(w)
+        hold = n
+        pairs = self._pairs
+        for c in self._triggers:
+            j = w.find(c)
+            while j >= 0:
+                if pairs is None or w[j:j + 2] in pairs:
+                    return None
+                if j + 1 == n:
+                    hold = j
+                j = w.find(c, j + 1)
+        for chars, _, by_last in runs:
+            h = _run_hold(w, chars, by_last)
+            if h < hold:
+                hold = h
+        if n - hold >= LONG_HOLD:
+            return None
+        events = []
+        context = self.CONTEXT
+        if hold:
+            head = w[:hold]
+            self._keep(head)
+            events.append({"type": "region_chunk", "field": self._name, "text": head, "dirty": self._dirty})
+            kept = (buf[:pos] + head)[-context:] if context else ""
+        else:
+            kept = buf[:pos]
+        self._buf = kept + w[hold:]
+        self._pos = len(kept)
+        return events
 
     def _sync(self) -> None:
         """Make the buffer what the quickest path left implicit: the last CONTEXT characters of

@@ -144,3 +144,21 @@ def test_late_first_characters_and_pairs():
     assert classify_pattern(r"<x?").late_pairs is None
     # without an anchor or lookahead the late characters are the first characters
     assert classify_pattern(r"[ab]x|c").late_chars == "abc"
+
+
+def test_hold_run_form():
+    """The run-and-literal form the fast path holds itself (automaton.HoldRun)."""
+    import regex
+
+    from respc.compiler.automaton import _REGEX_SPACE, HoldRun, classify_pattern
+
+    every = "".join(chr(k) for k in range(0x110000) if not 0xD800 <= k < 0xE000)
+    assert "".join(regex.findall(r"\s", every)) == _REGEX_SPACE  # the engine's \s, not str.isspace
+    gpt_oss = (r"(?:<\|start\|>(?P<repair_space>\s)?assistant)?(?:<\|channel\|>(?P<repair_space2>\s)?commentary)?"
+               r"\s*to=functions\.(?P<name>[^<\s]+)")
+    assert classify_pattern(gpt_oss).run == HoldRun(_REGEX_SPACE, "to=functions.", "<", ("<|",))
+    assert classify_pattern(r"[ \t]*::x").run == HoldRun(" \t", "::x", "", ())
+    assert classify_pattern(r"\s+to=").run is None  # a run that must be non-empty
+    assert classify_pattern(r"\w*to=").run is None  # not a finite class
+    assert classify_pattern(r"(?:a|b)?\s*to=").run is None  # an opener of one character
+    assert classify_pattern(r"\s*t").run is None  # a one-character literal

@@ -154,3 +154,35 @@ def test_fast_path_is_taken_where_it_was_refused():
         assert calls == [False], name
         message, _ = parser.finalize()
         assert message[field] == "Hello <b  wor" and calls == [False, True], name
+
+
+def test_run_path_holds_trailing_whitespace_without_scanning():
+    """gpt_oss's tool-call opener ``(?:<|start|>...)?\\s*to=functions\\.…`` is a run of whitespace
+    then a literal (HOLD_RUNS): a chunk ending in whitespace, or in whitespace and a piece of
+    ``to=functions.``, is held by the fast path itself, and the events are those of a scan."""
+    module = respc.compile_template(REPO / "templates" / "gpt_oss.json")
+    assert module.ResponseParser.HOLD_RUNS[0][0][1] == "to=functions."
+    calls = []
+
+    class Counted(module.ResponseParser):
+        __slots__ = ()
+
+        def _run(self, events, eos):
+            calls.append(eos)
+            super()._run(events, eos)
+
+    parser = Counted("")
+    parser.feed("So")
+    assert parser._quiet and len(calls) == 1
+    chunk = lambda text: {"type": "region_chunk", "field": "content", "text": text, "dirty": False}  # noqa: E731
+    assert parser.feed("me \n") == [chunk("me")]
+    assert parser.feed(" t") == []  # " \n t" may still become " \n to=functions."
+    assert parser.feed("o=x") == [chunk(" \n to=x")]  # "to=x" is no prefix of the literal: routed
+    assert parser.feed("xx ") == [chunk("xx")]
+    assert len(calls) == 1  # no scan since the first chunk
+    message, _ = parser.finalize()
+    assert message["content"] == "Some \n to=xxx" and calls == [False, True]  # (the content is stripped)
+    texts = ["Some \n to=xxx", "a  to=functions.f <|constrain|>json<|message|>{}<|call|> b \t",
+             "x " + " " * 1500 + "to=functions.g<|message|>{\"a\": 1}<|call|>", "tail to", "end \n"]
+    for i, text in enumerate(texts):
+        _compare(module, "", text, None, f"gpt_oss-run/{i}")
