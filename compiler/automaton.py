@@ -937,24 +937,43 @@ def _first_chars(tree, pattern: str, late: bool = False) -> str | None:
     return "".join(sorted(chars))
 
 
-def _literal_firsts(seq, late: bool) -> set[str] | None:
+def _literal_firsts(seq, late: bool, wide: bool = False) -> set[str] | None:
     """The first characters of ``seq`` (:func:`_seq_first`) when they are a finite set of
-    literals and ``seq`` cannot match empty; None otherwise."""
+    literals and ``seq`` cannot match empty; None otherwise. With ``wide``, ranges of up to 256
+    characters and ``\\s`` count as such sets too."""
     try:
         first, nullable = _seq_first(seq, late)
     except _Unknown:
         return None
     if nullable or first.anything:
         return None
-    chars = set()
+    chars: set[str] = set()
     for op, av in first.items:
-        if op is sre_c.LITERAL:
-            chars.add(chr(av))
-        elif op is sre_c.IN and all(o is sre_c.LITERAL for o, _ in av):
-            chars.update(chr(a) for _, a in av)
-        else:
+        got = _finite_chars(op, av, wide)
+        if got is None:
             return None
+        chars |= got
     return chars
+
+
+def _finite_chars(op, av, wide: bool) -> set[str] | None:
+    """The characters of one sre character item, when it is a literal or a set of literals (with
+    ``wide`` also a range of up to 256 characters or ``\\s``); None otherwise."""
+    if op is sre_c.LITERAL:
+        return {chr(av)}
+    if op is sre_c.IN and not (av and av[0][0] is sre_c.NEGATE):
+        out: set[str] = set()
+        for o, a in av:
+            got = _finite_chars(o, a, wide)
+            if got is None:
+                return None
+            out |= got
+        return out
+    if wide and op is sre_c.RANGE and av[1] - av[0] < 256:
+        return {chr(k) for k in range(av[0], av[1] + 1)}
+    if wide and op is sre_c.CATEGORY and str(av) == "CATEGORY_SPACE":
+        return set(_REGEX_SPACE)
+    return None
 
 
 def _late_pairs(seq) -> set[str] | None:
@@ -971,7 +990,7 @@ def _late_pairs(seq) -> set[str] | None:
     op, av = items[0]
     rest = items[1:]
     if op is sre_c.LITERAL:
-        seconds = _literal_firsts(rest, True)
+        seconds = _literal_firsts(rest, True, wide=True)
         return None if seconds is None else {chr(av) + d for d in seconds}
     if op is sre_c.AT and str(av) in _AT_START:
         return set()

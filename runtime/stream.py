@@ -22,7 +22,12 @@ Three shortcuts keep the common chunk cheap, each giving exactly the events a sc
 
 * fast path -- nothing held, region open, and no character of the chunk can start a watched
   delimiter (``FAST_PATH``: the state's trigger characters and the first two characters of its
-  delimiters): the chunk is routed whole; a trigger ending the chunk is held without scanning;
+  delimiters, as a search after offset 0 sees them): the chunk is routed whole; a trigger ending
+  the chunk is held without scanning, and the next chunk read with it (``_run_path``). With one
+  or two triggers the chunk is only tested with ``not in``; a ``CONTEXT`` the regex delimiters
+  need is then the chunk's own tail, kept lazily (``_sync``). A state watching a regex that is
+  a run of one class then a literal (``HOLD_RUNS``: gpt_oss's ``\\s*to=functions\\.``) holds a
+  trailing run, and a prefix of the literal after it, itself (``_run_path``);
 * blocks -- body pieces are joined every ``BLOCK`` pieces, so memory follows the body's size;
 * long holds -- text held behind a regex match still pending after ``LONG_HOLD`` characters is
   searched again only once it has doubled (messages are unchanged; chunk boundaries of that text
@@ -276,15 +281,21 @@ _NO_GROUPS: dict = {}  # shared, read-only: processors copy the scope they are g
 _NO_TRIGGER = "\x00\uffff\x00"
 
 
-def _quick_trigger(triggers: str | None) -> tuple[str, str]:
-    """What the quickest path tests with ``not in chunk``: the state's one or two trigger
-    characters (the second ``_NO_TRIGGER`` when there is one); ``("", "")`` (in every chunk, so
-    never quick) for three or more, or unknown; ``_NO_TRIGGER`` twice for none."""
-    if triggers is None or len(triggers) > 2:
-        return "", ""
-    if len(triggers) == 2:
-        return triggers[0], triggers[1]
-    return triggers or _NO_TRIGGER, _NO_TRIGGER
+def _quick_trigger(triggers: str | None, context: int | None) -> tuple[str, bool, str, str, str]:
+    """What the quickest paths test with ``not in chunk``, as ``(trigger, wide, t1, t2, t3)``.
+
+    ``trigger`` is the plain quickest path's one character (``""``: in every chunk, so never
+    taken; ``_NO_TRIGGER`` for a state with no trigger), taken only with ``CONTEXT`` 0; ``wide``
+    says the second quickest path tests ``t1``, ``t2`` and ``t3`` instead: two or three trigger
+    characters, or one with a ``CONTEXT`` kept lazily (see StreamParser.feed). Four or more, or
+    unknown: neither.
+    """
+    if triggers is None or len(triggers) > 3:
+        return "", False, "", "", ""
+    if len(triggers) > 1:
+        return ("", True) + tuple(triggers) + (_NO_TRIGGER,) * (3 - len(triggers))
+    one = triggers or _NO_TRIGGER
+    return one, bool(context), one, _NO_TRIGGER, _NO_TRIGGER
 
 
 def _prefixes_by_last(literal: str) -> dict[str, tuple[str, ...]]:
@@ -373,10 +384,10 @@ class StreamParser:
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
-                 "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_trigger2", "_short",
-                 "_last")
+                 "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1", "_t2",
+                 "_t3", "_short", "_last")
 
-    #: per state: the two characters the quickest path tests with ``not in chunk`` (see _quick_trigger)
+    #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
     #: per state: True for the *after* states of v2 (see automaton.build_automaton)
     _IS_AFTER: tuple = ()
@@ -394,7 +405,7 @@ class StreamParser:
         cls._RUNS = tuple(None if not rows else tuple((frozenset(chars), factor, _prefixes_by_last(factor))
                                                       for chars, factor in rows) for rows in runs)
         # a state with runs never takes the quickest path (a chunk ending in the class is held)
-        cls._QUICK = tuple(("", "") if cls._RUNS[k] is not None else _quick_trigger(triggers)
+        cls._QUICK = tuple(_quick_trigger(None if cls._RUNS[k] is not None else triggers, cls.CONTEXT)
                            for k, (triggers, _) in enumerate(cls.FAST_PATH))
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
@@ -445,7 +456,7 @@ class StreamParser:
         self._done = False
         self._quiet = False
         self._triggers, self._pairs = self.FAST_PATH[0]
-        self._trigger, self._trigger2 = self._QUICK[0]
+        self._trigger, self._wide, self._t1, self._t2, self._t3 = self._QUICK[0]
         self._context = self.CONTEXT
         # the quickest path takes a chunk of at least CONTEXT characters: then the context the
         # scanners need is its own tail, kept lazily in _last (see _sync)
@@ -491,10 +502,20 @@ class StreamParser:
             ValueError / KeyError: a region body failed to parse or transform (SPEC 5, 6).
         """
         if self._quiet and text.__class__ is str:
-            if self._trigger not in text and self._trigger2 not in text and len(text) > self._short:
-                # The commonest chunk: plain text, no trigger character. The context the regex
-                # delimiters must see (CONTEXT characters) is the chunk's own tail: only the chunk
-                # is remembered, and the buffer is made from it when it is next read (_sync).
+            if self._trigger not in text and text and not self._context:
+                # The commonest chunk: plain text, no trigger character, nothing to keep.
+                body = self._body
+                body.append(text)
+                if len(body) >= BLOCK:
+                    self._blocks.append("".join(body))
+                    body.clear()
+                return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
+            if (self._wide and self._t1 not in text and self._t2 not in text and self._t3 not in text
+                    and len(text) > self._short):
+                # The same with two or three trigger characters, or with a CONTEXT the regex delimiters
+                # must see: that context is the chunk's own tail (it has CONTEXT characters or
+                # more), so only the chunk is remembered and the buffer is made from it when it
+                # is next read (_sync).
                 body = self._body
                 body.append(text)
                 if len(body) >= BLOCK:
@@ -506,9 +527,10 @@ class StreamParser:
             if self._last is not None:
                 self._sync()
             runs = self._RUNS[self._state]
-            if runs is not None:
-                # a state watching a run-and-literal delimiter: its own fast path (None: scan)
-                events = self._run_path(text, runs)
+            if runs is not None or self._pos < len(self._buf):
+                # a state watching a run-and-literal delimiter, or a trigger character held by
+                # the fast path below: the fast path that reads held text (None: scan)
+                events = self._run_path(text, runs or ())
                 if events is not None:
                     return events
             else:
@@ -548,7 +570,9 @@ class StreamParser:
                     kept = (self._buf + text)[-(self.CONTEXT + 1):]
                     self._buf = kept
                     self._pos = len(kept) - 1
-                    self._quiet = False
+                    # the quickest paths assume nothing held: off until _run_path decides it
+                    self._trigger = ""
+                    self._wide = False
                     return events
         if self._done:
             raise ParserStateError("ResponseParser already finalized (or failed earlier)")
@@ -643,8 +667,9 @@ class StreamParser:
         return self._mark + self._sunk + self._body_len()
 
     def _run_path(self, text: str, runs: tuple) -> list[dict] | None:
-        """The fast path of a state that watches run-and-literal delimiters (``HOLD_RUNS``):
-        what the scanners would do with the held text and ``text``, or None when they must run.
+        """The fast path of a state that watches run-and-literal delimiters (``HOLD_RUNS``), or
+        that holds a trigger character the other fast path held (``runs`` empty): what the
+        scanners would do with the held text and ``text``, or None when they must run.
 
         With the held text ``w = buf[pos:] + text``: a literal of a run delimiter in ``w``, or a
         trigger followed by a character of its pairs, may be a match: scan. Otherwise nothing is
@@ -690,6 +715,11 @@ class StreamParser:
             kept = buf[:pos]
         self._buf = kept + w[hold:]
         self._pos = len(kept)
+        if hold == n:
+            self._trigger, self._wide, self._t1, self._t2, self._t3 = self._QUICK[self._state]
+        else:
+            self._trigger = ""  # the quickest paths assume nothing held
+            self._wide = False
         return events
 
     def _sync(self) -> None:
@@ -864,7 +894,7 @@ class StreamParser:
             self._rescan_at = 0
             state = self._state
             self._triggers, self._pairs = fast = self.FAST_PATH[state]
-            self._trigger, self._trigger2 = self._QUICK[state]
+            self._trigger, self._wide, self._t1, self._t2, self._t3 = self._QUICK[state]
             # the fast path needs an opened region, known triggers, a trimmed buffer, and no v2
             # decoder or trailing close waiting for the text; and a position after offset 0,
             # where a start anchor can no longer hold (the triggers assume it, see

@@ -125,22 +125,26 @@ def test_literal_hold(buf, lo, expected):
 def test_late_first_characters_and_pairs():
     """What a search from an offset after 0 can start with (the parser's fast path runs only
     there): a start anchor never holds, a leading lookahead names the character at the start."""
-    from respc.compiler.automaton import classify_pattern
+    import string
+
+    from respc.compiler.automaton import _REGEX_SPACE, classify_pattern
 
     facts = classify_pattern(r"^\s*(?:<think>\s*)?|<think>\s*")
     assert (facts.first_chars, facts.late_chars, facts.late_pairs) == (None, "<", ("<t",))
     facts = classify_pattern(r"(?P<repair_stripped_tokens>^analysis)")
     assert (facts.first_chars, facts.late_chars, facts.late_pairs) == ("a", "", ())
     facts = classify_pattern(r"(?=\[\s*[A-Za-z_][\w.]*\()")
-    assert (facts.first_chars, facts.late_chars, facts.late_pairs) == (None, "[", None)
+    assert (facts.first_chars, facts.late_chars) == (None, "[")
+    # the second character: \s (the engine's) or a letter or _, enumerated
+    assert set(facts.late_pairs) == {"[" + c for c in _REGEX_SPACE + string.ascii_letters + "_"}
     facts = classify_pattern(r"(?:(?:<\|mm\|>|^)[^<]*)?<\|c\|>")
     assert (facts.late_chars, facts.late_pairs) == ("<", ("<|",))
     # MULTILINE: ^ holds after every newline, so the anchored alternative stays (first characters)
     assert classify_pattern(r"(?m)^x").late_chars == "x"
     assert classify_pattern(r"(?m:^x)|y").late_chars == "xy"
     assert classify_pattern(r"^x|y").late_chars == "y"
-    # a category after the first character: no pairs; a one-character match: no pairs
-    assert classify_pattern(r"<\s*x").late_pairs is None
+    # a large class after the first character: no pairs; a one-character match: no pairs
+    assert classify_pattern(r"<\w").late_pairs is None
     assert classify_pattern(r"<x?").late_pairs is None
     # without an anchor or lookahead the late characters are the first characters
     assert classify_pattern(r"[ab]x|c").late_chars == "abc"
