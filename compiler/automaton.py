@@ -64,7 +64,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 from .ir import Delimiter, Template
 
 __all__ = ["ACTIONS", "Watch", "State", "Automaton", "build_automaton", "classify_pattern", "PatternFacts",
-           "edge_probe", "plan_scans", "ScanPlans", "ScanPlan", "LiteralFind", "RegexFind", "LiteralHold", "Factor"]
+           "edge_probe", "plan_scans", "HoldRun", "ScanPlans", "ScanPlan", "LiteralFind", "RegexFind", "LiteralHold", "Factor"]
 
 OUTSIDE = 0
 #: transition actions (see build_automaton)
@@ -104,6 +104,42 @@ class PatternFacts:
     probe: str | None = None
     probe_always: bool = False
     factor: "Factor | None" = None
+    #: the first characters of a match, or partial match, found by a search from an offset after
+    #: 0 (a start anchor never holds there; a leading lookahead names the character at the start);
+    #: None when unknown. The parser's fast path uses these (it runs only after offset 0).
+    late_chars: str | None = None
+    #: the first two characters of every such match, or partial match (see :func:`_late_pairs`);
+    #: None when unknown
+    late_pairs: tuple[str, ...] | None = None
+    #: the run-and-factor form, when the pattern has it (see :class:`HoldRun`); None otherwise
+    run: "HoldRun | None" = None
+
+
+#: the characters ``regex``'s ``\\s`` matches (Unicode White_Space; not ``str.isspace``, which
+#: also takes U+001C..U+001F); tests/test_automaton.py checks it against the engine
+_REGEX_SPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+                "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+
+
+@dataclass(frozen=True)
+class HoldRun:
+    """A regex delimiter of the form *optional openers, a run of one character class, a literal*
+    (``(?:<\\|start\\|>...)?\\s*to=functions\\.…``), which the parser's fast path reads without
+    the regex (issue 14): a text without :attr:`factor` holds no complete match; a partial match
+    starts with one of :attr:`firsts` (an optional opener: the fast path's triggers and pairs), or
+    it is a trailing run of :attr:`chars` followed by a proper prefix of :attr:`factor`.
+
+    Attributes:
+        chars (str): every character the run's class matches (a finite set).
+        factor (str): the literal after the run (two characters or more).
+        firsts (str): first characters of the optional openers before the run.
+        pairs (tuple[str, ...]): their first two characters.
+    """
+
+    chars: str
+    factor: str
+    firsts: str
+    pairs: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -171,9 +207,10 @@ class State:
         name (str): a readable label for comments.
         watches (tuple[Watch, ...]): in declaration order (SPEC 4.2).
         triggers (str | None): every character a watched delimiter (or a partial match of one)
-            can start with; a chunk holding none of them, arriving with nothing held, is plain
-            region text (the parser's fast path). None when some delimiter's first characters
-            are unknown.
+            can start with, searched from an offset after 0 (``PatternFacts.late_chars``: a
+            start anchor never holds there, so the parser takes its fast path only after offset
+            0); a chunk holding none of them, arriving with nothing held, is plain region text
+            (the parser's fast path). None when some delimiter's first characters are unknown.
         pairs (tuple[str, ...] | None): when every watched delimiter is a literal of two or more
             characters, their distinct first two characters: a trigger followed by anything else
             cannot start a delimiter, so the fast path still applies. None otherwise.
@@ -185,6 +222,9 @@ class State:
     watches: tuple[Watch, ...]
     triggers: str | None = None
     pairs: tuple[str, ...] | None = None
+    #: the :class:`HoldRun` delimiters whose optional openers are in ``triggers`` and ``pairs``:
+    #: the fast path holds their trailing run itself (runtime ``HOLD_RUNS``)
+    runs: tuple["HoldRun", ...] = ()
 
 
 @dataclass(frozen=True)
@@ -322,39 +362,56 @@ def _all_chars(seq) -> _CharSet:
     return out
 
 
-def _first_item(op, av):
-    """(first-character set, can match empty) of one item of an sre tree."""
+#: start anchors that hold only at offset 0 of the text (without MULTILINE): once the parser has
+#: decided a character, a search from its position can never satisfy them
+_AT_START = ("AT_BEGINNING", "AT_BEGINNING_STRING")
+
+
+def _first_item(op, av, late: bool = False):
+    """(first-character set, can match empty) of one item of an sre tree.
+
+    With ``late`` the set is that of a match starting after offset 0 (a start anchor never holds,
+    :data:`_AT_START`), and a positive lookahead that must consume a character gives its first
+    characters: the character at the match's start must be one of them even for an empty match.
+    """
     if op in _CHAR_OPS:
         return _CharSet([(op, av)]), False
     if op is sre_c.SUBPATTERN:
-        return _seq_first(av[-1])
+        return _seq_first(av[-1], late)
     if op is _ATOMIC and _ATOMIC is not None:
-        return _seq_first(av)
+        return _seq_first(av, late)
     if op is sre_c.BRANCH:
         out, nullable = _CharSet(), False
         for alt in av[1]:
-            first, empty = _seq_first(alt)
+            first, empty = _seq_first(alt, late)
             out, nullable = out | first, nullable or empty
         return out, nullable
     if op in _REPEAT_OPS:
-        first, nullable = _seq_first(av[2])
+        first, nullable = _seq_first(av[2], late)
         return first, nullable or av[0] == 0
+    if late and op is sre_c.AT and str(av) in _AT_START:
+        return _CharSet(), False  # never holds: nothing can follow
+    if late and op is sre_c.ASSERT and av[0] == 1:
+        first, nullable = _seq_first(av[1], late)
+        if not nullable:
+            return first, False
     if op in (sre_c.AT, sre_c.ASSERT, sre_c.ASSERT_NOT):
         return _CharSet(), True
     if op is sre_c.GROUPREF_EXISTS:
-        a = _seq_first(av[1])
-        b = _seq_first(av[2]) if av[2] is not None else (_CharSet(), True)
+        a = _seq_first(av[1], late)
+        b = _seq_first(av[2], late) if av[2] is not None else (_CharSet(), True)
         return a[0] | b[0], a[1] or b[1]
     if op is sre_c.GROUPREF:
         return _ANY, True
     raise _Unknown(str(op))
 
 
-def _seq_first(seq):
-    """(first-character set, can match empty) of a sequence of sre items."""
+def _seq_first(seq, late: bool = False):
+    """(first-character set, can match empty) of a sequence of sre items (``late``: see
+    :func:`_first_item`)."""
     out = _CharSet()
     for op, av in seq:
-        first, nullable = _first_item(op, av)
+        first, nullable = _first_item(op, av, late)
         out = out | first
         if not nullable:
             return out, False
@@ -699,9 +756,13 @@ def classify_pattern(pattern: str) -> PatternFacts:
         return unknown
     reasons = tuple(dict.fromkeys(facts["reasons"]))
     first = _first_chars(tree, pattern)
+    late = _first_chars(tree, pattern, True)
+    if late is None:
+        late = first
     return PatternFacts(bool(reasons), facts["context"], reasons, facts["extendable"], first,
                         "" if _ignores_case(tree) else _checked_lead(_lead(tree), first),
-                        reading.probe, reading.rewritten, _factor(tree, pattern))
+                        reading.probe, reading.rewritten, _factor(tree, pattern), late,
+                        _late_pair_set(tree, pattern, late), _hold_run(tree, pattern))
 
 
 #: sre categories the factor's class may name, and how ``regex`` spells them
@@ -818,14 +879,15 @@ def _lead(seq) -> str:
     return "".join(out)
 
 
-def _ignores_case(tree) -> bool:
-    if tree.state.flags & sre_c.SRE_FLAG_IGNORECASE:
+def _sets_flag(tree, flag: int) -> bool:
+    """Whether ``tree`` sets the sre ``flag`` globally or in a scoped group anywhere."""
+    if tree.state.flags & flag:
         return True
     stack = [tree]
     while stack:
         for op, av in stack.pop():
             if op is sre_c.SUBPATTERN:
-                if av[1] & sre_c.SRE_FLAG_IGNORECASE:
+                if av[1] & flag:
                     return True
                 stack.append(av[-1])
             elif op is sre_c.BRANCH:
@@ -836,37 +898,225 @@ def _ignores_case(tree) -> bool:
                 stack.append(av[1])
             elif op is _ATOMIC and _ATOMIC is not None:
                 stack.append(av)
+            elif op is sre_c.GROUPREF_EXISTS:
+                stack.append(av[1])
+                if av[2] is not None:
+                    stack.append(av[2])
     return False
 
 
-def _first_chars(tree, pattern: str) -> str | None:
+def _ignores_case(tree) -> bool:
+    return _sets_flag(tree, sre_c.SRE_FLAG_IGNORECASE)
+
+
+def _has_multiline(tree) -> bool:
+    """Whether ``^`` may hold after a newline too (MULTILINE anywhere)."""
+    return _sets_flag(tree, sre_c.SRE_FLAG_MULTILINE)
+
+
+def _first_chars(tree, pattern: str, late: bool = False) -> str | None:
     """The characters a match can start with, when that is a small finite set of literals.
 
     The set read from the ``re`` tree is checked against the ``regex`` module: a match, or a
     partial match, that starts with any other character of a probe sample refutes it (None).
+    With ``late`` it is the set for a search from an offset after 0 (see :func:`_first_item`),
+    checked only at such offsets; a MULTILINE flag anywhere turns ``late`` off.
     """
     if _ignores_case(tree):
         return None
+    if late and _has_multiline(tree):
+        return None
+    chars = _literal_firsts(tree, late)
+    if chars is None:
+        return None
+    compiled = regex.compile(pattern, regex.DOTALL)
+    for c in (set(_SAMPLES) | set(pattern)) - chars:
+        for text in (("\n" + c, "a" + c, "<" + c) if late else (c, "\n" + c, "a" + c)):
+            if compiled.match(text, len(text) - 1, partial=True) is not None:
+                return None
+    return "".join(sorted(chars))
+
+
+def _literal_firsts(seq, late: bool, wide: bool = False) -> set[str] | None:
+    """The first characters of ``seq`` (:func:`_seq_first`) when they are a finite set of
+    literals and ``seq`` cannot match empty; None otherwise. With ``wide``, ranges of up to 256
+    characters and ``\\s`` count as such sets too."""
     try:
-        first, nullable = _seq_first(tree)
+        first, nullable = _seq_first(seq, late)
     except _Unknown:
         return None
     if nullable or first.anything:
         return None
-    chars = set()
+    chars: set[str] = set()
     for op, av in first.items:
-        if op is sre_c.LITERAL:
-            chars.add(chr(av))
-        elif op is sre_c.IN and all(o is sre_c.LITERAL for o, _ in av):
-            chars.update(chr(a) for _, a in av)
-        else:
+        got = _finite_chars(op, av, wide)
+        if got is None:
             return None
-    compiled = regex.compile(pattern, regex.DOTALL)
-    for c in (set(_SAMPLES) | set(pattern)) - chars:
-        for text in (c, "\n" + c, "a" + c):
-            if compiled.match(text, len(text) - 1, partial=True) is not None:
+        chars |= got
+    return chars
+
+
+def _finite_chars(op, av, wide: bool) -> set[str] | None:
+    """The characters of one sre character item, when it is a literal or a set of literals (with
+    ``wide`` also a range of up to 256 characters or ``\\s``); None otherwise."""
+    if op is sre_c.LITERAL:
+        return {chr(av)}
+    if op is sre_c.IN and not (av and av[0][0] is sre_c.NEGATE):
+        out: set[str] = set()
+        for o, a in av:
+            got = _finite_chars(o, a, wide)
+            if got is None:
                 return None
-    return "".join(sorted(chars))
+            out |= got
+        return out
+    if wide and op is sre_c.RANGE and av[1] - av[0] < 256:
+        return {chr(k) for k in range(av[0], av[1] + 1)}
+    if wide and op is sre_c.CATEGORY and str(av) == "CATEGORY_SPACE":
+        return set(_REGEX_SPACE)
+    return None
+
+
+def _late_pairs(seq) -> set[str] | None:
+    """The first two characters of every match, or partial match, of ``seq`` found by a search
+    from an offset after 0 (a start anchor never holds there), as a set of 2-character strings;
+    None when that is not a small set of literals (a category, a repeat, a match of one character).
+
+    Reads a leading literal, group, alternation, optional item (``?``) or positive lookahead (the
+    character pair at the start of the match must begin a match of its body).
+    """
+    items = list(seq)
+    if not items:
+        return None
+    op, av = items[0]
+    rest = items[1:]
+    if op is sre_c.LITERAL:
+        seconds = _literal_firsts(rest, True, wide=True)
+        return None if seconds is None else {chr(av) + d for d in seconds}
+    if op is sre_c.AT and str(av) in _AT_START:
+        return set()
+    if op is sre_c.SUBPATTERN:
+        if av[1] or av[2]:
+            return None  # a scoped flag change
+        return _late_pairs(list(av[-1]) + rest)
+    if op is _ATOMIC and _ATOMIC is not None:
+        return _late_pairs(list(av) + rest)
+    if op is sre_c.BRANCH:
+        out: set[str] = set()
+        for alt in av[1]:
+            got = _late_pairs(list(alt) + rest)
+            if got is None:
+                return None
+            out |= got
+        return out
+    if op in _REPEAT_OPS and av[0] == 0 and av[1] == 1:
+        taken, skipped = _late_pairs(list(av[2]) + rest), _late_pairs(rest)
+        return None if taken is None or skipped is None else taken | skipped
+    if op is sre_c.ASSERT and av[0] == 1:
+        return _late_pairs(av[1])
+    return None
+
+
+def _run_chars(item) -> str | None:
+    """The characters of a one-character item, when finite: literals, sets of literals, ``\\s``."""
+    op, av = item
+    if op is sre_c.LITERAL:
+        return chr(av)
+    if op is sre_c.CATEGORY and str(av) == "CATEGORY_SPACE":
+        return _REGEX_SPACE
+    if op is sre_c.IN and not (av and av[0][0] is sre_c.NEGATE):
+        out = []
+        for sub in av:
+            got = _run_chars(sub)
+            if got is None:
+                return None
+            out.append(got)
+        return "".join(dict.fromkeys("".join(out)))
+    return None
+
+
+def _hold_run(tree, pattern: str) -> HoldRun | None:
+    """The :class:`HoldRun` form of a pattern, or None: at its top level, optional items (``?``)
+    whose matches start with two known characters, then one greedy or lazy ``*`` of a
+    one-character item with finitely many characters, then a literal of two characters or more,
+    then anything; no flag beyond DOTALL/UNICODE. Checked against the ``regex`` module: a trailing
+    run, or run and prefix, must be a partial match, and a run followed by another character
+    that is not the factor's first must not be."""
+    if tree.state.flags & ~(sre_c.SRE_FLAG_DOTALL | sre_c.SRE_FLAG_UNICODE) or _ignores_case(tree):
+        return None
+    items = list(tree)
+    k = 0
+    firsts, pairs = set(), set()
+    while k < len(items) and items[k][0] in _REPEAT_OPS and items[k][1][:2] == (0, 1):
+        body = items[k][1][2]
+        got = _late_pairs(body)
+        if not got or not _plain_or_groups(body):
+            return None
+        pairs |= got
+        firsts |= {p[0] for p in got}
+        k += 1
+    if k >= len(items) or items[k][0] not in _REPEAT_OPS:
+        return None
+    low, high, body = items[k][1]
+    if low != 0 or high != _MAXREPEAT or len(body) != 1:
+        return None
+    chars = _run_chars(list(body)[0])
+    k += 1
+    factor = []
+    while k < len(items) and items[k][0] is sre_c.LITERAL:
+        factor.append(chr(items[k][1]))
+        k += 1
+    if chars is None or len(factor) < 2 or set(chars) & firsts:
+        return None
+    text = "".join(factor)
+    compiled = regex.compile(pattern, regex.DOTALL)
+    c = chars[0]
+    for probe in (c, c + c, c + text[:1], c + text[:-1], "a" + c + text[:2]):
+        m = compiled.search(probe, 0, partial=True)
+        if m is None or not m.partial or m.start() != (1 if probe[0] == "a" else 0):
+            return None
+    m = compiled.search("a" + c + "\x01", 0, partial=True)
+    if m is not None and m.start() < 3:  # (an empty partial match at the end is no hold)
+        return None
+    return HoldRun(chars, text, "".join(sorted(firsts)), tuple(sorted(pairs)))
+
+
+def _plain_or_groups(seq) -> bool:
+    """Consuming items and capture groups only (what an optional opener may hold)."""
+    for op, av in seq:
+        if op is sre_c.SUBPATTERN:
+            if av[1] or av[2] or not _plain_or_groups(av[-1]):
+                return False
+        elif op in _REPEAT_OPS:
+            if not _plain_or_groups(av[2]):
+                return False
+        elif op is sre_c.BRANCH:
+            if not all(_plain_or_groups(alt) for alt in av[1]):
+                return False
+        elif op not in _CHAR_OPS:
+            return False
+    return True
+
+
+def _late_pair_set(tree, pattern: str, late_chars: str | None) -> tuple[str, ...] | None:
+    """:func:`_late_pairs` of a whole pattern, checked against the ``regex`` module: no other
+    second character of a probe sample may continue a (partial) match after a first one."""
+    if late_chars is None or _ignores_case(tree) or _has_multiline(tree):
+        return None
+    try:
+        pairs = _late_pairs(tree)
+    except _Unknown:
+        return None
+    if pairs is None or any(p[0] not in late_chars for p in pairs):
+        return None
+    compiled = regex.compile(pattern, regex.DOTALL)
+    for c in late_chars:
+        for d in (set(_SAMPLES) | set(pattern)):
+            if c + d in pairs:
+                continue
+            for text in ("a" + c + d, "\n" + c + d):
+                if compiled.match(text, 1, partial=True) is not None:
+                    return None
+    return tuple(sorted(pairs))
 
 
 def _checked_lead(lead: str, first: str | None) -> str:
@@ -880,7 +1130,8 @@ def _checked_lead(lead: str, first: str | None) -> str:
 
 def _watch(kind: str, field_index: int, delim: Delimiter, target: int) -> tuple[Watch, PatternFacts]:
     if delim.literals is not None:
-        facts = PatternFacts(False, 0, first_chars="".join(sorted({lit[0] for lit in delim.literals})))
+        firsts = "".join(sorted({lit[0] for lit in delim.literals}))
+        facts = PatternFacts(False, 0, first_chars=firsts, late_chars=firsts)
         if not delim.can_extend:
             return Watch(kind, field_index, delim, 0, target, "literal", False, False), facts
         return Watch(kind, field_index, delim, 0, target, "regex", True, False), facts
@@ -895,7 +1146,11 @@ def _pairs(watches: tuple[Watch, ...]) -> tuple[str, ...] | None:
         if w.delimiter.literals is not None:
             starts = [lit[:2] for lit in w.delimiter.literals]
         else:
-            starts = [classify_pattern(w.delimiter.pattern).lead[:2]]
+            facts = classify_pattern(w.delimiter.pattern)
+            if facts.late_chars is None and facts.run is not None:
+                starts = facts.run.pairs  # its optional openers; the run is held by the fast path
+            else:
+                starts = [facts.lead[:2]] if len(facts.lead) >= 2 or facts.late_pairs is None else facts.late_pairs
         if any(len(start) < 2 for start in starts):
             return None
         pairs.update(starts)
@@ -937,13 +1192,17 @@ def build_automaton(template: Template) -> Automaton:
         nonlocal context
         watches = []
         triggers: set[str] | None = set()
+        runs: list[HoldRun] = []
         for action, fi, delim, target in entries:
             kind = "open" if action in ("open", "nest", "defer") else "close"
             watch, facts = _watch(kind, fi, delim, target)
             watch = Watch(watch.kind, watch.field, watch.delimiter, 0, watch.target, watch.matcher,
                           watch.pending_at_edge, watch.indeterminate, watch.extendable, action)
-            if triggers is not None and facts.first_chars is not None:
-                triggers.update(facts.first_chars)
+            if triggers is not None and facts.late_chars is not None:
+                triggers.update(facts.late_chars)
+            elif triggers is not None and facts.run is not None and not facts.probe_always:
+                triggers.update(facts.run.firsts)
+                runs.append(facts.run)
             else:
                 triggers = None
             context = None if context is None or facts.context is None else max(context, facts.context)
@@ -956,7 +1215,10 @@ def build_automaton(template: Template) -> Automaton:
         ranked_watches = tuple(Watch(w.kind, w.field, w.delimiter, rank[k], w.target, w.matcher,
                                      w.pending_at_edge, w.indeterminate, w.extendable, w.action)
                                for k, w in enumerate(watches))
-        return ranked_watches, (None if triggers is None else "".join(sorted(triggers)))
+        # (watches, triggers, pairs: filled in below, runs), in State's field order
+        if triggers is None:
+            return ranked_watches, None, None, ()
+        return ranked_watches, "".join(sorted(triggers)), None, tuple(runs)
 
     def opens_in(region: int | None):
         """The opens watched while ``region`` (None: outside) is current, in declaration order."""
@@ -988,10 +1250,10 @@ def build_automaton(template: Template) -> Automaton:
         states.append(State(state_of_field[fi], fi, f"region {f.name!r}", *ranked(entries)))
     for fi in after_fields:
         f = fields[fi]
-        watches, _ = ranked([("after", fi, f.close, OUTSIDE)])
+        watches = ranked([("after", fi, f.close, OUTSIDE)])[0]
         # no fast path: the trailing close is decided at the position the value ended
         states.append(State(after_state[fi], fi, f"after the value of {f.name!r}", watches, None))
-    states = [State(s.index, s.field, s.name, s.watches, s.triggers, _pairs(s.watches)) for s in states]
+    states = [State(s.index, s.field, s.name, s.watches, s.triggers, _pairs(s.watches), s.runs) for s in states]
     return Automaton(tuple(states), state_of_field, context, tuple(dict.fromkeys(warnings)), after_state)
 
 

@@ -211,9 +211,12 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     for s in automaton.states:
         states.append({"index": s.index, "label": s.name, "transitions": _edges(template, s),
                        "triggers": repr(s.triggers),
+                       "runs": "None" if not s.runs else _tuple([f"({r.chars!r}, {r.factor!r})" for r in s.runs]),
                        "pairs": "None" if s.pairs is None else "frozenset(" + _tuple([repr(p) for p in s.pairs]) + ")"})
     source = template.source
     context = automaton.context
+    # "hold-runs": the fast path must hold the runs of HOLD_RUNS, which a runtime without it ignores
+    features = _features(template) + (["hold-runs"] if any(s.runs for s in automaton.states) else [])
     return {
         "source": _line(source),
         "source_doc": _doc(repr(source)),
@@ -224,7 +227,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "codegen": CODEGEN_VERSION,
         "abi": RUNTIME_ABI,
         "v2": template.version >= 2,
-        "features": _tuple([repr(name) for name in _features(template)]) if _features(template) else "",
+        "features": _tuple([repr(name) for name in features]) if features else "",
         "fields": fields,
         "defaults": py_literal(template.defaults),
         "required": _tuple([repr(f.slot) for f in template.fields if not f.optional]),
@@ -232,6 +235,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "triggers": _tuple([repr(s.triggers) for s in automaton.states]),
         "anchor_repr": repr(template.start_anchor.pattern),
         "states": states,
+        "has_runs": any(s.runs for s in automaton.states),
         "outside_field": template.implicit,
         "stray_closers": _stray_closers(template),
         "diagnostics_key": repr(template.diagnostics),

@@ -527,7 +527,7 @@ class ResponseParser(_rt.StreamParser):
     # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
     FAST_PATH = (
         ('<', frozenset(('</', '<d', '<i', '<|'))),
-        (None, None),
+        ('<{', None),
         ('<', frozenset(('</',))),
         ('', frozenset(())),
     )

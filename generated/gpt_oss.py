@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs'))
 
 SOURCE = 'templates/gpt_oss.json'
 TEMPLATE_SHA256 = 'c5dc04af6d75c9b58c248a7637e3ccb78faa2152769160d2108cdda3d1820e4c'
@@ -566,10 +566,20 @@ class ResponseParser(_rt.StreamParser):
     # two characters of every watched delimiter, None: not known for all). A chunk in which no
     # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
     FAST_PATH = (
-        (None, None),
+        ('<', frozenset(('<|',))),
         ('<', frozenset(('<|',))),
         ('a', frozenset(('as',))),
         ('<', frozenset(('<|',))),
+    )
+    # per state: (the characters of a class, the literal after its run) of each watched delimiter
+    # that is a run of that class and then the literal (after optional openers, which are in the
+    # triggers): the fast path holds a trailing run, and a proper prefix of the literal after
+    # it, itself; None: no such delimiter
+    HOLD_RUNS = (
+        (('\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000', 'to=functions.'),),
+        None,
+        None,
+        None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 17

@@ -455,7 +455,7 @@ class ResponseParser(_rt.StreamParser):
     # two characters of every watched delimiter, None: not known for all). A chunk in which no
     # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
     FAST_PATH = (
-        ('<', None),
+        ('<', frozenset(('</', '<t', '<｜'))),
         ('<', frozenset(('</',))),
         ('<', frozenset(('</',))),
     )

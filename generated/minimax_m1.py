@@ -381,7 +381,7 @@ class ResponseParser(_rt.StreamParser):
     FAST_PATH = (
         ('<', frozenset(('</', '<e', '<t'))),
         ('<', frozenset(('</',))),
-        (None, None),
+        ('<{', None),
         ('', frozenset(())),
     )
     TRANSITIONS = _TRANSITIONS

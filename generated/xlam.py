@@ -322,7 +322,7 @@ class ResponseParser(_rt.StreamParser):
     # two characters of every watched delimiter, None: not known for all). A chunk in which no
     # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
     FAST_PATH = (
-        (None, None),
+        ('<[`', frozenset(('<t', '<|', '[\t', '[\n', '[\x0b', '[\x0c', '[\r', '[ ', '[T', '[{', '[\x85', '[\xa0', '[\u1680', '[\u2000', '[\u2001', '[\u2002', '[\u2003', '[\u2004', '[\u2005', '[\u2006', '[\u2007', '[\u2008', '[\u2009', '[\u200a', '[\u2028', '[\u2029', '[\u202f', '[\u205f', '[\u3000', '``'))),
         ('<', frozenset(('</',))),
         ('', frozenset(())),
         (None, None),

@@ -22,7 +22,12 @@ Three shortcuts keep the common chunk cheap, each giving exactly the events a sc
 
 * fast path -- nothing held, region open, and no character of the chunk can start a watched
   delimiter (``FAST_PATH``: the state's trigger characters and the first two characters of its
-  delimiters): the chunk is routed whole; a trigger ending the chunk is held without scanning;
+  delimiters, as a search after offset 0 sees them): the chunk is routed whole; a trigger ending
+  the chunk is held without scanning, and the next chunk read with it (``_run_path``). With one
+  or two triggers the chunk is only tested with ``not in``; a ``CONTEXT`` the regex delimiters
+  need is then the chunk's own tail, kept lazily (``_sync``). A state watching a regex that is
+  a run of one class then a literal (``HOLD_RUNS``: gpt_oss's ``\\s*to=functions\\.``) holds a
+  trailing run, and a prefix of the literal after it, itself (``_run_path``);
 * blocks -- body pieces are joined every ``BLOCK`` pieces, so memory follows the body's size;
 * long holds -- text held behind a regex match still pending after ``LONG_HOLD`` characters is
   searched again only once it has doubled (messages are unchanged; chunk boundaries of that text
@@ -76,7 +81,7 @@ RUNTIME_ABI = 2
 
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
-FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none"})
+FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
 OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
@@ -276,12 +281,53 @@ _NO_GROUPS: dict = {}  # shared, read-only: processors copy the scope they are g
 _NO_TRIGGER = "\x00\uffff\x00"
 
 
-def _quick_trigger(triggers: str | None) -> str:
-    """What the quickest path tests with ``not in chunk``: the state's one trigger character;
-    ``""`` (in every chunk, so never quick) for several or unknown; ``_NO_TRIGGER`` for none."""
-    if triggers is None or len(triggers) > 1:
-        return ""
-    return triggers or _NO_TRIGGER
+def _quick_trigger(triggers: str | None, context: int | None) -> tuple[str, bool, str, str, str]:
+    """What the quickest paths test with ``not in chunk``, as ``(trigger, wide, t1, t2, t3)``.
+
+    ``trigger`` is the plain quickest path's one character (``""``: in every chunk, so never
+    taken; ``_NO_TRIGGER`` for a state with no trigger), taken only with ``CONTEXT`` 0; ``wide``
+    says the second quickest path tests ``t1``, ``t2`` and ``t3`` instead: two or three trigger
+    characters, or one with a ``CONTEXT`` kept lazily (see StreamParser.feed). Four or more, or
+    unknown: neither.
+    """
+    if triggers is None or len(triggers) > 3:
+        return "", False, "", "", ""
+    if len(triggers) > 1:
+        return ("", True) + tuple(triggers) + (_NO_TRIGGER,) * (3 - len(triggers))
+    one = triggers or _NO_TRIGGER
+    return one, bool(context), one, _NO_TRIGGER, _NO_TRIGGER
+
+
+def _prefixes_by_last(literal: str) -> dict[str, tuple[str, ...]]:
+    """The non-empty proper prefixes of ``literal``, keyed by their last character."""
+    out: dict[str, tuple[str, ...]] = {}
+    for k in range(1, len(literal)):
+        out[literal[k - 1]] = out.get(literal[k - 1], ()) + (literal[:k],)
+    return out
+
+
+def _run_hold(w: str, chars: frozenset, by_last: dict) -> int:
+    """Leftmost offset from which ``w``'s rest is a run of ``chars`` then a proper prefix of a
+    literal (``by_last``: its prefixes by last character), ``len(w)`` when there is none."""
+    n = len(w)
+    best = n
+    c = w[-1]
+    ends = by_last.get(c)
+    if ends is not None:
+        for p in ends:
+            if w.endswith(p):
+                k = n - len(p)
+                while k and w[k - 1] in chars:
+                    k -= 1
+                if k < best:
+                    best = k
+    if c in chars:
+        k = n - 1
+        while k and w[k - 1] in chars:
+            k -= 1
+        if k < best:
+            best = k
+    return best
 
 
 def _is_empty(value: Any) -> bool:
@@ -324,6 +370,9 @@ class StreamParser:
     FAST_PATH: tuple = ()
     #: characters of decided text regex delimiters must still see; None keeps everything
     CONTEXT: int | None = 0
+    #: per state: None, or ``(class characters, literal)`` per watched delimiter that is a run of
+    #: the class then the literal (compiler/automaton.py ``HoldRun``); empty: none anywhere
+    HOLD_RUNS: tuple = ()
     #: ``(closer, open_pattern, field)`` per literal close of an explicit field (compiler/emit.py
     #: ``_stray_closers``): errors="recover" reports a closer with no opener in a text region
     STRAY_CLOSERS: tuple = ()
@@ -335,9 +384,10 @@ class StreamParser:
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
-                 "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger")
+                 "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1", "_t2",
+                 "_t3", "_short", "_last")
 
-    #: per state: what the quickest path tests with ``not in chunk`` (see _quick_trigger)
+    #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
     #: per state: True for the *after* states of v2 (see automaton.build_automaton)
     _IS_AFTER: tuple = ()
@@ -345,10 +395,18 @@ class StreamParser:
     _REPAIRS: tuple = ()
     #: STRAY_CLOSERS with the open patterns compiled
     _STRAY: tuple = ()
+    #: per state: HOLD_RUNS as ``(frozenset of class characters, literal, {last character: its
+    #: proper prefixes ending with it})``, or None
+    _RUNS: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._QUICK = tuple(_quick_trigger(triggers) for triggers, _ in cls.FAST_PATH)
+        runs = cls.HOLD_RUNS or (None,) * len(cls.FAST_PATH)
+        cls._RUNS = tuple(None if not rows else tuple((frozenset(chars), factor, _prefixes_by_last(factor))
+                                                      for chars, factor in rows) for rows in runs)
+        # a state with runs never takes the quickest path (a chunk ending in the class is held)
+        cls._QUICK = tuple(_quick_trigger(None if cls._RUNS[k] is not None else triggers, cls.CONTEXT)
+                           for k, (triggers, _) in enumerate(cls.FAST_PATH))
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
         cls._STRAY = tuple((closer, regex.compile(pattern), field) for closer, pattern, field in cls.STRAY_CLOSERS)
@@ -398,8 +456,12 @@ class StreamParser:
         self._done = False
         self._quiet = False
         self._triggers, self._pairs = self.FAST_PATH[0]
-        self._trigger = self._QUICK[0]
+        self._trigger, self._wide, self._t1, self._t2, self._t3 = self._QUICK[0]
         self._context = self.CONTEXT
+        # the quickest path takes a chunk of at least CONTEXT characters: then the context the
+        # scanners need is its own tail, kept lazily in _last (see _sync)
+        self._short = max(self.CONTEXT - 1, 0) if self.CONTEXT else 0
+        self._last = None
         self._rescan_at = 0
         self._tail: list[str] = []
         self._tail_len = 0
@@ -448,46 +510,74 @@ class StreamParser:
                     self._blocks.append("".join(body))
                     body.clear()
                 return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
-            # Fast path: nothing is held and no character of the chunk can start a watched
-            # delimiter (a trigger character, followed by a character that continues one), so
-            # the scanners could only route it whole to the open region.
-            # (_quiet is never set once the parser is finalized or failed.)
-            pairs = self._pairs
-            cut = len(text)
-            for c in self._triggers:
-                j = text.find(c)
-                while j >= 0:
-                    if pairs is None or text[j:j + 2] in pairs:
-                        break
-                    if j + 1 == len(text):
-                        cut = j  # a trigger ending the chunk may begin a delimiter: hold it
-                    j = text.find(c, j + 1)
-                if j >= 0:
-                    break
+            if (self._wide and self._t1 not in text and self._t2 not in text and self._t3 not in text
+                    and len(text) > self._short):
+                # The same with two or three trigger characters, or with a CONTEXT the regex delimiters
+                # must see: that context is the chunk's own tail (it has CONTEXT characters or
+                # more), so only the chunk is remembered and the buffer is made from it when it
+                # is next read (_sync).
+                body = self._body
+                body.append(text)
+                if len(body) >= BLOCK:
+                    self._blocks.append("".join(body))
+                    body.clear()
+                if self._context:
+                    self._last = text
+                return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
+            if self._last is not None:
+                self._sync()
+            runs = self._RUNS[self._state]
+            if runs is not None or self._pos < len(self._buf):
+                # a state watching a run-and-literal delimiter, or a trigger character held by
+                # the fast path below: the fast path that reads held text (None: scan)
+                events = self._run_path(text, runs or ())
+                if events is not None:
+                    return events
             else:
-                if cut == len(text):
-                    if not text:
-                        return []
-                    self._keep(text)
-                    context = self.CONTEXT
-                    if context:
-                        kept = (self._buf + text)[-context:]
-                        self._buf = kept
-                        self._pos = len(kept)
-                    return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
-                # What the scanners would do: route all but the last character, hold that one.
-                events = []
-                if cut:
-                    head = text[:cut]
-                    self._keep(head)
-                    events.append({"type": "region_chunk", "field": self._name, "text": head, "dirty": self._dirty})
-                kept = (self._buf + text)[-(self.CONTEXT + 1):]
-                self._buf = kept
-                self._pos = len(kept) - 1
-                self._quiet = False
-                return events
+                # Fast path: nothing is held and no character of the chunk can start a watched
+                # delimiter (a trigger character, followed by a character that continues one), so
+                # the scanners could only route it whole to the open region.
+                # (_quiet is never set once the parser is finalized or failed.)
+                pairs = self._pairs
+                cut = len(text)
+                for c in self._triggers:
+                    j = text.find(c)
+                    while j >= 0:
+                        if pairs is None or text[j:j + 2] in pairs:
+                            break
+                        if j + 1 == len(text):
+                            cut = j  # a trigger ending the chunk may begin a delimiter: hold it
+                        j = text.find(c, j + 1)
+                    if j >= 0:
+                        break
+                else:
+                    if cut == len(text):
+                        if not text:
+                            return []
+                        self._keep(text)
+                        context = self.CONTEXT
+                        if context:
+                            kept = (self._buf + text)[-context:]
+                            self._buf = kept
+                            self._pos = len(kept)
+                        return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
+                    # What the scanners would do: route all but the last character, hold that one.
+                    events = []
+                    if cut:
+                        head = text[:cut]
+                        self._keep(head)
+                        events.append({"type": "region_chunk", "field": self._name, "text": head, "dirty": self._dirty})
+                    kept = (self._buf + text)[-(self.CONTEXT + 1):]
+                    self._buf = kept
+                    self._pos = len(kept) - 1
+                    # the quickest paths assume nothing held: off until _run_path decides it
+                    self._trigger = ""
+                    self._wide = False
+                    return events
         if self._done:
             raise ParserStateError("ResponseParser already finalized (or failed earlier)")
+        if self._last is not None:
+            self._sync()
         if text.__class__ is not str:
             text = self._decode(text)
         if text:
@@ -522,6 +612,8 @@ class StreamParser:
         if self._done:
             raise ParserStateError("ResponseParser already finalized (or failed earlier)")
         events: list[dict] = []
+        if self._last is not None:
+            self._sync()
         if self._id_tail:
             self._buf += self._tokenizer.decode(self._id_tail)
             self._id_tail = []
@@ -573,6 +665,70 @@ class StreamParser:
     def _here(self) -> int:
         """Offset in the response of the current position: everything before it was routed."""
         return self._mark + self._sunk + self._body_len()
+
+    def _run_path(self, text: str, runs: tuple) -> list[dict] | None:
+        """The fast path of a state that watches run-and-literal delimiters (``HOLD_RUNS``), or
+        that holds a trigger character the other fast path held (``runs`` empty): what the
+        scanners would do with the held text and ``text``, or None when they must run.
+
+        With the held text ``w = buf[pos:] + text``: a literal of a run delimiter in ``w``, or a
+        trigger followed by a character of its pairs, may be a match: scan. Otherwise nothing is
+        complete, and the leftmost partial match starts at a trigger ending ``w``, or at the start
+        of a trailing run of a delimiter's class followed by a proper prefix of its literal
+        (compiler/automaton.py ``HoldRun``): the text before it is routed as one chunk, as a
+        scan routes it, and the rest stays held. Held text reaching ``LONG_HOLD`` is scanned
+        (the scanners then wait for it to double).
+        """
+        buf = self._buf
+        pos = self._pos
+        w = buf[pos:] + text if pos < len(buf) else text
+        if not w:
+            return []
+        for _, factor, _ in runs:
+            if factor in w:
+                return None
+        n = len(w)
+        hold = n
+        pairs = self._pairs
+        for c in self._triggers:
+            j = w.find(c)
+            while j >= 0:
+                if pairs is None or w[j:j + 2] in pairs:
+                    return None
+                if j + 1 == n:
+                    hold = j
+                j = w.find(c, j + 1)
+        for chars, _, by_last in runs:
+            h = _run_hold(w, chars, by_last)
+            if h < hold:
+                hold = h
+        if n - hold >= LONG_HOLD:
+            return None
+        events = []
+        context = self.CONTEXT
+        if hold:
+            head = w[:hold]
+            self._keep(head)
+            events.append({"type": "region_chunk", "field": self._name, "text": head, "dirty": self._dirty})
+            kept = (buf[:pos] + head)[-context:] if context else ""
+        else:
+            kept = buf[:pos]
+        self._buf = kept + w[hold:]
+        self._pos = len(kept)
+        if hold == n:
+            self._trigger, self._wide, self._t1, self._t2, self._t3 = self._QUICK[self._state]
+        else:
+            self._trigger = ""  # the quickest paths assume nothing held
+            self._wide = False
+        return events
+
+    def _sync(self) -> None:
+        """Make the buffer what the quickest path left implicit: the last CONTEXT characters of
+        the last chunk it routed (which has at least that many), nothing held."""
+        kept = self._last[-self.CONTEXT:]
+        self._last = None
+        self._buf = kept
+        self._pos = len(kept)
 
     def _guarded(self, events: list, eos: bool) -> None:
         try:
@@ -738,13 +894,16 @@ class StreamParser:
             self._rescan_at = 0
             state = self._state
             self._triggers, self._pairs = fast = self.FAST_PATH[state]
-            self._trigger = self._QUICK[state]
+            self._trigger, self._wide, self._t1, self._t2, self._t3 = self._QUICK[state]
             # the fast path needs an opened region, known triggers, a trimmed buffer, and no v2
-            # decoder or trailing close waiting for the text
+            # decoder or trailing close waiting for the text; and a position after offset 0,
+            # where a start anchor can no longer hold (the triggers assume it, see
+            # automaton.State): with CONTEXT >= 1 (every pattern with an anchor has it) pos is 0
+            # only before the first decided character
             self._quiet = (self._opened and fast[0] is not None and self._name is not None
                            and context is not None and self._bd is None and self._tent is None
                            and not self._IS_AFTER[state] and self._again is None and self.ledger is None
-                           and not self._offsets)
+                           and not self._offsets and (pos > 0 or not context))
         else:
             self._quiet = False
             held = len(buf) - pos

@@ -120,3 +120,49 @@ def test_context_is_the_largest_need_of_any_regex_delimiter():
 def test_literal_hold(buf, lo, expected):
     prefixes = frozenset({"<", "<t", "<th", "<thi", "<thin", "<think"})
     assert literal_hold(buf, lo, "<", prefixes) == expected
+
+
+def test_late_first_characters_and_pairs():
+    """What a search from an offset after 0 can start with (the parser's fast path runs only
+    there): a start anchor never holds, a leading lookahead names the character at the start."""
+    import string
+
+    from respc.compiler.automaton import _REGEX_SPACE, classify_pattern
+
+    facts = classify_pattern(r"^\s*(?:<think>\s*)?|<think>\s*")
+    assert (facts.first_chars, facts.late_chars, facts.late_pairs) == (None, "<", ("<t",))
+    facts = classify_pattern(r"(?P<repair_stripped_tokens>^analysis)")
+    assert (facts.first_chars, facts.late_chars, facts.late_pairs) == ("a", "", ())
+    facts = classify_pattern(r"(?=\[\s*[A-Za-z_][\w.]*\()")
+    assert (facts.first_chars, facts.late_chars) == (None, "[")
+    # the second character: \s (the engine's) or a letter or _, enumerated
+    assert set(facts.late_pairs) == {"[" + c for c in _REGEX_SPACE + string.ascii_letters + "_"}
+    facts = classify_pattern(r"(?:(?:<\|mm\|>|^)[^<]*)?<\|c\|>")
+    assert (facts.late_chars, facts.late_pairs) == ("<", ("<|",))
+    # MULTILINE: ^ holds after every newline, so the anchored alternative stays (first characters)
+    assert classify_pattern(r"(?m)^x").late_chars == "x"
+    assert classify_pattern(r"(?m:^x)|y").late_chars == "xy"
+    assert classify_pattern(r"^x|y").late_chars == "y"
+    # a large class after the first character: no pairs; a one-character match: no pairs
+    assert classify_pattern(r"<\w").late_pairs is None
+    assert classify_pattern(r"<x?").late_pairs is None
+    # without an anchor or lookahead the late characters are the first characters
+    assert classify_pattern(r"[ab]x|c").late_chars == "abc"
+
+
+def test_hold_run_form():
+    """The run-and-literal form the fast path holds itself (automaton.HoldRun)."""
+    import regex
+
+    from respc.compiler.automaton import _REGEX_SPACE, HoldRun, classify_pattern
+
+    every = "".join(chr(k) for k in range(0x110000) if not 0xD800 <= k < 0xE000)
+    assert "".join(regex.findall(r"\s", every)) == _REGEX_SPACE  # the engine's \s, not str.isspace
+    gpt_oss = (r"(?:<\|start\|>(?P<repair_space>\s)?assistant)?(?:<\|channel\|>(?P<repair_space2>\s)?commentary)?"
+               r"\s*to=functions\.(?P<name>[^<\s]+)")
+    assert classify_pattern(gpt_oss).run == HoldRun(_REGEX_SPACE, "to=functions.", "<", ("<|",))
+    assert classify_pattern(r"[ \t]*::x").run == HoldRun(" \t", "::x", "", ())
+    assert classify_pattern(r"\s+to=").run is None  # a run that must be non-empty
+    assert classify_pattern(r"\w*to=").run is None  # not a finite class
+    assert classify_pattern(r"(?:a|b)?\s*to=").run is None  # an opener of one character
+    assert classify_pattern(r"\s*t").run is None  # a one-character literal

@@ -4,7 +4,9 @@ A chunk that arrives while nothing is held and holds no character that can start
 delimiter is routed without scanning; a trigger character ending such a chunk is held without
 scanning. Here every catalogue template and a few regex templates parse the same outputs with and
 without those paths (``FAST_PATH`` of all ``None`` disables them), in many chunkings, and the event
-lists must be identical, not merely equivalent.
+lists must be identical, not merely equivalent: on the catalogue cases, and on random texts
+spliced from each template's delimiters, their pieces and plain prose (start anchors, leading
+lookaheads, context kept lazily by the quickest path, two trigger characters).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 
 import respc
 from support import REPO, run_stream
+from test_whole import _delimiter_pieces
 
 FAMILY_DIR = REPO / "tests" / "cases" / "families"
 NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
@@ -64,16 +67,23 @@ def _chunkings(text: str, seed: str):
         yield pieces
 
 
-def _compare(module, prefix, text, tools, seed):
-    slow = _slow(module)
-    for chunks in _chunkings(text, seed):
-        fast_message, fast_events = run_stream(module, prefix, chunks, tools)
-        parser = slow(prefix, tools)
-        events = list(parser.initial_events)
+def _outcome(parser_class, prefix, chunks, tools):
+    """(message, events) of one streamed run, or the error it raised (type and text)."""
+    parser = parser_class(prefix, tools)
+    events = list(parser.initial_events)
+    try:
         for chunk in chunks:
             events.extend(parser.feed(chunk))
         message, final = parser.finalize()
-        assert (fast_message, fast_events) == (message, events + final), chunks
+    except (ValueError, KeyError, TypeError) as exc:
+        return ("error", type(exc).__name__, str(exc), events)
+    return message, events + final
+
+
+def _compare(module, prefix, text, tools, seed):
+    slow = _slow(module)
+    for chunks in _chunkings(text, seed):
+        assert _outcome(module.ResponseParser, prefix, chunks, tools) == _outcome(slow, prefix, chunks, tools), chunks
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -91,3 +101,88 @@ def test_regex_templates_same_events_without_fast_path(key):
     module = respc.compile_template(template)
     for i, text in enumerate(texts):
         _compare(module, "", text, None, f"{key}/{i}")
+
+
+#: plain prose pieces: words, spaces and the characters the catalogue's regex delimiters begin or
+#: continue with, so random texts reach every fast path and leave it
+_PROSE = ["word ", "to", "=", "t", " ", "  ", "\n", "ab", "a<b ", "x[1] ", "{ }", "`", "functions.", "analysis"]
+
+
+def _pieces(name: str) -> list[str]:
+    """test_whole's splice pieces of ``name`` (its delimiters, their halves, case slices) and prose."""
+    return _delimiter_pieces(name) + _PROSE
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_random_splices_same_events_without_fast_path(name):
+    module = respc.compile_template(REPO / "templates" / f"{name}.json")
+    cases = json.loads((FAMILY_DIR / f"{name}.json").read_text(encoding="utf-8"))["cases"]
+    prefixes = [""] + [c["prefix"] for c in cases[:3]]
+    pieces = _pieces(name)
+    rng = random.Random(name)
+    for k in range(25):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 40)))
+        prefix = prefixes[k % len(prefixes)]
+        slow = _slow(module)
+        for chunks in _chunkings(text, f"{name}/{k}"):
+            fast = _outcome(module.ResponseParser, prefix, chunks, None)
+            assert fast == _outcome(slow, prefix, chunks, None), (prefix, chunks)
+
+
+def test_fast_path_is_taken_where_it_was_refused():
+    """The point of the late triggers and the lazy context: the outside state of templates whose
+    opener has a start anchor or a leading lookahead now has triggers, and plain prose goes
+    through the quickest path even with CONTEXT 1 (ernie4_5) or two triggers (mistral_nemo)."""
+    for name, triggers in (("ernie4_5", "<"), ("llama4_pythonic", "<["), ("inkling", "<"), ("mistral_nemo", "<[")):
+        module = respc.compile_template(REPO / "templates" / f"{name}.json")
+        assert module.ResponseParser.FAST_PATH[0][0] == triggers, name
+        calls = []
+
+        class Counted(module.ResponseParser):
+            __slots__ = ()
+
+            def _run(self, events, eos):
+                calls.append(eos)  # noqa: B023 - the class is used in this iteration only
+                super()._run(events, eos)
+
+        parser = Counted("")
+        first = parser.feed("Hello <b ")
+        field = first[-1]["field"]  # ernie4_5: the reasoning, opened at the start anchor
+        assert parser._quiet and calls == [False] and first[-1]["text"].endswith("<b "), name
+        events = parser.feed(" wor")
+        assert events == [{"type": "region_chunk", "field": field, "text": " wor", "dirty": False}], name
+        assert calls == [False], name
+        message, _ = parser.finalize()
+        assert message[field] == "Hello <b  wor" and calls == [False, True], name
+
+
+def test_run_path_holds_trailing_whitespace_without_scanning():
+    """gpt_oss's tool-call opener ``(?:<|start|>...)?\\s*to=functions\\.…`` is a run of whitespace
+    then a literal (HOLD_RUNS): a chunk ending in whitespace, or in whitespace and a piece of
+    ``to=functions.``, is held by the fast path itself, and the events are those of a scan."""
+    module = respc.compile_template(REPO / "templates" / "gpt_oss.json")
+    assert module.ResponseParser.HOLD_RUNS[0][0][1] == "to=functions."
+    calls = []
+
+    class Counted(module.ResponseParser):
+        __slots__ = ()
+
+        def _run(self, events, eos):
+            calls.append(eos)
+            super()._run(events, eos)
+
+    parser = Counted("")
+    parser.feed("So")
+    assert parser._quiet and len(calls) == 1
+    chunk = lambda text: {"type": "region_chunk", "field": "content", "text": text, "dirty": False}  # noqa: E731
+    assert parser.feed("me \n") == [chunk("me")]
+    assert parser.feed(" t") == []  # " \n t" may still become " \n to=functions."
+    assert parser.feed("o=x") == [chunk(" \n to=x")]  # "to=x" is no prefix of the literal: routed
+    assert parser.feed("xx ") == [chunk("xx")]
+    assert len(calls) == 1  # no scan since the first chunk
+    message, _ = parser.finalize()
+    assert message["content"] == "Some \n to=xxx" and calls == [False, True]  # (the content is stripped)
+    texts = ["Some \n to=xxx", "a  to=functions.f <|constrain|>json<|message|>{}<|call|> b \t",
+             "x " + " " * 1500 + "to=functions.g<|message|>{\"a\": 1}<|call|>", "tail to", "end \n"]
+    for i, text in enumerate(texts):
+        _compare(module, "", text, None, f"gpt_oss-run/{i}")
