@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import time
 import uuid
 from typing import Any, Callable, Iterable
@@ -71,6 +72,9 @@ __all__ = ["ChatCompletionStream", "ResponsesStream", "sse", "openai_message", "
 
 #: raw control characters inside a JSON string, as the recover repair escapes them
 _CONTROL = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+#: a run of JSON string characters that need no care (no quote, backslash or control character):
+#: the :class:`_Scanner` takes it in one step
+_STRING_RUN = re.compile(r'[^"\\\x00-\x1f]+')
 #: Python literals in a JSON value, as the recover repair reads them
 _LITERALS = {"True": "true", "False": "false", "None": "null", "NaN": "NaN"}  # (NaN: Python's json reads it)
 
@@ -86,6 +90,20 @@ def sse(chunks: Iterable[dict]) -> str:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+#: the JSON string encoder ``json.dumps(..., ensure_ascii=False)`` uses for every string (the C one
+#: when CPython has it), so a string encoded on its own is byte for byte what ``json.dumps`` writes
+_encode_string = json.encoder.encode_basestring
+#: a delta no chunk carries: the JSON around it is a chunk's pre-serialized head and tail
+_SENTINEL = "\x00respc-sse\x00"
+
+
+def _split_json(chunk: dict) -> tuple[str, str]:
+    """The server-sent-event text of ``chunk`` (whose delta is ``_SENTINEL``) split around the
+    sentinel's JSON: ``("data: " + the JSON before the delta, the JSON after it + blank line)``."""
+    head, tail = ("data: " + _dumps(chunk) + "\n\n").split(_dumps(_SENTINEL))
+    return head, tail
 
 
 def _calls_of(value: Any) -> list:
@@ -394,16 +412,41 @@ class _Scanner:
         if self.dead:
             return
         emit: list[str] = []
+        char = self._char
+        run = _STRING_RUN.match
+        i, end = 0, len(text)
         try:
-            for c in text:
-                self._char(c, emit)
+            while i < end:
+                if self.instr and not self.esc:
+                    # inside a string: a run of plain characters in one step (what _char does
+                    # with each of them: forwarded, held or collected as a key or name)
+                    m = run(text, i)
+                    if m is not None:
+                        i = m.end()
+                        self._string_run(m.group(), emit)
+                        if i == end:
+                            break
+                char(text[i], emit)
                 if self.dead:
                     return
+                i += 1
         except ValueError:  # a key or name that does not decode (errors="recover" damage)
             self.dead = True
             return
         if emit:
             self.out("args", self.n, "".join(emit))
+
+    def _string_run(self, piece: str, emit: list[str]) -> None:
+        """Plain characters of an open string (no quote, backslash or control character, not
+        after a backslash): as :meth:`_char` reads each of them, all at once."""
+        if self.argdepth and len(self.stack) >= self.argdepth:
+            (self.holdbuf if self.hold else emit).append(piece)
+            if self.keybuf is not None:
+                self.keybuf.append(piece)
+        elif self.keybuf is not None:
+            self.keybuf.append(piece)
+        elif self.namebuf is not None:
+            self.namebuf.append(piece)
 
     def _flush(self, emit: list[str]) -> None:
         if emit:
@@ -689,7 +732,7 @@ class _Scanner:
 class _Text:
     """Streaming state of one text slot (``content`` or the reasoning key)."""
 
-    __slots__ = ("key", "parts", "stored", "started", "pending", "join")
+    __slots__ = ("key", "parts", "stored", "started", "pending", "join", "sse_format")
 
     def __init__(self, key: str, stored: Any) -> None:
         self.key = key          # the delta key it goes to
@@ -698,6 +741,9 @@ class _Text:
         self.stored: str | None = stored if isinstance(stored, str) else None  # the parser's value, mirrored
         self.started = False    # the open block has had a non-whitespace character
         self.pending = ""       # trailing whitespace held back
+        #: the server-sent-event text of a chunk whose delta is this key alone, ``%s`` where the
+        #: delta's JSON string goes (set by the stream)
+        self.sse_format = "%s"
 
     @property
     def sent(self) -> str:
@@ -824,8 +870,16 @@ class ChatCompletionStream:
         self._pending = list(parser.initial_events)
         # the fast path's text slots: filled once the role chunk was sent
         self._fast_now: dict[str, _Text] = {}
+        # server-sent-event text of a chunk: the JSON of its delta between these (see _sse)
+        self._sse_head, self._sse_tail = _split_json(self._chunk(_SENTINEL))
+        self._sse_ends: dict[str, str] = {}  # finish reason -> the tail of a chunk with it
+        for text in self._texts.values():
+            text.sse_format = (self._sse_head + "{" + _dumps(text.key) + ": ").replace("%", "%%") + "%s" + (
+                "}" + self._sse_tail).replace("%", "%%")
         if self._fast and type(self).feed is ChatCompletionStream.feed:  # (not when a subclass overrides feed)
             self.feed = self._fast_feed()
+            if type(self).feed_sse is ChatCompletionStream.feed_sse:
+                self.feed_sse = self._fast_feed(sse=True)
         self._out: list[tuple] = []       # (kind, payload) deltas of the current call
 
     # --- public API --------------------------------------------------------------------------
@@ -841,46 +895,110 @@ class ChatCompletionStream:
             self._pending = []
         return self._chunks(events)
 
-    def _fast_feed(self) -> Callable[[Any], list[dict]]:
-        """The instance's ``feed``: the commonest chunk (after the role chunk, one ``region_chunk`` of
-        an open stripped text block that has begun, no tool region open) becomes its chunk here, with
-        trailing whitespace held and held whitespace sent before the next text; everything else
-        goes the general way. The chunk is built from per-stream templates (``dict.copy`` of a
-        dict is cheaper than a dict display) and the stream's state is bound as closure
-        variables (cheaper than attribute lookups)."""
+    def _fast_feed(self, sse: bool = False) -> Callable[[Any], Any]:
+        """The instance's ``feed`` (``sse=False``) or ``feed_sse`` (``sse=True``), with the contract
+        of :meth:`feed` / :meth:`feed_sse`. Three cases are taken here, everything else goes the
+        general way (:meth:`_general`), and ``tests/test_openai.py`` checks the results equal the
+        general path's on every vector and chunking:
+
+        - after the role chunk, one ``region_chunk`` of an open stripped text block that has begun,
+          no tool region open (the commonest chunk): it becomes its chunk here, with trailing
+          whitespace held and held whitespace sent before the next text. As a dict, the chunk is
+          built from per-stream templates (``dict.copy`` of a dict is cheaper than a dict
+          display); as server-sent-event text, from the pre-serialized text around the delta's
+          string and the C string encoder ``json.dumps`` itself uses;
+        - no event and no tool region open (the parser holds a possible delimiter): nothing;
+        - one ``region_chunk`` of an open tool region: fed to its reader without the event loop
+          (:meth:`_tool_chunk`).
+
+        The stream's state is bound as closure variables (cheaper than attribute lookups)."""
         parser_feed = self.parser.feed
         fast = self._fast_now
         open_regions = self._open
         general = self._general
+        tool_chunk = self._tool_chunk
         outer, inner = self._outer, self._inner
+        serialize = self._sse
+        encode = _encode_string
 
-        def feed(text: Any) -> list[dict]:
+        def feed(text: Any) -> Any:
             events = parser_feed(text)
-            if len(events) == 1 and not open_regions:
+            if len(events) == 1:
                 event = events[0]
                 if event["type"] == "region_chunk":
-                    state = fast.get(event["field"])
-                    if state is not None and state.started:
-                        piece = event["text"]
-                        body = piece.rstrip()
-                        if body is not piece:  # (str.rstrip returns the string itself when unchanged)
-                            if not body:
-                                state.pending += piece
-                                return []
-                            state.pending, piece = piece[len(body):], state.pending + body
-                        elif state.pending:
-                            piece = state.pending + piece
-                            state.pending = ""
-                        state.parts.append(piece)
-                        choice = inner.copy()
-                        choice["delta"] = {state.key: piece}
-                        chunk = outer.copy()
-                        chunk["choices"] = [choice]
-                        return [chunk]
-            return general(events)
+                    if not open_regions:
+                        state = fast.get(event["field"])
+                        if state is not None and state.started:
+                            piece = event["text"]
+                            body = piece.rstrip()
+                            if body is not piece:  # (str.rstrip returns the string itself when unchanged)
+                                if not body:
+                                    state.pending += piece
+                                    return "" if sse else []
+                                state.pending, piece = piece[len(body):], state.pending + body
+                            elif state.pending:
+                                piece = state.pending + piece
+                                state.pending = ""
+                            state.parts.append(piece)
+                            if sse:
+                                return state.sse_format % encode(piece)
+                            choice = inner.copy()
+                            choice["delta"] = {state.key: piece}
+                            chunk = outer.copy()
+                            chunk["choices"] = [choice]
+                            return [chunk]
+                    elif fast and event["field"] == "tool_calls":
+                        return serialize(tool_chunk(event)) if sse else tool_chunk(event)
+            elif not events and fast and not open_regions:
+                return "" if sse else []
+            return serialize(general(events)) if sse else general(events)
 
-        feed.__doc__ = ChatCompletionStream.feed.__doc__
+        feed.__doc__ = (ChatCompletionStream.feed_sse if sse else ChatCompletionStream.feed).__doc__
         return feed
+
+    def feed_sse(self, text: Any) -> str:
+        """Feed the next piece of model output; return its chunks as server-sent events, the text
+        a server writes to the wire: ``data: <json>`` and a blank line per chunk (``""`` when
+        there is none). Byte for byte what :func:`sse` gives for :meth:`feed`'s chunks (the JSON
+        of ``json.dumps(chunk, ensure_ascii=False)``), without building the dicts of plain text
+        chunks: their event text is the stream's pre-serialized text around the delta's string,
+        encoded by the C encoder ``json.dumps`` uses (``json.encoder.encode_basestring``). Other
+        chunks are built as dicts and serialized around their delta. ``feed`` and ``feed_sse`` may
+        be mixed on one stream.
+
+        (An instance's ``feed_sse`` is a :meth:`_fast_feed` closure, with the same contract.)"""
+        return self._sse(self.feed(text))
+
+    def finalize_sse(self, finish_reason: str | None = None, usage: dict | None = None,
+                     done: bool = True) -> str:
+        """End the stream as :meth:`finalize` does; return its chunks as server-sent events
+        (as :meth:`feed_sse`), then, with ``done``, the ``data: [DONE]`` event that ends an
+        OpenAI stream."""
+        return self._sse(self.finalize(finish_reason, usage)) + ("data: [DONE]\n\n" if done else "")
+
+    def _sse(self, chunks: list[dict]) -> str:
+        """Server-sent-event text of ``chunks`` (exactly :func:`sse`'s): a chunk of the stream's
+        own shape (one choice, from the templates) is its pre-serialized head, the JSON of its
+        delta and a pre-serialized tail; any other (the usage chunk) goes through ``json.dumps``
+        whole."""
+        out = []
+        head, tail, ends = self._sse_head, self._sse_tail, self._sse_ends
+        for chunk in chunks:
+            choices = chunk["choices"]
+            if len(chunk) == 5 and len(choices) == 1 and len(choices[0]) == 4 and choices[0]["logprobs"] is None:
+                choice = choices[0]
+                reason = choice["finish_reason"]
+                if reason is None:
+                    out.append(head + _dumps(choice["delta"]) + tail)
+                    continue
+                if isinstance(reason, str):
+                    end = ends.get(reason)
+                    if end is None:
+                        end = ends[reason] = _split_json(self._chunk(_SENTINEL, reason))[1]
+                    out.append(head + _dumps(choice["delta"]) + end)
+                    continue
+            out.append("data: " + _dumps(chunk) + "\n\n")
+        return "".join(out)
 
     def finalize(self, finish_reason: str | None = None, usage: dict | None = None) -> list[dict]:
         """End the stream: the last deltas, then the chunk with ``finish_reason``.
@@ -972,6 +1090,21 @@ class ChatCompletionStream:
                     kept = self._malformed_tools(self._regions.get((slot, event.get("region"))), event)
                 if into in self._texts and not kept:
                     self._malformed_text(self._texts[into], event["text"])
+        return self._emit(deltas)
+
+    def _tool_chunk(self, event: dict) -> list[dict]:
+        """What :meth:`_chunks` does with one ``region_chunk`` event of a tool region, without
+        its event loop (the fast path's tool case: the role chunk was sent)."""
+        deltas: list[tuple] = []
+        self._deltas = deltas
+        state = self._open.get(id(self._regions.get(("tool_calls", event.get("region")))))
+        if state is not None and state[0] is not None:
+            state[0].feed(event["text"])
+        return self._emit(deltas)
+
+    def _emit(self, deltas: list[tuple]) -> list[dict]:
+        """The chunks of one ``feed``'s deltas (after the events were read): the name read from
+        the open delimiter, the role chunk first (once), then one chunk per run of deltas."""
         self._name_from_groups()
         chunks = []
         if not self._role_sent:
@@ -979,7 +1112,7 @@ class ChatCompletionStream:
             chunks.append(self._chunk({"role": "assistant"}))
             self._fast_now.update(self._fast)
         # one chunk per run of deltas of one key (or one tool call)
-        for item in _merged(deltas):
+        for item in (_merged(deltas) if len(deltas) > 1 else deltas):
             if item[0] == "text":
                 chunks.append(self._chunk({item[1]: item[2]}))
             else:
