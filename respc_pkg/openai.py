@@ -89,7 +89,20 @@ def sse(chunks: Iterable[dict]) -> str:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """``json.dumps(value, ensure_ascii=False)``: the same text (see :data:`_ENCODE`)."""
+    return "".join(_ENCODE(value, 0)) if _ENCODE is not None else json.dumps(value, ensure_ascii=False)
+
+
+#: the C encoder ``json.dumps(value, ensure_ascii=False)`` builds on each call (same separators,
+#: string encoder, ``default`` and ``allow_nan``), built once: the same text at a third of the cost
+#: for a chunk's delta. No circular-reference check (``json.dumps`` passes a markers dict): what
+#: the adapter serializes is its own chunks and values read from JSON text, which have no cycles.
+#: None where the json module has no C encoder (then ``json.dumps`` itself).
+try:
+    _ENCODE = json.encoder.c_make_encoder(None, json.JSONEncoder().default, json.encoder.encode_basestring, None,
+                                          ": ", ", ", False, False, True)
+except TypeError:  # no C encoder (None), or one with another signature
+    _ENCODE = None
 
 
 #: the JSON string encoder ``json.dumps(..., ensure_ascii=False)`` uses for every string (the C one
@@ -732,7 +745,7 @@ class _Scanner:
 class _Text:
     """Streaming state of one text slot (``content`` or the reasoning key)."""
 
-    __slots__ = ("key", "parts", "stored", "started", "pending", "join", "sse_format")
+    __slots__ = ("key", "parts", "stored", "started", "pending", "join", "sse_head")
 
     def __init__(self, key: str, stored: Any) -> None:
         self.key = key          # the delta key it goes to
@@ -741,9 +754,9 @@ class _Text:
         self.stored: str | None = stored if isinstance(stored, str) else None  # the parser's value, mirrored
         self.started = False    # the open block has had a non-whitespace character
         self.pending = ""       # trailing whitespace held back
-        #: the server-sent-event text of a chunk whose delta is this key alone, ``%s`` where the
-        #: delta's JSON string goes (set by the stream)
-        self.sse_format = "%s"
+        #: the server-sent-event text of a chunk whose delta is this key alone, up to the delta's
+        #: JSON string (set by the stream)
+        self.sse_head = ""
 
     @property
     def sent(self) -> str:
@@ -874,8 +887,8 @@ class ChatCompletionStream:
         self._sse_head, self._sse_tail = _split_json(self._chunk(_SENTINEL))
         self._sse_ends: dict[str, str] = {}  # finish reason -> the tail of a chunk with it
         for text in self._texts.values():
-            text.sse_format = (self._sse_head + "{" + _dumps(text.key) + ": ").replace("%", "%%") + "%s" + (
-                "}" + self._sse_tail).replace("%", "%%")
+            text.sse_head = self._sse_head + "{" + _dumps(text.key) + ": "
+        self._sse_text_tail = "}" + self._sse_tail  # after a text delta's JSON string
         if self._fast and type(self).feed is ChatCompletionStream.feed:  # (not when a subclass overrides feed)
             self.feed = self._fast_feed()
             if type(self).feed_sse is ChatCompletionStream.feed_sse:
@@ -920,6 +933,8 @@ class ChatCompletionStream:
         outer, inner = self._outer, self._inner
         serialize = self._sse
         encode = _encode_string
+        join = "".join  # (measured: cheaper than "+" and than "%" formatting for these three pieces)
+        tail = self._sse_text_tail
 
         def feed(text: Any) -> Any:
             events = parser_feed(text)
@@ -941,7 +956,7 @@ class ChatCompletionStream:
                                 state.pending = ""
                             state.parts.append(piece)
                             if sse:
-                                return state.sse_format % encode(piece)
+                                return join((state.sse_head, encode(piece), tail))
                             choice = inner.copy()
                             choice["delta"] = {state.key: piece}
                             chunk = outer.copy()
