@@ -803,3 +803,16 @@ def test_nested_xml_arguments_go_out_whole_at_the_close():
         assert arguments["shipping"] == {"city": "Singapore", "zip": "018956"}
         assert [f for f in fragments if f] == ["".join(fragments)], errors  # one fragment
         assert stream.diagnostics == [], errors
+
+
+def test_dumps_is_json_dumps():
+    """The adapter's JSON writer (a C encoder built once) gives ``json.dumps(value,
+    ensure_ascii=False)``'s text, and its error for a value JSON cannot hold."""
+    from respc.openai import _dumps
+
+    values = ["", "a\u00e9\n\t\"\\\x01\u2028\ud83d", 0, -12345678901234567890, 1.5, 1e300, float("nan"), float("inf"),
+              True, False, None, [], {}, {"k\u00e9": [1, {"n": None, "f": -0.0}], "1": "x"}, {1: "int key"}, ("t", 1)]
+    for value in values:
+        assert _dumps(value) == json.dumps(value, ensure_ascii=False), value
+    with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
+        _dumps({"a": {1}})
