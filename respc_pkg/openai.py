@@ -2,7 +2,9 @@
 
 :class:`ChatCompletionStream` wraps a generated ``ResponseParser`` and turns its region events
 (SPEC 4.4) into ``chat.completion.chunk`` dicts as the OpenAI Chat Completions API streams them;
-:func:`sse` renders them as server-sent events. Standard library, ``regex`` and ``respc.runtime``.
+:func:`sse` renders them as server-sent events, and :meth:`ChatCompletionStream.feed_sse` /
+``finalize_sse`` give that text directly (built without the dicts for plain text chunks).
+Standard library, ``regex`` and ``respc.runtime``.
 
 Theory of operation
 -------------------
