@@ -500,23 +500,20 @@ def _cause_first(exc: BaseException, limit: int = 400) -> str:
 
 def _parse_openai(args: argparse.Namespace, module: types.ModuleType, prefix: str, tools: list | None) -> int:
     """``respc parse --openai``: print ``chat.completion.chunk`` dicts as server-sent events
-    (``data: {...}`` and a blank line each, then ``data: [DONE]``), flushed per event so they
+    (``data: {...}`` and a blank line each, then ``data: [DONE]``; the text of
+    ``ChatCompletionStream.feed_sse``/``finalize_sse``), flushed after each piece of input so they
     stream through a pipe. Tool-call ids are ``call_0``, ``call_1``, ... (deterministic)."""
     from respc.openai import ChatCompletionStream
 
     stream = ChatCompletionStream(module.ResponseParser(prefix, tools), model=args.model,
                                   ids=lambda n: f"call_{n}")
     write, flush = sys.stdout.write, sys.stdout.flush
-
-    def send(chunks: list[dict]) -> None:
-        for chunk in chunks:
-            write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n")
-            flush()
-
     for text in _stream_chunks(args.file):
-        send(stream.feed(text))
-    send(stream.finalize())
-    write("data: [DONE]\n\n")
+        events = stream.feed_sse(text)
+        if events:
+            write(events)
+            flush()
+    write(stream.finalize_sse())
     flush()
     return 0
 

@@ -138,6 +138,30 @@ def test_parse_bundled_example(capsys):
     assert captured.out.endswith("}\n")
 
 
+def test_parse_openai_prints_the_sse_of_the_chunks(capsys, monkeypatch):
+    """``respc parse --openai`` (written with ``feed_sse``/``finalize_sse``) prints byte for byte
+    ``data: <json.dumps(chunk)>`` and a blank line per chunk of ``ChatCompletionStream``, then
+    ``data: [DONE]``: the output it printed before ``feed_sse`` (ids and time fixed here)."""
+    import uuid
+
+    import respc.openai as adapter
+    from respc.generated import qwen3
+
+    monkeypatch.setattr(adapter.uuid, "uuid4", lambda: uuid.UUID(int=7))
+    monkeypatch.setattr(adapter.time, "time", lambda: 1234.5)
+    output = REPO / "examples" / "qwen3_output.txt"
+    prefix = (REPO / "examples" / "qwen3_prefix.txt").read_text(encoding="utf-8")
+    tools = json.loads((REPO / "examples" / "tools.json").read_text(encoding="utf-8"))
+    code = main(["parse", str(QWEN3), str(output), "--prefix-file", str(REPO / "examples" / "qwen3_prefix.txt"),
+                 "--tools", str(REPO / "examples" / "tools.json"), "--openai"])
+    captured = capsys.readouterr()
+    assert (code, captured.err) == (0, "")
+    stream = adapter.ChatCompletionStream(qwen3.ResponseParser(prefix, tools), model="respc", ids=lambda n: f"call_{n}")
+    chunks = stream.feed(output.read_text(encoding="utf-8")) + stream.finalize()
+    assert captured.out == "".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    assert len(chunks) > 3 and '"id": "chatcmpl-00000000000000000000000000000007"' in captured.out
+
+
 def test_parse_stdin_with_inline_prefix():
     proc = subprocess.run(RESPC + ["parse", "qwen3", "-", "--prefix", "<|im_start|>assistant\n<think>"],
                           input="I think.</think>\n\nCafé ☕<|im_end|>", capture_output=True, text=True,

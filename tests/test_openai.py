@@ -484,6 +484,118 @@ def test_fast_feed_equals_the_general_path():
     assert Counting.calls == 2
 
 
+def _random_chunkings(text: str, seed: str) -> dict[str, list[str]]:
+    """:func:`chunkings` plus 4-character pieces (the benchmark's) and a second random chunking."""
+    import random
+
+    rng = random.Random(seed + "/sse")
+    pieces, i = [], 0
+    while i < len(text):
+        step = rng.randint(1, 12)
+        pieces.append(text[i:i + step])
+        i += step
+    return {**chunkings(text, seed), "fours": [text[i:i + 4] for i in range(0, len(text), 4)], "random2": pieces}
+
+
+@pytest.mark.skipif(not CORPUS.is_file(), reason="../shared/corpus is absent")
+@pytest.mark.parametrize("vector,prefix", _vectors())
+def test_shortcuts_equal_the_general_path_and_sse_equals_json_dumps(vector, prefix, monkeypatch):
+    """On every vector and chunking, for the vector's errors mode and for errors="recover" with
+    recover_arguments="stream": the instance's fast ``feed`` (its text, empty and tool-chunk
+    shortcuts, the JSON reader's string runs) gives exactly the chunks of the general path (the
+    class's ``feed``, the reader one character at a time); and ``feed_sse``/``finalize_sse`` give
+    byte for byte ``sse()`` (``json.dumps``) of those chunks plus ``data: [DONE]``."""
+    import re as _re
+
+    import respc.openai as adapter
+
+    module = importlib.import_module(f"respc.generated.{vector['family']}")
+
+    def stream(errors, options):
+        return ChatCompletionStream(module.ResponseParser(prefix, vector.get("tools"), errors=errors),
+                                    ids=lambda n: f"call_{n}", completion_id="chatcmpl-test", created=0, **options)
+
+    no_runs = _re.compile(r"(?!)")  # a string-run pattern that never matches: one character at a time
+    for errors, options in ((_errors(vector), {}), ("recover", {"recover_arguments": "stream"})):
+        for how, chunks in _random_chunkings(vector["text"], vector["id"]).items():
+            fast = stream(errors, options)
+            got = [c for piece in chunks for c in fast.feed(piece)] + fast.finalize()
+            with monkeypatch.context() as patch:
+                patch.setattr(adapter, "_STRING_RUN", no_runs)
+                general = stream(errors, options)
+                want = [c for piece in chunks for c in ChatCompletionStream.feed(general, piece)] + general.finalize()
+            assert got == want, how
+            assert fast.diagnostics == general.diagnostics, how
+            text = stream(errors, options)
+            events = [text.feed_sse(piece) for piece in chunks]
+            assert "".join(events) + text.finalize_sse() == sse(got) + "data: [DONE]\n\n", how
+            assert all(e == "" or (e.startswith("data: {") and e.endswith("}\n\n")) for e in events), how
+
+
+def test_sse_of_unusual_names_usage_and_length():
+    """``feed_sse``/``finalize_sse`` equal ``sse()`` of the chunks when the model name, completion
+    id and reasoning key need escaping or hold ``%``, with non-ASCII and control characters in the
+    text, a usage chunk, a ``length`` finish and without the ``[DONE]`` event."""
+    text = "<think>\n r\u00e9so\x01n \"%s\" \\ \ud83d\ude00 </think>\n\n%d\t\u2028tab <tool_call>" \
+           '{"name": "f%", "arguments": {"k\\u00e9": "v\\n\u00e9"}}</tool_call>'
+    options = dict(model='m%s "q"\u00e9', completion_id="chatcmpl-%d\\", created=7, reasoning_field="why%",
+                   include_usage=True, ids=lambda n: f"call_%{n}")
+    usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    for size in (1, 3, 4, 1000):
+        chunks = [text[i:i + size] for i in range(0, len(text), size)]
+        for reason in (None, "length"):
+            dicts = ChatCompletionStream(_qwen3().ResponseParser(""), **options)
+            want = sse([c for piece in chunks for c in dicts.feed(piece)] + dicts.finalize(reason, usage))
+            events = ChatCompletionStream(_qwen3().ResponseParser(""), **options)
+            got = "".join(events.feed_sse(piece) for piece in chunks) + events.finalize_sse(reason, usage, done=False)
+            assert got == want, (size, reason)
+            assert got.endswith('"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}}\n\n')
+            lines = [json.loads(line[6:]) for line in got.split("\n\n")[:-2]]
+            assert lines[-1]["choices"][0]["finish_reason"] == (reason or "tool_calls")
+            if reason:
+                continue  # (the openai accumulator refuses a "length" completion)
+            choice = _accumulated(lines)
+            assert choice.message.model_extra["why%"] == events.message["reasoning_content"] == 'r\u00e9so\x01n "%s" \\ \ud83d\ude00'
+            assert choice.message.content == "%d\t\u2028tab"
+
+
+def test_json_reader_string_runs_on_random_bodies(monkeypatch):
+    """The JSON reader takes runs of plain string characters in one step: on seeded random argument
+    objects (escapes, quotes, control characters, non-ASCII, nesting, typed values with tools) in
+    random chunkings, the chunks equal those of the reader fed one character at a time."""
+    import random
+    import re as _re
+
+    import respc.openai as adapter
+
+    rng = random.Random("runs")
+    alphabet = ["a", "bc", " ", '"', "\\", "\n", "\t", "\x01", "\u00e9", "\U0001f600", "{", "}", "[", ",", ":", "/"]
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+        "n": {"type": "integer"}, "s": {"type": "string"}, "o": {"type": "object"}}}}}]
+    for trial in range(150):
+        arguments = {}
+        for _ in range(rng.randint(0, 4)):
+            key = rng.choice(["s", "n", "o", 'k"e\\y', "x y", "\u00e9"])
+            value = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 20)))
+            arguments[key] = rng.choice([value, {"in": [value, 1]}, 5])
+        body = json.dumps({"name": "f", "arguments": arguments}, ensure_ascii=rng.random() < 0.3,
+                          indent=rng.choice([None, 1]))
+        text = "<tool_call>\n" + body + "\n</tool_call>"
+        cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(0, 40))))
+        chunks = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+        given = tools if trial % 2 else None
+        results = []
+        for runs in (True, False):
+            with monkeypatch.context() as patch:
+                if not runs:
+                    patch.setattr(adapter, "_STRING_RUN", _re.compile(r"(?!)"))
+                stream, out = _stream(_qwen3(), "", chunks, given)
+            results.append((out, stream.diagnostics))
+        assert results[0] == results[1], text
+        assert results[0][1] == [], text
+        assert json.loads(_args(results[0][0])) == stream.message["tool_calls"][0]["function"]["arguments"], text
+
+
 XML_FORMS = {  # family: (call opening, one parameter, call closing), as the family's template reads them
     "qwen3_coder": ("<tool_call>\n<function=f>\n", "<parameter={k}>\n{v}\n</parameter>\n", "</function>\n</tool_call>"),
     "minimax_m2": ('<minimax:tool_call>\n<invoke name="f">\n', '<parameter name="{k}">{v}</parameter>\n',
@@ -665,3 +777,16 @@ def test_xml_opening_with_an_optional_tail_waits_for_it():
         assert stream.message["tool_calls"][0]["function"]["arguments"] == {"city": "北\n京", "d": "x"}
         assert "".join(args) == '{"city": "北\\n京", "d": "x"}'   # never "<![CDATA["
         assert "京" in args and stream.diagnostics == []  # the value streamed character by character
+
+
+def test_dumps_is_json_dumps():
+    """The adapter's JSON writer (a C encoder built once) gives ``json.dumps(value,
+    ensure_ascii=False)``'s text, and its error for a value JSON cannot hold."""
+    from respc.openai import _dumps
+
+    values = ["", "a\u00e9\n\t\"\\\x01\u2028\ud83d", 0, -12345678901234567890, 1.5, 1e300, float("nan"), float("inf"),
+              True, False, None, [], {}, {"k\u00e9": [1, {"n": None, "f": -0.0}], "1": "x"}, {1: "int key"}, ("t", 1)]
+    for value in values:
+        assert _dumps(value) == json.dumps(value, ensure_ascii=False), value
+    with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
+        _dumps({"a": {1}})
