@@ -1163,7 +1163,8 @@ class ChatCompletionStream:
         its event loop (the fast path's tool case: the role chunk was sent)."""
         deltas: list[tuple] = []
         self._deltas = deltas
-        state = self._open.get(id(self._regions.get(("tool_calls", event.get("region")))))
+        # (a chunk event names no region: it belongs to the tool region opened last, as in _chunks)
+        state = self._open.get(self._tool_open)
         if state is not None and state[0] is not None:
             state[0].feed(event["text"])
         return self._emit(deltas)

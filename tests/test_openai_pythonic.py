@@ -223,7 +223,7 @@ def _py_string(draw, s: str) -> str:
             if c == "\\" or c == quote[0]:
                 out.append("\\" + c)
             elif c in "\n\r" and style != "triple":
-                out.append(draw(st.sampled_from(["\\n" if c == "\n" else "\\r", "\\x%02x" % ord(c), "\\%o" % ord(c)])))
+                out.append(draw(st.sampled_from(["\\n" if c == "\n" else "\\r", "\\x%02x" % ord(c), "\\%03o" % ord(c)])))
             elif ord(c) < 0x20 or c == "\x7f":
                 out.append(draw(st.sampled_from(["\\x%02x" % ord(c), "\\u%04x" % ord(c)])))
             elif ord(c) > 0xFFFF:
