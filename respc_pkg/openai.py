@@ -75,6 +75,7 @@ from typing import Any, Callable, Iterable
 
 from respc.openai_pythonic import finish as _finish_pythonic, open_pythonic, probe_pythonic
 from respc import openai_dialects as _dialects
+from respc.runtime.stream import StreamParser
 from respc.runtime.tools import coerce_tool_calls
 
 __all__ = ["ChatCompletionStream", "ResponsesStream", "sse", "openai_message", "argument_streaming"]
@@ -820,6 +821,15 @@ def _plans(parser: Any, hold: bool = True) -> dict[int, Any]:
     return plans
 
 
+def _feeds_text(parser: Any) -> bool:
+    """Whether ``parser`` is a generated parser whose ``feed`` and ``feed_text`` are the runtime's
+    own (``StreamParser.feed_text`` then returns the commonest chunk as its text); a wrapper or a
+    subclass that overrides ``feed`` is fed through ``feed``."""
+    cls = type(parser)
+    return (isinstance(parser, StreamParser) and cls.feed is StreamParser.feed
+            and cls.feed_text is StreamParser.feed_text)
+
+
 class ChatCompletionStream:
     """OpenAI ``chat.completion.chunk`` dicts from a generated parser's events (issue 9).
 
@@ -900,6 +910,8 @@ class ChatCompletionStream:
         self._pending = list(parser.initial_events)
         # the fast path's text slots: filled once the role chunk was sent
         self._fast_now: dict[str, _Text] = {}
+        #: [the text block a plain chunk from StreamParser.feed_text goes to, or None] (see _fast_feed)
+        self._current: list = [None]
         # server-sent-event text of a chunk: the JSON of its delta between these (see _sse)
         self._sse_head, self._sse_tail = _split_json(self._chunk(_SENTINEL))
         self._sse_ends: dict[str, str] = {}  # finish reason -> the tail of a chunk with it
@@ -940,14 +952,98 @@ class ChatCompletionStream:
         as each closure needs: every free variable costs every call, so the two cases are two
         closures rather than one with a flag (measured: a flag and two more variables cost about
         3 % of the parser's per-chunk instructions)."""
-        parser_feed = self.parser.feed
+        parser = self.parser
+        parser_feed = parser.feed
+        fast = self._fast_now
+        open_regions = self._open
+        if _feeds_text(parser):
+            # The parser hands the commonest chunk over as its text, no event built
+            # (StreamParser.feed_text). ``current[0]`` is the text block such a chunk goes to
+            # (None: take the events way): it changes only when events arrive (a region opens or
+            # closes, a block's first text, the role chunk), so it is worked out after each
+            # feed that had events, once for both closures (feed and feed_sse may be mixed).
+            parser_text = parser.feed_text
+            current = self._current
+
+            def settle(result: Any) -> Any:
+                state = fast.get(parser._name)
+                current[0] = state if state is not None and state.started and not open_regions else None
+                return result
+
+            from_events = self._from_events(sse)
+            if sse:
+                def feed_sse(text: Any) -> str:
+                    got = parser_text(text)
+                    if got.__class__ is str:
+                        state = current[0]
+                        if state is not None:
+                            body = got.rstrip()
+                            if body is not got:
+                                if not body:
+                                    state.pending += got
+                                    return ""
+                                state.pending, got = got[len(body):], state.pending + body
+                            elif state.pending:
+                                got = state.pending + got
+                                state.pending = ""
+                            state.parts.append(got)
+                            return _join((state.sse_head, _encode_string(got), state.sse_tail))
+                        got = [{"type": "region_chunk", "field": parser._name, "text": got, "dirty": False}]
+                    return settle(from_events(got))
+
+                feed_sse.__doc__ = ChatCompletionStream.feed_sse.__doc__
+                return feed_sse
+            outer, inner = self._outer, self._inner
+
+            def feed_dicts(text: Any) -> list[dict]:
+                got = parser_text(text)
+                if got.__class__ is str:
+                    state = current[0]
+                    if state is not None:
+                        body = got.rstrip()
+                        if body is not got:
+                            if not body:
+                                state.pending += got
+                                return []
+                            state.pending, got = got[len(body):], state.pending + body
+                        elif state.pending:
+                            got = state.pending + got
+                            state.pending = ""
+                        state.parts.append(got)
+                        choice = inner.copy()
+                        choice["delta"] = {state.key: got}
+                        chunk = outer.copy()
+                        chunk["choices"] = [choice]
+                        return [chunk]
+                    got = [{"type": "region_chunk", "field": parser._name, "text": got, "dirty": False}]
+                return settle(from_events(got))
+
+            feed_dicts.__doc__ = ChatCompletionStream.feed.__doc__
+            return feed_dicts
+        from_events = self._from_events(sse)
+        if sse:
+            def feed_sse(text: Any) -> str:
+                return from_events(parser_feed(text))
+
+            feed_sse.__doc__ = ChatCompletionStream.feed_sse.__doc__
+            return feed_sse
+
+        def feed(text: Any) -> list[dict]:
+            return from_events(parser_feed(text))
+
+        feed.__doc__ = ChatCompletionStream.feed.__doc__
+        return feed
+
+    def _from_events(self, sse: bool) -> Callable[[list[dict]], Any]:
+        """What the fast ``feed`` (``sse=False``) or ``feed_sse`` does with a parser's events: one
+        ``region_chunk`` of an open stripped text block that has begun, no tool region open,
+        becomes its chunk here; everything else goes to :meth:`_other`."""
         fast = self._fast_now
         open_regions = self._open
         if sse:
             other = self._other_sse
 
-            def feed_sse(text: Any) -> str:
-                events = parser_feed(text)
+            def sse_events(events: list[dict]) -> str:
                 if len(events) == 1 and not open_regions:
                     event = events[0]
                     if event["type"] == "region_chunk":
@@ -968,13 +1064,11 @@ class ChatCompletionStream:
                             return _join((state.sse_head, _encode_string(piece), state.sse_tail))
                 return other(events)
 
-            feed_sse.__doc__ = ChatCompletionStream.feed_sse.__doc__
-            return feed_sse
+            return sse_events
         other = self._other
         outer, inner = self._outer, self._inner
 
-        def feed(text: Any) -> list[dict]:
-            events = parser_feed(text)
+        def dict_events(events: list[dict]) -> list[dict]:
             if len(events) == 1 and not open_regions:
                 event = events[0]
                 if event["type"] == "region_chunk":
@@ -998,8 +1092,7 @@ class ChatCompletionStream:
                         return [chunk]
             return other(events)
 
-        feed.__doc__ = ChatCompletionStream.feed.__doc__
-        return feed
+        return dict_events
 
     def _other(self, events: list[dict]) -> list[dict]:
         """The fast ``feed``'s events that are not a plain text chunk: two more cases are taken

@@ -666,6 +666,36 @@ class StreamParser:
         """Offset in the response of the current position: everything before it was routed."""
         return self._mark + self._sunk + self._body_len()
 
+    def feed_text(self, text: Any) -> str | list[dict]:
+        """:meth:`feed` for adapters that turn the commonest event into something else (issue 9,
+        ``respc.openai``): when the chunk takes the quickest path (plain text with no trigger
+        character, routed whole to the open region of field ``self._name``, not dirty), it returns
+        the chunk itself (``str``) instead of ``[{"type": "region_chunk", "field": self._name,
+        "text": text, "dirty": False}]``, so no event is built; otherwise exactly what
+        :meth:`feed` returns (``list[dict]``). Same state changes as :meth:`feed`; the same errors.
+
+        (The two quickest branches of :meth:`feed`, repeated: a call between them would cost each
+        chunk what this saves.)"""
+        if self._quiet and text.__class__ is str and not self._dirty:
+            if self._trigger not in text and text and not self._context:
+                body = self._body
+                body.append(text)
+                if len(body) >= BLOCK:
+                    self._blocks.append("".join(body))
+                    body.clear()
+                return text
+            if (self._wide and self._t1 not in text and self._t2 not in text and self._t3 not in text
+                    and len(text) > self._short):
+                body = self._body
+                body.append(text)
+                if len(body) >= BLOCK:
+                    self._blocks.append("".join(body))
+                    body.clear()
+                if self._context:
+                    self._last = text
+                return text
+        return self.feed(text)
+
     def _run_path(self, text: str, runs: tuple) -> list[dict] | None:
         """The fast path of a state that watches run-and-literal delimiters (``HOLD_RUNS``), or
         that holds a trigger character the other fast path held (``runs`` empty): what the

@@ -186,3 +186,52 @@ def test_run_path_holds_trailing_whitespace_without_scanning():
              "x " + " " * 1500 + "to=functions.g<|message|>{\"a\": 1}<|call|>", "tail to", "end \n"]
     for i, text in enumerate(texts):
         _compare(module, "", text, None, f"gpt_oss-run/{i}")
+
+
+def _outcome_text(parser_class, prefix, chunks, tools):
+    """:func:`_outcome` fed through ``feed_text``: a ``str`` it returns stands for the one
+    ``region_chunk`` of the open region, so the events it stands for are rebuilt here; returns
+    (outcome, how many chunks came back as text)."""
+    parser = parser_class(prefix, tools)
+    events = list(parser.initial_events)
+    as_text = 0
+    try:
+        for chunk in chunks:
+            got = parser.feed_text(chunk)
+            if got.__class__ is str:
+                as_text += 1
+                assert got == chunk and not parser._dirty
+                got = [{"type": "region_chunk", "field": parser._name, "text": got, "dirty": parser._dirty}]
+            events.extend(got)
+        message, final = parser.finalize()
+    except (ValueError, KeyError, TypeError) as exc:
+        return ("error", type(exc).__name__, str(exc), events), as_text
+    return (message, events + final), as_text
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_feed_text_is_feed(name):
+    """``StreamParser.feed_text`` (the adapters' feed, respc.openai) gives exactly ``feed``'s events
+    on the catalogue cases and random splices, in every chunking; and it does hand chunks over as
+    text (the point of it) on long plain prose."""
+    module = respc.compile_template(REPO / "templates" / f"{name}.json")
+    cases = json.loads((FAMILY_DIR / f"{name}.json").read_text(encoding="utf-8"))["cases"]
+    pieces = _pieces(name)
+    rng = random.Random("text/" + name)
+    texts = [(c["prefix"], "Plain words < and <x or [a], then | bars. " + c["text"], c.get("tools")) for c in cases]
+    texts += [("", "".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))), None) for _ in range(10)]
+    for prefix, text, tools in texts:
+        for chunks in _chunkings(text, f"text/{name}/{text[:20]}"):
+            got, _ = _outcome_text(module.ResponseParser, prefix, chunks, tools)
+            assert got == _outcome(module.ResponseParser, prefix, chunks, tools), (prefix, chunks)
+
+
+@pytest.mark.parametrize("name", ["qwen3", "hermes2pro", "deepseek_r1", "kimi_k2", "glm4_5", "mistral_nemo"])
+def test_feed_text_hands_plain_chunks_over_as_text(name):
+    """On plain prose in 4-character chunks, all but the chunks around the start come back as text."""
+    module = respc.compile_template(REPO / "templates" / f"{name}.json")
+    prose = "just some words without any markup at all " * 40
+    chunks = [prose[i:i + 4] for i in range(0, len(prose), 4)]
+    got, as_text = _outcome_text(module.ResponseParser, "", chunks, None)
+    assert got == _outcome(module.ResponseParser, "", chunks, None)
+    assert as_text >= len(chunks) - 3, (as_text, len(chunks))
