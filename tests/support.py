@@ -46,6 +46,18 @@ def params(values: Iterable, needs: Path, id_of: Callable[[object], str] | None 
     return [pytest.param(v, id=id_of(v)) if id_of else v for v in values]
 
 
+#: peer vector id -> why it is expected to fail (``tests/cases/peer_xfail.json``)
+PEER_XFAIL: dict[str, dict] = json.loads((REPO / "tests" / "cases" / "peer_xfail.json").read_text(encoding="utf-8"))
+#: peer vector id -> the prompt a family file gives it (``"peer_prefix"`` in ``tests/cases/families/*.json``)
+PEER_PREFIX: dict[str, str] = {
+    vid: prefix
+    for p in sorted((REPO / "tests" / "cases" / "families").glob("*.json"))
+    for vid, prefix in json.loads(p.read_text(encoding="utf-8")).get("peer_prefix", {}).items()
+}
+#: the catalogue's template names (``templates/*.json``)
+CATALOGUE_TEMPLATES = {p.stem for p in (REPO / "templates").glob("*.json")}
+
+
 def load_jsonl(path: Path) -> list[dict]:
     """Read one JSON object per non-empty line; [] when the file is absent."""
     if not path.is_file():

@@ -31,23 +31,14 @@ The module skips when ``../shared`` is absent (a user's checkout has no corpus).
 from __future__ import annotations
 
 import importlib
-import json
-from pathlib import Path
 
 import pytest
 
-from support import REPO, SHARED, chunkings, load_jsonl, run_stream
+from support import CATALOGUE_TEMPLATES, PEER_PREFIX, PEER_XFAIL, SHARED, chunkings, load_jsonl, run_stream
 
 PEER = SHARED / "corpus" / "peer_vectors.jsonl"
-XFAIL_PATH = Path(__file__).resolve().parent / "cases" / "peer_xfail.json"
-XFAIL: dict[str, dict] = json.loads(XFAIL_PATH.read_text(encoding="utf-8"))
-FAMILY_DIR = Path(__file__).resolve().parent / "cases" / "families"
-PEER_PREFIX: dict[str, str] = {
-    vid: prefix
-    for p in sorted(FAMILY_DIR.glob("*.json"))
-    for vid, prefix in json.loads(p.read_text(encoding="utf-8")).get("peer_prefix", {}).items()
-}
-TEMPLATES = {p.stem for p in (REPO / "templates").glob("*.json")}
+XFAIL = PEER_XFAIL
+TEMPLATES = CATALOGUE_TEMPLATES
 ISSUES = (7, 8, 11)
 
 if not PEER.is_file():

@@ -39,7 +39,7 @@ from vllm.reasoning import ReasoningParser, ReasoningParserManager  # noqa: E402
 from vllm.tool_parsers import ToolParser, ToolParserManager  # noqa: E402
 
 import respc.vllm as rv  # noqa: E402
-from test_peer_vectors import PEER_PREFIX, TEMPLATES, XFAIL  # noqa: E402
+from support import CATALOGUE_TEMPLATES as TEMPLATES, PEER_PREFIX, PEER_XFAIL as XFAIL  # noqa: E402
 
 FAMILIES = Path(__file__).parent / "cases" / "families"
 PEER = SHARED / "corpus" / "peer_vectors.jsonl"
