@@ -939,160 +939,106 @@ class ChatCompletionStream:
 
     def _fast_feed(self, sse: bool = False) -> Callable[[Any], Any]:
         """The instance's ``feed`` (``sse=False``) or ``feed_sse`` (``sse=True``), with the contract
-        of :meth:`feed` / :meth:`feed_sse`. The commonest chunk (after the role chunk, one
-        ``region_chunk`` of an open stripped text block that has begun, no tool region open)
-        becomes its chunk here, with trailing whitespace held and held whitespace sent before the
-        next text. As a dict, the chunk is built from per-stream templates (``dict.copy`` of a dict
-        is cheaper than a dict display); as server-sent-event text, it is the pre-serialized text
-        of the block's key around the piece encoded by the C string encoder ``json.dumps`` itself
-        uses. Everything else goes to :meth:`_other`. ``tests/test_openai.py`` checks the results
-        equal the general path's on every vector and chunking.
+        of :meth:`feed` / :meth:`feed_sse`. The commonest chunk (after the role chunk, text of an
+        open stripped text block that has begun, no tool region open) becomes its chunk here, with
+        trailing whitespace held and held whitespace sent before the next text. It comes as the
+        ``str`` that ``StreamParser.feed_text`` returns (no event built; wrappers of a parser are
+        fed through ``feed`` instead) or as a list holding its one ``region_chunk`` event. As a
+        dict, the chunk is built from per-stream templates (``dict.copy`` of a dict is cheaper than
+        a dict display); as server-sent-event text, it is the pre-serialized text of the block's
+        key around the piece encoded by the C string encoder ``json.dumps`` itself uses. Everything
+        else goes to :meth:`_other`. ``tests/test_openai.py`` checks the results equal the general
+        path's on every vector and chunking.
+
+        ``current[0]`` is the text block a ``str`` chunk goes to (None: take the events way). It
+        changes only when other events arrive (a region opens or closes, a block's first text, the
+        role chunk), so it is worked out after each feed that went to :meth:`_other`, in one cell
+        for both closures (``feed`` and ``feed_sse`` may be mixed on one stream).
 
         The stream's state is bound as closure variables (cheaper than attribute lookups), as few
         as each closure needs: every free variable costs every call, so the two cases are two
         closures rather than one with a flag (measured: a flag and two more variables cost about
-        3 % of the parser's per-chunk instructions)."""
+        3 % of the parser's per-chunk instructions); the text-hold lines are the same in both."""
         parser = self.parser
-        parser_feed = parser.feed
         fast = self._fast_now
         open_regions = self._open
+        current = self._current
         if _feeds_text(parser):
-            # The parser hands the commonest chunk over as its text, no event built
-            # (StreamParser.feed_text). ``current[0]`` is the text block such a chunk goes to
-            # (None: take the events way): it changes only when events arrive (a region opens or
-            # closes, a block's first text, the role chunk), so it is worked out after each
-            # feed that had events, once for both closures (feed and feed_sse may be mixed).
             parser_text = parser.feed_text
-            current = self._current
 
             def settle(result: Any) -> Any:
                 state = fast.get(parser._name)
                 current[0] = state if state is not None and state.started and not open_regions else None
                 return result
+        else:  # a wrapper: every feed gives events, current[0] stays None
+            parser_text = parser.feed
 
-            from_events = self._from_events(sse)
-            if sse:
-                def feed_sse(text: Any) -> str:
-                    got = parser_text(text)
-                    if got.__class__ is str:
-                        state = current[0]
-                        if state is not None:
-                            body = got.rstrip()
-                            if body is not got:
-                                if not body:
-                                    state.pending += got
-                                    return ""
-                                state.pending, got = got[len(body):], state.pending + body
-                            elif state.pending:
-                                got = state.pending + got
-                                state.pending = ""
-                            state.parts.append(got)
-                            return _join((state.sse_head, _encode_string(got), state.sse_tail))
-                        got = [{"type": "region_chunk", "field": parser._name, "text": got, "dirty": False}]
-                    return settle(from_events(got))
+            def settle(result: Any) -> Any:
+                return result
 
-                feed_sse.__doc__ = ChatCompletionStream.feed_sse.__doc__
-                return feed_sse
-            outer, inner = self._outer, self._inner
+        if sse:
+            other_sse = self._other_sse
 
-            def feed_dicts(text: Any) -> list[dict]:
+            def feed_sse(text: Any) -> str:
                 got = parser_text(text)
                 if got.__class__ is str:
                     state = current[0]
-                    if state is not None:
-                        body = got.rstrip()
-                        if body is not got:
-                            if not body:
-                                state.pending += got
-                                return []
-                            state.pending, got = got[len(body):], state.pending + body
-                        elif state.pending:
-                            got = state.pending + got
-                            state.pending = ""
-                        state.parts.append(got)
-                        choice = inner.copy()
-                        choice["delta"] = {state.key: got}
-                        chunk = outer.copy()
-                        chunk["choices"] = [choice]
-                        return [chunk]
-                    got = [{"type": "region_chunk", "field": parser._name, "text": got, "dirty": False}]
-                return settle(from_events(got))
-
-            feed_dicts.__doc__ = ChatCompletionStream.feed.__doc__
-            return feed_dicts
-        from_events = self._from_events(sse)
-        if sse:
-            def feed_sse(text: Any) -> str:
-                return from_events(parser_feed(text))
+                    if state is None:
+                        return settle(other_sse([{"type": "region_chunk", "field": parser._name, "text": got,
+                                                  "dirty": False}]))
+                elif len(got) == 1 and not open_regions and got[0]["type"] == "region_chunk" \
+                        and (state := fast.get(got[0]["field"])) is not None and state.started:
+                    got = got[0]["text"]
+                else:
+                    return settle(other_sse(got))
+                body = got.rstrip()
+                if body is not got:  # (str.rstrip returns the string itself when unchanged)
+                    if not body:
+                        state.pending += got
+                        return ""
+                    state.pending, got = got[len(body):], state.pending + body
+                elif state.pending:
+                    got = state.pending + got
+                    state.pending = ""
+                state.parts.append(got)
+                # (measured: str.join of the three pieces is cheaper than "+" or "%")
+                return _join((state.sse_head, _encode_string(got), state.sse_tail))
 
             feed_sse.__doc__ = ChatCompletionStream.feed_sse.__doc__
             return feed_sse
-
-        def feed(text: Any) -> list[dict]:
-            return from_events(parser_feed(text))
-
-        feed.__doc__ = ChatCompletionStream.feed.__doc__
-        return feed
-
-    def _from_events(self, sse: bool) -> Callable[[list[dict]], Any]:
-        """What the fast ``feed`` (``sse=False``) or ``feed_sse`` does with a parser's events: one
-        ``region_chunk`` of an open stripped text block that has begun, no tool region open,
-        becomes its chunk here; everything else goes to :meth:`_other`."""
-        fast = self._fast_now
-        open_regions = self._open
-        if sse:
-            other = self._other_sse
-
-            def sse_events(events: list[dict]) -> str:
-                if len(events) == 1 and not open_regions:
-                    event = events[0]
-                    if event["type"] == "region_chunk":
-                        state = fast.get(event["field"])
-                        if state is not None and state.started:
-                            piece = event["text"]
-                            body = piece.rstrip()
-                            if body is not piece:  # (str.rstrip returns the string itself when unchanged)
-                                if not body:
-                                    state.pending += piece
-                                    return ""
-                                state.pending, piece = piece[len(body):], state.pending + body
-                            elif state.pending:
-                                piece = state.pending + piece
-                                state.pending = ""
-                            state.parts.append(piece)
-                            # (measured: str.join of the three pieces is cheaper than "+" or "%")
-                            return _join((state.sse_head, _encode_string(piece), state.sse_tail))
-                return other(events)
-
-            return sse_events
         other = self._other
         outer, inner = self._outer, self._inner
 
-        def dict_events(events: list[dict]) -> list[dict]:
-            if len(events) == 1 and not open_regions:
-                event = events[0]
-                if event["type"] == "region_chunk":
-                    state = fast.get(event["field"])
-                    if state is not None and state.started:
-                        piece = event["text"]
-                        body = piece.rstrip()
-                        if body is not piece:
-                            if not body:
-                                state.pending += piece
-                                return []
-                            state.pending, piece = piece[len(body):], state.pending + body
-                        elif state.pending:
-                            piece = state.pending + piece
-                            state.pending = ""
-                        state.parts.append(piece)
-                        choice = inner.copy()
-                        choice["delta"] = {state.key: piece}
-                        chunk = outer.copy()
-                        chunk["choices"] = [choice]
-                        return [chunk]
-            return other(events)
+        def feed(text: Any) -> list[dict]:
+            got = parser_text(text)
+            if got.__class__ is str:
+                state = current[0]
+                if state is None:
+                    return settle(other([{"type": "region_chunk", "field": parser._name, "text": got,
+                                          "dirty": False}]))
+            elif len(got) == 1 and not open_regions and got[0]["type"] == "region_chunk" \
+                    and (state := fast.get(got[0]["field"])) is not None and state.started:
+                got = got[0]["text"]
+            else:
+                return settle(other(got))
+            body = got.rstrip()
+            if body is not got:
+                if not body:
+                    state.pending += got
+                    return []
+                state.pending, got = got[len(body):], state.pending + body
+            elif state.pending:
+                got = state.pending + got
+                state.pending = ""
+            state.parts.append(got)
+            choice = inner.copy()
+            choice["delta"] = {state.key: got}
+            chunk = outer.copy()
+            chunk["choices"] = [choice]
+            return [chunk]
 
-        return dict_events
+        feed.__doc__ = ChatCompletionStream.feed.__doc__
+        return feed
 
     def _other(self, events: list[dict]) -> list[dict]:
         """The fast ``feed``'s events that are not a plain text chunk: two more cases are taken
