@@ -307,10 +307,14 @@ class _ReasoningCounter:
         self.counted = -1             # index of the last id counted
         self.count = 0
 
+    def extends(self, token_ids: Sequence[int]) -> bool:
+        """Whether ``token_ids`` are the ids counted so far and maybe more (then :meth:`update`
+        can go on from here)."""
+        return len(token_ids) >= len(self.ids) and list(token_ids[:len(self.ids)]) == self.ids
+
     def update(self, token_ids: Sequence[int]) -> int:
-        """The count for the output ``token_ids`` (int >= 0)."""
-        if len(token_ids) < len(self.ids) or list(token_ids[:len(self.ids)]) != self.ids:
-            raise _Restart
+        """The count for the output ``token_ids`` (int >= 0), which must extend the ids counted so
+        far (:meth:`extends`)."""
         new = list(token_ids[len(self.ids):])
         pieces = []
         for token in new:
@@ -342,10 +346,6 @@ class _ReasoningCounter:
             if last >= first:
                 self.count += last - first + 1
                 self.counted = last
-
-
-class _Restart(Exception):
-    """The ids given are not the last ids given and more: count again from the start."""
 
 
 def _phase_over(module: Any, text: str) -> bool:
@@ -594,13 +594,8 @@ class RespcReasoningParser(ReasoningParser):
         vLLM reports it as ``usage.completion_tokens_details.reasoning_tokens``."""
         if not self._reasons or not token_ids:
             return 0
-        counter = self._counter
-        if counter is not None:
-            try:
-                return counter.update(token_ids)
-            except _Restart:
-                pass
-        self._counter = _ReasoningCounter(self._module, self._prefix, self.model_tokenizer)
+        if self._counter is None or not self._counter.extends(token_ids):
+            self._counter = _ReasoningCounter(self._module, self._prefix, self.model_tokenizer)
         return self._counter.update(token_ids)
 
     def finish_streaming(self) -> DeltaMessage | None:
