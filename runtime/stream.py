@@ -330,6 +330,23 @@ def _run_hold(w: str, chars: frozenset, by_last: dict) -> int:
     return best
 
 
+def _trigger_hold(text: str, triggers: str, pairs: Any) -> int:
+    """Where the fast paths must stop in ``text``: -1 when a trigger character is followed by a
+    character of ``pairs`` (a delimiter may begin there: scan; ``pairs`` None: any trigger), else
+    the offset of a trigger character ending ``text`` (held: it may begin a delimiter), else
+    ``len(text)`` (nothing to hold)."""
+    cut = len(text)
+    for c in triggers:
+        j = text.find(c)
+        while j >= 0:
+            if pairs is None or text[j:j + 2] in pairs:
+                return -1
+            if j + 1 == len(text):
+                cut = j
+            j = text.find(c, j + 1)
+    return cut
+
+
 def _is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, (list, dict, str)) and not value)
 
@@ -538,19 +555,8 @@ class StreamParser:
                 # delimiter (a trigger character, followed by a character that continues one), so
                 # the scanners could only route it whole to the open region.
                 # (_quiet is never set once the parser is finalized or failed.)
-                pairs = self._pairs
-                cut = len(text)
-                for c in self._triggers:
-                    j = text.find(c)
-                    while j >= 0:
-                        if pairs is None or text[j:j + 2] in pairs:
-                            break
-                        if j + 1 == len(text):
-                            cut = j  # a trigger ending the chunk may begin a delimiter: hold it
-                        j = text.find(c, j + 1)
-                    if j >= 0:
-                        break
-                else:
+                cut = _trigger_hold(text, self._triggers, self._pairs)
+                if cut >= 0:
                     if cut == len(text):
                         if not text:
                             return []
@@ -718,16 +724,9 @@ class StreamParser:
             if factor in w:
                 return None
         n = len(w)
-        hold = n
-        pairs = self._pairs
-        for c in self._triggers:
-            j = w.find(c)
-            while j >= 0:
-                if pairs is None or w[j:j + 2] in pairs:
-                    return None
-                if j + 1 == n:
-                    hold = j
-                j = w.find(c, j + 1)
+        hold = _trigger_hold(w, self._triggers, self._pairs)
+        if hold < 0:
+            return None
         for chars, _, by_last in runs:
             h = _run_hold(w, chars, by_last)
             if h < hold:
