@@ -267,9 +267,11 @@ class JsonBoundary(Boundary):
                     if char not in self._accept:
                         return self._reject()
                     self.status = ACCEPTED
-                    if char in "{[" and not self._delims:
+                    if char in "{[" and not self._delims and data.find("}" if char == "{" else "]", i + 1) > 0:
                         # Quick path: a well-formed standard JSON value here ends where the C reader
                         # stops. Anything else (a dialect, a value cut by the chunk) is scanned below.
+                        # (Without its closing bracket yet, the value cannot be complete: the C
+                        # reader's error, costly to build, is not asked for.)
                         try:
                             end = _RAW_DECODE(data, i)[1]
                         except (ValueError, RecursionError):

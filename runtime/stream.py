@@ -402,7 +402,7 @@ class StreamParser:
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1", "_t2",
-                 "_t3", "_short", "_last")
+                 "_t3", "_short", "_last", "_bdq")
 
     #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -471,7 +471,7 @@ class StreamParser:
         self._enter(self.OUTSIDE_FIELD)
         self._out = {key: _copy(value) for key, value in self.DEFAULTS.items()}
         self._done = False
-        self._quiet = False
+        self._quiet = self._bdq = False
         self._triggers, self._pairs = self.FAST_PATH[0]
         self._trigger, self._wide, self._t1, self._t2, self._t3 = self._QUICK[0]
         self._context = self.CONTEXT
@@ -580,6 +580,12 @@ class StreamParser:
                     self._trigger = ""
                     self._wide = False
                     return events
+        elif (self._bdq and text.__class__ is str and text
+                and _trigger_hold(text, self._triggers, self._pairs) == len(text)):
+            # v2, a region that ends where its value ends: nothing held, and no character of the
+            # chunk can start a delimiter, so the scanners would give the whole chunk to the
+            # value's decoder (see _run)
+            return self._value_chunk(text)
         if self._done:
             raise ParserStateError("ResponseParser already finalized (or failed earlier)")
         if self._last is not None:
@@ -635,7 +641,7 @@ class StreamParser:
         if self.DIAGNOSTICS_KEY is not None and self.diagnostics:
             message[self.DIAGNOSTICS_KEY] = _copy(self.diagnostics)
         self._done = True
-        self._quiet = False
+        self._quiet = self._bdq = False
         missing = [name for name in self.REQUIRED if name not in message]
         if missing:
             raise ContentParseError(f"Required response_template fields missing from parsed output: {missing}")
@@ -751,6 +757,34 @@ class StreamParser:
             self._wide = False
         return events
 
+    def _value_chunk(self, text: str) -> list[dict]:
+        """The fast path of a region that ends where its value ends (``_bdq``): what :meth:`_run`
+        does with a chunk that arrives while nothing is held and holds no possible delimiter
+        start. The value's decoder reads it; while the value goes on the chunk is region text,
+        else the text after the value's end is scanned as usual."""
+        buf = self._buf
+        try:
+            k = self._bd.feed(text)
+            if k < 0:
+                self._keep(text)
+                context = self.CONTEXT
+                if context:
+                    kept = (buf + text)[-context:]
+                    self._buf = kept
+                    self._pos = len(kept)
+                return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
+            events: list[dict] = []
+            if k:
+                self._route(events, text[:k])
+            self._buf = buf + text
+            self._pos = len(buf) + k
+            self._end_value(events)
+            self._run(events, False)
+        except BaseException:
+            self._fail()
+            raise
+        return events
+
     def _sync(self) -> None:
         """Make the buffer what the quickest path left implicit: the last CONTEXT characters of
         the last chunk it routed (which has at least that many), nothing held."""
@@ -769,7 +803,7 @@ class StreamParser:
     def _fail(self) -> None:
         # Like h11: after an error the parser's state is unknown, so it refuses to go on.
         self._done = True
-        self._quiet = False
+        self._quiet = self._bdq = False
 
     def _flush_tail(self) -> None:
         if self._tail:
@@ -929,12 +963,15 @@ class StreamParser:
             # where a start anchor can no longer hold (the triggers assume it, see
             # automaton.State): with CONTEXT >= 1 (every pattern with an anchor has it) pos is 0
             # only before the first decided character
-            self._quiet = (self._opened and fast[0] is not None and self._name is not None
-                           and context is not None and self._bd is None and self._tent is None
-                           and not self._IS_AFTER[state] and self._again is None and self.ledger is None
-                           and not self._offsets and (pos > 0 or not context))
+            quiet = (self._opened and fast[0] is not None and self._name is not None
+                     and context is not None and self._tent is None
+                     and not self._IS_AFTER[state] and self._again is None and self.ledger is None
+                     and not self._offsets and (pos > 0 or not context))
+            # a region that ends where its value ends has its own fast path (_value_chunk)
+            self._quiet = quiet and self._bd is None
+            self._bdq = quiet and self._bd is not None
         else:
-            self._quiet = False
+            self._quiet = self._bdq = False
             held = len(buf) - pos
             # Text held this long can only be a regex delimiter still pending (a lazy `.*?`
             # that has not found its end, an indeterminate match waiting for end of stream):

@@ -188,6 +188,48 @@ def test_run_path_holds_trailing_whitespace_without_scanning():
         _compare(module, "", text, None, f"gpt_oss-run/{i}")
 
 
+def _counted(name: str):
+    """(parser class of catalogue template ``name`` that records each ``_run`` call, the calls)."""
+    module = respc.compile_template(REPO / "templates" / f"{name}.json")
+    calls = []
+
+    class Counted(module.ResponseParser):
+        __slots__ = ()
+
+        def _run(self, events, eos):
+            calls.append(eos)
+            super()._run(events, eos)
+
+    return module, Counted, calls
+
+
+def test_value_region_chunks_without_scanning():
+    """A v2 region that ends where its value ends (granite3's JSON tool-call list): a chunk with
+    no possible delimiter start goes to the value's decoder without a scan while the value goes
+    on; the chunk in which it ends is scanned on from the value's end, as a scan does it."""
+    module, Counted, calls = _counted("granite3")
+    parser = Counted("")
+    parser.feed("Hello. ")
+    parser.feed("<|tool_call|>[")
+    n = len(calls)
+    assert parser._bdq and not parser._quiet
+    body = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+    for i in range(0, len(body), 4):
+        events = parser.feed(body[i:i + 4])
+        assert events == [{"type": "region_chunk", "field": "tool_calls", "text": body[i:i + 4], "dirty": True}]
+    assert len(calls) == n  # no scan inside the value
+    events = parser.feed("] then")
+    assert len(calls) == n + 1 and [e["type"] for e in events] == ["region_chunk", "region_close", "region_open",
+                                                                   "region_chunk"]
+    message, _ = parser.finalize()
+    assert message["tool_calls"] == [{"type": "function", "function": {"name": "get_weather",
+                                                                      "arguments": {"city": "Paris"}}}]
+    texts = ['<|tool_call|>[{"name": "f", "arguments": {"s": "a]b<"}}] x <|tool_call|>[{"name"',
+             '<|tool_call|>[] <|tool_call|>[{"name": "g", "arguments": {}}, {"name": "h", "arguments": {}}]]']
+    for i, text in enumerate(texts):
+        _compare(module, "", text, None, f"granite3-value/{i}")
+
+
 def _outcome_text(parser_class, prefix, chunks, tools):
     """:func:`_outcome` fed through ``feed_text``: a ``str`` it returns stands for the one
     ``region_chunk`` of the open region, so the events it stands for are rebuilt here; returns
