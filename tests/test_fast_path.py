@@ -156,12 +156,9 @@ def test_fast_path_is_taken_where_it_was_refused():
         assert message[field] == "Hello <b  wor" and calls == [False, True], name
 
 
-def test_run_path_holds_trailing_whitespace_without_scanning():
-    """gpt_oss's tool-call opener ``(?:<|start|>...)?\\s*to=functions\\.…`` is a run of whitespace
-    then a literal (HOLD_RUNS): a chunk ending in whitespace, or in whitespace and a piece of
-    ``to=functions.``, is held by the fast path itself, and the events are those of a scan."""
-    module = respc.compile_template(REPO / "templates" / "gpt_oss.json")
-    assert module.ResponseParser.HOLD_RUNS[0][0][1] == "to=functions."
+def _counted(name: str):
+    """(parser class of catalogue template ``name`` that records each ``_run`` call, the calls)."""
+    module = respc.compile_template(REPO / "templates" / f"{name}.json")
     calls = []
 
     class Counted(module.ResponseParser):
@@ -171,6 +168,15 @@ def test_run_path_holds_trailing_whitespace_without_scanning():
             calls.append(eos)
             super()._run(events, eos)
 
+    return module, Counted, calls
+
+
+def test_run_path_holds_trailing_whitespace_without_scanning():
+    """gpt_oss's tool-call opener ``(?:<|start|>...)?\\s*to=functions\\.…`` is a run of whitespace
+    then a literal (HOLD_RUNS): a chunk ending in whitespace, or in whitespace and a piece of
+    ``to=functions.``, is held by the fast path itself, and the events are those of a scan."""
+    module, Counted, calls = _counted("gpt_oss")
+    assert module.ResponseParser.HOLD_RUNS[0][0][1] == "to=functions."
     parser = Counted("")
     parser.feed("So")
     assert parser._quiet and len(calls) == 1
@@ -186,21 +192,6 @@ def test_run_path_holds_trailing_whitespace_without_scanning():
              "x " + " " * 1500 + "to=functions.g<|message|>{\"a\": 1}<|call|>", "tail to", "end \n"]
     for i, text in enumerate(texts):
         _compare(module, "", text, None, f"gpt_oss-run/{i}")
-
-
-def _counted(name: str):
-    """(parser class of catalogue template ``name`` that records each ``_run`` call, the calls)."""
-    module = respc.compile_template(REPO / "templates" / f"{name}.json")
-    calls = []
-
-    class Counted(module.ResponseParser):
-        __slots__ = ()
-
-        def _run(self, events, eos):
-            calls.append(eos)
-            super()._run(events, eos)
-
-    return module, Counted, calls
 
 
 def test_value_region_chunks_without_scanning():
