@@ -27,8 +27,7 @@ sys.path.insert(0, str(HERE))
 
 import inputs  # noqa: E402  (benchmarks/inputs.py, next to this file)
 
-KB = 1000
-MB = 1000 * 1000
+KB, MB = inputs.KB, inputs.MB
 QUICK_TEMPLATES = ("qwen3", "gpt_oss", "qwen3_coder")
 
 #: Targets (SPEC-independent project goals), checked against the printed figures.
@@ -45,11 +44,7 @@ TARGET_IMPORT_MS = 10.0       # import of one generated module
 
 # --- small helpers --------------------------------------------------------------------------------
 
-def parse_size(text: str) -> int:
-    """``10k`` -> 10_000, ``1M`` -> 1_000_000, ``2500`` -> 2500."""
-    text = text.strip()
-    scale = {"k": KB, "K": KB, "m": MB, "M": MB}.get(text[-1:], 1)
-    return int(float(text[:-1] if scale != 1 else text) * scale)
+parse_size = inputs.size_arg
 
 
 def size_label(size: int) -> str:
@@ -938,12 +933,14 @@ def report_errors(rows: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default=None, help="output sizes, e.g. 10k,100k,1M (default: 10k,100k,1M)")
-    ap.add_argument("--templates", default=None, help="comma-separated catalogue names (default: all)")
+    ap.add_argument("--sizes", default=None, type=inputs.sizes_arg,
+                    help="output sizes, e.g. 10k,100k,1M (default: 10k,100k,1M)")
+    ap.add_argument("--templates", default=None, type=inputs.templates_arg,
+                    help="comma-separated catalogue names (default: all)")
     ap.add_argument("--quick", action="store_true", help="10k,100k on qwen3,gpt_oss,qwen3_coder (< 60 s)")
     ap.add_argument("--json", dest="json_out", default=None, help="also write every figure to this file")
     ap.add_argument("--ref-1m", action="store_true", help="run the reference's O(n²) streaming at 1 MB too")
-    ap.add_argument("--ref-cap", default="100k", help="largest size the reference is streamed at (default 100k)")
+    ap.add_argument("--ref-cap", default="100k", type=inputs.size_arg, help="largest size the reference is streamed at (default 100k)")
     ap.add_argument("--ref-budget", type=float, default=10.0, metavar="SECONDS",
                     help="skip a reference call (whole-text parse or streaming run) whose time, extrapolated "
                          "from the smaller sizes, exceeds this (default 10)")
@@ -957,21 +954,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--errors", choices=("strict", "recover", "compare"), default="strict",
                     help="errors= of our parsers (default strict); compare: only the recover/strict table")
     args = ap.parse_args(argv)
-    args.ref_cap = parse_size(args.ref_cap)
 
     if args.profile:
         name, _, size = args.profile.partition(":")
-        say(profile_ours(name, parse_size(size or "100k")))
+        if name not in inputs.catalogue():
+            ap.error(f"--profile: unknown template {name!r} (the catalogue is templates/*.json)")
+        try:
+            size = parse_size(size or "100k")
+        except argparse.ArgumentTypeError as exc:
+            ap.error(f"--profile: {exc}")
+        say(profile_ours(name, size))
         return 0
 
-    sizes = [parse_size(s) for s in (args.sizes or ("10k,100k" if args.quick else "10k,100k,1M")).split(",")]
+    sizes = args.sizes or inputs.sizes_arg("10k,100k" if args.quick else "10k,100k,1M")
     names = inputs.catalogue()
     if args.templates:
-        wanted = [n.strip() for n in args.templates.split(",") if n.strip()]
-        unknown = sorted(set(wanted) - set(names))
-        if unknown:
-            ap.error(f"unknown template(s): {', '.join(unknown)}")
-        names = wanted
+        names = args.templates
     elif args.quick:
         names = [n for n in QUICK_TEMPLATES if n in names]
     budget = args.adversarial_budget or (1.5 if args.quick else 5.0)

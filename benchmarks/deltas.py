@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import inputs  # noqa: E402
-from bench import Floor, median, parse_size, table  # noqa: E402
+from bench import Floor, median, table  # noqa: E402
 
 from respc.openai import ChatCompletionStream, sse  # noqa: E402
 
@@ -103,14 +103,15 @@ MODES = (("stream", "parser+stream (dicts)"), ("dumps", "parser+stream+json.dump
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size", default="100k")
-    ap.add_argument("--templates", default=",".join(DEFAULT_TEMPLATES))
+    ap.add_argument("--size", default="100k", type=inputs.size_arg, help="output size, e.g. 10k (default 100k)")
+    ap.add_argument("--templates", default=",".join(DEFAULT_TEMPLATES), type=inputs.templates_arg,
+                    help="comma-separated catalogue names (default: the nine of the issue-9 table)")
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
-    size = parse_size(args.size)
+    size = args.size
     rows = []
     ratios: dict = {mode: [] for mode, _ in MODES}
-    for name in args.templates.split(","):
+    for name in args.templates:
         module = importlib.import_module(f"respc.generated.{name}")
         chunks = inputs.chunks(inputs.build(name, size))
         got = _interleaved(_makers(module), chunks, args.repeat)

@@ -25,6 +25,7 @@ delimiters, open patterns that stay pending, lazy patterns that never find their
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,46 @@ class Pieces:
     reasoning: tuple[str, str] | None
     tool_call: str | None
     tool_source: str
+
+
+KB, MB = 1_000, 1_000_000
+
+
+def size_arg(text: str) -> int:
+    """An output size on a benchmark's command line: ``10k`` -> 10_000, ``1M`` -> 1_000_000,
+    ``2500`` -> 2500 (characters).
+
+    Raises:
+        argparse.ArgumentTypeError: not such a size (argparse prints it as a usage error).
+    """
+    body = text.strip()
+    scale = {"k": KB, "K": KB, "m": MB, "M": MB}.get(body[-1:], 1)
+    try:
+        size = int(float(body[:-1] if scale != 1 else body) * scale)
+    except ValueError:
+        size = 0
+    if size <= 0:
+        raise argparse.ArgumentTypeError(f"not an output size: {text!r} (e.g. 10k, 100k, 1M, 2500)")
+    return size
+
+
+def sizes_arg(text: str) -> list[int]:
+    """A comma-separated list of :func:`size_arg` sizes (``10k,100k,1M``), in the order given."""
+    return [size_arg(part) for part in text.split(",") if part.strip()]
+
+
+def templates_arg(text: str) -> list[str]:
+    """Comma-separated catalogue template names, in the order given.
+
+    Raises:
+        argparse.ArgumentTypeError: a name that is not in ``templates/`` (all of them are named).
+    """
+    wanted = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in wanted if name not in set(catalogue())]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown template(s): {', '.join(unknown)} "
+                                         f"(the catalogue is templates/*.json)")
+    return wanted
 
 
 def catalogue() -> list[str]:

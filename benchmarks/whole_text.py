@@ -221,8 +221,9 @@ def before_after(names: list[str], sizes: list[int], rev: str, errors: str, roun
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--templates", default=None, help="comma-separated catalogue names (default: all)")
-    ap.add_argument("--sizes", default="10k,100k", help="output sizes (default 10k,100k)")
+    ap.add_argument("--templates", default=None, type=inputs.templates_arg,
+                    help="comma-separated catalogue names (default: all)")
+    ap.add_argument("--sizes", default="10k,100k", type=inputs.sizes_arg, help="output sizes (default 10k,100k)")
     ap.add_argument("--batch", type=int, default=None, metavar="N", help="time batch loops of N records per family")
     ap.add_argument("--ref-records", type=int, default=150, help="--batch: records per family for the reference")
     ap.add_argument("--rounds", type=int, default=3, help="--batch, --before: rounds (the minimum is kept)")
@@ -234,8 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.batch:
         batches(args.batch, args.ref_records, args.rounds)
         return 0
-    names = args.templates.split(",") if args.templates else inputs.catalogue()
-    sizes = [int(float(s[:-1]) * 1000) if s[-1] in "kK" else int(s) for s in args.sizes.split(",")]
+    names = args.templates or inputs.catalogue()
+    sizes = args.sizes
     if args.before:
         before_after(names, sizes, args.before, args.errors, args.rounds)
         return 0

@@ -237,3 +237,23 @@ def test_reference_tail_estimate_stops_at_its_budget():
     text = inputs.build("qwen3", 30_000)
     assert bench.ref_tail_estimate(chat_parsing.ResponseParser, doc, text, 4000, budget=0.0) is None
     assert bench.ref_tail_estimate(chat_parsing.ResponseParser, doc, text, 4000, budget=60.0) > 0
+
+
+def test_command_line_sizes_and_names_are_checked(capsys):
+    """The benchmark scripts read sizes and template names with inputs.size_arg / sizes_arg /
+    templates_arg: bad values are usage errors that say what was wrong, not tracebacks."""
+    assert inputs.sizes_arg("10k, 1M,2500") == [10_000, 1_000_000, 2500]
+    assert inputs.size_arg("0.5k") == 500
+    for bad in ("1Q", "", "k", "-3", "0"):
+        with pytest.raises(argparse.ArgumentTypeError, match="not an output size"):
+            inputs.size_arg(bad)
+    assert inputs.templates_arg("qwen3, gpt_oss") == ["qwen3", "gpt_oss"]
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown template.*nosuch"):
+        inputs.templates_arg("qwen3,nosuch")
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(["--sizes", "10k,1Q"])
+    assert exit_info.value.code == 2
+    assert "argument --sizes: not an output size: '1Q'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench.main(["--profile", "nosuch:10k"])
+    assert "--profile: unknown template 'nosuch'" in capsys.readouterr().err
