@@ -113,6 +113,10 @@ class PatternFacts:
     late_pairs: tuple[str, ...] | None = None
     #: the run-and-factor form, when the pattern has it (see :class:`HoldRun`); None otherwise
     run: "HoldRun | None" = None
+    #: two or more literals one of which every match starts with (see :func:`_branch_leads` and
+    #: :func:`_checked_leads`); None when some alternative has none, case is ignored, or one
+    #: literal leads every match
+    leads: tuple[str, ...] | None = None
 
 
 #: the characters ``regex``'s ``\\s`` matches (Unicode White_Space; not ``str.isspace``, which
@@ -762,7 +766,8 @@ def classify_pattern(pattern: str) -> PatternFacts:
     return PatternFacts(bool(reasons), facts["context"], reasons, facts["extendable"], first,
                         "" if _ignores_case(tree) else _checked_lead(_lead(tree), first),
                         reading.probe, reading.rewritten, _factor(tree, pattern), late,
-                        _late_pair_set(tree, pattern, late), _hold_run(tree, pattern))
+                        _late_pair_set(tree, pattern, late), _hold_run(tree, pattern),
+                        None if _ignores_case(tree) else _checked_leads(_branch_leads(list(tree)), pattern))
 
 
 #: sre categories the factor's class may name, and how ``regex`` spells them
@@ -877,6 +882,58 @@ def _lead(seq) -> str:
         else:
             break
     return "".join(out)
+
+
+def _branch_leads(seq) -> tuple[str, ...] | None:
+    """Literals one of which every match of ``seq`` starts with: its literal lead (:func:`_lead`),
+    else those of each alternative of a leading group or alternation, or of the text a leading
+    positive lookahead looks at (the match starts where the lookahead's text does). None when an
+    alternative has none (an empty one, a repeat, a class, an anchor or lookbehind first).
+
+    Issue 14: a complete text's search for a pattern without a common literal lead (xlam's
+    ``<tool_call>|...|(?=\\[\\s*\\{\\s*"name")``) runs the regex at every offset; with these the
+    parser finds the leads with ``str.find`` and asks the regex only where one starts
+    (``runtime.lead_search``).
+    """
+    lead = _lead(seq)
+    if lead:
+        return (lead,)
+    if not seq:
+        return None
+    op, av = seq[0]
+    if op is sre_c.SUBPATTERN:
+        return _branch_leads(list(av[-1]))
+    if op is sre_c.BRANCH:
+        out: list[str] = []
+        for alt in av[1]:
+            got = _branch_leads(list(alt))
+            if got is None:
+                return None
+            out.extend(got)
+        return tuple(sorted(set(out)))
+    if op is sre_c.ASSERT and av[0] == 1:
+        return _branch_leads(list(av[1]))
+    return None
+
+
+def _checked_leads(leads: tuple[str, ...] | None, pattern: str) -> tuple[str, ...] | None:
+    """:func:`_branch_leads` when there are two or more, kept only when the ``regex`` module agrees
+    on samples: every match of the pattern at an offset of a sample starts with a lead (the
+    ``re`` parser read the tree). Leads that begin with another lead are dropped (the shorter
+    one finds them). One lead is left to the engine, whose own search looks for a literal
+    prefix (and a frequent one would cost a Python loop turn per occurrence)."""
+    if not leads:
+        return None
+    leads = tuple(t for t in leads if not any(o != t and t.startswith(o) for o in leads))
+    if len(leads) < 2:
+        return None
+    compiled = regex.compile(pattern, regex.DOTALL)
+    for sample in ("".join(leads) + _SAMPLES, _SAMPLES + "".join(leads)):
+        for i in range(len(sample) + 1):
+            m = compiled.match(sample, i)
+            if m is not None and not any(sample.startswith(t, i) for t in leads):
+                return None
+    return leads
 
 
 def _sets_flag(tree, flag: int) -> bool:

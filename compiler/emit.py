@@ -17,7 +17,7 @@ import jinja2
 from respc.runtime.content import PARSERS, STREAMABLE_PARSERS
 from respc.runtime.stream import RUNTIME_ABI
 
-from .automaton import Automaton, LiteralFind, plan_scans
+from .automaton import Automaton, LiteralFind, classify_pattern, plan_scans
 from .ir import Template
 
 __all__ = ["CODEGEN_VERSION", "emit_module", "py_literal"]
@@ -217,6 +217,10 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     context = automaton.context
     # "hold-runs": the fast path must hold the runs of HOLD_RUNS, which a runtime without it ignores
     features = _features(template) + (["hold-runs"] if any(s.runs for s in automaton.states) else [])
+    # "lead-search": a complete text's search of a regex delimiter uses runtime.lead_search
+    if any(classify_pattern(w.delimiter.pattern).leads for s in automaton.states for w in s.watches
+           if w.delimiter.literals is None):
+        features.append("lead-search")
     return {
         "source": _line(source),
         "source_doc": _doc(repr(source)),
@@ -264,7 +268,12 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
                               "length": len(f.text), "rank": f.rank,
                               "group": None if f.group is None else plan.groups[f.group][1]})
             else:
-                finds.append({"literal": False, "comment": comment, "var": f"_D{f.regex}", "rank": f.rank,
+                var = f"_D{f.regex}"
+                # the search at the end of stream (a complete text): by its leads when it has them
+                leads = classify_pattern(scans.regexes[f.regex][0]).leads
+                eos = f"_rt.lead_search({var}, buf, {{}}, {var}_LEADS)" if leads else f"{var}.search(buf, {{}})"
+                finds.append({"literal": False, "comment": comment, "var": var, "rank": f.rank,
+                              "eos_pos": eos.format("pos"), "eos_lo": eos.format("lo"),
                               "slot": f.slot, "hold_all": f.probe is None, "probe_var": f"_P{f.probe}",
                               "probe_slot": f.probe_slot, "probe_always": f.probe_always,
                               "prefilter": f.prefilter, "factor": None if f.factor is None else {
@@ -283,8 +292,8 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
                       "has_regex": plan.has_regex})
     return {
         "plans": plans,
-        "regexes": [{"var": f"_D{k}", "pattern_repr": repr(pattern), "comment": _line(comment)}
-                    for k, (pattern, comment) in enumerate(scans.regexes)],
+        "regexes": [{"var": f"_D{k}", "pattern_repr": repr(pattern), "comment": _line(comment),
+                     "leads": _leads_repr(pattern)} for k, (pattern, comment) in enumerate(scans.regexes)],
         "probes": [{"var": f"_P{k}", "pattern_repr": repr(pattern), "comment": _line(comment)}
                    for k, (pattern, comment) in enumerate(scans.probes)],
         "backs": [{"var": f"_B{k}", "pattern_repr": repr(pattern), "comment": _line(comment)}
@@ -293,6 +302,12 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
         "uses_literal_hold": uses_literal_hold,
         "window": scans.window,
     }
+
+
+def _leads_repr(pattern: str) -> str | None:
+    """The tuple of a regex delimiter's leads (``PatternFacts.leads``) as source, or None."""
+    leads = classify_pattern(pattern).leads
+    return None if not leads else _tuple([repr(t) for t in leads])
 
 
 def emit_module(template: Template, automaton: Automaton, *, command: str, grammar: str) -> str:

@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
 
 SOURCE = 'templates/llama4_pythonic.json'
 TEMPLATE_SHA256 = '5dd2140cbb8fd6b115e163b37f8cee0b631d80f1c1b01a112eec25cd93f768d6'
@@ -86,6 +86,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|header_start\\|>assistant<\\|header_end\\|>\\\n\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/
 _D0 = regex.compile('<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<|python_start|>', '[')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/
@@ -149,7 +151,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[0] = (_rt.lead_search(_D0, buf, pos, _D0_LEADS) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -51,6 +51,7 @@ from .stream import (
     Region,
     StreamParser,
     check_abi,
+    lead_search,
     literal_hold,
     make_boundary,
     parse_many,
@@ -73,6 +74,7 @@ __all__ = [
     "check_abi",
     "to_text",
     "literal_hold",
+    "lead_search",
     "parse_many",
     "PREFIX_REQUIRED",
     # errors

@@ -62,6 +62,7 @@ __all__ = [
     "check_abi",
     "to_text",
     "literal_hold",
+    "lead_search",
     "parse_many",
     "PREFIX_REQUIRED",
 ]
@@ -81,7 +82,8 @@ RUNTIME_ABI = 2
 
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
-FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs"})
+FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs",
+                      "lead-search"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
 OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
@@ -241,6 +243,37 @@ def to_text(value: Any, tokenizer: Any, what: str) -> str:
     if not isinstance(text, str):
         raise TypeError(f"tokenizer.decode returned {type(text).__name__} for the {what}, expected str")
     return text
+
+
+def lead_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...]) -> Any:
+    """``pattern.search(buf, pos)`` for a pattern every match of which starts with one of
+    ``leads`` (compiler/automaton.py ``_branch_leads``): the leads are found with ``str.find``
+    and the pattern is matched only where one starts, leftmost first, so text holding none of
+    them is not searched by the regex engine (issue 14: a complete text's search).
+
+    Args:
+        pattern: a compiled ``regex`` pattern.
+        buf (str): the text; pos (int): where the search starts.
+        leads (tuple[str, ...]): non-empty literals, none a prefix of another.
+
+    Returns:
+        the match ``pattern.search(buf, pos)`` gives (the same object type), or None.
+    """
+    found = [buf.find(lead, pos) for lead in leads]
+    match = pattern.match
+    while True:
+        at = -1
+        for k in found:
+            if k >= 0 and (at < 0 or k < at):
+                at = k
+        if at < 0:
+            return None
+        m = match(buf, at)
+        if m is not None:
+            return m
+        for i, k in enumerate(found):
+            if k == at:
+                found[i] = buf.find(leads[i], at + 1)
 
 
 def literal_hold(buf: str, lo: int, firsts: str, prefixes: frozenset) -> int:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import pytest
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from respc.compiler.automaton import build_automaton, classify_pattern
 from respc.compiler.load import LoadedTemplate
 from respc.compiler.validate import validate
-from respc.runtime import literal_hold
+from respc.runtime import lead_search, literal_hold
 
 
 def _automaton(document: dict):
@@ -166,3 +169,37 @@ def test_hold_run_form():
     assert classify_pattern(r"\w*to=").run is None  # not a finite class
     assert classify_pattern(r"(?:a|b)?\s*to=").run is None  # an opener of one character
     assert classify_pattern(r"\s*t").run is None  # a one-character literal
+
+
+@pytest.mark.parametrize("pattern, leads", [
+    # xlam's tool-call opener: three alternatives, one a lookahead (``[TOOL_CALLS]`` begins with ``[``)
+    (r'<tool_call>|\[TOOL_CALLS\]|```(?:json)?\s*(?=\[\s*\{\s*"name")|(?=\[\s*\{\s*"name")',
+     ("<tool_call>", "[", "```")),
+    (r"<\|python_start\|>|(?=\[\s*[A-Za-z_][\w.]*\()", ("<|python_start|>", "[")),
+    (r"(?:<a>|\[b\])x|~", ("<a>", "[b]", "~")),
+    (r"<tool_call>\s*", None),      # one lead: the engine's own literal-prefix search
+    (r"(?i)<a>|<b>", None),         # case ignored: str.find cannot find the leads
+    (r"<a>|b?c", None),             # an alternative with no literal first
+    (r"(?<=\n)<a>|<b>", None),      # a lookbehind first
+    (r"<a>||<b>", None),            # an empty alternative matches anywhere
+    (r"\b<a>|<b>", None),           # an anchor first
+])
+def test_branch_leads(pattern, leads):
+    """PatternFacts.leads: the literals a complete text's search finds first (issue 14)."""
+    assert classify_pattern(pattern).leads == leads
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(["<tool_call>", "[", "[{", '[ {"name"', "```", "```json\n", "x", " ", "\n", "<",
+                                 '{"name"', "<|python_start|>", "[f(", "[ a.b(", "]"]), max_size=12),
+       st.integers(0, 40))
+def test_lead_search_is_the_engines_search(pieces, pos):
+    """``runtime.lead_search`` gives the match ``pattern.search`` gives, from every position."""
+    text = "".join(pieces)
+    pos = min(pos, len(text))
+    for pattern in (r'<tool_call>|\[TOOL_CALLS\]|```(?:json)?\s*(?=\[\s*\{\s*"name")|(?=\[\s*\{\s*"name")',
+                    r"<\|python_start\|>|(?=\[\s*[A-Za-z_][\w.]*\()"):
+        compiled = regex.compile(pattern, regex.DOTALL)
+        leads = classify_pattern(pattern).leads
+        want, got = compiled.search(text, pos), lead_search(compiled, text, pos, leads)
+        assert (want and want.span()) == (got and got.span()), (pattern, text, pos)
