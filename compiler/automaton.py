@@ -54,6 +54,8 @@ from functools import lru_cache
 
 import regex
 
+from respc.runtime.whole import sentinel as whole_sentinel
+
 try:  # Python 3.11+
     from re import _constants as sre_c
     from re import _parser as sre_parse
@@ -113,9 +115,9 @@ class PatternFacts:
     late_pairs: tuple[str, ...] | None = None
     #: the run-and-factor form, when the pattern has it (see :class:`HoldRun`); None otherwise
     run: "HoldRun | None" = None
-    #: two or more literals one of which every match starts with (see :func:`_branch_leads` and
+    #: literals one of which every match starts with (see :func:`_branch_leads` and
     #: :func:`_checked_leads`); None when some alternative has none, case is ignored, or one
-    #: literal leads every match
+    #: literal without an uncommon character leads every match
     leads: tuple[str, ...] | None = None
 
 
@@ -897,6 +899,12 @@ def _branch_leads(seq) -> tuple[str, ...] | None:
     """
     lead = _lead(seq)
     if lead:
+        k = 0
+        while k < len(seq) and seq[k][0] is sre_c.LITERAL:
+            k += 1
+        if k == len(lead) and k < len(seq) and seq[k][0] is sre_c.ASSERT and seq[k][1][0] == 1:
+            # literals, then a lookahead: the text there starts with both (``functools(?=\\[)``)
+            lead += _lead(list(seq[k][1][1]))
         return (lead,)
     if not seq:
         return None
@@ -917,15 +925,16 @@ def _branch_leads(seq) -> tuple[str, ...] | None:
 
 
 def _checked_leads(leads: tuple[str, ...] | None, pattern: str) -> tuple[str, ...] | None:
-    """:func:`_branch_leads` when there are two or more, kept only when the ``regex`` module agrees
-    on samples: every match of the pattern at an offset of a sample starts with a lead (the
-    ``re`` parser read the tree). Leads that begin with another lead are dropped (the shorter
-    one finds them). One lead is left to the engine, whose own search looks for a literal
-    prefix (and a frequent one would cost a Python loop turn per occurrence)."""
+    """:func:`_branch_leads`, kept only when the ``regex`` module agrees on samples: every match
+    of the pattern at an offset of a sample starts with a lead (the ``re`` parser read the tree).
+    Leads that begin with another lead are dropped (the shorter one finds them). One lead is kept
+    only when it has an uncommon character (``runtime.whole``'s sentinel): the engine's own
+    search for a literal prefix costs about what ``str.find`` does, and a complete text's
+    ``find`` of such a lead is a ``memchr``."""
     if not leads:
         return None
     leads = tuple(t for t in leads if not any(o != t and t.startswith(o) for o in leads))
-    if len(leads) < 2:
+    if len(leads) < 2 and not (len(leads[0]) >= 2 and whole_sentinel(leads[0])[0]):
         return None
     compiled = regex.compile(pattern, regex.DOTALL)
     for sample in ("".join(leads) + _SAMPLES, _SAMPLES + "".join(leads)):

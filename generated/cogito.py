@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('lead-search',))
 
 SOURCE = 'templates/cogito.json'
 TEMPLATE_SHA256 = 'a410bd6ee00a32d20fb08ea3a78586d0226d9a05af9ce6e594a32cab018df1bc'
@@ -94,6 +94,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<｜tool▁outputs▁end｜>|<｜Assistant｜>', regex.DOTALL)
 # open of 'tool_calls': /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/
 _D0 = regex.compile('<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<｜tool▁call▁begin｜>function<｜tool▁sep｜>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/
@@ -255,7 +257,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

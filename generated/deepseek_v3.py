@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('lead-search',))
 
 SOURCE = 'templates/deepseek_v3.json'
 TEMPLATE_SHA256 = '5f10ce83edebc2125220f442e16faac1b3e637d33fb35bfc1ce19f7975ac46e0'
@@ -79,6 +79,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<｜tool▁outputs▁end｜>|<｜Assistant｜>', regex.DOTALL)
 # open of 'tool_calls': /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/
 _D0 = regex.compile('<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<｜tool▁call▁begin｜>function<｜tool▁sep｜>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/
@@ -208,7 +210,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[0] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

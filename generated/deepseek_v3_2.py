@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'lead-search'))
 
 SOURCE = 'templates/deepseek_v3_2.json'
 TEMPLATE_SHA256 = '18d8fe6d0c149707d0f68739a3a796fb602c5f4d258f8d3f482f731387696b05'
@@ -118,6 +118,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('</function_results>|<｜Assistant｜>', regex.DOTALL)
 # open of 'tool_calls': /'<｜DSML｜invoke name="(?P<name>[^"]+)">'/
 _D0 = regex.compile('<｜DSML｜invoke name="(?P<name>[^"]+)">', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<｜DSML｜invoke name="',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<｜DSML｜invoke name="(?P<name>[^"]+)">'/
@@ -292,7 +294,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('lead-search',))
 
 SOURCE = 'templates/firefunction_v2.json'
 TEMPLATE_SHA256 = 'f6bb74e2102c609e96a54d57d1df71953b749d943210a984f8fee93a38af9390'
@@ -77,6 +77,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id\\|>\\\n\\\n', regex.DOTALL)
 # open of 'tool_calls': /'functools(?=\\[)'/
 _D0 = regex.compile('functools(?=\\[)', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('functools[',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'functools(?=\\[)'/
@@ -204,7 +206,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[0] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
 
 SOURCE = 'templates/functionary_v3_1.json'
 TEMPLATE_SHA256 = '23fdecc7361ac4bd291ee89ae91c50ee0a0dd480b18568e5a10fbb54419ac39d'
@@ -109,6 +109,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id\\|>\\\n\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/
 _D0 = regex.compile('<function=(?P<name>[^>]+)>', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<function=',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/
@@ -237,7 +239,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[0] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

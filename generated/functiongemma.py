@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('lead-search',))
 
 SOURCE = 'templates/functiongemma.json'
 TEMPLATE_SHA256 = '7f7a79cefda8d1711033e0e71024f942e37f2b1f1dd1b21ff508303e693dc16a'
@@ -87,6 +87,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<end_function_response>|<start_of_turn>model\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<start_function_call>call:(?P<name>[^{<\\s]+)'/
 _D0 = regex.compile('<start_function_call>call:(?P<name>[^{<\\s]+)', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<start_function_call>call:',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<start_function_call>call:(?P<name>[^{<\\s]+)'/
@@ -213,7 +215,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[0] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs', 'lead-search'))
 
 SOURCE = 'templates/gpt_oss.json'
 TEMPLATE_SHA256 = 'c5dc04af6d75c9b58c248a7637e3ccb78faa2152769160d2108cdda3d1820e4c'
@@ -123,14 +123,20 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|start\\|>assistant', regex.DOTALL)
 # open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
 _D0 = regex.compile('<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<|channel|>',)
 # open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
 _D1 = regex.compile('(?P<repair_stripped_tokens>^analysis)', regex.DOTALL)
 # open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
 _D2 = regex.compile('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', regex.DOTALL)
 # close of 'content': /'<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>'/
 _D3 = regex.compile('<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D3_LEADS = ('<|',)
 # close of 'tool_calls': /'<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>'/
 _D4 = regex.compile('<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D4_LEADS = ('<|',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
@@ -254,7 +260,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[0] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -387,7 +393,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[8] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[8] = (_D3.search(buf, lo) if eos else _D3.search(buf, lo, partial=True)) or False
+            m = memo[8] = (_rt.lead_search(_D3, buf, lo, _D3_LEADS) if eos else _D3.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -508,7 +514,7 @@ def _scan_3(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[14] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[14] = (_D4.search(buf, lo) if eos else _D4.search(buf, lo, partial=True)) or False
+            m = memo[14] = (_rt.lead_search(_D4, buf, lo, _D4_LEADS) if eos else _D4.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

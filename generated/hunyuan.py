@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('lead-search',))
 
 SOURCE = 'templates/hunyuan.json'
 TEMPLATE_SHA256 = '173606d8ba23303ecb42661a9ad19f7b854777904d36c06c5b4daee1c56c9f5e'
@@ -98,12 +98,16 @@ _START_ANCHOR = regex.compile('<｜hy_Assistant｜>', regex.DOTALL)
 _D0 = regex.compile('<think(?::[^<>\\s]+)?>', regex.DOTALL)
 # open of 'tool_calls': /'<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)'/
 _D1 = regex.compile('<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D1_LEADS = ('<tool_call',)
 # close of 'content': /'<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
 _D2 = regex.compile('<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>', regex.DOTALL)
 # close of 'reasoning_content': /'</think(?::[^<>\\s]+)?>'/
 _D3 = regex.compile('</think(?::[^<>\\s]+)?>', regex.DOTALL)
 # close of 'tool_calls': /'</tool_call(?::[^<>\\s]+)?>'/
 _D4 = regex.compile('</tool_call(?::[^<>\\s]+)?>', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D4_LEADS = ('</tool_call',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'reasoning_content': /'<think(?::[^<>\\s]+)?>'/
@@ -233,7 +237,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[3] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[3] = (_D1.search(buf, lo) if eos else _D1.search(buf, lo, partial=True)) or False
+            m = memo[3] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else _D1.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -397,7 +401,7 @@ def _scan_2(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[11] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[11] = (_D4.search(buf, lo) if eos else _D4.search(buf, lo, partial=True)) or False
+            m = memo[11] = (_rt.lead_search(_D4, buf, lo, _D4_LEADS) if eos else _D4.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

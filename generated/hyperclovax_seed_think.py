@@ -27,7 +27,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
 
 SOURCE = 'templates/hyperclovax_seed_think.json'
 TEMPLATE_SHA256 = '20dc725ea5f26e790bb3ab09ef187e8ac48d33355b3b07a7c84ec0e7c06f7e9a'
@@ -174,6 +174,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)'/
 _D0 = regex.compile('<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<tool_call>',)
 # open of 'json_call_list': /'(?=\\[\\s*\\{\\s*"name")'/
 _D1 = regex.compile('(?=\\[\\s*\\{\\s*"name")', regex.DOTALL)
 # open of 'json_call': /'(?=\\{\\s*"name")'/
@@ -313,7 +315,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('nest', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('nest', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
 
 SOURCE = 'templates/intern_s1.json'
 TEMPLATE_SHA256 = 'fb288e3a1002906f46113261c03abdc0e77800a3a12449275d3a7ca99de15e94'
@@ -107,6 +107,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<\\|action_start\\|>\\s*<\\|plugin\\|>'/
 _D0 = regex.compile('<\\|action_start\\|>\\s*<\\|plugin\\|>', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<|action_start|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|action_start\\|>\\s*<\\|plugin\\|>'/
@@ -233,7 +235,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -320,7 +322,7 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[7] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[7] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[7] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

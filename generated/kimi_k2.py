@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('lead-search',))
 
 SOURCE = 'templates/kimi_k2.json'
 TEMPLATE_SHA256 = '462311f6dcb67449a16326074534d097edc6bfbe10aaf32f87448f7dc01c2d16'
@@ -79,6 +79,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im_assistant\\|>assistant<\\|im_middle\\|>', regex.DOTALL)
 # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>'/
 _D0 = regex.compile('<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<|tool_call_begin|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>'/
@@ -181,7 +183,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[0] = (_rt.lead_search(_D0, buf, pos, _D0_LEADS) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

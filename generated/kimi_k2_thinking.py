@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('lead-search',))
 
 SOURCE = 'templates/kimi_k2_thinking.json'
 TEMPLATE_SHA256 = '42fada0cd647799f28a80fbb0b83921ec3888e91a50fb762f3bd531524b34e86'
@@ -94,6 +94,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im_assistant\\|>assistant<\\|im_middle\\|>', regex.DOTALL)
 # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/
 _D0 = regex.compile('<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<|tool_call_begin|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/
@@ -248,7 +250,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[1] = (_rt.lead_search(_D0, buf, pos, _D0_LEADS) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

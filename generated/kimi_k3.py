@@ -28,7 +28,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
 
 SOURCE = 'templates/kimi_k3.json'
 TEMPLATE_SHA256 = '620df191b9a80e2beb05f214343b11173f7dc84da10f952580159fa538f1d407'
@@ -179,8 +179,12 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|open\\|>message\\ role="assistant"<\\|sep\\|>', regex.DOTALL)
 # open of 'json_tool_call': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>'/
 _D0 = regex.compile('<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<|open|>call tool="',)
 # open of 'tool_calls': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>'/
 _D1 = regex.compile('<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D1_LEADS = ('<|open|>call tool="',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'json_tool_call': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>'/
@@ -609,7 +613,7 @@ def _scan_3(buf, pos, eos, memo):
     # open of 'json_tool_call': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>'/
     m = memo[11]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[11] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[11] = (_rt.lead_search(_D0, buf, pos, _D0_LEADS) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -664,7 +668,7 @@ def _scan_3(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[13] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[13] = (_D1.search(buf, lo) if eos else _D1.search(buf, lo, partial=True)) or False
+            m = memo[13] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else _D1.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

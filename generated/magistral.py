@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
 
 SOURCE = 'templates/magistral.json'
 TEMPLATE_SHA256 = '2a85bd3192aed958d7ef363d3399a121d9e52860318951eca1bafc4ea783ebd5'
@@ -104,6 +104,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('\\[/TOOL_RESULTS\\]|\\[/INST\\]', regex.DOTALL)
 # open of 'tool_calls': /'\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
 _D0 = regex.compile('\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('[TOOL_CALLS]',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
@@ -197,7 +199,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('lead-search',))
 
 SOURCE = 'templates/minimax_m2.json'
 TEMPLATE_SHA256 = '3180e0dfe96536089833aa887edfb4422e8107d9d333af1c30c0399b4c988688'
@@ -97,6 +97,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('\\]\\~b\\]ai\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<invoke name="(?P<name>[^"]+)">'/
 _D0 = regex.compile('<invoke name="(?P<name>[^"]+)">', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<invoke name="',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<invoke name="(?P<name>[^"]+)">'/
@@ -241,7 +243,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -27,7 +27,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'lead-search'))
 
 SOURCE = 'templates/minimax_m3.json'
 TEMPLATE_SHA256 = 'a59eb77faed6d30b94d567e11910dc9304e69efe3a43f1d7f483c63dc166ef22'
@@ -126,6 +126,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('\\]\\~b\\]ai\\\n', regex.DOTALL)
 # open of 'tool_calls': /'\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">'/
 _D0 = regex.compile('\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = (']<]minimax[>[<invoke name="',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">'/
@@ -369,7 +371,7 @@ def _scan_2(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[5] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[5] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[5] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

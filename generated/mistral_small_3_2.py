@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
 
 SOURCE = 'templates/mistral_small_3_2.json'
 TEMPLATE_SHA256 = '70dbe984568de4c049d2bffdf8960d360c54696021cc9d847689e9e17eee263c'
@@ -86,6 +86,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('\\[/TOOL_RESULTS\\]|\\[/INST\\]', regex.DOTALL)
 # open of 'tool_calls': /'\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
 _D0 = regex.compile('\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('[TOOL_CALLS]',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
@@ -152,7 +154,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[0] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -27,7 +27,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
 
 SOURCE = 'templates/plamo3.json'
 TEMPLATE_SHA256 = 'ec5fa5bac00b423f3e4bda289bffeaf670a0bab01699ff8e4139faa7fc98ef4f'
@@ -136,6 +136,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('(?s)\\A(?:(?!<\\|plamo:begin_think:plamo\\|>\\Z).)*', regex.DOTALL)
 # open of 'tool_calls': /'<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>'/
 _D0 = regex.compile('<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>'/
@@ -477,7 +479,7 @@ def _scan_3(buf, pos, eos, memo):
     # open of 'tool_calls': /'<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>'/
     m = memo[7]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[7] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[7] = (_rt.lead_search(_D0, buf, pos, _D0_LEADS) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -27,7 +27,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
 
 SOURCE = 'templates/poolside.json'
 TEMPLATE_SHA256 = 'b4d007f3e69df332017940e30b5926dc2065fa4dbc8695c8a917c73b8226f675'
@@ -141,6 +141,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<assistant>', regex.DOTALL)
 # open of 'tool_calls': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)'/
 _D0 = regex.compile('<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<tool_call>',)
 # open of 'json_tool_call': /'(?=\\{\\s*"name")'/
 _D1 = regex.compile('(?=\\{\\s*"name")', regex.DOTALL)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -280,7 +282,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -394,7 +396,7 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[10] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[10] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[10] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('defer', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('defer', 'typed-roles', 'empty-none', 'lead-search'))
 
 SOURCE = 'templates/qwen3_5.json'
 TEMPLATE_SHA256 = 'dd5da31d0c8319d66fbd9fd94d1eb93d3af325e09706ee552a4e9fa027ba4a26'
@@ -101,6 +101,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
 _D0 = regex.compile('<tool_call>\\s*<function=(?P<name>[^>\\s]+)>', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<tool_call>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
@@ -235,7 +237,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -327,7 +329,7 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[8] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[8] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[8] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('lead-search',))
 
 SOURCE = 'templates/seed_oss.json'
 TEMPLATE_SHA256 = '3d3ba0ee82f08d39348044ba2fcb7c7f15c7815a97f393ad10ec5a2c8399a5d5'
@@ -96,6 +96,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<seed:bos>assistant\\\n|</seed:think>', regex.DOTALL)
 # open of 'tool_calls': /'<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
 _D0 = regex.compile('<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<seed:tool_call>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
@@ -219,7 +221,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

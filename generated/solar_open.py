@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'lead-search'))
 
 SOURCE = 'templates/solar_open.json'
 TEMPLATE_SHA256 = 'aca53d4f0c3ccd92383c3b874611664ae7f9aec6036cb86e542620ef77213cfb'
@@ -102,6 +102,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|begin\\|>assistant', regex.DOTALL)
 # open of 'tool_calls': /'<\\|tool_call:begin\\|>[^<]*<\\|tool_call:name\\|>(?P<name>[^<]*)<\\|tool_call:args\\|>'/
 _D0 = regex.compile('<\\|tool_call:begin\\|>[^<]*<\\|tool_call:name\\|>(?P<name>[^<]*)<\\|tool_call:args\\|>', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<|tool_call:begin|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|tool_call:begin\\|>[^<]*<\\|tool_call:name\\|>(?P<name>[^<]*)<\\|tool_call:args\\|>'/
@@ -265,7 +267,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

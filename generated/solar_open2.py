@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('nest', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('nest', 'typed-roles', 'empty-none', 'lead-search'))
 
 SOURCE = 'templates/solar_open2.json'
 TEMPLATE_SHA256 = 'fcd66a400d3005128470e9883db7660164388bbf5a701f867f2a2487240c77ec'
@@ -107,6 +107,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im:start\\|>assistant<\\|im:content\\|>', regex.DOTALL)
 # open of 'tool_calls': /'<\\|tool_call:start\\|>(?P<name>[\\w.:/-]+)\\n'/
 _D0 = regex.compile('<\\|tool_call:start\\|>(?P<name>[\\w.:/-]+)\\n', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<|tool_call:start|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|tool_call:start\\|>(?P<name>[\\w.:/-]+)\\n'/
@@ -246,7 +248,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -333,7 +335,7 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[7] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[7] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[7] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('lead-search',))
 
 SOURCE = 'templates/step3.json'
 TEMPLATE_SHA256 = '8292e385e0b0d23eb01bbed7d4a0e92945ef0abd81e9741289d0064645683384'
@@ -96,6 +96,8 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|BOT\\|>assistant\\\n', regex.DOTALL)
 # open of 'tool_calls': /'<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/
 _D0 = regex.compile('<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">', regex.DOTALL)
+# every match starts with one of these: a complete text's search finds them first (lead_search)
+_D0_LEADS = ('<｜tool_call_begin｜>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/
@@ -253,7 +255,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -245,6 +245,10 @@ def to_text(value: Any, tokenizer: Any, what: str) -> str:
     return text
 
 
+#: lead_search: leads found where the pattern does not match before the engine takes over
+LEAD_MISSES = 16
+
+
 def lead_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...]) -> Any:
     """``pattern.search(buf, pos)`` for a pattern every match of which starts with one of
     ``leads`` (compiler/automaton.py ``_branch_leads``): the leads are found with ``str.find``
@@ -258,9 +262,13 @@ def lead_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...]) -> Any
 
     Returns:
         the match ``pattern.search(buf, pos)`` gives (the same object type), or None.
+
+    After ``LEAD_MISSES`` places where a lead starts but the pattern does not match, the engine
+    searches the rest itself (no match starts before: every start has a lead there).
     """
     found = [buf.find(lead, pos) for lead in leads]
     match = pattern.match
+    misses = 0
     while True:
         at = -1
         for k in found:
@@ -271,6 +279,9 @@ def lead_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...]) -> Any
         m = match(buf, at)
         if m is not None:
             return m
+        misses += 1
+        if misses == LEAD_MISSES:
+            return pattern.search(buf, at + 1)
         for i, k in enumerate(found):
             if k == at:
                 found[i] = buf.find(leads[i], at + 1)

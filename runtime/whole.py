@@ -53,7 +53,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-__all__ = ["finish", "WholeText"]
+__all__ = ["finish", "WholeText", "sentinel"]
 
 #: a literal's sentinel may miss this many times in one search before ``str.find`` takes over
 _MISSES = 16
@@ -69,14 +69,18 @@ _UNCOMMON_ASCII = frozenset("_>=@#$%&*+\\`}]")
 _COMMON = frozenset("abcdefghijklmnopqrstuvwxyz \n")
 
 
-def _rarity(char: str) -> int:
-    """How common ``char`` is in model prose, code and markup: 0 (rare) to 3 (letters, spaces)."""
+def _rarity(char: str) -> float:
+    """How common ``char`` is in model prose, code and markup: 0 (rare) to 3 (letters, spaces);
+    under 2 it can be a sentinel. ``[`` (1.5) is one, but any other uncommon character of the
+    same literal is preferred (``[TOOL_CALLS]`` is looked for by its ``_``)."""
     code = ord(char)
     if code < 128:
         if char in _COMMON:
             return 3
         if char in _RARE_ASCII or (code < 32 and char not in "\t\r"):
             return 0
+        if char == "[":
+            return 1.5
         return 1 if char in _UNCOMMON_ASCII else 2
     # special-token characters (fullwidth bars, U+2581, box drawing) are symbols or punctuation;
     # letters (CJK, accented) are common in prose
@@ -91,6 +95,15 @@ def _plan(literal: str) -> tuple[str, int]:
     if len(_PLANS) < _PLAN_LIMIT:
         _PLANS[literal] = plan
     return plan
+
+
+def sentinel(literal: str) -> tuple[str, int]:
+    """The character :meth:`WholeText.find` looks for first when searching ``literal`` (two or
+    more characters) and its offset in it; ``("", 0)`` when it has no uncommon character (then
+    ``find`` is ``str.find``). The compiler asks it which regex leads are worth finding first
+    (``compiler/automaton.py`` ``_checked_leads``)."""
+    plan = _PLANS.get(literal)
+    return plan if plan is not None else _plan(literal)
 
 
 class WholeText(str):

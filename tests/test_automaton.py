@@ -177,7 +177,9 @@ def test_hold_run_form():
      ("<tool_call>", "[", "```")),
     (r"<\|python_start\|>|(?=\[\s*[A-Za-z_][\w.]*\()", ("<|python_start|>", "[")),
     (r"(?:<a>|\[b\])x|~", ("<a>", "[b]", "~")),
-    (r"<tool_call>\s*", None),      # one lead: the engine's own literal-prefix search
+    (r"<tool_call>\s*", ("<tool_call>",)),  # one lead, with an uncommon character (its sentinel)
+    (r"functools(?=\[)", ("functools[",)),   # a literal, then what a lookahead reads
+    (r"call:\s*", None),            # one lead of common characters: the engine's own search
     (r"(?i)<a>|<b>", None),         # case ignored: str.find cannot find the leads
     (r"<a>|b?c", None),             # an alternative with no literal first
     (r"(?<=\n)<a>|<b>", None),      # a lookbehind first
@@ -203,3 +205,21 @@ def test_lead_search_is_the_engines_search(pieces, pos):
         leads = classify_pattern(pattern).leads
         want, got = compiled.search(text, pos), lead_search(compiled, text, pos, leads)
         assert (want and want.span()) == (got and got.span()), (pattern, text, pos)
+
+
+def test_lead_search_after_many_misses_and_single_leads():
+    """A lead found often where the pattern does not match: after LEAD_MISSES such places the
+    engine searches the rest (same answer); a single lead extended by a lookahead's text."""
+    from respc.runtime.stream import LEAD_MISSES
+
+    pattern = r"<\|(?:tool|call)>\d"
+    compiled = regex.compile(pattern, regex.DOTALL)
+    leads = classify_pattern(pattern).leads
+    assert leads == ("<|",)
+    for text in ("<|no " * (LEAD_MISSES * 3) + "<|tool>5 <|call>7", "<|no " * (LEAD_MISSES - 1) + "<|call>1", "x"):
+        for pos in (0, 3, len(text) // 2):
+            want, got = compiled.search(text, pos), lead_search(compiled, text, pos, leads)
+            assert (want and want.span()) == (got and got.span()), (text[:20], pos)
+    fire = regex.compile(r"functools(?=\[)", regex.DOTALL)
+    text = "functools are handy; functools( no; functools[{}]"
+    assert lead_search(fire, text, 0, ("functools[",)).span() == fire.search(text).span() == (36, 45)

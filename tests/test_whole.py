@@ -251,6 +251,7 @@ def test_whole_text_sentinels_are_rare_characters():
     assert whole._plan("<tool_call>") == ("_", 5)
     assert whole._plan("<\uff5ctool\u2581calls\uff5c>") == ("\uff5c", 1)
     assert whole._plan("functools") == ("", 0)  # no uncommon character: str.find
+    assert whole._plan("functools[") == ("[", 9)  # firefunction_v2's lead (see lead_search)
     assert whole._plan("[TOOL_CALLS]") == ("_", 5) and whole._plan("</s>") == (">", 3)
 
 
