@@ -227,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=None, metavar="N", help="time batch loops of N records per family")
     ap.add_argument("--ref-records", type=int, default=150, help="--batch: records per family for the reference")
     ap.add_argument("--rounds", type=int, default=3, help="--batch, --before: rounds (the minimum is kept)")
-    ap.add_argument("--before", default=None, metavar="REV", help="time runtime/whole.py and runtime/decoders.py against those of git revision REV "
+    ap.add_argument("--before", default=None, metavar="REV",
+                    help="time runtime/whole.py and JsonBoundary at git revision REV against today's "
                          "(the generated modules and the rest of the runtime are today's)")
     ap.add_argument("--errors", default="strict", choices=("strict", "recover"), help="--before: the parse mode")
     args = ap.parse_args(argv)
