@@ -273,7 +273,7 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
                 leads = classify_pattern(scans.regexes[f.regex][0]).leads
                 eos = f"_rt.lead_search({var}, buf, {{}}, {var}_LEADS)" if leads else f"{var}.search(buf, {{}})"
                 finds.append({"literal": False, "comment": comment, "var": var, "rank": f.rank,
-                              "eos_pos": eos.format("pos"), "eos_lo": eos.format("lo"),
+                              "eos_pos": eos.format("pos"), "eos_lo": eos.format("lo"), "leads": bool(leads),
                               "slot": f.slot, "hold_all": f.probe is None, "probe_var": f"_P{f.probe}",
                               "probe_slot": f.probe_slot, "probe_always": f.probe_always,
                               "prefilter": f.prefilter, "factor": None if f.factor is None else {

@@ -235,26 +235,29 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-    # every match, and every partial one, contains '<|channel|>' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[2]
-    if k is None or -1 < k < pos:
-        k = memo[2] = buf.find('<|channel|>', pos)
-    if k >= 0:
-        x = k
+    if eos:
+        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        x = n
-        j = buf.find('<', n - 10 if n - 10 > pos else pos)
-        while j >= 0:
-            if buf[j:] == '<|channel|>'[:n - j]:
-                x = j
-                break
-            j = buf.find('<', j + 1)
-    lo = x - 0
-    if lo < pos:
-        lo = pos
+        # every match, and every partial one, contains '<|channel|>' or runs into the end through a proper
+        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        k = memo[2]
+        if k is None or -1 < k < pos:
+            k = memo[2] = buf.find('<|channel|>', pos)
+        if k >= 0:
+            x = k
+        else:
+            x = n
+            j = buf.find('<', n - 10 if n - 10 > pos else pos)
+            while j >= 0:
+                if buf[j:] == '<|channel|>'[:n - j]:
+                    x = j
+                    break
+                j = buf.find('<', j + 1)
+        lo = x - 0
+        if lo < pos:
+            lo = pos
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
@@ -368,26 +371,29 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br)))):
             bs, be, br, bm = i, e, 2, m
     # close of 'content': /'<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>'/
-    # every match, and every partial one, contains '<|' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[10]
-    if k is None or -1 < k < pos:
-        k = memo[10] = buf.find('<|', pos)
-    if k >= 0:
-        x = k
+    if eos:
+        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        x = n
-        j = buf.find('<', n - 1 if n - 1 > pos else pos)
-        while j >= 0:
-            if buf[j:] == '<|'[:n - j]:
-                x = j
-                break
-            j = buf.find('<', j + 1)
-    lo = x - 0
-    if lo < pos:
-        lo = pos
+        # every match, and every partial one, contains '<|' or runs into the end through a proper
+        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        k = memo[10]
+        if k is None or -1 < k < pos:
+            k = memo[10] = buf.find('<|', pos)
+        if k >= 0:
+            x = k
+        else:
+            x = n
+            j = buf.find('<', n - 1 if n - 1 > pos else pos)
+            while j >= 0:
+                if buf[j:] == '<|'[:n - j]:
+                    x = j
+                    break
+                j = buf.find('<', j + 1)
+        lo = x - 0
+        if lo < pos:
+            lo = pos
     m = memo[8]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
@@ -489,26 +495,29 @@ def _scan_3(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': /'<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>'/
-    # every match, and every partial one, contains '<|' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[16]
-    if k is None or -1 < k < pos:
-        k = memo[16] = buf.find('<|', pos)
-    if k >= 0:
-        x = k
+    if eos:
+        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        x = n
-        j = buf.find('<', n - 1 if n - 1 > pos else pos)
-        while j >= 0:
-            if buf[j:] == '<|'[:n - j]:
-                x = j
-                break
-            j = buf.find('<', j + 1)
-    lo = x - 0
-    if lo < pos:
-        lo = pos
+        # every match, and every partial one, contains '<|' or runs into the end through a proper
+        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        k = memo[16]
+        if k is None or -1 < k < pos:
+            k = memo[16] = buf.find('<|', pos)
+        if k >= 0:
+            x = k
+        else:
+            x = n
+            j = buf.find('<', n - 1 if n - 1 > pos else pos)
+            while j >= 0:
+                if buf[j:] == '<|'[:n - j]:
+                    x = j
+                    break
+                j = buf.find('<', j + 1)
+        lo = x - 0
+        if lo < pos:
+            lo = pos
     m = memo[14]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):

@@ -156,26 +156,29 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # open of 'tool_calls': /'<\\|action_start\\|>\\s*<\\|plugin\\|>'/
-    # every match, and every partial one, contains '<|action_start|>' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[2]
-    if k is None or -1 < k < pos:
-        k = memo[2] = buf.find('<|action_start|>', pos)
-    if k >= 0:
-        x = k
+    if eos:
+        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        x = n
-        j = buf.find('<', n - 15 if n - 15 > pos else pos)
-        while j >= 0:
-            if buf[j:] == '<|action_start|>'[:n - j]:
-                x = j
-                break
-            j = buf.find('<', j + 1)
-    lo = x - 0
-    if lo < pos:
-        lo = pos
+        # every match, and every partial one, contains '<|action_start|>' or runs into the end through a proper
+        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        k = memo[2]
+        if k is None or -1 < k < pos:
+            k = memo[2] = buf.find('<|action_start|>', pos)
+        if k >= 0:
+            x = k
+        else:
+            x = n
+            j = buf.find('<', n - 15 if n - 15 > pos else pos)
+            while j >= 0:
+                if buf[j:] == '<|action_start|>'[:n - j]:
+                    x = j
+                    break
+                j = buf.find('<', j + 1)
+        lo = x - 0
+        if lo < pos:
+            lo = pos
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):

@@ -196,26 +196,29 @@ def _scan_0(buf, pos, eos, memo):
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br, bm = i, i + 7, 0, None
     # open of 'tool_calls': /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
-    # every match, and every partial one, contains '<tool_call>' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[3]
-    if k is None or -1 < k < pos:
-        k = memo[3] = buf.find('<tool_call>', pos)
-    if k >= 0:
-        x = k
+    if eos:
+        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        x = n
-        j = buf.find('<', n - 10 if n - 10 > pos else pos)
-        while j >= 0:
-            if buf[j:] == '<tool_call>'[:n - j]:
-                x = j
-                break
-            j = buf.find('<', j + 1)
-    lo = x - 0
-    if lo < pos:
-        lo = pos
+        # every match, and every partial one, contains '<tool_call>' or runs into the end through a proper
+        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
+        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
+        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        k = memo[3]
+        if k is None or -1 < k < pos:
+            k = memo[3] = buf.find('<tool_call>', pos)
+        if k >= 0:
+            x = k
+        else:
+            x = n
+            j = buf.find('<', n - 10 if n - 10 > pos else pos)
+            while j >= 0:
+                if buf[j:] == '<tool_call>'[:n - j]:
+                    x = j
+                    break
+                j = buf.find('<', j + 1)
+        lo = x - 0
+        if lo < pos:
+            lo = pos
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
