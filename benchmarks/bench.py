@@ -323,9 +323,11 @@ def _bench_sizes(name, sizes, args, ref_cls, ref_parse, doc, module, v1_module, 
         text = inputs.build(name, size, doc)
         chunks = inputs.chunks(text)
         n = len(chunks)
-        # ours and the floor: 5 runs at <= 10 kB, 3 above (the flat-cost target compares 1 MB with
-        # 10 kB); the reference: 3 runs up to 100 kB, 1 above (its runs there take seconds)
-        repeat = 5 if size <= 10 * KB else 3
+        # ours and the floor: 15 runs at <= 10 kB (a run is a millisecond or two there, and single
+        # runs move by a factor of two on a shared machine: the medians of 5 moved the 10 kB ratios
+        # by 10-20 % between runs), 3 above (the flat-cost target compares 1 MB with 10 kB); the
+        # reference: 3 runs up to 100 kB, 1 above (its runs there take seconds)
+        repeat = 15 if size <= 10 * KB else 3
         ref_runs = 3 if size <= 100 * KB else 1
         row: dict = {"chars": len(text), "chunks": n, "ref_us": None, "ref_peak": None,
                      "ref_parse_ms": None, "ref_skip": None, "ref_parse_skip": None}
