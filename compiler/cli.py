@@ -429,7 +429,7 @@ def _parse(args: argparse.Namespace) -> int:
     module = _module(args.template)
     prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
     tools = _read_tools(args.tools)
-    if args.openai:
+    if args.openai or args.responses:
         return _parse_openai(args, module, prefix, tools)
     if not args.events:
         text = "".join(_stream_chunks(args.file))
@@ -502,11 +502,16 @@ def _parse_openai(args: argparse.Namespace, module: types.ModuleType, prefix: st
     """``respc parse --openai``: print ``chat.completion.chunk`` dicts as server-sent events
     (``data: {...}`` and a blank line each, then ``data: [DONE]``; the text of
     ``ChatCompletionStream.feed_sse``/``finalize_sse``), flushed after each piece of input so they
-    stream through a pipe. Tool-call ids are ``call_0``, ``call_1``, ... (deterministic)."""
-    from respc.openai import ChatCompletionStream
+    stream through a pipe. ``--responses``: Responses API events (``event:`` and ``data:``
+    lines, ``ResponsesStream.feed_sse``/``finalize_sse``). Tool-call ids are ``call_0``,
+    ``call_1``, ... (deterministic)."""
+    from respc.openai import ChatCompletionStream, ResponsesStream
 
-    stream = ChatCompletionStream(module.ResponseParser(prefix, tools), model=args.model,
-                                  ids=lambda n: f"call_{n}")
+    if args.responses:
+        stream = ResponsesStream(module.ResponseParser(prefix, tools), model=args.model, ids=lambda n: f"call_{n}")
+    else:
+        stream = ChatCompletionStream(module.ResponseParser(prefix, tools), model=args.model,
+                                      ids=lambda n: f"call_{n}")
     write, flush = sys.stdout.write, sys.stdout.flush
     for text in _stream_chunks(args.file):
         events = stream.feed_sse(text)
@@ -763,6 +768,9 @@ def _add_parse(sub) -> None:
 
     parse.add_argument("--openai", action="store_true",
                        help="print OpenAI chat.completion.chunk server-sent events as input arrives")
+    parse.add_argument("--responses", action="store_true",
+                       help="print OpenAI Responses API server-sent events (event: and data: lines) as input "
+                            "arrives")
     parse.add_argument("--model", default="respc", help="the model name in --openai chunks")
     parse.set_defaults(run=_parse)
 

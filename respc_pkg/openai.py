@@ -78,7 +78,7 @@ from respc import openai_dialects as _dialects
 from respc.runtime.stream import StreamParser
 from respc.runtime.tools import coerce_tool_calls
 
-__all__ = ["ChatCompletionStream", "ResponsesStream", "sse", "openai_message", "argument_streaming"]
+__all__ = ["ChatCompletionStream", "ResponsesStream", "sse", "responses_sse", "openai_message", "argument_streaming"]
 
 #: raw control characters inside a JSON string, as the recover repair escapes them
 _CONTROL = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -96,6 +96,14 @@ _ARG_KEYS = ("arguments", "parameters")
 def sse(chunks: Iterable[dict]) -> str:
     """Render chunks as server-sent events: one ``data: {json}`` line and a blank line each."""
     return "".join(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n" for chunk in chunks)
+
+
+def responses_sse(events: Iterable[dict]) -> str:
+    """Render Responses API stream events as server-sent events, the framing the Responses API
+    uses: an ``event: <type>`` line, a ``data: {json}`` line (``json.dumps(event,
+    ensure_ascii=False)``) and a blank line per event. The stream has no ``[DONE]`` line: it ends
+    after ``response.completed`` (or ``response.incomplete``)."""
+    return "".join(f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n" for event in events)
 
 
 def _dumps(value: Any) -> str:
@@ -1893,14 +1901,22 @@ class ResponsesStream:
                 "temperature": None, "top_p": None}
 
     def _event(self, out: list, kind: str, **fields: Any) -> None:
-        fields["type"] = kind
-        fields["sequence_number"] = self._seq
+        out.append({"type": kind, "sequence_number": self._seq, **fields})
         self._seq += 1
-        out.append(fields)
 
     def feed(self, text: Any) -> list[dict]:
         """Feed model output; return the Responses stream events it produced."""
         return self._events(self.chat.feed(text))
+
+    def feed_sse(self, text: Any) -> str:
+        """:meth:`feed`, as the server-sent-event text a server writes (:func:`responses_sse`;
+        ``""`` when there is no event)."""
+        return responses_sse(self.feed(text))
+
+    def finalize_sse(self, finish_reason: str | None = None) -> str:
+        """:meth:`finalize`, as server-sent-event text (:func:`responses_sse`): the last event is
+        ``response.completed`` (or ``response.incomplete``)."""
+        return responses_sse(self.finalize(finish_reason))
 
     def finalize(self, finish_reason: str | None = None) -> list[dict]:
         """End the stream: finish the open item and send ``response.completed``

@@ -162,6 +162,34 @@ def test_parse_openai_prints_the_sse_of_the_chunks(capsys, monkeypatch):
     assert len(chunks) > 3 and '"id": "chatcmpl-00000000000000000000000000000007"' in captured.out
 
 
+def test_parse_responses_prints_the_events_as_sse(capsys, monkeypatch):
+    """``respc parse --responses`` prints ``ResponsesStream``'s events in the Responses API's
+    framing: ``event: <type>``, ``data: <json>``, a blank line; no ``[DONE]``. The openai
+    package's own SSE decoder reads them back as the same events."""
+    import uuid
+
+    from openai._streaming import SSEDecoder
+
+    import respc.openai as adapter
+    from respc.generated import qwen3
+
+    monkeypatch.setattr(adapter.uuid, "uuid4", lambda: uuid.UUID(int=9))
+    monkeypatch.setattr(adapter.time, "time", lambda: 1234.5)
+    output = REPO / "examples" / "qwen3_output.txt"
+    prefix = (REPO / "examples" / "qwen3_prefix.txt").read_text(encoding="utf-8")
+    code = main(["parse", str(QWEN3), str(output), "--prefix-file", str(REPO / "examples" / "qwen3_prefix.txt"),
+                 "--responses"])
+    captured = capsys.readouterr()
+    assert (code, captured.err) == (0, "")
+    stream = adapter.ResponsesStream(qwen3.ResponseParser(prefix), model="respc", ids=lambda n: f"call_{n}")
+    events = stream.feed(output.read_text(encoding="utf-8")) + stream.finalize()
+    assert captured.out == adapter.responses_sse(events)
+    decoded = [(sse.event, sse.json()) for sse in SSEDecoder().iter_bytes(iter([captured.out.encode("utf-8")]))]
+    assert decoded == [(e["type"], e) for e in events]
+    assert decoded[0][0] == "response.created" and decoded[-1][0] == "response.completed"
+    assert "[DONE]" not in captured.out and captured.out.startswith('event: response.created\ndata: {"type": ')
+
+
 def test_parse_stdin_with_inline_prefix():
     proc = subprocess.run(RESPC + ["parse", "qwen3", "-", "--prefix", "<|im_start|>assistant\n<think>"],
                           input="I think.</think>\n\nCafé ☕<|im_end|>", capture_output=True, text=True,

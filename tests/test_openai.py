@@ -283,14 +283,22 @@ def test_docs_table_says_how_each_family_streams():
 # --- Responses API events -------------------------------------------------------------------
 
 def _responses(module, prefix, chunks, tools=None, finish_reason=None, errors="strict"):
-    from respc.openai import ResponsesStream
+    """(stream, events) of ``chunks`` through ``ResponsesStream``; the same run through
+    ``feed_sse``/``finalize_sse`` must print exactly :func:`responses_sse` of those events."""
+    from respc.openai import ResponsesStream, responses_sse
 
-    stream = ResponsesStream(module.ResponseParser(prefix, tools, errors=errors), ids=lambda n: f"call_{n}",
-                             response_id="resp_test", created_at=0)
-    events = []
+    def make():
+        return ResponsesStream(module.ResponseParser(prefix, tools, errors=errors), ids=lambda n: f"call_{n}",
+                               response_id="resp_test", created_at=0)
+
+    stream, twin = make(), make()
+    events, text = [], []
     for chunk in chunks:
         events.extend(stream.feed(chunk))
+        text.append(twin.feed_sse(chunk))
     events.extend(stream.finalize(finish_reason))
+    text.append(twin.finalize_sse(finish_reason))
+    assert "".join(text) == responses_sse(events)
     return stream, events
 
 
