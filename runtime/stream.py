@@ -247,6 +247,8 @@ def to_text(value: Any, tokenizer: Any, what: str) -> str:
 
 #: lead_search: leads found where the pattern does not match before the engine takes over
 LEAD_MISSES = 16
+#: lead_search: the first window it looks for leads in (characters; doubled while none is there)
+LEAD_WINDOW = 4096
 
 
 def lead_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...]) -> Any:
@@ -266,25 +268,35 @@ def lead_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...]) -> Any
     After ``LEAD_MISSES`` places where a lead starts but the pattern does not match, the engine
     searches the rest itself (no match starts before: every start has a lead there).
     """
-    found = [buf.find(lead, pos) for lead in leads]
     match = pattern.match
+    n = len(buf)
+    longest = max(map(len, leads))
     misses = 0
+    window = LEAD_WINDOW
     while True:
+        # The leftmost lead from pos, looked for in a window that doubles while it holds none, and
+        # each later lead only where it would start first: every search costs about the distance
+        # to the answer, not to the text's end (a lead that never comes would cost a whole scan
+        # per call otherwise, and a text with many calls one scan per call).
+        end = pos + window
         at = -1
-        for k in found:
-            if k >= 0 and (at < 0 or k < at):
+        for lead in leads:
+            k = buf.find(lead, pos, end if at < 0 else at + len(lead) - 1)
+            if k >= 0:
                 at = k
         if at < 0:
-            return None
+            if end >= n:
+                return None
+            pos = end - longest + 1  # an occurrence ending by end was looked at
+            window *= 2
+            continue
         m = match(buf, at)
         if m is not None:
             return m
         misses += 1
         if misses == LEAD_MISSES:
             return pattern.search(buf, at + 1)
-        for i, k in enumerate(found):
-            if k == at:
-                found[i] = buf.find(leads[i], at + 1)
+        pos = at + 1
 
 
 def literal_hold(buf: str, lo: int, firsts: str, prefixes: frozenset) -> int:

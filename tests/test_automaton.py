@@ -220,6 +220,15 @@ def test_lead_search_after_many_misses_and_single_leads():
         for pos in (0, 3, len(text) // 2):
             want, got = compiled.search(text, pos), lead_search(compiled, text, pos, leads)
             assert (want and want.span()) == (got and got.span()), (text[:20], pos)
+    # leads past several doubling windows, and across a window's edge
+    xlam = r'<tool_call>|\[TOOL_CALLS\]|```(?:json)?\s*(?=\[\s*\{\s*"name")|(?=\[\s*\{\s*"name")'
+    compiled, leads = regex.compile(xlam, regex.DOTALL), classify_pattern(xlam).leads
+    for at in (0, 4093, 4094, 4095, 4096, 12_285, 20_000, 70_000):
+        for call in ('```json\n[{"name"', '<tool_call>', '[ {"name"'):
+            for text in ("a [b] `c` " * (at // 10) + "x" * (at % 10) + call + " tail", "y" * at + call):
+                want, got = compiled.search(text, 0), lead_search(compiled, text, 0, leads)
+                assert want is not None and want.span() == got.span(), (at, call)
+    assert lead_search(compiled, "plain " * 5000, 0, leads) is None
     fire = regex.compile(r"functools(?=\[)", regex.DOTALL)
     text = "functools are handy; functools( no; functools[{}]"
     assert lead_search(fire, text, 0, ("functools[",)).span() == fire.search(text).span() == (36, 45)
