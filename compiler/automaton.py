@@ -66,6 +66,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 from .ir import Delimiter, Template
 
 __all__ = ["ACTIONS", "Watch", "State", "Automaton", "build_automaton", "classify_pattern", "PatternFacts",
+           "late_pattern", "NEVER",
            "edge_probe", "plan_scans", "HoldRun", "ScanPlans", "ScanPlan", "LiteralFind", "RegexFind", "LiteralHold", "Factor"]
 
 OUTSIDE = 0
@@ -371,6 +372,87 @@ def _all_chars(seq) -> _CharSet:
 #: start anchors that hold only at offset 0 of the text (without MULTILINE): once the parser has
 #: decided a character, a search from its position can never satisfy them
 _AT_START = ("AT_BEGINNING", "AT_BEGINNING_STRING")
+
+
+#: :func:`late_pattern` of a pattern every alternative of which is anchored at the start
+NEVER = "(?!)"
+#: an inline flag group at the start of a pattern (``(?i)``, ``(?s:``...), not a named group
+_INLINE_FLAGS = re.compile(r"\(\?[a-zA-Z0-9-]+[:)]")
+
+
+def _top_alternatives(pattern: str) -> list[str] | None:
+    """The source of each top-level alternative of ``pattern`` (split at ``|`` outside groups,
+    sets and escapes), or None when it cannot be split safely (a global inline flag such as
+    ``(?i)`` at the start, a version-1 set, an unreadable escape or set)."""
+    if _INLINE_FLAGS.match(pattern) or "V1" in pattern:
+        return None
+    parts, start, depth, i, n = [], 0, 0, 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            end = _escape_end(pattern, i)
+            if end is None:
+                return None
+            i = end
+            continue
+        if c == "[":
+            found = _set_end(pattern, i, False)
+            if found is None:
+                return None
+            i = found[0]
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    parts.append(pattern[start:])
+    return parts
+
+
+@lru_cache(maxsize=512)
+def late_pattern(pattern: str) -> str | None:
+    """The pattern for searches that start after offset 0, when it is simpler: the top-level
+    alternatives that begin with a start anchor (``^``, ``\\A``: :data:`_AT_START`, never
+    satisfied after offset 0 without MULTILINE) dropped, for example ernie4_5's
+    ``^\\s*(?:<think>\\s*)?|<think>\\s*`` -> ``<think>\\s*``; ``"(?!)"`` when every
+    alternative begins with one. None when none does (or the pattern cannot be split).
+
+    Issue 14: the ``regex`` engine tries an anchored alternative at every offset of a search
+    (ernie4_5's opener: 8 ms over 100 kB of prose, against 60 us for the rest of it). Only for
+    complete (end-of-stream) searches, and checked on samples against the full pattern from
+    offsets after 0: a partial search of an anchored group can report a partial match at the
+    end of the text where the rest cannot, so partial searches keep the full pattern.
+    """
+    parts = _top_alternatives(pattern)
+    if not parts:
+        return None
+    kept = []
+    for part in parts:
+        try:
+            tree = sre_parse.parse(part, sre_c.SRE_FLAG_DOTALL)
+        except Exception:
+            return None
+        items = list(tree)
+        while items and items[0][0] is sre_c.SUBPATTERN and len(items) == 1:
+            items = list(items[0][1][-1])  # a group around the whole alternative
+        anchored = bool(items) and items[0][0] is sre_c.AT and str(items[0][1]) in _AT_START
+        if not anchored:
+            kept.append(part)
+    if len(kept) == len(parts):
+        return None
+    late = "|".join(kept) if kept else NEVER
+    full, short = regex.compile(pattern, regex.DOTALL), regex.compile(late, regex.DOTALL)
+    samples = [_SAMPLES, "x<think>\n y", "a\nanalysis<think> </think>"]
+    for sample in samples:
+        for i in range(1, len(sample) + 1):
+            a, b = full.search(sample, i), short.search(sample, i)
+            if (a and a.span()) != (b and b.span()):
+                return None
+    return late
 
 
 def _first_item(op, av, late: bool = False):

@@ -17,7 +17,7 @@ import jinja2
 from respc.runtime.content import PARSERS, STREAMABLE_PARSERS
 from respc.runtime.stream import RUNTIME_ABI
 
-from .automaton import Automaton, LiteralFind, classify_pattern, plan_scans
+from .automaton import NEVER, Automaton, LiteralFind, classify_pattern, late_pattern, plan_scans
 from .ir import Template
 
 __all__ = ["CODEGEN_VERSION", "emit_module", "py_literal"]
@@ -218,8 +218,8 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     # "hold-runs": the fast path must hold the runs of HOLD_RUNS, which a runtime without it ignores
     features = _features(template) + (["hold-runs"] if any(s.runs for s in automaton.states) else [])
     # "lead-search": a complete text's search of a regex delimiter uses runtime.lead_search
-    if any(classify_pattern(w.delimiter.pattern).leads for s in automaton.states for w in s.watches
-           if w.delimiter.literals is None):
+    if any(classify_pattern(p).leads for s in automaton.states for w in s.watches if w.delimiter.literals is None
+           for p in (w.delimiter.pattern, late_pattern(w.delimiter.pattern)) if p is not None):
         features.append("lead-search")
     return {
         "source": _line(source),
@@ -269,11 +269,11 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
                               "group": None if f.group is None else plan.groups[f.group][1]})
             else:
                 var = f"_D{f.regex}"
-                # the search at the end of stream (a complete text): by its leads when it has them
-                leads = classify_pattern(scans.regexes[f.regex][0]).leads
-                eos = f"_rt.lead_search({var}, buf, {{}}, {var}_LEADS)" if leads else f"{var}.search(buf, {{}})"
+                pattern = scans.regexes[f.regex][0]
+                leads = classify_pattern(pattern).leads
                 finds.append({"literal": False, "comment": comment, "var": var, "rank": f.rank,
-                              "eos_pos": eos.format("pos"), "eos_lo": eos.format("lo"), "leads": bool(leads),
+                              "eos_pos": _eos_search(var, pattern, "pos"), "eos_lo": _eos_search(var, pattern, "lo"),
+                              "leads": bool(leads),
                               "slot": f.slot, "hold_all": f.probe is None, "probe_var": f"_P{f.probe}",
                               "probe_slot": f.probe_slot, "probe_always": f.probe_always,
                               "prefilter": f.prefilter, "factor": None if f.factor is None else {
@@ -293,7 +293,8 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
     return {
         "plans": plans,
         "regexes": [{"var": f"_D{k}", "pattern_repr": repr(pattern), "comment": _line(comment),
-                     "leads": _leads_repr(pattern)} for k, (pattern, comment) in enumerate(scans.regexes)],
+                     "leads": _leads_repr(pattern), "late": _late_view(f"_D{k}L", pattern)}
+                    for k, (pattern, comment) in enumerate(scans.regexes)],
         "probes": [{"var": f"_P{k}", "pattern_repr": repr(pattern), "comment": _line(comment)}
                    for k, (pattern, comment) in enumerate(scans.probes)],
         "backs": [{"var": f"_B{k}", "pattern_repr": repr(pattern), "comment": _line(comment)}
@@ -302,6 +303,32 @@ def _scanner_view(template: Template, automaton: Automaton) -> dict:
         "uses_literal_hold": uses_literal_hold,
         "window": scans.window,
     }
+
+
+def _late_view(var: str, pattern: str) -> dict | None:
+    """The compiled :func:`late_pattern` of a regex delimiter, for the template (None: none, or
+    one that never matches, which needs no regex)."""
+    late = late_pattern(pattern)
+    if late is None or late == NEVER:
+        return None
+    return {"var": var, "pattern_repr": repr(late), "leads": _leads_repr(late)}
+
+
+def _eos_search(var: str, pattern: str, start: str) -> str:
+    """The end-of-stream (complete text) search of regex delimiter ``var`` from offset ``start``
+    (a variable name), as source: by its leads when it has them (``runtime.lead_search``), and
+    from an offset after 0 with its :func:`late_pattern` when it has one (``None`` when that can
+    never match)."""
+    def search(name: str, source: str) -> str:
+        if classify_pattern(source).leads:
+            return f"_rt.lead_search({name}, buf, {start}, {name}_LEADS)"
+        return f"{name}.search(buf, {start})"
+
+    full = search(var, pattern)
+    late = late_pattern(pattern)
+    if late is None:
+        return full
+    return f"({search(var + 'L', late) if late != NEVER else 'None'} if {start} else {full})"
 
 
 def _leads_repr(pattern: str) -> str | None:

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('lead-search',))
 
 SOURCE = 'templates/ernie4_5.json'
 TEMPLATE_SHA256 = 'b0d91c449a6e37bd6205907b8f911cf51489a33dad0fc7096b44ca6599a658ca'
@@ -90,6 +90,9 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n|Assistant:\\ |Assistant:', regex.DOTALL)
 # open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
 _D0 = regex.compile('^\\s*(?:<think>\\s*)?|<think>\\s*', regex.DOTALL)
+# the same for a complete text's search from an offset after 0 (its start-anchored alternatives dropped)
+_D0L = regex.compile('<think>\\s*', regex.DOTALL)
+_D0L_LEADS = ('<think>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
@@ -209,7 +212,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[0] = ((_rt.lead_search(_D0L, buf, pos, _D0L_LEADS) if pos else _D0.search(buf, pos)) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -295,7 +295,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
     m = memo[3]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[3] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
+        m = memo[3] = ((None if pos else _D1.search(buf, pos)) if eos else _D1.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -7,7 +7,7 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from respc.compiler.automaton import build_automaton, classify_pattern
+from respc.compiler.automaton import build_automaton, classify_pattern, late_pattern
 from respc.compiler.load import LoadedTemplate
 from respc.compiler.validate import validate
 from respc.runtime import lead_search, literal_hold
@@ -232,3 +232,23 @@ def test_lead_search_after_many_misses_and_single_leads():
     fire = regex.compile(r"functools(?=\[)", regex.DOTALL)
     text = "functools are handy; functools( no; functools[{}]"
     assert lead_search(fire, text, 0, ("functools[",)).span() == fire.search(text).span() == (36, 45)
+
+
+@pytest.mark.parametrize("pattern, late", [
+    (r"^\s*(?:<think>\s*)?|<think>\s*", r"<think>\s*"),   # ernie4_5's reasoning opener
+    (r"(?P<repair_stripped_tokens>^analysis)", "(?!)"),   # gpt_oss's: only at the start
+    (r"\Aa|(b)|^c", "(b)"),
+    (r"[|^]a|^b", "[|^]a"),        # a | and a ^ inside a set split nothing
+    (r"<a>|b", None),              # nothing anchored
+    (r"(?i)^a|b", None),           # a global flag: not split
+    (r"(?:^|\n)x", None),          # the anchor is inside an alternation of a group: kept whole
+])
+def test_late_pattern(pattern, late):
+    """late_pattern: what a complete text's search from an offset after 0 uses (issue 14)."""
+    assert late_pattern(pattern) == late
+    if late is not None:
+        full, short = regex.compile(pattern, regex.DOTALL), regex.compile(late, regex.DOTALL)
+        text = "a\n<think> analysis b c\nx ^b <think>"
+        for i in range(1, len(text) + 1):
+            assert (full.search(text, i) and full.search(text, i).span()) == \
+                   (short.search(text, i) and short.search(text, i).span())
