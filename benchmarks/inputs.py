@@ -356,19 +356,21 @@ def _filler(n: int) -> str:
     return text.rstrip() + "." if n > 1 else text
 
 
-def build(name: str, size: int, doc: dict | None = None) -> str:
+def build(name: str, size: int, doc: dict | None = None, calls: int = N_TOOL_CALLS) -> str:
     """A model output of about ``size`` characters for template ``name``: reasoning, answer, tool calls.
 
     Args:
         name: catalogue template name.
         size: target length in characters (the result is within a few characters of it).
         doc: the template document (default: read from the catalogue).
+        calls: how many tool calls end it (0: prose of the same size, for the benchmark's
+            "without its calls" figures).
 
     Returns:
         str: the output text.
     """
     p = pieces(name, doc)
-    calls = (p.tool_call or "") * N_TOOL_CALLS
+    calls = (p.tool_call or "") * calls
     room = max(size - len(calls), 64)
     parts = []
     if p.reasoning is not None:

@@ -197,7 +197,17 @@ def test_target_table_shape(smoke_results, tmp_path):
     lines = md.read_text(encoding="utf-8").splitlines()
     assert lines[0] == "| " + " | ".join(headers) + " |"
     assert len([line for line in lines if line.startswith("| ")]) == 1 + len(SMOKE)
-    assert [line for line in lines if line.startswith("- ")] == [f"- {s['line']}" for s in summary]
+    reasons = bench.miss_reasons(smoke_results, [1000, 3000], summary)
+    assert [line for line in lines if line.startswith("- ")] == [f"- {s['line']}" for s in summary] + \
+        [f"- {line}" for line in reasons]
+    # one reason line per missed target and template, naming both, with the figure the table shows
+    assert len(reasons) == sum(len(s["misses"]) for s in summary)
+    for entry in summary:
+        for name, worst in entry["misses"]:
+            assert any(line.startswith(f"{name} — {entry['target']}: ") for line in reasons)
+    calls = smoke_results[0]["calls"]  # qwen3: measured, not assumed
+    assert calls["stream_us_per_call"] > 0 and calls["calls_whole_ms"] > 0 and calls["prose_ours_floor"] > 0
+    assert [res["calls"] is None for res in smoke_results] == [inputs.pieces(n).tool_call is None for n in SMOKE]
 
 
 def test_extrapolate():
