@@ -136,7 +136,7 @@ KNOWN_NAMES = {
     "_REGIONS", "_REQUIRED", "_START_ANCHOR", "_TRANSITIONS",
     "ResponseParser", "get_response_parser", "parse_response", "GRAMMAR", "__all__",
 }
-NUMBERED = re.compile(r"(_D|_P|S|_scan_)\d+|_PREFIXES_\d+")
+NUMBERED = re.compile(r"(_D|_P|S|_scan_)\d+|_PREFIXES_\d+|_D\d+L?(_LEADS)?")
 FORBIDDEN_IDENTIFIERS = {"__import__", "os", "system", "exec", "eval", "open", "touch", "PWNED",
                          "bos_token", "field", "raw", "generation"}
 
@@ -172,8 +172,8 @@ def _assert_inert(source: str) -> None:
     callees = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     assert callees <= {"_rt.check_abi", "_rt.make_field_processor", "_rt.Region", "_rt.Edge", "_rt.make_boundary",
                        "regex.compile", "frozenset", "len", "float", "buf.find", "m.span", "m.start", "q.start",
-                       "j.start", "literal_hold", "ResponseParser", "_rt.parse_many"} | {
-        c for c in callees if re.fullmatch(r"_[DP]\d+\.(search|fullmatch|match)", c)}, callees
+                       "j.start", "literal_hold", "ResponseParser", "_rt.parse_many", "_rt.lead_search"} | {
+        c for c in callees if re.fullmatch(r"_[DP]\d+L?\.(search|fullmatch|match)", c)}, callees
 
 
 @pytest.fixture
