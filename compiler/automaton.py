@@ -427,6 +427,8 @@ def late_pattern(pattern: str) -> str | None:
     offsets after 0: a partial search of an anchored group can report a partial match at the
     end of the text where the rest cannot, so partial searches keep the full pattern.
     """
+    if not _read_source(pattern).sre_agrees:  # regex-only syntax: the re parser would misread it
+        return None
     parts = _top_alternatives(pattern)
     if not parts:
         return None
