@@ -217,6 +217,10 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     context = automaton.context
     # "hold-runs": the fast path must hold the runs of HOLD_RUNS, which a runtime without it ignores
     features = _features(template) + (["hold-runs"] if any(s.runs for s in automaton.states) else [])
+    # "lazy-pattern": probes and back-searches are runtime.LazyPattern objects
+    scans = plan_scans(template, automaton)
+    if scans.probes or scans.backs:
+        features.append("lazy-pattern")
     # "lead-search": a complete text's search of a regex delimiter uses runtime.lead_search
     if any(classify_pattern(p).leads for s in automaton.states for w in s.watches if w.delimiter.literals is None
            for p in (w.delimiter.pattern, late_pattern(w.delimiter.pattern)) if p is not None):
@@ -243,7 +247,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "outside_field": template.implicit,
         "stray_closers": _stray_closers(template),
         "diagnostics_key": repr(template.diagnostics),
-        **_scanner_view(template, automaton),
+        **_scanner_view(scans),
         "context": context,
         "context_why": ("an unbounded lookbehind or a pattern the compiler cannot analyse: keep all"
                         if context is None else "^, \\b and lookbehinds must not see a trimmed start"
@@ -253,9 +257,9 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     }
 
 
-def _scanner_view(template: Template, automaton: Automaton) -> dict:
-    """The scanners' part of the view: :func:`plan_scans` decided it, this only renders strings."""
-    scans = plan_scans(template, automaton)
+def _scanner_view(scans) -> dict:
+    """The scanners' part of the view: :func:`plan_scans` decided it (``scans``), this only
+    renders strings."""
     plans = []
     uses_literal_hold = False
     for plan in scans.plans:

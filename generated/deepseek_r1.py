@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lead-search',))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/deepseek_r1.json'
 TEMPLATE_SHA256 = 'a410bd6ee00a32d20fb08ea3a78586d0226d9a05af9ce6e594a32cab018df1bc'
@@ -98,8 +98,8 @@ _D0 = regex.compile('<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<na
 _D0_LEADS = ('<｜tool▁call▁begin｜>function<｜tool▁sep｜>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/
-_P0 = regex.compile('(?>(?:<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lead-search',))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/deepseek_v3.json'
 TEMPLATE_SHA256 = '5f10ce83edebc2125220f442e16faac1b3e637d33fb35bfc1ce19f7975ac46e0'
@@ -83,8 +83,8 @@ _D0 = regex.compile('<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<na
 _D0_LEADS = ('<｜tool▁call▁begin｜>function<｜tool▁sep｜>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/
-_P0 = regex.compile('(?>(?:<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lead-search',))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/deepseek_v3_1.json'
 TEMPLATE_SHA256 = '055cecc247d1e1220f9bc79ce03106e7fb1dfa03bbc0ed87cd472594e519f8c2'
@@ -98,8 +98,8 @@ _D0 = regex.compile('<｜tool▁call▁begin｜>(?P<name>[^<]+)<｜tool▁sep｜
 _D0_LEADS = ('<｜tool▁call▁begin｜>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<｜tool▁call▁begin｜>(?P<name>[^<]+)<｜tool▁sep｜>'/
-_P0 = regex.compile('(?>(?:<｜tool▁call▁begin｜>(?P<name>[^<]+)<｜tool▁sep｜>))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<｜tool▁call▁begin｜>(?P<name>[^<]+)<｜tool▁sep｜>'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<｜tool▁call▁begin｜>(?P<name>[^<]+)<｜tool▁sep｜>))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'lead-search'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/deepseek_v4.json'
 TEMPLATE_SHA256 = '43124ce250e91b1fdfa1c3ecaba030893e58be4b7d9afa643046c70e9a948295'
@@ -138,8 +138,8 @@ _D0 = regex.compile('<｜DSML｜invoke name="(?P<name>[^"]+)">', regex.DOTALL)
 _D0_LEADS = ('<｜DSML｜invoke name="',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<｜DSML｜invoke name="(?P<name>[^"]+)">'/
-_P0 = regex.compile('(?>(?:<｜DSML｜invoke name="(?P<name>[^"]+)">))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<｜DSML｜invoke name="(?P<name>[^"]+)">'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<｜DSML｜invoke name="(?P<name>[^"]+)">))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern'))
 
 SOURCE = 'templates/dots.json'
 TEMPLATE_SHA256 = '319ca79a2df3f57224cb43bb07e3e68994c3d03e5d463e5c7e60b4c37f301f7a'
@@ -137,10 +137,10 @@ _D0 = regex.compile('<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\
 _D1 = regex.compile('(?=\\{)', regex.DOTALL)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
-_P0 = regex.compile('(?>(?:<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>))(?!)', regex.DOTALL)
-# probe of open of 'json_tool_call': /'(?=\\{)'/
-_P1 = regex.compile('(?>(?:(?=\\{)))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>))(?!)')
+# probe of open of 'json_tool_call': /'(?=\\{)'/ (compiled when first asked)
+_P1 = _rt.LazyPattern('(?>(?:(?=\\{)))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lead-search',))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/ernie4_5.json'
 TEMPLATE_SHA256 = 'b0d91c449a6e37bd6205907b8f911cf51489a33dad0fc7096b44ca6599a658ca'
@@ -95,8 +95,8 @@ _D0L = regex.compile('<think>\\s*', regex.DOTALL)
 _D0L_LEADS = ('<think>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
-_P0 = regex.compile('(?>(?:^\\s*(?:<think>\\s*)?|<think>\\s*))(?!)', regex.DOTALL)
+# probe of open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:^\\s*(?:<think>\\s*)?|<think>\\s*))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

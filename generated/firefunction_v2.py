@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lead-search',))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/firefunction_v2.json'
 TEMPLATE_SHA256 = 'f6bb74e2102c609e96a54d57d1df71953b749d943210a984f8fee93a38af9390'
@@ -81,8 +81,8 @@ _D0 = regex.compile('functools(?=\\[)', regex.DOTALL)
 _D0_LEADS = ('functools[',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'functools(?=\\[)'/
-_P0 = regex.compile('(?>(?:functools(?=\\[)))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'functools(?=\\[)'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:functools(?=\\[)))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

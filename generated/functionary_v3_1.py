@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/functionary_v3_1.json'
 TEMPLATE_SHA256 = '23fdecc7361ac4bd291ee89ae91c50ee0a0dd480b18568e5a10fbb54419ac39d'
@@ -113,8 +113,8 @@ _D0 = regex.compile('<function=(?P<name>[^>]+)>', regex.DOTALL)
 _D0_LEADS = ('<function=',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/
-_P0 = regex.compile('(?>(?:<function=(?P<name>[^>]+)>))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<function=(?P<name>[^>]+)>))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lead-search',))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/functiongemma.json'
 TEMPLATE_SHA256 = '7f7a79cefda8d1711033e0e71024f942e37f2b1f1dd1b21ff508303e693dc16a'
@@ -91,8 +91,8 @@ _D0 = regex.compile('<start_function_call>call:(?P<name>[^{<\\s]+)', regex.DOTAL
 _D0_LEADS = ('<start_function_call>call:',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<start_function_call>call:(?P<name>[^{<\\s]+)'/
-_P0 = regex.compile('(?>(?:<start_function_call>call:(?P<name>[^{<\\s]+)))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<start_function_call>call:(?P<name>[^{<\\s]+)'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<start_function_call>call:(?P<name>[^{<\\s]+)))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lead-search',))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/gemma4.json'
 TEMPLATE_SHA256 = '0c8558306615be74f6fc15be7421f857ba98c6b96e98a6bac72f2fc04dfb67ac'
@@ -106,8 +106,8 @@ _D0 = regex.compile('<\\|tool_call>call:(?P<name>[^{<\\s]+)', regex.DOTALL)
 _D0_LEADS = ('<|tool_call>call:',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<\\|tool_call>call:(?P<name>[^{<\\s]+)'/
-_P0 = regex.compile('(?>(?:<\\|tool_call>call:(?P<name>[^{<\\s]+)))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<\\|tool_call>call:(?P<name>[^{<\\s]+)'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<\\|tool_call>call:(?P<name>[^{<\\s]+)))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

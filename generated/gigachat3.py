@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lead-search',))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/gigachat3.json'
 TEMPLATE_SHA256 = '0e6869bc5aafcb0ed2157f322594383c79a4082da168ac70c4aed48efab3b42d'
@@ -82,8 +82,8 @@ _D0 = regex.compile('<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\
 _D0_LEADS = ('<|',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>'/
-_P0 = regex.compile('(?>(?:<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

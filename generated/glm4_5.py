@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lead-search',))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/glm4_5.json'
 TEMPLATE_SHA256 = 'c73a6e84ffcad3c322e082172a7c63c856e8fbd1da11633c1409fd9ff72546fe'
@@ -100,8 +100,8 @@ _D0 = regex.compile('<tool_call>\\s*(?P<name>[^\\s<]+)', regex.DOTALL)
 _D0_LEADS = ('<tool_call>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<tool_call>\\s*(?P<name>[^\\s<]+)'/
-_P0 = regex.compile('(?>(?:<tool_call>\\s*(?P<name>[^\\s<]+)))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<tool_call>\\s*(?P<name>[^\\s<]+)'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<tool_call>\\s*(?P<name>[^\\s<]+)))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs', 'lead-search'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/gpt_oss.json'
 TEMPLATE_SHA256 = 'c5dc04af6d75c9b58c248a7637e3ccb78faa2152769160d2108cdda3d1820e4c'
@@ -139,20 +139,20 @@ _D4 = regex.compile('<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\
 _D4_LEADS = ('<|',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-_P0 = regex.compile('(?>(?:<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))))(?!)', regex.DOTALL)
-# probe of open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
-_P1 = regex.compile('(?>(?:(?P<repair_stripped_tokens>^analysis)))(?!)', regex.DOTALL)
-# probe of open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-_P2 = regex.compile('(?>(?:(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))))(?!)', regex.DOTALL)
-# probe of close of 'content': /'<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>'/
-_P3 = regex.compile('(?>(?:<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>))(?!)', regex.DOTALL)
-# probe of close of 'tool_calls': /'<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>'/
-_P4 = regex.compile('(?>(?:<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>))(?!)', regex.DOTALL)
+# probe of open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))))(?!)')
+# probe of open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/ (compiled when first asked)
+_P1 = _rt.LazyPattern('(?>(?:(?P<repair_stripped_tokens>^analysis)))(?!)')
+# probe of open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/ (compiled when first asked)
+_P2 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))))(?!)')
+# probe of close of 'content': /'<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>'/ (compiled when first asked)
+_P3 = _rt.LazyPattern('(?>(?:<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>))(?!)')
+# probe of close of 'tool_calls': /'<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>'/ (compiled when first asked)
+_P4 = _rt.LazyPattern('(?>(?:<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>))(?!)')
 # Required factors (issue 14): without the factor after the search position, a partial match can
 # start only in the run of characters the part before the factor consumes; these find its start.
-# the last character before 'to=functions.' that /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/ cannot consume before it
-_B0 = regex.compile('(?r)[^<|star>\\sinchelomy]', regex.DOTALL)
+# the last character before 'to=functions.' that /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/ cannot consume before it (compiled when first asked)
+_B0 = _rt.LazyPattern('(?r)[^<|star>\\sinchelomy]')
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
     '<',

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lead-search',))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/hunyuan.json'
 TEMPLATE_SHA256 = '173606d8ba23303ecb42661a9ad19f7b854777904d36c06c5b4daee1c56c9f5e'
@@ -110,16 +110,16 @@ _D4 = regex.compile('</tool_call(?::[^<>\\s]+)?>', regex.DOTALL)
 _D4_LEADS = ('</tool_call',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'reasoning_content': /'<think(?::[^<>\\s]+)?>'/
-_P0 = regex.compile('(?>(?:<think(?::[^<>\\s]+)?>))(?!)', regex.DOTALL)
-# probe of open of 'tool_calls': /'<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)'/
-_P1 = regex.compile('(?>(?:<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)))(?!)', regex.DOTALL)
-# probe of close of 'content': /'<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
-_P2 = regex.compile('(?>(?:<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>))(?!)', regex.DOTALL)
-# probe of close of 'reasoning_content': /'</think(?::[^<>\\s]+)?>'/
-_P3 = regex.compile('(?>(?:</think(?::[^<>\\s]+)?>))(?!)', regex.DOTALL)
-# probe of close of 'tool_calls': /'</tool_call(?::[^<>\\s]+)?>'/
-_P4 = regex.compile('(?>(?:</tool_call(?::[^<>\\s]+)?>))(?!)', regex.DOTALL)
+# probe of open of 'reasoning_content': /'<think(?::[^<>\\s]+)?>'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<think(?::[^<>\\s]+)?>))(?!)')
+# probe of open of 'tool_calls': /'<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)'/ (compiled when first asked)
+_P1 = _rt.LazyPattern('(?>(?:<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)))(?!)')
+# probe of close of 'content': /'<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/ (compiled when first asked)
+_P2 = _rt.LazyPattern('(?>(?:<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>))(?!)')
+# probe of close of 'reasoning_content': /'</think(?::[^<>\\s]+)?>'/ (compiled when first asked)
+_P3 = _rt.LazyPattern('(?>(?:</think(?::[^<>\\s]+)?>))(?!)')
+# probe of close of 'tool_calls': /'</tool_call(?::[^<>\\s]+)?>'/ (compiled when first asked)
+_P4 = _rt.LazyPattern('(?>(?:</tool_call(?::[^<>\\s]+)?>))(?!)')
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')

@@ -27,7 +27,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/hyperclovax_seed_think.json'
 TEMPLATE_SHA256 = '20dc725ea5f26e790bb3ab09ef187e8ac48d33355b3b07a7c84ec0e7c06f7e9a'
@@ -182,12 +182,12 @@ _D1 = regex.compile('(?=\\[\\s*\\{\\s*"name")', regex.DOTALL)
 _D2 = regex.compile('(?=\\{\\s*"name")', regex.DOTALL)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)'/
-_P0 = regex.compile('(?>(?:<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)))(?!)', regex.DOTALL)
-# probe of open of 'json_call_list': /'(?=\\[\\s*\\{\\s*"name")'/
-_P1 = regex.compile('(?>(?:(?=\\[\\s*\\{\\s*"name")))(?!)', regex.DOTALL)
-# probe of open of 'json_call': /'(?=\\{\\s*"name")'/
-_P2 = regex.compile('(?>(?:(?=\\{\\s*"name")))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)))(?!)')
+# probe of open of 'json_call_list': /'(?=\\[\\s*\\{\\s*"name")'/ (compiled when first asked)
+_P1 = _rt.LazyPattern('(?>(?:(?=\\[\\s*\\{\\s*"name")))(?!)')
+# probe of open of 'json_call': /'(?=\\{\\s*"name")'/ (compiled when first asked)
+_P2 = _rt.LazyPattern('(?>(?:(?=\\{\\s*"name")))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'lazy-pattern'))
 
 SOURCE = 'templates/inkling.json'
 TEMPLATE_SHA256 = '69ae971a904c126d97596734a0245e3f66cc44cde91f93aeba1df51c19a23aa7'
@@ -108,8 +108,8 @@ _START_ANCHOR = regex.compile('<\\|message_model\\|>', regex.DOTALL)
 _D0 = regex.compile('(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>', regex.DOTALL)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>'/
-_P0 = regex.compile('(?>(?:(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('nest', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
+_rt.check_abi(2, __name__, ('nest', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/intern_s1.json'
 TEMPLATE_SHA256 = 'fb288e3a1002906f46113261c03abdc0e77800a3a12449275d3a7ca99de15e94'
@@ -111,8 +111,8 @@ _D0 = regex.compile('<\\|action_start\\|>\\s*<\\|plugin\\|>', regex.DOTALL)
 _D0_LEADS = ('<|action_start|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<\\|action_start\\|>\\s*<\\|plugin\\|>'/
-_P0 = regex.compile('(?>(?:<\\|action_start\\|>\\s*<\\|plugin\\|>))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<\\|action_start\\|>\\s*<\\|plugin\\|>'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<\\|action_start\\|>\\s*<\\|plugin\\|>))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'lead-search'))
+_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/internlm2.json'
 TEMPLATE_SHA256 = 'c36e2586cccd24d0d77efe36b834a8bc251e3969b6efdfc7402656461c025a69'
@@ -94,8 +94,8 @@ _D0 = regex.compile('<\\|action_start\\|>\\s*<\\|plugin\\|>', regex.DOTALL)
 _D0_LEADS = ('<|action_start|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<\\|action_start\\|>\\s*<\\|plugin\\|>'/
-_P0 = regex.compile('(?>(?:<\\|action_start\\|>\\s*<\\|plugin\\|>))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<\\|action_start\\|>\\s*<\\|plugin\\|>'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<\\|action_start\\|>\\s*<\\|plugin\\|>))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

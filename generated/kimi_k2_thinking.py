@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lead-search',))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/kimi_k2_thinking.json'
 TEMPLATE_SHA256 = '42fada0cd647799f28a80fbb0b83921ec3888e91a50fb762f3bd531524b34e86'
@@ -98,8 +98,8 @@ _D0 = regex.compile('<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<
 _D0_LEADS = ('<|tool_call_begin|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/
-_P0 = regex.compile('(?>(?:<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -28,7 +28,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/kimi_k3.json'
 TEMPLATE_SHA256 = '620df191b9a80e2beb05f214343b11173f7dc84da10f952580159fa538f1d407'
@@ -187,10 +187,10 @@ _D1 = regex.compile('<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?
 _D1_LEADS = ('<|open|>call tool="',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'json_tool_call': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>'/
-_P0 = regex.compile('(?>(?:<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>))(?!)', regex.DOTALL)
-# probe of open of 'tool_calls': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>'/
-_P1 = regex.compile('(?>(?:<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>))(?!)', regex.DOTALL)
+# probe of open of 'json_tool_call': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>))(?!)')
+# probe of open of 'tool_calls': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>'/ (compiled when first asked)
+_P1 = _rt.LazyPattern('(?>(?:<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

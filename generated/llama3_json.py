@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern'))
 
 SOURCE = 'templates/llama3_json.json'
 TEMPLATE_SHA256 = '8911049001ad83b133ab61b0317e29ac8d82c0abeed59f76378efc88008f025b'
@@ -165,12 +165,12 @@ _D1 = regex.compile('\\s*;', regex.DOTALL)
 _D2 = regex.compile('\\s*;', regex.DOTALL)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/
-_P0 = regex.compile('(?>(?:(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)))(?!)', regex.DOTALL)
-# probe of close of 'tool_calls': /'\\s*;'/
-_P1 = regex.compile('(?>(?:\\s*;))(?!)', regex.DOTALL)
-# probe of close of 'tagged_json_call': /'\\s*;'/
-_P2 = regex.compile('(?>(?:\\s*;))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)))(?!)')
+# probe of close of 'tool_calls': /'\\s*;'/ (compiled when first asked)
+_P1 = _rt.LazyPattern('(?>(?:\\s*;))(?!)')
+# probe of close of 'tagged_json_call': /'\\s*;'/ (compiled when first asked)
+_P2 = _rt.LazyPattern('(?>(?:\\s*;))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/llama4_pythonic.json'
 TEMPLATE_SHA256 = '5dd2140cbb8fd6b115e163b37f8cee0b631d80f1c1b01a112eec25cd93f768d6'
@@ -90,8 +90,8 @@ _D0 = regex.compile('<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()', regex
 _D0_LEADS = ('<|python_start|>', '[')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/
-_P0 = regex.compile('(?>(?:<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

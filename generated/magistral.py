@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/magistral.json'
 TEMPLATE_SHA256 = '2a85bd3192aed958d7ef363d3399a121d9e52860318951eca1bafc4ea783ebd5'
@@ -108,8 +108,8 @@ _D0 = regex.compile('\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-
 _D0_LEADS = ('[TOOL_CALLS]',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
-_P0 = regex.compile('(?>(?:\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

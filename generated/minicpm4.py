@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'lazy-pattern'))
 
 SOURCE = 'templates/minicpm4.json'
 TEMPLATE_SHA256 = '1b46c0128ea9843412b595b74f871f374a02277c2d9d7712295a58ba2711537a'
@@ -103,8 +103,8 @@ _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 _D0 = regex.compile('<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>', regex.DOTALL)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>'/
-_P0 = regex.compile('(?>(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

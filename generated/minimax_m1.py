@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern'))
 
 SOURCE = 'templates/minimax_m1.json'
 TEMPLATE_SHA256 = '3fbd0ae05ee260026d1e5a35462e4ff14c00658ee74535c35bd02629411b6e72'
@@ -125,8 +125,8 @@ _START_ANCHOR = regex.compile('<beginning_of_sentence>ai\\ name=assistant\\\n', 
 _D0 = regex.compile('(?=\\{)', regex.DOTALL)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'(?=\\{)'/
-_P0 = regex.compile('(?>(?:(?=\\{)))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'(?=\\{)'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:(?=\\{)))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

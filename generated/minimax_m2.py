@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('lead-search',))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/minimax_m2.json'
 TEMPLATE_SHA256 = '3180e0dfe96536089833aa887edfb4422e8107d9d333af1c30c0399b4c988688'
@@ -101,8 +101,8 @@ _D0 = regex.compile('<invoke name="(?P<name>[^"]+)">', regex.DOTALL)
 _D0_LEADS = ('<invoke name="',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<invoke name="(?P<name>[^"]+)">'/
-_P0 = regex.compile('(?>(?:<invoke name="(?P<name>[^"]+)">))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<invoke name="(?P<name>[^"]+)">'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<invoke name="(?P<name>[^"]+)">))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -27,7 +27,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'lead-search'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/minimax_m3.json'
 TEMPLATE_SHA256 = 'a59eb77faed6d30b94d567e11910dc9304e69efe3a43f1d7f483c63dc166ef22'
@@ -130,8 +130,8 @@ _D0 = regex.compile('\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">', rege
 _D0_LEADS = (']<]minimax[>[<invoke name="',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">'/
-_P0 = regex.compile('(?>(?:\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

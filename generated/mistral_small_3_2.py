@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/mistral_small_3_2.json'
 TEMPLATE_SHA256 = '70dbe984568de4c049d2bffdf8960d360c54696021cc9d847689e9e17eee263c'
@@ -90,8 +90,8 @@ _D0 = regex.compile('\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-
 _D0_LEADS = ('[TOOL_CALLS]',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
-_P0 = regex.compile('(?>(?:\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern'))
 
 SOURCE = 'templates/olmo3.json'
 TEMPLATE_SHA256 = '8c7a5e78e2608b76930ecfaccba024d9dc2a9eb3a9a893c55aef06c47f08562c'
@@ -108,8 +108,8 @@ _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 _D0 = regex.compile('(?=[A-Za-z_])', regex.DOTALL)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'(?=[A-Za-z_])'/
-_P0 = regex.compile('(?>(?:(?=[A-Za-z_])))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'(?=[A-Za-z_])'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:(?=[A-Za-z_])))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -27,7 +27,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/poolside.json'
 TEMPLATE_SHA256 = 'b4d007f3e69df332017940e30b5926dc2065fa4dbc8695c8a917c73b8226f675'
@@ -147,10 +147,10 @@ _D0_LEADS = ('<tool_call>',)
 _D1 = regex.compile('(?=\\{\\s*"name")', regex.DOTALL)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)'/
-_P0 = regex.compile('(?>(?:<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)))(?!)', regex.DOTALL)
-# probe of open of 'json_tool_call': /'(?=\\{\\s*"name")'/
-_P1 = regex.compile('(?>(?:(?=\\{\\s*"name")))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)))(?!)')
+# probe of open of 'json_tool_call': /'(?=\\{\\s*"name")'/ (compiled when first asked)
+_P1 = _rt.LazyPattern('(?>(?:(?=\\{\\s*"name")))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('defer', 'typed-roles', 'empty-none', 'lead-search'))
+_rt.check_abi(2, __name__, ('defer', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/qwen3_5.json'
 TEMPLATE_SHA256 = 'dd5da31d0c8319d66fbd9fd94d1eb93d3af325e09706ee552a4e9fa027ba4a26'
@@ -105,8 +105,8 @@ _D0 = regex.compile('<tool_call>\\s*<function=(?P<name>[^>\\s]+)>', regex.DOTALL
 _D0_LEADS = ('<tool_call>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
-_P0 = regex.compile('(?>(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lead-search',))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/seed_oss.json'
 TEMPLATE_SHA256 = '3d3ba0ee82f08d39348044ba2fcb7c7f15c7815a97f393ad10ec5a2c8399a5d5'
@@ -100,8 +100,8 @@ _D0 = regex.compile('<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>', regex.D
 _D0_LEADS = ('<seed:tool_call>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
-_P0 = regex.compile('(?>(?:<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

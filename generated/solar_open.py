@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'lead-search'))
+_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/solar_open.json'
 TEMPLATE_SHA256 = 'aca53d4f0c3ccd92383c3b874611664ae7f9aec6036cb86e542620ef77213cfb'
@@ -106,8 +106,8 @@ _D0 = regex.compile('<\\|tool_call:begin\\|>[^<]*<\\|tool_call:name\\|>(?P<name>
 _D0_LEADS = ('<|tool_call:begin|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<\\|tool_call:begin\\|>[^<]*<\\|tool_call:name\\|>(?P<name>[^<]*)<\\|tool_call:args\\|>'/
-_P0 = regex.compile('(?>(?:<\\|tool_call:begin\\|>[^<]*<\\|tool_call:name\\|>(?P<name>[^<]*)<\\|tool_call:args\\|>))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<\\|tool_call:begin\\|>[^<]*<\\|tool_call:name\\|>(?P<name>[^<]*)<\\|tool_call:args\\|>'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<\\|tool_call:begin\\|>[^<]*<\\|tool_call:name\\|>(?P<name>[^<]*)<\\|tool_call:args\\|>))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

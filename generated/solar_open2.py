@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('nest', 'typed-roles', 'empty-none', 'lead-search'))
+_rt.check_abi(2, __name__, ('nest', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/solar_open2.json'
 TEMPLATE_SHA256 = 'fcd66a400d3005128470e9883db7660164388bbf5a701f867f2a2487240c77ec'
@@ -111,8 +111,8 @@ _D0 = regex.compile('<\\|tool_call:start\\|>(?P<name>[\\w.:/-]+)\\n', regex.DOTA
 _D0_LEADS = ('<|tool_call:start|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<\\|tool_call:start\\|>(?P<name>[\\w.:/-]+)\\n'/
-_P0 = regex.compile('(?>(?:<\\|tool_call:start\\|>(?P<name>[\\w.:/-]+)\\n))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<\\|tool_call:start\\|>(?P<name>[\\w.:/-]+)\\n'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<\\|tool_call:start\\|>(?P<name>[\\w.:/-]+)\\n))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lead-search',))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/step3.json'
 TEMPLATE_SHA256 = '8292e385e0b0d23eb01bbed7d4a0e92945ef0abd81e9741289d0064645683384'
@@ -100,12 +100,12 @@ _D0 = regex.compile('<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*
 _D0_LEADS = ('<｜tool_call_begin｜>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/
-_P0 = regex.compile('(?>(?:<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">))(?!)')
 # Required factors (issue 14): without the factor after the search position, a partial match can
 # start only in the run of characters the part before the factor consumes; these find its start.
-# the last character before '<steptml:invoke name="' that /'<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/ cannot consume before it
-_B0 = regex.compile('(?r)[^<\\uff5ctol_cabegin>\\sfusp]', regex.DOTALL)
+# the last character before '<steptml:invoke name="' that /'<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/ cannot consume before it (compiled when first asked)
+_B0 = _rt.LazyPattern('(?r)[^<\\uff5ctol_cabegin>\\sfusp]')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lead-search'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/xlam.json'
 TEMPLATE_SHA256 = '4d58668f871b04aace58f03233649ba744cd72c6f651239e605d4166e7668eaa'
@@ -108,10 +108,10 @@ _D0_LEADS = ('<tool_call>', '[', '```')
 _D1 = regex.compile('\\s*(?:</tool_call>|```)', regex.DOTALL)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")'/
-_P0 = regex.compile('(?>(?:<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")))(?!)', regex.DOTALL)
-# probe of close of 'tool_calls': /'\\s*(?:</tool_call>|```)'/
-_P1 = regex.compile('(?>(?:\\s*(?:</tool_call>|```)))(?!)', regex.DOTALL)
+# probe of open of 'tool_calls': /'<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")'/ (compiled when first asked)
+_P0 = _rt.LazyPattern('(?>(?:<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")))(?!)')
+# probe of close of 'tool_calls': /'\\s*(?:</tool_call>|```)'/ (compiled when first asked)
+_P1 = _rt.LazyPattern('(?>(?:\\s*(?:</tool_call>|```)))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',

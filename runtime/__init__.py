@@ -48,6 +48,7 @@ from .stream import (
     PREFIX_REQUIRED,
     RUNTIME_ABI,
     Edge,
+    LazyPattern,
     Region,
     StreamParser,
     check_abi,
@@ -75,6 +76,7 @@ __all__ = [
     "to_text",
     "literal_hold",
     "lead_search",
+    "LazyPattern",
     "parse_many",
     "PREFIX_REQUIRED",
     # errors

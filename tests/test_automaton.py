@@ -252,3 +252,21 @@ def test_late_pattern(pattern, late):
         for i in range(1, len(text) + 1):
             assert (full.search(text, i) and full.search(text, i).span()) == \
                    (short.search(text, i) and short.search(text, i).span())
+
+
+def test_lazy_pattern_compiles_once_and_answers_as_compiled():
+    """runtime.LazyPattern (D2 probes, back-searches): not compiled at import; once asked, the
+    compiled pattern's own methods answer, with its results and its errors."""
+    from respc.runtime import LazyPattern
+
+    lazy, real = LazyPattern(r"<a>(?P<n>\d+)|x$"), regex.compile(r"<a>(?P<n>\d+)|x$", regex.DOTALL)
+    assert "search" not in vars(lazy)
+    for text, pos in (("zz <a>12 x", 0), ("<a>", 0), ("abc x", 2), ("", 0)):
+        for partial in (False, True):
+            got, want = lazy.search(text, pos, partial=partial), real.search(text, pos, partial=partial)
+            assert (got and (got.span(), got.partial, got.groupdict())) == \
+                   (want and (want.span(), want.partial, want.groupdict()))
+    assert vars(lazy)["search"].__self__.pattern == real.pattern  # the compiled pattern's bound method
+    assert LazyPattern("a+").match("aab").span() == (0, 2) and LazyPattern("a").fullmatch("ab") is None
+    with pytest.raises(TypeError):
+        LazyPattern("a").search(3)
