@@ -217,9 +217,9 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     context = automaton.context
     # "hold-runs": the fast path must hold the runs of HOLD_RUNS, which a runtime without it ignores
     features = _features(template) + (["hold-runs"] if any(s.runs for s in automaton.states) else [])
-    # "lazy-pattern": probes and back-searches are runtime.LazyPattern objects
+    # "lazy-pattern": probes, back-searches and late patterns are runtime.LazyPattern objects
     scans = plan_scans(template, automaton)
-    if scans.probes or scans.backs:
+    if scans.probes or scans.backs or any(late_pattern(p) not in (None, NEVER) for p, _ in scans.regexes):
         features.append("lazy-pattern")
     # "lead-search": a complete text's search of a regex delimiter uses runtime.lead_search
     if any(classify_pattern(p).leads for s in automaton.states for w in s.watches if w.delimiter.literals is None

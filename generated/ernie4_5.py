@@ -91,7 +91,7 @@ _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n|Assistant:\\ |Assis
 # open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
 _D0 = regex.compile('^\\s*(?:<think>\\s*)?|<think>\\s*', regex.DOTALL)
 # the same for a complete text's search from an offset after 0 (its start-anchored alternatives dropped)
-_D0L = regex.compile('<think>\\s*', regex.DOTALL)
+_D0L = _rt.LazyPattern('<think>\\s*')
 _D0L_LEADS = ('<think>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
