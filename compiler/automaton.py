@@ -66,7 +66,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 from .ir import Delimiter, Template
 
 __all__ = ["ACTIONS", "Watch", "State", "Automaton", "build_automaton", "classify_pattern", "PatternFacts",
-           "late_pattern", "NEVER",
+           "late_pattern", "NEVER", "example_text",
            "edge_probe", "plan_scans", "HoldRun", "ScanPlans", "ScanPlan", "LiteralFind", "RegexFind", "LiteralHold", "Factor"]
 
 OUTSIDE = 0
@@ -372,6 +372,54 @@ def _all_chars(seq) -> _CharSet:
 #: start anchors that hold only at offset 0 of the text (without MULTILINE): once the parser has
 #: decided a character, a search from its position can never satisfy them
 _AT_START = ("AT_BEGINNING", "AT_BEGINNING_STRING")
+
+
+#: characters :func:`example_text` tries for a class, in order (readable ones first)
+_EXAMPLE_CHARS = "fabcdegxyz0123456789_ -.:,=/|<>\"'{}[]()\n\tABCXYZ"
+
+
+def example_text(pattern: str) -> str | None:
+    """A short text the delimiter ``pattern`` matches in full, for messages that show one (``respc
+    check``'s examples): each repeat taken its least number of times, the first alternative, a
+    class's first character in :data:`_EXAMPLE_CHARS`; None when the ``re`` parser cannot read
+    the pattern as the ``regex`` module does, or the text built does not match."""
+    if not _read_source(pattern).sre_agrees:
+        return None
+    try:
+        tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+        groups: dict[int, str] = {}
+        text = _example_seq(list(tree), groups)
+    except (_Unknown, Exception):
+        return None
+    return text if regex.fullmatch(pattern, text, regex.DOTALL) else None
+
+
+def _example_seq(seq, groups: dict) -> str:
+    out = []
+    for op, av in seq:
+        if op is sre_c.LITERAL:
+            out.append(chr(av))
+        elif op in (sre_c.IN, sre_c.ANY, sre_c.NOT_LITERAL, sre_c.CATEGORY, sre_c.RANGE):
+            out.append(next(c for c in _EXAMPLE_CHARS if _item_has(op, av, c)))
+        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", None)):
+            lo, _, body = av
+            out.append(_example_seq(list(body), groups) * lo)
+        elif op is sre_c.SUBPATTERN:
+            text = _example_seq(list(av[-1]), groups)
+            if av[0] is not None:
+                groups[av[0]] = text
+            out.append(text)
+        elif op is sre_c.BRANCH:
+            out.append(_example_seq(list(av[1][0]), groups))
+        elif op is sre_c.GROUPREF:
+            out.append(groups[av])
+        elif op in (sre_c.AT, sre_c.ASSERT, sre_c.ASSERT_NOT):
+            continue  # zero-width: the full match check below decides
+        elif op is getattr(sre_c, "ATOMIC_GROUP", None):
+            out.append(_example_seq(list(av), groups))
+        else:
+            raise _Unknown(str(op))
+    return "".join(out)
 
 
 #: :func:`late_pattern` of a pattern every alternative of which is anchored at the start

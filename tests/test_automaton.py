@@ -7,7 +7,7 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from respc.compiler.automaton import build_automaton, classify_pattern, late_pattern
+from respc.compiler.automaton import build_automaton, classify_pattern, example_text, late_pattern
 from respc.compiler.load import LoadedTemplate
 from respc.compiler.validate import validate
 from respc.runtime import lead_search, literal_hold
@@ -270,3 +270,17 @@ def test_lazy_pattern_compiles_once_and_answers_as_compiled():
     assert LazyPattern("a+").match("aab").span() == (0, 2) and LazyPattern("a").fullmatch("ab") is None
     with pytest.raises(TypeError):
         LazyPattern("a").search(3)
+
+
+@pytest.mark.parametrize("pattern, text", [
+    (r"<function=(?P<name>[^>\s]+)>", "<function=f>"),
+    (r"<\|tool_call_begin\|>\s*(?:functions\.)?(?P<name>[^:<>\s]+?):\d+\s*<\|tool_call_argument_begin\|>",
+     "<|tool_call_begin|>f:0<|tool_call_argument_begin|>"),     # kimi_k2's opener
+    (r"(a|b)\1", "aa"),
+    (r"\bcall:", "call:"),
+    (r"functools(?=\[)", None),   # a lookahead needs text after the match: no example of the match alone
+    (r"[[:digit:]]+", None),      # regex-only syntax
+])
+def test_example_text(pattern, text):
+    """example_text: a real text a delimiter pattern matches, for respc check's messages."""
+    assert example_text(pattern) == text
