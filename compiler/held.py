@@ -62,8 +62,9 @@ class PositionAutomaton:
     enters.
 
     Attributes:
-        tests (tuple[str, ...]): per position, a ``regex`` source matching exactly the one
-            characters that item matches (compiled with DOTALL).
+        tests (tuple[str, ...]): per position, the character a literal item matches, or (two
+            characters or more) a ``regex`` source matching exactly the characters that item
+            matches (compiled with DOTALL).
         first (tuple[int, ...]): the positions a match can start with.
         follow (tuple[tuple[int, ...], ...]): per position, the positions that can come next.
         last (tuple[int, ...]): the positions a match can end with.
@@ -112,13 +113,14 @@ def _set_member(op, av) -> str:
 
 
 def _test(op, av) -> str:
-    """The ``regex`` source of one one-character item."""
+    """The test of one one-character item: a literal as the character itself, anything else as
+    a ``regex`` source of two characters or more (so the runtime tells them apart by length)."""
     if op is sre_c.LITERAL:
-        return _literal(av)
+        return chr(av)
     if op is sre_c.NOT_LITERAL:
         return "[^" + _literal(av) + "]"
     if op is sre_c.ANY:
-        return "."
+        return "[\\s\\S]"
     if op is sre_c.RANGE:
         return "[" + _set_member(op, av) + "]"
     if op is sre_c.CATEGORY:
@@ -214,10 +216,14 @@ class _Builder:
 
 
 def _check_tests(builder: _Builder, pattern: str) -> None:
-    """Each position's ``regex`` test must agree with the compiler's reading of its item."""
+    """Each position's test must agree with the compiler's reading of its item."""
     samples = set(_SAMPLES) | set(pattern) | {"\u00a0", "\u2028", "\u0660", "\U0001f600"}
     compiled: dict[str, object] = {}
     for test, (op, av) in zip(builder.tests, builder.items):
+        if len(test) == 1:
+            if op is not sre_c.LITERAL:
+                raise _Ineligible(f"a one-character test {test!r} for {op}")
+            continue
         rx = compiled.get(test)
         if rx is None:
             rx = compiled[test] = regex.compile(test, regex.DOTALL)

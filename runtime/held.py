@@ -41,8 +41,8 @@ class HeldRegex:
 
     Args:
         *automata (tuple): per delimiter ``(edge, tests, first, follow, last)``: its pattern
-            when a complete match can go on (else None); per position a ``regex`` source
-            matching one character; the positions a match starts with; per position, those that
+            when a complete match can go on (else None); per position its test (a literal
+            character, or a ``regex`` source of two characters or more matching one character); the positions a match starts with; per position, those that
             may come next; those a match may end with. Positions are numbered from 0 in each.
 
     Attributes:
@@ -50,11 +50,13 @@ class HeldRegex:
         edges (tuple[regex.Pattern, ...]): the ``edge`` patterns, compiled with DOTALL.
     """
 
-    __slots__ = ("_tests", "_first", "_follow", "_last", "_owner", "_chars", "_states", "start", "edges")
+    __slots__ = ("_tests", "_literals", "_first", "_follow", "_last", "_owner", "_chars", "_states", "start",
+                 "edges")
 
     def __init__(self, *automata: tuple) -> None:
         compiled: dict[str, Any] = {}
         tests: list = []
+        literals: dict[str, set[int]] = {}
         first: list = []
         follow: list = []
         last: set[int] = set()
@@ -63,8 +65,15 @@ class HeldRegex:
         for index, (edge, t, f, nxt, end) in enumerate(automata):
             if edge is not None:
                 edges.append(regex.compile(edge, regex.DOTALL))
-            base = len(tests)
-            tests += [(base + k, compiled.setdefault(src, regex.compile(src, regex.DOTALL))) for k, src in enumerate(t)]
+            base = len(owner)
+            for k, src in enumerate(t):
+                if len(src) == 1:
+                    literals.setdefault(src, set()).add(base + k)
+                else:
+                    rx = compiled.get(src)
+                    if rx is None:
+                        rx = compiled[src] = regex.compile(src, regex.DOTALL)
+                    tests.append((base + k, rx))
             first.append(tuple(base + k for k in f))
             follow += [tuple(base + k for k in row) for row in nxt]
             last |= {base + k for k in end}
@@ -72,7 +81,9 @@ class HeldRegex:
         #: the delimiters that can go on after a complete match, compiled: a complete match at
         #: ``pos`` that ends at the buffer edge is held too (see StreamParser._held_regex)
         self.edges = tuple(edges)
+        #: the class positions and their compiled tests; literal positions by character
         self._tests = tuple(tests)
+        self._literals = {c: frozenset(ks) for c, ks in literals.items()}
         #: start markers are negative: -1 - i starts delimiter i
         self._first = tuple(first)
         self._follow = tuple(follow)
@@ -113,7 +124,7 @@ class HeldRegex:
         live, later, done = d[None]
         passing = self._chars.get(c)
         if passing is None:
-            passing = frozenset(k for k, rx in self._tests if rx.match(c) is not None)
+            passing = self._literals.get(c, frozenset()) | {k for k, rx in self._tests if rx.match(c) is not None}
             if len(self._chars) < MAX_CHARS:
                 self._chars[c] = passing
         live = self._move(live, passing)

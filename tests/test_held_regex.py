@@ -398,7 +398,7 @@ def test_position_automaton_of_kimi_opener():
     table = position_automaton(pattern)
     assert len(table.tests) == len("<|tool_call_begin|>") + 1 + len("functions.") + 1 + 1 + 1 + 1 \
         + len("<|tool_call_argument_begin|>")
-    assert table.tests[:3] == ("<", "\\|", "t") and table.tests[19] == "\\s" and table.tests[30] == "[^:<>\\s]"
+    assert table.tests[:3] == ("<", "|", "t") and table.tests[19] == "\\s" and table.tests[30] == "[^:<>\\s]"
     assert table.first == (0,) and table.last == (len(table.tests) - 1,)
     assert table.follow[18] == (19, 20, 30)  # after '>': \s*, 'functions.', or the name
     assert table.follow[30] == (30, 31)  # the name repeats or ':' follows
