@@ -29,11 +29,11 @@ __all__ = ["HeldRegex", "STOP"]
 #: what a step returns when the scanner must run (the start at ``pos`` died, or a match completed)
 STOP = False
 #: most entries cached per DFA state
-MAX_EDGES = 256
+MAX_EDGES = 64
 #: most characters whose test results are cached
-MAX_CHARS = 4096
+MAX_CHARS = 2048
 #: most DFA states kept for reuse
-MAX_STATES = 4096
+MAX_STATES = 1024
 
 
 class HeldRegex:
