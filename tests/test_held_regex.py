@@ -416,3 +416,22 @@ def test_several_delimiters_one_complete_other_live():
     assert held.run(held.start, "<|start|>assistantx") is STOP
     held_a = HeldRegex((None, a.tests, a.first, a.follow, a.last))
     assert held_a.run(held_a.start, "<|start|>assistant") is STOP
+
+
+@pytest.mark.parametrize("name", ["kimi_k2", "gpt_oss"])
+def test_caches_full_changes_nothing(name, monkeypatch):
+    """With every cache of runtime/held.py full from the start (nothing is kept: each step is
+    computed again), the events are still the scan's."""
+    import respc.runtime.held as held_module
+
+    for cap in ("MAX_EDGES", "MAX_STATES", "MAX_CHARS"):
+        monkeypatch.setattr(held_module, cap, 0)
+    module = respc.compile_template(REPO / "templates" / f"{name}.json")
+    general = _general(module)
+    rng = random.Random("caps/" + name)
+    for opener in _openers(name):
+        for k, variant in enumerate(_variants(opener, 5)):
+            text = "Prose < x. " + variant
+            for chunks in list(_chunkings(text, rng))[:3]:
+                errors = ("strict", "recover")[k % 2]
+                assert _outcome(module.ResponseParser, "", chunks, errors) == _outcome(general, "", chunks, errors)
