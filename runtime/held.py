@@ -42,8 +42,12 @@ class HeldRegex:
     Args:
         *automata (tuple): per delimiter ``(edge, tests, first, follow, last)``: its pattern
             when a complete match can go on (else None); per position its test (a literal
-            character, or a ``regex`` source of two characters or more matching one character); the positions a match starts with; per position, those that
-            may come next; those a match may end with. Positions are numbered from 0 in each.
+            character, or a ``regex`` source of two characters or more matching one
+            character); the positions a match starts with; per position, those that may come
+            next; those a match may end with. Positions are numbered from 0 in each.
+
+    Raises:
+        regex.error: a test or ``edge`` pattern does not compile (a module not made by respc).
 
     Attributes:
         start (dict): the DFA state of an empty held text.
