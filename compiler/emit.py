@@ -18,6 +18,7 @@ from respc.runtime.content import PARSERS, STREAMABLE_PARSERS
 from respc.runtime.stream import RUNTIME_ABI
 
 from .automaton import NEVER, Automaton, LiteralFind, classify_pattern, late_pattern, plan_scans
+from .held import PositionAutomaton, held_plan
 from .ir import Template
 
 __all__ = ["CODEGEN_VERSION", "emit_module", "py_literal"]
@@ -165,6 +166,26 @@ def _features(template: Template) -> list[str]:
     return used
 
 
+def _held_rows(automata: tuple[PositionAutomaton, ...] | None) -> list[str]:
+    """The ``HOLD_REGEX`` entry of one state as source lines (without indentation): ``None``, or
+    one ``(edge, tests, first, follow, last)`` per delimiter (``edge``: the pattern when a
+    complete match can go on, else None), ``follow`` eight positions to a line."""
+    if automata is None:
+        return ["None,"]
+    rows = ["("]
+    for table in automata:
+        rows += [f"    # /{_line(repr(table.pattern))}/", "    (",
+                 "        " + (repr(table.pattern) if table.extends else "None") + ",",
+                 "        " + _tuple([repr(t) for t in table.tests]) + ",",
+                 "        " + _tuple([str(p) for p in table.first]) + ",", "        ("]
+        follow = [_tuple([str(q) for q in f]) for f in table.follow]
+        for k in range(0, len(follow), 8):
+            rows.append("            " + ", ".join(follow[k:k + 8]) + ",")
+        rows += ["        ),", "        " + _tuple([str(p) for p in table.last]) + ",", "    ),"]
+    rows.append("),")
+    return rows
+
+
 def _stray_closers(template: Template) -> str:
     """The ``STRAY_CLOSERS`` table as Python source: ``(closer, open_pattern, field_index)`` for
     every literal close (three characters or more, not blank) of a field with an open delimiter,
@@ -208,9 +229,11 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
             "transform_each": f.transform_each,
         })
     states = []
+    held = held_plan(automaton)
     for s in automaton.states:
         states.append({"index": s.index, "label": s.name, "transitions": _edges(template, s),
                        "triggers": repr(s.triggers),
+                       "held": _held_rows(held[s.index]),
                        "runs": "None" if not s.runs else _tuple([f"({r.chars!r}, {r.factor!r})" for r in s.runs]),
                        "pairs": "None" if s.pairs is None else "frozenset(" + _tuple([repr(p) for p in s.pairs]) + ")"})
     source = template.source
@@ -225,6 +248,8 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     if any(classify_pattern(p).leads for s in automaton.states for w in s.watches if w.delimiter.literals is None
            for p in (w.delimiter.pattern, late_pattern(w.delimiter.pattern)) if p is not None):
         features.append("lead-search")
+    # "hold-regex": HOLD_REGEX is an optimisation only; a runtime without it would scan, with the
+    # same events, so it is not listed: the tables are simply ignored there
     return {
         "source": _line(source),
         "source_doc": _doc(repr(source)),
@@ -244,6 +269,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "anchor_repr": repr(template.start_anchor.pattern),
         "states": states,
         "has_runs": any(s.runs for s in automaton.states),
+        "has_held": any(table is not None for table in held),
         "outside_field": template.implicit,
         "stray_closers": _stray_closers(template),
         "diagnostics_key": repr(template.diagnostics),

@@ -325,6 +325,32 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<｜',))),
         ('`', frozenset(('``',))),
     )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/
+            (
+                None,
+                ('<', '｜', 't', 'o', 'o', 'l', '▁', 'c', 'a', 'l', 'l', '▁', 'b', 'e', 'g', 'i', 'n', '｜', '>', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', '<', '｜', 't', 'o', 'o', 'l', '▁', 's', 'e', 'p', '｜', '>', '[^\\s<`]', '\\s', '`', '`', '`', 'j', 's', 'o', 'n'),
+                (0,),
+                (
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
+                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
+                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
+                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,),
+                    (33,), (34,), (35,), (36,), (37,), (38,), (39,), (39, 40, 41),
+                    (40, 41), (42,), (43,), (44,), (45,), (46,), (47,), (),
+                ),
+                (47,),
+            ),
+        ),
+        # S1
+        None,
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 8
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

@@ -531,6 +531,46 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
         ('', frozenset(())),
     )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
+            (
+                None,
+                ('<', 'i', 'n', 'v', 'o', 'k', 'e', '\\s', 'n', 'a', 'm', 'e', '\\s', '=', '\\s', '["\']', '[^"\'>\\s]', '["\']', '\\s', '>'),
+                (0,),
+                (
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (7, 8),
+                    (9,), (10,), (11,), (12, 13), (12, 13), (14, 15, 16), (14, 15, 16), (16,),
+                    (16, 17, 18, 19), (18, 19), (18, 19), (),
+                ),
+                (19,),
+            ),
+        ),
+        # S1
+        (
+            # /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
+            (
+                None,
+                ('<', 'i', 'n', 'v', 'o', 'k', 'e', '\\s', 'n', 'a', 'm', 'e', '\\s', '=', '\\s', '["\']', '[^"\'>\\s]', '["\']', '\\s', '>'),
+                (0,),
+                (
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (7, 8),
+                    (9,), (10,), (11,), (12, 13), (12, 13), (14, 15, 16), (14, 15, 16), (16,),
+                    (16, 17, 18, 19), (18, 19), (18, 19), (),
+                ),
+                (19,),
+            ),
+        ),
+        # S2
+        None,
+        # S3
+        None,
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 14
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

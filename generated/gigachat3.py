@@ -294,6 +294,34 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</', '<|'))),
         ('<', frozenset(('</', '<|'))),
     )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>'/
+            (
+                None,
+                ('<', '|', 'm', 'e', 's', 's', 'a', 'g', 'e', '_', 's', 'e', 'p', '|', '>', '\\s', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', ' ', 'c', 'a', 'l', 'l', '<', '|', 'r', 'o', 'l', 'e', '_', 's', 'e', 'p', '|', '>', '\n', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', '_', 'c', 'a', 'l', 'l', '|', '>'),
+                (0,),
+                (
+                    (1,), (2, 42), (3,), (4,), (5,), (6,), (7,), (8,),
+                    (9,), (10,), (11,), (12,), (13,), (14,), (15, 16), (15, 16),
+                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
+                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,),
+                    (33,), (34,), (35,), (36,), (37,), (38,), (39,), (40,),
+                    (41,), (), (43,), (44,), (45,), (46,), (47,), (48,),
+                    (49,), (50,), (51,), (52,), (53,), (54,), (55,), (56,),
+                    (),
+                ),
+                (41, 56),
+            ),
+        ),
+        # S1
+        None,
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 7
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

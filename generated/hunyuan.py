@@ -469,6 +469,80 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
         ('<', frozenset(('</',))),
     )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<think(?::[^<>\\s]+)?>'/
+            (
+                None,
+                ('<', 't', 'h', 'i', 'n', 'k', ':', '[^<>\\s]', '>'),
+                (0,),
+                (
+                    (1,), (2,), (3,), (4,), (5,), (6, 8), (7,), (7, 8),
+                    (),
+                ),
+                (8,),
+            ),
+            # /'<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)'/
+            (
+                '<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)',
+                ('<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', ':', '[^<>\\s]', '>', '\\s', '[^\\s<]'),
+                (0,),
+                (
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
+                    (9,), (10, 12), (11,), (11, 12), (13, 14), (13, 14), (14,),
+                ),
+                (14,),
+            ),
+            # /'<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
+            (
+                None,
+                ('<', '｜', 'h', 'y', '_', 'p', 'l', 'a', 'c', 'e', '▁', 'h', 'o', 'l', 'd', 'e', 'r', '▁', 'n', 'o', '▁', '2', '｜', '>', '/', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', 's', ':', '[^<>\\s]', '>', '/', 't', 'h', 'i', 'n', 'k', ':', '[^<>\\s]', '>'),
+                (0,),
+                (
+                    (1, 24, 25, 38), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
+                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
+                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (),
+                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,),
+                    (33,), (34,), (35, 37), (36,), (36, 37), (), (39,), (40,),
+                    (41,), (42,), (43,), (44, 46), (45,), (45, 46), (),
+                ),
+                (23, 37, 46),
+            ),
+        ),
+        # S1
+        (
+            # /'</think(?::[^<>\\s]+)?>'/
+            (
+                None,
+                ('<', '/', 't', 'h', 'i', 'n', 'k', ':', '[^<>\\s]', '>'),
+                (0,),
+                (
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7, 9), (8,),
+                    (8, 9), (),
+                ),
+                (9,),
+            ),
+        ),
+        # S2
+        (
+            # /'</tool_call(?::[^<>\\s]+)?>'/
+            (
+                None,
+                ('<', '/', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', ':', '[^<>\\s]', '>'),
+                (0,),
+                (
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
+                    (9,), (10,), (11, 13), (12,), (12, 13), (),
+                ),
+                (13,),
+            ),
+        ),
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 14
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

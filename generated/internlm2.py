@@ -286,6 +286,30 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
         ('<', frozenset(('<|',))),
     )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<\\|action_start\\|>\\s*<\\|plugin\\|>'/
+            (
+                None,
+                ('<', '|', 'a', 'c', 't', 'i', 'o', 'n', '_', 's', 't', 'a', 'r', 't', '|', '>', '\\s', '<', '|', 'p', 'l', 'u', 'g', 'i', 'n', '|', '>'),
+                (0,),
+                (
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
+                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16, 17),
+                    (16, 17), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
+                    (25,), (26,), (),
+                ),
+                (26,),
+            ),
+        ),
+        # S1
+        None,
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 5
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

@@ -295,6 +295,34 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
         ('<', frozenset(('<|',))),
     )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>'/
+            (
+                None,
+                ('<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '_', 'b', 'e', 'g', 'i', 'n', '|', '>', '\\s', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', 's', '.', '[^:<>\\s]', ':', '\\d', '\\s', '<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '_', 'a', 'r', 'g', 'u', 'm', 'e', 'n', 't', '_', 'b', 'e', 'g', 'i', 'n', '|', '>'),
+                (0,),
+                (
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
+                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
+                    (17,), (18,), (19, 20, 30), (19, 20, 30), (21,), (22,), (23,), (24,),
+                    (25,), (26,), (27,), (28,), (29,), (30,), (30, 31), (32,),
+                    (32, 33, 34), (33, 34), (35,), (36,), (37,), (38,), (39,), (40,),
+                    (41,), (42,), (43,), (44,), (45,), (46,), (47,), (48,),
+                    (49,), (50,), (51,), (52,), (53,), (54,), (55,), (56,),
+                    (57,), (58,), (59,), (60,), (61,), (),
+                ),
+                (61,),
+            ),
+        ),
+        # S1
+        None,
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 7
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

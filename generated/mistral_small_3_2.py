@@ -239,6 +239,30 @@ class ResponseParser(_rt.StreamParser):
         ('<[', frozenset(('</', '[T'))),
         ('', frozenset(())),
     )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
+            (
+                None,
+                ('[', 'T', 'O', 'O', 'L', '_', 'C', 'A', 'L', 'L', 'S', ']', '[\\w\\.\\-]', '[', 'C', 'A', 'L', 'L', '_', 'I', 'D', ']', '[\\w\\-]', '[', 'A', 'R', 'G', 'S', ']'),
+                (0,),
+                (
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
+                    (9,), (10,), (11,), (12,), (12, 13, 23), (14,), (15,), (16,),
+                    (17,), (18,), (19,), (20,), (21,), (22, 23), (22, 23), (24,),
+                    (25,), (26,), (27,), (28,), (),
+                ),
+                (28,),
+            ),
+        ),
+        # S1
+        None,
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 4
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

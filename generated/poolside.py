@@ -511,6 +511,44 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
         ('', frozenset(())),
     )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)'/
+            (
+                '<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)',
+                ('<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>', '[\\u0020\\u0009\\u000a]', '[^\\s<]'),
+                (0,),
+                (
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
+                    (9,), (10,), (11, 12), (11, 12), (12,),
+                ),
+                (12,),
+            ),
+        ),
+        # S1
+        (
+            # /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)'/
+            (
+                '<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)',
+                ('<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>', '[\\u0020\\u0009\\u000a]', '[^\\s<]'),
+                (0,),
+                (
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
+                    (9,), (10,), (11, 12), (11, 12), (12,),
+                ),
+                (12,),
+            ),
+        ),
+        # S2
+        None,
+        # S3
+        None,
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 15
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

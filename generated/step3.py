@@ -406,6 +406,37 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</',))),
         ('<', frozenset(('</',))),
     )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/
+            (
+                None,
+                ('<', '｜', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '_', 'b', 'e', 'g', 'i', 'n', '｜', '>', '\\s', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', '\\s', '<', '｜', 't', 'o', 'o', 'l', '_', 's', 'e', 'p', '｜', '>', '\\s', '<', 's', 't', 'e', 'p', 't', 'm', 'l', ':', 'i', 'n', 'v', 'o', 'k', 'e', ' ', 'n', 'a', 'm', 'e', '=', '"', '[^"]', '"', '>'),
+                (0,),
+                (
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
+                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
+                    (17,), (18,), (19, 20), (19, 20), (21,), (22,), (23,), (24,),
+                    (25,), (26,), (27,), (28, 29), (28, 29), (30,), (31,), (32,),
+                    (33,), (34,), (35,), (36,), (37,), (38,), (39,), (40,),
+                    (41, 42), (41, 42), (43,), (44,), (45,), (46,), (47,), (48,),
+                    (49,), (50,), (51,), (52,), (53,), (54,), (55,), (56,),
+                    (57,), (58,), (59,), (60,), (61,), (62,), (63,), (64,),
+                    (64, 65), (66,), (),
+                ),
+                (66,),
+            ),
+        ),
+        # S1
+        None,
+        # S2
+        None,
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 12
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

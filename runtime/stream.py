@@ -17,8 +17,8 @@ table ``(is_open, field_index, target_state)``; ``match`` is the regex match obj
 delimiters (its named groups reach the transform scope), else None. ``memo`` keeps each
 delimiter's last search result over the same buffer, so a long buffer is never searched twice.
 
-Three shortcuts keep the common chunk cheap, each giving exactly the events a scan would give
-(``tests/test_fast_path.py`` compares them):
+Four shortcuts keep the common chunk cheap, each giving exactly the events a scan would give
+(``tests/test_fast_path.py`` and ``tests/test_held_regex.py`` compare them):
 
 * fast path -- nothing held, region open, and no character of the chunk can start a watched
   delimiter (``FAST_PATH``: the state's trigger characters and the first two characters of its
@@ -28,6 +28,9 @@ Three shortcuts keep the common chunk cheap, each giving exactly the events a sc
   need is then the chunk's own tail, kept lazily (``_sync``). A state watching a regex that is
   a run of one class then a literal (``HOLD_RUNS``: gpt_oss's ``\\s*to=functions\\.``) holds a
   trailing run, and a prefix of the literal after it, itself (``_run_path``);
+* held regex -- while held text starts a regex delimiter that is still being written, a chunk is
+  read by that state's automaton (``HOLD_REGEX``, runtime/held.py) instead of the scanner, which
+  would hold the same text and emit nothing (``_held_regex``);
 * blocks -- body pieces are joined every ``BLOCK`` pieces, so memory follows the body's size;
 * long holds -- text held behind a regex match still pending after ``LONG_HOLD`` characters is
   searched again only once it has doubled (messages are unchanged; chunk boundaries of that text
@@ -43,6 +46,7 @@ import regex
 
 from .decoders import ACCEPTED, UNDECIDED
 from .errors import ContentParseError, ParserStateError
+from .held import STOP, HeldRegex
 from .repair import NOTES, decode_string_arguments
 from .tools import coerce_tool_calls, compile_tool_types, tool_parameters
 from .whole import finish as finish_whole
@@ -478,6 +482,10 @@ class StreamParser:
     #: per state: None, or ``(class characters, literal)`` per watched delimiter that is a run of
     #: the class then the literal (compiler/automaton.py ``HoldRun``); empty: none anywhere
     HOLD_RUNS: tuple = ()
+    #: per state: None, or per eligible regex delimiter ``(edge, tests, first, follow, last)``: its
+    #: position automaton, read while it is pending instead of scanning (compiler/held.py,
+    #: runtime/held.py); empty: none anywhere
+    HOLD_REGEX: tuple = ()
     #: ``(closer, open_pattern, field)`` per literal close of an explicit field (compiler/emit.py
     #: ``_stray_closers``): errors="recover" reports a closer with no opener in a text region
     STRAY_CLOSERS: tuple = ()
@@ -490,7 +498,7 @@ class StreamParser:
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1", "_t2",
-                 "_t3", "_short", "_last", "_bdq")
+                 "_t3", "_short", "_last", "_bdq", "_hd")
 
     #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -503,6 +511,8 @@ class StreamParser:
     #: per state: HOLD_RUNS as ``(frozenset of class characters, literal, {last character: its
     #: proper prefixes ending with it})``, or None
     _RUNS: tuple = ()
+    #: per state: HOLD_REGEX as a :class:`~respc.runtime.held.HeldRegex`, or None
+    _HELD: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -515,6 +525,8 @@ class StreamParser:
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
         cls._STRAY = tuple((closer, regex.compile(pattern), field) for closer, pattern, field in cls.STRAY_CLOSERS)
+        cls._HELD = tuple(None if table is None else HeldRegex(*table)
+                          for table in (cls.HOLD_REGEX or (None,) * len(cls.FAST_PATH)))
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
                  errors: str = "strict", ledger: bool = False, offsets: bool = False) -> None:
@@ -537,6 +549,8 @@ class StreamParser:
         #: repeated opener). The entries tile the input; tests/test_recover_properties.py checks it.
         self.ledger: list[tuple[int, int, str]] | None = [] if ledger else None
         self._eos_hold = None
+        #: (buffer, pos, HeldRegex, DFA state after buffer[pos:]) of the last held-regex read (_held_regex)
+        self._hd = None
         #: errors="recover": the opener of the region just opened, while its body may still start
         #: with that opener written again (see _reopened)
         self._again: tuple[str, str, str | None] | None = None
@@ -690,7 +704,11 @@ class StreamParser:
                     return []
                 self._flush_tail()
             else:
-                self._buf += text
+                held = self._HELD[self._state]
+                if held is None:
+                    self._buf += text
+                elif self._held_regex(text, held):
+                    return []  # a regex delimiter still pending where it was: nothing to scan
         events: list[dict] = []
         try:
             self._run(events, False)
@@ -872,6 +890,62 @@ class StreamParser:
             self._fail()
             raise
         return events
+
+    def _held_regex(self, text: str, held: HeldRegex) -> bool:
+        """Append ``text`` to the buffer, and tell whether the scan that would follow can be
+        skipped because the scanner would hold from ``pos`` and emit nothing (compiler/held.py):
+
+        * the held text ``buf[pos:]`` still starts a live match of one of the state's
+          ``HOLD_REGEX`` delimiters that has no complete match in it (the DFA of :class:`HeldRegex`
+          says so; its partial search then returns a partial match at ``pos``), or
+        * one of them that can go on after a complete match (``HeldRegex.edges``) matches at
+          ``pos`` completely, up to the end of the buffer: its search returns that match, which
+          ends at the buffer edge, so it is held (a name of ``[^\\s<]+`` still being written);
+
+        and nothing else pending reads the buffer (a v2 deferred or tentative open, a
+        repeated-opener watch), and the held text is shorter than ``LONG_HOLD`` (longer, the
+        scanners wait for it to double).
+
+        ``_hd`` keeps ``(buffer, pos, held, DFA state after buffer[pos:])`` of the last call, so
+        when this call finds the same buffer object and position only the new characters are
+        read (the DFA's STOP is final: a dead start stays dead, a complete match stays).
+        """
+        buf = self._buf
+        pos = self._pos
+        new = self._buf = buf + text
+        if (len(new) - pos >= LONG_HOLD or self._again is not None or self._defer is not None
+                or self._tent is not None):
+            self._hd = None
+            return False
+        hd = self._hd
+        if hd is not None and hd[0] is buf and hd[1] == pos and hd[2] is held:
+            d = hd[3]
+        elif pos == len(buf):
+            return False  # nothing was held
+        else:
+            d = held.start
+            text = new[pos:]
+        if d is not STOP:
+            step = held.step
+            for c in text:
+                nxt = d.get(c)
+                if nxt is None:
+                    nxt = step(d, c)
+                if nxt is STOP:
+                    d = STOP
+                    break
+                d = nxt
+        self._hd = (new, pos, held, d)
+        if d is STOP:
+            n = len(new)
+            for rx in held.edges:
+                m = rx.match(new, pos, partial=True)
+                if m is not None and not m.partial and m.end() == n:
+                    break
+            else:
+                return False
+        self._quiet = self._bdq = False  # what _run leaves while text is held
+        return True
 
     def _sync(self) -> None:
         """Make the buffer what the quickest path left implicit: the last CONTEXT characters of

@@ -2,8 +2,9 @@
 
 A chunk that arrives while nothing is held and holds no character that can start a watched
 delimiter is routed without scanning; a trigger character ending such a chunk is held without
-scanning. Here every catalogue template and a few regex templates parse the same outputs with and
-without those paths (``FAST_PATH`` of all ``None`` disables them), in many chunkings, and the event
+scanning; a chunk that keeps a regex delimiter pending is read by its automaton (``HOLD_REGEX``).
+Here every catalogue template and a few regex templates parse the same outputs with and
+without those paths (``FAST_PATH`` of all ``None`` and an empty ``HOLD_REGEX`` disable them), in many chunkings, and the event
 lists must be identical, not merely equivalent: on the catalogue cases, and on random texts
 spliced from each template's delimiters, their pieces and plain prose (start anchors, leading
 lookaheads, context kept lazily by the quickest path, two trigger characters).
@@ -50,6 +51,7 @@ def _slow(module):
     class NoFastPath(module.ResponseParser):
         __slots__ = ()
         FAST_PATH = tuple((None, None) for _ in module.ResponseParser.FAST_PATH)
+        HOLD_REGEX = ()  # and no held-regex reads (tests/test_held_regex.py)
 
     return NoFastPath
 

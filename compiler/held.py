@@ -1,0 +1,288 @@
+"""Pass 3, continued: the position automata of a state's regex delimiters, for a pending hold.
+
+Theory of operation
+-------------------
+While a regex delimiter (kimi_k2's ``<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>...)``)
+is still being written, every chunk would re-run the state's scanner over the held text (issue
+14). The scanner's answer there is known without it. A scanner commits only a hit that starts
+before its hold, and every watched delimiter's hit and hold start at ``pos`` or later; so when one
+delimiter ``D`` holds from ``pos``, the scan holds from ``pos`` and emits nothing. ``D`` holds from
+``pos`` when its partial search from there returns a match at ``pos`` that is partial or ends at
+the buffer edge, which is known in two cases:
+
+* the text held from ``pos`` is a proper prefix of a match of ``D`` (its start at ``pos`` is
+  *live*) and no match of ``D`` is complete anywhere in it (the ``regex`` module prefers a
+  complete match at any later start to a partial one, hence the second condition): the search
+  returns a partial match at ``pos``;
+* ``D``'s anchored match at ``pos`` is complete and ends at the buffer edge (a name of
+  ``[^\\s<]+`` still being written): that is the leftmost complete match, so the search returns
+  it. Only patterns whose complete matches can go on (:attr:`PositionAutomaton.extends`) ask.
+
+This module builds the tables the runtime (``respc.runtime.held``) decides the first case with
+over only the new characters of each chunk: the *position automaton* (Glushkov) of each eligible
+delimiter. The runtime runs them together as a lazily built DFA.
+
+Only patterns whose language is their matching are eligible: plain characters, sets, classes,
+groups without flags, alternation and repeats; no anchor, lookaround, backreference, atomic group
+or possessive repeat (these change which texts match, or look at text outside the match), no flag
+but DOTALL and UNICODE, no case folding, and the ``re`` and ``regex`` parsers must read the source
+alike (``automaton._read_source``). A pattern that matches the empty string is not eligible (it is
+complete everywhere). A one-character item becomes a test that the runtime compiles with ``regex``
+itself, so ``\\s``, ``\\w`` and ``\\d`` keep the ``regex`` module's Unicode meaning; each test is
+also checked here against the compiler's own reading on sample characters.
+tests/test_held_regex.py checks both cases against the ``regex`` module and the parser's events
+against the scan's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regex
+
+from .automaton import _SAMPLES, _item_has, _read_source, sre_c, sre_parse
+
+__all__ = ["PositionAutomaton", "position_automaton", "held_automata", "held_plan", "MAX_POSITIONS"]
+
+#: at most this many positions per pattern, and per state (bounded repeats are unrolled)
+MAX_POSITIONS = 600
+
+_REPEATS = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT)
+#: sre categories and how ``regex`` spells them
+_CATEGORIES = {"CATEGORY_DIGIT": "\\d", "CATEGORY_NOT_DIGIT": "\\D", "CATEGORY_SPACE": "\\s",
+               "CATEGORY_NOT_SPACE": "\\S", "CATEGORY_WORD": "\\w", "CATEGORY_NOT_WORD": "\\W"}
+
+
+@dataclass(frozen=True)
+class PositionAutomaton:
+    """The position (Glushkov) automaton of one regex delimiter.
+
+    A *position* is one one-character item of a pattern; a match is a path ``first`` ->
+    ``follow`` ... ending in ``last``, each character matching the test of the position it
+    enters.
+
+    Attributes:
+        tests (tuple[str, ...]): per position, the character a literal item matches, or (two
+            characters or more) a ``regex`` source matching exactly the characters that item
+            matches (compiled with DOTALL).
+        first (tuple[int, ...]): the positions a match can start with.
+        follow (tuple[tuple[int, ...], ...]): per position, the positions that can come next.
+        last (tuple[int, ...]): the positions a match can end with.
+        pattern (str): the delimiter's source.
+    """
+
+    tests: tuple[str, ...]
+    first: tuple[int, ...]
+    follow: tuple[tuple[int, ...], ...]
+    last: tuple[int, ...]
+    pattern: str = ""
+
+    @property
+    def extends(self) -> bool:
+        """Whether a complete match can go on (a last position has a follower: ``[^\\s<]+`` at
+        the end): then a complete match ending at the buffer edge is held by the scanner too,
+        and the runtime asks the pattern's anchored match about it (runtime ``HeldRegex.edges``)."""
+        return any(self.follow[p] for p in self.last)
+
+
+class _Ineligible(Exception):
+    """The pattern holds something the position automaton does not model."""
+
+
+def _hex(code: int) -> str:
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _literal(code: int) -> str:
+    """One character as ``regex`` source, valid in and outside a set: printable ASCII (but the
+    space) escaped as ``regex.escape`` does, anything else as ``\\uXXXX``."""
+    c = chr(code)
+    if c.isascii() and c.isprintable() and c != " ":
+        return regex.escape(c)
+    return _hex(code)
+
+
+def _set_member(op, av) -> str:
+    if op is sre_c.LITERAL:
+        return _literal(av)
+    if op is sre_c.RANGE:
+        return _literal(av[0]) + "-" + _literal(av[1])
+    if op is sre_c.CATEGORY and str(av) in _CATEGORIES:
+        return _CATEGORIES[str(av)]
+    raise _Ineligible(f"set member {op}")
+
+
+def _test(op, av) -> str:
+    """The test of one one-character item: a literal as the character itself, anything else as
+    a ``regex`` source of two characters or more (so the runtime tells them apart by length)."""
+    if op is sre_c.LITERAL:
+        return chr(av)
+    if op is sre_c.NOT_LITERAL:
+        return "[^" + _literal(av) + "]"
+    if op is sre_c.ANY:
+        return "[\\s\\S]"
+    if op is sre_c.RANGE:
+        return "[" + _set_member(op, av) + "]"
+    if op is sre_c.CATEGORY:
+        if str(av) not in _CATEGORIES:
+            raise _Ineligible(str(av))
+        return _CATEGORIES[str(av)]
+    if op is sre_c.IN:
+        negate = bool(av) and av[0][0] is sre_c.NEGATE
+        items = av[1:] if negate else av
+        if not items:
+            raise _Ineligible("an empty set")
+        if not negate and len(items) == 1 and items[0][0] is sre_c.CATEGORY:
+            return _set_member(*items[0])  # [\\s] is \\s
+        return "[" + ("^" if negate else "") + "".join(_set_member(o, a) for o, a in items) + "]"
+    raise _Ineligible(str(op))
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.tests: list[str] = []
+        self.items: list[tuple] = []
+        self.follow: list[set[int]] = []
+
+    def position(self, op, av) -> int:
+        if len(self.tests) >= MAX_POSITIONS:
+            raise _Ineligible("too many positions")
+        self.tests.append(_test(op, av))
+        self.items.append((op, av))
+        self.follow.append(set())
+        return len(self.tests) - 1
+
+    def link(self, lasts, firsts) -> None:
+        for p in lasts:
+            self.follow[p] |= firsts
+
+    def seq(self, seq) -> tuple[set[int], set[int], bool]:
+        """(first, last, nullable) of a sequence of sre items, linking follow sets."""
+        return self.concat(self.item(op, av) for op, av in seq)
+
+    def concat(self, pieces) -> tuple[set[int], set[int], bool]:
+        """(first, last, nullable) of pieces one after the other, linking each piece's last
+        positions (and those of nullable pieces before it) to its first."""
+        first: set[int] = set()
+        last: set[int] = set()
+        nullable = True
+        for f, l, n in pieces:
+            self.link(last, f)
+            if nullable:
+                first |= f
+            last = (last | l) if n else l
+            nullable = nullable and n
+        return first, last, nullable
+
+    def item(self, op, av) -> tuple[set[int], set[int], bool]:
+        if op in (sre_c.LITERAL, sre_c.NOT_LITERAL, sre_c.ANY, sre_c.RANGE, sre_c.CATEGORY, sre_c.IN):
+            p = self.position(op, av)
+            return {p}, {p}, False
+        if op is sre_c.SUBPATTERN:
+            if av[1] or av[2]:
+                raise _Ineligible("a scoped flag")
+            return self.seq(av[-1])
+        if op is sre_c.BRANCH:
+            first: set[int] = set()
+            last: set[int] = set()
+            nullable = False
+            for alt in av[1]:
+                f, l, n = self.seq(alt)
+                first |= f
+                last |= l
+                nullable = nullable or n
+            return first, last, nullable
+        if op in _REPEATS:
+            low, high, body = av
+            return self.repeat(low, high, body)
+        raise _Ineligible(str(op))
+
+    def repeat(self, low: int, high: int, body) -> tuple[set[int], set[int], bool]:
+        # body{low,high} is body low times, then (high - low) optional copies (or one loop)
+        # (body+ when unbounded with low >= 1: body low - 1 times, then one copy that loops)
+        pieces: list[tuple[set[int], set[int], bool]] = []
+        unbounded = high >= sre_c.MAXREPEAT
+        for _ in range(low - 1 if unbounded and low else low):
+            pieces.append(self.seq(body))
+        if unbounded:
+            f, l, n = self.seq(body)
+            self.link(l, f)
+            pieces.append((f, l, n or not low))
+        else:
+            for _ in range(high - low):
+                f, l, _n = self.seq(body)
+                pieces.append((f, l, True))
+        return self.concat(pieces)
+
+
+def _check_tests(builder: _Builder, pattern: str) -> None:
+    """Each position's test must agree with the compiler's reading of its item."""
+    samples = set(_SAMPLES) | set(pattern) | {"\u00a0", "\u2028", "\u0660", "\U0001f600"}
+    compiled: dict[str, object] = {}
+    for test, (op, av) in zip(builder.tests, builder.items):
+        if len(test) == 1:
+            if op is not sre_c.LITERAL:
+                raise _Ineligible(f"a one-character test {test!r} for {op}")
+            continue
+        rx = compiled.get(test)
+        if rx is None:
+            rx = compiled[test] = regex.compile(test, regex.DOTALL)
+        for c in samples:
+            if (rx.fullmatch(c) is not None) != _item_has(op, av, c):
+                raise _Ineligible(f"the test {test!r} reads {c!r} differently")
+
+
+def position_automaton(pattern: str) -> PositionAutomaton | None:
+    """The position automaton of one regex delimiter, or None when it is not eligible (see the
+    module docstring for what is).
+
+    Args:
+        pattern (str): the delimiter's source (``regex`` syntax, compiled with DOTALL).
+
+    Returns:
+        PositionAutomaton | None: its tables, positions numbered from 0.
+    """
+    builder = _Builder()
+    try:
+        reading = _read_source(pattern)
+        if not reading.sre_agrees or reading.rewritten:
+            return None
+        tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+        if tree.state.flags & ~(sre_c.SRE_FLAG_DOTALL | sre_c.SRE_FLAG_UNICODE):
+            return None
+        first, last, nullable = builder.seq(tree)
+        if nullable:
+            return None
+        _check_tests(builder, pattern)
+    except Exception:  # noqa: BLE001 - anything unreadable (_Ineligible, sre errors): not eligible
+        return None
+    return PositionAutomaton(tuple(builder.tests), tuple(sorted(first)),
+                             tuple(tuple(sorted(f)) for f in builder.follow), tuple(sorted(last)), pattern)
+
+
+def held_automata(patterns) -> tuple[PositionAutomaton, ...] | None:
+    """The position automata of the eligible patterns among ``patterns`` (a state's regex
+    delimiters, duplicates dropped), or None when none is eligible or together they have more
+    than :data:`MAX_POSITIONS` positions.
+
+    Any one eligible delimiter suffices: while its start at ``pos`` is live and it has no
+    complete match in the held text, it holds from ``pos`` (see the module docstring); the
+    ineligible ones are not read, and the others' complete matches do not matter.
+    """
+    automata = [a for a in map(position_automaton, dict.fromkeys(patterns)) if a is not None]
+    if not automata or sum(len(a.tests) for a in automata) > MAX_POSITIONS:
+        return None
+    return tuple(automata)
+
+
+def held_plan(automaton) -> tuple[tuple[PositionAutomaton, ...] | None, ...]:
+    """Per state of ``automaton`` (compiler/automaton.py ``Automaton``), the position automata
+    of its eligible regex delimiters (:func:`held_automata`), or None: for states without one,
+    and for the *after* states of v2 (they decide only at one offset)."""
+    plan = []
+    for state in automaton.states:
+        if any(w.action == "after" for w in state.watches):
+            plan.append(None)
+            continue
+        plan.append(held_automata([w.delimiter.pattern for w in state.watches if w.delimiter.literals is None]))
+    return tuple(plan)

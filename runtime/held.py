@@ -1,0 +1,158 @@
+"""A regex delimiter still being written, read over only the new characters (issue 14).
+
+A generated module's ``HOLD_REGEX`` gives, per state, the position automata of the state's
+eligible regex delimiters (compiler/held.py explains which, and why the answer below is the
+scanner's). :class:`HeldRegex` runs them as one DFA built lazily, one state per triple of sets:
+``live``, the positions reached by matches starting at the held offset ``pos``; ``later``, those
+reached by matches starting after it (with the start markers ``-1 - i``, "delimiter ``i`` may
+start at the next character"); ``done``, the delimiters that have had a complete match (they are
+no longer read). A step that leaves no live position of a delimiter not done *stops*: the parser
+scans as usual (after asking the ``edges`` patterns, see ``StreamParser._held_regex``). Until
+then that delimiter's search would return a partial match at ``pos``, so the scanner would hold
+from ``pos`` and emit nothing, and ``StreamParser.feed`` skips it. Stopping is final as the text
+grows (a dead start stays dead, a complete match stays), so a stopped run stays stopped.
+
+DFA states are dicts: character -> next state (or :data:`STOP`); key None holds the triple. They
+are shared by every parser of the module (the tables are per class) and only grow with distinct
+characters seen in held text: at most :data:`MAX_EDGES` entries per state, :data:`MAX_STATES`
+states and :data:`MAX_CHARS` classified characters are kept (past that they are recomputed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+
+__all__ = ["HeldRegex", "STOP"]
+
+#: what a step returns when the scanner must run (the start at ``pos`` died, or a match completed)
+STOP = False
+#: most entries cached per DFA state
+MAX_EDGES = 64
+#: most characters whose test results are cached
+MAX_CHARS = 2048
+#: most DFA states kept for reuse
+MAX_STATES = 1024
+
+
+class HeldRegex:
+    """The lazily built DFA of one state's position automata (see the module docstring).
+
+    Args:
+        *automata (tuple): per delimiter ``(edge, tests, first, follow, last)``: its pattern
+            when a complete match can go on (else None); per position its test (a literal
+            character, or a ``regex`` source of two characters or more matching one
+            character); the positions a match starts with; per position, those that may come
+            next; those a match may end with. Positions are numbered from 0 in each.
+
+    Raises:
+        regex.error: a test or ``edge`` pattern does not compile (a module not made by respc).
+
+    Attributes:
+        start (dict): the DFA state of an empty held text.
+        edges (tuple[regex.Pattern, ...]): the ``edge`` patterns, compiled with DOTALL.
+    """
+
+    __slots__ = ("_tests", "_literals", "_first", "_follow", "_last", "_owner", "_chars", "_states", "start",
+                 "edges")
+
+    def __init__(self, *automata: tuple) -> None:
+        compiled: dict[str, Any] = {}
+        tests: list = []
+        literals: dict[str, set[int]] = {}
+        first: list = []
+        follow: list = []
+        last: set[int] = set()
+        owner: list[int] = []
+        edges: list = []
+        for index, (edge, t, f, nxt, end) in enumerate(automata):
+            if edge is not None:
+                edges.append(regex.compile(edge, regex.DOTALL))
+            base = len(owner)
+            for k, src in enumerate(t):
+                if len(src) == 1:
+                    literals.setdefault(src, set()).add(base + k)
+                else:
+                    rx = compiled.get(src)
+                    if rx is None:
+                        rx = compiled[src] = regex.compile(src, regex.DOTALL)
+                    tests.append((base + k, rx))
+            first.append(tuple(base + k for k in f))
+            follow += [tuple(base + k for k in row) for row in nxt]
+            last |= {base + k for k in end}
+            owner += [index] * len(t)
+        #: the delimiters that can go on after a complete match, compiled: a complete match at
+        #: ``pos`` that ends at the buffer edge is held too (see StreamParser._held_regex)
+        self.edges = tuple(edges)
+        #: the class positions and their compiled tests; literal positions by character
+        self._tests = tuple(tests)
+        self._literals = {c: frozenset(ks) for c, ks in literals.items()}
+        #: start markers are negative: -1 - i starts delimiter i
+        self._first = tuple(first)
+        self._follow = tuple(follow)
+        self._last = frozenset(last)
+        self._owner = tuple(owner)
+        #: character -> frozenset of the positions whose test it passes
+        self._chars: dict[str, frozenset] = {}
+        #: (live, later, done) -> its DFA state
+        self._states: dict[tuple, dict] = {}
+        self.start = self._state(frozenset(range(-len(first), 0)), frozenset(), frozenset())
+
+    def run(self, d: Any, text: str) -> Any:
+        """The DFA state after reading ``text`` from state ``d`` (:data:`STOP` stays STOP)."""
+        if d is STOP:
+            return STOP
+        for c in text:
+            nxt = d.get(c)
+            if nxt is None:
+                nxt = self.step(d, c)
+            if nxt is STOP:
+                return STOP
+            d = nxt
+        return d
+
+    def _state(self, live: frozenset, later: frozenset, done: frozenset) -> dict:
+        key = (live, later, done)
+        d = self._states.get(key)
+        if d is None:
+            d = {None: key}
+            if len(self._states) < MAX_STATES:
+                self._states[key] = d
+        return d
+
+    def step(self, d: dict, c: str) -> Any:
+        """One character read from DFA state ``d`` when ``d`` has no entry for it yet (the entry
+        is added): the next state, or STOP when no delimiter is left whose start at ``pos`` is
+        live and that has no complete match so far."""
+        live, later, done = d[None]
+        passing = self._chars.get(c)
+        if passing is None:
+            passing = self._literals.get(c, frozenset()) | {k for k, rx in self._tests if rx.match(c) is not None}
+            if len(self._chars) < MAX_CHARS:
+                self._chars[c] = passing
+        live = self._move(live, passing)
+        later = self._move(later, passing)
+        owner = self._owner
+        ended = (live | later) & self._last
+        if ended:
+            # a delimiter with a complete match is no longer read (its search would return it)
+            done = done | {owner[p] for p in ended}
+            live = frozenset(p for p in live if owner[p] not in done)
+            later = frozenset(p for p in later if owner[p] not in done)
+        nxt: Any = STOP
+        if live:
+            seeds = {-1 - i for i in range(len(self._first)) if i not in done}
+            nxt = self._state(live, later | seeds, done)
+        if len(d) <= MAX_EDGES:
+            d[c] = nxt
+        return nxt
+
+    def _move(self, positions: frozenset, passing: frozenset) -> frozenset:
+        out: set[int] = set()
+        first, follow = self._first, self._follow
+        for p in positions:
+            for q in (first[-1 - p] if p < 0 else follow[p]):
+                if q in passing:
+                    out.add(q)
+        return frozenset(out)

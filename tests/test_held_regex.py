@@ -1,0 +1,445 @@
+"""A chunk that keeps a regex delimiter pending is read by its automaton, not scanned (issue 14).
+
+compiler/held.py builds, per state, the position automata of the eligible regex delimiters
+(``HOLD_REGEX``); runtime/held.py runs them as a lazy DFA and ``StreamParser.feed`` skips the scan
+while one delimiter's start at the held offset is live and has no complete match. The claim is
+that the scan would have held from the same offset and emitted nothing, so here:
+
+* the automaton's verdict is checked against the ``regex`` module's own partial search on every
+  eligible catalogue pattern (live and nothing complete => a partial match at offset 0);
+* every template with ``HOLD_REGEX`` parses its openers -- whole, cut at every offset, damaged
+  midway (a ``<`` or a space in the name, a character dropped), the stream ending inside one, an
+  opener written again after a piece of one -- with and without the shortcut (``HOLD_REGEX``
+  empty), in several chunkings, in both error modes, with offsets and the ledger on: events,
+  message, diagnostics, ledger and errors must be identical;
+* the shortcut is taken (kimi_k2's opener in 4-character chunks is scanned only a few times);
+* what the compiler refuses (lookarounds, anchors, backreferences, atomic groups, case folding,
+  patterns that match empty).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import respc
+from respc.compiler.held import MAX_POSITIONS, position_automaton
+from respc.runtime.held import STOP, HeldRegex
+from support import REPO
+
+FAMILY_DIR = REPO / "tests" / "cases" / "families"
+NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
+_MODULES: dict = {}
+
+
+def _module(name: str):
+    if name not in _MODULES:
+        _MODULES[name] = respc.compile_template(REPO / "templates" / f"{name}.json")
+    return _MODULES[name]
+
+
+def _cases(name: str) -> list[dict]:
+    return json.loads((FAMILY_DIR / f"{name}.json").read_text(encoding="utf-8"))["cases"]
+
+
+def _patterns(module) -> list[str]:
+    """The regex delimiters compiled by a generated module (its ``_D<k>`` globals)."""
+    return [v.pattern for k, v in sorted(vars(module).items())
+            if k.startswith("_D") and k[2:].isdigit() and isinstance(v, regex.Pattern)]
+
+
+HELD_NAMES = [n for n in NAMES if any(t is not None for t in _module(n).ResponseParser.HOLD_REGEX)]
+
+
+def _general(module):
+    class General(module.ResponseParser):
+        __slots__ = ()
+        HOLD_REGEX = ()
+
+    return General
+
+
+def _outcome(parser_class, prefix, chunks, errors, extras=False):
+    """Everything a streamed run shows: the events of each ``feed`` call (so also which call
+    returned them), message, diagnostics (and with ``extras`` the ledger, with offsets on), or
+    the error raised (type, text, events so far)."""
+    kwargs = {"ledger": True, "offsets": True} if extras else {}
+    parser = parser_class(prefix, None, None, errors, **kwargs)
+    events = [parser.initial_events]
+    try:
+        for chunk in chunks:
+            events.append(parser.feed(chunk))
+        message, final = parser.finalize()
+    except (ValueError, KeyError, TypeError) as exc:
+        return ("error", type(exc).__name__, str(exc), events)
+    return message, events + [final], parser.diagnostics, parser.ledger
+
+
+def _chunkings(text: str, rng: random.Random):
+    for size in (4, 3):
+        for shift in range(size):
+            yield ([text[:shift]] if shift else []) + [text[i:i + size] for i in range(shift, len(text), size)]
+    yield list(text)
+    pieces, i = [], 0
+    while i < len(text):
+        step = rng.randint(1, 9)
+        pieces.append(text[i:i + step])
+        i += step
+    yield pieces
+
+
+def _openers(name: str) -> list[str]:
+    """Matches of the module's regex delimiters in the catalogue cases, one per pattern, longest
+    first (the openers the shortcut reads)."""
+    module = _module(name)
+    found: dict[str, str] = {}
+    for pattern in _patterns(module):
+        rx = regex.compile(pattern, regex.DOTALL)
+        for case in _cases(name):
+            for m in rx.finditer(case["text"]):
+                if len(m.group()) > len(found.get(pattern, "")):
+                    found[pattern] = m.group()
+    return [o for o in found.values() if len(o) >= 2]
+
+
+#: how many texts :func:`_variants` makes per offset
+VARIANTS = 7
+
+
+def _variants(opener: str, step: int):
+    """Texts around one opener: cut at an offset (the stream ends there, or prose follows),
+    damaged there (a ``<`` or a space inserted, one or two characters dropped), and written again
+    after a piece of it (:data:`VARIANTS` per offset)."""
+    yield opener
+    for k in range(1, len(opener), step):
+        yield opener[:k]
+        yield opener[:k] + " then prose."
+        yield opener[:k] + "<" + opener[k:]
+        yield opener[:k] + " " + opener[k:]
+        yield opener[:k] + opener[k + 1:]
+        yield opener[:k] + opener[k + 2:]  # two dropped: kimi's ":0"
+        yield opener[:k] + opener
+
+
+@pytest.mark.parametrize("name", HELD_NAMES)
+def test_openers_cut_and_damaged_same_events_as_the_scan(name):
+    module = _module(name)
+    general = _general(module)
+    rng = random.Random(name)
+    cases = _cases(name)
+    prefix = cases[0]["prefix"]
+    step = 1 if name in ("kimi_k2", "step3", "deepseek_v3_1") else 2 if name == "gpt_oss" else 4
+    for opener in _openers(name):
+        for k, variant in enumerate(_variants(opener, step)):
+            text = "Some prose < first. " + variant
+            # (each kind of variant meets both modes, with and without the extras)
+            kind, offset = k % VARIANTS, k // VARIANTS
+            errors = ("strict", "recover")[(kind + offset) % 2]
+            extras = (kind + offset) % 3 == 0
+            for chunks in _chunkings(text, rng):
+                want = _outcome(general, prefix, chunks, errors, extras)
+                assert _outcome(module.ResponseParser, prefix, chunks, errors, extras) == want, (errors, chunks)
+
+
+@pytest.mark.parametrize("name", HELD_NAMES)
+def test_catalogue_cases_same_events_as_the_scan_in_both_modes(name):
+    module = _module(name)
+    general = _general(module)
+    rng = random.Random("cases/" + name)
+    for case in _cases(name):
+        for errors in ("strict", "recover"):
+            for chunks in _chunkings(case["text"], rng):
+                want = _outcome(general, case["prefix"], chunks, errors, errors == "recover")
+                assert _outcome(module.ResponseParser, case["prefix"], chunks, errors, errors == "recover") == want
+
+
+_SPLICE_NAMES = ["kimi_k2", "kimi_k2_thinking", "gpt_oss", "step3", "deepseek_v3", "glm4_5", "hunyuan", "plamo3",
+                 "solar_open", "magistral", "dots", "kimi_k3"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+@pytest.mark.parametrize("name", _SPLICE_NAMES)
+def test_random_splices_around_openers(name, data):
+    """Random texts from pieces of the openers (cut anywhere), damage and prose, in random chunks,
+    in both modes: the shortcut changes nothing."""
+    module = _module(name)
+    openers = _openers(name)
+    pieces = [" ", "<", ":", "0", ":0", "x", "\n", "words ", "<|", "|>", '"', "."]
+    for o in openers:
+        pieces += [o, o[: len(o) // 2], o[len(o) // 2:], o[:5], o[-5:]]
+    parts = data.draw(st.lists(st.sampled_from(pieces), min_size=1, max_size=12))
+    text = "".join(parts)
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=12)))
+    chunks = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)]) if b > a]
+    errors = data.draw(st.sampled_from(["strict", "recover"]))
+    prefix = data.draw(st.sampled_from(["", _cases(name)[0]["prefix"]]))
+    want = _outcome(_general(module), prefix, chunks, errors, True)
+    assert _outcome(module.ResponseParser, prefix, chunks, errors, True) == want
+
+
+#: small templates whose openers stress what the catalogue's do not: a start that stays live while
+#: a later one completes (``regex`` then returns the later, complete match: the scan routes the
+#: text before it), alternatives, bounded repeats, Unicode classes, a close that may begin like
+#: the region's opener written again (errors="recover" watches for that copy first)
+CUSTOM = {
+    "later-complete": ({"start_anchor": "A", "fields": {"x": {"open_pattern": r"<call \w+ [^!]*!|\[x\]", "close": ";"},
+                                   "content": {}}},
+                       ["<call ", "f ", "ab ", "[x]", "!", ";", " ", "[", "x", "]", "<", "more", "\n"]),
+    "later-complete-edge": ({"start_anchor": "A", "fields": {"x": {"open_pattern": r"<c [^!]*!\w*|\[x\]", "close": ";"},
+                                                            "content": {}}},
+                            ["<c ", "ab ", "[x]", "!", "w", ";", " ", "[", "x", "]", "<", "more"]),
+    "lazy-any": ({"start_anchor": "A", "fields": {"x": {"open_pattern": r"<a>(?:.*?)</a>|<b>", "close": ";"}, "content": {}}},
+                 ["<a>", "</a>", "<b>", "<", "/", "a>", "b", "x", ";", " "]),
+    "bounded": ({"start_anchor": "A", "fields": {"x": {"open_pattern": r"<\d{2,4}:[\s\u00a0]{1,3}\w+=", "close": "</>"},
+                            "content": {}}},
+                ["<", "12", "3", "45", ":", " ", "\u00a0", "\u2028", "é", "ab", "=", "</>", "x"]),
+    "opener-again": ({"start_anchor": "A", "fields": {"r": {"open": "<r>", "close_pattern": r"<r>\w+;|</r>"},
+                                                     "content": {}}},
+                     ["<r>", "<r", ">", "ab", ";", "</r>", " ", "<", "r", "x"]),
+    "greedy-tail": ({"start_anchor": "A", "fields": {
+        "x": {"open_pattern": r"<t>\s*(?P<n>[^\s<]+)", "close": "</t>", "transform": {"n": "{n}", "c": "{content}"}},
+        "y": {"open_pattern": r"<u>(?:ab|a)+", "close": "</u>"}, "content": {}}},
+        ["<t>", "<t", ">", " ", "get", "_x", "<", "\n", "</t>", "<u>", "ab", "a", "b", "</u>", "z"]),
+    "lazy-tail": ({"start_anchor": "A", "fields": {"x": {"open_pattern": r"<t>\w+?", "close": "</t>"}, "content": {}}},
+                  ["<t>", "<", "t>", "ab", "c", " ", "</t>"]),
+    "two-openers": ({"start_anchor": "A", "fields": {"x": {"open_pattern": r"<x \w+>", "close": "</x>"},
+                                "y": {"open_pattern": r"(?:<x a>)?<y>", "close": "</y>"}, "content": {}}},
+                    ["<x ", "a>", "b>", "<y>", "</x>", "</y>", "<", "x", " "]),
+}
+
+
+@pytest.mark.parametrize("key", sorted(CUSTOM))
+def test_custom_openers_same_events_as_the_scan(key):
+    template, pieces = CUSTOM[key]
+    module = respc.compile_template(template)
+    assert any(t is not None for t in module.ResponseParser.HOLD_REGEX)
+    general = _general(module)
+    rng = random.Random(key)
+    for k in range(120):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 14)))
+        errors = ("strict", "recover")[k % 2]
+        for chunks in _chunkings(text, rng):
+            want = _outcome(general, "", chunks, errors, k % 3 == 0)
+            assert _outcome(module.ResponseParser, "", chunks, errors, k % 3 == 0) == want, (errors, chunks)
+
+
+def test_long_pending_opener_waits_like_the_scan():
+    """Held text reaching LONG_HOLD is left to the scan, which then searches again only once it has
+    doubled (so chunk boundaries stay the scan's): a lazy opener pending over 3,000 characters."""
+    template, _ = CUSTOM["lazy-any"]
+    module = respc.compile_template(template)
+    text = "intro <a>" + "name " * 600 + "</a>body; after"
+    chunks = [text[i:i + 7] for i in range(0, len(text), 7)]
+    for errors in ("strict", "recover"):
+        assert _outcome(module.ResponseParser, "", chunks, errors) == _outcome(_general(module), "", chunks, errors)
+
+
+def _counted(module, calls: list):
+    """Two subclasses of ``module``'s parser that log each scan (``_run``) in ``calls``: one with
+    the held-regex reads, one without (the general path)."""
+
+    class Counted(module.ResponseParser):
+        __slots__ = ()
+
+        def _run(self, events, eos):
+            calls.append(eos)
+            super()._run(events, eos)
+
+    class CountedGeneral(Counted):
+        __slots__ = ()
+        HOLD_REGEX = ()
+
+    return Counted, CountedGeneral
+
+
+def test_kimi_opener_in_small_chunks_is_scanned_twice():
+    """The point: kimi_k2's opener, held over 18 four-character chunks, is scanned when it starts
+    and when its match completes, not in between (the general path scans all 18); the events
+    are the scan's."""
+    calls: list = []
+    counted, general = _counted(_module("kimi_k2"), calls)
+    opener = "<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+    chunks = [opener[i:i + 4] for i in range(0, len(opener), 4)]
+    assert len(chunks) == 18
+    for parser_class, scans in ((counted, 2), (general, 18)):
+        parser = parser_class("")
+        events = parser.feed("Let me check. ")
+        calls.clear()
+        events += [e for c in chunks for e in parser.feed(c)]
+        assert len(calls) == scans, (parser_class, calls)
+        events += parser.feed('{"city": "Paris"}<|tool_call_end|>')
+        message, final = parser.finalize()
+        assert message["tool_calls"][0]["function"]["name"] == "get_weather"
+        if scans == 2:
+            fast = events + final
+        else:
+            assert events + final == fast
+
+
+def test_glm_name_in_small_chunks_is_not_scanned():
+    """glm4_5's opener ``<tool_call>\\s*(?P<name>[^\\s<]+)`` is complete after the name's first
+    character and held while the name may go on (its match ends at the buffer edge): those chunks
+    take the anchored match, not the scan (HeldRegex.edges); the events are the scan's."""
+    module = _module("glm4_5")
+    assert any(t is not None and t[0][0] is not None for t in module.ResponseParser.HOLD_REGEX)
+    calls: list = []
+    counted, general = _counted(module, calls)
+    text = "<tool_call>get_current_weather_in_a_city\n<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>"
+    chunks = ["Let me check. "] + [text[i:i + 4] for i in range(0, len(text), 4)]
+    outcomes = []
+    for parser_class in (counted, general):
+        calls.clear()
+        parser = parser_class("")
+        events = [parser.feed(c) for c in chunks[:12]]  # the prose and the opener up to "_a_c"
+        outcomes.append((len(calls), events))
+    (fast_scans, fast_events), (general_scans, general_events) = outcomes
+    assert fast_events == general_events
+    assert general_scans == 12 and fast_scans <= 4, (fast_scans, general_scans)
+
+
+def test_anchored_match_at_the_edge_is_the_search():
+    """What HeldRegex.edges rests on: a complete anchored match at 0 that ends at the text's end
+    is what the ``regex`` module's partial search returns, on every eligible pattern that can go on
+    after a complete match."""
+    patterns = sorted({p for n in NAMES for p in _patterns(_module(n))})
+    patterns += [spec["open_pattern"] for template, _ in CUSTOM.values() for spec in template["fields"].values()
+                 if "open_pattern" in spec]
+    rng = random.Random(15)
+    seen = 0
+    for pattern in patterns:
+        table = position_automaton(pattern)
+        if table is None or not table.extends:
+            continue
+        rx = regex.compile(pattern, regex.DOTALL)
+        for s in _verdict_cases(pattern, rng):
+            m = rx.match(s, 0, partial=True)
+            if m is not None and not m.partial and m.end() == len(s):
+                seen += 1
+                w = rx.search(s, 0, partial=True)
+                assert w is not None and not w.partial and w.span() == m.span(), (pattern, s)
+    assert seen > 200, seen
+
+
+def _verdict_cases(pattern: str, rng: random.Random):
+    """Strings near a pattern's matches: prefixes and slices of its literal skeleton, some with
+    characters replaced, and random strings from its characters and a few others."""
+    skeleton = regex.sub(r"\\(.)", r"\1", pattern)
+    pool = sorted(set(pattern)) + list(" \n\t_.:ab09<>|\"'{}[]é中\u00a0\u2028")
+    for _ in range(1500):
+        roll = rng.random()
+        if roll < 0.6:
+            i = rng.randint(0, len(skeleton))
+            j = rng.randint(i, len(skeleton))
+            s = skeleton[:j] if rng.random() < 0.7 else skeleton[i:j]
+            if rng.random() < 0.5:
+                s = "".join(c if rng.random() > 0.08 else rng.choice(pool) for c in s)
+        else:
+            s = "".join(rng.choice(pool) for _ in range(rng.randint(1, 12)))
+        if s:
+            yield s
+
+
+def test_automaton_verdict_is_the_regex_modules_partial_search():
+    """Live at 0 with no complete match, by the automaton, is a partial match at 0 by ``regex``
+    (the scanner's hold), on every eligible catalogue pattern; and the automaton stops once a
+    match is complete (so it never hides one). Reading the text at once or piece by piece gives
+    the same state."""
+    patterns = sorted({p for n in NAMES for p in _patterns(_module(n))})
+    patterns += [spec["open_pattern"] for template, _ in CUSTOM.values() for spec in template["fields"].values()
+                 if "open_pattern" in spec]
+    rng = random.Random(14)
+    eligible = 0
+    live = 0
+    for pattern in patterns:
+        table = position_automaton(pattern)
+        if table is None:
+            continue
+        eligible += 1
+        held = HeldRegex((None, table.tests, table.first, table.follow, table.last))
+        rx = regex.compile(pattern, regex.DOTALL)
+        for s in _verdict_cases(pattern, rng):
+            d = held.run(held.start, s)
+            cut = rng.randint(0, len(s))
+            assert held.run(held.run(held.start, s[:cut]), s[cut:]) is d, (pattern, s)
+            m = rx.search(s, 0, partial=True)
+            if d is not STOP:
+                live += 1
+                assert m is not None and m.partial and m.start() == 0, (pattern, s, m)
+            elif m is not None and not m.partial:
+                continue  # a complete match somewhere: stopped, as it must
+    assert eligible >= 30 and live > 2000, (eligible, live)
+
+
+@pytest.mark.parametrize("pattern", [
+    r"(?=\{)", r"functools(?=\[)", r"^\s*<think>", r"<a>\b", r"(?<=\n)<x>", r"(<a>)\1", r"(?>ab|a)c",
+    r"a*+b", r"(?i)<tool>", r"<x(?i:y)>", r"\s*", r"(?:<a>)?", r"<x>$", r"<x>\Z", r"\Gx",
+    r"<x{e<=1}>", r"[[a]b]", r"a{1000}",
+])
+def test_compiler_refuses_what_the_automaton_does_not_model(pattern):
+    assert position_automaton(pattern) is None
+
+
+def test_classes_keep_the_regex_modules_unicode_meaning():
+    """``\\s``, ``\\d``, ``\\w`` and negated sets are tested by ``regex`` itself: U+00A0, U+2028
+    are ``\\s`` for it (U+001C is not, though ``str.isspace`` says so), Arabic-Indic digits are
+    ``\\d``, ``é`` and ``中`` are ``\\w``."""
+    table = position_automaton(r"<x>\s\d\w[^:<>\s]")
+    held = HeldRegex((None, table.tests, table.first, table.follow, table.last))
+    assert held.run(held.start, "<x>\u00a0\u0660é") is not STOP
+    assert held.run(held.start, "<x>\u2028\u0661中") is not STOP
+    assert held.run(held.start, "<x>\x1c") is STOP
+    assert held.run(held.start, "<x> 1a:") is STOP
+    assert held.run(held.start, "<x> 1a") is not STOP
+    assert held.run(held.start, "<x> 1ab") is STOP  # complete: the scan must run
+
+
+def test_position_automaton_of_kimi_opener():
+    """Tables of a real opener: one position per one-character item, ``+?`` as a loop, the
+    optional group skippable, one last position."""
+    pattern = r"<\|tool_call_begin\|>\s*(?:functions\.)?(?P<name>[^:<>\s]+?):\d+\s*<\|tool_call_argument_begin\|>"
+    table = position_automaton(pattern)
+    assert len(table.tests) == len("<|tool_call_begin|>") + 1 + len("functions.") + 1 + 1 + 1 + 1 \
+        + len("<|tool_call_argument_begin|>")
+    assert table.tests[:3] == ("<", "|", "t") and table.tests[19] == "\\s" and table.tests[30] == "[^:<>\\s]"
+    assert table.first == (0,) and table.last == (len(table.tests) - 1,)
+    assert table.follow[18] == (19, 20, 30)  # after '>': \s*, 'functions.', or the name
+    assert table.follow[30] == (30, 31)  # the name repeats or ':' follows
+    assert len(table.tests) <= MAX_POSITIONS
+
+
+def test_several_delimiters_one_complete_other_live():
+    """gpt_oss outside: ``<|start|>assistant`` completes one delimiter while the tool-call opener
+    (whose optional prefix it is) stays live: the automaton goes on, and the scan agrees."""
+    a = position_automaton(r"<\|start\|>assistant")
+    b = position_automaton(r"(?:<\|start\|>assistant)?\s*to=functions\.")
+    held = HeldRegex(*((None, t.tests, t.first, t.follow, t.last) for t in (a, b)))
+    assert held.run(held.start, "<|start|>assistant to=fun") is not STOP
+    assert held.run(held.start, "<|start|>assistant to=functions.") is STOP
+    assert held.run(held.start, "<|start|>assistantx") is STOP
+    held_a = HeldRegex((None, a.tests, a.first, a.follow, a.last))
+    assert held_a.run(held_a.start, "<|start|>assistant") is STOP
+
+
+@pytest.mark.parametrize("name", ["kimi_k2", "gpt_oss"])
+def test_caches_full_changes_nothing(name, monkeypatch):
+    """With every cache of runtime/held.py full from the start (nothing is kept: each step is
+    computed again), the events are still the scan's."""
+    import respc.runtime.held as held_module
+
+    for cap in ("MAX_EDGES", "MAX_STATES", "MAX_CHARS"):
+        monkeypatch.setattr(held_module, cap, 0)
+    module = respc.compile_template(REPO / "templates" / f"{name}.json")
+    general = _general(module)
+    rng = random.Random("caps/" + name)
+    for opener in _openers(name):
+        for k, variant in enumerate(_variants(opener, 5)):
+            text = "Prose < x. " + variant
+            for chunks in list(_chunkings(text, rng))[:3]:
+                errors = ("strict", "recover")[(k % VARIANTS + k // VARIANTS) % 2]
+                assert _outcome(module.ResponseParser, "", chunks, errors) == _outcome(general, "", chunks, errors)
