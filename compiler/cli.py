@@ -436,7 +436,7 @@ def _parse(args: argparse.Namespace) -> int:
         parser = module.ResponseParser(prefix, tools, errors=args.errors)
         parser.feed(text)
         message = parser.finalize()[0]
-        _print_diagnostics(parser, args.errors)
+        _print_diagnostics(parser)
         _print_json(message, indent=2)
         return 0
     parser = module.ResponseParser(prefix, tools, errors=args.errors)
@@ -448,7 +448,7 @@ def _parse(args: argparse.Namespace) -> int:
     message, events = parser.finalize()
     for event in events:
         _print_json(event)
-    _print_diagnostics(parser, args.errors)
+    _print_diagnostics(parser)
     _print_json({"type": "message", "message": message})
     return 0
 
@@ -462,12 +462,12 @@ def _add_errors_option(parse: argparse.ArgumentParser) -> None:
                             "null with a diagnostic; strict also reports it with its line number and exits 1)")
 
 
-def _print_diagnostics(parser: Any, errors: str) -> None:
-    """With ``--errors recover``, print the parser's diagnostics to stderr, one line each:
+def _print_diagnostics(parser: Any) -> None:
+    """Print the parser's diagnostics to stderr, one line each, in either ``--errors`` mode:
     ``respc: KIND at START-END [field F]: MESSAGE`` (the message's first line; the raw text is in
-    ``--events``). In strict the output stays what the conformance vectors expect."""
-    if errors != "recover":
-        return
+    ``--events``). Standard output is the same in both modes; in strict the parser records only
+    what it did not raise on (such as ``prefix-without-anchor``: a prompt whose text went to the
+    answer), so an output the reference reads cleanly prints nothing here."""
     for d in parser.diagnostics:
         where = f" field {d['field']}" if d.get("field") else ""
         message = str(d["message"]).splitlines()[0] if d["message"] else ""

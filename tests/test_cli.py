@@ -62,7 +62,11 @@ def _check_result(vector: dict, code: int, out: str, err: str) -> None:
     expect = vector["expect"]
     assert "Traceback" not in err
     if "message" in expect:
-        assert (code, err) == (0, "")
+        # strict prints what the parser recorded without raising: only a prompt without the
+        # start anchor (whose text the reference parses as the response's start)
+        assert code == 0, err
+        assert all(line.startswith("respc: prefix-without-anchor at 0-0: ") for line in err.splitlines()), err
+        assert ("without-anchor" in vector["id"]) == (err != ""), err
         assert json.loads(out) == expect["message"]
         return
     expected_code = 2 if expect["stage"] == "load" else 1
@@ -198,6 +202,21 @@ def test_parse_stdin_with_inline_prefix():
     assert json.loads(proc.stdout) == {"role": "assistant", "reasoning_content": "I think.", "content": "Café ☕"}
     # non-ASCII is printed as is, not \u-escaped
     assert "Café ☕" in proc.stdout
+
+
+@pytest.mark.parametrize("extra", [[], ["--events"]])
+def test_strict_parse_prints_the_diagnostics_on_stderr(tmp_path, capsys, extra):
+    """A prompt without the start anchor goes to the answer (the reference's behaviour): strict
+    keeps that output but says so on stderr, as recover does; stdout is what it was."""
+    (tmp_path / "out.txt").write_text("hi", encoding="utf-8")
+    argv = ["parse", "qwen3", str(tmp_path / "out.txt"), "--prefix", "You are a bot. <think>", *extra]
+    code = main(argv)
+    captured = capsys.readouterr()
+    assert code == 0
+    assert captured.err == ("respc: prefix-without-anchor at 0-0: the start anchor is not in the prefix; "
+                            "the whole prefix was parsed as the start of the response\n")
+    message = json.loads(captured.out.splitlines()[-1])["message"] if extra else json.loads(captured.out)
+    assert message == {"role": "assistant", "content": "You are a bot.", "reasoning_content": "hi"}
 
 
 def test_parse_unreadable_output_file_is_usage_error(tmp_path, capsys):
