@@ -152,7 +152,7 @@ def _output_kind(path: str) -> str | None:
     """None for a regular file or a new path (after following symlinks), else what is there."""
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a new path (a file in its folder's place: _prepare_parent)
         return None
     except OSError as exc:
         raise _UsageError(f"cannot write {path!r}: {exc.strerror or exc}") from None
@@ -163,6 +163,34 @@ def _output_kind(path: str) -> str | None:
         if test(mode):
             return kind
     return "not a regular file"
+
+
+def _prepare_parent(output: str, parents: bool) -> None:
+    """Make sure the folder ``output`` goes in exists: the rule of every option that writes a file
+    (``compile -o``, ``graph -o``, ``parse --html``, ``parse --jsonl -o``; README "Use").
+
+    A missing folder is an error unless ``parents`` (then it is created, with its own missing
+    parents); a file where a folder should be is named as such.
+
+    Raises:
+        _UsageError: one line naming ``output`` and the folder that is missing or is a file.
+    """
+    parent = Path(os.path.realpath(output)).parent
+    if parent.is_dir():
+        return
+    given = Path(output).parent
+    for folder, shown in zip((parent, *parent.parents), (given, *given.parents)):
+        if folder.exists():
+            if not folder.is_dir():
+                raise _UsageError(f"cannot write {output!r}: {str(shown)!r} is a file, not a folder")
+            break
+    if not parents:
+        raise _UsageError(f"cannot write {output!r}: folder {str(given)!r} does not exist "
+                          "(create it, or pass --parents)")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _UsageError(f"cannot write {output!r}: cannot create its folder: {exc.strerror or exc}") from None
 
 
 def _write_module(output: str, source: str, parents: bool) -> None:
@@ -179,15 +207,8 @@ def _write_module(output: str, source: str, parents: bool) -> None:
     kind = _output_kind(output)
     if kind is not None:
         raise _UsageError(f"cannot write {output!r}: it is {kind}, not a regular file (give a file path)")
+    _prepare_parent(output, parents)
     target = Path(os.path.realpath(output))
-    if not target.parent.is_dir():
-        if not parents:
-            raise _UsageError(f"cannot write {output!r}: folder {str(Path(output).parent)!r} does not exist "
-                              "(create it, or pass --parents)")
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise _UsageError(f"cannot write {output!r}: cannot create its folder: {exc.strerror or exc}") from None
     tmp = target.with_name(f".{target.name}.respc-tmp")
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode) if target.exists() else None
@@ -557,7 +578,7 @@ def _graph(args: argparse.Namespace) -> int:
     if args.output in (None, "-"):
         sys.stdout.write(text)
         return 0
-    _write_text(args.output, text)
+    _write_text(args.output, text, args.parents)
     return 0
 
 
@@ -568,15 +589,20 @@ def _add_graph_command(sub: Any) -> None:
     graph.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
     graph.add_argument("--format", choices=FORMATS, default="mermaid", help="mermaid (default), dot, or svg (Graphviz)")
     graph.add_argument("-o", "--output", help="write the diagram to this file instead of standard output")
+    graph.add_argument("--parents", action="store_true", help="create OUT's missing parent folders")
     graph.set_defaults(run=_graph)
 
 
-def _write_text(path: str, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file; an OSError is a usage error (exit 2)."""
+def _write_text(path: str, text: str, parents: bool) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file; a missing folder needs ``parents``
+    (:func:`_prepare_parent`); an OSError is a usage error (exit 2)."""
+    kind = _output_kind(path)
+    if kind is not None:
+        raise _UsageError(f"cannot write {path!r}: it is {kind}, not a regular file (give a file path)")
+    _prepare_parent(path, parents)
     out = Path(path)
     tmp = out.with_name(out.name + ".tmp")
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(text, encoding="utf-8", newline="")
         os.replace(tmp, out)
     except OSError as exc:
@@ -601,7 +627,8 @@ def _parse_html(args: argparse.Namespace) -> int:
     text = "".join(_stream_chunks(args.file))
     result = show.layout(module, text, prefix=prefix, tools=tools, template=args.template)
     name = "standard input" if args.file == "-" else _display_path(args.file)
-    _write_text(args.html, show.render(result, title=f"respc parse {_display_path(args.template)} {name}"))
+    _write_text(args.html, show.render(result, title=f"respc parse {_display_path(args.template)} {name}"),
+                args.parents)
     for diagnostic in result.diagnostics:
         if diagnostic["kind"] == "error":
             print(f"respc: cannot parse output: {diagnostic['message']} (output offsets "
@@ -649,6 +676,11 @@ def _parse_jsonl(args: argparse.Namespace) -> int:
     parser = batch.make_parser(args.template, keys=overrides, preset=args.preset, prefix=prefix, tools=tools,
                                errors=args.errors)
     workers = args.workers or batch.default_workers()
+    if args.output != "-":
+        kind = _output_kind(args.output)
+        if kind is not None:
+            raise _UsageError(f"cannot write {args.output!r}: it is {kind}, not a regular file (give a file path)")
+        _prepare_parent(args.output, args.parents)
 
     def report(lineno: int, error: str) -> None:
         print(f"respc: {args.jsonl}: line {lineno}: {error}", file=sys.stderr)
@@ -762,6 +794,8 @@ def _add_parse(sub) -> None:
     parse.add_argument("--tools", help="a JSON file with a list of tools, to type tool-call arguments")
     parse.add_argument("--events", action="store_true", help="print one JSON event per line as input arrives")
     _add_html_option(parse)
+    parse.add_argument("--parents", action="store_true",
+                       help="create the missing parent folders of --html OUT.html and -o OUT.jsonl")
     _add_jsonl_arguments(parse)
     _add_errors_option(parse)
 

@@ -429,6 +429,34 @@ def test_compile_into_new_subfolder_with_parents(workdir):
         "# regenerate: respc compile templates/qwen3.json -o out/deep/q.py"
 
 
+#: Every option that writes a file, with the argv that writes OUT (README "Use": one rule for all).
+_WRITERS = {
+    "compile -o": lambda out: ["compile", "templates/qwen3.json", "-o", out],
+    "graph -o": lambda out: ["graph", "templates/qwen3.json", "-o", out],
+    "parse --html": lambda out: ["parse", "templates/qwen3.json", "in.txt", "--prefix", "", "--html", out],
+    "parse --jsonl -o": lambda out: ["parse", "templates/qwen3.json", "--jsonl", "in.jsonl", "-o", out,
+                                     "--workers", "1"],
+}
+
+
+@pytest.mark.parametrize("option", list(_WRITERS))
+def test_every_output_option_refuses_a_missing_folder(workdir, capsys, option):
+    (workdir / "in.txt").write_text("hi", encoding="utf-8")
+    (workdir / "in.jsonl").write_text('{"output": "hi", "prefix": ""}\n', encoding="utf-8")
+    (workdir / "afile").write_text("", encoding="utf-8")
+    before = sorted(p.name for p in workdir.iterdir())
+    assert main(_WRITERS[option]("out/deep/x")) == 2
+    assert capsys.readouterr().err == ("respc: cannot write 'out/deep/x': folder 'out/deep' does not exist "
+                                       "(create it, or pass --parents)\n")
+    assert main(_WRITERS[option]("afile/sub/x")) == 2
+    assert capsys.readouterr().err == "respc: cannot write 'afile/sub/x': 'afile' is a file, not a folder\n"
+    assert main([*_WRITERS[option]("afile/sub/x"), "--parents"]) == 2
+    assert capsys.readouterr().err == "respc: cannot write 'afile/sub/x': 'afile' is a file, not a folder\n"
+    assert sorted(p.name for p in workdir.iterdir()) == before
+    assert main([*_WRITERS[option]("out/deep/x"), "--parents"]) == 0
+    assert (workdir / "out" / "deep" / "x").stat().st_size > 0
+
+
 def test_check_fresh_exits_0(workdir, capsys):
     assert main(["compile", "templates/qwen3.json", "-o", "q.py"]) == 0
     before = (workdir / "q.py").read_bytes()
