@@ -934,7 +934,9 @@ def test_local_folder_hiding_a_catalogue_name_gives_a_hint(workdir, capsys):
     (workdir / "qwen3").mkdir()
     assert main(["check", "qwen3"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("respc: bad template: qwen3: model directory has no tokenizer_config.json (a folder or "
+    assert err.startswith("respc: bad template: qwen3: model directory has no tokenizer_config.json (its "
+                          "response_template or chat template would give the template) and no chat_template.jinja "
+                          "or chat_template.json (a chat template's catalogue family would) (a folder or "
                           "file 'qwen3' here hides the catalogue template 'qwen3'; to use that one, give its path: ")
     hinted = err.rsplit("give its path: ", 1)[1].rstrip(")\n")
     capsys.readouterr()
