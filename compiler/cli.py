@@ -377,17 +377,14 @@ def _print_json(value: Any, indent: int | None = None) -> None:
     sys.stdout.flush()
 
 
-class _NotUTF8(Exception):
-    """The model output is not UTF-8; ``offset`` counts bytes from the start of the input."""
-
-    def __init__(self, offset: int, reason: str) -> None:
-        super().__init__(f"input is not UTF-8 at byte {offset}: {reason}")
-
-
 def _stream_chunks(path: str):
     """Yield text as it arrives: from a file or stdin, decoded incrementally as UTF-8.
 
     A byte order mark at the very start is dropped: it marks the encoding, it is not output.
+
+    Raises:
+        _UsageError: the file cannot be opened or read, or is not UTF-8 (naming it and the byte
+            offset from the start of the input): exit 2, like any file that cannot be read.
     """
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     if path == "-":
@@ -409,7 +406,9 @@ def _stream_chunks(path: str):
             try:
                 text = decoder.decode(data, final=not data)
             except UnicodeDecodeError as exc:
-                raise _NotUTF8(done - pending + exc.start, exc.reason) from None
+                where = "standard input" if path == "-" else f"output file {path!r}"
+                raise _UsageError(f"cannot read {where}: not UTF-8 at byte {done - pending + exc.start} "
+                                  f"(counted from the start): {exc.reason}") from None
             done += len(data)
             if first and text:
                 first = False
@@ -893,9 +892,6 @@ def main(argv: list[str] | None = None) -> int:
     except _UsageError as exc:
         print(f"respc: {exc}", file=sys.stderr)
         return 2
-    except _NotUTF8 as exc:
-        print(f"respc: {exc}", file=sys.stderr)
-        return 1
     except (ValueError, KeyError, TypeError) as exc:
         print(f"respc: cannot parse output: {type(exc).__name__}: {_cause_first(exc)}", file=sys.stderr)
         return 1

@@ -243,12 +243,22 @@ def test_parse_tools_file_not_a_list(tmp_path, capsys):
     assert err == f"respc: tools file {str(tmp_path / 'tools.json')!r} must hold a JSON list of tools\n"
 
 
-def test_parse_output_not_utf8_exits_1(tmp_path, capsys):
+def test_parse_output_not_utf8_is_an_unreadable_file(tmp_path, capsys):
     (tmp_path / "out.bin").write_bytes(b"ok \xff\xfe")
     code = main(["parse", "qwen3", str(tmp_path / "out.bin"), "--prefix", ""])
     err = capsys.readouterr().err
-    assert code == 1
-    assert err == "respc: input is not UTF-8 at byte 3: invalid start byte\n"
+    assert code == 2
+    assert err == (f"respc: cannot read output file {str(tmp_path / 'out.bin')!r}: not UTF-8 at byte 3 "
+                   "(counted from the start): invalid start byte\n")
+
+
+def test_parse_stdin_not_utf8_is_named(monkeypatch, capsys, tmp_path):
+    (tmp_path / "out.bin").write_bytes(b"\xff")
+    with open(tmp_path / "out.bin", "rb") as handle:
+        monkeypatch.setattr(sys, "stdin", handle)
+        assert main(["parse", "qwen3", "-", "--prefix", ""]) == 2
+    assert capsys.readouterr().err == ("respc: cannot read standard input: not UTF-8 at byte 0 (counted from the "
+                                       "start): invalid start byte\n")
 
 
 def test_prefix_file_keeps_crlf(tmp_path, capsys):
@@ -677,15 +687,17 @@ def test_output_file_that_is_a_directory_is_one_line(tmp_path, capsys):
 def test_not_utf8_offset_counts_from_the_start_of_the_input(tmp_path, capsys):
     data = b"a" * 69000 + b"\xff" + b"tail"
     (tmp_path / "out.bin").write_bytes(data)
-    assert main(["parse", "qwen3", str(tmp_path / "out.bin"), "--prefix", ""]) == 1
-    assert capsys.readouterr().err == "respc: input is not UTF-8 at byte 69000: invalid start byte\n"
+    assert main(["parse", "qwen3", str(tmp_path / "out.bin"), "--prefix", ""]) == 2
+    assert capsys.readouterr().err == (f"respc: cannot read output file {str(tmp_path / 'out.bin')!r}: not UTF-8 "
+                                       "at byte 69000 (counted from the start): invalid start byte\n")
 
 
 def test_truncated_character_across_reads(tmp_path, capsys):
     data = b"a" * 65535 + "é".encode()[:1]
     (tmp_path / "out.bin").write_bytes(data)
-    assert main(["parse", "qwen3", str(tmp_path / "out.bin"), "--prefix", ""]) == 1
-    assert capsys.readouterr().err == "respc: input is not UTF-8 at byte 65535: unexpected end of data\n"
+    assert main(["parse", "qwen3", str(tmp_path / "out.bin"), "--prefix", ""]) == 2
+    assert capsys.readouterr().err == (f"respc: cannot read output file {str(tmp_path / 'out.bin')!r}: not UTF-8 "
+                                       "at byte 65535 (counted from the start): unexpected end of data\n")
 
 
 def test_content_error_is_one_line_with_its_detail(capsys, tmp_path):
