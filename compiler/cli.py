@@ -512,7 +512,7 @@ def _cause_first(exc: BaseException, limit: int = 400) -> str:
     head = [line for line in lines if not line.startswith(_QUOTED + ("Error:",))]
     head += [line for line in lines if line.startswith("Error:")]
     if getattr(exc, "start", None) is not None:
-        head.append(f"at {exc.start}-{exc.end}")
+        head.append(f"at {exc.start}-{exc.end} (response offsets of the region, delimiters included)")
     text = " | ".join(head) or type(exc).__name__
     for line in quoted:
         room = limit - len(text) - 3
@@ -634,8 +634,9 @@ def _parse_html(args: argparse.Namespace) -> int:
                 args.parents)
     for diagnostic in result.diagnostics:
         if diagnostic["kind"] == "error":
-            print(f"respc: cannot parse output: {diagnostic['message']} (output offsets "
-                  f"{diagnostic['start']}-{diagnostic['end']}; see {args.html})", file=sys.stderr)
+            print(f"respc: cannot parse output: {diagnostic['message']} (marked on the page at output offsets "
+                  f"{diagnostic['start']}-{diagnostic['end']}: from the failing region's body to where parsing "
+                  f"stopped, its opener not included; see {args.html})", file=sys.stderr)
             return 1
     _print_json(result.message, indent=2)
     return 0

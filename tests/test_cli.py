@@ -707,8 +707,24 @@ def test_content_error_is_one_line_with_its_detail(capsys, tmp_path):
     assert err.count("\n") == 1
     # the cause first, then where, then the quoted body (issue 8)
     assert err == ("respc: cannot parse output: ContentParseError: Field 'tool_calls': json parser could not "
-                   "parse region as JSON. | Error: Expecting value: line 1 column 10 (char 9) | at 0-37 | "
-                   "Content: '{\"name\": oops}'\n")
+                   "parse region as JSON. | Error: Expecting value: line 1 column 10 (char 9) | at 0-37 (response offsets "
+                   "of the region, delimiters included) | Content: '{\"name\": oops}'\n")
+
+
+def test_html_page_error_says_which_span_it_marks(tmp_path, capsys):
+    """The page marks the failing region's body; the strict error gives the region with its
+    delimiters: each says which span its numbers are."""
+    text = 'Hello.\n<tool_call>\n{"name": "f", "arguments": {"a": 1,}}\n</tool_call>'
+    (tmp_path / "out.txt").write_text(text, encoding="utf-8")
+    argv = ["parse", "qwen3", str(tmp_path / "out.txt"), "--prefix", ""]
+    assert main(argv) == 1
+    start, end = text.index("<tool_call>"), len(text)
+    assert f" | at {start}-{end} (response offsets of the region, delimiters included) | " in capsys.readouterr().err
+    assert main([*argv, "--html", str(tmp_path / "p.html")]) == 1
+    body = start + len("<tool_call>")
+    assert capsys.readouterr().err.endswith(
+        f" (marked on the page at output offsets {body}-{end}: from the failing region's body to where parsing "
+        f"stopped, its opener not included; see {tmp_path / 'p.html'})\n")
 
 
 def test_version(capsys):
