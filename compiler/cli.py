@@ -439,7 +439,45 @@ def _read_tools(path: str | None) -> list | None:
     return tools
 
 
+#: ``respc parse``'s output modes: at most one may be given.
+_PARSE_MODES = (("events", "--events"), ("openai", "--openai"), ("responses", "--responses"), ("html", "--html"),
+                ("jsonl", "--jsonl"))
+
+#: Options of batch mode only: (attribute, flag, its value when not given).
+_BATCH_ONLY = (("output", "-o/--output", "-"), ("preset", "--preset", None), ("workers", "--workers", None),
+               ("batch_size", "--batch-size", None), ("progress", "--progress/--no-progress", None),
+               *((f"{key}_key", f"--{key}-key", None) for key in ("output", "prefix", "tools", "id")))
+
+
+def _refuse_conflicts(args: argparse.Namespace) -> None:
+    """Options of ``respc parse`` that would be ignored together are a usage error naming both.
+
+    Raises:
+        _UsageError: two output modes (``--events``, ``--openai``, ``--responses``, ``--html``,
+            ``--jsonl``), a batch option without ``--jsonl``, ``--model`` without ``--openai`` or
+            ``--responses``, or ``--parents`` with nothing to write.
+    """
+    given = [flag for attr, flag in _PARSE_MODES if getattr(args, attr) not in (None, False)]
+    if len(given) > 1:
+        raise _UsageError(f"parse: {given[0]} and {given[1]} do not combine (each is a way to print the "
+                          "result: choose one)")
+    if args.jsonl is None:
+        for attr, flag, unset in _BATCH_ONLY:
+            if getattr(args, attr) != unset:
+                raise _UsageError(f"parse: {flag} applies only with --jsonl (batch mode); without it, it would "
+                                  "be ignored")
+    if args.model is not None and not (args.openai or args.responses):
+        raise _UsageError("parse: --model applies only with --openai or --responses; without them, it would be "
+                          "ignored")
+    if args.parents and args.html is None and args.output == "-":
+        raise _UsageError("parse: --parents applies only with --html or --jsonl ... -o OUT.jsonl (there is no "
+                          "file to write)")
+
+
 def _parse(args: argparse.Namespace) -> int:
+    _refuse_conflicts(args)
+    if args.model is None:
+        args.model = "respc"
     if args.errors is None:  # one output: the reference's behaviour; a batch must not stop
         args.errors = "recover" if args.jsonl is not None else "strict"
     _say_which_template(_model_note(args.template))
@@ -809,7 +847,8 @@ def _add_parse(sub) -> None:
     parse.add_argument("--responses", action="store_true",
                        help="print OpenAI Responses API server-sent events (event: and data: lines) as input "
                             "arrives")
-    parse.add_argument("--model", default="respc", help="the model name in --openai chunks")
+    parse.add_argument("--model", default=None, help="the model name in --openai chunks and --responses events "
+                       "(default: respc)")
     parse.set_defaults(run=_parse)
 
 

@@ -219,6 +219,26 @@ def test_strict_parse_prints_the_diagnostics_on_stderr(tmp_path, capsys, extra):
     assert message == {"role": "assistant", "content": "You are a bot.", "reasoning_content": "hi"}
 
 
+@pytest.mark.parametrize("extra, message", [
+    (["--events", "--openai"], "--events and --openai do not combine (each is a way to print the result: choose one)"),
+    (["--openai", "--responses"], "--openai and --responses do not combine (each is a way to print the result: "
+                                  "choose one)"),
+    (["--events", "--jsonl", "in.jsonl"], "--events and --jsonl do not combine (each is a way to print the result: "
+                                          "choose one)"),
+    (["--workers", "2"], "--workers applies only with --jsonl (batch mode); without it, it would be ignored"),
+    (["-o", "out.jsonl"], "-o/--output applies only with --jsonl (batch mode); without it, it would be ignored"),
+    (["--no-progress"], "--progress/--no-progress applies only with --jsonl (batch mode); without it, it would be "
+                        "ignored"),
+    (["--model", "m"], "--model applies only with --openai or --responses; without them, it would be ignored"),
+    (["--parents"], "--parents applies only with --html or --jsonl ... -o OUT.jsonl (there is no file to write)"),
+])
+def test_parse_options_that_would_be_ignored_are_usage_errors(tmp_path, capsys, extra, message):
+    (tmp_path / "out.txt").write_text("hi", encoding="utf-8")
+    assert main(["parse", "qwen3", str(tmp_path / "out.txt"), "--prefix", "", *extra]) == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", f"respc: parse: {message}\n")
+
+
 def test_parse_unreadable_output_file_is_usage_error(tmp_path, capsys):
     code = main(["parse", "qwen3", str(tmp_path / "missing.txt"), "--prefix", ""])
     err = capsys.readouterr().err
