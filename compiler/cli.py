@@ -63,10 +63,12 @@ class _UsageError(Exception):
 
 
 class _ArgumentParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (the contract of this CLI), not usage + error."""
+    """argparse, but a usage error is one line on stderr (the contract of this CLI), not usage + error,
+    in the style of every other error: ``respc: parse: MESSAGE (see respc parse --help)``."""
 
     def error(self, message: str):  # type: ignore[override]
-        raise _ArgumentError(f"{self.prog}: error: {message} (see {self.prog} --help)")
+        command = self.prog.split(" ", 1)[1] + ": " if " " in self.prog else ""  # "respc parse" -> "parse: "
+        raise _ArgumentError(f"respc: {command}{message} (see {self.prog} --help)")
 
 
 class _ArgumentError(Exception):
@@ -486,7 +488,7 @@ def _parse(args: argparse.Namespace) -> int:
     if args.jsonl is not None:
         return _parse_jsonl(args)
     if args.prefix is None and args.prefix_file is None:
-        raise _UsageError("parse: error: one of the arguments --prefix --prefix-file is required "
+        raise _UsageError("parse: one of the arguments --prefix --prefix-file is required "
                           "(see respc parse --help)")
     module = _module(args.template)
     prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
@@ -626,7 +628,9 @@ def _graph(args: argparse.Namespace) -> int:
 def _add_graph_command(sub: Any) -> None:
     from .graph import FORMATS
 
-    graph = sub.add_parser("graph", help="draw the region automaton (states, delimiters, the implicit field)")
+    graph = sub.add_parser("graph", help="draw the region automaton (states, delimiters, the implicit field)",
+                           description="Draw the region automaton of a template (its states, the delimiters "
+                                       "that move between them, the implicit field) as Mermaid, DOT or SVG.")
     graph.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
     graph.add_argument("--format", choices=FORMATS, default="mermaid", help="mermaid (default), dot, or svg (Graphviz)")
     graph.add_argument("-o", "--output", help="write the diagram to this file instead of standard output")
@@ -707,9 +711,9 @@ def _parse_jsonl(args: argparse.Namespace) -> int:
     from . import batch
 
     if args.events or args.file != "-":
-        raise _UsageError("parse: error: --jsonl reads its records from IN.jsonl; it takes no FILE and no --events")
+        raise _UsageError("parse: --jsonl reads its records from IN.jsonl; it takes no FILE and no --events")
     if args.workers is not None and args.workers < 1 or args.batch_size is not None and args.batch_size < 1:
-        raise _UsageError("parse: error: --workers and --batch-size must be at least 1")
+        raise _UsageError("parse: --workers and --batch-size must be at least 1")
     prefix = args.prefix if args.prefix is not None else (
         _read_text_file(args.prefix_file, "prefix file") if args.prefix_file is not None else None)
     tools = _read_tools(args.tools)
@@ -739,8 +743,9 @@ def _parse_jsonl(args: argparse.Namespace) -> int:
         name = getattr(exc, "filename", None) or "?"
         raise _UsageError(f"cannot read or write {name!r}: {exc.strerror or exc}") from None
     rate = stats.records / seconds if seconds > 0 else 0.0
-    print(f"respc: {stats.records} records, {stats.tool_calls} messages with tool calls, {stats.repairs} repairs, "
-          f"{stats.failures} failures, {seconds:.1f} s ({rate:,.0f} records/s, {workers} workers)", file=sys.stderr)
+    print(f"respc: {_count(stats.records, 'record')}, {_count(stats.tool_calls, 'message')} with tool calls, "
+          f"{_count(stats.repairs, 'repair')}, {_count(stats.failures, 'failure')}, {seconds:.1f} s "
+          f"({rate:,.0f} records/s, {_count(workers, 'worker')})", file=sys.stderr)
     return 1 if args.errors == "strict" and stats.failures else 0
 
 
@@ -865,7 +870,10 @@ def _add_check(sub) -> None:
 def _add_detect(sub) -> None:
 
 
-    gram = sub.add_parser("grammar", help="print the constrained-decoding grammar of a template")
+    gram = sub.add_parser("grammar", help="print the constrained-decoding grammar of a template",
+                          description="Print the constrained-decoding grammar of a template's output language "
+                                      "for one engine: tool calls name an offered tool and their arguments "
+                                      "follow its JSON schema.")
     gram.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
     gram.add_argument("--format", default="lark",
                       choices=["lark", "gbnf", "xgrammar", "llguidance", "xgrammar-structural-tag"],
@@ -876,7 +884,9 @@ def _add_detect(sub) -> None:
     gram.add_argument("--no-parallel", action="store_true", help="at most one tool call")
     gram.add_argument("--no-reasoning", action="store_true", help="leave the reasoning region out")
     gram.set_defaults(run=_grammar)
-    det = sub.add_parser("detect", help="name the catalogue family whose format a chat template renders")
+    det = sub.add_parser("detect", help="name the catalogue family whose format a chat template renders",
+                         description="Name the catalogue family whose output format a model's chat template "
+                                     "renders, and its thinking switch; exit 1 when no family fits, saying why.")
     det.add_argument("path", help="model directory, tokenizer_config.json or chat_template.jinja")
     det.set_defaults(run=_detect)
 

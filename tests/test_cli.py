@@ -239,6 +239,23 @@ def test_parse_options_that_would_be_ignored_are_usage_errors(tmp_path, capsys, 
     assert (captured.out, captured.err) == ("", f"respc: parse: {message}\n")
 
 
+def test_every_command_help_has_a_description(capsys):
+    for command in ("compile", "parse", "check", "grammar", "detect", "graph", "list"):
+        assert main([command, "--help"]) == 0
+        lines = capsys.readouterr().out.split("\n\n")
+        assert len(lines) > 2 and not lines[1].startswith(("positional arguments", "options")), command
+
+
+def test_jsonl_summary_counts_in_the_singular(tmp_path, capsys):
+    (tmp_path / "in.jsonl").write_text('{"output": "<tool_call>{\\"name\\": \\"f\\"}</tool_call>", "prefix": ""}\n',
+                                       encoding="utf-8")
+    assert main(["parse", "qwen3", "--jsonl", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"),
+                 "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("respc: 1 record, 1 message with tool calls, 0 repairs, 0 failures, ")
+    assert err.endswith(" records/s, 1 worker)\n")
+
+
 def test_parse_unreadable_output_file_is_usage_error(tmp_path, capsys):
     code = main(["parse", "qwen3", str(tmp_path / "missing.txt"), "--prefix", ""])
     err = capsys.readouterr().err
@@ -551,8 +568,9 @@ def test_bad_usage_exits_2(argv, workdir, capsys):
     assert main(argv) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert "error:" in captured.err and "Traceback" not in captured.err
-    assert captured.err.count("\n") == 1  # one line, as every respc error
+    # one line in the style of every respc error: "respc: [COMMAND: ]MESSAGE (see respc [COMMAND] --help)"
+    assert re.fullmatch(r"respc: (?:(compile|parse): )?.+ \(see respc(?: (compile|parse))? --help\)\n", captured.err)
+    assert "Traceback" not in captured.err
     assert not (workdir / "q.py").exists()
 
 
@@ -590,7 +608,7 @@ def test_bad_usage_subprocess(tmp_path):
     proc = subprocess.run(RESPC + ["compile", "qwen3"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert proc.stderr == ("respc compile: error: the following arguments are required: -o/--output "
+    assert proc.stderr == ("respc: compile: the following arguments are required: -o/--output "
                            "(see respc compile --help)\n")
     assert "Traceback" not in proc.stderr
 
@@ -820,7 +838,7 @@ def test_output_dash_is_standard_output(workdir, capsys):
 
 def test_empty_output_is_a_usage_error(workdir, capsys):
     assert main(["compile", "qwen3", "-o", ""]) == 2
-    assert capsys.readouterr().err == ("respc compile: error: argument -o/--output: -o/--output must not be empty "
+    assert capsys.readouterr().err == ("respc: compile: argument -o/--output: -o/--output must not be empty "
                                        "(a file path, or - for standard output) (see respc compile --help)\n")
 
 
