@@ -568,14 +568,15 @@ def _parse_openai(args: argparse.Namespace, module: types.ModuleType, prefix: st
     ``ChatCompletionStream.feed_sse``/``finalize_sse``), flushed after each piece of input so they
     stream through a pipe. ``--responses``: Responses API events (``event:`` and ``data:``
     lines, ``ResponsesStream.feed_sse``/``finalize_sse``). Tool-call ids are ``call_0``,
-    ``call_1``, ... (deterministic)."""
+    ``call_1``, ... (deterministic). ``--errors`` reaches the parser (recover: arguments wait for
+    their call's close, ``recover_arguments="hold"``), and its diagnostics go to stderr at the end."""
     from respc.openai import ChatCompletionStream, ResponsesStream
 
+    parser = module.ResponseParser(prefix, tools, errors=args.errors)
     if args.responses:
-        stream = ResponsesStream(module.ResponseParser(prefix, tools), model=args.model, ids=lambda n: f"call_{n}")
+        stream = ResponsesStream(parser, model=args.model, ids=lambda n: f"call_{n}")
     else:
-        stream = ChatCompletionStream(module.ResponseParser(prefix, tools), model=args.model,
-                                      ids=lambda n: f"call_{n}")
+        stream = ChatCompletionStream(parser, model=args.model, ids=lambda n: f"call_{n}")
     write, flush = sys.stdout.write, sys.stdout.flush
     for text in _stream_chunks(args.file):
         events = stream.feed_sse(text)
@@ -584,6 +585,7 @@ def _parse_openai(args: argparse.Namespace, module: types.ModuleType, prefix: st
             flush()
     write(stream.finalize_sse())
     flush()
+    _print_diagnostics(parser)
     return 0
 
 

@@ -166,6 +166,23 @@ def test_parse_openai_prints_the_sse_of_the_chunks(capsys, monkeypatch):
     assert len(chunks) > 3 and '"id": "chatcmpl-00000000000000000000000000000007"' in captured.out
 
 
+@pytest.mark.parametrize("mode", ["--openai", "--responses"])
+def test_parse_openai_takes_errors_and_prints_diagnostics(tmp_path, capsys, mode):
+    """``--errors`` reaches the parser behind ``--openai``/``--responses`` (it was ignored: a
+    repairable call stopped the stream), and the parser's diagnostics go to stderr; the calls get
+    the CLI's deterministic ids."""
+    text = 'Hello.\n<tool_call>\n{"name": "f", "arguments": {"a": 1,}}\n</tool_call>'
+    (tmp_path / "out.txt").write_text(text, encoding="utf-8")
+    argv = ["parse", "qwen3", str(tmp_path / "out.txt"), "--prefix", "", mode]
+    assert main([*argv, "--errors", "recover"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "respc: repaired at 7-69 field tool_calls: trailing comma before '}' removed\n"
+    key = '"id": "call_0"' if mode == "--openai" else '"call_id": "call_0"'
+    assert key in captured.out and "call_1" not in captured.out
+    assert main(argv) == 1
+    assert capsys.readouterr().err.startswith("respc: cannot parse output: ContentParseError: ")
+
+
 def test_parse_responses_prints_the_events_as_sse(capsys, monkeypatch):
     """``respc parse --responses`` prints ``ResponsesStream``'s events in the Responses API's
     framing: ``event: <type>``, ``data: <json>``, a blank line; no ``[DONE]``. The openai
