@@ -24,9 +24,11 @@
 ``respc detect MODEL_DIR | tokenizer_config.json | chat_template.jinja``
     Name the catalogue family whose output format the chat template renders, and its thinking
     switch (``compiler/detect.py``); exit 1 when no family fits, saying why.
-``respc graph TEMPLATE [--format mermaid|dot|svg] [-o OUT]``
+``respc graph TEMPLATE [--format mermaid|dot|svg] [-o OUT] [--parents]``
     Print (or write) the region automaton as a diagram (see respc.compiler.graph); ``svg`` needs
-    Graphviz's ``dot`` (exit 1 with a one-line message when it is not installed).
+    Graphviz's ``dot`` (exit 1 with a one-line message when it is not installed). Every option
+    that writes a file (``compile -o``, ``graph -o``, ``parse --html``, ``parse --jsonl -o``)
+    refuses a missing parent folder unless ``--parents``.
 ``respc list``
     The catalogue: one line per template with the models of its family.
 
