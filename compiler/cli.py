@@ -24,9 +24,11 @@
 ``respc detect MODEL_DIR | tokenizer_config.json | chat_template.jinja``
     Name the catalogue family whose output format the chat template renders, and its thinking
     switch (``compiler/detect.py``); exit 1 when no family fits, saying why.
-``respc graph TEMPLATE [--format mermaid|dot|svg] [-o OUT]``
+``respc graph TEMPLATE [--format mermaid|dot|svg] [-o OUT] [--parents]``
     Print (or write) the region automaton as a diagram (see respc.compiler.graph); ``svg`` needs
-    Graphviz's ``dot`` (exit 1 with a one-line message when it is not installed).
+    Graphviz's ``dot`` (exit 1 with a one-line message when it is not installed). Every option
+    that writes a file (``compile -o``, ``graph -o``, ``parse --html``, ``parse --jsonl -o``)
+    refuses a missing parent folder unless ``--parents``.
 ``respc list``
     The catalogue: one line per template with the models of its family.
 
@@ -63,10 +65,12 @@ class _UsageError(Exception):
 
 
 class _ArgumentParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (the contract of this CLI), not usage + error."""
+    """argparse, but a usage error is one line on stderr (the contract of this CLI), not usage + error,
+    in the style of every other error: ``respc: parse: MESSAGE (see respc parse --help)``."""
 
     def error(self, message: str):  # type: ignore[override]
-        raise _ArgumentError(f"{self.prog}: error: {message} (see {self.prog} --help)")
+        command = self.prog.split(" ", 1)[1] + ": " if " " in self.prog else ""  # "respc parse" -> "parse: "
+        raise _ArgumentError(f"respc: {command}{message} (see {self.prog} --help)")
 
 
 class _ArgumentError(Exception):
@@ -152,7 +156,7 @@ def _output_kind(path: str) -> str | None:
     """None for a regular file or a new path (after following symlinks), else what is there."""
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a new path (a file in its folder's place: _prepare_parent)
         return None
     except OSError as exc:
         raise _UsageError(f"cannot write {path!r}: {exc.strerror or exc}") from None
@@ -163,6 +167,34 @@ def _output_kind(path: str) -> str | None:
         if test(mode):
             return kind
     return "not a regular file"
+
+
+def _prepare_parent(output: str, parents: bool) -> None:
+    """Make sure the folder ``output`` goes in exists: the rule of every option that writes a file
+    (``compile -o``, ``graph -o``, ``parse --html``, ``parse --jsonl -o``; README "Use").
+
+    A missing folder is an error unless ``parents`` (then it is created, with its own missing
+    parents); a file where a folder should be is named as such.
+
+    Raises:
+        _UsageError: one line naming ``output`` and the folder that is missing or is a file.
+    """
+    parent = Path(os.path.realpath(output)).parent
+    if parent.is_dir():
+        return
+    given = Path(output).parent
+    for folder, shown in zip((parent, *parent.parents), (given, *given.parents)):
+        if folder.exists():
+            if not folder.is_dir():
+                raise _UsageError(f"cannot write {output!r}: {str(shown)!r} is a file, not a folder")
+            break
+    if not parents:
+        raise _UsageError(f"cannot write {output!r}: folder {str(given)!r} does not exist "
+                          "(create it, or pass --parents)")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _UsageError(f"cannot write {output!r}: cannot create its folder: {exc.strerror or exc}") from None
 
 
 def _write_module(output: str, source: str, parents: bool) -> None:
@@ -179,15 +211,8 @@ def _write_module(output: str, source: str, parents: bool) -> None:
     kind = _output_kind(output)
     if kind is not None:
         raise _UsageError(f"cannot write {output!r}: it is {kind}, not a regular file (give a file path)")
+    _prepare_parent(output, parents)
     target = Path(os.path.realpath(output))
-    if not target.parent.is_dir():
-        if not parents:
-            raise _UsageError(f"cannot write {output!r}: folder {str(Path(output).parent)!r} does not exist "
-                              "(create it, or pass --parents)")
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise _UsageError(f"cannot write {output!r}: cannot create its folder: {exc.strerror or exc}") from None
     tmp = target.with_name(f".{target.name}.respc-tmp")
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode) if target.exists() else None
@@ -271,27 +296,31 @@ def _check(args: argparse.Namespace) -> int:
     # load-time warnings (issue 7: rules v1 keeps for the reference's sake), then the D2 ones
     warnings = [*check_template(compiled.template, v2=compiled.template.version >= 2),
                 *compiled.automaton.warnings]
-    for warning in warnings:
-        print(f"warning: {warning}")
     fields = compiled.template.fields
     notes = dict.fromkeys(
         f"field {fields[w.field].name!r} {w.delimiter.key} {w.delimiter.pattern!r}: a greedy optional part may "
         "still grow, so a match waits while the buffered text could continue it (D2)"
         for state in compiled.automaton.states for w in state.watches if w.extendable and not w.indeterminate)
-    for note in notes:
-        print(f"note: {note}")
     from .lint import lint
 
     findings = lint(compiled.template, compiled.automaton)
     round_trip = _round_trip(args, compiled)
     findings = [*findings, *round_trip]
+    # a load-time warning that a lint error restates (an unknown placeholder root) is printed once
+    restated = {f"field {f.field!r} key {f.key!r}: placeholder root {f.example[1:-1]!r} "
+                for f in findings if f.level == "error" and f.check == "placeholder"}
+    shown = [w for w in warnings if not any(w.startswith(r) for r in restated)]
+    for warning in shown:
+        print(f"warning: {warning}")
+    for note in notes:
+        print(f"note: {note}")
     for finding in findings:
         print(finding)
     if args.chat_template is not None:
         print(f"note: round trip with {args.chat_template}: {len(round_trip.passed)} of {round_trip.total} sample "
               f"messages parse back ({', '.join(round_trip.passed) or 'none'})")
     errors = sum(1 for f in findings if f.level == "error")
-    total = len(warnings) + len(findings) - errors
+    total = len(shown) + len(findings) - errors
     if errors:
         print(f"{compiled.template.source}: {_count(errors, 'error')}, {_count(total, 'warning')}")
         return 1
@@ -352,17 +381,14 @@ def _print_json(value: Any, indent: int | None = None) -> None:
     sys.stdout.flush()
 
 
-class _NotUTF8(Exception):
-    """The model output is not UTF-8; ``offset`` counts bytes from the start of the input."""
-
-    def __init__(self, offset: int, reason: str) -> None:
-        super().__init__(f"input is not UTF-8 at byte {offset}: {reason}")
-
-
 def _stream_chunks(path: str):
     """Yield text as it arrives: from a file or stdin, decoded incrementally as UTF-8.
 
     A byte order mark at the very start is dropped: it marks the encoding, it is not output.
+
+    Raises:
+        _UsageError: the file cannot be opened or read, or is not UTF-8 (naming it and the byte
+            offset from the start of the input): exit 2, like any file that cannot be read.
     """
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     if path == "-":
@@ -384,7 +410,9 @@ def _stream_chunks(path: str):
             try:
                 text = decoder.decode(data, final=not data)
             except UnicodeDecodeError as exc:
-                raise _NotUTF8(done - pending + exc.start, exc.reason) from None
+                where = "standard input" if path == "-" else f"output file {path!r}"
+                raise _UsageError(f"cannot read {where}: not UTF-8 at byte {done - pending + exc.start} "
+                                  f"(counted from the start): {exc.reason}") from None
             done += len(data)
             if first and text:
                 first = False
@@ -415,7 +443,45 @@ def _read_tools(path: str | None) -> list | None:
     return tools
 
 
+#: ``respc parse``'s output modes: at most one may be given.
+_PARSE_MODES = (("events", "--events"), ("openai", "--openai"), ("responses", "--responses"), ("html", "--html"),
+                ("jsonl", "--jsonl"))
+
+#: Options of batch mode only: (attribute, flag, its value when not given).
+_BATCH_ONLY = (("output", "-o/--output", "-"), ("preset", "--preset", None), ("workers", "--workers", None),
+               ("batch_size", "--batch-size", None), ("progress", "--progress/--no-progress", None),
+               *((f"{key}_key", f"--{key}-key", None) for key in ("output", "prefix", "tools", "id")))
+
+
+def _refuse_conflicts(args: argparse.Namespace) -> None:
+    """Options of ``respc parse`` that would be ignored together are a usage error naming both.
+
+    Raises:
+        _UsageError: two output modes (``--events``, ``--openai``, ``--responses``, ``--html``,
+            ``--jsonl``), a batch option without ``--jsonl``, ``--model`` without ``--openai`` or
+            ``--responses``, or ``--parents`` with nothing to write.
+    """
+    given = [flag for attr, flag in _PARSE_MODES if getattr(args, attr) not in (None, False)]
+    if len(given) > 1:
+        raise _UsageError(f"parse: {given[0]} and {given[1]} do not combine (each is a way to print the "
+                          "result: choose one)")
+    if args.jsonl is None:
+        for attr, flag, unset in _BATCH_ONLY:
+            if getattr(args, attr) != unset:
+                raise _UsageError(f"parse: {flag} applies only with --jsonl (batch mode); without it, it would "
+                                  "be ignored")
+    if args.model is not None and not (args.openai or args.responses):
+        raise _UsageError("parse: --model applies only with --openai or --responses; without them, it would be "
+                          "ignored")
+    if args.parents and args.html is None and args.output == "-":
+        raise _UsageError("parse: --parents applies only with --html or --jsonl ... -o OUT.jsonl (there is no "
+                          "file to write)")
+
+
 def _parse(args: argparse.Namespace) -> int:
+    _refuse_conflicts(args)
+    if args.model is None:
+        args.model = "respc"
     if args.errors is None:  # one output: the reference's behaviour; a batch must not stop
         args.errors = "recover" if args.jsonl is not None else "strict"
     _say_which_template(_model_note(args.template))
@@ -424,7 +490,7 @@ def _parse(args: argparse.Namespace) -> int:
     if args.jsonl is not None:
         return _parse_jsonl(args)
     if args.prefix is None and args.prefix_file is None:
-        raise _UsageError("parse: error: one of the arguments --prefix --prefix-file is required "
+        raise _UsageError("parse: one of the arguments --prefix --prefix-file is required "
                           "(see respc parse --help)")
     module = _module(args.template)
     prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
@@ -436,7 +502,7 @@ def _parse(args: argparse.Namespace) -> int:
         parser = module.ResponseParser(prefix, tools, errors=args.errors)
         parser.feed(text)
         message = parser.finalize()[0]
-        _print_diagnostics(parser, args.errors)
+        _print_diagnostics(parser)
         _print_json(message, indent=2)
         return 0
     parser = module.ResponseParser(prefix, tools, errors=args.errors)
@@ -448,7 +514,7 @@ def _parse(args: argparse.Namespace) -> int:
     message, events = parser.finalize()
     for event in events:
         _print_json(event)
-    _print_diagnostics(parser, args.errors)
+    _print_diagnostics(parser)
     _print_json({"type": "message", "message": message})
     return 0
 
@@ -462,12 +528,12 @@ def _add_errors_option(parse: argparse.ArgumentParser) -> None:
                             "null with a diagnostic; strict also reports it with its line number and exits 1)")
 
 
-def _print_diagnostics(parser: Any, errors: str) -> None:
-    """With ``--errors recover``, print the parser's diagnostics to stderr, one line each:
+def _print_diagnostics(parser: Any) -> None:
+    """Print the parser's diagnostics to stderr, one line each, in either ``--errors`` mode:
     ``respc: KIND at START-END [field F]: MESSAGE`` (the message's first line; the raw text is in
-    ``--events``). In strict the output stays what the conformance vectors expect."""
-    if errors != "recover":
-        return
+    ``--events``). Standard output is the same in both modes; in strict the parser records only
+    what it did not raise on (such as ``prefix-without-anchor``: a prompt whose text went to the
+    answer), so an output the reference reads cleanly prints nothing here."""
     for d in parser.diagnostics:
         where = f" field {d['field']}" if d.get("field") else ""
         message = str(d["message"]).splitlines()[0] if d["message"] else ""
@@ -488,7 +554,7 @@ def _cause_first(exc: BaseException, limit: int = 400) -> str:
     head = [line for line in lines if not line.startswith(_QUOTED + ("Error:",))]
     head += [line for line in lines if line.startswith("Error:")]
     if getattr(exc, "start", None) is not None:
-        head.append(f"at {exc.start}-{exc.end}")
+        head.append(f"at {exc.start}-{exc.end} (response offsets of the region, delimiters included)")
     text = " | ".join(head) or type(exc).__name__
     for line in quoted:
         room = limit - len(text) - 3
@@ -504,14 +570,15 @@ def _parse_openai(args: argparse.Namespace, module: types.ModuleType, prefix: st
     ``ChatCompletionStream.feed_sse``/``finalize_sse``), flushed after each piece of input so they
     stream through a pipe. ``--responses``: Responses API events (``event:`` and ``data:``
     lines, ``ResponsesStream.feed_sse``/``finalize_sse``). Tool-call ids are ``call_0``,
-    ``call_1``, ... (deterministic)."""
+    ``call_1``, ... (deterministic). ``--errors`` reaches the parser (recover: arguments wait for
+    their call's close, ``recover_arguments="hold"``), and its diagnostics go to stderr at the end."""
     from respc.openai import ChatCompletionStream, ResponsesStream
 
+    parser = module.ResponseParser(prefix, tools, errors=args.errors)
     if args.responses:
-        stream = ResponsesStream(module.ResponseParser(prefix, tools), model=args.model, ids=lambda n: f"call_{n}")
+        stream = ResponsesStream(parser, model=args.model, ids=lambda n: f"call_{n}")
     else:
-        stream = ChatCompletionStream(module.ResponseParser(prefix, tools), model=args.model,
-                                      ids=lambda n: f"call_{n}")
+        stream = ChatCompletionStream(parser, model=args.model, ids=lambda n: f"call_{n}")
     write, flush = sys.stdout.write, sys.stdout.flush
     for text in _stream_chunks(args.file):
         events = stream.feed_sse(text)
@@ -520,6 +587,7 @@ def _parse_openai(args: argparse.Namespace, module: types.ModuleType, prefix: st
             flush()
     write(stream.finalize_sse())
     flush()
+    _print_diagnostics(parser)
     return 0
 
 
@@ -557,26 +625,33 @@ def _graph(args: argparse.Namespace) -> int:
     if args.output in (None, "-"):
         sys.stdout.write(text)
         return 0
-    _write_text(args.output, text)
+    _write_text(args.output, text, args.parents)
     return 0
 
 
 def _add_graph_command(sub: Any) -> None:
     from .graph import FORMATS
 
-    graph = sub.add_parser("graph", help="draw the region automaton (states, delimiters, the implicit field)")
+    graph = sub.add_parser("graph", help="draw the region automaton (states, delimiters, the implicit field)",
+                           description="Draw the region automaton of a template (its states, the delimiters "
+                                       "that move between them, the implicit field) as Mermaid, DOT or SVG.")
     graph.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
     graph.add_argument("--format", choices=FORMATS, default="mermaid", help="mermaid (default), dot, or svg (Graphviz)")
     graph.add_argument("-o", "--output", help="write the diagram to this file instead of standard output")
+    graph.add_argument("--parents", action="store_true", help="create OUT's missing parent folders")
     graph.set_defaults(run=_graph)
 
 
-def _write_text(path: str, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file; an OSError is a usage error (exit 2)."""
+def _write_text(path: str, text: str, parents: bool) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file; a missing folder needs ``parents``
+    (:func:`_prepare_parent`); an OSError is a usage error (exit 2)."""
+    kind = _output_kind(path)
+    if kind is not None:
+        raise _UsageError(f"cannot write {path!r}: it is {kind}, not a regular file (give a file path)")
+    _prepare_parent(path, parents)
     out = Path(path)
     tmp = out.with_name(out.name + ".tmp")
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(text, encoding="utf-8", newline="")
         os.replace(tmp, out)
     except OSError as exc:
@@ -601,11 +676,13 @@ def _parse_html(args: argparse.Namespace) -> int:
     text = "".join(_stream_chunks(args.file))
     result = show.layout(module, text, prefix=prefix, tools=tools, template=args.template)
     name = "standard input" if args.file == "-" else _display_path(args.file)
-    _write_text(args.html, show.render(result, title=f"respc parse {_display_path(args.template)} {name}"))
+    _write_text(args.html, show.render(result, title=f"respc parse {_display_path(args.template)} {name}"),
+                args.parents)
     for diagnostic in result.diagnostics:
         if diagnostic["kind"] == "error":
-            print(f"respc: cannot parse output: {diagnostic['message']} (output offsets "
-                  f"{diagnostic['start']}-{diagnostic['end']}; see {args.html})", file=sys.stderr)
+            print(f"respc: cannot parse output: {diagnostic['message']} (marked on the page at output offsets "
+                  f"{diagnostic['start']}-{diagnostic['end']}: from the failing region's body to where parsing "
+                  f"stopped, its opener not included; see {args.html})", file=sys.stderr)
             return 1
     _print_json(result.message, indent=2)
     return 0
@@ -638,9 +715,9 @@ def _parse_jsonl(args: argparse.Namespace) -> int:
     from . import batch
 
     if args.events or args.file != "-":
-        raise _UsageError("parse: error: --jsonl reads its records from IN.jsonl; it takes no FILE and no --events")
+        raise _UsageError("parse: --jsonl reads its records from IN.jsonl; it takes no FILE and no --events")
     if args.workers is not None and args.workers < 1 or args.batch_size is not None and args.batch_size < 1:
-        raise _UsageError("parse: error: --workers and --batch-size must be at least 1")
+        raise _UsageError("parse: --workers and --batch-size must be at least 1")
     prefix = args.prefix if args.prefix is not None else (
         _read_text_file(args.prefix_file, "prefix file") if args.prefix_file is not None else None)
     tools = _read_tools(args.tools)
@@ -649,6 +726,11 @@ def _parse_jsonl(args: argparse.Namespace) -> int:
     parser = batch.make_parser(args.template, keys=overrides, preset=args.preset, prefix=prefix, tools=tools,
                                errors=args.errors)
     workers = args.workers or batch.default_workers()
+    if args.output != "-":
+        kind = _output_kind(args.output)
+        if kind is not None:
+            raise _UsageError(f"cannot write {args.output!r}: it is {kind}, not a regular file (give a file path)")
+        _prepare_parent(args.output, args.parents)
 
     def report(lineno: int, error: str) -> None:
         print(f"respc: {args.jsonl}: line {lineno}: {error}", file=sys.stderr)
@@ -665,8 +747,9 @@ def _parse_jsonl(args: argparse.Namespace) -> int:
         name = getattr(exc, "filename", None) or "?"
         raise _UsageError(f"cannot read or write {name!r}: {exc.strerror or exc}") from None
     rate = stats.records / seconds if seconds > 0 else 0.0
-    print(f"respc: {stats.records} records, {stats.tool_calls} messages with tool calls, {stats.repairs} repairs, "
-          f"{stats.failures} failures, {seconds:.1f} s ({rate:,.0f} records/s, {workers} workers)", file=sys.stderr)
+    print(f"respc: {_count(stats.records, 'record')}, {_count(stats.tool_calls, 'message')} with tool calls, "
+          f"{_count(stats.repairs, 'repair')}, {_count(stats.failures, 'failure')}, {seconds:.1f} s "
+          f"({rate:,.0f} records/s, {_count(workers, 'worker')})", file=sys.stderr)
     return 1 if args.errors == "strict" and stats.failures else 0
 
 
@@ -762,6 +845,8 @@ def _add_parse(sub) -> None:
     parse.add_argument("--tools", help="a JSON file with a list of tools, to type tool-call arguments")
     parse.add_argument("--events", action="store_true", help="print one JSON event per line as input arrives")
     _add_html_option(parse)
+    parse.add_argument("--parents", action="store_true",
+                       help="create the missing parent folders of --html OUT.html and -o OUT.jsonl")
     _add_jsonl_arguments(parse)
     _add_errors_option(parse)
 
@@ -771,7 +856,8 @@ def _add_parse(sub) -> None:
     parse.add_argument("--responses", action="store_true",
                        help="print OpenAI Responses API server-sent events (event: and data: lines) as input "
                             "arrives")
-    parse.add_argument("--model", default="respc", help="the model name in --openai chunks")
+    parse.add_argument("--model", default=None, help="the model name in --openai chunks and --responses events "
+                       "(default: respc)")
     parse.set_defaults(run=_parse)
 
 
@@ -788,7 +874,10 @@ def _add_check(sub) -> None:
 def _add_detect(sub) -> None:
 
 
-    gram = sub.add_parser("grammar", help="print the constrained-decoding grammar of a template")
+    gram = sub.add_parser("grammar", help="print the constrained-decoding grammar of a template",
+                          description="Print the constrained-decoding grammar of a template's output language "
+                                      "for one engine: tool calls name an offered tool and their arguments "
+                                      "follow its JSON schema.")
     gram.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
     gram.add_argument("--format", default="lark",
                       choices=["lark", "gbnf", "xgrammar", "llguidance", "xgrammar-structural-tag"],
@@ -799,7 +888,9 @@ def _add_detect(sub) -> None:
     gram.add_argument("--no-parallel", action="store_true", help="at most one tool call")
     gram.add_argument("--no-reasoning", action="store_true", help="leave the reasoning region out")
     gram.set_defaults(run=_grammar)
-    det = sub.add_parser("detect", help="name the catalogue family whose format a chat template renders")
+    det = sub.add_parser("detect", help="name the catalogue family whose format a chat template renders",
+                         description="Name the catalogue family whose output format a model's chat template "
+                                     "renders, and its thinking switch; exit 1 when no family fits, saying why.")
     det.add_argument("path", help="model directory, tokenizer_config.json or chat_template.jinja")
     det.set_defaults(run=_detect)
 
@@ -855,9 +946,6 @@ def main(argv: list[str] | None = None) -> int:
     except _UsageError as exc:
         print(f"respc: {exc}", file=sys.stderr)
         return 2
-    except _NotUTF8 as exc:
-        print(f"respc: {exc}", file=sys.stderr)
-        return 1
     except (ValueError, KeyError, TypeError) as exc:
         print(f"respc: cannot parse output: {type(exc).__name__}: {_cause_first(exc)}", file=sys.stderr)
         return 1

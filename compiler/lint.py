@@ -16,8 +16,10 @@ Checks, in order:
   exponential time on a near-miss;
 * ``payload-delimiter``: a region whose close literal can occur inside its payload (a JSON string
   value, an xml-inline parameter value) and so end the region early;
-* ``placeholder``: a transform placeholder that cannot resolve (``{content.x}`` on a text body,
-  a group no pattern of the field defines);
+* ``placeholder``: a transform placeholder that cannot resolve: ``{content.x}`` on a text body
+  (a warning), a root that is neither ``content`` nor a named group of the field's patterns (an
+  error: every region of the field fails at its close; v1 templates still load, as the reference
+  loads them, and v2 ones are refused at load);
 * ``reasoning-name``: a reasoning-like field whose slot is not ``reasoning_content`` (the name
   OpenAI-compatible servers and chat templates use).
 
@@ -199,11 +201,15 @@ def lint(template: Template, automaton: Automaton) -> list[Finding]:
                     out.append(Finding("warning", "placeholder", f.name, "transform",
                                        f"'{{content.<key>}}' on a {f.content!r} body: the value has no keys, so "
                                        "it never resolves", text))
-            elif (root != "content" and root not in f.group_names
-                  and f.content in ("text", "int", "float", "bool")):
+            elif root != "content" and root not in f.group_names and (
+                    not f.transform_each or f.content in ("text", "int", "float", "bool")):
+                # (with transform_each a root may be a key of each list element: known at run time)
+                groups = f"named groups {list(f.group_names)}" if f.group_names else "no named groups"
                 out.append(Finding("error", "placeholder", f.name, "transform",
                                    f"placeholder root {root!r} is neither 'content' nor a named group of the "
-                                   f"field's patterns, and a {f.content!r} body has no keys", "{" + root + "}"))
+                                   f"field's patterns (which have {groups}), so every region of this field "
+                                   "fails at its close (a v1 template still compiles, as the reference "
+                                   "accepts it)", "{" + root + "}"))
     for f in fields:
         slot = f.slot if f.slot is not None else f.name
         if slot != "reasoning_content" and any(w in slot.lower() for w in _REASONING_WORDS):

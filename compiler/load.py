@@ -196,7 +196,9 @@ def load_template(spec: Any) -> LoadedTemplate:
             return _from_tokenizer_config(config)
         if any((path / name).is_file() for name in _CHAT_TEMPLATE_FILES):
             return _from_chat_template(path, "model directory has no tokenizer_config.json", str(path))
-        raise TemplateError("model directory has no tokenizer_config.json" + _hidden_hint(str(spec)),
+        raise TemplateError("model directory has no tokenizer_config.json (its response_template or chat "
+                            "template would give the template) and no chat_template.jinja or "
+                            "chat_template.json (a chat template's catalogue family would)" + _hidden_hint(str(spec)),
                             source=str(path))
     if path.is_file():
         if path.name == "tokenizer_config.json":

@@ -163,7 +163,7 @@ def test_cli_stdin_to_stdout_subprocess(tmp_path):
                            "--workers", "2"], input=data, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert [json.loads(line) for line in done.stdout.splitlines()] == [_expected(r) for r in records]
-    assert done.stderr.startswith("respc: 3 records, 2 messages with tool calls, 0 repairs, 1 failures, ")
+    assert done.stderr.startswith("respc: 3 records, 2 messages with tool calls, 0 repairs, 1 failure, ")
 
 
 def test_cli_default_prefix_and_key_flags(tmp_path):

@@ -62,7 +62,11 @@ def _check_result(vector: dict, code: int, out: str, err: str) -> None:
     expect = vector["expect"]
     assert "Traceback" not in err
     if "message" in expect:
-        assert (code, err) == (0, "")
+        # strict prints what the parser recorded without raising: only a prompt without the
+        # start anchor (whose text the reference parses as the response's start)
+        assert code == 0, err
+        assert all(line.startswith("respc: prefix-without-anchor at 0-0: ") for line in err.splitlines()), err
+        assert ("without-anchor" in vector["id"]) == (err != ""), err
         assert json.loads(out) == expect["message"]
         return
     expected_code = 2 if expect["stage"] == "load" else 1
@@ -162,6 +166,23 @@ def test_parse_openai_prints_the_sse_of_the_chunks(capsys, monkeypatch):
     assert len(chunks) > 3 and '"id": "chatcmpl-00000000000000000000000000000007"' in captured.out
 
 
+@pytest.mark.parametrize("mode", ["--openai", "--responses"])
+def test_parse_openai_takes_errors_and_prints_diagnostics(tmp_path, capsys, mode):
+    """``--errors`` reaches the parser behind ``--openai``/``--responses`` (it was ignored: a
+    repairable call stopped the stream), and the parser's diagnostics go to stderr; the calls get
+    the CLI's deterministic ids."""
+    text = 'Hello.\n<tool_call>\n{"name": "f", "arguments": {"a": 1,}}\n</tool_call>'
+    (tmp_path / "out.txt").write_text(text, encoding="utf-8")
+    argv = ["parse", "qwen3", str(tmp_path / "out.txt"), "--prefix", "", mode]
+    assert main([*argv, "--errors", "recover"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "respc: repaired at 7-69 field tool_calls: trailing comma before '}' removed\n"
+    key = '"id": "call_0"' if mode == "--openai" else '"call_id": "call_0"'
+    assert key in captured.out and "call_1" not in captured.out
+    assert main(argv) == 1
+    assert capsys.readouterr().err.startswith("respc: cannot parse output: ContentParseError: ")
+
+
 def test_parse_responses_prints_the_events_as_sse(capsys, monkeypatch):
     """``respc parse --responses`` prints ``ResponsesStream``'s events in the Responses API's
     framing: ``event: <type>``, ``data: <json>``, a blank line; no ``[DONE]``. The openai
@@ -200,6 +221,58 @@ def test_parse_stdin_with_inline_prefix():
     assert "Café ☕" in proc.stdout
 
 
+@pytest.mark.parametrize("extra", [[], ["--events"]])
+def test_strict_parse_prints_the_diagnostics_on_stderr(tmp_path, capsys, extra):
+    """A prompt without the start anchor goes to the answer (the reference's behaviour): strict
+    keeps that output but says so on stderr, as recover does; stdout is what it was."""
+    (tmp_path / "out.txt").write_text("hi", encoding="utf-8")
+    argv = ["parse", "qwen3", str(tmp_path / "out.txt"), "--prefix", "You are a bot. <think>", *extra]
+    code = main(argv)
+    captured = capsys.readouterr()
+    assert code == 0
+    assert captured.err == ("respc: prefix-without-anchor at 0-0: the start anchor is not in the prefix; "
+                            "the whole prefix was parsed as the start of the response\n")
+    message = json.loads(captured.out.splitlines()[-1])["message"] if extra else json.loads(captured.out)
+    assert message == {"role": "assistant", "content": "You are a bot.", "reasoning_content": "hi"}
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--events", "--openai"], "--events and --openai do not combine (each is a way to print the result: choose one)"),
+    (["--openai", "--responses"], "--openai and --responses do not combine (each is a way to print the result: "
+                                  "choose one)"),
+    (["--events", "--jsonl", "in.jsonl"], "--events and --jsonl do not combine (each is a way to print the result: "
+                                          "choose one)"),
+    (["--workers", "2"], "--workers applies only with --jsonl (batch mode); without it, it would be ignored"),
+    (["-o", "out.jsonl"], "-o/--output applies only with --jsonl (batch mode); without it, it would be ignored"),
+    (["--no-progress"], "--progress/--no-progress applies only with --jsonl (batch mode); without it, it would be "
+                        "ignored"),
+    (["--model", "m"], "--model applies only with --openai or --responses; without them, it would be ignored"),
+    (["--parents"], "--parents applies only with --html or --jsonl ... -o OUT.jsonl (there is no file to write)"),
+])
+def test_parse_options_that_would_be_ignored_are_usage_errors(tmp_path, capsys, extra, message):
+    (tmp_path / "out.txt").write_text("hi", encoding="utf-8")
+    assert main(["parse", "qwen3", str(tmp_path / "out.txt"), "--prefix", "", *extra]) == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", f"respc: parse: {message}\n")
+
+
+def test_every_command_help_has_a_description(capsys):
+    for command in ("compile", "parse", "check", "grammar", "detect", "graph", "list"):
+        assert main([command, "--help"]) == 0
+        lines = capsys.readouterr().out.split("\n\n")
+        assert len(lines) > 2 and not lines[1].startswith(("positional arguments", "options")), command
+
+
+def test_jsonl_summary_counts_in_the_singular(tmp_path, capsys):
+    (tmp_path / "in.jsonl").write_text('{"output": "<tool_call>{\\"name\\": \\"f\\"}</tool_call>", "prefix": ""}\n',
+                                       encoding="utf-8")
+    assert main(["parse", "qwen3", "--jsonl", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"),
+                 "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("respc: 1 record, 1 message with tool calls, 0 repairs, 0 failures, ")
+    assert err.endswith(" records/s, 1 worker)\n")
+
+
 def test_parse_unreadable_output_file_is_usage_error(tmp_path, capsys):
     code = main(["parse", "qwen3", str(tmp_path / "missing.txt"), "--prefix", ""])
     err = capsys.readouterr().err
@@ -224,12 +297,22 @@ def test_parse_tools_file_not_a_list(tmp_path, capsys):
     assert err == f"respc: tools file {str(tmp_path / 'tools.json')!r} must hold a JSON list of tools\n"
 
 
-def test_parse_output_not_utf8_exits_1(tmp_path, capsys):
+def test_parse_output_not_utf8_is_an_unreadable_file(tmp_path, capsys):
     (tmp_path / "out.bin").write_bytes(b"ok \xff\xfe")
     code = main(["parse", "qwen3", str(tmp_path / "out.bin"), "--prefix", ""])
     err = capsys.readouterr().err
-    assert code == 1
-    assert err == "respc: input is not UTF-8 at byte 3: invalid start byte\n"
+    assert code == 2
+    assert err == (f"respc: cannot read output file {str(tmp_path / 'out.bin')!r}: not UTF-8 at byte 3 "
+                   "(counted from the start): invalid start byte\n")
+
+
+def test_parse_stdin_not_utf8_is_named(monkeypatch, capsys, tmp_path):
+    (tmp_path / "out.bin").write_bytes(b"\xff")
+    with open(tmp_path / "out.bin", "rb") as handle:
+        monkeypatch.setattr(sys, "stdin", handle)
+        assert main(["parse", "qwen3", "-", "--prefix", ""]) == 2
+    assert capsys.readouterr().err == ("respc: cannot read standard input: not UTF-8 at byte 0 (counted from the "
+                                       "start): invalid start byte\n")
 
 
 def test_prefix_file_keeps_crlf(tmp_path, capsys):
@@ -410,6 +493,34 @@ def test_compile_into_new_subfolder_with_parents(workdir):
         "# regenerate: respc compile templates/qwen3.json -o out/deep/q.py"
 
 
+#: Every option that writes a file, with the argv that writes OUT (README "Use": one rule for all).
+_WRITERS = {
+    "compile -o": lambda out: ["compile", "templates/qwen3.json", "-o", out],
+    "graph -o": lambda out: ["graph", "templates/qwen3.json", "-o", out],
+    "parse --html": lambda out: ["parse", "templates/qwen3.json", "in.txt", "--prefix", "", "--html", out],
+    "parse --jsonl -o": lambda out: ["parse", "templates/qwen3.json", "--jsonl", "in.jsonl", "-o", out,
+                                     "--workers", "1"],
+}
+
+
+@pytest.mark.parametrize("option", list(_WRITERS))
+def test_every_output_option_refuses_a_missing_folder(workdir, capsys, option):
+    (workdir / "in.txt").write_text("hi", encoding="utf-8")
+    (workdir / "in.jsonl").write_text('{"output": "hi", "prefix": ""}\n', encoding="utf-8")
+    (workdir / "afile").write_text("", encoding="utf-8")
+    before = sorted(p.name for p in workdir.iterdir())
+    assert main(_WRITERS[option]("out/deep/x")) == 2
+    assert capsys.readouterr().err == ("respc: cannot write 'out/deep/x': folder 'out/deep' does not exist "
+                                       "(create it, or pass --parents)\n")
+    assert main(_WRITERS[option]("afile/sub/x")) == 2
+    assert capsys.readouterr().err == "respc: cannot write 'afile/sub/x': 'afile' is a file, not a folder\n"
+    assert main([*_WRITERS[option]("afile/sub/x"), "--parents"]) == 2
+    assert capsys.readouterr().err == "respc: cannot write 'afile/sub/x': 'afile' is a file, not a folder\n"
+    assert sorted(p.name for p in workdir.iterdir()) == before
+    assert main([*_WRITERS[option]("out/deep/x"), "--parents"]) == 0
+    assert (workdir / "out" / "deep" / "x").stat().st_size > 0
+
+
 def test_check_fresh_exits_0(workdir, capsys):
     assert main(["compile", "templates/qwen3.json", "-o", "q.py"]) == 0
     before = (workdir / "q.py").read_bytes()
@@ -474,8 +585,9 @@ def test_bad_usage_exits_2(argv, workdir, capsys):
     assert main(argv) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert "error:" in captured.err and "Traceback" not in captured.err
-    assert captured.err.count("\n") == 1  # one line, as every respc error
+    # one line in the style of every respc error: "respc: [COMMAND: ]MESSAGE (see respc [COMMAND] --help)"
+    assert re.fullmatch(r"respc: (?:(compile|parse): )?.+ \(see respc(?: (compile|parse))? --help\)\n", captured.err)
+    assert "Traceback" not in captured.err
     assert not (workdir / "q.py").exists()
 
 
@@ -513,7 +625,7 @@ def test_bad_usage_subprocess(tmp_path):
     proc = subprocess.run(RESPC + ["compile", "qwen3"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert proc.stderr == ("respc compile: error: the following arguments are required: -o/--output "
+    assert proc.stderr == ("respc: compile: the following arguments are required: -o/--output "
                            "(see respc compile --help)\n")
     assert "Traceback" not in proc.stderr
 
@@ -630,15 +742,17 @@ def test_output_file_that_is_a_directory_is_one_line(tmp_path, capsys):
 def test_not_utf8_offset_counts_from_the_start_of_the_input(tmp_path, capsys):
     data = b"a" * 69000 + b"\xff" + b"tail"
     (tmp_path / "out.bin").write_bytes(data)
-    assert main(["parse", "qwen3", str(tmp_path / "out.bin"), "--prefix", ""]) == 1
-    assert capsys.readouterr().err == "respc: input is not UTF-8 at byte 69000: invalid start byte\n"
+    assert main(["parse", "qwen3", str(tmp_path / "out.bin"), "--prefix", ""]) == 2
+    assert capsys.readouterr().err == (f"respc: cannot read output file {str(tmp_path / 'out.bin')!r}: not UTF-8 "
+                                       "at byte 69000 (counted from the start): invalid start byte\n")
 
 
 def test_truncated_character_across_reads(tmp_path, capsys):
     data = b"a" * 65535 + "é".encode()[:1]
     (tmp_path / "out.bin").write_bytes(data)
-    assert main(["parse", "qwen3", str(tmp_path / "out.bin"), "--prefix", ""]) == 1
-    assert capsys.readouterr().err == "respc: input is not UTF-8 at byte 65535: unexpected end of data\n"
+    assert main(["parse", "qwen3", str(tmp_path / "out.bin"), "--prefix", ""]) == 2
+    assert capsys.readouterr().err == (f"respc: cannot read output file {str(tmp_path / 'out.bin')!r}: not UTF-8 "
+                                       "at byte 65535 (counted from the start): unexpected end of data\n")
 
 
 def test_content_error_is_one_line_with_its_detail(capsys, tmp_path):
@@ -648,8 +762,24 @@ def test_content_error_is_one_line_with_its_detail(capsys, tmp_path):
     assert err.count("\n") == 1
     # the cause first, then where, then the quoted body (issue 8)
     assert err == ("respc: cannot parse output: ContentParseError: Field 'tool_calls': json parser could not "
-                   "parse region as JSON. | Error: Expecting value: line 1 column 10 (char 9) | at 0-37 | "
-                   "Content: '{\"name\": oops}'\n")
+                   "parse region as JSON. | Error: Expecting value: line 1 column 10 (char 9) | at 0-37 (response offsets "
+                   "of the region, delimiters included) | Content: '{\"name\": oops}'\n")
+
+
+def test_html_page_error_says_which_span_it_marks(tmp_path, capsys):
+    """The page marks the failing region's body; the strict error gives the region with its
+    delimiters: each says which span its numbers are."""
+    text = 'Hello.\n<tool_call>\n{"name": "f", "arguments": {"a": 1,}}\n</tool_call>'
+    (tmp_path / "out.txt").write_text(text, encoding="utf-8")
+    argv = ["parse", "qwen3", str(tmp_path / "out.txt"), "--prefix", ""]
+    assert main(argv) == 1
+    start, end = text.index("<tool_call>"), len(text)
+    assert f" | at {start}-{end} (response offsets of the region, delimiters included) | " in capsys.readouterr().err
+    assert main([*argv, "--html", str(tmp_path / "p.html")]) == 1
+    body = start + len("<tool_call>")
+    assert capsys.readouterr().err.endswith(
+        f" (marked on the page at output offsets {body}-{end}: from the failing region's body to where parsing "
+        f"stopped, its opener not included; see {tmp_path / 'p.html'})\n")
 
 
 def test_version(capsys):
@@ -725,7 +855,7 @@ def test_output_dash_is_standard_output(workdir, capsys):
 
 def test_empty_output_is_a_usage_error(workdir, capsys):
     assert main(["compile", "qwen3", "-o", ""]) == 2
-    assert capsys.readouterr().err == ("respc compile: error: argument -o/--output: -o/--output must not be empty "
+    assert capsys.readouterr().err == ("respc: compile: argument -o/--output: -o/--output must not be empty "
                                        "(a file path, or - for standard output) (see respc compile --help)\n")
 
 
@@ -887,7 +1017,9 @@ def test_local_folder_hiding_a_catalogue_name_gives_a_hint(workdir, capsys):
     (workdir / "qwen3").mkdir()
     assert main(["check", "qwen3"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("respc: bad template: qwen3: model directory has no tokenizer_config.json (a folder or "
+    assert err.startswith("respc: bad template: qwen3: model directory has no tokenizer_config.json (its "
+                          "response_template or chat template would give the template) and no chat_template.jinja "
+                          "or chat_template.json (a chat template's catalogue family would) (a folder or "
                           "file 'qwen3' here hides the catalogue template 'qwen3'; to use that one, give its path: ")
     hinted = err.rsplit("give its path: ", 1)[1].rstrip(")\n")
     capsys.readouterr()

@@ -71,6 +71,21 @@ def test_placeholder_that_cannot_resolve():
     assert "{content.name}" in f.example
 
 
+@pytest.mark.parametrize("content", ["json", "text"])
+def test_unknown_placeholder_root_is_an_error(content):
+    """``{contnt}`` fails every region at its close, whatever the body (the runtime's scope is
+    ``content`` and the groups): an error with field, key and the placeholder."""
+    f = _only(_findings({"a": {"open": "<a>", "close": "</a>", "content": content,
+                               "transform": {"f": "{contnt}"}}, "content": {}}), "placeholder")
+    assert (f.level, f.field, f.key, f.example) == ("error", "a", "transform", "{contnt}")
+    assert f.message.startswith("placeholder root 'contnt' is neither 'content' nor a named group")
+
+
+def test_placeholder_root_that_is_a_group_is_fine():
+    assert [f for f in _findings({"a": {"open_pattern": "<a (?P<n>\\w+)>", "close": "</a>", "content": "json",
+                                        "transform": {"f": "{n}"}}, "content": {}}) if f.check == "placeholder"] == []
+
+
 def test_reasoning_field_not_named_reasoning_content():
     f = _only(_findings({"thinking": {"open": "<think>", "close": "</think>"}, "content": {}}), "reasoning-name")
     assert (f.level, f.field, f.example) == ("warning", "thinking", "thinking")

@@ -227,13 +227,18 @@ def test_respc_check_prints_load_warnings(tmp_path, capsys):
     from respc.compiler.cli import main
     path = tmp_path / "typo.json"
     path.write_text(json.dumps(doc(x_field(content="json", transform={"name": "{nmae}"}))), encoding="utf-8")
-    assert main(["check", str(path)]) == 0
+    # an unknown placeholder root fails every call at parse time: an error of check (printed once,
+    # not also as the load-time warning), while compile still accepts the v1 template
+    assert main(["check", str(path)]) == 1
     assert capsys.readouterr().out == (
-        "warning: field 'x' key 'transform': placeholder root 'nmae' is neither 'content' nor a named group of "
-        "the field's patterns (which have no named groups); it would fail at the first region close\n"
         "warning: [payload-delimiter] field 'x' key 'close': a JSON string value can hold '</x>', which ends the "
         "region early (the model need not escape it) (example: '<x>{\"code\": \"x = \\'</x>\\'\"}</x>')\n"
-        f"{path}: ok (2 fields, 2 states, 2 warnings)\n")
+        "error: [placeholder] field 'x' key 'transform': placeholder root 'nmae' is neither 'content' nor a "
+        "named group of the field's patterns (which have no named groups), so every region of this field fails "
+        "at its close (a v1 template still compiles, as the reference accepts it) (example: '{nmae}')\n"
+        f"{path}: 1 error, 1 warning\n")
+    assert main(["compile", str(path), "-o", str(tmp_path / "typo.py")]) == 0
+    assert (tmp_path / "typo.py").is_file()
 
 
 def test_start_anchor_pattern_that_is_always_empty_warns():

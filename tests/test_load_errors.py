@@ -304,7 +304,9 @@ def test_tokenizer_config_without_key(tmp_path):
 def test_model_directory_without_tokenizer_config(tmp_path):
     with pytest.raises(TemplateError) as info:
         compile_source(str(tmp_path))
-    assert str(info.value) == f"{tmp_path}: model directory has no tokenizer_config.json"
+    assert str(info.value) == (f"{tmp_path}: model directory has no tokenizer_config.json (its response_template "
+                               "or chat template would give the template) and no chat_template.jinja or "
+                               "chat_template.json (a chat template's catalogue family would)")
 
 
 def test_missing_path(tmp_path):

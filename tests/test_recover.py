@@ -331,7 +331,7 @@ def test_cli_strict_error_puts_the_cause_before_the_cut_body(tmp_path, capsys):
     assert err.count("\n") == 1
     assert err.startswith("respc: cannot parse output: ContentParseError: Field 'tool_calls': json parser could "
                           "not parse region as JSON. | Error: Expecting ',' delimiter: line 1 column 637 (char 636)"
-                          " | at 2-664 | Content: '{\"name\": \"f\", ")
+                          " | at 2-664 (response offsets of the region, delimiters included) | Content: '{\"name\": \"f\", ")
     assert err.endswith("…\n")
     assert len(err) == len("respc: cannot parse output: ContentParseError: ") + 400 + 1
 

@@ -432,7 +432,7 @@ def test_cli_html(tmp_path, capsys):
     page = out.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and "reasoning_content" in page
     assert main(argv + ["--events"]) == 2
-    assert "--html does not combine with --events" in capsys.readouterr().err
+    assert "--events and --html do not combine" in capsys.readouterr().err
     bad = tmp_path / "bad.txt"
     bad.write_text("<tool_call>{bad</tool_call>", encoding="utf-8")
     assert main(["parse", "qwen3", str(bad), "--prefix", "", "--html", str(out)]) == 1
