@@ -43,7 +43,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 
 from respc.runtime.transforms import placeholder_roots
 
-from .automaton import OUTSIDE, Automaton
+from .automaton import OUTSIDE, Automaton, example_text
 from .ir import Delimiter, Template
 from .validate import may_match_empty
 
@@ -119,7 +119,11 @@ def _delims(template: Template):
 
 
 def _example_of(delim: Delimiter) -> str:
-    return delim.literals[0] if delim.literals else delim.pattern
+    """Text the delimiter matches: its first literal, or a text its pattern matches in full
+    (:func:`~respc.compiler.automaton.example_text`), else the pattern's source."""
+    if delim.literals:
+        return delim.literals[0]
+    return example_text(delim.pattern) or delim.pattern
 
 
 def lint(template: Template, automaton: Automaton) -> list[Finding]:
