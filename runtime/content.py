@@ -264,6 +264,12 @@ def _apply_dialects(text: str, delims: tuple[tuple[str, str], ...], unquoted_key
     return "".join(out)
 
 
+# json.loads(text) for a str is ``JSONDecoder().decode``: WHITESPACE, ``scan_once``, WHITESPACE,
+# "Extra data" unless at the end (CPython Lib/json/decoder.py); parse_json's quick path repeats it.
+_JSON_SCAN = json.JSONDecoder().scan_once
+_JSON_WS = json.decoder.WHITESPACE.match
+
+
 def _make_json(args: dict) -> ContentParser:
     allow_non_json = bool(args.get("allow_non_json"))
     unquoted_keys = bool(args.get("unquoted_keys", False))
@@ -278,8 +284,20 @@ def _make_json(args: dict) -> ContentParser:
     except (ValueError, TypeError) as exc:
         bad_args = exc
     dialects = bool(delims) or unquoted_keys or python_literals
+    plain = not dialects and bad_args is None
 
     def parse_json(text: str) -> Any:
+        if plain and text.__class__ is str:
+            # What json.loads does with a str, without its three Python frames: the C reader after
+            # leading whitespace, then only trailing whitespace. Anything else (a failure, extra
+            # data) goes the full way below, which gives the same value or raises the same error.
+            try:
+                value, end = _JSON_SCAN(text, _JSON_WS(text, 0).end())
+            except (StopIteration, ValueError, RecursionError):
+                pass
+            else:
+                if _JSON_WS(text, end).end() == len(text):
+                    return value
         working = text
         try:
             if bad_args is not None:
