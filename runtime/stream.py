@@ -135,7 +135,7 @@ class Region:
     """
 
     __slots__ = ("name", "slot", "process", "dirty", "repeats", "join", "groups", "typed", "boundary", "ends",
-                 "reject", "alternatives", "after", "empty_none", "extend", "label")
+                 "reject", "alternatives", "after", "empty_none", "extend", "label", "verdict")
 
     def __init__(self, name: str, *, process: Callable[[str, dict], Any], slot: Any = ..., dirty: bool = False,
                  repeats: bool = False, join: str | None = None, groups: tuple = (), typed: bool = True,
@@ -159,6 +159,9 @@ class Region:
         self.extend = extend
         #: the region name when it differs from the slot (open/close events then carry it)
         self.label = name if self.slot != name else None
+        #: ``verdict(text) -> status`` of a new boundary decoder fed ``text``, when its factory
+        #: offers one (runtime/decoders.py ``json_boundary``), else None: _probe builds a decoder
+        self.verdict = getattr(boundary, "verdict", None)
 
     def __repr__(self) -> str:
         return f"Region({self.name!r}, slot={self.slot!r})"
@@ -1067,9 +1070,13 @@ class StreamParser:
         """
         open_start, open_end, state, action, field, target, match = self._tent
         limit = start if start >= 0 else len(buf) if eos else hold
-        decoder = self.REGIONS[field].boundary()
-        decoder.feed(buf[pos:limit])
-        status = decoder.status
+        verdict = self.REGIONS[field].verdict
+        if verdict is not None:
+            status = verdict(buf[pos:limit])  # what a new decoder's status would be
+        else:
+            decoder = self.REGIONS[field].boundary()
+            decoder.feed(buf[pos:limit])
+            status = decoder.status
         if status == ACCEPTED or (status == UNDECIDED and (start >= 0 or eos)):
             # accepted, or a delimiter / the end of the stream came first: an empty region
             self._tent = None
