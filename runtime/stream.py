@@ -455,6 +455,10 @@ class StreamParser:
     _QUICK: tuple = ()
     #: per state: True for the *after* states of v2 (see automaton.build_automaton)
     _IS_AFTER: tuple = ()
+    #: per state: its triggers are known (``FAST_PATH``), so with nothing left to read after
+    #: offset 0 no watched delimiter can commit and no text is held: _run need not scan
+    #: (tests/test_fast_path.py's parsers without FAST_PATH scan, and must give the same events)
+    _KNOWN: tuple = ()
     #: per field: its declared-repair group names (REPAIR_GROUP), empty for most
     _REPAIRS: tuple = ()
     #: STRAY_CLOSERS with the open patterns compiled
@@ -472,6 +476,7 @@ class StreamParser:
         cls._QUICK = tuple(_quick_trigger(None if cls._RUNS[k] is not None else triggers, cls.CONTEXT)
                            for k, (triggers, _) in enumerate(cls.FAST_PATH))
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
+        cls._KNOWN = tuple(triggers is not None for triggers, _ in cls.FAST_PATH)
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
         cls._STRAY = tuple((closer, regex.compile(pattern), field) for closer, pattern, field in cls.STRAY_CLOSERS)
 
@@ -886,6 +891,7 @@ class StreamParser:
         edges = self.TRANSITIONS
         # per delimiter, its last search result over this buffer (see the generated scanners)
         memo = [None] * self.MEMO_SLOTS
+        n = len(buf)
         while True:
             if self._again is not None:
                 # errors="recover": the region's own opener written again at its start
@@ -894,6 +900,11 @@ class StreamParser:
                     break
                 pos = verdict
             state = self._state
+            if (pos == n and not eos and self._KNOWN[state] and self._tent is None and self._defer is None
+                    and (pos > 0 or not self.CONTEXT)):
+                # Nothing left after a delimiter: every watched delimiter starts with a trigger
+                # character (the fast path's rule), so the scan would find nothing and hold nothing.
+                break
             start, end, rank, match, hold = scanners[state](buf, pos, eos, memo)
             if self._defer is not None:
                 # v2: an open that counts only if this region's close never follows
