@@ -1137,13 +1137,13 @@ class StreamParser:
     def _begin(self, events: list, action: int, field: int, target: int, match: Any, opener: str) -> None:
         """Open ``field``'s region after its opener text: ``OPEN`` closes the current region
         first, ``NEST`` suspends it."""
-        at = self._here()
         if action == NEST:
+            at = self._here()
             self._stack.append((self._state, self._field, self._region, self._name, self._dirty, self._opened,
                                 self._body, self._blocks, self._groups, self._bd, self._open_at,
                                 self._open_text))
         else:
-            self._close(events, None)
+            at = self._close(events, None)  # no closer: the offset it ends at is _here()
         if self.ledger is not None and opener:
             self.ledger.append((at, at + len(opener), "delimiter"))
         self._state = target
@@ -1279,7 +1279,9 @@ class StreamParser:
         Returns:
             int: the response offset just after the close delimiter.
         """
-        at = self._here()
+        blocks = self._blocks
+        text = "".join(blocks) + "".join(self._body) if blocks else "".join(self._body)
+        at = self._mark + self._sunk + len(text)  # _here(): the body is all that was routed
         if self.ledger is not None and closer:
             self.ledger.append((at, at + len(closer), "delimiter"))
         region = self._region
@@ -1295,8 +1297,6 @@ class StreamParser:
                     scope.update(self._groups.groupdict())
                 if close_match is not None:
                     scope.update(close_match.groupdict())
-            blocks = self._blocks
-            text = "".join(blocks) + "".join(self._body) if blocks else "".join(self._body)
             if self._recover and self._STRAY and not region.dirty:
                 self._stray_closers(text, at - len(text), region)
             if region.empty_none and (not text or text.isspace()):
