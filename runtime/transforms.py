@@ -358,7 +358,7 @@ def make_field_processor(
             raise type(exc)(prefix + str(exc)) from exc
 
     finish = _finisher(field, transform, transform_each, group_names, v2)
-    direct = None if transform is None or transform_each else _direct(transform, frozenset(group_names), v2)
+    direct = None if transform is None else _direct(transform, frozenset(group_names), v2, transform_each)
 
     if transform is None:
         def process(body: str, captures: dict) -> Any:
@@ -416,23 +416,26 @@ _MISS = _Miss()
 _IMMUTABLE = (str, int, float, bool, type(None))
 
 
-def _direct(transform: Any, group_names: frozenset, v2: bool) -> Callable[[Any, dict], Any] | None:
+def _direct(transform: Any, group_names: frozenset, v2: bool, each: bool = False) -> Callable[[Any, dict], Any] | None:
     """A faster ``finish`` for a transform without ``$first`` or ``$key``/``$value`` segments
     (issue 14: a tool call's ``{"type": "function", "function": {"name": "{name}", "arguments":
     "{content}"}}`` is built at every region close): ``direct(value, captures) -> result``, the
-    result :func:`_finisher`'s ``finish`` gives, built without the scope dict.
+    result :func:`_finisher`'s ``finish`` gives (``each``: ``finish_each``), built without a scope
+    dict.
 
-    A placeholder root ``content`` is ``value``; a declared group name is ``captures.get(name)``
-    (D5: None when it did not take part); any other root is ``captures[root]``. A path that meets
-    anything but a dict with the key, or an unknown root, raises :class:`_Miss`: the caller then
-    runs the general ``finish``, which gives the same result or raises its own error. Returns None
-    for a transform it does not cover. Literals are immutable scalars here, so nothing aliases the
-    template; dicts and lists are built fresh.
+    A placeholder root is looked up where that scope would have it (SPEC 6, D4, D5): ``content``
+    is ``value``; a declared group name is ``captures.get(name)`` (None when it did not take
+    part); any other root is ``captures[root]``. With ``each`` the scope of one element is the
+    captures, then the element's keys, then (v2) ``content`` bound to the element. A path that
+    meets anything but a dict with the key, an unknown root, a value that is not a list of dicts
+    (``each``) raise :class:`_Miss`: the caller then runs the general ``finish``, which gives the
+    same result or raises its own error. Returns None for a transform it does not cover. Literals
+    are immutable scalars here, so nothing aliases the template; dicts and lists are built fresh.
     """
     pattern = _placeholder_pattern(v2)
 
     def node(t: Any) -> tuple[int, Any] | None:
-        # (0, literal) | (1, None): value itself | (2, builder(value, captures))
+        # (0, literal) | (1, None): the value itself | (2, builder(value, captures))
         if isinstance(t, str):
             m = pattern.fullmatch(t)
             if m is None:
@@ -440,9 +443,9 @@ def _direct(transform: Any, group_names: frozenset, v2: bool) -> Callable[[Any, 
             root, *keys = m.group(1).split(".")
             if any(key.startswith("$") for key in keys):
                 return None
-            if root == "content" and not keys:
+            if root == "content" and not keys and (v2 or not each):
                 return 1, None
-            return 2, _direct_lookup(root, tuple(keys), root in group_names)
+            return 2, _direct_lookup(root, tuple(keys), root in group_names, each, v2)
         if isinstance(t, dict):
             if v2 and FIRST in t:
                 return None
@@ -464,30 +467,58 @@ def _direct(transform: Any, group_names: frozenset, v2: bool) -> Callable[[Any, 
         return None
     kind, arg = top
     if kind == 0:
-        return lambda value, captures: arg
-    if kind == 1:
-        return lambda value, captures: value
-    return arg
+        build = lambda value, captures: arg  # noqa: E731
+    elif kind == 1:
+        build = lambda value, captures: value  # noqa: E731
+    else:
+        build = arg
+    if not each:
+        return build
+
+    def build_each(value: Any, captures: dict) -> list:
+        if value.__class__ is not list:
+            raise _MISS
+        out = []
+        for item in value:
+            if item.__class__ is not dict:
+                raise _MISS
+            out.append(build(item, captures))
+        return out
+
+    return build_each
 
 
-def _direct_lookup(root: str, keys: tuple[str, ...], declared: bool) -> Callable[[Any, dict], Any]:
-    """The direct builder of one placeholder ``{root.key...}`` (see :func:`_direct`)."""
+def _direct_lookup(root: str, keys: tuple[str, ...], declared: bool, each: bool,
+                   v2: bool) -> Callable[[Any, dict], Any]:
+    """The direct builder of one placeholder ``{root.key...}`` (see :func:`_direct`); with
+    ``each`` its ``value`` is the element."""
+    if each:
+        bound = v2 and root == "content"
 
-    def lookup(value: Any, captures: dict) -> Any:
-        if root != "content":
+        def start(item: dict, captures: dict) -> Any:
+            if bound:
+                return item
+            if root in item:
+                return item[root]
+            if root in captures:
+                return captures[root]
             if declared:
-                value = captures.get(root)
-            elif root in captures:
-                value = captures[root]
-            else:
-                raise _MISS
-        for key in keys:
-            if value.__class__ is not dict or key not in value:
-                raise _MISS
-            value = value[key]
-        return value
+                return None
+            raise _MISS
+    elif root == "content":
+        start = None
+    elif declared:
+        def start(value: Any, captures: dict) -> Any:
+            return captures.get(root)
+    else:
+        def start(value: Any, captures: dict) -> Any:
+            if root in captures:
+                return captures[root]
+            raise _MISS
 
-    if root == "content" and len(keys) == 1:
+    if not keys:
+        return start
+    if start is None and len(keys) == 1:
         (only,) = keys
 
         def lookup_one(value: Any, captures: dict) -> Any:
@@ -496,17 +527,26 @@ def _direct_lookup(root: str, keys: tuple[str, ...], declared: bool) -> Callable
             return value[only]
 
         return lookup_one
+
+    def lookup(value: Any, captures: dict) -> Any:
+        if start is not None:
+            value = start(value, captures)
+        for key in keys:
+            if value.__class__ is not dict or key not in value:
+                raise _MISS
+            value = value[key]
+        return value
+
     return lookup
 
 
 def _direct_dict(parts: list) -> Callable[[Any, dict], Any]:
     """The direct builder of a dict: the literals copied from one prepared dict (key order kept),
-    the rest filled in."""
+    the rest filled in (None: the value itself)."""
     prepared = {k: (arg if kind == 0 else None) for k, (kind, arg) in parts}
-    values = tuple(k for k, (kind, _) in parts if kind == 1)
-    builds = tuple((k, arg) for k, (kind, arg) in parts if kind == 2)
-    if len(values) == 1 and not builds:
-        (only,) = values
+    holes = tuple((k, arg) for k, (kind, arg) in parts if kind != 0)
+    if len(holes) == 1 and holes[0][1] is None:
+        ((only, _),) = holes
 
         def one_value(value: Any, captures: dict) -> dict:
             out = prepared.copy()
@@ -517,10 +557,8 @@ def _direct_dict(parts: list) -> Callable[[Any, dict], Any]:
 
     def build(value: Any, captures: dict) -> dict:
         out = prepared.copy()
-        for k in values:
-            out[k] = value
-        for k, part in builds:
-            out[k] = part(value, captures)
+        for k, part in holes:
+            out[k] = value if part is None else part(value, captures)
         return out
 
     return build
