@@ -458,18 +458,23 @@ def _make_xml_inline(args: dict) -> ContentParser:
                                       f"tag_pattern {tag_pattern!r}")
     merge = bool(args.get("merge_duplicates", False))
     has_value_group = "value" in compiled.groupindex
+    # Groups are read by number: the regex module looks a group name up in a dict it builds per
+    # read (0.7 us a name, issue 14); a name used twice is one group there, so one number.
+    numbers = compiled.groupindex
+    key_at, value_at = numbers.get("key"), numbers.get("value")
+    switch_at = numbers.get(switch) if switch is not None else None
 
     def parse_xml_inline(text: str, raws: dict | None = None) -> dict:
         # raws (errors="recover" repair): match index -> the value text to use instead
         out: dict[str, Any] = {}
         for index, m in enumerate(compiled.finditer(text)):
-            key = m.group("key") if "key" in compiled.groupindex else None
+            key = m.group(key_at) if key_at is not None else None
             if key is None:
                 raise ContentParseError(
                     "xml-inline: tag_pattern must have a named group 'key' that matches. "
                     f"Pattern: {tag_pattern}\nContent: {text!r}"
                 )
-            raw = m.group("value") if has_value_group else ""
+            raw = m.group(value_at) if has_value_group else ""
             if raws and index in raws:
                 raw = raws[index]
             if sub_parse is None:
@@ -480,7 +485,7 @@ def _make_xml_inline(args: dict) -> ContentParser:
                     f"has nothing to parse.\nContent: {text!r}"
                 )
             else:
-                value = sub_parse(raw, m.group(switch) if switch is not None else None)
+                value = sub_parse(raw, m.group(switch_at) if switch is not None else None)
             if merge and key in out:
                 previous = out[key]
                 if not isinstance(previous, list):
