@@ -17,7 +17,7 @@ table ``(is_open, field_index, target_state)``; ``match`` is the regex match obj
 delimiters (its named groups reach the transform scope), else None. ``memo`` keeps each
 delimiter's last search result over the same buffer, so a long buffer is never searched twice.
 
-Three shortcuts keep the common chunk cheap, each giving exactly the events a scan would give
+Four shortcuts keep the common chunk cheap, each giving exactly the events a scan would give
 (``tests/test_fast_path.py`` compares them):
 
 * fast path -- nothing held, region open, and no character of the chunk can start a watched
@@ -28,6 +28,9 @@ Three shortcuts keep the common chunk cheap, each giving exactly the events a sc
   need is then the chunk's own tail, kept lazily (``_sync``). A state watching a regex that is
   a run of one class then a literal (``HOLD_RUNS``: gpt_oss's ``\\s*to=functions\\.``) holds a
   trailing run, and a prefix of the literal after it, itself (``_run_path``);
+* nothing left -- a delimiter that ends the buffer, in a state whose triggers are known, ends
+  :meth:`_run`'s loop without a scan of the empty rest (no delimiter can start there, the same
+  rule as the fast path's; issue 14: the close of every tool call);
 * blocks -- body pieces are joined every ``BLOCK`` pieces, so memory follows the body's size;
 * long holds -- text held behind a regex match still pending after ``LONG_HOLD`` characters is
   searched again only once it has doubled (messages are unchanged; chunk boundaries of that text
@@ -1077,7 +1080,9 @@ class StreamParser:
         """Decide a tentative open (v2 ``reject``) from the text after the opener.
 
         Returns None while undecided (hold), -1 once accepted (the region is then open), or the
-        position to scan from after a rejection.
+        position to scan from after a rejection. Only the status of a new boundary decoder fed the
+        text after the opener counts: the region's ``verdict`` gives it without a decoder when
+        there is one (json without ``string_delims``).
         """
         open_start, open_end, state, action, field, target, match = self._tent
         limit = start if start >= 0 else len(buf) if eos else hold
