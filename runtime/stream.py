@@ -904,9 +904,10 @@ class StreamParser:
                 pos = verdict
             state = self._state
             if (pos == n and not eos and self._KNOWN[state] and self._tent is None and self._defer is None
-                    and (pos > 0 or not self.CONTEXT)):
+                    and (pos > 0 or self.CONTEXT == 0)):
                 # Nothing left after a delimiter: every watched delimiter starts with a trigger
-                # character (the fast path's rule), so the scan would find nothing and hold nothing.
+                # character (the fast path's rule, which holds after offset 0: with CONTEXT 0 no
+                # pattern has an anchor), so the scan would find nothing and hold nothing.
                 break
             start, end, rank, match, hold = scanners[state](buf, pos, eos, memo)
             if self._defer is not None:
