@@ -264,6 +264,12 @@ def _apply_dialects(text: str, delims: tuple[tuple[str, str], ...], unquoted_key
     return "".join(out)
 
 
+# json.loads(text) for a str is ``JSONDecoder().decode``: WHITESPACE, ``scan_once``, WHITESPACE,
+# "Extra data" unless at the end (CPython Lib/json/decoder.py); parse_json's quick path repeats it.
+_JSON_SCAN = json.JSONDecoder().scan_once
+_JSON_WS = json.decoder.WHITESPACE.match
+
+
 def _make_json(args: dict) -> ContentParser:
     allow_non_json = bool(args.get("allow_non_json"))
     unquoted_keys = bool(args.get("unquoted_keys", False))
@@ -278,8 +284,20 @@ def _make_json(args: dict) -> ContentParser:
     except (ValueError, TypeError) as exc:
         bad_args = exc
     dialects = bool(delims) or unquoted_keys or python_literals
+    plain = not dialects and bad_args is None
 
     def parse_json(text: str) -> Any:
+        if plain and text.__class__ is str:
+            # What json.loads does with a str, without its three Python frames: the C reader after
+            # leading whitespace, then only trailing whitespace. Anything else (a failure, extra
+            # data) goes the full way below, which gives the same value or raises the same error.
+            try:
+                value, end = _JSON_SCAN(text, _JSON_WS(text, 0).end())
+            except (StopIteration, ValueError, RecursionError):
+                pass
+            else:
+                if _JSON_WS(text, end).end() == len(text):
+                    return value
         working = text
         try:
             if bad_args is not None:
@@ -440,18 +458,23 @@ def _make_xml_inline(args: dict) -> ContentParser:
                                       f"tag_pattern {tag_pattern!r}")
     merge = bool(args.get("merge_duplicates", False))
     has_value_group = "value" in compiled.groupindex
+    # Groups are read by number: the regex module looks a group name up in a dict it builds per
+    # read (0.7 us a name, issue 14); a name used twice is one group there, so one number.
+    numbers = compiled.groupindex
+    key_at, value_at = numbers.get("key"), numbers.get("value")
+    switch_at = numbers.get(switch) if switch is not None else None
 
     def parse_xml_inline(text: str, raws: dict | None = None) -> dict:
         # raws (errors="recover" repair): match index -> the value text to use instead
         out: dict[str, Any] = {}
         for index, m in enumerate(compiled.finditer(text)):
-            key = m.group("key") if "key" in compiled.groupindex else None
+            key = m.group(key_at) if key_at is not None else None
             if key is None:
                 raise ContentParseError(
                     "xml-inline: tag_pattern must have a named group 'key' that matches. "
                     f"Pattern: {tag_pattern}\nContent: {text!r}"
                 )
-            raw = m.group("value") if has_value_group else ""
+            raw = m.group(value_at) if has_value_group else ""
             if raws and index in raws:
                 raw = raws[index]
             if sub_parse is None:
@@ -462,7 +485,7 @@ def _make_xml_inline(args: dict) -> ContentParser:
                     f"has nothing to parse.\nContent: {text!r}"
                 )
             else:
-                value = sub_parse(raw, m.group(switch) if switch is not None else None)
+                value = sub_parse(raw, m.group(switch_at) if switch is not None else None)
             if merge and key in out:
                 previous = out[key]
                 if not isinstance(previous, list):

@@ -429,13 +429,37 @@ def json_boundary(args: dict) -> Callable[[], Boundary]:
         args (dict): ``accept`` (str, default :data:`JSON_ACCEPT_DEFAULT`), ``string_delims``.
 
     Returns:
-        Callable[[], Boundary]: a new decoder per call (one per open region).
+        Callable[[], Boundary]: a new decoder per call (one per open region). Without
+        ``string_delims`` it has an attribute ``verdict``, ``verdict(text) -> status``: the
+        status a new decoder has after ``feed(text)`` (see :func:`_json_verdict`).
     """
     accept = args.get("accept", JSON_ACCEPT_DEFAULT)
     if not isinstance(accept, str):
         accept = JSON_ACCEPT_DEFAULT
     delims = _delims(args)
-    return lambda: JsonBoundary(accept, delims)
+
+    def factory() -> Boundary:
+        return JsonBoundary(accept, delims)
+
+    if not delims:
+        factory.verdict = _json_verdict(accept)
+    return factory
+
+
+def _json_verdict(accept: str) -> Callable[[str], int]:
+    """``verdict(text) -> status``: the :attr:`Boundary.status` a new :class:`JsonBoundary`
+    without ``string_delims`` has once fed ``text`` -- UNDECIDED while ``text`` is JSON whitespace,
+    then ACCEPTED or REJECTED by its first significant character (the accept rule), which later
+    text never changes. For the streaming core's ``reject`` test (issue 14: it needs only the
+    status, not a decoder)."""
+
+    def verdict(text: str) -> int:
+        i = _JSON_SPACE.match(text).end()
+        if i == len(text):
+            return UNDECIDED
+        return ACCEPTED if text[i] in accept else REJECTED
+
+    return verdict
 
 
 def pythonic_boundary(args: dict) -> Callable[[], Boundary]:

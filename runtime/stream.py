@@ -17,7 +17,7 @@ table ``(is_open, field_index, target_state)``; ``match`` is the regex match obj
 delimiters (its named groups reach the transform scope), else None. ``memo`` keeps each
 delimiter's last search result over the same buffer, so a long buffer is never searched twice.
 
-Four shortcuts keep the common chunk cheap, each giving exactly the events a scan would give
+These shortcuts keep the common chunk cheap, each giving exactly the events a scan would give
 (``tests/test_fast_path.py`` and ``tests/test_held_regex.py`` compare them):
 
 * fast path -- nothing held, region open, and no character of the chunk can start a watched
@@ -28,9 +28,14 @@ Four shortcuts keep the common chunk cheap, each giving exactly the events a sca
   need is then the chunk's own tail, kept lazily (``_sync``). A state watching a regex that is
   a run of one class then a literal (``HOLD_RUNS``: gpt_oss's ``\\s*to=functions\\.``) holds a
   trailing run, and a prefix of the literal after it, itself (``_run_path``);
+* value regions -- in a v2 region that ends where its value ends, such a chunk goes to the
+  value's decoder without a scan while the value goes on (``_value_chunk``);
 * held regex -- while held text starts a regex delimiter that is still being written, a chunk is
   read by that state's automaton (``HOLD_REGEX``, runtime/held.py) instead of the scanner, which
   would hold the same text and emit nothing (``_held_regex``);
+* nothing left -- a delimiter that ends the buffer, in a state whose triggers are known, ends
+  :meth:`_run`'s loop without a scan of the empty rest (no delimiter can start there, the same
+  rule as the fast path's; issue 14: the close of every tool call);
 * blocks -- body pieces are joined every ``BLOCK`` pieces, so memory follows the body's size;
 * long holds -- text held behind a regex match still pending after ``LONG_HOLD`` characters is
   searched again only once it has doubled (messages are unchanged; chunk boundaries of that text
@@ -140,7 +145,7 @@ class Region:
     """
 
     __slots__ = ("name", "slot", "process", "dirty", "repeats", "join", "groups", "typed", "boundary", "ends",
-                 "reject", "alternatives", "after", "empty_none", "extend", "label")
+                 "reject", "alternatives", "after", "empty_none", "extend", "label", "verdict")
 
     def __init__(self, name: str, *, process: Callable[[str, dict], Any], slot: Any = ..., dirty: bool = False,
                  repeats: bool = False, join: str | None = None, groups: tuple = (), typed: bool = True,
@@ -164,6 +169,9 @@ class Region:
         self.extend = extend
         #: the region name when it differs from the slot (open/close events then carry it)
         self.label = name if self.slot != name else None
+        #: ``verdict(text) -> status`` of a new boundary decoder fed ``text``, when its factory
+        #: offers one (runtime/decoders.py ``json_boundary``), else None: _probe builds a decoder
+        self.verdict = getattr(boundary, "verdict", None)
 
     def __repr__(self) -> str:
         return f"Region({self.name!r}, slot={self.slot!r})"
@@ -504,6 +512,10 @@ class StreamParser:
     _QUICK: tuple = ()
     #: per state: True for the *after* states of v2 (see automaton.build_automaton)
     _IS_AFTER: tuple = ()
+    #: per state: its triggers are known (``FAST_PATH``), so with nothing left to read after
+    #: offset 0 no watched delimiter can commit and no text is held: _run need not scan
+    #: (tests/test_fast_path.py's parsers without FAST_PATH scan, and must give the same events)
+    _KNOWN: tuple = ()
     #: per field: its declared-repair group names (REPAIR_GROUP), empty for most
     _REPAIRS: tuple = ()
     #: STRAY_CLOSERS with the open patterns compiled
@@ -523,6 +535,7 @@ class StreamParser:
         cls._QUICK = tuple(_quick_trigger(None if cls._RUNS[k] is not None else triggers, cls.CONTEXT)
                            for k, (triggers, _) in enumerate(cls.FAST_PATH))
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
+        cls._KNOWN = tuple(triggers is not None for triggers, _ in cls.FAST_PATH)
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
         cls._STRAY = tuple((closer, regex.compile(pattern), field) for closer, pattern, field in cls.STRAY_CLOSERS)
         cls._HELD = tuple(None if table is None else HeldRegex(*table)
@@ -1001,6 +1014,7 @@ class StreamParser:
         edges = self.TRANSITIONS
         # per delimiter, its last search result over this buffer (see the generated scanners)
         memo = [None] * self.MEMO_SLOTS
+        n = len(buf)
         while True:
             if self._again is not None:
                 # errors="recover": the region's own opener written again at its start
@@ -1009,6 +1023,12 @@ class StreamParser:
                     break
                 pos = verdict
             state = self._state
+            if (pos == n and not eos and self._KNOWN[state] and self._tent is None and self._defer is None
+                    and (pos > 0 or self.CONTEXT == 0)):
+                # Nothing left after a delimiter: every watched delimiter starts with a trigger
+                # character (the fast path's rule, which holds after offset 0: with CONTEXT 0 no
+                # pattern has an anchor), so the scan would find nothing and hold nothing.
+                break
             start, end, rank, match, hold = scanners[state](buf, pos, eos, memo)
             if self._defer is not None:
                 # v2: an open that counts only if this region's close never follows
@@ -1181,13 +1201,19 @@ class StreamParser:
         """Decide a tentative open (v2 ``reject``) from the text after the opener.
 
         Returns None while undecided (hold), -1 once accepted (the region is then open), or the
-        position to scan from after a rejection.
+        position to scan from after a rejection. Only the status of a new boundary decoder fed the
+        text after the opener counts: the region's ``verdict`` gives it without a decoder when
+        there is one (json without ``string_delims``).
         """
         open_start, open_end, state, action, field, target, match = self._tent
         limit = start if start >= 0 else len(buf) if eos else hold
-        decoder = self.REGIONS[field].boundary()
-        decoder.feed(buf[pos:limit])
-        status = decoder.status
+        verdict = self.REGIONS[field].verdict
+        if verdict is not None:
+            status = verdict(buf[pos:limit])  # what a new decoder's status would be
+        else:
+            decoder = self.REGIONS[field].boundary()
+            decoder.feed(buf[pos:limit])
+            status = decoder.status
         if status == ACCEPTED or (status == UNDECIDED and (start >= 0 or eos)):
             # accepted, or a delimiter / the end of the stream came first: an empty region
             self._tent = None
@@ -1237,13 +1263,13 @@ class StreamParser:
     def _begin(self, events: list, action: int, field: int, target: int, match: Any, opener: str) -> None:
         """Open ``field``'s region after its opener text: ``OPEN`` closes the current region
         first, ``NEST`` suspends it."""
-        at = self._here()
         if action == NEST:
+            at = self._here()
             self._stack.append((self._state, self._field, self._region, self._name, self._dirty, self._opened,
                                 self._body, self._blocks, self._groups, self._bd, self._open_at,
                                 self._open_text))
         else:
-            self._close(events, None)
+            at = self._close(events, None)  # no closer: the offset it ends at is _here()
         if self.ledger is not None and opener:
             self.ledger.append((at, at + len(opener), "delimiter"))
         self._state = target
@@ -1379,7 +1405,9 @@ class StreamParser:
         Returns:
             int: the response offset just after the close delimiter.
         """
-        at = self._here()
+        blocks = self._blocks
+        text = "".join(blocks) + "".join(self._body) if blocks else "".join(self._body)
+        at = self._mark + self._sunk + len(text)  # _here(): the body is all that was routed
         if self.ledger is not None and closer:
             self.ledger.append((at, at + len(closer), "delimiter"))
         region = self._region
@@ -1392,11 +1420,9 @@ class StreamParser:
                 # D4/D5: every declared group is in scope, None when it did not take part.
                 scope = dict.fromkeys(names)
                 if self._groups is not None:
-                    scope.update(self._groups.groupdict())
+                    _put_groups(scope, self._groups)
                 if close_match is not None:
-                    scope.update(close_match.groupdict())
-            blocks = self._blocks
-            text = "".join(blocks) + "".join(self._body) if blocks else "".join(self._body)
+                    _put_groups(scope, close_match)
             if self._recover and self._STRAY and not region.dirty:
                 self._stray_closers(text, at - len(text), region)
             if region.empty_none and (not text or text.isspace()):
@@ -1565,6 +1591,26 @@ class StreamParser:
                 out.setdefault(name, []).append(value)
         elif not _is_empty(value) or _is_empty(out.get(name)):
             out[name] = value
+
+
+#: per delimiter pattern: its ``(group name, group number)`` pairs (see _put_groups)
+_GROUP_NUMBERS: dict = {}
+
+
+def _put_groups(scope: dict, match: Any) -> None:
+    """``scope.update(match.groupdict())``, by group number: the regex module builds a name
+    table for every ``groupdict()`` (0.65 us for one group, issue 14); ``groups()`` and a table
+    made once per pattern give the same values (None for a group that did not take part; a name
+    used twice is one group) in the same order."""
+    pattern = match.re
+    pairs = _GROUP_NUMBERS.get(pattern)
+    if pairs is None:
+        if len(_GROUP_NUMBERS) >= 512:
+            _GROUP_NUMBERS.clear()  # patterns compiled on the fly (tests, tools) do not pile up
+        pairs = _GROUP_NUMBERS[pattern] = tuple(pattern.groupindex.items())
+    groups = match.groups()
+    for name, number in pairs:
+        scope[name] = groups[number - 1]
 
 
 def _lead(buf: str, pos: int, limit: int) -> int:

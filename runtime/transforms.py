@@ -358,9 +358,27 @@ def make_field_processor(
             raise type(exc)(prefix + str(exc)) from exc
 
     finish = _finisher(field, transform, transform_each, group_names, v2)
+    direct = None if transform is None else _direct(transform, frozenset(group_names), v2, transform_each)
 
-    def process(body: str, captures: dict) -> Any:
-        return finish(parse_body(body), captures, body)
+    if transform is None:
+        def process(body: str, captures: dict) -> Any:
+            try:
+                return parse(body)
+            except ContentParseError as exc:
+                raise type(exc)(prefix + str(exc)) from exc
+    elif direct is not None:
+        def process(body: str, captures: dict) -> Any:
+            try:
+                value = parse(body)
+            except ContentParseError as exc:
+                raise type(exc)(prefix + str(exc)) from exc
+            try:
+                return direct(value, captures)
+            except _Miss:
+                return finish(value, captures, body)
+    else:
+        def process(body: str, captures: dict) -> Any:
+            return finish(parse_body(body), captures, body)
 
     record = PARSERS.get(content)
     fix = record.repair(content_args) if record is not None and record.repair is not None else None
@@ -388,6 +406,172 @@ def make_field_processor(
     process.content_args = content_args
     process.repair_on_success = bool(record is not None and record.repair_on_success and fix is not None)
     return process
+
+
+class _Miss(Exception):
+    """A direct builder (:func:`_direct`) met a case it leaves to the general one."""
+
+
+_MISS = _Miss()
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
+def _direct(transform: Any, group_names: frozenset, v2: bool, each: bool = False) -> Callable[[Any, dict], Any] | None:
+    """A faster ``finish`` for a transform without ``$first`` or ``$key``/``$value`` segments
+    (issue 14: a tool call's ``{"type": "function", "function": {"name": "{name}", "arguments":
+    "{content}"}}`` is built at every region close): ``direct(value, captures) -> result``, the
+    result :func:`_finisher`'s ``finish`` gives (``each``: ``finish_each``), built without a scope
+    dict.
+
+    A placeholder root is looked up where that scope would have it (SPEC 6, D4, D5): ``content``
+    is ``value``; a declared group name is ``captures.get(name)`` (None when it did not take
+    part); any other root is ``captures[root]``. With ``each`` the scope of one element is the
+    captures, then the element's keys, then (v2) ``content`` bound to the element. A path that
+    meets anything but a dict with the key, an unknown root, a value that is not a list of dicts
+    (``each``) raise :class:`_Miss`: the caller then runs the general ``finish``, which gives the
+    same result or raises its own error. Returns None for a transform it does not cover. Literals
+    are immutable scalars here, so nothing aliases the template; dicts and lists are built fresh.
+    """
+    pattern = _placeholder_pattern(v2)
+
+    def node(t: Any) -> tuple[int, Any] | None:
+        # (0, literal) | (1, None): the value itself | (2, builder(value, captures))
+        if isinstance(t, str):
+            m = pattern.fullmatch(t)
+            if m is None:
+                return 0, t
+            root, *keys = m.group(1).split(".")
+            if any(key.startswith("$") for key in keys):
+                return None
+            if root == "content" and not keys and (v2 or not each):
+                return 1, None
+            return 2, _direct_lookup(root, tuple(keys), root in group_names, each, v2)
+        if isinstance(t, dict):
+            if v2 and FIRST in t:
+                return None
+            parts = [(k, node(v)) for k, v in t.items()]
+            if any(part is None for _, part in parts):
+                return None
+            return 2, _direct_dict(parts)
+        if isinstance(t, list):
+            parts = [node(v) for v in t]
+            if any(part is None for part in parts):
+                return None
+            return 2, _direct_list(parts)
+        if isinstance(t, _IMMUTABLE):
+            return 0, t
+        return None
+
+    top = node(transform)
+    if top is None:
+        return None
+    kind, arg = top
+    if kind == 0:
+        build = lambda value, captures: arg  # noqa: E731
+    elif kind == 1:
+        build = lambda value, captures: value  # noqa: E731
+    else:
+        build = arg
+    if not each:
+        return build
+
+    def build_each(value: Any, captures: dict) -> list:
+        if value.__class__ is not list:
+            raise _MISS
+        out = []
+        for item in value:
+            if item.__class__ is not dict:
+                raise _MISS
+            out.append(build(item, captures))
+        return out
+
+    return build_each
+
+
+def _direct_lookup(root: str, keys: tuple[str, ...], declared: bool, each: bool,
+                   v2: bool) -> Callable[[Any, dict], Any]:
+    """The direct builder of one placeholder ``{root.key...}`` (see :func:`_direct`); with
+    ``each`` its ``value`` is the element."""
+    if each:
+        bound = v2 and root == "content"
+
+        def start(item: dict, captures: dict) -> Any:
+            if bound:
+                return item
+            if root in item:
+                return item[root]
+            if root in captures:
+                return captures[root]
+            if declared:
+                return None
+            raise _MISS
+    elif root == "content":
+        start = None
+    elif declared:
+        def start(value: Any, captures: dict) -> Any:
+            return captures.get(root)
+    else:
+        def start(value: Any, captures: dict) -> Any:
+            if root in captures:
+                return captures[root]
+            raise _MISS
+
+    if not keys:
+        return start
+    if start is None and len(keys) == 1:
+        (only,) = keys
+
+        def lookup_one(value: Any, captures: dict) -> Any:
+            if value.__class__ is not dict or only not in value:
+                raise _MISS
+            return value[only]
+
+        return lookup_one
+
+    def lookup(value: Any, captures: dict) -> Any:
+        if start is not None:
+            value = start(value, captures)
+        for key in keys:
+            if value.__class__ is not dict or key not in value:
+                raise _MISS
+            value = value[key]
+        return value
+
+    return lookup
+
+
+def _direct_dict(parts: list) -> Callable[[Any, dict], Any]:
+    """The direct builder of a dict: the literals copied from one prepared dict (key order kept),
+    the rest filled in (None: the value itself)."""
+    prepared = {k: (arg if kind == 0 else None) for k, (kind, arg) in parts}
+    holes = tuple((k, arg) for k, (kind, arg) in parts if kind != 0)
+    if len(holes) == 1 and holes[0][1] is None:
+        ((only, _),) = holes
+
+        def one_value(value: Any, captures: dict) -> dict:
+            out = prepared.copy()
+            out[only] = value
+            return out
+
+        return one_value
+
+    def build(value: Any, captures: dict) -> dict:
+        out = prepared.copy()
+        for k, part in holes:
+            out[k] = value if part is None else part(value, captures)
+        return out
+
+    return build
+
+
+def _direct_list(parts: list) -> Callable[[Any, dict], Any]:
+    """The direct builder of a list (see :func:`_direct`)."""
+    steps = tuple(parts)
+
+    def build(value: Any, captures: dict) -> list:
+        return [arg if kind == 0 else value if kind == 1 else arg(value, captures) for kind, arg in steps]
+
+    return build
 
 
 def _finisher(field: str, transform: Any, transform_each: bool, group_names: tuple[str, ...],

@@ -555,3 +555,22 @@ def test_json_quick_path_is_taken_on_a_whole_value(monkeypatch):
     assert calls == [1]
     assert JsonBoundary(string_delims=(("<<", ">>"),)).feed('{"a": <<x}>>} z') == 13
     assert calls == [1]
+
+
+# --- json_boundary's verdict: the status without a decoder (issue 14) ----------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=' \t\r\n\x0b{}[]"a1-tn,:\\<', max_size=12),
+       accept=st.sampled_from(["{[", "{", '{["', '{["-0123456789tfn', ""]))
+def test_json_verdict_is_a_new_decoders_status(text, accept):
+    factory = json_boundary({"accept": accept})
+    decoder = factory()
+    decoder.feed(text)
+    assert factory.verdict(text) == decoder.status
+
+
+def test_json_verdict_examples_and_absence_with_string_delims():
+    verdict = json_boundary({}).verdict
+    assert [verdict(t) for t in ["", " \n", ' {"a"', "[", "Sure", " \x0b{"]] == [
+        UNDECIDED, UNDECIDED, ACCEPTED, ACCEPTED, REJECTED, REJECTED]
+    assert not hasattr(json_boundary({"string_delims": [["<|", "|>"]]}), "verdict")

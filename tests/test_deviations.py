@@ -92,6 +92,31 @@ def test_D5_unmatched_optional_group_is_none():
     assert respc.parse_response("<c id=7>hi</c>", template, prefix="") == {"c": {"id": "7", "text": "hi"}}
 
 
+def test_D4_D5_groups_read_by_number_equal_groupdict():
+    # the streaming core reads a delimiter's groups by number (runtime/stream.py _put_groups):
+    # a name written in two alternatives is one group, an unmatched group is None
+    import regex
+
+    from respc.runtime.stream import _put_groups
+
+    pattern = regex.compile(r"<(?P<zeta>z)?(x)?(?P<alpha>a)>|<(?P<alpha>b)(?P<mid>\d)?>")
+    for text in ["<za>", "<a>", "<xa>", "<b>", "<b7>"]:
+        match = pattern.search(text)
+        scope = dict.fromkeys(("mid", "alpha", "zeta"))
+        _put_groups(scope, match)
+        expected = dict.fromkeys(("mid", "alpha", "zeta"))
+        expected.update(match.groupdict())
+        assert list(scope.items()) == list(expected.items()), text
+    template = {"start_anchor": "A", "fields": {"c": {
+        "open_pattern": r"<c(?: id=(?P<id>\d+))?(?: (?P<id>#\w))?>", "close": "</c>",
+        "transform": {"id": "{id}", "text": "{content}"}}}}
+    parser = respc.compile_template(template).ResponseParser("")
+    for piece in ["<c #a>h", "i</c><c>x</c><c id=3", ">y</c>"]:
+        parser.feed(piece)
+    assert parser.finalize()[0] == {"c": {"id": "3", "text": "y"}}
+    assert respc.parse_response("<c #a>hi</c>", template, prefix="") == {"c": {"id": "#a", "text": "hi"}}
+
+
 def test_D6_json_dialects_keep_strings_intact():
     template = {"start_anchor": "A", "fields": {"v": {
         "open": "<v>", "close": "</v>", "content": "json", "content_args": {"unquoted_keys": True}}}}

@@ -418,3 +418,92 @@ def test_transform_errors():
         "e.g. \"{content.$value}\"",
         "'{content.$key.x}': nothing can follow '$key' (the key is a string)",
     ]
+
+
+# --- the direct builder of make_field_processor (issue 14) ----------------------------------------
+
+DIRECT_TRANSFORMS = [
+    {"type": "function", "function": "{content}"},
+    TOOL_CALL,
+    {"a": ["{content.x}", 1, None, "lit", 2.5, True], "b": "{content.x.y}", "c": {"d": "{name}"}},
+    "{content}",
+    "{content.x}",
+    "literal",
+    ["{name}", "{content}"],
+    {"n": "{other}"},
+    {"$first": ["{content.x}", "lit"]},  # a literal dict in v1, the operator in v2 (not direct)
+    {"k": "{content.$key}"},  # a literal string in v1, a segment in v2 (not direct)
+]
+DIRECT_BODIES = ['{"x": {"y": 1}}', "[1, 2]", '"s"', '{"x": 2}', "{}", "null", '{"x": {"z": 1}}', "oops"]
+DIRECT_CAPTURES = [{}, {"name": "f"}, {"other": 3}, {"name": None, "content": "shadowed"}]
+
+
+DIRECT_BODIES_EACH = ['[{"x": {"y": 1}, "name": "g"}, {"content": 5}]', "[]", '[{"x": 2}, 3]', '{"x": 2}', "[{}]"]
+
+
+def _general(transform, body, captures, v2, each):
+    """What field processing gives without any shortcut: json.loads, then apply_transform on
+    the scope SPEC 6 describes (declared groups None, captures, then content; with
+    transform_each: the element's keys, then in v2 content bound to the element)."""
+    import json
+
+    scope = dict.fromkeys(("name",))
+    scope.update(captures)
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return ContentParseError, "json parser could not parse region as JSON."
+    if each and not isinstance(value, list):
+        return ContentParseError, "transform_each requires the parsed content to be a list, " \
+            f"got {type(value).__name__}."
+    try:
+        if not each:
+            return "value", apply_transform(transform, {**scope, "content": value}, v2=v2)
+        out = []
+        for item in value:
+            if not isinstance(item, dict):
+                return ContentParseError, "transform_each requires each list element to be a dict, " \
+                    f"got {type(item).__name__}."
+            out.append(apply_transform(transform, {**scope, **item, **({"content": item} if v2 else {})}, v2=v2))
+        return "value", out
+    except (ValueError, KeyError) as exc:
+        return type(exc), str(exc)
+
+
+@pytest.mark.parametrize("each", [False, True])
+@pytest.mark.parametrize("v2", [False, True])
+@pytest.mark.parametrize("transform", DIRECT_TRANSFORMS, ids=repr)
+def test_direct_builder_equals_apply_transform(transform, v2, each):
+    process = make_field_processor("tool_calls", "json", {}, transform, each, ("name",), v2=v2)
+    bodies = DIRECT_BODIES_EACH if each else DIRECT_BODIES
+    for body in bodies:
+        for captures in DIRECT_CAPTURES:
+            kind, expected = _general(transform, body, captures, v2, each)
+            if kind == "value":
+                got = process(body, captures)
+                assert got == expected, (body, captures)
+                again = process(body, captures)
+                if isinstance(got, (dict, list)):
+                    assert got is not again  # built fresh at every close
+                continue
+            with pytest.raises(Exception) as info:
+                process(body, captures)
+            assert type(info.value) is kind, (body, captures)
+            message = str(info.value)
+            if kind is ContentParseError:
+                assert message.splitlines()[0] == "Field 'tool_calls': " + expected
+            else:
+                assert message == "Field 'tool_calls': " + expected
+
+
+def test_direct_builder_keeps_key_order_and_scope_objects():
+    from respc.runtime.transforms import _direct
+
+    assert _direct(TOOL_CALL, frozenset({"name"}), True) is not None  # the shortcut is what runs
+    assert _direct(TOOL_CALL, frozenset(), True, True) is not None
+    assert _direct({"$first": ["{content}"]}, frozenset(), True) is None
+    process = make_field_processor("tool_calls", "json", {}, TOOL_CALL, False, ("name",), v2=True)
+    got = process('{"city": "Paris"}', {"name": "get_weather"})
+    assert list(got) == ["type", "function"] and list(got["function"]) == ["name", "arguments"]
+    assert got == {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    assert process("[]", {}) == {"type": "function", "function": {"name": None, "arguments": []}}
