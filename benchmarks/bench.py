@@ -45,9 +45,6 @@ TARGET_IMPORT_MS = 10.0       # import of one generated module
 
 # --- small helpers --------------------------------------------------------------------------------
 
-parse_size = inputs.size_arg
-
-
 def size_label(size: int) -> str:
     if size >= MB and size % MB == 0:
         return f"{size // MB} MB"
@@ -154,29 +151,25 @@ def run_feed(make, chunks, budget: float | None = None):
     without finalizing: then the message is None.
     """
     with _no_gc():
-        return _run_feed(make, chunks, budget)
-
-
-def _run_feed(make, chunks, budget):
-    parser = make()
-    feed = parser.feed
-    if budget is None:
+        parser = make()
+        feed = parser.feed
+        if budget is None:
+            t0 = time.perf_counter()
+            for chunk in chunks:
+                feed(chunk)
+            message = parser.finalize()[0]
+            return time.perf_counter() - t0, len(chunks), message
         t0 = time.perf_counter()
-        for chunk in chunks:
-            feed(chunk)
+        done = 0
+        n = len(chunks)
+        while done < n:
+            for chunk in chunks[done:done + 256]:
+                feed(chunk)
+            done = min(done + 256, n)
+            if time.perf_counter() - t0 > budget and done < n:
+                return time.perf_counter() - t0, done, None
         message = parser.finalize()[0]
-        return time.perf_counter() - t0, len(chunks), message
-    t0 = time.perf_counter()
-    done = 0
-    n = len(chunks)
-    while done < n:
-        for chunk in chunks[done:done + 256]:
-            feed(chunk)
-        done = min(done + 256, n)
-        if time.perf_counter() - t0 > budget and done < n:
-            return time.perf_counter() - t0, done, None
-    message = parser.finalize()[0]
-    return time.perf_counter() - t0, n, message
+        return time.perf_counter() - t0, n, message
 
 
 def per_chunk_us(make, chunks, repeat: int):
@@ -1060,7 +1053,7 @@ def main(argv: list[str] | None = None) -> int:
         if name not in inputs.catalogue():
             ap.error(f"--profile: unknown template {name!r} (the catalogue is templates/*.json)")
         try:
-            size = parse_size(size or "100k")
+            size = inputs.size_arg(size or "100k")
         except argparse.ArgumentTypeError as exc:
             ap.error(f"--profile: {exc}")
         say(profile_ours(name, size))

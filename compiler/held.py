@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import regex
 
+from .automaton import _CLASS_CATEGORIES as _CATEGORIES
 from .automaton import _SAMPLES, _item_has, _read_source, sre_c, sre_parse
 
 __all__ = ["PositionAutomaton", "position_automaton", "held_automata", "held_plan", "MAX_POSITIONS"]
@@ -48,9 +49,6 @@ __all__ = ["PositionAutomaton", "position_automaton", "held_automata", "held_pla
 MAX_POSITIONS = 600
 
 _REPEATS = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT)
-#: sre categories and how ``regex`` spells them
-_CATEGORIES = {"CATEGORY_DIGIT": "\\d", "CATEGORY_NOT_DIGIT": "\\D", "CATEGORY_SPACE": "\\s",
-               "CATEGORY_NOT_SPACE": "\\S", "CATEGORY_WORD": "\\w", "CATEGORY_NOT_WORD": "\\W"}
 
 
 @dataclass(frozen=True)
