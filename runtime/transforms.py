@@ -362,16 +362,10 @@ def make_field_processor(
 
     if transform is None:
         def process(body: str, captures: dict) -> Any:
-            try:
-                return parse(body)
-            except ContentParseError as exc:
-                raise type(exc)(prefix + str(exc)) from exc
+            return parse_body(body)
     elif direct is not None:
         def process(body: str, captures: dict) -> Any:
-            try:
-                value = parse(body)
-            except ContentParseError as exc:
-                raise type(exc)(prefix + str(exc)) from exc
+            value = parse_body(body)
             try:
                 return direct(value, captures)
             except _Miss:
