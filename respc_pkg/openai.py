@@ -100,10 +100,11 @@ def sse(chunks: Iterable[dict]) -> str:
 
 def responses_sse(events: Iterable[dict]) -> str:
     """Render Responses API stream events as server-sent events, the framing the Responses API
-    uses: an ``event: <type>`` line, a ``data: {json}`` line (``json.dumps(event,
-    ensure_ascii=False)``) and a blank line per event. The stream has no ``[DONE]`` line: it ends
-    after ``response.completed`` (or ``response.incomplete``)."""
-    return "".join(f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n" for event in events)
+    uses: an ``event: <type>`` line, a ``data: {json}`` line (the text of ``json.dumps(event,
+    ensure_ascii=False)``, written by the module's prebuilt encoder, :func:`_dumps`) and a blank
+    line per event. The stream has no ``[DONE]`` line: it ends after ``response.completed`` (or
+    ``response.incomplete``)."""
+    return "".join(f"event: {event['type']}\ndata: {_dumps(event)}\n\n" for event in events)
 
 
 def _dumps(value: Any) -> str:
