@@ -848,24 +848,36 @@ class StreamParser:
         for _, factor, _ in runs:
             if factor in w:
                 return None
-        n = len(w)
-        hold = _trigger_hold(w, self._triggers, self._pairs)
-        if hold < 0:
-            return None
-        for chars, _, by_last in runs:
-            h = _run_hold(w, chars, by_last)
-            if h < hold:
-                hold = h
+        n = hold = len(w)
+        triggers = self._triggers
+        for c in triggers:
+            if c in w:  # (most chunks have none: no _trigger_hold call)
+                hold = _trigger_hold(w, triggers, self._pairs)
+                if hold < 0:
+                    return None
+                break
+        if runs:
+            last = w[-1]
+            for chars, _, by_last in runs:
+                # _run_hold finds a hold only at a run character or a literal prefix's last one
+                if last in by_last or last in chars:
+                    h = _run_hold(w, chars, by_last)
+                    if h < hold:
+                        hold = h
         if n - hold >= LONG_HOLD:
             return None
-        events = []
         context = self.CONTEXT
         if hold:
             head = w[:hold]
-            self._keep(head)
-            events.append({"type": "region_chunk", "field": self._name, "text": head, "dirty": self._dirty})
+            body = self._body
+            body.append(head)
+            if len(body) >= BLOCK:
+                self._blocks.append("".join(body))
+                body.clear()
+            events = [{"type": "region_chunk", "field": self._name, "text": head, "dirty": self._dirty}]
             kept = (buf[:pos] + head)[-context:] if context else ""
         else:
+            events = []
             kept = buf[:pos]
         self._buf = kept + w[hold:]
         self._pos = len(kept)
