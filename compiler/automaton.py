@@ -133,7 +133,7 @@ class HoldRun:
     """A regex delimiter of the form *optional openers, a run of one character class, a literal*
     (``(?:<\\|start\\|>...)?\\s*to=functions\\.…``), which the parser's fast path reads without
     the regex (issue 14): a text without :attr:`factor` holds no complete match; a partial match
-    starts with one of :attr:`firsts` (an optional opener: the fast path's triggers and pairs), or
+    starts with one of :attr:`firsts` (an optional opener: the fast path's triggers and heads), or
     it is a trailing run of :attr:`chars` followed by a proper prefix of :attr:`factor`.
 
     Attributes:
@@ -218,9 +218,12 @@ class State:
             start anchor never holds there, so the parser takes its fast path only after offset
             0); a chunk holding none of them, arriving with nothing held, is plain region text
             (the parser's fast path). None when some delimiter's first characters are unknown.
-        pairs (tuple[str, ...] | None): when every watched delimiter is a literal of two or more
-            characters, their distinct first two characters: a trigger followed by anything else
-            cannot start a delimiter, so the fast path still applies. None otherwise.
+        heads (tuple[str, ...] | None): the distinct first :data:`HEAD` (three) characters of
+            every watched delimiter, all of one length (two when some delimiter has only two
+            known: a literal of two characters, a regex with a shorter lead): a trigger that does
+            not begin one of them, or a proper prefix of one at the end of the text, cannot start
+            a delimiter, so the fast path still applies. None when some delimiter has fewer than
+            two known first characters.
     """
 
     index: int
@@ -228,8 +231,8 @@ class State:
     name: str
     watches: tuple[Watch, ...]
     triggers: str | None = None
-    pairs: tuple[str, ...] | None = None
-    #: the :class:`HoldRun` delimiters whose optional openers are in ``triggers`` and ``pairs``:
+    heads: tuple[str, ...] | None = None
+    #: the :class:`HoldRun` delimiters whose optional openers are in ``triggers`` and ``heads``:
     #: the fast path holds their trailing run itself (runtime ``HOLD_RUNS``)
     runs: tuple["HoldRun", ...] = ()
 
@@ -1337,22 +1340,30 @@ def _watch(kind: str, field_index: int, delim: Delimiter, target: int) -> tuple[
     return Watch(kind, field_index, delim, 0, target, "regex", True, facts.indeterminate, facts.extendable), facts
 
 
-def _pairs(watches: tuple[Watch, ...]) -> tuple[str, ...] | None:
-    """First two characters of every watched delimiter, or None when one of them has no such pair."""
-    pairs = set()
+#: how many first characters of a watched delimiter the fast path compares (State.heads): three
+#: tell `<c` in prose from gemma4's `<channel|>`, and `</arg_key>` inside a call body from its
+#: `</tool_call>`, which two do not
+HEAD = 3
+
+
+def _heads(watches: tuple[Watch, ...]) -> tuple[str, ...] | None:
+    """The first :data:`HEAD` characters of every watched delimiter, or the first two when one of
+    them has only two known; None when one of them does not have two."""
+    starts_all: list[str] = []
     for w in watches:
         if w.delimiter.literals is not None:
-            starts = [lit[:2] for lit in w.delimiter.literals]
+            starts = list(w.delimiter.literals)
         else:
             facts = classify_pattern(w.delimiter.pattern)
             if facts.late_chars is None and facts.run is not None:
-                starts = facts.run.pairs  # its optional openers; the run is held by the fast path
+                starts = list(facts.run.pairs)  # its optional openers; the run is held by the fast path
             else:
-                starts = [facts.lead[:2]] if len(facts.lead) >= 2 or facts.late_pairs is None else facts.late_pairs
+                starts = [facts.lead] if len(facts.lead) >= 2 or facts.late_pairs is None else list(facts.late_pairs)
         if any(len(start) < 2 for start in starts):
             return None
-        pairs.update(starts)
-    return tuple(sorted(pairs))
+        starts_all.extend(starts)
+    k = HEAD if all(len(start) >= HEAD for start in starts_all) else 2
+    return tuple(sorted({start[:k] for start in starts_all}))
 
 
 def build_automaton(template: Template) -> Automaton:
@@ -1413,7 +1424,7 @@ def build_automaton(template: Template) -> Automaton:
         ranked_watches = tuple(Watch(w.kind, w.field, w.delimiter, rank[k], w.target, w.matcher,
                                      w.pending_at_edge, w.indeterminate, w.extendable, w.action)
                                for k, w in enumerate(watches))
-        # (watches, triggers, pairs: filled in below, runs), in State's field order
+        # (watches, triggers, heads: filled in below, runs), in State's field order
         if triggers is None:
             return ranked_watches, None, None, ()
         return ranked_watches, "".join(sorted(triggers)), None, tuple(runs)
@@ -1451,7 +1462,7 @@ def build_automaton(template: Template) -> Automaton:
         watches = ranked([("after", fi, f.close, OUTSIDE)])[0]
         # no fast path: the trailing close is decided at the position the value ended
         states.append(State(after_state[fi], fi, f"after the value of {f.name!r}", watches, None))
-    states = [State(s.index, s.field, s.name, s.watches, s.triggers, _pairs(s.watches), s.runs) for s in states]
+    states = [State(s.index, s.field, s.name, s.watches, s.triggers, _heads(s.watches), s.runs) for s in states]
     return Automaton(tuple(states), state_of_field, context, tuple(dict.fromkeys(warnings)), after_state)
 
 

@@ -235,11 +235,15 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
                        "triggers": repr(s.triggers),
                        "held": _held_rows(held[s.index]),
                        "runs": "None" if not s.runs else _tuple([f"({r.chars!r}, {r.factor!r})" for r in s.runs]),
-                       "pairs": "None" if s.pairs is None else "frozenset(" + _tuple([repr(p) for p in s.pairs]) + ")"})
+                       "heads": "None" if s.heads is None else "frozenset(" + _tuple([repr(p) for p in s.heads]) + ")"})
     source = template.source
     context = automaton.context
     # "hold-runs": the fast path must hold the runs of HOLD_RUNS, which a runtime without it ignores
     features = _features(template) + (["hold-runs"] if any(s.runs for s in automaton.states) else [])
+    # "fast-heads": FAST_PATH has three-character heads, which a runtime comparing two would never
+    # match (it would route a delimiter unscanned)
+    if any(s.heads and len(s.heads[0]) > 2 for s in automaton.states):
+        features.append("fast-heads")
     # "lazy-pattern": probes, back-searches and late patterns are runtime.LazyPattern objects
     scans = plan_scans(template, automaton)
     if scans.probes or scans.backs or any(late_pattern(p) not in (None, NEVER) for p, _ in scans.regexes):

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'fast-heads'))
 
 SOURCE = 'templates/apertus.json'
 TEMPLATE_SHA256 = 'b0d6a9e60030fe50eb869e3a98c98ade6c8dba9b9f9252989e6c07741a1f903f'
@@ -323,12 +323,13 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<', frozenset(('<|',))),
-        ('<', frozenset(('<|',))),
-        ('<', frozenset(('<|',))),
+        ('<', frozenset(('<|a', '<|i', '<|t'))),
+        ('<', frozenset(('<|i',))),
+        ('<', frozenset(('<|t',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 6

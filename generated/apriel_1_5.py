@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('fast-heads',))
 
 SOURCE = 'templates/apriel_1_5.json'
 TEMPLATE_SHA256 = 'f3bd6d8ecf6382a91d59008366a9bba90e91245656fa3383085fc24a8273581b'
@@ -389,12 +389,13 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<H[', frozenset(('</', '<t', '<|', 'He', '[B', '[E'))),
-        ('<[', frozenset(('</', '[B'))),
-        ('<', frozenset(('</',))),
+        ('<H[', frozenset(('</s', '<th', '<to', '<|e', 'Her', '[BE', '[EN'))),
+        ('<[', frozenset(('</t', '[BE'))),
+        ('<', frozenset(('</t',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11

@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('fast-heads',))
 
 SOURCE = 'templates/apriel_1_6_thinker.json'
 TEMPLATE_SHA256 = '846b01b0b58903397814cc9c43756d8e2907e5b4c1d3bfe5eceeb27ba9e70dd4'
@@ -308,12 +308,13 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<H', frozenset(('<t', '<|', 'He'))),
-        ('[', frozenset(('[B',))),
-        ('<', frozenset(('</',))),
+        ('<H', frozenset(('<to', '<|e', 'Her'))),
+        ('[', frozenset(('[BE',))),
+        ('<', frozenset(('</t',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 5

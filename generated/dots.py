@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern'))
 
 SOURCE = 'templates/dots.json'
 TEMPLATE_SHA256 = '319ca79a2df3f57224cb43bb07e3e68994c3d03e5d463e5c7e60b4c37f301f7a'
@@ -523,12 +523,13 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<', frozenset(('</', '<d', '<i', '<|'))),
+        ('<', frozenset(('</d', '<do', '<in', '<|e'))),
         ('<{', None),
-        ('<', frozenset(('</',))),
+        ('<', frozenset(('</i',))),
         ('', frozenset(())),
     )
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else

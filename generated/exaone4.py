@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('defer', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('defer', 'reject', 'typed-roles', 'empty-none', 'fast-heads'))
 
 SOURCE = 'templates/exaone4.json'
 TEMPLATE_SHA256 = '27dfe93ea17b38e21568542cd840295a1fb0041f2cd138758433291c62c64b6d'
@@ -321,12 +321,13 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<[', frozenset(('</', '<t', '[|'))),
-        ('<', frozenset(('</', '<t'))),
-        ('<', frozenset(('</',))),
+        ('<[', frozenset(('</t', '<th', '<to', '[|e'))),
+        ('<', frozenset(('</t', '<to'))),
+        ('<', frozenset(('</t',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 8

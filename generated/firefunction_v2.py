@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/firefunction_v2.json'
 TEMPLATE_SHA256 = 'f6bb74e2102c609e96a54d57d1df71953b749d943210a984f8fee93a38af9390'
@@ -310,11 +310,12 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<f', frozenset(('<|', 'fu'))),
-        ('<', frozenset(('<|',))),
+        ('<f', frozenset(('<|e', '<|s', 'fun'))),
+        ('<', frozenset(('<|e',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 6

@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads'))
 
 SOURCE = 'templates/granite3.json'
 TEMPLATE_SHA256 = 'e074478f6942e9e7ba706ec8ab89045b0de9fb0e4fd090c5d50378a2688f1544'
@@ -390,13 +390,14 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<H', frozenset(('</', '<r', '<t', '<|', 'He'))),
-        ('<H', frozenset(('</', 'He'))),
+        ('<H', frozenset(('</r', '<re', '<th', '<to', '<|e', '<|t', 'Her'))),
+        ('<H', frozenset(('</t', 'Her'))),
         ('', frozenset(())),
-        (None, frozenset(('</',))),
+        (None, frozenset(('</t',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11

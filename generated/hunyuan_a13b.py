@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('fast-heads',))
 
 SOURCE = 'templates/hunyuan_a13b.json'
 TEMPLATE_SHA256 = 'ac62d3da7f89fbb5033f5ed0d9c6f47138a4e4bc1a863b6fea0ece990824c5d0'
@@ -305,12 +305,13 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<助', frozenset(('</', '<a', '<t', '<|', '助手'))),
-        ('<', frozenset(('</',))),
-        ('<', frozenset(('</',))),
+        ('<助', frozenset(('</a', '<an', '<th', '<to', '<|e', '助手：'))),
+        ('<', frozenset(('</t',))),
+        ('<', frozenset(('</t',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 9

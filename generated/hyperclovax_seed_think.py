@@ -27,7 +27,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/hyperclovax_seed_think.json'
 TEMPLATE_SHA256 = '20dc725ea5f26e790bb3ab09ef187e8ac48d33355b3b07a7c84ec0e7c06f7e9a'
@@ -508,12 +508,13 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3, _scan_4)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
         ('<[{', frozenset(('</', '<t', '<|', '[\t', '[\n', '[\x0b', '[\x0c', '[\r', '[ ', '[{', '[\x85', '[\xa0', '[\u1680', '[\u2000', '[\u2001', '[\u2002', '[\u2003', '[\u2004', '[\u2005', '[\u2006', '[\u2007', '[\u2008', '[\u2009', '[\u200a', '[\u2028', '[\u2029', '[\u202f', '[\u205f', '[\u3000', '{\t', '{\n', '{\x0b', '{\x0c', '{\r', '{ ', '{"', '{\x85', '{\xa0', '{\u1680', '{\u2000', '{\u2001', '{\u2002', '{\u2003', '{\u2004', '{\u2005', '{\u2006', '{\u2007', '{\u2008', '{\u2009', '{\u200a', '{\u2028', '{\u2029', '{\u202f', '{\u205f', '{\u3000'))),
-        ('<', frozenset(('</',))),
-        ('<', frozenset(('</',))),
+        ('<', frozenset(('</t',))),
+        ('<', frozenset(('</t',))),
         ('', frozenset(())),
         ('', frozenset(())),
     )

@@ -25,7 +25,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('fast-heads',))
 
 SOURCE = 'templates/kimi_vl.json'
 TEMPLATE_SHA256 = '2ee175861d75d488270e2d9254e6d5789d421050f2e4e038479d94fd7db6bf1f'
@@ -206,11 +206,12 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<◁', frozenset(('<|', '◁/', '◁t'))),
-        ('◁', frozenset(('◁/',))),
+        ('<◁', frozenset(('<|i', '◁/t', '◁th'))),
+        ('◁', frozenset(('◁/t',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 4

@@ -27,7 +27,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'fast-heads'))
 
 SOURCE = 'templates/lfm2.json'
 TEMPLATE_SHA256 = '833962c4e835b8eac8d89e39b562c2d7ac6739ccf1161a2993c1f9a3eddeae16'
@@ -502,14 +502,15 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3, _scan_4)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<', frozenset(('<t', '<|'))),
-        ('<', frozenset(('</',))),
-        ('<', frozenset(('<|',))),
-        ('<', frozenset(('<|',))),
-        ('<', frozenset(('<|',))),
+        ('<', frozenset(('<th', '<|i', '<|t'))),
+        ('<', frozenset(('</t',))),
+        ('<', frozenset(('<|t',))),
+        ('<', frozenset(('<|t',))),
+        ('<', frozenset(('<|t',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11

@@ -232,8 +232,9 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
         ('<[', frozenset(('<|', '[\t', '[\n', '[\x0b', '[\x0c', '[\r', '[ ', '[A', '[B', '[C', '[D', '[E', '[F', '[G', '[H', '[I', '[J', '[K', '[L', '[M', '[N', '[O', '[P', '[Q', '[R', '[S', '[T', '[U', '[V', '[W', '[X', '[Y', '[Z', '[_', '[a', '[b', '[c', '[d', '[e', '[f', '[g', '[h', '[i', '[j', '[k', '[l', '[m', '[n', '[o', '[p', '[q', '[r', '[s', '[t', '[u', '[v', '[w', '[x', '[y', '[z', '[\x85', '[\xa0', '[\u1680', '[\u2000', '[\u2001', '[\u2002', '[\u2003', '[\u2004', '[\u2005', '[\u2006', '[\u2007', '[\u2008', '[\u2009', '[\u200a', '[\u2028', '[\u2029', '[\u202f', '[\u205f', '[\u3000'))),
         ('', frozenset(())),

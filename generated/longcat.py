@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('fast-heads',))
 
 SOURCE = 'templates/longcat.json'
 TEMPLATE_SHA256 = 'c74c121b6047e5874c3de2a3eb54d6c3f774c8dc9df425e70bdc2ab481b44604'
@@ -318,12 +318,13 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<', frozenset(('</', '<l'))),
-        ('<', frozenset(('</',))),
-        ('<', frozenset(('</',))),
+        ('<', frozenset(('</l', '<lo'))),
+        ('<', frozenset(('</l',))),
+        ('<', frozenset(('</l',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 7

@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/magistral.json'
 TEMPLATE_SHA256 = '2a85bd3192aed958d7ef363d3399a121d9e52860318951eca1bafc4ea783ebd5'
@@ -298,11 +298,12 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<[', frozenset(('</', '[T'))),
-        ('[', frozenset(('[/',))),
+        ('<[', frozenset(('</s', '[TH', '[TO'))),
+        ('[', frozenset(('[/T',))),
         ('', frozenset(())),
     )
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'lazy-pattern'))
+_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern'))
 
 SOURCE = 'templates/minicpm4.json'
 TEMPLATE_SHA256 = '1b46c0128ea9843412b595b74f871f374a02277c2d9d7712295a58ba2711537a'
@@ -349,12 +349,13 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<', frozenset(('</', '<f', '<t', '<|'))),
-        ('<', frozenset(('</',))),
-        ('<', frozenset(('</',))),
+        ('<', frozenset(('</t', '<fu', '<th', '<|i'))),
+        ('<', frozenset(('</t',))),
+        ('<', frozenset(('</f',))),
     )
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held

@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern'))
 
 SOURCE = 'templates/minimax_m1.json'
 TEMPLATE_SHA256 = '3fbd0ae05ee260026d1e5a35462e4ff14c00658ee74535c35bd02629411b6e72'
@@ -376,11 +376,12 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<', frozenset(('</', '<e', '<t'))),
-        ('<', frozenset(('</',))),
+        ('<', frozenset(('</t', '<en', '<th', '<to'))),
+        ('<', frozenset(('</t',))),
         ('<{', None),
         ('', frozenset(())),
     )

@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/minimax_m2.json'
 TEMPLATE_SHA256 = '3180e0dfe96536089833aa887edfb4422e8107d9d333af1c30c0399b4c988688'
@@ -372,12 +372,13 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<[', frozenset(('</', '<i', '<m', '<t', '[e'))),
-        ('<', frozenset(('</',))),
-        ('<', frozenset(('</',))),
+        ('<[', frozenset(('</m', '<in', '<mi', '<th', '[e~'))),
+        ('<', frozenset(('</t',))),
+        ('<', frozenset(('</i',))),
     )
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held

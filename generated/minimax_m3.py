@@ -27,7 +27,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/minimax_m3.json'
 TEMPLATE_SHA256 = 'a59eb77faed6d30b94d567e11910dc9304e69efe3a43f1d7f483c63dc166ef22'
@@ -470,13 +470,14 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<[]', frozenset(('</', '<m', '[e', ']<'))),
-        ('<', frozenset(('</',))),
-        (']', frozenset((']<',))),
-        (']', frozenset((']<',))),
+        ('<[]', frozenset(('</m', '<mm', '[e~', ']<]'))),
+        ('<', frozenset(('</m',))),
+        (']', frozenset((']<]',))),
+        (']', frozenset((']<]',))),
     )
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held

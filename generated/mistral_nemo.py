@@ -25,7 +25,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('fast-heads',))
 
 SOURCE = 'templates/mistral_nemo.json'
 TEMPLATE_SHA256 = '6f73838ed3a1d524bd99473190f3cde973fc45eb1822811b90d5991c16b88a20'
@@ -195,11 +195,12 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<[', frozenset(('</', '[T'))),
-        ('<', frozenset(('</',))),
+        ('<[', frozenset(('</s', '[TO'))),
+        ('<', frozenset(('</s',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 3

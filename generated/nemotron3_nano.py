@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/nemotron3_nano.json'
 TEMPLATE_SHA256 = '8172bd55c7797072deebeb1a5600c1b0d2a4dca6337c93095f24f40cdebf5f76'
@@ -350,12 +350,13 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<', frozenset(('</', '<t', '<|'))),
-        ('<', frozenset(('</',))),
-        ('<', frozenset(('</',))),
+        ('<', frozenset(('</t', '<th', '<to', '<|i'))),
+        ('<', frozenset(('</t',))),
+        ('<', frozenset(('</t',))),
     )
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('fast-heads',))
 
 SOURCE = 'templates/nemotron_nano_v2.json'
 TEMPLATE_SHA256 = '6a1af5bdbbf2a3d39fe972486f60d7435d7684c8709a521af0af03cd986865fa'
@@ -282,12 +282,13 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<', frozenset(('<S', '<T', '<t'))),
-        ('<', frozenset(('</',))),
-        ('<', frozenset(('</',))),
+        ('<', frozenset(('<SP', '<TO', '<th'))),
+        ('<', frozenset(('</t',))),
+        ('<', frozenset(('</T',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 6

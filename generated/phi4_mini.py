@@ -25,7 +25,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads'))
 
 SOURCE = 'templates/phi4_mini.json'
 TEMPLATE_SHA256 = '8c609f90442389e1c3c040bc995c13f64cf0ddafd4a2c425b8236311e229e0b7'
@@ -216,10 +216,11 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<f', frozenset(('<|', 'fu'))),
+        ('<f', frozenset(('<|a', '<|e', '<|u', 'fun'))),
         ('', frozenset(())),
     )
     TRANSITIONS = _TRANSITIONS

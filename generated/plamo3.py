@@ -27,7 +27,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/plamo3.json'
 TEMPLATE_SHA256 = 'ec5fa5bac00b423f3e4bda289bffeaf670a0bab01699ff8e4139faa7fc98ef4f'
@@ -580,15 +580,16 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3, _scan_4, _scan_5)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<', frozenset(('<|',))),
-        ('<', frozenset(('<|',))),
+        ('<', frozenset(('<|p',))),
+        ('<', frozenset(('<|p',))),
         ('', frozenset(())),
-        ('<', frozenset(('<|',))),
+        ('<', frozenset(('<|p',))),
         ('', frozenset(())),
-        (None, frozenset(('<|',))),
+        (None, frozenset(('<|p',))),
     )
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held

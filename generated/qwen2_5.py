@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__)
+_rt.check_abi(2, __name__, ('fast-heads',))
 
 SOURCE = 'templates/qwen2_5.json'
 TEMPLATE_SHA256 = 'd6244c768f7176f857b81dc0fdecec864f10c876aaae9c158b2bc9e9be7a110d'
@@ -229,11 +229,12 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<', frozenset(('<t', '<|'))),
-        ('<', frozenset(('</',))),
+        ('<', frozenset(('<to', '<|e', '<|i'))),
+        ('<', frozenset(('</t',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 5

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('defer', 'reject', 'typed-roles', 'empty-none'))
+_rt.check_abi(2, __name__, ('defer', 'reject', 'typed-roles', 'empty-none', 'fast-heads'))
 
 SOURCE = 'templates/qwen3.json'
 TEMPLATE_SHA256 = 'a9cd8f624cec7d194fbe652ca6051785368191a7c8b34be4fb0c17b218a8d137'
@@ -329,12 +329,13 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<', frozenset(('</', '<t', '<|'))),
-        ('<', frozenset(('</', '<t'))),
-        ('<', frozenset(('</',))),
+        ('<', frozenset(('</t', '<th', '<to', '<|e', '<|i'))),
+        ('<', frozenset(('</t', '<to'))),
+        ('<', frozenset(('</t',))),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 9

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('defer', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('defer', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search'))
 
 SOURCE = 'templates/qwen3_5.json'
 TEMPLATE_SHA256 = 'dd5da31d0c8319d66fbd9fd94d1eb93d3af325e09706ee552a4e9fa027ba4a26'
@@ -431,12 +431,13 @@ class ResponseParser(_rt.StreamParser):
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_scan_0, _scan_1, _scan_2)
     # per state: (the characters any watched delimiter can start with, None: unknown; the first
-    # two characters of every watched delimiter, None: not known for all). A chunk in which no
-    # trigger character starts such a pair, arriving while nothing is held, is routed unscanned.
+    # three characters of every watched delimiter, or two when one has only two known; None: not
+    # known for all). A chunk in which no trigger character starts such a head, arriving while
+    # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('<', frozenset(('</', '<t', '<|'))),
-        ('<', frozenset(('</', '<t'))),
-        ('<', frozenset(('</',))),
+        ('<', frozenset(('</t', '<th', '<to', '<|e', '<|i'))),
+        ('<', frozenset(('</t', '<to'))),
+        ('<', frozenset(('</t',))),
     )
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held

@@ -21,9 +21,10 @@ These shortcuts keep the common chunk cheap, each giving exactly the events a sc
 (``tests/test_fast_path.py`` and ``tests/test_held_regex.py`` compare them):
 
 * fast path -- nothing held, region open, and no character of the chunk can start a watched
-  delimiter (``FAST_PATH``: the state's trigger characters and the first two characters of its
-  delimiters, as a search after offset 0 sees them): the chunk is routed whole; a trigger ending
-  the chunk is held without scanning, and the next chunk read with it (``_run_path``). With one
+  delimiter (``FAST_PATH``: the state's trigger characters and the first three, or two,
+  characters of its delimiters, as a search after offset 0 sees them): the chunk is routed
+  whole; a proper prefix of such a head ending the chunk is held without scanning, and the next
+  chunk read with it (``_run_path``). With one
   or two triggers the chunk is only tested with ``not in``; a ``CONTEXT`` the regex delimiters
   need is then the chunk's own tail, kept lazily (``_sync``). A state watching a regex that is
   a run of one class then a literal (``HOLD_RUNS``: gpt_oss's ``\\s*to=functions\\.``) holds a
@@ -93,7 +94,7 @@ RUNTIME_ABI = 2
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
 FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs",
-                      "lead-search", "lazy-pattern"})
+                      "lead-search", "lazy-pattern", "fast-heads"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
 OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
@@ -430,18 +431,35 @@ def _run_hold(w: str, chars: frozenset, by_last: dict) -> int:
     return best
 
 
-def _trigger_hold(text: str, triggers: str, pairs: Any) -> int:
-    """Where the fast paths must stop in ``text``: -1 when a trigger character is followed by a
-    character of ``pairs`` (a delimiter may begin there: scan; ``pairs`` None: any trigger), else
-    the offset of a trigger character ending ``text`` (held: it may begin a delimiter), else
-    ``len(text)`` (nothing to hold)."""
-    cut = len(text)
+def _heads(triggers: str | None, heads: Any) -> tuple | None:
+    """FAST_PATH's heads of one state as :func:`_trigger_hold` reads them: None (unknown), or
+    ``(heads, k, partial)``: the heads (all ``k`` characters long; a mix is cut to the shortest,
+    which only scans more), and every proper prefix of one, each trigger character among them (a
+    trigger ending a chunk is held, as it always was)."""
+    if heads is None:
+        return None
+    k = min((len(h) for h in heads), default=2)
+    starts = frozenset(h[:k] for h in heads)
+    partial = {h[:i] for h in starts for i in range(1, k)} | set(triggers or "")
+    return starts, k, frozenset(partial)
+
+
+def _trigger_hold(text: str, triggers: str, heads: tuple | None) -> int:
+    """Where the fast paths must stop in ``text``: -1 when a trigger character begins one of the
+    state's ``heads`` (see :func:`_heads`; a delimiter may begin there: scan; ``heads`` None: any
+    trigger), else the offset of the leftmost trigger that begins a proper prefix of a head
+    ending ``text`` (held: a delimiter may begin there), else ``len(text)`` (nothing to hold)."""
+    cut = n = len(text)
     for c in triggers:
         j = text.find(c)
         while j >= 0:
-            if pairs is None or text[j:j + 2] in pairs:
+            if heads is None:
                 return -1
-            if j + 1 == len(text):
+            starts, k, partial = heads
+            if n - j >= k:
+                if text[j:j + k] in starts:
+                    return -1
+            elif j < cut and text[j:] in partial:
                 cut = j
             j = text.find(c, j + 1)
     return cut
@@ -483,7 +501,8 @@ class StreamParser:
     #: per state, per rank: the :class:`Edge` taken when that watched delimiter commits
     TRANSITIONS: tuple = ()
     #: per state: (characters any watched delimiter can start with, or None when unknown;
-    #: the first two characters of every watched delimiter, or None) -- see automaton.State
+    #: the first three (or two) characters of every watched delimiter, or None) -- see
+    #: automaton.State.heads
     FAST_PATH: tuple = ()
     #: characters of decided text regex delimiters must still see; None keeps everything
     CONTEXT: int | None = 0
@@ -502,7 +521,7 @@ class StreamParser:
     DIAGNOSTICS_KEY: str | None = None
 
     __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_blocks", "_groups",
-                 "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_pairs", "_rescan_at",
+                 "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_heads", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1", "_t2",
@@ -525,6 +544,8 @@ class StreamParser:
     _RUNS: tuple = ()
     #: per state: HOLD_REGEX as a :class:`~respc.runtime.held.HeldRegex`, or None
     _HELD: tuple = ()
+    #: per state: ``(triggers, heads)`` of FAST_PATH with the heads as :func:`_heads` reads them
+    _FAST: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -540,6 +561,7 @@ class StreamParser:
         cls._STRAY = tuple((closer, regex.compile(pattern), field) for closer, pattern, field in cls.STRAY_CLOSERS)
         cls._HELD = tuple(None if table is None else HeldRegex(*table)
                           for table in (cls.HOLD_REGEX or (None,) * len(cls.FAST_PATH)))
+        cls._FAST = tuple((triggers, _heads(triggers, heads)) for triggers, heads in cls.FAST_PATH)
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
                  errors: str = "strict", ledger: bool = False, offsets: bool = False) -> None:
@@ -587,7 +609,7 @@ class StreamParser:
         self._out = {key: _copy(value) for key, value in self.DEFAULTS.items()}
         self._done = False
         self._quiet = self._bdq = False
-        self._triggers, self._pairs = self.FAST_PATH[0]
+        self._triggers, self._heads = self._FAST[0]
         self._trigger, self._wide, self._t1, self._t2, self._t3 = self._QUICK[0]
         self._context = self.CONTEXT
         # the quickest path takes a chunk of at least CONTEXT characters: then the context the
@@ -670,7 +692,7 @@ class StreamParser:
                 # delimiter (a trigger character, followed by a character that continues one), so
                 # the scanners could only route it whole to the open region.
                 # (_quiet is never set once the parser is finalized or failed.)
-                cut = _trigger_hold(text, self._triggers, self._pairs)
+                cut = _trigger_hold(text, self._triggers, self._heads)
                 if cut >= 0:
                     if cut == len(text):
                         if not text:
@@ -682,21 +704,23 @@ class StreamParser:
                             self._buf = kept
                             self._pos = len(kept)
                         return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
-                    # What the scanners would do: route all but the last character, hold that one.
+                    # What the scanners would do: route the text before the proper prefix of a
+                    # head that ends the chunk, hold that prefix.
                     events = []
                     if cut:
                         head = text[:cut]
                         self._keep(head)
                         events.append({"type": "region_chunk", "field": self._name, "text": head, "dirty": self._dirty})
-                    kept = (self._buf + text)[-(self.CONTEXT + 1):]
+                    held = len(text) - cut
+                    kept = (self._buf + text)[-(self.CONTEXT + held):]
                     self._buf = kept
-                    self._pos = len(kept) - 1
+                    self._pos = len(kept) - held
                     # the quickest paths assume nothing held: off until _run_path decides it
                     self._trigger = ""
                     self._wide = False
                     return events
         elif (self._bdq and text.__class__ is str and text
-                and _trigger_hold(text, self._triggers, self._pairs) == len(text)):
+                and _trigger_hold(text, self._triggers, self._heads) == len(text)):
             # v2, a region that ends where its value ends: nothing held, and no character of the
             # chunk can start a delimiter, so the scanners would give the whole chunk to the
             # value's decoder (see _run)
@@ -829,12 +853,13 @@ class StreamParser:
 
     def _run_path(self, text: str, runs: tuple) -> list[dict] | None:
         """The fast path of a state that watches run-and-literal delimiters (``HOLD_RUNS``), or
-        that holds a trigger character the other fast path held (``runs`` empty): what the
+        that holds the start of a head the other fast path held (``runs`` empty): what the
         scanners would do with the held text and ``text``, or None when they must run.
 
         With the held text ``w = buf[pos:] + text``: a literal of a run delimiter in ``w``, or a
-        trigger followed by a character of its pairs, may be a match: scan. Otherwise nothing is
-        complete, and the leftmost partial match starts at a trigger ending ``w``, or at the start
+        trigger beginning one of the state's heads (:func:`_trigger_hold`), may be a match: scan.
+        Otherwise nothing is complete, and the leftmost partial match starts at a trigger that
+        begins a proper prefix of a head ending ``w``, or at the start
         of a trailing run of a delimiter's class followed by a proper prefix of its literal
         (compiler/automaton.py ``HoldRun``): the text before it is routed as one chunk, as a
         scan routes it, and the rest stays held. Held text reaching ``LONG_HOLD`` is scanned
@@ -852,7 +877,7 @@ class StreamParser:
         triggers = self._triggers
         for c in triggers:
             if c in w:  # (most chunks have none: no _trigger_hold call)
-                hold = _trigger_hold(w, triggers, self._pairs)
+                hold = _trigger_hold(w, triggers, self._heads)
                 if hold < 0:
                     return None
                 break
@@ -1150,7 +1175,7 @@ class StreamParser:
         if pos == len(buf):
             self._rescan_at = 0
             state = self._state
-            self._triggers, self._pairs = fast = self.FAST_PATH[state]
+            self._triggers, self._heads = fast = self._FAST[state]
             self._trigger, self._wide, self._t1, self._t2, self._t3 = self._QUICK[state]
             # the fast path needs an opened region, known triggers, a trimmed buffer, and no v2
             # decoder or trailing close waiting for the text; and a position after offset 0,

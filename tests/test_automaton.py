@@ -46,14 +46,27 @@ def test_ranks_put_opens_before_closes_then_field_names():
     assert ranks == {("open", 3): 0, ("open", 1): 1, ("open", 0): 2, ("close", 2): 3}
 
 
-def test_matchers_triggers_and_pairs():
+def test_matchers_triggers_and_heads():
     auto = _automaton(QWEN)
     outside = auto.states[0]
     assert [w.matcher for w in outside.watches] == ["literal", "literal", "regex", "literal"]
     assert outside.triggers == "<"
-    assert outside.pairs == ("<n", "<t", "<|")
-    assert auto.states[1].triggers == "<" and auto.states[1].pairs == ("</",)
-    assert auto.states[3].triggers == "" and auto.states[3].pairs == ()
+    # three characters of each: the literals, and the regex's lead '<note id='
+    assert outside.heads == ("<no", "<th", "<to", "<|e", "<|i")
+    assert auto.states[1].triggers == "<" and auto.states[1].heads == ("</t",)
+    assert auto.states[3].triggers == "" and auto.states[3].heads == ()
+
+
+def test_heads_are_two_characters_when_one_delimiter_has_only_two():
+    # a two-character literal ('<b') cuts every head of its state to two
+    auto = _automaton({"start_anchor": "A", "fields": {
+        "x": {"open": "<b", "close": "</x>"}, "y": {"open": "<yes>", "close": "</y>"}, "content": {}}})
+    assert auto.states[0].heads == ("<b", "<y")
+    # a regex whose known start is two characters ('<|' then a class) does the same
+    auto = _automaton({"start_anchor": "A", "fields": {
+        "x": {"open_pattern": r"<\|\w+\|>", "close": "</x>"}, "y": {"open": "<yes>", "close": "</y>"},
+        "content": {}}})
+    assert auto.states[0].heads == ("<y", "<|")
 
 
 def test_literal_list_that_can_extend_is_searched_as_regex():

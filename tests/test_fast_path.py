@@ -196,6 +196,52 @@ def test_run_path_holds_trailing_whitespace_without_scanning():
         _compare(module, "", text, None, f"gpt_oss-run/{i}")
 
 
+def test_three_character_heads_route_near_misses_without_scanning():
+    """FAST_PATH compares three characters of each delimiter: in gemma4's answer, ``b<c;`` is
+    not the start of ``<channel|>`` (two characters, ``<c``, would scan it), a chunk ending in
+    ``<c`` or ``<ch`` holds those characters, and the events are those of a scan."""
+    module, Counted, calls = _counted("gemma4")
+    assert "<ch" in module.ResponseParser.FAST_PATH[0][1]
+    parser = Counted("")
+    parser.feed("So")
+    assert parser._quiet and len(calls) == 1
+    chunk = lambda text: {"type": "region_chunk", "field": "content", "text": text, "dirty": False}  # noqa: E731
+    assert parser.feed("me b<c; ") == [chunk("me b<c; ")]
+    assert parser.feed("and <c") == [chunk("and ")]  # "<c" may still become "<channel|>"
+    assert parser.feed("at") == [chunk("<cat")]
+    assert parser.feed(" x<") == [chunk(" x")]
+    assert len(calls) == 1  # no scan since the first chunk
+    assert parser.feed("ch") == []  # "<ch" is a whole head: scanned (and held by the scan)
+    assert parser.feed("ose") == [chunk("<chose")]
+    assert len(calls) == 3
+    message, _ = parser.finalize()
+    assert message["content"] == "Some b<c; and <cat x<chose" and calls == [False, False, False, True]
+    for i, text in enumerate(["a<c <ch <cha <chann", "x <channel|> y", "t <c", "<ch"]):
+        _compare(module, "", text, None, f"gemma4-heads/{i}")
+    # inside hyperclovax's tool call, '</arg_key>' is not '</tool_call>': no scan for it
+    module, Counted, calls = _counted("hyperclovax_seed_think")
+    assert module.ResponseParser.FAST_PATH[2][1] == frozenset({"</t"})
+    call = '<tool_call>get_current_weather\n<arg_key>location</arg_key>\n<arg_value>"Seoul"</arg_value>\n</tool_call>'
+    parser = Counted("", [{"type": "function", "function": {"name": "get_current_weather", "parameters": {}}}])
+    events = [e for k in range(0, len(call), 4) for e in parser.feed(call[k:k + 4])]
+    assert events[0]["type"] == "region_open" and events[-1]["type"] == "region_close"
+    three = calls.count(False)
+    # the same parser comparing two characters ('</'): it also scans the body's two '</ar'
+    # chunks (of '</arg_key>' and '</arg_value>') and the '>\n</' before the close, which three
+    # characters hold without a scan; the events are the same
+
+    class Two(Counted):
+        __slots__ = ()
+        FAST_PATH = tuple((t, None if h is None else frozenset(x[:2] for x in h))
+                          for t, h in module.ResponseParser.FAST_PATH)
+
+    calls.clear()
+    parser = Two("", [{"type": "function", "function": {"name": "get_current_weather", "parameters": {}}}])
+    assert [e for k in range(0, len(call), 4) for e in parser.feed(call[k:k + 4])] == events
+    assert calls.count(False) == three + 3
+    _compare(module, "", "pre " + call + " post", None, "hyperclovax-heads")
+
+
 def test_value_region_chunks_without_scanning():
     """A v2 region that ends where its value ends (granite3's JSON tool-call list): a chunk with
     no possible delimiter start goes to the value's decoder without a scan while the value goes
