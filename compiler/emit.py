@@ -9,6 +9,8 @@ version, same bytes.
 
 from __future__ import annotations
 
+import ast
+import json
 import math
 from typing import Any
 
@@ -168,22 +170,41 @@ def _features(template: Template) -> list[str]:
 
 def _held_rows(automata: tuple[PositionAutomaton, ...] | None) -> list[str]:
     """The ``HOLD_REGEX`` entry of one state as source lines (without indentation): ``None``, or
-    one ``(edge, tests, first, follow, last)`` per delimiter (``edge``: the pattern when a
-    complete match can go on, else None), ``follow`` eight positions to a line."""
+    per delimiter a comment with its pattern and one string constant, the JSON text ``[edge,
+    tests, first, follow, last]`` (``edge``: the pattern when a complete match can go on, else
+    null) that runtime/held.py ``automaton_table`` decodes, written as adjacent raw literals, one
+    part to a line and ``follow`` eight positions to a line."""
     if automata is None:
         return ["None,"]
     rows = ["("]
     for table in automata:
-        rows += [f"    # /{_line(repr(table.pattern))}/", "    (",
-                 "        " + (repr(table.pattern) if table.extends else "None") + ",",
-                 "        " + _tuple([repr(t) for t in table.tests]) + ",",
-                 "        " + _tuple([str(p) for p in table.first]) + ",", "        ("]
-        follow = [_tuple([str(q) for q in f]) for f in table.follow]
-        for k in range(0, len(follow), 8):
-            rows.append("            " + ", ".join(follow[k:k + 8]) + ",")
-        rows += ["        ),", "        " + _tuple([str(p) for p in table.last]) + ",", "    ),"]
+        follow = [json.dumps(list(f)) for f in table.follow]
+        parts = ["[" + json.dumps(table.pattern if table.extends else None) + ",",
+                 " " + json.dumps(list(table.tests)) + ",", " " + json.dumps(list(table.first)) + ",", " ["]
+        parts += ["  " + ", ".join(follow[k:k + 8]) + ("," if k + 8 < len(follow) else "")
+                  for k in range(0, len(follow), 8)]
+        parts.append(" ], " + json.dumps(list(table.last)) + "]")
+        rows.append(f"    # /{_line(repr(table.pattern))}/")
+        rows += ["    " + _raw_literal(part) for part in parts]
+        rows[-1] += ","
     rows.append("),")
     return rows
+
+
+def _raw_literal(text: str) -> str:
+    """``text`` (JSON from ``json.dumps``: printable ASCII, ``\\uXXXX`` for the rest) as a raw
+    string literal ``r'...'`` that evaluates to the same JSON value: a ``'`` becomes ``\\u0027``
+    (valid only inside a JSON string, the only place JSON has one). The JSON reads as it is,
+    without Python's doubled backslashes; the result is checked by evaluating it.
+
+    Raises:
+        ValueError: the literal would not read back as ``text``'s JSON (never for json.dumps).
+    """
+    safe = text.replace("'", "\\u0027")
+    literal = f"r'{safe}'"
+    if not safe.isascii() or not safe.isprintable() or safe.endswith("\\") or ast.literal_eval(literal) != safe:
+        raise ValueError(f"cannot write {text[:60]!r} as a raw string literal")
+    return literal
 
 
 def _stray_closers(template: Template) -> str:
@@ -249,7 +270,10 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
            for p in (w.delimiter.pattern, late_pattern(w.delimiter.pattern)) if p is not None):
         features.append("lead-search")
     # "hold-regex": HOLD_REGEX is an optimisation only; a runtime without it would scan, with the
-    # same events, so it is not listed: the tables are simply ignored there
+    # same events, so it is not listed: the tables are simply ignored there. "held-json": a runtime
+    # that reads them as tuples would fail on the JSON text (runtime/held.py automaton_table)
+    if any(table is not None for table in held):
+        features.append("held-json")
     return {
         "source": _line(source),
         "source_doc": _doc(repr(source)),

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'lazy-pattern'))
+_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'lazy-pattern', 'held-json'))
 
 SOURCE = 'templates/minicpm4.json'
 TEMPLATE_SHA256 = '1b46c0128ea9843412b595b74f871f374a02277c2d9d7712295a58ba2711537a'
@@ -359,22 +359,24 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         (
             # /'<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>'/
-            (
-                None,
-                ('<', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', '\\s', 'n', 'a', 'm', 'e', '=', '["\']', '[^"\']', '["\']', '[^>]', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (9, 10), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (16, 17), (18, 19), (18, 19), (),
-                ),
-                (19,),
-            ),
+            r'[null,'
+            r' ["<", "f", "u", "n", "c", "t", "i", "o", "n", "\\s", "n", "a", "m", "e", "=", "[\"\u0027]", "[^\"\u0027]", "[\"\u0027]", "[^>]", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [9, 10], [11], [12], [13], [14], [15], [16],'
+            r'  [16, 17], [18, 19], [18, 19], []'
+            r' ], [19]]',
         ),
         # S1
         None,

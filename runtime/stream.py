@@ -93,7 +93,7 @@ RUNTIME_ABI = 2
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
 FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs",
-                      "lead-search", "lazy-pattern"})
+                      "lead-search", "lazy-pattern", "held-json"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
 OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
@@ -269,13 +269,16 @@ class LazyPattern:
 
     Args:
         source (str): the pattern.
+        flags (int): its ``regex`` flags (``regex.DOTALL`` unless told; errors="recover"'s stray
+            closer search compiles an open pattern without it, ``StreamParser._STRAY``).
     """
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, flags: int = regex.DOTALL) -> None:
         self.pattern = source
+        self.flags = flags
 
     def _compile(self) -> Any:
-        compiled = regex.compile(self.pattern, regex.DOTALL)
+        compiled = regex.compile(self.pattern, self.flags)
         self.search, self.match, self.fullmatch = compiled.search, compiled.match, compiled.fullmatch
         return compiled
 
@@ -490,9 +493,10 @@ class StreamParser:
     #: per state: None, or ``(class characters, literal)`` per watched delimiter that is a run of
     #: the class then the literal (compiler/automaton.py ``HoldRun``); empty: none anywhere
     HOLD_RUNS: tuple = ()
-    #: per state: None, or per eligible regex delimiter ``(edge, tests, first, follow, last)``: its
-    #: position automaton, read while it is pending instead of scanning (compiler/held.py,
-    #: runtime/held.py); empty: none anywhere
+    #: per state: None, or per eligible regex delimiter ``(edge, tests, first, follow, last)``
+    #: (a tuple, or its JSON text as generated modules write it, runtime/held.py
+    #: ``automaton_table``): its position automaton, read while it is pending instead of scanning
+    #: (compiler/held.py, runtime/held.py); empty: none anywhere
     HOLD_REGEX: tuple = ()
     #: ``(closer, open_pattern, field)`` per literal close of an explicit field (compiler/emit.py
     #: ``_stray_closers``): errors="recover" reports a closer with no opener in a text region
@@ -518,7 +522,8 @@ class StreamParser:
     _KNOWN: tuple = ()
     #: per field: its declared-repair group names (REPAIR_GROUP), empty for most
     _REPAIRS: tuple = ()
-    #: STRAY_CLOSERS with the open patterns compiled
+    #: STRAY_CLOSERS with the open patterns as LazyPattern (without DOTALL; only errors="recover"
+    #: searches them, so an import does not compile them)
     _STRAY: tuple = ()
     #: per state: HOLD_RUNS as ``(frozenset of class characters, literal, {last character: its
     #: proper prefixes ending with it})``, or None
@@ -537,7 +542,8 @@ class StreamParser:
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
         cls._KNOWN = tuple(triggers is not None for triggers, _ in cls.FAST_PATH)
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
-        cls._STRAY = tuple((closer, regex.compile(pattern), field) for closer, pattern, field in cls.STRAY_CLOSERS)
+        cls._STRAY = tuple((closer, LazyPattern(pattern, 0), field) for closer, pattern, field in cls.STRAY_CLOSERS)
+        # HeldRegex decodes and compiles its tables when first read (runtime/held.py)
         cls._HELD = tuple(None if table is None else HeldRegex(*table)
                           for table in (cls.HOLD_REGEX or (None,) * len(cls.FAST_PATH)))
 
