@@ -274,6 +274,9 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     # that reads them as tuples would fail on the JSON text (runtime/held.py automaton_table)
     if any(table is not None for table in held):
         features.append("held-json")
+    # "lazy-delimiters": the regex delimiters are LazyPattern objects that rebind their global
+    if scans.regexes:
+        features.append("lazy-delimiters")
     return {
         "source": _line(source),
         "source_doc": _doc(repr(source)),
@@ -346,8 +349,8 @@ def _scanner_view(scans) -> dict:
                       "has_regex": plan.has_regex})
     return {
         "plans": plans,
-        "regexes": [{"var": f"_D{k}", "pattern_repr": repr(pattern), "comment": _line(comment),
-                     "leads": _leads_repr(pattern), "late": _late_view(f"_D{k}L", pattern)}
+        "regexes": [{"var": f"_D{k}", "var_repr": repr(f"_D{k}"), "pattern_repr": repr(pattern),
+                     "comment": _line(comment), "leads": _leads_repr(pattern), "late": _late_view(f"_D{k}L", pattern)}
                     for k, (pattern, comment) in enumerate(scans.regexes)],
         "probes": [{"var": f"_P{k}", "pattern_repr": repr(pattern), "comment": _line(comment)}
                    for k, (pattern, comment) in enumerate(scans.probes)],

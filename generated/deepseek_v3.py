@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/deepseek_v3.json'
 TEMPLATE_SHA256 = '5f10ce83edebc2125220f442e16faac1b3e637d33fb35bfc1ce19f7975ac46e0'
@@ -77,8 +77,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<｜tool▁outputs▁end｜>|<｜Assistant｜>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json'/
-_D0 = regex.compile('<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json', regex.DOTALL)
+_D0 = _rt.LazyPattern('<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\s<`]+)\\s*```json', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<｜tool▁call▁begin｜>function<｜tool▁sep｜>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/deepseek_v3_1.json'
 TEMPLATE_SHA256 = '055cecc247d1e1220f9bc79ce03106e7fb1dfa03bbc0ed87cd472594e519f8c2'
@@ -92,8 +92,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<｜tool▁output▁end｜>|<｜Assistant｜>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<｜tool▁call▁begin｜>(?P<name>[^<]+)<｜tool▁sep｜>'/
-_D0 = regex.compile('<｜tool▁call▁begin｜>(?P<name>[^<]+)<｜tool▁sep｜>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<｜tool▁call▁begin｜>(?P<name>[^<]+)<｜tool▁sep｜>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<｜tool▁call▁begin｜>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/deepseek_v3_2.json'
 TEMPLATE_SHA256 = '18d8fe6d0c149707d0f68739a3a796fb602c5f4d258f8d3f482f731387696b05'
@@ -116,8 +116,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('</function_results>|<｜Assistant｜>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<｜DSML｜invoke name="(?P<name>[^"]+)">'/
-_D0 = regex.compile('<｜DSML｜invoke name="(?P<name>[^"]+)">', regex.DOTALL)
+_D0 = _rt.LazyPattern('<｜DSML｜invoke name="(?P<name>[^"]+)">', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<｜DSML｜invoke name="',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/deepseek_v4.json'
 TEMPLATE_SHA256 = '43124ce250e91b1fdfa1c3ecaba030893e58be4b7d9afa643046c70e9a948295'
@@ -132,8 +132,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<｜Assistant｜>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<｜DSML｜invoke name="(?P<name>[^"]+)">'/
-_D0 = regex.compile('<｜DSML｜invoke name="(?P<name>[^"]+)">', regex.DOTALL)
+_D0 = _rt.LazyPattern('<｜DSML｜invoke name="(?P<name>[^"]+)">', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<｜DSML｜invoke name="',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'held-json'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/dots.json'
 TEMPLATE_SHA256 = '319ca79a2df3f57224cb43bb07e3e68994c3d03e5d463e5c7e60b4c37f301f7a'
@@ -131,10 +131,13 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|response\\|>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
-_D0 = regex.compile('<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>', scope=globals(), name='_D0')
 # open of 'json_tool_call': /'(?=\\{)'/
-_D1 = regex.compile('(?=\\{)', regex.DOTALL)
+_D1 = _rt.LazyPattern('(?=\\{)', scope=globals(), name='_D1')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/ (compiled when first asked)

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/functionary_v3_1.json'
 TEMPLATE_SHA256 = '23fdecc7361ac4bd291ee89ae91c50ee0a0dd480b18568e5a10fbb54419ac39d'
@@ -107,8 +107,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id\\|>\\\n\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/
-_D0 = regex.compile('<function=(?P<name>[^>]+)>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<function=(?P<name>[^>]+)>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<function=',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

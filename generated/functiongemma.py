@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/functiongemma.json'
 TEMPLATE_SHA256 = '7f7a79cefda8d1711033e0e71024f942e37f2b1f1dd1b21ff508303e693dc16a'
@@ -85,8 +85,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<end_function_response>|<start_of_turn>model\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<start_function_call>call:(?P<name>[^{<\\s]+)'/
-_D0 = regex.compile('<start_function_call>call:(?P<name>[^{<\\s]+)', regex.DOTALL)
+_D0 = _rt.LazyPattern('<start_function_call>call:(?P<name>[^{<\\s]+)', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<start_function_call>call:',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/gemma4.json'
 TEMPLATE_SHA256 = '0c8558306615be74f6fc15be7421f857ba98c6b96e98a6bac72f2fc04dfb67ac'
@@ -100,8 +100,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<tool_response\\|>|<\\|turn>model\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<\\|tool_call>call:(?P<name>[^{<\\s]+)'/
-_D0 = regex.compile('<\\|tool_call>call:(?P<name>[^{<\\s]+)', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|tool_call>call:(?P<name>[^{<\\s]+)', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|tool_call>call:',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/gigachat3.json'
 TEMPLATE_SHA256 = '0e6869bc5aafcb0ed2157f322594383c79a4082da168ac70c4aed48efab3b42d'
@@ -76,8 +76,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('assistant<\\|role_sep\\|>\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>'/
-_D0 = regex.compile('<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

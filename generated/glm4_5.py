@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/glm4_5.json'
 TEMPLATE_SHA256 = 'c73a6e84ffcad3c322e082172a7c63c856e8fbd1da11633c1409fd9ff72546fe'
@@ -94,8 +94,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|assistant\\|>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<tool_call>\\s*(?P<name>[^\\s<]+)'/
-_D0 = regex.compile('<tool_call>\\s*(?P<name>[^\\s<]+)', regex.DOTALL)
+_D0 = _rt.LazyPattern('<tool_call>\\s*(?P<name>[^\\s<]+)', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<tool_call>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

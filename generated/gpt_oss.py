@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs', 'lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/gpt_oss.json'
 TEMPLATE_SHA256 = 'c5dc04af6d75c9b58c248a7637e3ccb78faa2152769160d2108cdda3d1820e4c'
@@ -121,20 +121,23 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|start\\|>assistant', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-_D0 = regex.compile('<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|channel|>',)
 # open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
-_D1 = regex.compile('(?P<repair_stripped_tokens>^analysis)', regex.DOTALL)
+_D1 = _rt.LazyPattern('(?P<repair_stripped_tokens>^analysis)', scope=globals(), name='_D1')
 # open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-_D2 = regex.compile('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', regex.DOTALL)
+_D2 = _rt.LazyPattern('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', scope=globals(), name='_D2')
 # close of 'content': /'<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>'/
-_D3 = regex.compile('<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>', regex.DOTALL)
+_D3 = _rt.LazyPattern('<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>', scope=globals(), name='_D3')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D3_LEADS = ('<|',)
 # close of 'tool_calls': /'<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>'/
-_D4 = regex.compile('<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>', regex.DOTALL)
+_D4 = _rt.LazyPattern('<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>', scope=globals(), name='_D4')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D4_LEADS = ('<|',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

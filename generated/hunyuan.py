@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/hunyuan.json'
 TEMPLATE_SHA256 = '173606d8ba23303ecb42661a9ad19f7b854777904d36c06c5b4daee1c56c9f5e'
@@ -94,18 +94,21 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<｜hy_Assistant｜>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'reasoning_content': /'<think(?::[^<>\\s]+)?>'/
-_D0 = regex.compile('<think(?::[^<>\\s]+)?>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<think(?::[^<>\\s]+)?>', scope=globals(), name='_D0')
 # open of 'tool_calls': /'<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)'/
-_D1 = regex.compile('<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)', regex.DOTALL)
+_D1 = _rt.LazyPattern('<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)', scope=globals(), name='_D1')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D1_LEADS = ('<tool_call',)
 # close of 'content': /'<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
-_D2 = regex.compile('<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>', regex.DOTALL)
+_D2 = _rt.LazyPattern('<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>', scope=globals(), name='_D2')
 # close of 'reasoning_content': /'</think(?::[^<>\\s]+)?>'/
-_D3 = regex.compile('</think(?::[^<>\\s]+)?>', regex.DOTALL)
+_D3 = _rt.LazyPattern('</think(?::[^<>\\s]+)?>', scope=globals(), name='_D3')
 # close of 'tool_calls': /'</tool_call(?::[^<>\\s]+)?>'/
-_D4 = regex.compile('</tool_call(?::[^<>\\s]+)?>', regex.DOTALL)
+_D4 = _rt.LazyPattern('</tool_call(?::[^<>\\s]+)?>', scope=globals(), name='_D4')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D4_LEADS = ('</tool_call',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

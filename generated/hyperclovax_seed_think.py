@@ -27,7 +27,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/hyperclovax_seed_think.json'
 TEMPLATE_SHA256 = '20dc725ea5f26e790bb3ab09ef187e8ac48d33355b3b07a7c84ec0e7c06f7e9a'
@@ -172,14 +172,17 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)'/
-_D0 = regex.compile('<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)', regex.DOTALL)
+_D0 = _rt.LazyPattern('<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<tool_call>',)
 # open of 'json_call_list': /'(?=\\[\\s*\\{\\s*"name")'/
-_D1 = regex.compile('(?=\\[\\s*\\{\\s*"name")', regex.DOTALL)
+_D1 = _rt.LazyPattern('(?=\\[\\s*\\{\\s*"name")', scope=globals(), name='_D1')
 # open of 'json_call': /'(?=\\{\\s*"name")'/
-_D2 = regex.compile('(?=\\{\\s*"name")', regex.DOTALL)
+_D2 = _rt.LazyPattern('(?=\\{\\s*"name")', scope=globals(), name='_D2')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)'/ (compiled when first asked)

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('nest', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('nest', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/intern_s1.json'
 TEMPLATE_SHA256 = 'fb288e3a1002906f46113261c03abdc0e77800a3a12449275d3a7ca99de15e94'
@@ -105,8 +105,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<\\|action_start\\|>\\s*<\\|plugin\\|>'/
-_D0 = regex.compile('<\\|action_start\\|>\\s*<\\|plugin\\|>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|action_start\\|>\\s*<\\|plugin\\|>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|action_start|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/internlm2.json'
 TEMPLATE_SHA256 = 'c36e2586cccd24d0d77efe36b834a8bc251e3969b6efdfc7402656461c025a69'
@@ -88,8 +88,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<\\|action_start\\|>\\s*<\\|plugin\\|>'/
-_D0 = regex.compile('<\\|action_start\\|>\\s*<\\|plugin\\|>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|action_start\\|>\\s*<\\|plugin\\|>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|action_start|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/kimi_k2.json'
 TEMPLATE_SHA256 = '462311f6dcb67449a16326074534d097edc6bfbe10aaf32f87448f7dc01c2d16'
@@ -77,8 +77,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_assistant\\|>assistant<\\|im_middle\\|>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>'/
-_D0 = regex.compile('<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|tool_call_begin|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

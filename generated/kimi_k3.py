@@ -28,7 +28,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/kimi_k3.json'
 TEMPLATE_SHA256 = '620df191b9a80e2beb05f214343b11173f7dc84da10f952580159fa538f1d407'
@@ -177,12 +177,15 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|open\\|>message\\ role="assistant"<\\|sep\\|>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'json_tool_call': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>'/
-_D0 = regex.compile('<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|open|>call tool="',)
 # open of 'tool_calls': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>'/
-_D1 = regex.compile('<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>', regex.DOTALL)
+_D1 = _rt.LazyPattern('<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>', scope=globals(), name='_D1')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D1_LEADS = ('<|open|>call tool="',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'lazy-pattern', 'held-json'))
+_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/minicpm4.json'
 TEMPLATE_SHA256 = '1b46c0128ea9843412b595b74f871f374a02277c2d9d7712295a58ba2711537a'
@@ -99,8 +99,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>'/
-_D0 = regex.compile('<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>', scope=globals(), name='_D0')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>'/ (compiled when first asked)

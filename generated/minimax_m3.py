@@ -27,7 +27,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/minimax_m3.json'
 TEMPLATE_SHA256 = 'a59eb77faed6d30b94d567e11910dc9304e69efe3a43f1d7f483c63dc166ef22'
@@ -124,8 +124,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('\\]\\~b\\]ai\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">'/
-_D0 = regex.compile('\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">', regex.DOTALL)
+_D0 = _rt.LazyPattern('\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = (']<]minimax[>[<invoke name="',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/mistral_small_3_2.json'
 TEMPLATE_SHA256 = '70dbe984568de4c049d2bffdf8960d360c54696021cc9d847689e9e17eee263c'
@@ -84,8 +84,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('\\[/TOOL_RESULTS\\]|\\[/INST\\]', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
-_D0 = regex.compile('\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]', regex.DOTALL)
+_D0 = _rt.LazyPattern('\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('[TOOL_CALLS]',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

@@ -27,7 +27,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/poolside.json'
 TEMPLATE_SHA256 = 'b4d007f3e69df332017940e30b5926dc2065fa4dbc8695c8a917c73b8226f675'
@@ -139,12 +139,15 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<assistant>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)'/
-_D0 = regex.compile('<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)', regex.DOTALL)
+_D0 = _rt.LazyPattern('<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<tool_call>',)
 # open of 'json_tool_call': /'(?=\\{\\s*"name")'/
-_D1 = regex.compile('(?=\\{\\s*"name")', regex.DOTALL)
+_D1 = _rt.LazyPattern('(?=\\{\\s*"name")', scope=globals(), name='_D1')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)'/ (compiled when first asked)

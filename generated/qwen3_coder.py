@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/qwen3_coder.json'
 TEMPLATE_SHA256 = 'df0ca4da9115e8cc830dc25fec770ff2697394f4035f4ec88f70c6dff99bf745'
@@ -79,8 +79,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
-_D0 = regex.compile('<tool_call>\\s*<function=(?P<name>[^>\\s]+)>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<tool_call>\\s*<function=(?P<name>[^>\\s]+)>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<tool_call>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/seed_oss.json'
 TEMPLATE_SHA256 = '3d3ba0ee82f08d39348044ba2fcb7c7f15c7815a97f393ad10ec5a2c8399a5d5'
@@ -94,8 +94,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<seed:bos>assistant\\\n|</seed:think>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
-_D0 = regex.compile('<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<seed:tool_call>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

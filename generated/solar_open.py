@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/solar_open.json'
 TEMPLATE_SHA256 = 'aca53d4f0c3ccd92383c3b874611664ae7f9aec6036cb86e542620ef77213cfb'
@@ -100,8 +100,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|begin\\|>assistant', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<\\|tool_call:begin\\|>[^<]*<\\|tool_call:name\\|>(?P<name>[^<]*)<\\|tool_call:args\\|>'/
-_D0 = regex.compile('<\\|tool_call:begin\\|>[^<]*<\\|tool_call:name\\|>(?P<name>[^<]*)<\\|tool_call:args\\|>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|tool_call:begin\\|>[^<]*<\\|tool_call:name\\|>(?P<name>[^<]*)<\\|tool_call:args\\|>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|tool_call:begin|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('nest', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('nest', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/solar_open2.json'
 TEMPLATE_SHA256 = 'fcd66a400d3005128470e9883db7660164388bbf5a701f867f2a2487240c77ec'
@@ -105,8 +105,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im:start\\|>assistant<\\|im:content\\|>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<\\|tool_call:start\\|>(?P<name>[\\w.:/-]+)\\n'/
-_D0 = regex.compile('<\\|tool_call:start\\|>(?P<name>[\\w.:/-]+)\\n', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|tool_call:start\\|>(?P<name>[\\w.:/-]+)\\n', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|tool_call:start|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json'))
+_rt.check_abi(2, __name__, ('lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/step3.json'
 TEMPLATE_SHA256 = '8292e385e0b0d23eb01bbed7d4a0e92945ef0abd81e9741289d0064645683384'
@@ -94,8 +94,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|BOT\\|>assistant\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/
-_D0 = regex.compile('<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">', regex.DOTALL)
+_D0 = _rt.LazyPattern('<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<｜tool_call_begin｜>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

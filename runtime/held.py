@@ -19,10 +19,10 @@ states and :data:`MAX_CHARS` classified characters are kept (past that they are 
 
 A module writes each automaton as one JSON string constant (compiler/emit.py ``_held_rows``): a
 literal tuple of a few hundred small tuples cost gpt_oss 4 ms of bytecode compile per cold import,
-a string constant next to nothing. :class:`HeldRegex` keeps the strings as they are and decodes
-them (:func:`automaton_table`) and compiles the tests only when one of its attributes is first
-read, which ``StreamParser._held_regex`` does the first time text is held in that state, so an
-import pays neither (issue 14, import time).
+a string constant next to nothing. A parser class makes its :class:`HeldRegex` objects with
+``lazy=True``: they keep the strings as they are, and ``StreamParser._held_regex`` has them
+decoded (:func:`automaton_table`) and their tests compiled (:meth:`HeldRegex.build`) the first
+time text is held in that state, so an import pays neither (issue 14, import time).
 """
 
 from __future__ import annotations
@@ -80,33 +80,36 @@ class HeldRegex:
             character, or a ``regex`` source of two characters or more matching one
             character); the positions a match starts with; per position, those that may come
             next; those a match may end with. Positions are numbered from 0 in each.
-
-    Construction only keeps ``automata``; the first read of an attribute below (or a call of
-    :meth:`step` / :meth:`run`) decodes and compiles them.
+        lazy (bool): only keep ``automata``; :meth:`build` decodes and compiles them (and sets
+            ``start``), as ``StreamParser._held_regex`` does the first time text is held.
 
     Raises:
-        ValueError (from that first read): an entry is not such JSON; regex.error: a test or
-        ``edge`` pattern does not compile (both: a module not made by respc).
+        ValueError: an entry is not such JSON; regex.error: a test or ``edge`` pattern does not
+        compile (both: a module not made by respc; with ``lazy``, raised by :meth:`build`).
 
     Attributes:
-        start (dict): the DFA state of an empty held text.
-        edges (tuple[regex.Pattern, ...]): the ``edge`` patterns, compiled with DOTALL.
+        start (dict | None): the DFA state of an empty held text (None until built).
+        edges (tuple[regex.Pattern, ...]): the ``edge`` patterns, compiled with DOTALL (set when
+            built).
     """
 
+    # No __getattr__ here: a class with one is not specialised by CPython's attribute caches,
+    # and start/edges/_chars are read per chunk (+0.4% instructions per gpt_oss parse measured)
     __slots__ = ("_automata", "_tests", "_literals", "_first", "_follow", "_last", "_owner", "_chars", "_states",
                  "start", "edges")
 
-    def __init__(self, *automata: str | tuple) -> None:
-        #: the entries as given, until _build replaces them by the tables (then None)
+    def __init__(self, *automata: str | tuple, lazy: bool = False) -> None:
+        #: the entries as given, until build replaces them by the tables (then None)
         self._automata: tuple | None = automata
+        self.start: dict | None = None
+        if not lazy:
+            self.build()
 
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for a slot not set yet: every one but _automata is set by _build.
-        automata = object.__getattribute__(self, "_automata")
-        if automata is None:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        self._build(automata)
-        return object.__getattribute__(self, name)
+    def build(self) -> dict:
+        """Decode and compile the tables if not done yet; return :attr:`start`."""
+        if self._automata is not None:
+            self._build(self._automata)
+        return self.start
 
     def _build(self, automata: tuple) -> None:
         compiled: dict[str, Any] = {}

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 import respc
 from respc.compiler.api import compile_source
 from respc.compiler.held import MAX_POSITIONS, held_plan, position_automaton
+from respc.runtime import LazyPattern
 from respc.runtime.held import STOP, HeldRegex, automaton_table
 from support import REPO
 
@@ -50,9 +51,10 @@ def _cases(name: str) -> list[dict]:
 
 
 def _patterns(module) -> list[str]:
-    """The regex delimiters compiled by a generated module (its ``_D<k>`` globals)."""
+    """The regex delimiters of a generated module (its ``_D<k>`` globals: a LazyPattern until
+    first searched, then the compiled pattern)."""
     return [v.pattern for k, v in sorted(vars(module).items())
-            if k.startswith("_D") and k[2:].isdigit() and isinstance(v, regex.Pattern)]
+            if k.startswith("_D") and k[2:].isdigit() and isinstance(v, (regex.Pattern, LazyPattern))]
 
 
 HELD_NAMES = [n for n in NAMES if any(t is not None for t in _module(n).ResponseParser.HOLD_REGEX)]
@@ -484,9 +486,12 @@ def test_tables_are_json_text_decoded_on_first_use(key):
 
 def test_bad_table_text_is_a_clear_error():
     """JSON of another shape (a module not made by respc) fails on first use, naming the entry."""
-    held = HeldRegex('[null, ["a"], [0]]')
+    held = HeldRegex('[null, ["a"], [0]]', lazy=True)
+    assert held.start is None
     with pytest.raises(ValueError, match=r"HOLD_REGEX entry '\[null, \[\"a\"\], \[0\]\]'\.\.\. is not "
                                          r"\[edge, tests, first, follow, last\] JSON"):
-        held.start
-    with pytest.raises(AttributeError, match="no attribute 'other'"):
-        HeldRegex((None, ("a",), (0,), ((),), (0,))).other
+        held.build()
+    with pytest.raises(ValueError, match="is not"):
+        HeldRegex('{"a": 1}')
+    built = HeldRegex('[null, ["a"], [0], [[]], [0]]')
+    assert built.start is not None and built.build() is built.start and built.run(built.start, "a") is STOP
