@@ -2,8 +2,9 @@
 
 All meaning is decided by the earlier passes; this module only turns the IR and the automaton into
 a view model of strings and renders ``emit_templates/module.py.jinja``. Every value taken from the
-template reaches the module through :func:`py_literal` (``repr`` of plain data), never as code, so a
-hostile template cannot inject anything. The output is deterministic: same template and compiler
+template reaches the module through :func:`py_literal` (``repr`` of plain data), or, for the
+``HOLD_REGEX`` tables, as JSON text in raw string literals checked by :func:`_raw_literal`, never
+as code, so a hostile template cannot inject anything. The output is deterministic: same template and compiler
 version, same bytes.
 """
 
