@@ -2,13 +2,16 @@
 
 All meaning is decided by the earlier passes; this module only turns the IR and the automaton into
 a view model of strings and renders ``emit_templates/module.py.jinja``. Every value taken from the
-template reaches the module through :func:`py_literal` (``repr`` of plain data), never as code, so a
-hostile template cannot inject anything. The output is deterministic: same template and compiler
+template reaches the module through :func:`py_literal` (``repr`` of plain data), or, for the
+``HOLD_REGEX`` tables, as JSON text in raw string literals checked by :func:`_raw_literal`, never
+as code, so a hostile template cannot inject anything. The output is deterministic: same template and compiler
 version, same bytes.
 """
 
 from __future__ import annotations
 
+import ast
+import json
 import math
 from typing import Any
 
@@ -168,22 +171,41 @@ def _features(template: Template) -> list[str]:
 
 def _held_rows(automata: tuple[PositionAutomaton, ...] | None) -> list[str]:
     """The ``HOLD_REGEX`` entry of one state as source lines (without indentation): ``None``, or
-    one ``(edge, tests, first, follow, last)`` per delimiter (``edge``: the pattern when a
-    complete match can go on, else None), ``follow`` eight positions to a line."""
+    per delimiter a comment with its pattern and one string constant, the JSON text ``[edge,
+    tests, first, follow, last]`` (``edge``: the pattern when a complete match can go on, else
+    null) that runtime/held.py ``automaton_table`` decodes, written as adjacent raw literals, one
+    part to a line and ``follow`` eight positions to a line."""
     if automata is None:
         return ["None,"]
     rows = ["("]
     for table in automata:
-        rows += [f"    # /{_line(repr(table.pattern))}/", "    (",
-                 "        " + (repr(table.pattern) if table.extends else "None") + ",",
-                 "        " + _tuple([repr(t) for t in table.tests]) + ",",
-                 "        " + _tuple([str(p) for p in table.first]) + ",", "        ("]
-        follow = [_tuple([str(q) for q in f]) for f in table.follow]
-        for k in range(0, len(follow), 8):
-            rows.append("            " + ", ".join(follow[k:k + 8]) + ",")
-        rows += ["        ),", "        " + _tuple([str(p) for p in table.last]) + ",", "    ),"]
+        follow = [json.dumps(list(f)) for f in table.follow]
+        parts = ["[" + json.dumps(table.pattern if table.extends else None) + ",",
+                 " " + json.dumps(list(table.tests)) + ",", " " + json.dumps(list(table.first)) + ",", " ["]
+        parts += ["  " + ", ".join(follow[k:k + 8]) + ("," if k + 8 < len(follow) else "")
+                  for k in range(0, len(follow), 8)]
+        parts.append(" ], " + json.dumps(list(table.last)) + "]")
+        rows.append(f"    # /{_line(repr(table.pattern))}/")
+        rows += ["    " + _raw_literal(part) for part in parts]
+        rows[-1] += ","
     rows.append("),")
     return rows
+
+
+def _raw_literal(text: str) -> str:
+    """``text`` (JSON from ``json.dumps``: printable ASCII, ``\\uXXXX`` for the rest) as a raw
+    string literal ``r'...'`` that evaluates to the same JSON value: a ``'`` becomes ``\\u0027``
+    (valid only inside a JSON string, the only place JSON has one). The JSON reads as it is,
+    without Python's doubled backslashes; the result is checked by evaluating it.
+
+    Raises:
+        ValueError: the literal would not read back as ``text``'s JSON (never for json.dumps).
+    """
+    safe = text.replace("'", "\\u0027")
+    literal = f"r'{safe}'"
+    if not safe.isascii() or not safe.isprintable() or safe.endswith("\\") or ast.literal_eval(literal) != safe:
+        raise ValueError(f"cannot write {text[:60]!r} as a raw string literal")
+    return literal
 
 
 def _stray_closers(template: Template) -> str:
@@ -253,7 +275,13 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
            for p in (w.delimiter.pattern, late_pattern(w.delimiter.pattern)) if p is not None):
         features.append("lead-search")
     # "hold-regex": HOLD_REGEX is an optimisation only; a runtime without it would scan, with the
-    # same events, so it is not listed: the tables are simply ignored there
+    # same events, so it is not listed: the tables are simply ignored there. "held-json": a runtime
+    # that reads them as tuples would fail on the JSON text (runtime/held.py automaton_table)
+    if any(table is not None for table in held):
+        features.append("held-json")
+    # "lazy-delimiters": the regex delimiters are LazyPattern objects that rebind their global
+    if scans.regexes:
+        features.append("lazy-delimiters")
     return {
         "source": _line(source),
         "source_doc": _doc(repr(source)),
@@ -326,8 +354,8 @@ def _scanner_view(scans) -> dict:
                       "has_regex": plan.has_regex})
     return {
         "plans": plans,
-        "regexes": [{"var": f"_D{k}", "pattern_repr": repr(pattern), "comment": _line(comment),
-                     "leads": _leads_repr(pattern), "late": _late_view(f"_D{k}L", pattern)}
+        "regexes": [{"var": f"_D{k}", "var_repr": repr(f"_D{k}"), "pattern_repr": repr(pattern),
+                     "comment": _line(comment), "leads": _leads_repr(pattern), "late": _late_view(f"_D{k}L", pattern)}
                     for k, (pattern, comment) in enumerate(scans.regexes)],
         "probes": [{"var": f"_P{k}", "pattern_repr": repr(pattern), "comment": _line(comment)}
                    for k, (pattern, comment) in enumerate(scans.probes)],

@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/dots.json'
 TEMPLATE_SHA256 = '319ca79a2df3f57224cb43bb07e3e68994c3d03e5d463e5c7e60b4c37f301f7a'
@@ -131,10 +131,13 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|response\\|>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
-_D0 = regex.compile('<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>', scope=globals(), name='_D0')
 # open of 'json_tool_call': /'(?=\\{)'/
-_D1 = regex.compile('(?=\\{)', regex.DOTALL)
+_D1 = _rt.LazyPattern('(?=\\{)', scope=globals(), name='_D1')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/ (compiled when first asked)
@@ -535,37 +538,36 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         (
             # /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
-            (
-                None,
-                ('<', 'i', 'n', 'v', 'o', 'k', 'e', '\\s', 'n', 'a', 'm', 'e', '\\s', '=', '\\s', '["\']', '[^"\'>\\s]', '["\']', '\\s', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (7, 8),
-                    (9,), (10,), (11,), (12, 13), (12, 13), (14, 15, 16), (14, 15, 16), (16,),
-                    (16, 17, 18, 19), (18, 19), (18, 19), (),
-                ),
-                (19,),
-            ),
+            r'[null,'
+            r' ["<", "i", "n", "v", "o", "k", "e", "\\s", "n", "a", "m", "e", "\\s", "=", "\\s", "[\"\u0027]", "[^\"\u0027>\\s]", "[\"\u0027]", "\\s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [7, 8],'
+            r'  [9], [10], [11], [12, 13], [12, 13], [14, 15, 16], [14, 15, 16], [16],'
+            r'  [16, 17, 18, 19], [18, 19], [18, 19], []'
+            r' ], [19]]',
         ),
         # S1
         (
             # /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
-            (
-                None,
-                ('<', 'i', 'n', 'v', 'o', 'k', 'e', '\\s', 'n', 'a', 'm', 'e', '\\s', '=', '\\s', '["\']', '[^"\'>\\s]', '["\']', '\\s', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (7, 8),
-                    (9,), (10,), (11,), (12, 13), (12, 13), (14, 15, 16), (14, 15, 16), (16,),
-                    (16, 17, 18, 19), (18, 19), (18, 19), (),
-                ),
-                (19,),
-            ),
+            r'[null,'
+            r' ["<", "i", "n", "v", "o", "k", "e", "\\s", "n", "a", "m", "e", "\\s", "=", "\\s", "[\"\u0027]", "[^\"\u0027>\\s]", "[\"\u0027]", "\\s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [7, 8],'
+            r'  [9], [10], [11], [12, 13], [12, 13], [14, 15, 16], [14, 15, 16], [16],'
+            r'  [16, 17, 18, 19], [18, 19], [18, 19], []'
+            r' ], [19]]',
         ),
         # S2
         None,

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'lazy-delimiters'))
 
 SOURCE = 'templates/ernie4_5.json'
 TEMPLATE_SHA256 = 'b0d91c449a6e37bd6205907b8f911cf51489a33dad0fc7096b44ca6599a658ca'
@@ -88,8 +88,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n|Assistant:\\ |Assistant:', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
-_D0 = regex.compile('^\\s*(?:<think>\\s*)?|<think>\\s*', regex.DOTALL)
+_D0 = _rt.LazyPattern('^\\s*(?:<think>\\s*)?|<think>\\s*', scope=globals(), name='_D0')
 # the same for a complete text's search from an offset after 0 (its start-anchored alternatives dropped)
 _D0L = _rt.LazyPattern('<think>\\s*')
 _D0L_LEADS = ('<think>',)

@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'lazy-delimiters'))
 
 SOURCE = 'templates/firefunction_v2.json'
 TEMPLATE_SHA256 = 'f6bb74e2102c609e96a54d57d1df71953b749d943210a984f8fee93a38af9390'
@@ -75,8 +75,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id\\|>\\\n\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'functools(?=\\[)'/
-_D0 = regex.compile('functools(?=\\[)', regex.DOTALL)
+_D0 = _rt.LazyPattern('functools(?=\\[)', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('functools[',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

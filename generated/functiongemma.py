@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/functiongemma.json'
 TEMPLATE_SHA256 = '7f7a79cefda8d1711033e0e71024f942e37f2b1f1dd1b21ff508303e693dc16a'
@@ -85,8 +85,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<end_function_response>|<start_of_turn>model\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<start_function_call>call:(?P<name>[^{<\\s]+)'/
-_D0 = regex.compile('<start_function_call>call:(?P<name>[^{<\\s]+)', regex.DOTALL)
+_D0 = _rt.LazyPattern('<start_function_call>call:(?P<name>[^{<\\s]+)', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<start_function_call>call:',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -334,23 +337,25 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         (
             # /'<start_function_call>call:(?P<name>[^{<\\s]+)'/
-            (
-                '<start_function_call>call:(?P<name>[^{<\\s]+)',
-                ('<', 's', 't', 'a', 'r', 't', '_', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', '_', 'c', 'a', 'l', 'l', '>', 'c', 'a', 'l', 'l', ':', '[^\\{<\\s]'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (26,),
-                ),
-                (26,),
-            ),
+            r'["<start_function_call>call:(?P<name>[^{<\\s]+)",'
+            r' ["<", "s", "t", "a", "r", "t", "_", "f", "u", "n", "c", "t", "i", "o", "n", "_", "c", "a", "l", "l", ">", "c", "a", "l", "l", ":", "[^\\{<\\s]"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [23], [24],'
+            r'  [25], [26], [26]'
+            r' ], [26]]',
         ),
         # S1
         None,

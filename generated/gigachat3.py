@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/gigachat3.json'
 TEMPLATE_SHA256 = '0e6869bc5aafcb0ed2157f322594383c79a4082da168ac70c4aed48efab3b42d'
@@ -76,8 +76,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('assistant<\\|role_sep\\|>\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>'/
-_D0 = regex.compile('<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -298,27 +301,29 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         (
             # /'<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>'/
-            (
-                None,
-                ('<', '|', 'm', 'e', 's', 's', 'a', 'g', 'e', '_', 's', 'e', 'p', '|', '>', '\\s', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', ' ', 'c', 'a', 'l', 'l', '<', '|', 'r', 'o', 'l', 'e', '_', 's', 'e', 'p', '|', '>', '\n', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', '_', 'c', 'a', 'l', 'l', '|', '>'),
-                (0,),
-                (
-                    (1,), (2, 42), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15, 16), (15, 16),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,),
-                    (33,), (34,), (35,), (36,), (37,), (38,), (39,), (40,),
-                    (41,), (), (43,), (44,), (45,), (46,), (47,), (48,),
-                    (49,), (50,), (51,), (52,), (53,), (54,), (55,), (56,),
-                    (),
-                ),
-                (41, 56),
-            ),
+            r'[null,'
+            r' ["<", "|", "m", "e", "s", "s", "a", "g", "e", "_", "s", "e", "p", "|", ">", "\\s", "f", "u", "n", "c", "t", "i", "o", "n", " ", "c", "a", "l", "l", "<", "|", "r", "o", "l", "e", "_", "s", "e", "p", "|", ">", "\n", "f", "u", "n", "c", "t", "i", "o", "n", "_", "c", "a", "l", "l", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2, 42], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15, 16], [15, 16],'
+            r'  [17], [18], [19], [20], [21], [22], [23], [24],'
+            r'  [25], [26], [27], [28], [29], [30], [31], [32],'
+            r'  [33], [34], [35], [36], [37], [38], [39], [40],'
+            r'  [41], [], [43], [44], [45], [46], [47], [48],'
+            r'  [49], [50], [51], [52], [53], [54], [55], [56],'
+            r'  []'
+            r' ], [41, 56]]',
         ),
         # S1
         None,

@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs', 'fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs', 'fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/gpt_oss.json'
 TEMPLATE_SHA256 = 'c5dc04af6d75c9b58c248a7637e3ccb78faa2152769160d2108cdda3d1820e4c'
@@ -121,20 +121,23 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|start\\|>assistant', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-_D0 = regex.compile('<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|channel|>',)
 # open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
-_D1 = regex.compile('(?P<repair_stripped_tokens>^analysis)', regex.DOTALL)
+_D1 = _rt.LazyPattern('(?P<repair_stripped_tokens>^analysis)', scope=globals(), name='_D1')
 # open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-_D2 = regex.compile('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', regex.DOTALL)
+_D2 = _rt.LazyPattern('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', scope=globals(), name='_D2')
 # close of 'content': /'<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>'/
-_D3 = regex.compile('<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>', regex.DOTALL)
+_D3 = _rt.LazyPattern('<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>', scope=globals(), name='_D3')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D3_LEADS = ('<|',)
 # close of 'tool_calls': /'<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>'/
-_D4 = regex.compile('<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>', regex.DOTALL)
+_D4 = _rt.LazyPattern('<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>', scope=globals(), name='_D4')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D4_LEADS = ('<|',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -600,72 +603,68 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         (
             # /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-            (
-                None,
-                ('<', '|', 'c', 'h', 'a', 'n', 'n', 'e', 'l', '|', '>', '\\s', 'a', 'n', 'a', 'l', 'y', 's', 'i', 's', '\\s', '<', '|', 'm', 'e', 's', 's', 'a', 'g', 'e', '|', '>', '<', '|', 'e', 'n', 'd', '|', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 12), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20, 21, 32), (21, 32), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (),
-                    (33,), (34,), (35,), (36,), (37,), (38,), (),
-                ),
-                (31, 38),
-            ),
+            r'[null,'
+            r' ["<", "|", "c", "h", "a", "n", "n", "e", "l", "|", ">", "\\s", "a", "n", "a", "l", "y", "s", "i", "s", "\\s", "<", "|", "m", "e", "s", "s", "a", "g", "e", "|", ">", "<", "|", "e", "n", "d", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11, 12], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20, 21, 32], [21, 32], [22], [23], [24],'
+            r'  [25], [26], [27], [28], [29], [30], [31], [],'
+            r'  [33], [34], [35], [36], [37], [38], []'
+            r' ], [31, 38]]',
             # /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-            (
-                None,
-                ('<', '|', 's', 't', 'a', 'r', 't', '|', '>', '\\s', 'a', 's', 's', 'i', 's', 't', 'a', 'n', 't', '<', '|', 'c', 'h', 'a', 'n', 'n', 'e', 'l', '|', '>', '\\s', 'c', 'o', 'm', 'm', 'e', 'n', 't', 'a', 'r', 'y', '\\s', 't', 'o', '=', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', 's', '.', '[^<\\s]', '\\s', 't', 'o', '=', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', 's', '.', '[^<\\s]', '\\s', '<', '|', 'c', 'h', 'a', 'n', 'n', 'e', 'l', '|', '>', '\\w', '\\s', '<', '|', 'c', 'o', 'n', 's', 't', 'r', 'a', 'i', 'n', '|', '>', '\\w', '\\s', '\\w', '\\s', '<', '|', 'm', 'e', 's', 's', 'a', 'g', 'e', '|', '>', '<', '|', 'e', 'n', 'd', '|', '>'),
-                (0, 19, 41, 42),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9, 10), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19, 41, 42), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30, 31), (31,), (32,),
-                    (33,), (34,), (35,), (36,), (37,), (38,), (39,), (40,),
-                    (41, 42), (41, 42), (43,), (44,), (45,), (46,), (47,), (48,),
-                    (49,), (50,), (51,), (52,), (53,), (54,), (55,), (55, 56, 57, 71, 72, 84, 85, 99, 101, 102, 113),
-                    (56, 57), (58,), (59,), (60,), (61,), (62,), (63,), (64,),
-                    (65,), (66,), (67,), (68,), (69,), (70,), (70, 71, 72, 84, 85, 99, 101, 102, 113), (71, 72),
-                    (73,), (74,), (75,), (76,), (77,), (78,), (79,), (80,),
-                    (81,), (82,), (83,), (83, 84, 85, 99, 101, 102, 113), (84, 85), (86,), (87,), (88,),
-                    (89,), (90,), (91,), (92,), (93,), (94,), (95,), (96,),
-                    (97,), (98,), (98, 101, 102, 113), (99, 100), (100, 101, 102, 113), (101, 102, 113), (103,), (104,),
-                    (105,), (106,), (107,), (108,), (109,), (110,), (111,), (112,),
-                    (), (114,), (115,), (116,), (117,), (118,), (119,), (),
-                ),
-                (112, 119),
-            ),
+            r'[null,'
+            r' ["<", "|", "s", "t", "a", "r", "t", "|", ">", "\\s", "a", "s", "s", "i", "s", "t", "a", "n", "t", "<", "|", "c", "h", "a", "n", "n", "e", "l", "|", ">", "\\s", "c", "o", "m", "m", "e", "n", "t", "a", "r", "y", "\\s", "t", "o", "=", "f", "u", "n", "c", "t", "i", "o", "n", "s", ".", "[^<\\s]", "\\s", "t", "o", "=", "f", "u", "n", "c", "t", "i", "o", "n", "s", ".", "[^<\\s]", "\\s", "<", "|", "c", "h", "a", "n", "n", "e", "l", "|", ">", "\\w", "\\s", "<", "|", "c", "o", "n", "s", "t", "r", "a", "i", "n", "|", ">", "\\w", "\\s", "\\w", "\\s", "<", "|", "m", "e", "s", "s", "a", "g", "e", "|", ">", "<", "|", "e", "n", "d", "|", ">"],'
+            r' [0, 19, 41, 42],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9, 10], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19, 41, 42], [20], [21], [22], [23], [24],'
+            r'  [25], [26], [27], [28], [29], [30, 31], [31], [32],'
+            r'  [33], [34], [35], [36], [37], [38], [39], [40],'
+            r'  [41, 42], [41, 42], [43], [44], [45], [46], [47], [48],'
+            r'  [49], [50], [51], [52], [53], [54], [55], [55, 56, 57, 71, 72, 84, 85, 99, 101, 102, 113],'
+            r'  [56, 57], [58], [59], [60], [61], [62], [63], [64],'
+            r'  [65], [66], [67], [68], [69], [70], [70, 71, 72, 84, 85, 99, 101, 102, 113], [71, 72],'
+            r'  [73], [74], [75], [76], [77], [78], [79], [80],'
+            r'  [81], [82], [83], [83, 84, 85, 99, 101, 102, 113], [84, 85], [86], [87], [88],'
+            r'  [89], [90], [91], [92], [93], [94], [95], [96],'
+            r'  [97], [98], [98, 101, 102, 113], [99, 100], [100, 101, 102, 113], [101, 102, 113], [103], [104],'
+            r'  [105], [106], [107], [108], [109], [110], [111], [112],'
+            r'  [], [114], [115], [116], [117], [118], [119], []'
+            r' ], [112, 119]]',
             # /'<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>'/
-            (
-                None,
-                ('<', '|', 's', 't', 'a', 'r', 't', '|', '>', '\\s', 'a', 's', 's', 'i', 's', 't', 'a', 'n', 't', 'c', 'h', 'a', 'n', 'n', 'e', 'l', '|', '>', '\\s', 'f', 'i', 'n', 'a', 'l', '\\s', '<', '|', 'c', 'o', 'n', 's', 't', 'r', 'a', 'i', 'n', '|', '>', 'j', 's', 'o', 'n', '\\s', '<', '|', 'm', 'e', 's', 's', 'a', 'g', 'e', '|', '>', '<', '|', 'e', 'n', 'd', '|', '>', 'c', 'h', 'a', 'n', 'n', 'e', 'l', '|', '>', 'c', 'o', 'm', 'm', 'e', 'n', 't', 'a', 'r', 'y', '<', '|', 'm', 'e', 's', 's', 'a', 'g', 'e', '|', '>', 'e', 'n', 'd', '|', '>', 'r', 'e', 't', 'u', 'r', 'n', '|', '>', 'c', 'a', 'l', 'l', '|', '>'),
-                (0,),
-                (
-                    (1,), (2, 19, 71, 101, 106, 114), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9, 10), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28, 29), (29,), (30,), (31,), (32,),
-                    (33,), (34, 35, 52, 53, 64), (35,), (36,), (37,), (38,), (39,), (40,),
-                    (41,), (42,), (43,), (44,), (45,), (46,), (47,), (48,),
-                    (49,), (50,), (51,), (53, 64), (53, 64), (54,), (55,), (56,),
-                    (57,), (58,), (59,), (60,), (61,), (62,), (63,), (),
-                    (65,), (66,), (67,), (68,), (69,), (70,), (), (72,),
-                    (73,), (74,), (75,), (76,), (77,), (78,), (79,), (80,),
-                    (81,), (82,), (83,), (84,), (85,), (86,), (87,), (88,),
-                    (89,), (90,), (91,), (92,), (93,), (94,), (95,), (96,),
-                    (97,), (98,), (99,), (100,), (), (102,), (103,), (104,),
-                    (105,), (), (107,), (108,), (109,), (110,), (111,), (112,),
-                    (113,), (), (115,), (116,), (117,), (118,), (119,), (),
-                ),
-                (18, 63, 70, 100, 105, 113, 119),
-            ),
+            r'[null,'
+            r' ["<", "|", "s", "t", "a", "r", "t", "|", ">", "\\s", "a", "s", "s", "i", "s", "t", "a", "n", "t", "c", "h", "a", "n", "n", "e", "l", "|", ">", "\\s", "f", "i", "n", "a", "l", "\\s", "<", "|", "c", "o", "n", "s", "t", "r", "a", "i", "n", "|", ">", "j", "s", "o", "n", "\\s", "<", "|", "m", "e", "s", "s", "a", "g", "e", "|", ">", "<", "|", "e", "n", "d", "|", ">", "c", "h", "a", "n", "n", "e", "l", "|", ">", "c", "o", "m", "m", "e", "n", "t", "a", "r", "y", "<", "|", "m", "e", "s", "s", "a", "g", "e", "|", ">", "e", "n", "d", "|", ">", "r", "e", "t", "u", "r", "n", "|", ">", "c", "a", "l", "l", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2, 19, 71, 101, 106, 114], [3], [4], [5], [6], [7], [8],'
+            r'  [9, 10], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [], [20], [21], [22], [23], [24],'
+            r'  [25], [26], [27], [28, 29], [29], [30], [31], [32],'
+            r'  [33], [34, 35, 52, 53, 64], [35], [36], [37], [38], [39], [40],'
+            r'  [41], [42], [43], [44], [45], [46], [47], [48],'
+            r'  [49], [50], [51], [53, 64], [53, 64], [54], [55], [56],'
+            r'  [57], [58], [59], [60], [61], [62], [63], [],'
+            r'  [65], [66], [67], [68], [69], [70], [], [72],'
+            r'  [73], [74], [75], [76], [77], [78], [79], [80],'
+            r'  [81], [82], [83], [84], [85], [86], [87], [88],'
+            r'  [89], [90], [91], [92], [93], [94], [95], [96],'
+            r'  [97], [98], [99], [100], [], [102], [103], [104],'
+            r'  [105], [], [107], [108], [109], [110], [111], [112],'
+            r'  [113], [], [115], [116], [117], [118], [119], []'
+            r' ], [18, 63, 70, 100, 105, 113, 119]]',
         ),
         # S1
         None,

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/hunyuan.json'
 TEMPLATE_SHA256 = '173606d8ba23303ecb42661a9ad19f7b854777904d36c06c5b4daee1c56c9f5e'
@@ -94,18 +94,21 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<｜hy_Assistant｜>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'reasoning_content': /'<think(?::[^<>\\s]+)?>'/
-_D0 = regex.compile('<think(?::[^<>\\s]+)?>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<think(?::[^<>\\s]+)?>', scope=globals(), name='_D0')
 # open of 'tool_calls': /'<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)'/
-_D1 = regex.compile('<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)', regex.DOTALL)
+_D1 = _rt.LazyPattern('<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)', scope=globals(), name='_D1')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D1_LEADS = ('<tool_call',)
 # close of 'content': /'<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
-_D2 = regex.compile('<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>', regex.DOTALL)
+_D2 = _rt.LazyPattern('<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>', scope=globals(), name='_D2')
 # close of 'reasoning_content': /'</think(?::[^<>\\s]+)?>'/
-_D3 = regex.compile('</think(?::[^<>\\s]+)?>', regex.DOTALL)
+_D3 = _rt.LazyPattern('</think(?::[^<>\\s]+)?>', scope=globals(), name='_D3')
 # close of 'tool_calls': /'</tool_call(?::[^<>\\s]+)?>'/
-_D4 = regex.compile('</tool_call(?::[^<>\\s]+)?>', regex.DOTALL)
+_D4 = _rt.LazyPattern('</tool_call(?::[^<>\\s]+)?>', scope=globals(), name='_D4')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D4_LEADS = ('</tool_call',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -473,75 +476,65 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         (
             # /'<think(?::[^<>\\s]+)?>'/
-            (
-                None,
-                ('<', 't', 'h', 'i', 'n', 'k', ':', '[^<>\\s]', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6, 8), (7,), (7, 8),
-                    (),
-                ),
-                (8,),
-            ),
+            r'[null,'
+            r' ["<", "t", "h", "i", "n", "k", ":", "[^<>\\s]", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6, 8], [7], [7, 8],'
+            r'  []'
+            r' ], [8]]',
             # /'<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)'/
-            (
-                '<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)',
-                ('<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', ':', '[^<>\\s]', '>', '\\s', '[^\\s<]'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10, 12), (11,), (11, 12), (13, 14), (13, 14), (14,),
-                ),
-                (14,),
-            ),
+            r'["<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)",'
+            r' ["<", "t", "o", "o", "l", "_", "c", "a", "l", "l", ":", "[^<>\\s]", ">", "\\s", "[^\\s<]"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10, 12], [11], [11, 12], [13, 14], [13, 14], [14]'
+            r' ], [14]]',
             # /'<｜hy_place▁holder▁no▁2｜>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
-            (
-                None,
-                ('<', '｜', 'h', 'y', '_', 'p', 'l', 'a', 'c', 'e', '▁', 'h', 'o', 'l', 'd', 'e', 'r', '▁', 'n', 'o', '▁', '2', '｜', '>', '/', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', 's', ':', '[^<>\\s]', '>', '/', 't', 'h', 'i', 'n', 'k', ':', '[^<>\\s]', '>'),
-                (0,),
-                (
-                    (1, 24, 25, 38), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,),
-                    (33,), (34,), (35, 37), (36,), (36, 37), (), (39,), (40,),
-                    (41,), (42,), (43,), (44, 46), (45,), (45, 46), (),
-                ),
-                (23, 37, 46),
-            ),
+            r'[null,'
+            r' ["<", "\uff5c", "h", "y", "_", "p", "l", "a", "c", "e", "\u2581", "h", "o", "l", "d", "e", "r", "\u2581", "n", "o", "\u2581", "2", "\uff5c", ">", "/", "t", "o", "o", "l", "_", "c", "a", "l", "l", "s", ":", "[^<>\\s]", ">", "/", "t", "h", "i", "n", "k", ":", "[^<>\\s]", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1, 24, 25, 38], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [23], [],'
+            r'  [25], [26], [27], [28], [29], [30], [31], [32],'
+            r'  [33], [34], [35, 37], [36], [36, 37], [], [39], [40],'
+            r'  [41], [42], [43], [44, 46], [45], [45, 46], []'
+            r' ], [23, 37, 46]]',
         ),
         # S1
         (
             # /'</think(?::[^<>\\s]+)?>'/
-            (
-                None,
-                ('<', '/', 't', 'h', 'i', 'n', 'k', ':', '[^<>\\s]', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7, 9), (8,),
-                    (8, 9), (),
-                ),
-                (9,),
-            ),
+            r'[null,'
+            r' ["<", "/", "t", "h", "i", "n", "k", ":", "[^<>\\s]", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7, 9], [8],'
+            r'  [8, 9], []'
+            r' ], [9]]',
         ),
         # S2
         (
             # /'</tool_call(?::[^<>\\s]+)?>'/
-            (
-                None,
-                ('<', '/', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', ':', '[^<>\\s]', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 13), (12,), (12, 13), (),
-                ),
-                (13,),
-            ),
+            r'[null,'
+            r' ["<", "/", "t", "o", "o", "l", "_", "c", "a", "l", "l", ":", "[^<>\\s]", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11, 13], [12], [12, 13], []'
+            r' ], [13]]',
         ),
     )
     TRANSITIONS = _TRANSITIONS

@@ -27,7 +27,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/hyperclovax_seed_think.json'
 TEMPLATE_SHA256 = '20dc725ea5f26e790bb3ab09ef187e8ac48d33355b3b07a7c84ec0e7c06f7e9a'
@@ -172,14 +172,17 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)'/
-_D0 = regex.compile('<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)', regex.DOTALL)
+_D0 = _rt.LazyPattern('<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<tool_call>',)
 # open of 'json_call_list': /'(?=\\[\\s*\\{\\s*"name")'/
-_D1 = regex.compile('(?=\\[\\s*\\{\\s*"name")', regex.DOTALL)
+_D1 = _rt.LazyPattern('(?=\\[\\s*\\{\\s*"name")', scope=globals(), name='_D1')
 # open of 'json_call': /'(?=\\{\\s*"name")'/
-_D2 = regex.compile('(?=\\{\\s*"name")', regex.DOTALL)
+_D2 = _rt.LazyPattern('(?=\\{\\s*"name")', scope=globals(), name='_D2')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)'/ (compiled when first asked)
@@ -521,21 +524,23 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         (
             # /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)'/
-            (
-                '<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)',
-                ('<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>', '[\\u0020\\u0009\\u000a]', '[^\\s<]'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 12), (11, 12), (12,),
-                ),
-                (12,),
-            ),
+            r'["<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)",'
+            r' ["<", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">", "[\\u0020\\u0009\\u000a]", "[^\\s<]"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11, 12], [11, 12], [12]'
+            r' ], [12]]',
         ),
         # S1
         None,

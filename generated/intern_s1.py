@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('nest', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('nest', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/intern_s1.json'
 TEMPLATE_SHA256 = 'fb288e3a1002906f46113261c03abdc0e77800a3a12449275d3a7ca99de15e94'
@@ -105,8 +105,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<\\|action_start\\|>\\s*<\\|plugin\\|>'/
-_D0 = regex.compile('<\\|action_start\\|>\\s*<\\|plugin\\|>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|action_start\\|>\\s*<\\|plugin\\|>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|action_start|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -435,39 +438,38 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         (
             # /'<\\|action_start\\|>\\s*<\\|plugin\\|>'/
-            (
-                None,
-                ('<', '|', 'a', 'c', 't', 'i', 'o', 'n', '_', 's', 't', 'a', 'r', 't', '|', '>', '\\s', '<', '|', 'p', 'l', 'u', 'g', 'i', 'n', '|', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16, 17),
-                    (16, 17), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (),
-                ),
-                (26,),
-            ),
+            r'[null,'
+            r' ["<", "|", "a", "c", "t", "i", "o", "n", "_", "s", "t", "a", "r", "t", "|", ">", "\\s", "<", "|", "p", "l", "u", "g", "i", "n", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16, 17],'
+            r'  [16, 17], [18], [19], [20], [21], [22], [23], [24],'
+            r'  [25], [26], []'
+            r' ], [26]]',
         ),
         # S1
         (
             # /'<\\|action_start\\|>\\s*<\\|plugin\\|>'/
-            (
-                None,
-                ('<', '|', 'a', 'c', 't', 'i', 'o', 'n', '_', 's', 't', 'a', 'r', 't', '|', '>', '\\s', '<', '|', 'p', 'l', 'u', 'g', 'i', 'n', '|', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16, 17),
-                    (16, 17), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (),
-                ),
-                (26,),
-            ),
+            r'[null,'
+            r' ["<", "|", "a", "c", "t", "i", "o", "n", "_", "s", "t", "a", "r", "t", "|", ">", "\\s", "<", "|", "p", "l", "u", "g", "i", "n", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16, 17],'
+            r'  [16, 17], [18], [19], [20], [21], [22], [23], [24],'
+            r'  [25], [26], []'
+            r' ], [26]]',
         ),
         # S2
         None,

@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/kimi_k2.json'
 TEMPLATE_SHA256 = '462311f6dcb67449a16326074534d097edc6bfbe10aaf32f87448f7dc01c2d16'
@@ -77,8 +77,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_assistant\\|>assistant<\\|im_middle\\|>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>'/
-_D0 = regex.compile('<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|tool_call_begin|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -299,27 +302,29 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         (
             # /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>'/
-            (
-                None,
-                ('<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '_', 'b', 'e', 'g', 'i', 'n', '|', '>', '\\s', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', 's', '.', '[^:<>\\s]', ':', '\\d', '\\s', '<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '_', 'a', 'r', 'g', 'u', 'm', 'e', 'n', 't', '_', 'b', 'e', 'g', 'i', 'n', '|', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19, 20, 30), (19, 20, 30), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (30, 31), (32,),
-                    (32, 33, 34), (33, 34), (35,), (36,), (37,), (38,), (39,), (40,),
-                    (41,), (42,), (43,), (44,), (45,), (46,), (47,), (48,),
-                    (49,), (50,), (51,), (52,), (53,), (54,), (55,), (56,),
-                    (57,), (58,), (59,), (60,), (61,), (),
-                ),
-                (61,),
-            ),
+            r'[null,'
+            r' ["<", "|", "t", "o", "o", "l", "_", "c", "a", "l", "l", "_", "b", "e", "g", "i", "n", "|", ">", "\\s", "f", "u", "n", "c", "t", "i", "o", "n", "s", ".", "[^:<>\\s]", ":", "\\d", "\\s", "<", "|", "t", "o", "o", "l", "_", "c", "a", "l", "l", "_", "a", "r", "g", "u", "m", "e", "n", "t", "_", "b", "e", "g", "i", "n", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19, 20, 30], [19, 20, 30], [21], [22], [23], [24],'
+            r'  [25], [26], [27], [28], [29], [30], [30, 31], [32],'
+            r'  [32, 33, 34], [33, 34], [35], [36], [37], [38], [39], [40],'
+            r'  [41], [42], [43], [44], [45], [46], [47], [48],'
+            r'  [49], [50], [51], [52], [53], [54], [55], [56],'
+            r'  [57], [58], [59], [60], [61], []'
+            r' ], [61]]',
         ),
         # S1
         None,

@@ -28,7 +28,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/kimi_k3.json'
 TEMPLATE_SHA256 = '620df191b9a80e2beb05f214343b11173f7dc84da10f952580159fa538f1d407'
@@ -177,12 +177,15 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|open\\|>message\\ role="assistant"<\\|sep\\|>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'json_tool_call': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>'/
-_D0 = regex.compile('<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|open|>call tool="',)
 # open of 'tool_calls': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>'/
-_D1 = regex.compile('<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>', regex.DOTALL)
+_D1 = _rt.LazyPattern('<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>', scope=globals(), name='_D1')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D1_LEADS = ('<|open|>call tool="',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -806,7 +809,12 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         None,
@@ -817,37 +825,31 @@ class ResponseParser(_rt.StreamParser):
         # S3
         (
             # /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>'/
-            (
-                None,
-                ('<', '|', 'o', 'p', 'e', 'n', '|', '>', 'c', 'a', 'l', 'l', ' ', 't', 'o', 'o', 'l', '=', '"', '[^"]', '"', ' ', 'i', 'n', 'd', 'e', 'x', '=', '"', '[0-9]', '"', '<', '|', 's', 'e', 'p', '|', '>', '<', '|', 'o', 'p', 'e', 'n', '|', '>', 'j', 's', 'o', 'n', ' ', 't', 'y', 'p', 'e', '=', '"', 'o', 'b', 'j', 'e', 'c', 't', '"', '<', '|', 's', 'e', 'p', '|', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19, 20), (19, 20), (21, 31), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29, 30), (29, 30), (31,), (32,),
-                    (33,), (34,), (35,), (36,), (37,), (38,), (39,), (40,),
-                    (41,), (42,), (43,), (44,), (45,), (46,), (47,), (48,),
-                    (49,), (50,), (51,), (52,), (53,), (54,), (55,), (56,),
-                    (57,), (58,), (59,), (60,), (61,), (62,), (63,), (64,),
-                    (65,), (66,), (67,), (68,), (69,), (70,), (),
-                ),
-                (70,),
-            ),
+            r'[null,'
+            r' ["<", "|", "o", "p", "e", "n", "|", ">", "c", "a", "l", "l", " ", "t", "o", "o", "l", "=", "\"", "[^\"]", "\"", " ", "i", "n", "d", "e", "x", "=", "\"", "[0-9]", "\"", "<", "|", "s", "e", "p", "|", ">", "<", "|", "o", "p", "e", "n", "|", ">", "j", "s", "o", "n", " ", "t", "y", "p", "e", "=", "\"", "o", "b", "j", "e", "c", "t", "\"", "<", "|", "s", "e", "p", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19, 20], [19, 20], [21, 31], [22], [23], [24],'
+            r'  [25], [26], [27], [28], [29, 30], [29, 30], [31], [32],'
+            r'  [33], [34], [35], [36], [37], [38], [39], [40],'
+            r'  [41], [42], [43], [44], [45], [46], [47], [48],'
+            r'  [49], [50], [51], [52], [53], [54], [55], [56],'
+            r'  [57], [58], [59], [60], [61], [62], [63], [64],'
+            r'  [65], [66], [67], [68], [69], [70], []'
+            r' ], [70]]',
             # /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>'/
-            (
-                None,
-                ('<', '|', 'o', 'p', 'e', 'n', '|', '>', 'c', 'a', 'l', 'l', ' ', 't', 'o', 'o', 'l', '=', '"', '[^"]', '"', ' ', 'i', 'n', 'd', 'e', 'x', '=', '"', '[0-9]', '"', '<', '|', 's', 'e', 'p', '|', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19, 20), (19, 20), (21, 31), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29, 30), (29, 30), (31,), (32,),
-                    (33,), (34,), (35,), (36,), (37,), (),
-                ),
-                (37,),
-            ),
+            r'[null,'
+            r' ["<", "|", "o", "p", "e", "n", "|", ">", "c", "a", "l", "l", " ", "t", "o", "o", "l", "=", "\"", "[^\"]", "\"", " ", "i", "n", "d", "e", "x", "=", "\"", "[0-9]", "\"", "<", "|", "s", "e", "p", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19, 20], [19, 20], [21, 31], [22], [23], [24],'
+            r'  [25], [26], [27], [28], [29, 30], [29, 30], [31], [32],'
+            r'  [33], [34], [35], [36], [37], []'
+            r' ], [37]]',
         ),
         # S4
         None,

@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lazy-delimiters'))
 
 SOURCE = 'templates/llama3_json.json'
 TEMPLATE_SHA256 = '8911049001ad83b133ab61b0317e29ac8d82c0abeed59f76378efc88008f025b'
@@ -157,12 +157,15 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id\\|>\\\n\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/
-_D0 = regex.compile('(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)', regex.DOTALL)
+_D0 = _rt.LazyPattern('(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)', scope=globals(), name='_D0')
 # close of 'tool_calls': /'\\s*;'/
-_D1 = regex.compile('\\s*;', regex.DOTALL)
+_D1 = _rt.LazyPattern('\\s*;', scope=globals(), name='_D1')
 # close of 'tagged_json_call': /'\\s*;'/
-_D2 = regex.compile('\\s*;', regex.DOTALL)
+_D2 = _rt.LazyPattern('\\s*;', scope=globals(), name='_D2')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/ (compiled when first asked)

@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'lazy-delimiters'))
 
 SOURCE = 'templates/llama4_pythonic.json'
 TEMPLATE_SHA256 = '5dd2140cbb8fd6b115e163b37f8cee0b631d80f1c1b01a112eec25cd93f768d6'
@@ -84,8 +84,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|header_start\\|>assistant<\\|header_end\\|>\\\n\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/
-_D0 = regex.compile('<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|python_start|>', '[')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost

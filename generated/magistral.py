@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/magistral.json'
 TEMPLATE_SHA256 = '2a85bd3192aed958d7ef363d3399a121d9e52860318951eca1bafc4ea783ebd5'
@@ -102,8 +102,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('\\[/TOOL_RESULTS\\]|\\[/INST\\]', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
-_D0 = regex.compile('\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]', regex.DOTALL)
+_D0 = _rt.LazyPattern('\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('[TOOL_CALLS]',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -309,23 +312,25 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         (
             # /'\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/
-            (
-                None,
-                ('[', 'T', 'O', 'O', 'L', '_', 'C', 'A', 'L', 'L', 'S', ']', '[\\w\\.\\-]', '[', 'C', 'A', 'L', 'L', '_', 'I', 'D', ']', '[\\w\\-]', '[', 'A', 'R', 'G', 'S', ']'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (12, 13, 23), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22, 23), (22, 23), (24,),
-                    (25,), (26,), (27,), (28,), (),
-                ),
-                (28,),
-            ),
+            r'[null,'
+            r' ["[", "T", "O", "O", "L", "_", "C", "A", "L", "L", "S", "]", "[\\w\\.\\-]", "[", "C", "A", "L", "L", "_", "I", "D", "]", "[\\w\\-]", "[", "A", "R", "G", "S", "]"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [12, 13, 23], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22, 23], [22, 23], [24],'
+            r'  [25], [26], [27], [28], []'
+            r' ], [28]]',
         ),
         # S1
         None,

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern'))
+_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/minicpm4.json'
 TEMPLATE_SHA256 = '1b46c0128ea9843412b595b74f871f374a02277c2d9d7712295a58ba2711537a'
@@ -99,8 +99,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>'/
-_D0 = regex.compile('<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>', scope=globals(), name='_D0')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>'/ (compiled when first asked)
@@ -360,22 +363,24 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         (
             # /'<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>'/
-            (
-                None,
-                ('<', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', '\\s', 'n', 'a', 'm', 'e', '=', '["\']', '[^"\']', '["\']', '[^>]', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (9, 10), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (16, 17), (18, 19), (18, 19), (),
-                ),
-                (19,),
-            ),
+            r'[null,'
+            r' ["<", "f", "u", "n", "c", "t", "i", "o", "n", "\\s", "n", "a", "m", "e", "=", "[\"\u0027]", "[^\"\u0027]", "[\"\u0027]", "[^>]", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [9, 10], [11], [12], [13], [14], [15], [16],'
+            r'  [16, 17], [18, 19], [18, 19], []'
+            r' ], [19]]',
         ),
         # S1
         None,

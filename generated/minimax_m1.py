@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lazy-delimiters'))
 
 SOURCE = 'templates/minimax_m1.json'
 TEMPLATE_SHA256 = '3fbd0ae05ee260026d1e5a35462e4ff14c00658ee74535c35bd02629411b6e72'
@@ -121,8 +121,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<beginning_of_sentence>ai\\ name=assistant\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'(?=\\{)'/
-_D0 = regex.compile('(?=\\{)', regex.DOTALL)
+_D0 = _rt.LazyPattern('(?=\\{)', scope=globals(), name='_D0')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'(?=\\{)'/ (compiled when first asked)

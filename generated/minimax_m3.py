@@ -27,7 +27,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/minimax_m3.json'
 TEMPLATE_SHA256 = 'a59eb77faed6d30b94d567e11910dc9304e69efe3a43f1d7f483c63dc166ef22'
@@ -124,8 +124,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('\\]\\~b\\]ai\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">'/
-_D0 = regex.compile('\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">', regex.DOTALL)
+_D0 = _rt.LazyPattern('\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = (']<]minimax[>[<invoke name="',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -482,7 +485,12 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         None,
@@ -491,18 +499,15 @@ class ResponseParser(_rt.StreamParser):
         # S2
         (
             # /'\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">'/
-            (
-                None,
-                (']', '<', ']', 'm', 'i', 'n', 'i', 'm', 'a', 'x', '[', '>', '[', '<', 'i', 'n', 'v', 'o', 'k', 'e', ' ', 'n', 'a', 'm', 'e', '=', '"', '[^"]', '"', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27, 28), (27, 28), (29,), (),
-                ),
-                (29,),
-            ),
+            r'[null,'
+            r' ["]", "<", "]", "m", "i", "n", "i", "m", "a", "x", "[", ">", "[", "<", "i", "n", "v", "o", "k", "e", " ", "n", "a", "m", "e", "=", "\"", "[^\"]", "\"", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [23], [24],'
+            r'  [25], [26], [27, 28], [27, 28], [29], []'
+            r' ], [29]]',
         ),
         # S3
         None,

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lazy-delimiters'))
 
 SOURCE = 'templates/olmo3.json'
 TEMPLATE_SHA256 = '8c7a5e78e2608b76930ecfaccba024d9dc2a9eb3a9a893c55aef06c47f08562c'
@@ -104,8 +104,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'(?=[A-Za-z_])'/
-_D0 = regex.compile('(?=[A-Za-z_])', regex.DOTALL)
+_D0 = _rt.LazyPattern('(?=[A-Za-z_])', scope=globals(), name='_D0')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'(?=[A-Za-z_])'/ (compiled when first asked)

@@ -27,7 +27,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/plamo3.json'
 TEMPLATE_SHA256 = 'ec5fa5bac00b423f3e4bda289bffeaf670a0bab01699ff8e4139faa7fc98ef4f'
@@ -134,8 +134,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('(?s)\\A(?:(?!<\\|plamo:begin_think:plamo\\|>\\Z).)*', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>'/
-_D0 = regex.compile('<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -594,7 +597,12 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         None,
@@ -605,35 +613,32 @@ class ResponseParser(_rt.StreamParser):
         # S3
         (
             # /'<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>'/
-            (
-                None,
-                ('<', '|', 'p', 'l', 'a', 'm', 'o', ':', 'b', 'e', 'g', 'i', 'n', '_', 't', 'o', 'o', 'l', '_', 'r', 'e', 'q', 'u', 'e', 's', 't', ':', 'p', 'l', 'a', 'm', 'o', '|', '>', '<', '|', 'p', 'l', 'a', 'm', 'o', ':', 'b', 'e', 'g', 'i', 'n', '_', 't', 'o', 'o', 'l', '_', 'n', 'a', 'm', 'e', ':', 'p', 'l', 'a', 'm', 'o', '|', '>', '[\\s\\S]', '<', '|', 'p', 'l', 'a', 'm', 'o', ':', 'e', 'n', 'd', '_', 't', 'o', 'o', 'l', '_', 'n', 'a', 'm', 'e', ':', 'p', 'l', 'a', 'm', 'o', '|', '>', '<', '|', 'p', 'l', 'a', 'm', 'o', ':', 'b', 'e', 'g', 'i', 'n', '_', 't', 'o', 'o', 'l', '_', 'a', 'r', 'g', 'u', 'm', 'e', 'n', 't', 's', ':', 'p', 'l', 'a', 'm', 'o', '|', '>', '<', '|', 'p', 'l', 'a', 'm', 'o', ':', 'c', 'o', 'n', 's', 't', 'r', 'a', 'i', 'n', '|', '>', 'j', 's', 'o', 'n', '<', '|', 'p', 'l', 'a', 'm', 'o', ':', 'm', 's', 'g', '|', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,),
-                    (33,), (34,), (35,), (36,), (37,), (38,), (39,), (40,),
-                    (41,), (42,), (43,), (44,), (45,), (46,), (47,), (48,),
-                    (49,), (50,), (51,), (52,), (53,), (54,), (55,), (56,),
-                    (57,), (58,), (59,), (60,), (61,), (62,), (63,), (64,),
-                    (65, 66), (65, 66), (67,), (68,), (69,), (70,), (71,), (72,),
-                    (73,), (74,), (75,), (76,), (77,), (78,), (79,), (80,),
-                    (81,), (82,), (83,), (84,), (85,), (86,), (87,), (88,),
-                    (89,), (90,), (91,), (92,), (93,), (94,), (95,), (96,),
-                    (97,), (98,), (99,), (100,), (101,), (102,), (103,), (104,),
-                    (105,), (106,), (107,), (108,), (109,), (110,), (111,), (112,),
-                    (113,), (114,), (115,), (116,), (117,), (118,), (119,), (120,),
-                    (121,), (122,), (123,), (124,), (125,), (126,), (127,), (128,),
-                    (129,), (130,), (131,), (132,), (133,), (134,), (135,), (136,),
-                    (137,), (138,), (139,), (140,), (141,), (142,), (143,), (144,),
-                    (145,), (146,), (147,), (148,), (149,), (150,), (151,), (152,),
-                    (153,), (154,), (155,), (156,), (157,), (158,), (159,), (160,),
-                    (161,), (162,), (163,), (164,), (165,), (166,), (),
-                ),
-                (166,),
-            ),
+            r'[null,'
+            r' ["<", "|", "p", "l", "a", "m", "o", ":", "b", "e", "g", "i", "n", "_", "t", "o", "o", "l", "_", "r", "e", "q", "u", "e", "s", "t", ":", "p", "l", "a", "m", "o", "|", ">", "<", "|", "p", "l", "a", "m", "o", ":", "b", "e", "g", "i", "n", "_", "t", "o", "o", "l", "_", "n", "a", "m", "e", ":", "p", "l", "a", "m", "o", "|", ">", "[\\s\\S]", "<", "|", "p", "l", "a", "m", "o", ":", "e", "n", "d", "_", "t", "o", "o", "l", "_", "n", "a", "m", "e", ":", "p", "l", "a", "m", "o", "|", ">", "<", "|", "p", "l", "a", "m", "o", ":", "b", "e", "g", "i", "n", "_", "t", "o", "o", "l", "_", "a", "r", "g", "u", "m", "e", "n", "t", "s", ":", "p", "l", "a", "m", "o", "|", ">", "<", "|", "p", "l", "a", "m", "o", ":", "c", "o", "n", "s", "t", "r", "a", "i", "n", "|", ">", "j", "s", "o", "n", "<", "|", "p", "l", "a", "m", "o", ":", "m", "s", "g", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [23], [24],'
+            r'  [25], [26], [27], [28], [29], [30], [31], [32],'
+            r'  [33], [34], [35], [36], [37], [38], [39], [40],'
+            r'  [41], [42], [43], [44], [45], [46], [47], [48],'
+            r'  [49], [50], [51], [52], [53], [54], [55], [56],'
+            r'  [57], [58], [59], [60], [61], [62], [63], [64],'
+            r'  [65, 66], [65, 66], [67], [68], [69], [70], [71], [72],'
+            r'  [73], [74], [75], [76], [77], [78], [79], [80],'
+            r'  [81], [82], [83], [84], [85], [86], [87], [88],'
+            r'  [89], [90], [91], [92], [93], [94], [95], [96],'
+            r'  [97], [98], [99], [100], [101], [102], [103], [104],'
+            r'  [105], [106], [107], [108], [109], [110], [111], [112],'
+            r'  [113], [114], [115], [116], [117], [118], [119], [120],'
+            r'  [121], [122], [123], [124], [125], [126], [127], [128],'
+            r'  [129], [130], [131], [132], [133], [134], [135], [136],'
+            r'  [137], [138], [139], [140], [141], [142], [143], [144],'
+            r'  [145], [146], [147], [148], [149], [150], [151], [152],'
+            r'  [153], [154], [155], [156], [157], [158], [159], [160],'
+            r'  [161], [162], [163], [164], [165], [166], []'
+            r' ], [166]]',
         ),
         # S4
         None,

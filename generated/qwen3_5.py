@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('defer', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('defer', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/qwen3_5.json'
 TEMPLATE_SHA256 = 'dd5da31d0c8319d66fbd9fd94d1eb93d3af325e09706ee552a4e9fa027ba4a26'
@@ -99,8 +99,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
-_D0 = regex.compile('<tool_call>\\s*<function=(?P<name>[^>\\s]+)>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<tool_call>\\s*<function=(?P<name>[^>\\s]+)>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<tool_call>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -442,37 +445,36 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         (
             # /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
-            (
-                None,
-                ('<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>', '\\s', '<', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', '=', '[^>\\s]', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 12), (11, 12), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (22, 23), (),
-                ),
-                (23,),
-            ),
+            r'[null,'
+            r' ["<", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">", "\\s", "<", "f", "u", "n", "c", "t", "i", "o", "n", "=", "[^>\\s]", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11, 12], [11, 12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [22, 23], []'
+            r' ], [23]]',
         ),
         # S1
         (
             # /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
-            (
-                None,
-                ('<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>', '\\s', '<', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', '=', '[^>\\s]', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 12), (11, 12), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (22, 23), (),
-                ),
-                (23,),
-            ),
+            r'[null,'
+            r' ["<", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">", "\\s", "<", "f", "u", "n", "c", "t", "i", "o", "n", "=", "[^>\\s]", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11, 12], [11, 12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [22, 23], []'
+            r' ], [23]]',
         ),
         # S2
         None,

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/seed_oss.json'
 TEMPLATE_SHA256 = '3d3ba0ee82f08d39348044ba2fcb7c7f15c7815a97f393ad10ec5a2c8399a5d5'
@@ -94,8 +94,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<seed:bos>assistant\\\n|</seed:think>', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
-_D0 = regex.compile('<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<seed:tool_call>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -356,23 +359,25 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         (
             # /'<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
-            (
-                None,
-                ('<', 's', 'e', 'e', 'd', ':', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>', '\\s', '<', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', '=', '[^>\\s]', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16, 17),
-                    (16, 17), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (27, 28), (),
-                ),
-                (28,),
-            ),
+            r'[null,'
+            r' ["<", "s", "e", "e", "d", ":", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">", "\\s", "<", "f", "u", "n", "c", "t", "i", "o", "n", "=", "[^>\\s]", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16, 17],'
+            r'  [16, 17], [18], [19], [20], [21], [22], [23], [24],'
+            r'  [25], [26], [27], [27, 28], []'
+            r' ], [28]]',
         ),
         # S1
         None,

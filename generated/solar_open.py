@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search'))
+_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/solar_open.json'
 TEMPLATE_SHA256 = 'aca53d4f0c3ccd92383c3b874611664ae7f9aec6036cb86e542620ef77213cfb'
@@ -100,8 +100,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|begin\\|>assistant', regex.DOTALL)
+# The regex delimiters are compiled when first searched (an import compiles none of them): each
+# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
+# module's globals() on that first search.
 # open of 'tool_calls': /'<\\|tool_call:begin\\|>[^<]*<\\|tool_call:name\\|>(?P<name>[^<]*)<\\|tool_call:args\\|>'/
-_D0 = regex.compile('<\\|tool_call:begin\\|>[^<]*<\\|tool_call:name\\|>(?P<name>[^<]*)<\\|tool_call:args\\|>', regex.DOTALL)
+_D0 = _rt.LazyPattern('<\\|tool_call:begin\\|>[^<]*<\\|tool_call:name\\|>(?P<name>[^<]*)<\\|tool_call:args\\|>', scope=globals(), name='_D0')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|tool_call:begin|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -427,27 +430,29 @@ class ResponseParser(_rt.StreamParser):
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
     # text starts a live match of one of them and completes none, or is a complete match of such a
-    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
     HOLD_REGEX = (
         # S0
         (
             # /'<\\|tool_call:begin\\|>[^<]*<\\|tool_call:name\\|>(?P<name>[^<]*)<\\|tool_call:args\\|>'/
-            (
-                None,
-                ('<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', ':', 'b', 'e', 'g', 'i', 'n', '|', '>', '[^<]', '<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', ':', 'n', 'a', 'm', 'e', '|', '>', '[^<]', '<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', ':', 'a', 'r', 'g', 's', '|', '>'),
-                (0,),
-                (
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19, 20), (19, 20), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,),
-                    (33,), (34,), (35,), (36,), (37,), (38, 39), (38, 39), (40,),
-                    (41,), (42,), (43,), (44,), (45,), (46,), (47,), (48,),
-                    (49,), (50,), (51,), (52,), (53,), (54,), (55,), (56,),
-                    (),
-                ),
-                (56,),
-            ),
+            r'[null,'
+            r' ["<", "|", "t", "o", "o", "l", "_", "c", "a", "l", "l", ":", "b", "e", "g", "i", "n", "|", ">", "[^<]", "<", "|", "t", "o", "o", "l", "_", "c", "a", "l", "l", ":", "n", "a", "m", "e", "|", ">", "[^<]", "<", "|", "t", "o", "o", "l", "_", "c", "a", "l", "l", ":", "a", "r", "g", "s", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19, 20], [19, 20], [21], [22], [23], [24],'
+            r'  [25], [26], [27], [28], [29], [30], [31], [32],'
+            r'  [33], [34], [35], [36], [37], [38, 39], [38, 39], [40],'
+            r'  [41], [42], [43], [44], [45], [46], [47], [48],'
+            r'  [49], [50], [51], [52], [53], [54], [55], [56],'
+            r'  []'
+            r' ], [56]]',
         ),
         # S1
         None,

@@ -16,15 +16,23 @@ DFA states are dicts: character -> next state (or :data:`STOP`); key None holds 
 are shared by every parser of the module (the tables are per class) and only grow with distinct
 characters seen in held text: at most :data:`MAX_EDGES` entries per state, :data:`MAX_STATES`
 states and :data:`MAX_CHARS` classified characters are kept (past that they are recomputed).
+
+A module writes each automaton as one JSON string constant (compiler/emit.py ``_held_rows``): a
+literal tuple of a few hundred small tuples cost gpt_oss 4 ms of bytecode compile per cold import,
+a string constant next to nothing. A parser class makes its :class:`HeldRegex` objects with
+``lazy=True``: they keep the strings as they are, and ``StreamParser._held_regex`` has them
+decoded (:func:`automaton_table`) and their tests compiled (:meth:`HeldRegex.build`) the first
+time text is held in that state, so an import pays neither (issue 14, import time).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import regex
 
-__all__ = ["HeldRegex", "STOP"]
+__all__ = ["HeldRegex", "STOP", "automaton_table"]
 
 #: what a step returns when the scanner must run (the start at ``pos`` died, or a match completed)
 STOP = False
@@ -36,28 +44,74 @@ MAX_CHARS = 2048
 MAX_STATES = 1024
 
 
+def automaton_table(entry: Any) -> tuple:
+    """One delimiter's entry of ``HOLD_REGEX`` as ``(edge, tests, first, follow, last)``.
+
+    Args:
+        entry (str | tuple): the JSON text a generated module holds, ``[edge, tests, first,
+            follow, last]`` (``edge`` a string or null, ``tests`` strings, the others integers
+            and lists of integers), or that tuple itself (returned as it is).
+
+    Returns:
+        tuple: ``(str | None, tuple[str, ...], tuple[int, ...], tuple[tuple[int, ...], ...],
+        tuple[int, ...])``, what :class:`HeldRegex` takes.
+
+    Raises:
+        ValueError: the text is not JSON of that shape (a module not made by respc); the
+            message quotes its start.
+    """
+    if not isinstance(entry, str):
+        return entry
+    try:
+        edge, tests, first, follow, last = json.loads(entry)
+        return edge, tuple(tests), tuple(first), tuple(tuple(row) for row in follow), tuple(last)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"HOLD_REGEX entry {entry[:60]!r}... is not [edge, tests, first, follow, last] "
+                         f"JSON: {exc}") from None
+
+
 class HeldRegex:
     """The lazily built DFA of one state's position automata (see the module docstring).
 
     Args:
-        *automata (tuple): per delimiter ``(edge, tests, first, follow, last)``: its pattern
-            when a complete match can go on (else None); per position its test (a literal
+        *automata (str | tuple): per delimiter ``(edge, tests, first, follow, last)``, or that
+            as the JSON text of a generated module (:func:`automaton_table`): its pattern when
+            a complete match can go on (else None); per position its test (a literal
             character, or a ``regex`` source of two characters or more matching one
             character); the positions a match starts with; per position, those that may come
             next; those a match may end with. Positions are numbered from 0 in each.
+        lazy (bool): only keep ``automata``; :meth:`build` decodes and compiles them (and sets
+            ``start``), as ``StreamParser._held_regex`` does the first time text is held.
 
     Raises:
-        regex.error: a test or ``edge`` pattern does not compile (a module not made by respc).
+        ValueError: an entry is not such JSON; regex.error: a test or ``edge`` pattern does not
+        compile (both: a module not made by respc; with ``lazy``, raised by :meth:`build`).
 
     Attributes:
-        start (dict): the DFA state of an empty held text.
-        edges (tuple[regex.Pattern, ...]): the ``edge`` patterns, compiled with DOTALL.
+        start (dict | None): the DFA state of an empty held text (None until built).
+        edges (tuple[regex.Pattern, ...]): the ``edge`` patterns, compiled with DOTALL (set when
+            built).
     """
 
-    __slots__ = ("_tests", "_literals", "_first", "_follow", "_last", "_owner", "_chars", "_states", "start",
-                 "edges")
+    # No __getattr__ here: a class with one is not specialised by CPython's attribute caches,
+    # and start/edges/_chars are read per chunk (+0.4% instructions per gpt_oss parse measured)
+    __slots__ = ("_automata", "_tests", "_literals", "_first", "_follow", "_last", "_owner", "_chars", "_states",
+                 "start", "edges")
 
-    def __init__(self, *automata: tuple) -> None:
+    def __init__(self, *automata: str | tuple, lazy: bool = False) -> None:
+        #: the entries as given, until build replaces them by the tables (then None)
+        self._automata: tuple | None = automata
+        self.start: dict | None = None
+        if not lazy:
+            self.build()
+
+    def build(self) -> dict:
+        """Decode and compile the tables if not done yet; return :attr:`start`."""
+        if self._automata is not None:
+            self._build(self._automata)
+        return self.start
+
+    def _build(self, automata: tuple) -> None:
         compiled: dict[str, Any] = {}
         tests: list = []
         literals: dict[str, set[int]] = {}
@@ -66,7 +120,8 @@ class HeldRegex:
         last: set[int] = set()
         owner: list[int] = []
         edges: list = []
-        for index, (edge, t, f, nxt, end) in enumerate(automata):
+        for index, entry in enumerate(automata):
+            edge, t, f, nxt, end = automaton_table(entry)
             if edge is not None:
                 edges.append(regex.compile(edge, regex.DOTALL))
             base = len(owner)
@@ -98,6 +153,7 @@ class HeldRegex:
         #: (live, later, done) -> its DFA state
         self._states: dict[tuple, dict] = {}
         self.start = self._state(frozenset(range(-len(first), 0)), frozenset(), frozenset())
+        self._automata = None
 
     def run(self, d: Any, text: str) -> Any:
         """The DFA state after reading ``text`` from state ``d`` (:data:`STOP` stays STOP)."""

@@ -94,7 +94,7 @@ RUNTIME_ABI = 2
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
 FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs",
-                      "lead-search", "lazy-pattern", "fast-heads"})
+                      "lead-search", "lazy-pattern", "held-json", "lazy-delimiters", "fast-heads"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
 OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
@@ -261,23 +261,47 @@ def to_text(value: Any, tokenizer: Any, what: str) -> str:
 
 class LazyPattern:
     """A ``regex`` pattern (``regex.DOTALL``) compiled when it is first used: a generated module's
-    D2 probes and factor back-searches, which most parses never ask, so importing the module
-    compiles only its delimiters (gpt_oss: its five probes were 4 of the 9 ms of its import).
+    delimiters, D2 probes and factor back-searches, so importing the module compiles none of them
+    (issue 14: gpt_oss's five probes were 4 of the 9 ms of its import, later its six delimiters 4
+    of the 4.5 ms its code took to run); a parse compiles those it searches.
 
     ``search``, ``match`` and ``fullmatch`` take the compiled pattern's arguments and return what
     it returns; the first call compiles and puts the compiled pattern's own methods on the
-    instance, so later calls cost what a compiled pattern's do.
+    instance. With ``scope`` and ``name`` (a module's delimiters: ``scope`` is the module's
+    ``globals()``, ``name`` the global holding this object) the compiled pattern also replaces
+    the object there, so the module's scanners then search the compiled pattern itself (a call
+    through this object costs some 250 more instructions, measured with cachegrind).
 
     Args:
         source (str): the pattern.
+        flags (int): its ``regex`` flags (``regex.DOTALL`` unless told; errors="recover"'s stray
+            closer search compiles an open pattern without it, ``StreamParser._STRAY``).
+        scope (dict | None): where ``name`` is bound to this object, rebound to the compiled
+            pattern by the first use.
+        name (str | None): that global's name (required with ``scope``).
+
+    Raises:
+        ValueError: ``scope`` without ``name``.
     """
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, flags: int = regex.DOTALL, *, scope: dict | None = None,
+                 name: str | None = None) -> None:
+        if scope is not None and not name:
+            raise ValueError(f"LazyPattern({source!r}): scope without the name of its global")
         self.pattern = source
+        self.flags = flags
+        self._scope = scope
+        self._name = name
+        self._compiled: Any = None
 
     def _compile(self) -> Any:
-        compiled = regex.compile(self.pattern, regex.DOTALL)
-        self.search, self.match, self.fullmatch = compiled.search, compiled.match, compiled.fullmatch
+        # also reached after the first use through a method taken before it (lead_search's match)
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = regex.compile(self.pattern, self.flags)
+            self.search, self.match, self.fullmatch = compiled.search, compiled.match, compiled.fullmatch
+            if self._scope is not None and self._scope.get(self._name) is self:
+                self._scope[self._name] = compiled
         return compiled
 
     def search(self, *args: Any, **kwargs: Any) -> Any:
@@ -509,9 +533,10 @@ class StreamParser:
     #: per state: None, or ``(class characters, literal)`` per watched delimiter that is a run of
     #: the class then the literal (compiler/automaton.py ``HoldRun``); empty: none anywhere
     HOLD_RUNS: tuple = ()
-    #: per state: None, or per eligible regex delimiter ``(edge, tests, first, follow, last)``: its
-    #: position automaton, read while it is pending instead of scanning (compiler/held.py,
-    #: runtime/held.py); empty: none anywhere
+    #: per state: None, or per eligible regex delimiter ``(edge, tests, first, follow, last)``
+    #: (a tuple, or its JSON text as generated modules write it, runtime/held.py
+    #: ``automaton_table``): its position automaton, read while it is pending instead of scanning
+    #: (compiler/held.py, runtime/held.py); empty: none anywhere
     HOLD_REGEX: tuple = ()
     #: ``(closer, open_pattern, field)`` per literal close of an explicit field (compiler/emit.py
     #: ``_stray_closers``): errors="recover" reports a closer with no opener in a text region
@@ -537,7 +562,8 @@ class StreamParser:
     _KNOWN: tuple = ()
     #: per field: its declared-repair group names (REPAIR_GROUP), empty for most
     _REPAIRS: tuple = ()
-    #: STRAY_CLOSERS with the open patterns compiled
+    #: STRAY_CLOSERS with the open patterns as LazyPattern (without DOTALL; only errors="recover"
+    #: searches them, so an import does not compile them)
     _STRAY: tuple = ()
     #: per state: HOLD_RUNS as ``(frozenset of class characters, literal, {last character: its
     #: proper prefixes ending with it})``, or None
@@ -558,8 +584,9 @@ class StreamParser:
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
         cls._KNOWN = tuple(triggers is not None for triggers, _ in cls.FAST_PATH)
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
-        cls._STRAY = tuple((closer, regex.compile(pattern), field) for closer, pattern, field in cls.STRAY_CLOSERS)
-        cls._HELD = tuple(None if table is None else HeldRegex(*table)
+        cls._STRAY = tuple((closer, LazyPattern(pattern, 0), field) for closer, pattern, field in cls.STRAY_CLOSERS)
+        # HeldRegex decodes and compiles its tables when first built (_held_regex; runtime/held.py)
+        cls._HELD = tuple(None if table is None else HeldRegex(*table, lazy=True)
                           for table in (cls.HOLD_REGEX or (None,) * len(cls.FAST_PATH)))
         cls._FAST = tuple((triggers, _heads(triggers, heads)) for triggers, heads in cls.FAST_PATH)
 
@@ -974,6 +1001,8 @@ class StreamParser:
             return False  # nothing was held
         else:
             d = held.start
+            if d is None:  # the first text held in this state: decode the tables now
+                d = held.build()
             text = new[pos:]
         if d is not STOP:
             step = held.step

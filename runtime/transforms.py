@@ -40,6 +40,7 @@ the template. Substituted values are the scope's own objects (not copies), as in
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -348,10 +349,18 @@ def make_field_processor(
             filled; :class:`UnknownPlaceholderError` (also a ``KeyError``) when its root name is
             not in the scope. The message starts with the field name.
     """
-    parse = make_content_parser(content, content_args)
+    # The content parser (and its errors="recover" repair) is built on first use: an import builds
+    # every field's processor, and some parsers compile a regex then (xml-inline's tag_pattern:
+    # 0.5 ms on dots, issue 14), while a parse closes few of the fields. The arguments are read
+    # as they are now (a copy), as make_content_parser would.
+    args = copy.deepcopy(content_args)
+    parse: Callable[[str], Any] | None = None
     prefix = f"Field {field!r}: "
 
     def parse_body(body: str) -> Any:
+        nonlocal parse
+        if parse is None:
+            parse = make_content_parser(content, args)
         try:
             return parse(body)
         except ContentParseError as exc:
@@ -375,12 +384,16 @@ def make_field_processor(
             return finish(parse_body(body), captures, body)
 
     record = PARSERS.get(content)
-    fix = record.repair(content_args) if record is not None and record.repair is not None else None
+    repairs = record is not None and record.repair is not None
+    fix: Callable[[str], Any] | None = None
 
     def repair(body: str, captures: dict, parsed: bool = False) -> tuple[Any, list[str]] | None:
         """errors="recover" (runtime/repair.py): ``(value, notes)`` of a repaired body, or None
         when nothing could be repaired; ``parsed``: the strict parse succeeded (only parsers whose
         record says ``repair_on_success`` are asked then). Raises as ``process`` does."""
+        nonlocal fix
+        if fix is None and repairs:
+            fix = record.repair(args)
         got = fix(body) if fix is not None else None
         if got is None:
             if parsed:
@@ -398,7 +411,7 @@ def make_field_processor(
     # read by respc.openai to stream xml-inline parameters as they are written (issue 9)
     process.content_parser = content
     process.content_args = content_args
-    process.repair_on_success = bool(record is not None and record.repair_on_success and fix is not None)
+    process.repair_on_success = bool(repairs and record.repair_on_success)
     return process
 
 

@@ -11,6 +11,7 @@ from respc.compiler.automaton import build_automaton, classify_pattern, example_
 from respc.compiler.load import LoadedTemplate
 from respc.compiler.validate import validate
 from respc.runtime import lead_search, literal_hold
+from support import REPO
 
 
 def _automaton(document: dict):
@@ -283,6 +284,48 @@ def test_lazy_pattern_compiles_once_and_answers_as_compiled():
     assert LazyPattern("a+").match("aab").span() == (0, 2) and LazyPattern("a").fullmatch("ab") is None
     with pytest.raises(TypeError):
         LazyPattern("a").search(3)
+
+
+def test_lazy_delimiter_replaces_its_global_on_first_use():
+    """A module's regex delimiter (``_D0 = LazyPattern(..., scope=globals(), name="_D0")``): an
+    import compiles nothing; the first search compiles the pattern, answers as it does, and
+    leaves the compiled pattern itself in the global (so scanners then search it directly). A
+    global bound to something else by then is left alone; scope without a name is refused."""
+    from respc.runtime import LazyPattern
+
+    scope: dict = {}
+    scope["_D0"] = lazy = LazyPattern(r"<a>(?P<n>\d+)", scope=scope, name="_D0")
+    assert lazy._compiled is None and isinstance(scope["_D0"], LazyPattern)
+    match = lazy.match  # taken before the first use, as lead_search does
+    assert lazy.search("x <a>12", 0, partial=True).span() == (2, 7)
+    assert isinstance(scope["_D0"], regex.Pattern) and scope["_D0"] is lazy._compiled
+    assert scope["_D0"].pattern == r"<a>(?P<n>\d+)" and scope["_D0"].flags & regex.DOTALL
+    assert match("<a>3").group("n") == "3" and scope["_D0"] is lazy._compiled  # compiled once
+    scope["_D1"] = "other"
+    LazyPattern("b", scope=scope, name="_D1").search("b")
+    assert scope["_D1"] == "other"
+    with pytest.raises(ValueError, match="scope without the name of its global"):
+        LazyPattern("c", scope=scope)
+
+
+def test_module_import_compiles_no_delimiter(monkeypatch):
+    """Importing gpt_oss's generated module compiles only its start anchor (issue 14, import
+    time); its first parse compiles the delimiters it searches, with the events as before."""
+    import types
+
+    from respc.compiler.api import compile_source
+
+    compiled = compile_source(REPO / "templates" / "gpt_oss.json")
+    seen: list[str] = []
+    compile_ = regex.compile
+    monkeypatch.setattr(regex, "compile", lambda p, *a, **k: seen.append(p) or compile_(p, *a, **k))
+    module = types.ModuleType("lazy_gpt_oss")
+    exec(compile(compiled.source, "<gpt_oss>", "exec"), module.__dict__)
+    assert seen == [compiled.template.start_anchor.pattern]
+    text = "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>final<|message|>Hi"
+    assert module.parse_response(text, prefix="<|start|>assistant") == {
+        "role": "assistant", "reasoning_content": "hm", "content": "Hi"}
+    assert isinstance(module._D0, regex.Pattern) and len(seen) > 1
 
 
 @pytest.mark.parametrize("pattern, text", [

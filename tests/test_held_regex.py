@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+import types
 
 import pytest
 import regex
@@ -28,8 +29,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import respc
-from respc.compiler.held import MAX_POSITIONS, position_automaton
-from respc.runtime.held import STOP, HeldRegex
+from respc.compiler.api import compile_source
+from respc.compiler.held import MAX_POSITIONS, held_plan, position_automaton
+from respc.runtime import LazyPattern
+from respc.runtime.held import STOP, HeldRegex, automaton_table
 from support import REPO
 
 FAMILY_DIR = REPO / "tests" / "cases" / "families"
@@ -48,9 +51,10 @@ def _cases(name: str) -> list[dict]:
 
 
 def _patterns(module) -> list[str]:
-    """The regex delimiters compiled by a generated module (its ``_D<k>`` globals)."""
+    """The regex delimiters of a generated module (its ``_D<k>`` globals: a LazyPattern until
+    first searched, then the compiled pattern)."""
     return [v.pattern for k, v in sorted(vars(module).items())
-            if k.startswith("_D") and k[2:].isdigit() and isinstance(v, regex.Pattern)]
+            if k.startswith("_D") and k[2:].isdigit() and isinstance(v, (regex.Pattern, LazyPattern))]
 
 
 HELD_NAMES = [n for n in NAMES if any(t is not None for t in _module(n).ResponseParser.HOLD_REGEX)]
@@ -211,6 +215,11 @@ CUSTOM = {
     "two-openers": ({"start_anchor": "A", "fields": {"x": {"open_pattern": r"<x \w+>", "close": "</x>"},
                                 "y": {"open_pattern": r"(?:<x a>)?<y>", "close": "</y>"}, "content": {}}},
                     ["<x ", "a>", "b>", "<y>", "</x>", "</y>", "<", "x", " "]),
+    # quotes, a backslash, non-ASCII and U+2028 in the tables' JSON text (compiler/emit.py _raw_literal)
+    "quoted": ({"start_anchor": "A", "fields": {"x": {"open_pattern": "<c n='(?P<n>[^'\"\\\\]+)'\u2028\u00e9\\\\>",
+                                                      "close": ";", "transform": {"n": "{n}", "c": "{content}"}},
+                                                "content": {}}},
+               ["<c n='", "a\"", "b'", "'\u2028", "\u00e9\\", ">", "x;", "<c n='q'", "\u2028\u00e9\\>", ";", "<"]),
 }
 
 
@@ -287,7 +296,7 @@ def test_glm_name_in_small_chunks_is_not_scanned():
     character and held while the name may go on (its match ends at the buffer edge): those chunks
     take the anchored match, not the scan (HeldRegex.edges); the events are the scan's."""
     module = _module("glm4_5")
-    assert any(t is not None and t[0][0] is not None for t in module.ResponseParser.HOLD_REGEX)
+    assert any(t is not None and automaton_table(t[0])[0] is not None for t in module.ResponseParser.HOLD_REGEX)
     calls: list = []
     counted, general = _counted(module, calls)
     text = "<tool_call>get_current_weather_in_a_city\n<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>"
@@ -443,3 +452,46 @@ def test_caches_full_changes_nothing(name, monkeypatch):
             for chunks in list(_chunkings(text, rng))[:3]:
                 errors = ("strict", "recover")[(k % VARIANTS + k // VARIANTS) % 2]
                 assert _outcome(module.ResponseParser, "", chunks, errors) == _outcome(general, "", chunks, errors)
+
+
+@pytest.mark.parametrize("key", ["quoted", *HELD_NAMES])
+def test_tables_are_json_text_decoded_on_first_use(key):
+    """A module writes each automaton as one JSON string constant (an import compiles no tuple
+    of tables); decoded, it is the compiler's own table, and a parser class decodes it and
+    compiles its tests only when text is first held in that state."""
+    template = CUSTOM[key][0] if key in CUSTOM else REPO / "templates" / f"{key}.json"
+    compiled = compile_source(template)
+    module = types.ModuleType("held_json_" + key)  # not respc.compile_template's cached module
+    exec(compile(compiled.source, f"<{key}>", "exec"), module.__dict__)
+    plan = held_plan(compiled.automaton)
+    assert len(module.ResponseParser.HOLD_REGEX) == len(plan)
+    for entry, tables in zip(module.ResponseParser.HOLD_REGEX, plan):
+        if tables is None:
+            assert entry is None
+            continue
+        assert all(isinstance(text, str) for text in entry)
+        assert [automaton_table(text) for text in entry] == [
+            (t.pattern if t.extends else None, t.tests, t.first, t.follow, t.last) for t in tables]
+    held = [h for h in module.ResponseParser._HELD if h is not None]
+    assert held and all(h._automata is not None for h in held)  # nothing decoded by the import
+    if key == "quoted":  # outside, the opener's start is held: state 0's tables are read
+        parser = module.ResponseParser("A")
+        for chunk in ("text ", "<c n='"):  # nothing held before either chunk: scanned, not decoded
+            parser.feed(chunk)
+            assert module.ResponseParser._HELD[0]._automata is not None
+        parser.feed("a")  # "<c n='" is held: read by the automaton, so decoded
+        assert module.ResponseParser._HELD[0]._automata is None
+        assert module.ResponseParser._HELD[0].run(module.ResponseParser._HELD[0].start, "<c n='a") is not STOP
+
+
+def test_bad_table_text_is_a_clear_error():
+    """JSON of another shape (a module not made by respc) fails on first use, naming the entry."""
+    held = HeldRegex('[null, ["a"], [0]]', lazy=True)
+    assert held.start is None
+    with pytest.raises(ValueError, match=r"HOLD_REGEX entry '\[null, \[\"a\"\], \[0\]\]'\.\.\. is not "
+                                         r"\[edge, tests, first, follow, last\] JSON"):
+        held.build()
+    with pytest.raises(ValueError, match="is not"):
+        HeldRegex('{"a": 1}')
+    built = HeldRegex('[null, ["a"], [0], [[]], [0]]')
+    assert built.start is not None and built.build() is built.start and built.run(built.start, "a") is STOP

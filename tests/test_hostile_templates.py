@@ -168,11 +168,20 @@ def _assert_inert(source: str) -> None:
     identifiers = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     identifiers |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     assert identifiers & FORBIDDEN_IDENTIFIERS == set()
+    # globals() only as the scope of a lazy delimiter bound to the compiler's own _D<k> name
+    scoped = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "_rt.LazyPattern"
+              and any(k.arg == "scope" for k in n.keywords)]
+    for call in scoped:
+        keywords = {k.arg: k.value for k in call.keywords}
+        assert ast.unparse(keywords["scope"]) == "globals()" and set(keywords) == {"scope", "name"}
+        assert isinstance(keywords["name"], ast.Constant) and re.fullmatch(r"_D\d+", keywords["name"].value)
+    assert sum(1 for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "globals") == len(scoped)
     # every call in the module is to a known function
     callees = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     assert callees <= {"_rt.check_abi", "_rt.make_field_processor", "_rt.Region", "_rt.Edge", "_rt.make_boundary",
                        "regex.compile", "frozenset", "len", "float", "buf.find", "m.span", "m.start", "q.start",
-                       "j.start", "literal_hold", "ResponseParser", "_rt.parse_many", "_rt.lead_search", "_rt.LazyPattern"} | {
+                       "j.start", "literal_hold", "ResponseParser", "_rt.parse_many", "_rt.lead_search", "_rt.LazyPattern",
+                       "globals"} | {
         c for c in callees if re.fullmatch(r"_[DPB]\d+L?\.(search|fullmatch|match)", c)}, callees
 
 

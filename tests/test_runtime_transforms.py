@@ -143,6 +143,25 @@ def test_processor_content_overrides_a_group_named_content():
     assert process(" body ", {"content": "group"}) == "body"
 
 
+def test_processor_builds_its_content_parser_on_first_use(monkeypatch):
+    """Building a processor (what a module's import does per field) compiles no tag_pattern; the
+    first body, and the first errors="recover" repair, build the parser from the arguments as
+    they were when the processor was made."""
+    import regex as regex_module
+
+    seen: list[str] = []
+    compile_ = regex_module.compile
+    monkeypatch.setattr(regex_module, "compile", lambda p, *a, **k: seen.append(p) or compile_(p, *a, **k))
+    args = {"tag_pattern": r"<p=(?P<key>\w+)>(?P<value>.*?)</p>"}
+    process = make_field_processor("call", "xml-inline", args, None, False, ())
+    assert seen == [] and process.repair_on_success is True
+    args["tag_pattern"] = "changed"
+    assert process("<p=a>1</p><p=b>2</p>", {}) == {"a": "1", "b": "2"}
+    assert seen == [r"<p=(?P<key>\w+)>(?P<value>.*?)</p>"]
+    assert process.repair("<p=a>1<p=b>2</p>", {}) == ({"a": "1", "b": "2"}, [
+        "missing '</p>' added before the next '<p='"])
+
+
 def test_D4_close_group_in_scope():
     # The caller merges open and close groupdicts; a close group reaches the transform.
     process = make_field_processor("content", "text", {}, {"text": "{content}", "why": "{why}"}, False, ("why",))
