@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'fast-heads'))
+_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'fast-heads', 'held-json'))
 
 SOURCE = 'templates/apertus.json'
 TEMPLATE_SHA256 = 'b0d6a9e60030fe50eb869e3a98c98ade6c8dba9b9f9252989e6c07741a1f903f'
@@ -330,6 +330,67 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|a', '<|i', '<|t'))),
         ('<', frozenset(('<|i',))),
         ('<', frozenset(('<|t',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<\\|inner_prefix\\|>'/
+            r'[null,'
+            r' ["<", "|", "i", "n", "n", "e", "r", "_", "p", "r", "e", "f", "i", "x", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], []'
+            r' ], [15]]',
+            # /'<\\|tools_prefix\\|>'/
+            r'[null,'
+            r' ["<", "|", "t", "o", "o", "l", "s", "_", "p", "r", "e", "f", "i", "x", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], []'
+            r' ], [15]]',
+            # /'<\\|assistant_end\\|>'/
+            r'[null,'
+            r' ["<", "|", "a", "s", "s", "i", "s", "t", "a", "n", "t", "_", "e", "n", "d", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  []'
+            r' ], [16]]',
+        ),
+        # S1
+        (
+            # /'<\\|inner_suffix\\|>'/
+            r'[null,'
+            r' ["<", "|", "i", "n", "n", "e", "r", "_", "s", "u", "f", "f", "i", "x", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], []'
+            r' ], [15]]',
+        ),
+        # S2
+        (
+            # /'<\\|tools_suffix\\|>'/
+            r'[null,'
+            r' ["<", "|", "t", "o", "o", "l", "s", "_", "s", "u", "f", "f", "i", "x", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], []'
+            r' ], [15]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 6

@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('fast-heads',))
+_rt.check_abi(2, __name__, ('fast-heads', 'held-json'))
 
 SOURCE = 'templates/apriel_1_5.json'
 TEMPLATE_SHA256 = 'f3bd6d8ecf6382a91d59008366a9bba90e91245656fa3383085fc24a8273581b'
@@ -396,6 +396,77 @@ class ResponseParser(_rt.StreamParser):
         ('<H[', frozenset(('</s', '<th', '<to', '<|e', 'Her', '[BE', '[EN'))),
         ('<[', frozenset(('</t', '[BE'))),
         ('<', frozenset(('</t',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'Here\\ are\\ my\\ reasoning\\ steps:|<thinking>'/
+            r'[null,'
+            r' ["H", "e", "r", "e", " ", "a", "r", "e", " ", "m", "y", " ", "r", "e", "a", "s", "o", "n", "i", "n", "g", " ", "s", "t", "e", "p", "s", ":", "<", "t", "h", "i", "n", "k", "i", "n", "g", ">"],'
+            r' [0, 28],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [23], [24],'
+            r'  [25], [26], [27], [], [29], [30], [31], [32],'
+            r'  [33], [34], [35], [36], [37], []'
+            r' ], [27, 37]]',
+            # /'<tool_calls>'/
+            r'[null,'
+            r' ["<", "t", "o", "o", "l", "_", "c", "a", "l", "l", "s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], []'
+            r' ], [11]]',
+            # /'\\[BEGIN\\ FINAL\\ RESPONSE\\]|\\[END\\ FINAL\\ RESPONSE\\]|<\\|end\\|>|</s>'/
+            r'[null,'
+            r' ["[", "B", "E", "G", "I", "N", " ", "F", "I", "N", "A", "L", " ", "R", "E", "S", "P", "O", "N", "S", "E", "]", "[", "E", "N", "D", " ", "F", "I", "N", "A", "L", " ", "R", "E", "S", "P", "O", "N", "S", "E", "]", "<", "|", "e", "n", "d", "|", ">", "<", "/", "s", ">"],'
+            r' [0, 22, 42, 49],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [], [23], [24],'
+            r'  [25], [26], [27], [28], [29], [30], [31], [32],'
+            r'  [33], [34], [35], [36], [37], [38], [39], [40],'
+            r'  [41], [], [43], [44], [45], [46], [47], [48],'
+            r'  [], [50], [51], [52], []'
+            r' ], [21, 41, 48, 52]]',
+        ),
+        # S1
+        (
+            # /'\\[BEGIN\\ FINAL\\ RESPONSE\\]|</thinking>'/
+            r'[null,'
+            r' ["[", "B", "E", "G", "I", "N", " ", "F", "I", "N", "A", "L", " ", "R", "E", "S", "P", "O", "N", "S", "E", "]", "<", "/", "t", "h", "i", "n", "k", "i", "n", "g", ">"],'
+            r' [0, 22],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [], [23], [24],'
+            r'  [25], [26], [27], [28], [29], [30], [31], [32],'
+            r'  []'
+            r' ], [21, 32]]',
+        ),
+        # S2
+        (
+            # /'</tool_calls>'/
+            r'[null,'
+            r' ["<", "/", "t", "o", "o", "l", "_", "c", "a", "l", "l", "s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], []'
+            r' ], [12]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11

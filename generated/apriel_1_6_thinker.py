@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('fast-heads',))
+_rt.check_abi(2, __name__, ('fast-heads', 'held-json'))
 
 SOURCE = 'templates/apriel_1_6_thinker.json'
 TEMPLATE_SHA256 = '846b01b0b58903397814cc9c43756d8e2907e5b4c1d3bfe5eceeb27ba9e70dd4'
@@ -315,6 +315,68 @@ class ResponseParser(_rt.StreamParser):
         ('<H', frozenset(('<to', '<|e', 'Her'))),
         ('[', frozenset(('[BE',))),
         ('<', frozenset(('</t',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'Here\\ are\\ my\\ reasoning\\ steps:'/
+            r'[null,'
+            r' ["H", "e", "r", "e", " ", "a", "r", "e", " ", "m", "y", " ", "r", "e", "a", "s", "o", "n", "i", "n", "g", " ", "s", "t", "e", "p", "s", ":"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [23], [24],'
+            r'  [25], [26], [27], []'
+            r' ], [27]]',
+            # /'<tool_calls>'/
+            r'[null,'
+            r' ["<", "t", "o", "o", "l", "_", "c", "a", "l", "l", "s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], []'
+            r' ], [11]]',
+            # /'<\\|end\\|>'/
+            r'[null,'
+            r' ["<", "|", "e", "n", "d", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], []'
+            r' ], [6]]',
+        ),
+        # S1
+        (
+            # /'\\[BEGIN\\ FINAL\\ RESPONSE\\]'/
+            r'[null,'
+            r' ["[", "B", "E", "G", "I", "N", " ", "F", "I", "N", "A", "L", " ", "R", "E", "S", "P", "O", "N", "S", "E", "]"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], []'
+            r' ], [21]]',
+        ),
+        # S2
+        (
+            # /'</tool_calls>'/
+            r'[null,'
+            r' ["<", "/", "t", "o", "o", "l", "_", "c", "a", "l", "l", "s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], []'
+            r' ], [12]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 5

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads',))
+_rt.check_abi(2, __name__, ('fast-heads', 'held-json'))
 
 SOURCE = 'templates/cohere.json'
 TEMPLATE_SHA256 = '6b9f70c5add6eefb208e3b6d7b5f9aba43464d81475cc802769ff7c78b9faf1c'
@@ -378,6 +378,76 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|E', '<|S'))),
         ('<', frozenset(('<|E',))),
         ('<', frozenset(('<|E',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<\\|START_THINKING\\|>'/
+            r'[null,'
+            r' ["<", "|", "S", "T", "A", "R", "T", "_", "T", "H", "I", "N", "K", "I", "N", "G", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], []'
+            r' ], [17]]',
+            # /'<\\|START_ACTION\\|>'/
+            r'[null,'
+            r' ["<", "|", "S", "T", "A", "R", "T", "_", "A", "C", "T", "I", "O", "N", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], []'
+            r' ], [15]]',
+            # /'<\\|END_OF_TURN_TOKEN\\|>|<\\|START_RESPONSE\\|>|<\\|END_RESPONSE\\|>|<\\|END_THINKING\\|>|<\\|START_TEXT\\|>|<\\|END_TEXT\\|>'/
+            r'[null,'
+            r' ["<", "|", "E", "N", "D", "_", "O", "F", "_", "T", "U", "R", "N", "_", "T", "O", "K", "E", "N", "|", ">", "S", "T", "A", "R", "T", "_", "R", "E", "S", "P", "O", "N", "S", "E", "|", ">", "E", "N", "D", "_", "R", "E", "S", "P", "O", "N", "S", "E", "|", ">", "E", "N", "D", "_", "T", "H", "I", "N", "K", "I", "N", "G", "|", ">", "S", "T", "A", "R", "T", "_", "T", "E", "X", "T", "|", ">", "E", "N", "D", "_", "T", "E", "X", "T", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2, 21, 37, 51, 65, 77], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [], [22], [23], [24],'
+            r'  [25], [26], [27], [28], [29], [30], [31], [32],'
+            r'  [33], [34], [35], [36], [], [38], [39], [40],'
+            r'  [41], [42], [43], [44], [45], [46], [47], [48],'
+            r'  [49], [50], [], [52], [53], [54], [55], [56],'
+            r'  [57], [58], [59], [60], [61], [62], [63], [64],'
+            r'  [], [66], [67], [68], [69], [70], [71], [72],'
+            r'  [73], [74], [75], [76], [], [78], [79], [80],'
+            r'  [81], [82], [83], [84], [85], [86], []'
+            r' ], [20, 36, 50, 64, 76, 86]]',
+        ),
+        # S1
+        (
+            # /'<\\|END_THINKING\\|>'/
+            r'[null,'
+            r' ["<", "|", "E", "N", "D", "_", "T", "H", "I", "N", "K", "I", "N", "G", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], []'
+            r' ], [15]]',
+        ),
+        # S2
+        (
+            # /'<\\|END_ACTION\\|>'/
+            r'[null,'
+            r' ["<", "|", "E", "N", "D", "_", "A", "C", "T", "I", "O", "N", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], []'
+            r' ], [13]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11

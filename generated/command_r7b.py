@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads',))
+_rt.check_abi(2, __name__, ('fast-heads', 'held-json'))
 
 SOURCE = 'templates/command_r7b.json'
 TEMPLATE_SHA256 = '9d6f59cf7e9f76779b8147525f46c2ef908a8261ea3c1c6f86562bcd7301d4bd'
@@ -384,6 +384,76 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|C', '<|E', '<|S'))),
         ('<', frozenset(('<|E',))),
         ('<', frozenset(('<|E',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<\\|START_THINKING\\|>'/
+            r'[null,'
+            r' ["<", "|", "S", "T", "A", "R", "T", "_", "T", "H", "I", "N", "K", "I", "N", "G", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], []'
+            r' ], [17]]',
+            # /'<\\|START_ACTION\\|>'/
+            r'[null,'
+            r' ["<", "|", "S", "T", "A", "R", "T", "_", "A", "C", "T", "I", "O", "N", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], []'
+            r' ], [15]]',
+            # /'<\\|START_OF_TURN_TOKEN\\|>|<\\|END_OF_TURN_TOKEN\\|>|<\\|START_RESPONSE\\|>|<\\|CHATBOT_TOKEN\\|>|<\\|END_RESPONSE\\|>'/
+            r'[null,'
+            r' ["<", "|", "S", "T", "A", "R", "T", "_", "O", "F", "_", "T", "U", "R", "N", "_", "T", "O", "K", "E", "N", "|", ">", "E", "N", "D", "_", "O", "F", "_", "T", "U", "R", "N", "_", "T", "O", "K", "E", "N", "|", ">", "S", "T", "A", "R", "T", "_", "R", "E", "S", "P", "O", "N", "S", "E", "|", ">", "C", "H", "A", "T", "B", "O", "T", "_", "T", "O", "K", "E", "N", "|", ">", "E", "N", "D", "_", "R", "E", "S", "P", "O", "N", "S", "E", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2, 23, 42, 58, 73], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [], [24],'
+            r'  [25], [26], [27], [28], [29], [30], [31], [32],'
+            r'  [33], [34], [35], [36], [37], [38], [39], [40],'
+            r'  [41], [], [43], [44], [45], [46], [47], [48],'
+            r'  [49], [50], [51], [52], [53], [54], [55], [56],'
+            r'  [57], [], [59], [60], [61], [62], [63], [64],'
+            r'  [65], [66], [67], [68], [69], [70], [71], [72],'
+            r'  [], [74], [75], [76], [77], [78], [79], [80],'
+            r'  [81], [82], [83], [84], [85], [86], []'
+            r' ], [22, 41, 57, 72, 86]]',
+        ),
+        # S1
+        (
+            # /'<\\|END_THINKING\\|>'/
+            r'[null,'
+            r' ["<", "|", "E", "N", "D", "_", "T", "H", "I", "N", "K", "I", "N", "G", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], []'
+            r' ], [15]]',
+        ),
+        # S2
+        (
+            # /'<\\|END_ACTION\\|>'/
+            r'[null,'
+            r' ["<", "|", "E", "N", "D", "_", "A", "C", "T", "I", "O", "N", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], []'
+            r' ], [13]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 10

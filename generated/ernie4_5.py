@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/ernie4_5.json'
 TEMPLATE_SHA256 = 'b0d91c449a6e37bd6205907b8f911cf51489a33dad0fc7096b44ca6599a658ca'
@@ -359,6 +359,61 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</', '<r', '<t', '<|'))),
         ('<', frozenset(('</t',))),
         ('<', frozenset(('</t',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<tool_call>'/
+            r'[null,'
+            r' ["<", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], []'
+            r' ], [10]]',
+            # /'<\\|end_of_sentence\\|>|</response>|<response>|</s>'/
+            r'[null,'
+            r' ["<", "|", "e", "n", "d", "_", "o", "f", "_", "s", "e", "n", "t", "e", "n", "c", "e", "|", ">", "/", "r", "e", "s", "p", "o", "n", "s", "e", ">", "r", "e", "s", "p", "o", "n", "s", "e", ">", "/", "s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1, 19, 29, 38], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [], [20], [21], [22], [23], [24],'
+            r'  [25], [26], [27], [28], [], [30], [31], [32],'
+            r'  [33], [34], [35], [36], [37], [], [39], [40],'
+            r'  []'
+            r' ], [18, 28, 37, 40]]',
+        ),
+        # S1
+        (
+            # /'</think>'/
+            r'[null,'
+            r' ["<", "/", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], []'
+            r' ], [7]]',
+        ),
+        # S2
+        (
+            # /'</tool_call>'/
+            r'[null,'
+            r' ["<", "/", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], []'
+            r' ], [11]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 10

@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('defer', 'reject', 'typed-roles', 'empty-none', 'fast-heads'))
+_rt.check_abi(2, __name__, ('defer', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'held-json'))
 
 SOURCE = 'templates/exaone4.json'
 TEMPLATE_SHA256 = '27dfe93ea17b38e21568542cd840295a1fb0041f2cd138758433291c62c64b6d'
@@ -328,6 +328,73 @@ class ResponseParser(_rt.StreamParser):
         ('<[', frozenset(('</t', '<th', '<to', '[|e'))),
         ('<', frozenset(('</t', '<to'))),
         ('<', frozenset(('</t',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<think>'/
+            r'[null,'
+            r' ["<", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], []'
+            r' ], [6]]',
+            # /'<tool_call>'/
+            r'[null,'
+            r' ["<", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], []'
+            r' ], [10]]',
+            # /'\\[\\|endofturn\\|\\]|</think>'/
+            r'[null,'
+            r' ["[", "|", "e", "n", "d", "o", "f", "t", "u", "r", "n", "|", "]", "<", "/", "t", "h", "i", "n", "k", ">"],'
+            r' [0, 13],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [], [14], [15], [16],'
+            r'  [17], [18], [19], [20], []'
+            r' ], [12, 20]]',
+        ),
+        # S1
+        (
+            # /'</think>'/
+            r'[null,'
+            r' ["<", "/", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], []'
+            r' ], [7]]',
+            # /'<tool_call>'/
+            r'[null,'
+            r' ["<", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], []'
+            r' ], [10]]',
+        ),
+        # S2
+        (
+            # /'</tool_call>'/
+            r'[null,'
+            r' ["<", "/", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], []'
+            r' ], [11]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 8

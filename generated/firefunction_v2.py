@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/firefunction_v2.json'
 TEMPLATE_SHA256 = 'f6bb74e2102c609e96a54d57d1df71953b749d943210a984f8fee93a38af9390'
@@ -319,6 +319,44 @@ class ResponseParser(_rt.StreamParser):
     FAST_PATH = (
         ('<f', frozenset(('<|e', '<|s', 'fun'))),
         ('<', frozenset(('<|e',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<\\|start_header_id\\|>assistant<\\|end_header_id\\|>|<\\|eot_id\\|>'/
+            r'[null,'
+            r' ["<", "|", "s", "t", "a", "r", "t", "_", "h", "e", "a", "d", "e", "r", "_", "i", "d", "|", ">", "a", "s", "s", "i", "s", "t", "a", "n", "t", "<", "|", "e", "n", "d", "_", "h", "e", "a", "d", "e", "r", "_", "i", "d", "|", ">", "e", "o", "t", "_", "i", "d", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2, 45], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [23], [24],'
+            r'  [25], [26], [27], [28], [29], [30], [31], [32],'
+            r'  [33], [34], [35], [36], [37], [38], [39], [40],'
+            r'  [41], [42], [43], [44], [], [46], [47], [48],'
+            r'  [49], [50], [51], [52], []'
+            r' ], [44, 52]]',
+        ),
+        # S1
+        (
+            # /'<\\|eot_id\\|>'/
+            r'[null,'
+            r' ["<", "|", "e", "o", "t", "_", "i", "d", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], []'
+            r' ], [9]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 6

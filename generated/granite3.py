@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'held-json'))
 
 SOURCE = 'templates/granite3.json'
 TEMPLATE_SHA256 = 'e074478f6942e9e7ba706ec8ab89045b0de9fb0e4fd090c5d50378a2688f1544'
@@ -398,6 +398,68 @@ class ResponseParser(_rt.StreamParser):
         ('<H', frozenset(('</t', 'Her'))),
         ('', frozenset(())),
         (None, frozenset(('</t',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'Here\\ is\\ my\\ thought\\ process:|<think>'/
+            r'[null,'
+            r' ["H", "e", "r", "e", " ", "i", "s", " ", "m", "y", " ", "t", "h", "o", "u", "g", "h", "t", " ", "p", "r", "o", "c", "e", "s", "s", ":", "<", "t", "h", "i", "n", "k", ">"],'
+            r' [0, 27],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [23], [24],'
+            r'  [25], [26], [], [28], [29], [30], [31], [32],'
+            r'  [33], []'
+            r' ], [26, 33]]',
+            # /'<\\|tool_call\\|>|<tool_call>'/
+            r'[null,'
+            r' ["<", "|", "t", "o", "o", "l", "_", "c", "a", "l", "l", "|", ">", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1, 13], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22], []'
+            r' ], [12, 22]]',
+            # /'<\\|end_of_text\\|>|</response>|<response>'/
+            r'[null,'
+            r' ["<", "|", "e", "n", "d", "_", "o", "f", "_", "t", "e", "x", "t", "|", ">", "/", "r", "e", "s", "p", "o", "n", "s", "e", ">", "r", "e", "s", "p", "o", "n", "s", "e", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1, 15, 25], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [23], [24],'
+            r'  [], [26], [27], [28], [29], [30], [31], [32],'
+            r'  [33], []'
+            r' ], [14, 24, 33]]',
+        ),
+        # S1
+        (
+            # /'Here\\ is\\ my\\ response:|</think>'/
+            r'[null,'
+            r' ["H", "e", "r", "e", " ", "i", "s", " ", "m", "y", " ", "r", "e", "s", "p", "o", "n", "s", "e", ":", "<", "/", "t", "h", "i", "n", "k", ">"],'
+            r' [0, 20],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [], [21], [22], [23], [24],'
+            r'  [25], [26], [27], []'
+            r' ], [19, 27]]',
+        ),
+        # S2
+        None,
+        # S3
+        None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11

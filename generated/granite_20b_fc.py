@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'held-json'))
 
 SOURCE = 'templates/granite_20b_fc.json'
 TEMPLATE_SHA256 = '5a90d9f9b3e112d6daaefe28ff9fbe032b7687c7c746b745c8eec58156a13ca0'
@@ -198,6 +198,38 @@ class ResponseParser(_rt.StreamParser):
     FAST_PATH = (
         ('<', frozenset(('<fu', '<|e'))),
         ('', frozenset(())),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<function_call>'/
+            r'[null,'
+            r' ["<", "f", "u", "n", "c", "t", "i", "o", "n", "_", "c", "a", "l", "l", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], []'
+            r' ], [14]]',
+            # /'<\\|endoftext\\|>'/
+            r'[null,'
+            r' ["<", "|", "e", "n", "d", "o", "f", "t", "e", "x", "t", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], []'
+            r' ], [12]]',
+        ),
+        # S1
+        None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 2

@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads',))
+_rt.check_abi(2, __name__, ('fast-heads', 'held-json'))
 
 SOURCE = 'templates/hermes2pro.json'
 TEMPLATE_SHA256 = 'd6244c768f7176f857b81dc0fdecec864f10c876aaae9c158b2bc9e9be7a110d'
@@ -235,6 +235,48 @@ class ResponseParser(_rt.StreamParser):
     FAST_PATH = (
         ('<', frozenset(('<to', '<|e', '<|i'))),
         ('<', frozenset(('</t',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<tool_call>'/
+            r'[null,'
+            r' ["<", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], []'
+            r' ], [10]]',
+            # /'<\\|endoftext\\|>|<\\|im_end\\|>'/
+            r'[null,'
+            r' ["<", "|", "e", "n", "d", "o", "f", "t", "e", "x", "t", "|", ">", "i", "m", "_", "e", "n", "d", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2, 13], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [], [14], [15], [16],'
+            r'  [17], [18], [19], [20], []'
+            r' ], [12, 20]]',
+        ),
+        # S1
+        (
+            # /'</tool_call>'/
+            r'[null,'
+            r' ["<", "/", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], []'
+            r' ], [11]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 5

@@ -26,7 +26,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('fast-heads',))
+_rt.check_abi(2, __name__, ('fast-heads', 'held-json'))
 
 SOURCE = 'templates/hunyuan_a13b.json'
 TEMPLATE_SHA256 = 'ac62d3da7f89fbb5033f5ed0d9c6f47138a4e4bc1a863b6fea0ece990824c5d0'
@@ -312,6 +312,66 @@ class ResponseParser(_rt.StreamParser):
         ('<助', frozenset(('</a', '<an', '<th', '<to', '<|e', '助手：'))),
         ('<', frozenset(('</t',))),
         ('<', frozenset(('</t',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<think>'/
+            r'[null,'
+            r' ["<", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], []'
+            r' ], [6]]',
+            # /'<tool_calls>'/
+            r'[null,'
+            r' ["<", "t", "o", "o", "l", "_", "c", "a", "l", "l", "s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], []'
+            r' ], [11]]',
+            # /'</answer>|<answer>|<\\|eos\\|>|助手：'/
+            r'[null,'
+            r' ["<", "/", "a", "n", "s", "w", "e", "r", ">", "<", "a", "n", "s", "w", "e", "r", ">", "<", "|", "e", "o", "s", "|", ">", "\u52a9", "\u624b", "\uff1a"],'
+            r' [0, 9, 17, 24],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [], [18], [19], [20], [21], [22], [23], [],'
+            r'  [25], [26], []'
+            r' ], [8, 16, 23, 26]]',
+        ),
+        # S1
+        (
+            # /'</think>'/
+            r'[null,'
+            r' ["<", "/", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], []'
+            r' ], [7]]',
+        ),
+        # S2
+        (
+            # /'</tool_calls>'/
+            r'[null,'
+            r' ["<", "/", "t", "o", "o", "l", "_", "c", "a", "l", "l", "s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], []'
+            r' ], [12]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 9

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/inkling.json'
 TEMPLATE_SHA256 = '69ae971a904c126d97596734a0245e3f66cc44cde91f93aeba1df51c19a23aa7'
@@ -451,6 +451,72 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|',))),
         ('<', frozenset(('<|c', '<|e'))),
         ('<', frozenset(('<|e',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<\\|content_thinking\\|>'/
+            r'[null,'
+            r' ["<", "|", "c", "o", "n", "t", "e", "n", "t", "_", "t", "h", "i", "n", "k", "i", "n", "g", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], []'
+            r' ], [19]]',
+            # /'<\\|content_model_end_sampling\\|>|<\\|message_model\\|>|<\\|content_text\\|>|<\\|end_message\\|>'/
+            r'[null,'
+            r' ["<", "|", "c", "o", "n", "t", "e", "n", "t", "_", "m", "o", "d", "e", "l", "_", "e", "n", "d", "_", "s", "a", "m", "p", "l", "i", "n", "g", "|", ">", "m", "e", "s", "s", "a", "g", "e", "_", "m", "o", "d", "e", "l", "|", ">", "c", "o", "n", "t", "e", "n", "t", "_", "t", "e", "x", "t", "|", ">", "e", "n", "d", "_", "m", "e", "s", "s", "a", "g", "e", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2, 30, 45, 59], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [23], [24],'
+            r'  [25], [26], [27], [28], [29], [], [31], [32],'
+            r'  [33], [34], [35], [36], [37], [38], [39], [40],'
+            r'  [41], [42], [43], [44], [], [46], [47], [48],'
+            r'  [49], [50], [51], [52], [53], [54], [55], [56],'
+            r'  [57], [58], [], [60], [61], [62], [63], [64],'
+            r'  [65], [66], [67], [68], [69], [70], [71], []'
+            r' ], [29, 44, 58, 71]]',
+        ),
+        # S1
+        (
+            # /'<\\|content_model_end_sampling\\|>|<\\|content_text\\|>|<\\|end_message\\|>'/
+            r'[null,'
+            r' ["<", "|", "c", "o", "n", "t", "e", "n", "t", "_", "m", "o", "d", "e", "l", "_", "e", "n", "d", "_", "s", "a", "m", "p", "l", "i", "n", "g", "|", ">", "c", "o", "n", "t", "e", "n", "t", "_", "t", "e", "x", "t", "|", ">", "e", "n", "d", "_", "m", "e", "s", "s", "a", "g", "e", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2, 30, 44], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [23], [24],'
+            r'  [25], [26], [27], [28], [29], [], [31], [32],'
+            r'  [33], [34], [35], [36], [37], [38], [39], [40],'
+            r'  [41], [42], [43], [], [45], [46], [47], [48],'
+            r'  [49], [50], [51], [52], [53], [54], [55], [56],'
+            r'  []'
+            r' ], [29, 43, 56]]',
+        ),
+        # S2
+        (
+            # /'<\\|end_message\\|>'/
+            r'[null,'
+            r' ["<", "|", "e", "n", "d", "_", "m", "e", "s", "s", "a", "g", "e", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], []'
+            r' ], [14]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 13

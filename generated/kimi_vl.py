@@ -25,7 +25,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('fast-heads',))
+_rt.check_abi(2, __name__, ('fast-heads', 'held-json'))
 
 SOURCE = 'templates/kimi_vl.json'
 TEMPLATE_SHA256 = '2ee175861d75d488270e2d9254e6d5789d421050f2e4e038479d94fd7db6bf1f'
@@ -212,6 +212,46 @@ class ResponseParser(_rt.StreamParser):
     FAST_PATH = (
         ('<◁', frozenset(('<|i', '◁/t', '◁th'))),
         ('◁', frozenset(('◁/t',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'◁think▷'/
+            r'[null,'
+            r' ["\u25c1", "t", "h", "i", "n", "k", "\u25b7"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], []'
+            r' ], [6]]',
+            # /'<\\|im_end\\|>|◁/think▷'/
+            r'[null,'
+            r' ["<", "|", "i", "m", "_", "e", "n", "d", "|", ">", "\u25c1", "/", "t", "h", "i", "n", "k", "\u25b7"],'
+            r' [0, 10],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [], [11], [12], [13], [14], [15], [16],'
+            r'  [17], []'
+            r' ], [9, 17]]',
+        ),
+        # S1
+        (
+            # /'◁/think▷'/
+            r'[null,'
+            r' ["\u25c1", "/", "t", "h", "i", "n", "k", "\u25b7"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], []'
+            r' ], [7]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 4

@@ -27,7 +27,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'fast-heads'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'held-json'))
 
 SOURCE = 'templates/lfm2.json'
 TEMPLATE_SHA256 = '833962c4e835b8eac8d89e39b562c2d7ac6739ccf1161a2993c1f9a3eddeae16'
@@ -511,6 +511,92 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<|t',))),
         ('<', frozenset(('<|t',))),
         ('<', frozenset(('<|t',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<think>'/
+            r'[null,'
+            r' ["<", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], []'
+            r' ], [6]]',
+            # /'<\\|tool_call_start\\|>'/
+            r'[null,'
+            r' ["<", "|", "t", "o", "o", "l", "_", "c", "a", "l", "l", "_", "s", "t", "a", "r", "t", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], []'
+            r' ], [18]]',
+            # /'<\\|tool_call_end\\|>|<\\|im_end\\|>'/
+            r'[null,'
+            r' ["<", "|", "t", "o", "o", "l", "_", "c", "a", "l", "l", "_", "e", "n", "d", "|", ">", "i", "m", "_", "e", "n", "d", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2, 17], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [], [18], [19], [20], [21], [22], [23], [24],'
+            r'  []'
+            r' ], [16, 24]]',
+        ),
+        # S1
+        (
+            # /'</think>'/
+            r'[null,'
+            r' ["<", "/", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], []'
+            r' ], [7]]',
+        ),
+        # S2
+        (
+            # /'<\\|tool_call_end\\|>'/
+            r'[null,'
+            r' ["<", "|", "t", "o", "o", "l", "_", "c", "a", "l", "l", "_", "e", "n", "d", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  []'
+            r' ], [16]]',
+        ),
+        # S3
+        (
+            # /'<\\|tool_call_end\\|>'/
+            r'[null,'
+            r' ["<", "|", "t", "o", "o", "l", "_", "c", "a", "l", "l", "_", "e", "n", "d", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  []'
+            r' ], [16]]',
+        ),
+        # S4
+        (
+            # /'<\\|tool_call_end\\|>'/
+            r'[null,'
+            r' ["<", "|", "t", "o", "o", "l", "_", "c", "a", "l", "l", "_", "e", "n", "d", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  []'
+            r' ], [16]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11

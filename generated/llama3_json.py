@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/llama3_json.json'
 TEMPLATE_SHA256 = '8911049001ad83b133ab61b0317e29ac8d82c0abeed59f76378efc88008f025b'
@@ -439,6 +439,46 @@ class ResponseParser(_rt.StreamParser):
         ('', frozenset(())),
         (None, None),
         (None, None),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<\\|python_tag\\|>'/
+            r'[null,'
+            r' ["<", "|", "p", "y", "t", "h", "o", "n", "_", "t", "a", "g", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], []'
+            r' ], [13]]',
+            # /'<\\|eot_id\\|>|<\\|eom_id\\|>'/
+            r'[null,'
+            r' ["<", "|", "e", "o", "t", "_", "i", "d", "|", ">", "m", "_", "i", "d", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4, 10], [5], [6], [7], [8],'
+            r'  [9], [], [11], [12], [13], [14], [15], []'
+            r' ], [9, 15]]',
+        ),
+        # S1
+        None,
+        # S2
+        None,
+        # S3
+        None,
+        # S4
+        None,
+        # S5
+        None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11

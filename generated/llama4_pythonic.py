@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/llama4_pythonic.json'
 TEMPLATE_SHA256 = '5dd2140cbb8fd6b115e163b37f8cee0b631d80f1c1b01a112eec25cd93f768d6'
@@ -241,6 +241,31 @@ class ResponseParser(_rt.StreamParser):
     FAST_PATH = (
         ('<[', frozenset(('<|', '[\t', '[\n', '[\x0b', '[\x0c', '[\r', '[ ', '[A', '[B', '[C', '[D', '[E', '[F', '[G', '[H', '[I', '[J', '[K', '[L', '[M', '[N', '[O', '[P', '[Q', '[R', '[S', '[T', '[U', '[V', '[W', '[X', '[Y', '[Z', '[_', '[a', '[b', '[c', '[d', '[e', '[f', '[g', '[h', '[i', '[j', '[k', '[l', '[m', '[n', '[o', '[p', '[q', '[r', '[s', '[t', '[u', '[v', '[w', '[x', '[y', '[z', '[\x85', '[\xa0', '[\u1680', '[\u2000', '[\u2001', '[\u2002', '[\u2003', '[\u2004', '[\u2005', '[\u2006', '[\u2007', '[\u2008', '[\u2009', '[\u200a', '[\u2028', '[\u2029', '[\u202f', '[\u205f', '[\u3000'))),
         ('', frozenset(())),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>'/
+            r'[null,'
+            r' ["<", "|", "p", "y", "t", "h", "o", "n", "_", "e", "n", "d", "|", ">", "e", "o", "t", "|", ">", "e", "o", "m", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2, 14, 19], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [], [15], [16],'
+            r'  [17], [18], [], [20], [21], [22], [23], []'
+            r' ], [13, 18, 23]]',
+        ),
+        # S1
+        None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 6

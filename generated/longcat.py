@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads',))
+_rt.check_abi(2, __name__, ('fast-heads', 'held-json'))
 
 SOURCE = 'templates/longcat.json'
 TEMPLATE_SHA256 = 'c74c121b6047e5874c3de2a3eb54d6c3f774c8dc9df425e70bdc2ab481b44604'
@@ -325,6 +325,69 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</l', '<lo'))),
         ('<', frozenset(('</l',))),
         ('<', frozenset(('</l',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<longcat_think>'/
+            r'[null,'
+            r' ["<", "l", "o", "n", "g", "c", "a", "t", "_", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], []'
+            r' ], [14]]',
+            # /'<longcat_tool_call>'/
+            r'[null,'
+            r' ["<", "l", "o", "n", "g", "c", "a", "t", "_", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], []'
+            r' ], [18]]',
+            # /'</longcat_think>|</longcat_s>'/
+            r'[null,'
+            r' ["<", "/", "l", "o", "n", "g", "c", "a", "t", "_", "t", "h", "i", "n", "k", ">", "s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10, 16], [11], [12], [13], [14], [15], [],'
+            r'  [17], []'
+            r' ], [15, 17]]',
+        ),
+        # S1
+        (
+            # /'</longcat_think>'/
+            r'[null,'
+            r' ["<", "/", "l", "o", "n", "g", "c", "a", "t", "_", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], []'
+            r' ], [15]]',
+        ),
+        # S2
+        (
+            # /'</longcat_tool_call>'/
+            r'[null,'
+            r' ["<", "/", "l", "o", "n", "g", "c", "a", "t", "_", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [17], [18], [19], []'
+            r' ], [19]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 7

@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/minimax_m1.json'
 TEMPLATE_SHA256 = '3fbd0ae05ee260026d1e5a35462e4ff14c00658ee74535c35bd02629411b6e72'
@@ -387,6 +387,67 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</t',))),
         ('<{', None),
         ('', frozenset(())),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<think>'/
+            r'[null,'
+            r' ["<", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], []'
+            r' ], [6]]',
+            # /'<tool_calls>'/
+            r'[null,'
+            r' ["<", "t", "o", "o", "l", "_", "c", "a", "l", "l", "s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], []'
+            r' ], [11]]',
+            # /'<end_of_sentence>|</think>'/
+            r'[null,'
+            r' ["<", "e", "n", "d", "_", "o", "f", "_", "s", "e", "n", "t", "e", "n", "c", "e", ">", "/", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1, 17], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [], [18], [19], [20], [21], [22], [23], []'
+            r' ], [16, 23]]',
+        ),
+        # S1
+        (
+            # /'</think>'/
+            r'[null,'
+            r' ["<", "/", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], []'
+            r' ], [7]]',
+        ),
+        # S2
+        (
+            # /'</tool_calls>'/
+            r'[null,'
+            r' ["<", "/", "t", "o", "o", "l", "_", "c", "a", "l", "l", "s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], []'
+            r' ], [12]]',
+        ),
+        # S3
+        None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 9

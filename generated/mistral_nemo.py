@@ -25,7 +25,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('fast-heads',))
+_rt.check_abi(2, __name__, ('fast-heads', 'held-json'))
 
 SOURCE = 'templates/mistral_nemo.json'
 TEMPLATE_SHA256 = '6f73838ed3a1d524bd99473190f3cde973fc45eb1822811b90d5991c16b88a20'
@@ -201,6 +201,45 @@ class ResponseParser(_rt.StreamParser):
     FAST_PATH = (
         ('<[', frozenset(('</s', '[TO'))),
         ('<', frozenset(('</s',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'\\[TOOL_CALLS\\]'/
+            r'[null,'
+            r' ["[", "T", "O", "O", "L", "_", "C", "A", "L", "L", "S", "]"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], []'
+            r' ], [11]]',
+            # /'</s>'/
+            r'[null,'
+            r' ["<", "/", "s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], []'
+            r' ], [3]]',
+        ),
+        # S1
+        (
+            # /'</s>'/
+            r'[null,'
+            r' ["<", "/", "s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], []'
+            r' ], [3]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 3

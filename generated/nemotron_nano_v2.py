@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads',))
+_rt.check_abi(2, __name__, ('fast-heads', 'held-json'))
 
 SOURCE = 'templates/nemotron_nano_v2.json'
 TEMPLATE_SHA256 = '6a1af5bdbbf2a3d39fe972486f60d7435d7684c8709a521af0af03cd986865fa'
@@ -289,6 +289,64 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('<SP', '<TO', '<th'))),
         ('<', frozenset(('</t',))),
         ('<', frozenset(('</T',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<think>'/
+            r'[null,'
+            r' ["<", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], []'
+            r' ], [6]]',
+            # /'<TOOLCALL>'/
+            r'[null,'
+            r' ["<", "T", "O", "O", "L", "C", "A", "L", "L", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], []'
+            r' ], [9]]',
+            # /'<SPECIAL_12>'/
+            r'[null,'
+            r' ["<", "S", "P", "E", "C", "I", "A", "L", "_", "1", "2", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], []'
+            r' ], [11]]',
+        ),
+        # S1
+        (
+            # /'</think>'/
+            r'[null,'
+            r' ["<", "/", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], []'
+            r' ], [7]]',
+        ),
+        # S2
+        (
+            # /'</TOOLCALL>'/
+            r'[null,'
+            r' ["<", "/", "T", "O", "O", "L", "C", "A", "L", "L", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], []'
+            r' ], [10]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 6

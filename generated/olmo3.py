@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/olmo3.json'
 TEMPLATE_SHA256 = '8c7a5e78e2608b76930ecfaccba024d9dc2a9eb3a9a893c55aef06c47f08562c'
@@ -344,6 +344,53 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</f', '<fu', '<|e', '<|i'))),
         (None, None),
         ('', frozenset(())),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<function_calls>'/
+            r'[null,'
+            r' ["<", "f", "u", "n", "c", "t", "i", "o", "n", "_", "c", "a", "l", "l", "s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], []'
+            r' ], [15]]',
+            # /'</function_calls>|<\\|endoftext\\|>|<\\|im_end\\|>'/
+            r'[null,'
+            r' ["<", "/", "f", "u", "n", "c", "t", "i", "o", "n", "_", "c", "a", "l", "l", "s", ">", "|", "e", "n", "d", "o", "f", "t", "e", "x", "t", "|", ">", "|", "i", "m", "_", "e", "n", "d", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1, 17, 29], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  [], [18], [19], [20], [21], [22], [23], [24],'
+            r'  [25], [26], [27], [28], [], [30], [31], [32],'
+            r'  [33], [34], [35], [36], [37], []'
+            r' ], [16, 28, 37]]',
+        ),
+        # S1
+        (
+            # /'</function_calls>'/
+            r'[null,'
+            r' ["<", "/", "f", "u", "n", "c", "t", "i", "o", "n", "_", "c", "a", "l", "l", "s", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [15], [16],'
+            r'  []'
+            r' ], [16]]',
+        ),
+        # S2
+        None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 8

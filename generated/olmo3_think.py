@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads',))
+_rt.check_abi(2, __name__, ('fast-heads', 'held-json'))
 
 SOURCE = 'templates/olmo3_think.json'
 TEMPLATE_SHA256 = '2a46e7d0406d16c216f59b268d52f567ed4a96db3c9fd8f7ca6f6ffb6c02e315'
@@ -235,6 +235,47 @@ class ResponseParser(_rt.StreamParser):
     FAST_PATH = (
         ('<', frozenset(('</t', '<th', '<|e', '<|i'))),
         ('<', frozenset(('</t',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<think>'/
+            r'[null,'
+            r' ["<", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], []'
+            r' ], [6]]',
+            # /'<\\|endoftext\\|>|<\\|im_end\\|>|</think>'/
+            r'[null,'
+            r' ["<", "|", "e", "n", "d", "o", "f", "t", "e", "x", "t", "|", ">", "|", "i", "m", "_", "e", "n", "d", "|", ">", "/", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1, 13, 22], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [], [23], [24],'
+            r'  [25], [26], [27], [28], []'
+            r' ], [12, 21, 28]]',
+        ),
+        # S1
+        (
+            # /'</think>'/
+            r'[null,'
+            r' ["<", "/", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], []'
+            r' ], [7]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 6

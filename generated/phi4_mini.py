@@ -25,7 +25,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'held-json'))
 
 SOURCE = 'templates/phi4_mini.json'
 TEMPLATE_SHA256 = '8c609f90442389e1c3c040bc995c13f64cf0ddafd4a2c425b8236311e229e0b7'
@@ -222,6 +222,41 @@ class ResponseParser(_rt.StreamParser):
     FAST_PATH = (
         ('<f', frozenset(('<|a', '<|e', '<|u', 'fun'))),
         ('', frozenset(())),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'functools'/
+            r'[null,'
+            r' ["f", "u", "n", "c", "t", "o", "o", "l", "s"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  []'
+            r' ], [8]]',
+            # /'<\\|endoftext\\|>|<\\|assistant\\|>|<\\|user\\|>|<\\|end\\|>'/
+            r'[null,'
+            r' ["<", "|", "e", "n", "d", "o", "f", "t", "e", "x", "t", "|", ">", "a", "s", "s", "i", "s", "t", "a", "n", "t", "|", ">", "u", "s", "e", "r", "|", ">", "e", "n", "d", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2, 13, 24, 30], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [], [14], [15], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [23], [],'
+            r'  [25], [26], [27], [28], [29], [], [31], [32],'
+            r'  [33], [34], []'
+            r' ], [12, 23, 29, 34]]',
+        ),
+        # S1
+        None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 6

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads',))
+_rt.check_abi(2, __name__, ('fast-heads', 'held-json'))
 
 SOURCE = 'templates/smollm3.json'
 TEMPLATE_SHA256 = 'acd201db2752f3737921c1f771053506f5239776e9070adb56cfc43c324be956'
@@ -314,6 +314,66 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</t', '<th', '<to', '<|e', '<|i'))),
         ('<', frozenset(('</t',))),
         ('<', frozenset(('</t',))),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<think>'/
+            r'[null,'
+            r' ["<", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], []'
+            r' ], [6]]',
+            # /'<tool_call>'/
+            r'[null,'
+            r' ["<", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], []'
+            r' ], [10]]',
+            # /'<\\|end_of_text\\|>|<\\|im_end\\|>|</think>'/
+            r'[null,'
+            r' ["<", "|", "e", "n", "d", "_", "o", "f", "_", "t", "e", "x", "t", "|", ">", "|", "i", "m", "_", "e", "n", "d", "|", ">", "/", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1, 15, 24], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], [12], [13], [14], [], [16],'
+            r'  [17], [18], [19], [20], [21], [22], [23], [],'
+            r'  [25], [26], [27], [28], [29], [30], []'
+            r' ], [14, 23, 30]]',
+        ),
+        # S1
+        (
+            # /'</think>'/
+            r'[null,'
+            r' ["<", "/", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], []'
+            r' ], [7]]',
+        ),
+        # S2
+        (
+            # /'</tool_call>'/
+            r'[null,'
+            r' ["<", "/", "t", "o", "o", "l", "_", "c", "a", "l", "l", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], [10], [11], []'
+            r' ], [11]]',
+        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 8

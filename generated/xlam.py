@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/xlam.json'
 TEMPLATE_SHA256 = '4d58668f871b04aace58f03233649ba744cd72c6f651239e605d4166e7668eaa'
@@ -332,6 +332,49 @@ class ResponseParser(_rt.StreamParser):
         ('<', frozenset(('</t',))),
         ('', frozenset(())),
         (None, None),
+    )
+    # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
+    # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held
+    # text starts a live match of one of them and completes none, or is a complete match of such a
+    # pattern up to its end, the scanner would hold it and emit nothing: a chunk is not scanned.
+    # Each delimiter is one string constant, the JSON text [edge, tests, first, follow, last]
+    # (edge: null or the pattern; per position its test, one character or a regex source of a
+    # class; the positions a match starts with; per position, those that can come next; those it
+    # can end with), so an import pays for no tables: runtime/held.py (HeldRegex) decodes it the
+    # first time text is held in the state
+    HOLD_REGEX = (
+        # S0
+        (
+            # /'<think>'/
+            r'[null,'
+            r' ["<", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], []'
+            r' ], [6]]',
+            # /'<\\|im_end\\|>'/
+            r'[null,'
+            r' ["<", "|", "i", "m", "_", "e", "n", "d", "|", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], [8],'
+            r'  [9], []'
+            r' ], [9]]',
+        ),
+        # S1
+        (
+            # /'</think>'/
+            r'[null,'
+            r' ["<", "/", "t", "h", "i", "n", "k", ">"],'
+            r' [0],'
+            r' ['
+            r'  [1], [2], [3], [4], [5], [6], [7], []'
+            r' ], [7]]',
+        ),
+        # S2
+        None,
+        # S3
+        None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 7
