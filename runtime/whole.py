@@ -118,12 +118,41 @@ class WholeText(str):
     not inside a window already searched puts the sentinel at or after the window's last possible
     start plus the sentinel's offset. After ``_MISSES`` misses the rest is searched with
     ``str.find``. Slices and concatenations are plain ``str``.
+
+    A search to the end of the text (``end`` None) longer than the first window is remembered
+    per ``sub`` (where it started, what it found): a later one from a start between the two gets
+    the same answer without a search, since no occurrence lies between them. Two scanner states
+    that watch the same literal (a close in several regions, hyperclovax_seed_think's two
+    ``"name"`` openers) then search the text once.
     """
 
-    __slots__ = ()
+    __slots__ = ("_seen",)
 
     def find(self, sub: Any, start: Any = None, end: Any = None) -> int:
         """``str.find(sub, start, end)``: the lowest index of ``sub`` in ``self[start:end]``, or -1."""
+        if start.__class__ is int and start >= 0:
+            # what is left to search fits the first window (the search below would do only this
+            # after its set-up): a tool call's delimiters, a text's last kilobyte
+            if end is None:
+                if len(self) - start <= _NEAR:
+                    return str.find(self, sub, start)
+                if sub.__class__ is str:
+                    try:
+                        seen = self._seen
+                    except AttributeError:
+                        seen = self._seen = {}
+                    hit = seen.get(sub)
+                    if hit is not None and hit[0] <= start and (hit[1] < 0 or start <= hit[1]):
+                        return hit[1]
+                    i = self._search(sub, start, None)
+                    seen[sub] = (start, i)
+                    return i
+            elif end.__class__ is int and end >= 0 and (end if end < len(self) else len(self)) - start <= _NEAR:
+                return str.find(self, sub, start, end)
+        return self._search(sub, start, end)
+
+    def _search(self, sub: Any, start: Any, end: Any) -> int:
+        """:meth:`find` without the window shortcut and the memory (the sentinel search)."""
         if sub.__class__ is not str:
             return str.find(self, sub, start, end)  # its errors too
         plan = _PLANS.get(sub)

@@ -226,6 +226,26 @@ def test_whole_text_find_is_str_find(text, sub, start, end, dense, near):
     assert type(buf[1:]) is str and buf == text
 
 
+@settings(max_examples=400, deadline=None)
+@given(text=_FIND_TEXT, subs=st.lists(st.sampled_from(["a", "ab", "<|", "|>", "_a", "x", "<|im_end|>"]), min_size=1,
+                                      max_size=2),
+       queries=st.lists(st.tuples(st.integers(-5, 130), st.none() | st.integers(0, 130)), min_size=2, max_size=12),
+       near=st.sampled_from([1, 3, 8]))
+def test_whole_text_find_remembers_exactly(text, subs, queries, near):
+    """Many searches on one WholeText (what one parse asks, in any order): each returns what
+    str.find returns, whatever the earlier ones left in its memory of long searches."""
+    text = text + "|_\uff5c" * 10 + text
+    buf = whole.WholeText(text)
+    saved, whole._NEAR = whole._NEAR, near
+    try:
+        for k, (start, end) in enumerate(queries):
+            sub = subs[k % len(subs)]
+            args = (start,) if end is None else (start, end)
+            assert buf.find(sub, *args) == text.find(sub, *args), (sub, args)
+    finally:
+        whole._NEAR = saved
+
+
 def test_whole_text_find_refuses_what_str_find_refuses():
     buf = whole.WholeText("a<|b|>")
     for bad in (None, 3, ["<|"], b"<|"):
