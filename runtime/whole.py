@@ -119,11 +119,11 @@ class WholeText(str):
     start plus the sentinel's offset. After ``_MISSES`` misses the rest is searched with
     ``str.find``. Slices and concatenations are plain ``str``.
 
-    A search to the end of the text (``end`` None) longer than the first window is remembered
-    per ``sub`` (where it started, what it found): a later one from a start between the two gets
-    the same answer without a search, since no occurrence lies between them. Two scanner states
-    that watch the same literal (a close in several regions, hyperclovax_seed_think's two
-    ``"name"`` openers) then search the text once.
+    A search to the end of the text (``end`` None) for ``sub`` without a sentinel (all its
+    characters common: ``str.find`` at about 1 ns a character) is remembered per ``sub`` (where it
+    started, what it found): a later one from a start between the two gets the same answer
+    without a search, since no occurrence lies between them. Two scanner states that watch the
+    same such literal (hyperclovax_seed_think's two ``"name"`` openers) search the text once.
     """
 
     __slots__ = ("_seen",)
@@ -136,23 +136,8 @@ class WholeText(str):
             if end is None:
                 if len(self) - start <= _NEAR:
                     return str.find(self, sub, start)
-                if sub.__class__ is str:
-                    try:
-                        seen = self._seen
-                    except AttributeError:
-                        seen = self._seen = {}
-                    hit = seen.get(sub)
-                    if hit is not None and hit[0] <= start and (hit[1] < 0 or start <= hit[1]):
-                        return hit[1]
-                    i = self._search(sub, start, None)
-                    seen[sub] = (start, i)
-                    return i
             elif end.__class__ is int and end >= 0 and (end if end < len(self) else len(self)) - start <= _NEAR:
                 return str.find(self, sub, start, end)
-        return self._search(sub, start, end)
-
-    def _search(self, sub: Any, start: Any, end: Any) -> int:
-        """:meth:`find` without the window shortcut and the memory (the sentinel search)."""
         if sub.__class__ is not str:
             return str.find(self, sub, start, end)  # its errors too
         plan = _PLANS.get(sub)
@@ -172,7 +157,19 @@ class WholeText(str):
             n = end if end < len(self) else len(self)
         char, k = plan
         if not char:
-            return str.find(self, sub, start, end)
+            if end is not None:
+                return str.find(self, sub, start, end)
+            # no sentinel: str.find over the rest, remembered (see the class docstring)
+            try:
+                seen = self._seen
+            except AttributeError:
+                seen = self._seen = {}
+            hit = seen.get(sub)
+            if hit is not None and hit[0] <= start and (hit[1] < 0 or start <= hit[1]):
+                return hit[1]
+            i = str.find(self, sub, start)
+            seen[sub] = (start, i)
+            return i
         m = len(sub)
         near = _NEAR if _NEAR > m else m
         stop = n - m + k + 1  # a sentinel at or after stop leaves no room for sub before n
