@@ -17,12 +17,14 @@ generator and seed): parse + ``dump_record`` per record through each path, and t
 on the first ``--ref-records`` of them.
 
 ``--before REV`` instead times ``parse_response``'s whole-text path as it is now against the same
-path at git revision ``REV`` (its ``runtime/whole.py`` and the ``JsonBoundary`` methods of its
-``runtime/decoders.py``, loaded from git and swapped in), interleaved in one process, in the mode
-``--errors`` (strict or recover), with the reference and the find floor; ``--rounds`` rounds.
+path at git revision ``REV`` (its ``runtime/whole.py``, the ``JsonBoundary`` methods of its
+``runtime/decoders.py`` and its ``generated/<name>.py``, loaded from git and swapped in; the rest of
+the runtime is today's), interleaved in one process, in the mode ``--errors`` (strict or recover),
+with the reference (``--no-ref``: without; n/a for a v2 template without a v1 form) and the find
+floor; ``--rounds`` rounds.
 
 Usage: ``python benchmarks/whole_text.py [--templates a,b] [--sizes 10k,100k] [--batch 571]
-[--before c8d3998 --errors recover]``.
+[--before c8d3998 --errors recover] [--no-ref]``.
 """
 
 from __future__ import annotations
@@ -56,15 +58,19 @@ def _streaming(parser, text: str) -> dict:
     return parser.finalize()[0]
 
 
-def _inputs(names: list[str], sizes: list[int]):
-    """Per template and size: (name, size, parser class, reference template, watched literals, text)."""
+def _inputs(names: list[str], sizes: list[int], need_ref: bool = True):
+    """Per template and size: (name, size, parser class, reference template, watched literals, text);
+    the reference template is None for a v2 template without a v1 form unless ``need_ref``
+    (then the template is skipped)."""
     for name in names:
         doc = inputs.load(name)
         try:
             ref_doc = inputs.reference_doc(name)
         except FileNotFoundError as exc:  # a v2 template without a v1 form: the reference cannot run it
-            print(f"| {name} | skipped: no v1 form for the reference ({exc.filename}) |")
-            continue
+            if need_ref:
+                print(f"| {name} | skipped: no v1 form for the reference ({exc.filename}) |")
+                continue
+            ref_doc = None
         parser_class = importlib.import_module(f"respc.generated.{name}").ResponseParser
         literals = sorted({lit for spec in doc["fields"].values() for key in ("open", "close")
                            for lit in inputs._literals(spec.get(key))})
@@ -171,7 +177,22 @@ def _module_at(rev: str, path: str, name: str):
     return module
 
 
-def before_after(names: list[str], sizes: list[int], rev: str, errors: str, rounds: int) -> None:
+def _generated_at(rev: str, name: str):
+    """The generated module ``generated/<name>.py`` as it was at git revision ``rev`` (importing
+    today's runtime), or None when it did not exist there."""
+    import subprocess
+    import types
+
+    shown = subprocess.run(["git", "show", f"{rev}:generated/{name}.py"], cwd=inputs.REPO, capture_output=True,
+                           text=True)
+    if shown.returncode:
+        return None
+    module = types.ModuleType(f"respc.generated._before_{name}")
+    exec(compile(shown.stdout, f"{rev}:generated/{name}.py", "exec"), module.__dict__)  # noqa: S102 - our own history
+    return module
+
+
+def before_after(names: list[str], sizes: list[int], rev: str, errors: str, rounds: int, ref: bool = True) -> None:
     from transformers.utils.chat_parsing import parse_response as ref_parse
 
     from respc.runtime import decoders, whole
@@ -187,34 +208,45 @@ def before_after(names: list[str], sizes: list[int], rev: str, errors: str, roun
             setattr(decoders.JsonBoundary, k, fn)
 
     print(f"| template | size | before ({rev}) ms | after ms | before/after | ref ms | ref/after | floor ms "
-          "| after/floor |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| before/floor | after/floor |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    old_classes: dict = {}
     try:
-        for name, size, parser_class, ref_doc, literals, text in _inputs(names, sizes):
+        for name, size, parser_class, ref_doc, literals, text in _inputs(names, sizes, need_ref=False):
+            if name not in old_classes:
+                module = _generated_at(rev, name)
+                old_classes[name] = module.ResponseParser if module is not None else parser_class
+            old_class = old_classes[name]
             runs = {
-                "before": lambda: old_whole.finish(parser_class("", errors=errors), text),
+                "before": lambda: old_whole.finish(old_class("", errors=errors), text),
                 "after": lambda: whole.finish(parser_class("", errors=errors), text),
                 "ref": lambda: ref_parse(text, ref_doc, prefix=""),
                 "floor": lambda: [text.find(lit) for lit in literals],
             }
+            if ref_doc is None or not ref:
+                del runs["ref"]
             install(then)
+            started = time.perf_counter()
             expected = runs["before"]()
+            slow_before = time.perf_counter() - started > 0.3  # (inkling's opener before bd71cf1 at 1 MB)
             install(now)
             if runs["after"]() != expected:
                 raise AssertionError(f"{name}: before and after differ")
-            slow_ref = _best(runs["ref"], 1) > 300
+            slow_ref = "ref" in runs and _best(runs["ref"], 1) > 300
             best = dict.fromkeys(runs, float("inf"))
             for _ in range(rounds):
                 for key, fn in runs.items():
-                    if key == "ref" and slow_ref and best["ref"] < float("inf"):
+                    slow = (key == "ref" and slow_ref) or (key == "before" and slow_before)
+                    if slow and best[key] < float("inf"):
                         continue
                     install(then if key == "before" else now)
-                    best[key] = min(best[key], _best(fn, 1 if key == "ref" and slow_ref else 3))
+                    best[key] = min(best[key], _best(fn, 1 if slow else 3))
             install(now)
-            floor = f"{best['after'] / best['floor']:.1f}" if literals else "no literal"
+            floors = (f"{best['before'] / best['floor']:.2f} | {best['after'] / best['floor']:.2f}" if literals
+                      else "no literal | no literal")
+            refs = (f"{best['ref']:.3f} | {best['ref'] / best['after']:.1f}x" if "ref" in best else "n/a | n/a")
             print(f"| {name} | {size // 1000} kB | {best['before']:.3f} | {best['after']:.3f} | "
-                  f"{best['before'] / best['after']:.1f}x | {best['ref']:.3f} | {best['ref'] / best['after']:.1f}x | "
-                  f"{best['floor']:.3f} | {floor} |", flush=True)
+                  f"{best['before'] / best['after']:.2f}x | {refs} | {best['floor']:.3f} | {floors} |", flush=True)
     finally:
         install(now)
 
@@ -231,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="time runtime/whole.py and JsonBoundary at git revision REV against today's "
                          "(the generated modules and the rest of the runtime are today's)")
     ap.add_argument("--errors", default="strict", choices=("strict", "recover"), help="--before: the parse mode")
+    ap.add_argument("--no-ref", action="store_true", help="--before: leave the reference out")
     args = ap.parse_args(argv)
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     logging.disable(logging.CRITICAL)
@@ -240,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     names = args.templates or inputs.catalogue()
     sizes = args.sizes
     if args.before:
-        before_after(names, sizes, args.before, args.errors, args.rounds)
+        before_after(names, sizes, args.before, args.errors, args.rounds, not args.no_ref)
         return 0
     texts(names, sizes)
     return 0

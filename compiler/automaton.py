@@ -54,6 +54,8 @@ from functools import lru_cache
 
 import regex
 
+from respc.runtime.stream import barrier_search
+from respc.runtime.whole import _rarity as whole_rarity
 from respc.runtime.whole import sentinel as whole_sentinel
 
 try:  # Python 3.11+
@@ -66,7 +68,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 from .ir import Delimiter, Template
 
 __all__ = ["ACTIONS", "Watch", "State", "Automaton", "build_automaton", "classify_pattern", "PatternFacts",
-           "late_pattern", "NEVER", "example_text",
+           "late_pattern", "NEVER", "example_text", "barrier_plan",
            "edge_probe", "plan_scans", "HoldRun", "ScanPlans", "ScanPlan", "LiteralFind", "RegexFind", "LiteralHold", "Factor"]
 
 OUTSIDE = 0
@@ -352,23 +354,46 @@ _ATOMIC = getattr(sre_c, "ATOMIC_GROUP", None)
 
 def _all_chars(seq) -> _CharSet:
     """Every character ``seq`` can consume anywhere (an over-approximation)."""
+    return _chars(seq, False)
+
+
+def _rest_chars(seq) -> _CharSet:
+    """Every character ``seq`` can consume at a position after the first of its match (an
+    over-approximation). Raises :class:`_Unknown` for an item it does not model."""
+    return _chars(seq, True)
+
+
+def _chars(seq, rest: bool) -> _CharSet:
+    """:func:`_all_chars` (``rest`` false) or :func:`_rest_chars` (true): an item after one that
+    may have consumed a character gives all its characters, an item before only its own rest;
+    zero-width items consume nothing."""
     out = _CharSet()
+    consumed = not rest  # an earlier item may have consumed a character
     for op, av in seq:
+        if op in (sre_c.AT, sre_c.ASSERT, sre_c.ASSERT_NOT):
+            continue
         if op in _CHAR_OPS:
-            out = out | _CharSet([(op, av)])
+            if consumed:
+                out = out | _CharSet([(op, av)])
         elif op is sre_c.SUBPATTERN:
-            out = out | _all_chars(av[-1])
+            out = out | _chars(av[-1], not consumed)
         elif op is _ATOMIC and _ATOMIC is not None:
-            out = out | _all_chars(av)
+            out = out | _chars(av, not consumed)
         elif op is sre_c.BRANCH:
             for alt in av[1]:
-                out = out | _all_chars(alt)
+                out = out | _chars(alt, not consumed)
         elif op in _REPEAT_OPS:
-            out = out | _all_chars(av[2])
+            # a second repetition's characters follow the first one's
+            out = out | _chars(av[2], not consumed and av[1] <= 1)
         elif op is sre_c.GROUPREF_EXISTS:
-            out = out | _all_chars(av[1]) | (_all_chars(av[2]) if av[2] is not None else _EMPTY)
+            out = out | _chars(av[1], not consumed) | (_chars(av[2], not consumed) if av[2] is not None else _EMPTY)
         elif op is sre_c.GROUPREF:
             out = out | _ANY
+        elif rest:
+            raise _Unknown(str(op))
+        else:
+            continue
+        consumed = True
     return out
 
 
@@ -506,6 +531,68 @@ def late_pattern(pattern: str) -> str | None:
             if (a and a.span()) != (b and b.span()):
                 return None
     return late
+
+
+@lru_cache(maxsize=512)
+def barrier_plan(pattern: str) -> tuple[str, str] | None:
+    """``(factor, barrier)`` for a complete text's search of a regex delimiter that starts with
+    neither a literal nor leads (:func:`_branch_leads`), or None.
+
+    The pattern's top-level sequence (or, when it starts with a positive lookahead, the
+    lookahead's: the match starts where its text does) is ``P + factor + ...``: ``factor`` a run
+    of literal characters after at least one other item (the longest run that has a barrier),
+    ``P`` the items before it. ``barrier`` is a character ``P`` never consumes after its first
+    character (:func:`_rest_chars`). So a match starting at ``s`` has no barrier in ``(s, c)``,
+    ``c`` the factor's place in it, and ``c`` is at or after the first factor from the search's
+    start: no match starts before the last barrier ahead of that factor, and none at all when
+    no factor follows. The search runs the engine from there only (``runtime.barrier_search``).
+
+    Issue 14: inkling's tool-call opener ``(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>``
+    has no literal lead, and the engine tried it at every offset (about 2 ms per search over
+    100 kB of prose); its factor is ``<|content_invoke_tool_json|>``, its barrier ``<``. And a
+    lookahead-led opener (``(?=\\{\\s*"name")``: factor ``"name"``) costs the engine about 1 us
+    per kB of prose. Checked on samples against the engine's own search from every offset (as
+    :func:`late_pattern` is); None when the ``re`` parser cannot read the pattern as ``regex``
+    does, case is ignored, or no run has a barrier (a one-character factor is not its own).
+    """
+    if not _read_source(pattern).sre_agrees:
+        return None
+    try:
+        tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+        if tree.state.flags & (sre_c.SRE_FLAG_VERBOSE | sre_c.SRE_FLAG_LOCALE) or _ignores_case(tree):
+            return None
+        items = list(tree)
+        if items and items[0][0] is sre_c.ASSERT and items[0][1][0] == 1:
+            items = list(items[0][1][1])  # a leading lookahead: the match starts where its text does
+        elif not items or items[0][0] is sre_c.LITERAL:
+            return None  # (a literal first: the engine's own prefix search, or the leads, find it)
+        plan = None
+        for k, j in sorted(_literal_runs(items)[int(items[0][0] is sre_c.LITERAL):],
+                           key=lambda r: (r[0] - r[1], r[0])):  # the longest first, after the first item
+            factor = "".join(chr(av) for _, av in items[k:j])
+            before = items[:k]
+            rest = _rest_chars(before)
+            candidates = sorted(set(factor) | _all_chars(before).chars(), key=lambda c: (-whole_rarity(c), c))
+            barrier = next((c for c in candidates if not rest.has(c) and c != factor), None)
+            if barrier is not None:
+                plan = factor, barrier
+                example = _example_seq(items, {})
+                break
+    except (_Unknown, Exception):
+        return None
+    if plan is None:
+        return None
+    factor, barrier = plan
+    compiled = regex.compile(pattern, regex.DOTALL)
+    samples = [_SAMPLES + factor, factor + _SAMPLES, barrier + "ab" + factor + "cd" + factor,
+               _SAMPLES + barrier + example + factor + _SAMPLES + example,
+               example + barrier + example + "x" + factor + barrier + factor + example[1:] + example]
+    for sample in samples:
+        for i in range(len(sample) + 1):
+            a, b = compiled.search(sample, i), barrier_search(compiled, sample, i, factor, barrier)
+            if (a and a.span()) != (b and b.span()):
+                return None
+    return plan
 
 
 def _first_item(op, av, late: bool = False):
@@ -957,6 +1044,22 @@ def _class_items(items) -> list[str] | None:
     return out
 
 
+def _literal_runs(items) -> list[tuple[int, int]]:
+    """``(start, end)`` indexes of each maximal run of LITERAL items in the sre sequence ``items``."""
+    runs = []
+    k = 0
+    while k < len(items):
+        if items[k][0] is sre_c.LITERAL:
+            j = k
+            while j < len(items) and items[j][0] is sre_c.LITERAL:
+                j += 1
+            runs.append((k, j))
+            k = j
+        else:
+            k += 1
+    return runs
+
+
 def _factor(tree, pattern: str) -> Factor | None:
     """The required literal factor of a pattern (see :class:`Factor`), or None.
 
@@ -969,18 +1072,10 @@ def _factor(tree, pattern: str) -> Factor | None:
     if tree.state.flags & ~(sre_c.SRE_FLAG_DOTALL | sre_c.SRE_FLAG_UNICODE) or _ignores_case(tree):
         return None
     items = list(tree)
-    best = (0, 0)  # (length, start index) of the longest literal run
-    k = 0
-    while k < len(items):
-        if items[k][0] is sre_c.LITERAL:
-            j = k
-            while j < len(items) and items[j][0] is sre_c.LITERAL:
-                j += 1
-            if j - k > best[0]:
-                best = (j - k, k)
-            k = j
-        else:
-            k += 1
+    best = (0, 0)  # (length, start index) of the longest literal run (the first of the longest)
+    for k, j in _literal_runs(items):
+        if j - k > best[0]:
+            best = (j - k, k)
     length, start = best
     if length < 2:
         return None  # a one-character factor would be found in most prose: no gain

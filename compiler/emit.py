@@ -20,7 +20,7 @@ import jinja2
 from respc.runtime.content import PARSERS, STREAMABLE_PARSERS
 from respc.runtime.stream import RUNTIME_ABI
 
-from .automaton import NEVER, Automaton, LiteralFind, classify_pattern, late_pattern, plan_scans
+from .automaton import NEVER, Automaton, LiteralFind, barrier_plan, classify_pattern, late_pattern, plan_scans
 from .held import PositionAutomaton, held_plan
 from .ir import Template
 
@@ -274,6 +274,11 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     if any(classify_pattern(p).leads for s in automaton.states for w in s.watches if w.delimiter.literals is None
            for p in (w.delimiter.pattern, late_pattern(w.delimiter.pattern)) if p is not None):
         features.append("lead-search")
+    # "barrier-search": one uses runtime.barrier_search instead (compiler/automaton.py barrier_plan)
+    if any(not classify_pattern(p).leads and barrier_plan(p) is not None
+           for s in automaton.states for w in s.watches if w.delimiter.literals is None
+           for p in (w.delimiter.pattern, late_pattern(w.delimiter.pattern)) if p is not None and p != NEVER):
+        features.append("barrier-search")
     # "hold-regex": HOLD_REGEX is an optimisation only; a runtime without it would scan, with the
     # same events, so it is not listed: the tables are simply ignored there. "held-json": a runtime
     # that reads them as tuples would fail on the JSON text (runtime/held.py automaton_table)
@@ -378,19 +383,27 @@ def _late_view(var: str, pattern: str) -> dict | None:
 
 def _eos_search(var: str, pattern: str, start: str) -> str:
     """The end-of-stream (complete text) search of regex delimiter ``var`` from offset ``start``
-    (a variable name), as source: by its leads when it has them (``runtime.lead_search``), and
-    from an offset after 0 with its :func:`late_pattern` when it has one (``None`` when that can
+    (a variable name), as source: by its leads when it has them (``runtime.lead_search``), else
+    by its factor and barrier when it has them (``runtime.barrier_search``); and from an offset after 0 with its :func:`late_pattern` when it has one (``None`` when that can
     never match)."""
     def search(name: str, source: str) -> str:
         if classify_pattern(source).leads:
             return f"_rt.lead_search({name}, buf, {start}, {name}_LEADS)"
+        barrier = barrier_plan(source)
+        if barrier is not None:
+            return f"_rt.barrier_search({name}, buf, {start}, {barrier[0]!r}, {barrier[1]!r})"
         return f"{name}.search(buf, {start})"
 
     full = search(var, pattern)
     late = late_pattern(pattern)
     if late is None:
         return full
-    return f"({search(var + 'L', late) if late != NEVER else 'None'} if {start} else {full})"
+    # From offset 0 a match of an anchored alternative starts there: the engine is asked there
+    # (a search would try the anchor at every offset), then the rest from 1 on (none at 0 then).
+    if late == NEVER:
+        return f"(None if {start} else {var}.match(buf, 0))"
+    rest = search(var + "L", late)
+    return f"({rest} if {start} else ({var}.match(buf, 0) or {rest}))"
 
 
 def _leads_repr(pattern: str) -> str | None:

@@ -215,7 +215,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = ((_rt.lead_search(_D0L, buf, pos, _D0L_LEADS) if pos else _D0.search(buf, pos)) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[0] = ((_rt.lead_search(_D0L, buf, pos, _D0L_LEADS) if pos else (_D0.match(buf, 0) or _rt.lead_search(_D0L, buf, pos, _D0L_LEADS))) if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

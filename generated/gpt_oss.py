@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs', 'fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/gpt_oss.json'
 TEMPLATE_SHA256 = 'c5dc04af6d75c9b58c248a7637e3ccb78faa2152769160d2108cdda3d1820e4c'
@@ -298,7 +298,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
     m = memo[3]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[3] = ((None if pos else _D1.search(buf, pos)) if eos else _D1.search(buf, pos, partial=True)) or False
+        m = memo[3] = ((None if pos else _D1.match(buf, 0)) if eos else _D1.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -349,7 +349,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[5] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[5] = (_D2.search(buf, lo) if eos else _D2.search(buf, lo, partial=True)) or False
+            m = memo[5] = (_rt.barrier_search(_D2, buf, lo, 'to=functions.', 'f') if eos else _D2.search(buf, lo, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -27,7 +27,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/hyperclovax_seed_think.json'
 TEMPLATE_SHA256 = '20dc725ea5f26e790bb3ab09ef187e8ac48d33355b3b07a7c84ec0e7c06f7e9a'
@@ -353,7 +353,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'json_call_list': /'(?=\\[\\s*\\{\\s*"name")'/
     m = memo[4]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[4] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
+        m = memo[4] = (_rt.barrier_search(_D1, buf, pos, '"name"', 'a') if eos else _D1.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -380,7 +380,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'json_call': /'(?=\\{\\s*"name")'/
     m = memo[6]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[6] = (_D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)) or False
+        m = memo[6] = (_rt.barrier_search(_D2, buf, pos, '"name"', 'a') if eos else _D2.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'barrier-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/inkling.json'
 TEMPLATE_SHA256 = '69ae971a904c126d97596734a0245e3f66cc44cde91f93aeba1df51c19a23aa7'
@@ -299,7 +299,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>'/
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[1] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[1] = (_rt.barrier_search(_D0, buf, pos, '<|content_invoke_tool_json|>', '<') if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

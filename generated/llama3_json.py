@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'barrier-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/llama3_json.json'
 TEMPLATE_SHA256 = '8911049001ad83b133ab61b0317e29ac8d82c0abeed59f76378efc88008f025b'
@@ -255,7 +255,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[0] = (_rt.barrier_search(_D0, buf, pos, '"', '{') if eos else _D0.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -27,7 +27,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/poolside.json'
 TEMPLATE_SHA256 = 'b4d007f3e69df332017940e30b5926dc2065fa4dbc8695c8a917c73b8226f675'
@@ -320,7 +320,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'json_tool_call': /'(?=\\{\\s*"name")'/
     m = memo[4]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[4] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
+        m = memo[4] = (_rt.barrier_search(_D1, buf, pos, '"name"', 'a') if eos else _D1.search(buf, pos, partial=True)) or False
     if m is not False:
         i, e = m.span()
         if not eos:

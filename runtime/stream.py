@@ -73,6 +73,7 @@ __all__ = [
     "to_text",
     "literal_hold",
     "lead_search",
+    "barrier_search",
     "LazyPattern",
     "parse_many",
     "PREFIX_REQUIRED",
@@ -94,7 +95,8 @@ RUNTIME_ABI = 2
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
 FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs",
-                      "lead-search", "lazy-pattern", "held-json", "lazy-delimiters", "fast-heads"})
+                      "lead-search", "lazy-pattern", "held-json", "lazy-delimiters", "fast-heads",
+                      "barrier-search"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
 OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
@@ -366,6 +368,31 @@ def lead_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...]) -> Any
         if misses == LEAD_MISSES:
             return pattern.search(buf, at + 1)
         pos = at + 1
+
+
+def barrier_search(pattern: Any, buf: str, pos: int, factor: str, barrier: str) -> Any:
+    """``pattern.search(buf, pos)`` for a pattern every match of which is ``P + factor + ...``
+    where ``P`` never consumes ``barrier`` after its first character (compiler/automaton.py
+    ``barrier_plan``, which proves it and checks it on samples): the first ``factor`` from
+    ``pos`` is found with ``str.find``, the last ``barrier`` before it with ``str.rfind``, and the
+    engine searches from there, since no match starts before it (issue 14: a complete text's
+    search, where the engine would otherwise try the pattern at every offset from ``pos``).
+
+    Args:
+        pattern: a compiled ``regex`` pattern.
+        buf (str): the text; pos (int): where the search starts.
+        factor (str): the literal every match holds after its ``P`` part (non-empty).
+        barrier (str): one character.
+
+    Returns:
+        the match ``pattern.search(buf, pos)`` gives (the same object), or None: None at once
+        when no ``factor`` follows ``pos``.
+    """
+    at = buf.find(factor, pos)
+    if at < 0:
+        return None
+    back = buf.rfind(barrier, pos, at)
+    return pattern.search(buf, back if back > pos else pos)
 
 
 def literal_hold(buf: str, lo: int, firsts: str, prefixes: frozenset) -> int:

@@ -7,10 +7,10 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from respc.compiler.automaton import build_automaton, classify_pattern, example_text, late_pattern
+from respc.compiler.automaton import NEVER, barrier_plan, build_automaton, classify_pattern, example_text, late_pattern
 from respc.compiler.load import LoadedTemplate
 from respc.compiler.validate import validate
-from respc.runtime import lead_search, literal_hold
+from respc.runtime import barrier_search, lead_search, literal_hold
 from support import REPO
 
 
@@ -266,6 +266,85 @@ def test_late_pattern(pattern, late):
         for i in range(1, len(text) + 1):
             assert (full.search(text, i) and full.search(text, i).span()) == \
                    (short.search(text, i) and short.search(text, i).span())
+
+
+_INKLING_OPEN = r"(?:(?:<\|message_model\|>|^)[^<]*)?<\|content_invoke_tool_json\|>"
+_GPT_OSS_OPEN = (r"(?:<\|start\|>(?P<repair_space>\s)?assistant)?(?:<\|channel\|>(?P<repair_space2>\s)?commentary)?"
+                 r"\s*to=functions\.(?P<name>[^<\s]+)(?P<repair_recipient_again>\s*to=functions\.[^<\s]+)?"
+                 r"(?:\s*<\|channel\|>\w+)?(?:\s*<\|constrain\|>\w+|\s+\w+)?\s*(?:<\|message\|>|(?P<repair_end_for_message><\|end\|>))")
+
+
+@pytest.mark.parametrize("pattern, plan", [
+    (_INKLING_OPEN, ("<|content_invoke_tool_json|>", "<")),  # P consumes '<' only first
+    (r'(?=\{\s*"name")', ('"name"', "a")),             # a lookahead: its text's factor
+    (r'(?=\[\s*\{\s*"name")', ('"name"', "a")),       # the longest run, not the first ('{')
+    (_GPT_OSS_OPEN, ("to=functions.", "f")),            # optional groups of markup, then the recipient
+    (r"[^<]*<b>", ("<b>", "<")),
+    (r"\s*;", None),              # a one-character factor is its own barrier: nothing gained
+    (r".*<b>", None),              # P consumes every character
+    (r"<a>\s*x", None),            # a literal first: the engine's prefix search or the leads
+    (r"(?i)[^<]*<b>", None),       # case ignored: str.find cannot find the factor
+    (r"[^<]*(?:<b>|<c>)", None),   # no literal run at the top level
+    (r"(x)\1<b>", None),           # a backreference may consume anything (so no barrier)
+])
+def test_barrier_plan(pattern, plan):
+    """barrier_plan: the factor and barrier of a complete text's search (issue 14)."""
+    assert barrier_plan(pattern) == plan
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(["<|message_model|>", "<|content_invoke_tool_json|>", "<", "weather", " ", "\n",
+                                 "a < b", '{"name"', '[ {"name"', "{", "[", '"', "name", "<|start|>assistant",
+                                 "<|channel|>commentary", " to=functions.get", "f", "<|message|>", "<|end|>"]),
+                max_size=14),
+       st.integers(0, 60))
+def test_barrier_search_is_the_engines_search(pieces, pos):
+    """``runtime.barrier_search`` with a pattern's :func:`barrier_plan` gives the match
+    ``pattern.search`` gives (span and groups), from every position of random texts."""
+    text = "".join(pieces)
+    pos = min(pos, len(text))
+    for pattern in (_INKLING_OPEN, r'(?=\{\s*"name")', r'(?=\[\s*\{\s*"name")', _GPT_OSS_OPEN, r"[^<]*<b>"):
+        compiled = regex.compile(pattern, regex.DOTALL)
+        factor, barrier = barrier_plan(pattern)
+        for at in (pos, 0, len(text)):
+            want, got = compiled.search(text, at), barrier_search(compiled, text, at, factor, barrier)
+            assert (want and (want.span(), want.groups())) == (got and (got.span(), got.groups())), (pattern, text, at)
+
+
+def test_barrier_search_skips_text_without_the_factor():
+    """No factor after the position: no match, and the engine is not asked (it would scan on)."""
+    class Spy:
+        def __init__(self):
+            self.asked = []
+
+        def search(self, text, pos):
+            self.asked.append(pos)
+
+    spy = Spy()
+    assert barrier_search(spy, "a < b " * 1000, 0, "<|content_invoke_tool_json|>", "<") is None
+    assert spy.asked == []
+    # the engine is asked from the last barrier before the factor, not from the position
+    text = "x<|message_model|>w<|content_invoke_tool_json|>" + "a < b " * 1000
+    barrier_search(spy, "a < b " * 100 + text, 0, "<|content_invoke_tool_json|>", "<")
+    barrier_search(spy, "no barrier " + text[18:], 3, "<|content_invoke_tool_json|>", "<")
+    assert spy.asked == [601, 3]
+    compiled = regex.compile(_INKLING_OPEN, regex.DOTALL)
+    assert barrier_search(compiled, text, 0, "<|content_invoke_tool_json|>", "<").span() == (1, 47)
+    assert barrier_search(compiled, text, 2, "<|content_invoke_tool_json|>", "<").span() == (19, 47)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["analysis", "a", "<think>", " ", "\n", "x", "b"]), max_size=8))
+def test_anchored_search_from_zero_is_a_match_there(pieces):
+    """What a complete text's search from offset 0 runs when some alternatives are anchored
+    (compiler/emit.py ``_eos_search``): the full pattern's match at 0, else the late pattern's
+    search, or nothing when every alternative is anchored -- the full pattern's search."""
+    text = "".join(pieces)
+    for pattern in (r"(?P<repair_stripped_tokens>^analysis)", r"^\s*(?:<think>\s*)?|<think>\s*", r"\Aa|(b)|^c"):
+        full, late = regex.compile(pattern, regex.DOTALL), late_pattern(pattern)
+        got = full.match(text, 0) or (None if late == NEVER else regex.compile(late, regex.DOTALL).search(text, 0))
+        want = full.search(text, 0)
+        assert (want and want.span()) == (got and got.span()), (pattern, text)
 
 
 def test_lazy_pattern_compiles_once_and_answers_as_compiled():

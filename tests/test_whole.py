@@ -226,6 +226,41 @@ def test_whole_text_find_is_str_find(text, sub, start, end, dense, near):
     assert type(buf[1:]) is str and buf == text
 
 
+@settings(max_examples=400, deadline=None)
+@given(text=_FIND_TEXT, subs=st.lists(st.sampled_from(["ab", "xa", "abx", "a", "<|", "_a", "<|im_end|>"]), min_size=1,
+                                      max_size=2),
+       queries=st.lists(st.tuples(st.integers(-5, 130), st.none() | st.integers(0, 130)), min_size=2, max_size=12),
+       near=st.sampled_from([1, 3, 8]))
+def test_whole_text_find_remembers_exactly(text, subs, queries, near):
+    """Many searches on one WholeText (what one parse asks, in any order): each returns what
+    str.find returns, whatever the earlier ones left in its memory of long searches."""
+    text = text + "|_\uff5c" * 10 + text
+    buf = whole.WholeText(text)
+    saved, whole._NEAR = whole._NEAR, near
+    try:
+        for k, (start, end) in enumerate(queries):
+            sub = subs[k % len(subs)]
+            args = (start,) if end is None else (start, end)
+            assert buf.find(sub, *args) == text.find(sub, *args), (sub, args)
+    finally:
+        whole._NEAR = saved
+
+
+def test_whole_text_find_remembers_only_what_holds():
+    """The memory of a long search without a sentinel (``"name"``: every character common) on one
+    text: later searches from before, between and after its start and its answer, and of other
+    literals, all give str.find's answer."""
+    prose = "the name of a named thing, " * 60
+    text = prose + '{"name": 1}' + prose + '"name"' + prose
+    buf = whole.WholeText(text)
+    first, second = text.find('"name"'), text.rfind('"name"')
+    starts = [len(prose) + 30, 0, first, first + 1, 5, second, second + 1, len(text) - 600, first - 1, 3 * len(prose)]
+    for sub in ('"name"', "named", '"name"'):
+        for start in starts + starts[::-1]:
+            assert buf.find(sub, start) == text.find(sub, start), (sub, start)
+            assert buf.find(sub, start, start + 700) == text.find(sub, start, start + 700), (sub, start)
+
+
 def test_whole_text_find_refuses_what_str_find_refuses():
     buf = whole.WholeText("a<|b|>")
     for bad in (None, 3, ["<|"], b"<|"):
