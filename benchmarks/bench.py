@@ -272,7 +272,14 @@ def extrapolate(history: list[tuple[int, float]], size: int) -> float | None:
 def _median_runs(fns: dict, rounds: int, single: set[str] = frozenset()):
     """Interleaved rounds: each round calls every function of ``fns`` once, in order (a shared
     machine's load then falls on all of them alike). Returns ``({key: median ms}, {key: last
-    result})``; a key in ``single`` is called in the first round only (a slow reference call)."""
+    result})``; a key in ``single`` is called in the first round only (a slow reference call).
+
+    Each timed call comes right after an untimed call of the same function (keys in ``single``
+    excepted), so every function is timed warm, as a batch job calling it back to back runs it:
+    timed cold, each would pay for what the function before it left in the caches (before
+    session 6 ours followed the reference's call and the find floor followed the streaming
+    parse, which had just read the text: gpt_oss's 100 kB parse was timed at 0.59 ms, 0.31 ms
+    back to back)."""
     times = {k: [] for k in fns}
     results = {}
     for i in range(rounds):
@@ -280,6 +287,8 @@ def _median_runs(fns: dict, rounds: int, single: set[str] = frozenset()):
             if key in single and i > 0:
                 continue
             with _no_gc():
+                if key not in single:
+                    fn()
                 t0 = time.perf_counter()
                 results[key] = fn()
                 times[key].append((time.perf_counter() - t0) * 1e3)
