@@ -710,14 +710,24 @@ class StreamParser:
             ValueError / KeyError: a region body failed to parse or transform (SPEC 5, 6).
         """
         if self._quiet and text.__class__ is str:
-            if self._trigger not in text and text and not self._context:
-                # The commonest chunk: plain text, no trigger character, nothing to keep.
-                body = self._body
-                body.append(text)
-                if len(body) >= BLOCK:
-                    self._blocks.append("".join(body))
-                    body.clear()
-                return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
+            if self._trigger not in text and text:
+                if not self._context:
+                    # The commonest chunk: plain text, no trigger character, nothing to keep.
+                    body = self._body
+                    body.append(text)
+                    if len(body) >= BLOCK:
+                        self._blocks.append("".join(body))
+                        body.clear()
+                    return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
+                if len(text) > self._short:
+                    # The same with one trigger and a CONTEXT: remembered as on the path below
+                    body = self._body
+                    body.append(text)
+                    if len(body) >= BLOCK:
+                        self._blocks.append("".join(body))
+                        body.clear()
+                    self._last = text
+                    return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
             if (self._wide and self._t1 not in text and self._t2 not in text and self._t3 not in text
                     and len(text) > self._short):
                 # The same with two or three trigger characters, or with a CONTEXT the regex delimiters
