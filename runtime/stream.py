@@ -482,7 +482,7 @@ def _run_hold(w: str, chars: frozenset, by_last: dict) -> int:
     return best
 
 
-def _heads(triggers: str | None, heads: Any) -> tuple | None:
+def _read_heads(triggers: str | None, heads: Any) -> tuple | None:
     """FAST_PATH's heads of one state as :func:`_trigger_hold` reads them: None (unknown), or
     ``(heads, k, partial)``: the heads (all ``k`` characters long; a mix is cut to the shortest,
     which only scans more), and every proper prefix of one, each trigger character among them (a
@@ -497,8 +497,8 @@ def _heads(triggers: str | None, heads: Any) -> tuple | None:
 
 def _trigger_hold(text: str, triggers: str, heads: tuple | None) -> int:
     """Where the fast paths must stop in ``text``: -1 when a trigger character begins one of the
-    state's ``heads`` (see :func:`_heads`; a delimiter may begin there: scan; ``heads`` None: any
-    trigger), else the offset of the leftmost trigger that begins a proper prefix of a head
+    state's ``heads`` (see :func:`_read_heads`; a delimiter may begin there: scan; ``heads``
+    None: any trigger), else the offset of the leftmost trigger that begins a proper prefix of a head
     ending ``text`` (held: a delimiter may begin there), else ``len(text)`` (nothing to hold)."""
     cut = n = len(text)
     for c in triggers:
@@ -597,7 +597,7 @@ class StreamParser:
     _RUNS: tuple = ()
     #: per state: HOLD_REGEX as a :class:`~respc.runtime.held.HeldRegex`, or None
     _HELD: tuple = ()
-    #: per state: ``(triggers, heads)`` of FAST_PATH with the heads as :func:`_heads` reads them
+    #: per state: ``(triggers, heads)`` of FAST_PATH with the heads as :func:`_read_heads` reads them
     _FAST: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -615,7 +615,7 @@ class StreamParser:
         # HeldRegex decodes and compiles its tables when first built (_held_regex; runtime/held.py)
         cls._HELD = tuple(None if table is None else HeldRegex(*table, lazy=True)
                           for table in (cls.HOLD_REGEX or (None,) * len(cls.FAST_PATH)))
-        cls._FAST = tuple((triggers, _heads(triggers, heads)) for triggers, heads in cls.FAST_PATH)
+        cls._FAST = tuple((triggers, _read_heads(triggers, heads)) for triggers, heads in cls.FAST_PATH)
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
                  errors: str = "strict", ledger: bool = False, offsets: bool = False) -> None:
