@@ -270,15 +270,10 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     scans = plan_scans(template, automaton)
     if scans.probes or scans.backs or any(late_pattern(p) not in (None, NEVER) for p, _ in scans.regexes):
         features.append("lazy-pattern")
-    # "lead-search": a complete text's search of a regex delimiter uses runtime.lead_search
-    if any(classify_pattern(p).leads for s in automaton.states for w in s.watches if w.delimiter.literals is None
-           for p in (w.delimiter.pattern, late_pattern(w.delimiter.pattern)) if p is not None):
-        features.append("lead-search")
-    # "barrier-search": one uses runtime.barrier_search instead (compiler/automaton.py barrier_plan)
-    if any(not classify_pattern(p).leads and barrier_plan(p) is not None
-           for s in automaton.states for w in s.watches if w.delimiter.literals is None
-           for p in (w.delimiter.pattern, late_pattern(w.delimiter.pattern)) if p is not None and p != NEVER):
-        features.append("barrier-search")
+    # "lead-search" / "barrier-search": a complete text's search of a regex delimiter calls
+    # runtime.lead_search / runtime.barrier_search; the scanners' view says which it wrote
+    scanner_view = _scanner_view(scans)
+    features += [name for name in ("lead-search", "barrier-search") if name in scanner_view["searches"]]
     # "hold-regex": HOLD_REGEX is an optimisation only; a runtime without it would scan, with the
     # same events, so it is not listed: the tables are simply ignored there. "held-json": a runtime
     # that reads them as tuples would fail on the JSON text (runtime/held.py automaton_table)
@@ -310,7 +305,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "outside_field": template.implicit,
         "stray_closers": _stray_closers(template),
         "diagnostics_key": repr(template.diagnostics),
-        **_scanner_view(scans),
+        **scanner_view,
         "context": context,
         "context_why": ("an unbounded lookbehind or a pattern the compiler cannot analyse: keep all"
                         if context is None else "^, \\b and lookbehinds must not see a trimmed start"
@@ -325,6 +320,7 @@ def _scanner_view(scans) -> dict:
     renders strings."""
     plans = []
     uses_literal_hold = False
+    searches: set[str] = set()
     for plan in scans.plans:
         finds = []
         for k, f in enumerate(plan.finds):
@@ -339,7 +335,8 @@ def _scanner_view(scans) -> dict:
                 pattern = scans.regexes[f.regex][0]
                 leads = classify_pattern(pattern).leads
                 finds.append({"literal": False, "comment": comment, "var": var, "rank": f.rank,
-                              "eos_pos": _eos_search(var, pattern, "pos"), "eos_lo": _eos_search(var, pattern, "lo"),
+                              "eos_pos": _eos_search(var, pattern, "pos", searches),
+                              "eos_lo": _eos_search(var, pattern, "lo", searches),
                               "leads": bool(leads),
                               "slot": f.slot, "hold_all": f.probe is None, "probe_var": f"_P{f.probe}",
                               "probe_slot": f.probe_slot, "probe_always": f.probe_always,
@@ -369,6 +366,7 @@ def _scanner_view(scans) -> dict:
         "memo_slots": scans.memo_slots,
         "uses_literal_hold": uses_literal_hold,
         "window": scans.window,
+        "searches": searches,
     }
 
 
@@ -381,16 +379,20 @@ def _late_view(var: str, pattern: str) -> dict | None:
     return {"var": var, "pattern_repr": repr(late), "leads": _leads_repr(late)}
 
 
-def _eos_search(var: str, pattern: str, start: str) -> str:
+def _eos_search(var: str, pattern: str, start: str, searches: set[str]) -> str:
     """The end-of-stream (complete text) search of regex delimiter ``var`` from offset ``start``
     (a variable name), as source: by its leads when it has them (``runtime.lead_search``), else
-    by its factor and barrier when it has them (``runtime.barrier_search``); and from an offset after 0 with its :func:`late_pattern` when it has one (``None`` when that can
-    never match)."""
+    by its factor and barrier when it has them (``runtime.barrier_search``); and from an offset
+    after 0 with its :func:`late_pattern` when it has one (``None`` when that can never match).
+    Adds to ``searches`` the runtime feature (``"lead-search"``, ``"barrier-search"``) of each
+    runtime searcher the source calls, so the module's FEATURES come from what was written."""
     def search(name: str, source: str) -> str:
         if classify_pattern(source).leads:
+            searches.add("lead-search")
             return f"_rt.lead_search({name}, buf, {start}, {name}_LEADS)"
         barrier = barrier_plan(source)
         if barrier is not None:
+            searches.add("barrier-search")
             return f"_rt.barrier_search({name}, buf, {start}, {barrier[0]!r}, {barrier[1]!r})"
         return f"{name}.search(buf, {start})"
 
