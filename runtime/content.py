@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import re as _stdre
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -683,6 +684,7 @@ _TREE_NAME = r"[^\s<>/\"']+"
 _NOT_QUICK = object()
 #: nesting beyond which the one-pass reader leaves the text to ``read`` (and its recursion limit)
 _QUICK_DEPTH = 64
+_second = operator.itemgetter(1)
 
 
 def _make_xml_tree(args: dict) -> ContentParser:
@@ -730,9 +732,12 @@ def _make_xml_tree(args: dict) -> ContentParser:
 
     def combine(found: list[tuple[str, Any]]) -> Any:
         """The value of elements already read: a list of ``item_tag`` values, else a dict."""
-        if all(name == item_tag for name, _ in found):
-            return [child for _, child in found]
-        value: dict[str, Any] = {}
+        value: dict[str, Any] = dict(found)  # (in C: the common answers need no Python loop)
+        if len(value) == 1 and item_tag in value:
+            return list(map(_second, found))  # every element is an item
+        if len(value) == len(found):
+            return value  # no name met twice
+        value = {}
         repeated: set[str] = set()
         for name, child in found:
             if name not in value:
@@ -762,7 +767,8 @@ def _make_xml_tree(args: dict) -> ContentParser:
         root: list = [None, 0, [], True]  # name, index of the body's first part, children, clean
         stack = [root]
         top = root
-        for k in range(1, len(parts), 3):
+        k, last = 1, len(parts)
+        while k < last:
             gap = parts[k - 1]
             if parts[k]:  # an end tag
                 children = top[2]
@@ -781,16 +787,24 @@ def _make_xml_tree(args: dict) -> ContentParser:
                 name = top[0]
                 top = stack[-1]
                 top[2].append((name, child))
-            else:
-                if gap and top[3]:
-                    if not gap.isspace():
-                        top[3] = False
-                    elif gap.strip(" \t\r\n"):
-                        return _NOT_QUICK
-                if len(stack) > _QUICK_DEPTH:
+                k += 3
+                continue
+            if gap and top[3]:
+                if not gap.isspace():
+                    top[3] = False
+                elif gap.strip(" \t\r\n"):
                     return _NOT_QUICK
-                top = [parts[k + 1], k + 2, [], True]
-                stack.append(top)
+            if len(stack) > _QUICK_DEPTH:
+                return _NOT_QUICK
+            name = parts[k + 1]
+            if k + 3 < last and parts[k + 3] and parts[k + 4] == name:
+                # its own end tag next: a leaf, what opening and closing it would append
+                top[2].append((name, parts[k + 2]))
+                k += 6
+                continue
+            top = [name, k + 2, [], True]
+            stack.append(top)
+            k += 3
         if top is not root:
             return _NOT_QUICK
         gap = parts[-1]
