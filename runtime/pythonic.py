@@ -24,6 +24,10 @@ parenthesised single value is that value. No whitespace may stand between a call
 
 The value of a body is ``[{"name": str, "arguments": dict}, ...]`` in call order; a bare call gives
 a one-element list. Positional arguments are an error (they have no name to go under).
+
+:func:`parse_pythonic` first tries ``_quick_calls``, a reader of the common body only (a flat call
+list with scalar keyword arguments, a few C regex matches per argument); on anything else it
+gives up and the recursive-descent reader decides, value or error (see "the quick reader" below).
 """
 
 from __future__ import annotations
@@ -384,6 +388,8 @@ def _quick_call(text: str, pos: int, strip_suffix: str | None, words: dict) -> t
         elif double is not None:
             value = double
         elif integer is not None:
+            if len(integer) > 40:
+                return None  # int() may refuse it (the digit limit): the reader raises then
             value = int(integer)
         elif decimal is not None:
             value = float(decimal)

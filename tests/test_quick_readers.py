@@ -149,7 +149,7 @@ def test_pythonic_quick_is_taken_on_common_bodies():
     assert type(pythonic._quick_calls("[f(a=1)]", True, None, pythonic._PY_WORDS)[0]["arguments"]["a"]) is int
     # outside the subset: the reader decides
     for body in ["[f(a='x\\'y')]", "[f(a=[1])]", "[f(a='a' 'b')]", "[f(a=1e3)]", "[f(True=1)]", "[f(a=b)]",
-                 "[f(a=1) g()]", "[f(é=1)]"]:
+                 "[f(a=1) g()]", "[f(é=1)]", "[f(a=" + "9" * 5000 + ")]"]:
         assert pythonic._quick_calls(body, True, None, pythonic._PY_WORDS) is None, body
 
 
