@@ -414,9 +414,19 @@ def _quick_calls(text: str, allow_bare: bool, strip_suffix: str | None, words: d
     """The whole body ``text`` read as :func:`parse_pythonic` reads it, when it is a flat call list
     of the subset above (or a bare call with ``allow_bare``); None otherwise (the reader decides,
     errors included). Never raises."""
+    got = quick_read(text, allow_bare, strip_suffix, words)
+    if got is None or _Q_SPACE.match(text, got[1]).end() != len(text):
+        return None
+    return got[0]
+
+
+def quick_read(text: str, allow_bare: bool, strip_suffix: str | None, words: dict) -> tuple[list[dict], int] | None:
+    """:func:`read_pythonic` from offset 0 for the subset above: ``(calls, offset just past the
+    closing ']' or the bare call's ')')``, or None when the text does not start with a call list
+    of the subset (the text after it is not read). Never raises. The boundary decoder
+    (``decoders.PythonicBoundary``) takes its end from here when it gets the whole body at once."""
     space = _Q_SPACE.match
     pos = space(text).end()
-    n = len(text)
     if text.startswith("[", pos):
         pos = space(text, pos + 1).end()
         out: list[dict] = []
@@ -436,14 +446,13 @@ def _quick_calls(text: str, allow_bare: bool, strip_suffix: str | None, words: d
                     break
                 else:
                     return None
-        pos = space(text, pos + 1).end()
-        return out if pos == n else None
+        return out, pos + 1
     if not allow_bare:
         return None
     got = _quick_call(text, pos, strip_suffix, words)
-    if got is None or space(text, got[1]).end() != n:
+    if got is None:
         return None
-    return [got[0]]
+    return [got[0]], got[1]
 
 
 def read_pythonic(text: str, pos: int = 0, *, allow_bare: bool = True,

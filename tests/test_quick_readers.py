@@ -4,11 +4,13 @@ Two content parsers have a one-pass shortcut for the common body and fall back t
 reader on anything else: the pythonic reader (``runtime/pythonic.py`` ``_quick_calls``: a flat
 call list with scalar keyword arguments, read with a few C regex matches) and xml-tree
 (``runtime/content.py`` ``_make_xml_tree``: one stack pass over ``tag.split`` when the tags are
-well nested). Checked here:
+well nested); the pythonic boundary decoder (``runtime/decoders.py`` ``PythonicBoundary``) takes
+the end of a body the quick pythonic reader reads. Checked here:
 
 - unit level, on random bodies (well-formed ones, then truncated, spliced and damaged): the value
   is the same, with types (``repr`` equality: ``1``, ``1.0`` and ``True`` differ), or the general
-  reader's error is raised, never another answer; the shortcut never raises;
+  reader's error is raised, never another answer; the shortcut never raises; the decoder's end
+  and status are those of its character scan (whole, and fed in pieces);
 - the shortcut is really taken on the common bodies (so the comparison is not vacuous);
 - end to end, on the cases of every catalogue template with a pythonic or xml-tree body (whole,
   cut short, halved), the shared corpus and peer vectors of those templates, and random splices
@@ -28,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from respc.runtime import content, pythonic
+from respc.runtime import content, decoders, pythonic
 from respc.runtime.content import make_content_parser
 from respc.runtime.errors import ContentParseError
 from support import CORPUS, REPO, SHARED, load_jsonl, params
@@ -151,6 +153,46 @@ def test_pythonic_quick_is_taken_on_common_bodies():
     for body in ["[f(a='x\\'y')]", "[f(a=[1])]", "[f(a='a' 'b')]", "[f(a=1e3)]", "[f(True=1)]", "[f(a=b)]",
                  "[f(a=1) g()]", "[f(é=1)]", "[f(a=" + "9" * 5000 + ")]"]:
         assert pythonic._quick_calls(body, True, None, pythonic._PY_WORDS) is None, body
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_pythonic_boundary_quick_matches_the_scan(data):
+    """The boundary decoder fed a whole body (what a complete text gives it): the quick path ends
+    the value where the character scan ends it, with the same status, or is not taken."""
+    text = _damage(data.draw, data.draw(_call_lists())) + data.draw(
+        st.sampled_from(["", " tail", "<|eot_id|>", "]", ")", "'", "\n[g()]", "(x)"]))
+    allow_bare = data.draw(st.booleans())
+    quick = decoders.PythonicBoundary(allow_bare)
+    got = (quick.feed(text), quick.status)
+    with mock.patch.object(decoders, "_quick_pythonic", lambda *args: None):
+        scan = decoders.PythonicBoundary(allow_bare)
+        assert got == (scan.feed(text), scan.status), text
+        pieces = decoders.PythonicBoundary(allow_bare)  # and in 3-character pieces, as streamed
+        at = -1
+        for k in range(0, len(text), 3):
+            end = pieces.feed(text[k:k + 3])
+            if end >= 0:
+                at = k + end
+                break
+    if got[0] >= 0:
+        assert at == got[0], text
+
+
+def test_pythonic_boundary_quick_is_taken():
+    taken = []
+
+    def watched(*args):
+        got = pythonic.quick_read(*args)
+        taken.append(got is not None)
+        return got
+
+    with mock.patch.object(decoders, "_quick_pythonic", watched):
+        for body, end in (("[get_weather(city='Paris', unit='celsius')]<|eot|>", 43),
+                          ('get_weather(city="Paris")</function_calls>', 25), (" [ ] x", 4)):
+            decoder = decoders.PythonicBoundary(True)
+            assert decoder.feed(body) == end and decoder.status == decoders.ACCEPTED
+    assert taken == [True, True, True]
 
 
 # --- xml-tree ---------------------------------------------------------------------------------
