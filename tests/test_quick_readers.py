@@ -189,10 +189,11 @@ def test_pythonic_boundary_quick_is_taken():
 
     with mock.patch.object(decoders, "_quick_pythonic", watched):
         for body, end in (("[get_weather(city='Paris', unit='celsius')]<|eot|>", 43),
-                          ('get_weather(city="Paris")</function_calls>', 25), (" [ ] x", 4)):
+                          ('get_weather(city="Paris")</function_calls>', 25), (" [f()] x", 6),
+                          (" [ ] x", 4)):
             decoder = decoders.PythonicBoundary(True)
             assert decoder.feed(body) == end and decoder.status == decoders.ACCEPTED
-    assert taken == [True, True, True]
+    assert taken == [True, True, True]  # (no ')' in the last one: the scan reads it)
 
 
 # --- xml-tree ---------------------------------------------------------------------------------
