@@ -124,7 +124,7 @@ def _damage(draw, text: str) -> str:
 _PY_ARGS = [{}, {"json_literals": True}, {"allow_bare": False}, {"strip_suffix": ".b"}]
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_pythonic_quick_matches_the_reader(data):
     text = _damage(data.draw, data.draw(_call_lists()))
@@ -155,7 +155,7 @@ def test_pythonic_quick_is_taken_on_common_bodies():
         assert pythonic._quick_calls(body, True, None, pythonic._PY_WORDS) is None, body
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_pythonic_boundary_quick_matches_the_scan(data):
     """The boundary decoder fed a whole body (what a complete text gives it): the quick path ends
@@ -242,7 +242,7 @@ def _tree_texts(draw):
     return prefix, draw(st.sampled_from(_GAPS)) + text + draw(st.sampled_from(_GAPS))
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=_tree_texts())
 def test_xml_tree_quick_matches_the_general_walk(case):
     prefix, text = case
