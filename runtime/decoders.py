@@ -37,6 +37,8 @@ from typing import Any
 import regex
 
 from .errors import ParserStateError
+from .pythonic import _JSON_WORDS as _PY_ALL_WORDS
+from .pythonic import quick_read as _quick_pythonic
 
 __all__ = [
     "UNDECIDED",
@@ -316,6 +318,18 @@ class PythonicBoundary(Boundary):
 
     def _scan(self, data: str) -> int:
         state = self._state
+        if state == "start":
+            # Quick path (issue 14): a whole call list of the pythonic reader's quick subset
+            # (strings without backslashes, no nesting but the calls' own brackets) ends where
+            # that reader stops: the scan below would accept at the first '(' and reach depth 0 at
+            # the same closing bracket (tests/test_quick_readers.py compares the two). Not tried
+            # before a ')' is there (a streamed body's first pieces, prose probed after a '['):
+            # no call list is complete without one.
+            got = _quick_pythonic(data, self._allow_bare, None, _PY_ALL_WORDS) if ")" in data else None
+            if got is not None:
+                self.status = ACCEPTED
+                self._state = "done"
+                return got[1]
         i, n = 0, len(data)
         depth = self._depth
         try:

@@ -133,12 +133,16 @@ class WholeText(str):
     def find(self, sub: Any, start: Any = None, end: Any = None) -> int:
         """``str.find(sub, start, end)``: the lowest index of ``sub`` in ``self[start:end]``, or -1."""
         if start.__class__ is int and start >= 0:
-            # what is left to search fits the first window (the search below would do only this
-            # after its set-up): a tool call's delimiters, a text's last kilobyte
             if end is None:
-                if len(self) - start <= _NEAR:
-                    return str.find(self, sub, start)
+                # the first window, before any set-up: a hit there is the first occurrence (one
+                # that starts before it would end inside it), and a window that reaches the end
+                # of the text was the whole search. A tool call's delimiters, the next tag of a
+                # call body, a text's last kilobyte: most searches of a parse end here.
+                i = str.find(self, sub, start, start + _NEAR)
+                if i >= 0 or len(self) - start <= _NEAR:
+                    return i
             elif end.__class__ is int and end >= 0 and (end if end < len(self) else len(self)) - start <= _NEAR:
+                # what is left to search fits the first window (the search below would do only this)
                 return str.find(self, sub, start, end)
         if sub.__class__ is not str:
             return str.find(self, sub, start, end)  # its errors too
