@@ -122,6 +122,10 @@ class PatternFacts:
     #: :func:`_checked_leads`); None when some alternative has none, case is ignored, or one
     #: literal without an uncommon character leads every match
     leads: tuple[str, ...] | None = None
+    #: how many of the ``context`` characters must be the real ones before the search position
+    #: (``\b``, ``\B``, a multiline ``^``, lookbehinds); the rest only keep ``^`` and ``\A`` from
+    #: matching at a trimmed buffer start, which any characters do. None: all, or unknown
+    looks_back: int | None = None
 
 
 #: the characters ``regex``'s ``\\s`` matches (Unicode White_Space; not ``str.isspace``, which
@@ -250,6 +254,10 @@ class Automaton:
         warnings (tuple[str, ...]): indeterminate delimiters (D2), for ``respc check``.
         after_state (dict[int, int]): v2: field index -> the state watching the optional close
             that may follow its value (fields with ``"end": "value"`` and a close).
+        anchor_context (bool): ``context`` is there only for ``^`` and ``\\A`` (no ``\\b``,
+            lookbehind or multiline ``^`` in any regex delimiter): it must keep a start anchor
+            from matching at a trimmed buffer start, which any decided characters do, not only
+            the last ones (see :attr:`PatternFacts.looks_back`).
     """
 
     states: tuple[State, ...]
@@ -257,6 +265,7 @@ class Automaton:
     context: int | None
     warnings: tuple[str, ...]
     after_state: dict = _dc_field(default_factory=dict)
+    anchor_context: bool = False
 
 
 # --- regex analysis -------------------------------------------------------------------------
@@ -699,6 +708,9 @@ def _walk(seq, cont: tuple, facts: dict) -> None:
                 facts["reasons"].append("an end anchor ($ or \\Z) matches only once the stream ends")
             elif name != "AT_END_LINE":
                 facts["context"] = _more(facts["context"], 1)
+                if name not in _AT_START:
+                    # \b and \B read the character before: it must be the real one
+                    facts["looks_back"] = _more(facts["looks_back"], 1)
         elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
             direction, sub = av
             if direction == 1 and (op is sre_c.ASSERT_NOT or not _monotone(sub)):
@@ -707,6 +719,7 @@ def _walk(seq, cont: tuple, facts: dict) -> None:
             elif direction != 1:
                 width = sub.getwidth()[1]
                 facts["context"] = None if width >= _MAXREPEAT else _more(facts["context"], width)
+                facts["looks_back"] = None if width >= _MAXREPEAT else _more(facts["looks_back"], width)
             _walk(sub, (), facts)
         elif op is sre_c.SUBPATTERN:
             _walk(av[-1], after, facts)
@@ -978,11 +991,14 @@ def classify_pattern(pattern: str) -> PatternFacts:
         tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
         if tree.state.flags & (sre_c.SRE_FLAG_VERBOSE | sre_c.SRE_FLAG_LOCALE):
             return unknown
-        facts = {"reasons": [], "context": 0, "extendable": False}
+        facts = {"reasons": [], "context": 0, "looks_back": 0, "extendable": False}
         _walk(tree, (), facts)
     except (_Unknown, Exception):
         return unknown
     reasons = tuple(dict.fromkeys(facts["reasons"]))
+    if _has_multiline(tree):
+        # the tree reads a multiline ^ as AT_BEGINNING too: it tests for a newline before it
+        facts["looks_back"] = facts["context"]
     first = _first_chars(tree, pattern)
     late = _first_chars(tree, pattern, True)
     if late is None:
@@ -991,7 +1007,8 @@ def classify_pattern(pattern: str) -> PatternFacts:
                         "" if _ignores_case(tree) else _checked_lead(_lead(tree), first),
                         reading.probe, reading.rewritten, _factor(tree, pattern), late,
                         _late_pair_set(tree, pattern, late), _hold_run(tree, pattern),
-                        None if _ignores_case(tree) else _checked_leads(_branch_leads(list(tree)), pattern))
+                        None if _ignores_case(tree) else _checked_leads(_branch_leads(list(tree)), pattern),
+                        facts["looks_back"])
 
 
 #: sre categories the factor's class may name, and how ``regex`` spells them
@@ -1427,7 +1444,7 @@ def _checked_lead(lead: str, first: str | None) -> str:
 def _watch(kind: str, field_index: int, delim: Delimiter, target: int) -> tuple[Watch, PatternFacts]:
     if delim.literals is not None:
         firsts = "".join(sorted({lit[0] for lit in delim.literals}))
-        facts = PatternFacts(False, 0, first_chars=firsts, late_chars=firsts)
+        facts = PatternFacts(False, 0, first_chars=firsts, late_chars=firsts, looks_back=0)
         if not delim.can_extend:
             return Watch(kind, field_index, delim, 0, target, "literal", False, False), facts
         return Watch(kind, field_index, delim, 0, target, "regex", True, False), facts
@@ -1485,6 +1502,7 @@ def build_automaton(template: Template) -> Automaton:
     after_fields = [fi for fi in explicit if fields[fi].end == "value" and fields[fi].close is not None]
     after_state = {fi: len(explicit) + 1 + k for k, fi in enumerate(after_fields)}
     context: int | None = 0
+    looks_back: int | None = 0
     warnings: list[str] = []
 
     def order_key(w: Watch):
@@ -1493,7 +1511,7 @@ def build_automaton(template: Template) -> Automaton:
         return (0 if w.kind == "open" else 1, second)
 
     def ranked(entries):
-        nonlocal context
+        nonlocal context, looks_back
         watches = []
         triggers: set[str] | None = set()
         runs: list[HoldRun] = []
@@ -1510,6 +1528,7 @@ def build_automaton(template: Template) -> Automaton:
             else:
                 triggers = None
             context = None if context is None or facts.context is None else max(context, facts.context)
+            looks_back = None if looks_back is None or facts.looks_back is None else max(looks_back, facts.looks_back)
             for reason in facts.reasons:
                 warnings.append(f"field {fields[fi].name!r} {delim.key} {delim.pattern!r}: {reason}; "
                                 "its matches are held until no later input can change them (D2)")
@@ -1558,7 +1577,8 @@ def build_automaton(template: Template) -> Automaton:
         # no fast path: the trailing close is decided at the position the value ended
         states.append(State(after_state[fi], fi, f"after the value of {f.name!r}", watches, None))
     states = [State(s.index, s.field, s.name, s.watches, s.triggers, _heads(s.watches), s.runs) for s in states]
-    return Automaton(tuple(states), state_of_field, context, tuple(dict.fromkeys(warnings)), after_state)
+    return Automaton(tuple(states), state_of_field, context, tuple(dict.fromkeys(warnings)), after_state,
+                     bool(context) and looks_back == 0)
 
 
 # --- scan plans: what each state's scanner does (SPEC 4.3, D2) -------------------------------

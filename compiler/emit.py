@@ -307,6 +307,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "diagnostics_key": repr(template.diagnostics),
         **scanner_view,
         "context": context,
+        "anchor_context": automaton.anchor_context,
         "context_why": ("an unbounded lookbehind or a pattern the compiler cannot analyse: keep all"
                         if context is None else "^, \\b and lookbehinds must not see a trimmed start"
                         if context else "no regex delimiter looks behind its start"),

@@ -419,6 +419,8 @@ class ResponseParser(_rt.StreamParser):
     MEMO_SLOTS = 10
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1
+    # ... and only so that ^ and \A cannot match at a trimmed start: any decided characters serve
+    ANCHOR_CONTEXT = True
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('</think>', '^\\s*(?:<think>\\s*)?|<think>\\s*', 0), ('</tool_call>', '<tool_call>', 1))

@@ -696,6 +696,8 @@ class ResponseParser(_rt.StreamParser):
     MEMO_SLOTS = 17
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1
+    # ... and only so that ^ and \A cannot match at a trimmed start: any decided characters serve
+    ANCHOR_CONTEXT = True
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('<|end|>', '<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', 0), ('<|start|>assistant', '<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', 0), ('assistantfinal', '(?P<repair_stripped_tokens>^analysis)', 1))

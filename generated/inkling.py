@@ -522,6 +522,8 @@ class ResponseParser(_rt.StreamParser):
     MEMO_SLOTS = 13
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1
+    # ... and only so that ^ and \A cannot match at a trimmed start: any decided characters serve
+    ANCHOR_CONTEXT = True
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('<|end_message|>', '<\\|content_thinking\\|>', 0), ('<|content_text|>', '<\\|content_thinking\\|>', 0), ('<|content_model_end_sampling|>', '<\\|content_thinking\\|>', 0), ('<|end_message|>', '(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>', 1))

@@ -24,10 +24,11 @@ These shortcuts keep the common chunk cheap, each giving exactly the events a sc
   delimiter (``FAST_PATH``: the state's trigger characters and the first three, or two,
   characters of its delimiters, as a search after offset 0 sees them): the chunk is routed
   whole; a proper prefix of such a head ending the chunk is held without scanning, and the next
-  chunk read with it (``_run_path``). With one
-  or two triggers the chunk is only tested with ``not in``; a ``CONTEXT`` the regex delimiters
-  need is then the chunk's own tail, kept lazily (``_sync``). A state watching a regex that is
-  a run of one class then a literal (``HOLD_RUNS``: gpt_oss's ``\\s*to=functions\\.``) holds a
+  chunk read with it (``_run_path``). With one to three triggers the chunk is only tested
+  with ``not in``; a ``CONTEXT`` the regex delimiters need is then the chunk's own tail, kept
+  lazily (``_sync``), or, when it is there only for ``^`` and ``\\A`` (``ANCHOR_CONTEXT``),
+  whatever decided characters the buffer still has. A state watching a regex that is a run
+  of one class then a literal (``HOLD_RUNS``: gpt_oss's ``\\s*to=functions\\.``) holds a
   trailing run, and a prefix of the literal after it, itself (``_run_path``);
 * value regions -- in a v2 region that ends where its value ends, such a chunk goes to the
   value's decoder without a scan while the value goes on (``_value_chunk``);
@@ -433,21 +434,19 @@ _NO_GROUPS: dict = {}  # shared, read-only: processors copy the scope they are g
 _NO_TRIGGER = "\x00\uffff\x00"
 
 
-def _quick_trigger(triggers: str | None, context: int | None) -> tuple[str, bool, str, str, str]:
-    """What the quickest paths test with ``not in chunk``, as ``(trigger, wide, t1, t2, t3)``.
+def _quick_trigger(triggers: str | None, lazy: bool) -> tuple[str, bool, str, str]:
+    """What the quickest paths test with ``not in chunk``, as ``(trigger, wide, t2, t3)``.
 
-    ``trigger`` is the plain quickest path's one character (``""``: in every chunk, so never
-    taken; ``_NO_TRIGGER`` for a state with no trigger), taken only with ``CONTEXT`` 0; ``wide``
-    says the second quickest path tests ``t1``, ``t2`` and ``t3`` instead: two or three trigger
-    characters, or one with a ``CONTEXT`` kept lazily (see StreamParser.feed). Four or more, or
-    unknown: neither.
+    ``trigger`` is the first trigger character (``""``: in every chunk, so neither path is
+    taken; ``_NO_TRIGGER`` for a state with no trigger); with ``wide`` False that one test is
+    all (the quickest path), with ``wide`` the second quickest path also tests ``t2`` and ``t3``
+    (the second and third trigger characters, or ``_NO_TRIGGER``): two or three triggers, or a
+    ``CONTEXT`` kept lazily (``lazy``, see StreamParser.feed). Four or more, or unknown: neither.
     """
     if triggers is None or len(triggers) > 3:
-        return "", False, "", "", ""
-    if len(triggers) > 1:
-        return ("", True) + tuple(triggers) + (_NO_TRIGGER,) * (3 - len(triggers))
-    one = triggers or _NO_TRIGGER
-    return one, bool(context), one, _NO_TRIGGER, _NO_TRIGGER
+        return "", False, "", ""
+    rest = tuple(triggers[1:]) + (_NO_TRIGGER,) * (3 - max(len(triggers), 1))
+    return (triggers[:1] or _NO_TRIGGER, len(triggers) > 1 or lazy) + rest
 
 
 def _prefixes_by_last(literal: str) -> dict[str, tuple[str, ...]]:
@@ -557,6 +556,10 @@ class StreamParser:
     FAST_PATH: tuple = ()
     #: characters of decided text regex delimiters must still see; None keeps everything
     CONTEXT: int | None = 0
+    #: True when ``CONTEXT`` is there only so that ``^`` and ``\\A`` cannot match at a trimmed
+    #: buffer start (compiler/automaton.py ``Automaton.anchor_context``): any decided characters
+    #: do that, so the quickest paths leave the buffer as it was instead of keeping the chunk's tail
+    ANCHOR_CONTEXT: bool = False
     #: per state: None, or ``(class characters, literal)`` per watched delimiter that is a run of
     #: the class then the literal (compiler/automaton.py ``HoldRun``); empty: none anywhere
     HOLD_RUNS: tuple = ()
@@ -576,8 +579,8 @@ class StreamParser:
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_heads", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
-                 "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1", "_t2",
-                 "_t3", "_short", "_last", "_bdq", "_hd")
+                 "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t2",
+                 "_t3", "_last", "_bdq", "_hd")
 
     #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -606,7 +609,8 @@ class StreamParser:
         cls._RUNS = tuple(None if not rows else tuple((frozenset(chars), factor, _prefixes_by_last(factor))
                                                       for chars, factor in rows) for rows in runs)
         # a state with runs never takes the quickest path (a chunk ending in the class is held)
-        cls._QUICK = tuple(_quick_trigger(None if cls._RUNS[k] is not None else triggers, cls.CONTEXT)
+        lazy = bool(cls.CONTEXT) and not cls.ANCHOR_CONTEXT
+        cls._QUICK = tuple(_quick_trigger(None if cls._RUNS[k] is not None else triggers, lazy)
                            for k, (triggers, _) in enumerate(cls.FAST_PATH))
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
         cls._KNOWN = tuple(triggers is not None for triggers, _ in cls.FAST_PATH)
@@ -664,11 +668,11 @@ class StreamParser:
         self._done = False
         self._quiet = self._bdq = False
         self._triggers, self._heads = self._FAST[0]
-        self._trigger, self._wide, self._t1, self._t2, self._t3 = self._QUICK[0]
-        self._context = self.CONTEXT
-        # the quickest path takes a chunk of at least CONTEXT characters: then the context the
-        # scanners need is its own tail, kept lazily in _last (see _sync)
-        self._short = max(self.CONTEXT - 1, 0) if self.CONTEXT else 0
+        self._trigger, self._wide, self._t2, self._t3 = self._QUICK[0]
+        # the context the quickest paths keep: none when it only stops start anchors (the buffer
+        # keeps the characters it had); else they take a chunk of at least CONTEXT characters,
+        # and the context the scanners need is its own tail, kept lazily in _last (see _sync)
+        self._context = 0 if self.ANCHOR_CONTEXT else self.CONTEXT
         self._last = None
         self._rescan_at = 0
         self._tail: list[str] = []
@@ -711,7 +715,7 @@ class StreamParser:
         """
         if self._quiet and text.__class__ is str:
             if self._trigger not in text and text:
-                if not self._context:
+                if not self._wide:
                     # The commonest chunk: plain text, no trigger character, nothing to keep.
                     body = self._body
                     body.append(text)
@@ -719,29 +723,21 @@ class StreamParser:
                         self._blocks.append("".join(body))
                         body.clear()
                     return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
-                if len(text) > self._short:
-                    # The same with one trigger and a CONTEXT: remembered as on the path below
-                    body = self._body
-                    body.append(text)
-                    if len(body) >= BLOCK:
-                        self._blocks.append("".join(body))
-                        body.clear()
-                    self._last = text
-                    return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
-            if (self._wide and self._t1 not in text and self._t2 not in text and self._t3 not in text
-                    and len(text) > self._short):
-                # The same with two or three trigger characters, or with a CONTEXT the regex delimiters
-                # must see: that context is the chunk's own tail (it has CONTEXT characters or
-                # more), so only the chunk is remembered and the buffer is made from it when it
-                # is next read (_sync).
-                body = self._body
-                body.append(text)
-                if len(body) >= BLOCK:
-                    self._blocks.append("".join(body))
-                    body.clear()
-                if self._context:
-                    self._last = text
-                return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
+                if self._t2 not in text and self._t3 not in text:
+                    # The same with two or three trigger characters, or with a CONTEXT the regex
+                    # delimiters must see: that context is the chunk's own tail when it has
+                    # CONTEXT characters or more, so only the chunk is remembered and the buffer
+                    # is made from it when it is next read (_sync).
+                    context = self._context
+                    if not context or len(text) >= context:
+                        body = self._body
+                        body.append(text)
+                        if len(body) >= BLOCK:
+                            self._blocks.append("".join(body))
+                            body.clear()
+                        if context:
+                            self._last = text
+                        return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
             if self._last is not None:
                 self._sync()
             runs = self._RUNS[self._state]
@@ -762,7 +758,7 @@ class StreamParser:
                         if not text:
                             return []
                         self._keep(text)
-                        context = self.CONTEXT
+                        context = self._context  # (0 with ANCHOR_CONTEXT: the buffer keeps its characters)
                         if context:
                             kept = (self._buf + text)[-context:]
                             self._buf = kept
@@ -781,7 +777,6 @@ class StreamParser:
                     self._pos = len(kept) - held
                     # the quickest paths assume nothing held: off until _run_path decides it
                     self._trigger = ""
-                    self._wide = False
                     return events
         elif (self._bdq and text.__class__ is str and text
                 and _trigger_hold(text, self._triggers, self._heads) == len(text)):
@@ -895,24 +890,25 @@ class StreamParser:
 
         (The two quickest branches of :meth:`feed`, repeated: a call between them would cost each
         chunk what this saves.)"""
-        if self._quiet and text.__class__ is str and not self._dirty:
-            if self._trigger not in text and text and not self._context:
+        if self._quiet and text.__class__ is str and not self._dirty and self._trigger not in text and text:
+            if not self._wide:
                 body = self._body
                 body.append(text)
                 if len(body) >= BLOCK:
                     self._blocks.append("".join(body))
                     body.clear()
                 return text
-            if (self._wide and self._t1 not in text and self._t2 not in text and self._t3 not in text
-                    and len(text) > self._short):
-                body = self._body
-                body.append(text)
-                if len(body) >= BLOCK:
-                    self._blocks.append("".join(body))
-                    body.clear()
-                if self._context:
-                    self._last = text
-                return text
+            if self._t2 not in text and self._t3 not in text:
+                context = self._context
+                if not context or len(text) >= context:
+                    body = self._body
+                    body.append(text)
+                    if len(body) >= BLOCK:
+                        self._blocks.append("".join(body))
+                        body.clear()
+                    if context:
+                        self._last = text
+                    return text
         return self.feed(text)
 
     def _run_path(self, text: str, runs: tuple) -> list[dict] | None:
@@ -971,10 +967,9 @@ class StreamParser:
         self._buf = kept + w[hold:]
         self._pos = len(kept)
         if hold == n:
-            self._trigger, self._wide, self._t1, self._t2, self._t3 = self._QUICK[self._state]
+            self._trigger, self._wide, self._t2, self._t3 = self._QUICK[self._state]
         else:
             self._trigger = ""  # the quickest paths assume nothing held
-            self._wide = False
         return events
 
     def _value_chunk(self, text: str) -> list[dict]:
@@ -1242,7 +1237,7 @@ class StreamParser:
             self._rescan_at = 0
             state = self._state
             self._triggers, self._heads = fast = self._FAST[state]
-            self._trigger, self._wide, self._t1, self._t2, self._t3 = self._QUICK[state]
+            self._trigger, self._wide, self._t2, self._t3 = self._QUICK[state]
             # the fast path needs an opened region, known triggers, a trimmed buffer, and no v2
             # decoder or trailing close waiting for the text; and a position after offset 0,
             # where a start anchor can no longer hold (the triggers assume it, see

@@ -103,9 +103,51 @@ def test_classify_pattern(pattern, indeterminate, context, extendable, first, le
         indeterminate, context, extendable, first, lead)
 
 
+@pytest.mark.parametrize("pattern,context,looks_back", [
+    (r"^\s*(?:<think>\s*)?|<think>\s*", 1, 0),  # ernie4_5's reasoning opener
+    (r"(?:(?:<\|message_model\|>|^)[^<]*)?<\|content_invoke_tool_json\|>", 1, 0),  # inkling's tool call
+    (r"\A<x>|<y>", 1, 0),
+    (r"(?m)^<x>", 1, 1),  # a line start reads the character before
+    (r"\bfoo", 1, 1),
+    (r"\Bfoo", 1, 1),
+    (r"^(?<=\n\n)<x>", 2, 2),
+    (r"(?=\bq)q:", 1, 1),  # a word boundary inside a lookahead, at the start of the match
+    (r"(?<=a+)b", None, None),
+    (r"<x>", 0, 0),
+])
+def test_looks_back_counts_the_context_that_must_be_real_text(pattern, context, looks_back):
+    """``looks_back``: the context characters that must be the real ones (word boundaries,
+    multiline ``^``, lookbehinds); ``^`` and ``\\A`` only need some character before the start."""
+    facts = classify_pattern(pattern)
+    assert (facts.context, facts.looks_back) == (context, looks_back)
+
+
+@pytest.mark.parametrize("opener,anchor_context", [
+    (r"^\s*(?:<think>\s*)?|<think>\s*", True),
+    (r"(?:(?:<m>|^)[^<]*)?<call>", True),
+    (r"\bcall:", False),
+    (r"(?<=\n)<call>", False),
+    (r"(?m)^call:", False),
+    (r"<call>", False),  # no context at all
+])
+def test_anchor_context_only_when_every_need_is_a_start_anchor(opener, anchor_context):
+    auto = _automaton({"start_anchor": "A", "fields": {
+        "call": {"open_pattern": opener, "close": "</call>"}, "content": {"close": ["<end>"]}}})
+    assert auto.anchor_context is anchor_context
+    assert bool(auto.context) is (opener != "<call>")
+
+
+def test_anchor_context_is_off_when_another_delimiter_looks_back():
+    auto = _automaton({"start_anchor": "A", "fields": {
+        "a": {"open_pattern": r"^\s*<a>", "close": "</a>"},
+        "b": {"open_pattern": r"\b<b>", "close": "</b>"}}})
+    assert (auto.context, auto.anchor_context) == (1, False)
+
+
 def test_unanalysable_pattern_is_conservative():
     facts = classify_pattern(r"\p{L}+:")  # regex-module syntax that sre cannot parse
     assert facts.indeterminate and facts.context is None and facts.first_chars is None
+    assert facts.looks_back is None
     assert facts.reasons == ("the compiler cannot analyse this pattern",)
 
 

@@ -40,6 +40,18 @@ REGEX_TEMPLATES = {
     "context-lookbehind-start": ({"start_anchor": "A", "fields": {
         "x": {"open_pattern": r"(?<=\n\n)\w+:", "close": "."}, "content": {}}},
         ["intro\n\nkey: value. more\nno: x\n\nyes:", " a. b"]),
+    # start anchors only (ANCHOR_CONTEXT): the quickest path leaves the buffer's context as it was
+    "caret-in-group-open": ({"start_anchor": "A", "fields": {
+        "call": {"open_pattern": r"(?:(?:<m>|^)[^<]*)?<call>", "close": "<end>"},
+        "content": {"close": ["<m>", "<end>"]}}},
+        ["intro<call>a<end> b<m>name<call>c<end> d < e", "x <m>y<m>z <call>w<end>", "<m>q<call", "p<c"]),
+    "string-anchor-two-triggers": ({"start_anchor": "A", "fields": {
+        "r": {"open_pattern": r"\A\s*\[R\]|<r>", "close": "</r>"}, "content": {}}},
+        [" [R]a</r>b [R] <r>c</r> [x] <y", "[R][R]</r>", "a [", "<r> [R"]),
+    # a multiline ^ reads the character before it: the real context is kept (lazily)
+    "multiline-caret-open": ({"start_anchor": "A", "fields": {
+        "x": {"open_pattern": r"(?m)^call:", "close": ";"}, "content": {}}},
+        ["a\ncall: yes; recall: no\n", "call:x;\n\ncall:", "c\nca", "x\n"]),
     "lead-pattern": ({"start_anchor": "A", "fields": {
         "x": {"open_pattern": r"<\|tool>(?P<n>\w+):", "close": "<|end|>", "transform": {"n": "{n}", "a": "{content}"}},
         "content": {}}},
@@ -156,6 +168,45 @@ def test_fast_path_is_taken_where_it_was_refused():
         assert calls == [False], name
         message, _ = parser.finalize()
         assert message[field] == "Hello <b  wor" and calls == [False, True], name
+
+
+def test_anchor_context_leaves_the_buffer_as_it_was():
+    """A CONTEXT there only for start anchors (ANCHOR_CONTEXT: ernie4_5's ``^\\s*(?:<think>…``,
+    inkling's and gpt_oss's): the quickest path neither remembers the chunk nor trims the
+    buffer, so a plain chunk costs what it costs with CONTEXT 0, and a later scan searches from
+    the old context character, where ``^`` cannot match either; a word boundary keeps the
+    chunk's own tail (lazily, _last)."""
+    for name in ("ernie4_5", "inkling", "gpt_oss"):
+        cls = respc.compile_template(REPO / "templates" / f"{name}.json").ResponseParser
+        assert (cls.CONTEXT, cls.ANCHOR_CONTEXT) == (1, True), name
+    module, Counted, calls = _counted("ernie4_5")
+    parser = Counted("")
+    parser.feed("Hello <b ")
+    buf, pos = parser._buf, parser._pos
+    assert parser._quiet and pos == len(buf) == 1 and not parser._wide
+    chunk = lambda text: {"type": "region_chunk", "field": "reasoning_content", "text": text, "dirty": False}  # noqa: E731
+    assert parser.feed("worl") == [chunk("worl")]
+    assert parser.feed("d x<y") == [chunk("d x<y")]  # a trigger, no head: routed by the fast path
+    assert (parser._buf, parser._pos, parser._last) == (buf, pos, None) and len(calls) == 1
+    assert parser.feed("</think>  z") == [{"type": "region_close", "field": "reasoning_content",
+                                           "value": "Hello <b world x<y"},
+                                          {"type": "region_open", "field": "content"},
+                                          {"type": "region_chunk", "field": "content", "text": "  z", "dirty": False}]
+    # in the answer, '^\\s*' would match at a trimmed buffer start: it does not, the buffer keeps
+    # a character before the search position
+    assert parser.feed("  ab") == [{"type": "region_chunk", "field": "content", "text": "  ab", "dirty": False}]
+    assert len(calls) == 2 and parser._pos == 1
+    texts = ["Hello <b world x<y <think></think>z", "  <think>a</think> b <think>c</think>d",
+             "x</think>\n <think> y</think>"]
+    for i, text in enumerate(texts):
+        _compare(module, "", text, None, f"ernie4_5-anchor/{i}")
+    lazy = respc.compile_template(REGEX_TEMPLATES["word-boundary"][0]).ResponseParser
+    assert (lazy.CONTEXT, lazy.ANCHOR_CONTEXT) == (1, False)
+    parser = lazy("")
+    parser.feed("Hello ")
+    assert parser._quiet and parser._wide
+    parser.feed("worl")
+    assert parser._last == "worl"
 
 
 def _counted(name: str):
@@ -310,7 +361,8 @@ def test_feed_text_is_feed(name):
             assert got == _outcome(module.ResponseParser, prefix, chunks, tools), (prefix, chunks)
 
 
-@pytest.mark.parametrize("name", ["qwen3", "hermes2pro", "deepseek_r1", "kimi_k2", "glm4_5", "mistral_nemo"])
+@pytest.mark.parametrize("name", ["qwen3", "hermes2pro", "deepseek_r1", "kimi_k2", "glm4_5", "mistral_nemo",
+                                  "ernie4_5", "granite3"])
 def test_feed_text_hands_plain_chunks_over_as_text(name):
     """On plain prose in 4-character chunks, all but the chunks around the start come back as text."""
     module = respc.compile_template(REPO / "templates" / f"{name}.json")
