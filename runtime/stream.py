@@ -432,21 +432,66 @@ _NO_GROUPS: dict = {}  # shared, read-only: processors copy the scope they are g
 # Stands for "no trigger character at all" (a region that runs to the end of the stream): a chunk
 # that happens to contain it just takes the general fast path.
 _NO_TRIGGER = "\x00\uffff\x00"
+#: ``wide`` of a state with the run quickest path (see _quick_trigger): true, and not True
+_RUN_WIDE = 2
 
 
-def _quick_trigger(triggers: str | None, lazy: bool) -> tuple[str, bool, str, str]:
-    """What the quickest paths test with ``not in chunk``, as ``(trigger, wide, t2, t3)``.
+def _quick_trigger(triggers: str | None, lazy: bool, run: tuple | None = None) -> tuple:
+    """What the quickest paths test with ``not in chunk``, as ``(trigger, wide, t1, t2, t3, held)``.
 
     ``trigger`` is the first trigger character (``""``: in every chunk, so neither path is
     taken; ``_NO_TRIGGER`` for a state with no trigger); with ``wide`` False that one test is
     all (the quickest path), with ``wide`` the second quickest path also tests ``t2`` and ``t3``
     (the second and third trigger characters, or ``_NO_TRIGGER``): two or three triggers, or a
     ``CONTEXT`` kept lazily (``lazy``, see StreamParser.feed). Four or more, or unknown: neither.
+    ``t1`` and ``held`` are ``""`` and None then.
+
+    A state watching one run-and-literal delimiter (``run``: see :func:`_one_run`; the parser
+    has ``CONTEXT`` 1) has its own quickest path: ``wide`` is ``_RUN_WIDE``, ``t1`` the
+    characters a chunk routed whole must not end with (``_one_run``'s ``ends``), ``t2`` the
+    literal's first two characters, which it must not hold, ``t3`` ``""`` (so the second
+    quickest path never takes its chunks), and ``held`` what goes on with the text the path
+    holds (None: nothing held; see StreamParser.feed).
     """
+    if run is not None:
+        return triggers, _RUN_WIDE, run[0], run[1], "", None
     if triggers is None or len(triggers) > 3:
-        return "", False, "", ""
+        return "", False, "", "", "", None
     rest = tuple(triggers[1:]) + (_NO_TRIGGER,) * (3 - max(len(triggers), 1))
-    return (triggers[:1] or _NO_TRIGGER, len(triggers) > 1 or lazy) + rest
+    return (triggers[:1] or _NO_TRIGGER, len(triggers) > 1 or lazy, "") + rest + (None,)
+
+def _one_run(rows: tuple | None, triggers: str | None, heads: tuple | None) -> tuple | None:
+    """The run quickest path's data for one state (StreamParser.feed, :func:`_quick_trigger`):
+    ``(ends, lead, chars)``, or None when the state does not qualify. ``ends`` maps each
+    character a chunk routed whole must not end with -- a class character, or the literal's
+    first -- to ``(what goes on with held text ending in it, the class characters)`` (both
+    frozensets: the class, or the literal's second character); ``lead`` is the literal's first
+    two characters and ``chars`` the class. A state qualifies with exactly one run-and-literal
+    delimiter (``rows``, as ``_RUNS`` holds them) whose literal has two characters or more,
+    none of them in the class; exactly one trigger character; and no character of a trigger
+    or a head (``heads`` as :func:`_read_heads` reads them) in the class or the literal's
+    first character (gpt_oss's answer: ``\\s*to=functions\\.``, ``<`` and ``<|``).
+
+    Why that is enough (compiler/automaton.py ``HoldRun``; the same rule as
+    :meth:`StreamParser._run_path`): in a chunk without the trigger and without the literal's
+    first two characters, no delimiter starts at a trigger, no literal is complete, and the only
+    proper prefix of the literal that can end it is its first character; so a partial match can
+    only be a trailing run, or a run and that character. Held text that ends in a class
+    character is a run (a held head or literal prefix has none), and it can go on into a
+    partial match only through a chunk that starts with a class character (a chunk that starts
+    with the literal's first character and not with its first two ends it); held text that ends
+    in the literal's first character, without the literal's first two, is a run and that
+    character, and only the literal's second character goes on with it."""
+    if not rows or len(rows) != 1 or triggers is None or len(triggers) != 1:
+        return None
+    chars, literal, _ = rows[0]
+    first = literal[0]
+    seen = set(triggers) | (set().union(*heads[0]) if heads is not None else set())
+    if len(literal) < 2 or chars.intersection(literal) or first in seen or chars.intersection(seen):
+        return None
+    ends = {c: (chars, chars) for c in chars}
+    ends[first] = (frozenset(literal[1]), chars)
+    return ends, literal[:2], chars
 
 
 def _prefixes_by_last(literal: str) -> dict[str, tuple[str, ...]]:
@@ -501,6 +546,8 @@ def _trigger_hold(text: str, triggers: str, heads: tuple | None) -> int:
     ending ``text`` (held: a delimiter may begin there), else ``len(text)`` (nothing to hold)."""
     cut = n = len(text)
     for c in triggers:
+        if c not in text:
+            continue  # (most chunks have none: no find)
         j = text.find(c)
         while j >= 0:
             if heads is None:
@@ -579,8 +626,8 @@ class StreamParser:
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_heads", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
-                 "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t2",
-                 "_t3", "_last", "_bdq", "_hd")
+                 "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
+                 "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd")
 
     #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -602,16 +649,14 @@ class StreamParser:
     _HELD: tuple = ()
     #: per state: ``(triggers, heads)`` of FAST_PATH with the heads as :func:`_read_heads` reads them
     _FAST: tuple = ()
+    #: per state: the run quickest path's data (see :func:`_one_run`), or None
+    _RUN1: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         runs = cls.HOLD_RUNS or (None,) * len(cls.FAST_PATH)
         cls._RUNS = tuple(None if not rows else tuple((frozenset(chars), factor, _prefixes_by_last(factor))
                                                       for chars, factor in rows) for rows in runs)
-        # a state with runs never takes the quickest path (a chunk ending in the class is held)
-        lazy = bool(cls.CONTEXT) and not cls.ANCHOR_CONTEXT
-        cls._QUICK = tuple(_quick_trigger(None if cls._RUNS[k] is not None else triggers, lazy)
-                           for k, (triggers, _) in enumerate(cls.FAST_PATH))
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
         cls._KNOWN = tuple(triggers is not None for triggers, _ in cls.FAST_PATH)
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
@@ -620,6 +665,14 @@ class StreamParser:
         cls._HELD = tuple(None if table is None else HeldRegex(*table, lazy=True)
                           for table in (cls.HOLD_REGEX or (None,) * len(cls.FAST_PATH)))
         cls._FAST = tuple((triggers, _read_heads(triggers, heads)) for triggers, heads in cls.FAST_PATH)
+        cls._RUN1 = tuple(_one_run(rows, triggers, heads) for rows, (triggers, heads) in zip(cls._RUNS, cls._FAST))
+        # a state with runs takes the quickest path only through its own branch (a chunk ending in
+        # the class is held), and only with one run delimiter and CONTEXT 1 (see _quick_trigger)
+        lazy = bool(cls.CONTEXT) and not cls.ANCHOR_CONTEXT
+        run1 = cls._RUN1 if cls.CONTEXT == 1 else (None,) * len(cls._RUN1)
+        cls._QUICK = tuple(_quick_trigger(None if cls._RUNS[k] is not None and run1[k] is None else triggers,
+                                          lazy, run1[k])
+                           for k, (triggers, _) in enumerate(cls.FAST_PATH))
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
                  errors: str = "strict", ledger: bool = False, offsets: bool = False) -> None:
@@ -668,7 +721,7 @@ class StreamParser:
         self._done = False
         self._quiet = self._bdq = False
         self._triggers, self._heads = self._FAST[0]
-        self._trigger, self._wide, self._t2, self._t3 = self._QUICK[0]
+        self._trigger, self._wide, self._t1, self._t2, self._t3, self._rheld = self._QUICK[0]
         # the context the quickest paths keep: none when it only stops start anchors (the buffer
         # keeps the characters it had); else they take a chunk of at least CONTEXT characters,
         # and the context the scanners need is its own tail, kept lazily in _last (see _sync)
@@ -738,6 +791,63 @@ class StreamParser:
                         if context:
                             self._last = text
                         return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
+                if self._wide is _RUN_WIDE and self._t2 not in text:
+                    # A state watching one run-and-literal delimiter (gpt_oss's answer; _one_run,
+                    # _quick_trigger), with nothing held (_rheld None) or a run, or a run and the
+                    # literal's first character, held after one decided character (_rheld: the
+                    # characters that go on with it): a chunk without the trigger and the literal's
+                    # first two characters that does not go on with the held text holds a partial
+                    # match only in its trailing run, or a run and the literal's first character.
+                    # The rest goes out as one chunk, with the held text in front, as _run_path
+                    # routes it (CONTEXT is 1).
+                    held = self._rheld
+                    if held is None or text[0] not in held:
+                        last = text[-1]
+                        if last not in self._t1:
+                            if held is not None:
+                                text = self._buf[1:] + text
+                                self._rheld = None
+                            body = self._body
+                            body.append(text)
+                            if len(body) >= BLOCK:
+                                self._blocks.append("".join(body))
+                                body.clear()
+                            self._last = text
+                            return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
+                        goes_on, chars = self._t1[last]
+                        k = len(text) - 1
+                        while k and text[k - 1] in chars:
+                            k -= 1
+                        if len(text) - k < LONG_HOLD:
+                            if k:
+                                head = self._buf[1:] + text[:k] if held is not None else text[:k]
+                                self._buf = text[k - 1:]  # the last decided character, then the held text
+                            elif held is not None and held is not chars:
+                                # a run and the literal's first character held, and the chunk does
+                                # not go on with it: the held text goes out, the chunk is held
+                                head = self._buf[1:]
+                                self._buf = head[-1] + text
+                            else:
+                                # the whole chunk is held: a run (nothing held before it), or the
+                                # literal's first character after a held run
+                                last = self._last
+                                if held is not None:
+                                    self._buf += text
+                                else:
+                                    self._buf = (self._buf[-1] if last is None else last[-1]) + text
+                                self._pos = 1
+                                self._last = None
+                                self._rheld = goes_on
+                                return []
+                            body = self._body
+                            body.append(head)
+                            if len(body) >= BLOCK:
+                                self._blocks.append("".join(body))
+                                body.clear()
+                            self._pos = 1
+                            self._last = None
+                            self._rheld = goes_on
+                            return [{"type": "region_chunk", "field": self._name, "text": head, "dirty": self._dirty}]
             if self._last is not None:
                 self._sync()
             runs = self._RUNS[self._state]
@@ -930,47 +1040,73 @@ class StreamParser:
         w = buf[pos:] + text if pos < len(buf) else text
         if not w:
             return []
-        for _, factor, _ in runs:
-            if factor in w:
-                return None
-        n = hold = len(w)
-        triggers = self._triggers
-        for c in triggers:
-            if c in w:  # (most chunks have none: no _trigger_hold call)
-                hold = _trigger_hold(w, triggers, self._heads)
-                if hold < 0:
-                    return None
-                break
+        n = len(w)
+        hold = _trigger_hold(w, self._triggers, self._heads)
+        if hold < 0:
+            return None
         if runs:
             last = w[-1]
-            for chars, _, by_last in runs:
-                # _run_hold finds a hold only at a run character or a literal prefix's last one
-                if last in by_last or last in chars:
-                    h = _run_hold(w, chars, by_last)
+            one = self._RUN1[self._state]
+            if one is not None and one[1] not in w:
+                # no literal, and no proper prefix of it but its first character can end w (see
+                # _one_run): only a trailing run, or a run and that character, is held
+                if last in one[0]:
+                    chars = one[2]
+                    h = n - 1
+                    while h and w[h - 1] in chars:
+                        h -= 1
                     if h < hold:
                         hold = h
+            else:
+                for chars, factor, by_last in runs:
+                    if factor in w:
+                        return None
+                    # _run_hold finds a hold only at a run character or a literal prefix's last one
+                    if last in by_last or last in chars:
+                        h = _run_hold(w, chars, by_last)
+                        if h < hold:
+                            hold = h
         if n - hold >= LONG_HOLD:
             return None
         context = self.CONTEXT
         if hold:
-            head = w[:hold]
+            head = w[:hold] if hold < n else w
             body = self._body
             body.append(head)
             if len(body) >= BLOCK:
                 self._blocks.append("".join(body))
                 body.clear()
             events = [{"type": "region_chunk", "field": self._name, "text": head, "dirty": self._dirty}]
-            kept = (buf[:pos] + head)[-context:] if context else ""
+            if not context:
+                kept = ""
+            elif len(head) >= context:
+                kept = head[-context:]
+            else:
+                kept = (buf[:pos] + head)[-context:]
         else:
             events = []
             kept = buf[:pos]
-        self._buf = kept + w[hold:]
+        self._buf = kept + w[hold:] if hold < n else kept
         self._pos = len(kept)
         if hold == n:
-            self._trigger, self._wide, self._t2, self._t3 = self._QUICK[self._state]
+            self._trigger, self._wide, self._t1, self._t2, self._t3, self._rheld = self._QUICK[self._state]
+        elif runs and self._QUICK[self._state][1] is _RUN_WIDE and self._held_run(w[hold:]):
+            pass  # a run held, or a run and the literal's first character: see _held_run
         else:
             self._trigger = ""  # the quickest paths assume nothing held
         return events
+
+    def _held_run(self, held: str) -> bool:
+        """After :meth:`_run_path` held ``held`` in a state with the run quickest path (see
+        :func:`_one_run`): when it is a run, or a run and the literal's first character, after one
+        decided character, give it to that path (``_rheld``) and tell True; else False."""
+        ends, lead, chars = self._RUN1[self._state]
+        last = held[-1]
+        if self._pos != 1 or last not in ends or (last not in chars and lead in held):
+            return False
+        self._trigger, self._wide, self._t1, self._t2, self._t3, _ = self._QUICK[self._state]
+        self._rheld = ends[last][0]
+        return True
 
     def _value_chunk(self, text: str) -> list[dict]:
         """The fast path of a region that ends where its value ends (``_bdq``): what :meth:`_run`
@@ -1237,7 +1373,7 @@ class StreamParser:
             self._rescan_at = 0
             state = self._state
             self._triggers, self._heads = fast = self._FAST[state]
-            self._trigger, self._wide, self._t2, self._t3 = self._QUICK[state]
+            self._trigger, self._wide, self._t1, self._t2, self._t3, self._rheld = self._QUICK[state]
             # the fast path needs an opened region, known triggers, a trimmed buffer, and no v2
             # decoder or trailing close waiting for the text; and a position after offset 0,
             # where a start anchor can no longer hold (the triggers assume it, see

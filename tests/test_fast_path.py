@@ -5,7 +5,7 @@ delimiter is routed without scanning; a trigger character ending such a chunk is
 scanning; a chunk that keeps a regex delimiter pending is read by its automaton (``HOLD_REGEX``).
 Here every catalogue template and a few regex templates parse the same outputs with and
 without those paths (``FAST_PATH`` of all ``None`` and an empty ``HOLD_REGEX`` disable them), in many chunkings, and the event
-lists must be identical, not merely equivalent: on the catalogue cases, and on random texts
+lists each ``feed`` returns must be identical, not merely equivalent: on the catalogue cases, and on random texts
 spliced from each template's delimiters, their pieces and plain prose (start anchors, leading
 lookaheads, context kept lazily by the quickest path, two trigger characters).
 """
@@ -81,17 +81,21 @@ def _chunkings(text: str, seed: str):
         yield pieces
 
 
-def _outcome(parser_class, prefix, chunks, tools):
-    """(message, events) of one streamed run, or the error it raised (type and text)."""
-    parser = parser_class(prefix, tools)
-    events = list(parser.initial_events)
+def _outcome(parser_class, prefix, chunks, tools, errors="strict"):
+    """(message, events) of one streamed run, or the error it raised (type and text); events is
+    one list per call: the initial events, each feed's, finalize's. With ``errors="recover"``
+    the parser's diagnostics come third."""
+    parser = parser_class(prefix, tools, errors=errors)
+    events = [parser.initial_events]
     try:
         for chunk in chunks:
-            events.extend(parser.feed(chunk))
+            events.append(parser.feed(chunk))
         message, final = parser.finalize()
     except (ValueError, KeyError, TypeError) as exc:
         return ("error", type(exc).__name__, str(exc), events)
-    return message, events + final
+    if errors == "recover":
+        return message, events + [final], parser.diagnostics
+    return message, events + [final]
 
 
 def _compare(module, prefix, text, tools, seed):
@@ -247,6 +251,96 @@ def test_run_path_holds_trailing_whitespace_without_scanning():
         _compare(module, "", text, None, f"gpt_oss-run/{i}")
 
 
+#: gpt_oss answers around its run-and-literal opener ``\s*to=functions\.``: held whitespace at
+#: chunk ends, whitespace then ``t``, near misses of the literal, a real call after held
+#: whitespace, ``<|channel|>`` after held whitespace, and texts that end in held text
+_RUN_TEXTS = [
+    "Some words \n to=functions.get_weather <|constrain|>json<|message|>{\"a\": 1}<|call|> after it",
+    "a  t b  to c to= d to=f e to=functions\n x  t",
+    "the tt  tto=functions.g<|message|>{}<|call|>tail ",
+    "ws then \t<|channel|>final<|message|>the answer<|return|>",
+    "x \u3000to=functions.f<|message|>{}<|call|> \u2028t\u2028 y",
+    "a <b t<|end|> t< t <| tto",
+    "to=functions.h<|message|>{}<|call|>",
+    "it ends in t",
+    "it ends in a run \n\t ",
+    "t",
+    " ",
+    "a t\to\u00a0t o t=to",
+]
+
+
+@pytest.mark.parametrize("errors", ["strict", "recover"])
+def test_run_quickest_path_same_events_at_every_split(errors):
+    """gpt_oss's answer state has its own quickest path (runtime/stream.py ``_one_run``): a
+    chunk ending in whitespace or ``t`` holds that run itself, and the next chunk is routed with
+    the held text in front. Every text split in two at every offset, in three at every pair of
+    offsets (short texts), character by character and in random chunkings gives the events and
+    the message of the general path; with ``errors="recover"`` also its diagnostics (text held at
+    the end of the stream)."""
+    module = respc.compile_template(REPO / "templates" / "gpt_oss.json")
+    assert module.ResponseParser._RUN1[0] is not None  # the path is on in the answer state
+    slow = _slow(module)
+    for text in _RUN_TEXTS:
+        splits = [[text[:i], text[i:]] for i in range(1, len(text))]
+        if len(text) <= 30:
+            splits += [[text[:i], text[i:j], text[j:]] for i in range(1, len(text)) for j in range(i + 1, len(text))]
+        splits += list(_chunkings(text, "run/" + text))
+        for prefix in ("", "<|start|>assistant"):
+            for chunks in splits:
+                fast = _outcome(module.ResponseParser, prefix, chunks, None, errors)
+                assert fast == _outcome(slow, prefix, chunks, None, errors), (prefix, chunks)
+
+
+def test_run_quickest_path_random_texts():
+    """Random gpt_oss answers spliced from whitespace runs (of several kinds), ``t``, pieces of
+    ``to=functions.``, its delimiters and prose, fed in random chunks of 1 to 6 characters: the
+    events and messages are those of the general path."""
+    module = respc.compile_template(REPO / "templates" / "gpt_oss.json")
+    slow = _slow(module)
+    pieces = [" ", "  ", "\n", "\t", "\u3000", "\u2028", "t", "to", "to=", "to=f", "to=functions", "to=functions.",
+              "functions.", "f<|message|>{}<|call|>", "<|channel|>final<|message|>", "<|end|>", "<|", "<", "a",
+              "the ", "word", "tt", "o=", "<|start|>assistant", "<|channel|>commentary", " to=functions.x "]
+    rng = random.Random("gpt_oss-run")
+    for k in range(300):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 16)))
+        chunks, i = [], 0
+        while i < len(text):
+            step = rng.randint(1, 6)
+            chunks.append(text[i:i + step])
+            i += step
+        fast = _outcome(module.ResponseParser, "", chunks, None)
+        assert fast == _outcome(slow, "", chunks, None), chunks
+
+
+def test_run_quickest_path_is_taken():
+    """In gpt_oss's answer, plain chunks, chunks that end in whitespace or ``t``, and the chunks
+    after them are read by feed itself: no _run_path call and no scan."""
+    module, Counted, calls = _counted("gpt_oss")
+    paths = []
+
+    class Paths(Counted):
+        __slots__ = ()
+
+        def _run_path(self, text, runs):
+            paths.append(text)  # noqa: B023 - the class is used in this test only
+            return super()._run_path(text, runs)
+
+    parser = Paths("")
+    parser.feed("So")
+    assert parser._quiet and len(calls) == 1
+    chunk = lambda text: {"type": "region_chunk", "field": "content", "text": text, "dirty": False}  # noqa: E731
+    got = [parser.feed(c) for c in ("me w", "ords ", "and", " the", " \n", "rest t", "hen", " at", " t")]
+    assert got == [[chunk("me w")], [chunk("ords")], [chunk(" and")], [chunk(" the")], [],
+                   [chunk(" \nrest")], [chunk(" then")], [chunk(" a")], [chunk("t")]]
+    assert paths == [] and len(calls) == 1
+    # " t" then "o" may still become " to=functions.": _run_path reads it, nothing is scanned
+    assert parser.feed("o") == [] and paths == ["o"] and len(calls) == 1
+    assert parser.feed("=x") == [chunk(" to=x")]
+    message, _ = parser.finalize()
+    assert message["content"] == "Some words and the \nrest then at to=x"
+
+
 def test_three_character_heads_route_near_misses_without_scanning():
     """FAST_PATH compares three characters of each delimiter: in gemma4's answer, ``b<c;`` is
     not the start of ``<channel|>`` (two characters, ``<c``, would scan it), a chunk ending in
@@ -328,7 +422,7 @@ def _outcome_text(parser_class, prefix, chunks, tools):
     ``region_chunk`` of the open region, so the events it stands for are rebuilt here; returns
     (outcome, how many chunks came back as text)."""
     parser = parser_class(prefix, tools)
-    events = list(parser.initial_events)
+    events = [parser.initial_events]
     as_text = 0
     try:
         for chunk in chunks:
@@ -337,11 +431,11 @@ def _outcome_text(parser_class, prefix, chunks, tools):
                 as_text += 1
                 assert got == chunk and not parser._dirty
                 got = [{"type": "region_chunk", "field": parser._name, "text": got, "dirty": parser._dirty}]
-            events.extend(got)
+            events.append(got)
         message, final = parser.finalize()
     except (ValueError, KeyError, TypeError) as exc:
         return ("error", type(exc).__name__, str(exc), events), as_text
-    return (message, events + final), as_text
+    return (message, events + [final]), as_text
 
 
 @pytest.mark.parametrize("name", NAMES)
