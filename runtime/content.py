@@ -737,9 +737,14 @@ def _make_xml_tree(args: dict) -> ContentParser:
             return list(map(_second, found))  # every element is an item
         if len(value) == len(found):
             return value  # no name met twice
-        value = {}
+        return collect(found)
+
+    def collect(pairs) -> dict[str, Any]:
+        """``{name: value}`` of ``(name, value)`` pairs in order; a name met again collects its
+        values into a list, in order (``read``'s rule for repeated elements)."""
+        value: dict[str, Any] = {}
         repeated: set[str] = set()
-        for name, child in found:
+        for name, child in pairs:
             if name not in value:
                 value[name] = child
                 continue
@@ -838,18 +843,7 @@ def _make_xml_tree(args: dict) -> ContentParser:
             return text
         if all(name == item_tag for name, _ in found):
             return [general(body) for _, body in found]
-        value: dict[str, Any] = {}
-        repeated: set[str] = set()
-        for name, body in found:
-            child = general(body)
-            if name not in value:
-                value[name] = child
-                continue
-            if name not in repeated:
-                value[name] = [value[name]]
-                repeated.add(name)
-            value[name].append(child)
-        return value
+        return collect((name, general(body)) for name, body in found)
 
     read.general, read.quick = general, quick  # tests/test_quick_readers.py compares them
     return read
