@@ -1693,6 +1693,15 @@ class ScanPlan:
         """Whether some search is a regex one (then the scanner returns a match object)."""
         return any(isinstance(f, RegexFind) for f in self.finds)
 
+    @property
+    def literals(self) -> tuple[str, ...] | None:
+        """The state's literal delimiters (distinct, in rank order) when it watches literals only,
+        else None. Then the fast path may decide held text itself (runtime ``HOLD_LITERALS``): no
+        literal in it, the scanner's answer is the leftmost proper prefix of one ending it."""
+        if self.hold is None or self.has_regex:
+            return None
+        return tuple(dict.fromkeys(f.text for f in self.finds))
+
 
 @dataclass(frozen=True)
 class ScanPlans:

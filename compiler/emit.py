@@ -352,6 +352,9 @@ def _scanner_view(scans) -> dict:
             uses_literal_hold = uses_literal_hold or not single
             hold = {"prefixes": [repr(p) for p in plan.hold.prefixes], "firsts": repr(plan.hold.firsts),
                     "single": single, "span": plan.hold.span}
+        literals = plan.literals
+        if hold is not None:
+            hold["literals"] = None if literals is None else _tuple([repr(x) for x in literals])
         plans.append({"index": plan.state, "label_doc": _doc(plan.label), "finds": finds, "hold": hold,
                       "groups": [{"repr": repr(text), "slot": slot} for text, slot in plan.groups],
                       "has_regex": plan.has_regex})
@@ -366,6 +369,7 @@ def _scanner_view(scans) -> dict:
                   for k, (pattern, comment) in enumerate(scans.backs)],
         "memo_slots": scans.memo_slots,
         "uses_literal_hold": uses_literal_hold,
+        "has_literal_states": any(plan.literals is not None for plan in scans.plans),
         "window": scans.window,
         "searches": searches,
     }

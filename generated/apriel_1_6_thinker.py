@@ -378,6 +378,15 @@ class ResponseParser(_rt.StreamParser):
             r' ], [12]]',
         ),
     )
+    # per state that watches literal delimiters only: (the literals, the longest proper prefix's
+    # length, their first characters, their proper prefixes); else None. Held text that holds no
+    # literal is decided without a scan: the scanner would hold it from the leftmost proper prefix
+    # of a literal ending it and route what comes before
+    HOLD_LITERALS = (
+        (('Here are my reasoning steps:', '<tool_calls>', '<|end|>'), 27, '<H', _PREFIXES_0),
+        (('[BEGIN FINAL RESPONSE]',), 21, '[', _PREFIXES_1),
+        (('</tool_calls>',), 12, '<', _PREFIXES_2),
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 5
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

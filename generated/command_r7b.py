@@ -455,6 +455,15 @@ class ResponseParser(_rt.StreamParser):
             r' ], [13]]',
         ),
     )
+    # per state that watches literal delimiters only: (the literals, the longest proper prefix's
+    # length, their first characters, their proper prefixes); else None. Held text that holds no
+    # literal is decided without a scan: the scanner would hold it from the leftmost proper prefix
+    # of a literal ending it and route what comes before
+    HOLD_LITERALS = (
+        (('<|START_THINKING|>', '<|START_ACTION|>', '<|START_RESPONSE|>', '<|END_RESPONSE|>', '<|END_OF_TURN_TOKEN|>', '<|START_OF_TURN_TOKEN|>', '<|CHATBOT_TOKEN|>'), 22, '<', _PREFIXES_0),
+        (('<|END_THINKING|>',), 15, '<', _PREFIXES_1),
+        (('<|END_ACTION|>',), 13, '<', _PREFIXES_2),
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 10
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

@@ -598,6 +598,16 @@ class ResponseParser(_rt.StreamParser):
             r' ], [14]]',
         ),
     )
+    # per state that watches literal delimiters only: (the literals, the longest proper prefix's
+    # length, their first characters, their proper prefixes); else None. Held text that holds no
+    # literal is decided without a scan: the scanner would hold it from the leftmost proper prefix
+    # of a literal ending it and route what comes before
+    HOLD_LITERALS = (
+        (('<think>', '<｜DSML｜tool_calls>', '<｜end▁of▁sentence｜>', '</think>'), 18, '<', _PREFIXES_0),
+        (('<｜DSML｜tool_calls>', '</think>'), 17, '<', _PREFIXES_1),
+        None,
+        (('</｜DSML｜invoke>',), 14, '<', _PREFIXES_3),
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 12
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

@@ -692,6 +692,16 @@ class ResponseParser(_rt.StreamParser):
         # S3
         None,
     )
+    # per state that watches literal delimiters only: (the literals, the longest proper prefix's
+    # length, their first characters, their proper prefixes); else None. Held text that holds no
+    # literal is decided without a scan: the scanner would hold it from the leftmost proper prefix
+    # of a literal ending it and route what comes before
+    HOLD_LITERALS = (
+        None,
+        (('<|end|>', '<|start|>assistant'), 17, '<', _PREFIXES_1),
+        (('assistantfinal',), 13, 'a', _PREFIXES_2),
+        None,
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 17
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)

@@ -461,6 +461,16 @@ class ResponseParser(_rt.StreamParser):
         # S3
         None,
     )
+    # per state that watches literal delimiters only: (the literals, the longest proper prefix's
+    # length, their first characters, their proper prefixes); else None. Held text that holds no
+    # literal is decided without a scan: the scanner would hold it from the leftmost proper prefix
+    # of a literal ending it and route what comes before
+    HOLD_LITERALS = (
+        (('<think>', 'Here is my thought process:', '<|tool_call|>', '<tool_call>', '<|end_of_text|>', '<response>', '</response>'), 26, '<H', _PREFIXES_0),
+        (('</think>', 'Here is my response:'), 19, '<H', _PREFIXES_1),
+        None,
+        (('</tool_call>',), 11, '<', _PREFIXES_3),
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

@@ -518,6 +518,15 @@ class ResponseParser(_rt.StreamParser):
             r' ], [14]]',
         ),
     )
+    # per state that watches literal delimiters only: (the literals, the longest proper prefix's
+    # length, their first characters, their proper prefixes); else None. Held text that holds no
+    # literal is decided without a scan: the scanner would hold it from the leftmost proper prefix
+    # of a literal ending it and route what comes before
+    HOLD_LITERALS = (
+        None,
+        (('<|end_message|>', '<|content_text|>', '<|content_model_end_sampling|>'), 29, '<', _PREFIXES_1),
+        (('<|end_message|>',), 14, '<', _PREFIXES_2),
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 13
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)

@@ -953,6 +953,18 @@ class ResponseParser(_rt.StreamParser):
             r' ], [19]]',
         ),
     )
+    # per state that watches literal delimiters only: (the literals, the longest proper prefix's
+    # length, their first characters, their proper prefixes); else None. Held text that holds no
+    # literal is decided without a scan: the scanner would hold it from the leftmost proper prefix
+    # of a literal ending it and route what comes before
+    HOLD_LITERALS = (
+        (('<|open|>think<|sep|>', '<|open|>response<|sep|>', '<|open|>tools<|sep|>', '<|close|>message<|sep|>', '<|end_of_msg|>', '<|close|>think<|sep|>', '<|close|>response<|sep|>'), 23, '<', _PREFIXES_0),
+        (('<|close|>think<|sep|>',), 20, '<', _PREFIXES_1),
+        (('<|close|>response<|sep|>', '<|close|>message<|sep|>'), 23, '<', _PREFIXES_2),
+        None,
+        (('<|close|>json<|sep|><|close|>call<|sep|>',), 39, '<', _PREFIXES_4),
+        (('<|close|>call<|sep|>',), 19, '<', _PREFIXES_5),
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 19
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

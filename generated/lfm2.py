@@ -598,6 +598,17 @@ class ResponseParser(_rt.StreamParser):
             r' ], [16]]',
         ),
     )
+    # per state that watches literal delimiters only: (the literals, the longest proper prefix's
+    # length, their first characters, their proper prefixes); else None. Held text that holds no
+    # literal is decided without a scan: the scanner would hold it from the leftmost proper prefix
+    # of a literal ending it and route what comes before
+    HOLD_LITERALS = (
+        (('<think>', '<|tool_call_start|>', '<|im_end|>', '<|tool_call_end|>'), 18, '<', _PREFIXES_0),
+        (('</think>',), 7, '<', _PREFIXES_1),
+        (('<|tool_call_end|>',), 16, '<', _PREFIXES_2),
+        (('<|tool_call_end|>',), 16, '<', _PREFIXES_3),
+        (('<|tool_call_end|>',), 16, '<', _PREFIXES_4),
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

@@ -567,6 +567,16 @@ class ResponseParser(_rt.StreamParser):
             r' ], [21]]',
         ),
     )
+    # per state that watches literal delimiters only: (the literals, the longest proper prefix's
+    # length, their first characters, their proper prefixes); else None. Held text that holds no
+    # literal is decided without a scan: the scanner would hold it from the leftmost proper prefix
+    # of a literal ending it and route what comes before
+    HOLD_LITERALS = (
+        (('<mm:think>', ']<]minimax[>[<tool_call>', '[e~[', '</mm:think>'), 23, '<[]', _PREFIXES_0),
+        (('</mm:think>',), 10, '<', _PREFIXES_1),
+        None,
+        ((']<]minimax[>[</invoke>',), 21, ']', _PREFIXES_3),
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 10
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

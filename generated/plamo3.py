@@ -715,6 +715,18 @@ class ResponseParser(_rt.StreamParser):
         # S5
         None,
     )
+    # per state that watches literal delimiters only: (the literals, the longest proper prefix's
+    # length, their first characters, their proper prefixes); else None. Held text that holds no
+    # literal is decided without a scan: the scanner would hold it from the leftmost proper prefix
+    # of a literal ending it and route what comes before
+    HOLD_LITERALS = (
+        (('<|plamo:begin_think:plamo|>', '<|plamo:tag|>', '<|plamo:begin_tool_requests:plamo|>', '<|plamo:end_think:plamo|>'), 34, '<', _PREFIXES_0),
+        (('<|plamo:tag|>', '<|plamo:end_think:plamo|>'), 24, '<', _PREFIXES_1),
+        None,
+        None,
+        None,
+        (('<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>',), 65, '<', _PREFIXES_5),
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)

@@ -615,6 +615,10 @@ class StreamParser:
     #: ``automaton_table``): its position automaton, read while it is pending instead of scanning
     #: (compiler/held.py, runtime/held.py); empty: none anywhere
     HOLD_REGEX: tuple = ()
+    #: per state: None, or ``(literals, span, firsts, prefixes)`` when it watches literal
+    #: delimiters only (compiler/automaton.py ``ScanPlan.literals``): the fast path decides held
+    #: text holding no literal itself (:meth:`_run_path`); empty: none anywhere
+    HOLD_LITERALS: tuple = ()
     #: ``(closer, open_pattern, field)`` per literal close of an explicit field (compiler/emit.py
     #: ``_stray_closers``): errors="recover" reports a closer with no opener in a text region
     STRAY_CLOSERS: tuple = ()
@@ -651,6 +655,8 @@ class StreamParser:
     _FAST: tuple = ()
     #: per state: the run quickest path's data (see :func:`_one_run`), or None
     _RUN1: tuple = ()
+    #: per state: HOLD_LITERALS, or None (every state None when the module has none)
+    _LITS: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -665,6 +671,7 @@ class StreamParser:
         cls._HELD = tuple(None if table is None else HeldRegex(*table, lazy=True)
                           for table in (cls.HOLD_REGEX or (None,) * len(cls.FAST_PATH)))
         cls._FAST = tuple((triggers, _read_heads(triggers, heads)) for triggers, heads in cls.FAST_PATH)
+        cls._LITS = cls.HOLD_LITERALS or (None,) * len(cls.FAST_PATH)
         cls._RUN1 = tuple(_one_run(rows, triggers, heads) for rows, (triggers, heads) in zip(cls._RUNS, cls._FAST))
         # a state with runs takes the quickest path only through its own branch (a chunk ending in
         # the class is held), and only with one run delimiter and CONTEXT 1 (see _quick_trigger)
@@ -863,7 +870,11 @@ class StreamParser:
                 # the scanners could only route it whole to the open region.
                 # (_quiet is never set once the parser is finalized or failed.)
                 cut = _trigger_hold(text, self._triggers, self._heads)
-                if cut >= 0:
+                if cut < 0 and self._LITS[self._state] is not None:
+                    events = self._run_path(text, ())
+                    if events is not None:
+                        return events
+                elif cut >= 0:
                     if cut == len(text):
                         if not text:
                             return []
@@ -1028,6 +1039,9 @@ class StreamParser:
 
         With the held text ``w = buf[pos:] + text``: a literal of a run delimiter in ``w``, or a
         trigger beginning one of the state's heads (:func:`_trigger_hold`), may be a match: scan.
+        (In a state that watches literals only, ``HOLD_LITERALS``, a head is scanned only when one
+        of the literals is in ``w``; else the hold is the leftmost proper prefix of one ending
+        ``w``, as the scanner finds it.)
         Otherwise nothing is complete, and the leftmost partial match starts at a trigger that
         begins a proper prefix of a head ending ``w``, or at the start
         of a trailing run of a delimiter's class followed by a proper prefix of its literal
@@ -1040,10 +1054,25 @@ class StreamParser:
         w = buf[pos:] + text if pos < len(buf) else text
         if not w:
             return []
+        lits = self._LITS[self._state]
+        if lits is not None and w in lits[3]:
+            # all of it may still become one of the state's literals: held on, nothing routed
+            self._buf = buf + text
+            self._trigger = ""
+            return []
         n = len(w)
         hold = _trigger_hold(w, self._triggers, self._heads)
         if hold < 0:
-            return None
+            if lits is None:
+                return None
+            # A state watching literals only (HOLD_LITERALS): with none of them in w, the scanner
+            # would hold w from the leftmost proper prefix of one ending it (minimax_m3's call
+            # bodies, where every tag starts like the close: ']<]minimax[>[<user_id>...')
+            literals, span, firsts, prefixes = lits
+            for lit in literals:
+                if lit in w:
+                    return None
+            hold = literal_hold(w, n - span if n > span else 0, firsts, prefixes)
         if runs:
             last = w[-1]
             one = self._RUN1[self._state]

@@ -64,6 +64,7 @@ def _slow(module):
         __slots__ = ()
         FAST_PATH = tuple((None, None) for _ in module.ResponseParser.FAST_PATH)
         HOLD_REGEX = ()  # and no held-regex reads (tests/test_held_regex.py)
+        HOLD_LITERALS = ()  # and no held literals decided without a scan
 
     return NoFastPath
 
@@ -382,6 +383,7 @@ def test_three_character_heads_route_near_misses_without_scanning():
         __slots__ = ()
         FAST_PATH = tuple((t, None if h is None else frozenset(x[:2] for x in h))
                           for t, h in module.ResponseParser.FAST_PATH)
+        HOLD_LITERALS = ()  # (which would decide '</ar' without a scan too, with any heads)
 
     calls.clear()
     parser = Two("", [{"type": "function", "function": {"name": "get_current_weather", "parameters": {}}}])
@@ -465,3 +467,42 @@ def test_feed_text_hands_plain_chunks_over_as_text(name):
     got, as_text = _outcome_text(module.ResponseParser, "", chunks, None)
     assert got == _outcome(module.ResponseParser, "", chunks, None)
     assert as_text >= len(chunks) - 3, (as_text, len(chunks))
+
+
+def test_literal_states_decide_held_text_without_scanning():
+    """In a state that watches literal delimiters only (HOLD_LITERALS), text that starts like one
+    of them is held and released by the fast path: minimax_m3's call body, where every tag starts
+    with the close's first 13 characters (']<]minimax[>[<user_id>...'), is scanned only for its
+    close, and the events are those of the parser without HOLD_LITERALS and of the one without
+    any fast path, on every chunking."""
+    module, Counted, calls = _counted("minimax_m3")
+    lits = module.ResponseParser.HOLD_LITERALS
+    assert lits[3][0] == (']<]minimax[>[</invoke>',) and lits[2] is None  # S2 watches a regex
+    tag = "]<]minimax[>["
+    call = (tag + '<tool_call>\n' + tag + '<invoke name="create_order">' + tag + '<user_id>42' + tag
+            + '</user_id>' + tag + '<note>at ]<] desk' + tag + '</note>' + tag + '</invoke>\n' + tag
+            + '</tool_call>')
+    text = "Sure." + call + " Done."
+
+    class NoLiterals(Counted):
+        __slots__ = ()
+        HOLD_LITERALS = ()
+
+    outcomes = []
+    for cls in (Counted, NoLiterals):
+        calls.clear()
+        parser = cls("")
+        events = [e for k in range(0, len(text), 4) for e in parser.feed(text[k:k + 4])]
+        message, final = parser.finalize()
+        outcomes.append((events + final, message, calls.count(False)))
+    (events, message, scans), (events_no, message_no, scans_no) = outcomes
+    assert (events, message) == (events_no, message_no)
+    assert message["tool_calls"] == [{"type": "function", "function": {
+        "name": "create_order", "arguments": {"user_id": "42", "note": "at ]<] desk"}}}]  # (no tools: text)
+    assert message["content"] == "Sure.Done."  # (each block stripped, joined with "")
+    # without HOLD_LITERALS, 7 more chunks are scanned: '.]<]' before the call (the content
+    # state's heads), and in the body '</us', 'note', ']<] ', ']<]m', '[</n', ']<]m', each
+    # bringing or going on with text that starts like the close and is not it
+    assert (scans, scans_no) == (7, 14)
+    for i in range(3):
+        _compare(module, "", text, None, f"minimax_m3-literals/{i}")
