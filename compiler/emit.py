@@ -18,7 +18,7 @@ from typing import Any
 import jinja2
 
 from respc.runtime.content import PARSERS, STREAMABLE_PARSERS
-from respc.runtime.stream import RUNTIME_ABI
+from respc.runtime.stream import PARTIAL_LONG, RUNTIME_ABI
 
 from .automaton import NEVER, Automaton, LiteralFind, barrier_plan, classify_pattern, late_pattern, plan_scans
 from .held import PositionAutomaton, held_plan
@@ -273,7 +273,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     # "lead-search" / "barrier-search": a complete text's search of a regex delimiter calls
     # runtime.lead_search / runtime.barrier_search; the scanners' view says which it wrote
     scanner_view = _scanner_view(scans)
-    features += [name for name in ("lead-search", "barrier-search") if name in scanner_view["searches"]]
+    features += [name for name in ("lead-search", "barrier-search", "partial-search") if name in scanner_view["searches"]]
     # "hold-regex": HOLD_REGEX is an optimisation only; a runtime without it would scan, with the
     # same events, so it is not listed: the tables are simply ignored there. "held-json": a runtime
     # that reads them as tuples would fail on the JSON text (runtime/held.py automaton_table)
@@ -338,6 +338,10 @@ def _scanner_view(scans) -> dict:
                 finds.append({"literal": False, "comment": comment, "var": var, "rank": f.rank,
                               "eos_pos": _eos_search(var, pattern, "pos", searches),
                               "eos_lo": _eos_search(var, pattern, "lo", searches),
+                              "partial_pos": _partial_search(var, pattern, "pos", searches),
+                              "probe_helper": None if f.factor is not None or f.probe is None
+                              else _probe_helper(var, pattern, searches),
+                              "partial_lo": _partial_search(var, pattern, "lo", searches),
                               "leads": bool(leads),
                               "slot": f.slot, "hold_all": f.probe is None, "probe_var": f"_P{f.probe}",
                               "probe_slot": f.probe_slot, "probe_always": f.probe_always,
@@ -411,6 +415,53 @@ def _eos_search(var: str, pattern: str, start: str, searches: set[str]) -> str:
         return f"(None if {start} else {var}.match(buf, 0))"
     rest = search(var + "L", late)
     return f"({rest} if {start} else ({var}.match(buf, 0) or {rest}))"
+
+
+def _partial_search(var: str, pattern: str, start: str, searches: set[str]) -> str:
+    """The partial search (``eos`` false) of regex delimiter ``var`` from offset ``start`` (a
+    variable name), as source: the engine's own ``search(..., partial=True)`` while fewer than
+    ``runtime.PARTIAL_LONG`` characters are undecided (a streamed chunk's scan), else by its leads
+    (``runtime.partial_search``), with its start-anchored alternatives only tried at offset 0
+    (``runtime.partial_late``), or from its barrier (``runtime.partial_barrier``) when it has
+    them; the same answer either way. Adds the runtime
+    feature ``"partial-search"`` to ``searches`` when it writes a call of either."""
+    plain = f"{var}.search(buf, {start}, partial=True)"
+    late = late_pattern(pattern)
+    if late is None:
+        if classify_pattern(pattern).leads:
+            call = f"_rt.partial_search({var}, buf, {start}, {var}_LEADS)"
+        else:
+            barrier = barrier_plan(pattern)
+            if barrier is None:
+                return plain
+            call = f"_rt.partial_barrier({var}, buf, {start}, {barrier[0]!r}, {barrier[1]!r})"
+        searches.add("partial-search")
+    else:
+        searches.add("partial-search")
+        if late == NEVER:
+            late_var = late_leads = "None"
+        else:
+            late_var = var + "L"
+            late_leads = f"{late_var}_LEADS" if classify_pattern(late).leads else "None"
+        call = f"_rt.partial_late({var}, {late_var}, buf, {start}, {late_leads})"
+    return f"({plain} if n - {start} < {PARTIAL_LONG} else {call})"
+
+
+def _probe_helper(var: str, pattern: str, searches: set[str]) -> dict | None:
+    """How a long partial search of regex delimiter ``var``'s D2 probe starts late: the runtime
+    helper and its arguments after ``(probe, buf, start``, when the delimiter has leads
+    (``runtime.partial_search``) or a barrier plan (``runtime.partial_barrier``) and no
+    start-anchored alternatives (its probe keeps them); else None (the engine's own search)."""
+    if late_pattern(pattern) is not None:
+        return None
+    if classify_pattern(pattern).leads:
+        searches.add("partial-search")
+        return {"call": "_rt.partial_search", "args": f"{var}_LEADS", "long": PARTIAL_LONG}
+    barrier = barrier_plan(pattern)
+    if barrier is None:
+        return None
+    searches.add("partial-search")
+    return {"call": "_rt.partial_barrier", "args": f"{barrier[0]!r}, {barrier[1]!r}", "long": PARTIAL_LONG}
 
 
 def _leads_repr(pattern: str) -> str | None:

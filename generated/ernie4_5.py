@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/ernie4_5.json'
 TEMPLATE_SHA256 = 'b0d91c449a6e37bd6205907b8f911cf51489a33dad0fc7096b44ca6599a658ca'
@@ -215,7 +215,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = ((_rt.lead_search(_D0L, buf, pos, _D0L_LEADS) if pos else (_D0.match(buf, 0) or _rt.lead_search(_D0L, buf, pos, _D0L_LEADS))) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[0] = ((_rt.lead_search(_D0L, buf, pos, _D0L_LEADS) if pos else (_D0.match(buf, 0) or _rt.lead_search(_D0L, buf, pos, _D0L_LEADS))) if eos else (_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_late(_D0, _D0L, buf, pos, _D0L_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'partial-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/gpt_oss.json'
 TEMPLATE_SHA256 = 'c5dc04af6d75c9b58c248a7637e3ccb78faa2152769160d2108cdda3d1820e4c'
@@ -266,7 +266,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[0] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -298,7 +298,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
     m = memo[3]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[3] = ((None if pos else _D1.match(buf, 0)) if eos else _D1.search(buf, pos, partial=True)) or False
+        m = memo[3] = ((None if pos else _D1.match(buf, 0)) if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_late(_D1, None, buf, pos, None))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -349,7 +349,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[5] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[5] = (_rt.barrier_search(_D2, buf, lo, 'to=functions.', 'f') if eos else _D2.search(buf, lo, partial=True)) or False
+            m = memo[5] = (_rt.barrier_search(_D2, buf, lo, 'to=functions.', 'f') if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D2, buf, lo, 'to=functions.', 'f'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -402,7 +402,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[8] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[8] = (_rt.lead_search(_D3, buf, lo, _D3_LEADS) if eos else _D3.search(buf, lo, partial=True)) or False
+            m = memo[8] = (_rt.lead_search(_D3, buf, lo, _D3_LEADS) if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D3, buf, lo, _D3_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -526,7 +526,7 @@ def _scan_3(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[14] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[14] = (_rt.lead_search(_D4, buf, lo, _D4_LEADS) if eos else _D4.search(buf, lo, partial=True)) or False
+            m = memo[14] = (_rt.lead_search(_D4, buf, lo, _D4_LEADS) if eos else (_D4.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D4, buf, lo, _D4_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:

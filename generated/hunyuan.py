@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/hunyuan.json'
 TEMPLATE_SHA256 = '173606d8ba23303ecb42661a9ad19f7b854777904d36c06c5b4daee1c56c9f5e'
@@ -243,7 +243,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[3] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[3] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else _D1.search(buf, lo, partial=True)) or False
+            m = memo[3] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D1, buf, lo, _D1_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -410,7 +410,7 @@ def _scan_2(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[11] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[11] = (_rt.lead_search(_D4, buf, lo, _D4_LEADS) if eos else _D4.search(buf, lo, partial=True)) or False
+            m = memo[11] = (_rt.lead_search(_D4, buf, lo, _D4_LEADS) if eos else (_D4.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D4, buf, lo, _D4_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -27,7 +27,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'partial-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/hyperclovax_seed_think.json'
 TEMPLATE_SHA256 = '20dc725ea5f26e790bb3ab09ef187e8ac48d33355b3b07a7c84ec0e7c06f7e9a'
@@ -321,7 +321,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -353,7 +353,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'json_call_list': /'(?=\\[\\s*\\{\\s*"name")'/
     m = memo[4]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[4] = (_rt.barrier_search(_D1, buf, pos, '"name"', 'a') if eos else _D1.search(buf, pos, partial=True)) or False
+        m = memo[4] = (_rt.barrier_search(_D1, buf, pos, '"name"', 'a') if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D1, buf, pos, '"name"', 'a'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -366,11 +366,14 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                w = e + 64 if e + 64 < n else n
+                q = (_P1.search(buf, pos, w, partial=True) if w - pos < 256
+                     else _rt.partial_barrier(_P1, buf, pos, '"name"', 'a', w))
                 if q is not None and q.start() <= i:
                     q = memo[5]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[5] = _P1.search(buf, pos, partial=True) or False
+                        q = memo[5] = (_P1.search(buf, pos, partial=True) if n - pos < 256
+                                                        else _rt.partial_barrier(_P1, buf, pos, '"name"', 'a')) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -380,7 +383,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'json_call': /'(?=\\{\\s*"name")'/
     m = memo[6]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[6] = (_rt.barrier_search(_D2, buf, pos, '"name"', 'a') if eos else _D2.search(buf, pos, partial=True)) or False
+        m = memo[6] = (_rt.barrier_search(_D2, buf, pos, '"name"', 'a') if eos else (_D2.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D2, buf, pos, '"name"', 'a'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -393,11 +396,14 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P2.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                w = e + 64 if e + 64 < n else n
+                q = (_P2.search(buf, pos, w, partial=True) if w - pos < 256
+                     else _rt.partial_barrier(_P2, buf, pos, '"name"', 'a', w))
                 if q is not None and q.start() <= i:
                     q = memo[7]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[7] = _P2.search(buf, pos, partial=True) or False
+                        q = memo[7] = (_P2.search(buf, pos, partial=True) if n - pos < 256
+                                                        else _rt.partial_barrier(_P2, buf, pos, '"name"', 'a')) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()

@@ -25,7 +25,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/kimi_k2_thinking.json'
 TEMPLATE_SHA256 = '42fada0cd647799f28a80fbb0b83921ec3888e91a50fb762f3bd531524b34e86'
@@ -253,7 +253,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[1] = (_rt.lead_search(_D0, buf, pos, _D0_LEADS) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[1] = (_rt.lead_search(_D0, buf, pos, _D0_LEADS) if eos else (_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_search(_D0, buf, pos, _D0_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:

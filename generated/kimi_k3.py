@@ -28,7 +28,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/kimi_k3.json'
 TEMPLATE_SHA256 = '620df191b9a80e2beb05f214343b11173f7dc84da10f952580159fa538f1d407'
@@ -616,7 +616,7 @@ def _scan_3(buf, pos, eos, memo):
     # open of 'json_tool_call': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>'/
     m = memo[11]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[11] = (_rt.lead_search(_D0, buf, pos, _D0_LEADS) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[11] = (_rt.lead_search(_D0, buf, pos, _D0_LEADS) if eos else (_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_search(_D0, buf, pos, _D0_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -674,7 +674,7 @@ def _scan_3(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[13] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[13] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else _D1.search(buf, lo, partial=True)) or False
+            m = memo[13] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D1, buf, lo, _D1_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'barrier-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'barrier-search', 'partial-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/llama3_json.json'
 TEMPLATE_SHA256 = '8911049001ad83b133ab61b0317e29ac8d82c0abeed59f76378efc88008f025b'
@@ -255,7 +255,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_rt.barrier_search(_D0, buf, pos, '"', '{') if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[0] = (_rt.barrier_search(_D0, buf, pos, '"', '{') if eos else (_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D0, buf, pos, '"', '{'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -268,11 +268,14 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                w = e + 64 if e + 64 < n else n
+                q = (_P0.search(buf, pos, w, partial=True) if w - pos < 256
+                     else _rt.partial_barrier(_P0, buf, pos, '"', '{', w))
                 if q is not None and q.start() <= i:
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[1] = _P0.search(buf, pos, partial=True) or False
+                        q = memo[1] = (_P0.search(buf, pos, partial=True) if n - pos < 256
+                                                        else _rt.partial_barrier(_P0, buf, pos, '"', '{')) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()

@@ -24,7 +24,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'lead-search', 'partial-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/llama4_pythonic.json'
 TEMPLATE_SHA256 = '5dd2140cbb8fd6b115e163b37f8cee0b631d80f1c1b01a112eec25cd93f768d6'
@@ -154,7 +154,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_rt.lead_search(_D0, buf, pos, _D0_LEADS) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[0] = (_rt.lead_search(_D0, buf, pos, _D0_LEADS) if eos else (_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_search(_D0, buf, pos, _D0_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -167,11 +167,14 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                w = e + 64 if e + 64 < n else n
+                q = (_P0.search(buf, pos, w, partial=True) if w - pos < 256
+                     else _rt.partial_search(_P0, buf, pos, _D0_LEADS, w))
                 if q is not None and q.start() <= i:
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[1] = _P0.search(buf, pos, partial=True) or False
+                        q = memo[1] = (_P0.search(buf, pos, partial=True) if n - pos < 256
+                                                        else _rt.partial_search(_P0, buf, pos, _D0_LEADS)) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()

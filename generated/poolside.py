@@ -27,7 +27,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'partial-search', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/poolside.json'
 TEMPLATE_SHA256 = 'b4d007f3e69df332017940e30b5926dc2065fa4dbc8695c8a917c73b8226f675'
@@ -288,7 +288,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -320,7 +320,7 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'json_tool_call': /'(?=\\{\\s*"name")'/
     m = memo[4]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[4] = (_rt.barrier_search(_D1, buf, pos, '"name"', 'a') if eos else _D1.search(buf, pos, partial=True)) or False
+        m = memo[4] = (_rt.barrier_search(_D1, buf, pos, '"name"', 'a') if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D1, buf, pos, '"name"', 'a'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -333,11 +333,14 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                w = e + 64 if e + 64 < n else n
+                q = (_P1.search(buf, pos, w, partial=True) if w - pos < 256
+                     else _rt.partial_barrier(_P1, buf, pos, '"name"', 'a', w))
                 if q is not None and q.start() <= i:
                     q = memo[5]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[5] = _P1.search(buf, pos, partial=True) or False
+                        q = memo[5] = (_P1.search(buf, pos, partial=True) if n - pos < 256
+                                                        else _rt.partial_barrier(_P1, buf, pos, '"name"', 'a')) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -405,7 +408,7 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[10] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[10] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[10] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -35,6 +35,14 @@ These shortcuts keep the common chunk cheap, each giving exactly the events a sc
 * held regex -- while held text starts a regex delimiter that is still being written, a chunk is
   read by that state's automaton (``HOLD_REGEX``, runtime/held.py) instead of the scanner, which
   would hold the same text and emit nothing (``_held_regex``);
+* held literals -- in a state that watches literal delimiters only (``HOLD_LITERALS``), held text
+  that is still a proper prefix of one is held on, and text holding none of them is routed up to
+  the leftmost proper prefix of one ending it, without a scan (``_run_path``);
+* long partial searches -- the scanners' partial search of a regex delimiter over 256 or more
+  undecided characters (one big ``feed``) starts where a match can start: its first lead
+  (:func:`partial_search`), after offset 0 without its start-anchored alternatives
+  (:func:`partial_late`), or at the barrier before its factor (:func:`partial_barrier`); the same
+  for its D2 probe. The engine in partial mode would try such a pattern at every offset;
 * nothing left -- a delimiter that ends the buffer, in a state whose triggers are known, ends
   :meth:`_run`'s loop without a scan of the empty rest (no delimiter can start there, the same
   rule as the fast path's; issue 14: the close of every tool call);
@@ -75,6 +83,10 @@ __all__ = [
     "literal_hold",
     "lead_search",
     "barrier_search",
+    "partial_search",
+    "partial_late",
+    "partial_barrier",
+    "lead_start",
     "LazyPattern",
     "parse_many",
     "PREFIX_REQUIRED",
@@ -97,7 +109,7 @@ RUNTIME_ABI = 2
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
 FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs",
                       "lead-search", "lazy-pattern", "held-json", "lazy-delimiters", "fast-heads",
-                      "barrier-search"})
+                      "barrier-search", "partial-search"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
 OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
@@ -369,6 +381,142 @@ def lead_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...]) -> Any
         if misses == LEAD_MISSES:
             return pattern.search(buf, at + 1)
         pos = at + 1
+
+
+#: undecided text at least this long is searched by :func:`partial_search` / :func:`partial_late`
+#: (shorter, a generated scanner asks the engine directly: a streamed chunk's scan stays as it was)
+PARTIAL_LONG = 256
+
+
+def lead_start(buf: str, pos: int, leads: tuple[str, ...], end: int | None = None) -> int:
+    """The leftmost offset ``>= pos`` where one of ``leads`` starts before ``end``, or where a
+    non-empty proper prefix of one ends ``buf[:end]``; ``end`` when there is neither (``end``:
+    the end of the text the engine is given, ``len(buf)`` by default).
+
+    For a pattern every match of which starts with one of ``leads`` (compiler/automaton.py
+    ``_branch_leads``), no complete or partial match (SPEC 4.3) starts before this offset: a
+    partial match is a prefix of a complete one that runs into the end of ``buf``, so its text
+    either holds the lead or is a proper prefix of it.
+    """
+    n = len(buf) if end is None else end
+    lo = n
+    for lead in leads:
+        # only an occurrence that starts before the best so far can move it
+        k = buf.find(lead, pos, min(lo + len(lead) - 1, n))
+        if k >= 0:
+            lo = k
+    for lead in leads:
+        first = lead[0]
+        j = buf.find(first, max(pos, n - len(lead) + 1), lo)
+        while j >= 0:
+            if lead.startswith(buf[j:n]):
+                lo = j
+                break
+            j = buf.find(first, j + 1, lo)
+    return lo
+
+
+def partial_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...], end: int | None = None) -> Any:
+    """``pattern.search(buf, pos, partial=True)`` for a pattern every match of which starts with
+    one of ``leads``: the engine searches from :func:`lead_start`, as no match or partial match
+    starts before it (issue 14: a long undecided text, as one big ``feed`` or the recover-mode
+    whole-text pass holds; the engine in partial mode cannot skip ahead by itself for a pattern
+    with a zero-width alternative such as xlam's ``(?=\\[\\s*\\{\\s*"name")``).
+
+    Args:
+        pattern: a compiled ``regex`` pattern.
+        buf (str): the text; pos (int): where the search starts.
+        leads (tuple[str, ...]): non-empty literals, none a prefix of another.
+        end (int | None): the engine's ``endpos`` (a D2 probe's window), None for the whole text.
+
+    Returns:
+        what ``pattern.search(buf, pos, partial=True)`` (with ``end``: ``pattern.search(buf, pos,
+        end, partial=True)``) returns (the same match), or None. The same for the D2 probe of such
+        a pattern: each of its partial matches is a path of the pattern that reached the end.
+    """
+    if end is None:
+        return pattern.search(buf, lead_start(buf, pos, leads), partial=True)
+    return pattern.search(buf, lead_start(buf, pos, leads, end), end, partial=True)
+
+
+def partial_barrier(pattern: Any, buf: str, pos: int, factor: str, barrier: str, end: int | None = None) -> Any:
+    """``pattern.search(buf, pos, partial=True)`` for a pattern every match of which is ``P +
+    factor + ...`` where ``P`` never consumes ``barrier`` after its first character (the plan of
+    :func:`barrier_search`, compiler/automaton.py ``barrier_plan``): the engine searches from the
+    leftmost place a match or partial match can start, which is the last ``barrier`` before the
+    first ``factor`` from ``pos``, before the leftmost proper prefix of ``factor`` ending ``buf``,
+    or the last ``barrier`` of all (a partial match that ends inside ``P``), whichever comes first;
+    ``pos`` when one of them has no ``barrier`` before it (inkling's call opener over prose with a
+    ``<`` in it: the engine starts at that ``<``, not at every offset of the text).
+
+    Args:
+        pattern: a compiled ``regex`` pattern.
+        buf (str): the text; pos (int): where the search starts.
+        factor (str): the literal every match holds after its ``P`` part (non-empty).
+        barrier (str): one character.
+        end (int | None): the engine's ``endpos`` (a D2 probe's window), None for the whole text.
+
+    Returns:
+        what ``pattern.search(buf, pos, partial=True)`` (with ``end``: ``pattern.search(buf, pos,
+        end, partial=True)``) returns (the same match), or None. The same for the D2 probe of such
+        a pattern: each of its partial matches is a path of the pattern that reached the end.
+    """
+    n = len(buf) if end is None else end
+    lo = buf.rfind(barrier, pos, n)  # a partial match that ends inside P starts at or after it
+    if lo >= 0:
+        at = buf.find(factor, pos, n)
+        if at < 0:
+            # the leftmost proper prefix of the factor that ends the text, if any
+            first = factor[0]
+            at = buf.find(first, max(pos, n - len(factor) + 1), n)
+            while at >= 0 and not factor.startswith(buf[at:n]):
+                at = buf.find(first, at + 1, n)
+        if at >= 0:
+            back = buf.rfind(barrier, pos, at)
+            if back < lo:
+                lo = back
+    if lo < pos:
+        lo = pos  # a place with no barrier before it: the engine searches from pos
+    return pattern.search(buf, lo, n, partial=True)
+
+
+def partial_late(pattern: Any, late: Any, buf: str, pos: int, leads: tuple[str, ...] | None) -> Any:
+    """``pattern.search(buf, pos, partial=True)`` for a pattern whose start-anchored alternatives
+    (``^``, ``\\A``) can match only at offset 0, and ``late``, the pattern without them (None when
+    nothing else is left; compiler/automaton.py ``late_pattern``), with ``leads`` its leads, or None.
+
+    The engine in partial mode tries such a pattern at every offset of a long text (inkling's
+    ``(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>``: 7 ms over 100 kB of
+    prose, 0.3 ms without its ``^``). After offset 0 the two patterns match alike, so ``late``
+    is searched there. From offset 0, the answer is the one of a partial search: the leftmost
+    complete match if there is one, else the leftmost partial match (``tests/test_fast_path.py``
+    checks both against the engine): the pattern is matched at 0, ``late`` searched after it.
+
+    Returns:
+        what ``pattern.search(buf, pos, partial=True)`` returns (a match at the same span with
+        the same groups), or None.
+    """
+    def rest(start: int) -> Any:
+        if late is None:
+            return None
+        if leads:
+            return partial_search(late, buf, start, leads)
+        return late.search(buf, start, partial=True)
+
+    if pos:
+        found = rest(pos)
+    else:
+        first = pattern.match(buf, 0, partial=True)
+        if first is not None and not first.partial:
+            return first
+        found = rest(1)
+        if found is None or found.partial:
+            found = first or found
+    if found is None:
+        # the engine reports an empty partial match of such a pattern at the end of the text
+        # (``^analysis`` over text that does not start with it): the same answer, once more
+        found = pattern.match(buf, len(buf), partial=True)
+    return found
 
 
 def barrier_search(pattern: Any, buf: str, pos: int, factor: str, barrier: str) -> Any:

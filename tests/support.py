@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
+import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -84,6 +86,33 @@ def run_stream(module, prefix, chunks, tools=None, errors="strict"):
         events.extend(parser.feed(chunk))
     message, final = parser.finalize()
     return message, events + final
+
+
+def outcome(module, prefix, chunks, tools=None) -> tuple:
+    """What a fresh parser makes of ``chunks``: ``(message, all events)``, or ``("error", type
+    name, message, events so far)`` when feeding or finalizing raises (two paths compared must
+    raise the same error after the same events)."""
+    parser = module.ResponseParser(prefix, tools)
+    events = list(parser.initial_events)
+    try:
+        for chunk in chunks:
+            events.extend(parser.feed(chunk))
+        message, final = parser.finalize()
+    except Exception as exc:  # noqa: BLE001 - the same error must come from both paths
+        return ("error", type(exc).__name__, str(exc), events)
+    return (message, events + final)
+
+
+def exec_module(source: str, name: str) -> types.ModuleType:
+    """A generated module's ``source`` run as a fresh module called ``name`` (not kept in
+    ``sys.modules``): a variant compiled with some analysis switched off, compared with the real one."""
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    try:
+        exec(compile(source, name, "exec"), module.__dict__)  # noqa: S102 - our generated code
+    finally:
+        del sys.modules[name]
+    return module
 
 
 def merged_events(events: list[dict]) -> list[dict]:

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 import types
 
 import pytest
 
 from respc.compiler import automaton
 from respc.compiler.api import compile_source
-from support import REPO
+from support import REPO, exec_module, outcome
 
 FAMILY_DIR = REPO / "tests" / "cases" / "families"
 
@@ -49,25 +48,7 @@ def _module(spec, factor: bool) -> types.ModuleType:
     finally:
         automaton._factor = saved
         automaton.classify_pattern.cache_clear()
-    module = types.ModuleType(f"respc_factor_test_{factor}")
-    sys.modules[module.__name__] = module
-    try:
-        exec(compile(source, module.__name__, "exec"), module.__dict__)  # noqa: S102 - our generated code
-    finally:
-        del sys.modules[module.__name__]
-    return module
-
-
-def _outcome(module, prefix, chunks, tools):
-    parser = module.ResponseParser(prefix, tools)
-    events = list(parser.initial_events)
-    try:
-        for chunk in chunks:
-            events.extend(parser.feed(chunk))
-        message, final = parser.finalize()
-    except Exception as exc:  # noqa: BLE001 - the same error must come from both paths
-        return ("error", type(exc).__name__, str(exc), events)
-    return (message, events + final)
+    return exec_module(source, f"respc_factor_test_{factor}")
 
 
 def _chunkings(text: str, rng: random.Random):
@@ -85,7 +66,7 @@ def _chunkings(text: str, rng: random.Random):
 def _compare(fast, slow, prefix, text, tools, seed):
     rng = random.Random(seed)
     for chunks in _chunkings(text, rng):
-        assert _outcome(fast, prefix, chunks, tools) == _outcome(slow, prefix, chunks, tools), chunks
+        assert outcome(fast, prefix, chunks, tools) == outcome(slow, prefix, chunks, tools), chunks
 
 
 def _fragments(module_text: str, cases: list[dict], factors: list[str]) -> list[str]:
