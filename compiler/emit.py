@@ -339,8 +339,10 @@ def _scanner_view(scans) -> dict:
                               "eos_pos": _eos_search(var, pattern, "pos", searches),
                               "eos_lo": _eos_search(var, pattern, "lo", searches),
                               "partial_pos": _partial_search(var, pattern, "pos", searches),
-                              "probe_helper": None if f.factor is not None or f.probe is None
-                              else _probe_helper(var, pattern, searches),
+                              # the probe's long searches, where they start at pos (no factor, no
+                              # prefilter) and the probe has the delimiter's leads or barrier
+                              "probe_helper": None if f.factor is not None or f.probe is None or f.prefilter
+                              or late_pattern(pattern) is not None else _start_helper(var, pattern, searches),
                               "partial_lo": _partial_search(var, pattern, "lo", searches),
                               "leads": bool(leads),
                               "slot": f.slot, "hold_all": f.probe is None, "probe_var": f"_P{f.probe}",
@@ -375,6 +377,7 @@ def _scanner_view(scans) -> dict:
         "uses_literal_hold": uses_literal_hold,
         "has_literal_states": any(plan.literals is not None for plan in scans.plans),
         "window": scans.window,
+        "partial_long": PARTIAL_LONG,
         "searches": searches,
     }
 
@@ -417,25 +420,36 @@ def _eos_search(var: str, pattern: str, start: str, searches: set[str]) -> str:
     return f"({rest} if {start} else ({var}.match(buf, 0) or {rest}))"
 
 
+def _start_helper(var: str, pattern: str, searches: set[str]) -> dict | None:
+    """The runtime search that starts a long partial search of regex delimiter ``var`` (or of its
+    D2 probe, whose partial matches start where the delimiter's can) late: by its leads
+    (``runtime.partial_search``) or from its barrier (``runtime.partial_barrier``), as
+    ``{"call": ..., "args": ...}``, the arguments after ``(pattern, buf, start``; None when it has
+    neither. Adds the runtime feature ``"partial-search"`` to ``searches`` when there is one."""
+    if classify_pattern(pattern).leads:
+        helper = {"call": "_rt.partial_search", "args": f"{var}_LEADS"}
+    else:
+        barrier = barrier_plan(pattern)
+        if barrier is None:
+            return None
+        helper = {"call": "_rt.partial_barrier", "args": f"{barrier[0]!r}, {barrier[1]!r}"}
+    searches.add("partial-search")
+    return helper
+
+
 def _partial_search(var: str, pattern: str, start: str, searches: set[str]) -> str:
     """The partial search (``eos`` false) of regex delimiter ``var`` from offset ``start`` (a
     variable name), as source: the engine's own ``search(..., partial=True)`` while fewer than
-    ``runtime.PARTIAL_LONG`` characters are undecided (a streamed chunk's scan), else by its leads
-    (``runtime.partial_search``), with its start-anchored alternatives only tried at offset 0
-    (``runtime.partial_late``), or from its barrier (``runtime.partial_barrier``) when it has
-    them; the same answer either way. Adds the runtime
-    feature ``"partial-search"`` to ``searches`` when it writes a call of either."""
+    ``runtime.PARTIAL_LONG`` characters are undecided (a streamed chunk's scan), else with its
+    start-anchored alternatives only tried at offset 0 (``runtime.partial_late``) when it has
+    them, else by :func:`_start_helper`; the same answer either way."""
     plain = f"{var}.search(buf, {start}, partial=True)"
     late = late_pattern(pattern)
     if late is None:
-        if classify_pattern(pattern).leads:
-            call = f"_rt.partial_search({var}, buf, {start}, {var}_LEADS)"
-        else:
-            barrier = barrier_plan(pattern)
-            if barrier is None:
-                return plain
-            call = f"_rt.partial_barrier({var}, buf, {start}, {barrier[0]!r}, {barrier[1]!r})"
-        searches.add("partial-search")
+        helper = _start_helper(var, pattern, searches)
+        if helper is None:
+            return plain
+        call = f"{helper['call']}({var}, buf, {start}, {helper['args']})"
     else:
         searches.add("partial-search")
         if late == NEVER:
@@ -445,23 +459,6 @@ def _partial_search(var: str, pattern: str, start: str, searches: set[str]) -> s
             late_leads = f"{late_var}_LEADS" if classify_pattern(late).leads else "None"
         call = f"_rt.partial_late({var}, {late_var}, buf, {start}, {late_leads})"
     return f"({plain} if n - {start} < {PARTIAL_LONG} else {call})"
-
-
-def _probe_helper(var: str, pattern: str, searches: set[str]) -> dict | None:
-    """How a long partial search of regex delimiter ``var``'s D2 probe starts late: the runtime
-    helper and its arguments after ``(probe, buf, start``, when the delimiter has leads
-    (``runtime.partial_search``) or a barrier plan (``runtime.partial_barrier``) and no
-    start-anchored alternatives (its probe keeps them); else None (the engine's own search)."""
-    if late_pattern(pattern) is not None:
-        return None
-    if classify_pattern(pattern).leads:
-        searches.add("partial-search")
-        return {"call": "_rt.partial_search", "args": f"{var}_LEADS", "long": PARTIAL_LONG}
-    barrier = barrier_plan(pattern)
-    if barrier is None:
-        return None
-    searches.add("partial-search")
-    return {"call": "_rt.partial_barrier", "args": f"{barrier[0]!r}, {barrier[1]!r}", "long": PARTIAL_LONG}
 
 
 def _leads_repr(pattern: str) -> str | None:

@@ -464,14 +464,9 @@ def partial_barrier(pattern: Any, buf: str, pos: int, factor: str, barrier: str,
     n = len(buf) if end is None else end
     lo = buf.rfind(barrier, pos, n)  # a partial match that ends inside P starts at or after it
     if lo >= 0:
-        at = buf.find(factor, pos, n)
-        if at < 0:
-            # the leftmost proper prefix of the factor that ends the text, if any
-            first = factor[0]
-            at = buf.find(first, max(pos, n - len(factor) + 1), n)
-            while at >= 0 and not factor.startswith(buf[at:n]):
-                at = buf.find(first, at + 1, n)
-        if at >= 0:
+        # the first factor, else the leftmost proper prefix of it ending the text (n: neither)
+        at = lead_start(buf, pos, (factor,), n)
+        if at < n:
             back = buf.rfind(barrier, pos, at)
             if back < lo:
                 lo = back
@@ -1187,8 +1182,8 @@ class StreamParser:
 
         With the held text ``w = buf[pos:] + text``: a literal of a run delimiter in ``w``, or a
         trigger beginning one of the state's heads (:func:`_trigger_hold`), may be a match: scan.
-        (In a state that watches literals only, ``HOLD_LITERALS``, a head is scanned only when one
-        of the literals is in ``w``; else the hold is the leftmost proper prefix of one ending
+        (In a state that watches literals only, ``HOLD_LITERALS``, ``w`` is scanned only when one
+        of the literals is in it; else the hold is the leftmost proper prefix of one ending
         ``w``, as the scanner finds it.)
         Otherwise nothing is complete, and the leftmost partial match starts at a trigger that
         begins a proper prefix of a head ending ``w``, or at the start
@@ -1202,25 +1197,27 @@ class StreamParser:
         w = buf[pos:] + text if pos < len(buf) else text
         if not w:
             return []
-        lits = self._LITS[self._state]
-        if lits is not None and w in lits[3]:
-            # all of it may still become one of the state's literals: held on, nothing routed
-            self._buf = buf + text
-            self._trigger = ""
-            return []
         n = len(w)
-        hold = _trigger_hold(w, self._triggers, self._heads)
-        if hold < 0:
-            if lits is None:
-                return None
+        lits = self._LITS[self._state]
+        if lits is not None:
             # A state watching literals only (HOLD_LITERALS): with none of them in w, the scanner
             # would hold w from the leftmost proper prefix of one ending it (minimax_m3's call
-            # bodies, where every tag starts like the close: ']<]minimax[>[<user_id>...')
+            # bodies, where every tag starts like the close: ']<]minimax[>[<user_id>...'); the
+            # heads' hold is one of those prefixes, so _trigger_hold is not asked
             literals, span, firsts, prefixes = lits
+            if w in prefixes:
+                # all of it may still become one of the literals: held on, nothing routed
+                self._buf = buf + text
+                self._trigger = ""
+                return []
             for lit in literals:
                 if lit in w:
                     return None
             hold = literal_hold(w, n - span if n > span else 0, firsts, prefixes)
+        else:
+            hold = _trigger_hold(w, self._triggers, self._heads)
+            if hold < 0:
+                return None
         if runs:
             last = w[-1]
             one = self._RUN1[self._state]

@@ -29,7 +29,7 @@ import regex
 from respc.compiler import automaton, emit
 from respc.compiler.api import compile_source
 from respc.runtime import partial_barrier, partial_late, partial_search
-from support import REPO, exec_module, outcome
+from support import REPO, chunkings, exec_module, outcome
 
 FAMILY_DIR = REPO / "tests" / "cases" / "families"
 FILLER = "Plain words < and <x or [a] with (parens) {b}, to=x, then `ticks`, | bars and \"quotes\". "
@@ -65,16 +65,9 @@ def _delimiters() -> list[str]:
     return list(out)
 
 
-def _chunkings(text: str, rng: random.Random):
-    yield [text]
-    yield [text[k:k + 4] for k in range(0, len(text), 4)]
-    for _ in range(3):
-        pieces, i = [], 0
-        while i < len(text):
-            step = rng.randint(1, 40)
-            pieces.append(text[i:i + step])
-            i += step
-        yield pieces
+def _chunkings(text: str, seed: str) -> list[list[str]]:
+    """support.chunkings (whole, characters, random pieces) and the benchmark's 4-character chunks."""
+    return [*chunkings(text, seed).values(), [text[k:k + 4] for k in range(0, len(text), 4)]]
 
 
 def _pieces(cases: list[dict], patterns: list[str]) -> list[str]:
@@ -153,9 +146,8 @@ def test_catalogue_same_events_with_and_without_the_helpers(name):
     helpers, engine = _module(with_helpers, "helpers"), _module(without, "engine")
     cases = json.loads((FAMILY_DIR / f"{name}.json").read_text(encoding="utf-8"))["cases"]
     for case in cases:
-        rng = random.Random(f"{name}/{case['name']}")
-        for text in (case["text"], FILLER + case["text"], FILLER * 4 + case["text"] + FILLER):
-            for chunks in _chunkings(text, rng):
+        for k, text in enumerate((case["text"], FILLER + case["text"], FILLER * 4 + case["text"] + FILLER)):
+            for chunks in _chunkings(text, f"{name}/{case['name']}/{k}"):
                 assert (outcome(helpers, case["prefix"], chunks, case.get("tools"))
                         == outcome(engine, case["prefix"], chunks, case.get("tools"))), (case["name"], chunks)
     rng = random.Random(name)
@@ -165,7 +157,7 @@ def test_catalogue_same_events_with_and_without_the_helpers(name):
     prefix = cases[0]["prefix"] if cases else ""
     for k in range(25):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(5, 40)))
-        for chunks in _chunkings(text, rng):
+        for chunks in _chunkings(text, f"{name}/random/{k}"):
             assert outcome(helpers, prefix, chunks, None) == outcome(engine, prefix, chunks, None), (k, chunks)
 
 
