@@ -59,7 +59,10 @@ def compile_source(spec: Any, *, command: str | None = None, source_name: str | 
         Compiled: IR, automaton, grammar and module source.
 
     Raises:
-        TemplateError: the template breaks a rule of SPEC section 2.
+        TemplateError: the template breaks a rule of SPEC section 2, or ``spec`` is a model
+            directory / tokenizer_config.json / chat template without a ``response_template`` whose
+            chat template no catalogue family fits exactly (``compiler/detect.py``; the error names
+            the nearest fits and says to pass a template explicitly; an inexact fit is never used).
     """
     loaded = load_template(spec)
     if source_name is not None:
@@ -84,7 +87,9 @@ def compile_template(template: Any) -> types.ModuleType:
         template: a dict, a path (``.json``, ``tokenizer_config.json``, model directory,
             ``chat_template.jinja``) or a catalogue name. A model directory without a
             ``response_template`` gives the catalogue family detected from its chat template; which
-            one is logged at INFO level on the ``respc`` logger.
+            one is logged at INFO level on the ``respc`` logger. Only an exact fit is used (a family
+            that parses back every sample message the chat template rendered, see
+            ``docs/writing-a-template.md``); with none this raises.
 
     Returns:
         module: exposing ``ResponseParser``, ``get_response_parser``, ``parse_response``,
@@ -92,7 +97,9 @@ def compile_template(template: Any) -> types.ModuleType:
         compiling the same template from the same place twice returns the same module.
 
     Raises:
-        TemplateError: the template breaks a rule of SPEC section 2.
+        TemplateError: the template breaks a rule of SPEC section 2, or a model directory's chat
+            template fits no catalogue family exactly (the error names the nearest fits and says to
+            pass a template explicitly).
     """
     compiled = compile_source(template)
     if compiled.note:
@@ -118,7 +125,11 @@ def get_response_parser(template: Any, *, prefix: Any = None, tools: list | None
                         errors: str = "strict"):
     """Drop-in for ``tokenizer.get_response_parser``: a streaming parser for ``template`` (SPEC 3).
 
-    ``errors="recover"`` never raises on model output (see docs/events.md, region_malformed)."""
+    ``errors="recover"`` never raises on model output (see docs/events.md, region_malformed).
+
+    Raises:
+        TemplateError: as :func:`compile_template` (a bad template, or a model directory whose chat
+            template no catalogue family fits exactly)."""
     return compile_template(template).ResponseParser(prefix, tools, tokenizer, errors)
 
 
@@ -130,7 +141,8 @@ def parse_response(response: Any, template: Any, *, prefix: Any = None, tools: l
         dict | list[dict]: one message, or one per item of a batch.
 
     Raises:
-        TemplateError: bad template; ValueError: missing prefix, failed parse; TypeError: ids
-        without a tokenizer.
+        TemplateError: bad template, or a model directory whose chat template no catalogue family
+        fits exactly (never an inexact guess: the error names the nearest fits); ValueError:
+        missing prefix, failed parse; TypeError: ids without a tokenizer.
     """
     return compile_template(template).parse_response(response, prefix, tools, tokenizer, errors)

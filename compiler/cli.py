@@ -23,7 +23,9 @@
     cannot express (XML or pythonic call bodies) exits 2 naming the fields and why.
 ``respc detect MODEL_DIR | tokenizer_config.json | chat_template.jinja``
     Name the catalogue family whose output format the chat template renders, and its thinking
-    switch (``compiler/detect.py``); exit 1 when no family fits, saying why.
+    switch (``compiler/detect.py``): only a family that parses back every sample message the chat
+    template rendered is named (every such exact fit is listed, best first); exit 1 when no family
+    does, naming the nearest fits and the samples each failed.
 ``respc graph TEMPLATE [--format mermaid|dot|svg] [-o OUT] [--parents]``
     Print (or write) the region automaton as a diagram (see respc.compiler.graph); ``svg`` needs
     Graphviz's ``dot`` (exit 1 with a one-line message when it is not installed). Every option
@@ -32,8 +34,10 @@
 ``respc list``
     The catalogue: one line per template with the models of its family.
 
-Exit status: 0 success; 1 output that cannot be parsed or a stale ``--check``; 2 a bad template or
-bad usage. Errors are one line on standard error, never a traceback.
+Exit status: 0 success; 1 output that cannot be parsed, a stale ``--check`` or (``detect``) no exact
+fit; 2 a bad template or bad usage, including a model folder (or tokenizer_config.json, chat
+template) given as TEMPLATE whose chat template no catalogue family fits exactly. Errors are one line
+on standard error, never a traceback.
 """
 
 from __future__ import annotations
@@ -592,8 +596,11 @@ def _parse_openai(args: argparse.Namespace, module: types.ModuleType, prefix: st
 
 
 def _detect(args: argparse.Namespace) -> int:
-    """``respc detect PATH``: print ``family: NAME`` (then equally good fits, the thinking switch and why);
-    exit 1 when no family fits (the reason on stderr), 2 when PATH cannot be read."""
+    """``respc detect PATH``: name a family only when it parses back every sample the chat template
+    rendered (``compiler/detect.py``). Exit 0 printing ``family: NAME``, every exact fit (best first,
+    by the tie rule), the thinking switch, the samples not rendered and why; exit 1 when no family
+    fits exactly (one line on stderr naming the nearest fits and the samples each failed); 2 when
+    PATH cannot be read."""
     from .detect import detect, read_chat_template
 
     try:
@@ -602,12 +609,15 @@ def _detect(args: argparse.Namespace) -> int:
         raise _UsageError(str(exc)) from None
     found = detect(chat)
     if found.family is None:
-        print(f"respc: no catalogue family fits: {found.reason}", file=sys.stderr)
+        hint = ("; to parse its output anyway, give a template explicitly (a catalogue name from respc list, "
+                "or a template .json)") if found.nearest else ""
+        print(f"respc: no catalogue family fits: {found.reason}{hint}", file=sys.stderr)
         return 1
     print(f"family: {found.family}")
-    if len(found.tied) > 1:
-        print(f"equally good fit: {', '.join(n for n in found.tied if n != found.family)}")
+    print(f"exact fits: {', '.join(found.exact)}")
     print(f"thinking switch: {found.thinking_switch or '-'}")
+    skipped = [n for n in found.not_rendered if n not in found.unconfirmed]
+    print(f"samples parsed back: {', '.join(found.rendered)}; not rendered (not checked): {', '.join(skipped) or '-'}")
     print(f"why: {found.reason}")
     return 0
 
@@ -890,7 +900,9 @@ def _add_detect(sub) -> None:
     gram.set_defaults(run=_grammar)
     det = sub.add_parser("detect", help="name the catalogue family whose format a chat template renders",
                          description="Name the catalogue family whose output format a model's chat template "
-                                     "renders, and its thinking switch; exit 1 when no family fits, saying why.")
+                                     "renders, and its thinking switch. A family is named only when it parses "
+                                     "back every sample message the chat template rendered (all such exact "
+                                     "fits are listed); exit 1 when none does, naming the nearest fits.")
     det.add_argument("path", help="model directory, tokenizer_config.json or chat_template.jinja")
     det.set_defaults(run=_detect)
 

@@ -6,7 +6,9 @@ A template can be given as a dict, a standalone ``.json`` file, a ``tokenizer_co
 
 A model directory, ``tokenizer_config.json``, ``chat_template.json`` or ``chat_template.jinja``
 without a ``response_template`` gives the catalogue template of the family its chat template
-renders (``compiler/detect.py``, issue 11); :attr:`LoadedTemplate.note` says which was used.
+renders (``compiler/detect.py``, issue 11); :attr:`LoadedTemplate.note` says which was used. Only an
+exact fit is used (a family that parses back every sample message the chat template rendered); with
+none, loading fails naming the nearest fits (issue 24).
 """
 
 from __future__ import annotations
@@ -118,8 +120,10 @@ def _from_chat_template(where: Path, why: str, source: str, key: str | None = No
     ``why`` says why no response template was found; ``source`` and ``key`` label the error.
 
     Raises:
-        TemplateError: no chat template to read there, or no catalogue family fits it (naming
-            ``source`` and both reasons).
+        TemplateError: no chat template to read there, or no catalogue family fits it exactly (it
+            parses back every sample the chat template rendered: ``compiler/detect.py``); the error
+            names ``source``, both reasons, the nearest fits with the samples each failed, and says
+            to give a template explicitly. An inexact fit is never used.
     """
     from .detect import read_chat_template
 
@@ -131,7 +135,9 @@ def _from_chat_template(where: Path, why: str, source: str, key: str | None = No
     found = _detect(chat)
     reason = found.reason.removeprefix(f"{chat.origin}: ")
     if found.family is None:
-        raise TemplateError(f"{why}, and no catalogue family fits its chat template ({reason})",
+        hint = ("; an inexact fit is never used: give the template explicitly (a catalogue name from "
+                "`respc list` or a template .json) if you know the model's format") if found.nearest else ""
+        raise TemplateError(f"{why}, and no catalogue family fits its chat template ({reason}){hint}",
                             source=source, key=key)
     switch = f"; thinking switch: {found.thinking_switch}" if found.thinking_switch else ""
     note = (f"{source}: {why}; using the catalogue family {found.family!r} detected from its chat template "
@@ -176,7 +182,8 @@ def load_template(spec: Any) -> LoadedTemplate:
     Raises:
         TemplateError: the file is missing, unreadable, not JSON, or a model directory /
             tokenizer config without ``response_template`` whose chat template is missing or fits
-            no catalogue family (the error says both); or the name matches nothing, or is the empty string (which would
+            no catalogue family exactly (the error says both, names the nearest fits and the samples
+            each failed, and says to give a template explicitly: an inexact fit is never used); or the name matches nothing, or is the empty string (which would
             otherwise name the current folder by accident). A local folder or file that hides a
             catalogue name and fails to load says so. A UTF-8 byte order mark at the start of a
             file is dropped.

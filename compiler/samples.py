@@ -151,7 +151,8 @@ def _read_json(path: Path) -> dict:
     return data
 
 
-def render_sample(chat: ChatTemplate, messages: list[dict], generation_prompt: bool, variables: dict) -> str:
+def render_sample(chat: ChatTemplate, messages: list[dict], generation_prompt: bool, variables: dict,
+                  offer_tools: bool = True) -> str:
     """Render ``messages`` with ``chat`` (see the module docstring for the tool shapes tried).
 
     Args:
@@ -159,6 +160,8 @@ def render_sample(chat: ChatTemplate, messages: list[dict], generation_prompt: b
         messages: the conversation (not modified).
         generation_prompt: ``add_generation_prompt``.
         variables: further chat-template variables (a thinking switch).
+        offer_tools: False renders with no tools (``tools`` None, ``functions`` absent), to see
+            whether the chat template offers tools at all.
 
     Returns:
         str: the render with the first tool shape the template accepts.
@@ -169,6 +172,9 @@ def render_sample(chat: ChatTemplate, messages: list[dict], generation_prompt: b
             may fail in any other way on an input shape it rejects).
     """
     bare = [t["function"] for t in TOOLS]
+    if not offer_tools:
+        return render(chat.source, messages, tools=None, add_generation_prompt=generation_prompt,
+                      bos_token=chat.bos_token, eos_token=chat.eos_token, **variables)
     error: Exception | None = None
     for tools in (TOOLS, bare):
         try:
@@ -181,10 +187,11 @@ def render_sample(chat: ChatTemplate, messages: list[dict], generation_prompt: b
     raise error
 
 
-def render_or_none(chat: ChatTemplate, messages: list[dict], generation_prompt: bool, variables: dict) -> str | None:
+def render_or_none(chat: ChatTemplate, messages: list[dict], generation_prompt: bool, variables: dict,
+                   offer_tools: bool = True) -> str | None:
     """:func:`render_sample`, or None when the template refuses these inputs."""
     try:
-        return render_sample(chat, messages, generation_prompt, variables)
+        return render_sample(chat, messages, generation_prompt, variables, offer_tools)
     except Exception:  # noqa: BLE001 - see render_sample
         return None
 
