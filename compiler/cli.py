@@ -617,7 +617,9 @@ def _detect(args: argparse.Namespace) -> int:
     print(f"exact fits: {', '.join(found.exact)}")
     print(f"thinking switch: {found.thinking_switch or '-'}")
     skipped = [n for n in found.not_rendered if n not in found.unconfirmed]
-    print(f"samples parsed back: {', '.join(found.rendered)}; not rendered (not checked): {', '.join(skipped) or '-'}")
+    taught = f"; only the tool-call opener the prompt teaches: {', '.join(found.unconfirmed)}" if found.unconfirmed else ""
+    print(f"samples parsed back: {', '.join(found.rendered)}{taught}; not rendered (not checked): "
+          f"{', '.join(skipped) or '-'}")
     print(f"why: {found.reason}")
     return 0
 

@@ -219,12 +219,17 @@ def test_tools_offered_but_never_rendered_are_unconfirmed(name: str, capsys):
     assert "nearest fits: xlam (failed: tool_call, two_tool_calls)" in capsys.readouterr().err
 
 
-def test_tools_taught_by_the_prompt_confirm_the_opener():
+def test_tools_taught_by_the_prompt_confirm_the_opener(capsys):
     # granite 3's template drops history tool calls but its prompt teaches <|tool_call|>: granite3 passes
     # the unconfirmed samples, families whose openers the prompt does not spell fail them.
-    found = detect(read_chat_template(_corpus("granite3")))
+    path = _corpus("granite3")
+    found = detect(read_chat_template(path))
     assert found.unconfirmed == ("tool_call", "two_tool_calls") and found.family == "granite3"
     assert found.failed["granite4"] == ("tool_call", "two_tool_calls")
+    assert main(["detect", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[3] == (
+        "samples parsed back: content; only the tool-call opener the prompt teaches: tool_call, two_tool_calls; "
+        "not rendered (not checked): reasoning")
 
 
 def test_plain_templates_list_every_exact_fit(capsys, tmp_path: Path):
