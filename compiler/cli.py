@@ -816,7 +816,8 @@ def _epilog() -> str:
 
     names = textwrap.fill(", ".join(catalogue_names()), width=100, initial_indent="  ", subsequent_indent="  ")
     return ("exit status: 0 ok; 1 output that cannot be parsed, or a stale or missing --check target;\n"
-            "  2 a bad template, bad usage, or a file that cannot be read or written.\n"
+            "  (detect) no family fits exactly; 2 a bad template (a model folder whose chat template no\n"
+            "  family fits exactly among them), bad usage, or a file that cannot be read or written.\n"
             "  Errors are one line on standard error.\n"
             "catalogue templates (use the name as TEMPLATE; respc list shows their models):\n" + names)
 
