@@ -949,7 +949,8 @@ def test_help_names_exit_codes_and_the_catalogue(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     assert "exit status: 0 ok; 1 output that cannot be parsed, or a stale or missing --check target;" in out
-    assert "  2 a bad template, bad usage, or a file that cannot be read or written." in out
+    assert ("  (detect) no family fits exactly; 2 a bad template (a model folder whose chat template no\n"
+            "  family fits exactly among them), bad usage, or a file that cannot be read or written.") in out
     from respc.compiler.load import catalogue_names
 
     listed = out[out.index("catalogue templates (use the name"):].split(":", 1)[1]
