@@ -304,7 +304,7 @@ def detect(chat: ChatTemplate) -> Detection:
                                    + (() if taught else unconfirmed))
     # Best first; among equal scores the name decides, so the result never depends on dict order.
     def rank(n: str) -> tuple:
-        anchored, parsed_back, covered, same_switch, share, in_source = scores[n]
+        _, _, covered, same_switch, share, in_source = scores[n]
         return (len(rendered) + len(unconfirmed) - len(failed[n]), covered, same_switch, share, in_source,
                 _reverse_name(n))
 
@@ -326,7 +326,7 @@ def detect(chat: ChatTemplate) -> Detection:
         nearest = tuple(anchored_families[:3])
         parts = [f"{n} (failed: {_listing(failed[n])})" for n in nearest]
         why = ""
-        if unconfirmed:
+        if unconfirmed and all(set(unconfirmed) <= set(failed[n]) for n in nearest):
             why = (f"; {_listing(unconfirmed)}: the chat template offers tools but renders no tool call in "
                    "history, and its prompt spells none of these families' tool-call openers")
         return Detection(None, (), switch,
