@@ -376,9 +376,18 @@ def _read_text_file(path: str, what: str) -> str:
         raise _UsageError(f"cannot read {what} {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
+#: JSON values printed to standard output so far (what an interrupted run reports).
+_printed = [0]
+
+
 def _print_json(value: Any, indent: int | None = None) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
     sys.stdout.flush()
+    _printed[0] += 1
+
+
+class _Interrupted(Exception):
+    """Ctrl-C, with one line saying what was written before it: exit 130."""
 
 
 def _stream_chunks(path: str):
@@ -741,6 +750,13 @@ def _parse_jsonl(args: argparse.Namespace) -> int:
                                          on_failure=report)
     except batch.MissingExtra as exc:
         raise _UsageError(str(exc)) from None
+    except batch.Interrupted as exc:
+        done = exc.stats
+        where = "standard output" if args.output == "-" else repr(args.output)
+        last = (f"; the last was line {done.last_line}" + (f", id {done.last_id!r}" if done.last_id is not None
+                                                          else "")) if done.records else ""
+        raise _Interrupted(f"interrupted: {_count(done.records, 'record')} written to {where}, whole and in "
+                           f"input order{last}") from None
     except OSError as exc:
         if isinstance(exc, BrokenPipeError):
             raise
@@ -929,7 +945,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0 ok, 1 unparseable output / stale, 2 bad template or usage)."""
+    """Run the CLI; returns the exit status (0 ok, 1 unparseable output / stale, 2 bad template or usage,
+    130 interrupted by Ctrl-C: one line on stderr says what was written)."""
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -940,6 +957,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return args.run(args)
+    except _Interrupted as exc:
+        print(f"respc: {exc}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        done = f"{_count(_printed[0], 'JSON value')} written to standard output" if _printed[0] else "nothing written"
+        print(f"respc: interrupted ({done})", file=sys.stderr)
+        return 130
     except TemplateError as exc:
         print(f"respc: bad template: {exc}", file=sys.stderr)
         return 2
