@@ -372,8 +372,11 @@ def _read_text_file(path: str, what: str) -> str:
         with open(path, encoding="utf-8", newline="") as handle:
             text = handle.read()
             return text[1:] if text.startswith(_BOM) else text
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _UsageError(f"cannot read {what} {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise _UsageError(f"cannot read {what} {path!r}: not UTF-8 at byte {exc.start} (counted from the "
+                          f"start): {exc.reason}") from None
+    except OSError as exc:
+        raise _UsageError(f"cannot read {what} {path!r}: {exc.strerror or exc}") from None
 
 
 #: JSON values printed to standard output so far (what an interrupted run reports).
@@ -499,8 +502,11 @@ def _parse(args: argparse.Namespace) -> int:
     if args.jsonl is not None:
         return _parse_jsonl(args)
     if args.prefix is None and args.prefix_file is None:
-        raise _UsageError("parse: one of the arguments --prefix --prefix-file is required "
-                          "(see respc parse --help)")
+        raise _UsageError("parse: the prefix is required: the prompt text just before the model's output (the "
+                          "chat template's assistant header, such as '<|im_start|>assistant' and a newline; "
+                          "it tells whether the prompt already opened reasoning). Give --prefix-file PROMPT.txt "
+                          "or --prefix TEXT, or --prefix \"\" to read the output from its start (see respc parse "
+                          "--help)")
     module = _module(args.template)
     prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
     tools = _read_tools(args.tools)
@@ -585,7 +591,8 @@ def _parse_openai(args: argparse.Namespace, module: types.ModuleType, prefix: st
 
     parser = module.ResponseParser(prefix, tools, errors=args.errors)
     if args.responses:
-        stream = ResponsesStream(parser, model=args.model, ids=lambda n: f"call_{n}")
+        stream = ResponsesStream(parser, model=args.model, ids=lambda n: f"call_{n}",
+                                 tools=[tool for tool in tools or () if isinstance(tool, dict)])
     else:
         stream = ChatCompletionStream(parser, model=args.model, ids=lambda n: f"call_{n}")
     write, flush = sys.stdout.write, sys.stdout.flush
@@ -687,6 +694,7 @@ def _parse_html(args: argparse.Namespace) -> int:
     name = "standard input" if args.file == "-" else _display_path(args.file)
     _write_text(args.html, show.render(result, title=f"respc parse {_display_path(args.template)} {name}"),
                 args.parents)
+    print(f"respc: wrote {_display_path(args.html)} (open it in a browser)", file=sys.stderr)
     for diagnostic in result.diagnostics:
         if diagnostic["kind"] == "error":
             print(f"respc: cannot parse output: {diagnostic['message']} (marked on the page at output offsets "
@@ -820,8 +828,8 @@ def _epilog() -> str:
 
     names = textwrap.fill(", ".join(catalogue_names()), width=100, initial_indent="  ", subsequent_indent="  ")
     return ("exit status: 0 ok; 1 output that cannot be parsed, or a stale or missing --check target;\n"
-            "  2 a bad template, bad usage, or a file that cannot be read or written.\n"
-            "  Errors are one line on standard error.\n"
+            "  2 a bad template, bad usage, or a file that cannot be read or written;\n"
+            "  130 interrupted (Ctrl-C). Errors are one line on standard error.\n"
             "catalogue templates (use the name as TEMPLATE; respc list shows their models):\n" + names)
 
 
@@ -912,10 +920,20 @@ def _add_detect(sub) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    """``respc list``: one line per catalogue template: name, models, thinking switch."""
+    """``respc list [WORD ...]``: one line per catalogue template: name, models, thinking switch; with
+    words, only the families whose name or models contain every word (case-insensitive); exit 1 when
+    none does."""
     from .load import catalogue_entries
 
     entries = catalogue_entries()
+    if args.filter:
+        words = [word.lower() for word in args.filter]
+        entries = [e for e in entries
+                   if all(word in e["family"].lower() or word in (e["models"] or "").lower() for word in words)]
+        if not entries:
+            print(f"respc: list: no catalogue family or model matches {' '.join(args.filter)!r} (respc list shows "
+                  "them all)", file=sys.stderr)
+            return 1
     width = max((len(e["family"]) for e in entries), default=0)
     for entry in entries:
         switch = f" [thinking switch: {entry['thinking_switch']}]" if entry["thinking_switch"] else ""
@@ -926,7 +944,9 @@ def _list(args: argparse.Namespace) -> int:
 def _add_list(sub) -> None:
     lister = sub.add_parser("list", help="list the catalogue templates and the models of each family",
                             description="List the catalogue templates (usable by name as TEMPLATE) and the "
-                                        "models of each family.")
+                                        "models of each family; with WORDs, only the families whose name or "
+                                        "models contain every word (case-insensitive).")
+    lister.add_argument("filter", nargs="*", metavar="WORD", help="keep families whose name or models contain it")
     lister.set_defaults(run=_list)
 
 
@@ -935,6 +955,7 @@ def _parser() -> argparse.ArgumentParser:
                           epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     top.add_argument("--version", action="version", version=f"respc {_version()}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    top.set_defaults(_commands=sub.choices)
     _add_compile(sub)
     _add_parse(sub)
     _add_check(sub)
@@ -944,12 +965,35 @@ def _parser() -> argparse.ArgumentParser:
     return top
 
 
+def _unrecognized(args: argparse.Namespace, extra: list[str], top: argparse.ArgumentParser) -> None:
+    """Report options the command does not know as that command's usage error, with the nearest known
+    option (``respc: parse: unrecognized arguments: --prefix-filx (did you mean --prefix-file?) (see
+    respc parse --help)``), not the top-level one.
+
+    Raises:
+        _ArgumentError: always.
+    """
+    import difflib
+
+    command = getattr(args, "_commands", {}).get(getattr(args, "command", None), top)
+    known = [option for action in command._actions for option in action.option_strings]
+    hints = []
+    for word in extra:
+        if word.startswith("-"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
+            if close:
+                hints.append(f"did you mean {close[0]}?")
+    command.error(f"unrecognized arguments: {' '.join(extra)}" + (f" ({' '.join(hints)})" if hints else ""))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 unparseable output / stale, 2 bad template or usage,
     130 interrupted by Ctrl-C: one line on stderr says what was written)."""
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            _unrecognized(args, extra, parser)
     except SystemExit as exc:  # --help printed its text
         return int(exc.code or 0) and 2
     except _ArgumentError as exc:

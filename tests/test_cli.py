@@ -30,6 +30,7 @@ import pytest
 import respc
 import respc.runtime.errors
 from respc.compiler.cli import main
+from respc.compiler.load import catalogue_names
 from support import CONFORMANCE, CORPUS, REPO, load_jsonl, missing, params
 
 VECTORS = load_jsonl(CONFORMANCE)
@@ -607,9 +608,15 @@ def test_missing_template_exits_2_one_line(workdir, capsys):
 def test_unknown_catalogue_name_exits_2_one_line(workdir, capsys):
     assert main(["parse", "no_such_family", "-", "--prefix", ""]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("respc: bad template: no_such_family: no such file, and no catalogue template "
-                          "of that name (catalogue: ")
-    assert err.count("\n") == 1
+    assert err == ("respc: bad template: no_such_family: no such file, and no catalogue template of that name "
+                   f"(`respc list` shows the {len(catalogue_names())} catalogue templates)\n")
+
+
+def test_mistyped_catalogue_name_says_did_you_mean(workdir, capsys):
+    assert main(["parse", "qwen33", "-", "--prefix", ""]) == 2
+    assert capsys.readouterr().err == ("respc: bad template: qwen33: no such file, and no catalogue template of "
+                                       "that name (did you mean 'qwen3' or 'qwen3_5'? `respc list` shows them "
+                                       "all)\n")
 
 
 def test_missing_template_subprocess(tmp_path):
@@ -949,7 +956,8 @@ def test_help_names_exit_codes_and_the_catalogue(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     assert "exit status: 0 ok; 1 output that cannot be parsed, or a stale or missing --check target;" in out
-    assert "  2 a bad template, bad usage, or a file that cannot be read or written." in out
+    assert "  2 a bad template, bad usage, or a file that cannot be read or written;" in out
+    assert "  130 interrupted (Ctrl-C)." in out
     from respc.compiler.load import catalogue_names
 
     listed = out[out.index("catalogue templates (use the name"):].split(":", 1)[1]
