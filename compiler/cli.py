@@ -607,6 +607,37 @@ def _parse_openai(args: argparse.Namespace, module: types.ModuleType, prefix: st
     return 0
 
 
+def _test(args: argparse.Namespace) -> int:
+    """``respc test TEMPLATE CASES``: parse each case whole, per character and in random pieces and
+    compare with its expected message (compiler/casecheck.py has the file format). Prints one line per
+    passing case with ``-v``, a diff per failing case, and a summary; exit 0 when every case passes, 1
+    when one fails, 2 for a bad template or cases file."""
+    from .casecheck import CaseFileError, read_cases, run_cases
+
+    try:
+        cases = read_cases(args.cases, _read_text_file(args.cases, "cases file"))
+    except CaseFileError as exc:
+        raise _UsageError(str(exc)) from None
+    module = _module(args.template)
+    failed = 0
+    for result in run_cases(module, cases):
+        if result.ok:
+            if args.verbose:
+                print(f"ok    {result.case.name}")
+            continue
+        failed += 1
+        groups: dict[str, list[str]] = {}
+        for how, text in result.failures.items():
+            groups.setdefault(text, []).append(how)
+        for text, hows in groups.items():
+            print(f"FAIL  {result.case.name} ({', '.join(hows)})")
+            sys.stdout.write("".join(f"      {line}" for line in text.splitlines(keepends=True)))
+        sys.stdout.flush()
+    print(f"respc test: {_count(len(cases), 'case')}, {len(cases) - failed} right and {failed} wrong (each "
+          "fed whole, per character and in random pieces)", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def _detect(args: argparse.Namespace) -> int:
     """``respc detect PATH``: print ``family: NAME`` (then equally good fits, the thinking switch and why);
     exit 1 when no family fits (the reason on stderr), 2 when PATH cannot be read."""
@@ -895,6 +926,19 @@ def _add_check(sub) -> None:
     check.set_defaults(run=_check)
 
 
+def _add_test(sub) -> None:
+    test = sub.add_parser("test", help="check a template against your own outputs and expected messages",
+                          description="Parse each case of CASES (JSON Lines: text, message or expect.message, "
+                                      "optional prefix, tools, name, errors, diagnostics; or a JSON list, or an "
+                                      "object with a 'cases' list) whole, one character at a time and in random "
+                                      "pieces, and show a diff wherever the message differs. Exit 0 when every "
+                                      "case passes, 1 when one fails.")
+    _template_argument(test)
+    test.add_argument("cases", metavar="CASES", help="the cases file (.jsonl or .json)")
+    test.add_argument("-v", "--verbose", action="store_true", help="also name each case that passes")
+    test.set_defaults(run=_test)
+
+
 def _add_detect(sub) -> None:
 
 
@@ -959,6 +1003,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_compile(sub)
     _add_parse(sub)
     _add_check(sub)
+    _add_test(sub)
     _add_list(sub)
     _add_detect(sub)
     _add_graph_command(sub)

@@ -100,3 +100,70 @@ def test_responses_lists_the_tools_given(workdir, capsys):
     assert data[0]["response"]["tools"] == [{"type": "function", "name": "get_weather", "description": "Weather",
                                              "parameters": {"type": "object", "properties": {}}, "strict": None}]
     assert data[-1]["response"]["tools"] == data[0]["response"]["tools"]
+
+
+# -- respc test TEMPLATE CASES ----------------------------------------------------------------------
+
+def test_respc_test_passes_a_catalogue_familys_own_cases(capsys):
+    from support import REPO
+
+    cases = REPO / "tests" / "cases" / "families" / "qwen3.json"
+    assert main(["test", "qwen3", str(cases)]) == 0
+    captured = capsys.readouterr()
+    count = len(json.loads(cases.read_text())["cases"])
+    assert captured.out == ""
+    assert captured.err == (f"respc test: {count} cases, {count} right and 0 wrong (each fed whole, per character "
+                            "and in random pieces)\n")
+
+
+def test_respc_test_shows_a_diff_and_exits_1(workdir, capsys):
+    good = {"name": "answer", "prefix": "<|im_start|>assistant\n", "text": "<think>hm</think>Hello",
+            "message": {"role": "assistant", "reasoning_content": "hm", "content": "Hello"}}
+    bad = {"id": "call", "text": '<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>',
+           "expect": {"message": {"role": "assistant", "tool_calls": [
+               {"type": "function", "function": {"name": "f", "arguments": {"x": 2}}}]}}}
+    (workdir / "cases.jsonl").write_text(json.dumps(good) + "\n\n" + json.dumps(bad) + "\n")
+    assert main(["test", "qwen3", "cases.jsonl", "-v"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.startswith("ok    answer\nFAIL  call (whole, chars, random)\n      --- expected message\n"
+                                   "      +++ parsed message\n")
+    assert '      -          "x": 2\n      +          "x": 1\n' in captured.out
+    assert captured.err == ("respc test: 2 cases, 1 right and 1 wrong (each fed whole, per character and in "
+                            "random pieces)\n")
+
+
+def test_respc_test_checks_diagnostics_and_names_errors(workdir, capsys):
+    case = {"name": "cut", "text": "Hi <tool_call>{\"name\": \"f\"", "errors": "recover",
+            "message": {"role": "assistant", "content": "Hi"}, "diagnostics": ["no-such-kind"]}
+    (workdir / "cases.jsonl").write_text(json.dumps(case) + "\n")
+    assert main(["test", "qwen3", "cases.jsonl"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL  cut (whole, chars, random)\n")
+    assert "      diagnostics: expected ['no-such-kind'], got [" in out
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{\"text\": \"hi\"}\n", "respc: cases.jsonl: line 1: key 'message' (or 'expect': {'message': ...}) must be "
+                             "the expected message, a JSON object\n"),
+    ("{\"text\": \"hi\", \"message\": {}}\nnot json\n", "respc: cases.jsonl: line 2 is not JSON: Expecting value "
+                                                      "at column 1\n"),
+    ("\n", "respc: cases.jsonl: no cases (one JSON object per line with 'text' and 'message')\n"),
+])
+def test_respc_test_bad_cases_file_is_exit_2(workdir, capsys, content, message):
+    (workdir / "cases.jsonl").write_text(content)
+    assert main(["test", "qwen3", "cases.jsonl"]) == 2
+    assert capsys.readouterr().err == message
+
+
+def test_a_delimiter_may_start_in_the_prompt():
+    """docs/writing-a-template.md, "A delimiter may start in the prompt"."""
+    from support import chunkings
+
+    from respc.generated import qwen3
+
+    prefix = "<|im_start|>assistant\n<thi"
+    for chunks in chunkings("nk>hm</think>Hi", "prompt").values():
+        parser = qwen3.ResponseParser(prefix)
+        for chunk in chunks:
+            parser.feed(chunk)
+        assert parser.finalize()[0] == {"role": "assistant", "reasoning_content": "hm", "content": "Hi"}
