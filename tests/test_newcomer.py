@@ -167,3 +167,25 @@ def test_a_delimiter_may_start_in_the_prompt():
         for chunk in chunks:
             parser.feed(chunk)
         assert parser.finalize()[0] == {"role": "assistant", "reasoning_content": "hm", "content": "Hi"}
+
+
+# -- respc check: a deliberate lookahead is not a warning ------------------------------------------
+
+def _lint(fields: dict) -> list:
+    from respc.compiler.api import compile_source
+    from respc.compiler.lint import lint
+
+    compiled = compile_source({"start_anchor": "A", "fields": fields})
+    return [(f.check, f.field, f.key) for f in lint(compiled.template, compiled.automaton)]
+
+
+@pytest.mark.parametrize("close", ["(?=<tool_call>)", "(?=<tool_call>)|\\Z", "(?!x)"])
+def test_a_lookahead_close_is_zero_width_on_purpose(close):
+    findings = _lint({"a": {"open": "<a>", "close_pattern": close}, "content": {}})
+    assert ("empty-match", "a", "close_pattern") not in findings
+
+
+@pytest.mark.parametrize("close", ["\\s*", "(?=x)y?", "</a>|"])
+def test_an_accidental_empty_match_still_warns(close):
+    findings = _lint({"a": {"open": "<a>", "close_pattern": close}, "content": {}})
+    assert ("empty-match", "a", "close_pattern") in findings
