@@ -291,6 +291,20 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
+def _join_notes(fields) -> list[str]:
+    """``respc check`` notes for a repeating text field whose pieces are stripped, then joined with a
+    separator that holds no whitespace (docs/template-language.md, ``join``): the whitespace between
+    two pieces is lost."""
+    notes = []
+    for f in fields:
+        if (f.repeats and isinstance(f.join, str) and not any(c.isspace() for c in f.join)
+                and f.content == "text" and (f.content_args or {}).get("strip", True)):
+            notes.append(f"field {f.name!r} strips each piece, then joins them with {f.join!r}: the whitespace "
+                         "between two pieces is lost ('In Python:\\n' and '>>> print(1)' give 'In Python:>>> "
+                         "print(1)'); a join such as '\\n', or content_args {\"strip\": false}, keeps it")
+    return notes
+
+
 def _check(args: argparse.Namespace) -> int:
     compiled = compile_source(args.template)
     # load-time warnings (issue 7: rules v1 keeps for the reference's sake), then the D2 ones
@@ -301,6 +315,7 @@ def _check(args: argparse.Namespace) -> int:
         f"field {fields[w.field].name!r} {w.delimiter.key} {w.delimiter.pattern!r}: a greedy optional part may "
         "still grow, so a match waits while the buffered text could continue it (D2)"
         for state in compiled.automaton.states for w in state.watches if w.extendable and not w.indeterminate)
+    notes.update(dict.fromkeys(_join_notes(fields)))
     from .lint import lint
 
     findings = lint(compiled.template, compiled.automaton)
@@ -318,7 +333,10 @@ def _check(args: argparse.Namespace) -> int:
         print(finding)
     if args.chat_template is not None:
         print(f"note: round trip with {args.chat_template}: {len(round_trip.passed)} of {round_trip.total} sample "
-              f"messages parse back ({', '.join(round_trip.passed) or 'none'})")
+              f"messages parse back ({', '.join(round_trip.passed) or 'none'})"
+              + ("; the chat template may be another family's: try `respc detect "
+                 f"{args.chat_template}`" if not round_trip.passed and any(f.level == "error" for f in round_trip)
+                 else ""))
     errors = sum(1 for f in findings if f.level == "error")
     total = len(shown) + len(findings) - errors
     if errors:

@@ -640,6 +640,9 @@ def test_bad_usage_subprocess(tmp_path):
 def test_check_command_ok(capsys):
     assert main(["check", "qwen3"]) == 0
     assert capsys.readouterr().out == (
+        "note: field 'content' strips each piece, then joins them with '': the whitespace between two pieces is "
+        "lost ('In Python:\\n' and '>>> print(1)' give 'In Python:>>> print(1)'); a join such as '\\n', or "
+        "content_args {\"strip\": false}, keeps it\n"
         "warning: [payload-delimiter] field 'tool_calls' key 'close': a JSON string value can hold '</tool_call>', "
         "which ends the region early (the model need not escape it) (example: "
         "'<tool_call>{\"code\": \"x = \\'</tool_call>\\'\"}</tool_call>')\n"
@@ -713,6 +716,9 @@ def test_check_notes_greedy_optional_parts(capsys):
     assert capsys.readouterr().out == (
         "note: field 'reasoning_content' open_pattern '^\\\\s*(?:<think>\\\\s*)?|<think>\\\\s*': a greedy optional "
         "part may still grow, so a match waits while the buffered text could continue it (D2)\n"
+        "note: field 'content' strips each piece, then joins them with '': the whitespace between two pieces is "
+        "lost ('In Python:\\n' and '>>> print(1)' give 'In Python:>>> print(1)'); a join such as '\\n', or "
+        "content_args {\"strip\": false}, keeps it\n"
         "warning: [empty-match] field 'reasoning_content' key 'open_pattern': '^\\\\s*(?:<think>\\\\s*)?|<think>\\\\s*' "
         "matches the empty string: the region opens wherever it does, with no text of its own (intended for "
         "lookahead opens) (example: '')\n"

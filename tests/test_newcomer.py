@@ -189,3 +189,25 @@ def test_a_lookahead_close_is_zero_width_on_purpose(close):
 def test_an_accidental_empty_match_still_warns(close):
     findings = _lint({"a": {"open": "<a>", "close_pattern": close}, "content": {}})
     assert ("empty-match", "a", "close_pattern") in findings
+
+
+def test_check_notes_a_stripped_join_without_whitespace(capsys):
+    assert main(["check", "qwen3"]) == 0
+    out = capsys.readouterr().out
+    assert ("note: field 'content' strips each piece, then joins them with '': the whitespace between two pieces "
+            "is lost ('In Python:\\n' and '>>> print(1)' give 'In Python:>>> print(1)'); a join such as '\\n', or "
+            'content_args {"strip": false}, keeps it\n') in out
+    assert "field 'reasoning_content' strips" not in out  # joined with '\n\n': nothing lost
+
+
+CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def test_check_against_another_familys_chat_template_is_short_and_says_detect(workdir, capsys):
+    (workdir / "chat.jinja").write_text("<|im_start|>system\n{{ 'a long system prompt ' * 100 }}<|im_end|>\n" + CHATML)
+    assert main(["check", "gpt_oss", "--chat-template", "chat.jinja"]) == 1
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) < 600
+    assert out.splitlines()[-2].endswith("; the chat template may be another family's: try `respc detect "
+                                         "chat.jinja`")
