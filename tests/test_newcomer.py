@@ -211,3 +211,21 @@ def test_check_against_another_familys_chat_template_is_short_and_says_detect(wo
     assert max(len(line) for line in out.splitlines()) < 600
     assert out.splitlines()[-2].endswith("; the chat template may be another family's: try `respc detect "
                                          "chat.jinja`")
+
+
+def test_the_run_summary_gives_one_line_per_skip_reason(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "test_x.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.parametrize('i', range(5))\n"
+        "def test_a(i):\n    pytest.skip('needs the frobnicator extra')\n"
+        "def test_b():\n    pytest.skip('needs ../shared')\n"
+        "def test_c():\n    pytest.skip('needs ../shared')\n")
+    from support import REPO
+
+    (tmp_path / "conftest.py").write_text((REPO / "tests" / "conftest.py").read_text())
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                         capture_output=True, text=True, cwd=tmp_path).stdout
+    assert "    5 skipped: needs the frobnicator extra\n    2 skipped: needs ../shared\n" in out
