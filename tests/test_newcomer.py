@@ -229,3 +229,23 @@ def test_the_run_summary_gives_one_line_per_skip_reason(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
                          capture_output=True, text=True, cwd=tmp_path).stdout
     assert "    5 skipped: needs the frobnicator extra\n    2 skipped: needs ../shared\n" in out
+
+
+def test_the_region_malformed_example_of_the_docs_is_malformed():
+    """docs/events.md, "Recovering from damaged output": the example is what the parser gives."""
+    import ast
+    import re
+
+    from support import REPO
+
+    from respc.generated import qwen3
+
+    doc = (REPO / "docs" / "events.md").read_text()
+    block = re.search(r"parsed ends with a fourth event instead of `region_close`\. Qwen3's\n`(.+?)` \(.*?```python\n"
+                      r"(.+?)```", doc, re.S)
+    text, shown = block.group(1).replace("\n", " "), ast.literal_eval(block.group(2))
+    parser = qwen3.ResponseParser("", errors="recover")
+    events = parser.feed(text) + parser.finalize()[1]
+    [event] = [e for e in events if e["type"] == "region_malformed"]
+    assert event["error"].startswith(shown.pop("error").removesuffix(" ..."))
+    assert {k: v for k, v in event.items() if k != "error"} == shown
