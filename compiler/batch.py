@@ -44,6 +44,7 @@ import io
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import time
 import types
@@ -166,6 +167,8 @@ class Stats:
             or ``truncated`` diagnostic; its raw text is kept in the message).
         failed_lines (list[tuple[int, str]]): (line number, error) of each failure, kept only in
             ``"strict"`` mode (the CLI reports them).
+        last_line (int), last_id (Any): the input line number and the ``id`` of the last record
+            counted (0 and None before the first); what an interrupted run reports.
     """
 
     records: int = 0
@@ -173,6 +176,8 @@ class Stats:
     repairs: int = 0
     failures: int = 0
     failed_lines: list = field(default_factory=list)
+    last_line: int = 0
+    last_id: Any = None
 
     def add(self, other: "Stats") -> None:
         self.records += other.records
@@ -180,6 +185,8 @@ class Stats:
         self.repairs += other.repairs
         self.failures += other.failures
         self.failed_lines.extend(other.failed_lines)
+        if other.records:
+            self.last_line, self.last_id = other.last_line, other.last_id
 
 
 def dump_record(record: dict) -> str:
@@ -322,6 +329,7 @@ class RecordParser:
         for lineno, line in batch:
             record, error = self.parse_line(line)
             _count(stats, record, error, lineno, self.errors)
+            stats.last_line, stats.last_id = lineno, record.get("id")
             out.append(dump_record(record))
         out.append("")
         return "\n".join(out).encode("utf-8"), stats
@@ -370,6 +378,9 @@ _WORKER_FD: int | None = None
 
 def _init_worker(parser: RecordParser, path: str | None = None) -> None:
     global _WORKER, _WORKER_FD
+    # Ctrl-C reaches the whole process group: the parent alone handles it (it stops the pool and
+    # says how far the run got), so a worker ignores it instead of printing a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER = parser
     parser._load()  # build the parser once per worker, before the first batch
     if path is not None:
@@ -469,6 +480,20 @@ def map_line_batches(parser: RecordParser, batches: Iterable[list[tuple[int, byt
 
 
 # --- files ---------------------------------------------------------------------------------------
+
+class Interrupted(Exception):
+    """The run was stopped by Ctrl-C (``KeyboardInterrupt``) after ``stats`` records were written.
+
+    Every record counted in ``stats`` is in the output, whole and in order; nothing after it is.
+
+    Attributes:
+        stats (Stats): the counts of what was written (``last_line``, ``last_id``: the last record).
+    """
+
+    def __init__(self, stats: "Stats") -> None:
+        super().__init__(f"interrupted after {stats.records} records")
+        self.stats = stats
+
 
 class MissingExtra(Exception):
     """A feature needs an optional dependency that is not installed (message names the extra)."""
@@ -629,6 +654,7 @@ def run_jsonl(parser: RecordParser, in_path: str, out_path: str, *, workers: int
 
     Raises:
         OSError: unreadable input / unwritable output; MissingExtra: ``.zst`` without zstandard.
+        Interrupted: Ctrl-C; the output holds exactly the records its ``stats`` count.
     """
     started = time.perf_counter()
     if progress is None:
@@ -662,6 +688,8 @@ def run_jsonl(parser: RecordParser, in_path: str, out_path: str, *, workers: int
             stats.add(part)
             if bar is not None:
                 bar.update(where(), stats.records)
+    except KeyboardInterrupt:
+        raise Interrupted(stats) from None
     finally:
         results.close()  # stops the pool, if any
         if bar is not None:

@@ -295,6 +295,20 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
+def _join_notes(fields) -> list[str]:
+    """``respc check`` notes for a repeating text field whose pieces are stripped, then joined with a
+    separator that holds no whitespace (docs/template-language.md, ``join``): the whitespace between
+    two pieces is lost."""
+    notes = []
+    for f in fields:
+        if (f.repeats and isinstance(f.join, str) and not any(c.isspace() for c in f.join)
+                and f.content == "text" and (f.content_args or {}).get("strip", True)):
+            notes.append(f"field {f.name!r} strips each piece, then joins them with {f.join!r}: the whitespace "
+                         "between two pieces is lost ('In Python:\\n' and '>>> print(1)' give 'In Python:>>> "
+                         "print(1)'); a join such as '\\n', or content_args {\"strip\": false}, keeps it")
+    return notes
+
+
 def _check(args: argparse.Namespace) -> int:
     compiled = compile_source(args.template)
     # load-time warnings (issue 7: rules v1 keeps for the reference's sake), then the D2 ones
@@ -305,6 +319,7 @@ def _check(args: argparse.Namespace) -> int:
         f"field {fields[w.field].name!r} {w.delimiter.key} {w.delimiter.pattern!r}: a greedy optional part may "
         "still grow, so a match waits while the buffered text could continue it (D2)"
         for state in compiled.automaton.states for w in state.watches if w.extendable and not w.indeterminate)
+    notes.update(dict.fromkeys(_join_notes(fields)))
     from .lint import lint
 
     findings = lint(compiled.template, compiled.automaton)
@@ -322,7 +337,10 @@ def _check(args: argparse.Namespace) -> int:
         print(finding)
     if args.chat_template is not None:
         print(f"note: round trip with {args.chat_template}: {len(round_trip.passed)} of {round_trip.total} sample "
-              f"messages parse back ({', '.join(round_trip.passed) or 'none'})")
+              f"messages parse back ({', '.join(round_trip.passed) or 'none'})"
+              + ("; the chat template may be another family's: try `respc detect "
+                 f"{args.chat_template}`" if not round_trip.passed and any(f.level == "error" for f in round_trip)
+                 else ""))
     errors = sum(1 for f in findings if f.level == "error")
     total = len(shown) + len(findings) - errors
     if errors:
@@ -376,13 +394,25 @@ def _read_text_file(path: str, what: str) -> str:
         with open(path, encoding="utf-8", newline="") as handle:
             text = handle.read()
             return text[1:] if text.startswith(_BOM) else text
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _UsageError(f"cannot read {what} {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise _UsageError(f"cannot read {what} {path!r}: not UTF-8 at byte {exc.start} (counted from the "
+                          f"start): {exc.reason}") from None
+    except OSError as exc:
+        raise _UsageError(f"cannot read {what} {path!r}: {exc.strerror or exc}") from None
+
+
+#: JSON values printed to standard output so far (what an interrupted run reports).
+_printed = [0]
 
 
 def _print_json(value: Any, indent: int | None = None) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
+    _printed[0] += 1  # before the flush: once a reader can see the line, it is counted
     sys.stdout.flush()
+
+
+class _Interrupted(Exception):
+    """Ctrl-C, with one line saying what was written before it: exit 130."""
 
 
 def _stream_chunks(path: str):
@@ -494,8 +524,11 @@ def _parse(args: argparse.Namespace) -> int:
     if args.jsonl is not None:
         return _parse_jsonl(args)
     if args.prefix is None and args.prefix_file is None:
-        raise _UsageError("parse: one of the arguments --prefix --prefix-file is required "
-                          "(see respc parse --help)")
+        raise _UsageError("parse: the prefix is required: the prompt text just before the model's output (the "
+                          "chat template's assistant header, such as '<|im_start|>assistant' and a newline; "
+                          "it tells whether the prompt already opened reasoning). Give --prefix-file PROMPT.txt "
+                          "or --prefix TEXT, or --prefix \"\" to read the output from its start (see respc parse "
+                          "--help)")
     module = _module(args.template)
     prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
     tools = _read_tools(args.tools)
@@ -580,7 +613,8 @@ def _parse_openai(args: argparse.Namespace, module: types.ModuleType, prefix: st
 
     parser = module.ResponseParser(prefix, tools, errors=args.errors)
     if args.responses:
-        stream = ResponsesStream(parser, model=args.model, ids=lambda n: f"call_{n}")
+        stream = ResponsesStream(parser, model=args.model, ids=lambda n: f"call_{n}",
+                                 tools=[tool for tool in tools or () if isinstance(tool, dict)])
     else:
         stream = ChatCompletionStream(parser, model=args.model, ids=lambda n: f"call_{n}")
     write, flush = sys.stdout.write, sys.stdout.flush
@@ -593,6 +627,37 @@ def _parse_openai(args: argparse.Namespace, module: types.ModuleType, prefix: st
     flush()
     _print_diagnostics(parser)
     return 0
+
+
+def _test(args: argparse.Namespace) -> int:
+    """``respc test TEMPLATE CASES``: parse each case whole, per character and in random pieces and
+    compare with its expected message (compiler/casecheck.py has the file format). Prints one line per
+    passing case with ``-v``, a diff per failing case, and a summary; exit 0 when every case passes, 1
+    when one fails, 2 for a bad template or cases file."""
+    from .casecheck import CaseFileError, read_cases, run_cases
+
+    try:
+        cases = read_cases(args.cases, _read_text_file(args.cases, "cases file"))
+    except CaseFileError as exc:
+        raise _UsageError(str(exc)) from None
+    module = _module(args.template)
+    failed = 0
+    for result in run_cases(module, cases):
+        if result.ok:
+            if args.verbose:
+                print(f"ok    {result.case.name}")
+            continue
+        failed += 1
+        groups: dict[str, list[str]] = {}
+        for how, text in result.failures.items():
+            groups.setdefault(text, []).append(how)
+        for text, hows in groups.items():
+            print(f"FAIL  {result.case.name} ({', '.join(hows)})")
+            sys.stdout.write("".join(f"      {line}" for line in text.splitlines(keepends=True)))
+        sys.stdout.flush()
+    print(f"respc test: {_count(len(cases), 'case')}, {len(cases) - failed} right and {failed} wrong (each "
+          "fed whole, per character and in random pieces)", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _detect(args: argparse.Namespace) -> int:
@@ -690,6 +755,7 @@ def _parse_html(args: argparse.Namespace) -> int:
     name = "standard input" if args.file == "-" else _display_path(args.file)
     _write_text(args.html, show.render(result, title=f"respc parse {_display_path(args.template)} {name}"),
                 args.parents)
+    print(f"respc: wrote {_display_path(args.html)} (open it in a browser)", file=sys.stderr)
     for diagnostic in result.diagnostics:
         if diagnostic["kind"] == "error":
             print(f"respc: cannot parse output: {diagnostic['message']} (marked on the page at output offsets "
@@ -753,6 +819,13 @@ def _parse_jsonl(args: argparse.Namespace) -> int:
                                          on_failure=report)
     except batch.MissingExtra as exc:
         raise _UsageError(str(exc)) from None
+    except batch.Interrupted as exc:
+        done = exc.stats
+        where = "standard output" if args.output == "-" else repr(args.output)
+        last = (f"; the last was line {done.last_line}" + (f", id {done.last_id!r}" if done.last_id is not None
+                                                          else "")) if done.records else ""
+        raise _Interrupted(f"interrupted: {_count(done.records, 'record')} written to {where}, whole and in "
+                           f"input order{last}") from None
     except OSError as exc:
         if isinstance(exc, BrokenPipeError):
             raise
@@ -817,8 +890,8 @@ def _epilog() -> str:
     names = textwrap.fill(", ".join(catalogue_names()), width=100, initial_indent="  ", subsequent_indent="  ")
     return ("exit status: 0 ok; 1 output that cannot be parsed, or a stale or missing --check target;\n"
             "  (detect) no family fits exactly; 2 a bad template (a model folder whose chat template no\n"
-            "  family fits exactly among them), bad usage, or a file that cannot be read or written.\n"
-            "  Errors are one line on standard error.\n"
+            "  family fits exactly among them), bad usage, or a file that cannot be read or written;\n"
+            "  130 interrupted (Ctrl-C). Errors are one line on standard error.\n"
             "catalogue templates (use the name as TEMPLATE; respc list shows their models):\n" + names)
 
 
@@ -884,6 +957,19 @@ def _add_check(sub) -> None:
     check.set_defaults(run=_check)
 
 
+def _add_test(sub) -> None:
+    test = sub.add_parser("test", help="check a template against your own outputs and expected messages",
+                          description="Parse each case of CASES (JSON Lines: text, message or expect.message, "
+                                      "optional prefix, tools, name, errors, diagnostics; or a JSON list, or an "
+                                      "object with a 'cases' list) whole, one character at a time and in random "
+                                      "pieces, and show a diff wherever the message differs. Exit 0 when every "
+                                      "case passes, 1 when one fails.")
+    _template_argument(test)
+    test.add_argument("cases", metavar="CASES", help="the cases file (.jsonl or .json)")
+    test.add_argument("-v", "--verbose", action="store_true", help="also name each case that passes")
+    test.set_defaults(run=_test)
+
+
 def _add_detect(sub) -> None:
 
 
@@ -911,10 +997,20 @@ def _add_detect(sub) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    """``respc list``: one line per catalogue template: name, models, thinking switch."""
+    """``respc list [WORD ...]``: one line per catalogue template: name, models, thinking switch; with
+    words, only the families whose name or models contain every word (case-insensitive); exit 1 when
+    none does."""
     from .load import catalogue_entries
 
     entries = catalogue_entries()
+    if args.filter:
+        words = [word.lower() for word in args.filter]
+        entries = [e for e in entries
+                   if all(word in e["family"].lower() or word in (e["models"] or "").lower() for word in words)]
+        if not entries:
+            print(f"respc: list: no catalogue family or model matches {' '.join(args.filter)!r} (respc list shows "
+                  "them all)", file=sys.stderr)
+            return 1
     width = max((len(e["family"]) for e in entries), default=0)
     for entry in entries:
         switch = f" [thinking switch: {entry['thinking_switch']}]" if entry["thinking_switch"] else ""
@@ -925,7 +1021,9 @@ def _list(args: argparse.Namespace) -> int:
 def _add_list(sub) -> None:
     lister = sub.add_parser("list", help="list the catalogue templates and the models of each family",
                             description="List the catalogue templates (usable by name as TEMPLATE) and the "
-                                        "models of each family.")
+                                        "models of each family; with WORDs, only the families whose name or "
+                                        "models contain every word (case-insensitive).")
+    lister.add_argument("filter", nargs="*", metavar="WORD", help="keep families whose name or models contain it")
     lister.set_defaults(run=_list)
 
 
@@ -934,20 +1032,46 @@ def _parser() -> argparse.ArgumentParser:
                           epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     top.add_argument("--version", action="version", version=f"respc {_version()}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    top.set_defaults(_commands=sub.choices)
     _add_compile(sub)
     _add_parse(sub)
     _add_check(sub)
+    _add_test(sub)
     _add_list(sub)
     _add_detect(sub)
     _add_graph_command(sub)
     return top
 
 
+def _unrecognized(args: argparse.Namespace, extra: list[str], top: argparse.ArgumentParser) -> None:
+    """Report options the command does not know as that command's usage error, with the nearest known
+    option (``respc: parse: unrecognized arguments: --prefix-filx (did you mean --prefix-file?) (see
+    respc parse --help)``), not the top-level one.
+
+    Raises:
+        _ArgumentError: always.
+    """
+    import difflib
+
+    command = getattr(args, "_commands", {}).get(getattr(args, "command", None), top)
+    known = [option for action in command._actions for option in action.option_strings]
+    hints = []
+    for word in extra:
+        if word.startswith("-"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
+            if close:
+                hints.append(f"did you mean {close[0]}?")
+    command.error(f"unrecognized arguments: {' '.join(extra)}" + (f" ({' '.join(hints)})" if hints else ""))
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0 ok, 1 unparseable output / stale, 2 bad template or usage)."""
+    """Run the CLI; returns the exit status (0 ok, 1 unparseable output / stale, 2 bad template or usage,
+    130 interrupted by Ctrl-C: one line on stderr says what was written)."""
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            _unrecognized(args, extra, parser)
     except SystemExit as exc:  # --help printed its text
         return int(exc.code or 0) and 2
     except _ArgumentError as exc:
@@ -955,6 +1079,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return args.run(args)
+    except _Interrupted as exc:
+        print(f"respc: {exc}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        done = f"{_count(_printed[0], 'JSON value')} written to standard output" if _printed[0] else "nothing written"
+        print(f"respc: interrupted ({done})", file=sys.stderr)
+        return 130
     except TemplateError as exc:
         print(f"respc: bad template: {exc}", file=sys.stderr)
         return 2

@@ -8,7 +8,8 @@ D2 warnings of the automaton are reported by ``respc check`` beside these.
 Checks, in order:
 
 * ``empty-match`` (warning): an open or close pattern that matches the empty string -- reuses
-  ``validate.may_match_empty`` (lookahead opens are meant to; a close may end a region before text);
+  ``validate.may_match_empty`` (a close may end a region before text); a pattern made only of
+  lookarounds and anchors (``(?=<tool_call>)``) is zero-width on purpose and is not reported;
 * ``shadowed-open``: two fields watched in one state with the same literal open; the later one
   never opens unless the first can give the opener back (``reject``);
 * ``unreachable``: a field whose open is watched in no state the parser can reach;
@@ -126,6 +127,27 @@ def _example_of(delim: Delimiter) -> str:
     return example_text(delim.pattern) or delim.pattern
 
 
+def _only_assertions(pattern: str) -> bool:
+    """True when every top-level item of ``pattern`` is a lookaround or an anchor, such as
+    ``(?=<tool_call>)`` or ``(?=\\[TOOL_CALLS\\])|\\Z``: zero-width by construction, so the
+    empty match is what its author wrote it for and ``empty-match`` does not warn (a pattern that
+    matches the empty string by accident, ``<x>*``, still does). Patterns the standard library's
+    parser cannot read (``regex``-only syntax) are not exempt."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except Exception:  # noqa: BLE001 - regex-only syntax: no exemption
+        return False
+    items = list(parsed)
+    if len(items) == 1 and items[0][0] is sre_c.BRANCH:
+        return all(_all_zero_width(branch) for branch in items[0][1][1])
+    return _all_zero_width(items)
+
+
+def _all_zero_width(items) -> bool:
+    items = list(items)
+    return bool(items) and all(op in (sre_c.ASSERT, sre_c.ASSERT_NOT, sre_c.AT) for op, _ in items)
+
+
 def lint(template: Template, automaton: Automaton) -> list[Finding]:
     """Run every check on a validated template.
 
@@ -139,7 +161,7 @@ def lint(template: Template, automaton: Automaton) -> list[Finding]:
     out: list[Finding] = []
     fields = template.fields
     for f, kind, delim in _delims(template):
-        if delim.literals is None and may_match_empty(delim.pattern):
+        if delim.literals is None and may_match_empty(delim.pattern) and not _only_assertions(delim.pattern):
             out.append(Finding("warning", "empty-match", f.name, delim.key,
                                f"{delim.pattern!r} matches the empty string"
                                + (": the region opens wherever it does, with no text of its own (intended for "

@@ -146,6 +146,19 @@ def _from_chat_template(where: Path, why: str, source: str, key: str | None = No
     return LoadedTemplate(loaded.document, loaded.source, loaded.path, note)
 
 
+def _nearest_names(name: str) -> str:
+    """``did you mean 'qwen3'?`` for a mistyped catalogue name (close names by difflib, or names that
+    start with it), else a pointer to ``respc list``; never the whole catalogue."""
+    import difflib
+
+    names = catalogue_names()
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.75)
+    close += [known for known in names if known.startswith(name) and known not in close][:3 - len(close)]
+    if close:
+        return "did you mean " + " or ".join(repr(known) for known in close) + "? `respc list` shows them all"
+    return f"`respc list` shows the {len(names)} catalogue templates"
+
+
 def _from_catalogue(name: str) -> LoadedTemplate:
     resource = resources.files("respc.templates") / f"{name}.json"
     source = f"templates/{name}.json"
@@ -226,7 +239,6 @@ def load_template(spec: Any) -> LoadedTemplate:
     if name and "/" not in name and os.sep not in name and not name.endswith(".json"):
         if (resources.files("respc.templates") / f"{name}.json").is_file():
             return _from_catalogue(name)
-        known = ", ".join(catalogue_names()) or "none"
-        raise TemplateError(f"no such file, and no catalogue template of that name (catalogue: {known})",
+        raise TemplateError(f"no such file, and no catalogue template of that name ({_nearest_names(name)})",
                             source=name)
     raise TemplateError("no such file or directory", source=name)

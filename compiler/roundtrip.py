@@ -46,9 +46,18 @@ def _cause(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
+#: the most characters of a value a round-trip finding quotes (a wrong family's chat template puts
+#: the whole rendered prompt into content; the example of the finding shows where it went)
+SHOWN_LIMIT = 120
+
+
 def _shown(value: Any) -> str:
-    """A message value as JSON, or ``(missing)`` for an absent key."""
-    return "(missing)" if value is _MISSING else json.dumps(value, ensure_ascii=False)
+    """A message value as JSON, or ``(missing)`` for an absent key; a long value is cut to its first
+    :data:`SHOWN_LIMIT` characters with the full length said."""
+    if value is _MISSING:
+        return "(missing)"
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= SHOWN_LIMIT else f"{text[:SHOWN_LIMIT]}... ({len(text)} characters)"
 
 
 class RoundTrip(list):

@@ -1,16 +1,29 @@
 """respc: compile LLM response templates into standalone streaming parsers.
 
-The package maps the repository's folders (see pyproject.toml): ``respc.compiler`` (load, validate,
-IR, automaton, grammar, emit, CLI), ``respc.runtime`` (what generated parsers share),
-``respc.generated`` (the catalogue's parsers) and ``respc.templates`` (the catalogue).
+A response template (JSON) says how one model family delimits reasoning, answer and tool calls in
+its raw output; respc turns it into a Python module with a streaming ``ResponseParser`` (``feed`` /
+``finalize``, region events, the final assistant message). The template language is in the
+project's docs, ``docs/template-language.md``; events and messages in ``docs/events.md``; the
+command line is ``respc --help``.
 
-Convenience API, drop-in for the transformers functions of the same names (SPEC section 3):
-:func:`compile_template`, :func:`parse_response`, :func:`get_response_parser`; ``respc.show.html(...)``
-draws a parse as a self-contained HTML page (respc_pkg/show.py).
+Public API (each is imported on first use, so ``import respc`` stays cheap):
 
-Batch parsing (compiler/batch.py): :func:`parse_batch` (records, a dict of columns, a DataFrame or an
-Arrow table in; an iterator of output records out) and :func:`columns_mapper` (for
-``datasets.Dataset.map(batched=True)``); Ray Data in :mod:`respc.ray`.
+    compile_template(template)            -> module: compile a template (path, catalogue name,
+                                             model folder or dict) and import its parser module
+    parse_response(text, template, ...)   -> dict: parse one whole output (a list: a batch), like
+                                             transformers' ``tokenizer.parse_response``
+    get_response_parser(template, ...)    -> ResponseParser: a streaming parser for one output
+    parse_batch(records, template, ...)   -> iterator of output records: many outputs, in order,
+                                             on several processes
+    columns_mapper(template, ...)         -> callable for ``datasets.Dataset.map(batched=True)``
+    show.html(module, text, ...)          -> str: one HTML page showing how an output was parsed
+    __version__                           -> str: this package's version
+
+Modules beside it: ``respc.generated`` (the catalogue's parsers: ``from respc.generated import
+qwen3``), ``respc.openai`` (OpenAI Chat Completions and Responses streams, ``docs/openai.md``),
+``respc.vllm`` and ``respc.sglang`` (serving plug-ins, ``docs/serving.md``), ``respc.ray`` and
+``respc.spark`` (batch), ``respc.runtime`` (what generated parsers share), ``respc.compiler`` (the
+passes and the CLI).
 """
 
 from __future__ import annotations
@@ -21,6 +34,10 @@ __version__ = "0.1.0"
 
 __all__ = ["compile_template", "parse_response", "get_response_parser", "parse_batch", "columns_mapper",
            "show", "__version__"]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 def __getattr__(name: str) -> Any:

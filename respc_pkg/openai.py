@@ -1857,6 +1857,17 @@ def openai_message(message: dict, ids: Callable[[int], str] | None = None,
     return out
 
 
+def _responses_tool(tool: Any) -> Any:
+    """One request tool in the Responses API's shape: ``{"type": "function", "name", "description",
+    "parameters", "strict"}`` from a Chat Completions tool (``{"type": "function", "function": {...}}``);
+    a tool already in that shape, or of another type, is kept as it is."""
+    if isinstance(tool, dict) and isinstance(tool.get("function"), dict):
+        function = tool["function"]
+        return {"type": "function", "name": function.get("name"), "description": function.get("description"),
+                "parameters": function.get("parameters"), "strict": function.get("strict")}
+    return tool
+
+
 class ResponsesStream:
     """OpenAI Responses API stream events from a generated parser (issue 9), built on
     :class:`ChatCompletionStream` (same text, ids and argument fragments, same guarantees).
@@ -1874,6 +1885,9 @@ class ResponsesStream:
         parser, model, ids, recover_arguments: as for :class:`ChatCompletionStream` (its
             diagnostics are ``stream.chat.diagnostics``).
         response_id (str | None), created_at (int | None): default random ``resp_...`` / now.
+        tools (list | None): the request's tools, OpenAI Chat Completions style
+            (``{"type": "function", "function": {...}}``) or already in the Responses shape; the
+            response object's ``tools`` lists them as Responses ``function`` tools (default: none).
 
     Raises:
         ValueError: ``recover_arguments`` is not ``"hold"`` or ``"stream"``.
@@ -1881,12 +1895,13 @@ class ResponsesStream:
 
     def __init__(self, parser: Any, model: str = "m", ids: Callable[[int], str] | None = None,
                  response_id: str | None = None, created_at: int | None = None,
-                 recover_arguments: str = "hold") -> None:
+                 recover_arguments: str = "hold", tools: list | None = None) -> None:
         self.chat = ChatCompletionStream(parser, model=model, reasoning_field="reasoning_content", ids=ids,
                                          completion_id="x", created=0, recover_arguments=recover_arguments)
         self.id = response_id or "resp_" + uuid.uuid4().hex
         self.created_at = int(time.time()) if created_at is None else created_at
         self.model = model
+        self.tools = [_responses_tool(tool) for tool in tools or ()]
         self._seq = 0
         self._output: list[dict] = []   # finished and open items, in order
         self._item: dict | None = None  # the open item
@@ -1898,7 +1913,7 @@ class ResponsesStream:
     def _response(self, status: str, output: list) -> dict:
         return {"id": self.id, "object": "response", "created_at": self.created_at, "status": status,
                 "model": self.model, "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
-                "tools": [], "error": None, "incomplete_details": None, "instructions": None, "metadata": {},
+                "tools": self.tools, "error": None, "incomplete_details": None, "instructions": None, "metadata": {},
                 "temperature": None, "top_p": None}
 
     def _event(self, out: list, kind: str, **fields: Any) -> None:

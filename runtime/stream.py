@@ -709,6 +709,19 @@ def _is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, (list, dict, str)) and not value)
 
 
+def _escaped_newline_hint(anchor: Any, prefix: str) -> str:
+    r"""The end of a ``prefix-without-anchor`` message when the prefix was typed with ``\n`` for a newline.
+
+    A prompt such as ``<|im_start|>assistant\n`` passed in single quotes on a command line holds a
+    backslash and an ``n``, not a newline, so a start anchor that ends in a newline is not found.
+    Returns "" when reading those two characters as a newline would not find the anchor either.
+    """
+    if "\\n" not in prefix or anchor.search(prefix.replace("\\r", "\r").replace("\\n", "\n")) is None:
+        return ""
+    return ("; the prefix holds a backslash and 'n' (\\n) where the start anchor has a newline: pass a real "
+            "newline (in a shell: --prefix $'...\\n', or --prefix-file)")
+
+
 class StreamParser:
     """Base class of every generated ``ResponseParser`` (SPEC section 3 and 4).
 
@@ -891,7 +904,8 @@ class StreamParser:
                     "kind": "prefix-without-anchor", "field": None, "start": 0, "end": 0,
                     "message": ("the start anchor is not in the prefix; "
                                 + ("the prefix is ignored (errors='recover')" if self._recover
-                                   else "the whole prefix was parsed as the start of the response")),
+                                   else "the whole prefix was parsed as the start of the response")
+                                + _escaped_newline_hint(self.START_ANCHOR, prefix)),
                 })
                 rest = "" if self._recover else prefix
             else:

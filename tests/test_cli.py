@@ -30,6 +30,7 @@ import pytest
 import respc
 import respc.runtime.errors
 from respc.compiler.cli import main
+from respc.compiler.load import catalogue_names
 from support import CONFORMANCE, CORPUS, REPO, load_jsonl, missing, params
 
 VECTORS = load_jsonl(CONFORMANCE)
@@ -607,9 +608,15 @@ def test_missing_template_exits_2_one_line(workdir, capsys):
 def test_unknown_catalogue_name_exits_2_one_line(workdir, capsys):
     assert main(["parse", "no_such_family", "-", "--prefix", ""]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("respc: bad template: no_such_family: no such file, and no catalogue template "
-                          "of that name (catalogue: ")
-    assert err.count("\n") == 1
+    assert err == ("respc: bad template: no_such_family: no such file, and no catalogue template of that name "
+                   f"(`respc list` shows the {len(catalogue_names())} catalogue templates)\n")
+
+
+def test_mistyped_catalogue_name_says_did_you_mean(workdir, capsys):
+    assert main(["parse", "qwen33", "-", "--prefix", ""]) == 2
+    assert capsys.readouterr().err == ("respc: bad template: qwen33: no such file, and no catalogue template of "
+                                       "that name (did you mean 'qwen3' or 'qwen3_5'? `respc list` shows them "
+                                       "all)\n")
 
 
 def test_missing_template_subprocess(tmp_path):
@@ -633,6 +640,9 @@ def test_bad_usage_subprocess(tmp_path):
 def test_check_command_ok(capsys):
     assert main(["check", "qwen3"]) == 0
     assert capsys.readouterr().out == (
+        "note: field 'content' strips each piece, then joins them with '': the whitespace between two pieces is "
+        "lost ('In Python:\\n' and '>>> print(1)' give 'In Python:>>> print(1)'); a join such as '\\n', or "
+        "content_args {\"strip\": false}, keeps it\n"
         "warning: [payload-delimiter] field 'tool_calls' key 'close': a JSON string value can hold '</tool_call>', "
         "which ends the region early (the model need not escape it) (example: "
         "'<tool_call>{\"code\": \"x = \\'</tool_call>\\'\"}</tool_call>')\n"
@@ -706,6 +716,9 @@ def test_check_notes_greedy_optional_parts(capsys):
     assert capsys.readouterr().out == (
         "note: field 'reasoning_content' open_pattern '^\\\\s*(?:<think>\\\\s*)?|<think>\\\\s*': a greedy optional "
         "part may still grow, so a match waits while the buffered text could continue it (D2)\n"
+        "note: field 'content' strips each piece, then joins them with '': the whitespace between two pieces is "
+        "lost ('In Python:\\n' and '>>> print(1)' give 'In Python:>>> print(1)'); a join such as '\\n', or "
+        "content_args {\"strip\": false}, keeps it\n"
         "warning: [empty-match] field 'reasoning_content' key 'open_pattern': '^\\\\s*(?:<think>\\\\s*)?|<think>\\\\s*' "
         "matches the empty string: the region opens wherever it does, with no text of its own (intended for "
         "lookahead opens) (example: '')\n"
@@ -950,7 +963,8 @@ def test_help_names_exit_codes_and_the_catalogue(capsys):
     out = capsys.readouterr().out
     assert "exit status: 0 ok; 1 output that cannot be parsed, or a stale or missing --check target;" in out
     assert ("  (detect) no family fits exactly; 2 a bad template (a model folder whose chat template no\n"
-            "  family fits exactly among them), bad usage, or a file that cannot be read or written.") in out
+            "  family fits exactly among them), bad usage, or a file that cannot be read or written;") in out
+    assert "  130 interrupted (Ctrl-C)." in out
     from respc.compiler.load import catalogue_names
 
     listed = out[out.index("catalogue templates (use the name"):].split(":", 1)[1]

@@ -37,7 +37,9 @@ try:
 except ImportError:  # pragma: no cover - the grammar extra is not installed
     ENGINES = ()
 
-needs_engines = pytest.mark.skipif(not ENGINES, reason="pip install -e .[grammar] (xgrammar, llguidance)")
+needs_engines = pytest.mark.skipif(not ENGINES, reason="the grammar extra is not installed: the engines check the "
+                                   "exported grammars after pip install -e .[grammar] (xgrammar, llguidance; "
+                                   "CI runs them)")
 
 PEER_XFAIL = json.loads((REPO / "tests" / "cases" / "peer_xfail.json").read_text(encoding="utf-8"))
 #: vector id -> why its grammar rejects an output the parser reads (known gaps of the export)

@@ -1,0 +1,251 @@
+"""What a newcomer trips over on the command line (issue 30): each message says what went wrong and
+what to do, in one line, pointing at the command that was typed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from respc.compiler.cli import main
+
+QWEN_PREFIX = "<|im_start|>assistant\n"
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _stdin(monkeypatch, tmp_path, text: str) -> None:
+    path = tmp_path / "stdin.txt"
+    path.write_text(text)
+    monkeypatch.setattr("sys.stdin", open(path))
+
+
+def test_missing_prefix_says_what_a_prefix_is_and_how_to_opt_out(workdir, capsys):
+    (workdir / "out.txt").write_text("hi")
+    assert main(["parse", "qwen3", "out.txt"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("respc: parse: the prefix is required: the prompt text just before the model's output")
+    assert "--prefix-file PROMPT.txt" in err and '--prefix "" to read the output from its start' in err
+
+
+def test_literal_backslash_n_in_the_prefix_is_named(workdir, capsys):
+    (workdir / "out.txt").write_text("hi")
+    assert main(["parse", "qwen3", "out.txt", "--prefix", "<|im_start|>assistant\\n"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["content"] == "<|im_start|>assistant\\nhi"
+    assert ("respc: prefix-without-anchor at 0-0: the start anchor is not in the prefix; the whole prefix was "
+            "parsed as the start of the response; the prefix holds a backslash and 'n' (\\n) where the start "
+            "anchor has a newline: pass a real newline (in a shell: --prefix $'...\\n', or --prefix-file)\n"
+            ) == captured.err
+
+
+def test_a_real_newline_gives_no_hint(workdir, capsys):
+    (workdir / "out.txt").write_text("hi")
+    assert main(["parse", "qwen3", "out.txt", "--prefix", "<|im_start|>user\\nhello"]) == 0
+    err = capsys.readouterr().err
+    assert "prefix-without-anchor" in err and "backslash" not in err  # \n would not find the anchor either
+
+
+def test_non_utf8_prefix_file_is_one_friendly_line(workdir, capsys):
+    (workdir / "out.txt").write_text("hi")
+    (workdir / "prompt.txt").write_bytes(b"<|im_start|>assistant\n\xff")
+    assert main(["parse", "qwen3", "out.txt", "--prefix-file", "prompt.txt"]) == 2
+    assert capsys.readouterr().err == ("respc: cannot read prefix file 'prompt.txt': not UTF-8 at byte 22 "
+                                       "(counted from the start): invalid start byte\n")
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["parse", "qwen3", "-", "--prefix-filx", "p.txt"],
+     "respc: parse: unrecognized arguments: --prefix-filx p.txt (did you mean --prefix-file?) "
+     "(see respc parse --help)\n"),
+    (["compile", "qwen3", "-o", "x.py", "--chek"],
+     "respc: compile: unrecognized arguments: --chek (did you mean --check?) (see respc compile --help)\n"),
+])
+def test_option_typo_points_at_the_subcommand(workdir, capsys, argv, expected):
+    assert main(argv) == 2
+    assert capsys.readouterr().err == expected
+
+
+def test_list_filters_by_family_or_model(capsys):
+    assert main(["list", "qwen"]) == 0
+    families = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert "qwen3" in families and "qwen3_coder" in families and "gpt_oss" not in families
+    assert "deepseek_r1" in families  # DeepSeek-R1-Distill-Qwen: a model name matches
+    assert main(["list", "Llama-3.3"]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["llama3_json"]
+    assert main(["list", "no-such-model"]) == 1
+    assert capsys.readouterr().err == ("respc: list: no catalogue family or model matches 'no-such-model' "
+                                       "(respc list shows them all)\n")
+
+
+def test_html_says_what_it_wrote(workdir, capsys):
+    (workdir / "out.txt").write_text("<think>a</think>b")
+    assert main(["parse", "qwen3", "out.txt", "--prefix", "", "--html", "page.html"]) == 0
+    assert (workdir / "page.html").is_file()
+    assert capsys.readouterr().err == "respc: wrote page.html (open it in a browser)\n"
+
+
+def test_responses_lists_the_tools_given(workdir, capsys):
+    tool = {"type": "function", "function": {"name": "get_weather", "description": "Weather",
+                                             "parameters": {"type": "object", "properties": {}}}}
+    (workdir / "tools.json").write_text(json.dumps([tool]))
+    (workdir / "out.txt").write_text("hi")
+    assert main(["parse", "qwen3", "out.txt", "--prefix", "", "--tools", "tools.json", "--responses"]) == 0
+    data = [json.loads(line[6:]) for line in capsys.readouterr().out.splitlines() if line.startswith("data: {")]
+    assert data[0]["response"]["tools"] == [{"type": "function", "name": "get_weather", "description": "Weather",
+                                             "parameters": {"type": "object", "properties": {}}, "strict": None}]
+    assert data[-1]["response"]["tools"] == data[0]["response"]["tools"]
+
+
+# -- respc test TEMPLATE CASES ----------------------------------------------------------------------
+
+def test_respc_test_passes_a_catalogue_familys_own_cases(capsys):
+    from support import REPO
+
+    cases = REPO / "tests" / "cases" / "families" / "qwen3.json"
+    assert main(["test", "qwen3", str(cases)]) == 0
+    captured = capsys.readouterr()
+    count = len(json.loads(cases.read_text())["cases"])
+    assert captured.out == ""
+    assert captured.err == (f"respc test: {count} cases, {count} right and 0 wrong (each fed whole, per character "
+                            "and in random pieces)\n")
+
+
+def test_respc_test_shows_a_diff_and_exits_1(workdir, capsys):
+    good = {"name": "answer", "prefix": "<|im_start|>assistant\n", "text": "<think>hm</think>Hello",
+            "message": {"role": "assistant", "reasoning_content": "hm", "content": "Hello"}}
+    bad = {"id": "call", "text": '<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>',
+           "expect": {"message": {"role": "assistant", "tool_calls": [
+               {"type": "function", "function": {"name": "f", "arguments": {"x": 2}}}]}}}
+    (workdir / "cases.jsonl").write_text(json.dumps(good) + "\n\n" + json.dumps(bad) + "\n")
+    assert main(["test", "qwen3", "cases.jsonl", "-v"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.startswith("ok    answer\nFAIL  call (whole, chars, random)\n      --- expected message\n"
+                                   "      +++ parsed message\n")
+    assert '      -          "x": 2\n      +          "x": 1\n' in captured.out
+    assert captured.err == ("respc test: 2 cases, 1 right and 1 wrong (each fed whole, per character and in "
+                            "random pieces)\n")
+
+
+def test_respc_test_checks_diagnostics_and_names_errors(workdir, capsys):
+    case = {"name": "cut", "text": "Hi <tool_call>{\"name\": \"f\"", "errors": "recover",
+            "message": {"role": "assistant", "content": "Hi"}, "diagnostics": ["no-such-kind"]}
+    (workdir / "cases.jsonl").write_text(json.dumps(case) + "\n")
+    assert main(["test", "qwen3", "cases.jsonl"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL  cut (whole, chars, random)\n")
+    assert "      diagnostics: expected ['no-such-kind'], got [" in out
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{\"text\": \"hi\"}\n", "respc: cases.jsonl: line 1: key 'message' (or 'expect': {'message': ...}) must be "
+                             "the expected message, a JSON object\n"),
+    ("{\"text\": \"hi\", \"message\": {}}\nnot json\n", "respc: cases.jsonl: line 2 is not JSON: Expecting value "
+                                                      "at column 1\n"),
+    ("\n", "respc: cases.jsonl: no cases (one JSON object per line with 'text' and 'message')\n"),
+])
+def test_respc_test_bad_cases_file_is_exit_2(workdir, capsys, content, message):
+    (workdir / "cases.jsonl").write_text(content)
+    assert main(["test", "qwen3", "cases.jsonl"]) == 2
+    assert capsys.readouterr().err == message
+
+
+def test_a_delimiter_may_start_in_the_prompt():
+    """docs/writing-a-template.md, "A delimiter may start in the prompt"."""
+    from support import chunkings
+
+    from respc.generated import qwen3
+
+    prefix = "<|im_start|>assistant\n<thi"
+    for chunks in chunkings("nk>hm</think>Hi", "prompt").values():
+        parser = qwen3.ResponseParser(prefix)
+        for chunk in chunks:
+            parser.feed(chunk)
+        assert parser.finalize()[0] == {"role": "assistant", "reasoning_content": "hm", "content": "Hi"}
+
+
+# -- respc check: a deliberate lookahead is not a warning ------------------------------------------
+
+def _lint(fields: dict) -> list:
+    from respc.compiler.api import compile_source
+    from respc.compiler.lint import lint
+
+    compiled = compile_source({"start_anchor": "A", "fields": fields})
+    return [(f.check, f.field, f.key) for f in lint(compiled.template, compiled.automaton)]
+
+
+@pytest.mark.parametrize("close", ["(?=<tool_call>)", "(?=<tool_call>)|\\Z", "(?!x)"])
+def test_a_lookahead_close_is_zero_width_on_purpose(close):
+    findings = _lint({"a": {"open": "<a>", "close_pattern": close}, "content": {}})
+    assert ("empty-match", "a", "close_pattern") not in findings
+
+
+@pytest.mark.parametrize("close", ["\\s*", "(?=x)y?", "</a>|"])
+def test_an_accidental_empty_match_still_warns(close):
+    findings = _lint({"a": {"open": "<a>", "close_pattern": close}, "content": {}})
+    assert ("empty-match", "a", "close_pattern") in findings
+
+
+def test_check_notes_a_stripped_join_without_whitespace(capsys):
+    assert main(["check", "qwen3"]) == 0
+    out = capsys.readouterr().out
+    assert ("note: field 'content' strips each piece, then joins them with '': the whitespace between two pieces "
+            "is lost ('In Python:\\n' and '>>> print(1)' give 'In Python:>>> print(1)'); a join such as '\\n', or "
+            'content_args {"strip": false}, keeps it\n') in out
+    assert "field 'reasoning_content' strips" not in out  # joined with '\n\n': nothing lost
+
+
+CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def test_check_against_another_familys_chat_template_is_short_and_says_detect(workdir, capsys):
+    (workdir / "chat.jinja").write_text("<|im_start|>system\n{{ 'a long system prompt ' * 100 }}<|im_end|>\n" + CHATML)
+    assert main(["check", "gpt_oss", "--chat-template", "chat.jinja"]) == 1
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) < 600
+    assert out.splitlines()[-2].endswith("; the chat template may be another family's: try `respc detect "
+                                         "chat.jinja`")
+
+
+def test_the_run_summary_gives_one_line_per_skip_reason(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "test_x.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.parametrize('i', range(5))\n"
+        "def test_a(i):\n    pytest.skip('needs the frobnicator extra')\n"
+        "def test_b():\n    pytest.skip('needs ../shared')\n"
+        "def test_c():\n    pytest.skip('needs ../shared')\n")
+    from support import REPO
+
+    (tmp_path / "conftest.py").write_text((REPO / "tests" / "conftest.py").read_text())
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                         capture_output=True, text=True, cwd=tmp_path).stdout
+    assert "    5 skipped: needs the frobnicator extra\n    2 skipped: needs ../shared\n" in out
+
+
+def test_the_region_malformed_example_of_the_docs_is_malformed():
+    """docs/events.md, "Recovering from damaged output": the example is what the parser gives."""
+    import ast
+    import re
+
+    from support import REPO
+
+    from respc.generated import qwen3
+
+    doc = (REPO / "docs" / "events.md").read_text()
+    block = re.search(r"parsed ends with a fourth event instead of `region_close`\. Qwen3's\n`(.+?)` \(.*?```python\n"
+                      r"(.+?)```", doc, re.S)
+    text, shown = block.group(1).replace("\n", " "), ast.literal_eval(block.group(2))
+    parser = qwen3.ResponseParser("", errors="recover")
+    events = parser.feed(text) + parser.finalize()[1]
+    [event] = [e for e in events if e["type"] == "region_malformed"]
+    assert event["error"].startswith(shown.pop("error").removesuffix(" ..."))
+    assert {k: v for k, v in event.items() if k != "error"} == shown
