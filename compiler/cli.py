@@ -28,7 +28,10 @@
     Print (or write) the region automaton as a diagram (see respc.compiler.graph); ``svg`` needs
     Graphviz's ``dot`` (exit 1 with a one-line message when it is not installed). Every option
     that writes a file (``compile -o``, ``graph -o``, ``parse --html``, ``parse --jsonl -o``)
-    refuses a missing parent folder unless ``--parents``.
+    refuses a missing parent folder unless ``--parents``, refuses a file the command reads (also
+    through a symlink or hard link), and writes a temporary file with a random name beside the
+    target, renamed over it when complete, keeping its mode (``compiler/files.py``;
+    docs/security.md "Files").
 ``respc list``
     The catalogue: one line per template with the models of its family.
 

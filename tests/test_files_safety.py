@@ -152,11 +152,20 @@ def test_stdout_appending_to_the_input_is_refused(workdir):
     assert (workdir / "io.jsonl").read_bytes() == data
 
 
-def test_html_over_its_own_input_is_refused(workdir, capsys):
-    (workdir / "in.txt").write_text("hi", encoding="utf-8")
-    assert main(["parse", "qwen3", "in.txt", "--prefix", "", "--html", "in.txt"]) == 2
-    assert "it is the input file 'in.txt'" in capsys.readouterr().err
-    assert (workdir / "in.txt").read_text(encoding="utf-8") == "hi"
+@pytest.mark.parametrize("argv,victim", [
+    (["parse", "qwen3", "in.txt", "--prefix", "", "--html", "in.txt"], "in.txt"),
+    (["parse", "qwen3", "in.txt", "--prefix-file", "p.txt", "--html", "p.txt"], "p.txt"),
+    (["parse", "qwen3", "--jsonl", "in.jsonl", "--prefix-file", "p.txt", "-o", "p.txt"], "p.txt"),
+    (["compile", "templates/qwen3.json", "-o", "templates/qwen3.json"], "templates/qwen3.json"),
+    (["graph", "templates/qwen3.json", "-o", "templates/qwen3.json"], "templates/qwen3.json"),
+])
+def test_no_writer_replaces_a_file_it_reads(workdir, capsys, argv, victim):
+    _inputs(workdir)
+    (workdir / "p.txt").write_text("", encoding="utf-8")
+    before = (workdir / victim).read_bytes()
+    assert main(argv) == 2
+    assert f"it is the input file {victim!r}" in capsys.readouterr().err
+    assert (workdir / victim).read_bytes() == before
 
 
 # -- item 9: predictable temporary names -----------------------------------------------------------
@@ -244,7 +253,7 @@ def test_interrupted_jsonl_run_leaves_the_old_output(workdir, monkeypatch):
 # -- item 10: NaN and 1e999999 in a JSON body ------------------------------------------------------
 
 @pytest.mark.parametrize("number", ["NaN", "1e999999", "-Infinity"])
-def test_non_finite_numbers_in_a_json_body(workdir, capsys, number):
+def test_D7_non_finite_numbers_in_a_json_body(workdir, capsys, number):
     output = f'Hi.<tool_call>{{"name": "f", "arguments": {{"a": {number}}}}}</tool_call>'
     call = output[len("Hi."):]
     with pytest.raises(ValueError, match="not finite"):
