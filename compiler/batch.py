@@ -202,8 +202,9 @@ def _dumps(record: Any) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
 
 
-def _line(record: dict) -> tuple[str, str | None]:
-    """``(line, None)`` for a record that can be written as it is, else ``(error line, error)``.
+def _line(record: dict) -> tuple[str, bytes, str | None]:
+    """``(line, its UTF-8, None)`` for a record that can be written as it is, else ``(error line,
+    its UTF-8, error)``.
 
     The error record keeps the record's id when the id itself can be written (else ``null``) and
     says why: ``{"id": ..., "message": null, "diagnostics": [{"kind": "error", "message": "cannot
@@ -211,8 +212,7 @@ def _line(record: dict) -> tuple[str, str | None]:
     """
     try:
         text = _dumps(record)
-        text.encode("utf-8")
-        return text, None
+        return text, text.encode("utf-8"), None
     except UnicodeEncodeError as exc:
         char = exc.object[exc.start]
         error = (f"cannot write the output record: it holds a lone surrogate U+{ord(char):04X}, which UTF-8 "
@@ -230,7 +230,8 @@ def _line(record: dict) -> tuple[str, str | None]:
     except Exception:  # noqa: BLE001 - an id that cannot be written is left out
         ident = None
     error = error.encode("utf-8", "backslashreplace").decode("utf-8")
-    return _dumps({"id": ident, "message": None, "diagnostics": [{"kind": "error", "message": error}]}), error
+    text = _dumps({"id": ident, "message": None, "diagnostics": [{"kind": "error", "message": error}]})
+    return text, text.encode("utf-8"), error
 
 
 def module_source(template: Any) -> str:
@@ -367,13 +368,13 @@ class RecordParser:
         out, stats = [], Stats()
         for lineno, line in batch:
             record, error = self.parse_line(line)
-            text, failed = _line(record)
+            _, data, failed = _line(record)
             if failed is not None:  # the record could not be written as it is: its error record
                 record, error = {"id": None, "message": None, "diagnostics": ()}, failed
             _count(stats, record, error, lineno, self.errors)
-            out.append(text)
-        out.append("")
-        return "\n".join(out).encode("utf-8"), stats
+            out.append(data)
+        out.append(b"")
+        return b"\n".join(out), stats
 
 
 def _plain(value: Any) -> Any:
