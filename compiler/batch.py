@@ -599,8 +599,10 @@ def open_output(path: str) -> Iterator[Any]:
         OSError: the output cannot be written; MissingExtra: ``.zst`` without zstandard.
     """
     if path == "-":
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
+        try:
+            yield sys.stdout.buffer
+        finally:
+            sys.stdout.buffer.flush()
         return
     zstandard = _zstd() if path.endswith(".zst") else None
     with atomic_output(path) as raw:

@@ -72,8 +72,8 @@ def atomic_output(path: str | os.PathLike) -> Iterator[IO[bytes]]:
         with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
             yield handle
             handle.flush()
-            os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
