@@ -14,7 +14,9 @@ A batch run turns *input records* into *output records*, one for one, in order:
   record could not be parsed), ``diagnostics`` a list of ``{"kind": ..., "message": ...}``.
 
 A record whose parse raises (``ValueError``, which covers ``ContentParseError`` and a missing
-prefix, ``TypeError``, ``KeyError``) becomes ``message: null`` with one diagnostic
+prefix, ``TypeError``, ``KeyError``, any other ``Exception``), a line that is not JSON, and a record
+whose output record cannot be written as strict UTF-8 JSON (a lone surrogate, a NaN: see
+:func:`dump_record`) each become ``message: null`` with one diagnostic
 ``{"kind": "error", "message": "<class>: <text>"}``, and the run goes on. ``errors`` decides what the
 caller is told: ``"recover"`` (the default) counts it as a failure; ``"strict"`` also reports it with
 its line number (the CLI prints it on stderr and exits 1 at the end). When a generated parser
@@ -38,6 +40,7 @@ Every path (CLI, :func:`parse_batch`, :func:`columns_mapper`, ``respc.ray``) ser
 from __future__ import annotations
 
 import collections
+import contextlib
 import gzip
 import inspect
 import io
@@ -46,12 +49,14 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 import types
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..runtime.whole import finish as finish_whole
+from .files import atomic_output, same_file
 
 __all__ = [
     "Keys",
@@ -74,10 +79,11 @@ ERRORS_MODES = ("recover", "strict")
 #: records per batch sent to a worker (the CLI's ``--batch-size`` default)
 BATCH_SIZE = 64
 
-#: the exceptions a parse of one record may raise that make it a failed record, not a crash:
-#: ValueError (ContentParseError, PlaceholderError, missing prefix), TypeError (ids without a
-#: tokenizer, a non-text output), KeyError (a transform placeholder in older runtimes).
-RECORD_ERRORS = (ValueError, TypeError, KeyError)
+#: the exceptions a parse of one record may raise that make it a failed record, not a crash: any
+#: Exception (ValueError: ContentParseError, PlaceholderError, missing prefix; TypeError: ids without
+#: a tokenizer, a non-text output; KeyError; RecursionError, and a fault of the parser itself), so
+#: one record never ends a run of millions. KeyboardInterrupt and SystemExit still stop it.
+RECORD_ERRORS = (Exception,)
 
 
 @dataclass(frozen=True)
@@ -190,8 +196,50 @@ class Stats:
 
 
 def dump_record(record: dict) -> str:
-    """One output record as one JSON line (without the newline); the only serialiser of every path."""
-    return json.dumps(record, ensure_ascii=False, separators=(", ", ": "))
+    """One output record as one JSON line (without the newline); the only serialiser of every path.
+
+    Never raises, and the line is always strict JSON that UTF-8 can encode: a record that cannot be
+    written so (a lone surrogate such as ``"\\ud800"``, a NaN or infinite number, a value JSON has no
+    form for, nesting too deep) is replaced by its error record (:func:`_line`; docs/security.md
+    "Files", README "Batch").
+    """
+    return _line(record)[0]
+
+
+def _dumps(record: Any) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
+
+
+def _line(record: dict) -> tuple[str, bytes, str | None]:
+    """``(line, its UTF-8, None)`` for a record that can be written as it is, else ``(error line,
+    its UTF-8, error)``.
+
+    The error record keeps the record's id when the id itself can be written (else ``null``) and
+    says why: ``{"id": ..., "message": null, "diagnostics": [{"kind": "error", "message": "cannot
+    write the output record: ..."}]}``.
+    """
+    try:
+        text = _dumps(record)
+        return text, text.encode("utf-8"), None
+    except UnicodeEncodeError as exc:
+        char = exc.object[exc.start]
+        error = (f"cannot write the output record: it holds a lone surrogate U+{ord(char):04X}, which UTF-8 "
+                 "cannot encode (in the input record, or in what parsing it gave)")
+    except ValueError as exc:  # allow_nan=False (json also raises ValueError for a circular reference)
+        error = f"cannot write the output record: {_describe(exc)}"
+        if "Out of range float" in str(exc):
+            error = ("cannot write the output record: it holds a number that is not finite (NaN or an "
+                     "infinity), which JSON cannot represent")
+    except (TypeError, RecursionError, OverflowError) as exc:
+        error = f"cannot write the output record: {_describe(exc)}"
+    ident = record.get("id") if isinstance(record, dict) else None
+    try:
+        _dumps(ident).encode("utf-8")
+    except Exception:  # noqa: BLE001 - an id that cannot be written is left out
+        ident = None
+    error = error.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = _dumps({"id": ident, "message": None, "diagnostics": [{"kind": "error", "message": error}]})
+    return text, text.encode("utf-8"), error
 
 
 def module_source(template: Any) -> str:
@@ -313,7 +361,7 @@ class RecordParser:
         """Parse one JSONL line (bytes or str) into an output record (a bad line is a failed record)."""
         try:
             record = json.loads(line)
-        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, nesting too deep
             error = f"line is not JSON: {_describe(exc)}"
             return {"id": None, "message": None, "diagnostics": [{"kind": "error", "message": error}]}, error
         return self.parse_record(record)
@@ -328,11 +376,14 @@ class RecordParser:
         out, stats = [], Stats()
         for lineno, line in batch:
             record, error = self.parse_line(line)
+            _, data, failed = _line(record)
+            if failed is not None:  # the record could not be written as it is: its error record
+                record, error = {"id": None, "message": None, "diagnostics": ()}, failed
             _count(stats, record, error, lineno, self.errors)
             stats.last_line, stats.last_id = lineno, record.get("id")
-            out.append(dump_record(record))
-        out.append("")
-        return "\n".join(out).encode("utf-8"), stats
+            out.append(data)
+        out.append(b"")
+        return b"\n".join(out), stats
 
 
 def _plain(value: Any) -> Any:
@@ -481,6 +532,26 @@ def map_line_batches(parser: RecordParser, batches: Iterable[list[tuple[int, byt
 
 # --- files ---------------------------------------------------------------------------------------
 
+@contextlib.contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) back while the block runs; it is delivered when the block ends.
+
+    A write to a pipe can complete and still raise ``KeyboardInterrupt`` on its way back, so a count
+    kept beside it could say one batch less than was written; inside this block the two stay
+    together. Where signals cannot be masked (not POSIX, or not the main thread) the block runs
+    as it is.
+    """
+    mask = getattr(signal, "pthread_sigmask", None)
+    if mask is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = mask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        mask(signal.SIG_SETMASK, old)
+
+
 class Interrupted(Exception):
     """The run was stopped by Ctrl-C (``KeyboardInterrupt``) after ``stats`` records were written.
 
@@ -560,17 +631,36 @@ def open_input(path: str):
     return buffered, counter, size
 
 
-def open_output(path: str):
-    """Open a JSONL output for writing bytes: ``-`` is stdout; ``.gz`` / ``.zst`` compress."""
+@contextlib.contextmanager
+def open_output(path: str) -> Iterator[Any]:
+    """A JSONL output to write bytes into, as a context manager: ``-`` is stdout; ``.gz`` / ``.zst``
+    compress.
+
+    A file is written whole (:func:`respc.compiler.files.atomic_output`): the records go to a
+    temporary file in the same folder, renamed over ``path`` when the block ends without an error;
+    on an error or an interrupt ``path`` keeps its old bytes (or stays absent) and the temporary
+    file is removed. A symlink is followed, an existing file keeps its mode.
+
+    Raises:
+        OSError: the output cannot be written; MissingExtra: ``.zst`` without zstandard.
+    """
     if path == "-":
-        return sys.stdout.buffer
-    if path.endswith(".gz"):
-        return gzip.open(path, "wb", compresslevel=6)
-    if path.endswith(".zst"):
-        zstandard = _zstd()
-        raw = open(path, "wb")  # noqa: SIM115 - closed with the writer
-        return zstandard.ZstdCompressor(level=3).stream_writer(raw, closefd=True)
-    return open(path, "wb", buffering=1 << 20)  # noqa: SIM115 - closed by the caller
+        try:
+            yield sys.stdout.buffer
+        finally:
+            sys.stdout.buffer.flush()
+        return
+    zstandard = _zstd() if path.endswith(".zst") else None
+    with atomic_output(path) as raw:
+        if path.endswith(".gz"):
+            # the name gzip.open(path) would put in the header, not the temporary file's
+            with gzip.GzipFile(filename=path, mode="wb", compresslevel=6, fileobj=raw) as writer:
+                yield writer
+        elif zstandard is not None:
+            with zstandard.ZstdCompressor(level=3).stream_writer(raw, closefd=False) as writer:
+                yield writer
+        else:
+            yield raw
 
 
 # --- progress ------------------------------------------------------------------------------------
@@ -649,14 +739,24 @@ def run_jsonl(parser: RecordParser, in_path: str, out_path: str, *, workers: int
         on_failure: called with (line number, error) for each failed record in ``"strict"`` mode,
             as soon as its batch is written.
 
+    The output file is written whole (:func:`open_output`): it appears, or replaces the old one,
+    only when the run ends; an error or an interrupt leaves the old file as it was. A record that
+    fails, or that cannot be written (:func:`dump_record`), is one error record; the run goes on.
+
     Returns:
         tuple[Stats, float]: the counts and the wall time in seconds.
 
     Raises:
-        OSError: unreadable input / unwritable output; MissingExtra: ``.zst`` without zstandard.
-        Interrupted: Ctrl-C; the output holds exactly the records its ``stats`` count.
+        OSError: unreadable input / unwritable output; MissingExtra: ``.zst`` without zstandard;
+        ValueError: ``out_path`` is ``in_path`` (also through a symlink or a hard link), which
+        would replace the input (docs/security.md "Files").
+        Interrupted: Ctrl-C. Its ``stats`` count the records done; standard output holds exactly
+            those, whole and in order; a file ``out_path`` keeps its old bytes (or stays absent),
+            as after any error.
     """
     started = time.perf_counter()
+    if out_path != "-" and in_path != "-" and same_file(in_path, out_path):
+        raise ValueError(f"cannot write {out_path!r}: it is the input file {in_path!r}")
     if progress is None:
         progress = sys.stderr.isatty()
     reader = None
@@ -671,33 +771,26 @@ def run_jsonl(parser: RecordParser, in_path: str, out_path: str, *, workers: int
         reader, counter, size = open_input(in_path)
         results = map_line_batches(parser, _batches(reader, batch_size), workers)
         where = lambda: counter.count if counter is not None else None  # noqa: E731
-    try:
-        writer = open_output(out_path)
-    except BaseException:
-        if reader is not None and in_path != "-":
-            reader.close()
-        raise
     stats = Stats()
-    bar = _Progress(size) if progress else None
+    bar = None
     try:
-        for data, part in results:
-            writer.write(data)
-            if on_failure is not None:
-                for lineno, error in part.failed_lines:
-                    on_failure(lineno, error)
-            stats.add(part)
-            if bar is not None:
-                bar.update(where(), stats.records)
+        with open_output(out_path) as writer:
+            bar = _Progress(size) if progress else None
+            for data, part in results:
+                with sigint_deferred():  # a batch is written and counted whole, or not at all
+                    writer.write(data)
+                    stats.add(part)
+                if on_failure is not None:
+                    for lineno, error in part.failed_lines:
+                        on_failure(lineno, error)
+                if bar is not None:
+                    bar.update(where(), stats.records)
     except KeyboardInterrupt:
         raise Interrupted(stats) from None
     finally:
         results.close()  # stops the pool, if any
         if bar is not None:
             bar.close()
-        if out_path == "-":
-            writer.flush()
-        else:
-            writer.close()
         if reader is not None and in_path != "-":
             reader.close()
     return stats, time.perf_counter() - started

@@ -30,7 +30,10 @@
     Print (or write) the region automaton as a diagram (see respc.compiler.graph); ``svg`` needs
     Graphviz's ``dot`` (exit 1 with a one-line message when it is not installed). Every option
     that writes a file (``compile -o``, ``graph -o``, ``parse --html``, ``parse --jsonl -o``)
-    refuses a missing parent folder unless ``--parents``.
+    refuses a missing parent folder unless ``--parents``, refuses a file the command reads (also
+    through a symlink or hard link), and writes a temporary file with a random name beside the
+    target, renamed over it when complete, keeping its mode (``compiler/files.py``;
+    docs/security.md "Files").
 ``respc list``
     The catalogue: one line per template with the models of its family.
 
@@ -45,6 +48,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import difflib
+import io
 import json
 import os
 import re
@@ -201,33 +205,54 @@ def _prepare_parent(output: str, parents: bool) -> None:
         raise _UsageError(f"cannot write {output!r}: cannot create its folder: {exc.strerror or exc}") from None
 
 
-def _write_module(output: str, source: str, parents: bool) -> None:
-    """Write ``source`` to ``output`` (SPEC 8, README "Use").
+def _write_file(output: str, data: bytes, parents: bool, inputs: tuple = ()) -> None:
+    """Write ``data`` to ``output``: the one rule of every option that writes a file (``compile -o``,
+    ``graph -o``, ``parse --html``; ``parse --jsonl -o`` checks the same in :func:`_check_output`;
+    README "Use", docs/security.md "Files").
 
     A symlink is followed and its target written; anything that exists and is not a regular file
-    (a directory, FIFO, device, socket) is refused; an existing file keeps its permission bits;
-    a missing parent folder is an error unless ``parents``. The text goes to a temporary file
-    beside the target and is renamed over it, so a reader never sees half a module.
+    (a directory, FIFO, device, socket) is refused; a file the command reads (``inputs``) is refused;
+    an existing file keeps its permission bits; a missing parent folder is an error unless
+    ``parents``. The bytes go to a new temporary file with a random name beside the target and are
+    renamed over it (:func:`respc.compiler.files.atomic_output`), so a reader never sees half a
+    file and no file or link already there is opened.
 
     Raises:
         _UsageError: the path cannot be written (one line naming it and why).
     """
+    from .files import write_atomic
+
+    _check_output(output, parents, inputs)
+    try:
+        write_atomic(output, data)
+    except OSError as exc:
+        raise _UsageError(f"cannot write {output!r}: {exc.strerror or exc}") from None
+
+
+def _check_output(output: str, parents: bool, inputs: tuple = ()) -> None:
+    """Refuse ``output`` when it is not a regular file, when it is one of ``inputs`` (the files
+    the command reads; also through a symlink or a hard link), or when its folder is missing
+    (created with ``parents``).
+
+    Raises:
+        _UsageError: one line naming ``output`` and why.
+    """
+    from .files import same_file
+
     kind = _output_kind(output)
     if kind is not None:
         raise _UsageError(f"cannot write {output!r}: it is {kind}, not a regular file (give a file path)")
+    for path in inputs:
+        if path is not None and path != "-" and same_file(path, output):
+            raise _UsageError(f"cannot write {output!r}: it is the input file {path!r} (writing it would "
+                              "replace what is being read; give another output path)")
     _prepare_parent(output, parents)
-    target = Path(os.path.realpath(output))
-    tmp = target.with_name(f".{target.name}.respc-tmp")
-    try:
-        mode = stat.S_IMODE(os.stat(target).st_mode) if target.exists() else None
-        tmp.write_text(source, encoding="utf-8")
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except OSError as exc:
-        if tmp.is_file():
-            tmp.unlink()
-        raise _UsageError(f"cannot write {output!r}: {exc.strerror or exc}") from None
+
+
+def _write_module(output: str, source: str, parents: bool, template: str | None = None) -> None:
+    """Write the generated module ``source`` to ``output`` by :func:`_write_file` (SPEC 8, README
+    "Use"); ``template`` (a file the command read) is refused as the output."""
+    _write_file(output, source.encode("utf-8"), parents, (template,))
 
 
 def _display_path(path: str) -> str:
@@ -252,7 +277,7 @@ def _compile(args: argparse.Namespace) -> int:
         sys.stdout.write(compiled.source)
         sys.stdout.flush()
     else:
-        _write_module(args.output, compiled.source, args.parents)
+        _write_module(args.output, compiled.source, args.parents, args.template)
     for warning in compiled.automaton.warnings:
         print(f"respc: warning: {warning}", file=sys.stderr)
     if args.output != "-":
@@ -406,9 +431,13 @@ _printed = [0]
 
 
 def _print_json(value: Any, indent: int | None = None) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
-    _printed[0] += 1  # before the flush: once a reader can see the line, it is counted
-    sys.stdout.flush()
+    from .batch import sigint_deferred
+
+    text = json.dumps(value, ensure_ascii=False, indent=indent) + "\n"
+    with sigint_deferred():  # Ctrl-C lands between two values, each written and counted whole
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        _printed[0] += 1
 
 
 class _Interrupted(Exception):
@@ -702,7 +731,7 @@ def _graph(args: argparse.Namespace) -> int:
     if args.output in (None, "-"):
         sys.stdout.write(text)
         return 0
-    _write_text(args.output, text, args.parents)
+    _write_text(args.output, text, args.parents, (args.template,))
     return 0
 
 
@@ -719,22 +748,9 @@ def _add_graph_command(sub: Any) -> None:
     graph.set_defaults(run=_graph)
 
 
-def _write_text(path: str, text: str, parents: bool) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file; a missing folder needs ``parents``
-    (:func:`_prepare_parent`); an OSError is a usage error (exit 2)."""
-    kind = _output_kind(path)
-    if kind is not None:
-        raise _UsageError(f"cannot write {path!r}: it is {kind}, not a regular file (give a file path)")
-    _prepare_parent(path, parents)
-    out = Path(path)
-    tmp = out.with_name(out.name + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8", newline="")
-        os.replace(tmp, out)
-    except OSError as exc:
-        if tmp.is_file():
-            tmp.unlink()
-        raise _UsageError(f"cannot write {path!r}: {exc.strerror or exc}") from None
+def _write_text(path: str, text: str, parents: bool, inputs: tuple = ()) -> None:
+    """Write ``text`` (UTF-8, newlines as given) to ``path`` by :func:`_write_file`."""
+    _write_file(path, text.encode("utf-8"), parents, inputs)
 
 
 def _parse_html(args: argparse.Namespace) -> int:
@@ -754,7 +770,7 @@ def _parse_html(args: argparse.Namespace) -> int:
     result = show.layout(module, text, prefix=prefix, tools=tools, template=args.template)
     name = "standard input" if args.file == "-" else _display_path(args.file)
     _write_text(args.html, show.render(result, title=f"respc parse {_display_path(args.template)} {name}"),
-                args.parents)
+                args.parents, (args.file, args.prefix_file, args.tools, args.template))
     print(f"respc: wrote {_display_path(args.html)} (open it in a browser)", file=sys.stderr)
     for diagnostic in result.diagnostics:
         if diagnostic["kind"] == "error":
@@ -804,11 +820,11 @@ def _parse_jsonl(args: argparse.Namespace) -> int:
     parser = batch.make_parser(args.template, keys=overrides, preset=args.preset, prefix=prefix, tools=tools,
                                errors=args.errors)
     workers = args.workers or batch.default_workers()
+    inputs = (args.jsonl, args.prefix_file, args.tools)
     if args.output != "-":
-        kind = _output_kind(args.output)
-        if kind is not None:
-            raise _UsageError(f"cannot write {args.output!r}: it is {kind}, not a regular file (give a file path)")
-        _prepare_parent(args.output, args.parents)
+        _check_output(args.output, args.parents, inputs)
+    else:
+        _check_stdout(inputs)
 
     def report(lineno: int, error: str) -> None:
         print(f"respc: {args.jsonl}: line {lineno}: {error}", file=sys.stderr)
@@ -821,11 +837,14 @@ def _parse_jsonl(args: argparse.Namespace) -> int:
         raise _UsageError(str(exc)) from None
     except batch.Interrupted as exc:
         done = exc.stats
-        where = "standard output" if args.output == "-" else repr(args.output)
+        where = repr(args.output)
         last = (f"; the last was line {done.last_line}" + (f", id {done.last_id!r}" if done.last_id is not None
                                                           else "")) if done.records else ""
-        raise _Interrupted(f"interrupted: {_count(done.records, 'record')} written to {where}, whole and in "
-                           f"input order{last}") from None
+        if args.output == "-":
+            raise _Interrupted(f"interrupted: {_count(done.records, 'record')} written to standard output, whole "
+                               f"and in input order{last}") from None
+        raise _Interrupted(f"interrupted after {_count(done.records, 'record')}{last}; {where} was not written (a "
+                           "run writes its output file only when it ends)") from None
     except OSError as exc:
         if isinstance(exc, BrokenPipeError):
             raise
@@ -836,6 +855,30 @@ def _parse_jsonl(args: argparse.Namespace) -> int:
           f"{_count(stats.repairs, 'repair')}, {_count(stats.failures, 'failure')}, {seconds:.1f} s "
           f"({rate:,.0f} records/s, {_count(workers, 'worker')})", file=sys.stderr)
     return 1 if args.errors == "strict" and stats.failures else 0
+
+
+def _check_stdout(inputs: tuple) -> None:
+    """Refuse a standard output that is one of the files the command reads (``>> IN.jsonl``: the
+    run would read its own output back, without end; docs/security.md "Files").
+
+    Raises:
+        _UsageError: naming the input file.
+    """
+    try:
+        out = os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return
+    if not stat.S_ISREG(out.st_mode):
+        return
+    for path in inputs:
+        if path is None or path == "-":
+            continue
+        try:
+            if os.path.samestat(out, os.stat(path)):
+                raise _UsageError(f"cannot write standard output: it is the input file {path!r} (writing it "
+                                  "would replace what is being read; give another output path)")
+        except OSError:
+            continue
 
 
 def _grammar(args: argparse.Namespace) -> int:

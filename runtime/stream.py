@@ -1857,6 +1857,10 @@ class StreamParser:
                         value = region.process(text, scope)
                     if self._tools is not None and region.typed:
                         value = coerce_tool_calls(value, self._tools)
+                    if value.__class__ is not str:
+                        bad = _non_finite(value)
+                        if bad is not None:
+                            raise ContentParseError(_NON_FINITE.format(region.name, bad))
                     if self._recover and notes:
                         start = self._open_at if self._open_at is not None else self._mark
                         raw = self._open_text + text + closer
@@ -2017,6 +2021,76 @@ class StreamParser:
 
 #: per delimiter pattern: its ``(group name, group number)`` pairs (see _put_groups)
 _GROUP_NUMBERS: dict = {}
+
+
+#: the error of a region whose value holds a NaN or an infinity (docs/security.md "Files")
+_NON_FINITE = ("Field {!r}: the value holds a number that is not finite ({!r}): the body wrote NaN, Infinity "
+               "or a number too large for a float (1e999999), which JSON cannot represent")
+
+
+def _non_finite(value: Any) -> float | None:
+    """The first NaN or infinite float in ``value`` (dict keys and values, list and tuple items, at
+    any depth), or None.
+
+    A message is JSON: ``json.loads`` (and ``float()``, ``ast.literal_eval``) read ``NaN``,
+    ``Infinity`` and ``1e999999`` as floats that ``json.dumps`` can only write as non-JSON
+    ``NaN``/``Infinity``. The body then holds text no JSON reader accounts for, so its region is
+    malformed: strict raises, recover keeps the raw text (docs/security.md "Files"). One visit per
+    item: linear in the value's size (about 1 us for a tool call of a dozen items).
+    """
+    cls = value.__class__
+    if cls is str or cls is int or value is None:
+        return None
+    try:
+        return _finite_walk((value,))
+    except RecursionError:  # nested deeper than the stack left: the same walk without recursion
+        return _finite_stack(value)
+
+
+_STR, _FLOAT, _DICT, _LIST, _TUPLE = str, float, dict, list, tuple
+
+
+def _finite_walk(items: Any) -> float | None:
+    """:func:`_non_finite` over ``items`` (an iterable), recursive (the fast path)."""
+    for item in items:
+        cls = item.__class__
+        if cls is _STR:
+            continue
+        if cls is _FLOAT:
+            if item - item != 0.0:  # inf - inf and nan - nan are nan
+                return item
+        elif cls is _DICT:
+            for key in item:
+                if key.__class__ is not _STR and _finite_walk((key,)) is not None:
+                    return key
+            found = _finite_walk(item.values())
+            if found is not None:
+                return found
+        elif cls is _LIST or cls is _TUPLE:
+            found = _finite_walk(item)
+            if found is not None:
+                return found
+        elif isinstance(item, (_FLOAT, _DICT, _LIST, _TUPLE)):  # subclasses, the slow way
+            found = _finite_stack(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _finite_stack(value: Any) -> float | None:
+    """:func:`_non_finite` with an explicit stack (any depth)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if item - item != 0.0:
+                return item
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return None
 
 
 def _put_groups(scope: dict, match: Any) -> None:

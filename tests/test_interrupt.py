@@ -37,28 +37,55 @@ def _interrupt(proc: subprocess.Popen, ready) -> tuple[int, str]:
     return proc.returncode, err
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_jsonl_ctrl_c_is_one_line_naming_what_was_written(tmp_path, workers):
+def _records(tmp_path):
     source = tmp_path / "in.jsonl"
     with open(source, "w") as handle:
-        for i in range(200_000):
+        for i in range(30_000):
             handle.write(json.dumps({"id": f"r{i}", **RECORD}) + "\n")
-    out = tmp_path / "out.jsonl"
-    proc = _start(["parse", "qwen3", "--jsonl", str(source), "-o", str(out), "--prefix-key", "prompt",
-                   "--workers", str(workers), "--batch-size", "64"], stdout=subprocess.DEVNULL)
-    partial = out.parent / "out.jsonl"
-    rc, err = _interrupt(proc, lambda: any(p.stat().st_size > 100_000 for p in tmp_path.iterdir()
-                                           if p.name != "in.jsonl"))
-    assert rc == 130, err
+    return source
+
+
+def _one_line(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
-    assert lines[0].startswith("respc: interrupted: ") and "records written to" in lines[0], lines[0]
-    written = int(lines[0].split("interrupted: ")[1].split(" record")[0].replace(",", ""))
-    assert written > 0
-    last = json.loads(partial.read_text().splitlines()[-1]) if partial.exists() else None
-    if last is not None:  # what the line names is the last record in the file
-        assert f"id {last['id']!r}" in lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_jsonl_to_stdout_ctrl_c_names_what_was_written(tmp_path, workers):
+    source = _records(tmp_path)
+    out = tmp_path / "out.jsonl"
+    with open(out, "wb") as handle:
+        proc = _start(["parse", "qwen3", "--jsonl", str(source), "--prefix-key", "prompt",
+                       "--workers", str(workers), "--batch-size", "64"], stdout=handle)
+        rc, err = _interrupt(proc, lambda: out.stat().st_size > 100_000)
+    assert rc == 130, err
+    line = _one_line(err)
+    assert line.startswith("respc: interrupted: ") and " records written to standard output, whole and in input " \
+        "order; the last was line " in line, line
+    written = int(line.split("interrupted: ")[1].split(" record")[0].replace(",", ""))
+    lines = out.read_text().splitlines()
+    assert len(lines) == written  # every record counted is in the output, whole, and no other
+    last = json.loads(lines[-1])
+    assert line.endswith(f"the last was line {written}, id {last['id']!r}")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_jsonl_to_a_file_ctrl_c_leaves_it_and_says_so(tmp_path, workers):
+    source = _records(tmp_path)
+    out = tmp_path / "out.jsonl"
+    out.write_text("old\n")
+    proc = _start(["parse", "qwen3", "--jsonl", str(source), "-o", str(out), "--prefix-key", "prompt",
+                   "--workers", str(workers), "--batch-size", "64"], stdout=subprocess.DEVNULL)
+    rc, err = _interrupt(proc, lambda: any(p.stat().st_size > 100_000 for p in tmp_path.iterdir()
+                                           if p.name not in ("in.jsonl", "out.jsonl")))
+    assert rc == 130, err
+    line = _one_line(err)
+    assert line.startswith("respc: interrupted after ") and line.endswith(
+        f"; {str(out)!r} was not written (a run writes its output file only when it ends)"), line
+    assert out.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
 
 
 def test_events_ctrl_c_at_a_pipe_is_one_line(tmp_path):
