@@ -921,6 +921,22 @@ def test_file_compiled_from_another_folder_checks_fresh_here(tmp_path, monkeypat
     assert "\n-# regenerate" not in out and "\n+# template:" not in out  # the banner's labels do not count
 
 
+def test_check_tells_field_order_apart(tmp_path, monkeypatch, capsys):
+    """Issue 23, item 2: templates differing only in the order of "fields" have different hashes."""
+    fields = {"a": {"open": "<t>", "close": "</t>", "content": "json"}, "b": {"open": "<t>", "close": "</t>"},
+              "content": {}}
+    first = {"respc_version": 2, "start_anchor": "<s>", "fields": fields}
+    second = {"respc_version": 2, "start_anchor": "<s>", "fields": dict(reversed(list(fields.items())))}
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.json").write_text(json.dumps(first), encoding="utf-8")
+    assert main(["compile", "t.json", "-o", "q.py"]) == 0
+    (tmp_path / "t.json").write_text(json.dumps(second), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["compile", "t.json", "-o", "q.py", "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "\n-# template sha256: " in out and "\n+# template sha256: " in out
+
+
 def test_template_outside_the_folder_is_named_without_its_path(tmp_path, monkeypatch, capsys):
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "here").mkdir()
