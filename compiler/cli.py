@@ -56,6 +56,7 @@ from respc.runtime.tools import tool_parameters
 
 from .api import compile_source
 from .emit import HEADER
+from .load import is_catalogue_name
 from .validate import check_template
 
 __all__ = ["main"]
@@ -125,7 +126,7 @@ def _banner_labels(template: str, output: str) -> tuple[str, str]:
     root = _repository_root(output)
     out = "-" if output == "-" else (_inside(Path(os.path.abspath(output)), root) or Path(output).name)
     given = Path(template)
-    if not given.exists():  # a catalogue name (the loader resolves it or says why not)
+    if is_catalogue_name(template) or not given.exists():  # a catalogue name (the loader resolves it or says why not)
         installed = _catalogue_file(template)
         rel = _inside(installed, root) if installed is not None else None
         if rel is not None:
@@ -364,7 +365,7 @@ def _model_note(template: str) -> str | None:
     """:attr:`LoadedTemplate.note` of TEMPLATE when it is a path (detection is cached), else None."""
     from .load import load_template
 
-    return load_template(template).note if os.path.exists(template) else None
+    return load_template(template).note if os.path.lexists(template) else None
 
 
 _BOM = "\ufeff"

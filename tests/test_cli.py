@@ -1034,18 +1034,43 @@ def test_empty_template_is_a_usage_error(workdir, capsys):
         load_template("")
 
 
-def test_local_folder_hiding_a_catalogue_name_gives_a_hint(workdir, capsys):
+def test_catalogue_name_means_the_catalogue_beside_a_local_folder(workdir, capsys):
+    """Issue 23, item 10: a local folder named like a catalogue entry silently replaced it in the CLI
+    and the API. A bare catalogue name is the catalogue; a path says so (``./qwen3``)."""
+    import respc
+
     (workdir / "qwen3").mkdir()
-    assert main(["check", "qwen3"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("respc: bad template: qwen3: model directory has no tokenizer_config.json (its "
-                          "response_template or chat template would give the template) and no chat_template.jinja "
-                          "or chat_template.json (a chat template's catalogue family would) (a folder or "
-                          "file 'qwen3' here hides the catalogue template 'qwen3'; to use that one, give its path: ")
-    hinted = err.rsplit("give its path: ", 1)[1].rstrip(")\n")
-    capsys.readouterr()
-    assert main(["check", hinted]) == 0
+    local = {"start_anchor": "A", "fields": {"planted": {}}}
+    (workdir / "qwen3" / "tokenizer_config.json").write_text(json.dumps({"response_template": local}), encoding="utf-8")
+    (workdir / "out.txt").write_text("<think>r</think>hello", encoding="utf-8")
+    # the API
+    assert respc.compile_template("qwen3").FIELD_NAMES == ("reasoning_content", "tool_calls", "content")
+    assert respc.compile_template("./qwen3").FIELD_NAMES == ("planted",)
+    assert respc.parse_response("x", "qwen3", prefix="")["content"] == "x"
+    # the CLI: parse, compile and check read the catalogue and say the folder is not read
+    assert main(["parse", "qwen3", "out.txt", "--prefix", ""]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["content"] == "hello"
+    assert captured.err == ("respc: note: 'qwen3' is the catalogue template templates/qwen3.json; the folder 'qwen3' "
+                            "here is not read (to use it, give its path: ./qwen3)\n")
+    assert main(["parse", "./qwen3", "out.txt", "--prefix", ""]) == 0
+    assert json.loads(capsys.readouterr().out) == {"planted": "<think>r</think>hello"}
+    assert main(["compile", "qwen3", "-o", "q.py"]) == 0
+    assert (workdir / "q.py").read_text(encoding="utf-8").splitlines()[2] == "# template: templates/qwen3.json"
+    assert main(["check", "qwen3"]) == 0
     assert capsys.readouterr().out.endswith(": ok (3 fields, 3 states, 1 warning)\n")
+
+
+def test_catalogue_name_beside_a_local_file(workdir):
+    from respc.compiler.load import is_catalogue_name, load_template
+
+    (workdir / "qwen3").write_text(json.dumps({"start_anchor": "A", "fields": {"planted": {}}}), encoding="utf-8")
+    assert load_template("qwen3").source == "templates/qwen3.json"
+    assert "the file 'qwen3' here is not read" in load_template("qwen3").note
+    assert load_template("./qwen3").source == "qwen3"
+    assert load_template(Path("qwen3")).source == "qwen3"  # a PathLike is a path
+    assert [is_catalogue_name(x) for x in ("qwen3", "./qwen3", "qwen3.json", "no_such_family", Path("qwen3"))] == [
+        True, False, False, False, False]
 
 
 def test_leading_bom_is_dropped_from_output_prefix_and_tools(tmp_path, capsys):
