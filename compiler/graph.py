@@ -214,9 +214,18 @@ def build_graph(template: Template, automaton: Automaton) -> Graph:
 
 # --- renderers ------------------------------------------------------------------------------
 
+def _visible(text: str, keep: str = "") -> str:
+    """``text`` with every character ``str.isprintable`` rejects (line breaks ``\\r``, ``\\n``,
+    U+2028 and the other control and format characters) written as an escape (``\\r``, ``\\n``,
+    ``\\t``, ``\\x85``, ``\\u2028``), except those in ``keep``: a field name, delimiter or path
+    can never end a line of diagram text (docs/security.md, "Generated code")."""
+    return "".join(c if c.isprintable() or c in keep else _VISIBLE.get(c) or ascii(c)[1:-1] for c in text)
+
+
 def _mermaid_text(text: str) -> str:
-    """Text safe inside a quoted Mermaid label (entity codes for characters Mermaid reads)."""
-    out = text.replace("#", "#35;")
+    """Text safe inside a quoted Mermaid label: no line break or other control character
+    (:func:`_visible`), entity codes for characters Mermaid reads."""
+    out = _visible(text).replace("#", "#35;")
     for char, code in (('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("|", "#124;"), ("`", "#96;"),
                        ("[", "#91;"), ("]", "#93;"), ("{", "#123;"), ("}", "#125;")):
         out = out.replace(char, code)
@@ -225,7 +234,7 @@ def _mermaid_text(text: str) -> str:
 
 def to_mermaid(graph: Graph) -> str:
     """A Mermaid ``flowchart LR``: one ``id["label"]`` line per node, one ``a -->|"label"| b`` per edge."""
-    lines = ["flowchart LR", f"  %% region automaton of {graph.title.replace(chr(10), ' ')}"]
+    lines = ["flowchart LR", f"  %% region automaton of {_visible(graph.title)}"]
     for node in graph.nodes:
         shape = ('(["', '"])') if node.id == START else ('["', '"]')
         lines.append(f"  {node.id}{shape[0]}{_mermaid_text(node.label)}{shape[1]}")
@@ -235,8 +244,9 @@ def to_mermaid(graph: Graph) -> str:
 
 
 def _dot_string(text: str) -> str:
-    """A DOT double-quoted string (backslashes doubled, so ``\\n`` in a label stays two characters)."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    """A DOT double-quoted string (backslashes doubled, so ``\\n`` in a label stays two characters;
+    a line break is DOT's ``\\n``, any other control character an escape shown as text)."""
+    return '"' + _visible(text, keep="\n").replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 #: node fill colours: the implicit field, explicit regions, the null sink and the entry

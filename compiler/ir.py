@@ -95,7 +95,7 @@ class Template:
 
     Attributes:
         source (str): where it came from (for banners and errors).
-        sha256 (str): hex SHA-256 of :func:`canonical_json` of the document.
+        sha256 (str): hex SHA-256 of :func:`canonical_json` of the document (key order kept).
         document (dict): the raw document, as given (used for the banner and for re-emission).
         defaults (dict): values pre-filled in the message.
         fields (tuple[Field, ...]): in declaration order.
@@ -118,11 +118,29 @@ class Template:
 
 
 def canonical_json(document: Any) -> str:
-    """The canonical JSON text of a template: sorted keys, no spaces, UTF-8 kept."""
-    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """The canonical JSON text of a template: no spaces, UTF-8 kept, and the keys of the top level
+    and of each field's spec sorted; every other object keeps its keys in the document's order.
+
+    The order of those two levels' keys cannot matter (the compiler reads each key by name), but
+    elsewhere order carries meaning (docs/template-language.md, ``fields``): the order of
+    ``fields`` ranks tied delimiters in v2 and orders the watch sets, and ``defaults``,
+    ``transform``, ``inside`` and content arguments are read in order. Two templates that behave
+    differently must never share a hash (issue 23, item 2), so only what is known not to matter is
+    sorted; templates that differ only in another order that happens not to matter get different
+    hashes, which costs at most a compile.
+    """
+    if isinstance(document, dict):
+        document = {key: document[key] for key in sorted(document)}
+        fields = document.get("fields")
+        if isinstance(fields, dict):
+            document["fields"] = {name: {key: spec[key] for key in sorted(spec)} if isinstance(spec, dict) else spec
+                                  for name, spec in fields.items()}
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
 
 
 def template_sha256(document: Any) -> str:
-    """Hex SHA-256 of :func:`canonical_json` (stamped into generated modules, SPEC 8)."""
+    """Hex SHA-256 of :func:`canonical_json`: the banner's ``template sha256``, ``TEMPLATE_SHA256``,
+    what ``respc compile --check`` and :func:`respc.compiler.api.compile_template`'s cache tell
+    templates apart by (SPEC 8; docs/security.md, "Generated code")."""
     # surrogatepass: JSON may hold a lone surrogate ("\\ud800"); it is data and must still hash.
     return hashlib.sha256(canonical_json(document).encode("utf-8", "surrogatepass")).hexdigest()

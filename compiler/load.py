@@ -2,7 +2,9 @@
 
 A template can be given as a dict, a standalone ``.json`` file, a ``tokenizer_config.json`` holding a
 ``response_template`` key, a model directory holding such a file, or a bare catalogue name
-(``qwen3`` -> ``templates/qwen3.json``, shipped inside the package as ``respc.templates``).
+(``qwen3`` -> ``templates/qwen3.json``, shipped inside the package as ``respc.templates``). A bare
+catalogue name always means the catalogue, even where a folder or file of that name exists: a path
+says so with a separator (``./qwen3``) or a ``.json`` ending (:func:`is_catalogue_name`).
 
 A model directory, ``tokenizer_config.json``, ``chat_template.json`` or ``chat_template.jinja``
 without a ``response_template`` gives the catalogue template of the family its chat template
@@ -23,7 +25,7 @@ from typing import Any
 
 from respc.runtime.errors import TemplateError
 
-__all__ = ["LoadedTemplate", "load_template", "catalogue_names", "catalogue_entries"]
+__all__ = ["LoadedTemplate", "load_template", "catalogue_names", "catalogue_entries", "is_catalogue_name"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,8 @@ class LoadedTemplate:
         path (Path | None): the file it was read from, or None for a dict.
         note (str | None): for a model directory, ``tokenizer_config.json`` or chat template: one
             sentence saying whether its ``response_template`` or a detected catalogue family was
-            used (and why); None for a template file, a dict or a catalogue name.
+            used (and why); for a catalogue name that a folder or file of the same name stands
+            beside, that the catalogue is used and how to name the local one; else None.
     """
 
     document: Any
@@ -169,13 +172,20 @@ def _from_catalogue(name: str) -> LoadedTemplate:
     return LoadedTemplate(document, source, Path(str(resource)))
 
 
-def _hidden_hint(name: str) -> str:
-    """A hint when a local folder or file named ``name`` hides the catalogue template of that name."""
-    resource = resources.files("respc.templates") / f"{name}.json"
-    if "/" in name or os.sep in name or not resource.is_file():
-        return ""
-    return (f" (a folder or file {name!r} here hides the catalogue template {name!r}; to use that one, "
-            f"give its path: {resource})")
+def is_catalogue_name(spec: Any) -> bool:
+    """True when ``spec`` is a bare catalogue name: a ``str`` holding no path separator and not
+    ending in ``.json`` that names a template shipped in ``respc.templates`` (README "Use";
+    docs/security.md, "Catalogue names").
+
+    Such a name means the catalogue template even when a folder or file of that name is in the
+    working directory, so nothing placed there can stand in for it (issue 23, item 10); a path
+    says so: ``./qwen3``, ``models/qwen3``, ``qwen3.json``. An ``os.PathLike`` is always a path.
+    """
+    if not isinstance(spec, str) or not spec or spec.endswith(".json"):
+        return False
+    if "/" in spec or os.sep in spec or (os.altsep and os.altsep in spec) or spec in (".", ".."):
+        return False
+    return (resources.files("respc.templates") / f"{spec}.json").is_file()
 
 
 def load_template(spec: Any) -> LoadedTemplate:
@@ -196,10 +206,13 @@ def load_template(spec: Any) -> LoadedTemplate:
         TemplateError: the file is missing, unreadable, not JSON, or a model directory /
             tokenizer config without ``response_template`` whose chat template is missing or fits
             no catalogue family exactly (the error says both, names the nearest fits and the samples
-            each failed, and says to give a template explicitly: an inexact fit is never used); or the name matches nothing, or is the empty string (which would
-            otherwise name the current folder by accident). A local folder or file that hides a
-            catalogue name and fails to load says so. A UTF-8 byte order mark at the start of a
+            each failed, and says to give a template explicitly: an inexact fit is never used); or
+            the name matches nothing, or is the empty string (which would otherwise name the
+            current folder by accident). A UTF-8 byte order mark at the start of a
             file is dropped.
+
+    A bare catalogue name (:func:`is_catalogue_name`) is the catalogue template even where a folder
+    or file of that name exists (``note`` then says so); a path must say it is one (``./qwen3``).
     """
     if isinstance(spec, dict):
         return LoadedTemplate(spec, "<dict>", None)
@@ -209,6 +222,14 @@ def load_template(spec: Any) -> LoadedTemplate:
     if not isinstance(spec, (str, os.PathLike)):
         raise TemplateError(f"a template must be a dict, a path or a catalogue name, "
                             f"not {type(spec).__name__}", source=repr(spec)[:80])
+    if is_catalogue_name(spec):
+        loaded = _from_catalogue(spec)
+        if os.path.lexists(spec):
+            kind = "folder" if os.path.isdir(spec) else "file"
+            note = (f"{spec!r} is the catalogue template {loaded.source}; the {kind} {spec!r} here is not read "
+                    f"(to use it, give its path: ./{spec})")
+            return LoadedTemplate(loaded.document, loaded.source, loaded.path, note)
+        return loaded
     path = Path(spec)
     if path.is_dir():
         config = path / "tokenizer_config.json"
@@ -218,27 +239,19 @@ def load_template(spec: Any) -> LoadedTemplate:
             return _from_chat_template(path, "model directory has no tokenizer_config.json", str(path))
         raise TemplateError("model directory has no tokenizer_config.json (its response_template or chat "
                             "template would give the template) and no chat_template.jinja or "
-                            "chat_template.json (a chat template's catalogue family would)" + _hidden_hint(str(spec)),
+                            "chat_template.json (a chat template's catalogue family would)",
                             source=str(path))
     if path.is_file():
         if path.name == "tokenizer_config.json":
             return _from_tokenizer_config(path)
         if path.suffix == ".jinja" or path.name == "chat_template.json":
             return _from_chat_template(path, "a chat template, not a response template", str(path))
-        try:
-            document = _read_json(path, str(path))
-        except TemplateError as exc:
-            hint = _hidden_hint(str(spec))
-            if not hint:
-                raise
-            raise TemplateError(exc.detail + hint, source=exc.source) from None
+        document = _read_json(path, str(path))
         if isinstance(document, dict) and "response_template" in document and "fields" not in document:
             return LoadedTemplate(document["response_template"], f"{path}#response_template", path)
         return LoadedTemplate(document, str(path), path)
     name = str(spec)
-    if name and "/" not in name and os.sep not in name and not name.endswith(".json"):
-        if (resources.files("respc.templates") / f"{name}.json").is_file():
-            return _from_catalogue(name)
+    if isinstance(spec, str) and "/" not in name and os.sep not in name and not name.endswith(".json"):
         raise TemplateError(f"no such file, and no catalogue template of that name ({_nearest_names(name)})",
                             source=name)
     raise TemplateError("no such file or directory", source=name)

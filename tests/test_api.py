@@ -306,6 +306,40 @@ def test_compile_template_cache_returns_same_module():
     assert other.parse_response("x", prefix="") == {"role": "model", "content": "x"}
 
 
+# Issue 23, item 2: two templates that differ only in the order of "fields" behave differently
+# (v2 ranks tied delimiters by declaration order), so they must not share a hash or a cached module.
+FIELDS_A = {"respc_version": 2, "start_anchor": "<s>",
+            "fields": {"a": {"open": "<t>", "close": "</t>", "content": "json"}, "b": {"open": "<t>", "close": "</t>"},
+                       "content": {}}}
+FIELDS_B = {"respc_version": 2, "start_anchor": "<s>",
+            "fields": {"b": {"open": "<t>", "close": "</t>"}, "a": {"open": "<t>", "close": "</t>", "content": "json"},
+                       "content": {}}}
+
+
+def test_cache_tells_field_order_apart():
+    text = 'hi <t>{"a": 1}</t>'
+    a, b = respc.compile_template(FIELDS_A), respc.compile_template(FIELDS_B)
+    assert a is not b and a.TEMPLATE_SHA256 != b.TEMPLATE_SHA256
+    assert a.parse_response(text, prefix="") == {"content": "hi", "a": {"a": 1}}
+    assert b.parse_response(text, prefix="") == {"content": "hi", "b": '{"a": 1}'}
+    assert respc.parse_response(text, FIELDS_B, prefix="") == {"content": "hi", "b": '{"a": 1}'}
+
+
+def test_hash_keeps_every_order_but_the_two_known_not_to_matter():
+    from respc.compiler.ir import template_sha256
+
+    base = {"start_anchor": "A", "defaults": {"x": 1, "y": 2},
+            "fields": {"f": {"open": "<f>", "close": "</f>", "transform": {"p": "{content}", "q": "lit"}},
+                       "content": {}}}
+    same = {"fields": {"f": {"transform": {"p": "{content}", "q": "lit"}, "close": "</f>", "open": "<f>"},
+                       "content": {}}, "defaults": {"x": 1, "y": 2}, "start_anchor": "A"}
+    assert template_sha256(base) == template_sha256(same)  # top-level and field-spec keys: read by name
+    for other in ({**base, "defaults": {"y": 2, "x": 1}},
+                  {**base, "fields": {"content": {}, "f": base["fields"]["f"]}},
+                  {**base, "fields": {**base["fields"], "f": {**base["fields"]["f"], "transform": {"q": "lit", "p": "{content}"}}}}):
+        assert template_sha256(other) != template_sha256(base)
+
+
 def test_cached_module_is_not_mutated_by_caller_template():
     template = {"start_anchor": "A", "defaults": {"role": "assistant"}, "fields": {"content": {}}}
     module = respc.compile_template(template)

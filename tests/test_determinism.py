@@ -63,8 +63,8 @@ def test_same_bytes_under_different_hash_seeds(compiled_by_seed, name):
 @pytest.mark.parametrize("name", CATALOGUE)
 def test_banner_names_relative_source_only(compiled_by_seed, name):
     source = compiled_by_seed[SEEDS[0]][name].decode("utf-8")
-    first_line = source.splitlines()[0]
-    assert "@generated" in first_line and f"templates/{name}.json" in first_line
+    lines = source.splitlines()
+    assert "@generated" in lines[1] and lines[2] == f"# template: templates/{name}.json"
     assert str(REPO) not in source, "absolute path leaked into the generated module"
     assert f"respc compile templates/{name}.json -o generated/{name}.py" in source
 

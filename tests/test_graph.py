@@ -223,3 +223,33 @@ def test_readme_picture_shows_the_current_automaton():
     labels = re.findall(r"<text [^>]*>(.*?)</text>", svg)
     nodes = {n.label for n in graph.nodes}
     assert sorted(label for label in labels if label not in nodes) == sorted(e.label for e in graph.edges)
+
+
+def test_mermaid_carries_no_raw_line_break(tmp_path, monkeypatch, capsys):
+    """Issue 23, item 10: field names and paths put raw \\r / \\n into Mermaid text, where a line
+    break starts a new statement (``click ...``). Every one is now an escape, in every format."""
+    evil = "a\r\nclick s1 call alert(1)\n%%"
+    template = {"respc_version": 2, "start_anchor": "A", "fields": {
+        evil: {"open": "<x>", "close": "</x>"},
+        "v\u2028" + evil: {"open": "<v>", "content": "json", "end": "value"},
+        "content": {}}}
+    folder = tmp_path / "dir\r\nclick s0 x"
+    folder.mkdir()
+    (folder / "t\u2028\x85.json").write_text(json.dumps(template), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    target = str(Path(folder.name) / "t\u2028\x85.json")
+    compiled = compile_source(template)
+    graph = build_graph(compiled.template, compiled.automaton)
+    statement = re.compile(r'flowchart LR|  %% region automaton of .*|  start\(\["start"\]\)|  s\d+\["[^"\n]*"\]'
+                           r'|  (start|s\d+) -->\|"[^"\n]*"\| s\d+')
+    for fmt in ("mermaid", "dot"):
+        assert main(["graph", target, "--format", fmt]) == 0
+        out = capsys.readouterr().out
+        assert not set(out) & {"\r", "\x85", "\u2028", "\x0b", "\x0c"}, fmt
+        lines = out.splitlines()
+        if fmt == "mermaid":
+            assert len(lines) == 2 + len(graph.nodes) + len(graph.edges)
+            assert all(statement.fullmatch(line) for line in lines), lines
+            assert "dir\\r\\nclick s0 x/t\\u2028\\x85.json" in lines[1]
+        else:
+            assert len(lines) == 4 + len(graph.nodes) + len(graph.edges) + 1

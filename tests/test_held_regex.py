@@ -215,7 +215,7 @@ CUSTOM = {
     "two-openers": ({"start_anchor": "A", "fields": {"x": {"open_pattern": r"<x \w+>", "close": "</x>"},
                                 "y": {"open_pattern": r"(?:<x a>)?<y>", "close": "</y>"}, "content": {}}},
                     ["<x ", "a>", "b>", "<y>", "</x>", "</y>", "<", "x", " "]),
-    # quotes, a backslash, non-ASCII and U+2028 in the tables' JSON text (compiler/emit.py _raw_literal)
+    # quotes, a backslash, non-ASCII and U+2028 in the tables' JSON text (compiler/emit.py _lit)
     "quoted": ({"start_anchor": "A", "fields": {"x": {"open_pattern": "<c n='(?P<n>[^'\"\\\\]+)'\u2028\u00e9\\\\>",
                                                       "close": ";", "transform": {"n": "{n}", "c": "{content}"}},
                                                 "content": {}}},

@@ -200,7 +200,9 @@ def test_source_is_valid_inert_python(name, sandbox):
     source = compile_source(template).source
     _assert_inert(source)
     compile(source, f"<{name}>", "exec")  # byte-compiles too (no NUL, no stray line breaks)
-    assert source.isascii() or all(c.isprintable() or c in "\n" for c in source)
+    # printable ASCII, UTF-8 declared on line 1 (docs/security.md, "Generated code")
+    assert source.startswith("# -*- coding: utf-8 -*-\n") and source.isascii()
+    assert all(c.isprintable() or c == "\n" for c in source)
 
 
 @pytest.mark.parametrize("name", IDS)

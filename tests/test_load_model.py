@@ -116,9 +116,9 @@ def test_cli_compile_and_parse_a_model_dir(qwen3_dir: Path, tmp_path_factory, ca
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith(f"respc: note: {qwen3_dir / 'tokenizer_config.json'}: tokenizer_config.json has no "
                              "'response_template' key; using the catalogue family 'qwen3' detected from")
-    assert out.read_text(encoding="utf-8").splitlines()[1] == (Path(__file__).parent.parent / "generated" /
-                                                               "qwen3.py").read_text(encoding="utf-8").splitlines()[1]
-    assert out.read_text(encoding="utf-8").splitlines()[1].startswith("# template sha256: ")
+    assert out.read_text(encoding="utf-8").splitlines()[3] == (Path(__file__).parent.parent / "generated" /
+                                                               "qwen3.py").read_text(encoding="utf-8").splitlines()[3]
+    assert out.read_text(encoding="utf-8").splitlines()[3].startswith("# template sha256: ")
     text = tmp_path_factory.mktemp("in") / "out.txt"
     text.write_text(QWEN3_OUTPUT, encoding="utf-8")
     assert main(["parse", str(qwen3_dir), str(text), "--prefix", "<|im_start|>assistant\n"]) == 0

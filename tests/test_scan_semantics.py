@@ -179,7 +179,7 @@ _MODULES: dict[str, object] = {}
 
 
 def _module(template):
-    key = json.dumps(template, sort_keys=True)
+    key = json.dumps(template)  # key order kept: field order ranks delimiters
     if key not in _MODULES:
         _MODULES[key] = respc.compile_template(template)
     return _MODULES[key]
