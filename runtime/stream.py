@@ -1507,14 +1507,14 @@ class StreamParser:
                 cut = self._eos_hold
                 if cut is not None and pos <= cut < len(buf):
                     # errors="recover": text held back as the start of a delimiter that the stream
-                    # cut off is not region text; it is reported instead
-                    if cut > pos:
-                        self._route(events, buf[pos:cut])
-                    at = self._here()
+                    # cut off is reported, and stays the region's text (answer text is never
+                    # dropped: serving engines strip the stop token, so every output ends
+                    # without its closer; docs/events.md "Recovering from damaged output")
+                    at = self._here() + cut - pos
                     self._report("truncated-delimiter", at, at + len(buf) - cut,
-                                 "the stream ended inside what may be a delimiter", buf[cut:])
-                    self._consume("diagnostic", len(buf) - cut)
-                elif pos < len(buf):
+                                 "the stream ended inside what may be a delimiter (kept as text)", buf[cut:],
+                                 self._name)
+                if pos < len(buf):
                     self._route(events, buf[pos:])
                 pos = len(buf)
                 end_at = self._close(events, None, "", True)
