@@ -568,6 +568,9 @@ def literal_hold(buf: str, lo: int, firsts: str, prefixes: frozenset) -> int:
 #: body pieces joined into one block at a time (see StreamParser._keep)
 BLOCK = 256
 
+#: token ids held at most at the end of a feed as a character still being written (_decode): a
+#: character has at most four UTF-8 bytes, each id of a byte-level tokenizer one or more
+SPLIT_IDS = 4
 #: held text at least this long is searched again only once it has doubled (see StreamParser._run)
 LONG_HOLD = 1024
 
@@ -1115,11 +1118,18 @@ class StreamParser:
 
     # --- machinery ---------------------------------------------------------------------------
     def _decode(self, ids: Any) -> str:
-        """Token ids to text, holding ids whose text ends in the middle of a character.
+        """Token ids to text, holding the ids whose text ends in the middle of a character.
 
         A byte-level tokenizer decodes a character split across tokens as U+FFFD until its last
-        byte arrives; such ids are kept and decoded again with the next ones (at most 8, so real
-        replacement characters in the output are not held for ever).
+        byte arrives. The ids held from earlier feeds and ``ids`` are decoded together; when that
+        text ends with U+FFFD, the last ids that may still be completing a character stay held:
+        the fewest (one to :data:`SPLIT_IDS`, since a character has at most four UTF-8 bytes and
+        every id of a byte-level tokenizer carries one or more) whose removal leaves a text that
+        does not end with U+FFFD and begins the whole text; the rest is returned. When no such
+        cut exists, the U+FFFD is the output's own (bytes that no later id can complete) and
+        everything is returned. However many ids one feed brings, no character is lost, and
+        each feed is decoded at most ``SPLIT_IDS + 1`` times (docs/events.md, "Token ids").
+        ``finalize`` decodes what is still held.
         """
         if isinstance(ids, (bytes, bytearray)) or ids is None:
             return to_text(ids, self._tokenizer, "response")
@@ -1129,10 +1139,15 @@ class StreamParser:
         if tail:
             ids = tail + list(ids)
         text = to_text(ids, self._tokenizer, "response")
-        if text.endswith("\ufffd") and len(ids) < 8:
-            self._id_tail = list(ids)
-            return ""
         self._id_tail = []
+        if not text.endswith("\ufffd"):
+            return text
+        ids = list(ids)
+        for k in range(1, min(SPLIT_IDS, len(ids)) + 1):
+            head = to_text(ids[:-k], self._tokenizer, "response")
+            if not head.endswith("\ufffd") and text.startswith(head):
+                self._id_tail = ids[-k:]
+                return head
         return text
 
     def _body_len(self) -> int:
