@@ -1988,7 +1988,8 @@ class StreamParser:
                 out[target.slot] = raw
 
     def _store(self, region: Region, value: Any) -> None:
-        """Put one block's value into the message (SPEC 4.5 with D1: empty never erases)."""
+        """Put one block's value into the message (docs/template-language.md, D1: empty never erases,
+        and an empty piece of a ``join`` field is never joined)."""
         out = self._out
         name = region.slot
         join = region.join
@@ -2000,11 +2001,13 @@ class StreamParser:
                     f"Field {region.name!r}: 'join' requires each match to parse to a string, got "
                     f"{type(value).__name__}."
                 )
+            # empty pieces are never joined (docs/template-language.md, D1): "" + join + "b" would
+            # give the separator with nothing before it, "a" + join + "" one with nothing after it
             previous = out.get(name)
-            if previous is None:
-                out[name] = value
-            elif value or not previous:
+            if previous and value:
                 out[name] = previous + join + value
+            elif value or previous is None:
+                out[name] = value
         elif region.repeats:
             if value is None and region.empty_none:
                 return
