@@ -245,6 +245,18 @@ def make_boundary(parser: str, args: dict) -> Callable[[], Any]:
     return record.boundary(args)
 
 
+def _carry_events(exc: BaseException, events: list) -> None:
+    """Give an error raised inside ``feed`` / ``finalize`` the events that call produced before
+    it, as ``exc.events`` (a list of event dicts; docs/events.md, "Errors"): they are returned by
+    no call, and a caller printing events as they come (``respc parse --events``) prints them
+    before the error. An error that already carries them (raised again by a later call) keeps its own."""
+    if isinstance(exc, Exception) and not hasattr(exc, "events"):
+        try:
+            exc.events = events
+        except AttributeError:  # an exception type without a __dict__
+            pass
+
+
 def to_text(value: Any, tokenizer: Any, what: str) -> str:
     """Return ``value`` as text: a str as is, token ids decoded with ``tokenizer.decode``.
 
@@ -1075,8 +1087,9 @@ class StreamParser:
         events: list[dict] = []
         try:
             self._run(events, False)
-        except BaseException:
+        except BaseException as exc:
             self._fail()
+            _carry_events(exc, events)
             raise
         return events
 
@@ -1394,8 +1407,9 @@ class StreamParser:
     def _guarded(self, events: list, eos: bool) -> None:
         try:
             self._run(events, eos)
-        except BaseException:
+        except BaseException as exc:
             self._fail()
+            _carry_events(exc, events)
             raise
 
     def _fail(self) -> None:
