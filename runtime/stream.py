@@ -787,7 +787,7 @@ class StreamParser:
     __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_blocks", "_groups",
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_heads", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
-                 "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
+                 "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
                  "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd")
 
@@ -870,6 +870,9 @@ class StreamParser:
         self._sunk = 0
         self._open_at = None
         self._open_text = ""
+        #: errors="recover": text consumed inside the current region's span that is not its body
+        #: (a repaired copy of a delimiter), as (body length there, text); see _raw
+        self._gaps = None
         prefix = to_text(prefix, tokenizer, "prefix")
         self._tokenizer = tokenizer
         params = tool_parameters(tools) if tools is not None else None
@@ -1440,6 +1443,7 @@ class StreamParser:
         self._groups = None
         self._body = []
         self._blocks = []
+        self._gaps = None
         #: body length from which body text lies contiguously before the current position (a
         #: resumed region or text consumed inside the body breaks that); see _stray_closers
         self._exact = 0
@@ -1689,6 +1693,7 @@ class StreamParser:
             self._report("repaired", at, at + len(opener), NOTES["doubled-opener"].format(opener),
                          opener, self.REGIONS[field].slot)
             self._consume("diagnostic", len(opener))
+            self._gap(opener)
             return open_end
         if open_start == open_end:
             # A zero-width opener would match here again: the next character goes with it (no
@@ -1704,7 +1709,7 @@ class StreamParser:
             at = self._here()
             self._stack.append((self._state, self._field, self._region, self._name, self._dirty, self._opened,
                                 self._body, self._blocks, self._groups, self._bd, self._open_at,
-                                self._open_text))
+                                self._open_text, self._gaps))
         else:
             at = self._close(events, None)  # no closer: the offset it ends at is _here()
         if self.ledger is not None and opener:
@@ -1756,6 +1761,7 @@ class StreamParser:
             here = self._here()
             self._report("repaired", here, here + len(again), NOTES[note].format(again), again, slot)
             self._consume("diagnostic", len(again))
+            self._gap(again)
             return at + len(again)
         if not eos and again.startswith(buf[at:]):
             return None  # whitespace or a piece of the opener so far: wait for more
@@ -1766,7 +1772,7 @@ class StreamParser:
         """After a close ending at offset ``at``: resume the suspended region, or go back OUTSIDE."""
         if self._stack:
             (self._state, self._field, self._region, self._name, self._dirty, self._opened, self._body,
-             self._blocks, self._groups, self._bd, self._open_at, self._open_text) = self._stack.pop()
+             self._blocks, self._groups, self._bd, self._open_at, self._open_text, self._gaps) = self._stack.pop()
             self._exact = self._body_len()
             self._mark = at - self._exact  # its body goes on from here
             self._sunk = 0
@@ -1795,6 +1801,30 @@ class StreamParser:
         self._sunk += n
         if self._recover and self._STRAY:  # only _stray_closers reads it
             self._exact = self._body_len()
+
+    def _gap(self, text: str) -> None:
+        """errors="recover": ``text``, just consumed at the current position, lies inside the
+        current region's span without being its body (see :meth:`_raw`)."""
+        if self._gaps is None:
+            self._gaps = []
+        self._gaps.append((self._body_len(), text))
+
+    def _raw(self, body: str, closer: str) -> str:
+        """The current region's text in the output, opener to ``closer``: ``body`` with the text
+        consumed inside it put back where it was (:meth:`_gap`), so that a diagnostic's ``text``
+        is the output slice at its ``start``/``end`` (docs/events.md)."""
+        gaps = self._gaps
+        if not gaps:
+            return self._open_text + body + closer
+        pieces = [self._open_text]
+        k = 0
+        for at, text in gaps:
+            pieces.append(body[k:at])
+            pieces.append(text)
+            k = at
+        pieces.append(body[k:])
+        pieces.append(closer)
+        return "".join(pieces)
 
     def _route(self, events: list, text: str) -> None:
         if self.ledger is not None and text:
@@ -1874,7 +1904,7 @@ class StreamParser:
                         value = coerce_tool_calls(value, self._tools)
                     if self._recover and notes:
                         start = self._open_at if self._open_at is not None else self._mark
-                        raw = self._open_text + text + closer
+                        raw = self._raw(text, closer)
                         for note in notes:
                             self._report("repaired", start, at + len(closer), note, raw, region.slot)
                 except (ValueError, KeyError, TypeError) as exc:
@@ -1981,7 +2011,7 @@ class StreamParser:
         text kept in the diagnostic. One that closed is *malformed*: its raw text, delimiters
         included, also goes to the implicit field, so the answer never loses it.
         """
-        raw = self._open_text + body + closer
+        raw = self._raw(body, closer)
         error = f"{type(exc).__name__}: {exc}"
         kind = "truncated" if eos and not closer and not region.ends else "malformed"
         implicit = self.OUTSIDE_FIELD
