@@ -579,10 +579,18 @@ def _parse(args: argparse.Namespace) -> int:
     parser = module.ResponseParser(prefix, tools, errors=args.errors)
     for event in parser.initial_events:
         _print_json(event)
-    for chunk in _stream_chunks(args.file):
-        for event in parser.feed(chunk):
+    try:
+        for chunk in _stream_chunks(args.file):
+            for event in parser.feed(chunk):
+                _print_json(event)
+        message, events = parser.finalize()
+    except (ValueError, KeyError, TypeError) as exc:
+        # strict: the events the failing call produced before the error (exc.events, see
+        # runtime/stream.py _carry_events) come first, then main() prints the error
+        for event in getattr(exc, "events", None) or ():
             _print_json(event)
-    message, events = parser.finalize()
+        _print_diagnostics(parser)
+        raise
     for event in events:
         _print_json(event)
     _print_diagnostics(parser)

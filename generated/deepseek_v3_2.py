@@ -314,6 +314,13 @@ def _scan_0(buf, pos, eos, memo):
         if not eos:
             if m.partial or e == n:
                 # a partial match, or a complete one at the buffer edge: more input may change it
+                if not m.partial:
+                    # and so may a path the engine tries before it from an earlier start (D2: a
+                    # partial search returns a later complete match before an earlier partial
+                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
+                    q = _P0.search(buf, lo, i, partial=True)
+                    if q is not None and q.start() < i:
+                        i = q.start()
                 if i < hold:
                     hold = i
                 i = -1

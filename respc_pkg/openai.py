@@ -15,8 +15,8 @@ Each region event is routed by its message key (``field``):
   ``join``; the adapter applies that as the text goes: leading whitespace of a block is dropped,
   trailing whitespace is held until more text follows it (then sent) or the block closes (then
   dropped), and the ``join`` string goes out before a block's first character when the slot already
-  has a value. So the concatenated deltas of a key equal the message's value; nothing is ever sent
-  that the message will not hold. A text region whose body is not stripped streams raw; any other
+  has non-empty text (empty pieces are never joined). So the concatenated deltas of a key equal the
+  message's value; nothing is ever sent that the message will not hold. A text region whose body is not stripped streams raw; any other
   processing is sent at the region's close.
 * ``tool_calls`` regions: a call's first delta carries ``index``, ``id`` and ``type``; its
   ``function.name`` goes out as soon as it is known; ``function.arguments`` are JSON text fragments.
@@ -1249,7 +1249,7 @@ class ChatCompletionStream:
                 return
             text.started = True
             join = text.join
-            if text.stored is not None and join:
+            if text.stored and join:  # (empty pieces are never joined: the message's rule)
                 text.parts.append(join)
                 self._deltas.append(("text", text.key, join))
         whole = text.pending + piece
@@ -1272,10 +1272,10 @@ class ChatCompletionStream:
         stored = text.stored
         join = region.join if region is not None else None
         if join is not None:
-            if stored is None:
-                new = value
-            elif value or not stored:
+            if stored and value:
                 new = stored + join + value
+            elif value or stored is None:
+                new = value
             else:
                 new = stored
         elif region is not None and region.repeats:

@@ -14,7 +14,8 @@ opener and closer with the transition that consumed it (``open``, ``open nest``,
 its value (what the parser then consumes before routing again is its optional trailing close,
 ``close after``), an opener given back to the enclosing region (it is that region's text), calls
 nested in a section. With ``errors="recover"`` the parser's diagnostics carry offsets: text inside
-a ``region_malformed`` span is marked malformed, a delimiter the stream cut off is ``dropped``.
+a ``region_malformed`` span is marked malformed (text held as a possible delimiter when the
+stream ended is region text: docs/events.md).
 
 Size. One ``<span>`` per run of one region (not per character), values kept in one JSON block
 parsed on the first hover, one event listener: a 1 MB output renders without freezing a browser.
@@ -50,8 +51,7 @@ class Segment:
         start (int), end (int): offsets in the output (the prefix not counted).
         kind (str): ``"region"`` (a region's text), ``"delimiter"`` (a delimiter the parser
             consumed), ``"discarded"`` (text of a region whose slot is null, or of the null sink:
-            consumed, in no event), ``"dropped"`` (``errors="recover"``: held back as a possible
-            delimiter, then cut off by the end of the stream and reported), ``"consumed"``
+            consumed, in no event), ``"consumed"``
             (consumed but explained by nothing: never for the catalogue), ``"unparsed"`` (after
             a strict error, not reached).
         region (int | None): index into :attr:`Layout.regions` for ``"region"``.
@@ -59,8 +59,7 @@ class Segment:
             stream (a possible partial delimiter, or a D2 match that later input could change).
         label (str): for a delimiter, which one and how it was taken (``"close reasoning_content"``,
             ``"open nest tool_calls"``, ``"close after tool_calls"``); for discarded text, the
-            region whose text it was (``"outside"``: the null sink); for dropped text, the
-            diagnostic's kind.
+            region whose text it was (``"outside"``: the null sink).
         malformed (bool): inside the span of a ``region_malformed`` event (``errors="recover"``).
     """
 
@@ -366,7 +365,6 @@ def layout(parser_module: Any, text: str, *, prefix: Any, tools: list | None = N
     diagnostics = [{"kind": d.get("kind"), "start": d.get("start", 0), "end": d.get("end", 0),
                     "message": d.get("message", ""), **({"field": d["field"]} if d.get("field") else {})}
                    for d in parser_diagnostics]
-    dropped = [(d["start"], d["end"], d["kind"]) for d in diagnostics if d["kind"] == "truncated-delimiter"]
     delimiters = None  # the template's, looked up only for a gap the record does not explain
     raw: list[Segment] = []
     cursor = 0
@@ -377,10 +375,6 @@ def layout(parser_module: Any, text: str, *, prefix: Any, tools: list | None = N
         nonlocal delimiters, after
         if hi <= lo:
             return
-        for d_start, d_end, label in dropped:
-            if d_start <= lo and hi <= d_end:
-                raw.append(Segment(lo, hi, "dropped", label=label))
-                return
         if after is not None:
             raw.append(Segment(lo, hi, "delimiter", label=f"close after {after}"))
             after = None
@@ -594,9 +588,6 @@ def render(result: Layout, *, title: str = "", wrap: bool | None = None) -> str:
             note = ("discarded: outside regions (no implicit field)" if seg.label == "outside"
                     else f"discarded: text of region {seg.label} (its slot is null)")
             spans.append(f'<span class="d k{extra}" title="{_attr(note)}">{piece}</span>')
-        elif seg.kind == "dropped":
-            note = f"dropped ({seg.label}): held back as a possible delimiter, cut off by the end of the stream"
-            spans.append(f'<span class="d x m" title="{_attr(note)}">{piece}</span>')
         elif seg.kind == "consumed":
             spans.append(f'<span class="d x{extra}" title="consumed (no region\'s text)">{piece}</span>')
         else:

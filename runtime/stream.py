@@ -245,6 +245,18 @@ def make_boundary(parser: str, args: dict) -> Callable[[], Any]:
     return record.boundary(args)
 
 
+def _carry_events(exc: BaseException, events: list) -> None:
+    """Give an error raised inside ``feed`` / ``finalize`` the events that call produced before
+    it, as ``exc.events`` (a list of event dicts; docs/events.md, "Errors"): they are returned by
+    no call, and a caller printing events as they come (``respc parse --events``) prints them
+    before the error. An error that already carries them (raised again by a later call) keeps its own."""
+    if isinstance(exc, Exception) and not hasattr(exc, "events"):
+        try:
+            exc.events = events
+        except AttributeError:  # an exception type without a __dict__
+            pass
+
+
 def to_text(value: Any, tokenizer: Any, what: str) -> str:
     """Return ``value`` as text: a str as is, token ids decoded with ``tokenizer.decode``.
 
@@ -568,6 +580,9 @@ def literal_hold(buf: str, lo: int, firsts: str, prefixes: frozenset) -> int:
 #: body pieces joined into one block at a time (see StreamParser._keep)
 BLOCK = 256
 
+#: token ids held at most at the end of a feed as a character still being written (_decode): a
+#: character has at most four UTF-8 bytes, each id of a byte-level tokenizer one or more
+SPLIT_IDS = 4
 #: held text at least this long is searched again only once it has doubled (see StreamParser._run)
 LONG_HOLD = 1024
 
@@ -785,7 +800,7 @@ class StreamParser:
     __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_blocks", "_groups",
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_heads", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
-                 "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_recover", "_eos_hold", "_id_tail",
+                 "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
                  "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd")
 
@@ -868,6 +883,9 @@ class StreamParser:
         self._sunk = 0
         self._open_at = None
         self._open_text = ""
+        #: errors="recover": text consumed inside the current region's span that is not its body
+        #: (a repaired copy of a delimiter), as (body length there, text); see _raw
+        self._gaps = None
         prefix = to_text(prefix, tokenizer, "prefix")
         self._tokenizer = tokenizer
         params = tool_parameters(tools) if tools is not None else None
@@ -1086,8 +1104,9 @@ class StreamParser:
         events: list[dict] = []
         try:
             self._run(events, False)
-        except BaseException:
+        except BaseException as exc:
             self._fail()
+            _carry_events(exc, events)
             raise
         return events
 
@@ -1129,11 +1148,18 @@ class StreamParser:
 
     # --- machinery ---------------------------------------------------------------------------
     def _decode(self, ids: Any) -> str:
-        """Token ids to text, holding ids whose text ends in the middle of a character.
+        """Token ids to text, holding the ids whose text ends in the middle of a character.
 
         A byte-level tokenizer decodes a character split across tokens as U+FFFD until its last
-        byte arrives; such ids are kept and decoded again with the next ones (at most 8, so real
-        replacement characters in the output are not held for ever).
+        byte arrives. The ids held from earlier feeds and ``ids`` are decoded together; when that
+        text ends with U+FFFD, the last ids that may still be completing a character stay held:
+        the fewest (one to :data:`SPLIT_IDS`, since a character has at most four UTF-8 bytes and
+        every id of a byte-level tokenizer carries one or more) whose removal leaves a text that
+        does not end with U+FFFD and begins the whole text; the rest is returned. When no such
+        cut exists, the U+FFFD is the output's own (bytes that no later id can complete) and
+        everything is returned. However many ids one feed brings, no character is lost, and
+        each feed is decoded at most ``SPLIT_IDS + 1`` times (docs/events.md, "Token ids").
+        ``finalize`` decodes what is still held.
         """
         if isinstance(ids, (bytes, bytearray)) or ids is None:
             return to_text(ids, self._tokenizer, "response")
@@ -1143,10 +1169,15 @@ class StreamParser:
         if tail:
             ids = tail + list(ids)
         text = to_text(ids, self._tokenizer, "response")
-        if text.endswith("\ufffd") and len(ids) < 8:
-            self._id_tail = list(ids)
-            return ""
         self._id_tail = []
+        if not text.endswith("\ufffd"):
+            return text
+        ids = list(ids)
+        for k in range(1, min(SPLIT_IDS, len(ids)) + 1):
+            head = to_text(ids[:-k], self._tokenizer, "response")
+            if not head.endswith("\ufffd") and text.startswith(head):
+                self._id_tail = ids[-k:]
+                return head
         return text
 
     def _body_len(self) -> int:
@@ -1393,8 +1424,9 @@ class StreamParser:
     def _guarded(self, events: list, eos: bool) -> None:
         try:
             self._run(events, eos)
-        except BaseException:
+        except BaseException as exc:
             self._fail()
+            _carry_events(exc, events)
             raise
 
     def _fail(self) -> None:
@@ -1425,6 +1457,7 @@ class StreamParser:
         self._groups = None
         self._body = []
         self._blocks = []
+        self._gaps = None
         #: body length from which body text lies contiguously before the current position (a
         #: resumed region or text consumed inside the body breaks that); see _stray_closers
         self._exact = 0
@@ -1521,14 +1554,14 @@ class StreamParser:
                 cut = self._eos_hold
                 if cut is not None and pos <= cut < len(buf):
                     # errors="recover": text held back as the start of a delimiter that the stream
-                    # cut off is not region text; it is reported instead
-                    if cut > pos:
-                        self._route(events, buf[pos:cut])
-                    at = self._here()
+                    # cut off is reported, and stays the region's text (answer text is never
+                    # dropped: serving engines strip the stop token, so every output ends
+                    # without its closer; docs/events.md "Recovering from damaged output")
+                    at = self._here() + cut - pos
                     self._report("truncated-delimiter", at, at + len(buf) - cut,
-                                 "the stream ended inside what may be a delimiter", buf[cut:])
-                    self._consume("diagnostic", len(buf) - cut)
-                elif pos < len(buf):
+                                 "the stream ended inside what may be a delimiter (kept as text)", buf[cut:],
+                                 self._name)
+                if pos < len(buf):
                     self._route(events, buf[pos:])
                 pos = len(buf)
                 end_at = self._close(events, None, "", True)
@@ -1674,6 +1707,7 @@ class StreamParser:
             self._report("repaired", at, at + len(opener), NOTES["doubled-opener"].format(opener),
                          opener, self.REGIONS[field].slot)
             self._consume("diagnostic", len(opener))
+            self._gap(opener)
             return open_end
         if open_start == open_end:
             # A zero-width opener would match here again: the next character goes with it (no
@@ -1689,7 +1723,7 @@ class StreamParser:
             at = self._here()
             self._stack.append((self._state, self._field, self._region, self._name, self._dirty, self._opened,
                                 self._body, self._blocks, self._groups, self._bd, self._open_at,
-                                self._open_text))
+                                self._open_text, self._gaps))
         else:
             at = self._close(events, None)  # no closer: the offset it ends at is _here()
         if self.ledger is not None and opener:
@@ -1741,6 +1775,7 @@ class StreamParser:
             here = self._here()
             self._report("repaired", here, here + len(again), NOTES[note].format(again), again, slot)
             self._consume("diagnostic", len(again))
+            self._gap(again)
             return at + len(again)
         if not eos and again.startswith(buf[at:]):
             return None  # whitespace or a piece of the opener so far: wait for more
@@ -1751,7 +1786,7 @@ class StreamParser:
         """After a close ending at offset ``at``: resume the suspended region, or go back OUTSIDE."""
         if self._stack:
             (self._state, self._field, self._region, self._name, self._dirty, self._opened, self._body,
-             self._blocks, self._groups, self._bd, self._open_at, self._open_text) = self._stack.pop()
+             self._blocks, self._groups, self._bd, self._open_at, self._open_text, self._gaps) = self._stack.pop()
             self._exact = self._body_len()
             self._mark = at - self._exact  # its body goes on from here
             self._sunk = 0
@@ -1780,6 +1815,30 @@ class StreamParser:
         self._sunk += n
         if self._recover and self._STRAY:  # only _stray_closers reads it
             self._exact = self._body_len()
+
+    def _gap(self, text: str) -> None:
+        """errors="recover": ``text``, just consumed at the current position, lies inside the
+        current region's span without being its body (see :meth:`_raw`)."""
+        if self._gaps is None:
+            self._gaps = []
+        self._gaps.append((self._body_len(), text))
+
+    def _raw(self, body: str, closer: str) -> str:
+        """The current region's text in the output, opener to ``closer``: ``body`` with the text
+        consumed inside it put back where it was (:meth:`_gap`), so that a diagnostic's ``text``
+        is the output slice at its ``start``/``end`` (docs/events.md)."""
+        gaps = self._gaps
+        if not gaps:
+            return self._open_text + body + closer
+        pieces = [self._open_text]
+        k = 0
+        for at, text in gaps:
+            pieces.append(body[k:at])
+            pieces.append(text)
+            k = at
+        pieces.append(body[k:])
+        pieces.append(closer)
+        return "".join(pieces)
 
     def _route(self, events: list, text: str) -> None:
         if self.ledger is not None and text:
@@ -1863,7 +1922,7 @@ class StreamParser:
                             raise ContentParseError(_NON_FINITE.format(region.name, bad))
                     if self._recover and notes:
                         start = self._open_at if self._open_at is not None else self._mark
-                        raw = self._open_text + text + closer
+                        raw = self._raw(text, closer)
                         for note in notes:
                             self._report("repaired", start, at + len(closer), note, raw, region.slot)
                 except (ValueError, KeyError, TypeError) as exc:
@@ -1970,7 +2029,7 @@ class StreamParser:
         text kept in the diagnostic. One that closed is *malformed*: its raw text, delimiters
         included, also goes to the implicit field, so the answer never loses it.
         """
-        raw = self._open_text + body + closer
+        raw = self._raw(body, closer)
         error = f"{type(exc).__name__}: {exc}"
         kind = "truncated" if eos and not closer and not region.ends else "malformed"
         implicit = self.OUTSIDE_FIELD
@@ -1991,7 +2050,8 @@ class StreamParser:
                 out[target.slot] = raw
 
     def _store(self, region: Region, value: Any) -> None:
-        """Put one block's value into the message (SPEC 4.5 with D1: empty never erases)."""
+        """Put one block's value into the message (docs/template-language.md, D1: empty never erases,
+        and an empty piece of a ``join`` field is never joined)."""
         out = self._out
         name = region.slot
         join = region.join
@@ -2003,11 +2063,13 @@ class StreamParser:
                     f"Field {region.name!r}: 'join' requires each match to parse to a string, got "
                     f"{type(value).__name__}."
                 )
+            # empty pieces are never joined (docs/template-language.md, D1): "" + join + "b" would
+            # give the separator with nothing before it, "a" + join + "" one with nothing after it
             previous = out.get(name)
-            if previous is None:
-                out[name] = value
-            elif value or not previous:
+            if previous and value:
                 out[name] = previous + join + value
+            elif value or previous is None:
+                out[name] = value
         elif region.repeats:
             if value is None and region.empty_none:
                 return

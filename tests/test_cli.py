@@ -446,6 +446,46 @@ def test_events_parse_error_exits_1_after_streaming(tmp_path, capsys):
     assert "Traceback" not in captured.err
 
 
+@pytest.mark.parametrize("tail", ["", "</tool_call>"])
+def test_events_before_a_strict_error_in_the_same_feed_are_printed(tmp_path, capsys, tail):
+    """Issue 24 item 5: one feed whose later part raises printed none of its events; they come
+    first now (exc.events), then the error on stderr. Without the closer the error comes from
+    finalize, whose events before it (none here) are printed the same way."""
+    text = 'Hi<tool_call>{"name": "f", "arguments": {}}</tool_call> then <tool_call>{bad}' + tail
+    (tmp_path / "out.txt").write_text(text, encoding="utf-8")
+    code = main(["parse", "qwen3", str(tmp_path / "out.txt"), "--prefix", "", "--events"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert [json.loads(line) for line in captured.out.splitlines()] == [
+        {"type": "region_open", "field": "content"},
+        {"type": "region_chunk", "field": "content", "text": "Hi", "dirty": False},
+        {"type": "region_close", "field": "content", "value": "Hi"},
+        {"type": "region_open", "field": "tool_calls"},
+        {"type": "region_chunk", "field": "tool_calls", "text": '{"name": "f", "arguments": {}}', "dirty": True},
+        {"type": "region_close", "field": "tool_calls",
+         "value": {"type": "function", "function": {"name": "f", "arguments": {}}}},
+        {"type": "region_open", "field": "content"},
+        {"type": "region_chunk", "field": "content", "text": " then ", "dirty": False},
+        {"type": "region_close", "field": "content", "value": "then"},
+        {"type": "region_open", "field": "tool_calls"},
+        {"type": "region_chunk", "field": "tool_calls", "text": "{bad}", "dirty": True}]
+    assert captured.err.startswith("respc: cannot parse output: ContentParseError: Field 'tool_calls'")
+    assert captured.err.count("\n") == 1
+
+
+def test_feed_error_carries_the_events_before_it():
+    qwen3 = respc.compile_template(QWEN3)
+    parser = qwen3.ResponseParser("")
+    with pytest.raises(ValueError) as info:
+        parser.feed("Hi<tool_call>{bad}</tool_call>")
+    assert info.value.events == [
+        {"type": "region_open", "field": "content"},
+        {"type": "region_chunk", "field": "content", "text": "Hi", "dirty": False},
+        {"type": "region_close", "field": "content", "value": "Hi"},
+        {"type": "region_open", "field": "tool_calls"},
+        {"type": "region_chunk", "field": "tool_calls", "text": "{bad}", "dirty": True}]
+
+
 # -- compile and --check ---------------------------------------------------------------------------
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):

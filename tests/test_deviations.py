@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 import respc
+from respc.openai import ChatCompletionStream
 from support import merged_events, run_stream
 
 CHATML = {
@@ -25,6 +28,35 @@ def test_D1_empty_block_never_extends_a_join_field():
     template = {"start_anchor": "A", "fields": {
         "content": {"close": "<|im_end|>", "repeats": True, "join": "|"}}}
     assert respc.parse_response("a<|im_end|> <|im_end|>b", template, prefix="") == {"content": "a|b"}
+
+
+THINK_JOIN = {"start_anchor": "<|a|>", "fields": {
+    "reasoning_content": {"open": "<think>", "close": "</think>", "repeats": True, "join": "\n\n"},
+    "content": {"repeats": True, "join": ""}}}
+
+
+@pytest.mark.parametrize("name", ["qwen3", "template"])
+@pytest.mark.parametrize("errors", ["strict", "recover"])
+def test_D1_empty_pieces_are_never_joined(name, errors):
+    """Issue 24 item 5: ``<think></think>Hi<think></think>`` gave reasoning "\n\n" (two empty
+    pieces joined) while ``<think>a</think>Hi<think></think>`` gave "a"; the reference gives
+    "\n\n" and "a\n\n"."""
+    if name == "qwen3":
+        module, prefix = importlib.import_module("respc.generated.qwen3"), ""
+    else:
+        module, prefix = respc.compile_template(THINK_JOIN), "<|a|>"
+    for text, reasoning in [("<think></think>Hi<think></think>", None), ("<think>a</think>Hi<think></think>", "a"),
+                            ("<think></think>Hi<think>b</think>", "b"), ("<think>a</think>Hi<think>b</think>", "a\n\nb"),
+                            ("<think>a</think>Hi<think></think>x<think>b</think>", "a\n\nb")]:
+        for chunks in ([text], list(text)):
+            message, _ = run_stream(module, prefix, chunks, errors=errors)
+            assert message.get("reasoning_content") == reasoning, (text, chunks)
+            assert message["content"] == ("Hix" if "x" in text else "Hi")
+            # the OpenAI delta adapter sends what the message stores, no separator before "b"
+            stream = ChatCompletionStream(module.ResponseParser(prefix, errors=errors))
+            chunks_out = [c for piece in chunks for c in stream.feed(piece)] + stream.finalize()
+            sent = "".join(c["choices"][0]["delta"].get("reasoning_content") or "" for c in chunks_out if c.get("choices"))
+            assert (sent, stream.diagnostics) == (reasoning or "", [])
 
 
 def test_D1_events_are_unchanged():

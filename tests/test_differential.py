@@ -97,6 +97,8 @@ class _DeviatingRef(RefParser):
         is_list = field.repeats and field.join is None
         if not is_list and _is_empty(events[-1]["value"]) and before is not _MISSING and not _is_empty(before):
             self._output[name] = before  # D1: empty never erases or extends
+        elif field.join is not None and before == "" and isinstance(events[-1]["value"], str):
+            self._output[name] = events[-1]["value"]  # D1: an empty piece is never joined
 
 
 @lru_cache(maxsize=None)

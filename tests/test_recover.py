@@ -67,11 +67,13 @@ def test_truncated_call_is_dropped_and_reported_earlier_calls_kept(how):
 
 
 @pytest.mark.parametrize("how", ["whole", "chars", "random"])
-def test_partial_delimiter_at_the_end_is_not_content(how):
+def test_partial_delimiter_at_the_end_stays_text(how):
+    """Answer text is never dropped (issue 24 item 2): held text is text at the end, reported."""
     message, _, diagnostics = run(QWEN3, "", "Sure.<tool_c", how)
-    assert message == {"role": "assistant", "content": "Sure."}
-    assert diagnostics == [{"kind": "truncated-delimiter", "field": None, "start": 5, "end": 12,
-                            "message": "the stream ended inside what may be a delimiter", "text": "<tool_c"}]
+    assert message == {"role": "assistant", "content": "Sure.<tool_c"}
+    assert diagnostics == [{"kind": "truncated-delimiter", "field": "content", "start": 5, "end": 12,
+                            "message": "the stream ended inside what may be a delimiter (kept as text)",
+                            "text": "<tool_c"}]
 
 
 def test_partial_delimiter_at_the_end_stays_text_in_strict():
@@ -314,10 +316,11 @@ def test_cli_recover_prints_diagnostics_to_stderr(tmp_path, capsys):
     code = main(["parse", "qwen3", str(tmp_path / "out.txt"), "--prefix", "", "--errors", "recover"])
     captured = capsys.readouterr()
     assert code == 0
-    assert json.loads(captured.out) == {"role": "assistant", "content": "Hi", "tool_calls": [
+    assert json.loads(captured.out) == {"role": "assistant", "content": "Hi<tool_c", "tool_calls": [
         {"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]}
     assert captured.err == ("respc: repaired at 2-62 field tool_calls: trailing comma before '}' removed\n"
-                            "respc: truncated-delimiter at 62-69: the stream ended inside what may be a delimiter\n")
+                            "respc: truncated-delimiter at 62-69 field content: the stream ended inside what may "
+                            "be a delimiter (kept as text)\n")
 
 
 def test_cli_strict_error_puts_the_cause_before_the_cut_body(tmp_path, capsys):

@@ -21,10 +21,10 @@ For every damaged output, fed whole, one character at a time and in random piece
    ``"diagnostic"`` entry lies inside a diagnostic's ``[start, end)`` whose ``text`` is that slice
    of the output; ``"delimiter"`` entries are openers and closers the automaton consumed and
    ``"discarded"`` ones text the template itself discards (null slots, no implicit field);
-4. every diagnostic that quotes one piece of markup (a stray closer, a declared repair, a cut-off
-   delimiter) quotes it exactly: ``output[start:end] == text``. (The diagnostic of a whole
-   malformed or truncated region is not checked so: its span also covers a copy of a delimiter that
-   another diagnostic already holds.)
+4. every diagnostic with offsets and a ``text``, and every ``region_malformed`` event, quotes the
+   output exactly: ``output[start:end] == text`` -- a whole malformed, truncated or repaired region
+   included, when a copy of a delimiter inside it is held by another diagnostic (issue 24 item 5;
+   docs/events.md).
 
 Bounded: a fixed number of examples per run (derandomized), well under a minute.
 """
@@ -36,11 +36,12 @@ import json
 import random
 from pathlib import Path
 
+import pytest
 import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support import REPO
+from support import REPO, SHARED, load_jsonl, missing
 
 FAMILIES = Path(__file__).resolve().parent / "cases" / "families"
 NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json") if (FAMILIES / p.name).is_file())
@@ -142,6 +143,14 @@ def _check_accounted(rest: str, text: str, events: list, diagnostics: list, ledg
                        for d in diagnostics), f"diagnostic text {text[s:e]!r} at {s}-{e} is in no diagnostic"
 
 
+def _check_quotes(text: str, events: list, diagnostics: list, where) -> None:
+    """Point 4 of the module docstring: what a diagnostic or ``region_malformed`` event quotes is
+    the output at its offsets (a negative start: the prefix remainder, not checked here)."""
+    for d in [*diagnostics, *(e for e in events if e["type"] == "region_malformed")]:
+        if d.get("text") is not None and d.get("start") is not None and d["start"] >= 0:
+            assert text[d["start"]:d["end"]] == d["text"], (where, d)
+
+
 OPS = st.lists(st.tuples(st.sampled_from(["truncate", "delete", "double", "swap", "insert", "space", "part-twice",
                                           "stray"]),
                          st.integers(0, 10_000), st.integers(0, 10_000),
@@ -168,10 +177,38 @@ def test_recover_never_raises_and_accounts_for_every_character(case, ops, seed):
     for message, events, diagnostics, ledger in results:
         assert (message, diagnostics) == (whole[0], whole[2]), (name, damaged)
         _check_accounted(rest, damaged, events, diagnostics, ledger)
-        for d in diagnostics:
-            if d["kind"] in ("stray-closer", "truncated-delimiter") or "the template declares" in d["message"]:
-                assert damaged[d["start"]:d["end"]] == d["text"], (name, damaged, d)
+        _check_quotes(damaged, events, diagnostics, (name, damaged))
 
 
 def test_every_catalogue_template_has_cases():
     assert len({c[0] for c in CASES}) == len(NAMES) >= 40
+
+
+def test_doubled_opener_inside_a_malformed_region_is_in_its_text():
+    """Issue 24 item 5: a region_malformed diagnostic's text is the output at its start/end, also
+    when a copy of the opener inside the region is held by a ``repaired`` diagnostic (the copy
+    then also reaches the answer with the rest of the region's text)."""
+    module = importlib.import_module("respc.generated.apriel_1_5")
+    text = ('Let me check.\n<tool_calls><tool_calls>[{"name": "f", "arguments": {"a": 1 2}}]</tool_calls>'
+            '[END FINAL RESPONSE]\n<|end|>')
+    for chunks in ([text], list(text)):
+        message, events, diagnostics, _ = _run(module, "", chunks)
+        assert [(d["kind"], d["start"], d["end"], d["text"]) for d in diagnostics] == [
+            ("repaired", 26, 38, "<tool_calls>"), ("malformed", 14, 91, text[14:91])]
+        assert [(e["start"], e["end"], e["text"]) for e in events if e["type"] == "region_malformed"] == [
+            (14, 91, text[14:91])]
+        assert message["content"] == "Let me check." + text[14:91]
+
+
+@pytest.mark.parametrize("path", ["vectors.jsonl", "peer_vectors.jsonl", "peer_vectors2.jsonl"])
+def test_corpus_diagnostics_quote_the_output(path):
+    """Point 4 on the shared corpus (``../shared/corpus``), in recover mode, whole and per character."""
+    vectors = [v for v in load_jsonl(SHARED / "corpus" / path) if v.get("family") in NAMES and "text" in v]
+    if not vectors:
+        pytest.skip(missing(SHARED / "corpus" / path))
+    for vector in vectors:
+        module = importlib.import_module(f"respc.generated.{vector['family']}")
+        text = vector["text"]
+        for chunks in ([text], list(text)):
+            _, events, diagnostics, _ = _run(module, vector.get("prefix") or "", chunks)
+            _check_quotes(text, events, diagnostics, vector["id"])

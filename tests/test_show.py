@@ -242,7 +242,7 @@ def test_value_end_trailing_close_and_rejected_opener():
     assert result.message["content"] == "Use <call> here.thenok"  # text strips each block
 
 
-def test_recover_marks_malformed_and_dropped_text_at_the_parsers_offsets():
+def test_recover_marks_malformed_and_held_text_at_the_parsers_offsets():
     module = _module("qwen3")
     text = "Hi.<tool_call>{bad}</tool_call>ok<tool_c"
     result = show.layout(module, text, prefix="", errors="recover")
@@ -250,17 +250,17 @@ def test_recover_marks_malformed_and_dropped_text_at_the_parsers_offsets():
         ("malformed", 3, 31), ("truncated-delimiter", 33, 40)]
     assert [(text[s.start:s.end], s.kind, s.malformed) for s in result.segments] == [
         ("Hi.", "region", False), ("<tool_call>", "delimiter", True), ("{bad}", "region", True),
-        ("</tool_call>", "delimiter", True), ("ok", "region", False), ("<tool_c", "dropped", False)]
+        ("</tool_call>", "delimiter", True), ("ok", "region", False), ("<tool_c", "region", False)]
     assert result.regions[1].malformed and not result.regions[1].closed
-    assert result.message["content"] == "Hi.<tool_call>{bad}</tool_call>ok"
+    assert result.message["content"] == "Hi.<tool_call>{bad}</tool_call>ok<tool_c"
     parsed = _check_page(show.render(result), result)
     assert [p[0] for p in parsed.pieces if "m" in p[1].split()] == ["<tool_call>", "{bad}", "</tool_call>", "<tool_c"]
-    # a delimiter cut off right after a value that ended its region is dropped, not a trailing close
+    # a delimiter cut off right after a value that ended its region is text, not a trailing close
     value = show.layout(respc.compile_template(_VALUE), '<call>{"name": "f", "arguments": {}}<|eo', prefix="",
                         errors="recover")
     assert _spans(value) == [("<call>", "delimiter", "open tool_calls"),
                              ('{"name": "f", "arguments": {}}', "region", "tool_calls"),
-                             ("<|eo", "dropped", "truncated-delimiter")]
+                             ("<|eo", "region", "content")]
     with pytest.raises(ValueError, match="errors must be"):
         show.layout(module, text, prefix="", errors="lenient")
 

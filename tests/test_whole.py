@@ -172,11 +172,11 @@ def test_single_pass_is_taken_and_skips_the_streaming_pass():
 
 
 def test_recover_keeps_the_truncated_delimiter_diagnostic():
-    """What the eos=False pass held at the end is reported, as when streaming."""
+    """What the eos=False pass held at the end is reported, as when streaming, and stays text."""
     text = "Sure.<tool_c"
     parser = _generated("qwen3")("", errors="recover")
     message = whole.finish(parser, text)
-    assert message["content"] == "Sure."
+    assert message["content"] == "Sure.<tool_c"
     assert [(d["kind"], d["start"], d["end"], d["text"]) for d in parser.diagnostics] == [
         ("truncated-delimiter", 5, 12, "<tool_c")]
     assert _same(_generated("qwen3"), "", text)[0]["content"] == "Sure.<tool_c"  # strict: text
