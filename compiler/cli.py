@@ -784,13 +784,13 @@ def _parse_html(args: argparse.Namespace) -> int:
     name = "standard input" if args.file == "-" else _display_path(args.file)
     _write_text(args.html, show.render(result, title=f"respc parse {_display_path(args.template)} {name}"),
                 args.parents, (args.file, args.prefix_file, args.tools, args.template))
-    print(f"respc: wrote {_display_path(args.html)} (open it in a browser)", file=sys.stderr)
     for diagnostic in result.diagnostics:
         if diagnostic["kind"] == "error":
             print(f"respc: cannot parse output: {diagnostic['message']} (marked on the page at output offsets "
                   f"{diagnostic['start']}-{diagnostic['end']}: from the failing region's body to where parsing "
                   f"stopped, its opener not included; see {args.html})", file=sys.stderr)
             return 1
+    print(f"respc: wrote {_display_path(args.html)} (open it in a browser)", file=sys.stderr)
     _print_json(result.message, indent=2)
     return 0
 
