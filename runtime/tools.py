@@ -42,7 +42,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .errors import RespcError
+from .errors import ContentParseError, RespcError
 
 __all__ = [
     "ToolTypes",
@@ -52,6 +52,7 @@ __all__ = [
     "tool_parameters",
     "compile_tool_types",
     "coerce_tool_calls",
+    "check_tool_call_names",
     "get_json_schema",
 ]
 
@@ -275,6 +276,47 @@ def coerce_tool_calls(value: Any, params: Mapping) -> Any:
     if not isinstance(params, ToolTypes):
         params = compile_tool_types(params)
     return _coerce(value, params)
+
+
+#: characters no function name holds: whitespace, markup, quotes, brackets (a name holding them
+#: is body text an open pattern took, ``{"name":"get_weather",...}`` as a name)
+_NOT_A_NAME = re.compile(r"[\s<>{}\[\]()\"']")
+
+
+def check_tool_call_names(value: Any, field: str | None = None) -> None:
+    """Refuse a tool call without a function name (docs/template-language.md, "Tool calls need a
+    name").
+
+    A tool call is a dict with a ``"function"`` key (or a list of such dicts); its ``function``
+    must be a dict whose ``name`` is a non-empty string without whitespace, quotes, brackets,
+    braces, parentheses or angle brackets. Any other value (a region that holds no tool calls) is
+    not looked at.
+
+    Args:
+        value (Any): a closed region's value, after its transform.
+        field (str | None): the region's field, named in the message.
+
+    Raises:
+        ContentParseError: a tool call has no such name; the message quotes what it has.
+    """
+    calls = value if isinstance(value, list) else (value,)
+    for call in calls:
+        if not isinstance(call, dict) or "function" not in call:
+            continue
+        function = call["function"]
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name and _NOT_A_NAME.search(name) is None:
+            continue
+        if not isinstance(function, dict):
+            why = f"its 'function' is {type(function).__name__} {function!r}, not an object with a name"
+        elif "name" not in function:
+            why = f"its 'function' has no 'name' (keys {sorted(map(str, function))})"
+        elif not isinstance(name, str):
+            why = f"its name is {type(name).__name__} {name!r}, not a string"
+        else:
+            why = f"its name {name!r} is not a function name"
+        where = f"Field {field!r}: " if field is not None else ""
+        raise ContentParseError(f"{where}tool call without a function name: {why}")
 
 
 # --------------------------------------------------------------------------------------------
