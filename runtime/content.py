@@ -467,7 +467,8 @@ def _make_xml_inline(args: dict) -> ContentParser:
     switch_at = numbers.get(switch) if switch is not None else None
 
     def parse_xml_inline(text: str, raws: dict | None = None) -> dict:
-        # raws (errors="recover" repair): match index -> the value text to use instead
+        # raws (errors="recover" repair): match index -> (the value text to use instead, the
+        # body offset its closing text ends at)
         out: dict[str, Any] = {}
         last = 0
         for index, m in enumerate(compiled.finditer(text)):
@@ -482,7 +483,8 @@ def _make_xml_inline(args: dict) -> ContentParser:
                 )
             raw = m.group(value_at) if has_value_group else ""
             if raws and index in raws:
-                raw = raws[index]
+                raw, raw_end = raws[index]
+                last = max(last, raw_end)  # the repaired value runs past the match
             if sub_parse is None:
                 value = raw
             elif raw is None:
@@ -662,7 +664,7 @@ def _repair_xml_inline(args: dict) -> Callable[[str], "tuple[Any, list[str]] | N
             if last < 0 or text[last + len(tag):limit].strip():
                 continue
             raw = text[m.start("value"):last]
-            raws[index] = raw.rstrip() if close_text[:1].isspace() else raw
+            raws[index] = (raw.rstrip() if close_text[:1].isspace() else raw, last + len(tag))
             key = m.group("key") if "key" in compiled.groupindex else None
             notes.append(NOTES["inner-close"].format(key, tag))
         if not notes:
