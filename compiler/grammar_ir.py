@@ -850,8 +850,15 @@ class _Builder:
             return Except(tuple(self.close_leads(f)))
         self.g.inexact(f"{where} content_args.tag_pattern: values are text up to the tag's close")
         required = set(schema.get("required") or ())
-        # text between tags is skipped by the reader: anything without a tag start or the close
-        junk = Except(tuple(dict.fromkeys([x for x in _leads(pattern) if x] + self.close_leads(f))))
+        if f.content_args.get("unmatched", "error") == "skip":
+            # text between tags is skipped by the reader: anything without a tag start or the close
+            junk = tail = Except(tuple(dict.fromkeys([x for x in _leads(pattern) if x] + self.close_leads(f))))
+        else:
+            # D7 (runtime/content.py): only whitespace between tags, and after the last one the
+            # closing tags of markup the opener began (``</function>``)
+            junk = WS
+            name = Rep(Chars(_norm([(ord(c), ord(c)) for c in "<>/"]), negate=True), 1, None)
+            tail = seq(WS, Rep(seq(Lit("</"), name, Lit(">"), WS), 0, None))
         value_tail = pattern.split("(?P<value>", 1)[1] if "(?P<value>" in pattern else ""
         # the pattern after the value group: group_end reads ``(`` + the group's body onwards
         after = value_tail[group_end("(" + value_tail, 0) - 1:] if value_tail else ""
@@ -864,7 +871,7 @@ class _Builder:
             value = seq(WS, typed(), WS) if typed else (Except(stop) if stop else Rep(ANY_CHAR))
             node, notes = regex_to_ir(pattern, {"key": Lit(key), "value": value})
             members.append((seq(node, junk), key in required))
-        return seq(junk, any_order(self.g, "xml_members", members, lambda node, first: node))
+        return seq(junk, any_order(self.g, "xml_members", members, lambda node, first: node), tail)
 
     def xml_boolean(self):
         """A boolean parameter value as the tool typing reads it (``runtime/tools.py``: ``true``,

@@ -180,8 +180,9 @@ def _probe_reparse(region: Any) -> bool:
         return False
     scope = {name: f"G_{name}" for name in names}
     try:
-        got = [_function(call) for call in _calls_of(region.process("", scope))]
-        cut = [_function(call) for call in _calls_of(region.process("<x", scope))]
+        partial = getattr(region.process, "partial", region.process)  # a body still being written
+        got = [_function(call) for call in _calls_of(partial("", scope))]
+        cut = [_function(call) for call in _calls_of(partial("<x", scope))]
     except Exception:  # noqa: BLE001 - a body parser that cannot read a cut-off body
         return False
     return (len(got) == 1 and got == cut and got[0].get("arguments") == {}
@@ -1452,7 +1453,7 @@ class ChatCompletionStream:
         if match is not None:
             scope.update(match.groupdict())
         try:
-            value = region.process(body, scope)
+            value = getattr(region.process, "partial", region.process)(body, scope)  # still open
             tools = getattr(self.parser, "_tools", None)
             if tools is not None and region.typed:
                 value = coerce_tool_calls(value, tools)

@@ -458,6 +458,7 @@ def _make_xml_inline(args: dict) -> ContentParser:
         return _failing("xml-inline", f"value_parser switch group {switch!r} is not a named group of "
                                       f"tag_pattern {tag_pattern!r}")
     merge = bool(args.get("merge_duplicates", False))
+    skip = args.get("unmatched", "error") == "skip"
     has_value_group = "value" in compiled.groupindex
     # Groups are read by number: the regex module looks a group name up in a dict it builds per
     # read (0.7 us a name, issue 14); a name used twice is one group there, so one number.
@@ -466,9 +467,14 @@ def _make_xml_inline(args: dict) -> ContentParser:
     switch_at = numbers.get(switch) if switch is not None else None
 
     def parse_xml_inline(text: str, raws: dict | None = None) -> dict:
-        # raws (errors="recover" repair): match index -> the value text to use instead
+        # raws (errors="recover" repair): match index -> (the value text to use instead, the
+        # body offset its closing text ends at)
         out: dict[str, Any] = {}
+        last = 0
         for index, m in enumerate(compiled.finditer(text)):
+            if not skip and m.start() > last:
+                _unaccounted_gap(text, last, m.start(), False)
+            last = m.end()
             key = m.group(key_at) if key_at is not None else None
             if key is None:
                 raise ContentParseError(
@@ -477,7 +483,8 @@ def _make_xml_inline(args: dict) -> ContentParser:
                 )
             raw = m.group(value_at) if has_value_group else ""
             if raws and index in raws:
-                raw = raws[index]
+                raw, raw_end = raws[index]
+                last = max(last, raw_end)  # the repaired value runs past the match
             if sub_parse is None:
                 value = raw
             elif raw is None:
@@ -494,10 +501,32 @@ def _make_xml_inline(args: dict) -> ContentParser:
                 previous.append(value)
             else:
                 out[key] = value
+        if not skip and last < len(text):
+            _unaccounted_gap(text, last, len(text), True)
         return out
 
     parse_xml_inline.compiled = compiled
     return parse_xml_inline
+
+
+def _unaccounted_gap(text: str, start: int, end: int, tail: bool) -> None:
+    """Raise unless ``text[start:end]``, body text no ``tag_pattern`` match covers, is accounted
+    for: whitespace, or (``tail``: after the last match) closing tags ``</name>`` of the enclosing
+    markup (``\n</function>\n`` of a Qwen3-Coder call), each with whitespace around it.
+
+    Raises:
+        ContentParseError: naming the offset in the body and the text (docs/template-language.md,
+            "Text no parser accounted for").
+    """
+    gap = text[start:end]
+    if not gap or gap.isspace() or (tail and _CLOSING_TAGS.fullmatch(gap)):
+        return
+    offset = start + len(gap) - len(gap.lstrip())
+    shown = gap.strip()
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    raise ContentParseError(f"xml-inline: text at offset {offset} of the body matches no tag_pattern: "
+                            f"{shown!r}.\nContent: {text!r}")
 
 
 _META = set("()[]{}.*+?|^$\\")
@@ -635,7 +664,7 @@ def _repair_xml_inline(args: dict) -> Callable[[str], "tuple[Any, list[str]] | N
             if last < 0 or text[last + len(tag):limit].strip():
                 continue
             raw = text[m.start("value"):last]
-            raws[index] = raw.rstrip() if close_text[:1].isspace() else raw
+            raws[index] = (raw.rstrip() if close_text[:1].isspace() else raw, last + len(tag))
             key = m.group("key") if "key" in compiled.groupindex else None
             notes.append(NOTES["inner-close"].format(key, tag))
         if not notes:
@@ -650,6 +679,7 @@ def _make_kv_lines(args: dict) -> ContentParser:
     kv_sep = args.get("kv_sep", ":")
     prepare = _make_text(args)
     sub_parse, switch = _make_value_parser(args.get("value_parser"))
+    skip = args.get("unmatched", "error") == "skip"
     if switch is not None and switch != "key":
         return _failing("kv-lines", f"value_parser can only switch on 'key', not {switch!r}")
 
@@ -659,14 +689,26 @@ def _make_kv_lines(args: dict) -> ContentParser:
             lines = text.split(line_sep)
         except (ValueError, TypeError) as exc:
             raise _error("kv-lines", f"with line_sep {line_sep!r}", text, exc) from exc
+        at = 0  # offset of the current line in the body
         for line in lines:
-            line = prepare(line)
+            offset, at = at, at + len(line) + len(line_sep)
+            whole, line = line, prepare(line)
             try:
-                if not line or kv_sep not in line:
+                if not line or line.isspace():
                     continue
-                key, value = line.split(kv_sep, 1)
+                lacks = kv_sep not in line
+                if not lacks:
+                    key, value = line.split(kv_sep, 1)
             except (ValueError, TypeError) as exc:
                 raise _error("kv-lines", f"with kv_sep {kv_sep!r}", text, exc) from exc
+            if lacks:
+                if skip:
+                    continue
+                offset += len(whole) - len(whole.lstrip())
+                shown = line.strip() if len(line.strip()) <= 60 else line.strip()[:57] + "..."
+                raise ContentParseError(
+                    f"kv-lines: the line at offset {offset} of the body has no {kv_sep!r}: {shown!r}."
+                    f"\nContent: {text!r}")
             value = prepare(value)
             key = prepare(key)
             out[key] = value if sub_parse is None else sub_parse(value, key)
@@ -988,7 +1030,14 @@ def _check_xml_inline(args: dict, where: str = "content_args") -> Problems:
     if "key" not in compiled.groupindex:
         return [("", f"xml-inline tag_pattern {pattern!r} has no named group 'key'")]
     groups = tuple(sorted(compiled.groupindex, key=compiled.groupindex.__getitem__))
-    return _check_value_parser(args, where, groups)
+    return _check_unmatched(args) + _check_value_parser(args, where, groups)
+
+
+def _check_unmatched(args: dict) -> Problems:
+    """``unmatched`` of ``xml-inline`` and ``kv-lines``: ``"error"`` (default) or ``"skip"``."""
+    if "unmatched" in args and args["unmatched"] not in ("error", "skip"):
+        return [("unmatched", f"'unmatched' must be \"error\" or \"skip\", got {args['unmatched']!r}")]
+    return []
 
 
 def _check_kv_lines(args: dict, where: str = "content_args") -> Problems:
@@ -996,7 +1045,7 @@ def _check_kv_lines(args: dict, where: str = "content_args") -> Problems:
     for sep_key in ("line_sep", "kv_sep"):
         if sep_key in args and not (isinstance(args[sep_key], str) and args[sep_key]):
             problems.append(("", f"kv-lines '{sep_key}' must be a non-empty string"))
-    return problems + _check_value_parser(args, where, None)
+    return problems + _check_unmatched(args) + _check_value_parser(args, where, None)
 
 
 def _check_xml_tree(args: dict, where: str = "content_args") -> Problems:

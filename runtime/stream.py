@@ -63,7 +63,7 @@ from .decoders import ACCEPTED, UNDECIDED
 from .errors import ContentParseError, ParserStateError
 from .held import STOP, HeldRegex
 from .repair import NOTES, decode_string_arguments
-from .tools import coerce_tool_calls, compile_tool_types, tool_parameters
+from .tools import check_tool_call_names, coerce_tool_calls, compile_tool_types, tool_parameters
 from .whole import finish as finish_whole
 
 __all__ = [
@@ -1914,8 +1914,10 @@ class StreamParser:
                         value, notes = self._repaired(region, text, scope, closer, eos)
                     else:
                         value = region.process(text, scope)
-                    if self._tools is not None and region.typed:
-                        value = coerce_tool_calls(value, self._tools)
+                    if region.typed:
+                        check_tool_call_names(value, region.slot)
+                        if self._tools is not None:
+                            value = coerce_tool_calls(value, self._tools)
                     if value.__class__ is not str:
                         bad = _non_finite(value)
                         if bad is not None:

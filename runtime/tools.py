@@ -42,7 +42,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .errors import RespcError
+from .errors import ContentParseError, RespcError
 
 __all__ = [
     "ToolTypes",
@@ -52,6 +52,7 @@ __all__ = [
     "tool_parameters",
     "compile_tool_types",
     "coerce_tool_calls",
+    "check_tool_call_names",
     "get_json_schema",
 ]
 
@@ -95,7 +96,16 @@ def _tool_spec(tool: Any, index: int) -> tuple[str, dict]:
     if not isinstance(properties, dict):
         raise ToolSpecError(f"{where} (tool {name!r}): 'parameters.properties' is {type(properties).__name__}; "
                             "it must map each parameter name to its JSON schema")
-    return name, properties
+    found = _Properties(properties)
+    found.root = parameters
+    return name, found
+
+
+class _Properties(dict):
+    """A tool's ``parameters.properties``, with ``root``: the ``parameters`` schema its ``$ref``
+    pointers resolve against."""
+
+    root: dict
 
 
 def tool_parameters(tools: list | None) -> dict[str, dict]:
@@ -134,9 +144,42 @@ def tool_parameters(tools: list | None) -> dict[str, dict]:
     return params
 
 
-def _schema_types(schema: Any) -> tuple[str, ...]:
-    """The JSON-schema type names a parameter schema admits, in declaration order."""
-    if not isinstance(schema, dict):
+#: how many levels below a parameter typing follows a value (nested objects and arrays); deeper
+#: values keep what the content parser gave (docs/template-language.md, "Tool-argument typing")
+MAX_TYPING_DEPTH = 64
+#: how many ``$ref`` hops one schema may take before it counts as unresolvable
+_MAX_REF_HOPS = 32
+
+
+def _resolve(schema: Any, root: Any) -> Any:
+    """``schema`` with its ``$ref`` followed (a local JSON pointer ``#/...`` into ``root``, the
+    tool's ``parameters``); a reference that does not resolve, or a chain longer than
+    ``_MAX_REF_HOPS``, gives ``{}`` (no type)."""
+    hops = 0
+    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
+        ref = schema["$ref"]
+        hops += 1
+        if hops > _MAX_REF_HOPS or not (ref == "#" or ref.startswith("#/")):
+            return {}
+        target = root
+        for part in ref[2:].split("/") if ref != "#" else ():
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, dict) and part in target:
+                target = target[part]
+            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            else:
+                return {}
+        schema = target
+    return schema
+
+
+def _schema_types(schema: Any, root: Any = None, hops: int = 0) -> tuple[str, ...]:
+    """The JSON-schema type names a parameter schema admits, in declaration order: its ``type``,
+    then those of its ``anyOf``, ``oneOf`` and ``allOf`` members (``$ref`` followed), then
+    ``"null"`` when ``nullable``."""
+    schema = _resolve(schema, root)
+    if not isinstance(schema, dict) or hops > _MAX_REF_HOPS:
         return ()
     found: list[str] = []
     declared = schema.get("type")
@@ -144,41 +187,108 @@ def _schema_types(schema: Any) -> tuple[str, ...]:
         found.append(declared)
     elif isinstance(declared, list):
         found.extend(name for name in declared if isinstance(name, str))
-    for key in ("anyOf", "oneOf"):
-        for member in schema.get(key) or ():
-            found.extend(_schema_types(member))
+    for key in ("anyOf", "oneOf", "allOf"):
+        members = schema.get(key)
+        for member in members if isinstance(members, list) else ():
+            found.extend(_schema_types(member, root, hops + 1))
     if schema.get("nullable") and "null" not in found:
         found.append("null")
     return tuple(found)
 
 
+class SchemaType(tuple):
+    """The type names one schema admits (the tuple itself, as :func:`_schema_types` lists them),
+    with what typing needs below it: ``properties`` (key -> :class:`SchemaType` of an object's
+    members, from every object member of ``anyOf``/``oneOf``/``allOf``, the first schema of a key
+    winning), ``extra`` (``additionalProperties`` when it is a schema) and ``items`` (an array's
+    element schema). Built by :func:`compile_tool_types`; schemas that refer to themselves
+    (``$ref``) give a cyclic graph, never an endless one."""
+
+    properties: "dict[str, SchemaType]"
+    extra: "SchemaType | None"
+    items: "SchemaType | None"
+
+    @property
+    def nested(self) -> bool:
+        """Whether anything below this schema is typed."""
+        return bool(self.properties) or self.extra is not None or self.items is not None
+
+
+def _schema_node(schema: Any, root: Any, memo: dict) -> SchemaType:
+    """The :class:`SchemaType` of ``schema`` (``$ref`` into ``root`` followed), shared through
+    ``memo`` (id of a resolved schema -> its node) so a recursive schema is compiled once."""
+    schema = _resolve(schema, root)
+    if not isinstance(schema, dict):
+        schema = {}
+    node = memo.get(id(schema))
+    if node is not None:
+        return node
+    node = SchemaType(_schema_types(schema, root))
+    node.properties, node.extra, node.items = {}, None, None
+    memo[id(schema)] = node
+    memo.setdefault("keep", []).append(schema)  # ids stay valid while the memo lives
+    for member in _members(schema, root):
+        properties = member.get("properties")
+        if isinstance(properties, dict):
+            for key, sub in properties.items():
+                if key not in node.properties:
+                    node.properties[key] = _schema_node(sub, root, memo)
+        extra = member.get("additionalProperties")
+        if node.extra is None and isinstance(extra, dict) and extra:
+            node.extra = _schema_node(extra, root, memo)
+        items = member.get("items")
+        if node.items is None and isinstance(items, dict) and items:
+            node.items = _schema_node(items, root, memo)
+    return node
+
+
+def _members(schema: dict, root: Any, hops: int = 0) -> list[dict]:
+    """``schema`` and, recursively, its ``anyOf``/``oneOf``/``allOf`` members (``$ref`` followed)."""
+    out = [schema]
+    if hops > _MAX_REF_HOPS:
+        return out
+    for key in ("anyOf", "oneOf", "allOf"):
+        members = schema.get(key)
+        for member in members if isinstance(members, list) else ():
+            member = _resolve(member, root)
+            if isinstance(member, dict):
+                out.extend(_members(member, root, hops + 1))
+    return out
+
+
 class ToolTypes(dict):
-    """``tool name -> {parameter name -> tuple of JSON-schema type names}``.
+    """``tool name -> {parameter name -> SchemaType}`` (a :class:`SchemaType` is the tuple of
+    JSON-schema type names, with the schemas below it).
 
     Built by :func:`compile_tool_types`; a distinct type so :func:`coerce_tool_calls` can tell it
-    from a raw :func:`tool_parameters` result. Only parameters with at least one type appear,
-    and only tools with at least one such parameter.
+    from a raw :func:`tool_parameters` result. Only parameters with at least one type (at any
+    depth) appear, and only tools with at least one such parameter.
     """
 
 
 def compile_tool_types(params: Mapping[str, Mapping]) -> ToolTypes:
-    """Precompute the type tuples of every tool parameter, once per parser (SPEC 7).
+    """Precompute the types of every tool parameter, once per parser (SPEC 7), as deep as the
+    schemas go (docs/template-language.md, "Tool-argument typing").
 
     Args:
-        params (Mapping[str, Mapping]): the result of :func:`tool_parameters`.
+        params (Mapping[str, Mapping]): the result of :func:`tool_parameters` (``$ref`` pointers
+            resolve against the tool's ``parameters`` it keeps; a plain mapping of properties
+            resolves them against itself).
 
     Returns:
-        ToolTypes: ``{tool: {parameter: ("integer", "null", ...)}}``.
+        ToolTypes: ``{tool: {parameter: SchemaType(("integer", "null", ...))}}``.
     """
     compiled = ToolTypes()
     for name, properties in params.items():
         if not properties:
             continue
+        root = getattr(properties, "root", properties)
+        memo: dict = {}
         table = {}
         for key, schema in properties.items():
-            found = _schema_types(schema)
-            if found:
-                table[key] = found
+            node = _schema_node(schema, root, memo)
+            if node or node.nested:
+                table[key] = node
         if table:
             compiled[name] = table
     return compiled
@@ -230,6 +340,32 @@ def _convert(raw: str, type_names: tuple[str, ...]) -> Any:
     return raw
 
 
+def _typed(value: Any, node: SchemaType, depth: int) -> Any:
+    """``value`` typed by ``node``: a string converted by its type names (:func:`_convert`), then
+    an object's members and an array's elements typed by the schemas below, down to
+    :data:`MAX_TYPING_DEPTH` levels. Dicts are changed in place; a list is rebuilt."""
+    if isinstance(value, str):
+        if not node:
+            return value
+        value = _convert(value, node)
+    if depth >= MAX_TYPING_DEPTH or not node.nested and isinstance(value, dict):
+        return value
+    if isinstance(value, dict):
+        properties, extra = node.properties, node.extra
+        for key, member in value.items():
+            child = properties.get(key, extra)
+            if child is not None:
+                value[key] = _typed(member, child, depth + 1)
+    elif isinstance(value, list):
+        if "array" in node or (not node and node.items is not None):
+            if node.items is not None:
+                return [_typed(item, node.items, depth + 1) for item in value]
+        else:
+            # a list where the schema wants no array (merge_duplicates collected it): each element
+            return [_typed(item, node, depth + 1) for item in value]
+    return value
+
+
 def _coerce(value: Any, tool_types: ToolTypes) -> Any:
     if isinstance(value, list):
         return [_coerce(item, tool_types) for item in value]
@@ -245,15 +381,9 @@ def _coerce(value: Any, tool_types: ToolTypes) -> Any:
     if not table:
         return value
     for key, argument in arguments.items():
-        type_names = table.get(key)
-        if type_names is None:
-            continue
-        if isinstance(argument, str):
-            arguments[key] = _convert(argument, type_names)
-        elif isinstance(argument, list) and "array" not in type_names:
-            arguments[key] = [
-                _convert(item, type_names) if isinstance(item, str) else item for item in argument
-            ]
+        node = table.get(key)
+        if node is not None:
+            arguments[key] = _typed(argument, node, 0)
     return value
 
 
@@ -275,6 +405,47 @@ def coerce_tool_calls(value: Any, params: Mapping) -> Any:
     if not isinstance(params, ToolTypes):
         params = compile_tool_types(params)
     return _coerce(value, params)
+
+
+#: characters no function name holds: whitespace, markup, quotes, brackets (a name holding them
+#: is body text an open pattern took, ``{"name":"get_weather",...}`` as a name)
+_NOT_A_NAME = re.compile(r"[\s<>{}\[\]()\"']")
+
+
+def check_tool_call_names(value: Any, field: str | None = None) -> None:
+    """Refuse a tool call without a function name (docs/template-language.md, "Tool calls need a
+    name").
+
+    A tool call is a dict with a ``"function"`` key (or a list of such dicts); its ``function``
+    must be a dict whose ``name`` is a non-empty string without whitespace, quotes, brackets,
+    braces, parentheses or angle brackets. Any other value (a region that holds no tool calls) is
+    not looked at.
+
+    Args:
+        value (Any): a closed region's value, after its transform.
+        field (str | None): the region's field, named in the message.
+
+    Raises:
+        ContentParseError: a tool call has no such name; the message quotes what it has.
+    """
+    calls = value if isinstance(value, list) else (value,)
+    for call in calls:
+        if not isinstance(call, dict) or "function" not in call:
+            continue
+        function = call["function"]
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name and _NOT_A_NAME.search(name) is None:
+            continue
+        if not isinstance(function, dict):
+            why = f"its 'function' is {type(function).__name__} {function!r}, not an object with a name"
+        elif "name" not in function:
+            why = f"its 'function' has no 'name' (keys {sorted(map(str, function))})"
+        elif not isinstance(name, str):
+            why = f"its name is {type(name).__name__} {name!r}, not a string"
+        else:
+            why = f"its name {name!r} is not a function name"
+        where = f"Field {field!r}: " if field is not None else ""
+        raise ContentParseError(f"{where}tool call without a function name: {why}")
 
 
 # --------------------------------------------------------------------------------------------

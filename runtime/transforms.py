@@ -340,7 +340,9 @@ def make_field_processor(
         Callable[[str, dict], Any]: ``process(body, captures) -> value`` where ``captures`` is
         the merged ``groupdict()`` of the open and close matches (deviation D4; may be empty).
         Its attributes ``content_parser`` and ``content_args`` are ``content`` and
-        ``content_args`` (read by ``respc.openai``), ``repair`` is the ``errors="recover"`` form.
+        ``content_args`` (read by ``respc.openai``), ``repair`` is the ``errors="recover"`` form,
+        ``partial`` reads a body still being written (``xml-inline`` and ``kv-lines`` with
+        ``"unmatched": "skip"``: its cut-off last tag or line is not an error; D7).
 
     Raises:
         ContentParseError: (from ``process``) the body does not parse, or ``transform_each``
@@ -408,6 +410,24 @@ def make_field_processor(
         return (value, notes) if notes else None
 
     process.repair = repair
+    process.partial = process
+    if content in ("xml-inline", "kv-lines") and args.get("unmatched", "error") != "skip":
+        # a body still being written ends in a cut-off tag or line, text no match accounts for
+        # yet (D7): respc.openai reads such a body with "unmatched": "skip" to stream what is done
+        lenient = {**args, "unmatched": "skip"}
+        lenient_parse: Callable[[str], Any] | None = None
+
+        def partial(body: str, captures: dict) -> Any:
+            nonlocal lenient_parse
+            if lenient_parse is None:
+                lenient_parse = make_content_parser(content, lenient)
+            try:
+                value = lenient_parse(body)
+            except ContentParseError as exc:
+                raise type(exc)(prefix + str(exc)) from exc
+            return value if transform is None else finish(value, captures, body)
+
+        process.partial = partial
     # read by respc.openai to stream xml-inline parameters as they are written (issue 9)
     process.content_parser = content
     process.content_args = content_args

@@ -54,7 +54,7 @@ OWN_CASES = [(family, case) for family, data in FAMILIES.items() for case in dat
 @pytest.mark.parametrize("family,case", OWN_CASES, ids=[f"{f}/{c['name']}" for f, c in OWN_CASES])
 def test_own_case(family, case, how):
     chunks = chunkings(case["text"], f"{family}/{case['name']}")[how]
-    message, _ = run_stream(_module(family), case["prefix"], chunks, case.get("tools"))
+    message, _ = run_stream(_module(family), case["prefix"], chunks, case.get("tools"), case.get("errors", "strict"))
     assert message == case["message"]
 
 

@@ -12,7 +12,8 @@ import pytest
 
 import respc
 from respc.runtime import TemplateError
-from support import CONFORMANCE, chunkings, load_jsonl, missing, params, run_stream
+from respc.runtime import ContentParseError
+from support import CONFORMANCE, CONFORMANCE_DEVIATIONS, chunkings, load_jsonl, missing, params, run_stream
 
 VECTORS = load_jsonl(CONFORMANCE)
 pytestmark = pytest.mark.skipif(not VECTORS, reason=missing(CONFORMANCE))
@@ -24,7 +25,9 @@ def _id(vector: dict) -> str:
     return vector["id"]
 
 
-MESSAGE_VECTORS = [v for v in VECTORS if "message" in v["expect"]]
+MESSAGE_VECTORS = [v for v in VECTORS if "message" in v["expect"] and v["id"] not in CONFORMANCE_DEVIATIONS]
+# the reference's reading of a body that respc refuses (D7, D8: tests/cases/conformance_deviations.json)
+DEVIATING_VECTORS = [v for v in VECTORS if v["id"] in CONFORMANCE_DEVIATIONS]
 ERROR_VECTORS = [v for v in VECTORS if "error" in v["expect"]]
 EVENT_VECTORS = [v for v in VECTORS if "expect_events" in v]
 
@@ -54,6 +57,27 @@ def test_events(vector):
     chunks = vector.get("chunks") or [vector["text"]]
     _, events = run_stream(module, vector["prefix"], chunks, vector.get("tools"))
     assert events == vector["expect_events"]
+
+
+def test_deviation_table_names_real_vectors():
+    assert sorted(set(CONFORMANCE_DEVIATIONS) - {v["id"] for v in VECTORS}) == []
+
+
+@pytest.mark.parametrize("vector", params(DEVIATING_VECTORS, CONFORMANCE, _id))
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_deviating_vector(vector, how):
+    """strict: the error D7/D8 names; recover: the region is malformed and its text kept, no value."""
+    module = respc.compile_template(vector["template"])
+    chunks = chunkings(vector["text"], vector["id"])[how]
+    entry = CONFORMANCE_DEVIATIONS[vector["id"]]
+    with pytest.raises(ContentParseError) as caught:
+        run_stream(module, vector["prefix"], chunks, vector.get("tools"))
+    assert str(caught.value).startswith(entry["error"])
+    message, events = run_stream(module, vector["prefix"], chunks, vector.get("tools"), "recover")
+    malformed = [e for e in events if e["type"] == "region_malformed"]
+    assert len(malformed) == 1 and malformed[0]["error"].startswith("ContentParseError: " + entry["error"])
+    field = malformed[0]["field"]
+    assert field not in message and message != vector["expect"]["message"]
 
 
 @pytest.mark.parametrize("vector", params(ERROR_VECTORS, CONFORMANCE, _id))

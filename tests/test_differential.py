@@ -19,6 +19,9 @@ changes exactly what the deviation says and nothing else:
 * D5 -- the open match's groups reach the transform scope even when they did not participate
   (as ``None``).
 * D6 -- the reference's ``json`` content parser is replaced by ours (the fixed dialects).
+* D7 -- the reference's ``xml-inline`` and ``kv-lines`` parsers are replaced by ours (body text
+  no match or line accounts for is an error).
+* D8 -- a closed value holding a tool call without a function name raises, as ours does.
 * D2 -- for templates with regex delimiters: ours must equal, in the merged view, the reference
   given the prefix remainder and the whole output as one piece. Counted as "D2" when the reference's
   own result for this chunking differs from that (it depends on the chunking), as "D2-hold" when it
@@ -49,7 +52,8 @@ transformers_chat_parsing = pytest.importorskip("transformers.utils.chat_parsing
 
 import respc  # noqa: E402
 from respc.runtime import parse_content as our_parse_content  # noqa: E402
-from support import CONFORMANCE, chunkings, load_jsonl, merged_events, params  # noqa: E402
+from respc.runtime.tools import check_tool_call_names  # noqa: E402
+from support import CONFORMANCE, CONFORMANCE_DEVIATIONS, chunkings, load_jsonl, merged_events, params  # noqa: E402
 from test_properties import (  # noqa: E402
     CATALOGUE,
     PROPERTY_SETTINGS,
@@ -91,6 +95,8 @@ class _DeviatingRef(RefParser):
         before = before if before is _MISSING else deepcopy(before)
         count = len(events)
         super()._close_current(events)
+        if "D8" in self.deviations and len(events) > count and events[-1]["type"] == "region_close":
+            check_tool_call_names(events[-1]["value"])  # D8: a tool call needs a function name
         if "D1" not in self.deviations or len(events) == count:
             return
         field = self._spec.fields[name]
@@ -108,22 +114,23 @@ def _ref_class(deviations: frozenset) -> type:
 
 
 @contextmanager
-def _our_json(enabled: bool):
-    """D6: the reference's json content parser replaced by ours while the block is active."""
-    if not enabled:
-        yield
-        return
-    original = ref_content_parsers.CONTENT_PARSERS["json"]
-    ref_content_parsers.CONTENT_PARSERS["json"] = lambda text, args: our_parse_content(text, "json", args)
+def _our_parsers(names: tuple[str, ...]):
+    """D6 (``json``), D7 (``xml-inline``, ``kv-lines``): the reference's content parsers of those
+    names replaced by ours while the block is active."""
+    table = ref_content_parsers.CONTENT_PARSERS
+    originals = {name: table[name] for name in names}
+    for name in names:
+        table[name] = lambda text, args, name=name: our_parse_content(text, name, args)
     try:
         yield
     finally:
-        ref_content_parsers.CONTENT_PARSERS["json"] = original
+        table.update(originals)
 
 
 def ref_outcome(template: dict, prefix: str, chunks: list[str], tools, deviations=frozenset()) -> tuple:
     """Like ``test_properties.outcome`` for the reference; errors also carry their text."""
-    with _our_json("D6" in deviations):
+    replaced = (("json",) if "D6" in deviations else ()) + (("xml-inline", "kv-lines") if "D7" in deviations else ())
+    with _our_parsers(replaced):
         try:
             parser = _ref_class(frozenset(deviations))(template, prefix=prefix, tools=tools)
             events = list(parser.initial_events)
@@ -148,7 +155,7 @@ def same(ours: tuple, ref: tuple, exact: bool = True) -> bool:
     return ours[3] == ref[3] if exact else ours[2] == ref[2]
 
 
-_SWITCHABLE = ("D1", "D5", "D6")
+_SWITCHABLE = ("D1", "D5", "D6", "D7", "D8")
 _DEVIATION_SETS = [frozenset(c) for n in range(1, 4) for c in combinations(_SWITCHABLE, n)]
 
 
@@ -271,7 +278,7 @@ def test_regex_template_matches_reference(vector_id):
     compared = COMPARED[key]
     reasons = Counter({reason: n for (tname, reason), n in EXCUSED.items() if tname == key})
     marked = {case["deviation"] for case in material.cases if case.get("deviation")}
-    allowed = marked | {"D1", "D2", "D2-hold"}
+    allowed = marked | {"D1", "D2", "D2-hold", "D7", "D8"}  # D7, D8: any body can show them
     assert all(set(reason.split("+")) <= allowed for reason in reasons), (reasons, marked)
     if not marked:
         assert sum(reasons.values()) <= compared // 2, reasons
@@ -310,7 +317,8 @@ def test_family_cases_match_reference(name):
 
 # --- conformance vectors ---------------------------------------------------------------------
 VECTORS = [v for v in load_jsonl(CONFORMANCE)
-           if "deviation" not in v and not v.get("ref_disagrees") and "error" not in v["expect"]]
+           if "deviation" not in v and not v.get("ref_disagrees") and "error" not in v["expect"]
+           and v["id"] not in CONFORMANCE_DEVIATIONS]
 
 
 @pytest.mark.parametrize("vector", params(VECTORS, CONFORMANCE, lambda v: v["id"]))
@@ -360,6 +368,9 @@ def test_deviation_excuses_are_rare():
     print(f"\ncomparisons: {total}; excused by deviation: {dict(sorted(by_deviation.items()))}")
     for (name, reason), n in sorted(EXCUSED.items()):
         print(f"  {name}: {reason} x{n} of {COMPARED[name]}")
-    known = {"D1", "D2", "D2-hold", "D3", "D4", "D5", "D6"}
+    known = {"D1", "D2", "D2-hold", "D3", "D4", "D5", "D6", "D7", "D8"}
     assert all(set(reason.split("+")) <= known for reason in by_deviation), by_deviation
-    assert sum(by_deviation.values()) <= total // 10, by_deviation
+    # D7 and D8 fire wherever the drawn pieces put junk into a tool-call body, which is what they
+    # are about; they stay under the per-template bound of test_catalogue_matches_reference
+    body_rules = sum(n for reason, n in by_deviation.items() if set(reason.split("+")) & {"D7", "D8"})
+    assert sum(by_deviation.values()) - body_rules <= total // 10, by_deviation

@@ -253,7 +253,7 @@ def test_interrupted_jsonl_run_leaves_the_old_output(workdir, monkeypatch):
 # -- item 10: NaN and 1e999999 in a JSON body ------------------------------------------------------
 
 @pytest.mark.parametrize("number", ["NaN", "1e999999", "-Infinity"])
-def test_D7_non_finite_numbers_in_a_json_body(workdir, capsys, number):
+def test_D9_non_finite_numbers_in_a_json_body(workdir, capsys, number):
     output = f'Hi.<tool_call>{{"name": "f", "arguments": {{"a": {number}}}}}</tool_call>'
     call = output[len("Hi."):]
     with pytest.raises(ValueError, match="not finite"):

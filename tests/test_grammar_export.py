@@ -229,7 +229,7 @@ ST_CANNOT = {
     "seed_oss": "xml-inline", "step3": "xml-inline", "llama4_pythonic": "pythonic", "olmo3": "nested in a section",
     "kimi_vl": "no tool-call field", "olmo3_think": "no tool-call field",
     "deepseek_v4": "nested in a section", "minimax_m1": "nested in a section", "kimi_k3": "nested in a section",
-    "minicpm4": "xml-inline", "poolside": "xml-inline", "hyperclovax_seed_think": "xml-inline", "solar_open2": "xml-inline",
+    "minicpm4": "xml-inline", "hyperclovax_seed_think": "xml-inline", "solar_open2": "xml-inline",
     "plamo3": "nested in a section", "minimax_m3": "nested in a section",
 }
 #: vector id -> why the structural tag rejects an output the parser reads

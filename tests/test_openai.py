@@ -24,6 +24,7 @@ openai_streaming = pytest.importorskip("openai.lib.streaming.chat")
 from openai.types.chat import ChatCompletionChunk  # noqa: E402
 
 from respc.openai import ChatCompletionStream, openai_message, sse  # noqa: E402
+from respc.runtime import ContentParseError  # noqa: E402
 from test_catalogue import FAMILIES  # noqa: E402
 from support import CATALOGUE_TEMPLATES as TEMPLATES, PEER_PREFIX, PEER_XFAIL as XFAIL  # noqa: E402
 
@@ -641,7 +642,16 @@ def test_xml_random_values_and_chunkings(family):
         cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(0, 30))))
         chunks = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
         given = tools if trial % 2 else None
-        expect = module.parse_response(text, prefix="", tools=given)
+        try:
+            expect = module.parse_response(text, prefix="", tools=given)
+        except ContentParseError as exc:
+            # a value holding its own closing tag leaves text no tag accounts for (D7): the
+            # stream raises the same error
+            assert "matches no tag_pattern" in str(exc), text
+            with pytest.raises(ContentParseError, match="matches no tag_pattern"):
+                _stream(module, "", chunks, given)
+            checked += 1
+            continue
         stream, out = _stream(module, "", chunks, given)
         assert stream.message == expect and stream.diagnostics == [], text
         args = "".join(p for _, k, p in _argument_pieces(out) if k == "arguments")

@@ -16,6 +16,7 @@ import random
 
 import pytest
 
+from respc.runtime import ContentParseError
 from respc.openai import ChatCompletionStream, argument_streaming
 from respc.openai_dialects import DialectJson, NameKeyed, TextArgs
 from respc.runtime.content import _apply_dialects
@@ -296,10 +297,10 @@ def test_minimax_m3_vllm_nested_case_streams():
         stream, per_feed = _stream("minimax_m3", case["prefix"], list(case["text"]), case.get("tools"), errors, **options)
         args = _args(per_feed)
         want = _message_args(stream)
-        assert json.loads("".join(args)) == want and want["shipping"] == {"city": "Singapore", "zip": "018956"}
+        assert json.loads("".join(args)) == want and want["shipping"] == {"city": "Singapore", "zip": 18956}
         assert want["user_id"] == 42 and args[:3] == ['{"user_id": ', '42, "urgent": ', 'true, "note": "P']
         assert args[3:8] == list("lease")
-        assert ', "shipping": ' in args and '{"city": "Singapore", "zip": "018956"}, "items": ' in args
+        assert ', "shipping": ' in args and '{"city": "Singapore", "zip": 18956}, "items": ' in args
         assert stream.diagnostics == [], errors
 
 
@@ -327,26 +328,31 @@ def test_minimax_m3_leaf_nested_and_repeated_keys():
 
 
 def test_minimax_m3_cut_off_call():
-    """A call whose invoke closes inside an unclosed parameter: the runtime skips the parameter
-    and takes a complete element inside it; a nested value was held, so the close sends what the
-    message has. A typed leaf cut off (vLLM's unclosed second invocation) was held too. A string
-    leaf already streamed cannot be taken back: the close check reports it."""
-    text = _m3(f"{P}<a>1{P}</a>{P}<b>{P}<c>x{P}</c>")
-    stream, per_feed = _stream("minimax_m3", MINIMAX_M3, list(text))
-    assert _message_args(stream) == {"a": "1", "c": "x"}
-    assert "".join(_args(per_feed)) == '{"a": "1", "c": "x"}' and stream.diagnostics == []
+    """A parameter left unclosed -- the invoke closes inside it, or the output ends inside it
+    (vLLM's unclosed second invocation) -- leaves body text no tag accounts for (D7, issue 24
+    item 3): strict raises, naming the offset; recover makes no call (it was malformed or
+    truncated): "hold" sends nothing for it, "stream" reports what it sent."""
     tools = [{"type": "function", "function": {"name": "create_order", "parameters": {
         "type": "object", "properties": {"user_id": {"type": "integer"}}}}}]
     text = _m3(f"{P}<user_id>1{P}</user_id>")[:-len(f"{P}</invoke>\n{P}</tool_call>")]
-    stream, per_feed = _stream("minimax_m3", MINIMAX_M3, list(text + f"{P}<user_id>2"), tools)
-    assert _message_args(stream) == {"user_id": 1}  # (the repeated key's value never closed)
-    assert "".join(_args(per_feed)) == '{"user_id": 1}' and stream.diagnostics == []
-    stream, per_feed = _stream("minimax_m3", MINIMAX_M3, list(text[:-len(f"{P}<user_id>1{P}</user_id>")]
-                                                           + f"{P}<user_id>2"), tools)
-    assert _message_args(stream) == {} and _args(per_feed) == ["{}"] and stream.diagnostics == []
-    stream, per_feed = _stream("minimax_m3", MINIMAX_M3, list(_m3(f"{P}<s>ab")))
-    assert _message_args(stream) == {} and "".join(_args(per_feed)) == '{"s": "ab'
-    assert [d["kind"] for d in stream.diagnostics] == ["streamed-arguments-differ"]
+    cases = [  # (chunks, tools, offset and text of the error, recover's cause)
+        (list(_m3(f"{P}<a>1{P}</a>{P}<b>{P}<c>x{P}</c>")), None, f"34 of the body matches no tag_pattern: '{P}<b>'",
+         "malformed"),
+        (list(text + f"{P}<user_id>2"), tools, f"46 of the body matches no tag_pattern: '{P}<user_id>2'", "truncated"),
+        (list(text[:-len(f"{P}<user_id>1{P}</user_id>")] + f"{P}<user_id>2"), tools,
+         f"0 of the body matches no tag_pattern: '{P}<user_id>2'", "truncated"),
+        (list(_m3(f"{P}<s>ab")), None, f"0 of the body matches no tag_pattern: '{P}<s>ab'", "malformed"),
+    ]
+    for chunks, given, error, cause in cases:
+        with pytest.raises(ContentParseError) as caught:
+            _stream("minimax_m3", MINIMAX_M3, chunks, given)
+        assert f"Field 'tool_calls': xml-inline: text at offset {error}" in str(caught.value)
+        stream, per_feed = _stream("minimax_m3", MINIMAX_M3, chunks, given, "recover")
+        assert "tool_calls" not in stream.message and stream.diagnostics == []
+        assert _pieces(per_feed, key="name") == [] and _args(per_feed) == []
+        stream, per_feed = _stream("minimax_m3", MINIMAX_M3, chunks, given, "recover", recover_arguments="stream")
+        assert "tool_calls" not in stream.message
+        assert [(d["kind"], d["cause"]) for d in stream.diagnostics] == [("streamed-call-malformed", cause)]
 
 
 def test_minimax_m3_random_values_and_chunkings():

@@ -10,6 +10,7 @@ import pytest
 
 from respc.compiler.api import compile_template
 from respc.runtime import whole
+from respc.runtime import ContentParseError
 
 from support import chunkings, run_stream
 
@@ -357,10 +358,12 @@ def test_missing_parameter_close_is_added(body, where, how):
 
 
 def test_missing_parameter_close_is_not_repaired_in_strict():
+    # strict does not repair, and the parameter without its close is text no tag accounts for (D7):
+    # an error, never a call that silently lacks "b"
     raw = "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\n2\n</function>\n</tool_call>"
-    message, _, diagnostics = run(QWEN3_CODER, "", raw, "whole", errors="strict")
-    assert message["tool_calls"][0]["function"]["arguments"] == {"a": "1"}
-    assert diagnostics == []
+    with pytest.raises(ContentParseError, match=r"text at offset 30 of the body matches no tag_pattern: "
+                                                r"'<parameter=b>\\n2\\n</function>'"):
+        run(QWEN3_CODER, "", raw, "whole", errors="strict")
 
 
 @pytest.mark.parametrize("how", ["whole", "chars", "random"])

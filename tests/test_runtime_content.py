@@ -290,7 +290,11 @@ def test_xml_inline_missing_value_group_gives_empty_string():
 
 
 def test_xml_inline_no_matches_is_empty_dict():
-    assert parse_content("nothing", "xml-inline", {"tag_pattern": XML_PATTERN}) == {}
+    # D7: text no match accounts for is an error; "unmatched": "skip" reads as the reference does
+    assert parse_content(" \n", "xml-inline", {"tag_pattern": XML_PATTERN}) == {}
+    assert parse_content("nothing", "xml-inline", {"tag_pattern": XML_PATTERN, "unmatched": "skip"}) == {}
+    with pytest.raises(ContentParseError, match="xml-inline: text at offset 0 of the body matches no tag_pattern: 'nothing'"):
+        parse_content("nothing", "xml-inline", {"tag_pattern": XML_PATTERN})
 
 
 def test_xml_inline_missing_tag_pattern_raises_at_parse_time():
@@ -362,12 +366,22 @@ def test_xml_inline_switch_case_error_propagates():
 # --- kv-lines -------------------------------------------------------------------------------------
 
 def test_kv_lines_defaults():
-    text = "name: alice\n\nage : 30\nno separator\nurl: http://x:1\n"
+    text = "name: alice\n\nage : 30\n  \nurl: http://x:1\n"
     assert parse_content(text, "kv-lines", {}) == {"name": "alice", "age": "30", "url": "http://x:1"}
 
 
+def test_kv_lines_line_without_separator_is_an_error():
+    # D7 (docs/template-language.md): a non-blank line without kv_sep is text no pair accounts for
+    text = "name: alice\n\nage : 30\n no separator\nurl: http://x:1\n"
+    with pytest.raises(ContentParseError, match="kv-lines: the line at offset 23 of the body has no ':': 'no separator'"):
+        parse_content(text, "kv-lines", {})
+    assert parse_content(text, "kv-lines", {"unmatched": "skip"}) == {"name": "alice", "age": "30", "url": "http://x:1"}
+
+
 def test_kv_lines_custom_separators():
-    assert parse_content("a=1;b = 2;;c", "kv-lines", {"line_sep": ";", "kv_sep": "="}) == {"a": "1", "b": "2"}
+    assert parse_content("a=1;b = 2;;", "kv-lines", {"line_sep": ";", "kv_sep": "="}) == {"a": "1", "b": "2"}
+    assert parse_content("a=1;b = 2;;c", "kv-lines", {"line_sep": ";", "kv_sep": "=", "unmatched": "skip"}) == {
+        "a": "1", "b": "2"}
 
 
 def test_kv_lines_strip_false():
@@ -424,7 +438,7 @@ def test_unknown_parser_is_content_parse_error():
 def test_unknown_value_parser_raises_only_when_used():
     args = {"tag_pattern": XML_PATTERN, "value_parser": {"name": "yaml"}}
     parser = make_content_parser("xml-inline", args)
-    assert parser("nothing here") == {}
+    assert parser(" \n ") == {}
     with pytest.raises(ContentParseError, match="yaml"):
         parser("<parameter=a>1</parameter>")
 
@@ -532,10 +546,19 @@ xml_entries = st.lists(st.tuples(st.sampled_from(["a", "b", "c"]),
                                      {"name": "json", "args": {"allow_non_json": True}}]))
 def test_differential_xml_inline(ref_parse, entries, merge, value_parser):
     text = "junk".join(f"<parameter={k}>{v}</parameter>" for k, v in entries)
-    args = {"tag_pattern": XML_PATTERN, "merge_duplicates": merge}
+    # the reference skips unmatched text: compared with "unmatched": "skip" (D7); by default the
+    # "junk" between two tags is an error
+    args = {"tag_pattern": XML_PATTERN, "merge_duplicates": merge, "unmatched": "skip"}
     if value_parser is not None:
         args["value_parser"] = value_parser
     _same(text, "xml-inline", args, ref_parse)
+    try:
+        parse_content(text, "xml-inline", args)
+    except ContentParseError:
+        return  # a value the value_parser refuses fails first
+    if len(entries) > 1:
+        with pytest.raises(ContentParseError, match="matches no tag_pattern: 'junk'"):
+            parse_content(text, "xml-inline", {**args, "unmatched": "error"})
 
 
 @DIFF
@@ -546,7 +569,10 @@ def test_differential_xml_inline(ref_parse, entries, merge, value_parser):
 def test_differential_kv_lines(ref_parse, text, line_sep, kv_sep, strip, value_parser):
     args = {k: v for k, v in [("line_sep", line_sep), ("kv_sep", kv_sep), ("strip", strip),
                              ("value_parser", value_parser)] if v is not None}
-    _same(text, "kv-lines", args, ref_parse)
+    _same(text, "kv-lines", {**args, "unmatched": "skip"}, ref_parse)  # the reference skips (D7)
+    lines = text.split(args.get("line_sep", "\n"))
+    if all(not line.strip() or args.get("kv_sep", ":") in line for line in lines):
+        _same(text, "kv-lines", args, ref_parse)  # nothing to skip: the default reads the same
 
 
 # --- xml-tree (v2) ----------------------------------------------------------------------------
