@@ -25,13 +25,15 @@ characters) and looks for
 
 Bounded repeats of more than :data:`UNROLL` copies are read as unbounded ones (a superset: it can
 only find more). Items share a character when some sample does match both: every character of
-the pattern, both ends of each range, and a fixed set of ASCII and non-ASCII samples. A pattern
-with a backreference or a conditional, or one the ``re`` parser cannot read (``regex``-only
-syntax) is not analysed (None: nothing known); one too large to analyse is refused.
+the pattern, both ends of each range, and a fixed set of ASCII and non-ASCII samples. A
+backreference is read as any text and a conditional as either branch; ``regex``-only classes
+(``\\p{L}``, ``\\X``, ``\\N{...}``) as any character: each can only find more. A pattern the
+analysis still cannot read, or too large to analyse, is refused too.
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from .automaton import _SAMPLES, _item_has, sre_c, sre_parse
@@ -52,6 +54,13 @@ _CHAR_OPS = (sre_c.LITERAL, sre_c.NOT_LITERAL, sre_c.ANY, sre_c.RANGE, sre_c.CAT
 _EMPTY_OPS = (sre_c.AT,)
 _ASSERTS = (sre_c.ASSERT, sre_c.ASSERT_NOT)
 _EXTRA_SAMPLES = "\u00a0\u2028\u0660\U0001f600\u00ff\u0100\uffff"
+
+
+# escapes of the ``regex`` module the ``re`` parser does not know, each one character of a class
+# (or a named character): read as ``.``, which matches more, so the check can only find more
+_REGEX_ONLY = re.compile(r"\\[pP](?:\{[^}]*\}|[A-Za-z])|\\N\{[^}]*\}|\\X")
+# its zero-width escapes (word start and end, search anchor): read as nothing
+_REGEX_ONLY_EMPTY = re.compile(r"\\[mMG]")
 
 
 class _Unanalysable(Exception):
@@ -122,6 +131,11 @@ class _Glushkov:
         if op in _ASSERTS:
             self.lookarounds.append(av[1])
             return set(), set(), True
+        if op is sre_c.GROUPREF:  # a backreference: read as any text (it can only find more)
+            return self.repeat(0, sre_c.MAXREPEAT, [(sre_c.ANY, None)])
+        if op is sre_c.GROUPREF_EXISTS:  # a conditional: read as either branch
+            _group, yes, no = av
+            return self.item(sre_c.BRANCH, (None, [yes, no if no is not None else []]))
         raise _Unanalysable(str(op))
 
     def repeat(self, low: int, high: int, body) -> tuple[set[int], set[int], bool]:
@@ -372,15 +386,18 @@ def backtracking_problem(pattern: str) -> str | None:
         pattern: a delimiter regex (``regex`` syntax, compiled with DOTALL).
 
     Returns:
-        str | None: one sentence saying what makes it exponential (see the module docstring);
-        also when the pattern is too large to analyse (:data:`MAX_WORK`). None when the analysis
-        finds nothing, or cannot read the pattern (a backreference, a conditional, ``regex``-only
-        syntax such as ``\\p{L}``).
+        str | None: one sentence saying what makes it exponential (see the module docstring),
+        or that the pattern is too large to analyse (:data:`MAX_WORK`) or uses syntax the
+        analysis cannot read; None when the analysis finds nothing.
     """
     try:
         tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
-    except Exception:  # noqa: BLE001 - regex-only syntax: not analysed
-        return None
+    except Exception:  # noqa: BLE001 - regex-only syntax: read its classes as any character
+        pattern = _REGEX_ONLY_EMPTY.sub("(?:)", _REGEX_ONLY.sub(".", pattern))
+        try:
+            tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+        except Exception:  # noqa: BLE001 - still unreadable: refused, it cannot be checked
+            return "syntax the backtracking check cannot read, so it cannot be shown safe"
     if _nested_unbounded(list(tree)):
         return ("a repeat nested inside an unbounded repeat: a near-miss takes exponential time (write the "
                 "inner one possessive, a++, or inside an atomic group, (?>...))")
@@ -395,5 +412,5 @@ def backtracking_problem(pattern: str) -> str | None:
                 f"bounded repeats of up to {UNROLL} copies unrolled, or more than {MAX_WORK:,} steps)")
     except RecursionError:
         return "nested too deeply to check for exponential backtracking"
-    except _Unanalysable:
-        return None
+    except _Unanalysable as exc:
+        return f"a construct the backtracking check cannot read ({exc}), so it cannot be shown safe"

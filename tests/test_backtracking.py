@@ -53,6 +53,7 @@ def test_issue_pattern_is_refused_by_the_cli(tmp_path, capsys):
 @pytest.mark.parametrize("pattern", [
     "(a|aa)+b", "(a|a)*b", r"(\w|\d)+x", "(?:a|a){40}b", "(?:a|a)" * 2 * MAX_MEETINGS + "b", r"(.*?,){11}P",
     "(a+)+b", "(x+x+)+y", r"(?:\s*,\s*)*x", r"(?=(a|aa)+b)x", r"<(?:\w+\s*)+>",
+    r"(\p{L}|a)+b", r"(a|aa)+\1", r"(?V1)[[a-z]--[aeiou]]+x",
 ])
 def test_exponential_patterns_are_found(pattern):
     assert backtracking_problem(pattern) is not None
@@ -60,7 +61,7 @@ def test_exponential_patterns_are_found(pattern):
 
 @pytest.mark.parametrize("pattern", [
     r"(?:a|ab)*c", r"(?:[a-z]++\.)*y", r"\s*\s*x", r"<(?:[^<]|<(?!/t))*</t>", r"[a-z]{1,5000}x",
-    "(?:a|a)" * (MAX_MEETINGS - 2) + "b",
+    "(?:a|a)" * (MAX_MEETINGS - 2) + "b", r"\p{L}+x", r"(\w+)\s*\1",
 ])
 def test_safe_patterns_are_accepted(pattern):
     assert backtracking_problem(pattern) is None
