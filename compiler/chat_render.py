@@ -21,7 +21,9 @@ The generation-tracking ``{% generation %}`` tag is accepted and renders its bod
 A chat template is code from whoever published the model, so a render is bounded (issue 23 item
 5; docs/security.md, "Limits"): it must finish within :data:`RENDER_SECONDS` (checked at every
 call, attribute or item access and every :data:`_CHECK_EVERY` iterations of a ``for`` loop); no
-operator (``*``, ``+``, ``**``, ``%``), string method or filter may build a string or list longer
+operator (``*``, ``+``, ``**``, ``%``), string method (``center``, ``ljust``, ``rjust``, ``zfill``,
+``expandtabs``, ``replace``, ``join``, ``format``) or filter (``center``, ``indent``, ``join``,
+``format``, ``replace``) may build a string or list longer
 than :data:`MAX_VALUE`, nor all of them together more than :data:`MAX_BUILT` items; the
 rendered text may not exceed :data:`MAX_OUTPUT` characters. Past any of them :func:`render`
 raises :class:`ChatTemplateLimitError` (a :class:`~respc.runtime.errors.TemplateError` naming
@@ -100,8 +102,8 @@ _STATE = threading.local()
 
 def _budget() -> _Budget:
     budget = getattr(_STATE, "budget", None)
-    if budget is None:  # a template rendered outside render(): limits still hold
-        budget = _STATE.budget = _Budget("<chat template>")
+    if budget is None:  # a template rendered outside render(): the size caps hold, not the deadline
+        return _Budget("<chat template>")
     return budget
 
 
@@ -133,11 +135,13 @@ class _LimitedEnvironment(ImmutableSandboxedEnvironment):
     """The sandbox with a deadline and caps on what a template can build (module docstring)."""
 
     intercepted_binops = frozenset({"*", "+", "**", "%", "//"})
+    respc_loop_guard = staticmethod(lambda iterable: _loop_guard(iterable))
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> jinja2.nodes.Template:
         tree = super()._parse(source, name, filename)
         for node in tree.find_all(jinja2.nodes.For):
-            node.iter = jinja2.nodes.Call(jinja2.nodes.Name("__respc_loop_guard__", "load"), [node.iter], [],
+            # an attribute of the environment, which no template variable can shadow
+            node.iter = jinja2.nodes.Call(jinja2.nodes.EnvironmentAttribute("respc_loop_guard"), [node.iter], [],
                                           None, None, lineno=node.lineno)
         return tree
 
@@ -164,9 +168,21 @@ class _LimitedEnvironment(ImmutableSandboxedEnvironment):
         budget = _budget()
         budget.tick()
         owner = getattr(__obj, "__self__", None)
-        if isinstance(owner, str) and getattr(__obj, "__name__", "") in _WIDTH_METHODS:
-            widest = max([a for a in (*args, *kwargs.values()) if isinstance(a, int)], default=0)
-            budget.build(len(owner) * (8 if __obj.__name__ == "expandtabs" else 1) + widest, f"str.{__obj.__name__}")
+        name = getattr(__obj, "__name__", "")
+        if isinstance(owner, str) and name in _WIDTH_METHODS:
+            numbers = [a for a in (*args, *kwargs.values()) if isinstance(a, int)]
+            widest = max(numbers, default=8 if name == "expandtabs" else 0)
+            budget.build(len(owner) * (widest if name == "expandtabs" else 1) + widest, f"str.{name}")
+        elif isinstance(owner, str) and name == "replace" and len(args) >= 2:
+            old, new = args[0], args[1]
+            if isinstance(old, str) and isinstance(new, str):
+                count = owner.count(old) if old else len(owner) + 1
+                budget.build(len(owner) + count * len(new), "str.replace")
+        elif isinstance(owner, str) and name == "join" and args:
+            items = list(args[0]) if not isinstance(args[0], (list, tuple, str)) else args[0]
+            args = (items, *args[1:])
+            budget.build(sum(len(x) if isinstance(x, str) else 0 for x in items) + len(owner) * len(items),
+                         "str.join")
         return super().call(__context, __obj, *args, **kwargs)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
@@ -206,6 +222,9 @@ def _capped_filter(name: str, original: Any) -> Any:
             args = (*args[:at], items, *rest)
         elif name == "format":
             size = len(str(value)) + _widths(str(value))
+        elif name == "replace":
+            text, old, new = str(value), str(rest[0]) if rest else "", str(rest[1]) if len(rest) > 1 else ""
+            size = len(text) + (text.count(old) if old else len(text) + 1) * len(new)
         else:  # center, indent: the text and its width (once per line)
             width = rest[0] if rest else kwargs.get("width", 0)
             width = len(width) if isinstance(width, str) else width if isinstance(width, int) else 0
@@ -299,9 +318,8 @@ def compile_template(source: str) -> jinja2.Template:
     env.globals["strftime_now"] = _strftime_now
     env.globals["dict"] = _SafeDict()
     env.globals["namespace"] = _SafeNamespace
-    env.globals["__respc_loop_guard__"] = _loop_guard
     env.globals["lipsum"] = _capped_lipsum
-    for name in ("center", "indent", "join", "format"):
+    for name in ("center", "indent", "join", "format", "replace"):
         env.filters[name] = _capped_filter(name, env.filters[name])
     return env.from_string(source)
 

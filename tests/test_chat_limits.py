@@ -69,8 +69,14 @@ def test_string_multiplication_is_refused_before_it_is_built(tmp_path, capsys):
     ('{% set ns = namespace(s="a") %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}', "'+'"),
     ('{% for i in range(100000) %}{{ "x" * 100 }}{% endfor %}', "rendered more than"),
     ('{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}', "recursed"),
+    ('{{ ("a" * 999999)|replace("a", "a" * 999999) }}', "'replace' filter"),
+    ('{{ ("a" * 999999).replace("a", "a" * 999999) }}', "str.replace"),
+    ('{{ ("x" * 999999).join(range(100000)|map("string")) }}', "str.join"),
+    ('{{ "\t\t".expandtabs(400000000) }}', "str.expandtabs"),
+    ('{% set __respc_loop_guard__ = 1 %}{% set respc_loop_guard = 1 %}' + NESTED, "longer than"),
 ])
-def test_other_ways_to_build_too_much_are_refused(source, words):
+def test_other_ways_to_build_too_much_are_refused(source, words, monkeypatch):
+    monkeypatch.setattr(chat_render, "RENDER_SECONDS", 0.25)
     with pytest.raises(ChatTemplateLimitError) as info:
         render(source, [{"role": "user", "content": "hi"}], add_generation_prompt=True, origin="m/chat_template.jinja")
     assert "m/chat_template.jinja" in str(info.value) and words in str(info.value)
@@ -79,6 +85,12 @@ def test_other_ways_to_build_too_much_are_refused(source, words):
 def test_ordinary_templates_render_as_before():
     source = ("{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{{ 'x'|center(5) }}"
               "{{ ['a', 'b']|join(',') }}{{ '%3d' % 3 }}{{ '{:>3}'.format(1) }}{{ 'ab' * 2 }}{{ 2 ** 10 }}"
-              "{% for i in range(300) %}{% if loop.last %}{{ loop.length }}{% endif %}{% endfor %}")
+              "{% for i in range(300) %}{% if loop.last %}{{ loop.length }}{% endif %}{% endfor %}"
+              "{{ 'abc'|replace('b', 'xy') }}{{ '-'.join(['p', 'q']) }}{{ 'ab'.replace('a', 'c') }}")
     got = render(source, [{"role": "user", "content": "hi"}], add_generation_prompt=True)
-    assert got == "<user>hi  x  a,b  3  1abab1024300"
+    assert got == "<user>hi  x  a,b  3  1abab1024300axycp-qcb"
+    # a template rendered outside render() keeps the size caps (and no stale deadline)
+    template = chat_render.compile_template(MULTIPLY)
+    with pytest.raises(ChatTemplateLimitError):
+        template.render()
+    assert chat_render.compile_template("{{ 'x' * 3 }}").render() == "xxx"
