@@ -27,7 +27,12 @@ Bounded repeats of more than :data:`UNROLL` copies are read as unbounded ones (a
 only find more). Items share a character when some sample does match both: every character of
 the pattern, both ends of each range, and a fixed set of ASCII and non-ASCII samples. A
 backreference is read as any text and a conditional as either branch; ``regex``-only classes
-(``\\p{L}``, ``\\X``, ``\\N{...}``) as any character: each can only find more. A pattern the
+(``\\p{L}``, ``\\X``, ``\\N{...}``) as any character, its zero-width escapes (``\\m``,
+``\\M``, ``\\G``, ``\\K``) as nothing, version-1 sets (``(?V1)[[a-z]--[aeiou]]``) as any
+character, and its own inline flags (``(?r)``, ``(?w)``, fuzzy, ``(?V0)``, ``(?V1)``) are
+dropped; POSIX classes (``[[:alpha:]]``) are read as any character, a subroutine call
+(``(?1)``, ``(?&name)``) as any text and a branch reset ``(?|`` as a plain group: each can only
+find more, or changes nothing the analysis counts. Whole-pattern recursion (``(?R)``) is not read. A pattern the
 analysis still cannot read, or too large to analyse, is refused too.
 """
 
@@ -59,8 +64,25 @@ _EXTRA_SAMPLES = "\u00a0\u2028\u0660\U0001f600\u00ff\u0100\uffff"
 # escapes of the ``regex`` module the ``re`` parser does not know, each one character of a class
 # (or a named character): read as ``.``, which matches more, so the check can only find more
 _REGEX_ONLY = re.compile(r"\\[pP](?:\{[^}]*\}|[A-Za-z])|\\N\{[^}]*\}|\\X")
-# its zero-width escapes (word start and end, search anchor): read as nothing
-_REGEX_ONLY_EMPTY = re.compile(r"\\[mMG]")
+# its zero-width escapes (word start and end, search anchor, keep-out): read as nothing
+_REGEX_ONLY_EMPTY = re.compile(r"\\[mMGK]")
+# its inline flags the ``re`` parser does not know (reverse, word, fuzzy, version 0, BESTMATCH,
+# POSIX, full case folding); none changes how many ways a pattern can match a text
+_POSIX_CLASS = re.compile(r"\[:\^?[A-Za-z]+:\]")
+_SUBROUTINE = re.compile(r"\(\?(?:[+-]?[1-9][0-9]*|&\w+|P>\w+)\)")
+_IGNORECASE = re.compile(r"\(\?[a-zA-Z0-9-]*i")
+_FLAG_GROUP = re.compile(r"\(\?([a-zA-Z0-9]+)([:)])")
+_REGEX_ONLY_FLAGS = set("rwbepfV0")
+
+
+def _strip_flags(match: re.Match) -> str:
+    letters = match.group(1).replace("V0", "").replace("V1", "")
+    if not set(letters) <= set("aiLmsux") | _REGEX_ONLY_FLAGS:
+        return match.group(0)
+    kept = "".join(c for c in letters if c not in _REGEX_ONLY_FLAGS)
+    if match.group(2) == ":":
+        return f"(?{kept}:" if kept else "(?:"
+    return f"(?{kept})" if kept else "(?:)"
 
 
 class _Unanalysable(Exception):
@@ -222,11 +244,15 @@ def _ambiguity(pattern: str, tree) -> str | None:
     first, _last, _nullable = g.seq(tree)
     samples = _samples(pattern, g.items)
     # which characters each position matches, as a bit set over the samples
+    # with case folding anywhere, an item matches a sample when it matches any case of it (more
+    # overlaps than the items without the flag have: it can only find more)
+    fold = "(?" in pattern and _IGNORECASE.search(pattern) is not None
     masks = []
     for op, av in g.items:
         mask = 0
         for i, c in enumerate(samples):
-            if _item_has(op, av, c):
+            cases = {c, c.lower(), c.upper(), c.casefold()[:1], c.swapcase()[:1]} if fold else (c,)
+            if any(len(x) == 1 and _item_has(op, av, x) for x in cases):
                 mask |= 1 << i
         masks.append(mask)
 
@@ -335,6 +361,44 @@ def _ambiguity(pattern: str, tree) -> str | None:
     return None
 
 
+def _sets_as_any(pattern: str) -> str:
+    """``pattern`` with every character set read as ``.`` (version-1 sets nest and have set
+    operations the ``re`` parser does not know; any character is more than any set)."""
+    out = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if c != "[":
+            out.append(c)
+            i += 1
+            continue
+        depth = 0
+        while i < n:
+            c = pattern[i]
+            if c == "\\":
+                i += 2
+                continue
+            if c == "[":
+                depth += 1
+                i += 1
+                if i < n and pattern[i] == "^":
+                    i += 1
+                if i < n and pattern[i] == "]":
+                    i += 1
+                continue
+            i += 1
+            if c == "]":
+                depth -= 1
+                if depth == 0:
+                    break
+        out.append(".")
+    return "".join(out)
+
+
 def _mark_alternatives(pattern: str) -> str:
     """``pattern`` with an empty named group at the start of every alternative after the first.
 
@@ -390,10 +454,16 @@ def backtracking_problem(pattern: str) -> str | None:
         or that the pattern is too large to analyse (:data:`MAX_WORK`) or uses syntax the
         analysis cannot read; None when the analysis finds nothing.
     """
+    # POSIX classes ([[:alpha:]]), which the re parser reads as plain characters: any character
+    pattern = _POSIX_CLASS.sub(lambda m: "\\x00-\\U0010ffff", pattern)
+    # subroutine calls ((?1), (?&name), (?P>name)): any text; branch reset: a plain group
+    pattern = _SUBROUTINE.sub("(?:.*)", pattern).replace("(?|", "(?:")
     try:
         tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
     except Exception:  # noqa: BLE001 - regex-only syntax: read its classes as any character
-        pattern = _REGEX_ONLY_EMPTY.sub("(?:)", _REGEX_ONLY.sub(".", pattern))
+        if "V1" in pattern:
+            pattern = _sets_as_any(pattern)
+        pattern = _FLAG_GROUP.sub(_strip_flags, _REGEX_ONLY_EMPTY.sub("(?:)", _REGEX_ONLY.sub(".", pattern)))
         try:
             tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
         except Exception:  # noqa: BLE001 - still unreadable: refused, it cannot be checked

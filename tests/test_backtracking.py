@@ -53,7 +53,7 @@ def test_issue_pattern_is_refused_by_the_cli(tmp_path, capsys):
 @pytest.mark.parametrize("pattern", [
     "(a|aa)+b", "(a|a)*b", r"(\w|\d)+x", "(?:a|a){40}b", "(?:a|a)" * 2 * MAX_MEETINGS + "b", r"(.*?,){11}P",
     "(a+)+b", "(x+x+)+y", r"(?:\s*,\s*)*x", r"(?=(a|aa)+b)x", r"<(?:\w+\s*)+>",
-    r"(\p{L}|a)+b", r"(a|aa)+\1", r"(?V1)[[a-z]--[aeiou]]+x",
+    r"(\p{L}|a)+b", r"(a|aa)+\1", r"(?V1)([[a-z]--[aeiou]]|b)+!", r"(?r)(a|aa)+b", r"(?i:a|A)+b", r"(?R)?x", r"([[:alpha:]]|b)+!",
 ])
 def test_exponential_patterns_are_found(pattern):
     assert backtracking_problem(pattern) is not None
@@ -61,7 +61,7 @@ def test_exponential_patterns_are_found(pattern):
 
 @pytest.mark.parametrize("pattern", [
     r"(?:a|ab)*c", r"(?:[a-z]++\.)*y", r"\s*\s*x", r"<(?:[^<]|<(?!/t))*</t>", r"[a-z]{1,5000}x",
-    "(?:a|a)" * (MAX_MEETINGS - 2) + "b", r"\p{L}+x", r"(\w+)\s*\1",
+    "(?:a|a)" * (MAX_MEETINGS - 2) + "b", r"\p{L}+x", r"(\w+)\s*\1", r"x\Ky", r"(?r)ab:", r"\G<t>", r"(?V1)[[a-z]--[aeiou]]+x", r"([[:alpha:]])(?1)=",
 ])
 def test_safe_patterns_are_accepted(pattern):
     assert backtracking_problem(pattern) is None
