@@ -70,6 +70,8 @@ _REGEX_ONLY_EMPTY = re.compile(r"\\[mMGK]")
 # POSIX, full case folding); none changes how many ways a pattern can match a text
 _POSIX_CLASS = re.compile(r"\[:\^?[A-Za-z]+:\]")
 _SUBROUTINE = re.compile(r"\(\?(?:[+-]?[1-9][0-9]*|&\w+|P>\w+)\)")
+_NAMED_GROUP = re.compile(r"\(\?P?<(?![=!])\w+>")
+_NAMED_REF = re.compile(r"\(\?P=\w+\)|\\g<\w+>")
 _IGNORECASE = re.compile(r"\(\?[a-zA-Z0-9-]*i")
 _FLAG_GROUP = re.compile(r"\(\?([a-zA-Z0-9]+)([:)])")
 _REGEX_ONLY_FLAGS = set("rwbepfV0")
@@ -463,6 +465,8 @@ def backtracking_problem(pattern: str) -> str | None:
     except Exception:  # noqa: BLE001 - regex-only syntax: read its classes as any character
         if "V1" in pattern:
             pattern = _sets_as_any(pattern)
+        # names used twice (the regex module allows it): plain groups, named backreferences any text
+        pattern = _NAMED_REF.sub("(?:.*)", _NAMED_GROUP.sub("(", pattern))
         pattern = _FLAG_GROUP.sub(_strip_flags, _REGEX_ONLY_EMPTY.sub("(?:)", _REGEX_ONLY.sub(".", pattern)))
         try:
             tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
