@@ -21,7 +21,9 @@ characters) and looks for
 * a path through :data:`MAX_MEETINGS` or more places, one after the other, where two ways part
   and meet again, without a loop (``(?:a|a)`` sixteen times: 2**16 ways or more);
 * a repeat whose body can itself repeat unboundedly (``(a+)+``): the position automaton merges
-  such loops, the engine does not (the ``backtracking`` check ``respc check`` has always run).
+  such loops, a backtracking engine does not (the ``regex`` module guards many of these, other
+  engines do not; this is the ``backtracking`` check ``respc check`` has always run). A
+  possessive inner repeat or an atomic group gives back nothing and is not counted.
 
 Bounded repeats of more than :data:`UNROLL` copies are read as unbounded ones (a superset: it can
 only find more). Items share a character when some sample does match both: every character of
@@ -32,8 +34,8 @@ backreference is read as any text and a conditional as either branch; ``regex``-
 character, and its own inline flags (``(?r)``, ``(?w)``, fuzzy, ``(?V0)``, ``(?V1)``) are
 dropped; POSIX classes (``[[:alpha:]]``) are read as any character, a subroutine call
 (``(?1)``, ``(?&name)``) as any text and a branch reset ``(?|`` as a plain group: each can only
-find more, or changes nothing the analysis counts. Whole-pattern recursion (``(?R)``) is not read. A pattern the
-analysis still cannot read, or too large to analyse, is refused too.
+find more, or changes nothing the analysis counts. Whole-pattern recursion (``(?R)``) is not
+read. A pattern the analysis still cannot read, or too large to analyse, is refused too.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ __all__ = ["backtracking_problem", "MAX_MEETINGS", "MAX_WORK", "UNROLL"]
 MAX_MEETINGS = 8
 #: bounded repeats with more copies than this are analysed as unbounded
 UNROLL = 8
-#: positions analysed at most (more: the pattern is not analysed)
+#: positions analysed at most (more: refused as too large to check)
 _MAX_POSITIONS = 2000
 
 _REPEATS = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", sre_c.MAX_REPEAT))
@@ -258,14 +260,14 @@ def _ambiguity(pattern: str, tree) -> str | None:
                 mask |= 1 << i
         masks.append(mask)
 
-    work = [0]
+    steps = [0]
 
     def succ(pair):
         p, q = pair
         fp = g.follow[p] if p >= 0 else first
         fq = g.follow[q] if q >= 0 else first
-        work[0] += len(fp) * len(fq)
-        if work[0] > MAX_WORK:
+        steps[0] += len(fp) * len(fq)
+        if steps[0] > MAX_WORK:
             raise _TooLarge("too many steps")
         for a in fp:
             ma = masks[a]
@@ -298,13 +300,13 @@ def _ambiguity(pattern: str, tree) -> str | None:
     for root in order:
         if root in index:
             continue
-        work = [(root, iter(edges[root]))]
+        frames = [(root, iter(edges[root]))]
         index[root] = low[root] = counter
         counter += 1
         stack.append(root)
         on.add(root)
-        while work:
-            node, it = work[-1]
+        while frames:
+            node, it = frames[-1]
             advanced = False
             for nxt in it:
                 if nxt not in index:
@@ -312,16 +314,16 @@ def _ambiguity(pattern: str, tree) -> str | None:
                     counter += 1
                     stack.append(nxt)
                     on.add(nxt)
-                    work.append((nxt, iter(edges[nxt])))
+                    frames.append((nxt, iter(edges[nxt])))
                     advanced = True
                     break
                 if nxt in on:
                     low[node] = min(low[node], index[nxt])
             if advanced:
                 continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
+            frames.pop()
+            if frames:
+                parent = frames[-1][0]
                 low[parent] = min(low[parent], low[node])
             if low[node] == index[node]:
                 while True:
@@ -337,9 +339,9 @@ def _ambiguity(pattern: str, tree) -> str | None:
     if any(both == {True, False} for both in kinds.values()):
         # a component with a parted and a same-position pair is a cycle through both
         return "two ways to match the same text inside a loop: a near-miss takes exponential time"
-    # places where two readings part (components holding a parted pair) along the longest path
-    # through the DAG of components, each component once its successors are done (the order
-    # Tarjan closed them)
+    # meetings (an edge from a parted pair to a same-position pair) along the longest path through
+    # the DAG of components, each component once its successors are done (the order Tarjan
+    # closed them)
     members: dict = {}
     for node in order:
         members.setdefault(comp[node], []).append(node)

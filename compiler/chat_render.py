@@ -135,7 +135,7 @@ class _LimitedEnvironment(ImmutableSandboxedEnvironment):
     """The sandbox with a deadline and caps on what a template can build (module docstring)."""
 
     intercepted_binops = frozenset({"*", "+", "**", "%", "//"})
-    respc_loop_guard = staticmethod(lambda iterable: _loop_guard(iterable))
+    respc_loop_guard = staticmethod(_loop_guard)
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> jinja2.nodes.Template:
         tree = super()._parse(source, name, filename)
