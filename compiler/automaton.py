@@ -69,11 +69,19 @@ from .ir import Delimiter, Template
 
 __all__ = ["ACTIONS", "Watch", "State", "Automaton", "build_automaton", "classify_pattern", "PatternFacts",
            "late_pattern", "NEVER", "example_text", "barrier_plan",
-           "edge_probe", "plan_scans", "HoldRun", "ScanPlans", "ScanPlan", "LiteralFind", "RegexFind", "LiteralHold", "Factor"]
+           "edge_probe", "plan_scans", "HoldRun", "ScanPlans", "ScanPlan", "LiteralFind", "RegexFind", "LiteralHold", "Factor",
+           "PREFIX_TABLE_BUDGET"]
 
 OUTSIDE = 0
 #: transition actions (see build_automaton)
 ACTIONS = ("open", "nest", "close", "after", "defer")
+
+#: A state's proper prefixes of its literals are written out as one set (a hash lookup per held
+#: tail) while they total at most this many characters; beyond it the state's literals alone are
+#: written and the runtime tests tails with ``startswith`` (``runtime.LiteralPrefixes``), so a
+#: long literal costs the module its length, not its square (docs/security.md, "Limits"). The
+#: catalogue's largest state needs 2,145 (plamo3).
+PREFIX_TABLE_BUDGET = 4096
 
 
 @dataclass(frozen=True)
@@ -1659,14 +1667,18 @@ class LiteralHold:
     """Hold text from the leftmost offset where the buffer ends in a proper prefix of a literal.
 
     Attributes:
-        prefixes (tuple[str, ...]): every non-empty proper prefix of the state's literals, sorted.
+        prefixes (tuple[str, ...] | None): every non-empty proper prefix of the state's literals,
+            sorted; None when they would total more than :data:`PREFIX_TABLE_BUDGET` characters
+            (then :attr:`literals` stands for them: ``runtime.LiteralPrefixes``).
         firsts (str): their distinct first characters, sorted.
         span (int): the longest prefix length (offsets before ``len(buf) - span`` cannot hold).
+        literals (tuple[str, ...]): the state's distinct literals, in rank order.
     """
 
-    prefixes: tuple[str, ...]
+    prefixes: tuple[str, ...] | None
     firsts: str
     span: int
+    literals: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -1817,9 +1829,15 @@ def plan_scans(template: Template, automaton: Automaton) -> ScanPlans:
         finds = [LiteralFind(f.text, f.rank, f.slot, f.comment, group_of.get(f.text[0]))
                  if isinstance(f, LiteralFind) else f for f in finds]
         hold = None
-        prefixes = sorted({lit[:k] for lit in literals for k in range(1, len(lit))})
-        if prefixes:
-            hold = LiteralHold(tuple(prefixes), "".join(sorted({p[0] for p in prefixes})),
-                               max(len(p) for p in prefixes))
+        distinct = tuple(dict.fromkeys(literals))
+        longer = [lit for lit in distinct if len(lit) > 1]
+        if longer:
+            # sum of the prefix lengths of a literal of n characters: n(n-1)/2
+            if sum(len(lit) * (len(lit) - 1) // 2 for lit in longer) <= PREFIX_TABLE_BUDGET:
+                prefixes = tuple(sorted({lit[:k] for lit in longer for k in range(1, len(lit))}))
+            else:
+                prefixes = None
+            hold = LiteralHold(prefixes, "".join(sorted({lit[0] for lit in longer})),
+                               max(len(lit) for lit in longer) - 1, distinct)
         plans.append(ScanPlan(state.index, state.name, tuple(finds), hold, tuple(groups)))
     return ScanPlans(tuple(plans), tuple(regexes), tuple(probes), slots, backs=tuple(backs))

@@ -17,6 +17,19 @@ Used by ``respc detect`` (``compiler/detect.py``), the chat-template round trip 
   ``eos_token`` plus any keyword (``enable_thinking``, ``thinking``, ...).
 
 The generation-tracking ``{% generation %}`` tag is accepted and renders its body unchanged.
+
+A chat template is code from whoever published the model, so a render is bounded (issue 23 item
+5; docs/security.md, "Limits"): it must finish within :data:`RENDER_SECONDS` (checked at every
+call, attribute or item access and every :data:`_CHECK_EVERY` iterations of a ``for`` loop); no
+operator (``*``, ``+``, ``**``, ``%``), string method (``center``, ``ljust``, ``rjust``, ``zfill``,
+``expandtabs``, ``replace``, ``join``, ``format``) or filter (``center``, ``indent``, ``join``,
+``format``, ``replace``) may build a string or list longer
+than :data:`MAX_VALUE`, nor all of them together more than :data:`MAX_BUILT` items; the
+rendered text may not exceed :data:`MAX_OUTPUT` characters. Past any of them :func:`render`
+raises :class:`ChatTemplateLimitError` (a :class:`~respc.runtime.errors.TemplateError` naming
+the chat template and the limit), which the callers (``respc detect``, ``check
+--chat-template``, loading a model folder) do not treat as a refusal of one sample input but
+pass on.
 """
 
 from __future__ import annotations
@@ -24,6 +37,9 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import re
+import threading
+import time
 from datetime import datetime
 from typing import Any
 
@@ -33,7 +49,198 @@ import jinja2.nodes
 import jinja2.utils
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-__all__ = ["render", "compile_template"]
+from respc.runtime.errors import TemplateError
+
+__all__ = ["render", "compile_template", "ChatTemplateLimitError", "RENDER_SECONDS", "MAX_OUTPUT",
+           "MAX_VALUE", "MAX_BUILT"]
+
+#: seconds one render may take (the catalogue's chat templates render a sample in milliseconds)
+RENDER_SECONDS = 2.0
+#: characters of one rendered text (a sample conversation renders to a few kB)
+MAX_OUTPUT = 1_000_000
+#: items (characters of a string, elements of a list) one operator, string method or filter may build
+MAX_VALUE = 1_000_000
+#: items all the operators, string methods and filters of one render may build together
+MAX_BUILT = 20_000_000
+#: a for loop checks the deadline once per this many iterations
+_CHECK_EVERY = 256
+
+
+class ChatTemplateLimitError(TemplateError):
+    """A chat template's render ran past a limit of :mod:`respc.compiler.chat_render` (time,
+    size of a value it built, rendered size): docs/security.md, "Limits"."""
+
+
+class _Budget:
+    """The limits of the render in progress on this thread."""
+
+    __slots__ = ("deadline", "built", "origin")
+
+    def __init__(self, origin: str) -> None:
+        self.deadline = time.monotonic() + RENDER_SECONDS
+        self.built = 0
+        self.origin = origin
+
+    def fail(self, what: str) -> ChatTemplateLimitError:
+        return ChatTemplateLimitError(f"chat template render stopped: {what} (docs/security.md, \"Limits\")",
+                                      source=self.origin)
+
+    def tick(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise self.fail(f"it ran longer than {RENDER_SECONDS:g} s")
+
+    def build(self, size: int, what: str) -> None:
+        if size > MAX_VALUE:
+            raise self.fail(f"{what} would build {size:,} items; the limit is {MAX_VALUE:,}")
+        self.built += size
+        if self.built > MAX_BUILT:
+            raise self.fail(f"its operators, string methods and filters built more than {MAX_BUILT:,} items")
+
+
+_STATE = threading.local()
+
+
+def _budget() -> _Budget:
+    budget = getattr(_STATE, "budget", None)
+    if budget is None:  # a template rendered outside render(): the size caps hold, not the deadline
+        return _Budget("<chat template>")
+    return budget
+
+
+def _size(value: Any) -> int | None:
+    return len(value) if isinstance(value, (str, bytes, list, tuple)) else None
+
+
+def _widths(spec: str) -> int:
+    """The largest width or precision written in a %-format or str.format string (0: none)."""
+    numbers = [int(m) for m in re.findall(r"\d+", spec) if len(m) < 12]
+    return max(numbers, default=0) if re.search(r"\d{7,}", spec) is None else MAX_VALUE + 1
+
+
+def _loop_guard(iterable: Any) -> Any:
+    """Every ``for`` loop's iterable: checks the deadline every :data:`_CHECK_EVERY` items."""
+    budget = _budget()
+    count = 0
+    for item in iterable:
+        count += 1
+        if count % _CHECK_EVERY == 0:
+            budget.tick()
+        yield item
+
+
+_WIDTH_METHODS = {"center", "ljust", "rjust", "zfill", "expandtabs"}
+
+
+class _LimitedEnvironment(ImmutableSandboxedEnvironment):
+    """The sandbox with a deadline and caps on what a template can build (module docstring)."""
+
+    intercepted_binops = frozenset({"*", "+", "**", "%", "//"})
+    respc_loop_guard = staticmethod(_loop_guard)
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> jinja2.nodes.Template:
+        tree = super()._parse(source, name, filename)
+        for node in tree.find_all(jinja2.nodes.For):
+            # an attribute of the environment, which no template variable can shadow
+            node.iter = jinja2.nodes.Call(jinja2.nodes.EnvironmentAttribute("respc_loop_guard"), [node.iter], [],
+                                          None, None, lineno=node.lineno)
+        return tree
+
+    def call_binop(self, context: Any, operator_: str, left: Any, right: Any) -> Any:
+        budget = _budget()
+        budget.tick()
+        if operator_ == "*":
+            for seq, times in ((left, right), (right, left)):
+                n = _size(seq)
+                if n is not None and isinstance(times, int):
+                    budget.build(n * max(times, 0), "'*'")
+        elif operator_ == "+":
+            a, b = _size(left), _size(right)
+            if a is not None and b is not None:
+                budget.build(a + b, "'+'")
+        elif operator_ == "**":
+            if isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1:
+                budget.build(abs(left).bit_length() * right // 8, "'**'")
+        elif operator_ == "%" and isinstance(left, str):
+            budget.build(len(left) + _widths(left), "'%'")
+        return super().call_binop(context, operator_, left, right)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        budget = _budget()
+        budget.tick()
+        owner = getattr(__obj, "__self__", None)
+        name = getattr(__obj, "__name__", "")
+        if isinstance(owner, str) and name in _WIDTH_METHODS:
+            numbers = [a for a in (*args, *kwargs.values()) if isinstance(a, int)]
+            widest = max(numbers, default=8 if name == "expandtabs" else 0)
+            budget.build(len(owner) * (widest if name == "expandtabs" else 1) + widest, f"str.{name}")
+        elif isinstance(owner, str) and name == "replace" and len(args) >= 2:
+            old, new = args[0], args[1]
+            if isinstance(old, str) and isinstance(new, str):
+                count = owner.count(old) if old else len(owner) + 1
+                budget.build(len(owner) + count * len(new), "str.replace")
+        elif isinstance(owner, str) and name == "join" and args:
+            items = list(args[0]) if not isinstance(args[0], (list, tuple, str)) else args[0]
+            args = (items, *args[1:])
+            budget.build(sum(len(x) if isinstance(x, str) else 0 for x in items) + len(owner) * len(items),
+                         "str.join")
+        return super().call(__context, __obj, *args, **kwargs)
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        _budget().tick()
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        _budget().tick()
+        return super().getitem(obj, argument)
+
+    def wrap_str_format(self, value: Any) -> Any:
+        wrapped = super().wrap_str_format(value)
+        if wrapped is None:
+            return None
+        spec = value.__self__
+
+        def checked(*args: Any, **kwargs: Any) -> str:
+            _budget().build(len(spec) + _widths(spec), "str.format")
+            return wrapped(*args, **kwargs)
+
+        return checked
+
+
+def _capped_filter(name: str, original: Any) -> Any:
+    """Filter ``name`` with the size of its result checked before it is built."""
+    at = 1 if hasattr(original, "jinja_pass_arg") else 0  # pass_environment / pass_eval_context
+
+    def filter_(*args: Any, **kwargs: Any) -> Any:
+        budget = _budget()
+        budget.tick()
+        value, rest = args[at], args[at + 1:]
+        if name == "join":
+            items = list(value)
+            sep = rest[0] if rest else kwargs.get("d", "")
+            size = len(items) * len(sep if isinstance(sep, str) else "") + sum(
+                len(x) if isinstance(x, str) else 8 for x in items)
+            args = (*args[:at], items, *rest)
+        elif name == "format":
+            size = len(str(value)) + _widths(str(value))
+        elif name == "replace":
+            text, old, new = str(value), str(rest[0]) if rest else "", str(rest[1]) if len(rest) > 1 else ""
+            size = len(text) + (text.count(old) if old else len(text) + 1) * len(new)
+        else:  # center, indent: the text and its width (once per line)
+            width = rest[0] if rest else kwargs.get("width", 0)
+            width = len(width) if isinstance(width, str) else width if isinstance(width, int) else 0
+            text = str(value)
+            size = len(text) + max(width, 0) * (1 + text.count("\n"))
+        budget.build(size, f"the {name!r} filter")
+        return original(*args, **kwargs)
+
+    if hasattr(original, "jinja_pass_arg"):
+        filter_.jinja_pass_arg = original.jinja_pass_arg  # type: ignore[attr-defined]
+    return filter_
+
+
+def _capped_lipsum(n: int = 5, *args: Any, **kwargs: Any) -> Any:
+    _budget().build(int(n) * 1000, "lipsum")
+    return jinja2.utils.generate_lorem_ipsum(n, *args, **kwargs)
 
 # Names under which a message's reasoning may be given; the first is the one chat templates read.
 _REASONING_KEYS = ("reasoning_content", "thinking", "reasoning")
@@ -101,7 +308,7 @@ class _SafeNamespace(jinja2.utils.Namespace):
 @functools.lru_cache(maxsize=64)
 def compile_template(source: str) -> jinja2.Template:
     """Compile chat-template source into a ``jinja2.Template`` (cached by source text)."""
-    env = ImmutableSandboxedEnvironment(
+    env = _LimitedEnvironment(
         trim_blocks=True,
         lstrip_blocks=True,
         extensions=[_GenerationTag, jinja2.ext.loopcontrols],
@@ -111,6 +318,9 @@ def compile_template(source: str) -> jinja2.Template:
     env.globals["strftime_now"] = _strftime_now
     env.globals["dict"] = _SafeDict()
     env.globals["namespace"] = _SafeNamespace
+    env.globals["lipsum"] = _capped_lipsum
+    for name in ("center", "indent", "join", "format", "replace"):
+        env.filters[name] = _capped_filter(name, env.filters[name])
     return env.from_string(source)
 
 
@@ -123,7 +333,7 @@ def _alias_reasoning(message: dict) -> dict:
 
 
 def render(template_source: str, messages: list[dict], *, tools: list[dict] | None = None,
-           add_generation_prompt: bool, **kwargs: Any) -> str:
+           add_generation_prompt: bool, origin: str = "<chat template>", **kwargs: Any) -> str:
     """Render ``messages`` with a chat template.
 
     Args:
@@ -136,15 +346,34 @@ def render(template_source: str, messages: list[dict], *, tools: list[dict] | No
     Returns:
         The rendered prompt text.
 
+        origin: where the chat template came from, named by a limit's error.
+
     Raises:
         jinja2.exceptions.TemplateError: the template called ``raise_exception`` or is invalid.
+        ChatTemplateLimitError: the render ran past a limit (module docstring; docs/security.md,
+            "Limits"): longer than :data:`RENDER_SECONDS`, a value over :data:`MAX_VALUE` items,
+            more than :data:`MAX_BUILT` built in all, or output over :data:`MAX_OUTPUT` characters.
     """
-    template = compile_template(template_source)
-    chat = [_alias_reasoning(m) for m in copy.deepcopy(messages)]
-    return template.render(
-        messages=chat,
-        tools=copy.deepcopy(tools),
-        documents=kwargs.pop("documents", None),
-        add_generation_prompt=add_generation_prompt,
-        **kwargs,
-    )
+    budget = _STATE.budget = _Budget(origin)
+    try:
+        template = compile_template(template_source)
+        chat = [_alias_reasoning(m) for m in copy.deepcopy(messages)]
+        pieces = []
+        size = 0
+        for piece in template.generate(
+            messages=chat,
+            tools=copy.deepcopy(tools),
+            documents=kwargs.pop("documents", None),
+            add_generation_prompt=add_generation_prompt,
+            **kwargs,
+        ):
+            size += len(piece)
+            if size > MAX_OUTPUT:
+                raise budget.fail(f"it rendered more than {MAX_OUTPUT:,} characters")
+            budget.tick()
+            pieces.append(piece)
+        return "".join(pieces)
+    except RecursionError:
+        raise budget.fail("it recursed too deeply") from None
+    finally:
+        _STATE.budget = None

@@ -320,6 +320,10 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     # that reads them as tuples would fail on the JSON text (runtime/held.py automaton_table)
     if any(table is not None for table in held):
         features.append("held-json")
+    # "literal-prefixes": a state whose literals are too long to write out their prefixes holds a
+    # runtime.LiteralPrefixes object instead (compiler/automaton.py PREFIX_TABLE_BUDGET)
+    if any(plan.hold is not None and plan.hold.prefixes is None for plan in scans.plans):
+        features.append("literal-prefixes")
     # "lazy-delimiters": the regex delimiters are LazyPattern objects that rebind their global
     if scans.regexes:
         features.append("lazy-delimiters")
@@ -399,7 +403,9 @@ def _scanner_view(scans) -> dict:
         if plan.hold is not None:
             single = len(plan.hold.firsts) == 1
             uses_literal_hold = uses_literal_hold or not single
-            hold = {"prefixes": [_lit(p) for p in plan.hold.prefixes], "firsts": _lit(plan.hold.firsts),
+            hold = {"prefixes": None if plan.hold.prefixes is None else [_lit(p) for p in plan.hold.prefixes],
+                    "literal_prefixes": _tuple([_lit(x) for x in plan.hold.literals]),
+                    "firsts": _lit(plan.hold.firsts),
                     "single": single, "span": plan.hold.span}
         literals = plan.literals
         if hold is not None:

@@ -13,8 +13,9 @@ Checks, in order:
 * ``shadowed-open``: two fields watched in one state with the same literal open; the later one
   never opens unless the first can give the opener back (``reject``);
 * ``unreachable``: a field whose open is watched in no state the parser can reach;
-* ``backtracking``: a pattern with a repeat nested in an unbounded repeat (``(a+)+``), which takes
-  exponential time on a near-miss;
+* ``backtracking``: a pattern that can take exponential time on a near-miss
+  (``compiler/backtracking.py``: ``(a+)+``, ``(a|aa)+``); since issue 23 ``validate`` refuses
+  such a pattern at load, so a template that loads has none;
 * ``payload-delimiter``: a region whose close literal can occur inside its payload (a JSON string
   value, an xml-inline parameter value) and so end the region early;
 * ``placeholder``: a transform placeholder that cannot resolve: ``{content.x}`` on a text body
@@ -35,16 +36,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-try:  # Python 3.11+
-    from re import _constants as sre_c
-    from re import _parser as sre_parse
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as sre_c  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
-
 from respc.runtime.transforms import placeholder_roots
 
 from .automaton import OUTSIDE, Automaton, example_text
+from .backtracking import backtracking_problem
 from .ir import Delimiter, Template
 from .validate import may_match_empty
 
@@ -76,40 +71,6 @@ class Finding:
     def __str__(self) -> str:
         where = f"field {self.field!r} key {self.key!r}" if self.field is not None else f"key {self.key!r}"
         return f"{self.level}: [{self.check}] {where}: {self.message} (example: {self.example!r})"
-
-
-def _nested_repeat(pattern: str) -> str | None:
-    """The source of a repeat nested inside an unbounded repeat, or None."""
-    try:
-        tree = sre_parse.parse(pattern)
-    except Exception:  # noqa: BLE001 - regex-only syntax: not analysed
-        return None
-    repeats = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT)
-
-    def has_repeat(seq) -> bool:
-        for op, av in seq:
-            if op in repeats and (av[1] == sre_c.MAXREPEAT or av[1] > 1):
-                return True
-            if op is sre_c.SUBPATTERN and has_repeat(av[3]):
-                return True
-            if op is sre_c.BRANCH and any(has_repeat(b) for b in av[1]):
-                return True
-        return False
-
-    def walk(seq) -> bool:
-        for op, av in seq:
-            if op in repeats:
-                if av[1] == sre_c.MAXREPEAT and has_repeat(av[2]):
-                    return True
-                if walk(av[2]):
-                    return True
-            elif op is sre_c.SUBPATTERN and walk(av[3]):
-                return True
-            elif op is sre_c.BRANCH and any(walk(b) for b in av[1]):
-                return True
-        return False
-
-    return pattern if walk(list(tree)) else None
 
 
 def _delims(template: Template):
@@ -197,10 +158,10 @@ def lint(template: Template, automaton: Automaton) -> list[Finding]:
                                "no state the parser can reach watches this field's open (outside is false and "
                                "no reachable region lists it in 'inside')", _example_of(f.open)))
     for f, kind, delim in _delims(template):
-        if delim.literals is None and _nested_repeat(delim.pattern):
-            out.append(Finding("error", "backtracking", f.name, delim.key,
-                               f"{delim.pattern!r} nests a repeat inside an unbounded repeat: a near-miss takes "
-                               "exponential time", "a" * 30 + "!"))
+        problem = None if delim.literals is not None else backtracking_problem(delim.pattern)
+        if problem is not None:  # validate refuses these at load: reached for a hand-built IR only
+            out.append(Finding("error", "backtracking", f.name, delim.key, f"{delim.pattern!r}: {problem}",
+                               "a" * 30 + "!"))
     for f in fields:
         if f.is_implicit or f.close is None or f.end == "value" or f.close.literals is None:
             continue

@@ -25,7 +25,8 @@ from typing import Any
 
 from respc.runtime.errors import TemplateError
 
-__all__ = ["LoadedTemplate", "load_template", "catalogue_names", "catalogue_entries", "is_catalogue_name"]
+__all__ = ["LoadedTemplate", "load_template", "catalogue_names", "catalogue_entries", "is_catalogue_name",
+           "MAX_FILE_BYTES"]
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,20 @@ def catalogue_entries() -> list[dict]:
     return [known.get(name, {"family": name, "models": "", "thinking_switch": None}) for name in catalogue_names()]
 
 
+#: bytes of a JSON file read as a template or tokenizer_config.json (docs/security.md, "Limits");
+#: larger files are refused before they are read. The catalogue's largest template is 2,577 bytes;
+#: a tokenizer_config.json with its chat template and added tokens is rarely above a few MB.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
 def _read_json(path: Path, source: str) -> Any:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0  # the read below says why
+    if size > MAX_FILE_BYTES:
+        raise TemplateError(f"file of {size:,} bytes; the limit is {MAX_FILE_BYTES:,} (docs/security.md, \"Limits\")",
+                            source=source)
     try:
         text = path.read_text(encoding="utf-8-sig")  # a leading byte order mark is not JSON: dropped
     except OSError as exc:

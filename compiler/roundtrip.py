@@ -32,6 +32,7 @@ from typing import Any
 
 from .ir import Template
 from .lint import Finding
+from .chat_render import ChatTemplateLimitError
 from .samples import (SAMPLES, SYSTEM, TOOLS, ChatTemplate, assistant_message, conversations, render_sample, split_turn,
                       thinking_switch)
 
@@ -118,6 +119,8 @@ def _first_mismatch(module: Any, chat: ChatTemplate, sample: dict, shapes: list)
         try:
             prompt = render_sample(chat, head, True, variables)
             full = render_sample(chat, head + [message], False, variables)
+        except ChatTemplateLimitError:
+            raise
         except Exception as exc:  # noqa: BLE001 - the template refuses this shape
             error = exc
             continue
@@ -201,6 +204,8 @@ def _unrendered(chat: ChatTemplate, head: list, sample: dict, full: str, variabl
         for variant, how in variants:
             try:
                 render = render_sample(chat, head + [assistant_message(variant, as_json, empty)], False, variables)
+            except ChatTemplateLimitError:
+                raise
             except Exception:  # noqa: BLE001 - cannot tell: the key counts as rendered
                 continue
             if render == full:

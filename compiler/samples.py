@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .chat_render import render
+from .chat_render import ChatTemplateLimitError, render
 
 __all__ = ["THINKING_SWITCHES", "TOOLS", "SAMPLES", "SYSTEM", "USER", "ChatTemplate", "read_chat_template",
            "SYSTEM_FLAGS", "conversations", "assistant_message", "render_sample", "render_or_none", "split_turn",
@@ -167,6 +167,8 @@ def render_sample(chat: ChatTemplate, messages: list[dict], generation_prompt: b
         str: the render with the first tool shape the template accepts.
 
     Raises:
+        ChatTemplateLimitError: the render ran past a limit of ``compiler/chat_render.py``
+            (docs/security.md, "Limits"); raised at once, never retried.
         Exception: what the template raised for the last tool shape (``raise_exception`` gives a
             ``jinja2.exceptions.TemplateError``; a sandbox refusal a ``SecurityError``; a template
             may fail in any other way on an input shape it rejects).
@@ -179,8 +181,10 @@ def render_sample(chat: ChatTemplate, messages: list[dict], generation_prompt: b
     for tools in (TOOLS, bare):
         try:
             return render(chat.source, messages, tools=tools, add_generation_prompt=generation_prompt,
-                          bos_token=chat.bos_token, eos_token=chat.eos_token,
+                          bos_token=chat.bos_token, eos_token=chat.eos_token, origin=chat.origin,
                           **{"functions": json.dumps(bare), "datetime": "2025-01-01", **variables})
+        except ChatTemplateLimitError:
+            raise  # not a refusal of this input shape: the template itself is hostile or broken
         except Exception as exc:  # noqa: BLE001 - a chat template may fail in any way on an input shape
             error = exc
     assert error is not None
@@ -189,9 +193,12 @@ def render_sample(chat: ChatTemplate, messages: list[dict], generation_prompt: b
 
 def render_or_none(chat: ChatTemplate, messages: list[dict], generation_prompt: bool, variables: dict,
                    offer_tools: bool = True) -> str | None:
-    """:func:`render_sample`, or None when the template refuses these inputs."""
+    """:func:`render_sample`, or None when the template refuses these inputs (a
+    :class:`~respc.compiler.chat_render.ChatTemplateLimitError` is raised, not swallowed)."""
     try:
         return render_sample(chat, messages, generation_prompt, variables, offer_tools)
+    except ChatTemplateLimitError:
+        raise
     except Exception:  # noqa: BLE001 - see render_sample
         return None
 

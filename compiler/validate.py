@@ -30,10 +30,12 @@ from respc.runtime.transforms import (
     transform_errors,
 )
 
-from .ir import Delimiter, Field, Template, template_sha256
+from .backtracking import backtracking_problem
+from .ir import Delimiter, Field, Template, canonical_json, template_sha256
 from .load import LoadedTemplate
 
-__all__ = ["validate", "check_template", "may_match_empty", "TOP_LEVEL_KEYS", "FIELD_KEYS", "NEVER_STRING_PARSERS"]
+__all__ = ["validate", "check_template", "may_match_empty", "TOP_LEVEL_KEYS", "FIELD_KEYS", "NEVER_STRING_PARSERS",
+           "MAX_TEMPLATE_CHARS", "MAX_FIELDS", "MAX_LITERAL_CHARS", "MAX_LITERALS", "MAX_PATTERN_CHARS"]
 
 TOP_LEVEL_KEYS = ("version", "respc_version", "defaults", "fields", "start_anchor", "start_anchor_pattern",
                   "diagnostics")
@@ -53,6 +55,22 @@ _INSIDE_ACTIONS = ("nest", "end", "end-if-unclosed")
 _REJECTS = ("restore", "error")
 #: content parsers that exist only in template language v2
 V2_PARSERS = ("pythonic", "xml-tree")
+# Template size limits (docs/security.md, "Limits"; docs/template-language.md): a template is
+# refused at load, before anything is built from it, when it exceeds one of them. Each is far
+# above what the catalogue needs (its largest, measured: 1,848 characters of template, 6 fields,
+# a 66-character literal, 6 literals under one key, a 298-character pattern), and each bounds a
+# cost that grows with the template (module size, compile time, the per-chunk hold check).
+#: characters of the whole response template (its canonical JSON text, keys sorted, no spaces)
+MAX_TEMPLATE_CHARS = 1_000_000
+#: fields in ``fields``
+MAX_FIELDS = 256
+#: characters of one literal delimiter (``open``, ``close``, ``start_anchor``, or one of a list)
+MAX_LITERAL_CHARS = 10_000
+#: literals in the list of one ``open`` / ``close`` / ``start_anchor`` key
+MAX_LITERALS = 256
+#: characters of one regex (``open_pattern``, ``close_pattern``, ``start_anchor_pattern``)
+MAX_PATTERN_CHARS = 4096
+
 # Regex flavour of SPEC 2: the `regex` module, DOTALL, no MULTILINE.
 REGEX_FLAGS = regex.DOTALL
 
@@ -94,6 +112,14 @@ class _Checker:
                                 f"got {type(raw).__name__}", field, literal_key)
             if any(item == "" for item in items):
                 raise self.fail(f"'{literal_key}' literals cannot be empty strings", field, literal_key)
+            if len(items) > MAX_LITERALS:
+                raise self.fail(f"'{literal_key}' lists {len(items)} literals; the limit is {MAX_LITERALS} "
+                                "(docs/security.md, \"Limits\")", field, literal_key)
+            for item in items:
+                if len(item) > MAX_LITERAL_CHARS:
+                    raise self.fail(f"'{literal_key}' has a literal of {len(item):,} characters ({item[:20]!r}...); "
+                                    f"the limit is {MAX_LITERAL_CHARS:,} (docs/security.md, \"Limits\")",
+                                    field, literal_key)
             literals = tuple(dict.fromkeys(items))
             # Longest first (stable), exactly the alternation order of the reference.
             ordered = sorted(literals, key=len, reverse=True)
@@ -106,7 +132,14 @@ class _Checker:
             if not isinstance(raw, str):
                 raise self.fail(f"'{pattern_key}' must be a regex string, got {type(raw).__name__}",
                                 field, pattern_key)
+            if len(raw) > MAX_PATTERN_CHARS:
+                raise self.fail(f"'{pattern_key}' is {len(raw):,} characters ({raw[:20]!r}...); the limit is "
+                                f"{MAX_PATTERN_CHARS:,} (docs/security.md, \"Limits\")", field, pattern_key)
             compiled = self.compile(raw, field, pattern_key)
+            problem = backtracking_problem(raw)
+            if problem is not None:
+                raise self.fail(f"'{pattern_key}' {raw[:80]!r} is refused: {problem} (docs/security.md, \"Limits\")",
+                                field, pattern_key)
             names = tuple(sorted(compiled.groupindex, key=compiled.groupindex.__getitem__))
             return Delimiter(pattern_key, None, raw, False, names)
         return None
@@ -545,6 +578,24 @@ def check_template(template: Template, *, v2: bool = False) -> list[str]:
     return warnings
 
 
+def _check_size(check: _Checker, doc: dict) -> None:
+    """Refuse a template whose canonical JSON text exceeds :data:`MAX_TEMPLATE_CHARS`.
+
+    Raises:
+        TemplateError: too large, nested too deeply to measure, or holding a value JSON cannot
+            write (docs/security.md, "Limits").
+    """
+    try:
+        size = len(canonical_json(doc))
+    except RecursionError:
+        raise check.fail("the template is nested too deeply to read") from None
+    except (TypeError, ValueError) as exc:
+        raise check.fail(f"the template holds a value that is not JSON: {exc}") from None
+    if size > MAX_TEMPLATE_CHARS:
+        raise check.fail(f"the template is {size:,} characters of JSON; the limit is {MAX_TEMPLATE_CHARS:,} "
+                         "(docs/security.md, \"Limits\")")
+
+
 def validate(loaded: LoadedTemplate) -> Template:
     """Check a loaded template against SPEC section 2 and return its IR.
 
@@ -563,6 +614,7 @@ def validate(loaded: LoadedTemplate) -> Template:
     doc = loaded.document
     if not isinstance(doc, dict):
         raise check.fail(f"a response template must be a JSON object, got {type(doc).__name__}")
+    _check_size(check, doc)
     reference_version = doc.get("version", 1)
     if reference_version != 1 or isinstance(reference_version, bool):
         raise check.fail(f"unsupported response_template version {reference_version!r} (only 1 is known; "
@@ -584,6 +636,9 @@ def validate(loaded: LoadedTemplate) -> Template:
     raw_fields = doc.get("fields")
     if not isinstance(raw_fields, dict) or not raw_fields:
         raise check.fail("'fields' must be a non-empty dict", key="fields")
+    if len(raw_fields) > MAX_FIELDS:
+        raise check.fail(f"'fields' has {len(raw_fields)} fields; the limit is {MAX_FIELDS} "
+                         "(docs/security.md, \"Limits\")", key="fields")
     v2 = version >= 2
     fields = tuple(_build_field(check, name, spec, version) for name, spec in raw_fields.items())
     implicit = [i for i, f in enumerate(fields) if f.is_implicit]

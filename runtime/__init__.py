@@ -49,6 +49,7 @@ from .stream import (
     RUNTIME_ABI,
     Edge,
     LazyPattern,
+    LiteralPrefixes,
     Region,
     StreamParser,
     barrier_search,
@@ -87,6 +88,7 @@ __all__ = [
     "partial_barrier",
     "lead_start",
     "LazyPattern",
+    "LiteralPrefixes",
     "parse_many",
     "PREFIX_REQUIRED",
     # errors

@@ -88,6 +88,7 @@ __all__ = [
     "partial_barrier",
     "lead_start",
     "LazyPattern",
+    "LiteralPrefixes",
     "parse_many",
     "PREFIX_REQUIRED",
 ]
@@ -109,7 +110,7 @@ RUNTIME_ABI = 2
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
 FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs",
                       "lead-search", "lazy-pattern", "held-json", "lazy-delimiters", "fast-heads",
-                      "barrier-search", "partial-search"})
+                      "barrier-search", "partial-search", "literal-prefixes"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
 OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
@@ -575,6 +576,38 @@ def literal_hold(buf: str, lo: int, firsts: str, prefixes: frozenset) -> int:
                 break
             j = buf.find(first, j + 1, best)
     return best
+
+
+class LiteralPrefixes:
+    """The proper prefixes of some literals, tested with ``in`` like a set of them, in linear space.
+
+    A generated module writes a state's proper prefixes out as a ``frozenset`` while they total at
+    most ``compiler.automaton.PREFIX_TABLE_BUDGET`` characters; beyond it (a long literal, whose
+    prefixes would cost the square of its length: docs/security.md, "Limits") it writes this
+    object, which keeps the literals only and answers ``text in prefixes`` with ``startswith``.
+
+    Args:
+        literals (tuple[str, ...]): the literals.
+    """
+
+    __slots__ = ("_by_first",)
+
+    def __init__(self, literals: tuple) -> None:
+        by_first: dict = {}
+        for lit in literals:
+            if len(lit) > 1:
+                by_first.setdefault(lit[0], []).append(lit)
+        self._by_first = {first: tuple(lits) for first, lits in by_first.items()}
+
+    def __contains__(self, text: object) -> bool:
+        """Whether ``text`` is a non-empty proper prefix of one of the literals."""
+        if not isinstance(text, str) or not text:
+            return False
+        n = len(text)
+        for lit in self._by_first.get(text[0], ()):
+            if len(lit) > n and lit.startswith(text):
+                return True
+        return False
 
 
 #: body pieces joined into one block at a time (see StreamParser._keep)

@@ -10,6 +10,7 @@ import pytest
 from respc.compiler.api import compile_source
 from respc.compiler.cli import main
 from respc.compiler.lint import lint
+from respc.runtime.errors import TemplateError
 
 
 def _findings(fields: dict, **top) -> list:
@@ -54,9 +55,10 @@ def test_opens_that_shadow_each_other():
 
 
 def test_catastrophic_backtracking():
-    f = _only(_findings({"a": {"open_pattern": "<(?:\\w+\\s*)+>", "close": "</a>"}, "content": {}}), "backtracking")
-    assert (f.level, f.field, f.key) == ("error", "a", "open_pattern")
-    assert f.example == "a" * 30 + "!"
+    # refused at load since issue 23 (compiler/backtracking.py); the lint check remains for an IR
+    # built without validate
+    with pytest.raises(TemplateError, match="open_pattern.*exponential"):
+        _findings({"a": {"open_pattern": "<(?:\\w+\\s*)+>", "close": "</a>"}, "content": {}})
 
 
 def test_pattern_that_matches_empty():

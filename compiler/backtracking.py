@@ -1,0 +1,492 @@
+"""Which regex delimiters can backtrack for exponential time (issue 23 item 4).
+
+The ``regex`` module is a backtracking engine: on a near-miss it tries every way a pattern can
+match a prefix of the text. A pattern with exponentially many such ways (``(a|aa)+b`` on
+``"a" * 30 + "!"``: 2.6 s, doubling every two more characters) lets model output hang a server.
+:func:`backtracking_problem` finds them; ``validate`` refuses such a pattern at load and ``respc
+check`` reports it (docs/security.md, "Limits").
+
+Theory of operation
+-------------------
+A pattern is read into its *position automaton* (Glushkov; see ``compiler/held.py``): one state
+per one-character item, ``follow`` edges between them. Lookarounds and anchors only narrow what
+matches, so they are read as empty here, and their own bodies are analysed on their own. The
+number of ways to read a text is the number of paths through that automaton. Two paths that
+part on one character (two positions whose items share a character) and meet again double the
+count. So the analysis walks the *pair automaton* (two copies run side by side on the same
+characters) and looks for
+
+* a cycle through a parted pair and back to a same-position pair: the ways multiply with every
+  turn of the loop (exponential degree of ambiguity: ``(a|aa)+``, ``(\\w|\\d)*``, ``(a|a)*``);
+* a path through :data:`MAX_MEETINGS` or more places, one after the other, where two ways part
+  and meet again, without a loop (``(?:a|a)`` sixteen times: 2**16 ways or more);
+* a repeat whose body can itself repeat unboundedly (``(a+)+``): the position automaton merges
+  such loops, a backtracking engine does not (the ``regex`` module guards many of these, other
+  engines do not; this is the ``backtracking`` check ``respc check`` has always run). A
+  possessive inner repeat or an atomic group gives back nothing and is not counted.
+
+Bounded repeats of more than :data:`UNROLL` copies are read as unbounded ones (a superset: it can
+only find more). Items share a character when some sample does match both: every character of
+the pattern, both ends of each range, and a fixed set of ASCII and non-ASCII samples. A
+backreference is read as any text and a conditional as either branch; ``regex``-only classes
+(``\\p{L}``, ``\\X``, ``\\N{...}``) as any character, its zero-width escapes (``\\m``,
+``\\M``, ``\\G``, ``\\K``) as nothing, version-1 sets (``(?V1)[[a-z]--[aeiou]]``) as any
+character, and its own inline flags (``(?r)``, ``(?w)``, fuzzy, ``(?V0)``, ``(?V1)``) are
+dropped; POSIX classes (``[[:alpha:]]``) are read as any character, a subroutine call
+(``(?1)``, ``(?&name)``) as any text and a branch reset ``(?|`` as a plain group: each can only
+find more, or changes nothing the analysis counts. Whole-pattern recursion (``(?R)``) is not
+read. A pattern the analysis still cannot read, or too large to analyse, is refused too.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from .automaton import _SAMPLES, _item_has, sre_c, sre_parse
+
+__all__ = ["backtracking_problem", "MAX_MEETINGS", "MAX_WORK", "UNROLL"]
+
+#: places one after the other where two ways to read the same text part and meet again: refused
+#: from this many (2**k ways to read one text or more; the catalogue's most: 2)
+MAX_MEETINGS = 8
+#: bounded repeats with more copies than this are analysed as unbounded
+UNROLL = 8
+#: positions analysed at most (more: refused as too large to check)
+_MAX_POSITIONS = 2000
+
+_REPEATS = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", sre_c.MAX_REPEAT))
+_BACKTRACKING_REPEATS = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT)
+_CHAR_OPS = (sre_c.LITERAL, sre_c.NOT_LITERAL, sre_c.ANY, sre_c.RANGE, sre_c.CATEGORY, sre_c.IN)
+_EMPTY_OPS = (sre_c.AT,)
+_ASSERTS = (sre_c.ASSERT, sre_c.ASSERT_NOT)
+_EXTRA_SAMPLES = "\u00a0\u2028\u0660\U0001f600\u00ff\u0100\uffff"
+
+
+# escapes of the ``regex`` module the ``re`` parser does not know, each one character of a class
+# (or a named character): read as ``.``, which matches more, so the check can only find more
+_REGEX_ONLY = re.compile(r"\\[pP](?:\{[^}]*\}|[A-Za-z])|\\N\{[^}]*\}|\\X")
+# its zero-width escapes (word start and end, search anchor, keep-out): read as nothing
+_REGEX_ONLY_EMPTY = re.compile(r"\\[mMGK]")
+# its inline flags the ``re`` parser does not know (reverse, word, fuzzy, version 0, BESTMATCH,
+# POSIX, full case folding); none changes how many ways a pattern can match a text
+_POSIX_CLASS = re.compile(r"\[:\^?[A-Za-z]+:\]")
+_SUBROUTINE = re.compile(r"\(\?(?:[+-]?[1-9][0-9]*|&\w+|P>\w+)\)")
+_NAMED_GROUP = re.compile(r"\(\?P?<(?![=!])\w+>")
+_NAMED_REF = re.compile(r"\(\?P=\w+\)|\\g<\w+>")
+_IGNORECASE = re.compile(r"\(\?[a-zA-Z0-9-]*i")
+_FLAG_GROUP = re.compile(r"\(\?([a-zA-Z0-9]+)([:)])")
+_REGEX_ONLY_FLAGS = set("rwbepfV0")
+
+
+def _strip_flags(match: re.Match) -> str:
+    letters = match.group(1).replace("V0", "").replace("V1", "")
+    if not set(letters) <= set("aiLmsux") | _REGEX_ONLY_FLAGS:
+        return match.group(0)
+    kept = "".join(c for c in letters if c not in _REGEX_ONLY_FLAGS)
+    if match.group(2) == ":":
+        return f"(?{kept}:" if kept else "(?:"
+    return f"(?{kept})" if kept else "(?:)"
+
+
+class _Unanalysable(Exception):
+    """A construct the analysis does not model."""
+
+
+class _TooLarge(Exception):
+    """The pattern's automaton is too large to analyse (:data:`MAX_WORK`)."""
+
+
+#: pair-automaton steps one analysis may take; a pattern that needs more is refused as too large
+#: to check (the catalogue's largest needs a few thousand)
+MAX_WORK = 500_000
+
+
+class _Glushkov:
+    """The position automaton of an sre tree, lookarounds read as empty."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple] = []
+        self.follow: list[set[int]] = []
+        self.lookarounds: list = []
+
+    def position(self, op, av) -> int:
+        if len(self.items) >= _MAX_POSITIONS:
+            raise _TooLarge("too many positions")
+        self.items.append((op, av))
+        self.follow.append(set())
+        return len(self.items) - 1
+
+    def seq(self, seq) -> tuple[set[int], set[int], bool]:
+        first: set[int] = set()
+        last: set[int] = set()
+        nullable = True
+        for op, av in seq:
+            f, l, n = self.item(op, av)
+            for p in last:
+                self.follow[p] |= f
+            if nullable:
+                first |= f
+            last = (last | l) if n else l
+            nullable = nullable and n
+        return first, last, nullable
+
+    def item(self, op, av) -> tuple[set[int], set[int], bool]:
+        if op in _CHAR_OPS:
+            p = self.position(op, av)
+            return {p}, {p}, False
+        if op is sre_c.SUBPATTERN:
+            return self.seq(av[-1])
+        if op is getattr(sre_c, "ATOMIC_GROUP", None):  # read as a plain group (may find more)
+            return self.seq(av)
+        if op is sre_c.BRANCH:
+            first: set[int] = set()
+            last: set[int] = set()
+            nullable = False
+            for alt in av[1]:
+                f, l, n = self.seq(alt)
+                first |= f
+                last |= l
+                nullable = nullable or n
+            return first, last, nullable
+        if op in _REPEATS:
+            low, high, body = av
+            return self.repeat(low, high, body)
+        if op in _EMPTY_OPS:
+            return set(), set(), True
+        if op in _ASSERTS:
+            self.lookarounds.append(av[1])
+            return set(), set(), True
+        if op is sre_c.GROUPREF:  # a backreference: read as any text (it can only find more)
+            return self.repeat(0, sre_c.MAXREPEAT, [(sre_c.ANY, None)])
+        if op is sre_c.GROUPREF_EXISTS:  # a conditional: read as either branch
+            _group, yes, no = av
+            return self.item(sre_c.BRANCH, (None, [yes, no if no is not None else []]))
+        raise _Unanalysable(str(op))
+
+    def repeat(self, low: int, high: int, body) -> tuple[set[int], set[int], bool]:
+        if high > UNROLL:  # read as body{low', } with at most UNROLL copies before the loop
+            low, high = min(low, UNROLL), sre_c.MAXREPEAT
+        unbounded = high >= sre_c.MAXREPEAT
+        pieces = []
+        for _ in range(low - 1 if unbounded and low else low):
+            pieces.append(self.seq(body))
+        if unbounded:
+            f, l, n = self.seq(body)
+            for p in l:
+                self.follow[p] |= f
+            pieces.append((f, l, n or not low))
+        else:
+            for _ in range(high - low):
+                f, l, _n = self.seq(body)
+                pieces.append((f, l, True))
+        first: set[int] = set()
+        last: set[int] = set()
+        nullable = True
+        for f, l, n in pieces:
+            for p in last:
+                self.follow[p] |= f
+            if nullable:
+                first |= f
+            last = (last | l) if n else l
+            nullable = nullable and n
+        return first, last, nullable
+
+
+def _samples(pattern: str, items) -> list[str]:
+    chars = set(_SAMPLES) | set(pattern) | set(_EXTRA_SAMPLES)
+
+    def ends(op, av) -> None:
+        if op is sre_c.LITERAL or op is sre_c.NOT_LITERAL:
+            chars.add(chr(av))
+        elif op is sre_c.RANGE:
+            chars.update((chr(av[0]), chr(av[1]), chr((av[0] + av[1]) // 2)))
+        elif op is sre_c.IN:
+            for o, a in av:
+                if o is not sre_c.NEGATE:
+                    ends(o, a)
+
+    for op, av in items:
+        ends(op, av)
+    return sorted(chars)
+
+
+def _nested_unbounded(seq) -> bool:
+    """Whether an unbounded repeat holds a repeat of more than one copy (``(a+)+``, ``(a{2})*``)."""
+
+    def has_repeat(seq) -> bool:
+        # an atomic group or a possessive repeat gives back nothing once matched: not counted
+        for op, av in seq:
+            if op in _BACKTRACKING_REPEATS and (av[1] == sre_c.MAXREPEAT or av[1] > 1):
+                return True
+            if op is sre_c.SUBPATTERN and has_repeat(av[-1]):
+                return True
+            if op is sre_c.BRANCH and any(has_repeat(b) for b in av[1]):
+                return True
+        return False
+
+    for op, av in seq:
+        if op in _REPEATS:
+            if av[1] == sre_c.MAXREPEAT and has_repeat(av[2]):
+                return True
+            if _nested_unbounded(av[2]):
+                return True
+        elif op is sre_c.SUBPATTERN and _nested_unbounded(av[-1]):
+            return True
+        elif op is getattr(sre_c, "ATOMIC_GROUP", None) and _nested_unbounded(av):
+            return True
+        elif op is sre_c.BRANCH and any(_nested_unbounded(b) for b in av[1]):
+            return True
+        elif op in _ASSERTS and _nested_unbounded(av[1]):
+            return True
+    return False
+
+
+def _ambiguity(pattern: str, tree) -> str | None:
+    """The pair-automaton verdict on one sre tree (and, separately, its lookarounds' bodies)."""
+    g = _Glushkov()
+    first, _last, _nullable = g.seq(tree)
+    samples = _samples(pattern, g.items)
+    # which characters each position matches, as a bit set over the samples
+    # with case folding anywhere, an item matches a sample when it matches any case of it (more
+    # overlaps than the items without the flag have: it can only find more)
+    fold = "(?" in pattern and _IGNORECASE.search(pattern) is not None
+    masks = []
+    for op, av in g.items:
+        mask = 0
+        for i, c in enumerate(samples):
+            cases = {c, c.lower(), c.upper(), c.casefold()[:1], c.swapcase()[:1]} if fold else (c,)
+            if any(len(x) == 1 and _item_has(op, av, x) for x in cases):
+                mask |= 1 << i
+        masks.append(mask)
+
+    steps = [0]
+
+    def succ(pair):
+        p, q = pair
+        fp = g.follow[p] if p >= 0 else first
+        fq = g.follow[q] if q >= 0 else first
+        steps[0] += len(fp) * len(fq)
+        if steps[0] > MAX_WORK:
+            raise _TooLarge("too many steps")
+        for a in fp:
+            ma = masks[a]
+            for b in fq:
+                if ma & masks[b]:
+                    yield (a, b) if a <= b else (b, a)
+
+    start = (-1, -1)
+    nodes = {start: 0}
+    order = [start]
+    edges: dict = {}
+    i = 0
+    while i < len(order):
+        node = order[i]
+        i += 1
+        out = set(succ(node))
+        edges[node] = out
+        for nxt in out:
+            if nxt not in nodes:
+                nodes[nxt] = len(order)
+                order.append(nxt)
+    # strongly connected components (iterative Tarjan)
+    index: dict = {}
+    low: dict = {}
+    comp: dict = {}
+    stack: list = []
+    on: set = set()
+    closed: list = []
+    counter = 0
+    for root in order:
+        if root in index:
+            continue
+        frames = [(root, iter(edges[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while frames:
+            node, it = frames[-1]
+            advanced = False
+            for nxt in it:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    frames.append((nxt, iter(edges[nxt])))
+                    advanced = True
+                    break
+                if nxt in on:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            frames.pop()
+            if frames:
+                parent = frames[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                while True:
+                    member = stack.pop()
+                    on.discard(member)
+                    comp[member] = node
+                    if member == node:
+                        break
+                closed.append(node)
+    kinds: dict = {}
+    for node in order:
+        kinds.setdefault(comp[node], set()).add(node[0] == node[1])
+    if any(both == {True, False} for both in kinds.values()):
+        # a component with a parted and a same-position pair is a cycle through both
+        return "two ways to match the same text inside a loop: a near-miss takes exponential time"
+    # meetings (an edge from a parted pair to a same-position pair) along the longest path through
+    # the DAG of components, each component once its successors are done (the order Tarjan
+    # closed them)
+    members: dict = {}
+    for node in order:
+        members.setdefault(comp[node], []).append(node)
+    best: dict = {}
+    for c in closed:
+        value = 0
+        for node in members[c]:
+            for nxt in edges[node]:
+                d = comp[nxt]
+                if d != c:
+                    value = max(value, best[d] + (node[0] != node[1] and nxt[0] == nxt[1]))
+        best[c] = value
+    meetings = max(best.values(), default=0)
+    if meetings >= MAX_MEETINGS:
+        return (f"{meetings} places one after the other where two ways to match the same text part and meet "
+                f"again: a near-miss can take 2**{meetings} steps or more")
+    for body in g.lookarounds:
+        found = _ambiguity(pattern, body)
+        if found:
+            return found + " (in a lookaround)"
+    return None
+
+
+def _sets_as_any(pattern: str) -> str:
+    """``pattern`` with every character set read as ``.`` (version-1 sets nest and have set
+    operations the ``re`` parser does not know; any character is more than any set)."""
+    out = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if c != "[":
+            out.append(c)
+            i += 1
+            continue
+        depth = 0
+        while i < n:
+            c = pattern[i]
+            if c == "\\":
+                i += 2
+                continue
+            if c == "[":
+                depth += 1
+                i += 1
+                if i < n and pattern[i] == "^":
+                    i += 1
+                if i < n and pattern[i] == "]":
+                    i += 1
+                continue
+            i += 1
+            if c == "]":
+                depth -= 1
+                if depth == 0:
+                    break
+        out.append(".")
+    return "".join(out)
+
+
+def _mark_alternatives(pattern: str) -> str:
+    """``pattern`` with an empty named group at the start of every alternative after the first.
+
+    The ``re`` parser merges alternatives of one character into a set (``a|a`` -> ``[a]``) and
+    factors out a common first item; the ``regex`` engine backtracks through them as written. The
+    groups (epsilon to the analysis) keep each alternative as written.
+    """
+    out = []
+    i = 0
+    n = len(pattern)
+    in_class = False
+    count = 0
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+            out.append(c)
+            i += 1
+            # a ']' (after an optional '^') right after '[' is a member, not the end
+            if i < n and pattern[i] == "^":
+                out.append("^")
+                i += 1
+            if i < n and pattern[i] == "]":
+                out.append("]")
+                i += 1
+            continue
+        elif c == "|":
+            count += 1
+            out.append(f"|(?P<_respc_alt{count}>)")
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+@lru_cache(maxsize=1024)
+def backtracking_problem(pattern: str) -> str | None:
+    """Why ``pattern`` can take exponential time on some text, or None when it cannot.
+
+    Args:
+        pattern: a delimiter regex (``regex`` syntax, compiled with DOTALL).
+
+    Returns:
+        str | None: one sentence saying what makes it exponential (see the module docstring),
+        or that the pattern is too large to analyse (:data:`MAX_WORK`) or uses syntax the
+        analysis cannot read; None when the analysis finds nothing.
+    """
+    # POSIX classes ([[:alpha:]]), which the re parser reads as plain characters: any character
+    pattern = _POSIX_CLASS.sub(lambda m: "\\x00-\\U0010ffff", pattern)
+    # subroutine calls ((?1), (?&name), (?P>name)): any text; branch reset: a plain group
+    pattern = _SUBROUTINE.sub("(?:.*)", pattern).replace("(?|", "(?:")
+    try:
+        tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+    except Exception:  # noqa: BLE001 - regex-only syntax: read its classes as any character
+        if "V1" in pattern:
+            pattern = _sets_as_any(pattern)
+        # names used twice (the regex module allows it): plain groups, named backreferences any text
+        pattern = _NAMED_REF.sub("(?:.*)", _NAMED_GROUP.sub("(", pattern))
+        pattern = _FLAG_GROUP.sub(_strip_flags, _REGEX_ONLY_EMPTY.sub("(?:)", _REGEX_ONLY.sub(".", pattern)))
+        try:
+            tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+        except Exception:  # noqa: BLE001 - still unreadable: refused, it cannot be checked
+            return "syntax the backtracking check cannot read, so it cannot be shown safe"
+    if _nested_unbounded(list(tree)):
+        return ("a repeat nested inside an unbounded repeat: a near-miss takes exponential time (write the "
+                "inner one possessive, a++, or inside an atomic group, (?>...))")
+    try:
+        try:
+            marked = sre_parse.parse(_mark_alternatives(pattern), sre_c.SRE_FLAG_DOTALL)
+        except Exception:  # noqa: BLE001 - the marks did not fit (a conditional): as the parser read it
+            marked = tree
+        return _ambiguity(pattern, list(marked))
+    except _TooLarge:
+        return (f"too large to check for exponential backtracking (more than {_MAX_POSITIONS} one-character items, "
+                f"bounded repeats of up to {UNROLL} copies unrolled, or more than {MAX_WORK:,} steps)")
+    except RecursionError:
+        return "nested too deeply to check for exponential backtracking"
+    except _Unanalysable as exc:
+        return f"a construct the backtracking check cannot read ({exc}), so it cannot be shown safe"
