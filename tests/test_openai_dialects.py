@@ -19,6 +19,7 @@ import pytest
 from respc.openai import ChatCompletionStream, argument_streaming
 from respc.openai_dialects import DialectJson, NameKeyed, TextArgs
 from respc.runtime.content import _apply_dialects
+from respc.runtime.errors import ContentParseError
 from support import REPO
 
 GEMMA4 = "<bos><|turn>user\nWeather?<turn|>\n<|turn>model\n"
@@ -329,8 +330,9 @@ def test_minimax_m3_leaf_nested_and_repeated_keys():
 def test_minimax_m3_cut_off_call():
     """A call whose invoke closes inside an unclosed parameter: the runtime skips the parameter
     and takes a complete element inside it; a nested value was held, so the close sends what the
-    message has. A typed leaf cut off (vLLM's unclosed second invocation) was held too. A string
-    leaf already streamed cannot be taken back: the close check reports it."""
+    message has. A call the output ended inside (vLLM's unclosed second invocation, a string leaf
+    cut off) is truncated (docs/events.md, "Truncated regions"): strict raises, recover sends no
+    call and says so in the parser's diagnostics."""
     text = _m3(f"{P}<a>1{P}</a>{P}<b>{P}<c>x{P}</c>")
     stream, per_feed = _stream("minimax_m3", MINIMAX_M3, list(text))
     assert _message_args(stream) == {"a": "1", "c": "x"}
@@ -338,12 +340,12 @@ def test_minimax_m3_cut_off_call():
     tools = [{"type": "function", "function": {"name": "create_order", "parameters": {
         "type": "object", "properties": {"user_id": {"type": "integer"}}}}}]
     text = _m3(f"{P}<user_id>1{P}</user_id>")[:-len(f"{P}</invoke>\n{P}</tool_call>")]
-    stream, per_feed = _stream("minimax_m3", MINIMAX_M3, list(text + f"{P}<user_id>2"), tools)
-    assert _message_args(stream) == {"user_id": 1}  # (the repeated key's value never closed)
-    assert "".join(_args(per_feed)) == '{"user_id": 1}' and stream.diagnostics == []
-    stream, per_feed = _stream("minimax_m3", MINIMAX_M3, list(text[:-len(f"{P}<user_id>1{P}</user_id>")]
-                                                           + f"{P}<user_id>2"), tools)
-    assert _message_args(stream) == {} and _args(per_feed) == ["{}"] and stream.diagnostics == []
+    for cut in (text + f"{P}<user_id>2", text[:-len(f"{P}<user_id>1{P}</user_id>")] + f"{P}<user_id>2"):
+        with pytest.raises(ContentParseError, match="truncated"):
+            _stream("minimax_m3", MINIMAX_M3, list(cut), tools)
+        stream, per_feed = _stream("minimax_m3", MINIMAX_M3, list(cut), tools, "recover")
+        assert "tool_calls" not in stream.message and _args(per_feed) == [] and stream.diagnostics == []
+        assert [d["kind"] for d in stream.parser.diagnostics] == ["truncated"]
     stream, per_feed = _stream("minimax_m3", MINIMAX_M3, list(_m3(f"{P}<s>ab")))
     assert _message_args(stream) == {} and "".join(_args(per_feed)) == '{"s": "ab'
     assert [d["kind"] for d in stream.diagnostics] == ["streamed-arguments-differ"]

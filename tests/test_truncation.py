@@ -1,0 +1,186 @@
+"""A value is complete only when its format says so (issue 24, item 1; docs/events.md, "Truncated
+regions").
+
+A region the output ended inside -- no closer came where the format has one, or an ``end:
+"value"`` body whose value did not end -- is *truncated*: its value is dropped (never a tool
+call), earlier complete calls are kept, ``errors="recover"`` reports a ``truncated`` diagnostic
+holding its text (the text is not put into the answer: it is a cut call, not prose) and
+``errors="strict"`` raises. The first part runs the issue's examples literally, whole, one
+character at a time and in random pieces; the second cuts every catalogue family's sample outputs
+at every point (the property).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import pytest
+
+from respc.openai import ChatCompletionStream
+from respc.runtime import whole
+from respc.runtime.errors import ContentParseError
+from support import CORPUS, REPO, chunkings, load_jsonl
+
+HOWS = ("whole", "chars", "random")
+TRUNCATED = "ContentParseError: Field 'tool_calls': the output ended inside this region before {} (truncated); " \
+            "a value the output did not finish is not returned."
+
+
+def _module(family: str):
+    return importlib.import_module(f"respc.generated.{family}")
+
+
+def run(family: str, text: str, how: str, errors: str = "recover", prefix: str = ""):
+    """``(message, events, diagnostics)`` of ``text`` fed in chunking ``how``; the whole-text
+    path (``parse_response``) must give the same message and diagnostics."""
+    module = _module(family)
+    if how == "whole":
+        single = module.ResponseParser(prefix, errors=errors)
+        expected = (whole.finish(single, text), single.diagnostics)
+    parser = module.ResponseParser(prefix, errors=errors)
+    events = list(parser.initial_events)
+    for chunk in chunkings(text, text)[how]:
+        events += parser.feed(chunk)
+    message, final = parser.finalize()
+    if how == "whole":
+        assert (message, parser.diagnostics) == expected
+    return message, events + final, parser.diagnostics
+
+
+def _truncated(start: int, end: int, text: str, before: str = "its close") -> dict:
+    return {"kind": "truncated", "field": "tool_calls", "start": start, "end": end,
+            "message": TRUNCATED.format(before), "text": text}
+
+
+# family, output, message in "recover", the truncated region's (start, end), what it ended before
+EXAMPLES = [
+    ("glm4_5", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Par",
+     {"role": "assistant"}, (0, 61), "its close"),
+    ("qwen3_coder", "<tool_call>\n<function=get_weather>\n<parameter=city>\nPar",
+     {"role": "assistant"}, (0, 55), "its close"),
+    ("glm4_5", "<tool_call>" + "   " + "x", {"role": "assistant"}, (0, 15), "its close"),
+    ("mistral_small_3_2", 'Sure.[TOOL_CALLS]get_weather[ARGS]{"city": "Par',
+     {"role": "assistant", "content": "Sure."}, (5, 47), "its value ended"),
+    ("llama3_json", 'Sure.{"name": "get_weather", "parameters": {"city": "Par',
+     {"role": "assistant", "content": "Sure."}, (5, 56), "its value ended"),
+    ("llama3_json", 'Hi<|python_tag|>{"name": "get_weather", "parameters": {"city": "Par',
+     {"role": "assistant", "content": "Hi"}, (2, 67), "its value ended"),
+    ("dots", 'Sure.<dots_function_call>{"name": "get_weather", "arguments": {"city": "Par',
+     {"role": "assistant", "content": "Sure."}, (25, 75), "its value ended"),
+    ("llama4_pythonic", 'Sure.<|python_start|>[get_weather(city="Par',
+     {"role": "assistant", "content": "Sure."}, (5, 43), "its value ended"),
+    ("olmo3", 'Sure.<function_calls>get_weather(city="Par',
+     {"role": "assistant", "content": "Sure."}, (21, 42), "its value ended"),
+]
+
+
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("family,text,message,span,before", EXAMPLES,
+                         ids=[f"{e[0]}-{i}" for i, e in enumerate(EXAMPLES)])
+def test_cut_call_is_truncated_in_recover(family, text, message, span, before, how):
+    got, events, diagnostics = run(family, text, how)
+    assert got == message
+    start, end = span
+    assert diagnostics == [_truncated(start, end, text[start:end], before)]
+    dropped = [e for e in events if e["type"] == "region_malformed"]
+    assert len(dropped) == 1 and dropped[0]["into"] is None and dropped[0]["text"] == text[start:end]
+    assert not any(e["type"] == "region_close" and e["field"] == "tool_calls" for e in events)
+
+
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("family,text,message,span,before", EXAMPLES,
+                         ids=[f"{e[0]}-{i}" for i, e in enumerate(EXAMPLES)])
+def test_cut_call_raises_in_strict(family, text, message, span, before, how):
+    with pytest.raises(ContentParseError) as info:
+        run(family, text, how, errors="strict")
+    assert "truncated" in str(info.value) or "could not parse" in str(info.value)
+    assert (info.value.start, info.value.end) == span
+    assert info.value.partial_message == message
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_earlier_complete_calls_are_kept(how):
+    call = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
+    text = "Sure." + call + call.replace("Paris", "Rome")[:-len("</arg_value>\n</tool_call>")]
+    message, _, diagnostics = run("glm4_5", text, how)
+    assert message == {"role": "assistant", "content": "Sure.", "tool_calls": [
+        {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}
+    start = 5 + len(call)
+    assert diagnostics == [_truncated(start, len(text), text[start:])]
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_olmo3_cut_name_after_prose_in_the_section(how):
+    """olmo3 ``<function_calls>ab cd``: ``cd`` may still become a call when the output ends, so
+    it is truncated (strict raises, as for any cut call); it is never a call."""
+    text = "<function_calls>ab cd"
+    with pytest.raises(ContentParseError, match="truncated"):
+        run("olmo3", text, how, errors="strict")
+    message, _, diagnostics = run("olmo3", text, how)
+    assert "tool_calls" not in message
+    assert diagnostics == [_truncated(19, 21, "cd", "its value ended")]
+
+
+def test_json_body_without_its_closer_is_whole():
+    """A self-delimiting body the end closed (a stop token the engine stripped) keeps its value
+    when the body holds a whole JSON value: the JSON's own end says it is complete."""
+    for family, text in (("qwen3", '<tool_call>{"name": "f", "arguments": {"a": 1}}'),
+                         ("firefunction_v2", ' functools[{"name": "f", "arguments": {"a": 1}}]')):
+        for errors in ("strict", "recover"):
+            message, _, diagnostics = run(family, text, "chars", errors)
+            assert message["tool_calls"] == [{"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]
+            assert diagnostics == []
+
+
+# --- the OpenAI adapter with recover_arguments="stream" ------------------------------------------
+
+def _accumulate(chunks: list[dict]) -> tuple[str, dict, list]:
+    content, calls, finish = "", {}, []
+    for chunk in chunks:
+        choice = chunk["choices"][0]
+        delta = choice["delta"]
+        content += delta.get("content") or ""
+        for call in delta.get("tool_calls") or []:
+            got = calls.setdefault(call["index"], {"name": "", "arguments": ""})
+            function = call.get("function") or {}
+            got["name"] += function.get("name") or ""
+            got["arguments"] += function.get("arguments") or ""
+        if choice["finish_reason"]:
+            finish.append(choice["finish_reason"])
+    return content, calls, finish
+
+
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("family", ["dots", "llama3_json"])
+def test_stream_mode_malformed_call_is_content_or_a_named_call_never_both(family, how):
+    """``Hi<|python_tag|>python.call(code=1 2)<|eom_id|>`` with ``recover_arguments="stream"``:
+    what the stream sends adds up to the adapter's message (``openai_message()``); a call already sent is kept and a
+    ``streamed-call-malformed`` diagnostic names it, and then its raw text is not also content;
+    else the raw text is content, as in the parser's message, and no call is sent."""
+    text = "Hi<|python_tag|>python.call(code=1 2)<|eom_id|>"
+    module = _module(family)
+    stream = ChatCompletionStream(module.ResponseParser("", errors="recover"), recover_arguments="stream",
+                                  ids=lambda n: f"call_{n}", completion_id="x", created=0)
+    chunks = []
+    for piece in chunkings(text, text)[how]:
+        chunks += stream.feed(piece)
+    chunks += stream.finalize()
+    content, calls, finish = _accumulate(chunks)
+    message = stream.openai_message()
+    assert content == (message.get("content") or "")
+    assert [(c["name"], c["arguments"]) for c in calls.values()] == [
+        (c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
+    kept = [d for d in stream.diagnostics if d.get("kind") == "streamed-call-malformed"]
+    parsed = module.parse_response(text, prefix="", errors="recover")
+    if calls:
+        assert finish == ["tool_calls"]
+        assert [d["text"] for d in kept] == ["<|python_tag|>python.call(code=1 2)"] and content == "Hi"
+    else:
+        assert finish == ["stop"] and kept == []
+        assert content == parsed.get("content", "")
+    if family == "llama3_json":
+        assert parsed == {"role": "assistant", "content": "Hi<|python_tag|>python.call(code=1 2)"}
+        if how == "chars":
+            assert calls  # the name went out before the body turned out malformed
