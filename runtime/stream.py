@@ -803,6 +803,9 @@ class StreamParser:
     _KNOWN: tuple = ()
     #: per field: its declared-repair group names (REPAIR_GROUP), empty for most
     _REPAIRS: tuple = ()
+    #: per field: a v2 ``"role": "tool_calls"`` region (typed while others are not), whose plain
+    #: ``text`` body is a call's argument, so the end of the output cannot end it (_cut_off)
+    _CALLS: tuple = ()
     #: STRAY_CLOSERS with the open patterns as LazyPattern (without DOTALL; only errors="recover"
     #: searches them, so an import does not compile them)
     _STRAY: tuple = ()
@@ -824,6 +827,8 @@ class StreamParser:
         cls._RUNS = tuple(None if not rows else tuple((frozenset(chars), factor, _prefixes_by_last(factor))
                                                       for chars, factor in rows) for rows in runs)
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
+        # v2 roles: some region is not typed, so the typed ones are exactly the tool-call regions
+        cls._CALLS = tuple(r.typed and any(not o.typed for o in cls.REGIONS) for r in cls.REGIONS)
         cls._KNOWN = tuple(triggers is not None for triggers, _ in cls.FAST_PATH)
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
         cls._STRAY = tuple((closer, LazyPattern(pattern, 0), field) for closer, pattern, field in cls.STRAY_CLOSERS)
@@ -1975,20 +1980,22 @@ class StreamParser:
         output ended inside it before its format said its value was complete (docs/events.md,
         "Truncated regions").
 
-        A plain region (``text`` and the like) is never cut: its text is its value. An ``end:
+        A plain region (``text`` and the like) is never cut: its text is its value (unclosed
+        reasoning stays reasoning), unless it is a v2 tool-call region (functionary's
+        ``<|python_tag|>`` code): a cut program is not run. An ``end:
         "value"`` region is cut (its decoder would have closed it at the value's end). A
         structured region whose state has a closer is cut unless its parser is self-delimiting
         (``json``, ``pythonic``) and its body holds a whole value: then the strict parse, not
         this test, decides (a cut object never parses). A structured region with no closer in the
         format ends with the output, as the template says.
         """
-        if not region.dirty:
+        if not region.dirty and not self._CALLS[self._field]:
             return False
         if region.ends:
             return True
         if not self._has_close():
             return False
-        return not region.ends_itself or not text or text.isspace()
+        return not region.ends_itself or not region.dirty or not text or text.isspace()
 
     def _has_close(self) -> bool:
         """The current state watches a close of its region (the format has a closer for it)."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib
 import json
-from pathlib import Path
 
 import pytest
 
@@ -184,3 +183,92 @@ def test_stream_mode_malformed_call_is_content_or_a_named_call_never_both(family
         assert parsed == {"role": "assistant", "content": "Hi<|python_tag|>python.call(code=1 2)"}
         if how == "chars":
             assert calls  # the name went out before the body turned out malformed
+
+
+# --- the property: every catalogue family's outputs cut at every point -----------------------------
+
+FAMILY_DIR = REPO / "tests" / "cases" / "families"
+#: RESPC_TRUNCATION_SWEEP=1: every own case and corpus vector with tool calls (about 470 outputs,
+#: some 15 s); by default the first own case with tool calls of each family (64 outputs)
+SWEEP = bool(__import__("os").environ.get("RESPC_TRUNCATION_SWEEP"))
+
+
+def _samples() -> list:
+    found, seen = [], set()
+    for path in sorted(FAMILY_DIR.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for case in data["cases"]:
+            if case["message"].get("tool_calls") and (SWEEP or data["family"] not in seen):
+                seen.add(data["family"])
+                found.append(pytest.param(data["family"], case["prefix"], case["text"], case.get("tools"),
+                                          id=f"{data['family']}/{case['name']}"))
+    if SWEEP:
+        found += [pytest.param(v["family"], v["prefix"], v["text"], v.get("tools"), id=v["id"])
+                  for v in load_jsonl(CORPUS) if v["expect"]["message"].get("tool_calls")]
+    return found
+
+
+def _parse(module, prefix: str, text: str, tools, errors: str, ledger: bool = False):
+    parser = module.ResponseParser(prefix, tools, errors=errors, ledger=ledger)
+    return whole.finish(parser, text), parser
+
+
+def _from_reasoning(call: dict, full: dict) -> bool:
+    """A call of a cut output that the whole output has as reasoning text: the format reads a
+    call written in unclosed reasoning as a call (qwen3's ``end-if-unclosed``), and the cut
+    output's reasoning is unclosed. It is complete in the cut text, so it may be returned."""
+    return call["function"]["name"] in (full.get("reasoning_content") or "")
+
+
+def check_calls(got: list, calls: list, full: dict) -> None:
+    """No tool call carries a value the output did not finish: the calls of a cut output are the
+    whole output's first calls, equal to them (a call not complete in the cut is absent)."""
+    assert got == calls[:len(got)] or all(c in calls or _from_reasoning(c, full) for c in got)
+
+
+def check_text(value: str, whole_value: str, cut: str, delimiter: list, shown: dict, key: str) -> None:
+    """No answer character is lost or invented. ``value`` (a text key of the cut output's
+    message) is a prefix of the whole output's ``whole_value`` -- nothing from a cut call, nothing
+    reordered -- and, for growing cuts, never shorter than before (text once given is kept); or
+    it is such a prefix followed by the cut's last characters (before trailing whitespace) that
+    the whole output consumed as a delimiter: the held beginning of a delimiter the cut left
+    unfinished, which "recover" may give back as text."""
+    if whole_value.startswith(value):
+        assert len(value) >= shown.get(key, 0), f"{key} lost text: {value!r}"
+        shown[key] = len(value)
+        return
+    for end in {len(cut), len(cut.rstrip())}:
+        for j in range(1, min(len(value), end) + 1):
+            if (cut[:end].endswith(value[-j:]) and whole_value.startswith(value[:-j])
+                    and all(delimiter[i] for i in range(end - j, end))):
+                return
+    raise AssertionError(f"{key} of the cut output is not the whole output's: {value!r} vs {whole_value!r}")
+
+
+@pytest.mark.parametrize("family,prefix,text,tools", _samples())
+def test_every_cut_point(family, prefix, text, tools):
+    """Cut at every point, parsed in both modes: "recover" never raises, "strict" raises only
+    ContentParseError; the calls and text keys of every cut obey check_calls and check_text."""
+    module = _module(family)
+    full, parser = _parse(module, prefix, text, tools, "recover", ledger=True)
+    calls = full["tool_calls"]
+    delimiter = [False] * len(text)
+    for start, end, kind in parser.ledger:
+        for i in range(max(start, 0), min(end, len(text))):
+            delimiter[i] = kind == "delimiter"
+    shown: dict = {}
+    for k in range(len(text) + 1):
+        cut = text[:k]
+        message, _ = _parse(module, prefix, cut, tools, "recover")
+        got = message.get("tool_calls") or []
+        check_calls(got, calls, full)
+        if any(c not in calls for c in got):
+            continue  # a call in unclosed reasoning ended it: the text after it is answer here
+        for key, value in message.items():
+            if key != "role" and isinstance(value, str) and isinstance(full.get(key, ""), str):
+                check_text(value, full.get(key, ""), cut, delimiter, shown, key)
+        try:
+            strict, _ = _parse(module, prefix, cut, tools, "strict")
+        except ContentParseError:
+            continue
+        check_calls(strict.get("tool_calls") or [], calls, full)
