@@ -72,6 +72,11 @@ EXAMPLES = [
      {"role": "assistant", "content": "Sure."}, (5, 43), "its value ended"),
     ("olmo3", 'Sure.<function_calls>get_weather(city="Par',
      {"role": "assistant", "content": "Sure."}, (21, 42), "its value ended"),
+    # a text body of a tool-call region has no end of its own: a cut program is not run
+    ("functionary_v3_1", "Let me compute.<|python_tag|>print(1",
+     {"role": "assistant", "content": "Let me compute."}, (15, 36), "its close"),
+    # an opener and nothing after it
+    ("qwen3", "Sure.<tool_call>", {"role": "assistant", "content": "Sure."}, (5, 16), "its close"),
 ]
 
 
