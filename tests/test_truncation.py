@@ -20,7 +20,7 @@ import pytest
 from respc.openai import ChatCompletionStream
 from respc.runtime import whole
 from respc.runtime.errors import ContentParseError
-from support import CORPUS, REPO, chunkings, load_jsonl
+from support import CATALOGUE_TEMPLATES, CORPUS, PEER_PREFIX, PEER_XFAIL, REPO, SHARED, chunkings, load_jsonl
 
 HOWS = ("whole", "chars", "random")
 TRUNCATED = "ContentParseError: Field 'tool_calls': the output ended inside this region before {} (truncated); " \
@@ -193,8 +193,8 @@ def test_stream_mode_malformed_call_is_content_or_a_named_call_never_both(family
 # --- the property: every catalogue family's outputs cut at every point -----------------------------
 
 FAMILY_DIR = REPO / "tests" / "cases" / "families"
-#: RESPC_TRUNCATION_SWEEP=1: every own case and corpus vector with tool calls (about 470 outputs,
-#: some 15 s); by default the first own case with tool calls of each family (64 outputs)
+#: RESPC_TRUNCATION_SWEEP=1: every own case, corpus vector and peer vector (../shared/corpus) with
+#: tool calls; by default the first own case with tool calls of each family (62 outputs, ~2 s)
 SWEEP = bool(__import__("os").environ.get("RESPC_TRUNCATION_SWEEP"))
 
 
@@ -210,6 +210,12 @@ def _samples() -> list:
     if SWEEP:
         found += [pytest.param(v["family"], v["prefix"], v["text"], v.get("tools"), id=v["id"])
                   for v in load_jsonl(CORPUS) if v["expect"]["message"].get("tool_calls")]
+        for name in ("peer_vectors.jsonl", "peer_vectors2.jsonl"):
+            found += [pytest.param(v["family"], PEER_PREFIX.get(v["id"], v["prefix"]), v["text"], v.get("tools"),
+                                   id=v["id"])
+                      for v in load_jsonl(SHARED / "corpus" / name)
+                      if v["family"] in CATALOGUE_TEMPLATES and v["id"] not in PEER_XFAIL
+                      and (v.get("expect") or {}).get("message", {}).get("tool_calls")]
     return found
 
 
@@ -253,14 +259,19 @@ def check_text(value: str, whole_value: str, cut: str, delimiter: list, shown: d
 @pytest.mark.parametrize("family,prefix,text,tools", _samples())
 def test_every_cut_point(family, prefix, text, tools):
     """Cut at every point, parsed in both modes: "recover" never raises, "strict" raises only
-    ContentParseError; the calls and text keys of every cut obey check_calls and check_text."""
+    ContentParseError; the calls and text keys of every cut obey check_calls and check_text
+    (strict cuts against the strict parse of the whole output, when it has one)."""
     module = _module(family)
     full, parser = _parse(module, prefix, text, tools, "recover", ledger=True)
-    calls = full["tool_calls"]
+    calls = full.get("tool_calls") or []
     delimiter = [False] * len(text)
     for start, end, kind in parser.ledger:
         for i in range(max(start, 0), min(end, len(text))):
             delimiter[i] = kind == "delimiter"
+    try:  # strict cuts are compared with the strict whole parse (no repairs there)
+        strict_full = _parse(module, prefix, text, tools, "strict")[0]
+    except ContentParseError:
+        strict_full = None
     shown: dict = {}
     for k in range(len(text) + 1):
         cut = text[:k]
@@ -276,4 +287,5 @@ def test_every_cut_point(family, prefix, text, tools):
             strict, _ = _parse(module, prefix, cut, tools, "strict")
         except ContentParseError:
             continue
-        check_calls(strict.get("tool_calls") or [], calls, full)
+        if strict_full is not None:
+            check_calls(strict.get("tool_calls") or [], strict_full.get("tool_calls") or [], strict_full)
