@@ -156,14 +156,22 @@ def _accumulate(chunks: list[dict]) -> tuple[str, dict, list]:
     return content, calls, finish
 
 
+ISSUE_TEXT = "Hi<|python_tag|>python.call(code=1 2)<|eom_id|>"
+DOTS_TEXT = 'Hi<dots_function_call>{"name": "get_weather", "arguments": {"city": 1 2}}</dots_function_call>'
+# family, output, the malformed region's raw text (None: the output has no call region)
+ADAPTER = [("llama3_json", ISSUE_TEXT, "<|python_tag|>python.call(code=1 2)"),
+           ("dots", ISSUE_TEXT, None),
+           ("dots", DOTS_TEXT, '{"name": "get_weather", "arguments": {"city": 1 2}}')]
+
+
 @pytest.mark.parametrize("how", HOWS)
-@pytest.mark.parametrize("family", ["dots", "llama3_json"])
-def test_stream_mode_malformed_call_is_content_or_a_named_call_never_both(family, how):
-    """``Hi<|python_tag|>python.call(code=1 2)<|eom_id|>`` with ``recover_arguments="stream"``:
-    what the stream sends adds up to the adapter's message (``openai_message()``); a call already sent is kept and a
-    ``streamed-call-malformed`` diagnostic names it, and then its raw text is not also content;
-    else the raw text is content, as in the parser's message, and no call is sent."""
-    text = "Hi<|python_tag|>python.call(code=1 2)<|eom_id|>"
+@pytest.mark.parametrize("family,text,raw", ADAPTER, ids=[f"{a[0]}-{i}" for i, a in enumerate(ADAPTER)])
+def test_stream_mode_malformed_call_is_content_or_a_named_call_never_both(family, text, raw, how):
+    """``Hi<|python_tag|>python.call(code=1 2)<|eom_id|>`` (and dots' own call syntax) with
+    ``recover_arguments="stream"``: what the stream sends adds up to the adapter's message
+    (``openai_message()``); a call already sent is kept and a ``streamed-call-malformed``
+    diagnostic names it, and then its raw text is not also content; else the raw text is content,
+    as in the parser's message, and no call is sent (docs/openai.md)."""
     module = _module(family)
     stream = ChatCompletionStream(module.ResponseParser("", errors="recover"), recover_arguments="stream",
                                   ids=lambda n: f"call_{n}", completion_id="x", created=0)
@@ -178,16 +186,14 @@ def test_stream_mode_malformed_call_is_content_or_a_named_call_never_both(family
         (c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
     kept = [d for d in stream.diagnostics if d.get("kind") == "streamed-call-malformed"]
     parsed = module.parse_response(text, prefix="", errors="recover")
+    assert parsed == {"role": "assistant", "content": "Hi" + raw if raw else text}
     if calls:
-        assert finish == ["tool_calls"]
-        assert [d["text"] for d in kept] == ["<|python_tag|>python.call(code=1 2)"] and content == "Hi"
+        assert finish == ["tool_calls"] and content == "Hi"
+        assert [(d["cause"], d["text"]) for d in kept] == [("malformed", raw)]
     else:
-        assert finish == ["stop"] and kept == []
-        assert content == parsed.get("content", "")
-    if family == "llama3_json":
-        assert parsed == {"role": "assistant", "content": "Hi<|python_tag|>python.call(code=1 2)"}
-        if how == "chars":
-            assert calls  # the name went out before the body turned out malformed
+        assert finish == ["stop"] and kept == [] and content == parsed["content"]
+    if raw and how == "chars":
+        assert calls  # the name went out before the body turned out malformed
 
 
 # --- the property: every catalogue family's outputs cut at every point -----------------------------
