@@ -123,7 +123,9 @@ def test_olmo3_cut_name_after_prose_in_the_section(how):
     with pytest.raises(ContentParseError, match="truncated"):
         run("olmo3", text, how, errors="strict")
     message, _, diagnostics = run("olmo3", text, how)
-    assert "tool_calls" not in message
+    # ("ab " is text of the call section, whose slot is null: discarded, as docs/events.md says of
+    # a rejected opener's text in a null-slot region; not a truncation matter)
+    assert message == {"role": "assistant"}
     assert diagnostics == [_truncated(19, 21, "cd", "its value ended")]
 
 
