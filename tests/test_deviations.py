@@ -140,7 +140,7 @@ GLM = {"defaults": {"role": "assistant"}, "start_anchor": "<|assistant|>", "fiel
     "content": {}}}
 
 
-def test_D7_a_cut_value_is_never_returned():
+def test_D10_a_cut_value_is_never_returned():
     """The reference returns get_weather with no arguments for the cut call; respc's strict parse
     raises, recover drops it with a truncated diagnostic (docs/events.md, "Truncated regions")."""
     cut = "Hi<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Par"
@@ -152,7 +152,7 @@ def test_D7_a_cut_value_is_never_returned():
         {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]
 
 
-def test_D7_a_whole_json_body_needs_no_closer():
+def test_D10_a_whole_json_body_needs_no_closer():
     template = {"start_anchor": "A", "fields": {"v": {"open": "<v>", "close": "</v>", "content": "json"}}}
     assert respc.parse_response('<v>{"a": 1}', template, prefix="") == {"v": {"a": 1}}
     with pytest.raises(ContentParseError, match="truncated"):
