@@ -1012,10 +1012,14 @@ class _Builder:
             other.append(self.g.add("implicit_close", delimiter_ir(
                 t.fields[t.implicit].close, None, self.g, f"field {t.fields[t.implicit].name!r}")))
         tool_regions = [self.region(fi) for fi in calls]
-        # the stream may end inside a region (no close yet): the parser closes it there
+        # the stream may end inside a region (no close yet): the parser closes it there; a call
+        # region only when its body is one whole self-delimiting value (json, pythonic): any
+        # other one is truncated there, never a call (docs/events.md, "Truncated regions"); a
+        # section holding calls keeps its complete calls
         cut = [fi for fi in top if t.fields[fi].close is not None and t.fields[fi].end == "delimiter"]
         unclosed = [self.region(fi, closed=False) for fi in cut if fi in plain]
-        unclosed_calls = [self.region(fi, closed=False) for fi in cut if fi in calls]
+        unclosed_calls = [self.region(fi, closed=False) for fi in cut if fi in calls and (
+            not _is_tool_field(t, t.fields[fi]) or t.fields[fi].content in ("json", "pythonic"))]
         any_region = alt(*(other + tool_regions)) if other or tool_regions else None
         plain_loop = Rep(seq(alt(*other), tref)) if other else EMPTY
         need_call = self.choice not in ("auto", "none")

@@ -560,13 +560,12 @@ GRAMMAR = (
     '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
     "// inexact: field 'tool_calls' content_args.value_parser: values are any text\n"
     "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
-    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?)\n'
+    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* open_region_0? | open_region_0?)\n'
     'text: /(?:(?!<\\/\uff5cDSML\uff5cfunction_calls>|<\uff5cDSML\uff5cfunction_calls>|<\uff5cDSML\uff5cinvoke name="|<\uff5cend\u2581of\u2581sentence\uff5c>|<\\/think>|<think>)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /(?:<\\/\uff5cDSML\uff5cfunction_calls>|<\uff5cDSML\uff5cfunction_calls>|<\uff5cend\u2581of\u2581sentence\uff5c>|<\\/think>)/s\n'
     'region_1: /<\uff5cDSML\uff5cinvoke name="(?:[\\--.0-9A-Z_a-z]){1,}">/s /(?:(?!<\\/\uff5cDSML\uff5cinvoke>)[\\s\\S])+/s? /<\\/\uff5cDSML\uff5cinvoke>/\n'
     'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<\uff5cDSML\uff5cinvoke name="(?:[\\--.0-9A-Z_a-z]){1,}">/s /(?:(?!<\\/\uff5cDSML\uff5cinvoke>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -677,7 +677,7 @@ GRAMMAR = (
     '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
     "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
     "// inexact: field 'json_tool_call' open_pattern '(?=\\\\{)': lookaround dropped\n"
-    'start: text (implicit_close text)* ((region_0 | region_1) text ((implicit_close | region_0 | region_1) text)* (open_region_0 | open_region_1)? | open_region_0 | open_region_1)?\n'
+    'start: text (implicit_close text)* ((region_0 | region_1) text ((implicit_close | region_0 | region_1) text)* open_region_0? | open_region_0)?\n'
     'text: /(?:(?!<\\/dots_function_call>|<dots_function_call>|<\\|endofresponse\\|>|<invoke)[\\s\\S])+/s?\n'
     'implicit_close: /(?:<\\/dots_function_call>|<\\|endofresponse\\|>)/s\n'
     'region_0: /<dots_function_call>(?:[\\x09-\\x0a\\x0d ]){0,}/s ((region_1 | region_2) /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)* /<\\/dots_function_call>/\n'
@@ -695,7 +695,6 @@ GRAMMAR = (
     'json_null: /null/\n'
     'call_15: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws (/"arguments"/ ws /:/ ws json_object | /"parameters"/ ws /:/ ws json_object) | (/"arguments"/ ws /:/ ws json_object | /"parameters"/ ws /:/ ws json_object) ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
     'open_region_0: /<dots_function_call>(?:[\\x09-\\x0a\\x0d ]){0,}/s ((region_1 | region_2) /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)*\n'
-    'open_region_1: /<invoke(?:[\\x09-\\x0d ]){1,}name(?:[\\x09-\\x0d ]){0,}=(?:[\\x09-\\x0d ]){0,}(?:["\']){0,1}(?:[\\--.0-9A-Z_a-z]){1,}(?:["\']){0,1}(?:[\\x09-\\x0d ]){0,}>/s /(?:(?!<\\/invoke>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -499,7 +499,7 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 GRAMMAR = (
     '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
     "// inexact: field 'python_call': tool calls in 'text' bodies are not typed\n"
-    'start: text (implicit_close text)* ((region_0 | region_1) text ((implicit_close | region_0 | region_1) text)* (open_region_0 | open_region_1)? | open_region_0 | open_region_1)?\n'
+    'start: text (implicit_close text)* ((region_0 | region_1) text ((implicit_close | region_0 | region_1) text)* open_region_0? | open_region_0)?\n'
     'text: /(?:(?!<\\|python_tag\\|>|<function=|<\\|eot_id\\|>|<\\|eom_id\\|>)[\\s\\S])+/s?\n'
     'implicit_close: /(?:<\\|eot_id\\|>|<\\|eom_id\\|>)/s\n'
     'region_0: /<function=(?:[\\--.0-9A-Z_a-z]){1,}>/s ws json_object ws /<\\/function>/\n'
@@ -515,7 +515,6 @@ GRAMMAR = (
     'json_null: /null/\n'
     'region_1: /<\\|python_tag\\|>/ /(?:(?!<\\|eom_id\\|>|<\\|eot_id\\|>)[\\s\\S])+/s? /(?:<\\|eom_id\\|>|<\\|eot_id\\|>)/s\n'
     'open_region_0: /<function=(?:[\\--.0-9A-Z_a-z]){1,}>/s ws json_object ws\n'
-    'open_region_1: /<\\|python_tag\\|>/ /(?:(?!<\\|eom_id\\|>|<\\|eot_id\\|>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -609,13 +609,12 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 GRAMMAR = (
     '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
     "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
-    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?)\n'
+    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* open_region_0? | open_region_0?)\n'
     'text: /(?:(?!<tool_call|<think|<)[\\s\\S])+/s?\n'
     'region_0: /<think(?::(?:[^\\x09-\\x0d <>]){1,}){0,1}>/s /(?:(?!<\\/think)[\\s\\S])+/s? /<\\/think(?::(?:[^\\x09-\\x0d <>]){1,}){0,1}>/s\n'
     'implicit_close: /<(?:\uff5chy_place\u2581holder\u2581no\u25812\uff5c>|\uff5chy_eos(?::(?:[^\\x09-\\x0d <>\uff5c]){1,}){0,1}\uff5c>|(?:\\/){0,1}tool_calls(?::(?:[^\\x09-\\x0d <>]){1,}){0,1}>|\\/think(?::(?:[^\\x09-\\x0d <>]){1,}){0,1}>)/s\n'
     'region_1: /<tool_call(?::(?:[^\\x09-\\x0d <>]){1,}){0,1}>(?:[\\x09-\\x0d ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}(?:(?:[\\x09-\\x0d ]){0,}<tool_sep(?::(?:[^\\x09-\\x0d <>]){1,}){0,1}>){0,1}/s /(?:(?!<\\/tool_call)[\\s\\S])+/s? /<\\/tool_call(?::(?:[^\\x09-\\x0d <>]){1,}){0,1}>/s\n'
     'open_region_0: /<think(?::(?:[^\\x09-\\x0d <>]){1,}){0,1}>/s /(?:(?!<\\/think)[\\s\\S])+/s?\n'
-    'open_region_1: /<tool_call(?::(?:[^\\x09-\\x0d <>]){1,}){0,1}>(?:[\\x09-\\x0d ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}(?:(?:[\\x09-\\x0d ]){0,}<tool_sep(?::(?:[^\\x09-\\x0d <>]){1,}){0,1}>){0,1}/s /(?:(?!<\\/tool_call)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

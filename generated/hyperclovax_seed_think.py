@@ -660,7 +660,7 @@ GRAMMAR = (
     "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
     '// inexact: field \'json_call_list\' open_pattern \'(?=\\\\[\\\\s*\\\\{\\\\s*"name")\': lookaround dropped\n'
     '// inexact: field \'json_call\' open_pattern \'(?=\\\\{\\\\s*"name")\': lookaround dropped\n'
-    'start: text ((region_0 | implicit_close) text)* ((region_1 | region_2 | region_3) text ((region_0 | implicit_close | region_1 | region_2 | region_3) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?)\n'
+    'start: text ((region_0 | implicit_close) text)* ((region_1 | region_2 | region_3) text ((region_0 | implicit_close | region_1 | region_2 | region_3) text)* open_region_0? | open_region_0?)\n'
     'text: /(?:(?!<tool_call>|<\\|im_end\\|>|<\\/think>|<think>|\\[|\\{)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /(?:<\\|im_end\\|>|<\\/think>)/s\n'
@@ -680,7 +680,6 @@ GRAMMAR = (
     'region_3: ws call_17 ws\n'
     'call_17: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws (/"parameters"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object) | (/"parameters"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object) ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
     'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<tool_call>(?:[\\x09-\\x0a ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:(?!<\\/tool_call>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

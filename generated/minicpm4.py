@@ -469,13 +469,12 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 GRAMMAR = (
     '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
     "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
-    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?)\n'
+    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* open_region_0? | open_region_0?)\n'
     'text: /(?:(?!<\\|im_end\\|>|<function|<\\/think>|<think>)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /(?:<\\|im_end\\|>|<\\/think>)/s\n'
     'region_1: /<function(?:[\\x09-\\x0d ]){1,}name=["\'](?:[\\--.0-9A-Z_a-z]){1,}["\'](?:[^>]){0,}>/s /(?:(?!<\\/function>)[\\s\\S])+/s? /<\\/function>/\n'
     'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<function(?:[\\x09-\\x0d ]){1,}name=["\'](?:[\\--.0-9A-Z_a-z]){1,}["\'](?:[^>]){0,}>/s /(?:(?!<\\/function>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

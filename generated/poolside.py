@@ -1104,7 +1104,7 @@ GRAMMAR = (
     "// inexact: field 'tool_calls' content_args.value_parser: values are any text\n"
     "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
     '// inexact: field \'json_tool_call\' open_pattern \'(?=\\\\{\\\\s*"name")\': lookaround dropped\n'
-    'start: text ((region_0 | implicit_close) text)* ((region_1 | region_2 | region_3 | region_4) text ((region_0 | implicit_close | region_1 | region_2 | region_3 | region_4) text)* (open_region_0 | open_region_1 | open_region_2 | open_region_3)? | open_region_1 | open_region_2 | open_region_3 | open_region_0?)\n'
+    'start: text ((region_0 | implicit_close) text)* ((region_1 | region_2 | region_3 | region_4) text ((region_0 | implicit_close | region_1 | region_2 | region_3 | region_4) text)* (open_region_0 | open_region_1 | open_region_2)? | open_region_1 | open_region_2 | open_region_0?)\n'
     'text: /(?:(?!<\\/assistant>|<tool_call>|<\\/think>|<think>|\u3008\\|EOS\\|\u3009|\\{)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<tool_call>|<\\/think>)[\\s\\S])+/s? (/<\\/think>/ | region_1 | region_2 | region_3)\n'
     'region_1: /<tool_call>(?:[\\x09-\\x0a ]){0,}/s ws call_13 ws /<\\/tool_call>/\n'
@@ -1128,7 +1128,6 @@ GRAMMAR = (
     'open_region_1: /<tool_call>(?:[\\x09-\\x0a ]){0,}/s ws call_21 ws\n'
     'call_21: /\\{/ ws (json_string ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws (/"arguments"/ ws /:/ ws json_object | /"parameters"/ ws /:/ ws json_object) | (/"arguments"/ ws /:/ ws json_object | /"parameters"/ ws /:/ ws json_object) ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws json_string ws /:/ ws json_value)* ws /\\}/\n'
     'open_region_2: /<tool_call>(?:[\\x09-\\x0a ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}(?:[\\x09-\\x0d ]){0,}/s ws json_object ws\n'
-    'open_region_3: /<tool_call>(?:[\\x09-\\x0a ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:(?!<\\/tool_call>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

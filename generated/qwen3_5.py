@@ -568,13 +568,12 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 GRAMMAR = (
     '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
     "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
-    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?)\n'
+    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* open_region_0? | open_region_0?)\n'
     'text: /(?:(?!<\\|endoftext\\|>|<tool_call>|<\\|im_end\\|>|<\\/think>|<think>)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/ | /<think>/ /(?:(?!<tool_call>|<\\/think>)[\\s\\S])+/s? region_1\n'
     'region_1: /<tool_call>(?:[\\x09-\\x0d ]){0,}<function=(?:[\\--.0-9A-Z_a-z]){1,}>/s /(?:(?!<\\/tool_call>)[\\s\\S])+/s? /<\\/tool_call>/\n'
     'implicit_close: /(?:<\\|endoftext\\|>|<\\|im_end\\|>|<\\/think>)/s\n'
     'open_region_0: /<think>/ /(?:(?!<tool_call>|<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<tool_call>(?:[\\x09-\\x0d ]){0,}<function=(?:[\\--.0-9A-Z_a-z]){1,}>/s /(?:(?!<\\/tool_call>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

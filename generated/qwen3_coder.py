@@ -385,11 +385,10 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 GRAMMAR = (
     '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
     "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
-    'start: text (implicit_close text)* (region_0 text ((implicit_close | region_0) text)* open_region_0? | open_region_0)?\n'
+    'start: text (implicit_close text)* (region_0 text ((implicit_close | region_0) text)*)?\n'
     'text: /(?:(?!<\\|endoftext\\|>|<tool_call>|<\\|im_end\\|>)[\\s\\S])+/s?\n'
     'implicit_close: /(?:<\\|endoftext\\|>|<\\|im_end\\|>)/s\n'
     'region_0: /<tool_call>(?:[\\x09-\\x0d ]){0,}<function=(?:[\\--.0-9A-Z_a-z]){1,}>/s /(?:(?!<\\/tool_call>)[\\s\\S])+/s? /<\\/tool_call>/\n'
-    'open_region_0: /<tool_call>(?:[\\x09-\\x0d ]){0,}<function=(?:[\\--.0-9A-Z_a-z]){1,}>/s /(?:(?!<\\/tool_call>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

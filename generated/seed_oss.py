@@ -468,13 +468,12 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 GRAMMAR = (
     '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
     "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
-    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?)\n'
+    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* open_region_0? | open_region_0?)\n'
     'text: /(?:(?!<seed:tool_call>|<seed:think>|<seed:eos>)[\\s\\S])+/s?\n'
     'region_0: /<seed:think>/ /(?:(?!<\\/seed:think>)[\\s\\S])+/s? /<\\/seed:think>/\n'
     'implicit_close: /<seed:eos>/\n'
     'region_1: /<seed:tool_call>(?:[\\x09-\\x0d ]){0,}<function=(?:[\\--.0-9A-Z_a-z]){1,}>/s /(?:(?!<\\/seed:tool_call>)[\\s\\S])+/s? /<\\/seed:tool_call>/\n'
     'open_region_0: /<seed:think>/ /(?:(?!<\\/seed:think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<seed:tool_call>(?:[\\x09-\\x0d ]){0,}<function=(?:[\\--.0-9A-Z_a-z]){1,}>/s /(?:(?!<\\/seed:tool_call>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -577,13 +577,12 @@ GRAMMAR = (
     '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
     "// inexact: field 'tool_calls' content_args.value_parser: values are any text\n"
     "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
-    'start: text (implicit_close text)* ((region_0 | region_1) text ((implicit_close | region_0 | region_1) text)* (open_region_0 | open_region_1)? | open_region_0 | open_region_1)?\n'
+    'start: text (implicit_close text)* ((region_0 | region_1) text ((implicit_close | region_0 | region_1) text)* open_region_0? | open_region_0)?\n'
     'text: /(?:(?!<\\|tool_call:start\\|>|<\\|think:start\\|>|<\\|think:end\\|>|<\\|im:end\\|>)[\\s\\S])+/s?\n'
     'implicit_close: /(?:<\\|think:end\\|>|<\\|im:end\\|>)/s\n'
     'region_0: /<\\|think:start\\|>/ /(?:(?!<\\|tool_call:start\\|>|<\\|think:end\\|>)[\\s\\S])+/s? (region_1 /(?:(?!<\\|tool_call:start\\|>|<\\|think:end\\|>)[\\s\\S])+/s?)* /<\\|think:end\\|>/\n'
     'region_1: /<\\|tool_call:start\\|>(?:[\\--.0-9A-Z_a-z]){1,}\\x0a/s /(?:(?!<\\|tool_call:end\\|>)[\\s\\S])+/s? /<\\|tool_call:end\\|>/\n'
     'open_region_0: /<\\|think:start\\|>/ /(?:(?!<\\|tool_call:start\\|>|<\\|think:end\\|>)[\\s\\S])+/s? (region_1 /(?:(?!<\\|tool_call:start\\|>|<\\|think:end\\|>)[\\s\\S])+/s?)*\n'
-    'open_region_1: /<\\|tool_call:start\\|>(?:[\\--.0-9A-Z_a-z]){1,}\\x0a/s /(?:(?!<\\|tool_call:end\\|>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -532,13 +532,12 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 GRAMMAR = (
     '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
     "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
-    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?)\n'
+    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* open_region_0? | open_region_0?)\n'
     'text: /(?:(?!<\uff5ctool_calls_begin\uff5c>|<\uff5ctool_call_begin\uff5c>|<\uff5ctool_calls_end\uff5c>|<\uff5ctool_call_end\uff5c>|<\\/think>|<think>|<\\|EOT\\|>)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /(?:<\uff5ctool_calls_begin\uff5c>|<\uff5ctool_calls_end\uff5c>|<\uff5ctool_call_end\uff5c>|<\\/think>|<\\|EOT\\|>)/s\n'
     'region_1: /<\uff5ctool_call_begin\uff5c>(?:[\\x09-\\x0d ]){0,}function(?:[\\x09-\\x0d ]){0,}<\uff5ctool_sep\uff5c>(?:[\\x09-\\x0d ]){0,}<steptml:invoke name="(?:[\\--.0-9A-Z_a-z]){1,}">/s /(?:(?!<\\/steptml:invoke>)[\\s\\S])+/s? /<\\/steptml:invoke>/\n'
     'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<\uff5ctool_call_begin\uff5c>(?:[\\x09-\\x0d ]){0,}function(?:[\\x09-\\x0d ]){0,}<\uff5ctool_sep\uff5c>(?:[\\x09-\\x0d ]){0,}<steptml:invoke name="(?:[\\--.0-9A-Z_a-z]){1,}">/s /(?:(?!<\\/steptml:invoke>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

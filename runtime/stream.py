@@ -162,7 +162,7 @@ class Region:
     """
 
     __slots__ = ("name", "slot", "process", "dirty", "repeats", "join", "groups", "typed", "boundary", "ends",
-                 "reject", "alternatives", "after", "empty_none", "extend", "label", "verdict")
+                 "reject", "alternatives", "after", "empty_none", "extend", "label", "verdict", "ends_itself")
 
     def __init__(self, name: str, *, process: Callable[[str, dict], Any], slot: Any = ..., dirty: bool = False,
                  repeats: bool = False, join: str | None = None, groups: tuple = (), typed: bool = True,
@@ -189,11 +189,28 @@ class Region:
         #: ``verdict(text) -> status`` of a new boundary decoder fed ``text``, when its factory
         #: offers one (runtime/decoders.py ``json_boundary``), else None: _probe builds a decoder
         self.verdict = getattr(boundary, "verdict", None)
+        #: a body the end of the output closed (no closer came) can still hold a whole value:
+        #: True for the plain parsers (``text``, ``int``, ``float``, ``bool``: their text is the
+        #: value) and for a self-delimiting one (``json``, ``pythonic``) whose strict parse reads
+        #: the body whole (a cut JSON object or call list never parses); False for ``end:
+        #: "value"`` regions (their decoder must have seen the value end) and for bodies that
+        #: only their closer ends (``xml-inline``, ``kv-lines``, ``xml-tree``). See
+        #: docs/events.md, "Truncated regions".
+        self.ends_itself = not dirty or (not ends and _self_delimiting(getattr(process, "content_parser", None)))
 
     def __repr__(self) -> str:
         return f"Region({self.name!r}, slot={self.slot!r})"
 
 logger = logging.getLogger("respc")
+
+
+def _self_delimiting(parser: Any) -> bool:
+    """Whether content parser ``parser`` (a name, or None when unknown) reads a value that ends
+    itself (``runtime/content.py`` ``ParserRecord.self_delimiting``); unknown: False."""
+    from .content import PARSERS
+
+    record = PARSERS.get(parser) if isinstance(parser, str) else None
+    return record is not None and record.self_delimiting
 
 PREFIX_REQUIRED = (
     "ResponseParser/parse_response requires `prefix` (the chat prompt sent to the model before "
@@ -847,6 +864,9 @@ class StreamParser:
     _KNOWN: tuple = ()
     #: per field: its declared-repair group names (REPAIR_GROUP), empty for most
     _REPAIRS: tuple = ()
+    #: per field: a v2 ``"role": "tool_calls"`` region (typed while others are not), whose plain
+    #: ``text`` body is a call's argument, so the end of the output cannot end it (_cut_off)
+    _CALLS: tuple = ()
     #: STRAY_CLOSERS with the open patterns as LazyPattern (without DOTALL; only errors="recover"
     #: searches them, so an import does not compile them)
     _STRAY: tuple = ()
@@ -868,6 +888,8 @@ class StreamParser:
         cls._RUNS = tuple(None if not rows else tuple((frozenset(chars), factor, _prefixes_by_last(factor))
                                                       for chars, factor in rows) for rows in runs)
         cls._IS_AFTER = tuple(bool(edges) and edges[0][0] == AFTER for edges in cls.TRANSITIONS)
+        # v2 roles: some region is not typed, so the typed ones are exactly the tool-call regions
+        cls._CALLS = tuple(r.typed and any(not o.typed for o in cls.REGIONS) for r in cls.REGIONS)
         cls._KNOWN = tuple(triggers is not None for triggers, _ in cls.FAST_PATH)
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
         cls._STRAY = tuple((closer, LazyPattern(pattern, 0), field) for closer, pattern, field in cls.STRAY_CLOSERS)
@@ -1939,10 +1961,18 @@ class StreamParser:
                     _put_groups(scope, close_match)
             if self._recover and self._STRAY and not region.dirty:
                 self._stray_closers(text, at - len(text), region)
-            if region.empty_none and (not text or text.isspace()):
+            cut = eos and not closer and self._cut_off(region, text)
+            if region.empty_none and (not text or text.isspace()) and not cut:
                 value = None  # v2: an empty body has no value
             else:
                 try:
+                    if cut:
+                        # the output ended inside the region: its value is not finished, so
+                        # it is never returned (docs/events.md, "Truncated regions")
+                        raise ContentParseError(
+                            f"Field {region.slot!r}: the output ended inside this region before "
+                            f"{'its value ended' if region.ends else 'its close'} (truncated); "
+                            "a value the output did not finish is not returned.")
                     if self._recover:
                         value, notes = self._repaired(region, text, scope, closer, eos)
                     else:
@@ -1968,7 +1998,8 @@ class StreamParser:
                         exc.start, exc.end = start, at + len(closer)
                         exc.partial_message = _copy(self._out)
                         raise
-                    self._malformed(events, region, text, closer, exc, start, at + len(closer), eos)
+                    self._malformed(events, region, text, closer, exc, start, at + len(closer),
+                                    eos and not closer and (cut or self._has_close()))
                     self._opened = False
                     return at + len(closer)
             self._store(region, value)
@@ -1999,7 +2030,7 @@ class StreamParser:
                 if got is not None:
                     value, notes = got
         except (ValueError, KeyError, TypeError):
-            if repair is None or (eos and not closer and not region.ends):
+            if repair is None or (eos and not closer):
                 raise
             try:
                 got = repair(text, scope)
@@ -2056,22 +2087,53 @@ class StreamParser:
         self.diagnostics.append({"kind": kind, "field": field, "start": start, "end": end, "message": message,
                                  "text": text})
 
+    def _cut_off(self, region: Region, text: str) -> bool:
+        """Whether a region the end of the output closed (no closer came) is *truncated*: the
+        output ended inside it before its format said its value was complete (docs/events.md,
+        "Truncated regions").
+
+        A plain region (``text`` and the like) is never cut: its text is its value (unclosed
+        reasoning stays reasoning), unless it is a v2 tool-call region (functionary's
+        ``<|python_tag|>`` code): a cut program is not run. An ``end:
+        "value"`` region is cut (its decoder would have closed it at the value's end). A
+        structured region whose state has a closer is cut unless its parser is self-delimiting
+        (``json``, ``pythonic``) and its body holds a whole value: then the strict parse, not
+        this test, decides (a cut object never parses). A structured region with no closer in the
+        format ends with the output, as the template says.
+        """
+        if not region.dirty and not self._CALLS[self._field]:
+            return False
+        if region.ends:
+            return True
+        if not self._has_close():
+            return False
+        return not region.ends_itself or not region.dirty or not text or text.isspace()
+
+    def _has_close(self) -> bool:
+        """The current state watches a close of its region (the format has a closer for it)."""
+        return any(edge[0] == CLOSE for edge in self.TRANSITIONS[self._state])
+
     def _malformed(self, events: list, region: Region, body: str, closer: str, exc: BaseException, start: int,
-                   end: int, eos: bool) -> None:
+                   end: int, cut: bool) -> None:
         """errors="recover": a body that cannot be decoded ends its region with ``region_malformed``.
 
-        A region the stream cut off (no close came) is *truncated*: its value is dropped and its
-        text kept in the diagnostic. One that closed is *malformed*: its raw text, delimiters
-        included, also goes to the implicit field, so the answer never loses it.
+        A region the output ended inside (``cut``: no close came where the format has one, or
+        its value did not end) is *truncated*: its value is dropped and its text kept in the
+        diagnostic only (never in the answer: it is a cut call, not prose). One that closed is
+        *malformed*: its raw text, delimiters included, also goes to the implicit field, so the
+        answer never loses it.
         """
         raw = self._raw(body, closer)
         error = f"{type(exc).__name__}: {exc}"
-        kind = "truncated" if eos and not closer and not region.ends else "malformed"
+        kind = "truncated" if cut else "malformed"
         implicit = self.OUTSIDE_FIELD
         into = self.REGIONS[implicit].slot if kind == "malformed" and implicit is not None else None
         # "into": the message key that received the raw text (None: it is only in the diagnostic)
-        events.append({"type": "region_malformed", "field": region.slot, "text": raw, "error": error,
-                       "start": start, "end": end, "into": into})
+        event = {"type": "region_malformed", "field": region.slot, "text": raw, "error": error,
+                 "start": start, "end": end, "into": into}
+        if region.label is not None:
+            event["region"] = region.label  # as region_open and region_close carry it
+        events.append(event)
         self._report(kind, start, end, error, raw, region.slot)
         if into is not None:
             target = self.REGIONS[implicit]

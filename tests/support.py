@@ -50,6 +50,8 @@ def params(values: Iterable, needs: Path, id_of: Callable[[object], str] | None 
 
 #: peer vector id -> why it is expected to fail (``tests/cases/peer_xfail.json``)
 PEER_XFAIL: dict[str, dict] = json.loads((REPO / "tests" / "cases" / "peer_xfail.json").read_text(encoding="utf-8"))
+#: the known failures of peer_vectors2.jsonl (tests/test_peer_vectors2.py), by vector id
+PEER2_XFAIL: dict[str, dict] = json.loads((REPO / "tests" / "cases" / "peer2_xfail.json").read_text(encoding="utf-8"))
 #: conformance vector id -> ``{"deviation": "D7" | "D8", "error": text}``: vectors whose expected
 #: message is the transformers reference's reading of a body respc refuses (docs/template-language.md,
 #: D7 and D8); in strict mode they raise ContentParseError with that text (``tests/cases/conformance_deviations.json``)

@@ -53,9 +53,16 @@ OWN_CASES = [(family, case) for family, data in FAMILIES.items() for case in dat
 @pytest.mark.parametrize("how", HOWS)
 @pytest.mark.parametrize("family,case", OWN_CASES, ids=[f"{f}/{c['name']}" for f, c in OWN_CASES])
 def test_own_case(family, case, how):
+    """A case is parsed in ``case["errors"]`` mode ("strict" unless told); ``diagnostics``, when
+    the case has it, lists the parser's diagnostics as ``[kind, start, end]``."""
     chunks = chunkings(case["text"], f"{family}/{case['name']}")[how]
-    message, _ = run_stream(_module(family), case["prefix"], chunks, case.get("tools"), case.get("errors", "strict"))
+    parser = _module(family).ResponseParser(case["prefix"], case.get("tools"), errors=case.get("errors", "strict"))
+    for chunk in chunks:
+        parser.feed(chunk)
+    message, _ = parser.finalize()
     assert message == case["message"]
+    if "diagnostics" in case:
+        assert [[d["kind"], d["start"], d["end"]] for d in parser.diagnostics] == case["diagnostics"]
 
 
 def _corpus_params():

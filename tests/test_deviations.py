@@ -8,6 +8,7 @@ import pytest
 
 import respc
 from respc.openai import ChatCompletionStream
+from respc.runtime.errors import ContentParseError
 from support import merged_events, run_stream
 
 CHATML = {
@@ -160,3 +161,31 @@ def test_D6_allow_non_json_falls_back_on_every_failure():
     template = {"start_anchor": "A", "fields": {"v": {"open": "<v>", "close": "</v>", "content": "json",
                 "content_args": {"string_delims": [["<<", ">>"]], "allow_non_json": True}}}}
     assert respc.parse_response('<v>{"a": "x\x01"}</v>', template, prefix="") == {"v": '{"a": "x\x01"}'}
+
+
+GLM = {"defaults": {"role": "assistant"}, "start_anchor": "<|assistant|>", "fields": {
+    "tool_calls": {"open_pattern": "<tool_call>\\s*(?P<name>[^\\s<]+)", "close": "</tool_call>",
+                   "content": "xml-inline", "repeats": True,
+                   "content_args": {"tag_pattern": "<arg_key>\\s*(?P<key>.*?)\\s*</arg_key>\\s*"
+                                                   "<arg_value>(?P<value>.*?)</arg_value>"},
+                   "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}},
+    "content": {}}}
+
+
+def test_D10_a_cut_value_is_never_returned():
+    """The reference returns get_weather with no arguments for the cut call; respc's strict parse
+    raises, recover drops it with a truncated diagnostic (docs/events.md, "Truncated regions")."""
+    cut = "Hi<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Par"
+    with pytest.raises(ContentParseError, match=r"ended inside this region before its close \(truncated\)"):
+        respc.parse_response(cut, GLM, prefix="")
+    assert respc.parse_response(cut, GLM, prefix="", errors="recover") == {"role": "assistant", "content": "Hi"}
+    closed = cut + "is</arg_value></tool_call>"
+    assert respc.parse_response(closed, GLM, prefix="")["tool_calls"] == [
+        {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]
+
+
+def test_D10_a_whole_json_body_needs_no_closer():
+    template = {"start_anchor": "A", "fields": {"v": {"open": "<v>", "close": "</v>", "content": "json"}}}
+    assert respc.parse_response('<v>{"a": 1}', template, prefix="") == {"v": {"a": 1}}
+    with pytest.raises(ContentParseError, match="truncated"):
+        respc.parse_response("<v> ", template, prefix="")

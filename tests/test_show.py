@@ -84,10 +84,13 @@ def _check_cover(result, text: str) -> None:
 def test_every_character_once_in_its_region(family, case):
     module = _module(family)
     text, prefix, tools = case["text"], case["prefix"], case.get("tools")
-    result = show.layout(module, text, prefix=prefix, tools=tools)
+    errors = case.get("errors", "strict")
+    result = show.layout(module, text, prefix=prefix, tools=tools, errors=errors)
     _check_cover(result, text)
     assert result.message == case["message"]
-    assert not result.diagnostics
+    assert [[d["kind"], d["start"], d["end"]] for d in result.diagnostics] == case.get("diagnostics", [])
+    if result.diagnostics:
+        return  # (a case with diagnostics: what they hold is in no region)
     kinds = {seg.kind for seg in result.segments}
     null_slot = {r.name for r in module.ResponseParser.REGIONS if r.slot is None}
     assert kinds <= {"region", "delimiter"} | ({"discarded"} if null_slot else set()), kinds
@@ -359,10 +362,11 @@ def _check_page(page: str, result) -> _Spans:
 def test_page_of_every_catalogue_case():
     for family, case in CASES:
         module = _module(family)
-        result = show.layout(module, case["text"], prefix=case["prefix"], tools=case.get("tools"))
+        result = show.layout(module, case["text"], prefix=case["prefix"], tools=case.get("tools"),
+                             errors=case.get("errors", "strict"))
         page = show.render(result, title=f"{family} {case['name']}")
         parsed = _check_page(page, result)
-        assert "diagnostics" not in parsed.ids
+        assert ("diagnostics" in parsed.ids) == bool(case.get("diagnostics"))
 
 
 def test_page_colours_delimiters_and_values():
