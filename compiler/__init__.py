@@ -1,0 +1,1 @@
+"""The respc compiler: load -> validate -> IR -> automaton -> grammar -> emit, and the CLI."""

@@ -66,6 +66,7 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse  # type: ignore[no-redef]
 
 from .ir import Delimiter, Template
+from .sre import parse_pattern
 
 __all__ = ["ACTIONS", "Watch", "State", "Automaton", "build_automaton", "classify_pattern", "PatternFacts",
            "late_pattern", "NEVER", "example_text", "barrier_plan",
@@ -431,7 +432,7 @@ def example_text(pattern: str) -> str | None:
     if not _read_source(pattern).sre_agrees:
         return None
     try:
-        tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+        tree = parse_pattern(pattern, sre_c.SRE_FLAG_DOTALL)
         groups: dict[int, str] = {}
         text = _example_seq(list(tree), groups)
     except (_Unknown, Exception):
@@ -528,7 +529,7 @@ def late_pattern(pattern: str) -> str | None:
     kept = []
     for part in parts:
         try:
-            tree = sre_parse.parse(part, sre_c.SRE_FLAG_DOTALL)
+            tree = parse_pattern(part, sre_c.SRE_FLAG_DOTALL)
         except Exception:
             return None
         items = list(tree)
@@ -575,7 +576,7 @@ def barrier_plan(pattern: str) -> tuple[str, str] | None:
     if not _read_source(pattern).sre_agrees:
         return None
     try:
-        tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+        tree = parse_pattern(pattern, sre_c.SRE_FLAG_DOTALL)
         if tree.state.flags & (sre_c.SRE_FLAG_VERBOSE | sre_c.SRE_FLAG_LOCALE) or _ignores_case(tree):
             return None
         items = list(tree)
@@ -996,7 +997,7 @@ def classify_pattern(pattern: str) -> PatternFacts:
     if not reading.sre_agrees:
         return unknown
     try:
-        tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+        tree = parse_pattern(pattern, sre_c.SRE_FLAG_DOTALL)
         if tree.state.flags & (sre_c.SRE_FLAG_VERBOSE | sre_c.SRE_FLAG_LOCALE):
             return unknown
         facts = {"reasons": [], "context": 0, "looks_back": 0, "extendable": False}

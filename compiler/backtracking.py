@@ -44,6 +44,7 @@ import re
 from functools import lru_cache
 
 from .automaton import _SAMPLES, _item_has, sre_c, sre_parse
+from .sre import parse_pattern
 
 __all__ = ["backtracking_problem", "MAX_MEETINGS", "MAX_WORK", "UNROLL"]
 
@@ -463,7 +464,7 @@ def backtracking_problem(pattern: str) -> str | None:
     # subroutine calls ((?1), (?&name), (?P>name)): any text; branch reset: a plain group
     pattern = _SUBROUTINE.sub("(?:.*)", pattern).replace("(?|", "(?:")
     try:
-        tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+        tree = parse_pattern(pattern, sre_c.SRE_FLAG_DOTALL)
     except Exception:  # noqa: BLE001 - regex-only syntax: read its classes as any character
         if "V1" in pattern:
             pattern = _sets_as_any(pattern)
@@ -471,7 +472,7 @@ def backtracking_problem(pattern: str) -> str | None:
         pattern = _NAMED_REF.sub("(?:.*)", _NAMED_GROUP.sub("(", pattern))
         pattern = _FLAG_GROUP.sub(_strip_flags, _REGEX_ONLY_EMPTY.sub("(?:)", _REGEX_ONLY.sub(".", pattern)))
         try:
-            tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+            tree = parse_pattern(pattern, sre_c.SRE_FLAG_DOTALL)
         except Exception:  # noqa: BLE001 - still unreadable: refused, it cannot be checked
             return "syntax the backtracking check cannot read, so it cannot be shown safe"
     if _nested_unbounded(list(tree)):
@@ -479,7 +480,7 @@ def backtracking_problem(pattern: str) -> str | None:
                 "inner one possessive, a++, or inside an atomic group, (?>...))")
     try:
         try:
-            marked = sre_parse.parse(_mark_alternatives(pattern), sre_c.SRE_FLAG_DOTALL)
+            marked = parse_pattern(_mark_alternatives(pattern), sre_c.SRE_FLAG_DOTALL)
         except Exception:  # noqa: BLE001 - the marks did not fit (a conditional): as the parser read it
             marked = tree
         return _ambiguity(pattern, list(marked))

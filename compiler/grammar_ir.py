@@ -42,6 +42,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 from .automaton import OUTSIDE, Automaton, build_automaton
 from .ir import Delimiter, Field, Template
 from ..runtime.content import group_end
+from .sre import parse_pattern
 
 __all__ = ["Lit", "Chars", "Seq", "Alt", "Rep", "Ref", "Except", "Grammar", "build_grammar_ir",
            "TOOL_CHOICES", "GrammarExportError", "regex_to_ir", "tools_from_message", "without_optional_repairs"]
@@ -347,7 +348,7 @@ def regex_to_ir(pattern: str, groups: dict | None = None) -> tuple[Any, list[str
     """
     notes: list[str] = []
     try:
-        tree = sre_parse.parse(pattern)
+        tree = parse_pattern(pattern)
         names = {v: k for k, v in tree.state.groupdict.items()}
         return _seq_to_ir(tree, groups or {}, names, notes), notes
     except (_Inexact, Exception) as exc:  # noqa: BLE001 - any unreadable construct: approximate
@@ -358,7 +359,7 @@ def _leads(pattern: str) -> list[str]:
     """Literal strings such that every match of ``pattern`` starts with one of them ('' if some
     match may start with anything). Used to keep delimiters out of free text."""
     try:
-        tree = sre_parse.parse(pattern)
+        tree = parse_pattern(pattern)
     except Exception:  # noqa: BLE001
         return [""]
 

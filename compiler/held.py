@@ -42,6 +42,7 @@ import regex
 
 from .automaton import _CLASS_CATEGORIES as _CATEGORIES
 from .automaton import _SAMPLES, _item_has, _read_source, sre_c, sre_parse
+from .sre import parse_pattern
 
 __all__ = ["PositionAutomaton", "position_automaton", "held_automata", "held_plan", "MAX_POSITIONS"]
 
@@ -245,7 +246,7 @@ def position_automaton(pattern: str) -> PositionAutomaton | None:
         reading = _read_source(pattern)
         if not reading.sre_agrees or reading.rewritten:
             return None
-        tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+        tree = parse_pattern(pattern, sre_c.SRE_FLAG_DOTALL)
         if tree.state.flags & ~(sre_c.SRE_FLAG_DOTALL | sre_c.SRE_FLAG_UNICODE):
             return None
         first, last, nullable = builder.seq(tree)

@@ -38,9 +38,10 @@ from dataclasses import dataclass
 
 from respc.runtime.transforms import placeholder_roots
 
-from .automaton import OUTSIDE, Automaton, example_text
+from .automaton import OUTSIDE, Automaton, example_text, sre_c
 from .backtracking import backtracking_problem
 from .ir import Delimiter, Template
+from .sre import parse_pattern
 from .validate import may_match_empty
 
 __all__ = ["Finding", "lint"]
@@ -95,7 +96,7 @@ def _only_assertions(pattern: str) -> bool:
     matches the empty string by accident, ``<x>*``, still does). Patterns the standard library's
     parser cannot read (``regex``-only syntax) are not exempt."""
     try:
-        parsed = sre_parse.parse(pattern)
+        parsed = parse_pattern(pattern)
     except Exception:  # noqa: BLE001 - regex-only syntax: no exemption
         return False
     items = list(parsed)
