@@ -315,6 +315,11 @@ class LazyPattern:
         if compiled is None:
             compiled = self._compiled = regex.compile(self.pattern, self.flags)
             self.search, self.match, self.fullmatch = compiled.search, compiled.match, compiled.fullmatch
+            if self._scope is None and _is_probe(self.pattern) and _windowable(compiled):
+                # a D2 probe never matches completely: its long partial searches go a window at a
+                # time (window_partial), not through the engine's complete phase at every offset
+                self.search = lambda string, pos=0, endpos=None, partial=False: _probe_search(
+                    compiled, string, pos, endpos, partial)
             if self._scope is not None and self._scope.get(self._name) is self:
                 self._scope[self._name] = compiled
         return compiled
@@ -418,10 +423,32 @@ def lead_start(buf: str, pos: int, leads: tuple[str, ...], end: int | None = Non
 
 #: window_partial: characters searched by the engine in partial mode at a time
 PARTIAL_WINDOW = 256
+#: the window of a D2 probe's partial search (_probe_search): small, as a probe is searched at
+#: every chunk while text is held (up to LONG_HOLD characters) and its first window usually holds
+#: the answer (the held text's start), confirmed by one match over the rest
+PROBE_WINDOW = 32
 #: window_partial: per pattern source, whether a window of the text matches as the text does
 _WINDOWABLE: dict[str, bool] = {}
-#: what makes a match depend on where the text ends or starts: anchors, lookarounds, \b
-_EDGE_SENSITIVE = regex.compile(r"\\[AbBZzG]|[$^]|\(\?<?[=!]")
+#: what makes a match depend on where the text ends or starts: anchors and \b (the engine's
+#: partial matching reaches into lookaheads at the end of a window; compiler/automaton.py)
+_EDGE_SENSITIVE = regex.compile(r"\\[AbBZzG]|[$^]")
+#: the assertion a D2 probe puts for \Z and \z (compiler/automaton.py ``_STRING_END``): it needs
+#: one more character, so in a window it reports a path reaching the window's edge, as wanted
+_STRING_END = "(?:(?=[\\s\\S])(?!))"
+
+
+def _is_probe(source: str) -> bool:
+    """Whether ``source`` is a D2 probe, ``(?>(?:P'))(?!)`` (compiler/automaton.py)."""
+    return source.startswith("(?>(?:") and source.endswith("))(?!)")
+
+
+def _probe_search(compiled: Any, string: str, pos: int = 0, endpos: int | None = None,
+                  partial: bool = False) -> Any:
+    """``compiled.search`` of a D2 probe, whose long partial searches go to :func:`window_partial`."""
+    n = len(string) if endpos is None else endpos
+    if not partial or n - pos <= 2 * PROBE_WINDOW:
+        return compiled.search(string, pos, n, partial=partial)
+    return window_partial(compiled, string, pos, n, complete=False, window=PROBE_WINDOW)
 
 
 def _windowable(pattern: Any) -> bool:
@@ -431,12 +458,14 @@ def _windowable(pattern: Any) -> bool:
         if len(_WINDOWABLE) > 4096:
             _WINDOWABLE.clear()
         # "[^" is a negated class, not an anchor; "\\" an escaped backslash
-        plain = source.replace("\\\\", "").replace("[^", "[").replace("\\^", "").replace("\\$", "")
+        plain = (source.replace("\\\\", "").replace(_STRING_END, "").replace("[^", "[")
+                 .replace("\\^", "").replace("\\$", ""))
         known = _WINDOWABLE[source] = _EDGE_SENSITIVE.search(plain) is None
     return known
 
 
-def window_partial(pattern: Any, buf: str, pos: int, end: int | None = None) -> Any:
+def window_partial(pattern: Any, buf: str, pos: int, end: int | None = None, complete: bool = True,
+                   window: int = 0) -> Any:
     """``pattern.search(buf, pos, end, partial=True)``, linear in the text (issue 23).
 
     The ``regex`` engine's partial phase (it looks for a complete match first, then for the
@@ -446,23 +475,26 @@ def window_partial(pattern: Any, buf: str, pos: int, end: int | None = None) -> 
     only when there is none the partial one, :data:`PARTIAL_WINDOW` characters at a time: a partial
     match runs into the end of the text, so its path reaches the end of every window it starts in,
     where the engine reports it as partial; each such candidate is confirmed by matching it at its
-    start over the whole text (after :data:`LEAD_MISSES` candidates that die past their window's
+    start over the whole text (``complete=False``: the pattern never matches completely, a D2
+    probe, and the first search is skipped; after :data:`LEAD_MISSES` candidates that die past their window's
     edge, the engine takes over, as before). Patterns whose matches depend on where the text ends or starts
-    (anchors, lookarounds, ``\\b``) and short texts go to the engine as they are.
+    (anchors, ``\\b``) and short texts go to the engine as they are.
 
     Returns:
         what ``pattern.search(buf, pos, end, partial=True)`` returns (the same span and groups), or
         None.
     """
     n = len(buf) if end is None else end
-    if n - pos <= 2 * PARTIAL_WINDOW or not _windowable(pattern):
+    window = window or PARTIAL_WINDOW
+    if n - pos <= 2 * window or not _windowable(pattern):
         return pattern.search(buf, pos, n, partial=True)
-    found = pattern.search(buf, pos, n)
-    if found is not None:
-        return found
+    if complete:
+        found = pattern.search(buf, pos, n)
+        if found is not None:
+            return found
     at, misses = pos, 0
     while at < n and misses < LEAD_MISSES:
-        edge = at + PARTIAL_WINDOW
+        edge = at + window
         if edge >= n:
             return pattern.search(buf, at, n, partial=True)
         m = pattern.search(buf, at, edge, partial=True)
@@ -472,7 +504,7 @@ def window_partial(pattern: Any, buf: str, pos: int, end: int | None = None) -> 
         if not m.partial:
             break  # complete only inside the window: not expected; the engine decides
         start = m.start()
-        far = edge + PARTIAL_WINDOW
+        far = edge + window
         if far < n and pattern.match(buf, start, far, partial=True) is None:
             at = start + 1  # its paths die soon after the window: not a partial match
             continue
