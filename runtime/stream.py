@@ -427,6 +427,11 @@ PARTIAL_WINDOW = 256
 #: every chunk while text is held (up to LONG_HOLD characters) and its first window usually holds
 #: the answer (the held text's start), confirmed by one match over the rest
 PROBE_WINDOW = 32
+#: _probe_search: fewer undecided characters than this go to the engine as they are (a streamed
+#: chunk's probe, where the engine is fastest)
+PROBE_LONG = 128
+#: window_partial: windows double after one that holds no candidate, up to this size
+WINDOW_MAX = 1024
 #: window_partial: per pattern source, whether a window of the text matches as the text does
 _WINDOWABLE: dict[str, bool] = {}
 #: what makes a match depend on where the text ends or starts: anchors and \b (the engine's
@@ -446,7 +451,7 @@ def _probe_search(compiled: Any, string: str, pos: int = 0, endpos: int | None =
                   partial: bool = False) -> Any:
     """``compiled.search`` of a D2 probe, whose long partial searches go to :func:`window_partial`."""
     n = len(string) if endpos is None else endpos
-    if not partial or n - pos <= 2 * PROBE_WINDOW:
+    if not partial or n - pos < PROBE_LONG:
         return compiled.search(string, pos, n, partial=partial)
     return window_partial(compiled, string, pos, n, complete=False, window=PROBE_WINDOW)
 
@@ -472,7 +477,8 @@ def window_partial(pattern: Any, buf: str, pos: int, end: int | None = None, com
     leftmost partial one) can cost the rest of the text at every offset: gpt_oss's call opener
     ``(?:<\\|start\\|>...)?...\\s*to=functions\\.`` over ``"<" * 20_000`` took 50 ms, 4x as
     long for 2x the text. Here the complete match is searched without partial mode (linear), and
-    only when there is none the partial one, :data:`PARTIAL_WINDOW` characters at a time: a partial
+    only when there is none the partial one, a window at a time (:data:`PARTIAL_WINDOW` characters,
+    doubled after a window without a candidate, up to :data:`WINDOW_MAX`): a partial
     match runs into the end of the text, so its path reaches the end of every window it starts in,
     where the engine reports it as partial; each such candidate is confirmed by matching it at its
     start over the whole text (``complete=False``: the pattern never matches completely, a D2
@@ -500,6 +506,8 @@ def window_partial(pattern: Any, buf: str, pos: int, end: int | None = None, com
         m = pattern.search(buf, at, edge, partial=True)
         if m is None:
             at = edge  # no path from [at, edge) reaches edge: no partial match starts there
+            if window < WINDOW_MAX:
+                window *= 2  # text where paths die soon: fewer, longer windows
             continue
         if not m.partial:
             break  # complete only inside the window: not expected; the engine decides
