@@ -26,7 +26,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'window-partial', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/minimax_m1.json'
 TEMPLATE_SHA256 = '3fbd0ae05ee260026d1e5a35462e4ff14c00658ee74535c35bd02629411b6e72'
@@ -308,7 +308,7 @@ def _scan_2(buf, pos, eos, memo):
     # open of 'tool_calls': /'(?=\\{)'/
     m = memo[6]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[6] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[6] = (_D0.search(buf, pos) if eos else (_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D0, buf, pos))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
