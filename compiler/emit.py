@@ -314,7 +314,8 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     # "lead-search" / "barrier-search": a complete text's search of a regex delimiter calls
     # runtime.lead_search / runtime.barrier_search; the scanners' view says which it wrote
     scanner_view = _scanner_view(scans)
-    features += [name for name in ("lead-search", "barrier-search", "partial-search") if name in scanner_view["searches"]]
+    features += [name for name in ("lead-search", "barrier-search", "partial-search", "window-partial")
+                 if name in scanner_view["searches"]]
     # "hold-regex": HOLD_REGEX is an optimisation only; a runtime without it would scan, with the
     # same events, so it is not listed: the tables are simply ignored there. "held-json": a runtime
     # that reads them as tuples would fail on the JSON text (runtime/held.py automaton_table)
@@ -491,13 +492,16 @@ def _partial_search(var: str, pattern: str, start: str, searches: set[str]) -> s
     variable name), as source: the engine's own ``search(..., partial=True)`` while fewer than
     ``runtime.PARTIAL_LONG`` characters are undecided (a streamed chunk's scan), else with its
     start-anchored alternatives only tried at offset 0 (``runtime.partial_late``) when it has
-    them, else by :func:`_start_helper`; the same answer either way."""
+    them, else by :func:`_start_helper`, else a window at a time (``runtime.window_partial``);
+    the same answer either way."""
     plain = f"{var}.search(buf, {start}, partial=True)"
     late = late_pattern(pattern)
     if late is None:
         helper = _start_helper(var, pattern, searches)
         if helper is None:
-            return plain
+            # no start to search from: the engine's partial phase a window at a time (issue 23)
+            searches.add("window-partial")
+            return f"({plain} if n - {start} < {PARTIAL_LONG} else _rt.window_partial({var}, buf, {start}))"
         call = f"{helper['call']}({var}, buf, {start}, {helper['args']})"
     else:
         searches.add("partial-search")

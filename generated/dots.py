@@ -34,7 +34,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'window-partial', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/dots.json'
 TEMPLATE_SHA256 = 'a17873caf9b4d78dcccf33bee73ff1d9d805456255eb41e0f865da7d8b552325'
@@ -319,7 +319,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_D0.search(buf, lo) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D0, buf, lo))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -413,7 +413,7 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[7] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[7] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[7] = (_D0.search(buf, lo) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D0, buf, lo))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -452,7 +452,7 @@ def _scan_1(buf, pos, eos, memo):
     # open of 'json_tool_call': /'(?=\\{)'/
     m = memo[10]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[10] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
+        m = memo[10] = (_D1.search(buf, pos) if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D1, buf, pos))) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'window-partial', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/hunyuan.json'
 TEMPLATE_SHA256 = 'cfa70c1b9a8d9bb78f1e856edc39c9026d7fcf5c2304a2f4d1ab0f19a3ea1fa3'
@@ -193,7 +193,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[0] = (_D0.search(buf, lo) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D0, buf, lo))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -297,7 +297,7 @@ def _scan_0(buf, pos, eos, memo):
     # close of 'content': /'<\uff5chy_place\u2581holder\u2581no\u25812\uff5c>|<\uff5chy_eos(?::[^<>\\s\uff5c]+)?\uff5c>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
     m = memo[6]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[6] = (_D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)) or False
+        m = memo[6] = (_D2.search(buf, pos) if eos else (_D2.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D2, buf, pos))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -370,7 +370,7 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[8] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[8] = (_D3.search(buf, lo) if eos else _D3.search(buf, lo, partial=True)) or False
+            m = memo[8] = (_D3.search(buf, lo) if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D3, buf, lo))) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -34,7 +34,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'barrier-search', 'partial-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'barrier-search', 'partial-search', 'window-partial', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/llama3_json.json'
 TEMPLATE_SHA256 = '94670f7e4390608e6169b12e62da8db89c43681ba8d18d5812e5d59cd690a858'
@@ -360,7 +360,7 @@ def _scan_4(buf, pos, eos, memo):
     # close of 'tool_calls': /'\\s*;'/
     m = memo[7]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[7] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
+        m = memo[7] = (_D1.search(buf, pos) if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D1, buf, pos))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -405,7 +405,7 @@ def _scan_5(buf, pos, eos, memo):
     # close of 'tagged_json_call': /'\\s*;'/
     m = memo[9]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[9] = (_D2.search(buf, pos) if eos else _D2.search(buf, pos, partial=True)) or False
+        m = memo[9] = (_D2.search(buf, pos) if eos else (_D2.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D2, buf, pos))) or False
     if m is not False:
         i, e = m.span()
         if not eos:

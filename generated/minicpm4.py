@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'window-partial', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/minicpm4.json'
 TEMPLATE_SHA256 = '0543709cb26491d3afa30b882caab82d0a7a025c62f90b22d782c1869f679336'
@@ -234,7 +234,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_D0.search(buf, lo) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D0, buf, lo))) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -34,7 +34,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'window-partial', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/minimax_m1.json'
 TEMPLATE_SHA256 = '174fcd934c7c1f16caecc1f5d70eff00e122535d2dbab54ea467b669b55a9477'
@@ -316,7 +316,7 @@ def _scan_2(buf, pos, eos, memo):
     # open of 'tool_calls': /'(?=\\{)'/
     m = memo[6]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[6] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[6] = (_D0.search(buf, pos) if eos else (_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D0, buf, pos))) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'window-partial', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/olmo3.json'
 TEMPLATE_SHA256 = 'c9c50653d4b3c1fd1792eddd3643ed39e0fa3ac56a59d11a6d8899358f19e087'
@@ -274,7 +274,7 @@ def _scan_1(buf, pos, eos, memo):
     # open of 'tool_calls': /'(?=[A-Za-z_])'/
     m = memo[5]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[5] = (_D0.search(buf, pos) if eos else _D0.search(buf, pos, partial=True)) or False
+        m = memo[5] = (_D0.search(buf, pos) if eos else (_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D0, buf, pos))) or False
     if m is not False:
         i, e = m.span()
         if not eos:

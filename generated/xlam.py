@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'window-partial', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/xlam.json'
 TEMPLATE_SHA256 = '7409c1b2d2d384848561acbb51853d9646894278832d966a579b73fd7f6e45d0'
@@ -293,7 +293,7 @@ def _scan_3(buf, pos, eos, memo):
     # close of 'tool_calls': /'\\s*(?:</tool_call>|```)'/
     m = memo[5]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[5] = (_D1.search(buf, pos) if eos else _D1.search(buf, pos, partial=True)) or False
+        m = memo[5] = (_D1.search(buf, pos) if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D1, buf, pos))) or False
     if m is not False:
         i, e = m.span()
         if not eos:

@@ -63,6 +63,7 @@ from .stream import (
     partial_late,
     partial_search,
     to_text,
+    window_partial,
 )
 
 __all__ = [
@@ -86,6 +87,7 @@ __all__ = [
     "partial_search",
     "partial_late",
     "partial_barrier",
+    "window_partial",
     "lead_start",
     "LazyPattern",
     "LiteralPrefixes",

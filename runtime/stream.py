@@ -110,7 +110,7 @@ RUNTIME_ABI = 2
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
 FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs",
                       "lead-search", "lazy-pattern", "held-json", "lazy-delimiters", "fast-heads",
-                      "barrier-search", "partial-search", "literal-prefixes"})
+                      "barrier-search", "partial-search", "literal-prefixes", "window-partial"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
 OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
@@ -345,6 +345,11 @@ class LazyPattern:
         if compiled is None:
             compiled = self._compiled = regex.compile(self.pattern, self.flags)
             self.search, self.match, self.fullmatch = compiled.search, compiled.match, compiled.fullmatch
+            if self._scope is None and _is_probe(self.pattern) and _windowable(compiled):
+                # a D2 probe never matches completely: its long partial searches go a window at a
+                # time (window_partial), not through the engine's complete phase at every offset
+                self.search = lambda string, pos=0, endpos=None, partial=False: _probe_search(
+                    compiled, string, pos, endpos, partial)
             if self._scope is not None and self._scope.get(self._name) is self:
                 self._scope[self._name] = compiled
         return compiled
@@ -446,6 +451,111 @@ def lead_start(buf: str, pos: int, leads: tuple[str, ...], end: int | None = Non
     return lo
 
 
+#: window_partial: characters searched by the engine in partial mode at a time
+PARTIAL_WINDOW = 256
+#: the window of a D2 probe's partial search (_probe_search): small, as a probe is searched at
+#: every chunk while text is held (up to LONG_HOLD characters) and its first window usually holds
+#: the answer (the held text's start), confirmed by one match over the rest
+PROBE_WINDOW = 32
+#: _probe_search: fewer undecided characters than this go to the engine as they are (a streamed
+#: chunk's probe, where the engine is fastest)
+PROBE_LONG = 128
+#: window_partial: windows double after one that holds no candidate, up to this size
+WINDOW_MAX = 1024
+#: window_partial: per pattern source, whether a window of the text matches as the text does
+_WINDOWABLE: dict[str, bool] = {}
+#: what makes a match depend on where the text ends or starts: anchors and \b (the engine's
+#: partial matching reaches into lookaheads at the end of a window; compiler/automaton.py)
+_EDGE_SENSITIVE = regex.compile(r"\\[AbBZzG]|[$^]")
+#: the assertion a D2 probe puts for \Z and \z (compiler/automaton.py ``_STRING_END``): it needs
+#: one more character, so in a window it reports a path reaching the window's edge, as wanted
+_STRING_END = "(?:(?=[\\s\\S])(?!))"
+
+
+def _is_probe(source: str) -> bool:
+    """Whether ``source`` is a D2 probe, ``(?>(?:P'))(?!)`` (compiler/automaton.py)."""
+    return source.startswith("(?>(?:") and source.endswith("))(?!)")
+
+
+def _probe_search(compiled: Any, string: str, pos: int = 0, endpos: int | None = None,
+                  partial: bool = False) -> Any:
+    """``compiled.search`` of a D2 probe, whose long partial searches go to :func:`window_partial`."""
+    n = len(string) if endpos is None else endpos
+    if not partial or n - pos < PROBE_LONG:
+        return compiled.search(string, pos, n, partial=partial)
+    return window_partial(compiled, string, pos, n, complete=False, window=PROBE_WINDOW)
+
+
+def _windowable(pattern: Any) -> bool:
+    source = pattern.pattern
+    known = _WINDOWABLE.get(source)
+    if known is None:
+        if len(_WINDOWABLE) > 4096:
+            _WINDOWABLE.clear()
+        # "[^" is a negated class, not an anchor; "\\" an escaped backslash
+        plain = (source.replace("\\\\", "").replace(_STRING_END, "").replace("[^", "[")
+                 .replace("\\^", "").replace("\\$", ""))
+        known = _WINDOWABLE[source] = _EDGE_SENSITIVE.search(plain) is None
+    return known
+
+
+def window_partial(pattern: Any, buf: str, pos: int, end: int | None = None, complete: bool = True,
+                   window: int = 0) -> Any:
+    """``pattern.search(buf, pos, end, partial=True)``, linear in the text (issue 23).
+
+    The ``regex`` engine's partial phase (it looks for a complete match first, then for the
+    leftmost partial one) can cost the rest of the text at every offset: gpt_oss's call opener
+    ``(?:<\\|start\\|>...)?...\\s*to=functions\\.`` over ``"<" * 20_000`` took 50 ms, 4x as
+    long for 2x the text. Here the complete match is searched without partial mode (linear), and
+    only when there is none the partial one, a window at a time (:data:`PARTIAL_WINDOW` characters,
+    doubled after a window without a candidate, up to :data:`WINDOW_MAX`): a partial
+    match runs into the end of the text, so its path reaches the end of every window it starts in,
+    where the engine reports it as partial; each such candidate is confirmed by matching it at its
+    start over the whole text (``complete=False``: the pattern never matches completely, a D2
+    probe, and the first search is skipped; after :data:`LEAD_MISSES` candidates that die past their window's
+    edge, the engine takes over, as before). Patterns whose matches depend on where the text ends or starts
+    (anchors, ``\\b``) and short texts go to the engine as they are.
+
+    Returns:
+        what ``pattern.search(buf, pos, end, partial=True)`` returns (the same span and groups), or
+        None.
+    """
+    n = len(buf) if end is None else end
+    window = window or PARTIAL_WINDOW
+    if n - pos <= 2 * window or not _windowable(pattern):
+        return pattern.search(buf, pos, n, partial=True)
+    if complete:
+        found = pattern.search(buf, pos, n)
+        if found is not None:
+            return found
+    at, misses = pos, 0
+    while at < n and misses < LEAD_MISSES:
+        edge = at + window
+        if edge >= n:
+            return pattern.search(buf, at, n, partial=True)
+        m = pattern.search(buf, at, edge, partial=True)
+        if m is None:
+            at = edge  # no path from [at, edge) reaches edge: no partial match starts there
+            if window < WINDOW_MAX:
+                window *= 2  # text where paths die soon: fewer, longer windows
+            continue
+        if not m.partial:
+            break  # complete only inside the window: not expected; the engine decides
+        start = m.start()
+        far = edge + window
+        if far < n and pattern.match(buf, start, far, partial=True) is None:
+            at = start + 1  # its paths die soon after the window: not a partial match
+            continue
+        whole = pattern.match(buf, start, n, partial=True)
+        if whole is not None:
+            if whole.partial:
+                return whole
+            break
+        at = start + 1  # a path that died far after the window: a miss
+        misses += 1
+    return pattern.search(buf, pos, n, partial=True)
+
+
 def partial_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...], end: int | None = None) -> Any:
     """``pattern.search(buf, pos, partial=True)`` for a pattern every match of which starts with
     one of ``leads``: the engine searches from :func:`lead_start`, as no match or partial match
@@ -465,8 +575,8 @@ def partial_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...], end
         a pattern: each of its partial matches is a path of the pattern that reached the end.
     """
     if end is None:
-        return pattern.search(buf, lead_start(buf, pos, leads), partial=True)
-    return pattern.search(buf, lead_start(buf, pos, leads, end), end, partial=True)
+        return window_partial(pattern, buf, lead_start(buf, pos, leads))
+    return window_partial(pattern, buf, lead_start(buf, pos, leads, end), end)
 
 
 def partial_barrier(pattern: Any, buf: str, pos: int, factor: str, barrier: str, end: int | None = None) -> Any:
@@ -502,7 +612,7 @@ def partial_barrier(pattern: Any, buf: str, pos: int, factor: str, barrier: str,
                 lo = back
     if lo < pos:
         lo = pos  # a place with no barrier before it: the engine searches from pos
-    return pattern.search(buf, lo, n, partial=True)
+    return window_partial(pattern, buf, lo, n)
 
 
 def partial_late(pattern: Any, late: Any, buf: str, pos: int, leads: tuple[str, ...] | None) -> Any:
@@ -526,7 +636,7 @@ def partial_late(pattern: Any, late: Any, buf: str, pos: int, leads: tuple[str, 
             return None
         if leads:
             return partial_search(late, buf, start, leads)
-        return late.search(buf, start, partial=True)
+        return window_partial(late, buf, start)
 
     if pos:
         found = rest(pos)
@@ -1191,7 +1301,7 @@ class StreamParser:
             self._eos_hold = cut if cut < len(self._buf) else None
         self._guarded(events, True)
         defaults = self.DEFAULTS
-        message = {k: v for k, v in self._out.items() if k in defaults or not _is_empty(v)}
+        message = {k: v for k, v in _joined(self._out).items() if k in defaults or not _is_empty(v)}
         if self.DIAGNOSTICS_KEY is not None and self.diagnostics:
             message[self.DIAGNOSTICS_KEY] = _copy(self.diagnostics)
         self._done = True
@@ -1718,12 +1828,28 @@ class StreamParser:
         open_start, open_end, state, action, field, target, match = self._tent
         limit = start if start >= 0 else len(buf) if eos else hold
         verdict = self.REGIONS[field].verdict
+        # The body is read a growing piece at a time, stopping once decided (most bodies decide
+        # in their first characters): a slice of the whole rest of the buffer made every
+        # tentative open of one big feed cost its length (olmo3's prose after an unclosed
+        # <function_calls>, where every letter opens a region, issue 23).
+        status, at, step = UNDECIDED, pos, 64
         if verdict is not None:
-            status = verdict(buf[pos:limit])  # what a new decoder's status would be
+            while True:  # what a new decoder's status would be
+                stop = pos + step if pos + step < limit else limit
+                status = verdict(buf[pos:stop])
+                if status != UNDECIDED or stop >= limit:
+                    break
+                step *= 4
         else:
             decoder = self.REGIONS[field].boundary()
-            decoder.feed(buf[pos:limit])
-            status = decoder.status
+            while at < limit and status == UNDECIDED:
+                stop = at + step if at + step < limit else limit
+                if decoder.feed(buf[at:stop]) >= 0:
+                    status = decoder.status
+                    break
+                status, at, step = decoder.status, stop, step * 2
+            if at >= limit:
+                status = decoder.status
         if status == ACCEPTED or (status == UNDECIDED and (start >= 0 or eos)):
             # accepted, or a delimiter / the end of the stream came first: an empty region
             self._tent = None
@@ -1751,7 +1877,7 @@ class StreamParser:
             # between allowed); the first one is consumed, the second one opens the region
             again = open_end + _lead(buf, open_end, len(buf))
             if not buf.startswith(opener, again):
-                if not eos and opener.startswith(buf[again:]):
+                if not eos and len(buf) - again < len(opener) and buf.startswith(opener[:len(buf) - again], again):
                     return None  # may still be the opener again: wait
                 opener = ""
         # Not an opener after all: its text belongs to the enclosing region.
@@ -1832,8 +1958,10 @@ class StreamParser:
             self._consume("diagnostic", len(again))
             self._gap(again)
             return at + len(again)
-        if not eos and again.startswith(buf[at:]):
-            return None  # whitespace or a piece of the opener so far: wait for more
+        if not eos and len(buf) - at < len(again) and buf.startswith(again[:len(buf) - at], at):
+            # whitespace or a piece of the opener so far: wait for more (compared in place: a
+            # slice of the rest of the buffer made every region of one big feed cost its length)
+            return None
         self._again = None
         return pos
 
@@ -1996,7 +2124,7 @@ class StreamParser:
                         # strict: the error says where, and carries the message parsed so far
                         exc.field = region.slot
                         exc.start, exc.end = start, at + len(closer)
-                        exc.partial_message = _copy(self._out)
+                        exc.partial_message = _copy(_joined(self._out))
                         raise
                     self._malformed(events, region, text, closer, exc, start, at + len(closer),
                                     eos and not closer and (cut or self._has_close()))
@@ -2141,8 +2269,10 @@ class StreamParser:
             previous = out.get(target.slot)
             if target.repeats and target.join is None:
                 out.setdefault(target.slot, []).append(raw)
+            elif isinstance(previous, _Parts) and previous.size:
+                previous.add(target.join or "", raw)
             elif isinstance(previous, str) and previous:
-                out[target.slot] = previous + (target.join or "") + raw
+                out[target.slot] = _Parts(previous, target.join or "", raw)
             else:
                 out[target.slot] = raw
 
@@ -2163,10 +2293,18 @@ class StreamParser:
             # empty pieces are never joined (docs/template-language.md, D1): "" + join + "b" would
             # give the separator with nothing before it, "a" + join + "" one with nothing after it
             previous = out.get(name)
-            if previous and value:
-                out[name] = previous + join + value
-            elif value or previous is None:
+            if previous is None:
                 out[name] = value
+            elif not value:
+                pass  # an empty piece is never joined
+            elif type(previous) is _Parts:
+                previous.add(join, value)
+            elif not previous:
+                out[name] = value
+            else:
+                # the pieces are joined once, when the message is read (_joined): a string
+                # rebuilt for every block made a field of many blocks quadratic
+                out[name] = _Parts(previous, join, value)
         elif region.repeats:
             if value is None and region.empty_none:
                 return
@@ -2274,6 +2412,29 @@ def _lead(buf: str, pos: int, limit: int) -> int:
     while n < limit and buf[n].isspace():
         n += 1
     return n - pos
+
+
+class _Parts(list):
+    """The pieces of a ``join`` field's value so far (a list of strings and separators), and
+    ``size``, the length of their concatenation; :func:`_joined` makes the string."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, first: str, join: str, value: str) -> None:
+        super().__init__((first, join, value))
+        self.size = len(first) + len(join) + len(value)
+
+    def add(self, join: str, value: str) -> None:
+        self.append(join)
+        self.append(value)
+        self.size += len(join) + len(value)
+
+
+def _joined(out: dict) -> dict:
+    """``out`` with every :class:`_Parts` value joined into its string (a new dict when any is)."""
+    if not any(type(v) is _Parts for v in out.values()):
+        return out
+    return {k: "".join(v) if type(v) is _Parts else v for k, v in out.items()}
 
 
 def _copy(value: Any) -> Any:

@@ -184,3 +184,36 @@ def test_long_feed_searches_from_the_first_lead():
     assert message["content"].startswith("Hello. word") and message["content"].endswith("more")
     # the first search: undecided text from 0, the first lead '[' of '[not a call]'
     assert starts[0] == (0, text.index("[not"), len(text))
+
+
+@pytest.mark.parametrize("pattern", _delimiters() + [r".+\Z", r"[^>]+\Z", r"<a\s*(?:b|.+c)"])
+def test_window_partial_gives_the_engines_partial_search(pattern, monkeypatch):
+    """``window_partial`` (the engine's partial phase a window at a time, issue 23) against
+    ``pattern.search(text, pos, partial=True)``, with windows of 3 characters so that nearly every
+    text is searched in windows; pieces of the pattern's own matches and ``<`` runs. Its D2 probe
+    likewise, without the complete search (``complete=False``, as ``_probe_search`` calls it)."""
+    from respc.runtime import stream
+
+    monkeypatch.setattr(stream, "PARTIAL_WINDOW", 3)
+    compiled = regex.compile(pattern, regex.DOTALL)
+    probe_source = automaton.classify_pattern(pattern).probe
+    probe = regex.compile(probe_source, regex.DOTALL) if probe_source else None
+    rng = random.Random(pattern + "window")
+    cases = [case for path in sorted(FAMILY_DIR.glob("*.json"))
+             for case in json.loads(path.read_text(encoding="utf-8"))["cases"]][::5]
+    pieces = _pieces(cases, [pattern]) + ["<", "<<<<", " ", "x"]
+    for _ in range(150):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        for pos in {0, 1, rng.randint(0, len(text)), len(text)}:
+            if pos > len(text):
+                continue
+            for end in (None, rng.randint(pos, len(text))):
+                want = compiled.search(text, pos, len(text) if end is None else end, partial=True)
+                got = stream.window_partial(compiled, text, pos, end)
+                assert (want and (want.span(), want.partial, want.groups())) == \
+                       (got and (got.span(), got.partial, got.groups())), (text, pos, end)
+                if probe is not None:  # a D2 probe never completes: its windows skip that search
+                    want = probe.search(text, pos, len(text) if end is None else end, partial=True)
+                    got = stream.window_partial(probe, text, pos, end, complete=False, window=2)
+                    assert (want and (want.span(), want.partial)) == (got and (got.span(), got.partial)), \
+                        ("probe", text, pos, end)

@@ -1,0 +1,232 @@
+"""Every input size is linear: model output that costs more per character the longer it gets
+(issue 23 item 6; docs/security.md, "Model output: time and memory").
+
+How it is measured: a parse of an input of ``n`` characters and one of ``2n`` characters, each
+the best of 3 runs of its CPU time (``time.process_time``: other processes on a loaded machine
+do not count) with the garbage collector off (timeit's rule); the second may cost at most 2.5
+times the first (a parse of 2n under :data:`NEGLIGIBLE` passes). ``n`` starts small and doubles
+until one parse takes :data:`FLOOR` seconds (so fixed costs do not hide the growth) or ``n``
+reaches the cap (128k characters fed whole, 32k in feeds; past 128k the ratio measures the CPU's
+caches). A comparison that fails is measured once more before the test fails.
+
+What is parsed: for each template, inputs built from its own delimiters (``benchmarks/inputs.py``
+derives a reasoning block and a complete tool call per family):
+
+- ``calls``: the family's reasoning block, a word and its tool call, repeated (many regions);
+- ``lt``, ``bracket``, ``brace``: ``"<"``, ``"["``, ``"{"`` repeated (delimiter prefixes);
+- ``cut``: the tool call less its last character, repeated (an opener whose close never comes
+  as written);
+- ``deep``: the tool call's opener and ``"["`` repeated (a body nested past any depth limit; a
+  pythonic body nests inside an argument: ``f(a=[[[...``);
+- ``prose``: each literal opener (and the tool call's head) followed by prose that never closes it.
+
+Each in ``errors="strict"`` and ``"recover"``, as one feed (``parse_response``, the whole-text
+path) and as 16-character feeds (``ResponseParser.feed``, then ``finalize``). The default suite
+runs the templates of :data:`FAST` and the named cases of the issue; the marker ``linear``
+(``python -m pytest -q -m linear tests/test_linear.py``) runs every catalogue template.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import inputs  # noqa: E402  (benchmarks/inputs.py)
+
+import respc  # noqa: E402
+
+from support import CATALOGUE_TEMPLATES  # noqa: E402
+
+#: seconds one parse must take before n stops doubling
+FLOOR = 0.004
+#: at most this much more time for twice the input
+RATIO = 2.5
+#: a parse of 2n characters that takes less CPU time than this passes (n reached its cap: the
+#: input costs a few nanoseconds a character, where caches, not the algorithm, set the ratio)
+NEGLIGIBLE = 0.004
+#: the catalogue templates the default suite sweeps (gpt_oss: regex delimiters of every kind of
+#: partial search, literal ones, a JSON body, recover-mode repairs)
+FAST = ("gpt_oss",)
+CHUNK = 16
+
+
+def _module(name: str):
+    return importlib.import_module(f"respc.generated.{name}")
+
+
+def _parse(module, text: str, errors: str, chunk: int | None) -> None:
+    try:
+        if chunk is None:
+            module.parse_response(text, prefix="", errors=errors)
+        else:
+            parser = module.ResponseParser("", None, errors=errors)
+            for i in range(0, len(text), chunk):
+                parser.feed(text[i:i + chunk])
+            parser.finalize()
+    except (ValueError, KeyError, TypeError):
+        if errors == "recover":
+            raise  # bad model output never raises in recover (docs/events.md)
+
+
+def _best(module, text: str, errors: str, chunk: int | None, runs: int = 3) -> float:
+    best = float("inf")
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(runs):
+            start = time.process_time()
+            _parse(module, text, errors, chunk)
+            best = min(best, time.process_time() - start)
+    finally:
+        if enabled:
+            gc.enable()
+    return best
+
+
+def growth(module, make: Callable[[int], str], errors: str, chunk: int | None, *, start: int = 1000,
+           cap: int = 64_000, floor: float = FLOOR) -> tuple[int, float, float]:
+    """``(n, time(n), time(2n))`` with ``n`` doubled from ``start`` until a parse takes ``floor``
+    seconds or ``n`` reaches ``cap``; a ratio over :data:`RATIO` is measured once more."""
+    n = start
+    small = _best(module, make(n), errors, chunk, runs=1)
+    while small < floor and n < cap:
+        n *= 2
+        small = _best(module, make(n), errors, chunk, runs=1)
+    small = _best(module, make(n), errors, chunk)
+    large = _best(module, make(2 * n), errors, chunk)
+    if large > RATIO * small and large >= NEGLIGIBLE:
+        small = min(small, _best(module, make(n), errors, chunk))
+        large = min(large, _best(module, make(2 * n), errors, chunk))
+    return n, small, large
+
+
+def _repeat(unit: str, head: str = "") -> Callable[[int], str]:
+    return lambda n: head + unit * max((n - len(head)) // len(unit), 1)
+
+
+def _prose(head: str) -> Callable[[int], str]:
+    return lambda n: head + inputs._filler(n)
+
+
+def _body_start(call: str) -> int:
+    found = [i for i in (call.find("{"), call.find("["), call.find("(")) if i > 0]
+    return min(found) if found else -1
+
+
+def kinds(name: str) -> dict[str, Callable[[int], str]]:
+    """The inputs of template ``name`` (see the module docstring), each a function of the size."""
+    doc = inputs.load(name)
+    pieces = inputs.pieces(name, doc)
+    made: dict[str, Callable[[int], str]] = {"lt": _repeat("<"), "bracket": _repeat("["), "brace": _repeat("{")}
+    unit = ""
+    if pieces.reasoning is not None:
+        unit += pieces.reasoning[0] + "so " + pieces.reasoning[1]
+    unit += "Hi. " + (pieces.tool_call or "")
+    made["calls"] = _repeat(unit)
+    heads = []
+    for spec in doc["fields"].values():
+        opens = spec.get("open")
+        heads += [opens] if isinstance(opens, str) else list(opens or [])[:1]
+    call = pieces.tool_call
+    if call:
+        made["cut"] = _repeat(call[:-1])
+        at = _body_start(call)
+        if at > 0:
+            head = call[:at]
+            if call[at] == "(":
+                head = call[:at + 1] + "a="
+            elif call[at] == "[" and "(" in call[at:]:  # a pythonic call list: nest in an argument
+                head = call[:call.index("(", at) + 1] + "a="
+            made["deep"] = _repeat("[", head)
+            heads.append(head)
+    for i, head in enumerate(dict.fromkeys(heads)):
+        made[f"prose{i}"] = _prose(head)
+    return made
+
+
+CONFIGS = [("strict", None), ("recover", None), ("strict", CHUNK), ("recover", CHUNK)]
+
+
+def _sweep(name: str) -> list[str]:
+    module = _module(name)
+    failed = []
+    for kind, make in kinds(name).items():
+        for errors, chunk in CONFIGS:
+            cap = 128_000 if chunk is None else 32_000
+            n, small, large = growth(module, make, errors, chunk, cap=cap)
+            if large > RATIO * small and large >= NEGLIGIBLE:
+                failed.append(f"{name} {kind} {errors} {'one feed' if chunk is None else f'{chunk}-char feeds'}: "
+                              f"{n} chars {small * 1e3:.1f} ms, {2 * n} chars {large * 1e3:.1f} ms "
+                              f"({large / small:.1f}x)")
+    return failed
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_fast_sweep_is_linear(name):
+    """The representative templates, every input kind, both modes, both chunkings."""
+    assert not _sweep(name)
+
+
+@pytest.mark.linear
+@pytest.mark.parametrize("name", sorted(CATALOGUE_TEMPLATES))
+def test_catalogue_sweep_is_linear(name):
+    """Every catalogue template, every input kind, both modes, both chunkings (marker ``linear``)."""
+    assert not _sweep(name)
+
+
+# --- the cases of issue 23 item 6 and issue 24 item 5, as written there ---------------------------
+
+def _assert_linear(module, make, errors, chunk, **kw):
+    n, small, large = growth(module, make, errors, chunk, **kw)
+    assert large <= RATIO * small, f"{n} chars: {small * 1e3:.1f} ms, {2 * n}: {large * 1e3:.1f} ms"
+
+
+def test_gpt_oss_recover_lt_run():
+    """gpt_oss, ``errors="recover"``, ``"<" * n`` (0.25 s at 20k, 2.85 s at 80k before): the
+    engine's partial search of the call opener cost the rest of the text at every ``<``."""
+    _assert_linear(_module("gpt_oss"), lambda n: "<" * n, "recover", None, start=5000, cap=20_000)
+
+
+def test_granite4_recover_one_feed_many_calls():
+    """granite4, repeated calls, recover, one feed (0.09/0.30/0.68/1.57 s at 128k..1M before):
+    ``_reopened`` compared the rest of the buffer with a copy of it after every opener."""
+    call = inputs.pieces("granite4").tool_call
+    _assert_linear(_module("granite4"), _repeat(call), "recover", None, start=256_000, cap=256_000)
+
+
+def test_kimi_vl_strict_join_many_blocks():
+    """kimi_vl, strict, one feed, many ``join`` blocks (0.32/1.04/3.88 s at 256k..1M before): the
+    joined string was rebuilt for every block."""
+    unit = "◁think▷" + "é" * 60 + "◁/think▷" + "è" * 60
+    _assert_linear(_module("kimi_vl"), _repeat(unit), "strict", None, start=256_000, cap=256_000)
+
+
+@pytest.mark.linear
+def test_olmo3_prose_after_unclosed_function_calls():
+    """olmo3, strict, one feed: prose after an unclosed ``<function_calls>`` (37 s for 1 MB
+    before): every letter opens a tentative region whose probe copied the rest of the text."""
+    _assert_linear(_module("olmo3"), _prose("<function_calls>"), "strict", None, start=100_000, cap=100_000)
+
+
+def _string_end_template(pattern: str) -> dict:
+    """A test template whose region closes with ``pattern`` (a ``\\Z`` close: the region ends
+    only at the end of the stream, so its text stays held while the stream goes on)."""
+    return {"start_anchor": "A:", "fields": {"t": {"open": "<t>", "close_pattern": pattern}, "content": {}}}
+
+
+@pytest.mark.parametrize("pattern, unit, start", [(r".+\Z", "ab ", 300), (r"[^>]+\Z", "a", 600)])
+def test_string_end_close_streamed_by_character(pattern, unit, start):
+    """Issue 24 item 5: ``.+\\Z`` fed ``"ab " * 100`` by character (1.34 s before) and ``[^>]+\\Z``
+    at 600 characters (30 s): the D2 probe's partial search at every chunk cost the held text
+    squared (the engine's complete phase at every offset); it now goes a window at a time."""
+    module = respc.compile_template(_string_end_template(pattern))
+    _assert_linear(module, lambda n: "<t>" + unit * (n // len(unit)), "strict", 1, start=start, cap=start)
