@@ -309,3 +309,15 @@ def test_model_folder_with_inexact_fit_is_refused(tmp_path: Path, capsys):
     for call in calls:
         with pytest.raises(TemplateError, match=r"nearest fits: .*give the template explicitly"):
             call()
+
+
+# issue 28: families added with their chat templates; detect names each one first (gemma-2's used to
+# give functiongemma, Functionary v3.2's no family), and an exact fit it ties with is listed after it.
+ISSUE28_FAMILIES = ["reka_edge", "spark2_5", "command_r_plus", "gemma2", "functionary_v3_2"]
+
+
+@pytest.mark.parametrize("name", ISSUE28_FAMILIES)
+def test_issue28_chat_template_names_its_family_first(name: str):
+    found = detect(read_chat_template(OWN_TEMPLATES / f"{name}.jinja"))
+    assert found.family == name and found.exact[0] == name, found.reason
+    assert found.failed[name] == ()
