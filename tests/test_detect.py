@@ -234,7 +234,7 @@ def test_plain_templates_list_every_exact_fit(capsys, tmp_path: Path):
     path.write_text(PLAIN_LLAMA3, encoding="utf-8")
     found = detect(read_chat_template(path))
     assert found.rendered == ("content",) and found.unconfirmed == ()
-    assert set(found.exact) == {"firefunction_v2", "functionary_v3_1", "functionary_v3_2", "llama3_json"}
+    assert set(found.exact) == {"cwm", "firefunction_v2", "functionary_v3_1", "functionary_v3_2", "llama3_json"}
     assert main(["detect", str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"family: {found.family}"
