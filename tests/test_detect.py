@@ -313,7 +313,7 @@ def test_model_folder_with_inexact_fit_is_refused(tmp_path: Path, capsys):
 
 # issue 28: families added with their chat templates; detect names each one first (gemma-2's used to
 # give functiongemma, Functionary v3.2's no family), and an exact fit it ties with is listed after it.
-ISSUE28_FAMILIES = ["reka_edge", "spark2_5", "command_r_plus", "gemma2", "functionary_v3_2"]
+ISSUE28_FAMILIES = ["reka_edge", "spark2_5", "command_r_plus", "gemma2", "functionary_v3_2", "rwkv"]
 
 
 @pytest.mark.parametrize("name", ISSUE28_FAMILIES)
