@@ -42,9 +42,12 @@ def _function_tool(name: str, description: str, properties: dict, required: list
     return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
 
-# The tools offered (rendered into the prompt, and given to the parsers for argument typing).
+# The tools offered (rendered into the prompt, and given to the parsers for argument typing). Every
+# parameter has a description: some chat templates print it unguarded (Command R+'s tool_use template
+# writes ``param_fields.description`` and fails on a parameter without one).
 TOOLS = [_function_tool("get_weather", "Get the current weather for a city.",
-                        {"city": {"type": "string"}, "days": {"type": "integer"}}, ["city"])]
+                        {"city": {"type": "string", "description": "City name"},
+                         "days": {"type": "integer", "description": "Forecast length in days"}}, ["city"])]
 
 
 def _call(name: str, arguments: dict) -> dict:

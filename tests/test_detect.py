@@ -170,6 +170,7 @@ def test_cli_detect(tmp_path: Path, capsys):
 # --- issue 24 item 4: a family is named only when it parses back every sample the template rendered ---
 
 ISSUE_TEMPLATES = Path(__file__).parent / "cases" / "detect"
+OWN_TEMPLATES = Path(__file__).parent / "cases" / "chat_templates"
 
 # Meta-Llama-3-8B-Instruct's chat template (no tool support), as vLLM logs it as its default.
 PLAIN_LLAMA3 = ("{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
@@ -187,22 +188,16 @@ def _issue(name: str) -> Path:
     return ISSUE_TEMPLATES / f"{name}.jinja"
 
 
-def test_functionary_v3_2_fits_no_family(capsys):
-    path = _issue("functionary_v3_2")
+def test_functionary_v3_2_is_its_own_family(capsys):
+    # Functionary v3.2 writes ">>>RECIPIENT\n" before each part (all: answer text, else a call's JSON
+    # arguments); detect used to name llama3_json for it, whose format it is not (issue 28).
+    path = OWN_TEMPLATES / "functionary_v3_2.jinja"
     found = detect(read_chat_template(path))
-    assert found.family is None and found.exact == () and found.tied == ()
+    assert (found.family, found.exact) == ("functionary_v3_2", ("functionary_v3_2",)), found.reason
     assert found.rendered == ("content", "tool_call", "two_tool_calls")   # history reasoning is dropped
-    assert found.nearest[0] == "llama3_json"
     assert found.failed["llama3_json"] == ("content", "tool_call", "two_tool_calls")
-    assert main(["detect", str(path)]) == 1
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    assert captured.err == (
-        f"respc: no catalogue family fits: {path}: no catalogue family parses back every sample it rendered "
-        "(content, tool_call, two_tool_calls); nearest fits: llama3_json (failed: content, tool_call, "
-        "two_tool_calls); firefunction_v2 (failed: content, tool_call, two_tool_calls); functionary_v3_1 "
-        "(failed: content, tool_call, two_tool_calls); to parse its output anyway, give a template explicitly "
-        "(a catalogue name from respc list, or a template .json)\n")
+    assert main(["detect", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "family: functionary_v3_2"
 
 
 @pytest.mark.parametrize("name", ["lfm2_8b_a1b", "lfm2_5_instruct"])
@@ -239,7 +234,7 @@ def test_plain_templates_list_every_exact_fit(capsys, tmp_path: Path):
     path.write_text(PLAIN_LLAMA3, encoding="utf-8")
     found = detect(read_chat_template(path))
     assert found.rendered == ("content",) and found.unconfirmed == ()
-    assert set(found.exact) == {"firefunction_v2", "functionary_v3_1", "llama3_json"}
+    assert set(found.exact) == {"cwm", "firefunction_v2", "functionary_v3_1", "functionary_v3_2", "llama3_json"}
     assert main(["detect", str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"family: {found.family}"
@@ -293,25 +288,36 @@ def test_model_folder_with_inexact_fit_is_refused(tmp_path: Path, capsys):
     from respc import compile_template, get_response_parser, parse_response
     from respc.runtime.errors import TemplateError
 
-    (tmp_path / "chat_template.jinja").write_text(_issue("functionary_v3_2").read_text(encoding="utf-8"),
+    (tmp_path / "chat_template.jinja").write_text(_issue("lfm2_8b_a1b").read_text(encoding="utf-8"),
                                                   encoding="utf-8")
     output = tmp_path / "out.txt"
-    output.write_text("all\nHello<|eot_id|>", encoding="utf-8")
+    output.write_text("Hello<|im_end|>", encoding="utf-8")
+    found = detect(read_chat_template(tmp_path))
+    assert found.family is None and found.reason.startswith(f"{tmp_path / 'chat_template.jinja'}: no catalogue family")
+    why = found.reason.split(": ", 1)[1]
     want = (f"respc: bad template: {tmp_path}: model directory has no tokenizer_config.json, and no catalogue "
-            "family fits its chat template (no catalogue family parses back every sample it rendered (content, "
-            "tool_call, two_tool_calls); nearest fits: llama3_json (failed: content, tool_call, two_tool_calls); "
-            "firefunction_v2 (failed: content, tool_call, two_tool_calls); functionary_v3_1 (failed: content, "
-            "tool_call, two_tool_calls)); an inexact fit is never used: give the template explicitly (a catalogue "
-            "name from `respc list` or a template .json) if you know the model's format\n")
+            f"family fits its chat template ({why}); an inexact fit is never used: give the template explicitly "
+            "(a catalogue name from `respc list` or a template .json) if you know the model's format\n")
     assert main(["parse", str(tmp_path), str(output), "--prefix", ""]) == 2
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("", want)
     assert main(["compile", str(tmp_path), "-o", str(tmp_path / "parser.py")]) == 2
     assert capsys.readouterr().err == want and not (tmp_path / "parser.py").exists()
     calls = [lambda: compile_template(str(tmp_path)),
-             lambda: parse_response("all\nHello", str(tmp_path), prefix=""),
+             lambda: parse_response("Hello", str(tmp_path), prefix=""),
              lambda: get_response_parser(str(tmp_path), prefix="")]
     for call in calls:
-        with pytest.raises(TemplateError, match=r"nearest fits: llama3_json \(failed: content, tool_call, "
-                                                r"two_tool_calls\).*give the template explicitly"):
+        with pytest.raises(TemplateError, match=r"nearest fits: .*give the template explicitly"):
             call()
+
+
+# issue 28: families added with their chat templates; detect names each one first (gemma-2's used to
+# give functiongemma, Functionary v3.2's no family), and an exact fit it ties with is listed after it.
+ISSUE28_FAMILIES = ["reka_edge", "spark2_5", "command_r_plus", "gemma2", "functionary_v3_2", "rwkv"]
+
+
+@pytest.mark.parametrize("name", ISSUE28_FAMILIES)
+def test_issue28_chat_template_names_its_family_first(name: str):
+    found = detect(read_chat_template(OWN_TEMPLATES / f"{name}.jinja"))
+    assert found.family == name and found.exact[0] == name, found.reason
+    assert found.failed[name] == ()

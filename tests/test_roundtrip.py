@@ -30,6 +30,10 @@ Per-family settings: ``tests/cases/roundtrip/<family>.json`` (optional; every ke
 ``tools_format``       ``"function"`` (default: ``{"type": "function", "function": {...}}``) or ``"bare"``
                        (``{"name", "description", "parameters"}``, for templates that read
                        ``tool.name`` directly).
+``object_schemas``     dict, default ``{}``: keys added to every ``"type": "object"`` schema below a
+                       tool's parameters in the tools the chat template renders (Command R+'s
+                       tool_use template prints an object parameter's ``additionalProperties`` and
+                       fails without one); the parser gets ``TOOLS`` unchanged.
 ``reasoning_key``      str, default ``"reasoning_content"``: the message key the chat template reads the
                        reasoning from (the renderer also aliases ``thinking``, as transformers does).
 ``arguments_as``       ``"dict"`` (default) or ``"json"``: how ``tool_calls[i].function.arguments`` is
@@ -216,6 +220,25 @@ def split_turn(prompt: str, full: str, prefix_from: str = "prompt") -> tuple[str
     return prefix, full[common:]
 
 
+def _with_object_keys(tools: list[dict], extra: dict) -> list[dict]:
+    """A copy of ``tools`` whose parameter schemas of type object (below the top level) carry ``extra``."""
+    def walk(schema):
+        if isinstance(schema, dict):
+            for value in schema.values():
+                walk(value)
+            if schema.get("type") == "object" and "properties" in schema and schema is not top:
+                for key, value in extra.items():
+                    schema.setdefault(key, copy.deepcopy(value))
+        elif isinstance(schema, list):
+            for value in schema:
+                walk(value)
+    tools = copy.deepcopy(tools)
+    for tool in tools:
+        top = tool.get("function", tool)["parameters"]
+        walk(top)
+    return tools
+
+
 def _render_pair(family: str, config: dict, message: dict) -> tuple[str, str]:
     source = chat_templates()[family].read_text(encoding="utf-8")
     system = config.get("system", True)
@@ -229,6 +252,8 @@ def _render_pair(family: str, config: dict, message: dict) -> tuple[str, str]:
     tools = None
     if config.get("render_tools", True):
         tools = TOOLS if config.get("tools_format", "function") == "function" else [t["function"] for t in TOOLS]
+        if config.get("object_schemas"):
+            tools = _with_object_keys(tools, config["object_schemas"])
     prompt = render(source, history, tools=tools, add_generation_prompt=True, **kwargs)
     full = render(source, history + [message], tools=tools, add_generation_prompt=False, **kwargs)
     return prompt, full
