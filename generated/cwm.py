@@ -36,7 +36,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'window-partial', 'held-json', 'lazy-delimiters'))
 
 SOURCE = 'templates/cwm.json'
 TEMPLATE_SHA256 = '9a27ad676116752807d70a0b4c7d36479f782a5ffd2739351778455d26d815ac'
@@ -389,7 +389,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else _D0.search(buf, lo, partial=True)) or False
+            m = memo[1] = (_D0.search(buf, lo) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D0, buf, lo))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -452,7 +452,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[4] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[4] = (_D1.search(buf, lo) if eos else _D1.search(buf, lo, partial=True)) or False
+            m = memo[4] = (_D1.search(buf, lo) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D1, buf, lo))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -514,7 +514,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[7] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[7] = (_D2.search(buf, lo) if eos else _D2.search(buf, lo, partial=True)) or False
+            m = memo[7] = (_D2.search(buf, lo) if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D2, buf, lo))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -576,7 +576,7 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[10] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[10] = (_D3.search(buf, lo) if eos else _D3.search(buf, lo, partial=True)) or False
+            m = memo[10] = (_D3.search(buf, lo) if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D3, buf, lo))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -936,7 +936,7 @@ GRAMMAR = (
     '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
     "// inexact: field 'named_call_command': tool calls in 'text' bodies are not typed\n"
     "// inexact: field 'tool_call_command': tool calls in 'text' bodies are not typed\n"
-    'start: text ((region_0 | implicit_close) text)* ((region_1 | region_2 | region_3 | region_4) text ((region_0 | implicit_close | region_1 | region_2 | region_3 | region_4) text)* (open_region_0 | open_region_1 | open_region_2 | open_region_3 | open_region_4)? | open_region_1 | open_region_2 | open_region_3 | open_region_4 | open_region_0?)\n'
+    'start: text ((region_0 | implicit_close) text)* ((region_1 | region_2 | region_3 | region_4) text ((region_0 | implicit_close | region_1 | region_2 | region_3 | region_4) text)* (open_region_0 | open_region_1 | open_region_3)? | open_region_1 | open_region_3 | open_region_0?)\n'
     'text: /(?:(?!<\\|end_of_text\\|>|<\\|eot_id\\|>|<\\/think>|<think>|<tool:)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /(?:<\\|end_of_text\\|>|<\\|eot_id\\|>|<\\/think>)/s\n'
@@ -956,9 +956,7 @@ GRAMMAR = (
     'region_4: /<tool:(?:[\\x09 ]){0,}(?:[^\\x09-\\x0d >]){1,}(?:[\\x09 ]){0,}>/s /(?:(?!<\\/tool>)[\\s\\S])+/s? /<\\/tool>/\n'
     'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
     'open_region_1: /<tool:(?:[\\x09 ]){0,}function(?:[\\x09 ]){0,}>(?:[\\x09-\\x0d ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}/s ws json_object ws\n'
-    'open_region_2: /<tool:(?:[\\x09 ]){0,}function(?:[\\x09 ]){0,}>(?:[\\x09-\\x0d ]){0,}(?:[^\\x09-\\x0d <]){1,}/s /(?:(?!<\\/tool>)[\\s\\S])+/s?\n'
     'open_region_3: /<tool:(?:[\\x09 ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}(?:[\\x09 ]){0,}>/s ws json_object ws\n'
-    'open_region_4: /<tool:(?:[\\x09 ]){0,}(?:[^\\x09-\\x0d >]){1,}(?:[\\x09 ]){0,}>/s /(?:(?!<\\/tool>)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]
