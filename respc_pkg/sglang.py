@@ -136,6 +136,11 @@ class RespcFunctionCallDetector(BaseFormatDetector):
     """
 
     template: Any = None
+    #: how tool-call arguments stream: "hold" (each call once its region closes; what the client
+    #: accumulates equals the whole answer, damaged output included) or "stream" (as the model
+    #: writes them; a call found malformed after part of it was sent stays as sent).
+    #: docs/serving.md, "How the two detectors share one parse".
+    recover_arguments: str = "hold"
 
     def __init__(self, template: Any = None, prefix: str = "", **_sglang: Any) -> None:
         super().__init__()
@@ -176,13 +181,13 @@ class RespcFunctionCallDetector(BaseFormatDetector):
     def parse_streaming_increment(self, new_text: str, tools: list) -> StreamingParseResult:
         """Feed the next piece of the output; returns the answer text and call items it completes."""
         if self._stream is None:
-            self._stream = _new_stream(self.module, self.prefix, tools, recover_arguments="stream")
+            self._stream = _new_stream(self.module, self.prefix, tools, recover_arguments=self.recover_arguments)
         return self._result(self._stream.feed(new_text))
 
     def finish(self, tools: list) -> StreamingParseResult:
         """End of the stream: what the parser held back (a partial delimiter, an open call)."""
         if self._stream is None:
-            self._stream = _new_stream(self.module, self.prefix, tools, recover_arguments="stream")
+            self._stream = _new_stream(self.module, self.prefix, tools, recover_arguments=self.recover_arguments)
         return self._result(self._stream.finalize())
 
     def _result(self, chunks: list[dict]) -> StreamingParseResult:

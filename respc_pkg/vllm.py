@@ -45,7 +45,7 @@ How the work is split (vLLM's calling conventions):
 - ``skip_special_tokens``: a token is special when the tokenizer's added-token table flags it (what
   vLLM's detokenizer drops), listed in ``all_special_tokens`` or not (:func:`special_delimiters`).
 
-Known limits (docs/serving.md): tool-call arguments stream as written (``recover_arguments="stream"``),
+Known limits (docs/serving.md): with ``recover_arguments = "stream"`` (the default is "hold") arguments stream as written,
 so a call already sent whose body then turns out malformed stays as sent (a diagnostic names it);
 a tool call written inside the reasoning is not returned as a call (the reasoning parser's deltas
 carry no tool calls in vLLM's split); in non-streaming ``parse``, reasoning that comes after content
@@ -728,6 +728,11 @@ class RespcToolParser(ToolParser):
 
     template: str = ""
     tool_call_ids: Callable[[int], str] | None = None
+    #: how tool-call arguments stream (``ChatCompletionStream(recover_arguments=...)``): "hold" (each
+    #: call in one delta when its region closes; what the client accumulates equals the whole
+    #: answer, damaged output included) or "stream" (as the model writes them; a call found
+    #: malformed after part of it was sent stays as sent). docs/serving.md, "Known limits".
+    recover_arguments: str = "hold"
     # required / named tool_choice: parse the model's own format (extract_tool_calls), do not force
     # vLLM's JSON list format, which the template does not describe
     supports_required_and_named = False
@@ -747,15 +752,14 @@ class RespcToolParser(ToolParser):
         self._out = _DeltaOut()
         self._passthrough = False
 
-    def _new_stream(self, request: Any) -> ChatCompletionStream:
+    def _new_stream(self, request: Any, arguments: str | None = None) -> ChatCompletionStream:
         tools = _tool_dicts(getattr(request, "tools", None) or self.tools)
         parser = self._module.ResponseParser("", tools, errors="recover")
         if self._primer:
             parser.feed(self._primer)  # the events of the primer are the reasoning's: not sent
         ids = type(self).tool_call_ids
-        # arguments stream as the model writes them, as vLLM's own tool parsers do; a call found
-        # malformed after part of it was sent stays as sent (docs/openai.md, "recover_arguments")
-        return ChatCompletionStream(parser, ids=ids, recover_arguments="stream")
+        # "hold" by default: streamed equals whole (docs/openai.md, "recover_arguments")
+        return ChatCompletionStream(parser, ids=ids, recover_arguments=arguments or self.recover_arguments)
 
     def adjust_request(self, request: Any) -> Any:
         """``skip_special_tokens=False`` when the request has tools and a delimiter of the template
@@ -772,7 +776,8 @@ class RespcToolParser(ToolParser):
         """Tool calls and content of a whole output (the text after the reasoning)."""
         if not _parses_tools(request):
             return ExtractedToolCallInformation(tools_called=False, tool_calls=[], content=model_output)
-        stream = self._new_stream(request)
+        # "hold": a whole output gives the message's calls (a call found malformed is no call)
+        stream = self._new_stream(request, "hold")
         stream.feed(model_output)
         stream.finalize()
         message = stream.openai_message()
