@@ -1373,7 +1373,7 @@ class ChatCompletionStream:
         """What the scanner of an open tool region found: a call, its name, argument text."""
         call = self._call(n)
         if kind == "call":
-            self._header(call)
+            pass  # announced with its name (:meth:`_send_name`)
         elif kind == "name":
             call.name = payload
             self._send_name(call)
@@ -1388,14 +1388,18 @@ class ChatCompletionStream:
             call.done = True
 
     def _header(self, call: _Call) -> None:
+        """The call's first delta (``index``, ``id``, ``type``, empty ``function``), merged with the
+        name that always follows it: a call never goes out before its name is known (a client or
+        server that builds the call from its first delta needs the name there; OpenAI sends both
+        together)."""
         if not call.sent_header:
             call.sent_header = True
             self._deltas.append(("tool", call.index, {"index": call.index, "id": call.id, "type": "function",
                                                        "function": {}}))
 
     def _send_name(self, call: _Call) -> None:
-        self._header(call)
-        if not call.sent_name and call.name is not None:
+        if not call.sent_name and call.name:
+            self._header(call)
             call.sent_name = True
             self._deltas.append(("tool", call.index, {"index": call.index, "function": {"name": call.name}}))
             if call.fwd:
@@ -1746,12 +1750,14 @@ class ChatCompletionStream:
             arguments = function.get("arguments")
             text = arguments if isinstance(arguments, str) else _dumps(arguments if arguments is not None else {})
             call = self._call(base + k)
-            self._header(call)
             if call.name is None or not call.sent_name:
                 call.name = name if isinstance(name, str) else ""
                 if call.name and not call.sent_name:
+                    self._header(call)
                     call.sent_name = True
                     self._deltas.append(("tool", call.index, {"index": call.index, "function": {"name": call.name}}))
+                if not call.sent_name:
+                    continue  # a call without a name is not sent (docs/openai.md, "tool_calls")
             elif call.name != name:
                 self.diagnostics.append({"field": "tool_calls", "problem": "a name sent differs from the message",
                                          "sent": call.name, "message": name})

@@ -136,6 +136,11 @@ class RespcFunctionCallDetector(BaseFormatDetector):
     """
 
     template: Any = None
+    #: how tool-call arguments stream: "hold" (each call once its region closes; what the client
+    #: accumulates equals the whole answer, damaged output included) or "stream" (as the model
+    #: writes them; a call found malformed after part of it was sent stays as sent).
+    #: docs/serving.md, "How the two detectors share one parse".
+    recover_arguments: str = "hold"
 
     def __init__(self, template: Any = None, prefix: str = "", **_sglang: Any) -> None:
         super().__init__()
@@ -176,13 +181,13 @@ class RespcFunctionCallDetector(BaseFormatDetector):
     def parse_streaming_increment(self, new_text: str, tools: list) -> StreamingParseResult:
         """Feed the next piece of the output; returns the answer text and call items it completes."""
         if self._stream is None:
-            self._stream = _new_stream(self.module, self.prefix, tools, recover_arguments="stream")
+            self._stream = _new_stream(self.module, self.prefix, tools, recover_arguments=self.recover_arguments)
         return self._result(self._stream.feed(new_text))
 
     def finish(self, tools: list) -> StreamingParseResult:
         """End of the stream: what the parser held back (a partial delimiter, an open call)."""
         if self._stream is None:
-            self._stream = _new_stream(self.module, self.prefix, tools, recover_arguments="stream")
+            self._stream = _new_stream(self.module, self.prefix, tools, recover_arguments=self.recover_arguments)
         return self._result(self._stream.finalize())
 
     def _result(self, chunks: list[dict]) -> StreamingParseResult:
@@ -237,7 +242,8 @@ class RespcReasoningDetector(BaseReasoningFormatDetector):
         template: as for :class:`RespcFunctionCallDetector`.
         prefix (str | None): the chat prompt before the output. None: :func:`sglang_prefix` (the
             template's start anchor and reasoning opener when ``force_reasoning``, SGLang's signal
-            that the prompt opened a reasoning block; else ``""``).
+            that the prompt opened a reasoning block, or when the family is in
+            :data:`PROMPT_OPENS_REASONING`; else ``""``).
         force_reasoning (bool): see ``prefix``.
         stream_reasoning (bool): False holds reasoning until the answer begins or the stream ends.
         tool_call_parser_active (bool): SGLang passes True when a tool-call parser reads the
@@ -367,12 +373,22 @@ def _reasoning_delimiters(module: Any) -> tuple[str, str]:
     return _first(spec.get("open")), _first(spec.get("close"))
 
 
+#: catalogue families whose model chat template opens the reasoning in its generation prompt by
+#: default (DeepSeek-R1 and MiniMax-M2 end it with ``<think>\n``, Apriel 1.6 Thinker with "Here are
+#: my reasoning steps:") while SGLang's own computation of ``force_reasoning`` (the chat template's
+#: reasoning pattern, then its reasoning toggle for the request) says it does not. The reasoning
+#: detector treats the reasoning as opened for them. Checked against the models' chat templates
+#: and SGLang's code by ``tests/test_sglang_serving.py::test_prompt_state_per_family``.
+PROMPT_OPENS_REASONING = frozenset({"apriel_1_6_thinker", "deepseek_r1", "minimax_m2"})
+
+
 def sglang_prefix(module: Any, force_reasoning: bool) -> str:
     """The prefix the reasoning detector uses when SGLang gives none: with ``force_reasoning`` (the
-    prompt opened a reasoning block) the template's first literal start anchor followed by its
-    reasoning opener, else ``""``. SGLang passes the rendered prompt only to its own
-    response-template detectors, so this is the most of it a plug-in detector gets."""
-    if not force_reasoning:
+    prompt opened a reasoning block), or for a family of :data:`PROMPT_OPENS_REASONING`, the
+    template's first literal start anchor followed by its reasoning opener, else ``""``. SGLang
+    passes the rendered prompt only to its own response-template detectors, so this is the most of
+    it a plug-in detector gets (docs/serving.md, "What SGLang does not give a plug-in detector")."""
+    if not force_reasoning and module.__name__.rsplit(".", 1)[-1] not in PROMPT_OPENS_REASONING:
         return ""
     opener, _ = _reasoning_delimiters(module)
     return _first(_template(module).get("start_anchor")) + opener if opener else ""

@@ -40,8 +40,12 @@ How the work is split (vLLM's calling conventions):
   parser does this only when the request has tools.
 - Multi-token deltas: a delta is fed whole, any number of tokens; the parsers hold back a partial
   delimiter at the end of a delta until the next one decides it.
+- A tool call's deltas wait until its name is known, and one ``DeltaMessage`` carries its pieces in
+  the order reasoning, content, tool calls (:class:`_DeltaOut`): vLLM's Responses stream needs both.
+- ``skip_special_tokens``: a token is special when the tokenizer's added-token table flags it (what
+  vLLM's detokenizer drops), listed in ``all_special_tokens`` or not (:func:`special_delimiters`).
 
-Known limits (docs/serving.md): tool-call arguments stream as written (``recover_arguments="stream"``),
+Known limits (docs/serving.md): with ``recover_arguments = "stream"`` (the default is "hold") arguments stream as written,
 so a call already sent whose body then turns out malformed stays as sent (a diagnostic names it);
 a tool call written inside the reasoning is not returned as a call (the reasoning parser's deltas
 carry no tool calls in vLLM's split); in non-streaming ``parse``, reasoning that comes after content
@@ -121,16 +125,40 @@ def _template_strings(name: str) -> list[str]:
     return out
 
 
+def _special_tokens(tokenizer: Any) -> set[str]:
+    """Every token the detokenizer drops with ``skip_special_tokens``: the added tokens flagged
+    special (``tokenizer.json``'s ``added_tokens`` with ``"special": true``, read through
+    ``added_tokens_decoder``), listed in the special-token attributes or not, and
+    ``all_special_tokens``."""
+    specials = set(getattr(tokenizer, "all_special_tokens", None) or ())
+    try:
+        decoder = tokenizer.added_tokens_decoder
+    except Exception:  # noqa: BLE001 - a tokenizer without the table (vLLM's Mistral tokenizer)
+        decoder = None
+    for token in (decoder or {}).values():
+        content = getattr(token, "content", None)
+        if isinstance(content, str) and getattr(token, "special", False):
+            specials.add(content)
+    return specials
+
+
 def special_delimiters(name: str, tokenizer: Any) -> list[str]:
     """Special tokens of ``tokenizer`` (its EOS token excepted) that occur in the delimiters of
-    catalogue template ``name`` (literally, or escaped in a delimiter pattern), sorted. Non-empty: the output must be decoded with
-    ``skip_special_tokens=False`` for the parser to see them.
+    catalogue template ``name`` (literally, or escaped in a delimiter pattern), sorted. Non-empty: the
+    output must be decoded with ``skip_special_tokens=False`` for the parser to see them.
+
+    A token is special when the tokenizer's added-token table flags it so (``added_tokens_decoder``
+    entries with ``special`` true, which is what vLLM's detokenizer drops: a Llama-3-style tokenizer
+    flags ``<|python_tag|>`` special without listing it in ``all_special_tokens``) or when
+    ``all_special_tokens`` lists it (docs/serving.md, "skip_special_tokens").
 
     Args:
         name: a catalogue template (``respc/templates/<name>.json``).
-        tokenizer: anything with ``all_special_tokens`` (a list of str) and optionally ``eos_token``.
+        tokenizer: a Hugging Face tokenizer, or anything with ``added_tokens_decoder`` (id ->
+            object with ``content`` and ``special``) and/or ``all_special_tokens`` (a list of str),
+            and optionally ``eos_token``.
     """
-    specials = set(getattr(tokenizer, "all_special_tokens", None) or ())
+    specials = _special_tokens(tokenizer)
     specials.discard(getattr(tokenizer, "eos_token", None))
     strings = _template_strings(name)
     # a delimiter may be written in a regular expression (``open_pattern``), escaped: \\[TOOL_CALLS\\]
@@ -408,39 +436,120 @@ def _has_reasoning(module: Any) -> bool:
     return any(region.slot == REASONING for region in module.ResponseParser.REGIONS)
 
 
-def _merge_chunks(chunks: Iterable[dict]) -> DeltaMessage | None:
-    """One vLLM ``DeltaMessage`` from OpenAI chunk dicts (None when they carry nothing): the text
-    pieces joined, the fragments of each tool call merged into one ``DeltaToolCall`` per index."""
-    content: list[str] = []
-    reasoning: list[str] = []
-    calls: dict[int, dict] = {}
+def _pieces(chunks: Iterable[dict]) -> list[tuple]:
+    """The chunks' deltas in order as ``("reasoning"|"content", text)`` and ``("tool", index, call)``
+    pieces (``call``: ``id``, ``type``, ``name``, ``arguments``, each None when the piece lacks it)."""
+    out: list[tuple] = []
     for chunk in chunks:
         if not chunk["choices"]:
             continue
         delta = chunk["choices"][0]["delta"]
-        if "content" in delta:
-            content.append(delta["content"])
-        if REASONING in delta:
-            reasoning.append(delta[REASONING])
+        if REASONING in delta and delta[REASONING]:
+            out.append(("reasoning", delta[REASONING]))
+        if "content" in delta and delta["content"]:
+            out.append(("content", delta["content"]))
         for call in delta.get("tool_calls", ()):
-            merged = calls.setdefault(call["index"], {"id": None, "type": None, "name": None, "arguments": None,
-                                                      "function": False})
-            merged["id"] = merged["id"] or call.get("id")
-            merged["type"] = merged["type"] or call.get("type")
-            merged["function"] = merged["function"] or "function" in call
             function = call.get("function") or {}
-            if "name" in function:
-                merged["name"] = (merged["name"] or "") + function["name"]
-            if "arguments" in function:
-                merged["arguments"] = (merged["arguments"] or "") + function["arguments"]
+            out.append(("tool", call["index"], {"id": call.get("id"), "type": call.get("type"),
+                                                "name": function.get("name"), "arguments": function.get("arguments")}))
+    return out
+
+
+def _joined(a: str | None, b: str | None) -> str | None:
+    return b if a is None else a + (b or "")
+
+
+def _join_call(a: dict, b: dict) -> dict:
+    return {"id": a["id"] or b["id"], "type": a["type"] or b["type"], "name": _joined(a["name"], b["name"]),
+            "arguments": _joined(a["arguments"], b["arguments"])}
+
+
+_RANK = {"reasoning": 0, "content": 1, "tool": 2}
+
+
+class _DeltaOut:
+    """Turns a stream's OpenAI chunks into vLLM ``DeltaMessage``\\ s that vLLM's Responses stream can
+    follow (docs/serving.md, "Responses API"):
+
+    - A tool call's pieces are held until its name is known, then sent as one piece with ``id``,
+      ``type``, ``name`` and the arguments so far. The OpenAI adapter announces a call (an id and an
+      empty ``function``) when its opener is read, before the name in formats that write it later
+      (Hermes' ``{"name": ...}``, Llama 3's JSON, xLAM); vLLM's Responses stream opens a
+      ``function_call`` item from a call's first delta, and that item requires a name. A call that
+      never gets a name is never sent (a tool call needs a name: docs/template-language.md, D8).
+    - One ``DeltaMessage`` cannot say in which order its fields came, and vLLM's Responses stream
+      takes them as reasoning, then content, then tool calls (each field its own output item).
+      So one message carries pieces only in that order, and argument text of a call already sent
+      only with no text before it; the pieces after the first that breaks this wait for the next
+      delta (or the end of the stream, :meth:`finish`).
+    """
+
+    def __init__(self) -> None:
+        self.named: set[int] = set()
+        self.held: dict[int, dict] = {}
+        self.waiting: list[tuple] = []
+
+    def _gate(self, pieces: list[tuple]) -> list[tuple]:
+        out = []
+        for piece in pieces:
+            if piece[0] != "tool" or piece[1] in self.named:
+                out.append(piece)
+                continue
+            index = piece[1]
+            call = _join_call(self.held.pop(index), piece[2]) if index in self.held else piece[2]
+            if call["name"]:
+                self.named.add(index)
+                out.append(("tool", index, call))
+            else:
+                self.held[index] = call
+        return out
+
+    def feed(self, chunks: Iterable[dict]) -> DeltaMessage | None:
+        """The ``DeltaMessage`` for this delta's chunks (None when nothing can go out yet)."""
+        pieces = self.waiting + self._gate(_pieces(chunks))
+        sent_before = set(self.named) - {p[1] for p in pieces if p[0] == "tool" and p[2]["name"]}
+        take, rank, text = 0, -1, False
+        for piece in pieces:
+            kind = piece[0]
+            if _RANK[kind] < rank or (kind == "tool" and text and piece[1] in sent_before):
+                break
+            rank = _RANK[kind]
+            text = text or kind != "tool"
+            take += 1
+        self.waiting = pieces[take:]
+        return _message(pieces[:take])
+
+    def finish(self, chunks: Iterable[dict]) -> DeltaMessage | None:
+        """The last ``DeltaMessage``: everything still waiting and the final chunks (vLLM merges it
+        into the stream's last delta, so its order is not kept)."""
+        pieces = self.waiting + self._gate(_pieces(chunks))
+        self.waiting = []
+        return _message(pieces)
+
+
+def _message(pieces: list[tuple]) -> DeltaMessage | None:
+    """One ``DeltaMessage`` of ``pieces`` (None when they carry nothing): text joined per field,
+    the pieces of each tool call merged into one ``DeltaToolCall`` per index."""
+    content = "".join(p[1] for p in pieces if p[0] == "content")
+    reasoning = "".join(p[1] for p in pieces if p[0] == "reasoning")
+    calls: dict[int, dict] = {}
+    for piece in pieces:
+        if piece[0] == "tool":
+            calls[piece[1]] = _join_call(calls[piece[1]], piece[2]) if piece[1] in calls else piece[2]
     fields: dict[str, Any] = {}
-    if content and "".join(content):
-        fields["content"] = "".join(content)
-    if reasoning and "".join(reasoning):
-        fields["reasoning"] = "".join(reasoning)
+    if content:
+        fields["content"] = content
+    if reasoning:
+        fields["reasoning"] = reasoning
     if calls:
         fields["tool_calls"] = [_delta_tool_call(index, c) for index, c in calls.items()]
     return DeltaMessage(**fields) if fields else None
+
+
+def _merge_chunks(chunks: Iterable[dict]) -> DeltaMessage | None:
+    """One vLLM ``DeltaMessage`` from OpenAI chunk dicts, all at once (:class:`_DeltaOut` for a
+    stream)."""
+    return _DeltaOut().finish(chunks)
 
 
 def _given(**fields: Any) -> dict[str, Any]:
@@ -451,12 +560,10 @@ def _given(**fields: Any) -> dict[str, Any]:
 
 
 def _delta_tool_call(index: int, call: dict) -> DeltaToolCall:
-    """A ``DeltaToolCall`` with only the fields this delta carries set. ``function`` is kept when
-    the chunks had one, even empty (``{}`` in a call's first delta, before its name is known): the
-    OpenAI client's accumulator reads ``function.name`` of every call it has seen."""
+    """A ``DeltaToolCall`` with only the fields this piece carries set (``function`` always: the
+    OpenAI client's accumulator reads ``function.name`` of every call it has seen)."""
     function = _given(name=call["name"], arguments=call["arguments"])
-    return DeltaToolCall(index=index, **_given(id=call["id"], type=call["type"]),
-                         **({"function": DeltaFunctionCall(**function)} if function or call["function"] else {}))
+    return DeltaToolCall(index=index, **_given(id=call["id"], type=call["type"]), function=DeltaFunctionCall(**function))
 
 
 def _tool_dicts(tools: Any) -> list[dict] | None:
@@ -621,6 +728,11 @@ class RespcToolParser(ToolParser):
 
     template: str = ""
     tool_call_ids: Callable[[int], str] | None = None
+    #: how tool-call arguments stream (``ChatCompletionStream(recover_arguments=...)``): "hold" (each
+    #: call in one delta when its region closes; what the client accumulates equals the whole
+    #: answer, damaged output included) or "stream" (as the model writes them; a call found
+    #: malformed after part of it was sent stays as sent). docs/serving.md, "Known limits".
+    recover_arguments: str = "hold"
     # required / named tool_choice: parse the model's own format (extract_tool_calls), do not force
     # vLLM's JSON list format, which the template does not describe
     supports_required_and_named = False
@@ -637,17 +749,17 @@ class RespcToolParser(ToolParser):
             cls._primer_text = _primer(self.template, self._module)
         self._primer = cls._primer_text
         self._stream: ChatCompletionStream | None = None
+        self._out = _DeltaOut()
         self._passthrough = False
 
-    def _new_stream(self, request: Any) -> ChatCompletionStream:
+    def _new_stream(self, request: Any, arguments: str | None = None) -> ChatCompletionStream:
         tools = _tool_dicts(getattr(request, "tools", None) or self.tools)
         parser = self._module.ResponseParser("", tools, errors="recover")
         if self._primer:
             parser.feed(self._primer)  # the events of the primer are the reasoning's: not sent
         ids = type(self).tool_call_ids
-        # arguments stream as the model writes them, as vLLM's own tool parsers do; a call found
-        # malformed after part of it was sent stays as sent (docs/openai.md, "recover_arguments")
-        return ChatCompletionStream(parser, ids=ids, recover_arguments="stream")
+        # "hold" by default: streamed equals whole (docs/openai.md, "recover_arguments")
+        return ChatCompletionStream(parser, ids=ids, recover_arguments=arguments or self.recover_arguments)
 
     def adjust_request(self, request: Any) -> Any:
         """``skip_special_tokens=False`` when the request has tools and a delimiter of the template
@@ -664,7 +776,8 @@ class RespcToolParser(ToolParser):
         """Tool calls and content of a whole output (the text after the reasoning)."""
         if not _parses_tools(request):
             return ExtractedToolCallInformation(tools_called=False, tool_calls=[], content=model_output)
-        stream = self._new_stream(request)
+        # "hold": a whole output gives the message's calls (a call found malformed is no call)
+        stream = self._new_stream(request, "hold")
         stream.feed(model_output)
         stream.finalize()
         message = stream.openai_message()
@@ -684,13 +797,13 @@ class RespcToolParser(ToolParser):
                 self._passthrough = True
         if self._passthrough:
             return DeltaMessage(content=delta_text) if delta_text else None
-        return _merge_chunks(self._stream.feed(delta_text))
+        return self._out.feed(self._stream.feed(delta_text))
 
     def finish_streaming(self) -> DeltaMessage | None:
         """The last delta came: finalize the parser and return what it still held."""
-        if self._stream is None or self._stream.message is not None:
+        if self._stream is None:
             return None
-        return _merge_chunks(self._stream.finalize())
+        return self._out.finish(self._stream.finalize() if self._stream.message is None else [])
 
 
 def _class_for(template: str, base: type, kind: str) -> type:

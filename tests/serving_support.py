@@ -27,12 +27,16 @@ def family(name: str) -> dict:
 
 
 @lru_cache(maxsize=None)
-def bpe_tokenizer_dir(name: str, root: str) -> str:
+def bpe_tokenizer_dir(name: str, root: str, listed: bool = True) -> str:
     """A directory under ``root`` holding a Hugging Face tokenizer for family ``name``: a byte-level
     BPE (vocabulary 800) trained with ``tokenizers`` on the family's case prompts and outputs, whose
     special tokens are the special-token spellings found in them (:data:`SPECIAL`) plus an EOS
     token, with :data:`CHAT_TEMPLATE`; and a ``config.json`` (GPT-2's model type) so that the
-    engines' loaders find a model config beside it."""
+    engines' loaders find a model config beside it.
+
+    The special tokens are flagged ``"special": true`` in ``tokenizer.json`` either way; with
+    ``listed`` they are also listed (``additional_special_tokens``, so ``all_special_tokens`` has
+    them), without it they are not, as in Llama 3's tokenizer (``<|python_tag|>``)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -45,9 +49,10 @@ def bpe_tokenizer_dir(name: str, root: str) -> str:
     tok.train_from_iterator(texts, trainers.BpeTrainer(
         vocab_size=800, special_tokens=specials + [EOS], show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, additional_special_tokens=specials)
+    listing = {"additional_special_tokens": specials} if listed else {}
+    hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, **listing)
     hf.chat_template = CHAT_TEMPLATE
-    path = Path(root) / name
+    path = Path(root) / (name if listed else f"{name}-unlisted")
     hf.save_pretrained(path)
     for text in texts:  # the round trip the tests rely on
         assert hf.decode(hf.encode(text, add_special_tokens=False), skip_special_tokens=False) == text

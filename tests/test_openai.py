@@ -166,14 +166,14 @@ def _deltas(out: list[dict]) -> list[dict]:
 
 
 def test_json_arguments_stream_as_written():
-    """qwen3 per character: the call's header and name come before its first argument text, and
-    the arguments arrive in many fragments before the region closes."""
+    """qwen3 per character: the call's header and name come together (never a call before its
+    name: issue 25 item 2), before its first argument text, and the arguments arrive in many
+    fragments before the region closes."""
     text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>'
     stream, out = _stream(_qwen3(), "", list(text))
     calls = [d["tool_calls"][0] for d in _deltas(out) if "tool_calls" in d]
-    assert calls[0] == {"index": 0, "id": "call_0", "type": "function", "function": {}}
-    assert calls[1] == {"index": 0, "function": {"name": "get_weather"}}
-    fragments = [c["function"]["arguments"] for c in calls[2:]]
+    assert calls[0] == {"index": 0, "id": "call_0", "type": "function", "function": {"name": "get_weather"}}
+    fragments = [c["function"]["arguments"] for c in calls[1:]]
     assert "".join(fragments) == '{"city": "Paris", "days": 3}'
     # one character per chunk, except the comma: it is held until the next key shows it is not a
     # trailing comma (which the recover repair drops), then goes out with it

@@ -255,11 +255,17 @@ def test_sglang_loads_the_plugin_and_accepts_the_names():
 
 
 def test_arguments_stream_as_written_and_a_cut_call_stays():
-    """The function-call detector streams arguments as written (``recover_arguments="stream"``):
-    the first fragment comes before the call's end; a call cut off by the end of the output stays
-    as it was sent, and the stream's diagnostics name it (respc's message has no call)."""
-    detector = rs.RespcFunctionCallDetector("qwen3")
+    """With ``recover_arguments = "stream"`` the function-call detector streams arguments as
+    written: the first fragment comes before the call's end; a call cut off by the end of the
+    output stays as it was sent, and the stream's diagnostics name it (respc's message has no call).
+    By default ("hold", issue 25 item 5) the stream gives what the whole answer gives: no call."""
     text = 'Hi<tool_call>\n{"name": "x", "arguments": {"a": 1, "b": "cd'
+    held = rs.RespcFunctionCallDetector("qwen3")
+    got = [held.parse_streaming_increment(c, []) for c in text] + [held.finish([])]
+    assert [item for r in got for item in r.calls] == []
+    assert "".join(r.normal_text for r in got) == "Hi"
+    detector = rs.RespcFunctionCallDetector("qwen3")
+    detector.recover_arguments = "stream"
     got = [detector.parse_streaming_increment(c, []) for c in text]
     first = next(n for n, r in enumerate(got) if any(item.parameters for item in r.calls))
     assert first == text.index('{"a"')

@@ -239,3 +239,56 @@ def test_served_without_tool_parsing(family, case, stream, tools, tmp_path_facto
     assert not got.tool_calls and finish == "stop"
     assert _reasoning(got) == (message.get("reasoning_content") or "")
     assert (got.content or "") == (message.get("content") or "")
+
+
+def test_prompt_state_per_family():
+    """Whether the generation prompt opens the reasoning, per catalogue family with a model chat
+    template in ../shared/corpus/chat_templates: rendered with a user message and the template's
+    default options, read by respc. SGLang's own computation -- ``detect_reasoning_pattern`` (what
+    ``TemplateManager`` stores as ``force_reasoning``), then ``OpenAIServingChat._get_reasoning_from_request``
+    for a request without options -- gives the ``force_reasoning`` the detector receives; the respc
+    reasoning detector built with it must read output that starts inside the reasoning as reasoning
+    exactly when the prompt opened it (issue 25 item 3: DeepSeek-R1 gave "This is a reasoning
+    sectionThis is the rest" as content)."""
+    from types import SimpleNamespace
+
+    from sglang.srt.parser.template_detection import detect_reasoning_pattern
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    from support import SHARED
+
+    folder = SHARED / "corpus" / "chat_templates"
+    if not folder.is_dir():
+        pytest.skip("../shared/corpus/chat_templates is absent")
+    checked = []
+    for path in sorted(folder.glob("*.jinja")):
+        family = path.stem
+        try:
+            module = importlib.import_module(f"respc.generated.{family}")
+        except ModuleNotFoundError:
+            continue
+        if not any(region.slot == "reasoning_content" for region in module.ResponseParser.REGIONS):
+            continue
+        source = path.read_text(encoding="utf-8")
+        try:
+            rendered, _ = render_jinja_template(conversations=[[{"role": "user", "content": "hi"}]],
+                                                chat_template=source, add_generation_prompt=True,
+                                                bos_token="<s>", eos_token="</s>")
+        except Exception:  # noqa: BLE001 - a template that needs tools or functions to render
+            continue
+        opens = "x" in (module.parse_response("x", prefix=rendered[0], errors="recover").get("reasoning_content") or "")
+        always, config = detect_reasoning_pattern(source)
+        serving = SimpleNamespace(reasoning_parser=f"respc-{family}", _reasoning_detector=None,
+                                  template_manager=SimpleNamespace(force_reasoning=always, reasoning_config=config))
+        request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}])
+        force = always or OpenAIServingChat._get_reasoning_from_request(serving, request)
+        opener, closer = rs._reasoning_delimiters(module)
+        if not opener or not closer:
+            continue  # no literal pair to write (gpt-oss's channels)
+        # what the model writes after that prompt: the opener only where the prompt did not write it
+        output = ("" if opens else opener) + "This is a reasoning section" + closer + "This is the rest"
+        out = rs.RespcReasoningDetector(family, force_reasoning=force).detect_and_parse(output)
+        got = (out.reasoning_text, out.normal_text)
+        assert got == ("This is a reasoning section", "This is the rest"), (family, force, opens, got)
+        checked.append((family, force, opens))
+    assert {f for f, force, opens in checked if opens and not force} == set(rs.PROMPT_OPENS_REASONING), checked

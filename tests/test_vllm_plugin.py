@@ -368,3 +368,22 @@ def test_count_reasoning_tokens_grows_with_the_output():
     assert steps[-1] == len("\nlong thought\n") + len("more")  # (qwen3's reasoning region repeats)
     assert steps == sorted(steps) and steps[2] == 3  # the first 10 ids: "<think>\nlo"
     assert parser.count_reasoning_tokens(TOK.encode("<think>xy</think>")) == 2  # other ids: counted afresh
+
+
+def test_gpt_oss_models_take_vllms_harmony_parsers():
+    """A model whose ``model_type`` is ``gpt_oss`` makes vLLM compose its ``HarmonyParser``
+    (``ParserManager.get_parser(..., is_harmony=True)``, as the chat and Responses serving objects
+    call it), which accepts only vLLM's own gpt-oss parsers: ``respc-gpt_oss`` is refused when a
+    request builds the parser, with vLLM's message; ``--reasoning-parser openai_gptoss
+    --tool-call-parser openai`` (what docs/serving.md, "gpt-oss", tells users) builds. Issue 25 item 4."""
+    from vllm.parser import ParserManager
+
+    rv.register("gpt_oss")
+    respc_cls = ParserManager.get_parser(tool_parser_name="respc-gpt_oss", reasoning_parser_name="respc-gpt_oss",
+                                         enable_auto_tools=True, is_harmony=True)
+    with pytest.raises(ValueError, match="Harmony requires GptOssReasoningParser, got RespcGptOssReasoningParser"):
+        respc_cls(TOK)
+    own = ParserManager.get_parser(tool_parser_name="openai", reasoning_parser_name="openai_gptoss",
+                                   enable_auto_tools=True, is_harmony=True)
+    assert own.__name__ == "HarmonyParser"
+    own(TOK)

@@ -118,9 +118,10 @@ class _VllmConfig:
 
 
 class _Engine:
-    """An engine client that "generates" ``text``: it detokenizes the text's token ids as vLLM's
-    output processor does (with the request's ``skip_special_tokens``; a delta that ends inside a
-    UTF-8 character waits for the next token) and yields ``RequestOutput``\\ s."""
+    """An engine client that "generates" ``text`` and then the tokenizer's EOS token, a stop token:
+    the ids go through vLLM's own incremental detokenizer (``IncrementalDetokenizer.from_new_request``,
+    with the request's ``skip_special_tokens``; the stop token is left out of the text, as the engine
+    leaves it) and come out as ``RequestOutput``\\ s, 1-4 tokens per step when streaming."""
 
     errored = False
 
@@ -136,21 +137,26 @@ class _Engine:
         return None
 
     async def generate(self, prompt, params, request_id, **kwargs):
+        from types import SimpleNamespace
+
+        from vllm.v1.engine.detokenizer import IncrementalDetokenizer
+
         self.calls.append({"prompt": prompt, "params": params, "kwargs": kwargs})
         tok = self.renderer.tokenizer
-        ids = tok.encode(self.text, add_special_tokens=False)
+        ids = tok.encode(self.text, add_special_tokens=False) + [tok.eos_token_id]
+        detokenizer = IncrementalDetokenizer.from_new_request(tok, SimpleNamespace(
+            sampling_params=params, prompt_token_ids=prompt["prompt_token_ids"], request_id=request_id))
         delta = params.output_kind == RequestOutputKind.DELTA
-        sent, start, end = "", 0, 0
+        start, end = 0, 0
         while end < len(ids):
             end = min(len(ids), end + self.rng.randint(1, 4)) if delta else len(ids)
-            text = tok.decode(ids[:end], skip_special_tokens=params.skip_special_tokens)
-            if text.endswith("\ufffd") and end < len(ids):
-                continue
             last = end == len(ids)
-            output = CompletionOutput(index=0, text=text[len(sent):] if delta else text,
-                                      token_ids=ids[start:end] if delta else ids, cumulative_logprob=None,
-                                      logprobs=None, finish_reason="stop" if last else None, stop_reason=None)
-            sent, start = text, end
+            detokenizer.update(ids[start:end], stop_terminated=last)
+            text = detokenizer.get_next_output_text(last, delta)
+            output = CompletionOutput(index=0, text=text, token_ids=ids[start:end] if delta else ids,
+                                      cumulative_logprob=None, logprobs=None,
+                                      finish_reason="stop" if last else None, stop_reason=None)
+            start = end
             yield RequestOutput(request_id=request_id, prompt=None, prompt_token_ids=prompt["prompt_token_ids"],
                                 prompt_logprobs=None, outputs=[output], finished=last)
 
@@ -224,13 +230,18 @@ def _reasoning(message) -> str | None:
 
 @pytest.mark.parametrize("family,case", _cases())
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
-def test_served_with_tools(family, case, stream, tmp_path_factory):
-    """tool_choice="auto" with tools: what the client accumulates equals respc's message."""
+@pytest.mark.parametrize("specials", ["listed", "unlisted"])
+def test_served_with_tools(family, case, stream, specials, tmp_path_factory):
+    """tool_choice="auto" with tools: what the client accumulates equals respc's message. The
+    tokenizer's delimiters are special tokens listed in ``all_special_tokens``, or flagged special in
+    tokenizer.json only (Llama 3's way): vLLM's detokenizer drops both kinds unless the plug-in
+    turned ``skip_special_tokens`` off (issue 25 item 1)."""
     root = str(tmp_path_factory.getbasetemp() / "vllm-tokenizers")
     tools = tools_for(case, family)
     module = importlib.import_module(f"respc.generated.{family}")
     message = module.parse_response(case["text"], prefix=case["prefix"], tools=tools, errors="recover")
-    chat, engine = _serving(family, bpe_tokenizer_dir(family, root), case["text"], case["name"])
+    chat, engine = _serving(family, bpe_tokenizer_dir(family, root, specials == "listed"), case["text"],
+                            case["name"])
     got, finish, usage, lines = asyncio.run(_complete(chat, _request(case["prefix"], tools, stream=stream)))
 
     # vLLM rendered the case's prompt, and passed the plug-in's prompt-side decisions to the engine
@@ -239,7 +250,7 @@ def test_served_with_tools(family, case, stream, tmp_path_factory):
     assert tok.decode(call["prompt"]["prompt_token_ids"], skip_special_tokens=False) == case["prefix"]
     if message.get("reasoning_content"):
         assert call["kwargs"]["reasoning_ended"] is False  # the output reasons: the prompt did not end it
-    ids = tok.encode(case["text"], add_special_tokens=False)
+    ids = tok.encode(case["text"], add_special_tokens=False) + [tok.eos_token_id]  # and the stop token
     assert usage.completion_tokens == len(ids)
     # usage.completion_tokens_details.reasoning_tokens: the plug-in's count_reasoning_tokens
     details = usage.completion_tokens_details
@@ -286,3 +297,79 @@ def test_served_without_tool_parsing(family, case, stream, tools, tmp_path_facto
     assert (rest.get("content") or None) == (message.get("content") or None)
     assert [c["function"] for c in rest.get("tool_calls") or []] == [
         c["function"] for c in message.get("tool_calls") or []]
+
+
+# --- the Responses API (/v1/responses), issue 25 item 2 -----------------------------------------------
+
+#: families whose call name comes after the call's opener (the adapter knows a call before its name)
+RESPONSES_FAMILIES = ["hermes2pro", "llama3_json", "xlam", "qwen3"]
+
+
+def _responses(family: str, tokenizer_dir: str, text: str, seed: str):
+    """vLLM's Responses serving object (``/v1/responses``) as ``vllm serve`` builds it with the respc
+    parsers of ``family``, and the stand-in engine."""
+    from vllm.entrypoints.openai.responses.serving import OpenAIServingResponses
+
+    chat, engine = _serving(family, tokenizer_dir, text, seed)
+    options = dict(enable_auto_tools=True, tool_parser=f"respc-{family}", reasoning_parser=f"respc-{family}")
+    responses = OpenAIServingResponses(engine, chat.models, chat.online_renderer, request_logger=None,
+                                       chat_template=CHAT_TEMPLATE, chat_template_content_format="string", **options)
+    return responses, engine
+
+
+async def _respond(responses, request):
+    """The final ``Response`` as the ``openai`` client reads it (validated), and the stream's event
+    types (None when not streamed)."""
+    from openai.types.responses import Response, ResponseStreamEvent
+    from pydantic import TypeAdapter
+
+    result = await responses.create_responses(request)
+    if not request.stream:
+        assert not hasattr(result, "error"), result
+        return Response.model_validate_json(result.model_dump_json()), None
+    adapter, kinds, final = TypeAdapter(ResponseStreamEvent), [], None
+    async for event in result:
+        data = event.model_dump_json() if hasattr(event, "model_dump_json") else str(event)
+        parsed = adapter.validate_json(data)
+        kinds.append(parsed.type)
+        assert parsed.type != "error", data
+        if parsed.type == "response.completed":
+            final = parsed.response
+    assert final is not None, kinds
+    return final, kinds
+
+
+def _responses_cases() -> list:
+    params = []
+    for family in RESPONSES_FAMILIES:
+        for case in family_cases(family)["cases"]:
+            params.append(pytest.param(family, case, id=f"{family}-{case['name']}"))
+    return params
+
+
+@pytest.mark.parametrize("family,case", _responses_cases())
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_responses_api(family, case, stream, tmp_path_factory):
+    """/v1/responses through vLLM's ``OpenAIServingResponses`` (streamed and whole): the response
+    completes, and its function calls (names, parsed arguments) and output text equal respc's
+    message. Streamed, the plug-in sent a call's first delta with an id and an empty ``function``
+    before the name was known, and vLLM's function_call item failed validation on ``name``."""
+    from vllm.entrypoints.openai.responses.protocol import ResponsesRequest
+
+    root = str(tmp_path_factory.getbasetemp() / "vllm-tokenizers")
+    tools = tools_for(case, family)
+    module = importlib.import_module(f"respc.generated.{family}")
+    message = module.parse_response(case["text"], prefix=case["prefix"], tools=tools, errors="recover")
+    responses, _ = _responses(family, bpe_tokenizer_dir(family, root), case["text"], case["name"])
+    flat = [{"type": "function", **t["function"]} for t in tools]
+    request = ResponsesRequest(model=MODEL, input="hi", stream=stream, tools=flat, tool_choice="auto",
+                               chat_template_kwargs={"respc_prompt": case["prefix"]})
+    response, _ = asyncio.run(_respond(responses, request))
+    assert response.status == "completed", response
+    calls = [item for item in response.output if item.type == "function_call"]
+    expected = [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
+    assert [(c.name, _arguments(c.arguments, a)) for c, (_, a) in zip(calls, expected)] == expected
+    assert len(calls) == len(expected)
+    text = "".join(part.text for item in response.output if item.type == "message"
+                   for part in item.content if part.type == "output_text")
+    assert (text or None) == (message.get("content") or None)
