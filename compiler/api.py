@@ -1,4 +1,4 @@
-"""The compiler pipeline and the Python conveniences (SPEC sections 3 and 8).
+"""The compiler pipeline and the Python conveniences (events.md "The parser object"; README "Layout").
 
 ``load -> validate -> automaton -> grammar -> emit``; :func:`compile_source` returns the module
 text, :func:`compile_template` executes it into an in-memory module (cached by template hash), and
@@ -59,7 +59,7 @@ def compile_source(spec: Any, *, command: str | None = None, source_name: str | 
         Compiled: IR, automaton, grammar and module source.
 
     Raises:
-        TemplateError: the template breaks a rule of SPEC section 2, or ``spec`` is a model
+        TemplateError: the template breaks a rule of template-language.md "Load-time checks", or ``spec`` is a model
             directory / tokenizer_config.json / chat template without a ``response_template`` whose
             chat template no catalogue family fits exactly (``compiler/detect.py``; the error names
             the nearest fits and says to pass a template explicitly; an inexact fit is never used).
@@ -81,7 +81,7 @@ _LOCK = threading.Lock()
 
 
 def compile_template(template: Any) -> types.ModuleType:
-    """Compile a template and import the generated module in memory (SPEC 8).
+    """Compile a template and import the generated module in memory (README "Layout").
 
     Args:
         template: a dict, a path (``.json``, ``tokenizer_config.json``, model directory,
@@ -97,9 +97,9 @@ def compile_template(template: Any) -> types.ModuleType:
         compiling the same template from the same place twice returns the same module.
 
     Raises:
-        TemplateError: the template breaks a rule of SPEC section 2, or a model directory's chat
-            template fits no catalogue family exactly (the error names the nearest fits and says to
-            pass a template explicitly).
+        TemplateError: the template breaks a rule of template-language.md "Load-time checks", or a model directory's
+            chat template fits no catalogue family exactly (the error names the nearest fits and says to pass a
+            template explicitly).
     """
     compiled = compile_source(template)
     if compiled.note:
@@ -123,7 +123,8 @@ def compile_template(template: Any) -> types.ModuleType:
 
 def get_response_parser(template: Any, *, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
                         errors: str = "strict"):
-    """Drop-in for ``tokenizer.get_response_parser``: a streaming parser for ``template`` (SPEC 3).
+    """Drop-in for ``tokenizer.get_response_parser``: a streaming parser for ``template`` (events.md "The parser
+    object").
 
     ``errors="recover"`` never raises on model output (see docs/events.md, region_malformed).
 
@@ -135,7 +136,7 @@ def get_response_parser(template: Any, *, prefix: Any = None, tools: list | None
 
 def parse_response(response: Any, template: Any, *, prefix: Any = None, tools: list | None = None,
                    tokenizer: Any = None, errors: str = "strict") -> Any:
-    """Drop-in for ``tokenizer.parse_response`` with the template as second argument (SPEC 3).
+    """Drop-in for ``tokenizer.parse_response`` with the template as second argument (events.md "The parser object").
 
     Returns:
         dict | list[dict]: one message, or one per item of a batch.

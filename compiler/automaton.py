@@ -1,11 +1,12 @@
-"""Pass 3: the region automaton (SPEC sections 4.1-4.3, 8 and deviation D2).
+"""Pass 3: the region automaton (template-language.md "Regions and states", "Watch sets", "Choosing the next
+delimiter", D2; README "Layout").
 
 Theory of operation
 -------------------
 The parser is always in one *state*: ``OUTSIDE`` (the implicit field, or the null sink when the
 template has none) or inside one explicit field's region. Each state watches a fixed, ordered set of
-delimiters (its *watch set*, SPEC 4.2): outside, every explicit open in declaration order plus the
-implicit field's own close; inside a region, only that region's close. Committing a delimiter is a
+delimiters (its *watch set*, template-language.md "Watch sets"): outside, every explicit open in declaration order
+plus the implicit field's own close; inside a region, only that region's close. Committing a delimiter is a
 *transition*: an open moves to that field's state, a close moves back to ``OUTSIDE``.
 
 Template language v2 adds explicit transition actions. A field's open may also be watched inside
@@ -14,9 +15,9 @@ closes, so the parser keeps a stack of suspended regions), ``open`` closes it fi
 ends at its value (``"end": "value"``) has no close in its own watch set; its optional trailing
 close gets a small *after* state that only looks at the position where the value ended.
 
-When two complete hits start at the same offset with the same length, SPEC 4.3 breaks the tie by
-"opens before closes, then field name"; that order never changes at run time, so each watched
-delimiter gets a precomputed *rank* and the emitted scanner compares ranks, not names.
+When two complete hits start at the same offset with the same length, template-language.md "Choosing the next
+delimiter" breaks the tie by "opens before closes, then field name"; that order never changes at run time, so each
+watched delimiter gets a precomputed *rank* and the emitted scanner compares ranks, not names.
 
 Every delimiter is also classified once here:
 
@@ -196,7 +197,7 @@ class Watch:
         kind (str): ``"open"`` or ``"close"``.
         field (int): index of the field whose delimiter it is.
         delimiter (Delimiter): the delimiter.
-        rank (int): tie-break rank inside the state (lower wins; SPEC 4.3).
+        rank (int): tie-break rank inside the state (lower wins; template-language.md "Choosing the next delimiter").
         target (int): the state entered when it commits.
         matcher (str): ``"literal"`` (literals none of which extends another: ``str.find`` per
             literal) or ``"regex"`` (patterns, and literal lists that can extend).
@@ -227,7 +228,7 @@ class State:
         index (int): 0 is OUTSIDE; explicit fields follow in declaration order.
         field (int | None): the field receiving text in this state (None = null sink).
         name (str): a readable label for comments.
-        watches (tuple[Watch, ...]): in declaration order (SPEC 4.2).
+        watches (tuple[Watch, ...]): in declaration order (template-language.md "Watch sets").
         triggers (str | None): every character a watched delimiter (or a partial match of one)
             can start with, searched from an offset after 0 (``PatternFacts.late_chars``: a
             start anchor never holds there, so the parser takes its fast path only after offset
@@ -1515,7 +1516,8 @@ def build_automaton(template: Template) -> Automaton:
     warnings: list[str] = []
 
     def order_key(w: Watch):
-        # SPEC 4.3: opens before closes, then field name; v2 breaks ties in declaration order.
+        # template-language.md "Choosing the next delimiter": opens before closes, then field name; v2 breaks ties
+        # in declaration order.
         second = fields[w.field].name if template.version < 2 else w.field
         return (0 if w.kind == "open" else 1, second)
 
@@ -1590,21 +1592,17 @@ def build_automaton(template: Template) -> Automaton:
                      bool(context) and looks_back == 0)
 
 
-# --- scan plans: what each state's scanner does (SPEC 4.3, D2) -------------------------------
-#
-# The emitter lays a scanner out from its plan and decides nothing itself. A state's scanner looks
-# for every watched delimiter in rank order (each search result kept in a memo slot), collects
-# the leftmost start from which the answer could still change (``hold``), and commits the best
-# complete hit only when it starts before ``hold``:
-#
-# * literals (single ones, lists, and lists in which one literal extends another) are found with
-#   ``str.find``; the hold for all of them is one question: does the buffer end with a proper
-#   prefix of any literal of the state? A complete hit never hides such a prefix (issue 7: the
-#   reference's alternation does, so ``["ab", "abcd"]`` fed ``"xabc"``, ``"dy"`` closed at ``ab``).
-# * a regex delimiter is searched with partial matching; a complete match is final only when its
-#   probe (:func:`edge_probe`) starts after it. A complete match that ends at the edge of the
-#   buffer still waits, as in the reference. A pattern without a sound probe holds the state's
-#   text until the end of stream.
+# --- scan plans: what each state's scanner does (template-language.md "Choosing the next delimiter", D2)
+# -------------------------------  The emitter lays a scanner out from its plan and decides nothing itself. A
+# state's scanner looks for every watched delimiter in rank order (each search result kept in a memo slot), collects
+# the leftmost start from which the answer could still change (``hold``), and commits the best complete hit only
+# when it starts before ``hold``:  * literals (single ones, lists, and lists in which one literal extends another)
+# are found with   ``str.find``; the hold for all of them is one question: does the buffer end with a proper
+# prefix of any literal of the state? A complete hit never hides such a prefix (issue 7: the   reference's
+# alternation does, so ``["ab", "abcd"]`` fed ``"xabc"``, ``"dy"`` closed at ``ab``). * a regex delimiter is
+# searched with partial matching; a complete match is final only when its   probe (:func:`edge_probe`) starts after
+# it. A complete match that ends at the edge of the   buffer still waits, as in the reference. A pattern without a
+# sound probe holds the state's   text until the end of stream.
 
 
 @dataclass(frozen=True)

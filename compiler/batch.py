@@ -246,7 +246,7 @@ def module_source(template: Any) -> str:
     """The generated module's source for ``template`` (what workers and Ray actors execute).
 
     Raises:
-        TemplateError: the template breaks a rule of SPEC section 2.
+        TemplateError: the template breaks a rule of template-language.md "Load-time checks".
     """
     from .api import compile_source
 

@@ -1,4 +1,4 @@
-"""The ``respc`` command line (SPEC section 8).
+"""The ``respc`` command line (README "Layout").
 
 ``respc compile TEMPLATE -o OUT.py [--parents] [--check]``
     Write the generated parser (``-o -``: standard output); a symlink is followed, an existing
@@ -255,7 +255,7 @@ def _check_output(output: str, parents: bool, inputs: tuple = ()) -> None:
 
 
 def _write_module(output: str, source: str, parents: bool, template: str | None = None) -> None:
-    """Write the generated module ``source`` to ``output`` by :func:`_write_file` (SPEC 8, README
+    """Write the generated module ``source`` to ``output`` by :func:`_write_file` (README "Layout", README
     "Use"); ``template`` (a file the command read) is refused as the output."""
     _write_file(output, source.encode("utf-8"), parents, (template,))
 

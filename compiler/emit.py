@@ -1,4 +1,4 @@
-"""Pass 5: lay the generated module out (SPEC section 8).
+"""Pass 5: lay the generated module out (README "Layout").
 
 All meaning is decided by the earlier passes; this module only turns the IR and the automaton into
 a view model of strings and renders ``emit_templates/module.py.jinja``. Every value taken from the

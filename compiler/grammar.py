@@ -1,4 +1,4 @@
-"""Pass 4: the Lark grammar of the whole-message language of one template (SPEC section 8).
+"""Pass 4: the Lark grammar of the whole-message language of one template (README "Layout").
 
 Embedded in every generated module as ``GRAMMAR`` (documentation and tests; the streaming parser
 never uses it at run time). Since issue 10 it is the exact export of

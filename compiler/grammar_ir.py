@@ -101,7 +101,7 @@ class Ref:
 
 @dataclass(frozen=True)
 class Except:
-    """Any text, possibly empty, that contains none of ``literals`` (SPEC 4.2: the delimiters a
+    """Any text, possibly empty, that contains none of ``literals`` (template-language.md "Watch sets": the delimiters a
     state watches). Renderers lower it to a regex or to right-linear rules (Aho-Corasick states).
 
     ``within``: when set (a :class:`Chars`), every character of the text is one of it (a lazy
@@ -816,7 +816,7 @@ class _Builder:
             return Lit("\x00no-tools")
         call = self.g.add(f"call_{len(self.g.rules)}", alt(*per_tool))
         more = Rep(seq(ws, Lit(","), ws, call)) if self.parallel else EMPTY
-        # transform_each: the body is a list of calls (SPEC 6); otherwise one call object
+        # transform_each: the body is a list of calls (template-language.md "Transforms"); otherwise one call object
         return seq(Lit("["), ws, call, more, ws, Lit("]")) if f.transform_each else call
 
     def pythonic_calls(self, f: Field, where: str):

@@ -16,7 +16,7 @@ __all__ = ["Delimiter", "Field", "Template", "canonical_json", "template_sha256"
 
 @dataclass(frozen=True)
 class Delimiter:
-    """One open, close or start-anchor delimiter (SPEC section 2).
+    """One open, close or start-anchor delimiter (template-language.md "Load-time checks").
 
     Attributes:
         key (str): the template key it came from (``open``, ``close_pattern``, ``start_anchor``...).
@@ -42,16 +42,16 @@ class Delimiter:
 
 @dataclass(frozen=True)
 class Field:
-    """One field of the output message and the region that fills it (SPEC section 2).
+    """One field of the output message and the region that fills it (template-language.md "Load-time checks").
 
     Attributes:
         name (str): the output key.
         open (Delimiter | None): None for the implicit field.
         close (Delimiter | None): None when the region runs to the end of the stream.
-        content (str): content parser name (SPEC 5).
+        content (str): content parser name (template-language.md "Content parsers").
         content_args (dict): its arguments.
-        repeats (bool), join (str | None), optional (bool): SPEC 2 / 4.5.
-        transform (Any): output template or None (SPEC 6).
+        repeats (bool), join (str | None), optional (bool): template-language.md "Load-time checks" / 4.5.
+        transform (Any): output template or None (template-language.md "Transforms").
         transform_each (bool): apply ``transform`` per list element.
         group_names (tuple[str, ...]): named groups of open then close pattern (D4, D5).
         slot (str | None): v2: the message key the region writes into (None: its text is
@@ -141,6 +141,6 @@ def canonical_json(document: Any) -> str:
 def template_sha256(document: Any) -> str:
     """Hex SHA-256 of :func:`canonical_json`: the banner's ``template sha256``, ``TEMPLATE_SHA256``,
     what ``respc compile --check`` and :func:`respc.compiler.api.compile_template`'s cache tell
-    templates apart by (SPEC 8; docs/security.md, "Generated code")."""
+    templates apart by (README "Layout"; docs/security.md, "Generated code")."""
     # surrogatepass: JSON may hold a lone surrogate ("\\ud800"); it is data and must still hash.
     return hashlib.sha256(canonical_json(document).encode("utf-8", "surrogatepass")).hexdigest()

@@ -1,4 +1,4 @@
-"""Pass 1: find and read a response template (SPEC section 1).
+"""Pass 1: find and read a response template (template-language.md "Where a template lives").
 
 A template can be given as a dict, a standalone ``.json`` file, a ``tokenizer_config.json`` holding a
 ``response_template`` key, a model directory holding such a file, or a bare catalogue name
@@ -203,7 +203,7 @@ def is_catalogue_name(spec: Any) -> bool:
 
 
 def load_template(spec: Any) -> LoadedTemplate:
-    """Read a template from any of the places SPEC section 1 allows.
+    """Read a template from any of the places template-language.md "Where a template lives" allows.
 
     Args:
         spec: a ``dict`` (the template itself), a ``str`` / ``os.PathLike`` naming a ``.json``

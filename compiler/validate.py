@@ -1,10 +1,11 @@
-"""Pass 2: check every load-time rule of SPEC section 2 and build the IR.
+"""Pass 2: check every load-time rule of template-language.md "Load-time checks" and build the IR.
 
 Each failure is a :class:`~respc.runtime.errors.TemplateError` naming the template source, the field
 and the key at fault. Nothing here runs model text: patterns are compiled, and the empty-match checks
 (:func:`may_match_empty`) only match them against a few fixed probe strings.
 
-Beyond SPEC 2 (issue 7), :func:`check_template` refuses what would fail or hang at run time for every
+Beyond template-language.md "Load-time checks" (issue 7), :func:`check_template` refuses what would fail or hang at
+run time for every
 input (a ``repeats`` default that is not a list, a region that opens and closes at one offset
 forever) and finds what can be known to fail or lose text (an unknown placeholder root, ``join`` on
 values that are never strings, an implicit close that matches empty before text): warnings in v1,
@@ -71,7 +72,7 @@ MAX_LITERALS = 256
 #: characters of one regex (``open_pattern``, ``close_pattern``, ``start_anchor_pattern``)
 MAX_PATTERN_CHARS = 4096
 
-# Regex flavour of SPEC 2: the `regex` module, DOTALL, no MULTILINE.
+# Regex flavour of template-language.md "Load-time checks": the `regex` module, DOTALL, no MULTILINE.
 REGEX_FLAGS = regex.DOTALL
 
 
@@ -146,7 +147,8 @@ class _Checker:
 
 
 def _check_content_args(check: _Checker, name: str, content: str, args: Any, key: str = "content_args") -> None:
-    """Raise the first problem the content parser's registry record finds in ``args`` (SPEC 2).
+    """Raise the first problem the content parser's registry record finds in ``args`` (template-language.md
+    "Load-time checks").
 
     The record's ``check_args`` gives ``(arg path, problem)`` pairs with paths relative to ``key``
     (see :func:`respc.runtime.content.content_args_problems`); the key at fault is ``key`` or
@@ -265,9 +267,10 @@ def _build_field(check: _Checker, name: str, spec: Any, version: int = 1) -> Fie
     )
 
 
-# -- load-time checks beyond SPEC 2 (issue 7) ---------------------------------------------------
-# Each returns nothing or raises TemplateError naming the field and key; the softer ones (rules a
-# v1 template must keep for the reference's sake) become warnings in v1 and errors in v2.
+# -- load-time checks beyond template-language.md "Load-time checks" (issue 7)
+# --------------------------------------------------- Each returns nothing or raises TemplateError naming the field
+# and key; the softer ones (rules a v1 template must keep for the reference's sake) become warnings in v1 and errors
+# in v2.
 
 #: content parsers whose value is never a str (int / float / bool, or a dict for the two
 #: key-value parsers); ``text`` always gives a str and ``json`` may (``"\"x\""``).
@@ -370,7 +373,7 @@ def may_match_empty(pattern: str) -> bool:
     (assertions assumed passable), or when the probe pattern cannot be built.
 
     Args:
-        pattern (str): a regex source that compiles with the SPEC 2 flags.
+        pattern (str): a regex source that compiles with the template-language.md "Load-time checks" flags.
 
     Returns:
         bool: False only when no empty match was found or is possible by either reading.
@@ -445,14 +448,14 @@ def check_defaults(check: "_Checker", fields: tuple[Field, ...], defaults: dict)
 def check_progress(check: "_Checker", fields: tuple[Field, ...], *, v2: bool = False) -> list[str]:
     """Refuse a template that can make a parser loop; find delimiters that swallow text.
 
-    In the SPEC 4.3 loop an explicit region opens eagerly, so a zero-width open followed by a
-    zero-width close at the same place returns to the same state at the same offset, forever (open
-    ``\\b``, close ``x?``, text ``ab``; the reference hangs too). Whether both can happen at one
-    place is not decided: any field whose open and close can both match empty is refused. Every
-    other zero-width transition makes progress: a zero-width close of the implicit field stops the
-    scan of the current input when that field got no text (SPEC 4.3), and an explicit open beats it
-    at the same offset, then needs a close that consumes text. A zero-width open followed by a
-    non-empty close is fine (``llama3_json`` opens with a lookahead).
+    In the template-language.md "Choosing the next delimiter" loop an explicit region opens eagerly, so a zero-width
+    open followed by a zero-width close at the same place returns to the same state at the same offset, forever
+    (open ``\\b``, close ``x?``, text ``ab``; the reference hangs too). Whether both can happen at one place is not
+    decided: any field whose open and close can both match empty is refused. Every other zero-width transition makes
+    progress: a zero-width close of the implicit field stops the scan of the current input when that field got no
+    text (template-language.md "Choosing the next delimiter"), and an explicit open beats it at the same offset,
+    then needs a close that consumes text. A zero-width open followed by a non-empty close is fine (``llama3_json``
+    opens with a lookahead).
 
     That stop loses text: an implicit field's close that matches empty before more (non-blank)
     text (``(?=c)``, ``\\b``) leaves everything after it unparsed, silently. A warning in v1 (the
@@ -503,8 +506,8 @@ def check_transform_scope(check: "_Checker", f: Field, *, v2: bool = False) -> l
     """Placeholders that can never resolve, and ``join`` on values that are never strings.
 
     * A placeholder root must be ``content`` or a named group of the field's open/close patterns
-      (SPEC 6 scope). With ``transform_each`` the roots are the keys of each list element, known
-      only at run time, so nothing is checked then.
+      (template-language.md "Transforms" scope). With ``transform_each`` the roots are the keys of each list
+      element, known only at run time, so nothing is checked then.
     * ``join`` needs each block's value to be a str: refused when the content parser never gives
       one (int, float, bool, xml-inline, kv-lines) and no transform can, or when the transform
       always gives a dict, list or non-string scalar, or with ``transform_each`` (a list).
@@ -572,7 +575,8 @@ def check_template(template: Template, *, v2: bool = False) -> list[str]:
         warnings.extend(check_transform_scope(check, f, v2=v2))
     anchor = template.start_anchor
     if anchor.literals is None and _always_empty(anchor):
-        # SPEC 4.6 cuts the prefix after the anchor's last match: the end of the prefix, here
+        # template-language.md "The prefix and the start anchor" cuts the prefix after the anchor's last match: the
+        # end of the prefix, here
         warnings.append(f"key {anchor.key!r}: {anchor.pattern!r} matches the empty string everywhere, so its "
                         "last match is at the end of the prefix and no prefix text is ever parsed")
     return warnings
@@ -597,7 +601,7 @@ def _check_size(check: _Checker, doc: dict) -> None:
 
 
 def validate(loaded: LoadedTemplate) -> Template:
-    """Check a loaded template against SPEC section 2 and return its IR.
+    """Check a loaded template against template-language.md "Load-time checks" and return its IR.
 
     Args:
         loaded: the document and its source label, from :func:`respc.compiler.load.load_template`.
@@ -606,8 +610,8 @@ def validate(loaded: LoadedTemplate) -> Template:
         Template: the frozen IR.
 
     Raises:
-        TemplateError: naming the source, field and key of the first rule broken (SPEC 2), or of
-            the first hard failure of :func:`check_template` (defaults that cannot grow, a region
+        TemplateError: naming the source, field and key of the first rule broken (template-language.md "Load-time
+            checks"), or of the first hard failure of :func:`check_template` (defaults that cannot grow, a region
             that could open and close at one offset forever).
     """
     check = _Checker(loaded.source)

@@ -1,7 +1,7 @@
 """OpenAI-compatible streaming from any generated parser (issue 9).
 
 :class:`ChatCompletionStream` wraps a generated ``ResponseParser`` and turns its region events
-(SPEC 4.4) into ``chat.completion.chunk`` dicts as the OpenAI Chat Completions API streams them;
+(events.md "The events") into ``chat.completion.chunk`` dicts as the OpenAI Chat Completions API streams them;
 :func:`sse` renders them as server-sent events, and :meth:`ChatCompletionStream.feed_sse` /
 ``finalize_sse`` give that text directly (built without the dicts for plain text chunks).
 Standard library, ``regex`` and ``respc.runtime``.
@@ -26,8 +26,8 @@ Each region event is routed by its message key (``field``):
   - JSON bodies (``json`` content parser without dialect options) that are a call object
     ``{"name": ..., "arguments"|"parameters": {...}}`` or a list of them, or that are the arguments
     object itself with the name in the open delimiter: the arguments object's text is forwarded
-    as it arrives. A top-level argument that the tool schema types (SPEC 7: integer, number,
-    boolean, array, object, null) is held until its value is complete, then sent typed, so a
+    as it arrives. A top-level argument that the tool schema types (template-language.md "Tool-argument typing":
+    integer, number, boolean, array, object, null) is held until its value is complete, then sent typed, so a
     fragment never needs retracting ("5" does not go out before it turns out to be 5).
   - xml-inline bodies with the name in the open delimiter and one lazy ``(?P<value>.*?)`` group
     in their ``tag_pattern`` (:func:`_probe_xml`): each parameter is converted to JSON text as
@@ -1179,7 +1179,7 @@ class ChatCompletionStream:
                     elif plan == "raw":
                         self._send_text(self._texts[slot], event["text"])
                 elif slot == "tool_calls":
-                    # a chunk names no region (SPEC 4.4): it is the body of the tool region opened last
+                    # a chunk names no region (events.md "The events"): it is the body of the tool region opened last
                     state = self._open.get(self._tool_open)
                     if state is not None and state[0] is not None:
                         state[0].feed(event["text"])
@@ -1260,8 +1260,9 @@ class ChatCompletionStream:
             self._send_text(text, whole[:cut])
 
     def _close_text(self, text: _Text, region: Any, value: Any) -> None:
-        """Mirror the parser's store of one block (SPEC 4.5, D1) and send what the slot gained
-        beyond what was already sent (the join of an empty block, a processed value)."""
+        """Mirror the parser's store of one block (template-language.md "Closing a region and storing its value",
+        D1) and send what the slot gained beyond what was already sent (the join of an empty block, a processed
+        value)."""
         text.pending = ""
         text.started = False
         if value is None and region is not None and region.empty_none:

@@ -19,8 +19,8 @@ arguments the message will hold (``{"key": value, ...}``, the same separators):
   value ended (a ``,`` or ``)``; whitespace and a following string, which Python concatenates,
   keep it open).
 * Any other value (number, ``True``/``False``/``None``, list, tuple, dict, set), and a string
-  the tool schema types (SPEC 7), is held until it is complete (the ``,`` or ``)`` after it at
-  bracket depth 0, strings skipped), then read by :func:`respc.runtime.pythonic.parse_pythonic`
+  the tool schema types (template-language.md "Tool-argument typing"), is held until it is complete (the ``,`` or
+  ``)`` after it at bracket depth 0, strings skipped), then read by :func:`respc.runtime.pythonic.parse_pythonic`
   itself (so it is exactly the message's value: tuples and sets become lists, ``None`` null),
   typed by the tool schema and sent as ``"key": <json>``.
 * Text the reader would reject (a positional argument, a name that is not a literal, a

@@ -99,7 +99,7 @@ def _module(template: Any) -> Any:
 
 def _tool_dicts(tools: Any) -> list | None:
     """SGLang ``Tool`` models (or OpenAI tool dicts) as the OpenAI tool dicts respc types
-    arguments with (SPEC 7); None for no tools."""
+    arguments with (template-language.md "Tool-argument typing"); None for no tools."""
     if not tools:
         return None
     return [tool.model_dump(exclude_none=True) if hasattr(tool, "model_dump") else tool for tool in tools]

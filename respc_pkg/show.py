@@ -639,7 +639,7 @@ def html(parser_module: Any, text: str, *, prefix: Any, tools: list | None = Non
         parser_module: a generated parser module (``respc.generated.qwen3``, ``respc.compile_template(...)``).
         text (str): the model output.
         prefix: the prompt before generation (required; ``""`` opts out).
-        tools: JSON-schema tools (SPEC 7), as for ``ResponseParser``.
+        tools: JSON-schema tools (template-language.md "Tool-argument typing"), as for ``ResponseParser``.
         template: the module's template, to name delimiters (default: from the module's ``SOURCE``).
         diagnostics: extra ``{"kind", "start", "end", "message"}`` entries (output offsets) to
             list and mark; a parse error is added by itself.

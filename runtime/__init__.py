@@ -1,8 +1,9 @@
-"""respc.runtime: what every generated parser shares (SPEC section 8).
+"""respc.runtime: what every generated parser shares (README "Layout").
 
-Content parsers (SPEC 5), transforms (SPEC 6), tool-argument typing (SPEC 7), error classes and
-event shapes. Imports only ``regex`` and the standard library -- never lark or jinja2 -- so a
-generated module stays cheap to import in a server.
+Content parsers (template-language.md "Content parsers"), transforms (template-language.md "Transforms"),
+tool-argument typing (template-language.md "Tool-argument typing"), error classes and event shapes. Imports only
+``regex`` and the standard library -- never lark or jinja2 -- so a generated module stays cheap to import in a
+server.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ from .stream import (
 )
 
 __all__ = [
-    # streaming machinery (SPEC 3, 4)
+    # streaming machinery (events.md "The parser object"; template-language.md "Matching")
     "RUNTIME_ABI",
     "FEATURES",
     "OPEN",
@@ -100,17 +101,17 @@ __all__ = [
     "PlaceholderError",
     "UnknownPlaceholderError",
     "ParserStateError",
-    # events (SPEC 4.4)
+    # events (events.md "The events")
     "Event",
     "RegionOpen",
     "RegionChunk",
     "RegionClose",
-    # content parsers (SPEC 5)
+    # content parsers (template-language.md "Content parsers")
     "STREAMABLE_PARSERS",
     "CONTENT_PARSER_NAMES",
     "parse_content",
     "make_content_parser",
-    # transforms (SPEC 6)
+    # transforms (template-language.md "Transforms")
     "PLACEHOLDER",
     "PLACEHOLDER_V2",
     "placeholder_errors",
@@ -119,7 +120,7 @@ __all__ = [
     "compile_transform",
     "apply_transform",
     "make_field_processor",
-    # tool-argument typing (SPEC 7)
+    # tool-argument typing (template-language.md "Tool-argument typing")
     "ToolTypes",
     "ToolSpecError",
     "DocstringParsingException",

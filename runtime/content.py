@@ -1,4 +1,4 @@
-"""Content parsers: turn the body text of a closed region into a value (SPEC section 5).
+"""Content parsers: turn the body text of a closed region into a value (template-language.md "Content parsers").
 
 Theory of operation
 -------------------
@@ -14,7 +14,8 @@ time a region of that field closes, so all argument handling (defaults, regex co
 
 The semantics are those of the transformers reference, quirks included (``int()``/``float()``
 number syntax, ``bool`` accepting only ``true``/``1``, last-wins keys), with one deliberate
-difference, deviation D6 (SPEC section 9), in the ``json`` dialect knobs:
+difference, deviation D6 (template-language.md "Where respc deliberately differs from the transformers reference,
+and why"), in the ``json`` dialect knobs:
 
 * ``unquoted_keys`` quotes a bare identifier key only outside string literals, and also when
   whitespace separates it from the preceding ``{`` or ``,`` (``{a: 1, c: 2}`` parses;
@@ -1062,7 +1063,8 @@ def _check_xml_tree(args: dict, where: str = "content_args") -> Problems:
 
 
 def content_args_problems(name: str, args: Any, where: str = "content_args") -> Problems:
-    """Every load-time problem of one field's ``content_args`` (SPEC 2), in check order.
+    """Every load-time problem of one field's ``content_args`` (template-language.md "Load-time checks"), in check
+    order.
 
     Args:
         name (str): a parser name of :data:`PARSERS`.
@@ -1129,12 +1131,13 @@ class ParserRecord:
 
     Attributes:
         name (str): the ``content`` value naming it.
-        dirty (bool): its ``region_chunk`` events carry ``dirty=True`` (SPEC 4.4): the chunks are
+        dirty (bool): its ``region_chunk`` events carry ``dirty=True`` (events.md "The events"): the chunks are
             not the final value (structured parsers only give one on close).
         check_args (Callable[[dict, str], list[tuple[str, str]]]): load-time checks of a
             ``content_args`` dict (see :func:`content_args_problems`); the optional second
             argument is the dict's key path for messages.
-        make (Callable[[dict], Callable[[str], Any]]): whole-body parser factory (SPEC 5).
+        make (Callable[[dict], Callable[[str], Any]]): whole-body parser factory (template-language.md "Content
+        parsers").
         self_delimiting (bool): a body's value ends itself, so ``end: "value"`` is allowed.
         can_reject (bool): its boundary decoder may REJECT a body at its first significant
             character(s) (``reject`` rule).
@@ -1161,7 +1164,7 @@ class ParserRecord:
     repair_on_success: bool = False
 
 
-#: Every content parser, in documentation order (SPEC 5, then the v2 additions).
+#: Every content parser, in documentation order (template-language.md "Content parsers", then the v2 additions).
 PARSERS: dict[str, ParserRecord] = {
     record.name: record for record in (
         ParserRecord("text", False, _no_problems, _make_text, grammar=_grammar_any),
@@ -1183,7 +1186,7 @@ PARSERS: dict[str, ParserRecord] = {
 CONTENT_PARSER_NAMES: tuple[str, ...] = tuple(PARSERS)
 
 #: Parsers whose region chunks are part of the final value; their chunks carry ``dirty=False``
-#: (SPEC 4.4). The structured parsers only give a value on close, so their chunks are dirty.
+#: (events.md "The events"). The structured parsers only give a value on close, so their chunks are dirty.
 STREAMABLE_PARSERS: frozenset[str] = frozenset(name for name, record in PARSERS.items() if not record.dirty)
 
 
@@ -1205,7 +1208,8 @@ def _build(name: Any, args: Any) -> ContentParser:
 
 
 def make_content_parser(name: str, args: dict) -> Callable[[str], Any]:
-    """Build the parser for one field once; call the result on every region close (SPEC 5).
+    """Build the parser for one field once; call the result on every region close (template-language.md "Content
+    parsers").
 
     Args:
         name (str): one of :data:`CONTENT_PARSER_NAMES`.
@@ -1223,7 +1227,7 @@ def make_content_parser(name: str, args: dict) -> Callable[[str], Any]:
 
 
 def parse_content(text: str, name: str, args: dict) -> Any:
-    """Parse one region body with the named content parser (SPEC 5, deviation D6).
+    """Parse one region body with the named content parser (template-language.md "Content parsers", D6).
 
     Args:
         text (str): the region body, delimiters excluded.

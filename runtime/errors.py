@@ -1,7 +1,7 @@
 """Error classes shared by the compiler and every generated parser.
 
-One root, :class:`RespcError`, mixed with the builtin type that SPEC.md names for each failure, so
-callers written against the transformers reference (which raises plain ``ValueError`` /
+One root, :class:`RespcError`, mixed with the builtin type each kind of failure is (events.md "What finalize returns
+and raises"), so callers written against the transformers reference (which raises plain ``ValueError`` /
 ``RuntimeError``) keep working.
 """
 
@@ -16,7 +16,7 @@ class RespcError(Exception):
 
 
 class TemplateError(RespcError, ValueError):
-    """A response template is malformed (SPEC section 2, load-time rules).
+    """A response template is malformed (template-language.md "Load-time checks", load-time rules).
 
     Attributes:
         source (str | None): where the template came from (a path, ``tokenizer_config.json``, a
@@ -44,7 +44,7 @@ class TemplateError(RespcError, ValueError):
 
 
 class ContentParseError(RespcError, ValueError):
-    """A region body could not be parsed or transformed (SPEC sections 5 and 6).
+    """A region body could not be parsed or transformed (template-language.md "Content parsers", "Transforms").
 
     Raised while a region closes, i.e. from ``feed`` or ``finalize``; the message quotes the field
     name and the offending content.
@@ -52,7 +52,7 @@ class ContentParseError(RespcError, ValueError):
 
 
 class PlaceholderError(ContentParseError):
-    """A transform placeholder could not be filled from the region's value (SPEC 6).
+    """A transform placeholder could not be filled from the region's value (template-language.md "Transforms").
 
     Raised while a region closes: a dotted key is missing (``{content.args}`` on ``{"name": "f"}``),
     the path indexes into a value that is not a dict, or (v2) ``{content.$key}`` /
@@ -63,7 +63,7 @@ class PlaceholderError(ContentParseError):
 
 
 class UnknownPlaceholderError(PlaceholderError, KeyError):
-    """A placeholder's root name is not in the transform scope (SPEC 6).
+    """A placeholder's root name is not in the transform scope (template-language.md "Transforms").
 
     The scope is ``content`` plus the named groups of the open and close patterns, or with
     ``transform_each`` the element's keys plus the groups. Outside ``transform_each`` the compiler
@@ -79,4 +79,4 @@ class UnknownPlaceholderError(PlaceholderError, KeyError):
 
 
 class ParserStateError(RespcError, RuntimeError):
-    """A parser was used after ``finalize`` (SPEC section 3)."""
+    """A parser was used after ``finalize`` (events.md "The parser object")."""

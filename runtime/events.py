@@ -1,4 +1,4 @@
-"""Event shapes emitted by every generated parser (SPEC section 4.4), declared once.
+"""Event shapes emitted by every generated parser (events.md "The events"), declared once.
 
 Events are plain dicts at run time (the reference's shape, so they compare equal to its events);
 these TypedDicts document the keys for type checkers and readers.

@@ -1,4 +1,5 @@
-"""The streaming machinery every generated parser shares (SPEC sections 3 and 4).
+"""The streaming machinery every generated parser shares (events.md "The parser object"; template-language.md
+"Matching").
 
 Theory of operation
 -------------------
@@ -6,10 +7,10 @@ A generated module subclasses :class:`StreamParser` and fills in its tables: the
 (names, dirty flags, join/repeats, processors, group names), the start anchor, and -- the part the
 compiler specialises into code -- one *scanner* function per automaton state. A scanner answers one
 question for the undecided text ``buf[pos:]``: which watched delimiter commits next (if any), and
-where the leftmost still-pending hit starts (``hold``, SPEC 4.3). This class does the rest: route
-text to the current region, open and close regions, store values (D1), finalize (D3), and keep
-only undecided text (plus the few characters of context the compiler asked for) in its buffer, so
-the total work is linear in the output length.
+where the leftmost still-pending hit starts (``hold``, template-language.md "Choosing the next delimiter"). This
+class does the rest: route text to the current region, open and close regions, store values (D1), finalize (D3), and
+keep only undecided text (plus the few characters of context the compiler asked for) in its buffer, so the total
+work is linear in the output length.
 
 Scanner contract: ``scan(buf: str, pos: int, eos: bool, memo: list) -> (start, end, rank, match,
 hold)`` with ``start == -1`` when nothing may be committed; ``rank`` indexes the state's transition
@@ -144,11 +145,13 @@ class Region:
         name (str): the field (region) name, as declared.
         slot (str | None): the message key its values go to (default: ``name``); None discards
             the region's text (no events, no value).
-        process (Callable[[str, dict], Any]): body -> value (content parser, transform; SPEC 5, 6).
-        dirty (bool): the ``dirty`` flag of its ``region_chunk`` events (SPEC 4.4).
-        repeats (bool), join (str | None): SPEC 4.5.
+        process (Callable[[str, dict], Any]): body -> value (content parser, transform; template-language.md
+        "Content parsers", "Transforms").
+        dirty (bool): the ``dirty`` flag of its ``region_chunk`` events (events.md "The events").
+        repeats (bool), join (str | None): template-language.md "Closing a region and storing its value".
         groups (tuple[str, ...]): named groups of its open and close patterns (D4, D5).
-        typed (bool): tool-schema typing applies to its values (SPEC 7; v2 ``role``).
+        typed (bool): tool-schema typing applies to its values (template-language.md "Tool-argument typing"; v2
+        ``role``).
         boundary (Callable[[], Any] | None): v2: factory of the content parser's incremental
             boundary decoder (``runtime.decoders``), used when ``ends`` or ``reject`` is set.
         ends (bool): v2 ``"end": "value"``: the decoder's end of value closes the region.
@@ -284,7 +287,7 @@ def to_text(value: Any, tokenizer: Any, what: str) -> str:
         what: ``"prefix"`` or ``"response"``, for the error message.
 
     Raises:
-        TypeError: ids without a tokenizer, or a decode that does not return a str (SPEC 3).
+        TypeError: ids without a tokenizer, or a decode that does not return a str (events.md "The parser object").
     """
     if isinstance(value, str):
         return value
@@ -429,8 +432,8 @@ def lead_start(buf: str, pos: int, leads: tuple[str, ...], end: int | None = Non
     the end of the text the engine is given, ``len(buf)`` by default).
 
     For a pattern every match of which starts with one of ``leads`` (compiler/automaton.py
-    ``_branch_leads``), no complete or partial match (SPEC 4.3) starts before this offset: a
-    partial match is a prefix of a complete one that runs into the end of ``buf``, so its text
+    ``_branch_leads``), no complete or partial match (template-language.md "Choosing the next delimiter") starts
+    before this offset: a partial match is a prefix of a complete one that runs into the end of ``buf``, so its text
     either holds the lead or is a proper prefix of it.
     """
     n = len(buf) if end is None else end
@@ -682,8 +685,8 @@ def barrier_search(pattern: Any, buf: str, pos: int, factor: str, barrier: str) 
 def literal_hold(buf: str, lo: int, firsts: str, prefixes: frozenset) -> int:
     """Leftmost offset ``>= lo`` where the rest of ``buf`` is a proper prefix of a literal.
 
-    This is the partial match of literal delimiters (SPEC 4.3): text from that offset on may
-    still become a delimiter, so it is held back.
+    This is the partial match of literal delimiters (template-language.md "Choosing the next delimiter"): text from
+    that offset on may still become a delimiter, so it is held back.
 
     Args:
         buf: the buffer.
@@ -898,14 +901,16 @@ def _escaped_newline_hint(anchor: Any, prefix: str) -> str:
 
 
 class StreamParser:
-    """Base class of every generated ``ResponseParser`` (SPEC section 3 and 4).
+    """Base class of every generated ``ResponseParser`` (events.md "The parser object"; template-language.md
+    "Matching").
 
     Subclasses set the class attributes below; nothing here depends on one template.
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation (required; ``""`` or ``[]``
-            opts out). Cut after the last start anchor, then run through the parser (SPEC 4.6).
-        tools (list | None): JSON-schema tools or typed Python callables (SPEC 7).
+            opts out). Cut after the last start anchor, then run through the parser (template-language.md "The
+            prefix and the start anchor").
+        tools (list | None): JSON-schema tools or typed Python callables (template-language.md "Tool-argument typing").
         tokenizer: object with ``decode(ids) -> str``, needed when text comes as token ids.
 
     Raises:
@@ -1099,9 +1104,9 @@ class StreamParser:
                 self._buf = rest
                 self._guarded(self.initial_events, False)
 
-    # --- public API (SPEC 3) -----------------------------------------------------------------
+    # --- public API (events.md "The parser object") -----------------------------------------------------------------
     def feed(self, text: Any) -> list[dict]:
-        """Feed the next piece of model output and return the events it produced (SPEC 4.4).
+        """Feed the next piece of model output and return the events it produced (events.md "The events").
 
         Args:
             text (str | Sequence[int]): text, or token ids decoded with the tokenizer.
@@ -1111,7 +1116,8 @@ class StreamParser:
 
         Raises:
             RuntimeError: (ParserStateError) after ``finalize`` or after an earlier error.
-            ValueError / KeyError: a region body failed to parse or transform (SPEC 5, 6).
+            ValueError / KeyError: a region body failed to parse or transform (template-language.md "Content
+            parsers", "Transforms").
         """
         if self._quiet and text.__class__ is str:
             if self._trigger not in text and text:
@@ -1279,7 +1285,7 @@ class StreamParser:
         """End the stream: close the open region and return ``(message, final events)``.
 
         Empty values of keys not in ``defaults`` are dropped, then required fields are checked
-        (SPEC 4.7, D3).
+        (template-language.md "Finalizing", D3).
 
         Raises:
             RuntimeError: (ParserStateError) when called twice or after an earlier error.
@@ -2065,7 +2071,8 @@ class StreamParser:
             body.clear()
 
     def _close(self, events: list, close_match: Any, closer: str = "", eos: bool = False) -> int:
-        """Close the current region: parse its body and store the value (SPEC 4.5).
+        """Close the current region: parse its body and store the value (template-language.md "Closing a region and
+        storing its value").
 
         The caller decides what becomes current next (:meth:`_leave` or :meth:`_begin`).
 
@@ -2454,7 +2461,7 @@ def _copy(value: Any) -> Any:
 
 
 def _texts(value: Any, tokenizer: Any, what: str) -> tuple[list[str], bool]:
-    """``(texts, is_batch)`` for a response or prefix argument (SPEC 3).
+    """``(texts, is_batch)`` for a response or prefix argument (events.md "The parser object").
 
     A str is one text; a list or tuple of str or of id sequences is a batch; anything else (a list
     of ids, an array, a tensor) goes to ``tokenizer.decode``, which gives one str or, for a 2-D
@@ -2476,7 +2483,7 @@ def _texts(value: Any, tokenizer: Any, what: str) -> tuple[list[str], bool]:
 
 def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix: Any, tools: Any,
                tokenizer: Any, errors: str = "strict") -> Any:
-    """Whole-text parsing with batches and prefix broadcasting (SPEC 3).
+    """Whole-text parsing with batches and prefix broadcasting (events.md "The parser object").
 
     Args:
         parser_class: a generated ``ResponseParser``.

@@ -1,4 +1,4 @@
-"""Tool-argument typing (SPEC section 7) and the tool schemas it reads.
+"""Tool-argument typing (template-language.md "Tool-argument typing") and the tool schemas it reads.
 
 Theory of operation
 -------------------
@@ -62,9 +62,9 @@ __all__ = [
 
 
 class ToolSpecError(RespcError, TypeError):
-    """The ``tools`` argument is not in a shape respc reads (SPEC 3, 7): not a list, or an item
-    that is neither a tool dict nor a Python function. The message names the item and the
-    expected shape. (The reference skips such items silently; respc says so instead.)"""
+    """The ``tools`` argument is not in a shape respc reads (events.md "The parser object"; template-language.md
+    "Tool-argument typing"): not a list, or an item that is neither a tool dict nor a Python function. The message
+    names the item and the expected shape. (The reference skips such items silently; respc says so instead.)"""
 
 
 _TOOL_SHAPE = ('{"type": "function", "function": {"name": str, "parameters": {"type": "object", '
@@ -109,7 +109,8 @@ class _Properties(dict):
 
 
 def tool_parameters(tools: list | None) -> dict[str, dict]:
-    """Map each tool name to its ``parameters.properties`` (SPEC 3, 7).
+    """Map each tool name to its ``parameters.properties`` (events.md "The parser object"; template-language.md
+    "Tool-argument typing").
 
     Args:
         tools (list | tuple | None): entries of the form ``{"type": "function", "function":
@@ -267,8 +268,8 @@ class ToolTypes(dict):
 
 
 def compile_tool_types(params: Mapping[str, Mapping]) -> ToolTypes:
-    """Precompute the types of every tool parameter, once per parser (SPEC 7), as deep as the
-    schemas go (docs/template-language.md, "Tool-argument typing").
+    """Precompute the types of every tool parameter, once per parser (template-language.md "Tool-argument typing"),
+    as deep as the schemas go (docs/template-language.md, "Tool-argument typing").
 
     Args:
         params (Mapping[str, Mapping]): the result of :func:`tool_parameters` (``$ref`` pointers
@@ -388,7 +389,8 @@ def _coerce(value: Any, tool_types: ToolTypes) -> Any:
 
 
 def coerce_tool_calls(value: Any, params: Mapping) -> Any:
-    """Type the string arguments of the tool calls in a closed region value (SPEC 7).
+    """Type the string arguments of the tool calls in a closed region value (template-language.md "Tool-argument
+    typing").
 
     Args:
         value (Any): a region value; tool calls are dicts ``{"function": {"name": str,
@@ -674,7 +676,7 @@ _DOCSTRING_NEEDS = (
 
 
 def get_json_schema(func: Callable) -> dict:
-    """Build the JSON schema of a function for use as a tool, like transformers does (SPEC 3).
+    """Build the JSON schema of a function for use as a tool, like transformers does (events.md "The parser object").
 
     The description comes from the docstring before ``Args:``/``Returns:``/``Raises:``; every
     argument needs a description in the ``Args:`` block (``name: text``, continued on deeper

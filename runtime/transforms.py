@@ -1,4 +1,4 @@
-"""Transforms: reshape a parsed region value into the output shape (SPEC section 6).
+"""Transforms: reshape a parsed region value into the output shape (template-language.md "Transforms").
 
 Theory of operation
 -------------------
@@ -7,7 +7,7 @@ is a *placeholder*: it is replaced by the value looked up in the scope, type pre
 stays a dict, an int an int). Every other string is a literal. A string that mixes a placeholder
 with other text is rejected when the template is compiled (:func:`placeholder_errors`).
 
-The scope of one region close is (SPEC 6, deviations D4 and D5):
+The scope of one region close is (template-language.md "Transforms", deviations D4 and D5):
 
 * ``content``: the value the content parser produced;
 * every named group of the open *and* close delimiter matches (D4), the caller merging both;
@@ -96,7 +96,8 @@ def _placeholder_pattern(v2: bool) -> regex.Pattern:
 
 
 def placeholder_errors(transform: Any, *, v2: bool = False) -> list[str]:
-    """Find the strings of a transform that mix a placeholder with literal text (SPEC 2, 6).
+    """Find the strings of a transform that mix a placeholder with literal text (template-language.md "Load-time
+    checks", "Transforms").
 
     Args:
         transform (Any): a transform value (dict / list / str / scalar), walked recursively.
@@ -115,7 +116,7 @@ def placeholder_errors(transform: Any, *, v2: bool = False) -> list[str]:
 
 
 def placeholder_roots(transform: Any, *, v2: bool = False) -> list[str]:
-    """List the root names the placeholders of a transform use (SPEC 6).
+    """List the root names the placeholders of a transform use (template-language.md "Transforms").
 
     Args:
         transform (Any): a transform value, walked recursively (in v2 the alternatives of every
@@ -136,7 +137,8 @@ def placeholder_roots(transform: Any, *, v2: bool = False) -> list[str]:
 
 
 def transform_errors(transform: Any, *, v2: bool = False) -> list[str]:
-    """Find the structural problems of a transform that are not about mixed strings (SPEC 6, v2).
+    """Find the structural problems of a transform that are not about mixed strings (template-language.md
+    "Transforms", v2).
 
     A v1 transform has none: every dict is a literal dict and every string that is not a whole
     ``{name.key}`` placeholder is a literal. In a v2 transform:
@@ -270,7 +272,7 @@ def _compile(transform: Any, v2: bool, strict: bool) -> Builder:
 
 
 def compile_transform(transform: Any, *, v2: bool = False) -> Callable[[dict], Any]:
-    """Compile a transform into a function of the scope (SPEC 6).
+    """Compile a transform into a function of the scope (template-language.md "Transforms").
 
     Args:
         transform (Any): the transform value from the template. It is read now; later changes
@@ -286,7 +288,7 @@ def compile_transform(transform: Any, *, v2: bool = False) -> Callable[[dict], A
 
 
 def apply_transform(transform: Any, scope: dict, *, v2: bool = False) -> Any:
-    """Substitute every whole-string placeholder of a transform (SPEC 6).
+    """Substitute every whole-string placeholder of a transform (template-language.md "Transforms").
 
     Args:
         transform (Any): dict / list / str / scalar; dicts and lists are walked (values only).
@@ -320,14 +322,15 @@ def make_field_processor(
     *,
     v2: bool = False,
 ) -> Callable[[str, dict], Any]:
-    """Build the close-time processing of one field: content parser, then transform (SPEC 4.5).
+    """Build the close-time processing of one field: content parser, then transform (template-language.md "Closing a
+    region and storing its value").
 
-    Tool-argument typing (SPEC 7) is not part of it; the generated parser applies it afterwards
-    when tools were given.
+    Tool-argument typing (template-language.md "Tool-argument typing") is not part of it; the generated parser
+    applies it afterwards when tools were given.
 
     Args:
         field (str): the field name, used in error messages.
-        content (str): the content parser name (SPEC 5).
+        content (str): the content parser name (template-language.md "Content parsers").
         content_args (dict): its arguments.
         transform (Any | None): the transform, or ``None`` for none.
         transform_each (bool): apply the transform to each element of a list of dicts.
@@ -450,14 +453,13 @@ def _direct(transform: Any, group_names: frozenset, v2: bool, each: bool = False
     result :func:`_finisher`'s ``finish`` gives (``each``: ``finish_each``), built without a scope
     dict.
 
-    A placeholder root is looked up where that scope would have it (SPEC 6, D4, D5): ``content``
-    is ``value``; a declared group name is ``captures.get(name)`` (None when it did not take
-    part); any other root is ``captures[root]``. With ``each`` the scope of one element is the
-    captures, then the element's keys, then (v2) ``content`` bound to the element. A path that
-    meets anything but a dict with the key, an unknown root, a value that is not a list of dicts
-    (``each``) raise :class:`_Miss`: the caller then runs the general ``finish``, which gives the
-    same result or raises its own error. Returns None for a transform it does not cover. Literals
-    are immutable scalars here, so nothing aliases the template; dicts and lists are built fresh.
+    A placeholder root is looked up where that scope would have it (template-language.md "Transforms", D4, D5):
+    ``content`` is ``value``; a declared group name is ``captures.get(name)`` (None when it did not take part); any
+    other root is ``captures[root]``. With ``each`` the scope of one element is the captures, then the element's
+    keys, then (v2) ``content`` bound to the element. A path that meets anything but a dict with the key, an unknown
+    root, a value that is not a list of dicts (``each``) raise :class:`_Miss`: the caller then runs the general
+    ``finish``, which gives the same result or raises its own error. Returns None for a transform it does not cover.
+    Literals are immutable scalars here, so nothing aliases the template; dicts and lists are built fresh.
     """
     pattern = _placeholder_pattern(v2)
 

@@ -57,3 +57,15 @@ def test_long_description_has_no_repository_relative_links():
     links = re.findall(r"\]\(([^)]+)\)", text) + re.findall(r'src="([^"]+)"', text)
     relative = [link for link in links if not re.match(r"[a-z]+://|#", link)]
     assert not relative, f"{project['readme']} links to repository files a package index cannot show: {relative}"
+
+
+def test_the_installed_code_cites_only_the_projects_own_docs():
+    """Docstrings and comments name the project's docs (template-language.md, events.md, README),
+    never the design notes kept outside the project (SPEC sections, ../shared)."""
+    found = []
+    for folder in ("compiler", "runtime", "respc_pkg", "generated"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if re.search(r"\bSPEC(\.md\b| sections?\b| \d)|\.\./shared", line):
+                    found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not found, "\n".join(found[:20])
