@@ -181,7 +181,7 @@ def _assert_inert(source: str) -> None:
     assert callees <= {"_rt.check_abi", "_rt.make_field_processor", "_rt.Region", "_rt.Edge", "_rt.make_boundary",
                        "regex.compile", "frozenset", "len", "float", "buf.find", "m.span", "m.start", "q.start",
                        "j.start", "literal_hold", "ResponseParser", "_rt.parse_many", "_rt.lead_search", "_rt.barrier_search",
-                       "_rt.partial_search", "_rt.partial_late", "_rt.partial_barrier",
+                       "_rt.partial_search", "_rt.partial_late", "_rt.partial_barrier", "_rt.window_partial",
                        "_rt.LazyPattern", "globals"} | {
         c for c in callees if re.fullmatch(r"_[DPB]\d+L?\.(search|fullmatch|match)", c)}, callees
 
