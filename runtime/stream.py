@@ -1008,9 +1008,10 @@ class StreamParser:
         bounded = {pattern: (name, key) for pattern, name, key in cls.REGEX_BOUNDED}
         cls._STRAY = tuple((closer, LazyPattern(pattern, 0, bound=bounded.get(pattern)), field)
                            for closer, pattern, field in cls.STRAY_CLOSERS)
-        if bounded:
+        if bounded and "REGEX_BOUNDED" in cls.__dict__:
             # searches of these patterns run with timeout=; a scan that meets one running out
-            # goes to _search_timed_out (docs/security.md, "Limits")
+            # goes to _search_timed_out (docs/security.md, "Limits"). Only on the class that
+            # declares them: a subclass's own _run still reaches this one through super()
             cls._run = StreamParser._run_bounded
             cls.SCANNERS = tuple(_guard_scanner(scan) for scan in cls.SCANNERS)
         # HeldRegex decodes and compiles its tables when first built (_held_regex; runtime/held.py)
