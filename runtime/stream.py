@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Callable, NamedTuple
 
 import regex
@@ -356,39 +357,56 @@ class BoundedPattern:
                 pos = until - parser._rxbase
                 if pos > (len(string) if endpos is None else endpos):
                     pos = -1
-        return pos, parser._rxt or REGEX_TIMEOUT
+        # the searches from one position share one limit, however many chunks re-read that text
+        left = (parser._rxt or REGEX_TIMEOUT) - parser._rxspent
+        return pos, left if left > 0.001 else 0.001
+
+    def _spent(self, t0: float) -> None:
+        parser = _RUNNING.parser
+        if parser is not None:
+            parser._rxspent += time.perf_counter() - t0
 
     def _out(self, pos: int, timeout: float) -> BaseException:
         if _RUNNING.parser is None:
             return RegexTimeoutError(self.label[0], self.label[1], self.pattern, None, timeout)
-        return _SearchTimeout(self, pos, timeout)
+        # the limit the parser was given (the search itself had what was left of it)
+        return _SearchTimeout(self, pos, _RUNNING.parser._rxt or REGEX_TIMEOUT)
 
     def search(self, string: str, pos: int = 0, endpos: int | None = None, **kwargs: Any) -> Any:
         pos, timeout = self._start(string, pos, endpos)
         if pos < 0:
             return None
+        t0 = time.perf_counter()
         try:
             return self._rx.search(string, pos, endpos, timeout=timeout, **kwargs)
         except TimeoutError:
             raise self._out(pos, timeout) from None
+        finally:
+            self._spent(t0)
 
     def match(self, string: str, pos: int = 0, endpos: int | None = None, **kwargs: Any) -> Any:
         start, timeout = self._start(string, pos, endpos)
         if start != pos:
             return None
+        t0 = time.perf_counter()
         try:
             return self._rx.match(string, pos, endpos, timeout=timeout, **kwargs)
         except TimeoutError:
             raise self._out(pos, timeout) from None
+        finally:
+            self._spent(t0)
 
     def fullmatch(self, string: str, pos: int = 0, endpos: int | None = None, **kwargs: Any) -> Any:
         start, timeout = self._start(string, pos, endpos)
         if start != pos:
             return None
+        t0 = time.perf_counter()
         try:
             return self._rx.fullmatch(string, pos, endpos, timeout=timeout, **kwargs)
         except TimeoutError:
             raise self._out(pos, timeout) from None
+        finally:
+            self._spent(t0)
 
 
 def _guard_scanner(scan: Callable) -> Callable:
@@ -399,6 +417,12 @@ def _guard_scanner(scan: Callable) -> Callable:
         return scan
 
     def guarded(buf: str, pos: int, eos: bool, memo: list) -> tuple:
+        parser = _RUNNING.parser
+        at = parser._rxbase + pos
+        if at != parser._rxat:
+            # decided text before this position: the searches from here start a new shared limit
+            parser._rxat = at
+            parser._rxspent = 0.0
         while True:
             try:
                 return scan(buf, pos, eos, memo)
@@ -970,7 +994,8 @@ class StreamParser:
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
-                 "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd", "_rxt", "_rxskip", "_rxbase", "_rxbuf")
+                 "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd", "_rxt", "_rxskip", "_rxbase", "_rxbuf", "_rxat",
+                 "_rxspent")
 
     #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -1038,6 +1063,9 @@ class StreamParser:
         #: seconds a search of a delimiter not proven linear may run (None: REGEX_TIMEOUT)
         self._rxt = regex_timeout
         self._rxskip = None
+        #: response offset the last scan started at, and the bounded searches' seconds since
+        self._rxat = -1
+        self._rxspent = 0.0
         if errors not in ERRORS:
             raise ValueError(f"errors must be one of {list(ERRORS)}, got {errors!r}")
         self._recover = errors == "recover"
@@ -1837,6 +1865,7 @@ class StreamParser:
             skip = self._rxskip = {}
         skip[label] = max(until, skip.get(label, until))
         memo[:] = [None] * len(memo)
+        self._rxspent = 0.0
         self._report("regex-timeout", start, until,
                      f"the search of /{exc.bounded.pattern}/ (field {label[0]!r}, key {label[1]!r}) from response "
                      f"offset {start} ran past its time limit of {exc.timeout} s; it is taken as not matching in "
