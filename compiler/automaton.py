@@ -1737,6 +1737,10 @@ class ScanPlans:
     memo_slots: int
     window: int = 64
     backs: tuple = ()
+    #: per entry of ``regexes``, then per entry of ``probes``: ``(field name, template key)`` of
+    #: its delimiter (what a search that runs out of time names, runtime ``BoundedPattern``)
+    labels: tuple = ()
+    probe_labels: tuple = ()
 
 
 def _describe_delimiter(delim: Delimiter) -> str:
@@ -1761,6 +1765,8 @@ def plan_scans(template: Template, automaton: Automaton) -> ScanPlans:
     probe_index: dict[tuple[int, str], int] = {}
     backs: list[tuple[str, str]] = []
     back_index: dict[str, int] = {}
+    labels: list[tuple[str, str]] = []
+    probe_labels: list[tuple[str, str]] = []
     slots = 0
     plans = []
     for state in automaton.states:
@@ -1779,11 +1785,13 @@ def plan_scans(template: Template, automaton: Automaton) -> ScanPlans:
             if key not in regex_index:
                 regex_index[key] = len(regexes)
                 regexes.append((w.delimiter.pattern, comment + (" (indeterminate, D2)" if facts.indeterminate else "")))
+                labels.append((template.fields[w.field].name, w.delimiter.key))
             probe = None
             if facts.probe is not None:
                 if key not in probe_index:
                     probe_index[key] = len(probes)
                     probes.append((facts.probe, "probe of " + comment))
+                    probe_labels.append((template.fields[w.field].name, w.delimiter.key))
                 probe = probe_index[key]
             reuse = "\\G" not in w.delimiter.pattern
             slot = probe_slot = None
@@ -1839,4 +1847,5 @@ def plan_scans(template: Template, automaton: Automaton) -> ScanPlans:
             hold = LiteralHold(prefixes, "".join(sorted({lit[0] for lit in longer})),
                                max(len(lit) for lit in longer) - 1, distinct)
         plans.append(ScanPlan(state.index, state.name, tuple(finds), hold, tuple(groups)))
-    return ScanPlans(tuple(plans), tuple(regexes), tuple(probes), slots, backs=tuple(backs))
+    return ScanPlans(tuple(plans), tuple(regexes), tuple(probes), slots, backs=tuple(backs), labels=tuple(labels),
+                     probe_labels=tuple(probe_labels))

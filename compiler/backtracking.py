@@ -46,7 +46,7 @@ from functools import lru_cache
 from .automaton import _SAMPLES, _item_has, sre_c, sre_parse
 from .sre import parse_pattern
 
-__all__ = ["backtracking_problem", "MAX_MEETINGS", "MAX_WORK", "UNROLL"]
+__all__ = ["backtracking_problem", "linear_time_problem", "MAX_MEETINGS", "MAX_WORK", "UNROLL"]
 
 #: places one after the other where two ways to read the same text part and meet again: refused
 #: from this many (2**k ways to read one text or more; the catalogue's most: 2)
@@ -491,3 +491,207 @@ def backtracking_problem(pattern: str) -> str | None:
         return "nested too deeply to check for exponential backtracking"
     except _Unanalysable as exc:
         return f"a construct the backtracking check cannot read ({exc}), so it cannot be shown safe"
+
+
+# -- proof of linear-time search (issue 23 item 4, the runtime half) ------------------------------
+
+
+def _has_unreadable(seq) -> str | None:
+    """What in an sre tree makes the linear-time proof fail outright, or None: a backreference, a
+    conditional, or a lookaround whose body can match text of unbounded length."""
+    for op, av in seq:
+        if op is sre_c.GROUPREF or op is sre_c.GROUPREF_EXISTS:
+            return "a backreference or a conditional"
+        if op in _ASSERTS:
+            body = av[1]
+            if av[0] < 0 and body.getwidth()[1] >= sre_c.MAXREPEAT:
+                # a lookahead's body is proven as a pattern of its own (_linear_proof)
+                return "a lookbehind that can read text of unbounded length"
+            found = _has_unreadable(body)
+        elif op is sre_c.SUBPATTERN:
+            found = _has_unreadable(av[-1])
+        elif op is getattr(sre_c, "ATOMIC_GROUP", None):
+            found = _has_unreadable(av)
+        elif op is sre_c.BRANCH:
+            found = next((f for f in (_has_unreadable(b) for b in av[1]) if f), None)
+        elif op in _REPEATS:
+            found = _has_unreadable(av[2])
+        else:
+            found = None
+        if found:
+            return found
+    return None
+
+
+def _pair_cycle(edges_of, starts) -> bool:
+    """Whether the graph ``edges_of`` reaches a cycle from ``starts`` (iterative DFS, colours)."""
+    colour: dict = {}
+    for root in starts:
+        if root in colour:
+            continue
+        colour[root] = 1
+        frames = [(root, iter(edges_of(root)))]
+        while frames:
+            node, it = frames[-1]
+            for nxt in it:
+                c = colour.get(nxt)
+                if c == 1:
+                    return True
+                if c is None:
+                    colour[nxt] = 1
+                    frames.append((nxt, iter(edges_of(nxt))))
+                    break
+            else:
+                colour[node] = 2
+                frames.pop()
+    return False
+
+
+def _components(graph: dict) -> dict:
+    """Per node of ``graph`` (node -> successors): True when it lies on a cycle (Kosaraju)."""
+    order: list = []
+    seen: set = set()
+    for root in graph:
+        if root in seen:
+            continue
+        seen.add(root)
+        frames = [(root, iter(graph[root]))]
+        while frames:
+            node, it = frames[-1]
+            for nxt in it:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    frames.append((nxt, iter(graph[nxt])))
+                    break
+            else:
+                order.append(node)
+                frames.pop()
+    back: dict = {node: [] for node in graph}
+    for node, out in graph.items():
+        for nxt in out:
+            back[nxt].append(node)
+    cyclic: dict = {}
+    comp_of: dict = {}
+    for root in reversed(order):
+        if root in comp_of:
+            continue
+        members = [root]
+        comp_of[root] = root
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            for prev in back[node]:
+                if prev not in comp_of:
+                    comp_of[prev] = root
+                    members.append(prev)
+                    stack.append(prev)
+        loop = len(members) > 1 or root in graph[root]
+        for m in members:
+            cyclic[m] = loop
+    return cyclic
+
+
+def _linear_proof(pattern: str, tree) -> str | None:
+    g = _Glushkov()
+    first, _last, _nullable = g.seq(tree)
+    samples = _samples(pattern, g.items)
+    fold = "(?" in pattern and _IGNORECASE.search(pattern) is not None
+    masks = []
+    for op, av in g.items:
+        mask = 0
+        for i, c in enumerate(samples):
+            cases = {c, c.lower(), c.upper(), c.casefold()[:1], c.swapcase()[:1]} if fold else (c,)
+            if any(len(x) == 1 and _item_has(op, av, x) for x in cases):
+                mask |= 1 << i
+        masks.append(mask)
+    steps = [0]
+
+    def succ(pair):
+        p, q = pair
+        fp = g.follow[p] if p >= 0 else first
+        fq = g.follow[q] if q >= 0 else first
+        steps[0] += len(fp) * len(fq)
+        if steps[0] > MAX_WORK:
+            raise _TooLarge("too many steps")
+        out = []
+        for a in fp:
+            ma = masks[a]
+            for b in fq:
+                if ma & masks[b]:
+                    out.append((a, b))
+        return out
+
+    # 1. one attempt (one start offset) has a bounded number of ways to read any text: two copies
+    # of the automaton run side by side on the same characters never go round a loop while they
+    # are apart (a loop through a parted pair gives ever more ways: `\s*\s*x`)
+    graph: dict = {}
+    todo = [(-1, -1)]
+    graph[(-1, -1)] = None
+    while todo:
+        node = todo.pop()
+        out = graph[node] = succ(node)
+        for nxt in out:
+            if nxt not in graph:
+                graph[nxt] = None
+                todo.append(nxt)
+    for node, comp in _components(graph).items():
+        if node[0] != node[1] and comp:
+            return "two ways to read the same text inside a loop (a search may take polynomial time)"
+    # 2. attempts from different offsets share a bounded stretch of text: an attempt that has read
+    # a character (at position a) and one that starts on the next (b in first) cannot go on side
+    # by side for ever (no cycle in the pair graph from those pairs)
+    inner = sorted({p for p in range(len(g.items)) if any(p in f for f in g.follow)})
+    starts = []
+    for a in inner:
+        for b in first:
+            if masks[a] & masks[b]:
+                starts.append((a, b))
+    if _pair_cycle(succ, starts):
+        return ("attempts at different offsets can read the same text without bound "
+                "(a search may take quadratic time)")
+    for body in g.lookarounds:
+        found = _linear_proof(pattern, body)
+        if found:
+            return found + " (in a lookaround)"
+    return None
+
+
+@lru_cache(maxsize=1024)
+def linear_time_problem(pattern: str) -> str | None:
+    """Why ``pattern``'s searches cannot be shown to take linear time, or None when they can.
+
+    The proof (docs/security.md, "Limits"): the pattern has no exponential problem
+    (:func:`backtracking_problem`), no backreference, conditional or lookaround of unbounded
+    length; in its position automaton (lookaround bodies on their own) one attempt at one start
+    offset has at most one way to read any text, so the engine's work there is proportional to
+    the text it reads (each other choice fails on the character at hand); and two attempts from
+    different offsets can read only a bounded stretch of text side by side, so each character is
+    read by a bounded number of attempts. Together a search costs time linear in the text. The
+    regex module's own syntax that the ``re`` parser cannot read, and anything too large to
+    analyse, is not proven.
+
+    Args:
+        pattern: a delimiter regex (``regex`` syntax, compiled with DOTALL).
+
+    Returns:
+        str | None: one sentence saying what the proof missed; None when it holds. Generated
+        modules search a pattern with a reason under ``timeout=`` (runtime ``REGEX_TIMEOUT``).
+    """
+    problem = backtracking_problem(pattern)
+    if problem:
+        return problem
+    try:
+        tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+    except Exception:  # noqa: BLE001 - regex-only syntax: read only approximately, not proven
+        return "syntax of the regex module the proof reads only approximately"
+    found = _has_unreadable(list(tree))
+    if found:
+        return found
+    try:
+        try:
+            marked = sre_parse.parse(_mark_alternatives(pattern), sre_c.SRE_FLAG_DOTALL)
+        except Exception:  # noqa: BLE001
+            marked = tree
+        return _linear_proof(pattern, list(marked))
+    except (_TooLarge, RecursionError, _Unanalysable):
+        return "too large or too deeply nested to prove linear"

@@ -23,6 +23,7 @@ import jinja2
 from respc.runtime.content import PARSERS, STREAMABLE_PARSERS
 from respc.runtime.stream import PARTIAL_LONG, RUNTIME_ABI
 
+from .backtracking import linear_time_problem
 from .automaton import NEVER, Automaton, LiteralFind, barrier_plan, classify_pattern, late_pattern, plan_scans
 from .held import PositionAutomaton, held_plan
 from .ir import Template
@@ -328,6 +329,11 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     # "lazy-delimiters": the regex delimiters are LazyPattern objects that rebind their global
     if scans.regexes:
         features.append("lazy-delimiters")
+    # "regex-timeout": delimiters not proven linear are searched with timeout= (LazyPattern's bound=)
+    bounded = [(pattern, label) for (pattern, _), label in zip(scans.regexes, scans.labels)
+               if linear_time_problem(pattern) is not None]
+    if bounded:
+        features.append("regex-timeout")
     return {
         "header": HEADER,
         "guard": ENCODING_GUARD,
@@ -352,6 +358,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "has_held": any(table is not None for table in held),
         "outside_field": template.implicit,
         "stray_closers": _stray_closers(template),
+        "regex_bounded": None if not bounded else _tuple([f"({_lit(p)}, {_lit(f)}, {_lit(k)})" for p, (f, k) in bounded]),
         "diagnostics_key": _lit(template.diagnostics),
         **scanner_view,
         "context": context,
@@ -417,9 +424,11 @@ def _scanner_view(scans) -> dict:
     return {
         "plans": plans,
         "regexes": [{"var": f"_D{k}", "var_repr": _lit(f"_D{k}"), "pattern_repr": _lit(pattern),
-                     "comment": _line(comment), "leads": _leads_repr(pattern), "late": _late_view(f"_D{k}L", pattern)}
+                     "comment": _line(comment), "leads": _leads_repr(pattern), "late": _late_view(f"_D{k}L", pattern),
+                     "bound": _bound(pattern, scans.labels[k] if k < len(scans.labels) else None)}
                     for k, (pattern, comment) in enumerate(scans.regexes)],
-        "probes": [{"var": f"_P{k}", "pattern_repr": _lit(pattern), "comment": _line(comment)}
+        "probes": [{"var": f"_P{k}", "pattern_repr": _lit(pattern), "comment": _line(comment),
+                    "bound": _bound(pattern, scans.probe_labels[k] if k < len(scans.probe_labels) else None)}
                    for k, (pattern, comment) in enumerate(scans.probes)],
         "backs": [{"var": f"_B{k}", "pattern_repr": _lit(pattern), "comment": _line(comment)}
                   for k, (pattern, comment) in enumerate(scans.backs)],
@@ -430,6 +439,16 @@ def _scanner_view(scans) -> dict:
         "partial_long": PARTIAL_LONG,
         "searches": searches,
     }
+
+
+def _bound(pattern: str, label: tuple | None) -> str:
+    """The ``bound=`` argument of a delimiter's ``LazyPattern`` (and its probe's, its late
+    pattern's): ``""`` when :func:`~respc.compiler.backtracking.linear_time_problem` proves the
+    pattern's searches linear (they run without a time limit), else ``, bound=(field, key)``:
+    the runtime searches it with ``timeout=`` (docs/security.md, "Limits")."""
+    if label is None or linear_time_problem(pattern) is None:
+        return ""
+    return f", bound=({_lit(label[0])}, {_lit(label[1])})"
 
 
 def _late_view(var: str, pattern: str) -> dict | None:

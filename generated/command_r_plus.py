@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'barrier-search', 'partial-search', 'window-partial', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'barrier-search', 'partial-search', 'window-partial', 'held-json', 'lazy-delimiters', 'regex-timeout'))
 
 SOURCE = 'templates/command_r_plus.json'
 TEMPLATE_SHA256 = 'b99792522ae998935d3c93c1e6bf872ed7a457b4bf08838eed6373d04368dba5'
@@ -122,15 +122,15 @@ _START_ANCHOR = regex.compile('<\\|START_OF_TURN_TOKEN\\|><\\|CHATBOT_TOKEN\\|>'
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
 # open of 'tool_calls': /'Action:[ \\t]*\\n?[ \\t]*```json\\s*'/
-_D0 = _rt.LazyPattern('Action:[ \\t]*\\n?[ \\t]*```json\\s*', scope=globals(), name='_D0')
+_D0 = _rt.LazyPattern('Action:[ \\t]*\\n?[ \\t]*```json\\s*', scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
 # close of 'tool_calls': /'\\s*```'/
-_D1 = _rt.LazyPattern('\\s*```', scope=globals(), name='_D1')
+_D1 = _rt.LazyPattern('\\s*```', scope=globals(), name='_D1', bound=('tool_calls', 'close_pattern'))
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'Action:[ \\t]*\\n?[ \\t]*```json\\s*'/ (compiled when first asked)
-_P0 = _rt.LazyPattern('(?>(?:Action:[ \\t]*\\n?[ \\t]*```json\\s*))(?!)')
+_P0 = _rt.LazyPattern('(?>(?:Action:[ \\t]*\\n?[ \\t]*```json\\s*))(?!)', bound=('tool_calls', 'open_pattern'))
 # probe of close of 'tool_calls': /'\\s*```'/ (compiled when first asked)
-_P1 = _rt.LazyPattern('(?>(?:\\s*```))(?!)')
+_P1 = _rt.LazyPattern('(?>(?:\\s*```))(?!)', bound=('tool_calls', 'close_pattern'))
 # Required factors (issue 14): without the factor after the search position, a partial match can
 # start only in the run of characters the part before the factor consumes; these find its start.
 # the last character before '```' that /'\\s*```'/ cannot consume before it (compiled when first asked)
@@ -599,6 +599,9 @@ class ResponseParser(_rt.StreamParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('<|END_OF_TURN_TOKEN|>', '<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>', 1),)
+    # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
+    # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
+    REGEX_BOUNDED = (('Action:[ \\t]*\\n?[ \\t]*```json\\s*', 'tool_calls', 'open_pattern'), ('\\s*```', 'tool_calls', 'close_pattern'))
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
 

@@ -36,7 +36,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'window-partial', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'window-partial', 'held-json', 'lazy-delimiters', 'regex-timeout'))
 
 SOURCE = 'templates/cwm.json'
 TEMPLATE_SHA256 = '9a27ad676116752807d70a0b4c7d36479f782a5ffd2739351778455d26d815ac'
@@ -204,9 +204,9 @@ _D0 = _rt.LazyPattern('<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)', sco
 # open of 'named_call_command': /'<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)'/
 _D1 = _rt.LazyPattern('<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)', scope=globals(), name='_D1')
 # open of 'tool_call_json': /'<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>'/
-_D2 = _rt.LazyPattern('<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>', scope=globals(), name='_D2')
+_D2 = _rt.LazyPattern('<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>', scope=globals(), name='_D2', bound=('tool_call_json', 'open_pattern'))
 # open of 'tool_call_command': /'<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>'/
-_D3 = _rt.LazyPattern('<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>', scope=globals(), name='_D3')
+_D3 = _rt.LazyPattern('<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>', scope=globals(), name='_D3', bound=('tool_call_command', 'open_pattern'))
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'named_call_json': /'<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)'/ (compiled when first asked)
@@ -214,9 +214,9 @@ _P0 = _rt.LazyPattern('(?>(?:<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)
 # probe of open of 'named_call_command': /'<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)'/ (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)))(?!)')
 # probe of open of 'tool_call_json': /'<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>'/ (compiled when first asked)
-_P2 = _rt.LazyPattern('(?>(?:<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>))(?!)')
+_P2 = _rt.LazyPattern('(?>(?:<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>))(?!)', bound=('tool_call_json', 'open_pattern'))
 # probe of open of 'tool_call_command': /'<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>'/ (compiled when first asked)
-_P3 = _rt.LazyPattern('(?>(?:<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>))(?!)')
+_P3 = _rt.LazyPattern('(?>(?:<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>))(?!)', bound=('tool_call_command', 'open_pattern'))
 # Required factors (issue 14): without the factor after the search position, a partial match can
 # start only in the run of characters the part before the factor consumes; these find its start.
 # the last character before 'function' that /'<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)'/ cannot consume before it (compiled when first asked)
@@ -917,6 +917,9 @@ class ResponseParser(_rt.StreamParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('</think>', '<think>', 0), ('</tool>', '<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)', 1), ('</tool>', '<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)', 2), ('</tool>', '<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>', 3), ('</tool>', '<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>', 4))
+    # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
+    # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
+    REGEX_BOUNDED = (('<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>', 'tool_call_json', 'open_pattern'), ('<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>', 'tool_call_command', 'open_pattern'))
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
 

@@ -34,7 +34,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'window-partial', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'window-partial', 'held-json', 'lazy-delimiters', 'regex-timeout'))
 
 SOURCE = 'templates/dots.json'
 TEMPLATE_SHA256 = 'a17873caf9b4d78dcccf33bee73ff1d9d805456255eb41e0f865da7d8b552325'
@@ -143,13 +143,13 @@ _START_ANCHOR = regex.compile('<\\|response\\|>', regex.DOTALL)
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
 # open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
-_D0 = _rt.LazyPattern('<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>', scope=globals(), name='_D0')
+_D0 = _rt.LazyPattern('<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>', scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
 # open of 'json_tool_call': /'(?=\\{)'/
 _D1 = _rt.LazyPattern('(?=\\{)', scope=globals(), name='_D1')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/ (compiled when first asked)
-_P0 = _rt.LazyPattern('(?>(?:<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>))(?!)')
+_P0 = _rt.LazyPattern('(?>(?:<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>))(?!)', bound=('tool_calls', 'open_pattern'))
 # probe of open of 'json_tool_call': /'(?=\\{)'/ (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:(?=\\{)))(?!)')
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
@@ -658,6 +658,9 @@ class ResponseParser(_rt.StreamParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('</dots_function_call>', '<dots_function_call>', 0), ('</invoke>', '<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>', 1))
+    # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
+    # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
+    REGEX_BOUNDED = (('<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>', 'tool_calls', 'open_pattern'),)
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
 

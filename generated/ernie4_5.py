@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'held-json', 'lazy-delimiters', 'regex-timeout'))
 
 SOURCE = 'templates/ernie4_5.json'
 TEMPLATE_SHA256 = '753609acf46a79cb7b9c6458608bdb960ffa8e4d584afefae45737b18fa773ee'
@@ -100,14 +100,14 @@ _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n|Assistant:\\ |Assis
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
 # open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
-_D0 = _rt.LazyPattern('^\\s*(?:<think>\\s*)?|<think>\\s*', scope=globals(), name='_D0')
+_D0 = _rt.LazyPattern('^\\s*(?:<think>\\s*)?|<think>\\s*', scope=globals(), name='_D0', bound=('reasoning_content', 'open_pattern'))
 # the same for a complete text's search from an offset after 0 (its start-anchored alternatives dropped)
-_D0L = _rt.LazyPattern('<think>\\s*')
+_D0L = _rt.LazyPattern('<think>\\s*', bound=('reasoning_content', 'open_pattern'))
 _D0L_LEADS = ('<think>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/ (compiled when first asked)
-_P0 = _rt.LazyPattern('(?>(?:^\\s*(?:<think>\\s*)?|<think>\\s*))(?!)')
+_P0 = _rt.LazyPattern('(?>(?:^\\s*(?:<think>\\s*)?|<think>\\s*))(?!)', bound=('reasoning_content', 'open_pattern'))
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -448,6 +448,9 @@ class ResponseParser(_rt.StreamParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('</think>', '^\\s*(?:<think>\\s*)?|<think>\\s*', 0), ('</tool_call>', '<tool_call>', 1))
+    # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
+    # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
+    REGEX_BOUNDED = (('^\\s*(?:<think>\\s*)?|<think>\\s*', 'reasoning_content', 'open_pattern'),)
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
 

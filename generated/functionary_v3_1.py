@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'held-json', 'lazy-delimiters', 'regex-timeout'))
 
 SOURCE = 'templates/functionary_v3_1.json'
 TEMPLATE_SHA256 = '70ce7358e77e5a60e52eba512fe2580175a7d580d5b104273f7e7bc762c63f10'
@@ -119,13 +119,13 @@ _START_ANCHOR = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
 # open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/
-_D0 = _rt.LazyPattern('<function=(?P<name>[^>]+)>', scope=globals(), name='_D0')
+_D0 = _rt.LazyPattern('<function=(?P<name>[^>]+)>', scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<function=',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/ (compiled when first asked)
-_P0 = _rt.LazyPattern('(?>(?:<function=(?P<name>[^>]+)>))(?!)')
+_P0 = _rt.LazyPattern('(?>(?:<function=(?P<name>[^>]+)>))(?!)', bound=('tool_calls', 'open_pattern'))
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -481,6 +481,9 @@ class ResponseParser(_rt.StreamParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('</function>', '<function=(?P<name>[^>]+)>', 0), ('<|eom_id|>', '<\\|python_tag\\|>', 1), ('<|eot_id|>', '<\\|python_tag\\|>', 1))
+    # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
+    # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
+    REGEX_BOUNDED = (('<function=(?P<name>[^>]+)>', 'tool_calls', 'open_pattern'),)
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
 

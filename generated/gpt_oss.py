@@ -34,7 +34,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'partial-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'partial-search', 'held-json', 'lazy-delimiters', 'regex-timeout'))
 
 SOURCE = 'templates/gpt_oss.json'
 TEMPLATE_SHA256 = 'f01c4878f14562c554d839c9dc34ab1a95522cf0ee7761a541231b277634016b'
@@ -139,7 +139,7 @@ _D0_LEADS = ('<|channel|>',)
 # open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
 _D1 = _rt.LazyPattern('(?P<repair_stripped_tokens>^analysis)', scope=globals(), name='_D1')
 # open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-_D2 = _rt.LazyPattern('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', scope=globals(), name='_D2')
+_D2 = _rt.LazyPattern('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', scope=globals(), name='_D2', bound=('tool_calls', 'open_pattern'))
 # close of 'content': /'<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>'/
 _D3 = _rt.LazyPattern('<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>', scope=globals(), name='_D3')
 # every match starts with one of these: a complete text's search finds them first (lead_search)
@@ -155,7 +155,7 @@ _P0 = _rt.LazyPattern('(?>(?:<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<re
 # probe of open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/ (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:(?P<repair_stripped_tokens>^analysis)))(?!)')
 # probe of open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/ (compiled when first asked)
-_P2 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))))(?!)')
+_P2 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))))(?!)', bound=('tool_calls', 'open_pattern'))
 # probe of close of 'content': /'<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>'/ (compiled when first asked)
 _P3 = _rt.LazyPattern('(?>(?:<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>))(?!)')
 # probe of close of 'tool_calls': /'<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>'/ (compiled when first asked)
@@ -754,6 +754,9 @@ class ResponseParser(_rt.StreamParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('<|end|>', '<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', 0), ('<|start|>assistant', '<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', 0), ('assistantfinal', '(?P<repair_stripped_tokens>^analysis)', 1))
+    # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
+    # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
+    REGEX_BOUNDED = (('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?commentary)?\\s*to=functions\\.(?P<name>[^<\\s]+)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', 'tool_calls', 'open_pattern'),)
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
 

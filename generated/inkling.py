@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'barrier-search', 'partial-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'barrier-search', 'partial-search', 'held-json', 'lazy-delimiters', 'regex-timeout'))
 
 SOURCE = 'templates/inkling.json'
 TEMPLATE_SHA256 = '91dc9469d435bc86d3dc184318fa650277553467a0365be87d0ebc9358a59f97'
@@ -116,11 +116,11 @@ _START_ANCHOR = regex.compile('<\\|message_model\\|>', regex.DOTALL)
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
 # open of 'tool_calls': /'(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>'/
-_D0 = _rt.LazyPattern('(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>', scope=globals(), name='_D0')
+_D0 = _rt.LazyPattern('(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>', scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>'/ (compiled when first asked)
-_P0 = _rt.LazyPattern('(?>(?:(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>))(?!)')
+_P0 = _rt.LazyPattern('(?>(?:(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>))(?!)', bound=('tool_calls', 'open_pattern'))
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -555,6 +555,9 @@ class ResponseParser(_rt.StreamParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('<|end_message|>', '<\\|content_thinking\\|>', 0), ('<|content_text|>', '<\\|content_thinking\\|>', 0), ('<|content_model_end_sampling|>', '<\\|content_thinking\\|>', 0), ('<|end_message|>', '(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>', 1))
+    # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
+    # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
+    REGEX_BOUNDED = (('(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>', 'tool_calls', 'open_pattern'),)
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
 

@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'held-json', 'lazy-delimiters', 'regex-timeout'))
 
 SOURCE = 'templates/kimi_k2_thinking.json'
 TEMPLATE_SHA256 = '4afd0e5ba81115e02d11e9f58611794a75c077ca1c00c164091f9f86bada903b'
@@ -104,13 +104,13 @@ _START_ANCHOR = regex.compile('<\\|im_assistant\\|>assistant<\\|im_middle\\|>', 
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
 # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/
-_D0 = _rt.LazyPattern('<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>', scope=globals(), name='_D0')
+_D0 = _rt.LazyPattern('<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>', scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<|tool_call_begin|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/ (compiled when first asked)
-_P0 = _rt.LazyPattern('(?>(?:<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>))(?!)')
+_P0 = _rt.LazyPattern('(?>(?:<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>))(?!)', bound=('tool_calls', 'open_pattern'))
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -503,6 +503,9 @@ class ResponseParser(_rt.StreamParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('</think>', '<think>', 0), ('<|tool_calls_section_begin|>', '<think>', 0), ('<|tool_call_end|>', '<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>', 1))
+    # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
+    # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
+    REGEX_BOUNDED = (('<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>', 'tool_calls', 'open_pattern'),)
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
 

@@ -34,7 +34,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'barrier-search', 'partial-search', 'window-partial', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'barrier-search', 'partial-search', 'window-partial', 'held-json', 'lazy-delimiters', 'regex-timeout'))
 
 SOURCE = 'templates/llama3_json.json'
 TEMPLATE_SHA256 = '94670f7e4390608e6169b12e62da8db89c43681ba8d18d5812e5d59cd690a858'
@@ -171,17 +171,17 @@ _START_ANCHOR = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id
 # open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/
 _D0 = _rt.LazyPattern('(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)', scope=globals(), name='_D0')
 # close of 'tool_calls': /'\\s*;'/
-_D1 = _rt.LazyPattern('\\s*;', scope=globals(), name='_D1')
+_D1 = _rt.LazyPattern('\\s*;', scope=globals(), name='_D1', bound=('tool_calls', 'close_pattern'))
 # close of 'tagged_json_call': /'\\s*;'/
-_D2 = _rt.LazyPattern('\\s*;', scope=globals(), name='_D2')
+_D2 = _rt.LazyPattern('\\s*;', scope=globals(), name='_D2', bound=('tagged_json_call', 'close_pattern'))
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)))(?!)')
 # probe of close of 'tool_calls': /'\\s*;'/ (compiled when first asked)
-_P1 = _rt.LazyPattern('(?>(?:\\s*;))(?!)')
+_P1 = _rt.LazyPattern('(?>(?:\\s*;))(?!)', bound=('tool_calls', 'close_pattern'))
 # probe of close of 'tagged_json_call': /'\\s*;'/ (compiled when first asked)
-_P2 = _rt.LazyPattern('(?>(?:\\s*;))(?!)')
+_P2 = _rt.LazyPattern('(?>(?:\\s*;))(?!)', bound=('tagged_json_call', 'close_pattern'))
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -520,6 +520,9 @@ class ResponseParser(_rt.StreamParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = ()
+    # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
+    # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
+    REGEX_BOUNDED = (('\\s*;', 'tool_calls', 'close_pattern'), ('\\s*;', 'tagged_json_call', 'close_pattern'))
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
 

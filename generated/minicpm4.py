@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'window-partial', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'window-partial', 'held-json', 'lazy-delimiters', 'regex-timeout'))
 
 SOURCE = 'templates/minicpm4.json'
 TEMPLATE_SHA256 = '0543709cb26491d3afa30b882caab82d0a7a025c62f90b22d782c1869f679336'
@@ -111,11 +111,11 @@ _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
 # open of 'tool_calls': /'<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>'/
-_D0 = _rt.LazyPattern('<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>', scope=globals(), name='_D0')
+_D0 = _rt.LazyPattern('<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>', scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>'/ (compiled when first asked)
-_P0 = _rt.LazyPattern('(?>(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>))(?!)')
+_P0 = _rt.LazyPattern('(?>(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>))(?!)', bound=('tool_calls', 'open_pattern'))
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -451,6 +451,9 @@ class ResponseParser(_rt.StreamParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('</think>', '<think>', 0), ('</function>', '<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>', 1))
+    # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
+    # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
+    REGEX_BOUNDED = (('<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>', 'tool_calls', 'open_pattern'),)
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
 

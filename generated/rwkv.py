@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'partial-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'partial-search', 'held-json', 'lazy-delimiters', 'regex-timeout'))
 
 SOURCE = 'templates/rwkv.json'
 TEMPLATE_SHA256 = 'fb76d45e0c16a83ee789b5427ce3ea884a4812d821b4c30669dacea38626d582'
@@ -121,13 +121,13 @@ _D0 = _rt.LazyPattern('\\*\\*Tool Call:\\*\\*\\s*```json\\s*', scope=globals(), 
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('**Tool Call:**',)
 # close of 'tool_calls': /'\\s*```'/
-_D1 = _rt.LazyPattern('\\s*```', scope=globals(), name='_D1')
+_D1 = _rt.LazyPattern('\\s*```', scope=globals(), name='_D1', bound=('tool_calls', 'close_pattern'))
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'\\*\\*Tool Call:\\*\\*\\s*```json\\s*'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:\\*\\*Tool Call:\\*\\*\\s*```json\\s*))(?!)')
 # probe of close of 'tool_calls': /'\\s*```'/ (compiled when first asked)
-_P1 = _rt.LazyPattern('(?>(?:\\s*```))(?!)')
+_P1 = _rt.LazyPattern('(?>(?:\\s*```))(?!)', bound=('tool_calls', 'close_pattern'))
 # Required factors (issue 14): without the factor after the search position, a partial match can
 # start only in the run of characters the part before the factor consumes; these find its start.
 # the last character before '```' that /'\\s*```'/ cannot consume before it (compiled when first asked)
@@ -485,6 +485,9 @@ class ResponseParser(_rt.StreamParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('</think>', '<think>', 0),)
+    # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
+    # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
+    REGEX_BOUNDED = (('\\s*```', 'tool_calls', 'close_pattern'),)
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
 

@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'held-json', 'lazy-delimiters', 'regex-timeout'))
 
 SOURCE = 'templates/step3.json'
 TEMPLATE_SHA256 = '76a8f0c99f53b92fe6ed5c37d8ec43eadff4bde507bda11c71e161707650eb58'
@@ -106,13 +106,13 @@ _START_ANCHOR = regex.compile('<\\|BOT\\|>assistant\\\n', regex.DOTALL)
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
 # open of 'tool_calls': /'<\uff5ctool_call_begin\uff5c>\\s*function\\s*<\uff5ctool_sep\uff5c>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/
-_D0 = _rt.LazyPattern('<\uff5ctool_call_begin\uff5c>\\s*function\\s*<\uff5ctool_sep\uff5c>\\s*<steptml:invoke name="(?P<name>[^"]+)">', scope=globals(), name='_D0')
+_D0 = _rt.LazyPattern('<\uff5ctool_call_begin\uff5c>\\s*function\\s*<\uff5ctool_sep\uff5c>\\s*<steptml:invoke name="(?P<name>[^"]+)">', scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<\uff5ctool_call_begin\uff5c>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\uff5ctool_call_begin\uff5c>\\s*function\\s*<\uff5ctool_sep\uff5c>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/ (compiled when first asked)
-_P0 = _rt.LazyPattern('(?>(?:<\uff5ctool_call_begin\uff5c>\\s*function\\s*<\uff5ctool_sep\uff5c>\\s*<steptml:invoke name="(?P<name>[^"]+)">))(?!)')
+_P0 = _rt.LazyPattern('(?>(?:<\uff5ctool_call_begin\uff5c>\\s*function\\s*<\uff5ctool_sep\uff5c>\\s*<steptml:invoke name="(?P<name>[^"]+)">))(?!)', bound=('tool_calls', 'open_pattern'))
 # Required factors (issue 14): without the factor after the search position, a partial match can
 # start only in the run of characters the part before the factor consumes; these find its start.
 # the last character before '<steptml:invoke name="' that /'<\uff5ctool_call_begin\uff5c>\\s*function\\s*<\uff5ctool_sep\uff5c>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/ cannot consume before it (compiled when first asked)
@@ -514,6 +514,9 @@ class ResponseParser(_rt.StreamParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('</think>', '<think>', 0), ('</steptml:invoke>', '<\uff5ctool_call_begin\uff5c>\\s*function\\s*<\uff5ctool_sep\uff5c>\\s*<steptml:invoke name="(?P<name>[^"]+)">', 1))
+    # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
+    # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
+    REGEX_BOUNDED = (('<\uff5ctool_call_begin\uff5c>\\s*function\\s*<\uff5ctool_sep\uff5c>\\s*<steptml:invoke name="(?P<name>[^"]+)">', 'tool_calls', 'open_pattern'),)
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
 

@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'window-partial', 'held-json', 'lazy-delimiters'))
+_rt.check_abi(2, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'window-partial', 'held-json', 'lazy-delimiters', 'regex-timeout'))
 
 SOURCE = 'templates/xlam.json'
 TEMPLATE_SHA256 = '7409c1b2d2d384848561acbb51853d9646894278832d966a579b73fd7f6e45d0'
@@ -116,13 +116,13 @@ _D0 = _rt.LazyPattern('<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\
 # every match starts with one of these: a complete text's search finds them first (lead_search)
 _D0_LEADS = ('<tool_call>', '[', '```')
 # close of 'tool_calls': /'\\s*(?:</tool_call>|```)'/
-_D1 = _rt.LazyPattern('\\s*(?:</tool_call>|```)', scope=globals(), name='_D1')
+_D1 = _rt.LazyPattern('\\s*(?:</tool_call>|```)', scope=globals(), name='_D1', bound=('tool_calls', 'close_pattern'))
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")))(?!)')
 # probe of close of 'tool_calls': /'\\s*(?:</tool_call>|```)'/ (compiled when first asked)
-_P1 = _rt.LazyPattern('(?>(?:\\s*(?:</tool_call>|```)))(?!)')
+_P1 = _rt.LazyPattern('(?>(?:\\s*(?:</tool_call>|```)))(?!)', bound=('tool_calls', 'close_pattern'))
 # state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_0 = frozenset((
     '<',
@@ -419,6 +419,9 @@ class ResponseParser(_rt.StreamParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('</think>', '<think>', 0),)
+    # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
+    # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
+    REGEX_BOUNDED = (('\\s*(?:</tool_call>|```)', 'tool_calls', 'close_pattern'),)
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
 

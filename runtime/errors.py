@@ -8,7 +8,7 @@ and raises"), so callers written against the transformers reference (which raise
 from __future__ import annotations
 
 __all__ = ["RespcError", "TemplateError", "ContentParseError", "PlaceholderError", "UnknownPlaceholderError",
-           "ParserStateError"]
+           "ParserStateError", "RegexTimeoutError"]
 
 
 class RespcError(Exception):
@@ -76,6 +76,35 @@ class UnknownPlaceholderError(PlaceholderError, KeyError):
     """
 
     __str__ = BaseException.__str__
+
+
+class RegexTimeoutError(ContentParseError, TimeoutError):
+    """errors="strict": a search of a regex delimiter not proven to take linear time ran past its
+    time limit (``runtime.REGEX_TIMEOUT``, or the parser's ``regex_timeout=``; docs/security.md,
+    "Limits"). errors="recover" never raises it: the delimiter is taken as not matching there
+    and a ``regex-timeout`` diagnostic is listed (docs/events.md).
+
+    A :class:`ContentParseError` (the model output could not be parsed within the limit, so a
+    ``ValueError``) and a ``TimeoutError``.
+
+    Attributes:
+        field (str | None): the field whose delimiter it is; key (str | None): its template key
+            (``"open_pattern"``, ``"close_pattern"``); pattern (str): the regex;
+        offset (int | None): the response offset the search started at (None outside a parser);
+        timeout (float): the limit, in seconds.
+    """
+
+    def __init__(self, field: str | None, key: str | None, pattern: str, offset: int | None,
+                 timeout: float) -> None:
+        self.field = field
+        self.key = key
+        self.pattern = pattern
+        self.offset = offset
+        self.timeout = timeout
+        where = f" at response offset {offset}" if offset is not None else ""
+        super().__init__(f"field {field!r}, key {key!r}: the search of /{pattern}/{where} ran past its time "
+                         f"limit of {timeout} s (the pattern is not proven to search in linear time; "
+                         f"docs/security.md, \"Limits\")")
 
 
 class ParserStateError(RespcError, RuntimeError):

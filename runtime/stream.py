@@ -56,12 +56,14 @@ These shortcuts keep the common chunk cheap, each giving exactly the events a sc
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from typing import Any, Callable, NamedTuple
 
 import regex
 
 from .decoders import ACCEPTED, UNDECIDED
-from .errors import ContentParseError, ParserStateError
+from .errors import ContentParseError, ParserStateError, RegexTimeoutError
 from .held import STOP, HeldRegex
 from .repair import NOTES, decode_string_arguments
 from .tools import check_tool_call_names, coerce_tool_calls, compile_tool_types, tool_parameters
@@ -89,6 +91,8 @@ __all__ = [
     "partial_barrier",
     "lead_start",
     "LazyPattern",
+    "BoundedPattern",
+    "REGEX_TIMEOUT",
     "LiteralPrefixes",
     "parse_many",
     "PREFIX_REQUIRED",
@@ -111,7 +115,7 @@ RUNTIME_ABI = 2
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
 FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs",
                       "lead-search", "lazy-pattern", "held-json", "lazy-delimiters", "fast-heads",
-                      "barrier-search", "partial-search", "literal-prefixes", "window-partial"})
+                      "barrier-search", "partial-search", "literal-prefixes", "window-partial", "regex-timeout"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
 OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
@@ -307,6 +311,148 @@ def to_text(value: Any, tokenizer: Any, what: str) -> str:
     return text
 
 
+#: seconds one search (or match) of a regex delimiter that ``compiler/backtracking.py``
+#: ``linear_time_problem`` does not prove linear may run before it counts as timed out (strict:
+#: ``RegexTimeoutError``; recover: a ``regex-timeout`` diagnostic, the delimiter taken as not
+#: matching in the text so far). A parser's ``regex_timeout=`` overrides it; patterns proven
+#: linear (every catalogue delimiter but those docs/security.md lists) are searched without one.
+REGEX_TIMEOUT = 0.25
+
+
+class _Running(threading.local):
+    """The parser whose scan runs in this thread (set only by parsers with bounded patterns)."""
+
+    parser: Any = None
+
+
+_RUNNING = _Running()
+
+
+class _SearchTimeout(Exception):
+    """A :class:`BoundedPattern` search ran past its limit inside a parser's scan (internal)."""
+
+    def __init__(self, pattern: "BoundedPattern", pos: int, timeout: float) -> None:
+        super().__init__(pattern.pattern)
+        self.bounded = pattern
+        self.pos = pos
+        self.timeout = timeout
+
+
+class BoundedPattern:
+    """A compiled ``regex`` pattern whose ``search``, ``match`` and ``fullmatch`` run with
+    ``timeout=`` (docs/security.md, "Limits"): a generated module's delimiter that
+    ``linear_time_problem`` does not prove linear, its D2 probe and late pattern
+    (``LazyPattern(..., bound=(field, key))``).
+
+    The limit is the running parser's ``regex_timeout=``, else :data:`REGEX_TIMEOUT`. Inside a
+    parser's scan a search that runs out raises an internal exception the parser turns into
+    ``RegexTimeoutError`` (strict) or a ``regex-timeout`` diagnostic (recover); after such a
+    diagnostic, searches of the same delimiter over the parser's buffer skip every start before
+    the end of the text it had then (the delimiter does not match there). Outside a parser it
+    raises :class:`~respc.runtime.errors.RegexTimeoutError` (offset None).
+
+    Args:
+        compiled: the compiled pattern.
+        label (tuple[str, str]): ``(field name, template key)`` of the delimiter.
+    """
+
+    __slots__ = ("_rx", "pattern", "label")
+
+    def __init__(self, compiled: Any, label: tuple) -> None:
+        self._rx = compiled
+        self.pattern = compiled.pattern
+        self.label = tuple(label)
+
+    def __getattr__(self, name: str) -> Any:  # groupindex, flags, finditer (unbounded) ...
+        return getattr(self._rx, name)
+
+    def _start(self, string: str, pos: int, endpos: int | None) -> tuple[int, float]:
+        parser = _RUNNING.parser
+        if parser is None:
+            return pos, REGEX_TIMEOUT
+        skip = parser._rxskip
+        if skip is not None and string is parser._rxbuf:
+            until = skip.get(self.label)
+            if until is not None and pos < until - parser._rxbase:
+                pos = until - parser._rxbase
+                if pos > (len(string) if endpos is None else endpos):
+                    pos = -1
+        # the searches from one position share one limit, however many chunks re-read that text
+        left = (parser._rxt or REGEX_TIMEOUT) - parser._rxspent
+        return pos, left if left > 0.001 else 0.001
+
+    def _spent(self, t0: float) -> None:
+        parser = _RUNNING.parser
+        if parser is not None:
+            parser._rxspent += time.perf_counter() - t0
+
+    def _out(self, pos: int, timeout: float) -> BaseException:
+        if _RUNNING.parser is None:
+            return RegexTimeoutError(self.label[0], self.label[1], self.pattern, None, timeout)
+        # the limit the parser was given (the search itself had what was left of it)
+        return _SearchTimeout(self, pos, _RUNNING.parser._rxt or REGEX_TIMEOUT)
+
+    def search(self, string: str, pos: int = 0, endpos: int | None = None, **kwargs: Any) -> Any:
+        pos, timeout = self._start(string, pos, endpos)
+        if pos < 0:
+            return None
+        t0 = time.perf_counter()
+        try:
+            return self._rx.search(string, pos, endpos, timeout=timeout, **kwargs)
+        except TimeoutError:
+            raise self._out(pos, timeout) from None
+        finally:
+            self._spent(t0)
+
+    def match(self, string: str, pos: int = 0, endpos: int | None = None, **kwargs: Any) -> Any:
+        start, timeout = self._start(string, pos, endpos)
+        if start != pos:
+            return None
+        t0 = time.perf_counter()
+        try:
+            return self._rx.match(string, pos, endpos, timeout=timeout, **kwargs)
+        except TimeoutError:
+            raise self._out(pos, timeout) from None
+        finally:
+            self._spent(t0)
+
+    def fullmatch(self, string: str, pos: int = 0, endpos: int | None = None, **kwargs: Any) -> Any:
+        start, timeout = self._start(string, pos, endpos)
+        if start != pos:
+            return None
+        t0 = time.perf_counter()
+        try:
+            return self._rx.fullmatch(string, pos, endpos, timeout=timeout, **kwargs)
+        except TimeoutError:
+            raise self._out(pos, timeout) from None
+        finally:
+            self._spent(t0)
+
+
+def _guard_scanner(scan: Callable) -> Callable:
+    """``scan`` for a parser with bounded patterns: a search that ran out of time is handed to
+    the running parser (strict: it raises; recover: the delimiter is skipped there) and the scan
+    runs again."""
+    if getattr(scan, "_respc_guarded", False):
+        return scan
+
+    def guarded(buf: str, pos: int, eos: bool, memo: list) -> tuple:
+        parser = _RUNNING.parser
+        at = parser._rxbase + pos
+        if at != parser._rxat:
+            # decided text before this position: the searches from here start a new shared limit
+            parser._rxat = at
+            parser._rxspent = 0.0
+        while True:
+            try:
+                return scan(buf, pos, eos, memo)
+            except _SearchTimeout as exc:
+                _RUNNING.parser._search_timed_out(exc, buf, memo)
+
+    guarded._respc_guarded = True  # type: ignore[attr-defined]
+    return guarded
+
+
 class LazyPattern:
     """A ``regex`` pattern (``regex.DOTALL``) compiled when it is first used: a generated module's
     delimiters, D2 probes and factor back-searches, so importing the module compiles none of them
@@ -327,26 +473,32 @@ class LazyPattern:
         scope (dict | None): where ``name`` is bound to this object, rebound to the compiled
             pattern by the first use.
         name (str | None): that global's name (required with ``scope``).
+        bound (tuple[str, str] | None): ``(field, key)`` of a delimiter not proven to search in
+            linear time: the compiled pattern is wrapped in a :class:`BoundedPattern`.
 
     Raises:
         ValueError: ``scope`` without ``name``.
     """
 
     def __init__(self, source: str, flags: int = regex.DOTALL, *, scope: dict | None = None,
-                 name: str | None = None) -> None:
+                 name: str | None = None, bound: tuple | None = None) -> None:
         if scope is not None and not name:
             raise ValueError(f"LazyPattern({source!r}): scope without the name of its global")
         self.pattern = source
         self.flags = flags
         self._scope = scope
         self._name = name
+        self._bound = bound
         self._compiled: Any = None
 
     def _compile(self) -> Any:
         # also reached after the first use through a method taken before it (lead_search's match)
         compiled = self._compiled
         if compiled is None:
-            compiled = self._compiled = regex.compile(self.pattern, self.flags)
+            compiled = regex.compile(self.pattern, self.flags)
+            if self._bound is not None:
+                compiled = BoundedPattern(compiled, self._bound)
+            self._compiled = compiled
             self.search, self.match, self.fullmatch = compiled.search, compiled.match, compiled.fullmatch
             if self._scope is None and _is_probe(self.pattern) and _windowable(compiled):
                 # a D2 probe never matches completely: its long partial searches go a window at a
@@ -912,9 +1064,12 @@ class StreamParser:
             prefix and the start anchor").
         tools (list | None): JSON-schema tools or typed Python callables (template-language.md "Tool-argument typing").
         tokenizer: object with ``decode(ids) -> str``, needed when text comes as token ids.
+        regex_timeout (float | None): seconds one search of a regex delimiter not proven to search
+            in linear time may run (None: :data:`REGEX_TIMEOUT`; docs/security.md, "Limits").
+            Strict: ``RegexTimeoutError``; recover: a ``regex-timeout`` diagnostic.
 
     Raises:
-        ValueError: ``prefix`` is None.
+        ValueError: ``prefix`` is None, or ``regex_timeout`` is not a positive number.
         TypeError: token ids without a tokenizer.
     """
 
@@ -958,6 +1113,10 @@ class StreamParser:
     #: ``(closer, open_pattern, field)`` per literal close of an explicit field (compiler/emit.py
     #: ``_stray_closers``): errors="recover" reports a closer with no opener in a text region
     STRAY_CLOSERS: tuple = ()
+    #: ``(pattern, field, key)`` per regex delimiter not proven to search in linear time
+    #: (compiler/backtracking.py ``linear_time_problem``): its searches run with ``timeout=``
+    #: (:class:`BoundedPattern`); empty for most modules, which then pay nothing
+    REGEX_BOUNDED: tuple = ()
     #: v2 template key ``diagnostics``: the message key that receives :attr:`diagnostics` at
     #: finalize when there are any (None: they stay on the parser only)
     DIAGNOSTICS_KEY: str | None = None
@@ -967,7 +1126,8 @@ class StreamParser:
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
-                 "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd")
+                 "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd", "_rxt", "_rxskip", "_rxbase", "_rxbuf", "_rxat",
+                 "_rxspent")
 
     #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -1007,7 +1167,15 @@ class StreamParser:
         cls._CALLS = tuple(r.typed and any(not o.typed for o in cls.REGIONS) for r in cls.REGIONS)
         cls._KNOWN = tuple(triggers is not None for triggers, _ in cls.FAST_PATH)
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
-        cls._STRAY = tuple((closer, LazyPattern(pattern, 0), field) for closer, pattern, field in cls.STRAY_CLOSERS)
+        bounded = {pattern: (name, key) for pattern, name, key in cls.REGEX_BOUNDED}
+        cls._STRAY = tuple((closer, LazyPattern(pattern, 0, bound=bounded.get(pattern)), field)
+                           for closer, pattern, field in cls.STRAY_CLOSERS)
+        if bounded and "REGEX_BOUNDED" in cls.__dict__:
+            # searches of these patterns run with timeout=; a scan that meets one running out
+            # goes to _search_timed_out (docs/security.md, "Limits"). Only on the class that
+            # declares them: a subclass's own _run still reaches this one through super()
+            cls._run = StreamParser._run_bounded
+            cls.SCANNERS = tuple(_guard_scanner(scan) for scan in cls.SCANNERS)
         # HeldRegex decodes and compiles its tables when first built (_held_regex; runtime/held.py)
         cls._HELD = tuple(None if table is None else HeldRegex(*table, lazy=True)
                           for table in (cls.HOLD_REGEX or (None,) * len(cls.FAST_PATH)))
@@ -1023,9 +1191,18 @@ class StreamParser:
                            for k, (triggers, _) in enumerate(cls.FAST_PATH))
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
-                 errors: str = "strict", ledger: bool = False, offsets: bool = False) -> None:
+                 errors: str = "strict", ledger: bool = False, offsets: bool = False,
+                 regex_timeout: float | None = None) -> None:
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
+        if regex_timeout is not None and not (isinstance(regex_timeout, (int, float)) and regex_timeout > 0):
+            raise ValueError(f"regex_timeout must be a positive number of seconds, got {regex_timeout!r}")
+        #: seconds a search of a delimiter not proven linear may run (None: REGEX_TIMEOUT)
+        self._rxt = regex_timeout
+        self._rxskip = None
+        #: response offset the last scan started at, and the bounded searches' seconds since
+        self._rxat = -1
+        self._rxspent = 0.0
         if errors not in ERRORS:
             raise ValueError(f"errors must be one of {list(ERRORS)}, got {errors!r}")
         self._recover = errors == "recover"
@@ -1795,6 +1972,51 @@ class StreamParser:
             # until it has doubled.
             self._rescan_at = len(buf) + held if held >= LONG_HOLD else 0
 
+    def _run_bounded(self, events: list, eos: bool) -> None:
+        """:meth:`_run` of a class with ``REGEX_BOUNDED`` patterns: this parser is made the
+        thread's running one, so its searches know their limit and what to skip
+        (:class:`BoundedPattern`)."""
+        running = _RUNNING
+        outer = running.parser
+        running.parser = self
+        self._rxbuf = self._buf
+        self._rxbase = self._here() - self._pos  # the response offset of the buffer's start
+        try:
+            StreamParser._run(self, events, eos)
+        except _SearchTimeout as exc:  # a search outside a scan (none is known): an error in any mode
+            raise self._timeout_error(exc) from None
+        finally:
+            running.parser = outer
+
+    def _timeout_error(self, exc: _SearchTimeout) -> RegexTimeoutError:
+        field, key = exc.bounded.label
+        return RegexTimeoutError(field, key, exc.bounded.pattern, self._rxbase + exc.pos, exc.timeout)
+
+    def _search_timed_out(self, exc: _SearchTimeout, buf: str, memo: list) -> None:
+        """A scan's search of a bounded delimiter ran out of time (docs/security.md, "Limits").
+
+        Strict: raise :class:`~respc.runtime.errors.RegexTimeoutError` naming the field, key,
+        pattern and response offset. Recover: the delimiter is taken as not matching anywhere it
+        would start before the end of the text received so far (its later searches skip those
+        starts, so the slow search is not repeated), a ``regex-timeout`` diagnostic covers that
+        text, and the scan runs again; the text stays the current region's.
+        """
+        if not self._recover:
+            raise self._timeout_error(exc) from None
+        label = exc.bounded.label
+        start = self._rxbase + exc.pos
+        until = self._rxbase + len(buf)
+        skip = self._rxskip
+        if skip is None:
+            skip = self._rxskip = {}
+        skip[label] = max(until, skip.get(label, until))
+        memo[:] = [None] * len(memo)
+        self._rxspent = 0.0
+        self._report("regex-timeout", start, until,
+                     f"the search of /{exc.bounded.pattern}/ (field {label[0]!r}, key {label[1]!r}) from response "
+                     f"offset {start} ran past its time limit of {exc.timeout} s; it is taken as not matching in "
+                     f"this text, which stays text", buf[exc.pos:], self._name)
+
     def _deferred(self, events: list, buf: str, pos: int, eos: bool, memo: list) -> int | None:
         """Decide a ``DEFER`` open at ``pos``: look on for the current region's own close.
 
@@ -2204,7 +2426,16 @@ class StreamParser:
             j = text.find(closer, exact)
             since = exact
             while j >= 0:
-                if opener.search(text, since, j) is None:
+                try:
+                    found = opener.search(text, since, j)
+                except _SearchTimeout as exc:  # not proven linear and slow: taken as an opener there
+                    label = exc.bounded.label
+                    self._report("regex-timeout", start + since, start + j,
+                                 f"the search of /{exc.bounded.pattern}/ (field {label[0]!r}, key {label[1]!r}) "
+                                 f"for a stray closer's opener ran past its time limit of {exc.timeout} s",
+                                 text[since:j], region.slot)
+                    found = True
+                if found is None:
                     owner = self.REGIONS[field]
                     self._report("stray-closer", start + j, start + j + len(closer),
                                  NOTES["stray-closer"].format(closer, owner.name, region.slot), closer,
