@@ -41,12 +41,14 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import gzip
 import inspect
 import io
 import json
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -420,60 +422,155 @@ def _count(stats: Stats, record: dict, error: str | None, lineno: int, errors: s
 
 
 # --- workers -------------------------------------------------------------------------------------
+#
+# A run of `run_jsonl` is a sequence of *segments*, one per work item: a byte range of whole lines of
+# a plain input file (:func:`_spans`), or a batch of raw lines read by the parent (stdin, a compressed
+# input). Each segment's output (compressed on its own when the output is .gz/.zst: one gzip member
+# or zstd frame) is made by whoever parses it: in this process with one worker, else in a worker,
+# which writes it to its own file in a private folder (:func:`_segment_folder`) and returns only
+# ``(seq, length, counts, lines)``; the parent appends the segment files in order
+# (:func:`_Sink.append`: ``copy_file_range``/``sendfile``, no bytes through Python) and removes them.
+# So the segmentation, hence the output bytes, never depends on the number of workers.
 
 _WORKER: RecordParser | None = None
-
-
 _WORKER_FD: int | None = None
+_WORKER_DIR: str | None = None
+_WORKER_COMPRESS: str | None = None
+_WORKER_BATCH: int = BATCH_SIZE
 
 
-def _init_worker(parser: RecordParser, path: str | None = None) -> None:
-    global _WORKER, _WORKER_FD
+def _init_worker(parser: RecordParser, path: str | None = None, folder: str | None = None,
+                 compress: str | None = None, batch_size: int = BATCH_SIZE) -> None:
+    global _WORKER, _WORKER_FD, _WORKER_DIR, _WORKER_COMPRESS, _WORKER_BATCH
     # Ctrl-C reaches the whole process group: the parent alone handles it (it stops the pool and
     # says how far the run got), so a worker ignores it instead of printing a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER = parser
     parser._load()  # build the parser once per worker, before the first batch
+    _WORKER_DIR, _WORKER_COMPRESS, _WORKER_BATCH = folder, compress, batch_size
     if path is not None:
         _WORKER_FD = os.open(path, os.O_RDONLY)  # ranges are read here, not sent through a pipe
 
 
-def _work_range(span: tuple[int, int, int]) -> tuple[bytes, Stats]:
-    """Parse the lines of ``(offset, length, first line number)`` of the worker's input file."""
-    assert _WORKER is not None and _WORKER_FD is not None
-    offset, length, lineno = span
-    data = os.pread(_WORKER_FD, length, offset)
-    batch = [(lineno + i, line) for i, line in enumerate(data.split(b"\n")) if line.strip()]
-    return _WORKER.parse_lines(batch)
+def _parse_span(parser: RecordParser, data: bytes, batch_size: int) -> tuple[bytes, Stats, int]:
+    """Parse the whole lines ``data`` (a span of the input); line numbers are relative (the first
+    line is 1: :func:`_rebase` makes them absolute). Returns (output bytes, counts, lines in it)."""
+    lines = data.split(b"\n")
+    parts, stats = [], Stats()
+    batch: list[tuple[int, bytes]] = []
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        batch.append((lineno, line))
+        if len(batch) >= batch_size:
+            out, part = parser.parse_lines(batch)
+            parts.append(out)
+            stats.add(part)
+            batch = []
+    if batch:
+        out, part = parser.parse_lines(batch)
+        parts.append(out)
+        stats.add(part)
+    return b"".join(parts), stats, data.count(b"\n")
 
 
-def _ranges(path: str, target: int, counter: list) -> Iterator[tuple[int, int, int]]:
-    """``(offset, length, first line number)`` spans of about ``target`` bytes of whole lines.
+def _compress(data: bytes, kind: str | None) -> bytes:
+    """One segment's output as it goes into the file: as it is, one gzip member (level 6, no name,
+    mtime 0, so the bytes depend on the records only) or one zstd frame (level 3). Empty stays empty."""
+    if not data or kind is None:
+        return data
+    if kind == "gz":
+        return gzip.compress(data, compresslevel=6, mtime=0)
+    return _zstd().ZstdCompressor(level=3).compress(data)
 
-    The parent only finds line ends (``bytes.rfind``/``count``, in C); workers read the spans
-    themselves. ``counter[0]`` is kept at the bytes read so far (progress).
+
+def _compression(path: str) -> str | None:
+    """``"gz"``/``"zst"`` by the output's extension (standard output: none)."""
+    if path != "-" and path.endswith(".gz"):
+        return "gz"
+    if path != "-" and path.endswith(".zst"):
+        _zstd()  # MissingExtra now, before anything is read
+        return "zst"
+    return None
+
+
+def _counts(stats: Stats) -> tuple:
+    """A Stats as a plain tuple (cheaper to pickle and unpickle than the dataclass)."""
+    return (stats.records, stats.tool_calls, stats.repairs, stats.failures, stats.failed_lines,
+            stats.last_line, stats.last_id)
+
+
+def _from_counts(counts: tuple) -> Stats:
+    return Stats(*counts)
+
+
+def _work_segment(seq: int, item: Any) -> tuple[int, int, tuple, int]:
+    """Parse one work item in a worker and write its output segment file ``<folder>/<seq>``.
+
+    ``item`` is ``(offset, length)`` (a span of the worker's input file) or a batch
+    of raw lines with their line numbers (when the parent reads the input). Returns ``(seq, bytes
+    written, counts, lines in the span)``; a segment with no bytes gets no file.
     """
-    with open(path, "rb", buffering=0) as handle:
-        offset, lineno, carry = 0, 1, b""
-        while True:
-            block = handle.read(target)
-            counter[0] += len(block)
-            data = carry + block
-            if not block:
-                if data:
-                    yield offset, len(data), lineno
-                return
-            end = data.rfind(b"\n") + 1
-            if end == 0:
-                carry = data
-                continue
-            yield offset, end, lineno
-            lineno += data.count(b"\n", 0, end)
-            offset += end
-            carry = data[end:]
+    assert _WORKER is not None and _WORKER_DIR is not None
+    if _WORKER_FD is not None:
+        offset, length = item
+        data, stats, lines = _parse_span(_WORKER, os.pread(_WORKER_FD, length, offset), _WORKER_BATCH)
+    else:
+        (data, stats), lines = _WORKER.parse_lines(item), 0
+    data = _compress(data, _WORKER_COMPRESS)
+    if data:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(os.path.join(_WORKER_DIR, str(seq)), flags, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    return seq, len(data), _counts(stats), lines
 
 
-def _work(batch: list[tuple[int, bytes]]) -> tuple[bytes, Stats]:
+def _spans(path: str, target: int, counter: list) -> Iterator[tuple[int, int]]:
+    """``(offset, length)`` spans of whole lines of about ``target`` bytes or more: each ends at the
+    first newline at or after ``target`` bytes (the last one at the end of the file).
+
+    The parent reads only the few bytes around each boundary (``pread``), never the records, and
+    counts no lines (workers say how many lines each span held). ``counter[0]`` is kept at the end of
+    the last span given out (progress).
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        offset = 0
+        while offset < size:
+            probe = offset + target - 1
+            end = size
+            while probe < size:
+                block = os.pread(fd, 65536, probe)
+                if not block:
+                    break
+                found = block.find(b"\n")
+                if found >= 0:
+                    end = probe + found + 1
+                    break
+                probe += len(block)
+            yield offset, end - offset
+            counter[0] = end
+            offset = end
+        # a file that grows while it is read: what is past its size at the start is not read
+    finally:
+        os.close(fd)
+
+
+def _rebase(stats: Stats, base: int) -> None:
+    """Make a span's relative line numbers absolute (``base``: the line number before the span)."""
+    if base:
+        stats.failed_lines = [(lineno + base, error) for lineno, error in stats.failed_lines]
+        if stats.records:
+            stats.last_line += base
+
+
+def _work(seq: int, batch: list[tuple[int, bytes]]) -> tuple[bytes, Stats]:
     assert _WORKER is not None
     return _WORKER.parse_lines(batch)
 
@@ -502,32 +599,199 @@ def _batches(lines: Iterable[bytes], size: int) -> Iterator[list[tuple[int, byte
         yield batch
 
 
-def _ordered_pool(parser: RecordParser, path: str | None, work: Callable, items: Iterable,
-                  workers: int) -> Iterator[Any]:
-    """``work(item)`` for each item on ``workers`` processes, results in item order.
+def _pool_worker(tasks: Any, results: Any, lock: Any, work: Callable, initargs: tuple) -> None:
+    """A worker process of :func:`_ordered_pool`: build the parser, then ``work(seq, item)`` for each
+    task until ``None``; each result (or the exception, as ``(seq, False, exc)``) goes back at once."""
+    try:
+        _init_worker(*initargs)
+    except BaseException as exc:  # noqa: BLE001 - the parent re-raises it
+        _send(results, lock, (-1, False, exc))
+        return
+    while True:
+        task = tasks.get()
+        if task is None:
+            return
+        seq, item = task
+        try:
+            value = (seq, True, work(seq, item))
+        except Exception as exc:  # noqa: BLE001 - the parent re-raises it
+            value = (seq, False, exc)
+        _send(results, lock, value)
 
-    Each worker runs :func:`_init_worker` once (the parser is built there). At most ``2 * workers``
-    items are in flight, so the input is read only as fast as it is parsed (memory stays flat).
+
+def _send(results: Any, lock: Any, value: tuple) -> None:
+    try:
+        data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001 - an exception that does not pickle: its text does
+        data = pickle.dumps((value[0], False, RuntimeError(_describe(value[2] if not value[1] else exc))))
+    with lock:
+        results.send_bytes(data)
+
+
+def _ordered_pool(parser: RecordParser, path: str | None, work: Callable, items: Iterable,
+                  workers: int, initargs: tuple = ()) -> Iterator[Any]:
+    """``work(seq, item)`` for each item on ``workers`` processes, results in item order.
+
+    Each worker runs :func:`_init_worker` once (the parser is built there; ``initargs`` follow
+    ``parser`` and ``path``), then takes tasks from one queue as it gets free. At most
+    ``2 * workers`` items are in flight, so the input is read only as fast as it is parsed (memory,
+    and the segment files waiting, stay flat). The parent has no threads of its own but the task
+    queue's feeder: it puts tasks and reads results in this thread (``multiprocessing.connection.wait``
+    on the result pipe and the workers' sentinels), so its cost per task is one small pickle each
+    way. An exception in a worker is raised here; a worker that dies (killed) is a ``RuntimeError``;
+    Ctrl-C or any error stops the workers (``terminate``) before it propagates.
     """
+    from multiprocessing.connection import wait
+
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    with context.Pool(workers, initializer=_init_worker, initargs=(parser, path)) as pool:
-        pending: collections.deque = collections.deque()
-        for item in items:
-            pending.append(pool.apply_async(work, (item,)))
-            if len(pending) >= 2 * workers:
-                yield pending.popleft().get()
-        while pending:
-            yield pending.popleft().get()
+    tasks = context.Queue()
+    reader, writer = context.Pipe(duplex=False)
+    lock = context.Lock()
+    procs = [context.Process(target=_pool_worker, args=(tasks, writer, lock, work, (parser, path, *initargs)),
+                             daemon=True) for _ in range(workers)]
+    done: dict[int, tuple] = {}
+    clean = False
+    try:
+        for proc in procs:
+            proc.start()
+        source = iter(items)
+        submitted = delivered = 0
+        exhausted = False
+        while True:
+            while not exhausted and submitted - delivered < 2 * workers:
+                try:
+                    item = next(source)
+                except StopIteration:
+                    exhausted = True
+                    break
+                tasks.put((submitted, item))
+                submitted += 1
+            if delivered == submitted:
+                break
+            while delivered not in done:
+                ready = wait([reader, *(proc.sentinel for proc in procs)])
+                if reader in ready:
+                    seq, ok, value = pickle.loads(reader.recv_bytes())
+                    if not ok:
+                        raise value
+                    done[seq] = value
+                else:
+                    dead = next(proc for proc in procs if not proc.is_alive())
+                    raise RuntimeError(f"a worker process ended unexpectedly (exit code {dead.exitcode})")
+            value = done.pop(delivered)
+            delivered += 1
+            yield value
+        for _ in procs:
+            tasks.put(None)
+        for proc in procs:
+            proc.join()
+        clean = True
+    finally:
+        if not clean:
+            tasks.cancel_join_thread()  # the feeder must not wait for workers that are gone
+            for proc in procs:
+                if proc.is_alive():
+                    proc.terminate()
+            for proc in procs:
+                if proc.pid is not None:
+                    proc.join()
+        tasks.close()
+        reader.close()
+        writer.close()
 
 
 def map_line_batches(parser: RecordParser, batches: Iterable[list[tuple[int, bytes]]],
                      workers: int) -> Iterator[tuple[bytes, Stats]]:
-    """Parse line batches, in order, on ``workers`` processes (1: in this process)."""
+    """Parse line batches, in order, on ``workers`` processes (1: in this process); the output comes
+    back through the pool (what :func:`run_jsonl` avoids with segment files)."""
     if workers <= 1:
         for batch in batches:
             yield parser.parse_lines(batch)
         return
     yield from _ordered_pool(parser, None, _work, batches, workers)
+
+
+# --- segments and the sink -----------------------------------------------------------------------
+
+#: the suffix of the private folder that holds a run's segment files (the middle of its name is random)
+SEGMENTS_SUFFIX = ".respc-seg"
+
+
+@contextlib.contextmanager
+def _segment_folder(out_path: str) -> Iterator[str]:
+    """A new private folder (``tempfile.mkdtemp``: random name, mode 700) for the workers' segment
+    files: beside the output file (same file system, so appending a segment can share blocks), or in
+    the temporary folder (``TMPDIR``) for standard output. Removed with what is left in it when the
+    block ends, however it ends (docs/security.md "Files")."""
+    import shutil
+    import tempfile
+
+    if out_path == "-":
+        folder = tempfile.mkdtemp(prefix="respc-", suffix=SEGMENTS_SUFFIX)
+    else:
+        target = os.path.realpath(out_path)
+        folder = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", suffix=SEGMENTS_SUFFIX,
+                                  dir=os.path.dirname(target))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+#: errors of copy_file_range / sendfile that mean "not between these two files": fall back
+_NO_COPY = {getattr(errno, name) for name in ("EXDEV", "EINVAL", "ENOSYS", "EOPNOTSUPP", "ENOTSUP", "EBADF",
+                                              "EPERM", "ESPIPE") if hasattr(errno, name)}
+
+
+class _Sink:
+    """The output as the parent writes it: bytes (one worker), or whole segment files appended in
+    order (:meth:`append`), copied by the kernel where it can (``os.copy_file_range``, else
+    ``os.sendfile``, else 1 MB reads and writes)."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        try:
+            self.fd = handle.fileno()
+        except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+            self.fd = None  # a stream without a file descriptor (a test's captured stdout)
+        self.ways = ["copy_file_range", "sendfile"] if self.fd is not None else []
+
+    def write(self, data: bytes) -> None:
+        self.handle.write(data)
+
+    def append(self, path: str, length: int) -> None:
+        """Append the segment file ``path`` (``length`` bytes) and remove it."""
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        source = os.open(path, flags)
+        try:
+            os.unlink(path)
+            self.handle.flush()
+            left = length
+            while left and self.ways:
+                way = self.ways[0]
+                try:
+                    if way == "copy_file_range" and hasattr(os, "copy_file_range"):
+                        done = os.copy_file_range(source, self.fd, left)
+                    elif way == "sendfile" and hasattr(os, "sendfile"):
+                        done = os.sendfile(self.fd, source, None, left)
+                    else:
+                        raise OSError(errno.ENOSYS, way)
+                except OSError as exc:
+                    if exc.errno not in _NO_COPY:
+                        raise
+                    self.ways.pop(0)  # not between these files: the next way, from where this one stopped
+                    continue
+                if done == 0:
+                    raise OSError(errno.EIO, f"segment file {path!r} ended {left} bytes early")
+                left -= done
+            while left:
+                block = os.read(source, min(left, 1 << 20))
+                if not block:
+                    raise OSError(errno.EIO, f"segment file {path!r} ended {left} bytes early")
+                self.handle.write(block)
+                left -= len(block)
+        finally:
+            os.close(source)
 
 
 # --- files ---------------------------------------------------------------------------------------
@@ -759,41 +1023,100 @@ def run_jsonl(parser: RecordParser, in_path: str, out_path: str, *, workers: int
         raise ValueError(f"cannot write {out_path!r}: it is the input file {in_path!r}")
     if progress is None:
         progress = sys.stderr.isatty()
-    reader = None
-    if workers > 1 and in_path != "-" and not in_path.endswith((".gz", ".zst")) and os.path.isfile(in_path):
-        # A plain file: workers read byte ranges of about batch_size records (16 kB each) themselves,
-        # so the parent never touches a record. Output bytes and order are those of line batches.
-        size, position = os.path.getsize(in_path), [0]
-        spans = _ranges(in_path, max(4096, batch_size * 16384), position)
-        results = _ordered_pool(parser, in_path, _work_range, spans, workers)
-        where = lambda: position[0]  # noqa: E731
-    else:
-        reader, counter, size = open_input(in_path)
-        results = map_line_batches(parser, _batches(reader, batch_size), workers)
-        where = lambda: counter.count if counter is not None else None  # noqa: E731
+    compress = _compression(out_path)
+    # A plain file is cut into spans (byte ranges of whole lines) that whoever parses them reads, so
+    # the parent never touches a record. One worker writing an uncompressed output reads lines as
+    # before (less memory; the segmentation only shows in a compressed output, as its members).
+    spans = (in_path != "-" and not in_path.endswith((".gz", ".zst")) and os.path.isfile(in_path)
+             and (workers > 1 or compress is not None))
     stats = Stats()
     bar = None
-    try:
-        with open_output(out_path) as writer:
+    with contextlib.ExitStack() as stack:
+        if spans:
+            # spans of about batch_size records of 16 kB
+            size, position = os.path.getsize(in_path), [0]
+            items: Iterable = _spans(in_path, max(4096, batch_size * 16384), position)
+            where = lambda: position[0]  # noqa: E731
+        else:
+            reader, counter, size = open_input(in_path)
+            if in_path != "-":
+                stack.callback(reader.close)
+            items = _batches(reader, batch_size)
+            where = lambda: counter.count if counter is not None else None  # noqa: E731
+        try:
+            sink = _Sink(stack.enter_context(_open_raw(out_path)))
+            if workers > 1:
+                folder = stack.enter_context(_segment_folder(out_path))
+                results = _ordered_pool(parser, in_path if spans else None, _work_segment, items, workers,
+                                        (folder, compress, batch_size))
+                stack.callback(results.close)  # stops the pool before the folder is removed
+            else:
+                folder = None
+                results = _parse_here(parser, in_path if spans else None, items, compress, batch_size)
             bar = _Progress(size) if progress else None
-            for data, part in results:
-                with sigint_deferred():  # a batch is written and counted whole, or not at all
-                    writer.write(data)
+            base, wrote = 0, False
+            for seq, data, counts, lines in results:
+                part = _from_counts(counts)
+                if spans:
+                    _rebase(part, base)
+                    base += lines
+                with sigint_deferred():  # a segment is written and counted whole, or not at all
+                    if folder is None:
+                        sink.write(data)
+                    elif data:
+                        sink.append(os.path.join(folder, str(seq)), data)
                     stats.add(part)
                 if on_failure is not None:
                     for lineno, error in part.failed_lines:
                         on_failure(lineno, error)
                 if bar is not None:
                     bar.update(where(), stats.records)
-    except KeyboardInterrupt:
-        raise Interrupted(stats) from None
-    finally:
-        results.close()  # stops the pool, if any
-        if bar is not None:
-            bar.close()
-        if reader is not None and in_path != "-":
-            reader.close()
+                wrote = wrote or bool(data)
+            if compress is not None and not wrote:
+                sink.write(_empty_stream(compress))
+        except KeyboardInterrupt:
+            raise Interrupted(stats) from None
+        finally:
+            if bar is not None:
+                bar.close()
     return stats, time.perf_counter() - started
+
+
+def _empty_stream(kind: str) -> bytes:
+    """A valid compressed stream of nothing (an output with no records is still a .gz/.zst file)."""
+    return gzip.compress(b"", compresslevel=6, mtime=0) if kind == "gz" else _zstd().ZstdCompressor(level=3).compress(b"")
+
+
+def _parse_here(parser: RecordParser, path: str | None, items: Iterable, compress: str | None,
+                batch_size: int) -> Iterator[tuple[int, bytes, tuple, int]]:
+    """The one-worker path: each work item parsed in this process, ``(seq, output bytes, counts,
+    lines)`` as :func:`_work_segment` gives them, with the bytes themselves (same segments, same bytes)."""
+    fd = os.open(path, os.O_RDONLY) if path is not None else None
+    try:
+        for seq, item in enumerate(items):
+            if fd is not None:
+                offset, length = item
+                data, stats, lines = _parse_span(parser, os.pread(fd, length, offset), batch_size)
+            else:
+                (data, stats), lines = parser.parse_lines(item), 0
+            yield seq, _compress(data, compress), _counts(stats), lines
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def _open_raw(path: str) -> Iterator[Any]:
+    """The output as raw bytes (compression is per segment, :func:`_compress`): standard output, or
+    a file written whole (:func:`respc.compiler.files.atomic_output`)."""
+    if path == "-":
+        try:
+            yield sys.stdout.buffer
+        finally:
+            sys.stdout.buffer.flush()
+        return
+    with atomic_output(path) as raw:
+        yield raw
 
 
 # --- Python API ----------------------------------------------------------------------------------
@@ -866,7 +1189,7 @@ def _chunks(rows: Iterator[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def _work_records(batch: list[Any]) -> list[dict]:
+def _work_records(seq: int, batch: list[Any]) -> list[dict]:
     assert _WORKER is not None
     return [_WORKER.parse_record(row)[0] for row in batch]
 
