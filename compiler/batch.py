@@ -50,10 +50,16 @@ import multiprocessing
 import os
 import pickle
 import signal
+import stat
 import sys
 import threading
 import time
 import types
+
+try:
+    import fcntl
+except ImportError:  # not POSIX
+    fcntl = None  # type: ignore[assignment]
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -676,7 +682,8 @@ def _ordered_pool(parser: RecordParser, path: str | None, work: Callable, items:
                         raise value
                     done[seq] = value
                 else:
-                    dead = next(proc for proc in procs if not proc.is_alive())
+                    dead = next(proc for proc in procs if proc.sentinel in ready)
+                    dead.join(5)
                     raise RuntimeError(f"a worker process ended unexpectedly (exit code {dead.exitcode})")
             value = done.pop(delivered)
             delivered += 1
@@ -755,6 +762,10 @@ class _Sink:
         except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
             self.fd = None  # a stream without a file descriptor (a test's captured stdout)
         self.ways = ["copy_file_range", "sendfile"] if self.fd is not None else []
+        if self.fd is not None and hasattr(fcntl, "F_SETPIPE_SZ"):  # Linux
+            with contextlib.suppress(OSError):
+                if stat.S_ISFIFO(os.fstat(self.fd).st_mode):  # a pipe: 1 MB at a time, not 64 kB
+                    fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, 1 << 20)
 
     def write(self, data: bytes) -> None:
         self.handle.write(data)
