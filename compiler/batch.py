@@ -25,13 +25,32 @@ learns repair of damaged output (the malformed-output issue), its ``ResponsePars
 ``RecordParser.__init__``) and copies the parser's own diagnostics into the record; until then both
 modes parse the same way and ``repairs`` is 0.
 
-Parallelism: the parent only reads and writes bytes. For a plain input file, workers get byte
-ranges of whole lines and read them themselves (the parent only finds line ends); for stdin or a
-compressed file they get batches of raw lines. Either way they decode the JSON, parse and return
-the output lines already serialised and encoded, so the parent's cost per record is small. Each worker builds its parser once, from the generated module's source that the
-parent compiled (no compiler import in workers). At most ``2 * workers`` batches are in flight, so
-memory stays flat in the number of records; results are taken in submission order, so output order
-is input order. ``workers=1`` parses in the calling process.
+Parallelism (issue 29): the parent only orders and stitches. A plain input file is cut into
+*spans*, byte ranges of whole lines of about ``batch_size`` x 16 kB; the parent finds each span's end
+by reading a few bytes at the boundary (it never reads a record) and hands out ``(offset, length)``.
+A worker reads its span itself (``pread``), parses it, and writes the span's output, already encoded
+(and compressed, for a ``.gz``/``.zst`` output), to its own *segment file* in a private folder
+(``tempfile.mkdtemp``, mode 700: beside the output file, or in ``TMPDIR`` for standard output); it
+returns only ``(seq, length, counts, lines)``. The parent appends the segment files in input order
+to the output with ``os.copy_file_range`` (else ``os.sendfile``, else reads and writes) and
+deletes each one, so no output byte passes through Python in the parent. For stdin or a compressed
+input the parent must read (and decompress) the lines itself and sends batches of raw lines; the
+workers still write their segments. Each worker builds its parser once, from the generated
+module's source that the parent compiled (no compiler import in workers). At most ``2 * workers``
+work items are in flight (so at most that many segment files exist), so memory and disk stay flat
+in the number of records; results are taken in submission order, so output order is input order.
+The pool (:func:`_ordered_pool`) has no threads besides its task queue's feeder: the parent puts
+tasks and waits on the result pipe and the workers' sentinels, so a killed worker is an error,
+not a hang. ``workers=1`` parses in the calling process, the same spans when the output is
+compressed (a plain output is read line by line), so the bytes are the same.
+
+Compressed outputs: each segment is compressed on its own, one gzip member (level 6, mtime 0, no
+file name) or one zstd frame (level 3) per segment, and the file is their concatenation: a valid
+gzip stream (``gzip``, ``zcat``, Python's ``gzip`` read every member) and a valid zstd stream
+(``zstd -d`` reads every frame; python-zstandard's ``stream_reader`` needs
+``read_across_frames=True``). The segmentation depends on the input and ``batch_size`` only, so
+the bytes are the same for every worker count and every run; an output with no records is one
+empty member or frame.
 
 Every path (CLI, :func:`parse_batch`, :func:`columns_mapper`, ``respc.ray``) serialises a record with
 :func:`dump_record`, so their output lines are byte-identical.
@@ -928,7 +947,7 @@ def open_input(path: str):
 @contextlib.contextmanager
 def open_output(path: str) -> Iterator[Any]:
     """A JSONL output to write bytes into, as a context manager: ``-`` is stdout; ``.gz`` / ``.zst``
-    compress.
+    compress (one stream; :func:`run_jsonl` compresses per segment instead, see the module docstring).
 
     A file is written whole (:func:`respc.compiler.files.atomic_output`): the records go to a
     temporary file in the same folder, renamed over ``path`` when the block ends without an error;
@@ -1033,15 +1052,18 @@ def run_jsonl(parser: RecordParser, in_path: str, out_path: str, *, workers: int
         on_failure: called with (line number, error) for each failed record in ``"strict"`` mode,
             as soon as its batch is written.
 
-    The output file is written whole (:func:`open_output`): it appears, or replaces the old one,
-    only when the run ends; an error or an interrupt leaves the old file as it was. A record that
+    The output file is written whole (:func:`respc.compiler.files.atomic_output`): it appears, or
+    replaces the old one, only when the run ends; an error or an interrupt leaves the old file as it
+    was, and the workers' segment files (module docstring) are removed with their folder however the
+    run ends (a SIGKILL of the parent leaves them, as it leaves the output's temporary file). A record that
     fails, or that cannot be written (:func:`dump_record`), is one error record; the run goes on.
 
     Returns:
         tuple[Stats, float]: the counts and the wall time in seconds.
 
     Raises:
-        OSError: unreadable input / unwritable output; MissingExtra: ``.zst`` without zstandard;
+        OSError: unreadable input / unwritable output (also a segment a worker could not write);
+        MissingExtra: ``.zst`` without zstandard; RuntimeError: a worker process died (killed);
         ValueError: ``out_path`` is ``in_path`` (also through a symlink or a hard link), which
         would replace the input (docs/security.md "Files").
         Interrupted: Ctrl-C. Its ``stats`` count the records done; standard output holds exactly
