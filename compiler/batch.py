@@ -481,17 +481,23 @@ _WORKER_FD: int | None = None
 _WORKER_DIR: str | None = None
 _WORKER_COMPRESS: str | None = None
 _WORKER_BATCH: int = BATCH_SIZE
+#: direct mode (a file output, fork): the output file's descriptor, inherited; this worker's end of
+#: its control pipe (the parent sends ``(seq, offset)`` there); the segments waiting for an offset
+_WORKER_OUT: int | None = None
+_WORKER_CONTROL: Any = None
+_WORKER_INDEX: int = 0
+_WORKER_PENDING: dict = {}
 
 
 def _init_worker(parser: RecordParser, path: str | None = None, folder: str | None = None,
-                 compress: str | None = None, batch_size: int = BATCH_SIZE) -> None:
-    global _WORKER, _WORKER_FD, _WORKER_DIR, _WORKER_COMPRESS, _WORKER_BATCH
+                 compress: str | None = None, batch_size: int = BATCH_SIZE, out_fd: int | None = None) -> None:
+    global _WORKER, _WORKER_FD, _WORKER_DIR, _WORKER_COMPRESS, _WORKER_BATCH, _WORKER_OUT
     # Ctrl-C reaches the whole process group: the parent alone handles it (it stops the pool and
     # says how far the run got), so a worker ignores it instead of printing a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER = parser
     parser._load()  # build the parser once per worker, before the first batch
-    _WORKER_DIR, _WORKER_COMPRESS, _WORKER_BATCH = folder, compress, batch_size
+    _WORKER_DIR, _WORKER_COMPRESS, _WORKER_BATCH, _WORKER_OUT = folder, compress, batch_size, out_fd
     if path is not None:
         _WORKER_FD = os.open(path, os.O_RDONLY)  # ranges are read here, not sent through a pipe
 
@@ -555,13 +561,16 @@ def _work_segment(seq: int, item: Any) -> tuple[int, int, tuple, int]:
     of raw lines with their line numbers (when the parent reads the input). Returns ``(seq, bytes
     written, counts, lines in the span)``; a segment with no bytes gets no file.
     """
-    assert _WORKER is not None and _WORKER_DIR is not None
+    assert _WORKER is not None and (_WORKER_DIR is not None or _WORKER_OUT is not None)
     if _WORKER_FD is not None:
         offset, length = item
         data, stats, lines = _parse_span(_WORKER, os.pread(_WORKER_FD, length, offset), _WORKER_BATCH)
     else:
         (data, stats), lines = _WORKER.parse_lines(item), 0
     data = _compress(data, _WORKER_COMPRESS)
+    if data and _WORKER_OUT is not None:  # direct mode: written where the parent says (_write_pending)
+        _WORKER_PENDING[seq] = data
+        return seq, len(data), _counts(stats), lines, _WORKER_INDEX
     if data:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(os.path.join(_WORKER_DIR, str(seq)), flags, 0o600)
@@ -571,7 +580,21 @@ def _work_segment(seq: int, item: Any) -> tuple[int, int, tuple, int]:
                 view = view[os.write(fd, view):]
         finally:
             os.close(fd)
-    return seq, len(data), _counts(stats), lines
+    return seq, len(data), _counts(stats), lines, _WORKER_INDEX
+
+
+def _write_pending(block: bool) -> None:
+    """Direct mode: write each waiting segment whose offset the parent has sent (``pwrite`` into the
+    output file); with ``block``, wait until none is left (the end of the run)."""
+    control = _WORKER_CONTROL
+    if control is None or _WORKER_OUT is None:
+        return
+    while _WORKER_PENDING and (block or control.poll()):
+        seq, offset = control.recv()
+        view = memoryview(_WORKER_PENDING.pop(seq))
+        while view:
+            written = os.pwrite(_WORKER_OUT, view, offset)
+            view, offset = view[written:], offset + written
 
 
 def _spans(path: str, target: int, counter: list) -> Iterator[tuple[int, int]]:
@@ -643,17 +666,31 @@ def _batches(lines: Iterable[bytes], size: int) -> Iterator[list[tuple[int, byte
         yield batch
 
 
-def _pool_worker(tasks: Any, results: Any, lock: Any, work: Callable, initargs: tuple) -> None:
+def _pool_worker(tasks: Any, results: Any, lock: Any, work: Callable, initargs: tuple, index: int = 0,
+                 control: Any = None) -> None:
     """A worker process of :func:`_ordered_pool`: build the parser, then ``work(seq, item)`` for each
-    task until ``None``; each result (or the exception, as ``(seq, False, exc)``) goes back at once."""
+    task until ``None``; each result (or the exception, as ``(seq, False, exc)``) goes back at once.
+    With a ``control`` pipe (direct mode) it writes its waiting segments before each task and all of
+    them at the end (:func:`_write_pending`)."""
+    global _WORKER_CONTROL, _WORKER_INDEX
+    _WORKER_CONTROL, _WORKER_INDEX = control, index
     try:
         _init_worker(*initargs)
     except BaseException as exc:  # noqa: BLE001 - the parent re-raises it
         _send(results, lock, (-1, False, exc))
         return
     while True:
+        try:
+            _write_pending(block=False)
+        except Exception as exc:  # noqa: BLE001 - a full disk: the parent re-raises it
+            _send(results, lock, (-1, False, exc))
+            return
         task = tasks.get()
         if task is None:
+            try:
+                _write_pending(block=True)
+            except Exception as exc:  # noqa: BLE001
+                _send(results, lock, (-1, False, exc))
             return
         seq, item = task
         try:
@@ -673,7 +710,7 @@ def _send(results: Any, lock: Any, value: tuple) -> None:
 
 
 def _ordered_pool(parser: RecordParser, path: str | None, work: Callable, items: Iterable,
-                  workers: int, initargs: tuple = ()) -> Iterator[Any]:
+                  workers: int, initargs: tuple = (), controls: list | None = None) -> Iterator[Any]:
     """``work(seq, item)`` for each item on ``workers`` processes, results in item order.
 
     Each worker runs :func:`_init_worker` once (the parser is built there; ``initargs`` follow
@@ -691,8 +728,9 @@ def _ordered_pool(parser: RecordParser, path: str | None, work: Callable, items:
     tasks = context.Queue()
     reader, writer = context.Pipe(duplex=False)
     lock = context.Lock()
-    procs = [context.Process(target=_pool_worker, args=(tasks, writer, lock, work, (parser, path, *initargs)),
-                             daemon=True) for _ in range(workers)]
+    procs = [context.Process(target=_pool_worker, args=(tasks, writer, lock, work, (parser, path, *initargs), i,
+                                                        controls[i] if controls else None),
+                             daemon=True) for i in range(workers)]
     done: dict[int, tuple] = {}
     clean = False
     try:
@@ -728,8 +766,19 @@ def _ordered_pool(parser: RecordParser, path: str | None, work: Callable, items:
             yield value
         for _ in procs:
             tasks.put(None)
-        for proc in procs:
-            proc.join()
+        left = list(procs)
+        while left:  # a worker may still write its last segments (direct mode): errors come here
+            ready = wait([reader, *(proc.sentinel for proc in left)])
+            if reader in ready:
+                seq, ok, value = pickle.loads(reader.recv_bytes())
+                if not ok:
+                    raise value
+                continue
+            for proc in [proc for proc in left if proc.sentinel in ready]:
+                proc.join()
+                left.remove(proc)
+                if proc.exitcode != 0:
+                    raise RuntimeError(f"a worker process ended unexpectedly (exit code {proc.exitcode})")
         clean = True
     finally:
         if not clean:
@@ -1097,23 +1146,38 @@ def run_jsonl(parser: RecordParser, in_path: str, out_path: str, *, workers: int
             where = lambda: counter.count if counter is not None else None  # noqa: E731
         try:
             sink = _Sink(stack.enter_context(_open_raw(out_path)))
-            if workers > 1:
+            folder, senders = None, None
+            if workers > 1 and out_path != "-" and sink.fd is not None and sys.platform.startswith("linux"):
+                # direct: each worker writes its segments into the output file itself (pwrite, the
+                # descriptor inherited through fork) at the offset the parent sends it
+                pipes = [multiprocessing.get_context("fork").Pipe(duplex=False) for _ in range(workers)]
+                senders = [send for _, send in pipes]
+                for receive, send in pipes:
+                    stack.callback(receive.close)
+                    stack.callback(send.close)
+                results = _ordered_pool(parser, in_path if spans else None, _work_segment, items, workers,
+                                        (None, compress, batch_size, sink.fd), [r for r, _ in pipes])
+                stack.callback(results.close)  # stops the pool first
+            elif workers > 1:
                 folder = stack.enter_context(_segment_folder(out_path))
                 results = _ordered_pool(parser, in_path if spans else None, _work_segment, items, workers,
                                         (folder, compress, batch_size))
                 stack.callback(results.close)  # stops the pool before the folder is removed
             else:
-                folder = None
                 results = _parse_here(parser, in_path if spans else None, items, compress, batch_size)
             bar = _Progress(size) if progress else None
-            base, wrote = 0, False
-            for seq, data, counts, lines in results:
+            base, wrote, offset = 0, False, 0
+            for seq, data, counts, lines, index in results:
                 part = _from_counts(counts)
                 if spans:
                     _rebase(part, base)
                     base += lines
                 with sigint_deferred():  # a segment is written and counted whole, or not at all
-                    if folder is None:
+                    if senders is not None:
+                        if data:
+                            senders[index].send((seq, offset))
+                            offset += data
+                    elif folder is None:
                         sink.write(data)
                     elif data:
                         sink.append(os.path.join(folder, str(seq)), data)
@@ -1151,7 +1215,7 @@ def _parse_here(parser: RecordParser, path: str | None, items: Iterable, compres
                 data, stats, lines = _parse_span(parser, os.pread(fd, length, offset), batch_size)
             else:
                 (data, stats), lines = parser.parse_lines(item), 0
-            yield seq, _compress(data, compress), _counts(stats), lines
+            yield seq, _compress(data, compress), _counts(stats), lines, 0
     finally:
         if fd is not None:
             os.close(fd)

@@ -3,12 +3,13 @@ compiler/batch.py "workers", docs/security.md "Batch segments").
 
 * the parent's own CPU (``getrusage(RUSAGE_SELF)``) is at most 1/20 of its workers' total
   (``RUSAGE_CHILDREN``) on 3,000 records of ``benchmarks/batch.py``'s generator (qwen3, 1-20 kB,
-  3 % damaged), with the output going to a pipe, and at most 1/8 with an output file (the kernel's
-  copy of each segment into the file and the file's ``fsync`` are the parent's, per byte); a CPU-time
-  ratio, so a loaded machine does not change it much;
+  3 % damaged), with the output going to a pipe (segment files the parent ``sendfile``s) and to a
+  file (each worker writes its segments into it at the offsets the parent sends); a CPU-time ratio,
+  so a loaded machine does not change it much;
 * ``.gz`` and ``.zst`` outputs: one member / frame per segment, the same bytes for 1 and 2 workers,
   and the same records as the plain output;
-* no segment file or folder is left after a run, an error in a worker, or a crash.
+* no segment file or folder is left after a run, an error in a worker (also a full disk while
+  it writes into the output), or a crash.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def _driver(src: Path, out: str, **kwargs) -> tuple[int, float, float, bytes]:
 
 
 def test_parent_cpu_is_a_twentieth_of_the_workers(realistic, tmp_path):
-    """The issue's measure, on 2 cores: the parent's CPU against its workers' (best of 3 runs)."""
+    """The issue's measure, on 2 cores: the parent's CPU against its workers' (best of 3 runs), to a
+    pipe and to a file."""
     expected = tmp_path / "one.jsonl"
     assert main(["parse", "qwen3", "--jsonl", str(realistic), "-o", str(expected), "--workers", "1"]) == 0
     ratios = []
@@ -81,9 +83,9 @@ def test_parent_cpu_is_a_twentieth_of_the_workers(realistic, tmp_path):
     for _ in range(3):
         records, parent, children, _ = _driver(realistic, str(tmp_path / "out.jsonl"))
         ratios.append(children / max(parent, 1e-3))
-        if ratios[-1] >= 8:
+        if ratios[-1] >= 20:
             break
-    assert max(ratios) >= 8, ratios
+    assert max(ratios) >= 20, ratios
     assert (tmp_path / "out.jsonl").read_bytes() == expected.read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.jsonl", "out.jsonl", "out.jsonl.warm"]
 
@@ -166,3 +168,23 @@ def test_a_killed_worker_is_an_error_not_a_hang(tmp_path, monkeypatch):
         batch.run_jsonl(parser, str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), workers=2,
                         batch_size=1, progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_a_full_disk_while_a_worker_writes_the_output(tmp_path, monkeypatch, capsys):
+    """Direct mode: a worker's ``pwrite`` into the output fails; the run stops with that error and
+    the old output stays."""
+    (tmp_path / "in.jsonl").write_text(_records(200), encoding="utf-8")
+    (tmp_path / "out.jsonl").write_text("old\n")
+    real = os.pwrite
+
+    def full(fd, data, offset):
+        if offset > 40000:
+            raise OSError(28, "No space left on device")
+        return real(fd, data, offset)
+
+    monkeypatch.setattr(os, "pwrite", full)  # the workers are forked: they inherit it
+    assert main(["parse", "qwen3", "--jsonl", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"),
+                 "--workers", "2", "--batch-size", "1"]) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert (tmp_path / "out.jsonl").read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
