@@ -28,16 +28,23 @@ modes parse the same way and ``repairs`` is 0.
 Parallelism (issue 29): the parent only orders and stitches. A plain input file is cut into
 *spans*, byte ranges of whole lines of about ``batch_size`` x 16 kB; the parent finds each span's end
 by reading a few bytes at the boundary (it never reads a record) and hands out ``(offset, length)``.
-A worker reads its span itself (``pread``), parses it, and writes the span's output, already encoded
-(and compressed, for a ``.gz``/``.zst`` output), to its own *segment file* in a private folder
-(``tempfile.mkdtemp``, mode 700: beside the output file, or in ``TMPDIR`` for standard output); it
-returns only ``(seq, length, counts, lines)``. The parent appends the segment files in input order
-to the output with ``os.copy_file_range`` (else ``os.sendfile``, else reads and writes) and
-deletes each one, so no output byte passes through Python in the parent. For stdin or a compressed
+A worker reads its span itself (``pread``), parses it, encodes (and, for a ``.gz``/``.zst``
+output, compresses) the span's output *segment*, and returns only ``(seq, length, counts, lines,
+worker)``. The segment reaches the output without the parent touching it:
+
+* to an output file (Linux, ``fork``): the worker keeps the segment; the parent, taking results
+  in input order, knows each segment's offset and sends ``(seq, offset)`` on that worker's control
+  pipe; the worker writes the segment there (``pwrite``) into the output's temporary file (its
+  descriptor is inherited through ``fork``) before its next task, and all that are left at the end. The parent
+  waits for every worker to end before the file is synced and renamed;
+* otherwise (standard output, or no ``fork``): the worker writes the segment to its own *segment
+  file* in a private folder (``tempfile.mkdtemp``, mode 700: beside the output file, or in
+  ``TMPDIR`` for standard output), and the parent appends the segment files in input order with
+  ``os.copy_file_range`` (else ``os.sendfile``, else reads and writes), deleting each one. For stdin or a compressed
 input the parent must read (and decompress) the lines itself and sends batches of raw lines; the
 workers still write their segments. Each worker builds its parser once, from the generated
 module's source that the parent compiled (no compiler import in workers). At most ``2 * workers``
-work items are in flight (so at most that many segment files exist), so memory and disk stay flat
+work items are in flight (so at most that many segments wait), so memory and disk stay flat
 in the number of records; results are taken in submission order, so output order is input order.
 The pool (:func:`_ordered_pool`) has no threads besides its task queue's feeder: the parent puts
 tasks and waits on the result pipe and the workers' sentinels, so a killed worker is an error,
@@ -1103,8 +1110,9 @@ def run_jsonl(parser: RecordParser, in_path: str, out_path: str, *, workers: int
 
     The output file is written whole (:func:`respc.compiler.files.atomic_output`): it appears, or
     replaces the old one, only when the run ends; an error or an interrupt leaves the old file as it
-    was, and the workers' segment files (module docstring) are removed with their folder however the
-    run ends (a SIGKILL of the parent leaves them, as it leaves the output's temporary file). A record that
+    was, and the workers' segment files, if any (module docstring), are removed with their folder
+    however the run ends (a SIGKILL of the parent leaves them, as it leaves the output's temporary
+    file). A record that
     fails, or that cannot be written (:func:`dump_record`), is one error record; the run goes on.
 
     Returns:
