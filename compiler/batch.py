@@ -25,13 +25,39 @@ learns repair of damaged output (the malformed-output issue), its ``ResponsePars
 ``RecordParser.__init__``) and copies the parser's own diagnostics into the record; until then both
 modes parse the same way and ``repairs`` is 0.
 
-Parallelism: the parent only reads and writes bytes. For a plain input file, workers get byte
-ranges of whole lines and read them themselves (the parent only finds line ends); for stdin or a
-compressed file they get batches of raw lines. Either way they decode the JSON, parse and return
-the output lines already serialised and encoded, so the parent's cost per record is small. Each worker builds its parser once, from the generated module's source that the
-parent compiled (no compiler import in workers). At most ``2 * workers`` batches are in flight, so
-memory stays flat in the number of records; results are taken in submission order, so output order
-is input order. ``workers=1`` parses in the calling process.
+Parallelism (issue 29): the parent only orders and stitches. A plain input file is cut into
+*spans*, byte ranges of whole lines of about ``batch_size`` x 16 kB; the parent finds each span's end
+by reading a few bytes at the boundary (it never reads a record) and hands out ``(offset, length)``.
+A worker reads its span itself (``pread``), parses it, encodes (and, for a ``.gz``/``.zst``
+output, compresses) the span's output *segment*, and returns only ``(seq, length, counts, lines,
+worker)``. The segment reaches the output without the parent touching it:
+
+* to an output file (Linux, ``fork``): the worker keeps the segment; the parent, taking results
+  in input order, knows each segment's offset and sends ``(seq, offset)`` on that worker's control
+  pipe; the worker writes the segment there (``pwrite``) into the output's temporary file (its
+  descriptor is inherited through ``fork``) before its next task, and all that are left at the end. The parent
+  waits for every worker to end before the file is synced and renamed;
+* otherwise (standard output, or no ``fork``): the worker writes the segment to its own *segment
+  file* in a private folder (``tempfile.mkdtemp``, mode 700: beside the output file, or in
+  ``TMPDIR`` for standard output), and the parent appends the segment files in input order with
+  ``os.copy_file_range`` (else ``os.sendfile``, else reads and writes), deleting each one. For stdin or a compressed
+input the parent must read (and decompress) the lines itself and sends batches of raw lines; the
+workers still write their segments. Each worker builds its parser once, from the generated
+module's source that the parent compiled (no compiler import in workers). At most ``2 * workers``
+work items are in flight (so at most that many segments wait), so memory and disk stay flat
+in the number of records; results are taken in submission order, so output order is input order.
+The pool (:func:`_ordered_pool`) has no threads besides its task queue's feeder: the parent puts
+tasks and waits on the result pipe and the workers' sentinels, so a killed worker is an error,
+not a hang. ``workers=1`` parses in the calling process, the same spans when the output is
+compressed (a plain output is read line by line), so the bytes are the same.
+
+Compressed outputs: each segment is compressed on its own, one gzip member (level 6, mtime 0, no
+file name) or one zstd frame (level 3) per segment, and the file is their concatenation: a valid
+gzip stream (``gzip``, ``zcat``, Python's ``gzip`` read every member) and a valid zstd stream
+(``zstd -d`` reads every frame; python-zstandard's ``stream_reader`` needs
+``read_across_frames=True``). The segmentation depends on the input and ``batch_size`` only, so
+the bytes are the same for every worker count and every run; an output with no records is one
+empty member or frame.
 
 Every path (CLI, :func:`parse_batch`, :func:`columns_mapper`, ``respc.ray``) serialises a record with
 :func:`dump_record`, so their output lines are byte-identical.
@@ -41,19 +67,28 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import gzip
 import inspect
 import io
 import json
 import multiprocessing
 import os
+import pickle
 import signal
+import stat
 import sys
 import threading
 import time
 import types
+
+try:
+    import fcntl
+except ImportError:  # not POSIX
+    fcntl = None  # type: ignore[assignment]
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from collections.abc import Mapping  # not typing.Mapping: its isinstance goes through __subclasscheck__
+from typing import Any, Callable, Iterable, Iterator
 
 from ..runtime.whole import finish as finish_whole
 from .files import atomic_output, same_file
@@ -144,11 +179,15 @@ def _lookup(record: Any, path: str) -> Any:
 
 
 def _walk(record: Any, path: str) -> Any:
-    if isinstance(record, Mapping) and path in record:
+    if type(record) is dict:  # the usual record, a JSON object: one lookup, no split
+        value = record.get(path, _MISSING)
+        if value is not _MISSING or "." not in path:
+            return value
+    elif isinstance(record, Mapping) and path in record:
         return record[path]
     value = record
     for part in path.split("."):
-        if isinstance(value, Mapping):
+        if type(value) is dict or isinstance(value, Mapping):
             value = value.get(part, _MISSING)
         elif isinstance(value, (list, tuple)) and part.isdigit():
             index = int(part)
@@ -206,8 +245,22 @@ def dump_record(record: dict) -> str:
     return _line(record)[0]
 
 
+_ASCII = json.JSONEncoder(ensure_ascii=True, separators=(", ", ": "), allow_nan=False)
+_UNICODE = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
+
+
 def _dumps(record: Any) -> str:
-    return json.dumps(record, ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
+    """``json.dumps(record, ensure_ascii=False, separators=(", ", ": "), allow_nan=False)``, quicker.
+
+    CPython's encoder escapes ASCII-only text faster than it copies other text, so the ASCII form
+    is made first: when it holds no ``\\u`` escape, no character was escaped for being non-ASCII
+    and it is the same text; else (non-ASCII text, a control character, a lone surrogate) the
+    record is written again the usual way.
+    """
+    text = _ASCII.encode(record)
+    if "\\u" in text:
+        text = _UNICODE.encode(record)
+    return text
 
 
 def _line(record: dict) -> tuple[str, bytes, str | None]:
@@ -328,7 +381,7 @@ class RecordParser:
         keys = self.keys
         ident = None
         try:
-            if not isinstance(record, Mapping):
+            if type(record) is not dict and not isinstance(record, Mapping):
                 raise ValueError(f"a record must be a JSON object, not {type(record).__name__}")
             ident = _lookup(record, keys.id)
             if ident is _MISSING:
@@ -420,60 +473,178 @@ def _count(stats: Stats, record: dict, error: str | None, lineno: int, errors: s
 
 
 # --- workers -------------------------------------------------------------------------------------
+#
+# A run of `run_jsonl` is a sequence of *segments*, one per work item: a byte range of whole lines of
+# a plain input file (:func:`_spans`), or a batch of raw lines read by the parent (stdin, a compressed
+# input). Each segment's output (compressed on its own when the output is .gz/.zst: one gzip member
+# or zstd frame) is made by whoever parses it: in this process with one worker, else in a worker,
+# which writes it to its own file in a private folder (:func:`_segment_folder`) and returns only
+# ``(seq, length, counts, lines)``; the parent appends the segment files in order
+# (:func:`_Sink.append`: ``copy_file_range``/``sendfile``, no bytes through Python) and removes them.
+# So the segmentation, hence the output bytes, never depends on the number of workers.
 
 _WORKER: RecordParser | None = None
-
-
 _WORKER_FD: int | None = None
+_WORKER_DIR: str | None = None
+_WORKER_COMPRESS: str | None = None
+_WORKER_BATCH: int = BATCH_SIZE
+#: direct mode (a file output, fork): the output file's descriptor, inherited; this worker's end of
+#: its control pipe (the parent sends ``(seq, offset)`` there); the segments waiting for an offset
+_WORKER_OUT: int | None = None
+_WORKER_CONTROL: Any = None
+_WORKER_INDEX: int = 0
+_WORKER_PENDING: dict = {}
 
 
-def _init_worker(parser: RecordParser, path: str | None = None) -> None:
-    global _WORKER, _WORKER_FD
+def _init_worker(parser: RecordParser, path: str | None = None, folder: str | None = None,
+                 compress: str | None = None, batch_size: int = BATCH_SIZE, out_fd: int | None = None) -> None:
+    global _WORKER, _WORKER_FD, _WORKER_DIR, _WORKER_COMPRESS, _WORKER_BATCH, _WORKER_OUT
     # Ctrl-C reaches the whole process group: the parent alone handles it (it stops the pool and
     # says how far the run got), so a worker ignores it instead of printing a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER = parser
     parser._load()  # build the parser once per worker, before the first batch
+    _WORKER_DIR, _WORKER_COMPRESS, _WORKER_BATCH, _WORKER_OUT = folder, compress, batch_size, out_fd
     if path is not None:
         _WORKER_FD = os.open(path, os.O_RDONLY)  # ranges are read here, not sent through a pipe
 
 
-def _work_range(span: tuple[int, int, int]) -> tuple[bytes, Stats]:
-    """Parse the lines of ``(offset, length, first line number)`` of the worker's input file."""
-    assert _WORKER is not None and _WORKER_FD is not None
-    offset, length, lineno = span
-    data = os.pread(_WORKER_FD, length, offset)
-    batch = [(lineno + i, line) for i, line in enumerate(data.split(b"\n")) if line.strip()]
-    return _WORKER.parse_lines(batch)
+def _parse_span(parser: RecordParser, data: bytes, batch_size: int) -> tuple[bytes, Stats, int]:
+    """Parse the whole lines ``data`` (a span of the input); line numbers are relative (the first
+    line is 1: :func:`_rebase` makes them absolute). Returns (output bytes, counts, lines in it)."""
+    lines = data.split(b"\n")
+    parts, stats = [], Stats()
+    batch: list[tuple[int, bytes]] = []
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        batch.append((lineno, line))
+        if len(batch) >= batch_size:
+            out, part = parser.parse_lines(batch)
+            parts.append(out)
+            stats.add(part)
+            batch = []
+    if batch:
+        out, part = parser.parse_lines(batch)
+        parts.append(out)
+        stats.add(part)
+    return b"".join(parts), stats, data.count(b"\n")
 
 
-def _ranges(path: str, target: int, counter: list) -> Iterator[tuple[int, int, int]]:
-    """``(offset, length, first line number)`` spans of about ``target`` bytes of whole lines.
+def _compress(data: bytes, kind: str | None) -> bytes:
+    """One segment's output as it goes into the file: as it is, one gzip member (level 6, no name,
+    mtime 0, so the bytes depend on the records only) or one zstd frame (level 3). Empty stays empty."""
+    if not data or kind is None:
+        return data
+    if kind == "gz":
+        return gzip.compress(data, compresslevel=6, mtime=0)
+    return _zstd().ZstdCompressor(level=3).compress(data)
 
-    The parent only finds line ends (``bytes.rfind``/``count``, in C); workers read the spans
-    themselves. ``counter[0]`` is kept at the bytes read so far (progress).
+
+def _compression(path: str) -> str | None:
+    """``"gz"``/``"zst"`` by the output's extension (standard output: none)."""
+    if path != "-" and path.endswith(".gz"):
+        return "gz"
+    if path != "-" and path.endswith(".zst"):
+        _zstd()  # MissingExtra now, before anything is read
+        return "zst"
+    return None
+
+
+def _counts(stats: Stats) -> tuple:
+    """A Stats as a plain tuple (cheaper to pickle and unpickle than the dataclass)."""
+    return (stats.records, stats.tool_calls, stats.repairs, stats.failures, stats.failed_lines,
+            stats.last_line, stats.last_id)
+
+
+def _from_counts(counts: tuple) -> Stats:
+    return Stats(*counts)
+
+
+def _work_segment(seq: int, item: Any) -> tuple[int, int, tuple, int]:
+    """Parse one work item in a worker and write its output segment file ``<folder>/<seq>``.
+
+    ``item`` is ``(offset, length)`` (a span of the worker's input file) or a batch
+    of raw lines with their line numbers (when the parent reads the input). Returns ``(seq, bytes
+    written, counts, lines in the span)``; a segment with no bytes gets no file.
     """
-    with open(path, "rb", buffering=0) as handle:
-        offset, lineno, carry = 0, 1, b""
-        while True:
-            block = handle.read(target)
-            counter[0] += len(block)
-            data = carry + block
-            if not block:
-                if data:
-                    yield offset, len(data), lineno
-                return
-            end = data.rfind(b"\n") + 1
-            if end == 0:
-                carry = data
-                continue
-            yield offset, end, lineno
-            lineno += data.count(b"\n", 0, end)
-            offset += end
-            carry = data[end:]
+    assert _WORKER is not None and (_WORKER_DIR is not None or _WORKER_OUT is not None)
+    if _WORKER_FD is not None:
+        offset, length = item
+        data, stats, lines = _parse_span(_WORKER, os.pread(_WORKER_FD, length, offset), _WORKER_BATCH)
+    else:
+        (data, stats), lines = _WORKER.parse_lines(item), 0
+    data = _compress(data, _WORKER_COMPRESS)
+    if data and _WORKER_OUT is not None:  # direct mode: written where the parent says (_write_pending)
+        _WORKER_PENDING[seq] = data
+        return seq, len(data), _counts(stats), lines, _WORKER_INDEX
+    if data:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(os.path.join(_WORKER_DIR, str(seq)), flags, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    return seq, len(data), _counts(stats), lines, _WORKER_INDEX
 
 
-def _work(batch: list[tuple[int, bytes]]) -> tuple[bytes, Stats]:
+def _write_pending(block: bool) -> None:
+    """Direct mode: write each waiting segment whose offset the parent has sent (``pwrite`` into the
+    output file); with ``block``, wait until none is left (the end of the run)."""
+    control = _WORKER_CONTROL
+    if control is None or _WORKER_OUT is None:
+        return
+    while _WORKER_PENDING and (block or control.poll()):
+        seq, offset = control.recv()
+        view = memoryview(_WORKER_PENDING.pop(seq))
+        while view:
+            written = os.pwrite(_WORKER_OUT, view, offset)
+            view, offset = view[written:], offset + written
+
+
+def _spans(path: str, target: int, counter: list) -> Iterator[tuple[int, int]]:
+    """``(offset, length)`` spans of whole lines of about ``target`` bytes or more: each ends at the
+    first newline at or after ``target`` bytes (the last one at the end of the file).
+
+    The parent reads only the few bytes around each boundary (``pread``), never the records, and
+    counts no lines (workers say how many lines each span held). ``counter[0]`` is kept at the end of
+    the last span given out (progress).
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        offset = 0
+        while offset < size:
+            probe = offset + target - 1
+            end = size
+            while probe < size:
+                block = os.pread(fd, 65536, probe)
+                if not block:
+                    break
+                found = block.find(b"\n")
+                if found >= 0:
+                    end = probe + found + 1
+                    break
+                probe += len(block)
+            yield offset, end - offset
+            counter[0] = end
+            offset = end
+        # a file that grows while it is read: what is past its size at the start is not read
+    finally:
+        os.close(fd)
+
+
+def _rebase(stats: Stats, base: int) -> None:
+    """Make a span's relative line numbers absolute (``base``: the line number before the span)."""
+    if base:
+        stats.failed_lines = [(lineno + base, error) for lineno, error in stats.failed_lines]
+        if stats.records:
+            stats.last_line += base
+
+
+def _work(seq: int, batch: list[tuple[int, bytes]]) -> tuple[bytes, Stats]:
     assert _WORKER is not None
     return _WORKER.parse_lines(batch)
 
@@ -502,32 +673,230 @@ def _batches(lines: Iterable[bytes], size: int) -> Iterator[list[tuple[int, byte
         yield batch
 
 
-def _ordered_pool(parser: RecordParser, path: str | None, work: Callable, items: Iterable,
-                  workers: int) -> Iterator[Any]:
-    """``work(item)`` for each item on ``workers`` processes, results in item order.
+def _pool_worker(tasks: Any, results: Any, lock: Any, work: Callable, initargs: tuple, index: int = 0,
+                 control: Any = None) -> None:
+    """A worker process of :func:`_ordered_pool`: build the parser, then ``work(seq, item)`` for each
+    task until ``None``; each result (or the exception, as ``(seq, False, exc)``) goes back at once.
+    With a ``control`` pipe (direct mode) it writes its waiting segments before each task and all of
+    them at the end (:func:`_write_pending`)."""
+    global _WORKER_CONTROL, _WORKER_INDEX
+    _WORKER_CONTROL, _WORKER_INDEX = control, index
+    try:
+        _init_worker(*initargs)
+    except BaseException as exc:  # noqa: BLE001 - the parent re-raises it
+        _send(results, lock, (-1, False, exc))
+        return
+    while True:
+        try:
+            _write_pending(block=False)
+        except Exception as exc:  # noqa: BLE001 - a full disk: the parent re-raises it
+            _send(results, lock, (-1, False, exc))
+            return
+        task = tasks.get()
+        if task is None:
+            try:
+                _write_pending(block=True)
+            except Exception as exc:  # noqa: BLE001
+                _send(results, lock, (-1, False, exc))
+            return
+        seq, item = task
+        try:
+            value = (seq, True, work(seq, item))
+        except Exception as exc:  # noqa: BLE001 - the parent re-raises it
+            value = (seq, False, exc)
+        _send(results, lock, value)
 
-    Each worker runs :func:`_init_worker` once (the parser is built there). At most ``2 * workers``
-    items are in flight, so the input is read only as fast as it is parsed (memory stays flat).
+
+def _send(results: Any, lock: Any, value: tuple) -> None:
+    try:
+        data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001 - an exception that does not pickle: its text does
+        data = pickle.dumps((value[0], False, RuntimeError(_describe(value[2] if not value[1] else exc))))
+    with lock:
+        results.send_bytes(data)
+
+
+def _ordered_pool(parser: RecordParser, path: str | None, work: Callable, items: Iterable,
+                  workers: int, initargs: tuple = (), controls: list | None = None) -> Iterator[Any]:
+    """``work(seq, item)`` for each item on ``workers`` processes, results in item order.
+
+    Each worker runs :func:`_init_worker` once (the parser is built there; ``initargs`` follow
+    ``parser`` and ``path``), then takes tasks from one queue as it gets free. At most
+    ``2 * workers`` items are in flight, so the input is read only as fast as it is parsed (memory,
+    and the segment files waiting, stay flat). The parent has no threads of its own but the task
+    queue's feeder: it puts tasks and reads results in this thread (``multiprocessing.connection.wait``
+    on the result pipe and the workers' sentinels), so its cost per task is one small pickle each
+    way. An exception in a worker is raised here; a worker that dies (killed) is a ``RuntimeError``;
+    Ctrl-C or any error stops the workers (``terminate``) before it propagates.
     """
+    from multiprocessing.connection import wait
+
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    with context.Pool(workers, initializer=_init_worker, initargs=(parser, path)) as pool:
-        pending: collections.deque = collections.deque()
-        for item in items:
-            pending.append(pool.apply_async(work, (item,)))
-            if len(pending) >= 2 * workers:
-                yield pending.popleft().get()
-        while pending:
-            yield pending.popleft().get()
+    tasks = context.Queue()
+    reader, writer = context.Pipe(duplex=False)
+    lock = context.Lock()
+    procs = [context.Process(target=_pool_worker, args=(tasks, writer, lock, work, (parser, path, *initargs), i,
+                                                        controls[i] if controls else None),
+                             daemon=True) for i in range(workers)]
+    done: dict[int, tuple] = {}
+    clean = False
+    try:
+        for proc in procs:
+            proc.start()
+        source = iter(items)
+        submitted = delivered = 0
+        exhausted = False
+        while True:
+            while not exhausted and submitted - delivered < 2 * workers:
+                try:
+                    item = next(source)
+                except StopIteration:
+                    exhausted = True
+                    break
+                tasks.put((submitted, item))
+                submitted += 1
+            if delivered == submitted:
+                break
+            while delivered not in done:
+                ready = wait([reader, *(proc.sentinel for proc in procs)])
+                if reader in ready:
+                    seq, ok, value = pickle.loads(reader.recv_bytes())
+                    if not ok:
+                        raise value
+                    done[seq] = value
+                else:
+                    dead = next(proc for proc in procs if proc.sentinel in ready)
+                    dead.join(5)
+                    raise RuntimeError(f"a worker process ended unexpectedly (exit code {dead.exitcode})")
+            value = done.pop(delivered)
+            delivered += 1
+            yield value
+        for _ in procs:
+            tasks.put(None)
+        left = list(procs)
+        while left:  # a worker may still write its last segments (direct mode): errors come here
+            ready = wait([reader, *(proc.sentinel for proc in left)])
+            if reader in ready:
+                seq, ok, value = pickle.loads(reader.recv_bytes())
+                if not ok:
+                    raise value
+                continue
+            for proc in [proc for proc in left if proc.sentinel in ready]:
+                proc.join()
+                left.remove(proc)
+                if proc.exitcode != 0:
+                    raise RuntimeError(f"a worker process ended unexpectedly (exit code {proc.exitcode})")
+        clean = True
+    finally:
+        if not clean:
+            tasks.cancel_join_thread()  # the feeder must not wait for workers that are gone
+            for proc in procs:
+                if proc.is_alive():
+                    proc.terminate()
+            for proc in procs:
+                if proc.pid is not None:
+                    proc.join()
+        tasks.close()
+        reader.close()
+        writer.close()
 
 
 def map_line_batches(parser: RecordParser, batches: Iterable[list[tuple[int, bytes]]],
                      workers: int) -> Iterator[tuple[bytes, Stats]]:
-    """Parse line batches, in order, on ``workers`` processes (1: in this process)."""
+    """Parse line batches, in order, on ``workers`` processes (1: in this process); the output comes
+    back through the pool (what :func:`run_jsonl` avoids with segment files)."""
     if workers <= 1:
         for batch in batches:
             yield parser.parse_lines(batch)
         return
     yield from _ordered_pool(parser, None, _work, batches, workers)
+
+
+# --- segments and the sink -----------------------------------------------------------------------
+
+#: the suffix of the private folder that holds a run's segment files (the middle of its name is random)
+SEGMENTS_SUFFIX = ".respc-seg"
+
+
+@contextlib.contextmanager
+def _segment_folder(out_path: str) -> Iterator[str]:
+    """A new private folder (``tempfile.mkdtemp``: random name, mode 700) for the workers' segment
+    files: beside the output file (same file system, so appending a segment can share blocks), or in
+    the temporary folder (``TMPDIR``) for standard output. Removed with what is left in it when the
+    block ends, however it ends (docs/security.md "Files")."""
+    import shutil
+    import tempfile
+
+    if out_path == "-":
+        folder = tempfile.mkdtemp(prefix="respc-", suffix=SEGMENTS_SUFFIX)
+    else:
+        target = os.path.realpath(out_path)
+        folder = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", suffix=SEGMENTS_SUFFIX,
+                                  dir=os.path.dirname(target))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+#: errors of copy_file_range / sendfile that mean "not between these two files": fall back
+_NO_COPY = {getattr(errno, name) for name in ("EXDEV", "EINVAL", "ENOSYS", "EOPNOTSUPP", "ENOTSUP", "EBADF",
+                                              "EPERM", "ESPIPE") if hasattr(errno, name)}
+
+
+class _Sink:
+    """The output as the parent writes it: bytes (one worker), or whole segment files appended in
+    order (:meth:`append`), copied by the kernel where it can (``os.copy_file_range``, else
+    ``os.sendfile``, else 1 MB reads and writes)."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        try:
+            self.fd = handle.fileno()
+        except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+            self.fd = None  # a stream without a file descriptor (a test's captured stdout)
+        self.ways = ["copy_file_range", "sendfile"] if self.fd is not None else []
+        if self.fd is not None and hasattr(fcntl, "F_SETPIPE_SZ"):  # Linux
+            with contextlib.suppress(OSError):
+                if stat.S_ISFIFO(os.fstat(self.fd).st_mode):  # a pipe: 1 MB at a time, not 64 kB
+                    fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+
+    def write(self, data: bytes) -> None:
+        self.handle.write(data)
+
+    def append(self, path: str, length: int) -> None:
+        """Append the segment file ``path`` (``length`` bytes) and remove it."""
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        source = os.open(path, flags)
+        try:
+            os.unlink(path)
+            self.handle.flush()
+            left = length
+            while left and self.ways:
+                way = self.ways[0]
+                try:
+                    if way == "copy_file_range" and hasattr(os, "copy_file_range"):
+                        done = os.copy_file_range(source, self.fd, left)
+                    elif way == "sendfile" and hasattr(os, "sendfile"):
+                        done = os.sendfile(self.fd, source, None, left)
+                    else:
+                        raise OSError(errno.ENOSYS, way)
+                except OSError as exc:
+                    if exc.errno not in _NO_COPY:
+                        raise
+                    self.ways.pop(0)  # not between these files: the next way, from where this one stopped
+                    continue
+                if done == 0:
+                    raise OSError(errno.EIO, f"segment file {path!r} ended {left} bytes early")
+                left -= done
+            while left:
+                block = os.read(source, min(left, 1 << 20))
+                if not block:
+                    raise OSError(errno.EIO, f"segment file {path!r} ended {left} bytes early")
+                self.handle.write(block)
+                left -= len(block)
+        finally:
+            os.close(source)
 
 
 # --- files ---------------------------------------------------------------------------------------
@@ -634,7 +1003,7 @@ def open_input(path: str):
 @contextlib.contextmanager
 def open_output(path: str) -> Iterator[Any]:
     """A JSONL output to write bytes into, as a context manager: ``-`` is stdout; ``.gz`` / ``.zst``
-    compress.
+    compress (one stream; :func:`run_jsonl` compresses per segment instead, see the module docstring).
 
     A file is written whole (:func:`respc.compiler.files.atomic_output`): the records go to a
     temporary file in the same folder, renamed over ``path`` when the block ends without an error;
@@ -739,15 +1108,19 @@ def run_jsonl(parser: RecordParser, in_path: str, out_path: str, *, workers: int
         on_failure: called with (line number, error) for each failed record in ``"strict"`` mode,
             as soon as its batch is written.
 
-    The output file is written whole (:func:`open_output`): it appears, or replaces the old one,
-    only when the run ends; an error or an interrupt leaves the old file as it was. A record that
+    The output file is written whole (:func:`respc.compiler.files.atomic_output`): it appears, or
+    replaces the old one, only when the run ends; an error or an interrupt leaves the old file as it
+    was, and the workers' segment files, if any (module docstring), are removed with their folder
+    however the run ends (a SIGKILL of the parent leaves them, as it leaves the output's temporary
+    file). A record that
     fails, or that cannot be written (:func:`dump_record`), is one error record; the run goes on.
 
     Returns:
         tuple[Stats, float]: the counts and the wall time in seconds.
 
     Raises:
-        OSError: unreadable input / unwritable output; MissingExtra: ``.zst`` without zstandard;
+        OSError: unreadable input / unwritable output (also a segment a worker could not write);
+        MissingExtra: ``.zst`` without zstandard; RuntimeError: a worker process died (killed);
         ValueError: ``out_path`` is ``in_path`` (also through a symlink or a hard link), which
         would replace the input (docs/security.md "Files").
         Interrupted: Ctrl-C. Its ``stats`` count the records done; standard output holds exactly
@@ -759,41 +1132,115 @@ def run_jsonl(parser: RecordParser, in_path: str, out_path: str, *, workers: int
         raise ValueError(f"cannot write {out_path!r}: it is the input file {in_path!r}")
     if progress is None:
         progress = sys.stderr.isatty()
-    reader = None
-    if workers > 1 and in_path != "-" and not in_path.endswith((".gz", ".zst")) and os.path.isfile(in_path):
-        # A plain file: workers read byte ranges of about batch_size records (16 kB each) themselves,
-        # so the parent never touches a record. Output bytes and order are those of line batches.
-        size, position = os.path.getsize(in_path), [0]
-        spans = _ranges(in_path, max(4096, batch_size * 16384), position)
-        results = _ordered_pool(parser, in_path, _work_range, spans, workers)
-        where = lambda: position[0]  # noqa: E731
-    else:
-        reader, counter, size = open_input(in_path)
-        results = map_line_batches(parser, _batches(reader, batch_size), workers)
-        where = lambda: counter.count if counter is not None else None  # noqa: E731
+    compress = _compression(out_path)
+    # A plain file is cut into spans (byte ranges of whole lines) that whoever parses them reads, so
+    # the parent never touches a record. One worker writing an uncompressed output reads lines as
+    # before (less memory; the segmentation only shows in a compressed output, as its members).
+    spans = (in_path != "-" and not in_path.endswith((".gz", ".zst")) and os.path.isfile(in_path)
+             and (workers > 1 or compress is not None))
     stats = Stats()
     bar = None
-    try:
-        with open_output(out_path) as writer:
+    with contextlib.ExitStack() as stack:
+        if spans:
+            # spans of about batch_size records of 16 kB
+            size, position = os.path.getsize(in_path), [0]
+            items: Iterable = _spans(in_path, max(4096, batch_size * 16384), position)
+            where = lambda: position[0]  # noqa: E731
+        else:
+            reader, counter, size = open_input(in_path)
+            if in_path != "-":
+                stack.callback(reader.close)
+            items = _batches(reader, batch_size)
+            where = lambda: counter.count if counter is not None else None  # noqa: E731
+        try:
+            sink = _Sink(stack.enter_context(_open_raw(out_path)))
+            folder, senders = None, None
+            if workers > 1 and out_path != "-" and sink.fd is not None and sys.platform.startswith("linux"):
+                # direct: each worker writes its segments into the output file itself (pwrite, the
+                # descriptor inherited through fork) at the offset the parent sends it
+                pipes = [multiprocessing.get_context("fork").Pipe(duplex=False) for _ in range(workers)]
+                senders = [send for _, send in pipes]
+                for receive, send in pipes:
+                    stack.callback(receive.close)
+                    stack.callback(send.close)
+                results = _ordered_pool(parser, in_path if spans else None, _work_segment, items, workers,
+                                        (None, compress, batch_size, sink.fd), [r for r, _ in pipes])
+                stack.callback(results.close)  # stops the pool first
+            elif workers > 1:
+                folder = stack.enter_context(_segment_folder(out_path))
+                results = _ordered_pool(parser, in_path if spans else None, _work_segment, items, workers,
+                                        (folder, compress, batch_size))
+                stack.callback(results.close)  # stops the pool before the folder is removed
+            else:
+                results = _parse_here(parser, in_path if spans else None, items, compress, batch_size)
             bar = _Progress(size) if progress else None
-            for data, part in results:
-                with sigint_deferred():  # a batch is written and counted whole, or not at all
-                    writer.write(data)
+            base, wrote, offset = 0, False, 0
+            for seq, data, counts, lines, index in results:
+                part = _from_counts(counts)
+                if spans:
+                    _rebase(part, base)
+                    base += lines
+                with sigint_deferred():  # a segment is written and counted whole, or not at all
+                    if senders is not None:
+                        if data:
+                            senders[index].send((seq, offset))
+                            offset += data
+                    elif folder is None:
+                        sink.write(data)
+                    elif data:
+                        sink.append(os.path.join(folder, str(seq)), data)
                     stats.add(part)
                 if on_failure is not None:
                     for lineno, error in part.failed_lines:
                         on_failure(lineno, error)
                 if bar is not None:
                     bar.update(where(), stats.records)
-    except KeyboardInterrupt:
-        raise Interrupted(stats) from None
-    finally:
-        results.close()  # stops the pool, if any
-        if bar is not None:
-            bar.close()
-        if reader is not None and in_path != "-":
-            reader.close()
+                wrote = wrote or bool(data)
+            if compress is not None and not wrote:
+                sink.write(_empty_stream(compress))
+        except KeyboardInterrupt:
+            raise Interrupted(stats) from None
+        finally:
+            if bar is not None:
+                bar.close()
     return stats, time.perf_counter() - started
+
+
+def _empty_stream(kind: str) -> bytes:
+    """A valid compressed stream of nothing (an output with no records is still a .gz/.zst file)."""
+    return gzip.compress(b"", compresslevel=6, mtime=0) if kind == "gz" else _zstd().ZstdCompressor(level=3).compress(b"")
+
+
+def _parse_here(parser: RecordParser, path: str | None, items: Iterable, compress: str | None,
+                batch_size: int) -> Iterator[tuple[int, bytes, tuple, int]]:
+    """The one-worker path: each work item parsed in this process, ``(seq, output bytes, counts,
+    lines)`` as :func:`_work_segment` gives them, with the bytes themselves (same segments, same bytes)."""
+    fd = os.open(path, os.O_RDONLY) if path is not None else None
+    try:
+        for seq, item in enumerate(items):
+            if fd is not None:
+                offset, length = item
+                data, stats, lines = _parse_span(parser, os.pread(fd, length, offset), batch_size)
+            else:
+                (data, stats), lines = parser.parse_lines(item), 0
+            yield seq, _compress(data, compress), _counts(stats), lines, 0
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def _open_raw(path: str) -> Iterator[Any]:
+    """The output as raw bytes (compression is per segment, :func:`_compress`): standard output, or
+    a file written whole (:func:`respc.compiler.files.atomic_output`)."""
+    if path == "-":
+        try:
+            yield sys.stdout.buffer
+        finally:
+            sys.stdout.buffer.flush()
+        return
+    with atomic_output(path) as raw:
+        yield raw
 
 
 # --- Python API ----------------------------------------------------------------------------------
@@ -866,7 +1313,7 @@ def _chunks(rows: Iterator[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def _work_records(batch: list[Any]) -> list[dict]:
+def _work_records(seq: int, batch: list[Any]) -> list[dict]:
     assert _WORKER is not None
     return [_WORKER.parse_record(row)[0] for row in batch]
 

@@ -34,11 +34,20 @@ class RayParser:
     Args:
         parser: a :class:`respc.compiler.batch.RecordParser` (pickled to each actor).
         lines_column: the column holding raw JSONL lines, or None when rows are records.
+        node_column: also give each row the id of the Ray node whose actor parsed it, in this
+            column (None: no such column).
     """
 
-    def __init__(self, parser: _batch.RecordParser, lines_column: str | None = None) -> None:
+    def __init__(self, parser: _batch.RecordParser, lines_column: str | None = None,
+                 node_column: str | None = None) -> None:
         self.parser = parser
         self.lines_column = lines_column
+        self.node_column = node_column
+        self.node = None
+        if node_column is not None:
+            import ray
+
+            self.node = ray.get_runtime_context().get_node_id()
         parser._load()  # once per actor
 
     def __call__(self, table: Any) -> dict[str, list]:
@@ -49,13 +58,17 @@ class RayParser:
             records = [parser.parse_line(line)[0] for line in lines if line is not None and line.strip()]
         else:
             records = [parser.parse_record(row)[0] for row in _batch._rows(table, parser.keys)]
-        return {"record": [_batch.dump_record(record) for record in records]}
+        out = {"record": [_batch.dump_record(record) for record in records]}
+        if self.node_column is not None:
+            out[self.node_column] = [self.node] * len(records)
+        return out
 
 
 def parse_dataset(ds: Any, template: Any, *, lines_column: str | None = None,
                   keys: _batch.Keys | Mapping[str, str] | None = None, preset: str | None = None,
                   prefix: str | None = None, tools: list | None = None, errors: str = "recover",
-                  batch_size: int = 256, actors: int | None = None, **ray_args: Any) -> Any:
+                  batch_size: int = 256, actors: int | None = None, node_column: str | None = None,
+                  **ray_args: Any) -> Any:
     """Parse every row of a Ray ``Dataset``; returns a lazy ``Dataset`` with one ``record`` column.
 
     Args:
@@ -68,6 +81,8 @@ def parse_dataset(ds: Any, template: Any, *, lines_column: str | None = None,
         actors: the most actors (default: the cluster's CPUs, ``ray.cluster_resources()["CPU"]``). The
             pool starts with one actor and grows while work is queued and CPUs are free, so the tasks
             that read the input still get CPUs (a fixed pool holding every CPU would starve them).
+        node_column: a column name to also give each row the id of the node that parsed it (to see
+            how the work spread over a cluster; ``tests/test_ray_nodes.py``), or None.
         **ray_args: passed to ``map_batches`` (``num_cpus`` defaults to 1 per actor; ``compute``
             replaces the pool).
 
@@ -87,5 +102,6 @@ def parse_dataset(ds: Any, template: Any, *, lines_column: str | None = None,
         actors = max(1, int(ray.cluster_resources().get("CPU", 1)))
     ray_args.setdefault("num_cpus", 1)
     ray_args.setdefault("compute", ray.data.ActorPoolStrategy(min_size=1, max_size=actors))
-    return ds.map_batches(RayParser, fn_constructor_kwargs={"parser": parser, "lines_column": lines_column},
+    return ds.map_batches(RayParser, fn_constructor_kwargs={"parser": parser, "lines_column": lines_column,
+                                                          "node_column": node_column},
                           batch_format="pyarrow", batch_size=batch_size, **ray_args)

@@ -14,7 +14,8 @@ Example::
 
 Blank lines give ``null`` (a Spark column keeps one value per row; the CLI skips them). Spark's
 Python workers must import respc, pandas and pyarrow: point ``PYSPARK_PYTHON`` at the interpreter
-that has them. Tested on ``local[2]`` (``tests/test_spark.py``, ``python -m pytest -q -m spark``).
+that has them. Tested on ``local[2]`` (``tests/test_spark.py``) and on ``local-cluster[2,1,512]``, two
+executors (``tests/test_spark_cluster.py``); ``python -m pytest -q -m spark``.
 """
 
 from __future__ import annotations

@@ -100,8 +100,8 @@ def test_cli_recover_exits_0_despite_failures(tmp_path):
 
 
 def test_cli_workers_give_the_same_bytes_as_one(tmp_path):
-    """A plain file with 2 workers goes by byte ranges (about 45 kB: three 16 kB spans), gzip by
-    line batches; both give the bytes of one worker, in order."""
+    """A plain file goes by byte ranges (about 45 kB: three spans of at least 16 kB), gzip by line
+    batches; 2 workers give the bytes of one worker, in order."""
     records = _records(300)
     _write_jsonl(tmp_path / "in.jsonl", records)
     _write_jsonl(tmp_path / "in.jsonl.gz", records, gzip.open)
@@ -113,8 +113,11 @@ def test_cli_workers_give_the_same_bytes_as_one(tmp_path):
     assert one == (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "gz.jsonl").read_bytes()
     assert [json.loads(line) for line in one.splitlines()] == [_expected(r) for r in records]
     source = (tmp_path / "in.jsonl").read_bytes()
-    spans = list(batch._ranges(str(tmp_path / "in.jsonl"), 16384, [0]))
-    assert len(spans) == 3 and spans[0][0] == 0 and spans[1][2] == source[:spans[1][0]].count(b"\n") + 1
+    spans = list(batch._spans(str(tmp_path / "in.jsonl"), 16384, [0]))
+    assert len(spans) == 3 and spans[0][0] == 0 and sum(length for _, length in spans) == len(source)
+    for (offset, length), (following, _) in zip(spans, spans[1:] + [(len(source), 0)]):
+        assert offset + length == following and source[offset + length - 1:offset + length] == b"\n"
+        assert length >= 16384 or following == len(source)  # whole lines, at least the target
 
 
 def test_strict_line_numbers_with_workers(tmp_path, capsys):
