@@ -23,6 +23,7 @@ link: ``st_dev``/``st_ino``); the CLI refuses such an output before reading anyt
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -59,14 +60,22 @@ def atomic_output(path: str | os.PathLike) -> Iterator[IO[bytes]]:
         be closed without closing it (``closefd=False`` or ``fileobj=``).
 
     Raises:
-        OSError: the folder cannot hold a new file, the disk is full, the rename fails; the target
-            is then left as it was and no temporary file remains.
+        OSError: ``path`` exists and is not a regular file (``errno.EINVAL``: a device such as
+            ``/dev/null``, a FIFO, a socket or a folder is never replaced); the folder cannot hold
+            a new file, the disk is full, the rename fails; the target is then left as it was and no
+            temporary file remains.
     """
     target = Path(os.path.realpath(path))
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
+        status = os.stat(target)
     except FileNotFoundError:
         mode = new_file_mode()
+    else:
+        if not stat.S_ISREG(status.st_mode):
+            # a device (/dev/null), FIFO, socket or folder is never replaced by a file, whoever
+            # calls (the CLI refuses these first, with its own message; this holds for the API too)
+            raise OSError(errno.EINVAL, "not a regular file: respc replaces only regular files", str(path))
+        mode = stat.S_IMODE(status.st_mode)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=TMP_SUFFIX, dir=target.parent)
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as handle:

@@ -275,3 +275,26 @@ def test_D9_non_finite_numbers_in_a_json_body(workdir, capsys, number):
                  "--errors", "strict"]) == 1
     [record] = _read_lines(workdir / "out.jsonl")
     assert record["message"] is None and "not finite" in record["diagnostics"][0]["message"]
+
+
+def test_atomic_output_never_replaces_a_device(tmp_path):
+    """The writer itself (not only the CLI's check) refuses a target that is not a regular file:
+    a device renamed over is gone for everyone (docs/security.md, "Files")."""
+    import errno
+
+    from respc.compiler.files import atomic_output
+
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except (PermissionError, AttributeError, OSError):
+        pytest.skip("cannot make a device node here (needs root)")
+    link = tmp_path / "link"
+    link.symlink_to(device)
+    for target in (device, link, tmp_path):
+        with pytest.raises(OSError) as caught:
+            with atomic_output(target) as handle:
+                handle.write(b"x")
+        assert caught.value.errno == errno.EINVAL
+    assert stat.S_ISCHR(os.stat(device).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "null"]

@@ -127,6 +127,10 @@ NOT_PROVEN = {
     "plamo3": "attempts at different offsets",  # (?P<name>.*?) runs over another opener
     "step3": "attempts at different offsets",  # [^"]+ runs over another opener
     "xlam": "attempts at different offsets",  # \s*(?:</tool_call>|```) over a long run of spaces
+    # open: [ \t]*\n?[ \t]* reads spaces two ways; close: \s*``` over a long run of spaces
+    "command_r_plus": ("inside a loop", "attempts at different offsets"),
+    "cwm": "attempts at different offsets",  # [^>\s]+ runs over another '<tool:'
+    "rwkv": "attempts at different offsets",  # \s*``` over a long run of spaces
 }
 
 
@@ -142,7 +146,9 @@ def test_catalogue_timeouts_only_on_patterns_not_proven():
             if "bound=" in m.group(2):
                 assert problem is not None, (path.name, pattern)
                 with_bounds.add(path.stem)
-                assert NOT_PROVEN[path.stem] in problem, (path.name, pattern, problem)
+                reasons = NOT_PROVEN[path.stem]
+                assert any(r in problem for r in ((reasons,) if isinstance(reasons, str) else reasons)), (
+                    path.name, pattern, problem)
             else:
                 assert problem is None, (path.name, pattern, problem)
         # a probe or late pattern is bounded only with its delimiter
