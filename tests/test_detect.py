@@ -251,16 +251,28 @@ def test_renders_no_sample_fits_no_family():
                             "its text, so no format can be checked")
 
 
-@pytest.mark.parametrize("path", [pytest.param(_issue("step3_5_flash"), id="step3_5_flash"),
-                                  pytest.param(CHAT_TEMPLATES / "qwen3_5.jinja", id="qwen3_5")])
-def test_same_format_exact_tie_is_listed(path: Path, capsys):
+def test_same_format_exact_tie_is_listed(capsys):
+    path = CHAT_TEMPLATES / "qwen3_5.jinja"
     if not path.is_file():
         pytest.skip(f"{path} is absent")
     found = detect(read_chat_template(path))
-    assert found.exact == ("nemotron3_nano", "qwen3_5") and found.tied == found.exact
+    # step3p5 has the same format, but its thinking switch (none) is not the one this template reacts to
+    assert found.exact == ("nemotron3_nano", "qwen3_5", "step3p5") and found.tied == ("nemotron3_nano", "qwen3_5")
     assert found.rendered == ("content", "reasoning", "tool_call", "two_tool_calls")
     assert main(["detect", str(path)]) == 0
-    assert "exact fits: nemotron3_nano, qwen3_5" in capsys.readouterr().out.splitlines()
+    assert "exact fits: nemotron3_nano, qwen3_5, step3p5" in capsys.readouterr().out.splitlines()
+
+
+def test_stepfun_template_names_step3p5(capsys):
+    """StepFun Step-3.5-Flash's chat template (issue 28): the qwen3_5 format, no thinking switch."""
+    path = OWN_TEMPLATES / "step3p5.jinja"
+    found = detect(read_chat_template(path))
+    assert (found.family, found.tied) == ("step3p5", ("step3p5",)), found.reason
+    assert found.exact == ("step3p5", "nemotron3_nano", "qwen3_5") and found.thinking_switch is None
+    assert found.rendered == ("content", "reasoning", "tool_call", "two_tool_calls")
+    assert main(["detect", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == ["family: step3p5",
+                                                        "exact fits: step3p5, nemotron3_nano, qwen3_5"]
 
 
 def test_smollm3_lists_its_equal_fits(capsys):

@@ -131,6 +131,8 @@ NOT_PROVEN = {
     "command_r_plus": ("inside a loop", "attempts at different offsets"),
     "cwm": "attempts at different offsets",  # [^>\s]+ runs over another '<tool:'
     "rwkv": "attempts at different offsets",  # \s*``` over a long run of spaces
+    "k2_horizon": "attempts at different offsets",  # the name class runs over another '<ifm|tool_call>'
+    "muse_glimmer": "attempts at different offsets",  # [ \t]* and [^"]+ run over another header
 }
 
 
