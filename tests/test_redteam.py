@@ -1,0 +1,56 @@
+"""Red-team regressions: attacks on the guarantees of docs/security.md that worked on the code
+they were tried against. Each test runs the attack exactly as it was tried; a fixed one passes,
+one whose fix is larger is marked ``xfail(strict=True)`` with its reason.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from respc.compiler.chat_render import MAX_VALUE, ChatTemplateLimitError, render
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+# --- chat templates: widths the size caps did not see (docs/security.md, "Chat templates") ------
+
+# Each built a string of 100,000,000 characters (100 MB; 10**9 gives 1 GB) past the cap of
+# 1,000,000: the width of a str.format field may itself be a field (``{0:{1}}``, also through an
+# item, ``format_map``), and a %-format's width may be ``*``, taken from the arguments.
+HIDDEN_WIDTHS = {
+    "nested-field": "{{ '{0:{1}}'.format('a', 99999999)|length }}",
+    "nested-align": "{{ '{0:>{1}}'.format('a', 99999999)|length }}",
+    "nested-item": "{{ '{0:{1[0]}}'.format('a', [99999999])|length }}",
+    "format-map": "{{ '{a:{w}}'.format_map({'a': 'x', 'w': 99999999})|length }}",
+    "percent-star": "{{ ('%*d' % (99999999, 1))|length }}",
+    "format-filter-star": "{{ '%*d'|format(99999999, 1)|length }}",
+    "percent-star-precision": "{{ ('%.*d' % (99999999, 1))|length }}",
+}
+
+
+@pytest.mark.parametrize("source", list(HIDDEN_WIDTHS.values()), ids=list(HIDDEN_WIDTHS))
+def test_chat_template_widths_from_arguments_are_capped(source):
+    with pytest.raises(ChatTemplateLimitError, match="the limit is 1,000,000"):
+        render(source, MESSAGES, add_generation_prompt=True)
+
+
+@pytest.mark.parametrize("source", ["{{ '{0:{1}}'.format('a', 5) }}|{{ '%*d' % (4, 7) }}|{{ '%-*s'|format(3, 'x') }}|"
+                                    "{{ '{a:>{w}}'.format_map({'a': 'y', 'w': 3}) }}|{{ '%.*f' % (2, 1.5) }}"])
+def test_chat_template_small_widths_from_arguments_still_render(source):
+    assert render(source, MESSAGES, add_generation_prompt=True) == "{:5}|{:>4}|{:<3}|{:>3}|{:.2f}".format(
+        "a", "7", "x", "y", 1.5)
+
+
+def test_chat_template_integer_products_are_capped():
+    """Squaring a big integer in a loop: each product is one C call the deadline cannot stop
+    (4.7 s against the 2 s deadline here, growing with each squaring). Integer products count
+    against the size caps like strings do."""
+    source = ("{% set ns = namespace(x=10**999999) %}{% for i in range(40) %}{% set ns.x = ns.x * ns.x %}"
+              "{% endfor %}x")
+    t0 = time.perf_counter()
+    with pytest.raises(ChatTemplateLimitError, match="would build an integer of .* bytes; the limit is 100,000"):
+        render(source, MESSAGES, add_generation_prompt=True)
+    assert time.perf_counter() - t0 < 0.5
+    assert MAX_VALUE == 1_000_000
