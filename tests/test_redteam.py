@@ -54,3 +54,24 @@ def test_chat_template_integer_products_are_capped():
         render(source, MESSAGES, add_generation_prompt=True)
     assert time.perf_counter() - t0 < 0.5
     assert MAX_VALUE == 1_000_000
+
+
+# --- model output: a barrier search repeated at every scan (docs/security.md, "Model output") ----
+
+from test_linear import _assert_linear, _module  # noqa: E402  (tests/test_linear.py)
+
+GPT_OSS_HEADERS = {
+    # 144 kB cost 2.9 s strict, 1.5 s recover (one feed) before: every scan searched back over the
+    # whole run of characters the call opener's part before 'to=functions.' may consume
+    "headers": lambda n: "<|start|>assistant" * max(n // 18, 1),
+    # the same with the factor at the end: the factor's position was found once, the run before
+    # it searched again at every scan (2.8 s at 144 kB)
+    "headers-then-call": lambda n: "<|start|>assistant" * max(n // 18, 1) + "to=functions.f<|message|>{}<|call|>",
+}
+
+
+@pytest.mark.parametrize("chunk", [None, 1 << 30], ids=["parse_response", "one-feed"])
+@pytest.mark.parametrize("errors", ["strict", "recover"])
+@pytest.mark.parametrize("kind", list(GPT_OSS_HEADERS))
+def test_gpt_oss_repeated_headers_are_linear(kind, errors, chunk):
+    _assert_linear(_module("gpt_oss"), GPT_OSS_HEADERS[kind], errors, chunk, start=8000, cap=64_000)
