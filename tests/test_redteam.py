@@ -75,3 +75,37 @@ GPT_OSS_HEADERS = {
 @pytest.mark.parametrize("kind", list(GPT_OSS_HEADERS))
 def test_gpt_oss_repeated_headers_are_linear(kind, errors, chunk):
     _assert_linear(_module("gpt_oss"), GPT_OSS_HEADERS[kind], errors, chunk, start=8000, cap=64_000)
+
+
+# --- templates: polynomial backtracking (docs/security.md, "Backtracking") -------------------------
+
+def _poly_module():
+    import respc
+
+    return respc.compile_template({"respc_version": 2, "start_anchor": "S", "fields": {
+        "t": {"open_pattern": "\\s*\\s*\\S", "close": "</t>", "content": "text"},
+        "content": {"content": "text", "repeats": True}}})
+
+
+@pytest.mark.xfail(strict=True, reason="polynomial backtracking is not refused at load (docs/security.md, "
+                   "'Backtracking'): two adjacent unbounded repeats that share characters make every "
+                   "search from every offset quadratic; refusing them needs the load-time analysis to "
+                   "count overlapping repeats, a larger change")
+def test_polynomial_open_pattern_is_refused_or_linear():
+    """An untrusted template's ``open_pattern`` ``\\s*\\s*\\S`` passes the backtracking check;
+    a model output of spaces then costs quadratic time (16k spaces: 0.66 s strict, 2.0 s
+    recover; 160k: minutes), against "every input size is linear"."""
+    try:
+        module = _poly_module()
+    except ValueError:
+        return  # refused at load: the guarantee holds
+    # a module compiled from a dict is not importable by name: time parse_response directly
+    def cost(n):
+        best = float("inf")
+        for _ in range(2):
+            t0 = time.process_time()
+            module.parse_response(" " * n, prefix="S", errors="strict")
+            best = min(best, time.process_time() - t0)
+        return best
+    small, large = cost(2000), cost(4000)
+    assert large <= 2.5 * max(small, 0.002), (small, large)
