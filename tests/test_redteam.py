@@ -109,3 +109,32 @@ def test_polynomial_open_pattern_is_refused_or_linear():
         return best
     small, large = cost(2000), cost(4000)
     assert large <= 2.5 * max(small, 0.002), (small, large)
+
+
+# --- model output: text inside a call section that is no call (docs/security.md, "Model output") -
+
+SECTION_TEXT = [
+    ("minimax_m3", "hi ]<]minimax[>[<tool_call>garbage the user should see]<]minimax[>[</tool_call> bye"),
+    ("minimax_m3", "hi ]<]minimax[>[<tool_call>garbage the user should see"),
+    ("olmo3", "hi <function_calls>garbage text</function_calls> bye"),
+]
+
+
+@pytest.mark.xfail(strict=True, reason="a call-section field with slot null discards the text between its calls "
+                   "without a diagnostic, in both modes (kimi_k2 and deepseek_v3 keep such text as content); "
+                   "making unaccounted section text malformed (strict: error, recover: region_malformed, text "
+                   "kept) changes the runtime's slot-null regions and every sectioned family's modules")
+@pytest.mark.parametrize("errors", ["strict", "recover"])
+@pytest.mark.parametrize("family,text", SECTION_TEXT, ids=[f"{f}-{i}" for i, (f, _) in enumerate(SECTION_TEXT)])
+def test_text_in_a_call_section_is_never_dropped_silently(family, text, errors):
+    from respc.runtime.errors import ContentParseError
+
+    parser = _module(family).ResponseParser("", errors=errors)
+    try:
+        parser.feed(text)
+        message, _ = parser.finalize()
+    except ContentParseError:
+        assert errors == "strict"
+        return
+    assert "garbage" in (message.get("content") or "") or any(
+        "garbage" in (d.get("text") or "") for d in parser.diagnostics), (message, parser.diagnostics)
