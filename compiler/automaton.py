@@ -1646,6 +1646,15 @@ class RegexFind:
             Only for patterns with a memo slot and a probe that is not asked on every search.
         back (int | None): index into :attr:`ScanPlans.backs`: the reverse search for the last
             character the part before the factor cannot consume (None: ``factor.reach`` alone).
+        window_slot (int | None): memo slot of the D2 check of a complete match before the
+            buffer's end (the probe over a window past it, and the prefilter's ``j``), reused
+            while the same match stands: a later start has the same answer until it passes the
+            recorded start (every scan asked it again over the text up to the match otherwise, a
+            quadratic cost in recover mode: gpt_oss's headers before a call far ahead).
+        back_slot (int | None): memo slot of that search's result ``(x, lo, end)``: the same
+            factor position ``x`` and a start at or after ``lo`` give the same answer, so a run of
+            characters the part before the factor can consume is searched once per buffer, not
+            once per scan (a quadratic cost otherwise: gpt_oss over ``"<|start|>assistant" * n``).
     """
 
     regex: int
@@ -1659,6 +1668,8 @@ class RegexFind:
     factor: Factor | None = None
     factor_slot: int | None = None
     back: int | None = None
+    back_slot: int | None = None
+    window_slot: int | None = None
 
 
 @dataclass(frozen=True)
@@ -1794,17 +1805,18 @@ def plan_scans(template: Template, automaton: Automaton) -> ScanPlans:
                     probe_labels.append((template.fields[w.field].name, w.delimiter.key))
                 probe = probe_index[key]
             reuse = "\\G" not in w.delimiter.pattern
-            slot = probe_slot = None
+            slot = probe_slot = window_slot = None
             if reuse:
                 slot = slots
                 slots += 1
                 if probe is not None:
                     probe_slot = slots
-                    slots += 1
+                    window_slot = slots + 1
+                    slots += 2
             # the prefilter reads the pattern's own partial match, which misjudges assertions at
             # the truncation point: not for patterns whose probe rewrote them
             prefilter = bool(facts.lead) and not facts.probe_always
-            factor = factor_slot = back = None
+            factor = factor_slot = back = back_slot = None
             if facts.factor is not None and slot is not None and probe is not None and not facts.probe_always:
                 factor = facts.factor
                 factor_slot = slots
@@ -1816,8 +1828,10 @@ def plan_scans(template: Template, automaton: Automaton) -> ScanPlans:
                         backs.append((source, f"the last character before {factor.text!r} that "
                                               f"/{w.delimiter.pattern!r}/ cannot consume before it"))
                     back = back_index[source]
+                    back_slot = slots
+                    slots += 1
             finds.append(RegexFind(regex_index[key], w.rank, slot, probe, probe_slot, facts.probe_always, comment,
-                                   prefilter, factor, factor_slot, back))
+                                   prefilter, factor, factor_slot, back, back_slot, window_slot))
         groups: list[tuple[str, int]] = []
         by_first: dict[str, list[str]] = {}
         for f in finds:

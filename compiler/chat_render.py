@@ -47,12 +47,13 @@ import jinja2
 import jinja2.ext
 import jinja2.nodes
 import jinja2.utils
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEscapeFormatter, SandboxedFormatter
+from markupsafe import Markup
 
 from respc.runtime.errors import TemplateError
 
 __all__ = ["render", "compile_template", "ChatTemplateLimitError", "RENDER_SECONDS", "MAX_OUTPUT",
-           "MAX_VALUE", "MAX_BUILT"]
+           "MAX_VALUE", "MAX_BUILT", "MAX_INT_BYTES"]
 
 #: seconds one render may take (the catalogue's chat templates render a sample in milliseconds)
 RENDER_SECONDS = 2.0
@@ -64,6 +65,9 @@ MAX_VALUE = 1_000_000
 MAX_BUILT = 20_000_000
 #: a for loop checks the deadline once per this many iterations
 _CHECK_EVERY = 256
+#: bytes of an integer one ``*`` or ``**`` may build: a product is one C call the deadline cannot
+#: interrupt, and multiplying two 1 MB integers takes about a second (100 kB: milliseconds)
+MAX_INT_BYTES = 100_000
 
 
 class ChatTemplateLimitError(TemplateError):
@@ -88,6 +92,12 @@ class _Budget:
     def tick(self) -> None:
         if time.monotonic() > self.deadline:
             raise self.fail(f"it ran longer than {RENDER_SECONDS:g} s")
+
+    def build_int(self, size: int, what: str) -> None:
+        """An integer of ``size`` bytes: at most :data:`MAX_INT_BYTES`, counted as built."""
+        if size > MAX_INT_BYTES:
+            raise self.fail(f"{what} would build an integer of {size:,} bytes; the limit is {MAX_INT_BYTES:,}")
+        self.build(size, what)
 
     def build(self, size: int, what: str) -> None:
         if size > MAX_VALUE:
@@ -115,6 +125,35 @@ def _widths(spec: str) -> int:
     """The largest width or precision written in a %-format or str.format string (0: none)."""
     numbers = [int(m) for m in re.findall(r"\d+", spec) if len(m) < 12]
     return max(numbers, default=0) if re.search(r"\d{7,}", spec) is None else MAX_VALUE + 1
+
+
+def _star_widths(spec: str, args: Any) -> int:
+    """The largest width or precision a %-format string takes from its arguments (``%*d``,
+    ``%.*f``: a ``*`` reads the next argument as a number); 0 when it has no ``*``."""
+    if "*" not in spec:
+        return 0
+    items = args if isinstance(args, tuple) else (args,)
+    return max((abs(a) for a in items if isinstance(a, int)), default=0)
+
+
+class _CappedFields:
+    """A sandboxed ``str.format`` formatter that checks each field's width as the field is
+    formatted: the format spec it gets is the resolved one, so a width written as a field of its
+    own (``'{0:{1}}'.format('a', 99999999)``, ``{1[0]}``, ``format_map``) is seen before the
+    padded text is built."""
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        if format_spec:
+            _budget().build(_widths(format_spec), "str.format")
+        return super().format_field(value, format_spec)  # type: ignore[misc]
+
+
+class _CappedFormatter(_CappedFields, SandboxedFormatter):
+    pass
+
+
+class _CappedEscapeFormatter(_CappedFields, SandboxedEscapeFormatter):
+    pass
 
 
 def _loop_guard(iterable: Any) -> Any:
@@ -153,15 +192,17 @@ class _LimitedEnvironment(ImmutableSandboxedEnvironment):
                 n = _size(seq)
                 if n is not None and isinstance(times, int):
                     budget.build(n * max(times, 0), "'*'")
+            if isinstance(left, int) and isinstance(right, int):
+                budget.build_int((abs(left).bit_length() + abs(right).bit_length()) // 8, "'*'")
         elif operator_ == "+":
             a, b = _size(left), _size(right)
             if a is not None and b is not None:
                 budget.build(a + b, "'+'")
         elif operator_ == "**":
             if isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1:
-                budget.build(abs(left).bit_length() * right // 8, "'**'")
+                budget.build_int(abs(left).bit_length() * right // 8, "'**'")
         elif operator_ == "%" and isinstance(left, str):
-            budget.build(len(left) + _widths(left), "'%'")
+            budget.build(len(left) + max(_widths(left), _star_widths(left, right)), "'%'")
         return super().call_binop(context, operator_, left, right)
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
@@ -194,16 +235,28 @@ class _LimitedEnvironment(ImmutableSandboxedEnvironment):
         return super().getitem(obj, argument)
 
     def wrap_str_format(self, value: Any) -> Any:
-        wrapped = super().wrap_str_format(value)
-        if wrapped is None:
+        """``str.format`` / ``format_map`` of a template: sandboxed as jinja2 does it (attribute
+        and item access in fields go through the sandbox), with every field's resolved width
+        checked by :class:`_CappedFields` and the format string's own length and widths up front."""
+        if super().wrap_str_format(value) is None:
             return None
         spec = value.__self__
+        str_type = type(spec)
+        is_format_map = value.__name__ == "format_map"
+        if isinstance(spec, Markup):
+            formatter: SandboxedFormatter = _CappedEscapeFormatter(self, escape=spec.escape)
+        else:
+            formatter = _CappedFormatter(self)
 
         def checked(*args: Any, **kwargs: Any) -> str:
             _budget().build(len(spec) + _widths(spec), "str.format")
-            return wrapped(*args, **kwargs)
+            if is_format_map:
+                if kwargs or len(args) != 1:
+                    raise TypeError("format_map() takes exactly one argument and no keyword arguments")
+                kwargs, args = args[0], ()
+            return str_type(formatter.vformat(spec, args, kwargs))
 
-        return checked
+        return functools.update_wrapper(checked, value)
 
 
 def _capped_filter(name: str, original: Any) -> Any:
@@ -221,7 +274,7 @@ def _capped_filter(name: str, original: Any) -> Any:
                 len(x) if isinstance(x, str) else 8 for x in items)
             args = (*args[:at], items, *rest)
         elif name == "format":
-            size = len(str(value)) + _widths(str(value))
+            size = len(str(value)) + max(_widths(str(value)), _star_widths(str(value), tuple(rest)))
         elif name == "replace":
             text, old, new = str(value), str(rest[0]) if rest else "", str(rest[1]) if len(rest) > 1 else ""
             size = len(text) + (text.count(old) if old else len(text) + 1) * len(new)

@@ -402,11 +402,13 @@ def _scanner_view(scans) -> dict:
                               "leads": bool(leads),
                               "slot": f.slot, "hold_all": f.probe is None, "probe_var": f"_P{f.probe}",
                               "probe_slot": f.probe_slot, "probe_always": f.probe_always,
+                              "window_slot": f.window_slot,
                               "prefilter": f.prefilter, "factor": None if f.factor is None else {
                                   "repr": _lit(f.factor.text), "short": len(f.factor.text) - 1,
                                   "first": _lit(f.factor.text[0]),
                                   "reach": f.factor.reach, "slot": f.factor_slot,
-                                  "back": None if f.back is None else f"_B{f.back}"}})
+                                  "back": None if f.back is None else f"_B{f.back}",
+                                  "back_slot": f.back_slot}})
         hold = None
         if plan.hold is not None:
             single = len(plan.hold.firsts) == 1

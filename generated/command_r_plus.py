@@ -285,17 +285,17 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # '<|' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[7]
+    g0 = memo[8]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[7] = buf.find('<|', pos)
+        g0 = memo[8] = buf.find('<|', pos)
     # open of 'tool_calls': /'Action:[ \\t]*\\n?[ \\t]*```json\\s*'/
     # every match, and every partial one, contains 'Action:' or runs into the end through a proper
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[2]
+    k = memo[3]
     if k is None or -1 < k < pos:
-        k = memo[2] = buf.find('Action:', pos)
+        k = memo[3] = buf.find('Action:', pos)
     if k >= 0:
         x = k
     else:
@@ -336,10 +336,17 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[2]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[2] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
@@ -351,25 +358,25 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'system_turn': '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>'
-    i = memo[3]
+    i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>', g0) if g0 >= 0 else -1
+        i = memo[4] = buf.find('<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (39 > be - bs or (39 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 39, 1, None
     # close of 'content': '<|END_OF_TURN_TOKEN|>' | '<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>' | '<|CHATBOT_TOKEN|>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|END_OF_TURN_TOKEN|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 21, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (40 > be - bs or (40 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 40, 2, None
+        i = memo[5] = buf.find('<|END_OF_TURN_TOKEN|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 21, 2, None
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|CHATBOT_TOKEN|>', g0) if g0 >= 0 else -1
+        i = memo[6] = buf.find('<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (40 > be - bs or (40 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 40, 2, None
+    i = memo[7]
+    if i is None or -1 < i < pos:
+        i = memo[7] = buf.find('<|CHATBOT_TOKEN|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 17, 2, None
     if not eos:
@@ -398,9 +405,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'system_turn': '<|END_OF_TURN_TOKEN|>'
-    i = memo[8]
+    i = memo[9]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|END_OF_TURN_TOKEN|>', pos)
+        i = memo[9] = buf.find('<|END_OF_TURN_TOKEN|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 0 < br)))):
         bs, be, br = i, i + 21, 0
     if not eos:
@@ -428,9 +435,9 @@ def _scan_3(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[11]
+    k = memo[13]
     if k is None or -1 < k < pos:
-        k = memo[11] = buf.find('```', pos)
+        k = memo[13] = buf.find('```', pos)
     if k >= 0:
         x = k
     else:
@@ -442,15 +449,20 @@ def _scan_3(buf, pos, eos, memo):
                 break
             j = buf.find('`', j + 1)
     lo = pos
-    b = _B0.search(buf, lo, x)
-    if b is not None:
-        lo = b.end()
-    m = memo[9]
+    # the last character before x that the part before the factor cannot consume, searched once
+    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
+    b = memo[14]
+    if b is None or b[0] != x or lo < b[1]:
+        b = _B0.search(buf, lo, x)
+        b = memo[14] = (x, lo, -1 if b is None else b.end())
+    if b[2] > lo:
+        lo = b[2]
+    m = memo[10]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[9] = False  # no factor and nothing it could begin with: no match
+            m = memo[10] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[9] = (_rt.barrier_search(_D1, buf, lo, '```', '`') if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D1, buf, lo, '```', '`'))) or False
+            m = memo[10] = (_rt.barrier_search(_D1, buf, lo, '```', '`') if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D1, buf, lo, '```', '`'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -470,11 +482,17 @@ def _scan_3(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P1.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
-                    q = memo[10]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[12]
+                if c is None or c[0] is not m or c[1] > lo or 0 <= c[3] < lo:
+                    q = _P1.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[12] = (m, lo, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[11]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[10] = _P1.search(buf, lo, partial=True) or False
+                        q = memo[11] = _P1.search(buf, lo, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -593,7 +611,7 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 12
+    MEMO_SLOTS = 15
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

@@ -353,9 +353,9 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[16]
+    g0 = memo[22]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[16] = buf.find('<', pos)
+        g0 = memo[22] = buf.find('<', pos)
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
@@ -367,9 +367,9 @@ def _scan_0(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[3]
+    k = memo[4]
     if k is None or -1 < k < pos:
-        k = memo[3] = buf.find('function', pos)
+        k = memo[4] = buf.find('function', pos)
     if k >= 0:
         x = k
     else:
@@ -381,9 +381,14 @@ def _scan_0(buf, pos, eos, memo):
                 break
             j = buf.find('f', j + 1)
     lo = pos
-    b = _B0.search(buf, lo, x)
-    if b is not None:
-        lo = b.end()
+    # the last character before x that the part before the factor cannot consume, searched once
+    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
+    b = memo[5]
+    if b is None or b[0] != x or lo < b[1]:
+        b = _B0.search(buf, lo, x)
+        b = memo[5] = (x, lo, -1 if b is None else b.end())
+    if b[2] > lo:
+        lo = b[2]
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
@@ -411,10 +416,17 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[3]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[3] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[2]
                     if q is None or (q is not False and q.start() < pos):
@@ -430,9 +442,9 @@ def _scan_0(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[6]
+    k = memo[9]
     if k is None or -1 < k < pos:
-        k = memo[6] = buf.find('function', pos)
+        k = memo[9] = buf.find('function', pos)
     if k >= 0:
         x = k
     else:
@@ -444,15 +456,20 @@ def _scan_0(buf, pos, eos, memo):
                 break
             j = buf.find('f', j + 1)
     lo = pos
-    b = _B0.search(buf, lo, x)
-    if b is not None:
-        lo = b.end()
-    m = memo[4]
+    # the last character before x that the part before the factor cannot consume, searched once
+    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
+    b = memo[10]
+    if b is None or b[0] != x or lo < b[1]:
+        b = _B0.search(buf, lo, x)
+        b = memo[10] = (x, lo, -1 if b is None else b.end())
+    if b[2] > lo:
+        lo = b[2]
+    m = memo[6]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[4] = False  # no factor and nothing it could begin with: no match
+            m = memo[6] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[4] = (_D1.search(buf, lo) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D1, buf, lo))) or False
+            m = memo[6] = (_D1.search(buf, lo) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D1, buf, lo))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -474,14 +491,21 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D1.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[8]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D1.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[8] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[5]
+                    q = memo[7]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[5] = _P1.search(buf, j, partial=True) or False
+                        q = memo[7] = _P1.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -493,9 +517,9 @@ def _scan_0(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[9]
+    k = memo[14]
     if k is None or -1 < k < pos:
-        k = memo[9] = buf.find('<tool:', pos)
+        k = memo[14] = buf.find('<tool:', pos)
     if k >= 0:
         x = k
     else:
@@ -509,12 +533,12 @@ def _scan_0(buf, pos, eos, memo):
     lo = x - 0
     if lo < pos:
         lo = pos
-    m = memo[7]
+    m = memo[11]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[7] = False  # no factor and nothing it could begin with: no match
+            m = memo[11] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[7] = (_D2.search(buf, lo) if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D2, buf, lo))) or False
+            m = memo[11] = (_D2.search(buf, lo) if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D2, buf, lo))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -536,14 +560,21 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D2.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P2.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[13]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D2.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P2.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[13] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[8]
+                    q = memo[12]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[8] = _P2.search(buf, j, partial=True) or False
+                        q = memo[12] = _P2.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -555,9 +586,9 @@ def _scan_0(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[12]
+    k = memo[18]
     if k is None or -1 < k < pos:
-        k = memo[12] = buf.find('<tool:', pos)
+        k = memo[18] = buf.find('<tool:', pos)
     if k >= 0:
         x = k
     else:
@@ -571,12 +602,12 @@ def _scan_0(buf, pos, eos, memo):
     lo = x - 0
     if lo < pos:
         lo = pos
-    m = memo[10]
+    m = memo[15]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[10] = False  # no factor and nothing it could begin with: no match
+            m = memo[15] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[10] = (_D3.search(buf, lo) if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D3, buf, lo))) or False
+            m = memo[15] = (_D3.search(buf, lo) if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D3, buf, lo))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -598,14 +629,21 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D3.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[17]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D3.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[17] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[11]
+                    q = memo[16]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[11] = _P3.search(buf, j, partial=True) or False
+                        q = memo[16] = _P3.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -613,19 +651,19 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 4 < br)))):
             bs, be, br, bm = i, e, 4, m
     # close of 'content': '<|eot_id|>' | '<|end_of_text|>' | '</think>'
-    i = memo[13]
+    i = memo[19]
     if i is None or -1 < i < pos:
-        i = memo[13] = buf.find('<|eot_id|>', g0) if g0 >= 0 else -1
+        i = memo[19] = buf.find('<|eot_id|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 5 < br)))):
         bs, be, br, bm = i, i + 10, 5, None
-    i = memo[14]
+    i = memo[20]
     if i is None or -1 < i < pos:
-        i = memo[14] = buf.find('<|end_of_text|>', g0) if g0 >= 0 else -1
+        i = memo[20] = buf.find('<|end_of_text|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 5 < br)))):
         bs, be, br, bm = i, i + 15, 5, None
-    i = memo[15]
+    i = memo[21]
     if i is None or -1 < i < pos:
-        i = memo[15] = buf.find('</think>', g0) if g0 >= 0 else -1
+        i = memo[21] = buf.find('</think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 5 < br)))):
         bs, be, br, bm = i, i + 8, 5, None
     if not eos:
@@ -649,9 +687,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</think>'
-    i = memo[17]
+    i = memo[23]
     if i is None or -1 < i < pos:
-        i = memo[17] = buf.find('</think>', pos)
+        i = memo[23] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br = i, i + 8, 0
     if not eos:
@@ -674,9 +712,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'named_call_json': '</tool>'
-    i = memo[18]
+    i = memo[24]
     if i is None or -1 < i < pos:
-        i = memo[18] = buf.find('</tool>', pos)
+        i = memo[24] = buf.find('</tool>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
     if not eos:
@@ -699,9 +737,9 @@ def _scan_3(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'named_call_command': '</tool>'
-    i = memo[19]
+    i = memo[25]
     if i is None or -1 < i < pos:
-        i = memo[19] = buf.find('</tool>', pos)
+        i = memo[25] = buf.find('</tool>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
     if not eos:
@@ -724,9 +762,9 @@ def _scan_4(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_call_json': '</tool>'
-    i = memo[20]
+    i = memo[26]
     if i is None or -1 < i < pos:
-        i = memo[20] = buf.find('</tool>', pos)
+        i = memo[26] = buf.find('</tool>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
     if not eos:
@@ -749,9 +787,9 @@ def _scan_5(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_call_command': '</tool>'
-    i = memo[21]
+    i = memo[27]
     if i is None or -1 < i < pos:
-        i = memo[21] = buf.find('</tool>', pos)
+        i = memo[27] = buf.find('</tool>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
     if not eos:
@@ -911,7 +949,7 @@ class ResponseParser(_rt.StreamParser):
         (('</tool>',), 6, '<', _PREFIXES_5),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 22
+    MEMO_SLOTS = 28
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

@@ -192,9 +192,9 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # '<\uff5c' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[6]
+    g0 = memo[7]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[6] = buf.find('<\uff5c', pos)
+        g0 = memo[7] = buf.find('<\uff5c', pos)
     # open of 'tool_calls': /'<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)\\s*```json'/
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
@@ -203,9 +203,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[2]
+        k = memo[3]
         if k is None or -1 < k < pos:
-            k = memo[2] = buf.find('<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>', pos)
+            k = memo[3] = buf.find('<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>', pos)
         if k >= 0:
             x = k
         else:
@@ -246,10 +246,17 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[2]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[2] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
@@ -261,19 +268,19 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<\uff5cend\u2581of\u2581sentence\uff5c>' | '<\uff5ctool\u2581calls\u2581begin\uff5c>' | '<\uff5ctool\u2581calls\u2581end\uff5c>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<\uff5cend\u2581of\u2581sentence\uff5c>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 19, 1, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<\uff5ctool\u2581calls\u2581begin\uff5c>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 20, 1, None
+        i = memo[4] = buf.find('<\uff5cend\u2581of\u2581sentence\uff5c>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 19, 1, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<\uff5ctool\u2581calls\u2581end\uff5c>', g0) if g0 >= 0 else -1
+        i = memo[5] = buf.find('<\uff5ctool\u2581calls\u2581begin\uff5c>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 20, 1, None
+    i = memo[6]
+    if i is None or -1 < i < pos:
+        i = memo[6] = buf.find('<\uff5ctool\u2581calls\u2581end\uff5c>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 18, 1, None
     if not eos:
@@ -297,9 +304,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '```<\uff5ctool\u2581call\u2581end\uff5c>'
-    i = memo[7]
+    i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('```<\uff5ctool\u2581call\u2581end\uff5c>', pos)
+        i = memo[8] = buf.find('```<\uff5ctool\u2581call\u2581end\uff5c>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 0 < br)))):
         bs, be, br = i, i + 20, 0
     if not eos:
@@ -404,7 +411,7 @@ class ResponseParser(_rt.StreamParser):
         (('```<\uff5ctool\u2581call\u2581end\uff5c>',), 19, '`', _PREFIXES_1),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 8
+    MEMO_SLOTS = 9
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

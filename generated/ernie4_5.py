@@ -217,9 +217,9 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[7]
+    g0 = memo[8]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[7] = buf.find('<', pos)
+        g0 = memo[8] = buf.find('<', pos)
     # open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
@@ -243,8 +243,14 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[2]
+                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
+                    q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[2] = (m, pos, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
                         q = memo[1] = _P0.search(buf, pos, partial=True) or False
@@ -255,30 +261,30 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'tool_calls': '<tool_call>'
-    i = memo[2]
+    i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<tool_call>', g0) if g0 >= 0 else -1
+        i = memo[3] = buf.find('<tool_call>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 11, 1, None
     # close of 'content': '<response>' | '</response>' | '</s>' | '<|end_of_sentence|>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<response>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 10, 2, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</response>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 11, 2, None
+        i = memo[4] = buf.find('<response>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 10, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('</s>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 4, 2, None
+        i = memo[5] = buf.find('</response>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 11, 2, None
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|end_of_sentence|>', g0) if g0 >= 0 else -1
+        i = memo[6] = buf.find('</s>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (4 > be - bs or (4 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 4, 2, None
+    i = memo[7]
+    if i is None or -1 < i < pos:
+        i = memo[7] = buf.find('<|end_of_sentence|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 19, 2, None
     if not eos:
@@ -302,9 +308,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</think>'
-    i = memo[8]
+    i = memo[9]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('</think>', pos)
+        i = memo[9] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br = i, i + 8, 0
     if not eos:
@@ -327,9 +333,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</tool_call>'
-    i = memo[9]
+    i = memo[10]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('</tool_call>', pos)
+        i = memo[10] = buf.find('</tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br = i, i + 12, 0
     if not eos:
@@ -440,7 +446,7 @@ class ResponseParser(_rt.StreamParser):
         (('</tool_call>',), 11, '<', _PREFIXES_2),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 10
+    MEMO_SLOTS = 11
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1
     # ... and only so that ^ and \A cannot match at a trimmed start: any decided characters serve

@@ -199,9 +199,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[2]
+        k = memo[3]
         if k is None or -1 < k < pos:
-            k = memo[2] = buf.find('functools', pos)
+            k = memo[3] = buf.find('functools', pos)
         if k >= 0:
             x = k
         else:
@@ -242,10 +242,17 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[2]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[2] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
@@ -257,14 +264,14 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<|eot_id|>' | '<|start_header_id|>assistant<|end_header_id|>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|eot_id|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 10, 1, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|start_header_id|>assistant<|end_header_id|>', pos)
+        i = memo[4] = buf.find('<|eot_id|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 10, 1, None
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('<|start_header_id|>assistant<|end_header_id|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (45 > be - bs or (45 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 45, 1, None
     if not eos:
@@ -288,9 +295,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<|eot_id|>'
-    i = memo[5]
+    i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|eot_id|>', pos)
+        i = memo[6] = buf.find('<|eot_id|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 0 < br)))):
         bs, be, br = i, i + 10, 0
     if not eos:
@@ -382,7 +389,7 @@ class ResponseParser(_rt.StreamParser):
         (('<|eot_id|>',), 9, '<', _PREFIXES_1),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 6
+    MEMO_SLOTS = 7
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

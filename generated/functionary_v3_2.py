@@ -216,9 +216,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[3]
+        k = memo[4]
         if k is None or -1 < k < pos:
-            k = memo[3] = buf.find('>>>', pos)
+            k = memo[4] = buf.find('>>>', pos)
         if k >= 0:
             x = k
         else:
@@ -259,10 +259,17 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[3]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[3] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[2]
                     if q is None or (q is not False and q.start() < pos):
@@ -274,14 +281,14 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|eot_id|>' | '<|eom_id|>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|eot_id|>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 10, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|eom_id|>', pos)
+        i = memo[5] = buf.find('<|eot_id|>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 10, 2, None
+    i = memo[6]
+    if i is None or -1 < i < pos:
+        i = memo[6] = buf.find('<|eom_id|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 10, 2, None
     if not eos:
@@ -308,9 +315,9 @@ def _scan_1(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[8]
+        k = memo[10]
         if k is None or -1 < k < pos:
-            k = memo[8] = buf.find('>>>', pos)
+            k = memo[10] = buf.find('>>>', pos)
         if k >= 0:
             x = k
         else:
@@ -324,12 +331,12 @@ def _scan_1(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[6]
+    m = memo[7]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[6] = False  # no factor and nothing it could begin with: no match
+            m = memo[7] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[6] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            m = memo[7] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -351,14 +358,21 @@ def _scan_1(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[9]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[9] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[7]
+                    q = memo[8]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[7] = _P0.search(buf, j, partial=True) or False
+                        q = memo[8] = _P0.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -366,14 +380,14 @@ def _scan_1(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'answer': '<|eot_id|>' | '<|eom_id|>'
-    i = memo[9]
+    i = memo[11]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|eot_id|>', pos)
+        i = memo[11] = buf.find('<|eot_id|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 10, 1, None
-    i = memo[10]
+    i = memo[12]
     if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('<|eom_id|>', pos)
+        i = memo[12] = buf.find('<|eom_id|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 10, 1, None
     if not eos:
@@ -482,7 +496,7 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 11
+    MEMO_SLOTS = 13
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

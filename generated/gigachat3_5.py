@@ -389,9 +389,9 @@ def _scan_2(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[10]
+        k = memo[11]
         if k is None or -1 < k < pos:
-            k = memo[10] = buf.find('<\uff5cGCML\uff5cinvoke name="', pos)
+            k = memo[11] = buf.find('<\uff5cGCML\uff5cinvoke name="', pos)
         if k >= 0:
             x = k
         else:
@@ -432,10 +432,17 @@ def _scan_2(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[10]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[10] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[9]
                     if q is None or (q is not False and q.start() < pos):
@@ -447,9 +454,9 @@ def _scan_2(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'tool_calls_section': '</\uff5cGCML\uff5ctool_calls>'
-    i = memo[11]
+    i = memo[12]
     if i is None or -1 < i < pos:
-        i = memo[11] = buf.find('</\uff5cGCML\uff5ctool_calls>', pos)
+        i = memo[12] = buf.find('</\uff5cGCML\uff5ctool_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (19 > be - bs or (19 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 19, 1, None
     if not eos:
@@ -473,9 +480,9 @@ def _scan_3(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</\uff5cGCML\uff5cinvoke>'
-    i = memo[12]
+    i = memo[13]
     if i is None or -1 < i < pos:
-        i = memo[12] = buf.find('</\uff5cGCML\uff5cinvoke>', pos)
+        i = memo[13] = buf.find('</\uff5cGCML\uff5cinvoke>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 0 < br)))):
         bs, be, br = i, i + 15, 0
     if not eos:
@@ -624,7 +631,7 @@ class ResponseParser(_rt.StreamParser):
         (('</\uff5cGCML\uff5cinvoke>',), 14, '<', _PREFIXES_3),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 13
+    MEMO_SLOTS = 14
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

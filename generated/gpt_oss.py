@@ -288,9 +288,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[2]
+        k = memo[3]
         if k is None or -1 < k < pos:
-            k = memo[2] = buf.find('<|channel|>', pos)
+            k = memo[3] = buf.find('<|channel|>', pos)
         if k >= 0:
             x = k
         else:
@@ -331,10 +331,17 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[2]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[2] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
@@ -346,9 +353,9 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
-    m = memo[3]
+    m = memo[4]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[3] = ((None if pos else _D1.match(buf, 0)) if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_late(_D1, None, buf, pos, None))) or False
+        m = memo[4] = ((None if pos else _D1.match(buf, 0)) if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_late(_D1, None, buf, pos, None))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -368,11 +375,17 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
-                    q = memo[4]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[6]
+                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
+                    q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[6] = (m, pos, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[5]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[4] = _P1.search(buf, pos, partial=True) or False
+                        q = memo[5] = _P1.search(buf, pos, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -384,9 +397,9 @@ def _scan_0(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[7]
+    k = memo[10]
     if k is None or -1 < k < pos:
-        k = memo[7] = buf.find('to=functions.', pos)
+        k = memo[10] = buf.find('to=functions.', pos)
     if k >= 0:
         x = k
     else:
@@ -398,15 +411,20 @@ def _scan_0(buf, pos, eos, memo):
                 break
             j = buf.find('t', j + 1)
     lo = pos
-    b = _B0.search(buf, lo, x)
-    if b is not None:
-        lo = b.end()
-    m = memo[5]
+    # the last character before x that the part before the factor cannot consume, searched once
+    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
+    b = memo[11]
+    if b is None or b[0] != x or lo < b[1]:
+        b = _B0.search(buf, lo, x)
+        b = memo[11] = (x, lo, -1 if b is None else b.end())
+    if b[2] > lo:
+        lo = b[2]
+    m = memo[7]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[5] = False  # no factor and nothing it could begin with: no match
+            m = memo[7] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[5] = (_rt.barrier_search(_D2, buf, lo, 'to=functions.', 'f') if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D2, buf, lo, 'to=functions.', 'f'))) or False
+            m = memo[7] = (_rt.barrier_search(_D2, buf, lo, 'to=functions.', 'f') if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D2, buf, lo, 'to=functions.', 'f'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -426,11 +444,17 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P2.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
-                    q = memo[6]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[9]
+                if c is None or c[0] is not m or c[1] > lo or 0 <= c[3] < lo:
+                    q = _P2.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[9] = (m, lo, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[8]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[6] = _P2.search(buf, lo, partial=True) or False
+                        q = memo[8] = _P2.search(buf, lo, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -445,9 +469,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[10]
+        k = memo[15]
         if k is None or -1 < k < pos:
-            k = memo[10] = buf.find('<|message|>', pos)
+            k = memo[15] = buf.find('<|message|>', pos)
         if k >= 0:
             x = k
         else:
@@ -459,15 +483,20 @@ def _scan_0(buf, pos, eos, memo):
                     break
                 j = buf.find('<', j + 1)
         lo = pos
-        b = _B1.search(buf, lo, x)
-        if b is not None:
-            lo = b.end()
-    m = memo[8]
+        # the last character before x that the part before the factor cannot consume, searched once
+        # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
+        b = memo[16]
+        if b is None or b[0] != x or lo < b[1]:
+            b = _B1.search(buf, lo, x)
+            b = memo[16] = (x, lo, -1 if b is None else b.end())
+        if b[2] > lo:
+            lo = b[2]
+    m = memo[12]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[8] = False  # no factor and nothing it could begin with: no match
+            m = memo[12] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[8] = (_rt.lead_search(_D3, buf, lo, _D3_LEADS) if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D3, buf, lo, _D3_LEADS))) or False
+            m = memo[12] = (_rt.lead_search(_D3, buf, lo, _D3_LEADS) if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D3, buf, lo, _D3_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -489,14 +518,21 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D3.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[14]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D3.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[14] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[9]
+                    q = memo[13]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[9] = _P3.search(buf, j, partial=True) or False
+                        q = memo[13] = _P3.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -511,9 +547,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[13]
+        k = memo[20]
         if k is None or -1 < k < pos:
-            k = memo[13] = buf.find('<|', pos)
+            k = memo[20] = buf.find('<|', pos)
         if k >= 0:
             x = k
         else:
@@ -527,12 +563,12 @@ def _scan_0(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[11]
+    m = memo[17]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[11] = False  # no factor and nothing it could begin with: no match
+            m = memo[17] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[11] = (_rt.lead_search(_D4, buf, lo, _D4_LEADS) if eos else (_D4.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D4, buf, lo, _D4_LEADS))) or False
+            m = memo[17] = (_rt.lead_search(_D4, buf, lo, _D4_LEADS) if eos else (_D4.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D4, buf, lo, _D4_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -554,14 +590,21 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D4.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P4.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[19]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D4.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P4.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[19] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[12]
+                    q = memo[18]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[12] = _P4.search(buf, j, partial=True) or False
+                        q = memo[18] = _P4.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -579,14 +622,14 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '<|end|>' | '<|start|>assistant'
-    i = memo[14]
+    i = memo[21]
     if i is None or -1 < i < pos:
-        i = memo[14] = buf.find('<|end|>', pos)
+        i = memo[21] = buf.find('<|end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
-    i = memo[15]
+    i = memo[22]
     if i is None or -1 < i < pos:
-        i = memo[15] = buf.find('<|start|>assistant', pos)
+        i = memo[22] = buf.find('<|start|>assistant', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 0 < br)))):
         bs, be, br = i, i + 18, 0
     if not eos:
@@ -609,9 +652,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_stripped': 'assistantfinal'
-    i = memo[16]
+    i = memo[23]
     if i is None or -1 < i < pos:
-        i = memo[16] = buf.find('assistantfinal', pos)
+        i = memo[23] = buf.find('assistantfinal', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 0 < br)))):
         bs, be, br = i, i + 14, 0
     if not eos:
@@ -642,9 +685,9 @@ def _scan_3(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[19]
+        k = memo[27]
         if k is None or -1 < k < pos:
-            k = memo[19] = buf.find('<|', pos)
+            k = memo[27] = buf.find('<|', pos)
         if k >= 0:
             x = k
         else:
@@ -658,12 +701,12 @@ def _scan_3(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[17]
+    m = memo[24]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[17] = False  # no factor and nothing it could begin with: no match
+            m = memo[24] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[17] = (_rt.lead_search(_D5, buf, lo, _D5_LEADS) if eos else (_D5.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D5, buf, lo, _D5_LEADS))) or False
+            m = memo[24] = (_rt.lead_search(_D5, buf, lo, _D5_LEADS) if eos else (_D5.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D5, buf, lo, _D5_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -685,14 +728,21 @@ def _scan_3(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D5.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P5.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[26]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D5.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P5.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[26] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[18]
+                    q = memo[25]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[18] = _P5.search(buf, j, partial=True) or False
+                        q = memo[25] = _P5.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -718,9 +768,9 @@ def _scan_4(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[22]
+        k = memo[31]
         if k is None or -1 < k < pos:
-            k = memo[22] = buf.find('<|', pos)
+            k = memo[31] = buf.find('<|', pos)
         if k >= 0:
             x = k
         else:
@@ -734,12 +784,12 @@ def _scan_4(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[20]
+    m = memo[28]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[20] = False  # no factor and nothing it could begin with: no match
+            m = memo[28] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[20] = (_rt.lead_search(_D6, buf, lo, _D6_LEADS) if eos else (_D6.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D6, buf, lo, _D6_LEADS))) or False
+            m = memo[28] = (_rt.lead_search(_D6, buf, lo, _D6_LEADS) if eos else (_D6.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D6, buf, lo, _D6_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -761,14 +811,21 @@ def _scan_4(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D6.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P6.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[30]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D6.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P6.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[30] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[21]
+                    q = memo[29]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[21] = _P6.search(buf, j, partial=True) or False
+                        q = memo[29] = _P6.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -965,7 +1022,7 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 23
+    MEMO_SLOTS = 32
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1
     # ... and only so that ^ and \A cannot match at a trimmed start: any decided characters serve

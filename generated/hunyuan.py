@@ -172,9 +172,9 @@ def _scan_0(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[2]
+    k = memo[3]
     if k is None or -1 < k < pos:
-        k = memo[2] = buf.find('<think', pos)
+        k = memo[3] = buf.find('<think', pos)
     if k >= 0:
         x = k
     else:
@@ -215,10 +215,17 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[2]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[2] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
@@ -237,9 +244,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[5]
+        k = memo[7]
         if k is None or -1 < k < pos:
-            k = memo[5] = buf.find('<tool_call', pos)
+            k = memo[7] = buf.find('<tool_call', pos)
         if k >= 0:
             x = k
         else:
@@ -253,12 +260,12 @@ def _scan_0(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[3]
+    m = memo[4]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[3] = False  # no factor and nothing it could begin with: no match
+            m = memo[4] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[3] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D1, buf, lo, _D1_LEADS))) or False
+            m = memo[4] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D1, buf, lo, _D1_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -280,14 +287,21 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D1.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[6]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D1.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[6] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[4]
+                    q = memo[5]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[4] = _P1.search(buf, j, partial=True) or False
+                        q = memo[5] = _P1.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -295,9 +309,9 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': /'<\uff5chy_place\u2581holder\u2581no\u25812\uff5c>|<\uff5chy_eos(?::[^<>\\s\uff5c]+)?\uff5c>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
-    m = memo[6]
+    m = memo[8]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[6] = (_D2.search(buf, pos) if eos else (_D2.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D2, buf, pos))) or False
+        m = memo[8] = (_D2.search(buf, pos) if eos else (_D2.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D2, buf, pos))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -319,14 +333,21 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D2.search(buf, pos, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P2.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[10]
+                if c is None or c[0] is not m or not c[1] <= pos <= c[2]:
+                    j = _D2.search(buf, pos, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P2.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[10] = (m, pos, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[7]
+                    q = memo[9]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[7] = _P2.search(buf, j, partial=True) or False
+                        q = memo[9] = _P2.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -349,9 +370,9 @@ def _scan_1(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[10]
+    k = memo[14]
     if k is None or -1 < k < pos:
-        k = memo[10] = buf.find('</think', pos)
+        k = memo[14] = buf.find('</think', pos)
     if k >= 0:
         x = k
     else:
@@ -365,12 +386,12 @@ def _scan_1(buf, pos, eos, memo):
     lo = x - 0
     if lo < pos:
         lo = pos
-    m = memo[8]
+    m = memo[11]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[8] = False  # no factor and nothing it could begin with: no match
+            m = memo[11] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[8] = (_D3.search(buf, lo) if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D3, buf, lo))) or False
+            m = memo[11] = (_D3.search(buf, lo) if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D3, buf, lo))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -392,14 +413,21 @@ def _scan_1(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D3.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[13]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D3.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[13] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[9]
+                    q = memo[12]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[9] = _P3.search(buf, j, partial=True) or False
+                        q = memo[12] = _P3.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -425,9 +453,9 @@ def _scan_2(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[13]
+        k = memo[18]
         if k is None or -1 < k < pos:
-            k = memo[13] = buf.find('</tool_call', pos)
+            k = memo[18] = buf.find('</tool_call', pos)
         if k >= 0:
             x = k
         else:
@@ -441,12 +469,12 @@ def _scan_2(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[11]
+    m = memo[15]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[11] = False  # no factor and nothing it could begin with: no match
+            m = memo[15] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[11] = (_rt.lead_search(_D4, buf, lo, _D4_LEADS) if eos else (_D4.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D4, buf, lo, _D4_LEADS))) or False
+            m = memo[15] = (_rt.lead_search(_D4, buf, lo, _D4_LEADS) if eos else (_D4.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D4, buf, lo, _D4_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -468,14 +496,21 @@ def _scan_2(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D4.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P4.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[17]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D4.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P4.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[17] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[12]
+                    q = memo[16]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[12] = _P4.search(buf, j, partial=True) or False
+                        q = memo[16] = _P4.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -585,7 +620,7 @@ class ResponseParser(_rt.StreamParser):
         ),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 14
+    MEMO_SLOTS = 19
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

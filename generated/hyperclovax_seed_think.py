@@ -291,9 +291,9 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[10]
+    g0 = memo[13]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[10] = buf.find('<', pos)
+        g0 = memo[13] = buf.find('<', pos)
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
@@ -308,9 +308,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[3]
+        k = memo[4]
         if k is None or -1 < k < pos:
-            k = memo[3] = buf.find('<tool_call>', pos)
+            k = memo[4] = buf.find('<tool_call>', pos)
         if k >= 0:
             x = k
         else:
@@ -351,10 +351,17 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[3]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[3] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[2]
                     if q is None or (q is not False and q.start() < pos):
@@ -366,9 +373,9 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # open of 'json_call_list': /'(?=\\[\\s*\\{\\s*"name")'/
-    m = memo[4]
+    m = memo[5]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[4] = (_rt.barrier_search(_D1, buf, pos, '"name"', 'a') if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D1, buf, pos, '"name"', 'a'))) or False
+        m = memo[5] = (_rt.barrier_search(_D1, buf, pos, '"name"', 'a') if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D1, buf, pos, '"name"', 'a'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -389,13 +396,19 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                w = e + 64 if e + 64 < n else n
-                q = (_P1.search(buf, pos, w, partial=True) if w - pos < 256
-                     else _rt.partial_barrier(_P1, buf, pos, '"name"', 'a', w))
-                if q is not None and q.start() <= i:
-                    q = memo[5]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[7]
+                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
+                    w = e + 64 if e + 64 < n else n
+                    q = (_P1.search(buf, pos, w, partial=True) if w - pos < 256
+                         else _rt.partial_barrier(_P1, buf, pos, '"name"', 'a', w))
+                    c = memo[7] = (m, pos, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[6]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[5] = (_P1.search(buf, pos, partial=True) if n - pos < 256
+                        q = memo[6] = (_P1.search(buf, pos, partial=True) if n - pos < 256
                                                         else _rt.partial_barrier(_P1, buf, pos, '"name"', 'a')) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
@@ -404,9 +417,9 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br)))):
             bs, be, br, bm = i, e, 2, m
     # open of 'json_call': /'(?=\\{\\s*"name")'/
-    m = memo[6]
+    m = memo[8]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[6] = (_rt.barrier_search(_D2, buf, pos, '"name"', 'a') if eos else (_D2.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D2, buf, pos, '"name"', 'a'))) or False
+        m = memo[8] = (_rt.barrier_search(_D2, buf, pos, '"name"', 'a') if eos else (_D2.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D2, buf, pos, '"name"', 'a'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -427,13 +440,19 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                w = e + 64 if e + 64 < n else n
-                q = (_P2.search(buf, pos, w, partial=True) if w - pos < 256
-                     else _rt.partial_barrier(_P2, buf, pos, '"name"', 'a', w))
-                if q is not None and q.start() <= i:
-                    q = memo[7]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[10]
+                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
+                    w = e + 64 if e + 64 < n else n
+                    q = (_P2.search(buf, pos, w, partial=True) if w - pos < 256
+                         else _rt.partial_barrier(_P2, buf, pos, '"name"', 'a', w))
+                    c = memo[10] = (m, pos, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[9]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[7] = (_P2.search(buf, pos, partial=True) if n - pos < 256
+                        q = memo[9] = (_P2.search(buf, pos, partial=True) if n - pos < 256
                                                         else _rt.partial_barrier(_P2, buf, pos, '"name"', 'a')) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
@@ -442,14 +461,14 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 3 < br)))):
             bs, be, br, bm = i, e, 3, m
     # close of 'content': '<|im_end|>' | '</think>'
-    i = memo[8]
+    i = memo[11]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|im_end|>', g0) if g0 >= 0 else -1
+        i = memo[11] = buf.find('<|im_end|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 4 < br)))):
         bs, be, br, bm = i, i + 10, 4, None
-    i = memo[9]
+    i = memo[12]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('</think>', g0) if g0 >= 0 else -1
+        i = memo[12] = buf.find('</think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 4 < br)))):
         bs, be, br, bm = i, i + 8, 4, None
     if not eos:
@@ -473,9 +492,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</think>'
-    i = memo[11]
+    i = memo[14]
     if i is None or -1 < i < pos:
-        i = memo[11] = buf.find('</think>', pos)
+        i = memo[14] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br = i, i + 8, 0
     if not eos:
@@ -498,9 +517,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</tool_call>'
-    i = memo[12]
+    i = memo[15]
     if i is None or -1 < i < pos:
-        i = memo[12] = buf.find('</tool_call>', pos)
+        i = memo[15] = buf.find('</tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br = i, i + 12, 0
     if not eos:
@@ -633,7 +652,7 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 13
+    MEMO_SLOTS = 16
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

@@ -295,9 +295,9 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # '<|' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[7]
+    g0 = memo[8]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[7] = buf.find('<|', pos)
+        g0 = memo[8] = buf.find('<|', pos)
     # open of 'reasoning_content': '<|content_thinking|>'
     i = memo[0]
     if i is None or -1 < i < pos:
@@ -328,10 +328,16 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                w = e + 64 if e + 64 < n else n
-                q = (_P0.search(buf, pos, w, partial=True) if w - pos < 256
-                     else _rt.partial_barrier(_P0, buf, pos, '<|content_invoke_tool_json|>', '<', w))
-                if q is not None and q.start() <= i:
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[3]
+                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
+                    w = e + 64 if e + 64 < n else n
+                    q = (_P0.search(buf, pos, w, partial=True) if w - pos < 256
+                         else _rt.partial_barrier(_P0, buf, pos, '<|content_invoke_tool_json|>', '<', w))
+                    c = memo[3] = (m, pos, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
                     q = memo[2]
                     if q is None or (q is not False and q.start() < pos):
                         q = memo[2] = (_P0.search(buf, pos, partial=True) if n - pos < 256
@@ -343,24 +349,24 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|message_model|>' | '<|content_text|>' | '<|end_message|>' | '<|content_model_end_sampling|>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|message_model|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 17, 2, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|content_text|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 16, 2, None
+        i = memo[4] = buf.find('<|message_model|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 17, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|end_message|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 15, 2, None
+        i = memo[5] = buf.find('<|content_text|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 16, 2, None
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|content_model_end_sampling|>', g0) if g0 >= 0 else -1
+        i = memo[6] = buf.find('<|end_message|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 15, 2, None
+    i = memo[7]
+    if i is None or -1 < i < pos:
+        i = memo[7] = buf.find('<|content_model_end_sampling|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (30 > be - bs or (30 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 30, 2, None
     if not eos:
@@ -384,23 +390,23 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # '<|' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[11]
+    g0 = memo[12]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[11] = buf.find('<|', pos)
+        g0 = memo[12] = buf.find('<|', pos)
     # close of 'reasoning_content': '<|end_message|>' | '<|content_text|>' | '<|content_model_end_sampling|>'
-    i = memo[8]
-    if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|end_message|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 0 < br)))):
-        bs, be, br = i, i + 15, 0
     i = memo[9]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|content_text|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
-        bs, be, br = i, i + 16, 0
+        i = memo[9] = buf.find('<|end_message|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 15, 0
     i = memo[10]
     if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('<|content_model_end_sampling|>', g0) if g0 >= 0 else -1
+        i = memo[10] = buf.find('<|content_text|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (16 > be - bs or (16 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 16, 0
+    i = memo[11]
+    if i is None or -1 < i < pos:
+        i = memo[11] = buf.find('<|content_model_end_sampling|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (30 > be - bs or (30 == be - bs and 0 < br)))):
         bs, be, br = i, i + 30, 0
     if not eos:
@@ -423,9 +429,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<|end_message|>'
-    i = memo[12]
+    i = memo[13]
     if i is None or -1 < i < pos:
-        i = memo[12] = buf.find('<|end_message|>', pos)
+        i = memo[13] = buf.find('<|end_message|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 0 < br)))):
         bs, be, br = i, i + 15, 0
     if not eos:
@@ -547,7 +553,7 @@ class ResponseParser(_rt.StreamParser):
         (('<|end_message|>',), 14, '<', _PREFIXES_2),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 13
+    MEMO_SLOTS = 14
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1
     # ... and only so that ^ and \A cannot match at a trimmed start: any decided characters serve

@@ -320,9 +320,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[2]
+        k = memo[3]
         if k is None or -1 < k < pos:
-            k = memo[2] = buf.find('<ifm|think', pos)
+            k = memo[3] = buf.find('<ifm|think', pos)
         if k >= 0:
             x = k
         else:
@@ -363,10 +363,17 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[2]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[2] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
@@ -382,9 +389,9 @@ def _scan_0(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[5]
+    k = memo[7]
     if k is None or -1 < k < pos:
-        k = memo[5] = buf.find('<ifm|tool_call>', pos)
+        k = memo[7] = buf.find('<ifm|tool_call>', pos)
     if k >= 0:
         x = k
     else:
@@ -396,15 +403,20 @@ def _scan_0(buf, pos, eos, memo):
                 break
             j = buf.find('<', j + 1)
     lo = pos
-    b = _B0.search(buf, lo, x)
-    if b is not None:
-        lo = b.end()
-    m = memo[3]
+    # the last character before x that the part before the factor cannot consume, searched once
+    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
+    b = memo[8]
+    if b is None or b[0] != x or lo < b[1]:
+        b = _B0.search(buf, lo, x)
+        b = memo[8] = (x, lo, -1 if b is None else b.end())
+    if b[2] > lo:
+        lo = b[2]
+    m = memo[4]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[3] = False  # no factor and nothing it could begin with: no match
+            m = memo[4] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[3] = (_rt.barrier_search(_D1, buf, lo, '<ifm|tool_call>', '<') if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D1, buf, lo, '<ifm|tool_call>', '<'))) or False
+            m = memo[4] = (_rt.barrier_search(_D1, buf, lo, '<ifm|tool_call>', '<') if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D1, buf, lo, '<ifm|tool_call>', '<'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -424,11 +436,17 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P1.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
-                    q = memo[4]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[6]
+                if c is None or c[0] is not m or c[1] > lo or 0 <= c[3] < lo:
+                    q = _P1.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[6] = (m, lo, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[5]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[4] = _P1.search(buf, lo, partial=True) or False
+                        q = memo[5] = _P1.search(buf, lo, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -440,9 +458,9 @@ def _scan_0(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[8]
+    k = memo[12]
     if k is None or -1 < k < pos:
-        k = memo[8] = buf.find('<ifm|tool_call>', pos)
+        k = memo[12] = buf.find('<ifm|tool_call>', pos)
     if k >= 0:
         x = k
     else:
@@ -454,15 +472,20 @@ def _scan_0(buf, pos, eos, memo):
                 break
             j = buf.find('<', j + 1)
     lo = pos
-    b = _B0.search(buf, lo, x)
-    if b is not None:
-        lo = b.end()
-    m = memo[6]
+    # the last character before x that the part before the factor cannot consume, searched once
+    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
+    b = memo[13]
+    if b is None or b[0] != x or lo < b[1]:
+        b = _B0.search(buf, lo, x)
+        b = memo[13] = (x, lo, -1 if b is None else b.end())
+    if b[2] > lo:
+        lo = b[2]
+    m = memo[9]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[6] = False  # no factor and nothing it could begin with: no match
+            m = memo[9] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[6] = (_rt.barrier_search(_D2, buf, lo, '<ifm|tool_call>', '<') if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D2, buf, lo, '<ifm|tool_call>', '<'))) or False
+            m = memo[9] = (_rt.barrier_search(_D2, buf, lo, '<ifm|tool_call>', '<') if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D2, buf, lo, '<ifm|tool_call>', '<'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -482,11 +505,17 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P2.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
-                    q = memo[7]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[11]
+                if c is None or c[0] is not m or c[1] > lo or 0 <= c[3] < lo:
+                    q = _P2.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[11] = (m, lo, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[10]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[7] = _P2.search(buf, lo, partial=True) or False
+                        q = memo[10] = _P2.search(buf, lo, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -498,9 +527,9 @@ def _scan_0(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[11]
+    k = memo[17]
     if k is None or -1 < k < pos:
-        k = memo[11] = buf.find('<ifm|tool_call>', pos)
+        k = memo[17] = buf.find('<ifm|tool_call>', pos)
     if k >= 0:
         x = k
     else:
@@ -512,15 +541,20 @@ def _scan_0(buf, pos, eos, memo):
                 break
             j = buf.find('<', j + 1)
     lo = pos
-    b = _B0.search(buf, lo, x)
-    if b is not None:
-        lo = b.end()
-    m = memo[9]
+    # the last character before x that the part before the factor cannot consume, searched once
+    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
+    b = memo[18]
+    if b is None or b[0] != x or lo < b[1]:
+        b = _B0.search(buf, lo, x)
+        b = memo[18] = (x, lo, -1 if b is None else b.end())
+    if b[2] > lo:
+        lo = b[2]
+    m = memo[14]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[9] = False  # no factor and nothing it could begin with: no match
+            m = memo[14] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[9] = (_rt.barrier_search(_D3, buf, lo, '<ifm|tool_call>', '<') if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D3, buf, lo, '<ifm|tool_call>', '<'))) or False
+            m = memo[14] = (_rt.barrier_search(_D3, buf, lo, '<ifm|tool_call>', '<') if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D3, buf, lo, '<ifm|tool_call>', '<'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -540,11 +574,17 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P3.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
-                    q = memo[10]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[16]
+                if c is None or c[0] is not m or c[1] > lo or 0 <= c[3] < lo:
+                    q = _P3.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[16] = (m, lo, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[15]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[10] = _P3.search(buf, lo, partial=True) or False
+                        q = memo[15] = _P3.search(buf, lo, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -552,9 +592,9 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 3 < br)))):
             bs, be, br, bm = i, e, 3, m
     # close of 'content': /'<\\|ifm\\|im_end\\|>|</ifm\\|think(?:_fast|_faster)?>'/
-    m = memo[12]
+    m = memo[19]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[12] = (_D4.search(buf, pos) if eos else (_D4.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D4, buf, pos))) or False
+        m = memo[19] = (_D4.search(buf, pos) if eos else (_D4.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D4, buf, pos))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -576,14 +616,21 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D4.search(buf, pos, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P4.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[21]
+                if c is None or c[0] is not m or not c[1] <= pos <= c[2]:
+                    j = _D4.search(buf, pos, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P4.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[21] = (m, pos, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[13]
+                    q = memo[20]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[13] = _P4.search(buf, j, partial=True) or False
+                        q = memo[20] = _P4.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -606,9 +653,9 @@ def _scan_1(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[16]
+    k = memo[25]
     if k is None or -1 < k < pos:
-        k = memo[16] = buf.find('<ifm|tool_call>', pos)
+        k = memo[25] = buf.find('<ifm|tool_call>', pos)
     if k >= 0:
         x = k
     else:
@@ -620,15 +667,20 @@ def _scan_1(buf, pos, eos, memo):
                 break
             j = buf.find('<', j + 1)
     lo = pos
-    b = _B0.search(buf, lo, x)
-    if b is not None:
-        lo = b.end()
-    m = memo[14]
+    # the last character before x that the part before the factor cannot consume, searched once
+    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
+    b = memo[26]
+    if b is None or b[0] != x or lo < b[1]:
+        b = _B0.search(buf, lo, x)
+        b = memo[26] = (x, lo, -1 if b is None else b.end())
+    if b[2] > lo:
+        lo = b[2]
+    m = memo[22]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[14] = False  # no factor and nothing it could begin with: no match
+            m = memo[22] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[14] = (_rt.barrier_search(_D1, buf, lo, '<ifm|tool_call>', '<') if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D1, buf, lo, '<ifm|tool_call>', '<'))) or False
+            m = memo[22] = (_rt.barrier_search(_D1, buf, lo, '<ifm|tool_call>', '<') if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D1, buf, lo, '<ifm|tool_call>', '<'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -648,11 +700,17 @@ def _scan_1(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P1.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
-                    q = memo[15]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[24]
+                if c is None or c[0] is not m or c[1] > lo or 0 <= c[3] < lo:
+                    q = _P1.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[24] = (m, lo, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[23]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[15] = _P1.search(buf, lo, partial=True) or False
+                        q = memo[23] = _P1.search(buf, lo, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -664,9 +722,9 @@ def _scan_1(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[19]
+    k = memo[30]
     if k is None or -1 < k < pos:
-        k = memo[19] = buf.find('<ifm|tool_call>', pos)
+        k = memo[30] = buf.find('<ifm|tool_call>', pos)
     if k >= 0:
         x = k
     else:
@@ -678,15 +736,20 @@ def _scan_1(buf, pos, eos, memo):
                 break
             j = buf.find('<', j + 1)
     lo = pos
-    b = _B0.search(buf, lo, x)
-    if b is not None:
-        lo = b.end()
-    m = memo[17]
+    # the last character before x that the part before the factor cannot consume, searched once
+    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
+    b = memo[31]
+    if b is None or b[0] != x or lo < b[1]:
+        b = _B0.search(buf, lo, x)
+        b = memo[31] = (x, lo, -1 if b is None else b.end())
+    if b[2] > lo:
+        lo = b[2]
+    m = memo[27]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[17] = False  # no factor and nothing it could begin with: no match
+            m = memo[27] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[17] = (_rt.barrier_search(_D2, buf, lo, '<ifm|tool_call>', '<') if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D2, buf, lo, '<ifm|tool_call>', '<'))) or False
+            m = memo[27] = (_rt.barrier_search(_D2, buf, lo, '<ifm|tool_call>', '<') if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D2, buf, lo, '<ifm|tool_call>', '<'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -706,11 +769,17 @@ def _scan_1(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P2.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
-                    q = memo[18]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[29]
+                if c is None or c[0] is not m or c[1] > lo or 0 <= c[3] < lo:
+                    q = _P2.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[29] = (m, lo, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[28]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[18] = _P2.search(buf, lo, partial=True) or False
+                        q = memo[28] = _P2.search(buf, lo, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -722,9 +791,9 @@ def _scan_1(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[22]
+    k = memo[35]
     if k is None or -1 < k < pos:
-        k = memo[22] = buf.find('<ifm|tool_call>', pos)
+        k = memo[35] = buf.find('<ifm|tool_call>', pos)
     if k >= 0:
         x = k
     else:
@@ -736,15 +805,20 @@ def _scan_1(buf, pos, eos, memo):
                 break
             j = buf.find('<', j + 1)
     lo = pos
-    b = _B0.search(buf, lo, x)
-    if b is not None:
-        lo = b.end()
-    m = memo[20]
+    # the last character before x that the part before the factor cannot consume, searched once
+    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
+    b = memo[36]
+    if b is None or b[0] != x or lo < b[1]:
+        b = _B0.search(buf, lo, x)
+        b = memo[36] = (x, lo, -1 if b is None else b.end())
+    if b[2] > lo:
+        lo = b[2]
+    m = memo[32]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[20] = False  # no factor and nothing it could begin with: no match
+            m = memo[32] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[20] = (_rt.barrier_search(_D3, buf, lo, '<ifm|tool_call>', '<') if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D3, buf, lo, '<ifm|tool_call>', '<'))) or False
+            m = memo[32] = (_rt.barrier_search(_D3, buf, lo, '<ifm|tool_call>', '<') if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D3, buf, lo, '<ifm|tool_call>', '<'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -764,11 +838,17 @@ def _scan_1(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P3.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
-                    q = memo[21]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[34]
+                if c is None or c[0] is not m or c[1] > lo or 0 <= c[3] < lo:
+                    q = _P3.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[34] = (m, lo, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[33]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[21] = _P3.search(buf, lo, partial=True) or False
+                        q = memo[33] = _P3.search(buf, lo, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -783,9 +863,9 @@ def _scan_1(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[25]
+        k = memo[40]
         if k is None or -1 < k < pos:
-            k = memo[25] = buf.find('</ifm|think', pos)
+            k = memo[40] = buf.find('</ifm|think', pos)
         if k >= 0:
             x = k
         else:
@@ -799,12 +879,12 @@ def _scan_1(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[23]
+    m = memo[37]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[23] = False  # no factor and nothing it could begin with: no match
+            m = memo[37] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[23] = (_rt.lead_search(_D5, buf, lo, _D5_LEADS) if eos else (_D5.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D5, buf, lo, _D5_LEADS))) or False
+            m = memo[37] = (_rt.lead_search(_D5, buf, lo, _D5_LEADS) if eos else (_D5.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D5, buf, lo, _D5_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -826,14 +906,21 @@ def _scan_1(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D5.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P5.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[39]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D5.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P5.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[39] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[24]
+                    q = memo[38]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[24] = _P5.search(buf, j, partial=True) or False
+                        q = memo[38] = _P5.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -859,9 +946,9 @@ def _scan_2(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[28]
+        k = memo[44]
         if k is None or -1 < k < pos:
-            k = memo[28] = buf.find('</ifm|tool_call>', pos)
+            k = memo[44] = buf.find('</ifm|tool_call>', pos)
         if k >= 0:
             x = k
         else:
@@ -875,12 +962,12 @@ def _scan_2(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[26]
+    m = memo[41]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[26] = False  # no factor and nothing it could begin with: no match
+            m = memo[41] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[26] = (_rt.lead_search(_D6, buf, lo, _D6_LEADS) if eos else (_D6.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D6, buf, lo, _D6_LEADS))) or False
+            m = memo[41] = (_rt.lead_search(_D6, buf, lo, _D6_LEADS) if eos else (_D6.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D6, buf, lo, _D6_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -902,14 +989,21 @@ def _scan_2(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D6.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P6.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[43]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D6.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P6.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[43] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[27]
+                    q = memo[42]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[27] = _P6.search(buf, j, partial=True) or False
+                        q = memo[42] = _P6.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -935,9 +1029,9 @@ def _scan_3(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[31]
+        k = memo[48]
         if k is None or -1 < k < pos:
-            k = memo[31] = buf.find('</ifm|tool_call>', pos)
+            k = memo[48] = buf.find('</ifm|tool_call>', pos)
         if k >= 0:
             x = k
         else:
@@ -951,12 +1045,12 @@ def _scan_3(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[29]
+    m = memo[45]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[29] = False  # no factor and nothing it could begin with: no match
+            m = memo[45] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[29] = (_rt.lead_search(_D7, buf, lo, _D7_LEADS) if eos else (_D7.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D7, buf, lo, _D7_LEADS))) or False
+            m = memo[45] = (_rt.lead_search(_D7, buf, lo, _D7_LEADS) if eos else (_D7.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D7, buf, lo, _D7_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -978,14 +1072,21 @@ def _scan_3(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D7.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P7.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[47]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D7.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P7.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[47] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[30]
+                    q = memo[46]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[30] = _P7.search(buf, j, partial=True) or False
+                        q = memo[46] = _P7.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -1011,9 +1112,9 @@ def _scan_4(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[34]
+        k = memo[52]
         if k is None or -1 < k < pos:
-            k = memo[34] = buf.find('</ifm|tool_call>', pos)
+            k = memo[52] = buf.find('</ifm|tool_call>', pos)
         if k >= 0:
             x = k
         else:
@@ -1027,12 +1128,12 @@ def _scan_4(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[32]
+    m = memo[49]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[32] = False  # no factor and nothing it could begin with: no match
+            m = memo[49] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[32] = (_rt.lead_search(_D8, buf, lo, _D8_LEADS) if eos else (_D8.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D8, buf, lo, _D8_LEADS))) or False
+            m = memo[49] = (_rt.lead_search(_D8, buf, lo, _D8_LEADS) if eos else (_D8.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D8, buf, lo, _D8_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -1054,14 +1155,21 @@ def _scan_4(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D8.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P8.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[51]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D8.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P8.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[51] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[33]
+                    q = memo[50]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[33] = _P8.search(buf, j, partial=True) or False
+                        q = memo[50] = _P8.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -1212,7 +1320,7 @@ class ResponseParser(_rt.StreamParser):
         ),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 35
+    MEMO_SLOTS = 53
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

@@ -249,9 +249,9 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[6]
+    g0 = memo[7]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[6] = buf.find('<', pos)
+        g0 = memo[7] = buf.find('<', pos)
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
@@ -283,10 +283,17 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, pos, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[3]
+                if c is None or c[0] is not m or not c[1] <= pos <= c[2]:
+                    j = _D0.search(buf, pos, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[3] = (m, pos, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[2]
                     if q is None or (q is not False and q.start() < pos):
@@ -298,19 +305,19 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|im_end|>' | '<|tool_calls_section_begin|>' | '<|tool_calls_section_end|>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|im_end|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 10, 2, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|tool_calls_section_begin|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (28 > be - bs or (28 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 28, 2, None
+        i = memo[4] = buf.find('<|im_end|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 10, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|tool_calls_section_end|>', g0) if g0 >= 0 else -1
+        i = memo[5] = buf.find('<|tool_calls_section_begin|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (28 > be - bs or (28 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 28, 2, None
+    i = memo[6]
+    if i is None or -1 < i < pos:
+        i = memo[6] = buf.find('<|tool_calls_section_end|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (26 > be - bs or (26 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 26, 2, None
     if not eos:
@@ -334,14 +341,14 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</think>' | '<|tool_calls_section_begin|>'
-    i = memo[7]
-    if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('</think>', pos)
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
-        bs, be, br = i, i + 8, 0
     i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|tool_calls_section_begin|>', pos)
+        i = memo[8] = buf.find('</think>', pos)
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
+        bs, be, br = i, i + 8, 0
+    i = memo[9]
+    if i is None or -1 < i < pos:
+        i = memo[9] = buf.find('<|tool_calls_section_begin|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (28 > be - bs or (28 == be - bs and 0 < br)))):
         bs, be, br = i, i + 28, 0
     if not eos:
@@ -364,9 +371,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<|tool_call_end|>'
-    i = memo[9]
+    i = memo[10]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|tool_call_end|>', pos)
+        i = memo[10] = buf.find('<|tool_call_end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
         bs, be, br = i, i + 17, 0
     if not eos:
@@ -497,7 +504,7 @@ class ResponseParser(_rt.StreamParser):
         (('<|tool_call_end|>',), 16, '<', _PREFIXES_2),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 10
+    MEMO_SLOTS = 11
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

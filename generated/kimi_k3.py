@@ -646,10 +646,17 @@ def _scan_3(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, pos, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[13]
+                if c is None or c[0] is not m or not c[1] <= pos <= c[2]:
+                    j = _D0.search(buf, pos, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[13] = (m, pos, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[12]
                     if q is None or (q is not False and q.start() < pos):
@@ -668,9 +675,9 @@ def _scan_3(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[15]
+        k = memo[17]
         if k is None or -1 < k < pos:
-            k = memo[15] = buf.find('<|open|>call tool="', pos)
+            k = memo[17] = buf.find('<|open|>call tool="', pos)
         if k >= 0:
             x = k
         else:
@@ -684,12 +691,12 @@ def _scan_3(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[13]
+    m = memo[14]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[13] = False  # no factor and nothing it could begin with: no match
+            m = memo[14] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[13] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D1, buf, lo, _D1_LEADS))) or False
+            m = memo[14] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D1, buf, lo, _D1_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -711,14 +718,21 @@ def _scan_3(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D1.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[16]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D1.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[16] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[14]
+                    q = memo[15]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[14] = _P1.search(buf, j, partial=True) or False
+                        q = memo[15] = _P1.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -726,9 +740,9 @@ def _scan_3(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'tools_section': '<|close|>tools<|sep|>'
-    i = memo[16]
+    i = memo[18]
     if i is None or -1 < i < pos:
-        i = memo[16] = buf.find('<|close|>tools<|sep|>', pos)
+        i = memo[18] = buf.find('<|close|>tools<|sep|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (21 > be - bs or (21 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 21, 2, None
     if not eos:
@@ -752,9 +766,9 @@ def _scan_4(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'json_tool_call': '<|close|>json<|sep|><|close|>call<|sep|>'
-    i = memo[17]
+    i = memo[19]
     if i is None or -1 < i < pos:
-        i = memo[17] = buf.find('<|close|>json<|sep|><|close|>call<|sep|>', pos)
+        i = memo[19] = buf.find('<|close|>json<|sep|><|close|>call<|sep|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (40 > be - bs or (40 == be - bs and 0 < br)))):
         bs, be, br = i, i + 40, 0
     if not eos:
@@ -777,9 +791,9 @@ def _scan_5(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<|close|>call<|sep|>'
-    i = memo[18]
+    i = memo[20]
     if i is None or -1 < i < pos:
-        i = memo[18] = buf.find('<|close|>call<|sep|>', pos)
+        i = memo[20] = buf.find('<|close|>call<|sep|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 0 < br)))):
         bs, be, br = i, i + 20, 0
     if not eos:
@@ -988,7 +1002,7 @@ class ResponseParser(_rt.StreamParser):
         (('<|close|>call<|sep|>',), 19, '<', _PREFIXES_5),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 19
+    MEMO_SLOTS = 21
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

@@ -257,9 +257,9 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # '<|' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[6]
+    g0 = memo[7]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[6] = buf.find('<|', pos)
+        g0 = memo[7] = buf.find('<|', pos)
     # open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
@@ -284,10 +284,16 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                w = e + 64 if e + 64 < n else n
-                q = (_P0.search(buf, pos, w, partial=True) if w - pos < 256
-                     else _rt.partial_barrier(_P0, buf, pos, '"', '{', w))
-                if q is not None and q.start() <= i:
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[2]
+                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
+                    w = e + 64 if e + 64 < n else n
+                    q = (_P0.search(buf, pos, w, partial=True) if w - pos < 256
+                         else _rt.partial_barrier(_P0, buf, pos, '"', '{', w))
+                    c = memo[2] = (m, pos, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
                         q = memo[1] = (_P0.search(buf, pos, partial=True) if n - pos < 256
@@ -299,26 +305,26 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'tagged_json_call': '<|python_tag|>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|python_tag|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 14, 1, None
-    # open of 'builtin_tool_call': '<|python_tag|>'
     i = memo[3]
     if i is None or -1 < i < pos:
         i = memo[3] = buf.find('<|python_tag|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 14, 1, None
+    # open of 'builtin_tool_call': '<|python_tag|>'
+    i = memo[4]
+    if i is None or -1 < i < pos:
+        i = memo[4] = buf.find('<|python_tag|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 14, 2, None
     # close of 'content': '<|eot_id|>' | '<|eom_id|>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|eot_id|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 3 < br)))):
-        bs, be, br, bm = i, i + 10, 3, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|eom_id|>', g0) if g0 >= 0 else -1
+        i = memo[5] = buf.find('<|eot_id|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 3 < br)))):
+        bs, be, br, bm = i, i + 10, 3, None
+    i = memo[6]
+    if i is None or -1 < i < pos:
+        i = memo[6] = buf.find('<|eom_id|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 3 < br)))):
         bs, be, br, bm = i, i + 10, 3, None
     if not eos:
@@ -358,9 +364,9 @@ def _scan_4(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': /'\\s*;'/
-    m = memo[7]
+    m = memo[8]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[7] = (_D1.search(buf, pos) if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D1, buf, pos))) or False
+        m = memo[8] = (_D1.search(buf, pos) if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D1, buf, pos))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -380,11 +386,17 @@ def _scan_4(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
-                    q = memo[8]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[10]
+                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
+                    q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[10] = (m, pos, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[9]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[8] = _P1.search(buf, pos, partial=True) or False
+                        q = memo[9] = _P1.search(buf, pos, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -403,9 +415,9 @@ def _scan_5(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'tagged_json_call': /'\\s*;'/
-    m = memo[9]
+    m = memo[11]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[9] = (_D2.search(buf, pos) if eos else (_D2.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D2, buf, pos))) or False
+        m = memo[11] = (_D2.search(buf, pos) if eos else (_D2.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D2, buf, pos))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -425,11 +437,17 @@ def _scan_5(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P2.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
-                    q = memo[10]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[13]
+                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
+                    q = _P2.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[13] = (m, pos, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[12]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[10] = _P2.search(buf, pos, partial=True) or False
+                        q = memo[12] = _P2.search(buf, pos, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -514,7 +532,7 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 11
+    MEMO_SLOTS = 14
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

@@ -156,9 +156,9 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # '<|' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[5]
+    g0 = memo[6]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[5] = buf.find('<|', pos)
+        g0 = memo[6] = buf.find('<|', pos)
     # open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
@@ -183,10 +183,16 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                w = e + 64 if e + 64 < n else n
-                q = (_P0.search(buf, pos, w, partial=True) if w - pos < 256
-                     else _rt.partial_search(_P0, buf, pos, _D0_LEADS, w))
-                if q is not None and q.start() <= i:
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[2]
+                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
+                    w = e + 64 if e + 64 < n else n
+                    q = (_P0.search(buf, pos, w, partial=True) if w - pos < 256
+                         else _rt.partial_search(_P0, buf, pos, _D0_LEADS, w))
+                    c = memo[2] = (m, pos, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
                         q = memo[1] = (_P0.search(buf, pos, partial=True) if n - pos < 256
@@ -198,19 +204,19 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'content': '<|eot|>' | '<|eom|>' | '<|python_end|>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|eot|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br)))):
-        bs, be, br, bm = i, i + 7, 1, None
     i = memo[3]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|eom|>', g0) if g0 >= 0 else -1
+        i = memo[3] = buf.find('<|eot|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 7, 1, None
     i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|python_end|>', g0) if g0 >= 0 else -1
+        i = memo[4] = buf.find('<|eom|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 1 < br)))):
+        bs, be, br, bm = i, i + 7, 1, None
+    i = memo[5]
+    if i is None or -1 < i < pos:
+        i = memo[5] = buf.find('<|python_end|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 14, 1, None
     if not eos:
@@ -287,7 +293,7 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 6
+    MEMO_SLOTS = 7
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

@@ -336,8 +336,14 @@ def _scan_2(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[8]
+                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
+                    q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[8] = (m, pos, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
                     q = memo[7]
                     if q is None or (q is not False and q.start() < pos):
                         q = memo[7] = _P0.search(buf, pos, partial=True) or False
@@ -348,9 +354,9 @@ def _scan_2(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'call_section': '</tool_calls>'
-    i = memo[8]
+    i = memo[9]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('</tool_calls>', pos)
+        i = memo[9] = buf.find('</tool_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (13 > be - bs or (13 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 13, 1, None
     if not eos:
@@ -475,7 +481,7 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 9
+    MEMO_SLOTS = 10
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

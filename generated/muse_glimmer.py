@@ -321,17 +321,17 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # '<|e' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[11]
+    g0 = memo[16]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[11] = buf.find('<|e', pos)
+        g0 = memo[16] = buf.find('<|e', pos)
     # open of 'reasoning_content': /'(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>'/
     # every match, and every partial one, contains '<|message|>' or runs into the end through a proper
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[2]
+    k = memo[3]
     if k is None or -1 < k < pos:
-        k = memo[2] = buf.find('<|message|>', pos)
+        k = memo[3] = buf.find('<|message|>', pos)
     if k >= 0:
         x = k
     else:
@@ -343,9 +343,14 @@ def _scan_0(buf, pos, eos, memo):
                 break
             j = buf.find('<', j + 1)
     lo = pos
-    b = _B0.search(buf, lo, x)
-    if b is not None:
-        lo = b.end()
+    # the last character before x that the part before the factor cannot consume, searched once
+    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
+    b = memo[4]
+    if b is None or b[0] != x or lo < b[1]:
+        b = _B0.search(buf, lo, x)
+        b = memo[4] = (x, lo, -1 if b is None else b.end())
+    if b[2] > lo:
+        lo = b[2]
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
@@ -371,8 +376,14 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P0.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[2]
+                if c is None or c[0] is not m or c[1] > lo or 0 <= c[3] < lo:
+                    q = _P0.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[2] = (m, lo, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
                         q = memo[1] = _P0.search(buf, lo, partial=True) or False
@@ -383,9 +394,9 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # open of 'tool_message': /'(?:<\\|start\\|>assistant)?[ \\t]*to=[^\\s<]+[ \\t]*<\\|message\\|>\\s*<atem:function_calls>'/
-    m = memo[3]
+    m = memo[5]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[3] = (_rt.barrier_search(_D1, buf, pos, '<|message|>', '<') if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D1, buf, pos, '<|message|>', '<'))) or False
+        m = memo[5] = (_rt.barrier_search(_D1, buf, pos, '<|message|>', '<') if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D1, buf, pos, '<|message|>', '<'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -406,13 +417,19 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                w = e + 64 if e + 64 < n else n
-                q = (_P1.search(buf, pos, w, partial=True) if w - pos < 256
-                     else _rt.partial_barrier(_P1, buf, pos, '<|message|>', '<', w))
-                if q is not None and q.start() <= i:
-                    q = memo[4]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[7]
+                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
+                    w = e + 64 if e + 64 < n else n
+                    q = (_P1.search(buf, pos, w, partial=True) if w - pos < 256
+                         else _rt.partial_barrier(_P1, buf, pos, '<|message|>', '<', w))
+                    c = memo[7] = (m, pos, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[6]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[4] = (_P1.search(buf, pos, partial=True) if n - pos < 256
+                        q = memo[6] = (_P1.search(buf, pos, partial=True) if n - pos < 256
                                                         else _rt.partial_barrier(_P1, buf, pos, '<|message|>', '<')) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
@@ -425,9 +442,9 @@ def _scan_0(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[7]
+    k = memo[11]
     if k is None or -1 < k < pos:
-        k = memo[7] = buf.find('<|message|>', pos)
+        k = memo[11] = buf.find('<|message|>', pos)
     if k >= 0:
         x = k
     else:
@@ -439,15 +456,20 @@ def _scan_0(buf, pos, eos, memo):
                 break
             j = buf.find('<', j + 1)
     lo = pos
-    b = _B1.search(buf, lo, x)
-    if b is not None:
-        lo = b.end()
-    m = memo[5]
+    # the last character before x that the part before the factor cannot consume, searched once
+    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
+    b = memo[12]
+    if b is None or b[0] != x or lo < b[1]:
+        b = _B1.search(buf, lo, x)
+        b = memo[12] = (x, lo, -1 if b is None else b.end())
+    if b[2] > lo:
+        lo = b[2]
+    m = memo[8]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[5] = False  # no factor and nothing it could begin with: no match
+            m = memo[8] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[5] = (_rt.barrier_search(_D2, buf, lo, '<|message|>', 'g') if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D2, buf, lo, '<|message|>', 'g'))) or False
+            m = memo[8] = (_rt.barrier_search(_D2, buf, lo, '<|message|>', 'g') if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D2, buf, lo, '<|message|>', 'g'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -467,11 +489,17 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P2.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
-                    q = memo[6]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[10]
+                if c is None or c[0] is not m or c[1] > lo or 0 <= c[3] < lo:
+                    q = _P2.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[10] = (m, lo, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[9]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[6] = _P2.search(buf, lo, partial=True) or False
+                        q = memo[9] = _P2.search(buf, lo, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -479,19 +507,19 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br)))):
             bs, be, br, bm = i, e, 2, m
     # close of 'content': '<|eom|>' | '<|eot|>' | '<|end_of_text|>'
-    i = memo[8]
+    i = memo[13]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|eom|>', g0) if g0 >= 0 else -1
+        i = memo[13] = buf.find('<|eom|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 3 < br)))):
         bs, be, br, bm = i, i + 7, 3, None
-    i = memo[9]
+    i = memo[14]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|eot|>', g0) if g0 >= 0 else -1
+        i = memo[14] = buf.find('<|eot|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 3 < br)))):
         bs, be, br, bm = i, i + 7, 3, None
-    i = memo[10]
+    i = memo[15]
     if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('<|end_of_text|>', g0) if g0 >= 0 else -1
+        i = memo[15] = buf.find('<|end_of_text|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 3 < br)))):
         bs, be, br, bm = i, i + 15, 3, None
     if not eos:
@@ -515,23 +543,23 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # '<|e' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[15]
+    g0 = memo[20]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[15] = buf.find('<|e', pos)
+        g0 = memo[20] = buf.find('<|e', pos)
     # close of 'reasoning_content': '<|eom|>' | '<|eot|>' | '<|end_of_text|>'
-    i = memo[12]
+    i = memo[17]
     if i is None or -1 < i < pos:
-        i = memo[12] = buf.find('<|eom|>', g0) if g0 >= 0 else -1
+        i = memo[17] = buf.find('<|eom|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
-    i = memo[13]
+    i = memo[18]
     if i is None or -1 < i < pos:
-        i = memo[13] = buf.find('<|eot|>', g0) if g0 >= 0 else -1
+        i = memo[18] = buf.find('<|eot|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
-    i = memo[14]
+    i = memo[19]
     if i is None or -1 < i < pos:
-        i = memo[14] = buf.find('<|end_of_text|>', g0) if g0 >= 0 else -1
+        i = memo[19] = buf.find('<|end_of_text|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 0 < br)))):
         bs, be, br = i, i + 15, 0
     if not eos:
@@ -559,9 +587,9 @@ def _scan_2(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[18]
+    k = memo[24]
     if k is None or -1 < k < pos:
-        k = memo[18] = buf.find('<atem:invoke', pos)
+        k = memo[24] = buf.find('<atem:invoke', pos)
     if k >= 0:
         x = k
     else:
@@ -575,12 +603,12 @@ def _scan_2(buf, pos, eos, memo):
     lo = x - 0
     if lo < pos:
         lo = pos
-    m = memo[16]
+    m = memo[21]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[16] = False  # no factor and nothing it could begin with: no match
+            m = memo[21] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[16] = (_D3.search(buf, lo) if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D3, buf, lo))) or False
+            m = memo[21] = (_D3.search(buf, lo) if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D3, buf, lo))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -602,14 +630,21 @@ def _scan_2(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D3.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[23]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D3.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[23] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[17]
+                    q = memo[22]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[17] = _P3.search(buf, j, partial=True) or False
+                        q = memo[22] = _P3.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -617,9 +652,9 @@ def _scan_2(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'tool_message': '</atem:function_calls>'
-    i = memo[19]
+    i = memo[25]
     if i is None or -1 < i < pos:
-        i = memo[19] = buf.find('</atem:function_calls>', pos)
+        i = memo[25] = buf.find('</atem:function_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (22 > be - bs or (22 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 22, 1, None
     if not eos:
@@ -643,9 +678,9 @@ def _scan_3(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</atem:invoke>'
-    i = memo[20]
+    i = memo[26]
     if i is None or -1 < i < pos:
-        i = memo[20] = buf.find('</atem:invoke>', pos)
+        i = memo[26] = buf.find('</atem:invoke>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 0 < br)))):
         bs, be, br = i, i + 14, 0
     if not eos:
@@ -668,23 +703,23 @@ def _scan_4(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # '<|e' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[24]
+    g0 = memo[30]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[24] = buf.find('<|e', pos)
+        g0 = memo[30] = buf.find('<|e', pos)
     # close of 'answer': '<|eom|>' | '<|eot|>' | '<|end_of_text|>'
-    i = memo[21]
+    i = memo[27]
     if i is None or -1 < i < pos:
-        i = memo[21] = buf.find('<|eom|>', g0) if g0 >= 0 else -1
+        i = memo[27] = buf.find('<|eom|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
-    i = memo[22]
+    i = memo[28]
     if i is None or -1 < i < pos:
-        i = memo[22] = buf.find('<|eot|>', g0) if g0 >= 0 else -1
+        i = memo[28] = buf.find('<|eot|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
-    i = memo[23]
+    i = memo[29]
     if i is None or -1 < i < pos:
-        i = memo[23] = buf.find('<|end_of_text|>', g0) if g0 >= 0 else -1
+        i = memo[29] = buf.find('<|end_of_text|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (15 > be - bs or (15 == be - bs and 0 < br)))):
         bs, be, br = i, i + 15, 0
     if not eos:
@@ -859,7 +894,7 @@ class ResponseParser(_rt.StreamParser):
         (('<|eom|>', '<|eot|>', '<|end_of_text|>'), 14, '<', _PREFIXES_4),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 25
+    MEMO_SLOTS = 31
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

@@ -294,8 +294,14 @@ def _scan_1(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[7]
+                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
+                    q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[7] = (m, pos, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
                     q = memo[6]
                     if q is None or (q is not False and q.start() < pos):
                         q = memo[6] = _P0.search(buf, pos, partial=True) or False
@@ -306,9 +312,9 @@ def _scan_1(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'call_section': '</function_calls>'
-    i = memo[7]
+    i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('</function_calls>', pos)
+        i = memo[8] = buf.find('</function_calls>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 17, 1, None
     if not eos:
@@ -417,7 +423,7 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 8
+    MEMO_SLOTS = 9
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

@@ -512,10 +512,17 @@ def _scan_3(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, pos, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[9]
+                if c is None or c[0] is not m or not c[1] <= pos <= c[2]:
+                    j = _D0.search(buf, pos, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[9] = (m, pos, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[8]
                     if q is None or (q is not False and q.start() < pos):
@@ -527,9 +534,9 @@ def _scan_3(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'call_section': '<|plamo:end_tool_requests:plamo|>'
-    i = memo[9]
+    i = memo[10]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|plamo:end_tool_requests:plamo|>', pos)
+        i = memo[10] = buf.find('<|plamo:end_tool_requests:plamo|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (33 > be - bs or (33 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 33, 1, None
     if not eos:
@@ -558,9 +565,9 @@ def _scan_5(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>'
-    i = memo[10]
+    i = memo[11]
     if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>', pos)
+        i = memo[11] = buf.find('<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (66 > be - bs or (66 == be - bs and 0 < br)))):
         bs, be, br = i, i + 66, 0
     if not eos:
@@ -743,7 +750,7 @@ class ResponseParser(_rt.StreamParser):
         (('<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>',), 65, '<', _PREFIXES_5),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 11
+    MEMO_SLOTS = 12
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

@@ -369,9 +369,9 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[15]
+    g0 = memo[19]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[15] = buf.find('<', pos)
+        g0 = memo[19] = buf.find('<', pos)
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
@@ -386,9 +386,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[3]
+        k = memo[4]
         if k is None or -1 < k < pos:
-            k = memo[3] = buf.find('<tool_call>', pos)
+            k = memo[4] = buf.find('<tool_call>', pos)
         if k >= 0:
             x = k
         else:
@@ -429,10 +429,17 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[3]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[3] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[2]
                     if q is None or (q is not False and q.start() < pos):
@@ -451,9 +458,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[6]
+        k = memo[8]
         if k is None or -1 < k < pos:
-            k = memo[6] = buf.find('<tool_call>', pos)
+            k = memo[8] = buf.find('<tool_call>', pos)
         if k >= 0:
             x = k
         else:
@@ -467,12 +474,12 @@ def _scan_0(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[4]
+    m = memo[5]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[4] = False  # no factor and nothing it could begin with: no match
+            m = memo[5] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[4] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D1, buf, lo, _D1_LEADS))) or False
+            m = memo[5] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D1, buf, lo, _D1_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -494,14 +501,21 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D1.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[7]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D1.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[7] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[5]
+                    q = memo[6]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[5] = _P1.search(buf, j, partial=True) or False
+                        q = memo[6] = _P1.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -516,9 +530,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[9]
+        k = memo[12]
         if k is None or -1 < k < pos:
-            k = memo[9] = buf.find('<tool_call>', pos)
+            k = memo[12] = buf.find('<tool_call>', pos)
         if k >= 0:
             x = k
         else:
@@ -532,12 +546,12 @@ def _scan_0(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[7]
+    m = memo[9]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[7] = False  # no factor and nothing it could begin with: no match
+            m = memo[9] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[7] = (_rt.lead_search(_D2, buf, lo, _D2_LEADS) if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D2, buf, lo, _D2_LEADS))) or False
+            m = memo[9] = (_rt.lead_search(_D2, buf, lo, _D2_LEADS) if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D2, buf, lo, _D2_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -559,14 +573,21 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D2.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P2.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[11]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D2.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P2.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[11] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[8]
+                    q = memo[10]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[8] = _P2.search(buf, j, partial=True) or False
+                        q = memo[10] = _P2.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -574,9 +595,9 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 3 < br)))):
             bs, be, br, bm = i, e, 3, m
     # open of 'json_tool_call': /'(?=\\{\\s*"name")'/
-    m = memo[10]
+    m = memo[13]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[10] = (_rt.barrier_search(_D3, buf, pos, '"name"', 'a') if eos else (_D3.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D3, buf, pos, '"name"', 'a'))) or False
+        m = memo[13] = (_rt.barrier_search(_D3, buf, pos, '"name"', 'a') if eos else (_D3.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D3, buf, pos, '"name"', 'a'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -597,13 +618,19 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                w = e + 64 if e + 64 < n else n
-                q = (_P3.search(buf, pos, w, partial=True) if w - pos < 256
-                     else _rt.partial_barrier(_P3, buf, pos, '"name"', 'a', w))
-                if q is not None and q.start() <= i:
-                    q = memo[11]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[15]
+                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
+                    w = e + 64 if e + 64 < n else n
+                    q = (_P3.search(buf, pos, w, partial=True) if w - pos < 256
+                         else _rt.partial_barrier(_P3, buf, pos, '"name"', 'a', w))
+                    c = memo[15] = (m, pos, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[14]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[11] = (_P3.search(buf, pos, partial=True) if n - pos < 256
+                        q = memo[14] = (_P3.search(buf, pos, partial=True) if n - pos < 256
                                                         else _rt.partial_barrier(_P3, buf, pos, '"name"', 'a')) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
@@ -612,19 +639,19 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 4 < br)))):
             bs, be, br, bm = i, e, 4, m
     # close of 'content': '</assistant>' | '\u3008|EOS|\u3009' | '</think>'
-    i = memo[12]
+    i = memo[16]
     if i is None or -1 < i < pos:
-        i = memo[12] = buf.find('</assistant>', g0) if g0 >= 0 else -1
+        i = memo[16] = buf.find('</assistant>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 5 < br)))):
         bs, be, br, bm = i, i + 12, 5, None
-    i = memo[13]
+    i = memo[17]
     if i is None or -1 < i < pos:
-        i = memo[13] = buf.find('\u3008|EOS|\u3009', pos)
+        i = memo[17] = buf.find('\u3008|EOS|\u3009', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 5 < br)))):
         bs, be, br, bm = i, i + 7, 5, None
-    i = memo[14]
+    i = memo[18]
     if i is None or -1 < i < pos:
-        i = memo[14] = buf.find('</think>', g0) if g0 >= 0 else -1
+        i = memo[18] = buf.find('</think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 5 < br)))):
         bs, be, br, bm = i, i + 8, 5, None
     if not eos:
@@ -651,9 +678,9 @@ def _scan_1(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[18]
+        k = memo[23]
         if k is None or -1 < k < pos:
-            k = memo[18] = buf.find('<tool_call>', pos)
+            k = memo[23] = buf.find('<tool_call>', pos)
         if k >= 0:
             x = k
         else:
@@ -667,12 +694,12 @@ def _scan_1(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[16]
+    m = memo[20]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[16] = False  # no factor and nothing it could begin with: no match
+            m = memo[20] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[16] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            m = memo[20] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -694,14 +721,21 @@ def _scan_1(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[22]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[22] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[17]
+                    q = memo[21]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[17] = _P0.search(buf, j, partial=True) or False
+                        q = memo[21] = _P0.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -716,9 +750,9 @@ def _scan_1(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[21]
+        k = memo[27]
         if k is None or -1 < k < pos:
-            k = memo[21] = buf.find('<tool_call>', pos)
+            k = memo[27] = buf.find('<tool_call>', pos)
         if k >= 0:
             x = k
         else:
@@ -732,12 +766,12 @@ def _scan_1(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[19]
+    m = memo[24]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[19] = False  # no factor and nothing it could begin with: no match
+            m = memo[24] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[19] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D1, buf, lo, _D1_LEADS))) or False
+            m = memo[24] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D1, buf, lo, _D1_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -759,14 +793,21 @@ def _scan_1(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D1.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[26]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D1.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[26] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[20]
+                    q = memo[25]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[20] = _P1.search(buf, j, partial=True) or False
+                        q = memo[25] = _P1.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -781,9 +822,9 @@ def _scan_1(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[24]
+        k = memo[31]
         if k is None or -1 < k < pos:
-            k = memo[24] = buf.find('<tool_call>', pos)
+            k = memo[31] = buf.find('<tool_call>', pos)
         if k >= 0:
             x = k
         else:
@@ -797,12 +838,12 @@ def _scan_1(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[22]
+    m = memo[28]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[22] = False  # no factor and nothing it could begin with: no match
+            m = memo[28] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[22] = (_rt.lead_search(_D2, buf, lo, _D2_LEADS) if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D2, buf, lo, _D2_LEADS))) or False
+            m = memo[28] = (_rt.lead_search(_D2, buf, lo, _D2_LEADS) if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D2, buf, lo, _D2_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -824,14 +865,21 @@ def _scan_1(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D2.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P2.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[30]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D2.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P2.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[30] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[23]
+                    q = memo[29]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[23] = _P2.search(buf, j, partial=True) or False
+                        q = memo[29] = _P2.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -839,9 +887,9 @@ def _scan_1(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 2 < br)))):
             bs, be, br, bm = i, e, 2, m
     # close of 'reasoning_content': '</think>'
-    i = memo[25]
+    i = memo[32]
     if i is None or -1 < i < pos:
-        i = memo[25] = buf.find('</think>', pos)
+        i = memo[32] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 3 < br)))):
         bs, be, br, bm = i, i + 8, 3, None
     if not eos:
@@ -865,9 +913,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_call_json': '</tool_call>'
-    i = memo[26]
+    i = memo[33]
     if i is None or -1 < i < pos:
-        i = memo[26] = buf.find('</tool_call>', pos)
+        i = memo[33] = buf.find('</tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br = i, i + 12, 0
     if not eos:
@@ -890,9 +938,9 @@ def _scan_3(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_call_name_json': '</tool_call>'
-    i = memo[27]
+    i = memo[34]
     if i is None or -1 < i < pos:
-        i = memo[27] = buf.find('</tool_call>', pos)
+        i = memo[34] = buf.find('</tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br = i, i + 12, 0
     if not eos:
@@ -915,9 +963,9 @@ def _scan_4(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</tool_call>'
-    i = memo[28]
+    i = memo[35]
     if i is None or -1 < i < pos:
-        i = memo[28] = buf.find('</tool_call>', pos)
+        i = memo[35] = buf.find('</tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br = i, i + 12, 0
     if not eos:
@@ -1076,7 +1124,7 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 29
+    MEMO_SLOTS = 36
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

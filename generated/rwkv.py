@@ -210,9 +210,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[3]
+        k = memo[4]
         if k is None or -1 < k < pos:
-            k = memo[3] = buf.find('**Tool Call:**', pos)
+            k = memo[4] = buf.find('**Tool Call:**', pos)
         if k >= 0:
             x = k
         else:
@@ -253,10 +253,17 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[3]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[3] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[2]
                     if q is None or (q is not False and q.start() < pos):
@@ -268,9 +275,9 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '</think>'
-    i = memo[4]
+    i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</think>', pos)
+        i = memo[5] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 8, 2, None
     if not eos:
@@ -294,9 +301,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</think>'
-    i = memo[5]
+    i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('</think>', pos)
+        i = memo[6] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br = i, i + 8, 0
     if not eos:
@@ -329,9 +336,9 @@ def _scan_3(buf, pos, eos, memo):
     # prefix of it: it starts in the run of characters the part before the factor consumes that ends
     # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
     # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-    k = memo[8]
+    k = memo[10]
     if k is None or -1 < k < pos:
-        k = memo[8] = buf.find('```', pos)
+        k = memo[10] = buf.find('```', pos)
     if k >= 0:
         x = k
     else:
@@ -343,15 +350,20 @@ def _scan_3(buf, pos, eos, memo):
                 break
             j = buf.find('`', j + 1)
     lo = pos
-    b = _B0.search(buf, lo, x)
-    if b is not None:
-        lo = b.end()
-    m = memo[6]
+    # the last character before x that the part before the factor cannot consume, searched once
+    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
+    b = memo[11]
+    if b is None or b[0] != x or lo < b[1]:
+        b = _B0.search(buf, lo, x)
+        b = memo[11] = (x, lo, -1 if b is None else b.end())
+    if b[2] > lo:
+        lo = b[2]
+    m = memo[7]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[6] = False  # no factor and nothing it could begin with: no match
+            m = memo[7] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[6] = (_rt.barrier_search(_D1, buf, lo, '```', '`') if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D1, buf, lo, '```', '`'))) or False
+            m = memo[7] = (_rt.barrier_search(_D1, buf, lo, '```', '`') if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D1, buf, lo, '```', '`'))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -371,11 +383,17 @@ def _scan_3(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P1.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
-                    q = memo[7]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[9]
+                if c is None or c[0] is not m or c[1] > lo or 0 <= c[3] < lo:
+                    q = _P1.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[9] = (m, lo, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[8]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[7] = _P1.search(buf, lo, partial=True) or False
+                        q = memo[8] = _P1.search(buf, lo, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -479,7 +497,7 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 9
+    MEMO_SLOTS = 12
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

@@ -243,9 +243,9 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # '<|' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[10]
+    g0 = memo[11]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[10] = buf.find('<|', pos)
+        g0 = memo[11] = buf.find('<|', pos)
     # open of 'reasoning_content': '<|think|>'
     i = memo[0]
     if i is None or -1 < i < pos:
@@ -260,9 +260,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[3]
+        k = memo[4]
         if k is None or -1 < k < pos:
-            k = memo[3] = buf.find('<|tool_call:begin|>', pos)
+            k = memo[4] = buf.find('<|tool_call:begin|>', pos)
         if k >= 0:
             x = k
         else:
@@ -303,10 +303,17 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[3]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[3] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[2]
                     if q is None or (q is not False and q.start() < pos):
@@ -318,34 +325,34 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|end|>' | '<|begin|>assistant' | '<|content|>' | '<|tool_calls|>' | '<|calls|>' | '<|flush|>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|end|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 7, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|begin|>assistant', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 18, 2, None
+        i = memo[5] = buf.find('<|end|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 7, 2, None
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|content|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 11, 2, None
+        i = memo[6] = buf.find('<|begin|>assistant', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 18, 2, None
     i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('<|tool_calls|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 14, 2, None
+        i = memo[7] = buf.find('<|content|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (11 > be - bs or (11 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 11, 2, None
     i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|calls|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (9 > be - bs or (9 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 9, 2, None
+        i = memo[8] = buf.find('<|tool_calls|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (14 > be - bs or (14 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 14, 2, None
     i = memo[9]
     if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|flush|>', g0) if g0 >= 0 else -1
+        i = memo[9] = buf.find('<|calls|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (9 > be - bs or (9 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 9, 2, None
+    i = memo[10]
+    if i is None or -1 < i < pos:
+        i = memo[10] = buf.find('<|flush|>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (9 > be - bs or (9 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 9, 2, None
     if not eos:
@@ -369,9 +376,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '<|end|>'
-    i = memo[11]
+    i = memo[12]
     if i is None or -1 < i < pos:
-        i = memo[11] = buf.find('<|end|>', pos)
+        i = memo[12] = buf.find('<|end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 0 < br)))):
         bs, be, br = i, i + 7, 0
     if not eos:
@@ -394,9 +401,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '<|tool_call:end|>'
-    i = memo[12]
+    i = memo[13]
     if i is None or -1 < i < pos:
-        i = memo[12] = buf.find('<|tool_call:end|>', pos)
+        i = memo[13] = buf.find('<|tool_call:end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
         bs, be, br = i, i + 17, 0
     if not eos:
@@ -524,7 +531,7 @@ class ResponseParser(_rt.StreamParser):
         (('<|tool_call:end|>',), 16, '<', _PREFIXES_2),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 13
+    MEMO_SLOTS = 14
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

@@ -230,9 +230,9 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[9]
+    g0 = memo[11]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[9] = buf.find('<', pos)
+        g0 = memo[11] = buf.find('<', pos)
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
@@ -247,9 +247,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[3]
+        k = memo[4]
         if k is None or -1 < k < pos:
-            k = memo[3] = buf.find('<steptml:invoke name="', pos)
+            k = memo[4] = buf.find('<steptml:invoke name="', pos)
         if k >= 0:
             x = k
         else:
@@ -261,9 +261,14 @@ def _scan_0(buf, pos, eos, memo):
                     break
                 j = buf.find('<', j + 1)
         lo = pos
-        b = _B0.search(buf, lo, x)
-        if b is not None:
-            lo = b.end()
+        # the last character before x that the part before the factor cannot consume, searched once
+        # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
+        b = memo[5]
+        if b is None or b[0] != x or lo < b[1]:
+            b = _B0.search(buf, lo, x)
+            b = memo[5] = (x, lo, -1 if b is None else b.end())
+        if b[2] > lo:
+            lo = b[2]
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
@@ -291,10 +296,17 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[3]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[3] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[2]
                     if q is None or (q is not False and q.start() < pos):
@@ -306,29 +318,29 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|EOT|>' | '<\uff5ctool_calls_begin\uff5c>' | '<\uff5ctool_call_end\uff5c>' | '<\uff5ctool_calls_end\uff5c>' | '</think>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|EOT|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 7, 2, None
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<\uff5ctool_calls_begin\uff5c>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 20, 2, None
     i = memo[6]
     if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<\uff5ctool_call_end\uff5c>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 17, 2, None
+        i = memo[6] = buf.find('<|EOT|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (7 > be - bs or (7 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 7, 2, None
     i = memo[7]
     if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('<\uff5ctool_calls_end\uff5c>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 18, 2, None
+        i = memo[7] = buf.find('<\uff5ctool_calls_begin\uff5c>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (20 > be - bs or (20 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 20, 2, None
     i = memo[8]
     if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('</think>', g0) if g0 >= 0 else -1
+        i = memo[8] = buf.find('<\uff5ctool_call_end\uff5c>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 17, 2, None
+    i = memo[9]
+    if i is None or -1 < i < pos:
+        i = memo[9] = buf.find('<\uff5ctool_calls_end\uff5c>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (18 > be - bs or (18 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 18, 2, None
+    i = memo[10]
+    if i is None or -1 < i < pos:
+        i = memo[10] = buf.find('</think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 8, 2, None
     if not eos:
@@ -352,9 +364,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</think>'
-    i = memo[10]
+    i = memo[12]
     if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('</think>', pos)
+        i = memo[12] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br = i, i + 8, 0
     if not eos:
@@ -377,9 +389,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</steptml:invoke>'
-    i = memo[11]
+    i = memo[13]
     if i is None or -1 < i < pos:
-        i = memo[11] = buf.find('</steptml:invoke>', pos)
+        i = memo[13] = buf.find('</steptml:invoke>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (17 > be - bs or (17 == be - bs and 0 < br)))):
         bs, be, br = i, i + 17, 0
     if not eos:
@@ -508,7 +520,7 @@ class ResponseParser(_rt.StreamParser):
         (('</steptml:invoke>',), 16, '<', _PREFIXES_2),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 12
+    MEMO_SLOTS = 14
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

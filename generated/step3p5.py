@@ -203,9 +203,9 @@ def _scan_0(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[6]
+    g0 = memo[7]
     if g0 is None or -1 < g0 < pos:
-        g0 = memo[6] = buf.find('<', pos)
+        g0 = memo[7] = buf.find('<', pos)
     # open of 'reasoning_content': '<think>'
     i = memo[0]
     if i is None or -1 < i < pos:
@@ -220,9 +220,9 @@ def _scan_0(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[3]
+        k = memo[4]
         if k is None or -1 < k < pos:
-            k = memo[3] = buf.find('<tool_call>', pos)
+            k = memo[4] = buf.find('<tool_call>', pos)
         if k >= 0:
             x = k
         else:
@@ -263,10 +263,17 @@ def _scan_0(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[3]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[3] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
                     q = memo[2]
                     if q is None or (q is not False and q.start() < pos):
@@ -278,14 +285,14 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|im_end|>' | '</think>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|im_end|>', g0) if g0 >= 0 else -1
-    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
-        bs, be, br, bm = i, i + 10, 2, None
     i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('</think>', g0) if g0 >= 0 else -1
+        i = memo[5] = buf.find('<|im_end|>', g0) if g0 >= 0 else -1
+    if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
+        bs, be, br, bm = i, i + 10, 2, None
+    i = memo[6]
+    if i is None or -1 < i < pos:
+        i = memo[6] = buf.find('</think>', g0) if g0 >= 0 else -1
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 8, 2, None
     if not eos:
@@ -317,9 +324,9 @@ def _scan_1(buf, pos, eos, memo):
         # prefix of it: it starts in the run of characters the part before the factor consumes that ends
         # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
         # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
-        k = memo[9]
+        k = memo[11]
         if k is None or -1 < k < pos:
-            k = memo[9] = buf.find('<tool_call>', pos)
+            k = memo[11] = buf.find('<tool_call>', pos)
         if k >= 0:
             x = k
         else:
@@ -333,12 +340,12 @@ def _scan_1(buf, pos, eos, memo):
         lo = x - 0
         if lo < pos:
             lo = pos
-    m = memo[7]
+    m = memo[8]
     if m is None or (m is not False and m.start() < pos):
         if k < 0 and (eos or lo == n):
-            m = memo[7] = False  # no factor and nothing it could begin with: no match
+            m = memo[8] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[7] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            m = memo[8] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -360,14 +367,21 @@ def _scan_1(buf, pos, eos, memo):
                 # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
                 # The probe is asked over a window first (a path reaching the window's edge may
                 # still fail before the buffer's), and only then over the whole buffer.
-                j = _D0.search(buf, lo, i, partial=True)
-                j = i if j is None else j.start()
-                q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
+                # both answers hold for a later start while this match stands and j is not passed
+                # (memo: the match, the start searched, j, the probe's start or -1)
+                c = memo[10]
+                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
+                    j = _D0.search(buf, lo, i, partial=True)
+                    j = i if j is None else j.start()
+                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[10] = (m, lo, j, -1 if q is None else q.start())
+                j = c[2]
+                qs = c[3]
+                if 0 <= qs <= i:
                     # nothing left of j can touch the end: this is the search from pos
-                    q = memo[8]
+                    q = memo[9]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[8] = _P0.search(buf, j, partial=True) or False
+                        q = memo[9] = _P0.search(buf, j, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -375,9 +389,9 @@ def _scan_1(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 0 < br)))):
             bs, be, br, bm = i, e, 0, m
     # close of 'reasoning_content': '</think>'
-    i = memo[10]
+    i = memo[12]
     if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('</think>', pos)
+        i = memo[12] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 1 < br)))):
         bs, be, br, bm = i, i + 8, 1, None
     if not eos:
@@ -401,9 +415,9 @@ def _scan_2(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'tool_calls': '</tool_call>'
-    i = memo[11]
+    i = memo[13]
     if i is None or -1 < i < pos:
-        i = memo[11] = buf.find('</tool_call>', pos)
+        i = memo[13] = buf.find('</tool_call>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (12 > be - bs or (12 == be - bs and 0 < br)))):
         bs, be, br = i, i + 12, 0
     if not eos:
@@ -528,7 +542,7 @@ class ResponseParser(_rt.StreamParser):
         (('</tool_call>',), 11, '<', _PREFIXES_2),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 12
+    MEMO_SLOTS = 14
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

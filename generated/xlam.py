@@ -219,10 +219,16 @@ def _scan_0(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                w = e + 64 if e + 64 < n else n
-                q = (_P0.search(buf, pos, w, partial=True) if w - pos < 256
-                     else _rt.partial_search(_P0, buf, pos, _D0_LEADS, w))
-                if q is not None and q.start() <= i:
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[3]
+                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
+                    w = e + 64 if e + 64 < n else n
+                    q = (_P0.search(buf, pos, w, partial=True) if w - pos < 256
+                         else _rt.partial_search(_P0, buf, pos, _D0_LEADS, w))
+                    c = memo[3] = (m, pos, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
                     q = memo[2]
                     if q is None or (q is not False and q.start() < pos):
                         q = memo[2] = (_P0.search(buf, pos, partial=True) if n - pos < 256
@@ -234,9 +240,9 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0 and (bs < 0 or i < bs or (i == bs and (e - i > be - bs or (e - i == be - bs and 1 < br)))):
             bs, be, br, bm = i, e, 1, m
     # close of 'content': '<|im_end|>'
-    i = memo[3]
+    i = memo[4]
     if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|im_end|>', pos)
+        i = memo[4] = buf.find('<|im_end|>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (10 > be - bs or (10 == be - bs and 2 < br)))):
         bs, be, br, bm = i, i + 10, 2, None
     if not eos:
@@ -260,9 +266,9 @@ def _scan_1(buf, pos, eos, memo):
     hold = n
     bs = be = br = -1
     # close of 'reasoning_content': '</think>'
-    i = memo[4]
+    i = memo[5]
     if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</think>', pos)
+        i = memo[5] = buf.find('</think>', pos)
     if i >= 0 and (bs < 0 or i < bs or (i == bs and (8 > be - bs or (8 == be - bs and 0 < br)))):
         bs, be, br = i, i + 8, 0
     if not eos:
@@ -291,9 +297,9 @@ def _scan_3(buf, pos, eos, memo):
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': /'\\s*(?:</tool_call>|```)'/
-    m = memo[5]
+    m = memo[6]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[5] = (_D1.search(buf, pos) if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D1, buf, pos))) or False
+        m = memo[6] = (_D1.search(buf, pos) if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D1, buf, pos))) or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -313,11 +319,17 @@ def _scan_3(buf, pos, eos, memo):
                 # complete, and final unless a path the engine tries before it needs more input
                 # (D2). The probe is asked over a window first (a path reaching the window's edge
                 # may still fail before the buffer's), and only then over the whole buffer.
-                q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
-                if q is not None and q.start() <= i:
-                    q = memo[6]
+                # the answer holds for a later start while this match stands and the probe's
+                # start is not passed (memo: the match, the start searched, -, the start or -1)
+                c = memo[8]
+                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
+                    q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
+                    c = memo[8] = (m, pos, 0, -1 if q is None else q.start())
+                qs = c[3]
+                if 0 <= qs <= i:
+                    q = memo[7]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[6] = _P1.search(buf, pos, partial=True) or False
+                        q = memo[7] = _P1.search(buf, pos, partial=True) or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -413,7 +425,7 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 7
+    MEMO_SLOTS = 9
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit

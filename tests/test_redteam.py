@@ -1,0 +1,140 @@
+"""Red-team regressions: attacks on the guarantees of docs/security.md that worked on the code
+they were tried against. Each test runs the attack exactly as it was tried; a fixed one passes,
+one whose fix is larger is marked ``xfail(strict=True)`` with its reason.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from respc.compiler.chat_render import MAX_VALUE, ChatTemplateLimitError, render
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+# --- chat templates: widths the size caps did not see (docs/security.md, "Chat templates") ------
+
+# Each built a string of 100,000,000 characters (100 MB; 10**9 gives 1 GB) past the cap of
+# 1,000,000: the width of a str.format field may itself be a field (``{0:{1}}``, also through an
+# item, ``format_map``), and a %-format's width may be ``*``, taken from the arguments.
+HIDDEN_WIDTHS = {
+    "nested-field": "{{ '{0:{1}}'.format('a', 99999999)|length }}",
+    "nested-align": "{{ '{0:>{1}}'.format('a', 99999999)|length }}",
+    "nested-item": "{{ '{0:{1[0]}}'.format('a', [99999999])|length }}",
+    "format-map": "{{ '{a:{w}}'.format_map({'a': 'x', 'w': 99999999})|length }}",
+    "percent-star": "{{ ('%*d' % (99999999, 1))|length }}",
+    "format-filter-star": "{{ '%*d'|format(99999999, 1)|length }}",
+    "percent-star-precision": "{{ ('%.*d' % (99999999, 1))|length }}",
+}
+
+
+@pytest.mark.parametrize("source", list(HIDDEN_WIDTHS.values()), ids=list(HIDDEN_WIDTHS))
+def test_chat_template_widths_from_arguments_are_capped(source):
+    with pytest.raises(ChatTemplateLimitError, match="the limit is 1,000,000"):
+        render(source, MESSAGES, add_generation_prompt=True)
+
+
+@pytest.mark.parametrize("source", ["{{ '{0:{1}}'.format('a', 5) }}|{{ '%*d' % (4, 7) }}|{{ '%-*s'|format(3, 'x') }}|"
+                                    "{{ '{a:>{w}}'.format_map({'a': 'y', 'w': 3}) }}|{{ '%.*f' % (2, 1.5) }}"])
+def test_chat_template_small_widths_from_arguments_still_render(source):
+    assert render(source, MESSAGES, add_generation_prompt=True) == "{:5}|{:>4}|{:<3}|{:>3}|{:.2f}".format(
+        "a", "7", "x", "y", 1.5)
+
+
+def test_chat_template_integer_products_are_capped():
+    """Squaring a big integer in a loop: each product is one C call the deadline cannot stop
+    (4.7 s against the 2 s deadline here, growing with each squaring). Integer products count
+    against the size caps like strings do."""
+    source = ("{% set ns = namespace(x=10**999999) %}{% for i in range(40) %}{% set ns.x = ns.x * ns.x %}"
+              "{% endfor %}x")
+    t0 = time.perf_counter()
+    with pytest.raises(ChatTemplateLimitError, match="would build an integer of .* bytes; the limit is 100,000"):
+        render(source, MESSAGES, add_generation_prompt=True)
+    assert time.perf_counter() - t0 < 0.5
+    assert MAX_VALUE == 1_000_000
+
+
+# --- model output: a barrier search repeated at every scan (docs/security.md, "Model output") ----
+
+from test_linear import _assert_linear, _module  # noqa: E402  (tests/test_linear.py)
+
+GPT_OSS_HEADERS = {
+    # 144 kB cost 2.9 s strict, 1.5 s recover (one feed) before: every scan searched back over the
+    # whole run of characters the call opener's part before 'to=functions.' may consume
+    "headers": lambda n: "<|start|>assistant" * max(n // 18, 1),
+    # the same with the factor at the end: the factor's position was found once, the run before
+    # it searched again at every scan (2.8 s at 144 kB)
+    "headers-then-call": lambda n: "<|start|>assistant" * max(n // 18, 1) + "to=functions.f<|message|>{}<|call|>",
+}
+
+
+@pytest.mark.parametrize("chunk", [None, 1 << 30], ids=["parse_response", "one-feed"])
+@pytest.mark.parametrize("errors", ["strict", "recover"])
+@pytest.mark.parametrize("kind", list(GPT_OSS_HEADERS))
+def test_gpt_oss_repeated_headers_are_linear(kind, errors, chunk):
+    _assert_linear(_module("gpt_oss"), GPT_OSS_HEADERS[kind], errors, chunk, start=8000, cap=64_000)
+
+
+# --- templates: polynomial backtracking (docs/security.md, "Backtracking") -------------------------
+
+def _poly_module():
+    import respc
+
+    return respc.compile_template({"respc_version": 2, "start_anchor": "S", "fields": {
+        "t": {"open_pattern": "\\s*\\s*\\S", "close": "</t>", "content": "text"},
+        "content": {"content": "text", "repeats": True}}})
+
+
+@pytest.mark.xfail(strict=True, reason="polynomial backtracking is not refused at load (docs/security.md, "
+                   "'Backtracking'): two adjacent unbounded repeats that share characters make every "
+                   "search from every offset quadratic; refusing them needs the load-time analysis to "
+                   "count overlapping repeats, a larger change")
+def test_polynomial_open_pattern_is_refused_or_linear():
+    """An untrusted template's ``open_pattern`` ``\\s*\\s*\\S`` passes the backtracking check;
+    a model output of spaces then costs quadratic time (16k spaces: 0.66 s strict, 2.0 s
+    recover; 160k: minutes), against "every input size is linear"."""
+    try:
+        module = _poly_module()
+    except ValueError:
+        return  # refused at load: the guarantee holds
+    # a module compiled from a dict is not importable by name: time parse_response directly
+    def cost(n):
+        best = float("inf")
+        for _ in range(2):
+            t0 = time.process_time()
+            module.parse_response(" " * n, prefix="S", errors="strict")
+            best = min(best, time.process_time() - t0)
+        return best
+    small, large = cost(2000), cost(4000)
+    assert large <= 2.5 * max(small, 0.002), (small, large)
+
+
+# --- model output: text inside a call section that is no call (docs/security.md, "Model output") -
+
+SECTION_TEXT = [
+    ("minimax_m3", "hi ]<]minimax[>[<tool_call>garbage the user should see]<]minimax[>[</tool_call> bye"),
+    ("minimax_m3", "hi ]<]minimax[>[<tool_call>garbage the user should see"),
+    ("olmo3", "hi <function_calls>garbage text</function_calls> bye"),
+]
+
+
+@pytest.mark.xfail(strict=True, reason="a call-section field with slot null discards the text between its calls "
+                   "without a diagnostic, in both modes (kimi_k2 and deepseek_v3 keep such text as content); "
+                   "making unaccounted section text malformed (strict: error, recover: region_malformed, text "
+                   "kept) changes the runtime's slot-null regions and every sectioned family's modules")
+@pytest.mark.parametrize("errors", ["strict", "recover"])
+@pytest.mark.parametrize("family,text", SECTION_TEXT, ids=[f"{f}-{i}" for i, (f, _) in enumerate(SECTION_TEXT)])
+def test_text_in_a_call_section_is_never_dropped_silently(family, text, errors):
+    from respc.runtime.errors import ContentParseError
+
+    parser = _module(family).ResponseParser("", errors=errors)
+    try:
+        parser.feed(text)
+        message, _ = parser.finalize()
+    except ContentParseError:
+        assert errors == "strict"
+        return
+    assert "garbage" in (message.get("content") or "") or any(
+        "garbage" in (d.get("text") or "") for d in parser.diagnostics), (message, parser.diagnostics)
