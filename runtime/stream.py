@@ -1909,14 +1909,6 @@ class StreamParser:
                     self._report("truncated-delimiter", at, at + len(buf) - cut,
                                  "the stream ended inside what may be a delimiter (kept as text)", buf[cut:],
                                  self._name)
-                lead = -self._here()
-                if lead > 0 and pos < len(buf):
-                    # held text of the prompt (the prefix after its start anchor, such as
-                    # functionary's '>>>' before an opener the output was to finish) is not model
-                    # output: with no output to complete it, it is nobody's text
-                    skip = min(lead, len(buf) - pos)
-                    self._consume("discarded", skip)
-                    pos += skip
                 if pos < len(buf):
                     self._route(events, buf[pos:])
                 pos = len(buf)

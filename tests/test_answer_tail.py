@@ -107,15 +107,3 @@ def test_catalogue_answer_followed_by_a_cut_delimiter_keeps_every_character(name
                     lost.append((suffix, errors, message.get("content")))
     assert lost == []
 
-
-@pytest.mark.parametrize("errors", ["strict", "recover"])
-def test_held_prompt_text_is_not_output(errors):
-    """The prefix after its start anchor may end inside an opener the output was to finish
-    (functionary v3.2's generation prompt ends in '>>>'); when the output ends before it does,
-    the prompt's piece is not answer text (docs/events.md, "truncated-delimiter")."""
-    from respc.generated import functionary_v3_2
-
-    prefix = "<|start_header_id|>assistant<|end_header_id|>\n\n>>>"
-    assert functionary_v3_2.parse_response("", prefix=prefix, errors=errors) == {"role": "assistant"}
-    assert functionary_v3_2.parse_response("all\nHi", prefix=prefix, errors=errors) == {
-        "role": "assistant", "content": "Hi"}
