@@ -75,7 +75,8 @@ SGLANG = {
     "deepseek_v3_2": ("deepseekv32", "deepseek-v3"), "deepseek_v4": ("deepseekv4", "deepseek-v4"),
     "gemma4": ("gemma4", "gemma4"), "gigachat3": ("gigachat3", None), "glm4_5": ("glm45", "glm45"),
     "gpt_oss": ("gpt-oss", "gpt-oss"), "hermes2pro": ("hermes", None), "hunyuan": ("hunyuan", "hunyuan"),
-    "k2_horizon": ("k2_horizon", "k2_horizon"), "kimi_k2": ("kimi_k2", None), "kimi_k2_thinking": ("kimi_k2", "kimi_k2"),
+    "k2_horizon": ("k2_horizon", "k2_horizon"), "kimi_k2": ("kimi_k2", None),
+    "kimi_k2_thinking": ("kimi_k2", "kimi_k2"),
     "kimi_k3": ("kimi_k3", "kimi_k3"), "kimi_vl": (None, "kimi"), "lfm2": ("lfm2", None), "ling3": ("ling3", "ling3"),
     "llama3_json": ("llama3", None), "llama4_pythonic": ("pythonic", None), "magistral": ("mistral", "mistral"),
     "minimax_m2": ("minimax-m2", "minimax"), "minimax_m3": ("minimax-m3", "minimax-m3"),
@@ -280,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
                 total[key + "respc"] = total.get(key + "respc", 0) + counts["respc"]
                 total[key + "own"] = total.get(key + "own", 0) + counts["own"]
             print(lines[-1], file=sys.stderr, flush=True)
-    lines.append(f"| **all {len(families)} families** | | **{total['n']}** | **{total['respc']}** | **{total['own']}** |")
+    lines.append(f"| **all {len(families)} families** | | **{total['n']}** | **{total['respc']}** | "
+                 f"**{total['own']}** |")
     lines.append(f"| **the {total.get('runs_families', 0)} where the engine's parser runs** | | "
                  f"**{total.get('runs_n', 0)}** | **{total.get('runs_respc', 0)}** | **{total.get('runs_own', 0)}** |")
     print("\n".join(lines))

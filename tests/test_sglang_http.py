@@ -9,7 +9,8 @@ served by uvicorn in a background thread on a free loopback port, without the ap
 (which builds every serving object from a real tokenizer manager). The client is
 ``openai.OpenAI(base_url="http://127.0.0.1:<port>/v1")``: Chat Completions and Responses
 (``/v1/responses``, SGLang's ``OpenAIServingResponses``), ``stream`` true and false, for one case
-with tool calls per family of qwen3, hermes2pro, llama3_json, kimi_k2 and gpt_oss (20 requests). docs/serving.md, "Over HTTP" (SGLang).
+with tool calls per family of qwen3, hermes2pro, llama3_json, kimi_k2 and gpt_oss (20 requests).
+docs/serving.md, "Over HTTP" (SGLang).
 
 Install and run: docs/serving.md, "Behind SGLang's OpenAI serving layer"
 (``python -m pytest -q -m sglang tests/test_sglang_http.py``).
