@@ -681,7 +681,7 @@ def linear_time_problem(pattern: str) -> str | None:
     if problem:
         return problem
     try:
-        tree = sre_parse.parse(pattern, sre_c.SRE_FLAG_DOTALL)
+        tree = parse_pattern(pattern, sre_c.SRE_FLAG_DOTALL)
     except Exception:  # noqa: BLE001 - regex-only syntax: read only approximately, not proven
         return "syntax of the regex module the proof reads only approximately"
     found = _has_unreadable(list(tree))
@@ -689,7 +689,7 @@ def linear_time_problem(pattern: str) -> str | None:
         return found
     try:
         try:
-            marked = sre_parse.parse(_mark_alternatives(pattern), sre_c.SRE_FLAG_DOTALL)
+            marked = parse_pattern(_mark_alternatives(pattern), sre_c.SRE_FLAG_DOTALL)
         except Exception:  # noqa: BLE001
             marked = tree
         return _linear_proof(pattern, list(marked))

@@ -22,9 +22,15 @@ RECORD = {"prompt": "<|im_start|>assistant\n<think>\n",
                     '{"name": "f", "arguments": {"x": 1}}\n</tool_call>'}
 
 
+def _default_sigint() -> None:
+    # A command started in the background by a non-interactive shell inherits SIGINT ignored, and
+    # Python then installs no KeyboardInterrupt handler: give the child the terminal's default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(args: list[str], **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "respc", *args], stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, **kwargs)
+                            start_new_session=True, preexec_fn=_default_sigint, **kwargs)
 
 
 def _interrupt(proc: subprocess.Popen, ready) -> tuple[int, str]:
