@@ -243,14 +243,13 @@ def _nested_unbounded(seq) -> bool:
     return False
 
 
-def _ambiguity(pattern: str, tree) -> str | None:
-    """The pair-automaton verdict on one sre tree (and, separately, its lookarounds' bodies)."""
-    g = _Glushkov()
-    first, _last, _nullable = g.seq(tree)
+def _position_masks(pattern: str, g: "_Glushkov") -> list[int]:
+    """Which sample characters each Glushkov position matches, as a bit set over the samples.
+
+    With case folding anywhere in the pattern, a position matches a sample when it matches any case
+    of it (more overlaps than the positions without the flag have: the analyses can only find more).
+    """
     samples = _samples(pattern, g.items)
-    # which characters each position matches, as a bit set over the samples
-    # with case folding anywhere, an item matches a sample when it matches any case of it (more
-    # overlaps than the items without the flag have: it can only find more)
     fold = "(?" in pattern and _IGNORECASE.search(pattern) is not None
     masks = []
     for op, av in g.items:
@@ -260,7 +259,14 @@ def _ambiguity(pattern: str, tree) -> str | None:
             if any(len(x) == 1 and _item_has(op, av, x) for x in cases):
                 mask |= 1 << i
         masks.append(mask)
+    return masks
 
+
+def _ambiguity(pattern: str, tree) -> str | None:
+    """The pair-automaton verdict on one sre tree (and, separately, its lookarounds' bodies)."""
+    g = _Glushkov()
+    first, _last, _nullable = g.seq(tree)
+    masks = _position_masks(pattern, g)
     steps = [0]
 
     def succ(pair):
@@ -594,16 +600,7 @@ def _components(graph: dict) -> dict:
 def _linear_proof(pattern: str, tree) -> str | None:
     g = _Glushkov()
     first, _last, _nullable = g.seq(tree)
-    samples = _samples(pattern, g.items)
-    fold = "(?" in pattern and _IGNORECASE.search(pattern) is not None
-    masks = []
-    for op, av in g.items:
-        mask = 0
-        for i, c in enumerate(samples):
-            cases = {c, c.lower(), c.upper(), c.casefold()[:1], c.swapcase()[:1]} if fold else (c,)
-            if any(len(x) == 1 and _item_has(op, av, x) for x in cases):
-                mask |= 1 << i
-        masks.append(mask)
+    masks = _position_masks(pattern, g)
     steps = [0]
 
     def succ(pair):

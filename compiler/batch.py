@@ -512,19 +512,8 @@ def _init_worker(parser: RecordParser, path: str | None = None, folder: str | No
 def _parse_span(parser: RecordParser, data: bytes, batch_size: int) -> tuple[bytes, Stats, int]:
     """Parse the whole lines ``data`` (a span of the input); line numbers are relative (the first
     line is 1: :func:`_rebase` makes them absolute). Returns (output bytes, counts, lines in it)."""
-    lines = data.split(b"\n")
     parts, stats = [], Stats()
-    batch: list[tuple[int, bytes]] = []
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        batch.append((lineno, line))
-        if len(batch) >= batch_size:
-            out, part = parser.parse_lines(batch)
-            parts.append(out)
-            stats.add(part)
-            batch = []
-    if batch:
+    for batch in _batches(data.split(b"\n"), batch_size):
         out, part = parser.parse_lines(batch)
         parts.append(out)
         stats.add(part)
