@@ -47,9 +47,16 @@ PEER_PREFIX = {vid: prefix for data in FAMILIES.values() for vid, prefix in data
 TEMPLATES = {p.stem for p in (HERE.parent / "templates").glob("*.json")}
 
 
+#: families whose generation prompt ends inside every opener of the output: what the engine cannot
+#: hand to a parser that sees only the output
+PROMPT_TAIL = {"functionary_v3_2": 'its generation prompt ends in \'>>>\', the first characters of every opener (\'>>>all\', \'>>>NAME\'); the engine gives the tool parser only the output, so it cannot see them (docs/serving.md, "Limits")'}
+
+
 def _vectors() -> list:
     """(family, id, prefix, text, tools) of every case and vector."""
-    found = [pytest.param(family, case["prefix"], case["text"], case.get("tools"), id=f"{family}/{case['name']}")
+    found = [pytest.param(family, case["prefix"], case["text"], case.get("tools"), id=f"{family}/{case['name']}",
+                          marks=[pytest.mark.xfail(strict=True, reason=PROMPT_TAIL[family])]
+                          if family in PROMPT_TAIL else [])
              for family, data in FAMILIES.items() for case in data["cases"]]
     if CORPUS.is_file():
         for vector in load_jsonl(CORPUS):
