@@ -3,11 +3,13 @@
 
 A delimiter that may begin with a run of whitespace is held while the run grows; the parser must
 not rescan the run for every chunk. Each output is streamed in chunks of 64 characters at two
-sizes; the time may grow at most 2.5 times when the size doubles (the best of five runs each).
+sizes; the CPU time may grow at most 2.5 times when the size doubles (the best of five runs each,
+measured once more before a test fails).
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 import time
 
@@ -24,19 +26,30 @@ RUNS = [
 
 
 def _best(module, text: str) -> float:
+    """The least CPU time of five streamed parses, the garbage collector off (time on a shared
+    machine is noise, not the algorithm)."""
     best = float("inf")
-    for _ in range(5):
-        parser = module.ResponseParser("", errors="recover")
-        start = time.perf_counter()
-        for i in range(0, len(text), 64):
-            parser.feed(text[i:i + 64])
-        parser.finalize()
-        best = min(best, time.perf_counter() - start)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(5):
+            parser = module.ResponseParser("", errors="recover")
+            start = time.process_time()
+            for i in range(0, len(text), 64):
+                parser.feed(text[i:i + 64])
+            parser.finalize()
+            best = min(best, time.process_time() - start)
+    finally:
+        if enabled:
+            gc.enable()
     return best
 
 
 @pytest.mark.parametrize("family,make", RUNS, ids=[f"{f}-{i}" for i, (f, _) in enumerate(RUNS)])
 def test_whitespace_run_is_linear(family, make):
     module = importlib.import_module(f"respc.generated.{family}")
-    small, large = _best(module, make(200_000)), _best(module, make(400_000))
+    for attempt in range(2):  # a ratio over 2.5 is measured once more before it fails
+        small, large = _best(module, make(200_000)), _best(module, make(400_000))
+        if large <= 2.5 * small + 0.01:
+            break
     assert large <= 2.5 * small + 0.01, (family, small, large)
