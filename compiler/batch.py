@@ -78,7 +78,6 @@ import pickle
 import signal
 import stat
 import sys
-import threading
 import time
 import types
 
@@ -91,7 +90,7 @@ from collections.abc import Mapping  # not typing.Mapping: its isinstance goes t
 from typing import Any, Callable, Iterable, Iterator
 
 from ..runtime.whole import finish as finish_whole
-from .files import atomic_output, same_file
+from .files import atomic_output, same_file, sigint_deferred
 
 __all__ = [
     "Keys",
@@ -433,8 +432,9 @@ class RecordParser:
             if failed is not None:  # the record could not be written as it is: its error record
                 record, error = {"id": None, "message": None, "diagnostics": ()}, failed
             _count(stats, record, error, lineno, self.errors)
-            stats.last_line, stats.last_id = lineno, record.get("id")
             out.append(data)
+        if batch:  # what an interrupted run names: the batch's last record
+            stats.last_line, stats.last_id = lineno, record.get("id")
         out.append(b"")
         return b"\n".join(out), stats
 
@@ -889,26 +889,6 @@ class _Sink:
 
 
 # --- files ---------------------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def sigint_deferred() -> Iterator[None]:
-    """Hold Ctrl-C (SIGINT) back while the block runs; it is delivered when the block ends.
-
-    A write to a pipe can complete and still raise ``KeyboardInterrupt`` on its way back, so a count
-    kept beside it could say one batch less than was written; inside this block the two stay
-    together. Where signals cannot be masked (not POSIX, or not the main thread) the block runs
-    as it is.
-    """
-    mask = getattr(signal, "pthread_sigmask", None)
-    if mask is None or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = mask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        mask(signal.SIG_SETMASK, old)
-
 
 class Interrupted(Exception):
     """The run was stopped by Ctrl-C (``KeyboardInterrupt``) after ``stats`` records were written.

@@ -64,6 +64,7 @@ from respc.runtime.tools import tool_parameters
 
 from .api import compile_source
 from .emit import HEADER
+from .files import sigint_deferred
 from .load import is_catalogue_name
 from .validate import check_template
 
@@ -436,8 +437,6 @@ _printed = [0]
 
 
 def _print_json(value: Any, indent: int | None = None) -> None:
-    from .batch import sigint_deferred
-
     text = json.dumps(value, ensure_ascii=False, indent=indent) + "\n"
     with sigint_deferred():  # Ctrl-C lands between two values, each written and counted whole
         sys.stdout.write(text)

@@ -25,8 +25,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import signal
 import stat
 import tempfile
+import threading
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -105,3 +107,23 @@ def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
         return os.path.samefile(a, b)
     except (OSError, ValueError):
         return False
+
+
+@contextlib.contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) back while the block runs; it is delivered when the block ends.
+
+    A write to a pipe can complete and still raise ``KeyboardInterrupt`` on its way back, so a count
+    kept beside it could say one batch less than was written; inside this block the two stay
+    together. Where signals cannot be masked (not POSIX, or not the main thread) the block runs
+    as it is.
+    """
+    mask = getattr(signal, "pthread_sigmask", None)
+    if mask is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = mask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        mask(signal.SIG_SETMASK, old)
