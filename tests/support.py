@@ -143,3 +143,21 @@ def chat_templates() -> dict[str, Path]:
         found.update({p.stem: p for p in sorted(CHAT_TEMPLATES.glob("*.jinja"))})
     return dict(sorted(found.items()))
 
+
+def run_checked(module, prefix, text, how, errors="recover", **options):
+    """``(message, events, diagnostics)`` of ``text`` fed to a fresh parser in chunking ``how``
+    (:func:`chunkings`); for ``"whole"`` the whole-text path of ``parse_response``
+    (``runtime.whole.finish``) must give the same message and diagnostics."""
+    from respc.runtime import whole
+
+    if how == "whole":
+        single = module.ResponseParser(prefix, errors=errors, **options)
+        expected = (whole.finish(single, text), single.diagnostics)
+    parser = module.ResponseParser(prefix, errors=errors, **options)
+    events = list(parser.initial_events)
+    for chunk in chunkings(text, text)[how]:
+        events += parser.feed(chunk)
+    message, final = parser.finalize()
+    if how == "whole":
+        assert (message, parser.diagnostics) == expected
+    return message, events + final, parser.diagnostics

@@ -9,10 +9,9 @@ import json
 import pytest
 
 from respc.compiler.api import compile_template
-from respc.runtime import whole
 from respc.runtime import ContentParseError
 
-from support import chunkings, run_stream
+from support import chunkings, run_checked, run_stream
 
 QWEN3 = importlib.import_module("respc.generated.qwen3")
 HERMES = importlib.import_module("respc.generated.hermes2pro")
@@ -21,18 +20,7 @@ BAD = 'Answer.<tool_call>{"name": "f", "arguments": {"a": 1 2}}</tool_call>'
 
 
 def run(module, prefix, text, how, errors="recover"):
-    if how == "whole":
-        # the whole-text path of parse_response gives the same message and diagnostics
-        single = module.ResponseParser(prefix, errors=errors)
-        expected = (whole.finish(single, text), single.diagnostics)
-    parser = module.ResponseParser(prefix, errors=errors)
-    events = list(parser.initial_events)
-    for chunk in chunkings(text, text)[how]:
-        events += parser.feed(chunk)
-    message, final = parser.finalize()
-    if how == "whole":
-        assert (message, parser.diagnostics) == expected
-    return message, events + final, parser.diagnostics
+    return run_checked(module, prefix, text, how, errors)
 
 
 @pytest.mark.parametrize("how", ["whole", "chars", "random"])

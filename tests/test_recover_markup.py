@@ -14,10 +14,9 @@ import json
 import pytest
 
 from respc.compiler.api import compile_template
-from respc.runtime import whole
 from respc.runtime.errors import TemplateError
 
-from support import REPO, chunkings
+from support import REPO, run_checked
 
 GPT_OSS = importlib.import_module("respc.generated.gpt_oss")
 QWEN3 = importlib.import_module("respc.generated.qwen3")
@@ -29,18 +28,7 @@ HARMONY = "<|start|>user<|message|>What's the weather in Paris?<|end|><|start|>a
 
 
 def run(module, prefix, text, how, errors="recover", **options):
-    if how == "whole":
-        # the whole-text path of parse_response gives the same message and diagnostics
-        single = module.ResponseParser(prefix, errors=errors, **options)
-        expected = (whole.finish(single, text), single.diagnostics)
-    parser = module.ResponseParser(prefix, errors=errors, **options)
-    events = list(parser.initial_events)
-    for chunk in chunkings(text, text)[how]:
-        events += parser.feed(chunk)
-    message, final = parser.finalize()
-    if how == "whole":
-        assert (message, parser.diagnostics) == expected
-    return message, events + final, parser.diagnostics
+    return run_checked(module, prefix, text, how, errors, **options)
 
 
 def declared(field, start, text, what, delimiter):

@@ -20,7 +20,7 @@ import pytest
 from respc.openai import ChatCompletionStream
 from respc.runtime import whole
 from respc.runtime.errors import ContentParseError
-from support import (CATALOGUE_TEMPLATES, CORPUS, PEER2_XFAIL, PEER_PREFIX, PEER_XFAIL, REPO, SHARED, chunkings,
+from support import (CATALOGUE_TEMPLATES, run_checked, CORPUS, PEER2_XFAIL, PEER_PREFIX, PEER_XFAIL, REPO, SHARED, chunkings,
                      load_jsonl)
 
 HOWS = ("whole", "chars", "random")
@@ -35,18 +35,7 @@ def _module(family: str):
 def run(family: str, text: str, how: str, errors: str = "recover", prefix: str = ""):
     """``(message, events, diagnostics)`` of ``text`` fed in chunking ``how``; the whole-text
     path (``parse_response``) must give the same message and diagnostics."""
-    module = _module(family)
-    if how == "whole":
-        single = module.ResponseParser(prefix, errors=errors)
-        expected = (whole.finish(single, text), single.diagnostics)
-    parser = module.ResponseParser(prefix, errors=errors)
-    events = list(parser.initial_events)
-    for chunk in chunkings(text, text)[how]:
-        events += parser.feed(chunk)
-    message, final = parser.finalize()
-    if how == "whole":
-        assert (message, parser.diagnostics) == expected
-    return message, events + final, parser.diagnostics
+    return run_checked(_module(family), prefix, text, how, errors)
 
 
 def _truncated(start: int, end: int, text: str, before: str = "its close") -> dict:
