@@ -20,7 +20,7 @@ from typing import Any
 
 import jinja2
 
-from respc.runtime.content import PARSERS, STREAMABLE_PARSERS
+from respc.runtime.formats import FORMATS, STREAMABLE
 from respc.runtime.stream import PARTIAL_LONG, RUNTIME_ABI
 
 from .backtracking import linear_time_problem
@@ -162,14 +162,14 @@ _ACTION_NAMES = {"open": "_rt.OPEN", "nest": "_rt.NEST", "close": "_rt.CLOSE", "
 def _region_keywords(template: Template, automaton: Automaton, index: int) -> list[tuple[str, str]]:
     """The ``Region`` keywords of one field that differ from their v1 defaults, in a fixed order."""
     f = template.fields[index]
-    record = PARSERS[f.content]
+    record = FORMATS[f.content]
     v2 = template.version >= 2
     reject = v2 and f.reject and record.can_reject
     ends = f.end == "value"
     out = []
     if f.slot != f.name:
         out.append(("slot", _lit(f.slot)))
-    if f.content not in STREAMABLE_PARSERS:
+    if f.content not in STREAMABLE:
         out.append(("dirty", "True"))
     if f.repeats:
         out.append(("repeats", "True"))
@@ -201,7 +201,7 @@ def _empty_body_fails(f) -> bool:
     """v2: a body that is empty or whitespace has the value None when the content parser cannot
     read one (json, pythonic, int, ...); parsers that can (text, xml-inline, kv-lines) read it."""
     try:
-        PARSERS[f.content].make(f.content_args)("\n")
+        FORMATS[f.content].processor(f.content_args)("\n")
     except Exception:  # noqa: BLE001 - any failure means "cannot read an empty body"
         return True
     return False
@@ -221,7 +221,7 @@ def _features(template: Template) -> list[str]:
         used.append("defer")
     if any(f.end == "value" for f in fields):
         used.append("end-value")
-    if any(f.reject and PARSERS[f.content].can_reject for f in fields):
+    if any(f.reject and FORMATS[f.content].can_reject for f in fields):
         used.append("reject")
     used += ["typed-roles", "empty-none"]
     return used

@@ -20,7 +20,7 @@ from typing import Any
 
 import regex
 
-from respc.runtime.content import CONTENT_PARSER_NAMES, PARSERS, content_args_problems
+from respc.runtime.formats import FORMATS, content_args_problems
 from respc.runtime.errors import TemplateError
 from respc.runtime.transforms import (
     FIRST,
@@ -54,8 +54,6 @@ _ROLES = ("tool_calls",)
 _ENDS = ("delimiter", "value")
 _INSIDE_ACTIONS = ("nest", "end", "end-if-unclosed")
 _REJECTS = ("restore", "error")
-#: content parsers that exist only in template language v2
-V2_PARSERS = ("pythonic", "xml-tree")
 # Template size limits (docs/security.md, "Limits"; docs/template-language.md): a template is
 # refused at load, before anything is built from it, when it exceeds one of them. Each is far
 # above what the catalogue needs (its largest, measured: 1,848 characters of template, 6 fields,
@@ -151,7 +149,7 @@ def _check_content_args(check: _Checker, name: str, content: str, args: Any, key
     "Load-time checks").
 
     The record's ``check_args`` gives ``(arg path, problem)`` pairs with paths relative to ``key``
-    (see :func:`respc.runtime.content.content_args_problems`); the key at fault is ``key`` or
+    (see :func:`respc.runtime.formats.content_args_problems`); the key at fault is ``key`` or
     ``key.path``.
     """
     problems = content_args_problems(content, args, key)
@@ -204,12 +202,12 @@ def _build_field(check: _Checker, name: str, spec: Any, version: int = 1) -> Fie
         allowed_shown = list(FIELD_KEYS) if version < 2 else list(allowed)
         raise check.fail(f"unknown keys {unknown} (allowed: {allowed_shown})", name, unknown[0])
     v2_keys = _v2_keys(check, name, spec, version)
-    if version < 2 and spec.get("content") in V2_PARSERS:
+    if spec.get("content") in FORMATS and FORMATS[spec["content"]].since > version:
         raise check.fail(f"content parser {spec['content']!r} is part of respc template language v2: it needs "
                          "\"respc_version\": 2 at the top of the template", name, "content")
     content = spec.get("content", "text")
-    if content not in CONTENT_PARSER_NAMES:
-        raise check.fail(f"unknown content parser {content!r}. Available: {sorted(CONTENT_PARSER_NAMES)}",
+    if content not in FORMATS:
+        raise check.fail(f"unknown content parser {content!r}. Available: {sorted(FORMATS)}",
                          name, "content")
     open_ = check.delimiter(spec, "open", "open_pattern", name)
     close = check.delimiter(spec, "close", "close_pattern", name)
@@ -274,8 +272,7 @@ def _build_field(check: _Checker, name: str, spec: Any, version: int = 1) -> Fie
 
 #: content parsers whose value is never a str (int / float / bool, or a dict for the two
 #: key-value parsers); ``text`` always gives a str and ``json`` may (``"\"x\""``).
-NEVER_STRING_PARSERS = {"int": "an int", "float": "a float", "bool": "a bool", "xml-inline": "a dict",
-                        "kv-lines": "a dict"}
+NEVER_STRING_PARSERS = {name: f.never_string for name, f in FORMATS.items() if f.never_string}
 
 # Left and right contexts tried around the probe position by may_match_empty / _empty_at; the
 # pattern's own literal runs are added to these.
@@ -694,8 +691,8 @@ def _check_v2_fields(check: _Checker, fields: tuple[Field, ...]) -> None:
         if not f.is_implicit and not f.outside and not f.inside:
             raise check.fail("'outside': false with no 'inside' regions: nothing can open this region",
                              f.name, "outside")
-        if f.end == "value" and not PARSERS[f.content].self_delimiting:
-            ends = [n for n, r in PARSERS.items() if r.self_delimiting]
+        if f.end == "value" and not FORMATS[f.content].ends_itself:
+            ends = [n for n, r in FORMATS.items() if r.ends_itself]
             raise check.fail(f"'end': \"value\" needs a content parser that ends itself ({ends}); "
                              f"{f.content!r} does not", f.name, "end")
     slots: dict[str, Field] = {}

@@ -4,10 +4,9 @@ Theory of operation
 -------------------
 Every field names one content parser (``text``, ``int``, ``float``, ``bool``, ``json``,
 ``xml-inline``, ``kv-lines``, and in template v2 ``pythonic`` and ``xml-tree``) and a ``content_args`` dict. Each
-parser is one :class:`ParserRecord` in :data:`PARSERS`, read by the compiler's load-time checks
-(``check_args``), by the emitter (``dirty``), by the streaming core (``make``, ``boundary``,
-``self_delimiting``, ``can_reject``) and by grammar export (``grammar``): adding a parser means
-adding its record there and nothing else. A generated parser calls
+parser is one :class:`~respc.runtime.formats.base.Format` in the table of ``runtime/formats``
+(docs/formats.md), which holds its load-time checks and its plan and points at its implementation here;
+``PARSERS`` is that table. A generated parser calls
 :func:`make_content_parser` once per field at import time and then calls the returned closure each
 time a region of that field closes, so all argument handling (defaults, regex compilation, nested
 ``value_parser`` set-up) happens once. :func:`parse_content` is the one-shot form of the same thing.
@@ -47,7 +46,6 @@ import json
 import operator
 import re as _stdre
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import regex
@@ -58,7 +56,6 @@ from .pythonic import parse_pythonic
 from .repair import NOTES, repair_json_text
 
 __all__ = [
-    "ParserRecord",
     "PARSERS",
     "STREAMABLE_PARSERS",
     "CONTENT_PARSER_NAMES",
@@ -911,175 +908,8 @@ def _make_pythonic(args: dict) -> ContentParser:
     return parse_pythonic_body
 
 
-# --------------------------------------------------------------------------------------------
-# Load-time argument checks. Each returns [(arg path, problem)]: the path is relative to the
-# checked dict (``""`` = the dict itself; ``"tag_pattern"``; ``"value_parser.args"``), and
-# ``where`` is that dict's own key path (``content_args``), used by messages that quote a full key.
-
-Problems = list[tuple[str, str]]
+#: what a regex argument's compile may raise (the formats' load-time checks catch it)
 _REGEX_ERRORS = (regex.error, ValueError, OverflowError, RecursionError, TypeError)
-
-
-def _no_problems(args: dict, where: str = "content_args") -> Problems:
-    return []
-
-
-def _bool_args(args: dict, names: tuple[str, ...], parser: str) -> Problems:
-    return [("", f"{parser} '{name}' must be a bool, got {type(args[name]).__name__}")
-            for name in names if name in args and not isinstance(args[name], bool)]
-
-
-def _json_accept_chars(args: dict) -> str:
-    """Every character ``accept`` may name: JSON value starts, Python literals, delimiter openers."""
-    chars = '{["-0123456789tfn'
-    if args.get("python_literals") is True:
-        chars += "TFN"
-    return chars
-
-
-def _check_json(args: dict, where: str = "content_args") -> Problems:
-    problems: Problems = []
-    if "string_delims" in args:
-        delims = args["string_delims"]
-        if not isinstance(delims, list) or not all(
-            isinstance(pair, list) and len(pair) == 2 and all(isinstance(s, str) and s for s in pair)
-            for pair in delims
-        ):
-            problems.append(("", "json 'string_delims' must be a list of [open, close] pairs of "
-                                 "non-empty strings"))
-    problems += _bool_args(args, ("python_literals",), "json")
-    if "accept" in args:
-        accept = args["accept"]
-        allowed = _json_accept_chars(args)
-        if not isinstance(accept, str) or not accept:
-            problems.append(("", f"json 'accept' must be a non-empty string of first characters, got {accept!r}"))
-        else:
-            bad = sorted({c for c in accept if c not in allowed})
-            if bad:
-                problems.append(("", f"json 'accept' names {bad}, which cannot start a JSON value "
-                                     f"(allowed: {allowed!r}; a string_delims opener counts as '\"')"))
-    return problems
-
-
-def _check_pythonic(args: dict, where: str = "content_args") -> Problems:
-    problems: Problems = []
-    suffix = args.get("strip_suffix")
-    if "strip_suffix" in args and not (isinstance(suffix, str) and suffix):
-        problems.append(("", f"pythonic 'strip_suffix' must be a non-empty string, got {suffix!r}"))
-    return problems + _bool_args(args, ("allow_bare", "json_literals"), "pythonic")
-
-
-def _check_value_parser(args: dict, where: str, groups: tuple[str, ...] | None) -> Problems:
-    """Check ``value_parser`` of xml-inline (``groups``: the tag_pattern's) or kv-lines (None)."""
-    value_parser = args.get("value_parser")
-    if value_parser is None:
-        return []
-    if not isinstance(value_parser, dict):
-        return [("", "'value_parser' must be a dict {\"name\": parser, \"args\": {...}} or a switch "
-                     "{\"switch\": group, \"cases\": {...}, \"default\": {...}}")]
-    if "switch" not in value_parser:
-        return _check_spec(value_parser, where, "value_parser")
-    problems: Problems = []
-    unknown = sorted(set(value_parser) - {"switch", "cases", "default"})
-    if unknown:
-        problems.append(("", f"value_parser switch has unknown keys {unknown} (allowed: "
-                             "['switch', 'cases', 'default'])"))
-    group = value_parser["switch"]
-    if groups is None and group != "key":
-        problems.append(("", f"kv-lines value_parser can only switch on \"key\", got {group!r}"))
-    elif groups is not None and (not isinstance(group, str) or group not in groups):
-        problems.append(("", f"value_parser switch {group!r} is not a named group of tag_pattern "
-                             f"(groups: {list(groups)})"))
-    cases = value_parser.get("cases", {})
-    if not isinstance(cases, dict):
-        problems.append(("", f"value_parser 'cases' must be a dict of text -> parser spec, got "
-                             f"{type(cases).__name__}"))
-        cases = {}
-    for case, spec in cases.items():
-        if not isinstance(spec, dict):
-            problems.append(("", f"value_parser case {case!r} must be a dict {{\"name\": parser, "
-                                 "\"args\": {...}}"))
-        else:
-            problems += _check_spec(spec, where, f"value_parser.cases.{case}")
-    default = value_parser.get("default")
-    if default is not None:
-        if not isinstance(default, dict):
-            problems.append(("", "value_parser 'default' must be a dict {\"name\": parser, \"args\": {...}}"))
-        else:
-            problems += _check_spec(default, where, "value_parser.default")
-    return problems
-
-
-def _check_spec(spec: dict, where: str, path: str) -> Problems:
-    """Check one ``{"name", "args"}`` parser spec found at ``path`` (relative to ``where``)."""
-    sub = spec.get("name", "text")
-    if sub not in PARSERS:
-        return [("", f"value_parser: unknown content parser {sub!r}. Available: {sorted(CONTENT_PARSER_NAMES)}")]
-    nested = f"{path}.args"
-    return [(nested + ("." + arg if arg else ""), problem)
-            for arg, problem in content_args_problems(sub, spec.get("args", {}), f"{where}.{nested}")]
-
-
-def _check_xml_inline(args: dict, where: str = "content_args") -> Problems:
-    pattern = args.get("tag_pattern")
-    if not isinstance(pattern, str):
-        return [("", "xml-inline needs 'tag_pattern', a regex string with groups 'key' and 'value'")]
-    try:
-        compiled = regex.compile(pattern, regex.DOTALL)
-    except _REGEX_ERRORS as exc:
-        return [("tag_pattern", f"invalid {where}.tag_pattern regex {pattern!r}: {exc}")]
-    if "key" not in compiled.groupindex:
-        return [("", f"xml-inline tag_pattern {pattern!r} has no named group 'key'")]
-    groups = tuple(sorted(compiled.groupindex, key=compiled.groupindex.__getitem__))
-    return _check_unmatched(args) + _check_value_parser(args, where, groups)
-
-
-def _check_unmatched(args: dict) -> Problems:
-    """``unmatched`` of ``xml-inline`` and ``kv-lines``: ``"error"`` (default) or ``"skip"``."""
-    if "unmatched" in args and args["unmatched"] not in ("error", "skip"):
-        return [("unmatched", f"'unmatched' must be \"error\" or \"skip\", got {args['unmatched']!r}")]
-    return []
-
-
-def _check_kv_lines(args: dict, where: str = "content_args") -> Problems:
-    problems: Problems = []
-    for sep_key in ("line_sep", "kv_sep"):
-        if sep_key in args and not (isinstance(args[sep_key], str) and args[sep_key]):
-            problems.append(("", f"kv-lines '{sep_key}' must be a non-empty string"))
-    return problems + _check_unmatched(args) + _check_value_parser(args, where, None)
-
-
-def _check_xml_tree(args: dict, where: str = "content_args") -> Problems:
-    problems: Problems = []
-    unknown = sorted(set(args) - {"tag_prefix", "item_tag"})
-    if unknown:
-        problems.append(("", f"xml-tree has unknown arguments {unknown} (allowed: ['tag_prefix', 'item_tag'])"))
-    if "tag_prefix" in args and not isinstance(args["tag_prefix"], str):
-        problems.append(("tag_prefix", f"xml-tree 'tag_prefix' must be a string, got {args['tag_prefix']!r}"))
-    if "item_tag" in args and not (isinstance(args["item_tag"], str) and regex.fullmatch(_TREE_NAME, args["item_tag"])):
-        problems.append(("item_tag", f"xml-tree 'item_tag' must be a tag name (no spaces, quotes or <>/), "
-                                     f"got {args['item_tag']!r}"))
-    return problems
-
-
-def content_args_problems(name: str, args: Any, where: str = "content_args") -> Problems:
-    """Every load-time problem of one field's ``content_args`` (template-language.md "Load-time checks"), in check
-    order.
-
-    Args:
-        name (str): a parser name of :data:`PARSERS`.
-        args (Any): the ``content_args`` value as written in the template.
-        where (str): the key path of ``args`` in the field (``"content_args"``), quoted by the
-            messages.
-
-    Returns:
-        list[tuple[str, str]]: ``(arg path, problem)``; the path is relative to ``where`` (``""``:
-        ``where`` itself), so the key at fault is ``where`` or ``f"{where}.{path}"``. Empty when
-        the arguments are usable. ``compiler/validate.py`` raises the first as a TemplateError.
-    """
-    if not isinstance(args, dict):
-        return [("", f"'{where}' must be a dict, got {type(args).__name__}")]
-    return PARSERS[name].check_args(args, where)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1122,89 +952,22 @@ def _grammar_pythonic(args: dict) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# The registry.
-
-
-@dataclass(frozen=True)
-class ParserRecord:
-    """Everything respc knows about one content parser (one record per parser).
-
-    Attributes:
-        name (str): the ``content`` value naming it.
-        dirty (bool): its ``region_chunk`` events carry ``dirty=True`` (events.md "The events"): the chunks are
-            not the final value (structured parsers only give one on close).
-        check_args (Callable[[dict, str], list[tuple[str, str]]]): load-time checks of a
-            ``content_args`` dict (see :func:`content_args_problems`); the optional second
-            argument is the dict's key path for messages.
-        make (Callable[[dict], Callable[[str], Any]]): whole-body parser factory (template-language.md "Content
-        parsers").
-        self_delimiting (bool): a body's value ends itself, so ``end: "value"`` is allowed.
-        can_reject (bool): its boundary decoder may REJECT a body at its first significant
-            character(s) (``reject`` rule).
-        boundary (Callable[[dict], Callable[[], Boundary]] | None): factory of incremental
-            :class:`~respc.runtime.decoders.Boundary` decoders, ``None`` when the parser is not
-            self-delimiting (the core buffers the body and parses it on close).
-        grammar (Callable[[dict], str] | None): a Lark rule body for the region's body text.
-        repair (Callable[[dict], Callable[[str], tuple[Any, list[str]] | None]] | None):
-            ``errors="recover"`` only (``runtime/repair.py``): factory of ``fix(body) -> (value,
-            notes)``, or None when it cannot repair the body; called when the strict parse fails.
-        repair_on_success (bool): the strict parse can succeed while skipping body text, so the
-            core also tries ``fix`` after a success and takes its value when it made a note.
-    """
-
-    name: str
-    dirty: bool
-    check_args: Callable[..., Problems]
-    make: Callable[[dict], ContentParser]
-    self_delimiting: bool = False
-    can_reject: bool = False
-    boundary: Callable[[dict], Callable[[], Boundary]] | None = None
-    grammar: Callable[[dict], str] | None = None
-    repair: Callable[[dict], Callable[[str], "tuple[Any, list[str]] | None"]] | None = None
-    repair_on_success: bool = False
-
-
-#: Every content parser, in documentation order (template-language.md "Content parsers", then the v2 additions).
-PARSERS: dict[str, ParserRecord] = {
-    record.name: record for record in (
-        ParserRecord("text", False, _no_problems, _make_text, grammar=_grammar_any),
-        ParserRecord("int", False, _no_problems, _make_int, grammar=_grammar_int),
-        ParserRecord("float", False, _no_problems, _make_float, grammar=_grammar_float),
-        ParserRecord("bool", False, _no_problems, _make_bool, grammar=_grammar_any),
-        ParserRecord("json", True, _check_json, _make_json, self_delimiting=True, can_reject=True,
-                     boundary=json_boundary, grammar=_grammar_json, repair=_repair_json),
-        ParserRecord("xml-inline", True, _check_xml_inline, _make_xml_inline, grammar=_grammar_any,
-                     repair=_repair_xml_inline, repair_on_success=True),
-        ParserRecord("kv-lines", True, _check_kv_lines, _make_kv_lines, grammar=_grammar_any),
-        ParserRecord("pythonic", True, _check_pythonic, _make_pythonic, self_delimiting=True,
-                     can_reject=True, boundary=pythonic_boundary, grammar=_grammar_pythonic),
-        ParserRecord("xml-tree", True, _check_xml_tree, _make_xml_tree, grammar=_grammar_any),
-    )
-}
-
-#: Every content parser name, in :data:`PARSERS` order.
-CONTENT_PARSER_NAMES: tuple[str, ...] = tuple(PARSERS)
-
-#: Parsers whose region chunks are part of the final value; their chunks carry ``dirty=False``
-#: (events.md "The events"). The structured parsers only give a value on close, so their chunks are dirty.
-STREAMABLE_PARSERS: frozenset[str] = frozenset(name for name, record in PARSERS.items() if not record.dirty)
-
-
-# --------------------------------------------------------------------------------------------
 # Dispatch.
 
 
 def _build(name: Any, args: Any) -> ContentParser:
-    record = PARSERS.get(name) if isinstance(name, str) else None
+    from .formats import FORMATS
+
+    record = FORMATS.get(name) if isinstance(name, str) else None
     if record is None:
         return _failing(
-            "content", f"unknown content parser {name!r}; known: {list(CONTENT_PARSER_NAMES)}"
+            "content", f"unknown content parser {name!r}; known: {list(FORMATS)}"
         )
     if args is None:
         args = {}
     if not isinstance(args, dict):
         return _failing(str(name), f"content_args must be a dict, got {args!r}")
-    return record.make(args)
+    return record.processor(args)
 
 
 def make_content_parser(name: str, args: dict) -> Callable[[str], Any]:
@@ -1244,3 +1007,21 @@ def parse_content(text: str, name: str, args: dict) -> Any:
     """
     return _build(name, args)(text)
 
+
+
+# --------------------------------------------------------------------------------------------
+# The table lives in runtime/formats (one module per format, each importing its implementation from
+# here); these names read it there, when first asked (the format modules import this one).
+
+_FROM_FORMATS = {"PARSERS": "FORMATS", "CONTENT_PARSER_NAMES": "FORMAT_NAMES", "STREAMABLE_PARSERS": "STREAMABLE",
+                 "content_args_problems": "content_args_problems"}
+
+
+def __getattr__(name: str) -> Any:
+    """``PARSERS`` (the :data:`respc.runtime.formats.FORMATS` table), ``CONTENT_PARSER_NAMES``,
+    ``STREAMABLE_PARSERS`` and ``content_args_problems``, from :mod:`respc.runtime.formats`."""
+    if name in _FROM_FORMATS:
+        from . import formats
+
+        return getattr(formats, _FROM_FORMATS[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -213,11 +213,11 @@ logger = logging.getLogger("respc")
 
 def _self_delimiting(parser: Any) -> bool:
     """Whether content parser ``parser`` (a name, or None when unknown) reads a value that ends
-    itself (``runtime/content.py`` ``ParserRecord.self_delimiting``); unknown: False."""
-    from .content import PARSERS
+    itself (``runtime/formats`` ``Format.ends_itself``); unknown: False."""
+    from .formats import FORMATS
 
-    record = PARSERS.get(parser) if isinstance(parser, str) else None
-    return record is not None and record.self_delimiting
+    record = FORMATS.get(parser) if isinstance(parser, str) else None
+    return record is not None and record.ends_itself
 
 PREFIX_REQUIRED = (
     "ResponseParser/parse_response requires `prefix` (the chat prompt sent to the model before "
@@ -262,12 +262,12 @@ def make_boundary(parser: str, args: dict) -> Callable[[], Any]:
     Raises:
         ValueError: the parser has no boundary decoder (the compiler never emits that).
     """
-    from .content import PARSERS
+    from .formats import FORMATS
 
-    record = PARSERS[parser]
-    if record.boundary is None:
+    record = FORMATS[parser]
+    if record.reader is None:
         raise ValueError(f"content parser {parser!r} cannot end itself or reject a body")
-    return record.boundary(args)
+    return record.reader(args)
 
 
 def _carry_events(exc: BaseException, events: list) -> None:

@@ -46,7 +46,7 @@ from typing import Any
 
 import regex
 
-from .content import PARSERS, make_content_parser
+from .content import make_content_parser
 from .errors import ContentParseError, PlaceholderError, UnknownPlaceholderError
 from .repair import NOTES
 
@@ -388,7 +388,9 @@ def make_field_processor(
         def process(body: str, captures: dict) -> Any:
             return finish(parse_body(body), captures, body)
 
-    record = PARSERS.get(content)
+    from .formats import FORMATS
+
+    record = FORMATS.get(content)
     repairs = record is not None and record.repair is not None
     fix: Callable[[str], Any] | None = None
 

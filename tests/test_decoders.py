@@ -380,16 +380,16 @@ def test_pythonic_end_is_chunking_invariant_and_value_parses(items, bare, rest, 
 def test_registry_records_are_consistent():
     for name, record in PARSERS.items():
         assert record.name == name
-        assert (record.boundary is not None) == record.self_delimiting, name
-        assert not record.can_reject or record.self_delimiting, name
+        assert (record.reader is not None) == record.ends_itself, name
+        assert not record.can_reject or record.ends_itself, name
         assert isinstance(record.grammar({}), str)
-    assert [n for n, r in PARSERS.items() if r.self_delimiting] == ["json", "pythonic"]
+    assert [n for n, r in PARSERS.items() if r.ends_itself] == ["json", "pythonic"]
     assert [n for n, r in PARSERS.items() if not r.dirty] == ["text", "int", "float", "bool"]
 
 
 def test_make_content_parser_is_the_records_make():
-    assert PARSERS["pythonic"].make({})("f()") == [{"name": "f", "arguments": {}}]
-    assert PARSERS["json"].make({"python_literals": True})("[None]") == [None]
+    assert PARSERS["pythonic"].processor({})("f()") == [{"name": "f", "arguments": {}}]
+    assert PARSERS["json"].processor({"python_literals": True})("[None]") == [None]
 
 
 @pytest.mark.parametrize("name", list(PARSERS))
@@ -397,7 +397,7 @@ def test_make_content_parser_is_the_records_make():
 def test_make_on_empty_body_returns_or_raises_content_parse_error(name, body):
     args = {"tag_pattern": r"<(?P<key>\w+)>"} if name == "xml-inline" else {}
     try:
-        PARSERS[name].make(args)(body)
+        PARSERS[name].processor(args)(body)
     except ContentParseError:
         pass
 

@@ -632,7 +632,7 @@ def test_xml_tree_as_value_parser_of_xml_inline():
     ({"prefix": "x"}, "", "unknown arguments ['prefix']"),
 ])
 def test_xml_tree_bad_arguments_are_named(args, path, words):
-    problems = PARSERS["xml-tree"].check_args(args, "content_args")
+    problems = PARSERS["xml-tree"].check(args, "content_args")
     assert problems and problems[0][0] == path and words in problems[0][1]
 
 

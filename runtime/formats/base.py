@@ -1,0 +1,312 @@
+"""What a content format declares: the :class:`Format` record and the :class:`Plan` it decides at compile time.
+
+Each content format (template-language.md "Content parsers") lives in one module of this package and exports
+one :class:`Format`; ``runtime/formats/__init__.py`` registers them in one table, :data:`FORMATS`. The table is
+read by the load-time checks (``compiler/validate.py``), the emitter (``compiler/emit.py``, which writes each
+region's :class:`Plan` by name into the generated module), the streaming core (``runtime/stream.py``,
+``runtime/transforms.py``) and the OpenAI adapter (``respc/openai.py`` reads the plan, never probes).
+docs/formats.md describes the table for contributors.
+
+This module also holds what several formats share: the argument-check helpers of
+:func:`value_parser_problems` (``xml-inline`` and ``kv-lines``) and :func:`call_shape`, which reads a tool-call
+field's transform at compile time (which body key or open-delimiter group names the call, which key holds its
+arguments).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import regex
+
+__all__ = ["Format", "Plan", "Problems", "CallShape", "call_shape", "bool_args", "value_parser_problems",
+           "unmatched_problems", "text_mode"]
+
+#: ``(arg path, problem)`` pairs of a load-time check: the path is relative to the checked dict (``""``: the
+#: dict itself; ``"tag_pattern"``; ``"value_parser.args"``), the problem a sentence naming the argument.
+Problems = list[tuple[str, str]]
+
+#: how a tool region's arguments reach the OpenAI adapter while the model writes them (:attr:`Plan.arguments`)
+ARGUMENT_MODES = ("json", "dialect-json", "name-keyed", "text-argument", "xml-parameters", "xml-tree",
+                  "per-parameter", "pythonic")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Compile-time facts of one field's body, decided by its format's ``plan(field)`` and written by name
+    into the generated module's region record (``Region.plan``; docs/formats.md, "The plan").
+
+    Attributes:
+        format (str): the content format's name.
+        ends_itself (bool): the value ends itself, so ``"end": "value"`` is allowed and a body the output
+            ended inside may still hold a whole value (docs/events.md, "Truncated regions").
+        can_reject (bool): the format's reader may refuse a body at its first significant character
+            (``"reject"``, template-language.md).
+        empty_none (bool): an empty or whitespace body cannot be read (template language v2 gives it the
+            value None).
+        dirty (bool): the body's ``region_chunk`` events are not its final value (events.md "The events").
+        text (str | None): the value is the body as text, ``"strip"`` (stripped) or ``"raw"`` (as written),
+            so it can stream as it is written; None when only the close gives the value.
+        arguments (str | None): tool-call regions (``role``/slot ``tool_calls``): how the call's arguments
+            stream (:data:`ARGUMENT_MODES`): ``"json"`` (the JSON arguments object as written),
+            ``"dialect-json"`` (a JSON dialect converted to JSON as written), ``"name-keyed"`` (``[{name:
+            {arguments}}]``), ``"text-argument"`` (the body is one string argument), ``"xml-parameters"``
+            (each xml-inline parameter converted as written), ``"xml-tree"`` (nested XML values),
+            ``"per-parameter"`` (each parameter once the next begins), ``"pythonic"`` (Python calls
+            converted as written); None: the arguments go out in one piece at the close.
+        call (str | None): ``"object"`` (the body is a call object, or a list of them: the name under
+            :attr:`name_key`, the arguments under one of :attr:`arg_keys`) or ``"args"`` (the body is the
+            arguments; the name is the open delimiter's group :attr:`name_group`, or the fixed :attr:`name`).
+        name_key (str | None), arg_keys (tuple[str, ...]): the call object's keys.
+        name_group (str | None): the open delimiter's named group that holds the call's name.
+        name (str | None): the call's fixed name (``"text-argument"``).
+        arg_key (str | None): the one argument a ``"text-argument"`` body becomes.
+        strip (bool): ``"text-argument"``: the argument is the stripped body.
+    """
+
+    format: str
+    ends_itself: bool = False
+    can_reject: bool = False
+    empty_none: bool = False
+    dirty: bool = True
+    text: str | None = None
+    arguments: str | None = None
+    call: str | None = None
+    name_key: str | None = None
+    arg_keys: tuple = ()
+    name_group: str | None = None
+    name: str | None = None
+    arg_key: str | None = None
+    strip: bool = False
+
+    def keywords(self) -> list[tuple[str, Any]]:
+        """The attributes that differ from their defaults, ``format`` first (what the emitter writes)."""
+        out: list[tuple[str, Any]] = [("format", self.format)]
+        for name, spec in self.__dataclass_fields__.items():
+            value = getattr(self, name)
+            if name != "format" and value != spec.default:
+                out.append((name, value))
+        return out
+
+
+@dataclass(frozen=True)
+class Format:
+    """One content format (docs/formats.md): everything respc knows about it, in one record.
+
+    Attributes:
+        name (str): the ``content`` value naming it.
+        dirty (bool): its ``region_chunk`` events carry ``dirty=True`` (events.md "The events").
+        check (Callable[[dict, str], Problems]): load-time checks of a ``content_args`` dict (the second
+            argument is the dict's key path, for messages); :func:`respc.runtime.formats.content_args_problems`.
+        plan (Callable[[Any], Plan]): ``plan(field)``, the compile-time facts of a field
+            (:class:`respc.compiler.ir.Field`) whose content is this format.
+        processor (Callable[[dict], Callable[[str], Any]]): whole-body parser factory (template-language.md
+            "Content parsers").
+        reader (Callable[[dict], Callable[[], Any]] | None): factory of incremental boundary readers
+            (``runtime/decoders.py``), None when the format does not end itself.
+        ends_itself (bool): a value ends itself (``"end": "value"`` allowed).
+        can_reject (bool): its reader may reject a body at its first significant character(s).
+        repair (Callable | None): ``errors="recover"`` only: factory of ``fix(body) -> (value, notes) | None``.
+        repair_on_success (bool): the strict parse can succeed while skipping body text, so ``fix`` is
+            also tried after a success.
+        grammar (Callable[[dict], str] | None): a Lark rule body for the region's body text.
+        never_string (str | None): what the value always is when it is never a str (``"an int"``), for the
+            ``join`` check; None when it may be a str.
+        since (int): the template language version that introduced it (1, or 2 for ``pythonic``,
+            ``xml-tree``).
+    """
+
+    name: str
+    dirty: bool
+    check: Callable[..., Problems]
+    plan: Callable[[Any], Plan]
+    processor: Callable[[dict], Callable[[str], Any]]
+    reader: Callable[[dict], Callable[[], Any]] | None = None
+    ends_itself: bool = False
+    can_reject: bool = False
+    repair: Callable[[dict], Callable[[str], Any]] | None = None
+    repair_on_success: bool = False
+    grammar: Callable[[dict], str] | None = None
+    never_string: str | None = None
+    since: int = 1
+
+
+def no_problems(args: dict, where: str = "content_args") -> Problems:
+    """The check of a format that takes no arguments it would refuse."""
+    return []
+
+
+def bool_args(args: dict, names: tuple[str, ...], parser: str) -> Problems:
+    """A problem for each of ``names`` present in ``args`` and not a bool."""
+    return [("", f"{parser} '{name}' must be a bool, got {type(args[name]).__name__}")
+            for name in names if name in args and not isinstance(args[name], bool)]
+
+
+def unmatched_problems(args: dict) -> Problems:
+    """``unmatched`` of ``xml-inline`` and ``kv-lines``: ``"error"`` (default) or ``"skip"``."""
+    if "unmatched" in args and args["unmatched"] not in ("error", "skip"):
+        return [("unmatched", f"'unmatched' must be \"error\" or \"skip\", got {args['unmatched']!r}")]
+    return []
+
+
+def value_parser_problems(args: dict, where: str, groups: tuple[str, ...] | None) -> Problems:
+    """Check ``value_parser`` of xml-inline (``groups``: the tag_pattern's) or kv-lines (None)."""
+    from . import FORMATS, content_args_problems
+
+    def spec_problems(spec: dict, path: str) -> Problems:
+        sub = spec.get("name", "text")
+        if sub not in FORMATS:
+            return [("", f"value_parser: unknown content parser {sub!r}. Available: {sorted(FORMATS)}")]
+        nested = f"{path}.args"
+        return [(nested + ("." + arg if arg else ""), problem)
+                for arg, problem in content_args_problems(sub, spec.get("args", {}), f"{where}.{nested}")]
+
+    value_parser = args.get("value_parser")
+    if value_parser is None:
+        return []
+    if not isinstance(value_parser, dict):
+        return [("", "'value_parser' must be a dict {\"name\": parser, \"args\": {...}} or a switch "
+                     "{\"switch\": group, \"cases\": {...}, \"default\": {...}}")]
+    if "switch" not in value_parser:
+        return spec_problems(value_parser, "value_parser")
+    problems: Problems = []
+    unknown = sorted(set(value_parser) - {"switch", "cases", "default"})
+    if unknown:
+        problems.append(("", f"value_parser switch has unknown keys {unknown} (allowed: "
+                             "['switch', 'cases', 'default'])"))
+    group = value_parser["switch"]
+    if groups is None and group != "key":
+        problems.append(("", f"kv-lines value_parser can only switch on \"key\", got {group!r}"))
+    elif groups is not None and (not isinstance(group, str) or group not in groups):
+        problems.append(("", f"value_parser switch {group!r} is not a named group of tag_pattern "
+                             f"(groups: {list(groups)})"))
+    cases = value_parser.get("cases", {})
+    if not isinstance(cases, dict):
+        problems.append(("", f"value_parser 'cases' must be a dict of text -> parser spec, got "
+                             f"{type(cases).__name__}"))
+        cases = {}
+    for case, spec in cases.items():
+        if not isinstance(spec, dict):
+            problems.append(("", f"value_parser case {case!r} must be a dict {{\"name\": parser, "
+                                 "\"args\": {...}}"))
+        else:
+            problems += spec_problems(spec, f"value_parser.cases.{case}")
+    default = value_parser.get("default")
+    if default is not None:
+        if not isinstance(default, dict):
+            problems.append(("", "value_parser 'default' must be a dict {\"name\": parser, \"args\": {...}}"))
+        else:
+            problems += spec_problems(default, "value_parser.default")
+    return problems
+
+
+# --------------------------------------------------------------------------------------------
+# Reading a tool-call field's transform at compile time.
+
+#: a whole-string placeholder ``{root.path}`` (template-language.md "Transforms")
+_PLACEHOLDER = regex.compile(r"\{([^{}]+)\}")
+_FIRST = "$first"
+
+
+@dataclass(frozen=True)
+class CallShape:
+    """Where a tool-call field's transform takes the call's name and arguments from (:func:`call_shape`).
+
+    Attributes:
+        name (tuple): ``("key", K)``: the body's key ``K`` (a call object); ``("group", G)``: the open
+            delimiter's group ``G``; ``("fixed", N)``: the literal name ``N``; ``("$key",)``: the body's
+            one key; None: none of these.
+        arguments (tuple): ``("keys", (K, ...))``: the first present of the body's keys ``K``;
+            ``("body",)``: the whole body; ``("$value",)``: the body's one value; ``("one", K)``: an
+            object whose one argument ``K`` is the body; None: none of these.
+        each (bool): the transform is applied to each element of a list body (``transform_each``).
+    """
+
+    name: tuple | None
+    arguments: tuple | None
+    each: bool
+
+
+def _content_path(node: Any, each: bool) -> tuple[str, ...] | None:
+    """The path a whole-string placeholder reads from the body: ``()`` for ``{content}``, ``("k",)`` for
+    ``{content.k}`` (or ``{k}`` under ``transform_each``); None for anything else."""
+    if not isinstance(node, str):
+        return None
+    m = _PLACEHOLDER.fullmatch(node)
+    if m is None:
+        return None
+    path = tuple(m.group(1).split("."))
+    if path[0] == "content":
+        return path[1:]
+    return path if each else None
+
+
+def call_shape(field: Any) -> CallShape | None:
+    """Read the call's name and arguments off a tool-call field's transform (no body is parsed).
+
+    The call is the transform's ``function`` object (or the transform itself when it has no ``function``
+    key); ``{"function": "{content}"}`` and no transform at all make the body the call object. The call
+    must hold exactly ``name`` and ``arguments``.
+
+    Args:
+        field: a :class:`respc.compiler.ir.Field`.
+
+    Returns:
+        CallShape | None: None when the transform builds the call some other way.
+    """
+    each = bool(field.transform_each)
+    groups = set(field.group_names)
+    transform = field.transform
+    if transform is None or (isinstance(transform, dict) and _content_path(transform.get("function"), False) == ()):
+        if transform is not None and each:
+            return None
+        return CallShape(("key", "name"), ("keys", ("arguments",)), each)
+    if not isinstance(transform, dict):
+        return None
+    call = transform.get("function", transform)
+    if not isinstance(call, dict) or set(call) != {"name", "arguments"}:
+        return None
+    name_node, args_node = call["name"], call["arguments"]
+    name: tuple | None = None
+    path = _content_path(name_node, each)
+    if path is not None and len(path) == 1:
+        name = ("$key",) if path[0] == "$key" else ("key", path[0])
+    elif isinstance(name_node, str):
+        m = _PLACEHOLDER.fullmatch(name_node)
+        if m is None:
+            name = ("fixed", name_node)
+        elif m.group(1) in groups:
+            name = ("group", m.group(1))
+    arguments: tuple | None = None
+    path = _content_path(args_node, each)
+    if path == ():
+        arguments = ("body",)
+    elif path is not None and len(path) == 1:
+        arguments = ("$value",) if path[0] == "$value" else ("keys", (path[0],))
+    elif isinstance(args_node, dict) and set(args_node) == {_FIRST} and isinstance(args_node[_FIRST], list):
+        alternatives = list(args_node[_FIRST])
+        if alternatives and alternatives[-1] == {}:
+            alternatives.pop()
+        keys = [_content_path(a, each) for a in alternatives]
+        if keys and all(k is not None and len(k) == 1 and not k[0].startswith("$") for k in keys):
+            arguments = ("keys", tuple(k[0] for k in keys))
+    elif isinstance(args_node, dict) and len(args_node) == 1:
+        (key, value), = args_node.items()
+        if key != _FIRST and _content_path(value, False) == ():
+            arguments = ("one", key)
+    return CallShape(name, arguments, each)
+
+
+def is_tool_field(field: Any) -> bool:
+    """Whether the field's values are tool calls: ``role: "tool_calls"``, or (v1) its slot is ``tool_calls``."""
+    return field.role == "tool_calls" or field.slot == "tool_calls"
+
+
+def text_mode(field: Any, strips: bool) -> str | None:
+    """``"strip"``/``"raw"`` when a field's value is its body as text (no transform, or ``"{content}"``),
+    stripped or not; None otherwise."""
+    if field.transform is not None and field.transform != "{content}":
+        return None
+    return "strip" if strips else "raw"
