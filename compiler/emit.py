@@ -20,7 +20,7 @@ from typing import Any
 
 import jinja2
 
-from respc.runtime.formats import FORMATS, STREAMABLE
+from respc.runtime.formats import FORMATS, plan_of
 from respc.runtime.stream import PARTIAL_LONG, RUNTIME_ABI
 
 from .backtracking import linear_time_problem
@@ -32,7 +32,8 @@ __all__ = ["CODEGEN_VERSION", "emit_module", "py_literal"]
 
 #: Stamped into every generated module; bump it deliberately when the generated code changes.
 #: 2: the encoding declaration, the guard, ASCII-only literals (issue 23).
-CODEGEN_VERSION = 2
+#: 3: each region record carries its format's plan, ``plan=_rt.Plan(...)`` by keyword (issue 26).
+CODEGEN_VERSION = 3
 
 #: The first two lines of every generated module: its encoding, and fixed text. PEP 263 takes an
 #: encoding declaration from line 1 or 2 only, so nothing taken from a template or a path is ever
@@ -162,14 +163,14 @@ _ACTION_NAMES = {"open": "_rt.OPEN", "nest": "_rt.NEST", "close": "_rt.CLOSE", "
 def _region_keywords(template: Template, automaton: Automaton, index: int) -> list[tuple[str, str]]:
     """The ``Region`` keywords of one field that differ from their v1 defaults, in a fixed order."""
     f = template.fields[index]
-    record = FORMATS[f.content]
+    plan = plan_of(f)
     v2 = template.version >= 2
-    reject = v2 and f.reject and record.can_reject
+    reject = v2 and f.reject and plan.can_reject
     ends = f.end == "value"
     out = []
     if f.slot != f.name:
         out.append(("slot", _lit(f.slot)))
-    if f.content not in STREAMABLE:
+    if plan.dirty:
         out.append(("dirty", "True"))
     if f.repeats:
         out.append(("repeats", "True"))
@@ -190,21 +191,26 @@ def _region_keywords(template: Template, automaton: Automaton, index: int) -> li
             out.append(("alternatives", _tuple([str(k) for k in later])))
     if index in automaton.after_state:
         out.append(("after", str(automaton.after_state[index])))
-    if v2 and _empty_body_fails(f):
+    if v2 and plan.empty_none:
+        # v2: an empty or whitespace body has the value None when the format cannot read one
         out.append(("empty_none", "True"))
         if f.repeats and f.transform_each:
             out.append(("extend", "True"))
+    out.append(("plan", _plan(plan)))
     return out
 
 
-def _empty_body_fails(f) -> bool:
-    """v2: a body that is empty or whitespace has the value None when the content parser cannot
-    read one (json, pythonic, int, ...); parsers that can (text, xml-inline, kv-lines) read it."""
-    try:
-        FORMATS[f.content].processor(f.content_args)("\n")
-    except Exception:  # noqa: BLE001 - any failure means "cannot read an empty body"
-        return True
-    return False
+def _plan(plan: Any) -> str:
+    """The source of a format's :class:`~respc.runtime.formats.base.Plan`, built by keyword: only the
+    attributes that differ from their defaults (docs/formats.md, "The plan")."""
+    items = []
+    for name, value in plan.keywords():
+        if isinstance(value, tuple):
+            text = _tuple([_lit(v) for v in value])
+        else:
+            text = _lit(value)
+        items.append(_lit(value) if name == "format" else f"{name}={text}")
+    return "_rt.Plan(" + ", ".join(items) + ")"
 
 
 def _features(template: Template) -> list[str]:

@@ -39,6 +39,7 @@ from .transforms import (
     transform_errors,
 )
 
+from .formats.base import Plan
 from .stream import (
     AFTER,
     CLOSE,
@@ -78,6 +79,7 @@ __all__ = [
     "DEFER",
     "Edge",
     "Region",
+    "Plan",
     "make_boundary",
     "StreamParser",
     "check_abi",

@@ -109,7 +109,7 @@ ERRORS = ("strict", "recover")
 REPAIR_GROUP = "repair_"
 
 #: Bumped only when generated modules need a different runtime; generated modules check it.
-RUNTIME_ABI = 2
+RUNTIME_ABI = 3
 
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
@@ -166,16 +166,19 @@ class Region:
             for content parsers that cannot read an empty body.
         extend (bool): v2 ``repeats`` with ``transform_each``: the block's list of values extends
             the slot's list (one level), so several regions can fill one flat list.
+        plan (Plan | None): the compile-time facts of its content format (``runtime/formats``,
+            docs/formats.md "The plan"), read by ``respc.openai``; None for a hand-built region.
     """
 
     __slots__ = ("name", "slot", "process", "dirty", "repeats", "join", "groups", "typed", "boundary", "ends",
-                 "reject", "alternatives", "after", "empty_none", "extend", "label", "verdict", "ends_itself")
+                 "reject", "alternatives", "after", "empty_none", "extend", "label", "verdict", "ends_itself",
+                 "plan")
 
     def __init__(self, name: str, *, process: Callable[[str, dict], Any], slot: Any = ..., dirty: bool = False,
                  repeats: bool = False, join: str | None = None, groups: tuple = (), typed: bool = True,
                  boundary: Callable[[], Any] | None = None, ends: bool = False, reject: bool = False,
                  alternatives: tuple = (), after: int | None = None, empty_none: bool = False,
-                 extend: bool = False) -> None:
+                 extend: bool = False, plan: Any = None) -> None:
         self.name = name
         self.slot = name if slot is ... else slot
         self.process = process
@@ -191,6 +194,7 @@ class Region:
         self.after = after
         self.empty_none = empty_none
         self.extend = extend
+        self.plan = plan
         #: the region name when it differs from the slot (open/close events then carry it)
         self.label = name if self.slot != name else None
         #: ``verdict(text) -> status`` of a new boundary decoder fed ``text``, when its factory

@@ -1,0 +1,80 @@
+"""The content-format table (runtime/formats, docs/formats.md): one Format per format, its load-time checks, and
+the plan each format decides at compile time and the emitter writes into every region record (issue 26)."""
+
+from __future__ import annotations
+
+import importlib
+import pathlib
+
+import pytest
+
+from respc.compiler.load import load_template
+from respc.compiler.validate import validate
+from respc.runtime import Plan
+from respc.runtime.formats import FORMATS, content_args_problems, plan_of
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+TEMPLATES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
+
+
+def test_one_module_per_format():
+    for name, fmt in FORMATS.items():
+        stem = name.replace("-", "_") + ("_" if name in ("int", "float", "bool", "json") else "")
+        module = importlib.import_module("respc.runtime.formats." + stem)
+        assert module.FORMAT is fmt and fmt.name == name
+
+
+def test_checks_name_the_argument():
+    assert content_args_problems("json", {"accept": "x"}) == [
+        ("", "json 'accept' names ['x'], which cannot start a JSON value (allowed: '{[\"-0123456789tfn'; a "
+             "string_delims opener counts as '\"')")]
+    assert content_args_problems("kv-lines", []) == [("", "'content_args' must be a dict, got list")]
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
+def test_emitted_plan_is_the_formats_plan(name):
+    """Every region record of every catalogue module carries its format's plan, built by keyword."""
+    template = validate(load_template(REPO / "templates" / f"{name}.json"))
+    module = importlib.import_module(f"respc.generated.{name}")
+    plans = [region.plan for region in module.ResponseParser.REGIONS]
+    assert plans == [plan_of(f) for f in template.fields]
+    assert all(isinstance(p, Plan) for p in plans)
+
+
+@pytest.mark.parametrize("name, region, expected", [
+    ("qwen3_coder", "tool_calls", Plan("xml-inline", arguments="xml-parameters", call="args", name_group="name")),
+    ("minimax_m3", "tool_calls", Plan("xml-inline", arguments="xml-tree", call="args", name_group="name")),
+    ("apertus", "tool_calls", Plan("json", ends_itself=True, can_reject=True, empty_none=True, arguments="name-keyed",
+                                   call="object", name_key="name", arg_keys=("arguments",))),
+    ("hermes2pro", "tool_calls", Plan("json", ends_itself=True, can_reject=True, empty_none=True, arguments="json",
+                                      call="object", name_key="name", arg_keys=("arguments",))),
+    ("llama4_pythonic", "tool_calls", Plan("pythonic", ends_itself=True, can_reject=True, empty_none=True,
+                                           arguments="pythonic", call="object", name_key="name",
+                                           arg_keys=("arguments",))),
+    ("qwen3", "content", Plan("text", dirty=False, text="strip")),
+])
+def test_catalogue_plans(name, region, expected):
+    module = importlib.import_module(f"respc.generated.{name}")
+    got = {r.name: r.plan for r in module.ResponseParser.REGIONS}
+    assert got[region] == expected
+
+
+def test_plan_follows_the_transform():
+    """The call shape is read off the transform: a name taken from a key the adapter cannot stream from, or
+    a transform that changes the arguments, sends them at the close (``arguments`` None)."""
+
+    from respc.compiler.ir import Field
+    base = dict(name="tool_calls", open=None, close=None, content="json", content_args={}, repeats=False,
+                join=None, optional=True, transform_each=False, group_names=("name",), slot="tool_calls")
+    call = {"type": "function", "function": {"name": "{content.name}", "arguments": "{content.arguments}"}}
+    assert plan_of(Field(transform=call, **base)).arguments == "json"
+    renamed = {"type": "function", "function": {"name": "{content.fn}", "arguments": "{content.arguments}"}}
+    assert plan_of(Field(transform=renamed, **base)).arguments is None
+    wrapped = {"type": "function", "function": {"name": "{name}", "arguments": {"x": "{content}"}}}
+    assert plan_of(Field(transform=wrapped, **base)).arguments is None
+    by_group = {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}
+    assert plan_of(Field(transform=by_group, **base)) == Plan("json", ends_itself=True, can_reject=True,
+                                                             empty_none=True, arguments="json", call="args",
+                                                             name_group="name")
+    lax = dict(base, content_args={"python_literals": True})
+    assert plan_of(Field(transform=by_group, **lax)).arguments is None
