@@ -20,8 +20,8 @@ Each region event is routed by its message key (``field``):
   processing is sent at the region's close.
 * ``tool_calls`` regions: a call's first delta carries ``index``, ``id`` and ``type``; its
   ``function.name`` goes out as soon as it is known; ``function.arguments`` are JSON text fragments.
-  Which bodies stream their arguments while the model writes them is decided once per region, by
-  probing its processor with sample bodies (see :func:`_probe_json_shape`):
+  Which bodies stream their arguments while the model writes them is decided at compile time by the
+  region's content format and written into its record (``Region.plan``, docs/formats.md; :func:`_plans`):
 
   - JSON bodies (``json`` content parser without dialect options) that are a call object
     ``{"name": ..., "arguments"|"parameters": {...}}`` or a list of them, or that are the arguments
@@ -30,7 +30,7 @@ Each region event is routed by its message key (``field``):
     integer, number, boolean, array, object, null) is held until its value is complete, then sent typed, so a
     fragment never needs retracting ("5" does not go out before it turns out to be 5).
   - xml-inline bodies with the name in the open delimiter and one lazy ``(?P<value>.*?)`` group
-    in their ``tag_pattern`` (:func:`_probe_xml`): each parameter is converted to JSON text as
+    in their ``tag_pattern`` (:func:`_xml_plan`): each parameter is converted to JSON text as
     it is written (:meth:`ChatCompletionStream._xml_scan`): a string value streams character by
     character as JSON string text, holding only what may still be its closing text or whitespace
     the message strips; a value its value parser or tool type changes is held until its closing
@@ -73,7 +73,7 @@ import time
 import uuid
 from typing import Any, Callable, Iterable
 
-from respc.openai_pythonic import finish as _finish_pythonic, open_pythonic, probe_pythonic
+from respc.openai_pythonic import finish as _finish_pythonic, open_pythonic, reader_options
 from respc import openai_dialects as _dialects
 from respc.runtime.stream import StreamParser
 from respc.runtime.tools import coerce_tool_calls
@@ -88,9 +88,6 @@ _STRING_RUN = re.compile(r'[^"\\\x00-\x1f]+')
 #: Python literals in a JSON value, as the recover repair reads them
 _LITERALS = {"True": "true", "False": "false", "None": "null", "NaN": "NaN"}  # (NaN: Python's json reads it)
 
-#: keys of the name and of the arguments object in a call-object JSON body, as the probe tries them
-_NAME_KEYS = ("name", "tool_name")
-_ARG_KEYS = ("arguments", "parameters")
 
 
 def sse(chunks: Iterable[dict]) -> str:
@@ -153,44 +150,8 @@ def _function(call: dict) -> dict:
     return function if isinstance(function, dict) else call
 
 
-def _probe_text(region: Any) -> str:
-    """How a text region's body reaches the message: ``"strip"``, ``"raw"`` or ``"close"``."""
-    try:
-        value = region.process("  a  ", {})
-    except Exception:  # noqa: BLE001 - a processor that cannot read plain text streams at close
-        return "close"
-    if value == "a":
-        return "strip"
-    if value == "  a  ":
-        return "raw"
-    return "close"
-
-
-def _probe_reparse(region: Any) -> bool:
-    """True when a tool region can stream parameter by parameter by parsing its body so far: its
-    processor reads an empty or cut-off body as one call with no arguments, named by a group of
-    the open delimiter (xml-inline and kv-lines bodies with the name in the opener)."""
-    names = tuple(region.groups)
-    if not names:
-        return False
-    args = getattr(region.process, "content_args", None)
-    value_parser = args.get("value_parser") if isinstance(args, dict) else None
-    if (value_parser.get("name") if isinstance(value_parser, dict) else value_parser) == "xml-tree":
-        # nested values (MiniMax-M3): a cut-off body reads an inner tag as a parameter of its own
-        return False
-    scope = {name: f"G_{name}" for name in names}
-    try:
-        partial = getattr(region.process, "partial", region.process)  # a body still being written
-        got = [_function(call) for call in _calls_of(partial("", scope))]
-        cut = [_function(call) for call in _calls_of(partial("<x", scope))]
-    except Exception:  # noqa: BLE001 - a body parser that cannot read a cut-off body
-        return False
-    return (len(got) == 1 and got == cut and got[0].get("arguments") == {}
-            and got[0].get("name") in scope.values())
-
-
 class _Reparse:
-    """Body of a tool region streamed parameter by parameter (see ``_probe_reparse``): the body
+    """Body of a tool region streamed parameter by parameter (plan ``"per-parameter"``): the body
     so far is parsed again when it has grown by an eighth (and a chunk could end a parameter), and
     every parameter but the last one found (which may still grow) is sent, typed."""
 
@@ -212,51 +173,35 @@ class _Reparse:
         return not self.dead and self.size - self.last >= max(16, self.last // 8)
 
 
-#: the value group an xml-inline ``tag_pattern`` must have (once) for its values to stream
-_VALUE_GROUP = "(?P<value>.*?)"
 #: raw values a string parameter must keep unchanged (its value parser and tool type leave them)
 _STRING_SAMPLES = ("a", "0", "1", "-2", "1.5", "true", "False", "null", "None", "[1]", "{}", '{"a": 1}', '"a"')
 
 
-def _probe_xml(region: Any) -> tuple | None:
-    """Decide whether a tool region's ``xml-inline`` body can stream its parameters as written.
-
-    Needs: the name in a group of the open delimiter (:func:`_probe_reparse`), a ``tag_pattern``
-    with one lazy ``(?P<value>.*?)`` group (what follows it is the value's closing text, matched
-    on its own), and no ``merge_duplicates``.
+def _xml_plan(args: dict) -> tuple | None:
+    """The stream plan of an xml-inline tool region whose format plan is ``"xml-parameters"``
+    (``runtime/formats/xml_inline.py`` checked its ``tag_pattern``: one lazy ``(?P<value>.*?)`` group, the
+    ``key`` group before it, no group after it), built from its ``content_args``.
 
     Returns:
-        ``(pattern, opening, closing, value_parser, switch)``: the compiled ``tag_pattern``, the
-        text before and after its value (DOTALL, as ``runtime.content`` compiles them; a partial
-        match of the whole pattern does not report reliable group spans, so the opening is
-        matched on its own), the ``value_parser`` as
-        ``runtime.content`` builds it (``(raw, selector) -> value`` or None) and its switch group;
-        None when the region does not qualify.
+        ``(pattern, opening, closing, value_parser, switch, before)``: the compiled ``tag_pattern``, the
+        text before and after its value (DOTALL, as ``runtime.content`` compiles them; a partial match of
+        the whole pattern does not report reliable group spans, so the opening is matched on its own), the
+        ``value_parser`` as ``runtime.content`` builds it (``(raw, selector) -> value`` or None), its switch
+        group and the opening's source; None when a pattern does not compile.
     """
     import regex
 
     from respc.runtime.content import _make_value_parser
+    from respc.runtime.formats.xml_inline import VALUE_GROUP
 
-    process = region.process
-    args = getattr(process, "content_args", None)
-    if getattr(process, "content_parser", None) != "xml-inline" or not isinstance(args, dict):
-        return None
-    pattern = args.get("tag_pattern")
-    if not isinstance(pattern, str) or pattern.count(_VALUE_GROUP) != 1 or args.get("merge_duplicates"):
-        return None
-    if not _probe_reparse(region):
-        return None
+    pattern = args["tag_pattern"]
     try:
         full = regex.compile(pattern, regex.DOTALL)
-        before, after = pattern.split(_VALUE_GROUP)
+        before, after = pattern.split(VALUE_GROUP)
         opening, closing = regex.compile(before, regex.DOTALL), regex.compile(after, regex.DOTALL)
-    except (regex.error, TypeError):
-        return None
-    if "key" not in opening.groupindex or closing.groups:
+    except (regex.error, TypeError, ValueError):
         return None
     value_parser, switch = _make_value_parser(args.get("value_parser"))
-    if switch is not None and switch not in opening.groupindex:
-        return None
     return (full, opening, closing, value_parser, switch, before)
 
 
@@ -297,7 +242,7 @@ class _Param:
 
 class _XmlArgs:
     """Body of an xml-inline tool region whose parameters stream as written (see
-    :func:`_probe_xml`): ``text`` is the body not yet read; ``ready`` once the call's name is
+    :func:`_xml_plan`): ``text`` is the body not yet read; ``ready`` once the call's name is
     known (read from the open delimiter after a ``feed``, so a region opened and closed within
     one ``feed`` is sent at its close in one fragment)."""
 
@@ -318,50 +263,6 @@ class _XmlArgs:
             self.text += text
 
 
-def _probe_json_shape(region: Any) -> tuple[str, Any] | None:
-    """Decide whether a tool region's JSON body can stream its arguments, and how.
-
-    The region's processor (content parser + transform) is run on sample bodies and the result
-    compared with what each body shape would give.
-
-    Returns:
-        ``("object", (name_key, arg_keys))``: the body is a call object (or a list of them) with
-        the name under ``name_key`` and the arguments under one of ``arg_keys``; ``("args", group)``: the body is the arguments object, the name
-        is the open delimiter's named group ``group``; None: arguments are sent at close.
-    """
-    def run(body: str, scope: dict) -> list | None:
-        try:
-            calls = _calls_of(region.process(body, scope))
-        except Exception:  # noqa: BLE001 - a shape the processor cannot read
-            return None
-        return [_function(call) for call in calls]
-
-    names = tuple(region.groups)
-    scope = {name: f"G_{name}" for name in names}
-    # JSON dialects (python_literals, unquoted_keys, string delimiters) are not JSON text:
-    # their bodies cannot be forwarded as they are.
-    for dialect in ('{"name": "n", "arguments": {"a": True}}', '{name: "n", arguments: {a: 1}}', "{a: 1}",
-                    '{"a": True}'):
-        if run(dialect, scope):
-            return None
-    for name_key in _NAME_KEYS:
-        keys = []
-        for key in _ARG_KEYS:
-            body = '{"%s": "N", "%s": {"a": "1"}}' % (name_key, key)
-            expected = [{"name": "N", "arguments": {"a": "1"}}]
-            if run(body, scope) == expected or run(f"[{body}]", scope) == expected:
-                keys.append(key)
-        if keys:
-            # a list of call objects is read when the processor reads one
-            return ("object", (name_key, tuple(keys)))
-    got = run('{"a": "1"}', scope)
-    if got and len(got) == 1 and got[0].get("arguments") == {"a": "1"}:
-        for name in names:
-            if got[0].get("name") == f"G_{name}":
-                return ("args", name)
-    return None
-
-
 def argument_streaming(parser_class: Any) -> dict[str, str]:
     """How each tool-call region of a generated parser sends its arguments (errors="strict").
 
@@ -371,12 +272,10 @@ def argument_streaming(parser_class: Any) -> dict[str, str]:
         to JSON text as they are written: string values character by character, typed values once
         complete),
         ``"per parameter"`` (each parameter sent typed once the next one began) or
-        ``"at close"`` (one fragment when the region closes), in declaration order.
+        ``"at close"`` (one fragment when the region closes), in declaration order; read off each region's
+        format plan (``Region.plan``, docs/formats.md).
     """
-    return {region.name: "as written" if _probe_json_shape(region)
-            else "converted as written" if _probe_xml(region) or probe_pythonic(region)
-            else "per parameter" if _probe_reparse(region)
-            else _dialects.label(_dialects.probe(region))
+    return {region.name: _dialects.label(getattr(region, "plan", None))
             for region in parser_class.REGIONS if region.slot == "tool_calls"}
 
 
@@ -795,15 +694,14 @@ _PLANS_MAX = 256
 
 
 def _plans(parser: Any, hold: bool = True) -> dict[int, Any]:
-    """How each region of ``parser`` streams (``id(region)`` -> plan), probed once per parser
-    class and errors mode (the probes run the regions' processors on sample bodies, tens of µs):
-    text regions ``"strip"``/``"raw"``/``"close"`` (:func:`_probe_text`); tool regions
-    ``("object"|"args", ...)`` (:func:`_probe_json_shape`), ``("xml", ...)`` (:func:`_probe_xml`),
-    ``("pythonic", options)`` (:func:`respc.openai_pythonic.probe_pythonic`), ``("reparse", None)``
-    (:func:`_probe_reparse`) or None (at close; always with ``errors="recover"`` and ``hold``,
-    i.e. ``recover_arguments="hold"``). The probes run the strict processors (repairs are a
-    separate step of the parser), so ``errors="recover"`` with ``hold=False`` gets the strict
-    plans."""
+    """How each region of ``parser`` streams (``id(region)`` -> plan), read once per parser class and errors
+    mode off each region's format plan (``Region.plan``, decided at compile time by ``runtime/formats``;
+    docs/formats.md): text regions ``"strip"``/``"raw"``/``"close"`` (``Plan.text``); tool regions
+    ``("object", (name_key, arg_keys))`` / ``("args", group)`` (``"json"``), ``("xml", ...)``
+    (:func:`_xml_plan`), ``("pythonic", options)``, ``("reparse", None)``, ``("dialect", ...)``
+    (:func:`respc.openai_dialects.build`) or None (at close; always with ``errors="recover"`` and ``hold``,
+    i.e. ``recover_arguments="hold"``, and for a region without a plan). ``errors="recover"`` with
+    ``hold=False`` gets the strict plans."""
     recover = bool(getattr(parser, "_recover", False)) and hold
     key = (type(parser), recover, parser.REGIONS)
     plans = _PLANS.get(key)
@@ -811,24 +709,31 @@ def _plans(parser: Any, hold: bool = True) -> dict[int, Any]:
         return plans
     plans = {}
     for region in parser.REGIONS:
+        plan = getattr(region, "plan", None)
         if region.slot in ("content", "reasoning_content") and not region.dirty:
-            plans[id(region)] = _probe_text(region)
+            plans[id(region)] = (plan.text if plan is not None else None) or "close"
         elif region.slot == "tool_calls":
-            # (respc.openai_dialects: JSON dialects, other call shapes, text and nested-XML bodies)
-            plan = None if recover else _probe_json_shape(region) or _dialects.probe(region)
-            if plan is None and not recover:
-                xml = _probe_xml(region)
-                if xml is not None:
-                    plan = ("xml", xml)
-                elif _probe_reparse(region):
-                    plan = ("reparse", None)
-                elif (pythonic := probe_pythonic(region)) is not None:
-                    plan = ("pythonic", pythonic)
-            plans[id(region)] = plan
+            plans[id(region)] = None if recover or plan is None else _tool_plan(region, plan)
     if len(_PLANS) >= _PLANS_MAX:
         _PLANS.clear()
     _PLANS[key] = plans
     return plans
+
+
+def _tool_plan(region: Any, plan: Any) -> Any:
+    """The stream plan of a tool region from its format plan (see :func:`_plans`)."""
+    mode = plan.arguments
+    if mode == "json":
+        return ("object", (plan.name_key, plan.arg_keys)) if plan.call == "object" else ("args", plan.name_group)
+    args = getattr(region.process, "content_args", None) or {}
+    if mode == "xml-parameters":
+        xml = _xml_plan(args)
+        return None if xml is None else ("xml", xml)
+    if mode == "per-parameter":
+        return ("reparse", None)
+    if mode == "pythonic":
+        return ("pythonic", reader_options(args))
+    return _dialects.build(region, plan)
 
 
 def _feeds_text(parser: Any) -> bool:

@@ -34,8 +34,8 @@ policies are the scanner's:
   element; a nested value, a leaf the schema types and a repeated key are held to their closing
   tag and sent as the runtime reads them.
 
-Which applies is decided once per region by :func:`probe`, which runs the region's processor on
-sample bodies and checks it gives what the converted body gives.
+Which applies is decided at compile time by the region's content format (``runtime/formats``, its
+``Plan.arguments``, docs/formats.md); :func:`build` makes the converter the plan names.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import json
 import re
 from typing import Any, Callable
 
-__all__ = ["probe", "label", "Converted", "DialectJson", "NameKeyed", "TextArgs", "XmlTree", "ARG_KEYS"]
+__all__ = ["build", "label", "LABELS", "Converted", "DialectJson", "NameKeyed", "TextArgs", "XmlTree", "ARG_KEYS"]
 
 #: arguments keys of a call object besides ``arguments``/``parameters`` (which respc.openai tries)
 ARG_KEYS = ("args", "input", "params")
@@ -52,8 +52,6 @@ ARG_KEYS = ("args", "input", "params")
 _STRUCTURAL = set('{}[],:"')
 #: a ``\w`` character, as ``runtime.content._BARE_KEY`` reads keys (Unicode)
 _WORD = re.compile(r"\w")
-#: characters that may begin JSON text outside a string (an opener must not start with one)
-_JSON_START = set('{}[],:"-+.0123456789 \t\r\n') | set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 
 def _escaped(text: str) -> str:
@@ -86,18 +84,6 @@ class _CharConverter:
 
     def _char(self, c: str, out: list[str]) -> None:
         raise NotImplementedError
-
-
-def _run(region: Any, body: str, scope: dict) -> list | None:
-    """The calls ``region``'s processor reads from ``body`` (their ``function`` dicts), or None."""
-    try:
-        value = region.process(body, scope)
-    except Exception:  # noqa: BLE001 - a body the processor cannot read
-        return None
-    calls = [value] if isinstance(value, dict) else value if isinstance(value, list) else None
-    if calls is None or not all(isinstance(c, dict) for c in calls):
-        return None
-    return [c.get("function") if isinstance(c.get("function"), dict) else c for c in calls]
 
 
 class DialectJson(_CharConverter):
@@ -548,158 +534,64 @@ class XmlTree:
         return "".join(out) + ("}" if self.begun else "{}")
 
 
-def _probe_xml_tree(region: Any, args: dict, scope: dict) -> tuple | None:
-    """An ``xml-inline`` region whose value parser is ``xml-tree`` (MiniMax-M3), the name in a
-    group of the open delimiter, a ``tag_pattern`` ``OPEN(?P<value>.*?)CLOSE`` whose ``CLOSE``
-    names the key by ``(?P=key)``: checked by reading a sample body with a leaf, a nested object,
-    a list and a repeated key."""
+def _xml_tree(args: dict) -> Callable[[Any], "Converted"] | None:
+    """``make(scanner)`` of an ``xml-inline`` region with an ``xml-tree`` value parser (MiniMax-M3), built
+    from its ``content_args`` (``runtime/formats/xml_inline.py`` planned it: ``OPEN(?P<value>.*?)CLOSE`` whose
+    ``CLOSE`` names the key by ``(?P=key)``); None when its patterns do not compile."""
     import regex
 
     from respc.runtime.content import _make_value_parser
 
-    spec = args.get("value_parser")
-    pattern = args.get("tag_pattern")
-    if not isinstance(spec, dict) or spec.get("name") != "xml-tree" or not isinstance(pattern, str):
-        return None
+    spec = args["value_parser"]
     prefix = (spec.get("args") or {}).get("tag_prefix", "")
-    item = (spec.get("args") or {}).get("item_tag", "item")
-    if pattern.count("(?P<value>.*?)") != 1 or not isinstance(prefix, str) or not isinstance(item, str):
-        return None
+    pattern = args["tag_pattern"]
     before, after = pattern.split("(?P<value>.*?)")
     try:
         full = regex.compile(pattern, regex.DOTALL)
         opening = regex.compile(before, regex.DOTALL)
-        if "key" not in opening.groupindex or after.count("(?P=key)") != 1:
-            return None
-        regex.compile(after.replace("(?P=key)", "k"), regex.DOTALL)
         start = regex.compile(r"\s*" + regex.escape(prefix) + r"<(?!/)[^\s<>/\"']+>")
     except (regex.error, TypeError):
         return None
-    read, switch = _make_value_parser(spec)
-    if read is None or switch is not None:
-        return None
-    P = prefix
-    body = (f"{P}<a> 1\n{P}</a>{P}<b>{P}<c>x{P}</c>{P}</b>{P}<l>{P}<{item}>1{P}</{item}>{P}<{item}>2{P}</{item}>{P}</l>"
-            f"{P}<a>2{P}</a>")
-    want = {"a": [" 1\n", "2"], "b": {"c": "x"}, "l": ["1", "2"]}
-    got = _run(region, body, scope)
-    if not got or len(got) != 1 or got[0].get("arguments") != want:
-        return None
-    group = next((g for g in scope if scope[g] == got[0].get("name")), None)
-    if group is None:
-        return None
-    convert = XmlTree(opening, after, full, lambda raw: read(raw, None), start)
-    if json.loads(convert.feed(body) + convert.finish()) != want:
-        return None
-    return ("dialect", (("args", group),
-                        lambda scanner: Converted(scanner, XmlTree(opening, after, full, lambda raw: read(raw, None),
-                                                                   start))))
+    read, _ = _make_value_parser(spec)
+    return lambda scanner: Converted(scanner, XmlTree(opening, after, full, lambda raw: read(raw, None), start))
 
 
-def _args_shape(region: Any, bodies: tuple, scope: dict) -> str | None:
-    """The open delimiter's group that names the call when each of ``bodies`` (arguments objects
-    ``{"a": "1"}`` in some spelling) reads as one call with those arguments; else None."""
-    for body in bodies:
-        got = _run(region, body, scope)
-        if not got or len(got) != 1 or got[0].get("arguments") != {"a": "1"}:
-            return None
-    name = got[0].get("name")
-    return next((g for g in scope if scope[g] == name), None)
-
-
-def probe(region: Any) -> tuple | None:
-    """Decide whether a tool region the plans of :mod:`respc.openai` send at close can stream
-    through a conversion of this module.
+def build(region: Any, plan: Any) -> tuple | None:
+    """The stream plan of a tool region whose format plan (``region.plan``, docs/formats.md) names one of
+    this module's conversions, built from the plan and the region's ``content_args``.
 
     Returns:
-        ``("dialect", (inner_plan, make))``: ``inner_plan`` is the scanner plan of the converted
-        body (``("object", (name_key, arg_keys))`` or ``("args", group)``), ``make(scanner) ->``
-        :class:`Converted` wraps a new scanner; ``("object", (name_key, arg_keys))`` for a call
-        object with another arguments key (:data:`ARG_KEYS`, no conversion); None when none
-        applies (the region stays at close).
+        ``("dialect", (inner_plan, make))``: ``inner_plan`` is the scanner plan of the converted body
+        (``("object", (name_key, arg_keys))`` or ``("args", group)``), ``make(scanner) ->`` :class:`Converted`
+        wraps a new scanner; None when the plan names none of them.
     """
-    process = region.process
-    parser = getattr(process, "content_parser", None)
-    args = getattr(process, "content_args", None)
-    if not isinstance(args, dict):
-        return None
-    names = tuple(region.groups)
-    scope = {name: f"G_{name}" for name in names}
-    if parser == "json":
-        if args.get("allow_non_json") or args.get("python_literals"):
-            return None  # (a fallback to text or Python literals: not converted)
-        delims = args.get("string_delims") or []
-        unquoted = bool(args.get("unquoted_keys"))
-        if delims or unquoted:
-            try:
-                pairs = tuple((str(o), str(c)) for o, c in delims)
-            except (TypeError, ValueError):
-                return None
-            if any(not o or not c or o[0] in _JSON_START or _WORD.match(o[0]) or o[0].isspace() for o, c in pairs):
-                return None
-            o, c = pairs[0] if pairs else ('"', '"')
-            bodies = ['{"a": "1"}', '{"a":%s1%s}' % (o, c)] + (["{a: %s1%s}" % (o, c), "{ a:%s1%s}" % (o, c)]
-                                                               if unquoted else [])
-            group = _args_shape(region, tuple(bodies), scope)
-            if group is None:
-                return None
-            return ("dialect", (("args", group), lambda scanner: Converted(scanner, DialectJson(pairs, unquoted))))
-        for key in ARG_KEYS:
-            body = '{"name": "N", "%s": {"a": "1"}}' % key
-            if _run(region, body, scope) == [{"name": "N", "arguments": {"a": "1"}}]:
-                return ("object", ("name", (key,)))
-        listed = _run(region, '[{"N": {"a": "1"}}, {"M": {}}]', scope)
-        if listed == [{"name": "N", "arguments": {"a": "1"}}, {"name": "M", "arguments": {}}]:
-            bare = _run(region, '{"N": {"a": "1"}}', scope) == [{"name": "N", "arguments": {"a": "1"}}]
-            return ("dialect", (("object", ("name", ("arguments",))), lambda scanner: Converted(scanner, NameKeyed(bare))))
-        return None
-    if parser == "text":
-        return _probe_text_args(region, scope)
-    if parser == "xml-inline":
-        return _probe_xml_tree(region, args, scope)
+    args = getattr(region.process, "content_args", None) or {}
+    mode = plan.arguments
+    if mode == "dialect-json":
+        from respc.runtime.formats.json_ import stream_pairs
+
+        pairs, unquoted = stream_pairs(args) or (), bool(args.get("unquoted_keys"))
+        return ("dialect", (("args", plan.name_group), lambda scanner: Converted(scanner, DialectJson(pairs, unquoted))))
+    if mode == "name-keyed":
+        return ("dialect", (("object", ("name", ("arguments",))), lambda scanner: Converted(scanner, NameKeyed(False))))
+    if mode == "text-argument":
+        key, strip, name = plan.arg_key, plan.strip, plan.name
+        return ("dialect", (("args", None), lambda scanner: Converted(scanner, TextArgs(key, strip), name=name)))
+    if mode == "xml-tree":
+        make = _xml_tree(args)
+        return None if make is None else ("dialect", (("args", plan.name_group), make))
     return None
 
 
-#: bodies a text-as-argument region must keep as the argument's text (stripped or raw)
-_TEXT_SAMPLES = ("  a  ", "print(2 + 2)\n", '{"a": 1}', "1", "x\n\ty", "é")
+#: how :func:`respc.openai.argument_streaming` names each ``Plan.arguments`` (docs/openai.md)
+LABELS = {None: "at close", "json": "as written", "name-keyed": "as written", "dialect-json": "converted as written",
+          "text-argument": "converted as written", "xml-tree": "converted as written",
+          "xml-parameters": "converted as written", "pythonic": "converted as written",
+          "per-parameter": "per parameter"}
 
 
-def _probe_text_args(region: Any, scope: dict) -> tuple | None:
-    """A ``text`` body that becomes one string argument of a call whose name the template fixes
-    (functionary's ``{"code": "{content}"}``): the same name and key for every sample, with
-    another scope too (a name taken from a group would change), and the argument the sample
-    stripped for every sample, or the sample itself for every sample."""
-    other = {name: f"H_{name}" for name in scope}
-    shapes: set = set()
-    modes: set = set()
-    for sample in _TEXT_SAMPLES:
-        for where in (scope, other):
-            got = _run(region, sample, where)
-            if not got or len(got) != 1:
-                return None
-            name, arguments = got[0].get("name"), got[0].get("arguments")
-            if not isinstance(name, str) or not name or not isinstance(arguments, dict) or len(arguments) != 1:
-                return None
-            (key, value), = arguments.items()
-            shapes.add((name, key))
-            if sample != sample.strip():
-                modes.add("strip" if value == sample.strip() else "raw" if value == sample else "other")
-            elif value != sample:
-                return None
-    if len(shapes) != 1 or len(modes) != 1 or modes == {"other"}:
-        return None
-    (name, key), = shapes
-    strip = modes == {"strip"}
-    return ("dialect", (("args", None), lambda scanner: Converted(scanner, TextArgs(key, strip), name=name)))
-
-
-def label(plan: tuple | None) -> str:
-    """How :func:`respc.openai.argument_streaming` names a plan of :func:`probe`: ``"as written"``
-    when the arguments' text is forwarded as the model wrote it (another arguments key, name as
-    the key), ``"converted as written"`` when it is rewritten as it streams (dialects, text),
-    ``"at close"`` for None."""
-    if plan is None:
-        return "at close"
-    if plan[0] == "dialect" and plan[1][0][0] == "object":
-        return "as written"
-    return "as written" if plan[0] == "object" else "converted as written"
+def label(plan: Any) -> str:
+    """How :func:`respc.openai.argument_streaming` names a region's format plan: ``"as written"`` when the
+    arguments' text is forwarded as the model wrote it (a call object, name as the key), ``"converted as
+    written"`` when it is rewritten as it streams, ``"per parameter"``, ``"at close"`` (no plan)."""
+    return LABELS[getattr(plan, "arguments", None)]

@@ -28,8 +28,9 @@ arguments the message will hold (``{"key": value, ...}``, the same separators):
   region then finishes at its close (:func:`finish`): when what was sent is a beginning of the
   message's arguments text, the rest goes out, otherwise the stream's own check reports it.
 
-The ``region.process`` probe (:func:`probe_pythonic`) makes sure the template's transform
-passes the reader's ``name``/``arguments`` through unchanged; other transforms go out at close.
+The region's format plan (``runtime/formats/pythonic.py``, decided at compile time) says whether the
+template's transform passes the reader's ``name``/``arguments`` through unchanged; other transforms go
+out at close.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import regex
 from respc.runtime.pythonic import PYTHON_SPACE, parse_pythonic
 from respc.runtime.tools import coerce_tool_calls
 
-__all__ = ["PythonicArgs", "probe_pythonic", "open_pythonic", "finish"]
+__all__ = ["PythonicArgs", "reader_options", "open_pythonic", "finish"]
 
 _SIMPLE = {
     "\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r",
@@ -491,41 +492,13 @@ class PythonicArgs:
             self.depth -= 1
 
 
-def probe_pythonic(region: Any) -> dict | None:
-    """Decide whether a tool region's ``pythonic`` body can be converted as it is written.
-
-    The region's processor (content parser and transform) is run on a sample body; it must give
-    one call per Python call with the reader's name and arguments unchanged (transforms such as
-    ``{"type": "function", "function": {"name": "{content.name}", "arguments":
-    "{content.arguments}"}}`` do).
-
-    Returns:
-        dict | None: the reader options (``allow_bare``, ``strip_suffix``, ``json_literals``)
-        from the region's ``content_args``; None when the region is not pythonic or its transform
-        changes the calls (its arguments then go out at the close).
-    """
-    process = region.process
-    args = getattr(process, "content_args", None)
-    if getattr(process, "content_parser", None) != "pythonic" or not isinstance(args, dict):
-        return None
-    options = {"allow_bare": bool(args.get("allow_bare", True)), "strip_suffix": args.get("strip_suffix"),
-               "json_literals": bool(args.get("json_literals", False))}
-    if options["strip_suffix"] is not None and not isinstance(options["strip_suffix"], str):
-        return None
-    scope = dict.fromkeys(region.groups)
-    want = [("N", {"a": "1", "b": [2, None]}), ("M", {})]
-    try:
-        value = process("[N(a='1', b=(2, None)), M()]", scope)
-    except Exception:  # noqa: BLE001 - a processor that cannot read the sample
-        return None
-    calls = value if isinstance(value, list) else [value]
-    got = []
-    for call in calls:
-        function = call.get("function", call) if isinstance(call, dict) else None
-        if not isinstance(function, dict):
-            return None
-        got.append((function.get("name"), function.get("arguments")))
-    return options if got == want else None
+def reader_options(args: dict) -> dict:
+    """The reader options (``allow_bare``, ``strip_suffix``, ``json_literals``) of a pythonic region's
+    ``content_args``; which regions convert as written is the format's plan (``runtime/formats/pythonic.py``:
+    the transform keeps the reader's ``name``/``arguments``)."""
+    suffix = args.get("strip_suffix")
+    return {"allow_bare": bool(args.get("allow_bare", True)), "strip_suffix": suffix if isinstance(suffix, str) else None,
+            "json_literals": bool(args.get("json_literals", False))}
 
 
 def open_pythonic(stream: Any, region: Any, base: int, options: dict) -> PythonicArgs:

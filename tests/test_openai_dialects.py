@@ -410,40 +410,31 @@ def test_gemma4_omitted_opening_delimiter_recover_stream():
     assert ',"on":' in _args(per_feed) and "42" in _args(per_feed)  # held until "," ended it
 
 
-class _Region:
-    """A stand-in tool region for the probe: ``process(body, scope)`` and its parser's name/args."""
-
-    def __init__(self, parser, args, process, groups=()):
-        def run(body, scope):
-            return process(body, scope)
-
-        run.content_parser, run.content_args = parser, args
-        self.process, self.groups = run, groups
-
-
-def test_probe_leaves_what_it_cannot_convert_at_close():
+def test_plan_leaves_what_it_cannot_convert_at_close():
     """Python literals and a text fallback (the body may not be JSON) are not converted; nor a
     delimiter that begins with a character JSON text may begin with; nor a text body whose call
-    name comes from a group (the name is not the template's constant). The same processors with
-    the convertible options are converted (so each refusal is the option's)."""
-    from respc.openai_dialects import label, probe
-    from respc.runtime.content import _make_json
+    name comes from a group (the name is not the template's constant). The same fields with
+    the convertible options are converted (so each refusal is the option's). Decided by the
+    json and text formats' plans at compile time (runtime/formats, docs/formats.md)."""
+    from respc.compiler.ir import Field
+    from respc.openai_dialects import label
+    from respc.runtime.formats import plan_of
 
-    def region(args):
-        parse = _make_json(args)
-        return _Region("json", args, lambda body, scope: {"function": {"name": scope["name"], "arguments": parse(body)}},
-                       ("name",))
+    def field(content, args, transform, groups=("name",)):
+        return Field(name="tool_calls", open=None, close=None, content=content, content_args=args, repeats=False,
+                     join=None, optional=True, transform=transform, transform_each=False, group_names=groups,
+                     slot="tool_calls")
 
+    by_group = {"function": {"name": "{name}", "arguments": "{content}"}}
     for args in ({"python_literals": True, "unquoted_keys": True}, {"allow_non_json": True, "unquoted_keys": True},
                  {"string_delims": [["x", "x"]]}):
-        assert probe(region(args)) is None, args
+        assert plan_of(field("json", args, by_group)).arguments is None, args
     for args in ({"unquoted_keys": True}, {"string_delims": [["'", "'"]]}):
-        plan = probe(region(args))
-        assert plan[0] == "dialect" and plan[1][0] == ("args", "name") and label(plan) == "converted as written", args
+        plan = plan_of(field("json", args, by_group))
+        assert (plan.arguments, plan.name_group, label(plan)) == ("dialect-json", "name", "converted as written"), args
 
-    def named(body, scope):
-        return {"function": {"name": scope["n"], "arguments": {"code": body.strip()}}}
-
-    assert probe(_Region("text", {}, named, ("n",))) is None
-    fixed = probe(_Region("text", {}, lambda body, scope: {"function": {"name": "py", "arguments": {"code": body.strip()}}}))
-    assert fixed is not None and label(fixed) == "converted as written" and label(None) == "at close"
+    named = {"function": {"name": "{n}", "arguments": {"code": "{content}"}}}
+    assert plan_of(field("text", {}, named, ("n",))).arguments is None
+    fixed = plan_of(field("text", {}, {"function": {"name": "py", "arguments": {"code": "{content}"}}}, ()))
+    assert (fixed.arguments, fixed.name, fixed.arg_key, fixed.strip) == ("text-argument", "py", "code", True)
+    assert label(fixed) == "converted as written" and label(None) == "at close"

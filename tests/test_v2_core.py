@@ -326,14 +326,14 @@ def test_generated_module_names_the_features_it_needs():
     from respc.compiler.api import compile_source
 
     source = compile_source(SECTION).source
-    assert "_rt.check_abi(2, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'held-json'))" in source
+    assert "_rt.check_abi(3, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'held-json'))" in source
 
 
 def test_runtime_without_a_feature_refuses_the_module():
     from respc.runtime.stream import check_abi
 
     with pytest.raises(ImportError, match=r"needs runtime feature\(s\) \['time-travel'\]"):
-        check_abi(2, "m", ("slots", "time-travel"))
+        check_abi(3, "m", ("slots", "time-travel"))
 
 
 def test_rejected_zero_width_opener_makes_progress():
