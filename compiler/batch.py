@@ -89,6 +89,7 @@ from dataclasses import dataclass, field, replace
 from collections.abc import Mapping  # not typing.Mapping: its isinstance goes through __subclasscheck__
 from typing import Any, Callable, Iterable, Iterator
 
+from ..runtime.errors import RespcError
 from ..runtime.whole import finish as finish_whole
 from .files import atomic_output, same_file, sigint_deferred
 
@@ -904,7 +905,7 @@ class Interrupted(Exception):
         self.stats = stats
 
 
-class MissingExtra(Exception):
+class MissingExtra(RespcError):
     """A feature needs an optional dependency that is not installed (message names the extra)."""
 
 

@@ -30,6 +30,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from respc.runtime.errors import RespcError
+
 from .automaton import Automaton, Watch
 from .ir import Delimiter, Template
 
@@ -42,7 +44,7 @@ FORMATS = ("mermaid", "dot", "svg")
 START = "start"
 
 
-class GraphvizMissing(RuntimeError):
+class GraphvizMissing(RespcError, RuntimeError):
     """``--format svg`` needs Graphviz's ``dot`` program on PATH."""
 
 

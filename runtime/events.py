@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict, Union
 
-__all__ = ["RegionOpen", "RegionChunk", "RegionClose", "Event"]
+__all__ = ["RegionOpen", "RegionChunk", "RegionClose", "RegionMalformed", "Event"]
 
 
 class RegionOpen(TypedDict):
@@ -35,4 +35,24 @@ class RegionClose(TypedDict):
     value: Any
 
 
-Event = Union[RegionOpen, RegionChunk, RegionClose]
+class _RegionMalformedBase(TypedDict):
+    type: Literal["region_malformed"]
+    field: str
+    text: str
+    error: str
+    start: int
+    end: int
+    into: "str | None"
+
+
+class RegionMalformed(_RegionMalformedBase, total=False):
+    """``errors="recover"`` only: a region whose body could not be parsed (or that the output ended inside)
+    ends with this instead of ``region_close`` (docs/events.md, "With errors=\"recover\""). ``text`` is
+    its raw text with delimiters, ``start``/``end`` its offsets in the response, ``error`` the failure,
+    ``into`` the message key that received the text (None: only the diagnostic holds it); ``region`` the
+    region name when it differs from the slot."""
+
+    region: str
+
+
+Event = Union[RegionOpen, RegionChunk, RegionClose, RegionMalformed]
