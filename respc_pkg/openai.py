@@ -1764,7 +1764,8 @@ def openai_message(message: dict, ids: Callable[[int], str] | None = None,
         arguments = function.get("arguments")
         calls.append({"id": make_id(n), "type": "function",
                       "function": {"name": function.get("name") or "",
-                                   "arguments": arguments if isinstance(arguments, str) else _dumps(arguments or {})}})
+                                   "arguments": arguments if isinstance(arguments, str)
+                                   else "{}" if arguments is None else _dumps(arguments)}})
     if calls:
         out["tool_calls"] = calls
     return out

@@ -414,14 +414,20 @@ def coerce_tool_calls(value: Any, params: Mapping) -> Any:
 _NOT_A_NAME = re.compile(r"[\s<>{}\[\]()\"']")
 
 
+#: a call's function has no ``arguments`` key (it takes none)
+_NO_ARGUMENTS = object()
+
+
 def check_tool_call_names(value: Any, field: str | None = None) -> None:
     """Refuse a tool call without a function name (docs/template-language.md, "Tool calls need a
-    name").
+    name"), or whose arguments are no object (docs/events.md, "Bodies no parser accounts for, calls
+    without a name": never a silent ``{}``).
 
     A tool call is a dict with a ``"function"`` key (or a list of such dicts); its ``function``
     must be a dict whose ``name`` is a non-empty string without whitespace, quotes, brackets,
-    braces, parentheses or angle brackets. Any other value (a region that holds no tool calls) is
-    not looked at.
+    braces, parentheses or angle brackets, and whose ``arguments``, when it has that key, is an
+    object (a dict) or a string (arguments written as JSON text): ``null``, a list, a number or a
+    bool is refused. Any other value (a region that holds no tool calls) is not looked at.
 
     Args:
         value (Any): a closed region's value, after its transform.
@@ -437,7 +443,12 @@ def check_tool_call_names(value: Any, field: str | None = None) -> None:
         function = call["function"]
         name = function.get("name") if isinstance(function, dict) else None
         if isinstance(name, str) and name and _NOT_A_NAME.search(name) is None:
-            continue
+            arguments = function.get("arguments", _NO_ARGUMENTS)
+            if arguments is _NO_ARGUMENTS or isinstance(arguments, (dict, str)):
+                continue
+            where = f"Field {field!r}: " if field is not None else ""
+            raise ContentParseError(f"{where}tool call whose arguments are no object: its 'arguments' is "
+                                    f"{type(arguments).__name__} {arguments!r}, not an object of arguments")
         if not isinstance(function, dict):
             why = f"its 'function' is {type(function).__name__} {function!r}, not an object with a name"
         elif "name" not in function:

@@ -309,3 +309,48 @@ def test_other_parsers_refuse_text_after_their_value(name, args, text, error):
     with pytest.raises(ContentParseError, match=_re(error)):
         respc.runtime.parse_content(text, name, args)
     assert respc.runtime.parse_content("<a>1</a> tail", "xml-tree", {}) == "<a>1</a> tail"
+
+
+# --- a call whose arguments are not an object (issue 26) ------------------------------------------
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("arguments, shown", [("null", "NoneType None"), ("[]", "list []"), ("5", "int 5")])
+def test_arguments_that_are_no_object_make_the_call_malformed(how, arguments, shown):
+    """``"arguments": null`` (or ``[]``, ``5``) is no arguments object: strict raises naming the field,
+    recover keeps the text as content and the OpenAI stream sends no call, never a silent ``"{}"``
+    (docs/events.md, "Bodies no parser accounts for, calls without a name")."""
+    text = '<tool_call>\n{"name": "f", "arguments": %s}\n</tool_call>' % arguments
+    error = _strict_error("hermes2pro", "", text, how)
+    assert str(error) == (f"Field 'tool_calls': tool call whose arguments are no object: its 'arguments' is "
+                          f"{shown}, not an object of arguments")
+    message, malformed, _ = _parse("hermes2pro", "", text, how, "recover")
+    assert message == {"role": "assistant", "content": text}
+    assert [(m["text"], m["into"]) for m in malformed] == [(text, "content")]
+    for hold in ("hold", "stream"):
+        parser = _module("hermes2pro").ResponseParser("", None, errors="recover")
+        stream = ChatCompletionStream(parser, ids=lambda n: f"call_{n}", completion_id="x", created=0,
+                                      recover_arguments=hold)
+        out = [c for piece in chunkings(text, text)[how] for c in stream.feed(piece)] + stream.finalize()
+        deltas = [c["choices"][0]["delta"] for c in out if c["choices"]]
+        calls = [d["tool_calls"][0] for d in deltas if "tool_calls" in d]
+        # no arguments are ever sent; "hold" sends no call, "stream" may have sent the name already
+        # (the call is then kept as sent, with its diagnostic: docs/openai.md)
+        assert not any("arguments" in c.get("function", {}) for c in calls), hold
+        if hold == "hold" or not calls:
+            assert not calls and "".join(d.get("content") or "" for d in deltas) == text
+        else:
+            assert [d["kind"] for d in stream.diagnostics] == ["streamed-call-malformed"]
+            assert "tool call whose arguments are no object" in stream.diagnostics[0]["error"]
+
+
+def test_openai_message_sends_arguments_as_the_message_holds_them():
+    """``openai_message`` writes a call's arguments as the message holds them; only a call with no
+    ``arguments`` at all has the empty object."""
+    from respc.openai import openai_message
+
+    def args(function):
+        return openai_message({"role": "assistant", "tool_calls": [{"type": "function", "function": function}]},
+                              ids=lambda n: "c")["tool_calls"][0]["function"]["arguments"]
+
+    assert args({"name": "f", "arguments": []}) == "[]"
+    assert args({"name": "f", "arguments": {}}) == "{}"
+    assert args({"name": "f"}) == "{}"
