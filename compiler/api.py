@@ -8,7 +8,6 @@ the same names with the template as second argument.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sys
 import threading
@@ -16,14 +15,14 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from .automaton import Automaton, build_automaton
+from .automaton import Automaton
 from .emit import emit_module
 from .grammar import build_grammar
 from .ir import Template
-from .load import load_template
-from .validate import validate
+from .source import read_template
 
-__all__ = ["Compiled", "compile_source", "compile_template", "parse_response", "get_response_parser"]
+__all__ = ["Compiled", "compile_source", "compile_template", "parse_response", "get_response_parser", "export_grammar",
+           "export_structural_tag"]
 
 
 @dataclass(frozen=True)
@@ -64,16 +63,13 @@ def compile_source(spec: Any, *, command: str | None = None, source_name: str | 
             chat template no catalogue family fits exactly (``compiler/detect.py``; the error names
             the nearest fits and says to pass a template explicitly; an inexact fit is never used).
     """
-    loaded = load_template(spec)
-    if source_name is not None:
-        loaded = dataclasses.replace(loaded, source=source_name)
-    template = validate(loaded)
-    automaton = build_automaton(template)
+    read = read_template(spec, source_name=source_name)
+    template, automaton = read.template, read.automaton
     grammar = build_grammar(template, automaton)
     if command is None:
         command = f"respc compile {template.source}" if template.source != "<dict>" else "respc.compile_template(...)"
     source = emit_module(template, automaton, command=command, grammar=grammar)
-    return Compiled(template, automaton, grammar, source, loaded.note)
+    return Compiled(template, automaton, grammar, source, read.note)
 
 
 _CACHE: dict[tuple[str, str], types.ModuleType] = {}
@@ -147,3 +143,21 @@ def parse_response(response: Any, template: Any, *, prefix: Any = None, tools: l
         missing prefix, failed parse; TypeError: ids without a tokenizer.
     """
     return compile_template(template).parse_response(response, prefix, tools, tokenizer, errors)
+
+
+def export_grammar(template: Any, fmt: str = "lark", **options: Any) -> str:
+    """The grammar of a template's whole-message language in an export format (docs/grammar.md): the front
+    door of :func:`respc.compiler.grammar_render.export_grammar`, which takes the same arguments (``tools``,
+    ``tool_choice``, ``parallel``, ``reasoning``) and raises the same errors (``TemplateError``,
+    ``GrammarExportError``, ``ValueError`` for an unknown format)."""
+    from .grammar_render import export_grammar as export
+
+    return export(template, fmt, **options)
+
+
+def export_structural_tag(template: Any, **options: Any) -> tuple[dict, list[str]]:
+    """xgrammar's structural tag of a template (docs/grammar.md): the front door of
+    :func:`respc.compiler.grammar_structural.export_structural_tag` (same arguments and errors)."""
+    from .grammar_structural import export_structural_tag as export
+
+    return export(template, **options)

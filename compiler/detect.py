@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from .load import catalogue_entries, catalogue_names
+from .catalogue import catalogue_entries, catalogue_names
 from .samples import (SAMPLES, THINKING_SWITCHES, TOOLS, ChatTemplate, assistant_message, conversations,
                       read_chat_template, render_or_none, split_turn, thinking_switch)
 

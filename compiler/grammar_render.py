@@ -430,7 +430,7 @@ def export_grammar(template, fmt: str = "lark", *, tools: list | None = None, to
         StructuralTagError (a GrammarExportError): a template the structural tag cannot express.
         ValueError: an unknown format.
     """
-    from .api import compile_source
+    from .source import read_template as compile_source
     from .grammar_ir import build_grammar_ir
 
     if fmt == STRUCTURAL_TAG:

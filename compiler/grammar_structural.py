@@ -408,7 +408,7 @@ def export_structural_tag(template, *, tools: list | None = None, tool_choice: s
         TemplateError: a bad template. StructuralTagError / GrammarExportError: as
         :func:`build_structural_tag`.
     """
-    from .api import compile_source
+    from .source import read_template as compile_source
 
     compiled = compile_source(template)
     return build_structural_tag(compiled.template, tools, tool_choice=tool_choice, parallel=parallel,

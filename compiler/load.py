@@ -19,11 +19,12 @@ import functools
 import json
 import os
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from respc.runtime.errors import TemplateError
+
+from .catalogue import catalogue_entries, catalogue_names, is_catalogue_name, nearest_names, read_catalogue
 
 __all__ = ["LoadedTemplate", "load_template", "catalogue_names", "catalogue_entries", "is_catalogue_name",
            "MAX_FILE_BYTES"]
@@ -47,33 +48,6 @@ class LoadedTemplate:
     source: str
     path: Path | None = None
     note: str | None = None
-
-
-def catalogue_names() -> list[str]:
-    """Return the sorted names of the catalogue templates shipped in ``respc.templates``."""
-    root = resources.files("respc.templates")
-    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".json"))
-
-
-def catalogue_entries() -> list[dict]:
-    """The catalogue with its models: one dict per template, in name order.
-
-    Read from ``templates/catalogue.jsonl`` (shipped as ``respc.templates``; one JSON object per
-    line: ``family``, ``models`` (str), ``thinking_switch`` (str | None); a test keeps it equal
-    to ``tests/cases/families/*.json``). A template without a line there gets ``models: ""``.
-
-    Returns:
-        list[dict]: ``{"family": str, "models": str, "thinking_switch": str | None}`` per
-        catalogue template.
-    """
-    resource = resources.files("respc.templates") / "catalogue.jsonl"
-    known = {}
-    if resource.is_file():
-        for line in resource.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                entry = json.loads(line)
-                known[entry["family"]] = entry
-    return [known.get(name, {"family": name, "models": "", "thinking_switch": None}) for name in catalogue_names()]
 
 
 #: bytes of a JSON file read as a template or tokenizer_config.json (docs/security.md, "Limits");
@@ -126,7 +100,7 @@ def _from_tokenizer_config(path: Path) -> LoadedTemplate:
 
 @functools.lru_cache(maxsize=32)
 def _detect(chat: Any) -> Any:
-    from .detect import detect  # late: detect imports this module and every generated parser
+    from .detect import detect  # late: detect imports every generated parser (it never imports this module)
 
     return detect(chat)
 
@@ -163,43 +137,8 @@ def _from_chat_template(where: Path, why: str, source: str, key: str | None = No
     return LoadedTemplate(loaded.document, loaded.source, loaded.path, note)
 
 
-def _nearest_names(name: str) -> str:
-    """``did you mean 'qwen3'?`` for a mistyped catalogue name (close names by difflib, or names that
-    start with it), else a pointer to ``respc list``; never the whole catalogue."""
-    import difflib
-
-    names = catalogue_names()
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.75)
-    close += [known for known in names if known.startswith(name) and known not in close][:3 - len(close)]
-    if close:
-        return "did you mean " + " or ".join(repr(known) for known in close) + "? `respc list` shows them all"
-    return f"`respc list` shows the {len(names)} catalogue templates"
-
-
 def _from_catalogue(name: str) -> LoadedTemplate:
-    resource = resources.files("respc.templates") / f"{name}.json"
-    source = f"templates/{name}.json"
-    try:
-        document = json.loads(resource.read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as exc:
-        raise TemplateError(f"not valid JSON at line {exc.lineno}: {exc.msg}", source=source) from None
-    return LoadedTemplate(document, source, Path(str(resource)))
-
-
-def is_catalogue_name(spec: Any) -> bool:
-    """True when ``spec`` is a bare catalogue name: a ``str`` holding no path separator and not
-    ending in ``.json`` that names a template shipped in ``respc.templates`` (README "Use";
-    docs/security.md, "Catalogue names").
-
-    Such a name means the catalogue template even when a folder or file of that name is in the
-    working directory, so nothing placed there can stand in for it (issue 23, item 10); a path
-    says so: ``./qwen3``, ``models/qwen3``, ``qwen3.json``. An ``os.PathLike`` is always a path.
-    """
-    if not isinstance(spec, str) or not spec or spec.endswith(".json"):
-        return False
-    if "/" in spec or os.sep in spec or (os.altsep and os.altsep in spec) or spec in (".", ".."):
-        return False
-    return (resources.files("respc.templates") / f"{spec}.json").is_file()
+    return LoadedTemplate(*read_catalogue(name))
 
 
 def load_template(spec: Any) -> LoadedTemplate:
@@ -266,6 +205,6 @@ def load_template(spec: Any) -> LoadedTemplate:
         return LoadedTemplate(document, str(path), path)
     name = str(spec)
     if isinstance(spec, str) and "/" not in name and os.sep not in name and not name.endswith(".json"):
-        raise TemplateError(f"no such file, and no catalogue template of that name ({_nearest_names(name)})",
+        raise TemplateError(f"no such file, and no catalogue template of that name ({nearest_names(name)})",
                             source=name)
     raise TemplateError("no such file or directory", source=name)

@@ -50,7 +50,6 @@ from typing import Any
 
 import regex
 
-from .decoders import Boundary, json_boundary, pythonic_boundary
 from .errors import ContentParseError
 from .pythonic import parse_pythonic
 from .repair import NOTES, repair_json_text
