@@ -178,7 +178,7 @@ def _assert_inert(source: str) -> None:
     assert sum(1 for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "globals") == len(scoped)
     # every call in the module is to a known function
     callees = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    assert callees <= {"_rt.check_abi", "_rt.make_field_processor", "_rt.Region", "_rt.Edge", "_rt.make_boundary",
+    assert callees <= {"_rt.check_abi", "_rt.make_field_processor", "_rt.Region", "_rt.Plan", "_rt.Edge", "_rt.make_boundary",
                        "regex.compile", "frozenset", "len", "float", "buf.find", "m.span", "m.start", "q.start",
                        "j.start", "literal_hold", "ResponseParser", "_rt.parse_many", "_rt.lead_search", "_rt.barrier_search",
                        "_rt.partial_search", "_rt.partial_late", "_rt.partial_barrier", "_rt.window_partial",
