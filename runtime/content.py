@@ -384,7 +384,7 @@ def _repair_json(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
 
 
 # --------------------------------------------------------------------------------------------
-# Structured parsers: xml-inline and kv-lines, and their value_parser (a switch in v2).
+# Structured parsers: xml-inline, and the value_parser of xml-inline and kv-lines (a switch in v2).
 
 #: ``value_parser(raw, selector)``: parse one value; ``selector`` is the text the switch group
 #: captured (``None`` when it did not take part or the value parser is not a switch).
@@ -669,49 +669,6 @@ def _repair_xml_inline(args: dict) -> Callable[[str], "tuple[Any, list[str]] | N
         return parse(text, raws), notes
 
     return fix
-
-
-def _make_kv_lines(args: dict) -> ContentParser:
-    line_sep = args.get("line_sep", "\n")
-    kv_sep = args.get("kv_sep", ":")
-    prepare = _make_text(args)
-    sub_parse, switch = _make_value_parser(args.get("value_parser"))
-    skip = args.get("unmatched", "error") == "skip"
-    if switch is not None and switch != "key":
-        return _failing("kv-lines", f"value_parser can only switch on 'key', not {switch!r}")
-
-    def parse_kv_lines(text: str) -> dict:
-        out: dict[str, Any] = {}
-        try:
-            lines = text.split(line_sep)
-        except (ValueError, TypeError) as exc:
-            raise _error("kv-lines", f"with line_sep {line_sep!r}", text, exc) from exc
-        at = 0  # offset of the current line in the body
-        for line in lines:
-            offset, at = at, at + len(line) + len(line_sep)
-            whole, line = line, prepare(line)
-            try:
-                if not line or line.isspace():
-                    continue
-                lacks = kv_sep not in line
-                if not lacks:
-                    key, value = line.split(kv_sep, 1)
-            except (ValueError, TypeError) as exc:
-                raise _error("kv-lines", f"with kv_sep {kv_sep!r}", text, exc) from exc
-            if lacks:
-                if skip:
-                    continue
-                offset += len(whole) - len(whole.lstrip())
-                shown = line.strip() if len(line.strip()) <= 60 else line.strip()[:57] + "..."
-                raise ContentParseError(
-                    f"kv-lines: the line at offset {offset} of the body has no {kv_sep!r}: {shown!r}."
-                    f"\nContent: {text!r}")
-            value = prepare(value)
-            key = prepare(key)
-            out[key] = value if sub_parse is None else sub_parse(value, key)
-        return out
-
-    return parse_kv_lines
 
 
 # --------------------------------------------------------------------------------------------

@@ -344,8 +344,9 @@ def make_field_processor(
         the merged ``groupdict()`` of the open and close matches (deviation D4; may be empty).
         Its attributes ``content_parser`` and ``content_args`` are ``content`` and
         ``content_args`` (read by ``respc.openai``), ``repair`` is the ``errors="recover"`` form,
-        ``partial`` reads a body still being written (``xml-inline`` and ``kv-lines`` with
-        ``"unmatched": "skip"``: its cut-off last tag or line is not an error; D7).
+        ``partial`` reads a body still being written with the format's ``lenient`` arguments
+        (``runtime/formats``: ``xml-inline`` and ``kv-lines`` read it with ``"unmatched": "skip"``,
+        so its cut-off last tag or line is not an error; D7).
 
     Raises:
         ContentParseError: (from ``process``) the body does not parse, or ``transform_each``
@@ -416,10 +417,10 @@ def make_field_processor(
 
     process.repair = repair
     process.partial = process
-    if content in ("xml-inline", "kv-lines") and args.get("unmatched", "error") != "skip":
+    lenient = record.lenient(args) if record is not None and record.lenient is not None else None
+    if lenient is not None:
         # a body still being written ends in a cut-off tag or line, text no match accounts for
-        # yet (D7): respc.openai reads such a body with "unmatched": "skip" to stream what is done
-        lenient = {**args, "unmatched": "skip"}
+        # yet (D7): respc.openai reads such a body leniently (the format's ``lenient`` arguments)
         lenient_parse: Callable[[str], Any] | None = None
 
         def partial(body: str, captures: dict) -> Any:

@@ -116,6 +116,9 @@ class Format:
             ``join`` check; None when it may be a str.
         since (int): the template language version that introduced it (1, or 2 for ``pythonic``,
             ``xml-tree``).
+        lenient (Callable[[dict], dict | None] | None): the arguments that read a body still being
+            written (``respc.openai`` streams what is done of it: ``Region.process.partial``), or None
+            when the strict reading does.
     """
 
     name: str
@@ -131,6 +134,7 @@ class Format:
     grammar: Callable[[dict], str] | None = None
     never_string: str | None = None
     since: int = 1
+    lenient: Callable[[dict], "dict | None"] | None = None
 
 
 def no_problems(args: dict, where: str = "content_args") -> Problems:

@@ -40,6 +40,12 @@ def _split(pattern: str) -> tuple[regex.Pattern, str] | None:
     return (opening, after) if "key" in opening.groupindex else None
 
 
+def lenient(args: dict) -> dict | None:
+    """The arguments that read a body still being written, which may end in a cut-off tag
+    (``"unmatched": "skip"``); None when ``args`` already read it so."""
+    return {**args, "unmatched": "skip"} if args.get("unmatched", "error") != "skip" else None
+
+
 def plan(field) -> Plan:
     """Only its closer ends it; an empty body reads as ``{}``. A tool field named by an open-delimiter group
     whose arguments are the body streams them: ``xml-tree`` values (MiniMax-M3: ``CLOSE`` names the key by
@@ -74,4 +80,4 @@ def plan(field) -> Plan:
 
 
 FORMAT = Format("xml-inline", True, check, plan, _make_xml_inline, repair=_repair_xml_inline, repair_on_success=True,
-                grammar=_grammar_any, never_string="a dict")
+                grammar=_grammar_any, never_string="a dict", lenient=lenient)
