@@ -155,8 +155,9 @@ def unmatched_problems(args: dict) -> Problems:
     return []
 
 
-def value_parser_problems(args: dict, where: str, groups: tuple[str, ...] | None) -> Problems:
-    """Check ``value_parser`` of xml-inline (``groups``: the tag_pattern's) or kv-lines (None)."""
+def value_parser_problems(args: dict, where: str, groups: tuple[str, ...] | None, parser: str = "") -> Problems:
+    """Check ``value_parser`` of a format whose values it reads: ``groups`` are the names a switch may
+    name (xml-inline: the tag_pattern's groups), None when only ``"key"`` (the format ``parser``)."""
     from . import FORMATS, content_args_problems
 
     def spec_problems(spec: dict, path: str) -> Problems:
@@ -182,7 +183,7 @@ def value_parser_problems(args: dict, where: str, groups: tuple[str, ...] | None
                              "['switch', 'cases', 'default'])"))
     group = value_parser["switch"]
     if groups is None and group != "key":
-        problems.append(("", f"kv-lines value_parser can only switch on \"key\", got {group!r}"))
+        problems.append(("", f"{parser} value_parser can only switch on \"key\", got {group!r}"))
     elif groups is not None and (not isinstance(group, str) or group not in groups):
         problems.append(("", f"value_parser switch {group!r} is not a named group of tag_pattern "
                              f"(groups: {list(groups)})"))

@@ -15,7 +15,7 @@ def check(args: dict, where: str = "content_args") -> Problems:
     for sep_key in ("line_sep", "kv_sep"):
         if sep_key in args and not (isinstance(args[sep_key], str) and args[sep_key]):
             problems.append(("", f"kv-lines '{sep_key}' must be a non-empty string"))
-    return problems + unmatched_problems(args) + value_parser_problems(args, where, None)
+    return problems + unmatched_problems(args) + value_parser_problems(args, where, None, "kv-lines")
 
 
 def make(args: dict) -> ContentParser:
