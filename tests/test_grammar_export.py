@@ -234,7 +234,7 @@ ST_CANNOT = {
     "plamo3": "nested in a section", "minimax_m3": "nested in a section",
     "spark2_5": "xml-inline", "gemma2": "no tool-call field",
     "ling3": "xml-inline", "step3p5": "xml-inline", "muse_glimmer": "nested in a section",
-    "gigachat3_5": "nested in a section", "k2_horizon": "does not end in literal strings",
+    "gigachat3_5": "nested in a section", "k2_horizon": "does not end in literal strings", "zaya": "xml-inline",
 }
 #: vector id -> why the structural tag rejects an output the parser reads
 ST_GAPS: dict[str, str] = json.loads((REPO / "tests" / "cases" / "structural_tag_gaps.json").read_text(encoding="utf-8"))
