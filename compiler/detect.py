@@ -10,7 +10,8 @@ signatures, "return a JSON object within <tool_call></tool_call>"). Model names 
    prompt is the render without the assistant message, with ``add_generation_prompt``), under a
    few input shapes (with and without a system message, a ``/no_think`` or ``/think`` system
    message when the template mentions one, tool-call arguments as a dict or as a JSON string,
-   tool-call content ``None`` or ``""``), because chat templates differ in what they accept. A
+   tool-call content ``None`` or ``""``), because chat templates differ in what they accept; a
+   template that fails on every way of offering the sample tools is rendered without tools. A
    template whose generation prompt adds text that its history turns lack (``<think>\n``
    pre-opened for the new turn, while history turns drop their reasoning) has its history turns
    parsed after the text they really follow too.
@@ -256,7 +257,13 @@ def detect(chat: ChatTemplate) -> Detection:
     accepted: dict[str, bool] = {name: False for name in SAMPLES}
     for variables in variable_sets:
         for head in conversations(chat):
+            offer = True
             prompt = render_or_none(chat, head, True, variables)
+            if prompt is None:
+                # a template that fails on every tool shape (llama.cpp's deepseek-r1 template pipes
+                # ``map`` into ``tojson``) still shows its turns without tools
+                offer = False
+                prompt = render_or_none(chat, head, True, variables, offer_tools=False)
             if prompt is None:
                 continue
             prompts.append(prompt)
@@ -266,7 +273,7 @@ def detect(chat: ChatTemplate) -> Detection:
                 for as_json in (False, True):
                     for empty in (None, ""):
                         message = assistant_message(sample, as_json, empty)
-                        full = render_or_none(chat, head + [message], False, variables)
+                        full = render_or_none(chat, head + [message], False, variables, offer_tools=offer)
                         if full is None:
                             continue
                         accepted[name] = True

@@ -228,12 +228,13 @@ ST_CANNOT = {
     "minimax_m2": "xml-inline", "nemotron3_nano": "xml-inline", "qwen3_5": "xml-inline", "qwen3_coder": "xml-inline",
     "seed_oss": "xml-inline", "step3": "xml-inline", "llama4_pythonic": "pythonic", "olmo3": "nested in a section",
     "kimi_vl": "no tool-call field", "olmo3_think": "no tool-call field",
-    "deepseek_v4": "nested in a section", "minimax_m1": "nested in a section", "kimi_k3": "nested in a section",
+    "deepseek_v4": "nested in a section", "deepseek_v4_1": "nested in a section", "minimax_m1": "nested in a section",
+    "kimi_k3": "nested in a section",
     "minicpm4": "xml-inline", "hyperclovax_seed_think": "xml-inline", "solar_open2": "xml-inline",
     "plamo3": "nested in a section", "minimax_m3": "nested in a section",
     "spark2_5": "xml-inline", "gemma2": "no tool-call field",
     "ling3": "xml-inline", "step3p5": "xml-inline", "muse_glimmer": "nested in a section",
-    "gigachat3_5": "nested in a section", "k2_horizon": "does not end in literal strings",
+    "gigachat3_5": "nested in a section", "k2_horizon": "does not end in literal strings", "zaya": "xml-inline",
 }
 #: vector id -> why the structural tag rejects an output the parser reads
 ST_GAPS: dict[str, str] = json.loads((REPO / "tests" / "cases" / "structural_tag_gaps.json").read_text(encoding="utf-8"))
