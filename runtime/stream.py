@@ -519,8 +519,16 @@ class LazyPattern:
         return self._compile().fullmatch(*args, **kwargs)
 
 
-#: lead_search: leads found where the pattern does not match before the engine takes over
+#: lead_search: leads found where the pattern does not match before the engine takes over, when
+#: they come closer together than LEAD_SPAN characters on average
 LEAD_MISSES = 16
+#: lead_search: characters per miss (on average since the search began) under which the misses
+#: count as dense and the engine takes over. The engine tries a lead-less pattern at every offset
+#: (about 3-75 ns a character: a lookahead opener, an optional head) and a miss costs one Python
+#: step and one anchored match (about 1 us), so sparse leads (a ``[`` every 2 kB of prose, issue
+#: 33) stay with ``str.find`` and dense ones (a JSON array of arrays) go to the engine.
+LEAD_SPAN = 256
+_str_find = str.find
 #: lead_search: the first window it looks for leads in (characters; doubled while none is there)
 LEAD_WINDOW = 4096
 
@@ -539,36 +547,58 @@ def lead_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...]) -> Any
     Returns:
         the match ``pattern.search(buf, pos)`` gives (the same object type), or None.
 
-    After ``LEAD_MISSES`` places where a lead starts but the pattern does not match, the engine
-    searches the rest itself (no match starts before: every start has a lead there).
+    After ``LEAD_MISSES`` places where a lead starts but the pattern does not match, when they
+    lie fewer than ``LEAD_SPAN`` characters apart on average, the engine searches the rest itself
+    (no match starts before: every start has a lead there). Either way the work is linear: each
+    miss moves the search on by at least one character, and the misses cost at most a constant
+    per ``LEAD_SPAN`` characters searched before the engine takes over.
     """
     match = pattern.match
     n = len(buf)
+    began = pos
     longest = max(map(len, leads))
     misses = 0
     window = LEAD_WINDOW
+    # Per lead, its last answer: (its first occurrence from an earlier start, or -1 for none that
+    # ends by the stop searched; that stop). The window's end stays put while misses move pos on,
+    # so after a miss only the lead that missed is searched again.
+    known: dict = {}
+    end = pos + window
     while True:
-        # The leftmost lead from pos, looked for in a window that doubles while it holds none, and
-        # each later lead only where it would start first: every search costs about the distance
-        # to the answer, not to the text's end (a lead that never comes would cost a whole scan
-        # per call otherwise, and a text with many calls one scan per call).
-        end = pos + window
+        # The leftmost lead from pos, looked for in a window that doubles while it holds none:
+        # every search costs about the distance to the answer, not to the text's end (a lead that
+        # never comes would cost a whole scan per call otherwise, and a text with many calls one
+        # scan per call).
         at = -1
         for lead in leads:
-            k = buf.find(lead, pos, end if at < 0 else at + len(lead) - 1)
-            if k >= 0:
+            hit = known.get(lead)
+            if hit is None or 0 <= hit[0] < pos:
+                # (one character: the C search itself, memchr, not a whole text's find)
+                k = _str_find(buf, lead, pos, end) if len(lead) == 1 else buf.find(lead, pos, end)
+                known[lead] = (k, end)
+            elif hit[0] < 0 and hit[1] < end:
+                # none ended by the last stop: only the characters after it can hold one
+                more = hit[1] - len(lead) + 1
+                k = buf.find(lead, more if more > pos else pos, end)
+                known[lead] = (k, end)
+            else:
+                k = hit[0]
+            if k >= 0 and (at < 0 or k < at):
                 at = k
         if at < 0:
             if end >= n:
                 return None
-            pos = end - longest + 1  # an occurrence ending by end was looked at
+            more = end - longest + 1  # an occurrence ending by end was looked at
+            if more > pos:
+                pos = more
             window *= 2
+            end = pos + window
             continue
         m = match(buf, at)
         if m is not None:
             return m
         misses += 1
-        if misses == LEAD_MISSES:
+        if misses >= LEAD_MISSES and at - began < misses * LEAD_SPAN:
             return pattern.search(buf, at + 1)
         pos = at + 1
 

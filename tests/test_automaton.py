@@ -461,3 +461,36 @@ def test_module_import_compiles_no_delimiter(monkeypatch):
 def test_example_text(pattern, text):
     """example_text: a real text a delimiter pattern matches, for respc check's messages."""
     assert example_text(pattern) == text
+
+
+def test_lead_search_sparse_misses_stay_with_find():
+    """Issue 33: leads that miss but lie far apart (a ``[`` every few hundred characters of prose)
+    are looked for with ``str.find`` past LEAD_MISSES, and the engine (which tries a lead-less
+    pattern at every offset) is not asked; dense misses still go to the engine. Same answers as
+    ``pattern.search`` from every position tried."""
+    from respc.runtime.stream import LEAD_MISSES, LEAD_SPAN
+
+    xlam = r'<tool_call>|\[TOOL_CALLS\]|```(?:json)?\s*(?=\[\s*\{\s*"name")|(?=\[\s*\{\s*"name")'
+    compiled, leads = regex.compile(xlam, regex.DOTALL), classify_pattern(xlam).leads
+
+    class Counted:
+        searches = 0
+
+        def match(self, *args):
+            return compiled.match(*args)
+
+        def search(self, *args):
+            Counted.searches += 1
+            return compiled.search(*args)
+
+    unit = "prose " * (LEAD_SPAN // 5) + "items[0] "
+    for misses, tail, dense in ((LEAD_MISSES * 3, '[{"name": 1}]', False), (LEAD_MISSES * 3, "", False),
+                                (LEAD_MISSES * 3, '[{"name": 1}]', True)):
+        text = ("a[0] " if dense else unit) * misses + tail
+        for pos in (0, 1, len(text) // 3, len(text) - len(tail)):
+            Counted.searches = 0
+            want, got = compiled.search(text, pos), lead_search(Counted(), text, pos, leads)
+            assert (want and want.span()) == (got and got.span()), (misses, tail, dense, pos)
+            if not dense:
+                assert Counted.searches == 0, "sparse misses went to the engine"
+        assert dense is (Counted.searches > 0) or pos > len(text) // 2
