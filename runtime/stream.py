@@ -839,6 +839,14 @@ def partial_late(pattern: Any, late: Any, buf: str, pos: int, leads: tuple[str, 
     return found
 
 
+#: barrier_search: factors looked at one by one before the engine takes over, when they come
+#: closer together than BARRIER_SPAN characters on average
+BARRIER_ROUNDS = 8
+BARRIER_SPAN = 256
+#: barrier_search: candidates of one factor that reach it and then fail, before the engine takes over
+BARRIER_TRIES = 4
+
+
 def barrier_search(pattern: Any, buf: str, pos: int, factor: str, barrier: str) -> Any:
     """``pattern.search(buf, pos)`` for a pattern every match of which is ``P + factor + ...``
     where ``P`` never consumes ``barrier`` after its first character (compiler/automaton.py
@@ -847,6 +855,20 @@ def barrier_search(pattern: Any, buf: str, pos: int, factor: str, barrier: str) 
     engine searches from there, since no match starts before it (issue 14: a complete text's
     search, where the engine would otherwise try the pattern at every offset from ``pos``).
 
+    Factor by factor (issue 33): a match that starts at or before that factor runs to its end at
+    least (its factor is that one or a later one), so its path reaches the end of the window from
+    the barrier to the factor's end, where the engine reports it as partial. The engine searches
+    that window only (for a pattern whose matches do not depend on where the text ends,
+    :func:`_windowable`); no candidate there: none starts before the factor's end, and the next
+    factor is looked at; a candidate is confirmed by matching it over the whole text. A factor
+    that belongs to another delimiter (muse_glimmer's ``to=self<|message|>`` before its
+    tool-message opener ``...to=[^\\s<]+<|message|>\\s*<atem:function_calls>``, which the engine
+    searched at 33 ns a character to the end of the text) then costs its window, not the rest of
+    the text. The engine takes the rest itself when the window holds a complete match (an earlier
+    partial one might be hidden behind it), after :data:`BARRIER_TRIES` candidates of one window
+    that fail, or when factors come closer together than :data:`BARRIER_SPAN` characters after
+    :data:`BARRIER_ROUNDS` of them: every answer is the engine's, and the work stays linear.
+
     Args:
         pattern: a compiled ``regex`` pattern.
         buf (str): the text; pos (int): where the search starts.
@@ -854,14 +876,46 @@ def barrier_search(pattern: Any, buf: str, pos: int, factor: str, barrier: str) 
         barrier (str): one character.
 
     Returns:
-        the match ``pattern.search(buf, pos)`` gives (the same object), or None: None at once
-        when no ``factor`` follows ``pos``.
+        the match ``pattern.search(buf, pos)`` gives (the same span and groups), or None: None
+        at once when no ``factor`` follows ``pos``.
     """
     at = buf.find(factor, pos)
     if at < 0:
         return None
     back = buf.rfind(barrier, pos, at)
-    return pattern.search(buf, back if back > pos else pos)
+    lo = back if back > pos else pos
+    if not _windowable(pattern):
+        return pattern.search(buf, lo)
+    began = pos
+    rounds = 0
+    while True:
+        rounds += 1
+        if rounds > BARRIER_ROUNDS and at - began < rounds * BARRIER_SPAN:
+            return pattern.search(buf, lo)  # factors close together: the engine itself
+        end = at + len(factor)
+        start = lo
+        tries = 0
+        while True:
+            # a candidate: a start in [start, at] whose path reaches end
+            w = pattern.search(buf, start, end, partial=True)
+            if w is None or w.start() > at:
+                break  # none: no match starts in [lo, at]
+            if not w.partial:
+                return pattern.search(buf, lo)  # complete in the window: the engine decides
+            t = w.start()
+            found = pattern.match(buf, t)
+            if found is not None:
+                return found  # nothing matches from [lo, t): the leftmost match
+            tries += 1
+            if tries == BARRIER_TRIES:
+                return pattern.search(buf, t + 1)
+            start = t + 1
+        pos = at + 1
+        at = buf.find(factor, pos)
+        if at < 0:
+            return None
+        back = buf.rfind(barrier, pos, at)
+        lo = back if back > pos else pos
 
 
 def literal_hold(buf: str, lo: int, firsts: str, prefixes: frozenset) -> int:

@@ -356,10 +356,12 @@ def test_barrier_search_is_the_engines_search(pieces, pos):
 def test_barrier_search_skips_text_without_the_factor():
     """No factor after the position: no match, and the engine is not asked (it would scan on)."""
     class Spy:
+        pattern = "x"  # (a pattern whose matches do not depend on where the text ends)
+
         def __init__(self):
             self.asked = []
 
-        def search(self, text, pos):
+        def search(self, text, pos, *rest, **options):
             self.asked.append(pos)
 
     spy = Spy()
@@ -494,3 +496,63 @@ def test_lead_search_sparse_misses_stay_with_find():
             if not dense:
                 assert Counted.searches == 0, "sparse misses went to the engine"
         assert dense is (Counted.searches > 0) or pos > len(text) // 2
+
+
+_MUSE_OPENS = (r"(?:<\|start\|>assistant)?[ \t]*to=self[ \t]*<\|message\|>",
+               r"(?:<\|start\|>assistant)?[ \t]*to=[^\s<]+[ \t]*<\|message\|>\s*<atem:function_calls>",
+               r"(?:<\|start\|>assistant)?[ \t]*to=user[ \t]*<\|message\|>")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(["to=self", "to=user", "to=weather.get", "<|message|>", "<atem:function_calls>",
+                                 "<|start|>assistant", " ", "\t", "\n", "x", "<", "g", "ab", "<|content_invoke_tool_json|>",
+                                 "<|message_model|>", '{"name"', "[", "{", " to=functions.get"]), max_size=16),
+       st.sampled_from([(8, 256, 4), (1, 10**6, 1), (2, 1, 2)]))
+def test_barrier_search_factor_by_factor(pieces, limits):
+    """Issue 33: ``barrier_search`` looks at one factor at a time (a window from the barrier to
+    the factor's end, candidates confirmed over the whole text) and hands the rest to the engine
+    after a few rounds or tries (``limits``: rounds, span, tries, small here so every way out
+    runs): from every position it gives the engine's own match, span and groups, on texts where
+    the first factors belong to other delimiters (muse_glimmer's to=self header before a tool
+    message)."""
+    from respc.runtime import stream
+
+    text = "".join(pieces)
+    saved = stream.BARRIER_ROUNDS, stream.BARRIER_SPAN, stream.BARRIER_TRIES
+    stream.BARRIER_ROUNDS, stream.BARRIER_SPAN, stream.BARRIER_TRIES = limits
+    try:
+        for pattern in _MUSE_OPENS + (_INKLING_OPEN, _GPT_OSS_OPEN, r'(?=\{\s*"name")', r"[^<]*<b>"):
+            compiled = regex.compile(pattern, regex.DOTALL)
+            factor, barrier = barrier_plan(pattern)
+            for at in range(len(text) + 1):
+                want, got = compiled.search(text, at), barrier_search(compiled, text, at, factor, barrier)
+                assert (want and (want.span(), want.groups())) == (got and (got.span(), got.groups())), \
+                    (pattern, text, at)
+    finally:
+        stream.BARRIER_ROUNDS, stream.BARRIER_SPAN, stream.BARRIER_TRIES = saved
+
+
+def test_barrier_search_muse_reasoning_header_first():
+    """The issue-33 case as the benchmark builds it: muse_glimmer's reasoning header
+    ``to=self<|message|>`` at the start, long prose, then a tool message. The tool-message
+    opener's search looks at the header's window, then at the call's, and the engine is never
+    asked to search the prose (it took 33 ns a character: 3.3 ms over 100 kB)."""
+    pattern = regex.compile(_MUSE_OPENS[1], regex.DOTALL)
+    prose = "Check the wind, a < b, then go. " * 3000
+    text = ("to=self<|message|>" + prose + "<|eom|><|start|>assistant to=weather.get<|message|>"
+            "<atem:function_calls>\n<atem:invoke name=\"weather.get\">")
+    asked = []
+
+    class Spy:
+        pattern = _MUSE_OPENS[1]
+
+        def search(self, text, pos, end=None, **options):
+            asked.append((pos, end))
+            return pattern.search(text, pos, end, **options)
+
+        def match(self, text, pos):
+            return pattern.match(text, pos)
+
+    got = barrier_search(Spy(), text, 0, "<|message|>", "<")
+    assert got.span() == pattern.search(text).span() == (len("to=self<|message|>" + prose) + 7, text.index("\n<atem:inv"))
+    assert all(end is not None and end - pos < 100 for pos, end in asked), asked
