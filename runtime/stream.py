@@ -845,6 +845,10 @@ BARRIER_ROUNDS = 8
 BARRIER_SPAN = 256
 #: barrier_search: candidates of one factor that reach it and then fail, before the engine takes over
 BARRIER_TRIES = 4
+#: barrier_search: with at most this many characters after a factor the engine searches from its
+#: barrier itself (two engine calls per factor cost 1-2 us more than one, a 4 kB scan of prose
+#: about as much on most patterns)
+BARRIER_LONG = 4096
 
 
 def barrier_search(pattern: Any, buf: str, pos: int, factor: str, barrier: str) -> Any:
@@ -864,7 +868,8 @@ def barrier_search(pattern: Any, buf: str, pos: int, factor: str, barrier: str) 
     that belongs to another delimiter (muse_glimmer's ``to=self<|message|>`` before its
     tool-message opener ``...to=[^\\s<]+<|message|>\\s*<atem:function_calls>``, which the engine
     searched at 33 ns a character to the end of the text) then costs its window, not the rest of
-    the text. The engine takes the rest itself when the window holds a complete match (an earlier
+    the text. The engine takes the rest itself when at most :data:`BARRIER_LONG` characters follow
+    the factor, when the window holds a complete match (an earlier
     partial one might be hidden behind it), after :data:`BARRIER_TRIES` candidates of one window
     that fail, or when factors come closer together than :data:`BARRIER_SPAN` characters after
     :data:`BARRIER_ROUNDS` of them: every answer is the engine's, and the work stays linear.
@@ -890,8 +895,10 @@ def barrier_search(pattern: Any, buf: str, pos: int, factor: str, barrier: str) 
     rounds = 0
     while True:
         rounds += 1
-        if rounds > BARRIER_ROUNDS and at - began < rounds * BARRIER_SPAN:
-            return pattern.search(buf, lo)  # factors close together: the engine itself
+        if len(buf) - at <= BARRIER_LONG or (rounds > BARRIER_ROUNDS and at - began < rounds * BARRIER_SPAN):
+            # little text after the factor (a failed search costs little: one engine call, not
+            # a window's and a match's), or factors close together: the engine itself
+            return pattern.search(buf, lo)
         end = at + len(factor)
         start = lo
         tries = 0

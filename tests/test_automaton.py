@@ -507,19 +507,19 @@ _MUSE_OPENS = (r"(?:<\|start\|>assistant)?[ \t]*to=self[ \t]*<\|message\|>",
 @given(st.lists(st.sampled_from(["to=self", "to=user", "to=weather.get", "<|message|>", "<atem:function_calls>",
                                  "<|start|>assistant", " ", "\t", "\n", "x", "<", "g", "ab", "<|content_invoke_tool_json|>",
                                  "<|message_model|>", '{"name"', "[", "{", " to=functions.get"]), max_size=16),
-       st.sampled_from([(8, 256, 4), (1, 10**6, 1), (2, 1, 2)]))
+       st.sampled_from([(8, 256, 4, 0), (1, 10**6, 1, 0), (2, 1, 2, 0), (8, 256, 4, 20)]))
 def test_barrier_search_factor_by_factor(pieces, limits):
     """Issue 33: ``barrier_search`` looks at one factor at a time (a window from the barrier to
     the factor's end, candidates confirmed over the whole text) and hands the rest to the engine
     after a few rounds or tries (``limits``: rounds, span, tries, small here so every way out
-    runs): from every position it gives the engine's own match, span and groups, on texts where
+    runs; the last one: the engine alone with at most 20 characters after the factor): from every position it gives the engine's own match, span and groups, on texts where
     the first factors belong to other delimiters (muse_glimmer's to=self header before a tool
     message)."""
     from respc.runtime import stream
 
     text = "".join(pieces)
-    saved = stream.BARRIER_ROUNDS, stream.BARRIER_SPAN, stream.BARRIER_TRIES
-    stream.BARRIER_ROUNDS, stream.BARRIER_SPAN, stream.BARRIER_TRIES = limits
+    saved = stream.BARRIER_ROUNDS, stream.BARRIER_SPAN, stream.BARRIER_TRIES, stream.BARRIER_LONG
+    stream.BARRIER_ROUNDS, stream.BARRIER_SPAN, stream.BARRIER_TRIES, stream.BARRIER_LONG = limits
     try:
         for pattern in _MUSE_OPENS + (_INKLING_OPEN, _GPT_OSS_OPEN, r'(?=\{\s*"name")', r"[^<]*<b>"):
             compiled = regex.compile(pattern, regex.DOTALL)
@@ -529,14 +529,14 @@ def test_barrier_search_factor_by_factor(pieces, limits):
                 assert (want and (want.span(), want.groups())) == (got and (got.span(), got.groups())), \
                     (pattern, text, at)
     finally:
-        stream.BARRIER_ROUNDS, stream.BARRIER_SPAN, stream.BARRIER_TRIES = saved
+        stream.BARRIER_ROUNDS, stream.BARRIER_SPAN, stream.BARRIER_TRIES, stream.BARRIER_LONG = saved
 
 
 def test_barrier_search_muse_reasoning_header_first():
     """The issue-33 case as the benchmark builds it: muse_glimmer's reasoning header
     ``to=self<|message|>`` at the start, long prose, then a tool message. The tool-message
-    opener's search looks at the header's window, then at the call's, and the engine is never
-    asked to search the prose (it took 33 ns a character: 3.3 ms over 100 kB)."""
+    opener's search looks at the header's window, then (BARRIER_LONG characters or fewer after
+    the call's factor) the engine searches from the call's barrier: it is never asked to search the prose (it took 33 ns a character: 3.3 ms over 100 kB)."""
     pattern = regex.compile(_MUSE_OPENS[1], regex.DOTALL)
     prose = "Check the wind, a < b, then go. " * 3000
     text = ("to=self<|message|>" + prose + "<|eom|><|start|>assistant to=weather.get<|message|>"
@@ -555,4 +555,6 @@ def test_barrier_search_muse_reasoning_header_first():
 
     got = barrier_search(Spy(), text, 0, "<|message|>", "<")
     assert got.span() == pattern.search(text).span() == (len("to=self<|message|>" + prose) + 7, text.index("\n<atem:inv"))
-    assert all(end is not None and end - pos < 100 for pos, end in asked), asked
+    # the header's window, then (little text after the call's factor) the engine from its barrier
+    assert all(end is not None and end - pos < 100 for pos, end in asked[:-1]), asked
+    assert asked[-1][0] >= len("to=self<|message|>" + prose), asked
