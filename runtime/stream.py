@@ -554,21 +554,48 @@ def lead_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...]) -> Any
     per ``LEAD_SPAN`` characters searched before the engine takes over.
     """
     match = pattern.match
+    # Until the first miss: the leftmost lead from pos, looked for in a window that doubles while
+    # it holds none, each later lead only where it would start first (every search costs about
+    # the distance to the answer, not to the text's end: a lead that never comes would cost a
+    # whole scan per call otherwise, and a text with many calls one scan per call), and the
+    # pattern matched there. Most searches (a tool call's opener) end in this loop.
+    n = len(buf)
+    window = LEAD_WINDOW
+    while True:
+        end = pos + window
+        at = -1
+        for lead in leads:
+            k = buf.find(lead, pos, end if at < 0 else at + len(lead) - 1)
+            if k >= 0:
+                at = k
+        if at >= 0:
+            m = match(buf, at)
+            if m is not None:
+                return m
+            return _lead_search_on(pattern, buf, at + 1, leads, window)
+        if end >= n:
+            return None
+        more = end - max(map(len, leads)) + 1  # an occurrence ending by end was looked at
+        if more > pos:
+            pos = more
+        window *= 2
+
+
+def _lead_search_on(pattern: Any, buf: str, pos: int, leads: tuple[str, ...], window: int) -> Any:
+    """:func:`lead_search` after its first miss, from ``pos`` (just after it), with a window of
+    ``window`` characters."""
+    match = pattern.match
     n = len(buf)
     began = pos
+    misses = 1
     longest = max(map(len, leads))
-    misses = 0
-    window = LEAD_WINDOW
     # Per lead, its last answer: (its first occurrence from an earlier start, or -1 for none that
     # ends by the stop searched; that stop). The window's end stays put while misses move pos on,
     # so after a miss only the lead that missed is searched again.
     known: dict = {}
     end = pos + window
     while True:
-        # The leftmost lead from pos, looked for in a window that doubles while it holds none:
-        # every search costs about the distance to the answer, not to the text's end (a lead that
-        # never comes would cost a whole scan per call otherwise, and a text with many calls one
-        # scan per call).
+        # as in lead_search, each lead's answer kept
         at = -1
         for lead in leads:
             hit = known.get(lead)
