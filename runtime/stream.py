@@ -551,7 +551,8 @@ def lead_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...]) -> Any
     lie fewer than ``LEAD_SPAN`` characters apart on average, the engine searches the rest itself
     (no match starts before: every start has a lead there). Either way the work is linear: each
     miss moves the search on by at least one character, and the misses cost at most a constant
-    per ``LEAD_SPAN`` characters searched before the engine takes over.
+    per ``LEAD_SPAN`` characters searched before the engine takes over. The engine calls share
+    the time limit of the scan that makes them (``_guard_scanner``).
     """
     match = pattern.match
     # Until the first miss: the leftmost lead from pos, looked for in a window that doubles while
@@ -899,7 +900,9 @@ def barrier_search(pattern: Any, buf: str, pos: int, factor: str, barrier: str) 
     the factor, when the window holds a complete match (an earlier
     partial one might be hidden behind it), after :data:`BARRIER_TRIES` candidates of one window
     that fail, or when factors come closer together than :data:`BARRIER_SPAN` characters after
-    :data:`BARRIER_ROUNDS` of them: every answer is the engine's, and the work stays linear.
+    :data:`BARRIER_ROUNDS` of them: every answer is the engine's, and the work stays linear. The
+    engine calls of one such search share the time limit of the scan that makes them (a bounded
+    pattern's limit is per scan position, ``_guard_scanner``), as the one search they replace did.
 
     Args:
         pattern: a compiled ``regex`` pattern.

@@ -558,3 +558,55 @@ def test_barrier_search_muse_reasoning_header_first():
     # the header's window, then (little text after the call's factor) the engine from its barrier
     assert all(end is not None and end - pos < 100 for pos, end in asked[:-1]), asked
     assert asked[-1][0] >= len("to=self<|message|>" + prose), asked
+
+
+def test_lead_and_barrier_searches_keep_one_time_limit(monkeypatch):
+    """Issue 33: a lead_search past its first miss and a barrier_search past its first window make
+    several engine calls for one search; with a bounded pattern (docs/security.md, "Limits") they
+    share the one time limit of the scan that makes them (it is set per scan position, not per
+    call), so a text with many sparse leads or factors cannot multiply it. Every engine call is
+    made to take 10 ms of the clock the limit reads: the limits handed to the engine go down call
+    after call."""
+    from respc.runtime import stream
+
+    clock = [0.0]
+
+    def tick():
+        clock[0] += 0.005  # two reads per call: 10 ms per engine call
+        return clock[0]
+
+    monkeypatch.setattr(stream.time, "perf_counter", tick)
+
+    class Parser:
+        _rxbase, _rxat, _rxspent, _rxt, _rxskip, _rxbuf = 0, -1, 0.0, None, None, None
+
+    handed = []
+
+    class Spy:
+        def __init__(self, compiled):
+            self.compiled = compiled
+            self.pattern = compiled.pattern
+
+        def search(self, *args, timeout=None, **options):
+            handed.append(timeout)
+            return self.compiled.search(*args, **options)
+
+        def match(self, *args, timeout=None, **options):
+            handed.append(timeout)
+            return self.compiled.match(*args, **options)
+
+    monkeypatch.setattr(stream._RUNNING, "parser", Parser())
+    lead = stream.BoundedPattern(Spy(regex.compile(r"<\|(?:tool|call)>\d", regex.DOTALL)), ("f", "open_pattern"))
+    text = ("prose " * 60 + "<|no ") * (stream.LEAD_MISSES + 4) + "<|call>7"
+    assert lead_search(lead, text, 0, ("<|",)).span() == (text.index("<|call>7"), len(text))
+    assert len(handed) == stream.LEAD_MISSES + 5
+    assert all(b < a for a, b in zip(handed[1:], handed[2:])), handed  # after the first miss: one limit
+
+    handed.clear()
+    Parser._rxat = -1
+    muse = stream.BoundedPattern(Spy(regex.compile(_MUSE_OPENS[1], regex.DOTALL)), ("f", "open_pattern"))
+    text = "to=self<|message|>" + "a < b, " * 2000 + "to=x<|message|> no" + "c < d, " * 2000 + \
+        "<|start|>assistant to=f<|message|><atem:function_calls>" + "e " * 3000
+    got = barrier_search(muse, text, 0, "<|message|>", "<")
+    assert got.span() == regex.compile(_MUSE_OPENS[1], regex.DOTALL).search(text).span()
+    assert len(handed) >= 4 and all(b < a for a, b in zip(handed, handed[1:])), handed
