@@ -356,7 +356,7 @@ def _filler(n: int) -> str:
     return text.rstrip() + "." if n > 1 else text
 
 
-def build(name: str, size: int, doc: dict | None = None, calls: int = N_TOOL_CALLS) -> str:
+def build(name: str, size: int, doc: dict | None = None, calls: int = N_TOOL_CALLS, prose=None) -> str:
     """A model output of about ``size`` characters for template ``name``: reasoning, answer, tool calls.
 
     Args:
@@ -365,22 +365,172 @@ def build(name: str, size: int, doc: dict | None = None, calls: int = N_TOOL_CAL
         doc: the template document (default: read from the catalogue).
         calls: how many tool calls end it (0: prose of the same size, for the benchmark's
             "without its calls" figures).
+        prose: ``prose(n) -> str`` of about ``n`` characters for the reasoning and the answer
+            (default: :data:`FILLER` repeated, the adversarial set; :func:`realistic_prose`
+            gives prose at the corpus's density of markup characters).
 
     Returns:
         str: the output text.
     """
     p = pieces(name, doc)
+    filler = prose if prose is not None else _filler
     calls = (p.tool_call or "") * calls
     room = max(size - len(calls), 64)
     parts = []
     if p.reasoning is not None:
         opener, closer = p.reasoning
         body = int(room * 0.7) - len(opener) - len(closer)
-        parts.append(opener + _filler(body) + closer)
+        parts.append(opener + filler(body) + closer)
         room -= len(parts[0])
-    parts.append(_filler(room))
+    parts.append(filler(room))
     parts.append(calls)
     return "".join(parts)
+
+
+# --- realistic prose (issue 33) ----------------------------------------------------------------
+
+#: the characters whose density in real outputs decides how often a delimiter search stops on a
+#: candidate: the first characters of most delimiters, and line ends
+MARKUP = "<[{|\n"
+CORPUS = REPO.parent / "shared" / "corpus"
+CORPUS_FILES = ("vectors.jsonl", "peer_vectors.jsonl", "peer_vectors2.jsonl")
+#: used when ../shared is absent: a few sentences of the kind real answers hold (densities
+#: close to the corpus's, measured 2026-12-04: per 1,000 characters '<' 1.57, '[' 0.47,
+#: '{' 0.39, '|' 0.31, newline 9.4 over 12,705 characters)
+FALLBACK_SAMPLE = (
+    "To compare the two lists, first sort them; the loop runs while i < n and stops at the end.\n"
+    "The result is stored in results[0], and the summary keeps the counts as {total, failed}.\n"
+    "Temperatures stay mild: about 21 degrees in Paris, 18 in Lyon, and the wind is light.\n"
+    "If the value is empty or None, the default is used. Use a | b to read either one.\n"
+    "Here is what I found about the weather this week, day by day, with a short note on rain.\n"
+    "The function returns early when the input is invalid, which keeps the common path short.\n"
+    "In short: the answer is yes, provided the limits hold, and x <= 10 in every case.\n"
+)
+
+
+def corpus_density() -> tuple[dict[str, float], str]:
+    """Per character of :data:`MARKUP`, how many there are per 1,000 characters of the prose of real
+    outputs, and where that was measured.
+
+    The prose is every ``expect.message`` ``reasoning_content`` and ``content`` string of
+    ``../shared/corpus/{vectors,peer_vectors,peer_vectors2}.jsonl`` (the text a parser routes as
+    reasoning and answer; tool calls are the families' own and come from their samples). Without
+    ``../shared`` it is :data:`FALLBACK_SAMPLE`.
+    """
+    texts, files = [], []
+    for fname in CORPUS_FILES:
+        path = CORPUS / fname
+        if not path.is_file():
+            continue
+        files.append(fname)
+        for line in path.read_text(encoding="utf-8").splitlines():
+            message = (json.loads(line).get("expect") or {}).get("message") or {}
+            texts += [v for k, v in message.items() if k in ("reasoning_content", "content") and isinstance(v, str)]
+    source = f"../shared/corpus ({', '.join(files)})" if files else "built-in fallback sample (no ../shared)"
+    text = "".join(texts) if texts else FALLBACK_SAMPLE
+    return {c: text.count(c) * 1000 / len(text) for c in MARKUP}, f"{source}, {len(text):,} characters of prose"
+
+
+_WORDS = (
+    "the a of to and in is that it for on with as this be are was by at or from we can not but "
+    "which have an will if so then when one all there their more also into only other some these "
+    "value result list number function request answer weather city table file user model step "
+    "first second next last each every case order point line field name time data code test output "
+    "check compare return stays holds runs reads keeps gives makes takes needs shows uses finds "
+    "small large short long simple clear mild cold warm early late quick slow exact likely known "
+    "Paris Lyon Berlin Tokyo Monday morning evening week degrees rain wind because although however "
+    "therefore usually often rarely about around between before after above below without within"
+).split()
+#: how each markup character is written into prose: the forms real answers use
+_FORMS = {
+    "<": ("a < b", "i<n", "<10", "x <= y", "n < 5"),
+    "[": ("[1]", "items[0]", "[optional]", "row[i]"),
+    "{": ("{x}", "{a, b}", "{total}", "{n: 1}"),
+    "|": ("a | b", "|x|", "yes | no"),
+}
+
+
+def realistic_prose(density: dict[str, float], seed: int = 0, drop: str = ""):
+    """A ``prose(n)`` function for :func:`build`: varied sentences of common words (seeded, the same
+    text for the same ``n``) holding each :data:`MARKUP` character at ``density`` per 1,000
+    characters (``<`` as ``a < b``, ``i<n``, ``<10``; ``[`` as ``items[0]``; newlines between
+    sentences), except those in ``drop`` (a character a template watches where prose is written).
+    """
+    import random
+
+    def prose(n: int) -> str:
+        if n <= 0:
+            return ""
+        rng = random.Random(seed * 1_000_003 + n)
+        words = []
+        length = 0
+        while length < n + 40:
+            sentence = [rng.choice(_WORDS) for _ in range(rng.randint(6, 18))]
+            sentence[0] = sentence[0].capitalize()
+            text = " ".join(sentence) + rng.choice(".......,;:?")
+            words.append(text)
+            length += len(text) + 1
+        # markup at the measured rates, each at a random word boundary
+        pieces = " ".join(words).split(" ")
+        for char, forms in _FORMS.items():
+            if char in drop:
+                continue
+            for _ in range(round(n * density.get(char, 0) / 1000)):
+                k = rng.randrange(1, len(pieces))
+                pieces[k] = rng.choice(forms) + " " + pieces[k]
+        text = " ".join(pieces)
+        if "\n" not in drop:
+            # newlines after sentence ends, at the measured rate
+            ends = [m.end() for m in regex.finditer(r"[.?:;] ", text)]
+            # (one break in four is a blank line: two newlines)
+            chosen = sorted(rng.sample(ends, min(len(ends), round(n * density.get("\n", 0) / 1250))))
+            out, last = [], 0
+            for at in chosen:
+                out.append(text[last:at - 1])
+                out.append("\n\n" if rng.random() < 0.25 else "\n")
+                last = at
+            out.append(text[last:])
+            text = "".join(out)
+        text = text[:n].rstrip()
+        return text + "." if len(text) < n else text
+
+    return prose
+
+
+def _offending(name: str, doc: dict, probe: str) -> str | None:
+    """The first delimiter watched where prose is written (the answer, the reasoning) that occurs
+    in ``probe``, as a description, or None (the rule of :func:`_check_filler`)."""
+    regions = [None] + (["reasoning_content"] if "reasoning_content" in doc["fields"] else [])
+    for region in regions:
+        for field, key, delim in watched_delimiters(doc, region):
+            if key in ("open", "close"):
+                at = probe.find(delim)
+            else:
+                m = _compile(delim).search(probe, 1)
+                at = -1 if m is None else m.start()
+            if at >= 0:
+                return f"{key} of {field!r} at {probe[max(at - 10, 0):at + 20]!r}"
+    return None
+
+
+def realistic_build(name: str, size: int, density: dict[str, float], doc: dict | None = None,
+                    calls: int = N_TOOL_CALLS) -> tuple[str, str]:
+    """:func:`build` with :func:`realistic_prose` at ``density``: ``(text, dropped)``, where
+    ``dropped`` names the markup characters left out for this template because prose holding
+    them would contain a delimiter it watches there (checked on the prose itself, see
+    :func:`_check_filler`; ``""`` for most)."""
+    doc = doc if doc is not None else load(name)
+    drop = ""
+    while True:
+        prose = realistic_prose(density, drop=drop)
+        why = _offending(name, doc, "x " + prose(size))
+        if why is None:
+            return build(name, size, doc, calls, prose), drop
+        left = [c for c in MARKUP if c not in drop]
+        hit = next((c for c in left if c in why), None)
+        if hit is None:
+            raise AssertionError(f"{name}: realistic prose contains a watched delimiter: {why}")
+        drop += hit
 
 
 def chunks(text: str, size: int = CHUNK) -> list[str]:

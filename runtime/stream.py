@@ -523,8 +523,16 @@ class LazyPattern:
         return self._compile().fullmatch(*args, **kwargs)
 
 
-#: lead_search: leads found where the pattern does not match before the engine takes over
+#: lead_search: leads found where the pattern does not match before the engine takes over, when
+#: they come closer together than LEAD_SPAN characters on average
 LEAD_MISSES = 16
+#: lead_search: characters per miss (on average since the search began) under which the misses
+#: count as dense and the engine takes over. The engine tries a lead-less pattern at every offset
+#: (about 3-75 ns a character: a lookahead opener, an optional head) and a miss costs one Python
+#: step and one anchored match (about 1 us), so sparse leads (a ``[`` every 2 kB of prose, issue
+#: 33) stay with ``str.find`` and dense ones (a JSON array of arrays) go to the engine.
+LEAD_SPAN = 256
+_str_find = str.find
 #: lead_search: the first window it looks for leads in (characters; doubled while none is there)
 LEAD_WINDOW = 4096
 
@@ -543,36 +551,86 @@ def lead_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...]) -> Any
     Returns:
         the match ``pattern.search(buf, pos)`` gives (the same object type), or None.
 
-    After ``LEAD_MISSES`` places where a lead starts but the pattern does not match, the engine
-    searches the rest itself (no match starts before: every start has a lead there).
+    After ``LEAD_MISSES`` places where a lead starts but the pattern does not match, when they
+    lie fewer than ``LEAD_SPAN`` characters apart on average, the engine searches the rest itself
+    (no match starts before: every start has a lead there). Either way the work is linear: each
+    miss moves the search on by at least one character, and the misses cost at most a constant
+    per ``LEAD_SPAN`` characters searched before the engine takes over. The engine calls share
+    the time limit of the scan that makes them (``_guard_scanner``).
     """
     match = pattern.match
+    # Until the first miss: the leftmost lead from pos, looked for in a window that doubles while
+    # it holds none, each later lead only where it would start first (every search costs about
+    # the distance to the answer, not to the text's end: a lead that never comes would cost a
+    # whole scan per call otherwise, and a text with many calls one scan per call), and the
+    # pattern matched there. Most searches (a tool call's opener) end in this loop.
     n = len(buf)
-    longest = max(map(len, leads))
-    misses = 0
     window = LEAD_WINDOW
     while True:
-        # The leftmost lead from pos, looked for in a window that doubles while it holds none, and
-        # each later lead only where it would start first: every search costs about the distance
-        # to the answer, not to the text's end (a lead that never comes would cost a whole scan
-        # per call otherwise, and a text with many calls one scan per call).
         end = pos + window
         at = -1
         for lead in leads:
             k = buf.find(lead, pos, end if at < 0 else at + len(lead) - 1)
             if k >= 0:
                 at = k
+        if at >= 0:
+            m = match(buf, at)
+            if m is not None:
+                return m
+            return _lead_search_on(pattern, buf, at + 1, leads, window)
+        if end >= n:
+            return None
+        more = end - max(map(len, leads)) + 1  # an occurrence ending by end was looked at
+        if more > pos:
+            pos = more
+        window *= 2
+
+
+def _lead_search_on(pattern: Any, buf: str, pos: int, leads: tuple[str, ...], window: int) -> Any:
+    """:func:`lead_search` after its first miss, from ``pos`` (just after it), with a window of
+    ``window`` characters."""
+    match = pattern.match
+    n = len(buf)
+    began = pos
+    misses = 1
+    longest = max(map(len, leads))
+    # Per lead, its last answer: (its first occurrence from an earlier start, or -1 for none that
+    # ends by the stop searched; that stop). The window's end stays put while misses move pos on,
+    # so after a miss only the lead that missed is searched again.
+    known: dict = {}
+    end = pos + window
+    while True:
+        # as in lead_search, each lead's answer kept
+        at = -1
+        for lead in leads:
+            hit = known.get(lead)
+            if hit is None or 0 <= hit[0] < pos:
+                # (one character: the C search itself, memchr, not a whole text's find)
+                k = _str_find(buf, lead, pos, end) if len(lead) == 1 else buf.find(lead, pos, end)
+                known[lead] = (k, end)
+            elif hit[0] < 0 and hit[1] < end:
+                # none ended by the last stop: only the characters after it can hold one
+                more = hit[1] - len(lead) + 1
+                k = buf.find(lead, more if more > pos else pos, end)
+                known[lead] = (k, end)
+            else:
+                k = hit[0]
+            if k >= 0 and (at < 0 or k < at):
+                at = k
         if at < 0:
             if end >= n:
                 return None
-            pos = end - longest + 1  # an occurrence ending by end was looked at
+            more = end - longest + 1  # an occurrence ending by end was looked at
+            if more > pos:
+                pos = more
             window *= 2
+            end = pos + window
             continue
         m = match(buf, at)
         if m is not None:
             return m
         misses += 1
-        if misses == LEAD_MISSES:
+        if misses >= LEAD_MISSES and at - began < misses * LEAD_SPAN:
             return pattern.search(buf, at + 1)
         pos = at + 1
 
@@ -813,6 +871,18 @@ def partial_late(pattern: Any, late: Any, buf: str, pos: int, leads: tuple[str, 
     return found
 
 
+#: barrier_search: factors looked at one by one before the engine takes over, when they come
+#: closer together than BARRIER_SPAN characters on average
+BARRIER_ROUNDS = 8
+BARRIER_SPAN = 256
+#: barrier_search: candidates of one factor that reach it and then fail, before the engine takes over
+BARRIER_TRIES = 4
+#: barrier_search: with at most this many characters after a factor the engine searches from its
+#: barrier itself (two engine calls per factor cost 1-2 us more than one, a 4 kB scan of prose
+#: about as much on most patterns)
+BARRIER_LONG = 4096
+
+
 def barrier_search(pattern: Any, buf: str, pos: int, factor: str, barrier: str) -> Any:
     """``pattern.search(buf, pos)`` for a pattern every match of which is ``P + factor + ...``
     where ``P`` never consumes ``barrier`` after its first character (compiler/automaton.py
@@ -821,6 +891,23 @@ def barrier_search(pattern: Any, buf: str, pos: int, factor: str, barrier: str) 
     engine searches from there, since no match starts before it (issue 14: a complete text's
     search, where the engine would otherwise try the pattern at every offset from ``pos``).
 
+    Factor by factor (issue 33): a match that starts at or before that factor runs to its end at
+    least (its factor is that one or a later one), so its path reaches the end of the window from
+    the barrier to the factor's end, where the engine reports it as partial. The engine searches
+    that window only (for a pattern whose matches do not depend on where the text ends,
+    :func:`_windowable`); no candidate there: none starts before the factor's end, and the next
+    factor is looked at; a candidate is confirmed by matching it over the whole text. A factor
+    that belongs to another delimiter (muse_glimmer's ``to=self<|message|>`` before its
+    tool-message opener ``...to=[^\\s<]+<|message|>\\s*<atem:function_calls>``, which the engine
+    searched at 33 ns a character to the end of the text) then costs its window, not the rest of
+    the text. The engine takes the rest itself when at most :data:`BARRIER_LONG` characters follow
+    the factor, when the window holds a complete match (an earlier
+    partial one might be hidden behind it), after :data:`BARRIER_TRIES` candidates of one window
+    that fail, or when factors come closer together than :data:`BARRIER_SPAN` characters after
+    :data:`BARRIER_ROUNDS` of them: every answer is the engine's, and the work stays linear. The
+    engine calls of one such search share the time limit of the scan that makes them (a bounded
+    pattern's limit is per scan position, ``_guard_scanner``), as the one search they replace did.
+
     Args:
         pattern: a compiled ``regex`` pattern.
         buf (str): the text; pos (int): where the search starts.
@@ -828,14 +915,48 @@ def barrier_search(pattern: Any, buf: str, pos: int, factor: str, barrier: str) 
         barrier (str): one character.
 
     Returns:
-        the match ``pattern.search(buf, pos)`` gives (the same object), or None: None at once
-        when no ``factor`` follows ``pos``.
+        the match ``pattern.search(buf, pos)`` gives (the same span and groups), or None: None
+        at once when no ``factor`` follows ``pos``.
     """
     at = buf.find(factor, pos)
     if at < 0:
         return None
     back = buf.rfind(barrier, pos, at)
-    return pattern.search(buf, back if back > pos else pos)
+    lo = back if back > pos else pos
+    if not _windowable(pattern):
+        return pattern.search(buf, lo)
+    began = pos
+    rounds = 0
+    while True:
+        rounds += 1
+        if len(buf) - at <= BARRIER_LONG or (rounds > BARRIER_ROUNDS and at - began < rounds * BARRIER_SPAN):
+            # little text after the factor (a failed search costs little: one engine call, not
+            # a window's and a match's), or factors close together: the engine itself
+            return pattern.search(buf, lo)
+        end = at + len(factor)
+        start = lo
+        tries = 0
+        while True:
+            # a candidate: a start in [start, at] whose path reaches end
+            w = pattern.search(buf, start, end, partial=True)
+            if w is None or w.start() > at:
+                break  # none: no match starts in [lo, at]
+            if not w.partial:
+                return pattern.search(buf, lo)  # complete in the window: the engine decides
+            t = w.start()
+            found = pattern.match(buf, t)
+            if found is not None:
+                return found  # nothing matches from [lo, t): the leftmost match
+            tries += 1
+            if tries == BARRIER_TRIES:
+                return pattern.search(buf, t + 1)
+            start = t + 1
+        pos = at + 1
+        at = buf.find(factor, pos)
+        if at < 0:
+            return None
+        back = buf.rfind(barrier, pos, at)
+        lo = back if back > pos else pos
 
 
 def literal_hold(buf: str, lo: int, firsts: str, prefixes: frozenset) -> int:
@@ -2728,6 +2849,10 @@ def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix:
             ``"strict"``, a body that failed to parse (the error's ``item`` names the batch item).
         TypeError: token ids without a tokenizer.
     """
+    if response.__class__ is str and prefix.__class__ is str and tokenizer is None:
+        # one text and one prefix, the common case (a batch job's record): what the general
+        # path below does with them, without building its lists
+        return finish_whole(parser_class(prefix, tools, None, errors), response)
     if prefix is None:
         raise ValueError(PREFIX_REQUIRED)
     texts, batched = _texts(response, tokenizer, "response")

@@ -55,8 +55,13 @@ from typing import Any
 
 __all__ = ["finish", "WholeText", "sentinel"]
 
-#: a literal's sentinel may miss this many times in one search before ``str.find`` takes over
+#: a literal's sentinel may miss this many times in one search before ``str.find`` takes over,
+#: when the misses come closer together than ``_MISS_SPAN`` characters on average
 _MISSES = 16
+#: characters per miss under which a sentinel counts as frequent in the text: a miss costs about
+#: what ``str.find`` of a 10-character literal over 1-2 kB of prose does (issue 33: real prose has
+#: a ``|`` every 3 kB, and ``<|eot_id|>`` over 100 kB took 35 us with 16 misses then ``str.find``)
+_MISS_SPAN = 1024
 #: characters searched with ``str.find`` from the start and after each miss before the sentinel
 #: is looked for (a C search of 512 characters costs about what one sentinel hit checked in Python does)
 _NEAR = 512
@@ -118,8 +123,8 @@ class WholeText(str):
     and checks the hit with ``startswith``; a hit that does not check is a miss, and the search goes
     on the same way after it. The first hit that checks is the first occurrence: every occurrence
     not inside a window already searched puts the sentinel at or after the window's last possible
-    start plus the sentinel's offset. After ``_MISSES`` misses the rest is searched with
-    ``str.find``. Slices and concatenations are plain ``str``.
+    start plus the sentinel's offset. After ``_MISSES`` misses closer together than
+    ``_MISS_SPAN`` characters on average the rest is searched with ``str.find``. Slices and concatenations are plain ``str``.
 
     A search to the end of the text (``end`` None) for ``sub`` without a sentinel (all its
     characters common: ``str.find`` at about 1 ns a character) is remembered per ``sub`` (where it
@@ -180,15 +185,17 @@ class WholeText(str):
         near = _NEAR if _NEAR > m else m
         stop = n - m + k + 1  # a sentinel at or after stop leaves no room for sub before n
         misses = 0
+        began = start
         while True:
             # the C search over a short window first: delimiters often come close together
             w = start + near
-            if w >= n or misses == _MISSES:
+            if w >= n or (misses >= _MISSES and start - began < misses * _MISS_SPAN):
                 return str.find(self, sub, start, n) if start < n else -1
-            i = str.find(self, sub, start, w)
-            if i >= 0:
-                return i
-            start = w - m + 1  # every occurrence that ends by w was looked at
+            if not misses:
+                i = str.find(self, sub, start, w)
+                if i >= 0:
+                    return i
+                start = w - m + 1  # every occurrence that ends by w was looked at
             if stop <= start + k:
                 return -1  # (and a negative stop would count from the end)
             j = str.find(self, char, start + k, stop)

@@ -356,10 +356,12 @@ def test_barrier_search_is_the_engines_search(pieces, pos):
 def test_barrier_search_skips_text_without_the_factor():
     """No factor after the position: no match, and the engine is not asked (it would scan on)."""
     class Spy:
+        pattern = "x"  # (a pattern whose matches do not depend on where the text ends)
+
         def __init__(self):
             self.asked = []
 
-        def search(self, text, pos):
+        def search(self, text, pos, *rest, **options):
             self.asked.append(pos)
 
     spy = Spy()
@@ -461,3 +463,150 @@ def test_module_import_compiles_no_delimiter(monkeypatch):
 def test_example_text(pattern, text):
     """example_text: a real text a delimiter pattern matches, for respc check's messages."""
     assert example_text(pattern) == text
+
+
+def test_lead_search_sparse_misses_stay_with_find():
+    """Issue 33: leads that miss but lie far apart (a ``[`` every few hundred characters of prose)
+    are looked for with ``str.find`` past LEAD_MISSES, and the engine (which tries a lead-less
+    pattern at every offset) is not asked; dense misses still go to the engine. Same answers as
+    ``pattern.search`` from every position tried."""
+    from respc.runtime.stream import LEAD_MISSES, LEAD_SPAN
+
+    xlam = r'<tool_call>|\[TOOL_CALLS\]|```(?:json)?\s*(?=\[\s*\{\s*"name")|(?=\[\s*\{\s*"name")'
+    compiled, leads = regex.compile(xlam, regex.DOTALL), classify_pattern(xlam).leads
+
+    class Counted:
+        searches = 0
+
+        def match(self, *args):
+            return compiled.match(*args)
+
+        def search(self, *args):
+            Counted.searches += 1
+            return compiled.search(*args)
+
+    unit = "prose " * (LEAD_SPAN // 5) + "items[0] "
+    for misses, tail, dense in ((LEAD_MISSES * 3, '[{"name": 1}]', False), (LEAD_MISSES * 3, "", False),
+                                (LEAD_MISSES * 3, '[{"name": 1}]', True)):
+        text = ("a[0] " if dense else unit) * misses + tail
+        for pos in (0, 1, len(text) // 3, len(text) - len(tail)):
+            Counted.searches = 0
+            want, got = compiled.search(text, pos), lead_search(Counted(), text, pos, leads)
+            assert (want and want.span()) == (got and got.span()), (misses, tail, dense, pos)
+            if not dense:
+                assert Counted.searches == 0, "sparse misses went to the engine"
+        assert dense is (Counted.searches > 0) or pos > len(text) // 2
+
+
+_MUSE_OPENS = (r"(?:<\|start\|>assistant)?[ \t]*to=self[ \t]*<\|message\|>",
+               r"(?:<\|start\|>assistant)?[ \t]*to=[^\s<]+[ \t]*<\|message\|>\s*<atem:function_calls>",
+               r"(?:<\|start\|>assistant)?[ \t]*to=user[ \t]*<\|message\|>")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(["to=self", "to=user", "to=weather.get", "<|message|>", "<atem:function_calls>",
+                                 "<|start|>assistant", " ", "\t", "\n", "x", "<", "g", "ab", "<|content_invoke_tool_json|>",
+                                 "<|message_model|>", '{"name"', "[", "{", " to=functions.get"]), max_size=16),
+       st.sampled_from([(8, 256, 4, 0), (1, 10**6, 1, 0), (2, 1, 2, 0), (8, 256, 4, 20)]))
+def test_barrier_search_factor_by_factor(pieces, limits):
+    """Issue 33: ``barrier_search`` looks at one factor at a time (a window from the barrier to
+    the factor's end, candidates confirmed over the whole text) and hands the rest to the engine
+    after a few rounds or tries (``limits``: rounds, span, tries, small here so every way out
+    runs; the last one: the engine alone with at most 20 characters after the factor): from every position it gives the engine's own match, span and groups, on texts where
+    the first factors belong to other delimiters (muse_glimmer's to=self header before a tool
+    message)."""
+    from respc.runtime import stream
+
+    text = "".join(pieces)
+    saved = stream.BARRIER_ROUNDS, stream.BARRIER_SPAN, stream.BARRIER_TRIES, stream.BARRIER_LONG
+    stream.BARRIER_ROUNDS, stream.BARRIER_SPAN, stream.BARRIER_TRIES, stream.BARRIER_LONG = limits
+    try:
+        for pattern in _MUSE_OPENS + (_INKLING_OPEN, _GPT_OSS_OPEN, r'(?=\{\s*"name")', r"[^<]*<b>"):
+            compiled = regex.compile(pattern, regex.DOTALL)
+            factor, barrier = barrier_plan(pattern)
+            for at in range(len(text) + 1):
+                want, got = compiled.search(text, at), barrier_search(compiled, text, at, factor, barrier)
+                assert (want and (want.span(), want.groups())) == (got and (got.span(), got.groups())), \
+                    (pattern, text, at)
+    finally:
+        stream.BARRIER_ROUNDS, stream.BARRIER_SPAN, stream.BARRIER_TRIES, stream.BARRIER_LONG = saved
+
+
+def test_barrier_search_muse_reasoning_header_first():
+    """The issue-33 case as the benchmark builds it: muse_glimmer's reasoning header
+    ``to=self<|message|>`` at the start, long prose, then a tool message. The tool-message
+    opener's search looks at the header's window, then (BARRIER_LONG characters or fewer after
+    the call's factor) the engine searches from the call's barrier: it is never asked to search the prose (it took 33 ns a character: 3.3 ms over 100 kB)."""
+    pattern = regex.compile(_MUSE_OPENS[1], regex.DOTALL)
+    prose = "Check the wind, a < b, then go. " * 3000
+    text = ("to=self<|message|>" + prose + "<|eom|><|start|>assistant to=weather.get<|message|>"
+            "<atem:function_calls>\n<atem:invoke name=\"weather.get\">")
+    asked = []
+
+    class Spy:
+        pattern = _MUSE_OPENS[1]
+
+        def search(self, text, pos, end=None, **options):
+            asked.append((pos, end))
+            return pattern.search(text, pos, end, **options)
+
+        def match(self, text, pos):
+            return pattern.match(text, pos)
+
+    got = barrier_search(Spy(), text, 0, "<|message|>", "<")
+    assert got.span() == pattern.search(text).span() == (len("to=self<|message|>" + prose) + 7, text.index("\n<atem:inv"))
+    # the header's window, then (little text after the call's factor) the engine from its barrier
+    assert all(end is not None and end - pos < 100 for pos, end in asked[:-1]), asked
+    assert asked[-1][0] >= len("to=self<|message|>" + prose), asked
+
+
+def test_lead_and_barrier_searches_keep_one_time_limit(monkeypatch):
+    """Issue 33: a lead_search past its first miss and a barrier_search past its first window make
+    several engine calls for one search; with a bounded pattern (docs/security.md, "Limits") they
+    share the one time limit of the scan that makes them (it is set per scan position, not per
+    call), so a text with many sparse leads or factors cannot multiply it. Every engine call is
+    made to take 10 ms of the clock the limit reads: the limits handed to the engine go down call
+    after call."""
+    from respc.runtime import stream
+
+    clock = [0.0]
+
+    def tick():
+        clock[0] += 0.005  # two reads per call: 10 ms per engine call
+        return clock[0]
+
+    monkeypatch.setattr(stream.time, "perf_counter", tick)
+
+    class Parser:
+        _rxbase, _rxat, _rxspent, _rxt, _rxskip, _rxbuf = 0, -1, 0.0, None, None, None
+
+    handed = []
+
+    class Spy:
+        def __init__(self, compiled):
+            self.compiled = compiled
+            self.pattern = compiled.pattern
+
+        def search(self, *args, timeout=None, **options):
+            handed.append(timeout)
+            return self.compiled.search(*args, **options)
+
+        def match(self, *args, timeout=None, **options):
+            handed.append(timeout)
+            return self.compiled.match(*args, **options)
+
+    monkeypatch.setattr(stream._RUNNING, "parser", Parser())
+    lead = stream.BoundedPattern(Spy(regex.compile(r"<\|(?:tool|call)>\d", regex.DOTALL)), ("f", "open_pattern"))
+    text = ("prose " * 60 + "<|no ") * (stream.LEAD_MISSES + 4) + "<|call>7"
+    assert lead_search(lead, text, 0, ("<|",)).span() == (text.index("<|call>7"), len(text))
+    assert len(handed) == stream.LEAD_MISSES + 5
+    assert all(b < a for a, b in zip(handed[1:], handed[2:])), handed  # after the first miss: one limit
+
+    handed.clear()
+    Parser._rxat = -1
+    muse = stream.BoundedPattern(Spy(regex.compile(_MUSE_OPENS[1], regex.DOTALL)), ("f", "open_pattern"))
+    text = "to=self<|message|>" + "a < b, " * 2000 + "to=x<|message|> no" + "c < d, " * 2000 + \
+        "<|start|>assistant to=f<|message|><atem:function_calls>" + "e " * 3000
+    got = barrier_search(muse, text, 0, "<|message|>", "<")
+    assert got.span() == regex.compile(_MUSE_OPENS[1], regex.DOTALL).search(text).span()
+    assert len(handed) >= 4 and all(b < a for a, b in zip(handed, handed[1:])), handed

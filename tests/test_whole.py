@@ -284,6 +284,26 @@ def test_whole_text_find_over_long_prose():
             assert buf.find(sub, start, len(prose) + 40) == text.find(sub, start, len(prose) + 40)
 
 
+@pytest.mark.parametrize("span", [1, 1024, 10**9])
+def test_whole_text_find_with_sparse_sentinel_misses(span):
+    """Issue 33: prose with a ``|`` every 1-2 kB (as real outputs have) makes ``<|im_end|>``'s
+    sentinel miss more than _MISSES times; while the misses lie _MISS_SPAN apart or more the
+    sentinel search goes on (span 1024), otherwise ``str.find`` takes the rest (span 10**9: always;
+    span 1: never). Every answer is str.find's, from every start tried and with every end."""
+    prose = ("Read a | b as either one, the wind is mild and the sky clear today. " * 20 + "\n") * 40
+    text = prose + "<|im_end" + prose + "<|im_end|>" + prose + "x<|im_end|>"
+    buf = whole.WholeText(text)
+    saved, whole._MISS_SPAN = whole._MISS_SPAN, span
+    try:
+        for sub in ("<|im_end|>", "<|x|>", "| b", "<|im_end"):
+            for start in (0, 7, len(prose) - 3, len(prose) + 3, 2 * len(prose), len(text) - 11, len(text)):
+                assert buf.find(sub, start) == text.find(sub, start), (sub, start)
+                for end in (start + 600, start + 5000, len(text) - 1):
+                    assert buf.find(sub, start, end) == text.find(sub, start, end), (sub, start, end)
+    finally:
+        whole._MISS_SPAN = saved
+
+
 def test_whole_text_sentinels_are_rare_characters():
     assert whole._plan("<|im_end|>") == ("|", 1)
     assert whole._plan("<tool_call>") == ("_", 5)
