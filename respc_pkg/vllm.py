@@ -213,7 +213,10 @@ def _replay_boundary(module: Any, prefix: str, raw: str) -> int:
     steps = [(ch, False) for ch in raw] + [("", True)]
     for ch, last in steps:
         events = parser.finalize()[1] if last else parser.feed(ch)
-        if not events:
+        if not events or all(_neutral(e) for e in events):
+            # nothing yet, or only whitespace of the answer: its entries (and a delimiter entered
+            # with them, e.g. the opener of a container region with no events of its own) belong
+            # to the step that decides what they start
             continue
         new = ledger[seen:]
         seen = len(ledger)
