@@ -212,9 +212,11 @@ def sglang_runner():
     import test_sglang_serving as t
     import respc.sglang as rs
     from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
+    from sglang.srt.plugins import load_plugins
     from sglang.srt.runtime_context import publish
     from sglang.srt.server_args import ServerArgs
 
+    load_plugins()  # as `sglang serve` does at start: respc's entry point and its hooks
     published: dict[tuple, ServerArgs] = {}
 
     def run(family: str, tokdir: str, row: dict, stream: bool, own: bool) -> bool:
