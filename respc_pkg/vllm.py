@@ -61,6 +61,7 @@ import bisect
 import importlib
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -613,12 +614,16 @@ class RespcReasoningParser(ReasoningParser):
         self._prefix = ""
         self._run: _ReasoningRun | None = None
         self._counter: _ReasoningCounter | None = None
+        # characters of the output before the reasoning phase ended: 0 when it was over at the
+        # prompt or at the first character, None while unknown (no prompt yet, or still reasoning)
+        self._head: int | None = None
 
     # --- the prompt ----------------------------------------------------------------------------
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
         """Keep the decoded prompt: the generated parser starts from it (its start anchor)."""
         self._prefix = _decode(self.model_tokenizer, prompt_token_ids)
         self._counter = None
+        self._head = 0  # vLLM skips this parser when the prompt ended the reasoning
 
     def adjust_initial_state_from_prompt(self, prompt_token_ids: Sequence[int]) -> None:
         """Streaming hook with the prompt ids: same as :meth:`set_prompt_token_ids`."""
@@ -671,6 +676,7 @@ class RespcReasoningParser(ReasoningParser):
         respc's message) and the raw text after the reasoning phase (None when empty)."""
         run = _ReasoningRun(self._module, self._prefix)
         if run.ended:
+            self._head = 0
             return None, model_output or None
         reasoning, content = run.feed(model_output)
         if content is None:
@@ -680,6 +686,7 @@ class RespcReasoningParser(ReasoningParser):
             reasoning += "".join(c["choices"][0]["delta"].get(REASONING, "") for c in chunks[:end] if c["choices"])
             if run.ended:
                 content = model_output[run.boundary:]
+        self._head = run.boundary if run.ended else None
         return reasoning or None, content or None
 
     def extract_reasoning_streaming(self, previous_text: str, current_text: str, delta_text: str,
@@ -689,11 +696,14 @@ class RespcReasoningParser(ReasoningParser):
         phase ``content`` with the raw text after it (what vLLM hands to the tool parser)."""
         if self._run is None:
             self._run = _ReasoningRun(self._module, self._prefix, type(self).tool_call_ids)
+            self._head = 0 if self._run.ended else None
             if self._run.ended:
                 return DeltaMessage(content=delta_text) if delta_text else None
         if self._run.ended:
             return DeltaMessage(content=delta_text) if delta_text else None
         reasoning, content = self._run.feed(delta_text)
+        if self._run.ended:
+            self._head = self._run.boundary
         if not reasoning and content is None:
             return None
         return DeltaMessage(**_given(reasoning=reasoning or None, content=content or None))
@@ -707,6 +717,13 @@ class RespcReasoningParser(ReasoningParser):
         if self._counter is None or not self._counter.extends(token_ids):
             self._counter = _ReasoningCounter(self._module, self._prefix, self.model_tokenizer)
         return self._counter.update(token_ids)
+
+    def tool_prompt(self) -> str | None:
+        """The rendered prompt, for the tool parser of the same request (:class:`RespcToolParser`),
+        when the text it reads follows the prompt directly: the reasoning phase was over at the
+        prompt or before the output's first character (a template without reasoning, a prompt that
+        closed it). None otherwise: the text follows reasoning written in the output."""
+        return self._prefix if self._head == 0 else None
 
     def finish_streaming(self) -> DeltaMessage | None:
         """The output ended inside the reasoning (as far as held text let the parser tell): finalize
@@ -754,11 +771,20 @@ class RespcToolParser(ToolParser):
         self._stream: ChatCompletionStream | None = None
         self._out = _DeltaOut()
         self._passthrough = False
+        self._partner = _reasoning_partner(self)
 
     def _new_stream(self, request: Any, arguments: str | None = None) -> ChatCompletionStream:
         tools = _tool_dicts(getattr(request, "tools", None) or self.tools)
-        parser = self._module.ResponseParser("", tools, errors="recover")
-        if self._primer:
+        prompt = self._partner.tool_prompt() if self._partner is not None else None
+        if prompt is not None:
+            # the text follows the prompt directly: read it after the prompt (functionary v3.2's
+            # prompt ends in '>>>', the start of every opener); the prompt's reasoning events are
+            # the reasoning parser's, not sent again
+            parser = self._module.ResponseParser(prompt, tools, errors="recover")
+            parser.initial_events = [e for e in parser.initial_events if e["field"] != REASONING]
+        else:
+            parser = self._module.ResponseParser("", tools, errors="recover")
+        if prompt is None and self._primer:
             parser.feed(self._primer)  # the events of the primer are the reasoning's: not sent
         ids = type(self).tool_call_ids
         # "hold" by default: streamed equals whole (docs/openai.md, "recover_arguments")
@@ -807,6 +833,27 @@ class RespcToolParser(ToolParser):
         if self._stream is None:
             return None
         return self._out.finish(self._stream.finalize() if self._stream.message is None else [])
+
+
+def _reasoning_partner(tool_parser: RespcToolParser) -> RespcReasoningParser | None:
+    """The respc reasoning parser of the same request and template as ``tool_parser``, or None.
+
+    vLLM's ``DelegatingParser.__init__`` (``vllm/parser/abstract_parser.py``) builds the reasoning
+    parser, keeps it as ``self._reasoning_parser``, then builds the tool parser; the composed parser
+    is the ``self`` of a frame just above this constructor. Only the reasoning parser is given the
+    rendered prompt (``set_prompt_token_ids``), so the tool parser asks it
+    (:meth:`RespcReasoningParser.tool_prompt`). Without one (the tool parser built alone, or with
+    another reasoning parser) the tool parser reads its text without the prompt."""
+    frame = sys._getframe(1)
+    for _ in range(6):
+        if frame is None:
+            break
+        owner = frame.f_locals.get("self")
+        partner = getattr(owner, "_reasoning_parser", None) if owner is not tool_parser else None
+        if isinstance(partner, RespcReasoningParser) and partner.template == tool_parser.template:
+            return partner
+        frame = frame.f_back
+    return None
 
 
 def _class_for(template: str, base: type, kind: str) -> type:

@@ -47,11 +47,6 @@ PEER_PREFIX = {vid: prefix for data in FAMILIES.values() for vid, prefix in data
 TEMPLATES = {p.stem for p in (HERE.parent / "templates").glob("*.json")}
 
 
-#: families whose generation prompt ends inside every opener of the output: what the engine cannot
-#: hand to a parser that sees only the output
-PROMPT_TAIL = {"functionary_v3_2": 'its generation prompt ends in \'>>>\', the first characters of every opener (\'>>>all\', \'>>>NAME\'); the engine gives the tool parser only the output, so it cannot see them (docs/serving.md, "Limits")'}
-
-
 def _vectors() -> list:
     """(family, id, prefix, text, tools) of every case and vector."""
     found = [pytest.param(family, case["prefix"], case["text"], case.get("tools"), id=f"{family}/{case['name']}")
@@ -135,9 +130,7 @@ def _chained(family, prefix, chunks, tools):
 
 
 @pytest.mark.parametrize("family,prefix,text,tools", VECTORS)
-def test_detectors_equal_message(family, prefix, text, tools, request):
-    if family in PROMPT_TAIL and request.node.callspec.id.startswith(f"{family}/"):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=PROMPT_TAIL[family]))
+def test_detectors_equal_message(family, prefix, text, tools):
     message = _message(family, prefix, text, tools)
     want = _want(message)
     sgl_tools = [Tool.model_validate(t) for t in tools or []]

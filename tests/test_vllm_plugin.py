@@ -69,10 +69,6 @@ TOK = CharTokenizer()
 #: cases the two-parser split cannot give (strict): vLLM runs the reasoning parser first and hands the
 #: tool parser only the text after the reasoning, so a tool call written INSIDE the reasoning (which
 #: these templates read as a call, as vLLM's own parsers for them do) is not seen as a call
-#: families whose generation prompt ends inside every opener of the output: vLLM gives the tool
-#: parser only the output, so it cannot see that part
-PROMPT_TAIL = {"functionary_v3_2": 'its generation prompt ends in \'>>>\', the first characters of every opener (\'>>>all\', \'>>>NAME\'); the engine gives the tool parser only the output, so it cannot see them (docs/serving.md, "Limits")'}
-
 SPLIT_LIMITS = {
     "deepseek_v4-call_block_ends_unclosed_reasoning": "a DSML call block inside unclosed reasoning ends it",
     "intern_s1-action_block_inside_reasoning": "an action block inside the reasoning is a call",
@@ -94,9 +90,7 @@ def _cases() -> list:
             marks = ([pytest.mark.xfail(strict=True, reason="call inside reasoning: " + SPLIT_LIMITS[cid])]
                      if cid in SPLIT_LIMITS else
                      [pytest.mark.xfail(strict=True, reason="end of turn inside reasoning: " + SPLIT_LIMITS_END[cid])]
-                     if cid in SPLIT_LIMITS_END else
-                     [pytest.mark.xfail(strict=True, reason=PROMPT_TAIL[family["family"]])]
-                     if family["family"] in PROMPT_TAIL else [])
+                     if cid in SPLIT_LIMITS_END else [])
             params.append(pytest.param(family["family"], case["prefix"], case["text"], case.get("tools"),
                                        id=cid, marks=marks))
     for vector in load_jsonl(CORPUS):

@@ -278,7 +278,8 @@ def test_served_with_tools(family, case, stream, specials, tmp_path_factory):
 def test_served_without_tool_parsing(family, case, stream, tools, tmp_path_factory):
     """tool_choice="none", or no tools: no tool calls, finish_reason "stop", the reasoning as
     respc reads it, and the rest of the output as content, as written: its tail, which respc reads
-    (prefix "", as the tool parser would) as the message's content and calls."""
+    (after the prompt when it is the whole output, else with prefix "", as the tool parser would) as
+    the message's content and calls."""
     root = str(tmp_path_factory.getbasetemp() / "vllm-tokenizers")
     declared = tools_for(case, family)
     module = importlib.import_module(f"respc.generated.{family}")
@@ -293,7 +294,10 @@ def test_served_without_tool_parsing(family, case, stream, tools, tmp_path_facto
         assert _reasoning(got) == (message.get("reasoning_content") or None)
     content = got.content or ""
     assert case["text"].endswith(content)
-    rest = module.parse_response(content, prefix="", tools=declared, errors="recover")
+    # read as the tool parser would: after the prompt when it is the whole output (functionary
+    # v3.2's prompt ends in '>>>'), else after the reasoning (prefix "")
+    rest = module.parse_response(content, prefix=case["prefix"] if content == case["text"] else "",
+                                 tools=declared, errors="recover")
     assert (rest.get("content") or None) == (message.get("content") or None)
     assert [c["function"] for c in rest.get("tool_calls") or []] == [
         c["function"] for c in message.get("tool_calls") or []]
