@@ -276,9 +276,11 @@ class _ReasoningRun:
         parser = module.ResponseParser(prefix, errors="recover")
         self.module = module
         self.prefix = prefix
+        self.prompt_events = len(parser.initial_events)
         self.recorder = _Recorder(parser)
         self.stream = ChatCompletionStream(self.recorder, ids=ids)
         self.raw: list[str] = []
+        self.sent = ""  # the reasoning returned so far
         self.fed = 0
         self.delta_start = 0
         self.ended = False
@@ -287,21 +289,38 @@ class _ReasoningRun:
 
     def _check(self) -> bool:
         """Whether the events so far end the reasoning phase (see :func:`_events_end_phase`)."""
-        return _events_end_phase(self.recorder.events)
+        return _events_end_phase(self.recorder.events, self.prompt_events)
 
-    def feed(self, text: str) -> tuple[str, str | None]:
+    def feed(self, text: str, whole: bool = False) -> tuple[str, str | None]:
+        """``whole``: ``text`` is the whole output (vLLM's ``parse``), whose reasoning is all
+        returned here (the tool parser's ``extract_tool_calls`` returns none)."""
         self.raw.append(text)
         chunks = self.stream.feed(text)
-        reasoning = "".join(c["choices"][0]["delta"].get(REASONING, "") for c in chunks if c["choices"])
+        everything = "".join(c["choices"][0]["delta"].get(REASONING, "") for c in chunks if c["choices"])
         if not self.ended and self._check():
             self.ended = True
-            self.boundary = _replay_boundary(self.module, self.prefix, "".join(self.raw))
+            raw = "".join(self.raw)
+            self.boundary = _replay_boundary(self.module, self.prefix, raw)
             self.delta_start = self.fed
             self.fed += len(text)
+            reasoning = everything if whole else self._until_boundary(raw, chunks)
+            self.sent += reasoning
             # from the boundary: text of earlier deltas may have been held, never sent
-            return reasoning, "".join(self.raw)[self.boundary:]
+            return reasoning, raw[self.boundary:]
         self.fed += len(text)
-        return reasoning, None
+        self.sent += everything
+        return everything, None
+
+    def _until_boundary(self, raw: str, chunks: list[dict]) -> str:
+        """The reasoning of the delta that ended the phase, up to the boundary only: a later
+        reasoning block in the same delta (Magistral's content then ``[THINK]``, gpt-oss's second
+        analysis block, which the stream may send in the same chunk as the first) is in the text
+        handed on, which the tool parser reads and sends. The output up to the boundary is read
+        once more (once per request)."""
+        probe = ChatCompletionStream(self.module.ResponseParser(self.prefix, errors="recover"))
+        upto = "".join(c["choices"][0]["delta"].get(REASONING, "")
+                       for c in probe.feed(raw[:self.boundary]) + probe.finalize() if c["choices"])
+        return upto[len(self.sent):] if upto.startswith(self.sent) else _reasoning_before_other(chunks)
 
     def finalize(self) -> list[dict]:
         """The last chunks (the output ended before the reasoning phase did, as far as the parser
@@ -311,6 +330,24 @@ class _ReasoningRun:
             self.ended = True
             self.boundary = _replay_boundary(self.module, self.prefix, "".join(self.raw))
         return chunks
+
+
+def _reasoning_before_other(chunks: list[dict]) -> str:
+    """The reasoning deltas of ``chunks`` before the first chunk whose delta carries anything else."""
+    end = next((n for n, c in enumerate(chunks) if c["choices"] and set(c["choices"][0]["delta"]) - {REASONING, "role"}),
+               len(chunks))
+    return "".join(c["choices"][0]["delta"].get(REASONING, "") for c in chunks[:end] if c["choices"])
+
+
+def _reasoning_join(name: str) -> str:
+    """The text the template joins two reasoning blocks with (its reasoning field's ``join``)."""
+    from importlib import resources
+
+    path = resources.files("respc.templates") / f"{name}.json"
+    if not path.is_file():
+        return ""
+    spec = json.loads(path.read_text(encoding="utf-8")).get("fields", {}).get(REASONING) or {}
+    return spec.get("join", "") if spec.get("repeats") else ""
 
 
 class _ReasoningCounter:
@@ -404,12 +441,15 @@ def _neutral(event: dict) -> bool:
     return event["type"] == "region_open"
 
 
-def _events_end_phase(events: list[dict]) -> bool:
+def _events_end_phase(events: list[dict], prompt: int | None = None) -> bool:
     """Whether ``events`` leave the reasoning phase over: after the last reasoning ``region_open``
     (a prompt may hold whitespace or an earlier block before it) the reasoning region closed or an
-    event of another field came; with no reasoning open, any event of another field."""
+    event of another field came; with no reasoning open, any event of another field. ``prompt``:
+    only the first ``prompt`` events are the prompt's, and only among them is an earlier block
+    skipped (the output's answer before a reasoning block, Magistral's ``content[THINK]``, ends the
+    phase)."""
     start = 0
-    for n, event in enumerate(events):
+    for n, event in enumerate(events if prompt is None else events[:prompt]):
         if event["field"] == REASONING and event["type"] == "region_open":
             start = n
     for event in events[start:]:
@@ -617,6 +657,10 @@ class RespcReasoningParser(ReasoningParser):
         # characters of the output before the reasoning phase ended: 0 when it was over at the
         # prompt or at the first character, None while unknown (no prompt yet, or still reasoning)
         self._head: int | None = None
+        #: whether this parser sent reasoning text (the tool parser then joins a later block to it)
+        self._sent_reasoning = False
+        #: the reasoning sent with the delta that ended the reasoning phase
+        self._transition_reasoning = ""
 
     # --- the prompt ----------------------------------------------------------------------------
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
@@ -678,15 +722,13 @@ class RespcReasoningParser(ReasoningParser):
         if run.ended:
             self._head = 0
             return None, model_output or None
-        reasoning, content = run.feed(model_output)
+        reasoning, content = run.feed(model_output, whole=True)
         if content is None:
-            chunks = run.finalize()
-            end = next((n for n, c in enumerate(chunks) if c["choices"] and set(c["choices"][0]["delta"]) - {REASONING}
-                        and c["choices"][0]["delta"]), len(chunks))
-            reasoning += "".join(c["choices"][0]["delta"].get(REASONING, "") for c in chunks[:end] if c["choices"])
+            reasoning += _reasoning_before_other(run.finalize())
             if run.ended:
                 content = model_output[run.boundary:]
         self._head = run.boundary if run.ended else None
+        self._sent_reasoning = bool(reasoning)
         return reasoning or None, content or None
 
     def extract_reasoning_streaming(self, previous_text: str, current_text: str, delta_text: str,
@@ -702,8 +744,10 @@ class RespcReasoningParser(ReasoningParser):
         if self._run.ended:
             return DeltaMessage(content=delta_text) if delta_text else None
         reasoning, content = self._run.feed(delta_text)
+        self._sent_reasoning = self._sent_reasoning or bool(reasoning)
         if self._run.ended:
             self._head = self._run.boundary
+            self._transition_reasoning = reasoning
         if not reasoning and content is None:
             return None
         return DeltaMessage(**_given(reasoning=reasoning or None, content=content or None))
@@ -731,7 +775,9 @@ class RespcReasoningParser(ReasoningParser):
         end of the output decided (a tool call written inside an unclosed reasoning block)."""
         if self._run is None or self._run.ended:
             return None
-        return _merge_chunks(self._run.finalize())
+        message = _merge_chunks(self._run.finalize())
+        self._sent_reasoning = self._sent_reasoning or bool(message is not None and message.reasoning)
+        return message
 
 
 class RespcToolParser(ToolParser):
@@ -772,6 +818,8 @@ class RespcToolParser(ToolParser):
         self._out = _DeltaOut()
         self._passthrough = False
         self._partner = _reasoning_partner(self)
+        self._join: str | None = None  # the join text still owed to a later reasoning block
+        self._first_delta = True
 
     def _new_stream(self, request: Any, arguments: str | None = None) -> ChatCompletionStream:
         tools = _tool_dicts(getattr(request, "tools", None) or self.tools)
@@ -786,6 +834,10 @@ class RespcToolParser(ToolParser):
             parser = self._module.ResponseParser("", tools, errors="recover")
         if prompt is None and self._primer:
             parser.feed(self._primer)  # the events of the primer are the reasoning's: not sent
+        # a reasoning block this parser sends after one the reasoning parser sent: the template's
+        # join text goes before it, as in respc's message
+        self._join = (_reasoning_join(self.template) or None) if (
+            self._partner is not None and self._partner._sent_reasoning) else None
         ids = type(self).tool_call_ids
         # "hold" by default: streamed equals whole (docs/openai.md, "recover_arguments")
         return ChatCompletionStream(parser, ids=ids, recover_arguments=arguments or self.recover_arguments)
@@ -826,13 +878,31 @@ class RespcToolParser(ToolParser):
                 self._passthrough = True
         if self._passthrough:
             return DeltaMessage(content=delta_text) if delta_text else None
-        return self._out.feed(self._stream.feed(delta_text))
+        message = self._out.feed(self._joined(self._stream.feed(delta_text)))
+        first, self._first_delta = self._first_delta, False
+        if first and message is not None and message.reasoning and self._partner is not None:
+            # the delta that ended the reasoning phase: vLLM keeps this parser's reasoning and
+            # drops the reasoning parser's for it (DelegatingParser.parse_delta), so both go here
+            message.reasoning = self._partner._transition_reasoning + message.reasoning
+        return message
 
     def finish_streaming(self) -> DeltaMessage | None:
         """The last delta came: finalize the parser and return what it still held."""
         if self._stream is None:
             return None
-        return self._out.finish(self._stream.finalize() if self._stream.message is None else [])
+        return self._out.finish(self._joined(self._stream.finalize() if self._stream.message is None else []))
+
+    def _joined(self, chunks: list[dict]) -> list[dict]:
+        """``chunks`` with the join text owed (see :meth:`_new_stream`) before their first reasoning."""
+        if self._join is None:
+            return chunks
+        for chunk in chunks:
+            delta = chunk["choices"][0]["delta"] if chunk["choices"] else {}
+            if delta.get(REASONING):
+                delta[REASONING] = self._join + delta[REASONING]
+                self._join = None
+                break
+        return chunks
 
 
 def _reasoning_partner(tool_parser: RespcToolParser) -> RespcReasoningParser | None:

@@ -261,8 +261,7 @@ def test_served_with_tools(family, case, stream, specials, tmp_path_factory):
     else:  # none, or only whitespace between the reasoning's delimiters (counted as vLLM's own counters do)
         assert reasoning_tokens <= sum(1 for i in ids if not tok.decode([i], skip_special_tokens=False).strip())
 
-    if not _reasoning_after_content(family, case["prefix"], case["text"]):
-        assert _reasoning(got) == (message.get("reasoning_content") or None)
+    assert _reasoning(got) == (message.get("reasoning_content") or None)
     assert (got.content or None) == (message.get("content") or None)
     expected = [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
     calls = [(c.function.name, _arguments(c.function.arguments, a))
@@ -290,6 +289,8 @@ def test_served_without_tool_parsing(family, case, stream, tools, tmp_path_facto
     got, finish, _, _ = asyncio.run(_complete(chat, request))
 
     assert not got.tool_calls and finish == "stop"
+    # without tool parsing vLLM hands the text after the first reasoning on as content, a later
+    # reasoning block included
     if not _reasoning_after_content(family, case["prefix"], case["text"]):
         assert _reasoning(got) == (message.get("reasoning_content") or None)
     content = got.content or ""
