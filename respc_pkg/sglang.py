@@ -15,11 +15,13 @@ SGLang's chat server sends each decoded delta through the reasoning parser first
 reasoning, answer and tool calls together, so the two detectors share the work like this:
 
 * The reasoning detector parses the raw output with the prompt prefix (the chat prompt that may
-  pre-open a reasoning block). ``reasoning_text`` is the reasoning as the message stores it,
+  pre-open a reasoning block): the rendered prompt, which the plug-in's hooks take from SGLang's
+  serving layer (:func:`install_hooks`), else what ``force_reasoning`` says (:func:`sglang_prefix`). ``reasoning_text`` is the reasoning as the message stores it,
   streamed (``respc.openai.ChatCompletionStream``'s reasoning deltas). When SGLang says a tool-call
   parser reads its output (``tool_call_parser_active``), ``normal_text`` is the *raw* output with
   the reasoning text cut out but its delimiters kept (a reasoning opener the prompt holds is sent
-  first), read from the parser's trace of where each raw character went
+  first, as is the prompt's part of a delimiter the prompt ends inside), read from the parser's
+  trace of where each raw character went
   (:func:`respc.show._traced`): the tool-call detector sees the answer and the calls as the model
   wrote them, and where reasoning ended. Otherwise ``normal_text`` is the answer as the message stores it.
 * The function-call detector parses that text again with the prefix ``""`` (reasoning blocks are
@@ -43,8 +45,10 @@ Register both under one name with :func:`register` (``register("qwen3")`` adds `
 which registers every catalogue template. docs/serving.md, "SGLang", says how to launch.
 
 Limits: the tool-call detector alone (no respc reasoning parser in front) reads text without the
-prompt prefix, so output that starts inside a reasoning block pre-opened by the prompt is misread;
-use both. SGLang's structural tags are not built (``supports_structural_tag`` is False and
+prompt prefix, so output that starts inside a reasoning block pre-opened by the prompt, or inside
+an opener the prompt began (functionary v3.2's ``>>>``), is misread; use both. The prompt reaches
+the detector only on SGLang's chat-completions path through the hooks (not ``/v1/responses``, and
+not when the detectors are used outside SGLang's serving layer). SGLang's structural tags are not built (``supports_structural_tag`` is False and
 ``structure_info`` raises); constrained decoding from a template goes through ``respc grammar``
 (docs/grammar.md). Templates whose delimiters are special tokens need them in the decoded text
 (request ``"skip_special_tokens": false``).

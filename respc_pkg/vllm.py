@@ -28,10 +28,13 @@ How the work is split (vLLM's calling conventions):
   parser's ledger finds the offset). vLLM gives that text to the tool parser, or passes it through
   as content when there is no tool parsing.
 - The tool parser runs a second generated parser (``prefix=""``: the text starts after the
-  reasoning) wrapped in :class:`respc.openai.ChatCompletionStream`, so content, later reasoning
-  blocks and tool calls stream exactly as the OpenAI adapter sends them: tool-call deltas with
-  ``index``, ``id``, ``type``, ``function.name`` and ``function.arguments`` fragments, typed by the
-  request's tool schemas. ``finish_streaming`` (vLLM calls it on the last delta) finalizes the parser.
+  reasoning; the rendered prompt, asked of the request's respc reasoning parser, when no reasoning
+  precedes the text, e.g. functionary v3.2's prompt ending in ``>>>``) wrapped in
+  :class:`respc.openai.ChatCompletionStream`, so content, later reasoning blocks (after the
+  template's ``join`` text) and tool calls stream exactly as the OpenAI adapter sends them: tool-call
+  deltas with ``index``, ``id``, ``type``, ``function.name`` and ``function.arguments`` fragments,
+  typed by the request's tool schemas. ``finish_streaming`` (vLLM calls it on the last delta)
+  finalizes the parser.
 - Both parse with ``errors="recover"``: model output never raises.
 - ``tool_choice="none"`` and requests without tools (vLLM then sets ``tool_choice="none"``): the tool
   parser passes its text through as content unparsed, as vLLM does without tool parsing.
@@ -48,11 +51,9 @@ How the work is split (vLLM's calling conventions):
 Known limits (docs/serving.md): with ``recover_arguments = "stream"`` (the default is "hold") arguments stream as written,
 so a call already sent whose body then turns out malformed stays as sent (a diagnostic names it);
 a tool call written inside the reasoning is not returned as a call (the reasoning parser's deltas
-carry no tool calls in vLLM's split); in non-streaming ``parse``, reasoning that comes after content
-(a second reasoning block) is not returned (``ExtractedToolCallInformation`` has no reasoning field); a second reasoning
-block streamed by the tool parser is sent without the template's ``join`` text before it;
-``is_reasoning_end_streaming`` on an instance that is not streaming (vLLM's structured-output gate)
-decodes and scans all ids of the step.
+carry no tool calls in vLLM's split); without tool parsing a reasoning block after the answer or
+after a first block stays in the content vLLM passes through; ``is_reasoning_end_streaming`` on an
+instance that is not streaming (vLLM's structured-output gate) decodes and scans all ids of the step.
 """
 
 from __future__ import annotations
