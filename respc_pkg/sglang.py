@@ -486,6 +486,8 @@ def _after_convert(result: Any, serving: Any, *args: Any, **kwargs: Any) -> None
     """Hook after ``OpenAIServingChat._convert_to_internal_request``: keep the rendered prompt on
     the request (``_response_parser_prefix``, which SGLang fills only for its own response-template
     parsers and passes on only to them) when the server runs a respc detector."""
+    if not (isinstance(result, tuple) and len(result) == 2):
+        return
     try:
         adapted, request = result
         if not getattr(request, "_response_parser_prefix", "") and _uses_respc(serving):

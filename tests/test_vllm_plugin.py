@@ -220,6 +220,26 @@ def test_vectors_through_vllm(family, prefix, text, tools):
         assert [c[0] for c in calls] == [f"call_{n}" for n in range(len(calls))], how
 
 
+FUNCTIONARY_PROMPT = "<|start_header_id|>assistant<|end_header_id|>\n\n>>>"
+
+
+def test_tool_parser_reads_after_the_prompt_it_asks_of_the_reasoning_parser():
+    """functionary v3.2's prompt ends in '>>>': the tool parser, which vLLM gives only the output,
+    asks the request's respc reasoning parser (DelegatingParser's ``_reasoning_parser``) for the
+    prompt; built alone it has none and reads 'all\nHello' as text (docs/serving.md)."""
+    cls = _parser_cls("functionary_v3_2")
+    request, _ = _request(None, {"tool_calls": [{"function": {"name": "get_weather"}}]})
+    parser = cls(TOK, request.tools)
+    assert parser._tool_parser._partner is parser._reasoning_parser
+    parser.set_prompt_token_ids(TOK.encode(FUNCTIONARY_PROMPT))
+    assert parser.parse("all\nHello", request, enable_auto_tools=True) == (None, "Hello", None)
+    reasoning, content, calls = _stream(cls, request, FUNCTIONARY_PROMPT, ["get_", 'weather\n{"city"', ': "Paris"}'])
+    assert (reasoning, content, calls) == (None, None, [["call_0", "get_weather", '{"city": "Paris"}']])
+    alone = rv.tool_parser_class("functionary_v3_2")(TOK, request.tools)
+    assert alone._partner is None
+    assert alone.extract_tool_calls("all\nHello", request).content == "all\nHello"
+
+
 QWEN3_PROMPT = "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n"
 QWEN3_TEXT = ('Checking.\n</think>\n\nLet me look.\n<tool_call>\n{"name": "get_weather", "arguments": '
               '{"city": "Paris", "days": "3"}}\n</tool_call>')
