@@ -59,6 +59,7 @@ instance that is not streaming (vLLM's structured-output gate) decodes and scans
 from __future__ import annotations
 
 import bisect
+import functools
 import importlib
 import json
 import re
@@ -340,6 +341,7 @@ def _reasoning_before_other(chunks: list[dict]) -> str:
     return "".join(c["choices"][0]["delta"].get(REASONING, "") for c in chunks[:end] if c["choices"])
 
 
+@functools.lru_cache(maxsize=None)
 def _reasoning_join(name: str) -> str:
     """The text the template joins two reasoning blocks with (its reasoning field's ``join``)."""
     from importlib import resources
