@@ -88,13 +88,24 @@ SGLANG = {
 }
 
 
+def peer_prefixes() -> dict[str, str]:
+    """Vector id -> the prompt its family file gives it (``peer_prefix`` in
+    tests/cases/families/*.json): an engine test with prefix ``""`` that starts its parser inside
+    the reasoning stands for a prompt that ends with the opener (tests/test_peer_vectors.py)."""
+    return {vid: prefix for path in sorted((ROOT / "tests" / "cases" / "families").glob("*.json"))
+            for vid, prefix in json.loads(path.read_text(encoding="utf-8")).get("peer_prefix", {}).items()}
+
+
 def vectors() -> dict[str, list[dict]]:
-    """The corpus outputs per family, catalogue families only."""
+    """The corpus outputs per family, catalogue families only; ``prefix`` is the family file's
+    ``peer_prefix`` where it gives one (:func:`peer_prefixes`), as the parser tests use it."""
     out: dict[str, list[dict]] = {}
+    prompts = peer_prefixes()
     for name in FILES:
         for line in (SHARED / name).read_text(encoding="utf-8").splitlines():
             if line.strip():
                 row = json.loads(line)
+                row["prefix"] = prompts.get(row["id"], row["prefix"])
                 if (ROOT / "templates" / f"{row['family']}.json").exists():
                     out.setdefault(row["family"], []).append(row)
     return out
@@ -201,9 +212,11 @@ def sglang_runner():
     import test_sglang_serving as t
     import respc.sglang as rs
     from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
+    from sglang.srt.plugins import load_plugins
     from sglang.srt.runtime_context import publish
     from sglang.srt.server_args import ServerArgs
 
+    load_plugins()  # as `sglang serve` does at start: respc's entry point and its hooks
     published: dict[tuple, ServerArgs] = {}
 
     def run(family: str, tokdir: str, row: dict, stream: bool, own: bool) -> bool:

@@ -15,11 +15,13 @@ SGLang's chat server sends each decoded delta through the reasoning parser first
 reasoning, answer and tool calls together, so the two detectors share the work like this:
 
 * The reasoning detector parses the raw output with the prompt prefix (the chat prompt that may
-  pre-open a reasoning block). ``reasoning_text`` is the reasoning as the message stores it,
+  pre-open a reasoning block): the rendered prompt, which the plug-in's hooks take from SGLang's
+  serving layer (:func:`install_hooks`), else what ``force_reasoning`` says (:func:`sglang_prefix`). ``reasoning_text`` is the reasoning as the message stores it,
   streamed (``respc.openai.ChatCompletionStream``'s reasoning deltas). When SGLang says a tool-call
   parser reads its output (``tool_call_parser_active``), ``normal_text`` is the *raw* output with
   the reasoning text cut out but its delimiters kept (a reasoning opener the prompt holds is sent
-  first), read from the parser's trace of where each raw character went
+  first, as is the prompt's part of a delimiter the prompt ends inside), read from the parser's
+  trace of where each raw character went
   (:func:`respc.show._traced`): the tool-call detector sees the answer and the calls as the model
   wrote them, and where reasoning ended. Otherwise ``normal_text`` is the answer as the message stores it.
 * The function-call detector parses that text again with the prefix ``""`` (reasoning blocks are
@@ -43,8 +45,10 @@ Register both under one name with :func:`register` (``register("qwen3")`` adds `
 which registers every catalogue template. docs/serving.md, "SGLang", says how to launch.
 
 Limits: the tool-call detector alone (no respc reasoning parser in front) reads text without the
-prompt prefix, so output that starts inside a reasoning block pre-opened by the prompt is misread;
-use both. SGLang's structural tags are not built (``supports_structural_tag`` is False and
+prompt prefix, so output that starts inside a reasoning block pre-opened by the prompt, or inside
+an opener the prompt began (functionary v3.2's ``>>>``), is misread; use both. The prompt reaches
+the detector only on SGLang's chat-completions path through the hooks (not ``/v1/responses``, and
+not when the detectors are used outside SGLang's serving layer). SGLang's structural tags are not built (``supports_structural_tag`` is False and
 ``structure_info`` raises); constrained decoding from a template goes through ``respc grammar``
 (docs/grammar.md). Templates whose delimiters are special tokens need them in the decoded text
 (request ``"skip_special_tokens": false``).
@@ -72,7 +76,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from respc.openai import ChatCompletionStream
 from respc.show import _traced
 
-__all__ = ["RespcFunctionCallDetector", "RespcReasoningDetector", "register", "register_plugin",
+__all__ = ["RespcFunctionCallDetector", "RespcReasoningDetector", "install_hooks", "register", "register_plugin",
            "registered_name", "sglang_prefix"]
 
 logger = logging.getLogger(__name__)
@@ -266,8 +270,21 @@ class RespcReasoningDetector(BaseReasoningFormatDetector):
         if prefix is None:
             prefix = sglang_prefix(self.module, force_reasoning)
         self.prefix = prefix
+        #: True once :meth:`use_prompt` gave the rendered prompt (SGLang's serving layer, through
+        #: the plug-in's hook); :data:`prefix` is then that prompt
+        self.prompt_known = False
         self.raw_normal = tool_call_parser_active
         self._region_slot = {region.name: region.slot for region in self.module.ResponseParser.REGIONS}
+        self._reset()
+
+    def use_prompt(self, prompt: str) -> None:
+        """Read the output as following ``prompt``, the rendered chat prompt (decoded with special
+        tokens kept). Call it before the first piece of output; the plug-in's hook on SGLang's
+        ``ReasoningParser`` does (:func:`install_hooks`). The prompt decides the state the output
+        starts in (a reasoning block it opened or closed, an opener it ends inside), in place of
+        ``force_reasoning`` and :data:`PROMPT_OPENS_REASONING`."""
+        self.prefix = prompt
+        self.prompt_known = True
         self._reset()
 
     def _reset(self) -> None:
@@ -331,7 +348,10 @@ class RespcReasoningDetector(BaseReasoningFormatDetector):
             kind, start, end = entry[0], entry[1], entry[2]
             dropped = kind != "delimiter" and self._is_reasoning(entry)
             if start < 0:
-                if kind == "delimiter" and self._is_reasoning(entry):
+                # a reasoning delimiter in the prompt, or any delimiter the prompt ends inside
+                # (functionary v3.2's '>>>' of '>>>all'): its prompt part goes first, so the
+                # function-call detector, which reads without the prompt, sees the delimiter whole
+                if kind == "delimiter" and (self._is_reasoning(entry) or end > 0):
                     out.append(self.prefix[len(self.prefix) + start:len(self.prefix) + min(end, 0)])
                 start = 0
             if end <= self._done:
@@ -429,9 +449,83 @@ def register(template: Any, name: str | None = None) -> str:
     return name
 
 
+#: where SGLang builds a chat request's prompt, and where it builds the reasoning parser of a
+#: request (hook targets, SGLang 0.5.23)
+_CONVERT = "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat._convert_to_internal_request"
+_REASONING_INIT = "sglang.srt.parser.reasoning_parser.ReasoningParser.__init__"
+
+
+def _uses_respc(serving: Any) -> bool:
+    """Whether an ``OpenAIServingChat`` runs a respc detector (reasoning or function call)."""
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+    reasoning = ReasoningParser.DetectorMap.get(str(getattr(serving, "reasoning_parser", None) or "").lower())
+    tool = FunctionCallParser.ToolCallParserEnum.get(getattr(serving, "tool_call_parser", None) or "")
+    return any(isinstance(cls, type) and issubclass(cls, (RespcReasoningDetector, RespcFunctionCallDetector))
+               for cls in (reasoning, tool))
+
+
+def _prompt_of(serving: Any, adapted: Any) -> str:
+    """The rendered prompt of an SGLang ``GenerateReqInput``: its text, or its input ids decoded
+    with special tokens kept, as SGLang decodes it for its own response-template parsers."""
+    text = getattr(adapted, "text", None)
+    if isinstance(text, str):
+        return text
+    ids = getattr(adapted, "input_ids", None)
+    if ids and isinstance(ids[0], int):
+        tokenizer = serving.tokenizer_manager.tokenizer
+        try:
+            return tokenizer.decode(ids, skip_special_tokens=False, spaces_between_special_tokens=False)
+        except TypeError:
+            return tokenizer.decode(ids, skip_special_tokens=False)
+    return ""
+
+
+def _after_convert(result: Any, serving: Any, *args: Any, **kwargs: Any) -> None:
+    """Hook after ``OpenAIServingChat._convert_to_internal_request``: keep the rendered prompt on
+    the request (``_response_parser_prefix``, which SGLang fills only for its own response-template
+    parsers and passes on only to them) when the server runs a respc detector."""
+    if not (isinstance(result, tuple) and len(result) == 2):
+        return
+    try:
+        adapted, request = result
+        if not getattr(request, "_response_parser_prefix", "") and _uses_respc(serving):
+            request._response_parser_prefix = _prompt_of(serving, adapted)
+    except Exception as exc:  # noqa: BLE001 - never break a request; the detector then guesses
+        logger.warning("respc: could not read the rendered prompt: %s", exc)
+
+
+def _after_reasoning_parser(result: Any, parser: Any, *args: Any, **kwargs: Any) -> None:
+    """Hook after ``ReasoningParser.__init__``: a respc detector reads the request's rendered prompt
+    (:func:`_after_convert`) as its prefix."""
+    request = kwargs.get("request", args[3] if len(args) > 3 else None)
+    prompt = getattr(request, "_response_parser_prefix", "") if request is not None else ""
+    detector = getattr(parser, "detector", None)
+    if prompt and isinstance(detector, RespcReasoningDetector):
+        detector.use_prompt(prompt)
+
+
+def install_hooks() -> bool:
+    """Register the plug-in's two hooks with SGLang's ``HookRegistry`` (applied by SGLang's
+    ``load_plugins`` after the plug-ins ran): after ``OpenAIServingChat._convert_to_internal_request``
+    the rendered prompt is kept on the request, and after ``ReasoningParser.__init__`` a respc
+    reasoning detector takes it as its prefix (:meth:`RespcReasoningDetector.use_prompt`). SGLang
+    gives a plug-in detector no prompt otherwise (docs/serving.md, "The prompt"). Returns False when
+    this SGLang has no hook registry (the detectors then fall back to :func:`sglang_prefix`)."""
+    try:
+        from sglang.srt.plugins.hook_registry import HookRegistry, HookType
+    except ImportError:
+        return False
+    HookRegistry.register(_CONVERT, _after_convert, HookType.AFTER)
+    HookRegistry.register(_REASONING_INIT, _after_reasoning_parser, HookType.AFTER)
+    return True
+
+
 def register_plugin() -> None:
     """SGLang plug-in entry point (group ``sglang.srt.plugins``, name ``respc``): registers every
-    catalogue template as ``respc-<name>``. Never raises: a failure is logged, and SGLang goes on
+    catalogue template as ``respc-<name>`` and the hooks that give the reasoning detector the
+    rendered prompt (:func:`install_hooks`). Never raises: a failure is logged, and SGLang goes on
     without the respc parsers."""
     try:
         from importlib.resources import files
@@ -439,5 +533,6 @@ def register_plugin() -> None:
         names = sorted(p.name[:-5] for p in files("respc.templates").iterdir() if p.name.endswith(".json"))
         for template in names:
             register(template)
+        install_hooks()
     except Exception as exc:  # noqa: BLE001 - a plug-in must not stop the server
         logger.warning("respc: could not register SGLang parsers: %s", exc)

@@ -28,10 +28,13 @@ How the work is split (vLLM's calling conventions):
   parser's ledger finds the offset). vLLM gives that text to the tool parser, or passes it through
   as content when there is no tool parsing.
 - The tool parser runs a second generated parser (``prefix=""``: the text starts after the
-  reasoning) wrapped in :class:`respc.openai.ChatCompletionStream`, so content, later reasoning
-  blocks and tool calls stream exactly as the OpenAI adapter sends them: tool-call deltas with
-  ``index``, ``id``, ``type``, ``function.name`` and ``function.arguments`` fragments, typed by the
-  request's tool schemas. ``finish_streaming`` (vLLM calls it on the last delta) finalizes the parser.
+  reasoning; the rendered prompt, asked of the request's respc reasoning parser, when no reasoning
+  precedes the text, e.g. functionary v3.2's prompt ending in ``>>>``) wrapped in
+  :class:`respc.openai.ChatCompletionStream`, so content, later reasoning blocks (after the
+  template's ``join`` text) and tool calls stream exactly as the OpenAI adapter sends them: tool-call
+  deltas with ``index``, ``id``, ``type``, ``function.name`` and ``function.arguments`` fragments,
+  typed by the request's tool schemas. ``finish_streaming`` (vLLM calls it on the last delta)
+  finalizes the parser.
 - Both parse with ``errors="recover"``: model output never raises.
 - ``tool_choice="none"`` and requests without tools (vLLM then sets ``tool_choice="none"``): the tool
   parser passes its text through as content unparsed, as vLLM does without tool parsing.
@@ -48,19 +51,19 @@ How the work is split (vLLM's calling conventions):
 Known limits (docs/serving.md): with ``recover_arguments = "stream"`` (the default is "hold") arguments stream as written,
 so a call already sent whose body then turns out malformed stays as sent (a diagnostic names it);
 a tool call written inside the reasoning is not returned as a call (the reasoning parser's deltas
-carry no tool calls in vLLM's split); in non-streaming ``parse``, reasoning that comes after content
-(a second reasoning block) is not returned (``ExtractedToolCallInformation`` has no reasoning field); a second reasoning
-block streamed by the tool parser is sent without the template's ``join`` text before it;
-``is_reasoning_end_streaming`` on an instance that is not streaming (vLLM's structured-output gate)
-decodes and scans all ids of the step.
+carry no tool calls in vLLM's split); without tool parsing a reasoning block after the answer or
+after a first block stays in the content vLLM passes through; ``is_reasoning_end_streaming`` on an
+instance that is not streaming (vLLM's structured-output gate) decodes and scans all ids of the step.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import importlib
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -213,7 +216,10 @@ def _replay_boundary(module: Any, prefix: str, raw: str) -> int:
     steps = [(ch, False) for ch in raw] + [("", True)]
     for ch, last in steps:
         events = parser.finalize()[1] if last else parser.feed(ch)
-        if not events:
+        if not events or all(_neutral(e) for e in events):
+            # nothing yet, or only whitespace of the answer: its entries (and a delimiter entered
+            # with them, e.g. the opener of a container region with no events of its own) belong
+            # to the step that decides what they start
             continue
         new = ledger[seen:]
         seen = len(ledger)
@@ -272,9 +278,11 @@ class _ReasoningRun:
         parser = module.ResponseParser(prefix, errors="recover")
         self.module = module
         self.prefix = prefix
+        self.prompt_events = len(parser.initial_events)
         self.recorder = _Recorder(parser)
         self.stream = ChatCompletionStream(self.recorder, ids=ids)
         self.raw: list[str] = []
+        self.sent = ""  # the reasoning returned so far
         self.fed = 0
         self.delta_start = 0
         self.ended = False
@@ -283,21 +291,38 @@ class _ReasoningRun:
 
     def _check(self) -> bool:
         """Whether the events so far end the reasoning phase (see :func:`_events_end_phase`)."""
-        return _events_end_phase(self.recorder.events)
+        return _events_end_phase(self.recorder.events, self.prompt_events)
 
-    def feed(self, text: str) -> tuple[str, str | None]:
+    def feed(self, text: str, whole: bool = False) -> tuple[str, str | None]:
+        """``whole``: ``text`` is the whole output (vLLM's ``parse``), whose reasoning is all
+        returned here (the tool parser's ``extract_tool_calls`` returns none)."""
         self.raw.append(text)
         chunks = self.stream.feed(text)
-        reasoning = "".join(c["choices"][0]["delta"].get(REASONING, "") for c in chunks if c["choices"])
+        everything = "".join(c["choices"][0]["delta"].get(REASONING, "") for c in chunks if c["choices"])
         if not self.ended and self._check():
             self.ended = True
-            self.boundary = _replay_boundary(self.module, self.prefix, "".join(self.raw))
+            raw = "".join(self.raw)
+            self.boundary = _replay_boundary(self.module, self.prefix, raw)
             self.delta_start = self.fed
             self.fed += len(text)
+            reasoning = everything if whole else self._until_boundary(raw, chunks)
+            self.sent += reasoning
             # from the boundary: text of earlier deltas may have been held, never sent
-            return reasoning, "".join(self.raw)[self.boundary:]
+            return reasoning, raw[self.boundary:]
         self.fed += len(text)
-        return reasoning, None
+        self.sent += everything
+        return everything, None
+
+    def _until_boundary(self, raw: str, chunks: list[dict]) -> str:
+        """The reasoning of the delta that ended the phase, up to the boundary only: a later
+        reasoning block in the same delta (Magistral's content then ``[THINK]``, gpt-oss's second
+        analysis block, which the stream may send in the same chunk as the first) is in the text
+        handed on, which the tool parser reads and sends. The output up to the boundary is read
+        once more (once per request)."""
+        probe = ChatCompletionStream(self.module.ResponseParser(self.prefix, errors="recover"))
+        upto = "".join(c["choices"][0]["delta"].get(REASONING, "")
+                       for c in probe.feed(raw[:self.boundary]) + probe.finalize() if c["choices"])
+        return upto[len(self.sent):] if upto.startswith(self.sent) else _reasoning_before_other(chunks)
 
     def finalize(self) -> list[dict]:
         """The last chunks (the output ended before the reasoning phase did, as far as the parser
@@ -307,6 +332,25 @@ class _ReasoningRun:
             self.ended = True
             self.boundary = _replay_boundary(self.module, self.prefix, "".join(self.raw))
         return chunks
+
+
+def _reasoning_before_other(chunks: list[dict]) -> str:
+    """The reasoning deltas of ``chunks`` before the first chunk whose delta carries anything else."""
+    end = next((n for n, c in enumerate(chunks) if c["choices"] and set(c["choices"][0]["delta"]) - {REASONING, "role"}),
+               len(chunks))
+    return "".join(c["choices"][0]["delta"].get(REASONING, "") for c in chunks[:end] if c["choices"])
+
+
+@functools.lru_cache(maxsize=None)
+def _reasoning_join(name: str) -> str:
+    """The text the template joins two reasoning blocks with (its reasoning field's ``join``)."""
+    from importlib import resources
+
+    path = resources.files("respc.templates") / f"{name}.json"
+    if not path.is_file():
+        return ""
+    spec = json.loads(path.read_text(encoding="utf-8")).get("fields", {}).get(REASONING) or {}
+    return spec.get("join", "") if spec.get("repeats") else ""
 
 
 class _ReasoningCounter:
@@ -400,12 +444,15 @@ def _neutral(event: dict) -> bool:
     return event["type"] == "region_open"
 
 
-def _events_end_phase(events: list[dict]) -> bool:
+def _events_end_phase(events: list[dict], prompt: int | None = None) -> bool:
     """Whether ``events`` leave the reasoning phase over: after the last reasoning ``region_open``
     (a prompt may hold whitespace or an earlier block before it) the reasoning region closed or an
-    event of another field came; with no reasoning open, any event of another field."""
+    event of another field came; with no reasoning open, any event of another field. ``prompt``:
+    only the first ``prompt`` events are the prompt's, and only among them is an earlier block
+    skipped (the output's answer before a reasoning block, Magistral's ``content[THINK]``, ends the
+    phase)."""
     start = 0
-    for n, event in enumerate(events):
+    for n, event in enumerate(events if prompt is None else events[:prompt]):
         if event["field"] == REASONING and event["type"] == "region_open":
             start = n
     for event in events[start:]:
@@ -610,12 +657,20 @@ class RespcReasoningParser(ReasoningParser):
         self._prefix = ""
         self._run: _ReasoningRun | None = None
         self._counter: _ReasoningCounter | None = None
+        # characters of the output before the reasoning phase ended: 0 when it was over at the
+        # prompt or at the first character, None while unknown (no prompt yet, or still reasoning)
+        self._head: int | None = None
+        #: whether this parser sent reasoning text (the tool parser then joins a later block to it)
+        self._sent_reasoning = False
+        #: the reasoning sent with the delta that ended the reasoning phase
+        self._transition_reasoning = ""
 
     # --- the prompt ----------------------------------------------------------------------------
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
         """Keep the decoded prompt: the generated parser starts from it (its start anchor)."""
         self._prefix = _decode(self.model_tokenizer, prompt_token_ids)
         self._counter = None
+        self._head = 0  # vLLM skips this parser when the prompt ended the reasoning
 
     def adjust_initial_state_from_prompt(self, prompt_token_ids: Sequence[int]) -> None:
         """Streaming hook with the prompt ids: same as :meth:`set_prompt_token_ids`."""
@@ -668,15 +723,15 @@ class RespcReasoningParser(ReasoningParser):
         respc's message) and the raw text after the reasoning phase (None when empty)."""
         run = _ReasoningRun(self._module, self._prefix)
         if run.ended:
+            self._head = 0
             return None, model_output or None
-        reasoning, content = run.feed(model_output)
+        reasoning, content = run.feed(model_output, whole=True)
         if content is None:
-            chunks = run.finalize()
-            end = next((n for n, c in enumerate(chunks) if c["choices"] and set(c["choices"][0]["delta"]) - {REASONING}
-                        and c["choices"][0]["delta"]), len(chunks))
-            reasoning += "".join(c["choices"][0]["delta"].get(REASONING, "") for c in chunks[:end] if c["choices"])
+            reasoning += _reasoning_before_other(run.finalize())
             if run.ended:
                 content = model_output[run.boundary:]
+        self._head = run.boundary if run.ended else None
+        self._sent_reasoning = bool(reasoning)
         return reasoning or None, content or None
 
     def extract_reasoning_streaming(self, previous_text: str, current_text: str, delta_text: str,
@@ -686,11 +741,16 @@ class RespcReasoningParser(ReasoningParser):
         phase ``content`` with the raw text after it (what vLLM hands to the tool parser)."""
         if self._run is None:
             self._run = _ReasoningRun(self._module, self._prefix, type(self).tool_call_ids)
+            self._head = 0 if self._run.ended else None
             if self._run.ended:
                 return DeltaMessage(content=delta_text) if delta_text else None
         if self._run.ended:
             return DeltaMessage(content=delta_text) if delta_text else None
         reasoning, content = self._run.feed(delta_text)
+        self._sent_reasoning = self._sent_reasoning or bool(reasoning)
+        if self._run.ended:
+            self._head = self._run.boundary
+            self._transition_reasoning = reasoning
         if not reasoning and content is None:
             return None
         return DeltaMessage(**_given(reasoning=reasoning or None, content=content or None))
@@ -705,13 +765,22 @@ class RespcReasoningParser(ReasoningParser):
             self._counter = _ReasoningCounter(self._module, self._prefix, self.model_tokenizer)
         return self._counter.update(token_ids)
 
+    def tool_prompt(self) -> str | None:
+        """The rendered prompt, for the tool parser of the same request (:class:`RespcToolParser`),
+        when the text it reads follows the prompt directly: the reasoning phase was over at the
+        prompt or before the output's first character (a template without reasoning, a prompt that
+        closed it). None otherwise: the text follows reasoning written in the output."""
+        return self._prefix if self._head == 0 else None
+
     def finish_streaming(self) -> DeltaMessage | None:
         """The output ended inside the reasoning (as far as held text let the parser tell): finalize
         the parser and return what it still held -- reasoning, and content or tool calls that the
         end of the output decided (a tool call written inside an unclosed reasoning block)."""
         if self._run is None or self._run.ended:
             return None
-        return _merge_chunks(self._run.finalize())
+        message = _merge_chunks(self._run.finalize())
+        self._sent_reasoning = self._sent_reasoning or bool(message is not None and message.reasoning)
+        return message
 
 
 class RespcToolParser(ToolParser):
@@ -751,12 +820,27 @@ class RespcToolParser(ToolParser):
         self._stream: ChatCompletionStream | None = None
         self._out = _DeltaOut()
         self._passthrough = False
+        self._partner = _reasoning_partner(self)
+        self._join: str | None = None  # the join text still owed to a later reasoning block
+        self._first_delta = True
 
     def _new_stream(self, request: Any, arguments: str | None = None) -> ChatCompletionStream:
         tools = _tool_dicts(getattr(request, "tools", None) or self.tools)
-        parser = self._module.ResponseParser("", tools, errors="recover")
-        if self._primer:
+        prompt = self._partner.tool_prompt() if self._partner is not None else None
+        if prompt is not None:
+            # the text follows the prompt directly: read it after the prompt (functionary v3.2's
+            # prompt ends in '>>>', the start of every opener); the prompt's reasoning events are
+            # the reasoning parser's, not sent again
+            parser = self._module.ResponseParser(prompt, tools, errors="recover")
+            parser.initial_events = [e for e in parser.initial_events if e["field"] != REASONING]
+        else:
+            parser = self._module.ResponseParser("", tools, errors="recover")
+        if prompt is None and self._primer:
             parser.feed(self._primer)  # the events of the primer are the reasoning's: not sent
+        # a reasoning block this parser sends after one the reasoning parser sent: the template's
+        # join text goes before it, as in respc's message
+        self._join = (_reasoning_join(self.template) or None) if (
+            self._partner is not None and self._partner._sent_reasoning) else None
         ids = type(self).tool_call_ids
         # "hold" by default: streamed equals whole (docs/openai.md, "recover_arguments")
         return ChatCompletionStream(parser, ids=ids, recover_arguments=arguments or self.recover_arguments)
@@ -797,13 +881,52 @@ class RespcToolParser(ToolParser):
                 self._passthrough = True
         if self._passthrough:
             return DeltaMessage(content=delta_text) if delta_text else None
-        return self._out.feed(self._stream.feed(delta_text))
+        message = self._out.feed(self._joined(self._stream.feed(delta_text)))
+        first, self._first_delta = self._first_delta, False
+        if first and message is not None and message.reasoning and self._partner is not None:
+            # the delta that ended the reasoning phase: vLLM keeps this parser's reasoning and
+            # drops the reasoning parser's for it (DelegatingParser.parse_delta), so both go here
+            message.reasoning = self._partner._transition_reasoning + message.reasoning
+        return message
 
     def finish_streaming(self) -> DeltaMessage | None:
         """The last delta came: finalize the parser and return what it still held."""
         if self._stream is None:
             return None
-        return self._out.finish(self._stream.finalize() if self._stream.message is None else [])
+        return self._out.finish(self._joined(self._stream.finalize() if self._stream.message is None else []))
+
+    def _joined(self, chunks: list[dict]) -> list[dict]:
+        """``chunks`` with the join text owed (see :meth:`_new_stream`) before their first reasoning."""
+        if self._join is None:
+            return chunks
+        for chunk in chunks:
+            delta = chunk["choices"][0]["delta"] if chunk["choices"] else {}
+            if delta.get(REASONING):
+                delta[REASONING] = self._join + delta[REASONING]
+                self._join = None
+                break
+        return chunks
+
+
+def _reasoning_partner(tool_parser: RespcToolParser) -> RespcReasoningParser | None:
+    """The respc reasoning parser of the same request and template as ``tool_parser``, or None.
+
+    vLLM's ``DelegatingParser.__init__`` (``vllm/parser/abstract_parser.py``) builds the reasoning
+    parser, keeps it as ``self._reasoning_parser``, then builds the tool parser; the composed parser
+    is the ``self`` of a frame just above this constructor. Only the reasoning parser is given the
+    rendered prompt (``set_prompt_token_ids``), so the tool parser asks it
+    (:meth:`RespcReasoningParser.tool_prompt`). Without one (the tool parser built alone, or with
+    another reasoning parser) the tool parser reads its text without the prompt."""
+    frame = sys._getframe(1)
+    for _ in range(6):
+        if frame is None:
+            break
+        owner = frame.f_locals.get("self")
+        partner = getattr(owner, "_reasoning_parser", None) if owner is not tool_parser else None
+        if isinstance(partner, RespcReasoningParser) and partner.template == tool_parser.template:
+            return partner
+        frame = frame.f_back
+    return None
 
 
 def _class_for(template: str, base: type, kind: str) -> type:

@@ -12,7 +12,7 @@ from pathlib import Path
 FAMILIES_DIR = Path(__file__).parent / "cases" / "families"
 #: catalogue families served (both Mistral templates stand for "mistral")
 FAMILIES = ["qwen3", "hermes2pro", "gpt_oss", "deepseek_v3_1", "kimi_k2", "qwen3_coder", "mistral_nemo",
-            "mistral_small_3_2", "glm4_5", "gemma4", "minimax_m2", "deepseek_r1"]
+            "mistral_small_3_2", "glm4_5", "gemma4", "minimax_m2", "deepseek_r1", "functionary_v3_2"]
 #: the test server's chat template: the request passes the case's rendered prompt in
 #: ``chat_template_kwargs`` (a model's own template would need the model's tokenizer)
 CHAT_TEMPLATE = "{{ respc_prompt }}"

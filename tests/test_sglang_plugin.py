@@ -47,11 +47,6 @@ PEER_PREFIX = {vid: prefix for data in FAMILIES.values() for vid, prefix in data
 TEMPLATES = {p.stem for p in (HERE.parent / "templates").glob("*.json")}
 
 
-#: families whose generation prompt ends inside every opener of the output: what the engine cannot
-#: hand to a parser that sees only the output
-PROMPT_TAIL = {"functionary_v3_2": 'its generation prompt ends in \'>>>\', the first characters of every opener (\'>>>all\', \'>>>NAME\'); the engine gives the tool parser only the output, so it cannot see them (docs/serving.md, "Limits")'}
-
-
 def _vectors() -> list:
     """(family, id, prefix, text, tools) of every case and vector."""
     found = [pytest.param(family, case["prefix"], case["text"], case.get("tools"), id=f"{family}/{case['name']}")
@@ -135,9 +130,7 @@ def _chained(family, prefix, chunks, tools):
 
 
 @pytest.mark.parametrize("family,prefix,text,tools", VECTORS)
-def test_detectors_equal_message(family, prefix, text, tools, request):
-    if family in PROMPT_TAIL and request.node.callspec.id.startswith(f"{family}/"):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=PROMPT_TAIL[family]))
+def test_detectors_equal_message(family, prefix, text, tools):
     message = _message(family, prefix, text, tools)
     want = _want(message)
     sgl_tools = [Tool.model_validate(t) for t in tools or []]
@@ -259,6 +252,37 @@ def test_sglang_loads_the_plugin_and_accepts_the_names():
     args = prepare_server_args(["--model-path", "unused", "--reasoning-parser", "respc-gpt_oss",
                                 "--tool-call-parser", "respc-gpt_oss"])
     assert (args.reasoning_parser, args.tool_call_parser) == ("respc-gpt_oss", "respc-gpt_oss")
+    # and the hooks that hand the reasoning detector the rendered prompt are applied
+    from sglang.srt.plugins.hook_registry import HookRegistry
+
+    assert {rs._CONVERT, rs._REASONING_INIT} <= HookRegistry._patched
+
+
+def test_reasoning_parser_hook_hands_the_prompt_to_the_detector():
+    """After SGLang's ``ReasoningParser.__init__`` (hooked by the plug-in) a respc detector reads the
+    request's rendered prompt (``_response_parser_prefix``, which the hook after
+    ``_convert_to_internal_request`` fills): MiniMax-M2 with thinking closed in the prompt answers as
+    content, though the family's default reads output as reasoning; functionary v3.2's prompt ends
+    in '>>>', which the function-call detector behind it then sees."""
+    from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
+    from sglang.srt.plugins import load_plugins
+
+    load_plugins()
+    for family, prompt, text, want in (
+            ("minimax_m2", "]~b]ai\n<think>\n\n</think>\n\n", "The answer.", ("", "The answer.")),
+            ("minimax_m2", "]~b]ai\n<think>\n", "Thinking.</think>The answer.", ("Thinking.", "The answer.")),
+            ("functionary_v3_2", "<|start_header_id|>assistant<|end_header_id|>\n\n>>>", "all\nHello",
+             ("", ">>>all\nHello"))):
+        name = rs.register(family)
+        request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}])
+        request._response_parser_prefix = prompt
+        parser = ReasoningParser(name, True, False, request, tool_call_parser_active=family == "functionary_v3_2")
+        assert parser.detector.prompt_known and parser.detector.prefix == prompt
+        reasoning, normal = parser.parse_non_stream(text)
+        assert (reasoning or "", normal) == want, family
+    tools = [Tool.model_validate(t) for t in _sglang_tools(None, {})]
+    answer, calls = FunctionCallParser(tools, name).parse_non_stream(">>>all\nHello")
+    assert (answer, calls) == ("Hello", [])
 
 
 def test_arguments_stream_as_written_and_a_cut_call_stays():

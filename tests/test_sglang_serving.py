@@ -15,10 +15,12 @@ process config (``sglang.srt.runtime_context.publish``):
 - SGLang's ``_generate_chat_stream`` (reasoning parser, then tool-call parser, per delta, the SSE
   lines and the finish reason) and ``_build_chat_response`` build the answer.
 
-The client is the official ``openai`` package, as in tests/test_vllm_serving.py. SGLang gives the
-reasoning detector no prompt, only ``force_reasoning`` (the template manager's, set here when the
-case's prompt ends with the reasoning opener), so respc's message is read with the prefix the
-plug-in builds from it (``respc.sglang.sglang_prefix``), as in tests/test_sglang_plugin.py.
+The client is the official ``openai`` package, as in tests/test_vllm_serving.py. SGLang's plug-ins
+are loaded as ``sglang serve`` loads them (``sglang.srt.plugins.load_plugins``: respc's entry point,
+which registers the parsers and the hooks that hand the respc reasoning detector the rendered
+prompt, ``respc.sglang.install_hooks``), so respc's message is read with the case's prompt, as in
+tests/test_vllm_serving.py. The template manager's ``force_reasoning`` is still set when the prompt
+ends with the reasoning opener; with the prompt known the detector does not use it.
 
 Install and run: README, "SGLang plug-in" (``python -m pytest -q -m sglang tests/test_sglang_serving.py``).
 """
@@ -44,6 +46,7 @@ from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
 from openai.types.chat import ChatCompletion, ChatCompletionChunk  # noqa: E402
 from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest  # noqa: E402
 from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat  # noqa: E402
+from sglang.srt.plugins import load_plugins  # noqa: E402
 from sglang.srt.runtime_context import publish  # noqa: E402
 from sglang.srt.server_args import ServerArgs  # noqa: E402
 from transformers import PreTrainedTokenizerFast  # noqa: E402
@@ -53,6 +56,7 @@ from serving_support import FAMILIES, bpe_tokenizer_dir, tools_for  # noqa: E402
 from serving_support import family as family_cases  # noqa: E402
 
 MODEL = "respc-test-model"
+load_plugins()  # as `sglang serve` does at start (idempotent)
 
 
 class _ModelConfig:
@@ -109,8 +113,8 @@ class _TokenizerManager:
         self.requests.append(request)
         ids = self.tokenizer.encode(self.text, add_special_tokens=False)
         skip = request.sampling_params.get("skip_special_tokens", True)
-        end = 0
-        while end < len(ids):
+        end, last = 0, False
+        while not last:  # at least one step: an empty output still ends with the stop token's step
             end = min(len(ids), end + self.rng.randint(1, 4)) if request.stream else len(ids)
             text = self.tokenizer.decode(ids[:end], skip_special_tokens=skip)
             if text.endswith("\ufffd") and end < len(ids):
@@ -150,7 +154,8 @@ def _serve(family: str, case: dict, tmp_root: str):
     opener, _ = rs._reasoning_delimiters(module)
     force = bool(opener) and case["prefix"].rstrip().endswith(opener.rstrip())
     manager = _TokenizerManager(_server_args(name, tokenizer_dir), tokenizer_dir, case["text"], case["name"])
-    return OpenAIServingChat(manager, _TemplateManager(force)), manager, rs.sglang_prefix(module, force)
+    # the prompt the detector reads: the rendered one, which the plug-in's hooks hand it
+    return OpenAIServingChat(manager, _TemplateManager(force)), manager, case["prefix"]
 
 
 async def _complete(chat: OpenAIServingChat, request: ChatCompletionRequest):

@@ -42,7 +42,7 @@ from vllm.entrypoints.serve.exception_handling.register import init_exception_ha
 
 from serving_support import CHAT_TEMPLATE, bpe_tokenizer_dir, tools_for  # noqa: E402
 from serving_support import family as family_cases  # noqa: E402
-from test_vllm_serving import MODEL, _reasoning_after_content, _serving  # noqa: E402
+from test_vllm_serving import MODEL, _serving  # noqa: E402
 
 #: the families served over HTTP (each: its first case with tool calls)
 HTTP_FAMILIES = ["qwen3", "hermes2pro", "llama3_json", "kimi_k2", "gpt_oss"]
@@ -128,8 +128,7 @@ def test_over_http(family, tmp_path_factory):
             choice = completion.choices[0]
             got = choice.message
             assert (got.content or None) == (message.get("content") or None), (stream, got)
-            if not _reasoning_after_content(family, case["prefix"], case["text"]):
-                assert ((got.model_extra or {}).get("reasoning") or None) == (message.get("reasoning_content") or None)
+            assert ((got.model_extra or {}).get("reasoning") or None) == (message.get("reasoning_content") or None)
             calls = [(c.function.name, _arguments(c.function.arguments, a))
                      for c, (_, a) in zip(got.tool_calls or [], expected)]
             assert calls == expected and len(got.tool_calls or []) == len(expected), (stream, got)
