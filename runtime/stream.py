@@ -2798,7 +2798,7 @@ def _texts(value: Any, tokenizer: Any, what: str) -> tuple[list[str], bool]:
 
 
 def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix: Any, tools: Any,
-               tokenizer: Any, errors: str = "strict") -> Any:
+               tokenizer: Any, errors: str = "strict", *, regex_timeout: float | None = None) -> Any:
     """Whole-text parsing with batches and prefix broadcasting (events.md "The parser object").
 
     Args:
@@ -2807,6 +2807,9 @@ def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix:
         prefix: a str or ids (broadcast to every item), ``""``/``[]`` to opt out, or a list of one
             prefix per item.
         tools, tokenizer, errors: as for ``ResponseParser``.
+        regex_timeout (float | None): seconds one search of a regex delimiter not proven to
+            search in linear time may run, per item (None: :data:`REGEX_TIMEOUT`; a positive
+            number, else ValueError; docs/security.md, "Limits").
 
     Returns:
         dict | list[dict]: one message, or a list for a batch (a one-item batch gives a list). With
@@ -2819,6 +2822,7 @@ def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix:
     """
     if prefix is None:
         raise ValueError(PREFIX_REQUIRED)
+    extra = {} if regex_timeout is None else {"regex_timeout": regex_timeout}
     texts, batched = _texts(response, tokenizer, "response")
     if isinstance(prefix, (list, tuple)) and not prefix:
         prefix = ""  # the explicit opt-out, broadcast
@@ -2832,7 +2836,7 @@ def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix:
         )
     messages = []
     for item, (text, item_prefix) in enumerate(zip(texts, prefixes)):
-        parser = parser_class(item_prefix, tools, tokenizer, errors)
+        parser = parser_class(item_prefix, tools, tokenizer, errors, **extra)
         try:
             # the whole-text path (runtime/whole.py): one end-of-stream pass where that is exact
             messages.append(finish_whole(parser, text))

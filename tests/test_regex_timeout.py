@@ -161,3 +161,64 @@ def test_catalogue_timeouts_only_on_patterns_not_proven():
     assert with_bounds == set(NOT_PROVEN)
     for name in ("qwen3", "kimi_k2"):
         assert "bound=" not in (REPO / "generated" / f"{name}.py").read_text(encoding="utf-8")
+
+
+# --- regex_timeout= on every entry point that builds a parser (docs/security.md, "Limits") -------
+
+SLOW_PATTERN, _ISSUE_TEXT, SLOW_TEXT = CASES[0]
+
+
+def _limit_of(call) -> float:
+    with pytest.raises(RegexTimeoutError) as info:
+        call()
+    return info.value.timeout
+
+
+def test_parse_response_accepts_regex_timeout():
+    """``parse_response(..., regex_timeout=)`` (module, batch and ``respc.parse_response``) and
+    ``get_response_parser(..., regex_timeout=)``: the limit a search runs under, named by the
+    error; a bad value is refused before anything is parsed."""
+    template = _template(SLOW_PATTERN)
+    module = respc.compile_template(template)
+    assert _limit_of(lambda: module.parse_response(SLOW_TEXT, prefix="", regex_timeout=LIMIT)) == LIMIT
+    assert _limit_of(lambda: module.parse_response([SLOW_TEXT], prefix="", regex_timeout=LIMIT)) == LIMIT
+    assert _limit_of(lambda: respc.parse_response(SLOW_TEXT, template, prefix="", regex_timeout=LIMIT)) == LIMIT
+    parser = respc.get_response_parser(template, prefix="", regex_timeout=LIMIT)
+    assert _limit_of(lambda: finish(parser, SLOW_TEXT)) == LIMIT
+    parser = module.get_response_parser("", regex_timeout=LIMIT)
+    assert _limit_of(lambda: finish(parser, SLOW_TEXT)) == LIMIT
+    message = module.parse_response(SLOW_TEXT, prefix="", errors="recover", regex_timeout=LIMIT)
+    assert message["content"] == SLOW_TEXT
+    for bad in (0, -1, "1"):
+        with pytest.raises(ValueError, match="regex_timeout must be a positive number of seconds"):
+            module.parse_response("hi", prefix="", regex_timeout=bad)
+    # a catalogue module too (written to generated/, it has the same signature)
+    from respc.generated import gpt_oss
+
+    assert gpt_oss.parse_response("hi", prefix="", regex_timeout=LIMIT) == {"role": "assistant", "content": "hi"}
+
+
+def test_plugins_pass_regex_timeout_to_their_parsers():
+    """The vLLM tool parser and the SGLang detector accept ``regex_timeout`` where they build a
+    parser (skipped where the engine is not installed)."""
+    vllm = pytest.importorskip("respc.vllm", exc_type=ImportError)
+    parser = vllm.tool_parser_class("gpt_oss")(_Tokenizer(), regex_timeout=LIMIT)
+    assert parser.regex_timeout == LIMIT
+    assert parser._new_stream(_Request()).parser._rxt == LIMIT
+    assert vllm.tool_parser_class("gpt_oss")(_Tokenizer())._new_stream(_Request()).parser._rxt is None
+
+
+def test_sglang_detector_passes_regex_timeout():
+    sglang = pytest.importorskip("respc.sglang", exc_type=ImportError)
+    detector = sglang.RespcFunctionCallDetector("gpt_oss", regex_timeout=LIMIT)
+    assert detector.regex_timeout == LIMIT
+    assert sglang._new_stream(detector.module, "", None, regex_timeout=LIMIT).parser._rxt == LIMIT
+
+
+class _Tokenizer:
+    def get_vocab(self) -> dict:
+        return {}
+
+
+class _Request:
+    tools = None
