@@ -1083,6 +1083,9 @@ class StreamParser:
     DEFAULTS: dict = {}
     OUTSIDE_FIELD: int | None = None
     START_ANCHOR: Any = None
+    #: the start anchor is not proven to search in linear time (compiler/backtracking.py
+    #: ``linear_time_problem``): its search of the prefix runs under the time limit
+    START_ANCHOR_BOUNDED: bool = False
     SCANNERS: tuple = ()
     #: how many delimiter search results a scan memo holds
     MEMO_SLOTS: int = 0
@@ -1267,9 +1270,7 @@ class StreamParser:
         self._tail_len = 0
         self.initial_events: list[dict] = []
         if prefix:
-            last = None
-            for match in self.START_ANCHOR.finditer(prefix):
-                last = match.end()
+            last = self._anchor_end(prefix)
             if last is None:
                 logger.info("%s: start anchor not found in the prefix; the whole prefix is parsed", self.SOURCE)
                 self.diagnostics.append({
@@ -1287,6 +1288,36 @@ class StreamParser:
                 self._mark = -len(rest)
                 self._buf = rest
                 self._guarded(self.initial_events, False)
+
+    def _anchor_end(self, prefix: str) -> int | None:
+        """Where the last start anchor in ``prefix`` ends (None: there is none).
+
+        Linear in the prefix (docs/security.md, "Start anchor search"): a literal anchor, or a
+        pattern ``linear_time_problem`` proves linear, is searched as is (each match ends where
+        the next search starts, and the proof bounds how much text attempts from different
+        offsets share). Any other anchor (``START_ANCHOR_BOUNDED``) is searched under the parser's
+        ``regex_timeout`` (else :data:`REGEX_TIMEOUT`), for the whole prefix: strict raises
+        :class:`~respc.runtime.errors.RegexTimeoutError` (field ``None``, key
+        ``start_anchor_pattern``); recover takes the anchor as not found (the prefix is ignored)
+        and lists a ``regex-timeout`` diagnostic.
+        """
+        last = None
+        if not self.START_ANCHOR_BOUNDED:
+            for match in self.START_ANCHOR.finditer(prefix):
+                last = match.end()
+            return last
+        limit = self._rxt or REGEX_TIMEOUT
+        try:
+            for match in self.START_ANCHOR.finditer(prefix, timeout=limit):
+                last = match.end()
+        except TimeoutError:
+            error = RegexTimeoutError(None, "start_anchor_pattern", self.START_ANCHOR.pattern, None, limit)
+            if not self._recover:
+                raise error from None
+            self.diagnostics.append({"kind": "regex-timeout", "field": None, "start": 0, "end": 0,
+                                     "message": f"{error}; the prefix is ignored (errors='recover')", "text": ""})
+            return len(prefix)
+        return last
 
     # --- public API (events.md "The parser object") -----------------------------------------------------------------
     def feed(self, text: Any) -> list[dict]:

@@ -222,3 +222,62 @@ class _Tokenizer:
 
 class _Request:
     tools = None
+
+
+# --- the start anchor's search of the prefix (docs/security.md, "Start anchor search") -----------
+
+ANCHOR_ATTACK = {"start_anchor_pattern": "(?:a|ab)*c",
+                 "fields": {"t": {"open": "<t>", "close": "</t>", "content": "text"}, "content": {"content": "text"}}}
+ANCHOR_PREFIX = "ab" * 4000 + "!c"  # one finditer over it: about 1.8 s, four times that at twice the length
+
+
+def test_start_anchor_not_proven_linear_is_searched_under_the_limit():
+    module = respc.compile_template(ANCHOR_ATTACK)
+    assert module.ResponseParser.START_ANCHOR_BOUNDED is True
+    t0 = time.perf_counter()
+    with pytest.raises(RegexTimeoutError) as info:
+        module.parse_response("hi", prefix=ANCHOR_PREFIX, regex_timeout=LIMIT)
+    assert time.perf_counter() - t0 < 2
+    assert (info.value.field, info.value.key, info.value.pattern, info.value.timeout) == (
+        None, "start_anchor_pattern", "(?:a|ab)*c", LIMIT)
+    parser = module.ResponseParser(ANCHOR_PREFIX, errors="recover", regex_timeout=LIMIT)
+    parser.feed("hi")
+    assert parser.finalize()[0] == {"content": "hi"}
+    assert [(d["kind"], d["field"]) for d in parser.diagnostics] == [("regex-timeout", None)]
+    assert "start_anchor_pattern" in parser.diagnostics[0]["message"]
+    # a prefix the search decides quickly is cut after its last anchor, as before
+    assert module.parse_response("hi", prefix="xx abc <t>", regex_timeout=LIMIT) == {"t": "hi"}
+
+
+def _anchor_unit(module) -> str:
+    pattern = module.ResponseParser.START_ANCHOR.pattern
+    text = re.sub(r"\\(.)", r"\1", pattern.split("|")[0])
+    return text[:-1] + "x" + text  # a near miss, then (for a literal) the anchor itself
+
+
+def test_catalogue_start_anchor_searches_are_linear():
+    """Every catalogue module's anchor search over the prefix: 2x the prefix costs at most 2.5x
+    the time (best of three, CPU time), for anchors searched as is and those under the limit."""
+    import importlib
+
+    for path in sorted((REPO / "generated").glob("*.py")):
+        if path.stem.startswith("_"):
+            continue
+        module = importlib.import_module(f"respc.generated.{path.stem}")
+        if module.ResponseParser.START_ANCHOR is None:
+            continue
+        unit = _anchor_unit(module)
+
+        def cost(n: int) -> float:
+            prefix = unit * (n // len(unit))
+            best = float("inf")
+            for _ in range(3):
+                t0 = time.process_time()
+                module.ResponseParser(prefix, errors="recover")._anchor_end(prefix)
+                best = min(best, time.process_time() - t0)
+            return best
+
+        small, large = cost(100_000), cost(200_000)
+        if large > 2.5 * max(small, 0.002):
+            small, large = cost(100_000), cost(200_000)  # once more on a loaded machine
+        assert large <= 2.5 * max(small, 0.002), (path.stem, small, large)
