@@ -756,6 +756,9 @@ class ResponseParser(_rt.StreamParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('<|plamo:end_think:plamo|>', '<\\|plamo:begin_think:plamo\\|>', 0), ('<|plamo:end_tool_requests:plamo|>', '<\\|plamo:begin_tool_requests:plamo\\|>', 2), ('<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>', '<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>', 3))
+    # the start anchor is not proven to search in linear time: its search of the prefix runs
+    # under the time limit (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
+    START_ANCHOR_BOUNDED = True
     # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
     # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
     REGEX_BOUNDED = (('<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>', 'tool_calls', 'open_pattern'),)
