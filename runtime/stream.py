@@ -2451,7 +2451,7 @@ class StreamParser:
                             f"{'its value ended' if region.ends else 'its close'} (truncated); "
                             "a value the output did not finish is not returned.")
                     if self._recover:
-                        value, notes = self._repaired(region, text, scope, closer, eos)
+                        value, notes = self._recovered(region, text, scope, closer, eos)
                     else:
                         value = region.process(text, scope)
                     if region.typed:
@@ -2489,6 +2489,34 @@ class StreamParser:
             events.append(event)
         self._opened = False
         return at + len(closer)
+
+    def _recovered(self, region: Region, text: str, scope: dict, closer: str, eos: bool) -> tuple[Any, list[str]]:
+        """errors="recover": :meth:`_repaired`, and when that fails, the policy *opener inside
+        the body*: the region's own opener written again inside its body (poolside
+        ``<tool_call>f\n{...}\n<tool_call>f\n{...}</tool_call>``: a call started, abandoned
+        and written again). When the body after the last copy of the opener gives a value, that
+        is the region's value; what came before it, from the first opener to the end of the last
+        copy, is an abandoned start, dropped with a ``repaired`` diagnostic holding its text and
+        offsets (never a call, never answer text). Decided at the close from the whole body, so
+        chunking changes nothing; the strict parse is not touched."""
+        try:
+            return self._repaired(region, text, scope, closer, eos)
+        except (ValueError, KeyError, TypeError):
+            opener = self._open_text
+            k = text.rfind(opener) if opener.strip() and not self._gaps and closer else -1
+            if k < 0:
+                raise
+            try:
+                value, notes = self._repaired(region, text[k + len(opener):], scope, closer, eos)
+            except (ValueError, KeyError, TypeError):
+                pass
+            else:
+                start = self._open_at if self._open_at is not None else self._mark
+                dropped = opener + text[:k + len(opener)]
+                self._report("repaired", start, start + len(dropped), NOTES["opener-inside"].format(opener),
+                             dropped, region.slot)
+                return value, notes
+            raise
 
     def _repaired(self, region: Region, text: str, scope: dict, closer: str, eos: bool) -> tuple[Any, list[str]]:
         """errors="recover": a region's value, repaired where the strict parse fails
