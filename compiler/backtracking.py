@@ -555,6 +555,31 @@ def _polynomial(pattern: str, tree) -> str | None:
                 graph[nxt] = None
                 todo.append(nxt)
     cyclic = _components(graph)
+    # attempts from different offsets: one that has read a character (at an inner position a) and
+    # one starting on the next (at a first position b) side by side (as in _linear_proof, part 2)
+    inner = sorted({x for x in range(len(g.items)) if any(x in f for f in g.follow)})
+    starts = [(a, b) for a in inner for b in first if masks[a] & masks[b]]
+    reach: dict = {}
+
+    def shared(p: int) -> bool:
+        # whether two attempts from different offsets can both be in p's loop on the same text:
+        # then each of them pays the polynomial work on it, and a search pays it once per offset
+        # (n**3 for \s*\s*\S); otherwise the attempts that reach the loop read it one after
+        # the other and the search runs under the time limit (linear_time_problem)
+        if not reach:
+            seen = set(starts)
+            todo = list(starts)
+            while todo:
+                x, y = todo.pop()
+                count(len(g.follow[x]) * len(g.follow[y]))
+                for a in g.follow[x]:
+                    for b in g.follow[y]:
+                        if masks[a] & masks[b] and (a, b) not in seen:
+                            seen.add((a, b))
+                            todo.append((a, b))
+            reach[None] = seen
+        return (p, p) in reach[None]
+
     for (p, q), loop in cyclic.items():
         if p == q or p < 0 or q < 0 or not loop or p in g.committed:
             continue
@@ -574,7 +599,7 @@ def _polynomial(pattern: str, tree) -> str | None:
                     for c in fz:
                         if mab & masks[c]:
                             triple = (a, b, c)
-                            if triple == (p, q, q):
+                            if triple == (p, q, q) and shared(p):
                                 return ("two unbounded repeats that can read the same text one after the "
                                         "other (as in \\s*\\s*): a near-miss takes polynomial time (merge "
                                         "them, or make one possessive, a*+, or atomic, (?>...))")

@@ -95,7 +95,7 @@ def test_catalogue_patterns_pass():
 # -- polynomial backtracking (docs/security.md, "Regexes that backtrack for polynomial time") -----
 
 @pytest.mark.parametrize("pattern", [
-    r"\s*\s*\S", r"\s*\s*x", r"\w+\d+", r".*x.*y", r"(\w+)\s*\1", r"Action:[ \t]*\n?[ \t]*```json",
+    r"\s*\s*\S", r"\s*\s*x", r"\w+\d+", r".*x.*y", r"(\w+)\s*\1", r"x*y\s*\s*",
     r"to=functions\.(?P<name>[^<\s]+)(?P<again>\s*to=functions\.[^<\s]+)?<", r"(?=\s*\s*!)x",
 ])
 def test_polynomial_patterns_are_found(pattern):
@@ -107,6 +107,9 @@ def test_polynomial_patterns_are_found(pattern):
     r"\s*\S", r"\s*+\s*\S", r"(?>\s*)\s*\S", r"a*|a*", r"(?:ab)*(?:ac*|ac*)", r"(?:a|ab)*c",
     r"<(?:[^<]|<(?!/t))*</t>", r"[a-z]{1,5000}x", r"Action:[ \t]*(?:\n[ \t]*)?```json\s*",
     r"to=functions\.(?P<name>[^<\s]++)(?P<again>\s*to=functions\.[^<\s]++)?<",
+    # polynomial in one attempt, but two attempts from different offsets are never in the loop
+    # on the same text: loaded, searched under the time limit (the reference's gpt-oss opener)
+    r"Action:[ \t]*\n?[ \t]*```json", r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>",
 ])
 def test_linear_per_attempt_patterns_are_accepted(pattern):
     assert polynomial_problem(pattern) is None
