@@ -25,6 +25,10 @@ characters) and looks for
   engines do not; this is the ``backtracking`` check ``respc check`` has always run). A
   possessive inner repeat or an atomic group gives back nothing and is not counted.
 
+* two unbounded repeats that can read the same text one after the other (``\\s*\\s*\\S``) in a
+  loop that attempts from two offsets can share: polynomial in one attempt, paid once per offset
+  (:func:`polynomial_problem`, which :func:`backtracking_problem` includes).
+
 Bounded repeats of more than :data:`UNROLL` copies are read as unbounded ones (a superset: it can
 only find more). Items share a character when some sample does match both: every character of
 the pattern, both ends of each range, and a fixed set of ASCII and non-ASCII samples. A
@@ -477,9 +481,12 @@ def backtracking_problem(pattern: str) -> str | None:
 
     Returns:
         str | None: one sentence saying what makes it exponential (see the module docstring),
-        or that the pattern is too large to analyse (:data:`MAX_WORK`) or uses syntax the
-        analysis cannot read; None when the analysis finds nothing.
+        or polynomial in a way a search pays once per offset (:func:`polynomial_problem`), or
+        that the pattern is too large to analyse (:data:`MAX_WORK`) or uses syntax the analysis
+        cannot read; None when the analysis finds nothing. ``validate`` refuses a pattern with a
+        problem at load; ``respc check`` reports it (``backtracking``).
     """
+    original = pattern
     # POSIX classes ([[:alpha:]]), which the re parser reads as plain characters: any character
     pattern = _POSIX_CLASS.sub(lambda m: "\\x00-\\U0010ffff", pattern)
     # subroutine calls ((?1), (?&name), (?P>name)): any text; branch reset: a plain group
@@ -504,7 +511,7 @@ def backtracking_problem(pattern: str) -> str | None:
             marked = parse_pattern(_mark_alternatives(pattern), sre_c.SRE_FLAG_DOTALL)
         except Exception:  # noqa: BLE001 - the marks did not fit (a conditional): as the parser read it
             marked = tree
-        return _ambiguity(pattern, list(marked))
+        return _ambiguity(pattern, list(marked)) or polynomial_problem(original)
     except _TooLarge:
         return (f"too large to check for exponential backtracking (more than {_MAX_POSITIONS} one-character items, "
                 f"bounded repeats of up to {UNROLL} copies unrolled, or more than {MAX_WORK:,} steps)")

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from respc.runtime.transforms import placeholder_roots
 
 from .automaton import OUTSIDE, Automaton, example_text, sre_c
-from .backtracking import backtracking_problem, polynomial_problem
+from .backtracking import backtracking_problem
 from .ir import Delimiter, Template
 from .sre import parse_pattern
 from .validate import may_match_empty
@@ -159,8 +159,7 @@ def lint(template: Template, automaton: Automaton) -> list[Finding]:
                                "no state the parser can reach watches this field's open (outside is false and "
                                "no reachable region lists it in 'inside')", _example_of(f.open)))
     for f, kind, delim in _delims(template):
-        problem = None if delim.literals is not None else (
-            backtracking_problem(delim.pattern) or polynomial_problem(delim.pattern))
+        problem = None if delim.literals is not None else backtracking_problem(delim.pattern)
         if problem is not None:  # validate refuses these at load: reached for a hand-built IR only
             out.append(Finding("error", "backtracking", f.name, delim.key, f"{delim.pattern!r}: {problem}",
                                "a" * 30 + "!"))

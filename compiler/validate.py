@@ -31,7 +31,7 @@ from respc.runtime.transforms import (
     transform_errors,
 )
 
-from .backtracking import backtracking_problem, polynomial_problem
+from .backtracking import backtracking_problem
 from .ir import Delimiter, Field, Template, canonical_json, template_sha256
 from .load import LoadedTemplate
 
@@ -137,7 +137,7 @@ class _Checker:
                 raise self.fail(f"'{pattern_key}' is {len(raw):,} characters ({raw[:20]!r}...); the limit is "
                                 f"{MAX_PATTERN_CHARS:,} (docs/security.md, \"Limits\")", field, pattern_key)
             compiled = self.compile(raw, field, pattern_key)
-            problem = backtracking_problem(raw) or polynomial_problem(raw)
+            problem = backtracking_problem(raw)
             if problem is not None:
                 raise self.fail(f"'{pattern_key}' {raw[:80]!r} is refused: {problem} (docs/security.md, \"Limits\")",
                                 field, pattern_key)
