@@ -118,20 +118,23 @@ def compile_template(template: Any) -> types.ModuleType:
 
 
 def get_response_parser(template: Any, *, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
-                        errors: str = "strict"):
+                        errors: str = "strict", regex_timeout: float | None = None):
     """Drop-in for ``tokenizer.get_response_parser``: a streaming parser for ``template`` (events.md "The parser
     object").
 
     ``errors="recover"`` never raises on model output (see docs/events.md, region_malformed).
+    ``regex_timeout``: seconds one search of a regex delimiter not proven linear may run (None:
+    ``runtime.REGEX_TIMEOUT``; docs/security.md, "Limits").
 
     Raises:
         TemplateError: as :func:`compile_template` (a bad template, or a model directory whose chat
-            template no catalogue family fits exactly)."""
-    return compile_template(template).ResponseParser(prefix, tools, tokenizer, errors)
+            template no catalogue family fits exactly); ValueError: ``regex_timeout`` not a
+            positive number."""
+    return compile_template(template).ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
 def parse_response(response: Any, template: Any, *, prefix: Any = None, tools: list | None = None,
-                   tokenizer: Any = None, errors: str = "strict") -> Any:
+                   tokenizer: Any = None, errors: str = "strict", regex_timeout: float | None = None) -> Any:
     """Drop-in for ``tokenizer.parse_response`` with the template as second argument (events.md "The parser object").
 
     Returns:
@@ -140,9 +143,13 @@ def parse_response(response: Any, template: Any, *, prefix: Any = None, tools: l
     Raises:
         TemplateError: bad template, or a model directory whose chat template no catalogue family
         fits exactly (never an inexact guess: the error names the nearest fits); ValueError:
-        missing prefix, failed parse; TypeError: ids without a tokenizer.
+        missing prefix, failed parse, ``regex_timeout`` not a positive number; TypeError: ids
+        without a tokenizer; RegexTimeoutError (a ValueError): strict, a search of a delimiter not
+        proven linear ran past ``regex_timeout`` seconds (None: ``runtime.REGEX_TIMEOUT``;
+        docs/security.md, "Limits").
     """
-    return compile_template(template).parse_response(response, prefix, tools, tokenizer, errors)
+    return compile_template(template).parse_response(response, prefix, tools, tokenizer, errors,
+                                                     regex_timeout=regex_timeout)
 
 
 def export_grammar(template: Any, fmt: str = "lark", **options: Any) -> str:

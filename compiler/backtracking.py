@@ -25,6 +25,10 @@ characters) and looks for
   engines do not; this is the ``backtracking`` check ``respc check`` has always run). A
   possessive inner repeat or an atomic group gives back nothing and is not counted.
 
+* two unbounded repeats that can read the same text one after the other (``\\s*\\s*\\S``) in a
+  loop that attempts from two offsets can share: polynomial in one attempt, paid once per offset
+  (:func:`polynomial_problem`, which :func:`backtracking_problem` includes).
+
 Bounded repeats of more than :data:`UNROLL` copies are read as unbounded ones (a superset: it can
 only find more). Items share a character when some sample does match both: every character of
 the pattern, both ends of each range, and a fixed set of ASCII and non-ASCII samples. A
@@ -46,7 +50,7 @@ from functools import lru_cache
 from .automaton import _SAMPLES, _item_has, sre_c, sre_parse
 from .sre import parse_pattern
 
-__all__ = ["backtracking_problem", "linear_time_problem", "MAX_MEETINGS", "MAX_WORK", "UNROLL"]
+__all__ = ["backtracking_problem", "polynomial_problem", "linear_time_problem", "MAX_MEETINGS", "MAX_WORK", "UNROLL"]
 
 #: places one after the other where two ways to read the same text part and meet again: refused
 #: from this many (2**k ways to read one text or more; the catalogue's most: 2)
@@ -110,12 +114,17 @@ class _Glushkov:
         self.items: list[tuple] = []
         self.follow: list[set[int]] = []
         self.lookarounds: list = []
+        #: positions inside a possessive repeat or an atomic group (they give back nothing)
+        self.committed: set[int] = set()
+        self._commit = 0
 
     def position(self, op, av) -> int:
         if len(self.items) >= _MAX_POSITIONS:
             raise _TooLarge("too many positions")
         self.items.append((op, av))
         self.follow.append(set())
+        if self._commit:
+            self.committed.add(len(self.items) - 1)
         return len(self.items) - 1
 
     def seq(self, seq) -> tuple[set[int], set[int], bool]:
@@ -139,7 +148,11 @@ class _Glushkov:
         if op is sre_c.SUBPATTERN:
             return self.seq(av[-1])
         if op is getattr(sre_c, "ATOMIC_GROUP", None):  # read as a plain group (may find more)
-            return self.seq(av)
+            self._commit += 1
+            try:
+                return self.seq(av)
+            finally:
+                self._commit -= 1
         if op is sre_c.BRANCH:
             first: set[int] = set()
             last: set[int] = set()
@@ -152,6 +165,12 @@ class _Glushkov:
             return first, last, nullable
         if op in _REPEATS:
             low, high, body = av
+            if op is getattr(sre_c, "POSSESSIVE_REPEAT", None):
+                self._commit += 1
+                try:
+                    return self.repeat(low, high, body)
+                finally:
+                    self._commit -= 1
             return self.repeat(low, high, body)
         if op in _EMPTY_OPS:
             return set(), set(), True
@@ -462,9 +481,12 @@ def backtracking_problem(pattern: str) -> str | None:
 
     Returns:
         str | None: one sentence saying what makes it exponential (see the module docstring),
-        or that the pattern is too large to analyse (:data:`MAX_WORK`) or uses syntax the
-        analysis cannot read; None when the analysis finds nothing.
+        or polynomial in a way a search pays once per offset (:func:`polynomial_problem`), or
+        that the pattern is too large to analyse (:data:`MAX_WORK`) or uses syntax the analysis
+        cannot read; None when the analysis finds nothing. ``validate`` refuses a pattern with a
+        problem at load; ``respc check`` reports it (``backtracking``).
     """
+    original = pattern
     # POSIX classes ([[:alpha:]]), which the re parser reads as plain characters: any character
     pattern = _POSIX_CLASS.sub(lambda m: "\\x00-\\U0010ffff", pattern)
     # subroutine calls ((?1), (?&name), (?P>name)): any text; branch reset: a plain group
@@ -489,7 +511,7 @@ def backtracking_problem(pattern: str) -> str | None:
             marked = parse_pattern(_mark_alternatives(pattern), sre_c.SRE_FLAG_DOTALL)
         except Exception:  # noqa: BLE001 - the marks did not fit (a conditional): as the parser read it
             marked = tree
-        return _ambiguity(pattern, list(marked))
+        return _ambiguity(pattern, list(marked)) or polynomial_problem(original)
     except _TooLarge:
         return (f"too large to check for exponential backtracking (more than {_MAX_POSITIONS} one-character items, "
                 f"bounded repeats of up to {UNROLL} copies unrolled, or more than {MAX_WORK:,} steps)")
@@ -497,6 +519,143 @@ def backtracking_problem(pattern: str) -> str | None:
         return "nested too deeply to check for exponential backtracking"
     except _Unanalysable as exc:
         return f"a construct the backtracking check cannot read ({exc}), so it cannot be shown safe"
+
+
+# -- polynomial backtracking (red-team item: ``\\s*\\s*\\S``) ----------------------------------
+
+
+def _polynomial(pattern: str, tree) -> str | None:
+    """The infinite-degree-of-ambiguity test on one sre tree (and, separately, its lookarounds).
+
+    A pattern has polynomially many ways to read a text (and a backtracking engine polynomial
+    work on a near-miss) when two positions ``p != q`` and one text ``v`` give ``p -> p``,
+    ``p -> q`` and ``q -> q`` (Weber and Seidl's IDA condition): every turn of the loop may be the
+    one where the reading moves from ``p``'s loop to ``q``'s. Three copies of the position
+    automaton run side by side on the same characters: the condition holds when the triple
+    ``(p, q, q)`` is reached from ``(p, p, q)`` on a non-empty text. Only parted pairs ``(p, q)``
+    that lie on a loop of the pair automaton are tried (the condition needs ``(p, q) -> (p, q)``).
+    """
+    g = _Glushkov()
+    first, _last, _nullable = g.seq(tree)
+    masks = _position_masks(pattern, g)
+    steps = [0]
+
+    def count(n: int) -> None:
+        steps[0] += n
+        if steps[0] > MAX_WORK:
+            raise _TooLarge("too many steps")
+
+    # the pair graph (ordered pairs) from the start, then its loops
+    graph: dict = {}
+    todo = [(-1, -1)]
+    graph[(-1, -1)] = None
+    while todo:
+        node = todo.pop()
+        p, q = node
+        fp = g.follow[p] if p >= 0 else first
+        fq = g.follow[q] if q >= 0 else first
+        count(len(fp) * len(fq))
+        out = [(a, b) for a in fp for b in fq if masks[a] & masks[b]]
+        graph[node] = out
+        for nxt in out:
+            if nxt not in graph:
+                graph[nxt] = None
+                todo.append(nxt)
+    cyclic = _components(graph)
+    # attempts from different offsets: one that has read a character (at an inner position a) and
+    # one starting on the next (at a first position b) side by side (as in _linear_proof, part 2)
+    inner = sorted({x for x in range(len(g.items)) if any(x in f for f in g.follow)})
+    starts = [(a, b) for a in inner for b in first if masks[a] & masks[b]]
+    reach: dict = {}
+
+    def shared(p: int) -> bool:
+        # whether two attempts from different offsets can both be in p's loop on the same text:
+        # then each of them pays the polynomial work on it, and a search pays it once per offset
+        # (n**3 for \s*\s*\S); otherwise the attempts that reach the loop read it one after
+        # the other and the search runs under the time limit (linear_time_problem)
+        if not reach:
+            seen = set(starts)
+            todo = list(starts)
+            while todo:
+                x, y = todo.pop()
+                count(len(g.follow[x]) * len(g.follow[y]))
+                for a in g.follow[x]:
+                    for b in g.follow[y]:
+                        if masks[a] & masks[b] and (a, b) not in seen:
+                            seen.add((a, b))
+                            todo.append((a, b))
+            reach[None] = seen
+        return (p, p) in reach[None]
+
+    for (p, q), loop in cyclic.items():
+        if p == q or p < 0 or q < 0 or not loop or p in g.committed:
+            continue
+        # (p, p, q) ->+ (p, q, q) on one text, each step on a character all three items share
+        seen = set()
+        frontier = [(p, p, q)]
+        while frontier:
+            x, y, z = frontier.pop()
+            fz = g.follow[z]
+            for a in g.follow[x]:
+                ma = masks[a]
+                for b in g.follow[y]:
+                    mab = ma & masks[b]
+                    if not mab:
+                        continue
+                    count(len(fz))
+                    for c in fz:
+                        if mab & masks[c]:
+                            triple = (a, b, c)
+                            if triple == (p, q, q) and shared(p):
+                                return ("two unbounded repeats that can read the same text one after the "
+                                        "other (as in \\s*\\s*): a near-miss takes polynomial time (merge "
+                                        "them, or make one possessive, a*+, or atomic, (?>...))")
+                            if triple not in seen:
+                                seen.add(triple)
+                                frontier.append(triple)
+    for body in g.lookarounds:
+        found = _polynomial(pattern, body)
+        if found:
+            return found + " (in a lookaround)"
+    return None
+
+
+@lru_cache(maxsize=1024)
+def polynomial_problem(pattern: str) -> str | None:
+    """Why ``pattern`` can take polynomial (super-linear) time in one attempt, or None.
+
+    The exponential cases are :func:`backtracking_problem`'s; this finds the next class (docs/
+    security.md, "Backtracking"): two unbounded repeats that can read the same text one after the
+    other (``\\s*\\s*\\S``: one attempt on n spaces tries every split, n**2 steps; a search
+    from every offset, n**3). ``validate`` refuses such a pattern at load, naming the template
+    key and the pattern. Possessive repeats and atomic groups give back nothing: the analysis
+    reads the automaton as written, so write the repeat possessive to be accepted.
+
+    Args:
+        pattern: a delimiter regex (``regex`` syntax, compiled with DOTALL).
+
+    Returns:
+        str | None: one sentence saying what makes it polynomial, or that it is too large to
+        check; None when the analysis finds nothing (or the syntax is one
+        :func:`backtracking_problem` already decides on).
+    """
+    try:
+        tree = parse_pattern(pattern, sre_c.SRE_FLAG_DOTALL)
+    except Exception:  # noqa: BLE001 - regex-only syntax: backtracking_problem reads it (or refuses it)
+        return None
+    try:
+        try:
+            marked = parse_pattern(_mark_alternatives(pattern), sre_c.SRE_FLAG_DOTALL)
+        except Exception:  # noqa: BLE001
+            marked = tree
+        return _polynomial(pattern, list(marked))
+    except _TooLarge:
+        return (f"too large to check for polynomial backtracking (more than {_MAX_POSITIONS} one-character items "
+                f"or more than {MAX_WORK:,} steps)")
+    except RecursionError:
+        return "nested too deeply to check for polynomial backtracking"
+    except _Unanalysable:
+        return None  # backtracking_problem refuses what it cannot read
 
 
 # -- proof of linear-time search (issue 23 item 4, the runtime half) ------------------------------

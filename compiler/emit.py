@@ -359,6 +359,8 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "scanners": _tuple([f"_scan_{s.index}" for s in automaton.states]),
         "triggers": _tuple([_lit(s.triggers) for s in automaton.states]),
         "anchor_repr": _lit(template.start_anchor.pattern),
+        # the start anchor's search of the prefix runs under the time limit unless proven linear
+        "anchor_bounded": linear_time_problem(template.start_anchor.pattern) is not None,
         "states": states,
         "has_runs": any(s.runs for s in automaton.states),
         "has_held": any(table is not None for table in held),

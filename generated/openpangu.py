@@ -426,14 +426,15 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict"):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
-    return ResponseParser(prefix, tools, tokenizer, errors)
+    return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict"):
-    """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors)
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+    """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
+    ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

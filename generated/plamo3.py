@@ -761,6 +761,9 @@ class ResponseParser(_rt.StreamParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('<|plamo:end_think:plamo|>', '<\\|plamo:begin_think:plamo\\|>', 0), ('<|plamo:end_tool_requests:plamo|>', '<\\|plamo:begin_tool_requests:plamo\\|>', 2), ('<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>', '<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>', 3))
+    # the start anchor is not proven to search in linear time: its search of the prefix runs
+    # under the time limit (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
+    START_ANCHOR_BOUNDED = True
     # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
     # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
     REGEX_BOUNDED = (('<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>', 'tool_calls', 'open_pattern'),)
@@ -768,14 +771,15 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict"):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
-    return ResponseParser(prefix, tools, tokenizer, errors)
+    return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict"):
-    """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors)
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+    """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
+    ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

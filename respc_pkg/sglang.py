@@ -110,9 +110,9 @@ def _tool_dicts(tools: Any) -> list | None:
 
 
 def _new_stream(module: Any, prefix: str, tools: Any, traced: bool = False,
-                recover_arguments: str = "hold") -> ChatCompletionStream:
+                recover_arguments: str = "hold", regex_timeout: float | None = None) -> ChatCompletionStream:
     parser_class = _traced(module.ResponseParser) if traced else module.ResponseParser
-    parser = parser_class(prefix, _tool_dicts(tools), errors="recover")
+    parser = parser_class(prefix, _tool_dicts(tools), errors="recover", regex_timeout=regex_timeout)
     return ChatCompletionStream(parser, ids=lambda n: f"call_{n}", completion_id="chatcmpl-respc", created=0,
                                 recover_arguments=recover_arguments)
 
@@ -133,6 +133,8 @@ class RespcFunctionCallDetector(BaseFormatDetector):
             ``template``, which :func:`register` sets).
         prefix (str): the text before the output the parser reads; ``""`` (default) when a
             :class:`RespcReasoningDetector` has cut the reasoning out in front of it.
+        regex_timeout (float | None): seconds per search of a delimiter not proven linear (None:
+            ``runtime.REGEX_TIMEOUT``; docs/security.md, "Limits").
         **_sglang: other keyword arguments SGLang may pass (``tokenizer``) are ignored.
 
     Raises:
@@ -146,8 +148,10 @@ class RespcFunctionCallDetector(BaseFormatDetector):
     #: docs/serving.md, "How the two detectors share one parse".
     recover_arguments: str = "hold"
 
-    def __init__(self, template: Any = None, prefix: str = "", **_sglang: Any) -> None:
+    def __init__(self, template: Any = None, prefix: str = "", regex_timeout: float | None = None,
+                 **_sglang: Any) -> None:
         super().__init__()
+        self.regex_timeout = regex_timeout
         self.module = _module(template if template is not None else self.template)
         self.prefix = prefix
         self._stream: ChatCompletionStream | None = None
@@ -155,7 +159,8 @@ class RespcFunctionCallDetector(BaseFormatDetector):
 
     # --- one-shot ------------------------------------------------------------------------------
     def _message(self, text: str, tools: Any) -> dict:
-        parser = self.module.ResponseParser(self.prefix, _tool_dicts(tools), errors="recover")
+        parser = self.module.ResponseParser(self.prefix, _tool_dicts(tools), errors="recover",
+                                            regex_timeout=self.regex_timeout)
         parser.feed(text)
         message, _ = parser.finalize()
         return message
@@ -185,13 +190,15 @@ class RespcFunctionCallDetector(BaseFormatDetector):
     def parse_streaming_increment(self, new_text: str, tools: list) -> StreamingParseResult:
         """Feed the next piece of the output; returns the answer text and call items it completes."""
         if self._stream is None:
-            self._stream = _new_stream(self.module, self.prefix, tools, recover_arguments=self.recover_arguments)
+            self._stream = _new_stream(self.module, self.prefix, tools, recover_arguments=self.recover_arguments,
+                                       regex_timeout=self.regex_timeout)
         return self._result(self._stream.feed(new_text))
 
     def finish(self, tools: list) -> StreamingParseResult:
         """End of the stream: what the parser held back (a partial delimiter, an open call)."""
         if self._stream is None:
-            self._stream = _new_stream(self.module, self.prefix, tools, recover_arguments=self.recover_arguments)
+            self._stream = _new_stream(self.module, self.prefix, tools, recover_arguments=self.recover_arguments,
+                                       regex_timeout=self.regex_timeout)
         return self._result(self._stream.finalize())
 
     def _result(self, chunks: list[dict]) -> StreamingParseResult:

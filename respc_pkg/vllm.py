@@ -802,14 +802,17 @@ class RespcToolParser(ToolParser):
     #: answer, damaged output included) or "stream" (as the model writes them; a call found
     #: malformed after part of it was sent stays as sent). docs/serving.md, "Known limits".
     recover_arguments: str = "hold"
+    #: seconds per search of a delimiter not proven linear (None: runtime.REGEX_TIMEOUT; docs/security.md)
+    regex_timeout: float | None = None
     # required / named tool_choice: parse the model's own format (extract_tool_calls), do not force
     # vLLM's JSON list format, which the template does not describe
     supports_required_and_named = False
     # vLLM calls finish_streaming() on the last delta, which finalizes the parser
     engine_based_streaming = True
 
-    def __init__(self, tokenizer: Any, tools: list | None = None) -> None:
+    def __init__(self, tokenizer: Any, tools: list | None = None, regex_timeout: float | None = None) -> None:
         super().__init__(tokenizer, tools)
+        self.regex_timeout = regex_timeout if regex_timeout is not None else type(self).regex_timeout
         if not self.template:
             raise TypeError("RespcToolParser is a base: use respc.vllm.tool_parser_class(name)")
         self._module = _module(self.template)
@@ -831,10 +834,12 @@ class RespcToolParser(ToolParser):
             # the text follows the prompt directly: read it after the prompt (functionary v3.2's
             # prompt ends in '>>>', the start of every opener); the prompt's reasoning events are
             # the reasoning parser's, not sent again
-            parser = self._module.ResponseParser(prompt, tools, errors="recover")
+            parser = self._module.ResponseParser(prompt, tools, errors="recover",
+                                                 regex_timeout=self.regex_timeout)
             parser.initial_events = [e for e in parser.initial_events if e["field"] != REASONING]
         else:
-            parser = self._module.ResponseParser("", tools, errors="recover")
+            parser = self._module.ResponseParser("", tools, errors="recover",
+                                                 regex_timeout=self.regex_timeout)
         if prompt is None and self._primer:
             parser.feed(self._primer)  # the events of the primer are the reasoning's: not sent
         # a reasoning block this parser sends after one the reasoning parser sent: the template's

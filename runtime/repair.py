@@ -29,8 +29,10 @@ Repairs (each also has a literal-message test in ``tests/test_recover.py``):
 * ``json`` with ``string_delims`` whose open and close are one token: a string whose opening
   delimiter is missing (``{query:weather in Tokyo<|"|>}``).
 
-Two more live in the streaming core (``runtime/stream.py``), as they concern markup, not bodies:
-*stray closers* (``_stray_closers``: a closer with no opener in a text region stays text and is
+Three more live in the streaming core (``runtime/stream.py``), as they concern markup, not bodies:
+*opener inside the body* (``_recovered``: a region whose body does not parse and holds its own
+opener text again is read from after the last copy, the abandoned start dropped with a
+``repaired`` diagnostic), *stray closers* (``_stray_closers``: a closer with no opener in a text region stays text and is
 reported, kind ``"stray-closer"``) and *declared repairs* (``_declared_repairs``: a template's
 ``repair_...`` pattern groups, note ``"declared"``).
 """
@@ -57,6 +59,8 @@ NOTES = {
     "brackets": "missing {!r} added at the region's close",
     "arguments": "arguments of {!r} were a JSON-encoded string: decoded",
     "one-object": "one object where a list of them is expected: read as a list of one",
+    "opener-inside": "the region's opener {!r} written again inside its body: the start before the last copy "
+                     "was abandoned (dropped; the body after it is the value)",
     "inner-close": "value of {!r} holds its closing text {!r}: kept up to the last one",
     "missing-close": "missing {!r} added {}",
     "missing-open": "string closed by {!r} without its opening one: opening added",

@@ -1208,6 +1208,9 @@ class StreamParser:
     DEFAULTS: dict = {}
     OUTSIDE_FIELD: int | None = None
     START_ANCHOR: Any = None
+    #: the start anchor is not proven to search in linear time (compiler/backtracking.py
+    #: ``linear_time_problem``): its search of the prefix runs under the time limit
+    START_ANCHOR_BOUNDED: bool = False
     SCANNERS: tuple = ()
     #: how many delimiter search results a scan memo holds
     MEMO_SLOTS: int = 0
@@ -1252,7 +1255,7 @@ class StreamParser:
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
                  "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd", "_rxt", "_rxskip", "_rxbase", "_rxbuf", "_rxat",
-                 "_rxspent")
+                 "_rxspent", "_loose", "_cutclose")
 
     #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -1350,6 +1353,13 @@ class StreamParser:
         #: errors="recover": the opener of the region just opened, while its body may still start
         #: with that opener written again (see _reopened)
         self._again: tuple[str, str, str | None] | None = None
+        #: text routed into a call section (a null-slot region that nests calls) since the last
+        #: call: [start, end, pieces, holds more than whitespace] (see _section_text)
+        self._loose: list | None = None
+        #: a stretch of call-section text that may be the start of the section's closer, with a
+        #: call opened right after it: (stack depth of that call, stretch, section field); decided
+        #: when that call ends (see _section_end)
+        self._cutclose: tuple | None = None
         self._id_tail: list = []
         self._mark = 0
         self._sunk = 0
@@ -1385,9 +1395,7 @@ class StreamParser:
         self._tail_len = 0
         self.initial_events: list[dict] = []
         if prefix:
-            last = None
-            for match in self.START_ANCHOR.finditer(prefix):
-                last = match.end()
+            last = self._anchor_end(prefix)
             if last is None:
                 logger.info("%s: start anchor not found in the prefix; the whole prefix is parsed", self.SOURCE)
                 self.diagnostics.append({
@@ -1405,6 +1413,36 @@ class StreamParser:
                 self._mark = -len(rest)
                 self._buf = rest
                 self._guarded(self.initial_events, False)
+
+    def _anchor_end(self, prefix: str) -> int | None:
+        """Where the last start anchor in ``prefix`` ends (None: there is none).
+
+        Linear in the prefix (docs/security.md, "Start anchor search"): a literal anchor, or a
+        pattern ``linear_time_problem`` proves linear, is searched as is (each match ends where
+        the next search starts, and the proof bounds how much text attempts from different
+        offsets share). Any other anchor (``START_ANCHOR_BOUNDED``) is searched under the parser's
+        ``regex_timeout`` (else :data:`REGEX_TIMEOUT`), for the whole prefix: strict raises
+        :class:`~respc.runtime.errors.RegexTimeoutError` (field ``None``, key
+        ``start_anchor_pattern``); recover takes the anchor as not found (the prefix is ignored)
+        and lists a ``regex-timeout`` diagnostic.
+        """
+        last = None
+        if not self.START_ANCHOR_BOUNDED:
+            for match in self.START_ANCHOR.finditer(prefix):
+                last = match.end()
+            return last
+        limit = self._rxt or REGEX_TIMEOUT
+        try:
+            for match in self.START_ANCHOR.finditer(prefix, timeout=limit):
+                last = match.end()
+        except TimeoutError:
+            error = RegexTimeoutError(None, "start_anchor_pattern", self.START_ANCHOR.pattern, None, limit)
+            if not self._recover:
+                raise error from None
+            self.diagnostics.append({"kind": "regex-timeout", "field": None, "start": 0, "end": 0,
+                                     "message": f"{error}; the prefix is ignored (errors='recover')", "text": ""})
+            return len(prefix)
+        return last
 
     # --- public API (events.md "The parser object") -----------------------------------------------------------------
     def feed(self, text: Any) -> list[dict]:
@@ -2254,6 +2292,17 @@ class StreamParser:
         """Open ``field``'s region after its opener text: ``OPEN`` closes the current region
         first, ``NEST`` suspends it."""
         if action == NEST:
+            if self._loose is not None:
+                loose = self._loose
+                rest = "".join(loose[2]).strip()
+                if loose[3] and any(c != rest and c.startswith(rest) for c, _o, f in self.STRAY_CLOSERS
+                                    if f == self._field):
+                    # the start of the section's closer, a call opening right after it (olmo3's
+                    # opener is a lookahead): a cut closer if the output ends inside that call
+                    self._loose = None
+                    self._cutclose = (len(self._stack) + 1, loose, self._field)
+                else:
+                    self._section_end(events, False)
             at = self._here()
             self._stack.append((self._state, self._field, self._region, self._name, self._dirty, self._opened,
                                 self._body, self._blocks, self._groups, self._bd, self._open_at,
@@ -2381,6 +2430,8 @@ class StreamParser:
             at = self._here()
             self.ledger.append((at, at + len(text), "text" if self._name is not None else "discarded"))
         if self._name is None:
+            if self._region is not None and self._state in self._sections():
+                self._section_text(text)
             self._sunk += len(text)  # the null sink, or a region whose slot is null: discarded
             return
         if not self._opened:
@@ -2399,6 +2450,68 @@ class StreamParser:
             return
         self._keep(text)
         events.append({"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty})
+
+    @classmethod
+    def _sections(cls) -> frozenset:
+        """The states whose region may nest another (a call section when its slot is null)."""
+        found = cls.__dict__.get("_SECTION_STATES")
+        if found is None:
+            found = frozenset(s for s, edges in enumerate(cls.TRANSITIONS) if any(e[0] == NEST for e in edges))
+            cls._SECTION_STATES = found
+        return found
+
+    def _section_text(self, text: str) -> None:
+        """Text routed into a call section (a region whose slot is null and that nests calls):
+        collected per stretch between calls, decided when the stretch ends (:meth:`_section_end`).
+        Pieces are joined by their offsets, so how the output was chunked changes nothing."""
+        at = self._here()
+        loose = self._loose
+        if loose is not None and loose[1] == at:
+            loose[1] = at + len(text)
+            loose[2].append(text)
+            if not loose[3] and not text.isspace():
+                loose[3] = True
+        else:
+            self._loose = [at, at + len(text), [text], not text.isspace()]
+
+    def _section_end(self, events: list, eos: bool, loose: list | None = None, field: int | None = None) -> None:
+        """A stretch of call-section text ended (a call opens, the section closes, the output
+        ends). Whitespace is the section's own; anything else is text no call accounts for, never
+        dropped (docs/events.md, "Text inside a call section"): strict raises
+        ``ContentParseError``; recover ends the stretch with ``region_malformed`` (its text goes
+        to the implicit field, or, when the output ended inside the section, is kept in a
+        ``truncated`` diagnostic only). At the end of the output, a stretch that is the start of
+        the section's own closer (after whitespace) is a cut closer, not stray text."""
+        if loose is None:
+            loose, field = self._loose, self._field
+            self._loose = None
+        start, end, pieces, solid = loose
+        if not solid:
+            return
+        raw = "".join(pieces)
+        region = self.REGIONS[field]
+        if eos:
+            rest = raw.strip()
+            if any(c != rest and c.startswith(rest) for c, _o, f in self.STRAY_CLOSERS if f == field):
+                return
+        shown = raw if len(raw) <= 60 else raw[:57] + "..."
+        exc = ContentParseError(
+            f"Field {region.name!r} (a call section, slot null): text that is no call at response offsets "
+            f"{start}-{end}: {shown!r}; text inside a call section is never dropped "
+            f"({'the output ended inside the section' if eos else 'only whitespace may stand between calls'}).")
+        if not self._recover:
+            exc.field = region.name
+            exc.start, exc.end = start, end
+            exc.partial_message = _copy(_joined(self._out))
+            raise exc
+        kind = "truncated" if eos else "malformed"
+        implicit = self.OUTSIDE_FIELD
+        into = self.REGIONS[implicit].slot if kind == "malformed" and implicit is not None else None
+        events.append({"type": "region_malformed", "field": None, "region": region.name, "text": raw,
+                       "error": f"ContentParseError: {exc}", "start": start, "end": end, "into": into})
+        self._report(kind, start, end, f"ContentParseError: {exc}", raw, None)
+        if into is not None:
+            self._to_implicit(implicit, raw)
 
     def _keep(self, text: str) -> None:
         """Append body text; every BLOCK pieces are joined, so a long body of small chunks costs
@@ -2423,6 +2536,13 @@ class StreamParser:
         Returns:
             int: the response offset just after the close delimiter.
         """
+        if self._cutclose is not None and self._cutclose[0] == len(self._stack):
+            depth, loose, field = self._cutclose
+            self._cutclose = None
+            if not (eos and not closer):  # the call ended: the stretch was not a cut closer
+                self._section_end(events, False, loose, field)
+        if self._loose is not None:
+            self._section_end(events, eos and not closer)
         blocks = self._blocks
         text = "".join(blocks) + "".join(self._body) if blocks else "".join(self._body)
         at = self._mark + self._sunk + len(text)  # _here(): the body is all that was routed
@@ -2456,7 +2576,7 @@ class StreamParser:
                             f"{'its value ended' if region.ends else 'its close'} (truncated); "
                             "a value the output did not finish is not returned.")
                     if self._recover:
-                        value, notes = self._repaired(region, text, scope, closer, eos)
+                        value, notes = self._recovered(region, text, scope, closer, eos)
                     else:
                         value = region.process(text, scope)
                     if region.typed:
@@ -2494,6 +2614,34 @@ class StreamParser:
             events.append(event)
         self._opened = False
         return at + len(closer)
+
+    def _recovered(self, region: Region, text: str, scope: dict, closer: str, eos: bool) -> tuple[Any, list[str]]:
+        """errors="recover": :meth:`_repaired`, and when that fails, the policy *opener inside
+        the body*: the region's own opener written again inside its body (poolside
+        ``<tool_call>f\n{...}\n<tool_call>f\n{...}</tool_call>``: a call started, abandoned
+        and written again). When the body after the last copy of the opener gives a value, that
+        is the region's value; what came before it, from the first opener to the end of the last
+        copy, is an abandoned start, dropped with a ``repaired`` diagnostic holding its text and
+        offsets (never a call, never answer text). Decided at the close from the whole body, so
+        chunking changes nothing; the strict parse is not touched."""
+        try:
+            return self._repaired(region, text, scope, closer, eos)
+        except (ValueError, KeyError, TypeError):
+            opener = self._open_text
+            k = text.rfind(opener) if opener.strip() and not self._gaps and closer else -1
+            if k < 0:
+                raise
+            try:
+                value, notes = self._repaired(region, text[k + len(opener):], scope, closer, eos)
+            except (ValueError, KeyError, TypeError):
+                pass
+            else:
+                start = self._open_at if self._open_at is not None else self._mark
+                dropped = opener + text[:k + len(opener)]
+                self._report("repaired", start, start + len(dropped), NOTES["opener-inside"].format(opener),
+                             dropped, region.slot)
+                return value, notes
+            raise
 
     def _repaired(self, region: Region, text: str, scope: dict, closer: str, eos: bool) -> tuple[Any, list[str]]:
         """errors="recover": a region's value, repaired where the strict parse fails
@@ -2627,17 +2775,21 @@ class StreamParser:
         events.append(event)
         self._report(kind, start, end, error, raw, region.slot)
         if into is not None:
-            target = self.REGIONS[implicit]
-            out = self._out
-            previous = out.get(target.slot)
-            if target.repeats and target.join is None:
-                out.setdefault(target.slot, []).append(raw)
-            elif isinstance(previous, _Parts) and previous.size:
-                previous.add(target.join or "", raw)
-            elif isinstance(previous, str) and previous:
-                out[target.slot] = _Parts(previous, target.join or "", raw)
-            else:
-                out[target.slot] = raw
+            self._to_implicit(implicit, raw)
+
+    def _to_implicit(self, implicit: int, raw: str) -> None:
+        """Add ``raw`` (a malformed region's text) to the implicit field's value."""
+        target = self.REGIONS[implicit]
+        out = self._out
+        previous = out.get(target.slot)
+        if target.repeats and target.join is None:
+            out.setdefault(target.slot, []).append(raw)
+        elif isinstance(previous, _Parts) and previous.size:
+            previous.add(target.join or "", raw)
+        elif isinstance(previous, str) and previous:
+            out[target.slot] = _Parts(previous, target.join or "", raw)
+        else:
+            out[target.slot] = raw
 
     def _store(self, region: Region, value: Any) -> None:
         """Put one block's value into the message (docs/template-language.md, D1: empty never erases,
@@ -2830,7 +2982,7 @@ def _texts(value: Any, tokenizer: Any, what: str) -> tuple[list[str], bool]:
 
 
 def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix: Any, tools: Any,
-               tokenizer: Any, errors: str = "strict") -> Any:
+               tokenizer: Any, errors: str = "strict", *, regex_timeout: float | None = None) -> Any:
     """Whole-text parsing with batches and prefix broadcasting (events.md "The parser object").
 
     Args:
@@ -2839,6 +2991,9 @@ def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix:
         prefix: a str or ids (broadcast to every item), ``""``/``[]`` to opt out, or a list of one
             prefix per item.
         tools, tokenizer, errors: as for ``ResponseParser``.
+        regex_timeout (float | None): seconds one search of a regex delimiter not proven to
+            search in linear time may run, per item (None: :data:`REGEX_TIMEOUT`; a positive
+            number, else ValueError; docs/security.md, "Limits").
 
     Returns:
         dict | list[dict]: one message, or a list for a batch (a one-item batch gives a list). With
@@ -2855,6 +3010,7 @@ def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix:
         return finish_whole(parser_class(prefix, tools, None, errors), response)
     if prefix is None:
         raise ValueError(PREFIX_REQUIRED)
+    extra = {} if regex_timeout is None else {"regex_timeout": regex_timeout}
     texts, batched = _texts(response, tokenizer, "response")
     if isinstance(prefix, (list, tuple)) and not prefix:
         prefix = ""  # the explicit opt-out, broadcast
@@ -2868,7 +3024,7 @@ def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix:
         )
     messages = []
     for item, (text, item_prefix) in enumerate(zip(texts, prefixes)):
-        parser = parser_class(item_prefix, tools, tokenizer, errors)
+        parser = parser_class(item_prefix, tools, tokenizer, errors, **extra)
         try:
             # the whole-text path (runtime/whole.py): one end-of-stream pass where that is exact
             messages.append(finish_whole(parser, text))

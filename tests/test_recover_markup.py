@@ -216,3 +216,36 @@ def test_diagnostics_key_is_v2_and_must_be_free():
     taken = dict(DIAG_TEMPLATE, diagnostics="content")
     with pytest.raises(TemplateError, match="'diagnostics' must name a message key of its own"):
         compile_template(taken)
+
+
+# --- the region's opener written again inside its body (peer vector Laguna
+# TestLagunaParserIgnoresDuplicatedNestedToolCall; docs/events.md, "Repairs and policies") ------
+
+POOLSIDE = importlib.import_module("respc.generated.poolside")
+POOLSIDE_PREFIX = "<user>\nWhat's the weather in Paris?\n</user>\n<assistant>\n</think>"
+DUPLICATED = '<tool_call>skill\n{"name":"git-diff-review"}\n<tool_call>skill\n{"name":"git-diff-review"}</tool_call>'
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_opener_written_again_inside_the_body_drops_the_abandoned_start(how):
+    message, _, diagnostics = run(POOLSIDE, POOLSIDE_PREFIX, DUPLICATED, how)
+    assert message == {"role": "assistant", "tool_calls": [call("skill", {"name": "git-diff-review"})]}
+    dropped = '<tool_call>skill\n{"name":"git-diff-review"}\n<tool_call>skill\n'
+    assert diagnostics == [{
+        "kind": "repaired", "field": "tool_calls", "start": 0, "end": len(dropped), "text": dropped,
+        "message": "the region's opener '<tool_call>skill\\n' written again inside its body: the start before "
+                   "the last copy was abandoned (dropped; the body after it is the value)"}]
+    assert DUPLICATED[:len(dropped)] == dropped
+    # strict is unchanged: the body does not parse
+    with pytest.raises(ValueError, match="could not parse region as JSON"):
+        run(POOLSIDE, POOLSIDE_PREFIX, DUPLICATED, how, errors="strict")
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_opener_again_with_other_groups_is_not_taken(how):
+    """Only the very same opener text (hence the same groups: here the call's name) is read as
+    the start written again; a different one leaves the region malformed, as before."""
+    text = DUPLICATED.replace("\n<tool_call>skill\n", "\n<tool_call>other\n")
+    message, _, diagnostics = run(POOLSIDE, POOLSIDE_PREFIX, text, how)
+    assert "tool_calls" not in message and message["content"] == text
+    assert [d["kind"] for d in diagnostics] == ["malformed"]

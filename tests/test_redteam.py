@@ -87,18 +87,15 @@ def _poly_module():
         "content": {"content": "text", "repeats": True}}})
 
 
-@pytest.mark.xfail(strict=True, reason="polynomial backtracking is not refused at load (docs/security.md, "
-                   "'Backtracking'): two adjacent unbounded repeats that share characters make every "
-                   "search from every offset quadratic; refusing them needs the load-time analysis to "
-                   "count overlapping repeats, a larger change")
 def test_polynomial_open_pattern_is_refused_or_linear():
     """An untrusted template's ``open_pattern`` ``\\s*\\s*\\S`` passes the backtracking check;
     a model output of spaces then costs quadratic time (16k spaces: 0.66 s strict, 2.0 s
     recover; 160k: minutes), against "every input size is linear"."""
     try:
         module = _poly_module()
-    except ValueError:
-        return  # refused at load: the guarantee holds
+    except ValueError as exc:  # refused at load (compiler/backtracking.py polynomial_problem)
+        assert "'open_pattern'" in str(exc) and repr("\\s*\\s*\\S") in str(exc) and "polynomial" in str(exc), exc
+        return
     # a module compiled from a dict is not importable by name: time parse_response directly
     def cost(n):
         best = float("inf")
@@ -120,10 +117,6 @@ SECTION_TEXT = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="a call-section field with slot null discards the text between its calls "
-                   "without a diagnostic, in both modes (kimi_k2 and deepseek_v3 keep such text as content); "
-                   "making unaccounted section text malformed (strict: error, recover: region_malformed, text "
-                   "kept) changes the runtime's slot-null regions and every sectioned family's modules")
 @pytest.mark.parametrize("errors", ["strict", "recover"])
 @pytest.mark.parametrize("family,text", SECTION_TEXT, ids=[f"{f}-{i}" for i, (f, _) in enumerate(SECTION_TEXT)])
 def test_text_in_a_call_section_is_never_dropped_silently(family, text, errors):
@@ -138,3 +131,70 @@ def test_text_in_a_call_section_is_never_dropped_silently(family, text, errors):
         return
     assert "garbage" in (message.get("content") or "") or any(
         "garbage" in (d.get("text") or "") for d in parser.diagnostics), (message, parser.diagnostics)
+
+
+def _sections() -> list[tuple[str, str, str, str]]:
+    """(family, section field, its opener, its closer) for every catalogue call section: a
+    null-slot field other fields nest in, with a literal opener."""
+    import json
+    from pathlib import Path
+
+    found = []
+    for path in sorted((Path(__file__).parent.parent / "templates").glob("*.json")):
+        fields = json.loads(path.read_text(encoding="utf-8"))["fields"]
+        for name, spec in fields.items():
+            if ("slot" in spec and spec["slot"] is None and "open" in spec
+                    and any(name in (other.get("inside") or {}) for other in fields.values())):
+                first = (lambda v: v if isinstance(v, str) else v[0])
+                found.append((path.stem, name, first(spec["open"]), first(spec["close"])))
+    return found
+
+
+SECTIONS = _sections()
+
+
+def _chunkings(text: str) -> list[list[str]]:
+    import random
+
+    rng = random.Random(len(text))
+    cuts = sorted(rng.sample(range(1, len(text)), min(6, len(text) - 1)))
+    return [[text], list(text), [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]]
+
+
+def test_every_catalogue_call_section_is_covered():
+    assert {family for family, *_ in SECTIONS} >= {"deepseek_v4", "dots", "gigachat3_5", "kimi_k3", "minimax_m1",
+                                                   "minimax_m3", "olmo3", "plamo3"}
+
+
+@pytest.mark.parametrize("family,field,opener,closer", SECTIONS, ids=[s[0] for s in SECTIONS])
+def test_section_text_is_malformed_in_every_sectioned_family(family, field, opener, closer):
+    """Text in a call section that no call accounts for: strict raises naming the section and
+    the offsets; recover keeps it in the answer with a ``malformed`` diagnostic; whitespace alone
+    is the section's own. The same on every chunking (D2)."""
+    from respc.runtime.errors import ContentParseError
+
+    module = _module(family)
+    text = "hi " + opener + "\n  garbage text  \n" + closer + " bye"
+    start = 3 + len(opener)
+    for chunks in _chunkings(text):
+        parser = module.ResponseParser("", errors="strict")
+        with pytest.raises(ContentParseError, match=f"Field '{field}' \\(a call section, slot null\\): text that is "
+                                                    f"no call at response offsets {start}-{start + 18}"):
+            for chunk in chunks:
+                parser.feed(chunk)
+            parser.finalize()
+        parser = module.ResponseParser("", errors="recover")
+        events = [e for chunk in chunks for e in parser.feed(chunk)]
+        message, tail = parser.finalize()
+        events += tail
+        assert message == {"role": "assistant", "content": "hi\n  garbage text  \nbye"}, message
+        assert [(d["kind"], d["field"], d["start"], d["end"], d["text"]) for d in parser.diagnostics] == [
+            ("malformed", None, start, start + 18, "\n  garbage text  \n")]
+        bad = [e for e in events if e["type"] == "region_malformed"]
+        assert [(e["region"], e["text"], e["into"]) for e in bad] == [(field, "\n  garbage text  \n", "content")]
+        for errors in ("strict", "recover"):  # whitespace only: nothing to say
+            parser = module.ResponseParser("", errors=errors)
+            for chunk in _chunkings("hi " + opener + "\n \n" + closer + " bye")[1]:
+                parser.feed(chunk)
+            assert parser.finalize()[0] == {"role": "assistant", "content": "hibye"}
+            assert parser.diagnostics == []

@@ -33,7 +33,9 @@ def _template(pattern: str) -> dict:
 # (pattern, the issue's text, a text whose search is slow in both modes)
 CASES = [
     ("(?:a|ab)*c", "ab" * 4000 + "!", "ab" * 4000 + "!c"),
-    (r"\s*\s*x", " " * 3000 + "!", " " * 3000 + "!x"),
+    # (r"\s*\s*x" was the second: polynomial per attempt, it is now refused at load, see
+    # test_backtracking.py; this one is linear per attempt, quadratic over the search's offsets)
+    (r"[ \t]*(?:\n[ \t]*)?x", " " * 3000 + "!", " " * 6000 + "!x"),
 ]
 
 
@@ -159,3 +161,123 @@ def test_catalogue_timeouts_only_on_patterns_not_proven():
     assert with_bounds == set(NOT_PROVEN)
     for name in ("qwen3", "kimi_k2"):
         assert "bound=" not in (REPO / "generated" / f"{name}.py").read_text(encoding="utf-8")
+
+
+# --- regex_timeout= on every entry point that builds a parser (docs/security.md, "Limits") -------
+
+SLOW_PATTERN, _ISSUE_TEXT, SLOW_TEXT = CASES[0]
+
+
+def _limit_of(call) -> float:
+    with pytest.raises(RegexTimeoutError) as info:
+        call()
+    return info.value.timeout
+
+
+def test_parse_response_accepts_regex_timeout():
+    """``parse_response(..., regex_timeout=)`` (module, batch and ``respc.parse_response``) and
+    ``get_response_parser(..., regex_timeout=)``: the limit a search runs under, named by the
+    error; a bad value is refused before anything is parsed."""
+    template = _template(SLOW_PATTERN)
+    module = respc.compile_template(template)
+    assert _limit_of(lambda: module.parse_response(SLOW_TEXT, prefix="", regex_timeout=LIMIT)) == LIMIT
+    assert _limit_of(lambda: module.parse_response([SLOW_TEXT], prefix="", regex_timeout=LIMIT)) == LIMIT
+    assert _limit_of(lambda: respc.parse_response(SLOW_TEXT, template, prefix="", regex_timeout=LIMIT)) == LIMIT
+    parser = respc.get_response_parser(template, prefix="", regex_timeout=LIMIT)
+    assert _limit_of(lambda: finish(parser, SLOW_TEXT)) == LIMIT
+    parser = module.get_response_parser("", regex_timeout=LIMIT)
+    assert _limit_of(lambda: finish(parser, SLOW_TEXT)) == LIMIT
+    message = module.parse_response(SLOW_TEXT, prefix="", errors="recover", regex_timeout=LIMIT)
+    assert message["content"] == SLOW_TEXT
+    for bad in (0, -1, "1"):
+        with pytest.raises(ValueError, match="regex_timeout must be a positive number of seconds"):
+            module.parse_response("hi", prefix="", regex_timeout=bad)
+    # a catalogue module too (written to generated/, it has the same signature)
+    from respc.generated import gpt_oss
+
+    assert gpt_oss.parse_response("hi", prefix="", regex_timeout=LIMIT) == {"role": "assistant", "content": "hi"}
+
+
+def test_plugins_pass_regex_timeout_to_their_parsers():
+    """The vLLM tool parser and the SGLang detector accept ``regex_timeout`` where they build a
+    parser (skipped where the engine is not installed)."""
+    vllm = pytest.importorskip("respc.vllm", exc_type=ImportError)
+    parser = vllm.tool_parser_class("gpt_oss")(_Tokenizer(), regex_timeout=LIMIT)
+    assert parser.regex_timeout == LIMIT
+    assert parser._new_stream(_Request()).parser._rxt == LIMIT
+    assert vllm.tool_parser_class("gpt_oss")(_Tokenizer())._new_stream(_Request()).parser._rxt is None
+
+
+def test_sglang_detector_passes_regex_timeout():
+    sglang = pytest.importorskip("respc.sglang", exc_type=ImportError)
+    detector = sglang.RespcFunctionCallDetector("gpt_oss", regex_timeout=LIMIT)
+    assert detector.regex_timeout == LIMIT
+    assert sglang._new_stream(detector.module, "", None, regex_timeout=LIMIT).parser._rxt == LIMIT
+
+
+class _Tokenizer:
+    def get_vocab(self) -> dict:
+        return {}
+
+
+class _Request:
+    tools = None
+
+
+# --- the start anchor's search of the prefix (docs/security.md, "Start anchor search") -----------
+
+ANCHOR_ATTACK = {"start_anchor_pattern": "(?:a|ab)*c",
+                 "fields": {"t": {"open": "<t>", "close": "</t>", "content": "text"}, "content": {"content": "text"}}}
+ANCHOR_PREFIX = "ab" * 4000 + "!c"  # one finditer over it: about 1.8 s, four times that at twice the length
+
+
+def test_start_anchor_not_proven_linear_is_searched_under_the_limit():
+    module = respc.compile_template(ANCHOR_ATTACK)
+    assert module.ResponseParser.START_ANCHOR_BOUNDED is True
+    t0 = time.perf_counter()
+    with pytest.raises(RegexTimeoutError) as info:
+        module.parse_response("hi", prefix=ANCHOR_PREFIX, regex_timeout=LIMIT)
+    assert time.perf_counter() - t0 < 2
+    assert (info.value.field, info.value.key, info.value.pattern, info.value.timeout) == (
+        None, "start_anchor_pattern", "(?:a|ab)*c", LIMIT)
+    parser = module.ResponseParser(ANCHOR_PREFIX, errors="recover", regex_timeout=LIMIT)
+    parser.feed("hi")
+    assert parser.finalize()[0] == {"content": "hi"}
+    assert [(d["kind"], d["field"]) for d in parser.diagnostics] == [("regex-timeout", None)]
+    assert "start_anchor_pattern" in parser.diagnostics[0]["message"]
+    # a prefix the search decides quickly is cut after its last anchor, as before
+    assert module.parse_response("hi", prefix="xx abc <t>", regex_timeout=LIMIT) == {"t": "hi"}
+
+
+def _anchor_unit(module) -> str:
+    pattern = module.ResponseParser.START_ANCHOR.pattern
+    text = re.sub(r"\\(.)", r"\1", pattern.split("|")[0])
+    return text[:-1] + "x" + text  # a near miss, then (for a literal) the anchor itself
+
+
+def test_catalogue_start_anchor_searches_are_linear():
+    """Every catalogue module's anchor search over the prefix: 2x the prefix costs at most 2.5x
+    the time (best of three, CPU time), for anchors searched as is and those under the limit."""
+    import importlib
+
+    for path in sorted((REPO / "generated").glob("*.py")):
+        if path.stem.startswith("_"):
+            continue
+        module = importlib.import_module(f"respc.generated.{path.stem}")
+        if module.ResponseParser.START_ANCHOR is None:
+            continue
+        unit = _anchor_unit(module)
+
+        def cost(n: int) -> float:
+            prefix = unit * (n // len(unit))
+            best = float("inf")
+            for _ in range(3):
+                t0 = time.process_time()
+                module.ResponseParser(prefix, errors="recover")._anchor_end(prefix)
+                best = min(best, time.process_time() - t0)
+            return best
+
+        small, large = cost(100_000), cost(200_000)
+        if large > 2.5 * max(small, 0.002):
+            small, large = cost(100_000), cost(200_000)  # once more on a loaded machine
+        assert large <= 2.5 * max(small, 0.002), (path.stem, small, large)

@@ -110,13 +110,15 @@ def test_olmo3_cut_name_after_prose_in_the_section(how):
     """olmo3 ``<function_calls>ab cd``: ``cd`` may still become a call when the output ends, so
     it is truncated (strict raises, as for any cut call); it is never a call."""
     text = "<function_calls>ab cd"
-    with pytest.raises(ContentParseError, match="truncated"):
+    with pytest.raises(ContentParseError, match="call section|truncated"):
         run("olmo3", text, how, errors="strict")
     message, _, diagnostics = run("olmo3", text, how)
-    # ("ab " is text of the call section, whose slot is null: discarded, as docs/events.md says of
-    # a rejected opener's text in a null-slot region; not a truncation matter)
-    assert message == {"role": "assistant"}
-    assert diagnostics == [_truncated(19, 21, "cd", "its value ended")]
+    # "ab " is text of the call section that no call accounts for: never dropped (docs/events.md,
+    # "Text inside a call section"), so it is malformed and goes to the answer; "cd" is a cut call
+    assert message == {"role": "assistant", "content": "ab "}
+    assert diagnostics[0]["kind"] == "malformed" and diagnostics[0]["field"] is None
+    assert (diagnostics[0]["start"], diagnostics[0]["end"], diagnostics[0]["text"]) == (16, 19, "ab ")
+    assert diagnostics[1:] == [_truncated(19, 21, "cd", "its value ended")]
 
 
 def test_json_body_without_its_closer_is_whole():
