@@ -3004,13 +3004,13 @@ def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix:
             ``"strict"``, a body that failed to parse (the error's ``item`` names the batch item).
         TypeError: token ids without a tokenizer.
     """
+    extra = {} if regex_timeout is None else {"regex_timeout": regex_timeout}
     if response.__class__ is str and prefix.__class__ is str and tokenizer is None:
         # one text and one prefix, the common case (a batch job's record): what the general
         # path below does with them, without building its lists
-        return finish_whole(parser_class(prefix, tools, None, errors), response)
+        return finish_whole(parser_class(prefix, tools, None, errors, **extra), response)
     if prefix is None:
         raise ValueError(PREFIX_REQUIRED)
-    extra = {} if regex_timeout is None else {"regex_timeout": regex_timeout}
     texts, batched = _texts(response, tokenizer, "response")
     if isinstance(prefix, (list, tuple)) and not prefix:
         prefix = ""  # the explicit opt-out, broadcast
