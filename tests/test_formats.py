@@ -78,3 +78,47 @@ def test_plan_follows_the_transform():
                                                              name_group="name")
     lax = dict(base, content_args={"python_literals": True})
     assert plan_of(Field(transform=by_group, **lax)).arguments is None
+
+
+# --- the json format's argument reader (runtime/formats/json_.py ArgumentReader) -----------------------------
+
+def _read_arguments(mode, keys, pieces):
+    from respc.runtime.formats.json_ import ArgumentReader
+
+    got = []
+    reader = ArgumentReader(mode, keys, lambda kind, n, payload: got.append((kind, n, payload)),
+                            lambda n, key: False, lambda n, key, raw: raw)
+    for piece in pieces:
+        reader.feed(piece)
+    args = "".join(p for kind, _, p in got if kind == "args")
+    return reader, [(k, n, p) for k, n, p in got if k != "args"], args
+
+
+def _chunkings(text):
+    return {"whole": [text], "ones": list(text), "threes": [text[i:i + 3] for i in range(0, len(text), 3)]}
+
+
+@pytest.mark.parametrize("how", ["whole", "ones", "threes"])
+def test_json_argument_reader_gives_end_completeness_and_pieces(how):
+    """One reader gives where the value ends, whether it is complete, and the argument pieces, on every
+    chunking: a call object followed by other text ends after its ``}``; a list of calls after its ``]``; a
+    cut body is not complete; an arguments body (``"args"``) ends at its own ``}``."""
+    body = '{"name": "get_weather", "arguments": {"city": "Paris", "days": [1, 2]}}  trailing text'
+    reader, marks, args = _read_arguments("object", ("name", ("arguments",)), _chunkings(body)[how])
+    assert reader.complete and reader.end == body.index("}}") + 2
+    assert marks == [("call", 0, ""), ("name", 0, "get_weather"), ("start", 0, ""), ("end", 0, "")]
+    assert args == '{"city": "Paris", "days": [1, 2]}'
+
+    body = '[{"name": "f", "arguments": {}}, {"name": "g", "arguments": {"x": "a,b"}}] after'
+    reader, marks, args = _read_arguments("object", ("name", ("arguments",)), _chunkings(body)[how])
+    assert reader.complete and reader.end == body.index("]") + 1
+    assert [m for m in marks if m[0] == "name"] == [("name", 0, "f"), ("name", 1, "g")]
+
+    cut = '{"name": "f", "arguments": {"city": "Par'
+    reader, marks, args = _read_arguments("object", ("name", ("arguments",)), _chunkings(cut)[how])
+    assert not reader.complete and reader.end == -1 and not reader.dead
+    assert args == '{"city": "Par'
+
+    body = '{"city": "Paris"}<|call|>'
+    reader, marks, args = _read_arguments("args", (), _chunkings(body)[how])
+    assert reader.complete and reader.end == len('{"city": "Paris"}') and args == '{"city": "Paris"}'

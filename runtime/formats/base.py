@@ -15,13 +15,14 @@ arguments).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import regex
 
-__all__ = ["Format", "Plan", "Problems", "CallShape", "call_shape", "bool_args", "value_parser_problems",
+__all__ = ["Format", "Plan", "PerParameterReader", "Problems", "CallShape", "call_shape", "bool_args", "value_parser_problems",
            "unmatched_problems", "text_mode"]
 
 #: ``(arg path, problem)`` pairs of a load-time check: the path is relative to the checked dict (``""``: the
@@ -315,3 +316,74 @@ def text_mode(field: Any, strips: bool) -> str | None:
     if field.transform is not None and field.transform != "{content}":
         return None
     return "strip" if strips else "raw"
+
+
+# --------------------------------------------------------------------------------------------
+# The argument reader of bodies read whole and again as they grow (plan ``"per-parameter"``).
+
+_MISSING = object()
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+class PerParameterReader:
+    """A tool body streamed parameter by parameter (plan ``"per-parameter"``: xml-inline bodies the
+    ``xml-parameters`` reader cannot take, kv-lines): the caller parses the body so far again with the
+    format's lenient parser when it has grown by an eighth (:meth:`due`, :meth:`body`) and hands the
+    arguments read to :meth:`settle`; every parameter but the last one found (which may still grow) is
+    sent, typed (docs/formats.md, "Argument readers").
+
+    Attributes:
+        sent (list[tuple]): the ``(key, value)`` pairs sent, in order.
+        dead (bool): a parameter sent changed (a repeated key): the close check reports the difference.
+    """
+
+    __slots__ = ("mode", "parts", "size", "last", "sent", "dead")
+
+    def __init__(self) -> None:
+        self.mode = "reparse"
+        self.parts: list[str] = []
+        self.size = 0
+        self.last = 0
+        self.sent: list[tuple] = []
+        self.dead = False
+
+    def feed(self, text: str) -> None:
+        """Take the next piece of the body."""
+        self.parts.append(text)
+        self.size += len(text)
+
+    def due(self) -> bool:
+        """Whether the body grew enough since it was last read (by an eighth, at least 16 characters):
+        reading it again each time it grows by a fixed fraction keeps the cost linear."""
+        return not self.dead and self.size - self.last >= max(16, self.last // 8)
+
+    def body(self) -> str:
+        """The body so far (to be read now)."""
+        self.last = self.size
+        body = "".join(self.parts)
+        self.parts = [body]
+        return body
+
+    def settle(self, arguments: dict) -> str:
+        """The JSON text of the parameters of ``arguments`` (the body so far, read) now settled: all but
+        the last; ``""`` when none is new."""
+        settled = list(arguments.items())[:-1]
+        if settled[:len(self.sent)] != self.sent:
+            self.dead = True
+            return ""
+        pieces = []
+        for key, item in settled[len(self.sent):]:
+            pieces.append(("{" if not self.sent else ", ") + _dumps(key) + ": " + _dumps(item))
+            self.sent.append((key, item))
+        return "".join(pieces)
+
+    def finish(self, arguments: Any) -> str | None:
+        """At the close, with ``arguments`` the message's: the parameters not sent yet and the closing
+        brace; None when ``arguments`` is no dict or differs from what was sent."""
+        if not isinstance(arguments, dict) or any(arguments.get(k, _MISSING) != v for k, v in self.sent):
+            return None
+        sent = dict(self.sent)
+        return "".join(", " + _dumps(k) + ": " + _dumps(v) for k, v in arguments.items() if k not in sent) + "}"
