@@ -4,7 +4,7 @@ Two content parsers have a one-pass shortcut for the common body and fall back t
 reader on anything else: the pythonic reader (``runtime/pythonic.py`` ``_quick_calls``: a flat
 call list with scalar keyword arguments, read with a few C regex matches) and xml-tree
 (``runtime/content.py`` ``_make_xml_tree``: one stack pass over ``tag.split`` when the tags are
-well nested); the pythonic boundary decoder (``runtime/decoders.py`` ``PythonicBoundary``) takes
+well nested); the pythonic boundary decoder (``runtime/formats/pythonic.py`` ``PythonicBoundary``) takes
 the end of a body the quick pythonic reader reads. Checked here:
 
 - unit level, on random bodies (well-formed ones, then truncated, spliced and damaged): the value
@@ -30,7 +30,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from respc.runtime import content, decoders, pythonic
+from respc.runtime import content, pythonic
+from respc.runtime.formats import pythonic as pythonic_format
 from respc.runtime.content import make_content_parser
 from respc.runtime.errors import ContentParseError
 from support import CORPUS, REPO, SHARED, load_jsonl, params
@@ -163,12 +164,12 @@ def test_pythonic_boundary_quick_matches_the_scan(data):
     text = _damage(data.draw, data.draw(_call_lists())) + data.draw(
         st.sampled_from(["", " tail", "<|eot_id|>", "]", ")", "'", "\n[g()]", "(x)"]))
     allow_bare = data.draw(st.booleans())
-    quick = decoders.PythonicBoundary(allow_bare)
+    quick = pythonic_format.PythonicBoundary(allow_bare)
     got = (quick.feed(text), quick.status)
-    with mock.patch.object(decoders, "_quick_pythonic", lambda *args: None):
-        scan = decoders.PythonicBoundary(allow_bare)
+    with mock.patch.object(pythonic_format, "_quick_pythonic", lambda *args: None):
+        scan = pythonic_format.PythonicBoundary(allow_bare)
         assert got == (scan.feed(text), scan.status), text
-        pieces = decoders.PythonicBoundary(allow_bare)  # and in 3-character pieces, as streamed
+        pieces = pythonic_format.PythonicBoundary(allow_bare)  # and in 3-character pieces, as streamed
         at = -1
         for k in range(0, len(text), 3):
             end = pieces.feed(text[k:k + 3])
@@ -187,12 +188,12 @@ def test_pythonic_boundary_quick_is_taken():
         taken.append(got is not None)
         return got
 
-    with mock.patch.object(decoders, "_quick_pythonic", watched):
+    with mock.patch.object(pythonic_format, "_quick_pythonic", watched):
         for body, end in (("[get_weather(city='Paris', unit='celsius')]<|eot|>", 43),
                           ('get_weather(city="Paris")</function_calls>', 25), (" [f()] x", 6),
                           (" [ ] x", 4)):
-            decoder = decoders.PythonicBoundary(True)
-            assert decoder.feed(body) == end and decoder.status == decoders.ACCEPTED
+            decoder = pythonic_format.PythonicBoundary(True)
+            assert decoder.feed(body) == end and decoder.status == pythonic_format.ACCEPTED
     assert taken == [True, True, True]  # (no ')' in the last one: the scan reads it)
 
 
