@@ -39,10 +39,10 @@ Each region event is routed by its message key (``field``):
     parsed again as it grows (each time by an eighth); every parameter but the last found is sent
     typed as ``"key": value`` (``runtime/formats/base.py`` ``PerParameterReader``), the rest at the close.
   - ``pythonic`` bodies whose transform keeps the reader's calls: converted to JSON text as they
-    are written, by :class:`respc.openai_pythonic.PythonicArgs` (strings character by character,
+    are written, by the pythonic format's ``PythonicArgs`` (``runtime/formats/pythonic.py``; strings character by character,
     other values and schema-typed strings once complete).
   - JSON dialects, name-as-key JSON, other arguments keys, a text body as one argument, nested XML
-    (MiniMax-M3): converted into the JSON above as they arrive (:mod:`respc.openai_dialects`).
+    (MiniMax-M3): converted into the JSON above as they arrive (the converters of ``runtime/formats``: docs/formats.md "Argument readers").
   - everything else (other xml-inline/kv-lines, arguments
     given as a JSON string, a call whose arguments come before its name when tools type it, and
     every tool region with ``errors="recover"`` and ``recover_arguments="hold"``, where a body may
@@ -71,9 +71,10 @@ import time
 import uuid
 from typing import Any, Callable, Iterable
 
-from respc.openai_pythonic import finish as _finish_pythonic, open_pythonic, reader_options
-from respc import openai_dialects as _dialects
+from respc.runtime.formats import json_ as _json_format
 from respc.runtime.formats import xml_inline as _xml_format
+from respc.runtime.formats.pythonic import PythonicArgs, reader_options
+from respc.runtime.formats.text import TextArgs
 from respc.runtime.formats.base import PerParameterReader
 from respc.runtime.formats.json_ import ArgumentReader, closers
 from respc.runtime.stream import StreamParser
@@ -141,6 +142,89 @@ def _function(call: dict) -> dict:
     return function if isinstance(function, dict) else call
 
 
+def _converted_plan(region: Any, plan: Any) -> tuple | None:
+    """The stream plan of a tool region whose format plan (``region.plan``, docs/formats.md) names one of
+    the converters of ``runtime/formats`` (json dialects and name-as-key: ``json_.py``; a text body as one
+    argument: ``text.py``; nested XML: ``xml_inline.py``), built from the plan and the region's ``content_args``.
+
+    Returns:
+        ``("dialect", (inner_plan, make))``: ``inner_plan`` is the scanner plan of the converted body
+        (``("object", (name_key, arg_keys))`` or ``("args", group)``), ``make(scanner) ->`` :class:`Converted`
+        wraps a new scanner; None when the plan names none of them.
+    """
+    args = getattr(region.process, "content_args", None) or {}
+    mode = plan.arguments
+    if mode == "dialect-json":
+        pairs, unquoted = _json_format.stream_pairs(args) or (), bool(args.get("unquoted_keys"))
+        return ("dialect", (("args", plan.name_group), lambda scanner: _json_format.Converted(scanner, _json_format.DialectJson(pairs, unquoted))))
+    if mode == "name-keyed":
+        return ("dialect", (("object", ("name", ("arguments",))), lambda scanner: _json_format.Converted(scanner, _json_format.NameKeyed(False))))
+    if mode == "text-argument":
+        key, strip, name = plan.arg_key, plan.strip, plan.name
+        return ("dialect", (("args", None), lambda scanner: _json_format.Converted(scanner, TextArgs(key, strip), name=name)))
+    if mode == "xml-tree":
+        make = _xml_format.tree_reader(args)
+        return None if make is None else ("dialect", (("args", plan.name_group), make))
+    return None
+
+
+#: how :func:`respc.openai.argument_streaming` names each ``Plan.arguments`` (docs/openai.md)
+LABELS = {None: "at close", "json": "as written", "name-keyed": "as written", "dialect-json": "converted as written",
+          "text-argument": "converted as written", "xml-tree": "converted as written",
+          "xml-parameters": "converted as written", "pythonic": "converted as written",
+          "per-parameter": "per parameter"}
+
+
+def _label(plan: Any) -> str:
+    """How :func:`respc.openai.argument_streaming` names a region's format plan: ``"as written"`` when the
+    arguments' text is forwarded as the model wrote it (a call object, name as the key), ``"converted as
+    written"`` when it is rewritten as it streams, ``"per parameter"``, ``"at close"`` (no plan)."""
+    return LABELS[getattr(plan, "arguments", None)]
+
+
+def _open_pythonic(stream: Any, region: Any, base: int, options: dict) -> PythonicArgs:
+    """A :class:`PythonicArgs` for a tool region of ``stream`` (a ``ChatCompletionStream``) that
+    opened with its first call numbered ``base``, wired to the stream's call deltas and to its
+    tool typing (``parser._tools``, applied when the region is ``typed``)."""
+    tools = getattr(stream.parser, "_tools", None) if getattr(region, "typed", True) else None
+
+    def out(kind: str, n: int, payload: str) -> None:
+        stream._scanned(region, base + n, kind, payload)
+
+    def held(n: int, key: str) -> bool:
+        return bool(tools) and bool(stream._held(stream._call(base + n).name, key))
+
+    def typed(n: int, key: str, value: Any) -> str:
+        if tools:
+            call = {"function": {"name": stream._call(base + n).name, "arguments": {key: value}}}
+            coerce_tool_calls(call, tools)
+            value = call["function"]["arguments"][key]
+        return _dumps(value)
+
+    return PythonicArgs(out, held, typed, **options)
+
+
+def _finish_pythonic(stream: Any, scanner: PythonicArgs, base: int, calls: list) -> None:
+    """At the region's close: a call the reader stopped inside (``dead``) whose sent arguments
+    are a beginning of the message's ``json.dumps`` text gets the rest, so it still adds up to
+    the message; any other difference is left to the stream's own check (a diagnostic)."""
+    if not scanner.dead:
+        return
+    for k, value in enumerate(calls):
+        if base + k >= len(stream._calls):
+            break
+        call = stream._calls[base + k]
+        function = value.get("function", value) if isinstance(value, dict) else {}
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        if call.done or not call.nsent or not isinstance(arguments, dict):
+            continue
+        whole, sent = _dumps(arguments), call.args
+        if whole.startswith(sent):
+            call.fwd.append(whole[len(sent):])
+            call.done = True
+            stream._send_args(call)
+
+
 def argument_streaming(parser_class: Any) -> dict[str, str]:
     """How each tool-call region of a generated parser sends its arguments (errors="strict").
 
@@ -153,7 +237,7 @@ def argument_streaming(parser_class: Any) -> dict[str, str]:
         ``"at close"`` (one fragment when the region closes), in declaration order; read off each region's
         format plan (``Region.plan``, docs/formats.md).
     """
-    return {region.name: _dialects.label(getattr(region, "plan", None))
+    return {region.name: _label(getattr(region, "plan", None))
             for region in parser_class.REGIONS if region.slot == "tool_calls"}
 
 
@@ -216,7 +300,7 @@ def _plans(parser: Any, hold: bool = True) -> dict[int, Any]:
     docs/formats.md): text regions ``"strip"``/``"raw"``/``"close"`` (``Plan.text``); tool regions
     ``("object", (name_key, arg_keys))`` / ``("args", group)`` (``"json"``), ``("xml", ...)``
     (``runtime/formats/xml_inline.py`` ``stream_plan``), ``("pythonic", options)``, ``("reparse", None)``, ``("dialect", ...)``
-    (:func:`respc.openai_dialects.build`) or None (at close; always with ``errors="recover"`` and ``hold``,
+    (:func:`_converted_plan`) or None (at close; always with ``errors="recover"`` and ``hold``,
     i.e. ``recover_arguments="hold"``, and for a region without a plan). ``errors="recover"`` with
     ``hold=False`` gets the strict plans."""
     recover = bool(getattr(parser, "_recover", False)) and hold
@@ -250,7 +334,7 @@ def _tool_plan(region: Any, plan: Any) -> Any:
         return ("reparse", None)
     if mode == "pythonic":
         return ("pythonic", reader_options(args))
-    return _dialects.build(region, plan)
+    return _converted_plan(region, plan)
 
 
 def _feeds_text(parser: Any) -> bool:
@@ -746,7 +830,7 @@ class ChatCompletionStream:
             return
         mode, extra = plan
         wrap = None
-        if mode == "dialect":  # a converter in front of the scanner (respc.openai_dialects)
+        if mode == "dialect":  # a converter in front of the json reader (runtime/formats)
             (mode, extra), wrap = extra
         if mode == "reparse":
             self._open[id(region)] = (PerParameterReader(), base, region)
@@ -769,7 +853,7 @@ class ChatCompletionStream:
             self._open[id(region)] = (_xml_format.ArgumentReader(extra, value, strip), base, region)
             return
         if mode == "pythonic":
-            self._open[id(region)] = (open_pythonic(self, region, base, extra), base, region)
+            self._open[id(region)] = (_open_pythonic(self, region, base, extra), base, region)
             return
 
         def out(kind: str, n: int, payload: str) -> None:
@@ -1008,7 +1092,7 @@ class ChatCompletionStream:
         """A tool region closed with its typed value: finish each of its calls, checking what
         was streamed against the value the message stores."""
         scanner, base, _ = self._open.pop(id(region), (None, len(self._calls), region))
-        if isinstance(scanner, _dialects.Converted):
+        if isinstance(scanner, _json_format.Converted):
             scanner.finish()
         calls = _calls_of(value)
         if isinstance(scanner, PerParameterReader) and scanner.sent and len(calls) == 1 and base < len(self._calls):

@@ -122,3 +122,15 @@ def test_json_argument_reader_gives_end_completeness_and_pieces(how):
     body = '{"city": "Paris"}<|call|>'
     reader, marks, args = _read_arguments("args", (), _chunkings(body)[how])
     assert reader.complete and reader.end == len('{"city": "Paris"}') and args == '{"city": "Paris"}'
+
+
+def test_old_import_paths_name_the_formats_readers():
+    """``respc.runtime.decoders``, ``respc.openai_dialects`` and ``respc.openai_pythonic`` moved into the formats
+    (issue 26); their old import paths give the same objects."""
+    from respc import openai_dialects, openai_pythonic
+    from respc.runtime import decoders
+    from respc.runtime.formats import json_, pythonic, text, xml_inline
+
+    assert decoders.JsonBoundary is json_.JsonBoundary and decoders.PythonicBoundary is pythonic.PythonicBoundary
+    assert openai_dialects.DialectJson is json_.DialectJson and openai_dialects.TextArgs is text.TextArgs
+    assert openai_dialects.XmlTree is xml_inline.XmlTree and openai_pythonic.PythonicArgs is pythonic.PythonicArgs

@@ -24,7 +24,7 @@ import regex
 
 from ..errors import ParserStateError
 
-__all__ = ["Format", "Plan", "PerParameterReader", "Boundary", "UNDECIDED", "ACCEPTED", "REJECTED", "Problems", "CallShape", "call_shape", "bool_args", "value_parser_problems",
+__all__ = ["Format", "Plan", "PerParameterReader", "escaped", "Boundary", "UNDECIDED", "ACCEPTED", "REJECTED", "Problems", "CallShape", "call_shape", "bool_args", "value_parser_problems",
            "unmatched_problems", "text_mode"]
 
 #: ``(arg path, problem)`` pairs of a load-time check: the path is relative to the checked dict (``""``: the
@@ -328,6 +328,11 @@ _MISSING = object()
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+def escaped(text: str) -> str:
+    """``text`` as the inside of a JSON string literal (pieces of one string concatenate)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
 class PerParameterReader:

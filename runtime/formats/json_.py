@@ -14,7 +14,7 @@ from typing import Any
 import regex
 
 from ..content import _grammar_json, _make_json, _repair_json
-from .base import ACCEPTED, REJECTED, UNDECIDED, Boundary, Format, Plan, Problems, bool_args, call_shape, is_tool_field
+from .base import ACCEPTED, REJECTED, UNDECIDED, Boundary, Format, escaped, Plan, Problems, bool_args, call_shape, is_tool_field
 
 #: the call-object keys the adapter streams from (name key, then arguments keys in the order tried)
 NAME_KEYS = ("name", "tool_name")
@@ -781,6 +781,295 @@ def closers(text: str) -> str | None:
     if esc:
         return None
     return ('"' if instr else "") + "".join(reversed(stack))
+
+
+# ------------------------------------------------------------------------------------------------
+# Converters in front of the argument reader: JSON dialects and the name-as-key shape, converted to the
+# JSON the ArgumentReader forwards as they stream (plans "dialect-json", "name-keyed"; docs/openai.md).
+
+#: characters that end a bare value (``runtime.content._BARE_VALUE`` excludes them)
+_STRUCTURAL = set('{}[],:"')
+
+
+def _string_step(c: str, esc: bool) -> tuple[bool, bool]:
+    """One character ``c`` inside a JSON string literal (``esc``: after a backslash): whether the
+    string is still open after it, and whether the next character is escaped."""
+    if esc:
+        return True, False
+    if c == "\\":
+        return True, True
+    return c != '"', False
+
+
+class _CharConverter:
+    """A converter that reads its body one character at a time (``_char(c, out)`` appends the
+    JSON text it settles to ``out``)."""
+
+    __slots__ = ()
+
+    def feed(self, text: str) -> str:
+        """Read ``text``; return the JSON text it settled (maybe empty)."""
+        out: list[str] = []
+        for c in text:
+            self._char(c, out)
+        return "".join(out)
+
+    def _char(self, c: str, out: list[str]) -> None:
+        raise NotImplementedError
+
+
+class DialectJson(_CharConverter):
+    """Incremental rewrite of a JSON-dialect body into JSON text, as
+    ``runtime.content._apply_dialects`` rewrites the whole body (deviation D6).
+
+    Args:
+        delims (tuple[tuple[str, str], ...]): ``string_delims`` pairs in priority order; each
+            opener begins with a character that cannot begin JSON text (checked by :func:`probe`).
+        unquoted_keys (bool): quote a bare ``\\w+`` key directly followed by ``:`` after ``{`` or
+            ``,`` (and optional JSON whitespace).
+
+    A bare value right after ``:`` or ``[`` that ends in a delimiter whose opener is its closer
+    (``{query:weather in Tokyo<|"|>}``, its opener omitted) is sent as that string, as the
+    ``errors="recover"`` repair reads it (``runtime.content._add_missing_opens``); so a bare
+    value (a number, ``true``...) is held until what ends it (a strict parse rejects the body
+    anyway, and a valid bare value goes out unchanged).
+
+    ``feed(text) -> str`` returns the JSON text settled so far (what follows cannot change it);
+    ``finish() -> str`` the rest at the end of the body (held text, copied as it is).
+    """
+
+    __slots__ = ("delims", "unquoted", "state", "buf", "close", "esc", "value", "same")
+
+    def __init__(self, delims: tuple, unquoted_keys: bool) -> None:
+        self.delims = delims
+        self.unquoted = unquoted_keys
+        self.state = "out"   # "out" | "json" (in a JSON string) | "delim" (in a span) | "key" | "open"
+        self.buf = ""        # held text: a key candidate, an opener's beginning, a closer's beginning
+        self.close = ""      # the closer of the open span
+        self.esc = False     # after a backslash in a JSON string
+        self.value = False   # at a value's start: after ":" or "[" (and whitespace)
+        self.same = tuple(o for o, c in delims if o == c)  # delimiters whose opener is their closer
+
+    def feed(self, text: str) -> str:
+        """Read ``text``; return the JSON text it settled (a delimited span's text in one piece)."""
+        out: list[str] = []
+        self._read(text, out)
+        return "".join(out)
+
+    def _read(self, text: str, out: list[str]) -> None:
+        i, n = 0, len(text)
+        while i < n:
+            if self.state == "delim":
+                i += self._span(text, i, out)
+            else:
+                self._char(text[i], out)
+                i += 1
+
+    def _span(self, text: str, i: int, out: list[str]) -> int:
+        """In a delimited span: read ``text[i:]`` up to its closer (included) and return how many
+        characters were read; the longest end that may still begin the closer is held."""
+        held = len(self.buf)
+        buf = self.buf + text[i:]
+        close = self.close
+        at = buf.find(close)
+        if at >= 0:
+            out.append(escaped(buf[:at]) + '"')
+            self.buf, self.state = "", "out"
+            return at + len(close) - held
+        keep = 0
+        if close[0] in buf[1 - len(close):]:  # (else no end of it can begin the closer)
+            keep = next((k for k in range(min(len(buf), len(close) - 1), 0, -1) if close.startswith(buf[-k:])), 0)
+        if len(buf) > keep:
+            out.append(escaped(buf[:len(buf) - keep]))
+        self.buf = buf[len(buf) - keep:]
+        return len(text) - i
+
+    def finish(self) -> str:
+        out: list[str] = []
+        if self.state in ("key", "open", "bare"):
+            out.append(self.buf)  # (no key, no opener, no delimiter: the runtime copies it)
+        elif self.state == "delim":
+            out.append(escaped(self.buf))
+        self.buf = ""
+        self.state = "out"
+        return "".join(out)
+
+    def _char(self, c: str, out: list[str]) -> None:
+        state = self.state
+        if state == "json":
+            out.append(c)
+            instr, self.esc = _string_step(c, self.esc)
+            if not instr:
+                self.state = "out"
+            return
+        if state == "key":
+            if c in " \t\r\n" and not self.buf.strip():
+                self.buf += c
+                return
+            if _WORD.match(c):
+                self.buf += c
+                return
+            held, self.buf, self.state = self.buf, "", "out"
+            if c == ":" and held.strip():
+                word = held.lstrip(" \t\r\n")
+                out.append(held[:len(held) - len(word)] + '"' + word + '":')
+                self.value = True
+                return
+            out.append(held)  # not a bare key: copied, and ``c`` read as usual
+            self._char(c, out)
+            return
+        if state == "open":
+            # the first pair (in order) whose opener starts here, as the runtime picks it: a
+            # longer opener of an earlier pair that may still match is waited for
+            buf = self.buf + c
+            for opener, closer in self.delims:
+                if buf.startswith(opener):
+                    self.buf, self.state, self.close = "", "delim", closer
+                    out.append('"')
+                    self._read(buf[len(opener):], out)
+                    return
+                if opener.startswith(buf):
+                    self.buf = buf
+                    return
+            # not an opener: its first character is copied, the rest read again
+            self.buf, self.state = "", "out"
+            out.append(buf[0])
+            for rest in buf[1:]:
+                self._char(rest, out)
+            return
+        if state == "bare":
+            buf = self.buf + c
+            for delim in self.same:
+                if buf.endswith(delim):  # its opener was omitted: the bare text is the string
+                    out.append('"' + escaped(buf[:-len(delim)]) + '"')
+                    self.buf, self.state, self.value = "", "out", False
+                    return
+            if c in _STRUCTURAL and not any(delim.startswith(buf[-k:]) for delim in self.same
+                                            for k in range(1, len(delim))):
+                out.append(self.buf)  # a bare value as written (a literal, a number)
+                self.buf, self.state, self.value = "", "out", False
+                self._char(c, out)
+                return
+            self.buf = buf
+            return
+        # outside strings
+        if any(opener.startswith(c) for opener, _ in self.delims):
+            self.state, self.buf, self.value = "open", "", False
+            self._char(c, out)
+            return
+        if self.value and self.same and c not in _STRUCTURAL and not c.isspace():
+            self.state, self.buf = "bare", c
+            return
+        out.append(c)
+        if c == '"':
+            self.state = "json"
+        elif self.unquoted and c in "{,":
+            self.state, self.buf = "key", ""
+        if not c.isspace():
+            self.value = c in ":["
+
+
+class NameKeyed(_CharConverter):
+    """Incremental rewrite of a name-as-key JSON body (``[{"f": {...}}, ...]``, each call object
+    one key: the tool name, its value the arguments) into call objects: each call object's
+    ``"f":`` becomes ``"name": "f", "arguments":``; everything else is copied.
+
+    Args:
+        bare (bool): a body that is one call object (not a list) is read too.
+
+    ``feed(text) -> str``; ``finish() -> str`` (nothing is held between keys and values but a
+    key read so far).
+    """
+
+    __slots__ = ("bare", "stack", "instr", "esc", "key", "expect")
+
+    def __init__(self, bare: bool) -> None:
+        self.bare = bare
+        self.stack: list[str] = []
+        self.instr = False
+        self.esc = False
+        self.key: list[str] | None = None  # a call object's key being read (raw JSON text)
+        self.expect = ""                   # at a call object's level: "key", ":" or ""
+
+    def finish(self) -> str:
+        key, self.key = self.key, None
+        return "".join(key or ())
+
+    def _calllevel(self) -> bool:
+        stack = self.stack
+        return (len(stack) == 1 and stack[0] == "{" and self.bare) or stack == ["[", "{"]
+
+    def _char(self, c: str, out: list[str]) -> None:
+        if self.instr:
+            self.instr, self.esc = _string_step(c, self.esc)
+            (self.key if self.key is not None else out).append(c)
+            return
+        if self.key is not None:
+            self.key.append(c)
+            if c == ":":
+                raw = "".join(self.key[:-1]).rstrip(" \t\r\n")
+                self.key = None
+                self.expect = ""
+                out.append('"name": ' + raw + ', "arguments":')
+            elif c not in " \t\r\n":
+                out.append("".join(self.key))  # not a key: copied (the scanner rejects it)
+                self.key = None
+                self.expect = ""
+            return
+        out.append(c)
+        if c == '"':
+            if self.expect == "key" and self._calllevel():
+                out.pop()
+                self.key = [c]
+            self.instr = True
+        elif c in "{[":
+            self.stack.append(c)
+            self.expect = "key" if self._calllevel() else ""
+        elif c in "}]":
+            if self.stack:
+                self.stack.pop()
+            self.expect = ""
+        elif c == "," and self._calllevel():
+            self.expect = "key"
+
+
+class Converted:
+    """A converter in front of a ``json ArgumentReader``: the body text goes through
+    ``convert.feed`` and what it returns to the scanner; ``finish()`` (at the region's close)
+    feeds the converter's rest. With ``name`` (a call whose name is a constant of the template),
+    the name is reported to the stream through the scanner's ``out`` right after the call began.
+
+    ``mode``: the scanner's (``"object"``/``"args"``), or ``"const"`` with ``name`` (the stream
+    then does not read the name from the open delimiter)."""
+
+    __slots__ = ("scanner", "convert", "name", "mode", "named")
+
+    def __init__(self, scanner: Any, convert: Any, name: str | None = None) -> None:
+        self.scanner = scanner
+        self.convert = convert
+        self.name = name
+        self.mode = "const" if name is not None else scanner.mode
+        self.named = False
+        if hasattr(convert, "held"):
+            convert.held = lambda key: scanner.held(0, key)
+
+    def feed(self, text: str) -> None:
+        self._send(self.convert.feed(text))
+
+    def finish(self) -> None:
+        self._send(self.convert.finish())
+
+    def _send(self, text: str) -> None:
+        if not text:
+            return
+        scanner = self.scanner
+        if self.name is not None and not self.named:
+            scanner.feed(text[0])  # the "{": the call begins
+            self.named = True
+            if scanner.n == 0:
+                scanner.out("name", 0, self.name)
+            text = text[1:]
+        scanner.feed(text)
 
 
 FORMAT = Format("json", True, check, plan, _make_json, reader=json_boundary, ends_itself=True, can_reject=True,

@@ -3,8 +3,10 @@ parsers")."""
 
 from __future__ import annotations
 
+import json
+
 from ..content import _grammar_any, _make_text
-from .base import Format, Plan, call_shape, is_tool_field, no_problems, text_mode
+from .base import Format, Plan, call_shape, escaped, is_tool_field, no_problems, text_mode
 
 
 def plan(field) -> Plan:
@@ -18,6 +20,46 @@ def plan(field) -> Plan:
             return Plan("text", dirty=False, text=text_mode(field, strips), arguments="text-argument", call="args",
                         name=shape.name[1], arg_key=shape.arguments[1], strip=strips)
     return Plan("text", dirty=False, text=text_mode(field, strips))
+
+
+class TextArgs:
+    """A text body sent as the one string argument ``key`` of a call named ``name``:
+    ``{"key": "`` before the first character the message keeps, the text as JSON string text,
+    ``"}`` at the close; with ``strip``, leading whitespace is dropped and trailing whitespace held
+    until text follows it (``str.strip``, as the ``text`` content parser strips).
+
+    ``feed(text) -> str``; ``finish() -> str``; ``begun`` once ``{`` went out.
+    """
+
+    __slots__ = ("key", "strip", "begun", "pending")
+
+    def __init__(self, key: str, strip: bool) -> None:
+        self.key = key
+        self.strip = strip
+        self.begun = False
+        self.pending = ""
+
+    def feed(self, text: str) -> str:
+        head = ""
+        if not self.begun:
+            if self.strip:
+                text = text.lstrip()
+            if not text:
+                return ""
+            self.begun = True
+            head = "{" + json.dumps(self.key, ensure_ascii=False) + ': "'
+        whole = self.pending + text
+        if self.strip:
+            body = whole.rstrip()
+            self.pending = whole[len(body):]
+            whole = body
+        return head + (escaped(whole) if whole else "")
+
+    def finish(self) -> str:
+        if not self.begun:
+            return ""  # nothing kept: the close sends the call
+        self.pending = ""
+        return '"}'
 
 
 FORMAT = Format("text", False, no_problems, plan, _make_text, grammar=_grammar_any)

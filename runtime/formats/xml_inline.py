@@ -12,7 +12,8 @@ import regex
 
 from ..content import _make_value_parser, group_end
 from ..content import _REGEX_ERRORS, _grammar_any, _make_xml_inline, _repair_xml_inline
-from .base import Format, Plan, Problems, call_shape, is_tool_field, unmatched_problems, value_parser_problems
+from .base import Format, Plan, Problems, call_shape, escaped, is_tool_field, unmatched_problems, value_parser_problems
+from .json_ import Converted
 
 #: the value group a ``tag_pattern`` must have (once) for its values to stream as written
 VALUE_GROUP = "(?P<value>.*?)"
@@ -332,6 +333,181 @@ class ArgumentReader:
         if not self.begun:
             pieces.append("{")
         return "".join(pieces) + "}", True
+
+
+# ------------------------------------------------------------------------------------------------
+# The argument reader of nested XML values (plan "xml-tree", MiniMax-M3): converted to JSON as written.
+
+class XmlTree:
+    """Incremental conversion of an ``xml-inline`` body whose values are ``xml-tree`` values
+    (MiniMax-M3: ``P<key>value P</key>`` parameters, a value either text or nested elements) into
+    the JSON text of its arguments object, read as ``runtime.content`` reads the whole body.
+
+    A parameter opens at its settled opening tag (text between parameters is skipped, as
+    ``finditer`` skips it). Its value is a *leaf* when its first non-space text cannot begin an
+    element (``P<name>``; decided with a partial match of the runtime's own start pattern): then
+    ``"key": "`` goes out and the text streams as JSON string text, unchanged (the value parser
+    keeps a leaf's whitespace), holding only what may begin the closing tag; ``"`` at the closing
+    tag. Otherwise the value is held until its closing tag and sent as the value parser reads it
+    (an object, a list, or the text when it is not a clean element sequence). A key met again
+    (``merge_duplicates``: the message collects the values in a list) is held and sent again with
+    the whole list: JSON readers keep a key's last value, so the text parses to the message's
+    arguments. What the tool schema types is the scanner's to hold (the leaf's JSON string).
+
+    Args:
+        opening: the compiled part of ``tag_pattern`` before its value group (a ``key`` group).
+        after (str): the part after it (its ``(?P=key)`` replaced by each key's literal).
+        full: the compiled ``tag_pattern`` (each complete parameter is checked against it).
+        read (Callable[[str], Any]): the value parser.
+        start: the compiled start pattern of an element, ``\\s*P<(?!/)NAME>``.
+    """
+
+    __slots__ = ("opening", "after", "full", "read", "start", "text", "cur", "values", "begun", "dead", "closers",
+                 "held")
+
+    def __init__(self, opening: Any, after: str, full: Any, read: Callable[[str], Any], start: Any) -> None:
+        self.opening, self.after, self.full, self.read, self.start = opening, after, full, read, start
+        self.text = ""
+        self.cur: list | None = None   # [key, head, raw pieces, kind: None | "leaf" | "held"]
+        self.values: dict[str, Any] = {}  # key -> its value so far, merged as the runtime merges
+        self.begun = False
+        self.dead = False
+        self.closers: dict[str, Any] = {}
+        #: ``held(key)``: whether the tool schema types parameter ``key`` (None: not known yet);
+        #: such a leaf is held whole, so a call cut off inside it has sent nothing of it
+        self.held: Callable[[str], bool | None] | None = None
+
+    def _closer(self, key: str) -> Any:
+        import regex
+
+        got = self.closers.get(key)
+        if got is None:
+            got = self.closers[key] = regex.compile(self.after.replace("(?P=key)", regex.escape(key)), regex.DOTALL)
+        return got
+
+    def _key(self, key: str) -> str:
+        head = "{" if not self.begun else ", "
+        self.begun = True
+        return head + json.dumps(key, ensure_ascii=False) + ": "
+
+    def _merge(self, key: str, value: Any) -> Any:
+        """The arguments' value of ``key`` once ``value`` was read for it, merged as
+        ``runtime.content``'s ``merge_duplicates`` merges (a value that is a list already takes
+        the later values in; any other becomes the list of both)."""
+        if key not in self.values:
+            self.values[key] = json.loads(json.dumps(value))  # (a copy: it may be appended to)
+            return value
+        previous = self.values[key]
+        if not isinstance(previous, list):
+            previous = self.values[key] = [previous]
+        previous.append(value)
+        return previous
+
+    def _decide(self, cur: list, out: list[str]) -> None:
+        """Whether the value read so far is a leaf (it cannot begin an element: streamed from
+        here, unless the schema types it) or nested (it begins one: held); undecided while a
+        partial match of the element start (whitespace, a cut tag) may still become one."""
+        lead = "".join(cur[2])
+        m = self.start.match(lead, partial=True)
+        if m is not None:
+            if not m.partial:
+                cur[3] = "held"
+        elif self.held is not None and self.held(cur[0]) is not False:
+            cur[3] = "held"  # a typed leaf (or maybe typed): sent whole at its closing tag
+        else:
+            cur[3] = "leaf"
+            out.append(self._key(cur[0]) + '"' + escaped(lead))
+
+    def feed(self, text: str) -> str:
+        if self.dead:
+            return ""
+        out: list[str] = []
+        text = self.text + text
+        while True:
+            cur = self.cur
+            if cur is None:
+                m = self.opening.search(text, partial=True)
+                if m is None:
+                    text = ""
+                    break
+                if m.partial:
+                    text = text[m.start():]
+                    break
+                key = m.group("key")
+                cur = self.cur = [key, text[m.start():m.end()], [], None if key not in self.values else "held"]
+                text = text[m.end():]
+            found = self._closer(cur[0]).search(text, partial=True)
+            end = len(text) if found is None else found.start()
+            if end:
+                cur[2].append(text[:end])
+                if cur[3] is None:
+                    self._decide(cur, out)
+                elif cur[3] == "leaf":
+                    out.append(escaped(text[:end]))
+            if found is None or found.partial:
+                text = text[end:]
+                break
+            raw = "".join(cur[2])
+            whole = cur[1] + raw + found.group()
+            m = self.full.match(whole)
+            if m is None or m.end() != len(whole) or m.group("value") != raw:
+                self.dead = True  # read otherwise than the tag_pattern reads it: the close decides
+                break
+            try:
+                value = self.read(raw)
+            except Exception:  # noqa: BLE001 - the close decides
+                self.dead = True
+                break
+            if cur[3] == "leaf":
+                if value != raw:
+                    self.dead = True
+                    break
+                self._merge(cur[0], value)
+                out.append('"')
+            else:
+                out.append(self._key(cur[0]) + json.dumps(self._merge(cur[0], value), ensure_ascii=False))
+            self.cur = None
+            text = text[found.end():]
+        self.text = text
+        return "".join(out)
+
+    def finish(self) -> str:
+        """At the region's close: the parameters the runtime still finds in the text not read
+        (``finditer`` from the last parameter sent: a parameter opened and never closed is
+        skipped, a complete one inside it is taken), then ``}``. A leaf already streamed whose
+        closing tag never came cannot be taken back: nothing is added (the close check reports
+        the difference)."""
+        cur = self.cur
+        if self.dead or (cur is not None and cur[3] == "leaf"):
+            return ""
+        rest = self.text if cur is None else cur[1] + "".join(cur[2]) + self.text
+        self.cur, self.text = None, ""
+        out = []
+        for m in self.full.finditer(rest):
+            try:
+                value = self.read(m.group("value"))
+            except Exception:  # noqa: BLE001 - the close decides
+                return ""
+            out.append(self._key(m.group("key")) + json.dumps(self._merge(m.group("key"), value), ensure_ascii=False))
+        return "".join(out) + ("}" if self.begun else "{}")
+
+
+def tree_reader(args: dict) -> Callable[[Any], "Converted"] | None:
+    """``make(scanner)`` of an ``xml-inline`` region with an ``xml-tree`` value parser (MiniMax-M3), built
+    from its ``content_args`` (``runtime/formats/xml_inline.py`` planned it: ``OPEN(?P<value>.*?)CLOSE`` whose
+    ``CLOSE`` names the key by ``(?P=key)``); None when its patterns do not compile."""
+    spec = args["value_parser"]
+    prefix = (spec.get("args") or {}).get("tag_prefix", "")
+    pattern = args["tag_pattern"]
+    before, after = pattern.split("(?P<value>.*?)")
+    try:
+        full = regex.compile(pattern, regex.DOTALL)
+        opening = regex.compile(before, regex.DOTALL)
+        start = regex.compile(r"\s*" + regex.escape(prefix) + r"<(?!/)[^\s<>/\"']+>")
+    except (regex.error, TypeError):
+        return None
+    read, _ = _make_value_parser(spec)
+    return lambda scanner: Converted(scanner, XmlTree(opening, after, full, lambda raw: read(raw, None), start))
 
 
 FORMAT = Format("xml-inline", True, check, plan, _make_xml_inline, repair=_repair_xml_inline, repair_on_success=True,
