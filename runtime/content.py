@@ -110,58 +110,11 @@ _PY_TO_JSON = {"True": "true", "False": "false", "None": "null"}
 # Scalar parsers.
 
 
-def _identity(text: str) -> str:
-    return text
-
-
 def _error(parser: str, what: str, text: Any, exc: BaseException | None = None) -> ContentParseError:
     message = f"{parser} parser could not parse region {what}.\nContent: {text!r}"
     if exc is not None:
         message += f"\nError: {exc}"
     return ContentParseError(message)
-
-
-def _make_text(args: dict) -> ContentParser:
-    return str.strip if args.get("strip", True) else _identity
-
-
-def _make_int(args: dict) -> ContentParser:
-    prepare = _make_text(args)
-
-    def parse_int(text: str) -> int:
-        try:
-            return int(prepare(text))
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise _error("int", "as an integer", text, exc) from exc
-
-    return parse_int
-
-
-def _make_float(args: dict) -> ContentParser:
-    prepare = _make_text(args)
-
-    def parse_float(text: str) -> float:
-        try:
-            return float(prepare(text))
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise _error("float", "as a float", text, exc) from exc
-
-    return parse_float
-
-
-_TRUE_WORDS = frozenset({"true", "1"})
-
-
-def _make_bool(args: dict) -> ContentParser:
-    prepare = _make_text(args)
-
-    def parse_bool(text: str) -> bool:
-        try:
-            return prepare(text).lower() in _TRUE_WORDS
-        except (TypeError, AttributeError) as exc:
-            raise _error("bool", "as a bool", text, exc) from exc
-
-    return parse_bool
 
 
 # --------------------------------------------------------------------------------------------
@@ -272,6 +225,8 @@ def _make_json(args: dict) -> ContentParser:
     allow_non_json = bool(args.get("allow_non_json"))
     unquoted_keys = bool(args.get("unquoted_keys", False))
     python_literals = bool(args.get("python_literals", False))
+    from .formats.text import make as _make_text
+
     fallback = _make_text(args)
     # Validate the dialect arguments once; a bad value is reported (or, with allow_non_json,
     # falls back to text) when a region is parsed, like every other failure.
@@ -886,15 +841,6 @@ def _grammar_any(args: dict) -> str:
     return _ANY_BODY
 
 
-def _grammar_int(args: dict) -> str:
-    return _stripped(args, r"[-+]?\d(?:_?\d)*")
-
-
-def _grammar_float(args: dict) -> str:
-    return _stripped(args, r"[-+]?(?:(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][-+]?\d(?:_?\d)*)?"
-                           r"|(?i:inf|infinity|nan))")
-
-
 def _grammar_json(args: dict) -> str:
     if args.get("allow_non_json"):
         return _ANY_BODY
@@ -962,7 +908,6 @@ def parse_content(text: str, name: str, args: dict) -> Any:
             unusable (for example ``xml-inline`` without ``tag_pattern``).
     """
     return _build(name, args)(text)
-
 
 
 # --------------------------------------------------------------------------------------------

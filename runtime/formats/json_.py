@@ -355,8 +355,6 @@ _STRING_RUN = re.compile(r'[^"\\\x00-\x1f]+')
 _LITERALS = {"True": "true", "False": "false", "None": "null", "NaN": "NaN"}  # (NaN: Python's json reads it)
 
 
-
-
 #: :attr:`ArgumentReader.end` for a moment: the value ended at the character just read
 _ENDED = -2
 
@@ -755,7 +753,6 @@ class ArgumentReader:
         self.stack.pop()
         self._ended()
         self.expect = "," if self.stack else ""
-
 
 
 def closers(text: str) -> str | None:

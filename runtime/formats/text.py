@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ..content import _grammar_any, _make_text
+from ..content import ContentParser, _grammar_any
 from .base import Format, Plan, call_shape, escaped, is_tool_field, no_problems, text_mode
 
 
@@ -62,4 +62,13 @@ class TextArgs:
         return '"}'
 
 
-FORMAT = Format("text", False, no_problems, plan, _make_text, grammar=_grammar_any)
+def _identity(text: str) -> str:
+    return text
+
+
+def make(args: dict) -> ContentParser:
+    """The whole-body parser: the body, stripped unless ``"strip": false`` (``str.strip`` itself)."""
+    return str.strip if args.get("strip", True) else _identity
+
+
+FORMAT = Format("text", False, no_problems, plan, make, grammar=_grammar_any)
