@@ -20,7 +20,7 @@ from respc.runtime import ContentParseError
 from respc.openai import ChatCompletionStream, argument_streaming
 from respc.runtime.formats.json_ import DialectJson, NameKeyed
 from respc.runtime.formats.text import TextArgs
-from respc.runtime.content import _apply_dialects
+from respc.runtime.formats.json_ import _apply_dialects
 from respc.runtime.errors import ContentParseError
 from support import REPO
 

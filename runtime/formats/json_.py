@@ -13,8 +13,12 @@ from typing import Any
 
 import regex
 
-from ..content import _grammar_json, _make_json, _repair_json
-from .base import ACCEPTED, REJECTED, UNDECIDED, Boundary, Format, escaped, Plan, Problems, bool_args, call_shape, is_tool_field
+from ..content import _ANY_BODY, ContentParser
+from ..errors import ContentParseError
+from ..repair import NOTES, repair_json_text
+from .base import (ACCEPTED, REJECTED, UNDECIDED, Boundary, Format, Plan, Problems, bool_args, call_shape, escaped,
+                   is_tool_field)
+from .text import make as make_text
 
 #: the call-object keys the adapter streams from (name key, then arguments keys in the order tried)
 NAME_KEYS = ("name", "tool_name")
@@ -784,7 +788,7 @@ def closers(text: str) -> str | None:
 # Converters in front of the argument reader: JSON dialects and the name-as-key shape, converted to the
 # JSON the ArgumentReader forwards as they stream (plans "dialect-json", "name-keyed"; docs/openai.md).
 
-#: characters that end a bare value (``runtime.content._BARE_VALUE`` excludes them)
+#: characters that end a bare value (``_BARE_VALUE`` excludes them)
 _STRUCTURAL = set('{}[],:"')
 
 
@@ -817,7 +821,7 @@ class _CharConverter:
 
 class DialectJson(_CharConverter):
     """Incremental rewrite of a JSON-dialect body into JSON text, as
-    ``runtime.content._apply_dialects`` rewrites the whole body (deviation D6).
+    ``_apply_dialects`` rewrites the whole body (deviation D6).
 
     Args:
         delims (tuple[tuple[str, str], ...]): ``string_delims`` pairs in priority order; each
@@ -827,7 +831,7 @@ class DialectJson(_CharConverter):
 
     A bare value right after ``:`` or ``[`` that ends in a delimiter whose opener is its closer
     (``{query:weather in Tokyo<|"|>}``, its opener omitted) is sent as that string, as the
-    ``errors="recover"`` repair reads it (``runtime.content._add_missing_opens``); so a bare
+    ``errors="recover"`` repair reads it (``_add_missing_opens``); so a bare
     value (a number, ``true``...) is held until what ends it (a strict parse rejects the body
     anyway, and a valid bare value goes out unchanged).
 
@@ -1069,5 +1073,269 @@ class Converted:
         scanner.feed(text)
 
 
-FORMAT = Format("json", True, check, plan, _make_json, reader=json_boundary, ends_itself=True, can_reject=True,
-                repair=_repair_json, grammar=_grammar_json)
+# ------------------------------------------------------------------------------------------------
+# The whole-body parser, its dialects (deviation D6), the recover repair and the grammar fragment.
+
+
+@functools.lru_cache(maxsize=256)
+def _dialect_finder(opens: tuple[str, ...], unquoted_keys: bool,
+                    python_literals: bool = False) -> re.Pattern:
+    """A pattern that finds the next position the JSON dialect scanner must look at.
+
+    That is: the first character of any ``string_delims`` opener, a ``"`` (a JSON string to
+    skip), with ``unquoted_keys`` a ``{`` or ``,`` (a key may follow), and with
+    ``python_literals`` a ``T``, ``F`` or ``N`` (a Python literal may start).
+    """
+    chars = {'"'}
+    if unquoted_keys:
+        chars.update("{,")
+    if python_literals:
+        chars.update("TFN")
+    chars.update(o[0] for o in opens if o)
+    return re.compile("[" + "".join(re.escape(c) for c in sorted(chars)) + "]")
+
+
+# A JSON string body after its opening quote: escapes skip one character; stops after the
+# closing quote. An unterminated string runs to the end of the text.
+_JSON_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+
+
+# JSON insignificant whitespace, then a bare key directly followed by its colon. The reference
+# uses a Unicode ``\w+`` key, so do we.
+_BARE_KEY = re.compile(r"[ \t\r\n]*(\w+):")
+
+
+# A Python literal as a whole word (the scanner checks the character before it).
+_PY_LITERAL = re.compile(r"(?:True|False|None)(?!\w)")
+
+
+_PY_TO_JSON = {"True": "true", "False": "false", "None": "null"}
+
+
+def _checked_delims(string_delims: Any) -> tuple[tuple[str, str], ...]:
+    """Validate ``string_delims`` into a tuple of (open, close) string pairs.
+
+    Raises:
+        ValueError: the argument is not a list of two-string pairs.
+    """
+    pairs = []
+    for pair in string_delims:
+        if isinstance(pair, str):
+            raise ValueError(f"string_delims entry {pair!r} is not an [open, close] pair")
+        open_d, close_d = pair
+        if not isinstance(open_d, str) or not isinstance(close_d, str):
+            raise ValueError(f"string_delims entry {pair!r} must hold two strings")
+        pairs.append((open_d, close_d))
+    return tuple(pairs)
+
+
+def _apply_dialects(text: str, delims: tuple[tuple[str, str], ...], unquoted_keys: bool,
+                    python_literals: bool = False) -> str:
+    """Rewrite lax JSON into strict JSON in one left-to-right scan (deviation D6).
+
+    Outside JSON string literals: a span ``open ... close`` of a ``string_delims`` pair (the first
+    pair whose opener starts here and whose closer follows; the closer is its next occurrence)
+    becomes ``json.dumps`` of the enclosed text, and with ``unquoted_keys`` an identifier that
+    follows ``{`` or ``,`` (after optional whitespace) and is directly followed by ``:`` gets
+    quoted; with ``python_literals`` a whole-word Python literal becomes its JSON spelling. JSON
+    string literals are copied verbatim.
+
+    Args:
+        text (str): the region body.
+        delims (tuple[tuple[str, str], ...]): validated ``string_delims`` pairs, in priority order.
+        unquoted_keys (bool): whether to quote bare keys.
+        python_literals (bool): whether a whole-word ``True``/``False``/``None`` outside strings
+            becomes ``true``/``false``/``null``.
+
+    Returns:
+        str: the rewritten text (``text`` itself when nothing changed).
+    """
+    finder = _dialect_finder(tuple(o for o, _ in delims), unquoted_keys, python_literals)
+    out: list[str] = []
+    copied = 0  # text[:copied] is already in ``out``
+    pos = 0
+    length = len(text)
+    # Closers known to be absent from the rest of the text: once a search for one fails, later
+    # openers of that pair are plain text, and searching again would make the scan quadratic.
+    exhausted: set[str] = set()
+    while pos < length:
+        m = finder.search(text, pos)
+        if m is None:
+            break
+        at = m.start()
+        handled = False
+        for open_d, close_d in delims:
+            if open_d and close_d not in exhausted and text.startswith(open_d, at):
+                body_start = at + len(open_d)
+                end = text.find(close_d, body_start)
+                if end < 0:
+                    exhausted.add(close_d)
+                    continue
+                out.append(text[copied:at])
+                out.append(json.dumps(text[body_start:end]))
+                pos = copied = end + len(close_d)
+                handled = True
+                break
+        if handled:
+            continue
+        char = text[at]
+        if char == '"':
+            pos = _JSON_STRING_REST.match(text, at + 1).end()
+        elif unquoted_keys and char in "{,":
+            key = _BARE_KEY.match(text, at + 1)
+            if key is not None:
+                out.append(text[copied:key.start(1)])
+                out.append('"' + key.group(1) + '"')
+                copied = key.end(1)
+                pos = key.end()
+            else:
+                pos = at + 1
+        elif python_literals and char in "TFN":
+            word = _PY_LITERAL.match(text, at)
+            if word is not None and not (at and (text[at - 1].isalnum() or text[at - 1] == "_")):
+                out.append(text[copied:at])
+                out.append(_PY_TO_JSON[word.group()])
+                copied = pos = word.end()
+            else:
+                pos = at + 1
+        else:
+            pos = at + 1
+    if not out:
+        return text
+    out.append(text[copied:])
+    return "".join(out)
+
+
+# json.loads(text) for a str is ``JSONDecoder().decode``: WHITESPACE, ``scan_once``, WHITESPACE,
+# "Extra data" unless at the end (CPython Lib/json/decoder.py); parse_json's quick path repeats it.
+_JSON_SCAN = json.JSONDecoder().scan_once
+
+
+_JSON_WS = json.decoder.WHITESPACE.match
+
+
+def make(args: dict) -> ContentParser:
+    """The whole-body parser: the body read as JSON in respc's dialects (deviation D6); raises
+    ContentParseError (with ``allow_non_json``, the stripped text instead)."""
+    allow_non_json = bool(args.get("allow_non_json"))
+    unquoted_keys = bool(args.get("unquoted_keys", False))
+    python_literals = bool(args.get("python_literals", False))
+    fallback = make_text(args)
+    # Validate the dialect arguments once; a bad value is reported (or, with allow_non_json,
+    # falls back to text) when a region is parsed, like every other failure.
+    bad_args: Exception | None = None
+    delims: tuple[tuple[str, str], ...] = ()
+    try:
+        delims = _checked_delims(args.get("string_delims") or [])
+    except (ValueError, TypeError) as exc:
+        bad_args = exc
+    dialects = bool(delims) or unquoted_keys or python_literals
+    plain = not dialects and bad_args is None
+
+    def parse_json(text: str) -> Any:
+        if plain and text.__class__ is str:
+            # What json.loads does with a str, without its three Python frames: the C reader after
+            # leading whitespace, then only trailing whitespace. Anything else (a failure, extra
+            # data) goes the full way below, which gives the same value or raises the same error.
+            try:
+                value, end = _JSON_SCAN(text, _JSON_WS(text, 0).end())
+            except (StopIteration, ValueError, RecursionError):
+                pass
+            else:
+                if _JSON_WS(text, end).end() == len(text):
+                    return value
+        working = text
+        try:
+            if bad_args is not None:
+                raise ValueError(f"invalid string_delims: {bad_args}")
+            if dialects:
+                working = _apply_dialects(text, delims, unquoted_keys, python_literals)
+            return json.loads(working)
+        except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+            if allow_non_json:
+                try:
+                    return fallback(text)
+                except (TypeError, AttributeError):
+                    pass  # not even text: report below
+            if working is text or working == text:
+                raise ContentParseError(
+                    f"json parser could not parse region as JSON.\nContent: {text!r}\nError: {exc}"
+                ) from exc
+            raise ContentParseError(
+                "json: could not parse after dialect transforms.\n"
+                f"Original: {text!r}\nTransformed: {working!r}\nError: {exc}"
+            ) from exc
+
+    return parse_json
+
+
+#: a bare value right after ``:``, ``[`` or ``,`` up to the end of the text searched
+_BARE_VALUE = regex.compile(r'(?:(?<=[:\[,])|(?<=[:\[,]\s+))[^\s{}\[\],:"][^{}\[\],:"]*\Z')
+
+
+def _add_missing_opens(text: str, open_: str, close: str, notes: list[str]) -> str:
+    """``string_delims`` whose open and close are one token (gemma4 ``<|"|>``), written an odd
+    number of times: a close right after a bare value (``{query:weather in Tokyo<|"|>}``) lost
+    its open, which is added before the value."""
+    if open_ != close or text.count(open_) % 2 == 0:
+        return text
+    out: list[str] = []
+    last, inside = 0, False
+    at = text.find(open_)
+    while at >= 0:
+        if inside:
+            inside = False
+        else:
+            bare = _BARE_VALUE.search(text, last, at)
+            if bare is not None:
+                out.append(text[last:bare.start()] + open_ + text[bare.start():at + len(close)])
+                last = at + len(close)
+                notes.append(NOTES["missing-open"].format(open_))
+                at = text.find(open_, last)
+                continue
+            inside = True
+        at = text.find(open_, at + len(open_))
+    out.append(text[last:])
+    return "".join(out)
+
+
+def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
+    """``errors="recover"``: the json parser's repair (``runtime/repair.py``); dialects first."""
+    unquoted_keys = bool(args.get("unquoted_keys", False))
+    python_literals = bool(args.get("python_literals", False))
+    try:
+        delims = _checked_delims(args.get("string_delims") or [])
+    except (ValueError, TypeError):
+        return lambda text: None
+    dialects = bool(delims) or unquoted_keys or python_literals
+
+    def fix(text: str) -> "tuple[Any, list[str]] | None":
+        working = text
+        notes: list[str] = []
+        if dialects:
+            for open_, close in delims:
+                working = _add_missing_opens(working, open_, close, notes)
+            try:
+                working = _apply_dialects(working, delims, unquoted_keys, python_literals)
+            except (ValueError, TypeError, AttributeError):
+                working = text
+        repaired, more = repair_json_text(working)
+        notes += more
+        if not notes:
+            return None
+        try:
+            return json.loads(repaired), notes
+        except (ValueError, RecursionError):
+            return None
+
+    return fix
+
+
+def grammar(args: dict) -> str:
+    if args.get("allow_non_json"):
+        return _ANY_BODY
+    return r"/[ \t\r\n]*(?:\{[\s\S]*\}|\[[\s\S]*\]|\"[\s\S]*\"|[\w.+\-]+|<[\s\S]+)[ \t\r\n]*/s"
+
+
+FORMAT = Format("json", True, check, plan, make, reader=json_boundary, ends_itself=True, can_reject=True,
+                repair=repair, grammar=grammar)
