@@ -3,7 +3,7 @@
 Two content parsers have a one-pass shortcut for the common body and fall back to their general
 reader on anything else: the pythonic reader (``runtime/pythonic.py`` ``_quick_calls``: a flat
 call list with scalar keyword arguments, read with a few C regex matches) and xml-tree
-(``runtime/content.py`` ``_make_xml_tree``: one stack pass over ``tag.split`` when the tags are
+(``runtime/formats/xml_tree.py`` ``make``: one stack pass over ``tag.split`` when the tags are
 well nested); the pythonic boundary decoder (``runtime/formats/pythonic.py`` ``PythonicBoundary``) takes
 the end of a body the quick pythonic reader reads. Checked here:
 
@@ -30,8 +30,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from respc.runtime import content, pythonic
+from respc.runtime import pythonic
 from respc.runtime.formats import pythonic as pythonic_format
+from respc.runtime.formats import xml_tree as xml_tree_format
 from respc.runtime.content import make_content_parser
 from respc.runtime.errors import ContentParseError
 from support import CORPUS, REPO, SHARED, load_jsonl, params
@@ -251,7 +252,7 @@ def test_xml_tree_quick_matches_the_general_walk(case):
     general = read.general(text)
     assert repr(read(text)) == repr(general), text
     quick = read.quick(text)
-    if quick is not content._NOT_QUICK:
+    if quick is not xml_tree_format._NOT_QUICK:
         assert repr(quick) == repr(general), text
 
 
@@ -265,7 +266,7 @@ def test_xml_tree_quick_is_taken_on_well_formed_values():
         text = _to_xml(inner, prefix)
         if isinstance(inner, (dict, list)):
             text = "\n" + text + "\n"  # whitespace around elements is not part of the value
-        assert read.quick(text) is not content._NOT_QUICK, text
+        assert read.quick(text) is not xml_tree_format._NOT_QUICK, text
         assert repr(read.quick(text)) == repr(read.general(text)) == repr(inner)
     # a repeated name collects its values; mixed text keeps the body as text
     twice = f"{prefix}<a>1{prefix}</a>{prefix}<a>2{prefix}</a>{prefix}<b>3{prefix}</b>"
@@ -273,8 +274,8 @@ def test_xml_tree_quick_is_taken_on_well_formed_values():
     mixed = f"{prefix}<a>1{prefix}</a> and {prefix}<b>3{prefix}</b>"
     assert read.quick(mixed) == read.general(mixed) == mixed
     # not well nested, or whitespace the two space tests may read differently: the walk decides
-    assert read.quick(f"{prefix}<a>{prefix}<b>{prefix}</a>{prefix}</b>") is content._NOT_QUICK
-    assert read.quick(f"{prefix}<a>1{prefix}</a>\x1c{prefix}<b>2{prefix}</b>") is content._NOT_QUICK
+    assert read.quick(f"{prefix}<a>{prefix}<b>{prefix}</a>{prefix}</b>") is xml_tree_format._NOT_QUICK
+    assert read.quick(f"{prefix}<a>1{prefix}</a>\x1c{prefix}<b>2{prefix}</b>") is xml_tree_format._NOT_QUICK
 
 
 # --- end to end: whole text and streaming, shortcuts on and off --------------------------------
@@ -296,7 +297,7 @@ def _compare(monkeypatch, parser_class, prefix, text, tools=None):
     with_quick = _both_paths(parser_class, prefix, text, tools)
     with monkeypatch.context() as m:
         m.setattr(pythonic, "_quick_calls", lambda *args: None)
-        m.setattr(content, "_QUICK_DEPTH", -1)  # the tree pass gives up at its first element
+        m.setattr(xml_tree_format, "_QUICK_DEPTH", -1)  # the tree pass gives up at its first element
         general = _both_paths(parser_class, prefix, text, tools)
     assert repr(with_quick) == repr(general), text[:300]
     assert with_quick[0] == with_quick[1] and with_quick[2] == with_quick[3], text[:300]

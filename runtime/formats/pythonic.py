@@ -13,7 +13,7 @@ from typing import Any
 
 import regex
 
-from ..content import _grammar_pythonic, _make_pythonic
+from ..content import ContentParser, _failing
 from ..pythonic import PYTHON_SPACE, parse_pythonic
 from ..pythonic import _JSON_WORDS as _PY_ALL_WORDS
 from ..pythonic import quick_read as _quick_pythonic
@@ -694,5 +694,27 @@ def reader_options(args: dict) -> dict:
             "json_literals": bool(args.get("json_literals", False))}
 
 
-FORMAT = Format("pythonic", True, check, plan, _make_pythonic, reader=pythonic_boundary, ends_itself=True,
-                can_reject=True, grammar=_grammar_pythonic, since=2)
+def make(args: dict) -> ContentParser:
+    """The whole-body parser (``runtime/pythonic.py`` ``parse_pythonic``); raises ContentParseError."""
+    strip_suffix = args.get("strip_suffix")
+    allow_bare = args.get("allow_bare", True)
+    if strip_suffix is not None and not isinstance(strip_suffix, str):
+        return _failing("pythonic", f"strip_suffix must be a string, got {strip_suffix!r}")
+
+    json_literals = bool(args.get("json_literals", False))
+
+    def parse_pythonic_body(text: str) -> list[dict]:
+        return parse_pythonic(text, allow_bare=bool(allow_bare), strip_suffix=strip_suffix,
+                              json_literals=json_literals)
+
+    return parse_pythonic_body
+
+
+def grammar(args: dict) -> str:
+    call = r"[^\W\d]\w*(?:\.[^\W\d]\w*)*\([\s\S]*\)"
+    bare = f"|{call}" if args.get("allow_bare", True) is not False else ""
+    return rf"/\s*(?:\[\s*(?:{call}\s*)?\]{bare})\s*/s"
+
+
+FORMAT = Format("pythonic", True, check, plan, make, reader=pythonic_boundary, ends_itself=True,
+                can_reject=True, grammar=grammar, since=2)
