@@ -5,8 +5,9 @@ Theory of operation
 Every field names one content parser (``text``, ``int``, ``float``, ``bool``, ``json``,
 ``xml-inline``, ``kv-lines``, and in template v2 ``pythonic`` and ``xml-tree``) and a ``content_args`` dict. Each
 parser is one :class:`~respc.runtime.formats.base.Format` in the table of ``runtime/formats``
-(docs/formats.md), which holds its load-time checks and its plan and points at its implementation here;
-``PARSERS`` is that table. A generated parser calls
+(docs/formats.md), which holds its load-time checks, its plan and its implementation (``make``, ``repair``,
+``grammar`` in ``runtime/formats/<name>.py``); ``PARSERS`` is that table. What stays here is shared: the
+dispatch, the ``value_parser`` set-up of ``xml-inline`` and ``kv-lines``, error helpers, ``group_end``. A generated parser calls
 :func:`make_content_parser` once per field at import time and then calls the returned closure each
 time a region of that field closes, so all argument handling (defaults, regex compilation, nested
 ``value_parser`` set-up) happens once. :func:`parse_content` is the one-shot form of the same thing.
@@ -41,15 +42,12 @@ region is parsed, as the reference does, never at import time.
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Callable
 from typing import Any
 
 import regex
 
 from .errors import ContentParseError
-from .repair import NOTES
 
 __all__ = [
     "PARSERS",
@@ -66,12 +64,6 @@ ContentParser = Callable[[str], Any]
 
 # --------------------------------------------------------------------------------------------
 # Cached regex compilation (content_args patterns are compiled once per pattern string).
-
-
-@functools.lru_cache(maxsize=256)
-def _compile_tag_pattern(pattern: str) -> regex.Pattern:
-    """Compile an ``xml-inline`` ``tag_pattern`` with DOTALL, as the reference does."""
-    return regex.compile(pattern, regex.DOTALL)
 
 
 # --------------------------------------------------------------------------------------------
@@ -148,95 +140,6 @@ def _failing(parser: str, reason: str) -> ContentParser:
     return fail
 
 
-def _make_xml_inline(args: dict) -> ContentParser:
-    tag_pattern = args.get("tag_pattern")
-    if tag_pattern is None:
-        return _failing("xml-inline", "'tag_pattern' content_arg is required")
-    try:
-        compiled = _compile_tag_pattern(tag_pattern)
-    except (regex.error, TypeError) as exc:
-        return _failing("xml-inline", f"invalid tag_pattern {tag_pattern!r}: {exc}")
-    sub_parse, switch = _make_value_parser(args.get("value_parser"))
-    if switch is not None and switch not in compiled.groupindex:
-        return _failing("xml-inline", f"value_parser switch group {switch!r} is not a named group of "
-                                      f"tag_pattern {tag_pattern!r}")
-    merge = bool(args.get("merge_duplicates", False))
-    skip = args.get("unmatched", "error") == "skip"
-    has_value_group = "value" in compiled.groupindex
-    # Groups are read by number: the regex module looks a group name up in a dict it builds per
-    # read (0.7 us a name, issue 14); a name used twice is one group there, so one number.
-    numbers = compiled.groupindex
-    key_at, value_at = numbers.get("key"), numbers.get("value")
-    switch_at = numbers.get(switch) if switch is not None else None
-
-    def parse_xml_inline(text: str, raws: dict | None = None) -> dict:
-        # raws (errors="recover" repair): match index -> (the value text to use instead, the
-        # body offset its closing text ends at)
-        out: dict[str, Any] = {}
-        last = 0
-        for index, m in enumerate(compiled.finditer(text)):
-            if not skip and m.start() > last:
-                _unaccounted_gap(text, last, m.start(), False)
-            last = m.end()
-            key = m.group(key_at) if key_at is not None else None
-            if key is None:
-                raise ContentParseError(
-                    "xml-inline: tag_pattern must have a named group 'key' that matches. "
-                    f"Pattern: {tag_pattern}\nContent: {text!r}"
-                )
-            raw = m.group(value_at) if has_value_group else ""
-            if raws and index in raws:
-                raw, raw_end = raws[index]
-                last = max(last, raw_end)  # the repaired value runs past the match
-            if sub_parse is None:
-                value = raw
-            elif raw is None:
-                raise ContentParseError(
-                    f"xml-inline: group 'value' did not match for key {key!r}, so value_parser "
-                    f"has nothing to parse.\nContent: {text!r}"
-                )
-            else:
-                value = sub_parse(raw, m.group(switch_at) if switch is not None else None)
-            if merge and key in out:
-                previous = out[key]
-                if not isinstance(previous, list):
-                    out[key] = previous = [previous]
-                previous.append(value)
-            else:
-                out[key] = value
-        if not skip and last < len(text):
-            _unaccounted_gap(text, last, len(text), True)
-        return out
-
-    parse_xml_inline.compiled = compiled
-    return parse_xml_inline
-
-
-def _unaccounted_gap(text: str, start: int, end: int, tail: bool) -> None:
-    """Raise unless ``text[start:end]``, body text no ``tag_pattern`` match covers, is accounted
-    for: whitespace, or (``tail``: after the last match) closing tags ``</name>`` of the enclosing
-    markup (``\n</function>\n`` of a Qwen3-Coder call), each with whitespace around it.
-
-    Raises:
-        ContentParseError: naming the offset in the body and the text (docs/template-language.md,
-            "Text no parser accounted for").
-    """
-    gap = text[start:end]
-    if not gap or gap.isspace() or (tail and _CLOSING_TAGS.fullmatch(gap)):
-        return
-    offset = start + len(gap) - len(gap.lstrip())
-    shown = gap.strip()
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    raise ContentParseError(f"xml-inline: text at offset {offset} of the body matches no tag_pattern: "
-                            f"{shown!r}.\nContent: {text!r}")
-
-
-_META = set("()[]{}.*+?|^$\\")
-#: closing tags at the end of a body: the enclosing markup (``</function>``)
-_CLOSING_TAGS = regex.compile(r"(?:\s*</[^<>/]+>)+\s*$")
-
-
 def group_end(pattern: str, start: int) -> int:
     """The index just past the group of regex source ``pattern`` that opens at ``start`` (its
     ``(``), parentheses matched with escapes and character classes skipped; ``len(pattern)``
@@ -259,122 +162,6 @@ def group_end(pattern: str, start: int) -> int:
                 return j + 1
         j += 1
     return len(pattern)
-
-
-def _literal_end(pattern: str, from_end: bool) -> str:
-    """The literal text a regex starts (or ends) with: ``<parameter=`` of
-    ``<parameter=(?P<key>...)``; "" when it starts (ends) with a regex construct."""
-    out: list[str] = []
-    if not from_end:
-        i = 0
-        while i < len(pattern):
-            c = pattern[i]
-            if c == "\\" and i + 1 < len(pattern) and not pattern[i + 1].isalnum():
-                out.append(pattern[i + 1])
-                i += 2
-                continue
-            if c in _META:
-                break
-            out.append(c)
-            i += 1
-        return "".join(out)
-    i = len(pattern) - 1
-    while i >= 0:
-        c = pattern[i]
-        escaped = i > 0 and pattern[i - 1] == "\\"
-        if escaped and not c.isalnum():
-            out.append(c)
-            i -= 2
-            continue
-        if c in _META or escaped:
-            break
-        out.append(c)
-        i -= 1
-    return "".join(reversed(out))
-
-
-def _repair_xml_inline(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
-    """``errors="recover"``: two kinds of damage to tags (notes in ``runtime/repair.py``).
-
-    * A missing close: ``<parameter=a>1<parameter=b>2</parameter>`` or a last parameter with no
-      ``</parameter>`` before the region's close. When ``tag_pattern`` starts and ends with
-      literal text (``<parameter=`` ... ``</parameter>``, three characters or more), an opening
-      with no closing after it before the next opening (or the end of the body) gets one.
-    * A value that holds its own closing text:
-      ``<parameter name="c">A </parameter> B</parameter></invoke>``: the lazy ``tag_pattern`` ends
-      the value at the first ``</parameter>`` and the rest, up to the next match, is skipped. When
-      that skipped text ends with the match's closing text again, the value runs to that last one.
-
-    ``fix`` returns None when neither applies.
-    """
-    parse = _make_xml_inline(args)
-    compiled = getattr(parse, "compiled", None)
-    if compiled is None or "value" not in compiled.groupindex:
-        return lambda text: None
-    opening = _literal_end(args["tag_pattern"], False)
-    closing = _literal_end(args["tag_pattern"], True)
-    if len(opening) < 3 or len(closing) < 3 or closing in opening:
-        opening = closing = ""
-
-    def add_closes(text: str, notes: list[str]) -> str:
-        if not opening or opening not in text:
-            return text
-        starts = []
-        at = text.find(opening)
-        while at >= 0:
-            starts.append(at)
-            at = text.find(opening, at + len(opening))
-        pieces, last = [], 0
-        for index, start in enumerate(starts):
-            limit = starts[index + 1] if index + 1 < len(starts) else len(text)
-            segment = text[start:limit]
-            pieces.append(text[last:start])
-            if closing not in segment:
-                # before the closing tags of the enclosing markup (``</function>``), if any
-                tail = _CLOSING_TAGS.search(segment)
-                cut = tail.start() if tail is not None else len(segment.rstrip())
-                pieces.append(segment[:cut] + closing + segment[cut:])
-                where = (f"before the next {opening!r}" if index + 1 < len(starts)
-                         else f"before {segment[cut:].strip()!r}" if tail is not None else "at the end of the body")
-                notes.append(NOTES["missing-close"].format(closing, where))
-            else:
-                pieces.append(segment)
-            last = limit
-        return "".join(pieces)
-
-    def fix(text: str) -> "tuple[Any, list[str]] | None":
-        notes: list[str] = []
-        text = add_closes(text, notes)
-        matches = list(compiled.finditer(text))
-        if not matches and text.strip().startswith("{"):
-            # the body written as a JSON object instead of tags
-            try:
-                value = json.loads(text)
-            except ValueError:
-                return None
-            return (value, [NOTES["json-body"]]) if isinstance(value, dict) else None
-        raws: dict[int, str] = {}
-        for index, m in enumerate(matches):
-            if m.start("value") < 0:
-                continue
-            limit = matches[index + 1].start() if index + 1 < len(matches) else len(text)
-            close_text = text[m.end("value"):m.end()]
-            tag = close_text.strip()
-            skipped = text[m.end():limit]
-            if not tag or not skipped.strip():
-                continue
-            last = text.rfind(tag, m.end(), limit)
-            if last < 0 or text[last + len(tag):limit].strip():
-                continue
-            raw = text[m.start("value"):last]
-            raws[index] = (raw.rstrip() if close_text[:1].isspace() else raw, last + len(tag))
-            key = m.group("key") if "key" in compiled.groupindex else None
-            notes.append(NOTES["inner-close"].format(key, tag))
-        if not notes:
-            return None
-        return parse(text, raws), notes
-
-    return fix
 
 
 # --------------------------------------------------------------------------------------------
