@@ -134,3 +134,28 @@ def test_old_import_paths_name_the_formats_readers():
     assert decoders.JsonBoundary is json_.JsonBoundary and decoders.PythonicBoundary is pythonic.PythonicBoundary
     assert openai_dialects.DialectJson is json_.DialectJson and openai_dialects.TextArgs is text.TextArgs
     assert openai_dialects.XmlTree is xml_inline.XmlTree and openai_pythonic.PythonicArgs is pythonic.PythonicArgs
+
+
+@pytest.mark.parametrize("body", [
+    '{"name": "f", "arguments": {"s": "a}]\\"", "n": [1, {"x": null}]}} tail',
+    '[{"name": "f", "arguments": {}}, {"name": "g", "arguments": {"q": "[{"}}]</tool_call>',
+    '{"name": "f", "parameters": {"a": "\\\\"}}\n\nmore',
+    '{"name": "f", "arguments": {"a": 1}',
+    '  {"name": "f", "arguments": {"u": "\\u00e9}"}}{"again": 1}',
+])
+def test_json_readers_agree_on_the_end(body):
+    """The json format's two incremental readers (the core's boundary reader and the adapter's argument reader,
+    both in ``runtime/formats/json_.py``) find the same end of the value, on every chunking; a body cut before
+    it is incomplete for both."""
+    from respc.runtime.formats.json_ import JsonBoundary
+
+    for how, pieces in _chunkings(body).items():
+        boundary, at, end = JsonBoundary(), 0, -1
+        for piece in pieces:
+            got = boundary.feed(piece)
+            if got >= 0:
+                end = at + got
+                break
+            at += len(piece)
+        reader, _, _ = _read_arguments("object", ("name", ("arguments", "parameters")), pieces)
+        assert reader.end == end, how
