@@ -75,7 +75,7 @@ from respc.runtime.formats import json_ as _json_format
 from respc.runtime.formats import xml_inline as _xml_format
 from respc.runtime.formats.pythonic import PythonicArgs, reader_options
 from respc.runtime.formats.text import TextArgs
-from respc.runtime.formats.base import PerParameterReader
+from respc.runtime.formats.base import ARGUMENT_LABELS, PerParameterReader
 from respc.runtime.formats.json_ import ArgumentReader, closers
 from respc.runtime.stream import StreamParser
 from respc.runtime.tools import coerce_tool_calls
@@ -168,17 +168,13 @@ def _converted_plan(region: Any, plan: Any) -> tuple | None:
     return None
 
 
-#: how :func:`respc.openai.argument_streaming` names each ``Plan.arguments`` (docs/openai.md)
-LABELS = {None: "at close", "json": "as written", "name-keyed": "as written", "dialect-json": "converted as written",
-          "text-argument": "converted as written", "xml-tree": "converted as written",
-          "xml-parameters": "converted as written", "pythonic": "converted as written",
-          "per-parameter": "per parameter"}
+#: how :func:`argument_streaming` names each ``Plan.arguments`` (docs/openai.md): the formats' table
+LABELS = ARGUMENT_LABELS
 
 
 def _label(plan: Any) -> str:
-    """How :func:`respc.openai.argument_streaming` names a region's format plan: ``"as written"`` when the
-    arguments' text is forwarded as the model wrote it (a call object, name as the key), ``"converted as
-    written"`` when it is rewritten as it streams, ``"per parameter"``, ``"at close"`` (no plan)."""
+    """How :func:`argument_streaming` names a region's format plan (``runtime/formats/base.py``
+    ``ARGUMENT_LABELS``)."""
     return LABELS[getattr(plan, "arguments", None)]
 
 

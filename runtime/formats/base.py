@@ -34,6 +34,13 @@ Problems = list[tuple[str, str]]
 #: how a tool region's arguments reach the OpenAI adapter while the model writes them (:attr:`Plan.arguments`)
 ARGUMENT_MODES = ("json", "dialect-json", "name-keyed", "text-argument", "xml-parameters", "xml-tree",
                   "per-parameter", "pythonic")
+#: how each mode is named to users (``respc.openai.argument_streaming``, docs/openai.md): the arguments' text
+#: forwarded as the model wrote it, rewritten to JSON as it streams, sent parameter by parameter, or (None, no
+#: mode) in one piece at the close
+ARGUMENT_LABELS = {None: "at close", "json": "as written", "name-keyed": "as written",
+                   "dialect-json": "converted as written", "text-argument": "converted as written",
+                   "xml-tree": "converted as written", "xml-parameters": "converted as written",
+                   "pythonic": "converted as written", "per-parameter": "per parameter"}
 
 
 @dataclass(frozen=True)
