@@ -498,9 +498,9 @@ class ChatCompletionStream:
                     if state is None:
                         return settle(other_sse([{"type": "region_chunk", "field": parser._name, "text": got,
                                                   "dirty": False}]))
-                elif len(got) == 1 and not open_regions and got[0]["type"] == "region_chunk" \
-                        and (state := fast.get(got[0]["field"])) is not None and state.started:
-                    got = got[0]["text"]
+                elif len(got) == 1 and not open_regions and (event := got[0])["type"] == "region_chunk" \
+                        and (state := fast.get(event["field"])) is not None and state.started:
+                    got = event["text"]
                 else:
                     return settle(other_sse(got))
                 body = got.rstrip()
@@ -529,9 +529,9 @@ class ChatCompletionStream:
                 if state is None:
                     return settle(other([{"type": "region_chunk", "field": parser._name, "text": got,
                                           "dirty": False}]))
-            elif len(got) == 1 and not open_regions and got[0]["type"] == "region_chunk" \
-                    and (state := fast.get(got[0]["field"])) is not None and state.started:
-                got = got[0]["text"]
+            elif len(got) == 1 and not open_regions and (event := got[0])["type"] == "region_chunk" \
+                    and (state := fast.get(event["field"])) is not None and state.started:
+                got = event["text"]
             else:
                 return settle(other(got))
             body = got.rstrip()
