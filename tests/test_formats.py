@@ -159,3 +159,53 @@ def test_json_readers_agree_on_the_end(body):
             at += len(piece)
         reader, _, _ = _read_arguments("object", ("name", ("arguments", "parameters")), pieces)
         assert reader.end == end, how
+
+
+# --- the xml-inline and per-parameter argument readers -----------------------------------------------------
+
+@pytest.mark.parametrize("how", ["whole", "ones", "threes"])
+def test_xml_inline_argument_reader_converts_as_written(how):
+    """xml-inline's reader (plan ``"xml-parameters"``) turns each parameter into JSON text as it is written: a
+    string value character by character (its stripped whitespace held), a typed one once its closing tag is
+    complete; a body cut inside a parameter leaves it open (``cur``: truncated); ``finish`` closes the object."""
+    from respc.runtime.formats.xml_inline import ArgumentReader, stream_plan, string_strip
+
+    plan = stream_plan({"tag_pattern": r"<parameter=(?P<key>[^>\s]+)>\n?(?P<value>.*?)\n?</parameter>"})
+    types = {"days": int}
+
+    def value(key, selector, raw):
+        return types.get(key, str)(raw)
+
+    def strip(key, selector):
+        return string_strip(lambda raw: value(key, selector, raw))
+
+    body = "\n<parameter=city>\nNew York\n</parameter>\n<parameter=days>\n7\n</parameter>\n"
+    reader = ArgumentReader(plan, value, strip)
+    sent = []
+    for piece in _chunkings(body)[how]:
+        reader.feed(piece)
+        sent.append(reader.scan())
+    rest, closed = reader.finish({"city": "New York", "days": 7})
+    assert closed and "".join(sent) + rest == '{"city": "New York", "days": 7}'
+    if how == "ones":
+        assert '{"city": "New' in "".join(sent[:body.index("York")])  # streamed before its closing tag
+
+    cut = ArgumentReader(plan, value, strip)
+    for piece in _chunkings("<parameter=city>\nNew Yo")[how]:
+        cut.feed(piece)
+        cut.scan()
+    assert cut.cur is not None and cut.cur.key == "city"
+
+
+def test_per_parameter_reader_settles_all_but_the_last():
+    from respc.runtime.formats.base import PerParameterReader
+
+    reader = PerParameterReader()
+    reader.feed("a: 1\nb: 2\n")
+    assert not reader.due()  # (read again once grown by 16 characters, then by an eighth)
+    reader.feed("c: 3 and more")
+    assert reader.due() and reader.body() == "a: 1\nb: 2\nc: 3 and more" and not reader.due()
+    assert reader.settle({"a": 1, "b": 2, "c": 3}) == '{"a": 1, "b": 2'
+    assert reader.settle({"a": 1, "b": 2, "c": 3}) == ""
+    assert reader.finish({"a": 1, "b": 2, "c": 3}) == ', "c": 3}'
+    assert reader.finish({"a": 9, "b": 2}) is None  # differs from what was sent: the caller's check reports it
