@@ -26,6 +26,7 @@ def make(args: dict) -> ContentParser:
 
 
 def grammar(args: dict) -> str:
+    """A Lark rule body for a float body (docs/formats.md: ``Format.grammar``)."""
     return _stripped(args, r"[-+]?(?:(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][-+]?\d(?:_?\d)*)?"
                            r"|(?i:inf|infinity|nan))")
 

@@ -26,6 +26,7 @@ def make(args: dict) -> ContentParser:
 
 
 def grammar(args: dict) -> str:
+    """A Lark rule body for an int body (docs/formats.md: ``Format.grammar``)."""
     return _stripped(args, r"[-+]?\d(?:_?\d)*")
 
 

@@ -1332,6 +1332,7 @@ def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
 
 
 def grammar(args: dict) -> str:
+    """A Lark rule body for a json body, approximate (a regex cannot count brackets; docs/formats.md)."""
     if args.get("allow_non_json"):
         return _ANY_BODY
     return r"/[ \t\r\n]*(?:\{[\s\S]*\}|\[[\s\S]*\]|\"[\s\S]*\"|[\w.+\-]+|<[\s\S]+)[ \t\r\n]*/s"

@@ -711,6 +711,7 @@ def make(args: dict) -> ContentParser:
 
 
 def grammar(args: dict) -> str:
+    """A Lark rule body for a pythonic call list, approximate (docs/formats.md: ``Format.grammar``)."""
     call = r"[^\W\d]\w*(?:\.[^\W\d]\w*)*\([\s\S]*\)"
     bare = f"|{call}" if args.get("allow_bare", True) is not False else ""
     return rf"/\s*(?:\[\s*(?:{call}\s*)?\]{bare})\s*/s"

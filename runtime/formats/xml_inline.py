@@ -522,6 +522,8 @@ def _compile_tag_pattern(pattern: str) -> regex.Pattern:
 
 
 def make(args: dict) -> ContentParser:
+    """The whole-body parser: every ``tag_pattern`` match a parameter (template-language.md "Content parsers");
+    raises ContentParseError, also for text no match accounts for unless ``"unmatched": "skip"``."""
     tag_pattern = args.get("tag_pattern")
     if tag_pattern is None:
         return _failing("xml-inline", "'tag_pattern' content_arg is required")
