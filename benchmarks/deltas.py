@@ -11,6 +11,9 @@ For scale, the floor loop (one event per chunk, no parsing) and what building on
 it (the least any dict-returning adapter adds).
 
 Run ``python benchmarks/deltas.py [--size 100k] [--templates qwen3,gpt_oss,...] [--repeat 5]``.
+``--before REV`` instead compares the adapter as it was at git revision ``REV`` (``respc_pkg/openai.py`` and
+the helper modules it imported then, loaded from git and run on today's parsers) with today's, in one run:
+the dicts and ``feed_sse`` ratios against the parser, before and after, per template.
 Prints figures and, per mode, whether the target is met (median over the templates); asserts nothing
 about time. Target: the adapter adds at most 50 % to the parser.
 """
@@ -20,8 +23,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -98,6 +103,66 @@ class FloorChunk(Floor):
         return [chunk]
 
 
+def _adapter_at(rev: str):
+    """``respc.openai`` as it was at git revision ``rev``, loaded from git into a module of its own; the
+    helper modules it imported then (``respc.openai_pythonic``, ``respc.openai_dialects``, since folded into
+    ``runtime/formats``) are loaded from ``rev`` too while it loads."""
+    import respc
+
+    def load(path: str, name: str):
+        shown = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, text=True, cwd=HERE.parent)
+        if shown.returncode:
+            return None
+        module = types.ModuleType(name)
+        module.__file__ = f"{rev}:{path}"
+        sys.modules[name] = module
+        exec(compile(shown.stdout, module.__file__, "exec"), module.__dict__)  # noqa: S102 - our own history
+        return module
+
+    helpers = ("openai_pythonic", "openai_dialects")
+    saved = {name: importlib.import_module(f"respc.{name}") for name in helpers}
+    try:
+        for name in helpers:
+            old = load(f"respc_pkg/{name}.py", f"respc.{name}")
+            if old is not None:
+                setattr(respc, name, old)
+        return load("respc_pkg/openai.py", "respc._openai_before")
+    finally:
+        for name, module in saved.items():
+            setattr(respc, name, module)
+            sys.modules[f"respc.{name}"] = module
+
+
+def before_after(rev: str, templates, size, repeat: int) -> None:
+    """Print the adapter's cost at ``rev`` and now, against the parser, per template (one interleaved run)."""
+    before = _adapter_at(rev).ChatCompletionStream
+
+    def adapter(cls, module, sse: bool):
+        def make():
+            s = cls(module.ResponseParser(""), ids=lambda n: f"call_{n}")
+            return (s.feed_sse, s.finalize_sse) if sse else (s.feed, s.finalize)
+        return make
+
+    rows, ratios = [], {k: [] for k in ("dicts before", "dicts after", "feed_sse before", "feed_sse after")}
+    for name in templates:
+        module = importlib.import_module(f"respc.generated.{name}")
+        chunks = inputs.chunks(inputs.build(name, size))
+        makers = {"parser": lambda: (lambda p: (p.feed, p.finalize))(module.ResponseParser("")),
+                  "dicts before": adapter(before, module, False), "dicts after": adapter(ChatCompletionStream, module, False),
+                  "feed_sse before": adapter(before, module, True),
+                  "feed_sse after": adapter(ChatCompletionStream, module, True)}
+        got = _interleaved(makers, chunks, repeat)
+        row = [name, f"{got['parser']:.2f}"]
+        for key in ratios:
+            ratios[key].append(got[key] / got["parser"])
+            row.append(f"{got[key] / got['parser']:.2f}x")
+        rows.append(row)
+    rows.append(["median", ""] + [f"{median(v):.2f}x" for v in ratios.values()])
+    print(f"{size} output in {inputs.CHUNK}-character chunks; the adapter at {rev} (before) and now (after), "
+          f"against the parser alone (µs per chunk; least of {repeat} interleaved runs)")
+    print(table(["template", "parser"] + list(ratios), rows))
+
+
 MODES = (("stream", "parser+stream (dicts)"), ("dumps", "parser+stream+json.dumps"), ("sse", "parser+feed_sse"))
 
 
@@ -107,8 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--templates", default=",".join(DEFAULT_TEMPLATES), type=inputs.templates_arg,
                     help="comma-separated catalogue names (default: the nine of the issue-9 table)")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--before", default=None, metavar="REV",
+                    help="compare with respc/openai.py at this git revision instead (one run, before/after)")
     args = ap.parse_args(argv)
     size = args.size
+    if args.before:
+        before_after(args.before, args.templates, size, args.repeat)
+        return 0
     rows = []
     ratios: dict = {mode: [] for mode, _ in MODES}
     for name in args.templates:

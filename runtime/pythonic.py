@@ -20,7 +20,7 @@ escapes; adjacent strings concatenate as in Python. Numbers are Python literals 
 (models do write them). Tuples and sets become lists (the value must be JSON-shaped), a
 parenthesised single value is that value. No whitespace may stand between a call's name and its
 ``(`` or around the dots of a dotted name: this is what lets the boundary decoder
-(:class:`respc.runtime.decoders.PythonicBoundary`) reject ``Sure, I can`` at the comma.
+(:class:`respc.runtime.formats.pythonic.PythonicBoundary`) reject ``Sure, I can`` at the comma.
 
 The value of a body is ``[{"name": str, "arguments": dict}, ...]`` in call order; a bare call gives
 a one-element list. Positional arguments are an error (they have no name to go under).
@@ -424,7 +424,7 @@ def quick_read(text: str, allow_bare: bool, strip_suffix: str | None, words: dic
     """:func:`read_pythonic` from offset 0 for the subset above: ``(calls, offset just past the
     closing ']' or the bare call's ')')``, or None when the text does not start with a call list
     of the subset (the text after it is not read). Never raises. The boundary decoder
-    (``decoders.PythonicBoundary``) takes its end from here when it gets the whole body at once."""
+    (``formats.pythonic.PythonicBoundary``) takes its end from here when it gets the whole body at once."""
     space = _Q_SPACE.match
     pos = space(text).end()
     if text.startswith("[", pos):

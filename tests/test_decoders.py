@@ -541,7 +541,7 @@ def test_json_quick_path_ends_where_the_scan_ends(text, rest):
 
 def test_json_quick_path_is_taken_on_a_whole_value(monkeypatch):
     """A complete body in one piece is read by json's C reader; a dialect body never is."""
-    from respc.runtime import decoders
+    from respc.runtime.formats import json_ as json_format
 
     calls = []
 
@@ -549,7 +549,7 @@ def test_json_quick_path_is_taken_on_a_whole_value(monkeypatch):
         calls.append(i)
         return json.JSONDecoder().raw_decode(data, i)
 
-    monkeypatch.setattr(decoders, "_RAW_DECODE", counted)
+    monkeypatch.setattr(json_format, "_RAW_DECODE", counted)
     body = ' [{"name": "f", "arguments": {"s": "a}]\\""}}] then prose'
     assert JsonBoundary().feed(body) == body.index(" then")
     assert calls == [1]

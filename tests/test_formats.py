@@ -78,3 +78,134 @@ def test_plan_follows_the_transform():
                                                              name_group="name")
     lax = dict(base, content_args={"python_literals": True})
     assert plan_of(Field(transform=by_group, **lax)).arguments is None
+
+
+# --- the json format's argument reader (runtime/formats/json_.py ArgumentReader) -----------------------------
+
+def _read_arguments(mode, keys, pieces):
+    from respc.runtime.formats.json_ import ArgumentReader
+
+    got = []
+    reader = ArgumentReader(mode, keys, lambda kind, n, payload: got.append((kind, n, payload)),
+                            lambda n, key: False, lambda n, key, raw: raw)
+    for piece in pieces:
+        reader.feed(piece)
+    args = "".join(p for kind, _, p in got if kind == "args")
+    return reader, [(k, n, p) for k, n, p in got if k != "args"], args
+
+
+def _chunkings(text):
+    return {"whole": [text], "ones": list(text), "threes": [text[i:i + 3] for i in range(0, len(text), 3)]}
+
+
+@pytest.mark.parametrize("how", ["whole", "ones", "threes"])
+def test_json_argument_reader_gives_end_completeness_and_pieces(how):
+    """One reader gives where the value ends, whether it is complete, and the argument pieces, on every
+    chunking: a call object followed by other text ends after its ``}``; a list of calls after its ``]``; a
+    cut body is not complete; an arguments body (``"args"``) ends at its own ``}``."""
+    body = '{"name": "get_weather", "arguments": {"city": "Paris", "days": [1, 2]}}  trailing text'
+    reader, marks, args = _read_arguments("object", ("name", ("arguments",)), _chunkings(body)[how])
+    assert reader.complete and reader.end == body.index("}}") + 2
+    assert marks == [("call", 0, ""), ("name", 0, "get_weather"), ("start", 0, ""), ("end", 0, "")]
+    assert args == '{"city": "Paris", "days": [1, 2]}'
+
+    body = '[{"name": "f", "arguments": {}}, {"name": "g", "arguments": {"x": "a,b"}}] after'
+    reader, marks, args = _read_arguments("object", ("name", ("arguments",)), _chunkings(body)[how])
+    assert reader.complete and reader.end == body.index("]") + 1
+    assert [m for m in marks if m[0] == "name"] == [("name", 0, "f"), ("name", 1, "g")]
+
+    cut = '{"name": "f", "arguments": {"city": "Par'
+    reader, marks, args = _read_arguments("object", ("name", ("arguments",)), _chunkings(cut)[how])
+    assert not reader.complete and reader.end == -1 and not reader.dead
+    assert args == '{"city": "Par'
+
+    body = '{"city": "Paris"}<|call|>'
+    reader, marks, args = _read_arguments("args", (), _chunkings(body)[how])
+    assert reader.complete and reader.end == len('{"city": "Paris"}') and args == '{"city": "Paris"}'
+
+
+def test_old_import_paths_name_the_formats_readers():
+    """``respc.runtime.decoders``, ``respc.openai_dialects`` and ``respc.openai_pythonic`` moved into the formats
+    (issue 26); their old import paths give the same objects."""
+    from respc import openai_dialects, openai_pythonic
+    from respc.runtime import decoders
+    from respc.runtime.formats import json_, pythonic, text, xml_inline
+
+    assert decoders.JsonBoundary is json_.JsonBoundary and decoders.PythonicBoundary is pythonic.PythonicBoundary
+    assert openai_dialects.DialectJson is json_.DialectJson and openai_dialects.TextArgs is text.TextArgs
+    assert openai_dialects.XmlTree is xml_inline.XmlTree and openai_pythonic.PythonicArgs is pythonic.PythonicArgs
+
+
+@pytest.mark.parametrize("body", [
+    '{"name": "f", "arguments": {"s": "a}]\\"", "n": [1, {"x": null}]}} tail',
+    '[{"name": "f", "arguments": {}}, {"name": "g", "arguments": {"q": "[{"}}]</tool_call>',
+    '{"name": "f", "parameters": {"a": "\\\\"}}\n\nmore',
+    '{"name": "f", "arguments": {"a": 1}',
+    '  {"name": "f", "arguments": {"u": "\\u00e9}"}}{"again": 1}',
+])
+def test_json_readers_agree_on_the_end(body):
+    """The json format's two incremental readers (the core's boundary reader and the adapter's argument reader,
+    both in ``runtime/formats/json_.py``) find the same end of the value, on every chunking; a body cut before
+    it is incomplete for both."""
+    from respc.runtime.formats.json_ import JsonBoundary
+
+    for how, pieces in _chunkings(body).items():
+        boundary, at, end = JsonBoundary(), 0, -1
+        for piece in pieces:
+            got = boundary.feed(piece)
+            if got >= 0:
+                end = at + got
+                break
+            at += len(piece)
+        reader, _, _ = _read_arguments("object", ("name", ("arguments", "parameters")), pieces)
+        assert reader.end == end, how
+
+
+# --- the xml-inline and per-parameter argument readers -----------------------------------------------------
+
+@pytest.mark.parametrize("how", ["whole", "ones", "threes"])
+def test_xml_inline_argument_reader_converts_as_written(how):
+    """xml-inline's reader (plan ``"xml-parameters"``) turns each parameter into JSON text as it is written: a
+    string value character by character (its stripped whitespace held), a typed one once its closing tag is
+    complete; a body cut inside a parameter leaves it open (``cur``: truncated); ``finish`` closes the object."""
+    from respc.runtime.formats.xml_inline import ArgumentReader, stream_plan, string_strip
+
+    plan = stream_plan({"tag_pattern": r"<parameter=(?P<key>[^>\s]+)>\n?(?P<value>.*?)\n?</parameter>"})
+    types = {"days": int}
+
+    def value(key, selector, raw):
+        return types.get(key, str)(raw)
+
+    def strip(key, selector):
+        return string_strip(lambda raw: value(key, selector, raw))
+
+    body = "\n<parameter=city>\nNew York\n</parameter>\n<parameter=days>\n7\n</parameter>\n"
+    reader = ArgumentReader(plan, value, strip)
+    sent = []
+    for piece in _chunkings(body)[how]:
+        reader.feed(piece)
+        sent.append(reader.scan())
+    rest, closed = reader.finish({"city": "New York", "days": 7})
+    assert closed and "".join(sent) + rest == '{"city": "New York", "days": 7}'
+    if how == "ones":
+        assert '{"city": "New' in "".join(sent[:body.index("York")])  # streamed before its closing tag
+
+    cut = ArgumentReader(plan, value, strip)
+    for piece in _chunkings("<parameter=city>\nNew Yo")[how]:
+        cut.feed(piece)
+        cut.scan()
+    assert cut.cur is not None and cut.cur.key == "city"
+
+
+def test_per_parameter_reader_settles_all_but_the_last():
+    from respc.runtime.formats.base import PerParameterReader
+
+    reader = PerParameterReader()
+    reader.feed("a: 1\nb: 2\n")
+    assert not reader.due()  # (read again once grown by 16 characters, then by an eighth)
+    reader.feed("c: 3 and more")
+    assert reader.due() and reader.body() == "a: 1\nb: 2\nc: 3 and more" and not reader.due()
+    assert reader.settle({"a": 1, "b": 2, "c": 3}) == '{"a": 1, "b": 2'
+    assert reader.settle({"a": 1, "b": 2, "c": 3}) == ""
+    assert reader.finish({"a": 1, "b": 2, "c": 3}) == ', "c": 3}'
+    assert reader.finish({"a": 9, "b": 2}) is None  # differs from what was sent: the caller's check reports it

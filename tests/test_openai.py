@@ -516,7 +516,7 @@ def test_shortcuts_equal_the_general_path_and_sse_equals_json_dumps(vector, pref
     byte for byte ``sse()`` (``json.dumps``) of those chunks plus ``data: [DONE]``."""
     import re as _re
 
-    import respc.openai as adapter
+    from respc.runtime.formats import json_ as json_format
 
     module = importlib.import_module(f"respc.generated.{vector['family']}")
 
@@ -530,7 +530,7 @@ def test_shortcuts_equal_the_general_path_and_sse_equals_json_dumps(vector, pref
             fast = stream(errors, options)
             got = [c for piece in chunks for c in fast.feed(piece)] + fast.finalize()
             with monkeypatch.context() as patch:
-                patch.setattr(adapter, "_STRING_RUN", no_runs)
+                patch.setattr(json_format, "_STRING_RUN", no_runs)
                 general = stream(errors, options)
                 want = [c for piece in chunks for c in ChatCompletionStream.feed(general, piece)] + general.finalize()
             assert got == want, how
@@ -575,7 +575,7 @@ def test_json_reader_string_runs_on_random_bodies(monkeypatch):
     import random
     import re as _re
 
-    import respc.openai as adapter
+    from respc.runtime.formats import json_ as adapter
 
     rng = random.Random("runs")
     alphabet = ["a", "bc", " ", '"', "\\", "\n", "\t", "\x01", "\u00e9", "\U0001f600", "{", "}", "[", ",", ":", "/"]

@@ -1,4 +1,4 @@
-"""Tool-call bodies converted to JSON text as they stream (``respc.openai_dialects``, issue 9):
+"""Tool-call bodies converted to JSON text as they stream (the converters of ``runtime/formats``, issue 9):
 Gemma 4 / FunctionGemma JSON dialects, Apertus name-as-key JSON, Inkling's ``args`` key,
 functionary's ``<|python_tag|>`` code as ``{"code": ...}``.
 
@@ -18,8 +18,9 @@ import pytest
 
 from respc.runtime import ContentParseError
 from respc.openai import ChatCompletionStream, argument_streaming
-from respc.openai_dialects import DialectJson, NameKeyed, TextArgs
-from respc.runtime.content import _apply_dialects
+from respc.runtime.formats.json_ import DialectJson, NameKeyed
+from respc.runtime.formats.text import TextArgs
+from respc.runtime.formats.json_ import _apply_dialects
 from respc.runtime.errors import ContentParseError
 from support import REPO
 
@@ -71,7 +72,7 @@ def test_catalogue_plans():
             "inkling": {"tool_calls": "as written"},
             "functionary_v3_1": {"tool_calls": "as written", "python_call": "converted as written"},
             "llama3_json": {"tool_calls": "as written", "tagged_json_call": "as written",
-                            "builtin_tool_call": "converted as written"},  # (pythonic: respc.openai_pythonic)
+                            "builtin_tool_call": "converted as written"},  # (pythonic: runtime/formats/pythonic.py)
             "minimax_m3": {"tool_calls": "converted as written"}}
     for family, plan in want.items():
         assert argument_streaming(importlib.import_module(f"respc.generated.{family}").ResponseParser) == plan, family
@@ -417,7 +418,7 @@ def test_plan_leaves_what_it_cannot_convert_at_close():
     the convertible options are converted (so each refusal is the option's). Decided by the
     json and text formats' plans at compile time (runtime/formats, docs/formats.md)."""
     from respc.compiler.ir import Field
-    from respc.openai_dialects import label
+    from respc.openai import _label as label
     from respc.runtime.formats import plan_of
 
     def field(content, args, transform, groups=("name",)):

@@ -1,5 +1,5 @@
 """Pythonic tool calls streamed as JSON argument text while they are written (issue 9,
-``respc.openai_pythonic``): llama4_pythonic, lfm2, olmo3 and llama3_json's builtin calls.
+``runtime/formats/pythonic.py`` ``PythonicArgs``): llama4_pythonic, lfm2, olmo3 and llama3_json's builtin calls.
 
 Each test feeds real model-style output through the catalogue parser wrapped in a
 ``ChatCompletionStream`` and reads the tool-call deltas; the property tests compare the stream with
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from respc.openai import ChatCompletionStream, argument_streaming
-from respc.openai_pythonic import PythonicArgs
+from respc.runtime.formats.pythonic import PythonicArgs
 from respc.runtime.errors import ContentParseError
 from respc.runtime.pythonic import parse_pythonic
 
@@ -70,7 +70,7 @@ def test_catalogue_pythonic_regions_are_converted_as_written():
     assert argument_streaming(_module("olmo3").ResponseParser) == {"tool_calls": "converted as written"}
     assert argument_streaming(_module("lfm2").ResponseParser)["tool_calls"] == "converted as written"
     assert argument_streaming(_module("llama3_json").ResponseParser)["builtin_tool_call"] == "converted as written"
-    # a text body made into {"code": ...} by its transform is not pythonic (respc.openai_dialects converts it)
+    # a text body made into {"code": ...} by its transform is not pythonic (runtime/formats/text.py converts it)
     assert argument_streaming(_module("functionary_v3_1").ResponseParser)["python_call"] == "converted as written"
 
 

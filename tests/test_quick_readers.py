@@ -3,8 +3,8 @@
 Two content parsers have a one-pass shortcut for the common body and fall back to their general
 reader on anything else: the pythonic reader (``runtime/pythonic.py`` ``_quick_calls``: a flat
 call list with scalar keyword arguments, read with a few C regex matches) and xml-tree
-(``runtime/content.py`` ``_make_xml_tree``: one stack pass over ``tag.split`` when the tags are
-well nested); the pythonic boundary decoder (``runtime/decoders.py`` ``PythonicBoundary``) takes
+(``runtime/formats/xml_tree.py`` ``make``: one stack pass over ``tag.split`` when the tags are
+well nested); the pythonic boundary decoder (``runtime/formats/pythonic.py`` ``PythonicBoundary``) takes
 the end of a body the quick pythonic reader reads. Checked here:
 
 - unit level, on random bodies (well-formed ones, then truncated, spliced and damaged): the value
@@ -30,7 +30,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from respc.runtime import content, decoders, pythonic
+from respc.runtime import pythonic
+from respc.runtime.formats import pythonic as pythonic_format
+from respc.runtime.formats import xml_tree as xml_tree_format
 from respc.runtime.content import make_content_parser
 from respc.runtime.errors import ContentParseError
 from support import CORPUS, REPO, SHARED, load_jsonl, params
@@ -163,12 +165,12 @@ def test_pythonic_boundary_quick_matches_the_scan(data):
     text = _damage(data.draw, data.draw(_call_lists())) + data.draw(
         st.sampled_from(["", " tail", "<|eot_id|>", "]", ")", "'", "\n[g()]", "(x)"]))
     allow_bare = data.draw(st.booleans())
-    quick = decoders.PythonicBoundary(allow_bare)
+    quick = pythonic_format.PythonicBoundary(allow_bare)
     got = (quick.feed(text), quick.status)
-    with mock.patch.object(decoders, "_quick_pythonic", lambda *args: None):
-        scan = decoders.PythonicBoundary(allow_bare)
+    with mock.patch.object(pythonic_format, "_quick_pythonic", lambda *args: None):
+        scan = pythonic_format.PythonicBoundary(allow_bare)
         assert got == (scan.feed(text), scan.status), text
-        pieces = decoders.PythonicBoundary(allow_bare)  # and in 3-character pieces, as streamed
+        pieces = pythonic_format.PythonicBoundary(allow_bare)  # and in 3-character pieces, as streamed
         at = -1
         for k in range(0, len(text), 3):
             end = pieces.feed(text[k:k + 3])
@@ -187,12 +189,12 @@ def test_pythonic_boundary_quick_is_taken():
         taken.append(got is not None)
         return got
 
-    with mock.patch.object(decoders, "_quick_pythonic", watched):
+    with mock.patch.object(pythonic_format, "_quick_pythonic", watched):
         for body, end in (("[get_weather(city='Paris', unit='celsius')]<|eot|>", 43),
                           ('get_weather(city="Paris")</function_calls>', 25), (" [f()] x", 6),
                           (" [ ] x", 4)):
-            decoder = decoders.PythonicBoundary(True)
-            assert decoder.feed(body) == end and decoder.status == decoders.ACCEPTED
+            decoder = pythonic_format.PythonicBoundary(True)
+            assert decoder.feed(body) == end and decoder.status == pythonic_format.ACCEPTED
     assert taken == [True, True, True]  # (no ')' in the last one: the scan reads it)
 
 
@@ -250,7 +252,7 @@ def test_xml_tree_quick_matches_the_general_walk(case):
     general = read.general(text)
     assert repr(read(text)) == repr(general), text
     quick = read.quick(text)
-    if quick is not content._NOT_QUICK:
+    if quick is not xml_tree_format._NOT_QUICK:
         assert repr(quick) == repr(general), text
 
 
@@ -264,7 +266,7 @@ def test_xml_tree_quick_is_taken_on_well_formed_values():
         text = _to_xml(inner, prefix)
         if isinstance(inner, (dict, list)):
             text = "\n" + text + "\n"  # whitespace around elements is not part of the value
-        assert read.quick(text) is not content._NOT_QUICK, text
+        assert read.quick(text) is not xml_tree_format._NOT_QUICK, text
         assert repr(read.quick(text)) == repr(read.general(text)) == repr(inner)
     # a repeated name collects its values; mixed text keeps the body as text
     twice = f"{prefix}<a>1{prefix}</a>{prefix}<a>2{prefix}</a>{prefix}<b>3{prefix}</b>"
@@ -272,8 +274,8 @@ def test_xml_tree_quick_is_taken_on_well_formed_values():
     mixed = f"{prefix}<a>1{prefix}</a> and {prefix}<b>3{prefix}</b>"
     assert read.quick(mixed) == read.general(mixed) == mixed
     # not well nested, or whitespace the two space tests may read differently: the walk decides
-    assert read.quick(f"{prefix}<a>{prefix}<b>{prefix}</a>{prefix}</b>") is content._NOT_QUICK
-    assert read.quick(f"{prefix}<a>1{prefix}</a>\x1c{prefix}<b>2{prefix}</b>") is content._NOT_QUICK
+    assert read.quick(f"{prefix}<a>{prefix}<b>{prefix}</a>{prefix}</b>") is xml_tree_format._NOT_QUICK
+    assert read.quick(f"{prefix}<a>1{prefix}</a>\x1c{prefix}<b>2{prefix}</b>") is xml_tree_format._NOT_QUICK
 
 
 # --- end to end: whole text and streaming, shortcuts on and off --------------------------------
@@ -295,7 +297,7 @@ def _compare(monkeypatch, parser_class, prefix, text, tools=None):
     with_quick = _both_paths(parser_class, prefix, text, tools)
     with monkeypatch.context() as m:
         m.setattr(pythonic, "_quick_calls", lambda *args: None)
-        m.setattr(content, "_QUICK_DEPTH", -1)  # the tree pass gives up at its first element
+        m.setattr(xml_tree_format, "_QUICK_DEPTH", -1)  # the tree pass gives up at its first element
         general = _both_paths(parser_class, prefix, text, tools)
     assert repr(with_quick) == repr(general), text[:300]
     assert with_quick[0] == with_quick[1] and with_quick[2] == with_quick[3], text[:300]

@@ -314,12 +314,12 @@ def test_xml_inline_invalid_pattern_is_content_parse_error():
 
 
 def test_xml_inline_tag_pattern_compiled_once():
-    from respc.runtime import content
+    from respc.runtime.formats import xml_inline as xml_inline_format
 
-    content._compile_tag_pattern.cache_clear()
+    xml_inline_format._compile_tag_pattern.cache_clear()
     for _ in range(3):
         parse_content("<a>", "xml-inline", {"tag_pattern": r"<(?P<key>\w+)>"})
-    info = content._compile_tag_pattern.cache_info()
+    info = xml_inline_format._compile_tag_pattern.cache_info()
     assert (info.misses, info.hits) == (1, 2)
 
 

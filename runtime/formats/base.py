@@ -15,13 +15,16 @@ arguments).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import regex
 
-__all__ = ["Format", "Plan", "Problems", "CallShape", "call_shape", "bool_args", "value_parser_problems",
+from ..errors import ParserStateError
+
+__all__ = ["Format", "Plan", "PerParameterReader", "escaped", "Boundary", "UNDECIDED", "ACCEPTED", "REJECTED", "Problems", "CallShape", "call_shape", "bool_args", "value_parser_problems",
            "unmatched_problems", "text_mode"]
 
 #: ``(arg path, problem)`` pairs of a load-time check: the path is relative to the checked dict (``""``: the
@@ -31,6 +34,13 @@ Problems = list[tuple[str, str]]
 #: how a tool region's arguments reach the OpenAI adapter while the model writes them (:attr:`Plan.arguments`)
 ARGUMENT_MODES = ("json", "dialect-json", "name-keyed", "text-argument", "xml-parameters", "xml-tree",
                   "per-parameter", "pythonic")
+#: how each mode is named to users (``respc.openai.argument_streaming``, docs/openai.md): the arguments' text
+#: forwarded as the model wrote it, rewritten to JSON as it streams, sent parameter by parameter, or (None, no
+#: mode) in one piece at the close
+ARGUMENT_LABELS = {None: "at close", "json": "as written", "name-keyed": "as written",
+                   "dialect-json": "converted as written", "text-argument": "converted as written",
+                   "xml-tree": "converted as written", "xml-parameters": "converted as written",
+                   "pythonic": "converted as written", "per-parameter": "per parameter"}
 
 
 @dataclass(frozen=True)
@@ -105,7 +115,7 @@ class Format:
         processor (Callable[[dict], Callable[[str], Any]]): whole-body parser factory (template-language.md
             "Content parsers").
         reader (Callable[[dict], Callable[[], Any]] | None): factory of incremental boundary readers
-            (``runtime/decoders.py``), None when the format does not end itself.
+            (:class:`Boundary`), None when the format does not end itself.
         ends_itself (bool): a value ends itself (``"end": "value"`` allowed).
         can_reject (bool): its reader may reject a body at its first significant character(s).
         repair (Callable | None): ``errors="recover"`` only: factory of ``fix(body) -> (value, notes) | None``.
@@ -315,3 +325,165 @@ def text_mode(field: Any, strips: bool) -> str | None:
     if field.transform is not None and field.transform != "{content}":
         return None
     return "strip" if strips else "raw"
+
+
+# --------------------------------------------------------------------------------------------
+# The argument reader of bodies read whole and again as they grow (plan ``"per-parameter"``).
+
+_MISSING = object()
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def escaped(text: str) -> str:
+    """``text`` as the inside of a JSON string literal (pieces of one string concatenate)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+class PerParameterReader:
+    """A tool body streamed parameter by parameter (plan ``"per-parameter"``: xml-inline bodies the
+    ``xml-parameters`` reader cannot take, kv-lines): the caller parses the body so far again with the
+    format's lenient parser when it has grown by an eighth (:meth:`due`, :meth:`body`) and hands the
+    arguments read to :meth:`settle`; every parameter but the last one found (which may still grow) is
+    sent, typed (docs/formats.md, "Argument readers").
+
+    Attributes:
+        sent (list[tuple]): the ``(key, value)`` pairs sent, in order.
+        dead (bool): a parameter sent changed (a repeated key): the close check reports the difference.
+    """
+
+    __slots__ = ("mode", "parts", "size", "last", "sent", "dead")
+
+    def __init__(self) -> None:
+        self.mode = "reparse"
+        self.parts: list[str] = []
+        self.size = 0
+        self.last = 0
+        self.sent: list[tuple] = []
+        self.dead = False
+
+    def feed(self, text: str) -> None:
+        """Take the next piece of the body."""
+        self.parts.append(text)
+        self.size += len(text)
+
+    def due(self) -> bool:
+        """Whether the body grew enough since it was last read (by an eighth, at least 16 characters):
+        reading it again each time it grows by a fixed fraction keeps the cost linear."""
+        return not self.dead and self.size - self.last >= max(16, self.last // 8)
+
+    def body(self) -> str:
+        """The body so far (to be read now)."""
+        self.last = self.size
+        body = "".join(self.parts)
+        self.parts = [body]
+        return body
+
+    def settle(self, arguments: dict) -> str:
+        """The JSON text of the parameters of ``arguments`` (the body so far, read) now settled: all but
+        the last; ``""`` when none is new."""
+        settled = list(arguments.items())[:-1]
+        if settled[:len(self.sent)] != self.sent:
+            self.dead = True
+            return ""
+        pieces = []
+        for key, item in settled[len(self.sent):]:
+            pieces.append(("{" if not self.sent else ", ") + _dumps(key) + ": " + _dumps(item))
+            self.sent.append((key, item))
+        return "".join(pieces)
+
+    def finish(self, arguments: Any) -> str | None:
+        """At the close, with ``arguments`` the message's: the parameters not sent yet and the closing
+        brace; None when ``arguments`` is no dict or differs from what was sent."""
+        if not isinstance(arguments, dict) or any(arguments.get(k, _MISSING) != v for k, v in self.sent):
+            return None
+        sent = dict(self.sent)
+        return "".join(", " + _dumps(k) + ": " + _dumps(v) for k, v in arguments.items() if k not in sent) + "}"
+
+
+# --------------------------------------------------------------------------------------------
+# Boundary readers: where a self-delimiting value ends (template v2, ``end: "value"``; the core's
+# ``Format.reader``). The json and pythonic formats' own are in their modules.
+#
+# Incremental boundary decoders: where a self-delimiting region body ends (template v2, ``end: "value"``).
+#
+# Theory of operation
+# -------------------
+# A region whose field says ``"end": "value"`` has no closing delimiter of its own: it ends where its
+# content parser's value ends (``{"name": "f"} Anything else?`` ends after the ``}``). The streaming
+# core feeds such a body, chunk by chunk, to one :class:`Boundary` per open region. The decoder keeps
+# only the little state needed to find the end -- bracket depth, whether it is inside a string, an
+# escape in flight, a few held characters of a delimiter split across chunks -- and never builds the
+# value: the whole-body parser of :mod:`respc.runtime.content` does that once the region closes.
+#
+# Every decoder is a character-level state machine whose only lookahead is held in ``_carry``, so
+# the result never depends on the chunking: fed ``"ab"`` or ``"a"``, ``"b"`` it reaches the same
+# state, and the end offset found is the same on every chunking (``tests/test_decoders.py`` checks
+# this with hypothesis). The text is skimmed with precompiled regex searches, so the cost is linear
+# in the body length.
+#
+# Status (one of :data:`UNDECIDED`, :data:`ACCEPTED`, :data:`REJECTED`) starts at ``UNDECIDED`` while
+# only whitespace was seen and changes once, at the first significant character(s): ``REJECTED``
+# means the body cannot start a value of this format, so the opener was not an opener (the core's
+# ``reject`` rule). A decoder never rejects after it accepted; an invalid body that was accepted
+# is reported by the whole-body parser when the region closes.
+#
+# Decoders only find ends; they do not validate. For a well-formed value the end is exactly where the
+# whole-body reader stops (``json.JSONDecoder.raw_decode`` after the dialect rewrite,
+# :func:`respc.runtime.pythonic.read_pythonic`).
+
+#: Only whitespace seen so far.
+UNDECIDED = 0
+#: The body starts a value of this format; the decoder now looks for its end.
+ACCEPTED = 1
+#: The body cannot start a value of this format (its first significant characters say so).
+REJECTED = 2
+
+
+class Boundary:
+    """Finds where a self-delimiting value ends, fed the region body piece by piece.
+
+    Attributes:
+        status (int): :data:`UNDECIDED`, :data:`ACCEPTED` or :data:`REJECTED`.
+    """
+
+    status: int = UNDECIDED
+
+    def feed(self, text: str) -> int:
+        """Consume the next piece of the region's body.
+
+        Args:
+            text (str): the next chunk (any length, ``""`` included).
+
+        Returns:
+            int: ``-1`` while the value goes on (or while UNDECIDED/REJECTED); else the offset in
+            ``text`` just past the value's last character. After a non-negative answer the value
+            ended and the decoder must not be fed again.
+
+        Raises:
+            ParserStateError: fed again after the value ended.
+        """
+        if self._state == "done":
+            raise ParserStateError(f"{type(self).__name__} fed again after its value ended")
+        if self._state == "rejected":
+            return -1
+        data = self._carry + text
+        base = len(self._carry)
+        self._carry = ""
+        end = self._scan(data)
+        return end - base if end >= 0 else -1
+
+    _state = "start"
+    _carry = ""  # held lookahead: text that may still become a delimiter, scanned again next time
+
+    def _scan(self, data: str) -> int:
+        """Advance over ``data`` (held text + new chunk); the end offset in ``data``, or -1."""
+        raise NotImplementedError
+
+    def _reject(self) -> int:
+        self.status = REJECTED
+        self._state = "rejected"
+        return -1
+

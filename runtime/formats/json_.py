@@ -1,14 +1,24 @@
 """The ``json`` format and its dialects (template-language.md "Content parsers", deviation D6): the whole-body
-parser, the incremental reader (``runtime/decoders.py`` :class:`JsonBoundary`), the recover repair, the
+parser, the boundary reader (:class:`JsonBoundary`: where the value ends, for the core), the argument reader
+(:class:`ArgumentReader`: the pieces the OpenAI adapter sends), the recover repair, the
 load-time checks and the plan."""
 
 from __future__ import annotations
 
+import functools
+import json
 import re
+from collections.abc import Callable
+from typing import Any
 
-from ..content import _grammar_json, _make_json, _repair_json
-from ..decoders import json_boundary
-from .base import Format, Plan, Problems, bool_args, call_shape, is_tool_field
+import regex
+
+from ..content import _ANY_BODY, ContentParser
+from ..errors import ContentParseError
+from ..repair import NOTES, repair_json_text
+from .base import (ACCEPTED, REJECTED, UNDECIDED, Boundary, Format, Plan, Problems, bool_args, call_shape, escaped,
+                   is_tool_field)
+from .text import make as make_text
 
 #: the call-object keys the adapter streams from (name key, then arguments keys in the order tried)
 NAME_KEYS = ("name", "tool_name")
@@ -103,5 +113,1230 @@ def plan(field) -> Plan:
     return Plan("json", **base)
 
 
-FORMAT = Format("json", True, check, plan, _make_json, reader=json_boundary, ends_itself=True, can_reject=True,
-                repair=_repair_json, grammar=_grammar_json)
+# ------------------------------------------------------------------------------------------------
+# The boundary reader: where a JSON value ends (``end: "value"``, ``reject``; the core's Format.reader).
+
+#: Default ``accept`` of the json parser: a self-delimiting body must start an object or an array.
+JSON_ACCEPT_DEFAULT = "{["
+# Searches for one of a few literal characters use the standard library's engine: the same answer as
+# `regex` for a set of literal characters, at a third of the cost per call (decoders make one call
+# per string, bracket or escape of the body).
+_JSON_SPACE = re.compile(r"[ \t\r\n]*")
+_JSON_STRING_STOP = re.compile(r'["\\]')
+# The rest of a top-level scalar (number or bare literal): up to the first character that cannot
+# continue one. For a well-formed scalar this is where raw_decode stops.
+_SCALAR_REST = regex.compile(r"[\w.+\-]*")
+# The standard library's C reader: on a well-formed JSON object or array it stops exactly where the
+# character-level scan below ends (both end at the bracket that closes the first one).
+_RAW_DECODE = json.JSONDecoder().raw_decode
+
+
+@functools.lru_cache(maxsize=64)
+def _code_stop(firsts: str) -> re.Pattern:
+    """The search for the next character that matters in JSON code: a bracket, a quote, or the
+    first character of a ``string_delims`` opener (compiled once per opener set, not per region)."""
+    return re.compile("[" + re.escape('{}[]"' + firsts) + "]")
+
+
+_PLAIN_CODE_STOP = _code_stop("")
+_WAIT = object()  # "the held text might still become a delimiter"
+
+
+class JsonBoundary(Boundary):
+    """End of the first JSON value of a body, in respc's json dialects (deviation D6).
+
+    Accept rule: after JSON whitespace, the first significant character must be one of ``accept``
+    (default ``"{["``: an object or an array); a ``string_delims`` opener counts as ``"``. Any
+    other start is REJECTED. Inside the value only strings and brackets matter: ``"..."`` with
+    backslash escapes, ``string_delims`` spans (no escapes; the first pair in declaration order
+    whose opener starts there; the span ends at the next occurrence of its closer), and ``{[``
+    / ``]}`` nesting. Bare keys (``unquoted_keys``) and Python literals hold no structure, so they
+    need no tracking. A top-level number or literal (when ``accept`` allows one) ends at the
+    first character that cannot continue it, so it ends only when more text arrives.
+
+    Difference from the whole-body scanner: that scanner treats an opener whose closer never
+    follows as plain text; a decoder cannot know that in advance and keeps waiting for the closer
+    (the region then ends with the stream and the whole-body parser reports the error).
+    """
+
+    def __init__(self, accept: str = JSON_ACCEPT_DEFAULT,
+                 string_delims: tuple[tuple[str, str], ...] = ()) -> None:
+        self.status = UNDECIDED
+        self._accept = accept
+        if string_delims:
+            self._delims = tuple((o, c) for o, c in string_delims if o and c)
+            firsts = "".join(sorted({o[0] for o, _ in self._delims}))
+            self._opener_firsts = firsts
+            self._code_stop = _code_stop(firsts)
+        else:  # the common case, one decoder per tool call: nothing to derive
+            self._delims = ()
+            self._opener_firsts = ""
+            self._code_stop = _PLAIN_CODE_STOP
+        self._state = "start"
+        self._depth = 0
+        self._closer = ""
+        self._carry = ""
+
+    def _opener_at(self, data: str, i: int) -> Any:
+        rest = len(data) - i
+        for pair in self._delims:
+            if data.startswith(pair[0], i):
+                return pair
+            if rest < len(pair[0]) and pair[0].startswith(data[i:]):
+                return _WAIT
+        return None
+
+    def _scan(self, data: str) -> int:
+        state = self._state
+        i, n = 0, len(data)
+        depth = self._depth
+        try:
+            while i < n:
+                if state == "code":
+                    m = self._code_stop.search(data, i)
+                    if m is None:
+                        break
+                    i = m.start()
+                    char = data[i]
+                    if char in self._opener_firsts:
+                        pair = self._opener_at(data, i)
+                        if pair is _WAIT:
+                            self._carry = data[i:]
+                            break
+                        if pair is not None:
+                            self._closer = pair[1]
+                            state = "delimited"
+                            i += len(pair[0])
+                            continue
+                    i += 1
+                    if char == '"':
+                        state = "string"
+                    elif char in "{[":
+                        depth += 1
+                    elif char in "}]":
+                        depth -= 1
+                        if depth == 0:
+                            state = "done"
+                            return i
+                elif state == "string":
+                    m = _JSON_STRING_STOP.search(data, i)
+                    if m is None:
+                        break
+                    i = m.end()
+                    if m.group() == "\\":
+                        if i == n:
+                            state = "escape"
+                            break
+                        i += 1
+                    elif depth:
+                        state = "code"
+                    else:
+                        state = "done"
+                        return i
+                elif state == "escape":
+                    i += 1
+                    state = "string"
+                elif state == "delimited":
+                    j = data.find(self._closer, i)
+                    if j < 0:
+                        keep = max(i, n - len(self._closer) + 1)
+                        self._carry = data[keep:]
+                        break
+                    i = j + len(self._closer)
+                    if depth:
+                        state = "code"
+                    else:
+                        state = "done"
+                        return i
+                elif state == "scalar":
+                    i = _SCALAR_REST.match(data, i).end()
+                    if i < n:
+                        state = "done"
+                        return i
+                else:  # "start": nothing significant seen yet
+                    i = _JSON_SPACE.match(data, i).end()
+                    if i == n:
+                        break
+                    # A string_delims opener starts a string: only looked for when strings are accepted.
+                    pair = self._opener_at(data, i) if '"' in self._accept else None
+                    if pair is _WAIT:
+                        self._carry = data[i:]
+                        break
+                    if pair is not None:
+                        self.status = ACCEPTED
+                        self._closer = pair[1]
+                        state = "delimited"
+                        i += len(pair[0])
+                        continue
+                    char = data[i]
+                    if char not in self._accept:
+                        return self._reject()
+                    self.status = ACCEPTED
+                    if char in "{[" and not self._delims and data.find("}" if char == "{" else "]", i + 1) > 0:
+                        # Quick path: a well-formed standard JSON value here ends where the C reader
+                        # stops. Anything else (a dialect, a value cut by the chunk) is scanned below.
+                        # (Without its closing bracket yet, the value cannot be complete: the C
+                        # reader's error, costly to build, is not asked for.)
+                        try:
+                            end = _RAW_DECODE(data, i)[1]
+                        except (ValueError, RecursionError):
+                            pass
+                        else:
+                            state = "done"
+                            return end
+                    i += 1
+                    if char in "{[":
+                        depth = 1
+                        state = "code"
+                    elif char == '"':
+                        state = "string"
+                    else:
+                        state = "scalar"
+            return -1
+        finally:
+            if self._state != "rejected":
+                self._state = state
+            self._depth = depth
+
+
+def _delims(args: dict) -> tuple[tuple[str, str], ...]:
+    raw = args.get("string_delims") or ()
+    try:
+        return tuple((o, c) for o, c in raw if isinstance(o, str) and isinstance(c, str))
+    except (TypeError, ValueError):
+        return ()  # load-time checks refuse these; a decoder never raises on its arguments
+
+
+def json_boundary(args: dict) -> Callable[[], Boundary]:
+    """Factory of :class:`JsonBoundary` decoders for a json field's ``content_args``.
+
+    Args:
+        args (dict): ``accept`` (str, default :data:`JSON_ACCEPT_DEFAULT`), ``string_delims``.
+
+    Returns:
+        Callable[[], Boundary]: a new decoder per call (one per open region). Without
+        ``string_delims`` it has an attribute ``verdict``, ``verdict(text) -> status``: the
+        status a new decoder has after ``feed(text)`` (see :func:`_json_verdict`).
+    """
+    accept = args.get("accept", JSON_ACCEPT_DEFAULT)
+    if not isinstance(accept, str):
+        accept = JSON_ACCEPT_DEFAULT
+    delims = _delims(args)
+
+    def factory() -> Boundary:
+        return JsonBoundary(accept, delims)
+
+    if not delims:
+        factory.verdict = _json_verdict(accept)
+    return factory
+
+
+def _json_verdict(accept: str) -> Callable[[str], int]:
+    """``verdict(text) -> status``: the :attr:`Boundary.status` a new :class:`JsonBoundary`
+    without ``string_delims`` has once fed ``text`` -- UNDECIDED while ``text`` is JSON whitespace,
+    then ACCEPTED or REJECTED by its first significant character (the accept rule), which later
+    text never changes. For the streaming core's ``reject`` test (issue 14: it needs only the
+    status, not a decoder)."""
+
+    def verdict(text: str) -> int:
+        i = _JSON_SPACE.match(text).end()
+        if i == len(text):
+            return UNDECIDED
+        return ACCEPTED if text[i] in accept else REJECTED
+
+    return verdict
+
+
+# ------------------------------------------------------------------------------------------------
+# The argument reader: what the OpenAI adapter streams of a tool-call body (docs/formats.md).
+
+#: raw control characters inside a JSON string, as the recover repair escapes them
+_CONTROL = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+#: a run of JSON string characters that need no care (no quote, backslash or control character):
+#: the :class:`ArgumentReader` takes it in one step
+_STRING_RUN = re.compile(r'[^"\\\x00-\x1f]+')
+#: Python literals in a JSON value, as the recover repair reads them
+_LITERALS = {"True": "true", "False": "false", "None": "null", "NaN": "NaN"}  # (NaN: Python's json reads it)
+
+
+#: :attr:`ArgumentReader.end` for a moment: the value ended at the character just read
+_ENDED = -2
+
+
+class ArgumentReader:
+    """The json format's incremental reader of a tool-call body for the OpenAI adapter (docs/formats.md,
+    "Argument readers"): it forwards the arguments object's text as it is written, says where the value
+    ends and whether it is complete.
+
+    Fed the region's body text piece by piece; calls ``out(kind, call_number, text)`` with kind
+    ``"call"`` (a call object began), ``"name"`` (its name, decoded) or ``"args"`` (a fragment of
+    its arguments JSON). Holding: a top-level argument whose key ``held(name, key)`` says is typed
+    is collected until complete and passed through ``typed(n, key, raw) -> json text``
+    (``held(n, key)`` is None while call ``n``'s name is unknown and tools may type it).
+    A body this reader does not understand stops it (``dead``): the region then finishes at close.
+
+    The pieces (``out(kind, call_number, payload)``), in order per call: ``"call"`` (a call object
+    began; the body is one in ``"args"`` mode), ``"name"`` (the decoded name), ``"start"`` (its
+    arguments object began), ``"args"`` (JSON text of the arguments, to be concatenated), ``"end"``
+    (the arguments object closed). Damage the recover repair (``runtime/repair.py``) reads from the
+    characters alone is converted as it converts it: raw control characters in strings are escaped,
+    a trailing comma is dropped, Python literals become JSON literals.
+
+    Attributes:
+        end (int): the offset in the whole body (all pieces fed) just past the top-level value (the
+            call object, the list of them, or the arguments object), -1 while it has not ended.
+        dead (bool): the reader stopped at something it does not forward (the close decides).
+    """
+
+    __slots__ = ("end", "pos", "mode", "keys", "namekey", "stack", "instr", "esc", "expect", "keybuf", "curkey", "n", "name", "namebuf",
+                 "argdepth", "dead", "out", "held", "typed", "hold", "holdbuf", "holdkey", "valstart", "seen", "comma",
+                 "word")
+
+    def __init__(self, mode: str, keys: tuple, out: Callable, held: Callable, typed: Callable) -> None:
+        self.end = -1
+        self.pos = 0                # characters fed before the current piece
+        self.mode = mode            # "object": call objects; "args": the body is the arguments
+        self.namekey, self.keys = keys if keys else ("", ())  # the name and arguments keys ("object")
+        self.stack: list[str] = []  # open containers
+        self.instr = False
+        self.esc = False
+        self.expect = ""            # at a call object / args object level: "key", ":", "value", ","
+        self.keybuf: list[str] | None = None
+        self.curkey: str | None = None
+        self.n = -1                 # call number within the region
+        self.name: str | None = None
+        self.namebuf: list[str] | None = None
+        self.argdepth = 0           # stack depth inside the arguments object (0: not forwarding)
+        self.dead = False
+        self.out = out
+        self.held = held
+        self.typed = typed
+        self.hold = False
+        self.holdbuf: list[str] = []
+        self.holdkey: str | None = None
+        self.valstart = False
+        self.seen: set = set()
+        self.comma: str | None = None      # a forwarded comma (and whitespace after it) held back
+        self.word: list[str] | None = None  # a Python literal (True/False/None) being read
+
+    @property
+    def complete(self) -> bool:
+        """The top-level value ended (a body the output ends before that is truncated)."""
+        return self.end >= 0
+
+    def feed(self, text: str) -> None:
+        """Read the next piece of the body; the pieces found go to ``out``."""
+        if self.dead:
+            self.pos += len(text)
+            return
+        emit: list[str] = []
+        char = self._char
+        run = _STRING_RUN.match
+        i, end = 0, len(text)
+        try:
+            while i < end:
+                if self.instr and not self.esc:
+                    # inside a string: a run of plain characters in one step (what _char does
+                    # with each of them: forwarded, held or collected as a key or name)
+                    m = run(text, i)
+                    if m is not None:
+                        i = m.end()
+                        self._string_run(m.group(), emit)
+                        if i == end:
+                            break
+                char(text[i], emit)
+                i += 1
+                if self.end == _ENDED:
+                    self.end = self.pos + i
+                if self.dead:
+                    return
+        except ValueError:  # a key or name that does not decode (errors="recover" damage)
+            self.dead = True
+            return
+        finally:
+            self.pos += end
+        if emit:
+            self.out("args", self.n, "".join(emit))
+
+    def _string_run(self, piece: str, emit: list[str]) -> None:
+        """Plain characters of an open string (no quote, backslash or control character, not
+        after a backslash): as :meth:`_char` reads each of them, all at once."""
+        if self.argdepth and len(self.stack) >= self.argdepth:
+            (self.holdbuf if self.hold else emit).append(piece)
+            if self.keybuf is not None:
+                self.keybuf.append(piece)
+        elif self.keybuf is not None:
+            self.keybuf.append(piece)
+        elif self.namebuf is not None:
+            self.namebuf.append(piece)
+
+    def _flush(self, emit: list[str]) -> None:
+        if emit:
+            self.out("args", self.n, "".join(emit))
+            emit.clear()
+
+    def _char(self, c: str, emit: list[str]) -> None:
+        stack = self.stack
+        depth = len(stack)
+        argdepth = self.argdepth
+        forwarding = argdepth and depth >= argdepth
+        # --- inside a string ---------------------------------------------------------------
+        if self.instr:
+            closing = False
+            if c < " " and not self.esc:
+                # a raw control character can only be damage: sent escaped, as the recover
+                # repair reads it (runtime/repair.py); a strict parse fails on it anyway
+                c = _CONTROL.get(c) or f"\\u{ord(c):04x}"
+            if self.esc:
+                self.esc = False
+            elif c == "\\":
+                self.esc = True
+            elif c == '"':
+                self.instr = False
+                closing = True
+            if forwarding:
+                (self.holdbuf if self.hold else emit).append(c)
+                if self.keybuf is not None:
+                    if closing:
+                        self._end_key()
+                    else:
+                        self.keybuf.append(c)
+                return
+            if self.keybuf is not None:
+                if closing:
+                    self.curkey = json.loads('"' + "".join(self.keybuf) + '"')
+                    self.keybuf = None
+                    self.expect = ":"
+                else:
+                    self.keybuf.append(c)
+            elif self.namebuf is not None:
+                if closing:
+                    self.name = json.loads('"' + "".join(self.namebuf) + '"')
+                    self.namebuf = None
+                    self.out("name", self.n, self.name)
+                    self.expect = ","
+                else:
+                    self.namebuf.append(c)
+            return
+        if forwarding:
+            if self.word is not None:
+                if c.isalpha():
+                    self.word.append(c)
+                    return
+                self._end_word(emit)
+                if self.dead:
+                    return
+            if self.comma is not None:
+                if c in " \t\r\n":
+                    self.comma += c
+                    return
+                if c not in "}]":
+                    emit.append(self.comma)  # not a trailing comma: it goes out with what follows
+                self.comma = None  # (a trailing comma is dropped, as the recover repair drops it)
+        if c in " \t\r\n":
+            if forwarding and not self.hold:
+                emit.append(c)  # (whitespace of a held value is not needed)
+            return
+        # --- forwarding the arguments object -------------------------------------------------
+        if forwarding:
+            if depth == argdepth:
+                # directly inside the arguments object: keys, ':' and ',' / '}' between values
+                if self._key_or_colon(c, emit, lambda: self._close_args(emit)):
+                    return
+                if self.expect == "value":
+                    self.expect = ","
+                    held = self.held(self.n, self.holdkey)
+                    if held is None:
+                        self.dead = True  # typed by a tool not known yet: sent at close
+                        return
+                    if held:
+                        self._flush(emit)
+                        self.hold = True
+                        self.holdbuf = []
+                    return self._value_char(c, emit, depth)
+                if self.expect == ",":
+                    if c == "," or c == "}":
+                        if self.hold:
+                            self._flush(emit)
+                            raw = "".join(self.holdbuf)
+                            self.hold = False
+                            self.holdbuf = []
+                            text = self.typed(self.n, self.holdkey, raw)
+                            if text is None:
+                                self.dead = True
+                                return
+                            emit.append(text)
+                        if c == ",":
+                            self.comma = c  # held until what follows shows it is not trailing
+                            self.expect = "key"
+                        else:
+                            self._close_args(emit)
+                        return
+                    if c in "]:":
+                        self.dead = True
+                        return
+                    # the rest of a scalar (a number, true/false/null)
+                    (self.holdbuf if self.hold else emit).append(c)
+                    return
+                self.dead = True
+                return
+            return self._value_char(c, emit, depth)
+        # --- outside the arguments: the call objects --------------------------------------------
+        if self.mode == "args":
+            if depth == 0 and c == "{" and self.n < 0:
+                self.n = 0
+                self.out("call", 0, "")
+                stack.append("{")
+                self.argdepth = 1
+                self.expect = "key"
+                emit.append(c)
+                return
+            self.dead = True
+            return
+        if depth == 0:
+            if c == "[":
+                stack.append("[")
+                self.expect = "value"
+                return
+            if c == "{":
+                self._open_call(emit)
+                return
+            self.dead = True
+            return
+        top = stack[-1]
+        calllevel = (depth == 1 and top == "{") or (depth == 2 and top == "{" and stack[0] == "[")
+        if depth == 1 and top == "[":
+            if c == "{" and self.expect == "value":
+                self._open_call(emit)
+            elif c == "," and self.expect == ",":
+                self.expect = "value"
+            elif c == "]":
+                stack.pop()
+                self._ended()
+            else:
+                self.dead = True
+            return
+        if calllevel:
+            if self._key_or_colon(c, None, self._close_call):
+                return
+            if self.expect == "value":
+                key = self.curkey
+                if key in self.seen or (key in self.keys and self.seen & set(self.keys)):
+                    # (both argument keys: the first was forwarded; a difference is reported at close)
+                    self.dead = True  # a repeated key, or both argument keys: sent at close
+                    return
+                self.seen.add(key)
+                if key == self.namekey and c == '"':
+                    self.instr = True
+                    self.namebuf = []
+                    return
+                if key in self.keys and c == "{":
+                    stack.append("{")
+                    self.argdepth = len(stack)
+                    self.expect = "key"
+                    self.out("start", self.n, "")
+                    emit.append(c)
+                    return
+                if key == self.namekey or key in self.keys:
+                    self.dead = True  # a name or arguments this reader does not forward
+                    return
+                # another key's value: skip it
+                self.expect = ","
+                return self._skip_char(c)
+            if self.expect == ",":
+                if c == ",":
+                    self.expect = "key"
+                elif c == "}":
+                    self._close_call()
+                else:
+                    self._skip_char(c)
+                return
+            self.dead = True
+            return
+        self._skip_char(c)
+
+    def _key_or_colon(self, c: str, emit: list[str] | None, close: Callable[[], None]) -> bool:
+        """In an object (a call object, or the forwarded arguments when ``emit`` is given): read a
+        key's opening quote, the object's end or the ``:``. Returns True when ``c`` was read here."""
+        if self.expect == "key":
+            if c == '"':
+                self.instr = True
+                self.keybuf = []
+                if emit is not None:
+                    emit.append(c)
+            elif c == "}":
+                close()
+            else:
+                self.dead = True
+            return True
+        if self.expect == ":":
+            if c != ":":
+                self.dead = True
+                return True
+            if emit is not None:
+                emit.append(c)
+            self.expect = "value"
+            return True
+        return False
+
+    def _skip_char(self, c: str) -> None:
+        """A character of a value outside the arguments (skipped, nesting tracked)."""
+        if c == '"':
+            self.instr = True
+        elif c in "{[":
+            self.stack.append(c)
+        elif c in "}]":
+            if not self.stack or self.stack[-1] != ("{" if c == "}" else "["):
+                self.dead = True
+                return
+            self.stack.pop()
+
+    def _value_char(self, c: str, emit: list[str], depth: int) -> None:
+        """A character of an argument value (forwarded, or collected when held)."""
+        buf = self.holdbuf if self.hold else emit
+        if c in "TFN":  # True/False/None: only damage writes them; held until read whole
+            self.word = [c]
+            return
+        if c == "," and not self.hold:
+            self.comma = c
+            return
+        if c == '"':
+            self.instr = True
+        elif c in "{[":
+            self.stack.append(c)
+        elif c in "}]":
+            if self.stack[-1] != ("{" if c == "}" else "[") or depth <= self.argdepth:
+                self.dead = True
+                return
+            self.stack.pop()
+        buf.append(c)
+
+    def _end_word(self, emit: list[str]) -> None:
+        """A bare word of a forwarded value ended: a Python literal goes out as its JSON literal
+        (as the recover repair reads it); anything else stops the reader."""
+        word = "".join(self.word or ())
+        self.word = None
+        literal = _LITERALS.get(word)
+        if literal is None:
+            self.dead = True
+            return
+        (self.holdbuf if self.hold else emit).append(literal)
+
+    def _end_key(self) -> None:
+        raw = "".join(self.keybuf or ())
+        self.keybuf = None
+        self.holdkey = json.loads('"' + raw + '"')
+        self.expect = ":"
+
+    def _open_call(self, emit: list[str]) -> None:
+        self.stack.append("{")
+        self.n += 1
+        self.name = None
+        self.curkey = None
+        self.seen = set()
+        self.expect = "key"
+        self.out("call", self.n, "")
+
+    def _ended(self) -> None:
+        """A container closed: when it was the top-level one, the value ends at this character."""
+        if not self.stack and self.end < 0:
+            self.end = _ENDED
+
+    def _close_args(self, emit: list[str]) -> None:
+        emit.append("}")
+        self.stack.pop()
+        self._ended()
+        self.argdepth = 0
+        self._flush(emit)
+        self.out("end", self.n, "")
+        self.expect = "," if self.mode == "object" else ""
+        if self.mode == "args":
+            self.dead = True  # nothing more to read
+
+    def _close_call(self) -> None:
+        self.stack.pop()
+        self._ended()
+        self.expect = "," if self.stack else ""
+
+
+def closers(text: str) -> str | None:
+    """What closes the JSON text ``text`` (a cut-off object): its open string's quote and its open
+    brackets, innermost first; None when ``text`` is not the beginning of JSON this can close."""
+    stack: list[str] = []
+    instr = esc = False
+    for c in text:
+        if instr:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                instr = False
+        elif c == '"':
+            instr = True
+        elif c in "{[":
+            stack.append("}" if c == "{" else "]")
+        elif c in "}]":
+            if not stack or stack.pop() != c:
+                return None
+    if esc:
+        return None
+    return ('"' if instr else "") + "".join(reversed(stack))
+
+
+# ------------------------------------------------------------------------------------------------
+# Converters in front of the argument reader: JSON dialects and the name-as-key shape, converted to the
+# JSON the ArgumentReader forwards as they stream (plans "dialect-json", "name-keyed"; docs/openai.md).
+
+#: characters that end a bare value (``_BARE_VALUE`` excludes them)
+_STRUCTURAL = set('{}[],:"')
+
+
+def _string_step(c: str, esc: bool) -> tuple[bool, bool]:
+    """One character ``c`` inside a JSON string literal (``esc``: after a backslash): whether the
+    string is still open after it, and whether the next character is escaped."""
+    if esc:
+        return True, False
+    if c == "\\":
+        return True, True
+    return c != '"', False
+
+
+class _CharConverter:
+    """A converter that reads its body one character at a time (``_char(c, out)`` appends the
+    JSON text it settles to ``out``)."""
+
+    __slots__ = ()
+
+    def feed(self, text: str) -> str:
+        """Read ``text``; return the JSON text it settled (maybe empty)."""
+        out: list[str] = []
+        for c in text:
+            self._char(c, out)
+        return "".join(out)
+
+    def _char(self, c: str, out: list[str]) -> None:
+        raise NotImplementedError
+
+
+class DialectJson(_CharConverter):
+    """Incremental rewrite of a JSON-dialect body into JSON text, as
+    ``_apply_dialects`` rewrites the whole body (deviation D6).
+
+    Args:
+        delims (tuple[tuple[str, str], ...]): ``string_delims`` pairs in priority order; each
+            opener begins with a character that cannot begin JSON text (checked by :func:`probe`).
+        unquoted_keys (bool): quote a bare ``\\w+`` key directly followed by ``:`` after ``{`` or
+            ``,`` (and optional JSON whitespace).
+
+    A bare value right after ``:`` or ``[`` that ends in a delimiter whose opener is its closer
+    (``{query:weather in Tokyo<|"|>}``, its opener omitted) is sent as that string, as the
+    ``errors="recover"`` repair reads it (``_add_missing_opens``); so a bare
+    value (a number, ``true``...) is held until what ends it (a strict parse rejects the body
+    anyway, and a valid bare value goes out unchanged).
+
+    ``feed(text) -> str`` returns the JSON text settled so far (what follows cannot change it);
+    ``finish() -> str`` the rest at the end of the body (held text, copied as it is).
+    """
+
+    __slots__ = ("delims", "unquoted", "state", "buf", "close", "esc", "value", "same")
+
+    def __init__(self, delims: tuple, unquoted_keys: bool) -> None:
+        self.delims = delims
+        self.unquoted = unquoted_keys
+        self.state = "out"   # "out" | "json" (in a JSON string) | "delim" (in a span) | "key" | "open"
+        self.buf = ""        # held text: a key candidate, an opener's beginning, a closer's beginning
+        self.close = ""      # the closer of the open span
+        self.esc = False     # after a backslash in a JSON string
+        self.value = False   # at a value's start: after ":" or "[" (and whitespace)
+        self.same = tuple(o for o, c in delims if o == c)  # delimiters whose opener is their closer
+
+    def feed(self, text: str) -> str:
+        """Read ``text``; return the JSON text it settled (a delimited span's text in one piece)."""
+        out: list[str] = []
+        self._read(text, out)
+        return "".join(out)
+
+    def _read(self, text: str, out: list[str]) -> None:
+        i, n = 0, len(text)
+        while i < n:
+            if self.state == "delim":
+                i += self._span(text, i, out)
+            else:
+                self._char(text[i], out)
+                i += 1
+
+    def _span(self, text: str, i: int, out: list[str]) -> int:
+        """In a delimited span: read ``text[i:]`` up to its closer (included) and return how many
+        characters were read; the longest end that may still begin the closer is held."""
+        held = len(self.buf)
+        buf = self.buf + text[i:]
+        close = self.close
+        at = buf.find(close)
+        if at >= 0:
+            out.append(escaped(buf[:at]) + '"')
+            self.buf, self.state = "", "out"
+            return at + len(close) - held
+        keep = 0
+        if close[0] in buf[1 - len(close):]:  # (else no end of it can begin the closer)
+            keep = next((k for k in range(min(len(buf), len(close) - 1), 0, -1) if close.startswith(buf[-k:])), 0)
+        if len(buf) > keep:
+            out.append(escaped(buf[:len(buf) - keep]))
+        self.buf = buf[len(buf) - keep:]
+        return len(text) - i
+
+    def finish(self) -> str:
+        out: list[str] = []
+        if self.state in ("key", "open", "bare"):
+            out.append(self.buf)  # (no key, no opener, no delimiter: the runtime copies it)
+        elif self.state == "delim":
+            out.append(escaped(self.buf))
+        self.buf = ""
+        self.state = "out"
+        return "".join(out)
+
+    def _char(self, c: str, out: list[str]) -> None:
+        state = self.state
+        if state == "json":
+            out.append(c)
+            instr, self.esc = _string_step(c, self.esc)
+            if not instr:
+                self.state = "out"
+            return
+        if state == "key":
+            if c in " \t\r\n" and not self.buf.strip():
+                self.buf += c
+                return
+            if _WORD.match(c):
+                self.buf += c
+                return
+            held, self.buf, self.state = self.buf, "", "out"
+            if c == ":" and held.strip():
+                word = held.lstrip(" \t\r\n")
+                out.append(held[:len(held) - len(word)] + '"' + word + '":')
+                self.value = True
+                return
+            out.append(held)  # not a bare key: copied, and ``c`` read as usual
+            self._char(c, out)
+            return
+        if state == "open":
+            # the first pair (in order) whose opener starts here, as the runtime picks it: a
+            # longer opener of an earlier pair that may still match is waited for
+            buf = self.buf + c
+            for opener, closer in self.delims:
+                if buf.startswith(opener):
+                    self.buf, self.state, self.close = "", "delim", closer
+                    out.append('"')
+                    self._read(buf[len(opener):], out)
+                    return
+                if opener.startswith(buf):
+                    self.buf = buf
+                    return
+            # not an opener: its first character is copied, the rest read again
+            self.buf, self.state = "", "out"
+            out.append(buf[0])
+            for rest in buf[1:]:
+                self._char(rest, out)
+            return
+        if state == "bare":
+            buf = self.buf + c
+            for delim in self.same:
+                if buf.endswith(delim):  # its opener was omitted: the bare text is the string
+                    out.append('"' + escaped(buf[:-len(delim)]) + '"')
+                    self.buf, self.state, self.value = "", "out", False
+                    return
+            if c in _STRUCTURAL and not any(delim.startswith(buf[-k:]) for delim in self.same
+                                            for k in range(1, len(delim))):
+                out.append(self.buf)  # a bare value as written (a literal, a number)
+                self.buf, self.state, self.value = "", "out", False
+                self._char(c, out)
+                return
+            self.buf = buf
+            return
+        # outside strings
+        if any(opener.startswith(c) for opener, _ in self.delims):
+            self.state, self.buf, self.value = "open", "", False
+            self._char(c, out)
+            return
+        if self.value and self.same and c not in _STRUCTURAL and not c.isspace():
+            self.state, self.buf = "bare", c
+            return
+        out.append(c)
+        if c == '"':
+            self.state = "json"
+        elif self.unquoted and c in "{,":
+            self.state, self.buf = "key", ""
+        if not c.isspace():
+            self.value = c in ":["
+
+
+class NameKeyed(_CharConverter):
+    """Incremental rewrite of a name-as-key JSON body (``[{"f": {...}}, ...]``, each call object
+    one key: the tool name, its value the arguments) into call objects: each call object's
+    ``"f":`` becomes ``"name": "f", "arguments":``; everything else is copied.
+
+    Args:
+        bare (bool): a body that is one call object (not a list) is read too.
+
+    ``feed(text) -> str``; ``finish() -> str`` (nothing is held between keys and values but a
+    key read so far).
+    """
+
+    __slots__ = ("bare", "stack", "instr", "esc", "key", "expect")
+
+    def __init__(self, bare: bool) -> None:
+        self.bare = bare
+        self.stack: list[str] = []
+        self.instr = False
+        self.esc = False
+        self.key: list[str] | None = None  # a call object's key being read (raw JSON text)
+        self.expect = ""                   # at a call object's level: "key", ":" or ""
+
+    def finish(self) -> str:
+        key, self.key = self.key, None
+        return "".join(key or ())
+
+    def _calllevel(self) -> bool:
+        stack = self.stack
+        return (len(stack) == 1 and stack[0] == "{" and self.bare) or stack == ["[", "{"]
+
+    def _char(self, c: str, out: list[str]) -> None:
+        if self.instr:
+            self.instr, self.esc = _string_step(c, self.esc)
+            (self.key if self.key is not None else out).append(c)
+            return
+        if self.key is not None:
+            self.key.append(c)
+            if c == ":":
+                raw = "".join(self.key[:-1]).rstrip(" \t\r\n")
+                self.key = None
+                self.expect = ""
+                out.append('"name": ' + raw + ', "arguments":')
+            elif c not in " \t\r\n":
+                out.append("".join(self.key))  # not a key: copied (the scanner rejects it)
+                self.key = None
+                self.expect = ""
+            return
+        out.append(c)
+        if c == '"':
+            if self.expect == "key" and self._calllevel():
+                out.pop()
+                self.key = [c]
+            self.instr = True
+        elif c in "{[":
+            self.stack.append(c)
+            self.expect = "key" if self._calllevel() else ""
+        elif c in "}]":
+            if self.stack:
+                self.stack.pop()
+            self.expect = ""
+        elif c == "," and self._calllevel():
+            self.expect = "key"
+
+
+class Converted:
+    """A converter in front of a ``json ArgumentReader``: the body text goes through
+    ``convert.feed`` and what it returns to the scanner; ``finish()`` (at the region's close)
+    feeds the converter's rest. With ``name`` (a call whose name is a constant of the template),
+    the name is reported to the stream through the scanner's ``out`` right after the call began.
+
+    ``mode``: the scanner's (``"object"``/``"args"``), or ``"const"`` with ``name`` (the stream
+    then does not read the name from the open delimiter)."""
+
+    __slots__ = ("scanner", "convert", "name", "mode", "named")
+
+    def __init__(self, scanner: Any, convert: Any, name: str | None = None) -> None:
+        self.scanner = scanner
+        self.convert = convert
+        self.name = name
+        self.mode = "const" if name is not None else scanner.mode
+        self.named = False
+        if hasattr(convert, "held"):
+            convert.held = lambda key: scanner.held(0, key)
+
+    def feed(self, text: str) -> None:
+        self._send(self.convert.feed(text))
+
+    def finish(self) -> None:
+        self._send(self.convert.finish())
+
+    def _send(self, text: str) -> None:
+        if not text:
+            return
+        scanner = self.scanner
+        if self.name is not None and not self.named:
+            scanner.feed(text[0])  # the "{": the call begins
+            self.named = True
+            if scanner.n == 0:
+                scanner.out("name", 0, self.name)
+            text = text[1:]
+        scanner.feed(text)
+
+
+# ------------------------------------------------------------------------------------------------
+# The whole-body parser, its dialects (deviation D6), the recover repair and the grammar fragment.
+
+
+@functools.lru_cache(maxsize=256)
+def _dialect_finder(opens: tuple[str, ...], unquoted_keys: bool,
+                    python_literals: bool = False) -> re.Pattern:
+    """A pattern that finds the next position the JSON dialect scanner must look at.
+
+    That is: the first character of any ``string_delims`` opener, a ``"`` (a JSON string to
+    skip), with ``unquoted_keys`` a ``{`` or ``,`` (a key may follow), and with
+    ``python_literals`` a ``T``, ``F`` or ``N`` (a Python literal may start).
+    """
+    chars = {'"'}
+    if unquoted_keys:
+        chars.update("{,")
+    if python_literals:
+        chars.update("TFN")
+    chars.update(o[0] for o in opens if o)
+    return re.compile("[" + "".join(re.escape(c) for c in sorted(chars)) + "]")
+
+
+# A JSON string body after its opening quote: escapes skip one character; stops after the
+# closing quote. An unterminated string runs to the end of the text.
+_JSON_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+
+
+# JSON insignificant whitespace, then a bare key directly followed by its colon. The reference
+# uses a Unicode ``\w+`` key, so do we.
+_BARE_KEY = re.compile(r"[ \t\r\n]*(\w+):")
+
+
+# A Python literal as a whole word (the scanner checks the character before it).
+_PY_LITERAL = re.compile(r"(?:True|False|None)(?!\w)")
+
+
+_PY_TO_JSON = {"True": "true", "False": "false", "None": "null"}
+
+
+def _checked_delims(string_delims: Any) -> tuple[tuple[str, str], ...]:
+    """Validate ``string_delims`` into a tuple of (open, close) string pairs.
+
+    Raises:
+        ValueError: the argument is not a list of two-string pairs.
+    """
+    pairs = []
+    for pair in string_delims:
+        if isinstance(pair, str):
+            raise ValueError(f"string_delims entry {pair!r} is not an [open, close] pair")
+        open_d, close_d = pair
+        if not isinstance(open_d, str) or not isinstance(close_d, str):
+            raise ValueError(f"string_delims entry {pair!r} must hold two strings")
+        pairs.append((open_d, close_d))
+    return tuple(pairs)
+
+
+def _apply_dialects(text: str, delims: tuple[tuple[str, str], ...], unquoted_keys: bool,
+                    python_literals: bool = False) -> str:
+    """Rewrite lax JSON into strict JSON in one left-to-right scan (deviation D6).
+
+    Outside JSON string literals: a span ``open ... close`` of a ``string_delims`` pair (the first
+    pair whose opener starts here and whose closer follows; the closer is its next occurrence)
+    becomes ``json.dumps`` of the enclosed text, and with ``unquoted_keys`` an identifier that
+    follows ``{`` or ``,`` (after optional whitespace) and is directly followed by ``:`` gets
+    quoted; with ``python_literals`` a whole-word Python literal becomes its JSON spelling. JSON
+    string literals are copied verbatim.
+
+    Args:
+        text (str): the region body.
+        delims (tuple[tuple[str, str], ...]): validated ``string_delims`` pairs, in priority order.
+        unquoted_keys (bool): whether to quote bare keys.
+        python_literals (bool): whether a whole-word ``True``/``False``/``None`` outside strings
+            becomes ``true``/``false``/``null``.
+
+    Returns:
+        str: the rewritten text (``text`` itself when nothing changed).
+    """
+    finder = _dialect_finder(tuple(o for o, _ in delims), unquoted_keys, python_literals)
+    out: list[str] = []
+    copied = 0  # text[:copied] is already in ``out``
+    pos = 0
+    length = len(text)
+    # Closers known to be absent from the rest of the text: once a search for one fails, later
+    # openers of that pair are plain text, and searching again would make the scan quadratic.
+    exhausted: set[str] = set()
+    while pos < length:
+        m = finder.search(text, pos)
+        if m is None:
+            break
+        at = m.start()
+        handled = False
+        for open_d, close_d in delims:
+            if open_d and close_d not in exhausted and text.startswith(open_d, at):
+                body_start = at + len(open_d)
+                end = text.find(close_d, body_start)
+                if end < 0:
+                    exhausted.add(close_d)
+                    continue
+                out.append(text[copied:at])
+                out.append(json.dumps(text[body_start:end]))
+                pos = copied = end + len(close_d)
+                handled = True
+                break
+        if handled:
+            continue
+        char = text[at]
+        if char == '"':
+            pos = _JSON_STRING_REST.match(text, at + 1).end()
+        elif unquoted_keys and char in "{,":
+            key = _BARE_KEY.match(text, at + 1)
+            if key is not None:
+                out.append(text[copied:key.start(1)])
+                out.append('"' + key.group(1) + '"')
+                copied = key.end(1)
+                pos = key.end()
+            else:
+                pos = at + 1
+        elif python_literals and char in "TFN":
+            word = _PY_LITERAL.match(text, at)
+            if word is not None and not (at and (text[at - 1].isalnum() or text[at - 1] == "_")):
+                out.append(text[copied:at])
+                out.append(_PY_TO_JSON[word.group()])
+                copied = pos = word.end()
+            else:
+                pos = at + 1
+        else:
+            pos = at + 1
+    if not out:
+        return text
+    out.append(text[copied:])
+    return "".join(out)
+
+
+# json.loads(text) for a str is ``JSONDecoder().decode``: WHITESPACE, ``scan_once``, WHITESPACE,
+# "Extra data" unless at the end (CPython Lib/json/decoder.py); parse_json's quick path repeats it.
+_JSON_SCAN = json.JSONDecoder().scan_once
+
+
+_JSON_WS = json.decoder.WHITESPACE.match
+
+
+def make(args: dict) -> ContentParser:
+    """The whole-body parser: the body read as JSON in respc's dialects (deviation D6); raises
+    ContentParseError (with ``allow_non_json``, the stripped text instead)."""
+    allow_non_json = bool(args.get("allow_non_json"))
+    unquoted_keys = bool(args.get("unquoted_keys", False))
+    python_literals = bool(args.get("python_literals", False))
+    fallback = make_text(args)
+    # Validate the dialect arguments once; a bad value is reported (or, with allow_non_json,
+    # falls back to text) when a region is parsed, like every other failure.
+    bad_args: Exception | None = None
+    delims: tuple[tuple[str, str], ...] = ()
+    try:
+        delims = _checked_delims(args.get("string_delims") or [])
+    except (ValueError, TypeError) as exc:
+        bad_args = exc
+    dialects = bool(delims) or unquoted_keys or python_literals
+    plain = not dialects and bad_args is None
+
+    def parse_json(text: str) -> Any:
+        if plain and text.__class__ is str:
+            # What json.loads does with a str, without its three Python frames: the C reader after
+            # leading whitespace, then only trailing whitespace. Anything else (a failure, extra
+            # data) goes the full way below, which gives the same value or raises the same error.
+            try:
+                value, end = _JSON_SCAN(text, _JSON_WS(text, 0).end())
+            except (StopIteration, ValueError, RecursionError):
+                pass
+            else:
+                if _JSON_WS(text, end).end() == len(text):
+                    return value
+        working = text
+        try:
+            if bad_args is not None:
+                raise ValueError(f"invalid string_delims: {bad_args}")
+            if dialects:
+                working = _apply_dialects(text, delims, unquoted_keys, python_literals)
+            return json.loads(working)
+        except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+            if allow_non_json:
+                try:
+                    return fallback(text)
+                except (TypeError, AttributeError):
+                    pass  # not even text: report below
+            if working is text or working == text:
+                raise ContentParseError(
+                    f"json parser could not parse region as JSON.\nContent: {text!r}\nError: {exc}"
+                ) from exc
+            raise ContentParseError(
+                "json: could not parse after dialect transforms.\n"
+                f"Original: {text!r}\nTransformed: {working!r}\nError: {exc}"
+            ) from exc
+
+    return parse_json
+
+
+#: a bare value right after ``:``, ``[`` or ``,`` up to the end of the text searched
+_BARE_VALUE = regex.compile(r'(?:(?<=[:\[,])|(?<=[:\[,]\s+))[^\s{}\[\],:"][^{}\[\],:"]*\Z')
+
+
+def _add_missing_opens(text: str, open_: str, close: str, notes: list[str]) -> str:
+    """``string_delims`` whose open and close are one token (gemma4 ``<|"|>``), written an odd
+    number of times: a close right after a bare value (``{query:weather in Tokyo<|"|>}``) lost
+    its open, which is added before the value."""
+    if open_ != close or text.count(open_) % 2 == 0:
+        return text
+    out: list[str] = []
+    last, inside = 0, False
+    at = text.find(open_)
+    while at >= 0:
+        if inside:
+            inside = False
+        else:
+            bare = _BARE_VALUE.search(text, last, at)
+            if bare is not None:
+                out.append(text[last:bare.start()] + open_ + text[bare.start():at + len(close)])
+                last = at + len(close)
+                notes.append(NOTES["missing-open"].format(open_))
+                at = text.find(open_, last)
+                continue
+            inside = True
+        at = text.find(open_, at + len(open_))
+    out.append(text[last:])
+    return "".join(out)
+
+
+def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
+    """``errors="recover"``: the json parser's repair (``runtime/repair.py``); dialects first."""
+    unquoted_keys = bool(args.get("unquoted_keys", False))
+    python_literals = bool(args.get("python_literals", False))
+    try:
+        delims = _checked_delims(args.get("string_delims") or [])
+    except (ValueError, TypeError):
+        return lambda text: None
+    dialects = bool(delims) or unquoted_keys or python_literals
+
+    def fix(text: str) -> "tuple[Any, list[str]] | None":
+        working = text
+        notes: list[str] = []
+        if dialects:
+            for open_, close in delims:
+                working = _add_missing_opens(working, open_, close, notes)
+            try:
+                working = _apply_dialects(working, delims, unquoted_keys, python_literals)
+            except (ValueError, TypeError, AttributeError):
+                working = text
+        repaired, more = repair_json_text(working)
+        notes += more
+        if not notes:
+            return None
+        try:
+            return json.loads(repaired), notes
+        except (ValueError, RecursionError):
+            return None
+
+    return fix
+
+
+def grammar(args: dict) -> str:
+    """A Lark rule body for a json body, approximate (a regex cannot count brackets; docs/formats.md)."""
+    if args.get("allow_non_json"):
+        return _ANY_BODY
+    return r"/[ \t\r\n]*(?:\{[\s\S]*\}|\[[\s\S]*\]|\"[\s\S]*\"|[\w.+\-]+|<[\s\S]+)[ \t\r\n]*/s"
+
+
+FORMAT = Format("json", True, check, plan, make, reader=json_boundary, ends_itself=True, can_reject=True,
+                repair=repair, grammar=grammar)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..content import ContentParser, _error, _failing, _grammar_any, _make_text, _make_value_parser
+from ..content import ContentParser, _error, _failing, _grammar_any, _make_value_parser
 from ..errors import ContentParseError
 from .base import Format, Plan, Problems, call_shape, is_tool_field, unmatched_problems, value_parser_problems
+from .text import make as make_text
 
 
 def check(args: dict, where: str = "content_args") -> Problems:
@@ -24,7 +25,7 @@ def make(args: dict) -> ContentParser:
     ``"unmatched": "skip"``; ``value_parser`` (a spec, or in v2 a switch on ``"key"``) reads each value."""
     line_sep = args.get("line_sep", "\n")
     kv_sep = args.get("kv_sep", ":")
-    prepare = _make_text(args)
+    prepare = make_text(args)
     sub_parse, switch = _make_value_parser(args.get("value_parser"))
     skip = args.get("unmatched", "error") == "skip"
     if switch is not None and switch != "key":

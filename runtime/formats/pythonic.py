@@ -1,11 +1,23 @@
 """The ``pythonic`` format (template language v2): a list of Python calls, ``[f(a=1), g()]``
-(``runtime/pythonic.py``; template-language.md "Content parsers")."""
+(``runtime/pythonic.py``; template-language.md "Content parsers"): its checks and plan, its boundary reader
+(:class:`PythonicBoundary`: where the call list ends) and its argument reader (:class:`PythonicArgs`: the calls
+converted to JSON argument text as they are written, for the OpenAI adapter)."""
 
 from __future__ import annotations
 
-from ..content import _grammar_pythonic, _make_pythonic
-from ..decoders import pythonic_boundary
-from .base import Format, Plan, Problems, bool_args, call_shape, is_tool_field
+import json
+import re
+import unicodedata
+from collections.abc import Callable
+from typing import Any
+
+import regex
+
+from ..content import ContentParser, _failing
+from ..pythonic import PYTHON_SPACE, parse_pythonic
+from ..pythonic import _JSON_WORDS as _PY_ALL_WORDS
+from ..pythonic import quick_read as _quick_pythonic
+from .base import ACCEPTED, UNDECIDED, Boundary, Format, Plan, Problems, bool_args, call_shape, is_tool_field
 
 
 def check(args: dict, where: str = "content_args") -> Problems:
@@ -32,5 +44,678 @@ def plan(field) -> Plan:
     return Plan("pythonic", **base)
 
 
-FORMAT = Format("pythonic", True, check, plan, _make_pythonic, reader=pythonic_boundary, ends_itself=True,
-                can_reject=True, grammar=_grammar_pythonic, since=2)
+# ------------------------------------------------------------------------------------------------
+# The boundary reader: where a call list ends (``end: "value"``, ``reject``; the core's Format.reader).
+
+_PY_SPACE = re.compile(r"[ \t\r\n\f\v]*")
+_NAME_START = regex.compile(r"[^\W\d]")
+_NAME_REST = regex.compile(r"\w*")
+_PY_CODE_STOP = re.compile(r"[\[\](){}'\"]")
+_PY_STRING_STOP = {"'": re.compile(r"['\\]"), '"': re.compile(r'["\\]')}
+_OPENERS = "([{"
+_CLOSERS = ")]}"
+
+
+class PythonicBoundary(Boundary):
+    """End of a pythonic call list ``[f(a=1), g()]`` or of a bare call ``f(a=1)``.
+
+    Accept rule (the grammar of :mod:`respc.runtime.pythonic`): after whitespace, ``[`` followed
+    (after whitespace) by ``]`` or by a dotted name and ``(``; or, with ``allow_bare``, a dotted
+    name directly followed by ``(``. The decoder stays UNDECIDED while the name is being read and
+    ACCEPTS at the ``(``; ``Sure, I can`` is REJECTED at the ``,``. After that it tracks
+    ``()[]{}`` nesting and strings in either quote, triple quotes included, where a backslash
+    always protects the next character (true of raw strings too). The value ends at the bracket
+    that closes the list (or the bare call's parenthesis).
+    """
+
+    def __init__(self, allow_bare: bool = True) -> None:
+        self.status = UNDECIDED
+        self._allow_bare = allow_bare
+        self._state = "start"
+        self._depth = 0
+        self._quote = ""
+        self._carry = ""
+
+    def _scan(self, data: str) -> int:
+        state = self._state
+        if state == "start":
+            # Quick path (issue 14): a whole call list of the pythonic reader's quick subset
+            # (strings without backslashes, no nesting but the calls' own brackets) ends where
+            # that reader stops: the scan below would accept at the first '(' and reach depth 0 at
+            # the same closing bracket (tests/test_quick_readers.py compares the two). Not tried
+            # before a ')' is there (a streamed body's first pieces, prose probed after a '['):
+            # no call list is complete without one.
+            got = _quick_pythonic(data, self._allow_bare, None, _PY_ALL_WORDS) if ")" in data else None
+            if got is not None:
+                self.status = ACCEPTED
+                self._state = "done"
+                return got[1]
+        i, n = 0, len(data)
+        depth = self._depth
+        try:
+            while i < n:
+                if state == "code":
+                    m = _PY_CODE_STOP.search(data, i)
+                    if m is None:
+                        break
+                    i = m.start()
+                    char = data[i]
+                    if char in _OPENERS:
+                        depth += 1
+                        i += 1
+                    elif char in _CLOSERS:
+                        depth -= 1
+                        i += 1
+                        if depth == 0:
+                            state = "done"
+                            return i
+                    elif data.startswith(char * 3, i):
+                        self._quote = char * 3
+                        state = "string"
+                        i += 3
+                    elif n - i < 3 and data[i:] == char * (n - i):
+                        self._carry = data[i:]  # ', '' : an empty string or a triple quote
+                        break
+                    elif data.startswith(char * 2, i):
+                        i += 2  # the empty string
+                    else:
+                        self._quote = char
+                        state = "string"
+                        i += 1
+                elif state == "string":
+                    quote = self._quote
+                    m = _PY_STRING_STOP[quote[0]].search(data, i)
+                    if m is None:
+                        break
+                    i = m.start()
+                    if data[i] == "\\":
+                        if i + 1 == n:
+                            state = "escape"
+                            break
+                        i += 2
+                    elif len(quote) == 1 or data.startswith(quote, i):
+                        i += len(quote)
+                        state = "code"
+                    elif n - i < 3 and data[i:] == quote[0] * (n - i):
+                        self._carry = data[i:]
+                        break
+                    else:
+                        i += 1
+                elif state == "escape":
+                    i += 1
+                    state = "string"
+                elif state == "start" or state == "list":
+                    i = _PY_SPACE.match(data, i).end()
+                    if i == n:
+                        break
+                    char = data[i]
+                    if state == "start" and char == "[":
+                        depth = 1
+                        state = "list"
+                        i += 1
+                    elif state == "list" and char == "]":
+                        self.status = ACCEPTED
+                        state = "done"
+                        return i + 1
+                    elif _NAME_START.match(char) and (state == "list" or self._allow_bare):
+                        state = "name"
+                        i += 1
+                    else:
+                        return self._reject()
+                elif state == "name":
+                    i = _NAME_REST.match(data, i).end()
+                    if i == n:
+                        break
+                    char = data[i]
+                    i += 1
+                    if char == ".":
+                        state = "dot"
+                    elif char == "(":
+                        self.status = ACCEPTED
+                        depth += 1
+                        state = "code"
+                    else:
+                        return self._reject()
+                else:  # "dot": a name must follow
+                    if not _NAME_START.match(data[i]):
+                        return self._reject()
+                    state = "name"
+                    i += 1
+            return -1
+        finally:
+            if self._state != "rejected":
+                self._state = state
+            self._depth = depth
+
+
+def pythonic_boundary(args: dict) -> Callable[[], Boundary]:
+    """Factory of :class:`PythonicBoundary` decoders for a pythonic field's ``content_args``.
+
+    Args:
+        args (dict): ``allow_bare`` (bool, default true).
+
+    Returns:
+        Callable[[], Boundary]: a new decoder per call (one per open region).
+    """
+    allow_bare = bool(args.get("allow_bare", True))
+    return lambda: PythonicBoundary(allow_bare)
+
+
+# ------------------------------------------------------------------------------------------------
+# The argument reader (plan "pythonic"): calls converted to JSON argument text as they are written.
+#
+# Pythonic tool calls converted to JSON argument text as they are written (issue 9).
+#
+# Theory of operation
+# -------------------
+# A ``pythonic`` tool-call body (:mod:`respc.runtime.pythonic`: ``[get_weather(city='Paris',
+# days=3), other(x="a\\"b")]``, or a bare call) is read one character at a time by
+# :class:`PythonicArgs`, a state machine over the reader's grammar, and turned into the events of
+# :class:`respc.openai.ChatCompletionStream`'s JSON scanner: ``call`` and ``name`` at each call's
+# ``(`` (the name is complete there: no space may stand before the parenthesis), ``args``
+# fragments, ``end`` at its ``)``.
+#
+# What goes out is always a beginning of ``json.dumps(arguments, ensure_ascii=False)`` of the
+# arguments the message will hold (``{"key": value, ...}``, the same separators):
+#
+# * A keyword argument whose value begins with a string (any quote, triple quotes, an ``r``/``u``
+#   prefix) streams as JSON string text: ``{"key": "`` at the opening quote, then the decoded
+#   characters as they are read (Python escapes decoded, one by one even when split across
+#   chunks, then escaped as JSON escapes them), the closing ``"`` once the next token shows the
+#   value ended (a ``,`` or ``)``; whitespace and a following string, which Python concatenates,
+#   keep it open).
+# * Any other value (number, ``True``/``False``/``None``, list, tuple, dict, set), and a string
+#   the tool schema types (template-language.md "Tool-argument typing"), is held until it is complete (the ``,`` or
+#   ``)`` after it at bracket depth 0, strings skipped), then read by :func:`respc.runtime.pythonic.parse_pythonic`
+#   itself (so it is exactly the message's value: tuples and sets become lists, ``None`` null),
+#   typed by the tool schema and sent as ``"key": <json>``.
+# * Text the reader would reject (a positional argument, a name that is not a literal, a
+#   malformed escape, ``==``) stops the machine (``dead``) before anything about it is sent; the
+#   region then finishes at its close (:func:`finish`): when what was sent is a beginning of the
+#   message's arguments text, the rest goes out, otherwise the stream's own check reports it.
+#
+# The region's format plan (``runtime/formats/pythonic.py``, decided at compile time) says whether the
+# template's transform passes the reader's ``name``/``arguments`` through unchanged; other transforms go
+# out at close.
+#
+
+_SIMPLE = {
+    "\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r",
+    "t": "\t", "v": "\v", "\n": "",
+}
+_HEX = {"x": 2, "u": 4, "U": 8}
+_HEXDIGITS = frozenset("0123456789abcdefABCDEF")
+_OCTAL = frozenset("01234567")
+_PREFIX = frozenset("rRuU")
+_OPEN = frozenset("([{")
+_CLOSE = frozenset(")]}")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _json_chars(text: str) -> str:
+    """``text`` as the inside of a JSON string, escaped as ``json.dumps`` escapes it."""
+    return _dumps(text)[1:-1]
+
+
+_ARG_NAME_START = regex.compile(r"[^\W\d]").match  # runtime.pythonic's _NAME, one character at a time
+_ARG_NAME_CHAR = regex.compile(r"\w").match
+
+
+def _name_start(c: str) -> bool:
+    return _ARG_NAME_START(c) is not None
+
+
+def _name_char(c: str) -> bool:
+    return _ARG_NAME_CHAR(c) is not None
+
+
+class _Bad(Exception):
+    """The text cannot be what the reader accepts (the machine stops)."""
+
+
+class _Str:
+    """One Python string literal after its prefix, from its first quote: :meth:`feed` takes one
+    character and returns 0 (taken), 1 (taken, the string ended) or 2 (not taken: the string
+    ended before it, the caller reads it again); decoded characters go to ``out``. Follows
+    :meth:`respc.runtime.pythonic._Reader.string`: the first closing quote (run) ends it, a
+    raw string keeps a backslash and the character after it, escapes as Python's."""
+
+    __slots__ = ("q", "raw", "skim", "state", "back", "quotes", "esc", "out")
+
+    def __init__(self, quote: str, raw: bool, out: list[str], skim: bool = False) -> None:
+        self.q = quote
+        self.raw = raw
+        self.skim = skim       # only find the end: a backslash protects the next character
+        self.state = "open1"   # open1/open2 (deciding triple), one, three, esc, hex, name, octal, cr
+        self.back = "one"      # the body state an escape returns to
+        self.quotes = 0        # quotes seen in a row inside a triple-quoted string
+        self.esc = ""          # the escape being read (after the backslash)
+        self.out = out
+
+    def feed(self, c: str) -> int:
+        state = self.state
+        if state == "open1":
+            if c == self.q:
+                self.state = "open2"
+                return 0
+            self.state = "one"
+            return self._body(c)
+        if state == "open2":
+            if c == self.q:
+                self.state = "three"
+                return 0
+            return 2  # '' : the empty string
+        if state in ("one", "three"):
+            return self._body(c)
+        return self._escape(c)
+
+    def _body(self, c: str) -> int:
+        q = self.q
+        if self.state == "three":
+            if c == q:
+                self.quotes += 1
+                if self.quotes == 3:
+                    return 1
+                return 0
+            if self.quotes:
+                self.out.append(q * self.quotes)
+                self.quotes = 0
+        elif c == q:
+            return 1
+        if c == "\\":
+            self.esc = ""
+            self.back, self.state = self.state, "esc"
+            return 0
+        self.out.append(c)
+        return 0
+
+    def _back(self) -> None:
+        self.state = self.back
+
+    def _escape(self, c: str) -> int:
+        state = self.state
+        if state == "esc":
+            if self.skim:
+                self._back()
+                return 0
+            if self.raw:
+                self.out.append("\\" + c)  # r'\'' keeps both characters
+                self._back()
+                return 0
+            if c in _SIMPLE:
+                self.out.append(_SIMPLE[c])
+                self._back()
+            elif c == "\r":
+                self.state = "cr"
+            elif c in _HEX:
+                self.esc = c
+                self.state = "hex"
+            elif c == "N":
+                self.esc = "N"
+                self.state = "name"
+            elif c in _OCTAL:
+                self.esc = c
+                self.state = "octal"
+            else:
+                self.out.append("\\" + c)  # an unknown escape keeps its backslash
+                self._back()
+            return 0
+        if state == "cr":  # \<CR> and \<CR><LF> continue the line
+            self._back()
+            return 0 if c == "\n" else self._body(c)
+        if state == "hex":
+            if c not in _HEXDIGITS:
+                raise _Bad(f"truncated \\{self.esc[0]} escape")
+            self.esc += c
+            if len(self.esc) == 1 + _HEX[self.esc[0]]:
+                code = int(self.esc[1:], 16)
+                if code > 0x10FFFF:
+                    raise _Bad("escape beyond U+10FFFF")
+                self.out.append(chr(code))
+                self._back()
+            return 0
+        if state == "name":
+            if self.esc == "N":
+                if c != "{":  # \N without {...}: an unknown escape, kept
+                    self.out.append("\\N")
+                    self._back()
+                    return self._body(c)
+                self.esc = "N{"
+                return 0
+            if c != "}":
+                self.esc += c
+                return 0
+            try:
+                self.out.append(unicodedata.lookup(self.esc[2:]))
+            except KeyError:
+                raise _Bad("unknown character name") from None
+            self._back()
+            return 0
+        # octal: up to three digits
+        if c in _OCTAL and len(self.esc) < 3:
+            self.esc += c
+            if len(self.esc) == 3:
+                self.out.append(chr(int(self.esc, 8)))
+                self._back()
+            return 0
+        self.out.append(chr(int(self.esc, 8)))
+        self._back()
+        return self._body(c)
+
+
+class PythonicArgs:
+    """Incremental reader of a pythonic tool-call body that sends each call's arguments as JSON
+    text while they are written (module docstring).
+
+    Args:
+        out (Callable[[str, int, str], None]): ``out(kind, n, text)`` with kind ``"call"`` (call
+            ``n`` of the region began: its ``(``), ``"name"`` (its name, at the ``(``),
+            ``"args"`` (a fragment of its arguments JSON) or ``"end"`` (its arguments are
+            complete: the ``)``).
+        held (Callable[[int, str], Any]): ``held(n, key)`` true when the tool schema may change
+            argument ``key`` of call ``n`` (its value is then held until complete).
+        typed (Callable[[int, str, Any], str]): ``typed(n, key, value)`` -> the JSON text of
+            ``value`` as the message holds it (the schema typing applied).
+        allow_bare (bool), strip_suffix (str | None), json_literals (bool): the region's
+            ``pythonic`` ``content_args``.
+
+    ``feed(text)`` takes the body's next piece (any size, any split); ``dead`` is true once the
+    text can no longer be what the reader accepts (nothing more is sent); ``complete`` once the
+    call list (or bare call) ended.
+    """
+
+    mode = "pythonic"
+
+    def __init__(self, out: Callable, held: Callable, typed: Callable, *, allow_bare: bool = True,
+                 strip_suffix: str | None = None, json_literals: bool = False) -> None:
+        self.out, self.held, self.typed = out, held, typed
+        self.allow_bare = allow_bare
+        self.strip_suffix = strip_suffix
+        self.json_literals = json_literals
+        self.words = {"True", "False", "None"} | ({"true", "false", "null"} if json_literals else set())
+        self.state = "start"
+        self.bare = False
+        self.n = -1
+        self.buf: list[str] = []     # the name, keyword or held value being read
+        self.key = ""
+        self.begun = False           # "{" of the current call's arguments was sent
+        self.string: _Str | None = None
+        self.decoded: list[str] = []  # decoded characters of the streamed string not sent yet
+        self.skimmed: list[str] = []  # (what a string inside a held value decodes to: unused)
+        self.depth = 0
+        self.raw_next = False        # a string prefix r/R was read
+        self.dead = False
+        self.complete = False
+
+    # --- driving ---------------------------------------------------------------------------
+    def feed(self, text: str) -> None:
+        """Read the next piece of the body (see the class docstring)."""
+        if self.dead:
+            return
+        emit: list[str] = []
+        try:
+            for c in text:
+                self._char(c, emit)
+        except _Bad:
+            self.dead = True
+        self._flush(emit)
+
+    def _flush(self, emit: list[str]) -> None:
+        if self.decoded:
+            emit.append(_json_chars("".join(self.decoded)))
+            self.decoded.clear()
+        if emit:
+            self.out("args", self.n, "".join(emit))
+            emit.clear()
+
+    def _sep(self) -> str:
+        first = not self.begun
+        self.begun = True
+        return "{" if first else ", "
+
+    def _char(self, c: str, emit: list[str]) -> None:
+        state = self.state
+        # --- inside a string (streamed, or skimmed within a held value) -----------------------
+        string = self.string
+        if string is not None:
+            got = string.feed(c)
+            if state == "cap":
+                if got != 2:
+                    self.buf.append(c)
+                if got:
+                    self.string = None
+                    self.skimmed.clear()
+                    if got == 2:
+                        self._capture(c, emit)
+                return
+            if got:
+                self.string = None
+                self.state = "safter"
+                if got == 2:
+                    self._after_string(c, emit)
+            return
+        if state == "cap":
+            self._capture(c, emit)
+        elif state == "safter":
+            self._after_string(c, emit)
+        elif c in PYTHON_SPACE and state in ("start", "list0", "list1", "lsep", "args0", "kw_sp", "val0", "aval", "done"):
+            return
+        elif state == "start":
+            if c == "[":
+                self.state = "list0"
+            elif _name_start(c) and self.allow_bare:
+                self.bare = True
+                self._begin_name(c)
+            else:
+                raise _Bad("expected '[' or a call")
+        elif state in ("list0", "list1"):
+            if c == "]":
+                self.state = "done"
+                self.complete = True
+            elif _name_start(c):
+                self._begin_name(c)
+            else:
+                raise _Bad("expected a call")
+        elif state == "name":
+            if _name_char(c):
+                self.buf.append(c)
+            elif c == ".":
+                self.buf.append(c)
+                self.state = "dot"
+            elif c == "(":
+                self._open_call(emit)
+            else:
+                raise _Bad("expected '(' after the call name")
+        elif state == "dot":
+            if not _name_start(c):
+                raise _Bad("expected a name after '.'")
+            self.buf.append(c)
+            self.state = "name"
+        elif state == "args0":
+            if c == ")":
+                self._close_call(emit)
+            elif _name_start(c):
+                self.buf = [c]
+                self.state = "kw"
+            else:
+                raise _Bad("expected a keyword argument (positional arguments have no name)")
+        elif state == "kw":
+            if _name_char(c):
+                self.buf.append(c)
+                return
+            self.key = "".join(self.buf)
+            if self.key in self.words:
+                raise _Bad("a literal is not a keyword")
+            if c == "=":
+                self.state = "eq"
+            elif c in PYTHON_SPACE:
+                self.state = "kw_sp"
+            else:
+                raise _Bad("expected '=' after the argument name")
+        elif state == "kw_sp":
+            if c != "=":
+                raise _Bad("expected '=' after the argument name")
+            self.state = "eq"
+        elif state == "eq":
+            if c == "=":
+                raise _Bad("'==' is not a keyword argument")
+            self.state = "val0"
+            self._char(c, emit)
+        elif state == "val0":
+            self._value(c, emit)
+        elif state in ("prefix", "sprefix"):
+            if c not in "'\"":
+                raise _Bad("a name is not a literal")
+            self._open_string(c, emit, state == "sprefix")
+        elif state == "aval":
+            self._separator(c, emit)
+        elif state == "lsep":
+            if c == ",":
+                self.state = "list1"
+            elif c == "]":
+                self.state = "done"
+                self.complete = True
+            else:
+                raise _Bad("expected ',' or ']' after a call")
+        elif state == "done":
+            raise _Bad("text after the calls")
+
+    # --- calls -------------------------------------------------------------------------------
+    def _begin_name(self, c: str) -> None:
+        self.buf = [c]
+        self.state = "name"
+
+    def _open_call(self, emit: list[str]) -> None:
+        name = "".join(self.buf)
+        suffix = self.strip_suffix
+        if suffix and name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+        self._flush(emit)
+        self.n += 1
+        self.begun = False
+        self.out("call", self.n, "")
+        self.out("name", self.n, name)
+        self.state = "args0"
+
+    def _close_call(self, emit: list[str]) -> None:
+        emit.append("}" if self.begun else "{}")
+        self._flush(emit)
+        self.out("end", self.n, "")
+        if self.bare:
+            self.state = "done"
+            self.complete = True
+        else:
+            self.state = "lsep"
+
+    def _separator(self, c: str, emit: list[str]) -> None:
+        if c == ",":
+            self.state = "args0"
+        elif c == ")":
+            self._close_call(emit)
+        else:
+            raise _Bad("expected ',' or ')' after an argument")
+
+    # --- values ------------------------------------------------------------------------------
+    def _value(self, c: str, emit: list[str]) -> None:
+        held = bool(self.held(self.n, self.key))
+        if not held and c in "'\"":
+            self.raw_next = False
+            self._open_string(c, emit, False)
+        elif not held and c in _PREFIX:
+            self.raw_next = c in "rR"
+            self.state = "prefix"
+        else:
+            self.buf = []
+            self.depth = 0
+            self.state = "cap"
+            self._capture(c, emit)
+
+    def _open_string(self, quote: str, emit: list[str], more: bool) -> None:
+        """A string of a streamed value opens (``more``: one that continues the value's previous
+        string, which Python concatenates; otherwise ``"key": "`` goes out first)."""
+        if not more:
+            emit.append(self._sep() + _dumps(self.key) + ': "')
+        self.string = _Str(quote, self.raw_next, self.decoded)
+        self.state = "sin"
+
+    def _after_string(self, c: str, emit: list[str]) -> None:
+        """After a streamed string: whitespace and another string continue it; ``,``/``)`` end it."""
+        if c in PYTHON_SPACE:
+            return
+        if c in "'\"":
+            self.raw_next = False
+            self._open_string(c, emit, True)
+        elif c in _PREFIX:
+            self.raw_next = c in "rR"
+            self.state = "sprefix"
+        elif c in ",)":
+            if self.decoded:
+                emit.append(_json_chars("".join(self.decoded)))
+                self.decoded.clear()
+            emit.append('"')
+            self.state = "aval"
+            self._separator(c, emit)
+        else:
+            raise _Bad("expected ',' or ')' after a string")
+
+    def _capture(self, c: str, emit: list[str]) -> None:
+        """A held value: collect its text to its end at bracket depth 0, then send it typed."""
+        if self.depth == 0 and c in ",)":
+            raw = "".join(self.buf)
+            try:
+                value = parse_pythonic("_(_=" + raw + ")", allow_bare=True,
+                                       json_literals=self.json_literals)[0]["arguments"]["_"]
+            except Exception:  # noqa: BLE001 - not a value the reader accepts
+                raise _Bad("not a literal") from None
+            emit.append(self._sep() + _dumps(self.key) + ": " + self.typed(self.n, self.key, value))
+            self.state = "aval"
+            self._separator(c, emit)
+            return
+        self.buf.append(c)
+        if c in "'\"":
+            self.string = _Str(c, False, self.skimmed, skim=True)
+        elif c in _OPEN:
+            self.depth += 1
+        elif c in _CLOSE:
+            if self.depth == 0:
+                raise _Bad("unbalanced bracket")
+            self.depth -= 1
+
+
+def reader_options(args: dict) -> dict:
+    """The reader options (``allow_bare``, ``strip_suffix``, ``json_literals``) of a pythonic region's
+    ``content_args``; which regions convert as written is the format's plan (``runtime/formats/pythonic.py``:
+    the transform keeps the reader's ``name``/``arguments``)."""
+    suffix = args.get("strip_suffix")
+    return {"allow_bare": bool(args.get("allow_bare", True)), "strip_suffix": suffix if isinstance(suffix, str) else None,
+            "json_literals": bool(args.get("json_literals", False))}
+
+
+def make(args: dict) -> ContentParser:
+    """The whole-body parser (``runtime/pythonic.py`` ``parse_pythonic``); raises ContentParseError."""
+    strip_suffix = args.get("strip_suffix")
+    allow_bare = args.get("allow_bare", True)
+    if strip_suffix is not None and not isinstance(strip_suffix, str):
+        return _failing("pythonic", f"strip_suffix must be a string, got {strip_suffix!r}")
+
+    json_literals = bool(args.get("json_literals", False))
+
+    def parse_pythonic_body(text: str) -> list[dict]:
+        return parse_pythonic(text, allow_bare=bool(allow_bare), strip_suffix=strip_suffix,
+                              json_literals=json_literals)
+
+    return parse_pythonic_body
+
+
+def grammar(args: dict) -> str:
+    """A Lark rule body for a pythonic call list, approximate (docs/formats.md: ``Format.grammar``)."""
+    call = r"[^\W\d]\w*(?:\.[^\W\d]\w*)*\([\s\S]*\)"
+    bare = f"|{call}" if args.get("allow_bare", True) is not False else ""
+    return rf"/\s*(?:\[\s*(?:{call}\s*)?\]{bare})\s*/s"
+
+
+FORMAT = Format("pythonic", True, check, plan, make, reader=pythonic_boundary, ends_itself=True,
+                can_reject=True, grammar=grammar, since=2)

@@ -3,8 +3,10 @@ parsers")."""
 
 from __future__ import annotations
 
-from ..content import _grammar_any, _make_text
-from .base import Format, Plan, call_shape, is_tool_field, no_problems, text_mode
+import json
+
+from ..content import ContentParser, _grammar_any
+from .base import Format, Plan, call_shape, escaped, is_tool_field, no_problems, text_mode
 
 
 def plan(field) -> Plan:
@@ -20,4 +22,53 @@ def plan(field) -> Plan:
     return Plan("text", dirty=False, text=text_mode(field, strips))
 
 
-FORMAT = Format("text", False, no_problems, plan, _make_text, grammar=_grammar_any)
+class TextArgs:
+    """A text body sent as the one string argument ``key`` of a call named ``name``:
+    ``{"key": "`` before the first character the message keeps, the text as JSON string text,
+    ``"}`` at the close; with ``strip``, leading whitespace is dropped and trailing whitespace held
+    until text follows it (``str.strip``, as the ``text`` content parser strips).
+
+    ``feed(text) -> str``; ``finish() -> str``; ``begun`` once ``{`` went out.
+    """
+
+    __slots__ = ("key", "strip", "begun", "pending")
+
+    def __init__(self, key: str, strip: bool) -> None:
+        self.key = key
+        self.strip = strip
+        self.begun = False
+        self.pending = ""
+
+    def feed(self, text: str) -> str:
+        head = ""
+        if not self.begun:
+            if self.strip:
+                text = text.lstrip()
+            if not text:
+                return ""
+            self.begun = True
+            head = "{" + json.dumps(self.key, ensure_ascii=False) + ': "'
+        whole = self.pending + text
+        if self.strip:
+            body = whole.rstrip()
+            self.pending = whole[len(body):]
+            whole = body
+        return head + (escaped(whole) if whole else "")
+
+    def finish(self) -> str:
+        if not self.begun:
+            return ""  # nothing kept: the close sends the call
+        self.pending = ""
+        return '"}'
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+def make(args: dict) -> ContentParser:
+    """The whole-body parser: the body, stripped unless ``"strip": false`` (``str.strip`` itself)."""
+    return str.strip if args.get("strip", True) else _identity
+
+
+FORMAT = Format("text", False, no_problems, plan, make, grammar=_grammar_any)

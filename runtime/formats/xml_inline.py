@@ -3,10 +3,18 @@
 
 from __future__ import annotations
 
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
 import regex
 
-from ..content import _REGEX_ERRORS, _grammar_any, _make_xml_inline, _repair_xml_inline
-from .base import Format, Plan, Problems, call_shape, is_tool_field, unmatched_problems, value_parser_problems
+from ..content import _REGEX_ERRORS, ContentParser, _failing, _grammar_any, _make_value_parser, group_end
+from ..errors import ContentParseError
+from ..repair import NOTES
+from .base import Format, Plan, Problems, call_shape, escaped, is_tool_field, unmatched_problems, value_parser_problems
+from .json_ import Converted
 
 #: the value group a ``tag_pattern`` must have (once) for its values to stream as written
 VALUE_GROUP = "(?P<value>.*?)"
@@ -79,5 +87,648 @@ def plan(field) -> Plan:
     return Plan("xml-inline", arguments="per-parameter", call="args", name_group=group)
 
 
-FORMAT = Format("xml-inline", True, check, plan, _make_xml_inline, repair=_repair_xml_inline, repair_on_success=True,
+# ------------------------------------------------------------------------------------------------
+# The argument reader: an xml-inline tool body converted to JSON text as it is written (plan
+# ``"xml-parameters"``; the OpenAI adapter sends the pieces, docs/formats.md "Argument readers").
+
+#: raw values a string parameter must keep unchanged (its value parser and tool type leave them)
+STRING_SAMPLES = ("a", "0", "1", "-2", "1.5", "true", "False", "null", "None", "[1]", "{}", '{"a": 1}', '"a"')
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def stream_plan(args: dict) -> tuple | None:
+    """The stream plan of an xml-inline tool region whose format plan is ``"xml-parameters"``
+    (:func:`plan` checked its ``tag_pattern``: one lazy ``(?P<value>.*?)`` group, the ``key`` group
+    before it, no group after it), built from its ``content_args``.
+
+    Returns:
+        ``(pattern, opening, closing, value_parser, switch, before)``: the compiled ``tag_pattern``, the
+        text before and after its value (DOTALL, as ``runtime.content`` compiles them; a partial match of
+        the whole pattern does not report reliable group spans, so the opening is matched on its own), the
+        ``value_parser`` as ``runtime.content`` builds it (``(raw, selector) -> value`` or None), its switch
+        group and the opening's source; None when a pattern does not compile.
+    """
+    pattern = args["tag_pattern"]
+    try:
+        full = regex.compile(pattern, regex.DOTALL)
+        before, after = pattern.split(VALUE_GROUP)
+        opening, closing = regex.compile(before, regex.DOTALL), regex.compile(after, regex.DOTALL)
+    except (regex.error, TypeError, ValueError):
+        return None
+    value_parser, switch = _make_value_parser(args.get("value_parser"))
+    return (full, opening, closing, value_parser, switch, before)
+
+
+@functools.lru_cache(maxsize=1024)
+def _pinned(before: str, key: str) -> Any:
+    """The opening pattern ``before`` of a ``tag_pattern`` with its ``key`` group matching only ``key``
+    (compiled, DOTALL), or None when the group cannot be found: used to ask whether an opening already
+    matched may still grow (an optional ``<![CDATA[`` after it) without its key group taking the rest of
+    the text."""
+    start = before.find("(?P<key>")
+    if start < 0:
+        return None
+    end = group_end(before, start)
+    try:
+        return regex.compile(before[:start] + "(?P<key>" + regex.escape(key) + ")" + before[end:], regex.DOTALL)
+    except regex.error:
+        return None
+
+
+def string_strip(value: Callable[[str], Any]) -> tuple | None:
+    """How a parameter streams, given ``value(raw)``, its value as the message stores it (value parser, then
+    tool type): ``(lstrip, rstrip)`` when its value stays the raw text (whitespace stripped at the ends as
+    the flags say), None when the value parser or tool type may change it (it is held until complete).
+    Decided by running ``value`` on :data:`STRING_SAMPLES`."""
+    try:
+        if any(value(raw) != raw for raw in STRING_SAMPLES):
+            return None
+        left, right, both = value(" \n a"), value("a \n "), value(" a ")
+        got = (left == "a", right == "a")
+        if left not in (" \n a", "a") or right not in ("a \n ", "a") or both != " a "[got[0]:3 - got[1]]:
+            return None
+        return got
+    except Exception:  # noqa: BLE001 - a value parser that fails on a sample: typed, held
+        return None
+
+
+class _Param:
+    """The parameter an :class:`ArgumentReader` is in: its key, how it streams, what was sent of it."""
+
+    __slots__ = ("key", "selector", "strip", "head", "raw", "started", "pending")
+
+    def __init__(self, key: str, selector: str | None, strip: tuple | None, head: str) -> None:
+        self.key = key
+        self.selector = selector
+        self.strip = strip        # (lstrip, rstrip) of a string value; None: typed, held to its end
+        self.head = head          # the parameter's text before its value
+        self.raw: list[str] = []  # the value text read so far (pieces)
+        self.started = False      # a character of the value was sent (leading whitespace is dropped)
+        self.pending = ""         # trailing whitespace held back
+
+
+class ArgumentReader:
+    """The xml-inline format's incremental reader of a tool body whose parameters stream as written (plan
+    ``"xml-parameters"``, :func:`stream_plan`): each parameter found opens ``"key": "`` and streams its
+    string value (escaped as JSON text) up to what may still be its closing text or stripped whitespace; a
+    typed parameter goes out whole, typed, when its closing text is complete.
+
+    Args:
+        plan (tuple): :func:`stream_plan`'s answer.
+        value (Callable[[str, str | None, str], Any]): ``value(key, selector, raw)``, a parameter's value as
+            the message stores it (value parser, then tool type); may raise (the close then decides).
+        strip (Callable[[str, str | None], tuple | None]): ``strip(key, selector)``, how a parameter streams
+            (:func:`string_strip`, cached by the caller).
+
+    Attributes:
+        text (str): the body not read yet.
+        ready (bool): set by the caller once the call's name is known (a region opened and closed within one
+            feed is sent at its close in one fragment).
+        keys (list[str]): the parameters sent whole, in order.
+        begun (bool): ``{`` was sent.
+        dead (bool): something this reader does not convert as the whole-body parser reads it: the rest
+            waits for the close check.
+        cur: the parameter being written, or None between parameters (a body that ends with one open is
+            truncated).
+    """
+
+    __slots__ = ("mode", "plan", "text", "ready", "cur", "keys", "begun", "dead", "value", "strip")
+
+    def __init__(self, plan: tuple, value: Callable, strip: Callable) -> None:
+        self.mode = "xml"
+        self.plan = plan
+        self.value = value
+        self.strip = strip
+        self.text = ""
+        self.ready = False
+        self.cur: _Param | None = None
+        self.keys: list[str] = []
+        self.begun = False
+        self.dead = False
+
+    def feed(self, text: str) -> None:
+        """Take the next piece of the body (read by :meth:`scan`)."""
+        if not self.dead:
+            self.text += text
+
+    def _sep(self) -> str:
+        sep = ", " if self.begun else "{"
+        self.begun = True
+        return sep
+
+    def scan(self) -> str:
+        """Convert the body text not read yet; return the JSON text it settled (maybe ``""``)."""
+        full, opening, closing, _, switch, before = self.plan
+        text = self.text
+        out: list[str] = []
+        while not self.dead:
+            cur = self.cur
+            if cur is None:
+                m = full.search(text)
+                if m is not None:  # a whole parameter
+                    key = m.group("key")
+                    selector = m.group(switch) if switch is not None else None
+                    try:
+                        value = self.value(key, selector, m.group("value"))
+                    except Exception:  # noqa: BLE001 - the close decides
+                        self.dead = True
+                        break
+                    out.append(self._sep() + _dumps(key) + ": " + _dumps(value))
+                    self.keys.append(key)
+                    text = text[m.end():]
+                    continue
+                # a parameter's opening, settled when text follows it (its greedy end, such as
+                # "\n?" or "\s*", has then seen the character that stops it)
+                m = opening.search(text, partial=True)
+                if m is None:
+                    text = ""
+                    break
+                if m.partial or m.end() == len(text):
+                    text = text[m.start():]
+                    break
+                pinned = _pinned(before, m.group("key"))
+                if pinned is None or pinned.fullmatch(text, m.start(), partial=True) is not None:
+                    # what follows may still extend it (minicpm4's optional "<![CDATA[" after
+                    # the tag, cut at "<!"): wait
+                    text = text[m.start():]
+                    break
+                key = m.group("key")
+                selector = m.group(switch) if switch is not None else None
+                cur = self.cur = _Param(key, selector, self.strip(key, selector), text[m.start():m.end()])
+                text = text[m.end():]
+                if cur.strip is not None:
+                    out.append(self._sep() + _dumps(key) + ': "')
+            found = closing.search(text, partial=True)
+            if found is not None and not found.partial:  # the parameter is complete
+                raw = "".join(cur.raw) + text[:found.start()]
+                whole = cur.head + raw + found.group()
+                m = full.match(whole)
+                if m is None or m.end() != len(whole) or m.group("value") != raw:
+                    self.dead = True  # read differently than the tag_pattern reads it
+                    break
+                try:
+                    value = self.value(cur.key, cur.selector, raw)
+                except Exception:  # noqa: BLE001 - the close decides
+                    self.dead = True
+                    break
+                if cur.strip is None:
+                    out.append(self._sep() + _dumps(cur.key) + ": " + _dumps(value))
+                else:
+                    self._piece(cur, text[:found.start()], out, True)
+                    out.append('"')
+                self.keys.append(cur.key)
+                self.cur = None
+                text = text[found.end():]
+                continue
+            hold = len(text) if found is None else found.start()
+            piece = text[:hold]
+            if piece:
+                cur.raw.append(piece)
+                if cur.strip is not None:
+                    self._piece(cur, piece, out, False)
+            text = text[hold:]
+            break
+        self.text = text
+        return "".join(out)
+
+    @staticmethod
+    def _piece(cur: _Param, piece: str, out: list[str], final: bool) -> None:
+        """``piece`` of a string value as JSON string text: leading whitespace dropped and trailing
+        whitespace held (dropped at the end) when the value is stripped."""
+        lstrip, rstrip = cur.strip
+        if lstrip and not cur.started:
+            piece = piece.lstrip()
+            if not piece:
+                return
+        cur.started = True
+        whole = cur.pending + piece
+        if rstrip:
+            body = whole.rstrip()
+            cur.pending = "" if final else whole[len(body):]
+            whole = body
+        else:
+            cur.pending = ""
+        if whole:
+            out.append(_dumps(whole)[1:-1])
+
+    def finish(self, arguments: Any) -> tuple[str, bool]:
+        """At the close, with ``arguments`` the message's: convert the rest of the body, add the parameters
+        the message has that were not found (none, normally) and the closing brace.
+
+        Returns:
+            tuple[str, bool]: the JSON text to send, and whether it closes the arguments object (False when
+            the reader stopped, a parameter is still open or ``arguments`` is no dict: the caller's check
+            reports the difference).
+        """
+        text = self.scan()
+        if self.dead or self.cur is not None or not isinstance(arguments, dict):
+            return text, False
+        keys = set(self.keys)
+        pieces = [text]
+        for key, value in arguments.items():
+            if key not in keys:
+                pieces.append(self._sep() + _dumps(key) + ": " + _dumps(value))
+        if not self.begun:
+            pieces.append("{")
+        return "".join(pieces) + "}", True
+
+
+# ------------------------------------------------------------------------------------------------
+# The argument reader of nested XML values (plan "xml-tree", MiniMax-M3): converted to JSON as written.
+
+class XmlTree:
+    """Incremental conversion of an ``xml-inline`` body whose values are ``xml-tree`` values
+    (MiniMax-M3: ``P<key>value P</key>`` parameters, a value either text or nested elements) into
+    the JSON text of its arguments object, read as ``runtime.content`` reads the whole body.
+
+    A parameter opens at its settled opening tag (text between parameters is skipped, as
+    ``finditer`` skips it). Its value is a *leaf* when its first non-space text cannot begin an
+    element (``P<name>``; decided with a partial match of the runtime's own start pattern): then
+    ``"key": "`` goes out and the text streams as JSON string text, unchanged (the value parser
+    keeps a leaf's whitespace), holding only what may begin the closing tag; ``"`` at the closing
+    tag. Otherwise the value is held until its closing tag and sent as the value parser reads it
+    (an object, a list, or the text when it is not a clean element sequence). A key met again
+    (``merge_duplicates``: the message collects the values in a list) is held and sent again with
+    the whole list: JSON readers keep a key's last value, so the text parses to the message's
+    arguments. What the tool schema types is the scanner's to hold (the leaf's JSON string).
+
+    Args:
+        opening: the compiled part of ``tag_pattern`` before its value group (a ``key`` group).
+        after (str): the part after it (its ``(?P=key)`` replaced by each key's literal).
+        full: the compiled ``tag_pattern`` (each complete parameter is checked against it).
+        read (Callable[[str], Any]): the value parser.
+        start: the compiled start pattern of an element, ``\\s*P<(?!/)NAME>``.
+    """
+
+    __slots__ = ("opening", "after", "full", "read", "start", "text", "cur", "values", "begun", "dead", "closers",
+                 "held")
+
+    def __init__(self, opening: Any, after: str, full: Any, read: Callable[[str], Any], start: Any) -> None:
+        self.opening, self.after, self.full, self.read, self.start = opening, after, full, read, start
+        self.text = ""
+        self.cur: list | None = None   # [key, head, raw pieces, kind: None | "leaf" | "held"]
+        self.values: dict[str, Any] = {}  # key -> its value so far, merged as the runtime merges
+        self.begun = False
+        self.dead = False
+        self.closers: dict[str, Any] = {}
+        #: ``held(key)``: whether the tool schema types parameter ``key`` (None: not known yet);
+        #: such a leaf is held whole, so a call cut off inside it has sent nothing of it
+        self.held: Callable[[str], bool | None] | None = None
+
+    def _closer(self, key: str) -> Any:
+        import regex
+
+        got = self.closers.get(key)
+        if got is None:
+            got = self.closers[key] = regex.compile(self.after.replace("(?P=key)", regex.escape(key)), regex.DOTALL)
+        return got
+
+    def _key(self, key: str) -> str:
+        head = "{" if not self.begun else ", "
+        self.begun = True
+        return head + json.dumps(key, ensure_ascii=False) + ": "
+
+    def _merge(self, key: str, value: Any) -> Any:
+        """The arguments' value of ``key`` once ``value`` was read for it, merged as
+        ``runtime.content``'s ``merge_duplicates`` merges (a value that is a list already takes
+        the later values in; any other becomes the list of both)."""
+        if key not in self.values:
+            self.values[key] = json.loads(json.dumps(value))  # (a copy: it may be appended to)
+            return value
+        previous = self.values[key]
+        if not isinstance(previous, list):
+            previous = self.values[key] = [previous]
+        previous.append(value)
+        return previous
+
+    def _decide(self, cur: list, out: list[str]) -> None:
+        """Whether the value read so far is a leaf (it cannot begin an element: streamed from
+        here, unless the schema types it) or nested (it begins one: held); undecided while a
+        partial match of the element start (whitespace, a cut tag) may still become one."""
+        lead = "".join(cur[2])
+        m = self.start.match(lead, partial=True)
+        if m is not None:
+            if not m.partial:
+                cur[3] = "held"
+        elif self.held is not None and self.held(cur[0]) is not False:
+            cur[3] = "held"  # a typed leaf (or maybe typed): sent whole at its closing tag
+        else:
+            cur[3] = "leaf"
+            out.append(self._key(cur[0]) + '"' + escaped(lead))
+
+    def feed(self, text: str) -> str:
+        if self.dead:
+            return ""
+        out: list[str] = []
+        text = self.text + text
+        while True:
+            cur = self.cur
+            if cur is None:
+                m = self.opening.search(text, partial=True)
+                if m is None:
+                    text = ""
+                    break
+                if m.partial:
+                    text = text[m.start():]
+                    break
+                key = m.group("key")
+                cur = self.cur = [key, text[m.start():m.end()], [], None if key not in self.values else "held"]
+                text = text[m.end():]
+            found = self._closer(cur[0]).search(text, partial=True)
+            end = len(text) if found is None else found.start()
+            if end:
+                cur[2].append(text[:end])
+                if cur[3] is None:
+                    self._decide(cur, out)
+                elif cur[3] == "leaf":
+                    out.append(escaped(text[:end]))
+            if found is None or found.partial:
+                text = text[end:]
+                break
+            raw = "".join(cur[2])
+            whole = cur[1] + raw + found.group()
+            m = self.full.match(whole)
+            if m is None or m.end() != len(whole) or m.group("value") != raw:
+                self.dead = True  # read otherwise than the tag_pattern reads it: the close decides
+                break
+            try:
+                value = self.read(raw)
+            except Exception:  # noqa: BLE001 - the close decides
+                self.dead = True
+                break
+            if cur[3] == "leaf":
+                if value != raw:
+                    self.dead = True
+                    break
+                self._merge(cur[0], value)
+                out.append('"')
+            else:
+                out.append(self._key(cur[0]) + json.dumps(self._merge(cur[0], value), ensure_ascii=False))
+            self.cur = None
+            text = text[found.end():]
+        self.text = text
+        return "".join(out)
+
+    def finish(self) -> str:
+        """At the region's close: the parameters the runtime still finds in the text not read
+        (``finditer`` from the last parameter sent: a parameter opened and never closed is
+        skipped, a complete one inside it is taken), then ``}``. A leaf already streamed whose
+        closing tag never came cannot be taken back: nothing is added (the close check reports
+        the difference)."""
+        cur = self.cur
+        if self.dead or (cur is not None and cur[3] == "leaf"):
+            return ""
+        rest = self.text if cur is None else cur[1] + "".join(cur[2]) + self.text
+        self.cur, self.text = None, ""
+        out = []
+        for m in self.full.finditer(rest):
+            try:
+                value = self.read(m.group("value"))
+            except Exception:  # noqa: BLE001 - the close decides
+                return ""
+            out.append(self._key(m.group("key")) + json.dumps(self._merge(m.group("key"), value), ensure_ascii=False))
+        return "".join(out) + ("}" if self.begun else "{}")
+
+
+def tree_reader(args: dict) -> Callable[[Any], "Converted"] | None:
+    """``make(scanner)`` of an ``xml-inline`` region with an ``xml-tree`` value parser (MiniMax-M3), built
+    from its ``content_args`` (``runtime/formats/xml_inline.py`` planned it: ``OPEN(?P<value>.*?)CLOSE`` whose
+    ``CLOSE`` names the key by ``(?P=key)``); None when its patterns do not compile."""
+    spec = args["value_parser"]
+    prefix = (spec.get("args") or {}).get("tag_prefix", "")
+    pattern = args["tag_pattern"]
+    before, after = pattern.split("(?P<value>.*?)")
+    try:
+        full = regex.compile(pattern, regex.DOTALL)
+        opening = regex.compile(before, regex.DOTALL)
+        start = regex.compile(r"\s*" + regex.escape(prefix) + r"<(?!/)[^\s<>/\"']+>")
+    except (regex.error, TypeError):
+        return None
+    read, _ = _make_value_parser(spec)
+    return lambda scanner: Converted(scanner, XmlTree(opening, after, full, lambda raw: read(raw, None), start))
+
+
+# ------------------------------------------------------------------------------------------------
+# The whole-body parser and the recover repair.
+
+
+@functools.lru_cache(maxsize=256)
+def _compile_tag_pattern(pattern: str) -> regex.Pattern:
+    """Compile an ``xml-inline`` ``tag_pattern`` with DOTALL, as the reference does."""
+    return regex.compile(pattern, regex.DOTALL)
+
+
+def make(args: dict) -> ContentParser:
+    """The whole-body parser: every ``tag_pattern`` match a parameter (template-language.md "Content parsers");
+    raises ContentParseError, also for text no match accounts for unless ``"unmatched": "skip"``."""
+    tag_pattern = args.get("tag_pattern")
+    if tag_pattern is None:
+        return _failing("xml-inline", "'tag_pattern' content_arg is required")
+    try:
+        compiled = _compile_tag_pattern(tag_pattern)
+    except (regex.error, TypeError) as exc:
+        return _failing("xml-inline", f"invalid tag_pattern {tag_pattern!r}: {exc}")
+    sub_parse, switch = _make_value_parser(args.get("value_parser"))
+    if switch is not None and switch not in compiled.groupindex:
+        return _failing("xml-inline", f"value_parser switch group {switch!r} is not a named group of "
+                                      f"tag_pattern {tag_pattern!r}")
+    merge = bool(args.get("merge_duplicates", False))
+    skip = args.get("unmatched", "error") == "skip"
+    has_value_group = "value" in compiled.groupindex
+    # Groups are read by number: the regex module looks a group name up in a dict it builds per
+    # read (0.7 us a name, issue 14); a name used twice is one group there, so one number.
+    numbers = compiled.groupindex
+    key_at, value_at = numbers.get("key"), numbers.get("value")
+    switch_at = numbers.get(switch) if switch is not None else None
+
+    def parse_xml_inline(text: str, raws: dict | None = None) -> dict:
+        # raws (errors="recover" repair): match index -> (the value text to use instead, the
+        # body offset its closing text ends at)
+        out: dict[str, Any] = {}
+        last = 0
+        for index, m in enumerate(compiled.finditer(text)):
+            if not skip and m.start() > last:
+                _unaccounted_gap(text, last, m.start(), False)
+            last = m.end()
+            key = m.group(key_at) if key_at is not None else None
+            if key is None:
+                raise ContentParseError(
+                    "xml-inline: tag_pattern must have a named group 'key' that matches. "
+                    f"Pattern: {tag_pattern}\nContent: {text!r}"
+                )
+            raw = m.group(value_at) if has_value_group else ""
+            if raws and index in raws:
+                raw, raw_end = raws[index]
+                last = max(last, raw_end)  # the repaired value runs past the match
+            if sub_parse is None:
+                value = raw
+            elif raw is None:
+                raise ContentParseError(
+                    f"xml-inline: group 'value' did not match for key {key!r}, so value_parser "
+                    f"has nothing to parse.\nContent: {text!r}"
+                )
+            else:
+                value = sub_parse(raw, m.group(switch_at) if switch is not None else None)
+            if merge and key in out:
+                previous = out[key]
+                if not isinstance(previous, list):
+                    out[key] = previous = [previous]
+                previous.append(value)
+            else:
+                out[key] = value
+        if not skip and last < len(text):
+            _unaccounted_gap(text, last, len(text), True)
+        return out
+
+    parse_xml_inline.compiled = compiled
+    return parse_xml_inline
+
+
+def _unaccounted_gap(text: str, start: int, end: int, tail: bool) -> None:
+    """Raise unless ``text[start:end]``, body text no ``tag_pattern`` match covers, is accounted
+    for: whitespace, or (``tail``: after the last match) closing tags ``</name>`` of the enclosing
+    markup (``\n</function>\n`` of a Qwen3-Coder call), each with whitespace around it.
+
+    Raises:
+        ContentParseError: naming the offset in the body and the text (docs/template-language.md,
+            "Text no parser accounted for").
+    """
+    gap = text[start:end]
+    if not gap or gap.isspace() or (tail and _CLOSING_TAGS.fullmatch(gap)):
+        return
+    offset = start + len(gap) - len(gap.lstrip())
+    shown = gap.strip()
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    raise ContentParseError(f"xml-inline: text at offset {offset} of the body matches no tag_pattern: "
+                            f"{shown!r}.\nContent: {text!r}")
+
+
+_META = set("()[]{}.*+?|^$\\")
+
+
+#: closing tags at the end of a body: the enclosing markup (``</function>``)
+_CLOSING_TAGS = regex.compile(r"(?:\s*</[^<>/]+>)+\s*$")
+
+
+def _literal_end(pattern: str, from_end: bool) -> str:
+    """The literal text a regex starts (or ends) with: ``<parameter=`` of
+    ``<parameter=(?P<key>...)``; "" when it starts (ends) with a regex construct."""
+    out: list[str] = []
+    if not from_end:
+        i = 0
+        while i < len(pattern):
+            c = pattern[i]
+            if c == "\\" and i + 1 < len(pattern) and not pattern[i + 1].isalnum():
+                out.append(pattern[i + 1])
+                i += 2
+                continue
+            if c in _META:
+                break
+            out.append(c)
+            i += 1
+        return "".join(out)
+    i = len(pattern) - 1
+    while i >= 0:
+        c = pattern[i]
+        escaped = i > 0 and pattern[i - 1] == "\\"
+        if escaped and not c.isalnum():
+            out.append(c)
+            i -= 2
+            continue
+        if c in _META or escaped:
+            break
+        out.append(c)
+        i -= 1
+    return "".join(reversed(out))
+
+
+def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
+    """``errors="recover"``: two kinds of damage to tags (notes in ``runtime/repair.py``).
+
+    * A missing close: ``<parameter=a>1<parameter=b>2</parameter>`` or a last parameter with no
+      ``</parameter>`` before the region's close. When ``tag_pattern`` starts and ends with
+      literal text (``<parameter=`` ... ``</parameter>``, three characters or more), an opening
+      with no closing after it before the next opening (or the end of the body) gets one.
+    * A value that holds its own closing text:
+      ``<parameter name="c">A </parameter> B</parameter></invoke>``: the lazy ``tag_pattern`` ends
+      the value at the first ``</parameter>`` and the rest, up to the next match, is skipped. When
+      that skipped text ends with the match's closing text again, the value runs to that last one.
+
+    ``fix`` returns None when neither applies.
+    """
+    parse = make(args)
+    compiled = getattr(parse, "compiled", None)
+    if compiled is None or "value" not in compiled.groupindex:
+        return lambda text: None
+    opening = _literal_end(args["tag_pattern"], False)
+    closing = _literal_end(args["tag_pattern"], True)
+    if len(opening) < 3 or len(closing) < 3 or closing in opening:
+        opening = closing = ""
+
+    def add_closes(text: str, notes: list[str]) -> str:
+        if not opening or opening not in text:
+            return text
+        starts = []
+        at = text.find(opening)
+        while at >= 0:
+            starts.append(at)
+            at = text.find(opening, at + len(opening))
+        pieces, last = [], 0
+        for index, start in enumerate(starts):
+            limit = starts[index + 1] if index + 1 < len(starts) else len(text)
+            segment = text[start:limit]
+            pieces.append(text[last:start])
+            if closing not in segment:
+                # before the closing tags of the enclosing markup (``</function>``), if any
+                tail = _CLOSING_TAGS.search(segment)
+                cut = tail.start() if tail is not None else len(segment.rstrip())
+                pieces.append(segment[:cut] + closing + segment[cut:])
+                where = (f"before the next {opening!r}" if index + 1 < len(starts)
+                         else f"before {segment[cut:].strip()!r}" if tail is not None else "at the end of the body")
+                notes.append(NOTES["missing-close"].format(closing, where))
+            else:
+                pieces.append(segment)
+            last = limit
+        return "".join(pieces)
+
+    def fix(text: str) -> "tuple[Any, list[str]] | None":
+        notes: list[str] = []
+        text = add_closes(text, notes)
+        matches = list(compiled.finditer(text))
+        if not matches and text.strip().startswith("{"):
+            # the body written as a JSON object instead of tags
+            try:
+                value = json.loads(text)
+            except ValueError:
+                return None
+            return (value, [NOTES["json-body"]]) if isinstance(value, dict) else None
+        raws: dict[int, str] = {}
+        for index, m in enumerate(matches):
+            if m.start("value") < 0:
+                continue
+            limit = matches[index + 1].start() if index + 1 < len(matches) else len(text)
+            close_text = text[m.end("value"):m.end()]
+            tag = close_text.strip()
+            skipped = text[m.end():limit]
+            if not tag or not skipped.strip():
+                continue
+            last = text.rfind(tag, m.end(), limit)
+            if last < 0 or text[last + len(tag):limit].strip():
+                continue
+            raw = text[m.start("value"):last]
+            raws[index] = (raw.rstrip() if close_text[:1].isspace() else raw, last + len(tag))
+            key = m.group("key") if "key" in compiled.groupindex else None
+            notes.append(NOTES["inner-close"].format(key, tag))
+        if not notes:
+            return None
+        return parse(text, raws), notes
+
+    return fix
+
+
+FORMAT = Format("xml-inline", True, check, plan, make, repair=repair, repair_on_success=True,
                 grammar=_grammar_any, never_string="a dict", lenient=lenient)
