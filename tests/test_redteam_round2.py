@@ -1,0 +1,100 @@
+"""Red-team regressions, round 2: attacks on the whole-text search paths (issue 33), the format
+plans emitted into generated modules, the new catalogue families and the serving prompt hooks.
+Each test runs the attack exactly as it was tried; a fixed one passes, one whose fix lies in code
+being edited elsewhere is marked ``xfail(strict=True)`` with the defect named.
+"""
+
+from __future__ import annotations
+
+import random
+
+import regex
+
+from respc.compiler.api import compile_template
+from respc.runtime import whole
+from respc.runtime.stream import lead_search
+
+_CALL = '<tool_call>{"name": "f", "arguments": {}}</tool_call>'
+
+
+def _both(parser_class, prefix, text, errors):
+    """(message or error, diagnostics) of the streaming path and of the whole-text path."""
+    out = []
+    for single in (False, True):
+        parser = parser_class(prefix, errors=errors)
+        try:
+            if single:
+                message = whole.finish(parser, text)
+            else:
+                parser.feed(text)
+                message = parser.finalize()[0]
+        except (ValueError, KeyError, TypeError) as exc:
+            message = ("error", type(exc).__name__, str(exc))
+        out.append((message, parser.diagnostics))
+    return out
+
+
+# --- lead_search: a long lead that starts inside the 4 kB window and ends past it ---------------
+
+def test_lead_search_long_lead_straddling_the_window_end():
+    """With leads ('<tool_call>', 'tool_') the first window (LEAD_WINDOW=4096) was searched for
+    each lead ending by its end: '<tool_call>' at 4086 (ending at 4097) was not seen and the
+    'tool_' inside it at 4087 was answered, not the leftmost match at 4086."""
+    pattern = regex.compile(r"<tool_call>|tool_")
+    leads = ("<tool_call>", "tool_")
+    for s in range(4080, 4100):
+        buf = "x" * s + "<tool_call>" + "y" * 5000
+        assert lead_search(pattern, buf, 0, leads).span() == pattern.search(buf, 0).span(), s
+
+
+def test_lead_search_after_a_miss_keeps_a_straddling_lead():
+    """After a miss (_lead_search_on) a straddling '<tool_call>{' at 4087 was skipped for good
+    (the next window started after a later 'tool_' miss): None where the engine finds a match."""
+    pattern = regex.compile(r"<tool_call>\{|tool_\[")
+    leads = ("<tool_call>", "tool_")
+    buf = "<tool_call>x" + "x" * 4075 + "<tool_call>{" + "y" * 9000
+    found = lead_search(pattern, buf, 0, leads)
+    assert found is not None and found.span() == pattern.search(buf, 0).span() == (4087, 4099)
+
+
+def test_lead_search_equals_engine_on_leads_at_window_edges():
+    rng = random.Random(7)
+    cases = [(r"<tool_call>|tool_", ("<tool_call>", "tool_")),
+             (r"<tool_call>\{|tool_\[", ("<tool_call>", "tool_")),
+             (r"abcdef!|cd\?|e", ("abcdef", "cd", "e")),
+             (r"<\|python_start\|>|(?=\[\s*[A-Za-z_][\w.]*\()", ("<|python_start|>", "["))]
+    pieces = ["<tool_call>", "tool_", "tool_call>", "<tool_call>{", "[f(", "abcdef", "cdef!", "cd?", "e"]
+    for _ in range(300):
+        source, leads = rng.choice(cases)
+        pattern = regex.compile(source)
+        parts, size, n = [], 0, rng.choice([8192, 20000])
+        while size < n:
+            part = rng.choice(pieces) if rng.random() < 0.02 else "q" * rng.randint(1, 300)
+            parts.append(part)
+            size += len(part)
+        buf = "".join(parts)
+        for _ in range(3):
+            at = rng.choice([4096, 8192, 12288, 16384]) - rng.randint(0, 20)
+            piece = rng.choice(pieces)
+            buf = buf[:at] + piece + buf[at + len(piece):]
+        pos = rng.choice([0, 1, rng.randint(0, 100)])
+        got, want = lead_search(pattern, buf, pos, leads), pattern.search(buf, pos)
+        assert (got and got.span()) == (want and want.span()), (source, pos)
+
+
+def test_whole_text_equals_streaming_with_a_lead_inside_a_lead():
+    """The template's opener '<tool_call>|tool_' has the lead 'tool_' inside '<tool_call>': with
+    the call at 4086 the whole-text path (strict) lost the tool call (its text left in content)
+    where streaming parsed it (D2)."""
+    template = {"respc_version": 2, "defaults": {"role": "assistant"}, "start_anchor": "<|a|>",
+                "fields": {"tool_calls": {"open_pattern": "<tool_call>|tool_", "close": "</tool_call>",
+                                          "content": "json", "repeats": True,
+                                          "transform": {"type": "function", "function": "{content}"}},
+                           "content": {"repeats": True, "join": ""}}}
+    parser_class = compile_template(template).ResponseParser
+    for s in (4084, 4086, 4088, 4090, 8180):
+        text = "x" * s + _CALL + "y" * 5000
+        for errors in ("strict", "recover"):
+            streamed, single = _both(parser_class, "<|a|>", text, errors)
+            assert single == streamed, (s, errors)
+            assert streamed[0]["tool_calls"][0]["function"]["name"] == "f"
