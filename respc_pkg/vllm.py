@@ -823,6 +823,8 @@ class RespcToolParser(ToolParser):
         self._partner = _reasoning_partner(self)
         self._join: str | None = None  # the join text still owed to a later reasoning block
         self._first_delta = True
+        #: answer text the rendered prompt holds (a prefilled assistant message), not sent again
+        self._prompt_content = ""
 
     def _new_stream(self, request: Any, arguments: str | None = None) -> ChatCompletionStream:
         tools = _tool_dicts(getattr(request, "tools", None) or self.tools)
@@ -832,9 +834,18 @@ class RespcToolParser(ToolParser):
             # prompt ends in '>>>', the start of every opener); the prompt's reasoning events are
             # the reasoning parser's, not sent again
             parser = self._module.ResponseParser(prompt, tools, errors="recover")
-            parser.initial_events = [e for e in parser.initial_events if e["field"] != REASONING]
+            # answer text the prompt holds (a prefilled assistant message, vLLM's
+            # continue_final_message) is the client's, not output: neither sent nor returned again
+            # (whitespace alone, what a template's turn header leaves, stays as respc's message has it)
+            written = "".join(e["text"] for e in parser.initial_events
+                              if e["type"] == "region_chunk" and e["field"] == "content")
+            self._prompt_content = written if written.strip() else ""
+            parser.initial_events = [e for e in parser.initial_events if e["field"] != REASONING
+                                     and not (self._prompt_content and e["type"] == "region_chunk"
+                                              and e["field"] == "content")]
         else:
             parser = self._module.ResponseParser("", tools, errors="recover")
+            self._prompt_content = ""
         if prompt is None and self._primer:
             parser.feed(self._primer)  # the events of the primer are the reasoning's: not sent
         # a reasoning block this parser sends after one the reasoning parser sent: the template's
@@ -868,7 +879,10 @@ class RespcToolParser(ToolParser):
         calls = [ToolCall(id=call["id"], type="function",
                           function=FunctionCall(name=call["function"]["name"], arguments=call["function"]["arguments"]))
                  for call in message.get("tool_calls", ())]
-        return ExtractedToolCallInformation(tools_called=bool(calls), tool_calls=calls, content=message["content"])
+        content = message["content"]
+        if self._prompt_content and isinstance(content, str) and content.startswith(self._prompt_content):
+            content = content[len(self._prompt_content):] or None  # the prompt's own answer text
+        return ExtractedToolCallInformation(tools_called=bool(calls), tool_calls=calls, content=content)
 
     def extract_tool_calls_streaming(self, previous_text: str, current_text: str, delta_text: str,
                                      previous_token_ids: Sequence[int], current_token_ids: Sequence[int],

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import random
 
+import importlib
+
+import pytest
 import regex
 
 from respc.compiler.api import compile_template
@@ -98,3 +101,115 @@ def test_whole_text_equals_streaming_with_a_lead_inside_a_lead():
             streamed, single = _both(parser_class, "<|a|>", text, errors)
             assert single == streamed, (s, errors)
             assert streamed[0]["tool_calls"][0]["function"]["name"] == "f"
+
+
+# --- vLLM: the tool parser reads after the rendered prompt (functionary v3.2's '>>>') -----------
+
+class _Record:
+    """A stand-in for vLLM's pydantic protocol classes: keyword arguments as attributes."""
+
+    def __init__(self, **fields):
+        self.__dict__.update({"content": None, "reasoning": None, "tool_calls": []}, **fields)
+
+
+class _Base:
+    def __init__(self, tokenizer, *args, **kwargs):
+        self.model_tokenizer = tokenizer
+        self.tools = args[0] if args else kwargs.get("tools")
+
+    def adjust_request(self, request):
+        return request
+
+
+class _Manager:
+    @staticmethod
+    def register_module(*args, **kwargs):
+        return None
+
+
+class _CharTokenizer:
+    """Ids are code points."""
+
+    def decode(self, ids, skip_special_tokens=True, clean_up_tokenization_spaces=False):
+        return "".join(map(chr, ids))
+
+
+@pytest.fixture
+def vllm_stub(monkeypatch):
+    """respc.vllm imported over stand-ins of the few vLLM names it uses (vLLM is not installed here);
+    the real module is taken out of sys.modules again afterwards."""
+    import sys
+    import types
+
+    protocol = types.ModuleType("vllm.entrypoints.generate.base.protocol")
+    for name in ("DeltaFunctionCall", "DeltaMessage", "DeltaToolCall", "ExtractedToolCallInformation",
+                 "FunctionCall", "ToolCall"):
+        setattr(protocol, name, type(name, (_Record,), {}))
+    reasoning = types.ModuleType("vllm.reasoning")
+    reasoning.ReasoningParser, reasoning.ReasoningParserManager = _Base, _Manager
+    tools = types.ModuleType("vllm.tool_parsers")
+    tools.ToolParser, tools.ToolParserManager = _Base, _Manager
+    for name, module in {"vllm": types.ModuleType("vllm"), "vllm.entrypoints": types.ModuleType("x"),
+                         "vllm.entrypoints.generate": types.ModuleType("x"),
+                         "vllm.entrypoints.generate.base": types.ModuleType("x"),
+                         "vllm.entrypoints.generate.base.protocol": protocol, "vllm.reasoning": reasoning,
+                         "vllm.tool_parsers": tools}.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.delitem(sys.modules, "respc.vllm", raising=False)
+    import respc
+
+    had = getattr(respc, "vllm", None)
+    module = importlib.import_module("respc.vllm")
+    yield module
+    sys.modules.pop("respc.vllm", None)
+    if had is None:
+        respc.__dict__.pop("vllm", None)
+    else:
+        respc.vllm = had
+
+
+class _Request:
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    tool_choice = "auto"
+
+
+def _served(rv, family, prompt, output):
+    """(whole content, streamed content) of vLLM's composed parser for ``output`` after ``prompt``."""
+    out = []
+    for streamed in (False, True):
+        class Delegating:  # vLLM's DelegatingParser keeps the reasoning parser, then builds the tool parser
+            def __init__(self):
+                self._reasoning_parser = rv.reasoning_parser_class(family)(_CharTokenizer())
+                self._reasoning_parser.set_prompt_token_ids([ord(c) for c in prompt])
+                self.tool = rv.tool_parser_class(family)(_CharTokenizer(), _Request.tools)
+
+        tool = Delegating().tool
+        assert tool._partner is not None
+        if not streamed:
+            out.append(tool.extract_tool_calls(output, _Request()).content)
+            continue
+        parts = []
+        for ch in output:
+            delta = tool.extract_tool_calls_streaming("", "", ch, [], [], [], _Request())
+            parts.append(delta.content if delta is not None and delta.content else "")
+        last = tool.finish_streaming()
+        parts.append(last.content if last is not None and last.content else "")
+        out.append("".join(parts))
+    return out
+
+
+@pytest.mark.parametrize("family, prompt", [
+    ("hermes2pro", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nSure, "),
+    ("functionary_v3_2", "<|start_header_id|>assistant<|end_header_id|>\n\n>>>all\nSure, "),
+])
+def test_vllm_tool_parser_does_not_send_the_prompts_answer_text(vllm_stub, family, prompt):
+    """A prefilled assistant message (vLLM's continue_final_message: the prompt ends inside the
+    answer) was sent again as output: the tool parser read after the prompt and sent the prompt's
+    answer text 'Sure, ' as content, whole and streamed ('Sure, ok' for the output 'ok')."""
+    assert _served(vllm_stub, family, prompt, "ok") == ["ok", "ok"]
+
+
+def test_vllm_tool_parser_prompt_opener_still_read(vllm_stub):
+    """functionary v3.2's prompt ends in '>>>': the output 'all\\nok' is the answer 'ok'."""
+    prompt = "<|start_header_id|>assistant<|end_header_id|>\n\n>>>"
+    assert _served(vllm_stub, "functionary_v3_2", prompt, "all\nok") == ["ok", "ok"]
