@@ -110,9 +110,18 @@ def _tool_dicts(tools: Any) -> list | None:
 
 
 def _new_stream(module: Any, prefix: str, tools: Any, traced: bool = False,
-                recover_arguments: str = "hold") -> ChatCompletionStream:
+                recover_arguments: str = "hold", prompt: bool = False) -> ChatCompletionStream:
     parser_class = _traced(module.ResponseParser) if traced else module.ResponseParser
     parser = parser_class(prefix, _tool_dicts(tools), errors="recover")
+    if prompt:
+        # ``prefix`` is the rendered prompt: answer text it holds (a prefilled assistant message) is
+        # the client's, not output, so it is not sent again (whitespace alone, what a turn header
+        # leaves, is kept as respc's message has it)
+        written = "".join(e["text"] for e in parser.initial_events
+                          if e["type"] == "region_chunk" and e["field"] == "content")
+        if written.strip():
+            parser.initial_events = [e for e in parser.initial_events
+                                     if not (e["type"] == "region_chunk" and e["field"] == "content")]
     return ChatCompletionStream(parser, ids=lambda n: f"call_{n}", completion_id="chatcmpl-respc", created=0,
                                 recover_arguments=recover_arguments)
 
@@ -288,7 +297,7 @@ class RespcReasoningDetector(BaseReasoningFormatDetector):
         self._reset()
 
     def _reset(self) -> None:
-        self._stream = _new_stream(self.module, self.prefix, None, traced=True)
+        self._stream = _new_stream(self.module, self.prefix, None, traced=True, prompt=self.prompt_known)
         self._raw = ""
         self._done = 0          # raw output offset up to which text was judged
         self._seen = 0          # trace entries read

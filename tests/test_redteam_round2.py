@@ -213,3 +213,64 @@ def test_vllm_tool_parser_prompt_opener_still_read(vllm_stub):
     """functionary v3.2's prompt ends in '>>>': the output 'all\\nok' is the answer 'ok'."""
     prompt = "<|start_header_id|>assistant<|end_header_id|>\n\n>>>"
     assert _served(vllm_stub, "functionary_v3_2", prompt, "all\nok") == ["ok", "ok"]
+
+
+# --- SGLang: the reasoning detector reads after the rendered prompt (the plug-in's hooks) --------
+
+class _SGLangResult:
+    def __init__(self, normal_text="", reasoning_text="", calls=None):
+        self.normal_text, self.reasoning_text, self.calls = normal_text, reasoning_text, calls or []
+
+
+class _SGLangReasoningBase:
+    def __init__(self, think_start_token, think_end_token, force_reasoning=False, stream_reasoning=True,
+                 **kwargs):
+        self.think_start_token, self.think_end_token = think_start_token, think_end_token
+        self.stream_reasoning = stream_reasoning
+
+
+@pytest.fixture
+def sglang_stub(monkeypatch):
+    """respc.sglang imported over stand-ins of the few SGLang names it uses (SGLang is not
+    installed here); taken out of sys.modules again afterwards."""
+    import sys
+    import types
+
+    base = types.ModuleType("sglang.srt.function_call.base_format_detector")
+    base.BaseFormatDetector = type("BaseFormatDetector", (), {"__init__": lambda self, *a, **k: None})
+    core = types.ModuleType("sglang.srt.function_call.core_types")
+    core.StreamingParseResult, core.ToolCallItem = _SGLangResult, type("ToolCallItem", (_Record,), {})
+    reasoning = types.ModuleType("sglang.srt.parser.reasoning_parser")
+    reasoning.BaseReasoningFormatDetector, reasoning.StreamingParseResult = _SGLangReasoningBase, _SGLangResult
+    for name in ("sglang", "sglang.srt", "sglang.srt.function_call", "sglang.srt.parser"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    for module in (base, core, reasoning):
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.delitem(sys.modules, "respc.sglang", raising=False)
+    import respc
+
+    had = getattr(respc, "sglang", None)
+    module = importlib.import_module("respc.sglang")
+    yield module
+    sys.modules.pop("respc.sglang", None)
+    if had is None:
+        respc.__dict__.pop("sglang", None)
+    else:
+        respc.sglang = had
+
+
+@pytest.mark.parametrize("tool_parser_active", [False, True])
+def test_sglang_reasoning_detector_does_not_send_the_prompts_answer_text(sglang_stub, tool_parser_active):
+    """A prefilled assistant message after a closed reasoning block: the detector given the rendered
+    prompt (use_prompt, the plug-in's hook) sent the prompt's answer text 'Sure, ' again as normal
+    text ('Sure, ok' for the output 'ok'), whole and streamed, when no tool parser read it."""
+    prompt = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nSure, "
+    detector = sglang_stub.RespcReasoningDetector("qwen3", tool_call_parser_active=tool_parser_active)
+    detector.use_prompt(prompt)
+    # with a tool parser the normal text is the raw output with the prompt's reasoning delimiters
+    # first (the module docstring of respc.sglang), which the function-call detector reads
+    want = "<think></think>ok" if tool_parser_active else "ok"
+    whole_result = detector.detect_and_parse("ok")
+    assert (whole_result.normal_text, whole_result.reasoning_text) == (want, "")
+    streamed = [detector.parse_streaming_increment(ch) for ch in "ok"] + [detector.finish()]
+    assert "".join(r.normal_text for r in streamed) == want
