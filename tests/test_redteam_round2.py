@@ -274,3 +274,32 @@ def test_sglang_reasoning_detector_does_not_send_the_prompts_answer_text(sglang_
     assert (whole_result.normal_text, whole_result.reasoning_text) == (want, "")
     streamed = [detector.parse_streaming_increment(ch) for ch in "ok"] + [detector.finish()]
     assert "".join(r.normal_text for r in streamed) == want
+
+
+def _best(run, repeats=3):
+    import time
+
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "respc.vllm RespcReasoningParser.extract_content_ids (non-streaming, since bc68df8) parses "
+    "prompt + decode(ids[:k]) for k = 0, 1, ... until the phase ends: quadratic in the output "
+    "(a 2,000-token unfinished reasoning 0.13 s, 20,000 tokens about 13 s); a linear boundary "
+    "search (one run, as _ReasoningRun does) must keep _phase_over's last-anchor rule"))
+def test_vllm_extract_content_ids_is_linear(vllm_stub):
+    parser = vllm_stub.reasoning_parser_class("qwen3")(_CharTokenizer())
+    parser.set_prompt_token_ids([ord(c) for c in "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n"])
+
+    def ids(n):
+        return [ord(c) for c in ("thinking words " * (n // 15 + 1))[:n]]
+
+    small, large = ids(1000), ids(4000)
+    assert parser.extract_content_ids(large) == []  # the reasoning never ends: no content ids
+    ratio = _best(lambda: parser.extract_content_ids(large)) / _best(lambda: parser.extract_content_ids(small))
+    assert ratio <= 4 * 1.25, f"4x the output took {ratio:.1f}x the time"
