@@ -1602,7 +1602,12 @@ class StreamParser:
         if self._id_tail:
             self._buf += self._tokenizer.decode(self._id_tail)
             self._id_tail = []
+        collected = bool(self._tail)
         self._flush_tail()
+        if self._recover and collected:
+            # text collected unscanned behind a long pending match (see feed): the eos=False pass
+            # decides what is still held before the end is reported, as one feed of it would
+            self._guarded(events, False)
         if self._recover and self._pos < len(self._buf):
             cut = self._pos  # text held back as a possible delimiter (see _run)
             if self._again is not None:

@@ -303,3 +303,34 @@ def test_vllm_extract_content_ids_is_linear(vllm_stub):
     assert parser.extract_content_ids(large) == []  # the reasoning never ends: no content ids
     ratio = _best(lambda: parser.extract_content_ids(large)) / _best(lambda: parser.extract_content_ids(small))
     assert ratio <= 4 * 1.25, f"4x the output took {ratio:.1f}x the time"
+
+
+# --- recover: a long pending match that dies in text collected while the parser waited ----------
+
+def _recover_outcome(parser_class, prefix, text, cuts):
+    parser = parser_class(prefix, None, errors="recover")
+    at = 0
+    for cut in cuts:
+        parser.feed(text[at:cut])
+        at = cut
+    parser.feed(text[at:])
+    return parser.finalize()[0], parser.diagnostics
+
+
+def test_long_hold_collected_text_is_scanned_before_the_end():
+    """inkling's tool opener ``(?:(?:<|message_model|>|^)[^<]*)?<|content_invoke_tool_json|>``
+    holds answer text from offset 0 while no '<' came. Fed in two chunks (1,090 characters, then
+    the rest) the parser waited for the held text to double (LONG_HOLD) and finalize reported all
+    of it as a 'truncated-delimiter' (0 to the end), though the '<|m' after it had ended that
+    match: the one-chunk feed and the whole-text path report nothing (D2, diagnostics)."""
+    import json
+
+    from support import REPO
+
+    parser_class = importlib.import_module("respc.generated.inkling").ResponseParser
+    prefix = json.loads((REPO / "tests/cases/families/inkling.json").read_text(encoding="utf-8"))["cases"][0]["prefix"]
+    text = "w" * 1100 + "<|m|>" + "w" * 10
+    single = whole.finish(parser_class(prefix, None, errors="recover"), text)
+    one = _recover_outcome(parser_class, prefix, text, [])
+    assert one == (single, [])
+    assert _recover_outcome(parser_class, prefix, text, [1090]) == one
