@@ -334,3 +334,24 @@ def test_long_hold_collected_text_is_scanned_before_the_end():
     one = _recover_outcome(parser_class, prefix, text, [])
     assert one == (single, [])
     assert _recover_outcome(parser_class, prefix, text, [1090]) == one
+
+
+def test_vllm_tool_parser_prefill_then_a_call_sends_no_prompt_text(vllm_stub):
+    """The prefill 'Sure, ' followed by a tool call only: the answer region (opened in the prompt)
+    closed with the value 'Sure,', which was sent and returned as content."""
+    prompt = "<|im_start|>assistant\nSure, "
+    output = '<tool_call>{"name": "f", "arguments": {}}</tool_call>'
+    whole_content, streamed = _served(vllm_stub, "hermes2pro", prompt, output)
+    assert not whole_content and not streamed
+
+
+def test_sglang_prefill_then_a_call_sends_no_prompt_text(sglang_stub):
+    """The prefill 'Sure, ' followed by a tool call only: the answer region (opened in the prompt)
+    closed with the value 'Sure,', which the reasoning detector sent as normal text."""
+    prompt = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nSure, "
+    output = '<tool_call>{"name": "f", "arguments": {}}</tool_call>'
+    detector = sglang_stub.RespcReasoningDetector("qwen3")
+    detector.use_prompt(prompt)
+    assert detector.detect_and_parse(output).normal_text == ""
+    streamed = [detector.parse_streaming_increment(ch) for ch in output] + [detector.finish()]
+    assert "".join(r.normal_text for r in streamed) == ""
