@@ -355,3 +355,22 @@ def test_sglang_prefill_then_a_call_sends_no_prompt_text(sglang_stub):
     assert detector.detect_and_parse(output).normal_text == ""
     streamed = [detector.parse_streaming_increment(ch) for ch in output] + [detector.finish()]
     assert "".join(r.normal_text for r in streamed) == ""
+
+
+# --- glm5_3_flash: a tag call written after the short form's '>' -------------------------------
+
+@pytest.mark.parametrize("text", ["<tool_call>f>x</tool_call>",
+                                  "<tool_call>f>\n<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>"])
+def test_glm5_3_flash_call_that_is_neither_form_is_malformed_not_silent_text(text):
+    """The short form's opener '<tool_call>NAME>' matched and its JSON body rejected the first
+    character, so the whole call became answer text without a diagnostic in both modes (strict
+    returned it as content), where glm4_5 reports the same call malformed."""
+    from respc.runtime.errors import ContentParseError
+
+    parser_class = importlib.import_module("respc.generated.glm5_3_flash").ResponseParser
+    with pytest.raises(ContentParseError):
+        whole.finish(parser_class("<|assistant|>", None, errors="strict"), text)
+    parser = parser_class("<|assistant|>", None, errors="recover")
+    message = whole.finish(parser, text)
+    assert message.get("content") == text and "tool_calls" not in message
+    assert [d["kind"] for d in parser.diagnostics] == ["malformed"]
