@@ -296,6 +296,12 @@ class RespcReasoningDetector(BaseReasoningFormatDetector):
 
     def _reset(self) -> None:
         self._stream = _new_stream(self.module, self.prefix, None, traced=True)
+        # answer text the rendered prompt holds (a prefilled assistant message) is the client's,
+        # not output: the normal text starts after it (whitespace alone, what a turn header
+        # leaves, is kept as respc's message has it)
+        written = "".join(e["text"] for e in self._stream.parser.initial_events
+                          if e["type"] == "region_chunk" and e["field"] == "content") if self.prompt_known else ""
+        self._skip = [written if written.strip() else ""]
         self._raw = ""
         self._done = 0          # raw output offset up to which text was judged
         self._seen = 0          # trace entries read
@@ -327,6 +333,8 @@ class RespcReasoningDetector(BaseReasoningFormatDetector):
             normal = self._raw_normal(final)
         else:
             normal = "".join(delta.get("content") or "" for delta in deltas)
+            if normal and self._skip[0]:
+                normal = _after_prompt(normal, self._skip)
         if not self.stream_reasoning:
             self._held.append(reasoning)
             if not (normal or final):
@@ -375,6 +383,26 @@ class RespcReasoningDetector(BaseReasoningFormatDetector):
     @property
     def parser_trace(self) -> list:
         return self._stream.parser._show_trace
+
+
+def _after_prompt(text: str, skip: list[str]) -> str:
+    """``text`` (content as sent, in order) without the part of ``skip[0]`` (the prompt's answer
+    text not yet met) that it starts with; ``skip[0]`` keeps what is still to meet, or becomes
+    ``""`` at the first character that differs. Content may come stripped, so a whitespace
+    difference skips the prompt's whitespace."""
+    rest = skip[0]
+    i = j = 0
+    while i < len(text) and j < len(rest):
+        if text[i] == rest[j]:
+            i += 1
+            j += 1
+        elif rest[j].isspace():
+            j += 1  # whitespace the stripped content left out
+        else:
+            rest = ""
+            break
+    skip[0] = rest[j:] if rest else ""
+    return text[i:]
 
 
 def _first(value: Any) -> str:

@@ -826,6 +826,8 @@ class RespcToolParser(ToolParser):
         self._partner = _reasoning_partner(self)
         self._join: str | None = None  # the join text still owed to a later reasoning block
         self._first_delta = True
+        #: answer text the rendered prompt holds (a prefilled assistant message), not sent again
+        self._prompt_content = ""
 
     def _new_stream(self, request: Any, arguments: str | None = None) -> ChatCompletionStream:
         tools = _tool_dicts(getattr(request, "tools", None) or self.tools)
@@ -837,9 +839,17 @@ class RespcToolParser(ToolParser):
             parser = self._module.ResponseParser(prompt, tools, errors="recover",
                                                  regex_timeout=self.regex_timeout)
             parser.initial_events = [e for e in parser.initial_events if e["field"] != REASONING]
+            # answer text the prompt holds (a prefilled assistant message, vLLM's
+            # continue_final_message) is the client's, not output: the content sent and returned
+            # starts after it (whitespace alone, what a template's turn header leaves, stays as
+            # respc's message has it)
+            written = "".join(e["text"] for e in parser.initial_events
+                              if e["type"] == "region_chunk" and e["field"] == "content")
+            self._prompt_content = written if written.strip() else ""
         else:
             parser = self._module.ResponseParser("", tools, errors="recover",
                                                  regex_timeout=self.regex_timeout)
+            self._prompt_content = ""
         if prompt is None and self._primer:
             parser.feed(self._primer)  # the events of the primer are the reasoning's: not sent
         # a reasoning block this parser sends after one the reasoning parser sent: the template's
@@ -873,7 +883,10 @@ class RespcToolParser(ToolParser):
         calls = [ToolCall(id=call["id"], type="function",
                           function=FunctionCall(name=call["function"]["name"], arguments=call["function"]["arguments"]))
                  for call in message.get("tool_calls", ())]
-        return ExtractedToolCallInformation(tools_called=bool(calls), tool_calls=calls, content=message["content"])
+        content = message["content"]
+        if self._prompt_content and isinstance(content, str):
+            content = _after_prompt(content, [self._prompt_content]) or None  # the prompt's own answer text
+        return ExtractedToolCallInformation(tools_called=bool(calls), tool_calls=calls, content=content)
 
     def extract_tool_calls_streaming(self, previous_text: str, current_text: str, delta_text: str,
                                      previous_token_ids: Sequence[int], current_token_ids: Sequence[int],
@@ -886,7 +899,7 @@ class RespcToolParser(ToolParser):
                 self._passthrough = True
         if self._passthrough:
             return DeltaMessage(content=delta_text) if delta_text else None
-        message = self._out.feed(self._joined(self._stream.feed(delta_text)))
+        message = self._out.feed(self._unprompted(self._joined(self._stream.feed(delta_text))))
         first, self._first_delta = self._first_delta, False
         if first and message is not None and message.reasoning and self._partner is not None:
             # the delta that ended the reasoning phase: vLLM keeps this parser's reasoning and
@@ -898,7 +911,25 @@ class RespcToolParser(ToolParser):
         """The last delta came: finalize the parser and return what it still held."""
         if self._stream is None:
             return None
-        return self._out.finish(self._joined(self._stream.finalize() if self._stream.message is None else []))
+        return self._out.finish(self._unprompted(self._joined(
+            self._stream.finalize() if self._stream.message is None else [])))
+
+    def _unprompted(self, chunks: list[dict]) -> list[dict]:
+        """``chunks`` without the prompt's own answer text at the start of their content (see
+        :meth:`_new_stream`)."""
+        if not self._prompt_content:
+            return chunks
+        skip = [self._prompt_content]
+        for chunk in chunks:
+            delta = chunk["choices"][0]["delta"] if chunk["choices"] else {}
+            if delta.get("content"):
+                delta["content"] = _after_prompt(delta["content"], skip)
+                if not delta["content"]:
+                    del delta["content"]
+            if not skip[0]:
+                break
+        self._prompt_content = skip[0]
+        return chunks
 
     def _joined(self, chunks: list[dict]) -> list[dict]:
         """``chunks`` with the join text owed (see :meth:`_new_stream`) before their first reasoning."""
@@ -911,6 +942,26 @@ class RespcToolParser(ToolParser):
                 self._join = None
                 break
         return chunks
+
+
+def _after_prompt(text: str, skip: list[str]) -> str:
+    """``text`` (content as sent, in order) without the part of ``skip[0]`` (the prompt's answer
+    text not yet met) that it starts with; ``skip[0]`` keeps what is still to meet, or becomes
+    ``""`` at the first character that differs (the content went its own way: nothing more is cut).
+    Content may come stripped, so a whitespace difference skips the prompt's whitespace."""
+    rest = skip[0]
+    i = j = 0
+    while i < len(text) and j < len(rest):
+        if text[i] == rest[j]:
+            i += 1
+            j += 1
+        elif rest[j].isspace():
+            j += 1  # whitespace the stripped content left out
+        else:
+            rest = ""
+            break
+    skip[0] = rest[j:] if rest else ""
+    return text[i:]
 
 
 def _reasoning_partner(tool_parser: RespcToolParser) -> RespcReasoningParser | None:

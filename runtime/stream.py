@@ -564,13 +564,17 @@ def lead_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...]) -> Any
     # the distance to the answer, not to the text's end: a lead that never comes would cost a
     # whole scan per call otherwise, and a text with many calls one scan per call), and the
     # pattern matched there. Most searches (a tool call's opener) end in this loop.
+    # Each lead is looked for where it would START before the window's end (the find's end is
+    # end + len(lead) - 1): bounding every lead by the window's end alone would miss a long lead
+    # that starts inside the window and ends past it while a shorter lead inside it is found
+    # (leads ('<tool_call>', 'tool_'): the search answered the 'tool_' at s + 1, not the match at s).
     n = len(buf)
     window = LEAD_WINDOW
     while True:
         end = pos + window
         at = -1
         for lead in leads:
-            k = buf.find(lead, pos, end if at < 0 else at + len(lead) - 1)
+            k = buf.find(lead, pos, (end if at < 0 else at) + len(lead) - 1)
             if k >= 0:
                 at = k
         if at >= 0:
@@ -580,9 +584,7 @@ def lead_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...]) -> Any
             return _lead_search_on(pattern, buf, at + 1, leads, window)
         if end >= n:
             return None
-        more = end - max(map(len, leads)) + 1  # an occurrence ending by end was looked at
-        if more > pos:
-            pos = more
+        pos = end  # every occurrence that starts before end was looked at
         window *= 2
 
 
@@ -593,10 +595,10 @@ def _lead_search_on(pattern: Any, buf: str, pos: int, leads: tuple[str, ...], wi
     n = len(buf)
     began = pos
     misses = 1
-    longest = max(map(len, leads))
     # Per lead, its last answer: (its first occurrence from an earlier start, or -1 for none that
-    # ends by the stop searched; that stop). The window's end stays put while misses move pos on,
-    # so after a miss only the lead that missed is searched again.
+    # starts before the stop searched; that stop). The window's end stays put while misses move
+    # pos on, so after a miss only the lead that missed is searched again. As in lead_search, a
+    # lead is looked for where it starts before the stop (an occurrence may end past it).
     known: dict = {}
     end = pos + window
     while True:
@@ -606,12 +608,13 @@ def _lead_search_on(pattern: Any, buf: str, pos: int, leads: tuple[str, ...], wi
             hit = known.get(lead)
             if hit is None or 0 <= hit[0] < pos:
                 # (one character: the C search itself, memchr, not a whole text's find)
-                k = _str_find(buf, lead, pos, end) if len(lead) == 1 else buf.find(lead, pos, end)
+                k = (_str_find(buf, lead, pos, end) if len(lead) == 1
+                     else buf.find(lead, pos, end + len(lead) - 1))
                 known[lead] = (k, end)
             elif hit[0] < 0 and hit[1] < end:
-                # none ended by the last stop: only the characters after it can hold one
-                more = hit[1] - len(lead) + 1
-                k = buf.find(lead, more if more > pos else pos, end)
+                # none started before the last stop: only the characters from it can hold one
+                more = hit[1]
+                k = buf.find(lead, more if more > pos else pos, end + len(lead) - 1)
                 known[lead] = (k, end)
             else:
                 k = hit[0]
@@ -620,9 +623,7 @@ def _lead_search_on(pattern: Any, buf: str, pos: int, leads: tuple[str, ...], wi
         if at < 0:
             if end >= n:
                 return None
-            more = end - longest + 1  # an occurrence ending by end was looked at
-            if more > pos:
-                pos = more
+            pos = end  # every occurrence that starts before end was looked at
             window *= 2
             end = pos + window
             continue
@@ -1639,7 +1640,12 @@ class StreamParser:
         if self._id_tail:
             self._buf += self._tokenizer.decode(self._id_tail)
             self._id_tail = []
+        collected = bool(self._tail)
         self._flush_tail()
+        if self._recover and collected:
+            # text collected unscanned behind a long pending match (see feed): the eos=False pass
+            # decides what is still held before the end is reported, as one feed of it would
+            self._guarded(events, False)
         if self._recover and self._pos < len(self._buf):
             cut = self._pos  # text held back as a possible delimiter (see _run)
             if self._again is not None:
