@@ -66,19 +66,14 @@ class CharTokenizer:
 TOK = CharTokenizer()
 
 
-#: cases the two-parser split cannot give (strict): vLLM runs the reasoning parser first and hands the
-#: tool parser only the text after the reasoning, so a tool call written INSIDE the reasoning (which
-#: these templates read as a call, as vLLM's own parsers for them do) is not seen as a call
-SPLIT_LIMITS = {
-    "deepseek_v4-call_block_ends_unclosed_reasoning": "a DSML call block inside unclosed reasoning ends it",
-    "intern_s1-action_block_inside_reasoning": "an action block inside the reasoning is a call",
-    "solar_open2-vllm_multiple_embedded_blocks": "calls embedded between reasoning blocks",
-}
-#: the same split, the other way: an end-of-turn mark inside the reasoning ends the whole output
-#: (plamo3's <|plamo:tag|>), but the reasoning parser hands what follows it on as content
-SPLIT_LIMITS_END = {
-    "plamo3-vllm_reasoning_cut_by_end_of_turn": "text after <|plamo:tag|> inside the reasoning",
-}
+#: cases the two-parser split cannot give (strict). None now: a tool call written inside the
+#: reasoning (deepseek_v4's DSML block ending unclosed reasoning, intern_s1's action block, solar_open2's
+#: calls between blocks, trinity's calls inside <think>, qwen3_5's call ending an unclosed <think>) is
+#: read by the tool parser from where the reasoning parser stopped (RespcReasoningParser.handover)
+SPLIT_LIMITS: dict[str, str] = {}
+#: the same split, the other way. None now: an end-of-turn mark inside the reasoning (plamo3's
+#: <|plamo:tag|>, which ends the whole output) is read in the reasoning's context by the tool parser
+SPLIT_LIMITS_END: dict[str, str] = {}
 
 
 def _cases() -> list:
