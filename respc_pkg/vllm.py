@@ -43,7 +43,9 @@ How the work is split (vLLM's calling conventions):
   reasoning parser's ``finish_streaming`` hands the rest to the tool parser (``take_over``).
 - Both parse with ``errors="recover"``: model output never raises.
 - ``tool_choice="none"`` and requests without tools (vLLM then sets ``tool_choice="none"``): the tool
-  parser passes its text through as content unparsed, as vLLM does without tool parsing.
+  parser passes its text through as content unparsed, as vLLM does without tool parsing; the
+  reasoning is what precedes the end of the reasoning phase, streamed and whole alike (the tool
+  parser finds the request it is built for, :func:`_construction_request`).
 - ``adjust_request`` sets ``skip_special_tokens=False`` when a delimiter of the template is a special
   token of the tokenizer (other than its EOS token); otherwise the detokenizer would drop it. The tool
   parser does this only when the request has tools.
@@ -731,13 +733,17 @@ class RespcReasoningParser(ReasoningParser):
 
     # --- extraction -------------------------------------------------------------------------------
     def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
-        """``(reasoning, content)`` of a whole output: the first reasoning block (stripped as in
-        respc's message) and the raw text after the reasoning phase (None when empty)."""
+        """``(reasoning, content)`` of a whole output: the reasoning (stripped as in respc's message)
+        and the raw text after the reasoning phase (None when empty). With tool parsing (the
+        request has tools, ``tool_choice`` is not "none") all of the message's reasoning, also what
+        comes after the phase (a later block, reasoning that goes on after a call inside it): the
+        tool parser returns none. Without, the reasoning up to the end of the phase only, as when
+        streamed: the rest is in the content passed through as written (docs/serving.md)."""
         run = _ReasoningRun(self._module, self._prefix)
         if run.ended:
             self._head = 0
             return None, model_output or None
-        reasoning, content = run.feed(model_output, whole=True)
+        reasoning, content = run.feed(model_output, whole=_parses_tools(request))
         if content is None:
             reasoning += _reasoning_before_other(run.finalize())
             if run.ended:
@@ -812,7 +818,7 @@ class RespcReasoningParser(ReasoningParser):
             return None
         chunks = self._run.finalize()
         tool = self._tool_partner
-        if self._run.ended and self._run.boundary and tool is not None and tool.tools and tool._stream is None \
+        if self._run.ended and self._run.boundary and tool is not None and tool._stream is None \
                 and not tool._passthrough:
             reasoning = _reasoning_before_other(chunks)
             raw = "".join(self._run.raw)
@@ -820,7 +826,10 @@ class RespcReasoningParser(ReasoningParser):
             self._head_text = raw[:self._run.boundary]
             self._sent_text = self._run.sent + reasoning
             self._sent_reasoning = self._sent_reasoning or bool(self._sent_text)
-            rest = tool.take_over(raw[self._run.boundary:])
+            tail = raw[self._run.boundary:]
+            # without tool parsing (tool_choice="none", no tools) the rest is content as written,
+            # as for a whole output (extract_reasoning's raw rest)
+            rest = tool.take_over(tail) if tool.parses_tools() else DeltaMessage(content=tail) if tail else None
             fields: dict[str, Any] = {"reasoning": reasoning + (rest.reasoning or "") if rest is not None else reasoning}
             if rest is not None:
                 fields.update(content=rest.content, tool_calls=rest.tool_calls or None)
@@ -872,6 +881,8 @@ class RespcToolParser(ToolParser):
         self._out = _DeltaOut()
         self._passthrough = False
         self._partner = _reasoning_partner(self)
+        #: the request this parser was built for, when it can be found (:func:`_construction_request`)
+        self._request = _construction_request(tools)
         if self._partner is not None:
             self._partner._tool_partner = self
         self._join: str | None = None  # the join text still owed to a later reasoning block
@@ -966,6 +977,11 @@ class RespcToolParser(ToolParser):
         chunks = self._take_held() + (self._stream.finalize() if self._stream.message is None else [])
         return self._out.finish(self._joined(self._skipped(chunks)))
 
+    def parses_tools(self) -> bool:
+        """Whether this parser reads tool calls for its request: the request has tools and its
+        ``tool_choice`` is not "none" (when the request it was built for is not known: it has tools)."""
+        return _parses_tools(self._request) if self._request is not None else bool(self.tools)
+
     def take_over(self, text: str) -> DeltaMessage | None:
         """The whole rest of a streamed output, ``text``, read at its end: the reasoning parser's
         end of stream decided that the reasoning phase ended before ``text``
@@ -1031,6 +1047,27 @@ def _reasoning_partner(tool_parser: RespcToolParser) -> RespcReasoningParser | N
         partner = getattr(owner, "_reasoning_parser", None) if owner is not tool_parser else None
         if isinstance(partner, RespcReasoningParser) and partner.template == tool_parser.template:
             return partner
+        frame = frame.f_back
+    return None
+
+
+def _construction_request(tools: Any) -> Any:
+    """The request whose ``tools`` vLLM passed to the parser being built, or None.
+
+    vLLM builds the per-request parser as ``parser_cls(tokenizer, request.tools, ...)`` in a frame
+    that holds the request as the local ``request`` (``OpenAIServingChat._make_parser``, the
+    Responses contexts); the tool parser needs its ``tool_choice`` before vLLM first calls it with
+    the request (a call inside unclosed reasoning is finalized by the reasoning parser, when the tool
+    parser has not been called yet). Only a request whose ``tools`` is the very object passed is taken."""
+    if tools is None:
+        return None
+    frame = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            break
+        request = frame.f_locals.get("request")
+        if request is not None and getattr(request, "tools", None) is tools and hasattr(request, "tool_choice"):
+            return request
         frame = frame.f_back
     return None
 

@@ -267,6 +267,38 @@ def test_tool_choice_none_and_no_tools_pass_content_through():
         assert parser.parse(QWEN3_TEXT, request, enable_auto_tools=True) == ("Checking.", after, [])
 
 
+def _reasoning_call_cases() -> list:
+    """Family cases whose message has reasoning and tool calls (calls after, inside or ending it)."""
+    params = []
+    for path in sorted(FAMILIES.glob("*.json")):
+        family = json.loads(path.read_text(encoding="utf-8"))
+        for case in family.get("cases", []):
+            message = _expected(family["family"], case["prefix"], case["text"], case.get("tools"))
+            if message.get("reasoning_content") and message.get("tool_calls"):
+                params.append(pytest.param(family["family"], case["prefix"], case["text"], case.get("tools"),
+                                           id=f"{family['family']}-{case['name']}"))
+    return params
+
+
+@pytest.mark.parametrize("family,prefix,text,tools", _reasoning_call_cases())
+def test_tool_choice_none_streamed_equals_whole(family, prefix, text, tools):
+    """tool_choice="none" with tools (issue 25: what the client accumulates from the stream equals
+    the non-streamed message): streamed, whole and in random deltas, the reasoning, content and
+    (no) tool calls equal vLLM's ``parse`` of the whole output; a call inside unclosed reasoning,
+    which only the end of the stream decides, is no call and its text is content as written."""
+    message = _expected(family, prefix, text, tools)
+    request, _ = _request(tools, message, tool_choice="none")
+    cls = _parser_cls(family)
+    parser = cls(TOK, request.tools)
+    parser.set_prompt_token_ids(TOK.encode(prefix))
+    reasoning, content, calls = parser.parse(text, request, enable_auto_tools=True)
+    assert not calls
+    pieces = chunkings(text, family + text[:20])
+    for how in ("whole", "random"):
+        got = _stream(cls, request, prefix, pieces[how])
+        assert got == (reasoning or None, content or None, []), how
+
+
 def test_reasoning_end_from_the_prompt():
     """is_reasoning_end reads the prompt through the template's start anchor."""
     reasoning = ReasoningParserManager.get_reasoning_parser(next(iter(rv.register("qwen3"))))(TOK)
