@@ -35,9 +35,17 @@ How the work is split (vLLM's calling conventions):
   deltas with ``index``, ``id``, ``type``, ``function.name`` and ``function.arguments`` fragments,
   typed by the request's tool schemas. ``finish_streaming`` (vLLM calls it on the last delta)
   finalizes the parser.
+- When the reasoning phase ended inside the output, the tool parser reads on from there instead:
+  its parser reads the prompt and the output before the end of the phase first
+  (:meth:`RespcReasoningParser.handover`; the reasoning already returned is not sent again), so a
+  tool call written inside the reasoning is read, and typed by the request's tools, as respc reads
+  the whole output. When only the end of the stream decides that the phase ended earlier, the
+  reasoning parser's ``finish_streaming`` hands the rest to the tool parser (``take_over``).
 - Both parse with ``errors="recover"``: model output never raises.
 - ``tool_choice="none"`` and requests without tools (vLLM then sets ``tool_choice="none"``): the tool
-  parser passes its text through as content unparsed, as vLLM does without tool parsing.
+  parser passes its text through as content unparsed, as vLLM does without tool parsing; the
+  reasoning is what precedes the end of the reasoning phase, streamed and whole alike (the tool
+  parser finds the request it is built for, :func:`_construction_request`).
 - ``adjust_request`` sets ``skip_special_tokens=False`` when a delimiter of the template is a special
   token of the tokenizer (other than its EOS token); otherwise the detokenizer would drop it. The tool
   parser does this only when the request has tools.
@@ -50,8 +58,8 @@ How the work is split (vLLM's calling conventions):
 
 Known limits (docs/serving.md): with ``recover_arguments = "stream"`` (the default is "hold") arguments stream as written,
 so a call already sent whose body then turns out malformed stays as sent (a diagnostic names it);
-a tool call written inside the reasoning is not returned as a call (the reasoning parser's deltas
-carry no tool calls in vLLM's split); without tool parsing a reasoning block after the answer or
+a tool call written inside the reasoning is read in its context only when the reasoning parser is
+respc's for the same template (:meth:`RespcReasoningParser.handover`); without tool parsing a reasoning block after the answer or
 after a first block stays in the content vLLM passes through; ``is_reasoning_end_streaming`` on an
 instance that is not streaming (vLLM's structured-output gate) decodes and scans all ids of the step.
 """
@@ -664,6 +672,12 @@ class RespcReasoningParser(ReasoningParser):
         self._sent_reasoning = False
         #: the reasoning sent with the delta that ended the reasoning phase
         self._transition_reasoning = ""
+        #: the output before the end of the reasoning phase (when it ended inside the output) and
+        #: all the reasoning this parser returned: the tool parser starts from there (:meth:`handover`)
+        self._head_text: str | None = None
+        self._sent_text = ""
+        #: the respc tool parser of the same request (it registers itself; :func:`_reasoning_partner`)
+        self._tool_partner: RespcToolParser | None = None
 
     # --- the prompt ----------------------------------------------------------------------------
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
@@ -719,19 +733,25 @@ class RespcReasoningParser(ReasoningParser):
 
     # --- extraction -------------------------------------------------------------------------------
     def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
-        """``(reasoning, content)`` of a whole output: the first reasoning block (stripped as in
-        respc's message) and the raw text after the reasoning phase (None when empty)."""
+        """``(reasoning, content)`` of a whole output: the reasoning (stripped as in respc's message)
+        and the raw text after the reasoning phase (None when empty). With tool parsing (the
+        request has tools, ``tool_choice`` is not "none") all of the message's reasoning, also what
+        comes after the phase (a later block, reasoning that goes on after a call inside it): the
+        tool parser returns none. Without, the reasoning up to the end of the phase only, as when
+        streamed: the rest is in the content passed through as written (docs/serving.md)."""
         run = _ReasoningRun(self._module, self._prefix)
         if run.ended:
             self._head = 0
             return None, model_output or None
-        reasoning, content = run.feed(model_output, whole=True)
+        reasoning, content = run.feed(model_output, whole=_parses_tools(request))
         if content is None:
             reasoning += _reasoning_before_other(run.finalize())
             if run.ended:
                 content = model_output[run.boundary:]
         self._head = run.boundary if run.ended else None
+        self._head_text = model_output[:run.boundary] if run.ended else None
         self._sent_reasoning = bool(reasoning)
+        self._sent_text = reasoning
         return reasoning or None, content or None
 
     def extract_reasoning_streaming(self, previous_text: str, current_text: str, delta_text: str,
@@ -750,6 +770,8 @@ class RespcReasoningParser(ReasoningParser):
         self._sent_reasoning = self._sent_reasoning or bool(reasoning)
         if self._run.ended:
             self._head = self._run.boundary
+            self._head_text = "".join(self._run.raw)[:self._run.boundary]
+            self._sent_text = self._run.sent
             self._transition_reasoning = reasoning
         if not reasoning and content is None:
             return None
@@ -772,13 +794,48 @@ class RespcReasoningParser(ReasoningParser):
         closed it). None otherwise: the text follows reasoning written in the output."""
         return self._prefix if self._head == 0 else None
 
+    def handover(self) -> tuple[str, str, str] | None:
+        """Where the tool parser of the same request starts when the reasoning phase ended inside
+        the output: ``(prompt, output before the end of the phase, reasoning returned so far)``.
+        The tool parser reads its text with a parser that has read the prompt and that head, so
+        the text after the phase is read as respc reads the whole output: a tool call written
+        inside the reasoning (the reasoning goes on after it, or the call ends an unclosed block)
+        is read in the reasoning's context and typed by the request's tools (docs/serving.md,
+        "Calls inside the reasoning"). None when the phase was over at the prompt or the first
+        character (then :meth:`tool_prompt`) or has not ended."""
+        if not self._head or self._head_text is None:
+            return None
+        return self._prefix, self._head_text, self._sent_text
+
     def finish_streaming(self) -> DeltaMessage | None:
         """The output ended inside the reasoning (as far as held text let the parser tell): finalize
         the parser and return what it still held -- reasoning, and content or tool calls that the
-        end of the output decided (a tool call written inside an unclosed reasoning block)."""
+        end of the output decided (a tool call written inside an unclosed reasoning block). When
+        the end decided that the phase ended earlier and the request's respc tool parser parses
+        tools, the text after the phase goes to that tool parser (:meth:`handover`), so its calls
+        are typed by the request's tools."""
         if self._run is None or self._run.ended:
             return None
-        message = _merge_chunks(self._run.finalize())
+        chunks = self._run.finalize()
+        tool = self._tool_partner
+        if self._run.ended and self._run.boundary and tool is not None and tool._stream is None \
+                and not tool._passthrough:
+            reasoning = _reasoning_before_other(chunks)
+            raw = "".join(self._run.raw)
+            self._head = self._run.boundary
+            self._head_text = raw[:self._run.boundary]
+            self._sent_text = self._run.sent + reasoning
+            self._sent_reasoning = self._sent_reasoning or bool(self._sent_text)
+            tail = raw[self._run.boundary:]
+            # without tool parsing (tool_choice="none", no tools) the rest is content as written,
+            # as for a whole output (extract_reasoning's raw rest)
+            rest = tool.take_over(tail) if tool.parses_tools() else DeltaMessage(content=tail) if tail else None
+            fields: dict[str, Any] = {"reasoning": reasoning + (rest.reasoning or "") if rest is not None else reasoning}
+            if rest is not None:
+                fields.update(content=rest.content, tool_calls=rest.tool_calls or None)
+            return DeltaMessage(**_given(**{k: v or None for k, v in fields.items()})) if any(fields.values()) \
+                else None
+        message = _merge_chunks(chunks)
         self._sent_reasoning = self._sent_reasoning or bool(message is not None and message.reasoning)
         return message
 
@@ -824,13 +881,35 @@ class RespcToolParser(ToolParser):
         self._out = _DeltaOut()
         self._passthrough = False
         self._partner = _reasoning_partner(self)
+        #: the request this parser was built for, when it can be found (:func:`_construction_request`)
+        self._request = _construction_request(tools)
+        if self._partner is not None:
+            self._partner._tool_partner = self
         self._join: str | None = None  # the join text still owed to a later reasoning block
+        self._skip = 0  # characters of reasoning the stream sends again that the reasoning parser sent
+        self._held: list[dict] = []  # chunks of the stream's first feed (the head handed over)
         self._first_delta = True
         #: answer text the rendered prompt holds (a prefilled assistant message), not sent again
         self._prompt_content = ""
 
     def _new_stream(self, request: Any, arguments: str | None = None) -> ChatCompletionStream:
         tools = _tool_dicts(getattr(request, "tools", None) or self.tools)
+        ids = type(self).tool_call_ids
+        arguments = arguments or self.recover_arguments
+        handover = self._partner.handover() if self._partner is not None else None
+        if handover is not None:
+            # the reasoning phase ended inside the output: read on from where it ended, with a
+            # parser that has read the prompt and the output before it (a call written inside the
+            # reasoning is read in its context; a later block gets the join from the stream); the
+            # reasoning the reasoning parser already returned is not sent again
+            prompt, head, sent = handover
+            parser = self._module.ResponseParser(prompt, tools, errors="recover",
+                                                 regex_timeout=self.regex_timeout)
+            stream = ChatCompletionStream(parser, ids=ids, recover_arguments=arguments)
+            self._join, self._skip = None, len(sent)
+            self._prompt_content = ""  # the prompt ended inside the reasoning: it holds no answer
+            self._held = stream.feed(head)
+            return stream
         prompt = self._partner.tool_prompt() if self._partner is not None else None
         if prompt is not None:
             # the text follows the prompt directly: read it after the prompt (functionary v3.2's
@@ -856,9 +935,8 @@ class RespcToolParser(ToolParser):
         # join text goes before it, as in respc's message
         self._join = (_reasoning_join(self.template) or None) if (
             self._partner is not None and self._partner._sent_reasoning) else None
-        ids = type(self).tool_call_ids
         # "hold" by default: streamed equals whole (docs/openai.md, "recover_arguments")
-        return ChatCompletionStream(parser, ids=ids, recover_arguments=arguments or self.recover_arguments)
+        return ChatCompletionStream(parser, ids=ids, recover_arguments=arguments)
 
     def adjust_request(self, request: Any) -> Any:
         """``skip_special_tokens=False`` when the request has tools and a delimiter of the template
@@ -899,7 +977,8 @@ class RespcToolParser(ToolParser):
                 self._passthrough = True
         if self._passthrough:
             return DeltaMessage(content=delta_text) if delta_text else None
-        message = self._out.feed(self._unprompted(self._joined(self._stream.feed(delta_text))))
+        message = self._out.feed(self._unprompted(self._joined(self._skipped(
+            self._take_held() + self._stream.feed(delta_text)))))
         first, self._first_delta = self._first_delta, False
         if first and message is not None and message.reasoning and self._partner is not None:
             # the delta that ended the reasoning phase: vLLM keeps this parser's reasoning and
@@ -911,8 +990,48 @@ class RespcToolParser(ToolParser):
         """The last delta came: finalize the parser and return what it still held."""
         if self._stream is None:
             return None
-        return self._out.finish(self._unprompted(self._joined(
-            self._stream.finalize() if self._stream.message is None else [])))
+        chunks = self._take_held() + (self._stream.finalize() if self._stream.message is None else [])
+        return self._out.finish(self._unprompted(self._joined(self._skipped(chunks))))
+
+    def parses_tools(self) -> bool:
+        """Whether this parser reads tool calls for its request: the request has tools and its
+        ``tool_choice`` is not "none" (when the request it was built for is not known: it has tools)."""
+        return _parses_tools(self._request) if self._request is not None else bool(self.tools)
+
+    def take_over(self, text: str) -> DeltaMessage | None:
+        """The whole rest of a streamed output, ``text``, read at its end: the reasoning parser's
+        end of stream decided that the reasoning phase ended before ``text``
+        (:meth:`RespcReasoningParser.finish_streaming`). Returns everything it gives, as one
+        ``DeltaMessage`` (None when nothing); this parser's own ``finish_streaming`` then has
+        nothing left."""
+        self._stream = self._new_stream(None)
+        self._first_delta = False
+        chunks = self._take_held() + self._stream.feed(text) + self._stream.finalize()
+        return self._out.finish(self._unprompted(self._joined(self._skipped(chunks))))
+
+    def _take_held(self) -> list[dict]:
+        held, self._held = self._held, []
+        return held
+
+    def _skipped(self, chunks: list[dict]) -> list[dict]:
+        """``chunks`` without the first ``_skip`` characters of reasoning (what the reasoning
+        parser already returned of the text handed over, :meth:`RespcReasoningParser.handover`)."""
+        if not self._skip:
+            return chunks
+        for chunk in chunks:
+            delta = chunk["choices"][0]["delta"] if chunk["choices"] else {}
+            text = delta.get(REASONING)
+            if not text:
+                continue
+            cut = min(self._skip, len(text))
+            self._skip -= cut
+            if cut == len(text):
+                del delta[REASONING]
+            else:
+                delta[REASONING] = text[cut:]
+            if not self._skip:
+                break
+        return chunks
 
     def _unprompted(self, chunks: list[dict]) -> list[dict]:
         """``chunks`` without the prompt's own answer text at the start of their content (see
@@ -981,6 +1100,27 @@ def _reasoning_partner(tool_parser: RespcToolParser) -> RespcReasoningParser | N
         partner = getattr(owner, "_reasoning_parser", None) if owner is not tool_parser else None
         if isinstance(partner, RespcReasoningParser) and partner.template == tool_parser.template:
             return partner
+        frame = frame.f_back
+    return None
+
+
+def _construction_request(tools: Any) -> Any:
+    """The request whose ``tools`` vLLM passed to the parser being built, or None.
+
+    vLLM builds the per-request parser as ``parser_cls(tokenizer, request.tools, ...)`` in a frame
+    that holds the request as the local ``request`` (``OpenAIServingChat._make_parser``, the
+    Responses contexts); the tool parser needs its ``tool_choice`` before vLLM first calls it with
+    the request (a call inside unclosed reasoning is finalized by the reasoning parser, when the tool
+    parser has not been called yet). Only a request whose ``tools`` is the very object passed is taken."""
+    if tools is None:
+        return None
+    frame = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            break
+        request = frame.f_locals.get("request")
+        if request is not None and getattr(request, "tools", None) is tools and hasattr(request, "tool_choice"):
+            return request
         frame = frame.f_back
     return None
 
