@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from respc.compiler.api import compile_template
-from respc.runtime.errors import TemplateError
+from respc.runtime.errors import ContentParseError, TemplateError
 
 from support import chunkings, merged_events, run_stream
 
@@ -257,9 +257,22 @@ def test_slot_events_name_the_slot_and_the_region():
 
 
 def test_discarded_region_emits_nothing():
+    # a null-slot region emits no events of its own; only whitespace may stand in it unreported
     module = compile_template(SECTION)
-    _, events = run_stream(module, "", ["<|calls|>junk<|/calls|>"])
+    _, events = run_stream(module, "", ["<|calls|> \n <|/calls|>"])
     assert events == []
+
+
+def test_text_in_a_discarded_region_is_malformed_not_dropped():
+    # docs/events.md, "Text inside a call section": strict names it, recover keeps it in the answer
+    module = compile_template(SECTION)
+    with pytest.raises(ContentParseError, match=r"Field 'section' \(a call section, slot null\): text that is "
+                       r"no call at response offsets 9-13: 'junk'"):
+        run_stream(module, "", ["<|calls|>junk<|/calls|>"])
+    message, events = run_stream(module, "", ["<|calls|>junk<|/calls|>"], errors="recover")
+    assert message == {"role": "assistant", "content": "junk"}
+    assert [(e["type"], e["field"], e["region"], e["text"], e["start"], e["end"], e["into"]) for e in events] == [
+        ("region_malformed", None, "section", "junk", 9, 13, "content")]
 
 
 def test_rejected_opener_emits_no_open_for_the_call():
