@@ -2338,7 +2338,16 @@ class StreamParser:
         if self.ledger is not None and opener:
             self.ledger.append((at, at + len(opener), "delimiter"))
         self._state = target
-        self._enter(field)
+        # _enter(field), written out (every call opens one region)
+        self._field = field
+        region = self._region = self.REGIONS[field]
+        self._name = region.slot
+        self._dirty = region.dirty
+        self._bd = region.boundary() if region.ends else None
+        self._body = []
+        self._blocks = []
+        self._gaps = None
+        self._exact = 0
         if match is not None and self._REPAIRS[field]:
             self._declared_repairs(match, at, field)
         self._mark = at + len(opener)
@@ -2348,8 +2357,7 @@ class StreamParser:
         self._groups = match
         self._opened = True
         if self._recover:
-            self._watch_again(opener, "opener-again", self._region.slot)
-        region = self._region
+            self._watch_again(opener, "opener-again", region.slot)
         if region.slot is not None:
             event = {"type": "region_open", "field": region.slot}
             if region.label is not None:
@@ -2474,7 +2482,12 @@ class StreamParser:
             events.append({"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty,
                            "start": at, "end": at + len(text)})
             return
-        self._keep(text)
+        # _keep, written out (a call costs what the rest of this does)
+        body = self._body
+        body.append(text)
+        if len(body) >= BLOCK:
+            self._blocks.append("".join(body))
+            body.clear()
         events.append({"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty})
 
     @classmethod
@@ -2605,11 +2618,12 @@ class StreamParser:
                         value, notes = self._recovered(region, text, scope, closer, eos)
                     else:
                         value = region.process(text, scope)
-                    if region.typed:
-                        check_tool_call_names(value, region.slot)
-                        if self._tools is not None:
-                            value = coerce_tool_calls(value, self._tools)
                     if value.__class__ is not str:
+                        # (a str is no tool call: the name check and the typing leave it as it is)
+                        if region.typed:
+                            check_tool_call_names(value, region.slot)
+                            if self._tools is not None:
+                                value = coerce_tool_calls(value, self._tools)
                         bad = _non_finite(value)
                         if bad is not None:
                             raise ContentParseError(_NON_FINITE.format(region.name, bad))
