@@ -417,6 +417,18 @@ _NOT_A_NAME = re.compile(r"[\s<>{}\[\]()\"']")
 #: a call's function has no ``arguments`` key (it takes none)
 _NO_ARGUMENTS = object()
 
+#: function names already checked (a parse names the same few tools again and again; issue 33)
+_GOOD_NAMES: set = set()
+
+
+def _good_name(name: str) -> bool:
+    """Remember ``name`` (a ``str`` checked to be a function name) for :func:`check_tool_call_names`;
+    True. The set is bounded: emptied when it holds 1,024 names."""
+    if len(_GOOD_NAMES) >= 1024:
+        _GOOD_NAMES.clear()
+    _GOOD_NAMES.add(name)
+    return True
+
 
 def check_tool_call_names(value: Any, field: str | None = None) -> None:
     """Refuse a tool call without a function name (docs/template-language.md, "Tool calls need a
@@ -436,13 +448,17 @@ def check_tool_call_names(value: Any, field: str | None = None) -> None:
     Raises:
         ContentParseError: a tool call has no such name; the message quotes what it has.
     """
-    calls = value if isinstance(value, list) else (value,)
+    cls = value.__class__
+    if cls is str:
+        return  # no tool call (the answer text of most regions)
+    calls = (value,) if cls is dict else value if isinstance(value, list) else (value,)
     for call in calls:
         if not isinstance(call, dict) or "function" not in call:
             continue
         function = call["function"]
         name = function.get("name") if isinstance(function, dict) else None
-        if isinstance(name, str) and name and _NOT_A_NAME.search(name) is None:
+        if (name.__class__ is str and name in _GOOD_NAMES) or (
+                isinstance(name, str) and name and _NOT_A_NAME.search(name) is None and _good_name(name)):
             arguments = function.get("arguments", _NO_ARGUMENTS)
             if arguments is _NO_ARGUMENTS or isinstance(arguments, (dict, str)):
                 continue

@@ -550,8 +550,10 @@ def make(args: dict) -> ContentParser:
         out: dict[str, Any] = {}
         last = 0
         for index, m in enumerate(compiled.finditer(text)):
-            if not skip and m.start() > last:
-                _unaccounted_gap(text, last, m.start(), False)
+            start = m.start()
+            # (a gap of whitespace, the newline between two parameters, is checked here, no call)
+            if not skip and start > last and not text[last:start].isspace():
+                _unaccounted_gap(text, last, start, False)
             last = m.end()
             key = m.group(key_at) if key_at is not None else None
             if key is None:
