@@ -222,3 +222,18 @@ def test_guide_message_is_what_the_template_gives(case):
     for character in text:
         parser.feed(character)
     assert parser.finalize()[0] == expected
+
+
+def test_guide_check_output_is_what_respc_check_prints(tmp_path):
+    """The `respc check my_qwen3.json` output the guide shows (step 4) is what the command prints
+    for the guide's template, line for line (a new lint note must reach the guide)."""
+    import subprocess
+    import sys
+
+    shown = GUIDE[("check", "qwen3-v1")]
+    (tmp_path / "my_qwen3.json").write_text(GUIDE[("template", "qwen3-v1")], encoding="utf-8")
+    ran = subprocess.run([sys.executable, "-m", "respc", "check", "my_qwen3.json"], cwd=tmp_path,
+                         capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    printed = (ran.stdout + ran.stderr).strip().splitlines()
+    assert sorted(printed) == sorted(shown.strip().splitlines())
