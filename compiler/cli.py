@@ -1077,7 +1077,7 @@ def _add_list(sub) -> None:
     lister = sub.add_parser("list", help="list the catalogue templates and the models of each family",
                             description="List the catalogue templates (usable by name as TEMPLATE) and the "
                                         "models of each family; with WORDs, only the families whose name or "
-                                        "models contain every word (case-insensitive).")
+                                        "models contain every word (case-insensitive); exit 1 when none does.")
     lister.add_argument("filter", nargs="*", metavar="WORD", help="keep families whose name or models contain it")
     lister.set_defaults(run=_list)
 

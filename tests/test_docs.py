@@ -148,7 +148,10 @@ def _anchors(markdown: str) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("doc", [f"docs/{name}" for name in DOC_FILES] + ["README.md"])
+ALL_DOCS = sorted(path.name for path in DOCS.glob("*.md"))
+
+
+@pytest.mark.parametrize("doc", [f"docs/{name}" for name in ALL_DOCS] + ["README.md"])
 def test_links_resolve(doc):
     source = REPO / doc
     markdown = _FENCE.sub("", source.read_text(encoding="utf-8") if source.is_file() else "")
@@ -222,3 +225,27 @@ def test_guide_message_is_what_the_template_gives(case):
     for character in text:
         parser.feed(character)
     assert parser.finalize()[0] == expected
+
+
+def test_guide_check_output_is_what_respc_check_prints(tmp_path):
+    """The `respc check my_qwen3.json` output the guide shows (step 4) is what the command prints
+    for the guide's template, line for line (a new lint note must reach the guide)."""
+    import subprocess
+    import sys
+
+    shown = GUIDE[("check", "qwen3-v1")]
+    (tmp_path / "my_qwen3.json").write_text(GUIDE[("template", "qwen3-v1")], encoding="utf-8")
+    ran = subprocess.run([sys.executable, "-m", "respc", "check", "my_qwen3.json"], cwd=tmp_path,
+                         capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    printed = (ran.stdout + ran.stderr).strip().splitlines()
+    assert sorted(printed) == sorted(shown.strip().splitlines())
+
+
+@pytest.mark.parametrize("doc", ALL_DOCS)
+def test_docs_cite_nothing_a_wheel_user_lacks(doc):
+    """docs/ ships with the package: no ../shared path, no SPEC.md, no issue number (the maintainers'
+    reference data and issue texts are not part of it)."""
+    prose = _text(doc)
+    found = re.findall(r"\.\./shared|\bSPEC\.md|\b[Ii]ssues? #?\d+", prose)
+    assert not found, f"docs/{doc} cites {found}"
