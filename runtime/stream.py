@@ -1282,7 +1282,7 @@ class StreamParser:
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
                  "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd", "_rxt", "_rxskip", "_rxbase", "_rxbuf", "_rxat",
-                 "_rxspent", "_loose", "_cutclose")
+                 "_rxspent", "_loose")
 
     #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -1383,10 +1383,6 @@ class StreamParser:
         #: text routed into a call section (a null-slot region that nests calls) since the last
         #: call: [start, end, pieces, holds more than whitespace] (see _section_text)
         self._loose: list | None = None
-        #: a stretch of call-section text that may be the start of the section's closer, with a
-        #: call opened right after it: (stack depth of that call, stretch, section field); decided
-        #: when that call ends (see _section_end)
-        self._cutclose: tuple | None = None
         self._id_tail: list = []
         self._mark = 0
         self._sunk = 0
@@ -2013,6 +2009,7 @@ class StreamParser:
         # per delimiter, its last search result over this buffer (see the generated scanners)
         memo = [None] * self.MEMO_SLOTS
         n = len(buf)
+        closing: dict = {}  # per call-section state, where a cut closer of it may start (eos)
         while True:
             if self._again is not None:
                 # errors="recover": the region's own opener written again at its start
@@ -2028,6 +2025,20 @@ class StreamParser:
                 # pattern has an anchor), so the scan would find nothing and hold nothing.
                 break
             start, end, rank, match, hold = scanners[state](buf, pos, eos, memo)
+            if eos and start > pos and self._name is None and self._tent is None and self._defer is None:
+                cuts = closing.get(state)
+                if cuts is None:
+                    cuts = closing[state] = self._cut_closers(buf, state)
+                cut = next((j for j in cuts if j >= pos), -1)
+                if 0 <= cut < start:
+                    # The output ended inside the call section's own closer (`\n</function_ca`)
+                    # and a nested opener matched inside that held text (olmo3's call opener is a
+                    # lookahead at any letter): the closer started first, so it keeps precedence;
+                    # the text is a cut closer, reported in full as a truncated delimiter below
+                    # (docs/events.md, "Text inside a call section"), never a call's text.
+                    start = -1
+                    if self._recover and (self._eos_hold is None or self._eos_hold > cut):
+                        self._eos_hold = cut
             if self._defer is not None:
                 # v2: an open that counts only if this region's close never follows
                 verdict = self._deferred(events, buf, pos, eos, memo)
@@ -2325,16 +2336,10 @@ class StreamParser:
         first, ``NEST`` suspends it."""
         if action == NEST:
             if self._loose is not None:
-                loose = self._loose
-                rest = "".join(loose[2]).strip()
-                if loose[3] and any(c != rest and c.startswith(rest) for c, _o, f in self.STRAY_CLOSERS
-                                    if f == self._field):
-                    # the start of the section's closer, a call opening right after it (olmo3's
-                    # opener is a lookahead): a cut closer if the output ends inside that call
-                    self._loose = None
-                    self._cutclose = (len(self._stack) + 1, loose, self._field)
-                else:
-                    self._section_end(events, False)
+                # the stretch before this call ends here; a cut closer of the section never
+                # reaches this point: at the end of the output it keeps precedence over a call
+                # opening inside it (_run, _cut_closers)
+                self._section_end(events, False)
             at = self._here()
             self._stack.append((self._state, self._field, self._region, self._name, self._dirty, self._opened,
                                 self._body, self._blocks, self._groups, self._bd, self._open_at,
@@ -2505,6 +2510,26 @@ class StreamParser:
             cls._SECTION_STATES = found
         return found
 
+    def _cut_closers(self, buf: str, state: int) -> list[int]:
+        """The offsets in ``buf`` from which the rest of ``buf`` (the end of the output) is a
+        proper prefix of the call section's own closer, when ``state`` is a call section's
+        (:meth:`_sections`), in increasing order; empty otherwise.
+
+        Only literal closers are known (``STRAY_CLOSERS``, three characters or more). Costs at
+        most the closer's length squared; :meth:`_run` asks once per state and end-of-stream pass."""
+        if state not in self._sections():
+            return []
+        field = self._field
+        n = len(buf)
+        found = set()
+        for closer, _opener, f in self.STRAY_CLOSERS:
+            if f != field:
+                continue
+            for j in range(max(0, n - len(closer) + 1), n):
+                if closer.startswith(buf[j:]):
+                    found.add(j)
+        return sorted(found)
+
     def _section_text(self, text: str) -> None:
         """Text routed into a call section (a region whose slot is null and that nests calls):
         collected per stretch between calls, decided when the stretch ends (:meth:`_section_end`).
@@ -2519,7 +2544,7 @@ class StreamParser:
         else:
             self._loose = [at, at + len(text), [text], not text.isspace()]
 
-    def _section_end(self, events: list, eos: bool, loose: list | None = None, field: int | None = None) -> None:
+    def _section_end(self, events: list, eos: bool) -> None:
         """A stretch of call-section text ended (a call opens, the section closes, the output
         ends). Whitespace is the section's own; anything else is text no call accounts for, never
         dropped (docs/events.md, "Text inside a call section"): strict raises
@@ -2527,9 +2552,8 @@ class StreamParser:
         to the implicit field, or, when the output ended inside the section, is kept in a
         ``truncated`` diagnostic only). At the end of the output, a stretch that is the start of
         the section's own closer (after whitespace) is a cut closer, not stray text."""
-        if loose is None:
-            loose, field = self._loose, self._field
-            self._loose = None
+        loose, field = self._loose, self._field
+        self._loose = None
         start, end, pieces, solid = loose
         if not solid:
             return
@@ -2581,11 +2605,6 @@ class StreamParser:
         Returns:
             int: the response offset just after the close delimiter.
         """
-        if self._cutclose is not None and self._cutclose[0] == len(self._stack):
-            depth, loose, field = self._cutclose
-            self._cutclose = None
-            if not (eos and not closer):  # the call ended: the stretch was not a cut closer
-                self._section_end(events, False, loose, field)
         if self._loose is not None:
             self._section_end(events, eos and not closer)
         blocks = self._blocks

@@ -198,3 +198,106 @@ def test_section_text_is_malformed_in_every_sectioned_family(family, field, open
                 parser.feed(chunk)
             assert parser.finalize()[0] == {"role": "assistant", "content": "hibye"}
             assert parser.diagnostics == []
+
+
+# --- a cut section closer with a call opener inside it (docs/events.md, "Text inside a call section") -
+
+def test_olmo3_cut_section_closer_is_a_truncated_delimiter_not_a_call():
+    """olmo3's call opener is a lookahead at any letter: after the held ``</`` of a cut
+    ``</function_calls>`` it opened a call at ``f``; recover reported ``function_ca`` as a
+    truncated call and ``</`` (43-45) in nothing, strict raised although the call is complete.
+    The section's closer started first, so it keeps precedence at the end of the output."""
+    from respc.generated import olmo3
+
+    t = '<function_calls>\nget_weather(city="Paris")\n</function_ca'
+    p = olmo3.ResponseParser("", errors="recover"); p.feed(t); m, _ = p.finalize()
+    call = {"role": "assistant", "tool_calls": [
+        {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}
+    assert m == call
+    assert [(d["kind"], d["field"], d["start"], d["end"], d["text"]) for d in p.diagnostics] == [
+        ("truncated-delimiter", None, 43, 56, "</function_ca")]
+    # strict: the output ended inside the section's closer, as every call-section family says
+    # of that cut: the complete call stands, no error (docs/events.md)
+    assert olmo3.parse_response(t, prefix="") == call
+    assert olmo3.parse_response(t, prefix="", errors="recover") == call
+
+
+def test_olmo3_stray_closer_start_before_a_cut_call_is_not_dropped():
+    """``</`` that does not go on as the closer, then a call the output ended inside: the
+    ``</`` is text no call accounts for (malformed, kept in the answer), the call is truncated;
+    it was dropped silently when a call opened right after a closer's start."""
+    from respc.generated import olmo3
+    from respc.runtime.errors import ContentParseError
+
+    t = '<function_calls>\nget_weather(city="Paris")\n</f(x='
+    for chunks in _chunkings(t):
+        p = olmo3.ResponseParser("", errors="recover")
+        for chunk in chunks:
+            p.feed(chunk)
+        m, _ = p.finalize()
+        assert m["content"] == "\n</" and [c["function"]["name"] for c in m["tool_calls"]] == ["get_weather"]
+        assert [(d["kind"], d["start"], d["end"], d["text"]) for d in p.diagnostics] == [
+            ("malformed", 42, 45, "\n</"), ("truncated", 45, 49, "f(x=")]
+    with pytest.raises(ContentParseError, match="offsets 42-45"):
+        olmo3.parse_response(t, prefix="")
+
+
+def _family_cases(family: str) -> list[dict]:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parent / "cases" / "families" / f"{family}.json"
+    return json.loads(path.read_text(encoding="utf-8"))["cases"]
+
+
+def _outcome(module, prefix: str, chunks, errors: str, whole: bool = False):
+    from respc.runtime.errors import ContentParseError
+
+    try:
+        if whole:
+            parser = None
+            message = module.parse_response("".join(chunks), prefix=prefix, errors=errors)
+        else:
+            parser = module.ResponseParser(prefix, errors=errors)
+            for chunk in chunks:
+                parser.feed(chunk)
+            message = parser.finalize()[0]
+    except ContentParseError as exc:
+        return "error", str(exc), None
+    found = None if parser is None else [(d["kind"], d["field"], d["start"], d["end"], d["text"])
+                                         for d in parser.diagnostics]
+    return "ok", message, found
+
+
+@pytest.mark.parametrize("family,field,opener,closer", SECTIONS, ids=[s[0] for s in SECTIONS])
+def test_cut_section_closer_in_every_sectioned_family(family, field, opener, closer):
+    """Every case of every call-section family, cut inside its section's closer at every point:
+    in both modes, whole and on three chunkings, the message is the one of the output cut just
+    before the closer (the calls stand, strict raises nothing), and recover reports the cut
+    closer, all of it, as one ``truncated-delimiter``: every character of the output is in the
+    message or in a diagnostic span, whatever the chunking (olmo3 lost ``</`` in 140 of 160)."""
+    module = _module(family)
+    tried = 0
+    for case in _family_cases(family):
+        text, prefix = case["text"], case["prefix"]
+        at = text.find(closer, max(text.rfind(opener), 0))
+        if at < 0:
+            continue
+        base = {errors: _outcome(module, prefix, [text[:at]], errors) for errors in ("strict", "recover")}
+        for k in range(1, len(closer)):
+            cut = text[:at + k]
+            tried += 1
+            for errors in ("strict", "recover"):
+                runs = [_outcome(module, prefix, chunks, errors) for chunks in _chunkings(cut)]
+                runs.append(_outcome(module, prefix, [cut], errors, whole=True))
+                label = (case["name"], k, errors)
+                assert all(r[:2] == runs[0][:2] for r in runs), (label, runs)  # D2, whole == streamed
+                assert all(r[2] == runs[0][2] for r in runs if r[2] is not None), (label, runs)
+                kind, message, found = runs[0]
+                assert (kind, message) == base[errors][:2], (label, runs[0], base[errors])
+                if errors == "recover":
+                    assert found == base["recover"][2] + [("truncated-delimiter", None, at, at + k, closer[:k])], (
+                        label, found)
+                    covered = {i for d in found for i in range(d[2], d[3])}
+                    assert all(i in covered for i in range(at, at + k)), (label, found)
+    assert tried >= 3 * (len(closer) - 1), (family, tried)  # three cases or more
