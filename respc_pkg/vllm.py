@@ -888,13 +888,20 @@ class RespcReasoningParser(ReasoningParser):
         end of the output decided (a tool call written inside an unclosed reasoning block). When
         the end decided that the phase ended earlier and the request's respc tool parser parses
         tools, the text after the phase goes to that tool parser (:meth:`handover`), so its calls
-        are typed by the request's tools."""
+        are typed by the request's tools; when the request has no tool parser at all (``vllm
+        serve`` without ``--enable-auto-tool-choice``, :func:`_without_tool_parser`), that text goes
+        out as content, as written, as in a whole output: vLLM's chat layer would drop tool calls
+        sent here (docs/serving.md, "tool_choice none and requests without tools")."""
         if self._run is None or self._run.ended:
             return None
         chunks = self._run.finalize()
         tool = self._tool_partner
-        if self._run.ended and self._run.boundary and tool is not None and tool._stream is None \
-                and not tool._passthrough:
+        # no tool parser at all (vLLM started without --enable-auto-tool-choice): vLLM's chat layer
+        # drops the tool calls of this delta, so the rest goes out as content, as written (what a
+        # whole output gives, extract_reasoning's raw rest): answer text is never dropped
+        alone = tool is None and _without_tool_parser(self)
+        if self._run.ended and (self._run.boundary if not alone else self._run.boundary is not None) and (
+                alone or (tool is not None and tool._stream is None and not tool._passthrough)):
             reasoning = _reasoning_before_other(chunks)
             raw = "".join(self._run.raw)
             self._head = self._run.boundary
@@ -904,7 +911,8 @@ class RespcReasoningParser(ReasoningParser):
             tail = raw[self._run.boundary:]
             # without tool parsing (tool_choice="none", no tools) the rest is content as written,
             # as for a whole output (extract_reasoning's raw rest)
-            rest = tool.take_over(tail) if tool.parses_tools() else DeltaMessage(content=tail) if tail else None
+            rest = tool.take_over(tail) if tool is not None and tool.parses_tools() \
+                else DeltaMessage(content=tail) if tail else None
             fields: dict[str, Any] = {"reasoning": reasoning + (rest.reasoning or "") if rest is not None else reasoning}
             if rest is not None:
                 fields.update(content=rest.content, tool_calls=rest.tool_calls or None)
@@ -1177,6 +1185,22 @@ def _reasoning_partner(tool_parser: RespcToolParser) -> RespcReasoningParser | N
             return partner
         frame = frame.f_back
     return None
+
+
+def _without_tool_parser(reasoning_parser: RespcReasoningParser) -> bool:
+    """Whether the request of ``reasoning_parser`` has no tool parser at all: the composed parser
+    calling it (vLLM's ``DelegatingParser``, the ``self`` of a frame just above, whose
+    ``_reasoning_parser`` it is) has ``_tool_parser`` None, as when ``vllm serve`` runs without
+    ``--enable-auto-tool-choice``. False when no such caller is found (the parser called directly)."""
+    frame = sys._getframe(2)
+    for _ in range(6):
+        if frame is None:
+            break
+        owner = frame.f_locals.get("self")
+        if owner is not reasoning_parser and getattr(owner, "_reasoning_parser", None) is reasoning_parser:
+            return getattr(owner, "_tool_parser", False) is None
+        frame = frame.f_back
+    return False
 
 
 def _construction_request(tools: Any) -> Any:
