@@ -329,6 +329,15 @@ def test_vllm_extract_content_ids_keeps_the_last_anchor_rule(vllm_stub):
     assert parser.extract_content_ids([ord(c) for c in text]) == []
 
 
+def test_vllm_extract_content_ids_start_pinned_anchor_reads_the_prompt_only(vllm_stub):
+    """trinity's start anchor ``\\A(?:(?!<think>\\n?\\Z).)*`` (the prompt up to a trailing opener)
+    matched over the prompt and each head took the head too, so the phase never ended and no
+    content id was ever returned; it is matched in the prompt only, as the parser reads its prompt."""
+    parser = vllm_stub.reasoning_parser_class("trinity")(_CharTokenizer())
+    parser.set_prompt_token_ids([ord(c) for c in "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n"])
+    assert "".join(map(chr, parser.extract_content_ids([ord(c) for c in "r</think> done"]))) == " done"
+
+
 # --- recover: a long pending match that dies in text collected while the parser waited ----------
 
 def _recover_outcome(parser_class, prefix, text, cuts):
