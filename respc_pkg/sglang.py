@@ -47,8 +47,8 @@ which registers every catalogue template. docs/serving.md, "SGLang", says how to
 Limits: the tool-call detector alone (no respc reasoning parser in front) reads text without the
 prompt prefix, so output that starts inside a reasoning block pre-opened by the prompt, or inside
 an opener the prompt began (functionary v3.2's ``>>>``), is misread; use both. The prompt reaches
-the detector only on SGLang's chat-completions path through the hooks (not ``/v1/responses``, and
-not when the detectors are used outside SGLang's serving layer). SGLang's structural tags are not built (``supports_structural_tag`` is False and
+the detector through the hooks on SGLang's chat-completions and ``/v1/responses`` paths (not when
+the detectors are used outside SGLang's serving layer). SGLang's structural tags are not built (``supports_structural_tag`` is False and
 ``structure_info`` raises); constrained decoding from a template goes through ``respc grammar``
 (docs/grammar.md). Templates whose delimiters are special tokens need them in the decoded text
 (request ``"skip_special_tokens": false``).
@@ -57,8 +57,10 @@ not when the detectors are used outside SGLang's serving layer). SGLang's struct
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import logging
+from types import SimpleNamespace
 from typing import Any, Callable
 
 #: how to get SGLang's parser modules without its GPU stack (README, "SGLang plug-in")
@@ -488,6 +490,8 @@ def register(template: Any, name: str | None = None) -> str:
 #: request (hook targets, SGLang 0.5.23)
 _CONVERT = "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat._convert_to_internal_request"
 _REASONING_INIT = "sglang.srt.parser.reasoning_parser.ReasoningParser.__init__"
+#: where SGLang builds a ``/v1/responses`` request's prompt (a coroutine function)
+_RESPONSES_MAKE = "sglang.srt.entrypoints.openai.serving_responses.OpenAIServingResponses._make_request"
 
 
 def _uses_respc(serving: Any) -> bool:
@@ -531,6 +535,42 @@ def _after_convert(result: Any, serving: Any, *args: Any, **kwargs: Any) -> None
         logger.warning("respc: could not read the rendered prompt: %s", exc)
 
 
+def _keep_prompt(serving: Any, request: Any, made: Any) -> None:
+    """Keep the rendered prompt of a ``/v1/responses`` request on it (``_response_parser_prefix``,
+    as :func:`_after_convert` does for chat): ``made`` is what
+    ``OpenAIServingResponses._make_request`` returned, ``(messages, request_prompts,
+    engine_prompts, processed_messages)``; the engine prompt is text or input ids."""
+    if not (isinstance(made, tuple) and len(made) == 4 and made[2]):
+        return
+    try:
+        if getattr(request, "_response_parser_prefix", "") or not _uses_respc(serving):
+            return
+        prompt = made[2][0]
+        adapted = SimpleNamespace(text=prompt if isinstance(prompt, str) else None,
+                                  input_ids=prompt if isinstance(prompt, list) else None)
+        request._response_parser_prefix = _prompt_of(serving, adapted)
+    except Exception as exc:  # noqa: BLE001 - never break a request; the detector then guesses
+        logger.warning("respc: could not read the rendered prompt: %s", exc)
+
+
+def _around_responses_request(original: Callable, serving: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+    """Hook around ``OpenAIServingResponses._make_request`` (an ``async def``): SGLang's hook
+    registry wraps it in a plain function that returns what this returns, so this returns a
+    coroutine that awaits the original and then keeps the rendered prompt on the request
+    (:func:`_keep_prompt`). An "after" hook would get the original's coroutine, not its result."""
+    made = original(serving, request, *args, **kwargs)
+    if not inspect.isawaitable(made):
+        _keep_prompt(serving, request, made)
+        return made
+
+    async def kept() -> Any:
+        result = await made
+        _keep_prompt(serving, request, result)
+        return result
+
+    return kept()
+
+
 def _after_reasoning_parser(result: Any, parser: Any, *args: Any, **kwargs: Any) -> None:
     """Hook after ``ReasoningParser.__init__``: a respc detector reads the request's rendered prompt
     (:func:`_after_convert`) as its prefix."""
@@ -542,10 +582,12 @@ def _after_reasoning_parser(result: Any, parser: Any, *args: Any, **kwargs: Any)
 
 
 def install_hooks() -> bool:
-    """Register the plug-in's two hooks with SGLang's ``HookRegistry`` (applied by SGLang's
+    """Register the plug-in's three hooks with SGLang's ``HookRegistry`` (applied by SGLang's
     ``load_plugins`` after the plug-ins ran): after ``OpenAIServingChat._convert_to_internal_request``
-    the rendered prompt is kept on the request, and after ``ReasoningParser.__init__`` a respc
-    reasoning detector takes it as its prefix (:meth:`RespcReasoningDetector.use_prompt`). SGLang
+    and around ``OpenAIServingResponses._make_request`` (``/v1/responses``; a coroutine function,
+    :func:`_around_responses_request`) the rendered prompt is kept on the request, and after
+    ``ReasoningParser.__init__`` a respc reasoning detector takes it as its prefix
+    (:meth:`RespcReasoningDetector.use_prompt`). SGLang
     gives a plug-in detector no prompt otherwise (docs/serving.md, "The prompt"). Returns False when
     this SGLang has no hook registry (the detectors then fall back to :func:`sglang_prefix`)."""
     try:
@@ -554,6 +596,7 @@ def install_hooks() -> bool:
         return False
     HookRegistry.register(_CONVERT, _after_convert, HookType.AFTER)
     HookRegistry.register(_REASONING_INIT, _after_reasoning_parser, HookType.AFTER)
+    HookRegistry.register(_RESPONSES_MAKE, _around_responses_request, HookType.AROUND)
     return True
 
 

@@ -440,6 +440,75 @@ def _phase_over(module: Any, text: str) -> bool:
     return _events_end_phase(cls("", errors="recover").feed(rest))
 
 
+def _token_texts(tokenizer: Any, ids: Sequence[int]) -> list[str]:
+    """The text each of ``ids`` adds to the output, decoded against at most
+    ``_ReasoningCounter.CONTEXT`` ids before it (linear in ``len(ids)``); ids that end inside a
+    character add "" and the id that completes it the character (as :class:`_ReasoningCounter`)."""
+    texts: list[str] = []
+    pending: list[int] = []
+    ids = list(ids)
+    for n, token in enumerate(ids):
+        pending.append(token)
+        before = ids[max(0, n + 1 - len(pending) - _ReasoningCounter.CONTEXT):n + 1 - len(pending)]
+        head = _decode(tokenizer, before) if before else ""
+        text = _decode(tokenizer, before + pending)
+        piece = text[len(head):] if text.startswith(head) else text
+        if piece.endswith("\ufffd") and len(pending) < 4 and n + 1 < len(ids):
+            texts.append("")  # a character split over byte tokens: its text goes with the last
+            continue
+        texts.append(piece)
+        pending = []
+    return texts
+
+
+def _phase_end_head(module: Any, prefix: str, texts: Sequence[str]) -> int | None:
+    """The smallest ``k`` such that the reasoning phase is over (:func:`_phase_over`) at the end of
+    ``prefix`` and the first ``k`` texts of ``texts`` (the output's tokens), or None.
+
+    One pass: the start anchors are found once, in the prompt and in the whole text (an anchor
+    that ends in a literal, every catalogue anchor but two, matches a head exactly where it matches
+    the whole text and ends within the head, so this is :func:`_phase_over`'s rule); a parser reads
+    from the last anchor that ends within the head, fed token by token, and starts again when a
+    later anchor comes to lie within the head; whether its events end the phase is kept as they come
+    (:func:`_events_end_phase`, incrementally). Each character is parsed at most once.
+
+    An anchor pinned to the start of the text (``\\A``: trinity's and plamo3's, "the prompt up to a
+    trailing reasoning opener") is matched in the prompt only, as the generated parser reads its
+    prompt: matched against the prompt and a head, it would take the head too and leave nothing to
+    read, so the phase would never end and no content id would be returned."""
+    cls = module.ResponseParser
+    full = prefix + "".join(texts)
+    anchor_re = cls.START_ANCHOR
+    ends = [match.end() for match in anchor_re.finditer(prefix)]
+    if not re.match(r"(?:\(\?[a-zA-Z]+\))?\\A", anchor_re.pattern):
+        ends += [match.end() for match in anchor_re.finditer(full) if match.end() > len(prefix)]
+    anchor = -1
+    start = None
+    parser = None
+    over = False
+    fed = 0
+    pos = len(prefix)
+    for k in range(len(texts) + 1):
+        if k:
+            pos += len(texts[k - 1])
+        while anchor + 1 < len(ends) and ends[anchor + 1] <= pos:
+            anchor += 1
+        at = ends[anchor] if anchor >= 0 else 0
+        if at != start:
+            parser, start, fed, over = cls("", errors="recover"), at, at, False
+        if pos > fed:
+            for event in parser.feed(full[fed:pos]):
+                if event["field"] == REASONING and event["type"] == "region_open":
+                    over = False
+                elif not _neutral(event) and (event["field"] != REASONING
+                                              or event["type"] in ("region_close", "region_malformed")):
+                    over = True
+            fed = pos
+        if over:
+            return k
+    return None
+
+
 def _neutral(event: dict) -> bool:
     """Whitespace of the answer before the reasoning opens (GLM-4.5 writes ``\n<think>``): a
     ``content`` event that does not end the reasoning phase."""
@@ -715,21 +784,27 @@ class RespcReasoningParser(ReasoningParser):
 
     def extract_content_ids(self, input_ids: list[int]) -> list[int]:
         """The ids after the end of the reasoning: the shortest head of ``input_ids`` that, after
-        the prompt, ends the reasoning phase is cut off (all of them when it never ends)."""
+        the prompt, ends the reasoning phase is cut off (all of them when it never ends).
+
+        Linear in the output: each id is decoded once against the few ids before it and each
+        character is parsed once (:func:`_phase_end_head`), with the rule of :func:`_phase_over`
+        (the text after the last start anchor in the prompt and the head is read)."""
         if not self._reasons:
             return list(input_ids)
+        texts = _token_texts(self.model_tokenizer, input_ids)
         run = self._run
         if run is not None and run.ended and run.boundary is not None:
             # streaming: vLLM passes the ids of the delta that ended the reasoning
             skip = max(0, run.boundary - run.delta_start)
+            length = 0
             for k in range(len(input_ids) + 1):
-                if len(_decode(self.model_tokenizer, input_ids[:k])) >= skip:
+                if length >= skip:
                     return list(input_ids[k:])
+                if k < len(texts):
+                    length += len(texts[k])
             return []
-        for k in range(len(input_ids) + 1):
-            if _phase_over(self._module, self._prefix + _decode(self.model_tokenizer, input_ids[:k])):
-                return list(input_ids[k:])
-        return []
+        k = _phase_end_head(self._module, self._prefix, texts)
+        return [] if k is None else list(input_ids[k:])
 
     # --- extraction -------------------------------------------------------------------------------
     def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
@@ -813,13 +888,20 @@ class RespcReasoningParser(ReasoningParser):
         end of the output decided (a tool call written inside an unclosed reasoning block). When
         the end decided that the phase ended earlier and the request's respc tool parser parses
         tools, the text after the phase goes to that tool parser (:meth:`handover`), so its calls
-        are typed by the request's tools."""
+        are typed by the request's tools; when the request has no tool parser at all (``vllm
+        serve`` without ``--enable-auto-tool-choice``, :func:`_without_tool_parser`), that text goes
+        out as content, as written, as in a whole output: vLLM's chat layer would drop tool calls
+        sent here (docs/serving.md, "tool_choice none and requests without tools")."""
         if self._run is None or self._run.ended:
             return None
         chunks = self._run.finalize()
         tool = self._tool_partner
-        if self._run.ended and self._run.boundary and tool is not None and tool._stream is None \
-                and not tool._passthrough:
+        # no tool parser at all (vLLM started without --enable-auto-tool-choice): vLLM's chat layer
+        # drops the tool calls of this delta, so the rest goes out as content, as written (what a
+        # whole output gives, extract_reasoning's raw rest): answer text is never dropped
+        alone = tool is None and _without_tool_parser(self)
+        if self._run.ended and (self._run.boundary if not alone else self._run.boundary is not None) and (
+                alone or (tool is not None and tool._stream is None and not tool._passthrough)):
             reasoning = _reasoning_before_other(chunks)
             raw = "".join(self._run.raw)
             self._head = self._run.boundary
@@ -829,7 +911,8 @@ class RespcReasoningParser(ReasoningParser):
             tail = raw[self._run.boundary:]
             # without tool parsing (tool_choice="none", no tools) the rest is content as written,
             # as for a whole output (extract_reasoning's raw rest)
-            rest = tool.take_over(tail) if tool.parses_tools() else DeltaMessage(content=tail) if tail else None
+            rest = tool.take_over(tail) if tool is not None and tool.parses_tools() \
+                else DeltaMessage(content=tail) if tail else None
             fields: dict[str, Any] = {"reasoning": reasoning + (rest.reasoning or "") if rest is not None else reasoning}
             if rest is not None:
                 fields.update(content=rest.content, tool_calls=rest.tool_calls or None)
@@ -1102,6 +1185,22 @@ def _reasoning_partner(tool_parser: RespcToolParser) -> RespcReasoningParser | N
             return partner
         frame = frame.f_back
     return None
+
+
+def _without_tool_parser(reasoning_parser: RespcReasoningParser) -> bool:
+    """Whether the request of ``reasoning_parser`` has no tool parser at all: the composed parser
+    calling it (vLLM's ``DelegatingParser``, the ``self`` of a frame just above, whose
+    ``_reasoning_parser`` it is) has ``_tool_parser`` None, as when ``vllm serve`` runs without
+    ``--enable-auto-tool-choice``. False when no such caller is found (the parser called directly)."""
+    frame = sys._getframe(2)
+    for _ in range(6):
+        if frame is None:
+            break
+        owner = frame.f_locals.get("self")
+        if owner is not reasoning_parser and getattr(owner, "_reasoning_parser", None) is reasoning_parser:
+            return getattr(owner, "_tool_parser", False) is None
+        frame = frame.f_back
+    return False
 
 
 def _construction_request(tools: Any) -> Any:

@@ -277,32 +277,65 @@ def test_sglang_reasoning_detector_does_not_send_the_prompts_answer_text(sglang_
 
 
 def _best(run, repeats=3):
+    """The shortest of ``repeats`` timings of ``run()``, each with the garbage collector off (its
+    passes grow with the live objects, not with the work measured)."""
+    import gc
     import time
 
     best = float("inf")
     for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            run()
+            best = min(best, time.perf_counter() - start)
+        finally:
+            gc.enable()
     return best
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "respc.vllm RespcReasoningParser.extract_content_ids (non-streaming, since bc68df8) parses "
-    "prompt + decode(ids[:k]) for k = 0, 1, ... until the phase ends: quadratic in the output "
-    "(a 2,000-token unfinished reasoning 0.13 s, 20,000 tokens about 13 s); a linear boundary "
-    "search (one run, as _ReasoningRun does) must keep _phase_over's last-anchor rule"))
 def test_vllm_extract_content_ids_is_linear(vllm_stub):
+    """RespcReasoningParser.extract_content_ids (non-streaming, since bc68df8) parsed
+    prompt + decode(ids[:k]) for k = 0, 1, ... until the phase ended: quadratic in the output (a
+    2,000-token unfinished reasoning 0.13 s, 20,000 tokens about 13 s). Now one pass: twice the
+    output takes at most 2.5x the time (best of seven)."""
     parser = vllm_stub.reasoning_parser_class("qwen3")(_CharTokenizer())
     parser.set_prompt_token_ids([ord(c) for c in "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n"])
 
     def ids(n):
         return [ord(c) for c in ("thinking words " * (n // 15 + 1))[:n]]
 
-    small, large = ids(1000), ids(4000)
+    small, large = ids(10000), ids(20000)
     assert parser.extract_content_ids(large) == []  # the reasoning never ends: no content ids
-    ratio = _best(lambda: parser.extract_content_ids(large)) / _best(lambda: parser.extract_content_ids(small))
-    assert ratio <= 4 * 1.25, f"4x the output took {ratio:.1f}x the time"
+    ratio = (_best(lambda: parser.extract_content_ids(large), 7)
+             / _best(lambda: parser.extract_content_ids(small), 7))
+    assert ratio <= 2.5, f"2x the output took {ratio:.1f}x the time"
+
+
+def test_vllm_extract_content_ids_keeps_the_last_anchor_rule(vllm_stub):
+    """The one-pass search reads after the last start anchor of the prompt and the head, as
+    _phase_over does: an anchor written in the output starts the reading again; the ids after the
+    shortest head that ends the phase are returned (the same answers as the quadratic search)."""
+    tok = _CharTokenizer()
+    parser = vllm_stub.reasoning_parser_class("qwen3")(tok)
+    parser.set_prompt_token_ids([ord(c) for c in "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n"])
+    text = "a</think>bc"  # the closer ends the phase
+    assert "".join(map(chr, parser.extract_content_ids([ord(c) for c in text]))) == "bc"
+    # an anchor in the output: what follows it is read afresh (an open reasoning block, not closed)
+    text = "a<|im_start|>assistant\n<think>x</think>yz"
+    assert "".join(map(chr, parser.extract_content_ids([ord(c) for c in text]))) == "yz"
+    text = "a<|im_start|>assistant\n<think>xyz"
+    assert parser.extract_content_ids([ord(c) for c in text]) == []
+
+
+def test_vllm_extract_content_ids_start_pinned_anchor_reads_the_prompt_only(vllm_stub):
+    """trinity's start anchor ``\\A(?:(?!<think>\\n?\\Z).)*`` (the prompt up to a trailing opener)
+    matched over the prompt and each head took the head too, so the phase never ended and no
+    content id was ever returned; it is matched in the prompt only, as the parser reads its prompt."""
+    parser = vllm_stub.reasoning_parser_class("trinity")(_CharTokenizer())
+    parser.set_prompt_token_ids([ord(c) for c in "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n"])
+    assert "".join(map(chr, parser.extract_content_ids([ord(c) for c in "r</think> done"]))) == " done"
 
 
 # --- recover: a long pending match that dies in text collected while the parser waited ----------

@@ -297,3 +297,74 @@ def test_prompt_state_per_family():
         assert got == ("This is a reasoning section", "This is the rest"), (family, force, opens, got)
         checked.append((family, force, opens))
     assert {f for f, force, opens in checked if opens and not force} == set(rs.PROMPT_OPENS_REASONING), checked
+
+
+# --- /v1/responses: the rendered prompt through the plug-in's hook on _make_request ---------------
+
+def _respond(family: str, case: dict, tmp_root: str, tools: list, stream: bool) -> tuple[dict, str]:
+    """SGLang's ``OpenAIServingResponses.create_responses`` for the case (``/v1/responses``, built
+    as ``sglang serve`` builds it beside the chat serving object): the final response as a dict, and
+    the prompt the request kept for the respc detector."""
+    from types import SimpleNamespace
+
+    from sglang.srt.entrypoints.openai.protocol import ResponsesRequest
+    from sglang.srt.entrypoints.openai.serving_responses import OpenAIServingResponses
+
+    chat, manager, _ = _serve(family, case, tmp_root)
+    responses = OpenAIServingResponses(manager, chat.template_manager)
+    flat = [{"type": "function", **t["function"]} for t in tools]
+    request = ResponsesRequest(model=MODEL, input="hi", stream=stream, tools=flat, tool_choice="auto",
+                               chat_template_kwargs={"respc_prompt": case["prefix"]})
+    raw = _RawRequest()
+    raw.state = SimpleNamespace()
+
+    async def run() -> dict:
+        result = await responses.create_responses(request, raw)
+        if not stream:
+            assert not hasattr(result, "body") or b'"error"' not in result.body, result.body
+            return json.loads(result.model_dump_json())
+        final = None
+        async for event in getattr(result, "body_iterator", result):
+            event = event.decode() if isinstance(event, bytes) else event
+            data = json.loads(event.split("data: ", 1)[1])
+            assert data.get("type") != "error", data
+            if data.get("type") == "response.completed":
+                final = data["response"]
+        assert final is not None
+        return final
+
+    return asyncio.run(run()), request._response_parser_prefix
+
+
+def _responses_message(response: dict) -> dict:
+    """(reasoning, output text, [(name, arguments)]) of a Responses API response."""
+    reasoning = "".join(part.get("text", "") for item in response["output"] if item["type"] == "reasoning"
+                        for part in item.get("content") or [])
+    text = "".join(part.get("text", "") for item in response["output"] if item["type"] == "message"
+                   for part in item["content"] if part["type"] == "output_text")
+    calls = [(item["name"], item["arguments"]) for item in response["output"] if item["type"] == "function_call"]
+    return {"reasoning": reasoning, "text": text, "calls": calls}
+
+
+@pytest.mark.parametrize("family,case", _cases())
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_responses_api_reads_the_rendered_prompt(family, case, stream, tmp_path_factory):
+    """``/v1/responses`` through SGLang's ``OpenAIServingResponses``: the plug-in's hook around
+    ``_make_request`` (an ``async def``) keeps the rendered prompt on the request, so the respc
+    reasoning detector reads after it, as on the chat path: reasoning, output text and calls equal
+    respc's message for the case's prompt. Before, the detector fell back to force_reasoning and
+    PROMPT_OPENS_REASONING and misread a prompt that closed the reasoning (DeepSeek-R1 and MiniMax-M2
+    after tool outputs or with thinking off)."""
+    root = str(tmp_path_factory.getbasetemp() / "sglang-tokenizers")
+    tools = tools_for(case, family, case["prefix"])
+    module = importlib.import_module(f"respc.generated.{family}")
+    message = module.parse_response(case["text"], prefix=case["prefix"], tools=tools, errors="recover")
+    response, kept = _respond(family, case, root, tools, stream)
+    assert response["status"] == "completed", response
+    assert kept == case["prefix"]
+    got = _responses_message(response)
+    assert got["reasoning"] == (message.get("reasoning_content") or "")
+    assert got["text"] == (message.get("content") or "")
+    expected = [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
+    assert [(name, _arguments(arguments, a)) for (name, arguments), (_, a) in zip(got["calls"], expected)] == expected
+    assert len(got["calls"]) == len(expected)

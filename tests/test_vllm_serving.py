@@ -378,3 +378,61 @@ def test_responses_api(family, case, stream, tmp_path_factory):
     text = "".join(part.text for item in response.output if item.type == "message"
                    for part in item.content if part.type == "output_text")
     assert (text or None) == (message.get("content") or None)
+
+
+# --- no tool parser at all (vllm serve without --enable-auto-tool-choice) --------------------------
+
+#: families whose cases write a call that ends an unclosed reasoning block (only the end of the
+#: output decides it), served here besides FAMILIES
+UNCLOSED_CALL_FAMILIES = ["qwen3_5", "deepseek_v4"]
+
+
+def _serving_without_tool_parser(family: str, tokenizer_dir: str, text: str, seed: str) -> OpenAIServingChat:
+    """vLLM's chat serving object as ``vllm serve --reasoning-parser respc-<family>`` builds it: no
+    ``--enable-auto-tool-choice``, so vLLM composes no tool parser."""
+    rv.register(family)
+    model_config = _ModelConfig(tokenizer=tokenizer_dir)
+    renderer = HfRenderer(_VllmConfig(model_config), get_tokenizer(tokenizer_dir))
+    engine = _Engine(model_config, renderer, text, seed)
+    options = dict(reasoning_parser=f"respc-{family}")
+    online = OnlineRenderer(model_config, renderer, request_logger=None, chat_template=CHAT_TEMPLATE,
+                            chat_template_content_format="string", **options)
+    models_ = OpenAIServingModels(engine, [BaseModelPath(name=MODEL, model_path=MODEL)])
+    return OpenAIServingChat(engine, models_, "assistant", online_renderer=online, request_logger=None,
+                             chat_template=CHAT_TEMPLATE, chat_template_content_format="string", **options)
+
+
+def _unclosed_call_cases() -> list:
+    params = _cases()
+    for family in UNCLOSED_CALL_FAMILIES:
+        for case in family_cases(family)["cases"]:
+            params.append(pytest.param(family, case, id=f"{family}-{case['name']}"))
+    return params
+
+
+@pytest.mark.parametrize("family,case", _unclosed_call_cases())
+def test_served_without_a_tool_parser_streamed_equals_whole(family, case, tmp_path_factory):
+    """No tool parser at all (``--reasoning-parser`` only), a request with tools and
+    ``tool_choice="none"``: streamed equals whole, and no answer text is lost. A call written
+    inside unclosed reasoning (qwen3_5 ``<think>I need the forecast.<tool_call>...``) came out of
+    the reasoning parser's end of stream as a tool call, which vLLM's chat layer drops without a
+    tool parser: the streamed content was empty while the whole answer gave the call's text."""
+    root = str(tmp_path_factory.getbasetemp() / "vllm-tokenizers")
+    declared = tools_for(case, family)
+    module = importlib.import_module(f"respc.generated.{family}")
+    message = module.parse_response(case["text"], prefix=case["prefix"], tools=declared, errors="recover")
+    tokenizer_dir = bpe_tokenizer_dir(family, root)
+    answers = []
+    for stream in (False, True):
+        chat = _serving_without_tool_parser(family, tokenizer_dir, case["text"], case["name"])
+        got, finish, _, _ = asyncio.run(_complete(chat, _request(case["prefix"], declared, stream=stream,
+                                                                 tool_choice="none")))
+        assert not got.tool_calls and finish == "stop"
+        answers.append((_reasoning(got), got.content or None))
+    whole_answer, streamed = answers
+    assert streamed == whole_answer
+    content = whole_answer[1] or ""
+    assert case["text"].endswith(content)
+    # every call respc reads is in the content as written (its name at least)
+    for call in message.get("tool_calls") or []:
+        assert call["function"]["name"] in content
