@@ -151,6 +151,8 @@ class Grammar:
     start: str = "start"
     exact: bool = True
     notes: list = _dc_field(default_factory=list)
+    #: literal sets kept out of string values -> their number in rule names (JsonBuilder)
+    excluded: dict = _dc_field(default_factory=dict)
 
     def add(self, name: str, node) -> Ref:
         """Add rule ``name`` (first definition wins: rules are shared by key) and return a Ref."""
@@ -438,31 +440,49 @@ _HEX = Chars(((0x30, 0x39), (0x41, 0x46), (0x61, 0x66)))
 
 
 class JsonBuilder:
-    """JSON (and Python-literal) value rules for one dialect, shared through ``g``."""
+    """JSON (and Python-literal) value rules for one dialect, shared through ``g``.
 
-    def __init__(self, g: Grammar, dialect: JsonDialect) -> None:
+    ``exclude``: delimiters the parser watches while it reads this body (its region's close, the
+    opens watched inside it). The parser finds them in the raw text, inside a string value too
+    (it does not read strings as strings while it looks for the close), so no string value here
+    may contain one as raw text (docs/grammar.md, "What the grammar says"); written escaped
+    (``<\\/tool_call>``, ``\\u003c``) it is another text and allowed."""
+
+    def __init__(self, g: Grammar, dialect: JsonDialect, exclude: tuple[str, ...] = ()) -> None:
         self.g, self.d = g, dialect
+        self.exclude = tuple(sorted({x for x in exclude if x}))
         self.p = dialect.tag
+        if self.exclude:
+            number = g.excluded.setdefault(self.exclude, len(g.excluded))
+            self.p = f"{dialect.tag}_x{number}"
 
     def ws(self):
         return self.g.add("ws", WS)
 
+    def _escape(self, quote: str):
+        return alt(Chars(_norm([(ord(c), ord(c)) for c in '"\\/bfnrt' + quote])), seq(Lit("u"), Rep(_HEX, 4, 4)))
+
     def _string_body(self, quote: str):
         q = ord(quote)
-        char = alt(Chars(((0x00, 0x1F), (q, q), (0x5C, 0x5C)), True),
-                   seq(Lit("\\"), alt(Chars(_norm([(ord(c), ord(c)) for c in '"\\/bfnrt' + quote])),
-                                      seq(Lit("u"), Rep(_HEX, 4, 4)))))
-        return self.g.add(f"{self.p}_char_{'sq' if quote == chr(39) else 'dq'}", char)
+        plain = Chars(((0x00, 0x1F), (q, q), (0x5C, 0x5C)), True)
+        name = f"{self.p}_chars_{'sq' if quote == chr(39) else 'dq'}"
+        if not self.exclude:
+            char = alt(plain, seq(Lit("\\"), self._escape(quote)))
+            return self.g.add(name, Rep(char))
+        # unescaped runs without a watched delimiter, escapes between them (a delimiter holds no
+        # backslash, so none can straddle an escape)
+        run = Except(self.exclude, plain)
+        return self.g.add(name, seq(run, Rep(seq(Lit("\\"), self._escape(quote), run))))
 
     def string(self):
         name = f"{self.p}_string"
         if name in self.g.rules:
             return Ref(name)
-        forms = [seq(Lit('"'), Rep(self._string_body('"')), Lit('"'))]
+        forms = [seq(Lit('"'), self._string_body('"'), Lit('"'))]
         if self.d.pythonic:
-            forms.append(seq(Lit("'"), Rep(self._string_body("'")), Lit("'")))
+            forms.append(seq(Lit("'"), self._string_body("'"), Lit("'")))
         for o, c in self.d.string_delims:
-            forms.append(seq(Lit(o), Except((c,)), Lit(c)))
+            forms.append(seq(Lit(o), Except(tuple(dict.fromkeys((c,) + self.exclude))), Lit(c)))
         return self.g.add(name, alt(*forms))
 
     def string_of(self, text: str):
@@ -820,7 +840,8 @@ class _Builder:
         return seq(Lit("["), ws, call, more, ws, Lit("]")) if f.transform_each else call
 
     def pythonic_calls(self, f: Field, where: str):
-        jb = JsonBuilder(self.g, JsonDialect(python_literals=bool(f.content_args.get("json_literals")), pythonic=True))
+        jb = JsonBuilder(self.g, JsonDialect(python_literals=bool(f.content_args.get("json_literals")), pythonic=True),
+                         self.body_watch(f))
         ws = jb.ws()
         per_tool = []
         for name, schema in (self.tools if self.has_tools else [(None, None)]):
@@ -914,7 +935,7 @@ class _Builder:
         if tool and f.content in ("json", "xml-inline") and shape is not None and shape.name_group is not None:
             # one alternative per tool: the open names it, the body is its arguments
             alts = []
-            jb = JsonBuilder(self.g, self.dialect(f))
+            jb = JsonBuilder(self.g, self.dialect(f), self.body_watch(f))
             for name, schema in (self.tools if self.has_tools else [(None, {"type": "object"})]):
                 nm = Lit(name) if name is not None else self.name_node(None)
                 op = delimiter_ir(f.open, {shape.name_group: nm}, self.g, where)
@@ -932,13 +953,13 @@ class _Builder:
             return self._set(fi, node)
         op = delimiter_ir(f.open, open_groups, self.g, where)
         if tool and f.content == "json" and shape is not None:
-            jb = JsonBuilder(self.g, self.dialect(f))
+            jb = JsonBuilder(self.g, self.dialect(f), self.body_watch(f))
             body = seq(jb.ws(), self.json_calls(f, shape, jb, where), jb.ws())
         elif tool and f.content == "pythonic":
-            jb = JsonBuilder(self.g, JsonDialect(pythonic=True))
+            jb = JsonBuilder(self.g, JsonDialect(pythonic=True), self.body_watch(f))
             body = seq(jb.ws(), self.pythonic_calls(f, where), jb.ws())
         elif f.content == "json":
-            jb = JsonBuilder(self.g, self.dialect(f))
+            jb = JsonBuilder(self.g, self.dialect(f), self.body_watch(f))
             body = seq(jb.ws(), jb.value(), jb.ws()) if not f.content_args.get("allow_non_json") else None
         elif f.content == "pythonic":
             body = seq(WS, self.pythonic_calls(f, where), WS)
@@ -962,6 +983,12 @@ class _Builder:
         if f.end == "value":
             return self._set(fi, seq(op, body, opt(close) if close is not None else EMPTY))
         return self._set(fi, seq(op, body, close) if close is not None else seq(op, body))
+
+    def body_watch(self, f: Field) -> tuple[str, ...]:
+        """The literal leads of the delimiters the parser watches while it reads ``f``'s body (its
+        close, opens watched inside it): kept out of the body's string values."""
+        fi = self.t.fields.index(f)
+        return tuple(self.watched(self.a.state_of_field[fi]))
 
     def dialect(self, f: Field) -> JsonDialect:
         a = f.content_args

@@ -14,12 +14,10 @@ with the call's name substituted, :func:`~respc.compiler.grammar_ir.call_shape`,
   ``<function=get_weather>``); an optional start of a pattern open (``(?:<|start|>assistant)?``)
   is left to the free text before the trigger, and the open's rest after the literal start (``\\s*
   <|constrain|>json<|message|>``) becomes an EBNF ``grammar`` element at the head of the content;
-* ``content`` -- ``sequence[grammar(open rest, whitespace), json_schema, grammar(whitespace, close
-  head)]``; the schema is the tool's parameters (name in the open), or, name in the body, an
-  ``anyOf`` of ``{name: const, arguments: parameters}`` objects (a list of them with
-  ``transform_each``; ``$key``: ``{name: parameters}``); a JSON dialect (``string_delims`` such as
-  gemma's ``<|"|>``, ``unquoted_keys``, ``python_literals``) is the grammar IR's own rule for the
-  body instead, as an EBNF ``grammar`` element;
+* ``content`` -- ``sequence[grammar(open rest, whitespace), grammar(body), grammar(whitespace, close
+  head)]``; the body is the grammar IR's own rule (the tool's parameters with the name in the open,
+  call objects with the name in the body), not a ``json_schema``: xgrammar's JSON-schema strings
+  admit the delimiters the parser watches there, and its objects a second ``name`` (issue 27);
 * ``end`` -- the close's literals (the literal tail of a close pattern such as ``\\s*;``);
 * ``triggers`` -- the literal part of the begins before the name (``<function=``) or the begin.
 
@@ -37,8 +35,7 @@ bodies that are not JSON (xml-inline parameters, pythonic calls, text) -- xgramm
 and similar styles are other engines' readings of those formats, not respc's; opens without a
 literal start (a lookahead such as ``(?=\\{)``); fields nested in a section region; no tools.
 Where it is stricter than the parser it says so in the notes: a call cut off by the end of the
-stream, a reasoning region after text, a call object with members other than its name and
-arguments (an ``id``), arguments in another order than the schema's (xgrammar's ``json_schema``).
+stream, a reasoning region after text.
 """
 
 from __future__ import annotations
@@ -199,11 +196,10 @@ class _StructuralBuilder:
         if shape is None:
             raise _Cannot("its transform does not take a call's name and arguments from one place")
         dialect = self.ir.dialect(f)
-        # a JSON dialect (gemma's <|"|> strings, unquoted keys, Python literals): the body is the
-        # grammar IR's own rule for it, as an EBNF element, instead of a JSON schema
-        jb = JsonBuilder(self.ir.g, dialect) if dialect.tag != "json" else None
-        if jb is not None:
-            self.notes.append(f"{where}: the {dialect.tag!r} JSON dialect is written as an EBNF grammar element")
+        # the body is the grammar IR's own rule for it, as an EBNF element: a json_schema string
+        # admits any text, the delimiters the parser watches there too (issue 27 A), and a call
+        # object's name and arguments must not come twice (B)
+        jb = JsonBuilder(self.ir.g, dialect, self.ir.body_watch(f))
         ends, head = _ends(f, self.eot)
         if ends == [""] and f.close is not None:
             self.notes.append(f"{where}: its close {list(f.close.literals or [f.close.pattern])} is the end of the "
@@ -228,33 +224,9 @@ class _StructuralBuilder:
             return tags
         node = (Alt(tuple(Lit(x) for x in f.open.literals)) if f.open.literals is not None
                 else regex_to_ir(without_optional_repairs(f.open.pattern))[0])
-        keys = shape.args_keys or ("arguments",)
-        if jb is not None:
-            calls_node = self.ir.json_calls(f, shape, jb, where)
-            out = [self._tag(begin, rest, _ebnf(calls_node, self.ir.g.rules), tail, ends)
-                   for begin, rest in self._begins(f, node)]
-            self.triggers.extend(tag["begin"] for tag in out)
-            return out
-        if shape.name_key == "$key":
-            calls = [_object({name: _params(schema)}, [name]) for name, schema in self.tools]
-        else:
-            self.notes.append(f"{where}: a call object has the members {shape.name_key!r} and one of "
-                              f"{list(keys)} only (the parser also reads others, such as an id)")
-            nk = shape.name_key or "name"
-            # either order and every arguments key, as the parser reads them (xgrammar writes
-            # properties in schema order)
-            calls = [_object(dict(members), [nk, key]) for name, schema in self.tools for key in keys
-                     for members in (((nk, {"const": name}), (key, _params(schema))),
-                                     ((key, _params(schema)), (nk, {"const": name})))]
-        call = calls[0] if len(calls) == 1 else {"anyOf": calls}
-        if f.transform_each:
-            body = {"type": "array", "items": call, "minItems": 1}
-            if not self.parallel:
-                body["maxItems"] = 1
-        else:
-            body = call
-        body = {"type": "json_schema", "json_schema": body}
-        out = [self._tag(begin, rest, body, tail, ends) for begin, rest in self._begins(f, node)]
+        calls_node = self.ir.json_calls(f, shape, jb, where)
+        out = [self._tag(begin, rest, _ebnf(calls_node, self.ir.g.rules), tail, ends)
+               for begin, rest in self._begins(f, node)]
         self.triggers.extend(tag["begin"] for tag in out)
         return out
 
@@ -268,9 +240,7 @@ class _StructuralBuilder:
         return begins
 
     def _schema_element(self, schema: dict, jb, where: str) -> dict:
-        """A JSON schema content element, or the dialect's EBNF rule for the schema."""
-        if jb is None:
-            return {"type": "json_schema", "json_schema": schema}
+        """The EBNF element of the grammar IR's rule for ``schema`` in ``jb``'s dialect."""
         return _ebnf(jb.schema(schema, f"{where} parameters"), self.ir.g.rules)
 
     @staticmethod

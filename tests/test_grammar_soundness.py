@@ -1,0 +1,75 @@
+"""Grammar soundness (issue 27): every output the exported grammar allows parses, in strict mode,
+to a valid message. One regression test per defect class, each with the issue's own strings: the
+export must refuse them (xgrammar EBNF, llguidance, Lark, and the xgrammar structural tag where
+the template has one). The random walks over every export are ``test_grammar_sampling.py``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grammar_engines import ACCEPTS, accepts_structural_tag
+from grammar_walks import RICH_TOOLS
+from respc.compiler.grammar_render import STRUCTURAL_TAG, export_grammar
+from respc.compiler.grammar_structural import StructuralTagError
+from support import REPO
+
+try:
+    import llguidance  # noqa: F401
+    import xgrammar  # noqa: F401
+    ENGINES: tuple = ("llguidance", "xgrammar")
+except ImportError:  # pragma: no cover - the grammar extra is not installed
+    ENGINES = ()
+
+
+def verdicts(family: str, text: str, choice: str = "auto", parallel: bool = True, tools=None,
+             structural: bool = True) -> dict:
+    """Whether each export of ``family`` accepts ``text``: Lark always, the engines when installed,
+    the structural tag (xgrammar) when the template has one."""
+    tools = RICH_TOOLS if tools is None else tools
+    path = REPO / "templates" / f"{family}.json"
+    out = {}
+    for fmt in ("lark",) + ENGINES:
+        out[fmt] = ACCEPTS[fmt](export_grammar(path, fmt, tools=tools, tool_choice=choice, parallel=parallel), text)
+    if structural and ENGINES:
+        try:
+            tag = export_grammar(path, STRUCTURAL_TAG, tools=tools, tool_choice=choice, parallel=parallel)
+        except StructuralTagError:
+            pass
+        else:
+            out[STRUCTURAL_TAG] = accepts_structural_tag(tag, text)
+    return out
+
+
+def refused(family: str, text: str, **kw) -> None:
+    got = verdicts(family, text, **kw)
+    assert got == {fmt: False for fmt in got}, (family, text, got)
+
+
+def accepted(family: str, text: str, **kw) -> None:
+    got = verdicts(family, text, **kw)
+    assert got == {fmt: True for fmt in got}, (family, text, got)
+
+
+# --- A: a watched delimiter inside a JSON string value ------------------------------------
+
+A_CASES = {
+    "qwen3": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "</tool_call>"}}\n</tool_call>',
+    "kimi_k2": ('<|tool_calls_section_begin|><|tool_call_begin|>functions.set_alarm:0<|tool_call_argument_begin|>'
+                '{"time":"7","label":"<|tool_call_end|>"}<|tool_call_end|><|tool_calls_section_end|>'),
+    "gpt_oss": ('<|start|>assistant<|channel|>commentary to=functions.set_alarm <|constrain|>json<|message|>'
+                '{"time":"<|end|>","volume":5}<|call|>'),
+}
+
+
+@pytest.mark.parametrize("family", sorted(A_CASES))
+def test_a_watched_delimiter_in_a_string_is_refused(family):
+    refused(family, A_CASES[family])
+
+
+def test_a_escaped_delimiter_in_a_string_is_allowed():
+    # the same text written escaped is another raw text: the parser does not see its close there
+    accepted("qwen3", A_CASES["qwen3"].replace('"</tool_call>"', '"<\\/tool_call>"'))
+    accepted("kimi_k2", A_CASES["kimi_k2"].replace('"<|tool_call_end|>"', '"\\u003c|tool_call_end|>"'))
