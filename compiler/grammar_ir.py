@@ -527,6 +527,28 @@ class JsonBuilder:
             forms.append(Lit(name))
         return alt(*forms)
 
+    def other_key(self, words: tuple[str, ...]):
+        """A member key that is none of ``words`` (a call object's other members, such as an
+        ``id``, may not be a second name or arguments member: ``json.loads`` keeps the last,
+        issue 27 B). Quoted keys are read without escapes here (an escaped ``"n\\u0061me"`` is
+        ``name``), so a key is its raw text; the text is none of ``words`` (a trie of their
+        prefixes, any other character leaves it for free text)."""
+        name = f"{self.p}_other_key_{'_'.join(sorted(words))}"
+        if name in self.g.rules:
+            return Ref(name)
+        plain = Chars(((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)), True)
+        forms = [seq(Lit('"'), _not_words(self.g, name + "_dq", words, plain, Except(self.exclude, plain), Lit('"'),
+                                                     avoid=self.exclude))]
+        for o, c in self.d.string_delims:
+            forms.append(seq(Lit(o), _not_words(self.g, f"{name}_sd{len(forms)}", words, ANY_CHAR,
+                                                Except(tuple(dict.fromkeys((c,) + self.exclude))), Lit(c),
+                                                avoid=(c,) + self.exclude)))
+        if self.d.unquoted_keys:
+            head = Chars(((0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)))
+            tail_chars = Chars(((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)))
+            forms.append(_not_words(self.g, name + "_uq", words, tail_chars, Rep(tail_chars), EMPTY, head))
+        return self.g.add(name, alt(*forms))
+
     def value(self):
         name = f"{self.p}_value"
         if name in self.g.rules:
@@ -609,6 +631,41 @@ class JsonBuilder:
         ws = self.ws()
         return any_order(self.g, f"{self.p}_members", members,
                          lambda node, first: seq(node, ws) if first else seq(Lit(","), ws, node, ws))
+
+
+def _not_words(g: Grammar, base: str, words: tuple[str, ...], chars: Chars, rest, end, first: Chars | None = None,
+               avoid: tuple[str, ...] = ()):
+    """Text of ``chars`` (the first character of ``first`` when given), then ``end``, that is none
+    of ``words``: a trie over the words' prefixes; a character no word continues with leads to
+    ``rest`` (any further text), then ``end``. ``avoid``: delimiters ``rest`` keeps out; their
+    first characters do not lead to it (a delimiter could start there). Returns the entry node."""
+    avoid = tuple(ord(x[0]) for x in avoid if x)
+    prefixes = sorted({w[:i] for w in words for i in range(len(w) + 1)}, key=len)
+    allowed = _complement(chars.ranges) if chars.negate else chars.ranges
+
+    def rule(p: str):
+        name = f"{base}_{prefixes.index(p)}"
+        if name in g.rules:
+            return Ref(name)
+        g.rules[name] = EMPTY
+        cls = first if (first is not None and not p) else chars
+        ok = _complement(cls.ranges) if cls.negate else cls.ranges
+        nexts = sorted({w[len(p)] for w in words if w.startswith(p) and len(w) > len(p)
+                        if any(lo <= ord(w[len(p)]) <= hi for lo, hi in ok)})
+        alts = [seq(Lit(c), rule(p + c)) for c in nexts]
+        others = list(ok)
+        for code in sorted({ord(c) for c in nexts} | set(avoid)):
+            others = [r for lo, hi in others for r in (((lo, code - 1), (code + 1, hi)) if lo <= code <= hi
+                                                        else ((lo, hi),)) if r[0] <= r[1]]
+        if others:
+            alts.append(seq(Chars(_norm(others)), rest, end))
+        if p not in words and (p or first is None):
+            alts.append(end)
+        g.rules[name] = alt(*alts) if alts else Lit("\x00never")
+        return Ref(name)
+
+    del allowed
+    return rule("")
 
 
 #: objects with more declared properties than this are written in schema order (2**n rules)
@@ -826,7 +883,7 @@ class _Builder:
             arg_member = alt(*(seq(jb.key(k), ws, Lit(":"), ws, args) for k in keys))
             name_member = seq(jb.key(shape.name_key or "name"), ws, Lit(":"), ws, nm)
             # other members (an id) may come before and after; the reader ignores them
-            extra = seq(jb.key(), ws, Lit(":"), ws, jb.value())
+            extra = seq(jb.other_key((shape.name_key or "name",) + keys), ws, Lit(":"), ws, jb.value())
             before = Rep(seq(extra, ws, Lit(","), ws))
             after = Rep(seq(ws, Lit(","), ws, extra))
             per_tool.append(seq(Lit("{"), ws, before, alt(seq(name_member, ws, Lit(","), ws, arg_member),

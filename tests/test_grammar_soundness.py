@@ -73,3 +73,22 @@ def test_a_escaped_delimiter_in_a_string_is_allowed():
     # the same text written escaped is another raw text: the parser does not see its close there
     accepted("qwen3", A_CASES["qwen3"].replace('"</tool_call>"', '"<\\/tool_call>"'))
     accepted("kimi_k2", A_CASES["kimi_k2"].replace('"<|tool_call_end|>"', '"\\u003c|tool_call_end|>"'))
+
+
+# --- B: a second name or arguments member in the call object ---------------------------
+
+B_DUPLICATE_NAME = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}, "name": "rm_rf"}\n</tool_call>'
+
+
+def test_b_second_name_member_is_refused():
+    refused("qwen3", B_DUPLICATE_NAME, choice="required")
+
+
+def test_b_second_arguments_member_is_refused():
+    refused("qwen3", B_DUPLICATE_NAME.replace('"name": "rm_rf"', '"arguments": {"days": "x"}'), choice="required")
+
+
+def test_b_other_members_still_pass():
+    # an id (and keys that only start like name or arguments) is still read and ignored
+    accepted("qwen3", B_DUPLICATE_NAME.replace('"name": "rm_rf"', '"id": "call_1", "names": 1, "argument": 2, "nam": 3'),
+             choice="required")
