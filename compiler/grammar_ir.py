@@ -726,7 +726,11 @@ def _normalize_tools(tools) -> list[tuple[str, dict]]:
         fn = tool.get("function", tool) if isinstance(tool, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             raise GrammarExportError(f"tools[{i}]: needs a function with a string 'name'")
-        out.append((fn["name"], fn.get("parameters") or {"type": "object", "properties": {}}))
+        params = fn.get("parameters") or {"type": "object", "properties": {}}
+        if not isinstance(params, dict) or not isinstance(params.get("properties", {}), dict):
+            raise GrammarExportError(f"tools[{i}] ({fn['name']!r}): 'parameters' must be a JSON schema object "
+                                     "whose 'properties' is an object")
+        out.append((fn["name"], params))
     return out
 
 
@@ -942,15 +946,62 @@ class _Builder:
         # the pattern after the value group: group_end reads ``(`` + the group's body onwards
         after = value_tail[group_end("(" + value_tail, 0) - 1:] if value_tail else ""
         stop = tuple(x for x in (_leads(after) if after else []) if x)
-        jb = JsonBuilder(self.g, JsonDialect())
+        jb = JsonBuilder(self.g, JsonDialect(), stop)
+        text = Except(stop) if stop else Rep(ANY_CHAR)
+        typed = f.content_args.get("value_parser") in (None, {"name": "text"}, "text")
         members = []
         for key, prop in (schema.get("properties") or {}).items():
-            kind = prop.get("type") if isinstance(prop, dict) else None
-            typed = {"integer": jb.integer, "number": jb.number, "boolean": self.xml_boolean}.get(kind)
-            value = seq(WS, typed(), WS) if typed else (Except(stop) if stop else Rep(ANY_CHAR))
+            value = self.xml_value(prop, text, jb, f"{where} parameters.{key}") if typed else text
             node, notes = regex_to_ir(pattern, {"key": Lit(key), "value": value})
             members.append((seq(node, junk), key in required))
         return seq(junk, any_order(self.g, "xml_members", members, lambda node, first: node), tail)
+
+    def xml_value(self, prop, text, jb: JsonBuilder, where: str):
+        """One XML parameter's value as the tool typing reads it (docs/template-language.md,
+        "Tool-argument typing"): a string is the raw text; an enum or const one of its members'
+        texts; an integer, number, boolean or null the text the typing converts; an object or
+        array (also among a ``type`` list or ``anyOf``/``oneOf`` members) the JSON text the typing
+        decodes. A schema that admits a string admits any text (the typing keeps what no other
+        type converts)."""
+        if not isinstance(prop, dict):
+            return text
+        choices = prop.get("enum") if "enum" in prop else [prop["const"]] if "const" in prop else None
+        if isinstance(choices, list):
+            forms = []
+            for v in choices:
+                if isinstance(v, str):
+                    forms.append(Lit(v) if v else EMPTY)
+                elif isinstance(v, (bool, int, float)) or v is None:
+                    forms.append(seq(WS, Lit(json.dumps(v)), WS))
+                else:
+                    forms.append(seq(WS, jb.literal_value(v, where), WS))
+            return alt(*forms) if forms else Lit("\x00never")
+        members = [prop]
+        for combo in ("anyOf", "oneOf"):
+            if isinstance(prop.get(combo), list):
+                members = [m for m in prop[combo] if isinstance(m, dict)]
+        forms = []
+        for member in members:
+            kind = member.get("type")
+            kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
+            if not kinds and ("properties" in member):
+                kinds = ["object"]
+            if not kinds or "string" in kinds or any(not isinstance(k, str) for k in kinds):
+                return text
+            for k in kinds:
+                if k == "integer":
+                    forms.append(seq(WS, jb.integer(), WS))
+                elif k == "number":
+                    forms.append(seq(WS, jb.number(), WS))
+                elif k == "boolean":
+                    forms.append(seq(WS, self.xml_boolean(), WS))
+                elif k == "null":
+                    forms.append(seq(WS, Lit("null"), WS))
+                elif k in ("object", "array"):
+                    forms.append(seq(WS, jb.schema({**member, "type": k}, where), WS))
+                else:
+                    return text
+        return alt(*forms) if forms else text
 
     def xml_boolean(self):
         """A boolean parameter value as the tool typing reads it (``runtime/tools.py``: ``true``,

@@ -12,6 +12,8 @@ import pytest
 
 from grammar_engines import ACCEPTS, accepts_structural_tag
 from grammar_walks import RICH_TOOLS
+from respc.compiler.cli import main
+from respc.compiler.grammar_ir import GrammarExportError
 from respc.compiler.grammar_render import STRUCTURAL_TAG, export_grammar
 from respc.compiler.grammar_structural import StructuralTagError
 from support import REPO
@@ -92,3 +94,38 @@ def test_b_other_members_still_pass():
     # an id (and keys that only start like name or arguments) is still read and ignored
     accepted("qwen3", B_DUPLICATE_NAME.replace('"name": "rm_rf"', '"id": "call_1", "names": 1, "argument": 2, "nam": 3'),
              choice="required")
+
+
+# --- I: a type list in an XML-parameter template ------------------------------------------
+
+I_TOOLS = [{"type": "function", "function": {"name": "tag", "parameters": {
+    "type": "object", "properties": {"labels": {"type": ["array", "string"]}}, "required": ["labels"]}}}]
+
+
+def test_i_type_list_in_xml_parameters_exports(tmp_path, capsys):
+    (tmp_path / "tools.json").write_text(json.dumps(I_TOOLS), encoding="utf-8")
+    code = main(["grammar", "glm4_5", "--format", "xgrammar", "--tools", str(tmp_path / "tools.json")])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "") and out.startswith(("root ::= ", "# inexact"))
+    call = "<tool_call>tag<arg_key>labels</arg_key><arg_value>{}</arg_value></tool_call>"
+    accepted("glm4_5", call.format('["a", "b"]'), tools=I_TOOLS)
+    accepted("glm4_5", call.format("any text"), tools=I_TOOLS)
+
+
+def test_i_an_export_fault_is_not_an_output_error(tmp_path, capsys, monkeypatch):
+    import respc.compiler.grammar_render as grammar_render
+
+    def broken(*_a, **_k):
+        raise TypeError("unhashable type: 'list'")
+    monkeypatch.setattr(grammar_render, "export_grammar", broken)
+    (tmp_path / "tools.json").write_text(json.dumps(I_TOOLS), encoding="utf-8")
+    code = main(["grammar", "glm4_5", "--format", "xgrammar", "--tools", str(tmp_path / "tools.json")])
+    err = capsys.readouterr().err
+    assert code == 1 and "cannot parse output" not in err
+    assert err.startswith("respc: cannot export the grammar of glm4_5: TypeError: unhashable type: 'list'")
+
+
+def test_i_malformed_parameters_name_the_tool():
+    with pytest.raises(GrammarExportError, match=r"tools\[0\] \('tag'\): 'parameters' must be a JSON schema object"):
+        export_grammar(REPO / "templates" / "glm4_5.json", "xgrammar",
+                       tools=[{"type": "function", "function": {"name": "tag", "parameters": ["x"]}}])
