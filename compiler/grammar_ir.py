@@ -945,7 +945,9 @@ class _Builder:
         value_tail = pattern.split("(?P<value>", 1)[1] if "(?P<value>" in pattern else ""
         # the pattern after the value group: group_end reads ``(`` + the group's body onwards
         after = value_tail[group_end("(" + value_tail, 0) - 1:] if value_tail else ""
-        stop = tuple(x for x in (_leads(after) if after else []) if x)
+        # a value ends at the tag's close; it may not hold a delimiter the parser watches in the
+        # body either (the call's close: the parser ends the region there, issue 27 E)
+        stop = tuple(dict.fromkeys([x for x in (_leads(after) if after else []) if x] + list(self.body_watch(f))))
         jb = JsonBuilder(self.g, JsonDialect(), stop)
         text = Except(stop) if stop else Rep(ANY_CHAR)
         typed = f.content_args.get("value_parser") in (None, {"name": "text"}, "text")

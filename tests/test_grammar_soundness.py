@@ -129,3 +129,19 @@ def test_i_malformed_parameters_name_the_tool():
     with pytest.raises(GrammarExportError, match=r"tools\[0\] \('tag'\): 'parameters' must be a JSON schema object"):
         export_grammar(REPO / "templates" / "glm4_5.json", "xgrammar",
                        tools=[{"type": "function", "function": {"name": "tag", "parameters": ["x"]}}])
+
+
+# --- E: an XML parameter value holding the call's close -----------------------------------
+
+E_CASES = {
+    "qwen3_coder": "<tool_call><function=get_weather><parameter=city></tool_call></parameter>",
+    "nemotron3_nano": "<tool_call><function=get_weather><parameter=city></tool_call></parameter>",
+    "minimax_m2": ('<minimax:tool_call><invoke name="get_weather"><parameter name="city"></invoke></parameter>'
+                   '</invoke></minimax:tool_call>'),
+}
+
+
+@pytest.mark.parametrize("family", sorted(E_CASES))
+def test_e_call_close_inside_a_parameter_value_is_refused(family):
+    refused(family, E_CASES[family])
+    refused(family, E_CASES[family] + "</function></tool_call>")
