@@ -390,10 +390,14 @@ def _leads(pattern: str) -> list[str]:
 
 
 def delimiter_ir(delim: Delimiter, groups: dict | None, g: Grammar, where: str):
-    """The node of an open/close delimiter (literals: their alternation)."""
+    """The node of an open/close delimiter (literals: their alternation). A pattern's optional
+    declared repairs (damaged markup the parser accepts, :func:`without_optional_repairs`) are
+    left out: the model is not made to write them, and a repair after a name group (gpt-oss's
+    ``(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?``) would let the text after the
+    name continue it (the parser's greedy group reads a longer name, issue 27 C)."""
     if delim.literals is not None:
         return lits(*sorted(delim.literals, key=len, reverse=True))
-    node, notes = regex_to_ir(delim.pattern, groups)
+    node, notes = regex_to_ir(without_optional_repairs(delim.pattern), groups)
     for note in notes:
         if "ASCII" not in note:
             g.inexact(f"{where} {delim.key} {delim.pattern!r}: {note}")
@@ -499,9 +503,13 @@ class JsonBuilder:
         return self.g.add(f"{self.p}_int", seq(opt(Lit("-")), alt(Lit("0"), seq(_DIGIT19, Rep(_DIGIT)))))
 
     def number(self):
-        frac = opt(seq(Lit("."), Rep(_DIGIT, 1)))
-        exp = opt(seq(Chars(((0x45, 0x45), (0x65, 0x65))), opt(Chars(((0x2B, 0x2B), (0x2D, 0x2D)))), Rep(_DIGIT, 1)))
-        return self.g.add(f"{self.p}_number", seq(self.integer(), frac, exp))
+        """A JSON number the parser reads as a finite value: an integer (any size), or a
+        fraction/exponent form with at most 15 integer digits and a two-digit exponent (the
+        parser refuses a number a float cannot hold, ``1e999``)."""
+        frac = seq(Lit("."), Rep(_DIGIT, 1))
+        exp = seq(Chars(((0x45, 0x45), (0x65, 0x65))), opt(Chars(((0x2B, 0x2B), (0x2D, 0x2D)))), Rep(_DIGIT, 1, 2))
+        short = seq(opt(Lit("-")), alt(Lit("0"), seq(_DIGIT19, Rep(_DIGIT, 0, 14))))
+        return self.g.add(f"{self.p}_number", alt(self.integer(), seq(short, alt(seq(frac, opt(exp)), exp))))
 
     def boolean(self):
         forms = ["True", "False"] if self.d.pythonic else ["true", "false"]

@@ -145,3 +145,20 @@ E_CASES = {
 def test_e_call_close_inside_a_parameter_value_is_refused(family):
     refused(family, E_CASES[family])
     refused(family, E_CASES[family] + "</function></tool_call>")
+
+
+# --- C: the parser reads a longer name than the grammar allows ----------------------------
+
+C_CASES = {
+    "gpt_oss": 'to=functions.set_alarmto=functions.><|end|>{"time":"","volume":5}',
+    "glm4_5": "<tool_call>get_weatherr<arg_key>city</arg_key><arg_value></arg_value>",
+    "poolside": '<tool_call>get_weather"<arg_key>city</arg_key><arg_value></arg_value></tool_call>',
+}
+#: a tool without declared properties (H: any arguments) must not let the name run on either
+C_FREE = [{"type": "function", "function": {"name": "get_weather"}}, RICH_TOOLS[1]]
+
+
+@pytest.mark.parametrize("family", sorted(C_CASES))
+def test_c_name_running_on_is_refused(family):
+    refused(family, C_CASES[family])
+    refused(family, C_CASES[family], tools=C_FREE)
