@@ -1029,18 +1029,21 @@ class _Builder:
         self.g.rules[self._key] = node
         return Ref(self._key)
 
-    def region(self, fi: int, closed: bool = True):
+    def region(self, fi: int, closed: bool = True, need: bool = False):
         """The rule of field ``fi``'s region; ``closed=False``: cut off by the end of the stream
-        (the parser closes it there; a close that is an end-of-turn token is never generated)."""
-        key = f"region_{fi}" if closed else f"open_region_{fi}"
+        (the parser closes it there; a close that is an end-of-turn token is never generated);
+        ``need``: a region holding calls (a call section, reasoning in which calls nest) with at
+        least one call in it (``required`` or a named tool: an empty section is no call, issue 27 D)."""
+        key = (f"region_{fi}" if closed else f"open_region_{fi}") + ("_with_call" if need else "")
         if key in self.g.rules:
             return Ref(key)
         self.g.rules[key] = EMPTY  # placeholder: regions may nest each other
         outer, self._key = getattr(self, "_key", None), key
+        outer_need, self._need = getattr(self, "_need", False), need
         try:
             return self._region(fi, closed)
         finally:
-            self._key = outer
+            self._key, self._need = outer, outer_need
 
     def _region(self, fi: int, closed: bool):
         f = self.t.fields[fi]
@@ -1127,7 +1130,17 @@ class _Builder:
             return False
         if _is_reasoning(f) and not self.reasoning:
             return False
-        return not (_is_tool_field(self.t, f) and self.choice == "none")
+        if _is_tool_field(self.t, f):
+            if self.choice == "none":
+                return False
+            # a call whose name the transform fixes (functionary's <|python_tag|> is a call to
+            # "python"): only when that tool is offered (issue 27 D)
+            fn = f.transform.get("function") if isinstance(f.transform, dict) else None
+            name = fn.get("name") if isinstance(fn, dict) else None
+            if self.has_tools and isinstance(name, str) and not _placeholder(name) and \
+                    name not in {n for n, _ in self.tools}:
+                return False
+        return True
 
     def inside(self, fi: int, actions: tuple[str, ...]) -> list[int]:
         """Enabled fields whose open is watched inside region ``fi`` with one of ``actions``."""
@@ -1141,9 +1154,17 @@ class _Builder:
         f = self.t.fields[fi]
         watched = self.watched(self.a.state_of_field[fi], skip)
         text = Except(tuple(watched)) if f.slot is not None or self.t.version < 2 else WS
+        need = getattr(self, "_need", False)
         nested = [self.region(j) for j in self.inside(fi, ("nest",))]
         if not nested:
             return text
+        if need:
+            calls = [self.region(j) for j in self.inside(fi, ("nest",)) if _is_tool_field(self.t, self.t.fields[j])]
+            if calls:
+                more = Rep(seq(alt(*nested), text)) if self.parallel else EMPTY
+                plain = [r for r in nested if r not in calls]
+                lead = Rep(seq(alt(*plain), text)) if plain else EMPTY
+                return seq(text, lead, alt(*calls), text, more)
         return seq(text, Rep(seq(alt(*nested), text), 0, None if self.parallel else 1))
 
     def build(self) -> Grammar:
@@ -1157,20 +1178,28 @@ class _Builder:
         if t.implicit is not None and t.fields[t.implicit].close is not None:
             other.append(self.g.add("implicit_close", delimiter_ir(
                 t.fields[t.implicit].close, None, self.g, f"field {t.fields[t.implicit].name!r}")))
-        tool_regions = [self.region(fi) for fi in calls]
+        need_call = self.choice not in ("auto", "none")
+        # with a call required, a region that only holds calls (a section, reasoning in which
+        # calls nest) counts only with a call in it
+        tool_regions = [self.region(fi, need=need_call and not _is_tool_field(t, t.fields[fi])) for fi in calls]
         # the stream may end inside a region (no close yet): the parser closes it there; a call
         # region only when its body is one whole self-delimiting value (json, pythonic): any
         # other one is truncated there, never a call (docs/events.md, "Truncated regions"); a
         # section holding calls keeps its complete calls
         cut = [fi for fi in top if t.fields[fi].close is not None and t.fields[fi].end == "delimiter"]
         unclosed = [self.region(fi, closed=False) for fi in cut if fi in plain]
-        unclosed_calls = [self.region(fi, closed=False) for fi in cut if fi in calls and (
-            not _is_tool_field(t, t.fields[fi]) or t.fields[fi].content in ("json", "pythonic"))]
+        unclosed_calls = [self.region(fi, closed=False, need=need_call and not _is_tool_field(t, t.fields[fi]))
+                          for fi in cut if fi in calls and (
+                              not _is_tool_field(t, t.fields[fi]) or t.fields[fi].content in ("json", "pythonic"))]
         any_region = alt(*(other + tool_regions)) if other or tool_regions else None
         plain_loop = Rep(seq(alt(*other), tref)) if other else EMPTY
-        need_call = self.choice not in ("auto", "none")
         plain_end = opt(alt(*unclosed)) if unclosed else EMPTY
         any_end = opt(alt(*(unclosed + unclosed_calls))) if unclosed or unclosed_calls else EMPTY
+        if need_call:  # after the first call any region may follow, with a call or not
+            any_region = alt(*(other + [self.region(fi) for fi in calls])) if other or calls else None
+            ends = unclosed + [self.region(fi, closed=False) for fi in cut if fi in calls and (
+                not _is_tool_field(t, t.fields[fi]) or t.fields[fi].content in ("json", "pythonic"))]
+            any_end = opt(alt(*ends)) if ends else EMPTY
         if not tool_regions:
             if need_call:
                 raise GrammarExportError(f"{t.source}: tool_choice {self.choice!r} but the template has no "

@@ -162,3 +162,29 @@ C_FREE = [{"type": "function", "function": {"name": "get_weather"}}, RICH_TOOLS[
 def test_c_name_running_on_is_refused(family):
     refused(family, C_CASES[family])
     refused(family, C_CASES[family], tools=C_FREE)
+
+
+# --- D: required or a named tool accept an output with no call ----------------------------
+
+D_CASES = {  # (template, text, tool_choice)
+    "deepseek_v4/empty_section": ("deepseek_v4", "<｜DSML｜tool_calls></｜DSML｜tool_calls>", "required"),
+    "minimax_m1/empty_section": ("minimax_m1", "<tool_calls></tool_calls>", "required"),
+    "olmo3/empty_section": ("olmo3", "<function_calls></function_calls>", "required"),
+    "intern_s1/reasoning_open_at_the_end": ("intern_s1", "<think>", "required"),
+    "functionary_v3_1/python_tag": ("functionary_v3_1", "<|python_tag|>", "required"),
+    "functionary_v3_1/python_tag_named": ("functionary_v3_1", "<|python_tag|>", "set_alarm"),
+    "functionary_v3_1/python_call": ("functionary_v3_1", "<|python_tag|>print(1)<|eom_id|>", "required"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(D_CASES))
+def test_d_required_without_a_call_is_refused(case):
+    family, text, choice = D_CASES[case]
+    refused(family, text, choice=choice)
+
+
+def test_d_python_tag_with_python_offered():
+    python = [{"type": "function", "function": {"name": "python", "parameters": {
+        "type": "object", "properties": {"code": {"type": "string"}}}}}]
+    # (the structural tag leaves this text-bodied call out, with a note)
+    accepted("functionary_v3_1", "<|python_tag|>print(1)<|eom_id|>", choice="required", tools=python, structural=False)
