@@ -22,8 +22,9 @@ with the call's name substituted, :func:`~respc.compiler.grammar_ir.call_shape`,
 * ``triggers`` -- the literal part of the begins before the name (``<function=``) or the begin.
 
 Modes: ``auto`` is ``triggered_tags``; ``required`` and a named tool set ``at_least_one`` (a named
-tool keeps only its tag or schema); ``--no-parallel`` sets ``stop_after_first`` and lets free text
-without a trigger follow; ``none`` is ``any_text`` excluding the triggers. A tool region without a
+tool keeps only its tag or schema); ``--no-parallel`` is ``sequence[any_text, tag, any_text]`` (the
+tag optional in ``auto``; ``triggered_tags`` with ``stop_after_first`` followed by free text lets a
+bare trigger through in xgrammar 0.2.9); ``none`` is ``any_text`` excluding the triggers. A tool region without a
 close (or whose close is the end-of-turn token, ``</s>``) runs to the end of the stream, so its
 calls are ``tags_with_separator`` with an empty separator at the very end. A reasoning region
 with literal delimiters becomes an optional leading ``tag`` whose ``any_text`` ends at its close
@@ -307,7 +308,12 @@ class _StructuralBuilder:
             body = {"type": "triggered_tags", "triggers": triggers, "tags": _merged(closed), "at_least_one": need,
                     "stop_after_first": not self.parallel, "excludes": reasoning_opens}
             if not self.parallel:
-                body = {"type": "sequence", "elements": [body, free]}
+                # at most one call: free text, the call, free text. Not triggered_tags with
+                # stop_after_first followed by any_text: xgrammar 0.2.8 and 0.2.9 accept a
+                # trigger with nothing after it there (issue 27 F; tests/test_grammar_soundness.py)
+                one = _one_of(_merged(closed))
+                call = {"type": "sequence", "elements": [one, free]}
+                body = {"type": "sequence", "elements": [free, call if need else {"type": "optional", "content": call}]}
         else:
             if closed:
                 self.notes.append("tags with a close are left out: another tool field runs to the end of the output")

@@ -188,3 +188,28 @@ def test_d_python_tag_with_python_offered():
         "type": "object", "properties": {"code": {"type": "string"}}}}}]
     # (the structural tag leaves this text-bodied call out, with a note)
     accepted("functionary_v3_1", "<|python_tag|>print(1)<|eom_id|>", choice="required", tools=python, structural=False)
+
+
+# --- F: --no-parallel accepts a trigger with nothing after it (structural tag) ------------
+
+F_TOOLS = [{"type": "function", "function": {"name": "g", "parameters": {"type": "object", "properties": {}}}}]
+
+
+@pytest.mark.skipif(not ENGINES, reason="needs xgrammar (the grammar extra)")
+@pytest.mark.parametrize("family,text", [("qwen2_5", "<tool_call>"),
+                                         ("gemma4", '<|tool_call>call:g<|"|><|"|>')])
+def test_f_no_parallel_bare_trigger_is_refused(family, text):
+    tag = export_grammar(REPO / "templates" / f"{family}.json", STRUCTURAL_TAG, tools=F_TOOLS, parallel=False)
+    assert accepts_structural_tag(tag, text) is False
+    assert accepts_structural_tag(tag, "hi") is True
+
+
+@pytest.mark.skipif(not ENGINES, reason="needs xgrammar (the grammar extra)")
+def test_f_engine_quirk_is_still_there():
+    """The shape respc no longer emits: when xgrammar fixes it, this test says so (and the
+    simpler shape may come back)."""
+    call = {"type": "tag", "begin": "<tool_call>", "content": {"type": "any_text"}, "end": "</tool_call>"}
+    quirky = {"type": "structural_tag", "format": {"type": "sequence", "elements": [
+        {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": [call], "stop_after_first": True},
+        {"type": "any_text", "excludes": ["<tool_call>"]}]}}
+    assert accepts_structural_tag(json.dumps(quirky), "hi<tool_call>") is True
