@@ -535,6 +535,18 @@ class JsonBuilder:
             forms.append(Lit(name))
         return alt(*forms)
 
+    def key_colon(self, key):
+        """A key node then its ``:``: whitespace between a quoted key and the colon; none after
+        an unquoted key (the dialect reader quotes ``\\s*(\\w+):`` only, docs/template-language.md)."""
+        forms = key.items if isinstance(key, Alt) else (key,)
+        out = []
+        for form in forms:
+            bare = self.d.unquoted_keys and (isinstance(form, Lit) and form.text[:1] not in "\"'<" or
+                                             isinstance(form, Seq) and form.items and isinstance(form.items[0], Chars)
+                                             or isinstance(form, Ref) and form.name.endswith("_uq_0"))
+            out.append(seq(form, Lit(":")) if bare else seq(form, self.ws(), Lit(":")))
+        return alt(*out)
+
     def other_key(self, words: tuple[str, ...]):
         """A member key that is none of ``words`` (a call object's other members, such as an
         ``id``, may not be a second name or arguments member: ``json.loads`` keeps the last,
@@ -542,8 +554,6 @@ class JsonBuilder:
         ``name``), so a key is its raw text; the text is none of ``words`` (a trie of their
         prefixes, any other character leaves it for free text)."""
         name = f"{self.p}_other_key_{'_'.join(sorted(words))}"
-        if name in self.g.rules:
-            return Ref(name)
         plain = Chars(((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)), True)
         forms = [seq(Lit('"'), _not_words(self.g, name + "_dq", words, plain, Except(self.exclude, plain), Lit('"'),
                                                      avoid=self.exclude))]
@@ -555,7 +565,7 @@ class JsonBuilder:
             head = Chars(((0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)))
             tail_chars = Chars(((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)))
             forms.append(_not_words(self.g, name + "_uq", words, tail_chars, Rep(tail_chars), EMPTY, head))
-        return self.g.add(name, alt(*forms))
+        return alt(*forms)
 
     def value(self):
         name = f"{self.p}_value"
@@ -563,7 +573,7 @@ class JsonBuilder:
             return Ref(name)
         self.g.rules[name] = EMPTY  # placeholder for recursion
         ws = self.ws()
-        member = seq(self.key(), ws, Lit(":"), ws, Ref(name))
+        member = seq(self.key_colon(self.key()), ws, Ref(name))
         obj = seq(Lit("{"), ws, opt(seq(member, ws, Rep(seq(Lit(","), ws, member, ws)))), Lit("}"))
         arr = seq(Lit("["), ws, opt(seq(Ref(name), ws, Rep(seq(Lit(","), ws, Ref(name), ws)))), Lit("]"))
         self.g.rules[name] = alt(self.g.add(f"{self.p}_object", obj), self.g.add(f"{self.p}_array", arr),
@@ -626,7 +636,7 @@ class JsonBuilder:
             return self.g.add(f"{self.p}_object", EMPTY) if False else self._any_object()
         required = set(schema.get("required") or ())
         ws = self.ws()
-        members = [(seq(self.key(k), ws, Lit(":"), ws, self.schema(s, f"{where}.properties.{k}")), k in required)
+        members = [(seq(self.key_colon(self.key(k)), ws, self.schema(s, f"{where}.properties.{k}")), k in required)
                    for k, s in props.items()]
         return seq(Lit("{"), ws, self._members(members, 0, False), Lit("}"))
 
@@ -889,13 +899,13 @@ class _Builder:
             args = self.args_node(jb, schema, f"{where} tool {name!r} parameters")
             if shape.name_key == "$key":
                 key_node = nm if name is not None else jb.key()
-                per_tool.append(seq(Lit("{"), ws, key_node, ws, Lit(":"), ws, args, ws, Lit("}")))
+                per_tool.append(seq(Lit("{"), ws, jb.key_colon(key_node), ws, args, ws, Lit("}")))
                 continue
             keys = shape.args_keys or ("arguments",)
-            arg_member = alt(*(seq(jb.key(k), ws, Lit(":"), ws, args) for k in keys))
-            name_member = seq(jb.key(shape.name_key or "name"), ws, Lit(":"), ws, nm)
+            arg_member = alt(*(seq(jb.key_colon(jb.key(k)), ws, args) for k in keys))
+            name_member = seq(jb.key_colon(jb.key(shape.name_key or "name")), ws, nm)
             # other members (an id) may come before and after; the reader ignores them
-            extra = seq(jb.other_key((shape.name_key or "name",) + keys), ws, Lit(":"), ws, jb.value())
+            extra = seq(jb.key_colon(jb.other_key((shape.name_key or "name",) + keys)), ws, jb.value())
             before = Rep(seq(extra, ws, Lit(","), ws))
             after = Rep(seq(ws, Lit(","), ws, extra))
             per_tool.append(seq(Lit("{"), ws, before, alt(seq(name_member, ws, Lit(","), ws, arg_member),

@@ -286,17 +286,22 @@ class _StructuralBuilder:
         offered = self.tools
         if not offered:  # no tool offered (or tool_choice none): the tags only name the triggers
             self.tools = [("\x00", {"type": "object"})]
+        left_out: list[str] = []
         for f in fields:
             try:
                 tags.extend(self.field_tags(f))
             except _Cannot as exc:
                 problems.append(f"field {f.name!r}: {exc}")
+                if f.open is not None and f.outside:
+                    # its open stays out of the free text: the parser would read a call there
+                    left_out.extend(x for x in (f.open.literals or _begins_of(f.open.pattern)) if x)
         self.tools = offered
         if not tags:
             raise StructuralTagError(f"{self.t.source}: cannot be written as an xgrammar structural tag: "
                                      + "; ".join(problems) + " (use --format xgrammar for its EBNF grammar)")
         self.notes.extend(f"{p}; left out" for p in problems)
         prefix, reasoning_opens = self.reasoning_part()
+        reasoning_opens = list(dict.fromkeys(reasoning_opens + left_out))
         closed = [tag for tag in tags if tag["end"] != ""]
         open_ended = [tag for tag in tags if tag["end"] == ""]
         triggers = list(dict.fromkeys(self.triggers))
@@ -329,6 +334,13 @@ class _StructuralBuilder:
         if self.unclosed is not None and not need:  # with a call required, reasoning must close first
             fmt = {"type": "or", "elements": [fmt, self.unclosed]}
         return {"type": "structural_tag", "format": fmt}
+
+
+def _begins_of(pattern: str) -> list[str]:
+    """The literal starts of a delimiter pattern's alternatives (issue 27: opens of fields the tag
+    leaves out are kept out of its free text)."""
+    node, _notes = regex_to_ir(without_optional_repairs(pattern))
+    return [b for b, _rest in _begins(node)]
 
 
 def _one_of(formats: list[dict]) -> dict:

@@ -213,3 +213,11 @@ def test_f_engine_quirk_is_still_there():
         {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": [call], "stop_after_first": True},
         {"type": "any_text", "excludes": ["<tool_call>"]}]}}
     assert accepts_structural_tag(json.dumps(quirky), "hi<tool_call>") is True
+
+
+# --- unquoted keys (gemma's dialect): no whitespace between a bare key and its colon ----------
+
+def test_bare_key_then_space_before_colon_is_refused():
+    # found by the walks: the dialect reader quotes \s*(\w+): only, so "time \n:" is not JSON
+    refused("gemma4", '<|tool_call>call:set_alarm{time   \n \n\n :"note"\n }<tool_call|>', choice="required")
+    accepted("gemma4", '<|tool_call>call:set_alarm{time:<|"|>note<|"|>}<tool_call|>', choice="required")
