@@ -221,3 +221,11 @@ def test_bare_key_then_space_before_colon_is_refused():
     # found by the walks: the dialect reader quotes \s*(\w+): only, so "time \n:" is not JSON
     refused("gemma4", '<|tool_call>call:set_alarm{time   \n \n\n :"note"\n }<tool_call|>', choice="required")
     accepted("gemma4", '<|tool_call>call:set_alarm{time:<|"|>note<|"|>}<tool_call|>', choice="required")
+
+
+@pytest.mark.skipif(not ENGINES, reason="needs xgrammar (the grammar extra)")
+def test_control_characters_in_a_class_before_hex_letters_compile():
+    # found by the walks: xgrammar read [\x0Aad-e] as 0xAAD-e ("lower bound is larger than upper bound")
+    import xgrammar as xgr
+    for tools in (None, RICH_TOOLS):
+        xgr.Grammar.from_ebnf(export_grammar(REPO / "templates" / "functionary_v3_2.json", "xgrammar", tools=tools))
