@@ -926,7 +926,10 @@ class _Builder:
         for name, schema in (self.tools if self.has_tools else [(None, None)]):
             nm = Lit(name) if name is not None else self.name_node(None)
             if schema is None or not (schema.get("properties")):
-                kw = seq(self.name_node(None), ws, Lit("="), ws, jb.value())
+                # a tool without declared properties takes any keyword arguments (issue 27 H)
+                ident = seq(Chars(((0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))),
+                            Rep(Chars(((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)))))
+                kw = seq(ident, ws, Lit("="), ws, jb.value())
                 body = opt(seq(kw, Rep(seq(ws, Lit(","), ws, kw)), opt(seq(ws, Lit(",")))))
             else:
                 required = set(schema.get("required") or ())
@@ -969,6 +972,11 @@ class _Builder:
         jb = JsonBuilder(self.g, JsonDialect(), stop)
         text = Except(stop) if stop else Rep(ANY_CHAR)
         typed = f.content_args.get("value_parser") in (None, {"name": "text"}, "text")
+        if not schema.get("properties") and schema.get("additionalProperties") is not False:
+            # a tool without declared properties takes any arguments (issue 27 H): any number of
+            # tags, each key as the tag pattern reads it, each value text
+            node, _notes = regex_to_ir(without_optional_repairs(pattern), {"value": text})
+            return seq(junk, Rep(seq(node, junk)), tail)
         members = []
         for key, prop in (schema.get("properties") or {}).items():
             value = self.xml_value(prop, text, jb, f"{where} parameters.{key}") if typed else text

@@ -229,3 +229,23 @@ def test_control_characters_in_a_class_before_hex_letters_compile():
     import xgrammar as xgr
     for tools in (None, RICH_TOOLS):
         xgr.Grammar.from_ebnf(export_grammar(REPO / "templates" / "functionary_v3_2.json", "xgrammar", tools=tools))
+
+
+# --- H: tools without declared properties take any arguments -------------------------------
+
+H_PARAMS = {"no_parameters": None, "object": {"type": "object"}, "empty_properties": {"type": "object", "properties": {}},
+            "additional": {"type": "object", "properties": {}, "additionalProperties": True}}
+H_CASES = {
+    "llama4_pythonic": "<|python_start|>[f(a=1)]<|python_end|>",
+    "qwen3_coder": "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>",
+    "glm4_5": "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>",
+    "minimax_m2": ('<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">1</parameter>\n</invoke>\n'
+                   '</minimax:tool_call>'),
+}
+
+
+@pytest.mark.parametrize("params", sorted(H_PARAMS))
+@pytest.mark.parametrize("family", sorted(H_CASES))
+def test_h_tool_without_properties_takes_any_arguments(family, params):
+    fn = {"name": "f"} if H_PARAMS[params] is None else {"name": "f", "parameters": H_PARAMS[params]}
+    accepted(family, H_CASES[family], tools=[{"type": "function", "function": fn}], structural=False)
