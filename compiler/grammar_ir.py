@@ -978,8 +978,20 @@ class _Builder:
             node, _notes = regex_to_ir(without_optional_repairs(pattern), {"value": text})
             return seq(junk, Rep(seq(node, junk)), tail)
         members = []
+        as_json = isinstance(f.content_args.get("value_parser"), dict) and \
+            f.content_args["value_parser"].get("name") == "json"
         for key, prop in (schema.get("properties") or {}).items():
-            value = self.xml_value(prop, text, jb, f"{where} parameters.{key}") if typed else text
+            if as_json:
+                # each value is read as JSON; text that is not JSON stays a string, so a property
+                # that admits a string may also be text no JSON value starts like
+                value = seq(WS, jb.schema(prop, f"{where} parameters.{key}"), WS)
+                kinds = prop.get("type") if isinstance(prop, dict) else None
+                if "enum" not in (prop or {}) and "const" not in (prop or {}) and (
+                        kinds == "string" or isinstance(kinds, list) and "string" in kinds or not kinds):
+                    json_starts = '{["-0123456789tfnNI \t\r\n' + "".join(x[0] for x in stop)
+                    value = alt(value, seq(Chars(_norm([(ord(c), ord(c)) for c in json_starts]), True), text))
+            else:
+                value = self.xml_value(prop, text, jb, f"{where} parameters.{key}") if typed else text
             node, notes = regex_to_ir(pattern, {"key": Lit(key), "value": value})
             members.append((seq(node, junk), key in required))
         return seq(junk, any_order(self.g, "xml_members", members, lambda node, first: node), tail)

@@ -25,6 +25,9 @@ try:
 except ImportError:  # pragma: no cover - the grammar extra is not installed
     ENGINES = ()
 
+pytestmark = pytest.mark.skipif(not ENGINES, reason="the grammar extra is not installed: these checks run in CI's "
+                                "grammar suite (pip install -e .[grammar]; README, Constrained decoding)")
+
 
 def verdicts(family: str, text: str, choice: str = "auto", parallel: bool = True, tools=None,
              structural: bool = True) -> dict:
@@ -249,3 +252,12 @@ H_CASES = {
 def test_h_tool_without_properties_takes_any_arguments(family, params):
     fn = {"name": "f"} if H_PARAMS[params] is None else {"name": "f", "parameters": H_PARAMS[params]}
     accepted(family, H_CASES[family], tools=[{"type": "function", "function": fn}], structural=False)
+
+
+def test_json_read_xml_values_are_typed():
+    # found by the walks: hyperclovax reads each value as JSON (text that is not JSON stays a string)
+    call = "<tool_call>\nbook_trip\n<arg_key>where</arg_key><arg_value>{}</arg_value></tool_call>"
+    refused("hyperclovax_seed_think", call.format('days"where"'), choice="required")
+    accepted("hyperclovax_seed_think", call.format('{"city": "Paris"}'), choice="required")
+    accepted("hyperclovax_seed_think", call.format('{"city": "Paris"}').replace(
+        "</arg_value>", "</arg_value><arg_key>note</arg_key><arg_value>Paris</arg_value>"), choice="required")
