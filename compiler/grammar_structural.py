@@ -301,7 +301,9 @@ class _StructuralBuilder:
                                      + "; ".join(problems) + " (use --format xgrammar for its EBNF grammar)")
         self.notes.extend(f"{p}; left out" for p in problems)
         prefix, reasoning_opens = self.reasoning_part()
-        reasoning_opens = list(dict.fromkeys(reasoning_opens + left_out))
+        # (an open another field's tag begins with is that tag's trigger, never excluded)
+        reasoning_opens = list(dict.fromkeys(reasoning_opens + [x for x in left_out if not any(
+            t.startswith(x) or x.startswith(t) for t in self.triggers)]))
         closed = [tag for tag in tags if tag["end"] != ""]
         open_ended = [tag for tag in tags if tag["end"] == ""]
         triggers = list(dict.fromkeys(self.triggers))
