@@ -971,7 +971,9 @@ class _Builder:
         stop = tuple(dict.fromkeys([x for x in (_leads(after) if after else []) if x] + list(self.body_watch(f))))
         jb = JsonBuilder(self.g, JsonDialect(), stop)
         text = Except(stop) if stop else Rep(ANY_CHAR)
-        typed = f.content_args.get("value_parser") in (None, {"name": "text"}, "text")
+        vp = f.content_args.get("value_parser")
+        # the text parser (stripped or not) keeps the value for the tool typing to convert
+        typed = vp in (None, "text") or isinstance(vp, dict) and vp.get("name") == "text" and "switch" not in vp
         if not schema.get("properties") and schema.get("additionalProperties") is not False:
             # a tool without declared properties takes any arguments (issue 27 H): any number of
             # tags, each key as the tag pattern reads it, each value text
