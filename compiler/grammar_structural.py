@@ -324,8 +324,10 @@ class _StructuralBuilder:
         else:
             if closed:
                 self.notes.append("tags with a close are left out: another tool field runs to the end of the output")
+            # such a region runs to the end of the output: one of it (its body is the rest of the
+            # output; a second open there would be body text the parser cannot read, issue 27 G)
             tws = {"type": "tags_with_separator", "tags": _merged(open_ended), "separator": "", "at_least_one": True,
-                   "stop_after_first": not self.parallel}
+                   "stop_after_first": True}
             elements = [free, tws]
             if self.eot:  # the end-of-turn token may still be written as text: only at the very end
                 elements.append({"type": "optional", "content": _one_of(

@@ -261,3 +261,15 @@ def test_json_read_xml_values_are_typed():
     accepted("hyperclovax_seed_think", call.format('{"city": "Paris"}'), choice="required")
     accepted("hyperclovax_seed_think", call.format('{"city": "Paris"}').replace(
         "</arg_value>", "</arg_value><arg_key>note</arg_key><arg_value>Paris</arg_value>"), choice="required")
+
+
+# --- G: mistral_nemo under required: two [TOOL_CALLS] sections back to back -----------------
+
+G_CALL = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]'
+
+
+def test_g_two_sections_to_the_end_of_the_output_are_refused():
+    refused("mistral_nemo", G_CALL + G_CALL, choice="required")
+    accepted("mistral_nemo", G_CALL, choice="required")
+    accepted("mistral_nemo", G_CALL.replace("}}]", '}}, {"name": "set_alarm", "arguments": {"time": "7"}}]'),
+             choice="required")
