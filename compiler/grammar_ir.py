@@ -853,6 +853,12 @@ def _is_reasoning(f: Field) -> bool:
     return (f.slot or f.name) == "reasoning_content"
 
 
+def _looks_ahead(f: Field) -> bool:
+    """Whether ``f``'s open pattern holds a lookahead (the grammar drops it; what it looks for
+    must then come right after the open, in the order it names)."""
+    return f.open is not None and f.open.pattern is not None and "(?=" in without_optional_repairs(f.open.pattern)
+
+
 class _Builder:
     def __init__(self, template: Template, automaton: Automaton, tools, tool_choice: str,
                  parallel: bool, reasoning: bool) -> None:
@@ -908,6 +914,11 @@ class _Builder:
             extra = seq(jb.key_colon(jb.other_key((shape.name_key or "name",) + keys)), ws, jb.value())
             before = Rep(seq(extra, ws, Lit(","), ws))
             after = Rep(seq(ws, Lit(","), ws, extra))
+            if _looks_ahead(f):
+                # the open looks ahead for the call's start (``(?=\\{\\s*"name")``): the name member
+                # comes first, as the lookahead needs it, or the parser reads no call (issue 27 D)
+                per_tool.append(seq(Lit("{"), ws, name_member, ws, Lit(","), ws, arg_member, after, ws, Lit("}")))
+                continue
             per_tool.append(seq(Lit("{"), ws, before, alt(seq(name_member, ws, Lit(","), ws, arg_member),
                                                           seq(arg_member, ws, Lit(","), ws, name_member)),
                                 after, ws, Lit("}")))
@@ -1107,7 +1118,9 @@ class _Builder:
         op = delimiter_ir(f.open, open_groups, self.g, where)
         if tool and f.content == "json" and shape is not None:
             jb = JsonBuilder(self.g, self.dialect(f), self.body_watch(f))
-            body = seq(jb.ws(), self.json_calls(f, shape, jb, where), jb.ws())
+            # an open that ends in a lookahead (``functools(?=\\[)``) is followed by the body at once
+            lead = EMPTY if _looks_ahead(f) else jb.ws()
+            body = seq(lead, self.json_calls(f, shape, jb, where), jb.ws())
         elif tool and f.content == "pythonic":
             jb = JsonBuilder(self.g, JsonDialect(pythonic=True), self.body_watch(f))
             body = seq(jb.ws(), self.pythonic_calls(f, where), jb.ws())

@@ -47,7 +47,7 @@ from typing import Any
 
 from .automaton import Automaton
 from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, JsonBuilder, Lit, Rep, Seq,
-                         _Builder, _is_reasoning, _is_tool_field, call_shape, regex_to_ir, seq,
+                         _Builder, _is_reasoning, _is_tool_field, _looks_ahead, call_shape, regex_to_ir, seq,
                          without_optional_repairs)
 from .ir import Field, Template
 
@@ -226,7 +226,9 @@ class _StructuralBuilder:
         node = (Alt(tuple(Lit(x) for x in f.open.literals)) if f.open.literals is not None
                 else regex_to_ir(without_optional_repairs(f.open.pattern))[0])
         calls_node = self.ir.json_calls(f, shape, jb, where)
-        out = [self._tag(begin, rest, _ebnf(calls_node, self.ir.g.rules), tail, ends)
+        # an open ending in a lookahead (``functools(?=\\[)``): the body follows it at once
+        lead = Seq(()) if _looks_ahead(f) else WS
+        out = [self._tag(begin, rest, _ebnf(calls_node, self.ir.g.rules), tail, ends, lead)
                for begin, rest in self._begins(f, node)]
         self.triggers.extend(tag["begin"] for tag in out)
         return out
@@ -245,8 +247,8 @@ class _StructuralBuilder:
         return _ebnf(jb.schema(schema, f"{where} parameters"), self.ir.g.rules)
 
     @staticmethod
-    def _tag(begin: str, rest, body: dict, tail: dict, ends: list[str]) -> dict:
-        head = _ebnf(seq(rest, WS) if rest != Seq(()) else WS)
+    def _tag(begin: str, rest, body: dict, tail: dict, ends: list[str], lead=WS) -> dict:
+        head = _ebnf(seq(rest, lead) if rest != Seq(()) else lead)
         return {"type": "tag", "begin": begin, "content": {"type": "sequence", "elements": [head, body, tail]},
                 "end": ends[0] if len(ends) == 1 else ends}
 

@@ -177,6 +177,10 @@ D_CASES = {  # (template, text, tool_choice)
     "functionary_v3_1/python_tag": ("functionary_v3_1", "<|python_tag|>", "required"),
     "functionary_v3_1/python_tag_named": ("functionary_v3_1", "<|python_tag|>", "set_alarm"),
     "functionary_v3_1/python_call": ("functionary_v3_1", "<|python_tag|>print(1)<|eom_id|>", "required"),
+    "firefunction_v2/space_after_functools": (
+        "firefunction_v2", 'functools [{"name": "get_weather", "arguments": {"city": "Paris"}}]', "required"),
+    "xlam/id_before_name": (
+        "xlam", '[{"id": 1, "name": "get_weather", "arguments": {"city": "Paris"}}]', "required"),
 }
 
 
