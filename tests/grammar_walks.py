@@ -38,10 +38,10 @@ RICH_TOOLS = [
 ]
 
 EOS = 256
-SOFT, HARD = 160, 700
+SOFT, HARD = 48, 600
 #: printable bytes a free-text step prefers (the rest are taken only when nothing else may come)
 _PREFERRED = [ord(c) for c in 'ab Z09_-.,:;=/\n"\'<>{}[]()|!?\\#']
-_CLOSERS = set(b'"}])>\n') | {0x20}
+_CLOSERS = set(b'"}])>')
 
 
 def literals(g) -> list[bytes]:
@@ -107,40 +107,63 @@ def _ll_tokenizer(extra: tuple):
     return llguidance.LLTokenizer(llguidance.TokenizerWrapper(_LLTok(v.tokens))), v
 
 
-class XgrMatcher:
-    """xgrammar's GrammarMatcher over an EBNF grammar or a structural tag (JSON text)."""
+class XgrGrammar:
+    """An EBNF grammar or a structural tag (JSON text) compiled once by xgrammar; ``matcher()``
+    gives a fresh matcher for one walk."""
 
     def __init__(self, grammar: str, extra: tuple, structural: bool = False) -> None:
-        import xgrammar as xgr
         compiler, self.vocab = _xgr_compiler(extra)
-        compiled = compiler.compile_structural_tag(grammar) if structural else compiler.compile_grammar(grammar)
-        self.m = xgr.GrammarMatcher(compiled)
+        self.compiled = compiler.compile_structural_tag(grammar) if structural else compiler.compile_grammar(grammar)
+
+    def matcher(self) -> "XgrMatcher":
+        return XgrMatcher(self)
+
+
+class XgrMatcher:
+    """xgrammar's GrammarMatcher (one walk)."""
+
+    def __init__(self, grammar: XgrGrammar) -> None:
+        import xgrammar as xgr
+        self.vocab = grammar.vocab
+        self.m = xgr.GrammarMatcher(grammar.compiled)
         self.bm = xgr.allocate_token_bitmask(1, self.vocab.size)
+        self.bytes_view = self.bm.numpy().view(np.uint8)
 
     def allowed(self) -> np.ndarray:
         self.m.fill_next_token_bitmask(self.bm)
-        bits = np.unpackbits(self.bm.numpy().view(np.uint8), bitorder="little")[: self.vocab.size]
-        return np.flatnonzero(bits)
+        return np.unpackbits(self.bytes_view, bitorder="little", count=self.vocab.size).view(bool)
 
     def take(self, tok: int) -> bool:
         return self.m.accept_token(int(tok))
 
 
-class LLMatcher:
-    """llguidance's LLMatcher over a Lark grammar (its dialect)."""
+class LLGrammar:
+    """llguidance's grammar text with its tokenizer; ``matcher()`` gives a fresh LLMatcher."""
 
     def __init__(self, grammar: str, extra: tuple) -> None:
+        self.tok, self.vocab = _ll_tokenizer(extra)
+        self.grammar = grammar
+
+    def matcher(self) -> "LLMatcher":
+        return LLMatcher(self)
+
+
+class LLMatcher:
+    """llguidance's LLMatcher over a Lark grammar (its dialect), one walk."""
+
+    def __init__(self, grammar: LLGrammar) -> None:
         import llguidance
-        tok, self.vocab = _ll_tokenizer(extra)
-        self.m = llguidance.LLMatcher(tok, grammar, log_level=0)
+        self.vocab = grammar.vocab
+        self.m = llguidance.LLMatcher(grammar.tok, grammar.grammar, log_level=0)
         if self.m.is_error():
             raise ValueError(self.m.get_error())
 
     def allowed(self) -> np.ndarray:
-        bits = np.unpackbits(np.frombuffer(self.m.compute_bitmask(), dtype=np.uint8), bitorder="little")
+        bits = np.unpackbits(np.frombuffer(self.m.compute_bitmask(), dtype=np.uint8), bitorder="little",
+                             count=self.vocab.size).view(bool)
         if self.m.is_error():
             raise ValueError(self.m.get_error())
-        return np.flatnonzero(bits[: self.vocab.size])
+        return bits
 
     def take(self, tok: int) -> bool:
         ok = self.m.consume_token(int(tok))
@@ -149,33 +172,71 @@ class LLMatcher:
         return ok
 
 
-def walk(matcher, rng) -> str | None:
+_MASKS: dict = {}
+
+
+def _masks(size: int):
+    """(literal tokens, preferred bytes, closing bytes) as boolean masks over a vocabulary."""
+    if size not in _MASKS:
+        lit = np.zeros(size, bool)
+        lit[EOS + 1:] = True
+        pref = np.zeros(size, bool)
+        pref[_PREFERRED] = True
+        close = np.zeros(size, bool)
+        close[list(_CLOSERS)] = True
+        byte = np.zeros(size, bool)
+        byte[:EOS] = True
+        _MASKS[size] = lit, pref, close, byte
+    return _MASKS[size]
+
+
+def delimiter_literals(template) -> set[bytes]:
+    """The literal starts of every field's open and close (``respc.compiler.grammar_ir``'s leads):
+    the tokens a late walk heads for, so that it opens the call a mode requires and closes what it
+    opened."""
+    from respc.compiler.grammar_ir import Grammar, delimiter_leads
+
+    out: set[bytes] = set()
+    g = Grammar()
+    for f in template.fields:
+        for delim in (f.open, f.close):
+            if delim is not None:
+                out.update(x.encode("utf-8") for x in delimiter_leads(delim, g, f.name) if len(x.encode("utf-8")) > 1)
+    return out
+
+
+def walk(matcher, rng, soft: int = SOFT, goals: frozenset = frozenset()) -> str | None:
     """One random string the matcher accepts (ended by the end token), or None when the walk ran
-    past ``HARD`` bytes or the matcher allowed nothing."""
+    past ``HARD`` bytes or the matcher allowed nothing; after ``soft`` bytes it ends as soon as it
+    may and prefers tokens that close things."""
     out = bytearray()
     vocab = matcher.vocab
-    p_end = rng.choice((0.02, 0.1, 0.3))
-    p_lit = rng.choice((0.1, 0.3, 0.6))
+    lit_m, pref_m, close_m, byte_m = _masks(vocab.size)
+    p_end = rng.choice((0.02, 0.05, 0.15))
+    p_lit = rng.choice((0.2, 0.4, 0.7))
     while len(out) <= HARD:
         allowed = matcher.allowed()
-        if not len(allowed):
-            return None
-        ends = allowed[-1] >= EOS and EOS in allowed
-        late = len(out) > SOFT
+        ends = bool(allowed[EOS])
+        late = len(out) > soft
         if ends and (late or rng.random() < p_end):
             return out.decode("utf-8", "replace")
-        lits = allowed[allowed > EOS]
-        byts = allowed[allowed < EOS]
-        if len(lits) and (rng.random() < (0.7 if late else p_lit) or not len(byts)):
-            tok = int(rng.choice(list(lits)))
-        elif len(byts):
-            pool = [b for b in byts if b in _CLOSERS] if late else []
-            pool = pool or [b for b in byts if b in _PREFERRED_SET] or list(byts)
-            tok = int(rng.choice(pool))
-        elif ends:
-            return out.decode("utf-8", "replace")
+        lits = np.flatnonzero(allowed & lit_m)
+        wanted = [t for t in lits if vocab.tokens[t] in goals] if late and goals else ()
+        if wanted and rng.random() < 0.5:
+            pool = wanted
+        elif len(lits) and (rng.random() < (0.8 if late else p_lit)):
+            pool = lits
         else:
-            return None
+            pool = np.flatnonzero(allowed & close_m) if late else ()
+            if not len(pool):
+                pool = np.flatnonzero(allowed & pref_m)
+            if not len(pool):
+                pool = np.flatnonzero(allowed & byte_m)
+            if not len(pool):
+                pool = lits
+        if not len(pool):
+            return out.decode("utf-8", "replace") if ends else None
+        tok = int(pool[rng.randrange(len(pool))])
         if not matcher.take(tok):
             raise AssertionError(f"matcher refused a token of its own mask: {vocab.tokens[tok]!r} after {bytes(out)!r}")
         out += vocab.tokens[tok]
