@@ -658,7 +658,7 @@ def _not_words(g: Grammar, base: str, words: tuple[str, ...], chars: Chars, rest
     ``rest`` (any further text), then ``end``. ``avoid``: delimiters ``rest`` keeps out; their
     first characters do not lead to it (a delimiter could start there). Returns the entry node."""
     avoid = tuple(ord(x[0]) for x in avoid if x)
-    prefixes = sorted({w[:i] for w in words for i in range(len(w) + 1)}, key=len)
+    prefixes = sorted({w[:i] for w in words for i in range(len(w) + 1)}, key=lambda p: (len(p), p))
     allowed = _complement(chars.ranges) if chars.negate else chars.ranges
 
     def rule(p: str):
