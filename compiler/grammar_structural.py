@@ -327,9 +327,11 @@ class _StructuralBuilder:
             if closed:
                 self.notes.append("tags with a close are left out: another tool field runs to the end of the output")
             # such a region runs to the end of the output: one of it (its body is the rest of the
-            # output; a second open there would be body text the parser cannot read, issue 27 G)
+            # output; a second open there would be body text the parser cannot read, issue 27 G),
+            # unless the field repeats (its open ends the call before it: mistral's [TOOL_CALLS]name[ARGS])
+            once = not self.parallel or not all(f.repeats for f in fields if _ends(f, self.eot)[0] == [""])
             tws = {"type": "tags_with_separator", "tags": _merged(open_ended), "separator": "", "at_least_one": True,
-                   "stop_after_first": True}
+                   "stop_after_first": once}
             elements = [free, tws]
             if self.eot:  # the end-of-turn token may still be written as text: only at the very end
                 elements.append({"type": "optional", "content": _one_of(

@@ -104,7 +104,8 @@ def _exports(family: str, template, choice: str, parallel: bool, reasoning: bool
 def test_walks_parse_to_valid_messages(family):
     compiled = compile_source(REPO / "templates" / f"{family}.json")
     module = importlib.import_module(f"respc.generated.{family}")
-    per = WALKS / (len(TEMPLATES) * sum(WEIGHT.values()))
+    # a quarter more than the share: some walks run past their length limit and are not counted
+    per = 1.25 * WALKS / (len(TEMPLATES) * sum(WEIGHT.values()))
     goals = frozenset(delimiter_literals(compiled.template))
     findings = []
     for mode, (choice, parallel, reasoning) in MODES.items():
