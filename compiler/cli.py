@@ -916,6 +916,13 @@ def _grammar(args: argparse.Namespace) -> int:
                                   parallel=not args.no_parallel, reasoning=not args.no_reasoning)
     except GrammarExportError as exc:
         raise _UsageError(str(exc)) from None
+    except TemplateError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        # a fault of the export itself, not of any output: say so (issue 27 I)
+        print(f"respc: cannot export the grammar of {args.template}: {type(exc).__name__}: {exc} (a respc bug: "
+              "please report it with the template and the tools)", file=sys.stderr)
+        return 1
     sys.stdout.write(text)
     return 0
 

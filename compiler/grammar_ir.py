@@ -151,6 +151,8 @@ class Grammar:
     start: str = "start"
     exact: bool = True
     notes: list = _dc_field(default_factory=list)
+    #: literal sets kept out of string values -> their number in rule names (JsonBuilder)
+    excluded: dict = _dc_field(default_factory=dict)
 
     def add(self, name: str, node) -> Ref:
         """Add rule ``name`` (first definition wins: rules are shared by key) and return a Ref."""
@@ -388,10 +390,14 @@ def _leads(pattern: str) -> list[str]:
 
 
 def delimiter_ir(delim: Delimiter, groups: dict | None, g: Grammar, where: str):
-    """The node of an open/close delimiter (literals: their alternation)."""
+    """The node of an open/close delimiter (literals: their alternation). A pattern's optional
+    declared repairs (damaged markup the parser accepts, :func:`without_optional_repairs`) are
+    left out: the model is not made to write them, and a repair after a name group (gpt-oss's
+    ``(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?``) would let the text after the
+    name continue it (the parser's greedy group reads a longer name, issue 27 C)."""
     if delim.literals is not None:
         return lits(*sorted(delim.literals, key=len, reverse=True))
-    node, notes = regex_to_ir(delim.pattern, groups)
+    node, notes = regex_to_ir(without_optional_repairs(delim.pattern), groups)
     for note in notes:
         if "ASCII" not in note:
             g.inexact(f"{where} {delim.key} {delim.pattern!r}: {note}")
@@ -438,31 +444,49 @@ _HEX = Chars(((0x30, 0x39), (0x41, 0x46), (0x61, 0x66)))
 
 
 class JsonBuilder:
-    """JSON (and Python-literal) value rules for one dialect, shared through ``g``."""
+    """JSON (and Python-literal) value rules for one dialect, shared through ``g``.
 
-    def __init__(self, g: Grammar, dialect: JsonDialect) -> None:
+    ``exclude``: delimiters the parser watches while it reads this body (its region's close, the
+    opens watched inside it). The parser finds them in the raw text, inside a string value too
+    (it does not read strings as strings while it looks for the close), so no string value here
+    may contain one as raw text (docs/grammar.md, "What the grammar says"); written escaped
+    (``<\\/tool_call>``, ``\\u003c``) it is another text and allowed."""
+
+    def __init__(self, g: Grammar, dialect: JsonDialect, exclude: tuple[str, ...] = ()) -> None:
         self.g, self.d = g, dialect
+        self.exclude = tuple(sorted({x for x in exclude if x}))
         self.p = dialect.tag
+        if self.exclude:
+            number = g.excluded.setdefault(self.exclude, len(g.excluded))
+            self.p = f"{dialect.tag}_x{number}"
 
     def ws(self):
         return self.g.add("ws", WS)
 
+    def _escape(self, quote: str):
+        return alt(Chars(_norm([(ord(c), ord(c)) for c in '"\\/bfnrt' + quote])), seq(Lit("u"), Rep(_HEX, 4, 4)))
+
     def _string_body(self, quote: str):
         q = ord(quote)
-        char = alt(Chars(((0x00, 0x1F), (q, q), (0x5C, 0x5C)), True),
-                   seq(Lit("\\"), alt(Chars(_norm([(ord(c), ord(c)) for c in '"\\/bfnrt' + quote])),
-                                      seq(Lit("u"), Rep(_HEX, 4, 4)))))
-        return self.g.add(f"{self.p}_char_{'sq' if quote == chr(39) else 'dq'}", char)
+        plain = Chars(((0x00, 0x1F), (q, q), (0x5C, 0x5C)), True)
+        name = f"{self.p}_chars_{'sq' if quote == chr(39) else 'dq'}"
+        if not self.exclude:
+            char = alt(plain, seq(Lit("\\"), self._escape(quote)))
+            return self.g.add(name, Rep(char))
+        # unescaped runs without a watched delimiter, escapes between them (a delimiter holds no
+        # backslash, so none can straddle an escape)
+        run = Except(self.exclude, plain)
+        return self.g.add(name, seq(run, Rep(seq(Lit("\\"), self._escape(quote), run))))
 
     def string(self):
         name = f"{self.p}_string"
         if name in self.g.rules:
             return Ref(name)
-        forms = [seq(Lit('"'), Rep(self._string_body('"')), Lit('"'))]
+        forms = [seq(Lit('"'), self._string_body('"'), Lit('"'))]
         if self.d.pythonic:
-            forms.append(seq(Lit("'"), Rep(self._string_body("'")), Lit("'")))
+            forms.append(seq(Lit("'"), self._string_body("'"), Lit("'")))
         for o, c in self.d.string_delims:
-            forms.append(seq(Lit(o), Except((c,)), Lit(c)))
+            forms.append(seq(Lit(o), Except(tuple(dict.fromkeys((c,) + self.exclude))), Lit(c)))
         return self.g.add(name, alt(*forms))
 
     def string_of(self, text: str):
@@ -479,9 +503,13 @@ class JsonBuilder:
         return self.g.add(f"{self.p}_int", seq(opt(Lit("-")), alt(Lit("0"), seq(_DIGIT19, Rep(_DIGIT)))))
 
     def number(self):
-        frac = opt(seq(Lit("."), Rep(_DIGIT, 1)))
-        exp = opt(seq(Chars(((0x45, 0x45), (0x65, 0x65))), opt(Chars(((0x2B, 0x2B), (0x2D, 0x2D)))), Rep(_DIGIT, 1)))
-        return self.g.add(f"{self.p}_number", seq(self.integer(), frac, exp))
+        """A JSON number the parser reads as a finite value: an integer (any size), or a
+        fraction/exponent form with at most 15 integer digits and a two-digit exponent (the
+        parser refuses a number a float cannot hold, ``1e999``)."""
+        frac = seq(Lit("."), Rep(_DIGIT, 1))
+        exp = seq(Chars(((0x45, 0x45), (0x65, 0x65))), opt(Chars(((0x2B, 0x2B), (0x2D, 0x2D)))), Rep(_DIGIT, 1, 2))
+        short = seq(opt(Lit("-")), alt(Lit("0"), seq(_DIGIT19, Rep(_DIGIT, 0, 14))))
+        return self.g.add(f"{self.p}_number", alt(self.integer(), seq(short, alt(seq(frac, opt(exp)), exp))))
 
     def boolean(self):
         forms = ["True", "False"] if self.d.pythonic else ["true", "false"]
@@ -507,13 +535,45 @@ class JsonBuilder:
             forms.append(Lit(name))
         return alt(*forms)
 
+    def key_colon(self, key):
+        """A key node then its ``:``: whitespace between a quoted key and the colon; none after
+        an unquoted key (the dialect reader quotes ``\\s*(\\w+):`` only, docs/template-language.md)."""
+        forms = key.items if isinstance(key, Alt) else (key,)
+        out = []
+        for form in forms:
+            bare = self.d.unquoted_keys and (isinstance(form, Lit) and form.text[:1] not in "\"'<" or
+                                             isinstance(form, Seq) and form.items and isinstance(form.items[0], Chars)
+                                             or isinstance(form, Ref) and form.name.endswith("_uq_0"))
+            out.append(seq(form, Lit(":")) if bare else seq(form, self.ws(), Lit(":")))
+        return alt(*out)
+
+    def other_key(self, words: tuple[str, ...]):
+        """A member key that is none of ``words`` (a call object's other members, such as an
+        ``id``, may not be a second name or arguments member: ``json.loads`` keeps the last,
+        issue 27 B). Quoted keys are read without escapes here (an escaped ``"n\\u0061me"`` is
+        ``name``), so a key is its raw text; the text is none of ``words`` (a trie of their
+        prefixes, any other character leaves it for free text)."""
+        name = f"{self.p}_other_key_{'_'.join(sorted(words))}"
+        plain = Chars(((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)), True)
+        forms = [seq(Lit('"'), _not_words(self.g, name + "_dq", words, plain, Except(self.exclude, plain), Lit('"'),
+                                                     avoid=self.exclude))]
+        for o, c in self.d.string_delims:
+            forms.append(seq(Lit(o), _not_words(self.g, f"{name}_sd{len(forms)}", words, ANY_CHAR,
+                                                Except(tuple(dict.fromkeys((c,) + self.exclude))), Lit(c),
+                                                avoid=(c,) + self.exclude)))
+        if self.d.unquoted_keys:
+            head = Chars(((0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)))
+            tail_chars = Chars(((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)))
+            forms.append(_not_words(self.g, name + "_uq", words, tail_chars, Rep(tail_chars), EMPTY, head))
+        return alt(*forms)
+
     def value(self):
         name = f"{self.p}_value"
         if name in self.g.rules:
             return Ref(name)
         self.g.rules[name] = EMPTY  # placeholder for recursion
         ws = self.ws()
-        member = seq(self.key(), ws, Lit(":"), ws, Ref(name))
+        member = seq(self.key_colon(self.key()), ws, Ref(name))
         obj = seq(Lit("{"), ws, opt(seq(member, ws, Rep(seq(Lit(","), ws, member, ws)))), Lit("}"))
         arr = seq(Lit("["), ws, opt(seq(Ref(name), ws, Rep(seq(Lit(","), ws, Ref(name), ws)))), Lit("]"))
         self.g.rules[name] = alt(self.g.add(f"{self.p}_object", obj), self.g.add(f"{self.p}_array", arr),
@@ -576,7 +636,7 @@ class JsonBuilder:
             return self.g.add(f"{self.p}_object", EMPTY) if False else self._any_object()
         required = set(schema.get("required") or ())
         ws = self.ws()
-        members = [(seq(self.key(k), ws, Lit(":"), ws, self.schema(s, f"{where}.properties.{k}")), k in required)
+        members = [(seq(self.key_colon(self.key(k)), ws, self.schema(s, f"{where}.properties.{k}")), k in required)
                    for k, s in props.items()]
         return seq(Lit("{"), ws, self._members(members, 0, False), Lit("}"))
 
@@ -589,6 +649,41 @@ class JsonBuilder:
         ws = self.ws()
         return any_order(self.g, f"{self.p}_members", members,
                          lambda node, first: seq(node, ws) if first else seq(Lit(","), ws, node, ws))
+
+
+def _not_words(g: Grammar, base: str, words: tuple[str, ...], chars: Chars, rest, end, first: Chars | None = None,
+               avoid: tuple[str, ...] = ()):
+    """Text of ``chars`` (the first character of ``first`` when given), then ``end``, that is none
+    of ``words``: a trie over the words' prefixes; a character no word continues with leads to
+    ``rest`` (any further text), then ``end``. ``avoid``: delimiters ``rest`` keeps out; their
+    first characters do not lead to it (a delimiter could start there). Returns the entry node."""
+    avoid = tuple(ord(x[0]) for x in avoid if x)
+    prefixes = sorted({w[:i] for w in words for i in range(len(w) + 1)}, key=lambda p: (len(p), p))
+    allowed = _complement(chars.ranges) if chars.negate else chars.ranges
+
+    def rule(p: str):
+        name = f"{base}_{prefixes.index(p)}"
+        if name in g.rules:
+            return Ref(name)
+        g.rules[name] = EMPTY
+        cls = first if (first is not None and not p) else chars
+        ok = _complement(cls.ranges) if cls.negate else cls.ranges
+        nexts = sorted({w[len(p)] for w in words if w.startswith(p) and len(w) > len(p)
+                        if any(lo <= ord(w[len(p)]) <= hi for lo, hi in ok)})
+        alts = [seq(Lit(c), rule(p + c)) for c in nexts]
+        others = list(ok)
+        for code in sorted({ord(c) for c in nexts} | set(avoid)):
+            others = [r for lo, hi in others for r in (((lo, code - 1), (code + 1, hi)) if lo <= code <= hi
+                                                        else ((lo, hi),)) if r[0] <= r[1]]
+        if others:
+            alts.append(seq(Chars(_norm(others)), rest, end))
+        if p not in words and (p or first is None):
+            alts.append(end)
+        g.rules[name] = alt(*alts) if alts else Lit("\x00never")
+        return Ref(name)
+
+    del allowed
+    return rule("")
 
 
 #: objects with more declared properties than this are written in schema order (2**n rules)
@@ -649,7 +744,11 @@ def _normalize_tools(tools) -> list[tuple[str, dict]]:
         fn = tool.get("function", tool) if isinstance(tool, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             raise GrammarExportError(f"tools[{i}]: needs a function with a string 'name'")
-        out.append((fn["name"], fn.get("parameters") or {"type": "object", "properties": {}}))
+        params = fn.get("parameters") or {"type": "object", "properties": {}}
+        if not isinstance(params, dict) or not isinstance(params.get("properties", {}), dict):
+            raise GrammarExportError(f"tools[{i}] ({fn['name']!r}): 'parameters' must be a JSON schema object "
+                                     "whose 'properties' is an object")
+        out.append((fn["name"], params))
     return out
 
 
@@ -754,6 +853,12 @@ def _is_reasoning(f: Field) -> bool:
     return (f.slot or f.name) == "reasoning_content"
 
 
+def _looks_ahead(f: Field) -> bool:
+    """Whether ``f``'s open pattern holds a lookahead (the grammar drops it; what it looks for
+    must then come right after the open, in the order it names)."""
+    return f.open is not None and f.open.pattern is not None and "(?=" in without_optional_repairs(f.open.pattern)
+
+
 class _Builder:
     def __init__(self, template: Template, automaton: Automaton, tools, tool_choice: str,
                  parallel: bool, reasoning: bool) -> None:
@@ -800,15 +905,20 @@ class _Builder:
             args = self.args_node(jb, schema, f"{where} tool {name!r} parameters")
             if shape.name_key == "$key":
                 key_node = nm if name is not None else jb.key()
-                per_tool.append(seq(Lit("{"), ws, key_node, ws, Lit(":"), ws, args, ws, Lit("}")))
+                per_tool.append(seq(Lit("{"), ws, jb.key_colon(key_node), ws, args, ws, Lit("}")))
                 continue
             keys = shape.args_keys or ("arguments",)
-            arg_member = alt(*(seq(jb.key(k), ws, Lit(":"), ws, args) for k in keys))
-            name_member = seq(jb.key(shape.name_key or "name"), ws, Lit(":"), ws, nm)
+            arg_member = alt(*(seq(jb.key_colon(jb.key(k)), ws, args) for k in keys))
+            name_member = seq(jb.key_colon(jb.key(shape.name_key or "name")), ws, nm)
             # other members (an id) may come before and after; the reader ignores them
-            extra = seq(jb.key(), ws, Lit(":"), ws, jb.value())
+            extra = seq(jb.key_colon(jb.other_key((shape.name_key or "name",) + keys)), ws, jb.value())
             before = Rep(seq(extra, ws, Lit(","), ws))
             after = Rep(seq(ws, Lit(","), ws, extra))
+            if _looks_ahead(f):
+                # the open looks ahead for the call's start (``(?=\\{\\s*"name")``): the name member
+                # comes first, as the lookahead needs it, or the parser reads no call (issue 27 D)
+                per_tool.append(seq(Lit("{"), ws, name_member, ws, Lit(","), ws, arg_member, after, ws, Lit("}")))
+                continue
             per_tool.append(seq(Lit("{"), ws, before, alt(seq(name_member, ws, Lit(","), ws, arg_member),
                                                           seq(arg_member, ws, Lit(","), ws, name_member)),
                                 after, ws, Lit("}")))
@@ -820,13 +930,17 @@ class _Builder:
         return seq(Lit("["), ws, call, more, ws, Lit("]")) if f.transform_each else call
 
     def pythonic_calls(self, f: Field, where: str):
-        jb = JsonBuilder(self.g, JsonDialect(python_literals=bool(f.content_args.get("json_literals")), pythonic=True))
+        jb = JsonBuilder(self.g, JsonDialect(python_literals=bool(f.content_args.get("json_literals")), pythonic=True),
+                         self.body_watch(f))
         ws = jb.ws()
         per_tool = []
         for name, schema in (self.tools if self.has_tools else [(None, None)]):
             nm = Lit(name) if name is not None else self.name_node(None)
             if schema is None or not (schema.get("properties")):
-                kw = seq(self.name_node(None), ws, Lit("="), ws, jb.value())
+                # a tool without declared properties takes any keyword arguments (issue 27 H)
+                ident = seq(Chars(((0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))),
+                            Rep(Chars(((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)))))
+                kw = seq(ident, ws, Lit("="), ws, jb.value())
                 body = opt(seq(kw, Rep(seq(ws, Lit(","), ws, kw)), opt(seq(ws, Lit(",")))))
             else:
                 required = set(schema.get("required") or ())
@@ -863,16 +977,84 @@ class _Builder:
         value_tail = pattern.split("(?P<value>", 1)[1] if "(?P<value>" in pattern else ""
         # the pattern after the value group: group_end reads ``(`` + the group's body onwards
         after = value_tail[group_end("(" + value_tail, 0) - 1:] if value_tail else ""
-        stop = tuple(x for x in (_leads(after) if after else []) if x)
-        jb = JsonBuilder(self.g, JsonDialect())
+        # a value ends at the tag's close; it may not hold a delimiter the parser watches in the
+        # body either (the call's close: the parser ends the region there, issue 27 E)
+        stop = tuple(dict.fromkeys([x for x in (_leads(after) if after else []) if x] + list(self.body_watch(f))))
+        jb = JsonBuilder(self.g, JsonDialect(), stop)
+        text = Except(stop) if stop else Rep(ANY_CHAR)
+        vp = f.content_args.get("value_parser")
+        # the text parser (stripped or not) keeps the value for the tool typing to convert
+        typed = vp in (None, "text") or isinstance(vp, dict) and vp.get("name") == "text" and "switch" not in vp
+        if not schema.get("properties") and schema.get("additionalProperties") is not False:
+            # a tool without declared properties takes any arguments (issue 27 H): any number of
+            # tags, each key as the tag pattern reads it, each value text
+            node, _notes = regex_to_ir(without_optional_repairs(pattern), {"value": text})
+            return seq(junk, Rep(seq(node, junk)), tail)
         members = []
+        as_json = isinstance(f.content_args.get("value_parser"), dict) and \
+            f.content_args["value_parser"].get("name") == "json"
         for key, prop in (schema.get("properties") or {}).items():
-            kind = prop.get("type") if isinstance(prop, dict) else None
-            typed = {"integer": jb.integer, "number": jb.number, "boolean": self.xml_boolean}.get(kind)
-            value = seq(WS, typed(), WS) if typed else (Except(stop) if stop else Rep(ANY_CHAR))
+            if as_json:
+                # each value is read as JSON; text that is not JSON stays a string, so a property
+                # that admits a string may also be text no JSON value starts like
+                value = seq(WS, jb.schema(prop, f"{where} parameters.{key}"), WS)
+                kinds = prop.get("type") if isinstance(prop, dict) else None
+                if "enum" not in (prop or {}) and "const" not in (prop or {}) and (
+                        kinds == "string" or isinstance(kinds, list) and "string" in kinds or not kinds):
+                    json_starts = '{["-0123456789tfnNI \t\r\n' + "".join(x[0] for x in stop)
+                    value = alt(value, seq(Chars(_norm([(ord(c), ord(c)) for c in json_starts]), True), text))
+            else:
+                value = self.xml_value(prop, text, jb, f"{where} parameters.{key}") if typed else text
             node, notes = regex_to_ir(pattern, {"key": Lit(key), "value": value})
             members.append((seq(node, junk), key in required))
         return seq(junk, any_order(self.g, "xml_members", members, lambda node, first: node), tail)
+
+    def xml_value(self, prop, text, jb: JsonBuilder, where: str):
+        """One XML parameter's value as the tool typing reads it (docs/template-language.md,
+        "Tool-argument typing"): a string is the raw text; an enum or const one of its members'
+        texts; an integer, number, boolean or null the text the typing converts; an object or
+        array (also among a ``type`` list or ``anyOf``/``oneOf`` members) the JSON text the typing
+        decodes. A schema that admits a string admits any text (the typing keeps what no other
+        type converts)."""
+        if not isinstance(prop, dict):
+            return text
+        choices = prop.get("enum") if "enum" in prop else [prop["const"]] if "const" in prop else None
+        if isinstance(choices, list):
+            forms = []
+            for v in choices:
+                if isinstance(v, str):
+                    forms.append(Lit(v) if v else EMPTY)
+                elif isinstance(v, (bool, int, float)) or v is None:
+                    forms.append(seq(WS, Lit(json.dumps(v)), WS))
+                else:
+                    forms.append(seq(WS, jb.literal_value(v, where), WS))
+            return alt(*forms) if forms else Lit("\x00never")
+        members = [prop]
+        for combo in ("anyOf", "oneOf"):
+            if isinstance(prop.get(combo), list):
+                members = [m for m in prop[combo] if isinstance(m, dict)]
+        forms = []
+        for member in members:
+            kind = member.get("type")
+            kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
+            if not kinds and ("properties" in member):
+                kinds = ["object"]
+            if not kinds or "string" in kinds or any(not isinstance(k, str) for k in kinds):
+                return text
+            for k in kinds:
+                if k == "integer":
+                    forms.append(seq(WS, jb.integer(), WS))
+                elif k == "number":
+                    forms.append(seq(WS, jb.number(), WS))
+                elif k == "boolean":
+                    forms.append(seq(WS, self.xml_boolean(), WS))
+                elif k == "null":
+                    forms.append(seq(WS, Lit("null"), WS))
+                elif k in ("object", "array"):
+                    forms.append(seq(WS, jb.schema({**member, "type": k}, where), WS))
+                else:
+                    return text
+        return alt(*forms) if forms else text
 
     def xml_boolean(self):
         """A boolean parameter value as the tool typing reads it (``runtime/tools.py``: ``true``,
@@ -890,18 +1072,21 @@ class _Builder:
         self.g.rules[self._key] = node
         return Ref(self._key)
 
-    def region(self, fi: int, closed: bool = True):
+    def region(self, fi: int, closed: bool = True, need: bool = False):
         """The rule of field ``fi``'s region; ``closed=False``: cut off by the end of the stream
-        (the parser closes it there; a close that is an end-of-turn token is never generated)."""
-        key = f"region_{fi}" if closed else f"open_region_{fi}"
+        (the parser closes it there; a close that is an end-of-turn token is never generated);
+        ``need``: a region holding calls (a call section, reasoning in which calls nest) with at
+        least one call in it (``required`` or a named tool: an empty section is no call, issue 27 D)."""
+        key = (f"region_{fi}" if closed else f"open_region_{fi}") + ("_with_call" if need else "")
         if key in self.g.rules:
             return Ref(key)
         self.g.rules[key] = EMPTY  # placeholder: regions may nest each other
         outer, self._key = getattr(self, "_key", None), key
+        outer_need, self._need = getattr(self, "_need", False), need
         try:
             return self._region(fi, closed)
         finally:
-            self._key = outer
+            self._key, self._need = outer, outer_need
 
     def _region(self, fi: int, closed: bool):
         f = self.t.fields[fi]
@@ -914,7 +1099,7 @@ class _Builder:
         if tool and f.content in ("json", "xml-inline") and shape is not None and shape.name_group is not None:
             # one alternative per tool: the open names it, the body is its arguments
             alts = []
-            jb = JsonBuilder(self.g, self.dialect(f))
+            jb = JsonBuilder(self.g, self.dialect(f), self.body_watch(f))
             for name, schema in (self.tools if self.has_tools else [(None, {"type": "object"})]):
                 nm = Lit(name) if name is not None else self.name_node(None)
                 op = delimiter_ir(f.open, {shape.name_group: nm}, self.g, where)
@@ -932,13 +1117,15 @@ class _Builder:
             return self._set(fi, node)
         op = delimiter_ir(f.open, open_groups, self.g, where)
         if tool and f.content == "json" and shape is not None:
-            jb = JsonBuilder(self.g, self.dialect(f))
-            body = seq(jb.ws(), self.json_calls(f, shape, jb, where), jb.ws())
+            jb = JsonBuilder(self.g, self.dialect(f), self.body_watch(f))
+            # an open that ends in a lookahead (``functools(?=\\[)``) is followed by the body at once
+            lead = EMPTY if _looks_ahead(f) else jb.ws()
+            body = seq(lead, self.json_calls(f, shape, jb, where), jb.ws())
         elif tool and f.content == "pythonic":
-            jb = JsonBuilder(self.g, JsonDialect(pythonic=True))
+            jb = JsonBuilder(self.g, JsonDialect(pythonic=True), self.body_watch(f))
             body = seq(jb.ws(), self.pythonic_calls(f, where), jb.ws())
         elif f.content == "json":
-            jb = JsonBuilder(self.g, self.dialect(f))
+            jb = JsonBuilder(self.g, self.dialect(f), self.body_watch(f))
             body = seq(jb.ws(), jb.value(), jb.ws()) if not f.content_args.get("allow_non_json") else None
         elif f.content == "pythonic":
             body = seq(WS, self.pythonic_calls(f, where), WS)
@@ -963,6 +1150,12 @@ class _Builder:
             return self._set(fi, seq(op, body, opt(close) if close is not None else EMPTY))
         return self._set(fi, seq(op, body, close) if close is not None else seq(op, body))
 
+    def body_watch(self, f: Field) -> tuple[str, ...]:
+        """The literal leads of the delimiters the parser watches while it reads ``f``'s body (its
+        close, opens watched inside it): kept out of the body's string values."""
+        fi = self.t.fields.index(f)
+        return tuple(self.watched(self.a.state_of_field[fi]))
+
     def dialect(self, f: Field) -> JsonDialect:
         a = f.content_args
         return JsonDialect(tuple(tuple(x) for x in a.get("string_delims") or ()), bool(a.get("unquoted_keys")),
@@ -982,7 +1175,17 @@ class _Builder:
             return False
         if _is_reasoning(f) and not self.reasoning:
             return False
-        return not (_is_tool_field(self.t, f) and self.choice == "none")
+        if _is_tool_field(self.t, f):
+            if self.choice == "none":
+                return False
+            # a call whose name the transform fixes (functionary's <|python_tag|> is a call to
+            # "python"): only when that tool is offered (issue 27 D)
+            fn = f.transform.get("function") if isinstance(f.transform, dict) else None
+            name = fn.get("name") if isinstance(fn, dict) else None
+            if self.has_tools and isinstance(name, str) and not _placeholder(name) and \
+                    name not in {n for n, _ in self.tools}:
+                return False
+        return True
 
     def inside(self, fi: int, actions: tuple[str, ...]) -> list[int]:
         """Enabled fields whose open is watched inside region ``fi`` with one of ``actions``."""
@@ -996,9 +1199,17 @@ class _Builder:
         f = self.t.fields[fi]
         watched = self.watched(self.a.state_of_field[fi], skip)
         text = Except(tuple(watched)) if f.slot is not None or self.t.version < 2 else WS
+        need = getattr(self, "_need", False)
         nested = [self.region(j) for j in self.inside(fi, ("nest",))]
         if not nested:
             return text
+        if need:
+            calls = [self.region(j) for j in self.inside(fi, ("nest",)) if _is_tool_field(self.t, self.t.fields[j])]
+            if calls:
+                more = Rep(seq(alt(*nested), text)) if self.parallel else EMPTY
+                plain = [r for r in nested if r not in calls]
+                lead = Rep(seq(alt(*plain), text)) if plain else EMPTY
+                return seq(text, lead, alt(*calls), text, more)
         return seq(text, Rep(seq(alt(*nested), text), 0, None if self.parallel else 1))
 
     def build(self) -> Grammar:
@@ -1012,20 +1223,28 @@ class _Builder:
         if t.implicit is not None and t.fields[t.implicit].close is not None:
             other.append(self.g.add("implicit_close", delimiter_ir(
                 t.fields[t.implicit].close, None, self.g, f"field {t.fields[t.implicit].name!r}")))
-        tool_regions = [self.region(fi) for fi in calls]
+        need_call = self.choice not in ("auto", "none")
+        # with a call required, a region that only holds calls (a section, reasoning in which
+        # calls nest) counts only with a call in it
+        tool_regions = [self.region(fi, need=need_call and not _is_tool_field(t, t.fields[fi])) for fi in calls]
         # the stream may end inside a region (no close yet): the parser closes it there; a call
         # region only when its body is one whole self-delimiting value (json, pythonic): any
         # other one is truncated there, never a call (docs/events.md, "Truncated regions"); a
         # section holding calls keeps its complete calls
         cut = [fi for fi in top if t.fields[fi].close is not None and t.fields[fi].end == "delimiter"]
         unclosed = [self.region(fi, closed=False) for fi in cut if fi in plain]
-        unclosed_calls = [self.region(fi, closed=False) for fi in cut if fi in calls and (
-            not _is_tool_field(t, t.fields[fi]) or t.fields[fi].content in ("json", "pythonic"))]
+        unclosed_calls = [self.region(fi, closed=False, need=need_call and not _is_tool_field(t, t.fields[fi]))
+                          for fi in cut if fi in calls and (
+                              not _is_tool_field(t, t.fields[fi]) or t.fields[fi].content in ("json", "pythonic"))]
         any_region = alt(*(other + tool_regions)) if other or tool_regions else None
         plain_loop = Rep(seq(alt(*other), tref)) if other else EMPTY
-        need_call = self.choice not in ("auto", "none")
         plain_end = opt(alt(*unclosed)) if unclosed else EMPTY
         any_end = opt(alt(*(unclosed + unclosed_calls))) if unclosed or unclosed_calls else EMPTY
+        if need_call:  # after the first call any region may follow, with a call or not
+            any_region = alt(*(other + [self.region(fi) for fi in calls])) if other or calls else None
+            ends = unclosed + [self.region(fi, closed=False) for fi in cut if fi in calls and (
+                not _is_tool_field(t, t.fields[fi]) or t.fields[fi].content in ("json", "pythonic"))]
+            any_end = opt(alt(*ends)) if ends else EMPTY
         if not tool_regions:
             if need_call:
                 raise GrammarExportError(f"{t.source}: tool_choice {self.choice!r} but the template has no "

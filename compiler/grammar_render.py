@@ -136,7 +136,8 @@ class _Renderer:
         if ch in "\\]-^[":
             return "\\" + ch
         if c < 0x20 or c == 0x7F:
-            return f"\\x{c:02X}"
+            # \u with four digits: xgrammar reads \x greedily, so [\x0Aad-e] would be 0xAAD-e
+            return f"\\u{c:04X}"
         if 0xD800 <= c <= 0xDFFF:
             return f"\\u{c:04X}"
         if c > 0xFFFF:

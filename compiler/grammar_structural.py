@@ -14,18 +14,17 @@ with the call's name substituted, :func:`~respc.compiler.grammar_ir.call_shape`,
   ``<function=get_weather>``); an optional start of a pattern open (``(?:<|start|>assistant)?``)
   is left to the free text before the trigger, and the open's rest after the literal start (``\\s*
   <|constrain|>json<|message|>``) becomes an EBNF ``grammar`` element at the head of the content;
-* ``content`` -- ``sequence[grammar(open rest, whitespace), json_schema, grammar(whitespace, close
-  head)]``; the schema is the tool's parameters (name in the open), or, name in the body, an
-  ``anyOf`` of ``{name: const, arguments: parameters}`` objects (a list of them with
-  ``transform_each``; ``$key``: ``{name: parameters}``); a JSON dialect (``string_delims`` such as
-  gemma's ``<|"|>``, ``unquoted_keys``, ``python_literals``) is the grammar IR's own rule for the
-  body instead, as an EBNF ``grammar`` element;
+* ``content`` -- ``sequence[grammar(open rest, whitespace), grammar(body), grammar(whitespace, close
+  head)]``; the body is the grammar IR's own rule (the tool's parameters with the name in the open,
+  call objects with the name in the body), not a ``json_schema``: xgrammar's JSON-schema strings
+  admit the delimiters the parser watches there, and its objects a second ``name`` (issue 27);
 * ``end`` -- the close's literals (the literal tail of a close pattern such as ``\\s*;``);
 * ``triggers`` -- the literal part of the begins before the name (``<function=``) or the begin.
 
 Modes: ``auto`` is ``triggered_tags``; ``required`` and a named tool set ``at_least_one`` (a named
-tool keeps only its tag or schema); ``--no-parallel`` sets ``stop_after_first`` and lets free text
-without a trigger follow; ``none`` is ``any_text`` excluding the triggers. A tool region without a
+tool keeps only its tag or schema); ``--no-parallel`` is ``sequence[any_text, tag, any_text]`` (the
+tag optional in ``auto``; ``triggered_tags`` with ``stop_after_first`` followed by free text lets a
+bare trigger through in xgrammar 0.2.9); ``none`` is ``any_text`` excluding the triggers. A tool region without a
 close (or whose close is the end-of-turn token, ``</s>``) runs to the end of the stream, so its
 calls are ``tags_with_separator`` with an empty separator at the very end. A reasoning region
 with literal delimiters becomes an optional leading ``tag`` whose ``any_text`` ends at its close
@@ -37,8 +36,7 @@ bodies that are not JSON (xml-inline parameters, pythonic calls, text) -- xgramm
 and similar styles are other engines' readings of those formats, not respc's; opens without a
 literal start (a lookahead such as ``(?=\\{)``); fields nested in a section region; no tools.
 Where it is stricter than the parser it says so in the notes: a call cut off by the end of the
-stream, a reasoning region after text, a call object with members other than its name and
-arguments (an ``id``), arguments in another order than the schema's (xgrammar's ``json_schema``).
+stream, a reasoning region after text.
 """
 
 from __future__ import annotations
@@ -49,7 +47,7 @@ from typing import Any
 
 from .automaton import Automaton
 from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, JsonBuilder, Lit, Rep, Seq,
-                         _Builder, _is_reasoning, _is_tool_field, call_shape, regex_to_ir, seq,
+                         _Builder, _is_reasoning, _is_tool_field, _looks_ahead, call_shape, regex_to_ir, seq,
                          without_optional_repairs)
 from .ir import Field, Template
 
@@ -199,11 +197,10 @@ class _StructuralBuilder:
         if shape is None:
             raise _Cannot("its transform does not take a call's name and arguments from one place")
         dialect = self.ir.dialect(f)
-        # a JSON dialect (gemma's <|"|> strings, unquoted keys, Python literals): the body is the
-        # grammar IR's own rule for it, as an EBNF element, instead of a JSON schema
-        jb = JsonBuilder(self.ir.g, dialect) if dialect.tag != "json" else None
-        if jb is not None:
-            self.notes.append(f"{where}: the {dialect.tag!r} JSON dialect is written as an EBNF grammar element")
+        # the body is the grammar IR's own rule for it, as an EBNF element: a json_schema string
+        # admits any text, the delimiters the parser watches there too (issue 27 A), and a call
+        # object's name and arguments must not come twice (B)
+        jb = JsonBuilder(self.ir.g, dialect, self.ir.body_watch(f))
         ends, head = _ends(f, self.eot)
         if ends == [""] and f.close is not None:
             self.notes.append(f"{where}: its close {list(f.close.literals or [f.close.pattern])} is the end of the "
@@ -228,33 +225,11 @@ class _StructuralBuilder:
             return tags
         node = (Alt(tuple(Lit(x) for x in f.open.literals)) if f.open.literals is not None
                 else regex_to_ir(without_optional_repairs(f.open.pattern))[0])
-        keys = shape.args_keys or ("arguments",)
-        if jb is not None:
-            calls_node = self.ir.json_calls(f, shape, jb, where)
-            out = [self._tag(begin, rest, _ebnf(calls_node, self.ir.g.rules), tail, ends)
-                   for begin, rest in self._begins(f, node)]
-            self.triggers.extend(tag["begin"] for tag in out)
-            return out
-        if shape.name_key == "$key":
-            calls = [_object({name: _params(schema)}, [name]) for name, schema in self.tools]
-        else:
-            self.notes.append(f"{where}: a call object has the members {shape.name_key!r} and one of "
-                              f"{list(keys)} only (the parser also reads others, such as an id)")
-            nk = shape.name_key or "name"
-            # either order and every arguments key, as the parser reads them (xgrammar writes
-            # properties in schema order)
-            calls = [_object(dict(members), [nk, key]) for name, schema in self.tools for key in keys
-                     for members in (((nk, {"const": name}), (key, _params(schema))),
-                                     ((key, _params(schema)), (nk, {"const": name})))]
-        call = calls[0] if len(calls) == 1 else {"anyOf": calls}
-        if f.transform_each:
-            body = {"type": "array", "items": call, "minItems": 1}
-            if not self.parallel:
-                body["maxItems"] = 1
-        else:
-            body = call
-        body = {"type": "json_schema", "json_schema": body}
-        out = [self._tag(begin, rest, body, tail, ends) for begin, rest in self._begins(f, node)]
+        calls_node = self.ir.json_calls(f, shape, jb, where)
+        # an open ending in a lookahead (``functools(?=\\[)``): the body follows it at once
+        lead = Seq(()) if _looks_ahead(f) else WS
+        out = [self._tag(begin, rest, _ebnf(calls_node, self.ir.g.rules), tail, ends, lead)
+               for begin, rest in self._begins(f, node)]
         self.triggers.extend(tag["begin"] for tag in out)
         return out
 
@@ -268,14 +243,12 @@ class _StructuralBuilder:
         return begins
 
     def _schema_element(self, schema: dict, jb, where: str) -> dict:
-        """A JSON schema content element, or the dialect's EBNF rule for the schema."""
-        if jb is None:
-            return {"type": "json_schema", "json_schema": schema}
+        """The EBNF element of the grammar IR's rule for ``schema`` in ``jb``'s dialect."""
         return _ebnf(jb.schema(schema, f"{where} parameters"), self.ir.g.rules)
 
     @staticmethod
-    def _tag(begin: str, rest, body: dict, tail: dict, ends: list[str]) -> dict:
-        head = _ebnf(seq(rest, WS) if rest != Seq(()) else WS)
+    def _tag(begin: str, rest, body: dict, tail: dict, ends: list[str], lead=WS) -> dict:
+        head = _ebnf(seq(rest, lead) if rest != Seq(()) else lead)
         return {"type": "tag", "begin": begin, "content": {"type": "sequence", "elements": [head, body, tail]},
                 "end": ends[0] if len(ends) == 1 else ends}
 
@@ -315,17 +288,24 @@ class _StructuralBuilder:
         offered = self.tools
         if not offered:  # no tool offered (or tool_choice none): the tags only name the triggers
             self.tools = [("\x00", {"type": "object"})]
+        left_out: list[str] = []
         for f in fields:
             try:
                 tags.extend(self.field_tags(f))
             except _Cannot as exc:
                 problems.append(f"field {f.name!r}: {exc}")
+                if f.open is not None and f.outside:
+                    # its open stays out of the free text: the parser would read a call there
+                    left_out.extend(x for x in (f.open.literals or _begins_of(f.open.pattern)) if x)
         self.tools = offered
         if not tags:
             raise StructuralTagError(f"{self.t.source}: cannot be written as an xgrammar structural tag: "
                                      + "; ".join(problems) + " (use --format xgrammar for its EBNF grammar)")
         self.notes.extend(f"{p}; left out" for p in problems)
         prefix, reasoning_opens = self.reasoning_part()
+        # (an open another field's tag begins with is that tag's trigger, never excluded)
+        reasoning_opens = list(dict.fromkeys(reasoning_opens + [x for x in left_out if not any(
+            t.startswith(x) or x.startswith(t) for t in self.triggers)]))
         closed = [tag for tag in tags if tag["end"] != ""]
         open_ended = [tag for tag in tags if tag["end"] == ""]
         triggers = list(dict.fromkeys(self.triggers))
@@ -337,12 +317,21 @@ class _StructuralBuilder:
             body = {"type": "triggered_tags", "triggers": triggers, "tags": _merged(closed), "at_least_one": need,
                     "stop_after_first": not self.parallel, "excludes": reasoning_opens}
             if not self.parallel:
-                body = {"type": "sequence", "elements": [body, free]}
+                # at most one call: free text, the call, free text. Not triggered_tags with
+                # stop_after_first followed by any_text: xgrammar 0.2.8 and 0.2.9 accept a
+                # trigger with nothing after it there (issue 27 F; tests/test_grammar_soundness.py)
+                one = _one_of(_merged(closed))
+                call = {"type": "sequence", "elements": [one, free]}
+                body = {"type": "sequence", "elements": [free, call if need else {"type": "optional", "content": call}]}
         else:
             if closed:
                 self.notes.append("tags with a close are left out: another tool field runs to the end of the output")
+            # such a region runs to the end of the output: one of it (its body is the rest of the
+            # output; a second open there would be body text the parser cannot read, issue 27 G),
+            # unless the field repeats (its open ends the call before it: mistral's [TOOL_CALLS]name[ARGS])
+            once = not self.parallel or not all(f.repeats for f in fields if _ends(f, self.eot)[0] == [""])
             tws = {"type": "tags_with_separator", "tags": _merged(open_ended), "separator": "", "at_least_one": True,
-                   "stop_after_first": not self.parallel}
+                   "stop_after_first": once}
             elements = [free, tws]
             if self.eot:  # the end-of-turn token may still be written as text: only at the very end
                 elements.append({"type": "optional", "content": _one_of(
@@ -353,6 +342,13 @@ class _StructuralBuilder:
         if self.unclosed is not None and not need:  # with a call required, reasoning must close first
             fmt = {"type": "or", "elements": [fmt, self.unclosed]}
         return {"type": "structural_tag", "format": fmt}
+
+
+def _begins_of(pattern: str) -> list[str]:
+    """The literal starts of a delimiter pattern's alternatives (issue 27: opens of fields the tag
+    leaves out are kept out of its free text)."""
+    node, _notes = regex_to_ir(without_optional_repairs(pattern))
+    return [b for b, _rest in _begins(node)]
 
 
 def _one_of(formats: list[dict]) -> dict:

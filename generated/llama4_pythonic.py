@@ -326,16 +326,16 @@ GRAMMAR = (
     'region_0: (/<\\|python_start\\|>/)? ws (/\\[/ ws pycall_14 (ws /,/ ws pycall_14)* ws /\\]/ | pycall_14) ws\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'py_value: py_object | py_array | py_string | py_number | py_bool | py_null\n'
-    'py_char_dq: /(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
-    'py_char_sq: /(?:[^\\x00-\\x1f\'\\\\]|\\\\(?:["\'\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))/s\n'
-    'py_string: /"/ py_char_dq* /"/ | /\'/ py_char_sq* /\'/\n'
+    'py_chars_dq: /(?:(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))){1,}/s?\n'
+    'py_chars_sq: /(?:(?:[^\\x00-\\x1f\'\\\\]|\\\\(?:["\'\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))){1,}/s?\n'
+    'py_string: /"/ py_chars_dq /"/ | /\'/ py_chars_sq /\'/\n'
     'py_object: /\\{/ ws (py_string ws /:/ ws py_value ws (/,/ ws py_string ws /:/ ws py_value ws)*)? /\\}/\n'
     'py_array: /\\[/ ws (py_value ws (/,/ ws py_value ws)*)? /\\]/\n'
     'py_int: /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,})/s\n'
-    'py_number: py_int /\\.(?:[0-9]){1,}/s? /[Ee](?:[+\\-]){0,1}(?:[0-9]){1,}/s?\n'
+    'py_number: py_int | /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,14})(?:\\.(?:[0-9]){1,}(?:[Ee](?:[+\\-]){0,1}(?:[0-9]){1,2}){0,1}|[Ee](?:[+\\-]){0,1}(?:[0-9]){1,2})/s\n'
     'py_bool: /(?:True|False)/s\n'
     'py_null: /None/\n'
-    'pycall_14: /(?:[\\--.0-9A-Z_a-z]){1,}\\(/s ws (/(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value (ws /,/ ws /(?:[\\--.0-9A-Z_a-z]){1,}/s ws /=/ ws py_value)* (ws /,/)?)? ws /\\)/\n'
+    'pycall_14: /(?:[\\--.0-9A-Z_a-z]){1,}\\(/s ws (/[A-Z_a-z](?:[0-9A-Z_a-z]){0,}/s ws /=/ ws py_value (ws /,/ ws /[A-Z_a-z](?:[0-9A-Z_a-z]){0,}/s ws /=/ ws py_value)* (ws /,/)?)? ws /\\)/\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

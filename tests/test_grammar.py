@@ -49,7 +49,7 @@ def test_corpus_output_parses(vector):
 def test_grammar_shape_for_qwen3():
     grammar = compile_source(REPO / "templates" / "qwen3.json").grammar
     lines = grammar.splitlines()
-    assert "region_1: /<tool_call>/ ws call_13 ws /<\\/tool_call>/" in lines
+    assert "region_1: /<tool_call>/ ws call_27 ws /<\\/tool_call>/" in lines
     assert ("text: /(?:(?!<\\|endoftext\\|>|<tool_call>|<\\|im_end\\|>|<\\/think>|<think>)[\\s\\S])+/s?"
             in lines)
     tree = _lark(grammar).parse('<think>a</think>b<tool_call>{"name": "f", "arguments": {}}</tool_call>')

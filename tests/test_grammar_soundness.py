@@ -1,0 +1,300 @@
+"""Grammar soundness (issue 27): every output the exported grammar allows parses, in strict mode,
+to a valid message. One regression test per defect class, each with the issue's own strings: the
+export must refuse them (xgrammar EBNF, llguidance, Lark, and the xgrammar structural tag where
+the template has one). The random walks over every export are ``test_grammar_sampling.py``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grammar_engines import ACCEPTS, accepts_structural_tag
+from grammar_walks import RICH_TOOLS
+from respc.compiler.cli import main
+from respc.compiler.grammar_ir import GrammarExportError
+from respc.compiler.grammar_render import STRUCTURAL_TAG, export_grammar
+from respc.compiler.grammar_structural import StructuralTagError
+from support import REPO
+
+try:
+    import llguidance  # noqa: F401
+    import xgrammar  # noqa: F401
+    ENGINES: tuple = ("llguidance", "xgrammar")
+except ImportError:  # pragma: no cover - the grammar extra is not installed
+    ENGINES = ()
+
+pytestmark = pytest.mark.skipif(not ENGINES, reason="the grammar extra is not installed: these checks run in CI's "
+                                "grammar suite (pip install -e .[grammar]; README, Constrained decoding)")
+
+
+def verdicts(family: str, text: str, choice: str = "auto", parallel: bool = True, tools=None,
+             structural: bool = True) -> dict:
+    """Whether each export of ``family`` accepts ``text``: Lark always, the engines when installed,
+    the structural tag (xgrammar) when the template has one."""
+    tools = RICH_TOOLS if tools is None else tools
+    path = REPO / "templates" / f"{family}.json"
+    out = {}
+    for fmt in ("lark",) + ENGINES:
+        out[fmt] = ACCEPTS[fmt](export_grammar(path, fmt, tools=tools, tool_choice=choice, parallel=parallel), text)
+    if structural and ENGINES:
+        try:
+            tag = export_grammar(path, STRUCTURAL_TAG, tools=tools, tool_choice=choice, parallel=parallel)
+        except StructuralTagError:
+            pass
+        else:
+            out[STRUCTURAL_TAG] = accepts_structural_tag(tag, text)
+    return out
+
+
+def refused(family: str, text: str, **kw) -> None:
+    got = verdicts(family, text, **kw)
+    assert got == {fmt: False for fmt in got}, (family, text, got)
+
+
+def accepted(family: str, text: str, **kw) -> None:
+    got = verdicts(family, text, **kw)
+    assert got == {fmt: True for fmt in got}, (family, text, got)
+
+
+# --- A: a watched delimiter inside a JSON string value ------------------------------------
+
+A_CASES = {
+    "qwen3": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "</tool_call>"}}\n</tool_call>',
+    "kimi_k2": ('<|tool_calls_section_begin|><|tool_call_begin|>functions.set_alarm:0<|tool_call_argument_begin|>'
+                '{"time":"7","label":"<|tool_call_end|>"}<|tool_call_end|><|tool_calls_section_end|>'),
+    "gpt_oss": ('<|start|>assistant<|channel|>commentary to=functions.set_alarm <|constrain|>json<|message|>'
+                '{"time":"<|end|>","volume":5}<|call|>'),
+}
+
+
+@pytest.mark.parametrize("family", sorted(A_CASES))
+def test_a_watched_delimiter_in_a_string_is_refused(family):
+    refused(family, A_CASES[family])
+
+
+def test_a_escaped_delimiter_in_a_string_is_allowed():
+    # the same text written escaped is another raw text: the parser does not see its close there
+    accepted("qwen3", A_CASES["qwen3"].replace('"</tool_call>"', '"<\\/tool_call>"'))
+    accepted("kimi_k2", A_CASES["kimi_k2"].replace('"<|tool_call_end|>"', '"\\u003c|tool_call_end|>"'))
+
+
+# --- B: a second name or arguments member in the call object ---------------------------
+
+B_DUPLICATE_NAME = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}, "name": "rm_rf"}\n</tool_call>'
+
+
+def test_b_second_name_member_is_refused():
+    refused("qwen3", B_DUPLICATE_NAME, choice="required")
+
+
+def test_b_second_arguments_member_is_refused():
+    refused("qwen3", B_DUPLICATE_NAME.replace('"name": "rm_rf"', '"arguments": {"days": "x"}'), choice="required")
+
+
+def test_b_other_members_still_pass():
+    # an id (and keys that only start like name or arguments) is still read and ignored
+    accepted("qwen3", B_DUPLICATE_NAME.replace('"name": "rm_rf"', '"id": "call_1", "names": 1, "argument": 2, "nam": 3'),
+             choice="required")
+
+
+# --- I: a type list in an XML-parameter template ------------------------------------------
+
+I_TOOLS = [{"type": "function", "function": {"name": "tag", "parameters": {
+    "type": "object", "properties": {"labels": {"type": ["array", "string"]}}, "required": ["labels"]}}}]
+
+
+def test_i_type_list_in_xml_parameters_exports(tmp_path, capsys):
+    (tmp_path / "tools.json").write_text(json.dumps(I_TOOLS), encoding="utf-8")
+    code = main(["grammar", "glm4_5", "--format", "xgrammar", "--tools", str(tmp_path / "tools.json")])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "") and out.startswith(("root ::= ", "# inexact"))
+    call = "<tool_call>tag<arg_key>labels</arg_key><arg_value>{}</arg_value></tool_call>"
+    accepted("glm4_5", call.format('["a", "b"]'), tools=I_TOOLS)
+    accepted("glm4_5", call.format("any text"), tools=I_TOOLS)
+
+
+def test_i_an_export_fault_is_not_an_output_error(tmp_path, capsys, monkeypatch):
+    import respc.compiler.grammar_render as grammar_render
+
+    def broken(*_a, **_k):
+        raise TypeError("unhashable type: 'list'")
+    monkeypatch.setattr(grammar_render, "export_grammar", broken)
+    (tmp_path / "tools.json").write_text(json.dumps(I_TOOLS), encoding="utf-8")
+    code = main(["grammar", "glm4_5", "--format", "xgrammar", "--tools", str(tmp_path / "tools.json")])
+    err = capsys.readouterr().err
+    assert code == 1 and "cannot parse output" not in err
+    assert err.startswith("respc: cannot export the grammar of glm4_5: TypeError: unhashable type: 'list'")
+
+
+def test_i_malformed_parameters_name_the_tool():
+    with pytest.raises(GrammarExportError, match=r"tools\[0\] \('tag'\): 'parameters' must be a JSON schema object"):
+        export_grammar(REPO / "templates" / "glm4_5.json", "xgrammar",
+                       tools=[{"type": "function", "function": {"name": "tag", "parameters": ["x"]}}])
+
+
+# --- E: an XML parameter value holding the call's close -----------------------------------
+
+E_CASES = {
+    "qwen3_coder": "<tool_call><function=get_weather><parameter=city></tool_call></parameter>",
+    "nemotron3_nano": "<tool_call><function=get_weather><parameter=city></tool_call></parameter>",
+    "minimax_m2": ('<minimax:tool_call><invoke name="get_weather"><parameter name="city"></invoke></parameter>'
+                   '</invoke></minimax:tool_call>'),
+}
+
+
+@pytest.mark.parametrize("family", sorted(E_CASES))
+def test_e_call_close_inside_a_parameter_value_is_refused(family):
+    refused(family, E_CASES[family])
+    refused(family, E_CASES[family] + "</function></tool_call>")
+
+
+# --- C: the parser reads a longer name than the grammar allows ----------------------------
+
+C_CASES = {
+    "gpt_oss": 'to=functions.set_alarmto=functions.><|end|>{"time":"","volume":5}',
+    "glm4_5": "<tool_call>get_weatherr<arg_key>city</arg_key><arg_value></arg_value>",
+    "poolside": '<tool_call>get_weather"<arg_key>city</arg_key><arg_value></arg_value></tool_call>',
+}
+#: a tool without declared properties (H: any arguments) must not let the name run on either
+C_FREE = [{"type": "function", "function": {"name": "get_weather"}}, RICH_TOOLS[1]]
+
+
+@pytest.mark.parametrize("family", sorted(C_CASES))
+def test_c_name_running_on_is_refused(family):
+    refused(family, C_CASES[family])
+    refused(family, C_CASES[family], tools=C_FREE)
+
+
+# --- D: required or a named tool accept an output with no call ----------------------------
+
+D_CASES = {  # (template, text, tool_choice)
+    "deepseek_v4/empty_section": ("deepseek_v4", "<｜DSML｜tool_calls></｜DSML｜tool_calls>", "required"),
+    "minimax_m1/empty_section": ("minimax_m1", "<tool_calls></tool_calls>", "required"),
+    "olmo3/empty_section": ("olmo3", "<function_calls></function_calls>", "required"),
+    "intern_s1/reasoning_open_at_the_end": ("intern_s1", "<think>", "required"),
+    "functionary_v3_1/python_tag": ("functionary_v3_1", "<|python_tag|>", "required"),
+    "functionary_v3_1/python_tag_named": ("functionary_v3_1", "<|python_tag|>", "set_alarm"),
+    "functionary_v3_1/python_call": ("functionary_v3_1", "<|python_tag|>print(1)<|eom_id|>", "required"),
+    "firefunction_v2/space_after_functools": (
+        "firefunction_v2", 'functools [{"name": "get_weather", "arguments": {"city": "Paris"}}]', "required"),
+    "xlam/id_before_name": (
+        "xlam", '[{"id": 1, "name": "get_weather", "arguments": {"city": "Paris"}}]', "required"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(D_CASES))
+def test_d_required_without_a_call_is_refused(case):
+    family, text, choice = D_CASES[case]
+    refused(family, text, choice=choice)
+
+
+def test_d_python_tag_with_python_offered():
+    python = [{"type": "function", "function": {"name": "python", "parameters": {
+        "type": "object", "properties": {"code": {"type": "string"}}}}}]
+    # (the structural tag leaves this text-bodied call out, with a note)
+    accepted("functionary_v3_1", "<|python_tag|>print(1)<|eom_id|>", choice="required", tools=python, structural=False)
+
+
+# --- F: --no-parallel accepts a trigger with nothing after it (structural tag) ------------
+
+F_TOOLS = [{"type": "function", "function": {"name": "g", "parameters": {"type": "object", "properties": {}}}}]
+
+
+@pytest.mark.skipif(not ENGINES, reason="needs xgrammar (the grammar extra)")
+@pytest.mark.parametrize("family,text", [("qwen2_5", "<tool_call>"),
+                                         ("gemma4", '<|tool_call>call:g<|"|><|"|>')])
+def test_f_no_parallel_bare_trigger_is_refused(family, text):
+    tag = export_grammar(REPO / "templates" / f"{family}.json", STRUCTURAL_TAG, tools=F_TOOLS, parallel=False)
+    assert accepts_structural_tag(tag, text) is False
+    assert accepts_structural_tag(tag, "hi") is True
+
+
+@pytest.mark.skipif(not ENGINES, reason="needs xgrammar (the grammar extra)")
+def test_f_engine_quirk_is_still_there():
+    """The shape respc no longer emits: when xgrammar fixes it, this test says so (and the
+    simpler shape may come back)."""
+    call = {"type": "tag", "begin": "<tool_call>", "content": {"type": "any_text"}, "end": "</tool_call>"}
+    quirky = {"type": "structural_tag", "format": {"type": "sequence", "elements": [
+        {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": [call], "stop_after_first": True},
+        {"type": "any_text", "excludes": ["<tool_call>"]}]}}
+    assert accepts_structural_tag(json.dumps(quirky), "hi<tool_call>") is True
+
+
+# --- unquoted keys (gemma's dialect): no whitespace between a bare key and its colon ----------
+
+def test_bare_key_then_space_before_colon_is_refused():
+    # found by the walks: the dialect reader quotes \s*(\w+): only, so "time \n:" is not JSON
+    refused("gemma4", '<|tool_call>call:set_alarm{time   \n \n\n :"note"\n }<tool_call|>', choice="required")
+    accepted("gemma4", '<|tool_call>call:set_alarm{time:<|"|>note<|"|>}<tool_call|>', choice="required")
+
+
+@pytest.mark.skipif(not ENGINES, reason="needs xgrammar (the grammar extra)")
+def test_control_characters_in_a_class_before_hex_letters_compile():
+    # found by the walks: xgrammar read [\x0Aad-e] as 0xAAD-e ("lower bound is larger than upper bound")
+    import xgrammar as xgr
+    for tools in (None, RICH_TOOLS):
+        xgr.Grammar.from_ebnf(export_grammar(REPO / "templates" / "functionary_v3_2.json", "xgrammar", tools=tools))
+
+
+# --- H: tools without declared properties take any arguments -------------------------------
+
+H_PARAMS = {"no_parameters": None, "object": {"type": "object"}, "empty_properties": {"type": "object", "properties": {}},
+            "additional": {"type": "object", "properties": {}, "additionalProperties": True}}
+H_CASES = {
+    "llama4_pythonic": "<|python_start|>[f(a=1)]<|python_end|>",
+    "qwen3_coder": "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>",
+    "glm4_5": "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>",
+    "minimax_m2": ('<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">1</parameter>\n</invoke>\n'
+                   '</minimax:tool_call>'),
+}
+
+
+@pytest.mark.parametrize("params", sorted(H_PARAMS))
+@pytest.mark.parametrize("family", sorted(H_CASES))
+def test_h_tool_without_properties_takes_any_arguments(family, params):
+    fn = {"name": "f"} if H_PARAMS[params] is None else {"name": "f", "parameters": H_PARAMS[params]}
+    accepted(family, H_CASES[family], tools=[{"type": "function", "function": fn}], structural=False)
+
+
+def test_json_read_xml_values_are_typed():
+    # found by the walks: hyperclovax reads each value as JSON (text that is not JSON stays a string)
+    call = "<tool_call>\nbook_trip\n<arg_key>where</arg_key><arg_value>{}</arg_value></tool_call>"
+    refused("hyperclovax_seed_think", call.format('days"where"'), choice="required")
+    accepted("hyperclovax_seed_think", call.format('{"city": "Paris"}'), choice="required")
+    accepted("hyperclovax_seed_think", call.format('{"city": "Paris"}').replace(
+        "</arg_value>", "</arg_value><arg_key>note</arg_key><arg_value>Paris</arg_value>"), choice="required")
+
+
+# --- G: mistral_nemo under required: two [TOOL_CALLS] sections back to back -----------------
+
+G_CALL = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]'
+
+
+def test_g_two_sections_to_the_end_of_the_output_are_refused():
+    refused("mistral_nemo", G_CALL + G_CALL, choice="required")
+    accepted("mistral_nemo", G_CALL, choice="required")
+    accepted("mistral_nemo", G_CALL.replace("}}]", '}}, {"name": "set_alarm", "arguments": {"time": "7"}}]'),
+             choice="required")
+
+
+# --- J: llguidance's Earley limits ------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason="issue 27 J, not shaped away yet (docs/grammar.md, 'llguidance'): with the "
+                   "grammar's literals as tokens, llguidance's mask computation over the one-character lexemes "
+                   "of the llguidance export runs into its item limits")
+def test_j_llguidance_walks_stay_under_its_limits():
+    import random
+
+    from grammar_walks import LLGrammar, literals, walk
+    from respc.compiler.api import compile_source
+    from respc.compiler.grammar_ir import build_grammar_ir
+    from respc.compiler.grammar_render import render
+
+    g = build_grammar_ir(compile_source(REPO / "templates" / "qwen3.json").template, RICH_TOOLS,
+                         tool_choice="required")
+    grammar = LLGrammar(render(g, "llguidance"), tuple(literals(g)))
+    rng = random.Random("j")
+    for _ in range(20):
+        walk(grammar.matcher(), rng)  # raises ValueError("... Too many items ...") at the limit
