@@ -42,6 +42,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 from .automaton import OUTSIDE, Automaton, build_automaton
 from .ir import Delimiter, Field, Template
 from ..runtime.content import group_end
+from ..runtime.errors import RespcError
 from .sre import parse_pattern
 
 __all__ = ["Lit", "Chars", "Seq", "Alt", "Rep", "Ref", "Except", "Grammar", "build_grammar_ir",
@@ -51,8 +52,9 @@ TOOL_CHOICES = ("auto", "required", "none")
 MAX_CHAR = 0x10FFFF
 
 
-class GrammarExportError(ValueError):
-    """Bad grammar-export input (an unknown tool name, a malformed tools list)."""
+class GrammarExportError(RespcError, ValueError):
+    """Bad grammar-export input (an unknown tool name, a malformed tools list): a ``RespcError``
+    (README, "Errors") and a ``ValueError``."""
 
 
 # --- nodes ----------------------------------------------------------------------------------

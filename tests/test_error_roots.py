@@ -6,6 +6,7 @@ from __future__ import annotations
 import typing
 
 from respc.compiler.batch import MissingExtra
+from respc.compiler.grammar_ir import GrammarExportError
 from respc.compiler.graph import GraphvizMissing
 from respc.runtime import events
 from respc.runtime.errors import RespcError
@@ -14,6 +15,10 @@ from respc.runtime.errors import RespcError
 def test_missing_extra_and_graphviz_are_respc_errors():
     assert issubclass(MissingExtra, RespcError)
     assert issubclass(GraphvizMissing, RespcError) and issubclass(GraphvizMissing, RuntimeError)
+
+
+def test_grammar_export_error_is_a_respc_error():
+    assert issubclass(GrammarExportError, RespcError) and issubclass(GrammarExportError, ValueError)
 
 
 def test_events_list_region_malformed():
