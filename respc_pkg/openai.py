@@ -237,6 +237,57 @@ def argument_streaming(parser_class: Any) -> dict[str, str]:
             for region in parser_class.REGIONS if region.slot == "tool_calls"}
 
 
+def _one_reader_plans(parser: Any, plans: dict[int, Any]) -> dict[int, tuple]:
+    """The tool regions of ``parser`` whose body one scanner reads for the core and the adapter
+    (``id(region)`` -> their ``("object", ...)`` / ``("args", ...)`` plan): ``end: "value"`` and
+    json arguments (docs/formats.md "One reader for the end and the arguments")."""
+    one = {}
+    for region in getattr(parser, "REGIONS", ()):
+        plan = plans.get(id(region))
+        if region.slot == "tool_calls" and getattr(region, "ends", False) and isinstance(plan, tuple) \
+                and plan[0] in ("object", "args"):
+            one[id(region)] = plan
+    return one
+
+
+class _CoreRead:
+    """A tool region's json reader that the core runs as the region's boundary decoder
+    (:meth:`ChatCompletionStream._boundary`): it read the body already, so a ``region_chunk`` of the
+    region is not fed to it again (:meth:`feed` ignores its text) but passes on the pieces it gave,
+    numbered from the region's first call (``base``, known once the stream reads the region's
+    ``region_open`` event; :meth:`bind`)."""
+
+    __slots__ = ("mode", "pending", "stream", "region", "base")
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode              # "object" / "args", as the reader's (read by _name_from_groups)
+        self.pending: list[tuple] = []  # (kind, call number in the region, payload) not passed on yet
+        self.stream: Any = None
+        self.region: Any = None
+        self.base = 0
+
+    def bind(self, stream: Any, region: Any, base: int) -> None:
+        """The stream read the region's opening: its calls are numbered from ``base``."""
+        self.stream, self.region, self.base = stream, region, base
+        self.drain()
+
+    def feed(self, text: str) -> None:
+        """A ``region_chunk`` of the region: the core read ``text`` already; pass on the pieces."""
+        if self.pending:
+            self.drain()
+
+    def drain(self) -> None:
+        """Pass the pieces the reader gave to the stream, in order."""
+        pending = self.pending
+        stream = self.stream
+        if not pending or stream is None:
+            return
+        region, base = self.region, self.base
+        for kind, n, payload in pending:
+            stream._scanned(region, base + n, kind, payload)
+        pending.clear()
+
+
 class _Call:
     """One tool call of the stream: what was sent of it so far."""
 
@@ -413,6 +464,13 @@ class ChatCompletionStream:
         self._xml_kinds: dict[tuple, Any] = {}  # (region, tool, key, selector) -> string_strip
         self._open: dict[int, Any] = {}   # id(region) -> (scanner or None, first call number)
         self._tool_open: int | None = None  # id() of the tool region opened last (its chunks' region)
+        # one scanner per body (docs/formats.md "One reader for the end and the arguments"): the tool
+        # regions with end: "value" and a json arguments plan get their json reader from the core,
+        # which runs it as the region's boundary decoder (StreamParser.boundary_hook, _boundary)
+        self._one = _one_reader_plans(parser, self._plans)
+        self._made: dict[int, list] = {}  # id(region) -> readers the core made, not opened here yet
+        if self._one and getattr(parser, "boundary_hook", _MISSING) is None:
+            parser.boundary_hook = self._boundary
         self._role_sent = False
         # templates of a chunk and of its one choice (copied per chunk, never handed out)
         self._outer = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
@@ -817,10 +875,64 @@ class ChatCompletionStream:
             self._calls.append(_Call(len(self._calls), self._ids(len(self._calls))))
         return self._calls[n]
 
+    def _boundary(self, region: Any, match: Any) -> Any:
+        """The core's ``boundary_hook`` (``runtime/stream.py``): the boundary decoder of a region
+        with ``end: "value"`` that opens. For a tool region whose arguments stream as json it is
+        the json argument reader itself (``runtime/formats/json_.py`` ``ReaderBoundary``), so the
+        body is read once; the pieces it gives wait in a :class:`_CoreRead` until this stream reads
+        the region's ``region_open`` event, which numbers its calls (:meth:`_open_tools`). Any
+        other region gets ``region.boundary()``."""
+        fallback = region.boundary()
+        plan = self._one.get(id(region))
+        if plan is None or type(fallback) is not _json_format.JsonBoundary or fallback._delims:
+            return fallback
+        mode, extra = plan
+        read = _CoreRead(mode)
+        pending = read.pending
+        if mode == "args":
+            try:
+                name = match.group(extra) if match is not None and extra is not None else None
+            except (IndexError, AttributeError):
+                name = None
+            name = name if isinstance(name, str) and name else None
+
+            def named() -> str | None:
+                return name
+        else:
+            def named() -> str | None:
+                return reader.name
+
+        def out(kind: str, n: int, payload: str) -> None:
+            pending.append((kind, n, payload))
+
+        # (these run inside the core's feed: a failure stops the reader, the arguments then go at the close,
+        # and never changes where the core ends the region)
+        def held(n: int, key: str) -> bool | None:
+            try:
+                return self._held(named(), key)
+            except Exception:  # noqa: BLE001
+                return None
+
+        def typed(n: int, key: str, raw: str) -> str | None:
+            try:
+                return self._typed(named(), key, raw)
+            except Exception:  # noqa: BLE001
+                return None
+
+        reader = ArgumentReader(mode, extra if mode == "object" else (), out, held, typed)
+        self._made.setdefault(id(region), []).append(read)
+        return _json_format.ReaderBoundary(reader, fallback)
+
     def _open_tools(self, region: Any) -> None:
         self._tool_open = id(region)
         plan = self._plans.get(id(region))
         base = len(self._calls)
+        made = self._made.get(id(region))
+        if made:  # the core reads this body with the json reader it was handed (_boundary)
+            read = made.pop(0)
+            read.bind(self, region, base)
+            self._open[id(region)] = (read, base, region)
+            return
         if plan is None:
             self._open[id(region)] = (None, base, region)
             return
@@ -1046,6 +1158,8 @@ class ChatCompletionStream:
         and the raw text is not sent as text. Otherwise the region's calls and their deltas not
         returned yet are forgotten (as ``"hold"``: the raw text goes where the message has it)."""
         state = self._open.pop(id(region), None)
+        if state is not None and isinstance(state[0], _CoreRead):
+            state[0].drain()
         base = state[1] if state is not None else len(self._calls)
         calls = self._calls[base:]
         if not calls:
@@ -1088,6 +1202,8 @@ class ChatCompletionStream:
         """A tool region closed with its typed value: finish each of its calls, checking what
         was streamed against the value the message stores."""
         scanner, base, _ = self._open.pop(id(region), (None, len(self._calls), region))
+        if isinstance(scanner, _CoreRead):
+            scanner.drain()
         if isinstance(scanner, _json_format.Converted):
             scanner.finish()
         calls = _calls_of(value)

@@ -1282,7 +1282,7 @@ class StreamParser:
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
                  "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd", "_rxt", "_rxskip", "_rxbase", "_rxbuf", "_rxat",
-                 "_rxspent", "_loose")
+                 "_rxspent", "_loose", "boundary_hook")
 
     #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -1402,6 +1402,13 @@ class StreamParser:
         self._tent = None
         self._defer = None
         self._back = 0
+        #: None, or ``hook(region, match) -> decoder``: makes the boundary decoder of each region with
+        #: ``end: "value"`` that a delimiter opens (``match``: the opener's match), instead of
+        #: ``region.boundary()``. The OpenAI adapter sets it so that the body of a tool-call region is
+        #: read by one scanner, its json argument reader (docs/formats.md, "One reader for the end and
+        #: the arguments"). The decoder must keep the :class:`Boundary` contract of
+        #: ``runtime/formats/base.py`` and find the end ``region.boundary()`` finds.
+        self.boundary_hook: Callable[[Any, Any], Any] | None = None
         self._enter(self.OUTSIDE_FIELD)
         self._out = {key: _copy(value) for key, value in self.DEFAULTS.items()}
         self._done = False
@@ -2354,7 +2361,11 @@ class StreamParser:
         region = self._region = self.REGIONS[field]
         self._name = region.slot
         self._dirty = region.dirty
-        self._bd = region.boundary() if region.ends else None
+        if region.ends:
+            hook = self.boundary_hook
+            self._bd = region.boundary() if hook is None else hook(region, match)
+        else:
+            self._bd = None
         self._body = []
         self._blocks = []
         self._gaps = None

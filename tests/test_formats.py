@@ -161,6 +161,57 @@ def test_json_readers_agree_on_the_end(body):
         assert reader.end == end, how
 
 
+def _boundary_end(decoder, pieces):
+    at = 0
+    for piece in pieces:
+        got = decoder.feed(piece)
+        if got >= 0:
+            return at + got
+        at += len(piece)
+    return -1
+
+
+@pytest.mark.parametrize("mode", ["object", "args"])
+@pytest.mark.parametrize("body", [
+    '{"name": "f", "arguments": {"s": "a}]\\"", "n": [1, {"x": null}]}} tail',
+    '[{"name": "f", "arguments": {}}, {"name": "g", "arguments": {"q": "[{"}}]</tool_call>',
+    '{"name": "f", "parameters": {"a": "\\\\"}}\n\nmore',
+    '{"name": "f", "arguments": {"a": 1}',
+    '  {"name": "f", "arguments": {"u": "\\u00e9}"}}{"again": 1}',
+    '{"city": "Paris"}<|call|>{"x": 1}',
+    # where the argument reader stops (damage, shapes it does not forward), the boundary reader goes on
+    '{"name": "f", "name": "g", "arguments": {"a": "}"}} tail',
+    '{"name": 3, "arguments": {"a": ["]"]}} tail',
+    '{"name": "f", "arguments": {"a": [}]}}} tail',
+    '{"name": "f", "arguments": {"a": nope, "b": "}"}} tail',
+    '{"name": "f", "arguments": {"a": 1 ] "}"}} tail',
+    '{"name": "\\x", "arguments": {"s": "}"}} tail',
+    '{"name": "f", "arguments": {"a": 1}, "arguments": {"b": "]"}} tail',
+    '[1, {"a": "]"}] tail',
+    '"a string"',
+    'not json',
+    '\f{"a": 1}',
+])
+def test_reader_boundary_finds_the_boundary_end(mode, body):
+    """The json argument reader serving as the core's boundary decoder (``ReaderBoundary``: the body read
+    once) finds the end ``JsonBoundary`` finds, on every chunking, also where the argument reader stops
+    (a repeated key, a name that is not a string, a mismatched bracket, a bare word, a key that does not
+    decode), and stops reading at that end."""
+    from respc.runtime.formats.json_ import ArgumentReader, JsonBoundary, ReaderBoundary
+
+    for how, pieces in _chunkings(body).items():
+        want = _boundary_end(JsonBoundary(), pieces)
+        got = []
+        reader = ArgumentReader(mode, ("name", ("arguments", "parameters")) if mode == "object" else (),
+                                lambda kind, n, payload: got.append((kind, n)), lambda n, key: False,
+                                lambda n, key, raw: raw)
+        decoder = ReaderBoundary(reader, JsonBoundary())
+        assert _boundary_end(decoder, pieces) == want, how
+        if want >= 0 and not reader.dead:
+            assert reader.end == want, how
+        assert all(n <= 1 for _, n in got), how  # (nothing after the end was read as a call)
+
+
 # --- the xml-inline and per-parameter argument readers -----------------------------------------------------
 
 @pytest.mark.parametrize("how", ["whole", "ones", "threes"])

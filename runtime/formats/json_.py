@@ -14,7 +14,7 @@ from typing import Any
 import regex
 
 from ..content import _ANY_BODY, ContentParser
-from ..errors import ContentParseError
+from ..errors import ContentParseError, ParserStateError
 from ..repair import NOTES, repair_json_text
 from .base import (ACCEPTED, REJECTED, UNDECIDED, Boundary, Format, Plan, Problems, bool_args, call_shape, escaped,
                    is_tool_field)
@@ -176,6 +176,17 @@ class JsonBoundary(Boundary):
         self._depth = 0
         self._closer = ""
         self._carry = ""
+
+    def resume(self, state: str, depth: int) -> "JsonBoundary":
+        """Continue a scan another reader of the same body began (:class:`ReaderBoundary`): the
+        next character fed is read in ``state`` (``"start"``, ``"code"``, ``"string"`` or
+        ``"escape"``) at bracket depth ``depth``. Only for a decoder without ``string_delims``
+        that was not fed yet. Returns the decoder itself."""
+        self._state = state
+        self._depth = depth
+        if state != "start":
+            self.status = ACCEPTED
+        return self
 
     def _opener_at(self, data: str, i: int) -> Any:
         rest = len(data) - i
@@ -390,7 +401,7 @@ class ArgumentReader:
 
     __slots__ = ("end", "pos", "mode", "keys", "namekey", "stack", "instr", "esc", "expect", "keybuf", "curkey", "n", "name", "namebuf",
                  "argdepth", "dead", "out", "held", "typed", "hold", "holdbuf", "holdkey", "valstart", "seen", "comma",
-                 "word")
+                 "word", "stop", "dead_at")
 
     def __init__(self, mode: str, keys: tuple, out: Callable, held: Callable, typed: Callable) -> None:
         self.end = -1
@@ -418,6 +429,12 @@ class ArgumentReader:
         self.seen: set = set()
         self.comma: str | None = None      # a forwarded comma (and whitespace after it) held back
         self.word: list[str] | None = None  # a Python literal (True/False/None) being read
+        #: stop reading at the end of the top-level value (set by :class:`ReaderBoundary`: the text
+        #: after it is not the body)
+        self.stop = False
+        #: once ``dead``: the offset in the whole body of the first character whose structure
+        #: (string, escape, brackets) the reader did not take in; -1 before
+        self.dead_at = -1
 
     @property
     def complete(self) -> bool:
@@ -448,10 +465,15 @@ class ArgumentReader:
                 i += 1
                 if self.end == _ENDED:
                     self.end = self.pos + i
+                    if self.stop:
+                        break
                 if self.dead:
+                    # (every stop but the one below leaves the character that caused it unread)
+                    self.dead_at = self.pos + i - 1
                     return
         except ValueError:  # a key or name that does not decode (errors="recover" damage)
             self.dead = True
+            self.dead_at = self.pos + i + 1  # (the closing quote was read: the string ended)
             return
         finally:
             self.pos += end
@@ -757,6 +779,65 @@ class ArgumentReader:
         self.stack.pop()
         self._ended()
         self.expect = "," if self.stack else ""
+
+
+class ReaderBoundary(Boundary):
+    """One scanner for a tool-call body that ends itself (``end: "value"``, docs/formats.md "One reader
+    for the end and the arguments"): the json :class:`ArgumentReader` serving as the streaming core's
+    boundary decoder, so that the body is read once, not by a :class:`JsonBoundary` and again by the
+    argument reader. The core feeds it every body piece (:meth:`feed`, the :class:`Boundary` contract);
+    the end it reports is the reader's ``end``. Where the reader stops (``dead``: damage, or a shape it
+    does not forward), a :class:`JsonBoundary` resumes at the first character the reader did not read,
+    in the reader's string and bracket state, and finds the end from there: the end found is the one
+    a :class:`JsonBoundary` alone finds on every body and chunking
+    (``tests/test_formats.py::test_reader_boundary_finds_the_boundary_end``).
+
+    The reader is made with ``stop`` set: it reads nothing after the value's end.
+
+    Args:
+        reader (ArgumentReader): a reader not fed yet.
+        fallback (JsonBoundary): a decoder of the field without ``string_delims``, not fed yet.
+    """
+
+    __slots__ = ("reader", "_fallback", "_base")
+
+    def __init__(self, reader: "ArgumentReader", fallback: JsonBoundary) -> None:
+        reader.stop = True
+        self.reader = reader
+        self._fallback = fallback
+        self._base = -1  # (>= 0: the fallback took over at this body offset)
+        self.status = UNDECIDED
+
+    def feed(self, text: str) -> int:
+        """As :meth:`Boundary.feed`: the offset in ``text`` just past the value, or -1.
+
+        Raises:
+            ParserStateError: fed again after the value ended.
+        """
+        if self._base >= 0:
+            k = self._fallback.feed(text)
+            self.status = self._fallback.status
+            return k
+        reader = self.reader
+        if reader.end >= 0:
+            raise ParserStateError("ReaderBoundary fed again after its value ended")
+        start = reader.pos
+        reader.feed(text)
+        if reader.end >= 0:
+            self.status = ACCEPTED
+            return reader.end - start
+        if reader.stack:
+            self.status = ACCEPTED
+        if not reader.dead:
+            return -1
+        # the reader stopped: the boundary decoder goes on from its structural state
+        at = reader.dead_at - start
+        self._base = reader.dead_at
+        state = ("escape" if reader.esc else "string") if reader.instr else "code" if reader.stack else "start"
+        fallback = self._fallback.resume(state, len(reader.stack))
+        k = fallback.feed(text[at:])
+        self.status = fallback.status
+        return k + at if k >= 0 else -1
 
 
 def closers(text: str) -> str | None:
