@@ -599,6 +599,9 @@ def _features_of(view: dict) -> list[str]:
 _TABLE_NAME = re.compile(r"_D\d+L?(?:_LEADS)?|_P\d+(?:_LEADS)?|_B\d+|_PREFIXES_\d+|S\d+|_scan_\d+|_TRANSITIONS"
                          r"|_REGIONS|_REQUIRED|_START_ANCHOR")
 _RECOVER_FIRST = "_REGIONS = (\n"
+#: class attributes module.py.jinja writes only when the template needs them
+_OPTIONAL_TABLES = ("HOLD_RUNS", "HOLD_REGEX", "HOLD_LITERALS", "ANCHOR_CONTEXT", "START_ANCHOR_BOUNDED",
+                    "REGEX_BOUNDED")
 _RECOVER_LAST = "\ndef get_response_parser("
 _RECOVER_CLASS = "class ResponseParser(_rt.StreamParser):"
 
@@ -630,6 +633,14 @@ def _recover_class(source: str) -> str:
     if body.count(_RECOVER_CLASS) != 1:
         raise RuntimeError("recover class: the rendered module has no single parser class (a bug in respc)")
     body = body.replace(_RECOVER_CLASS, "class _RecoverParser(ResponseParser):")
+    # the tables a class body writes only when it has them: the recover class must not inherit
+    # the strict class's (their states are not its states)
+    missing = [name for name in _OPTIONAL_TABLES if f"\n    {name} = " not in body]
+    if missing:
+        at = body.index("\n    DIAGNOSTICS_KEY = ")
+        at = body.rindex("\n", 0, at)  # before its comment line
+        body = (body[:at] + "\n    # tables the strict class has and this one does not (not inherited)"
+                + "".join(f"\n    {name} = _rt.StreamParser.{name}" for name in missing) + body[at:])
     return ("# -- errors=\"recover\": the same tables for the template whose openers also accept its\n"
             "# recover-only openers (docs/template-language.md, \"Recover-only openers\"); a parser built\n"
             "# with errors=\"recover\" is a _RecoverParser (runtime.StreamParser.__new__)\n"

@@ -36,13 +36,17 @@ from respc.runtime.stream import RECOVER_ALIAS, REPAIR_GROUP
 from .backtracking import backtracking_problem
 from .ir import Delimiter, Template
 
-__all__ = ["RECOVER_KEYS", "REPAIR_NAME", "recover_alternatives", "combined_pattern", "recover_variant"]
+__all__ = ["RECOVER_KEYS", "SIDES", "REPAIR_NAME", "REPAIR_NAMES", "recover_alternatives", "combined_pattern", "recover_variant"]
 
-#: the v2 field keys (literal openers, regex openers)
-RECOVER_KEYS = ("recover_open", "recover_open_pattern")
-#: the declared-repair group each alternative becomes (its diagnostic reads "recover opener: ...")
-REPAIR_NAME = REPAIR_GROUP + "recover_opener"
-#: at most this many alternatives per field (docs/security.md, "Limits")
+#: the v2 field keys per side: (literals, regexes)
+SIDES = {"open": ("recover_open", "recover_open_pattern"), "close": ("recover_close", "recover_close_pattern")}
+#: every such key
+RECOVER_KEYS = SIDES["open"] + SIDES["close"]
+#: the declared-repair group each alternative becomes, per side (its diagnostic reads "recover
+#: opener: ..." / "recover closer: ...")
+REPAIR_NAMES = {"open": REPAIR_GROUP + "recover_opener", "close": REPAIR_GROUP + "recover_closer"}
+REPAIR_NAME = REPAIR_NAMES["open"]
+#: at most this many alternatives per field and side (docs/security.md, "Limits")
 MAX_RECOVER_OPENERS = 16
 
 _GROUP = regex.compile(r"\(\?P<(\w+)>|\(\?P=(\w+)\)|\\g<(\w+)>")
@@ -65,23 +69,27 @@ def _rename(pattern: str, k: int) -> str:
     return _GROUP.sub(sub, pattern)
 
 
-def combined_pattern(open_pattern: str, alternatives: tuple[str, ...]) -> str:
-    """The recover-mode opener: the strict ``open_pattern`` first, then each alternative as a
-    declared-repair group (``repair_recover_opener``, ``repair_recover_opener2``...), its own
-    groups renamed (module docstring)."""
+def combined_pattern(open_pattern: str, alternatives: tuple[str, ...], side: str = "open") -> str:
+    """The recover-mode delimiter: the strict pattern first, then each alternative as a
+    declared-repair group (``repair_recover_opener``, ``repair_recover_opener2``...; ``_closer``
+    for ``side="close"``), its own groups renamed (module docstring)."""
     parts = [f"(?:{open_pattern})"]
     for k, alt in enumerate(alternatives, 1):
         suffix = "" if k == 1 else str(k)
-        parts.append(f"(?P<{REPAIR_NAME}{suffix}>{_rename(alt, k)})")
+        parts.append(f"(?P<{REPAIR_NAMES[side]}{suffix}>{_rename(alt, k)})")
     return "|".join(parts)
 
 
-def recover_alternatives(check: Any, name: str, spec: dict, open_: Delimiter | None, version: int) -> tuple[str, ...]:
-    """Check a field's recover-only openers at load time and return them as regex sources.
+def recover_alternatives(check: Any, name: str, spec: dict, open_: Delimiter | None, version: int,
+                         side: str = "open") -> tuple[str, ...]:
+    """Check a field's recover-only openers (``side="open"``) or closers (``"close"``) at load
+    time and return them as regex sources. What is said of openers below holds for closers, except
+    that a closer may match the empty string (a lookahead: a zero-width close, as in
+    docs/template-language.md, "Zero-width delimiters").
 
     Args:
         check: the validator's checker (``fail``, ``compile``).
-        name: the field name; spec: its spec; open_: its strict opener (None: implicit field).
+        name: the field name; spec: its spec; open_: its strict opener or closer (None: none).
         version: the template language version.
 
     Returns:
@@ -96,35 +104,37 @@ def recover_alternatives(check: Any, name: str, spec: dict, open_: Delimiter | N
         compile or is refused by the backtracking check (docs/template-language.md,
         "Recover-only openers").
     """
-    used = [key for key in RECOVER_KEYS if key in spec]
+    keys = SIDES[side]
+    word = "opener" if side == "open" else "closer"
+    used = [key for key in keys if key in spec]
     if not used:
         return ()
     if version < 2:
         raise check.fail(f"key {used[0]!r} is part of respc template language v2: it needs "
                          "\"respc_version\": 2 at the top of the template", name, used[0])
     if open_ is None:
-        raise check.fail(f"'{used[0]}' needs an opener to repair: the implicit field has none", name, used[0])
+        raise check.fail(f"'{used[0]}' needs an {word} to repair: the field has none", name, used[0])
     from .validate import may_match_empty  # validate imports this module
 
     strict_groups = {g for g in open_.group_names if not g.startswith(REPAIR_GROUP)}
     alternatives: list[str] = []
-    for key in RECOVER_KEYS:
+    for key in keys:
         if key not in spec:
             continue
         for item in _items(check, spec, key, name):
-            if key == "recover_open":
+            if key == keys[0]:
                 if open_.literals is not None and item in open_.literals:
-                    raise check.fail(f"'{key}' {item!r} is the field's own opener", name, key)
+                    raise check.fail(f"'{key}' {item!r} is the field's own {word}", name, key)
                 if strict_groups:
-                    raise check.fail(f"'{key}' {item!r} is a literal, but the field's opener captures "
-                                     f"{sorted(strict_groups)}: use 'recover_open_pattern' with the same groups",
+                    raise check.fail(f"'{key}' {item!r} is a literal, but the field's {word} captures "
+                                     f"{sorted(strict_groups)}: use '{keys[1]}' with the same groups",
                                      name, key)
                 alternatives.append(regex.escape(item))
                 continue
             compiled = check.compile(item, name, key)
             if item == open_.pattern:
-                raise check.fail(f"'{key}' {item!r} is the field's own opener", name, key)
-            if may_match_empty(item):
+                raise check.fail(f"'{key}' {item!r} is the field's own {word}", name, key)
+            if side == "open" and may_match_empty(item):
                 raise check.fail(f"'{key}' {item!r} can match the empty string: an opener must consume text", name, key)
             groups = set(compiled.groupindex)
             bad = sorted(g for g in groups if g.startswith(REPAIR_GROUP) or regex.search(RECOVER_ALIAS + r"\d+$", g))
@@ -133,23 +143,23 @@ def recover_alternatives(check: Any, name: str, spec: dict, open_: Delimiter | N
                                  f"(its diagnostic holds its text), and names ending in '{RECOVER_ALIAS}<digits>' are "
                                  "reserved", name, key)
             if groups != strict_groups:
-                raise check.fail(f"'{key}' {item!r} declares the groups {sorted(groups)}, the field's opener "
-                                 f"{sorted(strict_groups)}: an alternative opener must capture what the transform "
+                raise check.fail(f"'{key}' {item!r} declares the groups {sorted(groups)}, the field's {word} "
+                                 f"{sorted(strict_groups)}: an alternative {word} must capture what the transform "
                                  "reads, no more and no less", name, key)
             alternatives.append(item)
     if len(alternatives) > MAX_RECOVER_OPENERS:
-        raise check.fail(f"{len(alternatives)} recover-only openers; the limit is {MAX_RECOVER_OPENERS} "
+        raise check.fail(f"{len(alternatives)} recover-only {word}s; the limit is {MAX_RECOVER_OPENERS} "
                          "(docs/security.md, \"Limits\")", name, used[0])
-    combined = combined_pattern(open_.pattern, tuple(alternatives))
+    combined = combined_pattern(open_.pattern, tuple(alternatives), side)
     compiled = check.compile(combined, name, used[0])
     expected = strict_groups | {f"{g}{RECOVER_ALIAS}{k}" for k, alt in enumerate(alternatives, 1) for g in strict_groups}
     names = {g for g in compiled.groupindex if not g.startswith(REPAIR_GROUP)}
     if names != expected:
-        raise check.fail(f"the combined recover opener {combined[:80]!r} does not keep the groups apart "
+        raise check.fail(f"the combined recover {word} {combined[:80]!r} does not keep the groups apart "
                          "(a group name the renaming cannot reach)", name, used[0])
     problem = backtracking_problem(combined)
     if problem is not None:
-        raise check.fail(f"the recover opener {combined[:80]!r} is refused: {problem} (docs/security.md, \"Limits\")",
+        raise check.fail(f"the recover {word} {combined[:80]!r} is refused: {problem} (docs/security.md, \"Limits\")",
                          name, used[0])
     return tuple(alternatives)
 
@@ -159,18 +169,27 @@ def recover_variant(template: Template) -> Template | None:
     combined opener (:func:`combined_pattern`) as an ``open_pattern``, its repair groups added to
     its group names (``runtime.stream``'s ``_REPAIRS`` reads them from there); None when no field
     has any. Only the emitter uses it (``_RecoverParser``); grammars never do."""
-    if not any(f.recover_open for f in template.fields):
+    if not any(f.recover_open or f.recover_close for f in template.fields):
         return None
     fields = []
     for f in template.fields:
-        if not f.recover_open:
+        if not (f.recover_open or f.recover_close):
             fields.append(f)
             continue
-        pattern = combined_pattern(f.open.pattern, f.recover_open)
-        compiled = regex.compile(pattern, regex.DOTALL)
-        names = tuple(g for g in sorted(compiled.groupindex, key=compiled.groupindex.__getitem__)
-                      if RECOVER_ALIAS not in g)
-        opener = Delimiter("open_pattern", None, pattern, False, names)
-        close = f.close.group_names if f.close else ()
-        fields.append(dataclasses.replace(f, open=opener, group_names=names + close, recover_open=()))
+        opener, closer = f.open, f.close
+        if f.recover_open:
+            opener = _combined(f.open, f.recover_open, "open")
+        if f.recover_close:
+            closer = _combined(f.close, f.recover_close, "close")
+        names = (opener.group_names if opener else ()) + (closer.group_names if closer else ())
+        fields.append(dataclasses.replace(f, open=opener, close=closer, group_names=names, recover_open=(),
+                                          recover_close=()))
     return dataclasses.replace(template, fields=tuple(fields))
+
+
+def _combined(strict: Delimiter, alternatives: tuple[str, ...], side: str) -> Delimiter:
+    pattern = combined_pattern(strict.pattern, alternatives, side)
+    compiled = regex.compile(pattern, regex.DOTALL)
+    names = tuple(g for g in sorted(compiled.groupindex, key=compiled.groupindex.__getitem__)
+                  if RECOVER_ALIAS not in g)
+    return Delimiter(f"{side}_pattern", None, pattern, False, names)

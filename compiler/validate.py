@@ -46,7 +46,8 @@ TOP_LEVEL_KEYS_V2 = ("diagnostics",)
 FIELD_KEYS = ("open", "open_pattern", "close", "close_pattern", "content", "content_args", "repeats",
               "join", "optional", "transform", "transform_each")
 #: Field keys of template language v2 (docs/template-language.md); legal only with "version": 2.
-FIELD_KEYS_V2 = ("slot", "role", "end", "inside", "outside", "reject", "recover_open", "recover_open_pattern")
+FIELD_KEYS_V2 = ("slot", "role", "end", "inside", "outside", "reject", "recover_open", "recover_open_pattern",
+                 "recover_close", "recover_close_pattern")
 #: respc template language versions this compiler reads. The language version is its own key,
 #: ``respc_version``: the reference's ``version`` stays 1 (transformers refuses ``"version": 2``,
 #: and a later transformers version 2 must not be mistaken for ours).
@@ -217,6 +218,7 @@ def _build_field(check: _Checker, name: str, spec: Any, version: int = 1) -> Fie
     open_ = check.delimiter(spec, "open", "open_pattern", name)
     close = check.delimiter(spec, "close", "close_pattern", name)
     recover_open = recover_alternatives(check, name, spec, open_, version)
+    recover_close = recover_alternatives(check, name, spec, close, version, "close")
     content_args = spec.get("content_args", {})
     _check_content_args(check, name, content, content_args)
     for flag in ("repeats", "optional"):
@@ -268,6 +270,7 @@ def _build_field(check: _Checker, name: str, spec: Any, version: int = 1) -> Fie
         transform_each=transform_each,
         group_names=open_groups + close_groups,
         recover_open=recover_open,
+        recover_close=recover_close,
         **v2_keys,
     )
 

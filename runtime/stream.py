@@ -1338,6 +1338,9 @@ class StreamParser:
             # declares them: a subclass's own _run still reaches this one through super()
             cls._run = StreamParser._run_bounded
             cls.SCANNERS = tuple(_guard_scanner(scan) for scan in cls.SCANNERS)
+        elif "REGEX_BOUNDED" in cls.__dict__ and cls._run is StreamParser._run_bounded:
+            # a recover class (RECOVER_CLASS) that declares none under a strict class that has some
+            cls._run = StreamParser._run
         # HeldRegex decodes and compiles its tables when first built (_held_regex; runtime/held.py)
         cls._HELD = tuple(None if table is None else HeldRegex(*table, lazy=True)
                           for table in (cls.HOLD_REGEX or (None,) * len(cls.FAST_PATH)))
