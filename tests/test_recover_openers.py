@@ -12,7 +12,7 @@ import time
 import pytest
 
 from respc.compiler.api import compile_template
-from respc.generated import gemma4, qwen3_coder
+from respc.generated import gemma4, gpt_oss, kimi_k2_thinking, qwen3_coder
 from respc.runtime.errors import TemplateError
 
 from support import REPO, chunkings, merged_events, run_stream
@@ -26,7 +26,15 @@ GEMMA_TEXTS = ("<|channel>This\nThat<channel|>This is the rest\nThat",
                "<|channel>This is a reasoning section",
                "<|tool_call>:get_weather{location:<|\"|>Tokyo<|\"|>,unit:<|\"|>celsius<|\"|>}<tool_call|>",
                "<|channel>thought\nreal<channel|>done")
-CASES = [(qwen3_coder, QWEN_PREFIX, QWEN_TEXT)] + [(gemma4, GEMMA_PREFIX, t) for t in GEMMA_TEXTS]
+KIMI_PREFIX = "<|im_assistant|>assistant<|im_middle|>"
+KIMI_TEXT = ("<think>I need to call two functions<|tool_call_begin|>functions.special_function:0"
+             "<|tool_call_argument_begin|>{\"arg1\": 1}<|tool_call_begin|>functions.python:1"
+             "<|tool_call_argument_begin|>{\"code\": \"print('hey')\"}")
+GPT_OSS_PREFIX = "<|start|>assistant"
+GPT_OSS_TEXT = ("<|channel|>analysis<|message|>I'm\nthinking<|end|><|start|>assistant<|channel|>commentary "
+                "to=assistant<|channel|>final<|message|>Hello, world!\nWhat's up?")
+CASES = ([(qwen3_coder, QWEN_PREFIX, QWEN_TEXT)] + [(gemma4, GEMMA_PREFIX, t) for t in GEMMA_TEXTS]
+         + [(kimi_k2_thinking, KIMI_PREFIX, KIMI_TEXT), (gpt_oss, GPT_OSS_PREFIX, GPT_OSS_TEXT)])
 
 
 def _without_recover_keys(name: str) -> dict:
@@ -89,9 +97,29 @@ def test_gemma4_channel_without_thought_and_call_without_keyword():
     assert diagnostics == []
 
 
+def test_recover_closers():
+    """Recover-only closers: kimi_k2_thinking's zero-width ``(?=<|tool_call_begin|>)`` ends the
+    unclosed think block and each unclosed call; gpt_oss's empty ``commentary to=assistant``
+    header ends the answer text. Each use is a ``repaired`` diagnostic; the same on every chunking."""
+    for how, chunks in chunkings(KIMI_TEXT, "kimi").items():
+        message, _, diagnostics = _diagnostics(kimi_k2_thinking, KIMI_PREFIX, chunks, "recover")
+        assert message["reasoning_content"] == "I need to call two functions", how
+        assert [c["function"] for c in message["tool_calls"]] == [
+            {"name": "special_function", "arguments": {"arg1": 1}},
+            {"name": "python", "arguments": {"code": "print('hey')"}}], how
+        assert [(d["kind"], d["field"], d["start"], d["end"], d["text"]) for d in diagnostics] == [
+            ("repaired", "reasoning_content", 35, 35, ""), ("repaired", "tool_calls", 121, 121, "")], how
+    for how, chunks in chunkings(GPT_OSS_TEXT, "gpt_oss").items():
+        message, _, diagnostics = _diagnostics(gpt_oss, GPT_OSS_PREFIX, chunks, "recover")
+        assert message == {"role": "assistant", "reasoning_content": "I'm\nthinking",
+                           "content": "Hello, world!\nWhat's up?"}, how
+        assert [(d["start"], d["end"], d["text"]) for d in diagnostics] == [
+            (67, 101, "<|channel|>commentary to=assistant")], how
+
+
 def test_grammar_does_not_allow_recover_openers():
     """The exported grammar is the strict template's (compiler/recover_open.py)."""
-    for module in (qwen3_coder, gemma4):
+    for module in (qwen3_coder, gemma4, kimi_k2_thinking, gpt_oss):
         plain = compile_template(_without_recover_keys(module.__name__.rsplit(".", 1)[1]))
         assert module.GRAMMAR == plain.GRAMMAR
 
@@ -112,7 +140,7 @@ def _with(field: str, **keys) -> dict:
 
 @pytest.mark.parametrize("document,key,words", [
     (dict(_with("tool_calls", recover_open_pattern="<(?P<name>\\w+)>"), respc_version=None), None, "v2"),
-    (_with("content", recover_open="<c>"), "recover_open", "implicit field"),
+    (_with("content", recover_open="<c>"), "recover_open", "has none"),
     (_with("tool_calls", recover_open_pattern="<(?P<fn>\\w+)>"), "recover_open_pattern", "groups"),
     (_with("tool_calls", recover_open_pattern="<\\w+>"), "recover_open_pattern", "groups"),
     (_with("tool_calls", recover_open="<call>"), "recover_open", "literal"),
