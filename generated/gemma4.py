@@ -1016,6 +1016,11 @@ class _RecoverParser(ResponseParser):
     # errors="recover": (closer, its field's open pattern, field) per literal close of an explicit
     # field, to report a closer written with no opener in text (runtime.stream, "stray-closer")
     STRAY_CLOSERS = (('<channel|>', '(?:<\\|channel>thought)|(?P<repair_recover_opener><\\|channel>)', 0), ('<tool_call|>', '(?:<\\|tool_call>call:(?P<name>[^{<\\s]+))|(?P<repair_recover_opener><\\|tool_call>:(?P<name__alt1>[^{<\\s]+))', 1))
+    # tables the strict class has and this one does not (not inherited)
+    HOLD_RUNS = _rt.StreamParser.HOLD_RUNS
+    ANCHOR_CONTEXT = _rt.StreamParser.ANCHOR_CONTEXT
+    START_ANCHOR_BOUNDED = _rt.StreamParser.START_ANCHOR_BOUNDED
+    REGEX_BOUNDED = _rt.StreamParser.REGEX_BOUNDED
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
 

@@ -696,6 +696,10 @@ class _RecoverParser(ResponseParser):
     # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
     # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
     REGEX_BOUNDED = (('(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>)|(?P<repair_recover_opener><function=(?P<name__alt1>[^<>\\s]+)>)', 'tool_calls', 'open_pattern'),)
+    # tables the strict class has and this one does not (not inherited)
+    HOLD_RUNS = _rt.StreamParser.HOLD_RUNS
+    ANCHOR_CONTEXT = _rt.StreamParser.ANCHOR_CONTEXT
+    START_ANCHOR_BOUNDED = _rt.StreamParser.START_ANCHOR_BOUNDED
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
 
