@@ -14,8 +14,11 @@ version, same bytes.
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import re
+import tokenize
 from typing import Any
 
 import jinja2
@@ -26,7 +29,9 @@ from respc.runtime.stream import PARTIAL_LONG, RUNTIME_ABI
 from .backtracking import linear_time_problem
 from .automaton import NEVER, Automaton, LiteralFind, barrier_plan, classify_pattern, late_pattern, plan_scans
 from .held import PositionAutomaton, held_plan
+from .automaton import build_automaton
 from .ir import Template
+from .recover_open import recover_variant
 
 __all__ = ["CODEGEN_VERSION", "emit_module", "py_literal"]
 
@@ -565,8 +570,78 @@ def emit_module(template: Template, automaton: Automaton, *, command: str, gramm
     Raises:
         RuntimeError: the source breaks those rules (a bug in respc, never a template's doing).
     """
-    source = _ENV.get_template("module.py.jinja").render(**_view(template, automaton, command, grammar))
+    view = _view(template, automaton, command, grammar)
+    view["recover_class"] = ""
+    variant = recover_variant(template)
+    if variant is not None:
+        # errors="recover" runs a second class built from the template whose openers also accept
+        # the recover-only ones (compiler/recover_open.py); it may need runtime features the
+        # strict class does not
+        recover_view = _view(variant, build_automaton(variant), command, "")
+        features = _features_of(view) + [name for name in _features_of(recover_view) if name not in _features_of(view)]
+        view["features"] = _tuple([_lit(name) for name in features + ["recover-openers"]])
+        view["uses_literal_hold"] = view["uses_literal_hold"] or recover_view["uses_literal_hold"]
+        view["recover_class"] = _recover_class(_ENV.get_template("module.py.jinja").render(**recover_view,
+                                                                                           recover_class=""))
+    source = _ENV.get_template("module.py.jinja").render(**view)
     # the rules of docs/security.md, "Generated code", checked on every module written
     if not source.startswith(HEADER) or not source.isascii() or ENCODING_GUARD not in source:
         raise RuntimeError("generated module breaks the encoding rules of docs/security.md (a bug in respc)")
     return source
+
+
+def _features_of(view: dict) -> list[str]:
+    """The feature names of a rendered view's ``features`` (a tuple's source, or "")."""
+    return re.findall(r"'([a-z0-9-]+)'", view["features"])
+
+
+#: the module-level names of a generated module's parser tables, renamed for the recover class
+_TABLE_NAME = re.compile(r"_D\d+L?(?:_LEADS)?|_P\d+(?:_LEADS)?|_B\d+|_PREFIXES_\d+|S\d+|_scan_\d+|_TRANSITIONS"
+                         r"|_REGIONS|_REQUIRED|_START_ANCHOR")
+_RECOVER_FIRST = "_REGIONS = (\n"
+#: class attributes module.py.jinja writes only when the template needs them
+_OPTIONAL_TABLES = ("HOLD_RUNS", "HOLD_REGEX", "HOLD_LITERALS", "ANCHOR_CONTEXT", "START_ANCHOR_BOUNDED",
+                    "REGEX_BOUNDED")
+_RECOVER_LAST = "\ndef get_response_parser("
+_RECOVER_CLASS = "class ResponseParser(_rt.StreamParser):"
+
+
+def _recover_class(source: str) -> str:
+    """From the module rendered for the recover variant, its tables and parser class as the module's
+    ``_RecoverParser`` (a subclass of ``ResponseParser``): every table name (:data:`_TABLE_NAME`)
+    renamed with a ``_R`` in front, by Python token (names, and the strings that name a lazy
+    pattern's global), so that no literal of the template can be touched."""
+    body = source[source.index(_RECOVER_FIRST):source.index(_RECOVER_LAST)]
+    lines = body.splitlines(keepends=True)
+    edits: dict[int, list[tuple[int, int, str]]] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(body).readline):
+        text = tok.string
+        if tok.type == tokenize.NAME and _TABLE_NAME.fullmatch(text):
+            new = "_R" + text
+        elif tok.type == tokenize.STRING and _TABLE_NAME.fullmatch(text[1:-1]) and text[0] == text[-1] == "'":
+            new = "'_R" + text[1:]
+        else:
+            continue
+        (row, start), (_, end) = tok.start, tok.end
+        edits.setdefault(row - 1, []).append((start, end, new))
+    for row, changes in edits.items():
+        line = lines[row]
+        for start, end, new in sorted(changes, reverse=True):
+            line = line[:start] + new + line[end:]
+        lines[row] = line
+    body = "".join(lines)
+    if body.count(_RECOVER_CLASS) != 1:
+        raise RuntimeError("recover class: the rendered module has no single parser class (a bug in respc)")
+    body = body.replace(_RECOVER_CLASS, "class _RecoverParser(ResponseParser):")
+    # the tables a class body writes only when it has them: the recover class must not inherit
+    # the strict class's (their states are not its states)
+    missing = [name for name in _OPTIONAL_TABLES if f"\n    {name} = " not in body]
+    if missing:
+        at = body.index("\n    DIAGNOSTICS_KEY = ")
+        at = body.rindex("\n", 0, at)  # before its comment line
+        body = (body[:at] + "\n    # tables the strict class has and this one does not (not inherited)"
+                + "".join(f"\n    {name} = _rt.StreamParser.{name}" for name in missing) + body[at:])
+    return ("# -- errors=\"recover\": the same tables for the template whose openers also accept its\n"
+            "# recover-only openers (docs/template-language.md, \"Recover-only openers\"); a parser built\n"
+            "# with errors=\"recover\" is a _RecoverParser (runtime.StreamParser.__new__)\n"
+            + body.rstrip("\n") + "\n\n\nResponseParser.RECOVER_CLASS = _RecoverParser\n\n\n")

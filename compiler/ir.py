@@ -63,6 +63,10 @@ class Field:
             watched while that region is current, and ``"nest"`` suspends it, ``"end"`` closes it.
         outside (bool): whether the open is watched outside regions (always true in v1).
         reject (bool): v2: a body the content parser rejects at its start gives the opener back.
+        recover_open (tuple[str, ...]): v2 ``recover_open`` / ``recover_open_pattern``: openers only
+            ``errors="recover"`` accepts, as regex sources (compiler/recover_open.py).
+        recover_close (tuple[str, ...]): the same for closers (``recover_close`` /
+            ``recover_close_pattern``).
     """
 
     name: str
@@ -82,6 +86,8 @@ class Field:
     inside: tuple = ()
     outside: bool = True
     reject: bool = False
+    recover_open: tuple[str, ...] = ()
+    recover_close: tuple[str, ...] = ()
 
     @property
     def is_implicit(self) -> bool:

@@ -34,6 +34,7 @@ from respc.runtime.transforms import (
 from .backtracking import backtracking_problem
 from .ir import Delimiter, Field, Template, canonical_json, template_sha256
 from .load import LoadedTemplate
+from .recover_open import recover_alternatives
 
 __all__ = ["validate", "check_template", "may_match_empty", "TOP_LEVEL_KEYS", "FIELD_KEYS", "NEVER_STRING_PARSERS",
            "MAX_TEMPLATE_CHARS", "MAX_FIELDS", "MAX_LITERAL_CHARS", "MAX_LITERALS", "MAX_PATTERN_CHARS"]
@@ -45,7 +46,8 @@ TOP_LEVEL_KEYS_V2 = ("diagnostics",)
 FIELD_KEYS = ("open", "open_pattern", "close", "close_pattern", "content", "content_args", "repeats",
               "join", "optional", "transform", "transform_each")
 #: Field keys of template language v2 (docs/template-language.md); legal only with "version": 2.
-FIELD_KEYS_V2 = ("slot", "role", "end", "inside", "outside", "reject")
+FIELD_KEYS_V2 = ("slot", "role", "end", "inside", "outside", "reject", "recover_open", "recover_open_pattern",
+                 "recover_close", "recover_close_pattern")
 #: respc template language versions this compiler reads. The language version is its own key,
 #: ``respc_version``: the reference's ``version`` stays 1 (transformers refuses ``"version": 2``,
 #: and a later transformers version 2 must not be mistaken for ours).
@@ -140,6 +142,10 @@ class _Checker:
                 raise self.fail(f"'{pattern_key}' {raw[:80]!r} is refused: {problem} (docs/security.md, \"Limits\")",
                                 field, pattern_key)
             names = tuple(sorted(compiled.groupindex, key=compiled.groupindex.__getitem__))
+            reserved = [g for g in names if regex.search(r"__alt\d+$", g)]
+            if reserved:
+                raise self.fail(f"'{pattern_key}' declares the group {reserved[0]!r}: names ending in '__alt<digits>' "
+                                "are reserved for recover-only openers (docs/template-language.md)", field, pattern_key)
             return Delimiter(pattern_key, None, raw, False, names)
         return None
 
@@ -211,6 +217,8 @@ def _build_field(check: _Checker, name: str, spec: Any, version: int = 1) -> Fie
                          name, "content")
     open_ = check.delimiter(spec, "open", "open_pattern", name)
     close = check.delimiter(spec, "close", "close_pattern", name)
+    recover_open = recover_alternatives(check, name, spec, open_, version)
+    recover_close = recover_alternatives(check, name, spec, close, version, "close")
     content_args = spec.get("content_args", {})
     _check_content_args(check, name, content, content_args)
     for flag in ("repeats", "optional"):
@@ -261,6 +269,8 @@ def _build_field(check: _Checker, name: str, spec: Any, version: int = 1) -> Fie
         transform=copy.deepcopy(transform),
         transform_each=transform_each,
         group_names=open_groups + close_groups,
+        recover_open=recover_open,
+        recover_close=recover_close,
         **v2_keys,
     )
 

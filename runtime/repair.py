@@ -34,7 +34,9 @@ Three more live in the streaming core (``runtime/stream.py``), as they concern m
 opener text again is read from after the last copy, the abandoned start dropped with a
 ``repaired`` diagnostic), *stray closers* (``_stray_closers``: a closer with no opener in a text region stays text and is
 reported, kind ``"stray-closer"``) and *declared repairs* (``_declared_repairs``: a template's
-``repair_...`` pattern groups, note ``"declared"``).
+``repair_...`` pattern groups, note ``"declared"``). A template's recover-only openers and closers (keys
+``recover_open`` / ``recover_close`` and their ``_pattern`` forms) are declared repairs of a second
+parser class that only ``errors="recover"`` builds (compiler/recover_open.py).
 """
 
 from __future__ import annotations

@@ -72,6 +72,7 @@ from .whole import finish as finish_whole
 __all__ = [
     "RUNTIME_ABI",
     "FEATURES",
+    "RECOVER_ALIAS",
     "OPEN",
     "NEST",
     "CLOSE",
@@ -108,6 +109,11 @@ ERRORS = ("strict", "recover")
 #: both modes: the template, not the mode, accepts it). Trailing digits keep names unique.
 REPAIR_GROUP = "repair_"
 
+#: A group of a recover-only opener (template keys ``recover_open_pattern``; compiler/recover_open.py)
+#: named ``g`` is renamed ``g`` + this + its alternative's number in the combined recover opener;
+#: when it takes part it writes its text into ``g`` (:func:`_put_groups`).
+RECOVER_ALIAS = "__alt"
+
 #: Bumped only when generated modules need a different runtime; generated modules check it.
 RUNTIME_ABI = 3
 
@@ -115,7 +121,8 @@ RUNTIME_ABI = 3
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
 FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs",
                       "lead-search", "lazy-pattern", "held-json", "lazy-delimiters", "fast-heads",
-                      "barrier-search", "partial-search", "literal-prefixes", "window-partial", "regex-timeout"})
+                      "barrier-search", "partial-search", "literal-prefixes", "window-partial", "regex-timeout",
+                      "recover-openers"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
 OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
@@ -1331,6 +1338,9 @@ class StreamParser:
             # declares them: a subclass's own _run still reaches this one through super()
             cls._run = StreamParser._run_bounded
             cls.SCANNERS = tuple(_guard_scanner(scan) for scan in cls.SCANNERS)
+        elif "REGEX_BOUNDED" in cls.__dict__ and cls._run is StreamParser._run_bounded:
+            # a recover class (RECOVER_CLASS) that declares none under a strict class that has some
+            cls._run = StreamParser._run
         # HeldRegex decodes and compiles its tables when first built (_held_regex; runtime/held.py)
         cls._HELD = tuple(None if table is None else HeldRegex(*table, lazy=True)
                           for table in (cls.HOLD_REGEX or (None,) * len(cls.FAST_PATH)))
@@ -1344,6 +1354,19 @@ class StreamParser:
         cls._QUICK = tuple(_quick_trigger(None if cls._RUNS[k] is not None and run1[k] is None else triggers,
                                           lazy, run1[k])
                            for k, (triggers, _) in enumerate(cls.FAST_PATH))
+
+    #: the parser class a parser built with ``errors="recover"`` becomes: a subclass whose scanners
+    #: also accept the template's recover-only openers (docs/template-language.md, "Recover-only
+    #: openers"); None: the template has none, one class serves both modes
+    RECOVER_CLASS: type | None = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "StreamParser":
+        """A recover-mode parser of a template with recover-only openers is a ``RECOVER_CLASS``
+        (``errors`` is the fourth argument of :meth:`__init__`); any other is a ``cls``."""
+        recover = cls.RECOVER_CLASS
+        if recover is not None and kwargs.get("errors", args[3] if len(args) > 3 else "strict") == "recover":
+            cls = recover
+        return object.__new__(cls)
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
                  errors: str = "strict", ledger: bool = False, offsets: bool = False,
@@ -3054,6 +3077,13 @@ def _finite_stack(value: Any) -> float | None:
     return None
 
 
+def _alias_of(name: str) -> str | None:
+    """``g`` for a group named ``g__alt<digits>`` (RECOVER_ALIAS), else None."""
+    k = name.rfind(RECOVER_ALIAS)
+    tail = name[k + len(RECOVER_ALIAS):] if k > 0 else ""
+    return name[:k] if tail.isdigit() and tail.isascii() else None
+
+
 def _put_groups(scope: dict, match: Any) -> None:
     """``scope.update(match.groupdict())``, by group number: the regex module builds a name
     table for every ``groupdict()`` (0.65 us for one group, issue 14); ``groups()`` and a table
@@ -3064,10 +3094,19 @@ def _put_groups(scope: dict, match: Any) -> None:
     if pairs is None:
         if len(_GROUP_NUMBERS) >= 512:
             _GROUP_NUMBERS.clear()  # patterns compiled on the fly (tests, tools) do not pile up
-        pairs = _GROUP_NUMBERS[pattern] = tuple(pattern.groupindex.items())
+        index = pattern.groupindex
+        plain = tuple((name, number) for name, number in index.items() if _alias_of(name) is None)
+        # a recover-only opener's groups (RECOVER_ALIAS): written into their own name when they took part
+        alias = tuple((_alias_of(name), number) for name, number in index.items() if _alias_of(name) is not None)
+        pairs = _GROUP_NUMBERS[pattern] = (plain, alias)
     groups = match.groups()
-    for name, number in pairs:
+    plain, alias = pairs
+    for name, number in plain:
         scope[name] = groups[number - 1]
+    for name, number in alias:
+        value = groups[number - 1]
+        if value is not None:
+            scope[name] = value
 
 
 def _lead(buf: str, pos: int, limit: int) -> int:
