@@ -29,6 +29,7 @@ fall back to their registry fragment (any text) and are inexact too.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field as _dc_field
 from typing import Any
 
@@ -855,6 +856,38 @@ def _is_reasoning(f: Field) -> bool:
     return (f.slot or f.name) == "reasoning_content"
 
 
+def _literal_tail(pattern: str) -> str:
+    """The literal text a pattern ends with (``<atem:function_calls>`` of muse_glimmer's call
+    section open); "" when it ends in anything else or ``re`` cannot read it."""
+    try:
+        items = list(parse_pattern(without_optional_repairs(pattern)))
+    except re.error:
+        return ""
+    out = []
+    for op, arg in reversed(items):
+        if str(op) != "LITERAL":
+            break
+        out.append(chr(arg))
+    return "".join(reversed(out))
+
+
+def _shortest_match(delim: Delimiter) -> str | None:
+    """One short text ``delim`` matches (its shortest literal, or a pattern's shortest form as
+    :func:`sample` walks it at depth 0, checked against the pattern); None when none is found."""
+    if delim.literals is not None:
+        return min(delim.literals, key=len) if delim.literals else None
+    try:
+        rx = re.compile(without_optional_repairs(delim.pattern))
+        node, _notes = regex_to_ir(without_optional_repairs(delim.pattern), None)
+    except Exception:  # noqa: BLE001 - an open the IR cannot express: no tail is derived
+        return None
+    g = Grammar()
+    g.rules["start"] = node
+    import random as _random
+    text = sample(g, _random.Random(0), depth=0)
+    return text if rx.fullmatch(text) else None
+
+
 def _looks_ahead(f: Field) -> bool:
     """Whether ``f``'s open pattern holds a lookahead (the grammar drops it; what it looks for
     must then come right after the open, in the order it names)."""
@@ -952,10 +985,19 @@ class _Builder:
             per_tool.append(seq(nm, Lit("("), ws, body, ws, Lit(")")))
         call = self.g.add(f"pycall_{len(self.g.rules)}", alt(*per_tool))
         more = Rep(seq(ws, Lit(","), ws, call)) if self.parallel else EMPTY
-        forms = [seq(Lit("["), ws, call, more, ws, Lit("]"))]
+        forms = [("[", seq(Lit("["), ws, call, more, ws, Lit("]")))]
         if f.content_args.get("allow_bare", True) is not False:
-            forms.append(call)
-        return alt(*forms)
+            forms.append(("", call))
+        if f.open is not None and f.open.pattern is not None and not delimiter_leads(f.open, Grammar(), where):
+            # an open that is only a lookahead (olmo3's ``(?=[A-Za-z_])`` inside its call section):
+            # the parser opens the field only where the lookahead holds, so only the forms it
+            # admits are calls; a ``[`` it refuses is text inside the section (docs/events.md,
+            # "Text inside a call section"), so the bracketed list is left out there
+            rx = re.compile(without_optional_repairs(f.open.pattern))
+            name = next((n for n, _ in self.tools if n), "f") if self.has_tools else "f"
+            kept = [(lead, node) for lead, node in forms if rx.match(lead + name + "(")]
+            forms = kept or forms
+        return alt(*(node for _lead, node in forms))
 
     def xml_args(self, f: Field, schema, where: str):
         """xml-inline arguments: one tag_pattern match per argument, key group = the name."""
@@ -1195,11 +1237,39 @@ class _Builder:
         return [j for j, f in enumerate(self.t.fields)
                 if self.enabled(j) and any(r == name and how in actions for r, how in f.inside)]
 
+    def shadowing_tails(self, fi: int) -> list[str]:
+        """Literal tails of the other fields' opens that extend an open of ``fi``: muse_glimmer's
+        answer opens at ``to=user<|message|>``, its call section at the same text followed by
+        ``<atem:function_calls>``, and the parser opens the longer one. A body of ``fi`` that
+        begins with such a tail is read as that other region, so the tail is kept out of
+        ``fi``'s text (docs/grammar.md, "What the grammar says")."""
+        f = self.t.fields[fi]
+        if f.open is None:
+            return []
+        probe = _shortest_match(f.open)
+        if not probe:  # an open that may be empty (ernie4_5's reasoning at the start) extends nothing
+            return []
+        out = []
+        for j, other in enumerate(self.t.fields):
+            if j == fi or other.open is None or other.open.pattern is None or other.inside != f.inside:
+                continue
+            tail = _literal_tail(other.open.pattern)
+            if not tail:
+                continue
+            try:
+                rx = re.compile(without_optional_repairs(other.open.pattern))
+            except re.error:
+                continue
+            if any(rx.fullmatch(probe + gap + tail) for gap in ("", " ", "\n")):
+                out.append(tail)
+        return out
+
     def text_body(self, fi: int, skip: list | tuple = ()):
         """A text region's body: its text (no watched delimiter) with nested regions between;
         ``skip``: fields whose opens the text may contain."""
         f = self.t.fields[fi]
         watched = self.watched(self.a.state_of_field[fi], skip)
+        watched = list(dict.fromkeys(watched + self.shadowing_tails(fi)))
         text = Except(tuple(watched)) if f.slot is not None or self.t.version < 2 else WS
         need = getattr(self, "_need", False)
         nested = [self.region(j) for j in self.inside(fi, ("nest",))]

@@ -929,13 +929,13 @@ GRAMMAR = (
     "// inexact: field 'tool_calls' content_args.tag_pattern: arguments not typed without tools\n"
     'start: text ((region_0 | region_3 | implicit_close) text)* (region_1 text ((region_0 | region_3 | implicit_close | region_1) text)* (open_region_0 | open_region_3 | open_region_1)? | open_region_1 | (open_region_0 | open_region_3)?)\n'
     'text: /(?:(?!<\\|end_of_text\\|>|to=self|to=user|<\\|eom\\|>|<\\|eot\\|>|to=)[\\s\\S])+/s?\n'
-    'region_0: /(?:<\\|start\\|>assistant){0,1}(?:[\\x09 ]){0,}to=self(?:[\\x09 ]){0,}<\\|message\\|>/s /(?:(?!<\\|end_of_text\\|>|<\\|eom\\|>|<\\|eot\\|>)[\\s\\S])+/s? /(?:<\\|end_of_text\\|>|<\\|eom\\|>|<\\|eot\\|>)/s\n'
-    'region_3: /(?:<\\|start\\|>assistant){0,1}(?:[\\x09 ]){0,}to=user(?:[\\x09 ]){0,}<\\|message\\|>/s /(?:(?!<\\|end_of_text\\|>|<\\|eom\\|>|<\\|eot\\|>)[\\s\\S])+/s? /(?:<\\|end_of_text\\|>|<\\|eom\\|>|<\\|eot\\|>)/s\n'
+    'region_0: /(?:<\\|start\\|>assistant){0,1}(?:[\\x09 ]){0,}to=self(?:[\\x09 ]){0,}<\\|message\\|>/s /(?:(?!<atem:function_calls>|<\\|end_of_text\\|>|<\\|eom\\|>|<\\|eot\\|>)[\\s\\S])+/s? /(?:<\\|end_of_text\\|>|<\\|eom\\|>|<\\|eot\\|>)/s\n'
+    'region_3: /(?:<\\|start\\|>assistant){0,1}(?:[\\x09 ]){0,}to=user(?:[\\x09 ]){0,}<\\|message\\|>/s /(?:(?!<atem:function_calls>|<\\|end_of_text\\|>|<\\|eom\\|>|<\\|eot\\|>)[\\s\\S])+/s? /(?:<\\|end_of_text\\|>|<\\|eom\\|>|<\\|eot\\|>)/s\n'
     'implicit_close: /(?:<\\|end_of_text\\|>|<\\|eom\\|>|<\\|eot\\|>)/s\n'
     'region_1: /(?:<\\|start\\|>assistant){0,1}(?:[\\x09 ]){0,}to=(?:[^\\x09-\\x0d <]){1,}(?:[\\x09 ]){0,}<\\|message\\|>(?:[\\x09-\\x0d ]){0,}<atem:function_calls>(?:[\\x09-\\x0a\\x0d ]){0,}/s (region_2 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)* /<\\/atem:function_calls>/\n'
     'region_2: /<atem:invoke(?:[\\x09-\\x0d ]){1,}name="(?:[\\--.0-9A-Z_a-z]){1,}"(?:[\\x09-\\x0d ]){0,}>/s /(?:(?!<\\/atem:invoke>)[\\s\\S])+/s? /<\\/atem:invoke>/\n'
-    'open_region_0: /(?:<\\|start\\|>assistant){0,1}(?:[\\x09 ]){0,}to=self(?:[\\x09 ]){0,}<\\|message\\|>/s /(?:(?!<\\|end_of_text\\|>|<\\|eom\\|>|<\\|eot\\|>)[\\s\\S])+/s?\n'
-    'open_region_3: /(?:<\\|start\\|>assistant){0,1}(?:[\\x09 ]){0,}to=user(?:[\\x09 ]){0,}<\\|message\\|>/s /(?:(?!<\\|end_of_text\\|>|<\\|eom\\|>|<\\|eot\\|>)[\\s\\S])+/s?\n'
+    'open_region_0: /(?:<\\|start\\|>assistant){0,1}(?:[\\x09 ]){0,}to=self(?:[\\x09 ]){0,}<\\|message\\|>/s /(?:(?!<atem:function_calls>|<\\|end_of_text\\|>|<\\|eom\\|>|<\\|eot\\|>)[\\s\\S])+/s?\n'
+    'open_region_3: /(?:<\\|start\\|>assistant){0,1}(?:[\\x09 ]){0,}to=user(?:[\\x09 ]){0,}<\\|message\\|>/s /(?:(?!<atem:function_calls>|<\\|end_of_text\\|>|<\\|eom\\|>|<\\|eot\\|>)[\\s\\S])+/s?\n'
     'open_region_1: /(?:<\\|start\\|>assistant){0,1}(?:[\\x09 ]){0,}to=(?:[^\\x09-\\x0d <]){1,}(?:[\\x09 ]){0,}<\\|message\\|>(?:[\\x09-\\x0d ]){0,}<atem:function_calls>(?:[\\x09-\\x0a\\x0d ]){0,}/s (region_2 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)*\n'
 )
 

@@ -456,7 +456,7 @@ GRAMMAR = (
     'text: /(?:(?!<\\/function_calls>|<function_calls>|<\\|endoftext\\|>|<\\|im_end\\|>)[\\s\\S])+/s?\n'
     'implicit_close: /(?:<\\/function_calls>|<\\|endoftext\\|>|<\\|im_end\\|>)/s\n'
     'region_0: /<function_calls>(?:[\\x09-\\x0a\\x0d ]){0,}/s (region_1 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)* /<\\/function_calls>/\n'
-    'region_1: ws (/\\[/ ws pycall_15 (ws /,/ ws pycall_15)* ws /\\]/ | pycall_15) ws\n'
+    'region_1: ws pycall_15 ws\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'py_value: py_object | py_array | py_string | py_number | py_bool | py_null\n'
     'py_chars_dq: /(?:(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))){1,}/s?\n'

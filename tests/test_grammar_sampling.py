@@ -67,6 +67,10 @@ KNOWN_UNSOUND = {
     "deepseek_v3_2": "a value_parser switch (string=\"true|false\") picks how values are read; the grammar does "
                      "not type them",
     "deepseek_v4": "a value_parser switch (string=\"true|false\"); values not typed",
+    "deepseek_v4_1": "V4's DSML format with spaced tags: the same value_parser switch (values not typed), "
+                     "and its parameter tag's [^>]* attribute stretch may hold the call's close "
+                     "</\uff5cDSML\uff5c invoke> (the parser then ends the call inside the tag: no tag_pattern "
+                     "match)",
     "gigachat3_5": "a value_parser switch (string=\"true|false\"); values not typed",
     "k2_horizon": "a value_parser switch (<ifm|arg_type>); values not typed",
     "plamo3": "a call section under required: the walks find sections the parser reads without a call",

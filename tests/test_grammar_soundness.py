@@ -298,3 +298,38 @@ def test_j_llguidance_walks_stay_under_its_limits():
     rng = random.Random("j")
     for _ in range(20):
         walk(grammar.matcher(), rng)  # raises ValueError("... Too many items ...") at the limit
+
+
+# --- text inside a call section: only calls and whitespace (docs/events.md) -------------------
+
+#: sampled outputs the grammar allowed once merged with the runtime that makes text inside a call
+#: section malformed: olmo3's calls open only at a letter (``(?=[A-Za-z_])``), so a ``[`` around
+#: them is text inside the section; muse_glimmer's answer open ``to=user<|message|>`` followed by
+#: ``<atem:function_calls>`` is its call section's open, and ``<|message|>`` is text inside it
+SECTION_TEXT = [
+    ("olmo3", '"city"<function_calls>\n[set_alarm( \n time ="fahrenheit")]', dict(choice="auto", parallel=False)),
+    ("olmo3", 'label\n}>_volumea?b(!(;Z(9<function_calls>[set_alarm(time="<|endoftext|><|im_end|>")]',
+     dict(choice="set_alarm")),
+    ("olmo3", '<function_calls>[set_alarm(time="7")]</function_calls>', dict(choice="required")),
+    ("muse_glimmer", "<|eot|>(to=user<|message|><atem:function_calls><|message|>", dict(choice="none")),
+]
+
+
+@pytest.mark.parametrize("family,text,kw", SECTION_TEXT)
+def test_text_inside_a_call_section_is_refused(family, text, kw):
+    import importlib
+
+    from respc.runtime.errors import ContentParseError
+
+    module = importlib.import_module(f"respc.generated.{family}")
+    with pytest.raises(ContentParseError, match="text inside a call section"):
+        module.parse_response(text, prefix="", tools=RICH_TOOLS)
+    refused(family, text, **kw)
+
+
+def test_calls_and_whitespace_in_a_call_section_still_pass():
+    accepted("olmo3", '<function_calls>set_alarm(time="7")</function_calls>', choice="required")
+    accepted("olmo3", '<function_calls>\nset_alarm(time="7")\n get_weather(city="Paris")\n</function_calls>')
+    accepted("muse_glimmer", "to=user<|message|>hi", choice="none")
+    accepted("muse_glimmer", 'to=functions.set_alarm<|message|><atem:function_calls><atem:invoke name="set_alarm">'
+             '<atem:parameter name="time">7</atem:parameter></atem:invoke></atem:function_calls>', choice="required")
