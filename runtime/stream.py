@@ -1360,12 +1360,26 @@ class StreamParser:
     #: openers"); None: the template has none, one class serves both modes
     RECOVER_CLASS: type | None = None
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> "StreamParser":
-        """A recover-mode parser of a template with recover-only openers is a ``RECOVER_CLASS``
-        (``errors`` is the fourth argument of :meth:`__init__`); any other is a ``cls``."""
+    def __new__(cls, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
+                errors: str = "strict", ledger: bool = False, offsets: bool = False,
+                regex_timeout: float | None = None) -> "StreamParser":
+        """A recover-mode parser of a template with recover-only openers is a ``RECOVER_CLASS``;
+        any other is a ``cls``. The parameters are :meth:`__init__`'s, so that
+        ``inspect.signature`` of a parser class names them (the batch path asks it for ``errors``)."""
         recover = cls.RECOVER_CLASS
-        if recover is not None and kwargs.get("errors", args[3] if len(args) > 3 else "strict") == "recover":
-            cls = recover
+        if recover is not None and errors == "recover":
+            if issubclass(recover, cls):
+                cls = recover
+            else:
+                # a subclass of the strict class (a caller's override of some table or method):
+                # its overrides over the recover class's tables, built once per subclass
+                combined = cls.__dict__.get("_RECOVER_OF_SUBCLASS")
+                if combined is None:
+                    combined = type(cls.__name__, (cls, recover), {"__module__": cls.__module__,
+                                                                   "__qualname__": cls.__qualname__})
+                    combined.RECOVER_CLASS = combined
+                    cls._RECOVER_OF_SUBCLASS = combined
+                cls = combined
         return object.__new__(cls)
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,

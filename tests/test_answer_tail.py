@@ -101,9 +101,28 @@ def test_catalogue_answer_followed_by_a_cut_delimiter_keeps_every_character(name
             got = [module.parse_response(output, prefix=prefix, errors=errors)]
             pieces = chunkings(output, suffix)
             got += [run_stream(module, prefix, pieces[how], errors=errors)[0] for how in ("chars", "random")]
+            if errors == "recover" and _repaired_opener_at_end(module, prefix, output, suffix):
+                # a recover-only opener (docs/template-language.md, "Recover-only openers") that is a
+                # proper prefix of the strict one: in recover it is a whole delimiter, consumed with a
+                # `repaired` diagnostic over exactly that text, so no character is lost unreported
+                continue
             for message in got:
                 # (a template may strip the answer's trailing whitespace: "\n" is then no loss)
                 if (message.get("content") or "").rstrip() != (content + suffix).rstrip():
                     lost.append((suffix, errors, message.get("content")))
     assert lost == []
+
+
+def _repaired_opener_at_end(module, prefix: str, output: str, suffix: str) -> bool:
+    """The suffix starts with a recover-only opener, consumed with a `repaired` diagnostic over
+    exactly its text, and what follows the opener is the opened region's text."""
+    parser = module.ResponseParser(prefix, errors="recover")
+    parser.feed(output)
+    message, _ = parser.finalize()
+    start = len(output) - len(suffix)
+    for d in parser.diagnostics:
+        if d["kind"] == "repaired" and d["start"] == start and suffix.startswith(d["text"]):
+            rest = suffix[len(d["text"]):]
+            return not rest or any(isinstance(v, str) and v.endswith(rest) for v in message.values())
+    return False
 

@@ -444,7 +444,9 @@ def test_module_import_compiles_no_delimiter(monkeypatch):
     monkeypatch.setattr(regex, "compile", lambda p, *a, **k: seen.append(p) or compile_(p, *a, **k))
     module = types.ModuleType("lazy_gpt_oss")
     exec(compile(compiled.source, "<gpt_oss>", "exec"), module.__dict__)
-    assert seen == [compiled.template.start_anchor.pattern]
+    # the start anchor only (a template with recover-only delimiters has a second, recover-mode
+    # automaton in the module, docs/template-language.md "Recover-only openers": the same anchor)
+    assert seen and set(seen) == {compiled.template.start_anchor.pattern}
     text = "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>final<|message|>Hi"
     assert module.parse_response(text, prefix="<|start|>assistant") == {
         "role": "assistant", "reasoning_content": "hm", "content": "Hi"}
