@@ -82,6 +82,28 @@ from respc.runtime.tools import coerce_tool_calls
 
 __all__ = ["ChatCompletionStream", "ResponsesStream", "sse", "responses_sse", "openai_message", "argument_streaming"]
 
+def after_prompt(text: str, skip: list[str]) -> str:
+    """``text`` (answer content as a plug-in sends it, in order) without the part of ``skip[0]``
+    that it starts with: ``skip[0]`` is the answer text the rendered prompt itself holds (a
+    prefilled assistant message, docs/serving.md "The prompt") not yet met. ``skip[0]`` keeps what
+    is still to meet, or becomes ``""`` at the first character that differs (the content went its
+    own way: nothing more is cut). Content may come stripped, so a whitespace difference skips the
+    prompt's whitespace. Used by the vLLM and SGLang plug-ins; linear in ``len(text)``."""
+    rest = skip[0]
+    i = j = 0
+    while i < len(text) and j < len(rest):
+        if text[i] == rest[j]:
+            i += 1
+            j += 1
+        elif rest[j].isspace():
+            j += 1  # whitespace the stripped content left out
+        else:
+            rest = ""
+            break
+    skip[0] = rest[j:] if rest else ""
+    return text[i:]
+
+
 def sse(chunks: Iterable[dict]) -> str:
     """Render chunks as server-sent events: one ``data: {json}`` line and a blank line each."""
     return "".join(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n" for chunk in chunks)

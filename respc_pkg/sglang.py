@@ -75,7 +75,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(f"respc.sglang needs SGLang's parser modules ({exc}); install them with: {INSTALL}") from exc
 
-from respc.openai import ChatCompletionStream
+from respc.openai import ChatCompletionStream, after_prompt as _after_prompt
 from respc.show import _traced
 
 __all__ = ["RespcFunctionCallDetector", "RespcReasoningDetector", "install_hooks", "register", "register_plugin",
@@ -385,26 +385,6 @@ class RespcReasoningDetector(BaseReasoningFormatDetector):
     @property
     def parser_trace(self) -> list:
         return self._stream.parser._show_trace
-
-
-def _after_prompt(text: str, skip: list[str]) -> str:
-    """``text`` (content as sent, in order) without the part of ``skip[0]`` (the prompt's answer
-    text not yet met) that it starts with; ``skip[0]`` keeps what is still to meet, or becomes
-    ``""`` at the first character that differs. Content may come stripped, so a whitespace
-    difference skips the prompt's whitespace."""
-    rest = skip[0]
-    i = j = 0
-    while i < len(text) and j < len(rest):
-        if text[i] == rest[j]:
-            i += 1
-            j += 1
-        elif rest[j].isspace():
-            j += 1  # whitespace the stripped content left out
-        else:
-            rest = ""
-            break
-    skip[0] = rest[j:] if rest else ""
-    return text[i:]
 
 
 def _first(value: Any) -> str:

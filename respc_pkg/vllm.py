@@ -75,7 +75,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from respc.openai import ChatCompletionStream
+from respc.openai import ChatCompletionStream, after_prompt as _after_prompt
 
 INSTALL = "pip install --no-deps vllm==0.33.0 && pip install 'respc[vllm]' (from a checkout: pip install -e '.[test,vllm]')"
 
@@ -1144,26 +1144,6 @@ class RespcToolParser(ToolParser):
                 self._join = None
                 break
         return chunks
-
-
-def _after_prompt(text: str, skip: list[str]) -> str:
-    """``text`` (content as sent, in order) without the part of ``skip[0]`` (the prompt's answer
-    text not yet met) that it starts with; ``skip[0]`` keeps what is still to meet, or becomes
-    ``""`` at the first character that differs (the content went its own way: nothing more is cut).
-    Content may come stripped, so a whitespace difference skips the prompt's whitespace."""
-    rest = skip[0]
-    i = j = 0
-    while i < len(text) and j < len(rest):
-        if text[i] == rest[j]:
-            i += 1
-            j += 1
-        elif rest[j].isspace():
-            j += 1  # whitespace the stripped content left out
-        else:
-            rest = ""
-            break
-    skip[0] = rest[j:] if rest else ""
-    return text[i:]
 
 
 def _reasoning_partner(tool_parser: RespcToolParser) -> RespcReasoningParser | None:
