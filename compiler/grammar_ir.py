@@ -33,6 +33,8 @@ import re
 from dataclasses import dataclass, field as _dc_field
 from typing import Any
 
+import regex
+
 try:  # Python 3.11+
     from re import _constants as sre_c
     from re import _parser as sre_parse
@@ -877,7 +879,7 @@ def _shortest_match(delim: Delimiter) -> str | None:
     if delim.literals is not None:
         return min(delim.literals, key=len) if delim.literals else None
     try:
-        rx = re.compile(without_optional_repairs(delim.pattern))
+        rx = regex.compile(without_optional_repairs(delim.pattern))
         node, _notes = regex_to_ir(without_optional_repairs(delim.pattern), None)
     except Exception:  # noqa: BLE001 - an open the IR cannot express: no tail is derived
         return None
@@ -993,7 +995,7 @@ class _Builder:
             # the parser opens the field only where the lookahead holds, so only the forms it
             # admits are calls; a ``[`` it refuses is text inside the section (docs/events.md,
             # "Text inside a call section"), so the bracketed list is left out there
-            rx = re.compile(without_optional_repairs(f.open.pattern))
+            rx = regex.compile(without_optional_repairs(f.open.pattern))
             name = next((n for n, _ in self.tools if n), "f") if self.has_tools else "f"
             kept = [(lead, node) for lead, node in forms if rx.match(lead + name + "(")]
             forms = kept or forms
@@ -1257,7 +1259,7 @@ class _Builder:
             if not tail:
                 continue
             try:
-                rx = re.compile(without_optional_repairs(other.open.pattern))
+                rx = regex.compile(without_optional_repairs(other.open.pattern))
             except re.error:
                 continue
             if any(rx.fullmatch(probe + gap + tail) for gap in ("", " ", "\n")):
