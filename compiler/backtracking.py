@@ -45,6 +45,7 @@ read. A pattern the analysis still cannot read, or too large to analyse, is refu
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 from .automaton import _SAMPLES, _item_has, sre_c, sre_parse
@@ -281,25 +282,37 @@ def _position_masks(pattern: str, g: "_Glushkov") -> list[int]:
     return masks
 
 
-def _ambiguity(pattern: str, tree) -> str | None:
-    """The pair-automaton verdict on one sre tree (and, separately, its lookarounds' bodies)."""
-    g = _Glushkov()
-    first, _last, _nullable = g.seq(tree)
-    masks = _position_masks(pattern, g)
+def _pair_successors(g: "_Glushkov", first, masks: list[int], unordered: bool) -> Callable:
+    """The successor function of the pair automaton over ``g``'s positions: from ``(p, q)``
+    (``-1``: before the first character) the pairs of positions that can read one character
+    together. ``unordered`` gives each pair once, smaller position first. Counts its work and
+    raises ``_TooLarge`` past ``MAX_WORK``, shared by every call of the function it returns."""
     steps = [0]
 
-    def succ(pair):
+    def succ(pair) -> list:
         p, q = pair
         fp = g.follow[p] if p >= 0 else first
         fq = g.follow[q] if q >= 0 else first
         steps[0] += len(fp) * len(fq)
         if steps[0] > MAX_WORK:
             raise _TooLarge("too many steps")
+        out = []
         for a in fp:
             ma = masks[a]
             for b in fq:
                 if ma & masks[b]:
-                    yield (a, b) if a <= b else (b, a)
+                    out.append((a, b) if not unordered or a <= b else (b, a))
+        return out
+
+    return succ
+
+
+def _ambiguity(pattern: str, tree) -> str | None:
+    """The pair-automaton verdict on one sre tree (and, separately, its lookarounds' bodies)."""
+    g = _Glushkov()
+    first, _last, _nullable = g.seq(tree)
+    masks = _position_masks(pattern, g)
+    succ = _pair_successors(g, first, masks, unordered=True)
 
     start = (-1, -1)
     nodes = {start: 0}
@@ -760,22 +773,7 @@ def _linear_proof(pattern: str, tree) -> str | None:
     g = _Glushkov()
     first, _last, _nullable = g.seq(tree)
     masks = _position_masks(pattern, g)
-    steps = [0]
-
-    def succ(pair):
-        p, q = pair
-        fp = g.follow[p] if p >= 0 else first
-        fq = g.follow[q] if q >= 0 else first
-        steps[0] += len(fp) * len(fq)
-        if steps[0] > MAX_WORK:
-            raise _TooLarge("too many steps")
-        out = []
-        for a in fp:
-            ma = masks[a]
-            for b in fq:
-                if ma & masks[b]:
-                    out.append((a, b))
-        return out
+    succ = _pair_successors(g, first, masks, unordered=False)
 
     # 1. one attempt (one start offset) has a bounded number of ways to read any text: two copies
     # of the automaton run side by side on the same characters never go round a loop while they
