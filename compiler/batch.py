@@ -984,10 +984,8 @@ def open_output(path: str) -> Iterator[Any]:
         OSError: the output cannot be written; MissingExtra: ``.zst`` without zstandard.
     """
     if path == "-":
-        try:
-            yield sys.stdout.buffer
-        finally:
-            sys.stdout.buffer.flush()
+        with _open_raw(path) as raw:
+            yield raw
         return
     zstandard = _zstd() if path.endswith(".zst") else None
     with atomic_output(path) as raw:
