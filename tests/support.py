@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import random
@@ -161,3 +162,18 @@ def run_checked(module, prefix, text, how, errors="recover", **options):
     if how == "whole":
         assert (message, parser.diagnostics) == expected
     return message, events + final, parser.diagnostics
+
+
+def peer_message(vector: dict, how: str, errors: str) -> dict:
+    """The message a peer vector's output parses to: ``how`` is ``"own"`` (the vector's own chunks,
+    checked to add up to its text) or a :func:`chunkings` key; the prompt is the family file's
+    ``peer_prefix`` for it where one is given (:data:`PEER_PREFIX`), else the vector's."""
+    if how == "own":
+        chunks = vector["chunks"]
+        assert "".join(chunks) == vector["text"], "the vector's own chunks do not add up to its text"
+    else:
+        chunks = chunkings(vector["text"], vector["id"])[how]
+    prefix = PEER_PREFIX.get(vector["id"], vector["prefix"])
+    module = importlib.import_module(f"respc.generated.{vector['family']}")
+    message, _ = run_stream(module, prefix, chunks, vector.get("tools"), errors)
+    return message

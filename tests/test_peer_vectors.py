@@ -30,11 +30,10 @@ The module skips when ``../shared`` is absent (a user's checkout has no corpus).
 
 from __future__ import annotations
 
-import importlib
 
 import pytest
 
-from support import CATALOGUE_TEMPLATES, PEER_PREFIX, PEER_XFAIL, SHARED, chunkings, load_jsonl, run_stream
+from support import CATALOGUE_TEMPLATES, PEER_PREFIX, PEER_XFAIL, SHARED, load_jsonl, peer_message
 
 PEER = SHARED / "corpus" / "peer_vectors.jsonl"
 XFAIL = PEER_XFAIL
@@ -67,16 +66,8 @@ def _params():
 
 @pytest.mark.parametrize("vector,how", _params())
 def test_peer_vector(vector, how):
-    if how == "own":
-        chunks = vector["chunks"]
-        assert "".join(chunks) == vector["text"], "the vector's own chunks do not add up to its text"
-    else:
-        chunks = chunkings(vector["text"], vector["id"])[how]
-    prefix = PEER_PREFIX.get(vector["id"], vector["prefix"])
-    module = importlib.import_module(f"respc.generated.{vector['family']}")
     errors = "recover" if _is_malformed(vector) else "strict"
-    message, _ = run_stream(module, prefix, chunks, vector.get("tools"), errors)
-    assert message == vector["expect"]["message"]
+    assert peer_message(vector, how, errors) == vector["expect"]["message"]
 
 
 def test_every_peer_family_is_in_the_catalogue():

@@ -24,13 +24,12 @@ must go. The classes:
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections import Counter
 
 import pytest
 
-from support import CATALOGUE_TEMPLATES, PEER_PREFIX, REPO, SHARED, chunkings, load_jsonl, run_stream
+from support import CATALOGUE_TEMPLATES, REPO, SHARED, load_jsonl, peer_message
 
 PEER2 = SHARED / "corpus" / "peer_vectors2.jsonl"
 XFAIL: dict[str, dict] = json.loads((REPO / "tests" / "cases" / "peer2_xfail.json").read_text(encoding="utf-8"))
@@ -61,16 +60,8 @@ def _params():
 @pytest.mark.parametrize("vector,how", _params())
 def test_peer_vector2(vector, how):
     assert vector["family"] in CATALOGUE_TEMPLATES, f"no catalogue template for {vector['family']}"
-    if how == "own":
-        chunks = vector["chunks"]
-        assert "".join(chunks) == vector["text"], "the vector's own chunks do not add up to its text"
-    else:
-        chunks = chunkings(vector["text"], vector["id"])[how]
-    prefix = PEER_PREFIX.get(vector["id"], vector["prefix"])
-    module = importlib.import_module(f"respc.generated.{vector['family']}")
     errors = "recover" if _is_malformed(vector) else "strict"
-    message, _ = run_stream(module, prefix, chunks, vector.get("tools"), errors)
-    assert message == vector["expect"]["message"]
+    assert peer_message(vector, how, errors) == vector["expect"]["message"]
 
 
 def test_xfail_table_is_well_formed():
