@@ -561,22 +561,42 @@ def _after_reasoning_parser(result: Any, parser: Any, *args: Any, **kwargs: Any)
         detector.use_prompt(prompt)
 
 
+def _hook_target_exists(target: str) -> bool:
+    """Whether a hook target (a dotted path) resolves in this SGLang install: its module imports
+    (the serving modules need the ``sglang-serving`` extra: fastapi, ...) and names the attribute.
+    Any exception the import raises counts as "no"."""
+    import pkgutil
+
+    try:
+        pkgutil.resolve_name(target)
+    except Exception:  # noqa: BLE001 - a missing serving dependency raises ImportError or anything else
+        return False
+    return True
+
+
 def install_hooks() -> bool:
-    """Register the plug-in's three hooks with SGLang's ``HookRegistry`` (applied by SGLang's
+    """Register the plug-in's hooks with SGLang's ``HookRegistry`` (applied by SGLang's
     ``load_plugins`` after the plug-ins ran): after ``OpenAIServingChat._convert_to_internal_request``
     and around ``OpenAIServingResponses._make_request`` (``/v1/responses``; a coroutine function,
     :func:`_around_responses_request`) the rendered prompt is kept on the request, and after
     ``ReasoningParser.__init__`` a respc reasoning detector takes it as its prefix
     (:meth:`RespcReasoningDetector.use_prompt`). SGLang
-    gives a plug-in detector no prompt otherwise (docs/serving.md, "The prompt"). Returns False when
-    this SGLang has no hook registry (the detectors then fall back to :func:`sglang_prefix`)."""
+    gives a plug-in detector no prompt otherwise (docs/serving.md, "The prompt").
+
+    A hook is registered only when its target imports in this install (:func:`_hook_target_exists`):
+    without SGLang's serving dependencies (no ``OpenAIServingChat`` to serve from) the two serving
+    hooks are left out, so SGLang's registry logs no failed patch; nothing then asks the
+    detectors for a prompt and they fall back to :func:`sglang_prefix` (docs/serving.md, "The
+    prompt"). Returns False when this SGLang has no hook registry, else True."""
     try:
         from sglang.srt.plugins.hook_registry import HookRegistry, HookType
     except ImportError:
         return False
-    HookRegistry.register(_CONVERT, _after_convert, HookType.AFTER)
-    HookRegistry.register(_REASONING_INIT, _after_reasoning_parser, HookType.AFTER)
-    HookRegistry.register(_RESPONSES_MAKE, _around_responses_request, HookType.AROUND)
+    for target, hook, kind in ((_CONVERT, _after_convert, HookType.AFTER),
+                               (_REASONING_INIT, _after_reasoning_parser, HookType.AFTER),
+                               (_RESPONSES_MAKE, _around_responses_request, HookType.AROUND)):
+        if _hook_target_exists(target):
+            HookRegistry.register(target, hook, kind)
     return True
 
 

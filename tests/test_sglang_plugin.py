@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -238,7 +239,7 @@ def test_malformed_output_never_raises():
     assert _message("qwen3", "", '<tool_call>\n{"name": "x", "argu', None).get("content") in (None, "")
 
 
-def test_sglang_loads_the_plugin_and_accepts_the_names():
+def test_sglang_loads_the_plugin_and_accepts_the_names(caplog):
     """SGLang's own plug-in loader (entry point group ``sglang.srt.plugins``, from pyproject.toml)
     registers the parsers, and its command line accepts them (no model is loaded)."""
     from importlib.metadata import entry_points
@@ -252,10 +253,21 @@ def test_sglang_loads_the_plugin_and_accepts_the_names():
     args = prepare_server_args(["--model-path", "unused", "--reasoning-parser", "respc-gpt_oss",
                                 "--tool-call-parser", "respc-gpt_oss"])
     assert (args.reasoning_parser, args.tool_call_parser) == ("respc-gpt_oss", "respc-gpt_oss")
-    # and the hooks that hand the reasoning detector the rendered prompt are applied
+    # and the hooks that hand the reasoning detector the rendered prompt are applied: the serving
+    # ones exactly when SGLang's serving layer imports (the sglang-serving extra), else left out
+    # without an ERROR from SGLang's registry
     from sglang.srt.plugins.hook_registry import HookRegistry
 
-    assert {rs._CONVERT, rs._REASONING_INIT} <= HookRegistry._patched
+    serving = {rs._CONVERT, rs._RESPONSES_MAKE}
+    try:
+        importlib.import_module("sglang.srt.entrypoints.openai.serving_chat")
+        importlib.import_module("sglang.srt.entrypoints.openai.serving_responses")
+    except Exception:  # noqa: BLE001 - the minimal install: fastapi and the rest missing
+        assert rs._REASONING_INIT in HookRegistry._patched
+        assert not serving & (HookRegistry._patched | set(HookRegistry._hooks))
+    else:
+        assert serving | {rs._REASONING_INIT} <= HookRegistry._patched
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR and "hook" in r.getMessage()]
 
 
 def test_reasoning_parser_hook_hands_the_prompt_to_the_detector():
