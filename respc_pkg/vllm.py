@@ -41,6 +41,10 @@ How the work is split (vLLM's calling conventions):
   tool call written inside the reasoning is read, and typed by the request's tools, as respc reads
   the whole output. When only the end of the stream decides that the phase ended earlier, the
   reasoning parser's ``finish_streaming`` hands the rest to the tool parser (``take_over``).
+- Beside another tool parser (``--tool-call-parser hermes``) the text after the reasoning phase is
+  that parser's; when only the end of the stream decides where the phase ended, the reasoning
+  parser's ``finish_streaming`` gives it what vLLM's whole-output path gives (:func:`_foreign_rest`),
+  so streamed equals whole.
 - Both parse with ``errors="recover"``: model output never raises.
 - ``tool_choice="none"`` and requests without tools (vLLM then sets ``tool_choice="none"``): the tool
   parser passes its text through as content unparsed, as vLLM does without tool parsing; the
@@ -818,7 +822,11 @@ class RespcReasoningParser(ReasoningParser):
         if run.ended:
             self._head = 0
             return None, model_output or None
-        reasoning, content = run.feed(model_output, whole=_parses_tools(request))
+        # all of the reasoning only for respc's tool parser of the same request, which returns none;
+        # another tool parser (vLLM's hermes beside respc-qwen3) reads the text after the phase as
+        # written, so the reasoning is what precedes the phase's end, as when streamed
+        foreign = _foreign_tool_parser(self, _composer(self)) is not None
+        reasoning, content = run.feed(model_output, whole=_parses_tools(request) and not foreign)
         if content is None:
             reasoning += _reasoning_before_other(run.finalize())
             if run.ended:
@@ -889,17 +897,32 @@ class RespcReasoningParser(ReasoningParser):
         the end decided that the phase ended earlier and the request's respc tool parser parses
         tools, the text after the phase goes to that tool parser (:meth:`handover`), so its calls
         are typed by the request's tools; when the request has no tool parser at all (``vllm
-        serve`` without ``--enable-auto-tool-choice``, :func:`_without_tool_parser`), that text goes
+        serve`` without ``--enable-auto-tool-choice``, :func:`_composer`), that text goes
         out as content, as written, as in a whole output: vLLM's chat layer would drop tool calls
-        sent here (docs/serving.md, "tool_choice none and requests without tools")."""
+        sent here (docs/serving.md, "tool_choice none and requests without tools"). When the
+        request's tool parser is another one (vLLM's ``hermes`` beside ``respc-qwen3``), that text
+        is what vLLM's whole-output path makes of it with that parser (:func:`_foreign_rest`)."""
         if self._run is None or self._run.ended:
             return None
         chunks = self._run.finalize()
         tool = self._tool_partner
+        owner = _composer(self)
         # no tool parser at all (vLLM started without --enable-auto-tool-choice): vLLM's chat layer
         # drops the tool calls of this delta, so the rest goes out as content, as written (what a
         # whole output gives, extract_reasoning's raw rest): answer text is never dropped
-        alone = tool is None and _without_tool_parser(self)
+        alone = tool is None and owner is not None and getattr(owner, "_tool_parser", False) is None
+        # another tool parser (``--tool-call-parser hermes`` beside ``respc-qwen3``): the rest is
+        # what that parser makes of it, as vLLM's whole-output path gives it (_foreign_rest)
+        foreign = _foreign_tool_parser(self, owner) if tool is None else None
+        if foreign is not None and self._run.ended and self._run.boundary is not None:
+            reasoning = _reasoning_before_other(chunks)
+            tail = "".join(self._run.raw)[self._run.boundary:]
+            self._sent_reasoning = self._sent_reasoning or bool(reasoning)
+            rest = _foreign_rest(owner, tail)
+            fields = {"reasoning": reasoning or None}
+            if rest is not None:
+                fields.update(content=rest.content or None, tool_calls=rest.tool_calls or None)
+            return DeltaMessage(**_given(**fields)) if any(fields.values()) else None
         if self._run.ended and (self._run.boundary if not alone else self._run.boundary is not None) and (
                 alone or (tool is not None and tool._stream is None and not tool._passthrough)):
             reasoning = _reasoning_before_other(chunks)
@@ -1167,20 +1190,73 @@ def _reasoning_partner(tool_parser: RespcToolParser) -> RespcReasoningParser | N
     return None
 
 
-def _without_tool_parser(reasoning_parser: RespcReasoningParser) -> bool:
-    """Whether the request of ``reasoning_parser`` has no tool parser at all: the composed parser
-    calling it (vLLM's ``DelegatingParser``, the ``self`` of a frame just above, whose
-    ``_reasoning_parser`` it is) has ``_tool_parser`` None, as when ``vllm serve`` runs without
-    ``--enable-auto-tool-choice``. False when no such caller is found (the parser called directly)."""
+def _composer(reasoning_parser: RespcReasoningParser) -> Any:
+    """The composed parser calling ``reasoning_parser`` (vLLM's ``DelegatingParser``, the ``self`` of a
+    frame just above whose ``_reasoning_parser`` it is), or None when there is none (the parser
+    called directly). Its ``_tool_parser`` is None when the request has no tool parser at all, as
+    when ``vllm serve`` runs without ``--enable-auto-tool-choice``."""
     frame = sys._getframe(2)
     for _ in range(6):
         if frame is None:
             break
         owner = frame.f_locals.get("self")
         if owner is not reasoning_parser and getattr(owner, "_reasoning_parser", None) is reasoning_parser:
-            return getattr(owner, "_tool_parser", False) is None
+            return owner
         frame = frame.f_back
-    return False
+    return None
+
+
+def _foreign_tool_parser(reasoning_parser: RespcReasoningParser, owner: Any) -> Any:
+    """The tool parser composed beside ``reasoning_parser`` when it is not respc's tool parser of the
+    same template (``--reasoning-parser respc-qwen3 --tool-call-parser hermes``), else None: that
+    parser reads the text after the reasoning phase on its own, as written."""
+    tool = getattr(owner, "_tool_parser", None) if owner is not None else None
+    if tool is None or tool is reasoning_parser._tool_partner:
+        return None
+    if isinstance(tool, RespcToolParser) and tool._partner is reasoning_parser:
+        return None
+    return tool
+
+
+def _calling(name: str, test: Callable[[Any], bool], depth: int = 12) -> Any:
+    """The first value of local ``name`` passing ``test`` in the frames calling this one (at most
+    ``depth``), or None."""
+    frame = sys._getframe(2)
+    for _ in range(depth):
+        if frame is None:
+            break
+        value = frame.f_locals.get(name)
+        if value is not None and test(value):
+            return value
+        frame = frame.f_back
+    return None
+
+
+def _foreign_rest(owner: Any, text: str) -> DeltaMessage | None:
+    """What vLLM's whole-output path makes of ``text``, the output after the reasoning phase, with a
+    tool parser that is not respc's: the composed parser's ``_extract_tool_calls`` (the step of
+    ``DelegatingParser.parse`` after the reasoning: tool_choice "none", named, "required" and
+    "auto" as vLLM treats them, with the server's ``--enable-auto-tool-choice``), as one
+    ``DeltaMessage`` of content and complete tool calls. Used when only the end of a stream decided
+    that the reasoning phase ended (a call that ends an unclosed reasoning block): the tool parser
+    has then seen none of the text, and the client must get what the non-streamed response gives
+    (docs/serving.md, "Another tool parser beside respc's reasoning parser"). The request and the
+    server's option are the calling frames' (``parse_delta``'s ``request``, the serving object's
+    ``enable_auto_tools``); without ``_extract_tool_calls`` (another vLLM) the text goes out as
+    content."""
+    request = _calling("request", lambda r: hasattr(r, "tool_choice"))
+    server = _calling("self", lambda s: isinstance(getattr(s, "enable_auto_tools", None), bool))
+    extract = getattr(owner, "_extract_tool_calls", None)
+    if request is None or extract is None:
+        return DeltaMessage(content=text) if text else None
+    auto = server.enable_auto_tools if server is not None else True
+    calls, content = extract(text, request=request, enable_auto_tools=auto)
+    tool_calls = [DeltaToolCall(index=n, **_given(id=getattr(c, "id", None)), type="function",
+                                function=DeltaFunctionCall(name=c.name, arguments=c.arguments))
+                  for n, c in enumerate(calls or [])]
+    if not content and not tool_calls:
+        return None
+    return DeltaMessage(**_given(content=content or None, tool_calls=tool_calls or None))
 
 
 def _construction_request(tools: Any) -> Any:

@@ -436,3 +436,77 @@ def test_served_without_a_tool_parser_streamed_equals_whole(family, case, tmp_pa
     # every call respc reads is in the content as written (its name at least)
     for call in message.get("tool_calls") or []:
         assert call["function"]["name"] in content
+
+
+# --- a respc reasoning parser beside another tool parser (issue 25, the leftover of item 5) -------------
+
+def _serving_with(family: str, tool_parser: str | None, tokenizer_dir: str, text: str, seed: str) -> OpenAIServingChat:
+    """vLLM's chat serving object as ``vllm serve --reasoning-parser respc-<family> --enable-auto-tool-choice
+    --tool-call-parser <tool_parser>`` builds it: respc's reasoning parser beside another tool parser
+    (one of vLLM's own)."""
+    rv.register(family)
+    model_config = _ModelConfig(tokenizer=tokenizer_dir)
+    renderer = HfRenderer(_VllmConfig(model_config), get_tokenizer(tokenizer_dir))
+    engine = _Engine(model_config, renderer, text, seed)
+    options = dict(enable_auto_tools=True, tool_parser=tool_parser, reasoning_parser=f"respc-{family}")
+    online = OnlineRenderer(model_config, renderer, request_logger=None, chat_template=CHAT_TEMPLATE,
+                            chat_template_content_format="string", **options)
+    models_ = OpenAIServingModels(engine, [BaseModelPath(name=MODEL, model_path=MODEL)])
+    return OpenAIServingChat(engine, models_, "assistant", online_renderer=online, request_logger=None,
+                             chat_template=CHAT_TEMPLATE, chat_template_content_format="string", **options)
+
+
+_QWEN3_PROMPT = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+_QWEN3_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+
+
+def _foreign_cases() -> list:
+    """(reasoning family, vLLM tool parser, prompt, output): calls that end an unclosed reasoning block
+    (only the end of the output decides that the reasoning phase ended before them), with answer
+    text after them or not."""
+    params = [
+        pytest.param("qwen3", "hermes", _QWEN3_PROMPT, "<think>I need the forecast." + _QWEN3_CALL, id="qwen3-hermes-call"),
+        pytest.param("qwen3", "hermes", _QWEN3_PROMPT, "<think>I need the forecast." + _QWEN3_CALL + "\nand more",
+                     id="qwen3-hermes-call-then-text"),
+        pytest.param("qwen3", "hermes", _QWEN3_PROMPT, "<think>I need " + _QWEN3_CALL + "\n" + _QWEN3_CALL,
+                     id="qwen3-hermes-two-calls"),
+        pytest.param("qwen3", "hermes", _QWEN3_PROMPT, "<think>A</think>x" + _QWEN3_CALL + "<think>B</think>done",
+                     id="qwen3-hermes-later-block"),
+    ]
+    for family, parser, names in (("qwen3_5", "qwen3_xml", ("berrylm_vllm_tool_call_ends_reasoning",
+                                                             "berrylm_sglang_tool_call_without_think_end")),
+                                  ("deepseek_v4", "deepseek_v4", ("call_block_ends_unclosed_reasoning",))):
+        for case in family_cases(family)["cases"]:
+            if case["name"] in names:
+                params.append(pytest.param(family, parser, case["prefix"], case["text"],
+                                           id=f"{family}-{parser}-{case['name']}"))
+    return params
+
+
+@pytest.mark.parametrize("family,tool_parser,prefix,text", _foreign_cases())
+@pytest.mark.parametrize("tool_choice", ["auto", "none"])
+def test_foreign_tool_parser_streamed_equals_whole(family, tool_parser, prefix, text, tool_choice, tmp_path_factory):
+    """``--reasoning-parser respc-qwen3 --tool-call-parser hermes`` (respc's reasoning parser beside
+    one of vLLM's tool parsers): what the client accumulates from the stream equals the non-streamed
+    message. A call inside unclosed reasoning came out of the reasoning parser's end of stream as
+    respc's tool calls, the foreign tool parser never seeing the text, while the whole output handed
+    that text to the tool parser: ``"...</tool_call>\\nand more"`` streamed the answer "and more",
+    whole Hermes' reading, without it."""
+    root = str(tmp_path_factory.getbasetemp() / "vllm-tokenizers")
+    case = {"prefix": prefix, "text": text, "tools": None}
+    declared = tools_for(case, family)
+    tokenizer_dir = bpe_tokenizer_dir(family, root)
+    answers = []
+    for stream in (False, True):
+        chat = _serving_with(family, tool_parser, tokenizer_dir, text, "foreign")
+        got, finish, _, _ = asyncio.run(_complete(chat, _request(prefix, declared, stream=stream,
+                                                                 tool_choice=tool_choice)))
+        calls = [(c.function.name, json.loads(c.function.arguments)) for c in got.tool_calls or []]
+        answers.append((_reasoning(got), got.content or None, calls, finish))
+    whole_answer, streamed = answers
+    assert streamed == whole_answer
+    reasoning, content, calls, finish = whole_answer
+    if tool_choice == "none":
+        assert not calls and finish == "stop"
+    else:  # the tool parser read the calls (no call text lost)
+        assert calls and finish == "tool_calls"
