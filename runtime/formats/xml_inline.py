@@ -32,7 +32,28 @@ def check(args: dict, where: str = "content_args") -> Problems:
     if "key" not in compiled.groupindex:
         return [("", f"xml-inline tag_pattern {pattern!r} has no named group 'key'")]
     groups = tuple(sorted(compiled.groupindex, key=compiled.groupindex.__getitem__))
-    return unmatched_problems(args) + value_parser_problems(args, where, groups)
+    return unmatched_problems(args) + _recover_problems(args, where, compiled) + value_parser_problems(args, where, groups)
+
+
+def _recover_problems(args: dict, where: str, compiled: regex.Pattern) -> Problems:
+    """``recover_tag_pattern`` (template-language.md "xml-inline"): a regex with the very named groups of
+    ``tag_pattern`` (the value parser and the transform read them), not ``tag_pattern`` itself."""
+    if "recover_tag_pattern" not in args:
+        return []
+    pattern = args["recover_tag_pattern"]
+    if not isinstance(pattern, str) or not pattern:
+        return [("recover_tag_pattern", f"{where}.recover_tag_pattern must be a non-empty regex string, "
+                                        f"got {pattern!r}")]
+    if pattern == args["tag_pattern"]:
+        return [("recover_tag_pattern", f"{where}.recover_tag_pattern is tag_pattern itself")]
+    try:
+        recover = regex.compile(pattern, regex.DOTALL)
+    except _REGEX_ERRORS as exc:
+        return [("recover_tag_pattern", f"invalid {where}.recover_tag_pattern regex {pattern!r}: {exc}")]
+    if set(recover.groupindex) != set(compiled.groupindex):
+        return [("recover_tag_pattern", f"{where}.recover_tag_pattern must have the named groups of tag_pattern "
+                                        f"{sorted(compiled.groupindex)}, got {sorted(recover.groupindex)}")]
+    return []
 
 
 def _split(pattern: str) -> tuple[regex.Pattern, str] | None:
@@ -649,8 +670,12 @@ def _literal_end(pattern: str, from_end: bool) -> str:
 
 
 def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
-    """``errors="recover"``: two kinds of damage to tags (notes in ``runtime/repair.py``).
+    """``errors="recover"``: the damage an xml-inline body recovers from (notes in ``runtime/repair.py``,
+    docs/events.md "Repairs and policies").
 
+    * Tags the template's ``recover_tag_pattern`` reads (template-language.md "xml-inline"): when the strict
+      parse fails, the body is read with ``(?:tag_pattern)|(?:recover_tag_pattern)``; each parameter the
+      strict pattern does not match there is one note (MiniCPM's ``<paramname="city">``, the space lost).
     * A missing close: ``<parameter=a>1<parameter=b>2</parameter>`` or a last parameter with no
       ``</parameter>`` before the region's close. When ``tag_pattern`` starts and ends with
       literal text (``<parameter=`` ... ``</parameter>``, three characters or more), an opening
@@ -659,8 +684,12 @@ def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
       ``<parameter name="c">A </parameter> B</parameter></invoke>``: the lazy ``tag_pattern`` ends
       the value at the first ``</parameter>`` and the rest, up to the next match, is skipped. When
       that skipped text ends with the match's closing text again, the value runs to that last one.
+    * The arguments wrapper: a body whose only parameter is ``arguments`` and whose value is an object
+      (DeepSeek-V4 ``<parameter name="arguments" string="false">{"location":"Beijing"}</parameter>``)
+      is that object. Tried also when the strict parse succeeds (``repair_on_success``), so in recover
+      mode a tool whose one parameter is an object named ``arguments`` reads as that object's keys.
 
-    ``fix`` returns None when neither applies.
+    ``fix`` returns None when none applies.
     """
     parse = make(args)
     compiled = getattr(parse, "compiled", None)
@@ -670,6 +699,12 @@ def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
     closing = _literal_end(args["tag_pattern"], True)
     if len(opening) < 3 or len(closing) < 3 or closing in opening:
         opening = closing = ""
+    recover_parse = None
+    recover = args.get("recover_tag_pattern")
+    if isinstance(recover, str) and recover:
+        recover_parse = make({**args, "tag_pattern": f"(?:{args['tag_pattern']})|(?:{recover})"})
+        if getattr(recover_parse, "compiled", None) is None:
+            recover_parse = None
 
     def add_closes(text: str, notes: list[str]) -> str:
         if not opening or opening not in text:
@@ -697,10 +732,28 @@ def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
             last = limit
         return "".join(pieces)
 
+    def recover_tags(text: str, notes: list[str]) -> tuple[Callable, regex.Pattern]:
+        """The parser and pattern to read ``text`` with: the recover-only tags too when the strict
+        parse fails, one note per tag only they match."""
+        if recover_parse is None:
+            return parse, compiled
+        try:
+            parse(text)
+            return parse, compiled
+        except ContentParseError:
+            pass
+        both = recover_parse.compiled
+        for m in both.finditer(text):
+            strict = compiled.match(text, m.start())
+            if strict is None or strict.end() != m.end():
+                notes.append(NOTES["recover-tag"].format(text[m.start():m.start("value")]))
+        return recover_parse, both
+
     def fix(text: str) -> "tuple[Any, list[str]] | None":
         notes: list[str] = []
+        read, pattern = recover_tags(text, notes)
         text = add_closes(text, notes)
-        matches = list(compiled.finditer(text))
+        matches = list(pattern.finditer(text))
         if not matches and text.strip().startswith("{"):
             # the body written as a JSON object instead of tags
             try:
@@ -723,13 +776,22 @@ def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
                 continue
             raw = text[m.start("value"):last]
             raws[index] = (raw.rstrip() if close_text[:1].isspace() else raw, last + len(tag))
-            key = m.group("key") if "key" in compiled.groupindex else None
+            key = m.group("key") if "key" in pattern.groupindex else None
             notes.append(NOTES["inner-close"].format(key, tag))
-        if not notes:
+        wrapped = len(matches) == 1 and matches[0].group("key") == _WRAPPER
+        if not notes and not wrapped:
             return None
-        return parse(text, raws), notes
+        value = read(text, raws)
+        if wrapped and isinstance(value, dict) and isinstance(value.get(_WRAPPER), dict) and len(value) == 1:
+            value = value[_WRAPPER]
+            notes.append(NOTES["wrapper"].format(_WRAPPER))
+        return (value, notes) if notes else None
 
     return fix
+
+
+#: the one parameter that may wrap a whole argument object (``repair``)
+_WRAPPER = "arguments"
 
 
 FORMAT = Format("xml-inline", True, check, plan, make, repair=repair, repair_on_success=True,
