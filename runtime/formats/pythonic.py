@@ -18,7 +18,7 @@ from ..pythonic import PYTHON_SPACE, parse_pythonic
 from ..repair import NOTES
 from ..pythonic import _JSON_WORDS as _PY_ALL_WORDS
 from ..pythonic import quick_read as _quick_pythonic
-from .base import ACCEPTED, UNDECIDED, Boundary, Format, Plan, Problems, bool_args, call_shape, is_tool_field
+from .base import ACCEPTED, ArgumentStream, UNDECIDED, Boundary, Format, Plan, Problems, bool_args, call_shape, is_tool_field
 
 
 def check(args: dict, where: str = "content_args") -> Problems:
@@ -797,5 +797,57 @@ def grammar(args: dict) -> str:
     return rf"/\s*(?:\[\s*(?:{call}\s*)?\]{bare})\s*/s"
 
 
+class PythonicStream(ArgumentStream):
+    """Plan ``"pythonic"``: Python calls converted to JSON as they are written (:class:`PythonicArgs`, with
+    ``options`` from :func:`reader_options`); :class:`~respc.runtime.formats.base.ArgumentStream` describes the
+    protocol."""
+
+    def __init__(self, options: dict) -> None:
+        self.options = options
+
+    def open(self, host: Any, region: Any, base: int) -> "PythonicArgs":
+        """Wired to the stream's call deltas and to its tool typing (``parser._tools``, applied when the
+        region is ``typed``)."""
+        tools = getattr(host.parser, "_tools", None) if getattr(region, "typed", True) else None
+
+        def out(kind: str, n: int, payload: str) -> None:
+            host.scanned(region, base + n, kind, payload)
+
+        def held(n: int, key: str) -> bool:
+            return bool(tools) and bool(host.held(host.call(base + n).name, key))
+
+        def typed(n: int, key: str, value: Any) -> str:
+            if tools:
+                value = host.coerce(host.call(base + n).name, key, value, region)
+            return _dumps(value)
+
+        return PythonicArgs(out, held, typed, **self.options)
+
+    def close(self, reader: "PythonicArgs", host: Any, base: int, calls: list) -> None:
+        """A call the reader stopped inside (``dead``) whose sent arguments are a beginning of the
+        message's ``json.dumps`` text gets the rest, so it still adds up to the message; any other
+        difference is left to the adapter's own check (a diagnostic)."""
+        if not reader.dead:
+            return
+        for k, value in enumerate(calls):
+            if base + k >= host.ncalls():
+                break
+            call = host.call(base + k)
+            function = value.get("function", value) if isinstance(value, dict) else {}
+            arguments = function.get("arguments") if isinstance(function, dict) else None
+            if call.done or not call.nsent or not isinstance(arguments, dict):
+                continue
+            whole, sent = _dumps(arguments), call.args
+            if whole.startswith(sent):
+                call.fwd.append(whole[len(sent):])
+                call.done = True
+                host.send_args(call)
+
+
+def stream(plan: Plan, args: dict) -> ArgumentStream | None:
+    """``Format.stream`` of pythonic: calls converted as written (``"pythonic"``)."""
+    return PythonicStream(reader_options(args)) if plan.arguments == "pythonic" else None
+
+
 FORMAT = Format("pythonic", True, check, plan, make, reader=pythonic_boundary, ends_itself=True, repair=repair,
-                can_reject=True, grammar=grammar, since=2)
+                can_reject=True, grammar=grammar, since=2, stream=stream)

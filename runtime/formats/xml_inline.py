@@ -13,8 +13,9 @@ import regex
 from ..content import _REGEX_ERRORS, ContentParser, _failing, _grammar_any, _make_value_parser, group_end
 from ..errors import ContentParseError
 from ..repair import NOTES
-from .base import Format, Plan, Problems, call_shape, escaped, is_tool_field, unmatched_problems, value_parser_problems
-from .json_ import Converted
+from .base import (REPARSE, ArgumentStream, Format, Plan, Problems, call_shape, calls_of, escaped, function_of, is_tool_field,
+                   open_scope, unmatched_problems, value_parser_problems)
+from .json_ import Converted, JsonStream
 
 #: the value group a ``tag_pattern`` must have (once) for its values to stream as written
 VALUE_GROUP = "(?P<value>.*?)"
@@ -794,5 +795,85 @@ def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
 _WRAPPER = "arguments"
 
 
+class XmlStream(ArgumentStream):
+    """Plan ``"xml-parameters"``: each parameter converted to JSON as it is written (:class:`ArgumentReader`,
+    ``plan`` is :func:`stream_plan`'s answer); :class:`~respc.runtime.formats.base.ArgumentStream` describes the
+    protocol."""
+
+    def __init__(self, plan: tuple) -> None:
+        self.plan = plan
+
+    def value(self, host: Any, name: str, key: str, selector: str | None, raw: str, region: Any) -> Any:
+        """The message's value of one parameter from its raw text: value parser, then tool type."""
+        parse = self.plan[3]
+        return host.coerce(name, key, raw if parse is None else parse(raw, selector), region)
+
+    def open(self, host: Any, region: Any, base: int) -> "ArgumentReader":
+        value_of = self.value
+
+        def value(key: str, selector: str | None, raw: str) -> Any:
+            return value_of(host, host.call(base).name, key, selector, raw, region)
+
+        def strip(key: str, selector: str | None) -> tuple | None:
+            cache = host.cache
+            name = host.call(base).name
+            got = cache.get((id(region), name, key, selector), cache)
+            if got is cache:
+                got = cache[(id(region), name, key, selector)] = string_strip(lambda raw: value(key, selector, raw))
+            return got
+
+        return ArgumentReader(self.plan, value, strip)
+
+    def tick(self, reader: "ArgumentReader", host: Any, base: int, region: Any) -> None:
+        """Read the name from the open delimiter (once), then convert the body read so far."""
+        if reader.dead:
+            return
+        call = host.call(base)
+        if not reader.ready:
+            try:
+                calls = calls_of(region.process("", open_scope(host, region)))
+            except Exception:  # noqa: BLE001 - no name: the close sends the call
+                reader.dead = True
+                reader.text = ""
+                return
+            name = function_of(calls[0]).get("name") if len(calls) == 1 else None
+            if not isinstance(name, str) or not name:
+                reader.dead = True  # the close sends the call
+                reader.text = ""
+                return
+            reader.ready = True
+            call.name = name
+            host.send_name(call)
+        piece = reader.scan()
+        if piece:
+            host.send_piece(call, piece)
+
+    def close(self, reader: "ArgumentReader", host: Any, base: int, calls: list) -> None:
+        if reader.ready and len(calls) == 1:
+            call = host.call(base)
+            piece, closed = reader.finish(function_of(calls[0]).get("arguments"))
+            if piece:
+                call.streaming = True
+                call.fwd.append(piece)
+            call.done = call.done or closed
+            host.send_args(call)
+
+
+def stream(plan: Plan, args: dict) -> ArgumentStream | None:
+    """``Format.stream`` of xml-inline: parameters converted as written (``"xml-parameters"``), nested XML
+    values (``"xml-tree"``, a converter in front of the json reader) or parameter by parameter
+    (``"per-parameter"``)."""
+    mode = plan.arguments
+    if mode == "xml-parameters":
+        xml = stream_plan(args)
+        return None if xml is None else XmlStream(xml)
+    if mode == "xml-tree":
+        make_tree = tree_reader(args)
+        return None if make_tree is None else JsonStream(("args", plan.name_group), make_tree)
+    if mode == "per-parameter":
+        return REPARSE
+    return None
+
+
 FORMAT = Format("xml-inline", True, check, plan, make, repair=repair, repair_on_success=True,
-                grammar=_grammar_any, never_string="a dict", lenient=lenient)
+                grammar=_grammar_any, never_string="a dict", lenient=lenient, stream=stream)
