@@ -394,6 +394,7 @@ class ChatCompletionStream:
         #: what the formats' argument readers keep for the stream's lifetime (the host interface)
         self.cache: dict[Any, Any] = {}
         self._open: dict[int, Any] = {}   # id(region) -> (scanner or None, first call number)
+        self._ticking: set[int] = set()   # id() of the open regions whose ArgumentStream ticks
         self._tool_open: int | None = None  # id() of the tool region opened last (its chunks' region)
         # one scanner per body (docs/formats.md "One reader for the end and the arguments"): the tool
         # regions with end: "value" and a json arguments plan get their json reader from the core,
@@ -544,14 +545,15 @@ class ChatCompletionStream:
 
     def _other(self, events: list[dict]) -> list[dict]:
         """The fast ``feed``'s events that are not a plain text chunk: two more cases are taken
-        here, the rest goes the general way (:meth:`_general`). After the role chunk, no event
-        while no tool region is open (the parser holds a possible delimiter) gives nothing; one
+        here, the rest goes the general way (:meth:`_general`). After the role chunk, no event (the
+        parser holds a possible delimiter) gives nothing; one
         ``region_chunk`` of an open tool region is fed to its reader without the event loop
         (:meth:`_tool_chunk`)."""
         if self._fast_now:
             if not events:
-                if not self._open:
-                    return []
+                # (the parser holds a possible delimiter; with a tool region open, its body did not grow
+                # and its open delimiter was read at its region_open: nothing for a reader either)
+                return []
             elif len(events) == 1 and self._open:
                 event = events[0]
                 if event["type"] == "region_chunk" and event["field"] == "tool_calls":
@@ -708,12 +710,19 @@ class ChatCompletionStream:
         state = self._open.get(self._tool_open)
         if state is not None and state[0] is not None:
             state[0].feed(event["text"])
-        return self._emit(deltas)
+        self._name_from_groups()
+        # (the role chunk was sent: no deltas, no chunks)
+        return self._built(deltas) if deltas else []
 
     def _emit(self, deltas: list[tuple]) -> list[dict]:
         """The chunks of one ``feed``'s deltas (after the events were read): the name read from
         the open delimiter, the role chunk first (once), then one chunk per run of deltas."""
         self._name_from_groups()
+        return self._built(deltas)
+
+    def _built(self, deltas: list[tuple]) -> list[dict]:
+        """:meth:`_emit` after the name was read: the role chunk first (once), then one chunk per run
+        of deltas."""
         chunks = []
         if not self._role_sent:
             self._role_sent = True
@@ -863,43 +872,25 @@ class ChatCompletionStream:
             read = made.pop(0)
             read.bind(self, region, base)
             self._open[id(region)] = (read, base, region)
+            if plan.ticks:
+                self._ticking.add(id(region))
             return
         self._open[id(region)] = (None if plan is None else plan.open(self, region, base), base, region)
+        if plan is not None and plan.ticks:
+            self._ticking.add(id(region))
 
     # --- the host interface of the formats' argument readers (runtime/formats/base.py ArgumentStream) ---
-    def call(self, n: int) -> "_Call":
-        """Call ``n`` of the stream (made when new)."""
-        return self._call(n)
-
+    # (call, scanned, send_name, send_args, held and typed are the methods below under their own names,
+    # bound as class attributes after them: no extra call per piece)
     def ncalls(self) -> int:
         """How many calls the stream has."""
         return len(self._calls)
-
-    def scanned(self, region: Any, n: int, kind: str, payload: str) -> None:
-        """A reader found a call, its name or argument text (:meth:`_scanned`)."""
-        self._scanned(region, n, kind, payload)
-
-    def send_name(self, call: "_Call") -> None:
-        """Send the call's header and name once known."""
-        self._send_name(call)
-
-    def send_args(self, call: "_Call") -> None:
-        """Send the call's forwarded argument text not sent yet."""
-        self._send_args(call)
 
     def send_piece(self, call: "_Call", piece: str) -> None:
         """Forward argument text of ``call`` (sent once its name is)."""
         call.streaming = True
         call.fwd.append(piece)
         self._send_args(call)
-
-    def held(self, name: str | None, key: str | None) -> bool | None:
-        """True when the tool schema may change argument ``key`` of tool ``name`` (:meth:`_held`)."""
-        return self._held(name, key)
-
-    def typed(self, name: str, key: str, raw: str) -> str | None:
-        """The JSON text of argument ``key`` (JSON text ``raw``) typed by the tool schema (:meth:`_typed`)."""
-        return self._typed(name, key, raw)
 
     def coerce(self, name: str | None, key: str, value: Any, region: Any) -> Any:
         """Argument ``key`` of tool ``name`` as the message holds it (the tool schema's typing, when tools
@@ -936,21 +927,27 @@ class ChatCompletionStream:
 
     def _scanned(self, region: Any, n: int, kind: str, payload: str) -> None:
         """What the scanner of an open tool region found: a call, its name, argument text."""
-        call = self._call(n)
-        if kind == "call":
+        calls = self._calls
+        call = calls[n] if n < len(calls) else self._call(n)
+        if kind == "args":  # (the commonest first)
+            call.streaming = True
+            call.fwd.append(payload)
+            if call.sent_name:
+                self._send_args(call)
+        elif kind == "call":
             pass  # announced with its name (:meth:`_send_name`)
         elif kind == "name":
             call.name = payload
             self._send_name(call)
         elif kind == "start":
             call.streaming = True
-        elif kind == "args":
-            call.streaming = True
-            call.fwd.append(payload)
-            if call.sent_name:
-                self._send_args(call)
         elif kind == "end":
             call.done = True
+
+    # the host interface's names (runtime/formats/base.py ArgumentStream)
+    scanned = _scanned
+    held = _held
+    typed = _typed
 
     def _header(self, call: _Call) -> None:
         """The call's first delta (``index``, ``id``, ``type``, empty ``function``), merged with the
@@ -972,14 +969,23 @@ class ChatCompletionStream:
 
     def _send_args(self, call: _Call) -> None:
         """Send the forwarded argument text not sent yet (``final`` collects it)."""
-        rest = "".join(call.fwd[call.nsent:])
-        call.nsent = len(call.fwd)
+        fwd = call.fwd
+        nsent = call.nsent
+        # (one new piece, the common case, needs no join)
+        rest = fwd[-1] if nsent == len(fwd) - 1 else "".join(fwd[nsent:])
+        call.nsent = len(fwd)
         if rest:
             self._deltas.append(("tool", call.index, {"index": call.index, "function": {"arguments": rest}}))
+
+    call = _call
+    send_name = _send_name
+    send_args = _send_args
 
     def _name_from_groups(self) -> None:
         """For bodies that are the arguments, the name is a group of the open delimiter: read it
         from the parser's current match while that region is still open."""
+        if not self._ticking:  # (no open region's reader needs a tick: the commonest case)
+            return
         parser = self.parser
         region = getattr(parser, "_region", None)
         state = self._open.get(id(region)) if region is not None else None
@@ -996,6 +1002,7 @@ class ChatCompletionStream:
         and the raw text is not sent as text. Otherwise the region's calls and their deltas not
         returned yet are forgotten (as ``"hold"``: the raw text goes where the message has it)."""
         state = self._open.pop(id(region), None)
+        self._ticking.discard(id(region))
         if state is not None and isinstance(state[0], _CoreRead):
             state[0].drain()
         base = state[1] if state is not None else len(self._calls)
@@ -1040,6 +1047,7 @@ class ChatCompletionStream:
         """A tool region closed with its typed value: finish each of its calls, checking what
         was streamed against the value the message stores."""
         scanner, base, _ = self._open.pop(id(region), (None, len(self._calls), region))
+        self._ticking.discard(id(region))
         if isinstance(scanner, _CoreRead):
             scanner.drain()
         calls = _calls_of(value)

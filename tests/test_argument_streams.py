@@ -64,3 +64,40 @@ def test_the_format_decides_how_arguments_stream(monkeypatch):
         assert argument_pieces() == ['{"city": "Paris"}']
     finally:
         adapter._PLANS.clear()
+
+
+def test_the_adapter_skips_work_a_chunk_does_not_need(monkeypatch):
+    """Adapter cost (benchmarks/deltas.py): a feed that gives no event while a tool region is open does
+    not take the general way, and a reader whose stream never ticks (json call objects) is not ticked;
+    the message and the deltas are unchanged (tests/test_openai.py checks streamed == whole)."""
+    from respc.generated import hermes2pro
+    from respc import openai as adapter
+    from respc.runtime.formats.json_ import JsonStream
+
+    text = ('<tool_call>\n{"name": "f", "arguments": {"city": "Paris", "n": [1, 2, 3]}}\n</tool_call>'
+            '<tool_call>\n{"name": "g", "arguments": {}}\n</tool_call>')
+    empty = []
+    chunks_of = adapter.ChatCompletionStream._chunks
+
+    def counting(self, events):
+        if not events and self._fast_now:  # (after the role chunk)
+            empty.append(1)
+        return chunks_of(self, events)
+
+    def no_tick(*args):
+        raise AssertionError("a json call-object reader was ticked")
+
+    monkeypatch.setattr(adapter.ChatCompletionStream, "_chunks", counting)
+    monkeypatch.setattr(JsonStream, "tick", no_tick)
+    adapter._PLANS.clear()
+    try:
+        stream = adapter.ChatCompletionStream(hermes2pro.ResponseParser("<|im_start|>assistant\n"), ids=str)
+        for piece in text:
+            stream.feed(piece)
+        feeds = len(empty)
+        stream.finalize()
+    finally:
+        adapter._PLANS.clear()
+    assert feeds == 0
+    assert [c["function"]["name"] for c in stream.message["tool_calls"]] == ["f", "g"]
+    assert stream.openai_message()["tool_calls"][0]["function"]["arguments"] == '{"city": "Paris", "n": [1, 2, 3]}'

@@ -394,10 +394,13 @@ class ArgumentStream:
             docs/formats.md "One reader for the end and the arguments"); None for every other reader.
         name_group (str | None): the open delimiter's group that names the call, read by :meth:`tick`
             while the call has no name.
+        ticks (bool): :meth:`tick` may do something; False: the adapter never calls it.
     """
 
     scan: tuple | None = None
     name_group: str | None = None
+    #: :meth:`tick` may do something (False: the adapter skips it, a cost per chunk saved)
+    ticks: bool = True
 
     def open(self, host: Any, region: Any, base: int) -> Any:
         """A new reader for one region whose first call is the stream's call ``base``."""

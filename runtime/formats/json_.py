@@ -1437,6 +1437,7 @@ class JsonStream(ArgumentStream):
         self.wrap = wrap
         self.scan = scan_plan if wrap is None else None
         self.name_group = scan_plan[1] if scan_plan[0] == "args" else None
+        self.ticks = self.name_group is not None
 
     def reader(self, out: Callable, held: Callable, typed: Callable) -> "ArgumentReader":
         """The json reader of one region (also the one the core may run as its boundary decoder)."""
