@@ -115,3 +115,38 @@ def test_recover_tag_pattern_load_checks(value, message):
     with pytest.raises(TemplateError, match="recover_tag_pattern") as info:
         compile_template(template)
     assert message in str(info.value)
+
+
+def test_no_parser_class_has_a_new():
+    """Building a parser pays nothing for recover classes (runtime/stream.py ``_become_recover``): no
+    parser class has a Python ``__new__``; a recover-mode parser of a template with recover-only
+    delimiters is still its RECOVER_CLASS, a strict one the class itself, and a caller's subclass
+    keeps its overrides in recover mode."""
+    import importlib
+    import inspect
+
+    from respc.runtime.stream import StreamParser
+    from support import CATALOGUE_TEMPLATES
+
+    assert "__new__" not in StreamParser.__dict__
+    for name in CATALOGUE_TEMPLATES:
+        cls = importlib.import_module(f"respc.generated.{name}").ResponseParser
+        assert cls.__new__ is object.__new__, name
+    parser = minicpm4.ResponseParser("", errors="recover")
+    assert type(parser) is minicpm4.ResponseParser.RECOVER_CLASS
+    assert type(minicpm4.ResponseParser("")) is minicpm4.ResponseParser
+    assert "errors" in inspect.signature(minicpm4.ResponseParser).parameters
+
+    class Counted(minicpm4.ResponseParser):
+        def feed(self, text):
+            return super().feed(text)
+
+    class Slotted(minicpm4.ResponseParser):
+        __slots__ = ()
+
+    for sub in (Counted, Slotted):
+        got = sub("", errors="recover")
+        assert isinstance(got, sub) and isinstance(got, minicpm4.ResponseParser.RECOVER_CLASS)
+        got.feed(MINICPM_TEXT)
+        message, _ = got.finalize()
+        assert message == _call("get_weather", {"city": "\u4e0a\u6d77", "date": "2024-06-27"})
