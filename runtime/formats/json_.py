@@ -563,7 +563,7 @@ class ArgumentReader:
         if forwarding:
             if depth == argdepth:
                 # directly inside the arguments object: keys, ':' and ',' / '}' between values
-                if self._key_or_colon(c, emit, lambda: self._close_args(emit)):
+                if self._key_or_colon(c, emit):
                     return
                 if self.expect == "value":
                     self.expect = ","
@@ -639,7 +639,7 @@ class ArgumentReader:
                 self.dead = True
             return
         if calllevel:
-            if self._key_or_colon(c, None, self._close_call):
+            if self._key_or_colon(c, None):
                 return
             if self.expect == "value":
                 key = self.curkey
@@ -677,9 +677,10 @@ class ArgumentReader:
             return
         self._skip_char(c)
 
-    def _key_or_colon(self, c: str, emit: list[str] | None, close: Callable[[], None]) -> bool:
+    def _key_or_colon(self, c: str, emit: list[str] | None) -> bool:
         """In an object (a call object, or the forwarded arguments when ``emit`` is given): read a
-        key's opening quote, the object's end or the ``:``. Returns True when ``c`` was read here."""
+        key's opening quote, the object's end (``_close_call``, or ``_close_args`` when forwarding) or the
+        ``:``. Returns True when ``c`` was read here."""
         if self.expect == "key":
             if c == '"':
                 self.instr = True
@@ -687,7 +688,10 @@ class ArgumentReader:
                 if emit is not None:
                     emit.append(c)
             elif c == "}":
-                close()
+                if emit is not None:
+                    self._close_args(emit)
+                else:
+                    self._close_call()
             else:
                 self.dead = True
             return True
