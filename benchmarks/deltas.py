@@ -10,7 +10,9 @@ chunks), in three modes against the parser alone:
 For scale, the floor loop (one event per chunk, no parsing) and what building one chunk dict adds to
 it (the least any dict-returning adapter adds).
 
-Run ``python benchmarks/deltas.py [--size 100k] [--templates qwen3,gpt_oss,...] [--repeat 5]``.
+Run ``python benchmarks/deltas.py [--size 100k] [--templates qwen3,gpt_oss,...|all] [--repeat 5] [--calls N]``
+(``--calls N``: the output ends in N tool calls instead of three, tool-heavy output where the argument readers
+dominate).
 ``--before REV`` instead compares the adapter as it was at git revision ``REV`` (``respc_pkg/openai.py`` and
 the helper modules it imported then, loaded from git and run on today's parsers) with today's, in one run:
 the dicts and ``feed_sse`` ratios against the parser, before and after, per template.
@@ -133,7 +135,7 @@ def _adapter_at(rev: str):
             sys.modules[f"respc.{name}"] = module
 
 
-def before_after(rev: str, templates, size, repeat: int) -> None:
+def before_after(rev: str, templates, size, repeat: int, calls: int = inputs.N_TOOL_CALLS) -> None:
     """Print the adapter's cost at ``rev`` and now, against the parser, per template (one interleaved run)."""
     before = _adapter_at(rev).ChatCompletionStream
 
@@ -146,7 +148,7 @@ def before_after(rev: str, templates, size, repeat: int) -> None:
     rows, ratios = [], {k: [] for k in ("dicts before", "dicts after", "feed_sse before", "feed_sse after")}
     for name in templates:
         module = importlib.import_module(f"respc.generated.{name}")
-        chunks = inputs.chunks(inputs.build(name, size))
+        chunks = inputs.chunks(inputs.build(name, size, calls=calls))
         makers = {"parser": lambda: (lambda p: (p.feed, p.finalize))(module.ResponseParser("")),
                   "dicts before": adapter(before, module, False), "dicts after": adapter(ChatCompletionStream, module, False),
                   "feed_sse before": adapter(before, module, True),
@@ -158,7 +160,7 @@ def before_after(rev: str, templates, size, repeat: int) -> None:
             row.append(f"{got[key] / got['parser']:.2f}x")
         rows.append(row)
     rows.append(["median", ""] + [f"{median(v):.2f}x" for v in ratios.values()])
-    print(f"{size} output in {inputs.CHUNK}-character chunks; the adapter at {rev} (before) and now (after), "
+    print(f"{size} output ({calls} tool calls) in {inputs.CHUNK}-character chunks; the adapter at {rev} (before) and now (after), "
           f"against the parser alone (µs per chunk; least of {repeat} interleaved runs)")
     print(table(["template", "parser"] + list(ratios), rows))
 
@@ -169,21 +171,24 @@ MODES = (("stream", "parser+stream (dicts)"), ("dumps", "parser+stream+json.dump
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="100k", type=inputs.size_arg, help="output size, e.g. 10k (default 100k)")
-    ap.add_argument("--templates", default=",".join(DEFAULT_TEMPLATES), type=inputs.templates_arg,
+    ap.add_argument("--templates", default=",".join(DEFAULT_TEMPLATES),
+                    type=lambda text: inputs.catalogue() if text == "all" else inputs.templates_arg(text),
                     help="comma-separated catalogue names (default: the nine of the issue-9 table)")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=inputs.N_TOOL_CALLS,
+                    help=f"tool calls at the end of the output (default {inputs.N_TOOL_CALLS})")
     ap.add_argument("--before", default=None, metavar="REV",
                     help="compare with respc/openai.py at this git revision instead (one run, before/after)")
     args = ap.parse_args(argv)
     size = args.size
     if args.before:
-        before_after(args.before, args.templates, size, args.repeat)
+        before_after(args.before, args.templates, size, args.repeat, args.calls)
         return 0
     rows = []
     ratios: dict = {mode: [] for mode, _ in MODES}
     for name in args.templates:
         module = importlib.import_module(f"respc.generated.{name}")
-        chunks = inputs.chunks(inputs.build(name, size))
+        chunks = inputs.chunks(inputs.build(name, size, calls=args.calls))
         got = _interleaved(_makers(module), chunks, args.repeat)
         parser = got["parser"]
         row = [name, f"{got['floor']:.2f}", f"{got['floor+chunk'] - got['floor']:.2f}", f"{parser:.2f}"]

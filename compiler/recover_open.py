@@ -11,7 +11,7 @@ the strict opener first (where it matches it wins, with its own groups), then ea
 *declared repair* group, so that the existing machinery reports a ``"repaired"`` diagnostic with
 the alternative's text and offsets. The emitter compiles that template's automaton into a second
 parser class of the same module (``_RecoverParser``, a subclass of ``ResponseParser``) that a
-parser built with ``errors="recover"`` becomes (``runtime.stream.StreamParser.__new__``). Every
+parser built with ``errors="recover"`` becomes (``runtime.stream._become_recover``, at the start of ``StreamParser.__init__``). Every
 rule of the strict path (D2 holds under every chunking, linear-time searches, the load-time
 backtracking check) applies to the combined pattern unchanged, because it is an ordinary
 delimiter of an ordinary template. The grammar exporters read the strict template only, so no

@@ -71,12 +71,12 @@ import time
 import uuid
 from typing import Any, Callable, Iterable
 
+from respc.runtime.formats import FORMATS
 from respc.runtime.formats import json_ as _json_format
-from respc.runtime.formats import xml_inline as _xml_format
-from respc.runtime.formats.pythonic import PythonicArgs, reader_options
-from respc.runtime.formats.text import TextArgs
-from respc.runtime.formats.base import ARGUMENT_LABELS, PerParameterReader
-from respc.runtime.formats.json_ import ArgumentReader, closers
+from respc.runtime.formats.base import ARGUMENT_LABELS, ArgumentStream
+from respc.runtime.formats.base import calls_of as _calls_of
+from respc.runtime.formats.base import function_of as _function
+from respc.runtime.formats.json_ import closers
 from respc.runtime.stream import StreamParser
 from respc.runtime.tools import coerce_tool_calls
 
@@ -150,46 +150,6 @@ def _split_json(chunk: dict) -> tuple[str, str]:
     return head, tail
 
 
-def _calls_of(value: Any) -> list:
-    """The tool calls of one region value: a call dict, or a list of them (anything else: none)."""
-    if isinstance(value, dict):
-        return [value]
-    if isinstance(value, list):
-        return [call for call in value if isinstance(call, dict)]
-    return []
-
-
-def _function(call: dict) -> dict:
-    function = call.get("function")
-    return function if isinstance(function, dict) else call
-
-
-def _converted_plan(region: Any, plan: Any) -> tuple | None:
-    """The stream plan of a tool region whose format plan (``region.plan``, docs/formats.md) names one of
-    the converters of ``runtime/formats`` (json dialects and name-as-key: ``json_.py``; a text body as one
-    argument: ``text.py``; nested XML: ``xml_inline.py``), built from the plan and the region's ``content_args``.
-
-    Returns:
-        ``("dialect", (inner_plan, make))``: ``inner_plan`` is the scanner plan of the converted body
-        (``("object", (name_key, arg_keys))`` or ``("args", group)``), ``make(scanner) ->`` :class:`Converted`
-        wraps a new scanner; None when the plan names none of them.
-    """
-    args = getattr(region.process, "content_args", None) or {}
-    mode = plan.arguments
-    if mode == "dialect-json":
-        pairs, unquoted = _json_format.stream_pairs(args) or (), bool(args.get("unquoted_keys"))
-        return ("dialect", (("args", plan.name_group), lambda scanner: _json_format.Converted(scanner, _json_format.DialectJson(pairs, unquoted))))
-    if mode == "name-keyed":
-        return ("dialect", (("object", ("name", ("arguments",))), lambda scanner: _json_format.Converted(scanner, _json_format.NameKeyed(False))))
-    if mode == "text-argument":
-        key, strip, name = plan.arg_key, plan.strip, plan.name
-        return ("dialect", (("args", None), lambda scanner: _json_format.Converted(scanner, TextArgs(key, strip), name=name)))
-    if mode == "xml-tree":
-        make = _xml_format.tree_reader(args)
-        return None if make is None else ("dialect", (("args", plan.name_group), make))
-    return None
-
-
 #: how :func:`argument_streaming` names each ``Plan.arguments`` (docs/openai.md): the formats' table
 LABELS = ARGUMENT_LABELS
 
@@ -198,49 +158,6 @@ def _label(plan: Any) -> str:
     """How :func:`argument_streaming` names a region's format plan (``runtime/formats/base.py``
     ``ARGUMENT_LABELS``)."""
     return LABELS[getattr(plan, "arguments", None)]
-
-
-def _open_pythonic(stream: Any, region: Any, base: int, options: dict) -> PythonicArgs:
-    """A :class:`PythonicArgs` for a tool region of ``stream`` (a ``ChatCompletionStream``) that
-    opened with its first call numbered ``base``, wired to the stream's call deltas and to its
-    tool typing (``parser._tools``, applied when the region is ``typed``)."""
-    tools = getattr(stream.parser, "_tools", None) if getattr(region, "typed", True) else None
-
-    def out(kind: str, n: int, payload: str) -> None:
-        stream._scanned(region, base + n, kind, payload)
-
-    def held(n: int, key: str) -> bool:
-        return bool(tools) and bool(stream._held(stream._call(base + n).name, key))
-
-    def typed(n: int, key: str, value: Any) -> str:
-        if tools:
-            call = {"function": {"name": stream._call(base + n).name, "arguments": {key: value}}}
-            coerce_tool_calls(call, tools)
-            value = call["function"]["arguments"][key]
-        return _dumps(value)
-
-    return PythonicArgs(out, held, typed, **options)
-
-
-def _finish_pythonic(stream: Any, scanner: PythonicArgs, base: int, calls: list) -> None:
-    """At the region's close: a call the reader stopped inside (``dead``) whose sent arguments
-    are a beginning of the message's ``json.dumps`` text gets the rest, so it still adds up to
-    the message; any other difference is left to the stream's own check (a diagnostic)."""
-    if not scanner.dead:
-        return
-    for k, value in enumerate(calls):
-        if base + k >= len(stream._calls):
-            break
-        call = stream._calls[base + k]
-        function = value.get("function", value) if isinstance(value, dict) else {}
-        arguments = function.get("arguments") if isinstance(function, dict) else None
-        if call.done or not call.nsent or not isinstance(arguments, dict):
-            continue
-        whole, sent = _dumps(arguments), call.args
-        if whole.startswith(sent):
-            call.fwd.append(whole[len(sent):])
-            call.done = True
-            stream._send_args(call)
 
 
 def argument_streaming(parser_class: Any) -> dict[str, str]:
@@ -266,8 +183,8 @@ def _one_reader_plans(parser: Any, plans: dict[int, Any]) -> dict[int, tuple]:
     one = {}
     for region in getattr(parser, "REGIONS", ()):
         plan = plans.get(id(region))
-        if region.slot == "tool_calls" and getattr(region, "ends", False) and isinstance(plan, tuple) \
-                and plan[0] in ("object", "args"):
+        if region.slot == "tool_calls" and getattr(region, "ends", False) and isinstance(plan, ArgumentStream) \
+                and plan.scan is not None:
             one[id(region)] = plan
     return one
 
@@ -366,10 +283,8 @@ _PLANS_MAX = 256
 def _plans(parser: Any, hold: bool = True) -> dict[int, Any]:
     """How each region of ``parser`` streams (``id(region)`` -> plan), read once per parser class and errors
     mode off each region's format plan (``Region.plan``, decided at compile time by ``runtime/formats``;
-    docs/formats.md): text regions ``"strip"``/``"raw"``/``"close"`` (``Plan.text``); tool regions
-    ``("object", (name_key, arg_keys))`` / ``("args", group)`` (``"json"``), ``("xml", ...)``
-    (``runtime/formats/xml_inline.py`` ``stream_plan``), ``("pythonic", options)``, ``("reparse", None)``, ``("dialect", ...)``
-    (:func:`_converted_plan`) or None (at close; always with ``errors="recover"`` and ``hold``,
+    docs/formats.md): text regions ``"strip"``/``"raw"``/``"close"`` (``Plan.text``); tool regions the
+    :class:`~respc.runtime.formats.base.ArgumentStream` their format gives for their plan (``Format.stream``), or None (at close; always with ``errors="recover"`` and ``hold``,
     i.e. ``recover_arguments="hold"``, and for a region without a plan). ``errors="recover"`` with
     ``hold=False`` gets the strict plans."""
     recover = bool(getattr(parser, "_recover", False)) and hold
@@ -390,20 +305,13 @@ def _plans(parser: Any, hold: bool = True) -> dict[int, Any]:
     return plans
 
 
-def _tool_plan(region: Any, plan: Any) -> Any:
-    """The stream plan of a tool region from its format plan (see :func:`_plans`)."""
-    mode = plan.arguments
-    if mode == "json":
-        return ("object", (plan.name_key, plan.arg_keys)) if plan.call == "object" else ("args", plan.name_group)
-    args = getattr(region.process, "content_args", None) or {}
-    if mode == "xml-parameters":
-        xml = _xml_format.stream_plan(args)
-        return None if xml is None else ("xml", xml)
-    if mode == "per-parameter":
-        return ("reparse", None)
-    if mode == "pythonic":
-        return ("pythonic", reader_options(args))
-    return _converted_plan(region, plan)
+def _tool_plan(region: Any, plan: Any) -> ArgumentStream | None:
+    """How a tool region's arguments stream: its format's answer from its plan (``Format.stream``,
+    ``runtime/formats/base.py`` :class:`ArgumentStream`); None: at the close."""
+    record = FORMATS.get(plan.format)
+    if record is None or record.stream is None:
+        return None
+    return record.stream(plan, getattr(region.process, "content_args", None) or {})
 
 
 def _feeds_text(parser: Any) -> bool:
@@ -483,8 +391,10 @@ class ChatCompletionStream:
         self._fast = {slot: text for slot, text in self._texts.items()
                       if all(self._plans.get(id(r)) == "strip" for r in parser.REGIONS if r.slot == slot)}
         self._calls: list[_Call] = []
-        self._xml_kinds: dict[tuple, Any] = {}  # (region, tool, key, selector) -> string_strip
+        #: what the formats' argument readers keep for the stream's lifetime (the host interface)
+        self.cache: dict[Any, Any] = {}
         self._open: dict[int, Any] = {}   # id(region) -> (scanner or None, first call number)
+        self._ticking: set[int] = set()   # id() of the open regions whose ArgumentStream ticks
         self._tool_open: int | None = None  # id() of the tool region opened last (its chunks' region)
         # one scanner per body (docs/formats.md "One reader for the end and the arguments"): the tool
         # regions with end: "value" and a json arguments plan get their json reader from the core,
@@ -635,14 +545,15 @@ class ChatCompletionStream:
 
     def _other(self, events: list[dict]) -> list[dict]:
         """The fast ``feed``'s events that are not a plain text chunk: two more cases are taken
-        here, the rest goes the general way (:meth:`_general`). After the role chunk, no event
-        while no tool region is open (the parser holds a possible delimiter) gives nothing; one
+        here, the rest goes the general way (:meth:`_general`). After the role chunk, no event (the
+        parser holds a possible delimiter) gives nothing; one
         ``region_chunk`` of an open tool region is fed to its reader without the event loop
         (:meth:`_tool_chunk`)."""
         if self._fast_now:
             if not events:
-                if not self._open:
-                    return []
+                # (the parser holds a possible delimiter; with a tool region open, its body did not grow
+                # and its open delimiter was read at its region_open: nothing for a reader either)
+                return []
             elif len(events) == 1 and self._open:
                 event = events[0]
                 if event["type"] == "region_chunk" and event["field"] == "tool_calls":
@@ -799,12 +710,19 @@ class ChatCompletionStream:
         state = self._open.get(self._tool_open)
         if state is not None and state[0] is not None:
             state[0].feed(event["text"])
-        return self._emit(deltas)
+        self._name_from_groups()
+        # (the role chunk was sent: no deltas, no chunks)
+        return self._built(deltas) if deltas else []
 
     def _emit(self, deltas: list[tuple]) -> list[dict]:
         """The chunks of one ``feed``'s deltas (after the events were read): the name read from
         the open delimiter, the role chunk first (once), then one chunk per run of deltas."""
         self._name_from_groups()
+        return self._built(deltas)
+
+    def _built(self, deltas: list[tuple]) -> list[dict]:
+        """:meth:`_emit` after the name was read: the role chunk first (once), then one chunk per run
+        of deltas."""
         chunks = []
         if not self._role_sent:
             self._role_sent = True
@@ -908,7 +826,7 @@ class ChatCompletionStream:
         plan = self._one.get(id(region))
         if plan is None or type(fallback) is not _json_format.JsonBoundary or fallback._delims:
             return fallback
-        mode, extra = plan
+        mode, extra = plan.scan
         read = _CoreRead(mode)
         pending = read.pending
         if mode == "args":
@@ -941,7 +859,7 @@ class ChatCompletionStream:
             except Exception:  # noqa: BLE001
                 return None
 
-        reader = ArgumentReader(mode, extra if mode == "object" else (), out, held, typed)
+        reader = plan.reader(out, held, typed)
         self._made.setdefault(id(region), []).append(read)
         return _json_format.ReaderBoundary(reader, fallback)
 
@@ -954,49 +872,35 @@ class ChatCompletionStream:
             read = made.pop(0)
             read.bind(self, region, base)
             self._open[id(region)] = (read, base, region)
+            if plan.ticks:
+                self._ticking.add(id(region))
             return
-        if plan is None:
-            self._open[id(region)] = (None, base, region)
-            return
-        mode, extra = plan
-        wrap = None
-        if mode == "dialect":  # a converter in front of the json reader (runtime/formats)
-            (mode, extra), wrap = extra
-        if mode == "reparse":
-            self._open[id(region)] = (PerParameterReader(), base, region)
-            return
-        if mode == "xml":
-            calls = self._calls  # (the call is made once its name is read, before the reader scans)
+        self._open[id(region)] = (None if plan is None else plan.open(self, region, base), base, region)
+        if plan is not None and plan.ticks:
+            self._ticking.add(id(region))
 
-            def value(key: str, selector: str | None, raw: str) -> Any:
-                return self._xml_value(calls[base].name, key, selector, raw, region)
+    # --- the host interface of the formats' argument readers (runtime/formats/base.py ArgumentStream) ---
+    # (call, scanned, send_name, send_args, held and typed are the methods below under their own names,
+    # bound as class attributes after them: no extra call per piece)
+    def ncalls(self) -> int:
+        """How many calls the stream has."""
+        return len(self._calls)
 
-            def strip(key: str, selector: str | None) -> tuple | None:
-                cache = self._xml_kinds
-                name = calls[base].name
-                got = cache.get((id(region), name, key, selector), _MISSING)
-                if got is _MISSING:
-                    got = cache[(id(region), name, key, selector)] = _xml_format.string_strip(
-                        lambda raw: value(key, selector, raw))
-                return got
+    def send_piece(self, call: "_Call", piece: str) -> None:
+        """Forward argument text of ``call`` (sent once its name is)."""
+        call.streaming = True
+        call.fwd.append(piece)
+        self._send_args(call)
 
-            self._open[id(region)] = (_xml_format.ArgumentReader(extra, value, strip), base, region)
-            return
-        if mode == "pythonic":
-            self._open[id(region)] = (_open_pythonic(self, region, base, extra), base, region)
-            return
-
-        def out(kind: str, n: int, payload: str) -> None:
-            self._scanned(region, base + n, kind, payload)
-
-        def held(n: int, key: str) -> bool | None:
-            return self._held(self._call(base + n).name, key)
-
-        def typed(n: int, key: str, raw: str) -> str | None:
-            return self._typed(self._call(base + n).name, key, raw)
-
-        scanner = ArgumentReader(mode, extra if mode == "object" else (), out, held, typed)
-        self._open[id(region)] = (scanner if wrap is None else wrap(scanner), base, region)
+    def coerce(self, name: str | None, key: str, value: Any, region: Any) -> Any:
+        """Argument ``key`` of tool ``name`` as the message holds it (the tool schema's typing, when tools
+        were given and the region is ``typed``)."""
+        tools = getattr(self.parser, "_tools", None)
+        if tools and getattr(region, "typed", True):
+            call = {"function": {"name": name, "arguments": {key: value}}}
+            coerce_tool_calls(call, tools)
+            value = call["function"]["arguments"][key]
+        return value
 
     def _held(self, name: str | None, key: str | None) -> bool | None:
         """True when the tool schema may change the argument ``key`` of tool ``name`` (held);
@@ -1023,21 +927,27 @@ class ChatCompletionStream:
 
     def _scanned(self, region: Any, n: int, kind: str, payload: str) -> None:
         """What the scanner of an open tool region found: a call, its name, argument text."""
-        call = self._call(n)
-        if kind == "call":
+        calls = self._calls
+        call = calls[n] if n < len(calls) else self._call(n)
+        if kind == "args":  # (the commonest first)
+            call.streaming = True
+            call.fwd.append(payload)
+            if call.sent_name:
+                self._send_args(call)
+        elif kind == "call":
             pass  # announced with its name (:meth:`_send_name`)
         elif kind == "name":
             call.name = payload
             self._send_name(call)
         elif kind == "start":
             call.streaming = True
-        elif kind == "args":
-            call.streaming = True
-            call.fwd.append(payload)
-            if call.sent_name:
-                self._send_args(call)
         elif kind == "end":
             call.done = True
+
+    # the host interface's names (runtime/formats/base.py ArgumentStream)
+    scanned = _scanned
+    held = _held
+    typed = _typed
 
     def _header(self, call: _Call) -> None:
         """The call's first delta (``index``, ``id``, ``type``, empty ``function``), merged with the
@@ -1059,119 +969,31 @@ class ChatCompletionStream:
 
     def _send_args(self, call: _Call) -> None:
         """Send the forwarded argument text not sent yet (``final`` collects it)."""
-        rest = "".join(call.fwd[call.nsent:])
-        call.nsent = len(call.fwd)
+        fwd = call.fwd
+        nsent = call.nsent
+        # (one new piece, the common case, needs no join)
+        rest = fwd[-1] if nsent == len(fwd) - 1 else "".join(fwd[nsent:])
+        call.nsent = len(fwd)
         if rest:
             self._deltas.append(("tool", call.index, {"index": call.index, "function": {"arguments": rest}}))
+
+    call = _call
+    send_name = _send_name
+    send_args = _send_args
 
     def _name_from_groups(self) -> None:
         """For bodies that are the arguments, the name is a group of the open delimiter: read it
         from the parser's current match while that region is still open."""
+        if not self._ticking:  # (no open region's reader needs a tick: the commonest case)
+            return
         parser = self.parser
         region = getattr(parser, "_region", None)
         state = self._open.get(id(region)) if region is not None else None
         if state is None or state[0] is None or not getattr(parser, "_opened", False):
             return
-        if state[0].mode == "reparse":
-            if state[0].due():
-                self._reparse(state[0], state[1], region)
-            return
-        if state[0].mode == "xml":
-            self._xml_open(state[0], state[1], region)
-            return
-        if state[0].mode != "args":
-            return
-        match = getattr(parser, "_groups", None)
         plan = self._plans.get(id(region))
-        if plan is not None and plan[0] == "dialect":
-            plan = plan[1][0]
-        if match is None or plan is None:
-            return
-        call = self._call(state[1])
-        if call.name is None:
-            try:
-                name = match.group(plan[1])
-            except (IndexError, AttributeError):
-                return
-            if isinstance(name, str) and name:
-                call.name = name
-                self._send_name(call)
-
-    def _reparse(self, state: PerParameterReader, base: int, region: Any) -> None:
-        """Parse the open region's body so far; send its header, name and settled parameters."""
-        from respc.runtime.tools import coerce_tool_calls
-
-        body = state.body()
-        match = getattr(self.parser, "_groups", None)
-        scope = dict.fromkeys(region.groups)
-        if match is not None:
-            scope.update(match.groupdict())
-        try:
-            value = getattr(region.process, "partial", region.process)(body, scope)  # still open
-            tools = getattr(self.parser, "_tools", None)
-            if tools is not None and region.typed:
-                value = coerce_tool_calls(value, tools)
-        except Exception:  # noqa: BLE001 - not readable yet: the close decides
-            return
-        calls = _calls_of(value)
-        if len(calls) != 1:
-            return
-        function = _function(calls[0])
-        name, arguments = function.get("name"), function.get("arguments")
-        if not isinstance(name, str) or not name or not isinstance(arguments, dict):
-            return
-        call = self._call(base)
-        if call.name is None:
-            call.name = name
-            self._send_name(call)
-        piece = state.settle(arguments)
-        if piece:
-            call.streaming = True
-            call.fwd.append(piece)
-            self._send_args(call)
-
-    # --- xml-inline parameters as they are written ------------------------------------------
-    def _xml_open(self, state: _xml_format.ArgumentReader, base: int, region: Any) -> None:
-        """After a ``feed``, with the region still open: read the name from the open delimiter
-        (once), then convert the body read so far."""
-        if state.dead:
-            return
-        call = self._call(base)
-        if not state.ready:
-            match = getattr(self.parser, "_groups", None)
-            scope = dict.fromkeys(region.groups)
-            if match is not None:
-                scope.update(match.groupdict())
-            try:
-                calls = _calls_of(region.process("", scope))
-            except Exception:  # noqa: BLE001 - no name: the close sends the call
-                state.dead = True
-                state.text = ""
-                return
-            name = _function(calls[0]).get("name") if len(calls) == 1 else None
-            if not isinstance(name, str) or not name:
-                state.dead = True  # the close sends the call
-                state.text = ""
-                return
-            state.ready = True
-            call.name = name
-            self._send_name(call)
-        piece = state.scan()
-        if piece:
-            call.streaming = True
-            call.fwd.append(piece)
-            self._send_args(call)
-
-    def _xml_value(self, name: str, key: str, selector: str | None, raw: str, region: Any) -> Any:
-        """The message's value of one parameter from its raw text: value parser, then tool type."""
-        parse = self._plans[id(region)][1][3]
-        value = raw if parse is None else parse(raw, selector)
-        tools = getattr(self.parser, "_tools", None)
-        if tools and region.typed:
-            call = {"function": {"name": name, "arguments": {key: value}}}
-            coerce_tool_calls(call, tools)
-            value = call["function"]["arguments"][key]
-        return value
+        if plan is not None:
+            plan.tick(state[0], self, state[1], region)
 
     def _malformed_tools(self, region: Any, event: dict) -> bool:
         """A tool region ended with ``region_malformed`` (errors="recover"). Returns True when
@@ -1180,6 +1002,7 @@ class ChatCompletionStream:
         and the raw text is not sent as text. Otherwise the region's calls and their deltas not
         returned yet are forgotten (as ``"hold"``: the raw text goes where the message has it)."""
         state = self._open.pop(id(region), None)
+        self._ticking.discard(id(region))
         if state is not None and isinstance(state[0], _CoreRead):
             state[0].drain()
         base = state[1] if state is not None else len(self._calls)
@@ -1224,28 +1047,13 @@ class ChatCompletionStream:
         """A tool region closed with its typed value: finish each of its calls, checking what
         was streamed against the value the message stores."""
         scanner, base, _ = self._open.pop(id(region), (None, len(self._calls), region))
+        self._ticking.discard(id(region))
         if isinstance(scanner, _CoreRead):
             scanner.drain()
-        if isinstance(scanner, _json_format.Converted):
-            scanner.finish()
         calls = _calls_of(value)
-        if isinstance(scanner, PerParameterReader) and scanner.sent and len(calls) == 1 and base < len(self._calls):
-            rest = scanner.finish(_function(calls[0]).get("arguments"))
-            if rest is not None:  # (None: reported by the check below)
-                call = self._calls[base]
-                call.fwd.append(rest)
-                call.done = True
-                self._send_args(call)
-        if getattr(scanner, "mode", None) == "pythonic":
-            _finish_pythonic(self, scanner, base, calls)
-        if isinstance(scanner, _xml_format.ArgumentReader) and scanner.ready and len(calls) == 1:
-            call = self._calls[base]
-            piece, closed = scanner.finish(_function(calls[0]).get("arguments"))
-            if piece:
-                call.streaming = True
-                call.fwd.append(piece)
-            call.done = call.done or closed
-            self._send_args(call)
+        plan = self._plans.get(id(region))
+        if scanner is not None and plan is not None:
+            plan.close(scanner, self, base, calls)
         if not region.repeats and not region.extend and base and calls:
             self.diagnostics.append({"field": "tool_calls", "problem": "a later tool region replaced calls already sent"})
         for k, call_value in enumerate(calls):

@@ -23,9 +23,12 @@ Repairs (each also has a literal-message test in ``tests/test_recover.py``):
   like a tool call (a dict with ``name`` and ``arguments``, or one under ``function``).
 * ``transform_each`` meeting one object where a list of objects is expected reads it as a list of
   one (``runtime/transforms.py``).
-* ``xml-inline``: a missing closing tag (before the next tag or the region's close), a value
-  holding its own closing tag, a body written as a JSON object instead of tags
-  (``runtime/content.py``).
+* ``xml-inline`` (``runtime/formats/xml_inline.py`` ``repair``): a missing closing tag (before the next
+  tag or the region's close), a value holding its own closing tag, a body written as a JSON object
+  instead of tags, tags only the template's ``recover_tag_pattern`` reads, a body whose only parameter
+  ``arguments`` holds the whole argument object.
+* ``pythonic`` (``runtime/formats/pythonic.py`` ``repair``): quotes of a keyword argument's string's own
+  kind written unescaped inside it.
 * ``json`` with ``string_delims`` whose open and close are one token: a string whose opening
   delimiter is missing (``{query:weather in Tokyo<|"|>}``).
 
@@ -67,6 +70,9 @@ NOTES = {
     "missing-close": "missing {!r} added {}",
     "missing-open": "string closed by {!r} without its opening one: opening added",
     "json-body": "a JSON object as the body instead of tags: read as JSON",
+    "recover-tag": "tag {!r} read by the recover-only tag_pattern",
+    "wrapper": "the only parameter {!r} holds the argument object: unwrapped",
+    "python-quotes": "{} unescaped {!r} inside the string of {!r}: escaped",
     "opener-again": "opener {!r} written again at the start of its region: consumed",
     "doubled-opener": "doubled opener {!r}: the first one was consumed",
     "doubled-closer": "closer {!r} written twice: the second one was consumed",

@@ -1211,6 +1211,27 @@ def _escaped_newline_hint(anchor: Any, prefix: str) -> str:
             "newline (in a shell: --prefix $'...\\n', or --prefix-file)")
 
 
+
+def _become_recover(parser: "StreamParser") -> None:
+    """Make ``parser``, built with ``errors="recover"``, an instance of its class's ``RECOVER_CLASS``
+    (docs/template-language.md, "Recover-only openers"). A class whose recover class is a subclass of it
+    (the generated ``ResponseParser``) gets that one; a caller's subclass of the strict class (an
+    override of some table or method) gets a class made once per subclass, its overrides over the
+    recover class's tables. Both have the strict class's layout, so ``__class__`` may be set."""
+    cls = type(parser)
+    recover = cls.RECOVER_CLASS
+    if isinstance(parser, recover):
+        return
+    if not issubclass(recover, cls):
+        combined = cls.__dict__.get("_RECOVER_OF_SUBCLASS")
+        if combined is None:
+            combined = type(cls.__name__, (cls, recover), {"__module__": cls.__module__, "__slots__": (),
+                                                           "__qualname__": cls.__qualname__})
+            combined.RECOVER_CLASS = combined
+            cls._RECOVER_OF_SUBCLASS = combined
+        recover = combined
+    parser.__class__ = recover
+
 class StreamParser:
     """Base class of every generated ``ResponseParser`` (events.md "The parser object"; template-language.md
     "Matching").
@@ -1355,36 +1376,20 @@ class StreamParser:
                                           lazy, run1[k])
                            for k, (triggers, _) in enumerate(cls.FAST_PATH))
 
-    #: the parser class a parser built with ``errors="recover"`` becomes: a subclass whose scanners
-    #: also accept the template's recover-only openers (docs/template-language.md, "Recover-only
-    #: openers"); None: the template has none, one class serves both modes
+    #: the parser class a parser built with ``errors="recover"`` becomes (at the start of :meth:`__init__`,
+    #: :func:`_become_recover`): a subclass whose scanners also accept the template's recover-only openers
+    #: (docs/template-language.md, "Recover-only openers"); None: the template has none, one class serves
+    #: both modes
     RECOVER_CLASS: type | None = None
-
-    def __new__(cls, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
-                errors: str = "strict", ledger: bool = False, offsets: bool = False,
-                regex_timeout: float | None = None) -> "StreamParser":
-        """A recover-mode parser of a template with recover-only openers is a ``RECOVER_CLASS``;
-        any other is a ``cls``. The parameters are :meth:`__init__`'s, so that
-        ``inspect.signature`` of a parser class names them (the batch path asks it for ``errors``)."""
-        recover = cls.RECOVER_CLASS
-        if recover is not None and errors == "recover":
-            if issubclass(recover, cls):
-                cls = recover
-            else:
-                # a subclass of the strict class (a caller's override of some table or method):
-                # its overrides over the recover class's tables, built once per subclass
-                combined = cls.__dict__.get("_RECOVER_OF_SUBCLASS")
-                if combined is None:
-                    combined = type(cls.__name__, (cls, recover), {"__module__": cls.__module__,
-                                                                   "__qualname__": cls.__qualname__})
-                    combined.RECOVER_CLASS = combined
-                    cls._RECOVER_OF_SUBCLASS = combined
-                cls = combined
-        return object.__new__(cls)
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
                  errors: str = "strict", ledger: bool = False, offsets: bool = False,
                  regex_timeout: float | None = None) -> None:
+        if errors == "recover" and self.RECOVER_CLASS is not None:
+            # a recover-mode parser of a template with recover-only openers becomes a RECOVER_CLASS
+            # here, before any state is set (so a strict parser, and any parser of a template without
+            # them, pays one comparison; there is no __new__ to call)
+            _become_recover(self)
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
         if regex_timeout is not None and not (isinstance(regex_timeout, (int, float)) and regex_timeout > 0):

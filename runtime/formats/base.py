@@ -24,7 +24,7 @@ import regex
 
 from ..errors import ParserStateError
 
-__all__ = ["Format", "Plan", "PerParameterReader", "escaped", "Boundary", "UNDECIDED", "ACCEPTED", "REJECTED", "Problems", "CallShape", "call_shape", "bool_args", "value_parser_problems",
+__all__ = ["Format", "Plan", "PerParameterReader", "ArgumentStream", "ReparseStream", "REPARSE", "calls_of", "function_of", "escaped", "Boundary", "UNDECIDED", "ACCEPTED", "REJECTED", "Problems", "CallShape", "call_shape", "bool_args", "value_parser_problems",
            "unmatched_problems", "text_mode"]
 
 #: ``(arg path, problem)`` pairs of a load-time check: the path is relative to the checked dict (``""``: the
@@ -129,6 +129,9 @@ class Format:
         lenient (Callable[[dict], dict | None] | None): the arguments that read a body still being
             written (``respc.openai`` streams what is done of it: ``Region.process.partial``), or None
             when the strict reading does.
+        stream (Callable[[Plan, dict], ArgumentStream | None] | None): ``stream(plan, content_args)``, how a
+            tool region's arguments stream to the OpenAI adapter (:class:`ArgumentStream`), decided from its
+            plan; None (or a None result): the arguments go out in one piece at the close.
     """
 
     name: str
@@ -145,6 +148,7 @@ class Format:
     never_string: str | None = None
     since: int = 1
     lenient: Callable[[dict], "dict | None"] | None = None
+    stream: "Callable[[Plan, dict], ArgumentStream | None] | None" = None
 
 
 def no_problems(args: dict, where: str = "content_args") -> Problems:
@@ -340,6 +344,140 @@ def _dumps(value: Any) -> str:
 def escaped(text: str) -> str:
     """``text`` as the inside of a JSON string literal (pieces of one string concatenate)."""
     return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def calls_of(value: Any) -> list:
+    """The tool calls of one region value: a call dict, or a list of them (anything else: none)."""
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list):
+        return [call for call in value if isinstance(call, dict)]
+    return []
+
+
+def function_of(call: dict) -> dict:
+    """The ``function`` object of an OpenAI-shaped call, or the call itself when it has none."""
+    function = call.get("function")
+    return function if isinstance(function, dict) else call
+
+
+def open_scope(host: Any, region: Any) -> dict:
+    """The open delimiter's groups of the region ``host.parser`` is in (None for each group that did not
+    match), the ``captures`` a region's processor takes."""
+    match = getattr(host.parser, "_groups", None)
+    scope = dict.fromkeys(region.groups)
+    if match is not None:
+        scope.update(match.groupdict())
+    return scope
+
+
+class ArgumentStream:
+    """How a tool region's arguments stream to the OpenAI adapter while the model writes them: the
+    region's format decides it from the region's :class:`Plan` (``Format.stream(plan, args)``, docs/formats.md
+    "Argument readers"), so the adapter (``respc/openai.py``) drives every argument reader the same way and
+    never names a format or an argument mode.
+
+    The adapter calls :meth:`open` at the region's ``region_open`` and feeds the reader each ``region_chunk``
+    text (``reader.feed(text)``), :meth:`tick` after each ``feed`` while the region is open, and
+    :meth:`close` at the region's close with the message's calls. ``host`` is the adapter's stream; what the
+    readers may call on it (the *host interface*): ``parser``; ``cache`` (a dict for the stream's lifetime);
+    ``call(n)`` (call ``n`` of the stream, with ``name``, ``done``, ``nsent``, ``args``, ``fwd``, made when
+    new); ``ncalls()`` (how many calls the stream has); ``scanned(region, n, kind, payload)`` (a reader's ``out``: ``"call"``, ``"name"``, ``"start"``,
+    ``"args"``, ``"end"``); ``send_name(call)``; ``send_piece(call, piece)`` (argument text, sent once the
+    name is); ``send_args(call)``; ``held(name, key)`` and ``typed(name, key, raw)`` (tool-schema typing,
+    docs/openai.md); ``coerce(name, key, value, region)`` (a parameter's value as the message holds it).
+
+    Attributes:
+        scan (tuple | None): ``("object", (name_key, arg_keys))`` or ``("args", name_group)``: the body is
+            read by the json ``ArgumentReader`` (``runtime/formats/json_.py``) with no converter, so the
+            streaming core may run that reader as the region's boundary decoder (``end: "value"``,
+            docs/formats.md "One reader for the end and the arguments"); None for every other reader.
+        name_group (str | None): the open delimiter's group that names the call, read by :meth:`tick`
+            while the call has no name.
+        ticks (bool): :meth:`tick` may do something; False: the adapter never calls it.
+    """
+
+    scan: tuple | None = None
+    name_group: str | None = None
+    #: :meth:`tick` may do something (False: the adapter skips it, a cost per chunk saved)
+    ticks: bool = True
+
+    def open(self, host: Any, region: Any, base: int) -> Any:
+        """A new reader for one region whose first call is the stream's call ``base``."""
+        raise NotImplementedError
+
+    def tick(self, reader: Any, host: Any, base: int, region: Any) -> None:
+        """After a ``feed`` with the region still open: the call's name from the open delimiter's
+        :attr:`name_group`, once."""
+        group = self.name_group
+        if group is None:
+            return
+        match = getattr(host.parser, "_groups", None)
+        if match is None:
+            return
+        call = host.call(base)
+        if call.name is None:
+            try:
+                name = match.group(group)
+            except (IndexError, AttributeError):
+                return
+            if isinstance(name, str) and name:
+                call.name = name
+                host.send_name(call)
+
+    def close(self, reader: Any, host: Any, base: int, calls: list) -> None:
+        """At the region's close, with ``calls`` the message's calls of the region: send what the
+        reader holds back (the adapter then checks every call against the message)."""
+
+
+class ReparseStream(ArgumentStream):
+    """Plan ``"per-parameter"`` (:class:`PerParameterReader`): the body so far is read again with the
+    region's lenient processor (``Region.process.partial``) each time it grew by an eighth."""
+
+    def open(self, host: Any, region: Any, base: int) -> "PerParameterReader":
+        return PerParameterReader()
+
+    def tick(self, reader: "PerParameterReader", host: Any, base: int, region: Any) -> None:
+        """Parse the open region's body so far; send its header, name and settled parameters."""
+        if not reader.due():
+            return
+        from ..tools import coerce_tool_calls
+
+        body = reader.body()
+        try:
+            value = getattr(region.process, "partial", region.process)(body, open_scope(host, region))  # still open
+            tools = getattr(host.parser, "_tools", None)
+            if tools is not None and region.typed:
+                value = coerce_tool_calls(value, tools)
+        except Exception:  # noqa: BLE001 - not readable yet: the close decides
+            return
+        calls = calls_of(value)
+        if len(calls) != 1:
+            return
+        function = function_of(calls[0])
+        name, arguments = function.get("name"), function.get("arguments")
+        if not isinstance(name, str) or not name or not isinstance(arguments, dict):
+            return
+        call = host.call(base)
+        if call.name is None:
+            call.name = name
+            host.send_name(call)
+        piece = reader.settle(arguments)
+        if piece:
+            host.send_piece(call, piece)
+
+    def close(self, reader: "PerParameterReader", host: Any, base: int, calls: list) -> None:
+        if reader.sent and len(calls) == 1 and base < host.ncalls():
+            rest = reader.finish(function_of(calls[0]).get("arguments"))
+            if rest is not None:  # (None: reported by the adapter's check)
+                call = host.call(base)
+                call.fwd.append(rest)
+                call.done = True
+                host.send_args(call)
+
+
+#: the one :class:`ReparseStream` (it holds nothing)
+REPARSE = ReparseStream()
 
 
 class PerParameterReader:

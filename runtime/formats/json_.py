@@ -16,7 +16,7 @@ import regex
 from ..content import _ANY_BODY, ContentParser
 from ..errors import ContentParseError, ParserStateError
 from ..repair import NOTES, repair_json_text
-from .base import (ACCEPTED, REJECTED, UNDECIDED, Boundary, Format, Plan, Problems, bool_args, call_shape, escaped,
+from .base import (ArgumentStream, ACCEPTED, REJECTED, UNDECIDED, Boundary, Format, Plan, Problems, bool_args, call_shape, escaped,
                    is_tool_field)
 from .text import make as make_text
 
@@ -563,7 +563,7 @@ class ArgumentReader:
         if forwarding:
             if depth == argdepth:
                 # directly inside the arguments object: keys, ':' and ',' / '}' between values
-                if self._key_or_colon(c, emit, lambda: self._close_args(emit)):
+                if self._key_or_colon(c, emit):
                     return
                 if self.expect == "value":
                     self.expect = ","
@@ -639,7 +639,7 @@ class ArgumentReader:
                 self.dead = True
             return
         if calllevel:
-            if self._key_or_colon(c, None, self._close_call):
+            if self._key_or_colon(c, None):
                 return
             if self.expect == "value":
                 key = self.curkey
@@ -677,9 +677,10 @@ class ArgumentReader:
             return
         self._skip_char(c)
 
-    def _key_or_colon(self, c: str, emit: list[str] | None, close: Callable[[], None]) -> bool:
+    def _key_or_colon(self, c: str, emit: list[str] | None) -> bool:
         """In an object (a call object, or the forwarded arguments when ``emit`` is given): read a
-        key's opening quote, the object's end or the ``:``. Returns True when ``c`` was read here."""
+        key's opening quote, the object's end (``_close_call``, or ``_close_args`` when forwarding) or the
+        ``:``. Returns True when ``c`` was read here."""
         if self.expect == "key":
             if c == '"':
                 self.instr = True
@@ -687,7 +688,10 @@ class ArgumentReader:
                 if emit is not None:
                     emit.append(c)
             elif c == "}":
-                close()
+                if emit is not None:
+                    self._close_args(emit)
+                else:
+                    self._close_call()
             else:
                 self.dead = True
             return True
@@ -1426,5 +1430,59 @@ def grammar(args: dict) -> str:
     return r"/[ \t\r\n]*(?:\{[\s\S]*\}|\[[\s\S]*\]|\"[\s\S]*\"|[\w.+\-]+|<[\s\S]+)[ \t\r\n]*/s"
 
 
+class JsonStream(ArgumentStream):
+    """Arguments read by the json :class:`ArgumentReader` (``scan_plan``: ``("object", (name_key,
+    arg_keys))`` or ``("args", name_group)``), with ``wrap(reader) ->`` :class:`Converted` in front of it
+    for a body that is converted to JSON as it arrives (a dialect, name-as-key JSON, a text body as one
+    argument, nested XML); :class:`~respc.runtime.formats.base.ArgumentStream` describes the protocol."""
+
+    def __init__(self, scan_plan: tuple, wrap: Callable[[Any], Any] | None = None) -> None:
+        self.scan_plan = scan_plan
+        self.wrap = wrap
+        self.scan = scan_plan if wrap is None else None
+        self.name_group = scan_plan[1] if scan_plan[0] == "args" else None
+        self.ticks = self.name_group is not None
+
+    def reader(self, out: Callable, held: Callable, typed: Callable) -> "ArgumentReader":
+        """The json reader of one region (also the one the core may run as its boundary decoder)."""
+        mode, extra = self.scan_plan
+        return ArgumentReader(mode, extra if mode == "object" else (), out, held, typed)
+
+    def open(self, host: Any, region: Any, base: int) -> Any:
+        def out(kind: str, n: int, payload: str) -> None:
+            host.scanned(region, base + n, kind, payload)
+
+        def held(n: int, key: str) -> bool | None:
+            return host.held(host.call(base + n).name, key)
+
+        def typed(n: int, key: str, raw: str) -> str | None:
+            return host.typed(host.call(base + n).name, key, raw)
+
+        scanner = self.reader(out, held, typed)
+        return scanner if self.wrap is None else self.wrap(scanner)
+
+    def tick(self, reader: Any, host: Any, base: int, region: Any) -> None:
+        if getattr(reader, "mode", "args") == "args":  # (a Converted with a constant name needs none)
+            ArgumentStream.tick(self, reader, host, base, region)
+
+    def close(self, reader: Any, host: Any, base: int, calls: list) -> None:
+        if self.wrap is not None:
+            reader.finish()
+
+
+def stream(plan: Plan, args: dict) -> ArgumentStream | None:
+    """``Format.stream`` of json: the arguments object as written (``"json"``), or converted from a dialect
+    (``"dialect-json"``) or from name-as-key calls (``"name-keyed"``)."""
+    mode = plan.arguments
+    if mode == "json":
+        return JsonStream(("object", (plan.name_key, plan.arg_keys)) if plan.call == "object" else ("args", plan.name_group))
+    if mode == "dialect-json":
+        pairs, unquoted = stream_pairs(args) or (), bool(args.get("unquoted_keys"))
+        return JsonStream(("args", plan.name_group), lambda scanner: Converted(scanner, DialectJson(pairs, unquoted)))
+    if mode == "name-keyed":
+        return JsonStream(("object", ("name", ("arguments",))), lambda scanner: Converted(scanner, NameKeyed(False)))
+    return None
+
+
 FORMAT = Format("json", True, check, plan, make, reader=json_boundary, ends_itself=True, can_reject=True,
-                repair=repair, grammar=grammar)
+                repair=repair, grammar=grammar, stream=stream)

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..content import ContentParser, _error, _failing, _grammar_any, _make_value_parser
 from ..errors import ContentParseError
-from .base import Format, Plan, Problems, call_shape, is_tool_field, unmatched_problems, value_parser_problems
+from .base import REPARSE, Format, Plan, Problems, call_shape, is_tool_field, unmatched_problems, value_parser_problems
 from .text import make as make_text
 
 
@@ -81,4 +81,10 @@ def plan(field) -> Plan:
     return Plan("kv-lines")
 
 
-FORMAT = Format("kv-lines", True, check, plan, make, grammar=_grammar_any, never_string="a dict", lenient=lenient)
+def stream(plan: Plan, args: dict):
+    """``Format.stream`` of kv-lines: parameter by parameter (``"per-parameter"``)."""
+    return REPARSE if plan.arguments == "per-parameter" else None
+
+
+FORMAT = Format("kv-lines", True, check, plan, make, grammar=_grammar_any, never_string="a dict", lenient=lenient,
+                stream=stream)

@@ -15,9 +15,10 @@ import regex
 
 from ..content import ContentParser, _failing
 from ..pythonic import PYTHON_SPACE, parse_pythonic
+from ..repair import NOTES
 from ..pythonic import _JSON_WORDS as _PY_ALL_WORDS
 from ..pythonic import quick_read as _quick_pythonic
-from .base import ACCEPTED, UNDECIDED, Boundary, Format, Plan, Problems, bool_args, call_shape, is_tool_field
+from .base import ACCEPTED, ArgumentStream, UNDECIDED, Boundary, Format, Plan, Problems, bool_args, call_shape, is_tool_field
 
 
 def check(args: dict, where: str = "content_args") -> Problems:
@@ -710,6 +711,85 @@ def make(args: dict) -> ContentParser:
     return parse_pythonic_body
 
 
+#: a keyword argument's name and ``=`` right before a string (the text before the quote, at most 64 characters)
+_KEYWORD_BEFORE = regex.compile(r"([^\W\d]\w*)\s*=\s*\Z")
+#: what follows a keyword argument's string value: the next keyword argument, or the call's end and then the
+#: next call, the list's end or the body's end
+_VALUE_END = regex.compile(r"\s*(?:,\s*[^\W\d]\w*\s*=|\)\s*(?:,\s*[^\W\d][\w.]*\s*\(|\]\s*\Z|\Z))")
+_QUOTES = regex.compile(r"['\"]")
+
+
+def _requote(text: str) -> tuple[str, list[str]]:
+    """Escape quotes of a keyword argument's string's own kind written unescaped inside it (see :func:`repair`).
+
+    One pass: outside strings, each quote opens a string; a keyword argument's single-quoted string
+    (``name='...'``, not triple-quoted, no prefix) ends at the first unescaped quote of its kind that
+    :data:`_VALUE_END` follows, and the unescaped quotes before it are escaped; any other string ends at
+    its first unescaped quote. Returns the text and one note per string rewritten.
+    """
+    out: list[str] = []
+    notes: list[str] = []
+    i, n = 0, len(text)
+    while True:
+        m = _QUOTES.search(text, i)
+        if m is None:
+            out.append(text[i:])
+            return "".join(out), notes
+        q, start = m.group(), m.start()
+        if text.startswith(q * 3, start):
+            end = text.find(q * 3, start + 3)
+            end = n if end < 0 else end + 3
+            out.append(text[i:end])
+            i = end
+            continue
+        keyword = _KEYWORD_BEFORE.search(text, max(i, start - 64), start)
+        inner: list[int] = []  # unescaped quotes of the kind inside the string
+        close = -1
+        j = start + 1
+        while j < n:
+            c = text[j]
+            if c == "\\":
+                j += 2
+                continue
+            if c == q:
+                if keyword is None or _VALUE_END.match(text, j + 1):
+                    close = j
+                    break
+                inner.append(j)
+            j += 1
+        if close < 0:  # no end the value could have: the string ends at its first quote, unchanged
+            close = inner[0] if inner else n
+            inner = []
+        out.append(text[i:start + 1])
+        last = start + 1
+        for at in inner:
+            out.append(text[last:at] + "\\")
+            last = at
+        out.append(text[last:close + 1])
+        if inner:
+            notes.append(NOTES["python-quotes"].format(len(inner), q, keyword.group(1)))
+        i = close + 1
+
+
+def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
+    """``errors="recover"``: unescaped quotes inside a keyword argument's string (notes in
+    ``runtime/repair.py``, docs/events.md "Repairs and policies"). LFM2 writes
+    ``bash(command='python3 -c "print(f(x='a'))"')``: the string's own quote kind unescaped inside it.
+    A keyword argument's string runs to the quote of its kind that the next keyword argument (``, name=``),
+    or the call's end and then the next call, the list's end or the body's end, follows; the quotes
+    before it are escaped. Tried only when the strict parse fails; ``fix`` returns None when nothing was
+    rewritten (the strict error stands)."""
+    parse = make(args)
+
+    def fix(text: str) -> "tuple[Any, list[str]] | None":
+        rewritten, notes = _requote(text)
+        if not notes:
+            return None
+        return parse(rewritten), notes
+
+    return fix
+
+
 def grammar(args: dict) -> str:
     """A Lark rule body for a pythonic call list, approximate (docs/formats.md: ``Format.grammar``)."""
     call = r"[^\W\d]\w*(?:\.[^\W\d]\w*)*\([\s\S]*\)"
@@ -717,5 +797,57 @@ def grammar(args: dict) -> str:
     return rf"/\s*(?:\[\s*(?:{call}\s*)?\]{bare})\s*/s"
 
 
-FORMAT = Format("pythonic", True, check, plan, make, reader=pythonic_boundary, ends_itself=True,
-                can_reject=True, grammar=grammar, since=2)
+class PythonicStream(ArgumentStream):
+    """Plan ``"pythonic"``: Python calls converted to JSON as they are written (:class:`PythonicArgs`, with
+    ``options`` from :func:`reader_options`); :class:`~respc.runtime.formats.base.ArgumentStream` describes the
+    protocol."""
+
+    def __init__(self, options: dict) -> None:
+        self.options = options
+
+    def open(self, host: Any, region: Any, base: int) -> "PythonicArgs":
+        """Wired to the stream's call deltas and to its tool typing (``parser._tools``, applied when the
+        region is ``typed``)."""
+        tools = getattr(host.parser, "_tools", None) if getattr(region, "typed", True) else None
+
+        def out(kind: str, n: int, payload: str) -> None:
+            host.scanned(region, base + n, kind, payload)
+
+        def held(n: int, key: str) -> bool:
+            return bool(tools) and bool(host.held(host.call(base + n).name, key))
+
+        def typed(n: int, key: str, value: Any) -> str:
+            if tools:
+                value = host.coerce(host.call(base + n).name, key, value, region)
+            return _dumps(value)
+
+        return PythonicArgs(out, held, typed, **self.options)
+
+    def close(self, reader: "PythonicArgs", host: Any, base: int, calls: list) -> None:
+        """A call the reader stopped inside (``dead``) whose sent arguments are a beginning of the
+        message's ``json.dumps`` text gets the rest, so it still adds up to the message; any other
+        difference is left to the adapter's own check (a diagnostic)."""
+        if not reader.dead:
+            return
+        for k, value in enumerate(calls):
+            if base + k >= host.ncalls():
+                break
+            call = host.call(base + k)
+            function = value.get("function", value) if isinstance(value, dict) else {}
+            arguments = function.get("arguments") if isinstance(function, dict) else None
+            if call.done or not call.nsent or not isinstance(arguments, dict):
+                continue
+            whole, sent = _dumps(arguments), call.args
+            if whole.startswith(sent):
+                call.fwd.append(whole[len(sent):])
+                call.done = True
+                host.send_args(call)
+
+
+def stream(plan: Plan, args: dict) -> ArgumentStream | None:
+    """``Format.stream`` of pythonic: calls converted as written (``"pythonic"``)."""
+    return PythonicStream(reader_options(args)) if plan.arguments == "pythonic" else None
+
+
+FORMAT = Format("pythonic", True, check, plan, make, reader=pythonic_boundary, ends_itself=True, repair=repair,
+                can_reject=True, grammar=grammar, since=2, stream=stream)

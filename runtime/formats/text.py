@@ -71,4 +71,15 @@ def make(args: dict) -> ContentParser:
     return str.strip if args.get("strip", True) else _identity
 
 
-FORMAT = Format("text", False, no_problems, plan, make, grammar=_grammar_any)
+def stream(plan: Plan, args: dict):
+    """``Format.stream`` of text: a text body sent as the one string argument of its call
+    (``"text-argument"``, :class:`TextArgs` in front of the json reader)."""
+    if plan.arguments != "text-argument":
+        return None
+    from .json_ import Converted, JsonStream
+
+    key, strip, name = plan.arg_key, plan.strip, plan.name
+    return JsonStream(("args", None), lambda scanner: Converted(scanner, TextArgs(key, strip), name=name))
+
+
+FORMAT = Format("text", False, no_problems, plan, make, grammar=_grammar_any, stream=stream)

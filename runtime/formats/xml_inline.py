@@ -13,8 +13,9 @@ import regex
 from ..content import _REGEX_ERRORS, ContentParser, _failing, _grammar_any, _make_value_parser, group_end
 from ..errors import ContentParseError
 from ..repair import NOTES
-from .base import Format, Plan, Problems, call_shape, escaped, is_tool_field, unmatched_problems, value_parser_problems
-from .json_ import Converted
+from .base import (REPARSE, ArgumentStream, Format, Plan, Problems, call_shape, calls_of, escaped, function_of, is_tool_field,
+                   open_scope, unmatched_problems, value_parser_problems)
+from .json_ import Converted, JsonStream
 
 #: the value group a ``tag_pattern`` must have (once) for its values to stream as written
 VALUE_GROUP = "(?P<value>.*?)"
@@ -32,7 +33,28 @@ def check(args: dict, where: str = "content_args") -> Problems:
     if "key" not in compiled.groupindex:
         return [("", f"xml-inline tag_pattern {pattern!r} has no named group 'key'")]
     groups = tuple(sorted(compiled.groupindex, key=compiled.groupindex.__getitem__))
-    return unmatched_problems(args) + value_parser_problems(args, where, groups)
+    return unmatched_problems(args) + _recover_problems(args, where, compiled) + value_parser_problems(args, where, groups)
+
+
+def _recover_problems(args: dict, where: str, compiled: regex.Pattern) -> Problems:
+    """``recover_tag_pattern`` (template-language.md "xml-inline"): a regex with the very named groups of
+    ``tag_pattern`` (the value parser and the transform read them), not ``tag_pattern`` itself."""
+    if "recover_tag_pattern" not in args:
+        return []
+    pattern = args["recover_tag_pattern"]
+    if not isinstance(pattern, str) or not pattern:
+        return [("recover_tag_pattern", f"{where}.recover_tag_pattern must be a non-empty regex string, "
+                                        f"got {pattern!r}")]
+    if pattern == args["tag_pattern"]:
+        return [("recover_tag_pattern", f"{where}.recover_tag_pattern is tag_pattern itself")]
+    try:
+        recover = regex.compile(pattern, regex.DOTALL)
+    except _REGEX_ERRORS as exc:
+        return [("recover_tag_pattern", f"invalid {where}.recover_tag_pattern regex {pattern!r}: {exc}")]
+    if set(recover.groupindex) != set(compiled.groupindex):
+        return [("recover_tag_pattern", f"{where}.recover_tag_pattern must have the named groups of tag_pattern "
+                                        f"{sorted(compiled.groupindex)}, got {sorted(recover.groupindex)}")]
+    return []
 
 
 def _split(pattern: str) -> tuple[regex.Pattern, str] | None:
@@ -649,8 +671,12 @@ def _literal_end(pattern: str, from_end: bool) -> str:
 
 
 def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
-    """``errors="recover"``: two kinds of damage to tags (notes in ``runtime/repair.py``).
+    """``errors="recover"``: the damage an xml-inline body recovers from (notes in ``runtime/repair.py``,
+    docs/events.md "Repairs and policies").
 
+    * Tags the template's ``recover_tag_pattern`` reads (template-language.md "xml-inline"): when the strict
+      parse fails, the body is read with ``(?:tag_pattern)|(?:recover_tag_pattern)``; each parameter the
+      strict pattern does not match there is one note (MiniCPM's ``<paramname="city">``, the space lost).
     * A missing close: ``<parameter=a>1<parameter=b>2</parameter>`` or a last parameter with no
       ``</parameter>`` before the region's close. When ``tag_pattern`` starts and ends with
       literal text (``<parameter=`` ... ``</parameter>``, three characters or more), an opening
@@ -659,8 +685,12 @@ def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
       ``<parameter name="c">A </parameter> B</parameter></invoke>``: the lazy ``tag_pattern`` ends
       the value at the first ``</parameter>`` and the rest, up to the next match, is skipped. When
       that skipped text ends with the match's closing text again, the value runs to that last one.
+    * The arguments wrapper: a body whose only parameter is ``arguments`` and whose value is an object
+      (DeepSeek-V4 ``<parameter name="arguments" string="false">{"location":"Beijing"}</parameter>``)
+      is that object. Tried also when the strict parse succeeds (``repair_on_success``), so in recover
+      mode a tool whose one parameter is an object named ``arguments`` reads as that object's keys.
 
-    ``fix`` returns None when neither applies.
+    ``fix`` returns None when none applies.
     """
     parse = make(args)
     compiled = getattr(parse, "compiled", None)
@@ -670,6 +700,12 @@ def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
     closing = _literal_end(args["tag_pattern"], True)
     if len(opening) < 3 or len(closing) < 3 or closing in opening:
         opening = closing = ""
+    recover_parse = None
+    recover = args.get("recover_tag_pattern")
+    if isinstance(recover, str) and recover:
+        recover_parse = make({**args, "tag_pattern": f"(?:{args['tag_pattern']})|(?:{recover})"})
+        if getattr(recover_parse, "compiled", None) is None:
+            recover_parse = None
 
     def add_closes(text: str, notes: list[str]) -> str:
         if not opening or opening not in text:
@@ -697,10 +733,28 @@ def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
             last = limit
         return "".join(pieces)
 
+    def recover_tags(text: str, notes: list[str]) -> tuple[Callable, regex.Pattern]:
+        """The parser and pattern to read ``text`` with: the recover-only tags too when the strict
+        parse fails, one note per tag only they match."""
+        if recover_parse is None:
+            return parse, compiled
+        try:
+            parse(text)
+            return parse, compiled
+        except ContentParseError:
+            pass
+        both = recover_parse.compiled
+        for m in both.finditer(text):
+            strict = compiled.match(text, m.start())
+            if strict is None or strict.end() != m.end():
+                notes.append(NOTES["recover-tag"].format(text[m.start():m.start("value")]))
+        return recover_parse, both
+
     def fix(text: str) -> "tuple[Any, list[str]] | None":
         notes: list[str] = []
+        read, pattern = recover_tags(text, notes)
         text = add_closes(text, notes)
-        matches = list(compiled.finditer(text))
+        matches = list(pattern.finditer(text))
         if not matches and text.strip().startswith("{"):
             # the body written as a JSON object instead of tags
             try:
@@ -723,14 +777,103 @@ def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
                 continue
             raw = text[m.start("value"):last]
             raws[index] = (raw.rstrip() if close_text[:1].isspace() else raw, last + len(tag))
-            key = m.group("key") if "key" in compiled.groupindex else None
+            key = m.group("key") if "key" in pattern.groupindex else None
             notes.append(NOTES["inner-close"].format(key, tag))
-        if not notes:
+        wrapped = len(matches) == 1 and matches[0].group("key") == _WRAPPER
+        if not notes and not wrapped:
             return None
-        return parse(text, raws), notes
+        value = read(text, raws)
+        if wrapped and isinstance(value, dict) and isinstance(value.get(_WRAPPER), dict) and len(value) == 1:
+            value = value[_WRAPPER]
+            notes.append(NOTES["wrapper"].format(_WRAPPER))
+        return (value, notes) if notes else None
 
     return fix
 
 
+#: the one parameter that may wrap a whole argument object (``repair``)
+_WRAPPER = "arguments"
+
+
+class XmlStream(ArgumentStream):
+    """Plan ``"xml-parameters"``: each parameter converted to JSON as it is written (:class:`ArgumentReader`,
+    ``plan`` is :func:`stream_plan`'s answer); :class:`~respc.runtime.formats.base.ArgumentStream` describes the
+    protocol."""
+
+    def __init__(self, plan: tuple) -> None:
+        self.plan = plan
+
+    def value(self, host: Any, name: str, key: str, selector: str | None, raw: str, region: Any) -> Any:
+        """The message's value of one parameter from its raw text: value parser, then tool type."""
+        parse = self.plan[3]
+        return host.coerce(name, key, raw if parse is None else parse(raw, selector), region)
+
+    def open(self, host: Any, region: Any, base: int) -> "ArgumentReader":
+        value_of = self.value
+
+        def value(key: str, selector: str | None, raw: str) -> Any:
+            return value_of(host, host.call(base).name, key, selector, raw, region)
+
+        def strip(key: str, selector: str | None) -> tuple | None:
+            cache = host.cache
+            name = host.call(base).name
+            got = cache.get((id(region), name, key, selector), cache)
+            if got is cache:
+                got = cache[(id(region), name, key, selector)] = string_strip(lambda raw: value(key, selector, raw))
+            return got
+
+        return ArgumentReader(self.plan, value, strip)
+
+    def tick(self, reader: "ArgumentReader", host: Any, base: int, region: Any) -> None:
+        """Read the name from the open delimiter (once), then convert the body read so far."""
+        if reader.dead:
+            return
+        call = host.call(base)
+        if not reader.ready:
+            try:
+                calls = calls_of(region.process("", open_scope(host, region)))
+            except Exception:  # noqa: BLE001 - no name: the close sends the call
+                reader.dead = True
+                reader.text = ""
+                return
+            name = function_of(calls[0]).get("name") if len(calls) == 1 else None
+            if not isinstance(name, str) or not name:
+                reader.dead = True  # the close sends the call
+                reader.text = ""
+                return
+            reader.ready = True
+            call.name = name
+            host.send_name(call)
+        piece = reader.scan()
+        if piece:
+            host.send_piece(call, piece)
+
+    def close(self, reader: "ArgumentReader", host: Any, base: int, calls: list) -> None:
+        if reader.ready and len(calls) == 1:
+            call = host.call(base)
+            piece, closed = reader.finish(function_of(calls[0]).get("arguments"))
+            if piece:
+                call.streaming = True
+                call.fwd.append(piece)
+            call.done = call.done or closed
+            host.send_args(call)
+
+
+def stream(plan: Plan, args: dict) -> ArgumentStream | None:
+    """``Format.stream`` of xml-inline: parameters converted as written (``"xml-parameters"``), nested XML
+    values (``"xml-tree"``, a converter in front of the json reader) or parameter by parameter
+    (``"per-parameter"``)."""
+    mode = plan.arguments
+    if mode == "xml-parameters":
+        xml = stream_plan(args)
+        return None if xml is None else XmlStream(xml)
+    if mode == "xml-tree":
+        make_tree = tree_reader(args)
+        return None if make_tree is None else JsonStream(("args", plan.name_group), make_tree)
+    if mode == "per-parameter":
+        return REPARSE
+    return None
+
+
 FORMAT = Format("xml-inline", True, check, plan, make, repair=repair, repair_on_success=True,
-                grammar=_grammar_any, never_string="a dict", lenient=lenient)
+                grammar=_grammar_any, never_string="a dict", lenient=lenient, stream=stream)
