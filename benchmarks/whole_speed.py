@@ -21,9 +21,17 @@ calibrated to about 2 ms after one untimed call:
 * ``ours 0 calls``: ``ours`` on the same input without its tool calls (prose of the same length),
   so ``per call`` = (ours - ours 0 calls) / calls, the cost of decoding one call;
 * ``stream``: µs per 4-character chunk, ``feed`` of every chunk + ``finalize``, against
-  ``bench.Floor`` (one event dict per chunk).
+  ``bench.Floor`` (one event dict per chunk);
+* ``sglang`` / ``vllm``: the engine's own non-streaming path on the same text (``benchmarks/engines.py``:
+  SGLang's ``ReasoningParser`` / ``FunctionCallParser`` ``parse_non_stream``, vLLM's composed
+  parser's ``parse``, i.e. its ``extract_reasoning`` and ``extract_tool_calls``; parsers built per
+  request, as the servers build them), with ``<engine>/ours``. A column only for an engine that
+  imports here (a printed line says why one is left out; the two engines live in different
+  virtual environments, so run this once in each); ``n/a: why`` for a family without an engine
+  parser or whose parser cannot run here; ``(k calls)`` when the engine's parser read another
+  number of tool calls than respc (it then did less work, or other work).
 
-Targets (issue 33): ours/ref >= 3; ours <= 3 x floor + calls x ``--per-call-us`` (the per-call cost
+Targets (issue 33): ours/ref >= 3; engine/ours >= 3; ours <= 3 x floor + calls x ``--per-call-us`` (the per-call cost
 this benchmark states); stream/floor <= 3. A whole-text message that differs from the streaming
 one stops the run.
 
@@ -47,6 +55,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import engines  # noqa: E402
 import inputs  # noqa: E402
 
 #: the per-call cost the whole-text target allows on top of 3x the find floor (µs per tool call)
@@ -117,8 +126,14 @@ def measure(names: list[str], sizes: list[int], sets: list[str], rounds: int, pe
     filler = inputs.FILLER
     print("  adversarial: " + "  ".join(f"{c!r} {filler.count(c) * 1000 / len(filler):.2f}" for c in inputs.MARKUP)
           + "  (inputs.FILLER)")
-    print(HEAD)
-    print("|" + "---|" * (HEAD.count("|") - 1))
+    found = engines.available()
+    active = [e for e, why in found.items() if why is None]
+    for engine, why in found.items():
+        if why is not None:
+            print(f"no {engine} column: {why}")
+    head = _head(active)
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
     rows = []
     for name in names:
         doc = inputs.load(name)
@@ -154,13 +169,26 @@ def measure(names: list[str], sizes: list[int], sets: list[str], rounds: int, pe
                     except Exception as exc:  # noqa: BLE001 - the reference raises several kinds
                         equal = f"ref raises {type(exc).__name__}"
                     fns["ref"] = lambda: ref_parse(text, ref_doc, prefix="")
+                skipped, found = {}, {}
+                names = sorted({c["function"]["name"] for c in message.get("tool_calls") or []})
+                for engine in active:
+                    fn, why, found[engine] = engines.whole_call(engine, name, text, names)
+                    if fn is None:
+                        skipped[engine] = why
+                    else:
+                        fns[engine] = fn
                 t = _interleaved(fns, rounds)
                 row = {
                     "template": name, "set": which, "size": size, "calls": ncalls, "dropped": dropped,
                     "ours_us": t["ours"], "ours0_us": t["ours0"], "floor_us": t["floor"] if literals else None,
                     "ref_us": t.get("ref"), "stream_us": t["stream"] / len(chunks),
-                    "sfloor_us": t["sfloor"] / len(chunks), "equal": equal,
+                    "sfloor_us": t["sfloor"] / len(chunks), "equal": equal, "engines": active,
                 }
+                for engine in active:
+                    row[f"{engine}_us"] = t.get(engine)
+                    row[f"{engine}_skip"] = skipped.get(engine)
+                    row[f"{engine}_calls"] = found[engine]
+                row["ours_calls"] = len(message.get("tool_calls") or [])
                 _judge(row, per_call)
                 rows.append(row)
                 _print_row(row)
@@ -176,10 +204,19 @@ def _judge(row: dict, per_call: float) -> None:
     row["ok_ref"] = None if row["ref_ratio"] is None else row["ref_ratio"] >= 3
     row["ok_floor"] = None if row["allowed_us"] is None else row["ours_us"] <= row["allowed_us"]
     row["ok_stream"] = row["stream_ratio"] <= 3
+    for engine in row.get("engines", ()):
+        us = row.get(f"{engine}_us")
+        row[f"{engine}_ratio"] = us / row["ours_us"] if us else None
+        row[f"ok_{engine}"] = None if not us else row[f"{engine}_ratio"] >= 3
 
 
 HEAD = ("| template | set | size | ours µs | ref µs | floor µs | ref/ours | ours/floor | 0 calls µs | µs/call "
         "| ≤3·floor+calls | stream/floor | equal |")
+
+
+def _head(active: list[str]) -> str:
+    """The table head: :data:`HEAD` and, per engine found here, its µs and its time over ours."""
+    return HEAD + "".join(f" {e} µs | {e}/ours |" for e in active)
 
 
 def _f(value, spec=".1f", none="n/a") -> str:
@@ -192,7 +229,18 @@ def _print_row(row: dict) -> None:
           f"{_f(row['ref_us'])} | {_f(row['floor_us'], '.2f', 'no literal')} | {_f(row['ref_ratio'], '.2f')}x | "
           f"{_f(row['floor_ratio'], '.2f')} | {row['ours0_us']:.1f} | {_f(row['per_call_us'])} | "
           f"{mark[row['ok_floor']]} ({_f(row['allowed_us'])}) | {row['stream_ratio']:.2f} | {row['equal']}"
-          + (f" (prose without {row['dropped']!r})" if row["dropped"] else "") + " |", flush=True)
+          + (f" (prose without {row['dropped']!r})" if row["dropped"] else "") + " |"
+          + "".join(f" {_engine_cell(row, e)} | {_f(row.get(e + '_ratio'), '.2f')}x |"
+                    for e in row.get("engines", ())), flush=True)
+
+
+def _engine_cell(row: dict, engine: str) -> str:
+    """An engine's µs, with the number of calls it read when that differs from respc's."""
+    us = row.get(f"{engine}_us")
+    if not us:
+        return f"n/a: {row.get(engine + '_skip')}"
+    calls = row.get(f"{engine}_calls")
+    return f"{us:.1f}" + (f" ({calls} calls)" if calls != row.get("ours_calls") else "")
 
 
 def summary(rows: list[dict]) -> None:
@@ -218,6 +266,24 @@ def summary(rows: list[dict]) -> None:
                 known = sum(1 for r in sel if r[ok] is not None)
                 print(f"  {label}: median {statistics.median(v for v, _ in vals):.2f}, worst {w[0]:.2f} ({w[1]}); "
                       f"target met {met}/{known}")
+            for engine in sorted({e for r in sel for e in r.get("engines", ())}):
+                vals = [(r[f"{engine}_ratio"], r["template"]) for r in sel if r.get(f"{engine}_ratio")]
+                if not vals:
+                    continue
+                behind = sorted((v, t) for v, t in vals if v < 1)
+                same = [r[f"{engine}_ratio"] for r in sel if r.get(f"{engine}_ratio")
+                        and r.get(f"{engine}_calls") == r.get("ours_calls")]
+                print(f"  {engine} non-streaming parser vs ours ({engine}/ours, >= 3): median "
+                      f"{statistics.median(v for v, _ in vals):.2f} over {len(vals)} templates "
+                      + (f"({statistics.median(same):.2f} over the {len(same)} where it reads respc's number of "
+                         f"calls)" if same else "(none reads respc's number of calls)")
+                      + f", target met {sum(1 for v, _ in vals if v >= 3)}/{len(vals)}; not ahead (< 1): "
+                      + (", ".join(f"{t} {v:.2f}" for v, t in behind) or "none"))
+                skipped = sorted({(r["template"], r[f"{engine}_skip"]) for r in sel if r.get(f"{engine}_skip")})
+                own = [t for t, why in skipped if not why.startswith("no ")]
+                if own:
+                    print(f"  {engine} parser not run here: " + "; ".join(f"{t}: {why}" for t, why in skipped
+                                                                          if t in own))
             calls = [r["per_call_us"] for r in sel if r["per_call_us"] is not None]
             if calls:
                 print(f"  µs per tool call: median {statistics.median(calls):.1f}, max {max(calls):.1f}")
@@ -265,6 +331,48 @@ def compare(before_path: str, after_path: str, per_call: float) -> None:
         summary(list(rows.values()))
 
 
+def engine_table(paths: list[str]) -> None:
+    """Markdown table of the engine columns of saved ``--json`` runs (one run per engine's
+    environment): per template and size, ``<engine>/ours`` (✗ under 3, ``k calls`` when the engine's
+    parser read another number of tool calls than respc), and why a family's engine parser did
+    not run."""
+    rows: dict[tuple, dict] = {}
+    found: list[str] = []
+    for path in paths:
+        for row in json.loads(Path(path).read_text())["rows"]:
+            for engine in row.get("engines", ()):
+                if engine not in found:
+                    found.append(engine)
+                key = (row["template"], row["set"], row["size"])
+                rows.setdefault(key, {"template": row["template"], "ours_calls": row.get("ours_calls")})
+                rows[key].update({k: v for k, v in row.items() if k.startswith(engine)})
+    sizes = sorted({k[2] for k in rows})
+    without: list[str] = []
+    for which in sorted({k[1] for k in rows}, reverse=True):
+        head = ["template"] + [f"{e}/ours {s // 1000} kB" for e in found for s in sizes]
+        print(f"\n**{which}** (engine time / ours; ✗: under 3)\n")
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for name in sorted({k[0] for k in rows if k[1] == which}):
+            cells = [name]
+            for engine in found:
+                for size in sizes:
+                    row = rows.get((name, which, size), {})
+                    ratio = row.get(f"{engine}_ratio")
+                    if ratio is None:
+                        why = row.get(f"{engine}_skip") or "not run"
+                        cells.append("—" if why.startswith("no ") else f"n/a ({why.split(':')[0]})")
+                        continue
+                    calls = row.get(f"{engine}_calls")
+                    cells.append(f"{ratio:.2f}" + ("" if ratio >= 3 else " ✗")
+                                 + ("" if calls == row.get("ours_calls") else f" ({calls} calls)"))
+            if any(cell != "—" for cell in cells[1:]):
+                print("| " + " | ".join(cells) + " |")
+            elif which == sorted({k[1] for k in rows}, reverse=True)[0]:
+                without.append(name)
+    print(f"\nNo parser of these engines for {len(without)} templates: {', '.join(without)}.")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--templates", default=None, type=inputs.templates_arg, help="comma-separated (default: all)")
@@ -274,7 +382,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-call-us", type=float, default=PER_CALL_US)
     ap.add_argument("--json", default=None, metavar="FILE")
     ap.add_argument("--compare", nargs=2, default=None, metavar=("BEFORE", "AFTER"))
+    ap.add_argument("--engine-table", nargs="+", default=None, metavar="JSON",
+                    help="print the engine columns of saved --json runs as one markdown table")
     args = ap.parse_args(argv)
+    if args.engine_table:
+        engine_table(args.engine_table)
+        return 0
     if args.compare:
         compare(*args.compare, args.per_call_us)
         return 0

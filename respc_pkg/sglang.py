@@ -23,7 +23,9 @@ reasoning, answer and tool calls together, so the two detectors share the work l
   first, as is the prompt's part of a delimiter the prompt ends inside), read from the parser's
   trace of where each raw character went
   (:func:`respc.show._traced`): the tool-call detector sees the answer and the calls as the model
-  wrote them, and where reasoning ended. Otherwise ``normal_text`` is the answer as the message stores it.
+  wrote them, and where reasoning ended. Beside a function-call detector that is not respc's
+  (SGLang's ``qwen``), the reasoning's delimiters are cut out too (:func:`_foreign_tool_parser`).
+  Otherwise ``normal_text`` is the answer as the message stores it.
 * The function-call detector parses that text again with the prefix ``""`` (reasoning blocks are
   now empty).
   ``normal_text`` is the answer, ``calls`` are ``ToolCallItem``\\ s: in streaming, ``tool_index`` is
@@ -283,6 +285,10 @@ class RespcReasoningDetector(BaseReasoningFormatDetector):
         #: the plug-in's hook); :data:`prefix` is then that prompt
         self.prompt_known = False
         self.raw_normal = tool_call_parser_active
+        #: the function-call detector reading ``normal_text`` is not respc's (SGLang's own ``qwen``
+        #: beside ``respc-qwen3``; set by the plug-in's hook): the reasoning's delimiters are cut
+        #: out with its text, as that detector expects text without reasoning markup
+        self.foreign_tool_parser = False
         self._region_slot = {region.name: region.slot for region in self.module.ResponseParser.REGIONS}
         self._reset()
 
@@ -363,12 +369,12 @@ class RespcReasoningDetector(BaseReasoningFormatDetector):
         out = []
         for entry in entries:
             kind, start, end = entry[0], entry[1], entry[2]
-            dropped = kind != "delimiter" and self._is_reasoning(entry)
+            dropped = (kind != "delimiter" or self.foreign_tool_parser) and self._is_reasoning(entry)
             if start < 0:
                 # a reasoning delimiter in the prompt, or any delimiter the prompt ends inside
                 # (functionary v3.2's '>>>' of '>>>all'): its prompt part goes first, so the
                 # function-call detector, which reads without the prompt, sees the delimiter whole
-                if kind == "delimiter" and (self._is_reasoning(entry) or end > 0):
+                if kind == "delimiter" and not dropped and (self._is_reasoning(entry) or end > 0):
                     out.append(self.prefix[len(self.prefix) + start:len(self.prefix) + min(end, 0)])
                 start = 0
             if end <= self._done:
@@ -557,8 +563,33 @@ def _after_reasoning_parser(result: Any, parser: Any, *args: Any, **kwargs: Any)
     request = kwargs.get("request", args[3] if len(args) > 3 else None)
     prompt = getattr(request, "_response_parser_prefix", "") if request is not None else ""
     detector = getattr(parser, "detector", None)
-    if prompt and isinstance(detector, RespcReasoningDetector):
+    if not isinstance(detector, RespcReasoningDetector):
+        return
+    if detector.raw_normal:
+        detector.foreign_tool_parser = _foreign_tool_parser()
+    if prompt:
         detector.use_prompt(prompt)
+
+
+def _foreign_tool_parser() -> bool:
+    """Whether the SGLang serving object building this reasoning parser (the ``self`` of a calling
+    frame with ``tool_call_parser``) runs a function-call detector that is not respc's
+    (``--reasoning-parser respc-qwen3 --tool-call-parser qwen``)."""
+    import sys
+
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+
+    frame = sys._getframe(2)
+    for _ in range(10):
+        if frame is None:
+            break
+        serving = frame.f_locals.get("self")
+        name = getattr(serving, "tool_call_parser", None)
+        if isinstance(name, str) and name:
+            cls = FunctionCallParser.ToolCallParserEnum.get(name)
+            return not (isinstance(cls, type) and issubclass(cls, RespcFunctionCallDetector))
+        frame = frame.f_back
+    return False
 
 
 def _hook_target_exists(target: str) -> bool:

@@ -1,0 +1,69 @@
+"""The engine columns of benchmarks/whole_speed.py (issue 33): the serving engines' own
+non-streaming parsers (benchmarks/engines.py). No timing is asserted: that a column appears exactly
+when its engine imports, with a printed line saying why it does not, and that each engine's parser
+runs on the benchmark's input through the classes its server calls (markers ``vllm`` / ``sglang``,
+in each engine's environment)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import engines  # noqa: E402  (benchmarks/engines.py)
+import inputs  # noqa: E402
+
+pytest.importorskip("transformers.utils.chat_parsing")
+
+
+def _text(name: str, size: int = 2000) -> tuple[str, list[str]]:
+    density, _ = inputs.corpus_density()
+    text, _ = inputs.realistic_build(name, size, density, inputs.load(name))
+    message = importlib.import_module(f"respc.generated.{name}").parse_response(text, "")
+    return text, sorted({c["function"]["name"] for c in message.get("tool_calls") or []})
+
+
+def test_no_engine_column_without_the_engine(monkeypatch, capsys):
+    """An engine that does not import gives no column, and a line saying why."""
+    import whole_speed
+
+    monkeypatch.setattr(engines, "available", lambda: {"sglang": "not here (test)", "vllm": "absent (test)"})
+    rows = whole_speed.measure(["qwen3"], [2000], ["realistic"], 1, whole_speed.PER_CALL_US)
+    out = capsys.readouterr().out
+    assert "no sglang column: not here (test)" in out and "no vllm column: absent (test)" in out
+    head = next(line for line in out.splitlines() if line.startswith("| template"))
+    assert "sglang" not in head and "vllm" not in head
+    assert rows[0]["engines"] == [] and "sglang_us" not in rows[0]
+
+
+def _engine_row(engine: str, monkeypatch, capsys) -> dict:
+    import whole_speed
+
+    monkeypatch.setattr(engines, "available", lambda: {e: None if e == engine else "other engine (test)"
+                                                         for e in ("sglang", "vllm")})
+    (row,) = whole_speed.measure(["hermes2pro"], [2000], ["realistic"], 1, whole_speed.PER_CALL_US)
+    head = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| template"))
+    assert f"{engine} µs" in head and f"{engine}/ours" in head
+    return row
+
+
+@pytest.mark.sglang
+def test_sglang_column(monkeypatch, capsys):
+    pytest.importorskip("sglang.srt.function_call.function_call_parser")
+    row = _engine_row("sglang", monkeypatch, capsys)
+    assert row["sglang_us"] > 0 and row["sglang_ratio"] > 0 and row["sglang_calls"] == row["ours_calls"] == 3
+    fn, why, _ = engines.whole_call("sglang", "xlam", *_text("xlam"))
+    assert fn is None and why.startswith("no sglang parser")
+
+
+@pytest.mark.vllm
+def test_vllm_column(monkeypatch, capsys):
+    pytest.importorskip("vllm.parser.parser_manager")
+    row = _engine_row("vllm", monkeypatch, capsys)
+    assert row["vllm_us"] > 0 and row["vllm_ratio"] > 0 and row["vllm_calls"] == row["ours_calls"] == 3
+    fn, why, _ = engines.whole_call("vllm", "gpt_oss", *_text("gpt_oss"))
+    assert fn is None and "Harmony" in why
