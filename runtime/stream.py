@@ -1289,7 +1289,7 @@ class StreamParser:
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
                  "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd", "_rxt", "_rxskip", "_rxbase", "_rxbuf", "_rxat",
-                 "_rxspent", "_loose", "boundary_hook")
+                 "_rxspent", "_loose", "boundary_hook", "_mute")
 
     #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -1395,6 +1395,9 @@ class StreamParser:
         #: response offset the last scan started at, and the bounded searches' seconds since
         self._rxat = -1
         self._rxspent = 0.0
+        #: True on a parser the whole-text path finishes (runtime/whole.py ``finish``): its events
+        #: are returned by no call, so ``_begin``, ``_route`` and ``_close`` build none (issue 33)
+        self._mute = False
         if errors not in ERRORS:
             raise ValueError(f"errors must be one of {list(ERRORS)}, got {errors!r}")
         self._recover = errors == "recover"
@@ -2417,7 +2420,7 @@ class StreamParser:
         self._opened = True
         if self._recover:
             self._watch_again(opener, "opener-again", region.slot)
-        if region.slot is not None:
+        if region.slot is not None and not self._mute:
             event = {"type": "region_open", "field": region.slot}
             if region.label is not None:
                 event["region"] = region.label
@@ -2526,6 +2529,15 @@ class StreamParser:
             if self._region is not None and self._state in self._sections():
                 self._section_text(text)
             self._sunk += len(text)  # the null sink, or a region whose slot is null: discarded
+            return
+        if self._mute:
+            # the whole-text path (runtime/whole.py): no event is returned, so none is built
+            self._opened = True
+            body = self._body
+            body.append(text)
+            if len(body) >= BLOCK:
+                self._blocks.append("".join(body))
+                body.clear()
             return
         if not self._opened:
             self._opened = True
@@ -2691,11 +2703,11 @@ class StreamParser:
                         value, notes = self._recovered(region, text, scope, closer, eos)
                     else:
                         value = region.process(text, scope)
-                    if value.__class__ is not str and not (
-                            value.__class__ is _DICT and region.typed and self._tools is None
-                            and _plain_call(value)):
+                    cls = value.__class__
+                    if cls is not str and not (region.typed and self._tools is None and (
+                            _plain_call(value) if cls is _DICT else cls is _LIST and _plain_calls(value))):
                         # (a str is no tool call: the name check and the typing leave it as it is;
-                        # a plain call passes both checks, see _plain_call)
+                        # a plain call, or a list of them, passes both checks, see _plain_call)
                         if region.typed:
                             check_tool_call_names(value, region.slot)
                             if self._tools is not None:
@@ -2721,6 +2733,9 @@ class StreamParser:
                     self._opened = False
                     return at + len(closer)
             self._store(region, value)
+            if self._mute:
+                self._opened = False  # (the whole-text path: no event, see _route)
+                return at + len(closer)
             event = {"type": "region_close", "field": region.slot, "value": value}
             if region.label is not None:
                 event["region"] = region.label
@@ -3029,6 +3044,16 @@ def _plain_call(call: dict) -> bool:
         for k, v in value.items():
             if k.__class__ is not _STR or v.__class__ not in _LEAVES:
                 return False
+    return True
+
+
+def _plain_calls(calls: list) -> bool:
+    """:func:`_plain_call` of every item of ``calls`` (a list: a region whose transform makes one
+    call per item, mistral_nemo's ``[TOOL_CALLS][...]``); True for an empty list, which both checks
+    let through too (``check_tool_call_names`` looks at each item, ``_non_finite`` at each item)."""
+    for call in calls:
+        if call.__class__ is not _DICT or not _plain_call(call):
+            return False
     return True
 
 
