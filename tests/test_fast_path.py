@@ -252,6 +252,33 @@ def test_run_path_holds_trailing_whitespace_without_scanning():
         _compare(module, "", text, None, f"gpt_oss-run/{i}")
 
 
+def test_run_path_takes_prose_with_spaces_and_t_without_scanning():
+    """muse_glimmer's openers ``(?:<|start|>assistant)?[ \\t]*to=self…`` (and ``to=…``, ``to=user``)
+    start with a space, a tab, a ``t`` or ``<``: as first characters every chunk of prose holds
+    one, so every chunk was scanned (issue 33: streaming at 25x the floor). They are runs and a
+    literal (HOLD_RUNS, compiler/automaton.py ``ranked``): only ``to=`` or a ``<|`` in the text,
+    or a run and a piece of the literal at its end, make the fast path stop."""
+    module, Counted, calls = _counted("muse_glimmer")
+    assert module.ResponseParser.FAST_PATH[0][0] == "<"
+    assert [row[1] for row in module.ResponseParser.HOLD_RUNS[0]] == ["to=self", "to=", "to=user"]
+    parser = Counted("")
+    parser.feed("So")
+    chunk = lambda text: {"type": "region_chunk", "field": "content", "text": text, "dirty": False}  # noqa: E731
+    assert parser.feed("me text to ") == [chunk("me text to")]  # " " may begin "[ \t]*to=": held
+    assert parser.feed("the tent ") == [chunk(" the tent")]
+    assert parser.feed("\tt") == []  # " \tt" may still become " \tto=user<|message|>"
+    assert parser.feed("oo ") == [chunk(" \ttoo")]
+    assert len(calls) == 1  # no scan since the first chunk
+    message, _ = parser.finalize()
+    assert message["content"] == "Some text to the tent \ttoo"
+    texts = ["Some text to the tent", "to=self<|message|>think <|eot|> then to=user<|message|>answer",
+             "a \t to=user<|message|>b", "x <|start|>assistant to=f.g<|message|><atem:function_calls>"
+             "\n<atem:invoke name=\"f.g\">\n<atem:parameter name=\"a\">1</atem:parameter>\n</atem:invoke>"
+             "\n</atem:function_calls> y to", "tail t", "to= x to=y to"]
+    for i, text in enumerate(texts):
+        _compare(module, "", text, None, f"muse-run/{i}")
+
+
 #: gpt_oss answers around its run-and-literal opener ``\s*to=functions\.``: held whitespace at
 #: chunk ends, whitespace then ``t``, near misses of the literal, a real call after held
 #: whitespace, ``<|channel|>`` after held whitespace, and texts that end in held text
