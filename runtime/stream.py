@@ -1098,11 +1098,13 @@ def _one_run(rows: tuple | None, triggers: str | None, heads: tuple | None) -> t
     character a chunk routed whole must not end with -- a class character, or the literal's
     first -- to ``(what goes on with held text ending in it, the class characters)`` (both
     frozensets: the class, or the literal's second character); ``lead`` is the literal's first
-    two characters and ``chars`` the class. A state qualifies with exactly one run-and-literal
-    delimiter (``rows``, as ``_RUNS`` holds them) whose literal has two characters or more,
-    none of them in the class; exactly one trigger character; and no character of a trigger
-    or a head (``heads`` as :func:`_read_heads` reads them) in the class or the literal's
-    first character (gpt_oss's answer: ``\\s*to=functions\\.``, ``<`` and ``<|``).
+    two characters and ``chars`` the class. A state qualifies with run-and-literal delimiters
+    (``rows``, as ``_RUNS`` holds them) that share their class and their literal's first two
+    characters (one delimiter, or muse_glimmer's three ``[ \\t]*to=self``, ``[ \\t]*to=``,
+    ``[ \\t]*to=user``), each literal two characters or more, none of them in the class; exactly
+    one trigger character; and no character of a trigger or a head (``heads`` as
+    :func:`_read_heads` reads them) in the class or the literals' first character (gpt_oss's
+    answer: ``\\s*to=functions\\.``, ``<`` and ``<|``).
 
     Why that is enough (compiler/automaton.py ``HoldRun``; the same rule as
     :meth:`StreamParser._run_path`): in a chunk without the trigger and without the literal's
@@ -1113,13 +1115,19 @@ def _one_run(rows: tuple | None, triggers: str | None, heads: tuple | None) -> t
     partial match only through a chunk that starts with a class character (a chunk that starts
     with the literal's first character and not with its first two ends it); held text that ends
     in the literal's first character, without the literal's first two, is a run and that
-    character, and only the literal's second character goes on with it."""
-    if not rows or len(rows) != 1 or triggers is None or len(triggers) != 1:
+    character, and only the literal's second character goes on with it. Several delimiters
+    with the same class and the same first two literal characters change none of this: a chunk
+    without those two holds none of their literals, and a proper prefix of one that ends it is
+    the shared first character."""
+    if not rows or triggers is None or len(triggers) != 1:
         return None
     chars, literal, _ = rows[0]
     first = literal[0]
     seen = set(triggers) | (set().union(*heads[0]) if heads is not None else set())
-    if len(literal) < 2 or chars.intersection(literal) or first in seen or chars.intersection(seen):
+    for other, lit, _ in rows:
+        if other != chars or len(lit) < 2 or lit[:2] != literal[:2] or chars.intersection(lit):
+            return None
+    if first in seen or chars.intersection(seen):
         return None
     ends = {c: (chars, chars) for c in chars}
     ends[first] = (frozenset(literal[1]), chars)
@@ -1347,6 +1355,13 @@ class StreamParser:
         cls._FAST = tuple((triggers, _read_heads(triggers, heads)) for triggers, heads in cls.FAST_PATH)
         cls._LITS = cls.HOLD_LITERALS or (None,) * len(cls.FAST_PATH)
         cls._RUN1 = tuple(_one_run(rows, triggers, heads) for rows, (triggers, heads) in zip(cls._RUNS, cls._FAST))
+        if cls.CONTEXT == 0 and any(one is not None for one in cls._RUN1):
+            # The run quickest path keeps one decided character before the text it holds
+            # (StreamParser.feed, _held_run): a template whose delimiters need no context
+            # (muse_glimmer) keeps one, for start anchors only (ANCHOR_CONTEXT), as gpt_oss does.
+            # Keeping more decided text than the delimiters read changes no search.
+            cls.CONTEXT = 1
+            cls.ANCHOR_CONTEXT = True
         # a state with runs takes the quickest path only through its own branch (a chunk ending in
         # the class is held), and only with one run delimiter and CONTEXT 1 (see _quick_trigger)
         lazy = bool(cls.CONTEXT) and not cls.ANCHOR_CONTEXT
