@@ -29,8 +29,10 @@ These shortcuts keep the common chunk cheap, each giving exactly the events a sc
   with ``not in``; a ``CONTEXT`` the regex delimiters need is then the chunk's own tail, kept
   lazily (``_sync``), or, when it is there only for ``^`` and ``\\A`` (``ANCHOR_CONTEXT``),
   whatever decided characters the buffer still has. A state watching a regex that is a run
-  of one class then a literal (``HOLD_RUNS``: gpt_oss's ``\\s*to=functions\\.``) holds a
-  trailing run, and a prefix of the literal after it, itself (``_run_path``);
+  of one class then a literal (``HOLD_RUNS``: gpt_oss's ``\\s*to=functions\\.``, muse_glimmer's
+  ``[ \\t]*to=``) holds a trailing run, and a prefix of the literal after it, itself
+  (``_run_path``; with one such literal, or several sharing their class and first two
+  characters, a chunk without the trigger and those two characters is read by ``feed`` itself);
 * value regions -- in a v2 region that ends where its value ends, such a chunk goes to the
   value's decoder without a scan while the value goes on (``_value_chunk``);
 * held regex -- while held text starts a regex delimiter that is still being written, a chunk is
