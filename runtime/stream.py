@@ -3037,8 +3037,10 @@ def _plain_call(call: dict) -> bool:
     1.2 us of a call's 5-8 us): every key a ``str``; every value a ``str``, ``int``, ``bool`` or
     None, except ``"function"``, a dict whose ``"name"`` is a name already checked
     (``tools._GOOD_NAMES``) and whose values are such leaves too, except ``"arguments"``, a
-    ``str`` or a dict of such leaves. No float anywhere, so nothing non-finite. False for anything
-    else, which then takes both checks (the answer is never wrong, only sometimes slow)."""
+    ``str`` or a dict with ``str`` keys whose values are such leaves or hold nothing non-finite
+    (:func:`_non_finite` of each nested value: xlam's ``{"stops": [...], "options": {...}}``). No
+    other float anywhere, so nothing non-finite. False for anything else, which then takes both
+    checks (the answer is never wrong, only sometimes slow)."""
     function = call.get("function")
     if function.__class__ is not _DICT:
         return False
@@ -3059,8 +3061,10 @@ def _plain_call(call: dict) -> bool:
         if key != "arguments" or cls is not _DICT:
             return False
         for k, v in value.items():
-            if k.__class__ is not _STR or v.__class__ not in _LEAVES:
+            if k.__class__ is not _STR:
                 return False
+            if v.__class__ not in _LEAVES and _non_finite(v) is not None:
+                return False  # (a nested value: lists and objects of arguments, walked once)
     return True
 
 

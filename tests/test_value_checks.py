@@ -34,6 +34,12 @@ VALUES = [
     {"function": "get_weather"},
     {"name": "get_weather", "arguments": {"x": NAN}},
     {1: "a", "function": {"name": "get_weather"}},
+    # nested arguments (xlam's lists and objects): plain when nothing inside is non-finite
+    {"function": {"name": "get_weather", "arguments": {"stops": ["Paris", {"k": None}], "o": {"t": {"c": 1}}}}},
+    {"function": {"name": "get_weather", "arguments": {"stops": ["Paris", {"k": NAN}]}}},
+    {"function": {"name": "get_weather", "arguments": {"o": {INF: 1}}}},
+    {"function": {"name": "get_weather", "arguments": {"o": {1.5: 1, "x": (2, -INF)}}}},
+    {"function": {"name": "get weather", "arguments": {"o": [1]}}},
 ]
 
 
@@ -54,7 +60,7 @@ def test_plain_call_only_when_both_checks_pass(value):
     if stream._plain_call(value):
         assert verdict is None
     # and the first three, the common shapes, take the quick way
-    if value is VALUES[0] or value is VALUES[1] or value is VALUES[2]:
+    if value is VALUES[0] or value is VALUES[1] or value is VALUES[2] or value is VALUES[20]:
         assert stream._plain_call(value)
 
 
