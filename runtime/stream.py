@@ -1061,6 +1061,12 @@ BLOCK = 256
 SPLIT_IDS = 4
 #: held text at least this long is searched again only once it has doubled (see StreamParser._run)
 LONG_HOLD = 1024
+#: _run gives a value decoder the text up to the next delimiter in one piece when it is at most
+#: this long, or while such pieces add up to at most VALUE_BUDGET times the buffer in one pass (a
+#: long value is then read whole by the json decoder's C reader); else in windows that double from
+#: this size (issue 33): most tool-call values end inside the first one
+VALUE_WINDOW = 4096
+VALUE_BUDGET = 8
 
 _NO_GROUPS: dict = {}  # shared, read-only: processors copy the scope they are given
 # Stands for "no trigger character at all" (a region that runs to the end of the stream): a chunk
@@ -2074,6 +2080,7 @@ class StreamParser:
         memo = [None] * self.MEMO_SLOTS
         n = len(buf)
         closing: dict = {}  # per call-section state, where a cut closer of it may start (eos)
+        spent = 0  # characters given to value decoders in pieces longer than VALUE_WINDOW
         while True:
             if self._again is not None:
                 # errors="recover": the region's own opener written again at its start
@@ -2132,15 +2139,38 @@ class StreamParser:
                 # v2: a region that ends where its value ends; its decoder sees every body piece
                 limit = start if start >= 0 else len(buf) if eos else hold
                 if limit > pos:
-                    piece = buf[pos:limit]
-                    k = self._bd.feed(piece)
+                    decoder = self._bd
+                    rest = limit - pos
+                    if rest <= VALUE_WINDOW or spent + rest <= VALUE_BUDGET * n:
+                        # all of it in one piece (a long value is then read by the json
+                        # decoder's C reader whole); a piece longer than VALUE_WINDOW counts
+                        # against a budget of VALUE_BUDGET times the buffer per pass
+                        if rest > VALUE_WINDOW:
+                            spent += rest
+                        k = decoder.feed(buf[pos:limit])
+                    else:
+                        # Windows that double from VALUE_WINDOW characters until the value ends:
+                        # given all of the text up to limit each time, every value of a state
+                        # that watches no delimiter (llama3_json's calls) cost the rest of the
+                        # text, so many calls were quadratic (issue 33: 32,000 calls in 1.8 MB,
+                        # 2.2 s); past the budget a value longer than a window is read by the
+                        # decoder piece by piece (its character scan)
+                        at, step, k = pos, VALUE_WINDOW, -1
+                        while at < limit:
+                            stop = at + step if limit - at > step else limit
+                            k = decoder.feed(buf[at:stop])
+                            if k >= 0:
+                                k += at - pos
+                                break
+                            at = stop
+                            step *= 2
                     if k >= 0:
                         if k:
-                            self._route(events, piece[:k])
+                            self._route(events, buf[pos:pos + k])
                         pos += k
                         self._end_value(events)
                         continue
-                    self._route(events, piece)
+                    self._route(events, buf[pos:limit])
                     pos = limit
             if start >= 0:
                 if start > pos:
