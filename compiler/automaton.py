@@ -1477,7 +1477,7 @@ def _heads(watches: tuple[Watch, ...]) -> tuple[str, ...] | None:
             starts = list(w.delimiter.literals)
         else:
             facts = classify_pattern(w.delimiter.pattern)
-            if facts.late_chars is None and facts.run is not None:
+            if facts.run is not None and not facts.probe_always:  # (the run fast path, see ranked)
                 starts = list(facts.run.pairs)  # its optional openers; the run is held by the fast path
             else:
                 starts = [facts.lead] if len(facts.lead) >= 2 or facts.late_pairs is None else list(facts.late_pairs)
@@ -1531,11 +1531,15 @@ def build_automaton(template: Template) -> Automaton:
             watch, facts = _watch(kind, fi, delim, target)
             watch = Watch(watch.kind, watch.field, watch.delimiter, 0, watch.target, watch.matcher,
                           watch.pending_at_edge, watch.indeterminate, watch.extendable, action)
-            if triggers is not None and facts.late_chars is not None:
-                triggers.update(facts.late_chars)
-            elif triggers is not None and facts.run is not None and not facts.probe_always:
+            if triggers is not None and facts.run is not None and not facts.probe_always:
+                # a run-and-literal delimiter takes the run fast path even when its first
+                # characters are known: muse_glimmer's `[ \t]*to=...` openers start with a space
+                # or a `t`, which nearly every chunk of prose holds (issue 33: 25x the floor),
+                # while its literal `to=` is rare
                 triggers.update(facts.run.firsts)
                 runs.append(facts.run)
+            elif triggers is not None and facts.late_chars is not None:
+                triggers.update(facts.late_chars)
             else:
                 triggers = None
             context = None if context is None or facts.context is None else max(context, facts.context)

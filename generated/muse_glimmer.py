@@ -35,7 +35,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'barrier-search', 'partial-search', 'window-partial', 'held-json', 'lazy-delimiters', 'regex-timeout'))
+_rt.check_abi(3, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'hold-runs', 'fast-heads', 'lazy-pattern', 'barrier-search', 'partial-search', 'window-partial', 'held-json', 'lazy-delimiters', 'regex-timeout'))
 
 SOURCE = 'templates/muse_glimmer.json'
 TEMPLATE_SHA256 = 'f37527b801c37b8997020a46c89a92d32e73860a897435a3e23987a989318a11'
@@ -766,11 +766,22 @@ class ResponseParser(_rt.StreamParser):
     # known for all). A chunk in which no trigger character starts such a head, arriving while
     # nothing is held, is routed unscanned; a proper prefix of a head ending the chunk is held.
     FAST_PATH = (
-        ('\t <t', None),
+        ('<', frozenset(('<|',))),
         ('<', frozenset(('<|e',))),
         ('<', frozenset(('</a', '<at'))),
         ('<', frozenset(('</a',))),
         ('<', frozenset(('<|e',))),
+    )
+    # per state: (the characters of a class, the literal after its run) of each watched delimiter
+    # that is a run of that class and then the literal (after optional openers, which are in the
+    # triggers): the fast path holds a trailing run, and a proper prefix of the literal after
+    # it, itself; None: no such delimiter
+    HOLD_RUNS = (
+        ((' \t', 'to=self'), (' \t', 'to='), (' \t', 'to=user')),
+        None,
+        None,
+        None,
+        None,
     )
     # per state: per eligible regex delimiter, its pattern when a complete match can go on (else
     # None) and its position automaton (tests, first, follow, last; compiler/held.py). While held

@@ -29,8 +29,10 @@ These shortcuts keep the common chunk cheap, each giving exactly the events a sc
   with ``not in``; a ``CONTEXT`` the regex delimiters need is then the chunk's own tail, kept
   lazily (``_sync``), or, when it is there only for ``^`` and ``\\A`` (``ANCHOR_CONTEXT``),
   whatever decided characters the buffer still has. A state watching a regex that is a run
-  of one class then a literal (``HOLD_RUNS``: gpt_oss's ``\\s*to=functions\\.``) holds a
-  trailing run, and a prefix of the literal after it, itself (``_run_path``);
+  of one class then a literal (``HOLD_RUNS``: gpt_oss's ``\\s*to=functions\\.``, muse_glimmer's
+  ``[ \\t]*to=``) holds a trailing run, and a prefix of the literal after it, itself
+  (``_run_path``; with one such literal, or several sharing their class and first two
+  characters, a chunk without the trigger and those two characters is read by ``feed`` itself);
 * value regions -- in a v2 region that ends where its value ends, such a chunk goes to the
   value's decoder without a scan while the value goes on (``_value_chunk``);
 * held regex -- while held text starts a regex delimiter that is still being written, a chunk is
@@ -1059,6 +1061,12 @@ BLOCK = 256
 SPLIT_IDS = 4
 #: held text at least this long is searched again only once it has doubled (see StreamParser._run)
 LONG_HOLD = 1024
+#: _run gives a value decoder the text up to the next delimiter in one piece when it is at most
+#: this long, or while such pieces add up to at most VALUE_BUDGET times the buffer in one pass (a
+#: long value is then read whole by the json decoder's C reader); else in windows that double from
+#: this size (issue 33): most tool-call values end inside the first one
+VALUE_WINDOW = 4096
+VALUE_BUDGET = 8
 
 _NO_GROUPS: dict = {}  # shared, read-only: processors copy the scope they are given
 # Stands for "no trigger character at all" (a region that runs to the end of the stream): a chunk
@@ -1098,11 +1106,13 @@ def _one_run(rows: tuple | None, triggers: str | None, heads: tuple | None) -> t
     character a chunk routed whole must not end with -- a class character, or the literal's
     first -- to ``(what goes on with held text ending in it, the class characters)`` (both
     frozensets: the class, or the literal's second character); ``lead`` is the literal's first
-    two characters and ``chars`` the class. A state qualifies with exactly one run-and-literal
-    delimiter (``rows``, as ``_RUNS`` holds them) whose literal has two characters or more,
-    none of them in the class; exactly one trigger character; and no character of a trigger
-    or a head (``heads`` as :func:`_read_heads` reads them) in the class or the literal's
-    first character (gpt_oss's answer: ``\\s*to=functions\\.``, ``<`` and ``<|``).
+    two characters and ``chars`` the class. A state qualifies with run-and-literal delimiters
+    (``rows``, as ``_RUNS`` holds them) that share their class and their literal's first two
+    characters (one delimiter, or muse_glimmer's three ``[ \\t]*to=self``, ``[ \\t]*to=``,
+    ``[ \\t]*to=user``), each literal two characters or more, none of them in the class; exactly
+    one trigger character; and no character of a trigger or a head (``heads`` as
+    :func:`_read_heads` reads them) in the class or the literals' first character (gpt_oss's
+    answer: ``\\s*to=functions\\.``, ``<`` and ``<|``).
 
     Why that is enough (compiler/automaton.py ``HoldRun``; the same rule as
     :meth:`StreamParser._run_path`): in a chunk without the trigger and without the literal's
@@ -1113,13 +1123,19 @@ def _one_run(rows: tuple | None, triggers: str | None, heads: tuple | None) -> t
     partial match only through a chunk that starts with a class character (a chunk that starts
     with the literal's first character and not with its first two ends it); held text that ends
     in the literal's first character, without the literal's first two, is a run and that
-    character, and only the literal's second character goes on with it."""
-    if not rows or len(rows) != 1 or triggers is None or len(triggers) != 1:
+    character, and only the literal's second character goes on with it. Several delimiters
+    with the same class and the same first two literal characters change none of this: a chunk
+    without those two holds none of their literals, and a proper prefix of one that ends it is
+    the shared first character."""
+    if not rows or triggers is None or len(triggers) != 1:
         return None
     chars, literal, _ = rows[0]
     first = literal[0]
     seen = set(triggers) | (set().union(*heads[0]) if heads is not None else set())
-    if len(literal) < 2 or chars.intersection(literal) or first in seen or chars.intersection(seen):
+    for other, lit, _ in rows:
+        if other != chars or len(lit) < 2 or lit[:2] != literal[:2] or chars.intersection(lit):
+            return None
+    if first in seen or chars.intersection(seen):
         return None
     ends = {c: (chars, chars) for c in chars}
     ends[first] = (frozenset(literal[1]), chars)
@@ -1310,7 +1326,7 @@ class StreamParser:
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
                  "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd", "_rxt", "_rxskip", "_rxbase", "_rxbuf", "_rxat",
-                 "_rxspent", "_loose", "boundary_hook")
+                 "_rxspent", "_loose", "boundary_hook", "_mute")
 
     #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -1368,6 +1384,13 @@ class StreamParser:
         cls._FAST = tuple((triggers, _read_heads(triggers, heads)) for triggers, heads in cls.FAST_PATH)
         cls._LITS = cls.HOLD_LITERALS or (None,) * len(cls.FAST_PATH)
         cls._RUN1 = tuple(_one_run(rows, triggers, heads) for rows, (triggers, heads) in zip(cls._RUNS, cls._FAST))
+        if cls.CONTEXT == 0 and any(one is not None for one in cls._RUN1):
+            # The run quickest path keeps one decided character before the text it holds
+            # (StreamParser.feed, _held_run): a template whose delimiters need no context
+            # (muse_glimmer) keeps one, for start anchors only (ANCHOR_CONTEXT), as gpt_oss does.
+            # Keeping more decided text than the delimiters read changes no search.
+            cls.CONTEXT = 1
+            cls.ANCHOR_CONTEXT = True
         # a state with runs takes the quickest path only through its own branch (a chunk ending in
         # the class is held), and only with one run delimiter and CONTEXT 1 (see _quick_trigger)
         lazy = bool(cls.CONTEXT) and not cls.ANCHOR_CONTEXT
@@ -1400,6 +1423,9 @@ class StreamParser:
         #: response offset the last scan started at, and the bounded searches' seconds since
         self._rxat = -1
         self._rxspent = 0.0
+        #: True on a parser the whole-text path finishes (runtime/whole.py ``finish``): its events
+        #: are returned by no call, so ``_begin``, ``_route`` and ``_close`` build none (issue 33)
+        self._mute = False
         if errors not in ERRORS:
             raise ValueError(f"errors must be one of {list(ERRORS)}, got {errors!r}")
         self._recover = errors == "recover"
@@ -2059,6 +2085,7 @@ class StreamParser:
         memo = [None] * self.MEMO_SLOTS
         n = len(buf)
         closing: dict = {}  # per call-section state, where a cut closer of it may start (eos)
+        spent = 0  # characters given to value decoders in pieces longer than VALUE_WINDOW
         while True:
             if self._again is not None:
                 # errors="recover": the region's own opener written again at its start
@@ -2117,15 +2144,38 @@ class StreamParser:
                 # v2: a region that ends where its value ends; its decoder sees every body piece
                 limit = start if start >= 0 else len(buf) if eos else hold
                 if limit > pos:
-                    piece = buf[pos:limit]
-                    k = self._bd.feed(piece)
+                    decoder = self._bd
+                    rest = limit - pos
+                    if rest <= VALUE_WINDOW or spent + rest <= VALUE_BUDGET * n:
+                        # all of it in one piece (a long value is then read by the json
+                        # decoder's C reader whole); a piece longer than VALUE_WINDOW counts
+                        # against a budget of VALUE_BUDGET times the buffer per pass
+                        if rest > VALUE_WINDOW:
+                            spent += rest
+                        k = decoder.feed(buf[pos:limit])
+                    else:
+                        # Windows that double from VALUE_WINDOW characters until the value ends:
+                        # given all of the text up to limit each time, every value of a state
+                        # that watches no delimiter (llama3_json's calls) cost the rest of the
+                        # text, so many calls were quadratic (issue 33: 32,000 calls in 1.8 MB,
+                        # 2.2 s); past the budget a value longer than a window is read by the
+                        # decoder piece by piece (its character scan)
+                        at, step, k = pos, VALUE_WINDOW, -1
+                        while at < limit:
+                            stop = at + step if limit - at > step else limit
+                            k = decoder.feed(buf[at:stop])
+                            if k >= 0:
+                                k += at - pos
+                                break
+                            at = stop
+                            step *= 2
                     if k >= 0:
                         if k:
-                            self._route(events, piece[:k])
+                            self._route(events, buf[pos:pos + k])
                         pos += k
                         self._end_value(events)
                         continue
-                    self._route(events, piece)
+                    self._route(events, buf[pos:limit])
                     pos = limit
             if start >= 0:
                 if start > pos:
@@ -2422,7 +2472,7 @@ class StreamParser:
         self._opened = True
         if self._recover:
             self._watch_again(opener, "opener-again", region.slot)
-        if region.slot is not None:
+        if region.slot is not None and not self._mute:
             event = {"type": "region_open", "field": region.slot}
             if region.label is not None:
                 event["region"] = region.label
@@ -2531,6 +2581,15 @@ class StreamParser:
             if self._region is not None and self._state in self._sections():
                 self._section_text(text)
             self._sunk += len(text)  # the null sink, or a region whose slot is null: discarded
+            return
+        if self._mute:
+            # the whole-text path (runtime/whole.py): no event is returned, so none is built
+            self._opened = True
+            body = self._body
+            body.append(text)
+            if len(body) >= BLOCK:
+                self._blocks.append("".join(body))
+                body.clear()
             return
         if not self._opened:
             self._opened = True
@@ -2696,11 +2755,11 @@ class StreamParser:
                         value, notes = self._recovered(region, text, scope, closer, eos)
                     else:
                         value = region.process(text, scope)
-                    if value.__class__ is not str and not (
-                            value.__class__ is _DICT and region.typed and self._tools is None
-                            and _plain_call(value)):
+                    cls = value.__class__
+                    if cls is not str and not (region.typed and self._tools is None and (
+                            _plain_call(value) if cls is _DICT else cls is _LIST and _plain_calls(value))):
                         # (a str is no tool call: the name check and the typing leave it as it is;
-                        # a plain call passes both checks, see _plain_call)
+                        # a plain call, or a list of them, passes both checks, see _plain_call)
                         if region.typed:
                             check_tool_call_names(value, region.slot)
                             if self._tools is not None:
@@ -2726,6 +2785,9 @@ class StreamParser:
                     self._opened = False
                     return at + len(closer)
             self._store(region, value)
+            if self._mute:
+                self._opened = False  # (the whole-text path: no event, see _route)
+                return at + len(closer)
             event = {"type": "region_close", "field": region.slot, "value": value}
             if region.label is not None:
                 event["region"] = region.label
@@ -3010,8 +3072,10 @@ def _plain_call(call: dict) -> bool:
     1.2 us of a call's 5-8 us): every key a ``str``; every value a ``str``, ``int``, ``bool`` or
     None, except ``"function"``, a dict whose ``"name"`` is a name already checked
     (``tools._GOOD_NAMES``) and whose values are such leaves too, except ``"arguments"``, a
-    ``str`` or a dict of such leaves. No float anywhere, so nothing non-finite. False for anything
-    else, which then takes both checks (the answer is never wrong, only sometimes slow)."""
+    ``str`` or a dict with ``str`` keys whose values are such leaves or hold nothing non-finite
+    (:func:`_non_finite` of each nested value: xlam's ``{"stops": [...], "options": {...}}``). No
+    other float anywhere, so nothing non-finite. False for anything else, which then takes both
+    checks (the answer is never wrong, only sometimes slow)."""
     function = call.get("function")
     if function.__class__ is not _DICT:
         return False
@@ -3032,8 +3096,20 @@ def _plain_call(call: dict) -> bool:
         if key != "arguments" or cls is not _DICT:
             return False
         for k, v in value.items():
-            if k.__class__ is not _STR or v.__class__ not in _LEAVES:
+            if k.__class__ is not _STR:
                 return False
+            if v.__class__ not in _LEAVES and _non_finite(v) is not None:
+                return False  # (a nested value: lists and objects of arguments, walked once)
+    return True
+
+
+def _plain_calls(calls: list) -> bool:
+    """:func:`_plain_call` of every item of ``calls`` (a list: a region whose transform makes one
+    call per item, mistral_nemo's ``[TOOL_CALLS][...]``); True for an empty list, which both checks
+    let through too (``check_tool_call_names`` looks at each item, ``_non_finite`` at each item)."""
+    for call in calls:
+        if call.__class__ is not _DICT or not _plain_call(call):
+            return False
     return True
 
 

@@ -494,7 +494,7 @@ def _direct(transform: Any, group_names: frozenset, v2: bool, each: bool = False
             return 2, _direct_lookup(root, tuple(keys), root in group_names, each, v2)
         if isinstance(t, dict):
             if v2 and FIRST in t:
-                return None
+                return _direct_first(t, pattern, node) if not each and len(t) == 1 else None
             parts = [(k, node(v)) for k, v in t.items()]
             if any(part is None for _, part in parts):
                 return None
@@ -532,6 +532,76 @@ def _direct(transform: Any, group_names: frozenset, v2: bool, each: bool = False
         return out
 
     return build_each
+
+
+def _holds_placeholder(t: Any, pattern: Any) -> bool:
+    """Whether a transform value holds a placeholder string or an operator dict anywhere."""
+    if isinstance(t, str):
+        return pattern.fullmatch(t) is not None
+    if isinstance(t, dict):
+        return any(k.startswith("$") for k in t if isinstance(k, str)) or any(
+            _holds_placeholder(v, pattern) for v in t.values())
+    if isinstance(t, list):
+        return any(_holds_placeholder(v, pattern) for v in t)
+    return False
+
+
+def _direct_first(t: dict, pattern: Any, node: Callable) -> tuple[int, Any] | None:
+    """The direct builder of ``{"$first": [A, B, ..., DEFAULT]}`` (see :func:`_direct`) when
+    every alternative is a placeholder on ``content`` without ``$key``/``$value`` segments or a
+    literal without placeholders (issue 33: json tool calls' ``{"$first": ["{content.parameters}",
+    "{content.arguments}", {}]}``, built at every call); None otherwise.
+
+    As :func:`_first` decides: the first alternative whose path resolves (every key present in a
+    dict, the value not None) gives the value; a literal always resolves and is built fresh. A
+    value on the path that is a dict subclass, or no alternative resolving, raises
+    :class:`_Miss` (the general ``finish`` then decides)."""
+    alternatives = t[FIRST]
+    if not isinstance(alternatives, list) or not alternatives:
+        return None
+    steps: list[tuple[int, Any]] = []
+    for alternative in alternatives:
+        if isinstance(alternative, str):
+            m = pattern.fullmatch(alternative)
+            if m is None:
+                steps.append((0, alternative))
+                continue
+            root, *keys = m.group(1).split(".")
+            if root != "content" or any(key.startswith("$") for key in keys):
+                return None
+            steps.append((1, tuple(keys)))
+        elif isinstance(alternative, (dict, list)) and not _holds_placeholder(alternative, pattern):
+            built = node(alternative)
+            if built is None:
+                return None
+            steps.append(built if built[0] != 1 else (0, None))
+        elif isinstance(alternative, _IMMUTABLE):
+            steps.append((0, alternative))
+        else:
+            return None
+    steps_t = tuple(steps)
+
+    def first(value: Any, captures: dict) -> Any:
+        for kind, arg in steps_t:
+            if kind == 0:
+                return arg
+            if kind == 2:
+                return arg(value, captures)
+            got = value
+            for key in arg:
+                if got.__class__ is not dict:
+                    if isinstance(got, dict):
+                        raise _MISS
+                    break
+                if key not in got:
+                    break
+                got = got[key]
+            else:
+                if got is not None:
+                    return got
+        raise _MISS
+
+    return 2, first
 
 
 def _direct_lookup(root: str, keys: tuple[str, ...], declared: bool, each: bool,

@@ -252,6 +252,33 @@ def test_run_path_holds_trailing_whitespace_without_scanning():
         _compare(module, "", text, None, f"gpt_oss-run/{i}")
 
 
+def test_run_path_takes_prose_with_spaces_and_t_without_scanning():
+    """muse_glimmer's openers ``(?:<|start|>assistant)?[ \\t]*to=self…`` (and ``to=…``, ``to=user``)
+    start with a space, a tab, a ``t`` or ``<``: as first characters every chunk of prose holds
+    one, so every chunk was scanned (issue 33: streaming at 25x the floor). They are runs and a
+    literal (HOLD_RUNS, compiler/automaton.py ``ranked``): only ``to=`` or a ``<|`` in the text,
+    or a run and a piece of the literal at its end, make the fast path stop."""
+    module, Counted, calls = _counted("muse_glimmer")
+    assert module.ResponseParser.FAST_PATH[0][0] == "<"
+    assert [row[1] for row in module.ResponseParser.HOLD_RUNS[0]] == ["to=self", "to=", "to=user"]
+    parser = Counted("")
+    parser.feed("So")
+    chunk = lambda text: {"type": "region_chunk", "field": "content", "text": text, "dirty": False}  # noqa: E731
+    assert parser.feed("me text to ") == [chunk("me text to")]  # " " may begin "[ \t]*to=": held
+    assert parser.feed("the tent ") == [chunk(" the tent")]
+    assert parser.feed("\tt") == []  # " \tt" may still become " \tto=user<|message|>"
+    assert parser.feed("oo ") == [chunk(" \ttoo")]
+    assert len(calls) == 1  # no scan since the first chunk
+    message, _ = parser.finalize()
+    assert message["content"] == "Some text to the tent \ttoo"
+    texts = ["Some text to the tent", "to=self<|message|>think <|eot|> then to=user<|message|>answer",
+             "a \t to=user<|message|>b", "x <|start|>assistant to=f.g<|message|><atem:function_calls>"
+             "\n<atem:invoke name=\"f.g\">\n<atem:parameter name=\"a\">1</atem:parameter>\n</atem:invoke>"
+             "\n</atem:function_calls> y to", "tail t", "to= x to=y to"]
+    for i, text in enumerate(texts):
+        _compare(module, "", text, None, f"muse-run/{i}")
+
+
 #: gpt_oss answers around its run-and-literal opener ``\s*to=functions\.``: held whitespace at
 #: chunk ends, whitespace then ``t``, near misses of the literal, a real call after held
 #: whitespace, ``<|channel|>`` after held whitespace, and texts that end in held text
@@ -340,6 +367,78 @@ def test_run_quickest_path_is_taken():
     assert parser.feed("=x") == [chunk(" to=x")]
     message, _ = parser.finalize()
     assert message["content"] == "Some words and the \nrest then at to=x"
+
+
+#: muse_glimmer texts around its three run-and-literal openers ``[ \t]*to=self``, ``[ \t]*to=``,
+#: ``[ \t]*to=user`` (each after an optional ``<|start|>assistant``)
+_MUSE_TEXTS = [
+    "Some words \t to=user<|message|>the answer<|eot|> after",
+    "a  t b  to c to= d to=s e to=self\n x  t",
+    "the tt  tto=self<|message|>think<|eom|>tail ",
+    "x <|start|>assistant to=f.g<|message|><atem:function_calls>\n<atem:invoke name=\"f.g\">\n"
+    "<atem:parameter name=\"a\">1</atem:parameter>\n</atem:invoke>\n</atem:function_calls> y t",
+    "a <b t<|eot|> t< t <| tto",
+    "it ends in t",
+    "it ends in a run \t ",
+    "t",
+    " ",
+    "a t\to t o t=to\n to",
+]
+
+
+def _muse_slow(module):
+    """The general path of muse_glimmer as generated: no fast paths, and its own CONTEXT 0 (the
+    run quickest path keeps one decided character, runtime/stream.py ``__init_subclass__``)."""
+    class General(_slow(module)):
+        __slots__ = ()
+        CONTEXT = 0
+        ANCHOR_CONTEXT = False
+
+    return General
+
+
+@pytest.mark.parametrize("errors", ["strict", "recover"])
+def test_run_quickest_path_several_runs_at_every_split(errors):
+    """muse_glimmer's answer state watches three run-and-literal openers with the same class and
+    the same first two literal characters (``to``): one quickest path serves them all
+    (runtime/stream.py ``_one_run``). Every text split in two at every offset, in three at every
+    pair of offsets (short texts), character by character and in random chunkings gives the
+    events and the message of the general path (with the template's own CONTEXT 0)."""
+    module = respc.compile_template(REPO / "templates" / "muse_glimmer.json")
+    assert module.ResponseParser._RUN1[0] is not None and module.ResponseParser.CONTEXT == 1
+    slow = _muse_slow(module)
+    assert slow.CONTEXT == 0
+    for text in _MUSE_TEXTS:
+        splits = [[text[:i], text[i:]] for i in range(1, len(text))]
+        if len(text) <= 30:
+            splits += [[text[:i], text[i:j], text[j:]] for i in range(1, len(text)) for j in range(i + 1, len(text))]
+        splits += list(_chunkings(text, "muse/" + text))
+        for prefix in ("", "<|start|>assistant"):
+            for chunks in splits:
+                fast = _outcome(module.ResponseParser, prefix, chunks, None, errors)
+                assert fast == _outcome(slow, prefix, chunks, None, errors), (prefix, chunks)
+
+
+def test_run_quickest_path_several_runs_random_texts():
+    """Random muse_glimmer outputs spliced from runs of spaces and tabs, ``t``, pieces of its
+    literals, its delimiters and prose, in random chunks of 1 to 6 characters: the events and
+    messages are those of the general path."""
+    module = respc.compile_template(REPO / "templates" / "muse_glimmer.json")
+    slow = _muse_slow(module)
+    pieces = [" ", "  ", "\t", "\n", "t", "to", "to=", "to=s", "to=self", "to=u", "to=user", "to=f.g", "<|message|>",
+              "<|eot|>", "<|eom|>", "<|", "<", "a", "the ", "word", "tt", "o=", "<|start|>assistant",
+              "<atem:function_calls>", "</atem:function_calls>", "self", "user"]
+    rng = random.Random("muse-run")
+    for k in range(300):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 16)))
+        chunks, i = [], 0
+        while i < len(text):
+            step = rng.randint(1, 6)
+            chunks.append(text[i:i + step])
+            i += step
+        for errors in ("strict", "recover"):
+            fast = _outcome(module.ResponseParser, "", chunks, None, errors)
+            assert fast == _outcome(slow, "", chunks, None, errors), chunks
 
 
 def test_three_character_heads_route_near_misses_without_scanning():

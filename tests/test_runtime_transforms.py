@@ -452,8 +452,17 @@ DIRECT_TRANSFORMS = [
     {"n": "{other}"},
     {"$first": ["{content.x}", "lit"]},  # a literal dict in v1, the operator in v2 (not direct)
     {"k": "{content.$key}"},  # a literal string in v1, a segment in v2 (not direct)
+    # $first over content paths and literals: direct in v2 (issue 33), json tool calls' form first
+    {"type": "function", "function": {"name": "{content.name}",
+                                      "arguments": {"$first": ["{content.parameters}", "{content.arguments}", {}]}}},
+    {"$first": ["{content.x.y}", "{content.x}", "lit"]},
+    {"$first": ["{content}", {"a": [1, "s"]}]},
+    {"$first": ["{content.x}"]},  # no default: nothing resolves on most bodies
+    {"$first": ["{content.x}", "{name}"]},  # a root other than content: not direct
 ]
-DIRECT_BODIES = ['{"x": {"y": 1}}', "[1, 2]", '"s"', '{"x": 2}', "{}", "null", '{"x": {"z": 1}}', "oops"]
+DIRECT_BODIES = ['{"x": {"y": 1}}', "[1, 2]", '"s"', '{"x": 2}', "{}", "null", '{"x": {"z": 1}}', "oops",
+                 '{"x": null}', '{"x": {"y": null}}', '{"name": "f", "parameters": {"a": 1}}',
+                 '{"name": "f", "arguments": {"b": 2}}', '{"name": "f", "parameters": null, "arguments": "x"}']
 DIRECT_CAPTURES = [{}, {"name": "f"}, {"other": 3}, {"name": None, "content": "shadowed"}]
 
 
@@ -520,7 +529,8 @@ def test_direct_builder_keeps_key_order_and_scope_objects():
 
     assert _direct(TOOL_CALL, frozenset({"name"}), True) is not None  # the shortcut is what runs
     assert _direct(TOOL_CALL, frozenset(), True, True) is not None
-    assert _direct({"$first": ["{content}"]}, frozenset(), True) is None
+    assert _direct({"$first": ["{name}", {}]}, frozenset({"name"}), True) is None  # not a content path
+    assert _direct({"$first": ["{content.parameters}", {}]}, frozenset(), True) is not None  # issue 33
     process = make_field_processor("tool_calls", "json", {}, TOOL_CALL, False, ("name",), v2=True)
     got = process('{"city": "Paris"}', {"name": "get_weather"})
     assert list(got) == ["type", "function"] and list(got["function"]) == ["name", "arguments"]

@@ -34,6 +34,12 @@ VALUES = [
     {"function": "get_weather"},
     {"name": "get_weather", "arguments": {"x": NAN}},
     {1: "a", "function": {"name": "get_weather"}},
+    # nested arguments (xlam's lists and objects): plain when nothing inside is non-finite
+    {"function": {"name": "get_weather", "arguments": {"stops": ["Paris", {"k": None}], "o": {"t": {"c": 1}}}}},
+    {"function": {"name": "get_weather", "arguments": {"stops": ["Paris", {"k": NAN}]}}},
+    {"function": {"name": "get_weather", "arguments": {"o": {INF: 1}}}},
+    {"function": {"name": "get_weather", "arguments": {"o": {1.5: 1, "x": (2, -INF)}}}},
+    {"function": {"name": "get weather", "arguments": {"o": [1]}}},
 ]
 
 
@@ -54,7 +60,7 @@ def test_plain_call_only_when_both_checks_pass(value):
     if stream._plain_call(value):
         assert verdict is None
     # and the first three, the common shapes, take the quick way
-    if value is VALUES[0] or value is VALUES[1] or value is VALUES[2]:
+    if value is VALUES[0] or value is VALUES[1] or value is VALUES[2] or value is VALUES[20]:
         assert stream._plain_call(value)
 
 
@@ -85,3 +91,22 @@ def test_non_finite_finds_the_first(value):
     assert (got is None) == (want is None)
     if want is not None:
         assert got is want or (math.isnan(got) and math.isnan(want)) or got == want
+
+
+LISTS = [[VALUES[0], VALUES[1]], [], [VALUES[0], VALUES[7]], [VALUES[0], VALUES[13]], [VALUES[2], "x"],
+         [VALUES[0], [VALUES[0]]], [VALUES[0], {"function": {"name": "get_weather", "arguments": {"x": INF}}}],
+         [VALUES[4], VALUES[0]]]
+
+
+@pytest.mark.parametrize("value", LISTS, ids=range(len(LISTS)))
+def test_plain_calls_only_when_both_checks_pass(value):
+    # a list of calls (a transform_each region, mistral_nemo's [TOOL_CALLS][...]) takes the quick
+    # way only when the two checks pass it as well
+    tools.check_tool_call_names(VALUES[0], "tool_calls")
+    verdict = _checks(value)
+    if stream._plain_calls(value):
+        assert verdict is None
+    if value is LISTS[0] or value is LISTS[1]:
+        assert stream._plain_calls(value)
+    else:
+        assert not stream._plain_calls(value)

@@ -139,6 +139,9 @@ def _code_stop(firsts: str) -> re.Pattern:
 
 
 _PLAIN_CODE_STOP = _code_stop("")
+#: per ``string_delims`` tuple: (its non-empty pairs, their openers' first characters, the code
+#: stop search), derived once instead of per decoder (one decoder per tool call; issue 33)
+_DELIM_PLANS: dict = {}
 _WAIT = object()  # "the held text might still become a delimiter"
 
 
@@ -164,10 +167,18 @@ class JsonBoundary(Boundary):
         self.status = UNDECIDED
         self._accept = accept
         if string_delims:
-            self._delims = tuple((o, c) for o, c in string_delims if o and c)
-            firsts = "".join(sorted({o[0] for o, _ in self._delims}))
-            self._opener_firsts = firsts
-            self._code_stop = _code_stop(firsts)
+            try:
+                plan = _DELIM_PLANS.get(string_delims)
+                known = True
+            except TypeError:  # a list: derived each time (the factory passes a tuple of pairs)
+                plan, known = None, False
+            if plan is None:
+                delims = tuple((o, c) for o, c in string_delims if o and c)
+                firsts = "".join(sorted({o[0] for o, _ in delims}))
+                plan = (delims, firsts, _code_stop(firsts))
+                if known and len(_DELIM_PLANS) < 64:
+                    _DELIM_PLANS[string_delims] = plan
+            self._delims, self._opener_firsts, self._code_stop = plan
         else:  # the common case, one decoder per tool call: nothing to derive
             self._delims = ()
             self._opener_firsts = ""
