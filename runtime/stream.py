@@ -328,6 +328,10 @@ def to_text(value: Any, tokenizer: Any, what: str) -> str:
 #: matching in the text so far). A parser's ``regex_timeout=`` overrides it; patterns proven
 #: linear (every catalogue delimiter but those docs/security.md lists) are searched without one.
 REGEX_TIMEOUT = 0.25
+#: the largest ``regex_timeout=`` a parser takes, in seconds (about 11.6 days): the regex engine
+#: reads a timeout of about 1e15 s or more as already past, so every search "timed out" at once
+#: (strict raised on any text; recover looped for ever; red team s11)
+MAX_REGEX_TIMEOUT = 1_000_000.0
 
 
 class _Running(threading.local):
@@ -1228,7 +1232,8 @@ class StreamParser:
             Strict: ``RegexTimeoutError``; recover: a ``regex-timeout`` diagnostic.
 
     Raises:
-        ValueError: ``prefix`` is None, or ``regex_timeout`` is not a positive number.
+        ValueError: ``prefix`` is None, or ``regex_timeout`` is not a positive number of at most
+            :data:`MAX_REGEX_TIMEOUT` seconds (a bool is no number here).
         TypeError: token ids without a tokenizer.
     """
 
@@ -1387,8 +1392,11 @@ class StreamParser:
                  regex_timeout: float | None = None) -> None:
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
-        if regex_timeout is not None and not (isinstance(regex_timeout, (int, float)) and regex_timeout > 0):
-            raise ValueError(f"regex_timeout must be a positive number of seconds, got {regex_timeout!r}")
+        if regex_timeout is not None and not (isinstance(regex_timeout, (int, float))
+                                              and not isinstance(regex_timeout, bool)
+                                              and 0 < regex_timeout <= MAX_REGEX_TIMEOUT):
+            raise ValueError(f"regex_timeout must be a positive number of seconds, at most {MAX_REGEX_TIMEOUT:,.0f} "
+                             f"(docs/security.md, \"Limits\"), got {regex_timeout!r}")
         #: seconds a search of a delimiter not proven linear may run (None: REGEX_TIMEOUT)
         self._rxt = regex_timeout
         self._rxskip = None
