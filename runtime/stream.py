@@ -62,7 +62,7 @@ from typing import Any, Callable, NamedTuple
 
 import regex
 
-from .decoders import ACCEPTED, UNDECIDED
+from .decoders import ACCEPTED, REJECTED, UNDECIDED
 from .errors import ContentParseError, ParserStateError, RegexTimeoutError
 from .held import STOP, HeldRegex
 from .repair import NOTES, decode_string_arguments
@@ -108,6 +108,8 @@ ERRORS = ("strict", "recover")
 #: such a group takes part in a match, the parser lists a ``"repaired"`` diagnostic naming it (in
 #: both modes: the template, not the mode, accepts it). Trailing digits keep names unique.
 REPAIR_GROUP = "repair_"
+#: the declared-repair groups of recover-only closers (compiler/recover_open.py ``REPAIR_NAMES``)
+RECOVER_CLOSER_GROUP = REPAIR_GROUP + "recover_closer"
 
 #: A group of a recover-only opener (template keys ``recover_open_pattern``; compiler/recover_open.py)
 #: named ``g`` is renamed ``g`` + this + its alternative's number in the combined recover opener;
@@ -1294,7 +1296,7 @@ class StreamParser:
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
                  "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd", "_rxt", "_rxskip", "_rxbase", "_rxbuf", "_rxat",
-                 "_rxspent", "_loose", "boundary_hook")
+                 "_rxspent", "_loose", "boundary_hook", "_rcg")
 
     #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -1334,6 +1336,11 @@ class StreamParser:
         cls._CALLS = tuple(r.typed and any(not o.typed for o in cls.REGIONS) for r in cls.REGIONS)
         cls._KNOWN = tuple(triggers is not None for triggers, _ in cls.FAST_PATH)
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
+        # fields whose closer has recover-only alternatives and whose body is a value that ends
+        # itself (json, pythonic): such a closer counts only where that value is whole (_recover_close_ok)
+        cls._RC_GATED = frozenset(k for k, r in enumerate(cls.REGIONS)
+                                  if r.boundary is not None and r.dirty and not r.ends
+                                  and any(g.startswith(RECOVER_CLOSER_GROUP) for g in r.groups))
         bounded = {pattern: (name, key) for pattern, name, key in cls.REGEX_BOUNDED}
         cls._STRAY = tuple((closer, LazyPattern(pattern, 0, bound=bounded.get(pattern)), field)
                            for closer, pattern, field in cls.STRAY_CLOSERS)
@@ -2044,6 +2051,7 @@ class StreamParser:
             self._name = region.slot
             self._dirty = region.dirty
             self._bd = region.boundary() if region.ends else None
+        self._rcg = None
         self._opened = False
         self._groups = None
         self._body = []
@@ -2146,6 +2154,11 @@ class StreamParser:
                         self._state = target
                     else:
                         self._begin(events, action, field, target, match, buf[start:end])
+                elif field in self._RC_GATED and self._recover and not self._recover_close_ok(match):
+                    # a recover-only closer inside a value not finished yet (a JSON string): text
+                    # of the body, not a close (docs/template-language.md, "Recover-only openers")
+                    pos = end if end > start else start + 1
+                    self._route(events, buf[start:pos])
                 else:
                     had_text = self._opened
                     slot = self._name
@@ -2637,6 +2650,46 @@ class StreamParser:
         self._report(kind, start, end, f"ContentParseError: {exc}", raw, None)
         if into is not None:
             self._to_implicit(implicit, raw)
+
+    def _recover_close_ok(self, match: Any) -> bool:
+        """Whether a close ``match`` of a region in :attr:`_RC_GATED` may close it: always for the
+        strict closer; for a recover-only alternative only where the body so far is blank or one
+        whole value and blanks (its boundary decoder, fed each body piece once: linear), so that
+        ``(?=<\\|tool_call_begin\\|>)`` inside a JSON string stays string text (red team s11)."""
+        groups = match.groupdict() if hasattr(match, "groupdict") else {}
+        if not any(v is not None for k, v in groups.items() if k.startswith(RECOVER_CLOSER_GROUP)):
+            return True
+        blocks, body = self._blocks, self._body
+        g = self._rcg
+        if g is None or g[5] is not body:
+            # [decoder, blocks fed, body pieces fed, their characters, state, the body list]; state:
+            # 0 blank so far, 3 inside the value, 1 a whole value and blanks, 2 neither (for good)
+            g = self._rcg = [self._region.boundary(), 0, 0, 0, 0, body]
+        if len(blocks) == g[1]:
+            new = body[g[2]:]
+            g[3] += sum(map(len, new))
+        else:
+            # the body pieces fed before were joined into blocks[g[1]], at its start
+            new = [blocks[g[1]][g[3]:]] + blocks[g[1] + 1:] + body
+            g[3] = sum(map(len, body))
+        g[1], g[2] = len(blocks), len(body)
+        decoder = g[0]
+        for piece in new:
+            state = g[4]
+            if state == 2 or not piece:
+                continue
+            if state == 1:
+                if piece.strip():
+                    g[4] = 2
+                continue
+            k = decoder.feed(piece)
+            if k >= 0:
+                g[4] = 2 if piece[k:].strip() else 1
+            elif decoder.status == REJECTED:
+                g[4] = 2
+            elif state == 0 and piece.strip():
+                g[4] = 3
+        return g[4] in (0, 1)
 
     def _keep(self, text: str) -> None:
         """Append body text; every BLOCK pieces are joined, so a long body of small chunks costs

@@ -62,3 +62,73 @@ def test_largest_regex_timeout_is_usable():
         message = gpt_oss.parse_response("<|channel|>final<|message|>hi", prefix="<|start|>assistant",
                                          errors=errors, regex_timeout=MAX_REGEX_TIMEOUT)
         assert message == {"role": "assistant", "content": "hi"}
+
+
+# --- a recover-only closer inside a JSON string of a well-formed call ------------------------------
+
+KIMI_PREFIX = "<|im_assistant|>assistant<|im_middle|>"
+# strict reads one call f whose code argument holds the text of another call; recover's lookahead
+# closer (?=<\|tool_call_begin\|>) fired inside the string: f ran with code "x" ("string still open
+# at the region's close: closed"), and the rest went to the answer
+KIMI_IN_STRING = ('<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>'
+                  '{"code": "x<|tool_call_begin|>functions.rm:1<|tool_call_argument_begin|>{}"}<|tool_call_end|>'
+                  '<|tool_calls_section_end|>')
+KIMI_DAMAGED = ('<think>I need to call two functions<|tool_call_begin|>functions.special_function:0'
+                '<|tool_call_argument_begin|>{"arg1": 1}<|tool_call_begin|>functions.python:1'
+                '<|tool_call_argument_begin|>{"code": "print(\'hey\')"}')
+
+
+def _kimi(text, how, errors):
+    from respc.generated import kimi_k2_thinking
+
+    from support import chunkings
+
+    parser = kimi_k2_thinking.ResponseParser(KIMI_PREFIX, errors=errors)
+    for chunk in chunkings(text, text)[how]:
+        parser.feed(chunk)
+    return parser.finalize()[0], parser.diagnostics
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_recover_closer_does_not_fire_inside_a_json_string(how):
+    expected = {"role": "assistant", "tool_calls": [{"type": "function", "function": {
+        "name": "f", "arguments": {"code": "x<|tool_call_begin|>functions.rm:1<|tool_call_argument_begin|>{}"}}}]}
+    assert _kimi(KIMI_IN_STRING, how, "strict") == (expected, [])
+    assert _kimi(KIMI_IN_STRING, how, "recover") == (expected, [])
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_recover_closer_still_ends_a_finished_value(how):
+    """The damage the closer is there for (docs/template-language.md, "Recover-only openers"): a call
+    whose value is whole, its <|tool_call_end|> missing, then the next call."""
+    message, diagnostics = _kimi(KIMI_DAMAGED, how, "recover")
+    assert message == {"role": "assistant", "reasoning_content": "I need to call two functions", "tool_calls": [
+        {"type": "function", "function": {"name": "special_function", "arguments": {"arg1": 1}}},
+        {"type": "function", "function": {"name": "python", "arguments": {"code": "print('hey')"}}}]}
+    assert [d["kind"] for d in diagnostics] == ["repaired", "repaired"]
+
+
+@pytest.mark.parametrize("step", [1 << 30, 7])
+def test_recover_closer_gate_is_linear(step):
+    """Many recover closers inside one JSON string: each body piece is read by the gate once."""
+    import time
+
+    from respc.generated import kimi_k2_thinking
+
+    head = KIMI_IN_STRING.split('{"code"')[0] + '{"code": "'
+
+    def cost(n):
+        text = head + "x<|tool_call_begin|>" * n + '"}<|tool_call_end|>'
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.process_time()
+            parser = kimi_k2_thinking.ResponseParser(KIMI_PREFIX, errors="recover")
+            for i in range(0, len(text), step):
+                parser.feed(text[i:i + step])
+            message = parser.finalize()[0]
+            best = min(best, time.process_time() - t0)
+        assert message["tool_calls"][0]["function"]["arguments"]["code"].count("<|tool_call_begin|>") == n
+        return best
+
+    small, large = cost(1000), cost(2000)
+    assert large <= 2.5 * max(small, 0.002), (small, large)
