@@ -132,3 +132,20 @@ def test_recover_closer_gate_is_linear(step):
 
     small, large = cost(1000), cost(2000)
     assert large <= 2.5 * max(small, 0.002), (small, large)
+
+
+# A text body has no structure to ask: kimi_k2_thinking's recover closer ends a think block at a
+# <|tool_call_begin|> even when the block's own </think> follows, so reasoning that mentions the
+# token leaks into the answer (with "</think>") in recover mode, against strict's right reading.
+# Deciding it needs the closer deferred until the region's own close is known not to follow (as
+# DEFER does for openers), i.e. holding the rest of the output: a redesign of recover closers.
+KIMI_THINK_MENTION = '<think>I will write "<|tool_call_begin|>" literally</think>Answer'
+
+
+@pytest.mark.xfail(strict=True, reason="recover-only closer of a text body fires although the body's own "
+                                       "closer follows; needs deferred recover closers (redesign)")
+def test_recover_closer_of_a_closed_think_block_is_text():
+    expected = ({"role": "assistant", "reasoning_content": 'I will write "<|tool_call_begin|>" literally',
+                 "content": "Answer"}, [])
+    assert _kimi(KIMI_THINK_MENTION, "whole", "strict") == expected
+    assert _kimi(KIMI_THINK_MENTION, "whole", "recover") == expected
