@@ -149,3 +149,52 @@ def test_recover_closer_of_a_closed_think_block_is_text():
                  "content": "Answer"}, [])
     assert _kimi(KIMI_THINK_MENTION, "whole", "strict") == expected
     assert _kimi(KIMI_THINK_MENTION, "whole", "recover") == expected
+
+
+# --- numbered group references in a recover-only alternative meant another group ------------------
+
+# In the combined opener (?:OPEN)|(?P<repair_recover_opener>ALT) an alternative's groups are
+# numbered after the strict opener's, so \1, (?1) or (?(1)...) in ALT named the strict opener's
+# group: '\[(?P<name>\w+)\]\1' matches '[ab]ab' on its own but never in recover mode, and the
+# conditional one read 'x[ab!' differently. Refused at load, naming the key.
+NUMBERED = [r"\[(?P<name>\w+)\]\1", r"\[(?P<name>\w+)\](?1)", r"(x)?\[(?P<name>\w+)(?(1)!|\])",
+            r"\[(?P<name>\w+)\]\g<1>", r"\[(?P<name>\w+)\](?-1)", r"\[(?P<name>\w+)\](?R)?"]
+
+
+@pytest.mark.parametrize("alternative", NUMBERED)
+def test_recover_alternative_with_numbered_reference_is_refused(alternative):
+    with pytest.raises(TemplateError, match="recover_open_pattern.*number"):
+        respc.compile_template({"respc_version": 2, "start_anchor": "S", "fields": {
+            "t": {"open_pattern": r"<t=(?P<name>\w+)>", "recover_open_pattern": alternative, "close": "</t>",
+                  "content": "text", "transform": {"n": "{name}", "b": "{content}"}},
+            "content": {"content": "text"}}})
+
+
+@pytest.mark.parametrize("alternative", [r"\[(?P<name>\w+)\](?P=name)", r"[\1](?P<name>\w+)>", r"\\1(?P<name>\w+)>"])
+def test_recover_alternative_without_numbered_reference_loads(alternative):
+    """Named references are renamed with their group; \\1 inside a class, or an escaped backslash
+    before a digit, is no reference."""
+    respc.compile_template({"respc_version": 2, "start_anchor": "S", "fields": {
+        "t": {"open_pattern": r"<t=(?P<name>\w+)>", "recover_open_pattern": alternative, "close": "</t>",
+              "content": "text", "transform": {"n": "{name}", "b": "{content}"}},
+        "content": {"content": "text"}}})
+
+
+# named subroutine calls and conditionals were not renamed with their group: (?&name), (?P>name) and
+# (?(name)...) in the alternative named the strict opener's group, so '[ab]AB' (which the alternative
+# alone matches) stayed text, and '[!' opened a region with name None
+NAMED_USES = [(r"\[(?P<name>\w+)\](?&name)", "[ab]AB body</t>", {"n": "ab", "b": "body"}),
+              (r"\[(?P<name>\w+)\](?P>name)", "[ab]AB body</t>", {"n": "ab", "b": "body"}),
+              (r"\[(?P<name>\w+)?(?(name)\]|!)", "[ab]AB body</t>", {"n": "ab", "b": "AB body"}),
+              (r"\[(?P<name>\w+)?(?(name)\]|!)", "[! body</t>", {"n": None, "b": "body"}),
+              (r"\[(?<name>\w+)\]", "[ab] body</t>", {"n": "ab", "b": "body"})]
+
+
+@pytest.mark.parametrize("alternative,text,value", NAMED_USES)
+def test_recover_alternative_named_uses_follow_their_group(alternative, text, value):
+    module = respc.compile_template({"respc_version": 2, "start_anchor": "S", "fields": {
+        "t": {"open_pattern": r"<t=(?P<name>[a-z]+)>", "recover_open_pattern": alternative, "close": "</t>",
+              "content": "text", "transform": {"n": "{name}", "b": "{content}"}},
+        "content": {"content": "text"}}})
+    assert module.parse_response(text, prefix="S", errors="recover") == {"t": value}
+    assert module.parse_response(text, prefix="S") == {"content": text}
