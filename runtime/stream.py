@@ -2156,8 +2156,10 @@ class StreamParser:
                         self._begin(events, action, field, target, match, buf[start:end])
                 elif field in self._RC_GATED and self._recover and not self._recover_close_ok(match):
                     # a recover-only closer inside a value not finished yet (a JSON string): text
-                    # of the body, not a close (docs/template-language.md, "Recover-only openers")
-                    pos = end if end > start else start + 1
+                    # of the body, not a close (docs/template-language.md, "Recover-only openers");
+                    # the search goes on from the next character, so a delimiter that starts inside
+                    # the refused match is still found
+                    pos = start + 1
                     self._route(events, buf[start:pos])
                 else:
                     had_text = self._opened

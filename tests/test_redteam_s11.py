@@ -198,3 +198,22 @@ def test_recover_alternative_named_uses_follow_their_group(alternative, text, va
         "content": {"content": "text"}}})
     assert module.parse_response(text, prefix="S", errors="recover") == {"t": value}
     assert module.parse_response(text, prefix="S") == {"content": text}
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_literal_recover_closer_of_a_json_field_inside_a_string(how):
+    """The class, on a literal recover closer: text inside a JSON string, a closer after the value."""
+    from support import chunkings
+
+    module = respc.compile_template({"respc_version": 2, "start_anchor": "S", "fields": {
+        "t": {"open": "<t>", "close": "</t>", "recover_close": "</T>", "content": "json"},
+        "content": {"content": "text", "repeats": True, "join": ""}}})
+
+    def parse(text):
+        parser = module.ResponseParser("S", errors="recover")
+        for chunk in chunkings(text, text)[how]:
+            parser.feed(chunk)
+        return parser.finalize()[0], [d["kind"] for d in parser.diagnostics]
+
+    assert parse('<t>{"a": "x</T>y"}</t>') == ({"t": {"a": "x</T>y"}}, [])
+    assert parse('<t>{"a": 1} </T>z') == ({"t": {"a": 1}, "content": "z"}, ["repaired"])
