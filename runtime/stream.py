@@ -336,6 +336,15 @@ REGEX_TIMEOUT = 0.25
 MAX_REGEX_TIMEOUT = 1_000_000.0
 
 
+def _module_limit() -> float:
+    """:data:`REGEX_TIMEOUT` as set (a user may set it), brought into (0.001,
+    :data:`MAX_REGEX_TIMEOUT`]: ``inf`` or ``1e300`` would make every search time out at once."""
+    limit = REGEX_TIMEOUT
+    if not (0.001 <= limit <= MAX_REGEX_TIMEOUT):  # (a NaN too)
+        return 0.001 if limit < 0.001 else MAX_REGEX_TIMEOUT
+    return limit
+
+
 class _Running(threading.local):
     """The parser whose scan runs in this thread (set only by parsers with bounded patterns)."""
 
@@ -386,7 +395,7 @@ class BoundedPattern:
     def _start(self, string: str, pos: int, endpos: int | None) -> tuple[int, float]:
         parser = _RUNNING.parser
         if parser is None:
-            return pos, REGEX_TIMEOUT
+            return pos, _module_limit()
         skip = parser._rxskip
         if skip is not None and string is parser._rxbuf:
             until = skip.get(self.label)
@@ -395,7 +404,7 @@ class BoundedPattern:
                 if pos > (len(string) if endpos is None else endpos):
                     pos = -1
         # the searches from one position share one limit, however many chunks re-read that text
-        left = (parser._rxt or REGEX_TIMEOUT) - parser._rxspent
+        left = (parser._rxt or _module_limit()) - parser._rxspent
         return pos, left if left > 0.001 else 0.001
 
     def _spent(self, t0: float) -> None:
@@ -407,7 +416,7 @@ class BoundedPattern:
         if _RUNNING.parser is None:
             return RegexTimeoutError(self.label[0], self.label[1], self.pattern, None, timeout)
         # the limit the parser was given (the search itself had what was left of it)
-        return _SearchTimeout(self, pos, _RUNNING.parser._rxt or REGEX_TIMEOUT)
+        return _SearchTimeout(self, pos, _RUNNING.parser._rxt or _module_limit())
 
     # search, match and fullmatch are _start, the engine call and _spent written out: one look-up
     # of the running parser instead of two, and no call of either (issue 33: 1.75 us a bounded
@@ -416,7 +425,7 @@ class BoundedPattern:
     def search(self, string: str, pos: int = 0, endpos: int | None = None, **kwargs: Any) -> Any:
         parser = _RUNNING.parser
         if parser is None:
-            timeout = REGEX_TIMEOUT
+            timeout = _module_limit()
         else:
             skip = parser._rxskip
             if skip is not None and string is parser._rxbuf:
@@ -425,7 +434,7 @@ class BoundedPattern:
                     pos = until - parser._rxbase
                     if pos > (len(string) if endpos is None else endpos):
                         return None
-            timeout = (parser._rxt or REGEX_TIMEOUT) - parser._rxspent
+            timeout = (parser._rxt or _module_limit()) - parser._rxspent
             if timeout <= 0.001:
                 timeout = 0.001
         t0 = time.perf_counter()
@@ -440,14 +449,14 @@ class BoundedPattern:
     def match(self, string: str, pos: int = 0, endpos: int | None = None, **kwargs: Any) -> Any:
         parser = _RUNNING.parser
         if parser is None:
-            timeout = REGEX_TIMEOUT
+            timeout = _module_limit()
         else:
             skip = parser._rxskip
             if skip is not None and string is parser._rxbuf:
                 until = skip.get(self.label)
                 if until is not None and pos < until - parser._rxbase:
                     return None  # (_start moved the start: a match at pos is skipped)
-            timeout = (parser._rxt or REGEX_TIMEOUT) - parser._rxspent
+            timeout = (parser._rxt or _module_limit()) - parser._rxspent
             if timeout <= 0.001:
                 timeout = 0.001
         t0 = time.perf_counter()
@@ -1513,7 +1522,7 @@ class StreamParser:
             for match in self.START_ANCHOR.finditer(prefix):
                 last = match.end()
             return last
-        limit = self._rxt or REGEX_TIMEOUT
+        limit = self._rxt or _module_limit()
         try:
             for match in self.START_ANCHOR.finditer(prefix, timeout=limit):
                 last = match.end()

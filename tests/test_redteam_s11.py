@@ -217,3 +217,22 @@ def test_literal_recover_closer_of_a_json_field_inside_a_string(how):
 
     assert parse('<t>{"a": "x</T>y"}</t>') == ({"t": {"a": "x</T>y"}}, [])
     assert parse('<t>{"a": 1} </T>z') == ({"t": {"a": 1}, "content": "z"}, ["repaired"])
+
+
+def test_module_regex_timeout_beyond_the_engine_is_clamped():
+    """The documented module setting (docs/security.md, "Limits") set to ``inf`` to "turn the limit
+    off": every bounded search timed out at once, and gpt_oss in recover mode looped for ever on
+    "hi" (run in a child with a deadline, so the old behaviour fails instead of hanging)."""
+    import subprocess
+    import sys
+
+    code = ("import respc.runtime.stream as s; s.REGEX_TIMEOUT = float('inf'); "
+            "from respc.generated import gpt_oss; "
+            "print([gpt_oss.parse_response('<|channel|>final<|message|>hi', prefix='<|start|>assistant', errors=e)"
+            " for e in ('strict', 'recover')])")
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("a parse with REGEX_TIMEOUT = inf did not end")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == str([{"role": "assistant", "content": "hi"}] * 2)
