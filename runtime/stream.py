@@ -1387,21 +1387,25 @@ class StreamParser:
         """A recover-mode parser of a template with recover-only openers is a ``RECOVER_CLASS``;
         any other is a ``cls``. The parameters are :meth:`__init__`'s, so that
         ``inspect.signature`` of a parser class names them (the batch path asks it for ``errors``)."""
-        recover = cls.RECOVER_CLASS
-        if recover is not None and errors == "recover":
-            if issubclass(recover, cls):
-                cls = recover
-            else:
-                # a subclass of the strict class (a caller's override of some table or method):
-                # its overrides over the recover class's tables, built once per subclass
-                combined = cls.__dict__.get("_RECOVER_OF_SUBCLASS")
-                if combined is None:
-                    combined = type(cls.__name__, (cls, recover), {"__module__": cls.__module__,
-                                                                   "__qualname__": cls.__qualname__})
-                    combined.RECOVER_CLASS = combined
-                    cls._RECOVER_OF_SUBCLASS = combined
-                cls = combined
+        if errors == "recover" and cls.RECOVER_CLASS is not None:
+            cls = cls._recover_class()
         return object.__new__(cls)
+
+    @classmethod
+    def _recover_class(cls) -> type:
+        """The class a recover-mode parser of ``cls`` runs as: ``RECOVER_CLASS`` itself, or for a
+        subclass of the strict class (a caller's override of some table or method) one that puts its
+        overrides over the recover class's tables, built once per subclass."""
+        recover = cls.RECOVER_CLASS
+        if issubclass(recover, cls) or issubclass(cls, recover):
+            return recover if issubclass(recover, cls) else cls
+        combined = cls.__dict__.get("_RECOVER_OF_SUBCLASS")
+        if combined is None:
+            combined = type(cls.__name__, (cls, recover), {"__module__": cls.__module__,
+                                                           "__qualname__": cls.__qualname__})
+            combined.RECOVER_CLASS = combined
+            cls._RECOVER_OF_SUBCLASS = combined
+        return combined
 
     def __init__(self, prefix: Any = None, tools: list | None = None, tokenizer: Any = None,
                  errors: str = "strict", ledger: bool = False, offsets: bool = False,
@@ -1422,6 +1426,10 @@ class StreamParser:
         if errors not in ERRORS:
             raise ValueError(f"errors must be one of {list(ERRORS)}, got {errors!r}")
         self._recover = errors == "recover"
+        if self._recover and type(self).RECOVER_CLASS is not None and not isinstance(self, type(self).RECOVER_CLASS):
+            # errors="recover" reached __init__ but not __new__ (a subclass's __init__ with its own
+            # parameters, or one that sets the default): the recover class all the same
+            self.__class__ = type(self)._recover_class()
         #: ``offsets=True``: every event also carries ``start``/``end``, response offsets (see
         #: docs/events.md, "Offsets"); the unscanned fast path is then off
         self._offsets = bool(offsets)

@@ -268,3 +268,35 @@ def test_no_call_is_read_from_inside_a_value(family, prefix, text):
     module = importlib.import_module(f"respc.generated.{family}")
     message = module.parse_response(text, prefix=prefix, errors="recover")
     assert "rm" not in [c["function"]["name"] for c in message.get("tool_calls", [])]
+
+
+# --- a subclass whose __init__ takes errors= otherwise ran recover mode without the recover class -----
+
+QWEN_NO_TOOL_CALL = "<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>"
+
+
+def _subclasses():
+    from respc.generated import qwen3_coder
+
+    class Positional(qwen3_coder.ResponseParser):  # errors= as the second parameter
+        def __init__(self, prefix, errors="strict"):
+            super().__init__(prefix, errors=errors)
+
+    class Defaulted(qwen3_coder.ResponseParser):  # a serving wrapper that defaults to recover
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("errors", "recover")
+            super().__init__(*args, **kwargs)
+
+    return [lambda: Positional("<|im_start|>assistant\n", "recover"), lambda: Defaulted("<|im_start|>assistant\n")]
+
+
+@pytest.mark.parametrize("make", _subclasses(), ids=["positional", "defaulted"])
+def test_recover_parser_of_any_subclass_reads_recover_openers(make):
+    """StreamParser.__new__ chose the class from its own ``errors`` argument, which a subclass's
+    __init__ need not pass on: the parser then ran with ``errors="recover"`` but the strict tables, and
+    Qwen3-Coder's call without <tool_call> stayed text (its recover-only opener silently absent)."""
+    parser = make()
+    parser.feed(QWEN_NO_TOOL_CALL)
+    message = parser.finalize()[0]
+    assert message["tool_calls"] == [{"type": "function", "function": {"name": "f", "arguments": {"a": "1"}}}]
+    assert "content" not in message
