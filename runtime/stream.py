@@ -1430,6 +1430,11 @@ class StreamParser:
             # errors="recover" reached __init__ but not __new__ (a subclass's __init__ with its own
             # parameters, or one that sets the default): the recover class all the same
             self.__class__ = type(self)._recover_class()
+        elif not self._recover and type(self).RECOVER_CLASS is type(self):
+            # the other way round: __new__ saw errors="recover", __init__ strict; a recover class's
+            # first base is the class it was made for (emit.py: _RecoverParser(ResponseParser);
+            # _recover_class: (subclass, recover class))
+            self.__class__ = type(self).__bases__[0]
         #: ``offsets=True``: every event also carries ``start``/``end``, response offsets (see
         #: docs/events.md, "Offsets"); the unscanned fast path is then off
         self._offsets = bool(offsets)

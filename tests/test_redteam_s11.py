@@ -300,3 +300,19 @@ def test_recover_parser_of_any_subclass_reads_recover_openers(make):
     message = parser.finalize()[0]
     assert message["tool_calls"] == [{"type": "function", "function": {"name": "f", "arguments": {"a": "1"}}}]
     assert "content" not in message
+
+
+def test_strict_parser_of_a_subclass_never_reads_recover_openers():
+    """The other way round: __new__ saw errors="recover", the subclass's __init__ asked for strict
+    (a wrapper that always parses strictly): the strict parser ran the recover class, and
+    Qwen3-Coder's recover-only opener fired in strict mode."""
+    from respc.generated import qwen3_coder
+
+    class AlwaysStrict(qwen3_coder.ResponseParser):
+        def __init__(self, prefix, tools=None, tokenizer=None, errors="strict"):
+            super().__init__(prefix, tools, tokenizer, "strict")
+
+    parser = AlwaysStrict("<|im_start|>assistant\n", None, None, "recover")
+    parser.feed(QWEN_NO_TOOL_CALL)
+    assert parser.finalize()[0] == {"role": "assistant", "content": QWEN_NO_TOOL_CALL}
+    assert parser.diagnostics == []
