@@ -2886,6 +2886,7 @@ class StreamParser:
                 lay contiguously before the close (exact from ``self._exact`` on).
         """
         exact = self._exact
+        reported: set | None = None  # (offset, closer) already reported: fields can share a closer
         for closer, opener, field in self._STRAY:
             if self.REGIONS[field] is region:
                 continue
@@ -2901,7 +2902,10 @@ class StreamParser:
                                  f"for a stray closer's opener ran past its time limit of {exc.timeout} s",
                                  text[since:j], region.slot)
                     found = True
-                if found is None:
+                if found is None and (reported is None or (j, closer) not in reported):
+                    if reported is None:
+                        reported = set()
+                    reported.add((j, closer))
                     owner = self.REGIONS[field]
                     self._report("stray-closer", start + j, start + j + len(closer),
                                  NOTES["stray-closer"].format(closer, owner.name, region.slot), closer,

@@ -316,3 +316,20 @@ def test_strict_parser_of_a_subclass_never_reads_recover_openers():
     parser.feed(QWEN_NO_TOOL_CALL)
     assert parser.finalize()[0] == {"role": "assistant", "content": QWEN_NO_TOOL_CALL}
     assert parser.diagnostics == []
+
+
+# --- one stray closer, one diagnostic (glm5_3_flash: two fields share </tool_call>) ------------------
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_a_stray_closer_shared_by_two_fields_is_reported_once(how):
+    from respc.generated import glm5_3_flash
+
+    from support import chunkings
+
+    text = '<tool_call>f>{"a": 1} trailing</tool_call>'
+    parser = glm5_3_flash.ResponseParser("<|assistant|>", errors="recover")
+    for chunk in chunkings(text, text)[how]:
+        parser.feed(chunk)
+    message = parser.finalize()[0]
+    assert message["content"] == "trailing</tool_call>"
+    assert [(d["kind"], d["start"], d["end"]) for d in parser.diagnostics] == [("stray-closer", 30, 42)]
