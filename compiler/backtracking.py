@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 from functools import lru_cache
 
 from .automaton import _SAMPLES, _item_has, sre_c, sre_parse
@@ -499,23 +500,10 @@ def backtracking_problem(pattern: str) -> str | None:
         cannot read; None when the analysis finds nothing. ``validate`` refuses a pattern with a
         problem at load; ``respc check`` reports it (``backtracking``).
     """
-    original = pattern
-    # POSIX classes ([[:alpha:]]), which the re parser reads as plain characters: any character
-    pattern = _POSIX_CLASS.sub(lambda m: "\\x00-\\U0010ffff", pattern)
-    # subroutine calls ((?1), (?&name), (?P>name)): any text; branch reset: a plain group
-    pattern = _SUBROUTINE.sub("(?:.*)", pattern).replace("(?|", "(?:")
-    try:
-        tree = parse_pattern(pattern, sre_c.SRE_FLAG_DOTALL)
-    except Exception:  # noqa: BLE001 - regex-only syntax: read its classes as any character
-        if "V1" in pattern:
-            pattern = _sets_as_any(pattern)
-        # names used twice (the regex module allows it): plain groups, named backreferences any text
-        pattern = _NAMED_REF.sub("(?:.*)", _NAMED_GROUP.sub("(", pattern))
-        pattern = _FLAG_GROUP.sub(_strip_flags, _REGEX_ONLY_EMPTY.sub("(?:)", _REGEX_ONLY.sub(".", pattern)))
-        try:
-            tree = parse_pattern(pattern, sre_c.SRE_FLAG_DOTALL)
-        except Exception:  # noqa: BLE001 - still unreadable: refused, it cannot be checked
-            return "syntax the backtracking check cannot read, so it cannot be shown safe"
+    read = _read_approximately(pattern)
+    if read is None:
+        return "syntax the backtracking check cannot read, so it cannot be shown safe"
+    pattern, tree = read
     if _nested_unbounded(list(tree)):
         return ("a repeat nested inside an unbounded repeat: a near-miss takes exponential time (write the "
                 "inner one possessive, a++, or inside an atomic group, (?>...))")
@@ -524,7 +512,7 @@ def backtracking_problem(pattern: str) -> str | None:
             marked = parse_pattern(_mark_alternatives(pattern), sre_c.SRE_FLAG_DOTALL)
         except Exception:  # noqa: BLE001 - the marks did not fit (a conditional): as the parser read it
             marked = tree
-        return _ambiguity(pattern, list(marked)) or polynomial_problem(original)
+        return _ambiguity(pattern, list(marked)) or _polynomial_read(pattern, tree)
     except _TooLarge:
         return (f"too large to check for exponential backtracking (more than {_MAX_POSITIONS} one-character items, "
                 f"bounded repeats of up to {UNROLL} copies unrolled, or more than {MAX_WORK:,} steps)")
@@ -652,10 +640,38 @@ def polynomial_problem(pattern: str) -> str | None:
         check; None when the analysis finds nothing (or the syntax is one
         :func:`backtracking_problem` already decides on).
     """
+    read = _read_approximately(pattern)
+    if read is None:
+        return None  # backtracking_problem refuses what it cannot read
+    return _polynomial_read(*read)
+
+
+def _read_approximately(pattern: str) -> tuple[str, Any] | None:
+    """``(pattern as read, its parse tree)``: the ``re`` parser's reading of ``pattern``, with the
+    ``regex`` module's own syntax replaced by what matches at least as much (a POSIX class or a
+    ``\\p{..}`` escape: any character; a subroutine call or a named backreference: any text); None
+    when even that cannot be read. Both checks read a pattern this way, so that a construct the
+    ``re`` parser does not know hides no exponential or polynomial shape (red team s11)."""
+    # POSIX classes ([[:alpha:]]), which the re parser reads as plain characters: any character
+    pattern = _POSIX_CLASS.sub(lambda m: "\\x00-\\U0010ffff", pattern)
+    # subroutine calls ((?1), (?&name), (?P>name)): any text; branch reset: a plain group
+    pattern = _SUBROUTINE.sub("(?:.*)", pattern).replace("(?|", "(?:")
     try:
-        tree = parse_pattern(pattern, sre_c.SRE_FLAG_DOTALL)
-    except Exception:  # noqa: BLE001 - regex-only syntax: backtracking_problem reads it (or refuses it)
-        return None
+        return pattern, parse_pattern(pattern, sre_c.SRE_FLAG_DOTALL)
+    except Exception:  # noqa: BLE001 - regex-only syntax: read its classes as any character
+        if "V1" in pattern:
+            pattern = _sets_as_any(pattern)
+        # names used twice (the regex module allows it): plain groups, named backreferences any text
+        pattern = _NAMED_REF.sub("(?:.*)", _NAMED_GROUP.sub("(", pattern))
+        pattern = _FLAG_GROUP.sub(_strip_flags, _REGEX_ONLY_EMPTY.sub("(?:)", _REGEX_ONLY.sub(".", pattern)))
+        try:
+            return pattern, parse_pattern(pattern, sre_c.SRE_FLAG_DOTALL)
+        except Exception:  # noqa: BLE001 - still unreadable: refused, it cannot be checked
+            return None
+
+
+def _polynomial_read(pattern: str, tree: Any) -> str | None:
+    """:func:`polynomial_problem` of a pattern as :func:`_read_approximately` read it."""
     try:
         try:
             marked = parse_pattern(_mark_alternatives(pattern), sre_c.SRE_FLAG_DOTALL)

@@ -49,7 +49,53 @@ REPAIR_NAME = REPAIR_NAMES["open"]
 #: at most this many alternatives per field and side (docs/security.md, "Limits")
 MAX_RECOVER_OPENERS = 16
 
-_GROUP = regex.compile(r"\(\?P<(\w+)>|\(\?P=(\w+)\)|\\g<(\w+)>")
+# every place a group is named: its definition ((?P<g>, (?<g>), back-references ((?P=g), \\g<g>),
+# subroutine calls ((?P>g), (?&g)) and conditionals ((?(g)...)); each is renamed with the group
+# (any other escape is skipped whole, so an escaped backslash before "g<" names nothing)
+_GROUP = regex.compile(r"\\g<([A-Za-z_]\w*)>|\\.|\(\?P?<([A-Za-z_]\w*)>|\(\?P=(\w+)\)|\(\?P>(\w+)\)|\(\?&(\w+)\)"
+                       r"|\(\?\((?!DEFINE\))([A-Za-z_]\w*)\)", regex.DOTALL)
+
+
+def _numbered_reference(pattern: str) -> str | None:
+    """The first reference to a group by number in ``pattern`` (``\\1``, ``\\g<1>``, ``(?1)``,
+    ``(?-1)``, ``(?R)``, ``(?(1)...)``), outside character classes, or None. In the combined
+    delimiter an alternative's groups are numbered after the strict one's, so such a reference
+    would name another group than it did in the alternative alone (red team s11)."""
+    i, n, depth = 0, len(pattern), 0
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            if depth == 0:
+                m = _NUMBERED_ESCAPE.match(pattern, i)
+                if m:
+                    return m.group()
+            i += 2
+            continue
+        if depth:
+            if c == "[":
+                depth += 1  # a nested set (version 1)
+            elif c == "]":
+                depth -= 1
+            i += 1
+            continue
+        if c == "[":
+            depth = 1
+            i += 1
+            if i < n and pattern[i] == "^":
+                i += 1
+            if i < n and pattern[i] == "]":
+                i += 1  # a ']' first in a class is a character
+            continue
+        if c == "(":
+            m = _NUMBERED_GROUP.match(pattern, i)
+            if m:
+                return m.group()
+        i += 1
+    return None
+
+
+_NUMBERED_ESCAPE = regex.compile(r"\\(?:[1-9][0-9]*|g<[+-]?[0-9]+>)")
+_NUMBERED_GROUP = regex.compile(r"\(\?(?:[+-]?[0-9]+\)|R\)|\([+-]?[0-9]+\)|&[0-9])")
 
 
 def _items(check: Any, spec: dict, key: str, name: str) -> list[str]:
@@ -64,8 +110,12 @@ def _items(check: Any, spec: dict, key: str, name: str) -> list[str]:
 def _rename(pattern: str, k: int) -> str:
     """``pattern`` with each named group ``g`` (and its back-references) renamed ``g__alt<k>``."""
     def sub(m: regex.Match) -> str:
-        g = m.group(1) or m.group(2) or m.group(3)
-        return m.group().replace(g, f"{g}{RECOVER_ALIAS}{k}", 1)
+        if m.lastindex is None:
+            return m.group()  # an escape
+        g = m.group(m.lastindex)
+        start = m.start(m.lastindex) - m.start()
+        text = m.group()
+        return text[:start] + f"{g}{RECOVER_ALIAS}{k}" + text[start + len(g):]
     return _GROUP.sub(sub, pattern)
 
 
@@ -132,6 +182,11 @@ def recover_alternatives(check: Any, name: str, spec: dict, open_: Delimiter | N
                 alternatives.append(regex.escape(item))
                 continue
             compiled = check.compile(item, name, key)
+            numbered = _numbered_reference(item)
+            if numbered is not None:
+                raise check.fail(f"'{key}' {item!r} refers to a group by number ({numbered!r}): in the combined "
+                                 f"{word} its groups are numbered after the field's own {word}'s, so the number "
+                                 "would name another group; name the group and refer to it by name", name, key)
             if item == open_.pattern:
                 raise check.fail(f"'{key}' {item!r} is the field's own {word}", name, key)
             if side == "open" and may_match_empty(item):

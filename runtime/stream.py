@@ -64,7 +64,7 @@ from typing import Any, Callable, NamedTuple
 
 import regex
 
-from .decoders import ACCEPTED, UNDECIDED
+from .decoders import ACCEPTED, REJECTED, UNDECIDED
 from .errors import ContentParseError, ParserStateError, RegexTimeoutError
 from .held import STOP, HeldRegex
 from .repair import NOTES, decode_string_arguments
@@ -110,6 +110,8 @@ ERRORS = ("strict", "recover")
 #: such a group takes part in a match, the parser lists a ``"repaired"`` diagnostic naming it (in
 #: both modes: the template, not the mode, accepts it). Trailing digits keep names unique.
 REPAIR_GROUP = "repair_"
+#: the declared-repair groups of recover-only closers (compiler/recover_open.py ``REPAIR_NAMES``)
+RECOVER_CLOSER_GROUP = REPAIR_GROUP + "recover_closer"
 
 #: A group of a recover-only opener (template keys ``recover_open_pattern``; compiler/recover_open.py)
 #: named ``g`` is renamed ``g`` + this + its alternative's number in the combined recover opener;
@@ -330,6 +332,19 @@ def to_text(value: Any, tokenizer: Any, what: str) -> str:
 #: matching in the text so far). A parser's ``regex_timeout=`` overrides it; patterns proven
 #: linear (every catalogue delimiter but those docs/security.md lists) are searched without one.
 REGEX_TIMEOUT = 0.25
+#: the largest ``regex_timeout=`` a parser takes, in seconds (about 11.6 days): the regex engine
+#: reads a timeout of about 1e15 s or more as already past, so every search "timed out" at once
+#: (strict raised on any text; recover looped for ever; red team s11)
+MAX_REGEX_TIMEOUT = 1_000_000.0
+
+
+def _module_limit() -> float:
+    """:data:`REGEX_TIMEOUT` as set (a user may set it), brought into (0.001,
+    :data:`MAX_REGEX_TIMEOUT`]: ``inf`` or ``1e300`` would make every search time out at once."""
+    limit = REGEX_TIMEOUT
+    if not (0.001 <= limit <= MAX_REGEX_TIMEOUT):  # (a NaN too)
+        return 0.001 if limit < 0.001 else MAX_REGEX_TIMEOUT
+    return limit
 
 
 class _Running(threading.local):
@@ -382,7 +397,7 @@ class BoundedPattern:
     def _start(self, string: str, pos: int, endpos: int | None) -> tuple[int, float]:
         parser = _RUNNING.parser
         if parser is None:
-            return pos, REGEX_TIMEOUT
+            return pos, _module_limit()
         skip = parser._rxskip
         if skip is not None and string is parser._rxbuf:
             until = skip.get(self.label)
@@ -391,7 +406,7 @@ class BoundedPattern:
                 if pos > (len(string) if endpos is None else endpos):
                     pos = -1
         # the searches from one position share one limit, however many chunks re-read that text
-        left = (parser._rxt or REGEX_TIMEOUT) - parser._rxspent
+        left = (parser._rxt or _module_limit()) - parser._rxspent
         return pos, left if left > 0.001 else 0.001
 
     def _spent(self, t0: float) -> None:
@@ -403,7 +418,7 @@ class BoundedPattern:
         if _RUNNING.parser is None:
             return RegexTimeoutError(self.label[0], self.label[1], self.pattern, None, timeout)
         # the limit the parser was given (the search itself had what was left of it)
-        return _SearchTimeout(self, pos, _RUNNING.parser._rxt or REGEX_TIMEOUT)
+        return _SearchTimeout(self, pos, _RUNNING.parser._rxt or _module_limit())
 
     # search, match and fullmatch are _start, the engine call and _spent written out: one look-up
     # of the running parser instead of two, and no call of either (issue 33: 1.75 us a bounded
@@ -412,7 +427,7 @@ class BoundedPattern:
     def search(self, string: str, pos: int = 0, endpos: int | None = None, **kwargs: Any) -> Any:
         parser = _RUNNING.parser
         if parser is None:
-            timeout = REGEX_TIMEOUT
+            timeout = _module_limit()
         else:
             skip = parser._rxskip
             if skip is not None and string is parser._rxbuf:
@@ -421,7 +436,7 @@ class BoundedPattern:
                     pos = until - parser._rxbase
                     if pos > (len(string) if endpos is None else endpos):
                         return None
-            timeout = (parser._rxt or REGEX_TIMEOUT) - parser._rxspent
+            timeout = (parser._rxt or _module_limit()) - parser._rxspent
             if timeout <= 0.001:
                 timeout = 0.001
         t0 = time.perf_counter()
@@ -436,14 +451,14 @@ class BoundedPattern:
     def match(self, string: str, pos: int = 0, endpos: int | None = None, **kwargs: Any) -> Any:
         parser = _RUNNING.parser
         if parser is None:
-            timeout = REGEX_TIMEOUT
+            timeout = _module_limit()
         else:
             skip = parser._rxskip
             if skip is not None and string is parser._rxbuf:
                 until = skip.get(self.label)
                 if until is not None and pos < until - parser._rxbase:
                     return None  # (_start moved the start: a match at pos is skipped)
-            timeout = (parser._rxt or REGEX_TIMEOUT) - parser._rxspent
+            timeout = (parser._rxt or _module_limit()) - parser._rxspent
             if timeout <= 0.001:
                 timeout = 0.001
         t0 = time.perf_counter()
@@ -1265,7 +1280,8 @@ class StreamParser:
             Strict: ``RegexTimeoutError``; recover: a ``regex-timeout`` diagnostic.
 
     Raises:
-        ValueError: ``prefix`` is None, or ``regex_timeout`` is not a positive number.
+        ValueError: ``prefix`` is None, or ``regex_timeout`` is not a positive number of at most
+            :data:`MAX_REGEX_TIMEOUT` seconds (a bool is no number here).
         TypeError: token ids without a tokenizer.
     """
 
@@ -1326,7 +1342,7 @@ class StreamParser:
                  "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
                  "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd", "_rxt", "_rxskip", "_rxbase", "_rxbuf", "_rxat",
-                 "_rxspent", "_loose", "boundary_hook", "_mute")
+                 "_rxspent", "_loose", "boundary_hook", "_mute", "_rcg")
 
     #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -1366,6 +1382,11 @@ class StreamParser:
         cls._CALLS = tuple(r.typed and any(not o.typed for o in cls.REGIONS) for r in cls.REGIONS)
         cls._KNOWN = tuple(triggers is not None for triggers, _ in cls.FAST_PATH)
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
+        # fields whose closer has recover-only alternatives and whose body is a value that ends
+        # itself (json, pythonic): such a closer counts only where that value is whole (_recover_close_ok)
+        cls._RC_GATED = frozenset(k for k, r in enumerate(cls.REGIONS)
+                                  if r.boundary is not None and r.dirty and not r.ends
+                                  and any(g.startswith(RECOVER_CLOSER_GROUP) for g in r.groups))
         bounded = {pattern: (name, key) for pattern, name, key in cls.REGEX_BOUNDED}
         cls._STRAY = tuple((closer, LazyPattern(pattern, 0, bound=bounded.get(pattern)), field)
                            for closer, pattern, field in cls.STRAY_CLOSERS)
@@ -1415,8 +1436,11 @@ class StreamParser:
             _become_recover(self)
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
-        if regex_timeout is not None and not (isinstance(regex_timeout, (int, float)) and regex_timeout > 0):
-            raise ValueError(f"regex_timeout must be a positive number of seconds, got {regex_timeout!r}")
+        if regex_timeout is not None and not (isinstance(regex_timeout, (int, float))
+                                              and not isinstance(regex_timeout, bool)
+                                              and 0 < regex_timeout <= MAX_REGEX_TIMEOUT):
+            raise ValueError(f"regex_timeout must be a positive number of seconds, at most {MAX_REGEX_TIMEOUT:,.0f} "
+                             f"(docs/security.md, \"Limits\"), got {regex_timeout!r}")
         #: seconds a search of a delimiter not proven linear may run (None: REGEX_TIMEOUT)
         self._rxt = regex_timeout
         self._rxskip = None
@@ -1429,6 +1453,11 @@ class StreamParser:
         if errors not in ERRORS:
             raise ValueError(f"errors must be one of {list(ERRORS)}, got {errors!r}")
         self._recover = errors == "recover"
+        if not self._recover and type(self).RECOVER_CLASS is type(self):
+            # a recover class built strict (called directly, or a caller's subclass of it): strict never
+            # reads recover-only delimiters; a recover class's first base is the class it was made for
+            # (emit.py: _RecoverParser(ResponseParser); _become_recover: (subclass, recover class))
+            self.__class__ = type(self).__bases__[0]
         #: ``offsets=True``: every event also carries ``start``/``end``, response offsets (see
         #: docs/events.md, "Offsets"); the unscanned fast path is then off
         self._offsets = bool(offsets)
@@ -1529,7 +1558,7 @@ class StreamParser:
             for match in self.START_ANCHOR.finditer(prefix):
                 last = match.end()
             return last
-        limit = self._rxt or REGEX_TIMEOUT
+        limit = self._rxt or _module_limit()
         try:
             for match in self.START_ANCHOR.finditer(prefix, timeout=limit):
                 last = match.end()
@@ -2067,6 +2096,7 @@ class StreamParser:
             self._name = region.slot
             self._dirty = region.dirty
             self._bd = region.boundary() if region.ends else None
+        self._rcg = None
         self._opened = False
         self._groups = None
         self._body = []
@@ -2193,6 +2223,13 @@ class StreamParser:
                         self._state = target
                     else:
                         self._begin(events, action, field, target, match, buf[start:end])
+                elif field in self._RC_GATED and self._recover and not self._recover_close_ok(match):
+                    # a recover-only closer inside a value not finished yet (a JSON string): text
+                    # of the body, not a close (docs/template-language.md, "Recover-only openers");
+                    # the search goes on from the next character, so a delimiter that starts inside
+                    # the refused match is still found
+                    pos = start + 1
+                    self._route(events, buf[start:pos])
                 else:
                     had_text = self._opened
                     slot = self._name
@@ -2694,6 +2731,46 @@ class StreamParser:
         if into is not None:
             self._to_implicit(implicit, raw)
 
+    def _recover_close_ok(self, match: Any) -> bool:
+        """Whether a close ``match`` of a region in :attr:`_RC_GATED` may close it: always for the
+        strict closer; for a recover-only alternative only where the body so far is blank or one
+        whole value and blanks (its boundary decoder, fed each body piece once: linear), so that
+        ``(?=<\\|tool_call_begin\\|>)`` inside a JSON string stays string text (red team s11)."""
+        groups = match.groupdict() if hasattr(match, "groupdict") else {}
+        if not any(v is not None for k, v in groups.items() if k.startswith(RECOVER_CLOSER_GROUP)):
+            return True
+        blocks, body = self._blocks, self._body
+        g = self._rcg
+        if g is None or g[5] is not body:
+            # [decoder, blocks fed, body pieces fed, their characters, state, the body list]; state:
+            # 0 blank so far, 3 inside the value, 1 a whole value and blanks, 2 neither (for good)
+            g = self._rcg = [self._region.boundary(), 0, 0, 0, 0, body]
+        if len(blocks) == g[1]:
+            new = body[g[2]:]
+            g[3] += sum(map(len, new))
+        else:
+            # the body pieces fed before were joined into blocks[g[1]], at its start
+            new = [blocks[g[1]][g[3]:]] + blocks[g[1] + 1:] + body
+            g[3] = sum(map(len, body))
+        g[1], g[2] = len(blocks), len(body)
+        decoder = g[0]
+        for piece in new:
+            state = g[4]
+            if state == 2 or not piece:
+                continue
+            if state == 1:
+                if piece.strip():
+                    g[4] = 2
+                continue
+            k = decoder.feed(piece)
+            if k >= 0:
+                g[4] = 2 if piece[k:].strip() else 1
+            elif decoder.status == REJECTED:
+                g[4] = 2
+            elif state == 0 and piece.strip():
+                g[4] = 3
+        return g[4] in (0, 1)
+
     def _keep(self, text: str) -> None:
         """Append body text; every BLOCK pieces are joined, so a long body of small chunks costs
         about its own size, not a pointer and a header per chunk."""
@@ -2868,6 +2945,7 @@ class StreamParser:
                 lay contiguously before the close (exact from ``self._exact`` on).
         """
         exact = self._exact
+        reported: set | None = None  # (offset, closer) already reported: fields can share a closer
         for closer, opener, field in self._STRAY:
             if self.REGIONS[field] is region:
                 continue
@@ -2883,7 +2961,10 @@ class StreamParser:
                                  f"for a stray closer's opener ran past its time limit of {exc.timeout} s",
                                  text[since:j], region.slot)
                     found = True
-                if found is None:
+                if found is None and (reported is None or (j, closer) not in reported):
+                    if reported is None:
+                        reported = set()
+                    reported.add((j, closer))
                     owner = self.REGIONS[field]
                     self._report("stray-closer", start + j, start + j + len(closer),
                                  NOTES["stray-closer"].format(closer, owner.name, region.slot), closer,
