@@ -50,8 +50,8 @@ for the greedy form). Anything else is refused (:func:`_possessive`): a followin
 shares some characters with ``X`` and not others, the run entered again from outside its own
 loop (``(?:a++)+``), a bounded or nullable run (``a{1,3}+``, ``a*+``: they stop or skip with an
 ``X`` character next), a longer body (``(?:ab)++``), and a pattern left with a position that can
-no longer reach a match's end (``a++a``: ``regex`` reports every run as a partial match, a
-dead automaton would not). The classes are compared by ``regex`` itself over every code point
+no longer reach a match's end (``a++a``, ``(?:x[^<]++){2}``: held text would then be live
+without being a prefix of any match, which the two cases above rest on). The classes are compared by ``regex`` itself over every code point
 (:func:`_relation`). tests/test_held_regex.py compares such automata with the ``regex`` module's
 partial search on the possessive source, on random strings read whole and cut at every offset.
 """
