@@ -23,8 +23,9 @@ over only the new characters of each chunk: the *position automaton* (Glushkov) 
 delimiter. The runtime runs them together as a lazily built DFA.
 
 Only patterns whose language is their matching are eligible: plain characters, sets, classes,
-groups without flags, alternation and repeats; no anchor, lookaround, backreference, atomic group
-or possessive repeat (these change which texts match, or look at text outside the match), no flag
+groups without flags, alternation and repeats; no anchor, lookaround or backreference (these look
+at text outside the match), no atomic group or possessive repeat (these change which texts match)
+but those :func:`_possessive` proves it can model (below), no flag
 but DOTALL and UNICODE, no case folding, and the ``re`` and ``regex`` parsers must read the source
 alike (``automaton._read_source``). A pattern that matches the empty string is not eligible (it is
 complete everywhere). A one-character item becomes a test that the runtime compiles with ``regex``
@@ -32,11 +33,33 @@ itself, so ``\\s``, ``\\w`` and ``\\d`` keep the ``regex`` module's Unicode mean
 also checked here against the compiler's own reading on sample characters.
 tests/test_held_regex.py checks both cases against the ``regex`` module and the parser's events
 against the scan's.
+
+Possessive runs
+---------------
+A possessive repeat of one class, ``X{m,}+`` with ``m >= 1`` (gpt_oss's name ``[^<\\s]++``), and
+an atomic group holding only such a repeat (``(?>X+)``) or only one-character items
+(``(?>abc)``, which has no choice to give back), are read exactly, not refused. ``X{m,}+`` takes
+the longest run of ``X`` and gives nothing back: after its last position the next character is
+read by the run again when it is in ``X`` and by what follows the run only when it is not. In
+the position automaton that is the greedy form's with each link from the run's looping position
+to a following position ``q`` kept when ``q``'s characters are disjoint from ``X`` (the greedy
+form could not go there either while the run goes on, so nothing changes: the rule "possessive
+equals greedy when what follows can never start with a character of ``X``") and dropped when
+they are all in ``X`` (the possessive run would have taken that character: the path exists only
+for the greedy form). Anything else is refused (:func:`_possessive`): a following position that
+shares some characters with ``X`` and not others, the run entered again from outside its own
+loop (``(?:a++)+``), a bounded or nullable run (``a{1,3}+``, ``a*+``: they stop or skip with an
+``X`` character next), a longer body (``(?:ab)++``), and a pattern left with a position that can
+no longer reach a match's end (``a++a``, ``(?:x[^<]++){2}``: held text would then be live
+without being a prefix of any match, which the two cases above rest on). The classes are compared by ``regex`` itself over every code point
+(:func:`_relation`). tests/test_held_regex.py compares such automata with the ``regex`` module's
+partial search on the possessive source, on random strings read whole and cut at every offset.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import regex
 
@@ -50,6 +73,9 @@ __all__ = ["PositionAutomaton", "position_automaton", "held_automata", "held_pla
 MAX_POSITIONS = 600
 
 _REPEATS = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT)
+_POSSESSIVE = getattr(sre_c, "POSSESSIVE_REPEAT", None)  # Python 3.11+
+_ATOMIC = getattr(sre_c, "ATOMIC_GROUP", None)
+_CHAR_ITEMS = (sre_c.LITERAL, sre_c.NOT_LITERAL, sre_c.ANY, sre_c.RANGE, sre_c.CATEGORY, sre_c.IN)
 
 
 @dataclass(frozen=True)
@@ -142,6 +168,9 @@ class _Builder:
         self.tests: list[str] = []
         self.items: list[tuple] = []
         self.follow: list[set[int]] = []
+        #: per possessive run (:meth:`run`): (its positions, its looping position, the positions
+        #: linked from that one since the run was built: what follows it)
+        self.runs: list[tuple[frozenset[int], int, set[int]]] = []
 
     def position(self, op, av) -> int:
         if len(self.tests) >= MAX_POSITIONS:
@@ -154,6 +183,9 @@ class _Builder:
     def link(self, lasts, firsts) -> None:
         for p in lasts:
             self.follow[p] |= firsts
+        for _positions, loop, after in self.runs:
+            if loop in lasts:
+                after |= firsts
 
     def seq(self, seq) -> tuple[set[int], set[int], bool]:
         """(first, last, nullable) of a sequence of sre items, linking follow sets."""
@@ -194,7 +226,29 @@ class _Builder:
         if op in _REPEATS:
             low, high, body = av
             return self.repeat(low, high, body)
+        if op is _POSSESSIVE and _POSSESSIVE is not None:
+            return self.run(*av)
+        if op is _ATOMIC and _ATOMIC is not None:
+            items = list(av)
+            if all(o in _CHAR_ITEMS for o, _a in items):
+                return self.seq(items)  # (?>abc): no choice inside, nothing to give back
+            if len(items) == 1 and items[0][0] in (sre_c.MAX_REPEAT, _POSSESSIVE):
+                return self.run(*items[0][1])  # (?>X+) is X++
+            raise _Ineligible("an atomic group other than (?>X+) or (?>abc)")
         raise _Ineligible(str(op))
+
+    def run(self, low: int, high: int, body) -> tuple[set[int], set[int], bool]:
+        """A possessive run ``X{low,}+`` of one class (see "Possessive runs" in the module
+        docstring): built as its greedy form, then registered so that :func:`_possessive` can
+        read what follows it once the whole pattern is linked."""
+        items = list(body)
+        if low < 1 or high < sre_c.MAXREPEAT or len(items) != 1 or items[0][0] not in _CHAR_ITEMS:
+            raise _Ineligible("a possessive repeat other than X{m,}+ of one class, m >= 1")
+        start = len(self.tests)
+        first, last, nullable = self.repeat(low, high, items)
+        (loop,) = last  # the looping copy's one position
+        self.runs.append((frozenset(range(start, len(self.tests))), loop, set()))
+        return first, last, nullable
 
     def repeat(self, low: int, high: int, body) -> tuple[set[int], set[int], bool]:
         # body{low,high} is body low times, then (high - low) optional copies (or one loop)
@@ -231,6 +285,65 @@ def _check_tests(builder: _Builder, pattern: str) -> None:
                 raise _Ineligible(f"the test {test!r} reads {c!r} differently")
 
 
+_NONE, _SOME, _ALL = "disjoint", "overlap", "subset"
+
+
+@lru_cache(maxsize=None)
+def _every_character() -> str:
+    return "".join(map(chr, range(0x110000)))
+
+
+def _source(test: str) -> str:
+    """A position's test as ``regex`` source matching one character (a literal is escaped)."""
+    return _literal(ord(test)) if len(test) == 1 else test
+
+
+@lru_cache(maxsize=256)
+def _relation(test: str, run: str) -> str:
+    """How the characters of one position's test lie against a run's class: ``"disjoint"``,
+    ``"subset"`` (all in it) or ``"overlap"``, decided by ``regex`` (DOTALL) over every code
+    point, so ``\\s`` and ``\\w`` keep the ``regex`` module's Unicode meaning."""
+    a, x = _source(test), _source(run)
+    every = _every_character()
+    some_in = regex.search(f"(?={x}){a}", every, regex.DOTALL) is not None
+    some_out = regex.search(f"(?!{x}){a}", every, regex.DOTALL) is not None
+    if not some_in:
+        return _NONE
+    return _SOME if some_out else _ALL
+
+
+def _possessive(builder: _Builder, last: set[int]) -> None:
+    """Read each possessive run of ``builder`` exactly (module docstring, "Possessive runs"):
+    drop the links from its looping position to following positions whose characters are all in
+    its class, keep those to positions disjoint from it.
+
+    Raises:
+        _Ineligible: a following position overlaps the class, the run is entered again from
+            outside its loop, or afterwards a position cannot reach one of ``last``.
+    """
+    for positions, loop, after in builder.runs:
+        run = builder.tests[loop]
+        for q in sorted(after):
+            if q in positions:
+                raise _Ineligible("a possessive run entered again from outside its own loop")
+            relation = _relation(builder.tests[q], run)
+            if relation == _SOME:
+                raise _Ineligible(f"{builder.tests[q]!r} after the possessive run {run!r} shares some characters")
+            if relation == _ALL:
+                builder.follow[loop].discard(q)
+    # every position must still reach a match's end (a++a would not)
+    alive = set(last)
+    grew = True
+    while grew:
+        grew = False
+        for p, follow in enumerate(builder.follow):
+            if p not in alive and follow & alive:
+                alive.add(p)
+                grew = True
+    if len(alive) != len(builder.tests):
+        raise _Ineligible("a position that cannot reach the end of a match")
+
+
 def position_automaton(pattern: str) -> PositionAutomaton | None:
     """The position automaton of one regex delimiter, or None when it is not eligible (see the
     module docstring for what is).
@@ -253,6 +366,8 @@ def position_automaton(pattern: str) -> PositionAutomaton | None:
         if nullable:
             return None
         _check_tests(builder, pattern)
+        if builder.runs:
+            _possessive(builder, last)
     except Exception:  # noqa: BLE001 - anything unreadable (_Ineligible, sre errors): not eligible
         return None
     return PositionAutomaton(tuple(builder.tests), tuple(sorted(first)),

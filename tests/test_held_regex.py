@@ -13,8 +13,11 @@ that the scan would have held from the same offset and emitted nothing, so here:
   empty), in several chunkings, in both error modes, with offsets and the ledger on: events,
   message, diagnostics, ledger and errors must be identical;
 * the shortcut is taken (kimi_k2's opener in 4-character chunks is scanned only a few times);
-* what the compiler refuses (lookarounds, anchors, backreferences, atomic groups, case folding,
-  patterns that match empty).
+* what the compiler refuses (lookarounds, anchors, backreferences, atomic groups and possessive
+  repeats it cannot prove, case folding, patterns that match empty);
+* possessive runs it reads (``[^<\\s]++``, gpt_oss's call opener): the automaton's verdict is the
+  ``regex`` module's on the possessive source itself, on random strings whole and cut at every
+  offset, and gpt_oss's opener in small chunks is no longer scanned per chunk.
 """
 
 from __future__ import annotations
@@ -390,6 +393,10 @@ def test_automaton_verdict_is_the_regex_modules_partial_search():
     r"(?=\{)", r"functools(?=\[)", r"^\s*<think>", r"<a>\b", r"(?<=\n)<x>", r"(<a>)\1", r"(?>ab|a)c",
     r"a*+b", r"(?i)<tool>", r"<x(?i:y)>", r"\s*", r"(?:<a>)?", r"<x>$", r"<x>\Z", r"\Gx",
     r"<x{e<=1}>", r"[[a]b]", r"a{1000}",
+    # possessive runs the compiler cannot prove equal to what it models (compiler/held.py
+    # "Possessive runs"): the run takes what follows (dead), follows partly in its class, is
+    # entered again, nullable, bounded, longer than one class
+    r"a++a", r"x[^<\s]++[a<]", r"x\w++[a\s]", r"(?:a++)+b", r"a{1,3}+b", r"x(?:ab)++c", r"(?>a+|b)c",
 ])
 def test_compiler_refuses_what_the_automaton_does_not_model(pattern):
     assert position_automaton(pattern) is None
@@ -496,3 +503,72 @@ def test_bad_table_text_is_a_clear_error():
         HeldRegex('{"a": 1}')
     built = HeldRegex('[null, ["a"], [0], [[]], [0]]')
     assert built.start is not None and built.build() is built.start and built.run(built.start, "a") is STOP
+
+
+#: possessive runs (and atomic groups) compiler/held.py reads exactly ("Possessive runs"): what
+#: follows is disjoint from the run's class, or (gpt_oss) partly all inside it (a link dropped)
+POSSESSIVE = [
+    r"x[^<\s]++\s", r"<t>[^<\s]++", r"xa++(?:ta)?<", r"x[^<\s]++(?:\s*to=[^<\s]++)?\s*<\|m\|>",
+    r"x[^<\s]++\s*a", r"x\w++(?:\s+\w++)*;", r"x(?>[^<\s]+)(?:\s*to)?<", r"x(?>ab)c|xa", r"<n>\d{2,}+\.\d++",
+    r"to=functions\.(?P<name>[^<\s]++)(?:\s*<\|channel\|>\w+)?\s*(?:<\|message\|>|<\|end\|>)",
+]
+
+
+def _possessive_cases(pattern: str, rng: random.Random):
+    yield from _verdict_cases(pattern, rng)
+    pool = sorted(set(pattern) - set("\\()?:+*[]^")) + list(" \n<tox.é\u00a0")
+    head = regex.sub(r"\\(.)", r"\1", pattern)[:3]  # random tails after the pattern's start
+    for k in range(800):
+        yield head[:k % 4] + "".join(rng.choice(pool) for _ in range(rng.randint(1, 16)))
+
+
+@pytest.mark.parametrize("pattern", POSSESSIVE)
+def test_possessive_run_verdict_is_the_regex_modules_on_the_possessive_source(pattern):
+    """Read as their greedy form with links dropped, possessive runs give the ``regex`` module's
+    own answer on the possessive source: live at 0 with nothing complete is exactly a partial
+    match at 0 (both ways), the verdict is the same whatever offset the text is cut at, and a
+    complete anchored match at the text's end is what the search returns (HeldRegex.edges)."""
+    table = position_automaton(pattern)
+    assert table is not None, pattern
+    held = HeldRegex((None, table.tests, table.first, table.follow, table.last))
+    rx = regex.compile(pattern, regex.DOTALL)
+    rng = random.Random(pattern)
+    live = stopped = 0
+    for s in _possessive_cases(pattern, rng):
+        d = held.run(held.start, s)
+        for cut in range(len(s) + 1):
+            assert held.run(held.run(held.start, s[:cut]), s[cut:]) is d, (pattern, s, cut)
+        m = rx.search(s, 0, partial=True)
+        partial_at_0 = m is not None and m.partial and m.start() == 0
+        assert (d is not STOP) == partial_at_0, (pattern, s, m)
+        live += d is not STOP
+        stopped += d is STOP
+        if table.extends:
+            a = rx.match(s, 0, partial=True)
+            if a is not None and not a.partial and a.end() == len(s):
+                assert m is not None and not m.partial and m.span() == a.span(), (pattern, s)
+    assert live >= 10 and stopped >= 100, (live, stopped)
+
+
+def test_gpt_oss_call_opener_in_small_chunks_is_not_scanned_per_chunk():
+    """The point of "Possessive runs": gpt_oss's call opener ``...to=functions.(?P<name>[^<\\s]++)
+    ...<|message|>`` was ineligible (possessive), so each 4-character chunk from ``to=`` to
+    ``<|message|>`` was a full scan; now the automaton reads them (issue 33: 470 us a call)."""
+    calls: list = []
+    counted, general = _counted(_module("gpt_oss"), calls)
+    opener = "<|start|>assistant<|channel|>commentary to=functions.get_current_weather <|constrain|>json<|message|>"
+    chunks = [opener[i:i + 4] for i in range(0, len(opener), 4)]
+    outcomes = []
+    for parser_class in (counted, general):
+        parser = parser_class("")
+        events = parser.feed("<|channel|>final<|message|>Let me check.<|end|>")
+        calls.clear()
+        events += [e for c in chunks for e in parser.feed(c)]
+        scans = len(calls)
+        events += parser.feed('{"location": "Paris"}<|call|>')
+        message, final = parser.finalize()
+        assert message["tool_calls"][0]["function"]["name"] == "get_current_weather"
+        outcomes.append((scans, events + final))
+    (fast, fast_events), (slow, slow_events) = outcomes
+    assert fast_events == slow_events
+    assert slow >= 20 and fast <= 6, (fast, slow)
