@@ -3,7 +3,7 @@
 All meaning is decided by the earlier passes; this module only turns the IR and the automaton into
 a view model of strings and renders ``emit_templates/module.py.jinja``. Every value taken from the
 template reaches the module as data, never as code: string literals written by :func:`_lit`
-(through :func:`py_literal` for plain data; the ``HOLD_REGEX`` tables as JSON text), comments
+(through :func:`py_literal` for plain data and inside keyword-built records), comments
 through :func:`_line` and docstring text through :func:`_doc`, so a hostile template cannot inject
 anything. A module is printable ASCII; line 1 declares its encoding and line 2 is fixed text, so
 no template or file name can reach the lines where PEP 263 looks for an encoding declaration,
@@ -15,7 +15,6 @@ version, same bytes.
 from __future__ import annotations
 
 import io
-import json
 import math
 import re
 import tokenize
@@ -38,7 +37,9 @@ __all__ = ["CODEGEN_VERSION", "emit_module", "py_literal"]
 #: Stamped into every generated module; bump it deliberately when the generated code changes.
 #: 2: the encoding declaration, the guard, ASCII-only literals (issue 23).
 #: 3: each region record carries its format's plan, ``plan=_rt.Plan(...)`` by keyword (issue 26).
-CODEGEN_VERSION = 3
+#: 4: every table is keyword-built or a named record (runtime/tables.py), ``make_field_processor``
+#: by keyword, no JSON text in strings (issue 31).
+CODEGEN_VERSION = 4
 
 #: The first two lines of every generated module: its encoding, and fixed text. PEP 263 takes an
 #: encoding declaration from line 1 or 2 only, so nothing taken from a template or a path is ever
@@ -151,7 +152,13 @@ def _describe(delim) -> str:
         return "-"
     if delim.literals is not None:
         return " | ".join(_lit(x) for x in delim.literals)
-    return f"/{_lit(delim.pattern)}/"
+    return f"/{_shown(delim.pattern)}/"
+
+
+def _shown(pattern: str) -> str:
+    """A pattern as written, its characters outside printable ASCII as escapes: what a docstring
+    (through :func:`_doc`) or a comment shows, escaped once rather than once per quoting."""
+    return "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in pattern)
 
 
 def _tuple(items: list[str]) -> str:
@@ -159,6 +166,39 @@ def _tuple(items: list[str]) -> str:
     if len(items) == 1:
         return f"({items[0]},)"
     return "(" + ", ".join(items) + ")"
+
+
+#: the longest line a generated module has, literal data (GRAMMAR, HOLD_REGEX rows) aside
+LINE_LIMIT = 100
+
+
+def _call(name: str, args: list[str], indent: int) -> str:
+    """A call of ``name`` with rendered arguments ``args``: on one line when it fits in
+    :data:`LINE_LIMIT` from column ``indent`` and no argument spans lines, else one argument to a
+    line (indented four more than ``indent``), each with a trailing comma."""
+    one = f"{name}({', '.join(args)})"
+    if indent + len(one) + 1 <= LINE_LIMIT and "\n" not in one:
+        return one
+    pad = " " * (indent + 4)
+    return f"{name}(\n" + "".join(f"{pad}{a},\n" for a in args) + " " * indent + ")"
+
+
+def _processor(template: Template, index: int) -> str:
+    """The ``process=`` value of one field's region: ``_rt.make_field_processor(...)`` with every
+    argument by keyword, those at their default left out (runtime/transforms.py)."""
+    f = template.fields[index]
+    args = [f"field={_lit(f.name)}", f"content={_lit(f.content)}"]
+    if f.content_args:
+        args.append(f"content_args={py_literal(f.content_args, 12)}")
+    if f.transform is not None:
+        args.append(f"transform={py_literal(f.transform, 12)}")
+    if f.transform_each:
+        args.append("transform_each=True")
+    if f.group_names:
+        args.append(f"group_names={_tuple([_lit(g) for g in f.group_names])}")
+    if template.version >= 2:
+        args.append("v2=True")
+    return _call("_rt.make_field_processor", args, 8)
 
 
 _ACTION_NAMES = {"open": "_rt.OPEN", "nest": "_rt.NEST", "close": "_rt.CLOSE", "after": "_rt.AFTER",
@@ -215,7 +255,7 @@ def _plan(plan: Any) -> str:
         else:
             text = _lit(value)
         items.append(_lit(value) if name == "format" else f"{name}={text}")
-    return "_rt.Plan(" + ", ".join(items) + ")"
+    return _call("_rt.Plan", items, 8)
 
 
 def _features(template: Template) -> list[str]:
@@ -240,23 +280,33 @@ def _features(template: Template) -> list[str]:
 
 def _held_rows(automata: tuple[PositionAutomaton, ...] | None) -> list[str]:
     """The ``HOLD_REGEX`` entry of one state as source lines (without indentation): ``None``, or
-    per delimiter a comment with its pattern and one string constant, the JSON text ``[edge,
-    tests, first, follow, last]`` (``edge``: the pattern when a complete match can go on, else
-    null) that runtime/held.py ``automaton_table`` decodes, written as adjacent string literals
-    (:func:`_lit`), one part to a line and ``follow`` eight positions to a line."""
+    per delimiter a comment with its pattern and one ``_rt.HeldAutomaton`` record built by keyword
+    (runtime/tables.py; ``edge``: the pattern when a complete match can go on, else None),
+    ``follow`` eight positions to a line."""
     if automata is None:
         return ["None,"]
     rows = ["("]
     for table in automata:
-        follow = [json.dumps(list(f)) for f in table.follow]
-        parts = ["[" + json.dumps(table.pattern if table.extends else None) + ",",
-                 " " + json.dumps(list(table.tests)) + ",", " " + json.dumps(list(table.first)) + ",", " ["]
-        parts += ["  " + ", ".join(follow[k:k + 8]) + ("," if k + 8 < len(follow) else "")
-                  for k in range(0, len(follow), 8)]
-        parts.append(" ], " + json.dumps(list(table.last)) + "]")
-        rows.append(f"    # /{_line(_lit(table.pattern))}/")
-        rows += ["    " + _lit(part) for part in parts]
-        rows[-1] += ","
+        follow = [_tuple([str(x) for x in f]) for f in table.follow]
+        rows.append(f"    # /{_line(_shown(table.pattern))}/")
+        rows.append("    _rt.HeldAutomaton(")
+        rows.append(f"        edge={_lit(table.pattern if table.extends else None)},")
+        tests = [_lit(t) for t in table.tests]
+        if len(tests) <= 12:
+            rows.append(f"        tests={_tuple(tests)},")
+        else:
+            rows.append("        tests=(")
+            rows += ["            " + ", ".join(tests[k:k + 12]) + "," for k in range(0, len(tests), 12)]
+            rows.append("        ),")
+        rows.append(f"        first={_tuple([str(x) for x in table.first])},")
+        if len(follow) <= 8:
+            rows.append(f"        follow={_tuple(follow)},")
+        else:
+            rows.append("        follow=(")
+            rows += ["            " + ", ".join(follow[k:k + 8]) + "," for k in range(0, len(follow), 8)]
+            rows.append("        ),")
+        rows.append(f"        last={_tuple([str(x) for x in table.last])},")
+        rows.append("    ),")
     rows.append("),")
     return rows
 
@@ -272,8 +322,10 @@ def _stray_closers(template: Template) -> str:
             continue
         for closer in f.close.literals:
             if len(closer.strip()) >= 3:
-                rows.append(f"({_lit(closer)}, {_lit(f.open.pattern)}, {index})")
-    return _tuple(rows)
+                rows.append(f"_rt.StrayCloser(closer={_lit(closer)}, opener={_lit(f.open.pattern)}, field={index})")
+    if not rows:
+        return "()"
+    return "(\n" + "".join(f"        {r},\n" for r in rows) + "    )"
 
 
 def _edges(template: Template, state) -> list[dict]:
@@ -291,6 +343,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     for index, f in enumerate(template.fields):
         fields.append({
             "keywords": _region_keywords(template, automaton, index),
+            "process": _processor(template, index),
             "name_repr": _lit(f.name),
             "doc": _doc(f"{_lit(f.name)}: open {_describe(f.open)}, close {_describe(f.close)}, content "
                         f"{_lit(f.content)}" + (", repeats" if f.repeats else "")
@@ -309,7 +362,8 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         states.append({"index": s.index, "label": _line(s.name), "transitions": _edges(template, s),
                        "triggers": _lit(s.triggers),
                        "held": _held_rows(held[s.index]),
-                       "runs": "None" if not s.runs else _tuple([f"({_lit(r.chars)}, {_lit(r.factor)})" for r in s.runs]),
+                       "runs": "None" if not s.runs else _tuple([f"_rt.HoldRun(chars={_lit(r.chars)}, literal={_lit(r.factor)})"
+                                                                 for r in s.runs]),
                        "heads": "None" if s.heads is None else "frozenset(" + _tuple([_lit(p) for p in s.heads]) + ")"})
     source = template.source
     context = automaton.context
@@ -329,10 +383,8 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     features += [name for name in ("lead-search", "barrier-search", "partial-search", "window-partial")
                  if name in scanner_view["searches"]]
     # "hold-regex": HOLD_REGEX is an optimisation only; a runtime without it would scan, with the
-    # same events, so it is not listed: the tables are simply ignored there. "held-json": a runtime
-    # that reads them as tuples would fail on the JSON text (runtime/held.py automaton_table)
-    if any(table is not None for table in held):
-        features.append("held-json")
+    # same events, so it is not listed: the tables are simply ignored there. (Its records are
+    # tuples, which every runtime reads; "held-json" named the JSON text codegen 3 wrote.)
     # "literal-prefixes": a state whose literals are too long to write out their prefixes holds a
     # runtime.LiteralPrefixes object instead (compiler/automaton.py PREFIX_TABLE_BUDGET)
     if any(plan.hold is not None and plan.hold.prefixes is None for plan in scans.plans):

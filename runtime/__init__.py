@@ -40,6 +40,7 @@ from .transforms import (
 )
 
 from .formats.base import Plan
+from .tables import FastPath, HeldAutomaton, HoldLiterals, HoldRun, StrayCloser
 from .stream import (
     AFTER,
     CLOSE,
@@ -80,6 +81,11 @@ __all__ = [
     "Edge",
     "Region",
     "Plan",
+    "FastPath",
+    "HoldRun",
+    "HoldLiterals",
+    "StrayCloser",
+    "HeldAutomaton",
     "make_boundary",
     "StreamParser",
     "check_abi",

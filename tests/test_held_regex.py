@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 import respc
 from respc.compiler.api import compile_source
 from respc.compiler.held import MAX_POSITIONS, held_plan, position_automaton
-from respc.runtime import LazyPattern
+from respc.runtime import HeldAutomaton, LazyPattern
 from respc.runtime.held import STOP, HeldRegex, automaton_table
 from support import REPO
 
@@ -456,10 +456,10 @@ def test_caches_full_changes_nothing(name, monkeypatch):
 
 
 @pytest.mark.parametrize("key", ["quoted", *HELD_NAMES])
-def test_tables_are_json_text_decoded_on_first_use(key):
-    """A module writes each automaton as one JSON string constant (an import compiles no tuple
-    of tables); decoded, it is the compiler's own table, and a parser class decodes it and
-    compiles its tests only when text is first held in that state."""
+def test_tables_are_records_compiled_on_first_use(key):
+    """A module writes each automaton as one ``HeldAutomaton`` record built by keyword (issue 31:
+    no JSON in strings); it is the compiler's own table, and a parser class compiles its tests
+    only when text is first held in that state."""
     template = CUSTOM[key][0] if key in CUSTOM else REPO / "templates" / f"{key}.json"
     compiled = compile_source(template)
     module = types.ModuleType("held_json_" + key)  # not respc.compile_template's cached module
@@ -470,8 +470,8 @@ def test_tables_are_json_text_decoded_on_first_use(key):
         if tables is None:
             assert entry is None
             continue
-        assert all(isinstance(text, str) for text in entry)
-        assert [automaton_table(text) for text in entry] == [
+        assert all(isinstance(record, HeldAutomaton) for record in entry)
+        assert [automaton_table(record) for record in entry] == [
             (t.pattern if t.extends else None, t.tests, t.first, t.follow, t.last) for t in tables]
     held = [h for h in module.ResponseParser._HELD if h is not None]
     assert held and all(h._automata is not None for h in held)  # nothing decoded by the import

@@ -182,7 +182,8 @@ def _assert_inert(source: str) -> None:
                        "regex.compile", "frozenset", "len", "float", "buf.find", "m.span", "m.start", "q.start",
                        "j.start", "literal_hold", "ResponseParser", "_rt.parse_many", "_rt.lead_search", "_rt.barrier_search",
                        "_rt.partial_search", "_rt.partial_late", "_rt.partial_barrier", "_rt.window_partial",
-                       "_rt.LazyPattern", "globals"} | {
+                       "_rt.LazyPattern", "globals", "_rt.FastPath", "_rt.HoldRun", "_rt.HoldLiterals",
+                       "_rt.StrayCloser", "_rt.HeldAutomaton"} | {
         c for c in callees if re.fullmatch(r"_[DPB]\d+L?\.(search|fullmatch|match)", c)}, callees
 
 

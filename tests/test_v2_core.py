@@ -339,7 +339,7 @@ def test_generated_module_names_the_features_it_needs():
     from respc.compiler.api import compile_source
 
     source = compile_source(SECTION).source
-    assert "_rt.check_abi(3, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'held-json'))" in source
+    assert "_rt.check_abi(3, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none', 'fast-heads'))" in source
 
 
 def test_runtime_without_a_feature_refuses_the_module():
