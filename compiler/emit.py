@@ -413,7 +413,8 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "fields": fields,
         "defaults": py_literal(template.defaults),
         "required": _tuple([_lit(f.slot) for f in template.fields if not f.optional]),
-        "scanners": _tuple([f"_scan_{s.index}" for s in automaton.states]),
+        "scanners": _tuple([f"_DELIMITERS_{p['index']}" if p["declared"] else f"_scan_{p['index']}"
+                            for p in scanner_view["plans"]]),
         "triggers": _tuple([_lit(s.triggers) for s in automaton.states]),
         "anchor_repr": _lit(template.start_anchor.pattern),
         # the start anchor's search of the prefix runs under the time limit unless proven linear
@@ -477,7 +478,7 @@ def _scanner_view(scans) -> dict:
         hold = None
         if plan.hold is not None:
             single = len(plan.hold.firsts) == 1
-            uses_literal_hold = uses_literal_hold or not single
+            uses_literal_hold = uses_literal_hold or (not single and plan.literals is None)
             hold = {"prefixes": None if plan.hold.prefixes is None else [_lit(p) for p in plan.hold.prefixes],
                     "literal_prefixes": _tuple([_lit(x) for x in plan.hold.literals]),
                     "firsts": _lit(plan.hold.firsts),
@@ -485,7 +486,12 @@ def _scanner_view(scans) -> dict:
         literals = plan.literals
         if hold is not None:
             hold["literals"] = None if literals is None else _tuple([_lit(x) for x in literals])
+        # a state that watches literal delimiters only (or nothing) declares them; the runtime
+        # builds its scanner and its HOLD_LITERALS entry (runtime/scanners.py, issue 31)
+        declared = not plan.finds or plan.literals is not None
         plans.append({"index": plan.state, "label_doc": _doc(plan.label), "finds": finds, "hold": hold,
+                      "declared": declared, "label": _line(plan.label),
+                      "literals": [{"repr": _lit(f.text), "rank": f.rank} for f in plan.finds] if declared else [],
                       "groups": [{"repr": _lit(text), "slot": slot} for text, slot in plan.groups],
                       "has_regex": plan.has_regex})
     return {
@@ -501,7 +507,8 @@ def _scanner_view(scans) -> dict:
                   for k, (pattern, comment) in enumerate(scans.backs)],
         "memo_slots": scans.memo_slots,
         "uses_literal_hold": uses_literal_hold,
-        "has_literal_states": any(plan.literals is not None for plan in scans.plans),
+        # every state that watches literals only is declared: HOLD_LITERALS comes from the runtime
+        "has_literal_states": False,
         "window": scans.window,
         "partial_long": PARTIAL_LONG,
         "searches": searches,
@@ -648,7 +655,8 @@ def _features_of(view: dict) -> list[str]:
 
 
 #: the module-level names of a generated module's parser tables, renamed for the recover class
-_TABLE_NAME = re.compile(r"_D\d+L?(?:_LEADS)?|_P\d+(?:_LEADS)?|_B\d+|_PREFIXES_\d+|S\d+|_scan_\d+|_TRANSITIONS"
+_TABLE_NAME = re.compile(r"_D\d+L?(?:_LEADS)?|_P\d+(?:_LEADS)?|_B\d+|_PREFIXES_\d+|S\d+|_scan_\d+|_DELIMITERS_\d+"
+                         r"|_TRANSITIONS"
                          r"|_REGIONS|_REQUIRED|_START_ANCHOR")
 _RECOVER_FIRST = "_REGIONS = (\n"
 #: class attributes module.py.jinja writes only when the template needs them

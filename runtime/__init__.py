@@ -40,6 +40,7 @@ from .transforms import (
 )
 
 from .formats.base import Plan
+from .scanners import Literal
 from .tables import FastPath, HeldAutomaton, HoldLiterals, HoldRun, StrayCloser
 from .stream import (
     AFTER,
@@ -81,6 +82,7 @@ __all__ = [
     "Edge",
     "Region",
     "Plan",
+    "Literal",
     "FastPath",
     "HoldRun",
     "HoldLiterals",

@@ -66,6 +66,8 @@ from .decoders import ACCEPTED, UNDECIDED
 from .errors import ContentParseError, ParserStateError, RegexTimeoutError
 from .held import STOP, HeldRegex
 from .repair import NOTES, decode_string_arguments
+from .scanners import build_scanners
+from .tables import HoldLiterals
 from .tools import _GOOD_NAMES, check_tool_call_names, coerce_tool_calls, compile_tool_types, tool_parameters
 from .whole import finish as finish_whole
 
@@ -1321,6 +1323,13 @@ class StreamParser:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "SCANNERS" in cls.__dict__ and any(isinstance(scan, tuple) for scan in cls.SCANNERS):
+            # the states a module declares by their literal delimiters: the runtime builds their
+            # scanners and HOLD_LITERALS entries (runtime/scanners.py, issue 31)
+            cls.SCANNERS, cls.MEMO_SLOTS, holds = build_scanners(cls.SCANNERS, cls.MEMO_SLOTS)
+            declared = cls.HOLD_LITERALS or (None,) * len(holds)
+            cls.HOLD_LITERALS = tuple(HoldLiterals(*hold) if hold is not None else entry
+                                      for hold, entry in zip(holds, declared))
         runs = cls.HOLD_RUNS or (None,) * len(cls.FAST_PATH)
         cls._RUNS = tuple(None if not rows else tuple((frozenset(chars), factor, _prefixes_by_last(factor))
                                                       for chars, factor in rows) for rows in runs)
