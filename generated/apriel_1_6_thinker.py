@@ -32,7 +32,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(3, __name__, ('fast-heads',))
 
@@ -95,91 +94,6 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|begin_assistant\\|>\\\n', regex.DOTALL)
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<t',
-    '<to',
-    '<too',
-    '<tool',
-    '<tool_',
-    '<tool_c',
-    '<tool_ca',
-    '<tool_cal',
-    '<tool_call',
-    '<tool_calls',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end|',
-    'H',
-    'He',
-    'Her',
-    'Here',
-    'Here ',
-    'Here a',
-    'Here ar',
-    'Here are',
-    'Here are ',
-    'Here are m',
-    'Here are my',
-    'Here are my ',
-    'Here are my r',
-    'Here are my re',
-    'Here are my rea',
-    'Here are my reas',
-    'Here are my reaso',
-    'Here are my reason',
-    'Here are my reasoni',
-    'Here are my reasonin',
-    'Here are my reasoning',
-    'Here are my reasoning ',
-    'Here are my reasoning s',
-    'Here are my reasoning st',
-    'Here are my reasoning ste',
-    'Here are my reasoning step',
-    'Here are my reasoning steps',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '[',
-    '[B',
-    '[BE',
-    '[BEG',
-    '[BEGI',
-    '[BEGIN',
-    '[BEGIN ',
-    '[BEGIN F',
-    '[BEGIN FI',
-    '[BEGIN FIN',
-    '[BEGIN FINA',
-    '[BEGIN FINAL',
-    '[BEGIN FINAL ',
-    '[BEGIN FINAL R',
-    '[BEGIN FINAL RE',
-    '[BEGIN FINAL RES',
-    '[BEGIN FINAL RESP',
-    '[BEGIN FINAL RESPO',
-    '[BEGIN FINAL RESPON',
-    '[BEGIN FINAL RESPONS',
-    '[BEGIN FINAL RESPONSE',
-))
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</to',
-    '</too',
-    '</tool',
-    '</tool_',
-    '</tool_c',
-    '</tool_ca',
-    '</tool_cal',
-    '</tool_call',
-    '</tool_calls',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -202,97 +116,29 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('Here are my reasoning steps:', rank=0),  # open 'reasoning_content'
+    _rt.Literal('<tool_calls>', rank=1),  # open 'tool_calls'
+    _rt.Literal('<|end|>', rank=2),  # close 'content'
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # open of 'reasoning_content': 'Here are my reasoning steps:'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('Here are my reasoning steps:', pos)
-    if i >= 0:
-        bs, be, br = i, i + 28, 0
-    # open of 'tool_calls': '<tool_calls>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<tool_calls>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (12 > be - bs or 12 == be - bs and 1 < br)):
-        bs, be, br = i, i + 12, 1
-    # close of 'content': '<|end|>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|end|>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (7 > be - bs or 7 == be - bs and 2 < br)):
-        bs, be, br = i, i + 7, 2
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        hold = literal_hold(buf, pos if n - 27 < pos else n - 27, '<H', _PREFIXES_0)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('[BEGIN FINAL RESPONSE]', rank=0),  # close 'reasoning_content'
+)
 
-
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'reasoning_content': '[BEGIN FINAL RESPONSE]'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('[BEGIN FINAL RESPONSE]', pos)
-    if i >= 0:
-        bs, be, br = i, i + 22, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 21
-        j = buf.find('[', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('[', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_2(buf, pos, eos, memo):
-    """S2, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '</tool_calls>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</tool_calls>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 13, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 12
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_2:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S2: region 'tool_calls'
+_DELIMITERS_2 = (
+    _rt.Literal('</tool_calls>', rank=0),  # close 'tool_calls'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -314,7 +160,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -401,29 +247,6 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(12,),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('Here are my reasoning steps:', '<tool_calls>', '<|end|>'),
-            span=27,
-            firsts='<H',
-            prefixes=_PREFIXES_0,
-        ),
-        _rt.HoldLiterals(
-            literals=('[BEGIN FINAL RESPONSE]',),
-            span=21,
-            firsts='[',
-            prefixes=_PREFIXES_1,
-        ),
-        _rt.HoldLiterals(
-            literals=('</tool_calls>',),
-            span=12,
-            firsts='<',
-            prefixes=_PREFIXES_2,
         ),
     )
     TRANSITIONS = _TRANSITIONS

@@ -94,120 +94,6 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|START_OF_TURN_TOKEN\\|><\\|CHATBOT_TOKEN\\|>', regex.DOTALL)
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|E',
-    '<|EN',
-    '<|END',
-    '<|END_',
-    '<|END_O',
-    '<|END_OF',
-    '<|END_OF_',
-    '<|END_OF_T',
-    '<|END_OF_TU',
-    '<|END_OF_TUR',
-    '<|END_OF_TURN',
-    '<|END_OF_TURN_',
-    '<|END_OF_TURN_T',
-    '<|END_OF_TURN_TO',
-    '<|END_OF_TURN_TOK',
-    '<|END_OF_TURN_TOKE',
-    '<|END_OF_TURN_TOKEN',
-    '<|END_OF_TURN_TOKEN|',
-    '<|END_R',
-    '<|END_RE',
-    '<|END_RES',
-    '<|END_RESP',
-    '<|END_RESPO',
-    '<|END_RESPON',
-    '<|END_RESPONS',
-    '<|END_RESPONSE',
-    '<|END_RESPONSE|',
-    '<|END_T',
-    '<|END_TE',
-    '<|END_TEX',
-    '<|END_TEXT',
-    '<|END_TEXT|',
-    '<|END_TH',
-    '<|END_THI',
-    '<|END_THIN',
-    '<|END_THINK',
-    '<|END_THINKI',
-    '<|END_THINKIN',
-    '<|END_THINKING',
-    '<|END_THINKING|',
-    '<|S',
-    '<|ST',
-    '<|STA',
-    '<|STAR',
-    '<|START',
-    '<|START_',
-    '<|START_A',
-    '<|START_AC',
-    '<|START_ACT',
-    '<|START_ACTI',
-    '<|START_ACTIO',
-    '<|START_ACTION',
-    '<|START_ACTION|',
-    '<|START_R',
-    '<|START_RE',
-    '<|START_RES',
-    '<|START_RESP',
-    '<|START_RESPO',
-    '<|START_RESPON',
-    '<|START_RESPONS',
-    '<|START_RESPONSE',
-    '<|START_RESPONSE|',
-    '<|START_T',
-    '<|START_TE',
-    '<|START_TEX',
-    '<|START_TEXT',
-    '<|START_TEXT|',
-    '<|START_TH',
-    '<|START_THI',
-    '<|START_THIN',
-    '<|START_THINK',
-    '<|START_THINKI',
-    '<|START_THINKIN',
-    '<|START_THINKING',
-    '<|START_THINKING|',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '<|',
-    '<|E',
-    '<|EN',
-    '<|END',
-    '<|END_',
-    '<|END_T',
-    '<|END_TH',
-    '<|END_THI',
-    '<|END_THIN',
-    '<|END_THINK',
-    '<|END_THINKI',
-    '<|END_THINKIN',
-    '<|END_THINKING',
-    '<|END_THINKING|',
-))
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '<|',
-    '<|E',
-    '<|EN',
-    '<|END',
-    '<|END_',
-    '<|END_A',
-    '<|END_AC',
-    '<|END_ACT',
-    '<|END_ACTI',
-    '<|END_ACTIO',
-    '<|END_ACTION',
-    '<|END_ACTION|',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -230,142 +116,34 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<|START_THINKING|>', rank=0),  # open 'reasoning_content'
+    _rt.Literal('<|START_ACTION|>', rank=1),  # open 'tool_calls'
+    _rt.Literal('<|START_TEXT|>', rank=2),  # close 'content'
+    _rt.Literal('<|END_TEXT|>', rank=2),
+    _rt.Literal('<|START_RESPONSE|>', rank=2),
+    _rt.Literal('<|END_RESPONSE|>', rank=2),
+    _rt.Literal('<|END_THINKING|>', rank=2),
+    _rt.Literal('<|END_OF_TURN_TOKEN|>', rank=2),
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # '<|' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[8]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[8] = buf.find('<|', pos)
-    # open of 'reasoning_content': '<|START_THINKING|>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<|START_THINKING|>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br = i, i + 18, 0
-    # open of 'tool_calls': '<|START_ACTION|>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|START_ACTION|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (16 > be - bs or 16 == be - bs and 1 < br)):
-        bs, be, br = i, i + 16, 1
-    # close of 'content': '<|START_TEXT|>' | '<|END_TEXT|>' | '<|START_RESPONSE|>' | '<|END_RESPONSE|>' | '<|END_THINKING|>' | '<|END_OF_TURN_TOKEN|>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|START_TEXT|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (14 > be - bs or 14 == be - bs and 2 < br)):
-        bs, be, br = i, i + 14, 2
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|END_TEXT|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (12 > be - bs or 12 == be - bs and 2 < br)):
-        bs, be, br = i, i + 12, 2
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|START_RESPONSE|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (18 > be - bs or 18 == be - bs and 2 < br)):
-        bs, be, br = i, i + 18, 2
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|END_RESPONSE|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (16 > be - bs or 16 == be - bs and 2 < br)):
-        bs, be, br = i, i + 16, 2
-    i = memo[6]
-    if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|END_THINKING|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (16 > be - bs or 16 == be - bs and 2 < br)):
-        bs, be, br = i, i + 16, 2
-    i = memo[7]
-    if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('<|END_OF_TURN_TOKEN|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (21 > be - bs or 21 == be - bs and 2 < br)):
-        bs, be, br = i, i + 21, 2
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 20
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('<|END_THINKING|>', rank=0),  # close 'reasoning_content'
+)
 
-
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'reasoning_content': '<|END_THINKING|>'
-    i = memo[9]
-    if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|END_THINKING|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 16, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 15
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_2(buf, pos, eos, memo):
-    """S2, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '<|END_ACTION|>'
-    i = memo[10]
-    if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('<|END_ACTION|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 14, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 13
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_2:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S2: region 'tool_calls'
+_DELIMITERS_2 = (
+    _rt.Literal('<|END_ACTION|>', rank=0),  # close 'tool_calls'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -387,7 +165,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -495,29 +273,6 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(13,),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('<|START_THINKING|>', '<|START_ACTION|>', '<|START_TEXT|>', '<|END_TEXT|>', '<|START_RESPONSE|>', '<|END_RESPONSE|>', '<|END_THINKING|>', '<|END_OF_TURN_TOKEN|>'),
-            span=20,
-            firsts='<',
-            prefixes=_PREFIXES_0,
-        ),
-        _rt.HoldLiterals(
-            literals=('<|END_THINKING|>',),
-            span=15,
-            firsts='<',
-            prefixes=_PREFIXES_1,
-        ),
-        _rt.HoldLiterals(
-            literals=('<|END_ACTION|>',),
-            span=13,
-            firsts='<',
-            prefixes=_PREFIXES_2,
         ),
     )
     TRANSITIONS = _TRANSITIONS

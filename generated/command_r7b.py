@@ -94,131 +94,6 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|START_OF_TURN_TOKEN\\|><\\|CHATBOT_TOKEN\\|>', regex.DOTALL)
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|C',
-    '<|CH',
-    '<|CHA',
-    '<|CHAT',
-    '<|CHATB',
-    '<|CHATBO',
-    '<|CHATBOT',
-    '<|CHATBOT_',
-    '<|CHATBOT_T',
-    '<|CHATBOT_TO',
-    '<|CHATBOT_TOK',
-    '<|CHATBOT_TOKE',
-    '<|CHATBOT_TOKEN',
-    '<|CHATBOT_TOKEN|',
-    '<|E',
-    '<|EN',
-    '<|END',
-    '<|END_',
-    '<|END_O',
-    '<|END_OF',
-    '<|END_OF_',
-    '<|END_OF_T',
-    '<|END_OF_TU',
-    '<|END_OF_TUR',
-    '<|END_OF_TURN',
-    '<|END_OF_TURN_',
-    '<|END_OF_TURN_T',
-    '<|END_OF_TURN_TO',
-    '<|END_OF_TURN_TOK',
-    '<|END_OF_TURN_TOKE',
-    '<|END_OF_TURN_TOKEN',
-    '<|END_OF_TURN_TOKEN|',
-    '<|END_R',
-    '<|END_RE',
-    '<|END_RES',
-    '<|END_RESP',
-    '<|END_RESPO',
-    '<|END_RESPON',
-    '<|END_RESPONS',
-    '<|END_RESPONSE',
-    '<|END_RESPONSE|',
-    '<|S',
-    '<|ST',
-    '<|STA',
-    '<|STAR',
-    '<|START',
-    '<|START_',
-    '<|START_A',
-    '<|START_AC',
-    '<|START_ACT',
-    '<|START_ACTI',
-    '<|START_ACTIO',
-    '<|START_ACTION',
-    '<|START_ACTION|',
-    '<|START_O',
-    '<|START_OF',
-    '<|START_OF_',
-    '<|START_OF_T',
-    '<|START_OF_TU',
-    '<|START_OF_TUR',
-    '<|START_OF_TURN',
-    '<|START_OF_TURN_',
-    '<|START_OF_TURN_T',
-    '<|START_OF_TURN_TO',
-    '<|START_OF_TURN_TOK',
-    '<|START_OF_TURN_TOKE',
-    '<|START_OF_TURN_TOKEN',
-    '<|START_OF_TURN_TOKEN|',
-    '<|START_R',
-    '<|START_RE',
-    '<|START_RES',
-    '<|START_RESP',
-    '<|START_RESPO',
-    '<|START_RESPON',
-    '<|START_RESPONS',
-    '<|START_RESPONSE',
-    '<|START_RESPONSE|',
-    '<|START_T',
-    '<|START_TH',
-    '<|START_THI',
-    '<|START_THIN',
-    '<|START_THINK',
-    '<|START_THINKI',
-    '<|START_THINKIN',
-    '<|START_THINKING',
-    '<|START_THINKING|',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '<|',
-    '<|E',
-    '<|EN',
-    '<|END',
-    '<|END_',
-    '<|END_T',
-    '<|END_TH',
-    '<|END_THI',
-    '<|END_THIN',
-    '<|END_THINK',
-    '<|END_THINKI',
-    '<|END_THINKIN',
-    '<|END_THINKING',
-    '<|END_THINKING|',
-))
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '<|',
-    '<|E',
-    '<|EN',
-    '<|END',
-    '<|END_',
-    '<|END_A',
-    '<|END_AC',
-    '<|END_ACT',
-    '<|END_ACTI',
-    '<|END_ACTIO',
-    '<|END_ACTION',
-    '<|END_ACTION|',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -241,135 +116,33 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<|START_THINKING|>', rank=0),  # open 'reasoning_content'
+    _rt.Literal('<|START_ACTION|>', rank=1),  # open 'tool_calls'
+    _rt.Literal('<|START_RESPONSE|>', rank=2),  # close 'content'
+    _rt.Literal('<|END_RESPONSE|>', rank=2),
+    _rt.Literal('<|END_OF_TURN_TOKEN|>', rank=2),
+    _rt.Literal('<|START_OF_TURN_TOKEN|>', rank=2),
+    _rt.Literal('<|CHATBOT_TOKEN|>', rank=2),
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # '<|' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[7]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[7] = buf.find('<|', pos)
-    # open of 'reasoning_content': '<|START_THINKING|>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<|START_THINKING|>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br = i, i + 18, 0
-    # open of 'tool_calls': '<|START_ACTION|>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|START_ACTION|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (16 > be - bs or 16 == be - bs and 1 < br)):
-        bs, be, br = i, i + 16, 1
-    # close of 'content': '<|START_RESPONSE|>' | '<|END_RESPONSE|>' | '<|END_OF_TURN_TOKEN|>' | '<|START_OF_TURN_TOKEN|>' | '<|CHATBOT_TOKEN|>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|START_RESPONSE|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (18 > be - bs or 18 == be - bs and 2 < br)):
-        bs, be, br = i, i + 18, 2
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|END_RESPONSE|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (16 > be - bs or 16 == be - bs and 2 < br)):
-        bs, be, br = i, i + 16, 2
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|END_OF_TURN_TOKEN|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (21 > be - bs or 21 == be - bs and 2 < br)):
-        bs, be, br = i, i + 21, 2
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|START_OF_TURN_TOKEN|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (23 > be - bs or 23 == be - bs and 2 < br)):
-        bs, be, br = i, i + 23, 2
-    i = memo[6]
-    if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|CHATBOT_TOKEN|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (17 > be - bs or 17 == be - bs and 2 < br)):
-        bs, be, br = i, i + 17, 2
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 22
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('<|END_THINKING|>', rank=0),  # close 'reasoning_content'
+)
 
-
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'reasoning_content': '<|END_THINKING|>'
-    i = memo[8]
-    if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|END_THINKING|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 16, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 15
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_2(buf, pos, eos, memo):
-    """S2, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '<|END_ACTION|>'
-    i = memo[9]
-    if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|END_ACTION|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 14, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 13
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_2:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S2: region 'tool_calls'
+_DELIMITERS_2 = (
+    _rt.Literal('<|END_ACTION|>', rank=0),  # close 'tool_calls'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -391,7 +164,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -499,29 +272,6 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(13,),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('<|START_THINKING|>', '<|START_ACTION|>', '<|START_RESPONSE|>', '<|END_RESPONSE|>', '<|END_OF_TURN_TOKEN|>', '<|START_OF_TURN_TOKEN|>', '<|CHATBOT_TOKEN|>'),
-            span=22,
-            firsts='<',
-            prefixes=_PREFIXES_0,
-        ),
-        _rt.HoldLiterals(
-            literals=('<|END_THINKING|>',),
-            span=15,
-            firsts='<',
-            prefixes=_PREFIXES_1,
-        ),
-        _rt.HoldLiterals(
-            literals=('<|END_ACTION|>',),
-            span=13,
-            firsts='<',
-            prefixes=_PREFIXES_2,
         ),
     )
     TRANSITIONS = _TRANSITIONS

@@ -217,29 +217,6 @@ _PREFIXES_0 = frozenset((
     '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN',
     '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|',
 ))
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '<|',
-    '<|E',
-    '<|EN',
-    '<|END',
-    '<|END_',
-    '<|END_O',
-    '<|END_OF',
-    '<|END_OF_',
-    '<|END_OF_T',
-    '<|END_OF_TU',
-    '<|END_OF_TUR',
-    '<|END_OF_TURN',
-    '<|END_OF_TURN_',
-    '<|END_OF_TURN_T',
-    '<|END_OF_TURN_TO',
-    '<|END_OF_TURN_TOK',
-    '<|END_OF_TURN_TOKE',
-    '<|END_OF_TURN_TOKEN',
-    '<|END_OF_TURN_TOKEN|',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -265,12 +242,12 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -394,35 +371,13 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
+# S1: region 'tool_calls'
+_DELIMITERS_1 = ()  # it watches nothing
 
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'tool_calls'."""
-    return -1, 0, 0, None, len(buf)
-
-
-def _scan_2(buf, pos, eos, memo):
-    """S2, region 'system_turn'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'system_turn': '<|END_OF_TURN_TOKEN|>'
-    i = memo[9]
-    if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|END_OF_TURN_TOKEN|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 21, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 20
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_2:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S2: region 'system_turn'
+_DELIMITERS_2 = (
+    _rt.Literal('<|END_OF_TURN_TOKEN|>', rank=0),  # close 'system_turn'
+)
 
 
 def _scan_3(buf, pos, eos, memo):
@@ -524,7 +479,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3)
+    SCANNERS = (_scan_0, _DELIMITERS_1, _DELIMITERS_2, _scan_3)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -624,20 +579,6 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S3
-        None,
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        None,
-        None,
-        _rt.HoldLiterals(
-            literals=('<|END_OF_TURN_TOKEN|>',),
-            span=20,
-            firsts='<',
-            prefixes=_PREFIXES_2,
-        ),
         None,
     )
     TRANSITIONS = _TRANSITIONS

@@ -255,52 +255,6 @@ _PREFIXES_0 = frozenset((
     '<|eot_id',
     '<|eot_id|',
 ))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-))
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</to',
-    '</too',
-    '</tool',
-))
-# state 3: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_3 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</to',
-    '</too',
-    '</tool',
-))
-# state 4: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_4 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</to',
-    '</too',
-    '</tool',
-))
-# state 5: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_5 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</to',
-    '</too',
-    '</tool',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -338,12 +292,12 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -686,130 +640,30 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('</think>', rank=0),  # close 'reasoning_content'
+)
 
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'reasoning_content': '</think>'
-    i = memo[23]
-    if i is None or -1 < i < pos:
-        i = memo[23] = buf.find('</think>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 8, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 7
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S2: region 'named_call_json'
+_DELIMITERS_2 = (
+    _rt.Literal('</tool>', rank=0),  # close 'named_call_json'
+)
 
+# S3: region 'named_call_command'
+_DELIMITERS_3 = (
+    _rt.Literal('</tool>', rank=0),  # close 'named_call_command'
+)
 
-def _scan_2(buf, pos, eos, memo):
-    """S2, region 'named_call_json'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'named_call_json': '</tool>'
-    i = memo[24]
-    if i is None or -1 < i < pos:
-        i = memo[24] = buf.find('</tool>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 7, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 6
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_2:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S4: region 'tool_call_json'
+_DELIMITERS_4 = (
+    _rt.Literal('</tool>', rank=0),  # close 'tool_call_json'
+)
 
-
-def _scan_3(buf, pos, eos, memo):
-    """S3, region 'named_call_command'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'named_call_command': '</tool>'
-    i = memo[25]
-    if i is None or -1 < i < pos:
-        i = memo[25] = buf.find('</tool>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 7, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 6
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_3:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_4(buf, pos, eos, memo):
-    """S4, region 'tool_call_json'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_call_json': '</tool>'
-    i = memo[26]
-    if i is None or -1 < i < pos:
-        i = memo[26] = buf.find('</tool>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 7, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 6
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_4:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_5(buf, pos, eos, memo):
-    """S5, region 'tool_call_command'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_call_command': '</tool>'
-    i = memo[27]
-    if i is None or -1 < i < pos:
-        i = memo[27] = buf.find('</tool>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 7, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 6
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_5:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S5: region 'tool_call_command'
+_DELIMITERS_5 = (
+    _rt.Literal('</tool>', rank=0),  # close 'tool_call_command'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -831,7 +685,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 5
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3, _scan_4, _scan_5)
+    SCANNERS = (_scan_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4, _DELIMITERS_5)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -956,42 +810,6 @@ class ResponseParser(_rt.StreamParser):
                 follow=((1,), (2,), (3,), (4,), (5,), (6,), ()),
                 last=(6,),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        None,
-        _rt.HoldLiterals(
-            literals=('</think>',),
-            span=7,
-            firsts='<',
-            prefixes=_PREFIXES_1,
-        ),
-        _rt.HoldLiterals(
-            literals=('</tool>',),
-            span=6,
-            firsts='<',
-            prefixes=_PREFIXES_2,
-        ),
-        _rt.HoldLiterals(
-            literals=('</tool>',),
-            span=6,
-            firsts='<',
-            prefixes=_PREFIXES_3,
-        ),
-        _rt.HoldLiterals(
-            literals=('</tool>',),
-            span=6,
-            firsts='<',
-            prefixes=_PREFIXES_4,
-        ),
-        _rt.HoldLiterals(
-            literals=('</tool>',),
-            span=6,
-            firsts='<',
-            prefixes=_PREFIXES_5,
         ),
     )
     TRANSITIONS = _TRANSITIONS

@@ -130,71 +130,6 @@ _D0_LEADS = ('<\uff5cDSML\uff5c invoke name="',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\uff5cDSML\uff5c invoke name="(?P<name>[^"]+)">'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\uff5cDSML\uff5c invoke name="(?P<name>[^"]+)">))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<\uff5c',
-    '<\uff5cD',
-    '<\uff5cDS',
-    '<\uff5cDSM',
-    '<\uff5cDSML',
-    '<\uff5cDSML\uff5c',
-    '<\uff5cDSML\uff5c ',
-    '<\uff5cDSML\uff5c c',
-    '<\uff5cDSML\uff5c ca',
-    '<\uff5cDSML\uff5c cal',
-    '<\uff5cDSML\uff5c call',
-    '<\uff5cDSML\uff5c calls',
-    '<\uff5ce',
-    '<\uff5cen',
-    '<\uff5cend',
-    '<\uff5cend\u2581',
-    '<\uff5cend\u2581o',
-    '<\uff5cend\u2581of',
-    '<\uff5cend\u2581of\u2581',
-    '<\uff5cend\u2581of\u2581s',
-    '<\uff5cend\u2581of\u2581se',
-    '<\uff5cend\u2581of\u2581sen',
-    '<\uff5cend\u2581of\u2581sent',
-    '<\uff5cend\u2581of\u2581sente',
-    '<\uff5cend\u2581of\u2581senten',
-    '<\uff5cend\u2581of\u2581sentenc',
-    '<\uff5cend\u2581of\u2581sentence',
-    '<\uff5cend\u2581of\u2581sentence\uff5c',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<\uff5c',
-    '<\uff5cD',
-    '<\uff5cDS',
-    '<\uff5cDSM',
-    '<\uff5cDSML',
-    '<\uff5cDSML\uff5c',
-    '<\uff5cDSML\uff5c ',
-    '<\uff5cDSML\uff5c c',
-    '<\uff5cDSML\uff5c ca',
-    '<\uff5cDSML\uff5c cal',
-    '<\uff5cDSML\uff5c call',
-    '<\uff5cDSML\uff5c calls',
-))
 # state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_2 = frozenset((
     '<',
@@ -211,24 +146,6 @@ _PREFIXES_2 = frozenset((
     '</\uff5cDSML\uff5c cal',
     '</\uff5cDSML\uff5c call',
     '</\uff5cDSML\uff5c calls',
-))
-# state 3: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_3 = frozenset((
-    '<',
-    '</',
-    '</\uff5c',
-    '</\uff5cD',
-    '</\uff5cDS',
-    '</\uff5cDSM',
-    '</\uff5cDSML',
-    '</\uff5cDSML\uff5c',
-    '</\uff5cDSML\uff5c ',
-    '</\uff5cDSML\uff5c i',
-    '</\uff5cDSML\uff5c in',
-    '</\uff5cDSML\uff5c inv',
-    '</\uff5cDSML\uff5c invo',
-    '</\uff5cDSML\uff5c invok',
-    '</\uff5cDSML\uff5c invoke',
 ))
 
 # -- state constants -------------------------------------------------------------------------
@@ -258,97 +175,26 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<think>', rank=0),  # open 'reasoning_content'
+    _rt.Literal('<\uff5cDSML\uff5c calls>', rank=1),  # open 'call_section'
+    _rt.Literal('<\uff5cend\u2581of\u2581sentence\uff5c>', rank=2),  # close 'content'
+    _rt.Literal('</think>', rank=2),
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[4]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[4] = buf.find('<', pos)
-    # open of 'reasoning_content': '<think>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br = i, i + 7, 0
-    # open of 'call_section': '<\uff5cDSML\uff5c calls>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<\uff5cDSML\uff5c calls>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (14 > be - bs or 14 == be - bs and 1 < br)):
-        bs, be, br = i, i + 14, 1
-    # close of 'content': '<\uff5cend\u2581of\u2581sentence\uff5c>' | '</think>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<\uff5cend\u2581of\u2581sentence\uff5c>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (19 > be - bs or 19 == be - bs and 2 < br)):
-        bs, be, br = i, i + 19, 2
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('</think>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (8 > be - bs or 8 == be - bs and 2 < br)):
-        bs, be, br = i, i + 8, 2
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 18
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # open of 'call_section': '<\uff5cDSML\uff5c calls>'
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<\uff5cDSML\uff5c calls>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 14, 0
-    # close of 'reasoning_content': '</think>'
-    i = memo[6]
-    if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('</think>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (8 > be - bs or 8 == be - bs and 1 < br)):
-        bs, be, br = i, i + 8, 1
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 13
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('<\uff5cDSML\uff5c calls>', rank=0),  # open 'call_section'
+    _rt.Literal('</think>', rank=1),  # close 'reasoning_content'
+)
 
 
 def _scan_2(buf, pos, eos, memo):
@@ -449,30 +295,10 @@ def _scan_2(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-
-def _scan_3(buf, pos, eos, memo):
-    """S3, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '</\uff5cDSML\uff5c invoke>'
-    i = memo[12]
-    if i is None or -1 < i < pos:
-        i = memo[12] = buf.find('</\uff5cDSML\uff5c invoke>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 16, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 15
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_3:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S3: region 'tool_calls'
+_DELIMITERS_3 = (
+    _rt.Literal('</\uff5cDSML\uff5c invoke>', rank=0),  # close 'tool_calls'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -494,7 +320,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 3
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _scan_2, _DELIMITERS_3)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -624,30 +450,6 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(15,),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('<think>', '<\uff5cDSML\uff5c calls>', '<\uff5cend\u2581of\u2581sentence\uff5c>', '</think>'),
-            span=18,
-            firsts='<',
-            prefixes=_PREFIXES_0,
-        ),
-        _rt.HoldLiterals(
-            literals=('<\uff5cDSML\uff5c calls>', '</think>'),
-            span=13,
-            firsts='<',
-            prefixes=_PREFIXES_1,
-        ),
-        None,
-        _rt.HoldLiterals(
-            literals=('</\uff5cDSML\uff5c invoke>',),
-            span=15,
-            firsts='<',
-            prefixes=_PREFIXES_3,
         ),
     )
     TRANSITIONS = _TRANSITIONS

@@ -57,23 +57,6 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<start_of_turn>model\\\n', regex.DOTALL)
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<e',
-    '<en',
-    '<end',
-    '<end_',
-    '<end_o',
-    '<end_of',
-    '<end_of_',
-    '<end_of_t',
-    '<end_of_tu',
-    '<end_of_tur',
-    '<end_of_turn',
-    '<eo',
-    '<eos',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -86,44 +69,18 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
-
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'content': '<end_of_turn>' | '<eos>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<end_of_turn>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 13, 0
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<eos>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (5 > be - bs or 5 == be - bs and 0 < br)):
-        bs, be, br = i, i + 5, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 12
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<end_of_turn>', rank=0),  # close 'content'
+    _rt.Literal('<eos>', rank=0),
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -145,7 +102,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 0
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0,)
+    SCANNERS = (_DELIMITERS_0,)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -173,17 +130,6 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(12, 15),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('<end_of_turn>', '<eos>'),
-            span=12,
-            firsts='<',
-            prefixes=_PREFIXES_0,
         ),
     )
     TRANSITIONS = _TRANSITIONS

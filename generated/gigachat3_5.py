@@ -127,77 +127,6 @@ _D0_LEADS = ('<\uff5cGCML\uff5cinvoke name="',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\uff5cGCML\uff5cinvoke name="(?P<name>[^"]+)">'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\uff5cGCML\uff5cinvoke name="(?P<name>[^"]+)">))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</s',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<|',
-    '<|m',
-    '<|me',
-    '<|mes',
-    '<|mess',
-    '<|messa',
-    '<|messag',
-    '<|message',
-    '<|message_',
-    '<|message_s',
-    '<|message_se',
-    '<|message_sep',
-    '<|message_sep|',
-    '<\uff5c',
-    '<\uff5cG',
-    '<\uff5cGC',
-    '<\uff5cGCM',
-    '<\uff5cGCML',
-    '<\uff5cGCML\uff5c',
-    '<\uff5cGCML\uff5ct',
-    '<\uff5cGCML\uff5cto',
-    '<\uff5cGCML\uff5ctoo',
-    '<\uff5cGCML\uff5ctool',
-    '<\uff5cGCML\uff5ctool_',
-    '<\uff5cGCML\uff5ctool_c',
-    '<\uff5cGCML\uff5ctool_ca',
-    '<\uff5cGCML\uff5ctool_cal',
-    '<\uff5cGCML\uff5ctool_call',
-    '<\uff5cGCML\uff5ctool_calls',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<\uff5c',
-    '<\uff5cG',
-    '<\uff5cGC',
-    '<\uff5cGCM',
-    '<\uff5cGCML',
-    '<\uff5cGCML\uff5c',
-    '<\uff5cGCML\uff5ct',
-    '<\uff5cGCML\uff5cto',
-    '<\uff5cGCML\uff5ctoo',
-    '<\uff5cGCML\uff5ctool',
-    '<\uff5cGCML\uff5ctool_',
-    '<\uff5cGCML\uff5ctool_c',
-    '<\uff5cGCML\uff5ctool_ca',
-    '<\uff5cGCML\uff5ctool_cal',
-    '<\uff5cGCML\uff5ctool_call',
-    '<\uff5cGCML\uff5ctool_calls',
-))
 # state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_2 = frozenset((
     '<',
@@ -218,23 +147,6 @@ _PREFIXES_2 = frozenset((
     '</\uff5cGCML\uff5ctool_cal',
     '</\uff5cGCML\uff5ctool_call',
     '</\uff5cGCML\uff5ctool_calls',
-))
-# state 3: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_3 = frozenset((
-    '<',
-    '</',
-    '</\uff5c',
-    '</\uff5cG',
-    '</\uff5cGC',
-    '</\uff5cGCM',
-    '</\uff5cGCML',
-    '</\uff5cGCML\uff5c',
-    '</\uff5cGCML\uff5ci',
-    '</\uff5cGCML\uff5cin',
-    '</\uff5cGCML\uff5cinv',
-    '</\uff5cGCML\uff5cinvo',
-    '</\uff5cGCML\uff5cinvok',
-    '</\uff5cGCML\uff5cinvoke',
 ))
 
 # -- state constants -------------------------------------------------------------------------
@@ -264,104 +176,27 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<think>', rank=0),  # open 'reasoning_content'
+    _rt.Literal('<\uff5cGCML\uff5ctool_calls>', rank=1),  # open 'tool_calls_section'
+    _rt.Literal('<|message_sep|>', rank=2),  # close 'content'
+    _rt.Literal('</s>', rank=2),
+    _rt.Literal('</think>', rank=2),
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[5]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[5] = buf.find('<', pos)
-    # open of 'reasoning_content': '<think>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br = i, i + 7, 0
-    # open of 'tool_calls_section': '<\uff5cGCML\uff5ctool_calls>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<\uff5cGCML\uff5ctool_calls>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (18 > be - bs or 18 == be - bs and 1 < br)):
-        bs, be, br = i, i + 18, 1
-    # close of 'content': '<|message_sep|>' | '</s>' | '</think>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|message_sep|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (15 > be - bs or 15 == be - bs and 2 < br)):
-        bs, be, br = i, i + 15, 2
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('</s>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (4 > be - bs or 4 == be - bs and 2 < br)):
-        bs, be, br = i, i + 4, 2
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</think>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (8 > be - bs or 8 == be - bs and 2 < br)):
-        bs, be, br = i, i + 8, 2
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 17
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # open of 'tool_calls_section': '<\uff5cGCML\uff5ctool_calls>'
-    i = memo[6]
-    if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<\uff5cGCML\uff5ctool_calls>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 18, 0
-    # close of 'reasoning_content': '</think>'
-    i = memo[7]
-    if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('</think>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (8 > be - bs or 8 == be - bs and 1 < br)):
-        bs, be, br = i, i + 8, 1
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 17
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('<\uff5cGCML\uff5ctool_calls>', rank=0),  # defer 'tool_calls_section'
+    _rt.Literal('</think>', rank=1),  # close 'reasoning_content'
+)
 
 
 def _scan_2(buf, pos, eos, memo):
@@ -462,30 +297,10 @@ def _scan_2(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-
-def _scan_3(buf, pos, eos, memo):
-    """S3, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '</\uff5cGCML\uff5cinvoke>'
-    i = memo[13]
-    if i is None or -1 < i < pos:
-        i = memo[13] = buf.find('</\uff5cGCML\uff5cinvoke>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 15, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 14
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_3:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S3: region 'tool_calls'
+_DELIMITERS_3 = (
+    _rt.Literal('</\uff5cGCML\uff5cinvoke>', rank=0),  # close 'tool_calls'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -507,7 +322,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 3
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _scan_2, _DELIMITERS_3)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -640,30 +455,6 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(14,),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('<think>', '<\uff5cGCML\uff5ctool_calls>', '<|message_sep|>', '</s>', '</think>'),
-            span=17,
-            firsts='<',
-            prefixes=_PREFIXES_0,
-        ),
-        _rt.HoldLiterals(
-            literals=('<\uff5cGCML\uff5ctool_calls>', '</think>'),
-            span=17,
-            firsts='<',
-            prefixes=_PREFIXES_1,
-        ),
-        None,
-        _rt.HoldLiterals(
-            literals=('</\uff5cGCML\uff5cinvoke>',),
-            span=14,
-            firsts='<',
-            prefixes=_PREFIXES_3,
         ),
     )
     TRANSITIONS = _TRANSITIONS

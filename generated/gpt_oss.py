@@ -188,46 +188,6 @@ _P6 = _rt.LazyPattern('(?>(?:<\\|call\\|>|<\\|end\\|>))(?!)')
 _B0 = _rt.LazyPattern('(?r)[^<|star>\\sinchelomy]')
 # the last character before '<|message|>' that /'(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/ cannot consume before it (compiled when first asked)
 _B1 = _rt.LazyPattern('(?r)[^<|star>inchelomy\\s=pbw.\\w]')
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end|',
-    '<|s',
-    '<|st',
-    '<|sta',
-    '<|star',
-    '<|start',
-    '<|start|',
-    '<|start|>',
-    '<|start|>a',
-    '<|start|>as',
-    '<|start|>ass',
-    '<|start|>assi',
-    '<|start|>assis',
-    '<|start|>assist',
-    '<|start|>assista',
-    '<|start|>assistan',
-))
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    'a',
-    'as',
-    'ass',
-    'assi',
-    'assis',
-    'assist',
-    'assista',
-    'assistan',
-    'assistant',
-    'assistantf',
-    'assistantfi',
-    'assistantfin',
-    'assistantfina',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -260,12 +220,12 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -609,62 +569,16 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('<|end|>', rank=0),  # close 'reasoning_content'
+    _rt.Literal('<|start|>assistant', rank=0),
+)
 
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'reasoning_content': '<|end|>' | '<|start|>assistant'
-    i = memo[21]
-    if i is None or -1 < i < pos:
-        i = memo[21] = buf.find('<|end|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 7, 0
-    i = memo[22]
-    if i is None or -1 < i < pos:
-        i = memo[22] = buf.find('<|start|>assistant', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (18 > be - bs or 18 == be - bs and 0 < br)):
-        bs, be, br = i, i + 18, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 17
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_2(buf, pos, eos, memo):
-    """S2, region 'reasoning_stripped'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'reasoning_stripped': 'assistantfinal'
-    i = memo[23]
-    if i is None or -1 < i < pos:
-        i = memo[23] = buf.find('assistantfinal', pos)
-    if i >= 0:
-        bs, be, br = i, i + 14, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 13
-        j = buf.find('a', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_2:
-                hold = j
-                break
-            j = buf.find('a', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S2: region 'reasoning_stripped'
+_DELIMITERS_2 = (
+    _rt.Literal('assistantfinal', rank=0),  # close 'reasoning_stripped'
+)
 
 
 def _scan_3(buf, pos, eos, memo):
@@ -848,7 +762,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 4
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3, _scan_4)
+    SCANNERS = (_scan_0, _DELIMITERS_1, _DELIMITERS_2, _scan_3, _scan_4)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -1031,26 +945,6 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
     )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        None,
-        _rt.HoldLiterals(
-            literals=('<|end|>', '<|start|>assistant'),
-            span=17,
-            firsts='<',
-            prefixes=_PREFIXES_1,
-        ),
-        _rt.HoldLiterals(
-            literals=('assistantfinal',),
-            span=13,
-            firsts='a',
-            prefixes=_PREFIXES_2,
-        ),
-        None,
-        None,
-    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 32
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
@@ -1210,46 +1104,6 @@ _R_P6 = _rt.LazyPattern('(?>(?:<\\|call\\|>|<\\|end\\|>))(?!)')
 _R_B0 = _rt.LazyPattern('(?r)[^<|star>\\sinchelomy]')
 # the last character before '<|message|>' that /'(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/ cannot consume before it (compiled when first asked)
 _R_B1 = _rt.LazyPattern('(?r)[^<|star>inchelomy\\s=pbw.\\w]')
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_R_PREFIXES_1 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end|',
-    '<|s',
-    '<|st',
-    '<|sta',
-    '<|star',
-    '<|start',
-    '<|start|',
-    '<|start|>',
-    '<|start|>a',
-    '<|start|>as',
-    '<|start|>ass',
-    '<|start|>assi',
-    '<|start|>assis',
-    '<|start|>assist',
-    '<|start|>assista',
-    '<|start|>assistan',
-))
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_R_PREFIXES_2 = frozenset((
-    'a',
-    'as',
-    'ass',
-    'assi',
-    'assis',
-    'assist',
-    'assista',
-    'assistan',
-    'assistant',
-    'assistantf',
-    'assistantfi',
-    'assistantfin',
-    'assistantfina',
-))
 
 # -- state constants -------------------------------------------------------------------------
 _RS0 = 0  # outside (implicit field 'content')
@@ -1282,12 +1136,12 @@ _R_TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
 
 def _R_scan_0(buf, pos, eos, memo):
@@ -1605,62 +1459,16 @@ def _R_scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
+# S1: region 'reasoning_content'
+_R_DELIMITERS_1 = (
+    _rt.Literal('<|end|>', rank=0),  # close 'reasoning_content'
+    _rt.Literal('<|start|>assistant', rank=0),
+)
 
-def _R_scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'reasoning_content': '<|end|>' | '<|start|>assistant'
-    i = memo[20]
-    if i is None or -1 < i < pos:
-        i = memo[20] = buf.find('<|end|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 7, 0
-    i = memo[21]
-    if i is None or -1 < i < pos:
-        i = memo[21] = buf.find('<|start|>assistant', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (18 > be - bs or 18 == be - bs and 0 < br)):
-        bs, be, br = i, i + 18, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 17
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _R_PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _R_scan_2(buf, pos, eos, memo):
-    """S2, region 'reasoning_stripped'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'reasoning_stripped': 'assistantfinal'
-    i = memo[22]
-    if i is None or -1 < i < pos:
-        i = memo[22] = buf.find('assistantfinal', pos)
-    if i >= 0:
-        bs, be, br = i, i + 14, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 13
-        j = buf.find('a', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _R_PREFIXES_2:
-                hold = j
-                break
-            j = buf.find('a', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S2: region 'reasoning_stripped'
+_R_DELIMITERS_2 = (
+    _rt.Literal('assistantfinal', rank=0),  # close 'reasoning_stripped'
+)
 
 
 def _R_scan_3(buf, pos, eos, memo):
@@ -1844,7 +1652,7 @@ class _RecoverParser(ResponseParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 4
     START_ANCHOR = _R_START_ANCHOR
-    SCANNERS = (_R_scan_0, _R_scan_1, _R_scan_2, _R_scan_3, _R_scan_4)
+    SCANNERS = (_R_scan_0, _R_DELIMITERS_1, _R_DELIMITERS_2, _R_scan_3, _R_scan_4)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -1992,26 +1800,6 @@ class _RecoverParser(ResponseParser):
             ),
         ),
     )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        None,
-        _rt.HoldLiterals(
-            literals=('<|end|>', '<|start|>assistant'),
-            span=17,
-            firsts='<',
-            prefixes=_R_PREFIXES_1,
-        ),
-        _rt.HoldLiterals(
-            literals=('assistantfinal',),
-            span=13,
-            firsts='a',
-            prefixes=_R_PREFIXES_2,
-        ),
-        None,
-        None,
-    )
     TRANSITIONS = _R_TRANSITIONS
     MEMO_SLOTS = 31
     # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
@@ -2029,6 +1817,7 @@ class _RecoverParser(ResponseParser):
     # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
     REGEX_BOUNDED = (('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', 'tool_calls', 'open_pattern'), ('(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>', 'builtin_tool_message', 'open_pattern'))
     # tables the strict class has and this one does not (not inherited)
+    HOLD_LITERALS = _rt.StreamParser.HOLD_LITERALS
     START_ANCHOR_BOUNDED = _rt.StreamParser.START_ANCHOR_BOUNDED
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None

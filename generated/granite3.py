@@ -32,7 +32,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(3, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads'))
 
@@ -103,132 +102,6 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|start_of_role\\|>assistant[^<]*<\\|end_of_role\\|>', regex.DOTALL)
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</r',
-    '</re',
-    '</res',
-    '</resp',
-    '</respo',
-    '</respon',
-    '</respons',
-    '</response',
-    '<r',
-    '<re',
-    '<res',
-    '<resp',
-    '<respo',
-    '<respon',
-    '<respons',
-    '<response',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<to',
-    '<too',
-    '<tool',
-    '<tool_',
-    '<tool_c',
-    '<tool_ca',
-    '<tool_cal',
-    '<tool_call',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end_',
-    '<|end_o',
-    '<|end_of',
-    '<|end_of_',
-    '<|end_of_t',
-    '<|end_of_te',
-    '<|end_of_tex',
-    '<|end_of_text',
-    '<|end_of_text|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_call|',
-    'H',
-    'He',
-    'Her',
-    'Here',
-    'Here ',
-    'Here i',
-    'Here is',
-    'Here is ',
-    'Here is m',
-    'Here is my',
-    'Here is my ',
-    'Here is my t',
-    'Here is my th',
-    'Here is my tho',
-    'Here is my thou',
-    'Here is my thoug',
-    'Here is my though',
-    'Here is my thought',
-    'Here is my thought ',
-    'Here is my thought p',
-    'Here is my thought pr',
-    'Here is my thought pro',
-    'Here is my thought proc',
-    'Here is my thought proce',
-    'Here is my thought proces',
-    'Here is my thought process',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    'H',
-    'He',
-    'Her',
-    'Here',
-    'Here ',
-    'Here i',
-    'Here is',
-    'Here is ',
-    'Here is m',
-    'Here is my',
-    'Here is my ',
-    'Here is my r',
-    'Here is my re',
-    'Here is my res',
-    'Here is my resp',
-    'Here is my respo',
-    'Here is my respon',
-    'Here is my respons',
-    'Here is my response',
-))
-# state 3: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_3 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</to',
-    '</too',
-    '</tool',
-    '</tool_',
-    '</tool_c',
-    '</tool_ca',
-    '</tool_cal',
-    '</tool_call',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -254,135 +127,37 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<think>', rank=0),  # open 'reasoning_content'
+    _rt.Literal('Here is my thought process:', rank=0),
+    _rt.Literal('<|tool_call|>', rank=1),  # open 'tool_calls'
+    _rt.Literal('<tool_call>', rank=1),
+    _rt.Literal('<|end_of_text|>', rank=2),  # close 'content'
+    _rt.Literal('<response>', rank=2),
+    _rt.Literal('</response>', rank=2),
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[7]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[7] = buf.find('<', pos)
-    # open of 'reasoning_content': '<think>' | 'Here is my thought process:'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br = i, i + 7, 0
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('Here is my thought process:', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (27 > be - bs or 27 == be - bs and 0 < br)):
-        bs, be, br = i, i + 27, 0
-    # open of 'tool_calls': '<|tool_call|>' | '<tool_call>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|tool_call|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (13 > be - bs or 13 == be - bs and 1 < br)):
-        bs, be, br = i, i + 13, 1
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<tool_call>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (11 > be - bs or 11 == be - bs and 1 < br)):
-        bs, be, br = i, i + 11, 1
-    # close of 'content': '<|end_of_text|>' | '<response>' | '</response>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|end_of_text|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (15 > be - bs or 15 == be - bs and 2 < br)):
-        bs, be, br = i, i + 15, 2
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<response>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (10 > be - bs or 10 == be - bs and 2 < br)):
-        bs, be, br = i, i + 10, 2
-    i = memo[6]
-    if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('</response>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (11 > be - bs or 11 == be - bs and 2 < br)):
-        bs, be, br = i, i + 11, 2
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        hold = literal_hold(buf, pos if n - 26 < pos else n - 26, '<H', _PREFIXES_0)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('</think>', rank=0),  # close 'reasoning_content'
+    _rt.Literal('Here is my response:', rank=0),
+)
 
+# S2: region 'tool_calls'
+_DELIMITERS_2 = ()  # it watches nothing
 
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'reasoning_content': '</think>' | 'Here is my response:'
-    i = memo[8]
-    if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('</think>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 8, 0
-    i = memo[9]
-    if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('Here is my response:', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (20 > be - bs or 20 == be - bs and 0 < br)):
-        bs, be, br = i, i + 20, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        hold = literal_hold(buf, pos if n - 19 < pos else n - 19, '<H', _PREFIXES_1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_2(buf, pos, eos, memo):
-    """S2, region 'tool_calls'."""
-    return -1, 0, 0, None, len(buf)
-
-
-def _scan_3(buf, pos, eos, memo):
-    """S3, after the value of 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '</tool_call>'
-    i = memo[10]
-    if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('</tool_call>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 12, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 11
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_3:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S3: after the value of 'tool_calls'
+_DELIMITERS_3 = (
+    _rt.Literal('</tool_call>', rank=0),  # after 'tool_calls'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -404,7 +179,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -497,30 +272,6 @@ class ResponseParser(_rt.StreamParser):
         None,
         # S3
         None,
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('<think>', 'Here is my thought process:', '<|tool_call|>', '<tool_call>', '<|end_of_text|>', '<response>', '</response>'),
-            span=26,
-            firsts='<H',
-            prefixes=_PREFIXES_0,
-        ),
-        _rt.HoldLiterals(
-            literals=('</think>', 'Here is my response:'),
-            span=19,
-            firsts='<H',
-            prefixes=_PREFIXES_1,
-        ),
-        None,
-        _rt.HoldLiterals(
-            literals=('</tool_call>',),
-            span=11,
-            firsts='<',
-            prefixes=_PREFIXES_3,
-        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11

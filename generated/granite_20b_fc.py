@@ -91,34 +91,6 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('ASSISTANT:', regex.DOTALL)
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<f',
-    '<fu',
-    '<fun',
-    '<func',
-    '<funct',
-    '<functi',
-    '<functio',
-    '<function',
-    '<function_',
-    '<function_c',
-    '<function_ca',
-    '<function_cal',
-    '<function_call',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|endo',
-    '<|endof',
-    '<|endoft',
-    '<|endofte',
-    '<|endoftex',
-    '<|endoftext',
-    '<|endoftext|',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -135,50 +107,21 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<function_call>', rank=0),  # open 'tool_calls'
+    _rt.Literal('<|endoftext|>', rank=1),  # close 'content'
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # open of 'tool_calls': '<function_call>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<function_call>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 15, 0
-    # close of 'content': '<|endoftext|>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|endoftext|>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (13 > be - bs or 13 == be - bs and 1 < br)):
-        bs, be, br = i, i + 13, 1
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 14
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'tool_calls'."""
-    return -1, 0, 0, None, len(buf)
+# S1: region 'tool_calls'
+_DELIMITERS_1 = ()  # it watches nothing
 
 
 class ResponseParser(_rt.StreamParser):
@@ -200,7 +143,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -245,18 +188,6 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S1
-        None,
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('<function_call>', '<|endoftext|>'),
-            span=14,
-            firsts='<',
-            prefixes=_PREFIXES_0,
-        ),
         None,
     )
     TRANSITIONS = _TRANSITIONS

@@ -185,72 +185,6 @@ _PREFIXES_0 = frozenset((
     '<|message_model',
     '<|message_model|',
 ))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '<|',
-    '<|c',
-    '<|co',
-    '<|con',
-    '<|cont',
-    '<|conte',
-    '<|conten',
-    '<|content',
-    '<|content_',
-    '<|content_m',
-    '<|content_mo',
-    '<|content_mod',
-    '<|content_mode',
-    '<|content_model',
-    '<|content_model_',
-    '<|content_model_e',
-    '<|content_model_en',
-    '<|content_model_end',
-    '<|content_model_end_',
-    '<|content_model_end_s',
-    '<|content_model_end_sa',
-    '<|content_model_end_sam',
-    '<|content_model_end_samp',
-    '<|content_model_end_sampl',
-    '<|content_model_end_sampli',
-    '<|content_model_end_samplin',
-    '<|content_model_end_sampling',
-    '<|content_model_end_sampling|',
-    '<|content_t',
-    '<|content_te',
-    '<|content_tex',
-    '<|content_text',
-    '<|content_text|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end_',
-    '<|end_m',
-    '<|end_me',
-    '<|end_mes',
-    '<|end_mess',
-    '<|end_messa',
-    '<|end_messag',
-    '<|end_message',
-    '<|end_message|',
-))
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end_',
-    '<|end_m',
-    '<|end_me',
-    '<|end_mes',
-    '<|end_mess',
-    '<|end_messa',
-    '<|end_messag',
-    '<|end_message',
-    '<|end_message|',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -273,12 +207,12 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -385,73 +319,17 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('<|end_message|>', rank=0),  # close 'reasoning_content'
+    _rt.Literal('<|content_text|>', rank=0),
+    _rt.Literal('<|content_model_end_sampling|>', rank=0),
+)
 
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # '<|' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[12]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[12] = buf.find('<|', pos)
-    # close of 'reasoning_content': '<|end_message|>' | '<|content_text|>' | '<|content_model_end_sampling|>'
-    i = memo[9]
-    if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|end_message|>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br = i, i + 15, 0
-    i = memo[10]
-    if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('<|content_text|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (16 > be - bs or 16 == be - bs and 0 < br)):
-        bs, be, br = i, i + 16, 0
-    i = memo[11]
-    if i is None or -1 < i < pos:
-        i = memo[11] = buf.find('<|content_model_end_sampling|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (30 > be - bs or 30 == be - bs and 0 < br)):
-        bs, be, br = i, i + 30, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 29
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_2(buf, pos, eos, memo):
-    """S2, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '<|end_message|>'
-    i = memo[13]
-    if i is None or -1 < i < pos:
-        i = memo[13] = buf.find('<|end_message|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 15, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 14
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_2:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S2: region 'tool_calls'
+_DELIMITERS_2 = (
+    _rt.Literal('<|end_message|>', rank=0),  # close 'tool_calls'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -473,7 +351,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2)
+    SCANNERS = (_scan_0, _DELIMITERS_1, _DELIMITERS_2)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -572,24 +450,6 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(14,),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        None,
-        _rt.HoldLiterals(
-            literals=('<|end_message|>', '<|content_text|>', '<|content_model_end_sampling|>'),
-            span=29,
-            firsts='<',
-            prefixes=_PREFIXES_1,
-        ),
-        _rt.HoldLiterals(
-            literals=('<|end_message|>',),
-            span=14,
-            firsts='<',
-            prefixes=_PREFIXES_2,
         ),
     )
     TRANSITIONS = _TRANSITIONS

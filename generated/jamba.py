@@ -85,49 +85,6 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|bom\\|><\\|assistant\\|>', regex.DOTALL)
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<t',
-    '<to',
-    '<too',
-    '<tool',
-    '<tool_',
-    '<tool_c',
-    '<tool_ca',
-    '<tool_cal',
-    '<tool_call',
-    '<tool_calls',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|endo',
-    '<|endof',
-    '<|endoft',
-    '<|endofte',
-    '<|endoftex',
-    '<|endoftext',
-    '<|endoftext|',
-    '<|eo',
-    '<|eom',
-    '<|eom|',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</to',
-    '</too',
-    '</tool',
-    '</tool_',
-    '</tool_c',
-    '</tool_ca',
-    '</tool_cal',
-    '</tool_call',
-    '</tool_calls',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -145,81 +102,24 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<tool_calls>', rank=0),  # open 'tool_calls'
+    _rt.Literal('<|eom|>', rank=1),  # close 'content'
+    _rt.Literal('<|endoftext|>', rank=1),
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[3]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[3] = buf.find('<', pos)
-    # open of 'tool_calls': '<tool_calls>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<tool_calls>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br = i, i + 12, 0
-    # close of 'content': '<|eom|>' | '<|endoftext|>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|eom|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (7 > be - bs or 7 == be - bs and 1 < br)):
-        bs, be, br = i, i + 7, 1
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|endoftext|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (13 > be - bs or 13 == be - bs and 1 < br)):
-        bs, be, br = i, i + 13, 1
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 12
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '</tool_calls>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</tool_calls>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 13, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 12
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'tool_calls'
+_DELIMITERS_1 = (
+    _rt.Literal('</tool_calls>', rank=0),  # close 'tool_calls'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -241,7 +141,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -299,23 +199,6 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(12,),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('<tool_calls>', '<|eom|>', '<|endoftext|>'),
-            span=12,
-            firsts='<',
-            prefixes=_PREFIXES_0,
-        ),
-        _rt.HoldLiterals(
-            literals=('</tool_calls>',),
-            span=12,
-            firsts='<',
-            prefixes=_PREFIXES_1,
         ),
     )
     TRANSITIONS = _TRANSITIONS

@@ -181,170 +181,6 @@ _D1_LEADS = ('<|open|>call tool="',)
 _P0 = _rt.LazyPattern('(?>(?:<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>))(?!)')
 # probe of open of 'tool_calls': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>'/ (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|c',
-    '<|cl',
-    '<|clo',
-    '<|clos',
-    '<|close',
-    '<|close|',
-    '<|close|>',
-    '<|close|>m',
-    '<|close|>me',
-    '<|close|>mes',
-    '<|close|>mess',
-    '<|close|>messa',
-    '<|close|>messag',
-    '<|close|>message',
-    '<|close|>message<',
-    '<|close|>message<|',
-    '<|close|>message<|s',
-    '<|close|>message<|se',
-    '<|close|>message<|sep',
-    '<|close|>message<|sep|',
-    '<|close|>r',
-    '<|close|>re',
-    '<|close|>res',
-    '<|close|>resp',
-    '<|close|>respo',
-    '<|close|>respon',
-    '<|close|>respons',
-    '<|close|>response',
-    '<|close|>response<',
-    '<|close|>response<|',
-    '<|close|>response<|s',
-    '<|close|>response<|se',
-    '<|close|>response<|sep',
-    '<|close|>response<|sep|',
-    '<|close|>t',
-    '<|close|>th',
-    '<|close|>thi',
-    '<|close|>thin',
-    '<|close|>think',
-    '<|close|>think<',
-    '<|close|>think<|',
-    '<|close|>think<|s',
-    '<|close|>think<|se',
-    '<|close|>think<|sep',
-    '<|close|>think<|sep|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end_',
-    '<|end_o',
-    '<|end_of',
-    '<|end_of_',
-    '<|end_of_m',
-    '<|end_of_ms',
-    '<|end_of_msg',
-    '<|end_of_msg|',
-    '<|o',
-    '<|op',
-    '<|ope',
-    '<|open',
-    '<|open|',
-    '<|open|>',
-    '<|open|>r',
-    '<|open|>re',
-    '<|open|>res',
-    '<|open|>resp',
-    '<|open|>respo',
-    '<|open|>respon',
-    '<|open|>respons',
-    '<|open|>response',
-    '<|open|>response<',
-    '<|open|>response<|',
-    '<|open|>response<|s',
-    '<|open|>response<|se',
-    '<|open|>response<|sep',
-    '<|open|>response<|sep|',
-    '<|open|>t',
-    '<|open|>th',
-    '<|open|>thi',
-    '<|open|>thin',
-    '<|open|>think',
-    '<|open|>think<',
-    '<|open|>think<|',
-    '<|open|>think<|s',
-    '<|open|>think<|se',
-    '<|open|>think<|sep',
-    '<|open|>think<|sep|',
-    '<|open|>to',
-    '<|open|>too',
-    '<|open|>tool',
-    '<|open|>tools',
-    '<|open|>tools<',
-    '<|open|>tools<|',
-    '<|open|>tools<|s',
-    '<|open|>tools<|se',
-    '<|open|>tools<|sep',
-    '<|open|>tools<|sep|',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '<|',
-    '<|c',
-    '<|cl',
-    '<|clo',
-    '<|clos',
-    '<|close',
-    '<|close|',
-    '<|close|>',
-    '<|close|>t',
-    '<|close|>th',
-    '<|close|>thi',
-    '<|close|>thin',
-    '<|close|>think',
-    '<|close|>think<',
-    '<|close|>think<|',
-    '<|close|>think<|s',
-    '<|close|>think<|se',
-    '<|close|>think<|sep',
-    '<|close|>think<|sep|',
-))
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '<|',
-    '<|c',
-    '<|cl',
-    '<|clo',
-    '<|clos',
-    '<|close',
-    '<|close|',
-    '<|close|>',
-    '<|close|>m',
-    '<|close|>me',
-    '<|close|>mes',
-    '<|close|>mess',
-    '<|close|>messa',
-    '<|close|>messag',
-    '<|close|>message',
-    '<|close|>message<',
-    '<|close|>message<|',
-    '<|close|>message<|s',
-    '<|close|>message<|se',
-    '<|close|>message<|sep',
-    '<|close|>message<|sep|',
-    '<|close|>r',
-    '<|close|>re',
-    '<|close|>res',
-    '<|close|>resp',
-    '<|close|>respo',
-    '<|close|>respon',
-    '<|close|>respons',
-    '<|close|>response',
-    '<|close|>response<',
-    '<|close|>response<|',
-    '<|close|>response<|s',
-    '<|close|>response<|se',
-    '<|close|>response<|sep',
-    '<|close|>response<|sep|',
-))
 # state 3: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_3 = frozenset((
     '<',
@@ -367,70 +203,6 @@ _PREFIXES_3 = frozenset((
     '<|close|>tools<|se',
     '<|close|>tools<|sep',
     '<|close|>tools<|sep|',
-))
-# state 4: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_4 = frozenset((
-    '<',
-    '<|',
-    '<|c',
-    '<|cl',
-    '<|clo',
-    '<|clos',
-    '<|close',
-    '<|close|',
-    '<|close|>',
-    '<|close|>j',
-    '<|close|>js',
-    '<|close|>jso',
-    '<|close|>json',
-    '<|close|>json<',
-    '<|close|>json<|',
-    '<|close|>json<|s',
-    '<|close|>json<|se',
-    '<|close|>json<|sep',
-    '<|close|>json<|sep|',
-    '<|close|>json<|sep|>',
-    '<|close|>json<|sep|><',
-    '<|close|>json<|sep|><|',
-    '<|close|>json<|sep|><|c',
-    '<|close|>json<|sep|><|cl',
-    '<|close|>json<|sep|><|clo',
-    '<|close|>json<|sep|><|clos',
-    '<|close|>json<|sep|><|close',
-    '<|close|>json<|sep|><|close|',
-    '<|close|>json<|sep|><|close|>',
-    '<|close|>json<|sep|><|close|>c',
-    '<|close|>json<|sep|><|close|>ca',
-    '<|close|>json<|sep|><|close|>cal',
-    '<|close|>json<|sep|><|close|>call',
-    '<|close|>json<|sep|><|close|>call<',
-    '<|close|>json<|sep|><|close|>call<|',
-    '<|close|>json<|sep|><|close|>call<|s',
-    '<|close|>json<|sep|><|close|>call<|se',
-    '<|close|>json<|sep|><|close|>call<|sep',
-    '<|close|>json<|sep|><|close|>call<|sep|',
-))
-# state 5: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_5 = frozenset((
-    '<',
-    '<|',
-    '<|c',
-    '<|cl',
-    '<|clo',
-    '<|clos',
-    '<|close',
-    '<|close|',
-    '<|close|>',
-    '<|close|>c',
-    '<|close|>ca',
-    '<|close|>cal',
-    '<|close|>call',
-    '<|close|>call<',
-    '<|close|>call<|',
-    '<|close|>call<|s',
-    '<|close|>call<|se',
-    '<|close|>call<|sep',
-    '<|close|>call<|sep|',
 ))
 
 # -- state constants -------------------------------------------------------------------------
@@ -469,143 +241,34 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<|open|>think<|sep|>', rank=0),  # open 'reasoning_content'
+    _rt.Literal('<|open|>response<|sep|>', rank=1),  # open 'response'
+    _rt.Literal('<|open|>tools<|sep|>', rank=2),  # open 'tools_section'
+    _rt.Literal('<|close|>message<|sep|>', rank=3),  # close 'content'
+    _rt.Literal('<|end_of_msg|>', rank=3),
+    _rt.Literal('<|close|>think<|sep|>', rank=3),
+    _rt.Literal('<|close|>response<|sep|>', rank=3),
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # '<|' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[7]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[7] = buf.find('<|', pos)
-    # open of 'reasoning_content': '<|open|>think<|sep|>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<|open|>think<|sep|>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br = i, i + 20, 0
-    # open of 'response': '<|open|>response<|sep|>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|open|>response<|sep|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (23 > be - bs or 23 == be - bs and 1 < br)):
-        bs, be, br = i, i + 23, 1
-    # open of 'tools_section': '<|open|>tools<|sep|>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|open|>tools<|sep|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (20 > be - bs or 20 == be - bs and 2 < br)):
-        bs, be, br = i, i + 20, 2
-    # close of 'content': '<|close|>message<|sep|>' | '<|end_of_msg|>' | '<|close|>think<|sep|>' | '<|close|>response<|sep|>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|close|>message<|sep|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (23 > be - bs or 23 == be - bs and 3 < br)):
-        bs, be, br = i, i + 23, 3
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|end_of_msg|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (14 > be - bs or 14 == be - bs and 3 < br)):
-        bs, be, br = i, i + 14, 3
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|close|>think<|sep|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (21 > be - bs or 21 == be - bs and 3 < br)):
-        bs, be, br = i, i + 21, 3
-    i = memo[6]
-    if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|close|>response<|sep|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (24 > be - bs or 24 == be - bs and 3 < br)):
-        bs, be, br = i, i + 24, 3
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 23
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('<|close|>think<|sep|>', rank=0),  # close 'reasoning_content'
+)
 
-
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'reasoning_content': '<|close|>think<|sep|>'
-    i = memo[8]
-    if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|close|>think<|sep|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 21, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 20
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_2(buf, pos, eos, memo):
-    """S2, region 'response'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'response': '<|close|>response<|sep|>' | '<|close|>message<|sep|>'
-    i = memo[9]
-    if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|close|>response<|sep|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 24, 0
-    i = memo[10]
-    if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('<|close|>message<|sep|>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (23 > be - bs or 23 == be - bs and 0 < br)):
-        bs, be, br = i, i + 23, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 23
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_2:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S2: region 'response'
+_DELIMITERS_2 = (
+    _rt.Literal('<|close|>response<|sep|>', rank=0),  # close 'response'
+    _rt.Literal('<|close|>message<|sep|>', rank=0),
+)
 
 
 def _scan_3(buf, pos, eos, memo):
@@ -753,55 +416,15 @@ def _scan_3(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
+# S4: region 'json_tool_call'
+_DELIMITERS_4 = (
+    _rt.Literal('<|close|>json<|sep|><|close|>call<|sep|>', rank=0),  # close 'json_tool_call'
+)
 
-def _scan_4(buf, pos, eos, memo):
-    """S4, region 'json_tool_call'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'json_tool_call': '<|close|>json<|sep|><|close|>call<|sep|>'
-    i = memo[19]
-    if i is None or -1 < i < pos:
-        i = memo[19] = buf.find('<|close|>json<|sep|><|close|>call<|sep|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 40, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 39
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_4:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_5(buf, pos, eos, memo):
-    """S5, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '<|close|>call<|sep|>'
-    i = memo[20]
-    if i is None or -1 < i < pos:
-        i = memo[20] = buf.find('<|close|>call<|sep|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 20, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 19
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_5:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S5: region 'tool_calls'
+_DELIMITERS_5 = (
+    _rt.Literal('<|close|>call<|sep|>', rank=0),  # close 'tool_calls'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -823,7 +446,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 5
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3, _scan_4, _scan_5)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _scan_3, _DELIMITERS_4, _DELIMITERS_5)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -1056,42 +679,6 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(19,),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('<|open|>think<|sep|>', '<|open|>response<|sep|>', '<|open|>tools<|sep|>', '<|close|>message<|sep|>', '<|end_of_msg|>', '<|close|>think<|sep|>', '<|close|>response<|sep|>'),
-            span=23,
-            firsts='<',
-            prefixes=_PREFIXES_0,
-        ),
-        _rt.HoldLiterals(
-            literals=('<|close|>think<|sep|>',),
-            span=20,
-            firsts='<',
-            prefixes=_PREFIXES_1,
-        ),
-        _rt.HoldLiterals(
-            literals=('<|close|>response<|sep|>', '<|close|>message<|sep|>'),
-            span=23,
-            firsts='<',
-            prefixes=_PREFIXES_2,
-        ),
-        None,
-        _rt.HoldLiterals(
-            literals=('<|close|>json<|sep|><|close|>call<|sep|>',),
-            span=39,
-            firsts='<',
-            prefixes=_PREFIXES_4,
-        ),
-        _rt.HoldLiterals(
-            literals=('<|close|>call<|sep|>',),
-            span=19,
-            firsts='<',
-            prefixes=_PREFIXES_5,
         ),
     )
     TRANSITIONS = _TRANSITIONS

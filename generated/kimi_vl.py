@@ -31,7 +31,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(3, __name__, ('fast-heads',))
 
@@ -67,40 +66,6 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_assistant\\|>assistant<\\|im_middle\\|>', regex.DOTALL)
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-    '\u25c1',
-    '\u25c1/',
-    '\u25c1/t',
-    '\u25c1/th',
-    '\u25c1/thi',
-    '\u25c1/thin',
-    '\u25c1/think',
-    '\u25c1t',
-    '\u25c1th',
-    '\u25c1thi',
-    '\u25c1thin',
-    '\u25c1think',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '\u25c1',
-    '\u25c1/',
-    '\u25c1/t',
-    '\u25c1/th',
-    '\u25c1/thi',
-    '\u25c1/thin',
-    '\u25c1/think',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -118,71 +83,24 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('\u25c1think\u25b7', rank=0),  # open 'reasoning_content'
+    _rt.Literal('<|im_end|>', rank=1),  # close 'content'
+    _rt.Literal('\u25c1/think\u25b7', rank=1),
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # open of 'reasoning_content': '\u25c1think\u25b7'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('\u25c1think\u25b7', pos)
-    if i >= 0:
-        bs, be, br = i, i + 7, 0
-    # close of 'content': '<|im_end|>' | '\u25c1/think\u25b7'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|im_end|>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (10 > be - bs or 10 == be - bs and 1 < br)):
-        bs, be, br = i, i + 10, 1
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('\u25c1/think\u25b7', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (8 > be - bs or 8 == be - bs and 1 < br)):
-        bs, be, br = i, i + 8, 1
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        hold = literal_hold(buf, pos if n - 9 < pos else n - 9, '<\u25c1', _PREFIXES_0)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'reasoning_content': '\u25c1/think\u25b7'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('\u25c1/think\u25b7', pos)
-    if i >= 0:
-        bs, be, br = i, i + 8, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 7
-        j = buf.find('\u25c1', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('\u25c1', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('\u25c1/think\u25b7', rank=0),  # close 'reasoning_content'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -204,7 +122,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -253,23 +171,6 @@ class ResponseParser(_rt.StreamParser):
                 follow=((1,), (2,), (3,), (4,), (5,), (6,), (7,), ()),
                 last=(7,),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('\u25c1think\u25b7', '<|im_end|>', '\u25c1/think\u25b7'),
-            span=9,
-            firsts='<\u25c1',
-            prefixes=_PREFIXES_0,
-        ),
-        _rt.HoldLiterals(
-            literals=('\u25c1/think\u25b7',),
-            span=7,
-            firsts='\u25c1',
-            prefixes=_PREFIXES_1,
         ),
     )
     TRANSITIONS = _TRANSITIONS

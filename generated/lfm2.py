@@ -199,110 +199,6 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_call_',
-    '<|tool_call_e',
-    '<|tool_call_en',
-    '<|tool_call_end',
-    '<|tool_call_end|',
-    '<|tool_call_s',
-    '<|tool_call_st',
-    '<|tool_call_sta',
-    '<|tool_call_star',
-    '<|tool_call_start',
-    '<|tool_call_start|',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-))
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '<|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_call_',
-    '<|tool_call_e',
-    '<|tool_call_en',
-    '<|tool_call_end',
-    '<|tool_call_end|',
-))
-# state 3: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_3 = frozenset((
-    '<',
-    '<|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_call_',
-    '<|tool_call_e',
-    '<|tool_call_en',
-    '<|tool_call_end',
-    '<|tool_call_end|',
-))
-# state 4: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_4 = frozenset((
-    '<',
-    '<|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_call_',
-    '<|tool_call_e',
-    '<|tool_call_en',
-    '<|tool_call_end',
-    '<|tool_call_end|',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -335,180 +231,42 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<think>', rank=0),  # open 'reasoning_content'
+    _rt.Literal('<|tool_call_start|>', rank=1),  # open 'tool_calls'
+    _rt.Literal('<|tool_call_start|>', rank=2),  # open 'json_tool_call_list'
+    _rt.Literal('<|tool_call_start|>', rank=3),  # open 'json_tool_call'
+    _rt.Literal('<|im_end|>', rank=4),  # close 'content'
+    _rt.Literal('<|tool_call_end|>', rank=4),
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[6]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[6] = buf.find('<', pos)
-    # open of 'reasoning_content': '<think>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br = i, i + 7, 0
-    # open of 'tool_calls': '<|tool_call_start|>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|tool_call_start|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (19 > be - bs or 19 == be - bs and 1 < br)):
-        bs, be, br = i, i + 19, 1
-    # open of 'json_tool_call_list': '<|tool_call_start|>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|tool_call_start|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (19 > be - bs or 19 == be - bs and 2 < br)):
-        bs, be, br = i, i + 19, 2
-    # open of 'json_tool_call': '<|tool_call_start|>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|tool_call_start|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (19 > be - bs or 19 == be - bs and 3 < br)):
-        bs, be, br = i, i + 19, 3
-    # close of 'content': '<|im_end|>' | '<|tool_call_end|>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|im_end|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (10 > be - bs or 10 == be - bs and 4 < br)):
-        bs, be, br = i, i + 10, 4
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|tool_call_end|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (17 > be - bs or 17 == be - bs and 4 < br)):
-        bs, be, br = i, i + 17, 4
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 18
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('</think>', rank=0),  # close 'reasoning_content'
+)
 
+# S2: region 'tool_calls'
+_DELIMITERS_2 = (
+    _rt.Literal('<|tool_call_end|>', rank=0),  # close 'tool_calls'
+)
 
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'reasoning_content': '</think>'
-    i = memo[7]
-    if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('</think>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 8, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 7
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S3: region 'json_tool_call_list'
+_DELIMITERS_3 = (
+    _rt.Literal('<|tool_call_end|>', rank=0),  # close 'json_tool_call_list'
+)
 
-
-def _scan_2(buf, pos, eos, memo):
-    """S2, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '<|tool_call_end|>'
-    i = memo[8]
-    if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|tool_call_end|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 17, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 16
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_2:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_3(buf, pos, eos, memo):
-    """S3, region 'json_tool_call_list'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'json_tool_call_list': '<|tool_call_end|>'
-    i = memo[9]
-    if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('<|tool_call_end|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 17, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 16
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_3:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_4(buf, pos, eos, memo):
-    """S4, region 'json_tool_call'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'json_tool_call': '<|tool_call_end|>'
-    i = memo[10]
-    if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('<|tool_call_end|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 17, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 16
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_4:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S4: region 'json_tool_call'
+_DELIMITERS_4 = (
+    _rt.Literal('<|tool_call_end|>', rank=0),  # close 'json_tool_call'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -530,7 +288,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 4
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3, _scan_4)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -653,41 +411,6 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(16,),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('<think>', '<|tool_call_start|>', '<|im_end|>', '<|tool_call_end|>'),
-            span=18,
-            firsts='<',
-            prefixes=_PREFIXES_0,
-        ),
-        _rt.HoldLiterals(
-            literals=('</think>',),
-            span=7,
-            firsts='<',
-            prefixes=_PREFIXES_1,
-        ),
-        _rt.HoldLiterals(
-            literals=('<|tool_call_end|>',),
-            span=16,
-            firsts='<',
-            prefixes=_PREFIXES_2,
-        ),
-        _rt.HoldLiterals(
-            literals=('<|tool_call_end|>',),
-            span=16,
-            firsts='<',
-            prefixes=_PREFIXES_3,
-        ),
-        _rt.HoldLiterals(
-            literals=('<|tool_call_end|>',),
-            span=16,
-            firsts='<',
-            prefixes=_PREFIXES_4,
         ),
     )
     TRANSITIONS = _TRANSITIONS

@@ -33,7 +33,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(3, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'lazy-delimiters'))
 
@@ -122,66 +121,6 @@ _D0_LEADS = (']<]minimax[>[<invoke name="',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</m',
-    '</mm',
-    '</mm:',
-    '</mm:t',
-    '</mm:th',
-    '</mm:thi',
-    '</mm:thin',
-    '</mm:think',
-    '<m',
-    '<mm',
-    '<mm:',
-    '<mm:t',
-    '<mm:th',
-    '<mm:thi',
-    '<mm:thin',
-    '<mm:think',
-    '[',
-    '[e',
-    '[e\x7e',
-    ']',
-    ']<',
-    ']<]',
-    ']<]m',
-    ']<]mi',
-    ']<]min',
-    ']<]mini',
-    ']<]minim',
-    ']<]minima',
-    ']<]minimax',
-    ']<]minimax[',
-    ']<]minimax[>',
-    ']<]minimax[>[',
-    ']<]minimax[>[<',
-    ']<]minimax[>[<t',
-    ']<]minimax[>[<to',
-    ']<]minimax[>[<too',
-    ']<]minimax[>[<tool',
-    ']<]minimax[>[<tool_',
-    ']<]minimax[>[<tool_c',
-    ']<]minimax[>[<tool_ca',
-    ']<]minimax[>[<tool_cal',
-    ']<]minimax[>[<tool_call',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</m',
-    '</mm',
-    '</mm:',
-    '</mm:t',
-    '</mm:th',
-    '</mm:thi',
-    '</mm:thin',
-    '</mm:think',
-))
 # state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_2 = frozenset((
     ']',
@@ -208,30 +147,6 @@ _PREFIXES_2 = frozenset((
     ']<]minimax[>[</tool_ca',
     ']<]minimax[>[</tool_cal',
     ']<]minimax[>[</tool_call',
-))
-# state 3: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_3 = frozenset((
-    ']',
-    ']<',
-    ']<]',
-    ']<]m',
-    ']<]mi',
-    ']<]min',
-    ']<]mini',
-    ']<]minim',
-    ']<]minima',
-    ']<]minimax',
-    ']<]minimax[',
-    ']<]minimax[>',
-    ']<]minimax[>[',
-    ']<]minimax[>[<',
-    ']<]minimax[>[</',
-    ']<]minimax[>[</i',
-    ']<]minimax[>[</in',
-    ']<]minimax[>[</inv',
-    ']<]minimax[>[</invo',
-    ']<]minimax[>[</invok',
-    ']<]minimax[>[</invoke',
 ))
 
 # -- state constants -------------------------------------------------------------------------
@@ -260,79 +175,25 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<mm:think>', rank=0),  # open 'reasoning_content'
+    _rt.Literal(']<]minimax[>[<tool_call>', rank=1),  # open 'call_section'
+    _rt.Literal('[e\x7e[', rank=2),  # close 'content'
+    _rt.Literal('</mm:think>', rank=2),
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # open of 'reasoning_content': '<mm:think>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<mm:think>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 10, 0
-    # open of 'call_section': ']<]minimax[>[<tool_call>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find(']<]minimax[>[<tool_call>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (24 > be - bs or 24 == be - bs and 1 < br)):
-        bs, be, br = i, i + 24, 1
-    # close of 'content': '[e~[' | '</mm:think>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('[e\x7e[', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (4 > be - bs or 4 == be - bs and 2 < br)):
-        bs, be, br = i, i + 4, 2
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('</mm:think>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (11 > be - bs or 11 == be - bs and 2 < br)):
-        bs, be, br = i, i + 11, 2
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        hold = literal_hold(buf, pos if n - 23 < pos else n - 23, '<[]', _PREFIXES_0)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'reasoning_content': '</mm:think>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('</mm:think>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 11, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 10
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('</mm:think>', rank=0),  # close 'reasoning_content'
+)
 
 
 def _scan_2(buf, pos, eos, memo):
@@ -433,30 +294,10 @@ def _scan_2(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-
-def _scan_3(buf, pos, eos, memo):
-    """S3, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': ']<]minimax[>[</invoke>'
-    i = memo[10]
-    if i is None or -1 < i < pos:
-        i = memo[10] = buf.find(']<]minimax[>[</invoke>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 22, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 21
-        j = buf.find(']', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_3:
-                hold = j
-                break
-            j = buf.find(']', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S3: region 'tool_calls'
+_DELIMITERS_3 = (
+    _rt.Literal(']<]minimax[>[</invoke>', rank=0),  # close 'tool_calls'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -478,7 +319,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 3
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _scan_2, _DELIMITERS_3)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -604,30 +445,6 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(21,),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('<mm:think>', ']<]minimax[>[<tool_call>', '[e\x7e[', '</mm:think>'),
-            span=23,
-            firsts='<[]',
-            prefixes=_PREFIXES_0,
-        ),
-        _rt.HoldLiterals(
-            literals=('</mm:think>',),
-            span=10,
-            firsts='<',
-            prefixes=_PREFIXES_1,
-        ),
-        None,
-        _rt.HoldLiterals(
-            literals=(']<]minimax[>[</invoke>',),
-            span=21,
-            firsts=']',
-            prefixes=_PREFIXES_3,
         ),
     )
     TRANSITIONS = _TRANSITIONS

@@ -162,28 +162,6 @@ _PREFIXES_0 = frozenset((
     '<|eot',
     '<|eot|',
 ))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end_',
-    '<|end_o',
-    '<|end_of',
-    '<|end_of_',
-    '<|end_of_t',
-    '<|end_of_te',
-    '<|end_of_tex',
-    '<|end_of_text',
-    '<|end_of_text|',
-    '<|eo',
-    '<|eom',
-    '<|eom|',
-    '<|eot',
-    '<|eot|',
-))
 # state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_2 = frozenset((
     '<',
@@ -207,44 +185,6 @@ _PREFIXES_2 = frozenset((
     '</atem:function_cal',
     '</atem:function_call',
     '</atem:function_calls',
-))
-# state 3: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_3 = frozenset((
-    '<',
-    '</',
-    '</a',
-    '</at',
-    '</ate',
-    '</atem',
-    '</atem:',
-    '</atem:i',
-    '</atem:in',
-    '</atem:inv',
-    '</atem:invo',
-    '</atem:invok',
-    '</atem:invoke',
-))
-# state 4: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_4 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end_',
-    '<|end_o',
-    '<|end_of',
-    '<|end_of_',
-    '<|end_of_t',
-    '<|end_of_te',
-    '<|end_of_tex',
-    '<|end_of_text',
-    '<|end_of_text|',
-    '<|eo',
-    '<|eom',
-    '<|eom|',
-    '<|eot',
-    '<|eot|',
 ))
 
 # -- state constants -------------------------------------------------------------------------
@@ -278,12 +218,12 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -516,48 +456,12 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # '<|e' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[20]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[20] = buf.find('<|e', pos)
-    # close of 'reasoning_content': '<|eom|>' | '<|eot|>' | '<|end_of_text|>'
-    i = memo[17]
-    if i is None or -1 < i < pos:
-        i = memo[17] = buf.find('<|eom|>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br = i, i + 7, 0
-    i = memo[18]
-    if i is None or -1 < i < pos:
-        i = memo[18] = buf.find('<|eot|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (7 > be - bs or 7 == be - bs and 0 < br)):
-        bs, be, br = i, i + 7, 0
-    i = memo[19]
-    if i is None or -1 < i < pos:
-        i = memo[19] = buf.find('<|end_of_text|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (15 > be - bs or 15 == be - bs and 0 < br)):
-        bs, be, br = i, i + 15, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 14
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('<|eom|>', rank=0),  # close 'reasoning_content'
+    _rt.Literal('<|eot|>', rank=0),
+    _rt.Literal('<|end_of_text|>', rank=0),
+)
 
 
 def _scan_2(buf, pos, eos, memo):
@@ -655,73 +559,17 @@ def _scan_2(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
+# S3: region 'tool_calls'
+_DELIMITERS_3 = (
+    _rt.Literal('</atem:invoke>', rank=0),  # close 'tool_calls'
+)
 
-def _scan_3(buf, pos, eos, memo):
-    """S3, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '</atem:invoke>'
-    i = memo[26]
-    if i is None or -1 < i < pos:
-        i = memo[26] = buf.find('</atem:invoke>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 14, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 13
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_3:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_4(buf, pos, eos, memo):
-    """S4, region 'answer'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # '<|e' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[30]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[30] = buf.find('<|e', pos)
-    # close of 'answer': '<|eom|>' | '<|eot|>' | '<|end_of_text|>'
-    i = memo[27]
-    if i is None or -1 < i < pos:
-        i = memo[27] = buf.find('<|eom|>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br = i, i + 7, 0
-    i = memo[28]
-    if i is None or -1 < i < pos:
-        i = memo[28] = buf.find('<|eot|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (7 > be - bs or 7 == be - bs and 0 < br)):
-        bs, be, br = i, i + 7, 0
-    i = memo[29]
-    if i is None or -1 < i < pos:
-        i = memo[29] = buf.find('<|end_of_text|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (15 > be - bs or 15 == be - bs and 0 < br)):
-        bs, be, br = i, i + 15, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 14
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_4:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S4: region 'answer'
+_DELIMITERS_4 = (
+    _rt.Literal('<|eom|>', rank=0),  # close 'answer'
+    _rt.Literal('<|eot|>', rank=0),
+    _rt.Literal('<|end_of_text|>', rank=0),
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -743,7 +591,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 4
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3, _scan_4)
+    SCANNERS = (_scan_0, _DELIMITERS_1, _scan_2, _DELIMITERS_3, _DELIMITERS_4)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -923,31 +771,6 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(14, 18, 22),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        None,
-        _rt.HoldLiterals(
-            literals=('<|eom|>', '<|eot|>', '<|end_of_text|>'),
-            span=14,
-            firsts='<',
-            prefixes=_PREFIXES_1,
-        ),
-        None,
-        _rt.HoldLiterals(
-            literals=('</atem:invoke>',),
-            span=13,
-            firsts='<',
-            prefixes=_PREFIXES_3,
-        ),
-        _rt.HoldLiterals(
-            literals=('<|eom|>', '<|eot|>', '<|end_of_text|>'),
-            span=14,
-            firsts='<',
-            prefixes=_PREFIXES_4,
         ),
     )
     TRANSITIONS = _TRANSITIONS

@@ -116,57 +116,6 @@ _D0 = _rt.LazyPattern('(?=[A-Za-z_])', scope=globals(), name='_D0')
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'(?=[A-Za-z_])'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:(?=[A-Za-z_])))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</f',
-    '</fu',
-    '</fun',
-    '</func',
-    '</funct',
-    '</functi',
-    '</functio',
-    '</function',
-    '</function_',
-    '</function_c',
-    '</function_ca',
-    '</function_cal',
-    '</function_call',
-    '</function_calls',
-    '<f',
-    '<fu',
-    '<fun',
-    '<func',
-    '<funct',
-    '<functi',
-    '<functio',
-    '<function',
-    '<function_',
-    '<function_c',
-    '<function_ca',
-    '<function_cal',
-    '<function_call',
-    '<function_calls',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|endo',
-    '<|endof',
-    '<|endoft',
-    '<|endofte',
-    '<|endoftex',
-    '<|endoftext',
-    '<|endoftext|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-))
 # state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_1 = frozenset((
     '<',
@@ -207,63 +156,20 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
-
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[4]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[4] = buf.find('<', pos)
-    # open of 'call_section': '<function_calls>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<function_calls>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br = i, i + 16, 0
-    # close of 'content': '<|im_end|>' | '<|endoftext|>' | '</function_calls>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|im_end|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (10 > be - bs or 10 == be - bs and 1 < br)):
-        bs, be, br = i, i + 10, 1
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|endoftext|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (13 > be - bs or 13 == be - bs and 1 < br)):
-        bs, be, br = i, i + 13, 1
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('</function_calls>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (17 > be - bs or 17 == be - bs and 1 < br)):
-        bs, be, br = i, i + 17, 1
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 16
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<function_calls>', rank=0),  # open 'call_section'
+    _rt.Literal('<|im_end|>', rank=1),  # close 'content'
+    _rt.Literal('<|endoftext|>', rank=1),
+    _rt.Literal('</function_calls>', rank=1),
+)
 
 
 def _scan_1(buf, pos, eos, memo):
@@ -334,10 +240,8 @@ def _scan_1(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-
-def _scan_2(buf, pos, eos, memo):
-    """S2, region 'tool_calls'."""
-    return -1, 0, 0, None, len(buf)
+# S2: region 'tool_calls'
+_DELIMITERS_2 = ()  # it watches nothing
 
 
 class ResponseParser(_rt.StreamParser):
@@ -359,7 +263,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2)
+    SCANNERS = (_DELIMITERS_0, _scan_1, _DELIMITERS_2)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -428,19 +332,6 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S2
-        None,
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('<function_calls>', '<|im_end|>', '<|endoftext|>', '</function_calls>'),
-            span=16,
-            firsts='<',
-            prefixes=_PREFIXES_0,
-        ),
-        None,
         None,
     )
     TRANSITIONS = _TRANSITIONS

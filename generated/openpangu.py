@@ -32,7 +32,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(3, __name__, ('reject', 'typed-roles', 'empty-none', 'fast-heads'))
 
@@ -108,79 +107,6 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('\\[unused9\\]\u52a9\u624b\uff1a', regex.DOTALL)
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_call_',
-    '<|tool_call_s',
-    '<|tool_call_st',
-    '<|tool_call_sta',
-    '<|tool_call_star',
-    '<|tool_call_start',
-    '<|tool_call_start|',
-    '[',
-    '[u',
-    '[un',
-    '[unu',
-    '[unus',
-    '[unuse',
-    '[unused',
-    '[unused1',
-    '[unused10',
-    '[unused11',
-    '[unused16',
-    '[unused17',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '[',
-    '[u',
-    '[un',
-    '[unu',
-    '[unus',
-    '[unuse',
-    '[unused',
-    '[unused1',
-    '[unused17',
-))
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '<|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_call_',
-    '<|tool_call_e',
-    '<|tool_call_en',
-    '<|tool_call_end',
-    '<|tool_call_end|',
-    '[',
-    '[u',
-    '[un',
-    '[unu',
-    '[unus',
-    '[unuse',
-    '[unused',
-    '[unused1',
-    '[unused12',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -203,116 +129,32 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('[unused16]', rank=0),  # open 'reasoning_content'
+    _rt.Literal('[unused11]', rank=1),  # open 'tool_calls'
+    _rt.Literal('<|tool_call_start|>', rank=1),
+    _rt.Literal('[unused10]', rank=2),  # close 'content'
+    _rt.Literal('[unused17]', rank=2),
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # '[unused1' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[5]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[5] = buf.find('[unused1', pos)
-    # open of 'reasoning_content': '[unused16]'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('[unused16]', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br = i, i + 10, 0
-    # open of 'tool_calls': '[unused11]' | '<|tool_call_start|>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('[unused11]', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (10 > be - bs or 10 == be - bs and 1 < br)):
-        bs, be, br = i, i + 10, 1
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|tool_call_start|>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (19 > be - bs or 19 == be - bs and 1 < br)):
-        bs, be, br = i, i + 19, 1
-    # close of 'content': '[unused10]' | '[unused17]'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('[unused10]', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (10 > be - bs or 10 == be - bs and 2 < br)):
-        bs, be, br = i, i + 10, 2
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('[unused17]', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (10 > be - bs or 10 == be - bs and 2 < br)):
-        bs, be, br = i, i + 10, 2
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        hold = literal_hold(buf, pos if n - 18 < pos else n - 18, '<[', _PREFIXES_0)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('[unused17]', rank=0),  # close 'reasoning_content'
+)
 
-
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'reasoning_content': '[unused17]'
-    i = memo[6]
-    if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('[unused17]', pos)
-    if i >= 0:
-        bs, be, br = i, i + 10, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 9
-        j = buf.find('[', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('[', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_2(buf, pos, eos, memo):
-    """S2, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '[unused12]' | '<|tool_call_end|>'
-    i = memo[7]
-    if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('[unused12]', pos)
-    if i >= 0:
-        bs, be, br = i, i + 10, 0
-    i = memo[8]
-    if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('<|tool_call_end|>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (17 > be - bs or 17 == be - bs and 0 < br)):
-        bs, be, br = i, i + 17, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        hold = literal_hold(buf, pos if n - 16 < pos else n - 16, '<[', _PREFIXES_2)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S2: region 'tool_calls'
+_DELIMITERS_2 = (
+    _rt.Literal('[unused12]', rank=0),  # close 'tool_calls'
+    _rt.Literal('<|tool_call_end|>', rank=0),
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -334,7 +176,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -423,29 +265,6 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(16, 26),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('[unused16]', '[unused11]', '<|tool_call_start|>', '[unused10]', '[unused17]'),
-            span=18,
-            firsts='<[',
-            prefixes=_PREFIXES_0,
-        ),
-        _rt.HoldLiterals(
-            literals=('[unused17]',),
-            span=9,
-            firsts='[',
-            prefixes=_PREFIXES_1,
-        ),
-        _rt.HoldLiterals(
-            literals=('[unused12]', '<|tool_call_end|>'),
-            span=16,
-            firsts='<[',
-            prefixes=_PREFIXES_2,
         ),
     )
     TRANSITIONS = _TRANSITIONS

@@ -132,105 +132,6 @@ _D0_LEADS = ('<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>'
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>))(?!)', bound=('tool_calls', 'open_pattern'))
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|p',
-    '<|pl',
-    '<|pla',
-    '<|plam',
-    '<|plamo',
-    '<|plamo:',
-    '<|plamo:b',
-    '<|plamo:be',
-    '<|plamo:beg',
-    '<|plamo:begi',
-    '<|plamo:begin',
-    '<|plamo:begin_',
-    '<|plamo:begin_t',
-    '<|plamo:begin_th',
-    '<|plamo:begin_thi',
-    '<|plamo:begin_thin',
-    '<|plamo:begin_think',
-    '<|plamo:begin_think:',
-    '<|plamo:begin_think:p',
-    '<|plamo:begin_think:pl',
-    '<|plamo:begin_think:pla',
-    '<|plamo:begin_think:plam',
-    '<|plamo:begin_think:plamo',
-    '<|plamo:begin_think:plamo|',
-    '<|plamo:begin_to',
-    '<|plamo:begin_too',
-    '<|plamo:begin_tool',
-    '<|plamo:begin_tool_',
-    '<|plamo:begin_tool_r',
-    '<|plamo:begin_tool_re',
-    '<|plamo:begin_tool_req',
-    '<|plamo:begin_tool_requ',
-    '<|plamo:begin_tool_reque',
-    '<|plamo:begin_tool_reques',
-    '<|plamo:begin_tool_request',
-    '<|plamo:begin_tool_requests',
-    '<|plamo:begin_tool_requests:',
-    '<|plamo:begin_tool_requests:p',
-    '<|plamo:begin_tool_requests:pl',
-    '<|plamo:begin_tool_requests:pla',
-    '<|plamo:begin_tool_requests:plam',
-    '<|plamo:begin_tool_requests:plamo',
-    '<|plamo:begin_tool_requests:plamo|',
-    '<|plamo:e',
-    '<|plamo:en',
-    '<|plamo:end',
-    '<|plamo:end_',
-    '<|plamo:end_t',
-    '<|plamo:end_th',
-    '<|plamo:end_thi',
-    '<|plamo:end_thin',
-    '<|plamo:end_think',
-    '<|plamo:end_think:',
-    '<|plamo:end_think:p',
-    '<|plamo:end_think:pl',
-    '<|plamo:end_think:pla',
-    '<|plamo:end_think:plam',
-    '<|plamo:end_think:plamo',
-    '<|plamo:end_think:plamo|',
-    '<|plamo:t',
-    '<|plamo:ta',
-    '<|plamo:tag',
-    '<|plamo:tag|',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '<|',
-    '<|p',
-    '<|pl',
-    '<|pla',
-    '<|plam',
-    '<|plamo',
-    '<|plamo:',
-    '<|plamo:e',
-    '<|plamo:en',
-    '<|plamo:end',
-    '<|plamo:end_',
-    '<|plamo:end_t',
-    '<|plamo:end_th',
-    '<|plamo:end_thi',
-    '<|plamo:end_thin',
-    '<|plamo:end_think',
-    '<|plamo:end_think:',
-    '<|plamo:end_think:p',
-    '<|plamo:end_think:pl',
-    '<|plamo:end_think:pla',
-    '<|plamo:end_think:plam',
-    '<|plamo:end_think:plamo',
-    '<|plamo:end_think:plamo|',
-    '<|plamo:t',
-    '<|plamo:ta',
-    '<|plamo:tag',
-    '<|plamo:tag|',
-))
 # state 3: proper prefixes of its literal delimiters; a buffer ending in one is held
 _PREFIXES_3 = frozenset((
     '<',
@@ -265,74 +166,6 @@ _PREFIXES_3 = frozenset((
     '<|plamo:end_tool_requests:plam',
     '<|plamo:end_tool_requests:plamo',
     '<|plamo:end_tool_requests:plamo|',
-))
-# state 5: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_5 = frozenset((
-    '<',
-    '<|',
-    '<|p',
-    '<|pl',
-    '<|pla',
-    '<|plam',
-    '<|plamo',
-    '<|plamo:',
-    '<|plamo:e',
-    '<|plamo:en',
-    '<|plamo:end',
-    '<|plamo:end_',
-    '<|plamo:end_t',
-    '<|plamo:end_to',
-    '<|plamo:end_too',
-    '<|plamo:end_tool',
-    '<|plamo:end_tool_',
-    '<|plamo:end_tool_a',
-    '<|plamo:end_tool_ar',
-    '<|plamo:end_tool_arg',
-    '<|plamo:end_tool_argu',
-    '<|plamo:end_tool_argum',
-    '<|plamo:end_tool_argume',
-    '<|plamo:end_tool_argumen',
-    '<|plamo:end_tool_argument',
-    '<|plamo:end_tool_arguments',
-    '<|plamo:end_tool_arguments:',
-    '<|plamo:end_tool_arguments:p',
-    '<|plamo:end_tool_arguments:pl',
-    '<|plamo:end_tool_arguments:pla',
-    '<|plamo:end_tool_arguments:plam',
-    '<|plamo:end_tool_arguments:plamo',
-    '<|plamo:end_tool_arguments:plamo|',
-    '<|plamo:end_tool_arguments:plamo|>',
-    '<|plamo:end_tool_arguments:plamo|><',
-    '<|plamo:end_tool_arguments:plamo|><|',
-    '<|plamo:end_tool_arguments:plamo|><|p',
-    '<|plamo:end_tool_arguments:plamo|><|pl',
-    '<|plamo:end_tool_arguments:plamo|><|pla',
-    '<|plamo:end_tool_arguments:plamo|><|plam',
-    '<|plamo:end_tool_arguments:plamo|><|plamo',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:e',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:en',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_t',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_to',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_too',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_r',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_re',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_req',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_requ',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_reque',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_reques',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:p',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:pl',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:pla',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plam',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo',
-    '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|',
 ))
 
 # -- state constants -------------------------------------------------------------------------
@@ -369,103 +202,29 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
+# S0: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<|plamo:begin_think:plamo|>', rank=0),  # open 'reasoning_content'
+    _rt.Literal('<|plamo:tag|>', rank=1),  # open 'end_of_turn'
+    _rt.Literal('<|plamo:begin_tool_requests:plamo|>', rank=2),  # open 'call_section'
+    _rt.Literal('<|plamo:end_think:plamo|>', rank=3),  # close 'content'
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # '<|plamo:' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[4]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[4] = buf.find('<|plamo:', pos)
-    # open of 'reasoning_content': '<|plamo:begin_think:plamo|>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<|plamo:begin_think:plamo|>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br = i, i + 27, 0
-    # open of 'end_of_turn': '<|plamo:tag|>'
-    i = memo[1]
-    if i is None or -1 < i < pos:
-        i = memo[1] = buf.find('<|plamo:tag|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (13 > be - bs or 13 == be - bs and 1 < br)):
-        bs, be, br = i, i + 13, 1
-    # open of 'call_section': '<|plamo:begin_tool_requests:plamo|>'
-    i = memo[2]
-    if i is None or -1 < i < pos:
-        i = memo[2] = buf.find('<|plamo:begin_tool_requests:plamo|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (35 > be - bs or 35 == be - bs and 2 < br)):
-        bs, be, br = i, i + 35, 2
-    # close of 'content': '<|plamo:end_think:plamo|>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|plamo:end_think:plamo|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (25 > be - bs or 25 == be - bs and 3 < br)):
-        bs, be, br = i, i + 25, 3
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 34
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('<|plamo:tag|>', rank=0),  # nest 'end_of_turn'
+    _rt.Literal('<|plamo:end_think:plamo|>', rank=1),  # close 'reasoning_content'
+)
 
-
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # open of 'end_of_turn': '<|plamo:tag|>'
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|plamo:tag|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 13, 0
-    # close of 'reasoning_content': '<|plamo:end_think:plamo|>'
-    i = memo[6]
-    if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|plamo:end_think:plamo|>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (25 > be - bs or 25 == be - bs and 1 < br)):
-        bs, be, br = i, i + 25, 1
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 24
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_2(buf, pos, eos, memo):
-    """S2, region 'end_of_turn'."""
-    return -1, 0, 0, None, len(buf)
+# S2: region 'end_of_turn'
+_DELIMITERS_2 = ()  # it watches nothing
 
 
 def _scan_3(buf, pos, eos, memo):
@@ -542,35 +301,13 @@ def _scan_3(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
+# S4: region 'tool_calls'
+_DELIMITERS_4 = ()  # it watches nothing
 
-def _scan_4(buf, pos, eos, memo):
-    """S4, region 'tool_calls'."""
-    return -1, 0, 0, None, len(buf)
-
-
-def _scan_5(buf, pos, eos, memo):
-    """S5, after the value of 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>'
-    i = memo[11]
-    if i is None or -1 < i < pos:
-        i = memo[11] = buf.find('<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 66, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 65
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_5:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S5: after the value of 'tool_calls'
+_DELIMITERS_5 = (
+    _rt.Literal('<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>', rank=0),  # after 'tool_calls'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -592,7 +329,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 4
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3, _scan_4, _scan_5)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _scan_3, _DELIMITERS_4, _DELIMITERS_5)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -784,32 +521,6 @@ class ResponseParser(_rt.StreamParser):
         None,
         # S5
         None,
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        _rt.HoldLiterals(
-            literals=('<|plamo:begin_think:plamo|>', '<|plamo:tag|>', '<|plamo:begin_tool_requests:plamo|>', '<|plamo:end_think:plamo|>'),
-            span=34,
-            firsts='<',
-            prefixes=_PREFIXES_0,
-        ),
-        _rt.HoldLiterals(
-            literals=('<|plamo:tag|>', '<|plamo:end_think:plamo|>'),
-            span=24,
-            firsts='<',
-            prefixes=_PREFIXES_1,
-        ),
-        None,
-        None,
-        None,
-        _rt.HoldLiterals(
-            literals=('<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>',),
-            span=65,
-            firsts='<',
-            prefixes=_PREFIXES_5,
-        ),
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 12

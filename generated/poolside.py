@@ -280,48 +280,6 @@ _PREFIXES_1 = frozenset((
     '</thin',
     '</think',
 ))
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</to',
-    '</too',
-    '</tool',
-    '</tool_',
-    '</tool_c',
-    '</tool_ca',
-    '</tool_cal',
-    '</tool_call',
-))
-# state 3: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_3 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</to',
-    '</too',
-    '</tool',
-    '</tool_',
-    '</tool_c',
-    '</tool_ca',
-    '</tool_cal',
-    '</tool_call',
-))
-# state 4: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_4 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</to',
-    '</too',
-    '</tool',
-    '</tool_',
-    '</tool_c',
-    '</tool_ca',
-    '</tool_cal',
-    '</tool_call',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -361,12 +319,12 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -915,85 +873,23 @@ def _scan_1(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
+# S2: region 'tool_call_json'
+_DELIMITERS_2 = (
+    _rt.Literal('</tool_call>', rank=0),  # close 'tool_call_json'
+)
 
-def _scan_2(buf, pos, eos, memo):
-    """S2, region 'tool_call_json'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_call_json': '</tool_call>'
-    i = memo[33]
-    if i is None or -1 < i < pos:
-        i = memo[33] = buf.find('</tool_call>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 12, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 11
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_2:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S3: region 'tool_call_name_json'
+_DELIMITERS_3 = (
+    _rt.Literal('</tool_call>', rank=0),  # close 'tool_call_name_json'
+)
 
+# S4: region 'tool_calls'
+_DELIMITERS_4 = (
+    _rt.Literal('</tool_call>', rank=0),  # close 'tool_calls'
+)
 
-def _scan_3(buf, pos, eos, memo):
-    """S3, region 'tool_call_name_json'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_call_name_json': '</tool_call>'
-    i = memo[34]
-    if i is None or -1 < i < pos:
-        i = memo[34] = buf.find('</tool_call>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 12, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 11
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_3:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_4(buf, pos, eos, memo):
-    """S4, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '</tool_call>'
-    i = memo[35]
-    if i is None or -1 < i < pos:
-        i = memo[35] = buf.find('</tool_call>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 12, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 11
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_4:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_5(buf, pos, eos, memo):
-    """S5, region 'json_tool_call'."""
-    return -1, 0, 0, None, len(buf)
+# S5: region 'json_tool_call'
+_DELIMITERS_5 = ()  # it watches nothing
 
 
 class ResponseParser(_rt.StreamParser):
@@ -1015,7 +911,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 5
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2, _scan_3, _scan_4, _scan_5)
+    SCANNERS = (_scan_0, _scan_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4, _DELIMITERS_5)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -1142,32 +1038,6 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S5
-        None,
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        None,
-        None,
-        _rt.HoldLiterals(
-            literals=('</tool_call>',),
-            span=11,
-            firsts='<',
-            prefixes=_PREFIXES_2,
-        ),
-        _rt.HoldLiterals(
-            literals=('</tool_call>',),
-            span=11,
-            firsts='<',
-            prefixes=_PREFIXES_3,
-        ),
-        _rt.HoldLiterals(
-            literals=('</tool_call>',),
-            span=11,
-            firsts='<',
-            prefixes=_PREFIXES_4,
-        ),
         None,
     )
     TRANSITIONS = _TRANSITIONS

@@ -116,20 +116,6 @@ _PREFIXES_0 = frozenset((
     '<|im_end',
     '<|im_end|',
 ))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</to',
-    '</too',
-    '</tool',
-    '</tool_',
-    '</tool_c',
-    '</tool_ca',
-    '</tool_cal',
-    '</tool_call',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -147,12 +133,12 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -260,30 +246,10 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '</tool_call>'
-    i = memo[6]
-    if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('</tool_call>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 12, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 11
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'tool_calls'
+_DELIMITERS_1 = (
+    _rt.Literal('</tool_call>', rank=0),  # close 'tool_calls'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -305,7 +271,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1)
+    SCANNERS = (_scan_0, _DELIMITERS_1)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -364,18 +330,6 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(11,),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        None,
-        _rt.HoldLiterals(
-            literals=('</tool_call>',),
-            span=11,
-            firsts='<',
-            prefixes=_PREFIXES_1,
         ),
     )
     TRANSITIONS = _TRANSITIONS
@@ -464,20 +418,6 @@ _R_PREFIXES_0 = frozenset((
     '<|im_end',
     '<|im_end|',
 ))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_R_PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</to',
-    '</too',
-    '</tool',
-    '</tool_',
-    '</tool_c',
-    '</tool_ca',
-    '</tool_cal',
-    '</tool_call',
-))
 
 # -- state constants -------------------------------------------------------------------------
 _RS0 = 0  # outside (implicit field 'content')
@@ -495,12 +435,12 @@ _R_TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
 
 def _R_scan_0(buf, pos, eos, memo):
@@ -582,30 +522,10 @@ def _R_scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-
-def _R_scan_1(buf, pos, eos, memo):
-    """S1, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '</tool_call>'
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('</tool_call>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 12, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 11
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _R_PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S1: region 'tool_calls'
+_R_DELIMITERS_1 = (
+    _rt.Literal('</tool_call>', rank=0),  # close 'tool_calls'
+)
 
 
 class _RecoverParser(ResponseParser):
@@ -627,7 +547,7 @@ class _RecoverParser(ResponseParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 1
     START_ANCHOR = _R_START_ANCHOR
-    SCANNERS = (_R_scan_0, _R_scan_1)
+    SCANNERS = (_R_scan_0, _R_DELIMITERS_1)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -691,18 +611,6 @@ class _RecoverParser(ResponseParser):
             ),
         ),
     )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        None,
-        _rt.HoldLiterals(
-            literals=('</tool_call>',),
-            span=11,
-            firsts='<',
-            prefixes=_R_PREFIXES_1,
-        ),
-    )
     TRANSITIONS = _R_TRANSITIONS
     MEMO_SLOTS = 6
     # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
@@ -717,6 +625,7 @@ class _RecoverParser(ResponseParser):
     REGEX_BOUNDED = (('(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>)|(?P<repair_recover_opener><function=(?P<name__alt1>[^<>\\s]+)>)', 'tool_calls', 'open_pattern'),)
     # tables the strict class has and this one does not (not inherited)
     HOLD_RUNS = _rt.StreamParser.HOLD_RUNS
+    HOLD_LITERALS = _rt.StreamParser.HOLD_LITERALS
     ANCHOR_CONTEXT = _rt.StreamParser.ANCHOR_CONTEXT
     START_ANCHOR_BOUNDED = _rt.StreamParser.START_ANCHOR_BOUNDED
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked

@@ -136,30 +136,6 @@ _PREFIXES_0 = frozenset((
     '<\uff5cend\u2581of\u2581sentence',
     '<\uff5cend\u2581of\u2581sentence\uff5c',
 ))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-))
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</to',
-    '</too',
-    '</tool',
-    '</tool_',
-    '</tool_c',
-    '</tool_ca',
-    '</tool_cal',
-    '</tool_call',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S0 = 0  # outside (implicit field 'content')
@@ -182,12 +158,12 @@ _TRANSITIONS = (
 )
 
 
-# -- scanners: one per state (docs/template-language.md, "Matching") --------------------------
-# Each returns (start, end, rank, match, hold): the committable delimiter hit (start -1: none)
-# and the leftmost offset from which more input could still change the answer, from which text
-# must be held back.
-# memo[slot] keeps each search result over the same buffer: a hit at or after pos is still the
-# first one from pos, and "none" stays none, so no text is searched twice.
+# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
+# A state that watches literal delimiters only declares them, in rank order: the runtime builds
+# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
+# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
+# the leftmost offset from which more input could still change the answer, from which text must
+# be held back; memo[slot] keeps each search result over the same buffer.
 
 
 def _scan_0(buf, pos, eos, memo):
@@ -306,55 +282,15 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
+# S1: region 'reasoning_content'
+_DELIMITERS_1 = (
+    _rt.Literal('</think>', rank=0),  # close 'reasoning_content'
+)
 
-def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'reasoning_content': '</think>'
-    i = memo[8]
-    if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('</think>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 8, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 7
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_2(buf, pos, eos, memo):
-    """S2, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    # close of 'tool_calls': '</tool_call>'
-    i = memo[9]
-    if i is None or -1 < i < pos:
-        i = memo[9] = buf.find('</tool_call>', pos)
-    if i >= 0:
-        bs, be, br = i, i + 12, 0
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 11
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_2:
-                hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, None, hold
-    return -1, 0, 0, None, hold
+# S2: region 'tool_calls'
+_DELIMITERS_2 = (
+    _rt.Literal('</tool_call>', rank=0),  # close 'tool_calls'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -376,7 +312,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2)
+    SCANNERS = (_scan_0, _DELIMITERS_1, _DELIMITERS_2)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -456,24 +392,6 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(11,),
             ),
-        ),
-    )
-    # per state that watches literal delimiters only (runtime/tables.py HoldLiterals); else
-    # None. Held text that holds no literal is decided without a scan: the scanner would hold it
-    # from the leftmost proper prefix of a literal ending it and route what comes before
-    HOLD_LITERALS = (
-        None,
-        _rt.HoldLiterals(
-            literals=('</think>',),
-            span=7,
-            firsts='<',
-            prefixes=_PREFIXES_1,
-        ),
-        _rt.HoldLiterals(
-            literals=('</tool_call>',),
-            span=11,
-            firsts='<',
-            prefixes=_PREFIXES_2,
         ),
     )
     TRANSITIONS = _TRANSITIONS
