@@ -19,7 +19,6 @@ that the scan would have held from the same offset and emitted nothing, so here:
 
 from __future__ import annotations
 
-import json
 import random
 import types
 
@@ -33,23 +32,9 @@ from respc.compiler.api import compile_source
 from respc.compiler.held import MAX_POSITIONS, held_plan, position_automaton
 from respc.runtime import HeldAutomaton, LazyPattern
 from respc.runtime.held import STOP, HeldRegex, automaton_table
-from support import REPO
+from support import REPO, compiled, family_cases, random_pieces
 
-FAMILY_DIR = REPO / "tests" / "cases" / "families"
 NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
-_MODULES: dict = {}
-
-
-def _module(name: str):
-    if name not in _MODULES:
-        _MODULES[name] = respc.compile_template(REPO / "templates" / f"{name}.json")
-    return _MODULES[name]
-
-
-def _cases(name: str) -> list[dict]:
-    return json.loads((FAMILY_DIR / f"{name}.json").read_text(encoding="utf-8"))["cases"]
-
-
 def _patterns(module) -> list[str]:
     """The regex delimiters of a generated module (its ``_D<k>`` globals: a LazyPattern until
     first searched, then the compiled pattern)."""
@@ -57,7 +42,7 @@ def _patterns(module) -> list[str]:
             if k.startswith("_D") and k[2:].isdigit() and isinstance(v, (regex.Pattern, LazyPattern))]
 
 
-HELD_NAMES = [n for n in NAMES if any(t is not None for t in _module(n).ResponseParser.HOLD_REGEX)]
+HELD_NAMES = [n for n in NAMES if any(t is not None for t in compiled(n).ResponseParser.HOLD_REGEX)]
 
 
 def _general(module):
@@ -89,22 +74,17 @@ def _chunkings(text: str, rng: random.Random):
         for shift in range(size):
             yield ([text[:shift]] if shift else []) + [text[i:i + size] for i in range(shift, len(text), size)]
     yield list(text)
-    pieces, i = [], 0
-    while i < len(text):
-        step = rng.randint(1, 9)
-        pieces.append(text[i:i + step])
-        i += step
-    yield pieces
+    yield random_pieces(text, rng, 9)
 
 
 def _openers(name: str) -> list[str]:
     """Matches of the module's regex delimiters in the catalogue cases, one per pattern, longest
     first (the openers the shortcut reads)."""
-    module = _module(name)
+    module = compiled(name)
     found: dict[str, str] = {}
     for pattern in _patterns(module):
         rx = regex.compile(pattern, regex.DOTALL)
-        for case in _cases(name):
+        for case in family_cases(name):
             for m in rx.finditer(case["text"]):
                 if len(m.group()) > len(found.get(pattern, "")):
                     found[pattern] = m.group()
@@ -132,10 +112,10 @@ def _variants(opener: str, step: int):
 
 @pytest.mark.parametrize("name", HELD_NAMES)
 def test_openers_cut_and_damaged_same_events_as_the_scan(name):
-    module = _module(name)
+    module = compiled(name)
     general = _general(module)
     rng = random.Random(name)
-    cases = _cases(name)
+    cases = family_cases(name)
     prefix = cases[0]["prefix"]
     step = 1 if name in ("kimi_k2", "step3", "deepseek_v3_1") else 2 if name == "gpt_oss" else 4
     for opener in _openers(name):
@@ -152,10 +132,10 @@ def test_openers_cut_and_damaged_same_events_as_the_scan(name):
 
 @pytest.mark.parametrize("name", HELD_NAMES)
 def test_catalogue_cases_same_events_as_the_scan_in_both_modes(name):
-    module = _module(name)
+    module = compiled(name)
     general = _general(module)
     rng = random.Random("cases/" + name)
-    for case in _cases(name):
+    for case in family_cases(name):
         for errors in ("strict", "recover"):
             for chunks in _chunkings(case["text"], rng):
                 want = _outcome(general, case["prefix"], chunks, errors, errors == "recover")
@@ -172,7 +152,7 @@ _SPLICE_NAMES = ["kimi_k2", "kimi_k2_thinking", "gpt_oss", "step3", "deepseek_v3
 def test_random_splices_around_openers(name, data):
     """Random texts from pieces of the openers (cut anywhere), damage and prose, in random chunks,
     in both modes: the shortcut changes nothing."""
-    module = _module(name)
+    module = compiled(name)
     openers = _openers(name)
     pieces = [" ", "<", ":", "0", ":0", "x", "\n", "words ", "<|", "|>", '"', "."]
     for o in openers:
@@ -182,7 +162,7 @@ def test_random_splices_around_openers(name, data):
     cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=12)))
     chunks = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)]) if b > a]
     errors = data.draw(st.sampled_from(["strict", "recover"]))
-    prefix = data.draw(st.sampled_from(["", _cases(name)[0]["prefix"]]))
+    prefix = data.draw(st.sampled_from(["", family_cases(name)[0]["prefix"]]))
     want = _outcome(_general(module), prefix, chunks, errors, True)
     assert _outcome(module.ResponseParser, prefix, chunks, errors, True) == want
 
@@ -272,7 +252,7 @@ def test_kimi_opener_in_small_chunks_is_scanned_twice():
     and when its match completes, not in between (the general path scans all 18); the events
     are the scan's."""
     calls: list = []
-    counted, general = _counted(_module("kimi_k2"), calls)
+    counted, general = _counted(compiled("kimi_k2"), calls)
     opener = "<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
     chunks = [opener[i:i + 4] for i in range(0, len(opener), 4)]
     assert len(chunks) == 18
@@ -295,7 +275,7 @@ def test_glm_name_in_small_chunks_is_not_scanned():
     """glm4_5's opener ``<tool_call>\\s*(?P<name>[^\\s<]+)`` is complete after the name's first
     character and held while the name may go on (its match ends at the buffer edge): those chunks
     take the anchored match, not the scan (HeldRegex.edges); the events are the scan's."""
-    module = _module("glm4_5")
+    module = compiled("glm4_5")
     tables = [x for t in module.ResponseParser.HOLD_REGEX if t is not None for x in t]
     assert any(automaton_table(x)[0] is not None for x in tables)  # a pattern that can go on
     calls: list = []
@@ -317,7 +297,7 @@ def test_anchored_match_at_the_edge_is_the_search():
     """What HeldRegex.edges rests on: a complete anchored match at 0 that ends at the text's end
     is what the ``regex`` module's partial search returns, on every eligible pattern that can go on
     after a complete match."""
-    patterns = sorted({p for n in NAMES for p in _patterns(_module(n))})
+    patterns = sorted({p for n in NAMES for p in _patterns(compiled(n))})
     patterns += [spec["open_pattern"] for template, _ in CUSTOM.values() for spec in template["fields"].values()
                  if "open_pattern" in spec]
     rng = random.Random(15)
@@ -360,7 +340,7 @@ def test_automaton_verdict_is_the_regex_modules_partial_search():
     (the scanner's hold), on every eligible catalogue pattern; and the automaton stops once a
     match is complete (so it never hides one). Reading the text at once or piece by piece gives
     the same state."""
-    patterns = sorted({p for n in NAMES for p in _patterns(_module(n))})
+    patterns = sorted({p for n in NAMES for p in _patterns(compiled(n))})
     patterns += [spec["open_pattern"] for template, _ in CUSTOM.values() for spec in template["fields"].values()
                  if "open_pattern" in spec]
     rng = random.Random(14)
