@@ -328,6 +328,30 @@ def _stray_closers(template: Template) -> str:
     return "(\n" + "".join(f"        {r},\n" for r in rows) + "    )"
 
 
+def _state_names(template: Template, automaton: Automaton) -> list[str]:
+    """A constant name per state, from what the template names it (issue 31): ``S_OUTSIDE``,
+    ``S_<FIELD>`` for a region's state, ``S_AFTER_<FIELD>`` for the state after its value; the
+    field name upper-cased with every character outside ``[A-Z0-9]`` as ``_``. ``S<k>`` where that
+    leaves no letter or digit of the name or gives a name taken already."""
+    names: list[str] = []
+    for s in automaton.states:
+        label = s.name
+        base = None
+        if label.startswith("outside"):
+            base = "OUTSIDE"
+        else:
+            match = re.fullmatch(r"(region|after the value of) '(.*)'", label, re.S)
+            if match:
+                word = re.sub(r"[^A-Z0-9]", "_", match.group(2).upper())
+                if re.search(r"[A-Z0-9]", word):
+                    base = ("AFTER_" if match.group(1) != "region" else "") + word
+        name = f"S_{base}" if base is not None else f"S{s.index}"
+        if name in names or len(name) > 40:
+            name = f"S{s.index}"
+        names.append(name)
+    return names
+
+
 def _edges(template: Template, state) -> list[dict]:
     """The transition table row of one state, in rank order."""
     rows = []
@@ -358,8 +382,10 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         })
     states = []
     held = held_plan(automaton)
+    names = _state_names(template, automaton)
     for s in automaton.states:
-        states.append({"index": s.index, "label": _line(s.name), "transitions": _edges(template, s),
+        states.append({"index": s.index, "const": names[s.index], "label": _line(s.name),
+                       "transitions": [dict(t, target_const=names[t["target"]]) for t in _edges(template, s)],
                        "triggers": _lit(s.triggers),
                        "held": _held_rows(held[s.index]),
                        "runs": "None" if not s.runs else _tuple([f"_rt.HoldRun(chars={_lit(r.chars)}, literal={_lit(r.factor)})"
@@ -367,31 +393,12 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
                        "heads": "None" if s.heads is None else "frozenset(" + _tuple([_lit(p) for p in s.heads]) + ")"})
     source = template.source
     context = automaton.context
-    # "hold-runs": the fast path must hold the runs of HOLD_RUNS, which a runtime without it ignores
-    features = _features(template) + (["hold-runs"] if any(s.runs for s in automaton.states) else [])
-    # "fast-heads": FAST_PATH has three-character heads, which a runtime comparing two would never
-    # match (it would route a delimiter unscanned)
-    if any(s.heads and len(s.heads[0]) > 2 for s in automaton.states):
-        features.append("fast-heads")
-    # "lazy-pattern": probes, back-searches and late patterns are runtime.LazyPattern objects
+    # the module names only what it declares (runtime.DECLARED_FEATURES, ABI 4): how the runtime
+    # searches (fast heads, held runs and automata, lazy patterns, the search helpers its
+    # scanners call) is part of the ABI, so a new shortcut in the runtime regenerates nothing
+    features = _features(template)
     scans = plan_scans(template, automaton)
-    if scans.probes or scans.backs or any(late_pattern(p) not in (None, NEVER) for p, _ in scans.regexes):
-        features.append("lazy-pattern")
-    # "lead-search" / "barrier-search": a complete text's search of a regex delimiter calls
-    # runtime.lead_search / runtime.barrier_search; the scanners' view says which it wrote
     scanner_view = _scanner_view(scans)
-    features += [name for name in ("lead-search", "barrier-search", "partial-search", "window-partial")
-                 if name in scanner_view["searches"]]
-    # "hold-regex": HOLD_REGEX is an optimisation only; a runtime without it would scan, with the
-    # same events, so it is not listed: the tables are simply ignored there. (Its records are
-    # tuples, which every runtime reads; "held-json" named the JSON text codegen 3 wrote.)
-    # "literal-prefixes": a state whose literals are too long to write out their prefixes holds a
-    # runtime.LiteralPrefixes object instead (compiler/automaton.py PREFIX_TABLE_BUDGET)
-    if any(plan.hold is not None and plan.hold.prefixes is None for plan in scans.plans):
-        features.append("literal-prefixes")
-    # "lazy-delimiters": the regex delimiters are LazyPattern objects that rebind their global
-    if scans.regexes:
-        features.append("lazy-delimiters")
     # "regex-timeout": delimiters not proven linear are searched with timeout= (LazyPattern's bound=)
     bounded = [(pattern, label) for (pattern, _), label in zip(scans.regexes, scans.labels)
                if linear_time_problem(pattern) is not None]
@@ -410,6 +417,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "abi": RUNTIME_ABI,
         "v2": template.version >= 2,
         "features": _tuple([_lit(name) for name in features]) if features else "",
+        "abi_call": _abi_call(features),
         "fields": fields,
         "defaults": py_literal(template.defaults),
         "required": _tuple([_lit(f.slot) for f in template.fields if not f.optional]),
@@ -639,6 +647,7 @@ def emit_module(template: Template, automaton: Automaton, *, command: str, gramm
         recover_view = _view(variant, build_automaton(variant), command, "")
         features = _features_of(view) + [name for name in _features_of(recover_view) if name not in _features_of(view)]
         view["features"] = _tuple([_lit(name) for name in features + ["recover-openers"]])
+        view["abi_call"] = _abi_call(features + ["recover-openers"])
         view["uses_literal_hold"] = view["uses_literal_hold"] or recover_view["uses_literal_hold"]
         view["recover_class"] = _recover_class(_ENV.get_template("module.py.jinja").render(**recover_view,
                                                                                            recover_class=""))
@@ -649,13 +658,23 @@ def emit_module(template: Template, automaton: Automaton, *, command: str, gramm
     return source
 
 
+def _abi_call(features: list[str]) -> str:
+    """The module's ``_rt.check_abi(...)`` statement: the runtime ABI, and the features it
+    declares (``runtime.DECLARED_FEATURES``) when there are any."""
+    args = [str(RUNTIME_ABI), "__name__"]
+    if features:
+        args.append(_tuple([_lit(name) for name in features]))
+    return _call("_rt.check_abi", args, 0)
+
+
 def _features_of(view: dict) -> list[str]:
     """The feature names of a rendered view's ``features`` (a tuple's source, or "")."""
     return re.findall(r"'([a-z0-9-]+)'", view["features"])
 
 
 #: the module-level names of a generated module's parser tables, renamed for the recover class
-_TABLE_NAME = re.compile(r"_D\d+L?(?:_LEADS)?|_P\d+(?:_LEADS)?|_B\d+|_PREFIXES_\d+|S\d+|_scan_\d+|_DELIMITERS_\d+"
+_TABLE_NAME = re.compile(r"_D\d+L?(?:_LEADS)?|_P\d+(?:_LEADS)?|_B\d+|_PREFIXES_\d+|S\d+|S_[A-Z0-9_]+|_scan_\d+"
+                         r"|_DELIMITERS_\d+"
                          r"|_TRANSITIONS"
                          r"|_REGIONS|_REQUIRED|_START_ANCHOR")
 _RECOVER_FIRST = "_REGIONS = (\n"

@@ -117,14 +117,28 @@ REPAIR_GROUP = "repair_"
 RECOVER_ALIAS = "__alt"
 
 #: Bumped only when generated modules need a different runtime; generated modules check it.
-RUNTIME_ABI = 3
+#: 4 (issue 31): tables are named records (runtime/tables.py), literal-only states are declared
+#: (runtime/scanners.py), and every search helper the module's scanners call is part of the ABI,
+#: not a feature. This runtime still runs modules of ABI 3 (tuples, JSON held-regex text).
+RUNTIME_ABI = 4
+
+#: the ABIs of the generated modules this runtime runs
+SUPPORTED_ABIS = (3, 4)
 
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
-#: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
+#: uses and :func:`check_abi` refuses a runtime that lacks one, naming it. A module of ABI 4 names
+#: only what it declares (:data:`DECLARED_FEATURES`); the others are named by modules of ABI 3.
 FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs",
                       "lead-search", "lazy-pattern", "held-json", "lazy-delimiters", "fast-heads",
                       "barrier-search", "partial-search", "literal-prefixes", "window-partial", "regex-timeout",
                       "recover-openers"})
+
+#: The features a module of ABI 4 can name: template-language keys and declared facts (a field's
+#: slot, nesting, deferred opens, a value that ends its region, rejected bodies, v2 roles and
+#: empty values, delimiters not proven linear, recover-only openers). How the runtime searches is
+#: no feature: a new shortcut in the runtime regenerates nothing.
+DECLARED_FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none",
+                               "regex-timeout", "recover-openers"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
 OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
@@ -244,17 +258,18 @@ def check_abi(required: int, module: str, features: tuple = ()) -> None:
     """Refuse to run a generated module built for another runtime.
 
     Args:
-        required: the ``RUNTIME_ABI`` the module was generated for.
+        required: the ``RUNTIME_ABI`` the module was generated for (one of :data:`SUPPORTED_ABIS`).
         module: the module's ``__name__``, for the message.
         features: the runtime features (:data:`FEATURES`) its template uses (language v2).
 
     Raises:
         ImportError: when the installed runtime differs or lacks a feature, saying how to fix it.
     """
-    if required != RUNTIME_ABI:
+    if required not in SUPPORTED_ABIS:
         raise ImportError(
             f"{module} was generated for respc runtime ABI {required}, but the installed runtime "
-            f"has ABI {RUNTIME_ABI}; regenerate it with `respc compile` or install a matching respc."
+            f"has ABI {RUNTIME_ABI} (and runs {', '.join(map(str, SUPPORTED_ABIS))}); regenerate it with "
+            "`respc compile` or install a matching respc."
         )
     missing = [name for name in features if name not in FEATURES]
     if missing:

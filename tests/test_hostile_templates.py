@@ -136,7 +136,7 @@ KNOWN_NAMES = {
     "_REGIONS", "_REQUIRED", "_START_ANCHOR", "_TRANSITIONS",
     "ResponseParser", "get_response_parser", "parse_response", "GRAMMAR", "__all__",
 }
-NUMBERED = re.compile(r"(_D|_P|S|_scan_|_DELIMITERS_)\d+|_PREFIXES_\d+|_D\d+L?(_LEADS)?")
+NUMBERED = re.compile(r"S_[A-Z0-9_]+|(_D|_P|S|_scan_|_DELIMITERS_)\d+|_PREFIXES_\d+|_D\d+L?(_LEADS)?")
 FORBIDDEN_IDENTIFIERS = {"__import__", "os", "system", "exec", "eval", "open", "touch", "PWNED",
                          "bos_token", "field", "raw", "generation"}
 
