@@ -33,7 +33,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'barrier-search', 'partial-search', 'window-partial', 'lazy-delimiters', 'regex-timeout'))
+_rt.check_abi(
+    4,
+    __name__,
+    ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'),
+)
 
 SOURCE = 'templates/command_r_plus.json'
 TEMPLATE_SHA256 = '003d6cb100168c95ff6f2e5d0d2dcb90f30cbdf64a023e34fc2d566b4455c587'
@@ -47,7 +51,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'tool_calls',
@@ -219,25 +224,25 @@ _PREFIXES_0 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'tool_calls'
-S2 = 2  # region 'system_turn'
-S3 = 3  # after the value of 'tool_calls'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_TOOL_CALLS = 1  # region 'tool_calls'
+S_SYSTEM_TURN = 2  # region 'system_turn'
+S_AFTER_TOOL_CALLS = 3  # after the value of 'tool_calls'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'tool_calls'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'system_turn'
-        _rt.Edge(_rt.CLOSE, field=2, target=S0),  # rank 2: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_TOOL_CALLS),  # rank 0: open 'tool_calls'
+        _rt.Edge(_rt.OPEN, field=1, target=S_SYSTEM_TURN),  # rank 1: open 'system_turn'
+        _rt.Edge(_rt.CLOSE, field=2, target=S_OUTSIDE),  # rank 2: close 'content'
     ),
-    (  # S1
+    (  # S_TOOL_CALLS
     ),
-    (  # S2
-        _rt.Edge(_rt.CLOSE, field=1, target=S0),  # rank 0: close 'system_turn'
+    (  # S_SYSTEM_TURN
+        _rt.Edge(_rt.CLOSE, field=1, target=S_OUTSIDE),  # rank 0: close 'system_turn'
     ),
-    (  # S3
-        _rt.Edge(_rt.AFTER, field=0, target=S0),  # rank 0: after 'tool_calls'
+    (  # S_AFTER_TOOL_CALLS
+        _rt.Edge(_rt.AFTER, field=0, target=S_OUTSIDE),  # rank 0: after 'tool_calls'
     ),
 )
 
@@ -251,7 +256,7 @@ _TRANSITIONS = (
 
 
 def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -261,10 +266,11 @@ def _scan_0(buf, pos, eos, memo):
     if g0 is None or -1 < g0 < pos:
         g0 = memo[8] = buf.find('<|', pos)
     # open of 'tool_calls': /'Action:[ \\t]*(?:\\n[ \\t]*)?```json\\s*'/
-    # every match, and every partial one, contains 'Action:' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor 'Action:' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[3]
     if k is None or -1 < k < pos:
         k = memo[3] = buf.find('Action:', pos)
@@ -371,26 +377,27 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S1: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_1 = ()  # it watches nothing
 
-# S2: region 'system_turn'
+# S_SYSTEM_TURN: region 'system_turn'
 _DELIMITERS_2 = (
     _rt.Literal('<|END_OF_TURN_TOKEN|>', rank=0),  # close 'system_turn'
 )
 
 
 def _scan_3(buf, pos, eos, memo):
-    """S3, after the value of 'tool_calls'."""
+    """S_AFTER_TOOL_CALLS, after the value of 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # close of 'tool_calls': /'\\s*```'/
-    # every match, and every partial one, contains '```' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor '```' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[13]
     if k is None or -1 < k < pos:
         k = memo[13] = buf.find('```', pos)
@@ -461,7 +468,9 @@ def _scan_3(buf, pos, eos, memo):
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/command_r_plus.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/command_r_plus.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -494,7 +503,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /Action:[ \t]*(?:\n[ \t]*)?```json\s*/
             _rt.HeldAutomaton(
@@ -558,9 +567,9 @@ class ResponseParser(_rt.StreamParser):
                 last=(39, 58, 73),
             ),
         ),
-        # S1
+        # S_TOOL_CALLS
         None,
-        # S2
+        # S_SYSTEM_TURN
         (
             # /<\|END_OF_TURN_TOKEN\|>/
             _rt.HeldAutomaton(
@@ -578,12 +587,13 @@ class ResponseParser(_rt.StreamParser):
                 last=(20,),
             ),
         ),
-        # S3
+        # S_AFTER_TOOL_CALLS
         None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 15
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -597,15 +607,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

@@ -36,7 +36,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'window-partial', 'lazy-delimiters', 'regex-timeout'))
+_rt.check_abi(4, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'))
 
 SOURCE = 'templates/cwm.json'
 TEMPLATE_SHA256 = '9a27ad676116752807d70a0b4c7d36479f782a5ffd2739351778455d26d815ac'
@@ -53,7 +53,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -257,37 +258,37 @@ _PREFIXES_0 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'reasoning_content'
-S2 = 2  # region 'named_call_json'
-S3 = 3  # region 'named_call_command'
-S4 = 4  # region 'tool_call_json'
-S5 = 5  # region 'tool_call_command'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_REASONING_CONTENT = 1  # region 'reasoning_content'
+S_NAMED_CALL_JSON = 2  # region 'named_call_json'
+S_NAMED_CALL_COMMAND = 3  # region 'named_call_command'
+S_TOOL_CALL_JSON = 4  # region 'tool_call_json'
+S_TOOL_CALL_COMMAND = 5  # region 'tool_call_command'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'reasoning_content'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'named_call_json'
-        _rt.Edge(_rt.OPEN, field=2, target=S3),  # rank 2: open 'named_call_command'
-        _rt.Edge(_rt.OPEN, field=3, target=S4),  # rank 3: open 'tool_call_json'
-        _rt.Edge(_rt.OPEN, field=4, target=S5),  # rank 4: open 'tool_call_command'
-        _rt.Edge(_rt.CLOSE, field=5, target=S0),  # rank 5: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_REASONING_CONTENT),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, field=1, target=S_NAMED_CALL_JSON),  # rank 1: open 'named_call_json'
+        _rt.Edge(_rt.OPEN, field=2, target=S_NAMED_CALL_COMMAND),  # rank 2: open 'named_call_command'
+        _rt.Edge(_rt.OPEN, field=3, target=S_TOOL_CALL_JSON),  # rank 3: open 'tool_call_json'
+        _rt.Edge(_rt.OPEN, field=4, target=S_TOOL_CALL_COMMAND),  # rank 4: open 'tool_call_command'
+        _rt.Edge(_rt.CLOSE, field=5, target=S_OUTSIDE),  # rank 5: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 0: close 'reasoning_content'
+    (  # S_REASONING_CONTENT
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 0: close 'reasoning_content'
     ),
-    (  # S2
-        _rt.Edge(_rt.CLOSE, field=1, target=S0),  # rank 0: close 'named_call_json'
+    (  # S_NAMED_CALL_JSON
+        _rt.Edge(_rt.CLOSE, field=1, target=S_OUTSIDE),  # rank 0: close 'named_call_json'
     ),
-    (  # S3
-        _rt.Edge(_rt.CLOSE, field=2, target=S0),  # rank 0: close 'named_call_command'
+    (  # S_NAMED_CALL_COMMAND
+        _rt.Edge(_rt.CLOSE, field=2, target=S_OUTSIDE),  # rank 0: close 'named_call_command'
     ),
-    (  # S4
-        _rt.Edge(_rt.CLOSE, field=3, target=S0),  # rank 0: close 'tool_call_json'
+    (  # S_TOOL_CALL_JSON
+        _rt.Edge(_rt.CLOSE, field=3, target=S_OUTSIDE),  # rank 0: close 'tool_call_json'
     ),
-    (  # S5
-        _rt.Edge(_rt.CLOSE, field=4, target=S0),  # rank 0: close 'tool_call_command'
+    (  # S_TOOL_CALL_COMMAND
+        _rt.Edge(_rt.CLOSE, field=4, target=S_OUTSIDE),  # rank 0: close 'tool_call_command'
     ),
 )
 
@@ -301,7 +302,7 @@ _TRANSITIONS = (
 
 
 def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -317,10 +318,11 @@ def _scan_0(buf, pos, eos, memo):
     if i >= 0:
         bs, be, br, bm = i, i + 7, 0, None
     # open of 'named_call_json': /'<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)'/
-    # every match, and every partial one, contains 'function' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor 'function' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[4]
     if k is None or -1 < k < pos:
         k = memo[4] = buf.find('function', pos)
@@ -393,10 +395,11 @@ def _scan_0(buf, pos, eos, memo):
                        or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
             bs, be, br, bm = i, e, 1, m
     # open of 'named_call_command': /'<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)'/
-    # every match, and every partial one, contains 'function' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor 'function' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[9]
     if k is None or -1 < k < pos:
         k = memo[9] = buf.find('function', pos)
@@ -469,10 +472,11 @@ def _scan_0(buf, pos, eos, memo):
                        or i == bs and (e - i > be - bs or e - i == be - bs and 2 < br)):
             bs, be, br, bm = i, e, 2, m
     # open of 'tool_call_json': /'<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>'/
-    # every match, and every partial one, contains '<tool:' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor '<tool:' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[14]
     if k is None or -1 < k < pos:
         k = memo[14] = buf.find('<tool:', pos)
@@ -537,10 +541,11 @@ def _scan_0(buf, pos, eos, memo):
                        or i == bs and (e - i > be - bs or e - i == be - bs and 3 < br)):
             bs, be, br, bm = i, e, 3, m
     # open of 'tool_call_command': /'<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>'/
-    # every match, and every partial one, contains '<tool:' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor '<tool:' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[18]
     if k is None or -1 < k < pos:
         k = memo[18] = buf.find('<tool:', pos)
@@ -640,34 +645,36 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S1: region 'reasoning_content'
+# S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
     _rt.Literal('</think>', rank=0),  # close 'reasoning_content'
 )
 
-# S2: region 'named_call_json'
+# S_NAMED_CALL_JSON: region 'named_call_json'
 _DELIMITERS_2 = (
     _rt.Literal('</tool>', rank=0),  # close 'named_call_json'
 )
 
-# S3: region 'named_call_command'
+# S_NAMED_CALL_COMMAND: region 'named_call_command'
 _DELIMITERS_3 = (
     _rt.Literal('</tool>', rank=0),  # close 'named_call_command'
 )
 
-# S4: region 'tool_call_json'
+# S_TOOL_CALL_JSON: region 'tool_call_json'
 _DELIMITERS_4 = (
     _rt.Literal('</tool>', rank=0),  # close 'tool_call_json'
 )
 
-# S5: region 'tool_call_command'
+# S_TOOL_CALL_COMMAND: region 'tool_call_command'
 _DELIMITERS_5 = (
     _rt.Literal('</tool>', rank=0),  # close 'tool_call_command'
 )
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/cwm.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/cwm.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -702,7 +709,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<think>/
             _rt.HeldAutomaton(
@@ -756,7 +763,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(14, 23, 30),
             ),
         ),
-        # S1
+        # S_REASONING_CONTENT
         (
             # /</think>/
             _rt.HeldAutomaton(
@@ -767,7 +774,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(7,),
             ),
         ),
-        # S2
+        # S_NAMED_CALL_JSON
         (
             # /</tool>/
             _rt.HeldAutomaton(
@@ -778,7 +785,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(6,),
             ),
         ),
-        # S3
+        # S_NAMED_CALL_COMMAND
         (
             # /</tool>/
             _rt.HeldAutomaton(
@@ -789,7 +796,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(6,),
             ),
         ),
-        # S4
+        # S_TOOL_CALL_JSON
         (
             # /</tool>/
             _rt.HeldAutomaton(
@@ -800,7 +807,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(6,),
             ),
         ),
-        # S5
+        # S_TOOL_CALL_COMMAND
         (
             # /</tool>/
             _rt.HeldAutomaton(
@@ -814,7 +821,8 @@ class ResponseParser(_rt.StreamParser):
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 28
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -832,15 +840,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

@@ -34,7 +34,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'window-partial', 'lazy-delimiters', 'regex-timeout'))
+_rt.check_abi(
+    4,
+    __name__,
+    ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'),
+)
 
 SOURCE = 'templates/dots.json'
 TEMPLATE_SHA256 = 'a17873caf9b4d78dcccf33bee73ff1d9d805456255eb41e0f865da7d8b552325'
@@ -49,7 +53,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'call_section',
@@ -226,27 +231,27 @@ _PREFIXES_1 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'call_section'
-S2 = 2  # region 'tool_calls'
-S3 = 3  # region 'json_tool_call'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_CALL_SECTION = 1  # region 'call_section'
+S_TOOL_CALLS = 2  # region 'tool_calls'
+S_JSON_TOOL_CALL = 3  # region 'json_tool_call'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'call_section'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'tool_calls'
-        _rt.Edge(_rt.CLOSE, field=3, target=S0),  # rank 2: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_CALL_SECTION),  # rank 0: open 'call_section'
+        _rt.Edge(_rt.OPEN, field=1, target=S_TOOL_CALLS),  # rank 1: open 'tool_calls'
+        _rt.Edge(_rt.CLOSE, field=3, target=S_OUTSIDE),  # rank 2: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.NEST, field=1, target=S2),  # rank 0: nest 'tool_calls'
-        _rt.Edge(_rt.NEST, field=2, target=S3),  # rank 1: nest 'json_tool_call'
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 2: close 'call_section'
+    (  # S_CALL_SECTION
+        _rt.Edge(_rt.NEST, field=1, target=S_TOOL_CALLS),  # rank 0: nest 'tool_calls'
+        _rt.Edge(_rt.NEST, field=2, target=S_JSON_TOOL_CALL),  # rank 1: nest 'json_tool_call'
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 2: close 'call_section'
     ),
-    (  # S2
-        _rt.Edge(_rt.CLOSE, field=1, target=S0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=1, target=S_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
-    (  # S3
+    (  # S_JSON_TOOL_CALL
     ),
 )
 
@@ -260,7 +265,7 @@ _TRANSITIONS = (
 
 
 def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -276,10 +281,11 @@ def _scan_0(buf, pos, eos, memo):
     if i >= 0:
         bs, be, br, bm = i, i + 20, 0, None
     # open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
-    # every match, and every partial one, contains '<invoke' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor '<invoke' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[4]
     if k is None or -1 < k < pos:
         k = memo[4] = buf.find('<invoke', pos)
@@ -374,16 +380,17 @@ def _scan_0(buf, pos, eos, memo):
 
 
 def _scan_1(buf, pos, eos, memo):
-    """S1, region 'call_section'."""
+    """S_CALL_SECTION, region 'call_section'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # open of 'tool_calls': /'<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>'/
-    # every match, and every partial one, contains '<invoke' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor '<invoke' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[11]
     if k is None or -1 < k < pos:
         k = memo[11] = buf.find('<invoke', pos)
@@ -509,17 +516,19 @@ def _scan_1(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S2: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_2 = (
     _rt.Literal('</invoke>', rank=0),  # close 'tool_calls'
 )
 
-# S3: region 'json_tool_call'
+# S_JSON_TOOL_CALL: region 'json_tool_call'
 _DELIMITERS_3 = ()  # it watches nothing
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/dots.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/dots.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -552,7 +561,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<dots_function_call>/
             _rt.HeldAutomaton(
@@ -604,7 +613,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(20, 36),
             ),
         ),
-        # S1
+        # S_CALL_SECTION
         (
             # /</dots_function_call>/
             _rt.HeldAutomaton(
@@ -637,7 +646,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(19,),
             ),
         ),
-        # S2
+        # S_TOOL_CALLS
         (
             # /</invoke>/
             _rt.HeldAutomaton(
@@ -651,12 +660,13 @@ class ResponseParser(_rt.StreamParser):
                 last=(8,),
             ),
         ),
-        # S3
+        # S_JSON_TOOL_CALL
         None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 17
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -671,15 +681,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

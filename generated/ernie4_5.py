@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'lazy-delimiters', 'regex-timeout'))
+_rt.check_abi(4, __name__, ('regex-timeout',))
 
 SOURCE = 'templates/ernie4_5.json'
 TEMPLATE_SHA256 = '753609acf46a79cb7b9c6458608bdb960ffa8e4d584afefae45737b18fa773ee'
@@ -47,7 +47,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -153,22 +154,22 @@ _PREFIXES_0 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'reasoning_content'
-S2 = 2  # region 'tool_calls'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_REASONING_CONTENT = 1  # region 'reasoning_content'
+S_TOOL_CALLS = 2  # region 'tool_calls'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'reasoning_content'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'tool_calls'
-        _rt.Edge(_rt.CLOSE, field=2, target=S0),  # rank 2: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_REASONING_CONTENT),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, field=1, target=S_TOOL_CALLS),  # rank 1: open 'tool_calls'
+        _rt.Edge(_rt.CLOSE, field=2, target=S_OUTSIDE),  # rank 2: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 0: close 'reasoning_content'
+    (  # S_REASONING_CONTENT
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 0: close 'reasoning_content'
     ),
-    (  # S2
-        _rt.Edge(_rt.CLOSE, field=1, target=S0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=1, target=S_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
 )
 
@@ -182,7 +183,7 @@ _TRANSITIONS = (
 
 
 def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -282,19 +283,21 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S1: region 'reasoning_content'
+# S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
     _rt.Literal('</think>', rank=0),  # close 'reasoning_content'
 )
 
-# S2: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_2 = (
     _rt.Literal('</tool_call>', rank=0),  # close 'tool_calls'
 )
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/ernie4_5.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/ernie4_5.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -326,7 +329,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<tool_call>/
             _rt.HeldAutomaton(
@@ -360,7 +363,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(18, 28, 37, 40),
             ),
         ),
-        # S1
+        # S_REASONING_CONTENT
         (
             # /</think>/
             _rt.HeldAutomaton(
@@ -371,7 +374,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(7,),
             ),
         ),
-        # S2
+        # S_TOOL_CALLS
         (
             # /</tool_call>/
             _rt.HeldAutomaton(
@@ -388,7 +391,8 @@ class ResponseParser(_rt.StreamParser):
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11
-    # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
+    # decided characters the regex delimiters still need to see
+    # (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1
     # ... and only so that ^ and \A cannot match at a trimmed start: any decided characters serve
     ANCHOR_CONTEXT = True
@@ -405,15 +409,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'lazy-delimiters', 'regex-timeout'))
+_rt.check_abi(4, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'))
 
 SOURCE = 'templates/functionary_v3_1.json'
 TEMPLATE_SHA256 = '70ce7358e77e5a60e52eba512fe2580175a7d580d5b104273f7e7bc762c63f10'
@@ -47,7 +47,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'tool_calls',
@@ -162,22 +163,22 @@ _PREFIXES_0 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'tool_calls'
-S2 = 2  # region 'python_call'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_TOOL_CALLS = 1  # region 'tool_calls'
+S_PYTHON_CALL = 2  # region 'python_call'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'tool_calls'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'python_call'
-        _rt.Edge(_rt.CLOSE, field=2, target=S0),  # rank 2: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_TOOL_CALLS),  # rank 0: open 'tool_calls'
+        _rt.Edge(_rt.OPEN, field=1, target=S_PYTHON_CALL),  # rank 1: open 'python_call'
+        _rt.Edge(_rt.CLOSE, field=2, target=S_OUTSIDE),  # rank 2: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
-    (  # S2
-        _rt.Edge(_rt.CLOSE, field=1, target=S0),  # rank 0: close 'python_call'
+    (  # S_PYTHON_CALL
+        _rt.Edge(_rt.CLOSE, field=1, target=S_OUTSIDE),  # rank 0: close 'python_call'
     ),
 )
 
@@ -191,7 +192,7 @@ _TRANSITIONS = (
 
 
 def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -204,10 +205,11 @@ def _scan_0(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<function=' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<function=' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[3]
         if k is None or -1 < k < pos:
             k = memo[3] = buf.find('<function=', pos)
@@ -307,12 +309,12 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S1: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_1 = (
     _rt.Literal('</function>', rank=0),  # close 'tool_calls'
 )
 
-# S2: region 'python_call'
+# S_PYTHON_CALL: region 'python_call'
 _DELIMITERS_2 = (
     _rt.Literal('<|eom_id|>', rank=0),  # close 'python_call'
     _rt.Literal('<|eot_id|>', rank=0),
@@ -320,7 +322,9 @@ _DELIMITERS_2 = (
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/functionary_v3_1.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/functionary_v3_1.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -352,7 +356,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<function=(?P<name>[^>]+)>/
             _rt.HeldAutomaton(
@@ -394,7 +398,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(9, 15),
             ),
         ),
-        # S1
+        # S_TOOL_CALLS
         (
             # /</function>/
             _rt.HeldAutomaton(
@@ -408,7 +412,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(10,),
             ),
         ),
-        # S2
+        # S_PYTHON_CALL
         (
             # /<\|eom_id\|>|<\|eot_id\|>/
             _rt.HeldAutomaton(
@@ -428,7 +432,8 @@ class ResponseParser(_rt.StreamParser):
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -444,15 +449,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

@@ -31,7 +31,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('fast-heads',))
+_rt.check_abi(4, __name__)
 
 SOURCE = 'templates/gemma2.json'
 TEMPLATE_SHA256 = 'e0cc36a95a2da47984b72f25d527c7b57cca2d8ecd499b06d96958bf3e42d336'
@@ -43,7 +43,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'content',
@@ -59,12 +60,12 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<start_of_turn>model\\\n', regex.DOTALL)
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
+S_OUTSIDE = 0  # outside (implicit field 'content')
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 0: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 0: close 'content'
     ),
 )
 
@@ -76,7 +77,7 @@ _TRANSITIONS = (
 # the leftmost offset from which more input could still change the answer, from which text must
 # be held back; memo[slot] keeps each search result over the same buffer.
 
-# S0: outside (implicit field 'content')
+# S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
     _rt.Literal('<end_of_turn>', rank=0),  # close 'content'
     _rt.Literal('<eos>', rank=0),
@@ -84,7 +85,9 @@ _DELIMITERS_0 = (
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/gemma2.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/gemma2.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -114,7 +117,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<end_of_turn>|<eos>/
             _rt.HeldAutomaton(
@@ -134,7 +137,8 @@ class ResponseParser(_rt.StreamParser):
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 2
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -143,15 +147,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

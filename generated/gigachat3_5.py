@@ -34,7 +34,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('slots', 'nest', 'defer', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'lazy-delimiters'))
+_rt.check_abi(4, __name__, ('slots', 'nest', 'defer', 'typed-roles', 'empty-none'))
 
 SOURCE = 'templates/gigachat3_5.json'
 TEMPLATE_SHA256 = '7a8e7e348963fef245a9d0c710ec963547b357b1529d7426fd532355a57c9eee'
@@ -49,7 +49,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -150,28 +151,28 @@ _PREFIXES_2 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'reasoning_content'
-S2 = 2  # region 'tool_calls_section'
-S3 = 3  # region 'tool_calls'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_REASONING_CONTENT = 1  # region 'reasoning_content'
+S_TOOL_CALLS_SECTION = 2  # region 'tool_calls_section'
+S_TOOL_CALLS = 3  # region 'tool_calls'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'reasoning_content'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'tool_calls_section'
-        _rt.Edge(_rt.CLOSE, field=3, target=S0),  # rank 2: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_REASONING_CONTENT),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, field=1, target=S_TOOL_CALLS_SECTION),  # rank 1: open 'tool_calls_section'
+        _rt.Edge(_rt.CLOSE, field=3, target=S_OUTSIDE),  # rank 2: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.DEFER, field=1, target=S2),  # rank 0: defer 'tool_calls_section'
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 1: close 'reasoning_content'
+    (  # S_REASONING_CONTENT
+        _rt.Edge(_rt.DEFER, field=1, target=S_TOOL_CALLS_SECTION),  # rank 0: defer 'tool_calls_section'
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 1: close 'reasoning_content'
     ),
-    (  # S2
-        _rt.Edge(_rt.NEST, field=2, target=S3),  # rank 0: nest 'tool_calls'
-        _rt.Edge(_rt.CLOSE, field=1, target=S0),  # rank 1: close 'tool_calls_section'
+    (  # S_TOOL_CALLS_SECTION
+        _rt.Edge(_rt.NEST, field=2, target=S_TOOL_CALLS),  # rank 0: nest 'tool_calls'
+        _rt.Edge(_rt.CLOSE, field=1, target=S_OUTSIDE),  # rank 1: close 'tool_calls_section'
     ),
-    (  # S3
-        _rt.Edge(_rt.CLOSE, field=2, target=S0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=2, target=S_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
 )
 
@@ -183,7 +184,7 @@ _TRANSITIONS = (
 # the leftmost offset from which more input could still change the answer, from which text must
 # be held back; memo[slot] keeps each search result over the same buffer.
 
-# S0: outside (implicit field 'content')
+# S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
     _rt.Literal('<think>', rank=0),  # open 'reasoning_content'
     _rt.Literal('<\uff5cGCML\uff5ctool_calls>', rank=1),  # open 'tool_calls_section'
@@ -192,7 +193,7 @@ _DELIMITERS_0 = (
     _rt.Literal('</think>', rank=2),
 )
 
-# S1: region 'reasoning_content'
+# S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
     _rt.Literal('<\uff5cGCML\uff5ctool_calls>', rank=0),  # defer 'tool_calls_section'
     _rt.Literal('</think>', rank=1),  # close 'reasoning_content'
@@ -200,7 +201,7 @@ _DELIMITERS_1 = (
 
 
 def _scan_2(buf, pos, eos, memo):
-    """S2, region 'tool_calls_section'."""
+    """S_TOOL_CALLS_SECTION, region 'tool_calls_section'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -209,10 +210,11 @@ def _scan_2(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<\uff5cGCML\uff5cinvoke name="' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<\uff5cGCML\uff5cinvoke name="' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[11]
         if k is None or -1 < k < pos:
             k = memo[11] = buf.find('<\uff5cGCML\uff5cinvoke name="', pos)
@@ -297,14 +299,16 @@ def _scan_2(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S3: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_3 = (
     _rt.Literal('</\uff5cGCML\uff5cinvoke>', rank=0),  # close 'tool_calls'
 )
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/gigachat3_5.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/gigachat3_5.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -337,7 +341,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<think>/
             _rt.HeldAutomaton(
@@ -380,7 +384,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(14, 21, 24),
             ),
         ),
-        # S1
+        # S_REASONING_CONTENT
         (
             # /</think>/
             _rt.HeldAutomaton(
@@ -406,7 +410,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(17,),
             ),
         ),
-        # S2
+        # S_TOOL_CALLS_SECTION
         (
             # /</\uff5cGCML\uff5ctool_calls>/
             _rt.HeldAutomaton(
@@ -439,7 +443,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(22,),
             ),
         ),
-        # S3
+        # S_TOOL_CALLS
         (
             # /</\uff5cGCML\uff5cinvoke>/
             _rt.HeldAutomaton(
@@ -459,7 +463,8 @@ class ResponseParser(_rt.StreamParser):
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 14
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -472,15 +477,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

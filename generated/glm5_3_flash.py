@@ -34,7 +34,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'lazy-delimiters', 'regex-timeout'))
+_rt.check_abi(
+    4,
+    __name__,
+    ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'),
+)
 
 SOURCE = 'templates/glm5_3_flash.json'
 TEMPLATE_SHA256 = '649b673341c31875e90cd4d906772c93af7c055ec58d9df78b3d90fd5da9982e'
@@ -49,7 +53,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -191,30 +196,30 @@ _PREFIXES_0 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'reasoning_content'
-S2 = 2  # region 'tool_calls'
-S3 = 3  # region 'json_tool_calls'
-S4 = 4  # after the value of 'json_tool_calls'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_REASONING_CONTENT = 1  # region 'reasoning_content'
+S_TOOL_CALLS = 2  # region 'tool_calls'
+S_JSON_TOOL_CALLS = 3  # region 'json_tool_calls'
+S_AFTER_JSON_TOOL_CALLS = 4  # after the value of 'json_tool_calls'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'reasoning_content'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'tool_calls'
-        _rt.Edge(_rt.OPEN, field=2, target=S3),  # rank 2: open 'json_tool_calls'
-        _rt.Edge(_rt.CLOSE, field=3, target=S0),  # rank 3: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_REASONING_CONTENT),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, field=1, target=S_TOOL_CALLS),  # rank 1: open 'tool_calls'
+        _rt.Edge(_rt.OPEN, field=2, target=S_JSON_TOOL_CALLS),  # rank 2: open 'json_tool_calls'
+        _rt.Edge(_rt.CLOSE, field=3, target=S_OUTSIDE),  # rank 3: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 0: close 'reasoning_content'
+    (  # S_REASONING_CONTENT
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 0: close 'reasoning_content'
     ),
-    (  # S2
-        _rt.Edge(_rt.CLOSE, field=1, target=S0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=1, target=S_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
-    (  # S3
+    (  # S_JSON_TOOL_CALLS
     ),
-    (  # S4
-        _rt.Edge(_rt.AFTER, field=2, target=S0),  # rank 0: after 'json_tool_calls'
+    (  # S_AFTER_JSON_TOOL_CALLS
+        _rt.Edge(_rt.AFTER, field=2, target=S_OUTSIDE),  # rank 0: after 'json_tool_calls'
     ),
 )
 
@@ -228,7 +233,7 @@ _TRANSITIONS = (
 
 
 def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -247,10 +252,11 @@ def _scan_0(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<tool_call>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<tool_call>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[4]
         if k is None or -1 < k < pos:
             k = memo[4] = buf.find('<tool_call>', pos)
@@ -318,10 +324,11 @@ def _scan_0(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<tool_call>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<tool_call>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[8]
         if k is None or -1 < k < pos:
             k = memo[8] = buf.find('<tool_call>', pos)
@@ -428,27 +435,29 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S1: region 'reasoning_content'
+# S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
     _rt.Literal('</think>', rank=0),  # close 'reasoning_content'
 )
 
-# S2: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_2 = (
     _rt.Literal('</tool_call>', rank=0),  # close 'tool_calls'
 )
 
-# S3: region 'json_tool_calls'
+# S_JSON_TOOL_CALLS: region 'json_tool_calls'
 _DELIMITERS_3 = ()  # it watches nothing
 
-# S4: after the value of 'json_tool_calls'
+# S_AFTER_JSON_TOOL_CALLS: after the value of 'json_tool_calls'
 _DELIMITERS_4 = (
     _rt.Literal('</tool_call>', rank=0),  # after 'json_tool_calls'
 )
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/glm5_3_flash.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/glm5_3_flash.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -482,7 +491,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<think>/
             _rt.HeldAutomaton(
@@ -527,7 +536,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(14, 26, 33, 40),
             ),
         ),
-        # S1
+        # S_REASONING_CONTENT
         (
             # /</think>/
             _rt.HeldAutomaton(
@@ -538,7 +547,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(7,),
             ),
         ),
-        # S2
+        # S_TOOL_CALLS
         (
             # /</tool_call>/
             _rt.HeldAutomaton(
@@ -552,14 +561,15 @@ class ResponseParser(_rt.StreamParser):
                 last=(11,),
             ),
         ),
-        # S3
+        # S_JSON_TOOL_CALLS
         None,
-        # S4
+        # S_AFTER_JSON_TOOL_CALLS
         None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 17
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -575,15 +585,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

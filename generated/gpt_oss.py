@@ -35,7 +35,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'hold-runs', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'partial-search', 'lazy-delimiters', 'regex-timeout', 'recover-openers'))
+_rt.check_abi(
+    4,
+    __name__,
+    ('slots', 'reject', 'typed-roles', 'empty-none', 'regex-timeout', 'recover-openers'),
+)
 
 SOURCE = 'templates/gpt_oss.json'
 TEMPLATE_SHA256 = '0ba423fc559e94a3a169fae5c39c52d43a07e738741728b727e0a61afbcfc055'
@@ -51,7 +55,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -190,32 +195,32 @@ _B0 = _rt.LazyPattern('(?r)[^<|star>\\sinchelomy]')
 _B1 = _rt.LazyPattern('(?r)[^<|star>inchelomy\\s=pbw.\\w]')
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'reasoning_content'
-S2 = 2  # region 'reasoning_stripped'
-S3 = 3  # region 'tool_calls'
-S4 = 4  # region 'builtin_tool_message'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_REASONING_CONTENT = 1  # region 'reasoning_content'
+S_REASONING_STRIPPED = 2  # region 'reasoning_stripped'
+S_TOOL_CALLS = 3  # region 'tool_calls'
+S_BUILTIN_TOOL_MESSAGE = 4  # region 'builtin_tool_message'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'reasoning_content'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'reasoning_stripped'
-        _rt.Edge(_rt.OPEN, field=2, target=S3),  # rank 2: open 'tool_calls'
-        _rt.Edge(_rt.OPEN, field=3, target=S4),  # rank 3: open 'builtin_tool_message'
-        _rt.Edge(_rt.CLOSE, field=4, target=S0),  # rank 4: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_REASONING_CONTENT),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, field=1, target=S_REASONING_STRIPPED),  # rank 1: open 'reasoning_stripped'
+        _rt.Edge(_rt.OPEN, field=2, target=S_TOOL_CALLS),  # rank 2: open 'tool_calls'
+        _rt.Edge(_rt.OPEN, field=3, target=S_BUILTIN_TOOL_MESSAGE),  # rank 3: open 'builtin_tool_message'
+        _rt.Edge(_rt.CLOSE, field=4, target=S_OUTSIDE),  # rank 4: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 0: close 'reasoning_content'
+    (  # S_REASONING_CONTENT
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 0: close 'reasoning_content'
     ),
-    (  # S2
-        _rt.Edge(_rt.CLOSE, field=1, target=S0),  # rank 0: close 'reasoning_stripped'
+    (  # S_REASONING_STRIPPED
+        _rt.Edge(_rt.CLOSE, field=1, target=S_OUTSIDE),  # rank 0: close 'reasoning_stripped'
     ),
-    (  # S3
-        _rt.Edge(_rt.CLOSE, field=2, target=S0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=2, target=S_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
-    (  # S4
-        _rt.Edge(_rt.CLOSE, field=3, target=S0),  # rank 0: close 'builtin_tool_message'
+    (  # S_BUILTIN_TOOL_MESSAGE
+        _rt.Edge(_rt.CLOSE, field=3, target=S_OUTSIDE),  # rank 0: close 'builtin_tool_message'
     ),
 )
 
@@ -229,7 +234,7 @@ _TRANSITIONS = (
 
 
 def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -238,10 +243,11 @@ def _scan_0(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<|channel|>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<|channel|>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[3]
         if k is None or -1 < k < pos:
             k = memo[3] = buf.find('<|channel|>', pos)
@@ -346,10 +352,11 @@ def _scan_0(buf, pos, eos, memo):
                        or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
             bs, be, br, bm = i, e, 1, m
     # open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-    # every match, and every partial one, contains 'to=functions.' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor 'to=functions.' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[10]
     if k is None or -1 < k < pos:
         k = memo[10] = buf.find('to=functions.', pos)
@@ -419,10 +426,11 @@ def _scan_0(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<|message|>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<|message|>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[15]
         if k is None or -1 < k < pos:
             k = memo[15] = buf.find('<|message|>', pos)
@@ -498,10 +506,11 @@ def _scan_0(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<|' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<|' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[20]
         if k is None or -1 < k < pos:
             k = memo[20] = buf.find('<|', pos)
@@ -569,20 +578,20 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S1: region 'reasoning_content'
+# S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
     _rt.Literal('<|end|>', rank=0),  # close 'reasoning_content'
     _rt.Literal('<|start|>assistant', rank=0),
 )
 
-# S2: region 'reasoning_stripped'
+# S_REASONING_STRIPPED: region 'reasoning_stripped'
 _DELIMITERS_2 = (
     _rt.Literal('assistantfinal', rank=0),  # close 'reasoning_stripped'
 )
 
 
 def _scan_3(buf, pos, eos, memo):
-    """S3, region 'tool_calls'."""
+    """S_TOOL_CALLS, region 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -591,10 +600,11 @@ def _scan_3(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<|' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<|' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[27]
         if k is None or -1 < k < pos:
             k = memo[27] = buf.find('<|', pos)
@@ -663,7 +673,7 @@ def _scan_3(buf, pos, eos, memo):
 
 
 def _scan_4(buf, pos, eos, memo):
-    """S4, region 'builtin_tool_message'."""
+    """S_BUILTIN_TOOL_MESSAGE, region 'builtin_tool_message'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -672,10 +682,11 @@ def _scan_4(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<|' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<|' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[31]
         if k is None or -1 < k < pos:
             k = memo[31] = buf.find('<|', pos)
@@ -744,7 +755,9 @@ def _scan_4(buf, pos, eos, memo):
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/gpt_oss.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/gpt_oss.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -788,7 +801,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<\|channel\|>(?P<repair_space>\s)?analysis(?P<repair_space2>\s)?(?:<\|message\|>|(?P<repair_end_for_message><\|end\|>))/
             _rt.HeldAutomaton(
@@ -890,7 +903,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(18, 63, 70, 100, 105, 113, 119),
             ),
         ),
-        # S1
+        # S_REASONING_CONTENT
         (
             # /<\|start\|>assistant|<\|end\|>/
             _rt.HeldAutomaton(
@@ -908,7 +921,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(17, 22),
             ),
         ),
-        # S2
+        # S_REASONING_STRIPPED
         (
             # /assistantfinal/
             _rt.HeldAutomaton(
@@ -925,9 +938,9 @@ class ResponseParser(_rt.StreamParser):
                 last=(13,),
             ),
         ),
-        # S3
+        # S_TOOL_CALLS
         None,
-        # S4
+        # S_BUILTIN_TOOL_MESSAGE
         (
             # /<\|call\|>|<\|end\|>/
             _rt.HeldAutomaton(
@@ -947,7 +960,8 @@ class ResponseParser(_rt.StreamParser):
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 32
-    # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
+    # decided characters the regex delimiters still need to see
+    # (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1
     # ... and only so that ^ and \A cannot match at a trimmed start: any decided characters serve
     ANCHOR_CONTEXT = True
@@ -1106,32 +1120,32 @@ _R_B0 = _rt.LazyPattern('(?r)[^<|star>\\sinchelomy]')
 _R_B1 = _rt.LazyPattern('(?r)[^<|star>inchelomy\\s=pbw.\\w]')
 
 # -- state constants -------------------------------------------------------------------------
-_RS0 = 0  # outside (implicit field 'content')
-_RS1 = 1  # region 'reasoning_content'
-_RS2 = 2  # region 'reasoning_stripped'
-_RS3 = 3  # region 'tool_calls'
-_RS4 = 4  # region 'builtin_tool_message'
+_RS_OUTSIDE = 0  # outside (implicit field 'content')
+_RS_REASONING_CONTENT = 1  # region 'reasoning_content'
+_RS_REASONING_STRIPPED = 2  # region 'reasoning_stripped'
+_RS_TOOL_CALLS = 3  # region 'tool_calls'
+_RS_BUILTIN_TOOL_MESSAGE = 4  # region 'builtin_tool_message'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _R_TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=_RS1),  # rank 0: open 'reasoning_content'
-        _rt.Edge(_rt.OPEN, field=1, target=_RS2),  # rank 1: open 'reasoning_stripped'
-        _rt.Edge(_rt.OPEN, field=2, target=_RS3),  # rank 2: open 'tool_calls'
-        _rt.Edge(_rt.OPEN, field=3, target=_RS4),  # rank 3: open 'builtin_tool_message'
-        _rt.Edge(_rt.CLOSE, field=4, target=_RS0),  # rank 4: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=_RS_REASONING_CONTENT),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, field=1, target=_RS_REASONING_STRIPPED),  # rank 1: open 'reasoning_stripped'
+        _rt.Edge(_rt.OPEN, field=2, target=_RS_TOOL_CALLS),  # rank 2: open 'tool_calls'
+        _rt.Edge(_rt.OPEN, field=3, target=_RS_BUILTIN_TOOL_MESSAGE),  # rank 3: open 'builtin_tool_message'
+        _rt.Edge(_rt.CLOSE, field=4, target=_RS_OUTSIDE),  # rank 4: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.CLOSE, field=0, target=_RS0),  # rank 0: close 'reasoning_content'
+    (  # S_REASONING_CONTENT
+        _rt.Edge(_rt.CLOSE, field=0, target=_RS_OUTSIDE),  # rank 0: close 'reasoning_content'
     ),
-    (  # S2
-        _rt.Edge(_rt.CLOSE, field=1, target=_RS0),  # rank 0: close 'reasoning_stripped'
+    (  # S_REASONING_STRIPPED
+        _rt.Edge(_rt.CLOSE, field=1, target=_RS_OUTSIDE),  # rank 0: close 'reasoning_stripped'
     ),
-    (  # S3
-        _rt.Edge(_rt.CLOSE, field=2, target=_RS0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=2, target=_RS_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
-    (  # S4
-        _rt.Edge(_rt.CLOSE, field=3, target=_RS0),  # rank 0: close 'builtin_tool_message'
+    (  # S_BUILTIN_TOOL_MESSAGE
+        _rt.Edge(_rt.CLOSE, field=3, target=_RS_OUTSIDE),  # rank 0: close 'builtin_tool_message'
     ),
 )
 
@@ -1145,7 +1159,7 @@ _R_TRANSITIONS = (
 
 
 def _R_scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -1154,10 +1168,11 @@ def _R_scan_0(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<|channel|>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<|channel|>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[3]
         if k is None or -1 < k < pos:
             k = memo[3] = buf.find('<|channel|>', pos)
@@ -1262,10 +1277,11 @@ def _R_scan_0(buf, pos, eos, memo):
                        or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
             bs, be, br, bm = i, e, 1, m
     # open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-    # every match, and every partial one, contains 'to=functions.' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor 'to=functions.' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[10]
     if k is None or -1 < k < pos:
         k = memo[10] = buf.find('to=functions.', pos)
@@ -1335,10 +1351,11 @@ def _R_scan_0(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<|message|>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<|message|>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[15]
         if k is None or -1 < k < pos:
             k = memo[15] = buf.find('<|message|>', pos)
@@ -1459,20 +1476,20 @@ def _R_scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S1: region 'reasoning_content'
+# S_REASONING_CONTENT: region 'reasoning_content'
 _R_DELIMITERS_1 = (
     _rt.Literal('<|end|>', rank=0),  # close 'reasoning_content'
     _rt.Literal('<|start|>assistant', rank=0),
 )
 
-# S2: region 'reasoning_stripped'
+# S_REASONING_STRIPPED: region 'reasoning_stripped'
 _R_DELIMITERS_2 = (
     _rt.Literal('assistantfinal', rank=0),  # close 'reasoning_stripped'
 )
 
 
 def _R_scan_3(buf, pos, eos, memo):
-    """S3, region 'tool_calls'."""
+    """S_TOOL_CALLS, region 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -1481,10 +1498,11 @@ def _R_scan_3(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<|' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<|' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[26]
         if k is None or -1 < k < pos:
             k = memo[26] = buf.find('<|', pos)
@@ -1553,7 +1571,7 @@ def _R_scan_3(buf, pos, eos, memo):
 
 
 def _R_scan_4(buf, pos, eos, memo):
-    """S4, region 'builtin_tool_message'."""
+    """S_BUILTIN_TOOL_MESSAGE, region 'builtin_tool_message'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -1562,10 +1580,11 @@ def _R_scan_4(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<|' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<|' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[30]
         if k is None or -1 < k < pos:
             k = memo[30] = buf.find('<|', pos)
@@ -1634,7 +1653,9 @@ def _R_scan_4(buf, pos, eos, memo):
 
 
 class _RecoverParser(ResponseParser):
-    """Streaming parser for 'templates/gpt_oss.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/gpt_oss.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -1678,7 +1699,7 @@ class _RecoverParser(ResponseParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<\|channel\|>(?P<repair_space>\s)?analysis(?P<repair_space2>\s)?(?:<\|message\|>|(?P<repair_end_for_message><\|end\|>))/
             _rt.HeldAutomaton(
@@ -1745,7 +1766,7 @@ class _RecoverParser(ResponseParser):
                 last=(162,),
             ),
         ),
-        # S1
+        # S_REASONING_CONTENT
         (
             # /<\|start\|>assistant|<\|end\|>/
             _rt.HeldAutomaton(
@@ -1763,7 +1784,7 @@ class _RecoverParser(ResponseParser):
                 last=(17, 22),
             ),
         ),
-        # S2
+        # S_REASONING_STRIPPED
         (
             # /assistantfinal/
             _rt.HeldAutomaton(
@@ -1780,9 +1801,9 @@ class _RecoverParser(ResponseParser):
                 last=(13,),
             ),
         ),
-        # S3
+        # S_TOOL_CALLS
         None,
-        # S4
+        # S_BUILTIN_TOOL_MESSAGE
         (
             # /<\|call\|>|<\|end\|>/
             _rt.HeldAutomaton(
@@ -1802,7 +1823,8 @@ class _RecoverParser(ResponseParser):
     )
     TRANSITIONS = _R_TRANSITIONS
     MEMO_SLOTS = 31
-    # decided characters the regex delimiters still need to see (^, \b and lookbehinds must not see a trimmed start)
+    # decided characters the regex delimiters still need to see
+    # (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1
     # ... and only so that ^ and \A cannot match at a trimmed start: any decided characters serve
     ANCHOR_CONTEXT = True
@@ -1826,15 +1848,18 @@ class _RecoverParser(ResponseParser):
 ResponseParser.RECOVER_CLASS = _RecoverParser
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

@@ -35,7 +35,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'partial-search', 'window-partial', 'lazy-delimiters', 'regex-timeout'))
+_rt.check_abi(4, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'))
 
 SOURCE = 'templates/k2_horizon.json'
 TEMPLATE_SHA256 = '95757f490e8c446beb3e5e39bce0fff9f1498f630a4cc4f200f212041b888194'
@@ -51,7 +51,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -268,35 +269,35 @@ _P8 = _rt.LazyPattern('(?>(?:</ifm\\|tool_call>(?:\\s*</ifm\\|tool_calls>)?))(?!
 _B0 = _rt.LazyPattern('(?r)[^<ifm|tol_cas>\\s]')
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'reasoning_content'
-S2 = 2  # region 'tool_calls'
-S3 = 3  # region 'json_tool_call_list'
-S4 = 4  # region 'json_tool_call'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_REASONING_CONTENT = 1  # region 'reasoning_content'
+S_TOOL_CALLS = 2  # region 'tool_calls'
+S_JSON_TOOL_CALL_LIST = 3  # region 'json_tool_call_list'
+S_JSON_TOOL_CALL = 4  # region 'json_tool_call'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'reasoning_content'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'tool_calls'
-        _rt.Edge(_rt.OPEN, field=2, target=S3),  # rank 2: open 'json_tool_call_list'
-        _rt.Edge(_rt.OPEN, field=3, target=S4),  # rank 3: open 'json_tool_call'
-        _rt.Edge(_rt.CLOSE, field=4, target=S0),  # rank 4: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_REASONING_CONTENT),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, field=1, target=S_TOOL_CALLS),  # rank 1: open 'tool_calls'
+        _rt.Edge(_rt.OPEN, field=2, target=S_JSON_TOOL_CALL_LIST),  # rank 2: open 'json_tool_call_list'
+        _rt.Edge(_rt.OPEN, field=3, target=S_JSON_TOOL_CALL),  # rank 3: open 'json_tool_call'
+        _rt.Edge(_rt.CLOSE, field=4, target=S_OUTSIDE),  # rank 4: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 0: open 'tool_calls'
-        _rt.Edge(_rt.OPEN, field=2, target=S3),  # rank 1: open 'json_tool_call_list'
-        _rt.Edge(_rt.OPEN, field=3, target=S4),  # rank 2: open 'json_tool_call'
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 3: close 'reasoning_content'
+    (  # S_REASONING_CONTENT
+        _rt.Edge(_rt.OPEN, field=1, target=S_TOOL_CALLS),  # rank 0: open 'tool_calls'
+        _rt.Edge(_rt.OPEN, field=2, target=S_JSON_TOOL_CALL_LIST),  # rank 1: open 'json_tool_call_list'
+        _rt.Edge(_rt.OPEN, field=3, target=S_JSON_TOOL_CALL),  # rank 2: open 'json_tool_call'
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 3: close 'reasoning_content'
     ),
-    (  # S2
-        _rt.Edge(_rt.CLOSE, field=1, target=S0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=1, target=S_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
-    (  # S3
-        _rt.Edge(_rt.CLOSE, field=2, target=S0),  # rank 0: close 'json_tool_call_list'
+    (  # S_JSON_TOOL_CALL_LIST
+        _rt.Edge(_rt.CLOSE, field=2, target=S_OUTSIDE),  # rank 0: close 'json_tool_call_list'
     ),
-    (  # S4
-        _rt.Edge(_rt.CLOSE, field=3, target=S0),  # rank 0: close 'json_tool_call'
+    (  # S_JSON_TOOL_CALL
+        _rt.Edge(_rt.CLOSE, field=3, target=S_OUTSIDE),  # rank 0: close 'json_tool_call'
     ),
 )
 
@@ -310,7 +311,7 @@ _TRANSITIONS = (
 
 
 def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -319,10 +320,11 @@ def _scan_0(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<ifm|think' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<ifm|think' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[3]
         if k is None or -1 < k < pos:
             k = memo[3] = buf.find('<ifm|think', pos)
@@ -386,10 +388,11 @@ def _scan_0(buf, pos, eos, memo):
         if i >= 0:
             bs, be, br, bm = i, e, 0, m
     # open of 'tool_calls': /'(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>(?P<name>[^\\s<>{\\["]+)(?=\\s|<)'/
-    # every match, and every partial one, contains '<ifm|tool_call>' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor '<ifm|tool_call>' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[7]
     if k is None or -1 < k < pos:
         k = memo[7] = buf.find('<ifm|tool_call>', pos)
@@ -456,10 +459,11 @@ def _scan_0(buf, pos, eos, memo):
                        or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
             bs, be, br, bm = i, e, 1, m
     # open of 'json_tool_call_list': /'(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>'/
-    # every match, and every partial one, contains '<ifm|tool_call>' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor '<ifm|tool_call>' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[12]
     if k is None or -1 < k < pos:
         k = memo[12] = buf.find('<ifm|tool_call>', pos)
@@ -526,10 +530,11 @@ def _scan_0(buf, pos, eos, memo):
                        or i == bs and (e - i > be - bs or e - i == be - bs and 2 < br)):
             bs, be, br, bm = i, e, 2, m
     # open of 'json_tool_call': /'(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>'/
-    # every match, and every partial one, contains '<ifm|tool_call>' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor '<ifm|tool_call>' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[17]
     if k is None or -1 < k < pos:
         k = memo[17] = buf.find('<ifm|tool_call>', pos)
@@ -648,16 +653,17 @@ def _scan_0(buf, pos, eos, memo):
 
 
 def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
+    """S_REASONING_CONTENT, region 'reasoning_content'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # open of 'tool_calls': /'(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>(?P<name>[^\\s<>{\\["]+)(?=\\s|<)'/
-    # every match, and every partial one, contains '<ifm|tool_call>' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor '<ifm|tool_call>' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[25]
     if k is None or -1 < k < pos:
         k = memo[25] = buf.find('<ifm|tool_call>', pos)
@@ -723,10 +729,11 @@ def _scan_1(buf, pos, eos, memo):
         if i >= 0:
             bs, be, br, bm = i, e, 0, m
     # open of 'json_tool_call_list': /'(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>'/
-    # every match, and every partial one, contains '<ifm|tool_call>' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor '<ifm|tool_call>' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[30]
     if k is None or -1 < k < pos:
         k = memo[30] = buf.find('<ifm|tool_call>', pos)
@@ -793,10 +800,11 @@ def _scan_1(buf, pos, eos, memo):
                        or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
             bs, be, br, bm = i, e, 1, m
     # open of 'json_tool_call': /'(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>'/
-    # every match, and every partial one, contains '<ifm|tool_call>' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor '<ifm|tool_call>' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[35]
     if k is None or -1 < k < pos:
         k = memo[35] = buf.find('<ifm|tool_call>', pos)
@@ -866,10 +874,11 @@ def _scan_1(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '</ifm|think' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '</ifm|think' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[40]
         if k is None or -1 < k < pos:
             k = memo[40] = buf.find('</ifm|think', pos)
@@ -939,7 +948,7 @@ def _scan_1(buf, pos, eos, memo):
 
 
 def _scan_2(buf, pos, eos, memo):
-    """S2, region 'tool_calls'."""
+    """S_TOOL_CALLS, region 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -948,10 +957,11 @@ def _scan_2(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '</ifm|tool_call>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '</ifm|tool_call>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[44]
         if k is None or -1 < k < pos:
             k = memo[44] = buf.find('</ifm|tool_call>', pos)
@@ -1020,7 +1030,7 @@ def _scan_2(buf, pos, eos, memo):
 
 
 def _scan_3(buf, pos, eos, memo):
-    """S3, region 'json_tool_call_list'."""
+    """S_JSON_TOOL_CALL_LIST, region 'json_tool_call_list'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -1029,10 +1039,11 @@ def _scan_3(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '</ifm|tool_call>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '</ifm|tool_call>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[48]
         if k is None or -1 < k < pos:
             k = memo[48] = buf.find('</ifm|tool_call>', pos)
@@ -1101,7 +1112,7 @@ def _scan_3(buf, pos, eos, memo):
 
 
 def _scan_4(buf, pos, eos, memo):
-    """S4, region 'json_tool_call'."""
+    """S_JSON_TOOL_CALL, region 'json_tool_call'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -1110,10 +1121,11 @@ def _scan_4(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '</ifm|tool_call>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '</ifm|tool_call>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[52]
         if k is None or -1 < k < pos:
             k = memo[52] = buf.find('</ifm|tool_call>', pos)
@@ -1182,7 +1194,9 @@ def _scan_4(buf, pos, eos, memo):
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/k2_horizon.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/k2_horizon.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -1216,7 +1230,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<ifm\|think(?:_fast|_faster)?>/
             _rt.HeldAutomaton(
@@ -1268,7 +1282,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(13, 31),
             ),
         ),
-        # S1
+        # S_REASONING_CONTENT
         (
             # /</ifm\|think(?:_fast|_faster)?>/
             _rt.HeldAutomaton(
@@ -1303,7 +1317,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(31,),
             ),
         ),
-        # S2
+        # S_TOOL_CALLS
         (
             # /</ifm\|tool_call>(?:\s*</ifm\|tool_calls>)?/
             _rt.HeldAutomaton(
@@ -1324,7 +1338,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(15, 33),
             ),
         ),
-        # S3
+        # S_JSON_TOOL_CALL_LIST
         (
             # /</ifm\|tool_call>(?:\s*</ifm\|tool_calls>)?/
             _rt.HeldAutomaton(
@@ -1345,7 +1359,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(15, 33),
             ),
         ),
-        # S4
+        # S_JSON_TOOL_CALL
         (
             # /</ifm\|tool_call>(?:\s*</ifm\|tool_calls>)?/
             _rt.HeldAutomaton(
@@ -1369,7 +1383,8 @@ class ResponseParser(_rt.StreamParser):
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 53
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -1381,15 +1396,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

@@ -33,7 +33,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'lazy-delimiters', 'regex-timeout', 'window-partial', 'recover-openers'))
+_rt.check_abi(
+    4,
+    __name__,
+    ('reject', 'typed-roles', 'empty-none', 'regex-timeout', 'recover-openers'),
+)
 
 SOURCE = 'templates/kimi_k2_thinking.json'
 TEMPLATE_SHA256 = 'a5b3f3f91b11b29d988d62903664e02added7c26d96db09099aa80c4309b6829'
@@ -47,7 +51,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -160,22 +165,22 @@ _PREFIXES_0 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'reasoning_content'
-S2 = 2  # region 'tool_calls'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_REASONING_CONTENT = 1  # region 'reasoning_content'
+S_TOOL_CALLS = 2  # region 'tool_calls'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'reasoning_content'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'tool_calls'
-        _rt.Edge(_rt.CLOSE, field=2, target=S0),  # rank 2: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_REASONING_CONTENT),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, field=1, target=S_TOOL_CALLS),  # rank 1: open 'tool_calls'
+        _rt.Edge(_rt.CLOSE, field=2, target=S_OUTSIDE),  # rank 2: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 0: close 'reasoning_content'
+    (  # S_REASONING_CONTENT
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 0: close 'reasoning_content'
     ),
-    (  # S2
-        _rt.Edge(_rt.CLOSE, field=1, target=S0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=1, target=S_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
 )
 
@@ -189,7 +194,7 @@ _TRANSITIONS = (
 
 
 def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -287,20 +292,22 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S1: region 'reasoning_content'
+# S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
     _rt.Literal('</think>', rank=0),  # close 'reasoning_content'
     _rt.Literal('<|tool_calls_section_begin|>', rank=0),
 )
 
-# S2: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_2 = (
     _rt.Literal('<|tool_call_end|>', rank=0),  # close 'tool_calls'
 )
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/kimi_k2_thinking.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/kimi_k2_thinking.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -332,7 +339,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<think>/
             _rt.HeldAutomaton(
@@ -390,7 +397,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(27, 51, 59),
             ),
         ),
-        # S1
+        # S_REASONING_CONTENT
         (
             # /<\|tool_calls_section_begin\|>|</think>/
             _rt.HeldAutomaton(
@@ -411,7 +418,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(27, 34),
             ),
         ),
-        # S2
+        # S_TOOL_CALLS
         (
             # /<\|tool_call_end\|>/
             _rt.HeldAutomaton(
@@ -432,7 +439,8 @@ class ResponseParser(_rt.StreamParser):
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -579,22 +587,22 @@ _R_PREFIXES_0 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-_RS0 = 0  # outside (implicit field 'content')
-_RS1 = 1  # region 'reasoning_content'
-_RS2 = 2  # region 'tool_calls'
+_RS_OUTSIDE = 0  # outside (implicit field 'content')
+_RS_REASONING_CONTENT = 1  # region 'reasoning_content'
+_RS_TOOL_CALLS = 2  # region 'tool_calls'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _R_TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=_RS1),  # rank 0: open 'reasoning_content'
-        _rt.Edge(_rt.OPEN, field=1, target=_RS2),  # rank 1: open 'tool_calls'
-        _rt.Edge(_rt.CLOSE, field=2, target=_RS0),  # rank 2: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=_RS_REASONING_CONTENT),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, field=1, target=_RS_TOOL_CALLS),  # rank 1: open 'tool_calls'
+        _rt.Edge(_rt.CLOSE, field=2, target=_RS_OUTSIDE),  # rank 2: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.CLOSE, field=0, target=_RS0),  # rank 0: close 'reasoning_content'
+    (  # S_REASONING_CONTENT
+        _rt.Edge(_rt.CLOSE, field=0, target=_RS_OUTSIDE),  # rank 0: close 'reasoning_content'
     ),
-    (  # S2
-        _rt.Edge(_rt.CLOSE, field=1, target=_RS0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=1, target=_RS_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
 )
 
@@ -608,7 +616,7 @@ _R_TRANSITIONS = (
 
 
 def _R_scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -708,7 +716,7 @@ def _R_scan_0(buf, pos, eos, memo):
 
 
 def _R_scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
+    """S_REASONING_CONTENT, region 'reasoning_content'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -759,7 +767,7 @@ def _R_scan_1(buf, pos, eos, memo):
 
 
 def _R_scan_2(buf, pos, eos, memo):
-    """S2, region 'tool_calls'."""
+    """S_TOOL_CALLS, region 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -814,7 +822,9 @@ def _R_scan_2(buf, pos, eos, memo):
 
 
 class _RecoverParser(ResponseParser):
-    """Streaming parser for 'templates/kimi_k2_thinking.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/kimi_k2_thinking.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -846,7 +856,7 @@ class _RecoverParser(ResponseParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<think>/
             _rt.HeldAutomaton(
@@ -904,14 +914,15 @@ class _RecoverParser(ResponseParser):
                 last=(27, 51, 59),
             ),
         ),
-        # S1
+        # S_REASONING_CONTENT
         None,
-        # S2
+        # S_TOOL_CALLS
         None,
     )
     TRANSITIONS = _R_TRANSITIONS
     MEMO_SLOTS = 14
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -931,15 +942,18 @@ class _RecoverParser(ResponseParser):
 ResponseParser.RECOVER_CLASS = _RecoverParser
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

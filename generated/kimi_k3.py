@@ -36,7 +36,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'lazy-delimiters'))
+_rt.check_abi(4, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none'))
 
 SOURCE = 'templates/kimi_k3.json'
 TEMPLATE_SHA256 = '216060376b21cf19a9267cf659a9b4cd65a81e2c17b031b55dc5e61be3889e44'
@@ -53,7 +53,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -206,37 +207,37 @@ _PREFIXES_3 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'reasoning_content'
-S2 = 2  # region 'response'
-S3 = 3  # region 'tools_section'
-S4 = 4  # region 'json_tool_call'
-S5 = 5  # region 'tool_calls'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_REASONING_CONTENT = 1  # region 'reasoning_content'
+S_RESPONSE = 2  # region 'response'
+S_TOOLS_SECTION = 3  # region 'tools_section'
+S_JSON_TOOL_CALL = 4  # region 'json_tool_call'
+S_TOOL_CALLS = 5  # region 'tool_calls'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'reasoning_content'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'response'
-        _rt.Edge(_rt.OPEN, field=2, target=S3),  # rank 2: open 'tools_section'
-        _rt.Edge(_rt.CLOSE, field=5, target=S0),  # rank 3: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_REASONING_CONTENT),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, field=1, target=S_RESPONSE),  # rank 1: open 'response'
+        _rt.Edge(_rt.OPEN, field=2, target=S_TOOLS_SECTION),  # rank 2: open 'tools_section'
+        _rt.Edge(_rt.CLOSE, field=5, target=S_OUTSIDE),  # rank 3: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 0: close 'reasoning_content'
+    (  # S_REASONING_CONTENT
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 0: close 'reasoning_content'
     ),
-    (  # S2
-        _rt.Edge(_rt.CLOSE, field=1, target=S0),  # rank 0: close 'response'
+    (  # S_RESPONSE
+        _rt.Edge(_rt.CLOSE, field=1, target=S_OUTSIDE),  # rank 0: close 'response'
     ),
-    (  # S3
-        _rt.Edge(_rt.NEST, field=3, target=S4),  # rank 0: nest 'json_tool_call'
-        _rt.Edge(_rt.NEST, field=4, target=S5),  # rank 1: nest 'tool_calls'
-        _rt.Edge(_rt.CLOSE, field=2, target=S0),  # rank 2: close 'tools_section'
+    (  # S_TOOLS_SECTION
+        _rt.Edge(_rt.NEST, field=3, target=S_JSON_TOOL_CALL),  # rank 0: nest 'json_tool_call'
+        _rt.Edge(_rt.NEST, field=4, target=S_TOOL_CALLS),  # rank 1: nest 'tool_calls'
+        _rt.Edge(_rt.CLOSE, field=2, target=S_OUTSIDE),  # rank 2: close 'tools_section'
     ),
-    (  # S4
-        _rt.Edge(_rt.CLOSE, field=3, target=S0),  # rank 0: close 'json_tool_call'
+    (  # S_JSON_TOOL_CALL
+        _rt.Edge(_rt.CLOSE, field=3, target=S_OUTSIDE),  # rank 0: close 'json_tool_call'
     ),
-    (  # S5
-        _rt.Edge(_rt.CLOSE, field=4, target=S0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=4, target=S_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
 )
 
@@ -248,7 +249,7 @@ _TRANSITIONS = (
 # the leftmost offset from which more input could still change the answer, from which text must
 # be held back; memo[slot] keeps each search result over the same buffer.
 
-# S0: outside (implicit field 'content')
+# S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
     _rt.Literal('<|open|>think<|sep|>', rank=0),  # open 'reasoning_content'
     _rt.Literal('<|open|>response<|sep|>', rank=1),  # open 'response'
@@ -259,12 +260,12 @@ _DELIMITERS_0 = (
     _rt.Literal('<|close|>response<|sep|>', rank=3),
 )
 
-# S1: region 'reasoning_content'
+# S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
     _rt.Literal('<|close|>think<|sep|>', rank=0),  # close 'reasoning_content'
 )
 
-# S2: region 'response'
+# S_RESPONSE: region 'response'
 _DELIMITERS_2 = (
     _rt.Literal('<|close|>response<|sep|>', rank=0),  # close 'response'
     _rt.Literal('<|close|>message<|sep|>', rank=0),
@@ -272,7 +273,7 @@ _DELIMITERS_2 = (
 
 
 def _scan_3(buf, pos, eos, memo):
-    """S3, region 'tools_section'."""
+    """S_TOOLS_SECTION, region 'tools_section'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -327,10 +328,11 @@ def _scan_3(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<|open|>call tool="' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<|open|>call tool="' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[17]
         if k is None or -1 < k < pos:
             k = memo[17] = buf.find('<|open|>call tool="', pos)
@@ -416,19 +418,21 @@ def _scan_3(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S4: region 'json_tool_call'
+# S_JSON_TOOL_CALL: region 'json_tool_call'
 _DELIMITERS_4 = (
     _rt.Literal('<|close|>json<|sep|><|close|>call<|sep|>', rank=0),  # close 'json_tool_call'
 )
 
-# S5: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_5 = (
     _rt.Literal('<|close|>call<|sep|>', rank=0),  # close 'tool_calls'
 )
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/kimi_k3.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/kimi_k3.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -463,7 +467,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<\|open\|>think<\|sep\|>/
             _rt.HeldAutomaton(
@@ -538,7 +542,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(23, 44, 63, 75),
             ),
         ),
-        # S1
+        # S_REASONING_CONTENT
         (
             # /<\|close\|>think<\|sep\|>/
             _rt.HeldAutomaton(
@@ -556,7 +560,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(20,),
             ),
         ),
-        # S2
+        # S_RESPONSE
         (
             # /<\|close\|>response<\|sep\|>|<\|close\|>message<\|sep\|>/
             _rt.HeldAutomaton(
@@ -578,7 +582,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(23, 37),
             ),
         ),
-        # S3
+        # S_TOOLS_SECTION
         (
             # /<\|close\|>tools<\|sep\|>/
             _rt.HeldAutomaton(
@@ -640,7 +644,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(37,),
             ),
         ),
-        # S4
+        # S_JSON_TOOL_CALL
         (
             # /<\|close\|>json<\|sep\|><\|close\|>call<\|sep\|>/
             _rt.HeldAutomaton(
@@ -662,7 +666,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(39,),
             ),
         ),
-        # S5
+        # S_TOOL_CALLS
         (
             # /<\|close\|>call<\|sep\|>/
             _rt.HeldAutomaton(
@@ -683,7 +687,8 @@ class ResponseParser(_rt.StreamParser):
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 21
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -699,15 +704,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

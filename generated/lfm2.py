@@ -35,7 +35,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'fast-heads'))
+_rt.check_abi(4, __name__, ('slots', 'reject', 'typed-roles', 'empty-none'))
 
 SOURCE = 'templates/lfm2.json'
 TEMPLATE_SHA256 = 'd447a9384a37fc18db53319577f2318aabb0c85e7da30a0f00859b6f035449b5'
@@ -51,7 +51,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -201,32 +202,32 @@ _REQUIRED = ()
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'reasoning_content'
-S2 = 2  # region 'tool_calls'
-S3 = 3  # region 'json_tool_call_list'
-S4 = 4  # region 'json_tool_call'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_REASONING_CONTENT = 1  # region 'reasoning_content'
+S_TOOL_CALLS = 2  # region 'tool_calls'
+S_JSON_TOOL_CALL_LIST = 3  # region 'json_tool_call_list'
+S_JSON_TOOL_CALL = 4  # region 'json_tool_call'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'reasoning_content'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'tool_calls'
-        _rt.Edge(_rt.OPEN, field=2, target=S3),  # rank 2: open 'json_tool_call_list'
-        _rt.Edge(_rt.OPEN, field=3, target=S4),  # rank 3: open 'json_tool_call'
-        _rt.Edge(_rt.CLOSE, field=4, target=S0),  # rank 4: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_REASONING_CONTENT),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, field=1, target=S_TOOL_CALLS),  # rank 1: open 'tool_calls'
+        _rt.Edge(_rt.OPEN, field=2, target=S_JSON_TOOL_CALL_LIST),  # rank 2: open 'json_tool_call_list'
+        _rt.Edge(_rt.OPEN, field=3, target=S_JSON_TOOL_CALL),  # rank 3: open 'json_tool_call'
+        _rt.Edge(_rt.CLOSE, field=4, target=S_OUTSIDE),  # rank 4: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 0: close 'reasoning_content'
+    (  # S_REASONING_CONTENT
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 0: close 'reasoning_content'
     ),
-    (  # S2
-        _rt.Edge(_rt.CLOSE, field=1, target=S0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=1, target=S_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
-    (  # S3
-        _rt.Edge(_rt.CLOSE, field=2, target=S0),  # rank 0: close 'json_tool_call_list'
+    (  # S_JSON_TOOL_CALL_LIST
+        _rt.Edge(_rt.CLOSE, field=2, target=S_OUTSIDE),  # rank 0: close 'json_tool_call_list'
     ),
-    (  # S4
-        _rt.Edge(_rt.CLOSE, field=3, target=S0),  # rank 0: close 'json_tool_call'
+    (  # S_JSON_TOOL_CALL
+        _rt.Edge(_rt.CLOSE, field=3, target=S_OUTSIDE),  # rank 0: close 'json_tool_call'
     ),
 )
 
@@ -238,7 +239,7 @@ _TRANSITIONS = (
 # the leftmost offset from which more input could still change the answer, from which text must
 # be held back; memo[slot] keeps each search result over the same buffer.
 
-# S0: outside (implicit field 'content')
+# S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
     _rt.Literal('<think>', rank=0),  # open 'reasoning_content'
     _rt.Literal('<|tool_call_start|>', rank=1),  # open 'tool_calls'
@@ -248,29 +249,31 @@ _DELIMITERS_0 = (
     _rt.Literal('<|tool_call_end|>', rank=4),
 )
 
-# S1: region 'reasoning_content'
+# S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
     _rt.Literal('</think>', rank=0),  # close 'reasoning_content'
 )
 
-# S2: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_2 = (
     _rt.Literal('<|tool_call_end|>', rank=0),  # close 'tool_calls'
 )
 
-# S3: region 'json_tool_call_list'
+# S_JSON_TOOL_CALL_LIST: region 'json_tool_call_list'
 _DELIMITERS_3 = (
     _rt.Literal('<|tool_call_end|>', rank=0),  # close 'json_tool_call_list'
 )
 
-# S4: region 'json_tool_call'
+# S_JSON_TOOL_CALL: region 'json_tool_call'
 _DELIMITERS_4 = (
     _rt.Literal('<|tool_call_end|>', rank=0),  # close 'json_tool_call'
 )
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/lfm2.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/lfm2.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -304,7 +307,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<think>/
             _rt.HeldAutomaton(
@@ -347,7 +350,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(16, 24),
             ),
         ),
-        # S1
+        # S_REASONING_CONTENT
         (
             # /</think>/
             _rt.HeldAutomaton(
@@ -358,7 +361,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(7,),
             ),
         ),
-        # S2
+        # S_TOOL_CALLS
         (
             # /<\|tool_call_end\|>/
             _rt.HeldAutomaton(
@@ -376,7 +379,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(16,),
             ),
         ),
-        # S3
+        # S_JSON_TOOL_CALL_LIST
         (
             # /<\|tool_call_end\|>/
             _rt.HeldAutomaton(
@@ -394,7 +397,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(16,),
             ),
         ),
-        # S4
+        # S_JSON_TOOL_CALL
         (
             # /<\|tool_call_end\|>/
             _rt.HeldAutomaton(
@@ -415,7 +418,8 @@ class ResponseParser(_rt.StreamParser):
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -429,15 +433,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

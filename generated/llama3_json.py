@@ -34,7 +34,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'lazy-pattern', 'barrier-search', 'partial-search', 'window-partial', 'lazy-delimiters', 'regex-timeout'))
+_rt.check_abi(
+    4,
+    __name__,
+    ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'),
+)
 
 SOURCE = 'templates/llama3_json.json'
 TEMPLATE_SHA256 = '94670f7e4390608e6169b12e62da8db89c43681ba8d18d5812e5d59cd690a858'
@@ -49,7 +53,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'tool_calls',
@@ -228,32 +233,32 @@ _PREFIXES_0 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'tool_calls'
-S2 = 2  # region 'tagged_json_call'
-S3 = 3  # region 'builtin_tool_call'
-S4 = 4  # after the value of 'tool_calls'
-S5 = 5  # after the value of 'tagged_json_call'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_TOOL_CALLS = 1  # region 'tool_calls'
+S_TAGGED_JSON_CALL = 2  # region 'tagged_json_call'
+S_BUILTIN_TOOL_CALL = 3  # region 'builtin_tool_call'
+S_AFTER_TOOL_CALLS = 4  # after the value of 'tool_calls'
+S_AFTER_TAGGED_JSON_CALL = 5  # after the value of 'tagged_json_call'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'tool_calls'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'tagged_json_call'
-        _rt.Edge(_rt.OPEN, field=2, target=S3),  # rank 2: open 'builtin_tool_call'
-        _rt.Edge(_rt.CLOSE, field=3, target=S0),  # rank 3: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_TOOL_CALLS),  # rank 0: open 'tool_calls'
+        _rt.Edge(_rt.OPEN, field=1, target=S_TAGGED_JSON_CALL),  # rank 1: open 'tagged_json_call'
+        _rt.Edge(_rt.OPEN, field=2, target=S_BUILTIN_TOOL_CALL),  # rank 2: open 'builtin_tool_call'
+        _rt.Edge(_rt.CLOSE, field=3, target=S_OUTSIDE),  # rank 3: close 'content'
     ),
-    (  # S1
+    (  # S_TOOL_CALLS
     ),
-    (  # S2
+    (  # S_TAGGED_JSON_CALL
     ),
-    (  # S3
+    (  # S_BUILTIN_TOOL_CALL
     ),
-    (  # S4
-        _rt.Edge(_rt.AFTER, field=0, target=S0),  # rank 0: after 'tool_calls'
+    (  # S_AFTER_TOOL_CALLS
+        _rt.Edge(_rt.AFTER, field=0, target=S_OUTSIDE),  # rank 0: after 'tool_calls'
     ),
-    (  # S5
-        _rt.Edge(_rt.AFTER, field=1, target=S0),  # rank 0: after 'tagged_json_call'
+    (  # S_AFTER_TAGGED_JSON_CALL
+        _rt.Edge(_rt.AFTER, field=1, target=S_OUTSIDE),  # rank 0: after 'tagged_json_call'
     ),
 )
 
@@ -267,7 +272,7 @@ _TRANSITIONS = (
 
 
 def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -365,18 +370,18 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S1: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_1 = ()  # it watches nothing
 
-# S2: region 'tagged_json_call'
+# S_TAGGED_JSON_CALL: region 'tagged_json_call'
 _DELIMITERS_2 = ()  # it watches nothing
 
-# S3: region 'builtin_tool_call'
+# S_BUILTIN_TOOL_CALL: region 'builtin_tool_call'
 _DELIMITERS_3 = ()  # it watches nothing
 
 
 def _scan_4(buf, pos, eos, memo):
-    """S4, after the value of 'tool_calls'."""
+    """S_AFTER_TOOL_CALLS, after the value of 'tool_calls'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -427,7 +432,7 @@ def _scan_4(buf, pos, eos, memo):
 
 
 def _scan_5(buf, pos, eos, memo):
-    """S5, after the value of 'tagged_json_call'."""
+    """S_AFTER_TAGGED_JSON_CALL, after the value of 'tagged_json_call'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -478,7 +483,9 @@ def _scan_5(buf, pos, eos, memo):
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/llama3_json.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/llama3_json.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -513,7 +520,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<\|python_tag\|>/
             _rt.HeldAutomaton(
@@ -544,20 +551,21 @@ class ResponseParser(_rt.StreamParser):
                 last=(9, 15),
             ),
         ),
-        # S1
+        # S_TOOL_CALLS
         None,
-        # S2
+        # S_TAGGED_JSON_CALL
         None,
-        # S3
+        # S_BUILTIN_TOOL_CALL
         None,
-        # S4
+        # S_AFTER_TOOL_CALLS
         None,
-        # S5
+        # S_AFTER_TAGGED_JSON_CALL
         None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 14
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -569,15 +577,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

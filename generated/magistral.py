@@ -34,7 +34,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(3, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'lazy-delimiters'))
+_rt.check_abi(4, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none'))
 
 SOURCE = 'templates/magistral.json'
 TEMPLATE_SHA256 = '2c2187d5f29efe01a324568297c5b5dac7bb6c9159383e55cef802e2940266d1'
@@ -48,7 +48,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -128,21 +129,21 @@ _PREFIXES_0 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'reasoning_content'
-S2 = 2  # region 'tool_calls'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_REASONING_CONTENT = 1  # region 'reasoning_content'
+S_TOOL_CALLS = 2  # region 'tool_calls'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'reasoning_content'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'tool_calls'
-        _rt.Edge(_rt.CLOSE, field=2, target=S0),  # rank 2: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_REASONING_CONTENT),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, field=1, target=S_TOOL_CALLS),  # rank 1: open 'tool_calls'
+        _rt.Edge(_rt.CLOSE, field=2, target=S_OUTSIDE),  # rank 2: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 0: close 'reasoning_content'
+    (  # S_REASONING_CONTENT
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 0: close 'reasoning_content'
     ),
-    (  # S2
+    (  # S_TOOL_CALLS
     ),
 )
 
@@ -156,7 +157,7 @@ _TRANSITIONS = (
 
 
 def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -171,10 +172,11 @@ def _scan_0(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '[TOOL_CALLS]' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '[TOOL_CALLS]' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[4]
         if k is None or -1 < k < pos:
             k = memo[4] = buf.find('[TOOL_CALLS]', pos)
@@ -255,17 +257,19 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S1: region 'reasoning_content'
+# S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
     _rt.Literal('[/THINK]', rank=0),  # close 'reasoning_content'
 )
 
-# S2: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_2 = ()  # it watches nothing
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/magistral.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/magistral.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -297,7 +301,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /\[THINK\]/
             _rt.HeldAutomaton(
@@ -333,7 +337,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(3,),
             ),
         ),
-        # S1
+        # S_REASONING_CONTENT
         (
             # /\[/THINK\]/
             _rt.HeldAutomaton(
@@ -344,12 +348,13 @@ class ResponseParser(_rt.StreamParser):
                 last=(7,),
             ),
         ),
-        # S2
+        # S_TOOL_CALLS
         None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 7
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -360,15 +365,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

@@ -35,7 +35,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'barrier-search', 'partial-search', 'window-partial', 'lazy-delimiters', 'regex-timeout'))
+_rt.check_abi(4, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'regex-timeout'))
 
 SOURCE = 'templates/muse_glimmer.json'
 TEMPLATE_SHA256 = 'f37527b801c37b8997020a46c89a92d32e73860a897435a3e23987a989318a11'
@@ -51,7 +51,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -188,32 +189,32 @@ _PREFIXES_2 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'reasoning_content'
-S2 = 2  # region 'tool_message'
-S3 = 3  # region 'tool_calls'
-S4 = 4  # region 'answer'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_REASONING_CONTENT = 1  # region 'reasoning_content'
+S_TOOL_MESSAGE = 2  # region 'tool_message'
+S_TOOL_CALLS = 3  # region 'tool_calls'
+S_ANSWER = 4  # region 'answer'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'reasoning_content'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'tool_message'
-        _rt.Edge(_rt.OPEN, field=3, target=S4),  # rank 2: open 'answer'
-        _rt.Edge(_rt.CLOSE, field=4, target=S0),  # rank 3: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_REASONING_CONTENT),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, field=1, target=S_TOOL_MESSAGE),  # rank 1: open 'tool_message'
+        _rt.Edge(_rt.OPEN, field=3, target=S_ANSWER),  # rank 2: open 'answer'
+        _rt.Edge(_rt.CLOSE, field=4, target=S_OUTSIDE),  # rank 3: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 0: close 'reasoning_content'
+    (  # S_REASONING_CONTENT
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 0: close 'reasoning_content'
     ),
-    (  # S2
-        _rt.Edge(_rt.NEST, field=2, target=S3),  # rank 0: nest 'tool_calls'
-        _rt.Edge(_rt.CLOSE, field=1, target=S0),  # rank 1: close 'tool_message'
+    (  # S_TOOL_MESSAGE
+        _rt.Edge(_rt.NEST, field=2, target=S_TOOL_CALLS),  # rank 0: nest 'tool_calls'
+        _rt.Edge(_rt.CLOSE, field=1, target=S_OUTSIDE),  # rank 1: close 'tool_message'
     ),
-    (  # S3
-        _rt.Edge(_rt.CLOSE, field=2, target=S0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=2, target=S_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
-    (  # S4
-        _rt.Edge(_rt.CLOSE, field=3, target=S0),  # rank 0: close 'answer'
+    (  # S_ANSWER
+        _rt.Edge(_rt.CLOSE, field=3, target=S_OUTSIDE),  # rank 0: close 'answer'
     ),
 )
 
@@ -227,7 +228,7 @@ _TRANSITIONS = (
 
 
 def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -237,10 +238,11 @@ def _scan_0(buf, pos, eos, memo):
     if g0 is None or -1 < g0 < pos:
         g0 = memo[16] = buf.find('<|e', pos)
     # open of 'reasoning_content': /'(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>'/
-    # every match, and every partial one, contains '<|message|>' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor '<|message|>' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[3]
     if k is None or -1 < k < pos:
         k = memo[3] = buf.find('<|message|>', pos)
@@ -351,10 +353,11 @@ def _scan_0(buf, pos, eos, memo):
                        or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
             bs, be, br, bm = i, e, 1, m
     # open of 'answer': /'(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>'/
-    # every match, and every partial one, contains '<|message|>' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor '<|message|>' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[11]
     if k is None or -1 < k < pos:
         k = memo[11] = buf.find('<|message|>', pos)
@@ -456,7 +459,7 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S1: region 'reasoning_content'
+# S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
     _rt.Literal('<|eom|>', rank=0),  # close 'reasoning_content'
     _rt.Literal('<|eot|>', rank=0),
@@ -465,16 +468,17 @@ _DELIMITERS_1 = (
 
 
 def _scan_2(buf, pos, eos, memo):
-    """S2, region 'tool_message'."""
+    """S_TOOL_MESSAGE, region 'tool_message'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
     bm = None
     # open of 'tool_calls': /'<atem:invoke\\s+name="(?P<name>[^"]+)"\\s*>'/
-    # every match, and every partial one, contains '<atem:invoke' or runs into the end through a proper
-    # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-    # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-    # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+    # every match, and every partial one, contains the factor '<atem:invoke' or runs into
+    # the end through a proper prefix of it: it starts in the run of characters the part before
+    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+    # nothing from lo = n is no partial match
     k = memo[24]
     if k is None or -1 < k < pos:
         k = memo[24] = buf.find('<atem:invoke', pos)
@@ -559,12 +563,12 @@ def _scan_2(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S3: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_3 = (
     _rt.Literal('</atem:invoke>', rank=0),  # close 'tool_calls'
 )
 
-# S4: region 'answer'
+# S_ANSWER: region 'answer'
 _DELIMITERS_4 = (
     _rt.Literal('<|eom|>', rank=0),  # close 'answer'
     _rt.Literal('<|eot|>', rank=0),
@@ -573,7 +577,9 @@ _DELIMITERS_4 = (
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/muse_glimmer.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/muse_glimmer.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -607,7 +613,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /(?:<\|start\|>assistant)?[ \t]*to=self[ \t]*<\|message\|>/
             _rt.HeldAutomaton(
@@ -686,7 +692,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(14, 18, 22),
             ),
         ),
-        # S1
+        # S_REASONING_CONTENT
         (
             # /<\|end_of_text\|>|<\|eom\|>|<\|eot\|>/
             _rt.HeldAutomaton(
@@ -704,7 +710,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(14, 18, 22),
             ),
         ),
-        # S2
+        # S_TOOL_MESSAGE
         (
             # /</atem:function_calls>/
             _rt.HeldAutomaton(
@@ -737,7 +743,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(22,),
             ),
         ),
-        # S3
+        # S_TOOL_CALLS
         (
             # /</atem:invoke>/
             _rt.HeldAutomaton(
@@ -754,7 +760,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(13,),
             ),
         ),
-        # S4
+        # S_ANSWER
         (
             # /<\|end_of_text\|>|<\|eom\|>|<\|eot\|>/
             _rt.HeldAutomaton(
@@ -775,7 +781,8 @@ class ResponseParser(_rt.StreamParser):
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 31
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -796,15 +803,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

@@ -33,7 +33,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'window-partial', 'lazy-delimiters'))
+_rt.check_abi(4, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none'))
 
 SOURCE = 'templates/olmo3.json'
 TEMPLATE_SHA256 = 'c9c50653d4b3c1fd1792eddd3643ed39e0fa3ac56a59d11a6d8899358f19e087'
@@ -47,7 +47,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'call_section',
@@ -137,21 +138,21 @@ _PREFIXES_1 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'call_section'
-S2 = 2  # region 'tool_calls'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_CALL_SECTION = 1  # region 'call_section'
+S_TOOL_CALLS = 2  # region 'tool_calls'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'call_section'
-        _rt.Edge(_rt.CLOSE, field=2, target=S0),  # rank 1: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_CALL_SECTION),  # rank 0: open 'call_section'
+        _rt.Edge(_rt.CLOSE, field=2, target=S_OUTSIDE),  # rank 1: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.NEST, field=1, target=S2),  # rank 0: nest 'tool_calls'
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 1: close 'call_section'
+    (  # S_CALL_SECTION
+        _rt.Edge(_rt.NEST, field=1, target=S_TOOL_CALLS),  # rank 0: nest 'tool_calls'
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 1: close 'call_section'
     ),
-    (  # S2
+    (  # S_TOOL_CALLS
     ),
 )
 
@@ -163,7 +164,7 @@ _TRANSITIONS = (
 # the leftmost offset from which more input could still change the answer, from which text must
 # be held back; memo[slot] keeps each search result over the same buffer.
 
-# S0: outside (implicit field 'content')
+# S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
     _rt.Literal('<function_calls>', rank=0),  # open 'call_section'
     _rt.Literal('<|im_end|>', rank=1),  # close 'content'
@@ -173,7 +174,7 @@ _DELIMITERS_0 = (
 
 
 def _scan_1(buf, pos, eos, memo):
-    """S1, region 'call_section'."""
+    """S_CALL_SECTION, region 'call_section'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -240,12 +241,14 @@ def _scan_1(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S2: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_2 = ()  # it watches nothing
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/olmo3.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/olmo3.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -277,7 +280,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<function_calls>/
             _rt.HeldAutomaton(
@@ -313,7 +316,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(16, 28, 37),
             ),
         ),
-        # S1
+        # S_CALL_SECTION
         (
             # /</function_calls>/
             _rt.HeldAutomaton(
@@ -331,12 +334,13 @@ class ResponseParser(_rt.StreamParser):
                 last=(16,),
             ),
         ),
-        # S2
+        # S_TOOL_CALLS
         None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 9
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -347,15 +351,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

@@ -35,7 +35,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'lazy-delimiters', 'regex-timeout'))
+_rt.check_abi(
+    4,
+    __name__,
+    ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'),
+)
 
 SOURCE = 'templates/plamo3.json'
 TEMPLATE_SHA256 = '825a24ab54ac44a20f9dd97674a324be6c3c25f9debf10f7f73358dfa8be68a6'
@@ -51,7 +55,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -169,35 +174,35 @@ _PREFIXES_3 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'reasoning_content'
-S2 = 2  # region 'end_of_turn'
-S3 = 3  # region 'call_section'
-S4 = 4  # region 'tool_calls'
-S5 = 5  # after the value of 'tool_calls'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_REASONING_CONTENT = 1  # region 'reasoning_content'
+S_END_OF_TURN = 2  # region 'end_of_turn'
+S_CALL_SECTION = 3  # region 'call_section'
+S_TOOL_CALLS = 4  # region 'tool_calls'
+S_AFTER_TOOL_CALLS = 5  # after the value of 'tool_calls'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'reasoning_content'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'end_of_turn'
-        _rt.Edge(_rt.OPEN, field=2, target=S3),  # rank 2: open 'call_section'
-        _rt.Edge(_rt.CLOSE, field=4, target=S0),  # rank 3: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_REASONING_CONTENT),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, field=1, target=S_END_OF_TURN),  # rank 1: open 'end_of_turn'
+        _rt.Edge(_rt.OPEN, field=2, target=S_CALL_SECTION),  # rank 2: open 'call_section'
+        _rt.Edge(_rt.CLOSE, field=4, target=S_OUTSIDE),  # rank 3: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.NEST, field=1, target=S2),  # rank 0: nest 'end_of_turn'
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 1: close 'reasoning_content'
+    (  # S_REASONING_CONTENT
+        _rt.Edge(_rt.NEST, field=1, target=S_END_OF_TURN),  # rank 0: nest 'end_of_turn'
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 1: close 'reasoning_content'
     ),
-    (  # S2
+    (  # S_END_OF_TURN
     ),
-    (  # S3
-        _rt.Edge(_rt.NEST, field=3, target=S4),  # rank 0: nest 'tool_calls'
-        _rt.Edge(_rt.CLOSE, field=2, target=S0),  # rank 1: close 'call_section'
+    (  # S_CALL_SECTION
+        _rt.Edge(_rt.NEST, field=3, target=S_TOOL_CALLS),  # rank 0: nest 'tool_calls'
+        _rt.Edge(_rt.CLOSE, field=2, target=S_OUTSIDE),  # rank 1: close 'call_section'
     ),
-    (  # S4
+    (  # S_TOOL_CALLS
     ),
-    (  # S5
-        _rt.Edge(_rt.AFTER, field=3, target=S0),  # rank 0: after 'tool_calls'
+    (  # S_AFTER_TOOL_CALLS
+        _rt.Edge(_rt.AFTER, field=3, target=S_OUTSIDE),  # rank 0: after 'tool_calls'
     ),
 )
 
@@ -209,7 +214,7 @@ _TRANSITIONS = (
 # the leftmost offset from which more input could still change the answer, from which text must
 # be held back; memo[slot] keeps each search result over the same buffer.
 
-# S0: outside (implicit field 'content')
+# S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
     _rt.Literal('<|plamo:begin_think:plamo|>', rank=0),  # open 'reasoning_content'
     _rt.Literal('<|plamo:tag|>', rank=1),  # open 'end_of_turn'
@@ -217,18 +222,18 @@ _DELIMITERS_0 = (
     _rt.Literal('<|plamo:end_think:plamo|>', rank=3),  # close 'content'
 )
 
-# S1: region 'reasoning_content'
+# S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
     _rt.Literal('<|plamo:tag|>', rank=0),  # nest 'end_of_turn'
     _rt.Literal('<|plamo:end_think:plamo|>', rank=1),  # close 'reasoning_content'
 )
 
-# S2: region 'end_of_turn'
+# S_END_OF_TURN: region 'end_of_turn'
 _DELIMITERS_2 = ()  # it watches nothing
 
 
 def _scan_3(buf, pos, eos, memo):
-    """S3, region 'call_section'."""
+    """S_CALL_SECTION, region 'call_section'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -301,17 +306,19 @@ def _scan_3(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S4: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_4 = ()  # it watches nothing
 
-# S5: after the value of 'tool_calls'
+# S_AFTER_TOOL_CALLS: after the value of 'tool_calls'
 _DELIMITERS_5 = (
     _rt.Literal('<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>', rank=0),  # after 'tool_calls'
 )
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/plamo3.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/plamo3.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -346,7 +353,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<\|plamo:begin_think:plamo\|>/
             _rt.HeldAutomaton(
@@ -415,7 +422,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(24,),
             ),
         ),
-        # S1
+        # S_REASONING_CONTENT
         (
             # /<\|plamo:end_think:plamo\|>/
             _rt.HeldAutomaton(
@@ -449,9 +456,9 @@ class ResponseParser(_rt.StreamParser):
                 last=(12,),
             ),
         ),
-        # S2
+        # S_END_OF_TURN
         None,
-        # S3
+        # S_CALL_SECTION
         (
             # /<\|plamo:end_tool_requests:plamo\|>/
             _rt.HeldAutomaton(
@@ -517,14 +524,15 @@ class ResponseParser(_rt.StreamParser):
                 last=(166,),
             ),
         ),
-        # S4
+        # S_TOOL_CALLS
         None,
-        # S5
+        # S_AFTER_TOOL_CALLS
         None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 12
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -543,15 +551,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

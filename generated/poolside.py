@@ -37,7 +37,7 @@ import regex
 from respc import runtime as _rt
 from respc.runtime import literal_hold
 
-_rt.check_abi(3, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'barrier-search', 'partial-search', 'lazy-delimiters'))
+_rt.check_abi(4, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none'))
 
 SOURCE = 'templates/poolside.json'
 TEMPLATE_SHA256 = 'a3e4e4da8044ad41e5a16783206b6e59050f08ec26cf0877275545c575b59e99'
@@ -54,7 +54,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -282,39 +283,39 @@ _PREFIXES_1 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'reasoning_content'
-S2 = 2  # region 'tool_call_json'
-S3 = 3  # region 'tool_call_name_json'
-S4 = 4  # region 'tool_calls'
-S5 = 5  # region 'json_tool_call'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_REASONING_CONTENT = 1  # region 'reasoning_content'
+S_TOOL_CALL_JSON = 2  # region 'tool_call_json'
+S_TOOL_CALL_NAME_JSON = 3  # region 'tool_call_name_json'
+S_TOOL_CALLS = 4  # region 'tool_calls'
+S_JSON_TOOL_CALL = 5  # region 'json_tool_call'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'reasoning_content'
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 1: open 'tool_call_json'
-        _rt.Edge(_rt.OPEN, field=2, target=S3),  # rank 2: open 'tool_call_name_json'
-        _rt.Edge(_rt.OPEN, field=3, target=S4),  # rank 3: open 'tool_calls'
-        _rt.Edge(_rt.OPEN, field=4, target=S5),  # rank 4: open 'json_tool_call'
-        _rt.Edge(_rt.CLOSE, field=5, target=S0),  # rank 5: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_REASONING_CONTENT),  # rank 0: open 'reasoning_content'
+        _rt.Edge(_rt.OPEN, field=1, target=S_TOOL_CALL_JSON),  # rank 1: open 'tool_call_json'
+        _rt.Edge(_rt.OPEN, field=2, target=S_TOOL_CALL_NAME_JSON),  # rank 2: open 'tool_call_name_json'
+        _rt.Edge(_rt.OPEN, field=3, target=S_TOOL_CALLS),  # rank 3: open 'tool_calls'
+        _rt.Edge(_rt.OPEN, field=4, target=S_JSON_TOOL_CALL),  # rank 4: open 'json_tool_call'
+        _rt.Edge(_rt.CLOSE, field=5, target=S_OUTSIDE),  # rank 5: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.OPEN, field=1, target=S2),  # rank 0: open 'tool_call_json'
-        _rt.Edge(_rt.OPEN, field=2, target=S3),  # rank 1: open 'tool_call_name_json'
-        _rt.Edge(_rt.OPEN, field=3, target=S4),  # rank 2: open 'tool_calls'
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 3: close 'reasoning_content'
+    (  # S_REASONING_CONTENT
+        _rt.Edge(_rt.OPEN, field=1, target=S_TOOL_CALL_JSON),  # rank 0: open 'tool_call_json'
+        _rt.Edge(_rt.OPEN, field=2, target=S_TOOL_CALL_NAME_JSON),  # rank 1: open 'tool_call_name_json'
+        _rt.Edge(_rt.OPEN, field=3, target=S_TOOL_CALLS),  # rank 2: open 'tool_calls'
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 3: close 'reasoning_content'
     ),
-    (  # S2
-        _rt.Edge(_rt.CLOSE, field=1, target=S0),  # rank 0: close 'tool_call_json'
+    (  # S_TOOL_CALL_JSON
+        _rt.Edge(_rt.CLOSE, field=1, target=S_OUTSIDE),  # rank 0: close 'tool_call_json'
     ),
-    (  # S3
-        _rt.Edge(_rt.CLOSE, field=2, target=S0),  # rank 0: close 'tool_call_name_json'
+    (  # S_TOOL_CALL_NAME_JSON
+        _rt.Edge(_rt.CLOSE, field=2, target=S_OUTSIDE),  # rank 0: close 'tool_call_name_json'
     ),
-    (  # S4
-        _rt.Edge(_rt.CLOSE, field=3, target=S0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=3, target=S_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
-    (  # S5
+    (  # S_JSON_TOOL_CALL
     ),
 )
 
@@ -328,7 +329,7 @@ _TRANSITIONS = (
 
 
 def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -347,10 +348,11 @@ def _scan_0(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<tool_call>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<tool_call>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[4]
         if k is None or -1 < k < pos:
             k = memo[4] = buf.find('<tool_call>', pos)
@@ -418,10 +420,11 @@ def _scan_0(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<tool_call>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<tool_call>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[8]
         if k is None or -1 < k < pos:
             k = memo[8] = buf.find('<tool_call>', pos)
@@ -489,10 +492,11 @@ def _scan_0(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<tool_call>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<tool_call>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[12]
         if k is None or -1 < k < pos:
             k = memo[12] = buf.find('<tool_call>', pos)
@@ -634,7 +638,7 @@ def _scan_0(buf, pos, eos, memo):
 
 
 def _scan_1(buf, pos, eos, memo):
-    """S1, region 'reasoning_content'."""
+    """S_REASONING_CONTENT, region 'reasoning_content'."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -643,10 +647,11 @@ def _scan_1(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<tool_call>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<tool_call>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[23]
         if k is None or -1 < k < pos:
             k = memo[23] = buf.find('<tool_call>', pos)
@@ -713,10 +718,11 @@ def _scan_1(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<tool_call>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<tool_call>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[27]
         if k is None or -1 < k < pos:
             k = memo[27] = buf.find('<tool_call>', pos)
@@ -784,10 +790,11 @@ def _scan_1(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<tool_call>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<tool_call>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[31]
         if k is None or -1 < k < pos:
             k = memo[31] = buf.find('<tool_call>', pos)
@@ -873,27 +880,29 @@ def _scan_1(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S2: region 'tool_call_json'
+# S_TOOL_CALL_JSON: region 'tool_call_json'
 _DELIMITERS_2 = (
     _rt.Literal('</tool_call>', rank=0),  # close 'tool_call_json'
 )
 
-# S3: region 'tool_call_name_json'
+# S_TOOL_CALL_NAME_JSON: region 'tool_call_name_json'
 _DELIMITERS_3 = (
     _rt.Literal('</tool_call>', rank=0),  # close 'tool_call_name_json'
 )
 
-# S4: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_4 = (
     _rt.Literal('</tool_call>', rank=0),  # close 'tool_calls'
 )
 
-# S5: region 'json_tool_call'
+# S_JSON_TOOL_CALL: region 'json_tool_call'
 _DELIMITERS_5 = ()  # it watches nothing
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/poolside.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/poolside.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -928,7 +937,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<think>/
             _rt.HeldAutomaton(
@@ -970,7 +979,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(11, 19, 26),
             ),
         ),
-        # S1
+        # S_REASONING_CONTENT
         (
             # /</think>/
             _rt.HeldAutomaton(
@@ -995,7 +1004,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(12,),
             ),
         ),
-        # S2
+        # S_TOOL_CALL_JSON
         (
             # /</tool_call>/
             _rt.HeldAutomaton(
@@ -1009,7 +1018,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(11,),
             ),
         ),
-        # S3
+        # S_TOOL_CALL_NAME_JSON
         (
             # /</tool_call>/
             _rt.HeldAutomaton(
@@ -1023,7 +1032,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(11,),
             ),
         ),
-        # S4
+        # S_TOOL_CALLS
         (
             # /</tool_call>/
             _rt.HeldAutomaton(
@@ -1037,12 +1046,13 @@ class ResponseParser(_rt.StreamParser):
                 last=(11,),
             ),
         ),
-        # S5
+        # S_JSON_TOOL_CALL
         None,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 36
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -1056,15 +1066,18 @@ class ResponseParser(_rt.StreamParser):
     DIAGNOSTICS_KEY = None
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).

@@ -32,7 +32,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(3, __name__, ('typed-roles', 'empty-none', 'fast-heads', 'lazy-pattern', 'lead-search', 'partial-search', 'lazy-delimiters', 'regex-timeout', 'recover-openers'))
+_rt.check_abi(4, __name__, ('typed-roles', 'empty-none', 'regex-timeout', 'recover-openers'))
 
 SOURCE = 'templates/qwen3_coder.json'
 TEMPLATE_SHA256 = 'fe67d3bbecefe7ff6359b84a1daf7f7b37808a268c246a1e3408f08392a3f8a9'
@@ -45,7 +45,8 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1 default)
+# one record per field: its region, content parser and slot (keywords left out keep their v1
+# default)
 _REGIONS = (
     _rt.Region(
         'tool_calls',
@@ -118,17 +119,17 @@ _PREFIXES_0 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-S0 = 0  # outside (implicit field 'content')
-S1 = 1  # region 'tool_calls'
+S_OUTSIDE = 0  # outside (implicit field 'content')
+S_TOOL_CALLS = 1  # region 'tool_calls'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=S1),  # rank 0: open 'tool_calls'
-        _rt.Edge(_rt.CLOSE, field=1, target=S0),  # rank 1: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=S_TOOL_CALLS),  # rank 0: open 'tool_calls'
+        _rt.Edge(_rt.CLOSE, field=1, target=S_OUTSIDE),  # rank 1: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.CLOSE, field=0, target=S0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=0, target=S_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
 )
 
@@ -142,7 +143,7 @@ _TRANSITIONS = (
 
 
 def _scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -151,10 +152,11 @@ def _scan_0(buf, pos, eos, memo):
     if eos:
         k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
     else:
-        # every match, and every partial one, contains '<tool_call>' or runs into the end through a proper
-        # prefix of it: it starts in the run of characters the part before the factor consumes that ends
-        # at x, the factor's first occurrence from pos, else the leftmost start of such a prefix ending
-        # the buffer (n: none), so it is searched from lo; nothing from lo = n is no partial match
+        # every match, and every partial one, contains the factor '<tool_call>' or runs into
+        # the end through a proper prefix of it: it starts in the run of characters the part before
+        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
+        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
+        # nothing from lo = n is no partial match
         k = memo[3]
         if k is None or -1 < k < pos:
             k = memo[3] = buf.find('<tool_call>', pos)
@@ -246,14 +248,16 @@ def _scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S1: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_1 = (
     _rt.Literal('</tool_call>', rank=0),  # close 'tool_calls'
 )
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/qwen3_coder.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/qwen3_coder.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -284,7 +288,7 @@ class ResponseParser(_rt.StreamParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /<tool_call>\s*<function=(?P<name>[^>\s]+)>/
             _rt.HeldAutomaton(
@@ -317,7 +321,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(12, 20),
             ),
         ),
-        # S1
+        # S_TOOL_CALLS
         (
             # /</tool_call>/
             _rt.HeldAutomaton(
@@ -334,7 +338,8 @@ class ResponseParser(_rt.StreamParser):
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 7
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -420,17 +425,17 @@ _R_PREFIXES_0 = frozenset((
 ))
 
 # -- state constants -------------------------------------------------------------------------
-_RS0 = 0  # outside (implicit field 'content')
-_RS1 = 1  # region 'tool_calls'
+_RS_OUTSIDE = 0  # outside (implicit field 'content')
+_RS_TOOL_CALLS = 1  # region 'tool_calls'
 
 # -- transition table: per state, per rank: the edge its delimiter takes ------------------------
 _R_TRANSITIONS = (
-    (  # S0
-        _rt.Edge(_rt.OPEN, field=0, target=_RS1),  # rank 0: open 'tool_calls'
-        _rt.Edge(_rt.CLOSE, field=1, target=_RS0),  # rank 1: close 'content'
+    (  # S_OUTSIDE
+        _rt.Edge(_rt.OPEN, field=0, target=_RS_TOOL_CALLS),  # rank 0: open 'tool_calls'
+        _rt.Edge(_rt.CLOSE, field=1, target=_RS_OUTSIDE),  # rank 1: close 'content'
     ),
-    (  # S1
-        _rt.Edge(_rt.CLOSE, field=0, target=_RS0),  # rank 0: close 'tool_calls'
+    (  # S_TOOL_CALLS
+        _rt.Edge(_rt.CLOSE, field=0, target=_RS_OUTSIDE),  # rank 0: close 'tool_calls'
     ),
 )
 
@@ -444,7 +449,7 @@ _R_TRANSITIONS = (
 
 
 def _R_scan_0(buf, pos, eos, memo):
-    """S0, outside (implicit field 'content')."""
+    """S_OUTSIDE, outside (implicit field 'content')."""
     n = len(buf)
     hold = n
     bs = be = br = -1
@@ -522,14 +527,16 @@ def _R_scan_0(buf, pos, eos, memo):
         return bs, be, br, bm, hold
     return -1, 0, 0, None, hold
 
-# S1: region 'tool_calls'
+# S_TOOL_CALLS: region 'tool_calls'
 _R_DELIMITERS_1 = (
     _rt.Literal('</tool_call>', rank=0),  # close 'tool_calls'
 )
 
 
 class _RecoverParser(ResponseParser):
-    """Streaming parser for 'templates/qwen3_coder.json' (docs/events.md; docs/template-language.md, "Matching").
+    """Streaming parser for 'templates/qwen3_coder.json'.
+
+    (docs/events.md; docs/template-language.md, "Matching")
 
     Args:
         prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
@@ -560,7 +567,7 @@ class _RecoverParser(ResponseParser):
     # completes none, or is a complete match of such a pattern up to its end, the scanner would
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
-        # S0
+        # S_OUTSIDE
         (
             # /(?:<tool_call>\s*<function=(?P<name>[^>\s]+)>)|(?P<repair_recover_opener><function=(?P<name__alt1>[^<>\s]+)>)/
             _rt.HeldAutomaton(
@@ -596,7 +603,7 @@ class _RecoverParser(ResponseParser):
                 last=(12, 20),
             ),
         ),
-        # S1
+        # S_TOOL_CALLS
         (
             # /</tool_call>/
             _rt.HeldAutomaton(
@@ -613,7 +620,8 @@ class _RecoverParser(ResponseParser):
     )
     TRANSITIONS = _R_TRANSITIONS
     MEMO_SLOTS = 6
-    # decided characters the regex delimiters still need to see (no regex delimiter looks behind its start)
+    # decided characters the regex delimiters still need to see
+    # (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": per literal close of an explicit field, to report a closer written with
     # no opener in text (runtime.stream, "stray-closer")
@@ -635,15 +643,18 @@ class _RecoverParser(ResponseParser):
 ResponseParser.RECOVER_CLASS = _RecoverParser
 
 
-def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def get_response_parser(prefix=None, tools=None, tokenizer=None, errors="strict",
+                        regex_timeout=None):
     """Return a new :class:`ResponseParser` (docs/events.md); ``prefix`` is required."""
     return ResponseParser(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
 
 
-def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict", regex_timeout=None):
+def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="strict",
+                   regex_timeout=None):
     """Parse whole output(s) into message dict(s) (docs/events.md): a list of texts is a batch;
     ``regex_timeout``: seconds per search of a delimiter not proven linear (docs/security.md)."""
-    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+    return _rt.parse_many(ResponseParser, response, prefix, tools, tokenizer, errors,
+                          regex_timeout=regex_timeout)
 
 
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
