@@ -7,8 +7,8 @@ first-character searches and its hold of a proper prefix ending the buffer, and 
 its ``HOLD_LITERALS`` entry. States that watch a regex delimiter keep the scanner the compiler
 writes for them.
 
-The scanner is written out as Python source and compiled once per state, as ``dataclasses``
-writes ``__init__``: a loop over the literals cost up to 7% of a whole-text parse (qwen3,
+The scanner is written out as Python source and compiled once per state, by its first call
+(:func:`build_scanners`), as ``dataclasses`` writes ``__init__``: a loop over the literals cost up to 7% of a whole-text parse (qwen3,
 hermes2pro; issue 31). Only ``repr`` of checked ``str`` and ``int`` values reaches that source.
 
 A scanner is ``scan(buf, pos, eos, memo) -> (start, end, rank, match, hold)``: the committable
@@ -65,6 +65,17 @@ def _hold_plan(literals: tuple[str, ...]):
     return distinct, max(len(lit) for lit in longer) - 1, firsts, prefixes
 
 
+def _records(literals: tuple) -> None:
+    """Refuse a declaration that is not ``Literal`` records of an exact non-empty ``str`` and an
+    exact ``int`` (a module not made by respc): nothing else may reach a scanner's source."""
+    if not isinstance(literals, tuple):
+        raise TypeError(f"a literal scanner takes a tuple of Literal(text, rank) records, not {literals!r}")
+    for record in literals:
+        if (not isinstance(record, Literal) or type(record.text) is not str or not record.text
+                or type(record.rank) is not int):
+            raise TypeError(f"a literal scanner takes Literal(text, rank) records, not {record!r}")
+
+
 def literal_scanner(literals: tuple, slot: int) -> tuple[Callable, int, tuple | None]:
     """Build the scanner of a state that watches the literal delimiters ``literals``.
 
@@ -81,10 +92,7 @@ def literal_scanner(literals: tuple, slot: int) -> tuple[Callable, int, tuple | 
         TypeError: a record is not a ``Literal`` of a non-empty str and an int (a module not
         made by respc).
     """
-    for record in literals:
-        if (not isinstance(record, Literal) or type(record.text) is not str or not record.text
-                or type(record.rank) is not int):
-            raise TypeError(f"a literal scanner takes Literal(text, rank) records, not {record!r}")
+    _records(literals)
     if not literals:
         def scan_nothing(buf, pos, eos, memo):
             return -1, 0, 0, None, len(buf)
@@ -114,26 +122,59 @@ def literal_scanner(literals: tuple, slot: int) -> tuple[Callable, int, tuple | 
     return scan, len(literals) + len(groups), hold_plan
 
 
-def build_scanners(scanners: tuple, memo_slots: int) -> tuple[tuple, int, tuple]:
+def build_scanners(owner: type, scanners: tuple, memo_slots: int) -> tuple[tuple, int, tuple]:
     """Turn a parser class's ``SCANNERS`` into scanners: each entry that is a tuple of
     :class:`Literal` records becomes :func:`literal_scanner`'s, with memo slots after the
     compiler's ``memo_slots``; a function is kept.
+
+    The records are checked and the memo slots and ``HOLD_LITERALS`` entries made now; the
+    scanner's source is compiled by its first call (an import compiles nothing: about 0.2 ms per
+    state), which then puts it in ``owner.SCANNERS`` in place of the stub.
 
     Returns:
         tuple: ``(scanners, memo slots in all, per state its HOLD_LITERALS entry or None)``.
     """
     built = []
     holds = []
-    for entry in scanners:
+    for state, entry in enumerate(scanners):
         if isinstance(entry, tuple):
-            scan, used, hold = literal_scanner(entry, memo_slots)
+            used, hold = _check(entry)
+            built.append(_lazy(owner, state, entry, memo_slots))
             memo_slots += used
-            built.append(scan)
             holds.append(hold)
         else:
             built.append(entry)
             holds.append(None)
     return tuple(built), memo_slots, tuple(holds)
+
+
+def _check(literals: tuple) -> tuple[int, tuple | None]:
+    """``(memo slots, HOLD_LITERALS entry)`` of a declaration, checked as :func:`literal_scanner`
+    checks it (TypeError) without compiling anything."""
+    _records(literals)
+    texts = [r.text for r in literals]
+    firsts: dict[str, set] = {}
+    for text in texts:
+        firsts.setdefault(text[0], set()).add(text)
+    groups = sum(1 for members in firsts.values() if len(members) >= GROUP_MIN)
+    return (len(literals) + groups if literals else 0), (_hold_plan(tuple(texts)) if literals else None)
+
+
+def _lazy(owner: type, state: int, literals: tuple, slot: int) -> Callable:
+    """A stub scanner that builds the real one on its first call and replaces itself with it in
+    ``owner.SCANNERS`` (where it still is: a wrapper such as the time-limit guard keeps it)."""
+    real = None
+
+    def scan(buf, pos, eos, memo):
+        nonlocal real
+        if real is None:
+            real = literal_scanner(literals, slot)[0]
+            scanners = owner.__dict__.get("SCANNERS", ())
+            if state < len(scanners) and scanners[state] is scan:
+                owner.SCANNERS = scanners[:state] + (real,) + scanners[state + 1:]
+        return real(buf, pos, eos, memo)
+
+    return scan
 
 
 def _literal_hold():

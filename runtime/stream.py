@@ -1341,7 +1341,7 @@ class StreamParser:
         if "SCANNERS" in cls.__dict__ and any(isinstance(scan, tuple) for scan in cls.SCANNERS):
             # the states a module declares by their literal delimiters: the runtime builds their
             # scanners and HOLD_LITERALS entries (runtime/scanners.py, issue 31)
-            cls.SCANNERS, cls.MEMO_SLOTS, holds = build_scanners(cls.SCANNERS, cls.MEMO_SLOTS)
+            cls.SCANNERS, cls.MEMO_SLOTS, holds = build_scanners(cls, cls.SCANNERS, cls.MEMO_SLOTS)
             declared = cls.HOLD_LITERALS or (None,) * len(holds)
             cls.HOLD_LITERALS = tuple(HoldLiterals(*hold) if hold is not None else entry
                                       for hold, entry in zip(holds, declared))

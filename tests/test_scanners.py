@@ -102,3 +102,22 @@ def test_records_must_be_literals_of_text_and_rank():
             literal_scanner(bad, 0)
     with pytest.raises(TypeError, match="Literal"):
         type("P", (StreamParser,), {"SCANNERS": ((("<a>", 0),),), "FAST_PATH": ((None, None),)})
+
+
+def test_scanners_are_compiled_by_their_first_call():
+    """A class creation (an import) checks the declarations and compiles no scanner; the first
+    call of a state's scanner compiles it and puts it in the class's SCANNERS."""
+    from support import exec_module
+
+    source = (REPO / "generated" / "qwen3.py").read_text(encoding="utf-8")
+    module = exec_module(source, "qwen3_lazy_scanners")
+    parser_class = module.ResponseParser
+
+    def compiled():
+        return [scan.__code__.co_filename == "<respc literal scanner>" for scan in parser_class.SCANNERS]
+
+    assert compiled() == [False, False, False]
+    parser = parser_class("")
+    parser.feed("a <think>b</think> c")
+    assert compiled()[0] and compiled()[1]
+    assert parser.finalize()[0] == {"role": "assistant", "reasoning_content": "b", "content": "ac"}
