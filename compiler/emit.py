@@ -383,11 +383,20 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     states = []
     held = held_plan(automaton)
     names = _state_names(template, automaton)
+    scans = plan_scans(template, automaton)
+    # a declared state (literal delimiters only) whose held automata no complete match of goes on:
+    # the runtime builds them from its declaration (runtime/scanners.py literal_automata), which
+    # reads the same language
+    derived = {plan.state for plan in scans.plans
+               if (not plan.finds or plan.literals is not None) and plan.finds and held[plan.state] is not None
+               and not any(table.extends for table in held[plan.state])
+               and len(held[plan.state]) == len({tuple(sorted({f.text for f in plan.finds if f.rank == r}))
+                                                 for r in {f.rank for f in plan.finds}})}
     for s in automaton.states:
         states.append({"index": s.index, "const": names[s.index], "label": _line(s.name),
                        "transitions": [dict(t, target_const=names[t["target"]]) for t in _edges(template, s)],
                        "triggers": _lit(s.triggers),
-                       "held": _held_rows(held[s.index]),
+                       "held": ["_rt.HELD_LITERALS,"] if s.index in derived else _held_rows(held[s.index]),
                        "runs": "None" if not s.runs else _tuple([f"_rt.HoldRun(chars={_lit(r.chars)}, literal={_lit(r.factor)})"
                                                                  for r in s.runs]),
                        "heads": "None" if s.heads is None else "frozenset(" + _tuple([_lit(p) for p in s.heads]) + ")"})
@@ -397,7 +406,6 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     # searches (fast heads, held runs and automata, lazy patterns, the search helpers its
     # scanners call) is part of the ABI, so a new shortcut in the runtime regenerates nothing
     features = _features(template)
-    scans = plan_scans(template, automaton)
     scanner_view = _scanner_view(scans)
     # "regex-timeout": delimiters not proven linear are searched with timeout= (LazyPattern's bound=)
     bounded = [(pattern, label) for (pattern, _), label in zip(scans.regexes, scans.labels)

@@ -40,7 +40,7 @@ from .transforms import (
 )
 
 from .formats.base import Plan
-from .scanners import Literal
+from .scanners import HELD_LITERALS, Literal
 from .tables import FastPath, HeldAutomaton, HoldLiterals, HoldRun, StrayCloser
 from .stream import (
     AFTER,
@@ -83,6 +83,7 @@ __all__ = [
     "Region",
     "Plan",
     "Literal",
+    "HELD_LITERALS",
     "FastPath",
     "HoldRun",
     "HoldLiterals",

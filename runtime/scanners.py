@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-__all__ = ["Literal", "PREFIX_TABLE_BUDGET", "build_scanners", "literal_scanner"]
+__all__ = ["Literal", "HELD_LITERALS", "PREFIX_TABLE_BUDGET", "build_scanners", "literal_scanner", "literal_automata"]
 
 #: proper prefixes of a state's literals are kept as a ``frozenset`` while they total at most
 #: this many characters, else as :class:`~respc.runtime.stream.LiteralPrefixes` (linear space;
@@ -46,6 +46,60 @@ class Literal(NamedTuple):
 
     text: str
     rank: int
+
+
+class _HeldLiterals:
+    """The type of :data:`HELD_LITERALS`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "HELD_LITERALS"
+
+
+#: A ``HOLD_REGEX`` entry of a declared state: its held automata are those of its literal
+#: delimiters (:func:`literal_automata`), built by the runtime instead of written out. The
+#: compiler writes it only where its own tables read the same: no complete match can go on.
+HELD_LITERALS = _HeldLiterals()
+
+
+def literal_automata(literals: tuple) -> tuple:
+    """The position automata of a state's literal delimiters, one per delimiter (the literals of
+    one rank; equal ones once): a chain of one-character tests per literal, none of whose
+    complete matches goes on (runtime/held.py reads them; compiler/held.py writes the same
+    language for the escaped pattern).
+
+    Args:
+        literals (tuple[Literal, ...]): the state's declaration, in rank order.
+
+    Returns:
+        tuple[HeldAutomaton, ...]: per delimiter ``edge`` None, ``tests``, ``first``, ``follow``,
+        ``last``.
+    """
+    from .tables import HeldAutomaton
+
+    by_rank: dict[int, list[str]] = {}
+    for record in literals:
+        by_rank.setdefault(record.rank, []).append(record.text)
+    out = []
+    seen = set()
+    for texts in by_rank.values():
+        key = tuple(sorted(set(texts)))
+        if key in seen:
+            continue
+        seen.add(key)
+        tests: list[str] = []
+        first, follow, last = [], [], []
+        for text in dict.fromkeys(texts):
+            start = len(tests)
+            tests.extend(text)
+            first.append(start)
+            follow.extend((k + 1,) for k in range(start, start + len(text) - 1))
+            follow.append(())
+            last.append(start + len(text) - 1)
+        out.append(HeldAutomaton(edge=None, tests=tuple(tests), first=tuple(first), follow=tuple(follow),
+                                 last=tuple(last)))
+    return tuple(out)
 
 
 def _hold_plan(literals: tuple[str, ...]):

@@ -66,7 +66,7 @@ from .decoders import ACCEPTED, UNDECIDED
 from .errors import ContentParseError, ParserStateError, RegexTimeoutError
 from .held import STOP, HeldRegex
 from .repair import NOTES, decode_string_arguments
-from .scanners import build_scanners
+from .scanners import HELD_LITERALS, build_scanners, literal_automata
 from .tables import HoldLiterals
 from .tools import _GOOD_NAMES, check_tool_call_names, coerce_tool_calls, compile_tool_types, tool_parameters
 from .whole import finish as finish_whole
@@ -1341,7 +1341,11 @@ class StreamParser:
         if "SCANNERS" in cls.__dict__ and any(isinstance(scan, tuple) for scan in cls.SCANNERS):
             # the states a module declares by their literal delimiters: the runtime builds their
             # scanners and HOLD_LITERALS entries (runtime/scanners.py, issue 31)
+            declared = tuple(scan if isinstance(scan, tuple) else None for scan in cls.SCANNERS)
             cls.SCANNERS, cls.MEMO_SLOTS, holds = build_scanners(cls, cls.SCANNERS, cls.MEMO_SLOTS)
+            if "HOLD_REGEX" in cls.__dict__:
+                cls.HOLD_REGEX = tuple(literal_automata(declared[k]) if entry is HELD_LITERALS else entry
+                                       for k, entry in enumerate(cls.HOLD_REGEX))
             declared = cls.HOLD_LITERALS or (None,) * len(holds)
             cls.HOLD_LITERALS = tuple(HoldLiterals(*hold) if hold is not None else entry
                                       for hold, entry in zip(holds, declared))

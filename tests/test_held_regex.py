@@ -446,11 +446,22 @@ def test_tables_are_records_compiled_on_first_use(key):
     exec(compile(compiled.source, f"<{key}>", "exec"), module.__dict__)
     plan = held_plan(compiled.automaton)
     assert len(module.ResponseParser.HOLD_REGEX) == len(plan)
-    for entry, tables in zip(module.ResponseParser.HOLD_REGEX, plan):
+    # per state, whether the module wrote _rt.HELD_LITERALS (the runtime builds its automata)
+    block = compiled.source.split("    HOLD_REGEX = (\n", 1)[1].split("\n    )\n", 1)[0] if plan != (None,) * len(plan) else ""
+    entries = [part.split("\n", 1)[1] for part in block.split("        # S")[1:]]
+    derived = [entry.strip() == "_rt.HELD_LITERALS," for entry in entries]
+    for k, (entry, tables) in enumerate(zip(module.ResponseParser.HOLD_REGEX, plan)):
         if tables is None:
             assert entry is None
             continue
         assert all(isinstance(record, HeldAutomaton) for record in entry)
+        if derived[k]:
+            # a declared state's automata, built by the runtime from its literals (HELD_LITERALS):
+            # the same language per delimiter as the compiler's, and no match that goes on
+            # (in rank order; the compiler's follow the watch order: the DFA reads them alike)
+            assert sorted(map(sorted, map(_language, entry))) == sorted(map(sorted, map(_language, tables)))
+            assert not any(t.extends for t in tables)
+            continue
         assert [automaton_table(record) for record in entry] == [
             (t.pattern if t.extends else None, t.tests, t.first, t.follow, t.last) for t in tables]
     held = [h for h in module.ResponseParser._HELD if h is not None]
@@ -463,6 +474,20 @@ def test_tables_are_records_compiled_on_first_use(key):
         parser.feed("a")  # "<c n='" is held: read by the automaton, so decoded
         assert module.ResponseParser._HELD[0]._automata is None
         assert module.ResponseParser._HELD[0].run(module.ResponseParser._HELD[0].start, "<c n='a") is not STOP
+
+
+def _language(table) -> set[str]:
+    """The words a position automaton of one-character tests accepts (a literal delimiter's:
+    finite, no loops)."""
+    words = set()
+    todo = [(p, table.tests[p]) for p in table.first]
+    while todo:
+        p, word = todo.pop()
+        assert len(word) <= 200 and all(len(t) == 1 for t in table.tests)
+        if p in table.last:
+            words.add(word)
+        todo += [(q, word + table.tests[q]) for q in table.follow[p]]
+    return words
 
 
 def test_bad_table_text_is_a_clear_error():
