@@ -178,79 +178,11 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /Here\ are\ my\ reasoning\ steps:/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    'H', 'e', 'r', 'e', ' ', 'a', 'r', 'e', ' ', 'm', 'y', ' ',
-                    'r', 'e', 'a', 's', 'o', 'n', 'i', 'n', 'g', ' ', 's', 't',
-                    'e', 'p', 's', ':',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (),
-                ),
-                last=(27,),
-            ),
-            # /<tool_calls>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', 's', '>'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (),
-                ),
-                last=(11,),
-            ),
-            # /<\|end\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '|', 'e', 'n', 'd', '|', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), ()),
-                last=(6,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_REASONING_CONTENT
-        (
-            # /\[BEGIN\ FINAL\ RESPONSE\]/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '[', 'B', 'E', 'G', 'I', 'N', ' ', 'F', 'I', 'N', 'A', 'L',
-                    ' ', 'R', 'E', 'S', 'P', 'O', 'N', 'S', 'E', ']',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (),
-                ),
-                last=(21,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
-        (
-            # /</tool_calls>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '/', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', 's',
-                    '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (),
-                ),
-                last=(12,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 5

@@ -570,23 +570,7 @@ class ResponseParser(_rt.StreamParser):
         # S_TOOL_CALLS
         None,
         # S_SYSTEM_TURN
-        (
-            # /<\|END_OF_TURN_TOKEN\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 'E', 'N', 'D', '_', 'O', 'F', '_', 'T', 'U', 'R',
-                    'N', '_', 'T', 'O', 'K', 'E', 'N', '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (),
-                ),
-                last=(20,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_AFTER_TOOL_CALLS
         None,
     )

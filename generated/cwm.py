@@ -764,60 +764,15 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_REASONING_CONTENT
-        (
-            # /</think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), (7,), ()),
-                last=(7,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_NAMED_CALL_JSON
-        (
-            # /</tool>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'o', 'o', 'l', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), ()),
-                last=(6,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_NAMED_CALL_COMMAND
-        (
-            # /</tool>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'o', 'o', 'l', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), ()),
-                last=(6,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALL_JSON
-        (
-            # /</tool>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'o', 'o', 'l', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), ()),
-                last=(6,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALL_COMMAND
-        (
-            # /</tool>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'o', 'o', 'l', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), ()),
-                last=(6,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 28

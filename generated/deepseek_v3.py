@@ -368,23 +368,7 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_TOOL_CALLS
-        (
-            # /```<\uff5ctool\u2581call\u2581end\uff5c>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '`', '`', '`', '<', '\uff5c', 't', 'o', 'o', 'l', '\u2581', 'c', 'a',
-                    'l', 'l', '\u2581', 'e', 'n', 'd', '\uff5c', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (),
-                ),
-                last=(19,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 9

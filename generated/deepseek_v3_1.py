@@ -420,34 +420,9 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_REASONING_CONTENT
-        (
-            # /</think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), (7,), ()),
-                last=(7,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
-        (
-            # /<\uff5ctool\u2581call\u2581end\uff5c>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '\uff5c', 't', 'o', 'o', 'l', '\u2581', 'c', 'a', 'l', 'l', '\u2581',
-                    'e', 'n', 'd', '\uff5c', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (),
-                ),
-                last=(16,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 12

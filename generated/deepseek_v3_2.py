@@ -452,33 +452,9 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_REASONING_CONTENT
-        (
-            # /</think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), (7,), ()),
-                last=(7,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
-        (
-            # /</\uff5cDSML\uff5cinvoke>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '/', '\uff5c', 'D', 'S', 'M', 'L', '\uff5c', 'i', 'n', 'v', 'o',
-                    'k', 'e', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (),
-                ),
-                last=(14,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 12

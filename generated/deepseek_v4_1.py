@@ -340,72 +340,9 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /<think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), ()),
-                last=(6,),
-            ),
-            # /<\uff5cDSML\uff5c\ calls>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '\uff5c', 'D', 'S', 'M', 'L', '\uff5c', ' ', 'c', 'a', 'l', 'l',
-                    's', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (),
-                ),
-                last=(13,),
-            ),
-            # /<\uff5cend\u2581of\u2581sentence\uff5c>|</think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '\uff5c', 'e', 'n', 'd', '\u2581', 'o', 'f', '\u2581', 's', 'e', 'n',
-                    't', 'e', 'n', 'c', 'e', '\uff5c', '>', '/', 't', 'h', 'i', 'n',
-                    'k', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1, 19), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (),
-                ),
-                last=(18, 25),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_REASONING_CONTENT
-        (
-            # /</think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), (7,), ()),
-                last=(7,),
-            ),
-            # /<\uff5cDSML\uff5c\ calls>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '\uff5c', 'D', 'S', 'M', 'L', '\uff5c', ' ', 'c', 'a', 'l', 'l',
-                    's', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (),
-                ),
-                last=(13,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_CALL_SECTION
         (
             # /</\uff5cDSML\uff5c\ calls>/
@@ -439,22 +376,7 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_TOOL_CALLS
-        (
-            # /</\uff5cDSML\uff5c\ invoke>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '/', '\uff5c', 'D', 'S', 'M', 'L', '\uff5c', ' ', 'i', 'n', 'v',
-                    'o', 'k', 'e', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (),
-                ),
-                last=(15,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 13

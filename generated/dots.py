@@ -647,19 +647,7 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_TOOL_CALLS
-        (
-            # /</invoke>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 'i', 'n', 'v', 'o', 'k', 'e', '>'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (),
-                ),
-                last=(8,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_JSON_TOOL_CALL
         None,
     )

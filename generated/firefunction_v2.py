@@ -348,19 +348,7 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_TOOL_CALLS
-        (
-            # /<\|eot_id\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '|', 'e', 'o', 't', '_', 'i', 'd', '|', '>'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (),
-                ),
-                last=(9,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 7

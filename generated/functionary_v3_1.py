@@ -399,36 +399,9 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_TOOL_CALLS
-        (
-            # /</function>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', '>'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (),
-                ),
-                last=(10,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_PYTHON_CALL
-        (
-            # /<\|eom_id\|>|<\|eot_id\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 'e', 'o', 'm', '_', 'i', 'd', '|', '>', 't', '_',
-                    'i', 'd', '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4, 10), (5,), (6,), (7,), (8,),
-                    (9,), (), (11,), (12,), (13,), (14,), (15,), (),
-                ),
-                last=(9, 15),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11

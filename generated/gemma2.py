@@ -118,22 +118,7 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /<end_of_turn>|<eos>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', 'e', 'n', 'd', '_', 'o', 'f', '_', 't', 'u', 'r', 'n',
-                    '>', 'o', 's', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2, 13), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (), (14,), (15,), (),
-                ),
-                last=(12, 15),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 2

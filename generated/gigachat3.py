@@ -330,23 +330,7 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_TOOL_CALLS
-        (
-            # /<\|message_sep\|>|</s>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 'm', 'e', 's', 's', 'a', 'g', 'e', '_', 's', 'e',
-                    'p', '|', '>', '/', 's', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1, 15), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (), (16,),
-                    (17,), (),
-                ),
-                last=(14, 17),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 8

@@ -342,74 +342,9 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /<think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), ()),
-                last=(6,),
-            ),
-            # /<\uff5cGCML\uff5ctool_calls>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '\uff5c', 'G', 'C', 'M', 'L', '\uff5c', 't', 'o', 'o', 'l', '_',
-                    'c', 'a', 'l', 'l', 's', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (),
-                ),
-                last=(17,),
-            ),
-            # /<\|message_sep\|>|</think>|</s>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 'm', 'e', 's', 's', 'a', 'g', 'e', '_', 's', 'e',
-                    'p', '|', '>', '/', 't', 'h', 'i', 'n', 'k', '>', '/', 's',
-                    '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1, 15, 22), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (), (23,), (24,),
-                    (),
-                ),
-                last=(14, 21, 24),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_REASONING_CONTENT
-        (
-            # /</think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), (7,), ()),
-                last=(7,),
-            ),
-            # /<\uff5cGCML\uff5ctool_calls>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '\uff5c', 'G', 'C', 'M', 'L', '\uff5c', 't', 'o', 'o', 'l', '_',
-                    'c', 'a', 'l', 'l', 's', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (),
-                ),
-                last=(17,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS_SECTION
         (
             # /</\uff5cGCML\uff5ctool_calls>/
@@ -444,22 +379,7 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_TOOL_CALLS
-        (
-            # /</\uff5cGCML\uff5cinvoke>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '/', '\uff5c', 'G', 'C', 'M', 'L', '\uff5c', 'i', 'n', 'v', 'o',
-                    'k', 'e', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (),
-                ),
-                last=(14,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 14

@@ -904,40 +904,9 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_REASONING_CONTENT
-        (
-            # /<\|start\|>assistant|<\|end\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 's', 't', 'a', 'r', 't', '|', '>', 'a', 's', 's',
-                    'i', 's', 't', 'a', 'n', 't', 'e', 'n', 'd', '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2, 18), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (), (19,), (20,), (21,), (22,), (),
-                ),
-                last=(17, 22),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_REASONING_STRIPPED
-        (
-            # /assistantfinal/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    'a', 's', 's', 'i', 's', 't', 'a', 'n', 't', 'f', 'i', 'n',
-                    'a', 'l',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (),
-                ),
-                last=(13,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
         None,
         # S_BUILTIN_TOOL_MESSAGE
@@ -1767,40 +1736,9 @@ class _RecoverParser(ResponseParser):
             ),
         ),
         # S_REASONING_CONTENT
-        (
-            # /<\|start\|>assistant|<\|end\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 's', 't', 'a', 'r', 't', '|', '>', 'a', 's', 's',
-                    'i', 's', 't', 'a', 'n', 't', 'e', 'n', 'd', '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2, 18), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (), (19,), (20,), (21,), (22,), (),
-                ),
-                last=(17, 22),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_REASONING_STRIPPED
-        (
-            # /assistantfinal/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    'a', 's', 's', 'i', 's', 't', 'a', 'n', 't', 'f', 'i', 'n',
-                    'a', 'l',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (),
-                ),
-                last=(13,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
         None,
         # S_BUILTIN_TOOL_MESSAGE

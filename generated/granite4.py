@@ -157,47 +157,9 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /<tool_call>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (),
-                ),
-                last=(10,),
-            ),
-            # /<\|end_of_text\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 'e', 'n', 'd', '_', 'o', 'f', '_', 't', 'e', 'x',
-                    't', '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (),
-                ),
-                last=(14,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
-        (
-            # /</tool_call>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (),
-                ),
-                last=(11,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 3

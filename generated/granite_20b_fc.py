@@ -160,36 +160,7 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /<function_call>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', '_', 'c', 'a',
-                    'l', 'l', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (),
-                ),
-                last=(14,),
-            ),
-            # /<\|endoftext\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 'e', 'n', 'd', 'o', 'f', 't', 'e', 'x', 't', '|',
-                    '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (),
-                ),
-                last=(12,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
         None,
     )

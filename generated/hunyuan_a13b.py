@@ -181,72 +181,11 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /<think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), ()),
-                last=(6,),
-            ),
-            # /<tool_calls>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', 's', '>'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (),
-                ),
-                last=(11,),
-            ),
-            # /</answer>|<answer>|<\|eos\|>|\u52a9\u624b\uff1a/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '/', 'a', 'n', 's', 'w', 'e', 'r', '>', '<', 'a', 'n',
-                    's', 'w', 'e', 'r', '>', '<', '|', 'e', 'o', 's', '|', '>',
-                    '\u52a9', '\u624b', '\uff1a',
-                ),
-                first=(0, 9, 17, 24),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (), (18,), (19,), (20,), (21,), (22,), (23,), (),
-                    (25,), (26,), (),
-                ),
-                last=(8, 16, 23, 26),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_REASONING_CONTENT
-        (
-            # /</think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), (7,), ()),
-                last=(7,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
-        (
-            # /</tool_calls>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '/', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', 's',
-                    '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (),
-                ),
-                last=(12,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 9

@@ -512,22 +512,7 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_TOOL_CALLS
-        (
-            # /<\|action_end\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 'a', 'c', 't', 'i', 'o', 'n', '_', 'e', 'n', 'd',
-                    '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (),
-                ),
-                last=(13,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 14

@@ -398,44 +398,9 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_REASONING_CONTENT
-        (
-            # /<\|tool_calls_section_begin\|>|</think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', 's',
-                    '_', 's', 'e', 'c', 't', 'i', 'o', 'n', '_', 'b', 'e', 'g',
-                    'i', 'n', '|', '>', '/', 't', 'h', 'i', 'n', 'k', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1, 28), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (), (29,), (30,), (31,), (32,),
-                    (33,), (34,), (),
-                ),
-                last=(27, 34),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
-        (
-            # /<\|tool_call_end\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '_',
-                    'e', 'n', 'd', '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (),
-                ),
-                last=(16,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11

@@ -139,42 +139,9 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /\u25c1think\u25b7/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('\u25c1', 't', 'h', 'i', 'n', 'k', '\u25b7'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), ()),
-                last=(6,),
-            ),
-            # /<\|im_end\|>|\u25c1/think\u25b7/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 'i', 'm', '_', 'e', 'n', 'd', '|', '>', '\u25c1', '/',
-                    't', 'h', 'i', 'n', 'k', '\u25b7',
-                ),
-                first=(0, 10),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (),
-                ),
-                last=(9, 17),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_REASONING_CONTENT
-        (
-            # /\u25c1/think\u25b7/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('\u25c1', '/', 't', 'h', 'i', 'n', 'k', '\u25b7'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), (7,), ()),
-                last=(7,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 4

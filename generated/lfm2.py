@@ -308,113 +308,15 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /<think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), ()),
-                last=(6,),
-            ),
-            # /<\|tool_call_start\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '_',
-                    's', 't', 'a', 'r', 't', '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (),
-                ),
-                last=(18,),
-            ),
-            # /<\|tool_call_end\|>|<\|im_end\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '_',
-                    'e', 'n', 'd', '|', '>', 'i', 'm', '_', 'e', 'n', 'd', '|',
-                    '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2, 17), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (),
-                ),
-                last=(16, 24),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_REASONING_CONTENT
-        (
-            # /</think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), (7,), ()),
-                last=(7,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
-        (
-            # /<\|tool_call_end\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '_',
-                    'e', 'n', 'd', '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (),
-                ),
-                last=(16,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_JSON_TOOL_CALL_LIST
-        (
-            # /<\|tool_call_end\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '_',
-                    'e', 'n', 'd', '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (),
-                ),
-                last=(16,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_JSON_TOOL_CALL
-        (
-            # /<\|tool_call_end\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '_',
-                    'e', 'n', 'd', '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (),
-                ),
-                last=(16,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11

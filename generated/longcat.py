@@ -179,87 +179,11 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /<longcat_think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', 'l', 'o', 'n', 'g', 'c', 'a', 't', '_', 't', 'h', 'i',
-                    'n', 'k', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (),
-                ),
-                last=(14,),
-            ),
-            # /<longcat_tool_call>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', 'l', 'o', 'n', 'g', 'c', 'a', 't', '_', 't', 'o', 'o',
-                    'l', '_', 'c', 'a', 'l', 'l', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (),
-                ),
-                last=(18,),
-            ),
-            # /</longcat_think>|</longcat_s>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '/', 'l', 'o', 'n', 'g', 'c', 'a', 't', '_', 't', 'h',
-                    'i', 'n', 'k', '>', 's', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10, 16), (11,), (12,), (13,), (14,), (15,), (),
-                    (17,), (),
-                ),
-                last=(15, 17),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_REASONING_CONTENT
-        (
-            # /</longcat_think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '/', 'l', 'o', 'n', 'g', 'c', 'a', 't', '_', 't', 'h',
-                    'i', 'n', 'k', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (),
-                ),
-                last=(15,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
-        (
-            # /</longcat_tool_call>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '/', 'l', 'o', 'n', 'g', 'c', 'a', 't', '_', 't', 'o',
-                    'o', 'l', '_', 'c', 'a', 'l', 'l', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (),
-                ),
-                last=(19,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 7

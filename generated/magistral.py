@@ -338,16 +338,7 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_REASONING_CONTENT
-        (
-            # /\[/THINK\]/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('[', '/', 'T', 'H', 'I', 'N', 'K', ']'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), (7,), ()),
-                last=(7,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
         None,
     )

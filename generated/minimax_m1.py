@@ -296,53 +296,9 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /<think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), ()),
-                last=(6,),
-            ),
-            # /<tool_calls>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', 's', '>'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (),
-                ),
-                last=(11,),
-            ),
-            # /<end_of_sentence>|</think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', 'e', 'n', 'd', '_', 'o', 'f', '_', 's', 'e', 'n', 't',
-                    'e', 'n', 'c', 'e', '>', '/', 't', 'h', 'i', 'n', 'k', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1, 17), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (), (18,), (19,), (20,), (21,), (22,), (23,), (),
-                ),
-                last=(16, 23),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_REASONING_CONTENT
-        (
-            # /</think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), (7,), ()),
-                last=(7,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_CALL_SECTION
         (
             # /</tool_calls>/

@@ -339,62 +339,9 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /<mm:think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', 'm', 'm', ':', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (),
-                ),
-                last=(9,),
-            ),
-            # /\]<\]minimax\[>\[<tool_call>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    ']', '<', ']', 'm', 'i', 'n', 'i', 'm', 'a', 'x', '[', '>',
-                    '[', '<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (),
-                ),
-                last=(23,),
-            ),
-            # /</mm:think>|\[e\~\[/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '/', 'm', 'm', ':', 't', 'h', 'i', 'n', 'k', '>', '[',
-                    'e', '\x7e', '[',
-                ),
-                first=(0, 11),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (), (12,), (13,), (14,), (),
-                ),
-                last=(10, 14),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_REASONING_CONTENT
-        (
-            # /</mm:think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 'm', 'm', ':', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (),
-                ),
-                last=(10,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_CALL_SECTION
         (
             # /\]<\]minimax\[>\[</tool_call>/
@@ -433,23 +380,7 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_TOOL_CALLS
-        (
-            # /\]<\]minimax\[>\[</invoke>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    ']', '<', ']', 'm', 'i', 'n', 'i', 'm', 'a', 'x', '[', '>',
-                    '[', '<', '/', 'i', 'n', 'v', 'o', 'k', 'e', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (),
-                ),
-                last=(21,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11

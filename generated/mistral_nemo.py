@@ -157,38 +157,9 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /\[TOOL_CALLS\]/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('[', 'T', 'O', 'O', 'L', '_', 'C', 'A', 'L', 'L', 'S', ']'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (),
-                ),
-                last=(11,),
-            ),
-            # /</s>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 's', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), ()),
-                last=(3,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
-        (
-            # /</s>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 's', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), ()),
-                last=(3,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 3

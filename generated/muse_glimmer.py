@@ -693,23 +693,7 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_REASONING_CONTENT
-        (
-            # /<\|end_of_text\|>|<\|eom\|>|<\|eot\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 'e', 'n', 'd', '_', 'o', 'f', '_', 't', 'e', 'x',
-                    't', '|', '>', 'o', 'm', '|', '>', 'o', 't', '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3, 15, 19), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (), (16,),
-                    (17,), (18,), (), (20,), (21,), (22,), (),
-                ),
-                last=(14, 18, 22),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_MESSAGE
         (
             # /</atem:function_calls>/
@@ -744,40 +728,9 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_TOOL_CALLS
-        (
-            # /</atem:invoke>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '/', 'a', 't', 'e', 'm', ':', 'i', 'n', 'v', 'o', 'k',
-                    'e', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (),
-                ),
-                last=(13,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_ANSWER
-        (
-            # /<\|end_of_text\|>|<\|eom\|>|<\|eot\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 'e', 'n', 'd', '_', 'o', 'f', '_', 't', 'e', 'x',
-                    't', '|', '>', 'o', 'm', '|', '>', 'o', 't', '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3, 15, 19), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (), (16,),
-                    (17,), (18,), (), (20,), (21,), (22,), (),
-                ),
-                last=(14, 18, 22),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 31

@@ -281,41 +281,7 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /<function_calls>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', '_', 'c', 'a',
-                    'l', 'l', 's', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (),
-                ),
-                last=(15,),
-            ),
-            # /</function_calls>|<\|endoftext\|>|<\|im_end\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '/', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', '_', 'c',
-                    'a', 'l', 'l', 's', '>', '|', 'e', 'n', 'd', 'o', 'f', 't',
-                    'e', 'x', 't', '|', '>', '|', 'i', 'm', '_', 'e', 'n', 'd',
-                    '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1, 17, 29), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (), (30,), (31,), (32,),
-                    (33,), (34,), (35,), (36,), (37,), (),
-                ),
-                last=(16, 28, 37),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_CALL_SECTION
         (
             # /</function_calls>/

@@ -194,81 +194,11 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /\[unused16\]/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('[', 'u', 'n', 'u', 's', 'e', 'd', '1', '6', ']'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (),
-                ),
-                last=(9,),
-            ),
-            # /<\|tool_call_start\|>|\[unused11\]/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '_',
-                    's', 't', 'a', 'r', 't', '|', '>', '[', 'u', 'n', 'u', 's',
-                    'e', 'd', '1', '1', ']',
-                ),
-                first=(0, 19),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (),
-                ),
-                last=(18, 28),
-            ),
-            # /\[unused10\]|\[unused17\]/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('[', 'u', 'n', 'u', 's', 'e', 'd', '1', '0', ']', '7', ']'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8, 10),
-                    (9,), (), (11,), (),
-                ),
-                last=(9, 11),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_REASONING_CONTENT
-        (
-            # /\[unused17\]/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('[', 'u', 'n', 'u', 's', 'e', 'd', '1', '7', ']'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (),
-                ),
-                last=(9,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
-        (
-            # /<\|tool_call_end\|>|\[unused12\]/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '_',
-                    'e', 'n', 'd', '|', '>', '[', 'u', 'n', 'u', 's', 'e', 'd',
-                    '1', '2', ']',
-                ),
-                first=(0, 17),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (),
-                ),
-                last=(16, 26),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 9

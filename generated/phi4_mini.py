@@ -163,37 +163,7 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /functools/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('f', 'u', 'n', 'c', 't', 'o', 'o', 'l', 's'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (),
-                ),
-                last=(8,),
-            ),
-            # /<\|endoftext\|>|<\|assistant\|>|<\|user\|>|<\|end\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 'e', 'n', 'd', 'o', 'f', 't', 'e', 'x', 't', '|',
-                    '>', 'a', 's', 's', 'i', 's', 't', 'a', 'n', 't', '|', '>',
-                    'u', 's', 'e', 'r', '|', '>', 'e', 'n', 'd', '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2, 13, 24, 30), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (),
-                    (25,), (26,), (27,), (28,), (29,), (), (31,), (32,),
-                    (33,), (34,), (),
-                ),
-                last=(12, 23, 29, 34),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
         None,
     )

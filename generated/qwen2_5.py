@@ -155,48 +155,9 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /<tool_call>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (),
-                ),
-                last=(10,),
-            ),
-            # /<\|endoftext\|>|<\|im_end\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 'e', 'n', 'd', 'o', 'f', 't', 'e', 'x', 't', '|',
-                    '>', 'i', 'm', '_', 'e', 'n', 'd', '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2, 13), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (),
-                ),
-                last=(12, 20),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
-        (
-            # /</tool_call>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (),
-                ),
-                last=(11,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 5

@@ -514,19 +514,7 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_TOOL_CALLS
-        (
-            # /</tool_call>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (),
-                ),
-                last=(11,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 15

@@ -182,63 +182,11 @@ class ResponseParser(_rt.StreamParser):
     # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
     HOLD_REGEX = (
         # S_OUTSIDE
-        (
-            # /<think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), ()),
-                last=(6,),
-            ),
-            # /<tool_call>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (),
-                ),
-                last=(10,),
-            ),
-            # /</think>|<sep>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'h', 'i', 'n', 'k', '>', 's', 'e', 'p', '>'),
-                first=(0,),
-                follow=(
-                    (1, 8), (2,), (3,), (4,), (5,), (6,), (7,), (),
-                    (9,), (10,), (11,), (),
-                ),
-                last=(7, 11),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_REASONING_CONTENT
-        (
-            # /</think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), (7,), ()),
-                last=(7,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
-        (
-            # /</tool_call>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', '/', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>'),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (),
-                ),
-                last=(11,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 7

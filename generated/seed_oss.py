@@ -344,40 +344,9 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_REASONING_CONTENT
-        (
-            # /</seed:think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '/', 's', 'e', 'e', 'd', ':', 't', 'h', 'i', 'n', 'k',
-                    '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (),
-                ),
-                last=(12,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
         # S_TOOL_CALLS
-        (
-            # /</seed:tool_call>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '/', 's', 'e', 'e', 'd', ':', 't', 'o', 'o', 'l', '_',
-                    'c', 'a', 'l', 'l', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (),
-                ),
-                last=(16,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 8

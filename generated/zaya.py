@@ -505,23 +505,7 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
         # S_TOOL_CALLS
-        (
-            # /</zyphra_tool_call>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '/', 'z', 'y', 'p', 'h', 'r', 'a', '_', 't', 'o', 'o',
-                    'l', '_', 'c', 'a', 'l', 'l', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (),
-                ),
-                last=(18,),
-            ),
-        ),
+        _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 14
