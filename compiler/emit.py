@@ -497,6 +497,7 @@ def _scanner_view(scans) -> dict:
             uses_literal_hold = uses_literal_hold or (not single and plan.literals is None)
             hold = {"prefixes": None if plan.hold.prefixes is None else [_lit(p) for p in plan.hold.prefixes],
                     "literal_prefixes": _tuple([_lit(x) for x in plan.hold.literals]),
+                    "prefixes_call": _literal_prefixes_call(plan.state, [_lit(x) for x in plan.hold.literals]),
                     "firsts": _lit(plan.hold.firsts),
                     "single": single, "span": plan.hold.span}
         literals = plan.literals
@@ -529,6 +530,15 @@ def _scanner_view(scans) -> dict:
         "partial_long": PARTIAL_LONG,
         "searches": searches,
     }
+
+
+def _literal_prefixes_call(state: int, literals: list[str]) -> str:
+    """``_rt.literal_prefixes((...))`` of a state's rendered literals: on one line when the
+    assignment fits in :data:`LINE_LIMIT`, else one literal to a line."""
+    one = f"_rt.literal_prefixes({_tuple(literals)})"
+    if len(f"_PREFIXES_{state} = {one}") <= LINE_LIMIT:
+        return one
+    return "_rt.literal_prefixes((\n" + "".join(f"    {x},\n" for x in literals) + "))"
 
 
 def _bound(pattern: str, label: tuple | None) -> str:

@@ -40,7 +40,7 @@ from .transforms import (
 )
 
 from .formats.base import Plan
-from .scanners import HELD_LITERALS, Literal
+from .scanners import HELD_LITERALS, Literal, literal_prefixes
 from .tables import FastPath, HeldAutomaton, HoldLiterals, HoldRun, StrayCloser
 from .stream import (
     AFTER,
@@ -84,6 +84,7 @@ __all__ = [
     "Plan",
     "Literal",
     "HELD_LITERALS",
+    "literal_prefixes",
     "FastPath",
     "HoldRun",
     "HoldLiterals",

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-__all__ = ["Literal", "HELD_LITERALS", "PREFIX_TABLE_BUDGET", "build_scanners", "literal_scanner", "literal_automata"]
+__all__ = ["Literal", "HELD_LITERALS", "PREFIX_TABLE_BUDGET", "build_scanners", "literal_scanner", "literal_automata",
+           "literal_prefixes"]
 
 #: proper prefixes of a state's literals are kept as a ``frozenset`` while they total at most
 #: this many characters, else as :class:`~respc.runtime.stream.LiteralPrefixes` (linear space;
@@ -100,6 +101,23 @@ def literal_automata(literals: tuple) -> tuple:
         out.append(HeldAutomaton(edge=None, tests=tuple(tests), first=tuple(first), follow=tuple(follow),
                                  last=tuple(last)))
     return tuple(out)
+
+
+def literal_prefixes(literals: tuple) -> frozenset | object:
+    """The proper prefixes (non-empty) of ``literals``' members longer than one character, as a
+    ``frozenset`` while they total at most :data:`PREFIX_TABLE_BUDGET` characters, else as a
+    :class:`~respc.runtime.stream.LiteralPrefixes` (linear space; docs/security.md, "Limits"):
+    what a scanner tests ``buf[j:] in`` to hold a literal's start ending the buffer. A generated
+    module calls it for a state that watches literals and a regex delimiter (issue 31: the
+    prefixes are not written out).
+
+    Raises:
+        TypeError: ``literals`` is not a tuple of str.
+    """
+    if not isinstance(literals, tuple) or not all(type(lit) is str for lit in literals):
+        raise TypeError(f"literal_prefixes takes a tuple of str, not {literals!r}")
+    plan = _hold_plan(literals)
+    return frozenset() if plan is None else plan[3]
 
 
 def _hold_plan(literals: tuple[str, ...]):

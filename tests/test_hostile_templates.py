@@ -183,7 +183,7 @@ def _assert_inert(source: str) -> None:
                        "j.start", "literal_hold", "ResponseParser", "_rt.parse_many", "_rt.lead_search", "_rt.barrier_search",
                        "_rt.partial_search", "_rt.partial_late", "_rt.partial_barrier", "_rt.window_partial",
                        "_rt.LazyPattern", "globals", "_rt.FastPath", "_rt.HoldRun", "_rt.HoldLiterals",
-                       "_rt.StrayCloser", "_rt.HeldAutomaton", "_rt.Literal"} | {
+                       "_rt.StrayCloser", "_rt.HeldAutomaton", "_rt.Literal", "_rt.literal_prefixes"} | {
         c for c in callees if re.fullmatch(r"_[DPB]\d+L?\.(search|fullmatch|match)", c)}, callees
 
 

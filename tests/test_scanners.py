@@ -121,3 +121,25 @@ def test_scanners_are_compiled_by_their_first_call():
     parser.feed("a <think>b</think> c")
     assert compiled()[0] and compiled()[1]
     assert parser.finalize()[0] == {"role": "assistant", "reasoning_content": "b", "content": "ac"}
+
+
+@pytest.mark.parametrize("name", CATALOGUE)
+def test_literal_prefixes_are_the_compilers(name):
+    """A state that watches literals and a regex delimiter calls runtime.literal_prefixes for its
+    held-prefix test (issue 31: the prefixes are not written out): the compiler's own set."""
+    from respc.compiler.automaton import plan_scans
+    from respc.compiler.source import read_template
+    from respc.runtime import literal_prefixes
+
+    read = read_template(REPO / "templates" / f"{name}.json")
+    for plan in plan_scans(read.template, read.automaton).plans:
+        if plan.hold is None:
+            continue
+        built = literal_prefixes(plan.hold.literals)
+        if plan.hold.prefixes is None:
+            assert not isinstance(built, frozenset)
+            assert all(lit[:k] in built for lit in plan.hold.literals for k in range(1, len(lit)))
+        else:
+            assert built == frozenset(plan.hold.prefixes)
+    with pytest.raises(TypeError, match="tuple of str"):
+        literal_prefixes(["<a>"])
