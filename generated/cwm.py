@@ -222,40 +222,9 @@ _P3 = _rt.LazyPattern('(?>(?:<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>))(?!)', bou
 # start only in the run of characters the part before the factor consumes; these find its start.
 # the last character before 'function' that /'<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)'/ cannot consume before it (compiled when first asked)
 _B0 = _rt.LazyPattern('(?r)[^<tol: \\u0009]')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end_',
-    '<|end_o',
-    '<|end_of',
-    '<|end_of_',
-    '<|end_of_t',
-    '<|end_of_te',
-    '<|end_of_tex',
-    '<|end_of_text',
-    '<|end_of_text|',
-    '<|eo',
-    '<|eot',
-    '<|eot_',
-    '<|eot_i',
-    '<|eot_id',
-    '<|eot_id|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<think>', '<|eot_id|>', '<|end_of_text|>', '</think>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

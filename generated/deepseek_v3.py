@@ -98,47 +98,12 @@ _D0_LEADS = ('<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581se
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)\\s*```json'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)\\s*```json))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<\uff5c',
-    '<\uff5ce',
-    '<\uff5cen',
-    '<\uff5cend',
-    '<\uff5cend\u2581',
-    '<\uff5cend\u2581o',
-    '<\uff5cend\u2581of',
-    '<\uff5cend\u2581of\u2581',
-    '<\uff5cend\u2581of\u2581s',
-    '<\uff5cend\u2581of\u2581se',
-    '<\uff5cend\u2581of\u2581sen',
-    '<\uff5cend\u2581of\u2581sent',
-    '<\uff5cend\u2581of\u2581sente',
-    '<\uff5cend\u2581of\u2581senten',
-    '<\uff5cend\u2581of\u2581sentenc',
-    '<\uff5cend\u2581of\u2581sentence',
-    '<\uff5cend\u2581of\u2581sentence\uff5c',
-    '<\uff5ct',
-    '<\uff5cto',
-    '<\uff5ctoo',
-    '<\uff5ctool',
-    '<\uff5ctool\u2581',
-    '<\uff5ctool\u2581c',
-    '<\uff5ctool\u2581ca',
-    '<\uff5ctool\u2581cal',
-    '<\uff5ctool\u2581call',
-    '<\uff5ctool\u2581calls',
-    '<\uff5ctool\u2581calls\u2581',
-    '<\uff5ctool\u2581calls\u2581b',
-    '<\uff5ctool\u2581calls\u2581be',
-    '<\uff5ctool\u2581calls\u2581beg',
-    '<\uff5ctool\u2581calls\u2581begi',
-    '<\uff5ctool\u2581calls\u2581begin',
-    '<\uff5ctool\u2581calls\u2581begin\uff5c',
-    '<\uff5ctool\u2581calls\u2581e',
-    '<\uff5ctool\u2581calls\u2581en',
-    '<\uff5ctool\u2581calls\u2581end',
-    '<\uff5ctool\u2581calls\u2581end\uff5c',
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes((
+    '<\uff5cend\u2581of\u2581sentence\uff5c>',
+    '<\uff5ctool\u2581calls\u2581begin\uff5c>',
+    '<\uff5ctool\u2581calls\u2581end\uff5c>',
 ))
 
 # -- state constants -------------------------------------------------------------------------

@@ -131,27 +131,9 @@ _D0_LEADS = ('<\uff5cDSML\uff5cinvoke name="',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\uff5cDSML\uff5cinvoke name="(?P<name>[^"]+)">'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\uff5cDSML\uff5cinvoke name="(?P<name>[^"]+)">))(?!)')
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '</',
-    '</\uff5c',
-    '</\uff5cD',
-    '</\uff5cDS',
-    '</\uff5cDSM',
-    '</\uff5cDSML',
-    '</\uff5cDSML\uff5c',
-    '</\uff5cDSML\uff5ct',
-    '</\uff5cDSML\uff5cto',
-    '</\uff5cDSML\uff5ctoo',
-    '</\uff5cDSML\uff5ctool',
-    '</\uff5cDSML\uff5ctool_',
-    '</\uff5cDSML\uff5ctool_c',
-    '</\uff5cDSML\uff5ctool_ca',
-    '</\uff5cDSML\uff5ctool_cal',
-    '</\uff5cDSML\uff5ctool_call',
-    '</\uff5cDSML\uff5ctool_calls',
-))
+# S_CALL_SECTION: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_2 = _rt.literal_prefixes(('</\uff5cDSML\uff5ctool_calls>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

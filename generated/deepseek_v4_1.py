@@ -131,23 +131,9 @@ _D0_LEADS = ('<\uff5cDSML\uff5c invoke name="',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\uff5cDSML\uff5c invoke name="(?P<name>[^"]+)">'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\uff5cDSML\uff5c invoke name="(?P<name>[^"]+)">))(?!)')
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '</',
-    '</\uff5c',
-    '</\uff5cD',
-    '</\uff5cDS',
-    '</\uff5cDSM',
-    '</\uff5cDSML',
-    '</\uff5cDSML\uff5c',
-    '</\uff5cDSML\uff5c ',
-    '</\uff5cDSML\uff5c c',
-    '</\uff5cDSML\uff5c ca',
-    '</\uff5cDSML\uff5c cal',
-    '</\uff5cDSML\uff5c call',
-    '</\uff5cDSML\uff5c calls',
-))
+# S_CALL_SECTION: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_2 = _rt.literal_prefixes(('</\uff5cDSML\uff5c calls>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

@@ -150,85 +150,16 @@ _D1 = _rt.LazyPattern('(?=\\{)', scope=globals(), name='_D1')
 _P0 = _rt.LazyPattern('(?>(?:<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>))(?!)', bound=('tool_calls', 'open_pattern'))
 # probe of open of 'json_tool_call': /'(?=\\{)'/ (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:(?=\\{)))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</d',
-    '</do',
-    '</dot',
-    '</dots',
-    '</dots_',
-    '</dots_f',
-    '</dots_fu',
-    '</dots_fun',
-    '</dots_func',
-    '</dots_funct',
-    '</dots_functi',
-    '</dots_functio',
-    '</dots_function',
-    '</dots_function_',
-    '</dots_function_c',
-    '</dots_function_ca',
-    '</dots_function_cal',
-    '</dots_function_call',
-    '<d',
-    '<do',
-    '<dot',
-    '<dots',
-    '<dots_',
-    '<dots_f',
-    '<dots_fu',
-    '<dots_fun',
-    '<dots_func',
-    '<dots_funct',
-    '<dots_functi',
-    '<dots_functio',
-    '<dots_function',
-    '<dots_function_',
-    '<dots_function_c',
-    '<dots_function_ca',
-    '<dots_function_cal',
-    '<dots_function_call',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|endo',
-    '<|endof',
-    '<|endofr',
-    '<|endofre',
-    '<|endofres',
-    '<|endofresp',
-    '<|endofrespo',
-    '<|endofrespon',
-    '<|endofrespons',
-    '<|endofresponse',
-    '<|endofresponse|',
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes((
+    '<dots_function_call>',
+    '<|endofresponse|>',
+    '</dots_function_call>',
 ))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</d',
-    '</do',
-    '</dot',
-    '</dots',
-    '</dots_',
-    '</dots_f',
-    '</dots_fu',
-    '</dots_fun',
-    '</dots_func',
-    '</dots_funct',
-    '</dots_functi',
-    '</dots_functio',
-    '</dots_function',
-    '</dots_function_',
-    '</dots_function_c',
-    '</dots_function_ca',
-    '</dots_function_cal',
-    '</dots_function_call',
-))
+# S_CALL_SECTION: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_1 = _rt.literal_prefixes(('</dots_function_call>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

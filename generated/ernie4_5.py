@@ -104,53 +104,14 @@ _D0L_LEADS = ('<think>',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:^\\s*(?:<think>\\s*)?|<think>\\s*))(?!)', bound=('reasoning_content', 'open_pattern'))
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</r',
-    '</re',
-    '</res',
-    '</resp',
-    '</respo',
-    '</respon',
-    '</respons',
-    '</response',
-    '</s',
-    '<r',
-    '<re',
-    '<res',
-    '<resp',
-    '<respo',
-    '<respon',
-    '<respons',
-    '<response',
-    '<t',
-    '<to',
-    '<too',
-    '<tool',
-    '<tool_',
-    '<tool_c',
-    '<tool_ca',
-    '<tool_cal',
-    '<tool_call',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end_',
-    '<|end_o',
-    '<|end_of',
-    '<|end_of_',
-    '<|end_of_s',
-    '<|end_of_se',
-    '<|end_of_sen',
-    '<|end_of_sent',
-    '<|end_of_sente',
-    '<|end_of_senten',
-    '<|end_of_sentenc',
-    '<|end_of_sentence',
-    '<|end_of_sentence|',
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes((
+    '<tool_call>',
+    '<response>',
+    '</response>',
+    '</s>',
+    '<|end_of_sentence|>',
 ))
 
 # -- state constants -------------------------------------------------------------------------

@@ -97,60 +97,9 @@ _D0_LEADS = ('functools[',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'functools(?=\\[)'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:functools(?=\\[)))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|eo',
-    '<|eot',
-    '<|eot_',
-    '<|eot_i',
-    '<|eot_id',
-    '<|eot_id|',
-    '<|s',
-    '<|st',
-    '<|sta',
-    '<|star',
-    '<|start',
-    '<|start_',
-    '<|start_h',
-    '<|start_he',
-    '<|start_hea',
-    '<|start_head',
-    '<|start_heade',
-    '<|start_header',
-    '<|start_header_',
-    '<|start_header_i',
-    '<|start_header_id',
-    '<|start_header_id|',
-    '<|start_header_id|>',
-    '<|start_header_id|>a',
-    '<|start_header_id|>as',
-    '<|start_header_id|>ass',
-    '<|start_header_id|>assi',
-    '<|start_header_id|>assis',
-    '<|start_header_id|>assist',
-    '<|start_header_id|>assista',
-    '<|start_header_id|>assistan',
-    '<|start_header_id|>assistant',
-    '<|start_header_id|>assistant<',
-    '<|start_header_id|>assistant<|',
-    '<|start_header_id|>assistant<|e',
-    '<|start_header_id|>assistant<|en',
-    '<|start_header_id|>assistant<|end',
-    '<|start_header_id|>assistant<|end_',
-    '<|start_header_id|>assistant<|end_h',
-    '<|start_header_id|>assistant<|end_he',
-    '<|start_header_id|>assistant<|end_hea',
-    '<|start_header_id|>assistant<|end_head',
-    '<|start_header_id|>assistant<|end_heade',
-    '<|start_header_id|>assistant<|end_header',
-    '<|start_header_id|>assistant<|end_header_',
-    '<|start_header_id|>assistant<|end_header_i',
-    '<|start_header_id|>assistant<|end_header_id',
-    '<|start_header_id|>assistant<|end_header_id|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<|eot_id|>', '<|start_header_id|>assistant<|end_header_id|>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

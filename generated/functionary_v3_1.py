@@ -133,34 +133,9 @@ _D0_LEADS = ('<function=',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<function=(?P<name>[^>]+)>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<function=(?P<name>[^>]+)>))(?!)', bound=('tool_calls', 'open_pattern'))
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|eo',
-    '<|eom',
-    '<|eom_',
-    '<|eom_i',
-    '<|eom_id',
-    '<|eom_id|',
-    '<|eot',
-    '<|eot_',
-    '<|eot_i',
-    '<|eot_id',
-    '<|eot_id|',
-    '<|p',
-    '<|py',
-    '<|pyt',
-    '<|pyth',
-    '<|pytho',
-    '<|python',
-    '<|python_',
-    '<|python_t',
-    '<|python_ta',
-    '<|python_tag',
-    '<|python_tag|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<|python_tag|>', '<|eot_id|>', '<|eom_id|>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

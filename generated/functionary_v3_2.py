@@ -121,46 +121,12 @@ _D0_LEADS = ('>>>',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'>>>(?P<name>[^\\s>]+)\\n'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:>>>(?P<name>[^\\s>]+)\\n))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|eo',
-    '<|eom',
-    '<|eom_',
-    '<|eom_i',
-    '<|eom_id',
-    '<|eom_id|',
-    '<|eot',
-    '<|eot_',
-    '<|eot_i',
-    '<|eot_id',
-    '<|eot_id|',
-    '>',
-    '>>',
-    '>>>',
-    '>>>a',
-    '>>>al',
-    '>>>all',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|eo',
-    '<|eom',
-    '<|eom_',
-    '<|eom_i',
-    '<|eom_id',
-    '<|eom_id|',
-    '<|eot',
-    '<|eot_',
-    '<|eot_i',
-    '<|eot_id',
-    '<|eot_id|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('>>>all\n', '<|eot_id|>', '<|eom_id|>'))
+# S_ANSWER: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_1 = _rt.literal_prefixes(('<|eot_id|>', '<|eom_id|>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

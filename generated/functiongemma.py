@@ -107,46 +107,9 @@ _D0_LEADS = ('<start_function_call>call:',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<start_function_call>call:(?P<name>[^{<\\s]+)'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<start_function_call>call:(?P<name>[^{<\\s]+)))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<e',
-    '<en',
-    '<end',
-    '<end_',
-    '<end_o',
-    '<end_of',
-    '<end_of_',
-    '<end_of_t',
-    '<end_of_tu',
-    '<end_of_tur',
-    '<end_of_turn',
-    '<eo',
-    '<eos',
-    '<s',
-    '<st',
-    '<sta',
-    '<star',
-    '<start',
-    '<start_',
-    '<start_f',
-    '<start_fu',
-    '<start_fun',
-    '<start_func',
-    '<start_funct',
-    '<start_functi',
-    '<start_functio',
-    '<start_function',
-    '<start_function_',
-    '<start_function_r',
-    '<start_function_re',
-    '<start_function_res',
-    '<start_function_resp',
-    '<start_function_respo',
-    '<start_function_respon',
-    '<start_function_respons',
-    '<start_function_response',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<end_of_turn>', '<start_function_response>', '<eos>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

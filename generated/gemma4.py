@@ -130,53 +130,14 @@ _D0_LEADS = ('<|tool_call>call:',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|tool_call>call:(?P<name>[^{<\\s]+)'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|tool_call>call:(?P<name>[^{<\\s]+)))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<c',
-    '<ch',
-    '<cha',
-    '<chan',
-    '<chann',
-    '<channe',
-    '<channel',
-    '<channel|',
-    '<e',
-    '<eo',
-    '<eos',
-    '<t',
-    '<tu',
-    '<tur',
-    '<turn',
-    '<turn|',
-    '<|',
-    '<|c',
-    '<|ch',
-    '<|cha',
-    '<|chan',
-    '<|chann',
-    '<|channe',
-    '<|channel',
-    '<|channel>',
-    '<|channel>t',
-    '<|channel>th',
-    '<|channel>tho',
-    '<|channel>thou',
-    '<|channel>thoug',
-    '<|channel>though',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_r',
-    '<|tool_re',
-    '<|tool_res',
-    '<|tool_resp',
-    '<|tool_respo',
-    '<|tool_respon',
-    '<|tool_respons',
-    '<|tool_response',
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes((
+    '<|channel>thought',
+    '<turn|>',
+    '<|tool_response>',
+    '<eos>',
+    '<channel|>',
 ))
 
 # -- state constants -------------------------------------------------------------------------
@@ -552,40 +513,9 @@ _R_D1_LEADS = ('<|tool_call>:', '<|tool_call>call:')
 _R_P0 = _rt.LazyPattern('(?>(?:(?:<\\|channel>thought)|(?P<repair_recover_opener><\\|channel>)))(?!)')
 # probe of open of 'tool_calls': /'(?:<\\|tool_call>call:(?P<name>[^{<\\s]+))|(?P<repair_recover_opener><\\|tool_call>:(?P<name__alt1>[^{<\\s]+))'/ (compiled when first asked)
 _R_P1 = _rt.LazyPattern('(?>(?:(?:<\\|tool_call>call:(?P<name>[^{<\\s]+))|(?P<repair_recover_opener><\\|tool_call>:(?P<name__alt1>[^{<\\s]+))))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_R_PREFIXES_0 = frozenset((
-    '<',
-    '<c',
-    '<ch',
-    '<cha',
-    '<chan',
-    '<chann',
-    '<channe',
-    '<channel',
-    '<channel|',
-    '<e',
-    '<eo',
-    '<eos',
-    '<t',
-    '<tu',
-    '<tur',
-    '<turn',
-    '<turn|',
-    '<|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_r',
-    '<|tool_re',
-    '<|tool_res',
-    '<|tool_resp',
-    '<|tool_respo',
-    '<|tool_respon',
-    '<|tool_respons',
-    '<|tool_response',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_R_PREFIXES_0 = _rt.literal_prefixes(('<turn|>', '<|tool_response>', '<eos>', '<channel|>'))
 
 # -- state constants -------------------------------------------------------------------------
 _RS_OUTSIDE = 0  # outside (implicit field 'content')

@@ -97,25 +97,9 @@ _D0_LEADS = ('<|',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\n|<\\|function_call\\|>))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</s',
-    '<|',
-    '<|m',
-    '<|me',
-    '<|mes',
-    '<|mess',
-    '<|messa',
-    '<|messag',
-    '<|message',
-    '<|message_',
-    '<|message_s',
-    '<|message_se',
-    '<|message_sep',
-    '<|message_sep|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('</s>', '<|message_sep|>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

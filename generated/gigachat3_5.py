@@ -128,27 +128,9 @@ _D0_LEADS = ('<\uff5cGCML\uff5cinvoke name="',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\uff5cGCML\uff5cinvoke name="(?P<name>[^"]+)">'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\uff5cGCML\uff5cinvoke name="(?P<name>[^"]+)">))(?!)')
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '</',
-    '</\uff5c',
-    '</\uff5cG',
-    '</\uff5cGC',
-    '</\uff5cGCM',
-    '</\uff5cGCML',
-    '</\uff5cGCML\uff5c',
-    '</\uff5cGCML\uff5ct',
-    '</\uff5cGCML\uff5cto',
-    '</\uff5cGCML\uff5ctoo',
-    '</\uff5cGCML\uff5ctool',
-    '</\uff5cGCML\uff5ctool_',
-    '</\uff5cGCML\uff5ctool_c',
-    '</\uff5cGCML\uff5ctool_ca',
-    '</\uff5cGCML\uff5ctool_cal',
-    '</\uff5cGCML\uff5ctool_call',
-    '</\uff5cGCML\uff5ctool_calls',
-))
+# S_TOOL_CALLS_SECTION: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_2 = _rt.literal_prefixes(('</\uff5cGCML\uff5ctool_calls>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

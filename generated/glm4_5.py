@@ -102,48 +102,14 @@ _D0_LEADS = ('<tool_call>',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<tool_call>\\s*(?P<name>[^\\s<]+)'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<tool_call>\\s*(?P<name>[^\\s<]+)))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|endo',
-    '<|endof',
-    '<|endoft',
-    '<|endofte',
-    '<|endoftex',
-    '<|endoftext',
-    '<|endoftext|',
-    '<|o',
-    '<|ob',
-    '<|obs',
-    '<|obse',
-    '<|obser',
-    '<|observ',
-    '<|observa',
-    '<|observat',
-    '<|observati',
-    '<|observatio',
-    '<|observation',
-    '<|observation|',
-    '<|u',
-    '<|us',
-    '<|use',
-    '<|user',
-    '<|user|',
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes((
+    '<think>',
+    '<|user|>',
+    '<|observation|>',
+    '<|endoftext|>',
+    '</think>',
 ))
 
 # -- state constants -------------------------------------------------------------------------

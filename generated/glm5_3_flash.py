@@ -151,48 +151,14 @@ _D1_LEADS = ('<tool_call>',)
 _P0 = _rt.LazyPattern('(?>(?:<tool_call>\\s*(?P<name>[^\\s<>]+)))(?!)')
 # probe of open of 'json_tool_calls': /'<tool_call>\\s*(?P<name>[^\\s<>]+)>(?=\\s*\\{)'/ (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:<tool_call>\\s*(?P<name>[^\\s<>]+)>(?=\\s*\\{)))(?!)', bound=('json_tool_calls', 'open_pattern'))
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|endo',
-    '<|endof',
-    '<|endoft',
-    '<|endofte',
-    '<|endoftex',
-    '<|endoftext',
-    '<|endoftext|',
-    '<|o',
-    '<|ob',
-    '<|obs',
-    '<|obse',
-    '<|obser',
-    '<|observ',
-    '<|observa',
-    '<|observat',
-    '<|observati',
-    '<|observatio',
-    '<|observation',
-    '<|observation|',
-    '<|u',
-    '<|us',
-    '<|use',
-    '<|user',
-    '<|user|',
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes((
+    '<think>',
+    '<|user|>',
+    '<|observation|>',
+    '<|endoftext|>',
+    '</think>',
 ))
 
 # -- state constants -------------------------------------------------------------------------

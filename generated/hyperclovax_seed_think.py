@@ -201,29 +201,9 @@ _P0 = _rt.LazyPattern('(?>(?:<tool_call>[ \\t\\n]*(?P<name>[^\\s<]+)))(?!)')
 _P1 = _rt.LazyPattern('(?>(?:(?=\\[\\s*\\{\\s*"name")))(?!)')
 # probe of open of 'json_call': /'(?=\\{\\s*"name")'/ (compiled when first asked)
 _P2 = _rt.LazyPattern('(?>(?:(?=\\{\\s*"name")))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<think>', '<|im_end|>', '</think>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

@@ -118,39 +118,12 @@ _D0_LEADS = ('<|action_start|>',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|action_start\\|>\\s*<\\|plugin\\|>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|action_start\\|>\\s*<\\|plugin\\|>))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<think>', '<|im_end|>', '</think>'))
+# S_REASONING_CONTENT: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_1 = _rt.literal_prefixes(('</think>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

@@ -108,18 +108,9 @@ _D0_LEADS = ('<|action_start|>',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|action_start\\|>\\s*<\\|plugin\\|>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|action_start\\|>\\s*<\\|plugin\\|>))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<|im_end|>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

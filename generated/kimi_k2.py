@@ -98,46 +98,12 @@ _D0_LEADS = ('<|tool_call_begin|>',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):\\d+\\s*<\\|tool_call_argument_begin\\|>))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_calls',
-    '<|tool_calls_',
-    '<|tool_calls_s',
-    '<|tool_calls_se',
-    '<|tool_calls_sec',
-    '<|tool_calls_sect',
-    '<|tool_calls_secti',
-    '<|tool_calls_sectio',
-    '<|tool_calls_section',
-    '<|tool_calls_section_',
-    '<|tool_calls_section_b',
-    '<|tool_calls_section_be',
-    '<|tool_calls_section_beg',
-    '<|tool_calls_section_begi',
-    '<|tool_calls_section_begin',
-    '<|tool_calls_section_begin|',
-    '<|tool_calls_section_e',
-    '<|tool_calls_section_en',
-    '<|tool_calls_section_end',
-    '<|tool_calls_section_end|',
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes((
+    '<|im_end|>',
+    '<|tool_calls_section_begin|>',
+    '<|tool_calls_section_end|>',
 ))
 
 # -- state constants -------------------------------------------------------------------------

@@ -117,51 +117,13 @@ _D0_LEADS = ('<|tool_call_begin|>',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>))(?!)', bound=('tool_calls', 'open_pattern'))
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_calls',
-    '<|tool_calls_',
-    '<|tool_calls_s',
-    '<|tool_calls_se',
-    '<|tool_calls_sec',
-    '<|tool_calls_sect',
-    '<|tool_calls_secti',
-    '<|tool_calls_sectio',
-    '<|tool_calls_section',
-    '<|tool_calls_section_',
-    '<|tool_calls_section_b',
-    '<|tool_calls_section_be',
-    '<|tool_calls_section_beg',
-    '<|tool_calls_section_begi',
-    '<|tool_calls_section_begin',
-    '<|tool_calls_section_begin|',
-    '<|tool_calls_section_e',
-    '<|tool_calls_section_en',
-    '<|tool_calls_section_end',
-    '<|tool_calls_section_end|',
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes((
+    '<think>',
+    '<|im_end|>',
+    '<|tool_calls_section_begin|>',
+    '<|tool_calls_section_end|>',
 ))
 
 # -- state constants -------------------------------------------------------------------------
@@ -504,51 +466,13 @@ _R_P0 = _rt.LazyPattern('(?>(?:<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<n
 _R_P1 = _rt.LazyPattern('(?>(?:(?:<\\|tool_calls_section_begin\\|>|</think>)|(?P<repair_recover_closer>(?=<\\|tool_call_begin\\|>))))(?!)')
 # probe of close of 'tool_calls': /'(?:<\\|tool_call_end\\|>)|(?P<repair_recover_closer>(?=<\\|tool_call_begin\\|>))'/ (compiled when first asked)
 _R_P2 = _rt.LazyPattern('(?>(?:(?:<\\|tool_call_end\\|>)|(?P<repair_recover_closer>(?=<\\|tool_call_begin\\|>))))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_R_PREFIXES_0 = frozenset((
-    '<',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-    '<|t',
-    '<|to',
-    '<|too',
-    '<|tool',
-    '<|tool_',
-    '<|tool_c',
-    '<|tool_ca',
-    '<|tool_cal',
-    '<|tool_call',
-    '<|tool_calls',
-    '<|tool_calls_',
-    '<|tool_calls_s',
-    '<|tool_calls_se',
-    '<|tool_calls_sec',
-    '<|tool_calls_sect',
-    '<|tool_calls_secti',
-    '<|tool_calls_sectio',
-    '<|tool_calls_section',
-    '<|tool_calls_section_',
-    '<|tool_calls_section_b',
-    '<|tool_calls_section_be',
-    '<|tool_calls_section_beg',
-    '<|tool_calls_section_begi',
-    '<|tool_calls_section_begin',
-    '<|tool_calls_section_begin|',
-    '<|tool_calls_section_e',
-    '<|tool_calls_section_en',
-    '<|tool_calls_section_end',
-    '<|tool_calls_section_end|',
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_R_PREFIXES_0 = _rt.literal_prefixes((
+    '<think>',
+    '<|im_end|>',
+    '<|tool_calls_section_begin|>',
+    '<|tool_calls_section_end|>',
 ))
 
 # -- state constants -------------------------------------------------------------------------

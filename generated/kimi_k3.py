@@ -182,29 +182,9 @@ _D1_LEADS = ('<|open|>call tool="',)
 _P0 = _rt.LazyPattern('(?>(?:<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>))(?!)')
 # probe of open of 'tool_calls': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>'/ (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>))(?!)')
-# state 3: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_3 = frozenset((
-    '<',
-    '<|',
-    '<|c',
-    '<|cl',
-    '<|clo',
-    '<|clos',
-    '<|close',
-    '<|close|',
-    '<|close|>',
-    '<|close|>t',
-    '<|close|>to',
-    '<|close|>too',
-    '<|close|>tool',
-    '<|close|>tools',
-    '<|close|>tools<',
-    '<|close|>tools<|',
-    '<|close|>tools<|s',
-    '<|close|>tools<|se',
-    '<|close|>tools<|sep',
-    '<|close|>tools<|sep|',
-))
+# S_TOOLS_SECTION: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_3 = _rt.literal_prefixes(('<|close|>tools<|sep|>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

@@ -105,31 +105,9 @@ _D0_LEADS = ('<tool_call>',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<tool_call>\\s*(?P<name>[^\\s<]+)'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<tool_call>\\s*(?P<name>[^\\s<]+)))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<|',
-    '<|r',
-    '<|ro',
-    '<|rol',
-    '<|role',
-    '<|role_',
-    '<|role_e',
-    '<|role_en',
-    '<|role_end',
-    '<|role_end|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<think>', '<|role_end|>', '</think>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

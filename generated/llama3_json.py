@@ -203,34 +203,9 @@ _P0 = _rt.LazyPattern('(?>(?:(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)))(?
 _P1 = _rt.LazyPattern('(?>(?:\\s*;))(?!)', bound=('tool_calls', 'close_pattern'))
 # probe of close of 'tagged_json_call': /'\\s*;'/ (compiled when first asked)
 _P2 = _rt.LazyPattern('(?>(?:\\s*;))(?!)', bound=('tagged_json_call', 'close_pattern'))
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|eo',
-    '<|eom',
-    '<|eom_',
-    '<|eom_i',
-    '<|eom_id',
-    '<|eom_id|',
-    '<|eot',
-    '<|eot_',
-    '<|eot_i',
-    '<|eot_id',
-    '<|eot_id|',
-    '<|p',
-    '<|py',
-    '<|pyt',
-    '<|pyth',
-    '<|pytho',
-    '<|python',
-    '<|python_',
-    '<|python_t',
-    '<|python_ta',
-    '<|python_tag',
-    '<|python_tag|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<|python_tag|>', '<|eot_id|>', '<|eom_id|>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

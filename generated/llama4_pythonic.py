@@ -105,28 +105,9 @@ _D0_LEADS = ('<|python_start|>', '[')
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|eo',
-    '<|eom',
-    '<|eom|',
-    '<|eot',
-    '<|eot|',
-    '<|p',
-    '<|py',
-    '<|pyt',
-    '<|pyth',
-    '<|pytho',
-    '<|python',
-    '<|python_',
-    '<|python_e',
-    '<|python_en',
-    '<|python_end',
-    '<|python_end|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<|eot|>', '<|eom|>', '<|python_end|>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

@@ -115,18 +115,9 @@ _D0_LEADS = ('[TOOL_CALLS]',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:\\[TOOL_CALLS\\](?P<name>[\\w.\\-]+)(?:\\[CALL_ID\\][\\w\\-]*)?\\[ARGS\\]))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</s',
-    '[',
-    '[T',
-    '[TH',
-    '[THI',
-    '[THIN',
-    '[THINK',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('[THINK]', '</s>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

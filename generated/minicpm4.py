@@ -103,29 +103,9 @@ _D0 = _rt.LazyPattern('<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>', sco
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>))(?!)', bound=('tool_calls', 'open_pattern'))
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<think>', '<|im_end|>', '</think>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

@@ -125,21 +125,9 @@ _D0 = _rt.LazyPattern('(?=\\{)', scope=globals(), name='_D0')
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'(?=\\{)'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:(?=\\{)))(?!)')
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</to',
-    '</too',
-    '</tool',
-    '</tool_',
-    '</tool_c',
-    '</tool_ca',
-    '</tool_cal',
-    '</tool_call',
-    '</tool_calls',
-))
+# S_CALL_SECTION: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_2 = _rt.literal_prefixes(('</tool_calls>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

@@ -103,52 +103,13 @@ _D0_LEADS = ('<invoke name="',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<invoke name="(?P<name>[^"]+)">'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<invoke name="(?P<name>[^"]+)">))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</m',
-    '</mi',
-    '</min',
-    '</mini',
-    '</minim',
-    '</minima',
-    '</minimax',
-    '</minimax:',
-    '</minimax:t',
-    '</minimax:to',
-    '</minimax:too',
-    '</minimax:tool',
-    '</minimax:tool_',
-    '</minimax:tool_c',
-    '</minimax:tool_ca',
-    '</minimax:tool_cal',
-    '</minimax:tool_call',
-    '<m',
-    '<mi',
-    '<min',
-    '<mini',
-    '<minim',
-    '<minima',
-    '<minimax',
-    '<minimax:',
-    '<minimax:t',
-    '<minimax:to',
-    '<minimax:too',
-    '<minimax:tool',
-    '<minimax:tool_',
-    '<minimax:tool_c',
-    '<minimax:tool_ca',
-    '<minimax:tool_cal',
-    '<minimax:tool_call',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '[',
-    '[e',
-    '[e\x7e',
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes((
+    '<think>',
+    '[e\x7e[',
+    '<minimax:tool_call>',
+    '</minimax:tool_call>',
 ))
 
 # -- state constants -------------------------------------------------------------------------

@@ -122,33 +122,9 @@ _D0_LEADS = (']<]minimax[>[<invoke name="',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:\\]<\\]minimax\\[>\\[<invoke name="(?P<name>[^"]*)">))(?!)')
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    ']',
-    ']<',
-    ']<]',
-    ']<]m',
-    ']<]mi',
-    ']<]min',
-    ']<]mini',
-    ']<]minim',
-    ']<]minima',
-    ']<]minimax',
-    ']<]minimax[',
-    ']<]minimax[>',
-    ']<]minimax[>[',
-    ']<]minimax[>[<',
-    ']<]minimax[>[</',
-    ']<]minimax[>[</t',
-    ']<]minimax[>[</to',
-    ']<]minimax[>[</too',
-    ']<]minimax[>[</tool',
-    ']<]minimax[>[</tool_',
-    ']<]minimax[>[</tool_c',
-    ']<]minimax[>[</tool_ca',
-    ']<]minimax[>[</tool_cal',
-    ']<]minimax[>[</tool_call',
-))
+# S_CALL_SECTION: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_2 = _rt.literal_prefixes((']<]minimax[>[</tool_call>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

@@ -141,52 +141,12 @@ _P3 = _rt.LazyPattern('(?>(?:<atem:invoke\\s+name="(?P<name>[^"]+)"\\s*>))(?!)',
 _B0 = _rt.LazyPattern('(?r)[^<|star>in \\u0009o=elf]')
 # the last character before '<|message|>' that /'(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>'/ cannot consume before it (compiled when first asked)
 _B1 = _rt.LazyPattern('(?r)[^<|star>in \\u0009o=ue]')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|end_',
-    '<|end_o',
-    '<|end_of',
-    '<|end_of_',
-    '<|end_of_t',
-    '<|end_of_te',
-    '<|end_of_tex',
-    '<|end_of_text',
-    '<|end_of_text|',
-    '<|eo',
-    '<|eom',
-    '<|eom|',
-    '<|eot',
-    '<|eot|',
-))
-# state 2: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_2 = frozenset((
-    '<',
-    '</',
-    '</a',
-    '</at',
-    '</ate',
-    '</atem',
-    '</atem:',
-    '</atem:f',
-    '</atem:fu',
-    '</atem:fun',
-    '</atem:func',
-    '</atem:funct',
-    '</atem:functi',
-    '</atem:functio',
-    '</atem:function',
-    '</atem:function_',
-    '</atem:function_c',
-    '</atem:function_ca',
-    '</atem:function_cal',
-    '</atem:function_call',
-    '</atem:function_calls',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<|eom|>', '<|eot|>', '<|end_of_text|>'))
+# S_TOOL_MESSAGE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_2 = _rt.literal_prefixes(('</atem:function_calls>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

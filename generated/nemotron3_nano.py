@@ -102,29 +102,9 @@ _D0_LEADS = ('<tool_call>',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<think>', '<|im_end|>', '</think>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

@@ -117,25 +117,9 @@ _D0 = _rt.LazyPattern('(?=[A-Za-z_])', scope=globals(), name='_D0')
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'(?=[A-Za-z_])'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:(?=[A-Za-z_])))(?!)')
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</f',
-    '</fu',
-    '</fun',
-    '</func',
-    '</funct',
-    '</functi',
-    '</functio',
-    '</function',
-    '</function_',
-    '</function_c',
-    '</function_ca',
-    '</function_cal',
-    '</function_call',
-    '</function_calls',
-))
+# S_CALL_SECTION: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_1 = _rt.literal_prefixes(('</function_calls>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

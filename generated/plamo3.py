@@ -137,41 +137,9 @@ _D0_LEADS = ('<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>'
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>))(?!)', bound=('tool_calls', 'open_pattern'))
-# state 3: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_3 = frozenset((
-    '<',
-    '<|',
-    '<|p',
-    '<|pl',
-    '<|pla',
-    '<|plam',
-    '<|plamo',
-    '<|plamo:',
-    '<|plamo:e',
-    '<|plamo:en',
-    '<|plamo:end',
-    '<|plamo:end_',
-    '<|plamo:end_t',
-    '<|plamo:end_to',
-    '<|plamo:end_too',
-    '<|plamo:end_tool',
-    '<|plamo:end_tool_',
-    '<|plamo:end_tool_r',
-    '<|plamo:end_tool_re',
-    '<|plamo:end_tool_req',
-    '<|plamo:end_tool_requ',
-    '<|plamo:end_tool_reque',
-    '<|plamo:end_tool_reques',
-    '<|plamo:end_tool_request',
-    '<|plamo:end_tool_requests',
-    '<|plamo:end_tool_requests:',
-    '<|plamo:end_tool_requests:p',
-    '<|plamo:end_tool_requests:pl',
-    '<|plamo:end_tool_requests:pla',
-    '<|plamo:end_tool_requests:plam',
-    '<|plamo:end_tool_requests:plamo',
-    '<|plamo:end_tool_requests:plamo|',
-))
+# S_CALL_SECTION: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_3 = _rt.literal_prefixes(('<|plamo:end_tool_requests:plamo|>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

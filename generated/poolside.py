@@ -241,46 +241,12 @@ _P1 = _rt.LazyPattern('(?>(?:<tool_call>[ \\t\\n]*(?P<name>[^\\s<{]+)\\s*(?=\\{)
 _P2 = _rt.LazyPattern('(?>(?:<tool_call>[ \\t\\n]*(?P<name>[^\\s<{]+)))(?!)')
 # probe of open of 'json_tool_call': /'(?=\\{\\s*"name")'/ (compiled when first asked)
 _P3 = _rt.LazyPattern('(?>(?:(?=\\{\\s*"name")))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</a',
-    '</as',
-    '</ass',
-    '</assi',
-    '</assis',
-    '</assist',
-    '</assista',
-    '</assistan',
-    '</assistant',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '\u3008',
-    '\u3008|',
-    '\u3008|E',
-    '\u3008|EO',
-    '\u3008|EOS',
-    '\u3008|EOS|',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<think>', '</assistant>', '\u3008|EOS|\u3009', '</think>'))
+# S_REASONING_CONTENT: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_1 = _rt.literal_prefixes(('</think>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

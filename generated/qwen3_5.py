@@ -105,49 +105,12 @@ _D0_LEADS = ('<tool_call>',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|endo',
-    '<|endof',
-    '<|endoft',
-    '<|endofte',
-    '<|endoftex',
-    '<|endoftext',
-    '<|endoftext|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<think>', '<|im_end|>', '<|endoftext|>', '</think>'))
+# S_REASONING_CONTENT: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_1 = _rt.literal_prefixes(('</think>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

@@ -95,28 +95,9 @@ _D0_LEADS = ('<tool_call>',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|endo',
-    '<|endof',
-    '<|endoft',
-    '<|endofte',
-    '<|endoftex',
-    '<|endoftext',
-    '<|endoftext|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<|im_end|>', '<|endoftext|>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
@@ -389,28 +370,9 @@ _R_D0_LEADS = ('<function=', '<tool_call>')
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>)|(?P<repair_recover_opener><function=(?P<name__alt1>[^<>\\s]+)>)'/ (compiled when first asked)
 _R_P0 = _rt.LazyPattern('(?>(?:(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>)|(?P<repair_recover_opener><function=(?P<name__alt1>[^<>\\s]+)>)))(?!)', bound=('tool_calls', 'open_pattern'))
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_R_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|e',
-    '<|en',
-    '<|end',
-    '<|endo',
-    '<|endof',
-    '<|endoft',
-    '<|endofte',
-    '<|endoftex',
-    '<|endoftext',
-    '<|endoftext|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_R_PREFIXES_0 = _rt.literal_prefixes(('<|im_end|>', '<|endoftext|>'))
 
 # -- state constants -------------------------------------------------------------------------
 _RS_OUTSIDE = 0  # outside (implicit field 'content')

@@ -127,21 +127,9 @@ _P1 = _rt.LazyPattern('(?>(?:\\s*```))(?!)', bound=('tool_calls', 'close_pattern
 # start only in the run of characters the part before the factor consumes; these find its start.
 # the last character before '```' that /'\\s*```'/ cannot consume before it (compiled when first asked)
 _B0 = _rt.LazyPattern('(?r)[^\\s]')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<think>', '</think>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

@@ -102,23 +102,9 @@ _D0_LEADS = ('<seed:tool_call>',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<seed:tool_call>\\s*<function=(?P<name>[^>\\s]+)>))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<s',
-    '<se',
-    '<see',
-    '<seed',
-    '<seed:',
-    '<seed:e',
-    '<seed:eo',
-    '<seed:eos',
-    '<seed:t',
-    '<seed:th',
-    '<seed:thi',
-    '<seed:thin',
-    '<seed:think',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<seed:think>', '<seed:eos>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

@@ -111,49 +111,12 @@ _D0_LEADS = ('<|tool_call:start|>',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|tool_call:start\\|>(?P<name>[\\w.:/-]+)\\n'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|tool_call:start\\|>(?P<name>[\\w.:/-]+)\\n))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<|',
-    '<|i',
-    '<|im',
-    '<|im:',
-    '<|im:e',
-    '<|im:en',
-    '<|im:end',
-    '<|im:end|',
-    '<|t',
-    '<|th',
-    '<|thi',
-    '<|thin',
-    '<|think',
-    '<|think:',
-    '<|think:e',
-    '<|think:en',
-    '<|think:end',
-    '<|think:end|',
-    '<|think:s',
-    '<|think:st',
-    '<|think:sta',
-    '<|think:star',
-    '<|think:start',
-    '<|think:start|',
-))
-# state 1: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_1 = frozenset((
-    '<',
-    '<|',
-    '<|t',
-    '<|th',
-    '<|thi',
-    '<|thin',
-    '<|think',
-    '<|think:',
-    '<|think:e',
-    '<|think:en',
-    '<|think:end',
-    '<|think:end|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<|think:start|>', '<|im:end|>', '<|think:end|>'))
+# S_REASONING_CONTENT: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_1 = _rt.literal_prefixes(('<|think:end|>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

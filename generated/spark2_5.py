@@ -105,37 +105,12 @@ _D0_LEADS = ('<tool_call>',)
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<tool_call>\\s*(?P<name>[^\\s<]+)'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<tool_call>\\s*(?P<name>[^\\s<]+)))(?!)')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<\uff5c',
-    '<\uff5ce',
-    '<\uff5cen',
-    '<\uff5cend',
-    '<\uff5cend\u2581',
-    '<\uff5cend\u2581o',
-    '<\uff5cend\u2581of',
-    '<\uff5cend\u2581of\u2581',
-    '<\uff5cend\u2581of\u2581s',
-    '<\uff5cend\u2581of\u2581se',
-    '<\uff5cend\u2581of\u2581sen',
-    '<\uff5cend\u2581of\u2581sent',
-    '<\uff5cend\u2581of\u2581sente',
-    '<\uff5cend\u2581of\u2581senten',
-    '<\uff5cend\u2581of\u2581sentenc',
-    '<\uff5cend\u2581of\u2581sentence',
-    '<\uff5cend\u2581of\u2581sentence\uff5c',
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes((
+    '<think>',
+    '<\uff5cend\u2581of\u2581sentence\uff5c>',
+    '</think>',
 ))
 
 # -- state constants -------------------------------------------------------------------------

@@ -106,52 +106,15 @@ _P0 = _rt.LazyPattern('(?>(?:<\uff5ctool_call_begin\uff5c>\\s*function\\s*<\uff5
 # start only in the run of characters the part before the factor consumes; these find its start.
 # the last character before '<steptml:invoke name="' that /'<\uff5ctool_call_begin\uff5c>\\s*function\\s*<\uff5ctool_sep\uff5c>\\s*<steptml:invoke name="(?P<name>[^"]+)">'/ cannot consume before it (compiled when first asked)
 _B0 = _rt.LazyPattern('(?r)[^<\\uff5ctol_cabegin>\\sfusp]')
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '</',
-    '</t',
-    '</th',
-    '</thi',
-    '</thin',
-    '</think',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<|',
-    '<|E',
-    '<|EO',
-    '<|EOT',
-    '<|EOT|',
-    '<\uff5c',
-    '<\uff5ct',
-    '<\uff5cto',
-    '<\uff5ctoo',
-    '<\uff5ctool',
-    '<\uff5ctool_',
-    '<\uff5ctool_c',
-    '<\uff5ctool_ca',
-    '<\uff5ctool_cal',
-    '<\uff5ctool_call',
-    '<\uff5ctool_call_',
-    '<\uff5ctool_call_e',
-    '<\uff5ctool_call_en',
-    '<\uff5ctool_call_end',
-    '<\uff5ctool_call_end\uff5c',
-    '<\uff5ctool_calls',
-    '<\uff5ctool_calls_',
-    '<\uff5ctool_calls_b',
-    '<\uff5ctool_calls_be',
-    '<\uff5ctool_calls_beg',
-    '<\uff5ctool_calls_begi',
-    '<\uff5ctool_calls_begin',
-    '<\uff5ctool_calls_begin\uff5c',
-    '<\uff5ctool_calls_e',
-    '<\uff5ctool_calls_en',
-    '<\uff5ctool_calls_end',
-    '<\uff5ctool_calls_end\uff5c',
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes((
+    '<think>',
+    '<|EOT|>',
+    '<\uff5ctool_calls_begin\uff5c>',
+    '<\uff5ctool_call_end\uff5c>',
+    '<\uff5ctool_calls_end\uff5c>',
+    '</think>',
 ))
 
 # -- state constants -------------------------------------------------------------------------

@@ -118,23 +118,9 @@ _D1 = _rt.LazyPattern('\\s*(?:</tool_call>|```)', scope=globals(), name='_D1', b
 _P0 = _rt.LazyPattern('(?>(?:<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")))(?!)')
 # probe of close of 'tool_calls': /'\\s*(?:</tool_call>|```)'/ (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:\\s*(?:</tool_call>|```)))(?!)', bound=('tool_calls', 'close_pattern'))
-# state 0: proper prefixes of its literal delimiters; a buffer ending in one is held
-_PREFIXES_0 = frozenset((
-    '<',
-    '<t',
-    '<th',
-    '<thi',
-    '<thin',
-    '<think',
-    '<|',
-    '<|i',
-    '<|im',
-    '<|im_',
-    '<|im_e',
-    '<|im_en',
-    '<|im_end',
-    '<|im_end|',
-))
+# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
+# one is held)
+_PREFIXES_0 = _rt.literal_prefixes(('<think>', '<|im_end|>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
