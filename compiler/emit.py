@@ -282,7 +282,7 @@ def _held_rows(automata: tuple[PositionAutomaton, ...] | None) -> list[str]:
     """The ``HOLD_REGEX`` entry of one state as source lines (without indentation): ``None``, or
     per delimiter a comment with its pattern and one ``_rt.HeldAutomaton`` record built by keyword
     (runtime/tables.py; ``edge``: the pattern when a complete match can go on, else None),
-    ``follow`` eight positions to a line."""
+    ``follow`` as many positions to a line as fit."""
     if automata is None:
         return ["None,"]
     rows = ["("]
@@ -303,7 +303,13 @@ def _held_rows(automata: tuple[PositionAutomaton, ...] | None) -> list[str]:
             rows.append(f"        follow={_tuple(follow)},")
         else:
             rows.append("        follow=(")
-            rows += ["            " + ", ".join(follow[k:k + 8]) + "," for k in range(0, len(follow), 8)]
+            line = ""
+            for item in follow:  # as many positions to a line as fit in LINE_LIMIT
+                if line and len(line) + len(item) + 2 > LINE_LIMIT - 20:  # (20: its indentation)
+                    rows.append("            " + line.rstrip())
+                    line = ""
+                line += item + ", "
+            rows.append("            " + line.rstrip())
             rows.append("        ),")
         rows.append(f"        last={_tuple([str(x) for x in table.last])},")
         rows.append("    ),")
@@ -606,13 +612,14 @@ def _start_helper(var: str, pattern: str, searches: set[str]) -> dict | None:
     return helper
 
 
-def _partial_search(var: str, pattern: str, start: str, searches: set[str]) -> str:
+def _partial_search(var: str, pattern: str, start: str, searches: set[str]) -> dict:
     """The partial search (``eos`` false) of regex delimiter ``var`` from offset ``start`` (a
     variable name), as source: the engine's own ``search(..., partial=True)`` while fewer than
     ``runtime.PARTIAL_LONG`` characters are undecided (a streamed chunk's scan), else with its
     start-anchored alternatives only tried at offset 0 (``runtime.partial_late``) when it has
     them, else by :func:`_start_helper`, else a window at a time (``runtime.window_partial``);
-    the same answer either way."""
+    the same answer either way. As ``{"plain": ..., "long": ..., "start": ...}``: the two
+    searches' source and the start variable, which the scanner writes as an ``if``."""
     plain = f"{var}.search(buf, {start}, partial=True)"
     late = late_pattern(pattern)
     if late is None:
@@ -620,7 +627,7 @@ def _partial_search(var: str, pattern: str, start: str, searches: set[str]) -> s
         if helper is None:
             # no start to search from: the engine's partial phase a window at a time (issue 23)
             searches.add("window-partial")
-            return f"({plain} if n - {start} < {PARTIAL_LONG} else _rt.window_partial({var}, buf, {start}))"
+            return {"plain": plain, "long": f"_rt.window_partial({var}, buf, {start})", "start": start}
         call = f"{helper['call']}({var}, buf, {start}, {helper['args']})"
     else:
         searches.add("partial-search")
@@ -630,7 +637,7 @@ def _partial_search(var: str, pattern: str, start: str, searches: set[str]) -> s
             late_var = var + "L"
             late_leads = f"{late_var}_LEADS" if classify_pattern(late).leads else "None"
         call = f"_rt.partial_late({var}, {late_var}, buf, {start}, {late_leads})"
-    return f"({plain} if n - {start} < {PARTIAL_LONG} else {call})"
+    return {"plain": plain, "long": call, "start": start}
 
 
 def _leads_repr(pattern: str) -> str | None:
