@@ -319,7 +319,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D0, buf, lo))) or False
+            if eos:
+                m = _D0.search(buf, lo)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.window_partial(_D0, buf, lo)
+            m = memo[1] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -396,7 +402,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[6] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[6] = (_D1.search(buf, lo) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D1, buf, lo))) or False
+            if eos:
+                m = _D1.search(buf, lo)
+            elif n - lo < 256:
+                m = _D1.search(buf, lo, partial=True)
+            else:
+                m = _rt.window_partial(_D1, buf, lo)
+            m = memo[6] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -465,7 +477,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[11] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[11] = (_D2.search(buf, lo) if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D2, buf, lo))) or False
+            if eos:
+                m = _D2.search(buf, lo)
+            elif n - lo < 256:
+                m = _D2.search(buf, lo, partial=True)
+            else:
+                m = _rt.window_partial(_D2, buf, lo)
+            m = memo[11] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -534,7 +552,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[15] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[15] = (_D3.search(buf, lo) if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D3, buf, lo))) or False
+            if eos:
+                m = _D3.search(buf, lo)
+            elif n - lo < 256:
+                m = _D3.search(buf, lo, partial=True)
+            else:
+                m = _rt.window_partial(_D3, buf, lo)
+            m = memo[15] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -697,9 +721,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6, 7), (6, 7), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15, 16), (15, 16),
-                    (17, 18), (17, 18), (18,),
+                    (1,), (2,), (3,), (4,), (5,), (6, 7), (6, 7), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15, 16), (15, 16), (17, 18), (17, 18), (18,),
                 ),
                 last=(18,),
             ),
@@ -709,8 +732,7 @@ class ResponseParser(_rt.StreamParser):
                 tests=('<', 't', 'o', 'o', 'l', ':', '[\\u0020\\u0009]', '[^>\\s]', '[\\u0020\\u0009]', '>'),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6, 7), (6, 7), (7, 8, 9),
-                    (8, 9), (),
+                    (1,), (2,), (3,), (4,), (5,), (6, 7), (6, 7), (7, 8, 9), (8, 9), (),
                 ),
                 last=(9,),
             ),
@@ -724,10 +746,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1, 15, 24), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (),
+                    (1, 15, 24), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,),
+                    (12,), (13,), (14,), (), (16,), (17,), (18,), (19,), (20,), (21,), (22,),
+                    (23,), (), (25,), (26,), (27,), (28,), (29,), (30,), (),
                 ),
                 last=(14, 23, 30),
             ),

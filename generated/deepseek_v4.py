@@ -218,7 +218,13 @@ def _scan_2(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[7] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[7] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[7] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -340,9 +346,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18,), (),
                 ),
                 last=(18,),
             ),
@@ -355,9 +360,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (20, 21), (22,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (20, 21), (22,), (),
                 ),
                 last=(22,),
             ),

@@ -236,7 +236,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D0, buf, lo))) or False
+            if eos:
+                m = _D0.search(buf, lo)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.window_partial(_D0, buf, lo)
+            m = memo[1] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -341,7 +347,13 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[8] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[8] = (_D0.search(buf, lo) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D0, buf, lo))) or False
+            if eos:
+                m = _D0.search(buf, lo)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.window_partial(_D0, buf, lo)
+            m = memo[8] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -387,7 +399,13 @@ def _scan_1(buf, pos, eos, memo):
     # open of 'json_tool_call': /'(?=\\{)'/
     m = memo[12]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[12] = (_D1.search(buf, pos) if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D1, buf, pos))) or False
+        if eos:
+            m = _D1.search(buf, pos)
+        elif n - pos < 256:
+            m = _D1.search(buf, pos, partial=True)
+        else:
+            m = _rt.window_partial(_D1, buf, pos)
+        m = memo[12] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -503,9 +521,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18,), (19,), (),
                 ),
                 last=(19,),
             ),
@@ -518,9 +535,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (7, 8),
-                    (9,), (10,), (11,), (12, 13), (12, 13), (14, 15, 16), (14, 15, 16), (16,),
-                    (16, 17, 18, 19), (18, 19), (18, 19), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (7, 8), (9,), (10,), (11,), (12, 13),
+                    (12, 13), (14, 15, 16), (14, 15, 16), (16,), (16, 17, 18, 19), (18, 19),
+                    (18, 19), (),
                 ),
                 last=(19,),
             ),
@@ -535,11 +552,10 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1, 21), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,),
-                    (33,), (34,), (35,), (36,), (),
+                    (1, 21), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (), (22,), (23,),
+                    (24,), (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,), (33,), (34,),
+                    (35,), (36,), (),
                 ),
                 last=(20, 36),
             ),
@@ -555,9 +571,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (),
                 ),
                 last=(20,),
             ),
@@ -570,9 +585,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (7, 8),
-                    (9,), (10,), (11,), (12, 13), (12, 13), (14, 15, 16), (14, 15, 16), (16,),
-                    (16, 17, 18, 19), (18, 19), (18, 19), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (7, 8), (9,), (10,), (11,), (12, 13),
+                    (12, 13), (14, 15, 16), (14, 15, 16), (16,), (16, 17, 18, 19), (18, 19),
+                    (18, 19), (),
                 ),
                 last=(19,),
             ),

@@ -156,7 +156,14 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = ((_rt.lead_search(_D0L, buf, pos, _D0L_LEADS) if pos else (_D0.match(buf, 0) or _rt.lead_search(_D0L, buf, pos, _D0L_LEADS))) if eos else (_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_late(_D0, _D0L, buf, pos, _D0L_LEADS))) or False
+        if eos:
+            m = (_rt.lead_search(_D0L, buf, pos, _D0L_LEADS)
+                if pos else (_D0.match(buf, 0) or _rt.lead_search(_D0L, buf, pos, _D0L_LEADS)))
+        elif n - pos < 256:
+            m = _D0.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_late(_D0, _D0L, buf, pos, _D0L_LEADS)
+        m = memo[0] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -298,8 +305,7 @@ class ResponseParser(_rt.StreamParser):
                 tests=('<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>'),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (),
                 ),
                 last=(10,),
             ),
@@ -314,12 +320,10 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1, 19, 29, 38), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (), (30,), (31,), (32,),
-                    (33,), (34,), (35,), (36,), (37,), (), (39,), (40,),
-                    (),
+                    (1, 19, 29, 38), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,),
+                    (12,), (13,), (14,), (15,), (16,), (17,), (18,), (), (20,), (21,), (22,),
+                    (23,), (24,), (25,), (26,), (27,), (28,), (), (30,), (31,), (32,), (33,),
+                    (34,), (35,), (36,), (37,), (), (39,), (40,), (),
                 ),
                 last=(18, 28, 37, 40),
             ),

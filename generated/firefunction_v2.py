@@ -159,7 +159,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[0] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -285,13 +291,11 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2, 45), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,),
-                    (33,), (34,), (35,), (36,), (37,), (38,), (39,), (40,),
-                    (41,), (42,), (43,), (44,), (), (46,), (47,), (48,),
-                    (49,), (50,), (51,), (52,), (),
+                    (1,), (2, 45), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (21,), (22,), (23,),
+                    (24,), (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,), (33,), (34,),
+                    (35,), (36,), (37,), (38,), (39,), (40,), (41,), (42,), (43,), (44,), (),
+                    (46,), (47,), (48,), (49,), (50,), (51,), (52,), (),
                 ),
                 last=(44, 52),
             ),

@@ -204,7 +204,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[0] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -339,8 +345,7 @@ class ResponseParser(_rt.StreamParser):
                 tests=('<', 'f', 'u', 'n', 'c', 't', 'i', 'o', 'n', '=', '[^>]', '>'),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (10, 11), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (10, 11), (),
                 ),
                 last=(11,),
             ),
@@ -353,8 +358,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (),
                 ),
                 last=(13,),
             ),
@@ -367,8 +372,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4, 10), (5,), (6,), (7,), (8,),
-                    (9,), (), (11,), (12,), (13,), (14,), (15,), (),
+                    (1,), (2,), (3,), (4, 10), (5,), (6,), (7,), (8,), (9,), (), (11,), (12,),
+                    (13,), (14,), (15,), (),
                 ),
                 last=(9, 15),
             ),

@@ -197,7 +197,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[1] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -300,7 +306,13 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[7] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[7] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[7] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -438,8 +450,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4, 10), (5,), (6,), (7,), (8,),
-                    (9,), (), (11,), (12,), (13,), (14,), (15,), (),
+                    (1,), (2,), (3,), (4, 10), (5,), (6,), (7,), (8,), (9,), (), (11,), (12,),
+                    (13,), (14,), (15,), (),
                 ),
                 last=(9, 15),
             ),
@@ -455,8 +467,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4, 10), (5,), (6,), (7,), (8,),
-                    (9,), (), (11,), (12,), (13,), (14,), (15,), (),
+                    (1,), (2,), (3,), (4, 10), (5,), (6,), (7,), (8,), (9,), (), (11,), (12,),
+                    (13,), (14,), (15,), (),
                 ),
                 last=(9, 15),
             ),

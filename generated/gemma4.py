@@ -213,7 +213,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[1] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -357,9 +363,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (),
                 ),
                 last=(16,),
             ),
@@ -372,9 +377,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (17,),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (17,),
                 ),
                 last=(17,),
             ),
@@ -388,11 +392,10 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1, 16, 25, 31), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (), (26,), (27,), (28,), (29,), (30,), (), (32,),
-                    (33,), (34,), (),
+                    (1, 16, 25, 31), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,),
+                    (12,), (13,), (14,), (15,), (), (17,), (18,), (19,), (20,), (21,), (22,),
+                    (23,), (24,), (), (26,), (27,), (28,), (29,), (30,), (), (32,), (33,), (34,),
+                    (),
                 ),
                 last=(15, 24, 30, 34),
             ),
@@ -559,7 +562,13 @@ def _R_scan_0(buf, pos, eos, memo):
     # open of 'reasoning_content': /'(?:<\\|channel>thought)|(?P<repair_recover_opener><\\|channel>)'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_rt.lead_search(_R_D0, buf, pos, _R_D0_LEADS) if eos else (_R_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_search(_R_D0, buf, pos, _R_D0_LEADS))) or False
+        if eos:
+            m = _rt.lead_search(_R_D0, buf, pos, _R_D0_LEADS)
+        elif n - pos < 256:
+            m = _R_D0.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_search(_R_D0, buf, pos, _R_D0_LEADS)
+        m = memo[0] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -592,8 +601,11 @@ def _R_scan_0(buf, pos, eos, memo):
                 if 0 <= qs <= i:
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[1] = (_R_P0.search(buf, pos, partial=True) if n - pos < 256
-                                                        else _rt.partial_search(_R_P0, buf, pos, _R_D0_LEADS)) or False
+                        if n - pos < 256:
+                            q = _R_P0.search(buf, pos, partial=True)
+                        else:
+                            q = _rt.partial_search(_R_P0, buf, pos, _R_D0_LEADS)
+                        q = memo[1] = q or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -603,7 +615,13 @@ def _R_scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'(?:<\\|tool_call>call:(?P<name>[^{<\\s]+))|(?P<repair_recover_opener><\\|tool_call>:(?P<name__alt1>[^{<\\s]+))'/
     m = memo[3]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[3] = (_rt.lead_search(_R_D1, buf, pos, _R_D1_LEADS) if eos else (_R_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_search(_R_D1, buf, pos, _R_D1_LEADS))) or False
+        if eos:
+            m = _rt.lead_search(_R_D1, buf, pos, _R_D1_LEADS)
+        elif n - pos < 256:
+            m = _R_D1.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_search(_R_D1, buf, pos, _R_D1_LEADS)
+        m = memo[3] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -636,8 +654,11 @@ def _R_scan_0(buf, pos, eos, memo):
                 if 0 <= qs <= i:
                     q = memo[4]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[4] = (_R_P1.search(buf, pos, partial=True) if n - pos < 256
-                                                        else _rt.partial_search(_R_P1, buf, pos, _R_D1_LEADS)) or False
+                        if n - pos < 256:
+                            q = _R_P1.search(buf, pos, partial=True)
+                        else:
+                            q = _rt.partial_search(_R_P1, buf, pos, _R_D1_LEADS)
+                        q = memo[4] = q or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -746,10 +767,9 @@ class _RecoverParser(ResponseParser):
                 ),
                 first=(0, 17),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (), (18,), (19,), (20,), (21,), (22,), (23,),
+                    (24,), (25,), (26,), (),
                 ),
                 last=(16, 26),
             ),
@@ -763,10 +783,9 @@ class _RecoverParser(ResponseParser):
                 ),
                 first=(0, 18),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (17,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (31,),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (17,), (19,), (20,), (21,), (22,), (23,),
+                    (24,), (25,), (26,), (27,), (28,), (29,), (30,), (31,), (31,),
                 ),
                 last=(17, 31),
             ),
@@ -780,11 +799,10 @@ class _RecoverParser(ResponseParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1, 16, 25, 31), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (), (26,), (27,), (28,), (29,), (30,), (), (32,),
-                    (33,), (34,), (),
+                    (1, 16, 25, 31), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,),
+                    (12,), (13,), (14,), (15,), (), (17,), (18,), (19,), (20,), (21,), (22,),
+                    (23,), (24,), (), (26,), (27,), (28,), (29,), (30,), (), (32,), (33,), (34,),
+                    (),
                 ),
                 last=(15, 24, 30, 34),
             ),

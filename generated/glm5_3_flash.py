@@ -242,7 +242,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[1] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -314,7 +320,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[5] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[5] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D1, buf, lo, _D1_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D1, buf, lo, _D1_LEADS)
+            elif n - lo < 256:
+                m = _D1.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D1, buf, lo, _D1_LEADS)
+            m = memo[5] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -476,8 +488,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 12), (11, 12), (12,),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11, 12),
+                    (11, 12), (12,),
                 ),
                 last=(12,),
             ),
@@ -492,12 +504,10 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1, 15, 27, 34), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (), (28,), (29,), (30,), (31,), (32,),
-                    (33,), (), (35,), (36,), (37,), (38,), (39,), (40,),
-                    (),
+                    (1, 15, 27, 34), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,),
+                    (12,), (13,), (14,), (), (16,), (17,), (18,), (19,), (20,), (21,), (22,),
+                    (23,), (24,), (25,), (26,), (), (28,), (29,), (30,), (31,), (32,), (33,), (),
+                    (35,), (36,), (37,), (38,), (39,), (40,), (),
                 ),
                 last=(14, 26, 33, 40),
             ),

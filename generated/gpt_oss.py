@@ -267,7 +267,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[0] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -313,7 +319,14 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
     m = memo[4]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[4] = ((None if pos else _D1.match(buf, 0)) if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_late(_D1, None, buf, pos, None))) or False
+        if eos:
+            m = (None
+                if pos else _D1.match(buf, 0))
+        elif n - pos < 256:
+            m = _D1.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_late(_D1, None, buf, pos, None)
+        m = memo[4] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -384,7 +397,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[7] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[7] = (_rt.barrier_search(_D2, buf, lo, 'to=functions.', 'f') if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D2, buf, lo, 'to=functions.', 'f'))) or False
+            if eos:
+                m = _rt.barrier_search(_D2, buf, lo, 'to=functions.', 'f')
+            elif n - lo < 256:
+                m = _D2.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_barrier(_D2, buf, lo, 'to=functions.', 'f')
+            m = memo[7] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -458,7 +477,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[12] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[12] = (_rt.lead_search(_D3, buf, lo, _D3_LEADS) if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D3, buf, lo, _D3_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D3, buf, lo, _D3_LEADS)
+            elif n - lo < 256:
+                m = _D3.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D3, buf, lo, _D3_LEADS)
+            m = memo[12] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -530,7 +555,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[17] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[17] = (_rt.lead_search(_D4, buf, lo, _D4_LEADS) if eos else (_D4.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D4, buf, lo, _D4_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D4, buf, lo, _D4_LEADS)
+            elif n - lo < 256:
+                m = _D4.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D4, buf, lo, _D4_LEADS)
+            m = memo[17] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -624,7 +655,13 @@ def _scan_3(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[24] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[24] = (_rt.lead_search(_D5, buf, lo, _D5_LEADS) if eos else (_D5.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D5, buf, lo, _D5_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D5, buf, lo, _D5_LEADS)
+            elif n - lo < 256:
+                m = _D5.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D5, buf, lo, _D5_LEADS)
+            m = memo[24] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -706,7 +743,13 @@ def _scan_4(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[28] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[28] = (_rt.lead_search(_D6, buf, lo, _D6_LEADS) if eos else (_D6.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D6, buf, lo, _D6_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D6, buf, lo, _D6_LEADS)
+            elif n - lo < 256:
+                m = _D6.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D6, buf, lo, _D6_LEADS)
+            m = memo[28] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -814,11 +857,10 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 12), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20, 21, 32), (21, 32), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (),
-                    (33,), (34,), (35,), (36,), (37,), (38,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11, 12), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20, 21, 32), (21, 32), (22,),
+                    (23,), (24,), (25,), (26,), (27,), (28,), (29,), (30,), (31,), (), (33,),
+                    (34,), (35,), (36,), (37,), (38,), (),
                 ),
                 last=(31, 38),
             ),
@@ -843,27 +885,25 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2, 47), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18, 74, 75), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29, 39), (30,), (31,), (32,),
-                    (33,), (34,), (35,), (36,), (37,), (38,), (74, 75), (40,),
-                    (41,), (42,), (43,), (44,), (45,), (46,), (74, 75), (48,),
-                    (49,), (50,), (51,), (52,), (53,), (54,), (55,), (56, 66),
-                    (57,), (58,), (59,), (60,), (61,), (62,), (63,), (64,),
-                    (65,), (74, 75), (67,), (68,), (69,), (70,), (71,), (72,),
-                    (73,), (74, 75), (74, 75), (76,), (77,), (78, 84, 93), (79,), (80,),
-                    (81,), (82,), (83,), (104, 105, 134, 135, 149, 151, 152), (85,), (86,), (87,), (88,),
-                    (89,), (90,), (91,), (92,), (92, 104, 105, 134, 135, 149, 151, 152), (94,), (95,), (96,),
-                    (97,), (98,), (99,), (100,), (101,), (102,), (103,), (103, 104, 105, 134, 135, 149, 151, 152),
-                    (104, 105), (106,), (107,), (108,), (109,), (110,), (111,), (112,),
-                    (113,), (114,), (115,), (116, 126), (117,), (118,), (119,), (120,),
-                    (121,), (122,), (123,), (124,), (125,), (134, 135, 149, 151, 152), (127,), (128,),
-                    (129,), (130,), (131,), (132,), (133,), (134, 135, 149, 151, 152), (134, 135), (136,),
-                    (137,), (138,), (139,), (140,), (141,), (142,), (143,), (144,),
-                    (145,), (146,), (147,), (148,), (148, 151, 152), (149, 150), (150, 151, 152), (151, 152),
-                    (153,), (154,), (155,), (156,), (157,), (158,), (159,), (160,),
-                    (161,), (162,), (),
+                    (1,), (2, 47), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18, 74, 75), (19,), (20,), (21,), (22,),
+                    (23,), (24,), (25,), (26,), (27,), (28,), (29, 39), (30,), (31,), (32,), (33,),
+                    (34,), (35,), (36,), (37,), (38,), (74, 75), (40,), (41,), (42,), (43,), (44,),
+                    (45,), (46,), (74, 75), (48,), (49,), (50,), (51,), (52,), (53,), (54,), (55,),
+                    (56, 66), (57,), (58,), (59,), (60,), (61,), (62,), (63,), (64,), (65,),
+                    (74, 75), (67,), (68,), (69,), (70,), (71,), (72,), (73,), (74, 75), (74, 75),
+                    (76,), (77,), (78, 84, 93), (79,), (80,), (81,), (82,), (83,),
+                    (104, 105, 134, 135, 149, 151, 152), (85,), (86,), (87,), (88,), (89,), (90,),
+                    (91,), (92,), (92, 104, 105, 134, 135, 149, 151, 152), (94,), (95,), (96,),
+                    (97,), (98,), (99,), (100,), (101,), (102,), (103,),
+                    (103, 104, 105, 134, 135, 149, 151, 152), (104, 105), (106,), (107,), (108,),
+                    (109,), (110,), (111,), (112,), (113,), (114,), (115,), (116, 126), (117,),
+                    (118,), (119,), (120,), (121,), (122,), (123,), (124,), (125,),
+                    (134, 135, 149, 151, 152), (127,), (128,), (129,), (130,), (131,), (132,),
+                    (133,), (134, 135, 149, 151, 152), (134, 135), (136,), (137,), (138,), (139,),
+                    (140,), (141,), (142,), (143,), (144,), (145,), (146,), (147,), (148,),
+                    (148, 151, 152), (149, 150), (150, 151, 152), (151, 152), (153,), (154,),
+                    (155,), (156,), (157,), (158,), (159,), (160,), (161,), (162,), (),
                 ),
                 last=(162,),
             ),
@@ -884,21 +924,18 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2, 19, 71, 101, 106, 114), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9, 10), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28, 29), (29,), (30,), (31,), (32,),
-                    (33,), (34, 35, 52, 53, 64), (35,), (36,), (37,), (38,), (39,), (40,),
-                    (41,), (42,), (43,), (44,), (45,), (46,), (47,), (48,),
-                    (49,), (50,), (51,), (53, 64), (53, 64), (54,), (55,), (56,),
-                    (57,), (58,), (59,), (60,), (61,), (62,), (63,), (),
-                    (65,), (66,), (67,), (68,), (69,), (70,), (), (72,),
-                    (73,), (74,), (75,), (76,), (77,), (78,), (79,), (80,),
-                    (81,), (82,), (83,), (84,), (85,), (86,), (87,), (88,),
-                    (89,), (90,), (91,), (92,), (93,), (94,), (95,), (96,),
-                    (97,), (98,), (99,), (100,), (), (102,), (103,), (104,),
-                    (105,), (), (107,), (108,), (109,), (110,), (111,), (112,),
-                    (113,), (), (115,), (116,), (117,), (118,), (119,), (),
+                    (1,), (2, 19, 71, 101, 106, 114), (3,), (4,), (5,), (6,), (7,), (8,), (9, 10),
+                    (10,), (11,), (12,), (13,), (14,), (15,), (16,), (17,), (18,), (), (20,),
+                    (21,), (22,), (23,), (24,), (25,), (26,), (27,), (28, 29), (29,), (30,), (31,),
+                    (32,), (33,), (34, 35, 52, 53, 64), (35,), (36,), (37,), (38,), (39,), (40,),
+                    (41,), (42,), (43,), (44,), (45,), (46,), (47,), (48,), (49,), (50,), (51,),
+                    (53, 64), (53, 64), (54,), (55,), (56,), (57,), (58,), (59,), (60,), (61,),
+                    (62,), (63,), (), (65,), (66,), (67,), (68,), (69,), (70,), (), (72,), (73,),
+                    (74,), (75,), (76,), (77,), (78,), (79,), (80,), (81,), (82,), (83,), (84,),
+                    (85,), (86,), (87,), (88,), (89,), (90,), (91,), (92,), (93,), (94,), (95,),
+                    (96,), (97,), (98,), (99,), (100,), (), (102,), (103,), (104,), (105,), (),
+                    (107,), (108,), (109,), (110,), (111,), (112,), (113,), (), (115,), (116,),
+                    (117,), (118,), (119,), (),
                 ),
                 last=(18, 63, 70, 100, 105, 113, 119),
             ),
@@ -920,8 +957,7 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2, 8), (3,), (4,), (5,), (6,), (7,), (),
-                    (9,), (10,), (11,), (12,), (),
+                    (1,), (2, 8), (3,), (4,), (5,), (6,), (7,), (), (9,), (10,), (11,), (12,), (),
                 ),
                 last=(7, 12),
             ),
@@ -1161,7 +1197,13 @@ def _R_scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_rt.lead_search(_R_D0, buf, lo, _R_D0_LEADS) if eos else (_R_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_R_D0, buf, lo, _R_D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_R_D0, buf, lo, _R_D0_LEADS)
+            elif n - lo < 256:
+                m = _R_D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_R_D0, buf, lo, _R_D0_LEADS)
+            m = memo[0] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -1207,7 +1249,14 @@ def _R_scan_0(buf, pos, eos, memo):
     # open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
     m = memo[4]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[4] = ((None if pos else _R_D1.match(buf, 0)) if eos else (_R_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_late(_R_D1, None, buf, pos, None))) or False
+        if eos:
+            m = (None
+                if pos else _R_D1.match(buf, 0))
+        elif n - pos < 256:
+            m = _R_D1.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_late(_R_D1, None, buf, pos, None)
+        m = memo[4] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -1278,7 +1327,13 @@ def _R_scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[7] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[7] = (_rt.barrier_search(_R_D2, buf, lo, 'to=functions.', 'f') if eos else (_R_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_R_D2, buf, lo, 'to=functions.', 'f'))) or False
+            if eos:
+                m = _rt.barrier_search(_R_D2, buf, lo, 'to=functions.', 'f')
+            elif n - lo < 256:
+                m = _R_D2.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_barrier(_R_D2, buf, lo, 'to=functions.', 'f')
+            m = memo[7] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -1352,7 +1407,13 @@ def _R_scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[12] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[12] = (_rt.lead_search(_R_D3, buf, lo, _R_D3_LEADS) if eos else (_R_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_R_D3, buf, lo, _R_D3_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_R_D3, buf, lo, _R_D3_LEADS)
+            elif n - lo < 256:
+                m = _R_D3.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_R_D3, buf, lo, _R_D3_LEADS)
+            m = memo[12] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -1399,7 +1460,13 @@ def _R_scan_0(buf, pos, eos, memo):
     # close of 'content': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>)|(?P<repair_recover_closer><\\|channel\\|>commentary to=assistant(?=<\\|channel\\|>))'/
     m = memo[17]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[17] = (_rt.lead_search(_R_D4, buf, pos, _R_D4_LEADS) if eos else (_R_D4.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_search(_R_D4, buf, pos, _R_D4_LEADS))) or False
+        if eos:
+            m = _rt.lead_search(_R_D4, buf, pos, _R_D4_LEADS)
+        elif n - pos < 256:
+            m = _R_D4.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_search(_R_D4, buf, pos, _R_D4_LEADS)
+        m = memo[17] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -1432,8 +1499,11 @@ def _R_scan_0(buf, pos, eos, memo):
                 if 0 <= qs <= i:
                     q = memo[18]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[18] = (_R_P4.search(buf, pos, partial=True) if n - pos < 256
-                                                        else _rt.partial_search(_R_P4, buf, pos, _R_D4_LEADS)) or False
+                        if n - pos < 256:
+                            q = _R_P4.search(buf, pos, partial=True)
+                        else:
+                            q = _rt.partial_search(_R_P4, buf, pos, _R_D4_LEADS)
+                        q = memo[18] = q or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -1491,7 +1561,13 @@ def _R_scan_3(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[23] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[23] = (_rt.lead_search(_R_D5, buf, lo, _R_D5_LEADS) if eos else (_R_D5.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_R_D5, buf, lo, _R_D5_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_R_D5, buf, lo, _R_D5_LEADS)
+            elif n - lo < 256:
+                m = _R_D5.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_R_D5, buf, lo, _R_D5_LEADS)
+            m = memo[23] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -1573,7 +1649,13 @@ def _R_scan_4(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[27] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[27] = (_rt.lead_search(_R_D6, buf, lo, _R_D6_LEADS) if eos else (_R_D6.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_R_D6, buf, lo, _R_D6_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_R_D6, buf, lo, _R_D6_LEADS)
+            elif n - lo < 256:
+                m = _R_D6.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_R_D6, buf, lo, _R_D6_LEADS)
+            m = memo[27] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -1681,11 +1763,10 @@ class _RecoverParser(ResponseParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 12), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20, 21, 32), (21, 32), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (),
-                    (33,), (34,), (35,), (36,), (37,), (38,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11, 12), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20, 21, 32), (21, 32), (22,),
+                    (23,), (24,), (25,), (26,), (27,), (28,), (29,), (30,), (31,), (), (33,),
+                    (34,), (35,), (36,), (37,), (38,), (),
                 ),
                 last=(31, 38),
             ),
@@ -1710,27 +1791,25 @@ class _RecoverParser(ResponseParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2, 47), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18, 74, 75), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29, 39), (30,), (31,), (32,),
-                    (33,), (34,), (35,), (36,), (37,), (38,), (74, 75), (40,),
-                    (41,), (42,), (43,), (44,), (45,), (46,), (74, 75), (48,),
-                    (49,), (50,), (51,), (52,), (53,), (54,), (55,), (56, 66),
-                    (57,), (58,), (59,), (60,), (61,), (62,), (63,), (64,),
-                    (65,), (74, 75), (67,), (68,), (69,), (70,), (71,), (72,),
-                    (73,), (74, 75), (74, 75), (76,), (77,), (78, 84, 93), (79,), (80,),
-                    (81,), (82,), (83,), (104, 105, 134, 135, 149, 151, 152), (85,), (86,), (87,), (88,),
-                    (89,), (90,), (91,), (92,), (92, 104, 105, 134, 135, 149, 151, 152), (94,), (95,), (96,),
-                    (97,), (98,), (99,), (100,), (101,), (102,), (103,), (103, 104, 105, 134, 135, 149, 151, 152),
-                    (104, 105), (106,), (107,), (108,), (109,), (110,), (111,), (112,),
-                    (113,), (114,), (115,), (116, 126), (117,), (118,), (119,), (120,),
-                    (121,), (122,), (123,), (124,), (125,), (134, 135, 149, 151, 152), (127,), (128,),
-                    (129,), (130,), (131,), (132,), (133,), (134, 135, 149, 151, 152), (134, 135), (136,),
-                    (137,), (138,), (139,), (140,), (141,), (142,), (143,), (144,),
-                    (145,), (146,), (147,), (148,), (148, 151, 152), (149, 150), (150, 151, 152), (151, 152),
-                    (153,), (154,), (155,), (156,), (157,), (158,), (159,), (160,),
-                    (161,), (162,), (),
+                    (1,), (2, 47), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18, 74, 75), (19,), (20,), (21,), (22,),
+                    (23,), (24,), (25,), (26,), (27,), (28,), (29, 39), (30,), (31,), (32,), (33,),
+                    (34,), (35,), (36,), (37,), (38,), (74, 75), (40,), (41,), (42,), (43,), (44,),
+                    (45,), (46,), (74, 75), (48,), (49,), (50,), (51,), (52,), (53,), (54,), (55,),
+                    (56, 66), (57,), (58,), (59,), (60,), (61,), (62,), (63,), (64,), (65,),
+                    (74, 75), (67,), (68,), (69,), (70,), (71,), (72,), (73,), (74, 75), (74, 75),
+                    (76,), (77,), (78, 84, 93), (79,), (80,), (81,), (82,), (83,),
+                    (104, 105, 134, 135, 149, 151, 152), (85,), (86,), (87,), (88,), (89,), (90,),
+                    (91,), (92,), (92, 104, 105, 134, 135, 149, 151, 152), (94,), (95,), (96,),
+                    (97,), (98,), (99,), (100,), (101,), (102,), (103,),
+                    (103, 104, 105, 134, 135, 149, 151, 152), (104, 105), (106,), (107,), (108,),
+                    (109,), (110,), (111,), (112,), (113,), (114,), (115,), (116, 126), (117,),
+                    (118,), (119,), (120,), (121,), (122,), (123,), (124,), (125,),
+                    (134, 135, 149, 151, 152), (127,), (128,), (129,), (130,), (131,), (132,),
+                    (133,), (134, 135, 149, 151, 152), (134, 135), (136,), (137,), (138,), (139,),
+                    (140,), (141,), (142,), (143,), (144,), (145,), (146,), (147,), (148,),
+                    (148, 151, 152), (149, 150), (150, 151, 152), (151, 152), (153,), (154,),
+                    (155,), (156,), (157,), (158,), (159,), (160,), (161,), (162,), (),
                 ),
                 last=(162,),
             ),
@@ -1752,8 +1831,7 @@ class _RecoverParser(ResponseParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2, 8), (3,), (4,), (5,), (6,), (7,), (),
-                    (9,), (10,), (11,), (12,), (),
+                    (1,), (2, 8), (3,), (4,), (5,), (6,), (7,), (), (9,), (10,), (11,), (12,), (),
                 ),
                 last=(7, 12),
             ),

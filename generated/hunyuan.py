@@ -181,7 +181,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_D0.search(buf, lo) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D0, buf, lo))) or False
+            if eos:
+                m = _D0.search(buf, lo)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.window_partial(_D0, buf, lo)
+            m = memo[0] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -252,7 +258,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[4] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[4] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D1, buf, lo, _D1_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D1, buf, lo, _D1_LEADS)
+            elif n - lo < 256:
+                m = _D1.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D1, buf, lo, _D1_LEADS)
+            m = memo[4] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -299,7 +311,13 @@ def _scan_0(buf, pos, eos, memo):
     # close of 'content': /'<\uff5chy_place\u2581holder\u2581no\u25812\uff5c>|<\uff5chy_eos(?::[^<>\\s\uff5c]+)?\uff5c>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
     m = memo[8]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[8] = (_D2.search(buf, pos) if eos else (_D2.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D2, buf, pos))) or False
+        if eos:
+            m = _D2.search(buf, pos)
+        elif n - pos < 256:
+            m = _D2.search(buf, pos, partial=True)
+        else:
+            m = _rt.window_partial(_D2, buf, pos)
+        m = memo[8] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -379,7 +397,13 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[11] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[11] = (_D3.search(buf, lo) if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D3, buf, lo))) or False
+            if eos:
+                m = _D3.search(buf, lo)
+            elif n - lo < 256:
+                m = _D3.search(buf, lo, partial=True)
+            else:
+                m = _rt.window_partial(_D3, buf, lo)
+            m = memo[11] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -461,7 +485,13 @@ def _scan_2(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[15] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[15] = (_rt.lead_search(_D4, buf, lo, _D4_LEADS) if eos else (_D4.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D4, buf, lo, _D4_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D4, buf, lo, _D4_LEADS)
+            elif n - lo < 256:
+                m = _D4.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D4, buf, lo, _D4_LEADS)
+            m = memo[15] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -552,8 +582,7 @@ class ResponseParser(_rt.StreamParser):
                 tests=('<', 't', 'h', 'i', 'n', 'k', ':', '[^<>\\s]', '>'),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6, 8), (7,), (7, 8),
-                    (),
+                    (1,), (2,), (3,), (4,), (5,), (6, 8), (7,), (7, 8), (),
                 ),
                 last=(8,),
             ),
@@ -567,10 +596,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10, 12), (11,), (11, 12), (13, 14), (13, 14), (14, 15, 16), (15, 16),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25, 27), (26,), (26, 27), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10, 12), (11,),
+                    (11, 12), (13, 14), (13, 14), (14, 15, 16), (15, 16), (17,), (18,), (19,),
+                    (20,), (21,), (22,), (23,), (24,), (25, 27), (26,), (26, 27), (),
                 ),
                 last=(14, 27),
             ),
@@ -586,14 +614,12 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1, 24, 35, 36, 49), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31, 33), (32,),
-                    (32, 33), (34,), (), (36,), (37,), (38,), (39,), (40,),
-                    (41,), (42,), (43,), (44,), (45,), (46, 48), (47,), (47, 48),
-                    (), (50,), (51,), (52,), (53,), (54,), (55, 57), (56,),
-                    (56, 57), (),
+                    (1, 24, 35, 36, 49), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,),
+                    (11,), (12,), (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (21,),
+                    (22,), (23,), (), (25,), (26,), (27,), (28,), (29,), (30,), (31, 33), (32,),
+                    (32, 33), (34,), (), (36,), (37,), (38,), (39,), (40,), (41,), (42,), (43,),
+                    (44,), (45,), (46, 48), (47,), (47, 48), (), (50,), (51,), (52,), (53,), (54,),
+                    (55, 57), (56,), (56, 57), (),
                 ),
                 last=(23, 34, 48, 57),
             ),
@@ -606,8 +632,7 @@ class ResponseParser(_rt.StreamParser):
                 tests=('<', '/', 't', 'h', 'i', 'n', 'k', ':', '[^<>\\s]', '>'),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7, 9), (8,),
-                    (8, 9), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7, 9), (8,), (8, 9), (),
                 ),
                 last=(9,),
             ),
@@ -623,8 +648,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 13), (12,), (12, 13), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11, 13), (12,),
+                    (12, 13), (),
                 ),
                 last=(13,),
             ),

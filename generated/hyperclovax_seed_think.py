@@ -286,7 +286,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[1] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -333,7 +339,13 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'json_call_list': /'(?=\\[\\s*\\{\\s*"name")'/
     m = memo[5]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[5] = (_rt.barrier_search(_D1, buf, pos, '"name"', 'a') if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D1, buf, pos, '"name"', 'a'))) or False
+        if eos:
+            m = _rt.barrier_search(_D1, buf, pos, '"name"', 'a')
+        elif n - pos < 256:
+            m = _D1.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_barrier(_D1, buf, pos, '"name"', 'a')
+        m = memo[5] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -366,8 +378,11 @@ def _scan_0(buf, pos, eos, memo):
                 if 0 <= qs <= i:
                     q = memo[6]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[6] = (_P1.search(buf, pos, partial=True) if n - pos < 256
-                                                        else _rt.partial_barrier(_P1, buf, pos, '"name"', 'a')) or False
+                        if n - pos < 256:
+                            q = _P1.search(buf, pos, partial=True)
+                        else:
+                            q = _rt.partial_barrier(_P1, buf, pos, '"name"', 'a')
+                        q = memo[6] = q or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -378,7 +393,13 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'json_call': /'(?=\\{\\s*"name")'/
     m = memo[8]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[8] = (_rt.barrier_search(_D2, buf, pos, '"name"', 'a') if eos else (_D2.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D2, buf, pos, '"name"', 'a'))) or False
+        if eos:
+            m = _rt.barrier_search(_D2, buf, pos, '"name"', 'a')
+        elif n - pos < 256:
+            m = _D2.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_barrier(_D2, buf, pos, '"name"', 'a')
+        m = memo[8] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -411,8 +432,11 @@ def _scan_0(buf, pos, eos, memo):
                 if 0 <= qs <= i:
                     q = memo[9]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[9] = (_P2.search(buf, pos, partial=True) if n - pos < 256
-                                                        else _rt.partial_barrier(_P2, buf, pos, '"name"', 'a')) or False
+                        if n - pos < 256:
+                            q = _P2.search(buf, pos, partial=True)
+                        else:
+                            q = _rt.partial_barrier(_P2, buf, pos, '"name"', 'a')
+                        q = memo[9] = q or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -522,8 +546,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 12), (11, 12), (12,),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11, 12),
+                    (11, 12), (12,),
                 ),
                 last=(12,),
             ),
@@ -536,9 +560,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1, 10), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (),
+                    (1, 10), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (),
                 ),
                 last=(9, 16),
             ),

@@ -173,7 +173,13 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>'/
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[1] = (_rt.barrier_search(_D0, buf, pos, '<|content_invoke_tool_json|>', '<') if eos else (_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D0, buf, pos, '<|content_invoke_tool_json|>', '<'))) or False
+        if eos:
+            m = _rt.barrier_search(_D0, buf, pos, '<|content_invoke_tool_json|>', '<')
+        elif n - pos < 256:
+            m = _D0.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_barrier(_D0, buf, pos, '<|content_invoke_tool_json|>', '<')
+        m = memo[1] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -206,8 +212,11 @@ def _scan_0(buf, pos, eos, memo):
                 if 0 <= qs <= i:
                     q = memo[2]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[2] = (_P0.search(buf, pos, partial=True) if n - pos < 256
-                                                        else _rt.partial_barrier(_P0, buf, pos, '<|content_invoke_tool_json|>', '<')) or False
+                        if n - pos < 256:
+                            q = _P0.search(buf, pos, partial=True)
+                        else:
+                            q = _rt.partial_barrier(_P0, buf, pos, '<|content_invoke_tool_json|>', '<')
+                        q = memo[2] = q or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -317,9 +326,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18,), (19,), (),
                 ),
                 last=(19,),
             ),
@@ -336,15 +344,13 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2, 30, 45, 59), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (), (31,), (32,),
-                    (33,), (34,), (35,), (36,), (37,), (38,), (39,), (40,),
-                    (41,), (42,), (43,), (44,), (), (46,), (47,), (48,),
-                    (49,), (50,), (51,), (52,), (53,), (54,), (55,), (56,),
-                    (57,), (58,), (), (60,), (61,), (62,), (63,), (64,),
-                    (65,), (66,), (67,), (68,), (69,), (70,), (71,), (),
+                    (1,), (2, 30, 45, 59), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,),
+                    (12,), (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (21,), (22,),
+                    (23,), (24,), (25,), (26,), (27,), (28,), (29,), (), (31,), (32,), (33,),
+                    (34,), (35,), (36,), (37,), (38,), (39,), (40,), (41,), (42,), (43,), (44,),
+                    (), (46,), (47,), (48,), (49,), (50,), (51,), (52,), (53,), (54,), (55,),
+                    (56,), (57,), (58,), (), (60,), (61,), (62,), (63,), (64,), (65,), (66,),
+                    (67,), (68,), (69,), (70,), (71,), (),
                 ),
                 last=(29, 44, 58, 71),
             ),

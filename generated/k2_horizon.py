@@ -344,7 +344,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[0] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -420,7 +426,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[4] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[4] = (_rt.barrier_search(_D1, buf, lo, '<ifm|tool_call>', '<') if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D1, buf, lo, '<ifm|tool_call>', '<'))) or False
+            if eos:
+                m = _rt.barrier_search(_D1, buf, lo, '<ifm|tool_call>', '<')
+            elif n - lo < 256:
+                m = _D1.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_barrier(_D1, buf, lo, '<ifm|tool_call>', '<')
+            m = memo[4] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -491,7 +503,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[9] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[9] = (_rt.barrier_search(_D2, buf, lo, '<ifm|tool_call>', '<') if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D2, buf, lo, '<ifm|tool_call>', '<'))) or False
+            if eos:
+                m = _rt.barrier_search(_D2, buf, lo, '<ifm|tool_call>', '<')
+            elif n - lo < 256:
+                m = _D2.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_barrier(_D2, buf, lo, '<ifm|tool_call>', '<')
+            m = memo[9] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -562,7 +580,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[14] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[14] = (_rt.barrier_search(_D3, buf, lo, '<ifm|tool_call>', '<') if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D3, buf, lo, '<ifm|tool_call>', '<'))) or False
+            if eos:
+                m = _rt.barrier_search(_D3, buf, lo, '<ifm|tool_call>', '<')
+            elif n - lo < 256:
+                m = _D3.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_barrier(_D3, buf, lo, '<ifm|tool_call>', '<')
+            m = memo[14] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -603,7 +627,13 @@ def _scan_0(buf, pos, eos, memo):
     # close of 'content': /'<\\|ifm\\|im_end\\|>|</ifm\\|think(?:_fast|_faster)?>'/
     m = memo[19]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[19] = (_D4.search(buf, pos) if eos else (_D4.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D4, buf, pos))) or False
+        if eos:
+            m = _D4.search(buf, pos)
+        elif n - pos < 256:
+            m = _D4.search(buf, pos, partial=True)
+        else:
+            m = _rt.window_partial(_D4, buf, pos)
+        m = memo[19] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -691,7 +721,13 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[22] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[22] = (_rt.barrier_search(_D1, buf, lo, '<ifm|tool_call>', '<') if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D1, buf, lo, '<ifm|tool_call>', '<'))) or False
+            if eos:
+                m = _rt.barrier_search(_D1, buf, lo, '<ifm|tool_call>', '<')
+            elif n - lo < 256:
+                m = _D1.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_barrier(_D1, buf, lo, '<ifm|tool_call>', '<')
+            m = memo[22] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -761,7 +797,13 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[27] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[27] = (_rt.barrier_search(_D2, buf, lo, '<ifm|tool_call>', '<') if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D2, buf, lo, '<ifm|tool_call>', '<'))) or False
+            if eos:
+                m = _rt.barrier_search(_D2, buf, lo, '<ifm|tool_call>', '<')
+            elif n - lo < 256:
+                m = _D2.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_barrier(_D2, buf, lo, '<ifm|tool_call>', '<')
+            m = memo[27] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -832,7 +874,13 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[32] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[32] = (_rt.barrier_search(_D3, buf, lo, '<ifm|tool_call>', '<') if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D3, buf, lo, '<ifm|tool_call>', '<'))) or False
+            if eos:
+                m = _rt.barrier_search(_D3, buf, lo, '<ifm|tool_call>', '<')
+            elif n - lo < 256:
+                m = _D3.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_barrier(_D3, buf, lo, '<ifm|tool_call>', '<')
+            m = memo[32] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -898,7 +946,13 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[37] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[37] = (_rt.lead_search(_D5, buf, lo, _D5_LEADS) if eos else (_D5.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D5, buf, lo, _D5_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D5, buf, lo, _D5_LEADS)
+            elif n - lo < 256:
+                m = _D5.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D5, buf, lo, _D5_LEADS)
+            m = memo[37] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -981,7 +1035,13 @@ def _scan_2(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[41] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[41] = (_rt.lead_search(_D6, buf, lo, _D6_LEADS) if eos else (_D6.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D6, buf, lo, _D6_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D6, buf, lo, _D6_LEADS)
+            elif n - lo < 256:
+                m = _D6.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D6, buf, lo, _D6_LEADS)
+            m = memo[41] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -1063,7 +1123,13 @@ def _scan_3(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[45] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[45] = (_rt.lead_search(_D7, buf, lo, _D7_LEADS) if eos else (_D7.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D7, buf, lo, _D7_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D7, buf, lo, _D7_LEADS)
+            elif n - lo < 256:
+                m = _D7.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D7, buf, lo, _D7_LEADS)
+            m = memo[45] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -1145,7 +1211,13 @@ def _scan_4(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[49] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[49] = (_rt.lead_search(_D8, buf, lo, _D8_LEADS) if eos else (_D8.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D8, buf, lo, _D8_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D8, buf, lo, _D8_LEADS)
+            elif n - lo < 256:
+                m = _D8.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D8, buf, lo, _D8_LEADS)
+            m = memo[49] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -1241,9 +1313,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10, 17), (11,), (12,), (13,), (14,), (15, 17), (16,),
-                    (17,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10, 17), (11,), (12,),
+                    (13,), (14,), (15, 17), (16,), (17,), (),
                 ),
                 last=(17,),
             ),
@@ -1257,10 +1328,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0, 17),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16, 17),
-                    (16, 17), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16, 17), (16, 17), (18,), (19,), (20,), (21,), (22,),
+                    (23,), (24,), (25,), (26,), (27,), (28,), (29,), (30,), (31,), (),
                 ),
                 last=(31,),
             ),
@@ -1274,10 +1344,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1, 14), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24, 31),
-                    (25,), (26,), (27,), (28,), (29, 31), (30,), (31,), (),
+                    (1, 14), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (), (15,), (16,), (17,), (18,), (19,), (20,), (21,), (22,), (23,),
+                    (24, 31), (25,), (26,), (27,), (28,), (29, 31), (30,), (31,), (),
                 ),
                 last=(13, 31),
             ),
@@ -1293,9 +1362,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 18), (12,), (13,), (14,), (15,), (16, 18),
-                    (17,), (18,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11, 18), (12,),
+                    (13,), (14,), (15,), (16, 18), (17,), (18,), (),
                 ),
                 last=(18,),
             ),
@@ -1309,10 +1377,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0, 17),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16, 17),
-                    (16, 17), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16, 17), (16, 17), (18,), (19,), (20,), (21,), (22,),
+                    (23,), (24,), (25,), (26,), (27,), (28,), (29,), (30,), (31,), (),
                 ),
                 last=(31,),
             ),
@@ -1329,11 +1396,10 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16, 17),
-                    (16, 17), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,),
-                    (33,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16, 17), (16, 17), (18,), (19,), (20,), (21,), (22,),
+                    (23,), (24,), (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,), (33,),
+                    (),
                 ),
                 last=(15, 33),
             ),
@@ -1350,11 +1416,10 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16, 17),
-                    (16, 17), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,),
-                    (33,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16, 17), (16, 17), (18,), (19,), (20,), (21,), (22,),
+                    (23,), (24,), (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,), (33,),
+                    (),
                 ),
                 last=(15, 33),
             ),
@@ -1371,11 +1436,10 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16, 17),
-                    (16, 17), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,),
-                    (33,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16, 17), (16, 17), (18,), (19,), (20,), (21,), (22,),
+                    (23,), (24,), (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,), (33,),
+                    (),
                 ),
                 last=(15, 33),
             ),

@@ -174,7 +174,13 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[1] = (_rt.lead_search(_D0, buf, pos, _D0_LEADS) if eos else (_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_search(_D0, buf, pos, _D0_LEADS))) or False
+        if eos:
+            m = _rt.lead_search(_D0, buf, pos, _D0_LEADS)
+        elif n - pos < 256:
+            m = _D0.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_search(_D0, buf, pos, _D0_LEADS)
+        m = memo[1] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -324,14 +330,13 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19, 20, 30), (19, 20, 30), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (30, 31, 33, 34), (32,),
-                    (32, 33, 34), (33, 34), (35,), (36,), (37,), (38,), (39,), (40,),
-                    (41,), (42,), (43,), (44,), (45,), (46,), (47,), (48,),
-                    (49,), (50,), (51,), (52,), (53,), (54,), (55,), (56,),
-                    (57,), (58,), (59,), (60,), (61,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18,), (19, 20, 30), (19, 20, 30), (21,),
+                    (22,), (23,), (24,), (25,), (26,), (27,), (28,), (29,), (30,),
+                    (30, 31, 33, 34), (32,), (32, 33, 34), (33, 34), (35,), (36,), (37,), (38,),
+                    (39,), (40,), (41,), (42,), (43,), (44,), (45,), (46,), (47,), (48,), (49,),
+                    (50,), (51,), (52,), (53,), (54,), (55,), (56,), (57,), (58,), (59,), (60,),
+                    (61,), (),
                 ),
                 last=(61,),
             ),
@@ -347,14 +352,12 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2, 28, 52), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (), (29,), (30,), (31,), (32,),
-                    (33,), (34,), (35,), (36,), (37,), (38,), (39,), (40,),
-                    (41,), (42,), (43,), (44,), (45,), (46,), (47,), (48,),
-                    (49,), (50,), (51,), (), (53,), (54,), (55,), (56,),
-                    (57,), (58,), (59,), (),
+                    (1,), (2, 28, 52), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,),
+                    (12,), (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (21,), (22,),
+                    (23,), (24,), (25,), (26,), (27,), (), (29,), (30,), (31,), (32,), (33,),
+                    (34,), (35,), (36,), (37,), (38,), (39,), (40,), (41,), (42,), (43,), (44,),
+                    (45,), (46,), (47,), (48,), (49,), (50,), (51,), (), (53,), (54,), (55,),
+                    (56,), (57,), (58,), (59,), (),
                 ),
                 last=(27, 51, 59),
             ),
@@ -523,7 +526,13 @@ def _R_scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[1] = (_rt.lead_search(_R_D0, buf, pos, _R_D0_LEADS) if eos else (_R_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_search(_R_D0, buf, pos, _R_D0_LEADS))) or False
+        if eos:
+            m = _rt.lead_search(_R_D0, buf, pos, _R_D0_LEADS)
+        elif n - pos < 256:
+            m = _R_D0.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_search(_R_D0, buf, pos, _R_D0_LEADS)
+        m = memo[1] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -613,7 +622,13 @@ def _R_scan_1(buf, pos, eos, memo):
     # close of 'reasoning_content': /'(?:<\\|tool_calls_section_begin\\|>|</think>)|(?P<repair_recover_closer>(?=<\\|tool_call_begin\\|>))'/
     m = memo[8]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[8] = (_R_D1.search(buf, pos) if eos else (_R_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_R_D1, buf, pos))) or False
+        if eos:
+            m = _R_D1.search(buf, pos)
+        elif n - pos < 256:
+            m = _R_D1.search(buf, pos, partial=True)
+        else:
+            m = _rt.window_partial(_R_D1, buf, pos)
+        m = memo[8] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -664,7 +679,13 @@ def _R_scan_2(buf, pos, eos, memo):
     # close of 'tool_calls': /'(?:<\\|tool_call_end\\|>)|(?P<repair_recover_closer>(?=<\\|tool_call_begin\\|>))'/
     m = memo[11]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[11] = (_rt.lead_search(_R_D2, buf, pos, _R_D2_LEADS) if eos else (_R_D2.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_search(_R_D2, buf, pos, _R_D2_LEADS))) or False
+        if eos:
+            m = _rt.lead_search(_R_D2, buf, pos, _R_D2_LEADS)
+        elif n - pos < 256:
+            m = _R_D2.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_search(_R_D2, buf, pos, _R_D2_LEADS)
+        m = memo[11] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -697,8 +718,11 @@ def _R_scan_2(buf, pos, eos, memo):
                 if 0 <= qs <= i:
                     q = memo[12]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[12] = (_R_P2.search(buf, pos, partial=True) if n - pos < 256
-                                                        else _rt.partial_search(_R_P2, buf, pos, _R_D2_LEADS)) or False
+                        if n - pos < 256:
+                            q = _R_P2.search(buf, pos, partial=True)
+                        else:
+                            q = _rt.partial_search(_R_P2, buf, pos, _R_D2_LEADS)
+                        q = memo[12] = q or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -768,14 +792,13 @@ class _RecoverParser(ResponseParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19, 20, 30), (19, 20, 30), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (30, 31, 33, 34), (32,),
-                    (32, 33, 34), (33, 34), (35,), (36,), (37,), (38,), (39,), (40,),
-                    (41,), (42,), (43,), (44,), (45,), (46,), (47,), (48,),
-                    (49,), (50,), (51,), (52,), (53,), (54,), (55,), (56,),
-                    (57,), (58,), (59,), (60,), (61,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18,), (19, 20, 30), (19, 20, 30), (21,),
+                    (22,), (23,), (24,), (25,), (26,), (27,), (28,), (29,), (30,),
+                    (30, 31, 33, 34), (32,), (32, 33, 34), (33, 34), (35,), (36,), (37,), (38,),
+                    (39,), (40,), (41,), (42,), (43,), (44,), (45,), (46,), (47,), (48,), (49,),
+                    (50,), (51,), (52,), (53,), (54,), (55,), (56,), (57,), (58,), (59,), (60,),
+                    (61,), (),
                 ),
                 last=(61,),
             ),
@@ -791,14 +814,12 @@ class _RecoverParser(ResponseParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2, 28, 52), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26,), (27,), (), (29,), (30,), (31,), (32,),
-                    (33,), (34,), (35,), (36,), (37,), (38,), (39,), (40,),
-                    (41,), (42,), (43,), (44,), (45,), (46,), (47,), (48,),
-                    (49,), (50,), (51,), (), (53,), (54,), (55,), (56,),
-                    (57,), (58,), (59,), (),
+                    (1,), (2, 28, 52), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,),
+                    (12,), (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (21,), (22,),
+                    (23,), (24,), (25,), (26,), (27,), (), (29,), (30,), (31,), (32,), (33,),
+                    (34,), (35,), (36,), (37,), (38,), (39,), (40,), (41,), (42,), (43,), (44,),
+                    (45,), (46,), (47,), (48,), (49,), (50,), (51,), (), (53,), (54,), (55,),
+                    (56,), (57,), (58,), (59,), (),
                 ),
                 last=(27, 51, 59),
             ),

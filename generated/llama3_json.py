@@ -259,7 +259,13 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_rt.barrier_search(_D0, buf, pos, '"', '{') if eos else (_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D0, buf, pos, '"', '{'))) or False
+        if eos:
+            m = _rt.barrier_search(_D0, buf, pos, '"', '{')
+        elif n - pos < 256:
+            m = _D0.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_barrier(_D0, buf, pos, '"', '{')
+        m = memo[0] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -292,8 +298,11 @@ def _scan_0(buf, pos, eos, memo):
                 if 0 <= qs <= i:
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[1] = (_P0.search(buf, pos, partial=True) if n - pos < 256
-                                                        else _rt.partial_barrier(_P0, buf, pos, '"', '{')) or False
+                        if n - pos < 256:
+                            q = _P0.search(buf, pos, partial=True)
+                        else:
+                            q = _rt.partial_barrier(_P0, buf, pos, '"', '{')
+                        q = memo[1] = q or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -364,7 +373,13 @@ def _scan_4(buf, pos, eos, memo):
     # close of 'tool_calls': /'\\s*;'/
     m = memo[8]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[8] = (_D1.search(buf, pos) if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D1, buf, pos))) or False
+        if eos:
+            m = _D1.search(buf, pos)
+        elif n - pos < 256:
+            m = _D1.search(buf, pos, partial=True)
+        else:
+            m = _rt.window_partial(_D1, buf, pos)
+        m = memo[8] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -415,7 +430,13 @@ def _scan_5(buf, pos, eos, memo):
     # close of 'tagged_json_call': /'\\s*;'/
     m = memo[11]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[11] = (_D2.search(buf, pos) if eos else (_D2.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D2, buf, pos))) or False
+        if eos:
+            m = _D2.search(buf, pos)
+        elif n - pos < 256:
+            m = _D2.search(buf, pos, partial=True)
+        else:
+            m = _rt.window_partial(_D2, buf, pos)
+        m = memo[11] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -506,8 +527,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (),
                 ),
                 last=(13,),
             ),
@@ -520,8 +541,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4, 10), (5,), (6,), (7,), (8,),
-                    (9,), (), (11,), (12,), (13,), (14,), (15,), (),
+                    (1,), (2,), (3,), (4, 10), (5,), (6,), (7,), (8,), (9,), (), (11,), (12,),
+                    (13,), (14,), (15,), (),
                 ),
                 last=(9, 15),
             ),

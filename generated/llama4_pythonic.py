@@ -145,7 +145,13 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_rt.lead_search(_D0, buf, pos, _D0_LEADS) if eos else (_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_search(_D0, buf, pos, _D0_LEADS))) or False
+        if eos:
+            m = _rt.lead_search(_D0, buf, pos, _D0_LEADS)
+        elif n - pos < 256:
+            m = _D0.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_search(_D0, buf, pos, _D0_LEADS)
+        m = memo[0] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -178,8 +184,11 @@ def _scan_0(buf, pos, eos, memo):
                 if 0 <= qs <= i:
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[1] = (_P0.search(buf, pos, partial=True) if n - pos < 256
-                                                        else _rt.partial_search(_P0, buf, pos, _D0_LEADS)) or False
+                        if n - pos < 256:
+                            q = _P0.search(buf, pos, partial=True)
+                        else:
+                            q = _rt.partial_search(_P0, buf, pos, _D0_LEADS)
+                        q = memo[1] = q or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -271,9 +280,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2, 14, 19), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (), (15,), (16,),
-                    (17,), (18,), (), (20,), (21,), (22,), (23,), (),
+                    (1,), (2, 14, 19), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,),
+                    (12,), (13,), (), (15,), (16,), (17,), (18,), (), (20,), (21,), (22,), (23,),
+                    (),
                 ),
                 last=(13, 18, 23),
             ),

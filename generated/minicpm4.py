@@ -177,7 +177,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_D0.search(buf, lo) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D0, buf, lo))) or False
+            if eos:
+                m = _D0.search(buf, lo)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.window_partial(_D0, buf, lo)
+            m = memo[1] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -315,9 +321,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (9, 10), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (16, 17), (18, 19), (18, 19), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (9, 10), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (16, 17), (18, 19), (18, 19), (),
                 ),
                 last=(19,),
             ),
@@ -330,9 +335,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1, 10), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (),
+                    (1, 10), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (),
                 ),
                 last=(9, 16),
             ),

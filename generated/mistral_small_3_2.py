@@ -165,7 +165,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[0] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -280,10 +286,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (12, 13, 23), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22, 23), (22, 23), (24,),
-                    (25,), (26,), (27,), (28,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (12, 13, 23), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (21,), (22, 23),
+                    (22, 23), (24,), (25,), (26,), (27,), (28,), (),
                 ),
                 last=(28,),
             ),

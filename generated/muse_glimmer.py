@@ -230,7 +230,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_rt.barrier_search(_D0, buf, lo, '<|message|>', 'g') if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D0, buf, lo, '<|message|>', 'g'))) or False
+            if eos:
+                m = _rt.barrier_search(_D0, buf, lo, '<|message|>', 'g')
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_barrier(_D0, buf, lo, '<|message|>', 'g')
+            m = memo[0] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -270,7 +276,13 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_message': /'(?:<\\|start\\|>assistant)?[ \\t]*to=[^\\s<]+[ \\t]*<\\|message\\|>\\s*<atem:function_calls>'/
     m = memo[5]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[5] = (_rt.barrier_search(_D1, buf, pos, '<|message|>', '<') if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D1, buf, pos, '<|message|>', '<'))) or False
+        if eos:
+            m = _rt.barrier_search(_D1, buf, pos, '<|message|>', '<')
+        elif n - pos < 256:
+            m = _D1.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_barrier(_D1, buf, pos, '<|message|>', '<')
+        m = memo[5] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -303,8 +315,11 @@ def _scan_0(buf, pos, eos, memo):
                 if 0 <= qs <= i:
                     q = memo[6]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[6] = (_P1.search(buf, pos, partial=True) if n - pos < 256
-                                                        else _rt.partial_barrier(_P1, buf, pos, '<|message|>', '<')) or False
+                        if n - pos < 256:
+                            q = _P1.search(buf, pos, partial=True)
+                        else:
+                            q = _rt.partial_barrier(_P1, buf, pos, '<|message|>', '<')
+                        q = memo[6] = q or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -345,7 +360,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[8] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[8] = (_rt.barrier_search(_D2, buf, lo, '<|message|>', 'g') if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_barrier(_D2, buf, lo, '<|message|>', 'g'))) or False
+            if eos:
+                m = _rt.barrier_search(_D2, buf, lo, '<|message|>', 'g')
+            elif n - lo < 256:
+                m = _D2.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_barrier(_D2, buf, lo, '<|message|>', 'g')
+            m = memo[8] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -458,7 +479,13 @@ def _scan_2(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[21] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[21] = (_D3.search(buf, lo) if eos else (_D3.search(buf, lo, partial=True) if n - lo < 256 else _rt.window_partial(_D3, buf, lo))) or False
+            if eos:
+                m = _D3.search(buf, lo)
+            elif n - lo < 256:
+                m = _D3.search(buf, lo, partial=True)
+            else:
+                m = _rt.window_partial(_D3, buf, lo)
+            m = memo[21] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -586,10 +613,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0, 18, 19),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18, 19), (18, 19), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26, 27), (26, 27), (28,), (29,), (30,), (31,), (32,),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18, 19), (18, 19), (20,), (21,), (22,),
+                    (23,), (24,), (25,), (26, 27), (26, 27), (28,), (29,), (30,), (31,), (32,),
                     (33,), (34,), (35,), (36,), (37,), (),
                 ),
                 last=(37,),
@@ -606,14 +632,12 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0, 18, 19),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18, 19), (18, 19), (20,), (21,), (22,), (22, 23, 24), (23, 24),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,),
-                    (33,), (34,), (35, 36), (35, 36), (37,), (38,), (39,), (40,),
-                    (41,), (42,), (43,), (44,), (45,), (46,), (47,), (48,),
-                    (49,), (50,), (51,), (52,), (53,), (54,), (55,), (56,),
-                    (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18, 19), (18, 19), (20,), (21,), (22,),
+                    (22, 23, 24), (23, 24), (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,),
+                    (33,), (34,), (35, 36), (35, 36), (37,), (38,), (39,), (40,), (41,), (42,),
+                    (43,), (44,), (45,), (46,), (47,), (48,), (49,), (50,), (51,), (52,), (53,),
+                    (54,), (55,), (56,), (),
                 ),
                 last=(56,),
             ),
@@ -628,10 +652,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0, 18, 19),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18, 19), (18, 19), (20,), (21,), (22,), (23,), (24,),
-                    (25,), (26, 27), (26, 27), (28,), (29,), (30,), (31,), (32,),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18, 19), (18, 19), (20,), (21,), (22,),
+                    (23,), (24,), (25,), (26, 27), (26, 27), (28,), (29,), (30,), (31,), (32,),
                     (33,), (34,), (35,), (36,), (37,), (),
                 ),
                 last=(37,),
@@ -645,9 +668,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3, 15, 19), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (), (16,),
-                    (17,), (18,), (), (20,), (21,), (22,), (),
+                    (1,), (2,), (3, 15, 19), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,),
+                    (12,), (13,), (14,), (), (16,), (17,), (18,), (), (20,), (21,), (22,), (),
                 ),
                 last=(14, 18, 22),
             ),
@@ -665,9 +687,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (21,), (),
                 ),
                 last=(21,),
             ),
@@ -680,9 +701,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (12, 13), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (19, 20), (21, 22), (21, 22), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (12, 13), (14,), (15,), (16,), (17,), (18,), (19,), (19, 20), (21, 22),
+                    (21, 22), (),
                 ),
                 last=(22,),
             ),

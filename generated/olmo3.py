@@ -166,7 +166,13 @@ def _scan_1(buf, pos, eos, memo):
     # open of 'tool_calls': /'(?=[A-Za-z_])'/
     m = memo[5]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[5] = (_D0.search(buf, pos) if eos else (_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D0, buf, pos))) or False
+        if eos:
+            m = _D0.search(buf, pos)
+        elif n - pos < 256:
+            m = _D0.search(buf, pos, partial=True)
+        else:
+            m = _rt.window_partial(_D0, buf, pos)
+        m = memo[5] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -277,9 +283,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (13,), (14,), (15,), (16,),
-                    (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (13,), (14,), (15,), (16,), (),
                 ),
                 last=(16,),
             ),

@@ -338,7 +338,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[1] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -410,7 +416,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[5] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[5] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D1, buf, lo, _D1_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D1, buf, lo, _D1_LEADS)
+            elif n - lo < 256:
+                m = _D1.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D1, buf, lo, _D1_LEADS)
+            m = memo[5] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -482,7 +494,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[9] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[9] = (_rt.lead_search(_D2, buf, lo, _D2_LEADS) if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D2, buf, lo, _D2_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D2, buf, lo, _D2_LEADS)
+            elif n - lo < 256:
+                m = _D2.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D2, buf, lo, _D2_LEADS)
+            m = memo[9] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -529,7 +547,13 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'json_tool_call': /'(?=\\{\\s*"name")'/
     m = memo[13]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[13] = (_rt.barrier_search(_D3, buf, pos, '"name"', 'a') if eos else (_D3.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_barrier(_D3, buf, pos, '"name"', 'a'))) or False
+        if eos:
+            m = _rt.barrier_search(_D3, buf, pos, '"name"', 'a')
+        elif n - pos < 256:
+            m = _D3.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_barrier(_D3, buf, pos, '"name"', 'a')
+        m = memo[13] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -562,8 +586,11 @@ def _scan_0(buf, pos, eos, memo):
                 if 0 <= qs <= i:
                     q = memo[14]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[14] = (_P3.search(buf, pos, partial=True) if n - pos < 256
-                                                        else _rt.partial_barrier(_P3, buf, pos, '"name"', 'a')) or False
+                        if n - pos < 256:
+                            q = _P3.search(buf, pos, partial=True)
+                        else:
+                            q = _rt.partial_barrier(_P3, buf, pos, '"name"', 'a')
+                        q = memo[14] = q or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -637,7 +664,13 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[20] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[20] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[20] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -708,7 +741,13 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[24] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[24] = (_rt.lead_search(_D1, buf, lo, _D1_LEADS) if eos else (_D1.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D1, buf, lo, _D1_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D1, buf, lo, _D1_LEADS)
+            elif n - lo < 256:
+                m = _D1.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D1, buf, lo, _D1_LEADS)
+            m = memo[24] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -780,7 +819,13 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[28] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[28] = (_rt.lead_search(_D2, buf, lo, _D2_LEADS) if eos else (_D2.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D2, buf, lo, _D2_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D2, buf, lo, _D2_LEADS)
+            elif n - lo < 256:
+                m = _D2.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D2, buf, lo, _D2_LEADS)
+            m = memo[28] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -922,8 +967,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 12), (11, 12), (12,),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11, 12),
+                    (11, 12), (12,),
                 ),
                 last=(12,),
             ),
@@ -937,9 +982,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0, 12, 20),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (), (21,), (22,), (23,), (24,),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (), (13,),
+                    (14,), (15,), (16,), (17,), (18,), (19,), (), (21,), (22,), (23,), (24,),
                     (25,), (26,), (),
                 ),
                 last=(11, 19, 26),
@@ -964,8 +1008,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 12), (11, 12), (12,),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11, 12),
+                    (11, 12), (12,),
                 ),
                 last=(12,),
             ),

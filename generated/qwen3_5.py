@@ -186,7 +186,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[1] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[1] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[1] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -301,7 +307,13 @@ def _scan_1(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[9] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[9] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[9] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -426,9 +438,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 12), (11, 12), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (22, 23), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11, 12),
+                    (11, 12), (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (21,), (22,),
+                    (22, 23), (),
                 ),
                 last=(23,),
             ),
@@ -442,10 +454,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1, 13, 22), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (), (23,), (24,),
-                    (25,), (26,), (27,), (28,), (),
+                    (1, 13, 22), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,),
+                    (12,), (), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (21,), (), (23,),
+                    (24,), (25,), (26,), (27,), (28,), (),
                 ),
                 last=(12, 21, 28),
             ),
@@ -469,9 +480,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 12), (11, 12), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (22, 23), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11, 12),
+                    (11, 12), (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (21,), (22,),
+                    (22, 23), (),
                 ),
                 last=(23,),
             ),

@@ -157,7 +157,13 @@ def _scan_0(buf, pos, eos, memo):
         if k < 0 and (eos or lo == n):
             m = memo[0] = False  # no factor and nothing it could begin with: no match
         else:
-            m = memo[0] = (_rt.lead_search(_D0, buf, lo, _D0_LEADS) if eos else (_D0.search(buf, lo, partial=True) if n - lo < 256 else _rt.partial_search(_D0, buf, lo, _D0_LEADS))) or False
+            if eos:
+                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
+            elif n - lo < 256:
+                m = _D0.search(buf, lo, partial=True)
+            else:
+                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
+            m = memo[0] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -280,9 +286,9 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 12), (11, 12), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (22, 23), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11, 12),
+                    (11, 12), (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (21,), (22,),
+                    (22, 23), (),
                 ),
                 last=(23,),
             ),
@@ -295,9 +301,8 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2, 13), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (),
+                    (1,), (2, 13), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (),
                 ),
                 last=(12, 20),
             ),
@@ -407,7 +412,13 @@ def _R_scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>)|(?P<repair_recover_opener><function=(?P<name__alt1>[^<>\\s]+)>)'/
     m = memo[0]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[0] = (_rt.lead_search(_R_D0, buf, pos, _R_D0_LEADS) if eos else (_R_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_search(_R_D0, buf, pos, _R_D0_LEADS))) or False
+        if eos:
+            m = _rt.lead_search(_R_D0, buf, pos, _R_D0_LEADS)
+        elif n - pos < 256:
+            m = _R_D0.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_search(_R_D0, buf, pos, _R_D0_LEADS)
+        m = memo[0] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -440,8 +451,11 @@ def _R_scan_0(buf, pos, eos, memo):
                 if 0 <= qs <= i:
                     q = memo[1]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[1] = (_R_P0.search(buf, pos, partial=True) if n - pos < 256
-                                                        else _rt.partial_search(_R_P0, buf, pos, _R_D0_LEADS)) or False
+                        if n - pos < 256:
+                            q = _R_P0.search(buf, pos, partial=True)
+                        else:
+                            q = _rt.partial_search(_R_P0, buf, pos, _R_D0_LEADS)
+                        q = memo[1] = q or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -529,11 +543,10 @@ class _RecoverParser(ResponseParser):
                 ),
                 first=(0, 24),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11, 12), (11, 12), (13,), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (21,), (22,), (22, 23), (),
-                    (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,),
-                    (33,), (34,), (34, 35), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11, 12),
+                    (11, 12), (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (21,), (22,),
+                    (22, 23), (), (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,), (33,),
+                    (34,), (34, 35), (),
                 ),
                 last=(23, 35),
             ),
@@ -546,9 +559,8 @@ class _RecoverParser(ResponseParser):
                 ),
                 first=(0,),
                 follow=(
-                    (1,), (2, 13), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (10,), (11,), (12,), (), (14,), (15,), (16,),
-                    (17,), (18,), (19,), (20,), (),
+                    (1,), (2, 13), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
+                    (), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (),
                 ),
                 last=(12, 20),
             ),

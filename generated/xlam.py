@@ -169,7 +169,13 @@ def _scan_0(buf, pos, eos, memo):
     # open of 'tool_calls': /'<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")'/
     m = memo[1]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[1] = (_rt.lead_search(_D0, buf, pos, _D0_LEADS) if eos else (_D0.search(buf, pos, partial=True) if n - pos < 256 else _rt.partial_search(_D0, buf, pos, _D0_LEADS))) or False
+        if eos:
+            m = _rt.lead_search(_D0, buf, pos, _D0_LEADS)
+        elif n - pos < 256:
+            m = _D0.search(buf, pos, partial=True)
+        else:
+            m = _rt.partial_search(_D0, buf, pos, _D0_LEADS)
+        m = memo[1] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -202,8 +208,11 @@ def _scan_0(buf, pos, eos, memo):
                 if 0 <= qs <= i:
                     q = memo[2]
                     if q is None or (q is not False and q.start() < pos):
-                        q = memo[2] = (_P0.search(buf, pos, partial=True) if n - pos < 256
-                                                        else _rt.partial_search(_P0, buf, pos, _D0_LEADS)) or False
+                        if n - pos < 256:
+                            q = _P0.search(buf, pos, partial=True)
+                        else:
+                            q = _rt.partial_search(_P0, buf, pos, _D0_LEADS)
+                        q = memo[2] = q or False
                     if q is not False and q.start() <= i:
                         if q.start() < hold:
                             hold = q.start()
@@ -251,7 +260,13 @@ def _scan_3(buf, pos, eos, memo):
     # close of 'tool_calls': /'\\s*(?:</tool_call>|```)'/
     m = memo[6]
     if m is None or (m is not False and m.start() < pos):
-        m = memo[6] = (_D1.search(buf, pos) if eos else (_D1.search(buf, pos, partial=True) if n - pos < 256 else _rt.window_partial(_D1, buf, pos))) or False
+        if eos:
+            m = _D1.search(buf, pos)
+        elif n - pos < 256:
+            m = _D1.search(buf, pos, partial=True)
+        else:
+            m = _rt.window_partial(_D1, buf, pos)
+        m = memo[6] = m or False
     if m is not False:
         i, e = m.span()
         if not eos:
@@ -345,8 +360,7 @@ class ResponseParser(_rt.StreamParser):
                 tests=('<', '|', 'i', 'm', '_', 'e', 'n', 'd', '|', '>'),
                 first=(0,),
                 follow=(
-                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,),
-                    (9,), (),
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (),
                 ),
                 last=(9,),
             ),
