@@ -3,7 +3,7 @@
 All meaning is decided by the earlier passes; this module only turns the IR and the automaton into
 a view model of strings and renders ``emit_templates/module.py.jinja``. Every value taken from the
 template reaches the module as data, never as code: string literals written by :func:`_lit`
-(through :func:`py_literal` for plain data; the ``HOLD_REGEX`` tables as JSON text), comments
+(through :func:`py_literal` for plain data and inside keyword-built records), comments
 through :func:`_line` and docstring text through :func:`_doc`, so a hostile template cannot inject
 anything. A module is printable ASCII; line 1 declares its encoding and line 2 is fixed text, so
 no template or file name can reach the lines where PEP 263 looks for an encoding declaration,
@@ -15,7 +15,6 @@ version, same bytes.
 from __future__ import annotations
 
 import io
-import json
 import math
 import re
 import tokenize
@@ -38,7 +37,9 @@ __all__ = ["CODEGEN_VERSION", "emit_module", "py_literal"]
 #: Stamped into every generated module; bump it deliberately when the generated code changes.
 #: 2: the encoding declaration, the guard, ASCII-only literals (issue 23).
 #: 3: each region record carries its format's plan, ``plan=_rt.Plan(...)`` by keyword (issue 26).
-CODEGEN_VERSION = 3
+#: 4: every table is keyword-built or a named record (runtime/tables.py), ``make_field_processor``
+#: by keyword, no JSON text in strings (issue 31).
+CODEGEN_VERSION = 4
 
 #: The first two lines of every generated module: its encoding, and fixed text. PEP 263 takes an
 #: encoding declaration from line 1 or 2 only, so nothing taken from a template or a path is ever
@@ -151,7 +152,13 @@ def _describe(delim) -> str:
         return "-"
     if delim.literals is not None:
         return " | ".join(_lit(x) for x in delim.literals)
-    return f"/{_lit(delim.pattern)}/"
+    return f"/{_shown(delim.pattern)}/"
+
+
+def _shown(pattern: str) -> str:
+    """A pattern as written, its characters outside printable ASCII as escapes: what a docstring
+    (through :func:`_doc`) or a comment shows, escaped once rather than once per quoting."""
+    return "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in pattern)
 
 
 def _tuple(items: list[str]) -> str:
@@ -159,6 +166,39 @@ def _tuple(items: list[str]) -> str:
     if len(items) == 1:
         return f"({items[0]},)"
     return "(" + ", ".join(items) + ")"
+
+
+#: the longest line a generated module has, literal data (GRAMMAR, HOLD_REGEX rows) aside
+LINE_LIMIT = 100
+
+
+def _call(name: str, args: list[str], indent: int) -> str:
+    """A call of ``name`` with rendered arguments ``args``: on one line when it fits in
+    :data:`LINE_LIMIT` from column ``indent`` and no argument spans lines, else one argument to a
+    line (indented four more than ``indent``), each with a trailing comma."""
+    one = f"{name}({', '.join(args)})"
+    if indent + len(one) + 1 <= LINE_LIMIT and "\n" not in one:
+        return one
+    pad = " " * (indent + 4)
+    return f"{name}(\n" + "".join(f"{pad}{a},\n" for a in args) + " " * indent + ")"
+
+
+def _processor(template: Template, index: int) -> str:
+    """The ``process=`` value of one field's region: ``_rt.make_field_processor(...)`` with every
+    argument by keyword, those at their default left out (runtime/transforms.py)."""
+    f = template.fields[index]
+    args = [f"field={_lit(f.name)}", f"content={_lit(f.content)}"]
+    if f.content_args:
+        args.append(f"content_args={py_literal(f.content_args, 12)}")
+    if f.transform is not None:
+        args.append(f"transform={py_literal(f.transform, 12)}")
+    if f.transform_each:
+        args.append("transform_each=True")
+    if f.group_names:
+        args.append(f"group_names={_tuple([_lit(g) for g in f.group_names])}")
+    if template.version >= 2:
+        args.append("v2=True")
+    return _call("_rt.make_field_processor", args, 8)
 
 
 _ACTION_NAMES = {"open": "_rt.OPEN", "nest": "_rt.NEST", "close": "_rt.CLOSE", "after": "_rt.AFTER",
@@ -215,7 +255,7 @@ def _plan(plan: Any) -> str:
         else:
             text = _lit(value)
         items.append(_lit(value) if name == "format" else f"{name}={text}")
-    return "_rt.Plan(" + ", ".join(items) + ")"
+    return _call("_rt.Plan", items, 8)
 
 
 def _features(template: Template) -> list[str]:
@@ -240,23 +280,39 @@ def _features(template: Template) -> list[str]:
 
 def _held_rows(automata: tuple[PositionAutomaton, ...] | None) -> list[str]:
     """The ``HOLD_REGEX`` entry of one state as source lines (without indentation): ``None``, or
-    per delimiter a comment with its pattern and one string constant, the JSON text ``[edge,
-    tests, first, follow, last]`` (``edge``: the pattern when a complete match can go on, else
-    null) that runtime/held.py ``automaton_table`` decodes, written as adjacent string literals
-    (:func:`_lit`), one part to a line and ``follow`` eight positions to a line."""
+    per delimiter a comment with its pattern and one ``_rt.HeldAutomaton`` record built by keyword
+    (runtime/tables.py; ``edge``: the pattern when a complete match can go on, else None),
+    ``follow`` as many positions to a line as fit."""
     if automata is None:
         return ["None,"]
     rows = ["("]
     for table in automata:
-        follow = [json.dumps(list(f)) for f in table.follow]
-        parts = ["[" + json.dumps(table.pattern if table.extends else None) + ",",
-                 " " + json.dumps(list(table.tests)) + ",", " " + json.dumps(list(table.first)) + ",", " ["]
-        parts += ["  " + ", ".join(follow[k:k + 8]) + ("," if k + 8 < len(follow) else "")
-                  for k in range(0, len(follow), 8)]
-        parts.append(" ], " + json.dumps(list(table.last)) + "]")
-        rows.append(f"    # /{_line(_lit(table.pattern))}/")
-        rows += ["    " + _lit(part) for part in parts]
-        rows[-1] += ","
+        follow = [_tuple([str(x) for x in f]) for f in table.follow]
+        rows.append(f"    # /{_line(_shown(table.pattern))}/")
+        rows.append("    _rt.HeldAutomaton(")
+        rows.append(f"        edge={_lit(table.pattern if table.extends else None)},")
+        tests = [_lit(t) for t in table.tests]
+        if len(tests) <= 12:
+            rows.append(f"        tests={_tuple(tests)},")
+        else:
+            rows.append("        tests=(")
+            rows += ["            " + ", ".join(tests[k:k + 12]) + "," for k in range(0, len(tests), 12)]
+            rows.append("        ),")
+        rows.append(f"        first={_tuple([str(x) for x in table.first])},")
+        if len(follow) <= 8:
+            rows.append(f"        follow={_tuple(follow)},")
+        else:
+            rows.append("        follow=(")
+            line = ""
+            for item in follow:  # as many positions to a line as fit in LINE_LIMIT
+                if line and len(line) + len(item) + 2 > LINE_LIMIT - 20:  # (20: its indentation)
+                    rows.append("            " + line.rstrip())
+                    line = ""
+                line += item + ", "
+            rows.append("            " + line.rstrip())
+            rows.append("        ),")
+        rows.append(f"        last={_tuple([str(x) for x in table.last])},")
+        rows.append("    ),")
     rows.append("),")
     return rows
 
@@ -272,8 +328,34 @@ def _stray_closers(template: Template) -> str:
             continue
         for closer in f.close.literals:
             if len(closer.strip()) >= 3:
-                rows.append(f"({_lit(closer)}, {_lit(f.open.pattern)}, {index})")
-    return _tuple(rows)
+                rows.append(f"_rt.StrayCloser(closer={_lit(closer)}, opener={_lit(f.open.pattern)}, field={index})")
+    if not rows:
+        return "()"
+    return "(\n" + "".join(f"        {r},\n" for r in rows) + "    )"
+
+
+def _state_names(template: Template, automaton: Automaton) -> list[str]:
+    """A constant name per state, from what the template names it (issue 31): ``S_OUTSIDE``,
+    ``S_<FIELD>`` for a region's state, ``S_AFTER_<FIELD>`` for the state after its value; the
+    field name upper-cased with every character outside ``[A-Z0-9]`` as ``_``. ``S<k>`` where that
+    leaves no letter or digit of the name or gives a name taken already."""
+    names: list[str] = []
+    for s in automaton.states:
+        label = s.name
+        base = None
+        if label.startswith("outside"):
+            base = "OUTSIDE"
+        else:
+            match = re.fullmatch(r"(region|after the value of) '(.*)'", label, re.S)
+            if match:
+                word = re.sub(r"[^A-Z0-9]", "_", match.group(2).upper())
+                if re.search(r"[A-Z0-9]", word):
+                    base = ("AFTER_" if match.group(1) != "region" else "") + word
+        name = f"S_{base}" if base is not None else f"S{s.index}"
+        if name in names or len(name) > 40:
+            name = f"S{s.index}"
+        names.append(name)
+    return names
 
 
 def _edges(template: Template, state) -> list[dict]:
@@ -291,6 +373,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     for index, f in enumerate(template.fields):
         fields.append({
             "keywords": _region_keywords(template, automaton, index),
+            "process": _processor(template, index),
             "name_repr": _lit(f.name),
             "doc": _doc(f"{_lit(f.name)}: open {_describe(f.open)}, close {_describe(f.close)}, content "
                         f"{_lit(f.content)}" + (", repeats" if f.repeats else "")
@@ -305,41 +388,31 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         })
     states = []
     held = held_plan(automaton)
+    names = _state_names(template, automaton)
+    scans = plan_scans(template, automaton)
+    # a declared state (literal delimiters only) whose held automata no complete match of goes on:
+    # the runtime builds them from its declaration (runtime/scanners.py literal_automata), which
+    # reads the same language
+    derived = {plan.state for plan in scans.plans
+               if (not plan.finds or plan.literals is not None) and plan.finds and held[plan.state] is not None
+               and not any(table.extends for table in held[plan.state])
+               and len(held[plan.state]) == len({tuple(sorted({f.text for f in plan.finds if f.rank == r}))
+                                                 for r in {f.rank for f in plan.finds}})}
     for s in automaton.states:
-        states.append({"index": s.index, "label": _line(s.name), "transitions": _edges(template, s),
+        states.append({"index": s.index, "const": names[s.index], "label": _line(s.name),
+                       "transitions": [dict(t, target_const=names[t["target"]]) for t in _edges(template, s)],
                        "triggers": _lit(s.triggers),
-                       "held": _held_rows(held[s.index]),
-                       "runs": "None" if not s.runs else _tuple([f"({_lit(r.chars)}, {_lit(r.factor)})" for r in s.runs]),
+                       "held": ["_rt.HELD_LITERALS,"] if s.index in derived else _held_rows(held[s.index]),
+                       "runs": "None" if not s.runs else _tuple([f"_rt.HoldRun(chars={_lit(r.chars)}, literal={_lit(r.factor)})"
+                                                                 for r in s.runs]),
                        "heads": "None" if s.heads is None else "frozenset(" + _tuple([_lit(p) for p in s.heads]) + ")"})
     source = template.source
     context = automaton.context
-    # "hold-runs": the fast path must hold the runs of HOLD_RUNS, which a runtime without it ignores
-    features = _features(template) + (["hold-runs"] if any(s.runs for s in automaton.states) else [])
-    # "fast-heads": FAST_PATH has three-character heads, which a runtime comparing two would never
-    # match (it would route a delimiter unscanned)
-    if any(s.heads and len(s.heads[0]) > 2 for s in automaton.states):
-        features.append("fast-heads")
-    # "lazy-pattern": probes, back-searches and late patterns are runtime.LazyPattern objects
-    scans = plan_scans(template, automaton)
-    if scans.probes or scans.backs or any(late_pattern(p) not in (None, NEVER) for p, _ in scans.regexes):
-        features.append("lazy-pattern")
-    # "lead-search" / "barrier-search": a complete text's search of a regex delimiter calls
-    # runtime.lead_search / runtime.barrier_search; the scanners' view says which it wrote
+    # the module names only what it declares (runtime.DECLARED_FEATURES, ABI 4): how the runtime
+    # searches (fast heads, held runs and automata, lazy patterns, the search helpers its
+    # scanners call) is part of the ABI, so a new shortcut in the runtime regenerates nothing
+    features = _features(template)
     scanner_view = _scanner_view(scans)
-    features += [name for name in ("lead-search", "barrier-search", "partial-search", "window-partial")
-                 if name in scanner_view["searches"]]
-    # "hold-regex": HOLD_REGEX is an optimisation only; a runtime without it would scan, with the
-    # same events, so it is not listed: the tables are simply ignored there. "held-json": a runtime
-    # that reads them as tuples would fail on the JSON text (runtime/held.py automaton_table)
-    if any(table is not None for table in held):
-        features.append("held-json")
-    # "literal-prefixes": a state whose literals are too long to write out their prefixes holds a
-    # runtime.LiteralPrefixes object instead (compiler/automaton.py PREFIX_TABLE_BUDGET)
-    if any(plan.hold is not None and plan.hold.prefixes is None for plan in scans.plans):
-        features.append("literal-prefixes")
-    # "lazy-delimiters": the regex delimiters are LazyPattern objects that rebind their global
-    if scans.regexes:
-        features.append("lazy-delimiters")
     # "regex-timeout": delimiters not proven linear are searched with timeout= (LazyPattern's bound=)
     bounded = [(pattern, label) for (pattern, _), label in zip(scans.regexes, scans.labels)
                if linear_time_problem(pattern) is not None]
@@ -358,10 +431,12 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "abi": RUNTIME_ABI,
         "v2": template.version >= 2,
         "features": _tuple([_lit(name) for name in features]) if features else "",
+        "abi_call": _abi_call(features),
         "fields": fields,
         "defaults": py_literal(template.defaults),
         "required": _tuple([_lit(f.slot) for f in template.fields if not f.optional]),
-        "scanners": _tuple([f"_scan_{s.index}" for s in automaton.states]),
+        "scanners": _tuple([f"_DELIMITERS_{p['index']}" if p["declared"] else f"_scan_{p['index']}"
+                            for p in scanner_view["plans"]]),
         "triggers": _tuple([_lit(s.triggers) for s in automaton.states]),
         "anchor_repr": _lit(template.start_anchor.pattern),
         # the start anchor's search of the prefix runs under the time limit unless proven linear
@@ -425,15 +500,21 @@ def _scanner_view(scans) -> dict:
         hold = None
         if plan.hold is not None:
             single = len(plan.hold.firsts) == 1
-            uses_literal_hold = uses_literal_hold or not single
+            uses_literal_hold = uses_literal_hold or (not single and plan.literals is None)
             hold = {"prefixes": None if plan.hold.prefixes is None else [_lit(p) for p in plan.hold.prefixes],
                     "literal_prefixes": _tuple([_lit(x) for x in plan.hold.literals]),
+                    "prefixes_call": _literal_prefixes_call(plan.state, [_lit(x) for x in plan.hold.literals]),
                     "firsts": _lit(plan.hold.firsts),
                     "single": single, "span": plan.hold.span}
         literals = plan.literals
         if hold is not None:
             hold["literals"] = None if literals is None else _tuple([_lit(x) for x in literals])
+        # a state that watches literal delimiters only (or nothing) declares them; the runtime
+        # builds its scanner and its HOLD_LITERALS entry (runtime/scanners.py, issue 31)
+        declared = not plan.finds or plan.literals is not None
         plans.append({"index": plan.state, "label_doc": _doc(plan.label), "finds": finds, "hold": hold,
+                      "declared": declared, "label": _line(plan.label),
+                      "literals": [{"repr": _lit(f.text), "rank": f.rank} for f in plan.finds] if declared else [],
                       "groups": [{"repr": _lit(text), "slot": slot} for text, slot in plan.groups],
                       "has_regex": plan.has_regex})
     return {
@@ -449,11 +530,21 @@ def _scanner_view(scans) -> dict:
                   for k, (pattern, comment) in enumerate(scans.backs)],
         "memo_slots": scans.memo_slots,
         "uses_literal_hold": uses_literal_hold,
-        "has_literal_states": any(plan.literals is not None for plan in scans.plans),
+        # every state that watches literals only is declared: HOLD_LITERALS comes from the runtime
+        "has_literal_states": False,
         "window": scans.window,
         "partial_long": PARTIAL_LONG,
         "searches": searches,
     }
+
+
+def _literal_prefixes_call(state: int, literals: list[str]) -> str:
+    """``_rt.literal_prefixes((...))`` of a state's rendered literals: on one line when the
+    assignment fits in :data:`LINE_LIMIT`, else one literal to a line."""
+    one = f"_rt.literal_prefixes({_tuple(literals)})"
+    if len(f"_PREFIXES_{state} = {one}") <= LINE_LIMIT:
+        return one
+    return "_rt.literal_prefixes((\n" + "".join(f"    {x},\n" for x in literals) + "))"
 
 
 def _bound(pattern: str, label: tuple | None) -> str:
@@ -521,13 +612,14 @@ def _start_helper(var: str, pattern: str, searches: set[str]) -> dict | None:
     return helper
 
 
-def _partial_search(var: str, pattern: str, start: str, searches: set[str]) -> str:
+def _partial_search(var: str, pattern: str, start: str, searches: set[str]) -> dict:
     """The partial search (``eos`` false) of regex delimiter ``var`` from offset ``start`` (a
     variable name), as source: the engine's own ``search(..., partial=True)`` while fewer than
     ``runtime.PARTIAL_LONG`` characters are undecided (a streamed chunk's scan), else with its
     start-anchored alternatives only tried at offset 0 (``runtime.partial_late``) when it has
     them, else by :func:`_start_helper`, else a window at a time (``runtime.window_partial``);
-    the same answer either way."""
+    the same answer either way. As ``{"plain": ..., "long": ..., "start": ...}``: the two
+    searches' source and the start variable, which the scanner writes as an ``if``."""
     plain = f"{var}.search(buf, {start}, partial=True)"
     late = late_pattern(pattern)
     if late is None:
@@ -535,7 +627,7 @@ def _partial_search(var: str, pattern: str, start: str, searches: set[str]) -> s
         if helper is None:
             # no start to search from: the engine's partial phase a window at a time (issue 23)
             searches.add("window-partial")
-            return f"({plain} if n - {start} < {PARTIAL_LONG} else _rt.window_partial({var}, buf, {start}))"
+            return {"plain": plain, "long": f"_rt.window_partial({var}, buf, {start})", "start": start}
         call = f"{helper['call']}({var}, buf, {start}, {helper['args']})"
     else:
         searches.add("partial-search")
@@ -545,7 +637,7 @@ def _partial_search(var: str, pattern: str, start: str, searches: set[str]) -> s
             late_var = var + "L"
             late_leads = f"{late_var}_LEADS" if classify_pattern(late).leads else "None"
         call = f"_rt.partial_late({var}, {late_var}, buf, {start}, {late_leads})"
-    return f"({plain} if n - {start} < {PARTIAL_LONG} else {call})"
+    return {"plain": plain, "long": call, "start": start}
 
 
 def _leads_repr(pattern: str) -> str | None:
@@ -580,6 +672,7 @@ def emit_module(template: Template, automaton: Automaton, *, command: str, gramm
         recover_view = _view(variant, build_automaton(variant), command, "")
         features = _features_of(view) + [name for name in _features_of(recover_view) if name not in _features_of(view)]
         view["features"] = _tuple([_lit(name) for name in features + ["recover-openers"]])
+        view["abi_call"] = _abi_call(features + ["recover-openers"])
         view["uses_literal_hold"] = view["uses_literal_hold"] or recover_view["uses_literal_hold"]
         view["recover_class"] = _recover_class(_ENV.get_template("module.py.jinja").render(**recover_view,
                                                                                            recover_class=""))
@@ -590,13 +683,24 @@ def emit_module(template: Template, automaton: Automaton, *, command: str, gramm
     return source
 
 
+def _abi_call(features: list[str]) -> str:
+    """The module's ``_rt.check_abi(...)`` statement: the runtime ABI, and the features it
+    declares (``runtime.DECLARED_FEATURES``) when there are any."""
+    args = [str(RUNTIME_ABI), "__name__"]
+    if features:
+        args.append(_tuple([_lit(name) for name in features]))
+    return _call("_rt.check_abi", args, 0)
+
+
 def _features_of(view: dict) -> list[str]:
     """The feature names of a rendered view's ``features`` (a tuple's source, or "")."""
     return re.findall(r"'([a-z0-9-]+)'", view["features"])
 
 
 #: the module-level names of a generated module's parser tables, renamed for the recover class
-_TABLE_NAME = re.compile(r"_D\d+L?(?:_LEADS)?|_P\d+(?:_LEADS)?|_B\d+|_PREFIXES_\d+|S\d+|_scan_\d+|_TRANSITIONS"
+_TABLE_NAME = re.compile(r"_D\d+L?(?:_LEADS)?|_P\d+(?:_LEADS)?|_B\d+|_PREFIXES_\d+|S\d+|S_[A-Z0-9_]+|_scan_\d+"
+                         r"|_DELIMITERS_\d+"
+                         r"|_TRANSITIONS"
                          r"|_REGIONS|_REQUIRED|_START_ANCHOR")
 _RECOVER_FIRST = "_REGIONS = (\n"
 #: class attributes module.py.jinja writes only when the template needs them

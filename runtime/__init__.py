@@ -40,6 +40,8 @@ from .transforms import (
 )
 
 from .formats.base import Plan
+from .scanners import HELD_LITERALS, Literal, literal_prefixes
+from .tables import FastPath, HeldAutomaton, HoldLiterals, HoldRun, StrayCloser
 from .stream import (
     AFTER,
     CLOSE,
@@ -80,6 +82,14 @@ __all__ = [
     "Edge",
     "Region",
     "Plan",
+    "Literal",
+    "HELD_LITERALS",
+    "literal_prefixes",
+    "FastPath",
+    "HoldRun",
+    "HoldLiterals",
+    "StrayCloser",
+    "HeldAutomaton",
     "make_boundary",
     "StreamParser",
     "check_abi",

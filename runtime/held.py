@@ -17,12 +17,13 @@ are shared by every parser of the module (the tables are per class) and only gro
 characters seen in held text: at most :data:`MAX_EDGES` entries per state, :data:`MAX_STATES`
 states and :data:`MAX_CHARS` classified characters are kept (past that they are recomputed).
 
-A module writes each automaton as one JSON string constant (compiler/emit.py ``_held_rows``): a
-literal tuple of a few hundred small tuples cost gpt_oss 4 ms of bytecode compile per cold import,
-a string constant next to nothing. A parser class makes its :class:`HeldRegex` objects with
-``lazy=True``: they keep the strings as they are, and ``StreamParser._held_regex`` has them
-decoded (:func:`automaton_table`) and their tests compiled (:meth:`HeldRegex.build`) the first
-time text is held in that state, so an import pays neither (issue 14, import time).
+A module writes each automaton as one ``HeldAutomaton`` record built by keyword (runtime/tables.py,
+compiler/emit.py ``_held_rows``; issue 31: no JSON in strings); a module of ABI 3 wrote each as one
+JSON string constant, which :func:`automaton_table` still decodes. A parser class makes its
+:class:`HeldRegex` objects with ``lazy=True``: ``StreamParser._held_regex`` has their tests
+compiled (:meth:`HeldRegex.build`) the first time text is held in that state, so an import pays
+no regex compile. (The tuples cost a cold import without a cached ``.pyc`` their bytecode
+compile: gpt_oss 25 -> 34 ms; a warm import 0.50 -> 0.64 ms, issue 31.)
 """
 
 from __future__ import annotations

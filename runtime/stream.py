@@ -68,6 +68,8 @@ from .decoders import ACCEPTED, REJECTED, UNDECIDED
 from .errors import ContentParseError, ParserStateError, RegexTimeoutError
 from .held import STOP, HeldRegex
 from .repair import NOTES, decode_string_arguments
+from .scanners import HELD_LITERALS, build_scanners, literal_automata
+from .tables import HoldLiterals
 from .tools import _GOOD_NAMES, check_tool_call_names, coerce_tool_calls, compile_tool_types, tool_parameters
 from .whole import finish as finish_whole
 
@@ -119,14 +121,28 @@ RECOVER_CLOSER_GROUP = REPAIR_GROUP + "recover_closer"
 RECOVER_ALIAS = "__alt"
 
 #: Bumped only when generated modules need a different runtime; generated modules check it.
-RUNTIME_ABI = 3
+#: 4 (issue 31): tables are named records (runtime/tables.py), literal-only states are declared
+#: (runtime/scanners.py), and every search helper the module's scanners call is part of the ABI,
+#: not a feature. This runtime still runs modules of ABI 3 (tuples, JSON held-regex text).
+RUNTIME_ABI = 4
+
+#: the ABIs of the generated modules this runtime runs
+SUPPORTED_ABIS = (3, 4)
 
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
-#: uses and :func:`check_abi` refuses a runtime that lacks one, naming it.
+#: uses and :func:`check_abi` refuses a runtime that lacks one, naming it. A module of ABI 4 names
+#: only what it declares (:data:`DECLARED_FEATURES`); the others are named by modules of ABI 3.
 FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs",
                       "lead-search", "lazy-pattern", "held-json", "lazy-delimiters", "fast-heads",
                       "barrier-search", "partial-search", "literal-prefixes", "window-partial", "regex-timeout",
                       "recover-openers"})
+
+#: The features a module of ABI 4 can name: template-language keys and declared facts (a field's
+#: slot, nesting, deferred opens, a value that ends its region, rejected bodies, v2 roles and
+#: empty values, delimiters not proven linear, recover-only openers). How the runtime searches is
+#: no feature: a new shortcut in the runtime regenerates nothing.
+DECLARED_FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none",
+                               "regex-timeout", "recover-openers"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
 OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
@@ -246,17 +262,18 @@ def check_abi(required: int, module: str, features: tuple = ()) -> None:
     """Refuse to run a generated module built for another runtime.
 
     Args:
-        required: the ``RUNTIME_ABI`` the module was generated for.
+        required: the ``RUNTIME_ABI`` the module was generated for (one of :data:`SUPPORTED_ABIS`).
         module: the module's ``__name__``, for the message.
         features: the runtime features (:data:`FEATURES`) its template uses (language v2).
 
     Raises:
         ImportError: when the installed runtime differs or lacks a feature, saying how to fix it.
     """
-    if required != RUNTIME_ABI:
+    if required not in SUPPORTED_ABIS:
         raise ImportError(
             f"{module} was generated for respc runtime ABI {required}, but the installed runtime "
-            f"has ABI {RUNTIME_ABI}; regenerate it with `respc compile` or install a matching respc."
+            f"has ABI {RUNTIME_ABI} (and runs {', '.join(map(str, SUPPORTED_ABIS))}); regenerate it with "
+            "`respc compile` or install a matching respc."
         )
     missing = [name for name in features if name not in FEATURES]
     if missing:
@@ -1374,6 +1391,17 @@ class StreamParser:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "SCANNERS" in cls.__dict__ and any(isinstance(scan, tuple) for scan in cls.SCANNERS):
+            # the states a module declares by their literal delimiters: the runtime builds their
+            # scanners and HOLD_LITERALS entries (runtime/scanners.py, issue 31)
+            declared = tuple(scan if isinstance(scan, tuple) else None for scan in cls.SCANNERS)
+            cls.SCANNERS, cls.MEMO_SLOTS, holds = build_scanners(cls, cls.SCANNERS, cls.MEMO_SLOTS)
+            if "HOLD_REGEX" in cls.__dict__:
+                cls.HOLD_REGEX = tuple(literal_automata(declared[k]) if entry is HELD_LITERALS else entry
+                                       for k, entry in enumerate(cls.HOLD_REGEX))
+            declared = cls.HOLD_LITERALS or (None,) * len(holds)
+            cls.HOLD_LITERALS = tuple(HoldLiterals(*hold) if hold is not None else entry
+                                      for hold, entry in zip(holds, declared))
         runs = cls.HOLD_RUNS or (None,) * len(cls.FAST_PATH)
         cls._RUNS = tuple(None if not rows else tuple((frozenset(chars), factor, _prefixes_by_last(factor))
                                                       for chars, factor in rows) for rows in runs)

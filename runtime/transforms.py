@@ -315,10 +315,10 @@ def apply_transform(transform: Any, scope: dict, *, v2: bool = False) -> Any:
 def make_field_processor(
     field: str,
     content: str,
-    content_args: dict,
-    transform: Any | None,
-    transform_each: bool,
-    group_names: tuple[str, ...],
+    content_args: dict | None = None,
+    transform: Any | None = None,
+    transform_each: bool = False,
+    group_names: tuple[str, ...] = (),
     *,
     v2: bool = False,
 ) -> Callable[[str, dict], Any]:
@@ -331,7 +331,8 @@ def make_field_processor(
     Args:
         field (str): the field name, used in error messages.
         content (str): the content parser name (template-language.md "Content parsers").
-        content_args (dict): its arguments.
+        content_args (dict | None): its arguments (None: none, ``{}``). A generated module passes
+            every argument by keyword and leaves out those at their default (issue 31).
         transform (Any | None): the transform, or ``None`` for none.
         transform_each (bool): apply the transform to each element of a list of dicts.
         group_names (tuple[str, ...]): every named group declared by the field's open and close
@@ -359,6 +360,8 @@ def make_field_processor(
     # every field's processor, and some parsers compile a regex then (xml-inline's tag_pattern:
     # 0.5 ms on dots, issue 14), while a parse closes few of the fields. The arguments are read
     # as they are now (a copy), as make_content_parser would.
+    if content_args is None:
+        content_args = {}
     args = copy.deepcopy(content_args)
     parse: Callable[[str], Any] | None = None
     prefix = f"Field {field!r}: "

@@ -24,6 +24,9 @@ CHAT_TEMPLATES = SHARED / "corpus" / "chat_templates"
 # (sources in its SOURCES.md); the tests read them beside the shared ones.
 OWN_CHAT_TEMPLATES = REPO / "tests" / "cases" / "chat_templates"
 
+#: the catalogue's test cases, one JSON file per family (``{"cases": [...]}``)
+FAMILY_DIR = REPO / "tests" / "cases" / "families"
+
 _WHAT = {CONFORMANCE: "the shared conformance vectors", CORPUS: "the shared corpus vectors",
          CHAT_TEMPLATES: "the shared chat templates"}
 
@@ -177,3 +180,36 @@ def peer_message(vector: dict, how: str, errors: str) -> dict:
     module = importlib.import_module(f"respc.generated.{vector['family']}")
     message, _ = run_stream(module, prefix, chunks, vector.get("tools"), errors)
     return message
+
+
+def generated(name: str) -> types.ModuleType:
+    """The checked-in generated module of catalogue template ``name`` (``respc.generated.<name>``)."""
+    return importlib.import_module(f"respc.generated.{name}")
+
+
+_COMPILED: dict[str, types.ModuleType] = {}
+
+
+def compiled(name: str) -> types.ModuleType:
+    """Catalogue template ``name`` compiled by ``respc.compile_template`` (once per session)."""
+    if name not in _COMPILED:
+        import respc
+
+        _COMPILED[name] = respc.compile_template(REPO / "templates" / f"{name}.json")
+    return _COMPILED[name]
+
+
+def family_cases(name: str) -> list[dict]:
+    """The test cases of family ``name`` (``tests/cases/families/<name>.json``); [] without a file."""
+    path = FAMILY_DIR / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8"))["cases"] if path.is_file() else []
+
+
+def random_pieces(text: str, rng: random.Random, longest: int) -> list[str]:
+    """``text`` cut into pieces of 1 to ``longest`` characters drawn from ``rng``."""
+    pieces, i = [], 0
+    while i < len(text):
+        step = rng.randint(1, longest)
+        pieces.append(text[i:i + step])
+        i += step
+    return pieces

@@ -19,7 +19,6 @@ Every repro runs exactly as the issue writes it, whole, one character at a time 
 
 from __future__ import annotations
 
-import importlib
 import json
 
 import pytest
@@ -28,7 +27,7 @@ import respc
 from respc.openai import ChatCompletionStream
 from respc.runtime import ContentParseError
 from respc.runtime.tools import MAX_TYPING_DEPTH, coerce_tool_calls, compile_tool_types, tool_parameters
-from support import chunkings, run_stream
+from support import chunkings, generated, run_stream
 
 HOWS = ("whole", "chars", "random")
 POOLSIDE = "<assistant>"
@@ -36,13 +35,9 @@ NS = "]<]minimax[>["
 MINIMAX_M3 = "]~b]ai\n"
 
 
-def _module(name):
-    return importlib.import_module(f"respc.generated.{name}")
-
-
 def _parse(name, prefix, text, how, errors, tools=None):
     """(message, region_malformed events, diagnostics) of ``text`` fed as ``how`` says."""
-    module = _module(name)
+    module = generated(name)
     parser = module.ResponseParser(prefix, tools, errors=errors)
     events = list(parser.initial_events)
     for chunk in chunkings(text, text)[how]:
@@ -189,7 +184,7 @@ def test_qwen3_json_object_without_a_name_is_no_call(how):
 def test_qwen3_nameless_call_is_not_streamed_in_hold_mode(how):
     """recover_arguments="hold": the stream sends what the message has -- the text as content,
     no tool call with arguments {} that the message lacks, finish reason "stop"."""
-    parser = _module("qwen3").ResponseParser("", None, errors="recover")
+    parser = generated("qwen3").ResponseParser("", None, errors="recover")
     stream = ChatCompletionStream(parser, ids=lambda n: f"call_{n}", completion_id="x", created=0)
     out = [c for piece in chunkings(REPRO_NS, REPRO_NS)[how] for c in stream.feed(piece)] + stream.finalize()
     deltas = [c["choices"][0]["delta"] for c in out if c["choices"]]
@@ -208,8 +203,8 @@ def test_qwen3_nameless_call_is_not_streamed_in_hold_mode(how):
 def test_names_that_are_no_function_names(name, why):
     text = "<tool_call>" + json.dumps({"name": name, "arguments": {}}) + "</tool_call>"
     with pytest.raises(ContentParseError, match=f"^Field 'tool_calls': tool call without a function name: {_re(why)}$"):
-        run_stream(_module("qwen3"), "", [text])
-    message, _ = run_stream(_module("qwen3"), "", [text], None, "recover")
+        run_stream(generated("qwen3"), "", [text])
+    message, _ = run_stream(generated("qwen3"), "", [text], None, "recover")
     assert message == {"role": "assistant", "content": text}
 
 
@@ -221,7 +216,7 @@ def _re(text):
 def test_dotted_and_namespaced_names_are_names():
     for name in ("functions.get_weather", "server:tool", "a/b-c_1"):
         text = "<tool_call>" + json.dumps({"name": name, "arguments": {}}) + "</tool_call>"
-        message, _ = run_stream(_module("qwen3"), "", [text])
+        message, _ = run_stream(generated("qwen3"), "", [text])
         assert message["tool_calls"][0]["function"]["name"] == name
 
 
@@ -326,7 +321,7 @@ def test_arguments_that_are_no_object_make_the_call_malformed(how, arguments, sh
     assert message == {"role": "assistant", "content": text}
     assert [(m["text"], m["into"]) for m in malformed] == [(text, "content")]
     for hold in ("hold", "stream"):
-        parser = _module("hermes2pro").ResponseParser("", None, errors="recover")
+        parser = generated("hermes2pro").ResponseParser("", None, errors="recover")
         stream = ChatCompletionStream(parser, ids=lambda n: f"call_{n}", completion_id="x", created=0,
                                       recover_arguments=hold)
         out = [c for piece in chunkings(text, text)[how] for c in stream.feed(piece)] + stream.finalize()

@@ -9,13 +9,12 @@ parser checked in under ``generated/`` (imported as ``respc.generated.<family>``
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 
 import pytest
 
-from support import CORPUS, REPO, chunkings, load_jsonl, missing, params, run_stream
+from support import CORPUS, REPO, chunkings, generated, load_jsonl, missing, params, run_stream
 
 FAMILY_DIR = Path(__file__).resolve().parent / "cases" / "families"
 FAMILIES = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(FAMILY_DIR.glob("*.json"))}
@@ -31,10 +30,6 @@ granite3 command_r7b gemma4 apriel_1_6_thinker nemotron_nano_v2 lfm2 firefunctio
 deepseek_v3_1 glm4_5 seed_oss hunyuan_a13b internlm2 granite4 phi4_mini apriel_1_5 nemotron3_nano
 functionary_v3_1 kimi_k2_thinking
 """.split())
-
-
-def _module(family: str):
-    return importlib.import_module(f"respc.generated.{family}")
 
 
 def test_every_family_has_a_template_and_cases():
@@ -56,7 +51,7 @@ def test_own_case(family, case, how):
     """A case is parsed in ``case["errors"]`` mode ("strict" unless told); ``diagnostics``, when
     the case has it, lists the parser's diagnostics as ``[kind, start, end]``."""
     chunks = chunkings(case["text"], f"{family}/{case['name']}")[how]
-    parser = _module(family).ResponseParser(case["prefix"], case.get("tools"), errors=case.get("errors", "strict"))
+    parser = generated(family).ResponseParser(case["prefix"], case.get("tools"), errors=case.get("errors", "strict"))
     for chunk in chunks:
         parser.feed(chunk)
     message, _ = parser.finalize()
@@ -81,7 +76,7 @@ def test_corpus_vector(vector, how):
     family = vector["family"]
     assert family in TEMPLATES, f"no catalogue template for {family}"
     chunks = chunkings(vector["text"], vector["id"])[how]
-    message, _ = run_stream(_module(family), vector["prefix"], chunks, vector.get("tools"))
+    message, _ = run_stream(generated(family), vector["prefix"], chunks, vector.get("tools"))
     assert message == vector["expect"]["message"]
 
 

@@ -44,8 +44,8 @@ def test_banner_and_section_order():
     assert lines[3].startswith("# template sha256: ") and len(lines[3].split()[-1]) == 64
     assert lines[4] == "# regenerate: respc compile templates/qwen3.json -o generated/qwen3.py"
     assert lines[5] == f"# respc codegen {CODEGEN_VERSION}"
-    markers = ["import regex", "_rt.check_abi(", "FIELD_NAMES = (", "_START_ANCHOR = ", "S0 = 0",
-               "_TRANSITIONS = (", "def _scan_0(", "class ResponseParser(", "def get_response_parser(",
+    markers = ["import regex", "_rt.check_abi(", "FIELD_NAMES = (", "_START_ANCHOR = ", "S_OUTSIDE = 0",
+               "_TRANSITIONS = (", "_DELIMITERS_0 = (", "class ResponseParser(", "def get_response_parser(",
                "def parse_response(", "GRAMMAR = ", "__all__ = "]
     positions = [source.index(marker) for marker in markers]
     assert positions == sorted(positions)
@@ -70,3 +70,27 @@ def test_no_absolute_path_in_module(tmp_path):
     source = compile_source(path, source_name="t.json", command="respc compile t.json -o t_parser.py").source
     assert str(tmp_path) not in source
     assert source.splitlines()[2] == "# template: t.json"
+
+
+def test_generated_modules_read_like_their_template():
+    """Issue 31: named states, keyword-built records, no positional tables, no JSON in strings, no
+    ``lo = x - 0``, no always-true first tie-break, and no line over 100 characters outside
+    literal data (GRAMMAR rows, a pattern or literal in a comment, a record of template text)."""
+    import re
+
+    from respc.compiler.api import compile_source
+
+    source = compile_source({"start_anchor": "<s>", "fields": {"reasoning": {"open": "<think>", "close": "</think>"},
+                                        "it's \"odd\"": {"open": "<x>", "close": "</x>"},
+                                        "content": {}}}).source
+    assert "S_OUTSIDE = 0" in source and "S_REASONING = 1" in source and "\nS_IT__S__ODD_ = 2" in source
+    assert "_rt.make_field_processor(field='reasoning', content='text')" in source
+    assert "_rt.FastPath(triggers=" in source and "_rt.StrayCloser(closer='</think>'" in source
+    assert "_rt.Literal('<think>', rank=" in source and "def _scan_" not in source
+    for path in sorted((REPO / "generated").glob("[!_]*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "lo = x - 0" not in text and "'[null," not in text
+        assert not re.search(r"^S\d+ = 0 ", text, re.M), path.name  # the outside state is S_OUTSIDE
+        for line in text.splitlines():
+            if len(line) > 100:
+                assert "'" in line or '"' in line or line.lstrip().startswith("#"), (path.name, line)

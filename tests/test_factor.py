@@ -19,7 +19,7 @@ import pytest
 
 from respc.compiler import automaton
 from respc.compiler.api import compile_source
-from support import REPO, exec_module, outcome
+from support import REPO, exec_module, outcome, random_pieces
 
 FAMILY_DIR = REPO / "tests" / "cases" / "families"
 
@@ -55,12 +55,7 @@ def _chunkings(text: str, rng: random.Random):
     yield [text]
     yield list(text)
     for _ in range(3):
-        pieces, i = [], 0
-        while i < len(text):
-            step = rng.randint(1, 12)
-            pieces.append(text[i:i + step])
-            i += step
-        yield pieces
+        yield random_pieces(text, rng, 12)
 
 
 def _compare(fast, slow, prefix, text, tools, seed):

@@ -22,7 +22,6 @@ that the scan would have held from the same offset and emitted nothing, so here:
 
 from __future__ import annotations
 
-import json
 import random
 import types
 
@@ -34,25 +33,11 @@ from hypothesis import strategies as st
 import respc
 from respc.compiler.api import compile_source
 from respc.compiler.held import MAX_POSITIONS, held_plan, position_automaton
-from respc.runtime import LazyPattern
+from respc.runtime import HeldAutomaton, LazyPattern
 from respc.runtime.held import STOP, HeldRegex, automaton_table
-from support import REPO
+from support import REPO, compiled, family_cases, random_pieces
 
-FAMILY_DIR = REPO / "tests" / "cases" / "families"
 NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
-_MODULES: dict = {}
-
-
-def _module(name: str):
-    if name not in _MODULES:
-        _MODULES[name] = respc.compile_template(REPO / "templates" / f"{name}.json")
-    return _MODULES[name]
-
-
-def _cases(name: str) -> list[dict]:
-    return json.loads((FAMILY_DIR / f"{name}.json").read_text(encoding="utf-8"))["cases"]
-
-
 def _patterns(module) -> list[str]:
     """The regex delimiters of a generated module (its ``_D<k>`` globals: a LazyPattern until
     first searched, then the compiled pattern)."""
@@ -60,7 +45,7 @@ def _patterns(module) -> list[str]:
             if k.startswith("_D") and k[2:].isdigit() and isinstance(v, (regex.Pattern, LazyPattern))]
 
 
-HELD_NAMES = [n for n in NAMES if any(t is not None for t in _module(n).ResponseParser.HOLD_REGEX)]
+HELD_NAMES = [n for n in NAMES if any(t is not None for t in compiled(n).ResponseParser.HOLD_REGEX)]
 
 
 def _general(module):
@@ -92,22 +77,17 @@ def _chunkings(text: str, rng: random.Random):
         for shift in range(size):
             yield ([text[:shift]] if shift else []) + [text[i:i + size] for i in range(shift, len(text), size)]
     yield list(text)
-    pieces, i = [], 0
-    while i < len(text):
-        step = rng.randint(1, 9)
-        pieces.append(text[i:i + step])
-        i += step
-    yield pieces
+    yield random_pieces(text, rng, 9)
 
 
 def _openers(name: str) -> list[str]:
     """Matches of the module's regex delimiters in the catalogue cases, one per pattern, longest
     first (the openers the shortcut reads)."""
-    module = _module(name)
+    module = compiled(name)
     found: dict[str, str] = {}
     for pattern in _patterns(module):
         rx = regex.compile(pattern, regex.DOTALL)
-        for case in _cases(name):
+        for case in family_cases(name):
             for m in rx.finditer(case["text"]):
                 if len(m.group()) > len(found.get(pattern, "")):
                     found[pattern] = m.group()
@@ -135,10 +115,10 @@ def _variants(opener: str, step: int):
 
 @pytest.mark.parametrize("name", HELD_NAMES)
 def test_openers_cut_and_damaged_same_events_as_the_scan(name):
-    module = _module(name)
+    module = compiled(name)
     general = _general(module)
     rng = random.Random(name)
-    cases = _cases(name)
+    cases = family_cases(name)
     prefix = cases[0]["prefix"]
     step = 1 if name in ("kimi_k2", "step3", "deepseek_v3_1") else 2 if name == "gpt_oss" else 4
     for opener in _openers(name):
@@ -155,10 +135,10 @@ def test_openers_cut_and_damaged_same_events_as_the_scan(name):
 
 @pytest.mark.parametrize("name", HELD_NAMES)
 def test_catalogue_cases_same_events_as_the_scan_in_both_modes(name):
-    module = _module(name)
+    module = compiled(name)
     general = _general(module)
     rng = random.Random("cases/" + name)
-    for case in _cases(name):
+    for case in family_cases(name):
         for errors in ("strict", "recover"):
             for chunks in _chunkings(case["text"], rng):
                 want = _outcome(general, case["prefix"], chunks, errors, errors == "recover")
@@ -175,7 +155,7 @@ _SPLICE_NAMES = ["kimi_k2", "kimi_k2_thinking", "gpt_oss", "step3", "deepseek_v3
 def test_random_splices_around_openers(name, data):
     """Random texts from pieces of the openers (cut anywhere), damage and prose, in random chunks,
     in both modes: the shortcut changes nothing."""
-    module = _module(name)
+    module = compiled(name)
     openers = _openers(name)
     pieces = [" ", "<", ":", "0", ":0", "x", "\n", "words ", "<|", "|>", '"', "."]
     for o in openers:
@@ -185,7 +165,7 @@ def test_random_splices_around_openers(name, data):
     cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=12)))
     chunks = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)]) if b > a]
     errors = data.draw(st.sampled_from(["strict", "recover"]))
-    prefix = data.draw(st.sampled_from(["", _cases(name)[0]["prefix"]]))
+    prefix = data.draw(st.sampled_from(["", family_cases(name)[0]["prefix"]]))
     want = _outcome(_general(module), prefix, chunks, errors, True)
     assert _outcome(module.ResponseParser, prefix, chunks, errors, True) == want
 
@@ -275,7 +255,7 @@ def test_kimi_opener_in_small_chunks_is_scanned_twice():
     and when its match completes, not in between (the general path scans all 18); the events
     are the scan's."""
     calls: list = []
-    counted, general = _counted(_module("kimi_k2"), calls)
+    counted, general = _counted(compiled("kimi_k2"), calls)
     opener = "<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
     chunks = [opener[i:i + 4] for i in range(0, len(opener), 4)]
     assert len(chunks) == 18
@@ -298,7 +278,7 @@ def test_glm_name_in_small_chunks_is_not_scanned():
     """glm4_5's opener ``<tool_call>\\s*(?P<name>[^\\s<]+)`` is complete after the name's first
     character and held while the name may go on (its match ends at the buffer edge): those chunks
     take the anchored match, not the scan (HeldRegex.edges); the events are the scan's."""
-    module = _module("glm4_5")
+    module = compiled("glm4_5")
     tables = [x for t in module.ResponseParser.HOLD_REGEX if t is not None for x in t]
     assert any(automaton_table(x)[0] is not None for x in tables)  # a pattern that can go on
     calls: list = []
@@ -320,7 +300,7 @@ def test_anchored_match_at_the_edge_is_the_search():
     """What HeldRegex.edges rests on: a complete anchored match at 0 that ends at the text's end
     is what the ``regex`` module's partial search returns, on every eligible pattern that can go on
     after a complete match."""
-    patterns = sorted({p for n in NAMES for p in _patterns(_module(n))})
+    patterns = sorted({p for n in NAMES for p in _patterns(compiled(n))})
     patterns += [spec["open_pattern"] for template, _ in CUSTOM.values() for spec in template["fields"].values()
                  if "open_pattern" in spec]
     rng = random.Random(15)
@@ -363,7 +343,7 @@ def test_automaton_verdict_is_the_regex_modules_partial_search():
     (the scanner's hold), on every eligible catalogue pattern; and the automaton stops once a
     match is complete (so it never hides one). Reading the text at once or piece by piece gives
     the same state."""
-    patterns = sorted({p for n in NAMES for p in _patterns(_module(n))})
+    patterns = sorted({p for n in NAMES for p in _patterns(compiled(n))})
     patterns += [spec["open_pattern"] for template, _ in CUSTOM.values() for spec in template["fields"].values()
                  if "open_pattern" in spec]
     rng = random.Random(14)
@@ -463,22 +443,33 @@ def test_caches_full_changes_nothing(name, monkeypatch):
 
 
 @pytest.mark.parametrize("key", ["quoted", *HELD_NAMES])
-def test_tables_are_json_text_decoded_on_first_use(key):
-    """A module writes each automaton as one JSON string constant (an import compiles no tuple
-    of tables); decoded, it is the compiler's own table, and a parser class decodes it and
-    compiles its tests only when text is first held in that state."""
+def test_tables_are_records_compiled_on_first_use(key):
+    """A module writes each automaton as one ``HeldAutomaton`` record built by keyword (issue 31:
+    no JSON in strings); it is the compiler's own table, and a parser class compiles its tests
+    only when text is first held in that state."""
     template = CUSTOM[key][0] if key in CUSTOM else REPO / "templates" / f"{key}.json"
     compiled = compile_source(template)
     module = types.ModuleType("held_json_" + key)  # not respc.compile_template's cached module
     exec(compile(compiled.source, f"<{key}>", "exec"), module.__dict__)
     plan = held_plan(compiled.automaton)
     assert len(module.ResponseParser.HOLD_REGEX) == len(plan)
-    for entry, tables in zip(module.ResponseParser.HOLD_REGEX, plan):
+    # per state, whether the module wrote _rt.HELD_LITERALS (the runtime builds its automata)
+    block = compiled.source.split("    HOLD_REGEX = (\n", 1)[1].split("\n    )\n", 1)[0] if plan != (None,) * len(plan) else ""
+    entries = [part.split("\n", 1)[1] for part in block.split("        # S")[1:]]
+    derived = [entry.strip() == "_rt.HELD_LITERALS," for entry in entries]
+    for k, (entry, tables) in enumerate(zip(module.ResponseParser.HOLD_REGEX, plan)):
         if tables is None:
             assert entry is None
             continue
-        assert all(isinstance(text, str) for text in entry)
-        assert [automaton_table(text) for text in entry] == [
+        assert all(isinstance(record, HeldAutomaton) for record in entry)
+        if derived[k]:
+            # a declared state's automata, built by the runtime from its literals (HELD_LITERALS):
+            # the same language per delimiter as the compiler's, and no match that goes on
+            # (in rank order; the compiler's follow the watch order: the DFA reads them alike)
+            assert sorted(map(sorted, map(_language, entry))) == sorted(map(sorted, map(_language, tables)))
+            assert not any(t.extends for t in tables)
+            continue
+        assert [automaton_table(record) for record in entry] == [
             (t.pattern if t.extends else None, t.tests, t.first, t.follow, t.last) for t in tables]
     held = [h for h in module.ResponseParser._HELD if h is not None]
     assert held and all(h._automata is not None for h in held)  # nothing decoded by the import
@@ -490,6 +481,20 @@ def test_tables_are_json_text_decoded_on_first_use(key):
         parser.feed("a")  # "<c n='" is held: read by the automaton, so decoded
         assert module.ResponseParser._HELD[0]._automata is None
         assert module.ResponseParser._HELD[0].run(module.ResponseParser._HELD[0].start, "<c n='a") is not STOP
+
+
+def _language(table) -> set[str]:
+    """The words a position automaton of one-character tests accepts (a literal delimiter's:
+    finite, no loops)."""
+    words = set()
+    todo = [(p, table.tests[p]) for p in table.first]
+    while todo:
+        p, word = todo.pop()
+        assert len(word) <= 200 and all(len(t) == 1 for t in table.tests)
+        if p in table.last:
+            words.add(word)
+        todo += [(q, word + table.tests[q]) for q in table.follow[p]]
+    return words
 
 
 def test_bad_table_text_is_a_clear_error():

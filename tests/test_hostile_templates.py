@@ -136,7 +136,7 @@ KNOWN_NAMES = {
     "_REGIONS", "_REQUIRED", "_START_ANCHOR", "_TRANSITIONS",
     "ResponseParser", "get_response_parser", "parse_response", "GRAMMAR", "__all__",
 }
-NUMBERED = re.compile(r"(_D|_P|S|_scan_)\d+|_PREFIXES_\d+|_D\d+L?(_LEADS)?")
+NUMBERED = re.compile(r"S_[A-Z0-9_]+|(_D|_P|S|_scan_|_DELIMITERS_)\d+|_PREFIXES_\d+|_D\d+L?(_LEADS)?")
 FORBIDDEN_IDENTIFIERS = {"__import__", "os", "system", "exec", "eval", "open", "touch", "PWNED",
                          "bos_token", "field", "raw", "generation"}
 
@@ -182,7 +182,8 @@ def _assert_inert(source: str) -> None:
                        "regex.compile", "frozenset", "len", "float", "buf.find", "m.span", "m.start", "q.start",
                        "j.start", "literal_hold", "ResponseParser", "_rt.parse_many", "_rt.lead_search", "_rt.barrier_search",
                        "_rt.partial_search", "_rt.partial_late", "_rt.partial_barrier", "_rt.window_partial",
-                       "_rt.LazyPattern", "globals"} | {
+                       "_rt.LazyPattern", "globals", "_rt.FastPath", "_rt.HoldRun", "_rt.HoldLiterals",
+                       "_rt.StrayCloser", "_rt.HeldAutomaton", "_rt.Literal", "_rt.literal_prefixes"} | {
         c for c in callees if re.fullmatch(r"_[DPB]\d+L?\.(search|fullmatch|match)", c)}, callees
 
 

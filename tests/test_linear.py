@@ -29,7 +29,6 @@ runs the templates of :data:`FAST` and the named cases of the issue; the marker 
 from __future__ import annotations
 
 import gc
-import importlib
 import sys
 import time
 from collections.abc import Callable
@@ -43,7 +42,7 @@ import inputs  # noqa: E402  (benchmarks/inputs.py)
 
 import respc  # noqa: E402
 
-from support import CATALOGUE_TEMPLATES  # noqa: E402
+from support import CATALOGUE_TEMPLATES, generated  # noqa: E402
 
 #: seconds one parse must take before n stops doubling
 FLOOR = 0.004
@@ -58,10 +57,6 @@ NEGLIGIBLE = 0.004
 #: keeps the named cases below and CI's `-m linear` run does the sweeps
 FAST = ("gpt_oss",)
 CHUNK = 16
-
-
-def _module(name: str):
-    return importlib.import_module(f"respc.generated.{name}")
 
 
 def _parse(module, text: str, errors: str, chunk: int | None) -> None:
@@ -159,7 +154,7 @@ CONFIGS = [("strict", None), ("recover", None), ("strict", CHUNK), ("recover", C
 
 
 def _sweep(name: str) -> list[str]:
-    module = _module(name)
+    module = generated(name)
     failed = []
     for kind, make in kinds(name).items():
         for errors, chunk in CONFIGS:
@@ -196,28 +191,28 @@ def _assert_linear(module, make, errors, chunk, **kw):
 def test_gpt_oss_recover_lt_run():
     """gpt_oss, ``errors="recover"``, ``"<" * n`` (0.25 s at 20k, 2.85 s at 80k before): the
     engine's partial search of the call opener cost the rest of the text at every ``<``."""
-    _assert_linear(_module("gpt_oss"), lambda n: "<" * n, "recover", None, start=5000, cap=20_000)
+    _assert_linear(generated("gpt_oss"), lambda n: "<" * n, "recover", None, start=5000, cap=20_000)
 
 
 def test_granite4_recover_one_feed_many_calls():
     """granite4, repeated calls, recover, one feed (0.09/0.30/0.68/1.57 s at 128k..1M before):
     ``_reopened`` compared the rest of the buffer with a copy of it after every opener."""
     call = inputs.pieces("granite4").tool_call
-    _assert_linear(_module("granite4"), _repeat(call), "recover", None, start=256_000, cap=256_000)
+    _assert_linear(generated("granite4"), _repeat(call), "recover", None, start=256_000, cap=256_000)
 
 
 def test_kimi_vl_strict_join_many_blocks():
     """kimi_vl, strict, one feed, many ``join`` blocks (0.32/1.04/3.88 s at 256k..1M before): the
     joined string was rebuilt for every block."""
     unit = "◁think▷" + "é" * 60 + "◁/think▷" + "è" * 60
-    _assert_linear(_module("kimi_vl"), _repeat(unit), "strict", None, start=256_000, cap=256_000)
+    _assert_linear(generated("kimi_vl"), _repeat(unit), "strict", None, start=256_000, cap=256_000)
 
 
 @pytest.mark.linear
 def test_olmo3_prose_after_unclosed_function_calls():
     """olmo3, strict, one feed: prose after an unclosed ``<function_calls>`` (37 s for 1 MB
     before): every letter opens a tentative region whose probe copied the rest of the text."""
-    _assert_linear(_module("olmo3"), _prose("<function_calls>"), "strict", None, start=100_000, cap=100_000)
+    _assert_linear(generated("olmo3"), _prose("<function_calls>"), "strict", None, start=100_000, cap=100_000)
 
 
 def _string_end_template(pattern: str) -> dict:

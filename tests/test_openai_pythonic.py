@@ -9,7 +9,6 @@ the message on generated call lists in many Python spellings, and the converter 
 
 from __future__ import annotations
 
-import importlib
 import json
 import random
 
@@ -21,14 +20,11 @@ from respc.openai import ChatCompletionStream, argument_streaming
 from respc.runtime.formats.pythonic import PythonicArgs
 from respc.runtime.errors import ContentParseError
 from respc.runtime.pythonic import parse_pythonic
-
-
-def _module(name: str):
-    return importlib.import_module(f"respc.generated.{name}")
+from support import generated  # noqa: E402
 
 
 def _run(family: str, chunks: list[str], tools=None, errors="strict", **options):
-    stream = ChatCompletionStream(_module(family).ResponseParser("", tools, errors=errors),
+    stream = ChatCompletionStream(generated(family).ResponseParser("", tools, errors=errors),
                                   ids=lambda n: f"call_{n}", created=0, **options)
     per_feed = []  # the deltas each feed returned
     for chunk in chunks:
@@ -66,12 +62,12 @@ def _args(per_feed: list, index: int = 0) -> str:
 
 
 def test_catalogue_pythonic_regions_are_converted_as_written():
-    assert argument_streaming(_module("llama4_pythonic").ResponseParser) == {"tool_calls": "converted as written"}
-    assert argument_streaming(_module("olmo3").ResponseParser) == {"tool_calls": "converted as written"}
-    assert argument_streaming(_module("lfm2").ResponseParser)["tool_calls"] == "converted as written"
-    assert argument_streaming(_module("llama3_json").ResponseParser)["builtin_tool_call"] == "converted as written"
+    assert argument_streaming(generated("llama4_pythonic").ResponseParser) == {"tool_calls": "converted as written"}
+    assert argument_streaming(generated("olmo3").ResponseParser) == {"tool_calls": "converted as written"}
+    assert argument_streaming(generated("lfm2").ResponseParser)["tool_calls"] == "converted as written"
+    assert argument_streaming(generated("llama3_json").ResponseParser)["builtin_tool_call"] == "converted as written"
     # a text body made into {"code": ...} by its transform is not pythonic (runtime/formats/text.py converts it)
-    assert argument_streaming(_module("functionary_v3_1").ResponseParser)["python_call"] == "converted as written"
+    assert argument_streaming(generated("functionary_v3_1").ResponseParser)["python_call"] == "converted as written"
 
 
 def test_per_character_name_at_the_parenthesis_then_strings_character_by_character():
@@ -190,7 +186,7 @@ def test_positional_argument_sends_nothing_past_the_name():
 
 def test_stopped_reader_finishes_at_the_close_when_what_it_sent_is_a_beginning():
     """A converter that stopped (as it does on text it does not read) sends the rest at the close."""
-    stream = ChatCompletionStream(_module("llama4_pythonic").ResponseParser(""), ids=lambda n: f"call_{n}")
+    stream = ChatCompletionStream(generated("llama4_pythonic").ResponseParser(""), ids=lambda n: f"call_{n}")
     sent = [c["choices"][0]["delta"] for c in stream.feed("[f(a='xy")]
     scanner = next(state[0] for state in stream._open.values())
     scanner.dead = True

@@ -58,7 +58,8 @@ def test_chat_template_integer_products_are_capped():
 
 # --- model output: a barrier search repeated at every scan (docs/security.md, "Model output") ----
 
-from test_linear import _assert_linear, _module  # noqa: E402  (tests/test_linear.py)
+from test_linear import _assert_linear  # noqa: E402  (tests/test_linear.py)
+from support import generated as _module  # noqa: E402
 
 GPT_OSS_HEADERS = {
     # 144 kB cost 2.9 s strict, 1.5 s recover (one feed) before: every scan searched back over the

@@ -29,19 +29,13 @@ import pytest
 import respc
 from respc import show
 from respc.compiler.cli import main
-from support import REPO, run_stream
+from support import REPO, generated, run_stream
 
 FAMILIES = sorted((REPO / "tests" / "cases" / "families").glob("*.json"))
 CASES = [(path.stem, case) for path in FAMILIES for case in json.loads(path.read_text(encoding="utf-8"))["cases"]]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed "
                                     "(apt-get install -y chromium; README 'Look at a template')")
-
-
-def _module(family: str):
-    import importlib
-
-    return importlib.import_module(f"respc.generated.{family}")
 
 
 def _rest(module, prefix: str) -> str:
@@ -82,7 +76,7 @@ def _check_cover(result, text: str) -> None:
 
 @pytest.mark.parametrize("family,case", CASES, ids=[f"{f}-{c['name']}" for f, c in CASES])
 def test_every_character_once_in_its_region(family, case):
-    module = _module(family)
+    module = generated(family)
     text, prefix, tools = case["text"], case["prefix"], case.get("tools")
     errors = case.get("errors", "strict")
     result = show.layout(module, text, prefix=prefix, tools=tools, errors=errors)
@@ -137,7 +131,7 @@ def test_every_character_once_in_its_region(family, case):
 
 def test_chunk_text_inside_a_delimiter_is_placed_after_it():
     """``<think>t``: the chunk ``t`` also occurs inside ``<think>``; it must land after it."""
-    module = _module("qwen3")
+    module = generated("qwen3")
     text = "<think>t</think>\n\nhi<|im_end|>"
     result = show.layout(module, text, prefix="")
     spans = [(text[s.start:s.end], s.kind, s.label or result.regions[s.region].field) for s in result.segments]
@@ -246,7 +240,7 @@ def test_value_end_trailing_close_and_rejected_opener():
 
 
 def test_recover_marks_malformed_and_held_text_at_the_parsers_offsets():
-    module = _module("qwen3")
+    module = generated("qwen3")
     text = "Hi.<tool_call>{bad}</tool_call>ok<tool_c"
     result = show.layout(module, text, prefix="", errors="recover")
     assert [(d["kind"], d["start"], d["end"]) for d in result.diagnostics] == [
@@ -270,13 +264,13 @@ def test_recover_marks_malformed_and_held_text_at_the_parsers_offsets():
 
 def test_held_back_text_is_marked():
     """A trailing ``<`` may begin a delimiter: the parser holds it until finalize."""
-    module = _module("qwen3")
+    module = generated("qwen3")
     result = show.layout(module, "answer <", prefix="")
     assert [(s.start, s.end, s.held) for s in result.segments] == [(0, 7, False), (7, 8, True)]
 
 
 def test_a_parse_error_becomes_a_diagnostic_at_its_offset():
-    module = _module("qwen3")
+    module = generated("qwen3")
     text = "ok<tool_call>{bad</tool_call>never reached" + "x" * 5000
     result = show.layout(module, text, prefix="")
     _check_cover(result, text)
@@ -361,7 +355,7 @@ def _check_page(page: str, result) -> _Spans:
 
 def test_page_of_every_catalogue_case():
     for family, case in CASES:
-        module = _module(family)
+        module = generated(family)
         result = show.layout(module, case["text"], prefix=case["prefix"], tools=case.get("tools"),
                              errors=case.get("errors", "strict"))
         page = show.render(result, title=f"{family} {case['name']}")
@@ -370,7 +364,7 @@ def test_page_of_every_catalogue_case():
 
 
 def test_page_colours_delimiters_and_values():
-    module = _module("qwen3")
+    module = generated("qwen3")
     text = Path(REPO / "examples" / "qwen3_output.txt").read_text(encoding="utf-8")
     prefix = Path(REPO / "examples" / "qwen3_prefix.txt").read_text(encoding="utf-8")
     tools = json.loads((REPO / "examples" / "tools.json").read_text(encoding="utf-8"))
@@ -389,7 +383,7 @@ def test_page_colours_delimiters_and_values():
 
 
 def test_page_escapes_and_keeps_awkward_characters():
-    module = _module("qwen3")
+    module = generated("qwen3")
     text = "\n<b>&amp;</b>\r\n\x00 \ud800 </script><!-- é<think>x</think><|im_end|>"
     result = show.layout(module, text, prefix="")
     page = show.render(result)
@@ -399,7 +393,7 @@ def test_page_escapes_and_keeps_awkward_characters():
 
 
 def test_diagnostics_are_listed_and_marked_only_when_present():
-    module = _module("qwen3")
+    module = generated("qwen3")
     page = respc.show.html(module, "abcdef", prefix="", diagnostics=[
         {"kind": "malformed", "start": 2, "end": 4, "message": "damaged <text>"}])
     parsed = _parse_page(page)
@@ -416,7 +410,7 @@ def _big_output(size: int) -> str:
 
 
 def test_one_megabyte_is_one_span_per_run_and_quick():
-    module = _module("qwen3")
+    module = generated("qwen3")
     text = _big_output(1_000_000)
     assert len(text) > 1_000_000
     began = time.perf_counter()
@@ -513,7 +507,7 @@ def _rgb(hex_colour: str) -> tuple[int, int, int]:
 
 @needs_chromium
 def test_screenshot_shows_the_regions_colours(tmp_path):
-    module = _module("qwen3")
+    module = generated("qwen3")
     text = (REPO / "examples" / "qwen3_output.txt").read_text(encoding="utf-8")
     prefix = (REPO / "examples" / "qwen3_prefix.txt").read_text(encoding="utf-8")
     page = tmp_path / "page.html"
@@ -533,7 +527,7 @@ def test_screenshot_shows_the_regions_colours(tmp_path):
 @needs_chromium
 def test_one_megabyte_page_renders(tmp_path):
     page = tmp_path / "big.html"
-    page.write_text(respc.show.html(_module("qwen3"), _big_output(1_000_000), prefix=""), encoding="utf-8")
+    page.write_text(respc.show.html(generated("qwen3"), _big_output(1_000_000), prefix=""), encoding="utf-8")
     png = tmp_path / "big.png"
     began = time.perf_counter()
     _screenshot(page, png, size="800,400")
@@ -545,7 +539,7 @@ def test_one_megabyte_page_renders(tmp_path):
 @needs_chromium
 def test_hovering_a_region_shows_its_value(tmp_path):
     """The page's one mouseover listener fills the hover box with the region's value (run in Chromium)."""
-    module = _module("qwen3")
+    module = generated("qwen3")
     text = (REPO / "examples" / "qwen3_output.txt").read_text(encoding="utf-8")
     prefix = (REPO / "examples" / "qwen3_prefix.txt").read_text(encoding="utf-8")
     page = respc.show.html(module, text, prefix=prefix)

@@ -12,7 +12,6 @@ at every point (the property).
 
 from __future__ import annotations
 
-import importlib
 import json
 
 import pytest
@@ -20,22 +19,18 @@ import pytest
 from respc.openai import ChatCompletionStream
 from respc.runtime import whole
 from respc.runtime.errors import ContentParseError
-from support import (CATALOGUE_TEMPLATES, run_checked, CORPUS, PEER2_XFAIL, PEER_PREFIX, PEER_XFAIL, REPO, SHARED, chunkings,
-                     load_jsonl)
+from support import (CATALOGUE_TEMPLATES, run_checked, CORPUS, PEER2_XFAIL, PEER_PREFIX, PEER_XFAIL, REPO, SHARED,
+                     chunkings, generated, load_jsonl)
 
 HOWS = ("whole", "chars", "random")
 TRUNCATED = "ContentParseError: Field 'tool_calls': the output ended inside this region before {} (truncated); " \
             "a value the output did not finish is not returned."
 
 
-def _module(family: str):
-    return importlib.import_module(f"respc.generated.{family}")
-
-
 def run(family: str, text: str, how: str, errors: str = "recover", prefix: str = ""):
     """``(message, events, diagnostics)`` of ``text`` fed in chunking ``how``; the whole-text
     path (``parse_response``) must give the same message and diagnostics."""
-    return run_checked(_module(family), prefix, text, how, errors)
+    return run_checked(generated(family), prefix, text, how, errors)
 
 
 def _truncated(start: int, end: int, text: str, before: str = "its close") -> dict:
@@ -166,7 +161,7 @@ def test_stream_mode_malformed_call_is_content_or_a_named_call_never_both(family
     (``openai_message()``); a call already sent is kept and a ``streamed-call-malformed``
     diagnostic names it, and then its raw text is not also content; else the raw text is content,
     as in the parser's message, and no call is sent (docs/openai.md)."""
-    module = _module(family)
+    module = generated(family)
     stream = ChatCompletionStream(module.ResponseParser("", errors="recover"), recover_arguments="stream",
                                   ids=lambda n: f"call_{n}", completion_id="x", created=0)
     chunks = []
@@ -268,7 +263,7 @@ def test_every_cut_point(family, prefix, text, tools):
     """Cut at every point, parsed in both modes: "recover" never raises, "strict" raises only
     ContentParseError; the calls and text keys of every cut obey check_calls and check_text
     (strict cuts against the strict parse of the whole output, when it has one)."""
-    module = _module(family)
+    module = generated(family)
     full, parser = _parse(module, prefix, text, tools, "recover", ledger=True)
     calls = full.get("tool_calls") or []
     delimiter = [False] * len(text)

@@ -9,7 +9,7 @@ import pytest
 from respc.compiler.api import compile_template
 from respc.runtime.errors import ContentParseError, TemplateError
 
-from support import chunkings, merged_events, run_stream
+from support import REPO, chunkings, merged_events, run_stream
 
 CALL = {"type": "function", "function": {"name": "{content.name}", "arguments": "{content.arguments}"}}
 
@@ -339,7 +339,27 @@ def test_generated_module_names_the_features_it_needs():
     from respc.compiler.api import compile_source
 
     source = compile_source(SECTION).source
-    assert "_rt.check_abi(3, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none', 'fast-heads', 'held-json'))" in source
+    # what the module declares only (ABI 4, issue 31): no name of how the runtime searches
+    assert "_rt.check_abi(4, __name__, ('slots', 'nest', 'reject', 'typed-roles', 'empty-none'))" in source
+
+
+def test_abi_4_modules_name_declared_features_only():
+    """Every catalogue module names only features of runtime.DECLARED_FEATURES (issue 31); the
+    runtime still runs a module of ABI 3."""
+    import ast
+
+    from respc.runtime.stream import DECLARED_FEATURES, check_abi
+
+    for path in sorted((REPO / "generated").glob("[!_]*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "_rt.check_abi"]
+        assert len(calls) == 1, path.name
+        args = [ast.literal_eval(a) for a in calls[0].args if not isinstance(a, ast.Name)]
+        assert args[0] == 4, path.name
+        assert set(args[1] if len(args) > 1 else ()) <= DECLARED_FEATURES, path.name
+    check_abi(3, "old", ("slots", "fast-heads", "held-json"))
+    with pytest.raises(ImportError, match="ABI 2"):
+        check_abi(2, "older")
 
 
 def test_runtime_without_a_feature_refuses_the_module():

@@ -22,12 +22,11 @@ from hypothesis import strategies as st
 
 import respc
 from respc.runtime import whole
-from support import CONFORMANCE, CONFORMANCE_DEVIATIONS, CORPUS, REPO, SHARED, load_jsonl, params
+from support import CONFORMANCE, CONFORMANCE_DEVIATIONS, CORPUS, REPO, SHARED, family_cases, load_jsonl, params
 from test_recover_properties import CASES as DAMAGE_CASES
 from test_recover_properties import OPS as DAMAGE_OPS
 from test_recover_properties import _damage
 
-FAMILY_DIR = REPO / "tests" / "cases" / "families"
 NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
 PEER = SHARED / "corpus" / "peer_vectors.jsonl"
 _ERRORS = (ValueError, KeyError, TypeError)
@@ -64,16 +63,11 @@ def _generated(name: str):
     return importlib.import_module(f"respc.generated.{name}").ResponseParser
 
 
-def _cases(name: str) -> list[dict]:
-    path = FAMILY_DIR / f"{name}.json"
-    return json.loads(path.read_text(encoding="utf-8"))["cases"] if path.is_file() else []
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_catalogue_cases(name):
     parser_class = _generated(name)
     filler = "Plain words < and <x or [a] with (parens), to=x, then `ticks` and | bars. "
-    cases = _cases(name)
+    cases = family_cases(name)
     assert cases, f"no catalogue cases for {name}"
     for case in cases:
         for text in (case["text"], filler + case["text"], case["text"] + filler, case["text"][:-3]):
@@ -124,7 +118,7 @@ def _delimiter_pieces(name: str) -> list[str]:
             pattern = spec.get(key)
             if isinstance(pattern, str):
                 out.extend(part for part in pattern.replace("\\", "").split("(") if part)
-    for case in _cases(name):
+    for case in family_cases(name):
         text = case["text"]
         out.append(text)
         out.extend(text[k:k + 13] for k in range(0, len(text), 5))
@@ -138,7 +132,7 @@ def _delimiter_pieces(name: str) -> list[str]:
 def test_random_splices(name, data):
     pieces = _delimiter_pieces(name)
     parts = data.draw(st.lists(st.sampled_from(pieces), min_size=1, max_size=30))
-    cases = _cases(name)
+    cases = family_cases(name)
     prefix = data.draw(st.sampled_from([c["prefix"] for c in cases] or [""]))
     _same(_generated(name), prefix, "".join(parts))
 

@@ -21,7 +21,8 @@ import pytest
 
 from respc import runtime
 from respc.runtime import stream, whole
-from test_whole import _cases, _generated, _same
+from support import family_cases
+from test_whole import _generated, _same
 
 #: templates whose complete-text scans use lead_search, barrier_search or sentinel finds over prose
 NAMES = ["xlam", "llama4_pythonic", "qwen3_coder", "muse_glimmer", "gpt_oss", "inkling", "llama3_json",
@@ -45,7 +46,7 @@ def _prose(rng: random.Random, n: int) -> str:
 
 def _texts(name: str, count: int, seed: int) -> list[str]:
     rng = random.Random(seed)
-    samples = [case["text"] for case in _cases(name)] or [""]
+    samples = [case["text"] for case in family_cases(name)] or [""]
     texts = []
     for _ in range(count):
         parts = []

@@ -1,0 +1,145 @@
+"""The scanners the runtime builds from a module's declared literal delimiters (runtime/scanners.py,
+issue 31) against the rule they implement, written plainly (docs/template-language.md,
+"Matching"): the leftmost hit wins, at one start the longest, then the lowest rank; unless the
+stream has ended, text from the leftmost offset where the rest of the buffer is a proper prefix of
+a literal is held, and a hit at or after that offset is not committed.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import respc
+from respc.runtime import Literal
+from respc.runtime.scanners import literal_scanner
+from respc.runtime.stream import StreamParser
+
+from support import REPO
+
+CATALOGUE = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
+
+
+def _reference(literals, buf, pos, eos):
+    """The rule itself, by brute force."""
+    n = len(buf)
+    hold = n
+    if not eos:
+        for j in range(pos, n):
+            if any(len(r.text) > n - j and r.text.startswith(buf[j:]) for r in literals):
+                hold = j
+                break
+    best = None
+    for r in literals:
+        i = buf.find(r.text, pos)
+        if i < 0:
+            continue
+        key = (i, -len(r.text), r.rank)
+        if best is None or key < best:
+            best = key
+    if best is None or best[0] >= hold:
+        return -1, 0, 0, None, hold
+    return best[0], best[0] - best[1], best[2], None, hold
+
+
+def _buffers(literals, rng, count):
+    """Buffers made of pieces of the literals (whole, cut, overlapping) and filler."""
+    pieces = [r.text for r in literals] + [r.text[:k] for r in literals for k in range(1, len(r.text))]
+    pieces += ["a", " ", "<", "\n", "x<y"]
+    for _ in range(count):
+        yield "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+
+
+def _check(literals, rng, count=300):
+    scan, slots, _ = literal_scanner(literals, 3)
+    for buf in _buffers(literals, rng, count):
+        memo = [None] * (3 + slots)
+        positions = sorted(rng.randint(0, len(buf)) for _ in range(3))
+        for eos in (False, True):
+            memo = [None] * (3 + slots)
+            for pos in positions:  # one memo over rising positions, as a parser's run keeps it
+                assert scan(buf, pos, eos, memo) == _reference(literals, buf, pos, eos), (literals, buf, pos, eos)
+
+
+@pytest.mark.parametrize("name", CATALOGUE)
+def test_catalogue_declarations_scan_by_the_rule(name):
+    """Every literal-only state of every catalogue template: its built scanner gives the rule's
+    answer on buffers made of its literals, with the memo carried over rising positions."""
+    module = respc.compile_template(REPO / "templates" / f"{name}.json")
+    rng = random.Random("scanners/" + name)
+    declared = [getattr(module, f"_DELIMITERS_{k}", None) for k in range(len(module.ResponseParser.TRANSITIONS))]
+    for literals in declared:
+        if literals:
+            _check(literals, rng, 60)
+
+
+def test_groups_shared_first_characters_and_ties():
+    """Three or more literals with one first character are found after one shared search; a
+    longer literal at the same start wins, then the lower rank; several first characters hold
+    through literal_hold."""
+    rng = random.Random(7)
+    _check((Literal("<a>", 0), Literal("<ab>", 1), Literal("<abc", 2), Literal("<a>", 3)), rng)
+    _check((Literal("[X]", 0), Literal("<Y>", 1), Literal("{Z", 1), Literal("<Y>", 0)), rng)
+    _check((Literal(";", 0), Literal("x", 1)), rng)  # one character each: nothing to hold
+
+
+def test_state_watching_nothing_finds_nothing():
+    scan, slots, hold = literal_scanner((), 0)
+    assert (slots, hold) == (0, None) and scan("abc", 1, False, []) == (-1, 0, 0, None, 3)
+
+
+def test_records_must_be_literals_of_text_and_rank():
+    """A declaration of another shape (a module not made by respc) is refused when the parser
+    class is built, naming the record: no value of it reaches the scanner's source but a checked
+    string or integer."""
+    class Sneaky(str):
+        def __repr__(self):
+            return "__import__('os')"
+
+    for bad in ((("<a>", 0),), (Literal(Sneaky("<a>"), 0),), (Literal("<a>", "0"),), (Literal("", 0),)):
+        with pytest.raises(TypeError, match="Literal"):
+            literal_scanner(bad, 0)
+    with pytest.raises(TypeError, match="Literal"):
+        type("P", (StreamParser,), {"SCANNERS": ((("<a>", 0),),), "FAST_PATH": ((None, None),)})
+
+
+def test_scanners_are_compiled_by_their_first_call():
+    """A class creation (an import) checks the declarations and compiles no scanner; the first
+    call of a state's scanner compiles it and puts it in the class's SCANNERS."""
+    from support import exec_module
+
+    source = (REPO / "generated" / "qwen3.py").read_text(encoding="utf-8")
+    module = exec_module(source, "qwen3_lazy_scanners")
+    parser_class = module.ResponseParser
+
+    def compiled():
+        return [scan.__code__.co_filename == "<respc literal scanner>" for scan in parser_class.SCANNERS]
+
+    assert compiled() == [False, False, False]
+    parser = parser_class("")
+    parser.feed("a <think>b</think> c")
+    assert compiled()[0] and compiled()[1]
+    assert parser.finalize()[0] == {"role": "assistant", "reasoning_content": "b", "content": "ac"}
+
+
+@pytest.mark.parametrize("name", CATALOGUE)
+def test_literal_prefixes_are_the_compilers(name):
+    """A state that watches literals and a regex delimiter calls runtime.literal_prefixes for its
+    held-prefix test (issue 31: the prefixes are not written out): the compiler's own set."""
+    from respc.compiler.automaton import plan_scans
+    from respc.compiler.source import read_template
+    from respc.runtime import literal_prefixes
+
+    read = read_template(REPO / "templates" / f"{name}.json")
+    for plan in plan_scans(read.template, read.automaton).plans:
+        if plan.hold is None:
+            continue
+        built = literal_prefixes(plan.hold.literals)
+        if plan.hold.prefixes is None:
+            assert not isinstance(built, frozenset)
+            assert all(lit[:k] in built for lit in plan.hold.literals for k in range(1, len(lit)))
+        else:
+            assert built == frozenset(plan.hold.prefixes)
+    with pytest.raises(TypeError, match="tuple of str"):
+        literal_prefixes(["<a>"])
