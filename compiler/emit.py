@@ -747,5 +747,5 @@ def _recover_class(source: str) -> str:
                 + "".join(f"\n    {name} = _rt.StreamParser.{name}" for name in missing) + body[at:])
     return ("# -- errors=\"recover\": the same tables for the template whose openers also accept its\n"
             "# recover-only openers (docs/template-language.md, \"Recover-only openers\"); a parser built\n"
-            "# with errors=\"recover\" is a _RecoverParser (runtime.StreamParser.__new__)\n"
+            "# with errors=\"recover\" becomes a _RecoverParser (runtime.stream._become_recover)\n"
             + body.rstrip("\n") + "\n\n\nResponseParser.RECOVER_CLASS = _RecoverParser\n\n\n")

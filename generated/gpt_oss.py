@@ -1022,7 +1022,7 @@ class ResponseParser(_rt.StreamParser):
 
 # -- errors="recover": the same tables for the template whose openers also accept its
 # recover-only openers (docs/template-language.md, "Recover-only openers"); a parser built
-# with errors="recover" is a _RecoverParser (runtime.StreamParser.__new__)
+# with errors="recover" becomes a _RecoverParser (runtime.stream._become_recover)
 _R_REGIONS = (
     _rt.Region(
         'reasoning_content',
