@@ -1,4 +1,18 @@
-"""Partial searches of long undecided text by leads or after offset 0 change nothing (issue 14).
+"""The scanners of states that watch a regex delimiter: each search shortcut the compiler plans
+(compiler/automaton.py ``plan_scans``, emitted per state) against the general path (issue 31: one
+test module per component, not per optimisation). Sections:
+
+1. The required-factor prefilter of regex delimiters changes nothing (issue 14).
+
+A regex delimiter with a literal every match contains (``to=functions.`` in gpt-oss's tool-call
+open, ``[TOOL_CALLS]`` in Mistral's) is first looked for with ``str.find``; without it the
+scanner searches for a partial match only near the end of the buffer (``compiler.automaton.Factor``).
+Here each template is compiled twice, with the prefilter and with it switched off (the general
+path), and both parse the same texts in many chunkings: the catalogue cases, random splices of
+them with delimiter fragments, and synthetic templates for bounded and unbounded parts before the
+factor. Events, messages and errors must be identical.
+
+2. Partial searches of long undecided text by leads or after offset 0 change nothing (issue 14).
 
 With ``eos`` false a scanner asks the ``regex`` engine for the leftmost complete match of a
 regex delimiter, else its leftmost partial match (SPEC 4.3). Over a long undecided text (one big
@@ -15,6 +29,12 @@ below ``runtime.PARTIAL_LONG`` undecided characters they ask the engine directly
 * each template that uses them is compiled twice, with the helpers taking every scan
   (``PARTIAL_LONG`` 0) and with none (the engine's own search), and both parse the catalogue cases
   and random texts in many chunkings with identical events, messages and errors.
+
+3. Long pending matches stay linear and keep their results (SPEC 4.3, D2; issue: linear time).
+
+Text held behind a regex delimiter that is still pending for 1024 characters or more is searched
+again only once it has doubled (``runtime.stream.LONG_HOLD``). The message and the merged events
+must not change for any chunking, and work must stay proportional to the output.
 """
 
 from __future__ import annotations
@@ -27,16 +47,143 @@ import types
 import pytest
 import regex
 
+import respc
 from respc.compiler import automaton, emit
 from respc.compiler.api import compile_source
 from respc.runtime import partial_barrier, partial_late, partial_search
-from support import REPO, chunkings, exec_module, outcome
+from respc.runtime.stream import LONG_HOLD
+from support import REPO, chunkings, exec_module, merged_events, outcome, random_pieces, run_stream
 
 FAMILY_DIR = REPO / "tests" / "cases" / "families"
+
+
+# -- 1. the required-factor prefilter of a regex delimiter changes nothing (issue 14) -------------
+
+
+def _factored_names() -> list[str]:
+    names = []
+    for path in sorted((REPO / "templates").glob("*.json")):
+        plans = automaton.plan_scans(*_ir(path))
+        if any(getattr(f, "factor", None) is not None for p in plans.plans for f in p.finds):
+            names.append(path.stem)
+    return names
+
+
+def _ir(spec):
+    compiled = compile_source(spec)
+    return compiled.template, compiled.automaton
+
+
+def _factor_module(spec, factor: bool) -> types.ModuleType:
+    saved = automaton._factor
+    if not factor:
+        automaton._factor = lambda tree, pattern: None
+    automaton.classify_pattern.cache_clear()
+    try:
+        source = compile_source(spec).source
+    finally:
+        automaton._factor = saved
+        automaton.classify_pattern.cache_clear()
+    return exec_module(source, f"respc_factor_test_{factor}")
+
+
+def _factor_chunkings(text: str, rng: random.Random):
+    yield [text]
+    yield list(text)
+    for _ in range(3):
+        yield random_pieces(text, rng, 12)
+
+
+def _factor_compare(fast, slow, prefix, text, tools, seed):
+    rng = random.Random(seed)
+    for chunks in _factor_chunkings(text, rng):
+        assert outcome(fast, prefix, chunks, tools) == outcome(slow, prefix, chunks, tools), chunks
+
+
+def _fragments(module_text: str, cases: list[dict], factors: list[str]) -> list[str]:
+    """Pieces random texts are made of: the factors, their prefixes, slices of the cases."""
+    out = [" ", "\n", "  ", "<", "|", "[", "]", "{", "}", '"', "to=", "x", "ab c"]
+    for f in factors:
+        out.extend(f[:k] for k in range(1, len(f) + 1))
+    for case in cases:
+        t = case["text"]
+        for k in range(0, len(t), 7):
+            out.append(t[k:k + 11])
+    return out
+
+
+def _factors(spec) -> list[str]:
+    plans = automaton.plan_scans(*_ir(spec))
+    return [f.factor.text for p in plans.plans for f in p.finds if getattr(f, "factor", None) is not None]
+
+
+@pytest.mark.parametrize("name", _factored_names())
+def test_catalogue_same_events_with_and_without_factor(name):
+    path = REPO / "templates" / f"{name}.json"
+    fast, slow = _factor_module(path, True), _factor_module(path, False)
+    cases = json.loads((FAMILY_DIR / f"{name}.json").read_text(encoding="utf-8"))["cases"]
+    filler = "Plain words < and <x or [a] with (parens), to=x, then `ticks` and | bars. "
+    for case in cases:
+        _factor_compare(fast, slow, case["prefix"], filler + case["text"], case.get("tools"), f"{name}/{case['name']}")
+    rng = random.Random(name)
+    pieces = _fragments("", cases, _factors(path))
+    prefix = cases[0]["prefix"] if cases else ""
+    for k in range(25):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(5, 40)))
+        _factor_compare(fast, slow, prefix, text, None, f"{name}/random/{k}")
+
+
+SYNTHETIC = {
+    # unbounded part before the factor, with a class (the reverse search bounds it)
+    "unbounded-class": (r"(?:<s>)?\s*to=fn\.(?P<n>\w+)\s*<m>",
+                        ["a to=fn.x <m>b", "  \n to=fn", "<s>  to=f", "to=fn.y", "<s>\t\tto=fn.z<m>"]),
+    # bounded part before the factor, whose characters are (nearly) anything
+    "bounded-any": (r".{0,3}CALL:(?P<n>\w+);", ["abcCALL:x; d", "xxxxCALL:", "CAL", "zzCALL:yy;CALL:"]),
+    # bounded and with a class
+    "bounded-class": (r"[ab]{1,4}::(?P<n>\w+)!", ["aaaa::x! bab::", "ccab:", "ab::q!ab", "bbbbbbbb::z!"]),
+    # a factor that starts the pattern (reach 0)
+    "leading": (r"\[CALL\](?P<n>[\w.\-]+)\[ARGS\]", ["x [CALL]f[ARGS]{} [CAL", "[CALL]g.h", "[CALL]a[AR"]),
+}
+
+
+@pytest.mark.parametrize("key", sorted(SYNTHETIC))
+def test_synthetic_same_events_with_and_without_factor(key):
+    pattern, texts = SYNTHETIC[key]
+    spec = {"start_anchor": "A", "fields": {
+        "call": {"open_pattern": pattern, "close": "</c>", "transform": {"n": "{n}", "a": "{content}"}},
+        "content": {}}}
+    assert _factors(spec), key
+    fast, slow = _factor_module(spec, True), _factor_module(spec, False)
+    rng = random.Random(key)
+    pieces = texts + [t[k:k + 3] for t in texts for k in range(len(t))] + ["</c>", "</", " ", "\n"]
+    for i, text in enumerate(texts):
+        _factor_compare(fast, slow, "", text + "</c>" + text, None, f"{key}/{i}")
+    for k in range(40):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(3, 30)))
+        _factor_compare(fast, slow, "", text, None, f"{key}/random/{k}")
+
+
+def test_factor_analysis_values():
+    """The factors and their bounds, read off the pattern (a wrong bound would drop a hold)."""
+    facts = automaton.classify_pattern
+    gpt = facts(r"(?:<\|start\|>assistant)?(?:<\|channel\|>commentary)?\s*to=functions\.(?P<name>[^<\s]+)")
+    assert gpt.factor == automaton.Factor("to=functions.", None, "[<|star>inchelomy\\s]")
+    assert facts(r"\[TOOL_CALLS\](?P<name>[\w.\-]+)\[ARGS\]").factor == automaton.Factor("[TOOL_CALLS]", 0, None)
+    assert facts(r".{0,3}CALL:").factor == automaton.Factor("CALL:", 3, None)
+    # no factor: unbounded and any character before it, case-insensitive, an assertion before it
+    assert facts(r".*CALL:").factor is None
+    assert facts(r"(?i)CALL:").factor is None
+    assert facts(r"\bx*CALL:").factor is None
+    assert facts(r"(?<=\n)CALL:").factor is None
+    assert facts(r"x|CALL:").factor is None
+
+
+# -- 2. partial searches of long undecided text by leads or after offset 0 (issue 14) -------------
+
 FILLER = "Plain words < and <x or [a] with (parens) {b}, to=x, then `ticks`, | bars and \"quotes\". "
 
 
-def _source(spec, long: int) -> str:
+def _partial_source(spec, long: int) -> str:
     saved = emit.PARTIAL_LONG
     emit.PARTIAL_LONG = long
     try:
@@ -45,11 +192,11 @@ def _source(spec, long: int) -> str:
         emit.PARTIAL_LONG = saved
 
 
-def _module(source: str, tag: str) -> types.ModuleType:
+def _partial_module(source: str, tag: str) -> types.ModuleType:
     return exec_module(source, f"respc_partial_test_{tag}")
 
 
-def _names() -> list[str]:
+def _partial_names() -> list[str]:
     return [p.stem for p in sorted((REPO / "templates").glob("*.json"))
             if "_rt.partial_" in (REPO / "generated" / f"{p.stem}.py").read_text(encoding="utf-8")]
 
@@ -66,7 +213,7 @@ def _delimiters() -> list[str]:
     return list(out)
 
 
-def _chunkings(text: str, seed: str) -> list[list[str]]:
+def _partial_chunkings(text: str, seed: str) -> list[list[str]]:
     """support.chunkings (whole, characters, random pieces) and the benchmark's 4-character chunks."""
     return [*chunkings(text, seed).values(), [text[k:k + 4] for k in range(0, len(text), 4)]]
 
@@ -84,7 +231,7 @@ def _pieces(cases: list[dict], patterns: list[str]) -> list[str]:
 
 def test_the_helpers_are_used():
     """The templates whose scanners call the helpers (a list that cannot silently empty)."""
-    names = _names()
+    names = _partial_names()
     assert {"xlam", "llama4_pythonic", "ernie4_5", "gpt_oss", "inkling", "llama3_json"} <= set(names), names
 
 
@@ -138,19 +285,19 @@ def test_helpers_give_the_engines_partial_search(pattern):
                         ("probe", text, pos, end)
 
 
-@pytest.mark.parametrize("name", _names())
+@pytest.mark.parametrize("name", _partial_names())
 def test_catalogue_same_events_with_and_without_the_helpers(name):
     path = REPO / "templates" / f"{name}.json"
-    with_helpers, without = _source(path, 0), _source(path, 10**9)
+    with_helpers, without = _partial_source(path, 0), _partial_source(path, 10**9)
     # every scan takes the helpers in the one, none in the other
     # (a scanner writes the two searches as an if, or a probe's as a conditional expression)
     assert "_rt.partial_" in with_helpers and "_rt.partial_" in without
     assert re.search(r"< 0(:| else _rt\.partial_)", with_helpers) and re.search(r"< 1000000000(:| else _rt\.partial_)", without)
-    helpers, engine = _module(with_helpers, "helpers"), _module(without, "engine")
+    helpers, engine = _partial_module(with_helpers, "helpers"), _partial_module(without, "engine")
     cases = json.loads((FAMILY_DIR / f"{name}.json").read_text(encoding="utf-8"))["cases"]
     for case in cases:
         for k, text in enumerate((case["text"], FILLER + case["text"], FILLER * 4 + case["text"] + FILLER)):
-            for chunks in _chunkings(text, f"{name}/{case['name']}/{k}"):
+            for chunks in _partial_chunkings(text, f"{name}/{case['name']}/{k}"):
                 assert (outcome(helpers, case["prefix"], chunks, case.get("tools"))
                         == outcome(engine, case["prefix"], chunks, case.get("tools"))), (case["name"], chunks)
     rng = random.Random(name)
@@ -160,14 +307,14 @@ def test_catalogue_same_events_with_and_without_the_helpers(name):
     prefix = cases[0]["prefix"] if cases else ""
     for k in range(25):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(5, 40)))
-        for chunks in _chunkings(text, f"{name}/random/{k}"):
+        for chunks in _partial_chunkings(text, f"{name}/random/{k}"):
             assert outcome(helpers, prefix, chunks, None) == outcome(engine, prefix, chunks, None), (k, chunks)
 
 
 def test_long_feed_searches_from_the_first_lead():
     """One big feed of xlam prose: the engine is asked from the first place a lead can start, not
     from the start of the undecided text (the helpers' point; the events are the engine's)."""
-    module = _module(_source(REPO / "templates" / "xlam.json", 256), "xlam")
+    module = _partial_module(_partial_source(REPO / "templates" / "xlam.json", 256), "xlam")
     starts = []
     real = module._rt.partial_search
 
@@ -220,3 +367,49 @@ def test_window_partial_gives_the_engines_partial_search(pattern, monkeypatch):
                     got = stream.window_partial(probe, text, pos, end, complete=False, window=2)
                     assert (want and (want.span(), want.partial)) == (got and (got.span(), got.partial)), \
                         ("probe", text, pos, end)
+
+
+# -- 3. long pending matches stay linear and keep their results (LONG_HOLD) ----------------------
+LAZY = {"start_anchor": "A:", "fields": {
+    "call": {"open_pattern": r"<call to=(?P<name>\w+).*?<msg>", "close": "</call>",
+             "transform": {"name": "{name}", "body": "{content}"}},
+    "content": {}}}
+GREEDY = {"start_anchor": "A:", "fields": {
+    "call": {"open_pattern": "<call name=(?P<name>.*)>", "close": "</call>",
+             "transform": {"name": "{name}", "body": "{content}"}},
+    "content": {}}}
+
+
+def _chunked(text: str, size: int) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+@pytest.mark.parametrize("size", [1, 4, 37, 5000])
+def test_lazy_open_pending_for_long_then_completing(size):
+    filler = "x y " * (LONG_HOLD * 2)
+    text = "before <call to=f " + filler + "<msg>body</call> after"
+    module = respc.compile_template(LAZY)
+    whole, whole_events = run_stream(module, "", [text])
+    message, events = run_stream(module, "", _chunked(text, size))
+    # `content` does not repeat, so its second block ("after") replaces the first (SPEC 9 quirk)
+    assert whole == {"content": "after", "call": {"name": "f", "body": "body"}}
+    assert message == whole
+    assert merged_events(events) == merged_events(whole_events)
+
+
+def test_lazy_open_that_never_completes_is_text_at_end_of_stream():
+    text = "<call to=f " + "z" * (LONG_HOLD * 8)
+    module = respc.compile_template(LAZY)
+    message, events = run_stream(module, "", _chunked(text, 4))
+    assert message == {"content": text}
+    assert [e["type"] for e in merged_events(events)] == ["region_open", "region_chunk", "region_close"]
+
+
+@pytest.mark.parametrize("size", [3, 4096])
+def test_greedy_indeterminate_open_over_long_text(size):
+    text = "<call name=a>" + "b" * (LONG_HOLD * 3) + "</call>tail"
+    module = respc.compile_template(GREEDY)
+    whole, _ = run_stream(module, "", [text])
+    message, _ = run_stream(module, "", _chunked(text, size))
+    # greedy `.*` runs to the last '>' (that of </call>), whatever the chunking (D2)
+    assert message == whole == {"call": {"name": "a>" + "b" * (LONG_HOLD * 3) + "</call", "body": "tail"}}
