@@ -213,3 +213,25 @@ def random_pieces(text: str, rng: random.Random, longest: int) -> list[str]:
         pieces.append(text[i:i + step])
         i += step
     return pieces
+
+
+def delimiter_pieces(name: str) -> list[str]:
+    """Texts random inputs are spliced from: every literal delimiter and its halves, the literal
+    parts of regex ones, slices of the catalogue cases, and characters that start or continue
+    values (quotes, brackets, whitespace), and the cases whole."""
+    doc = json.loads((REPO / "templates" / f"{name}.json").read_text(encoding="utf-8"))
+    out = [" ", "\n", "  ", "<", "|", "[", "]", "{", "}", '"', ",", ":", "x", "ab c", '{"name": "f"', "}", "\\"]
+    for spec in doc["fields"].values():
+        for key in ("open", "close"):
+            value = spec.get(key)
+            for literal in ([value] if isinstance(value, str) else value or []):
+                out.extend((literal, literal[: len(literal) // 2], literal[len(literal) // 2:]))
+        for key in ("open_pattern", "close_pattern"):
+            pattern = spec.get(key)
+            if isinstance(pattern, str):
+                out.extend(part for part in pattern.replace("\\", "").split("(") if part)
+    for case in family_cases(name):
+        text = case["text"]
+        out.append(text)
+        out.extend(text[k:k + 13] for k in range(0, len(text), 5))
+    return out

@@ -18,8 +18,7 @@ import random
 import pytest
 
 import respc
-from support import REPO, run_stream
-from test_whole import _delimiter_pieces
+from support import REPO, delimiter_pieces, run_stream
 
 FAMILY_DIR = REPO / "tests" / "cases" / "families"
 NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
@@ -129,7 +128,7 @@ _PROSE = ["word ", "to", "=", "t", " ", "  ", "\n", "ab", "a<b ", "x[1] ", "{ }"
 
 def _pieces(name: str) -> list[str]:
     """test_whole's splice pieces of ``name`` (its delimiters, their halves, case slices) and prose."""
-    return _delimiter_pieces(name) + _PROSE
+    return delimiter_pieces(name) + _PROSE
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -35,8 +35,8 @@ from respc.runtime.formats import pythonic as pythonic_format
 from respc.runtime.formats import xml_tree as xml_tree_format
 from respc.runtime.content import make_content_parser
 from respc.runtime.errors import ContentParseError
-from support import CORPUS, REPO, SHARED, family_cases, load_jsonl, params
-from test_whole import _delimiter_pieces, _outcome
+from support import CORPUS, REPO, SHARED, delimiter_pieces, family_cases, load_jsonl, params
+from test_whole import _outcome
 
 NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
 PEER = SHARED / "corpus" / "peer_vectors.jsonl"
@@ -324,6 +324,6 @@ def test_vectors_with_and_without_quick(monkeypatch, vector):
 @given(data=st.data())
 @pytest.mark.parametrize("name", QUICK_NAMES)
 def test_random_splices_with_and_without_quick(monkeypatch, name, data):
-    parts = data.draw(st.lists(st.sampled_from(_delimiter_pieces(name)), min_size=1, max_size=25))
+    parts = data.draw(st.lists(st.sampled_from(delimiter_pieces(name)), min_size=1, max_size=25))
     prefix = data.draw(st.sampled_from([c["prefix"] for c in family_cases(name)] or [""]))
     _compare(monkeypatch, _generated(name), prefix, "".join(parts))

@@ -52,9 +52,7 @@ from respc.compiler import automaton, emit
 from respc.compiler.api import compile_source
 from respc.runtime import partial_barrier, partial_late, partial_search
 from respc.runtime.stream import LONG_HOLD
-from support import REPO, chunkings, exec_module, merged_events, outcome, random_pieces, run_stream
-
-FAMILY_DIR = REPO / "tests" / "cases" / "families"
+from support import FAMILY_DIR, REPO, chunkings, exec_module, merged_events, outcome, random_pieces, run_stream
 
 
 # -- 1. the required-factor prefilter of a regex delimiter changes nothing (issue 14) -------------

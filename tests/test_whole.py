@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 import respc
 from respc.runtime import whole
-from support import CONFORMANCE, CONFORMANCE_DEVIATIONS, CORPUS, REPO, SHARED, family_cases, load_jsonl, params
+from support import (CONFORMANCE, CONFORMANCE_DEVIATIONS, CORPUS, REPO, SHARED, delimiter_pieces, family_cases,
+                     load_jsonl, params)
 from test_recover_properties import CASES as DAMAGE_CASES
 from test_recover_properties import OPS as DAMAGE_OPS
 from test_recover_properties import _damage
@@ -103,34 +104,12 @@ def test_conformance_vectors(vector):
         assert outcome[0] == vector["expect"]["message"]
 
 
-def _delimiter_pieces(name: str) -> list[str]:
-    """Texts random inputs are spliced from: every literal delimiter and its halves, the literal
-    parts of regex ones, slices of the catalogue cases, and characters that start or continue
-    values (quotes, brackets, whitespace), and the cases whole."""
-    doc = json.loads((REPO / "templates" / f"{name}.json").read_text(encoding="utf-8"))
-    out = [" ", "\n", "  ", "<", "|", "[", "]", "{", "}", '"', ",", ":", "x", "ab c", '{"name": "f"', "}", "\\"]
-    for spec in doc["fields"].values():
-        for key in ("open", "close"):
-            value = spec.get(key)
-            for literal in ([value] if isinstance(value, str) else value or []):
-                out.extend((literal, literal[: len(literal) // 2], literal[len(literal) // 2:]))
-        for key in ("open_pattern", "close_pattern"):
-            pattern = spec.get(key)
-            if isinstance(pattern, str):
-                out.extend(part for part in pattern.replace("\\", "").split("(") if part)
-    for case in family_cases(name):
-        text = case["text"]
-        out.append(text)
-        out.extend(text[k:k + 13] for k in range(0, len(text), 5))
-    return out
-
-
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(data=st.data())
 @pytest.mark.parametrize("name", NAMES)
 def test_random_splices(name, data):
-    pieces = _delimiter_pieces(name)
+    pieces = delimiter_pieces(name)
     parts = data.draw(st.lists(st.sampled_from(pieces), min_size=1, max_size=30))
     cases = family_cases(name)
     prefix = data.draw(st.sampled_from([c["prefix"] for c in cases] or [""]))
@@ -328,7 +307,7 @@ def test_token_ids_and_finalized_parser_fall_back_to_feed():
 def test_random_splices_are_not_trivial():
     """The spliced inputs reach tool calls and errors, so the comparison above sees them."""
     rng = random.Random(7)
-    pieces = _delimiter_pieces("qwen3")
+    pieces = delimiter_pieces("qwen3")
     kinds = set()
     for _ in range(300):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
