@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -235,3 +236,42 @@ def delimiter_pieces(name: str) -> list[str]:
         out.append(text)
         out.extend(text[k:k + 13] for k in range(0, len(text), 5))
     return out
+
+
+#: the errors a parse may raise that the whole-text tests compare (type, text, field, offsets)
+WHOLE_ERRORS = (ValueError, KeyError, TypeError)
+
+
+def whole_outcome(parser_class, prefix, text, tools, errors, single: bool):
+    """(message or error description, diagnostics) of one path: ``whole.finish`` (``single``) or
+    feed and finalize."""
+    from respc.runtime import whole
+
+    parser = parser_class(prefix, tools, errors=errors)
+    try:
+        if single:
+            message = whole.finish(parser, text)
+        else:
+            parser.feed(text)
+            message = parser.finalize()[0]
+    except WHOLE_ERRORS as exc:
+        message = ("error", type(exc).__name__, str(exc), getattr(exc, "field", None),
+                   getattr(exc, "start", None), getattr(exc, "end", None), getattr(exc, "partial_message", None))
+    return message, parser.diagnostics
+
+
+def same_whole_and_stream(parser_class, prefix, text, tools=None):
+    """Both paths agree in both modes; returns the strict outcome."""
+    outcomes = []
+    for errors in ("strict", "recover"):
+        streamed = whole_outcome(parser_class, prefix, text, tools, errors, False)
+        single = whole_outcome(parser_class, prefix, text, tools, errors, True)
+        assert single == streamed, (errors, text[:200])
+        outcomes.append(streamed)
+    return outcomes[0]
+
+
+@functools.cache
+def catalogue_parser(name: str):
+    """The ``ResponseParser`` of the checked-in generated module of catalogue template ``name``."""
+    return importlib.import_module(f"respc.generated.{name}").ResponseParser

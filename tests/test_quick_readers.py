@@ -22,7 +22,6 @@ the end of a body the quick pythonic reader reads. Checked here:
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 from unittest import mock
 
@@ -35,8 +34,8 @@ from respc.runtime.formats import pythonic as pythonic_format
 from respc.runtime.formats import xml_tree as xml_tree_format
 from respc.runtime.content import make_content_parser
 from respc.runtime.errors import ContentParseError
-from support import CORPUS, REPO, SHARED, delimiter_pieces, family_cases, load_jsonl, params
-from test_whole import _outcome
+from support import (CORPUS, REPO, SHARED, catalogue_parser, delimiter_pieces, family_cases, load_jsonl, params,
+                     whole_outcome)
 
 NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
 PEER = SHARED / "corpus" / "peer_vectors.jsonl"
@@ -284,13 +283,8 @@ def _both_paths(parser_class, prefix, text, tools=None):
     out = []
     for errors in ("strict", "recover"):
         for single in (True, False):
-            out.append(_outcome(parser_class, prefix, text, tools, errors, single))
+            out.append(whole_outcome(parser_class, prefix, text, tools, errors, single))
     return out
-
-
-@functools.cache
-def _generated(name: str):
-    return importlib.import_module(f"respc.generated.{name}").ResponseParser
 
 
 def _compare(monkeypatch, parser_class, prefix, text, tools=None):
@@ -309,14 +303,14 @@ def test_catalogue_cases_with_and_without_quick(monkeypatch, name):
     assert cases, name
     for case in cases:
         for text in (case["text"], case["text"][:-3], case["text"][: len(case["text"]) // 2]):
-            _compare(monkeypatch, _generated(name), case["prefix"], text, case.get("tools"))
+            _compare(monkeypatch, catalogue_parser(name), case["prefix"], text, case.get("tools"))
 
 
 @pytest.mark.parametrize("vector", params([v for v in load_jsonl(CORPUS) if v["family"] in QUICK_NAMES]
                                           + ([v for v in load_jsonl(PEER) if v["family"] in QUICK_NAMES]
                                              if PEER.is_file() else []), CORPUS, lambda v: v["id"]))
 def test_vectors_with_and_without_quick(monkeypatch, vector):
-    _compare(monkeypatch, _generated(vector["family"]), vector["prefix"], vector["text"], vector.get("tools"))
+    _compare(monkeypatch, catalogue_parser(vector["family"]), vector["prefix"], vector["text"], vector.get("tools"))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -326,4 +320,4 @@ def test_vectors_with_and_without_quick(monkeypatch, vector):
 def test_random_splices_with_and_without_quick(monkeypatch, name, data):
     parts = data.draw(st.lists(st.sampled_from(delimiter_pieces(name)), min_size=1, max_size=25))
     prefix = data.draw(st.sampled_from([c["prefix"] for c in family_cases(name)] or [""]))
-    _compare(monkeypatch, _generated(name), prefix, "".join(parts))
+    _compare(monkeypatch, catalogue_parser(name), prefix, "".join(parts))

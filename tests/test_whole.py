@@ -11,9 +11,7 @@ fallback is checked too.
 
 from __future__ import annotations
 
-import functools
 import importlib
-import json
 import random
 
 import pytest
@@ -22,57 +20,25 @@ from hypothesis import strategies as st
 
 import respc
 from respc.runtime import whole
-from support import (CONFORMANCE, CONFORMANCE_DEVIATIONS, CORPUS, REPO, SHARED, delimiter_pieces, family_cases,
-                     load_jsonl, params)
+from support import (CONFORMANCE, CONFORMANCE_DEVIATIONS, CORPUS, REPO, SHARED, WHOLE_ERRORS, catalogue_parser,
+                     delimiter_pieces, family_cases, load_jsonl, params, same_whole_and_stream, whole_outcome)
 from test_recover_properties import CASES as DAMAGE_CASES
 from test_recover_properties import OPS as DAMAGE_OPS
 from test_recover_properties import _damage
 
 NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
 PEER = SHARED / "corpus" / "peer_vectors.jsonl"
-_ERRORS = (ValueError, KeyError, TypeError)
-
-
-def _outcome(parser_class, prefix, text, tools, errors, single: bool):
-    """(message or error description, diagnostics) of one path."""
-    parser = parser_class(prefix, tools, errors=errors)
-    try:
-        if single:
-            message = whole.finish(parser, text)
-        else:
-            parser.feed(text)
-            message = parser.finalize()[0]
-    except _ERRORS as exc:
-        message = ("error", type(exc).__name__, str(exc), getattr(exc, "field", None),
-                   getattr(exc, "start", None), getattr(exc, "end", None), getattr(exc, "partial_message", None))
-    return message, parser.diagnostics
-
-
-def _same(parser_class, prefix, text, tools=None):
-    """Both paths agree in both modes; returns the strict outcome."""
-    outcomes = []
-    for errors in ("strict", "recover"):
-        streamed = _outcome(parser_class, prefix, text, tools, errors, False)
-        single = _outcome(parser_class, prefix, text, tools, errors, True)
-        assert single == streamed, (errors, text[:200])
-        outcomes.append(streamed)
-    return outcomes[0]
-
-
-@functools.cache
-def _generated(name: str):
-    return importlib.import_module(f"respc.generated.{name}").ResponseParser
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_catalogue_cases(name):
-    parser_class = _generated(name)
+    parser_class = catalogue_parser(name)
     filler = "Plain words < and <x or [a] with (parens), to=x, then `ticks` and | bars. "
     cases = family_cases(name)
     assert cases, f"no catalogue cases for {name}"
     for case in cases:
         for text in (case["text"], filler + case["text"], case["text"] + filler, case["text"][:-3]):
-            _same(parser_class, case["prefix"], text, case.get("tools"))
+            same_whole_and_stream(parser_class, case["prefix"], text, case.get("tools"))
 
 
 def _vector_id(vector):
@@ -82,21 +48,21 @@ def _vector_id(vector):
 @pytest.mark.parametrize("vector", params([v for v in load_jsonl(CORPUS) if v["family"] in NAMES], CORPUS,
                                           _vector_id))
 def test_corpus_vectors(vector):
-    _same(_generated(vector["family"]), vector["prefix"], vector["text"], vector.get("tools"))
+    same_whole_and_stream(catalogue_parser(vector["family"]), vector["prefix"], vector["text"], vector.get("tools"))
 
 
 @pytest.mark.parametrize("vector", params([v for v in load_jsonl(PEER) if v["family"] in NAMES], PEER, _vector_id))
 def test_peer_vectors(vector):
-    _same(_generated(vector["family"]), vector["prefix"], vector["text"], vector.get("tools"))
+    same_whole_and_stream(catalogue_parser(vector["family"]), vector["prefix"], vector["text"], vector.get("tools"))
 
 
 @pytest.mark.parametrize("vector", params(load_jsonl(CONFORMANCE), CONFORMANCE, _vector_id))
 def test_conformance_vectors(vector):
     try:
         module = respc.compile_template(vector["template"])
-    except _ERRORS:
+    except WHOLE_ERRORS:
         pytest.skip("the vector's template does not load (a load-stage error vector)")
-    outcome = _same(module.ResponseParser, vector["prefix"], vector["text"], vector.get("tools"))
+    outcome = same_whole_and_stream(module.ResponseParser, vector["prefix"], vector["text"], vector.get("tools"))
     if vector["id"] in CONFORMANCE_DEVIATIONS:  # D7/D8: respc refuses the body the reference reads
         message = outcome[0]
         assert message[:2] == ("error", "ContentParseError") and message[2].startswith(CONFORMANCE_DEVIATIONS[vector["id"]]["error"])
@@ -113,13 +79,13 @@ def test_random_splices(name, data):
     parts = data.draw(st.lists(st.sampled_from(pieces), min_size=1, max_size=30))
     cases = family_cases(name)
     prefix = data.draw(st.sampled_from([c["prefix"] for c in cases] or [""]))
-    _same(_generated(name), prefix, "".join(parts))
+    same_whole_and_stream(catalogue_parser(name), prefix, "".join(parts))
 
 
 def test_single_pass_is_taken_and_skips_the_streaming_pass():
     """The point of the path: feed() is never called, in either mode; strict mode also makes no
     eos=False pass."""
-    parser_class = _generated("qwen3")
+    parser_class = catalogue_parser("qwen3")
     calls = []
 
     class Watched(parser_class):
@@ -150,18 +116,18 @@ def test_single_pass_is_taken_and_skips_the_streaming_pass():
 def test_recover_keeps_the_truncated_delimiter_diagnostic():
     """What the eos=False pass held at the end is reported, as when streaming, and stays text."""
     text = "Sure.<tool_c"
-    parser = _generated("qwen3")("", errors="recover")
+    parser = catalogue_parser("qwen3")("", errors="recover")
     message = whole.finish(parser, text)
     assert message["content"] == "Sure.<tool_c"
     assert [(d["kind"], d["start"], d["end"], d["text"]) for d in parser.diagnostics] == [
         ("truncated-delimiter", 5, 12, "<tool_c")]
-    assert _same(_generated("qwen3"), "", text)[0]["content"] == "Sure.<tool_c"  # strict: text
+    assert same_whole_and_stream(catalogue_parser("qwen3"), "", text)[0]["content"] == "Sure.<tool_c"  # strict: text
 
 
 def test_long_pending_match_falls_back_to_feed_in_recover():
     """A parser holding a long pending match: feed collects text before it scans again, so the
     recover path goes through feed; strict mode needs no eos=False pass and stays single."""
-    parser_class = _generated("qwen3")
+    parser_class = catalogue_parser("qwen3")
     for errors, single in (("strict", True), ("recover", False)):
         parser = parser_class("", errors=errors)
         parser._rescan_at = 10**9  # as _run leaves it after a long hold
@@ -174,7 +140,7 @@ def test_long_pending_match_falls_back_to_feed_in_recover():
 def test_recover_damaged_outputs(case, ops):
     """The damaged outputs of the recover property suite: both paths agree in both modes."""
     name, prefix, text, spans = DAMAGE_CASES[case]
-    _same(_generated(name), prefix, _damage(text, spans, ops))
+    same_whole_and_stream(catalogue_parser(name), prefix, _damage(text, spans, ops))
 
 
 _FIND_TEXT = st.text(alphabet="<|>_ab/\n\uff5c\u2581x", max_size=60)
@@ -297,7 +263,7 @@ def test_parse_response_batch_keeps_item_numbers():
 
 
 def test_token_ids_and_finalized_parser_fall_back_to_feed():
-    parser_class = _generated("qwen3")
+    parser_class = catalogue_parser("qwen3")
     parser = parser_class("")
     parser.finalize()
     with pytest.raises(RuntimeError, match="already finalized"):
@@ -311,6 +277,6 @@ def test_random_splices_are_not_trivial():
     kinds = set()
     for _ in range(300):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
-        message, _ = _same(_generated("qwen3"), "", text)
+        message, _ = same_whole_and_stream(catalogue_parser("qwen3"), "", text)
         kinds.add("error" if isinstance(message, tuple) else "tools" if message.get("tool_calls") else "text")
     assert kinds == {"error", "tools", "text"}

@@ -7,8 +7,8 @@ searches, a candidate confirmed over the whole text) when more than BARRIER_LONG
 and ``WholeText.find`` keeps looking for a sentinel that misses sparsely. Here outputs of 5-14 kB
 are spliced at random (fixed seeds) from prose, markup that starts such leads, factors and
 sentinels without completing them, and the family's own test-case outputs; both paths must give the
-same message, error and diagnostics in both modes (the ``_same`` of tests/test_whole.py), and the
-new ways must be taken.
+same message, error and diagnostics in both modes (``same_whole_and_stream`` of tests/support.py),
+and the new ways must be taken.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ import pytest
 
 from respc import runtime
 from respc.runtime import stream, whole
-from support import family_cases
-from test_whole import _generated, _same
+from support import catalogue_parser, family_cases, same_whole_and_stream
 
 #: templates whose complete-text scans use lead_search, barrier_search or sentinel finds over prose
 NAMES = ["xlam", "llama4_pythonic", "qwen3_coder", "muse_glimmer", "gpt_oss", "inkling", "llama3_json",
@@ -62,9 +61,9 @@ def _texts(name: str, count: int, seed: int) -> list[str]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_long_outputs_whole_equals_streaming(name):
-    parser_class = _generated(name)
+    parser_class = catalogue_parser(name)
     for text in _texts(name, 5, zlib.crc32(name.encode())):
-        _same(parser_class, "", text)
+        same_whole_and_stream(parser_class, "", text)
 
 
 def test_long_outputs_take_the_new_ways(monkeypatch):
@@ -91,7 +90,7 @@ def test_long_outputs_take_the_new_ways(monkeypatch):
     monkeypatch.setattr(stream, "_lead_search_on", counted_lead)
     monkeypatch.setattr(runtime, "barrier_search", counted_barrier)  # (generated modules call _rt.barrier_search)
     for name in ("xlam", "llama4_pythonic", "muse_glimmer", "gpt_oss"):
-        parser_class = _generated(name)
+        parser_class = catalogue_parser(name)
         for text in _texts(name, 5, zlib.crc32(name.encode())):
             try:
                 whole.finish(parser_class(""), text)
