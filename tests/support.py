@@ -70,6 +70,8 @@ PEER_PREFIX: dict[str, str] = {
 }
 #: the catalogue's template names (``templates/*.json``)
 CATALOGUE_TEMPLATES = {p.stem for p in (REPO / "templates").glob("*.json")}
+#: the same, sorted (what a test parametrized over the catalogue iterates)
+CATALOGUE_NAMES = sorted(CATALOGUE_TEMPLATES)
 
 
 def load_jsonl(path: Path) -> list[dict]:

@@ -15,9 +15,9 @@ import pytest
 
 from respc.compiler import automaton
 from respc.compiler.api import compile_source
-from support import REPO, chunkings, run_stream
+from support import CATALOGUE_NAMES, REPO, chunkings, run_stream
 
-NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
+NAMES = CATALOGUE_NAMES
 
 
 def test_gpt_oss_answer_keeps_its_last_characters():

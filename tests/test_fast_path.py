@@ -18,10 +18,9 @@ import random
 import pytest
 
 import respc
-from support import REPO, delimiter_pieces, run_stream
+from support import CATALOGUE_NAMES, FAMILY_DIR, REPO, delimiter_pieces, run_stream
 
-FAMILY_DIR = REPO / "tests" / "cases" / "families"
-NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
+NAMES = CATALOGUE_NAMES
 
 REGEX_TEMPLATES = {
     "lookbehind-open": ({"start_anchor": "A", "fields": {

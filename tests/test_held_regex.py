@@ -35,9 +35,11 @@ from respc.compiler.api import compile_source
 from respc.compiler.held import MAX_POSITIONS, held_plan, position_automaton
 from respc.runtime import HeldAutomaton, LazyPattern
 from respc.runtime.held import STOP, HeldRegex, automaton_table
-from support import REPO, compiled, family_cases, random_pieces
+from support import CATALOGUE_NAMES, REPO, compiled, family_cases, random_pieces
 
-NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
+NAMES = CATALOGUE_NAMES
+
+
 def _patterns(module) -> list[str]:
     """The regex delimiters of a generated module (its ``_D<k>`` globals: a LazyPattern until
     first searched, then the compiled pattern)."""
@@ -560,7 +562,7 @@ def test_gpt_oss_call_opener_in_small_chunks_is_not_scanned_per_chunk():
     ...<|message|>`` was ineligible (possessive), so each 4-character chunk from ``to=`` to
     ``<|message|>`` was a full scan; now the automaton reads them (issue 33: 470 us a call)."""
     calls: list = []
-    counted, general = _counted(_module("gpt_oss"), calls)
+    counted, general = _counted(compiled("gpt_oss"), calls)
     opener = "<|start|>assistant<|channel|>commentary to=functions.get_current_weather <|constrain|>json<|message|>"
     chunks = [opener[i:i + 4] for i in range(0, len(opener), 4)]
     outcomes = []

@@ -24,10 +24,9 @@ from hypothesis import strategies as st
 
 import respc
 from respc.compiler.api import compile_source
-from support import CONFORMANCE, REPO, load_jsonl, merged_events, missing, params, run_stream
+from support import CONFORMANCE, FAMILY_DIR, REPO, load_jsonl, merged_events, missing, params, run_stream
 
 TEMPLATE_DIR = REPO / "templates"
-FAMILY_DIR = REPO / "tests" / "cases" / "families"
 CATALOGUE = sorted(path.stem for path in TEMPLATE_DIR.glob("*.json"))
 
 #: Characters that start or live inside delimiters of the catalogue, plus awkward unicode.

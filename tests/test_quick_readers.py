@@ -34,10 +34,10 @@ from respc.runtime.formats import pythonic as pythonic_format
 from respc.runtime.formats import xml_tree as xml_tree_format
 from respc.runtime.content import make_content_parser
 from respc.runtime.errors import ContentParseError
-from support import (CORPUS, REPO, SHARED, catalogue_parser, delimiter_pieces, family_cases, load_jsonl, params,
-                     whole_outcome)
+from support import (CATALOGUE_NAMES, CORPUS, REPO, SHARED, catalogue_parser, delimiter_pieces, family_cases,
+                     load_jsonl, params, whole_outcome)
 
-NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
+NAMES = CATALOGUE_NAMES
 PEER = SHARED / "corpus" / "peer_vectors.jsonl"
 
 

@@ -16,13 +16,12 @@ import pytest
 from respc.compiler.api import compile_template
 from respc.runtime.errors import TemplateError
 
-from support import REPO, run_checked
+from support import FAMILY_DIR, REPO, run_checked
 
 GPT_OSS = importlib.import_module("respc.generated.gpt_oss")
 QWEN3 = importlib.import_module("respc.generated.qwen3")
 HERMES = importlib.import_module("respc.generated.hermes2pro")
 HOWS = ["whole", "chars", "random"]
-FAMILY_DIR = REPO / "tests" / "cases" / "families"
 # the tail of a gpt-oss prompt rendered by its chat template (tests/cases/families/gpt_oss.json)
 HARMONY = "<|start|>user<|message|>What's the weather in Paris?<|end|><|start|>assistant"
 

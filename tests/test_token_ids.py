@@ -11,11 +11,11 @@ import json
 
 import pytest
 
-from support import REPO
+from support import CATALOGUE_NAMES, REPO
 
 tokenizers = pytest.importorskip("tokenizers", reason="the tokenizers package is not installed (pip install -e '.[test]')")
 
-NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
+NAMES = CATALOGUE_NAMES
 
 
 def _byte_tokenizer():

@@ -19,8 +19,8 @@ import pytest
 from respc.openai import ChatCompletionStream
 from respc.runtime import whole
 from respc.runtime.errors import ContentParseError
-from support import (CATALOGUE_TEMPLATES, run_checked, CORPUS, PEER2_XFAIL, PEER_PREFIX, PEER_XFAIL, REPO, SHARED,
-                     chunkings, generated, load_jsonl)
+from support import (CATALOGUE_TEMPLATES, FAMILY_DIR, run_checked, CORPUS, PEER2_XFAIL, PEER_PREFIX, PEER_XFAIL, REPO,
+                     SHARED, chunkings, generated, load_jsonl)
 
 HOWS = ("whole", "chars", "random")
 TRUNCATED = "ContentParseError: Field 'tool_calls': the output ended inside this region before {} (truncated); " \
@@ -187,7 +187,6 @@ def test_stream_mode_malformed_call_is_content_or_a_named_call_never_both(family
 
 # --- the property: every catalogue family's outputs cut at every point -----------------------------
 
-FAMILY_DIR = REPO / "tests" / "cases" / "families"
 #: RESPC_TRUNCATION_SWEEP=1: every own case, corpus vector and peer vector (../shared/corpus) with
 #: tool calls; by default the first own case with tool calls of each family (62 outputs, ~2 s)
 SWEEP = bool(__import__("os").environ.get("RESPC_TRUNCATION_SWEEP"))

@@ -20,13 +20,14 @@ from hypothesis import strategies as st
 
 import respc
 from respc.runtime import whole
-from support import (CONFORMANCE, CONFORMANCE_DEVIATIONS, CORPUS, REPO, SHARED, WHOLE_ERRORS, catalogue_parser,
-                     delimiter_pieces, family_cases, load_jsonl, params, same_whole_and_stream, whole_outcome)
+from support import (CATALOGUE_NAMES, CONFORMANCE, CONFORMANCE_DEVIATIONS, CORPUS, SHARED, WHOLE_ERRORS,
+                     catalogue_parser, delimiter_pieces, family_cases, load_jsonl, params, same_whole_and_stream,
+                     whole_outcome)
 from test_recover_properties import CASES as DAMAGE_CASES
 from test_recover_properties import OPS as DAMAGE_OPS
 from test_recover_properties import _damage
 
-NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
+NAMES = CATALOGUE_NAMES
 PEER = SHARED / "corpus" / "peer_vectors.jsonl"
 
 
