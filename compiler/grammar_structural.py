@@ -50,6 +50,7 @@ from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, Js
                          _Builder, _is_reasoning, _is_tool_field, _looks_ahead, call_shape, regex_to_ir, seq,
                          without_optional_repairs)
 from .ir import Field, Template
+from ..runtime.formats.json_ import json_calls
 
 __all__ = ["StructuralTagError", "build_structural_tag", "export_structural_tag"]
 
@@ -225,7 +226,7 @@ class _StructuralBuilder:
             return tags
         node = (Alt(tuple(Lit(x) for x in f.open.literals)) if f.open.literals is not None
                 else regex_to_ir(without_optional_repairs(f.open.pattern))[0])
-        calls_node = self.ir.json_calls(f, shape, jb, where)
+        calls_node = json_calls(self.ir, f, shape, jb, where)
         # an open ending in a lookahead (``functools(?=\\[)``): the body follows it at once
         lead = Seq(()) if _looks_ahead(f) else WS
         out = [self._tag(begin, rest, _ebnf(calls_node, self.ir.g.rules), tail, ends, lead)

@@ -25,7 +25,7 @@ import regex
 from ..errors import ParserStateError
 
 __all__ = ["Format", "Plan", "PerParameterReader", "escaped", "Boundary", "UNDECIDED", "ACCEPTED", "REJECTED", "Problems", "CallShape", "call_shape", "bool_args", "value_parser_problems",
-           "unmatched_problems", "text_mode"]
+           "unmatched_problems", "text_mode", "text_grammar"]
 
 #: ``(arg path, problem)`` pairs of a load-time check: the path is relative to the checked dict (``""``: the
 #: dict itself; ``"tag_pattern"``; ``"value_parser.args"``), the problem a sentence naming the argument.
@@ -129,6 +129,18 @@ class Format:
         lenient (Callable[[dict], dict | None] | None): the arguments that read a body still being
             written (``respc.openai`` streams what is done of it: ``Region.process.partial``), or None
             when the strict reading does.
+        body_grammar (Callable | None): ``body_grammar(b, field, tool, shape, where)``, the grammar-export
+            node of a region body in this format (docs/grammar.md, "Formats write their bodies"): ``b`` is
+            the export's builder (``respc.compiler.grammar_ir``; ``b.ir`` holds the node kinds and the JSON
+            value builder, ``b.g`` the grammar, ``b.tools`` the offered tools), ``tool`` whether the field
+            holds tool calls, ``shape`` its :class:`respc.compiler.grammar_ir.CallShape` (None when not a
+            call), ``where`` the field named for notes. Returns the body's node, or None: the body is the
+            region's text (nested regions between, the watched delimiters kept out). None (no hook): the
+            body is any text, and the grammar says it is inexact.
+        args_grammar (Callable | None): ``args_grammar(b, field, schema, where, jb)``: the node of one offered
+            tool's arguments when the region's open names the tool (a ``name`` group); ``schema`` is the
+            tool's parameters schema, ``jb`` the JSON value builder of the body (its dialect, the
+            delimiters watched in it kept out of strings). None: the format cannot type such a body.
     """
 
     name: str
@@ -145,6 +157,14 @@ class Format:
     never_string: str | None = None
     since: int = 1
     lenient: Callable[[dict], "dict | None"] | None = None
+    body_grammar: Callable[..., Any] | None = None
+    args_grammar: Callable[..., Any] | None = None
+
+
+def text_grammar(b: Any, field: Any, tool: bool, shape: Any, where: str) -> None:
+    """:attr:`Format.body_grammar` of a format whose body is the region's text as written (``text``,
+    ``bool``): None, the export writes the region's text (docs/grammar.md, "Formats write their bodies")."""
+    return None
 
 
 def no_problems(args: dict, where: str = "content_args") -> Problems:

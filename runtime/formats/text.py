@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from ..content import ContentParser, _grammar_any
-from .base import Format, Plan, call_shape, escaped, is_tool_field, no_problems, text_mode
+from .base import Format, Plan, call_shape, escaped, is_tool_field, no_problems, text_grammar, text_mode
 
 
 def plan(field) -> Plan:
@@ -71,4 +71,4 @@ def make(args: dict) -> ContentParser:
     return str.strip if args.get("strip", True) else _identity
 
 
-FORMAT = Format("text", False, no_problems, plan, make, grammar=_grammar_any)
+FORMAT = Format("text", False, no_problems, plan, make, grammar=_grammar_any, body_grammar=text_grammar)

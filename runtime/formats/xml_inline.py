@@ -732,5 +732,127 @@ def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
     return fix
 
 
+# --- grammar export (docs/grammar.md, "Formats write their bodies") -------------------------------------------
+
+def args_grammar(b: Any, f: Any, name: str | None, schema: Any, where: str, jb: Any) -> Any:
+    """:attr:`Format.args_grammar` of ``xml-inline``: one ``tag_pattern`` match per argument (the ``key``
+    group the parameter's name, the value as the tool typing reads it), in any order, every required one
+    present."""
+    ir = b.ir
+    seq, alt, Lit, Rep, Chars, Except, WS = ir.seq, ir.alt, ir.Lit, ir.Rep, ir.Chars, ir.Except, ir.WS
+    pattern = f.content_args.get("tag_pattern")
+    if not isinstance(pattern, str) or f.content_args.get("value_parser") not in (None, {"name": "text"}, "text"):
+        b.g.inexact(f"{where} content_args.value_parser: values are any text")
+    if not b.has_tools or not isinstance(pattern, str):
+        b.g.inexact(f"{where} content_args.tag_pattern: arguments not typed without tools")
+        return Except(tuple(b.close_leads(f)))
+    b.g.inexact(f"{where} content_args.tag_pattern: values are text up to the tag's close")
+    required = set(schema.get("required") or ())
+    if f.content_args.get("unmatched", "error") == "skip":
+        # text between tags is skipped by the reader: anything without a tag start or the close
+        junk = tail = Except(tuple(dict.fromkeys([x for x in ir.pattern_leads(pattern) if x] + b.close_leads(f))))
+    else:
+        # D7 (runtime/content.py): only whitespace between tags, and after the last one the
+        # closing tags of markup the opener began (``</function>``)
+        junk = WS
+        tag_name = Rep(Chars(ir.norm_ranges([(ord(c), ord(c)) for c in "<>/"]), negate=True), 1, None)
+        tail = seq(WS, Rep(seq(Lit("</"), tag_name, Lit(">"), WS), 0, None))
+    value_tail = pattern.split("(?P<value>", 1)[1] if "(?P<value>" in pattern else ""
+    # the pattern after the value group: group_end reads ``(`` + the group's body onwards
+    after = value_tail[group_end("(" + value_tail, 0) - 1:] if value_tail else ""
+    # a value ends at the tag's close; it may not hold a delimiter the parser watches in the
+    # body either (the call's close: the parser ends the region there, issue 27 E)
+    stop = tuple(dict.fromkeys([x for x in (ir.pattern_leads(after) if after else []) if x] + list(b.body_watch(f))))
+    jb = ir.JsonBuilder(b.g, ir.JsonDialect(), stop)
+    text = Except(stop) if stop else Rep(ir.ANY_CHAR)
+    vp = f.content_args.get("value_parser")
+    # the text parser (stripped or not) keeps the value for the tool typing to convert
+    typed = vp in (None, "text") or isinstance(vp, dict) and vp.get("name") == "text" and "switch" not in vp
+    if not schema.get("properties") and schema.get("additionalProperties") is not False:
+        # a tool without declared properties takes any arguments (issue 27 H): any number of
+        # tags, each key as the tag pattern reads it, each value text
+        node, _notes = ir.regex_to_ir(ir.without_optional_repairs(pattern), {"value": text})
+        return seq(junk, Rep(seq(node, junk)), tail)
+    members = []
+    as_json = isinstance(f.content_args.get("value_parser"), dict) and \
+        f.content_args["value_parser"].get("name") == "json"
+    for key, prop in (schema.get("properties") or {}).items():
+        if as_json:
+            # each value is read as JSON; text that is not JSON stays a string, so a property
+            # that admits a string may also be text no JSON value starts like
+            value = seq(WS, jb.schema(prop, f"{where} parameters.{key}"), WS)
+            kinds = prop.get("type") if isinstance(prop, dict) else None
+            if "enum" not in (prop or {}) and "const" not in (prop or {}) and (
+                    kinds == "string" or isinstance(kinds, list) and "string" in kinds or not kinds):
+                json_starts = '{["-0123456789tfnNI \t\r\n' + "".join(x[0] for x in stop)
+                value = alt(value, seq(Chars(ir.norm_ranges([(ord(c), ord(c)) for c in json_starts]), True), text))
+        else:
+            value = _xml_value(b, prop, text, jb, f"{where} parameters.{key}") if typed else text
+        node, notes = ir.regex_to_ir(pattern, {"key": Lit(key), "value": value})
+        members.append((seq(node, junk), key in required))
+    return seq(junk, ir.any_order(b.g, "xml_members", members, lambda node, first: node), tail)
+
+
+def _xml_value(b: Any, prop: Any, text: Any, jb: Any, where: str) -> Any:
+    """One XML parameter's value as the tool typing reads it (docs/template-language.md,
+    "Tool-argument typing"): a string is the raw text; an enum or const one of its members'
+    texts; an integer, number, boolean or null the text the typing converts; an object or
+    array (also among a ``type`` list or ``anyOf``/``oneOf`` members) the JSON text the typing
+    decodes. A schema that admits a string admits any text (the typing keeps what no other
+    type converts)."""
+    ir = b.ir
+    seq, alt, Lit, WS = ir.seq, ir.alt, ir.Lit, ir.WS
+    if not isinstance(prop, dict):
+        return text
+    choices = prop.get("enum") if "enum" in prop else [prop["const"]] if "const" in prop else None
+    if isinstance(choices, list):
+        forms = []
+        for v in choices:
+            if isinstance(v, str):
+                forms.append(Lit(v) if v else ir.EMPTY)
+            elif isinstance(v, (bool, int, float)) or v is None:
+                forms.append(seq(WS, Lit(json.dumps(v)), WS))
+            else:
+                forms.append(seq(WS, jb.literal_value(v, where), WS))
+        return alt(*forms) if forms else Lit("\x00never")
+    members = [prop]
+    for combo in ("anyOf", "oneOf"):
+        if isinstance(prop.get(combo), list):
+            members = [m for m in prop[combo] if isinstance(m, dict)]
+    forms = []
+    for member in members:
+        kind = member.get("type")
+        kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
+        if not kinds and ("properties" in member):
+            kinds = ["object"]
+        if not kinds or "string" in kinds or any(not isinstance(k, str) for k in kinds):
+            return text
+        for k in kinds:
+            if k == "integer":
+                forms.append(seq(WS, jb.integer(), WS))
+            elif k == "number":
+                forms.append(seq(WS, jb.number(), WS))
+            elif k == "boolean":
+                forms.append(seq(WS, _xml_boolean(b), WS))
+            elif k == "null":
+                forms.append(seq(WS, Lit("null"), WS))
+            elif k in ("object", "array"):
+                forms.append(seq(WS, jb.schema({**member, "type": k}, where), WS))
+            else:
+                return text
+    return alt(*forms) if forms else text
+
+
+def _xml_boolean(b: Any) -> Any:
+    """A boolean parameter value as the tool typing reads it (``runtime/tools.py``: ``true``,
+    ``false`` in any case, ``1``, ``0``)."""
+    ir = b.ir
+
+    def nocase(word: str) -> Any:
+        return ir.seq(*(ir.Chars(ir.norm_ranges([(ord(c.lower()), ord(c.lower())), (ord(c.upper()), ord(c.upper()))]))
+                        for c in word))
+    return b.g.add("xml_bool", ir.alt(nocase("true"), nocase("false"), ir.Lit("1"), ir.Lit("0")))
+
+
 FORMAT = Format("xml-inline", True, check, plan, make, repair=repair, repair_on_success=True,
-                grammar=_grammar_any, never_string="a dict", lenient=lenient)
+                grammar=_grammar_any, never_string="a dict", lenient=lenient, args_grammar=args_grammar)
