@@ -414,8 +414,93 @@ def delimiter_ir(delim: Delimiter, groups: dict | None, g: Grammar, where: str):
     return node
 
 
+def _has(node, marker) -> bool:
+    if node is marker:
+        return True
+    if isinstance(node, (Seq, Alt)):
+        return any(_has(x, marker) for x in node.items)
+    if isinstance(node, Rep):
+        return _has(node.item, marker)
+    return False
+
+
+def select_group(node, marker, replacement):
+    """``node`` (a translated pattern in which one named group was replaced by the object
+    ``marker``) with that group written as ``replacement``, or, with ``replacement`` None, left
+    out: every optional or alternative around the group is taken (or skipped) accordingly, so the
+    group is certainly present (absent). A ``value_parser`` switch reads how a value is parsed from
+    such a group, so the grammar pairs each selector text with its value (issue 27). Returns None
+    when the pattern cannot be written that way (a mandatory group left out, a repeated one)."""
+    present = replacement is not None
+
+    def pick(n, want: bool):
+        if n is marker:
+            return replacement if want else None
+        if not _has(n, marker):
+            return None if want else n
+        if isinstance(n, Seq):
+            items = []
+            for x in n.items:
+                y = pick(x, want and _has(x, marker))
+                if y is None:
+                    return None
+                items.append(y)
+            return seq(*items) if items else EMPTY
+        if isinstance(n, Alt):
+            forms = [y for y in (pick(x, want) for x in n.items) if y is not None]
+            return alt(*forms) if forms else None
+        if isinstance(n, Rep):
+            if want:
+                return pick(n.item, True) if n.max == 1 and n.min <= 1 else None
+            return EMPTY if n.min == 0 else None
+        return None
+
+    return pick(node, present)
+
+
+has_node = _has
+
+
+def replace_nodes(node, mapping: dict):
+    """``node`` with each object of ``mapping`` (compared by identity) replaced by its value."""
+    for key, value in mapping.items():
+        if node is key:
+            return value
+    if isinstance(node, Seq):
+        return seq(*(replace_nodes(x, mapping) for x in node.items))
+    if isinstance(node, Alt):
+        return alt(*(replace_nodes(x, mapping) for x in node.items))
+    if isinstance(node, Rep):
+        return Rep(replace_nodes(node.item, mapping), node.min, node.max, node.lazy)
+    return node
+
+
+def narrow_chars(node, firsts: str):
+    """``node`` with the characters of ``firsts`` taken out of every character class (:class:`Chars`)
+    that holds one: a pattern's free stretches (``[^>]*`` between a parameter tag's name and its
+    ``>``) then hold no delimiter starting with one of them (the parser would find it in the raw
+    body first, issue 27). Literals are kept."""
+    codes = sorted({ord(c) for c in firsts})
+    if isinstance(node, Chars):
+        ranges = _complement(node.ranges) if node.negate else node.ranges
+        if not any(lo <= c <= hi for c in codes for lo, hi in ranges):
+            return node
+        out = list(ranges)
+        for c in codes:
+            out = [r for lo, hi in out for r in (((lo, c - 1), (c + 1, hi)) if lo <= c <= hi else ((lo, hi),))
+                   if r[0] <= r[1]]
+        return Chars(_norm(out)) if out else Lit("\x00never")
+    if isinstance(node, Seq):
+        return seq(*(narrow_chars(x, firsts) for x in node.items))
+    if isinstance(node, Alt):
+        return alt(*(narrow_chars(x, firsts) for x in node.items))
+    if isinstance(node, Rep):
+        return Rep(narrow_chars(node.item, firsts), node.min, node.max, node.lazy)
+    return node
+
+
 #: public names of the helpers the formats' grammar hooks use (runtime/formats/*.py): merged code-point
-#: ranges, and the literal leads of a pattern
+#: ranges, the literal leads of a pattern, whether a node holds another (by identity)
 norm_ranges = _norm
 pattern_leads = _leads
 

@@ -333,3 +333,63 @@ def test_calls_and_whitespace_in_a_call_section_still_pass():
     accepted("muse_glimmer", "to=user<|message|>hi", choice="none")
     accepted("muse_glimmer", 'to=functions.set_alarm<|message|><atem:function_calls><atem:invoke name="set_alarm">'
              '<atem:parameter name="time">7</atem:parameter></atem:invoke></atem:function_calls>', choice="required")
+
+
+# --- value_parser switches: each selector text with the value its case reads ---------------------------------
+# strings the sampling walks found (tests/test_grammar_sampling.py) in the exports before the values were typed
+
+SWITCH_CASES = [
+    ("deepseek_v3_2", "required",
+     '</｜DSML｜function_calls>[:<｜DSML｜parameter name="guests"<｜end▁of▁sentence｜><｜DSML｜function_calls></｜DSML｜'
+     'parameter>]</｜DSML｜function_calls><｜DSML｜function_calls><｜DSML｜function_calls><｜DSML｜parameter name="guests"'
+     '<｜end▁of▁sentence｜><｜DSML｜invoke name="book_trip"><｜DSML｜parameter name="where"</｜DSML｜function_calls>'
+     '<｜DSML｜parameter name="note"<think></｜DSML｜parameter>\n</｜DSML｜invoke>'),
+    ("deepseek_v4", "required",
+     'b</<｜DSML｜parameter name="note"<｜DSML｜parameter name="days"<｜DSML｜tool_calls><｜DSML｜invoke name="book_trip">'
+     '<｜DSML｜parameter name="where"<｜DSML｜invoke name="book_trip"></think><think>}<think><think><｜DSML｜parameter '
+     'name="label"<｜DSML｜invoke name="book_trip"></｜DSML｜parameter></｜DSML｜invoke>'),
+    ("deepseek_v4_1", "set_alarm",
+     '<｜DSML｜ calls>\n<｜DSML｜ invoke name="set_alarm"><｜DSML｜ parameter name="label"</｜DSML｜ parameter><think>'
+     '</｜DSML｜ parameter><｜DSML｜ parameter name="volume"<｜end▁of▁sentence｜></｜DSML｜ parameter><｜DSML｜ parameter '
+     'name="time"<think></｜DSML｜ parameter></｜DSML｜ invoke>'),
+    # the optional ` string="` read after all: its [^"]* runs past the tag's > (found once the values were typed)
+    ("deepseek_v4_1", "set_alarm",
+     '<｜DSML｜ calls><｜DSML｜ invoke name="set_alarm"><｜DSML｜ parameter name="volume" string="nulltimetimefalse>9'
+     '</｜DSML｜ parameter><｜DSML｜ parameter name="time"truetruelabel)>"</think><think></think></｜DSML｜ calls>'
+     '</｜DSML｜ parameter></｜DSML｜ invoke>'),
+    ("gigachat3_5", "required",
+     ' string="<｜GCML｜parameter name="city"</s>"<｜GCML｜parameter name="label"<｜GCML｜tool_calls><｜GCML｜invoke '
+     'name="book_trip"><｜GCML｜parameter name="where""<|message_sep|></｜GCML｜tool_calls>>"<|message_sep|>'
+     '<|message_sep|></｜GCML｜tool_calls></s><｜GCML｜tool_calls><think></｜GCML｜parameter></｜GCML｜invoke>'),
+    ("k2_horizon", "required",
+     '><ifm|tool_call>book_trip <ifm|arg_key>where</ifm|arg_key><ifm|arg_value><ifm|arg_key>label</ifm|arg_key>'
+     '"name"><ifm|tool_call>}<ifm|tool_call><ifm|tool_call><ifm|arg_key>unit</ifm|arg_key></ifm|arg_value>'
+     '</ifm|tool_call>'),
+]
+
+
+@pytest.mark.parametrize("family, choice, text", SWITCH_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(SWITCH_CASES)])
+def test_switched_values_are_typed(family, choice, text):
+    refused(family, text, choice=choice)
+
+
+DSML = ('<｜DSML｜function_calls>\n<｜DSML｜invoke name="set_alarm">\n<｜DSML｜parameter name="time" string="true">7:00'
+        '</｜DSML｜parameter>\n<｜DSML｜parameter name="volume" string="false">{}</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+        '</｜DSML｜function_calls>')
+
+
+def test_switched_values_follow_their_case():
+    # string="false" reads JSON: 5 is an integer, "loud" a string the integer volume refuses
+    accepted("deepseek_v3_2", DSML.format("5"))
+    refused("deepseek_v3_2", DSML.format('"loud"'))
+    # no string attribute: the default (text), typed by the tool typing
+    accepted("deepseek_v3_2", DSML.format("5").replace(' string="false"', ""))
+    # k2_horizon's <ifm|arg_type> names the case; without it the value is text the typing converts
+    k2 = ('<ifm|tool_calls><ifm|tool_call>set_alarm <ifm|arg_key>time</ifm|arg_key><ifm|arg_type>string</ifm|arg_type>'
+          '<ifm|arg_value>7:00</ifm|arg_value><ifm|arg_key>volume</ifm|arg_key>{}<ifm|arg_value>5</ifm|arg_value>'
+          '</ifm|tool_call></ifm|tool_calls>')
+    accepted("k2_horizon", k2.format("<ifm|arg_type>integer</ifm|arg_type>"))
+    accepted("k2_horizon", k2.format(""))
+    # a json case reads its value as JSON whatever the case's name: ``5`` is 5 there, ``five`` no JSON at all
+    accepted("k2_horizon", k2.format("<ifm|arg_type>object</ifm|arg_type>"))
+    refused("k2_horizon", k2.format("<ifm|arg_type>integer</ifm|arg_type>").replace(">5<", ">five<"))

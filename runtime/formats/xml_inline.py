@@ -741,7 +741,11 @@ def args_grammar(b: Any, f: Any, name: str | None, schema: Any, where: str, jb: 
     ir = b.ir
     seq, alt, Lit, Rep, Chars, Except, WS = ir.seq, ir.alt, ir.Lit, ir.Rep, ir.Chars, ir.Except, ir.WS
     pattern = f.content_args.get("tag_pattern")
-    if not isinstance(pattern, str) or f.content_args.get("value_parser") not in (None, {"name": "text"}, "text"):
+    vp = f.content_args.get("value_parser")
+    switch = vp.get("switch") if isinstance(vp, dict) and isinstance(vp.get("switch"), str) else None
+    # a switch's values are typed case by case (with tools: ``_switched_tag``)
+    if not isinstance(pattern, str) or (switch is None or not b.has_tools) and vp not in (None, {"name": "text"},
+                                                                                         "text"):
         b.g.inexact(f"{where} content_args.value_parser: values are any text")
     if not b.has_tools or not isinstance(pattern, str):
         b.g.inexact(f"{where} content_args.tag_pattern: arguments not typed without tools")
@@ -765,7 +769,6 @@ def args_grammar(b: Any, f: Any, name: str | None, schema: Any, where: str, jb: 
     stop = tuple(dict.fromkeys([x for x in (ir.pattern_leads(after) if after else []) if x] + list(b.body_watch(f))))
     jb = ir.JsonBuilder(b.g, ir.JsonDialect(), stop)
     text = Except(stop) if stop else Rep(ir.ANY_CHAR)
-    vp = f.content_args.get("value_parser")
     # the text parser (stripped or not) keeps the value for the tool typing to convert
     typed = vp in (None, "text") or isinstance(vp, dict) and vp.get("name") == "text" and "switch" not in vp
     if not schema.get("properties") and schema.get("additionalProperties") is not False:
@@ -777,20 +780,97 @@ def args_grammar(b: Any, f: Any, name: str | None, schema: Any, where: str, jb: 
     as_json = isinstance(f.content_args.get("value_parser"), dict) and \
         f.content_args["value_parser"].get("name") == "json"
     for key, prop in (schema.get("properties") or {}).items():
-        if as_json:
-            # each value is read as JSON; text that is not JSON stays a string, so a property
-            # that admits a string may also be text no JSON value starts like
-            value = seq(WS, jb.schema(prop, f"{where} parameters.{key}"), WS)
-            kinds = prop.get("type") if isinstance(prop, dict) else None
-            if "enum" not in (prop or {}) and "const" not in (prop or {}) and (
-                    kinds == "string" or isinstance(kinds, list) and "string" in kinds or not kinds):
-                json_starts = '{["-0123456789tfnNI \t\r\n' + "".join(x[0] for x in stop)
-                value = alt(value, seq(Chars(ir.norm_ranges([(ord(c), ord(c)) for c in json_starts]), True), text))
+        if switch is not None:
+            node = _switched_tag(b, f, pattern, vp, key, prop, text, jb, stop, where)
         else:
-            value = _xml_value(b, prop, text, jb, f"{where} parameters.{key}") if typed else text
-        node, notes = ir.regex_to_ir(pattern, {"key": Lit(key), "value": value})
+            if as_json:
+                value = _json_value(b, prop, text, jb, stop, f"{where} parameters.{key}", lax=True)
+            else:
+                value = _xml_value(b, prop, text, jb, f"{where} parameters.{key}") if typed else text
+            node, notes = ir.regex_to_ir(pattern, {"key": Lit(key), "value": value})
         members.append((seq(node, junk), key in required))
     return seq(junk, ir.any_order(b.g, "xml_members", members, lambda node, first: node), tail)
+
+
+def _json_value(b: Any, prop: Any, text: Any, jb: Any, stop: tuple, where: str, lax: bool) -> Any:
+    """One XML parameter's value read by the ``json`` value parser: JSON text valid against the
+    property's schema; ``lax`` (``allow_non_json``): text that is not JSON stays a string, so a
+    property that admits a string may also be text no JSON value starts like."""
+    ir = b.ir
+    value = ir.seq(ir.WS, jb.schema(prop, where), ir.WS)
+    kinds = prop.get("type") if isinstance(prop, dict) else None
+    if lax and "enum" not in (prop or {}) and "const" not in (prop or {}) and (
+            kinds == "string" or isinstance(kinds, list) and "string" in kinds or not kinds):
+        json_starts = '{["-0123456789tfnNI \t\r\n' + "".join(x[0] for x in stop)
+        value = ir.alt(value, ir.seq(ir.Chars(ir.norm_ranges([(ord(c), ord(c)) for c in json_starts]), True), text))
+    return value
+
+
+def _spec_value(b: Any, spec: Any, prop: Any, text: Any, jb: Any, stop: tuple, where: str) -> Any:
+    """One XML parameter's value read by one ``value_parser`` spec (a switch case; None: the raw text,
+    no case and no default), then typed by the tool typing; None for a parser the grammar does not
+    write (its case is left out of the grammar)."""
+    name = spec.get("name", "text") if isinstance(spec, dict) else "text"
+    args = (spec.get("args") or {}) if isinstance(spec, dict) else {}
+    if name == "text":
+        return _xml_value(b, prop, text, jb, where)
+    if name == "json" and isinstance(args, dict) and set(args) <= {"allow_non_json"}:
+        return _json_value(b, prop, text, jb, stop, where, lax=bool(args.get("allow_non_json")))
+    return None
+
+
+def _switched_tag(b: Any, f: Any, pattern: str, vp: dict, key: str, prop: Any, text: Any, jb: Any, stop: tuple,
+                  where: str) -> Any:
+    """One parameter's tag under a ``value_parser`` switch (``{"switch": GROUP, "cases": {TEXT: spec},
+    "default": spec}``, template-language.md "Content parsers"): the parser reads the value by the case
+    the ``GROUP`` text names (the default without the group or with another text), so each alternative
+    writes one case's text in the group and a value that case's parser reads into a value of the
+    property's schema (issue 27: deepseek_v3_2's ``string="false"`` reads JSON, ``string="true"`` text).
+    The pattern's free character classes (``[^>]*``) hold no first character of a delimiter the parser
+    watches in the body (the call's close would end it inside the tag)."""
+    ir = b.ir
+    switch = vp["switch"]
+    mk, mv, ms = ir.Ref("\x00key"), ir.Ref("\x00value"), ir.Ref("\x00selector")
+    node, _notes = ir.regex_to_ir(pattern, {"key": mk, "value": mv, switch: ms})
+    node = ir.narrow_chars(node, "".join(x[0] for x in b.body_watch(f) if x))
+    head = f"(?P<{switch}>"
+    at = pattern.find(head)
+    group = pattern[at + len(head):group_end(pattern, at) - 1] if at >= 0 else ".*"
+    forms = []
+    cases = vp.get("cases") if isinstance(vp.get("cases"), dict) else {}
+    for case, spec in cases.items():
+        value = _spec_value(b, spec, prop, text, jb, stop, f"{where} parameters.{key}")
+        if value is None or not regex.fullmatch(group, case):
+            b.g.inexact(f"{where} content_args.value_parser case {case!r}: not written")
+            continue
+        tag = ir.select_group(node, ms, ir.Lit(case) if case else ir.EMPTY)
+        if tag is not None:
+            forms.append(ir.replace_nodes(tag, {mk: ir.Lit(key), mv: value}))
+    value = _spec_value(b, vp.get("default"), prop, text, jb, stop, f"{where} parameters.{key}")
+    tag = ir.select_group(node, ms, None)
+    if tag is not None:
+        # without the group, no free stretch may hold the first character of the optional part
+        # around it, or the regex could read that part after all (``name="v" string="x>...``:
+        # ``[^"]*`` runs on past the ``>``)
+        tag = ir.narrow_chars(tag, _optional_lead(ir, node, ms))
+    if tag is not None and value is not None:
+        forms.append(ir.replace_nodes(tag, {mk: ir.Lit(key), mv: value}))
+    return ir.alt(*forms) if forms else ir.Lit("\x00never")
+
+
+def _optional_lead(ir: Any, node: Any, marker: Any) -> str:
+    """The first character of the optional part (``(?: string="...")?``) around ``marker`` in
+    ``node``; "" when there is none or it starts with no literal."""
+    def find(n: Any) -> str:
+        if isinstance(n, ir.Rep):
+            if n.max == 1 and ir.has_node(n.item, marker):
+                first = n.item.items[0] if isinstance(n.item, ir.Seq) and n.item.items else n.item
+                return first.text[0] if isinstance(first, ir.Lit) else ""
+            return find(n.item)
+        if isinstance(n, (ir.Seq, ir.Alt)):
+            return next((x for x in (find(y) for y in n.items) if x), "")
+        return ""
+    return find(node)
 
 
 def _xml_value(b: Any, prop: Any, text: Any, jb: Any, where: str) -> Any:
