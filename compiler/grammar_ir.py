@@ -787,6 +787,9 @@ def _not_words(g: Grammar, base: str, words: tuple[str, ...], chars: Chars, rest
     return rule("")
 
 
+#: public name for the formats' grammar hooks (a text that is none of some words)
+not_words = _not_words
+
 #: objects with more declared properties than this are written in schema order (2**n rules)
 ANY_ORDER_MAX = 6
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -847,6 +848,12 @@ def _switched_tag(b: Any, f: Any, pattern: str, vp: dict, key: str, prop: Any, t
         if tag is not None:
             forms.append(ir.replace_nodes(tag, {mk: ir.Lit(key), mv: value}))
     value = _spec_value(b, vp.get("default"), prop, text, jb, stop, f"{where} parameters.{key}")
+    other = _other_selector(b, group, tuple(cases), "".join(x[0] for x in b.body_watch(f) if x))
+    if other is not None and value is not None:
+        # the group holding a text no case names: the default reads the value (kimi_k3's type="number")
+        tag = ir.select_group(node, ms, other)
+        if tag is not None:
+            forms.append(ir.replace_nodes(tag, {mk: ir.Lit(key), mv: value}))
     tag = ir.select_group(node, ms, None)
     if tag is not None:
         # without the group, no free stretch may hold the first character of the optional part
@@ -856,6 +863,22 @@ def _switched_tag(b: Any, f: Any, pattern: str, vp: dict, key: str, prop: Any, t
     if tag is not None and value is not None:
         forms.append(ir.replace_nodes(tag, {mk: ir.Lit(key), mv: value}))
     return ir.alt(*forms) if forms else ir.Lit("\x00never")
+
+
+def _other_selector(b: Any, group: str, cases: tuple, firsts: str) -> Any:
+    """Text the switch group's pattern (``[a-z]*``, one repeated character class) matches that is none
+    of the ``cases``, without the first characters of the delimiters the parser watches; None when
+    the group is not such a pattern."""
+    ir = b.ir
+    node, notes = ir.regex_to_ir(group)
+    if notes or not isinstance(node, ir.Rep) or not isinstance(node.item, ir.Chars) or node.max is not None \
+            or node.min > 1:
+        return None
+    chars = ir.narrow_chars(node.item, firsts)
+    if not isinstance(chars, ir.Chars):
+        return None
+    name = f"selector_{zlib.crc32(repr((sorted(cases), group, firsts)).encode()):08x}"
+    return ir.not_words(b.g, name, tuple(cases), chars, ir.Rep(chars), ir.EMPTY, chars if node.min else None)
 
 
 def _optional_lead(ir: Any, node: Any, marker: Any) -> str:
