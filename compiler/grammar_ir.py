@@ -50,6 +50,7 @@ from .automaton import OUTSIDE, Automaton, build_automaton
 from .ir import Delimiter, Field, Template
 from ..runtime.content import group_end
 from ..runtime.formats import FORMATS
+from ..runtime.formats.base import REJECTED as _REJECTED
 from ..runtime.errors import RespcError
 from .sre import parse_pattern
 
@@ -1107,6 +1108,32 @@ class _Builder:
         if f.end == "value":
             return self._set(fi, seq(op, body, opt(close) if close is not None else EMPTY))
         return self._set(fi, seq(op, body, close) if close is not None else seq(op, body))
+
+    def claimed(self, f: Field, start: str) -> bool:
+        """Whether a body of ``f`` that starts with ``start`` is read by an earlier field with the
+        same open delimiter instead (template-language.md "reject": a field whose reader refuses
+        its body passes it to the next field with the identical open, in declaration order; one
+        that never refuses takes every body). llama3_json's ``<|python_tag|>`` opens a JSON call,
+        whose reader takes ``[`` and ``{``, before its builtin pythonic calls."""
+        fi = self.t.fields.index(f)
+        for j, other in enumerate(self.t.fields[:fi]):
+            if not self.enabled(j) or other.open is None or f.open is None or \
+                    (other.open.literals, other.open.pattern) != (f.open.literals, f.open.pattern):
+                continue
+            fmt = FORMATS[other.content]
+            if not (other.reject and fmt.can_reject and fmt.reader is not None):
+                return True
+            factory = fmt.reader(other.content_args)
+            verdict = getattr(factory, "verdict", None)
+            if verdict is None:
+                reader = factory()
+                reader.feed(start)
+                status = reader.status
+            else:
+                status = verdict(start)
+            if status != _REJECTED:
+                return True
+        return False
 
     def body_watch(self, f: Field) -> tuple[str, ...]:
         """The literal leads of the delimiters the parser watches while it reads ``f``'s body (its

@@ -65,8 +65,6 @@ KNOWN_UNSOUND = {
     "ernie4_5": "its tool open is anchored (a lookahead the grammar drops): under none, free text may hold a "
                 "<tool_call> the parser opens",
     "plamo3": "a call section under required: the walks find sections the parser reads without a call",
-    "llama3_json": "<|python_tag|> opens both a JSON call and a builtin call list the grammar lets hold "
-                   "pythonic text the JSON reader refuses",
     "poolside": "the structural tag's free text lets text through that the xml-inline body then cannot read",
     "minimax_m3": "its values are read by the xml-tree value parser, which the grammar does not type, and "
                   "its nested tags let a value hold text the parser finds no tag for",

@@ -393,3 +393,15 @@ def test_switched_values_follow_their_case():
     # a json case reads its value as JSON whatever the case's name: ``5`` is 5 there, ``five`` no JSON at all
     accepted("k2_horizon", k2.format("<ifm|arg_type>object</ifm|arg_type>"))
     refused("k2_horizon", k2.format("<ifm|arg_type>integer</ifm|arg_type>").replace(">5<", ">five<"))
+
+
+# --- a body an earlier field with the same open reads -------------------------------------------------------
+
+def test_shared_open_body_the_json_call_takes_is_refused():
+    # llama3_json: <|python_tag|> opens its JSON call first; that reader takes "[", so a bracketed
+    # builtin call list there is a JSON call that does not parse (found by the sampling walks)
+    text = '"set_alarm""city""get_weather""name"<|python_tag|>[set_alarm(time \n ="time")]'
+    refused("llama3_json", text, parallel=False)
+    # a bare builtin call, which the JSON reader refuses, is the pythonic field's (the structural tag
+    # writes no pythonic calls: tests/cases/structural_tag_gaps.json)
+    accepted("llama3_json", '<|python_tag|>set_alarm(time="7:00")', parallel=False, structural=False)

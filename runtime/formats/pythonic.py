@@ -767,6 +767,13 @@ def _pythonic_calls(b: Any, f: Any, where: str) -> Any:
         name = next((n for n, _ in b.tools if n), "f") if b.has_tools else "f"
         kept = [(lead, node) for lead, node in forms if rx.match(lead + name + "(")]
         forms = kept or forms
+    # a body an earlier field with the same open reads (its reader does not refuse how it starts) is
+    # never this field's: llama3_json's JSON call takes ``[``, so its builtin calls are bare there
+    names = [n for n, _ in b.tools if n] if b.has_tools else []
+    forms = [(lead, node) for lead, node in forms
+             if not any(b.claimed(f, lead + n) for n in (names or ["f"]))]
+    if not forms:
+        return Lit("\x00never")
     return alt(*(node for _lead, node in forms))
 
 
