@@ -605,7 +605,7 @@ GRAMMAR = (
     'call_37: /\\{/ ws /"name"/ ws /:/ ws json_value ws /,/ ws (/"parameters"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object) (ws /,/ ws /"/ json_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_value)* ws /\\}/\n'
     'region_1: /<\\|python_tag\\|>/ ws call_39 ws /(?:[\\x09-\\x0d ]){0,};/s?\n'
     'call_39: /\\{/ ws (/"/ json_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_value ws /,/ ws)* (/"name"/ ws /:/ ws json_value ws /,/ ws (/"parameters"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object) | (/"parameters"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object) ws /,/ ws /"name"/ ws /:/ ws json_value) (ws /,/ ws /"/ json_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_value)* ws /\\}/\n'
-    'region_2: /<\\|python_tag\\|>/ ws (/\\[/ ws pycall_51 (ws /,/ ws pycall_51)* ws /\\]/ | pycall_51) ws\n'
+    'region_2: /<\\|python_tag\\|>/ ws pycall_51 ws\n'
     'py_value: py_object | py_array | py_string | py_number | py_bool | py_null\n'
     'py_chars_dq: /(?:(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))){1,}/s?\n'
     'py_chars_sq: /(?:(?:[^\\x00-\\x1f\'\\\\]|\\\\(?:["\'\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))){1,}/s?\n'
