@@ -999,6 +999,18 @@ def _looks_ahead(f: Field) -> bool:
 looks_ahead = _looks_ahead
 
 
+def _close_after_value(body, close):
+    """An ``end: "value"`` region's body and close: the close is optional and consumed only right
+    after the value (template-language.md "end"), so whitespace the body may end with is left out
+    when a close may follow (after the value it goes back to where the region was opened from, as
+    text there); kept before the end of the region when there is no close."""
+    if close is None:
+        return body
+    if isinstance(body, Seq) and body.items and body.items[-1] in (Ref("ws"), WS):
+        body = seq(*body.items[:-1])
+    return seq(body, opt(close))
+
+
 class _Builder:
     def __init__(self, template: Template, automaton: Automaton, tools, tool_choice: str,
                  parallel: bool, reasoning: bool) -> None:
@@ -1082,7 +1094,10 @@ class _Builder:
                 nm = Lit(name) if name is not None else self.name_node(None)
                 op = delimiter_ir(f.open, {shape.name_group: nm}, self.g, where)
                 b = fmt.args_grammar(self, f, name, schema, where, jb)
-                alts.append(seq(op, b, close) if close is not None else seq(op, b))
+                if f.end == "value":
+                    alts.append(seq(op, _close_after_value(b, close)))
+                else:
+                    alts.append(seq(op, b, close) if close is not None else seq(op, b))
             if not alts:
                 return self._set(fi, Lit("\x00no-tools"))
             return self._set(fi, alt(*alts))
@@ -1106,7 +1121,7 @@ class _Builder:
             if ends and close is not None:
                 close = alt(close, *ends)
         if f.end == "value":
-            return self._set(fi, seq(op, body, opt(close) if close is not None else EMPTY))
+            return self._set(fi, seq(op, _close_after_value(body, close)))
         return self._set(fi, seq(op, body, close) if close is not None else seq(op, body))
 
     def claimed(self, f: Field, start: str) -> bool:
@@ -1205,6 +1220,13 @@ class _Builder:
                 out.append(tail)
         return out
 
+    def endless(self, fi: int) -> bool:
+        """Whether region ``fi`` runs to the end of the output once opened: no close, not ended by
+        its value, and no field's open ends it (plamo3's end-of-turn ``<|plamo:tag|>``). The parser
+        stays in it, also where it nests in another region whose close then never comes."""
+        f = self.t.fields[fi]
+        return f.close is None and f.end == "delimiter" and not self.inside(fi, ("end", "end-if-unclosed"))
+
     def text_body(self, fi: int, skip: list | tuple = ()):
         """A text region's body: its text (no watched delimiter) with nested regions between;
         ``skip``: fields whose opens the text may contain."""
@@ -1213,7 +1235,8 @@ class _Builder:
         watched = list(dict.fromkeys(watched + self.shadowing_tails(fi)))
         text = Except(tuple(watched)) if f.slot is not None or self.t.version < 2 else WS
         need = getattr(self, "_need", False)
-        nested = [self.region(j) for j in self.inside(fi, ("nest",))]
+        # a region that runs to the end of the output does not nest in a region that closes
+        nested = [self.region(j) for j in self.inside(fi, ("nest",)) if not self.endless(j)]
         if not nested:
             return text
         if need:
@@ -1231,7 +1254,11 @@ class _Builder:
         top = [fi for fi, f in enumerate(t.fields) if self.enabled(fi) and f.outside]
         calls = [fi for fi in top if _is_tool_field(t, t.fields[fi]) or any(
             _is_tool_field(t, t.fields[j]) for j in self.inside(fi, ("nest",)))]
-        plain = [fi for fi in top if fi not in calls]
+        # a region nothing closes (no close, no field's open ends it: plamo3's end-of-turn
+        # ``<|plamo:tag|>``) runs to the end of the output: whatever follows its open is its body,
+        # so it comes last, never before a call the parser would not see
+        endless = [fi for fi in top if fi not in calls and self.endless(fi)]
+        plain = [fi for fi in top if fi not in calls and fi not in endless]
         other = [self.region(fi) for fi in plain]
         if t.implicit is not None and t.fields[t.implicit].close is not None:
             other.append(self.g.add("implicit_close", delimiter_ir(
@@ -1246,7 +1273,7 @@ class _Builder:
         # other one is truncated there, never a call (docs/events.md, "Truncated regions"); a
         # section holding calls keeps its complete calls
         cut = [fi for fi in top if t.fields[fi].close is not None and t.fields[fi].end == "delimiter"]
-        unclosed = [self.region(fi, closed=False) for fi in cut if fi in plain]
+        unclosed = [self.region(fi, closed=False) for fi in cut if fi in plain] + [self.region(fi) for fi in endless]
         unclosed_calls = [self.region(fi, closed=False, need=need_call and not _is_tool_field(t, t.fields[fi]))
                           for fi in cut if fi in calls and (
                               not _is_tool_field(t, t.fields[fi]) or FORMATS[t.fields[fi].content].ends_itself)]

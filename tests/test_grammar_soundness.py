@@ -405,3 +405,42 @@ def test_shared_open_body_the_json_call_takes_is_refused():
     # a bare builtin call, which the JSON reader refuses, is the pythonic field's (the structural tag
     # writes no pythonic calls: tests/cases/structural_tag_gaps.json)
     accepted("llama3_json", '<|python_tag|>set_alarm(time="7:00")', parallel=False, structural=False)
+
+
+# --- plamo3: a region that runs to the end; a close consumed only right after the value ---------------------
+
+PLAMO_CALL = ('<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>set_alarm<|plamo:end_tool_name:plamo|>'
+              '<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>')
+PLAMO_CASES = [
+    # the end-of-turn region <|plamo:tag|> has no close: the call section after it is its text
+    ("required", '}<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>"days"<|plamo:tag|>'
+                 '<|plamo:begin_tool_requests:plamo|>' + PLAMO_CALL + ' \n{"volume"   :0,"label"\n:null,"time" :"time"}'
+                 '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>'),
+    # whitespace between the value and the call's close: the close is then text in the section
+    ("set_alarm", 'a<|plamo:begin_think:plamo|>/<|plamo:end_think:plamo|><|plamo:begin_tool_requests:plamo|>' + PLAMO_CALL
+                  + ' {"label":"volume" ,"time" :"time"}\n<|plamo:end_tool_arguments:plamo|>'
+                  '<|plamo:end_tool_request:plamo|>'),
+    # the end-of-turn region opened inside reasoning: the reasoning's close never comes (found by a walk
+    # once the two above were fixed, as written; with the call's close after the value the grammar before
+    # either fix allowed it too)
+    ("set_alarm", '<|plamo:begin_think:plamo|> #<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>'
+                  '<|plamo:tag|><|plamo:end_tool_requests:plamo|><|plamo:end_tool_arguments:plamo|>'
+                  '<|plamo:end_tool_request:plamo|><|plamo:end_think:plamo|>"label"<|plamo:begin_tool_requests:plamo|>'
+                  + PLAMO_CALL + '  {"label":"label" \n,"time"\n\n:"volume"}'),
+    ("set_alarm", '<|plamo:begin_think:plamo|> #<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>'
+                  '<|plamo:tag|><|plamo:end_tool_requests:plamo|><|plamo:end_tool_arguments:plamo|>'
+                  '<|plamo:end_tool_request:plamo|><|plamo:end_think:plamo|>"label"<|plamo:begin_tool_requests:plamo|>'
+                  + PLAMO_CALL + '  {"label":"label" \n,"time"\n\n:"volume"}<|plamo:end_tool_arguments:plamo|>'
+                  '<|plamo:end_tool_request:plamo|>'),
+]
+
+
+@pytest.mark.parametrize("choice, text", PLAMO_CASES, ids=["endless-region", "space-before-close", "endless-nested", "endless-nested-closed"])
+def test_plamo3_calls_the_parser_does_not_see_are_refused(choice, text):
+    refused("plamo3", text, choice=choice)
+
+
+def test_plamo3_call_with_its_close_right_after_the_value_passes():
+    accepted("plamo3", '<|plamo:begin_tool_requests:plamo|>' + PLAMO_CALL + '{"time": "7:00"}'
+             '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|><|plamo:end_tool_requests:plamo|>',
+             choice="set_alarm")
