@@ -64,7 +64,6 @@ KNOWN_UNSOUND = {
            "(set_alarm\\</think)",
     "ernie4_5": "its tool open is anchored (a lookahead the grammar drops): under none, free text may hold a "
                 "<tool_call> the parser opens",
-    "poolside": "the structural tag's free text lets text through that the xml-inline body then cannot read",
     "minimax_m3": "its values are read by the xml-tree value parser, which the grammar does not type, and "
                   "its nested tags let a value hold text the parser finds no tag for",
     "minicpm4": "its tag_pattern ends in a lookahead (?=\\s*(?:<param\\b|\\Z)) the grammar drops: a value "

@@ -444,3 +444,27 @@ def test_plamo3_call_with_its_close_right_after_the_value_passes():
     accepted("plamo3", '<|plamo:begin_tool_requests:plamo|>' + PLAMO_CALL + '{"time": "7:00"}'
              '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|><|plamo:end_tool_requests:plamo|>',
              choice="set_alarm")
+
+
+# --- structural tag: an open that ends the reasoning is no reasoning text -------------------------------------
+
+@pytest.mark.parametrize("choice, text", [
+    ("none", '<think><tool_call>#/\n<tool_call>;/<think>;'),
+    ("required", '<think>guestsfalse<arg_key>{days#_true0#("volume"〈|EOS|〉"note""label</tool_call>〈|EOS|〉</tool_call>'
+                 '〈|EOS|〉<tool_call>>labeltrue"label"</tool_call></tool_call>false</think><tool_call>get_weather\n\n '
+                 '{"days":0 ,"unit"\n \n\n\n \n\n:"fahrenheit" ,"city"\n:"guests"}</tool_call>'),
+], ids=["none", "required"])
+def test_structural_tag_reasoning_holds_no_call_open(choice, text):
+    # poolside: <tool_call> ends its reasoning (inside "end"), so the parser reads a call there
+    # (strings the sampling walks found in the structural tag)
+    refused("poolside", text, choice=choice)
+
+
+def test_structural_tag_reasoning_cut_by_a_call_types_the_call():
+    # qwen3: reasoning the output never closes ends at <tool_call> ("end-if-unclosed"), so the call after
+    # it is a call: to an offered tool only (the tag once read it as reasoning text, any call through)
+    cut = '<think>x<tool_call>\n{{"name": "{}", "arguments": {{"city": "Paris"}}}}\n</tool_call>'
+    refused("qwen3", cut.format("rm_rf"))
+    # the grammar reads the offered call; the structural tag writes no reasoning a call ends
+    # (tests/cases/structural_tag_gaps.json)
+    accepted("qwen3", cut.format("get_weather"), structural=False)
