@@ -20,10 +20,14 @@ written from the tools: the call's name is one of the offered tools (in the open
 ``name`` group or in the JSON/pythonic body, as the field's transform says) and its arguments
 follow that tool's JSON schema (properties in schema order, required ones present, no others).
 
+A region's body is written by its content format (``runtime/formats/<name>.py``: the ``Format``'s
+``body_grammar`` and ``args_grammar`` hooks, docs/grammar.md "Formats write their bodies"); this module
+lays out regions, free text and the modes, and hands the hooks its builder (``b.ir`` is this module).
+
 Exactness: a regex delimiter is translated from its ``sre`` parse tree; lookarounds and anchors
 cannot be expressed in a context-free grammar, so they are dropped and the grammar is marked
-inexact (``Grammar.notes`` says why). Content parsers without a body grammar here (``kv-lines``)
-fall back to their registry fragment (any text) and are inexact too.
+inexact (``Grammar.notes`` says why). Formats without a body hook (``kv-lines``, ``xml-tree``,
+``int``, ``float``) have any text as their body and are inexact too.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ except ImportError:  # pragma: no cover - Python 3.10
 from .automaton import OUTSIDE, Automaton, build_automaton
 from .ir import Delimiter, Field, Template
 from ..runtime.content import group_end
+from ..runtime.formats import FORMATS
+from ..runtime.formats.base import REJECTED as _REJECTED
 from ..runtime.errors import RespcError
 from .sre import parse_pattern
 
@@ -409,6 +415,97 @@ def delimiter_ir(delim: Delimiter, groups: dict | None, g: Grammar, where: str):
     return node
 
 
+def _has(node, marker) -> bool:
+    if node is marker:
+        return True
+    if isinstance(node, (Seq, Alt)):
+        return any(_has(x, marker) for x in node.items)
+    if isinstance(node, Rep):
+        return _has(node.item, marker)
+    return False
+
+
+def select_group(node, marker, replacement):
+    """``node`` (a translated pattern in which one named group was replaced by the object
+    ``marker``) with that group written as ``replacement``, or, with ``replacement`` None, left
+    out: every optional or alternative around the group is taken (or skipped) accordingly, so the
+    group is certainly present (absent). A ``value_parser`` switch reads how a value is parsed from
+    such a group, so the grammar pairs each selector text with its value (issue 27). Returns None
+    when the pattern cannot be written that way (a mandatory group left out, a repeated one)."""
+    present = replacement is not None
+
+    def pick(n, want: bool):
+        if n is marker:
+            return replacement if want else None
+        if not _has(n, marker):
+            return None if want else n
+        if isinstance(n, Seq):
+            items = []
+            for x in n.items:
+                y = pick(x, want and _has(x, marker))
+                if y is None:
+                    return None
+                items.append(y)
+            return seq(*items) if items else EMPTY
+        if isinstance(n, Alt):
+            forms = [y for y in (pick(x, want) for x in n.items) if y is not None]
+            return alt(*forms) if forms else None
+        if isinstance(n, Rep):
+            if want:
+                return pick(n.item, True) if n.max == 1 and n.min <= 1 else None
+            return EMPTY if n.min == 0 else None
+        return None
+
+    return pick(node, present)
+
+
+has_node = _has
+
+
+def replace_nodes(node, mapping: dict):
+    """``node`` with each object of ``mapping`` (compared by identity) replaced by its value."""
+    for key, value in mapping.items():
+        if node is key:
+            return value
+    if isinstance(node, Seq):
+        return seq(*(replace_nodes(x, mapping) for x in node.items))
+    if isinstance(node, Alt):
+        return alt(*(replace_nodes(x, mapping) for x in node.items))
+    if isinstance(node, Rep):
+        return Rep(replace_nodes(node.item, mapping), node.min, node.max, node.lazy)
+    return node
+
+
+def narrow_chars(node, firsts: str):
+    """``node`` with the characters of ``firsts`` taken out of every character class (:class:`Chars`)
+    that holds one: a pattern's free stretches (``[^>]*`` between a parameter tag's name and its
+    ``>``) then hold no delimiter starting with one of them (the parser would find it in the raw
+    body first, issue 27). Literals are kept."""
+    codes = sorted({ord(c) for c in firsts})
+    if isinstance(node, Chars):
+        ranges = _complement(node.ranges) if node.negate else node.ranges
+        if not any(lo <= c <= hi for c in codes for lo, hi in ranges):
+            return node
+        out = list(ranges)
+        for c in codes:
+            out = [r for lo, hi in out for r in (((lo, c - 1), (c + 1, hi)) if lo <= c <= hi else ((lo, hi),))
+                   if r[0] <= r[1]]
+        return Chars(_norm(out)) if out else Lit("\x00never")
+    if isinstance(node, Seq):
+        return seq(*(narrow_chars(x, firsts) for x in node.items))
+    if isinstance(node, Alt):
+        return alt(*(narrow_chars(x, firsts) for x in node.items))
+    if isinstance(node, Rep):
+        return Rep(narrow_chars(node.item, firsts), node.min, node.max, node.lazy)
+    return node
+
+
+#: public names of the helpers the formats' grammar hooks use (runtime/formats/*.py): merged code-point
+#: ranges, the literal leads of a pattern, whether a node holds another (by identity)
+norm_ranges = _norm
+pattern_leads = _leads
+
+
 def delimiter_leads(delim: Delimiter, g: Grammar, where: str) -> list[str]:
     if delim.literals is not None:
         return list(delim.literals)
@@ -691,6 +788,9 @@ def _not_words(g: Grammar, base: str, words: tuple[str, ...], chars: Chars, rest
     return rule("")
 
 
+#: public name for the formats' grammar hooks (a text that is none of some words)
+not_words = _not_words
+
 #: objects with more declared properties than this are written in schema order (2**n rules)
 ANY_ORDER_MAX = 6
 
@@ -896,6 +996,21 @@ def _looks_ahead(f: Field) -> bool:
     return f.open is not None and f.open.pattern is not None and "(?=" in without_optional_repairs(f.open.pattern)
 
 
+looks_ahead = _looks_ahead
+
+
+def _close_after_value(body, close):
+    """An ``end: "value"`` region's body and close: the close is optional and consumed only right
+    after the value (template-language.md "end"), so whitespace the body may end with is left out
+    when a close may follow (after the value it goes back to where the region was opened from, as
+    text there); kept before the end of the region when there is no close."""
+    if close is None:
+        return body
+    if isinstance(body, Seq) and body.items and body.items[-1] in (Ref("ws"), WS):
+        body = seq(*body.items[:-1])
+    return seq(body, opt(close))
+
+
 class _Builder:
     def __init__(self, template: Template, automaton: Automaton, tools, tool_choice: str,
                  parallel: bool, reasoning: bool) -> None:
@@ -915,6 +1030,14 @@ class _Builder:
                 raise GrammarExportError(f"tool_choice {tool_choice!r} but no tools are offered")
             self.choice = "none"  # no tool offered: no call can be written
 
+    @property
+    def ir(self):
+        """This module: the node kinds and helpers a format's grammar hooks build with
+        (:attr:`respc.runtime.formats.base.Format.body_grammar`; the runtime package does not import
+        the compiler)."""
+        import sys
+        return sys.modules[__name__]
+
     # names and arguments
     def name_node(self, jb: JsonBuilder | None):
         if not self.has_tools:
@@ -929,186 +1052,6 @@ class _Builder:
         if not self.has_tools:
             return jb.schema({"type": "object"}, where)
         return jb.schema(schema, where)
-
-    def json_calls(self, f: Field, shape: CallShape, jb: JsonBuilder, where: str):
-        """A JSON body: the arguments object (name in the open), or call objects."""
-        ws = jb.ws()
-        if shape.name_group is not None:
-            return None  # per-tool: handled by the caller (the open carries the name)
-        per_tool = []
-        named = self.tools if self.has_tools else [(None, None)]
-        for name, schema in named:
-            nm = jb.string_of(name) if name is not None else jb.value()  # untyped: tools typing ignores it
-            args = self.args_node(jb, schema, f"{where} tool {name!r} parameters")
-            if shape.name_key == "$key":
-                key_node = nm if name is not None else jb.key()
-                per_tool.append(seq(Lit("{"), ws, jb.key_colon(key_node), ws, args, ws, Lit("}")))
-                continue
-            keys = shape.args_keys or ("arguments",)
-            arg_member = alt(*(seq(jb.key_colon(jb.key(k)), ws, args) for k in keys))
-            name_member = seq(jb.key_colon(jb.key(shape.name_key or "name")), ws, nm)
-            # other members (an id) may come before and after; the reader ignores them
-            extra = seq(jb.key_colon(jb.other_key((shape.name_key or "name",) + keys)), ws, jb.value())
-            before = Rep(seq(extra, ws, Lit(","), ws))
-            after = Rep(seq(ws, Lit(","), ws, extra))
-            if _looks_ahead(f):
-                # the open looks ahead for the call's start (``(?=\\{\\s*"name")``): the name member
-                # comes first, as the lookahead needs it, or the parser reads no call (issue 27 D)
-                per_tool.append(seq(Lit("{"), ws, name_member, ws, Lit(","), ws, arg_member, after, ws, Lit("}")))
-                continue
-            per_tool.append(seq(Lit("{"), ws, before, alt(seq(name_member, ws, Lit(","), ws, arg_member),
-                                                          seq(arg_member, ws, Lit(","), ws, name_member)),
-                                after, ws, Lit("}")))
-        if not per_tool:
-            return Lit("\x00no-tools")
-        call = self.g.add(f"call_{len(self.g.rules)}", alt(*per_tool))
-        more = Rep(seq(ws, Lit(","), ws, call)) if self.parallel else EMPTY
-        # transform_each: the body is a list of calls (template-language.md "Transforms"); otherwise one call object
-        return seq(Lit("["), ws, call, more, ws, Lit("]")) if f.transform_each else call
-
-    def pythonic_calls(self, f: Field, where: str):
-        jb = JsonBuilder(self.g, JsonDialect(python_literals=bool(f.content_args.get("json_literals")), pythonic=True),
-                         self.body_watch(f))
-        ws = jb.ws()
-        per_tool = []
-        for name, schema in (self.tools if self.has_tools else [(None, None)]):
-            nm = Lit(name) if name is not None else self.name_node(None)
-            if schema is None or not (schema.get("properties")):
-                # a tool without declared properties takes any keyword arguments (issue 27 H)
-                ident = seq(Chars(((0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))),
-                            Rep(Chars(((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)))))
-                kw = seq(ident, ws, Lit("="), ws, jb.value())
-                body = opt(seq(kw, Rep(seq(ws, Lit(","), ws, kw)), opt(seq(ws, Lit(",")))))
-            else:
-                required = set(schema.get("required") or ())
-                members = [(seq(Lit(k), ws, Lit("="), ws, jb.schema(s, f"{where} tool {name!r} parameters.{k}")),
-                            k in required) for k, s in schema["properties"].items()]
-                body = jb._members(members, 0, False)
-            per_tool.append(seq(nm, Lit("("), ws, body, ws, Lit(")")))
-        call = self.g.add(f"pycall_{len(self.g.rules)}", alt(*per_tool))
-        more = Rep(seq(ws, Lit(","), ws, call)) if self.parallel else EMPTY
-        forms = [("[", seq(Lit("["), ws, call, more, ws, Lit("]")))]
-        if f.content_args.get("allow_bare", True) is not False:
-            forms.append(("", call))
-        if f.open is not None and f.open.pattern is not None and not delimiter_leads(f.open, Grammar(), where):
-            # an open that is only a lookahead (olmo3's ``(?=[A-Za-z_])`` inside its call section):
-            # the parser opens the field only where the lookahead holds, so only the forms it
-            # admits are calls; a ``[`` it refuses is text inside the section (docs/events.md,
-            # "Text inside a call section"), so the bracketed list is left out there
-            rx = regex.compile(without_optional_repairs(f.open.pattern))
-            name = next((n for n, _ in self.tools if n), "f") if self.has_tools else "f"
-            kept = [(lead, node) for lead, node in forms if rx.match(lead + name + "(")]
-            forms = kept or forms
-        return alt(*(node for _lead, node in forms))
-
-    def xml_args(self, f: Field, schema, where: str):
-        """xml-inline arguments: one tag_pattern match per argument, key group = the name."""
-        pattern = f.content_args.get("tag_pattern")
-        if not isinstance(pattern, str) or f.content_args.get("value_parser") not in (None, {"name": "text"}, "text"):
-            self.g.inexact(f"{where} content_args.value_parser: values are any text")
-        if not self.has_tools or not isinstance(pattern, str):
-            self.g.inexact(f"{where} content_args.tag_pattern: arguments not typed without tools")
-            return Except(tuple(self.close_leads(f)))
-        self.g.inexact(f"{where} content_args.tag_pattern: values are text up to the tag's close")
-        required = set(schema.get("required") or ())
-        if f.content_args.get("unmatched", "error") == "skip":
-            # text between tags is skipped by the reader: anything without a tag start or the close
-            junk = tail = Except(tuple(dict.fromkeys([x for x in _leads(pattern) if x] + self.close_leads(f))))
-        else:
-            # D7 (runtime/content.py): only whitespace between tags, and after the last one the
-            # closing tags of markup the opener began (``</function>``)
-            junk = WS
-            name = Rep(Chars(_norm([(ord(c), ord(c)) for c in "<>/"]), negate=True), 1, None)
-            tail = seq(WS, Rep(seq(Lit("</"), name, Lit(">"), WS), 0, None))
-        value_tail = pattern.split("(?P<value>", 1)[1] if "(?P<value>" in pattern else ""
-        # the pattern after the value group: group_end reads ``(`` + the group's body onwards
-        after = value_tail[group_end("(" + value_tail, 0) - 1:] if value_tail else ""
-        # a value ends at the tag's close; it may not hold a delimiter the parser watches in the
-        # body either (the call's close: the parser ends the region there, issue 27 E)
-        stop = tuple(dict.fromkeys([x for x in (_leads(after) if after else []) if x] + list(self.body_watch(f))))
-        jb = JsonBuilder(self.g, JsonDialect(), stop)
-        text = Except(stop) if stop else Rep(ANY_CHAR)
-        vp = f.content_args.get("value_parser")
-        # the text parser (stripped or not) keeps the value for the tool typing to convert
-        typed = vp in (None, "text") or isinstance(vp, dict) and vp.get("name") == "text" and "switch" not in vp
-        if not schema.get("properties") and schema.get("additionalProperties") is not False:
-            # a tool without declared properties takes any arguments (issue 27 H): any number of
-            # tags, each key as the tag pattern reads it, each value text
-            node, _notes = regex_to_ir(without_optional_repairs(pattern), {"value": text})
-            return seq(junk, Rep(seq(node, junk)), tail)
-        members = []
-        as_json = isinstance(f.content_args.get("value_parser"), dict) and \
-            f.content_args["value_parser"].get("name") == "json"
-        for key, prop in (schema.get("properties") or {}).items():
-            if as_json:
-                # each value is read as JSON; text that is not JSON stays a string, so a property
-                # that admits a string may also be text no JSON value starts like
-                value = seq(WS, jb.schema(prop, f"{where} parameters.{key}"), WS)
-                kinds = prop.get("type") if isinstance(prop, dict) else None
-                if "enum" not in (prop or {}) and "const" not in (prop or {}) and (
-                        kinds == "string" or isinstance(kinds, list) and "string" in kinds or not kinds):
-                    json_starts = '{["-0123456789tfnNI \t\r\n' + "".join(x[0] for x in stop)
-                    value = alt(value, seq(Chars(_norm([(ord(c), ord(c)) for c in json_starts]), True), text))
-            else:
-                value = self.xml_value(prop, text, jb, f"{where} parameters.{key}") if typed else text
-            node, notes = regex_to_ir(pattern, {"key": Lit(key), "value": value})
-            members.append((seq(node, junk), key in required))
-        return seq(junk, any_order(self.g, "xml_members", members, lambda node, first: node), tail)
-
-    def xml_value(self, prop, text, jb: JsonBuilder, where: str):
-        """One XML parameter's value as the tool typing reads it (docs/template-language.md,
-        "Tool-argument typing"): a string is the raw text; an enum or const one of its members'
-        texts; an integer, number, boolean or null the text the typing converts; an object or
-        array (also among a ``type`` list or ``anyOf``/``oneOf`` members) the JSON text the typing
-        decodes. A schema that admits a string admits any text (the typing keeps what no other
-        type converts)."""
-        if not isinstance(prop, dict):
-            return text
-        choices = prop.get("enum") if "enum" in prop else [prop["const"]] if "const" in prop else None
-        if isinstance(choices, list):
-            forms = []
-            for v in choices:
-                if isinstance(v, str):
-                    forms.append(Lit(v) if v else EMPTY)
-                elif isinstance(v, (bool, int, float)) or v is None:
-                    forms.append(seq(WS, Lit(json.dumps(v)), WS))
-                else:
-                    forms.append(seq(WS, jb.literal_value(v, where), WS))
-            return alt(*forms) if forms else Lit("\x00never")
-        members = [prop]
-        for combo in ("anyOf", "oneOf"):
-            if isinstance(prop.get(combo), list):
-                members = [m for m in prop[combo] if isinstance(m, dict)]
-        forms = []
-        for member in members:
-            kind = member.get("type")
-            kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
-            if not kinds and ("properties" in member):
-                kinds = ["object"]
-            if not kinds or "string" in kinds or any(not isinstance(k, str) for k in kinds):
-                return text
-            for k in kinds:
-                if k == "integer":
-                    forms.append(seq(WS, jb.integer(), WS))
-                elif k == "number":
-                    forms.append(seq(WS, jb.number(), WS))
-                elif k == "boolean":
-                    forms.append(seq(WS, self.xml_boolean(), WS))
-                elif k == "null":
-                    forms.append(seq(WS, Lit("null"), WS))
-                elif k in ("object", "array"):
-                    forms.append(seq(WS, jb.schema({**member, "type": k}, where), WS))
-                else:
-                    return text
-        return alt(*forms) if forms else text
-
-    def xml_boolean(self):
-        """A boolean parameter value as the tool typing reads it (``runtime/tools.py``: ``true``,
-        ``false`` in any case, ``1``, ``0``)."""
-        def nocase(word: str):
-            return seq(*(Chars(_norm([(ord(c.lower()), ord(c.lower())), (ord(c.upper()), ord(c.upper()))]))
-                         for c in word))
-        return self.g.add("xml_bool", alt(nocase("true"), nocase("false"), Lit("1"), Lit("0")))
 
     def close_leads(self, f: Field) -> list[str]:
         return delimiter_leads(f.close, self.g, f"field {f.name!r}") if f.close is not None else []
@@ -1142,42 +1085,28 @@ class _Builder:
         open_groups = {}
         shape = call_shape(f) if tool else None
         body = None
-        if tool and f.content in ("json", "xml-inline") and shape is not None and shape.name_group is not None:
+        fmt = FORMATS[f.content]
+        if tool and fmt.args_grammar is not None and shape is not None and shape.name_group is not None:
             # one alternative per tool: the open names it, the body is its arguments
             alts = []
             jb = JsonBuilder(self.g, self.dialect(f), self.body_watch(f))
             for name, schema in (self.tools if self.has_tools else [(None, {"type": "object"})]):
                 nm = Lit(name) if name is not None else self.name_node(None)
                 op = delimiter_ir(f.open, {shape.name_group: nm}, self.g, where)
-                if f.content == "json":
-                    args = self.args_node(jb, schema, f"{where} tool {name!r} parameters")
-                    b = seq(jb.ws(), args, jb.ws())
+                b = fmt.args_grammar(self, f, name, schema, where, jb)
+                if f.end == "value":
+                    alts.append(seq(op, _close_after_value(b, close)))
                 else:
-                    b = self.xml_args(f, schema, where)
-                alts.append(seq(op, b, close) if close is not None else seq(op, b))
+                    alts.append(seq(op, b, close) if close is not None else seq(op, b))
             if not alts:
                 return self._set(fi, Lit("\x00no-tools"))
-            node = alt(*alts)
-            if not self.parallel and f.repeats:
-                pass
-            return self._set(fi, node)
+            return self._set(fi, alt(*alts))
         op = delimiter_ir(f.open, open_groups, self.g, where)
-        if tool and f.content == "json" and shape is not None:
-            jb = JsonBuilder(self.g, self.dialect(f), self.body_watch(f))
-            # an open that ends in a lookahead (``functools(?=\\[)``) is followed by the body at once
-            lead = EMPTY if _looks_ahead(f) else jb.ws()
-            body = seq(lead, self.json_calls(f, shape, jb, where), jb.ws())
-        elif tool and f.content == "pythonic":
-            jb = JsonBuilder(self.g, JsonDialect(pythonic=True), self.body_watch(f))
-            body = seq(jb.ws(), self.pythonic_calls(f, where), jb.ws())
-        elif f.content == "json":
-            jb = JsonBuilder(self.g, self.dialect(f), self.body_watch(f))
-            body = seq(jb.ws(), jb.value(), jb.ws()) if not f.content_args.get("allow_non_json") else None
-        elif f.content == "pythonic":
-            body = seq(WS, self.pythonic_calls(f, where), WS)
+        if fmt.body_grammar is None:
+            self.g.inexact(f"{where} content {f.content!r}: body is any text")
+        else:
+            body = fmt.body_grammar(self, f, tool, shape, where)
         if body is None:
-            if f.content not in ("text", "bool") and not f.content_args.get("allow_non_json"):
-                self.g.inexact(f"{where} content {f.content!r}: body is any text")
             ends = [self.region(j) for j in self.inside(fi, ("end",))]
             defers = self.inside(fi, ("end-if-unclosed",))
             body = self.text_body(fi)
@@ -1187,14 +1116,39 @@ class _Builder:
                 lax = self.text_body(fi, skip=defers)
                 return self._set(fi, alt(seq(op, lax, alt(close, *ends)),
                                          seq(op, body, alt(*(self.region(j) for j in defers)))))
+            if tool:  # the body is text: the call's arguments are whatever the text is
+                self.g.inexact(f"{where}: tool calls in {f.content!r} bodies are not typed")
             if ends and close is not None:
                 close = alt(close, *ends)
-        if tool:
-            if f.content not in ("json", "pythonic"):
-                self.g.inexact(f"{where}: tool calls in {f.content!r} bodies are not typed")
         if f.end == "value":
-            return self._set(fi, seq(op, body, opt(close) if close is not None else EMPTY))
+            return self._set(fi, seq(op, _close_after_value(body, close)))
         return self._set(fi, seq(op, body, close) if close is not None else seq(op, body))
+
+    def claimed(self, f: Field, start: str) -> bool:
+        """Whether a body of ``f`` that starts with ``start`` is read by an earlier field with the
+        same open delimiter instead (template-language.md "reject": a field whose reader refuses
+        its body passes it to the next field with the identical open, in declaration order; one
+        that never refuses takes every body). llama3_json's ``<|python_tag|>`` opens a JSON call,
+        whose reader takes ``[`` and ``{``, before its builtin pythonic calls."""
+        fi = self.t.fields.index(f)
+        for j, other in enumerate(self.t.fields[:fi]):
+            if not self.enabled(j) or other.open is None or f.open is None or \
+                    (other.open.literals, other.open.pattern) != (f.open.literals, f.open.pattern):
+                continue
+            fmt = FORMATS[other.content]
+            if not (other.reject and fmt.can_reject and fmt.reader is not None):
+                return True
+            factory = fmt.reader(other.content_args)
+            verdict = getattr(factory, "verdict", None)
+            if verdict is None:
+                reader = factory()
+                reader.feed(start)
+                status = reader.status
+            else:
+                status = verdict(start)
+            if status != _REJECTED:
+                return True
+        return False
 
     def body_watch(self, f: Field) -> tuple[str, ...]:
         """The literal leads of the delimiters the parser watches while it reads ``f``'s body (its
@@ -1266,6 +1220,13 @@ class _Builder:
                 out.append(tail)
         return out
 
+    def endless(self, fi: int) -> bool:
+        """Whether region ``fi`` runs to the end of the output once opened: no close, not ended by
+        its value, and no field's open ends it (plamo3's end-of-turn ``<|plamo:tag|>``). The parser
+        stays in it, also where it nests in another region whose close then never comes."""
+        f = self.t.fields[fi]
+        return f.close is None and f.end == "delimiter" and not self.inside(fi, ("end", "end-if-unclosed"))
+
     def text_body(self, fi: int, skip: list | tuple = ()):
         """A text region's body: its text (no watched delimiter) with nested regions between;
         ``skip``: fields whose opens the text may contain."""
@@ -1274,7 +1235,8 @@ class _Builder:
         watched = list(dict.fromkeys(watched + self.shadowing_tails(fi)))
         text = Except(tuple(watched)) if f.slot is not None or self.t.version < 2 else WS
         need = getattr(self, "_need", False)
-        nested = [self.region(j) for j in self.inside(fi, ("nest",))]
+        # a region that runs to the end of the output does not nest in a region that closes
+        nested = [self.region(j) for j in self.inside(fi, ("nest",)) if not self.endless(j)]
         if not nested:
             return text
         if need:
@@ -1292,7 +1254,11 @@ class _Builder:
         top = [fi for fi, f in enumerate(t.fields) if self.enabled(fi) and f.outside]
         calls = [fi for fi in top if _is_tool_field(t, t.fields[fi]) or any(
             _is_tool_field(t, t.fields[j]) for j in self.inside(fi, ("nest",)))]
-        plain = [fi for fi in top if fi not in calls]
+        # a region nothing closes (no close, no field's open ends it: plamo3's end-of-turn
+        # ``<|plamo:tag|>``) runs to the end of the output: whatever follows its open is its body,
+        # so it comes last, never before a call the parser would not see
+        endless = [fi for fi in top if fi not in calls and self.endless(fi)]
+        plain = [fi for fi in top if fi not in calls and fi not in endless]
         other = [self.region(fi) for fi in plain]
         if t.implicit is not None and t.fields[t.implicit].close is not None:
             other.append(self.g.add("implicit_close", delimiter_ir(
@@ -1302,14 +1268,15 @@ class _Builder:
         # calls nest) counts only with a call in it
         tool_regions = [self.region(fi, need=need_call and not _is_tool_field(t, t.fields[fi])) for fi in calls]
         # the stream may end inside a region (no close yet): the parser closes it there; a call
-        # region only when its body is one whole self-delimiting value (json, pythonic): any
+        # region only when its body is one whole self-delimiting value (its format ends itself: json,
+        # pythonic): any
         # other one is truncated there, never a call (docs/events.md, "Truncated regions"); a
         # section holding calls keeps its complete calls
         cut = [fi for fi in top if t.fields[fi].close is not None and t.fields[fi].end == "delimiter"]
-        unclosed = [self.region(fi, closed=False) for fi in cut if fi in plain]
+        unclosed = [self.region(fi, closed=False) for fi in cut if fi in plain] + [self.region(fi) for fi in endless]
         unclosed_calls = [self.region(fi, closed=False, need=need_call and not _is_tool_field(t, t.fields[fi]))
                           for fi in cut if fi in calls and (
-                              not _is_tool_field(t, t.fields[fi]) or t.fields[fi].content in ("json", "pythonic"))]
+                              not _is_tool_field(t, t.fields[fi]) or FORMATS[t.fields[fi].content].ends_itself)]
         any_region = alt(*(other + tool_regions)) if other or tool_regions else None
         plain_loop = Rep(seq(alt(*other), tref)) if other else EMPTY
         plain_end = opt(alt(*unclosed)) if unclosed else EMPTY
@@ -1317,7 +1284,7 @@ class _Builder:
         if need_call:  # after the first call any region may follow, with a call or not
             any_region = alt(*(other + [self.region(fi) for fi in calls])) if other or calls else None
             ends = unclosed + [self.region(fi, closed=False) for fi in cut if fi in calls and (
-                not _is_tool_field(t, t.fields[fi]) or t.fields[fi].content in ("json", "pythonic"))]
+                not _is_tool_field(t, t.fields[fi]) or FORMATS[t.fields[fi].content].ends_itself)]
             any_end = opt(alt(*ends)) if ends else EMPTY
         if not tool_regions:
             if need_call:

@@ -50,6 +50,7 @@ from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, Js
                          _Builder, _is_reasoning, _is_tool_field, _looks_ahead, call_shape, regex_to_ir, seq,
                          without_optional_repairs)
 from .ir import Field, Template
+from ..runtime.formats.json_ import json_calls
 
 __all__ = ["StructuralTagError", "build_structural_tag", "export_structural_tag"]
 
@@ -225,7 +226,7 @@ class _StructuralBuilder:
             return tags
         node = (Alt(tuple(Lit(x) for x in f.open.literals)) if f.open.literals is not None
                 else regex_to_ir(without_optional_repairs(f.open.pattern))[0])
-        calls_node = self.ir.json_calls(f, shape, jb, where)
+        calls_node = json_calls(self.ir, f, shape, jb, where)
         # an open ending in a lookahead (``functools(?=\\[)``): the body follows it at once
         lead = Seq(()) if _looks_ahead(f) else WS
         out = [self._tag(begin, rest, _ebnf(calls_node, self.ir.g.rules), tail, ends, lead)
@@ -270,12 +271,23 @@ class _StructuralBuilder:
                                   "in it is read as a call)")
                 return None, []
             closes = [c for c in closes if c not in self.eot] or closes
-            tags = [{"type": "tag", "begin": o, "content": {"type": "any_text"},
+            # an open watched inside the reasoning that ends it (poolside's <tool_call>, ``inside``
+            # "end") is never reasoning text: the parser leaves the reasoning there and reads a call;
+            # one that ends it only when its close never comes ("end-if-unclosed": qwen3) is text in a
+            # closed reasoning tag, but not in reasoning cut off by the end of the output
+            def opens_ending(actions: tuple) -> list:
+                return list(dict.fromkeys(x for j in self.t.fields if j.open is not None and any(
+                    r == f.name and how in actions for r, how in j.inside)
+                    for x in (j.open.literals or _begins_of(j.open.pattern)) if x))
+            enders, cut_enders = opens_ending(("end",)), opens_ending(("end", "end-if-unclosed"))
+            inner = {"type": "any_text", "excludes": enders} if enders else {"type": "any_text"}
+            tags = [{"type": "tag", "begin": o, "content": inner,
                      "end": closes[0] if len(closes) == 1 else closes} for o in opens]
             self.notes.append(f"field {f.name!r}: reasoning only at the start of the output")
             # reasoning cut off by the end of the stream: its open, then any text to the end
             self.unclosed = _one_of([{"type": "sequence", "elements": [{"type": "const_string", "value": o},
-                                                                          {"type": "any_text", "excludes": closes}]}
+                                                                          {"type": "any_text", "excludes":
+                                                                           list(dict.fromkeys(closes + cut_enders))}]}
                                     for o in opens])
             return {"type": "optional", "content": _one_of(tags)}, opens
         return None, []
@@ -340,6 +352,8 @@ class _StructuralBuilder:
             body = calls if need else {"type": "or", "elements": [free, calls]}
         fmt = {"type": "sequence", "elements": [prefix, body]} if prefix is not None else body
         if self.unclosed is not None and not need:  # with a call required, reasoning must close first
+            # (reasoning that a call's open ends is not written: xgrammar 0.2.9 lets untyped calls
+            # through ``sequence[const, any_text, triggered_tags]``; tests/cases/structural_tag_gaps.json)
             fmt = {"type": "or", "elements": [fmt, self.unclosed]}
         return {"type": "structural_tag", "format": fmt}
 

@@ -540,7 +540,7 @@ GRAMMAR = (
     'text: /(?:(?!<\\|START_OF_TURN_TOKEN\\|><\\|CHATBOT_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>|<\\|END_OF_TURN_TOKEN\\|>|<\\|CHATBOT_TOKEN\\|>|Action:)[\\s\\S])+/s?\n'
     'region_1: /<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>(?:[\\x09-\\x0a\\x0d ]){0,}<\\|END_OF_TURN_TOKEN\\|>/s\n'
     'implicit_close: /(?:<\\|START_OF_TURN_TOKEN\\|><\\|CHATBOT_TOKEN\\|>|<\\|END_OF_TURN_TOKEN\\|>|<\\|CHATBOT_TOKEN\\|>)/s\n'
-    'region_0: /Action:(?:[\\x09 ]){0,}(?:\\x0a(?:[\\x09 ]){0,}){0,1}```json(?:[\\x09-\\x0d ]){0,}/s ws /\\[/ ws call_34 (ws /,/ ws call_34)* ws /\\]/ ws /(?:[\\x09-\\x0d ]){0,}```/s?\n'
+    'region_0: /Action:(?:[\\x09 ]){0,}(?:\\x0a(?:[\\x09 ]){0,}){0,1}```json(?:[\\x09-\\x0d ]){0,}/s ws /\\[/ ws call_34 (ws /,/ ws call_34)* ws /\\](?:(?:[\\x09-\\x0d ]){0,}```){0,1}/s\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'json_chars_dq: /(?:(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))){1,}/s?\n'

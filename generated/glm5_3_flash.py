@@ -564,7 +564,7 @@ GRAMMAR = (
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /(?:<\\|observation\\|>|<\\|endoftext\\|>|<\\|user\\|>|<\\/think>)/s\n'
     'region_1: /<tool_call>(?:[\\x09-\\x0d ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}/s /(?:(?!<\\/tool_call>)[\\s\\S])+/s? /<\\/tool_call>/\n'
-    'region_2: /<tool_call>(?:[\\x09-\\x0d ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}>/s ws json_object ws /<\\/tool_call>/\n'
+    'region_2: /<tool_call>(?:[\\x09-\\x0d ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}>/s ws json_object /<\\/tool_call>/?\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_chars_dq: /(?:(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))){1,}/s?\n'

@@ -243,7 +243,7 @@ GRAMMAR = (
     'text: /(?:(?!Here is my thought process:|<\\|end_of_text\\|>|<\\|tool_call\\|>|<tool_call>|<\\/response>|<response>|<think>)[\\s\\S])+/s?\n'
     'region_0: /(?:Here is my thought process:|<think>)/s /(?:(?!Here is my response:|<\\/think>)[\\s\\S])+/s? /(?:Here is my response:|<\\/think>)/s\n'
     'implicit_close: /(?:<\\|end_of_text\\|>|<\\/response>|<response>)/s\n'
-    'region_1: /(?:<\\|tool_call\\|>|<tool_call>)/s ws /\\[/ ws call_28 (ws /,/ ws call_28)* ws /\\]/ ws /<\\/tool_call>/?\n'
+    'region_1: /(?:<\\|tool_call\\|>|<tool_call>)/s ws /\\[/ ws call_28 (ws /,/ ws call_28)* ws /\\]/ /<\\/tool_call>/?\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'json_chars_dq: /(?:(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))){1,}/s?\n'

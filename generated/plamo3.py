@@ -436,13 +436,12 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
     '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
-    'start: text ((region_0 | region_1 | implicit_close) text)* (region_2 text ((region_0 | region_1 | implicit_close | region_2) text)* (open_region_0 | open_region_2)? | open_region_2 | open_region_0?)\n'
+    'start: text ((region_0 | implicit_close) text)* (region_2 text ((region_0 | implicit_close | region_2) text)* (open_region_0 | region_1 | open_region_2)? | open_region_2 | (open_region_0 | region_1)?)\n'
     'text: /(?:(?!<\\|plamo:begin_tool_requests:plamo\\|>|<\\|plamo:begin_think:plamo\\|>|<\\|plamo:end_think:plamo\\|>|<\\|plamo:tag\\|>)[\\s\\S])+/s?\n'
-    'region_0: /<\\|plamo:begin_think:plamo\\|>/ /(?:(?!<\\|plamo:end_think:plamo\\|>|<\\|plamo:tag\\|>)[\\s\\S])+/s? (region_1 /(?:(?!<\\|plamo:end_think:plamo\\|>|<\\|plamo:tag\\|>)[\\s\\S])+/s?)* /<\\|plamo:end_think:plamo\\|>/\n'
-    'region_1: /<\\|plamo:tag\\|>(?:[\\x09-\\x0a\\x0d ]){0,}/s\n'
+    'region_0: /<\\|plamo:begin_think:plamo\\|>/ /(?:(?!<\\|plamo:end_think:plamo\\|>|<\\|plamo:tag\\|>)[\\s\\S])+/s? /<\\|plamo:end_think:plamo\\|>/\n'
     'implicit_close: /<\\|plamo:end_think:plamo\\|>/\n'
     'region_2: /<\\|plamo:begin_tool_requests:plamo\\|>(?:[\\x09-\\x0a\\x0d ]){0,}/s (region_3 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)* /<\\|plamo:end_tool_requests:plamo\\|>/\n'
-    'region_3: /<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?:[\\--.0-9A-Z_a-z]){1,}<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>/s ws json_object ws /<\\|plamo:end_tool_arguments:plamo\\|><\\|plamo:end_tool_request:plamo\\|>/\n'
+    'region_3: /<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?:[\\--.0-9A-Z_a-z]){1,}<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>/s ws json_object /<\\|plamo:end_tool_arguments:plamo\\|><\\|plamo:end_tool_request:plamo\\|>/?\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_chars_dq: /(?:(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))){1,}/s?\n'
@@ -453,7 +452,8 @@ GRAMMAR = (
     'json_number: json_int | /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,14})(?:\\.(?:[0-9]){1,}(?:[Ee](?:[+\\-]){0,1}(?:[0-9]){1,2}){0,1}|[Ee](?:[+\\-]){0,1}(?:[0-9]){1,2})/s\n'
     'json_bool: /(?:true|false)/s\n'
     'json_null: /null/\n'
-    'open_region_0: /<\\|plamo:begin_think:plamo\\|>/ /(?:(?!<\\|plamo:end_think:plamo\\|>|<\\|plamo:tag\\|>)[\\s\\S])+/s? (region_1 /(?:(?!<\\|plamo:end_think:plamo\\|>|<\\|plamo:tag\\|>)[\\s\\S])+/s?)*\n'
+    'open_region_0: /<\\|plamo:begin_think:plamo\\|>/ /(?:(?!<\\|plamo:end_think:plamo\\|>|<\\|plamo:tag\\|>)[\\s\\S])+/s?\n'
+    'region_1: /<\\|plamo:tag\\|>(?:[\\x09-\\x0a\\x0d ]){0,}/s\n'
     'open_region_2: /<\\|plamo:begin_tool_requests:plamo\\|>(?:[\\x09-\\x0a\\x0d ]){0,}/s (region_3 /(?:[\\x09-\\x0a\\x0d ]){1,}/s?)*\n'
 )
 

@@ -486,7 +486,7 @@ GRAMMAR = (
     'text: /(?:(?!\\*\\*Tool Call:\\*\\*|<\\/think>|<think>)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /<\\/think>/\n'
-    'region_1: /\\*\\*Tool Call:\\*\\*(?:[\\x09-\\x0d ]){0,}```json(?:[\\x09-\\x0d ]){0,}/s ws call_28 ws /(?:[\\x09-\\x0d ]){0,}```/s?\n'
+    'region_1: /\\*\\*Tool Call:\\*\\*(?:[\\x09-\\x0d ]){0,}```json(?:[\\x09-\\x0d ]){0,}/s ws call_28 /(?:[\\x09-\\x0d ]){0,}```/s?\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'json_chars_dq: /(?:(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))){1,}/s?\n'

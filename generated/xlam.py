@@ -411,7 +411,7 @@ GRAMMAR = (
     'text: /(?:(?!\\[TOOL_CALLS\\]|<tool_call>|<\\|im_end\\|>|<think>|```|\\[)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /<\\|im_end\\|>/\n'
-    'region_1: /(?:<tool_call>|\\[TOOL_CALLS\\]|```(?:json){0,1}(?:[\\x09-\\x0d ]){0,}|)\\[/s ws call_28 (ws /,/ ws call_28)* ws /\\]/ ws /(?:[\\x09-\\x0d ]){0,}(?:<\\/tool_call>|```)/s?\n'
+    'region_1: /(?:<tool_call>|\\[TOOL_CALLS\\]|```(?:json){0,1}(?:[\\x09-\\x0d ]){0,}|)\\[/s ws call_28 (ws /,/ ws call_28)* ws /\\](?:(?:[\\x09-\\x0d ]){0,}(?:<\\/tool_call>|```)){0,1}/s\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'json_value: json_object | json_array | json_string | json_number | json_bool | json_null\n'
     'json_chars_dq: /(?:(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))){1,}/s?\n'

@@ -64,19 +64,6 @@ KNOWN_UNSOUND = {
            "(set_alarm\\</think)",
     "ernie4_5": "its tool open is anchored (a lookahead the grammar drops): under none, free text may hold a "
                 "<tool_call> the parser opens",
-    "deepseek_v3_2": "a value_parser switch (string=\"true|false\") picks how values are read; the grammar does "
-                     "not type them",
-    "deepseek_v4": "a value_parser switch (string=\"true|false\"); values not typed",
-    "deepseek_v4_1": "V4's DSML format with spaced tags: the same value_parser switch (values not typed), "
-                     "and its parameter tag's [^>]* attribute stretch may hold the call's close "
-                     "</\uff5cDSML\uff5c invoke> (the parser then ends the call inside the tag: no tag_pattern "
-                     "match)",
-    "gigachat3_5": "a value_parser switch (string=\"true|false\"); values not typed",
-    "k2_horizon": "a value_parser switch (<ifm|arg_type>); values not typed",
-    "plamo3": "a call section under required: the walks find sections the parser reads without a call",
-    "llama3_json": "<|python_tag|> opens both a JSON call and a builtin call list the grammar lets hold "
-                   "pythonic text the JSON reader refuses",
-    "poolside": "the structural tag's free text lets text through that the xml-inline body then cannot read",
     "minimax_m3": "its values are read by the xml-tree value parser, which the grammar does not type, and "
                   "its nested tags let a value hold text the parser finds no tag for",
     "minicpm4": "its tag_pattern ends in a lookahead (?=\\s*(?:<param\\b|\\Z)) the grammar drops: a value "

@@ -333,3 +333,138 @@ def test_calls_and_whitespace_in_a_call_section_still_pass():
     accepted("muse_glimmer", "to=user<|message|>hi", choice="none")
     accepted("muse_glimmer", 'to=functions.set_alarm<|message|><atem:function_calls><atem:invoke name="set_alarm">'
              '<atem:parameter name="time">7</atem:parameter></atem:invoke></atem:function_calls>', choice="required")
+
+
+# --- value_parser switches: each selector text with the value its case reads ---------------------------------
+# strings the sampling walks found (tests/test_grammar_sampling.py) in the exports before the values were typed
+
+SWITCH_CASES = [
+    ("deepseek_v3_2", "required",
+     '</｜DSML｜function_calls>[:<｜DSML｜parameter name="guests"<｜end▁of▁sentence｜><｜DSML｜function_calls></｜DSML｜'
+     'parameter>]</｜DSML｜function_calls><｜DSML｜function_calls><｜DSML｜function_calls><｜DSML｜parameter name="guests"'
+     '<｜end▁of▁sentence｜><｜DSML｜invoke name="book_trip"><｜DSML｜parameter name="where"</｜DSML｜function_calls>'
+     '<｜DSML｜parameter name="note"<think></｜DSML｜parameter>\n</｜DSML｜invoke>'),
+    ("deepseek_v4", "required",
+     'b</<｜DSML｜parameter name="note"<｜DSML｜parameter name="days"<｜DSML｜tool_calls><｜DSML｜invoke name="book_trip">'
+     '<｜DSML｜parameter name="where"<｜DSML｜invoke name="book_trip"></think><think>}<think><think><｜DSML｜parameter '
+     'name="label"<｜DSML｜invoke name="book_trip"></｜DSML｜parameter></｜DSML｜invoke>'),
+    ("deepseek_v4_1", "set_alarm",
+     '<｜DSML｜ calls>\n<｜DSML｜ invoke name="set_alarm"><｜DSML｜ parameter name="label"</｜DSML｜ parameter><think>'
+     '</｜DSML｜ parameter><｜DSML｜ parameter name="volume"<｜end▁of▁sentence｜></｜DSML｜ parameter><｜DSML｜ parameter '
+     'name="time"<think></｜DSML｜ parameter></｜DSML｜ invoke>'),
+    # the optional ` string="` read after all: its [^"]* runs past the tag's > (found once the values were typed)
+    ("deepseek_v4_1", "set_alarm",
+     '<｜DSML｜ calls><｜DSML｜ invoke name="set_alarm"><｜DSML｜ parameter name="volume" string="nulltimetimefalse>9'
+     '</｜DSML｜ parameter><｜DSML｜ parameter name="time"truetruelabel)>"</think><think></think></｜DSML｜ calls>'
+     '</｜DSML｜ parameter></｜DSML｜ invoke>'),
+    ("gigachat3_5", "required",
+     ' string="<｜GCML｜parameter name="city"</s>"<｜GCML｜parameter name="label"<｜GCML｜tool_calls><｜GCML｜invoke '
+     'name="book_trip"><｜GCML｜parameter name="where""<|message_sep|></｜GCML｜tool_calls>>"<|message_sep|>'
+     '<|message_sep|></｜GCML｜tool_calls></s><｜GCML｜tool_calls><think></｜GCML｜parameter></｜GCML｜invoke>'),
+    ("k2_horizon", "required",
+     '><ifm|tool_call>book_trip <ifm|arg_key>where</ifm|arg_key><ifm|arg_value><ifm|arg_key>label</ifm|arg_key>'
+     '"name"><ifm|tool_call>}<ifm|tool_call><ifm|tool_call><ifm|arg_key>unit</ifm|arg_key></ifm|arg_value>'
+     '</ifm|tool_call>'),
+]
+
+
+@pytest.mark.parametrize("family, choice, text", SWITCH_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(SWITCH_CASES)])
+def test_switched_values_are_typed(family, choice, text):
+    refused(family, text, choice=choice)
+
+
+DSML = ('<｜DSML｜function_calls>\n<｜DSML｜invoke name="set_alarm">\n<｜DSML｜parameter name="time" string="true">7:00'
+        '</｜DSML｜parameter>\n<｜DSML｜parameter name="volume" string="false">{}</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+        '</｜DSML｜function_calls>')
+
+
+def test_switched_values_follow_their_case():
+    # string="false" reads JSON: 5 is an integer, "loud" a string the integer volume refuses
+    accepted("deepseek_v3_2", DSML.format("5"))
+    refused("deepseek_v3_2", DSML.format('"loud"'))
+    # no string attribute: the default (text), typed by the tool typing
+    accepted("deepseek_v3_2", DSML.format("5").replace(' string="false"', ""))
+    # k2_horizon's <ifm|arg_type> names the case; without it the value is text the typing converts
+    k2 = ('<ifm|tool_calls><ifm|tool_call>set_alarm <ifm|arg_key>time</ifm|arg_key><ifm|arg_type>string</ifm|arg_type>'
+          '<ifm|arg_value>7:00</ifm|arg_value><ifm|arg_key>volume</ifm|arg_key>{}<ifm|arg_value>5</ifm|arg_value>'
+          '</ifm|tool_call></ifm|tool_calls>')
+    accepted("k2_horizon", k2.format("<ifm|arg_type>integer</ifm|arg_type>"))
+    accepted("k2_horizon", k2.format(""))
+    # a json case reads its value as JSON whatever the case's name: ``5`` is 5 there, ``five`` no JSON at all
+    accepted("k2_horizon", k2.format("<ifm|arg_type>object</ifm|arg_type>"))
+    refused("k2_horizon", k2.format("<ifm|arg_type>integer</ifm|arg_type>").replace(">5<", ">five<"))
+
+
+# --- a body an earlier field with the same open reads -------------------------------------------------------
+
+def test_shared_open_body_the_json_call_takes_is_refused():
+    # llama3_json: <|python_tag|> opens its JSON call first; that reader takes "[", so a bracketed
+    # builtin call list there is a JSON call that does not parse (found by the sampling walks)
+    text = '"set_alarm""city""get_weather""name"<|python_tag|>[set_alarm(time \n ="time")]'
+    refused("llama3_json", text, parallel=False)
+    # a bare builtin call, which the JSON reader refuses, is the pythonic field's (the structural tag
+    # writes no pythonic calls: tests/cases/structural_tag_gaps.json)
+    accepted("llama3_json", '<|python_tag|>set_alarm(time="7:00")', parallel=False, structural=False)
+
+
+# --- plamo3: a region that runs to the end; a close consumed only right after the value ---------------------
+
+PLAMO_CALL = ('<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>set_alarm<|plamo:end_tool_name:plamo|>'
+              '<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>')
+PLAMO_CASES = [
+    # the end-of-turn region <|plamo:tag|> has no close: the call section after it is its text
+    ("required", '}<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>"days"<|plamo:tag|>'
+                 '<|plamo:begin_tool_requests:plamo|>' + PLAMO_CALL + ' \n{"volume"   :0,"label"\n:null,"time" :"time"}'
+                 '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>'),
+    # whitespace between the value and the call's close: the close is then text in the section
+    ("set_alarm", 'a<|plamo:begin_think:plamo|>/<|plamo:end_think:plamo|><|plamo:begin_tool_requests:plamo|>' + PLAMO_CALL
+                  + ' {"label":"volume" ,"time" :"time"}\n<|plamo:end_tool_arguments:plamo|>'
+                  '<|plamo:end_tool_request:plamo|>'),
+    # the end-of-turn region opened inside reasoning: the reasoning's close never comes (found by a walk
+    # once the two above were fixed, as written; with the call's close after the value the grammar before
+    # either fix allowed it too)
+    ("set_alarm", '<|plamo:begin_think:plamo|> #<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>'
+                  '<|plamo:tag|><|plamo:end_tool_requests:plamo|><|plamo:end_tool_arguments:plamo|>'
+                  '<|plamo:end_tool_request:plamo|><|plamo:end_think:plamo|>"label"<|plamo:begin_tool_requests:plamo|>'
+                  + PLAMO_CALL + '  {"label":"label" \n,"time"\n\n:"volume"}'),
+    ("set_alarm", '<|plamo:begin_think:plamo|> #<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>'
+                  '<|plamo:tag|><|plamo:end_tool_requests:plamo|><|plamo:end_tool_arguments:plamo|>'
+                  '<|plamo:end_tool_request:plamo|><|plamo:end_think:plamo|>"label"<|plamo:begin_tool_requests:plamo|>'
+                  + PLAMO_CALL + '  {"label":"label" \n,"time"\n\n:"volume"}<|plamo:end_tool_arguments:plamo|>'
+                  '<|plamo:end_tool_request:plamo|>'),
+]
+
+
+@pytest.mark.parametrize("choice, text", PLAMO_CASES, ids=["endless-region", "space-before-close", "endless-nested", "endless-nested-closed"])
+def test_plamo3_calls_the_parser_does_not_see_are_refused(choice, text):
+    refused("plamo3", text, choice=choice)
+
+
+def test_plamo3_call_with_its_close_right_after_the_value_passes():
+    accepted("plamo3", '<|plamo:begin_tool_requests:plamo|>' + PLAMO_CALL + '{"time": "7:00"}'
+             '<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|><|plamo:end_tool_requests:plamo|>',
+             choice="set_alarm")
+
+
+# --- structural tag: an open that ends the reasoning is no reasoning text -------------------------------------
+
+@pytest.mark.parametrize("choice, text", [
+    ("none", '<think><tool_call>#/\n<tool_call>;/<think>;'),
+    ("required", '<think>guestsfalse<arg_key>{days#_true0#("volume"〈|EOS|〉"note""label</tool_call>〈|EOS|〉</tool_call>'
+                 '〈|EOS|〉<tool_call>>labeltrue"label"</tool_call></tool_call>false</think><tool_call>get_weather\n\n '
+                 '{"days":0 ,"unit"\n \n\n\n \n\n:"fahrenheit" ,"city"\n:"guests"}</tool_call>'),
+], ids=["none", "required"])
+def test_structural_tag_reasoning_holds_no_call_open(choice, text):
+    # poolside: <tool_call> ends its reasoning (inside "end"), so the parser reads a call there
+    # (strings the sampling walks found in the structural tag)
+    refused("poolside", text, choice=choice)
+
+
+def test_structural_tag_reasoning_cut_by_a_call_types_the_call():
+    # qwen3: reasoning the output never closes ends at <tool_call> ("end-if-unclosed"), so the call after
+    # it is a call: to an offered tool only (the tag once read it as reasoning text, any call through)
+    cut = '<think>x<tool_call>\n{{"name": "{}", "arguments": {{"city": "Paris"}}}}\n</tool_call>'
+    refused("qwen3", cut.format("rm_rf"))
+    # the grammar reads the offered call; the structural tag writes no reasoning a call ends
+    # (tests/cases/structural_tag_gaps.json)
+    accepted("qwen3", cut.format("get_weather"), structural=False)

@@ -24,8 +24,9 @@ import regex
 
 from ..errors import ParserStateError
 
-__all__ = ["Format", "Plan", "PerParameterReader", "ArgumentStream", "ReparseStream", "REPARSE", "calls_of", "function_of", "escaped", "Boundary", "UNDECIDED", "ACCEPTED", "REJECTED", "Problems", "CallShape", "call_shape", "bool_args", "value_parser_problems",
-           "unmatched_problems", "text_mode"]
+__all__ = ["Format", "Plan", "PerParameterReader", "ArgumentStream", "ReparseStream", "REPARSE", "calls_of",
+           "function_of", "escaped", "Boundary", "UNDECIDED", "ACCEPTED", "REJECTED", "Problems", "CallShape",
+           "call_shape", "bool_args", "value_parser_problems", "unmatched_problems", "text_mode", "text_grammar"]
 
 #: ``(arg path, problem)`` pairs of a load-time check: the path is relative to the checked dict (``""``: the
 #: dict itself; ``"tag_pattern"``; ``"value_parser.args"``), the problem a sentence naming the argument.
@@ -132,6 +133,18 @@ class Format:
         stream (Callable[[Plan, dict], ArgumentStream | None] | None): ``stream(plan, content_args)``, how a
             tool region's arguments stream to the OpenAI adapter (:class:`ArgumentStream`), decided from its
             plan; None (or a None result): the arguments go out in one piece at the close.
+        body_grammar (Callable | None): ``body_grammar(b, field, tool, shape, where)``, the grammar-export
+            node of a region body in this format (docs/grammar.md, "Formats write their bodies"): ``b`` is
+            the export's builder (``respc.compiler.grammar_ir``; ``b.ir`` holds the node kinds and the JSON
+            value builder, ``b.g`` the grammar, ``b.tools`` the offered tools), ``tool`` whether the field
+            holds tool calls, ``shape`` its :class:`respc.compiler.grammar_ir.CallShape` (None when not a
+            call), ``where`` the field named for notes. Returns the body's node, or None: the body is the
+            region's text (nested regions between, the watched delimiters kept out). None (no hook): the
+            body is any text, and the grammar says it is inexact.
+        args_grammar (Callable | None): ``args_grammar(b, field, schema, where, jb)``: the node of one offered
+            tool's arguments when the region's open names the tool (a ``name`` group); ``schema`` is the
+            tool's parameters schema, ``jb`` the JSON value builder of the body (its dialect, the
+            delimiters watched in it kept out of strings). None: the format cannot type such a body.
     """
 
     name: str
@@ -149,6 +162,14 @@ class Format:
     since: int = 1
     lenient: Callable[[dict], "dict | None"] | None = None
     stream: "Callable[[Plan, dict], ArgumentStream | None] | None" = None
+    body_grammar: Callable[..., Any] | None = None
+    args_grammar: Callable[..., Any] | None = None
+
+
+def text_grammar(b: Any, field: Any, tool: bool, shape: Any, where: str) -> None:
+    """:attr:`Format.body_grammar` of a format whose body is the region's text as written (``text``,
+    ``bool``): None, the export writes the region's text (docs/grammar.md, "Formats write their bodies")."""
+    return None
 
 
 def no_problems(args: dict, where: str = "content_args") -> Problems:

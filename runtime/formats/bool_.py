@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..content import ContentParser, _error, _grammar_any
-from .base import Format, Plan, no_problems
+from .base import Format, Plan, no_problems, text_grammar
 from .text import make as make_text
 
 
@@ -28,4 +28,5 @@ def make(args: dict) -> ContentParser:
     return parse_bool
 
 
-FORMAT = Format("bool", False, no_problems, plan, make, grammar=_grammar_any, never_string="a bool")
+FORMAT = Format("bool", False, no_problems, plan, make, grammar=_grammar_any, never_string="a bool",
+                body_grammar=text_grammar)

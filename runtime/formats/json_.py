@@ -1495,5 +1495,70 @@ def stream(plan: Plan, args: dict) -> ArgumentStream | None:
     return None
 
 
+# --- grammar export (docs/grammar.md, "Formats write their bodies") -------------------------------------------
+
+def body_grammar(b: Any, f: Any, tool: bool, shape: Any, where: str) -> Any:
+    """:attr:`Format.body_grammar` of ``json``: a tool field's call objects (the name one of the offered
+    tools, the arguments valid against its schema), else any JSON value; None (the region's text) with
+    ``allow_non_json``. String values keep out the delimiters the parser watches in the body."""
+    ir = b.ir
+    jb = ir.JsonBuilder(b.g, b.dialect(f), b.body_watch(f))
+    if tool and shape is not None:
+        # an open that ends in a lookahead (``functools(?=\\[)``) is followed by the body at once
+        lead = ir.EMPTY if ir.looks_ahead(f) else jb.ws()
+        return ir.seq(lead, json_calls(b, f, shape, jb, where), jb.ws())
+    if f.content_args.get("allow_non_json"):
+        return None
+    return ir.seq(jb.ws(), jb.value(), jb.ws())
+
+
+def args_grammar(b: Any, f: Any, name: str | None, schema: Any, where: str, jb: Any) -> Any:
+    """:attr:`Format.args_grammar` of ``json``: tool ``name``'s arguments object, whitespace around it."""
+    args = b.args_node(jb, schema, f"{where} tool {name!r} parameters")  # its rules first (stable rule order)
+    return b.ir.seq(jb.ws(), args, jb.ws())
+
+
+def json_calls(b: Any, f: Any, shape: Any, jb: Any, where: str) -> Any:
+    """A JSON call body: one call object per offered tool (name and arguments members in either order,
+    other members such as an ``id`` before and after, never a second name or arguments member, issue 27 B),
+    or a list of them when the transform reads each element (``transform_each``)."""
+    ir = b.ir
+    seq, alt, Lit, Rep = ir.seq, ir.alt, ir.Lit, ir.Rep
+    ws = jb.ws()
+    if shape.name_group is not None:
+        return None  # per-tool: handled by the caller (the open carries the name)
+    per_tool = []
+    named = b.tools if b.has_tools else [(None, None)]
+    for name, schema in named:
+        nm = jb.string_of(name) if name is not None else jb.value()  # untyped: tools typing ignores it
+        args = b.args_node(jb, schema, f"{where} tool {name!r} parameters")
+        if shape.name_key == "$key":
+            key_node = nm if name is not None else jb.key()
+            per_tool.append(seq(Lit("{"), ws, jb.key_colon(key_node), ws, args, ws, Lit("}")))
+            continue
+        keys = shape.args_keys or ("arguments",)
+        arg_member = alt(*(seq(jb.key_colon(jb.key(k)), ws, args) for k in keys))
+        name_member = seq(jb.key_colon(jb.key(shape.name_key or "name")), ws, nm)
+        # other members (an id) may come before and after; the reader ignores them
+        extra = seq(jb.key_colon(jb.other_key((shape.name_key or "name",) + keys)), ws, jb.value())
+        before = Rep(seq(extra, ws, Lit(","), ws))
+        after = Rep(seq(ws, Lit(","), ws, extra))
+        if ir.looks_ahead(f):
+            # the open looks ahead for the call's start (``(?=\\{\\s*"name")``): the name member
+            # comes first, as the lookahead needs it, or the parser reads no call (issue 27 D)
+            per_tool.append(seq(Lit("{"), ws, name_member, ws, Lit(","), ws, arg_member, after, ws, Lit("}")))
+            continue
+        per_tool.append(seq(Lit("{"), ws, before, alt(seq(name_member, ws, Lit(","), ws, arg_member),
+                                                      seq(arg_member, ws, Lit(","), ws, name_member)),
+                            after, ws, Lit("}")))
+    if not per_tool:
+        return Lit("\x00no-tools")
+    call = b.g.add(f"call_{len(b.g.rules)}", alt(*per_tool))
+    more = Rep(seq(ws, Lit(","), ws, call)) if b.parallel else ir.EMPTY
+    # transform_each: the body is a list of calls (template-language.md "Transforms"); otherwise one call object
+    return seq(Lit("["), ws, call, more, ws, Lit("]")) if f.transform_each else call
+
+
 FORMAT = Format("json", True, check, plan, make, reader=json_boundary, ends_itself=True, can_reject=True,
-                repair=repair, grammar=grammar, stream=stream)
+                repair=repair, grammar=grammar, stream=stream, body_grammar=body_grammar,
+                args_grammar=args_grammar)

@@ -849,5 +849,65 @@ def stream(plan: Plan, args: dict) -> ArgumentStream | None:
     return PythonicStream(reader_options(args)) if plan.arguments == "pythonic" else None
 
 
+# --- grammar export (docs/grammar.md, "Formats write their bodies") -------------------------------------------
+
+def body_grammar(b: Any, f: Any, tool: bool, shape: Any, where: str) -> Any:
+    """:attr:`Format.body_grammar` of ``pythonic``: a list of calls (or one bare call, unless ``allow_bare``
+    is false), each naming an offered tool with keyword arguments valid against its schema."""
+    ir = b.ir
+    if tool:
+        jb = ir.JsonBuilder(b.g, ir.JsonDialect(pythonic=True), b.body_watch(f))
+        return ir.seq(jb.ws(), _pythonic_calls(b, f, where), jb.ws())
+    return ir.seq(ir.WS, _pythonic_calls(b, f, where), ir.WS)
+
+
+def _pythonic_calls(b: Any, f: Any, where: str) -> Any:
+    """The call list: Python literals as values (JSON words too with ``json_literals``), keyword
+    arguments in any order, every required one present; a tool without declared properties takes any
+    keyword arguments (issue 27 H)."""
+    ir = b.ir
+    seq, alt, Lit, Rep, Chars, opt = ir.seq, ir.alt, ir.Lit, ir.Rep, ir.Chars, ir.opt
+    jb = ir.JsonBuilder(b.g, ir.JsonDialect(python_literals=bool(f.content_args.get("json_literals")), pythonic=True),
+                        b.body_watch(f))
+    ws = jb.ws()
+    per_tool = []
+    for name, schema in (b.tools if b.has_tools else [(None, None)]):
+        nm = Lit(name) if name is not None else b.name_node(None)
+        if schema is None or not (schema.get("properties")):
+            # a tool without declared properties takes any keyword arguments (issue 27 H)
+            ident = seq(Chars(((0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))),
+                        Rep(Chars(((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)))))
+            kw = seq(ident, ws, Lit("="), ws, jb.value())
+            body = opt(seq(kw, Rep(seq(ws, Lit(","), ws, kw)), opt(seq(ws, Lit(",")))))
+        else:
+            required = set(schema.get("required") or ())
+            members = [(seq(Lit(k), ws, Lit("="), ws, jb.schema(s, f"{where} tool {name!r} parameters.{k}")),
+                        k in required) for k, s in schema["properties"].items()]
+            body = jb._members(members, 0, False)
+        per_tool.append(seq(nm, Lit("("), ws, body, ws, Lit(")")))
+    call = b.g.add(f"pycall_{len(b.g.rules)}", alt(*per_tool))
+    more = Rep(seq(ws, Lit(","), ws, call)) if b.parallel else ir.EMPTY
+    forms = [("[", seq(Lit("["), ws, call, more, ws, Lit("]")))]
+    if f.content_args.get("allow_bare", True) is not False:
+        forms.append(("", call))
+    if f.open is not None and f.open.pattern is not None and not ir.delimiter_leads(f.open, ir.Grammar(), where):
+        # an open that is only a lookahead (olmo3's ``(?=[A-Za-z_])`` inside its call section):
+        # the parser opens the field only where the lookahead holds, so only the forms it
+        # admits are calls; a ``[`` it refuses is text inside the section (docs/events.md,
+        # "Text inside a call section"), so the bracketed list is left out there
+        rx = regex.compile(ir.without_optional_repairs(f.open.pattern))
+        name = next((n for n, _ in b.tools if n), "f") if b.has_tools else "f"
+        kept = [(lead, node) for lead, node in forms if rx.match(lead + name + "(")]
+        forms = kept or forms
+    # a body an earlier field with the same open reads (its reader does not refuse how it starts) is
+    # never this field's: llama3_json's JSON call takes ``[``, so its builtin calls are bare there
+    names = [n for n, _ in b.tools if n] if b.has_tools else []
+    forms = [(lead, node) for lead, node in forms
+             if not any(b.claimed(f, lead + n) for n in (names or ["f"]))]
+    if not forms:
+        return Lit("\x00never")
+    return alt(*(node for _lead, node in forms))
+
+
 FORMAT = Format("pythonic", True, check, plan, make, reader=pythonic_boundary, ends_itself=True, repair=repair,
-                can_reject=True, grammar=grammar, since=2, stream=stream)
+                can_reject=True, grammar=grammar, since=2, stream=stream, body_grammar=body_grammar)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from ..content import ContentParser, _grammar_any
-from .base import Format, Plan, call_shape, escaped, is_tool_field, no_problems, text_mode
+from .base import Format, Plan, call_shape, escaped, is_tool_field, no_problems, text_grammar, text_mode
 
 
 def plan(field) -> Plan:
@@ -82,4 +82,5 @@ def stream(plan: Plan, args: dict):
     return JsonStream(("args", None), lambda scanner: Converted(scanner, TextArgs(key, strip), name=name))
 
 
-FORMAT = Format("text", False, no_problems, plan, make, grammar=_grammar_any, stream=stream)
+FORMAT = Format("text", False, no_problems, plan, make, grammar=_grammar_any, stream=stream,
+                body_grammar=text_grammar)

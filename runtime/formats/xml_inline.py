@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -875,5 +876,230 @@ def stream(plan: Plan, args: dict) -> ArgumentStream | None:
     return None
 
 
+# --- grammar export (docs/grammar.md, "Formats write their bodies") -------------------------------------------
+
+def args_grammar(b: Any, f: Any, name: str | None, schema: Any, where: str, jb: Any) -> Any:
+    """:attr:`Format.args_grammar` of ``xml-inline``: one ``tag_pattern`` match per argument (the ``key``
+    group the parameter's name, the value as the tool typing reads it), in any order, every required one
+    present."""
+    ir = b.ir
+    seq, alt, Lit, Rep, Chars, Except, WS = ir.seq, ir.alt, ir.Lit, ir.Rep, ir.Chars, ir.Except, ir.WS
+    pattern = f.content_args.get("tag_pattern")
+    vp = f.content_args.get("value_parser")
+    switch = vp.get("switch") if isinstance(vp, dict) and isinstance(vp.get("switch"), str) else None
+    # a switch's values are typed case by case (with tools: ``_switched_tag``)
+    if not isinstance(pattern, str) or (switch is None or not b.has_tools) and vp not in (None, {"name": "text"},
+                                                                                         "text"):
+        b.g.inexact(f"{where} content_args.value_parser: values are any text")
+    if not b.has_tools or not isinstance(pattern, str):
+        b.g.inexact(f"{where} content_args.tag_pattern: arguments not typed without tools")
+        return Except(tuple(b.close_leads(f)))
+    b.g.inexact(f"{where} content_args.tag_pattern: values are text up to the tag's close")
+    required = set(schema.get("required") or ())
+    if f.content_args.get("unmatched", "error") == "skip":
+        # text between tags is skipped by the reader: anything without a tag start or the close
+        junk = tail = Except(tuple(dict.fromkeys([x for x in ir.pattern_leads(pattern) if x] + b.close_leads(f))))
+    else:
+        # D7 (runtime/content.py): only whitespace between tags, and after the last one the
+        # closing tags of markup the opener began (``</function>``)
+        junk = WS
+        tag_name = Rep(Chars(ir.norm_ranges([(ord(c), ord(c)) for c in "<>/"]), negate=True), 1, None)
+        tail = seq(WS, Rep(seq(Lit("</"), tag_name, Lit(">"), WS), 0, None))
+    value_tail = pattern.split("(?P<value>", 1)[1] if "(?P<value>" in pattern else ""
+    # the pattern after the value group: group_end reads ``(`` + the group's body onwards
+    after = value_tail[group_end("(" + value_tail, 0) - 1:] if value_tail else ""
+    # a value ends at the tag's close; it may not hold a delimiter the parser watches in the
+    # body either (the call's close: the parser ends the region there, issue 27 E)
+    stop = tuple(dict.fromkeys([x for x in (ir.pattern_leads(after) if after else []) if x] + list(b.body_watch(f))))
+    jb = ir.JsonBuilder(b.g, ir.JsonDialect(), stop)
+    text = Except(stop) if stop else Rep(ir.ANY_CHAR)
+    # the text parser (stripped or not) keeps the value for the tool typing to convert
+    typed = vp in (None, "text") or isinstance(vp, dict) and vp.get("name") == "text" and "switch" not in vp
+    if not schema.get("properties") and schema.get("additionalProperties") is not False:
+        # a tool without declared properties takes any arguments (issue 27 H): any number of
+        # tags, each key as the tag pattern reads it, each value text
+        node, _notes = ir.regex_to_ir(ir.without_optional_repairs(pattern), {"value": text})
+        return seq(junk, Rep(seq(node, junk)), tail)
+    members = []
+    as_json = isinstance(f.content_args.get("value_parser"), dict) and \
+        f.content_args["value_parser"].get("name") == "json"
+    for key, prop in (schema.get("properties") or {}).items():
+        if switch is not None:
+            node = _switched_tag(b, f, pattern, vp, key, prop, text, jb, stop, where)
+        else:
+            if as_json:
+                value = _json_value(b, prop, text, jb, stop, f"{where} parameters.{key}", lax=True)
+            else:
+                value = _xml_value(b, prop, text, jb, f"{where} parameters.{key}") if typed else text
+            node, notes = ir.regex_to_ir(pattern, {"key": Lit(key), "value": value})
+        members.append((seq(node, junk), key in required))
+    return seq(junk, ir.any_order(b.g, "xml_members", members, lambda node, first: node), tail)
+
+
+def _json_value(b: Any, prop: Any, text: Any, jb: Any, stop: tuple, where: str, lax: bool) -> Any:
+    """One XML parameter's value read by the ``json`` value parser: JSON text valid against the
+    property's schema; ``lax`` (``allow_non_json``): text that is not JSON stays a string, so a
+    property that admits a string may also be text no JSON value starts like."""
+    ir = b.ir
+    value = ir.seq(ir.WS, jb.schema(prop, where), ir.WS)
+    kinds = prop.get("type") if isinstance(prop, dict) else None
+    if lax and "enum" not in (prop or {}) and "const" not in (prop or {}) and (
+            kinds == "string" or isinstance(kinds, list) and "string" in kinds or not kinds):
+        json_starts = '{["-0123456789tfnNI \t\r\n' + "".join(x[0] for x in stop)
+        value = ir.alt(value, ir.seq(ir.Chars(ir.norm_ranges([(ord(c), ord(c)) for c in json_starts]), True), text))
+    return value
+
+
+def _spec_value(b: Any, spec: Any, prop: Any, text: Any, jb: Any, stop: tuple, where: str) -> Any:
+    """One XML parameter's value read by one ``value_parser`` spec (a switch case; None: the raw text,
+    no case and no default), then typed by the tool typing; None for a parser the grammar does not
+    write (its case is left out of the grammar)."""
+    name = spec.get("name", "text") if isinstance(spec, dict) else "text"
+    args = (spec.get("args") or {}) if isinstance(spec, dict) else {}
+    if name == "text":
+        return _xml_value(b, prop, text, jb, where)
+    if name == "json" and isinstance(args, dict) and set(args) <= {"allow_non_json"}:
+        return _json_value(b, prop, text, jb, stop, where, lax=bool(args.get("allow_non_json")))
+    return None
+
+
+def _switched_tag(b: Any, f: Any, pattern: str, vp: dict, key: str, prop: Any, text: Any, jb: Any, stop: tuple,
+                  where: str) -> Any:
+    """One parameter's tag under a ``value_parser`` switch (``{"switch": GROUP, "cases": {TEXT: spec},
+    "default": spec}``, template-language.md "Content parsers"): the parser reads the value by the case
+    the ``GROUP`` text names (the default without the group or with another text), so each alternative
+    writes one case's text in the group and a value that case's parser reads into a value of the
+    property's schema (issue 27: deepseek_v3_2's ``string="false"`` reads JSON, ``string="true"`` text).
+    The pattern's free character classes (``[^>]*``) hold no first character of a delimiter the parser
+    watches in the body (the call's close would end it inside the tag)."""
+    ir = b.ir
+    switch = vp["switch"]
+    mk, mv, ms = ir.Ref("\x00key"), ir.Ref("\x00value"), ir.Ref("\x00selector")
+    node, _notes = ir.regex_to_ir(pattern, {"key": mk, "value": mv, switch: ms})
+    node = ir.narrow_chars(node, "".join(x[0] for x in b.body_watch(f) if x))
+    head = f"(?P<{switch}>"
+    at = pattern.find(head)
+    group = pattern[at + len(head):group_end(pattern, at) - 1] if at >= 0 else ".*"
+    forms = []
+    cases = vp.get("cases") if isinstance(vp.get("cases"), dict) else {}
+    for case, spec in cases.items():
+        value = _spec_value(b, spec, prop, text, jb, stop, f"{where} parameters.{key}")
+        if value is None or not regex.fullmatch(group, case):
+            b.g.inexact(f"{where} content_args.value_parser case {case!r}: not written")
+            continue
+        tag = ir.select_group(node, ms, ir.Lit(case) if case else ir.EMPTY)
+        if tag is not None:
+            forms.append(ir.replace_nodes(tag, {mk: ir.Lit(key), mv: value}))
+    value = _spec_value(b, vp.get("default"), prop, text, jb, stop, f"{where} parameters.{key}")
+    other = _other_selector(b, group, tuple(cases), "".join(x[0] for x in b.body_watch(f) if x))
+    if other is not None and value is not None:
+        # the group holding a text no case names: the default reads the value (kimi_k3's type="number")
+        tag = ir.select_group(node, ms, other)
+        if tag is not None:
+            forms.append(ir.replace_nodes(tag, {mk: ir.Lit(key), mv: value}))
+    tag = ir.select_group(node, ms, None)
+    if tag is not None:
+        # without the group, no free stretch may hold the first character of the optional part
+        # around it, or the regex could read that part after all (``name="v" string="x>...``:
+        # ``[^"]*`` runs on past the ``>``)
+        tag = ir.narrow_chars(tag, _optional_lead(ir, node, ms))
+    if tag is not None and value is not None:
+        forms.append(ir.replace_nodes(tag, {mk: ir.Lit(key), mv: value}))
+    return ir.alt(*forms) if forms else ir.Lit("\x00never")
+
+
+def _other_selector(b: Any, group: str, cases: tuple, firsts: str) -> Any:
+    """Text the switch group's pattern (``[a-z]*``, one repeated character class) matches that is none
+    of the ``cases``, without the first characters of the delimiters the parser watches; None when
+    the group is not such a pattern."""
+    ir = b.ir
+    node, notes = ir.regex_to_ir(group)
+    if notes or not isinstance(node, ir.Rep) or not isinstance(node.item, ir.Chars) or node.max is not None \
+            or node.min > 1:
+        return None
+    chars = ir.narrow_chars(node.item, firsts)
+    if not isinstance(chars, ir.Chars):
+        return None
+    name = f"selector_{zlib.crc32(repr((sorted(cases), group, firsts)).encode()):08x}"
+    return ir.not_words(b.g, name, tuple(cases), chars, ir.Rep(chars), ir.EMPTY, chars if node.min else None)
+
+
+def _optional_lead(ir: Any, node: Any, marker: Any) -> str:
+    """The first character of the optional part (``(?: string="...")?``) around ``marker`` in
+    ``node``; "" when there is none or it starts with no literal."""
+    def find(n: Any) -> str:
+        if isinstance(n, ir.Rep):
+            if n.max == 1 and ir.has_node(n.item, marker):
+                first = n.item.items[0] if isinstance(n.item, ir.Seq) and n.item.items else n.item
+                return first.text[0] if isinstance(first, ir.Lit) else ""
+            return find(n.item)
+        if isinstance(n, (ir.Seq, ir.Alt)):
+            return next((x for x in (find(y) for y in n.items) if x), "")
+        return ""
+    return find(node)
+
+
+def _xml_value(b: Any, prop: Any, text: Any, jb: Any, where: str) -> Any:
+    """One XML parameter's value as the tool typing reads it (docs/template-language.md,
+    "Tool-argument typing"): a string is the raw text; an enum or const one of its members'
+    texts; an integer, number, boolean or null the text the typing converts; an object or
+    array (also among a ``type`` list or ``anyOf``/``oneOf`` members) the JSON text the typing
+    decodes. A schema that admits a string admits any text (the typing keeps what no other
+    type converts)."""
+    ir = b.ir
+    seq, alt, Lit, WS = ir.seq, ir.alt, ir.Lit, ir.WS
+    if not isinstance(prop, dict):
+        return text
+    choices = prop.get("enum") if "enum" in prop else [prop["const"]] if "const" in prop else None
+    if isinstance(choices, list):
+        forms = []
+        for v in choices:
+            if isinstance(v, str):
+                forms.append(Lit(v) if v else ir.EMPTY)
+            elif isinstance(v, (bool, int, float)) or v is None:
+                forms.append(seq(WS, Lit(json.dumps(v)), WS))
+            else:
+                forms.append(seq(WS, jb.literal_value(v, where), WS))
+        return alt(*forms) if forms else Lit("\x00never")
+    members = [prop]
+    for combo in ("anyOf", "oneOf"):
+        if isinstance(prop.get(combo), list):
+            members = [m for m in prop[combo] if isinstance(m, dict)]
+    forms = []
+    for member in members:
+        kind = member.get("type")
+        kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
+        if not kinds and ("properties" in member):
+            kinds = ["object"]
+        if not kinds or "string" in kinds or any(not isinstance(k, str) for k in kinds):
+            return text
+        for k in kinds:
+            if k == "integer":
+                forms.append(seq(WS, jb.integer(), WS))
+            elif k == "number":
+                forms.append(seq(WS, jb.number(), WS))
+            elif k == "boolean":
+                forms.append(seq(WS, _xml_boolean(b), WS))
+            elif k == "null":
+                forms.append(seq(WS, Lit("null"), WS))
+            elif k in ("object", "array"):
+                forms.append(seq(WS, jb.schema({**member, "type": k}, where), WS))
+            else:
+                return text
+    return alt(*forms) if forms else text
+
+
+def _xml_boolean(b: Any) -> Any:
+    """A boolean parameter value as the tool typing reads it (``runtime/tools.py``: ``true``,
+    ``false`` in any case, ``1``, ``0``)."""
+    ir = b.ir
+
+    def nocase(word: str) -> Any:
+        return ir.seq(*(ir.Chars(ir.norm_ranges([(ord(c.lower()), ord(c.lower())), (ord(c.upper()), ord(c.upper()))]))
+                        for c in word))
+    return b.g.add("xml_bool", ir.alt(nocase("true"), nocase("false"), ir.Lit("1"), ir.Lit("0")))
+
+
 FORMAT = Format("xml-inline", True, check, plan, make, repair=repair, repair_on_success=True,
-                grammar=_grammar_any, never_string="a dict", lenient=lenient, stream=stream)
+                grammar=_grammar_any, never_string="a dict", lenient=lenient, stream=stream,
+                args_grammar=args_grammar)
