@@ -15,7 +15,9 @@ An output is ``reasoning, answer, tool calls``, each piece derived from the temp
   its value up to the final end-of-turn token, see :func:`_sample_tool_call`); with no such sample
   the tool calls are left out. With ``real_calls`` (the realistic set of ``whole_speed.py``) the
   family's sample comes first and the calls are written inside the section its sample opens and
-  closes (:func:`_sample_wrap`), as the family's real output writes them.
+  closes (:func:`_sample_wrap`), as the family's real output writes them; a family whose sample
+  writes several calls in one region (one list, ``[a(), b()]``) gets that region once
+  (``Pieces.tool_list``; its 2 or 3 calls) instead of three regions in a row.
 
 Tool calls are written back to back (no text between them): a whitespace-only block of the implicit
 field would be joined by the reference but not by respc (SPEC deviation D1), and these inputs must give
@@ -67,11 +69,16 @@ class Pieces:
     #: (before, between, after): what the family's real sample writes around and between its
     #: calls (a section's open and close, its newlines), with ``real_calls`` (:func:`_sample_wrap`)
     tool_wrap: tuple[str, str, str] = ("", "", "")
+    #: ``tool_call`` already holds several calls in one region (a family that writes its calls as
+    #: one list, ``[a(), b()]``, ``<|tool_call|>[{...}, {...}]``): written once, whatever ``n``
+    tool_list: bool = False
 
     def calls(self, n: int) -> str:
-        """``n`` tool calls as the output writes them (``""`` for 0 or no tool call)."""
+        """``n`` tool calls as the output writes them (``""`` for 0 or no tool call; a
+        ``tool_list`` region once)."""
         if not n or not self.tool_call:
             return ""
+        n = 1 if self.tool_list else n
         before, between, after = self.tool_wrap
         return before + between.join([self.tool_call] * n) + after
 
@@ -184,7 +191,7 @@ def _tool_field(doc: dict) -> dict | None:
     return None
 
 
-def _sample_tool_call(name: str, doc: dict, spec: dict) -> tuple[str, bool] | None:
+def _sample_tool_call(name: str, doc: dict, spec: dict, min_calls: int = 1) -> tuple[str, bool] | None:
     """The first complete tool call in the family's test cases, from open match to close end, and
     whether it ends with its value (no close; see below), or None.
 
@@ -211,7 +218,7 @@ def _sample_tool_call(name: str, doc: dict, spec: dict) -> tuple[str, bool] | No
     end_close = _close_regex(fields[implicit]) if implicit is not None else None
     for case in cases:
         message = case.get("message") or {}
-        if not message.get("tool_calls"):
+        if len(message.get("tool_calls") or []) < min_calls:
             continue
         text = case.get("text", "")
         for m in opener.finditer(text):
@@ -246,8 +253,15 @@ def _sample_wrap(name: str, doc: dict, spec: dict) -> tuple[str, str, str]:
     if closer is None:
         return "", "", ""
     marks = _close_regex(doc["fields"][implicit])
+    # the reasoning's own close (``</think>``) is not part of the calls' section; a section open
+    # that also ends the reasoning (kimi_k2_thinking's second close) is
     think = doc["fields"].get("reasoning_content")
-    think = _close_regex(think) if think is not None and think is not doc["fields"][implicit] else None
+    if think is None or think is doc["fields"][implicit]:
+        think = None
+    elif "close_pattern" in think:
+        think = _compile(think["close_pattern"])
+    else:
+        think = _compile(regex.escape(_first(think.get("close")) or "")) if _first(think.get("close")) else None
     if marks is None:
         return "", "", ""
     for case in json.loads(path.read_text(encoding="utf-8")).get("cases", []):
@@ -316,7 +330,8 @@ def pieces(name: str, doc: dict | None = None, real_calls: bool = False) -> Piec
     the call as the family's real output writes it, its newlines, spacing and section markers
     included), the literal-built call only when there is no usable sample. The realistic set
     (:func:`realistic_build`) uses it, so that the engines' own parsers, which look for the
-    family's real spelling, read the same calls respc reads; the default (literals first) keeps
+    family's real spelling, read the same calls respc reads (a family whose sample writes several
+    calls in one region gets that region: ``tool_list``); the default (literals first) keeps
     ``bench.py``'s and the adversarial set's inputs as they were."""
     doc = doc if doc is not None else load(name)
     fields = doc["fields"]
@@ -328,7 +343,7 @@ def pieces(name: str, doc: dict | None = None, real_calls: bool = False) -> Piec
             opener = _sample_reasoning_open(name, spec)
         if opener is not None:
             reasoning = (opener, _first(spec["close"]))
-    tool_call, source, wrap = None, "no tool-call field", ("", "", "")
+    tool_call, source, wrap, tool_list = None, "no tool-call field", ("", "", ""), False
     spec = _tool_field(doc)
     if spec is not None:
         candidates = []
@@ -348,8 +363,23 @@ def pieces(name: str, doc: dict | None = None, real_calls: bool = False) -> Piec
             wrap = _sample_wrap(name, doc, spec)
             if wrap != ("", "", "") and not _yields_tool_calls(doc, wrap[0] + tool_call + wrap[1] + tool_call + wrap[2], 2):
                 wrap = ("", "", "")  # the wrapped form does not read back as two calls: keep the bare calls
+        listed = _sample_tool_call(name, doc, spec, min_calls=2) if real_calls and tool_call is not None else None
+        if listed is not None and _reads_calls(doc, wrap[0] + listed[0] + wrap[2]) >= 2:
+            # the family writes several calls in one region: one such region, as its sample does
+            tool_call, source, tool_list = listed[0], "sample (several calls in one region)", True
     _check_filler(name, doc)
-    return Pieces(reasoning, tool_call, source, wrap)
+    return Pieces(reasoning, tool_call, source, wrap, tool_list)
+
+
+def _reads_calls(doc: dict, text: str) -> int:
+    """How many tool calls respc reads in ``text`` (0 when it fails)."""
+    import respc
+
+    try:
+        calls = respc.compile_template(doc).parse_response(text, "").get("tool_calls")
+    except Exception:  # noqa: BLE001 - any failure just disqualifies the candidate
+        return 0
+    return len(calls) if isinstance(calls, list) else 0
 
 
 def _yields_tool_calls(doc: dict, text: str, at_least: int = 1) -> bool:

@@ -6,7 +6,8 @@ Inputs, per catalogue template and size (default 10 kB and 100 kB), two sets rep
 * ``realistic``: the family's output (its reasoning delimiters, its tool calls written as the
   family's real sample writes them: ``inputs.pieces(..., real_calls=True)``, the call from the
   family's test case with its newlines and spacing, inside the tool-call section that sample opens
-  and closes, e.g. ``<｜tool▁calls▁begin｜>`` … ``<｜tool▁calls▁end｜>``; ``--literal-calls`` gives
+  and closes, e.g. ``<｜tool▁calls▁begin｜>`` … ``<｜tool▁calls▁end｜>``, or, for a family that
+  writes its calls as one list, its sample's list of 2 or 3 calls once; ``--literal-calls`` gives
   the literal-built calls used before 2026-12-05) with reasoning and answer lengthened by varied
   prose holding ``<``, ``[``,
   ``{``, ``|`` and newlines at the density measured in the corpus's real outputs

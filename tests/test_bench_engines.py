@@ -88,3 +88,16 @@ def test_realistic_calls_as_the_family_writes_them(name, written):
         assert text.count(mark) in (0, 1)
     # the adversarial set (and bench.py) keep the literal-built calls
     assert inputs.pieces(name).tool_wrap == ("", "", "")
+
+
+@pytest.mark.parametrize("name, written, calls", [
+    ("lfm2", '<|tool_call_start|>[get_weather(city="Paris"), get_time(tz="Europe/Paris")]<|tool_call_end|>', 2),
+    ("llama4_pythonic", "[get_weather(city='Paris'), get_time(tz='Europe/Paris'), ping()]", 3),
+])
+def test_realistic_calls_one_list_when_the_family_writes_one(name, written, calls):
+    """A family whose real output writes its calls as one list gets one such list (its sample's),
+    not three lists in a row (which the engines read as one call)."""
+    text, _ = _text(name)
+    assert text.endswith(written) and text.count(written) == 1
+    message = importlib.import_module(f"respc.generated.{name}").parse_response(text, "")
+    assert len(message["tool_calls"]) == calls
