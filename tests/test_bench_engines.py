@@ -73,6 +73,7 @@ def test_vllm_column(monkeypatch, capsys):
     ("qwen3", '<tool_call>\n{"name": "get_weather"'),
     ("deepseek_v3", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"),
     ("kimi_k2", "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"),
+    ("kimi_k2_thinking", "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"),
     ("minimax_m2", '<minimax:tool_call>\n<invoke name="get_weather">\n'),
 ])
 def test_realistic_calls_as_the_family_writes_them(name, written):
