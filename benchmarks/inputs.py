@@ -13,7 +13,11 @@ An output is ``reasoning, answer, tool calls``, each piece derived from the temp
   ``tests/cases/families/<family>.json`` ``cases[*].text`` is used (from the ``open_pattern`` match to
   the end of the following close; a section-only call as its whole section; a call that ends with
   its value up to the final end-of-turn token, see :func:`_sample_tool_call`); with no such sample
-  the tool calls are left out.
+  the tool calls are left out. With ``real_calls`` (the realistic set of ``whole_speed.py``) the
+  family's sample comes first and the calls are written inside the section its sample opens and
+  closes (:func:`_sample_wrap`), as the family's real output writes them; a family whose sample
+  writes several calls in one region (one list, ``[a(), b()]``) gets that region once
+  (``Pieces.tool_list``; its 2 or 3 calls) instead of three regions in a row.
 
 Tool calls are written back to back (no text between them): a whitespace-only block of the implicit
 field would be joined by the reference but not by respc (SPEC deviation D1), and these inputs must give
@@ -62,6 +66,21 @@ class Pieces:
     reasoning: tuple[str, str] | None
     tool_call: str | None
     tool_source: str
+    #: (before, between, after): what the family's real sample writes around and between its
+    #: calls (a section's open and close, its newlines), with ``real_calls`` (:func:`_sample_wrap`)
+    tool_wrap: tuple[str, str, str] = ("", "", "")
+    #: ``tool_call`` already holds several calls in one region (a family that writes its calls as
+    #: one list, ``[a(), b()]``, ``<|tool_call|>[{...}, {...}]``): written once, whatever ``n``
+    tool_list: bool = False
+
+    def calls(self, n: int) -> str:
+        """``n`` tool calls as the output writes them (``""`` for 0 or no tool call; a
+        ``tool_list`` region once)."""
+        if not n or not self.tool_call:
+            return ""
+        n = 1 if self.tool_list else n
+        before, between, after = self.tool_wrap
+        return before + between.join([self.tool_call] * n) + after
 
 
 KB, MB = 1_000, 1_000_000
@@ -172,7 +191,7 @@ def _tool_field(doc: dict) -> dict | None:
     return None
 
 
-def _sample_tool_call(name: str, doc: dict, spec: dict) -> tuple[str, bool] | None:
+def _sample_tool_call(name: str, doc: dict, spec: dict, min_calls: int = 1) -> tuple[str, bool] | None:
     """The first complete tool call in the family's test cases, from open match to close end, and
     whether it ends with its value (no close; see below), or None.
 
@@ -199,7 +218,7 @@ def _sample_tool_call(name: str, doc: dict, spec: dict) -> tuple[str, bool] | No
     end_close = _close_regex(fields[implicit]) if implicit is not None else None
     for case in cases:
         message = case.get("message") or {}
-        if not message.get("tool_calls"):
+        if len(message.get("tool_calls") or []) < min_calls:
             continue
         text = case.get("text", "")
         for m in opener.finditer(text):
@@ -217,6 +236,79 @@ def _sample_tool_call(name: str, doc: dict, spec: dict) -> tuple[str, bool] | No
     return None
 
 
+def _sample_wrap(name: str, doc: dict, spec: dict) -> tuple[str, str, str]:
+    """``(before, between, after)`` around the calls of the family's first test case with tool
+    calls, as its real output writes them: ``before`` the delimiters of the implicit field's close
+    list (a tool-call section's open: ``<｜tool▁calls▁begin｜>``, ``<minimax:tool_call>``) and the
+    whitespace right before the first call; ``after`` the same right after the last call (the
+    section's close), never the final end-of-turn token; ``between`` the whitespace between two
+    calls when the sample has two in a row. ``("", "", "")`` when there is no such sample."""
+    path = FAMILIES / f"{name}.json"
+    implicit = _implicit_field(doc)
+    if not path.is_file() or implicit is None or "open_pattern" not in spec and not _first(spec.get("open")):
+        return "", "", ""
+    opener = _compile(spec["open_pattern"]) if "open_pattern" in spec else _compile(
+        "|".join(regex.escape(lit) for lit in sorted(_literals(spec["open"]), key=len, reverse=True)))
+    closer = _close_regex(spec)
+    if closer is None:
+        return "", "", ""
+    marks = _close_regex(doc["fields"][implicit])
+    # the reasoning's own close (``</think>``) is not part of the calls' section; a section open
+    # that also ends the reasoning (kimi_k2_thinking's second close) is
+    think = doc["fields"].get("reasoning_content")
+    if think is None or think is doc["fields"][implicit]:
+        think = None
+    elif "close_pattern" in think:
+        think = _compile(think["close_pattern"])
+    else:
+        think = _compile(regex.escape(_first(think.get("close")) or "")) if _first(think.get("close")) else None
+    if marks is None:
+        return "", "", ""
+    for case in json.loads(path.read_text(encoding="utf-8")).get("cases", []):
+        if not (case.get("message") or {}).get("tool_calls"):
+            continue
+        text = case.get("text", "")
+        spans, at = [], 0
+        while True:
+            m = opener.search(text, at)
+            c = closer.search(text, m.end()) if m is not None else None
+            if c is None or c.end() <= c.start():
+                break
+            spans.append((m.start(), c.end()))
+            at = c.end()
+        if not spans:
+            continue
+        # the implicit field's closing marks (not the reasoning's close), by where they start and end
+        found = [(k.start(), k.end()) for k in marks.finditer(text) if k.end() > k.start()
+                 and not (think is not None and think.fullmatch(k.group()))]
+        ends = {e: b for b, e in found}
+        starts = {b: e for b, e in found}
+        start = spans[0][0]
+        while True:  # back over whitespace and section marks
+            stripped = len(text[:start].rstrip())
+            if stripped not in ends:
+                break
+            start = ends[stripped]
+        end, final, last = spans[-1][1], len(text.rstrip()), None
+        opened = bool(text[start:spans[0][0]].strip())
+        while True:  # on over whitespace and section marks, short of the end-of-turn token
+            at = end + len(text[end:]) - len(text[end:].lstrip())
+            # (a mark that ends the text is the end-of-turn token, unless it closes an opened section)
+            if at not in starts or starts[at] >= final and (not opened or last is not None):
+                break
+            last, end = at, starts[at]
+        call_end = spans[-1][1]
+        # marks after a call before the section's close (step3's ``<｜tool_call_end｜>``) end each call
+        suffix = text[call_end:last] if last is not None and text[call_end:last].strip() else ""
+        between = suffix
+        if len(spans) > 1 and not text[spans[0][1]:spans[1][0]].strip():
+            between = text[spans[0][1]:spans[1][0]]
+        elif len(spans) > 1:
+            between = text[spans[0][1]:spans[1][0]] if not marks.sub("", text[spans[0][1]:spans[1][0]]).strip() else ""
+        return text[start:spans[0][0]].lstrip(), between, text[call_end:end]
+    return "", "", ""
+
+
 def _sample_reasoning_open(name: str, spec: dict) -> str | None:
     """The text the reasoning ``open_pattern`` matches in the family's first reasoning case."""
     path = FAMILIES / f"{name}.json"
@@ -231,8 +323,16 @@ def _sample_reasoning_open(name: str, spec: dict) -> str | None:
     return None
 
 
-def pieces(name: str, doc: dict | None = None) -> Pieces:
-    """Derive the reasoning delimiters and one tool call for template ``name`` (see module doc)."""
+def pieces(name: str, doc: dict | None = None, real_calls: bool = False) -> Pieces:
+    """Derive the reasoning delimiters and one tool call for template ``name`` (see module doc).
+
+    ``real_calls``: take the tool call from the family's own sample first (:func:`_sample_tool_call`:
+    the call as the family's real output writes it, its newlines, spacing and section markers
+    included), the literal-built call only when there is no usable sample. The realistic set
+    (:func:`realistic_build`) uses it, so that the engines' own parsers, which look for the
+    family's real spelling, read the same calls respc reads (a family whose sample writes several
+    calls in one region gets that region: ``tool_list``); the default (literals first) keeps
+    ``bench.py``'s and the adversarial set's inputs as they were."""
     doc = doc if doc is not None else load(name)
     fields = doc["fields"]
     reasoning = None
@@ -243,7 +343,7 @@ def pieces(name: str, doc: dict | None = None) -> Pieces:
             opener = _sample_reasoning_open(name, spec)
         if opener is not None:
             reasoning = (opener, _first(spec["close"]))
-    tool_call, source = None, "no tool-call field"
+    tool_call, source, wrap, tool_list = None, "no tool-call field", ("", "", ""), False
     spec = _tool_field(doc)
     if spec is not None:
         candidates = []
@@ -253,14 +353,33 @@ def pieces(name: str, doc: dict | None = None) -> Pieces:
             candidates.append((opener + json.dumps(body) + closer, "literals", 1))
         sample = _sample_tool_call(name, doc, spec)
         if sample is not None:
-            candidates.append((sample[0], "sample", 2 if sample[1] else 1))
+            candidates.insert(0 if real_calls else len(candidates), (sample[0], "sample", 2 if sample[1] else 1))
         source = "skipped (regex delimiters, no usable sample)"
         for text, origin, at_least in candidates:
             if _yields_tool_calls(doc, text, at_least):
                 tool_call, source = text, origin
                 break
+        if real_calls and tool_call is not None and spec.get("outside", True) is not False:
+            wrap = _sample_wrap(name, doc, spec)
+            if wrap != ("", "", "") and not _yields_tool_calls(doc, wrap[0] + tool_call + wrap[1] + tool_call + wrap[2], 2):
+                wrap = ("", "", "")  # the wrapped form does not read back as two calls: keep the bare calls
+        listed = _sample_tool_call(name, doc, spec, min_calls=2) if real_calls and tool_call is not None else None
+        if listed is not None and _reads_calls(doc, wrap[0] + listed[0] + wrap[2]) >= 2:
+            # the family writes several calls in one region: one such region, as its sample does
+            tool_call, source, tool_list = listed[0], "sample (several calls in one region)", True
     _check_filler(name, doc)
-    return Pieces(reasoning, tool_call, source)
+    return Pieces(reasoning, tool_call, source, wrap, tool_list)
+
+
+def _reads_calls(doc: dict, text: str) -> int:
+    """How many tool calls respc reads in ``text`` (0 when it fails)."""
+    import respc
+
+    try:
+        calls = respc.compile_template(doc).parse_response(text, "").get("tool_calls")
+    except Exception:  # noqa: BLE001 - any failure just disqualifies the candidate
+        return 0
+    return len(calls) if isinstance(calls, list) else 0
 
 
 def _yields_tool_calls(doc: dict, text: str, at_least: int = 1) -> bool:
@@ -356,7 +475,8 @@ def _filler(n: int) -> str:
     return text.rstrip() + "." if n > 1 else text
 
 
-def build(name: str, size: int, doc: dict | None = None, calls: int = N_TOOL_CALLS, prose=None) -> str:
+def build(name: str, size: int, doc: dict | None = None, calls: int = N_TOOL_CALLS, prose=None,
+          real_calls: bool = False) -> str:
     """A model output of about ``size`` characters for template ``name``: reasoning, answer, tool calls.
 
     Args:
@@ -368,13 +488,14 @@ def build(name: str, size: int, doc: dict | None = None, calls: int = N_TOOL_CAL
         prose: ``prose(n) -> str`` of about ``n`` characters for the reasoning and the answer
             (default: :data:`FILLER` repeated, the adversarial set; :func:`realistic_prose`
             gives prose at the corpus's density of markup characters).
+        real_calls: the tool call as the family's real sample writes it (see :func:`pieces`).
 
     Returns:
         str: the output text.
     """
-    p = pieces(name, doc)
+    p = pieces(name, doc, real_calls)
     filler = prose if prose is not None else _filler
-    calls = (p.tool_call or "") * calls
+    calls = p.calls(calls)
     room = max(size - len(calls), 64)
     parts = []
     if p.reasoning is not None:
@@ -514,8 +635,9 @@ def _offending(name: str, doc: dict, probe: str) -> str | None:
 
 
 def realistic_build(name: str, size: int, density: dict[str, float], doc: dict | None = None,
-                    calls: int = N_TOOL_CALLS) -> tuple[str, str]:
-    """:func:`build` with :func:`realistic_prose` at ``density``: ``(text, dropped)``, where
+                    calls: int = N_TOOL_CALLS, real_calls: bool = True) -> tuple[str, str]:
+    """:func:`build` with :func:`realistic_prose` at ``density`` and, by default, the family's real
+    tool call (``real_calls``, :func:`pieces`): ``(text, dropped)``, where
     ``dropped`` names the markup characters left out for this template because prose holding
     them would contain a delimiter it watches there (checked on the prose itself, see
     :func:`_check_filler`; ``""`` for most)."""
@@ -525,7 +647,7 @@ def realistic_build(name: str, size: int, density: dict[str, float], doc: dict |
         prose = realistic_prose(density, drop=drop)
         why = _offending(name, doc, "x " + prose(size))
         if why is None:
-            return build(name, size, doc, calls, prose), drop
+            return build(name, size, doc, calls, prose, real_calls), drop
         left = [c for c in MARKUP if c not in drop]
         hit = next((c for c in left if c in why), None)
         if hit is None:

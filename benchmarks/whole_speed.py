@@ -3,8 +3,13 @@ the find floor, and streaming against its floor, on realistic prose and on the a
 
 Inputs, per catalogue template and size (default 10 kB and 100 kB), two sets reported apart:
 
-* ``realistic``: the family's output (its reasoning delimiters, its own tool calls from
-  ``inputs.pieces``) with reasoning and answer lengthened by varied prose holding ``<``, ``[``,
+* ``realistic``: the family's output (its reasoning delimiters, its tool calls written as the
+  family's real sample writes them: ``inputs.pieces(..., real_calls=True)``, the call from the
+  family's test case with its newlines and spacing, inside the tool-call section that sample opens
+  and closes, e.g. ``<｜tool▁calls▁begin｜>`` … ``<｜tool▁calls▁end｜>``, or, for a family that
+  writes its calls as one list, its sample's list of 2 or 3 calls once; ``--literal-calls`` gives
+  the literal-built calls used before 2026-12-05) with reasoning and answer lengthened by varied
+  prose holding ``<``, ``[``,
   ``{``, ``|`` and newlines at the density measured in the corpus's real outputs
   (``inputs.corpus_density``, printed first; a built-in sample without ``../shared``);
 * ``adversarial``: the same with ``inputs.FILLER``, ten times as dense in ``<`` (the set
@@ -29,14 +34,15 @@ calibrated to about 2 ms after one untimed call:
   imports here (a printed line says why one is left out; the two engines live in different
   virtual environments, so run this once in each); ``n/a: why`` for a family without an engine
   parser or whose parser cannot run here; ``(k calls)`` when the engine's parser read another
-  number of tool calls than respc (it then did less work, or other work).
+  number of tool calls than respc (it then did less work, or other work). ``calls`` (and
+  ``per call``) count the tool calls respc reads in the input.
 
-Targets (issue 33): ours/ref >= 3; engine/ours >= 3; ours <= 3 x floor + calls x ``--per-call-us`` (the per-call cost
+Targets (issue 33): ref/ours >= 3 (the reference at least 3 times slower); engine/ours >= 3; ours <= 3 x floor + calls x ``--per-call-us`` (the per-call cost
 this benchmark states); stream/floor <= 3. A whole-text message that differs from the streaming
 one stops the run.
 
 Usage: ``python benchmarks/whole_speed.py [--templates a,b] [--sizes 10k,100k] [--sets
-realistic,adversarial] [--rounds 5] [--json out.json]``; ``--compare before.json after.json``
+realistic,adversarial] [--rounds 5] [--literal-calls] [--json out.json]``; ``--compare before.json after.json``
 prints the before/after table of two saved runs (markdown).
 """
 
@@ -117,7 +123,8 @@ def _floor_stream(chunks):
     return run
 
 
-def measure(names: list[str], sizes: list[int], sets: list[str], rounds: int, per_call: float) -> list[dict]:
+def measure(names: list[str], sizes: list[int], sets: list[str], rounds: int, per_call: float,
+            real_calls: bool = True) -> list[dict]:
     from transformers.utils.chat_parsing import parse_response as ref_parse
 
     density, source = inputs.corpus_density()
@@ -141,12 +148,11 @@ def measure(names: list[str], sizes: list[int], sets: list[str], rounds: int, pe
         module = importlib.import_module(f"respc.generated.{name}")
         literals = sorted({lit for spec in doc["fields"].values() for key in ("open", "close")
                            for lit in inputs._literals(spec.get(key))})
-        ncalls = inputs.N_TOOL_CALLS if inputs.pieces(name, doc).tool_call else 0
         for which in sets:
             for size in sizes:
                 if which == "realistic":
-                    text, dropped = inputs.realistic_build(name, size, density, doc)
-                    bare, _ = inputs.realistic_build(name, size, density, doc, calls=0)
+                    text, dropped = inputs.realistic_build(name, size, density, doc, real_calls=real_calls)
+                    bare, _ = inputs.realistic_build(name, size, density, doc, calls=0, real_calls=real_calls)
                 else:
                     text, dropped = inputs.build(name, size, doc), ""
                     bare = inputs.build(name, size, doc, calls=0)
@@ -177,6 +183,7 @@ def measure(names: list[str], sizes: list[int], sets: list[str], rounds: int, pe
                         skipped[engine] = why
                     else:
                         fns[engine] = fn
+                ncalls = len(message.get("tool_calls") or [])
                 t = _interleaved(fns, rounds)
                 row = {
                     "template": name, "set": which, "size": size, "calls": ncalls, "dropped": dropped,
@@ -381,6 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--per-call-us", type=float, default=PER_CALL_US)
     ap.add_argument("--json", default=None, metavar="FILE")
+    ap.add_argument("--literal-calls", action="store_true",
+                    help="realistic set with the literal-built tool calls of before 2026-12-05 (for comparison)")
     ap.add_argument("--compare", nargs=2, default=None, metavar=("BEFORE", "AFTER"))
     ap.add_argument("--engine-table", nargs="+", default=None, metavar="JSON",
                     help="print the engine columns of saved --json runs as one markdown table")
@@ -394,7 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     logging.disable(logging.CRITICAL)
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
-    rows = measure(args.templates or inputs.catalogue(), args.sizes, sets, args.rounds, args.per_call_us)
+    rows = measure(args.templates or inputs.catalogue(), args.sizes, sets, args.rounds, args.per_call_us,
+                   real_calls=not args.literal_calls)
     summary(rows)
     if args.json:
         Path(args.json).write_text(json.dumps({"per_call_us": args.per_call_us, "rows": rows}, indent=1))

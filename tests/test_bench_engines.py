@@ -67,3 +67,38 @@ def test_vllm_column(monkeypatch, capsys):
     assert row["vllm_us"] > 0 and row["vllm_ratio"] > 0 and row["vllm_calls"] == row["ours_calls"] == 3
     fn, why, _ = engines.whole_call("vllm", "gpt_oss", *_text("gpt_oss"))
     assert fn is None and "Harmony" in why
+
+
+@pytest.mark.parametrize("name, written", [
+    ("qwen3", '<tool_call>\n{"name": "get_weather"'),
+    ("deepseek_v3", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"),
+    ("kimi_k2", "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"),
+    ("kimi_k2_thinking", "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"),
+    ("minimax_m2", '<minimax:tool_call>\n<invoke name="get_weather">\n'),
+])
+def test_realistic_calls_as_the_family_writes_them(name, written):
+    """The realistic set writes each family's tool calls as its real sample does (newlines, spacing,
+    the tool-call section around them), so the engines' parsers, which want that form, read them;
+    respc reads the same three calls, and the section opens once and closes once."""
+    text, _ = _text(name)
+    assert written in text
+    message = importlib.import_module(f"respc.generated.{name}").parse_response(text, "")
+    assert len(message["tool_calls"]) == inputs.N_TOOL_CALLS
+    for mark in ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<|tool_calls_section_begin|>",
+                 "<minimax:tool_call>", "</minimax:tool_call>"):
+        assert text.count(mark) in (0, 1)
+    # the adversarial set (and bench.py) keep the literal-built calls
+    assert inputs.pieces(name).tool_wrap == ("", "", "")
+
+
+@pytest.mark.parametrize("name, written, calls", [
+    ("lfm2", '<|tool_call_start|>[get_weather(city="Paris"), get_time(tz="Europe/Paris")]<|tool_call_end|>', 2),
+    ("llama4_pythonic", "[get_weather(city='Paris'), get_time(tz='Europe/Paris'), ping()]", 3),
+])
+def test_realistic_calls_one_list_when_the_family_writes_one(name, written, calls):
+    """A family whose real output writes its calls as one list gets one such list (its sample's),
+    not three lists in a row (which the engines read as one call)."""
+    text, _ = _text(name)
+    assert text.endswith(written) and text.count(written) == 1
+    message = importlib.import_module(f"respc.generated.{name}").parse_response(text, "")
+    assert len(message["tool_calls"]) == calls
