@@ -64,8 +64,10 @@ from respc.runtime.tools import tool_parameters
 
 from .api import compile_source
 from .emit import HEADER
+from .emit_js import JsTargetError, emit_js_module
 from .files import sigint_deferred
 from .load import is_catalogue_name
+from .source import read_template
 from .validate import check_template
 
 __all__ = ["main"]
@@ -275,6 +277,8 @@ def _compile(args: argparse.Namespace) -> int:
     source_name, command = _banner_labels(args.template, args.output)
     # The hint on stderr repeats the command exactly as given, so it works from here.
     rerun = f"respc compile {args.template} -o {args.output}"
+    if args.target == "js":
+        return _compile_js(args, command, source_name)
     compiled = compile_source(args.template, command=command, source_name=source_name)
     _say_which_template(compiled.note)
     if args.check:
@@ -289,6 +293,30 @@ def _compile(args: argparse.Namespace) -> int:
     if args.output != "-":
         print(f"respc: wrote {args.output} ({compiled.template.source}, "
               f"{_count(len(compiled.template.fields), 'field')})", file=sys.stderr)
+    return 0
+
+
+def _compile_js(args: argparse.Namespace, command: str, source_name: str | None) -> int:
+    """``compile --target js``: the template's ES module for the JavaScript runtime
+    (compiler/emit_js.py; docs/javascript.md). A template that uses something the runtime does not
+    support yet is refused (exit 2, one line naming the feature and the key); nothing is written."""
+    if args.check:
+        raise _UsageError("--check is not available with --target js yet")
+    read = read_template(args.template, source_name=source_name)
+    _say_which_template(read.note)
+    command = command.replace(" -o ", " --target js -o ", 1) if " -o " in command else command
+    try:
+        source = emit_js_module(read.template, read.automaton, command=command)
+    except JsTargetError as exc:
+        print(f"respc: {exc}", file=sys.stderr)
+        return 2
+    if args.output == "-":
+        sys.stdout.write(source)
+        sys.stdout.flush()
+        return 0
+    _write_module(args.output, source, args.parents, args.template)
+    print(f"respc: wrote {args.output} ({read.template.source}, {_count(len(read.template.fields), 'field')}, "
+          "JavaScript; it imports ./respc.mjs: copy runtime/js/respc.mjs beside it)", file=sys.stderr)
     return 0
 
 
@@ -972,6 +1000,9 @@ def _add_compile(sub) -> None:
                            "followed, an existing file keeps its permissions, anything but a regular "
                            "file is refused")
     comp.add_argument("--parents", action="store_true", help="create OUT's missing parent folders")
+    comp.add_argument("--target", choices=("python", "js"), default="python",
+                      help="python (default): a Python module; js: an ES module for the JavaScript runtime "
+                           "runtime/js/respc.mjs (docs/javascript.md; templates it cannot run yet are refused)")
     comp.add_argument("--check", action="store_true",
                       help="write nothing; exit 1 with a diff when OUT (-o/--output) is missing or stale (its "
                            "template SHA-256 or code differ; the banner's paths do not count)")

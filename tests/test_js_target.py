@@ -1,0 +1,213 @@
+"""``respc compile --target js`` (compiler/emit_js.py, runtime/js/respc.mjs; docs/javascript.md).
+
+Parity: for every template the JavaScript target accepts (catalogue templates and the inline
+templates of the conformance vectors), its vectors (corpus, peer vectors, family cases, the
+conformance vector itself) and random outputs made of its own delimiters run through the
+generated JavaScript parser under Node on whole, per-character and random chunkings, in both
+errors modes, and must give the Python parser's message, events and diagnostics exactly (or the
+same error). One Node process per template. Skips when ``node`` is absent; the shared vectors are
+skipped when ../shared is absent (the random outputs still run).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from respc.compiler.api import compile_template
+from respc.compiler.emit_js import JsTargetError, emit_js_module, js_support_problem
+from respc.compiler.source import read_template
+
+from support import (CONFORMANCE, CORPUS, PEER_PREFIX, REPO, SHARED, chunkings, load_jsonl)
+
+NODE = shutil.which("node")
+needs_node = pytest.mark.skipif(NODE is None, reason="node (Node.js 20 or later) is not installed")
+RUNTIME = REPO / "runtime" / "js" / "respc.mjs"
+DRIVER = Path(__file__).with_name("js_parity.mjs")
+PEERS = [SHARED / "corpus" / "peer_vectors.jsonl", SHARED / "corpus" / "peer_vectors2.jsonl"]
+#: parity figures of the last run (printed by test_parity_summary)
+FIGURES: dict = {"templates": [], "cases": 0, "vectors": 0}
+
+
+def _accepted_catalogue() -> list[str]:
+    names = []
+    for path in sorted((REPO / "templates").glob("*.json")):
+        read = read_template(str(path))
+        if js_support_problem(read.template, read.automaton) is None:
+            names.append(path.stem)
+    return names
+
+
+def _conformance_templates() -> list[tuple[str, dict, list[dict]]]:
+    """The conformance vectors whose inline template the JavaScript target accepts."""
+    out = []
+    for vector in load_jsonl(CONFORMANCE):
+        try:
+            read = read_template(vector["template"])
+        except ValueError:
+            continue
+        if js_support_problem(read.template, read.automaton) is None:
+            out.append((vector["id"], vector["template"], [vector]))
+    return out
+
+
+def _vectors_of(name: str) -> list[dict]:
+    """Corpus vectors, peer vectors and family cases of catalogue template ``name``."""
+    vectors = [v for v in load_jsonl(CORPUS) if v.get("family") == name]
+    for path in PEERS:
+        for v in load_jsonl(path):
+            if v.get("family") == name:
+                vectors.append(dict(v, prefix=PEER_PREFIX.get(v["id"], v["prefix"])))
+    family = REPO / "tests" / "cases" / "families" / f"{name}.json"
+    if family.is_file():
+        for case in json.loads(family.read_text(encoding="utf-8")).get("cases", []):
+            if "text" in case and "prefix" in case:
+                vectors.append({"id": f"{name}/{case.get('name')}", "prefix": case["prefix"], "text": case["text"]})
+    return vectors
+
+
+def _random_outputs(template, seed: str, count: int) -> list[dict]:
+    """Outputs made of the template's delimiters, pieces of them, whitespace and words (some
+    astral characters, so offsets must count code points): a property test of parity."""
+    rng = random.Random(seed)
+    delims = [lit for f in template.fields for d in (f.open, f.close) if d is not None for lit in d.literals]
+    anchor = template.start_anchor.literals[0]
+    words = ["hi", "a b", " ", "\n", "\n\n", "\t", "\u00a0", "\x1c", "\U0001F600", "caf\u00e9", "x<y", "'\""]
+    cases = []
+    for _ in range(count):
+        parts = []
+        for _ in range(rng.randint(0, 9)):
+            roll = rng.random()
+            if roll < 0.4 and delims:
+                lit = rng.choice(delims)
+                parts.append(lit if rng.random() < 0.8 else lit[:rng.randint(1, max(1, len(lit) - 1))])
+            else:
+                parts.append(rng.choice(words))
+        text = "".join(parts)
+        prefix = rng.choice(["", "user said hi" + anchor, anchor + rng.choice(delims + [""]) if delims else anchor,
+                             "no anchor here", "x" + anchor.replace("\n", "\\n")])
+        cases.append({"id": f"random/{len(cases)}", "prefix": prefix, "text": text})
+    return cases
+
+
+def _python_outcome(module, prefix: str, chunks: list[str], errors: str) -> dict:
+    events: list = []
+    parser = None
+    try:
+        parser = module.ResponseParser(prefix, None, errors=errors)
+        events.extend(parser.initial_events)
+        for chunk in chunks:
+            events.extend(parser.feed(chunk))
+        message, last = parser.finalize()
+        events.extend(last)
+        return {"message": message, "events": events, "diagnostics": parser.diagnostics}
+    except Exception as exc:  # noqa: BLE001 - both sides must raise the same error
+        return {"error": [type(exc).__name__, str(exc)], "events": events,
+                "diagnostics": parser.diagnostics if parser is not None else []}
+
+
+def _run_parity(tmp_path: Path, key: str, spec, vectors: list[dict]) -> tuple[int, list[str]]:
+    """Run ``vectors`` through both parsers; returns (cases compared, mismatch descriptions)."""
+    read = read_template(spec)
+    source = emit_js_module(read.template, read.automaton, command="respc compile (test)")
+    folder = tmp_path / key.replace("/", "_")
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(RUNTIME, folder / "respc.mjs")
+    (folder / "parser.mjs").write_text(source, encoding="ascii")
+    module = compile_template(spec)
+    cases, expected = [], []
+    for vector in vectors:
+        for how, chunks in chunkings(vector["text"], vector["id"]).items():
+            for errors in ("strict", "recover"):
+                cases.append({"prefix": vector["prefix"], "chunks": chunks, "errors": errors,
+                              "id": f"{vector['id']} [{how}, {errors}]"})
+                expected.append(_python_outcome(module, vector["prefix"], chunks, errors))
+    job = json.dumps({"module": str(folder / "parser.mjs"), "cases": cases})
+    done = subprocess.run([NODE, str(DRIVER)], input=job, capture_output=True, text=True, encoding="utf-8",
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    bad = []
+    for case, want, have in zip(cases, expected, got):
+        # JSON round trip: tuples become lists on the Python side as they do in JSON
+        if json.loads(json.dumps(want)) != have:
+            bad.append(f"{key}: {case['id']}\n  python: {json.dumps(want)[:600]}\n  js:     {json.dumps(have)[:600]}")
+    return len(cases), bad
+
+
+@needs_node
+@pytest.mark.parametrize("name", _accepted_catalogue())
+def test_catalogue_parity(tmp_path, name):
+    """Catalogue template ``name``: its vectors and 30 random outputs, Python = JavaScript."""
+    read = read_template(str(REPO / "templates" / f"{name}.json"))
+    vectors = _vectors_of(name)
+    outputs = _random_outputs(read.template, name, 30)
+    count, bad = _run_parity(tmp_path, name, str(REPO / "templates" / f"{name}.json"), vectors + outputs)
+    FIGURES["templates"].append(name)
+    FIGURES["cases"] += count
+    FIGURES["vectors"] += len(vectors)
+    assert not bad, "\n".join(bad[:5]) + f"\n({len(bad)} of {count} differ)"
+
+
+@needs_node
+def test_conformance_parity(tmp_path):
+    """Every conformance vector whose inline template the JavaScript target accepts, with 10
+    random outputs of that template."""
+    found = _conformance_templates()
+    if not found:
+        pytest.skip(f"{CONFORMANCE} absent, or no vector's template is accepted")
+    total, bad = 0, []
+    for key, spec, vectors in found:
+        read = read_template(spec)
+        count, wrong = _run_parity(tmp_path, key, spec, vectors + _random_outputs(read.template, key, 10))
+        total += count
+        bad += wrong
+    FIGURES["cases"] += total
+    FIGURES["vectors"] += len(found)
+    FIGURES["conformance"] = len(found)
+    assert not bad, "\n".join(bad[:5]) + f"\n({len(bad)} of {total} differ)"
+
+
+def test_refused_with_one_line_naming_the_key(tmp_path):
+    """A template the runtime cannot run is refused: exit 2, one line naming the feature and the
+    key, nothing written (docs/javascript.md, "What is refused")."""
+    out = tmp_path / "qwen3.mjs"
+    done = subprocess.run([sys.executable, "-m", "respc.compiler.cli", "compile", str(REPO / "templates" / "qwen3.json"),
+                           "--target", "js", "-o", str(out)], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "respc: --target js does not yet support template language version 2 (key respc_version)"]
+    assert not out.exists()
+    spec = {"fields": {"content": {"close_pattern": "<end>|<stop>", "content": "text"}}, "start_anchor": "A:"}
+    read = read_template(spec)
+    assert js_support_problem(read.template, read.automaton) == \
+        "--target js does not yet support regex delimiters (key fields.content.close_pattern)"
+    with pytest.raises(JsTargetError):
+        emit_js_module(read.template, read.automaton, command="x")
+    spec = {"fields": {"calls": {"open": "<c>", "close": "</c>", "content": "json"}}, "start_anchor": "A:"}
+    read = read_template(spec)
+    assert js_support_problem(read.template, read.automaton) == \
+        "--target js does not yet support the 'json' content format (key fields.calls.content)"
+
+
+def test_compile_writes_an_ascii_module(tmp_path):
+    """``respc compile gemma2 --target js -o parser.mjs`` writes an ASCII ES module importing ./respc.mjs."""
+    out = tmp_path / "parser.mjs"
+    done = subprocess.run([sys.executable, "-m", "respc.compiler.cli", "compile", str(REPO / "templates" / "kimi_vl.json"),
+                           "--target", "js", "-o", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    text = out.read_bytes().decode("ascii")
+    assert 'from "./respc.mjs"' in text and "export const ResponseParser" in text
+
+
+def test_parity_summary(capsys):
+    """Print the parity figures of this run (-s shows them; docs/javascript.md quotes them)."""
+    print(f"\nJS parity: {len(FIGURES['templates'])} catalogue templates {FIGURES['templates']}, "
+          f"{FIGURES.get('conformance', 0)} conformance templates, {FIGURES['vectors']} vectors, "
+          f"{FIGURES['cases']} cases (vector x chunking x errors mode) equal")
