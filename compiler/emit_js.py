@@ -54,8 +54,8 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
     anchor = template.start_anchor
     if anchor.literals is None:
         return no("a start anchor pattern", anchor.key)
-    if len(anchor.literals) != 1:
-        return no("a start anchor with several literals", anchor.key)
+    if any(not lit for lit in anchor.literals):
+        return no("an empty start anchor literal", anchor.key)
     for f in template.fields:
         where = f"fields.{f.name}"
         for delim in (f.open, f.close):
@@ -114,7 +114,7 @@ def _table(template: Template, automaton: Automaton) -> dict:
         "defaults": template.defaults,
         "required": [f.slot or f.name for f in template.fields if not f.optional],
         "outside": template.implicit,
-        "anchor": template.start_anchor.literals[0],
+        "anchors": list(template.start_anchor.literals),
         "fields": fields,
         "states": states,
         "stray": stray,

@@ -77,7 +77,7 @@ def _random_outputs(template, seed: str, count: int) -> list[dict]:
     astral characters, so offsets must count code points): a property test of parity."""
     rng = random.Random(seed)
     delims = [lit for f in template.fields for d in (f.open, f.close) if d is not None for lit in d.literals]
-    anchor = template.start_anchor.literals[0]
+    anchor = rng.choice(template.start_anchor.literals)
     words = ["hi", "a b", " ", "\n", "\n\n", "\t", "\u00a0", "\x1c", "\U0001F600", "caf\u00e9", "x<y", "'\""]
     cases = []
     for _ in range(count):
@@ -91,7 +91,8 @@ def _random_outputs(template, seed: str, count: int) -> list[dict]:
                 parts.append(rng.choice(words))
         text = "".join(parts)
         prefix = rng.choice(["", "user said hi" + anchor, anchor + rng.choice(delims + [""]) if delims else anchor,
-                             "no anchor here", "x" + anchor.replace("\n", "\\n")])
+                             "no anchor here", "x" + anchor.replace("\n", "\\n"),
+                             anchor + "\U0001F600 " + rng.choice(delims + [""]) + "\U0001F600"])
         cases.append({"id": f"random/{len(cases)}", "prefix": prefix, "text": text})
     return cases
 
@@ -211,3 +212,39 @@ def test_parity_summary(capsys):
     print(f"\nJS parity: {len(FIGURES['templates'])} catalogue templates {FIGURES['templates']}, "
           f"{FIGURES.get('conformance', 0)} conformance templates, {FIGURES['vectors']} vectors, "
           f"{FIGURES['cases']} cases (vector x chunking x errors mode) equal")
+
+
+LINEAR_JS = r"""
+import { ResponseParser } from "./parser.mjs";
+const out = [];
+for (const n of [4000, 8000]) {
+  const text = "\u25c1think\u25b7a\u25c1/think\u25b7b<|im_end|>".repeat(n) + "<|im_".repeat(n);
+  let best = 1e9;
+  for (let r = 0; r < 5; r++) {
+    const t0 = performance.now();
+    const p = new ResponseParser("");
+    p.feed(text);
+    p.finalize();
+    const q = new ResponseParser("");
+    for (let i = 0; i < text.length; i += 3) q.feed(text.slice(i, i + 3));
+    q.finalize();
+    best = Math.min(best, performance.now() - t0);
+  }
+  out.push(best);
+}
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+@needs_node
+def test_js_parser_is_linear(tmp_path):
+    """Twice the output (many delimiters, and many pieces of one), whole and in 3-character
+    chunks, costs at most 2.5 times as much (best of 5; docs/javascript.md)."""
+    read = read_template(str(REPO / "templates" / "kimi_vl.json"))
+    shutil.copyfile(RUNTIME, tmp_path / "respc.mjs")
+    (tmp_path / "parser.mjs").write_text(emit_js_module(read.template, read.automaton, command="x"), encoding="ascii")
+    (tmp_path / "linear.mjs").write_text(LINEAR_JS, encoding="utf-8")
+    done = subprocess.run([NODE, str(tmp_path / "linear.mjs")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    small, large = json.loads(done.stdout)
+    assert large <= 2.5 * small, (small, large)

@@ -178,19 +178,27 @@ export class StreamParser {
   get initial_events() { return this.initialEvents; }
 
   _anchorEnd(prefix) {
-    const a = this._T.anchor;
-    let last = null, i = prefix.indexOf(a);
-    while (i >= 0) {
-      last = i + a.length;
-      i = prefix.indexOf(a, a.length ? last : last + 1);
+    // Python's finditer over the anchor's alternation (longest literal first): the leftmost
+    // match, the longest literal there, the next search from its end; the end of the last one
+    const lits = this._T.anchors;
+    const next = lits.map((a) => prefix.indexOf(a));
+    let last = null, from = 0;
+    for (;;) {
+      let best = -1, len = 0;
+      for (let k = 0; k < lits.length; k++) {
+        if (next[k] >= 0 && next[k] < from) next[k] = prefix.indexOf(lits[k], from);
+        const i = next[k];
+        if (i >= 0 && (best < 0 || i < best || (i === best && lits[k].length > len))) { best = i; len = lits[k].length; }
+      }
+      if (best < 0) return last;
+      last = from = best + len;
     }
-    return last;
   }
 
   _escapedNewlineHint(prefix) {
     if (!prefix.includes("\\n")) return "";
     const fixed = prefix.replaceAll("\\r", "\r").replaceAll("\\n", "\n");
-    if (!fixed.includes(this._T.anchor)) return "";
+    if (!this._T.anchors.some((a) => fixed.includes(a))) return "";
     return "; the prefix holds a backslash and 'n' (\\n) where the start anchor has a newline: pass a real " +
       "newline (in a shell: --prefix $'...\\n', or --prefix-file)";
   }
@@ -263,14 +271,22 @@ export class StreamParser {
     this._exact = 0;
   }
 
-  /** Leftmost committable literal at or after pos, and where text must be held from (D2). */
-  _scan(buf, pos, eos) {
-    const watches = this._T.states[this._state].watches;
+  /**
+   * Leftmost committable literal at or after pos, and where text must be held from (D2;
+   * docs/template-language.md "Choosing the next delimiter"): the earliest hit, the longest
+   * literal there, then the lowest rank; a hit is committed only before the leftmost proper
+   * prefix of a watched literal that ends the buffer. `memo` keeps each literal's last hit over
+   * this buffer, so no text is searched twice (linear in the buffer).
+   */
+  _scan(buf, pos, eos, memo) {
+    const st = this._T.states[this._state];
     const n = buf.length;
-    let bs = -1, be = -1, br = -1;
-    for (const w of watches) {
+    let bs = -1, be = -1, br = -1, slot = 0;
+    for (const w of st.watches) {
       for (const lit of w.literals) {
-        const i = buf.indexOf(lit, pos);
+        let i = memo[st.slot0 + slot];
+        if (i === undefined || (i >= 0 && i < pos)) i = memo[st.slot0 + slot] = buf.indexOf(lit, pos);
+        slot++;
         const L = lit.length;
         if (i >= 0 && (bs < 0 || i < bs || (i === bs && (L > be - bs || (L === be - bs && w.rank < br))))) {
           bs = i; be = i + L; br = w.rank;
@@ -278,19 +294,14 @@ export class StreamParser {
       }
     }
     let hold = n;
-    if (!eos) {
+    if (!eos && (bs < 0 || bs >= n - st.span)) {
       // the buffer ends with a proper prefix of a literal: hold it back
-      const span = this._T.states[this._state].span;
-      for (let j = Math.max(pos, n - span); j < n; j++) {
+      for (let j = Math.max(pos, n - st.span); j < n; j++) {
         const tail = buf.slice(j);
-        let found = false;
-        for (const w of watches) {
-          for (const lit of w.literals) {
-            if (lit.length > tail.length && lit.startsWith(tail)) { found = true; break; }
-          }
-          if (found) break;
+        if (st.watches.some((w) => w.literals.some((lit) => lit.length > tail.length && lit.startsWith(tail)))) {
+          hold = j;
+          break;
         }
-        if (found) { hold = j; break; }
       }
     }
     if (bs >= 0 && bs < hold) return [bs, be, br, hold];
@@ -300,6 +311,7 @@ export class StreamParser {
   _run(events, eos) {
     let buf = this._buf;
     let pos = this._pos;
+    const memo = [];  // per state and literal: its last hit in buf (see _scan)
     for (;;) {
       if (this._again !== null) {
         const verdict = this._reopened(events, buf, pos, eos);
@@ -307,7 +319,7 @@ export class StreamParser {
         pos = verdict;
       }
       const state = this._state;
-      const [start, end, rank, hold] = this._scan(buf, pos, eos);
+      const [start, end, rank, hold] = this._scan(buf, pos, eos, memo);
       if (start >= 0) {
         if (start > pos) this._route(events, buf.slice(pos, start));
         pos = end;
@@ -488,8 +500,11 @@ export function makeParser(table) {
     throw new Error(`${table.source}: generated for respc JS runtime ABI ${table.abi}, this runtime is ${RUNTIME_ABI}; ` +
       "regenerate it with respc compile --target js");
   }
+  let slots = 0;
   for (const s of table.states) {
     s.span = Math.max(0, ...s.watches.flatMap((w) => w.literals.map((l) => l.length - 1)));
+    s.slot0 = slots;
+    slots += s.watches.reduce((k, w) => k + w.literals.length, 0);
   }
   return class ResponseParser extends StreamParser {
     static TABLE = table;
