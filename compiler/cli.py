@@ -64,7 +64,7 @@ from respc.runtime.tools import tool_parameters
 
 from .api import compile_source
 from .emit import HEADER
-from .emit_js import JsTargetError, emit_js_module
+from .emit_js import JS_RUNTIME_PATH, JsTargetError, emit_js_module
 from .files import sigint_deferred
 from .load import is_catalogue_name
 from .source import read_template
@@ -279,6 +279,8 @@ def _compile(args: argparse.Namespace) -> int:
     rerun = f"respc compile {args.template} -o {args.output}"
     if args.target == "js":
         return _compile_js(args, command, source_name)
+    if args.with_runtime:
+        raise _UsageError("--with-runtime needs --target js")
     compiled = compile_source(args.template, command=command, source_name=source_name)
     _say_which_template(compiled.note)
     if args.check:
@@ -302,6 +304,8 @@ def _compile_js(args: argparse.Namespace, command: str, source_name: str | None)
     support yet is refused (exit 2, one line naming the feature and the key); nothing is written."""
     if args.check:
         raise _UsageError("--check is not available with --target js yet")
+    if args.with_runtime and args.output == "-":
+        raise _UsageError("--with-runtime writes respc.mjs beside OUT: give -o a file, not -")
     read = read_template(args.template, source_name=source_name)
     _say_which_template(read.note)
     command = command.replace(" -o ", " --target js -o ", 1) if " -o " in command else command
@@ -315,8 +319,13 @@ def _compile_js(args: argparse.Namespace, command: str, source_name: str | None)
         sys.stdout.flush()
         return 0
     _write_module(args.output, source, args.parents, args.template)
+    beside = os.path.join(os.path.dirname(args.output), "respc.mjs")
+    if args.with_runtime:
+        _write_module(beside, JS_RUNTIME_PATH.read_text(encoding="utf-8"), False, args.template)
+        print(f"respc: wrote {beside} (the JavaScript runtime)", file=sys.stderr)
+    hint = "" if args.with_runtime else "; it imports ./respc.mjs: add --with-runtime to write it beside"
     print(f"respc: wrote {args.output} ({read.template.source}, {_count(len(read.template.fields), 'field')}, "
-          "JavaScript; it imports ./respc.mjs: copy runtime/js/respc.mjs beside it)", file=sys.stderr)
+          f"JavaScript{hint})", file=sys.stderr)
     return 0
 
 
@@ -1003,6 +1012,8 @@ def _add_compile(sub) -> None:
     comp.add_argument("--target", choices=("python", "js"), default="python",
                       help="python (default): a Python module; js: an ES module for the JavaScript runtime "
                            "runtime/js/respc.mjs (docs/javascript.md; templates it cannot run yet are refused)")
+    comp.add_argument("--with-runtime", action="store_true",
+                      help="with --target js: also write the JavaScript runtime respc.mjs beside OUT")
     comp.add_argument("--check", action="store_true",
                       help="write nothing; exit 1 with a diff when OUT (-o/--output) is missing or stale (its "
                            "template SHA-256 or code differ; the banner's paths do not count)")

@@ -16,11 +16,12 @@ parser that could give another answer than the Python one.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from .automaton import Automaton
 from .ir import Template
 
-__all__ = ["JS_CODEGEN_VERSION", "JS_RUNTIME_ABI", "JS_RUNTIME_IMPORT", "JsTargetError", "js_support_problem",
+__all__ = ["JS_CODEGEN_VERSION", "JS_RUNTIME_ABI", "JS_RUNTIME_IMPORT", "JS_RUNTIME_PATH", "JsTargetError", "js_support_problem",
            "emit_js_module"]
 
 #: Stamped into every generated JavaScript module; bump it when the generated code changes.
@@ -29,6 +30,8 @@ JS_CODEGEN_VERSION = 1
 JS_RUNTIME_ABI = 1
 #: Where a generated module imports the runtime from: ``respc.mjs`` beside it (docs/javascript.md).
 JS_RUNTIME_IMPORT = "./respc.mjs"
+#: The runtime's file (installed with the package: ``respc/runtime/js/respc.mjs``).
+JS_RUNTIME_PATH = Path(__file__).resolve().parent.parent / "runtime" / "js" / "respc.mjs"
 
 
 class JsTargetError(ValueError):

@@ -198,13 +198,36 @@ def test_refused_with_one_line_naming_the_key(tmp_path):
 
 
 def test_compile_writes_an_ascii_module(tmp_path):
-    """``respc compile gemma2 --target js -o parser.mjs`` writes an ASCII ES module importing ./respc.mjs."""
+    """``respc compile kimi_vl --target js -o parser.mjs --with-runtime`` writes an ASCII ES module
+    and the runtime beside it; ``parseResponse`` under Node gives the Python parser's message."""
     out = tmp_path / "parser.mjs"
-    done = subprocess.run([sys.executable, "-m", "respc.compiler.cli", "compile", str(REPO / "templates" / "kimi_vl.json"),
-                           "--target", "js", "-o", str(out)], capture_output=True, text=True)
+    template = str(REPO / "templates" / "kimi_vl.json")
+    done = subprocess.run([sys.executable, "-m", "respc.compiler.cli", "compile", template,
+                           "--target", "js", "-o", str(out), "--with-runtime"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     text = out.read_bytes().decode("ascii")
     assert 'from "./respc.mjs"' in text and "export const ResponseParser" in text
+    assert (tmp_path / "respc.mjs").read_text(encoding="utf-8") == RUNTIME.read_text(encoding="utf-8")
+    if NODE is None:
+        return
+    output = "\u25c1think\u25b7 plan \u25c1/think\u25b7 Hello.<|im_end|>"
+    script = tmp_path / "use.mjs"
+    script.write_text('import { parseResponse } from "./parser.mjs";\n'
+                      f'console.log(JSON.stringify(parseResponse({json.dumps(output)}, {{prefix: ""}})));\n',
+                      encoding="utf-8")
+    ran = subprocess.run([NODE, str(script)], capture_output=True, text=True, encoding="utf-8")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == compile_template(template).parse_response(output, prefix="") == {
+        "role": "assistant", "reasoning_content": "plan", "content": "Hello."}
+
+
+def test_with_runtime_needs_a_js_file():
+    """``--with-runtime`` without ``--target js``, or with ``-o -``, is a usage error (exit 2)."""
+    template = str(REPO / "templates" / "kimi_vl.json")
+    for extra in (["-o", "x.py"], ["--target", "js", "-o", "-"]):
+        done = subprocess.run([sys.executable, "-m", "respc.compiler.cli", "compile", template, "--with-runtime",
+                               *extra], capture_output=True, text=True)
+        assert done.returncode == 2 and done.stderr.startswith("respc: --with-runtime"), done.stderr
 
 
 def test_parity_summary(capsys):
@@ -216,35 +239,39 @@ def test_parity_summary(capsys):
 
 LINEAR_JS = r"""
 import { ResponseParser } from "./parser.mjs";
-const out = [];
-for (const n of [4000, 8000]) {
+function once(n, whole) {
   const text = "\u25c1think\u25b7a\u25c1/think\u25b7b<|im_end|>".repeat(n) + "<|im_".repeat(n);
-  let best = 1e9;
-  for (let r = 0; r < 5; r++) {
-    const t0 = performance.now();
-    const p = new ResponseParser("");
-    p.feed(text);
-    p.finalize();
-    const q = new ResponseParser("");
-    for (let i = 0; i < text.length; i += 3) q.feed(text.slice(i, i + 3));
-    q.finalize();
-    best = Math.min(best, performance.now() - t0);
-  }
-  out.push(best);
+  globalThis.gc();
+  const t0 = performance.now();
+  const p = new ResponseParser("");
+  if (whole) p.feed(text);
+  else for (let i = 0; i < text.length; i += 3) p.feed(text.slice(i, i + 3));
+  p.finalize();
+  return performance.now() - t0;
 }
-process.stdout.write(JSON.stringify(out));
+once(4000, true);  // warms the engine up
+once(4000, false);
+const best = [[1e9, 1e9], [1e9, 1e9]];
+for (let r = 0; r < 5; r++) {  // the sizes alternate, so a busy machine slows both
+  for (const k of [0, 1]) {
+    best[k][0] = Math.min(best[k][0], once(10000, k === 0));
+    best[k][1] = Math.min(best[k][1], once(20000, k === 0));
+  }
+}
+process.stdout.write(JSON.stringify(best));
 """
 
 
 @needs_node
 def test_js_parser_is_linear(tmp_path):
     """Twice the output (many delimiters, and many pieces of one), whole and in 3-character
-    chunks, costs at most 2.5 times as much (best of 5; docs/javascript.md)."""
+    chunks, costs at most 2.5 times as much (best of 7, the sizes alternating; docs/javascript.md)."""
     read = read_template(str(REPO / "templates" / "kimi_vl.json"))
     shutil.copyfile(RUNTIME, tmp_path / "respc.mjs")
     (tmp_path / "parser.mjs").write_text(emit_js_module(read.template, read.automaton, command="x"), encoding="ascii")
     (tmp_path / "linear.mjs").write_text(LINEAR_JS, encoding="utf-8")
-    done = subprocess.run([NODE, str(tmp_path / "linear.mjs")], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([NODE, "--expose-gc", str(tmp_path / "linear.mjs")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    small, large = json.loads(done.stdout)
-    assert large <= 2.5 * small, (small, large)
+    for how, (small, large) in zip(("whole", "3-character chunks"), json.loads(done.stdout)):
+        print(f"JS linear, {how}: {small:.1f} ms -> {large:.1f} ms for twice the output")
+        assert large <= 2.5 * small, (how, small, large)
