@@ -175,6 +175,38 @@ def test_conformance_parity(tmp_path):
     assert not bad, "\n".join(bad[:5]) + f"\n({len(bad)} of {total} differ)"
 
 
+#: Templates that use what the catalogue's accepted ones do not: no implicit field (text outside
+#: every region is dropped), ``strip: false``, a required field, repeats without join (a list), a
+#: field that neither repeats nor joins (D1), an opener that is also another field's closer, close
+#: lists, a start anchor list, a three-character closer (recover: doubled and stray closers).
+SYNTHETIC = {
+    "no_implicit": {"start_anchor": "ASSISTANT:", "fields": {
+        "thought": {"open": "<t>", "close": "</t>", "content": "text", "repeats": True},
+        "answer": {"open": ["<a>", "<ans>"], "close": ["</a>", "</ans>", "<end>"], "content": "text",
+                   "content_args": {"strip": False}, "optional": False}}},
+    "d1_single": {"defaults": {"role": "assistant", "content": ""}, "start_anchor": ["<s>", "<start>"], "fields": {
+        "reasoning": {"open": "[[", "close": "]]", "content": "text"},
+        "content": {"close": ["<eos>", "[["], "content": "text", "content_args": {"strip": False}}}},
+    "shared_delims": {"start_anchor": "\n>>", "fields": {
+        "a": {"open": "<x>", "close": "<y>", "content": "text", "repeats": True, "join": " | "},
+        "b": {"open": "<y>", "close": "<x>", "content": "text", "repeats": True},
+        "content": {"close": "\u00a0\U0001F600\u00a0", "content": "text", "repeats": True, "join": "\n"}}},
+}
+
+
+@needs_node
+@pytest.mark.parametrize("name", sorted(SYNTHETIC))
+def test_synthetic_parity(tmp_path, name):
+    """Templates written to reach the runtime's other branches: 60 random outputs each, Python = JavaScript."""
+    spec = SYNTHETIC[name]
+    read = read_template(spec)
+    assert js_support_problem(read.template, read.automaton) is None
+    count, bad = _run_parity(tmp_path, name, spec, _random_outputs(read.template, name, 60))
+    FIGURES["cases"] += count
+    FIGURES["synthetic"] = FIGURES.get("synthetic", 0) + 1
+    assert not bad, "\n".join(bad[:5]) + f"\n({len(bad)} of {count} differ)"
+
+
 def test_refused_with_one_line_naming_the_key(tmp_path):
     """A template the runtime cannot run is refused: exit 2, one line naming the feature and the
     key, nothing written (docs/javascript.md, "What is refused")."""
@@ -233,7 +265,8 @@ def test_with_runtime_needs_a_js_file():
 def test_parity_summary(capsys):
     """Print the parity figures of this run (-s shows them; docs/javascript.md quotes them)."""
     print(f"\nJS parity: {len(FIGURES['templates'])} catalogue templates {FIGURES['templates']}, "
-          f"{FIGURES.get('conformance', 0)} conformance templates, {FIGURES['vectors']} vectors, "
+          f"{FIGURES.get('conformance', 0)} conformance templates, {FIGURES.get('synthetic', 0)} synthetic templates, "
+          f"{FIGURES['vectors']} vectors, "
           f"{FIGURES['cases']} cases (vector x chunking x errors mode) equal")
 
 
