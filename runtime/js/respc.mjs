@@ -119,6 +119,27 @@ function joined(out) {
 const OPEN = 0, CLOSE = 2;
 
 /**
+ * True when no watched literal of state `st` can start anywhere in `text` (read with nothing held
+ * before it): at every occurrence of a literal's first character, neither the literal follows nor
+ * does the text end with a proper prefix of it. A scan would then route the whole chunk.
+ */
+function plainChunk(text, st) {
+  for (const first of st.firsts) {
+    let k = text.indexOf(first);
+    while (k >= 0) {
+      const rest = text.length - k;
+      for (const lit of st.lits) {
+        if (lit[0] === first && (rest >= lit.length ? text.startsWith(lit, k) : lit.startsWith(text.slice(k)))) {
+          return false;
+        }
+      }
+      k = text.indexOf(first, k + 1);
+    }
+  }
+  return true;
+}
+
+/**
  * The streaming parser of one template (docs/events.md "The parser object"; docs/javascript.md).
  * A generated module makes its class with `makeParser(TABLE)`.
  */
@@ -211,6 +232,15 @@ export class StreamParser {
   feed(text) {
     if (this._done) throw new ParserStateError("ResponseParser already finalized (or failed earlier)");
     if (typeof text !== "string") throw new TypeError("feed() takes a string");
+    if (this._buf === "" && this._again === null && text !== "") {
+      // Fast path: nothing held and no character of the chunk can start a watched literal, so a
+      // scan would route the whole chunk to the current region (runtime/stream.py's fast path)
+      if (plainChunk(text, this._T.states[this._state])) {
+        const events = [];
+        this._route(events, text);
+        return events;
+      }
+    }
     this._buf += text;
     const events = [];
     this._guarded(events, false);
@@ -297,6 +327,7 @@ export class StreamParser {
     if (!eos && (bs < 0 || bs >= n - st.span)) {
       // the buffer ends with a proper prefix of a literal: hold it back
       for (let j = Math.max(pos, n - st.span); j < n; j++) {
+        if (!st.firsts.includes(buf[j])) continue;
         const tail = buf.slice(j);
         if (st.watches.some((w) => w.literals.some((lit) => lit.length > tail.length && lit.startsWith(tail)))) {
           hold = j;
@@ -503,6 +534,9 @@ export function makeParser(table) {
   let slots = 0;
   for (const s of table.states) {
     s.span = Math.max(0, ...s.watches.flatMap((w) => w.literals.map((l) => l.length - 1)));
+    // the distinct first UTF-16 units of its literals (a chunk holding none is plain text)
+    s.lits = s.watches.flatMap((w) => w.literals);
+    s.firsts = [...new Set(s.lits.map((l) => l[0]))].join("");
     s.slot0 = slots;
     slots += s.watches.reduce((k, w) => k + w.literals.length, 0);
   }
