@@ -118,6 +118,9 @@ function joined(out) {
 
 const OPEN = 0, CLOSE = 2;
 
+// body pieces joined into one block (memory follows the body's size, not its chunk count)
+const BLOCK = 64;
+
 /**
  * True when no watched literal of state `st` can start anywhere in `text` (read with nothing held
  * before it): at every occurrence of a literal's first character, neither the literal follows nor
@@ -236,6 +239,15 @@ export class StreamParser {
       // Fast path: nothing held and no character of the chunk can start a watched literal, so a
       // scan would route the whole chunk to the current region (runtime/stream.py's fast path)
       if (plainChunk(text, this._T.states[this._state])) {
+        if (this._opened && this._name !== null) {
+          // _route, written out (the commonest chunk)
+          const body = this._body;
+          body.push(text);
+          if (body.length >= BLOCK) { this._blocks.push(body.join("")); body.length = 0; }
+          this._bodyCp += cpLen(text);
+          this._bodyU += text.length;
+          return [{ type: "region_chunk", field: this._name, text, dirty: false }];
+        }
         const events = [];
         this._route(events, text);
         return events;
@@ -295,6 +307,7 @@ export class StreamParser {
     else { this._region = this._T.fields[field]; this._name = this._region.slot; }
     this._opened = false;
     this._body = [];
+    this._blocks = [];
     this._bodyCp = 0;
     this._bodyU = 0;
     this._gaps = null;
@@ -400,6 +413,7 @@ export class StreamParser {
     const region = this._region = this._T.fields[field];
     this._name = region.slot;
     this._body = [];
+    this._blocks = [];
     this._bodyCp = 0;
     this._bodyU = 0;
     this._gaps = null;
@@ -456,14 +470,16 @@ export class StreamParser {
       this._opened = true;
       events.push({ type: "region_open", field: this._name });
     }
-    this._body.push(text);
+    const body = this._body;
+    body.push(text);
+    if (body.length >= BLOCK) { this._blocks.push(body.join("")); body.length = 0; }
     this._bodyCp += cpLen(text);
     this._bodyU += text.length;
     events.push({ type: "region_chunk", field: this._name, text, dirty: false });
   }
 
   _close(events, closer, eos) {
-    const text = this._body.join("");
+    const text = this._blocks.join("") + this._body.join("");
     const at = this._mark + this._sunk + this._bodyCp;
     const region = this._region;
     if (region !== null && this._opened && region.slot !== null) {
