@@ -15,12 +15,12 @@ import json
 import random
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from respc.compiler.api import compile_template
+from respc.compiler.cli import main
 from respc.compiler.emit_js import JsTargetError, emit_js_module, js_support_problem
 from respc.compiler.source import read_template
 
@@ -113,8 +113,9 @@ def _python_outcome(module, prefix: str, chunks: list[str], errors: str) -> dict
                 "diagnostics": parser.diagnostics if parser is not None else []}
 
 
-def _run_parity(tmp_path: Path, key: str, spec, vectors: list[dict]) -> tuple[int, list[str]]:
-    """Run ``vectors`` through both parsers; returns (cases compared, mismatch descriptions)."""
+def _prepare(tmp_path: Path, key: str, spec, vectors: list[dict]) -> dict:
+    """Write ``spec``'s JavaScript module and the runtime into a folder; run every vector on each
+    chunking and errors mode through the Python parser. Returns the Node job and what Python gave."""
     read = read_template(spec)
     source = emit_js_module(read.template, read.automaton, command="respc compile (test)")
     folder = tmp_path / key.replace("/", "_")
@@ -129,17 +130,28 @@ def _run_parity(tmp_path: Path, key: str, spec, vectors: list[dict]) -> tuple[in
                 cases.append({"prefix": vector["prefix"], "chunks": chunks, "errors": errors,
                               "id": f"{vector['id']} [{how}, {errors}]"})
                 expected.append(_python_outcome(module, vector["prefix"], chunks, errors))
-    job = json.dumps({"module": str(folder / "parser.mjs"), "cases": cases})
-    done = subprocess.run([NODE, str(DRIVER)], input=job, capture_output=True, text=True, encoding="utf-8",
-                          timeout=120)
+    return {"key": key, "job": {"module": str(folder / "parser.mjs"), "cases": cases}, "expected": expected}
+
+
+def _compare(prepared: list[dict]) -> tuple[int, list[str]]:
+    """Run the prepared jobs in one Node process; returns (cases compared, mismatch descriptions)."""
+    done = subprocess.run([NODE, str(DRIVER)], input=json.dumps({"jobs": [p["job"] for p in prepared]}),
+                          capture_output=True, text=True, encoding="utf-8", timeout=120)
     assert done.returncode == 0, done.stderr
-    got = json.loads(done.stdout)
-    bad = []
-    for case, want, have in zip(cases, expected, got):
-        # JSON round trip: tuples become lists on the Python side as they do in JSON
-        if json.loads(json.dumps(want)) != have:
-            bad.append(f"{key}: {case['id']}\n  python: {json.dumps(want)[:600]}\n  js:     {json.dumps(have)[:600]}")
-    return len(cases), bad
+    count, bad = 0, []
+    for p, got in zip(prepared, json.loads(done.stdout)):
+        for case, want, have in zip(p["job"]["cases"], p["expected"], got):
+            count += 1
+            # JSON round trip: tuples become lists on the Python side as they do in JSON
+            if json.loads(json.dumps(want)) != have:
+                bad.append(f"{p['key']}: {case['id']}\n  python: {json.dumps(want)[:600]}\n"
+                           f"  js:     {json.dumps(have)[:600]}")
+    return count, bad
+
+
+def _run_parity(tmp_path: Path, key: str, spec, vectors: list[dict]) -> tuple[int, list[str]]:
+    """Run ``vectors`` through both parsers; returns (cases compared, mismatch descriptions)."""
+    return _compare([_prepare(tmp_path, key, spec, vectors)])
 
 
 @needs_node
@@ -163,12 +175,9 @@ def test_conformance_parity(tmp_path):
     found = _conformance_templates()
     if not found:
         pytest.skip(f"{CONFORMANCE} absent, or no vector's template is accepted")
-    total, bad = 0, []
-    for key, spec, vectors in found:
-        read = read_template(spec)
-        count, wrong = _run_parity(tmp_path, key, spec, vectors + _random_outputs(read.template, key, 10))
-        total += count
-        bad += wrong
+    prepared = [_prepare(tmp_path, key, spec, vectors + _random_outputs(read_template(spec).template, key, 10))
+                for key, spec, vectors in found]
+    total, bad = _compare(prepared)  # one Node process for all of them
     FIGURES["cases"] += total
     FIGURES["vectors"] += len(found)
     FIGURES["conformance"] = len(found)
@@ -207,14 +216,12 @@ def test_synthetic_parity(tmp_path, name):
     assert not bad, "\n".join(bad[:5]) + f"\n({len(bad)} of {count} differ)"
 
 
-def test_refused_with_one_line_naming_the_key(tmp_path):
+def test_refused_with_one_line_naming_the_key(tmp_path, capsys):
     """A template the runtime cannot run is refused: exit 2, one line naming the feature and the
     key, nothing written (docs/javascript.md, "What is refused")."""
     out = tmp_path / "qwen3.mjs"
-    done = subprocess.run([sys.executable, "-m", "respc.compiler.cli", "compile", str(REPO / "templates" / "qwen3.json"),
-                           "--target", "js", "-o", str(out)], capture_output=True, text=True)
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
+    assert main(["compile", str(REPO / "templates" / "qwen3.json"), "--target", "js", "-o", str(out)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
         "respc: --target js does not yet support template language version 2 (key respc_version)"]
     assert not out.exists()
     spec = {"fields": {"content": {"close_pattern": "<end>|<stop>", "content": "text"}}, "start_anchor": "A:"}
@@ -229,14 +236,12 @@ def test_refused_with_one_line_naming_the_key(tmp_path):
         "--target js does not yet support the 'json' content format (key fields.calls.content)"
 
 
-def test_compile_writes_an_ascii_module(tmp_path):
+def test_compile_writes_an_ascii_module(tmp_path, capsys):
     """``respc compile kimi_vl --target js -o parser.mjs --with-runtime`` writes an ASCII ES module
     and the runtime beside it; ``parseResponse`` under Node gives the Python parser's message."""
     out = tmp_path / "parser.mjs"
     template = str(REPO / "templates" / "kimi_vl.json")
-    done = subprocess.run([sys.executable, "-m", "respc.compiler.cli", "compile", template,
-                           "--target", "js", "-o", str(out), "--with-runtime"], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    assert main(["compile", template, "--target", "js", "-o", str(out), "--with-runtime"]) == 0, capsys.readouterr().err
     text = out.read_bytes().decode("ascii")
     assert 'from "./respc.mjs"' in text and "export const ResponseParser" in text
     assert (tmp_path / "respc.mjs").read_text(encoding="utf-8") == RUNTIME.read_text(encoding="utf-8")
@@ -253,13 +258,12 @@ def test_compile_writes_an_ascii_module(tmp_path):
         "role": "assistant", "reasoning_content": "plan", "content": "Hello."}
 
 
-def test_with_runtime_needs_a_js_file():
+def test_with_runtime_needs_a_js_file(capsys):
     """``--with-runtime`` without ``--target js``, or with ``-o -``, is a usage error (exit 2)."""
     template = str(REPO / "templates" / "kimi_vl.json")
     for extra in (["-o", "x.py"], ["--target", "js", "-o", "-"]):
-        done = subprocess.run([sys.executable, "-m", "respc.compiler.cli", "compile", template, "--with-runtime",
-                               *extra], capture_output=True, text=True)
-        assert done.returncode == 2 and done.stderr.startswith("respc: --with-runtime"), done.stderr
+        assert main(["compile", template, "--with-runtime", *extra]) == 2
+        assert capsys.readouterr().err.startswith("respc: --with-runtime")
 
 
 def test_parity_summary(capsys):
