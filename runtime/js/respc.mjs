@@ -499,15 +499,21 @@ export class StreamParser {
       if (fields[field] === region) continue;
       let j = text.indexOf(closer, exact);
       let since = exact;
+      let seen = 0, seenCp = 0;  // code points of text[:seen], counted on as j moves (linear)
+      const next = openers.map(() => -2);  // per opener: its first place at or after since (-1: none)
       while (j >= 0) {
         let found = false;
-        for (const o of openers) {
-          const k = text.indexOf(o, since);
+        for (let m = 0; m < openers.length; m++) {
+          const o = openers[m];
+          if (next[m] === -2 || (next[m] >= 0 && next[m] < since)) next[m] = text.indexOf(o, since);
+          const k = next[m];
           if (k >= 0 && k + o.length <= j) { found = true; break; }
         }
         if (!found) {
           const owner = fields[field];
-          const at = start + cpLen(text.slice(0, j));
+          seenCp += cpLen(text.slice(seen, j));
+          seen = j;
+          const at = start + seenCp;
           this._report("stray-closer", at, at + cpLen(closer),
             NOTES["stray-closer"](closer, owner.name, region.slot), closer, owner.slot);
         }
