@@ -216,6 +216,28 @@ def test_synthetic_parity(tmp_path, name):
     assert not bad, "\n".join(bad[:5]) + f"\n({len(bad)} of {count} differ)"
 
 
+#: errors="recover" holds whitespace after an opener or closer while the same delimiter may still
+#: be written again; held past 1,024 characters, both runtimes scan again only once it has doubled
+#: (the events then come later, and must come at the same feed in both)
+LONG_HOLDS = [
+    "\u25c1think\u25b7" + " " * 2000 + "x\u25c1/think\u25b7",
+    "\u25c1think\u25b7" + " \n" * 1500 + "\u25c1think\u25b7 y\u25c1/think\u25b7 z",
+    "\u25c1think\u25b7" + "\u3000" * 1030 + "\u25c1thi",
+    "\u25c1think\u25b7a\u25c1/think\u25b7" + " " * 2500 + "\u25c1/think\u25b7b" + " " * 1100,
+    "\u25c1think\u25b7" + " " * 1023 + "\U0001F600" + " " * 3000,
+]
+
+
+@needs_node
+def test_long_hold_parity(tmp_path):
+    """Long held whitespace (errors="recover" watching for a repeated delimiter), Python = JavaScript."""
+    spec = str(REPO / "templates" / "kimi_vl.json")
+    vectors = [{"id": f"long/{k}", "prefix": "", "text": text} for k, text in enumerate(LONG_HOLDS)]
+    count, bad = _run_parity(tmp_path, "long", spec, vectors)
+    FIGURES["cases"] += count
+    assert not bad, "\n".join(bad[:3]) + f"\n({len(bad)} of {count} differ)"
+
+
 def test_refused_with_one_line_naming_the_key(tmp_path, capsys):
     """A template the runtime cannot run is refused: exit 2, one line naming the feature and the
     key, nothing written (docs/javascript.md, "What is refused")."""

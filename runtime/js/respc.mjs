@@ -118,6 +118,9 @@ function joined(out) {
 
 const OPEN = 0, CLOSE = 2;
 
+// held characters from which a pending hold is scanned again only once it has doubled (runtime/stream.py)
+const LONG_HOLD = 1024;
+
 // body pieces joined into one block (memory follows the body's size, not its chunk count)
 const BLOCK = 64;
 
@@ -175,6 +178,9 @@ export class StreamParser {
     this._enter(T.outside);
     this._out = new Map(Object.entries(T.defaults).map(([k, v]) => [k, copy(v)]));
     this._done = false;
+    this._rescanAt = 0;
+    this._tail = [];
+    this._tailLen = 0;
     if (prefix) {
       const last = this._anchorEnd(prefix);
       let rest;
@@ -253,10 +259,29 @@ export class StreamParser {
         return events;
       }
     }
-    this._buf += text;
+    if (this._rescanAt) {
+      // A long pending hold (see _run): collect chunks and scan again once the held text has
+      // doubled, as the Python runtime does (LONG_HOLD), so no text is searched again per chunk.
+      if (text !== "") {
+        this._tail.push(text);
+        this._tailLen += cpLen(text);
+        if (cpLen(this._buf) + this._tailLen < this._rescanAt) return [];
+        this._flushTail();
+      }
+    } else {
+      this._buf += text;
+    }
     const events = [];
     this._guarded(events, false);
     return events;
+  }
+
+  _flushTail() {
+    if (this._tail.length) {
+      this._buf += this._tail.join("");
+      this._tail = [];
+      this._tailLen = 0;
+    }
   }
 
   /**
@@ -265,6 +290,9 @@ export class StreamParser {
   finalize() {
     if (this._done) throw new ParserStateError("ResponseParser already finalized (or failed earlier)");
     const events = [];
+    const collected = this._tail.length > 0;
+    this._flushTail();
+    if (this._recover && collected) this._guarded(events, false);
     if (this._recover && this._pos < this._buf.length) {
       let cut = this._pos;
       if (this._again !== null) cut += lead(this._buf, cut, this._buf.length);
@@ -404,6 +432,10 @@ export class StreamParser {
     // literal delimiters need no context: keep only the undecided text
     this._buf = buf.slice(pos);
     this._pos = 0;
+    // Held text this long (a region's opener may still be written again after a long run of
+    // whitespace, errors="recover") is scanned again only once it has doubled (Python: LONG_HOLD)
+    const held = this._buf === "" ? 0 : cpLen(this._buf);
+    this._rescanAt = held >= LONG_HOLD ? 2 * held : 0;
   }
 
   _begin(events, field, target, opener) {
