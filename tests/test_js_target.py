@@ -200,6 +200,11 @@ SYNTHETIC = {
         "a": {"open": "<x>", "close": "<y>", "content": "text", "repeats": True, "join": " | "},
         "b": {"open": "<y>", "close": "<x>", "content": "text", "repeats": True},
         "content": {"close": "\u00a0\U0001F600\u00a0", "content": "text", "repeats": True, "join": "\n"}}},
+    # keys JavaScript objects treat specially are plain message keys
+    "proto_keys": {"defaults": {"constructor": "x", "role": "assistant"}, "start_anchor": "<s>", "fields": {
+        "__proto__": {"open": "<p>", "close": "</p>", "content": "text"},
+        "toString": {"open": "<q>", "close": "</q>", "content": "text", "repeats": True},
+        "content": {"close": "<eos>", "content": "text"}}},
 }
 
 

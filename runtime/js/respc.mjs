@@ -110,9 +110,15 @@ class Parts {
   toString() { return this.items.join(""); }
 }
 
+// A key of the message is data from the template: defined as an own property, so that a field or
+// default named "__proto__" is a key like any other, never the object's prototype.
+function put(obj, key, value) {
+  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
 function joined(out) {
   const r = {};
-  for (const [k, v] of out) r[k] = v instanceof Parts ? v.toString() : v;
+  for (const [k, v] of out) put(r, k, v instanceof Parts ? v.toString() : v);
   return r;
 }
 
@@ -303,7 +309,7 @@ export class StreamParser {
     const all = joined(this._out);
     const message = {};
     for (const k of Object.keys(all)) {
-      if (Object.prototype.hasOwnProperty.call(defaults, k) || !isEmpty(all[k])) message[k] = all[k];
+      if (Object.prototype.hasOwnProperty.call(defaults, k) || !isEmpty(all[k])) put(message, k, all[k]);
     }
     this._done = true;
     const missing = this._T.required.filter((k) => !Object.prototype.hasOwnProperty.call(message, k));
