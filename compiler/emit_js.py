@@ -54,6 +54,8 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
 
     if template.version != 1:
         return no(f"template language version {template.version}", "respc_version")
+    if _unsafe_number(template.defaults):
+        return no("a number JavaScript cannot hold exactly (an integer beyond 2**53 - 1)", "defaults")
     anchor = template.start_anchor
     if anchor.literals is None:
         return no("a start anchor pattern", anchor.key)
@@ -83,6 +85,19 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
             if w.matcher != "literal" or w.indeterminate or w.pending_at_edge:
                 return no("this delimiter's matching", f"fields.{template.fields[w.field].name}.{w.delimiter.key}")
     return None
+
+
+def _unsafe_number(value) -> bool:
+    """Whether a JSON value holds an integer a JavaScript number cannot hold exactly."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return abs(value) > 2**53 - 1
+    if isinstance(value, dict):
+        return any(_unsafe_number(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_unsafe_number(v) for v in value)
+    return False
 
 
 def _table(template: Template, automaton: Automaton) -> dict:

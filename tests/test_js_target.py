@@ -257,6 +257,11 @@ def test_refused_with_one_line_naming_the_key(tmp_path, capsys):
         "--target js does not yet support regex delimiters (key fields.content.close_pattern)"
     with pytest.raises(JsTargetError):
         emit_js_module(read.template, read.automaton, command="x")
+    spec = {"defaults": {"id": 2**53}, "fields": {"content": {"content": "text"}}, "start_anchor": "A:"}
+    read = read_template(spec)
+    assert js_support_problem(read.template, read.automaton) == ("--target js does not yet support a number "
+                                                                 "JavaScript cannot hold exactly (an integer beyond "
+                                                                 "2**53 - 1) (key defaults)")
     spec = {"fields": {"calls": {"open": "<c>", "close": "</c>", "content": "json"}}, "start_anchor": "A:"}
     read = read_template(spec)
     assert js_support_problem(read.template, read.automaton) == \
