@@ -299,6 +299,50 @@ def test_with_runtime_needs_a_js_file(capsys):
         assert capsys.readouterr().err.startswith("respc: --with-runtime")
 
 
+GENERATED_JS = REPO / "generated" / "js"
+
+
+def _js_command(name: str) -> str:
+    return f"respc compile templates/{name}.json --target js -o generated/js/{name}.mjs"
+
+
+def test_generated_js_is_fresh():
+    """generated/js/ holds exactly one module per catalogue template the target accepts, each
+    byte-identical to what the compiler writes now, and a copy of runtime/js/respc.mjs (so the
+    folder runs as it is). Regenerate: ``respc compile templates/NAME.json --target js -o
+    generated/js/NAME.mjs`` per accepted template, and ``cp runtime/js/respc.mjs generated/js/``."""
+    accepted = _accepted_catalogue()
+    present = sorted(p.stem for p in GENERATED_JS.glob("*.mjs") if p.name != "respc.mjs")
+    assert present == accepted, "generated/js/ must hold one module per accepted catalogue template"
+    assert (GENERATED_JS / "respc.mjs").read_bytes() == RUNTIME.read_bytes(), \
+        "generated/js/respc.mjs is stale: cp runtime/js/respc.mjs generated/js/"
+    for name in accepted:
+        read = read_template(str(REPO / "templates" / f"{name}.json"), source_name=f"templates/{name}.json")
+        expected = emit_js_module(read.template, read.automaton, command=_js_command(name))
+        current = (GENERATED_JS / f"{name}.mjs").read_text(encoding="ascii")
+        assert current == expected, f"generated/js/{name}.mjs is stale; run: {_js_command(name)}"
+
+
+def test_compile_check_js(tmp_path, capsys):
+    """``compile --target js --check``: 0 for a fresh module (also one written from another folder),
+    1 with a diff for a stale one, 1 for a missing one; writes nothing."""
+    template = str(REPO / "templates" / "kimi_vl.json")
+    fresh = GENERATED_JS / "kimi_vl.mjs"
+    assert main(["compile", template, "--target", "js", "-o", str(fresh), "--check"]) == 0
+    stale = tmp_path / "kimi_vl.mjs"
+    text = fresh.read_text(encoding="ascii")
+    assert text.count('\\"rank\\": 1') == 1
+    stale.write_text(text.replace('\\"rank\\": 1', '\\"rank\\": 2'), encoding="ascii")
+    capsys.readouterr()
+    assert main(["compile", template, "--target", "js", "-o", str(stale), "--check"]) == 1
+    out = capsys.readouterr()
+    assert '-  "     \\"rank\\": 2",' in out.out.splitlines()
+    assert '+  "     \\"rank\\": 1",' in out.out.splitlines()
+    assert "is stale; run: respc compile" in out.err
+    assert main(["compile", template, "--target", "js", "-o", str(tmp_path / "none.mjs"), "--check"]) == 1
+    assert not (tmp_path / "none.mjs").exists()
+
+
 def test_parity_summary(capsys):
     """Print the parity figures of this run (-s shows them; docs/javascript.md quotes them)."""
     print(f"\nJS parity: {len(FIGURES['templates'])} catalogue templates {FIGURES['templates']}, "
