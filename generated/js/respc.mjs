@@ -440,7 +440,7 @@ export class StreamParser {
     this._pos = 0;
     // Held text this long (a region's opener may still be written again after a long run of
     // whitespace, errors="recover") is scanned again only once it has doubled (Python: LONG_HOLD)
-    const held = this._buf === "" ? 0 : cpLen(this._buf);
+    const held = this._buf.length < LONG_HOLD ? 0 : cpLen(this._buf);  // (code points <= UTF-16 units)
     this._rescanAt = held >= LONG_HOLD ? 2 * held : 0;
   }
 
