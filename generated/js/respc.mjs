@@ -122,7 +122,8 @@ function joined(out) {
   return r;
 }
 
-const OPEN = 0, CLOSE = 2;
+// transition actions (compiler/automaton.py): an edge is [action, field, target]; 2 closes
+const OPEN = 0;
 
 // held characters from which a pending hold is scanned again only once it has doubled (runtime/stream.py)
 const LONG_HOLD = 1024;
@@ -330,8 +331,6 @@ export class StreamParser {
       throw exc;
     }
   }
-
-  _bodyLen() { return this._bodyCp; }
 
   _here() { return this._mark + this._sunk + this._bodyCp; }
 
