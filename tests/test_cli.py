@@ -1042,7 +1042,8 @@ def test_help_names_exit_codes_and_the_catalogue(capsys):
 def test_compile_and_parse_help_name_their_options(capsys):
     assert main(["compile", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "usage: respc compile [-h] -o OUT [--parents] [--check] TEMPLATE" in out
+    assert ("usage: respc compile [-h] -o OUT [--parents] [--target {python,js}] [--with-runtime] [--check] "
+            "TEMPLATE") in out
     assert "exit 1 with a diff when OUT (-o/--output) is missing or stale" in out
     assert main(["parse", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())

@@ -1,0 +1,186 @@
+"""Pass 5 for a second runtime: lay a template out as an ES module for the JavaScript runtime
+(``runtime/js/respc.mjs``; docs/javascript.md).
+
+Like :mod:`respc.compiler.emit`, this module decides nothing: it reads the IR (:class:`Template`)
+and the region automaton (:class:`Automaton`) the earlier passes built and writes them as one JSON
+table the runtime runs. Everything taken from the template reaches the module as JSON data inside
+``JSON.parse`` of a string literal written by :func:`json.dumps` (ASCII, every character outside
+printable ASCII escaped), never as code, so a hostile template cannot inject anything.
+
+The JavaScript runtime implements a subset of what the Python runtime runs (docs/javascript.md,
+"What is refused"). :func:`js_support_problem` names the first thing a template uses outside it;
+:func:`emit_js_module` refuses such a template with :class:`JsTargetError` instead of writing a
+parser that could give another answer than the Python one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .automaton import Automaton
+from .ir import Template
+
+__all__ = ["JS_CODEGEN_VERSION", "JS_RUNTIME_ABI", "JS_RUNTIME_IMPORT", "JS_RUNTIME_PATH", "JsTargetError", "js_support_problem",
+           "emit_js_module"]
+
+#: Stamped into every generated JavaScript module; bump it when the generated code changes.
+JS_CODEGEN_VERSION = 1
+#: The table layout ``runtime/js/respc.mjs`` reads (its ``RUNTIME_ABI``).
+JS_RUNTIME_ABI = 1
+#: Where a generated module imports the runtime from: ``respc.mjs`` beside it (docs/javascript.md).
+JS_RUNTIME_IMPORT = "./respc.mjs"
+#: The runtime's file (installed with the package: ``respc/runtime/js/respc.mjs``).
+JS_RUNTIME_PATH = Path(__file__).resolve().parent.parent / "runtime" / "js" / "respc.mjs"
+
+
+class JsTargetError(ValueError):
+    """The template uses something ``--target js`` does not support yet (docs/javascript.md,
+    "What is refused"); the message is one line naming the feature and the template key."""
+
+
+def js_support_problem(template: Template, automaton: Automaton) -> str | None:
+    """The first reason ``template`` cannot be compiled for the JavaScript runtime, or None.
+
+    The runtime runs template language v1 with literal delimiters (``open``, ``close``,
+    ``start_anchor``, none of whose literals extends another of the same delimiter) and the
+    ``text`` content format without a transform; docs/javascript.md explains each refusal.
+
+    Returns:
+        str | None: ``"--target js does not yet support <feature> (key <key>)"``, or None.
+    """
+    def no(feature: str, key: str) -> str:
+        return f"--target js does not yet support {feature} (key {key})"
+
+    if template.version != 1:
+        return no(f"template language version {template.version}", "respc_version")
+    if _unsafe_number(template.defaults):
+        return no("a number JavaScript cannot hold exactly (an integer beyond 2**53 - 1)", "defaults")
+    anchor = template.start_anchor
+    if anchor.literals is None:
+        return no("a start anchor pattern", anchor.key)
+    if any(not lit for lit in anchor.literals):
+        return no("an empty start anchor literal", anchor.key)
+    for f in template.fields:
+        where = f"fields.{f.name}"
+        for delim in (f.open, f.close):
+            if delim is None:
+                continue
+            if delim.literals is None:
+                return no("regex delimiters", f"{where}.{delim.key}")
+            if delim.can_extend:
+                return no("a literal list in which one literal extends another", f"{where}.{delim.key}")
+            if any(not lit for lit in delim.literals):
+                return no("an empty literal delimiter", f"{where}.{delim.key}")
+        if f.content != "text":
+            return no(f"the {f.content!r} content format", f"{where}.content")
+        if set(f.content_args) - {"strip"}:
+            return no("these content_args", f"{where}.content_args")
+        if f.transform is not None:
+            return no("transforms", f"{where}.transform")
+    for state in automaton.states:
+        for w in state.watches:
+            if w.action not in ("open", "close"):
+                return no(f"the {w.action!r} transition", f"fields.{template.fields[w.field].name}")
+            if w.matcher != "literal" or w.indeterminate or w.pending_at_edge:
+                return no("this delimiter's matching", f"fields.{template.fields[w.field].name}.{w.delimiter.key}")
+    return None
+
+
+def _unsafe_number(value) -> bool:
+    """Whether a JSON value holds an integer a JavaScript number cannot hold exactly."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return abs(value) > 2**53 - 1
+    if isinstance(value, dict):
+        return any(_unsafe_number(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_unsafe_number(v) for v in value)
+    return False
+
+
+def _table(template: Template, automaton: Automaton) -> dict:
+    """The JSON table ``makeParser`` reads (runtime/js/respc.mjs)."""
+    fields = [{
+        "name": f.name,
+        "slot": f.slot if f.slot is not None else f.name,
+        "join": f.join,
+        "repeats": f.repeats,
+        "strip": bool(f.content_args.get("strip", True)),
+    } for f in template.fields]
+    states = []
+    for s in automaton.states:
+        watches = sorted(s.watches, key=lambda w: w.rank)
+        states.append({
+            "watches": [{"literals": list(w.delimiter.literals), "rank": w.rank} for w in watches],
+            "edges": [[0 if w.action == "open" else 2, w.field, w.target] for w in watches],
+        })
+    # errors="recover": (closer, its field's openers, field) per literal close of three characters
+    # or more of a field with an opener (compiler/emit.py, STRAY_CLOSERS)
+    stray = []
+    for index, f in enumerate(template.fields):
+        if f.open is None or f.close is None:
+            continue
+        for closer in f.close.literals:
+            if len(closer.strip()) >= 3:
+                stray.append([closer, list(f.open.literals), index])
+    return {
+        "abi": JS_RUNTIME_ABI,
+        "source": template.source,
+        "sha256": template.sha256,
+        "defaults": template.defaults,
+        "required": [f.slot or f.name for f in template.fields if not f.optional],
+        "outside": template.implicit,
+        "anchors": list(template.start_anchor.literals),
+        "fields": fields,
+        "states": states,
+        "stray": stray,
+    }
+
+
+def _comment(text: str) -> str:
+    """Text safe on one ``//`` comment line: printable ASCII, anything else a ``\\u`` escape."""
+    return "".join(c if " " <= c <= "~" else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
+                   for c in text)
+
+
+def emit_js_module(template: Template, automaton: Automaton, *, command: str) -> str:
+    """The ES module source of ``template``'s streaming parser (docs/javascript.md, "The API").
+
+    Args:
+        template: the validated IR; automaton: its region automaton (compiler/automaton.py).
+        command: the regenerate command stamped in the banner.
+
+    Returns:
+        str: ASCII module text; the same template and compiler give the same bytes.
+
+    Raises:
+        JsTargetError: the template uses something the JavaScript runtime does not support yet.
+    """
+    problem = js_support_problem(template, automaton)
+    if problem is not None:
+        raise JsTargetError(problem)
+    # the table's JSON text, one line per value (readable diffs), each line one string literal
+    lines = json.dumps(_table(template, automaton), ensure_ascii=True, indent=1).split("\n")
+    table = "".join(f"  {json.dumps(line)},\n" for line in lines)
+    return (
+        "// @generated by respc -- do not edit.\n"
+        f"// template: {_comment(template.source)}\n"
+        f"// template sha256: {template.sha256}\n"
+        f"// regenerate: {_comment(command)}\n"
+        f"// respc js codegen {JS_CODEGEN_VERSION}\n"
+        "// Streaming response parser (docs/javascript.md): new ResponseParser(prefix, {tools, errors}),\n"
+        "// parser.initialEvents, parser.feed(text) -> events, parser.finalize() -> {message, events},\n"
+        "// parseResponse(text, {prefix, tools, errors}) -> message.\n"
+        f"import {{ makeParser, parseWith }} from {json.dumps(JS_RUNTIME_IMPORT)};\n"
+        "\n"
+        "// the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)\n"
+        f"export const TABLE = JSON.parse([\n{table}].join(\"\\n\"));\n"
+        "\n"
+        "export const ResponseParser = makeParser(TABLE);\n"
+        "\n"
+        "export function parseResponse(text, options = {}) {\n"
+        "  return parseWith(ResponseParser, text, options);\n"
+        "}\n"
+    )

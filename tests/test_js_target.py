@@ -1,0 +1,406 @@
+"""``respc compile --target js`` (compiler/emit_js.py, runtime/js/respc.mjs; docs/javascript.md).
+
+Parity: for every template the JavaScript target accepts (catalogue templates and the inline
+templates of the conformance vectors), its vectors (corpus, peer vectors, family cases, the
+conformance vector itself) and random outputs made of its own delimiters run through the
+generated JavaScript parser under Node on whole, per-character and random chunkings, in both
+errors modes, and must give the Python parser's message, events and diagnostics exactly (or the
+same error). One Node process per template. Skips when ``node`` is absent; the shared vectors are
+skipped when ../shared is absent (the random outputs still run).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from respc.compiler.api import compile_template
+from respc.compiler.cli import main
+from respc.compiler.emit_js import JsTargetError, emit_js_module, js_support_problem
+from respc.compiler.source import read_template
+
+from support import CONFORMANCE, CORPUS, PEER_PREFIX, REPO, SHARED, chunkings, load_jsonl, missing
+
+NODE = shutil.which("node")
+needs_node = pytest.mark.skipif(NODE is None, reason="node (Node.js 20 or later) is not installed")
+RUNTIME = REPO / "runtime" / "js" / "respc.mjs"
+DRIVER = Path(__file__).with_name("js_parity.mjs")
+PEERS = [SHARED / "corpus" / "peer_vectors.jsonl", SHARED / "corpus" / "peer_vectors2.jsonl"]
+#: parity figures of the last run (printed by test_parity_summary)
+FIGURES: dict = {"templates": [], "cases": 0, "vectors": 0}
+
+
+def _accepted_catalogue() -> list[str]:
+    names = []
+    for path in sorted((REPO / "templates").glob("*.json")):
+        read = read_template(str(path))
+        if js_support_problem(read.template, read.automaton) is None:
+            names.append(path.stem)
+    return names
+
+
+def _conformance_templates() -> list[tuple[str, dict, list[dict]]]:
+    """The conformance vectors whose inline template the JavaScript target accepts."""
+    out = []
+    for vector in load_jsonl(CONFORMANCE):
+        try:
+            read = read_template(vector["template"])
+        except ValueError:
+            continue
+        if js_support_problem(read.template, read.automaton) is None:
+            out.append((vector["id"], vector["template"], [vector]))
+    return out
+
+
+def _vectors_of(name: str) -> list[dict]:
+    """Corpus vectors, peer vectors and family cases of catalogue template ``name``."""
+    vectors = [v for v in load_jsonl(CORPUS) if v.get("family") == name]
+    for path in PEERS:
+        for v in load_jsonl(path):
+            if v.get("family") == name:
+                vectors.append(dict(v, prefix=PEER_PREFIX.get(v["id"], v["prefix"])))
+    family = REPO / "tests" / "cases" / "families" / f"{name}.json"
+    if family.is_file():
+        for case in json.loads(family.read_text(encoding="utf-8")).get("cases", []):
+            if "text" in case and "prefix" in case:
+                vectors.append({"id": f"{name}/{case.get('name')}", "prefix": case["prefix"], "text": case["text"]})
+    return vectors
+
+
+def _random_outputs(template, seed: str, count: int) -> list[dict]:
+    """Outputs made of the template's delimiters, pieces of them, whitespace and words (some
+    astral characters, so offsets must count code points): a property test of parity."""
+    rng = random.Random(seed)
+    delims = [lit for f in template.fields for d in (f.open, f.close) if d is not None for lit in d.literals]
+    anchor = rng.choice(template.start_anchor.literals)
+    words = ["hi", "a b", " ", "\n", "\n\n", "\t", "\u00a0", "\x1c", "\U0001F600", "caf\u00e9", "x<y", "'\""]
+    cases = []
+    for _ in range(count):
+        parts = []
+        for _ in range(rng.randint(0, 9)):
+            roll = rng.random()
+            if roll < 0.4 and delims:
+                lit = rng.choice(delims)
+                parts.append(lit if rng.random() < 0.8 else lit[:rng.randint(1, max(1, len(lit) - 1))])
+            else:
+                parts.append(rng.choice(words))
+        text = "".join(parts)
+        prefix = rng.choice(["", "user said hi" + anchor, anchor + rng.choice(delims + [""]) if delims else anchor,
+                             "no anchor here", "x" + anchor.replace("\n", "\\n"),
+                             anchor + "\U0001F600 " + rng.choice(delims + [""]) + "\U0001F600"])
+        cases.append({"id": f"random/{len(cases)}", "prefix": prefix, "text": text})
+    return cases
+
+
+def _python_outcome(module, prefix: str, chunks: list[str], errors: str) -> dict:
+    events: list = []
+    parser = None
+    try:
+        parser = module.ResponseParser(prefix, None, errors=errors)
+        events.extend(parser.initial_events)
+        for chunk in chunks:
+            events.extend(parser.feed(chunk))
+        message, last = parser.finalize()
+        events.extend(last)
+        return {"message": message, "events": events, "diagnostics": parser.diagnostics}
+    except Exception as exc:  # noqa: BLE001 - both sides must raise the same error
+        return {"error": [type(exc).__name__, str(exc)], "events": events,
+                "diagnostics": parser.diagnostics if parser is not None else []}
+
+
+def _prepare(tmp_path: Path, key: str, spec, vectors: list[dict]) -> dict:
+    """Write ``spec``'s JavaScript module and the runtime into a folder; run every vector on each
+    chunking and errors mode through the Python parser. Returns the Node job and what Python gave."""
+    read = read_template(spec)
+    source = emit_js_module(read.template, read.automaton, command="respc compile (test)")
+    folder = tmp_path / key.replace("/", "_")
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(RUNTIME, folder / "respc.mjs")
+    (folder / "parser.mjs").write_text(source, encoding="ascii")
+    module = compile_template(spec)
+    cases, expected = [], []
+    for vector in vectors:
+        for how, chunks in chunkings(vector["text"], vector["id"]).items():
+            for errors in ("strict", "recover"):
+                cases.append({"prefix": vector["prefix"], "chunks": chunks, "errors": errors,
+                              "id": f"{vector['id']} [{how}, {errors}]"})
+                expected.append(_python_outcome(module, vector["prefix"], chunks, errors))
+    return {"key": key, "job": {"module": str(folder / "parser.mjs"), "cases": cases}, "expected": expected}
+
+
+def _compare(prepared: list[dict]) -> tuple[int, list[str]]:
+    """Run the prepared jobs in one Node process; returns (cases compared, mismatch descriptions)."""
+    done = subprocess.run([NODE, str(DRIVER)], input=json.dumps({"jobs": [p["job"] for p in prepared]}),
+                          capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert done.returncode == 0, done.stderr
+    count, bad = 0, []
+    for p, got in zip(prepared, json.loads(done.stdout)):
+        for case, want, have in zip(p["job"]["cases"], p["expected"], got):
+            count += 1
+            # JSON round trip: tuples become lists on the Python side as they do in JSON
+            if json.loads(json.dumps(want)) != have:
+                bad.append(f"{p['key']}: {case['id']}\n  python: {json.dumps(want)[:600]}\n"
+                           f"  js:     {json.dumps(have)[:600]}")
+    return count, bad
+
+
+def _run_parity(tmp_path: Path, key: str, spec, vectors: list[dict]) -> tuple[int, list[str]]:
+    """Run ``vectors`` through both parsers; returns (cases compared, mismatch descriptions)."""
+    return _compare([_prepare(tmp_path, key, spec, vectors)])
+
+
+@needs_node
+@pytest.mark.parametrize("name", _accepted_catalogue())
+def test_catalogue_parity(tmp_path, name):
+    """Catalogue template ``name``: its vectors and 30 random outputs, Python = JavaScript."""
+    read = read_template(str(REPO / "templates" / f"{name}.json"))
+    vectors = _vectors_of(name)
+    outputs = _random_outputs(read.template, name, 30)
+    count, bad = _run_parity(tmp_path, name, str(REPO / "templates" / f"{name}.json"), vectors + outputs)
+    FIGURES["templates"].append(name)
+    FIGURES["cases"] += count
+    FIGURES["vectors"] += len(vectors)
+    assert not bad, "\n".join(bad[:5]) + f"\n({len(bad)} of {count} differ)"
+
+
+@needs_node
+def test_conformance_parity(tmp_path):
+    """Every conformance vector whose inline template the JavaScript target accepts, with 10
+    random outputs of that template."""
+    if not CONFORMANCE.is_file():
+        pytest.skip(missing(CONFORMANCE))
+    found = _conformance_templates()
+    assert found, "no conformance vector's template is accepted by the JavaScript target"
+    prepared = [_prepare(tmp_path, key, spec, vectors + _random_outputs(read_template(spec).template, key, 10))
+                for key, spec, vectors in found]
+    total, bad = _compare(prepared)  # one Node process for all of them
+    FIGURES["cases"] += total
+    FIGURES["vectors"] += len(found)
+    FIGURES["conformance"] = len(found)
+    assert not bad, "\n".join(bad[:5]) + f"\n({len(bad)} of {total} differ)"
+
+
+#: Templates that use what the catalogue's accepted ones do not: no implicit field (text outside
+#: every region is dropped), ``strip: false``, a required field, repeats without join (a list), a
+#: field that neither repeats nor joins (D1), an opener that is also another field's closer, close
+#: lists, a start anchor list, a three-character closer (recover: doubled and stray closers).
+SYNTHETIC = {
+    "no_implicit": {"start_anchor": "ASSISTANT:", "fields": {
+        "thought": {"open": "<t>", "close": "</t>", "content": "text", "repeats": True},
+        "answer": {"open": ["<a>", "<ans>"], "close": ["</a>", "</ans>", "<end>"], "content": "text",
+                   "content_args": {"strip": False}, "optional": False}}},
+    "d1_single": {"defaults": {"role": "assistant", "content": ""}, "start_anchor": ["<s>", "<start>"], "fields": {
+        "reasoning": {"open": "[[", "close": "]]", "content": "text"},
+        "content": {"close": ["<eos>", "[["], "content": "text", "content_args": {"strip": False}}}},
+    "shared_delims": {"start_anchor": "\n>>", "fields": {
+        "a": {"open": "<x>", "close": "<y>", "content": "text", "repeats": True, "join": " | "},
+        "b": {"open": "<y>", "close": "<x>", "content": "text", "repeats": True},
+        "content": {"close": "\u00a0\U0001F600\u00a0", "content": "text", "repeats": True, "join": "\n"}}},
+    # keys JavaScript objects treat specially are plain message keys
+    "proto_keys": {"defaults": {"constructor": "x", "role": "assistant"}, "start_anchor": "<s>", "fields": {
+        "__proto__": {"open": "<p>", "close": "</p>", "content": "text"},
+        "toString": {"open": "<q>", "close": "</q>", "content": "text", "repeats": True},
+        "content": {"close": "<eos>", "content": "text"}}},
+}
+
+
+@needs_node
+@pytest.mark.parametrize("name", sorted(SYNTHETIC))
+def test_synthetic_parity(tmp_path, name):
+    """Templates written to reach the runtime's other branches: 60 random outputs each, Python = JavaScript."""
+    spec = SYNTHETIC[name]
+    read = read_template(spec)
+    assert js_support_problem(read.template, read.automaton) is None
+    count, bad = _run_parity(tmp_path, name, spec, _random_outputs(read.template, name, 60))
+    FIGURES["cases"] += count
+    FIGURES["synthetic"] = FIGURES.get("synthetic", 0) + 1
+    assert not bad, "\n".join(bad[:5]) + f"\n({len(bad)} of {count} differ)"
+
+
+#: errors="recover" holds whitespace after an opener or closer while the same delimiter may still
+#: be written again; held past 1,024 characters, both runtimes scan again only once it has doubled
+#: (the events then come later, and must come at the same feed in both)
+LONG_HOLDS = [
+    "\u25c1think\u25b7" + " " * 2000 + "x\u25c1/think\u25b7",
+    "\u25c1think\u25b7" + " \n" * 1500 + "\u25c1think\u25b7 y\u25c1/think\u25b7 z",
+    "\u25c1think\u25b7" + "\u3000" * 1030 + "\u25c1thi",
+    "\u25c1think\u25b7a\u25c1/think\u25b7" + " " * 2500 + "\u25c1/think\u25b7b" + " " * 1100,
+    "\u25c1think\u25b7" + " " * 1023 + "\U0001F600" + " " * 3000,
+]
+
+
+@needs_node
+def test_long_hold_parity(tmp_path):
+    """Long held whitespace (errors="recover" watching for a repeated delimiter), Python = JavaScript."""
+    spec = str(REPO / "templates" / "kimi_vl.json")
+    vectors = [{"id": f"long/{k}", "prefix": "", "text": text} for k, text in enumerate(LONG_HOLDS)]
+    count, bad = _run_parity(tmp_path, "long", spec, vectors)
+    FIGURES["cases"] += count
+    assert not bad, "\n".join(bad[:3]) + f"\n({len(bad)} of {count} differ)"
+
+
+def test_refused_with_one_line_naming_the_key(tmp_path, capsys):
+    """A template the runtime cannot run is refused: exit 2, one line naming the feature and the
+    key, nothing written (docs/javascript.md, "What is refused")."""
+    out = tmp_path / "qwen3.mjs"
+    assert main(["compile", str(REPO / "templates" / "qwen3.json"), "--target", "js", "-o", str(out)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "respc: --target js does not yet support template language version 2 (key respc_version)"]
+    assert not out.exists()
+    spec = {"fields": {"content": {"close_pattern": "<end>|<stop>", "content": "text"}}, "start_anchor": "A:"}
+    read = read_template(spec)
+    assert js_support_problem(read.template, read.automaton) == \
+        "--target js does not yet support regex delimiters (key fields.content.close_pattern)"
+    with pytest.raises(JsTargetError):
+        emit_js_module(read.template, read.automaton, command="x")
+    spec = {"defaults": {"id": 2**53}, "fields": {"content": {"content": "text"}}, "start_anchor": "A:"}
+    read = read_template(spec)
+    assert js_support_problem(read.template, read.automaton) == ("--target js does not yet support a number "
+                                                                 "JavaScript cannot hold exactly (an integer beyond "
+                                                                 "2**53 - 1) (key defaults)")
+    spec = {"fields": {"calls": {"open": "<c>", "close": "</c>", "content": "json"}}, "start_anchor": "A:"}
+    read = read_template(spec)
+    assert js_support_problem(read.template, read.automaton) == \
+        "--target js does not yet support the 'json' content format (key fields.calls.content)"
+
+
+def test_compile_writes_an_ascii_module(tmp_path, capsys):
+    """``respc compile kimi_vl --target js -o parser.mjs --with-runtime`` writes an ASCII ES module
+    and the runtime beside it; ``parseResponse`` under Node gives the Python parser's message."""
+    out = tmp_path / "parser.mjs"
+    template = str(REPO / "templates" / "kimi_vl.json")
+    assert main(["compile", template, "--target", "js", "-o", str(out), "--with-runtime"]) == 0, capsys.readouterr().err
+    text = out.read_bytes().decode("ascii")
+    assert 'from "./respc.mjs"' in text and "export const ResponseParser" in text
+    assert (tmp_path / "respc.mjs").read_text(encoding="utf-8") == RUNTIME.read_text(encoding="utf-8")
+    if NODE is None:
+        return
+    output = "\u25c1think\u25b7 plan \u25c1/think\u25b7 Hello.<|im_end|>"
+    script = tmp_path / "use.mjs"
+    script.write_text('import { parseResponse } from "./parser.mjs";\n'
+                      f'console.log(JSON.stringify(parseResponse({json.dumps(output)}, {{prefix: ""}})));\n',
+                      encoding="utf-8")
+    ran = subprocess.run([NODE, str(script)], capture_output=True, text=True, encoding="utf-8")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == compile_template(template).parse_response(output, prefix="") == {
+        "role": "assistant", "reasoning_content": "plan", "content": "Hello."}
+
+
+def test_with_runtime_needs_a_js_file(capsys):
+    """``--with-runtime`` without ``--target js``, or with ``-o -``, is a usage error (exit 2)."""
+    template = str(REPO / "templates" / "kimi_vl.json")
+    for extra in (["-o", "x.py"], ["--target", "js", "-o", "-"]):
+        assert main(["compile", template, "--with-runtime", *extra]) == 2
+        assert capsys.readouterr().err.startswith("respc: --with-runtime")
+
+
+GENERATED_JS = REPO / "generated" / "js"
+
+
+def _js_command(name: str) -> str:
+    return f"respc compile templates/{name}.json --target js -o generated/js/{name}.mjs"
+
+
+def test_generated_js_is_fresh():
+    """generated/js/ holds exactly one module per catalogue template the target accepts, each
+    byte-identical to what the compiler writes now, and a copy of runtime/js/respc.mjs (so the
+    folder runs as it is). Regenerate: ``respc compile templates/NAME.json --target js -o
+    generated/js/NAME.mjs`` per accepted template, and ``cp runtime/js/respc.mjs generated/js/``."""
+    accepted = _accepted_catalogue()
+    present = sorted(p.stem for p in GENERATED_JS.glob("*.mjs") if p.name != "respc.mjs")
+    assert present == accepted, "generated/js/ must hold one module per accepted catalogue template"
+    assert (GENERATED_JS / "respc.mjs").read_bytes() == RUNTIME.read_bytes(), \
+        "generated/js/respc.mjs is stale: cp runtime/js/respc.mjs generated/js/"
+    for name in accepted:
+        read = read_template(str(REPO / "templates" / f"{name}.json"), source_name=f"templates/{name}.json")
+        expected = emit_js_module(read.template, read.automaton, command=_js_command(name))
+        current = (GENERATED_JS / f"{name}.mjs").read_text(encoding="ascii")
+        assert current == expected, f"generated/js/{name}.mjs is stale; run: {_js_command(name)}"
+
+
+def test_compile_check_js(tmp_path, capsys):
+    """``compile --target js --check``: 0 for a fresh module (also one written from another folder),
+    1 with a diff for a stale one, 1 for a missing one; writes nothing."""
+    template = str(REPO / "templates" / "kimi_vl.json")
+    fresh = GENERATED_JS / "kimi_vl.mjs"
+    assert main(["compile", template, "--target", "js", "-o", str(fresh), "--check"]) == 0
+    stale = tmp_path / "kimi_vl.mjs"
+    text = fresh.read_text(encoding="ascii")
+    assert text.count('\\"rank\\": 1') == 1
+    stale.write_text(text.replace('\\"rank\\": 1', '\\"rank\\": 2'), encoding="ascii")
+    capsys.readouterr()
+    assert main(["compile", template, "--target", "js", "-o", str(stale), "--check"]) == 1
+    out = capsys.readouterr()
+    assert '-  "     \\"rank\\": 2",' in out.out.splitlines()
+    assert '+  "     \\"rank\\": 1",' in out.out.splitlines()
+    assert "is stale; run: respc compile" in out.err
+    assert main(["compile", template, "--target", "js", "-o", str(tmp_path / "none.mjs"), "--check"]) == 1
+    assert not (tmp_path / "none.mjs").exists()
+
+
+def test_parity_summary(capsys):
+    """Print the parity figures of this run (-s shows them; docs/javascript.md quotes them)."""
+    print(f"\nJS parity: {len(FIGURES['templates'])} catalogue templates {FIGURES['templates']}, "
+          f"{FIGURES.get('conformance', 0)} conformance templates, {FIGURES.get('synthetic', 0)} synthetic templates, "
+          f"{FIGURES['vectors']} vectors, "
+          f"{FIGURES['cases']} cases (vector x chunking x errors mode) equal")
+
+
+LINEAR_JS = r"""
+import { ResponseParser } from "./parser.mjs";
+const [kind, errors] = process.argv.slice(2);
+const make = {
+  // many delimiters while one watched literal never comes, then many pieces of it (kimi_vl)
+  delimiters: (n) => "\u25c1think\u25b7a\u25c1/think\u25b7b".repeat(n) + "<|im_".repeat(n),
+  // recover: one answer holding many closers of another field, no opener anywhere (stray closers)
+  stray: (n) => "<a>" + "x</t>".repeat(n) + "</a>",
+}[kind];
+function once(n, whole) {
+  const text = make(n);
+  globalThis.gc();
+  const t0 = process.cpuUsage();  // CPU time: other processes on a busy machine do not count
+  const p = new ResponseParser("", { errors });
+  if (whole) p.feed(text);
+  else for (let i = 0; i < text.length; i += 3) p.feed(text.slice(i, i + 3));
+  p.finalize();
+  const spent = process.cpuUsage(t0);
+  return (spent.user + spent.system) / 1000;
+}
+once(4000, true);  // warms the engine up
+once(4000, false);
+const best = [[1e9, 1e9], [1e9, 1e9]];
+for (let r = 0; r < 2; r++) {  // the sizes alternate, so a busy machine slows both
+  for (const k of [0, 1]) {
+    best[k][0] = Math.min(best[k][0], once(10000, k === 0));
+    best[k][1] = Math.min(best[k][1], once(20000, k === 0));
+  }
+}
+process.stdout.write(JSON.stringify(best));
+"""
+
+
+@needs_node
+@pytest.mark.parametrize("kind, errors", [("delimiters", "strict"), ("stray", "recover")])
+def test_js_parser_is_linear(tmp_path, kind, errors):
+    """Twice the output costs at most 2.5 times as much, whole and in 3-character chunks (CPU
+    time, best of 2, the sizes alternating; docs/javascript.md): ``delimiters`` many delimiters while
+    one watched literal never comes, then many pieces of it (fails without the scan memo);
+    ``stray``: errors="recover", an answer holding many closers of another field (fails when the
+    search for their opener runs to the end of the body each time)."""
+    spec = str(REPO / "templates" / "kimi_vl.json") if kind == "delimiters" else SYNTHETIC["no_implicit"]
+    read = read_template(spec)
+    shutil.copyfile(RUNTIME, tmp_path / "respc.mjs")
+    (tmp_path / "parser.mjs").write_text(emit_js_module(read.template, read.automaton, command="x"), encoding="ascii")
+    (tmp_path / "linear.mjs").write_text(LINEAR_JS, encoding="utf-8")
+    # one thread (no concurrent compiler or collector), CPU time of the process
+    done = subprocess.run([NODE, "--single-threaded", "--expose-gc", str(tmp_path / "linear.mjs"), kind, errors],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    for how, (small, large) in zip(("whole", "3-character chunks"), json.loads(done.stdout)):
+        print(f"JS linear, {kind}, {how}: {small:.1f} ms -> {large:.1f} ms CPU for twice the output")
+        assert large <= 2.5 * small, (how, small, large)
