@@ -1339,7 +1339,7 @@ class StreamParser:
     __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_blocks", "_groups",
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_heads", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
-                 "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
+                 "_defer", "_cdefer", "_held", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
                  "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd", "_rxt", "_rxskip", "_rxbase", "_rxbuf", "_rxat",
                  "_rxspent", "_loose", "boundary_hook", "_mute", "_rcg")
@@ -1498,6 +1498,10 @@ class StreamParser:
         self._stack: list[tuple] = []
         self._tent = None
         self._defer = None
+        #: errors="recover": a closer met inside an open value, held until decided (_close_deferred)
+        self._cdefer: list | None = None
+        #: the region being closed passed over a closer held inside a value: its body must parse strictly
+        self._held = False
         self._back = 0
         #: None, or ``hook(region, match) -> decoder``: makes the boundary decoder of each region with
         #: ``end: "value"`` that a delimiter opens (``match``: the opener's match), instead of
@@ -2021,7 +2025,7 @@ class StreamParser:
         pos = self._pos
         new = self._buf = buf + text
         if (len(new) - pos >= LONG_HOLD or self._again is not None or self._defer is not None
-                or self._tent is not None):
+                or self._tent is not None or self._cdefer is not None):
             self._hd = None
             return False
         hd = self._hd
@@ -2123,6 +2127,13 @@ class StreamParser:
                 if verdict is None:
                     break
                 pos = verdict
+            if self._cdefer is not None:
+                # errors="recover": a closer inside an open value, waiting for a later closer
+                verdict = self._close_deferred(events, buf, pos, eos, memo)
+                if verdict is None:
+                    break
+                pos = verdict
+                continue
             state = self._state
             if (pos == n and not eos and self._KNOWN[state] and self._tent is None and self._defer is None
                     and (pos > 0 or self.CONTEXT == 0)):
@@ -2230,6 +2241,11 @@ class StreamParser:
                     # the refused match is still found
                     pos = start + 1
                     self._route(events, buf[start:pos])
+                elif self._recover and self._inside_at_close(field, start, end, match):
+                    # a closer inside an open value (an xml-inline parameter, a JSON string): held
+                    # until a later closer leaves the value whole, or the output ends (then it
+                    # closes after all); docs/security.md, "Closers inside an open value"
+                    pos = start
                 else:
                     had_text = self._opened
                     slot = self._name
@@ -2278,6 +2294,12 @@ class StreamParser:
             if self._defer is not None:
                 d = self._defer
                 self._defer = (d[0] - cut, d[1] - cut) + d[2:5] + (d[5] - cut,)
+            if self._cdefer is not None:
+                d = self._cdefer
+                d[0] -= cut
+                d[1] -= cut
+                d[3] -= cut
+                d[5] -= cut
         self._buf = buf
         self._pos = pos
         if pos == len(buf):
@@ -2385,6 +2407,95 @@ class StreamParser:
             self._state = target
         else:
             self._begin(events, OPEN, field, target, match, buf[start:end])
+        return end
+
+    @classmethod
+    def _inside_factory(cls, field: int) -> Any:
+        """The ``inside`` reader factory of region ``field``'s content format
+        (``runtime/formats/base.py`` :class:`InsideReader`), or None; built once per class."""
+        table = cls.__dict__.get("_INSIDE_TABLE")
+        if table is None:
+            table = {}
+            setattr(cls, "_INSIDE_TABLE", table)
+        if field not in table:
+            from .formats import FORMATS
+
+            process = cls.REGIONS[field].process
+            record = FORMATS.get(getattr(process, "content_parser", None))
+            factory = None
+            if record is not None and record.inside is not None:
+                try:
+                    factory = record.inside(getattr(process, "content_args", None) or {})
+                except Exception:  # load-time checks refuse bad arguments; never raise here
+                    factory = None
+            table[field] = factory
+        return table[field]
+
+    def _inside_at_close(self, field: int, start: int, end: int, match: Any) -> bool:
+        """errors="recover": whether the close ``match`` at ``start``-``end`` of region ``field`` stands
+        inside an open value of the body (its format's ``inside`` reader, fed the whole body once);
+        if so the close is held (:attr:`_cdefer`) and True is returned."""
+        if field != self._field or self._loose is not None or end <= start:
+            return False
+        factory = self._inside_factory(field)
+        if factory is None:
+            return False
+        reader = factory()
+        blocks = self._blocks
+        body = "".join(blocks) + "".join(self._body) if blocks else "".join(self._body)
+        if not reader.feed(body):
+            return False
+        self._cdefer = [start, end, match, end, reader, start]
+        return True
+
+    def _close_deferred(self, events: list, buf: str, pos: int, eos: bool, memo: list) -> int | None:
+        """Decide a close held by :meth:`_inside_at_close` (the closer stands at ``pos``): look on for
+        a later close of the same region after which the body's value is whole.
+
+        Returns None while undecided (the text from the held closer on is held), else the position
+        to go on from: after the later close (the held closer and what followed were the value's
+        text), or after the held closer when the output ended first (it closes after all, as it
+        did before: a body damaged there is repaired or malformed, never the start of a call).
+        Each character is fed to the inside reader once and scanned once (linear)."""
+        start, end, match, scan, reader, fed = self._cdefer
+        state = self._state
+        scanner = self.SCANNERS[state]
+        edges = self.TRANSITIONS[state]
+        while True:
+            s, e, rank, m, hold = scanner(buf, scan, eos, memo)
+            if s < 0:
+                break
+            if edges[rank][0] == CLOSE and e > s:
+                inside = reader.feed(buf[fed:s])
+                fed = s
+                if not inside:
+                    self._cdefer = None
+                    at = self._here()  # the held closer's offset (pos is its start)
+                    closer = buf[start:end]
+                    self._report("repaired", at, at + len(closer),
+                                 f"closer {closer!r} stands inside an open value of {self.REGIONS[self._field].name!r} "
+                                 f"(a parameter or string its format reads): kept as the value's text; the closer "
+                                 f"at offset {at + s - pos} leaves the value whole", closer, self._name)
+                    self._route(events, buf[pos:s])
+                    slot = self._name
+                    # reading the held closer as text is this body's repair: no other repair is
+                    # stacked on it (a value that needs one is malformed, never a guessed call)
+                    self._held = True
+                    try:
+                        end_at = self._close(events, m, buf[s:e])
+                    finally:
+                        self._held = False
+                    self._leave(end_at)
+                    self._watch_again(buf[s:e], "doubled-closer", slot)
+                    return e
+            scan = e if e > s else s + 1
+        if not eos:
+            self._cdefer = [start, end, match, hold if hold > scan else scan, reader, fed]
+            return None
+        self._cdefer = None
+        slot = self._name
+        self._leave(self._close(events, match, buf[start:end]))
+        self._watch_again(buf[start:end], "doubled-closer", slot)
         return end
 
     def _probe(self, events: list, buf: str, pos: int, eos: bool, start: int, hold: int) -> int | None:
@@ -2883,7 +2994,11 @@ class StreamParser:
         is the region's value; what came before it, from the first opener to the end of the last
         copy, is an abandoned start, dropped with a ``repaired`` diagnostic holding its text and
         offsets (never a call, never answer text). Decided at the close from the whole body, so
-        chunking changes nothing; the strict parse is not touched."""
+        chunking changes nothing; the strict parse is not touched. A body that passed over a closer
+        inside one of its values (:meth:`_close_deferred`) is read strictly: no repair is stacked
+        on that one (docs/security.md, "Closers inside an open value")."""
+        if self._held:
+            return region.process(text, scope), []
         try:
             return self._repaired(region, text, scope, closer, eos)
         except (ValueError, KeyError, TypeError):

@@ -258,9 +258,6 @@ GEMMA_INJECTED = ('<|tool_call>call:write{content:<|"|>Blocks end with <tool_cal
 INJECTED = [("qwen3_coder", "<|im_start|>assistant\n", QWEN_INJECTED), ("gemma4", "<|turn>model\n", GEMMA_INJECTED)]
 
 
-@pytest.mark.xfail(strict=True, reason="a closer inside an open value (xml-inline <parameter=...>, a JSON string) "
-                                       "closes the call in recover mode, and a call is then read from the value "
-                                       "(needs the issue-26 readers at the strict closer, or deferred closers)")
 @pytest.mark.parametrize("family,prefix,text", INJECTED, ids=[i[0] for i in INJECTED])
 def test_no_call_is_read_from_inside_a_value(family, prefix, text):
     import importlib

@@ -24,7 +24,7 @@ import regex
 
 from ..errors import ParserStateError
 
-__all__ = ["Format", "Plan", "PerParameterReader", "ArgumentStream", "ReparseStream", "REPARSE", "calls_of", "function_of", "escaped", "Boundary", "UNDECIDED", "ACCEPTED", "REJECTED", "Problems", "CallShape", "call_shape", "bool_args", "value_parser_problems",
+__all__ = ["Format", "InsideReader", "Plan", "PerParameterReader", "ArgumentStream", "ReparseStream", "REPARSE", "calls_of", "function_of", "escaped", "Boundary", "UNDECIDED", "ACCEPTED", "REJECTED", "Problems", "CallShape", "call_shape", "bool_args", "value_parser_problems",
            "unmatched_problems", "text_mode"]
 
 #: ``(arg path, problem)`` pairs of a load-time check: the path is relative to the checked dict (``""``: the
@@ -132,6 +132,11 @@ class Format:
         stream (Callable[[Plan, dict], ArgumentStream | None] | None): ``stream(plan, content_args)``, how a
             tool region's arguments stream to the OpenAI adapter (:class:`ArgumentStream`), decided from its
             plan; None (or a None result): the arguments go out in one piece at the close.
+        inside (Callable[[dict], Callable[[], Any]] | None): ``errors="recover"`` only: factory of
+            :class:`InsideReader` objects that tell whether a body stands inside an open value (an
+            xml-inline parameter, a JSON string), so that a closer met there is the value's text when
+            a later closer leaves the value whole (docs/security.md, "Closers inside an open value");
+            None when the format has no such structure.
     """
 
     name: str
@@ -149,6 +154,19 @@ class Format:
     since: int = 1
     lenient: Callable[[dict], "dict | None"] | None = None
     stream: "Callable[[Plan, dict], ArgumentStream | None] | None" = None
+    inside: "Callable[[dict], Callable[[], Any]] | None" = None
+
+
+class InsideReader:
+    """Where a region's body stands, read incrementally (the ``inside`` reader of a :class:`Format`).
+
+    ``feed(text)`` reads the next piece of the body (each character once: linear) and returns True
+    when the body, after it, stands inside a value not closed yet (an open ``<parameter=...>``, a
+    string), False otherwise. The stream parser feeds it the body up to each closer it meets in
+    ``errors="recover"`` (runtime/stream.py, ``StreamParser._close_deferred``)."""
+
+    def feed(self, text: str) -> bool:  # pragma: no cover - interface
+        raise NotImplementedError
 
 
 def no_problems(args: dict, where: str = "content_args") -> Problems:

@@ -13,7 +13,7 @@ import regex
 from ..content import _REGEX_ERRORS, ContentParser, _failing, _grammar_any, _make_value_parser, group_end
 from ..errors import ContentParseError
 from ..repair import NOTES
-from .base import (REPARSE, ArgumentStream, Format, Plan, Problems, call_shape, calls_of, escaped, function_of, is_tool_field,
+from .base import (REPARSE, ArgumentStream, Format, InsideReader, Plan, Problems, call_shape, calls_of, escaped, function_of, is_tool_field,
                    open_scope, unmatched_problems, value_parser_problems)
 from .json_ import Converted, JsonStream
 
@@ -875,5 +875,55 @@ def stream(plan: Plan, args: dict) -> ArgumentStream | None:
     return None
 
 
+class InParameter(InsideReader):
+    """Whether an xml-inline body stands inside an open tag value: after a match of the part of
+    ``tag_pattern`` before its ``value`` group (``<parameter=city>``) and before the literal text the
+    pattern ends with (``</parameter>``). Each piece is read once from where the last one stopped
+    (linear); the stream parser feeds pieces that end at a closer, so a tag never straddles two
+    (docs/security.md, "Closers inside an open value")."""
+
+    __slots__ = ("_opening", "_closing", "_in", "_tail")
+
+    def __init__(self, opening: regex.Pattern, closing: str) -> None:
+        self._opening, self._closing = opening, closing
+        self._in = False
+        self._tail = ""
+
+    def feed(self, text: str) -> bool:
+        data = self._tail + text
+        closing = self._closing
+        at, n = 0, len(data)
+        while at < n:
+            if self._in:
+                j = data.find(closing, at)
+                if j < 0:
+                    at = max(at, n - len(closing) + 1)
+                    break
+                at = j + len(closing)
+                self._in = False
+            else:
+                m = self._opening.search(data, at)
+                if m is None:
+                    at = n
+                    break
+                at = m.end() if m.end() > at else at + 1
+                self._in = True
+        self._tail = data[at:] if self._in else ""
+        return self._in
+
+
+def inside(args: dict) -> "Callable[[], InParameter] | None":
+    """The ``inside`` reader factory of xml-inline (:class:`InParameter`) for ``content_args``
+    ``args``; None when its ``tag_pattern`` has no single ``value`` group or ends in no literal text."""
+    split = _split(args.get("tag_pattern") or "")
+    if split is None:
+        return None
+    opening, after = split
+    closing = _literal_end(after, True)
+    if not closing:
+        return None
+    return lambda: InParameter(opening, closing)
+
+
 FORMAT = Format("xml-inline", True, check, plan, make, repair=repair, repair_on_success=True,
-                grammar=_grammar_any, never_string="a dict", lenient=lenient, stream=stream)
+                grammar=_grammar_any, never_string="a dict", lenient=lenient, stream=stream, inside=inside)
