@@ -1501,7 +1501,7 @@ class StreamParser:
         #: errors="recover": a closer met inside an open value, held until decided (_close_deferred)
         self._cdefer: list | None = None
         #: the region being closed passed over a closer held inside a value: its body must parse strictly
-        self._held = False
+        self._held = 0
         self._back = 0
         #: None, or ``hook(region, match) -> decoder``: makes the boundary decoder of each region with
         #: ``end: "value"`` that a delimiter opens (``match``: the opener's match), instead of
@@ -2448,14 +2448,39 @@ class StreamParser:
         self._cdefer = [start, end, match, end, reader, start]
         return True
 
+    def _opener_inside(self, buf: str, lo: int, hi: int, anything: bool = False) -> bool:
+        """Whether ``buf[lo:hi]`` holds an opener of the current field (strict or, in recover mode,
+        recover-only) as the state the region returns to would find it (with ``anything``: any
+        delimiter that state watches, when the region has already been left): one scan of that
+        text."""
+        back = self._state if anything else self._stack[-1][0] if self._stack else 0
+        scanner = self.SCANNERS[back]
+        edges = self.TRANSITIONS[back]
+        piece = buf[lo:hi]
+        memo = [None] * self.MEMO_SLOTS
+        at, field = 0, self._field
+        try:
+            while at < len(piece):
+                s, e, rank, _m, _h = scanner(piece, at, True, memo)
+                if s < 0:
+                    return False
+                action, target_field = edges[rank][0], edges[rank][1]
+                if anything or (action in (OPEN, NEST, DEFER) and target_field == field):
+                    return True
+                at = e if e > s else s + 1
+        except Exception:  # a bounded search that timed out: count it as ambiguous
+            return True
+        return False
+
     def _close_deferred(self, events: list, buf: str, pos: int, eos: bool, memo: list) -> int | None:
         """Decide a close held by :meth:`_inside_at_close` (the closer stands at ``pos``): look on for
         a later close of the same region after which the body's value is whole.
 
         Returns None while undecided (the text from the held closer on is held), else the position
         to go on from: after the later close (the held closer and what followed were the value's
-        text), or after the held closer when the output ended first (it closes after all, as it
-        did before: a body damaged there is repaired or malformed, never the start of a call).
+        text), or the end of the output when it ended first (the held closer closes after all, as
+        it did before: a body damaged there is repaired or malformed; the text after it is kept as
+        text of the region returned to, never read for calls).
         Each character is fed to the inside reader once and scanned once (linear)."""
         start, end, match, scan, reader, fed = self._cdefer
         state = self._state
@@ -2479,12 +2504,14 @@ class StreamParser:
                     self._route(events, buf[pos:s])
                     slot = self._name
                     # reading the held closer as text is this body's repair: no other repair is
-                    # stacked on it (a value that needs one is malformed, never a guessed call)
-                    self._held = True
+                    # stacked on it (a value that needs one is malformed, never a guessed call);
+                    # an opener of this field after the held closer makes the body ambiguous
+                    # (one call, or calls that end and begin there): malformed, no call
+                    self._held = 2 if self._opener_inside(buf, end, s) else 1
                     try:
                         end_at = self._close(events, m, buf[s:e])
                     finally:
-                        self._held = False
+                        self._held = 0
                     self._leave(end_at)
                     self._watch_again(buf[s:e], "doubled-closer", slot)
                     return e
@@ -2492,11 +2519,26 @@ class StreamParser:
         if not eos:
             self._cdefer = [start, end, match, hold if hold > scan else scan, reader, fed]
             return None
+        # The output ended with the value still open after every later closer: the held closer
+        # closes the region after all (a body damaged there is repaired or malformed, as without
+        # the hold), and what followed it is text of the region it returns to, never read for
+        # delimiters: it was read as the value's text, so a call written there is not one (a
+        # string delimiter written in a value could otherwise keep the hold to the end and have
+        # the call in it read after all).
         self._cdefer = None
-        slot = self._name
-        self._leave(self._close(events, match, buf[start:end]))
-        self._watch_again(buf[start:end], "doubled-closer", slot)
-        return end
+        name = self.REGIONS[self._field].name
+        closer = buf[start:end]
+        self._leave(self._close(events, match, closer))
+        if end < len(buf):
+            at = self._here()
+            rest = buf[end:]
+            if self._opener_inside(buf, end, len(buf), True):
+                self._report("repaired", at, at + len(rest),
+                             f"the output ended inside an open value of {name!r} that a closer {closer!r} met inside "
+                             f"it did not end: the region closes there, and the {len(rest)} characters after it are "
+                             f"kept as text, not read for delimiters", rest, self._name)
+            self._route(events, rest)
+        return len(buf)
 
     def _probe(self, events: list, buf: str, pos: int, eos: bool, start: int, hold: int) -> int | None:
         """Decide a tentative open (v2 ``reject``) from the text after the opener.
@@ -2997,6 +3039,12 @@ class StreamParser:
         chunking changes nothing; the strict parse is not touched. A body that passed over a closer
         inside one of its values (:meth:`_close_deferred`) is read strictly: no repair is stacked
         on that one (docs/security.md, "Closers inside an open value")."""
+        if self._held == 2:
+            raise ContentParseError(
+                f"Field {region.slot!r}: a closer stands inside an open value of the body and an opener of this "
+                "field follows it: the body is ambiguous (one call whose value holds that text, or calls that "
+                "end and begin there), so no call is read from it (docs/security.md, \"Closers inside an open "
+                "value\").")
         if self._held:
             return region.process(text, scope), []
         try:
