@@ -1339,7 +1339,7 @@ class StreamParser:
     __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_blocks", "_groups",
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_heads", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
-                 "_defer", "_cdefer", "_held", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
+                 "_defer", "_cdefer", "_held", "_rc_spent", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
                  "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd", "_rxt", "_rxskip", "_rxbase", "_rxbuf", "_rxat",
                  "_rxspent", "_loose", "boundary_hook", "_mute", "_rcg")
@@ -1384,6 +1384,12 @@ class StreamParser:
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
         # fields whose closer has recover-only alternatives and whose body is a value that ends
         # itself (json, pythonic): such a closer counts only where that value is whole (_recover_close_ok)
+        # text bodies (no structure to ask) with recover-only closers: such a closer that is
+        # zero-width (a lookahead at what opens next) is held until the region's own closer is
+        # known not to follow (_close_deferred): a block that mentions the token and then closes
+        # is text (docs/security.md, "Closers inside an open value")
+        cls._RC_TEXT = frozenset(k for k, r in enumerate(cls.REGIONS)
+                                 if r.boundary is None and any(g.startswith(RECOVER_CLOSER_GROUP) for g in r.groups))
         cls._RC_GATED = frozenset(k for k, r in enumerate(cls.REGIONS)
                                   if r.boundary is not None and r.dirty and not r.ends
                                   and any(g.startswith(RECOVER_CLOSER_GROUP) for g in r.groups))
@@ -1502,6 +1508,9 @@ class StreamParser:
         self._cdefer: list | None = None
         #: the region being closed passed over a closer held inside a value: its body must parse strictly
         self._held = 0
+        #: a held zero-width recover closer fired at the end of the output: no own closer follows
+        #: anywhere after it, so later ones fire at once
+        self._rc_spent = False
         self._back = 0
         #: None, or ``hook(region, match) -> decoder``: makes the boundary decoder of each region with
         #: ``end: "value"`` that a delimiter opens (``match``: the opener's match), instead of
@@ -2241,6 +2250,13 @@ class StreamParser:
                     # the refused match is still found
                     pos = start + 1
                     self._route(events, buf[start:pos])
+                elif (start == end and self._recover and field in self._RC_TEXT and not self._rc_spent
+                      and field == self._field and self._recover_match(match)):
+                    # a zero-width recover-only closer of a text body: held until the region's
+                    # own closer is known not to follow (docs/security.md, "Closers inside an
+                    # open value")
+                    self._cdefer = [start, end, match, start + 1, None, start]
+                    pos = start
                 elif self._recover and self._inside_at_close(field, start, end, match):
                     # a closer inside an open value (an xml-inline parameter, a JSON string): held
                     # until a later closer leaves the value whole, or the output ends (then it
@@ -2448,6 +2464,12 @@ class StreamParser:
         self._cdefer = [start, end, match, end, reader, start]
         return True
 
+    @staticmethod
+    def _recover_match(match: Any) -> bool:
+        """Whether a close ``match`` is one of the field's recover-only closers."""
+        groups = match.groupdict() if hasattr(match, "groupdict") else {}
+        return any(v is not None for k, v in groups.items() if k.startswith(RECOVER_CLOSER_GROUP))
+
     def _opener_inside(self, buf: str, lo: int, hi: int, anything: bool = False) -> bool:
         """Whether ``buf[lo:hi]`` holds an opener of the current field (strict or, in recover mode,
         recover-only) as the state the region returns to would find it (with ``anything``: any
@@ -2490,6 +2512,18 @@ class StreamParser:
             s, e, rank, m, hold = scanner(buf, scan, eos, memo)
             if s < 0:
                 break
+            if reader is None:
+                # a held zero-width recover closer of a text body: the region's own closer
+                # follows, so the held one was text; the region closes there as strict reads it
+                if edges[rank][0] == CLOSE and e > s and not self._recover_match(m):
+                    self._cdefer = None
+                    self._route(events, buf[pos:s])
+                    slot = self._name
+                    self._leave(self._close(events, m, buf[s:e]))
+                    self._watch_again(buf[s:e], "doubled-closer", slot)
+                    return e
+                scan = e if e > s else s + 1
+                continue
             if edges[rank][0] == CLOSE and e > s:
                 inside = reader.feed(buf[fed:s])
                 fed = s
@@ -2519,6 +2553,14 @@ class StreamParser:
         if not eos:
             self._cdefer = [start, end, match, hold if hold > scan else scan, reader, fed]
             return None
+        if reader is None:
+            # no own closer follows: the held recover closer closes the region where it stood
+            # (the damage it is there for: calls inside an unclosed <think>), and the text after
+            # it is read as usual; no own closer is anywhere after it, so later ones fire at once
+            self._cdefer = None
+            self._rc_spent = True
+            self._leave(self._close(events, match, ""))
+            return start
         # The output ended with the value still open after every later closer: the held closer
         # closes the region after all (a body damaged there is repaired or malformed, as without
         # the hold), and what followed it is text of the region it returns to, never read for

@@ -123,3 +123,45 @@ def test_held_closers_are_linear(family, head, unit, tail, step):
 
     small, large = cost(1000), cost(2000)
     assert large <= 2.5 * max(small, 0.002), (small, large)
+
+
+# --- a zero-width recover-only closer of a text body (kimi_k2_thinking's think block) -------------
+
+KIMI = ("kimi_k2_thinking", "<|im_assistant|>assistant<|im_middle|>")
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_think_block_that_writes_a_call_and_closes_is_reasoning(how):
+    """The mention holds a whole call opener: strict reads reasoning, and so does recover now (the
+    lookahead closer fired before and rm ran from the reasoning)."""
+    text = ('<think>I will write "<|tool_call_begin|>functions.rm:0<|tool_call_argument_begin|>{}" literally'
+            '</think>Answer')
+    expected = {"role": "assistant", "content": "Answer", "reasoning_content":
+                'I will write "<|tool_call_begin|>functions.rm:0<|tool_call_argument_begin|>{}" literally'}
+    assert parse(KIMI, text, how, "strict") == (expected, [])
+    assert parse(KIMI, text, how) == (expected, [])
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "unclosed"])
+@pytest.mark.parametrize("step", [1 << 30, 7])
+def test_held_text_closers_are_linear(closed, step):
+    """Many mentions in one think block, closed (each mention is text) or never closed (the first
+    fires at the end of the output; the calls after it are read)."""
+    module = importlib.import_module("respc.generated.kimi_k2_thinking")
+    unit = "a <|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}<|tool_call_end|> "
+
+    def cost(n):
+        text = "<think>x " + unit * n + ("</think>Answer" if closed else "")
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.process_time()
+            parser = module.ResponseParser(KIMI[1], errors="recover")
+            for i in range(0, len(text), step):
+                parser.feed(text[i:i + step])
+            message = parser.finalize()[0]
+            best = min(best, time.process_time() - t0)
+        assert ("tool_calls" in message) is not closed
+        return best
+
+    small, large = cost(1000), cost(2000)
+    assert large <= 2.5 * max(small, 0.002), (small, large)
