@@ -165,3 +165,22 @@ def test_held_text_closers_are_linear(closed, step):
 
     small, large = cost(1000), cost(2000)
     assert large <= 2.5 * max(small, 0.002), (small, large)
+
+
+def test_inside_readers():
+    """The formats' inside readers (docs/formats.md, ``Format.inside``), piece by piece."""
+    from respc.runtime.formats import FORMATS
+
+    xml = FORMATS["xml-inline"].inside({"tag_pattern": r"<parameter=(?P<key>[^>\s]+)>\n?(?P<value>.*?)\n?</parameter>"})
+    reader = xml()
+    assert [reader.feed(p) for p in ["\n<parameter=a>\nx", "</tool_call> y\n</parameter>\n", "<parameter=b>", ""]] == [
+        True, False, True, True]
+    assert xml().feed("\n<parameter=a>\n1\n</parameter>\n</function>\n") is False
+    assert FORMATS["xml-inline"].inside({"tag_pattern": r"<p=(?P<key>\w+)>(?P<value>.*?)(?:</p>|$)"}) is None
+    gemma = FORMATS["json"].inside({"unquoted_keys": True, "string_delims": [['<|"|>', '<|"|>']]})
+    reader = gemma()
+    assert [reader.feed(p) for p in ['{content:<|"|>a', "<tool_call|> b<|", '"|>}', "<tool_call|>"]] == [
+        True, True, False, False]
+    plain = FORMATS["json"].inside({})()
+    assert [plain.feed(p) for p in ['{"a": "x\\', '"</t>', '"}']] == [True, True, False]
+    assert FORMATS["text"].inside is None

@@ -882,16 +882,23 @@ class InParameter(InsideReader):
     (linear); the stream parser feeds pieces that end at a closer, so a tag never straddles two
     (docs/security.md, "Closers inside an open value")."""
 
-    __slots__ = ("_opening", "_closing", "_in", "_tail")
+    __slots__ = ("_opening", "_closing", "_lead", "_in", "_tail")
 
-    def __init__(self, opening: regex.Pattern, closing: str) -> None:
-        self._opening, self._closing = opening, closing
+    def __init__(self, opening: regex.Pattern, closing: str, lead: str) -> None:
+        self._opening, self._closing, self._lead = opening, closing, lead
         self._in = False
         self._tail = ""
 
     def feed(self, text: str) -> bool:
         data = self._tail + text
         closing = self._closing
+        lead = self._lead
+        if lead and not self._in and data.rfind(lead) < max(data.rfind(closing), 0):
+            # the quick answer of a whole body (every call at its closer): after the last closing
+            # text no tag opens (no opening's literal start follows it), so the body stands outside
+            # whatever came before; an opening does not span a closing text
+            self._tail = ""
+            return False
         at, n = 0, len(data)
         while at < n:
             if self._in:
@@ -922,7 +929,8 @@ def inside(args: dict) -> "Callable[[], InParameter] | None":
     closing = _literal_end(after, True)
     if not closing:
         return None
-    return lambda: InParameter(opening, closing)
+    lead = _literal_end(args["tag_pattern"].split(VALUE_GROUP)[0], False)
+    return lambda: InParameter(opening, closing, lead)
 
 
 FORMAT = Format("xml-inline", True, check, plan, make, repair=repair, repair_on_success=True,
