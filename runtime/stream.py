@@ -1356,7 +1356,7 @@ class StreamParser:
     __slots__ = ("_buf", "_pos", "_state", "_field", "_name", "_dirty", "_opened", "_body", "_blocks", "_groups",
                  "_out", "_tools", "_tokenizer", "_done", "_quiet", "_triggers", "_heads", "_rescan_at",
                  "_tail", "_tail_len", "_trigger", "_context", "_region", "_bd", "_stack", "_tent", "_back",
-                 "_defer", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
+                 "_defer", "_cdefer", "_held", "_rc_spent", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
                  "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd", "_rxt", "_rxskip", "_rxbase", "_rxbuf", "_rxat",
                  "_rxspent", "_loose", "boundary_hook", "_mute", "_rcg")
@@ -1412,6 +1412,12 @@ class StreamParser:
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
         # fields whose closer has recover-only alternatives and whose body is a value that ends
         # itself (json, pythonic): such a closer counts only where that value is whole (_recover_close_ok)
+        # text bodies (no structure to ask) with recover-only closers: such a closer that is
+        # zero-width (a lookahead at what opens next) is held until the region's own closer is
+        # known not to follow (_close_deferred): a block that mentions the token and then closes
+        # is text (docs/security.md, "Closers inside an open value")
+        cls._RC_TEXT = frozenset(k for k, r in enumerate(cls.REGIONS)
+                                 if r.boundary is None and any(g.startswith(RECOVER_CLOSER_GROUP) for g in r.groups))
         cls._RC_GATED = frozenset(k for k, r in enumerate(cls.REGIONS)
                                   if r.boundary is not None and r.dirty and not r.ends
                                   and any(g.startswith(RECOVER_CLOSER_GROUP) for g in r.groups))
@@ -1526,6 +1532,13 @@ class StreamParser:
         self._stack: list[tuple] = []
         self._tent = None
         self._defer = None
+        #: errors="recover": a closer met inside an open value, held until decided (_close_deferred)
+        self._cdefer: list | None = None
+        #: the region being closed passed over a closer held inside a value: its body must parse strictly
+        self._held = 0
+        #: a held zero-width recover closer fired at the end of the output: no own closer follows
+        #: anywhere after it, so later ones fire at once
+        self._rc_spent = False
         self._back = 0
         #: None, or ``hook(region, match) -> decoder``: makes the boundary decoder of each region with
         #: ``end: "value"`` that a delimiter opens (``match``: the opener's match), instead of
@@ -2049,7 +2062,7 @@ class StreamParser:
         pos = self._pos
         new = self._buf = buf + text
         if (len(new) - pos >= LONG_HOLD or self._again is not None or self._defer is not None
-                or self._tent is not None):
+                or self._tent is not None or self._cdefer is not None):
             self._hd = None
             return False
         hd = self._hd
@@ -2151,6 +2164,13 @@ class StreamParser:
                 if verdict is None:
                     break
                 pos = verdict
+            if self._cdefer is not None:
+                # errors="recover": a closer inside an open value, waiting for a later closer
+                verdict = self._close_deferred(events, buf, pos, eos, memo)
+                if verdict is None:
+                    break
+                pos = verdict
+                continue
             state = self._state
             if (pos == n and not eos and self._KNOWN[state] and self._tent is None and self._defer is None
                     and (pos > 0 or self.CONTEXT == 0)):
@@ -2258,6 +2278,18 @@ class StreamParser:
                     # the refused match is still found
                     pos = start + 1
                     self._route(events, buf[start:pos])
+                elif (start == end and self._recover and field in self._RC_TEXT and not self._rc_spent
+                      and field == self._field and self._recover_match(match)):
+                    # a zero-width recover-only closer of a text body: held until the region's
+                    # own closer is known not to follow (docs/security.md, "Closers inside an
+                    # open value")
+                    self._cdefer = [start, end, match, start + 1, None, start]
+                    pos = start
+                elif self._recover and self._inside_at_close(field, start, end, match):
+                    # a closer inside an open value (an xml-inline parameter, a JSON string): held
+                    # until a later closer leaves the value whole, or the output ends (then it
+                    # closes after all); docs/security.md, "Closers inside an open value"
+                    pos = start
                 else:
                     had_text = self._opened
                     slot = self._name
@@ -2306,6 +2338,12 @@ class StreamParser:
             if self._defer is not None:
                 d = self._defer
                 self._defer = (d[0] - cut, d[1] - cut) + d[2:5] + (d[5] - cut,)
+            if self._cdefer is not None:
+                d = self._cdefer
+                d[0] -= cut
+                d[1] -= cut
+                d[3] -= cut
+                d[5] -= cut
         self._buf = buf
         self._pos = pos
         if pos == len(buf):
@@ -2414,6 +2452,163 @@ class StreamParser:
         else:
             self._begin(events, OPEN, field, target, match, buf[start:end])
         return end
+
+    @classmethod
+    def _inside_factory(cls, field: int) -> Any:
+        """The ``inside`` reader factory of region ``field``'s content format
+        (``runtime/formats/base.py`` :class:`InsideReader`), or None; built once per class."""
+        table = cls.__dict__.get("_INSIDE_TABLE")
+        if table is None:
+            table = {}
+            setattr(cls, "_INSIDE_TABLE", table)
+        if field not in table:
+            from .formats import FORMATS
+
+            process = cls.REGIONS[field].process
+            record = FORMATS.get(getattr(process, "content_parser", None))
+            factory = None
+            if record is not None and record.inside is not None:
+                try:
+                    factory = record.inside(getattr(process, "content_args", None) or {})
+                except Exception:  # load-time checks refuse bad arguments; never raise here
+                    factory = None
+            table[field] = factory
+        return table[field]
+
+    def _inside_at_close(self, field: int, start: int, end: int, match: Any) -> bool:
+        """errors="recover": whether the close ``match`` at ``start``-``end`` of region ``field`` stands
+        inside an open value of the body (its format's ``inside`` reader, fed the whole body once);
+        if so the close is held (:attr:`_cdefer`) and True is returned."""
+        if field != self._field or self._loose is not None or end <= start:
+            return False
+        factory = self._inside_factory(field)
+        if factory is None:
+            return False
+        reader = factory()
+        blocks = self._blocks
+        body = "".join(blocks) + "".join(self._body) if blocks else "".join(self._body)
+        if not reader.feed(body):
+            return False
+        self._cdefer = [start, end, match, end, reader, start]
+        return True
+
+    @staticmethod
+    def _recover_match(match: Any) -> bool:
+        """Whether a close ``match`` is one of the field's recover-only closers."""
+        groups = match.groupdict() if hasattr(match, "groupdict") else {}
+        return any(v is not None for k, v in groups.items() if k.startswith(RECOVER_CLOSER_GROUP))
+
+    def _opener_inside(self, buf: str, lo: int, hi: int, anything: bool = False) -> bool:
+        """Whether ``buf[lo:hi]`` holds an opener of the current field (strict or, in recover mode,
+        recover-only) as the state the region returns to would find it (with ``anything``: any
+        delimiter that state watches, when the region has already been left): one scan of that
+        text."""
+        back = self._state if anything else self._stack[-1][0] if self._stack else 0
+        scanner = self.SCANNERS[back]
+        edges = self.TRANSITIONS[back]
+        piece = buf[lo:hi]
+        memo = [None] * self.MEMO_SLOTS
+        at, field = 0, self._field
+        try:
+            while at < len(piece):
+                s, e, rank, _m, _h = scanner(piece, at, True, memo)
+                if s < 0:
+                    return False
+                action, target_field = edges[rank][0], edges[rank][1]
+                if anything or (action in (OPEN, NEST, DEFER) and target_field == field):
+                    return True
+                at = e if e > s else s + 1
+        except Exception:  # a bounded search that timed out: count it as ambiguous
+            return True
+        return False
+
+    def _close_deferred(self, events: list, buf: str, pos: int, eos: bool, memo: list) -> int | None:
+        """Decide a close held by :meth:`_inside_at_close` (the closer stands at ``pos``): look on for
+        a later close of the same region after which the body's value is whole.
+
+        Returns None while undecided (the text from the held closer on is held), else the position
+        to go on from: after the later close (the held closer and what followed were the value's
+        text), or the end of the output when it ended first (the held closer closes after all, as
+        it did before: a body damaged there is repaired or malformed; the text after it is kept as
+        text of the region returned to, never read for calls).
+        Each character is fed to the inside reader once and scanned once (linear)."""
+        start, end, match, scan, reader, fed = self._cdefer
+        state = self._state
+        scanner = self.SCANNERS[state]
+        edges = self.TRANSITIONS[state]
+        while True:
+            s, e, rank, m, hold = scanner(buf, scan, eos, memo)
+            if s < 0:
+                break
+            if reader is None:
+                # a held zero-width recover closer of a text body: the region's own closer
+                # follows, so the held one was text; the region closes there as strict reads it
+                if edges[rank][0] == CLOSE and e > s and not self._recover_match(m):
+                    self._cdefer = None
+                    self._route(events, buf[pos:s])
+                    slot = self._name
+                    self._leave(self._close(events, m, buf[s:e]))
+                    self._watch_again(buf[s:e], "doubled-closer", slot)
+                    return e
+                scan = e if e > s else s + 1
+                continue
+            if edges[rank][0] == CLOSE and e > s:
+                inside = reader.feed(buf[fed:s])
+                fed = s
+                if not inside:
+                    self._cdefer = None
+                    at = self._here()  # the held closer's offset (pos is its start)
+                    closer = buf[start:end]
+                    self._report("repaired", at, at + len(closer),
+                                 f"closer {closer!r} stands inside an open value of {self.REGIONS[self._field].name!r} "
+                                 f"(a parameter or string its format reads): kept as the value's text; the closer "
+                                 f"at offset {at + s - pos} leaves the value whole", closer, self._name)
+                    self._route(events, buf[pos:s])
+                    slot = self._name
+                    # reading the held closer as text is this body's repair: no other repair is
+                    # stacked on it (a value that needs one is malformed, never a guessed call);
+                    # an opener of this field after the held closer makes the body ambiguous
+                    # (one call, or calls that end and begin there): malformed, no call
+                    self._held = 2 if self._opener_inside(buf, end, s) else 1
+                    try:
+                        end_at = self._close(events, m, buf[s:e])
+                    finally:
+                        self._held = 0
+                    self._leave(end_at)
+                    self._watch_again(buf[s:e], "doubled-closer", slot)
+                    return e
+            scan = e if e > s else s + 1
+        if not eos:
+            self._cdefer = [start, end, match, hold if hold > scan else scan, reader, fed]
+            return None
+        if reader is None:
+            # no own closer follows: the held recover closer closes the region where it stood
+            # (the damage it is there for: calls inside an unclosed <think>), and the text after
+            # it is read as usual; no own closer is anywhere after it, so later ones fire at once
+            self._cdefer = None
+            self._rc_spent = True
+            self._leave(self._close(events, match, ""))
+            return start
+        # The output ended with the value still open after every later closer: the held closer
+        # closes the region after all (a body damaged there is repaired or malformed, as without
+        # the hold), and what followed it is text of the region it returns to, never read for
+        # delimiters: it was read as the value's text, so a call written there is not one (a
+        # string delimiter written in a value could otherwise keep the hold to the end and have
+        # the call in it read after all).
+        self._cdefer = None
+        name = self.REGIONS[self._field].name
+        closer = buf[start:end]
+        self._leave(self._close(events, match, closer))
+        if end < len(buf):
+            at = self._here()
+            rest = buf[end:]
+            if self._opener_inside(buf, end, len(buf), True):
+                self._report("repaired", at, at + len(rest),
+                             f"the output ended inside an open value of {name!r} that a closer {closer!r} met inside "
+                             f"it did not end: the region closes there, and the {len(rest)} characters after it are "
+                             f"kept as text, not read for delimiters", rest, self._name)
+            self._route(events, rest)
+        return len(buf)
 
     def _probe(self, events: list, buf: str, pos: int, eos: bool, start: int, hold: int) -> int | None:
         """Decide a tentative open (v2 ``reject``) from the text after the opener.
@@ -2911,7 +3106,17 @@ class StreamParser:
         is the region's value; what came before it, from the first opener to the end of the last
         copy, is an abandoned start, dropped with a ``repaired`` diagnostic holding its text and
         offsets (never a call, never answer text). Decided at the close from the whole body, so
-        chunking changes nothing; the strict parse is not touched."""
+        chunking changes nothing; the strict parse is not touched. A body that passed over a closer
+        inside one of its values (:meth:`_close_deferred`) is read strictly: no repair is stacked
+        on that one (docs/security.md, "Closers inside an open value")."""
+        if self._held == 2:
+            raise ContentParseError(
+                f"Field {region.slot!r}: a closer stands inside an open value of the body and an opener of this "
+                "field follows it: the body is ambiguous (one call whose value holds that text, or calls that "
+                "end and begin there), so no call is read from it (docs/security.md, \"Closers inside an open "
+                "value\").")
+        if self._held:
+            return region.process(text, scope), []
         try:
             return self._repaired(region, text, scope, closer, eos)
         except (ValueError, KeyError, TypeError):

@@ -24,9 +24,10 @@ import regex
 
 from ..errors import ParserStateError
 
-__all__ = ["Format", "Plan", "PerParameterReader", "ArgumentStream", "ReparseStream", "REPARSE", "calls_of",
-           "function_of", "escaped", "Boundary", "UNDECIDED", "ACCEPTED", "REJECTED", "Problems", "CallShape",
-           "call_shape", "bool_args", "value_parser_problems", "unmatched_problems", "text_mode", "text_grammar"]
+__all__ = ["Format", "InsideReader", "Plan", "PerParameterReader", "ArgumentStream", "ReparseStream", "REPARSE",
+           "calls_of", "function_of", "escaped", "Boundary", "UNDECIDED", "ACCEPTED", "REJECTED", "Problems",
+           "CallShape", "call_shape", "bool_args", "value_parser_problems", "unmatched_problems", "text_mode",
+           "text_grammar"]
 
 #: ``(arg path, problem)`` pairs of a load-time check: the path is relative to the checked dict (``""``: the
 #: dict itself; ``"tag_pattern"``; ``"value_parser.args"``), the problem a sentence naming the argument.
@@ -145,6 +146,11 @@ class Format:
             tool's arguments when the region's open names the tool (a ``name`` group); ``schema`` is the
             tool's parameters schema, ``jb`` the JSON value builder of the body (its dialect, the
             delimiters watched in it kept out of strings). None: the format cannot type such a body.
+        inside (Callable[[dict], Callable[[], Any]] | None): ``errors="recover"`` only: factory of
+            :class:`InsideReader` objects that tell whether a body stands inside an open value (an
+            xml-inline parameter, a JSON string), so that a closer met there is the value's text when
+            a later closer leaves the value whole (docs/security.md, "Closers inside an open value");
+            None when the format has no such structure.
     """
 
     name: str
@@ -164,12 +170,25 @@ class Format:
     stream: "Callable[[Plan, dict], ArgumentStream | None] | None" = None
     body_grammar: Callable[..., Any] | None = None
     args_grammar: Callable[..., Any] | None = None
+    inside: "Callable[[dict], Callable[[], Any]] | None" = None
 
 
 def text_grammar(b: Any, field: Any, tool: bool, shape: Any, where: str) -> None:
     """:attr:`Format.body_grammar` of a format whose body is the region's text as written (``text``,
     ``bool``): None, the export writes the region's text (docs/grammar.md, "Formats write their bodies")."""
     return None
+
+
+class InsideReader:
+    """Where a region's body stands, read incrementally (the ``inside`` reader of a :class:`Format`).
+
+    ``feed(text)`` reads the next piece of the body (each character once: linear) and returns True
+    when the body, after it, stands inside a value not closed yet (an open ``<parameter=...>``, a
+    string), False otherwise. The stream parser feeds it the body up to each closer it meets in
+    ``errors="recover"`` (runtime/stream.py, ``StreamParser._close_deferred``)."""
+
+    def feed(self, text: str) -> bool:  # pragma: no cover - interface
+        raise NotImplementedError
 
 
 def no_problems(args: dict, where: str = "content_args") -> Problems:

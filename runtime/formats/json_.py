@@ -16,7 +16,7 @@ import regex
 from ..content import _ANY_BODY, ContentParser
 from ..errors import ContentParseError, ParserStateError
 from ..repair import NOTES, repair_json_text
-from .base import (ArgumentStream, ACCEPTED, REJECTED, UNDECIDED, Boundary, Format, Plan, Problems, bool_args, call_shape, escaped,
+from .base import (ArgumentStream, ACCEPTED, REJECTED, UNDECIDED, Boundary, Format, InsideReader, Plan, Problems, bool_args, call_shape, escaped,
                    is_tool_field)
 from .text import make as make_text
 
@@ -1559,6 +1559,34 @@ def json_calls(b: Any, f: Any, shape: Any, jb: Any, where: str) -> Any:
     return seq(Lit("["), ws, call, more, ws, Lit("]")) if f.transform_each else call
 
 
+class InString(InsideReader):
+    """Whether a json body stands inside a string (``"..."`` or a ``string_delims`` span) of its first
+    value: :class:`JsonBoundary`'s own scan, fed each piece once (linear). Once the value ended, or
+    the body was rejected at its start, it is never inside again (docs/security.md, "Closers inside
+    an open value")."""
+
+    __slots__ = ("_scan", "_over")
+
+    def __init__(self, delims: tuple[tuple[str, str], ...]) -> None:
+        self._scan = JsonBoundary('{["', delims)
+        self._over = False
+
+    def feed(self, text: str) -> bool:
+        if self._over:
+            return False
+        scan = self._scan
+        if scan.feed(text) >= 0 or scan.status == REJECTED:
+            self._over = True
+            return False
+        return scan._state in ("string", "escape", "delimited")
+
+
+def inside(args: dict) -> Callable[[], InString]:
+    """The ``inside`` reader factory of json (:class:`InString`), for ``content_args`` ``args``."""
+    delims = _delims(args)
+    return lambda: InString(delims)
+
+
 FORMAT = Format("json", True, check, plan, make, reader=json_boundary, ends_itself=True, can_reject=True,
                 repair=repair, grammar=grammar, stream=stream, body_grammar=body_grammar,
-                args_grammar=args_grammar)
+                args_grammar=args_grammar, inside=inside)

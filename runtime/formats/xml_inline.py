@@ -14,7 +14,7 @@ import regex
 from ..content import _REGEX_ERRORS, ContentParser, _failing, _grammar_any, _make_value_parser, group_end
 from ..errors import ContentParseError
 from ..repair import NOTES
-from .base import (REPARSE, ArgumentStream, Format, Plan, Problems, call_shape, calls_of, escaped, function_of, is_tool_field,
+from .base import (REPARSE, ArgumentStream, Format, InsideReader, Plan, Problems, call_shape, calls_of, escaped, function_of, is_tool_field,
                    open_scope, unmatched_problems, value_parser_problems)
 from .json_ import Converted, JsonStream
 
@@ -1100,6 +1100,64 @@ def _xml_boolean(b: Any) -> Any:
     return b.g.add("xml_bool", ir.alt(nocase("true"), nocase("false"), ir.Lit("1"), ir.Lit("0")))
 
 
+class InParameter(InsideReader):
+    """Whether an xml-inline body stands inside an open tag value: after a match of the part of
+    ``tag_pattern`` before its ``value`` group (``<parameter=city>``) and before the literal text the
+    pattern ends with (``</parameter>``). Each piece is read once from where the last one stopped
+    (linear); the stream parser feeds pieces that end at a closer, so a tag never straddles two
+    (docs/security.md, "Closers inside an open value")."""
+
+    __slots__ = ("_opening", "_closing", "_lead", "_in", "_tail")
+
+    def __init__(self, opening: regex.Pattern, closing: str, lead: str) -> None:
+        self._opening, self._closing, self._lead = opening, closing, lead
+        self._in = False
+        self._tail = ""
+
+    def feed(self, text: str) -> bool:
+        data = self._tail + text
+        closing = self._closing
+        lead = self._lead
+        if lead and not self._in and data.rfind(lead) < max(data.rfind(closing), 0):
+            # the quick answer of a whole body (every call at its closer): after the last closing
+            # text no tag opens (no opening's literal start follows it), so the body stands outside
+            # whatever came before; an opening does not span a closing text
+            self._tail = ""
+            return False
+        at, n = 0, len(data)
+        while at < n:
+            if self._in:
+                j = data.find(closing, at)
+                if j < 0:
+                    at = max(at, n - len(closing) + 1)
+                    break
+                at = j + len(closing)
+                self._in = False
+            else:
+                m = self._opening.search(data, at)
+                if m is None:
+                    at = n
+                    break
+                at = m.end() if m.end() > at else at + 1
+                self._in = True
+        self._tail = data[at:] if self._in else ""
+        return self._in
+
+
+def inside(args: dict) -> "Callable[[], InParameter] | None":
+    """The ``inside`` reader factory of xml-inline (:class:`InParameter`) for ``content_args``
+    ``args``; None when its ``tag_pattern`` has no single ``value`` group or ends in no literal text."""
+    split = _split(args.get("tag_pattern") or "")
+    if split is None:
+        return None
+    opening, after = split
+    closing = _literal_end(after, True)
+    if not closing:
+        return None
+    lead = _literal_end(args["tag_pattern"].split(VALUE_GROUP)[0], False)
+    return lambda: InParameter(opening, closing, lead)
+
+
 FORMAT = Format("xml-inline", True, check, plan, make, repair=repair, repair_on_success=True,
                 grammar=_grammar_any, never_string="a dict", lenient=lenient, stream=stream,
-                args_grammar=args_grammar)
+                args_grammar=args_grammar, inside=inside)
