@@ -1054,8 +1054,9 @@ class ChatCompletionStream:
         plan = self._plans.get(id(region))
         if scanner is not None and plan is not None:
             plan.close(scanner, self, base, calls)
-        if not region.repeats and not region.extend and base and calls:
-            self.diagnostics.append({"field": "tool_calls", "problem": "a later tool region replaced calls already sent"})
+        # (a tool region that does not repeat, closed again, never replaces the calls sent: the
+        # parser appends them in errors="recover" and raises in "strict", docs/events.md
+        # "Overwritten values"; so base + k is each call's index in the message)
         for k, call_value in enumerate(calls):
             function = _function(call_value)
             name = function.get("name")

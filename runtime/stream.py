@@ -1359,7 +1359,7 @@ class StreamParser:
                  "_defer", "_cdefer", "_held", "_rc_spent", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
                  "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd", "_rxt", "_rxskip", "_rxbase", "_rxbuf", "_rxat",
-                 "_rxspent", "_loose", "boundary_hook", "_mute", "_rcg")
+                 "_rxspent", "_loose", "boundary_hook", "_mute", "_rcg", "_spans")
 
     #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -1549,6 +1549,9 @@ class StreamParser:
         self.boundary_hook: Callable[[Any, Any], Any] | None = None
         self._enter(self.OUTSIDE_FIELD)
         self._out = {key: _copy(value) for key, value in self.DEFAULTS.items()}
+        #: per message key of a field that neither joins nor repeats: the offsets of the block
+        #: whose value it holds (the ``overwritten`` diagnostic names them, see _store)
+        self._spans = {}
         self._done = False
         self._quiet = self._bdq = False
         self._triggers, self._heads = self._FAST[0]
@@ -3084,7 +3087,8 @@ class StreamParser:
                                     eos and not closer and (cut or self._has_close()))
                     self._opened = False
                     return at + len(closer)
-            self._store(region, value)
+            self._store(region, value, self._open_at if self._open_at is not None else self._mark,
+                        at + len(closer), text, closer)
             if self._mute:
                 self._opened = False  # (the whole-text path: no event, see _route)
                 return at + len(closer)
@@ -3301,9 +3305,25 @@ class StreamParser:
         else:
             out[target.slot] = raw
 
-    def _store(self, region: Region, value: Any) -> None:
+    def _store(self, region: Region, value: Any, start: int = -1, end: int = -1, body: str = "",
+               closer: str = "") -> None:
         """Put one block's value into the message (docs/template-language.md, D1: empty never erases,
-        and an empty piece of a ``join`` field is never joined)."""
+        and an empty piece of a ``join`` field is never joined).
+
+        ``start``/``end``: the block's offsets in the response, ``body``/``closer`` its text (kept
+        by reference for the diagnostic's ``text``, see :meth:`_raw`). A field that neither joins nor
+        repeats is assigned; when that replaces a non-empty value with a non-empty one (the field
+        written twice), an ``overwritten`` diagnostic names the field and the replaced block's
+        offsets (docs/events.md, "Overwritten values"). For a tool-call field (v1 ``tool_calls``,
+        v2 ``"role": "tool_calls"``) dropping a call is a wrong answer: ``errors="recover"``
+        appends the later calls to the earlier ones; ``"strict"`` raises
+        :class:`ContentParseError` naming the field (docs/template-language.md, "Closing a region
+        and storing its value").
+
+        Raises:
+            ContentParseError: a ``join`` value that is not a string; strict, a tool-call field
+            written twice.
+        """
         out = self._out
         name = region.slot
         join = region.join
@@ -3337,8 +3357,48 @@ class StreamParser:
                 out.setdefault(name, []).extend(value)
             else:
                 out.setdefault(name, []).append(value)
-        elif not _is_empty(value) or _is_empty(out.get(name)):
+        elif not _is_empty(value):
+            previous = out.get(name)
+            if not _is_empty(previous) and name in self._spans:
+                value = self._overwrite(region, name, previous, value, start, end)
             out[name] = value
+            # references only (no copy): the text is built if the value is ever replaced
+            self._spans[name] = (start, end, self._open_text, body, closer, self._gaps)
+        elif _is_empty(out.get(name)):
+            out[name] = value
+
+    def _overwrite(self, region: Region, name: str, previous: Any, value: Any, start: int, end: int) -> Any:
+        """A field that neither joins nor repeats gets a second non-empty value (see _store):
+        report it, and return what the message stores."""
+        at, to, opener, body, closer, gaps = self._spans[name]
+        now = self._open_text, self._gaps
+        self._open_text, self._gaps = opener, gaps
+        try:
+            raw = self._raw(body, closer)
+        finally:
+            self._open_text, self._gaps = now
+        calls = name == "tool_calls" or self._CALLS[self._field]
+        if calls and not self._recover:
+            exc = ContentParseError(
+                f"Field {name!r}: a second block (offsets {start} to {end}) would replace the tool calls of "
+                f"the block at offsets {at} to {to}; the field does not repeat, and dropping a call is a "
+                "wrong answer (errors='recover' keeps both).")
+            exc.field = name
+            exc.start, exc.end = start, end
+            exc.partial_message = _copy(_joined(self._out))
+            raise exc
+        if calls:
+            kept = (previous if isinstance(previous, list) else [previous]) + (
+                value if isinstance(value, list) else [value])
+            self._report("overwritten", at, to,
+                         f"Field {name!r} does not repeat but was written again (offsets {start} to {end}): "
+                         "the later calls are appended to those of this block, not put in their place.",
+                         raw, name)
+            return kept
+        self._report("overwritten", at, to,
+                     f"Field {name!r} does not repeat: the value of this block was replaced by the block at "
+                     f"offsets {start} to {end}.", raw, name)
+        return value
 
 
 #: per delimiter pattern: its ``(group name, group number)`` pairs (see _put_groups)

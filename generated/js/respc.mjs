@@ -179,6 +179,9 @@ export class StreamParser {
     this._sunk = 0;
     this._openAt = null;
     this._openText = "";
+    // per message key of a field that neither joins nor repeats: the block whose value it holds
+    // (Python: StreamParser._spans, the "overwritten" diagnostic)
+    this._spans = new Map();
     this._buf = "";
     this._pos = 0;
     this._state = 0;
@@ -522,7 +525,7 @@ export class StreamParser {
     if (region !== null && this._opened && region.slot !== null) {
       if (this._recover && this._T.stray.length) this._strayClosers(text, at - this._bodyCp, region);
       const value = region.strip ? pyStrip(text) : text;
-      this._store(region, value);
+      this._store(region, value, this._openAt ?? this._mark, at + cpLen(closer), text, closer);
       events.push({ type: "region_close", field: region.slot, value });
     }
     this._opened = false;
@@ -564,7 +567,9 @@ export class StreamParser {
     this.diagnostics.push({ kind, field, start, end, message, text });
   }
 
-  _store(region, value) {
+  /** Put one block's value into the message (Python: StreamParser._store, with its
+   * "overwritten" diagnostic, docs/events.md "Overwritten values"). */
+  _store(region, value, start = -1, end = -1, body = "", closer = "") {
     const out = this._out;
     const name = region.slot;
     const join = region.join;
@@ -578,9 +583,43 @@ export class StreamParser {
     } else if (region.repeats) {
       if (!out.has(name)) out.set(name, []);
       out.get(name).push(value);
-    } else if (!isEmpty(value) || isEmpty(out.has(name) ? out.get(name) : null)) {
+    } else if (!isEmpty(value)) {
+      const previous = out.has(name) ? out.get(name) : null;
+      if (!isEmpty(previous) && this._spans.has(name)) value = this._overwrite(name, previous, value, start, end);
+      out.set(name, value);
+      this._spans.set(name, [start, end, this._openText, body, closer, this._gaps]);
+    } else if (isEmpty(out.has(name) ? out.get(name) : null)) {
       out.set(name, value);
     }
+  }
+
+  /** A field that neither joins nor repeats gets a second non-empty value: report it, and return
+   * what the message stores (Python: StreamParser._overwrite). */
+  _overwrite(name, previous, value, start, end) {
+    const [at, to, opener, body, closer, gaps] = this._spans.get(name);
+    const pieces = [opener];
+    let k = 0;
+    for (const [i, text] of gaps ?? []) { pieces.push(body.slice(k, i), text); k = i; }
+    pieces.push(body.slice(k), closer);
+    const raw = pieces.join("");
+    if (name === "tool_calls") {
+      if (!this._recover) {
+        const error = new ContentParseError(
+          `Field ${pyRepr(name)}: a second block (offsets ${start} to ${end}) would replace the tool calls of ` +
+          `the block at offsets ${at} to ${to}; the field does not repeat, and dropping a call is a wrong ` +
+          "answer (errors='recover' keeps both).");
+        Object.assign(error, { field: name, start, end });
+        throw error;
+      }
+      this._report("overwritten", at, to,
+        `Field ${pyRepr(name)} does not repeat but was written again (offsets ${start} to ${end}): the later ` +
+        "calls are appended to those of this block, not put in their place.", raw, name);
+      return (Array.isArray(previous) ? previous : [previous]).concat(Array.isArray(value) ? value : [value]);
+    }
+    this._report("overwritten", at, to,
+      `Field ${pyRepr(name)} does not repeat: the value of this block was replaced by the block at offsets ` +
+      `${start} to ${end}.`, raw, name);
+    return value;
   }
 }
 
