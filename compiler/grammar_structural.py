@@ -46,7 +46,7 @@ import json
 from typing import Any
 
 from .automaton import Automaton
-from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, JsonBuilder, Lit, Rep, Seq,
+from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, JsonBuilder, Lit, Ref, Rep, Seq,
                          _Builder, _is_reasoning, _is_tool_field, _looks_ahead, call_shape, regex_to_ir, seq,
                          without_optional_repairs)
 from .ir import Field, Template
@@ -70,11 +70,31 @@ class _Cannot(Exception):
     pass
 
 
+def _reachable(node, rules: dict) -> dict:
+    """The rules of ``rules`` that ``node`` refers to, directly or through other rules, in
+    ``rules``' order (a rule the grammar never reaches is left out)."""
+    seen: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Ref):
+            if n.name not in seen and n.name in rules:
+                seen.add(n.name)
+                stack.append(rules[n.name])
+        elif isinstance(n, (Seq, Alt)):
+            stack.extend(n.items)
+        elif isinstance(n, Rep):
+            stack.append(n.item)
+    return {name: body for name, body in rules.items() if name in seen} if len(seen) < len(rules) else rules
+
+
 def _ebnf(node, rules: dict | None = None) -> dict:
-    """An EBNF ``grammar`` element whose root is ``node`` (``rules``: the rules it refers to)."""
+    """An EBNF ``grammar`` element whose root is ``node`` (``rules``: the rules it may refer to;
+    only those it reaches are written, so each tool's element holds its own rules and the shared
+    ones, not every earlier tool's: the tag grows linearly with the tools, docs/grammar.md "Cost")."""
     from .grammar_render import render
 
-    text = render(Grammar(rules={"start": node, **(rules or {})}), "xgrammar")
+    text = render(Grammar(rules={"start": node, **_reachable(node, rules or {})}), "xgrammar")
     return {"type": "grammar", "grammar": "\n".join(x for x in text.splitlines() if not x.startswith("#")) + "\n"}
 
 
