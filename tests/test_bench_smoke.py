@@ -96,6 +96,13 @@ def test_every_catalogue_template_gets_an_input(name):
         assert message["tool_calls"][0]["function"]["arguments"]["days"] == 7
         assert ref_message["tool_calls"][0]["function"]["arguments"]["days"] == "7"
         assert respc.compile_template(ref_doc).parse_response(text, "") == ref_message
+    elif name == "granite3":
+        # granite3's tool calls repeat (each <|tool_call|> block adds its calls, docs/events.md
+        # "Overwritten values"); its v1 form, what the reference runs, keeps only the last block
+        assert len(message["tool_calls"]) == inputs.N_TOOL_CALLS > 1
+        assert ref_message["tool_calls"] == message["tool_calls"][-1:]
+        assert {k: v for k, v in message.items() if k != "tool_calls"} == {
+            k: v for k, v in ref_message.items() if k != "tool_calls"}
     else:
         assert message == ref_message
 
