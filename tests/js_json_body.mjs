@@ -1,7 +1,9 @@
 // Test driver of tests/test_js_target.py (json body reader parity): one JSON-encoded body per stdin
-// line; per line, the value in a canonical form (numbers as their IEEE bits), or the error.
+// line (argument `repair`: the errors="recover" repair instead); per line, the value in a canonical form (numbers as their IEEE bits), or the error.
 import { readFileSync } from "node:fs";
-import { parseJsonBody } from "../runtime/js/json_body.mjs";
+import { parseJsonBody, repairJsonBody } from "../runtime/js/json_body.mjs";
+
+const REPAIR = process.argv[2] === "repair";
 
 function canon(v) {
   if (v === null || typeof v === "boolean" || typeof v === "string") return v;
@@ -20,7 +22,12 @@ for (const line of readFileSync(0, "utf-8").split("\n")) {
   if (!line) continue;
   const text = JSON.parse(line);
   try {
-    out.push({ value: canon(parseJsonBody(text)) });
+    if (REPAIR) {
+      const fixed = repairJsonBody(text);
+      out.push(fixed === null ? { repair: null } : { value: canon(fixed.value), notes: fixed.notes });
+    } else {
+      out.push({ value: canon(parseJsonBody(text)) });
+    }
   } catch (e) {
     out.push(e.name === "ContentParseError" ? { error: e.message } : { throws: e.name });
   }

@@ -441,13 +441,17 @@ def _json_bodies(seed: str, count: int) -> list[str]:
 
     out = []
     for _ in range(count):
-        text = json.dumps(value(0), ensure_ascii=rng.random() < 0.3, indent=rng.choice([None, None, 1]))
+        tree = value(0)
+        # a Python repr now and then: single quotes, True/False/None, for the recover repair
+        text = repr(tree) if rng.random() < 0.15 else \
+            json.dumps(tree, ensure_ascii=rng.random() < 0.3, indent=rng.choice([None, None, 1]))
         for _ in range(rng.choice([0, 0, 1, 2])):
             if not text:
                 break
             i = rng.randrange(len(text))
             text = rng.choice([text[:i], text[:i] + text[i + 1:], text[:i] + text[i] + text[i:],
-                               text[:i] + rng.choice('{}[],:"\\ \nu0') + text[i:]])
+                               text[:i] + rng.choice('{}[],:"\\ \nu0\t\x01\'_') + text[i:],
+                               text[:i] + rng.choice([", ", ",]", ",}", "True", "None", "\r"]) + text[i:]])
         out.append(text)
     return out
 
@@ -481,7 +485,7 @@ def _depth(v) -> int:
     return 0
 
 
-def _python_json_outcome(parse, text: str) -> dict:
+def _python_json_outcome(parse, text: str, repair=None) -> dict:
     import struct
 
     from respc.runtime.errors import ContentParseError
@@ -502,6 +506,12 @@ def _python_json_outcome(parse, text: str) -> dict:
         return ["obj", [[k, canon(v[k])] for k in sorted(index, key=int) + rest]]
 
     try:
+        if repair is not None:
+            fixed = repair(text)
+            if fixed is None:
+                return {"repair": None}
+            value, notes = fixed
+            return {"throws": "JsonDepthError"} if _depth(value) > 500 else {"value": canon(value), "notes": notes}
         value = parse(text)
         if _depth(value) > 500:  # json_body.mjs MAX_DEPTH
             return {"throws": "JsonDepthError"}
@@ -537,3 +547,26 @@ def test_json_body_reader_parity():
     FIGURES["json_bodies"] = len(bodies)
     kinds = [json.loads(json.dumps(g)) for g in got]
     assert sum("error" in k for k in kinds) > 100 and sum("value" in k for k in kinds) > 100
+
+
+@needs_node
+def test_json_body_repair_parity():
+    """runtime/js/json_body.mjs ``repairJsonBody`` (errors="recover") equals the Python json
+    repair without dialects (runtime/formats/json_.py ``repair``, runtime/repair.py): the same
+    notes in the same order and the same value, or no repair (docs/javascript.md)."""
+    from respc.runtime.formats.json_ import repair
+
+    fix = repair({})
+    bodies = JSON_CASES + _corpus_json_bodies() + _json_bodies("json-repair", 1500) + [
+        "{'a': True, \"b\": [1,2,],\n \"c\": \"x\ny", '{"a": [1, {"b": 2', "[None, False,]", "{'k': 'it\\'s'}",
+        '{"a": "\x01\t\r"}', '{"a": 1,\u00a0}', "{\"\U0001F600\": None", "[1, 2,  ", "True", "{'a': \"b\"}"]
+    stdin = "".join(json.dumps(b) + "\n" for b in bodies)
+    run = subprocess.run([NODE, str(JSON_DRIVER), "repair"], input=stdin, capture_output=True, text=True,
+                         encoding="utf-8", timeout=120, check=True)
+    got = json.loads(run.stdout)
+    assert len(got) == len(bodies)
+    expected = [_python_json_outcome(None, b, fix) for b in bodies]
+    differ = [(b, e, g) for b, e, g in zip(bodies, expected, got) if e != g]
+    assert not differ, differ[:3]
+    FIGURES["json_repairs"] = (len(bodies), sum("notes" in e for e in expected))
+    assert sum("notes" in e for e in expected) > 100 and sum(e.get("repair", 1) is None for e in expected) > 100

@@ -11,7 +11,7 @@
 // Python's json) read as NaN, Infinity and -Infinity. Nesting deeper than MAX_DEPTH throws
 // JsonDepthError (Python's limit depends on its stack, so no depth-dependent message is imitated).
 
-import { ContentParseError, pyRepr } from "./respc.mjs";
+import { ContentParseError, pyRepr, pyStrip } from "./respc.mjs";
 
 /** The deepest nesting of objects and arrays read (deeper: JsonDepthError). */
 export const MAX_DEPTH = 500;
@@ -234,4 +234,104 @@ export function parseJsonBody(text) {
   if ("value" in read) return read.value;
   throw new ContentParseError(
     `json parser could not parse region as JSON.\nContent: ${pyRepr(text)}\nError: ${read.error}`);
+}
+
+// --- errors="recover": the repair of a body that does not read (runtime/repair.py) ----------------
+
+const CLOSERS = { "{": "}", "[": "]" };
+const LITERALS = { True: "true", False: "false", None: "null" };
+const RAW = { "\n": ["\\n", "raw newline"], "\t": ["\\t", "raw tab"], "\r": ["\\r", "raw carriage return"] };
+// Python's str.isalpha() / str.isalnum() of one code point (Unicode letters; letters and numbers)
+const ALPHA = /^\p{L}$/u;
+const ALNUM = /^[\p{L}\p{N}]$/u;
+
+function isPySpace(piece) { return piece !== "" && pyStrip(piece) === ""; }
+
+/**
+ * ``repair_json_text`` of runtime/repair.py: [the rewritten text, its notes] (one note per kind of
+ * rewrite, in the order first needed; none when nothing was rewritten). Reads code points, as Python.
+ */
+export function repairJsonText(text) {
+  const t = Array.from(text);
+  const out = [];
+  const notes = [];
+  const stack = [];
+  const note = (m) => { if (!notes.includes(m)) notes.push(m); };
+  const dropComma = () => {
+    let j = out.length - 1;
+    while (j >= 0 && isPySpace(out[j])) j--;
+    if (j >= 0 && out[j] === ",") { out.splice(j, 1); return true; }
+    return false;
+  };
+  let i = 0;
+  const n = t.length;
+  while (i < n) {
+    let c = t[i];
+    if (c === '"' || c === "'") {
+      const quote = c;
+      if (quote === "'") note("single-quoted string read as a JSON string");
+      out.push('"');
+      i++;
+      while (i < n) {
+        c = t[i];
+        if (c === "\\" && i + 1 < n) {
+          const nxt = t[i + 1];
+          out.push(nxt === "'" ? "'" : c + nxt);
+          i += 2;
+          continue;
+        }
+        if (c === quote) break;
+        if (c === '"') out.push('\\"');
+        else if (Object.hasOwn(RAW, c)) {
+          out.push(RAW[c][0]);
+          note(`${RAW[c][1]} in a string escaped`);
+        } else if (c.codePointAt(0) < 0x20) {
+          out.push("\\u" + c.codePointAt(0).toString(16).padStart(4, "0"));
+          note("raw control character in a string escaped");
+        } else out.push(c);
+        i++;
+      }
+      if (i >= n) note("string still open at the region's close: closed");
+      out.push('"');
+      i++;
+      continue;
+    }
+    if (Object.hasOwn(CLOSERS, c)) stack.push(CLOSERS[c]);
+    else if (c === "}" || c === "]") {
+      if (dropComma()) note(`trailing comma before ${pyRepr(c)} removed`);
+      if (stack.length && stack[stack.length - 1] === c) stack.pop();
+    } else if (ALPHA.test(c) || c === "_") {
+      let j = i + 1;
+      while (j < n && (ALNUM.test(t[j]) || t[j] === "_")) j++;
+      let word = t.slice(i, j).join("");
+      if (Object.hasOwn(LITERALS, word)) {
+        note(`Python literal ${word} read as ${LITERALS[word]}`);
+        word = LITERALS[word];
+      }
+      out.push(word);
+      i = j;
+      continue;
+    }
+    out.push(c);
+    i++;
+  }
+  if (stack.length) {
+    dropComma();
+    const closers = stack.reverse().join("");
+    out.push(closers);
+    note(`missing ${pyRepr(closers)} added at the region's close`);
+  }
+  return [out.join(""), notes];
+}
+
+/**
+ * The json format's errors="recover" repair without dialects (runtime/formats/json_.py ``repair``):
+ * ``{value, notes}`` when a rewrite made the body read, else null. Throws JsonNumberError or
+ * JsonDepthError as parseJsonBody does.
+ */
+export function repairJsonBody(text) {
+  const [repaired, notes] = repairJsonText(text);
+  if (!notes.length) return null;
+  const read = loads(repaired);
+  return "value" in read ? { value: read.value, notes } : null;
 }
