@@ -404,3 +404,169 @@ def test_js_parser_is_linear(tmp_path, kind, errors):
     for how, (small, large) in zip(("whole", "3-character chunks"), json.loads(done.stdout)):
         print(f"JS linear, {kind}, {how}: {small:.1f} ms -> {large:.1f} ms CPU for twice the output")
         assert large <= 2.5 * small, (how, small, large)
+
+
+# --- the json body reader (runtime/js/json_body.mjs; docs/javascript.md "The json body reader") -----
+
+JSON_DRIVER = Path(__file__).with_name("js_json_body.mjs")
+#: the bodies the hand-written cases name; random bodies are added by _json_bodies
+JSON_CASES = [
+    "", " ", "{}", "[]", ' {"a": 1} ', '{"a": 1,}', "[1,]", "[1 2]", '{"a" 1}', '{"a": }', "{a: 1}",
+    '{"a": 1} x', '{"a": 1}{"b": 2}', "nope", "[", "{", '{"a', '"abc', '"a\\', '"a\\x"', '"\\u12"',
+    '"\\u12g4"', '"\\ud83d\\ude00"', '"\\ud83d\\u0041"', '"\\ud83d"', '"\\ude00"', '"\\ud83d\\uZZZZ"',
+    '"a\tb"', '"a\x01"', "\ufeff{}", "1", "-", "-0", "-0.0", "0.5e", "1e5", "1.0", "1E+2", "01", "1.",
+    "9007199254740991", "9007199254740992", "-9007199254740993", "1e400", "-1e400", "123456789012345678901.5",
+    "NaN", "Infinity", "-Infinity", "nan", "[NaN, -Infinity]", "true", "tru", "null ", "[null,false]",
+    '{"b": 1, "1": 2, "a": 3, "0": 4}', '{"a": 1, "a": 2, "b": 3}', '{"__proto__": {"x": 1}}',
+    '{"\U0001F600": "\U0001F600", "x": }', '"\U0001F600" \U0001F600', '\n\n  {"a":\n [1,\n 2,, 3]}',
+    "[" * 20 + "]" * 20, "[" * 600 + "]" * 600, '{"name": "get", "arguments": {"q": "a</tool_call>b"}}',
+    "\u00a0{}", "{}\u00a0", "[1,\u00a02]", '{"a":1}\r\n', "\u0661", "[\u0661]",
+]
+
+
+def _json_bodies(seed: str, count: int) -> list[str]:
+    """Random JSON texts, well formed and damaged (cut, a character dropped, doubled or swapped),
+    with astral characters and newlines so positions must count code points and lines."""
+    rng = random.Random(seed)
+
+    def value(depth: int):
+        roll = rng.random()
+        if depth > 3 or roll < 0.35:
+            return rng.choice([0, -1, 2**53 - 1, 2**53 + 1, 1.5, -0.0, 1e300, "x", "\U0001F600 \n", "a\"b",
+                               "\\", True, None, "\u00e9", "</tool_call>"])
+        if roll < 0.7:
+            return {rng.choice(["name", "arguments", "1", "k", "\U0001F600"]): value(depth + 1)
+                    for _ in range(rng.randint(0, 3))}
+        return [value(depth + 1) for _ in range(rng.randint(0, 3))]
+
+    out = []
+    for _ in range(count):
+        tree = value(0)
+        # a Python repr now and then: single quotes, True/False/None, for the recover repair
+        text = repr(tree) if rng.random() < 0.15 else \
+            json.dumps(tree, ensure_ascii=rng.random() < 0.3, indent=rng.choice([None, None, 1]))
+        for _ in range(rng.choice([0, 0, 1, 2])):
+            if not text:
+                break
+            i = rng.randrange(len(text))
+            text = rng.choice([text[:i], text[:i] + text[i + 1:], text[:i] + text[i] + text[i:],
+                               text[:i] + rng.choice('{}[],:"\\ \nu0\t\x01\'_') + text[i:],
+                               text[:i] + rng.choice([", ", ",]", ",}", "True", "None", "\r"]) + text[i:]])
+        out.append(text)
+    return out
+
+
+def _corpus_json_bodies() -> list[str]:
+    """The bodies of the json fields of the catalogue templates, cut out of their vectors."""
+    bodies = []
+    for path in sorted((REPO / "templates").glob("*.json")):
+        read = read_template(str(path))
+        for f in read.template.fields:
+            if f.content != "json" or f.open is None or f.close is None or f.open.literals is None \
+                    or f.close.literals is None:
+                continue
+            for vector in _vectors_of(path.stem):
+                text = vector["text"]
+                for opener in f.open.literals:
+                    at = text.find(opener)
+                    while at >= 0:
+                        start = at + len(opener)
+                        ends = [e for e in (text.find(c, start) for c in f.close.literals) if e >= 0]
+                        bodies.append(text[start:min(ends)] if ends else text[start:])
+                        at = text.find(opener, start)
+    return bodies
+
+
+def _depth(v) -> int:
+    if isinstance(v, dict):
+        return 1 + max(map(_depth, v.values()), default=0)
+    if isinstance(v, list):
+        return 1 + max(map(_depth, v), default=0)
+    return 0
+
+
+def _python_json_outcome(parse, text: str, repair=None) -> dict:
+    import struct
+
+    from respc.runtime.errors import ContentParseError
+
+    def canon(v):
+        if v is None or isinstance(v, (bool, str)):
+            return v
+        if isinstance(v, int) and abs(v) > 2**53 - 1:
+            raise OverflowError
+        if isinstance(v, (int, float)):
+            v = float(v)
+            return ["num", "nan" if v != v else struct.pack(">d", v).hex()]
+        if isinstance(v, list):
+            return ["arr", [canon(x) for x in v]]
+        # ECMAScript property order: array-index keys first, ascending; then the rest as inserted
+        index = [k for k in v if k.isascii() and k.isdigit() and (k == "0" or k[0] != "0") and int(k) < 2**32 - 1]
+        rest = [k for k in v if k not in index]
+        return ["obj", [[k, canon(v[k])] for k in sorted(index, key=int) + rest]]
+
+    try:
+        if repair is not None:
+            fixed = repair(text)
+            if fixed is None:
+                return {"repair": None}
+            value, notes = fixed
+            return {"throws": "JsonDepthError"} if _depth(value) > 500 else {"value": canon(value), "notes": notes}
+        value = parse(text)
+        if _depth(value) > 500:  # json_body.mjs MAX_DEPTH
+            return {"throws": "JsonDepthError"}
+        return {"value": canon(value)}
+    except OverflowError:
+        return {"throws": "JsonNumberError"}
+    except RecursionError:
+        return {"throws": "JsonDepthError"}
+    except ContentParseError as exc:
+        if "recursion" in str(exc):
+            return {"throws": "JsonDepthError"}
+        return {"error": str(exc)}
+
+
+@needs_node
+def test_json_body_reader_parity():
+    """runtime/js/json_body.mjs reads every body as the Python json parser does (runtime/formats/
+    json_.py ``make``, no dialects): the same value (numbers to the same double, keys in ECMAScript
+    order), the same ContentParseError text; an integer beyond 2**53 - 1 throws JsonNumberError and
+    deep nesting JsonDepthError, never a different value (docs/javascript.md)."""
+    from respc.runtime.formats.json_ import make
+
+    parse = make({})
+    bodies = JSON_CASES + _corpus_json_bodies() + _json_bodies("json-body", 1500)
+    stdin = "".join(json.dumps(b) + "\n" for b in bodies)
+    run = subprocess.run([NODE, str(JSON_DRIVER)], input=stdin, capture_output=True, text=True,
+                         encoding="utf-8", timeout=120, check=True)
+    got = json.loads(run.stdout)
+    assert len(got) == len(bodies)
+    differ = [(b, _python_json_outcome(parse, b), g) for b, g in zip(bodies, got)
+              if _python_json_outcome(parse, b) != g]
+    assert not differ, differ[:3]
+    FIGURES["json_bodies"] = len(bodies)
+    kinds = [json.loads(json.dumps(g)) for g in got]
+    assert sum("error" in k for k in kinds) > 100 and sum("value" in k for k in kinds) > 100
+
+
+@needs_node
+def test_json_body_repair_parity():
+    """runtime/js/json_body.mjs ``repairJsonBody`` (errors="recover") equals the Python json
+    repair without dialects (runtime/formats/json_.py ``repair``, runtime/repair.py): the same
+    notes in the same order and the same value, or no repair (docs/javascript.md)."""
+    from respc.runtime.formats.json_ import repair
+
+    fix = repair({})
+    bodies = JSON_CASES + _corpus_json_bodies() + _json_bodies("json-repair", 1500) + [
+        "{'a': True, \"b\": [1,2,],\n \"c\": \"x\ny", '{"a": [1, {"b": 2', "[None, False,]", "{'k': 'it\\'s'}",
+        '{"a": "\x01\t\r"}', '{"a": 1,\u00a0}', "{\"\U0001F600\": None", "[1, 2,  ", "True", "{'a': \"b\"}"]
+    stdin = "".join(json.dumps(b) + "\n" for b in bodies)
+    run = subprocess.run([NODE, str(JSON_DRIVER), "repair"], input=stdin, capture_output=True, text=True,
+                         encoding="utf-8", timeout=120, check=True)
+    got = json.loads(run.stdout)
+    assert len(got) == len(bodies)
+    expected = [_python_json_outcome(None, b, fix) for b in bodies]
+    differ = [(b, e, g) for b, e, g in zip(bodies, expected, got) if e != g]
+    assert not differ, differ[:3]
+    FIGURES["json_repairs"] = (len(bodies), sum("notes" in e for e in expected))
+    assert sum("notes" in e for e in expected) > 100 and sum(e.get("repair", 1) is None for e in expected) > 100
