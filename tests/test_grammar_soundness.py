@@ -480,7 +480,12 @@ def test_structural_tag_reasoning_cut_by_a_call_types_the_call():
     (".</response></think>Z\\</think></think>}<tool_call>", {"choice": "none"}),
     # under none: text at offset 0 that starts with a delimiter the parser takes over the empty open
     ("<|end_of_sentence|><tool_call>[_/:</think><tool_call>", {"choice": "none"}),
-    # with a call required and reasoning off: text at offset 0 is reasoning, the call inside it
+    # with a call required: text at offset 0 is reasoning, the call inside it
+    ('x<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>', {"choice": "required"}),
+    # the structural tag's walks: free text, then a call whose string holds the reasoning's close,
+    # after which the parser opens a call on the string's rest
+    ('x<tool_call>{"name": "get_weather", "arguments": {"city": "</think><tool_call>"}}</tool_call>', {}),
+    # with a call required and reasoning off: the same
     ('x<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>',
      {"choice": "required", "reasoning": False}),
 ])
@@ -490,7 +495,12 @@ def test_anchored_open_is_read_only_at_offset_0(text, kw):
 
 def test_anchored_open_real_outputs_still_pass():
     call = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
-    for text in ("plan</think>\n\n" + call, "<think>\nplan\n</think>\n\n" + call, call, "</think>ok" + call):
-        # the structural tag has no reasoning without its <think> open (structural_tag_gaps.json)
+    for text in ("plan</think>\n\n" + call, "<think>\nplan\n</think>\n\n" + call, "</think>ok" + call):
+        accepted("ernie4_5", text)
+        # (with a call required the structural tag refuses these, as it did before: not studied here)
         accepted("ernie4_5", text, structural=False, choice="required")
-    accepted("ernie4_5", "hello</think>Hi<|end_of_sentence|>", structural=False, choice="none")
+    # a call at offset 0 (a longer delimiter than the empty open): the structural tag always
+    # starts with the reasoning (docs/grammar.md "Anchored opens")
+    accepted("ernie4_5", call, structural=False, choice="required")
+    accepted("ernie4_5", "plan, cut off", choice="auto")
+    accepted("ernie4_5", "hello</think>Hi<|end_of_sentence|>", choice="none")
