@@ -64,8 +64,6 @@ KNOWN_UNSOUND = {
            "(set_alarm\\</think)",
     "minimax_m3": "its values are read by the xml-tree value parser, which the grammar does not type, and "
                   "its nested tags let a value hold text the parser finds no tag for",
-    "minicpm4": "its tag_pattern ends in a lookahead (?=\\s*(?:<param\\b|\\Z)) the grammar drops: a value "
-                "may hold text the parser then finds no tag for",
 }
 
 TOTALS: dict = collections.Counter()

@@ -504,3 +504,18 @@ def test_anchored_open_real_outputs_still_pass():
     accepted("ernie4_5", call, structural=False, choice="required")
     accepted("ernie4_5", "plan, cut off", choice="auto")
     accepted("ernie4_5", "hello</think>Hi<|end_of_sentence|>", choice="none")
+
+
+#: minicpm4's tag_pattern ends in ``(?=\s*(?:<param\b|\Z))``: a tag counts only when whitespace and
+#: the next tag or the end of the body follow it, so no closing tag may follow the last one
+#: (walk-found string, test_grammar_sampling.py; docs/grammar.md "Formats write their bodies")
+def test_closing_tag_after_a_lookahead_tag_is_refused():
+    text = ('|</param>city")-]<think>\'\\>\'?</<|:"[label</think></think><function\nname="book_trip"city"<function'
+            '</function><param name="where"><![CDATA[\n\n{"nights": 9\n\n ,"city"\n \n:"nights"}</param></think>'
+            '</function>')
+    refused("minicpm4", text, choice="required")
+
+
+def test_lookahead_tags_still_pass():
+    accepted("minicpm4", '<function name="book_trip"><param name="where"><![CDATA[{"city": "Paris"}]]></param>\n'
+             '<param name="guests">["Ann"]</param>\n</function>', choice="required")
