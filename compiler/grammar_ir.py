@@ -348,12 +348,58 @@ def without_optional_repairs(pattern: str, mark: str = "repair_") -> str:
             i = end
 
 
-def regex_to_ir(pattern: str, groups: dict | None = None) -> tuple[Any, list[str]]:
+_START_ANCHORS = (sre_c.AT_BEGINNING, sre_c.AT_BEGINNING_STRING)
+
+
+def _start_split(tree) -> tuple[list, list] | None:
+    """``(anchored, late)`` branches of a pattern whose top level is an alternation in which some,
+    not all, branches start with ``^`` or ``\\A`` (ernie4_5's ``^\\s*(?:<think>\\s*)?|<think>\\s*``);
+    anchored branches lose their leading anchor. None for any other pattern."""
+    items = list(tree)
+    if len(items) != 1 or items[0][0] is not sre_c.BRANCH:
+        return None
+    anchored, late = [], []
+    for b in items[0][1][1]:
+        ops = list(b)
+        if ops and ops[0][0] is sre_c.AT and ops[0][1] in _START_ANCHORS:
+            anchored.append(ops[1:])
+        else:
+            late.append(ops)
+    return (anchored, late) if anchored and late else None
+
+
+def has_start_branches(pattern: str) -> bool:
+    """Whether ``pattern`` is an alternation some of whose branches (not all) match only at the
+    start of the output (``^``/``\\A``: the parser tries them at offset 0 only, runtime/stream.py
+    ``partial_search``). The grammar gives such an open two forms (:func:`regex_to_ir` ``at_start``)."""
+    try:
+        return _start_split(parse_pattern(pattern)) is not None
+    except Exception:  # noqa: BLE001 - unreadable: no split
+        return False
+
+
+def nullable(node) -> bool:
+    """Whether ``node`` (a node without rule references) matches the empty string."""
+    if isinstance(node, Lit):
+        return node.text == ""
+    if isinstance(node, Seq):
+        return all(nullable(x) for x in node.items)
+    if isinstance(node, Alt):
+        return any(nullable(x) for x in node.items)
+    if isinstance(node, Rep):
+        return node.min == 0 or nullable(node.item)
+    return isinstance(node, Except)
+
+
+def regex_to_ir(pattern: str, groups: dict | None = None, at_start: bool | None = None) -> tuple[Any, list[str]]:
     """Translate a delimiter regex into a node.
 
     Args:
         pattern: ``re``-compatible source (the ``regex`` module's extras are not read).
         groups: named group -> node that replaces the group (``name`` -> the tool names).
+        at_start: for a pattern :func:`has_start_branches` splits: True gives every branch (the
+            match at offset 0, anchors exact there), False only the unanchored ones (a match
+            anywhere else); None (or another pattern) translates the whole pattern, anchors dropped.
 
     Returns:
         (node, notes): notes list what was approximated (anchors and lookarounds dropped, ``\\w``
@@ -363,6 +409,11 @@ def regex_to_ir(pattern: str, groups: dict | None = None) -> tuple[Any, list[str
     try:
         tree = parse_pattern(pattern)
         names = {v: k for k, v in tree.state.groupdict.items()}
+        split = _start_split(tree) if at_start is not None else None
+        if split is not None:
+            anchored, late = split
+            branches = (anchored + late) if at_start else late
+            return alt(*(_seq_to_ir(b, groups or {}, names, notes) for b in branches)), notes
         return _seq_to_ir(tree, groups or {}, names, notes), notes
     except (_Inexact, Exception) as exc:  # noqa: BLE001 - any unreadable construct: approximate
         return Rep(ANY_CHAR, 1), [f"pattern not translated ({exc})"]
@@ -397,10 +448,13 @@ def _leads(pattern: str) -> list[str]:
             break
         return [out]
 
+    split = _start_split(tree)
+    if split is not None:  # anchored branches match at offset 0 only, which the grammar's start rule reads
+        return list(dict.fromkeys(x for b in split[1] for x in lead(b)))
     return list(dict.fromkeys(lead(list(tree))))
 
 
-def delimiter_ir(delim: Delimiter, groups: dict | None, g: Grammar, where: str):
+def delimiter_ir(delim: Delimiter, groups: dict | None, g: Grammar, where: str, at_start: bool | None = None):
     """The node of an open/close delimiter (literals: their alternation). A pattern's optional
     declared repairs (damaged markup the parser accepts, :func:`without_optional_repairs`) are
     left out: the model is not made to write them, and a repair after a name group (gpt-oss's
@@ -408,7 +462,7 @@ def delimiter_ir(delim: Delimiter, groups: dict | None, g: Grammar, where: str):
     name continue it (the parser's greedy group reads a longer name, issue 27 C)."""
     if delim.literals is not None:
         return lits(*sorted(delim.literals, key=len, reverse=True))
-    node, notes = regex_to_ir(without_optional_repairs(delim.pattern), groups)
+    node, notes = regex_to_ir(without_optional_repairs(delim.pattern), groups, at_start)
     for note in notes:
         if "ASCII" not in note:
             g.inexact(f"{where} {delim.key} {delim.pattern!r}: {note}")
@@ -1061,21 +1115,30 @@ class _Builder:
         self.g.rules[self._key] = node
         return Ref(self._key)
 
-    def region(self, fi: int, closed: bool = True, need: bool = False):
+    def region(self, fi: int, closed: bool = True, need: bool = False, start: bool = False):
         """The rule of field ``fi``'s region; ``closed=False``: cut off by the end of the stream
         (the parser closes it there; a close that is an end-of-turn token is never generated);
         ``need``: a region holding calls (a call section, reasoning in which calls nest) with at
         least one call in it (``required`` or a named tool: an empty section is no call, issue 27 D)."""
-        key = (f"region_{fi}" if closed else f"open_region_{fi}") + ("_with_call" if need else "")
+        key = (f"region_{fi}" if closed else f"open_region_{fi}") + ("_with_call" if need else "") \
+            + ("_at_start" if start else "")
         if key in self.g.rules:
             return Ref(key)
         self.g.rules[key] = EMPTY  # placeholder: regions may nest each other
         outer, self._key = getattr(self, "_key", None), key
         outer_need, self._need = getattr(self, "_need", False), need
+        outer_start, self._start = getattr(self, "_start", False), start
         try:
             return self._region(fi, closed)
         finally:
-            self._key, self._need = outer, outer_need
+            self._key, self._need, self._start = outer, outer_need, outer_start
+
+    def start_open(self, fi: int) -> bool:
+        """Whether field ``fi``'s open has branches that match only at offset 0
+        (:func:`has_start_branches`)."""
+        f = self.t.fields[fi]
+        return f.open is not None and f.open.literals is None and has_start_branches(
+            without_optional_repairs(f.open.pattern))
 
     def _region(self, fi: int, closed: bool):
         f = self.t.fields[fi]
@@ -1101,7 +1164,8 @@ class _Builder:
             if not alts:
                 return self._set(fi, Lit("\x00no-tools"))
             return self._set(fi, alt(*alts))
-        op = delimiter_ir(f.open, open_groups, self.g, where)
+        split = self.start_open(fi)
+        op = delimiter_ir(f.open, open_groups, self.g, where, (getattr(self, "_start", False) if split else None))
         if fmt.body_grammar is None:
             self.g.inexact(f"{where} content {f.content!r}: body is any text")
         else:
@@ -1120,9 +1184,26 @@ class _Builder:
                 self.g.inexact(f"{where}: tool calls in {f.content!r} bodies are not typed")
             if ends and close is not None:
                 close = alt(close, *ends)
+        if split and getattr(self, "_start", False):
+            body = self._start_body(fi, body)
         if f.end == "value":
             return self._set(fi, seq(op, _close_after_value(body, close)))
         return self._set(fi, seq(op, body, close) if close is not None else seq(op, body))
+
+    def _start_body(self, fi: int, body):
+        """The body of field ``fi``'s region opened at offset 0 by its anchored open
+        (:meth:`start_open`). The parser takes the longest delimiter at an offset
+        (template-language.md "Choosing the next delimiter"), so an anchored open that matched
+        the empty string loses to any other delimiter matching there: the body must not start
+        with a character that starts one (nor a delimiter of its own). So the body is empty or
+        starts with a character that starts no watched delimiter; a real output whose region
+        text starts with one (ernie4_5: reasoning that starts with ``<``) is refused
+        (docs/grammar.md)."""
+        if not isinstance(body, Except):
+            self.g.inexact(f"field {self.t.fields[fi].name!r}: anchored open before a nested body")
+            return body
+        firsts = sorted({x[0] for x in list(body.literals) + self.watched(OUTSIDE) if x})
+        return alt(EMPTY, seq(Chars(_norm([(ord(c), ord(c)) for c in firsts]), True), body))
 
     def claimed(self, f: Field, start: str) -> bool:
         """Whether a body of ``f`` that starts with ``start`` is read by an earlier field with the
@@ -1290,14 +1371,31 @@ class _Builder:
             if need_call:
                 raise GrammarExportError(f"{t.source}: tool_choice {self.choice!r} but the template has no "
                                          "tool-call field (role 'tool_calls')")
-            body = seq(tref, plain_loop, plain_end)
+            rest = seq(plain_loop, plain_end)
         else:
             if self.parallel:
                 after = seq(tref, Rep(seq(any_region, tref)), any_end)
             else:
                 after = seq(tref, plain_loop, plain_end)
             first = alt(seq(alt(*tool_regions), after), *unclosed_calls)
-            body = seq(tref, plain_loop, first if need_call else alt(first, plain_end))
+            rest = seq(plain_loop, first if need_call else alt(first, plain_end))
+        body = seq(tref, rest)
+        # an open with branches that match only at offset 0 (ernie4_5's ``^\s*(?:<think>\s*)?``):
+        # there the region opens with any branch, elsewhere with the others only. When an
+        # anchored branch matches the empty string the parser opens the region at offset 0
+        # unless a longer delimiter matches there (template-language.md "Choosing the next
+        # delimiter"): the output starts with that region (closed, or cut by the end when no
+        # call is needed) or with another delimiter, never with text; a disabled field
+        # (--no-reasoning) leaves only the second
+        anchored = [fi for fi, f in enumerate(t.fields) if f.outside and not f.is_implicit and self.start_open(fi)]
+        if anchored:
+            starts = [fi for fi in anchored if fi in plain]
+            heads = [seq(self.region(fi, start=True), body) for fi in starts]
+            if not need_call:
+                heads += [self.region(fi, closed=False, start=True) for fi in starts if fi in cut]
+            empty = any(nullable(delimiter_ir(t.fields[fi].open, {}, Grammar(), "", True)) for fi in anchored)
+            heads.append(rest if empty else body)
+            body = alt(*heads)
         tail = EMPTY
         self.g.rules = {"start": seq(body, tail), **self.g.rules}
         return self.g

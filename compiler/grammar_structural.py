@@ -48,7 +48,7 @@ from typing import Any
 from .automaton import Automaton
 from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, JsonBuilder, Lit, Ref, Rep, Seq,
                          _Builder, _is_reasoning, _is_tool_field, _looks_ahead, call_shape, regex_to_ir, seq,
-                         without_optional_repairs)
+                         without_optional_repairs, has_start_branches, nullable, pattern_leads, alt, EMPTY, _norm)
 from .ir import Field, Template
 from ..runtime.formats.json_ import json_calls
 
@@ -281,6 +281,9 @@ class _StructuralBuilder:
             if f.open is not None and f.open.pattern is not None and "(?P<repair_" in without_optional_repairs(f.open.pattern):
                 continue  # a field that only reads damaged output (gpt-oss's stripped tokens)
             opens = _literal_list(f.open)
+            start = self.start_reasoning(f)
+            if start is not None:
+                return start
             if not self.reasoning:
                 if opens is None:
                     self.notes.append(f"field {f.name!r}: its pattern open cannot be kept out (--no-reasoning)")
@@ -311,6 +314,34 @@ class _StructuralBuilder:
                                     for o in opens])
             return {"type": "optional", "content": _one_of(tags)}, opens
         return None, []
+
+    def start_reasoning(self, f: Field) -> tuple[dict, list[str]] | None:
+        """The leading reasoning of a field whose open has an anchored branch that matches the
+        empty string (ernie4_5's ``^\\s*(?:<think>\\s*)?|<think>\\s*``): the parser opens it at
+        offset 0 unless a longer delimiter matches there (docs/grammar.md "Anchored opens"), so
+        the tag starts with that reasoning (closed, or cut off by the end of the output), its text
+        starting with no character that starts a delimiter (of any field). None for any other field.
+
+        Raises:
+            StructuralTagError: with ``--no-reasoning`` (the output would have to start with a
+                delimiter, which the tag cannot say; the EBNF export can)."""
+        pattern = without_optional_repairs(f.open.pattern) if f.open is not None and f.open.pattern else None
+        closes = _literal_list(f.close)
+        if pattern is None or closes is None or not has_start_branches(pattern):
+            return None
+        node, _notes = regex_to_ir(pattern, None, True)
+        if not nullable(node):
+            return None
+        if not self.reasoning:
+            raise StructuralTagError(f"{self.t.source}: field {f.name!r} opens at the start of the output with an "
+                                     "empty open, so with --no-reasoning the output must start with a delimiter, "
+                                     "which a structural tag cannot say (use --format xgrammar for its EBNF grammar)")
+        firsts = sorted({x[0] for g in self.t.fields for d in (g.open, g.close) if d is not None
+                         for x in (d.literals or pattern_leads(d.pattern)) if x})
+        body = alt(EMPTY, seq(Chars(_norm([(ord(c), ord(c)) for c in firsts]), True), Except(tuple(closes))))
+        self.notes.append(f"field {f.name!r}: reasoning at the start of the output")
+        self.unclosed = _ebnf(seq(node, body))  # cut off by the end of the output (build: only with no call needed)
+        return _ebnf(seq(node, body, alt(*(Lit(c) for c in closes)))), [x for x in pattern_leads(pattern) if x]
 
     def build(self) -> dict:
         fields = [f for f in self.t.fields if _is_tool_field(self.t, f)]

@@ -370,11 +370,9 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
     '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
-    "// inexact: field 'reasoning_content' open_pattern '^\\\\s*(?:<think>\\\\s*)?|<think>\\\\s*': no literal lead; free text may contain it\n"
-    "// inexact: field 'reasoning_content' open_pattern '^\\\\s*(?:<think>\\\\s*)?|<think>\\\\s*': anchor AT_BEGINNING dropped\n"
-    'start: text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?)\n'
+    'start: region_0_at_start text ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?) | open_region_0_at_start | ((region_0 | implicit_close) text)* (region_1 text ((region_0 | implicit_close | region_1) text)* (open_region_0 | open_region_1)? | open_region_1 | open_region_0?)\n'
     'text: /(?:(?!<\\|end_of_sentence\\|>|<tool_call>|<\\/response>|<response>|<think>|<\\/s>)[\\s\\S])+/s?\n'
-    'region_0: (/(?:[\\x09-\\x0d ]){1,}/s? /<think>(?:[\\x09-\\x0d ]){0,}/s? | /<think>(?:[\\x09-\\x0d ]){0,}/s) /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
+    'region_0: /<think>(?:[\\x09-\\x0d ]){0,}/s /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
     'implicit_close: /(?:<\\|end_of_sentence\\|>|<\\/response>|<response>|<\\/s>)/s\n'
     'region_1: /<tool_call>/ ws call_28 ws /<\\/tool_call>/\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
@@ -402,9 +400,11 @@ GRAMMAR = (
     'json_x0_other_key_arguments_name_dq_6: /e/ json_x0_other_key_arguments_name_dq_8 | /[ -!#-;=-\\[\\]-df-\U0010ffff]/ /(?:(?!<\\/tool_call>)[^\\x00-\\x1f"\\\\])+/s? /"/ | /"/\n'
     'json_x0_other_key_arguments_name_dq_8: /[ -!#-;=-\\[\\]-\U0010ffff]/ /(?:(?!<\\/tool_call>)[^\\x00-\\x1f"\\\\])+/s? /"/\n'
     'call_28: /\\{/ ws (/"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws /"arguments"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
-    'open_region_0: (/(?:[\\x09-\\x0d ]){1,}/s? /<think>(?:[\\x09-\\x0d ]){0,}/s? | /<think>(?:[\\x09-\\x0d ]){0,}/s) /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
+    'open_region_0: /<think>(?:[\\x09-\\x0d ]){0,}/s /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
     'open_region_1: /<tool_call>/ ws call_31 ws\n'
     'call_31: /\\{/ ws (/"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws /"arguments"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
+    'region_0_at_start: (/(?:[\\x09-\\x0d ]){1,}/s? /<think>(?:[\\x09-\\x0d ]){0,}/s? | /<think>(?:[\\x09-\\x0d ]){0,}/s) (/[^<]/ /(?:(?!<\\/think>)[\\s\\S])+/s?)? /<\\/think>/\n'
+    'open_region_0_at_start: (/(?:[\\x09-\\x0d ]){1,}/s? /<think>(?:[\\x09-\\x0d ]){0,}/s? | /<think>(?:[\\x09-\\x0d ]){0,}/s) (/[^<]/ /(?:(?!<\\/think>)[\\s\\S])+/s?)?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

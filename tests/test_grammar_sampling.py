@@ -62,12 +62,8 @@ NO_CALLS = {"gemma2", "kimi_vl", "olmo3_think"}
 KNOWN_UNSOUND = {
     "cwm": "four call fields share the <tool: open; the parser reads names longer than the grammar's "
            "(set_alarm\\</think)",
-    "ernie4_5": "its tool open is anchored (a lookahead the grammar drops): under none, free text may hold a "
-                "<tool_call> the parser opens",
     "minimax_m3": "its values are read by the xml-tree value parser, which the grammar does not type, and "
                   "its nested tags let a value hold text the parser finds no tag for",
-    "minicpm4": "its tag_pattern ends in a lookahead (?=\\s*(?:<param\\b|\\Z)) the grammar drops: a value "
-                "may hold text the parser then finds no tag for",
 }
 
 TOTALS: dict = collections.Counter()

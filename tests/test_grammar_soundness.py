@@ -30,17 +30,19 @@ pytestmark = pytest.mark.skipif(not ENGINES, reason="the grammar extra is not in
 
 
 def verdicts(family: str, text: str, choice: str = "auto", parallel: bool = True, tools=None,
-             structural: bool = True) -> dict:
+             structural: bool = True, reasoning: bool = True) -> dict:
     """Whether each export of ``family`` accepts ``text``: Lark always, the engines when installed,
     the structural tag (xgrammar) when the template has one."""
     tools = RICH_TOOLS if tools is None else tools
     path = REPO / "templates" / f"{family}.json"
     out = {}
     for fmt in ("lark",) + ENGINES:
-        out[fmt] = ACCEPTS[fmt](export_grammar(path, fmt, tools=tools, tool_choice=choice, parallel=parallel), text)
+        out[fmt] = ACCEPTS[fmt](export_grammar(path, fmt, tools=tools, tool_choice=choice, parallel=parallel,
+                                                reasoning=reasoning), text)
     if structural and ENGINES:
         try:
-            tag = export_grammar(path, STRUCTURAL_TAG, tools=tools, tool_choice=choice, parallel=parallel)
+            tag = export_grammar(path, STRUCTURAL_TAG, tools=tools, tool_choice=choice, parallel=parallel,
+                                 reasoning=reasoning)
         except StructuralTagError:
             pass
         else:
@@ -468,3 +470,52 @@ def test_structural_tag_reasoning_cut_by_a_call_types_the_call():
     # the grammar reads the offered call; the structural tag writes no reasoning a call ends
     # (tests/cases/structural_tag_gaps.json)
     accepted("qwen3", cut.format("get_weather"), structural=False)
+
+
+#: ernie4_5's reasoning open ``^\s*(?:<think>\s*)?|<think>\s*`` (walk-found strings,
+#: test_grammar_sampling.py): its anchored branch matches only at offset 0, and there even the
+#: empty string unless a longer delimiter matches (docs/grammar.md, "Anchored opens")
+@pytest.mark.parametrize("text, kw", [
+    # under none: the empty anchored open taken after </response>, then a call open in "reasoning"
+    (".</response></think>Z\\</think></think>}<tool_call>", {"choice": "none"}),
+    # under none: text at offset 0 that starts with a delimiter the parser takes over the empty open
+    ("<|end_of_sentence|><tool_call>[_/:</think><tool_call>", {"choice": "none"}),
+    # with a call required: text at offset 0 is reasoning, the call inside it
+    ('x<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>', {"choice": "required"}),
+    # the structural tag's walks: free text, then a call whose string holds the reasoning's close,
+    # after which the parser opens a call on the string's rest
+    ('x<tool_call>{"name": "get_weather", "arguments": {"city": "</think><tool_call>"}}</tool_call>', {}),
+    # with a call required and reasoning off: the same
+    ('x<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>',
+     {"choice": "required", "reasoning": False}),
+])
+def test_anchored_open_is_read_only_at_offset_0(text, kw):
+    refused("ernie4_5", text, **kw)
+
+
+def test_anchored_open_real_outputs_still_pass():
+    call = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    for text in ("plan</think>\n\n" + call, "<think>\nplan\n</think>\n\n" + call, "</think>ok" + call):
+        accepted("ernie4_5", text)
+        # (with a call required the structural tag refuses these, as it did before: not studied here)
+        accepted("ernie4_5", text, structural=False, choice="required")
+    # a call at offset 0 (a longer delimiter than the empty open): the structural tag always
+    # starts with the reasoning (docs/grammar.md "Anchored opens")
+    accepted("ernie4_5", call, structural=False, choice="required")
+    accepted("ernie4_5", "plan, cut off", choice="auto")
+    accepted("ernie4_5", "hello</think>Hi<|end_of_sentence|>", choice="none")
+
+
+#: minicpm4's tag_pattern ends in ``(?=\s*(?:<param\b|\Z))``: a tag counts only when whitespace and
+#: the next tag or the end of the body follow it, so no closing tag may follow the last one
+#: (walk-found string, test_grammar_sampling.py; docs/grammar.md "Formats write their bodies")
+def test_closing_tag_after_a_lookahead_tag_is_refused():
+    text = ('|</param>city")-]<think>\'\\>\'?</<|:"[label</think></think><function\nname="book_trip"city"<function'
+            '</function><param name="where"><![CDATA[\n\n{"nights": 9\n\n ,"city"\n \n:"nights"}</param></think>'
+            '</function>')
+    refused("minicpm4", text, choice="required")
+
+
+def test_lookahead_tags_still_pass():
+    accepted("minicpm4", '<function name="book_trip"><param name="where"><![CDATA[{"city": "Paris"}]]></param>\n'
+             '<param name="guests">["Ann"]</param>\n</function>', choice="required")

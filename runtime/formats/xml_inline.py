@@ -908,6 +908,11 @@ def args_grammar(b: Any, f: Any, name: str | None, schema: Any, where: str, jb: 
     value_tail = pattern.split("(?P<value>", 1)[1] if "(?P<value>" in pattern else ""
     # the pattern after the value group: group_end reads ``(`` + the group's body onwards
     after = value_tail[group_end("(" + value_tail, 0) - 1:] if value_tail else ""
+    if "(?=" in after and f.content_args.get("unmatched", "error") != "skip":
+        # a lookahead after the tag's close (minicpm4's ``(?=\s*(?:<param\b|\Z))``): a tag counts only
+        # when whitespace and the next tag or the end of the body follow it, so no closing tags
+        # may follow the last one (docs/grammar.md "Formats write their bodies")
+        tail = WS
     # a value ends at the tag's close; it may not hold a delimiter the parser watches in the
     # body either (the call's close: the parser ends the region there, issue 27 E)
     stop = tuple(dict.fromkeys([x for x in (ir.pattern_leads(after) if after else []) if x] + list(b.body_watch(f))))
