@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..content import ContentParser, _error, _stripped
+from ..content import _stripped
 from .base import Format, Plan, no_problems
-from .text import make as make_text
+from .int_ import scalar_make
 
 
 def plan(field) -> Plan:
@@ -12,17 +12,7 @@ def plan(field) -> Plan:
     return Plan("float", dirty=False, empty_none=True)
 
 
-def make(args: dict) -> ContentParser:
-    """The whole-body parser (template-language.md "Content parsers"); raises ContentParseError."""
-    prepare = make_text(args)
-
-    def parse_float(text: str) -> float:
-        try:
-            return float(prepare(text))
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise _error("float", "as a float", text, exc) from exc
-
-    return parse_float
+make = scalar_make("float", float, "as a float")
 
 
 def grammar(args: dict) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from ..content import ContentParser, _error, _stripped
 from .base import Format, Plan, no_problems
 from .text import make as make_text
@@ -12,17 +14,26 @@ def plan(field) -> Plan:
     return Plan("int", dirty=False, empty_none=True)
 
 
-def make(args: dict) -> ContentParser:
-    """The whole-body parser (template-language.md "Content parsers"); raises ContentParseError."""
-    prepare = make_text(args)
+def scalar_make(kind: str, convert: Callable[[str], Any], how: str) -> Callable[[dict], ContentParser]:
+    """The ``make`` of a scalar format (``int``, ``float``): the body prepared as ``text`` prepares it
+    (stripped unless ``"strip": false``), then ``convert``; a body it cannot read raises
+    ContentParseError naming ``kind`` and ``how`` (template-language.md "Content parsers")."""
 
-    def parse_int(text: str) -> int:
-        try:
-            return int(prepare(text))
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise _error("int", "as an integer", text, exc) from exc
+    def make(args: dict) -> ContentParser:
+        prepare = make_text(args)
 
-    return parse_int
+        def parse(text: str) -> Any:
+            try:
+                return convert(prepare(text))
+            except (ValueError, TypeError, AttributeError) as exc:
+                raise _error(kind, how, text, exc) from exc
+
+        return parse
+
+    return make
+
+
+make = scalar_make("int", int, "as an integer")
 
 
 def grammar(args: dict) -> str:
