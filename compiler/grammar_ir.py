@@ -516,42 +516,54 @@ def select_group(node, marker, replacement):
 has_node = _has
 
 
+def _rewrite(node, leaf):
+    """``node`` rebuilt bottom-up: ``leaf(n)`` gives a replacement for ``n`` or None; where it gives
+    None, a :class:`Seq`, :class:`Alt` or :class:`Rep` is rebuilt from its rewritten items and any
+    other node is kept."""
+    new = leaf(node)
+    if new is not None:
+        return new
+    if isinstance(node, Seq):
+        return seq(*(_rewrite(x, leaf) for x in node.items))
+    if isinstance(node, Alt):
+        return alt(*(_rewrite(x, leaf) for x in node.items))
+    if isinstance(node, Rep):
+        return Rep(_rewrite(node.item, leaf), node.min, node.max, node.lazy)
+    return node
+
+
 def replace_nodes(node, mapping: dict):
     """``node`` with each object of ``mapping`` (compared by identity) replaced by its value."""
-    for key, value in mapping.items():
-        if node is key:
-            return value
-    if isinstance(node, Seq):
-        return seq(*(replace_nodes(x, mapping) for x in node.items))
-    if isinstance(node, Alt):
-        return alt(*(replace_nodes(x, mapping) for x in node.items))
-    if isinstance(node, Rep):
-        return Rep(replace_nodes(node.item, mapping), node.min, node.max, node.lazy)
-    return node
+
+    def leaf(n):
+        for key, value in mapping.items():
+            if n is key:
+                return value
+        return None
+
+    return _rewrite(node, leaf)
 
 
 def narrow_chars(node, firsts: str):
     """``node`` with the characters of ``firsts`` taken out of every character class (:class:`Chars`)
     that holds one: a pattern's free stretches (``[^>]*`` between a parameter tag's name and its
     ``>``) then hold no delimiter starting with one of them (the parser would find it in the raw
-    body first, issue 27). Literals are kept."""
+    body first, docs/grammar.md). Literals are kept."""
     codes = sorted({ord(c) for c in firsts})
-    if isinstance(node, Chars):
-        ranges = _complement(node.ranges) if node.negate else node.ranges
+
+    def leaf(n):
+        if not isinstance(n, Chars):
+            return None
+        ranges = _complement(n.ranges) if n.negate else n.ranges
         if not any(lo <= c <= hi for c in codes for lo, hi in ranges):
-            return node
+            return n
         out = list(ranges)
         for c in codes:
             out = [r for lo, hi in out for r in (((lo, c - 1), (c + 1, hi)) if lo <= c <= hi else ((lo, hi),))
                    if r[0] <= r[1]]
         return Chars(_norm(out)) if out else Lit("\x00never")
-    if isinstance(node, Seq):
-        return seq(*(narrow_chars(x, firsts) for x in node.items))
-    if isinstance(node, Alt):
-        return alt(*(narrow_chars(x, firsts) for x in node.items))
-    if isinstance(node, Rep):
-        return Rep(narrow_chars(node.item, firsts), node.min, node.max, node.lazy)
-    return node
+
+    return _rewrite(node, leaf)
 
 
 #: public names of the helpers the formats' grammar hooks use (runtime/formats/*.py): merged code-point
