@@ -18,7 +18,7 @@ from ..pythonic import PYTHON_SPACE, parse_pythonic
 from ..repair import NOTES
 from ..pythonic import _JSON_WORDS as _PY_ALL_WORDS
 from ..pythonic import quick_read as _quick_pythonic
-from .base import ACCEPTED, ArgumentStream, UNDECIDED, Boundary, Format, Plan, Problems, bool_args, call_shape, is_tool_field
+from .base import ACCEPTED, REJECTED, ArgumentStream, UNDECIDED, Boundary, Format, InsideReader, Plan, Problems, bool_args, call_shape, is_tool_field
 
 
 def check(args: dict, where: str = "content_args") -> Problems:
@@ -200,6 +200,37 @@ def pythonic_boundary(args: dict) -> Callable[[], Boundary]:
     """
     allow_bare = bool(args.get("allow_bare", True))
     return lambda: PythonicBoundary(allow_bare)
+
+
+class InPyString(InsideReader):
+    """Whether a pythonic body stands inside a string literal (either quote, triple quotes included)
+    of its call list: :class:`PythonicBoundary`'s own scan, fed each piece once (linear). A quote
+    the scan keeps back at the end of a piece (``'`` or ``''``: it cannot yet tell a triple quote)
+    is read as what it is when a closer follows it: one quote opens a string, two are an empty one.
+    Once the call list ended, or the body was rejected at its start, it is never inside again
+    (docs/security.md, "Closers inside an open value")."""
+
+    __slots__ = ("_scan", "_over")
+
+    def __init__(self, allow_bare: bool) -> None:
+        self._scan = PythonicBoundary(allow_bare)
+        self._over = False
+
+    def feed(self, text: str) -> bool:
+        if self._over:
+            return False
+        scan = self._scan
+        if scan.feed(text) >= 0 or scan.status == REJECTED:
+            self._over = True
+            return False
+        state = scan._state
+        return state in ("string", "escape") or (state == "code" and len(scan._carry) == 1)
+
+
+def inside(args: dict) -> Callable[[], InPyString]:
+    """The ``inside`` reader factory of pythonic (:class:`InPyString`), for ``content_args`` ``args``."""
+    allow_bare = bool(args.get("allow_bare", True))
+    return lambda: InPyString(allow_bare)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -910,4 +941,5 @@ def _pythonic_calls(b: Any, f: Any, where: str) -> Any:
 
 
 FORMAT = Format("pythonic", True, check, plan, make, reader=pythonic_boundary, ends_itself=True, repair=repair,
-                can_reject=True, grammar=grammar, since=2, stream=stream, body_grammar=body_grammar)
+                can_reject=True, grammar=grammar, since=2, stream=stream, body_grammar=body_grammar,
+                inside=inside)
