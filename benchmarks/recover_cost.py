@@ -1,6 +1,6 @@
 """Cost of errors="recover" per call (µs): each family case of a template parsed whole and streamed
 in 4-character chunks, and one value full of closers (a closer inside an open value every 17
-characters, 2,000 of them), best of several repeats.
+characters, 2,000 of them), best of several repeats (CPU time: the machine may be shared).
 
     python benchmarks/recover_cost.py [TEMPLATE ...]   (default: qwen3_coder gemma4 kimi_k2_thinking glm4_5)
 """
@@ -24,15 +24,16 @@ FULL = {
                          '{"code": "x', "ab <|tool_call_begin|> ", '"}<|tool_call_end|><|tool_calls_section_end|>'),
     "glm4_5": ("<tool_call>write\n<arg_key>content</arg_key>\n<arg_value>x", "ab </tool_call> ",
                "</arg_value>\n</tool_call>"),
+    "lfm2": ('<|tool_call_start|>[write(content="x', "ab c<|tool_call_end|> ", '")]<|tool_call_end|>'),
 }
 
 
 def best(fn, repeats=5):
     out = float("inf")
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn()
-        out = min(out, time.perf_counter() - t0)
+        out = min(out, time.process_time() - t0)
     return out
 
 
@@ -69,7 +70,7 @@ def measure(name: str) -> tuple[float, float, float]:
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or list(FULL)
+    names = sys.argv[1:] or list(FULL)[:4]
     print(f"{'template':18} {'whole µs/call':>14} {'4-char µs/call':>15} {'closers µs':>11}")
     for name in names:
         w, s, c = measure(name)

@@ -64,7 +64,7 @@ from typing import Any, Callable, NamedTuple
 
 import regex
 
-from .decoders import ACCEPTED, REJECTED, UNDECIDED
+from .decoders import ACCEPTED, UNDECIDED
 from .errors import ContentParseError, ParserStateError, RegexTimeoutError
 from .held import STOP, HeldRegex
 from .repair import NOTES, decode_string_arguments
