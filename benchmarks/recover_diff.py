@@ -1,13 +1,14 @@
 """Differential harness for errors="recover": record what every catalogue template makes of a set of
 texts (message, events, diagnostics; whole and in random chunks), and compare two recordings.
 
-    python benchmarks/recover_diff.py record OUT.json [--mutations N]
+    python benchmarks/recover_diff.py record OUT.json [--mutations N] [--strict] [TEMPLATE ...]
     python benchmarks/recover_diff.py compare OLD.json NEW.json
 
 The texts: the family cases (tests/cases/families), the shared corpus vectors (../shared/corpus:
 vectors.jsonl, peer_vectors*.jsonl; skipped when absent), and seeded random mutations of the family
 cases that insert the template's delimiters (closers, openers, their recover-only forms, string
-delimiters) inside values. Used to show which outputs a change of the recover rules alters."""
+delimiters) inside values. Used to show which outputs a change of the recover rules alters.
+``--strict`` records errors="strict" instead (an error is recorded as what was raised)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import json
 import random
 import re
 import sys
-import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -74,16 +74,19 @@ def cases(name: str, mutations: int) -> list[tuple[str, str, str, object]]:
     return out
 
 
+ERRORS = "recover"
+
+
 def run(module, prefix, text, tools, chunks):
     try:
-        parser = module.ResponseParser(prefix, tools, errors="recover")
+        parser = module.ResponseParser(prefix, tools, errors=ERRORS)
         events = list(parser.initial_events)
         for chunk in chunks:
             events.extend(parser.feed(chunk))
         message, final = parser.finalize()
         return {"message": message, "events": events + final, "diagnostics": parser.diagnostics}
-    except Exception as exc:  # recover must never raise: recorded as a finding
-        return {"raised": f"{type(exc).__name__}: {exc}", "where": traceback.format_exc()[-300:]}
+    except Exception as exc:  # recover must never raise: recorded as a finding (strict: its error)
+        return {"raised": f"{type(exc).__name__}: {exc}"}
 
 
 def pieces_of(text: str, seed: str) -> list[str]:
@@ -144,6 +147,8 @@ if __name__ == "__main__":
         args = sys.argv[3:]
         if args[:1] == ["--mutations"]:
             n, args = int(args[1]), args[2:]
+        if args[:1] == ["--strict"]:
+            ERRORS, args = "strict", args[1:]
         record(sys.argv[2], n, args)
     else:
         compare(sys.argv[2], sys.argv[3])
