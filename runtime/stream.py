@@ -521,6 +521,7 @@ def _guard_scanner(scan: Callable) -> Callable:
                 _RUNNING.parser._search_timed_out(exc, buf, memo)
 
     guarded._respc_guarded = True  # type: ignore[attr-defined]
+    guarded._respc_inner = scan  # type: ignore[attr-defined]
     return guarded
 
 
@@ -1388,6 +1389,8 @@ class StreamParser:
     _RUN1: tuple = ()
     #: per state: HOLD_LITERALS, or None (every state None when the module has none)
     _LITS: tuple = ()
+    #: per state: the records its module declares (runtime/scanners.py), or None
+    _DECLARED: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -1395,7 +1398,10 @@ class StreamParser:
             # the states a module declares by their literal delimiters: the runtime builds their
             # scanners and HOLD_LITERALS entries (runtime/scanners.py, issue 31)
             declared = tuple(scan if isinstance(scan, tuple) else None for scan in cls.SCANNERS)
-            cls.SCANNERS, cls.MEMO_SLOTS, holds = build_scanners(cls, cls.SCANNERS, cls.MEMO_SLOTS)
+            cls._DECLARED = declared
+            # the memo slots the class writes (a module of codegen 4 before issue 31's patterns), not its
+            # base class's: the runtime gives the rest
+            cls.SCANNERS, cls.MEMO_SLOTS, holds = build_scanners(cls, cls.SCANNERS, cls.__dict__.get("MEMO_SLOTS", 0))
             if "HOLD_REGEX" in cls.__dict__:
                 cls.HOLD_REGEX = tuple(literal_automata(declared[k]) if entry is HELD_LITERALS else entry
                                        for k, entry in enumerate(cls.HOLD_REGEX))
