@@ -222,9 +222,6 @@ _P3 = _rt.LazyPattern('(?>(?:<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>))(?!)', bou
 # start only in the run of characters the part before the factor consumes; these find its start.
 # the last character before 'function' that /'<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)'/ cannot consume before it (compiled when first asked)
 _B0 = _rt.LazyPattern('(?r)[^<tol: \\u0009]')
-# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
-# one is held)
-_PREFIXES_0 = _rt.literal_prefixes(('<think>', '<|eot_id|>', '<|end_of_text|>', '</think>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
@@ -262,381 +259,26 @@ _TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
-
-def _scan_0(buf, pos, eos, memo):
-    """S_OUTSIDE, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[22]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[22] = buf.find('<', pos)
-    # open of 'reasoning_content': '<think>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br, bm = i, i + 7, 0, None
-    # open of 'named_call_json': /'<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)'/
-    # every match, and every partial one, contains the factor 'function' or runs into
-    # the end through a proper prefix of it: it starts in the run of characters the part before
-    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-    # nothing from lo = n is no partial match
-    k = memo[4]
-    if k is None or -1 < k < pos:
-        k = memo[4] = buf.find('function', pos)
-    if k >= 0:
-        x = k
-    else:
-        x = n
-        j = buf.find('f', n - 7 if n - 7 > pos else pos)
-        while j >= 0:
-            if buf[j:] == 'function'[:n - j]:
-                x = j
-                break
-            j = buf.find('f', j + 1)
-    lo = pos
-    # the last character before x that the part before the factor cannot consume, searched once
-    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
-    b = memo[5]
-    if b is None or b[0] != x or lo < b[1]:
-        b = _B0.search(buf, lo, x)
-        b = memo[5] = (x, lo, -1 if b is None else b.end())
-    if b[2] > lo:
-        lo = b[2]
-    m = memo[1]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[1] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _D0.search(buf, lo)
-            elif n - lo < 256:
-                m = _D0.search(buf, lo, partial=True)
-            else:
-                m = _rt.window_partial(_D0, buf, lo)
-            m = memo[1] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P0.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[3]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D0.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[3] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[2]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[2] = _P0.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
-            bs, be, br, bm = i, e, 1, m
-    # open of 'named_call_command': /'<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)'/
-    # every match, and every partial one, contains the factor 'function' or runs into
-    # the end through a proper prefix of it: it starts in the run of characters the part before
-    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-    # nothing from lo = n is no partial match
-    k = memo[9]
-    if k is None or -1 < k < pos:
-        k = memo[9] = buf.find('function', pos)
-    if k >= 0:
-        x = k
-    else:
-        x = n
-        j = buf.find('f', n - 7 if n - 7 > pos else pos)
-        while j >= 0:
-            if buf[j:] == 'function'[:n - j]:
-                x = j
-                break
-            j = buf.find('f', j + 1)
-    lo = pos
-    # the last character before x that the part before the factor cannot consume, searched once
-    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
-    b = memo[10]
-    if b is None or b[0] != x or lo < b[1]:
-        b = _B0.search(buf, lo, x)
-        b = memo[10] = (x, lo, -1 if b is None else b.end())
-    if b[2] > lo:
-        lo = b[2]
-    m = memo[6]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[6] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _D1.search(buf, lo)
-            elif n - lo < 256:
-                m = _D1.search(buf, lo, partial=True)
-            else:
-                m = _rt.window_partial(_D1, buf, lo)
-            m = memo[6] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P1.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[8]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D1.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[8] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[7]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[7] = _P1.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 2 < br)):
-            bs, be, br, bm = i, e, 2, m
-    # open of 'tool_call_json': /'<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>'/
-    # every match, and every partial one, contains the factor '<tool:' or runs into
-    # the end through a proper prefix of it: it starts in the run of characters the part before
-    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-    # nothing from lo = n is no partial match
-    k = memo[14]
-    if k is None or -1 < k < pos:
-        k = memo[14] = buf.find('<tool:', pos)
-    if k >= 0:
-        x = k
-    else:
-        x = n
-        j = buf.find('<', n - 5 if n - 5 > pos else pos)
-        while j >= 0:
-            if buf[j:] == '<tool:'[:n - j]:
-                x = j
-                break
-            j = buf.find('<', j + 1)
-    lo = x if x > pos else pos
-    m = memo[11]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[11] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _D2.search(buf, lo)
-            elif n - lo < 256:
-                m = _D2.search(buf, lo, partial=True)
-            else:
-                m = _rt.window_partial(_D2, buf, lo)
-            m = memo[11] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P2.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[13]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D2.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P2.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[13] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[12]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[12] = _P2.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 3 < br)):
-            bs, be, br, bm = i, e, 3, m
-    # open of 'tool_call_command': /'<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>'/
-    # every match, and every partial one, contains the factor '<tool:' or runs into
-    # the end through a proper prefix of it: it starts in the run of characters the part before
-    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-    # nothing from lo = n is no partial match
-    k = memo[18]
-    if k is None or -1 < k < pos:
-        k = memo[18] = buf.find('<tool:', pos)
-    if k >= 0:
-        x = k
-    else:
-        x = n
-        j = buf.find('<', n - 5 if n - 5 > pos else pos)
-        while j >= 0:
-            if buf[j:] == '<tool:'[:n - j]:
-                x = j
-                break
-            j = buf.find('<', j + 1)
-    lo = x if x > pos else pos
-    m = memo[15]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[15] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _D3.search(buf, lo)
-            elif n - lo < 256:
-                m = _D3.search(buf, lo, partial=True)
-            else:
-                m = _rt.window_partial(_D3, buf, lo)
-            m = memo[15] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P3.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[17]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D3.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[17] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[16]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[16] = _P3.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 4 < br)):
-            bs, be, br, bm = i, e, 4, m
-    # close of 'content': '<|eot_id|>' | '<|end_of_text|>' | '</think>'
-    i = memo[19]
-    if i is None or -1 < i < pos:
-        i = memo[19] = buf.find('<|eot_id|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (10 > be - bs or 10 == be - bs and 5 < br)):
-        bs, be, br, bm = i, i + 10, 5, None
-    i = memo[20]
-    if i is None or -1 < i < pos:
-        i = memo[20] = buf.find('<|end_of_text|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (15 > be - bs or 15 == be - bs and 5 < br)):
-        bs, be, br, bm = i, i + 15, 5, None
-    i = memo[21]
-    if i is None or -1 < i < pos:
-        i = memo[21] = buf.find('</think>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (8 > be - bs or 8 == be - bs and 5 < br)):
-        bs, be, br, bm = i, i + 8, 5, None
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 14
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                if j < hold:
-                    hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_OUTSIDE: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<think>', rank=0),  # open 'reasoning_content'
+    # open 'named_call_json'
+    _rt.Pattern(_D0, rank=1, probe=_P0, prefilter=True, factor='function', back=_B0),
+    # open 'named_call_command'
+    _rt.Pattern(_D1, rank=2, probe=_P1, prefilter=True, factor='function', back=_B0),
+    # open 'tool_call_json'
+    _rt.Pattern(_D2, rank=3, probe=_P2, prefilter=True, factor='<tool:', reach=0),
+    # open 'tool_call_command'
+    _rt.Pattern(_D3, rank=4, probe=_P3, prefilter=True, factor='<tool:', reach=0),
+    _rt.Literal('<|eot_id|>', rank=5),  # close 'content'
+    _rt.Literal('<|end_of_text|>', rank=5),
+    _rt.Literal('</think>', rank=5),
+)
 
 # S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
@@ -685,7 +327,9 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 5
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4, _DELIMITERS_5)
+    SCANNERS = (
+        _DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4, _DELIMITERS_5,
+    )
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -765,7 +409,6 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 28
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -101,21 +101,10 @@ _START_ANCHOR = regex.compile('<\uff5ctool\u2581outputs\u2581end\uff5c>|<\uff5cA
 # module's globals() on that first search.
 # open of 'tool_calls': /'<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)\\s*```json'/
 _D0 = _rt.LazyPattern('<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)\\s*```json', scope=globals(), name='_D0')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D0_LEADS = ('<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)\\s*```json'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)\\s*```json))(?!)')
-# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
-# one is held)
-_PREFIXES_0 = _rt.literal_prefixes((
-    '<think>',
-    '<\uff5cend\u2581of\u2581sentence\uff5c>',
-    '<\uff5ctool\u2581calls\u2581begin\uff5c>',
-    '<\uff5ctool\u2581calls\u2581end\uff5c>',
-    '</think>',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
@@ -138,150 +127,24 @@ _TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
-
-def _scan_0(buf, pos, eos, memo):
-    """S_OUTSIDE, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[9]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[9] = buf.find('<', pos)
-    # open of 'reasoning_content': '<think>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br, bm = i, i + 7, 0, None
-    # open of 'tool_calls': /'<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)\\s*```json'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[4]
-        if k is None or -1 < k < pos:
-            k = memo[4] = buf.find('<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 38 if n - 38 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[1]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[1] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
-            elif n - lo < 256:
-                m = _D0.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
-            m = memo[1] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P0.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[3]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D0.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[3] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[2]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[2] = _P0.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
-            bs, be, br, bm = i, e, 1, m
-    # close of 'content': '<\uff5cend\u2581of\u2581sentence\uff5c>' | '<\uff5ctool\u2581calls\u2581begin\uff5c>' | '<\uff5ctool\u2581calls\u2581end\uff5c>' | '</think>'
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<\uff5cend\u2581of\u2581sentence\uff5c>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (19 > be - bs or 19 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 19, 2, None
-    i = memo[6]
-    if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<\uff5ctool\u2581calls\u2581begin\uff5c>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (20 > be - bs or 20 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 20, 2, None
-    i = memo[7]
-    if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('<\uff5ctool\u2581calls\u2581end\uff5c>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (18 > be - bs or 18 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 18, 2, None
-    i = memo[8]
-    if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('</think>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (8 > be - bs or 8 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 8, 2, None
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 19
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                if j < hold:
-                    hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_OUTSIDE: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<think>', rank=0),  # open 'reasoning_content'
+    # open 'tool_calls'
+    _rt.Pattern(_D0, rank=1, probe=_P0, prefilter=True,
+                factor='<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>',
+                reach=0,
+                leads=('<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>',)),
+    _rt.Literal('<\uff5cend\u2581of\u2581sentence\uff5c>', rank=2),  # close 'content'
+    _rt.Literal('<\uff5ctool\u2581calls\u2581begin\uff5c>', rank=2),
+    _rt.Literal('<\uff5ctool\u2581calls\u2581end\uff5c>', rank=2),
+    _rt.Literal('</think>', rank=2),
+)
 
 # S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
@@ -315,7 +178,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _DELIMITERS_1, _DELIMITERS_2)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -387,7 +250,6 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 12
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -99,20 +99,10 @@ _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n|Assistant:\\ |Assis
 _D0 = _rt.LazyPattern('^\\s*(?:<think>\\s*)?|<think>\\s*', scope=globals(), name='_D0', bound=('reasoning_content', 'open_pattern'))
 # the same for a complete text's search from an offset after 0 (its start-anchored alternatives dropped)
 _D0L = _rt.LazyPattern('<think>\\s*', bound=('reasoning_content', 'open_pattern'))
-_D0L_LEADS = ('<think>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:^\\s*(?:<think>\\s*)?|<think>\\s*))(?!)', bound=('reasoning_content', 'open_pattern'))
-# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
-# one is held)
-_PREFIXES_0 = _rt.literal_prefixes((
-    '<tool_call>',
-    '<response>',
-    '</response>',
-    '</s>',
-    '<|end_of_sentence|>',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
@@ -135,121 +125,21 @@ _TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
-
-def _scan_0(buf, pos, eos, memo):
-    """S_OUTSIDE, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[8]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[8] = buf.find('<', pos)
-    # open of 'reasoning_content': /'^\\s*(?:<think>\\s*)?|<think>\\s*'/
-    m = memo[0]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = (_rt.lead_search(_D0L, buf, pos, _D0L_LEADS)
-                if pos else (_D0.match(buf, 0) or _rt.lead_search(_D0L, buf, pos, _D0L_LEADS)))
-        elif n - pos < 256:
-            m = _D0.search(buf, pos, partial=True)
-        else:
-            m = _rt.partial_late(_D0, _D0L, buf, pos, _D0L_LEADS)
-        m = memo[0] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P0.search(buf, pos, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[2]
-                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
-                    q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[2] = (m, pos, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[1]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[1] = _P0.search(buf, pos, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    # open of 'tool_calls': '<tool_call>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<tool_call>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (11 > be - bs or 11 == be - bs and 1 < br)):
-        bs, be, br, bm = i, i + 11, 1, None
-    # close of 'content': '<response>' | '</response>' | '</s>' | '<|end_of_sentence|>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<response>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (10 > be - bs or 10 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 10, 2, None
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('</response>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (11 > be - bs or 11 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 11, 2, None
-    i = memo[6]
-    if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('</s>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (4 > be - bs or 4 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 4, 2, None
-    i = memo[7]
-    if i is None or -1 < i < pos:
-        i = memo[7] = buf.find('<|end_of_sentence|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (19 > be - bs or 19 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 19, 2, None
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 18
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                if j < hold:
-                    hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_OUTSIDE: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    # open 'reasoning_content'
+    _rt.Pattern(_D0, rank=0, probe=_P0, anchored=True, late=_D0L, late_leads=('<think>',)),
+    _rt.Literal('<tool_call>', rank=1),  # open 'tool_calls'
+    _rt.Literal('<response>', rank=2),  # close 'content'
+    _rt.Literal('</response>', rank=2),
+    _rt.Literal('</s>', rank=2),
+    _rt.Literal('<|end_of_sentence|>', rank=2),
+)
 
 # S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
@@ -283,7 +173,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _DELIMITERS_1, _DELIMITERS_2)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -334,7 +224,6 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 11
     # decided characters the regex delimiters still need to see
     # (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1

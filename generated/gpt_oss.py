@@ -149,28 +149,18 @@ _START_ANCHOR = regex.compile('<\\|start\\|>assistant', regex.DOTALL)
 # module's globals() on that first search.
 # open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
 _D0 = _rt.LazyPattern('<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', scope=globals(), name='_D0')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D0_LEADS = ('<|channel|>',)
 # open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
 _D1 = _rt.LazyPattern('(?P<repair_stripped_tokens>^analysis)', scope=globals(), name='_D1')
 # open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
 _D2 = _rt.LazyPattern('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', scope=globals(), name='_D2', bound=('tool_calls', 'open_pattern'))
 # open of 'builtin_tool_message': /'(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
 _D3 = _rt.LazyPattern('(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>', scope=globals(), name='_D3', bound=('builtin_tool_message', 'open_pattern'))
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D3_LEADS = ('<|',)
 # close of 'content': /'<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>'/
 _D4 = _rt.LazyPattern('<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>', scope=globals(), name='_D4')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D4_LEADS = ('<|',)
 # close of 'tool_calls': /'<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>'/
 _D5 = _rt.LazyPattern('<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>', scope=globals(), name='_D5')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D5_LEADS = ('<|',)
 # close of 'builtin_tool_message': /'<\\|call\\|>|<\\|end\\|>'/
 _D6 = _rt.LazyPattern('<\\|call\\|>|<\\|end\\|>', scope=globals(), name='_D6')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D6_LEADS = ('<|',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/ (compiled when first asked)
@@ -225,389 +215,26 @@ _TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
-
-def _scan_0(buf, pos, eos, memo):
-    """S_OUTSIDE, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<|channel|>' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[3]
-        if k is None or -1 < k < pos:
-            k = memo[3] = buf.find('<|channel|>', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 10 if n - 10 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<|channel|>'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[0]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[0] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
-            elif n - lo < 256:
-                m = _D0.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
-            m = memo[0] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P0.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[2]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D0.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[2] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[1]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[1] = _P0.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    # open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
-    m = memo[4]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = (None
-                if pos else _D1.match(buf, 0))
-        elif n - pos < 256:
-            m = _D1.search(buf, pos, partial=True)
-        else:
-            m = _rt.partial_late(_D1, None, buf, pos, None)
-        m = memo[4] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P1.search(buf, pos, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[6]
-                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
-                    q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[6] = (m, pos, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[5]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[5] = _P1.search(buf, pos, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
-            bs, be, br, bm = i, e, 1, m
-    # open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-    # every match, and every partial one, contains the factor 'to=functions.' or runs into
-    # the end through a proper prefix of it: it starts in the run of characters the part before
-    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-    # nothing from lo = n is no partial match
-    k = memo[10]
-    if k is None or -1 < k < pos:
-        k = memo[10] = buf.find('to=functions.', pos)
-    if k >= 0:
-        x = k
-    else:
-        x = n
-        j = buf.find('t', n - 12 if n - 12 > pos else pos)
-        while j >= 0:
-            if buf[j:] == 'to=functions.'[:n - j]:
-                x = j
-                break
-            j = buf.find('t', j + 1)
-    lo = pos
-    # the last character before x that the part before the factor cannot consume, searched once
-    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
-    b = memo[11]
-    if b is None or b[0] != x or lo < b[1]:
-        b = _B0.search(buf, lo, x)
-        b = memo[11] = (x, lo, -1 if b is None else b.end())
-    if b[2] > lo:
-        lo = b[2]
-    m = memo[7]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[7] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.barrier_search(_D2, buf, lo, 'to=functions.', 'f')
-            elif n - lo < 256:
-                m = _D2.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_barrier(_D2, buf, lo, 'to=functions.', 'f')
-            m = memo[7] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P2.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[9]
-                if c is None or c[0] is not m or c[1] > lo or 0 <= c[3] < lo:
-                    q = _P2.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[9] = (m, lo, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[8]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[8] = _P2.search(buf, lo, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 2 < br)):
-            bs, be, br, bm = i, e, 2, m
-    # open of 'builtin_tool_message': /'(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<|message|>' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[15]
-        if k is None or -1 < k < pos:
-            k = memo[15] = buf.find('<|message|>', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 10 if n - 10 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<|message|>'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = pos
-        # the last character before x that the part before the factor cannot consume, searched once
-        # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
-        b = memo[16]
-        if b is None or b[0] != x or lo < b[1]:
-            b = _B1.search(buf, lo, x)
-            b = memo[16] = (x, lo, -1 if b is None else b.end())
-        if b[2] > lo:
-            lo = b[2]
-    m = memo[12]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[12] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_D3, buf, lo, _D3_LEADS)
-            elif n - lo < 256:
-                m = _D3.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_D3, buf, lo, _D3_LEADS)
-            m = memo[12] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P3.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[14]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D3.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[14] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[13]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[13] = _P3.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 3 < br)):
-            bs, be, br, bm = i, e, 3, m
-    # close of 'content': /'<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<|' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[20]
-        if k is None or -1 < k < pos:
-            k = memo[20] = buf.find('<|', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 1 if n - 1 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<|'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[17]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[17] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_D4, buf, lo, _D4_LEADS)
-            elif n - lo < 256:
-                m = _D4.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_D4, buf, lo, _D4_LEADS)
-            m = memo[17] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P4.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[19]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D4.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P4.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[19] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[18]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[18] = _P4.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 4 < br)):
-            bs, be, br, bm = i, e, 4, m
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_OUTSIDE: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    # open 'reasoning_content'
+    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<|channel|>', reach=0,
+                leads=('<|channel|>',)),
+    _rt.Pattern(_D1, rank=1, probe=_P1, anchored=True),  # open 'reasoning_stripped'
+    # open 'tool_calls'
+    _rt.Pattern(_D2, rank=2, probe=_P2, factor='to=functions.', back=_B0,
+                barrier=('to=functions.', 'f')),
+    # open 'builtin_tool_message'
+    _rt.Pattern(_D3, rank=3, probe=_P3, prefilter=True, factor='<|message|>', back=_B1,
+                leads=('<|',)),
+    # close 'content'
+    _rt.Pattern(_D4, rank=4, probe=_P4, prefilter=True, factor='<|', reach=0, leads=('<|',)),
+)
 
 # S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
@@ -620,181 +247,17 @@ _DELIMITERS_2 = (
     _rt.Literal('assistantfinal', rank=0),  # close 'reasoning_stripped'
 )
 
+# S_TOOL_CALLS: region 'tool_calls'
+_DELIMITERS_3 = (
+    # close 'tool_calls'
+    _rt.Pattern(_D5, rank=0, probe=_P5, prefilter=True, factor='<|', reach=0, leads=('<|',)),
+)
 
-def _scan_3(buf, pos, eos, memo):
-    """S_TOOL_CALLS, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # close of 'tool_calls': /'<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<|' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[27]
-        if k is None or -1 < k < pos:
-            k = memo[27] = buf.find('<|', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 1 if n - 1 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<|'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[24]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[24] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_D5, buf, lo, _D5_LEADS)
-            elif n - lo < 256:
-                m = _D5.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_D5, buf, lo, _D5_LEADS)
-            m = memo[24] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P5.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[26]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D5.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P5.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[26] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[25]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[25] = _P5.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_4(buf, pos, eos, memo):
-    """S_BUILTIN_TOOL_MESSAGE, region 'builtin_tool_message'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # close of 'builtin_tool_message': /'<\\|call\\|>|<\\|end\\|>'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<|' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[31]
-        if k is None or -1 < k < pos:
-            k = memo[31] = buf.find('<|', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 1 if n - 1 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<|'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[28]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[28] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_D6, buf, lo, _D6_LEADS)
-            elif n - lo < 256:
-                m = _D6.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_D6, buf, lo, _D6_LEADS)
-            m = memo[28] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P6.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[30]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D6.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P6.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[30] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[29]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[29] = _P6.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_BUILTIN_TOOL_MESSAGE: region 'builtin_tool_message'
+_DELIMITERS_4 = (
+    # close 'builtin_tool_message'
+    _rt.Pattern(_D6, rank=0, probe=_P6, prefilter=True, factor='<|', reach=0, leads=('<|',)),
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -818,7 +281,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 4
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _DELIMITERS_1, _DELIMITERS_2, _scan_3, _scan_4)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -1000,7 +463,6 @@ class ResponseParser(_rt.StreamParser):
         ),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 32
     # decided characters the regex delimiters still need to see
     # (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1
@@ -1115,28 +577,18 @@ _R_START_ANCHOR = regex.compile('<\\|start\\|>assistant', regex.DOTALL)
 # module's globals() on that first search.
 # open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
 _R_D0 = _rt.LazyPattern('<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', scope=globals(), name='_R_D0')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_R_D0_LEADS = ('<|channel|>',)
 # open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
 _R_D1 = _rt.LazyPattern('(?P<repair_stripped_tokens>^analysis)', scope=globals(), name='_R_D1')
 # open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
 _R_D2 = _rt.LazyPattern('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', scope=globals(), name='_R_D2', bound=('tool_calls', 'open_pattern'))
 # open of 'builtin_tool_message': /'(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
 _R_D3 = _rt.LazyPattern('(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>', scope=globals(), name='_R_D3', bound=('builtin_tool_message', 'open_pattern'))
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_R_D3_LEADS = ('<|',)
 # close of 'content': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>)|(?P<repair_recover_closer><\\|channel\\|>commentary to=assistant(?=<\\|channel\\|>))'/
 _R_D4 = _rt.LazyPattern('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>)|(?P<repair_recover_closer><\\|channel\\|>commentary to=assistant(?=<\\|channel\\|>))', scope=globals(), name='_R_D4')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_R_D4_LEADS = ('<|',)
 # close of 'tool_calls': /'<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>'/
 _R_D5 = _rt.LazyPattern('<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>', scope=globals(), name='_R_D5')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_R_D5_LEADS = ('<|',)
 # close of 'builtin_tool_message': /'<\\|call\\|>|<\\|end\\|>'/
 _R_D6 = _rt.LazyPattern('<\\|call\\|>|<\\|end\\|>', scope=globals(), name='_R_D6')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_R_D6_LEADS = ('<|',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/ (compiled when first asked)
@@ -1191,365 +643,25 @@ _R_TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
-
-def _R_scan_0(buf, pos, eos, memo):
-    """S_OUTSIDE, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<|channel|>' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[3]
-        if k is None or -1 < k < pos:
-            k = memo[3] = buf.find('<|channel|>', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 10 if n - 10 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<|channel|>'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[0]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[0] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_R_D0, buf, lo, _R_D0_LEADS)
-            elif n - lo < 256:
-                m = _R_D0.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_R_D0, buf, lo, _R_D0_LEADS)
-            m = memo[0] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _R_P0.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[2]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _R_D0.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _R_P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[2] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[1]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[1] = _R_P0.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    # open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
-    m = memo[4]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = (None
-                if pos else _R_D1.match(buf, 0))
-        elif n - pos < 256:
-            m = _R_D1.search(buf, pos, partial=True)
-        else:
-            m = _rt.partial_late(_R_D1, None, buf, pos, None)
-        m = memo[4] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _R_P1.search(buf, pos, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[6]
-                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
-                    q = _R_P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[6] = (m, pos, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[5]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[5] = _R_P1.search(buf, pos, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
-            bs, be, br, bm = i, e, 1, m
-    # open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-    # every match, and every partial one, contains the factor 'to=functions.' or runs into
-    # the end through a proper prefix of it: it starts in the run of characters the part before
-    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-    # nothing from lo = n is no partial match
-    k = memo[10]
-    if k is None or -1 < k < pos:
-        k = memo[10] = buf.find('to=functions.', pos)
-    if k >= 0:
-        x = k
-    else:
-        x = n
-        j = buf.find('t', n - 12 if n - 12 > pos else pos)
-        while j >= 0:
-            if buf[j:] == 'to=functions.'[:n - j]:
-                x = j
-                break
-            j = buf.find('t', j + 1)
-    lo = pos
-    # the last character before x that the part before the factor cannot consume, searched once
-    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
-    b = memo[11]
-    if b is None or b[0] != x or lo < b[1]:
-        b = _R_B0.search(buf, lo, x)
-        b = memo[11] = (x, lo, -1 if b is None else b.end())
-    if b[2] > lo:
-        lo = b[2]
-    m = memo[7]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[7] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.barrier_search(_R_D2, buf, lo, 'to=functions.', 'f')
-            elif n - lo < 256:
-                m = _R_D2.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_barrier(_R_D2, buf, lo, 'to=functions.', 'f')
-            m = memo[7] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _R_P2.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[9]
-                if c is None or c[0] is not m or c[1] > lo or 0 <= c[3] < lo:
-                    q = _R_P2.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[9] = (m, lo, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[8]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[8] = _R_P2.search(buf, lo, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 2 < br)):
-            bs, be, br, bm = i, e, 2, m
-    # open of 'builtin_tool_message': /'(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<|message|>' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[15]
-        if k is None or -1 < k < pos:
-            k = memo[15] = buf.find('<|message|>', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 10 if n - 10 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<|message|>'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = pos
-        # the last character before x that the part before the factor cannot consume, searched once
-        # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
-        b = memo[16]
-        if b is None or b[0] != x or lo < b[1]:
-            b = _R_B1.search(buf, lo, x)
-            b = memo[16] = (x, lo, -1 if b is None else b.end())
-        if b[2] > lo:
-            lo = b[2]
-    m = memo[12]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[12] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_R_D3, buf, lo, _R_D3_LEADS)
-            elif n - lo < 256:
-                m = _R_D3.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_R_D3, buf, lo, _R_D3_LEADS)
-            m = memo[12] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _R_P3.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[14]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _R_D3.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _R_P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[14] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[13]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[13] = _R_P3.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 3 < br)):
-            bs, be, br, bm = i, e, 3, m
-    # close of 'content': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>)|(?P<repair_recover_closer><\\|channel\\|>commentary to=assistant(?=<\\|channel\\|>))'/
-    m = memo[17]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _rt.lead_search(_R_D4, buf, pos, _R_D4_LEADS)
-        elif n - pos < 256:
-            m = _R_D4.search(buf, pos, partial=True)
-        else:
-            m = _rt.partial_search(_R_D4, buf, pos, _R_D4_LEADS)
-        m = memo[17] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = (_R_P4.search(buf, pos, partial=True) if n - pos < 256
-                         else _rt.partial_search(_R_P4, buf, pos, _R_D4_LEADS))
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[19]
-                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
-                    w = e + 64 if e + 64 < n else n
-                    q = (_R_P4.search(buf, pos, w, partial=True) if w - pos < 256
-                         else _rt.partial_search(_R_P4, buf, pos, _R_D4_LEADS, w))
-                    c = memo[19] = (m, pos, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[18]
-                    if q is None or (q is not False and q.start() < pos):
-                        if n - pos < 256:
-                            q = _R_P4.search(buf, pos, partial=True)
-                        else:
-                            q = _rt.partial_search(_R_P4, buf, pos, _R_D4_LEADS)
-                        q = memo[18] = q or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 4 < br)):
-            bs, be, br, bm = i, e, 4, m
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_OUTSIDE: outside (implicit field 'content')
+_R_DELIMITERS_0 = (
+    # open 'reasoning_content'
+    _rt.Pattern(_R_D0, rank=0, probe=_R_P0, prefilter=True, factor='<|channel|>', reach=0,
+                leads=('<|channel|>',)),
+    _rt.Pattern(_R_D1, rank=1, probe=_R_P1, anchored=True),  # open 'reasoning_stripped'
+    # open 'tool_calls'
+    _rt.Pattern(_R_D2, rank=2, probe=_R_P2, factor='to=functions.', back=_R_B0,
+                barrier=('to=functions.', 'f')),
+    # open 'builtin_tool_message'
+    _rt.Pattern(_R_D3, rank=3, probe=_R_P3, prefilter=True, factor='<|message|>', back=_R_B1,
+                leads=('<|',)),
+    _rt.Pattern(_R_D4, rank=4, probe=_R_P4, leads=('<|',)),  # close 'content'
+)
 
 # S_REASONING_CONTENT: region 'reasoning_content'
 _R_DELIMITERS_1 = (
@@ -1562,181 +674,17 @@ _R_DELIMITERS_2 = (
     _rt.Literal('assistantfinal', rank=0),  # close 'reasoning_stripped'
 )
 
+# S_TOOL_CALLS: region 'tool_calls'
+_R_DELIMITERS_3 = (
+    # close 'tool_calls'
+    _rt.Pattern(_R_D5, rank=0, probe=_R_P5, prefilter=True, factor='<|', reach=0, leads=('<|',)),
+)
 
-def _R_scan_3(buf, pos, eos, memo):
-    """S_TOOL_CALLS, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # close of 'tool_calls': /'<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<|' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[26]
-        if k is None or -1 < k < pos:
-            k = memo[26] = buf.find('<|', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 1 if n - 1 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<|'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[23]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[23] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_R_D5, buf, lo, _R_D5_LEADS)
-            elif n - lo < 256:
-                m = _R_D5.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_R_D5, buf, lo, _R_D5_LEADS)
-            m = memo[23] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _R_P5.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[25]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _R_D5.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _R_P5.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[25] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[24]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[24] = _R_P5.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
-
-
-def _R_scan_4(buf, pos, eos, memo):
-    """S_BUILTIN_TOOL_MESSAGE, region 'builtin_tool_message'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # close of 'builtin_tool_message': /'<\\|call\\|>|<\\|end\\|>'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<|' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[30]
-        if k is None or -1 < k < pos:
-            k = memo[30] = buf.find('<|', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 1 if n - 1 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<|'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[27]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[27] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_R_D6, buf, lo, _R_D6_LEADS)
-            elif n - lo < 256:
-                m = _R_D6.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_R_D6, buf, lo, _R_D6_LEADS)
-            m = memo[27] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _R_P6.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[29]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _R_D6.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _R_P6.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[29] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[28]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[28] = _R_P6.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_BUILTIN_TOOL_MESSAGE: region 'builtin_tool_message'
+_R_DELIMITERS_4 = (
+    # close 'builtin_tool_message'
+    _rt.Pattern(_R_D6, rank=0, probe=_R_P6, prefilter=True, factor='<|', reach=0, leads=('<|',)),
+)
 
 
 class _RecoverParser(ResponseParser):
@@ -1760,7 +708,7 @@ class _RecoverParser(ResponseParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 4
     START_ANCHOR = _R_START_ANCHOR
-    SCANNERS = (_R_scan_0, _R_DELIMITERS_1, _R_DELIMITERS_2, _R_scan_3, _R_scan_4)
+    SCANNERS = (_R_DELIMITERS_0, _R_DELIMITERS_1, _R_DELIMITERS_2, _R_DELIMITERS_3, _R_DELIMITERS_4)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -1910,7 +858,6 @@ class _RecoverParser(ResponseParser):
         ),
     )
     TRANSITIONS = _R_TRANSITIONS
-    MEMO_SLOTS = 31
     # decided characters the regex delimiters still need to see
     # (^, \b and lookbehinds must not see a trimmed start)
     CONTEXT = 1

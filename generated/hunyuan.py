@@ -98,16 +98,12 @@ _START_ANCHOR = regex.compile('<\uff5chy_Assistant(?::[^<>\\s\uff5c]+)?\uff5c>',
 _D0 = _rt.LazyPattern('<think(?::[^<>\\s]+)?>', scope=globals(), name='_D0')
 # open of 'tool_calls': /'<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)(?:\\s*<tool_sep(?::[^<>\\s]+)?>)?'/
 _D1 = _rt.LazyPattern('<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)(?:\\s*<tool_sep(?::[^<>\\s]+)?>)?', scope=globals(), name='_D1')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D1_LEADS = ('<tool_call',)
 # close of 'content': /'<\uff5chy_place\u2581holder\u2581no\u25812\uff5c>|<\uff5chy_eos(?::[^<>\\s\uff5c]+)?\uff5c>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
 _D2 = _rt.LazyPattern('<\uff5chy_place\u2581holder\u2581no\u25812\uff5c>|<\uff5chy_eos(?::[^<>\\s\uff5c]+)?\uff5c>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>', scope=globals(), name='_D2')
 # close of 'reasoning_content': /'</think(?::[^<>\\s]+)?>'/
 _D3 = _rt.LazyPattern('</think(?::[^<>\\s]+)?>', scope=globals(), name='_D3')
 # close of 'tool_calls': /'</tool_call(?::[^<>\\s]+)?>'/
 _D4 = _rt.LazyPattern('</tool_call(?::[^<>\\s]+)?>', scope=globals(), name='_D4')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D4_LEADS = ('</tool_call',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'reasoning_content': /'<think(?::[^<>\\s]+)?>'/ (compiled when first asked)
@@ -142,401 +138,33 @@ _TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
+# S_OUTSIDE: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    # open 'reasoning_content'
+    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<think', reach=0),
+    # open 'tool_calls'
+    _rt.Pattern(_D1, rank=1, probe=_P1, prefilter=True, factor='<tool_call', reach=0,
+                leads=('<tool_call',)),
+    _rt.Pattern(_D2, rank=2, probe=_P2, prefilter=True),  # close 'content'
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S_OUTSIDE, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # open of 'reasoning_content': /'<think(?::[^<>\\s]+)?>'/
-    # every match, and every partial one, contains the factor '<think' or runs into
-    # the end through a proper prefix of it: it starts in the run of characters the part before
-    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-    # nothing from lo = n is no partial match
-    k = memo[3]
-    if k is None or -1 < k < pos:
-        k = memo[3] = buf.find('<think', pos)
-    if k >= 0:
-        x = k
-    else:
-        x = n
-        j = buf.find('<', n - 5 if n - 5 > pos else pos)
-        while j >= 0:
-            if buf[j:] == '<think'[:n - j]:
-                x = j
-                break
-            j = buf.find('<', j + 1)
-    lo = x if x > pos else pos
-    m = memo[0]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[0] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _D0.search(buf, lo)
-            elif n - lo < 256:
-                m = _D0.search(buf, lo, partial=True)
-            else:
-                m = _rt.window_partial(_D0, buf, lo)
-            m = memo[0] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P0.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[2]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D0.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[2] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[1]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[1] = _P0.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    # open of 'tool_calls': /'<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)(?:\\s*<tool_sep(?::[^<>\\s]+)?>)?'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<tool_call' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[7]
-        if k is None or -1 < k < pos:
-            k = memo[7] = buf.find('<tool_call', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 9 if n - 9 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<tool_call'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[4]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[4] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_D1, buf, lo, _D1_LEADS)
-            elif n - lo < 256:
-                m = _D1.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_D1, buf, lo, _D1_LEADS)
-            m = memo[4] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P1.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[6]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D1.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[6] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[5]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[5] = _P1.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
-            bs, be, br, bm = i, e, 1, m
-    # close of 'content': /'<\uff5chy_place\u2581holder\u2581no\u25812\uff5c>|<\uff5chy_eos(?::[^<>\\s\uff5c]+)?\uff5c>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>'/
-    m = memo[8]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _D2.search(buf, pos)
-        elif n - pos < 256:
-            m = _D2.search(buf, pos, partial=True)
-        else:
-            m = _rt.window_partial(_D2, buf, pos)
-        m = memo[8] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P2.search(buf, pos, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[10]
-                if c is None or c[0] is not m or not c[1] <= pos <= c[2]:
-                    j = _D2.search(buf, pos, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P2.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[10] = (m, pos, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[9]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[9] = _P2.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 2 < br)):
-            bs, be, br, bm = i, e, 2, m
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_REASONING_CONTENT: region 'reasoning_content'
+_DELIMITERS_1 = (
+    # close 'reasoning_content'
+    _rt.Pattern(_D3, rank=0, probe=_P3, prefilter=True, factor='</think', reach=0),
+)
 
-
-def _scan_1(buf, pos, eos, memo):
-    """S_REASONING_CONTENT, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # close of 'reasoning_content': /'</think(?::[^<>\\s]+)?>'/
-    # every match, and every partial one, contains the factor '</think' or runs into
-    # the end through a proper prefix of it: it starts in the run of characters the part before
-    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-    # nothing from lo = n is no partial match
-    k = memo[14]
-    if k is None or -1 < k < pos:
-        k = memo[14] = buf.find('</think', pos)
-    if k >= 0:
-        x = k
-    else:
-        x = n
-        j = buf.find('<', n - 6 if n - 6 > pos else pos)
-        while j >= 0:
-            if buf[j:] == '</think'[:n - j]:
-                x = j
-                break
-            j = buf.find('<', j + 1)
-    lo = x if x > pos else pos
-    m = memo[11]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[11] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _D3.search(buf, lo)
-            elif n - lo < 256:
-                m = _D3.search(buf, lo, partial=True)
-            else:
-                m = _rt.window_partial(_D3, buf, lo)
-            m = memo[11] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P3.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[13]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D3.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[13] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[12]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[12] = _P3.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_2(buf, pos, eos, memo):
-    """S_TOOL_CALLS, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # close of 'tool_calls': /'</tool_call(?::[^<>\\s]+)?>'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '</tool_call' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[18]
-        if k is None or -1 < k < pos:
-            k = memo[18] = buf.find('</tool_call', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 10 if n - 10 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '</tool_call'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[15]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[15] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_D4, buf, lo, _D4_LEADS)
-            elif n - lo < 256:
-                m = _D4.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_D4, buf, lo, _D4_LEADS)
-            m = memo[15] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P4.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[17]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D4.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P4.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[17] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[16]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[16] = _P4.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_TOOL_CALLS: region 'tool_calls'
+_DELIMITERS_2 = (
+    # close 'tool_calls'
+    _rt.Pattern(_D4, rank=0, probe=_P4, prefilter=True, factor='</tool_call', reach=0,
+                leads=('</tool_call',)),
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -560,7 +188,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _scan_2)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -656,7 +284,6 @@ class ResponseParser(_rt.StreamParser):
         ),
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 19
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -111,20 +111,10 @@ _START_ANCHOR = regex.compile('<\\|im_assistant\\|>assistant<\\|im_middle\\|>', 
 # module's globals() on that first search.
 # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/
 _D0 = _rt.LazyPattern('<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>', scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D0_LEADS = ('<|tool_call_begin|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>))(?!)', bound=('tool_calls', 'open_pattern'))
-# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
-# one is held)
-_PREFIXES_0 = _rt.literal_prefixes((
-    '<think>',
-    '<|im_end|>',
-    '<|tool_calls_section_begin|>',
-    '<|tool_calls_section_end|>',
-))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
@@ -147,118 +137,20 @@ _TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
-
-def _scan_0(buf, pos, eos, memo):
-    """S_OUTSIDE, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[7]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[7] = buf.find('<', pos)
-    # open of 'reasoning_content': '<think>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br, bm = i, i + 7, 0, None
-    # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/
-    m = memo[1]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _rt.lead_search(_D0, buf, pos, _D0_LEADS)
-        elif n - pos < 256:
-            m = _D0.search(buf, pos, partial=True)
-        else:
-            m = _rt.partial_search(_D0, buf, pos, _D0_LEADS)
-        m = memo[1] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P0.search(buf, pos, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[3]
-                if c is None or c[0] is not m or not c[1] <= pos <= c[2]:
-                    j = _D0.search(buf, pos, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[3] = (m, pos, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[2]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[2] = _P0.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
-            bs, be, br, bm = i, e, 1, m
-    # close of 'content': '<|im_end|>' | '<|tool_calls_section_begin|>' | '<|tool_calls_section_end|>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|im_end|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (10 > be - bs or 10 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 10, 2, None
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|tool_calls_section_begin|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (28 > be - bs or 28 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 28, 2, None
-    i = memo[6]
-    if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|tool_calls_section_end|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (26 > be - bs or 26 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 26, 2, None
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 27
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                if j < hold:
-                    hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_OUTSIDE: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<think>', rank=0),  # open 'reasoning_content'
+    # open 'tool_calls'
+    _rt.Pattern(_D0, rank=1, probe=_P0, prefilter=True, leads=('<|tool_call_begin|>',)),
+    _rt.Literal('<|im_end|>', rank=2),  # close 'content'
+    _rt.Literal('<|tool_calls_section_begin|>', rank=2),
+    _rt.Literal('<|tool_calls_section_end|>', rank=2),
+)
 
 # S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
@@ -293,7 +185,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _DELIMITERS_1, _DELIMITERS_2)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -368,7 +260,6 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 11
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0
@@ -453,14 +344,10 @@ _R_START_ANCHOR = regex.compile('<\\|im_assistant\\|>assistant<\\|im_middle\\|>'
 # module's globals() on that first search.
 # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/
 _R_D0 = _rt.LazyPattern('<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>', scope=globals(), name='_R_D0', bound=('tool_calls', 'open_pattern'))
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_R_D0_LEADS = ('<|tool_call_begin|>',)
 # close of 'reasoning_content': /'(?:<\\|tool_calls_section_begin\\|>|</think>)|(?P<repair_recover_closer>(?=<\\|tool_call_begin\\|>))'/
 _R_D1 = _rt.LazyPattern('(?:<\\|tool_calls_section_begin\\|>|</think>)|(?P<repair_recover_closer>(?=<\\|tool_call_begin\\|>))', scope=globals(), name='_R_D1')
 # close of 'tool_calls': /'(?:<\\|tool_call_end\\|>)|(?P<repair_recover_closer>(?=<\\|tool_call_begin\\|>))'/
 _R_D2 = _rt.LazyPattern('(?:<\\|tool_call_end\\|>)|(?P<repair_recover_closer>(?=<\\|tool_call_begin\\|>))', scope=globals(), name='_R_D2')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_R_D2_LEADS = ('<|tool_call_begin|>', '<|tool_call_end|>')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/ (compiled when first asked)
@@ -469,14 +356,6 @@ _R_P0 = _rt.LazyPattern('(?>(?:<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<n
 _R_P1 = _rt.LazyPattern('(?>(?:(?:<\\|tool_calls_section_begin\\|>|</think>)|(?P<repair_recover_closer>(?=<\\|tool_call_begin\\|>))))(?!)')
 # probe of close of 'tool_calls': /'(?:<\\|tool_call_end\\|>)|(?P<repair_recover_closer>(?=<\\|tool_call_begin\\|>))'/ (compiled when first asked)
 _R_P2 = _rt.LazyPattern('(?>(?:(?:<\\|tool_call_end\\|>)|(?P<repair_recover_closer>(?=<\\|tool_call_begin\\|>))))(?!)')
-# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
-# one is held)
-_R_PREFIXES_0 = _rt.literal_prefixes((
-    '<think>',
-    '<|im_end|>',
-    '<|tool_calls_section_begin|>',
-    '<|tool_calls_section_end|>',
-))
 
 # -- state constants -------------------------------------------------------------------------
 _RS_OUTSIDE = 0  # outside (implicit field 'content')
@@ -499,239 +378,31 @@ _R_TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
+# S_OUTSIDE: outside (implicit field 'content')
+_R_DELIMITERS_0 = (
+    _rt.Literal('<think>', rank=0),  # open 'reasoning_content'
+    # open 'tool_calls'
+    _rt.Pattern(_R_D0, rank=1, probe=_R_P0, prefilter=True, leads=('<|tool_call_begin|>',)),
+    _rt.Literal('<|im_end|>', rank=2),  # close 'content'
+    _rt.Literal('<|tool_calls_section_begin|>', rank=2),
+    _rt.Literal('<|tool_calls_section_end|>', rank=2),
+)
 
-def _R_scan_0(buf, pos, eos, memo):
-    """S_OUTSIDE, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[7]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[7] = buf.find('<', pos)
-    # open of 'reasoning_content': '<think>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br, bm = i, i + 7, 0, None
-    # open of 'tool_calls': /'<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>'/
-    m = memo[1]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _rt.lead_search(_R_D0, buf, pos, _R_D0_LEADS)
-        elif n - pos < 256:
-            m = _R_D0.search(buf, pos, partial=True)
-        else:
-            m = _rt.partial_search(_R_D0, buf, pos, _R_D0_LEADS)
-        m = memo[1] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _R_P0.search(buf, pos, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[3]
-                if c is None or c[0] is not m or not c[1] <= pos <= c[2]:
-                    j = _R_D0.search(buf, pos, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _R_P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[3] = (m, pos, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[2]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[2] = _R_P0.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
-            bs, be, br, bm = i, e, 1, m
-    # close of 'content': '<|im_end|>' | '<|tool_calls_section_begin|>' | '<|tool_calls_section_end|>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|im_end|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (10 > be - bs or 10 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 10, 2, None
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|tool_calls_section_begin|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (28 > be - bs or 28 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 28, 2, None
-    i = memo[6]
-    if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|tool_calls_section_end|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (26 > be - bs or 26 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 26, 2, None
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 27
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _R_PREFIXES_0:
-                if j < hold:
-                    hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_REASONING_CONTENT: region 'reasoning_content'
+_R_DELIMITERS_1 = (
+    _rt.Pattern(_R_D1, rank=0, probe=_R_P1),  # close 'reasoning_content'
+)
 
-
-def _R_scan_1(buf, pos, eos, memo):
-    """S_REASONING_CONTENT, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # close of 'reasoning_content': /'(?:<\\|tool_calls_section_begin\\|>|</think>)|(?P<repair_recover_closer>(?=<\\|tool_call_begin\\|>))'/
-    m = memo[8]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _R_D1.search(buf, pos)
-        elif n - pos < 256:
-            m = _R_D1.search(buf, pos, partial=True)
-        else:
-            m = _rt.window_partial(_R_D1, buf, pos)
-        m = memo[8] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _R_P1.search(buf, pos, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[10]
-                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
-                    q = _R_P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[10] = (m, pos, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[9]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[9] = _R_P1.search(buf, pos, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
-
-
-def _R_scan_2(buf, pos, eos, memo):
-    """S_TOOL_CALLS, region 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # close of 'tool_calls': /'(?:<\\|tool_call_end\\|>)|(?P<repair_recover_closer>(?=<\\|tool_call_begin\\|>))'/
-    m = memo[11]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _rt.lead_search(_R_D2, buf, pos, _R_D2_LEADS)
-        elif n - pos < 256:
-            m = _R_D2.search(buf, pos, partial=True)
-        else:
-            m = _rt.partial_search(_R_D2, buf, pos, _R_D2_LEADS)
-        m = memo[11] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = (_R_P2.search(buf, pos, partial=True) if n - pos < 256
-                         else _rt.partial_search(_R_P2, buf, pos, _R_D2_LEADS))
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[13]
-                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
-                    w = e + 64 if e + 64 < n else n
-                    q = (_R_P2.search(buf, pos, w, partial=True) if w - pos < 256
-                         else _rt.partial_search(_R_P2, buf, pos, _R_D2_LEADS, w))
-                    c = memo[13] = (m, pos, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[12]
-                    if q is None or (q is not False and q.start() < pos):
-                        if n - pos < 256:
-                            q = _R_P2.search(buf, pos, partial=True)
-                        else:
-                            q = _rt.partial_search(_R_P2, buf, pos, _R_D2_LEADS)
-                        q = memo[12] = q or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_TOOL_CALLS: region 'tool_calls'
+_R_DELIMITERS_2 = (
+    # close 'tool_calls'
+    _rt.Pattern(_R_D2, rank=0, probe=_R_P2, leads=('<|tool_call_begin|>', '<|tool_call_end|>')),
+)
 
 
 class _RecoverParser(ResponseParser):
@@ -755,7 +426,7 @@ class _RecoverParser(ResponseParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _R_START_ANCHOR
-    SCANNERS = (_R_scan_0, _R_scan_1, _R_scan_2)
+    SCANNERS = (_R_DELIMITERS_0, _R_DELIMITERS_1, _R_DELIMITERS_2)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -830,7 +501,6 @@ class _RecoverParser(ResponseParser):
         None,
     )
     TRANSITIONS = _R_TRANSITIONS
-    MEMO_SLOTS = 14
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0

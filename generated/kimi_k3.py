@@ -170,21 +170,14 @@ _START_ANCHOR = regex.compile('<\\|open\\|>message\\ role="assistant"<\\|sep\\|>
 # module's globals() on that first search.
 # open of 'json_tool_call': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>'/
 _D0 = _rt.LazyPattern('<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>', scope=globals(), name='_D0')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D0_LEADS = ('<|open|>call tool="',)
 # open of 'tool_calls': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>'/
 _D1 = _rt.LazyPattern('<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>', scope=globals(), name='_D1')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D1_LEADS = ('<|open|>call tool="',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'json_tool_call': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>))(?!)')
 # probe of open of 'tool_calls': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>'/ (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>))(?!)')
-# S_TOOLS_SECTION: the proper prefixes of its literal delimiters (a buffer ending in
-# one is held)
-_PREFIXES_3 = _rt.literal_prefixes(('<|close|>tools<|sep|>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
@@ -222,12 +215,10 @@ _TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
 # S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
@@ -251,164 +242,15 @@ _DELIMITERS_2 = (
     _rt.Literal('<|close|>message<|sep|>', rank=0),
 )
 
-
-def _scan_3(buf, pos, eos, memo):
-    """S_TOOLS_SECTION, region 'tools_section'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # open of 'json_tool_call': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>'/
-    m = memo[11]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _rt.lead_search(_D0, buf, pos, _D0_LEADS)
-        elif n - pos < 256:
-            m = _D0.search(buf, pos, partial=True)
-        else:
-            m = _rt.partial_search(_D0, buf, pos, _D0_LEADS)
-        m = memo[11] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P0.search(buf, pos, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[13]
-                if c is None or c[0] is not m or not c[1] <= pos <= c[2]:
-                    j = _D0.search(buf, pos, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[13] = (m, pos, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[12]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[12] = _P0.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    # open of 'tool_calls': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<|open|>call tool="' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[17]
-        if k is None or -1 < k < pos:
-            k = memo[17] = buf.find('<|open|>call tool="', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 18 if n - 18 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<|open|>call tool="'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[14]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[14] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_D1, buf, lo, _D1_LEADS)
-            elif n - lo < 256:
-                m = _D1.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_D1, buf, lo, _D1_LEADS)
-            m = memo[14] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P1.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[16]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D1.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[16] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[15]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[15] = _P1.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
-            bs, be, br, bm = i, e, 1, m
-    # close of 'tools_section': '<|close|>tools<|sep|>'
-    i = memo[18]
-    if i is None or -1 < i < pos:
-        i = memo[18] = buf.find('<|close|>tools<|sep|>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (21 > be - bs or 21 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 21, 2, None
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 20
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_3:
-                if j < hold:
-                    hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_TOOLS_SECTION: region 'tools_section'
+_DELIMITERS_3 = (
+    # nest 'json_tool_call'
+    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, leads=('<|open|>call tool="',)),
+    # nest 'tool_calls'
+    _rt.Pattern(_D1, rank=1, probe=_P1, prefilter=True, factor='<|open|>call tool="', reach=0,
+                leads=('<|open|>call tool="',)),
+    _rt.Literal('<|close|>tools<|sep|>', rank=2),  # close 'tools_section'
+)
 
 # S_JSON_TOOL_CALL: region 'json_tool_call'
 _DELIMITERS_4 = (
@@ -442,7 +284,9 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 5
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _scan_3, _DELIMITERS_4, _DELIMITERS_5)
+    SCANNERS = (
+        _DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4, _DELIMITERS_5,
+    )
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -529,7 +373,6 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 21
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0

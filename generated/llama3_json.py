@@ -203,9 +203,6 @@ _P0 = _rt.LazyPattern('(?>(?:(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)))(?
 _P1 = _rt.LazyPattern('(?>(?:\\s*;))(?!)', bound=('tool_calls', 'close_pattern'))
 # probe of close of 'tagged_json_call': /'\\s*;'/ (compiled when first asked)
 _P2 = _rt.LazyPattern('(?>(?:\\s*;))(?!)', bound=('tagged_json_call', 'close_pattern'))
-# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
-# one is held)
-_PREFIXES_0 = _rt.literal_prefixes(('<|python_tag|>', '<|eot_id|>', '<|eom_id|>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
@@ -238,121 +235,19 @@ _TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
-
-def _scan_0(buf, pos, eos, memo):
-    """S_OUTSIDE, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # '<|' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[7]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[7] = buf.find('<|', pos)
-    # open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/
-    m = memo[0]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _rt.barrier_search(_D0, buf, pos, '"', '{')
-        elif n - pos < 256:
-            m = _D0.search(buf, pos, partial=True)
-        else:
-            m = _rt.partial_barrier(_D0, buf, pos, '"', '{')
-        m = memo[0] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = (_P0.search(buf, pos, partial=True) if n - pos < 256
-                         else _rt.partial_barrier(_P0, buf, pos, '"', '{'))
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[2]
-                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
-                    w = e + 64 if e + 64 < n else n
-                    q = (_P0.search(buf, pos, w, partial=True) if w - pos < 256
-                         else _rt.partial_barrier(_P0, buf, pos, '"', '{', w))
-                    c = memo[2] = (m, pos, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[1]
-                    if q is None or (q is not False and q.start() < pos):
-                        if n - pos < 256:
-                            q = _P0.search(buf, pos, partial=True)
-                        else:
-                            q = _rt.partial_barrier(_P0, buf, pos, '"', '{')
-                        q = memo[1] = q or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    # open of 'tagged_json_call': '<|python_tag|>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|python_tag|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (14 > be - bs or 14 == be - bs and 1 < br)):
-        bs, be, br, bm = i, i + 14, 1, None
-    # open of 'builtin_tool_call': '<|python_tag|>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|python_tag|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (14 > be - bs or 14 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 14, 2, None
-    # close of 'content': '<|eot_id|>' | '<|eom_id|>'
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|eot_id|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (10 > be - bs or 10 == be - bs and 3 < br)):
-        bs, be, br, bm = i, i + 10, 3, None
-    i = memo[6]
-    if i is None or -1 < i < pos:
-        i = memo[6] = buf.find('<|eom_id|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (10 > be - bs or 10 == be - bs and 3 < br)):
-        bs, be, br, bm = i, i + 10, 3, None
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 13
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                if j < hold:
-                    hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_OUTSIDE: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Pattern(_D0, rank=0, probe=_P0, barrier=('"', '{')),  # open 'tool_calls'
+    _rt.Literal('<|python_tag|>', rank=1),  # open 'tagged_json_call'
+    _rt.Literal('<|python_tag|>', rank=2),  # open 'builtin_tool_call'
+    _rt.Literal('<|eot_id|>', rank=3),  # close 'content'
+    _rt.Literal('<|eom_id|>', rank=3),
+)
 
 # S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_1 = ()  # it watches nothing
@@ -363,119 +258,15 @@ _DELIMITERS_2 = ()  # it watches nothing
 # S_BUILTIN_TOOL_CALL: region 'builtin_tool_call'
 _DELIMITERS_3 = ()  # it watches nothing
 
+# S_AFTER_TOOL_CALLS: after the value of 'tool_calls'
+_DELIMITERS_4 = (
+    _rt.Pattern(_D1, rank=0, probe=_P1),  # after 'tool_calls'
+)
 
-def _scan_4(buf, pos, eos, memo):
-    """S_AFTER_TOOL_CALLS, after the value of 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # close of 'tool_calls': /'\\s*;'/
-    m = memo[8]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _D1.search(buf, pos)
-        elif n - pos < 256:
-            m = _D1.search(buf, pos, partial=True)
-        else:
-            m = _rt.window_partial(_D1, buf, pos)
-        m = memo[8] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P1.search(buf, pos, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[10]
-                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
-                    q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[10] = (m, pos, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[9]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[9] = _P1.search(buf, pos, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_5(buf, pos, eos, memo):
-    """S_AFTER_TAGGED_JSON_CALL, after the value of 'tagged_json_call'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # close of 'tagged_json_call': /'\\s*;'/
-    m = memo[11]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _D2.search(buf, pos)
-        elif n - pos < 256:
-            m = _D2.search(buf, pos, partial=True)
-        else:
-            m = _rt.window_partial(_D2, buf, pos)
-        m = memo[11] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P2.search(buf, pos, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[13]
-                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
-                    q = _P2.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[13] = (m, pos, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[12]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[12] = _P2.search(buf, pos, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_AFTER_TAGGED_JSON_CALL: after the value of 'tagged_json_call'
+_DELIMITERS_5 = (
+    _rt.Pattern(_D2, rank=0, probe=_P2),  # after 'tagged_json_call'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -499,7 +290,9 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 3
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _scan_4, _scan_5)
+    SCANNERS = (
+        _DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4, _DELIMITERS_5,
+    )
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -559,7 +352,6 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 14
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -99,15 +99,10 @@ _START_ANCHOR = regex.compile('<\\|header_start\\|>assistant<\\|header_end\\|>\\
 # module's globals() on that first search.
 # open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/
 _D0 = _rt.LazyPattern('<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()', scope=globals(), name='_D0')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D0_LEADS = ('<|python_start|>', '[')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()))(?!)')
-# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
-# one is held)
-_PREFIXES_0 = _rt.literal_prefixes(('<|eot|>', '<|eom|>', '<|python_end|>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
@@ -124,112 +119,18 @@ _TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
-
-def _scan_0(buf, pos, eos, memo):
-    """S_OUTSIDE, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # '<|' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[6]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[6] = buf.find('<|', pos)
-    # open of 'tool_calls': /'<\\|python_start\\|>|(?=\\[\\s*[A-Za-z_][\\w.]*\\()'/
-    m = memo[0]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _rt.lead_search(_D0, buf, pos, _D0_LEADS)
-        elif n - pos < 256:
-            m = _D0.search(buf, pos, partial=True)
-        else:
-            m = _rt.partial_search(_D0, buf, pos, _D0_LEADS)
-        m = memo[0] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = (_P0.search(buf, pos, partial=True) if n - pos < 256
-                         else _rt.partial_search(_P0, buf, pos, _D0_LEADS))
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[2]
-                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
-                    w = e + 64 if e + 64 < n else n
-                    q = (_P0.search(buf, pos, w, partial=True) if w - pos < 256
-                         else _rt.partial_search(_P0, buf, pos, _D0_LEADS, w))
-                    c = memo[2] = (m, pos, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[1]
-                    if q is None or (q is not False and q.start() < pos):
-                        if n - pos < 256:
-                            q = _P0.search(buf, pos, partial=True)
-                        else:
-                            q = _rt.partial_search(_P0, buf, pos, _D0_LEADS)
-                        q = memo[1] = q or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    # close of 'content': '<|eot|>' | '<|eom|>' | '<|python_end|>'
-    i = memo[3]
-    if i is None or -1 < i < pos:
-        i = memo[3] = buf.find('<|eot|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (7 > be - bs or 7 == be - bs and 1 < br)):
-        bs, be, br, bm = i, i + 7, 1, None
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|eom|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (7 > be - bs or 7 == be - bs and 1 < br)):
-        bs, be, br, bm = i, i + 7, 1, None
-    i = memo[5]
-    if i is None or -1 < i < pos:
-        i = memo[5] = buf.find('<|python_end|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (14 > be - bs or 14 == be - bs and 1 < br)):
-        bs, be, br, bm = i, i + 14, 1, None
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 13
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                if j < hold:
-                    hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_OUTSIDE: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Pattern(_D0, rank=0, probe=_P0, leads=('<|python_start|>', '[')),  # open 'tool_calls'
+    _rt.Literal('<|eot|>', rank=1),  # close 'content'
+    _rt.Literal('<|eom|>', rank=1),
+    _rt.Literal('<|python_end|>', rank=1),
+)
 
 # S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_1 = ()  # it watches nothing
@@ -256,7 +157,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _DELIMITERS_1)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -291,7 +192,6 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 7
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0

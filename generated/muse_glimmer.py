@@ -141,12 +141,6 @@ _P3 = _rt.LazyPattern('(?>(?:<atem:invoke\\s+name="(?P<name>[^"]+)"\\s*>))(?!)',
 _B0 = _rt.LazyPattern('(?r)[^<|star>in \\u0009o=elf]')
 # the last character before '<|message|>' that /'(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>'/ cannot consume before it (compiled when first asked)
 _B1 = _rt.LazyPattern('(?r)[^<|star>in \\u0009o=ue]')
-# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
-# one is held)
-_PREFIXES_0 = _rt.literal_prefixes(('<|eom|>', '<|eot|>', '<|end_of_text|>'))
-# S_TOOL_MESSAGE: the proper prefixes of its literal delimiters (a buffer ending in
-# one is held)
-_PREFIXES_2 = _rt.literal_prefixes(('</atem:function_calls>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
@@ -179,266 +173,24 @@ _TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
-
-def _scan_0(buf, pos, eos, memo):
-    """S_OUTSIDE, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # '<|e' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[16]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[16] = buf.find('<|e', pos)
-    # open of 'reasoning_content': /'(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>'/
-    # every match, and every partial one, contains the factor '<|message|>' or runs into
-    # the end through a proper prefix of it: it starts in the run of characters the part before
-    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-    # nothing from lo = n is no partial match
-    k = memo[3]
-    if k is None or -1 < k < pos:
-        k = memo[3] = buf.find('<|message|>', pos)
-    if k >= 0:
-        x = k
-    else:
-        x = n
-        j = buf.find('<', n - 10 if n - 10 > pos else pos)
-        while j >= 0:
-            if buf[j:] == '<|message|>'[:n - j]:
-                x = j
-                break
-            j = buf.find('<', j + 1)
-    lo = pos
-    # the last character before x that the part before the factor cannot consume, searched once
-    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
-    b = memo[4]
-    if b is None or b[0] != x or lo < b[1]:
-        b = _B0.search(buf, lo, x)
-        b = memo[4] = (x, lo, -1 if b is None else b.end())
-    if b[2] > lo:
-        lo = b[2]
-    m = memo[0]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[0] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.barrier_search(_D0, buf, lo, '<|message|>', 'g')
-            elif n - lo < 256:
-                m = _D0.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_barrier(_D0, buf, lo, '<|message|>', 'g')
-            m = memo[0] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P0.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[2]
-                if c is None or c[0] is not m or c[1] > lo or 0 <= c[3] < lo:
-                    q = _P0.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[2] = (m, lo, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[1]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[1] = _P0.search(buf, lo, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    # open of 'tool_message': /'(?:<\\|start\\|>assistant)?[ \\t]*to=[^\\s<]+[ \\t]*<\\|message\\|>\\s*<atem:function_calls>'/
-    m = memo[5]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _rt.barrier_search(_D1, buf, pos, '<|message|>', '<')
-        elif n - pos < 256:
-            m = _D1.search(buf, pos, partial=True)
-        else:
-            m = _rt.partial_barrier(_D1, buf, pos, '<|message|>', '<')
-        m = memo[5] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = (_P1.search(buf, pos, partial=True) if n - pos < 256
-                         else _rt.partial_barrier(_P1, buf, pos, '<|message|>', '<'))
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[7]
-                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
-                    w = e + 64 if e + 64 < n else n
-                    q = (_P1.search(buf, pos, w, partial=True) if w - pos < 256
-                         else _rt.partial_barrier(_P1, buf, pos, '<|message|>', '<', w))
-                    c = memo[7] = (m, pos, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[6]
-                    if q is None or (q is not False and q.start() < pos):
-                        if n - pos < 256:
-                            q = _P1.search(buf, pos, partial=True)
-                        else:
-                            q = _rt.partial_barrier(_P1, buf, pos, '<|message|>', '<')
-                        q = memo[6] = q or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
-            bs, be, br, bm = i, e, 1, m
-    # open of 'answer': /'(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>'/
-    # every match, and every partial one, contains the factor '<|message|>' or runs into
-    # the end through a proper prefix of it: it starts in the run of characters the part before
-    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-    # nothing from lo = n is no partial match
-    k = memo[11]
-    if k is None or -1 < k < pos:
-        k = memo[11] = buf.find('<|message|>', pos)
-    if k >= 0:
-        x = k
-    else:
-        x = n
-        j = buf.find('<', n - 10 if n - 10 > pos else pos)
-        while j >= 0:
-            if buf[j:] == '<|message|>'[:n - j]:
-                x = j
-                break
-            j = buf.find('<', j + 1)
-    lo = pos
-    # the last character before x that the part before the factor cannot consume, searched once
-    # per factor position: a later, larger lo has the same answer (memo: x, lo searched, its end)
-    b = memo[12]
-    if b is None or b[0] != x or lo < b[1]:
-        b = _B1.search(buf, lo, x)
-        b = memo[12] = (x, lo, -1 if b is None else b.end())
-    if b[2] > lo:
-        lo = b[2]
-    m = memo[8]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[8] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.barrier_search(_D2, buf, lo, '<|message|>', 'g')
-            elif n - lo < 256:
-                m = _D2.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_barrier(_D2, buf, lo, '<|message|>', 'g')
-            m = memo[8] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P2.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[10]
-                if c is None or c[0] is not m or c[1] > lo or 0 <= c[3] < lo:
-                    q = _P2.search(buf, lo, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[10] = (m, lo, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[9]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[9] = _P2.search(buf, lo, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 2 < br)):
-            bs, be, br, bm = i, e, 2, m
-    # close of 'content': '<|eom|>' | '<|eot|>' | '<|end_of_text|>'
-    i = memo[13]
-    if i is None or -1 < i < pos:
-        i = memo[13] = buf.find('<|eom|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (7 > be - bs or 7 == be - bs and 3 < br)):
-        bs, be, br, bm = i, i + 7, 3, None
-    i = memo[14]
-    if i is None or -1 < i < pos:
-        i = memo[14] = buf.find('<|eot|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (7 > be - bs or 7 == be - bs and 3 < br)):
-        bs, be, br, bm = i, i + 7, 3, None
-    i = memo[15]
-    if i is None or -1 < i < pos:
-        i = memo[15] = buf.find('<|end_of_text|>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (15 > be - bs or 15 == be - bs and 3 < br)):
-        bs, be, br, bm = i, i + 15, 3, None
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 14
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                if j < hold:
-                    hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_OUTSIDE: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    # open 'reasoning_content'
+    _rt.Pattern(_D0, rank=0, probe=_P0, factor='<|message|>', back=_B0,
+                barrier=('<|message|>', 'g')),
+    _rt.Pattern(_D1, rank=1, probe=_P1, barrier=('<|message|>', '<')),  # open 'tool_message'
+    # open 'answer'
+    _rt.Pattern(_D2, rank=2, probe=_P2, factor='<|message|>', back=_B1,
+                barrier=('<|message|>', 'g')),
+    _rt.Literal('<|eom|>', rank=3),  # close 'content'
+    _rt.Literal('<|eot|>', rank=3),
+    _rt.Literal('<|end_of_text|>', rank=3),
+)
 
 # S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
@@ -447,108 +199,12 @@ _DELIMITERS_1 = (
     _rt.Literal('<|end_of_text|>', rank=0),
 )
 
-
-def _scan_2(buf, pos, eos, memo):
-    """S_TOOL_MESSAGE, region 'tool_message'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # open of 'tool_calls': /'<atem:invoke\\s+name="(?P<name>[^"]+)"\\s*>'/
-    # every match, and every partial one, contains the factor '<atem:invoke' or runs into
-    # the end through a proper prefix of it: it starts in the run of characters the part before
-    # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-    # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-    # nothing from lo = n is no partial match
-    k = memo[24]
-    if k is None or -1 < k < pos:
-        k = memo[24] = buf.find('<atem:invoke', pos)
-    if k >= 0:
-        x = k
-    else:
-        x = n
-        j = buf.find('<', n - 11 if n - 11 > pos else pos)
-        while j >= 0:
-            if buf[j:] == '<atem:invoke'[:n - j]:
-                x = j
-                break
-            j = buf.find('<', j + 1)
-    lo = x if x > pos else pos
-    m = memo[21]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[21] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _D3.search(buf, lo)
-            elif n - lo < 256:
-                m = _D3.search(buf, lo, partial=True)
-            else:
-                m = _rt.window_partial(_D3, buf, lo)
-            m = memo[21] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P3.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[23]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D3.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P3.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[23] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[22]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[22] = _P3.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    # close of 'tool_message': '</atem:function_calls>'
-    i = memo[25]
-    if i is None or -1 < i < pos:
-        i = memo[25] = buf.find('</atem:function_calls>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (22 > be - bs or 22 == be - bs and 1 < br)):
-        bs, be, br, bm = i, i + 22, 1, None
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 21
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_2:
-                if j < hold:
-                    hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_TOOL_MESSAGE: region 'tool_message'
+_DELIMITERS_2 = (
+    # nest 'tool_calls'
+    _rt.Pattern(_D3, rank=0, probe=_P3, prefilter=True, factor='<atem:invoke', reach=0),
+    _rt.Literal('</atem:function_calls>', rank=1),  # close 'tool_message'
+)
 
 # S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_3 = (
@@ -584,7 +240,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 4
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _DELIMITERS_1, _scan_2, _DELIMITERS_3, _DELIMITERS_4)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -724,7 +380,6 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 31
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0

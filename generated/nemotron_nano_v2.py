@@ -117,12 +117,10 @@ _TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
 # S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
@@ -185,7 +183,6 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 6
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -117,9 +117,6 @@ _D0 = _rt.LazyPattern('(?=[A-Za-z_])', scope=globals(), name='_D0')
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'(?=[A-Za-z_])'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:(?=[A-Za-z_])))(?!)')
-# S_CALL_SECTION: the proper prefixes of its literal delimiters (a buffer ending in
-# one is held)
-_PREFIXES_1 = _rt.literal_prefixes(('</function_calls>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
@@ -141,12 +138,10 @@ _TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
 # S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
@@ -156,80 +151,11 @@ _DELIMITERS_0 = (
     _rt.Literal('</function_calls>', rank=1),
 )
 
-
-def _scan_1(buf, pos, eos, memo):
-    """S_CALL_SECTION, region 'call_section'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # open of 'tool_calls': /'(?=[A-Za-z_])'/
-    m = memo[5]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _D0.search(buf, pos)
-        elif n - pos < 256:
-            m = _D0.search(buf, pos, partial=True)
-        else:
-            m = _rt.window_partial(_D0, buf, pos)
-        m = memo[5] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P0.search(buf, pos, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[7]
-                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
-                    q = _P0.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[7] = (m, pos, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[6]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[6] = _P0.search(buf, pos, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    # close of 'call_section': '</function_calls>'
-    i = memo[8]
-    if i is None or -1 < i < pos:
-        i = memo[8] = buf.find('</function_calls>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (17 > be - bs or 17 == be - bs and 1 < br)):
-        bs, be, br, bm = i, i + 17, 1, None
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 16
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_CALL_SECTION: region 'call_section'
+_DELIMITERS_1 = (
+    _rt.Pattern(_D0, rank=0, probe=_P0),  # nest 'tool_calls'
+    _rt.Literal('</function_calls>', rank=1),  # close 'call_section'
+)
 
 # S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_2 = ()  # it watches nothing
@@ -256,7 +182,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_DELIMITERS_0, _scan_1, _DELIMITERS_2)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -293,7 +219,6 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 9
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -131,15 +131,10 @@ _START_ANCHOR = regex.compile('(?s)\\A(?:(?!<\\|plamo:begin_think:plamo\\|>\\Z).
 # module's globals() on that first search.
 # open of 'tool_calls': /'<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>'/
 _D0 = _rt.LazyPattern('<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>', scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D0_LEADS = ('<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>',)
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
 # probe of open of 'tool_calls': /'<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>'/ (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>))(?!)', bound=('tool_calls', 'open_pattern'))
-# S_CALL_SECTION: the proper prefixes of its literal delimiters (a buffer ending in
-# one is held)
-_PREFIXES_3 = _rt.literal_prefixes(('<|plamo:end_tool_requests:plamo|>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
@@ -175,12 +170,10 @@ _TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
 # S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
@@ -199,93 +192,21 @@ _DELIMITERS_1 = (
 # S_END_OF_TURN: region 'end_of_turn'
 _DELIMITERS_2 = ()  # it watches nothing
 
-
-def _scan_3(buf, pos, eos, memo):
-    """S_CALL_SECTION, region 'call_section'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # open of 'tool_calls': /'<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>'/
-    m = memo[7]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _rt.lead_search(_D0, buf, pos, _D0_LEADS)
-        elif n - pos < 256:
-            m = _D0.search(buf, pos, partial=True)
-        else:
-            m = _rt.partial_search(_D0, buf, pos, _D0_LEADS)
-        m = memo[7] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P0.search(buf, pos, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[9]
-                if c is None or c[0] is not m or not c[1] <= pos <= c[2]:
-                    j = _D0.search(buf, pos, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[9] = (m, pos, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[8]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[8] = _P0.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    # close of 'call_section': '<|plamo:end_tool_requests:plamo|>'
-    i = memo[10]
-    if i is None or -1 < i < pos:
-        i = memo[10] = buf.find('<|plamo:end_tool_requests:plamo|>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (33 > be - bs or 33 == be - bs and 1 < br)):
-        bs, be, br, bm = i, i + 33, 1, None
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 32
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_3:
-                if j < hold:
-                    hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_CALL_SECTION: region 'call_section'
+_DELIMITERS_3 = (
+    # nest 'tool_calls'
+    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True,
+                leads=('<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>',)),
+    _rt.Literal('<|plamo:end_tool_requests:plamo|>', rank=1),  # close 'call_section'
+)
 
 # S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_4 = ()  # it watches nothing
 
 # S_AFTER_TOOL_CALLS: after the value of 'tool_calls'
 _DELIMITERS_5 = (
-    _rt.Literal('<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>', rank=0),  # after 'tool_calls'
+    # after 'tool_calls'
+    _rt.Literal('<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>', rank=0),
 )
 
 
@@ -310,7 +231,9 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 4
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _scan_3, _DELIMITERS_4, _DELIMITERS_5)
+    SCANNERS = (
+        _DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4, _DELIMITERS_5,
+    )
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -398,7 +321,6 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 12
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -35,7 +35,6 @@ from __future__ import annotations
 import regex
 
 from respc import runtime as _rt
-from respc.runtime import literal_hold
 
 _rt.check_abi(4, __name__, ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none'))
 
@@ -219,16 +218,10 @@ _START_ANCHOR = regex.compile('<assistant>', regex.DOTALL)
 # module's globals() on that first search.
 # open of 'tool_call_json': /'<tool_call>[ \\t\\n]*(?=\\{)'/
 _D0 = _rt.LazyPattern('<tool_call>[ \\t\\n]*(?=\\{)', scope=globals(), name='_D0')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D0_LEADS = ('<tool_call>',)
 # open of 'tool_call_name_json': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<{]+)\\s*(?=\\{)'/
 _D1 = _rt.LazyPattern('<tool_call>[ \\t\\n]*(?P<name>[^\\s<{]+)\\s*(?=\\{)', scope=globals(), name='_D1')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D1_LEADS = ('<tool_call>',)
 # open of 'tool_calls': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<{]+)'/
 _D2 = _rt.LazyPattern('<tool_call>[ \\t\\n]*(?P<name>[^\\s<{]+)', scope=globals(), name='_D2')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D2_LEADS = ('<tool_call>',)
 # open of 'json_tool_call': /'(?=\\{\\s*"name")'/
 _D3 = _rt.LazyPattern('(?=\\{\\s*"name")', scope=globals(), name='_D3')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -241,12 +234,6 @@ _P1 = _rt.LazyPattern('(?>(?:<tool_call>[ \\t\\n]*(?P<name>[^\\s<{]+)\\s*(?=\\{)
 _P2 = _rt.LazyPattern('(?>(?:<tool_call>[ \\t\\n]*(?P<name>[^\\s<{]+)))(?!)')
 # probe of open of 'json_tool_call': /'(?=\\{\\s*"name")'/ (compiled when first asked)
 _P3 = _rt.LazyPattern('(?>(?:(?=\\{\\s*"name")))(?!)')
-# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
-# one is held)
-_PREFIXES_0 = _rt.literal_prefixes(('<think>', '</assistant>', '\u3008|EOS|\u3009', '</think>'))
-# S_REASONING_CONTENT: the proper prefixes of its literal delimiters (a buffer ending in
-# one is held)
-_PREFIXES_1 = _rt.literal_prefixes(('</think>',))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
@@ -286,610 +273,42 @@ _TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
+# S_OUTSIDE: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<think>', rank=0),  # open 'reasoning_content'
+    # open 'tool_call_json'
+    _rt.Pattern(_D0, rank=1, probe=_P0, prefilter=True, factor='<tool_call>', reach=0,
+                leads=('<tool_call>',)),
+    # open 'tool_call_name_json'
+    _rt.Pattern(_D1, rank=2, probe=_P1, prefilter=True, factor='<tool_call>', reach=0,
+                leads=('<tool_call>',)),
+    # open 'tool_calls'
+    _rt.Pattern(_D2, rank=3, probe=_P2, prefilter=True, factor='<tool_call>', reach=0,
+                leads=('<tool_call>',)),
+    _rt.Pattern(_D3, rank=4, probe=_P3, barrier=('"name"', 'a')),  # open 'json_tool_call'
+    _rt.Literal('</assistant>', rank=5),  # close 'content'
+    _rt.Literal('\u3008|EOS|\u3009', rank=5),
+    _rt.Literal('</think>', rank=5),
+)
 
-def _scan_0(buf, pos, eos, memo):
-    """S_OUTSIDE, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # '<' begins three or more literals below: found once, they are looked for only after it
-    g0 = memo[19]
-    if g0 is None or -1 < g0 < pos:
-        g0 = memo[19] = buf.find('<', pos)
-    # open of 'reasoning_content': '<think>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', g0) if g0 >= 0 else -1
-    if i >= 0:
-        bs, be, br, bm = i, i + 7, 0, None
-    # open of 'tool_call_json': /'<tool_call>[ \\t\\n]*(?=\\{)'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<tool_call>' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[4]
-        if k is None or -1 < k < pos:
-            k = memo[4] = buf.find('<tool_call>', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 10 if n - 10 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<tool_call>'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[1]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[1] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
-            elif n - lo < 256:
-                m = _D0.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
-            m = memo[1] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P0.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[3]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D0.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[3] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[2]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[2] = _P0.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
-            bs, be, br, bm = i, e, 1, m
-    # open of 'tool_call_name_json': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<{]+)\\s*(?=\\{)'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<tool_call>' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[8]
-        if k is None or -1 < k < pos:
-            k = memo[8] = buf.find('<tool_call>', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 10 if n - 10 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<tool_call>'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[5]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[5] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_D1, buf, lo, _D1_LEADS)
-            elif n - lo < 256:
-                m = _D1.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_D1, buf, lo, _D1_LEADS)
-            m = memo[5] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P1.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[7]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D1.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[7] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[6]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[6] = _P1.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 2 < br)):
-            bs, be, br, bm = i, e, 2, m
-    # open of 'tool_calls': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<{]+)'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<tool_call>' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[12]
-        if k is None or -1 < k < pos:
-            k = memo[12] = buf.find('<tool_call>', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 10 if n - 10 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<tool_call>'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[9]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[9] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_D2, buf, lo, _D2_LEADS)
-            elif n - lo < 256:
-                m = _D2.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_D2, buf, lo, _D2_LEADS)
-            m = memo[9] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P2.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[11]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D2.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P2.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[11] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[10]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[10] = _P2.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 3 < br)):
-            bs, be, br, bm = i, e, 3, m
-    # open of 'json_tool_call': /'(?=\\{\\s*"name")'/
-    m = memo[13]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _rt.barrier_search(_D3, buf, pos, '"name"', 'a')
-        elif n - pos < 256:
-            m = _D3.search(buf, pos, partial=True)
-        else:
-            m = _rt.partial_barrier(_D3, buf, pos, '"name"', 'a')
-        m = memo[13] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = (_P3.search(buf, pos, partial=True) if n - pos < 256
-                         else _rt.partial_barrier(_P3, buf, pos, '"name"', 'a'))
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[15]
-                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
-                    w = e + 64 if e + 64 < n else n
-                    q = (_P3.search(buf, pos, w, partial=True) if w - pos < 256
-                         else _rt.partial_barrier(_P3, buf, pos, '"name"', 'a', w))
-                    c = memo[15] = (m, pos, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[14]
-                    if q is None or (q is not False and q.start() < pos):
-                        if n - pos < 256:
-                            q = _P3.search(buf, pos, partial=True)
-                        else:
-                            q = _rt.partial_barrier(_P3, buf, pos, '"name"', 'a')
-                        q = memo[14] = q or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 4 < br)):
-            bs, be, br, bm = i, e, 4, m
-    # close of 'content': '</assistant>' | '\u3008|EOS|\u3009' | '</think>'
-    i = memo[16]
-    if i is None or -1 < i < pos:
-        i = memo[16] = buf.find('</assistant>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (12 > be - bs or 12 == be - bs and 5 < br)):
-        bs, be, br, bm = i, i + 12, 5, None
-    i = memo[17]
-    if i is None or -1 < i < pos:
-        i = memo[17] = buf.find('\u3008|EOS|\u3009', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (7 > be - bs or 7 == be - bs and 5 < br)):
-        bs, be, br, bm = i, i + 7, 5, None
-    i = memo[18]
-    if i is None or -1 < i < pos:
-        i = memo[18] = buf.find('</think>', g0) if g0 >= 0 else -1
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (8 > be - bs or 8 == be - bs and 5 < br)):
-        bs, be, br, bm = i, i + 8, 5, None
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        h = literal_hold(buf, pos if n - 11 < pos else n - 11, '<\u3008', _PREFIXES_0)
-        if h < hold:
-            hold = h
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
-
-
-def _scan_1(buf, pos, eos, memo):
-    """S_REASONING_CONTENT, region 'reasoning_content'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # open of 'tool_call_json': /'<tool_call>[ \\t\\n]*(?=\\{)'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<tool_call>' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[23]
-        if k is None or -1 < k < pos:
-            k = memo[23] = buf.find('<tool_call>', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 10 if n - 10 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<tool_call>'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[20]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[20] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_D0, buf, lo, _D0_LEADS)
-            elif n - lo < 256:
-                m = _D0.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_D0, buf, lo, _D0_LEADS)
-            m = memo[20] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P0.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[22]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D0.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P0.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[22] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[21]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[21] = _P0.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    # open of 'tool_call_name_json': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<{]+)\\s*(?=\\{)'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<tool_call>' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[27]
-        if k is None or -1 < k < pos:
-            k = memo[27] = buf.find('<tool_call>', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 10 if n - 10 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<tool_call>'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[24]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[24] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_D1, buf, lo, _D1_LEADS)
-            elif n - lo < 256:
-                m = _D1.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_D1, buf, lo, _D1_LEADS)
-            m = memo[24] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P1.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[26]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D1.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P1.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[26] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[25]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[25] = _P1.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
-            bs, be, br, bm = i, e, 1, m
-    # open of 'tool_calls': /'<tool_call>[ \\t\\n]*(?P<name>[^\\s<{]+)'/
-    if eos:
-        k, lo = 0, pos  # a complete text: lead_search finds the leads, the factor is not needed
-    else:
-        # every match, and every partial one, contains the factor '<tool_call>' or runs into
-        # the end through a proper prefix of it: it starts in the run of characters the part before
-        # the factor consumes that ends at x, the factor's first occurrence from pos, else the
-        # leftmost start of such a prefix ending the buffer (n: none), so it is searched from lo;
-        # nothing from lo = n is no partial match
-        k = memo[31]
-        if k is None or -1 < k < pos:
-            k = memo[31] = buf.find('<tool_call>', pos)
-        if k >= 0:
-            x = k
-        else:
-            x = n
-            j = buf.find('<', n - 10 if n - 10 > pos else pos)
-            while j >= 0:
-                if buf[j:] == '<tool_call>'[:n - j]:
-                    x = j
-                    break
-                j = buf.find('<', j + 1)
-        lo = x if x > pos else pos
-    m = memo[28]
-    if m is None or (m is not False and m.start() < pos):
-        if k < 0 and (eos or lo == n):
-            m = memo[28] = False  # no factor and nothing it could begin with: no match
-        else:
-            if eos:
-                m = _rt.lead_search(_D2, buf, lo, _D2_LEADS)
-            elif n - lo < 256:
-                m = _D2.search(buf, lo, partial=True)
-            else:
-                m = _rt.partial_search(_D2, buf, lo, _D2_LEADS)
-            m = memo[28] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P2.search(buf, lo, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). Only a start whose paths reach i can have one: j, the leftmost, comes from
-                # the delimiter's own partial search of buf[pos:i] (quick: it has a literal lead).
-                # The probe is asked over a window first (a path reaching the window's edge may
-                # still fail before the buffer's), and only then over the whole buffer.
-                # both answers hold for a later start while this match stands and j is not passed
-                # (memo: the match, the start searched, j, the probe's start or -1)
-                c = memo[30]
-                if c is None or c[0] is not m or not c[1] <= lo <= c[2]:
-                    j = _D2.search(buf, lo, i, partial=True)
-                    j = i if j is None else j.start()
-                    q = _P2.search(buf, j, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[30] = (m, lo, j, -1 if q is None else q.start())
-                j = c[2]
-                qs = c[3]
-                if 0 <= qs <= i:
-                    # nothing left of j can touch the end: this is the search from pos
-                    q = memo[29]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[29] = _P2.search(buf, j, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 2 < br)):
-            bs, be, br, bm = i, e, 2, m
-    # close of 'reasoning_content': '</think>'
-    i = memo[32]
-    if i is None or -1 < i < pos:
-        i = memo[32] = buf.find('</think>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (8 > be - bs or 8 == be - bs and 3 < br)):
-        bs, be, br, bm = i, i + 8, 3, None
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 7
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_1:
-                if j < hold:
-                    hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_REASONING_CONTENT: region 'reasoning_content'
+_DELIMITERS_1 = (
+    # open 'tool_call_json'
+    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<tool_call>', reach=0,
+                leads=('<tool_call>',)),
+    # open 'tool_call_name_json'
+    _rt.Pattern(_D1, rank=1, probe=_P1, prefilter=True, factor='<tool_call>', reach=0,
+                leads=('<tool_call>',)),
+    # open 'tool_calls'
+    _rt.Pattern(_D2, rank=2, probe=_P2, prefilter=True, factor='<tool_call>', reach=0,
+                leads=('<tool_call>',)),
+    _rt.Literal('</think>', rank=3),  # close 'reasoning_content'
+)
 
 # S_TOOL_CALL_JSON: region 'tool_call_json'
 _DELIMITERS_2 = (
@@ -931,7 +350,9 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 5
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _scan_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4, _DELIMITERS_5)
+    SCANNERS = (
+        _DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4, _DELIMITERS_5,
+    )
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -1024,7 +445,6 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 36
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -108,8 +108,6 @@ _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 # module's globals() on that first search.
 # open of 'tool_calls': /'<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")'/
 _D0 = _rt.LazyPattern('<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")', scope=globals(), name='_D0')
-# every match starts with one of these: a complete text's search finds them first (lead_search)
-_D0_LEADS = ('<tool_call>', '[', '```')
 # close of 'tool_calls': /'\\s*(?:</tool_call>|```)'/
 _D1 = _rt.LazyPattern('\\s*(?:</tool_call>|```)', scope=globals(), name='_D1', bound=('tool_calls', 'close_pattern'))
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
@@ -118,9 +116,6 @@ _D1 = _rt.LazyPattern('\\s*(?:</tool_call>|```)', scope=globals(), name='_D1', b
 _P0 = _rt.LazyPattern('(?>(?:<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")))(?!)')
 # probe of close of 'tool_calls': /'\\s*(?:</tool_call>|```)'/ (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:\\s*(?:</tool_call>|```)))(?!)', bound=('tool_calls', 'close_pattern'))
-# S_OUTSIDE: the proper prefixes of its literal delimiters (a buffer ending in
-# one is held)
-_PREFIXES_0 = _rt.literal_prefixes(('<think>', '<|im_end|>'))
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
@@ -146,101 +141,17 @@ _TRANSITIONS = (
 )
 
 
-# -- delimiters and scanners: per state (docs/template-language.md, "Matching") ---------------
-# A state that watches literal delimiters only declares them, in rank order: the runtime builds
-# its scanner (runtime/scanners.py). A state that watches a regex delimiter has a scanner here:
-# it returns (start, end, rank, match, hold), the committable delimiter hit (start -1: none) and
-# the leftmost offset from which more input could still change the answer, from which text must
-# be held back; memo[slot] keeps each search result over the same buffer.
+# -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
+# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
+# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
+# match contains, leads every match starts with, ...).
 
-
-def _scan_0(buf, pos, eos, memo):
-    """S_OUTSIDE, outside (implicit field 'content')."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # open of 'reasoning_content': '<think>'
-    i = memo[0]
-    if i is None or -1 < i < pos:
-        i = memo[0] = buf.find('<think>', pos)
-    if i >= 0:
-        bs, be, br, bm = i, i + 7, 0, None
-    # open of 'tool_calls': /'<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")'/
-    m = memo[1]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _rt.lead_search(_D0, buf, pos, _D0_LEADS)
-        elif n - pos < 256:
-            m = _D0.search(buf, pos, partial=True)
-        else:
-            m = _rt.partial_search(_D0, buf, pos, _D0_LEADS)
-        m = memo[1] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = (_P0.search(buf, pos, partial=True) if n - pos < 256
-                         else _rt.partial_search(_P0, buf, pos, _D0_LEADS))
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[3]
-                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
-                    w = e + 64 if e + 64 < n else n
-                    q = (_P0.search(buf, pos, w, partial=True) if w - pos < 256
-                         else _rt.partial_search(_P0, buf, pos, _D0_LEADS, w))
-                    c = memo[3] = (m, pos, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[2]
-                    if q is None or (q is not False and q.start() < pos):
-                        if n - pos < 256:
-                            q = _P0.search(buf, pos, partial=True)
-                        else:
-                            q = _rt.partial_search(_P0, buf, pos, _D0_LEADS)
-                        q = memo[2] = q or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0 and (bs < 0 or i < bs
-                       or i == bs and (e - i > be - bs or e - i == be - bs and 1 < br)):
-            bs, be, br, bm = i, e, 1, m
-    # close of 'content': '<|im_end|>'
-    i = memo[4]
-    if i is None or -1 < i < pos:
-        i = memo[4] = buf.find('<|im_end|>', pos)
-    # the leftmost hit wins; at one start the longest, then the lowest rank
-    if i >= 0 and (bs < 0 or i < bs
-                   or i == bs and (10 > be - bs or 10 == be - bs and 2 < br)):
-        bs, be, br, bm = i, i + 10, 2, None
-    if not eos:
-        # the buffer ends with a proper prefix of a literal: hold it back
-        j = n - 9
-        j = buf.find('<', j if j > pos else pos)
-        while j >= 0:
-            if buf[j:] in _PREFIXES_0:
-                if j < hold:
-                    hold = j
-                break
-            j = buf.find('<', j + 1)
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_OUTSIDE: outside (implicit field 'content')
+_DELIMITERS_0 = (
+    _rt.Literal('<think>', rank=0),  # open 'reasoning_content'
+    _rt.Pattern(_D0, rank=1, probe=_P0, leads=('<tool_call>', '[', '```')),  # open 'tool_calls'
+    _rt.Literal('<|im_end|>', rank=2),  # close 'content'
+)
 
 # S_REASONING_CONTENT: region 'reasoning_content'
 _DELIMITERS_1 = (
@@ -250,62 +161,10 @@ _DELIMITERS_1 = (
 # S_TOOL_CALLS: region 'tool_calls'
 _DELIMITERS_2 = ()  # it watches nothing
 
-
-def _scan_3(buf, pos, eos, memo):
-    """S_AFTER_TOOL_CALLS, after the value of 'tool_calls'."""
-    n = len(buf)
-    hold = n
-    bs = be = br = -1
-    bm = None
-    # close of 'tool_calls': /'\\s*(?:</tool_call>|```)'/
-    m = memo[6]
-    if m is None or (m is not False and m.start() < pos):
-        if eos:
-            m = _D1.search(buf, pos)
-        elif n - pos < 256:
-            m = _D1.search(buf, pos, partial=True)
-        else:
-            m = _rt.window_partial(_D1, buf, pos)
-        m = memo[6] = m or False
-    if m is not False:
-        i, e = m.span()
-        if not eos:
-            if m.partial or e == n:
-                # a partial match, or a complete one at the buffer edge: more input may change it
-                if not m.partial:
-                    # and so may a path the engine tries before it from an earlier start (D2: a
-                    # partial search returns a later complete match before an earlier partial
-                    # one, `b|.+c` over "ab" gives "b", `.+c` from "a" pending): the probe tells
-                    q = _P1.search(buf, pos, i, partial=True)
-                    if q is not None and q.start() < i:
-                        i = q.start()
-                if i < hold:
-                    hold = i
-                i = -1
-            else:
-                # complete, and final unless a path the engine tries before it needs more input
-                # (D2). The probe is asked over a window first (a path reaching the window's edge
-                # may still fail before the buffer's), and only then over the whole buffer.
-                # the answer holds for a later start while this match stands and the probe's
-                # start is not passed (memo: the match, the start searched, -, the start or -1)
-                c = memo[8]
-                if c is None or c[0] is not m or c[1] > pos or 0 <= c[3] < pos:
-                    q = _P1.search(buf, pos, e + 64 if e + 64 < n else n, partial=True)
-                    c = memo[8] = (m, pos, 0, -1 if q is None else q.start())
-                qs = c[3]
-                if 0 <= qs <= i:
-                    q = memo[7]
-                    if q is None or (q is not False and q.start() < pos):
-                        q = memo[7] = _P1.search(buf, pos, partial=True) or False
-                    if q is not False and q.start() <= i:
-                        if q.start() < hold:
-                            hold = q.start()
-                        i = -1
-        if i >= 0:
-            bs, be, br, bm = i, e, 0, m
-    if 0 <= bs < hold:
-        return bs, be, br, bm, hold
-    return -1, 0, 0, None, hold
+# S_AFTER_TOOL_CALLS: after the value of 'tool_calls'
+_DELIMITERS_3 = (
+    _rt.Pattern(_D1, rank=0, probe=_P1),  # after 'tool_calls'
+)
 
 
 class ResponseParser(_rt.StreamParser):
@@ -329,7 +188,7 @@ class ResponseParser(_rt.StreamParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
-    SCANNERS = (_scan_0, _DELIMITERS_1, _DELIMITERS_2, _scan_3)
+    SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3)
     # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
     # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
     # the chunk is held.
@@ -373,7 +232,6 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     TRANSITIONS = _TRANSITIONS
-    MEMO_SLOTS = 9
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0
