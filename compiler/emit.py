@@ -328,7 +328,11 @@ def _stray_closers(template: Template) -> str:
             continue
         for closer in f.close.literals:
             if len(closer.strip()) >= 3:
-                rows.append(f"_rt.StrayCloser(closer={_lit(closer)}, opener={_lit(f.open.pattern)}, field={index})")
+                row = f"_rt.StrayCloser(closer={_lit(closer)}, opener={_lit(f.open.pattern)}, field={index})"
+                if 8 + len(row) + 1 > LINE_LIMIT:
+                    row = (f"_rt.StrayCloser(\n            closer={_lit(closer)},\n            opener={_lit(f.open.pattern)},"
+                           f"\n            field={index},\n        )")
+                rows.append(row)
     if not rows:
         return "()"
     return "(\n" + "".join(f"        {r},\n" for r in rows) + "    )"
@@ -458,6 +462,16 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     }
 
 
+#: a delimiter's pattern inside a comment made by plan_scans (``/'...'/``): the definition next
+#: to the comment shows it already
+_COMMENT_PATTERN = re.compile(r"""(: | )/(['"]).*\2/""")
+
+
+def _short(comment: str) -> str:
+    """A delimiter's, probe's or back search's comment without the pattern it repeats."""
+    return _line(_COMMENT_PATTERN.sub(lambda m: "" if m.group(1) == ": " else " its delimiter", comment))
+
+
 def _scanner_view(scans, states: list[dict]) -> dict:
     """The scanners' part of the view: :func:`plan_scans` decided it (``scans``), this only
     renders strings. Every state declares its delimiters as records (``_rt.Literal``,
@@ -477,13 +491,13 @@ def _scanner_view(scans, states: list[dict]) -> dict:
     return {
         "plans": plans,
         "regexes": [{"var": f"_D{k}", "var_repr": _lit(f"_D{k}"), "pattern_repr": _lit(pattern),
-                     "comment": _line(comment), "late": _late_view(f"_D{k}L", pattern),
+                     "comment": _short(comment), "late": _late_view(f"_D{k}L", pattern),
                      "bound": _bound(pattern, scans.labels[k] if k < len(scans.labels) else None)}
                     for k, (pattern, comment) in enumerate(scans.regexes)],
-        "probes": [{"var": f"_P{k}", "pattern_repr": _lit(pattern), "comment": _line(comment),
+        "probes": [{"var": f"_P{k}", "pattern_repr": _lit(pattern), "comment": _short(comment),
                     "bound": _bound(pattern, scans.probe_labels[k] if k < len(scans.probe_labels) else None)}
                    for k, (pattern, comment) in enumerate(scans.probes)],
-        "backs": [{"var": f"_B{k}", "pattern_repr": _lit(pattern), "comment": _line(comment)}
+        "backs": [{"var": f"_B{k}", "pattern_repr": _lit(pattern), "comment": _short(comment)}
                   for k, (pattern, comment) in enumerate(scans.backs)],
         "uses_literal_hold": False,
         # every state that watches literals only is declared: HOLD_LITERALS comes from the runtime
@@ -613,12 +627,20 @@ def emit_module(template: Template, automaton: Automaton, *, command: str, gramm
         # the recover-only ones (compiler/recover_open.py); it may need runtime features the
         # strict class does not
         recover_view = _view(variant, build_automaton(variant), command, "")
+        # the recover class reuses the strict class's delimiters, probes, back searches and
+        # declarations where they are the same (its own only where its openers change them)
+        shared = _shared_tables(view, recover_view)
+        recover_view = dict(recover_view,
+                            regexes=[d for d in recover_view["regexes"] if d["var"] not in shared],
+                            probes=[d for d in recover_view["probes"] if d["var"] not in shared],
+                            backs=[d for d in recover_view["backs"] if d["var"] not in shared],
+                            plans=[p for p in recover_view["plans"] if f"_DELIMITERS_{p['index']}" not in shared])
         features = _features_of(view) + [name for name in _features_of(recover_view) if name not in _features_of(view)]
         view["features"] = _tuple([_lit(name) for name in features + ["recover-openers"]])
         view["abi_call"] = _abi_call(features + ["recover-openers"])
         view["uses_literal_hold"] = view["uses_literal_hold"] or recover_view["uses_literal_hold"]
         view["recover_class"] = _recover_class(_ENV.get_template("module.py.jinja").render(**recover_view,
-                                                                                           recover_class=""))
+                                                                                           recover_class=""), shared)
     source = _ENV.get_template("module.py.jinja").render(**view)
     # the rules of docs/security.md, "Generated code", checked on every module written
     if not source.startswith(HEADER) or not source.isascii() or ENCODING_GUARD not in source:
@@ -653,16 +675,39 @@ _RECOVER_LAST = "\ndef get_response_parser("
 _RECOVER_CLASS = "class ResponseParser(_rt.StreamParser):"
 
 
-def _recover_class(source: str) -> str:
+def _shared_tables(strict: dict, recover: dict) -> set[str]:
+    """The module-level tables the recover class can take from the strict class: a delimiter,
+    probe or back search rendered the same under the same name (a delimiter with its late
+    pattern), and a state's ``_DELIMITERS_<k>`` rendered the same whose patterns are all shared."""
+    shared: set[str] = set()
+    for kind in ("regexes", "probes", "backs"):
+        mine = {d["var"]: d for d in strict[kind]}
+        for d in recover[kind]:
+            if mine.get(d["var"]) == d:
+                shared.add(d["var"])
+                if d.get("late"):
+                    shared.add(d["late"]["var"])
+    mine = {p["index"]: p for p in strict["plans"]}
+    for p in recover["plans"]:
+        refs = set(re.findall(r"\b_[DPB]\d+L?\b", "".join(p["records"])))
+        if mine.get(p["index"]) == p and refs <= shared:
+            shared.add(f"_DELIMITERS_{p['index']}")
+    return shared
+
+
+def _recover_class(source: str, shared: set[str] = frozenset()) -> str:
     """From the module rendered for the recover variant, its tables and parser class as the module's
     ``_RecoverParser`` (a subclass of ``ResponseParser``): every table name (:data:`_TABLE_NAME`)
     renamed with a ``_R`` in front, by Python token (names, and the strings that name a lazy
-    pattern's global), so that no literal of the template can be touched."""
+    pattern's global), so that no literal of the template can be touched; the names in
+    ``shared`` stay the strict class's (the recover module left their definitions out)."""
     body = source[source.index(_RECOVER_FIRST):source.index(_RECOVER_LAST)]
     lines = body.splitlines(keepends=True)
     edits: dict[int, list[tuple[int, int, str]]] = {}
     for tok in tokenize.generate_tokens(io.StringIO(body).readline):
         text = tok.string
+        if text in shared:
+            continue  # the strict class's table, the same (_shared_tables)
         if tok.type == tokenize.NAME and _TABLE_NAME.fullmatch(text):
             new = "_R" + text
         elif tok.type == tokenize.STRING and _TABLE_NAME.fullmatch(text[1:-1]) and text[0] == text[-1] == "'":
