@@ -99,11 +99,11 @@ _START_ANCHOR = regex.compile('<\uff5ctool\u2581outputs\u2581end\uff5c>|<\uff5cA
 # The regex delimiters are compiled when first searched (an import compiles none of them): each
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
-# open of 'tool_calls': /'<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)\\s*```json'/
+# open of 'tool_calls'
 _D0 = _rt.LazyPattern('<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)\\s*```json', scope=globals(), name='_D0')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)\\s*```json'/ (compiled when first asked)
+# probe of open of 'tool_calls' (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)\\s*```json))(?!)')
 
 # -- state constants -------------------------------------------------------------------------
@@ -128,9 +128,7 @@ _TRANSITIONS = (
 
 
 # -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
-# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
-# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
-# match contains, leads every match starts with, ...).
+# the runtime builds each state's scanner from them (runtime/scanners.py Literal, Pattern)
 
 # S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
@@ -158,17 +156,11 @@ _DELIMITERS_2 = (
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/cogito.json'.
+    """Streaming parser for 'templates/cogito.json' (docs/events.md).
 
-    (docs/events.md; docs/template-language.md, "Matching")
-
-    Args:
-        prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
-        tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
-        tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
-        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
-            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
-    """
+    ``prefix``: the prompt before generation (``""`` opts out); ``tools``: JSON-schema tools or
+    typed callables; ``tokenizer``: ``decode(ids) -> str`` for token ids; ``errors``: ``"strict"``
+    (raise on a body that cannot be decoded) or ``"recover"`` (never raise on model output)."""
 
     __slots__ = ()
     SOURCE = SOURCE
@@ -179,18 +171,14 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2)
-    # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
-    # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
-    # the chunk is held.
+    # per state: the characters and heads its delimiters start with (runtime/tables.py FastPath)
     FAST_PATH = (
         _rt.FastPath(triggers='<', heads=frozenset(('</t', '<th', '<\uff5ce', '<\uff5ct'))),
         _rt.FastPath(triggers='<', heads=frozenset(('</t',))),
         _rt.FastPath(triggers='`', heads=frozenset(('```',))),
     )
     # per state: per eligible regex delimiter, its position automaton (runtime/tables.py
-    # HeldAutomaton; compiler/held.py). While held text starts a live match of one of them and
-    # completes none, or is a complete match of such a pattern up to its end, the scanner would
-    # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
+    # HeldAutomaton, runtime/held.py); HELD_LITERALS: those of its literal delimiters
     HOLD_REGEX = (
         # S_OUTSIDE
         (
@@ -244,20 +232,21 @@ class ResponseParser(_rt.StreamParser):
                 last=(19, 37, 54, 61),
             ),
         ),
-        # S_REASONING_CONTENT
-        _rt.HELD_LITERALS,
-        # S_TOOL_CALLS
-        _rt.HELD_LITERALS,
+        _rt.HELD_LITERALS,  # S_REASONING_CONTENT
+        _rt.HELD_LITERALS,  # S_TOOL_CALLS
     )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0
-    # errors="recover": per literal close of an explicit field, to report a closer written with
-    # no opener in text (runtime.stream, "stray-closer")
+    # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = (
         _rt.StrayCloser(closer='</think>', opener='<think>', field=0),
-        _rt.StrayCloser(closer='```<\uff5ctool\u2581call\u2581end\uff5c>', opener='<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)\\s*```json', field=1),
+        _rt.StrayCloser(
+            closer='```<\uff5ctool\u2581call\u2581end\uff5c>',
+            opener='<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)\\s*```json',
+            field=1,
+        ),
     )
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None

@@ -200,27 +200,27 @@ _START_ANCHOR = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id
 # The regex delimiters are compiled when first searched (an import compiles none of them): each
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
-# open of 'named_call_json': /'<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)'/
+# open of 'named_call_json'
 _D0 = _rt.LazyPattern('<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)', scope=globals(), name='_D0')
-# open of 'named_call_command': /'<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)'/
+# open of 'named_call_command'
 _D1 = _rt.LazyPattern('<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)', scope=globals(), name='_D1')
-# open of 'tool_call_json': /'<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>'/
+# open of 'tool_call_json'
 _D2 = _rt.LazyPattern('<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>', scope=globals(), name='_D2', bound=('tool_call_json', 'open_pattern'))
-# open of 'tool_call_command': /'<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>'/
+# open of 'tool_call_command'
 _D3 = _rt.LazyPattern('<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>', scope=globals(), name='_D3', bound=('tool_call_command', 'open_pattern'))
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'named_call_json': /'<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)'/ (compiled when first asked)
+# probe of open of 'named_call_json' (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)))(?!)')
-# probe of open of 'named_call_command': /'<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)'/ (compiled when first asked)
+# probe of open of 'named_call_command' (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)))(?!)')
-# probe of open of 'tool_call_json': /'<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>'/ (compiled when first asked)
+# probe of open of 'tool_call_json' (compiled when first asked)
 _P2 = _rt.LazyPattern('(?>(?:<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>))(?!)', bound=('tool_call_json', 'open_pattern'))
-# probe of open of 'tool_call_command': /'<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>'/ (compiled when first asked)
+# probe of open of 'tool_call_command' (compiled when first asked)
 _P3 = _rt.LazyPattern('(?>(?:<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>))(?!)', bound=('tool_call_command', 'open_pattern'))
 # Required factors (issue 14): without the factor after the search position, a partial match can
 # start only in the run of characters the part before the factor consumes; these find its start.
-# the last character before 'function' that /'<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)'/ cannot consume before it (compiled when first asked)
+# the last character before 'function' that its delimiter cannot consume before it (compiled when first asked)
 _B0 = _rt.LazyPattern('(?r)[^<tol: \\u0009]')
 
 # -- state constants -------------------------------------------------------------------------
@@ -260,9 +260,7 @@ _TRANSITIONS = (
 
 
 # -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
-# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
-# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
-# match contains, leads every match starts with, ...).
+# the runtime builds each state's scanner from them (runtime/scanners.py Literal, Pattern)
 
 # S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
@@ -307,17 +305,11 @@ _DELIMITERS_5 = (
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/cwm.json'.
+    """Streaming parser for 'templates/cwm.json' (docs/events.md).
 
-    (docs/events.md; docs/template-language.md, "Matching")
-
-    Args:
-        prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
-        tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
-        tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
-        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
-            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
-    """
+    ``prefix``: the prompt before generation (``""`` opts out); ``tools``: JSON-schema tools or
+    typed callables; ``tokenizer``: ``decode(ids) -> str`` for token ids; ``errors``: ``"strict"``
+    (raise on a body that cannot be decoded) or ``"recover"`` (never raise on model output)."""
 
     __slots__ = ()
     SOURCE = SOURCE
@@ -330,9 +322,7 @@ class ResponseParser(_rt.StreamParser):
     SCANNERS = (
         _DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4, _DELIMITERS_5,
     )
-    # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
-    # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
-    # the chunk is held.
+    # per state: the characters and heads its delimiters start with (runtime/tables.py FastPath)
     FAST_PATH = (
         _rt.FastPath(triggers='<', heads=frozenset(('</t', '<th', '<to', '<|e'))),
         _rt.FastPath(triggers='<', heads=frozenset(('</t',))),
@@ -342,9 +332,7 @@ class ResponseParser(_rt.StreamParser):
         _rt.FastPath(triggers='<', heads=frozenset(('</t',))),
     )
     # per state: per eligible regex delimiter, its position automaton (runtime/tables.py
-    # HeldAutomaton; compiler/held.py). While held text starts a live match of one of them and
-    # completes none, or is a complete match of such a pattern up to its end, the scanner would
-    # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
+    # HeldAutomaton, runtime/held.py); HELD_LITERALS: those of its literal delimiters
     HOLD_REGEX = (
         # S_OUTSIDE
         (
@@ -397,29 +385,39 @@ class ResponseParser(_rt.StreamParser):
                 last=(14, 23, 30),
             ),
         ),
-        # S_REASONING_CONTENT
-        _rt.HELD_LITERALS,
-        # S_NAMED_CALL_JSON
-        _rt.HELD_LITERALS,
-        # S_NAMED_CALL_COMMAND
-        _rt.HELD_LITERALS,
-        # S_TOOL_CALL_JSON
-        _rt.HELD_LITERALS,
-        # S_TOOL_CALL_COMMAND
-        _rt.HELD_LITERALS,
+        _rt.HELD_LITERALS,  # S_REASONING_CONTENT
+        _rt.HELD_LITERALS,  # S_NAMED_CALL_JSON
+        _rt.HELD_LITERALS,  # S_NAMED_CALL_COMMAND
+        _rt.HELD_LITERALS,  # S_TOOL_CALL_JSON
+        _rt.HELD_LITERALS,  # S_TOOL_CALL_COMMAND
     )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0
-    # errors="recover": per literal close of an explicit field, to report a closer written with
-    # no opener in text (runtime.stream, "stray-closer")
+    # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = (
         _rt.StrayCloser(closer='</think>', opener='<think>', field=0),
-        _rt.StrayCloser(closer='</tool>', opener='<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)', field=1),
-        _rt.StrayCloser(closer='</tool>', opener='<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)', field=2),
-        _rt.StrayCloser(closer='</tool>', opener='<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>', field=3),
-        _rt.StrayCloser(closer='</tool>', opener='<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>', field=4),
+        _rt.StrayCloser(
+            closer='</tool>',
+            opener='<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)',
+            field=1,
+        ),
+        _rt.StrayCloser(
+            closer='</tool>',
+            opener='<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)',
+            field=2,
+        ),
+        _rt.StrayCloser(
+            closer='</tool>',
+            opener='<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>',
+            field=3,
+        ),
+        _rt.StrayCloser(
+            closer='</tool>',
+            opener='<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>',
+            field=4,
+        ),
     )
     # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
     # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)

@@ -147,41 +147,41 @@ _START_ANCHOR = regex.compile('<\\|start\\|>assistant', regex.DOTALL)
 # The regex delimiters are compiled when first searched (an import compiles none of them): each
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
-# open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
+# open of 'reasoning_content'
 _D0 = _rt.LazyPattern('<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', scope=globals(), name='_D0')
-# open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
+# open of 'reasoning_stripped'
 _D1 = _rt.LazyPattern('(?P<repair_stripped_tokens>^analysis)', scope=globals(), name='_D1')
-# open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
+# open of 'tool_calls'
 _D2 = _rt.LazyPattern('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', scope=globals(), name='_D2', bound=('tool_calls', 'open_pattern'))
-# open of 'builtin_tool_message': /'(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
+# open of 'builtin_tool_message'
 _D3 = _rt.LazyPattern('(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>', scope=globals(), name='_D3', bound=('builtin_tool_message', 'open_pattern'))
-# close of 'content': /'<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>'/
+# close of 'content'
 _D4 = _rt.LazyPattern('<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>', scope=globals(), name='_D4')
-# close of 'tool_calls': /'<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>'/
+# close of 'tool_calls'
 _D5 = _rt.LazyPattern('<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>', scope=globals(), name='_D5')
-# close of 'builtin_tool_message': /'<\\|call\\|>|<\\|end\\|>'/
+# close of 'builtin_tool_message'
 _D6 = _rt.LazyPattern('<\\|call\\|>|<\\|end\\|>', scope=globals(), name='_D6')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/ (compiled when first asked)
+# probe of open of 'reasoning_content' (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))))(?!)')
-# probe of open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/ (compiled when first asked)
+# probe of open of 'reasoning_stripped' (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:(?P<repair_stripped_tokens>^analysis)))(?!)')
-# probe of open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/ (compiled when first asked)
+# probe of open of 'tool_calls' (compiled when first asked)
 _P2 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))))(?!)', bound=('tool_calls', 'open_pattern'))
-# probe of open of 'builtin_tool_message': /'(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/ (compiled when first asked)
+# probe of open of 'builtin_tool_message' (compiled when first asked)
 _P3 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>))(?!)', bound=('builtin_tool_message', 'open_pattern'))
-# probe of close of 'content': /'<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>'/ (compiled when first asked)
+# probe of close of 'content' (compiled when first asked)
 _P4 = _rt.LazyPattern('(?>(?:<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>))(?!)')
-# probe of close of 'tool_calls': /'<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>'/ (compiled when first asked)
+# probe of close of 'tool_calls' (compiled when first asked)
 _P5 = _rt.LazyPattern('(?>(?:<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>))(?!)')
-# probe of close of 'builtin_tool_message': /'<\\|call\\|>|<\\|end\\|>'/ (compiled when first asked)
+# probe of close of 'builtin_tool_message' (compiled when first asked)
 _P6 = _rt.LazyPattern('(?>(?:<\\|call\\|>|<\\|end\\|>))(?!)')
 # Required factors (issue 14): without the factor after the search position, a partial match can
 # start only in the run of characters the part before the factor consumes; these find its start.
-# the last character before 'to=functions.' that /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/ cannot consume before it (compiled when first asked)
+# the last character before 'to=functions.' that its delimiter cannot consume before it (compiled when first asked)
 _B0 = _rt.LazyPattern('(?r)[^<|star>\\sinchelomy]')
-# the last character before '<|message|>' that /'(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/ cannot consume before it (compiled when first asked)
+# the last character before '<|message|>' that its delimiter cannot consume before it (compiled when first asked)
 _B1 = _rt.LazyPattern('(?r)[^<|star>inchelomy\\s=pbw.\\w]')
 
 # -- state constants -------------------------------------------------------------------------
@@ -216,9 +216,7 @@ _TRANSITIONS = (
 
 
 # -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
-# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
-# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
-# match contains, leads every match starts with, ...).
+# the runtime builds each state's scanner from them (runtime/scanners.py Literal, Pattern)
 
 # S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
@@ -261,17 +259,11 @@ _DELIMITERS_4 = (
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/gpt_oss.json'.
+    """Streaming parser for 'templates/gpt_oss.json' (docs/events.md).
 
-    (docs/events.md; docs/template-language.md, "Matching")
-
-    Args:
-        prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
-        tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
-        tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
-        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
-            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
-    """
+    ``prefix``: the prompt before generation (``""`` opts out); ``tools``: JSON-schema tools or
+    typed callables; ``tokenizer``: ``decode(ids) -> str`` for token ids; ``errors``: ``"strict"``
+    (raise on a body that cannot be decoded) or ``"recover"`` (never raise on model output)."""
 
     __slots__ = ()
     SOURCE = SOURCE
@@ -282,9 +274,7 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 4
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4)
-    # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
-    # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
-    # the chunk is held.
+    # per state: the characters and heads its delimiters start with (runtime/tables.py FastPath)
     FAST_PATH = (
         _rt.FastPath(triggers='<', heads=frozenset(('<|',))),
         _rt.FastPath(triggers='<', heads=frozenset(('<|e', '<|s'))),
@@ -292,9 +282,7 @@ class ResponseParser(_rt.StreamParser):
         _rt.FastPath(triggers='<', heads=frozenset(('<|',))),
         _rt.FastPath(triggers='<', heads=frozenset(('<|',))),
     )
-    # per state: each watched delimiter that is a run of a class and then a literal (after
-    # optional openers, which are in the triggers): the fast path holds a trailing run, and a
-    # proper prefix of the literal after it, itself; None: no such delimiter
+    # per state: its delimiters that are a run of a class, then a literal (runtime/tables.py HoldRun)
     HOLD_RUNS = (
         (_rt.HoldRun(chars='\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000', literal='to=functions.'),),
         None,
@@ -303,9 +291,7 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     # per state: per eligible regex delimiter, its position automaton (runtime/tables.py
-    # HeldAutomaton; compiler/held.py). While held text starts a live match of one of them and
-    # completes none, or is a complete match of such a pattern up to its end, the scanner would
-    # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
+    # HeldAutomaton, runtime/held.py); HELD_LITERALS: those of its literal delimiters
     HOLD_REGEX = (
         # S_OUTSIDE
         (
@@ -439,10 +425,8 @@ class ResponseParser(_rt.StreamParser):
                 last=(18, 63, 70, 100, 105, 113, 119),
             ),
         ),
-        # S_REASONING_CONTENT
-        _rt.HELD_LITERALS,
-        # S_REASONING_STRIPPED
-        _rt.HELD_LITERALS,
+        _rt.HELD_LITERALS,  # S_REASONING_CONTENT
+        _rt.HELD_LITERALS,  # S_REASONING_STRIPPED
         # S_TOOL_CALLS
         None,
         # S_BUILTIN_TOOL_MESSAGE
@@ -468,12 +452,23 @@ class ResponseParser(_rt.StreamParser):
     CONTEXT = 1
     # ... and only so that ^ and \A cannot match at a trimmed start: any decided characters serve
     ANCHOR_CONTEXT = True
-    # errors="recover": per literal close of an explicit field, to report a closer written with
-    # no opener in text (runtime.stream, "stray-closer")
+    # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = (
-        _rt.StrayCloser(closer='<|end|>', opener='<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', field=0),
-        _rt.StrayCloser(closer='<|start|>assistant', opener='<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', field=0),
-        _rt.StrayCloser(closer='assistantfinal', opener='(?P<repair_stripped_tokens>^analysis)', field=1),
+        _rt.StrayCloser(
+            closer='<|end|>',
+            opener='<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))',
+            field=0,
+        ),
+        _rt.StrayCloser(
+            closer='<|start|>assistant',
+            opener='<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))',
+            field=0,
+        ),
+        _rt.StrayCloser(
+            closer='assistantfinal',
+            opener='(?P<repair_stripped_tokens>^analysis)',
+            field=1,
+        ),
     )
     # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
     # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
@@ -575,42 +570,12 @@ _R_START_ANCHOR = regex.compile('<\\|start\\|>assistant', regex.DOTALL)
 # The regex delimiters are compiled when first searched (an import compiles none of them): each
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
-# open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-_R_D0 = _rt.LazyPattern('<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', scope=globals(), name='_R_D0')
-# open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/
-_R_D1 = _rt.LazyPattern('(?P<repair_stripped_tokens>^analysis)', scope=globals(), name='_R_D1')
-# open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/
-_R_D2 = _rt.LazyPattern('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', scope=globals(), name='_R_D2', bound=('tool_calls', 'open_pattern'))
-# open of 'builtin_tool_message': /'(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/
-_R_D3 = _rt.LazyPattern('(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>', scope=globals(), name='_R_D3', bound=('builtin_tool_message', 'open_pattern'))
-# close of 'content': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>)|(?P<repair_recover_closer><\\|channel\\|>commentary to=assistant(?=<\\|channel\\|>))'/
+# close of 'content'
 _R_D4 = _rt.LazyPattern('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>)|(?P<repair_recover_closer><\\|channel\\|>commentary to=assistant(?=<\\|channel\\|>))', scope=globals(), name='_R_D4')
-# close of 'tool_calls': /'<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>'/
-_R_D5 = _rt.LazyPattern('<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>', scope=globals(), name='_R_D5')
-# close of 'builtin_tool_message': /'<\\|call\\|>|<\\|end\\|>'/
-_R_D6 = _rt.LazyPattern('<\\|call\\|>|<\\|end\\|>', scope=globals(), name='_R_D6')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'reasoning_content': /'<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/ (compiled when first asked)
-_R_P0 = _rt.LazyPattern('(?>(?:<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))))(?!)')
-# probe of open of 'reasoning_stripped': /'(?P<repair_stripped_tokens>^analysis)'/ (compiled when first asked)
-_R_P1 = _rt.LazyPattern('(?>(?:(?P<repair_stripped_tokens>^analysis)))(?!)')
-# probe of open of 'tool_calls': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/ (compiled when first asked)
-_R_P2 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))))(?!)', bound=('tool_calls', 'open_pattern'))
-# probe of open of 'builtin_tool_message': /'(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/ (compiled when first asked)
-_R_P3 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>))(?!)', bound=('builtin_tool_message', 'open_pattern'))
-# probe of close of 'content': /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>)|(?P<repair_recover_closer><\\|channel\\|>commentary to=assistant(?=<\\|channel\\|>))'/ (compiled when first asked)
+# probe of close of 'content' (compiled when first asked)
 _R_P4 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>)|(?P<repair_recover_closer><\\|channel\\|>commentary to=assistant(?=<\\|channel\\|>))))(?!)')
-# probe of close of 'tool_calls': /'<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>'/ (compiled when first asked)
-_R_P5 = _rt.LazyPattern('(?>(?:<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>))(?!)')
-# probe of close of 'builtin_tool_message': /'<\\|call\\|>|<\\|end\\|>'/ (compiled when first asked)
-_R_P6 = _rt.LazyPattern('(?>(?:<\\|call\\|>|<\\|end\\|>))(?!)')
-# Required factors (issue 14): without the factor after the search position, a partial match can
-# start only in the run of characters the part before the factor consumes; these find its start.
-# the last character before 'to=functions.' that /'(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))'/ cannot consume before it (compiled when first asked)
-_R_B0 = _rt.LazyPattern('(?r)[^<|star>\\sinchelomy]')
-# the last character before '<|message|>' that /'(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>'/ cannot consume before it (compiled when first asked)
-_R_B1 = _rt.LazyPattern('(?r)[^<|star>inchelomy\\s=pbw.\\w]')
 
 # -- state constants -------------------------------------------------------------------------
 _RS_OUTSIDE = 0  # outside (implicit field 'content')
@@ -644,61 +609,30 @@ _R_TRANSITIONS = (
 
 
 # -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
-# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
-# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
-# match contains, leads every match starts with, ...).
+# the runtime builds each state's scanner from them (runtime/scanners.py Literal, Pattern)
 
 # S_OUTSIDE: outside (implicit field 'content')
 _R_DELIMITERS_0 = (
     # open 'reasoning_content'
-    _rt.Pattern(_R_D0, rank=0, probe=_R_P0, prefilter=True, factor='<|channel|>', reach=0,
+    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<|channel|>', reach=0,
                 leads=('<|channel|>',)),
-    _rt.Pattern(_R_D1, rank=1, probe=_R_P1, anchored=True),  # open 'reasoning_stripped'
+    _rt.Pattern(_D1, rank=1, probe=_P1, anchored=True),  # open 'reasoning_stripped'
     # open 'tool_calls'
-    _rt.Pattern(_R_D2, rank=2, probe=_R_P2, factor='to=functions.', back=_R_B0,
+    _rt.Pattern(_D2, rank=2, probe=_P2, factor='to=functions.', back=_B0,
                 barrier=('to=functions.', 'f')),
     # open 'builtin_tool_message'
-    _rt.Pattern(_R_D3, rank=3, probe=_R_P3, prefilter=True, factor='<|message|>', back=_R_B1,
+    _rt.Pattern(_D3, rank=3, probe=_P3, prefilter=True, factor='<|message|>', back=_B1,
                 leads=('<|',)),
     _rt.Pattern(_R_D4, rank=4, probe=_R_P4, leads=('<|',)),  # close 'content'
 )
 
-# S_REASONING_CONTENT: region 'reasoning_content'
-_R_DELIMITERS_1 = (
-    _rt.Literal('<|end|>', rank=0),  # close 'reasoning_content'
-    _rt.Literal('<|start|>assistant', rank=0),
-)
-
-# S_REASONING_STRIPPED: region 'reasoning_stripped'
-_R_DELIMITERS_2 = (
-    _rt.Literal('assistantfinal', rank=0),  # close 'reasoning_stripped'
-)
-
-# S_TOOL_CALLS: region 'tool_calls'
-_R_DELIMITERS_3 = (
-    # close 'tool_calls'
-    _rt.Pattern(_R_D5, rank=0, probe=_R_P5, prefilter=True, factor='<|', reach=0, leads=('<|',)),
-)
-
-# S_BUILTIN_TOOL_MESSAGE: region 'builtin_tool_message'
-_R_DELIMITERS_4 = (
-    # close 'builtin_tool_message'
-    _rt.Pattern(_R_D6, rank=0, probe=_R_P6, prefilter=True, factor='<|', reach=0, leads=('<|',)),
-)
-
 
 class _RecoverParser(ResponseParser):
-    """Streaming parser for 'templates/gpt_oss.json'.
+    """Streaming parser for 'templates/gpt_oss.json' (docs/events.md).
 
-    (docs/events.md; docs/template-language.md, "Matching")
-
-    Args:
-        prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
-        tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
-        tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
-        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
-            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
-    """
+    ``prefix``: the prompt before generation (``""`` opts out); ``tools``: JSON-schema tools or
+    typed callables; ``tokenizer``: ``decode(ids) -> str`` for token ids; ``errors``: ``"strict"``
+    (raise on a body that cannot be decoded) or ``"recover"`` (never raise on model output)."""
 
     __slots__ = ()
     SOURCE = SOURCE
@@ -708,10 +642,8 @@ class _RecoverParser(ResponseParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 4
     START_ANCHOR = _R_START_ANCHOR
-    SCANNERS = (_R_DELIMITERS_0, _R_DELIMITERS_1, _R_DELIMITERS_2, _R_DELIMITERS_3, _R_DELIMITERS_4)
-    # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
-    # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
-    # the chunk is held.
+    SCANNERS = (_R_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4)
+    # per state: the characters and heads its delimiters start with (runtime/tables.py FastPath)
     FAST_PATH = (
         _rt.FastPath(triggers='<', heads=frozenset(('<|',))),
         _rt.FastPath(triggers='<', heads=frozenset(('<|e', '<|s'))),
@@ -719,9 +651,7 @@ class _RecoverParser(ResponseParser):
         _rt.FastPath(triggers='<', heads=frozenset(('<|',))),
         _rt.FastPath(triggers='<', heads=frozenset(('<|',))),
     )
-    # per state: each watched delimiter that is a run of a class and then a literal (after
-    # optional openers, which are in the triggers): the fast path holds a trailing run, and a
-    # proper prefix of the literal after it, itself; None: no such delimiter
+    # per state: its delimiters that are a run of a class, then a literal (runtime/tables.py HoldRun)
     HOLD_RUNS = (
         (_rt.HoldRun(chars='\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000', literal='to=functions.'),),
         None,
@@ -730,9 +660,7 @@ class _RecoverParser(ResponseParser):
         None,
     )
     # per state: per eligible regex delimiter, its position automaton (runtime/tables.py
-    # HeldAutomaton; compiler/held.py). While held text starts a live match of one of them and
-    # completes none, or is a complete match of such a pattern up to its end, the scanner would
-    # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
+    # HeldAutomaton, runtime/held.py); HELD_LITERALS: those of its literal delimiters
     HOLD_REGEX = (
         # S_OUTSIDE
         (
@@ -834,10 +762,8 @@ class _RecoverParser(ResponseParser):
                 last=(162,),
             ),
         ),
-        # S_REASONING_CONTENT
-        _rt.HELD_LITERALS,
-        # S_REASONING_STRIPPED
-        _rt.HELD_LITERALS,
+        _rt.HELD_LITERALS,  # S_REASONING_CONTENT
+        _rt.HELD_LITERALS,  # S_REASONING_STRIPPED
         # S_TOOL_CALLS
         None,
         # S_BUILTIN_TOOL_MESSAGE
@@ -863,12 +789,23 @@ class _RecoverParser(ResponseParser):
     CONTEXT = 1
     # ... and only so that ^ and \A cannot match at a trimmed start: any decided characters serve
     ANCHOR_CONTEXT = True
-    # errors="recover": per literal close of an explicit field, to report a closer written with
-    # no opener in text (runtime.stream, "stray-closer")
+    # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = (
-        _rt.StrayCloser(closer='<|end|>', opener='<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', field=0),
-        _rt.StrayCloser(closer='<|start|>assistant', opener='<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', field=0),
-        _rt.StrayCloser(closer='assistantfinal', opener='(?P<repair_stripped_tokens>^analysis)', field=1),
+        _rt.StrayCloser(
+            closer='<|end|>',
+            opener='<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))',
+            field=0,
+        ),
+        _rt.StrayCloser(
+            closer='<|start|>assistant',
+            opener='<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))',
+            field=0,
+        ),
+        _rt.StrayCloser(
+            closer='assistantfinal',
+            opener='(?P<repair_stripped_tokens>^analysis)',
+            field=1,
+        ),
     )
     # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
     # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)

@@ -131,9 +131,7 @@ _TRANSITIONS = (
 
 
 # -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
-# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
-# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
-# match contains, leads every match starts with, ...).
+# the runtime builds each state's scanner from them (runtime/scanners.py Literal, Pattern)
 
 # S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
@@ -162,17 +160,11 @@ _DELIMITERS_3 = (
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/granite3.json'.
+    """Streaming parser for 'templates/granite3.json' (docs/events.md).
 
-    (docs/events.md; docs/template-language.md, "Matching")
-
-    Args:
-        prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
-        tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
-        tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
-        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
-            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
-    """
+    ``prefix``: the prompt before generation (``""`` opts out); ``tools``: JSON-schema tools or
+    typed callables; ``tokenizer``: ``decode(ids) -> str`` for token ids; ``errors``: ``"strict"``
+    (raise on a body that cannot be decoded) or ``"recover"`` (never raise on model output)."""
 
     __slots__ = ()
     SOURCE = SOURCE
@@ -183,9 +175,7 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3)
-    # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
-    # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
-    # the chunk is held.
+    # per state: the characters and heads its delimiters start with (runtime/tables.py FastPath)
     FAST_PATH = (
         _rt.FastPath(triggers='<H', heads=frozenset(('</r', '<re', '<th', '<to', '<|e', '<|t', 'Her'))),
         _rt.FastPath(triggers='<H', heads=frozenset(('</t', 'Her'))),
@@ -193,14 +183,10 @@ class ResponseParser(_rt.StreamParser):
         _rt.FastPath(triggers=None, heads=frozenset(('</t',))),
     )
     # per state: per eligible regex delimiter, its position automaton (runtime/tables.py
-    # HeldAutomaton; compiler/held.py). While held text starts a live match of one of them and
-    # completes none, or is a complete match of such a pattern up to its end, the scanner would
-    # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
+    # HeldAutomaton, runtime/held.py); HELD_LITERALS: those of its literal delimiters
     HOLD_REGEX = (
-        # S_OUTSIDE
-        _rt.HELD_LITERALS,
-        # S_REASONING_CONTENT
-        _rt.HELD_LITERALS,
+        _rt.HELD_LITERALS,  # S_OUTSIDE
+        _rt.HELD_LITERALS,  # S_REASONING_CONTENT
         # S_TOOL_CALLS
         None,
         # S_AFTER_TOOL_CALLS
@@ -210,11 +196,18 @@ class ResponseParser(_rt.StreamParser):
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0
-    # errors="recover": per literal close of an explicit field, to report a closer written with
-    # no opener in text (runtime.stream, "stray-closer")
+    # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = (
-        _rt.StrayCloser(closer='</think>', opener='Here\\ is\\ my\\ thought\\ process:|<think>', field=0),
-        _rt.StrayCloser(closer='Here is my response:', opener='Here\\ is\\ my\\ thought\\ process:|<think>', field=0),
+        _rt.StrayCloser(
+            closer='</think>',
+            opener='Here\\ is\\ my\\ thought\\ process:|<think>',
+            field=0,
+        ),
+        _rt.StrayCloser(
+            closer='Here is my response:',
+            opener='Here\\ is\\ my\\ thought\\ process:|<think>',
+            field=0,
+        ),
         _rt.StrayCloser(closer='</tool_call>', opener='<\\|tool_call\\|>|<tool_call>', field=1),
     )
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked

@@ -215,47 +215,47 @@ _START_ANCHOR = regex.compile('<\\|ifm\\|im_start\\|>assistant\\\n', regex.DOTAL
 # The regex delimiters are compiled when first searched (an import compiles none of them): each
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
-# open of 'reasoning_content': /'<ifm\\|think(?:_fast|_faster)?>'/
+# open of 'reasoning_content'
 _D0 = _rt.LazyPattern('<ifm\\|think(?:_fast|_faster)?>', scope=globals(), name='_D0')
-# open of 'tool_calls': /'(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>(?P<name>[^\\s<>{\\["]+)(?=\\s|<)'/
+# open of 'tool_calls'
 _D1 = _rt.LazyPattern('(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>(?P<name>[^\\s<>{\\["]+)(?=\\s|<)', scope=globals(), name='_D1', bound=('tool_calls', 'open_pattern'))
-# open of 'json_tool_call_list': /'(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>'/
+# open of 'json_tool_call_list'
 _D2 = _rt.LazyPattern('(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>', scope=globals(), name='_D2')
-# open of 'json_tool_call': /'(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>'/
+# open of 'json_tool_call'
 _D3 = _rt.LazyPattern('(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>', scope=globals(), name='_D3')
-# close of 'content': /'<\\|ifm\\|im_end\\|>|</ifm\\|think(?:_fast|_faster)?>'/
+# close of 'content'
 _D4 = _rt.LazyPattern('<\\|ifm\\|im_end\\|>|</ifm\\|think(?:_fast|_faster)?>', scope=globals(), name='_D4')
-# close of 'reasoning_content': /'</ifm\\|think(?:_fast|_faster)?>'/
+# close of 'reasoning_content'
 _D5 = _rt.LazyPattern('</ifm\\|think(?:_fast|_faster)?>', scope=globals(), name='_D5')
-# close of 'tool_calls': /'</ifm\\|tool_call>(?:\\s*</ifm\\|tool_calls>)?'/
+# close of 'tool_calls'
 _D6 = _rt.LazyPattern('</ifm\\|tool_call>(?:\\s*</ifm\\|tool_calls>)?', scope=globals(), name='_D6')
-# close of 'json_tool_call_list': /'</ifm\\|tool_call>(?:\\s*</ifm\\|tool_calls>)?'/
+# close of 'json_tool_call_list'
 _D7 = _rt.LazyPattern('</ifm\\|tool_call>(?:\\s*</ifm\\|tool_calls>)?', scope=globals(), name='_D7')
-# close of 'json_tool_call': /'</ifm\\|tool_call>(?:\\s*</ifm\\|tool_calls>)?'/
+# close of 'json_tool_call'
 _D8 = _rt.LazyPattern('</ifm\\|tool_call>(?:\\s*</ifm\\|tool_calls>)?', scope=globals(), name='_D8')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'reasoning_content': /'<ifm\\|think(?:_fast|_faster)?>'/ (compiled when first asked)
+# probe of open of 'reasoning_content' (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<ifm\\|think(?:_fast|_faster)?>))(?!)')
-# probe of open of 'tool_calls': /'(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>(?P<name>[^\\s<>{\\["]+)(?=\\s|<)'/ (compiled when first asked)
+# probe of open of 'tool_calls' (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>(?P<name>[^\\s<>{\\["]+)(?=\\s|<)))(?!)', bound=('tool_calls', 'open_pattern'))
-# probe of open of 'json_tool_call_list': /'(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>'/ (compiled when first asked)
+# probe of open of 'json_tool_call_list' (compiled when first asked)
 _P2 = _rt.LazyPattern('(?>(?:(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>))(?!)')
-# probe of open of 'json_tool_call': /'(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>'/ (compiled when first asked)
+# probe of open of 'json_tool_call' (compiled when first asked)
 _P3 = _rt.LazyPattern('(?>(?:(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>))(?!)')
-# probe of close of 'content': /'<\\|ifm\\|im_end\\|>|</ifm\\|think(?:_fast|_faster)?>'/ (compiled when first asked)
+# probe of close of 'content' (compiled when first asked)
 _P4 = _rt.LazyPattern('(?>(?:<\\|ifm\\|im_end\\|>|</ifm\\|think(?:_fast|_faster)?>))(?!)')
-# probe of close of 'reasoning_content': /'</ifm\\|think(?:_fast|_faster)?>'/ (compiled when first asked)
+# probe of close of 'reasoning_content' (compiled when first asked)
 _P5 = _rt.LazyPattern('(?>(?:</ifm\\|think(?:_fast|_faster)?>))(?!)')
-# probe of close of 'tool_calls': /'</ifm\\|tool_call>(?:\\s*</ifm\\|tool_calls>)?'/ (compiled when first asked)
+# probe of close of 'tool_calls' (compiled when first asked)
 _P6 = _rt.LazyPattern('(?>(?:</ifm\\|tool_call>(?:\\s*</ifm\\|tool_calls>)?))(?!)')
-# probe of close of 'json_tool_call_list': /'</ifm\\|tool_call>(?:\\s*</ifm\\|tool_calls>)?'/ (compiled when first asked)
+# probe of close of 'json_tool_call_list' (compiled when first asked)
 _P7 = _rt.LazyPattern('(?>(?:</ifm\\|tool_call>(?:\\s*</ifm\\|tool_calls>)?))(?!)')
-# probe of close of 'json_tool_call': /'</ifm\\|tool_call>(?:\\s*</ifm\\|tool_calls>)?'/ (compiled when first asked)
+# probe of close of 'json_tool_call' (compiled when first asked)
 _P8 = _rt.LazyPattern('(?>(?:</ifm\\|tool_call>(?:\\s*</ifm\\|tool_calls>)?))(?!)')
 # Required factors (issue 14): without the factor after the search position, a partial match can
 # start only in the run of characters the part before the factor consumes; these find its start.
-# the last character before '<ifm|tool_call>' that /'(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>(?P<name>[^\\s<>{\\["]+)(?=\\s|<)'/ cannot consume before it (compiled when first asked)
+# the last character before '<ifm|tool_call>' that its delimiter cannot consume before it (compiled when first asked)
 _B0 = _rt.LazyPattern('(?r)[^<ifm|tol_cas>\\s]')
 
 # -- state constants -------------------------------------------------------------------------
@@ -293,9 +293,7 @@ _TRANSITIONS = (
 
 
 # -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
-# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
-# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
-# match contains, leads every match starts with, ...).
+# the runtime builds each state's scanner from them (runtime/scanners.py Literal, Pattern)
 
 # S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
@@ -353,17 +351,11 @@ _DELIMITERS_4 = (
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/k2_horizon.json'.
+    """Streaming parser for 'templates/k2_horizon.json' (docs/events.md).
 
-    (docs/events.md; docs/template-language.md, "Matching")
-
-    Args:
-        prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
-        tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
-        tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
-        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
-            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
-    """
+    ``prefix``: the prompt before generation (``""`` opts out); ``tools``: JSON-schema tools or
+    typed callables; ``tokenizer``: ``decode(ids) -> str`` for token ids; ``errors``: ``"strict"``
+    (raise on a body that cannot be decoded) or ``"recover"`` (never raise on model output)."""
 
     __slots__ = ()
     SOURCE = SOURCE
@@ -374,9 +366,7 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 4
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4)
-    # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
-    # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
-    # the chunk is held.
+    # per state: the characters and heads its delimiters start with (runtime/tables.py FastPath)
     FAST_PATH = (
         _rt.FastPath(triggers='<', heads=frozenset(('</', '<i', '<|'))),
         _rt.FastPath(triggers='<', heads=frozenset(('</', '<i'))),
@@ -385,9 +375,7 @@ class ResponseParser(_rt.StreamParser):
         _rt.FastPath(triggers='<', heads=frozenset(('</i',))),
     )
     # per state: per eligible regex delimiter, its position automaton (runtime/tables.py
-    # HeldAutomaton; compiler/held.py). While held text starts a live match of one of them and
-    # completes none, or is a complete match of such a pattern up to its end, the scanner would
-    # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
+    # HeldAutomaton, runtime/held.py); HELD_LITERALS: those of its literal delimiters
     HOLD_REGEX = (
         # S_OUTSIDE
         (
@@ -536,8 +524,7 @@ class ResponseParser(_rt.StreamParser):
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0
-    # errors="recover": per literal close of an explicit field, to report a closer written with
-    # no opener in text (runtime.stream, "stray-closer")
+    # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = ()
     # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
     # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)

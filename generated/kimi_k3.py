@@ -168,15 +168,15 @@ _START_ANCHOR = regex.compile('<\\|open\\|>message\\ role="assistant"<\\|sep\\|>
 # The regex delimiters are compiled when first searched (an import compiles none of them): each
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
-# open of 'json_tool_call': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>'/
+# open of 'json_tool_call'
 _D0 = _rt.LazyPattern('<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>', scope=globals(), name='_D0')
-# open of 'tool_calls': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>'/
+# open of 'tool_calls'
 _D1 = _rt.LazyPattern('<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>', scope=globals(), name='_D1')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'json_tool_call': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>'/ (compiled when first asked)
+# probe of open of 'json_tool_call' (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>))(?!)')
-# probe of open of 'tool_calls': /'<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>'/ (compiled when first asked)
+# probe of open of 'tool_calls' (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>))(?!)')
 
 # -- state constants -------------------------------------------------------------------------
@@ -216,9 +216,7 @@ _TRANSITIONS = (
 
 
 # -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
-# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
-# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
-# match contains, leads every match starts with, ...).
+# the runtime builds each state's scanner from them (runtime/scanners.py Literal, Pattern)
 
 # S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
@@ -264,17 +262,11 @@ _DELIMITERS_5 = (
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/kimi_k3.json'.
+    """Streaming parser for 'templates/kimi_k3.json' (docs/events.md).
 
-    (docs/events.md; docs/template-language.md, "Matching")
-
-    Args:
-        prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
-        tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
-        tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
-        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
-            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
-    """
+    ``prefix``: the prompt before generation (``""`` opts out); ``tools``: JSON-schema tools or
+    typed callables; ``tokenizer``: ``decode(ids) -> str`` for token ids; ``errors``: ``"strict"``
+    (raise on a body that cannot be decoded) or ``"recover"`` (never raise on model output)."""
 
     __slots__ = ()
     SOURCE = SOURCE
@@ -287,9 +279,7 @@ class ResponseParser(_rt.StreamParser):
     SCANNERS = (
         _DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4, _DELIMITERS_5,
     )
-    # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
-    # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
-    # the chunk is held.
+    # per state: the characters and heads its delimiters start with (runtime/tables.py FastPath)
     FAST_PATH = (
         _rt.FastPath(triggers='<', heads=frozenset(('<|c', '<|e', '<|o'))),
         _rt.FastPath(triggers='<', heads=frozenset(('<|c',))),
@@ -299,16 +289,11 @@ class ResponseParser(_rt.StreamParser):
         _rt.FastPath(triggers='<', heads=frozenset(('<|c',))),
     )
     # per state: per eligible regex delimiter, its position automaton (runtime/tables.py
-    # HeldAutomaton; compiler/held.py). While held text starts a live match of one of them and
-    # completes none, or is a complete match of such a pattern up to its end, the scanner would
-    # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
+    # HeldAutomaton, runtime/held.py); HELD_LITERALS: those of its literal delimiters
     HOLD_REGEX = (
-        # S_OUTSIDE
-        _rt.HELD_LITERALS,
-        # S_REASONING_CONTENT
-        _rt.HELD_LITERALS,
-        # S_RESPONSE
-        _rt.HELD_LITERALS,
+        _rt.HELD_LITERALS,  # S_OUTSIDE
+        _rt.HELD_LITERALS,  # S_REASONING_CONTENT
+        _rt.HELD_LITERALS,  # S_RESPONSE
         # S_TOOLS_SECTION
         (
             # /<\|close\|>tools<\|sep\|>/
@@ -367,24 +352,45 @@ class ResponseParser(_rt.StreamParser):
                 last=(37,),
             ),
         ),
-        # S_JSON_TOOL_CALL
-        _rt.HELD_LITERALS,
-        # S_TOOL_CALLS
-        _rt.HELD_LITERALS,
+        _rt.HELD_LITERALS,  # S_JSON_TOOL_CALL
+        _rt.HELD_LITERALS,  # S_TOOL_CALLS
     )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0
-    # errors="recover": per literal close of an explicit field, to report a closer written with
-    # no opener in text (runtime.stream, "stray-closer")
+    # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = (
-        _rt.StrayCloser(closer='<|close|>think<|sep|>', opener='<\\|open\\|>think<\\|sep\\|>', field=0),
-        _rt.StrayCloser(closer='<|close|>response<|sep|>', opener='<\\|open\\|>response<\\|sep\\|>', field=1),
-        _rt.StrayCloser(closer='<|close|>message<|sep|>', opener='<\\|open\\|>response<\\|sep\\|>', field=1),
-        _rt.StrayCloser(closer='<|close|>tools<|sep|>', opener='<\\|open\\|>tools<\\|sep\\|>', field=2),
-        _rt.StrayCloser(closer='<|close|>json<|sep|><|close|>call<|sep|>', opener='<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>', field=3),
-        _rt.StrayCloser(closer='<|close|>call<|sep|>', opener='<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>', field=4),
+        _rt.StrayCloser(
+            closer='<|close|>think<|sep|>',
+            opener='<\\|open\\|>think<\\|sep\\|>',
+            field=0,
+        ),
+        _rt.StrayCloser(
+            closer='<|close|>response<|sep|>',
+            opener='<\\|open\\|>response<\\|sep\\|>',
+            field=1,
+        ),
+        _rt.StrayCloser(
+            closer='<|close|>message<|sep|>',
+            opener='<\\|open\\|>response<\\|sep\\|>',
+            field=1,
+        ),
+        _rt.StrayCloser(
+            closer='<|close|>tools<|sep|>',
+            opener='<\\|open\\|>tools<\\|sep\\|>',
+            field=2,
+        ),
+        _rt.StrayCloser(
+            closer='<|close|>json<|sep|><|close|>call<|sep|>',
+            opener='<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|><\\|open\\|>json type="object"<\\|sep\\|>',
+            field=3,
+        ),
+        _rt.StrayCloser(
+            closer='<|close|>call<|sep|>',
+            opener='<\\|open\\|>call tool="(?P<name>[^"]*)"(?: index="[0-9]*")?<\\|sep\\|>',
+            field=4,
+        ),
     )
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None

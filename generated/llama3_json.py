@@ -189,19 +189,19 @@ _START_ANCHOR = regex.compile('<\\|start_header_id\\|>assistant<\\|end_header_id
 # The regex delimiters are compiled when first searched (an import compiles none of them): each
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
-# open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/
+# open of 'tool_calls'
 _D0 = _rt.LazyPattern('(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)', scope=globals(), name='_D0')
-# close of 'tool_calls': /'\\s*;'/
+# close of 'tool_calls'
 _D1 = _rt.LazyPattern('\\s*;', scope=globals(), name='_D1', bound=('tool_calls', 'close_pattern'))
-# close of 'tagged_json_call': /'\\s*;'/
+# close of 'tagged_json_call'
 _D2 = _rt.LazyPattern('\\s*;', scope=globals(), name='_D2', bound=('tagged_json_call', 'close_pattern'))
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)'/ (compiled when first asked)
+# probe of open of 'tool_calls' (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)))(?!)')
-# probe of close of 'tool_calls': /'\\s*;'/ (compiled when first asked)
+# probe of close of 'tool_calls' (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:\\s*;))(?!)', bound=('tool_calls', 'close_pattern'))
-# probe of close of 'tagged_json_call': /'\\s*;'/ (compiled when first asked)
+# probe of close of 'tagged_json_call' (compiled when first asked)
 _P2 = _rt.LazyPattern('(?>(?:\\s*;))(?!)', bound=('tagged_json_call', 'close_pattern'))
 
 # -- state constants -------------------------------------------------------------------------
@@ -236,9 +236,7 @@ _TRANSITIONS = (
 
 
 # -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
-# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
-# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
-# match contains, leads every match starts with, ...).
+# the runtime builds each state's scanner from them (runtime/scanners.py Literal, Pattern)
 
 # S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
@@ -270,17 +268,11 @@ _DELIMITERS_5 = (
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/llama3_json.json'.
+    """Streaming parser for 'templates/llama3_json.json' (docs/events.md).
 
-    (docs/events.md; docs/template-language.md, "Matching")
-
-    Args:
-        prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
-        tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
-        tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
-        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
-            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
-    """
+    ``prefix``: the prompt before generation (``""`` opts out); ``tools``: JSON-schema tools or
+    typed callables; ``tokenizer``: ``decode(ids) -> str`` for token ids; ``errors``: ``"strict"``
+    (raise on a body that cannot be decoded) or ``"recover"`` (never raise on model output)."""
 
     __slots__ = ()
     SOURCE = SOURCE
@@ -293,9 +285,7 @@ class ResponseParser(_rt.StreamParser):
     SCANNERS = (
         _DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4, _DELIMITERS_5,
     )
-    # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
-    # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
-    # the chunk is held.
+    # per state: the characters and heads its delimiters start with (runtime/tables.py FastPath)
     FAST_PATH = (
         _rt.FastPath(triggers='<{', heads=frozenset(('<|', '{\t', '{\n', '{\x0b', '{\x0c', '{\r', '{ ', '{"', '{\x85', '{\xa0', '{\u1680', '{\u2000', '{\u2001', '{\u2002', '{\u2003', '{\u2004', '{\u2005', '{\u2006', '{\u2007', '{\u2008', '{\u2009', '{\u200a', '{\u2028', '{\u2029', '{\u202f', '{\u205f', '{\u3000'))),
         _rt.FastPath(triggers='', heads=frozenset(())),
@@ -305,9 +295,7 @@ class ResponseParser(_rt.StreamParser):
         _rt.FastPath(triggers=None, heads=None),
     )
     # per state: per eligible regex delimiter, its position automaton (runtime/tables.py
-    # HeldAutomaton; compiler/held.py). While held text starts a live match of one of them and
-    # completes none, or is a complete match of such a pattern up to its end, the scanner would
-    # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
+    # HeldAutomaton, runtime/held.py); HELD_LITERALS: those of its literal delimiters
     HOLD_REGEX = (
         # S_OUTSIDE
         (
@@ -355,8 +343,7 @@ class ResponseParser(_rt.StreamParser):
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0
-    # errors="recover": per literal close of an explicit field, to report a closer written with
-    # no opener in text (runtime.stream, "stray-closer")
+    # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = ()
     # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
     # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)

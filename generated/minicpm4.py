@@ -98,11 +98,11 @@ _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 # The regex delimiters are compiled when first searched (an import compiles none of them): each
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
-# open of 'tool_calls': /'<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>'/
+# open of 'tool_calls'
 _D0 = _rt.LazyPattern('<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>', scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>'/ (compiled when first asked)
+# probe of open of 'tool_calls' (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>))(?!)', bound=('tool_calls', 'open_pattern'))
 
 # -- state constants -------------------------------------------------------------------------
@@ -127,9 +127,7 @@ _TRANSITIONS = (
 
 
 # -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
-# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
-# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
-# match contains, leads every match starts with, ...).
+# the runtime builds each state's scanner from them (runtime/scanners.py Literal, Pattern)
 
 # S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
@@ -152,17 +150,11 @@ _DELIMITERS_2 = (
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/minicpm4.json'.
+    """Streaming parser for 'templates/minicpm4.json' (docs/events.md).
 
-    (docs/events.md; docs/template-language.md, "Matching")
-
-    Args:
-        prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
-        tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
-        tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
-        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
-            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
-    """
+    ``prefix``: the prompt before generation (``""`` opts out); ``tools``: JSON-schema tools or
+    typed callables; ``tokenizer``: ``decode(ids) -> str`` for token ids; ``errors``: ``"strict"``
+    (raise on a body that cannot be decoded) or ``"recover"`` (never raise on model output)."""
 
     __slots__ = ()
     SOURCE = SOURCE
@@ -173,18 +165,14 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 2
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2)
-    # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
-    # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
-    # the chunk is held.
+    # per state: the characters and heads its delimiters start with (runtime/tables.py FastPath)
     FAST_PATH = (
         _rt.FastPath(triggers='<', heads=frozenset(('</t', '<fu', '<th', '<|i'))),
         _rt.FastPath(triggers='<', heads=frozenset(('</t',))),
         _rt.FastPath(triggers='<', heads=frozenset(('</f',))),
     )
     # per state: per eligible regex delimiter, its position automaton (runtime/tables.py
-    # HeldAutomaton; compiler/held.py). While held text starts a live match of one of them and
-    # completes none, or is a complete match of such a pattern up to its end, the scanner would
-    # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
+    # HeldAutomaton, runtime/held.py); HELD_LITERALS: those of its literal delimiters
     HOLD_REGEX = (
         # S_OUTSIDE
         (
@@ -225,20 +213,21 @@ class ResponseParser(_rt.StreamParser):
                 last=(9, 16),
             ),
         ),
-        # S_REASONING_CONTENT
-        _rt.HELD_LITERALS,
-        # S_TOOL_CALLS
-        _rt.HELD_LITERALS,
+        _rt.HELD_LITERALS,  # S_REASONING_CONTENT
+        _rt.HELD_LITERALS,  # S_TOOL_CALLS
     )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0
-    # errors="recover": per literal close of an explicit field, to report a closer written with
-    # no opener in text (runtime.stream, "stray-closer")
+    # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = (
         _rt.StrayCloser(closer='</think>', opener='<think>', field=0),
-        _rt.StrayCloser(closer='</function>', opener='<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>', field=1),
+        _rt.StrayCloser(
+            closer='</function>',
+            opener='<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>',
+            field=1,
+        ),
     )
     # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
     # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
@@ -299,11 +288,11 @@ _R_START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 # The regex delimiters are compiled when first searched (an import compiles none of them): each
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
-# open of 'tool_calls': /'(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>)|(?P<repair_recover_opener><functionname=["\'](?P<name__alt1>[^"\']+)["\'][^>]*>)'/
+# open of 'tool_calls'
 _R_D0 = _rt.LazyPattern('(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>)|(?P<repair_recover_opener><functionname=["\'](?P<name__alt1>[^"\']+)["\'][^>]*>)', scope=globals(), name='_R_D0', bound=('tool_calls', 'open_pattern'))
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>)|(?P<repair_recover_opener><functionname=["\'](?P<name__alt1>[^"\']+)["\'][^>]*>)'/ (compiled when first asked)
+# probe of open of 'tool_calls' (compiled when first asked)
 _R_P0 = _rt.LazyPattern('(?>(?:(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>)|(?P<repair_recover_opener><functionname=["\'](?P<name__alt1>[^"\']+)["\'][^>]*>)))(?!)', bound=('tool_calls', 'open_pattern'))
 
 # -- state constants -------------------------------------------------------------------------
@@ -328,9 +317,7 @@ _R_TRANSITIONS = (
 
 
 # -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
-# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
-# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
-# match contains, leads every match starts with, ...).
+# the runtime builds each state's scanner from them (runtime/scanners.py Literal, Pattern)
 
 # S_OUTSIDE: outside (implicit field 'content')
 _R_DELIMITERS_0 = (
@@ -340,29 +327,13 @@ _R_DELIMITERS_0 = (
     _rt.Literal('</think>', rank=2),
 )
 
-# S_REASONING_CONTENT: region 'reasoning_content'
-_R_DELIMITERS_1 = (
-    _rt.Literal('</think>', rank=0),  # close 'reasoning_content'
-)
-
-# S_TOOL_CALLS: region 'tool_calls'
-_R_DELIMITERS_2 = (
-    _rt.Literal('</function>', rank=0),  # close 'tool_calls'
-)
-
 
 class _RecoverParser(ResponseParser):
-    """Streaming parser for 'templates/minicpm4.json'.
+    """Streaming parser for 'templates/minicpm4.json' (docs/events.md).
 
-    (docs/events.md; docs/template-language.md, "Matching")
-
-    Args:
-        prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
-        tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
-        tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
-        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
-            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
-    """
+    ``prefix``: the prompt before generation (``""`` opts out); ``tools``: JSON-schema tools or
+    typed callables; ``tokenizer``: ``decode(ids) -> str`` for token ids; ``errors``: ``"strict"``
+    (raise on a body that cannot be decoded) or ``"recover"`` (never raise on model output)."""
 
     __slots__ = ()
     SOURCE = SOURCE
@@ -372,19 +343,15 @@ class _RecoverParser(ResponseParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 2
     START_ANCHOR = _R_START_ANCHOR
-    SCANNERS = (_R_DELIMITERS_0, _R_DELIMITERS_1, _R_DELIMITERS_2)
-    # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
-    # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
-    # the chunk is held.
+    SCANNERS = (_R_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2)
+    # per state: the characters and heads its delimiters start with (runtime/tables.py FastPath)
     FAST_PATH = (
         _rt.FastPath(triggers='<', heads=frozenset(('</', '<f', '<t', '<|'))),
         _rt.FastPath(triggers='<', heads=frozenset(('</t',))),
         _rt.FastPath(triggers='<', heads=frozenset(('</f',))),
     )
     # per state: per eligible regex delimiter, its position automaton (runtime/tables.py
-    # HeldAutomaton; compiler/held.py). While held text starts a live match of one of them and
-    # completes none, or is a complete match of such a pattern up to its end, the scanner would
-    # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
+    # HeldAutomaton, runtime/held.py); HELD_LITERALS: those of its literal delimiters
     HOLD_REGEX = (
         # S_OUTSIDE
         (
@@ -429,20 +396,21 @@ class _RecoverParser(ResponseParser):
                 last=(9, 16),
             ),
         ),
-        # S_REASONING_CONTENT
-        _rt.HELD_LITERALS,
-        # S_TOOL_CALLS
-        _rt.HELD_LITERALS,
+        _rt.HELD_LITERALS,  # S_REASONING_CONTENT
+        _rt.HELD_LITERALS,  # S_TOOL_CALLS
     )
     TRANSITIONS = _R_TRANSITIONS
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0
-    # errors="recover": per literal close of an explicit field, to report a closer written with
-    # no opener in text (runtime.stream, "stray-closer")
+    # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = (
         _rt.StrayCloser(closer='</think>', opener='<think>', field=0),
-        _rt.StrayCloser(closer='</function>', opener='(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>)|(?P<repair_recover_opener><functionname=["\'](?P<name__alt1>[^"\']+)["\'][^>]*>)', field=1),
+        _rt.StrayCloser(
+            closer='</function>',
+            opener='(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>)|(?P<repair_recover_opener><functionname=["\'](?P<name__alt1>[^"\']+)["\'][^>]*>)',
+            field=1,
+        ),
     )
     # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
     # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)

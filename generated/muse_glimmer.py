@@ -117,29 +117,29 @@ _START_ANCHOR = regex.compile('<\\|start\\|>assistant', regex.DOTALL)
 # The regex delimiters are compiled when first searched (an import compiles none of them): each
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
-# open of 'reasoning_content': /'(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>'/
+# open of 'reasoning_content'
 _D0 = _rt.LazyPattern('(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>', scope=globals(), name='_D0', bound=('reasoning_content', 'open_pattern'))
-# open of 'tool_message': /'(?:<\\|start\\|>assistant)?[ \\t]*to=[^\\s<]+[ \\t]*<\\|message\\|>\\s*<atem:function_calls>'/
+# open of 'tool_message'
 _D1 = _rt.LazyPattern('(?:<\\|start\\|>assistant)?[ \\t]*to=[^\\s<]+[ \\t]*<\\|message\\|>\\s*<atem:function_calls>', scope=globals(), name='_D1', bound=('tool_message', 'open_pattern'))
-# open of 'answer': /'(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>'/
+# open of 'answer'
 _D2 = _rt.LazyPattern('(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>', scope=globals(), name='_D2', bound=('answer', 'open_pattern'))
-# open of 'tool_calls': /'<atem:invoke\\s+name="(?P<name>[^"]+)"\\s*>'/
+# open of 'tool_calls'
 _D3 = _rt.LazyPattern('<atem:invoke\\s+name="(?P<name>[^"]+)"\\s*>', scope=globals(), name='_D3', bound=('tool_calls', 'open_pattern'))
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'reasoning_content': /'(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>'/ (compiled when first asked)
+# probe of open of 'reasoning_content' (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>))(?!)', bound=('reasoning_content', 'open_pattern'))
-# probe of open of 'tool_message': /'(?:<\\|start\\|>assistant)?[ \\t]*to=[^\\s<]+[ \\t]*<\\|message\\|>\\s*<atem:function_calls>'/ (compiled when first asked)
+# probe of open of 'tool_message' (compiled when first asked)
 _P1 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>assistant)?[ \\t]*to=[^\\s<]+[ \\t]*<\\|message\\|>\\s*<atem:function_calls>))(?!)', bound=('tool_message', 'open_pattern'))
-# probe of open of 'answer': /'(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>'/ (compiled when first asked)
+# probe of open of 'answer' (compiled when first asked)
 _P2 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>))(?!)', bound=('answer', 'open_pattern'))
-# probe of open of 'tool_calls': /'<atem:invoke\\s+name="(?P<name>[^"]+)"\\s*>'/ (compiled when first asked)
+# probe of open of 'tool_calls' (compiled when first asked)
 _P3 = _rt.LazyPattern('(?>(?:<atem:invoke\\s+name="(?P<name>[^"]+)"\\s*>))(?!)', bound=('tool_calls', 'open_pattern'))
 # Required factors (issue 14): without the factor after the search position, a partial match can
 # start only in the run of characters the part before the factor consumes; these find its start.
-# the last character before '<|message|>' that /'(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>'/ cannot consume before it (compiled when first asked)
+# the last character before '<|message|>' that its delimiter cannot consume before it (compiled when first asked)
 _B0 = _rt.LazyPattern('(?r)[^<|star>in \\u0009o=elf]')
-# the last character before '<|message|>' that /'(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>'/ cannot consume before it (compiled when first asked)
+# the last character before '<|message|>' that its delimiter cannot consume before it (compiled when first asked)
 _B1 = _rt.LazyPattern('(?r)[^<|star>in \\u0009o=ue]')
 
 # -- state constants -------------------------------------------------------------------------
@@ -174,9 +174,7 @@ _TRANSITIONS = (
 
 
 # -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
-# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
-# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
-# match contains, leads every match starts with, ...).
+# the runtime builds each state's scanner from them (runtime/scanners.py Literal, Pattern)
 
 # S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
@@ -220,17 +218,11 @@ _DELIMITERS_4 = (
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/muse_glimmer.json'.
+    """Streaming parser for 'templates/muse_glimmer.json' (docs/events.md).
 
-    (docs/events.md; docs/template-language.md, "Matching")
-
-    Args:
-        prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
-        tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
-        tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
-        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
-            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
-    """
+    ``prefix``: the prompt before generation (``""`` opts out); ``tools``: JSON-schema tools or
+    typed callables; ``tokenizer``: ``decode(ids) -> str`` for token ids; ``errors``: ``"strict"``
+    (raise on a body that cannot be decoded) or ``"recover"`` (never raise on model output)."""
 
     __slots__ = ()
     SOURCE = SOURCE
@@ -241,9 +233,7 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 4
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_DELIMITERS_0, _DELIMITERS_1, _DELIMITERS_2, _DELIMITERS_3, _DELIMITERS_4)
-    # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
-    # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
-    # the chunk is held.
+    # per state: the characters and heads its delimiters start with (runtime/tables.py FastPath)
     FAST_PATH = (
         _rt.FastPath(triggers='<', heads=frozenset(('<|',))),
         _rt.FastPath(triggers='<', heads=frozenset(('<|e',))),
@@ -251,9 +241,7 @@ class ResponseParser(_rt.StreamParser):
         _rt.FastPath(triggers='<', heads=frozenset(('</a',))),
         _rt.FastPath(triggers='<', heads=frozenset(('<|e',))),
     )
-    # per state: each watched delimiter that is a run of a class and then a literal (after
-    # optional openers, which are in the triggers): the fast path holds a trailing run, and a
-    # proper prefix of the literal after it, itself; None: no such delimiter
+    # per state: its delimiters that are a run of a class, then a literal (runtime/tables.py HoldRun)
     HOLD_RUNS = (
         (_rt.HoldRun(chars=' \t', literal='to=self'), _rt.HoldRun(chars=' \t', literal='to='), _rt.HoldRun(chars=' \t', literal='to=user')),
         None,
@@ -262,9 +250,7 @@ class ResponseParser(_rt.StreamParser):
         None,
     )
     # per state: per eligible regex delimiter, its position automaton (runtime/tables.py
-    # HeldAutomaton; compiler/held.py). While held text starts a live match of one of them and
-    # completes none, or is a complete match of such a pattern up to its end, the scanner would
-    # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
+    # HeldAutomaton, runtime/held.py); HELD_LITERALS: those of its literal delimiters
     HOLD_REGEX = (
         # S_OUTSIDE
         (
@@ -340,8 +326,7 @@ class ResponseParser(_rt.StreamParser):
                 last=(14, 18, 22),
             ),
         ),
-        # S_REASONING_CONTENT
-        _rt.HELD_LITERALS,
+        _rt.HELD_LITERALS,  # S_REASONING_CONTENT
         # S_TOOL_MESSAGE
         (
             # /</atem:function_calls>/
@@ -374,26 +359,55 @@ class ResponseParser(_rt.StreamParser):
                 last=(22,),
             ),
         ),
-        # S_TOOL_CALLS
-        _rt.HELD_LITERALS,
-        # S_ANSWER
-        _rt.HELD_LITERALS,
+        _rt.HELD_LITERALS,  # S_TOOL_CALLS
+        _rt.HELD_LITERALS,  # S_ANSWER
     )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0
-    # errors="recover": per literal close of an explicit field, to report a closer written with
-    # no opener in text (runtime.stream, "stray-closer")
+    # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = (
-        _rt.StrayCloser(closer='<|eom|>', opener='(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>', field=0),
-        _rt.StrayCloser(closer='<|eot|>', opener='(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>', field=0),
-        _rt.StrayCloser(closer='<|end_of_text|>', opener='(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>', field=0),
-        _rt.StrayCloser(closer='</atem:function_calls>', opener='(?:<\\|start\\|>assistant)?[ \\t]*to=[^\\s<]+[ \\t]*<\\|message\\|>\\s*<atem:function_calls>', field=1),
-        _rt.StrayCloser(closer='</atem:invoke>', opener='<atem:invoke\\s+name="(?P<name>[^"]+)"\\s*>', field=2),
-        _rt.StrayCloser(closer='<|eom|>', opener='(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>', field=3),
-        _rt.StrayCloser(closer='<|eot|>', opener='(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>', field=3),
-        _rt.StrayCloser(closer='<|end_of_text|>', opener='(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>', field=3),
+        _rt.StrayCloser(
+            closer='<|eom|>',
+            opener='(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>',
+            field=0,
+        ),
+        _rt.StrayCloser(
+            closer='<|eot|>',
+            opener='(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>',
+            field=0,
+        ),
+        _rt.StrayCloser(
+            closer='<|end_of_text|>',
+            opener='(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>',
+            field=0,
+        ),
+        _rt.StrayCloser(
+            closer='</atem:function_calls>',
+            opener='(?:<\\|start\\|>assistant)?[ \\t]*to=[^\\s<]+[ \\t]*<\\|message\\|>\\s*<atem:function_calls>',
+            field=1,
+        ),
+        _rt.StrayCloser(
+            closer='</atem:invoke>',
+            opener='<atem:invoke\\s+name="(?P<name>[^"]+)"\\s*>',
+            field=2,
+        ),
+        _rt.StrayCloser(
+            closer='<|eom|>',
+            opener='(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>',
+            field=3,
+        ),
+        _rt.StrayCloser(
+            closer='<|eot|>',
+            opener='(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>',
+            field=3,
+        ),
+        _rt.StrayCloser(
+            closer='<|end_of_text|>',
+            opener='(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>',
+            field=3,
+        ),
     )
     # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
     # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)

@@ -87,11 +87,11 @@ _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 # The regex delimiters are compiled when first searched (an import compiles none of them): each
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
-# open of 'tool_calls': /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/
+# open of 'tool_calls'
 _D0 = _rt.LazyPattern('<tool_call>\\s*<function=(?P<name>[^>\\s]+)>', scope=globals(), name='_D0')
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'<tool_call>\\s*<function=(?P<name>[^>\\s]+)>'/ (compiled when first asked)
+# probe of open of 'tool_calls' (compiled when first asked)
 _P0 = _rt.LazyPattern('(?>(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>))(?!)')
 
 # -- state constants -------------------------------------------------------------------------
@@ -111,9 +111,7 @@ _TRANSITIONS = (
 
 
 # -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
-# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
-# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
-# match contains, leads every match starts with, ...).
+# the runtime builds each state's scanner from them (runtime/scanners.py Literal, Pattern)
 
 # S_OUTSIDE: outside (implicit field 'content')
 _DELIMITERS_0 = (
@@ -131,17 +129,11 @@ _DELIMITERS_1 = (
 
 
 class ResponseParser(_rt.StreamParser):
-    """Streaming parser for 'templates/qwen3_coder.json'.
+    """Streaming parser for 'templates/qwen3_coder.json' (docs/events.md).
 
-    (docs/events.md; docs/template-language.md, "Matching")
-
-    Args:
-        prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
-        tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
-        tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
-        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
-            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
-    """
+    ``prefix``: the prompt before generation (``""`` opts out); ``tools``: JSON-schema tools or
+    typed callables; ``tokenizer``: ``decode(ids) -> str`` for token ids; ``errors``: ``"strict"``
+    (raise on a body that cannot be decoded) or ``"recover"`` (never raise on model output)."""
 
     __slots__ = ()
     SOURCE = SOURCE
@@ -152,17 +144,13 @@ class ResponseParser(_rt.StreamParser):
     OUTSIDE_FIELD = 1
     START_ANCHOR = _START_ANCHOR
     SCANNERS = (_DELIMITERS_0, _DELIMITERS_1)
-    # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
-    # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
-    # the chunk is held.
+    # per state: the characters and heads its delimiters start with (runtime/tables.py FastPath)
     FAST_PATH = (
         _rt.FastPath(triggers='<', heads=frozenset(('<to', '<|e', '<|i'))),
         _rt.FastPath(triggers='<', heads=frozenset(('</t',))),
     )
     # per state: per eligible regex delimiter, its position automaton (runtime/tables.py
-    # HeldAutomaton; compiler/held.py). While held text starts a live match of one of them and
-    # completes none, or is a complete match of such a pattern up to its end, the scanner would
-    # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
+    # HeldAutomaton, runtime/held.py); HELD_LITERALS: those of its literal delimiters
     HOLD_REGEX = (
         # S_OUTSIDE
         (
@@ -196,17 +184,19 @@ class ResponseParser(_rt.StreamParser):
                 last=(12, 20),
             ),
         ),
-        # S_TOOL_CALLS
-        _rt.HELD_LITERALS,
+        _rt.HELD_LITERALS,  # S_TOOL_CALLS
     )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0
-    # errors="recover": per literal close of an explicit field, to report a closer written with
-    # no opener in text (runtime.stream, "stray-closer")
+    # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = (
-        _rt.StrayCloser(closer='</tool_call>', opener='<tool_call>\\s*<function=(?P<name>[^>\\s]+)>', field=0),
+        _rt.StrayCloser(
+            closer='</tool_call>',
+            opener='<tool_call>\\s*<function=(?P<name>[^>\\s]+)>',
+            field=0,
+        ),
     )
     # the message key that receives the diagnostics (template key "diagnostics"), None: not asked
     DIAGNOSTICS_KEY = None
@@ -255,11 +245,11 @@ _R_START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 # The regex delimiters are compiled when first searched (an import compiles none of them): each
 # _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
 # module's globals() on that first search.
-# open of 'tool_calls': /'(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>)|(?P<repair_recover_opener><function=(?P<name__alt1>[^<>\\s]+)>)'/
+# open of 'tool_calls'
 _R_D0 = _rt.LazyPattern('(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>)|(?P<repair_recover_opener><function=(?P<name__alt1>[^<>\\s]+)>)', scope=globals(), name='_R_D0', bound=('tool_calls', 'open_pattern'))
 # Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
 # offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls': /'(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>)|(?P<repair_recover_opener><function=(?P<name__alt1>[^<>\\s]+)>)'/ (compiled when first asked)
+# probe of open of 'tool_calls' (compiled when first asked)
 _R_P0 = _rt.LazyPattern('(?>(?:(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>)|(?P<repair_recover_opener><function=(?P<name__alt1>[^<>\\s]+)>)))(?!)', bound=('tool_calls', 'open_pattern'))
 
 # -- state constants -------------------------------------------------------------------------
@@ -279,9 +269,7 @@ _R_TRANSITIONS = (
 
 
 # -- delimiters: per state, in rank order (docs/template-language.md, "Matching") --------------
-# The runtime builds each state's scanner from these records (runtime/scanners.py): a literal,
-# or a regex delimiter with the facts the compiler proved about it (its D2 probe, a factor every
-# match contains, leads every match starts with, ...).
+# the runtime builds each state's scanner from them (runtime/scanners.py Literal, Pattern)
 
 # S_OUTSIDE: outside (implicit field 'content')
 _R_DELIMITERS_0 = (
@@ -290,24 +278,13 @@ _R_DELIMITERS_0 = (
     _rt.Literal('<|endoftext|>', rank=1),
 )
 
-# S_TOOL_CALLS: region 'tool_calls'
-_R_DELIMITERS_1 = (
-    _rt.Literal('</tool_call>', rank=0),  # close 'tool_calls'
-)
-
 
 class _RecoverParser(ResponseParser):
-    """Streaming parser for 'templates/qwen3_coder.json'.
+    """Streaming parser for 'templates/qwen3_coder.json' (docs/events.md).
 
-    (docs/events.md; docs/template-language.md, "Matching")
-
-    Args:
-        prefix (str | Sequence[int]): the prompt before generation; required (``""`` opts out).
-        tools (list | None): JSON-schema tools or typed callables, to type tool-call arguments.
-        tokenizer: object with ``decode(ids) -> str`` when text comes as token ids.
-        errors (str): ``"strict"`` (raise on a body that cannot be decoded, like the reference)
-            or ``"recover"`` (never raise on model output: ``region_malformed`` and diagnostics).
-    """
+    ``prefix``: the prompt before generation (``""`` opts out); ``tools``: JSON-schema tools or
+    typed callables; ``tokenizer``: ``decode(ids) -> str`` for token ids; ``errors``: ``"strict"``
+    (raise on a body that cannot be decoded) or ``"recover"`` (never raise on model output)."""
 
     __slots__ = ()
     SOURCE = SOURCE
@@ -317,18 +294,14 @@ class _RecoverParser(ResponseParser):
     DEFAULTS = DEFAULTS
     OUTSIDE_FIELD = 1
     START_ANCHOR = _R_START_ANCHOR
-    SCANNERS = (_R_DELIMITERS_0, _R_DELIMITERS_1)
-    # per state (runtime/tables.py FastPath): a chunk in which no trigger character starts a
-    # head, arriving while nothing is held, is routed unscanned; a proper prefix of a head ending
-    # the chunk is held.
+    SCANNERS = (_R_DELIMITERS_0, _DELIMITERS_1)
+    # per state: the characters and heads its delimiters start with (runtime/tables.py FastPath)
     FAST_PATH = (
         _rt.FastPath(triggers='<', heads=frozenset(('<f', '<t', '<|'))),
         _rt.FastPath(triggers='<', heads=frozenset(('</t',))),
     )
     # per state: per eligible regex delimiter, its position automaton (runtime/tables.py
-    # HeldAutomaton; compiler/held.py). While held text starts a live match of one of them and
-    # completes none, or is a complete match of such a pattern up to its end, the scanner would
-    # hold it and emit nothing: a chunk is not scanned (runtime/held.py, HeldRegex)
+    # HeldAutomaton, runtime/held.py); HELD_LITERALS: those of its literal delimiters
     HOLD_REGEX = (
         # S_OUTSIDE
         (
@@ -364,17 +337,19 @@ class _RecoverParser(ResponseParser):
                 last=(12, 20),
             ),
         ),
-        # S_TOOL_CALLS
-        _rt.HELD_LITERALS,
+        _rt.HELD_LITERALS,  # S_TOOL_CALLS
     )
     TRANSITIONS = _R_TRANSITIONS
     # decided characters the regex delimiters still need to see
     # (no regex delimiter looks behind its start)
     CONTEXT = 0
-    # errors="recover": per literal close of an explicit field, to report a closer written with
-    # no opener in text (runtime.stream, "stray-closer")
+    # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = (
-        _rt.StrayCloser(closer='</tool_call>', opener='(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>)|(?P<repair_recover_opener><function=(?P<name__alt1>[^<>\\s]+)>)', field=0),
+        _rt.StrayCloser(
+            closer='</tool_call>',
+            opener='(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>)|(?P<repair_recover_opener><function=(?P<name__alt1>[^<>\\s]+)>)',
+            field=0,
+        ),
     )
     # (pattern, field, key) of each regex delimiter not proven to search in linear time: searched
     # with timeout= (docs/security.md, "Limits"; runtime.REGEX_TIMEOUT, regex_timeout=)
