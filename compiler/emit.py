@@ -39,7 +39,9 @@ __all__ = ["CODEGEN_VERSION", "emit_module", "py_literal"]
 #: 3: each region record carries its format's plan, ``plan=_rt.Plan(...)`` by keyword (issue 26).
 #: 4: every table is keyword-built or a named record (runtime/tables.py), ``make_field_processor``
 #: by keyword, no JSON text in strings (issue 31).
-CODEGEN_VERSION = 4
+#: 5: every state declares its delimiters as records (``_rt.Pattern`` for a regex one); no module
+#: writes a scanner (issue 31).
+CODEGEN_VERSION = 5
 
 #: The first two lines of every generated module: its encoding, and fixed text. PEP 263 takes an
 #: encoding declaration from line 1 or 2 only, so nothing taken from a template or a path is ever

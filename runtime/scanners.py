@@ -1,11 +1,13 @@
 """Scanners the runtime builds from a generated module's declarations (issue 31).
 
-A generated module declares, per state that watches literal delimiters only, those delimiters as
-:class:`Literal` records in rank order; :func:`build_scanners` (called when the parser class is
-created) turns each such declaration into the state's scanner, with its memo slots, its shared
-first-character searches and its hold of a proper prefix ending the buffer, and gives the state
-its ``HOLD_LITERALS`` entry. States that watch a regex delimiter keep the scanner the compiler
-writes for them.
+A generated module declares, per state, its delimiters as records in rank order: :class:`Literal`
+for a literal, :class:`Pattern` for a regex delimiter with the facts the compiler proved about it.
+:func:`build_scanners` (called when the parser class is created) checks each declaration and gives
+it its memo slots (and a literal-only state its ``HOLD_LITERALS`` entry); the state's scanner, with
+its shared first-character searches and its hold of a proper prefix ending the buffer, is written
+by its first call: :func:`literal_scanner` for literals only, :func:`state_scanner` for a state
+with a regex delimiter (the code the compiler wrote before issue 31, line for line). A module of
+an earlier codegen that writes a scanner function keeps it.
 
 The scanner is written out as Python source and compiled once per state, by its first call
 (:func:`build_scanners`), as ``dataclasses`` writes ``__init__``: a loop over the literals cost up to 7% of a whole-text parse (qwen3,
@@ -197,8 +199,9 @@ def literal_scanner(literals: tuple, slot: int) -> tuple[Callable, int, tuple | 
 
 def build_scanners(owner: type, scanners: tuple, memo_slots: int) -> tuple[tuple, int, tuple]:
     """Turn a parser class's ``SCANNERS`` into scanners: each entry that is a tuple of
-    :class:`Literal` records becomes :func:`literal_scanner`'s, with memo slots after the
-    compiler's ``memo_slots``; a function is kept.
+    :class:`Literal` records becomes :func:`literal_scanner`'s, one with a :class:`Pattern`
+    :func:`state_scanner`'s, with memo slots after the class's own ``memo_slots``; a function is
+    kept.
 
     The records are checked and the memo slots and ``HOLD_LITERALS`` entries made now; the
     scanner's source is compiled by its first call (an import compiles nothing: about 0.2 ms per
