@@ -13,22 +13,14 @@ Fields (respc docs/template-language.md: "Field keys", "Content parsers"):
     'builtin_tool_message': open /(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>/, close /<\\|call\\|>|<\\|end\\|>/, content 'text'
     'content': open -, close /<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>/, content 'text', repeats, join '', implicit field
 
-API (respc docs/events.md)::
-
-    parser = ResponseParser(prefix, tools=None, tokenizer=None, errors="strict")
-    parser.initial_events                 # events produced by the prefix
-    parser.feed(text) -> list[dict]       # region_open / region_chunk / region_close
-    parser.finalize() -> (message, events)
-    get_response_parser(prefix=..., tools=None, tokenizer=None) -> ResponseParser
-    parse_response(response, prefix=..., tools=None, tokenizer=None) -> dict | list[dict]
+API (respc docs/events.md): ResponseParser(prefix).feed(text) -> events, .finalize() -> (message,
+events); get_response_parser(prefix=...); parse_response(response, prefix=...) -> message.
 """
 
 from __future__ import annotations
 
-# This file is ASCII: the template's text is in it only as escaped string literals and comments.
-# Read with a codec other than the UTF-8 declared on line 1 that gives ASCII another meaning
-# (unicode_escape, raw_unicode_escape, utf-7, hz, shift_jis_2004), the next line does not
-# compile, so no literal here can be read as anything else (respc docs/security.md).
+# ASCII only; read with a codec that gives ASCII another meaning than line 1's UTF-8 (utf-7,
+# unicode_escape, ...), the next line does not compile (respc docs/security.md, "Generated code")
 '\u000a+AAo-\'~{'
 
 import regex
@@ -55,8 +47,7 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1
-# default)
+# one record per field: its region, content parser and slot (keywords left out: their v1 default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -144,9 +135,7 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|start\\|>assistant', regex.DOTALL)
-# The regex delimiters are compiled when first searched (an import compiles none of them): each
-# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
-# module's globals() on that first search.
+# regex delimiters, compiled by their first search, which rebinds _D<k> here (runtime.LazyPattern)
 # open of 'reasoning_content'
 _D0 = _rt.LazyPattern('<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))', scope=globals(), name='_D0')
 # open of 'reasoning_stripped'
@@ -161,27 +150,25 @@ _D4 = _rt.LazyPattern('<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\
 _D5 = _rt.LazyPattern('<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>', scope=globals(), name='_D5')
 # close of 'builtin_tool_message'
 _D6 = _rt.LazyPattern('<\\|call\\|>|<\\|end\\|>', scope=globals(), name='_D6')
-# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
-# offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'reasoning_content' (compiled when first asked)
+# D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
+# probe of open of 'reasoning_content'
 _P0 = _rt.LazyPattern('(?>(?:<\\|channel\\|>(?P<repair_space>\\s)?analysis(?P<repair_space2>\\s)?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))))(?!)')
-# probe of open of 'reasoning_stripped' (compiled when first asked)
+# probe of open of 'reasoning_stripped'
 _P1 = _rt.LazyPattern('(?>(?:(?P<repair_stripped_tokens>^analysis)))(?!)')
-# probe of open of 'tool_calls' (compiled when first asked)
+# probe of open of 'tool_calls'
 _P2 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>(?P<repair_space>\\s)?assistant)?(?:<\\|channel\\|>(?P<repair_space2>\\s)?(?:commentary|analysis))?\\s*to=functions\\.(?P<name>[^<\\s]++)(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]++)?(?:\\s*<\\|channel\\|>\\w+)?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))))(?!)', bound=('tool_calls', 'open_pattern'))
-# probe of open of 'builtin_tool_message' (compiled when first asked)
+# probe of open of 'builtin_tool_message'
 _P3 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis))?|<\\|channel\\|>(?:commentary|analysis))\\s*to=(?:python|browser\\.\\w+|container\\.\\w+)(?:\\s*<\\|channel\\|>(?:commentary|analysis))?(?:\\s*<\\|constrain\\|>\\w+|\\s+\\w+)?\\s*<\\|message\\|>))(?!)', bound=('builtin_tool_message', 'open_pattern'))
-# probe of close of 'content' (compiled when first asked)
+# probe of close of 'content'
 _P4 = _rt.LazyPattern('(?>(?:<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>))(?!)')
-# probe of close of 'tool_calls' (compiled when first asked)
+# probe of close of 'tool_calls'
 _P5 = _rt.LazyPattern('(?>(?:<\\|call\\|>(?P<repair_filler>commentary(?=<\\|))?|<\\|end\\|>))(?!)')
-# probe of close of 'builtin_tool_message' (compiled when first asked)
+# probe of close of 'builtin_tool_message'
 _P6 = _rt.LazyPattern('(?>(?:<\\|call\\|>|<\\|end\\|>))(?!)')
-# Required factors (issue 14): without the factor after the search position, a partial match can
-# start only in the run of characters the part before the factor consumes; these find its start.
-# the last character before 'to=functions.' that its delimiter cannot consume before it (compiled when first asked)
+# back searches: where a match can start before its factor (runtime/scanners.py Pattern)
+# the last character before 'to=functions.' that its delimiter cannot consume before it
 _B0 = _rt.LazyPattern('(?r)[^<|star>\\sinchelomy]')
-# the last character before '<|message|>' that its delimiter cannot consume before it (compiled when first asked)
+# the last character before '<|message|>' that its delimiter cannot consume before it
 _B1 = _rt.LazyPattern('(?r)[^<|star>inchelomy\\s=pbw.\\w]')
 
 # -- state constants -------------------------------------------------------------------------
@@ -282,7 +269,7 @@ class ResponseParser(_rt.StreamParser):
         _rt.FastPath(triggers='<', heads=frozenset(('<|',))),
         _rt.FastPath(triggers='<', heads=frozenset(('<|',))),
     )
-    # per state: its delimiters that are a run of a class, then a literal (runtime/tables.py HoldRun)
+    # per state: its delimiters that are a class's run, then a literal (runtime/tables.py HoldRun)
     HOLD_RUNS = (
         (_rt.HoldRun(chars='\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000', literal='to=functions.'),),
         None,
@@ -567,14 +554,11 @@ _R_REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _R_START_ANCHOR = regex.compile('<\\|start\\|>assistant', regex.DOTALL)
-# The regex delimiters are compiled when first searched (an import compiles none of them): each
-# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
-# module's globals() on that first search.
+# regex delimiters, compiled by their first search, which rebinds _D<k> here (runtime.LazyPattern)
 # close of 'content'
 _R_D4 = _rt.LazyPattern('(?:<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>)|(?P<repair_recover_closer><\\|channel\\|>commentary to=assistant(?=<\\|channel\\|>))', scope=globals(), name='_R_D4')
-# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
-# offset from which more input could still change the answer of its delimiter's search.
-# probe of close of 'content' (compiled when first asked)
+# D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
+# probe of close of 'content'
 _R_P4 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>(?P<repair_space>\\s)?assistant|<\\|channel\\|>(?P<repair_space2>\\s)?final(?:\\s?<\\|constrain\\|>json|(?P<repair_space3>\\s))?(?:<\\|message\\|>|(?P<repair_end_for_message><\\|end\\|>))|<\\|channel\\|>commentary<\\|message\\|>|<\\|end\\|>|<\\|return\\|>|<\\|call\\|>)|(?P<repair_recover_closer><\\|channel\\|>commentary to=assistant(?=<\\|channel\\|>))))(?!)')
 
 # -- state constants -------------------------------------------------------------------------
@@ -651,7 +635,7 @@ class _RecoverParser(ResponseParser):
         _rt.FastPath(triggers='<', heads=frozenset(('<|',))),
         _rt.FastPath(triggers='<', heads=frozenset(('<|',))),
     )
-    # per state: its delimiters that are a run of a class, then a literal (runtime/tables.py HoldRun)
+    # per state: its delimiters that are a class's run, then a literal (runtime/tables.py HoldRun)
     HOLD_RUNS = (
         (_rt.HoldRun(chars='\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000', literal='to=functions.'),),
         None,

@@ -11,22 +11,14 @@ Fields (respc docs/template-language.md: "Field keys", "Content parsers"):
     'tool_calls': open /<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)(?:\\s*<tool_sep(?::[^<>\\s]+)?>)?/, close /</tool_call(?::[^<>\\s]+)?>/, content 'xml-inline', repeats
     'content': open -, close /<\\uff5chy_place\\u2581holder\\u2581no\\u25812\\uff5c>|<\\uff5chy_eos(?::[^<>\\s\\uff5c]+)?\\uff5c>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>/, content 'text', repeats, join '', implicit field
 
-API (respc docs/events.md)::
-
-    parser = ResponseParser(prefix, tools=None, tokenizer=None, errors="strict")
-    parser.initial_events                 # events produced by the prefix
-    parser.feed(text) -> list[dict]       # region_open / region_chunk / region_close
-    parser.finalize() -> (message, events)
-    get_response_parser(prefix=..., tools=None, tokenizer=None) -> ResponseParser
-    parse_response(response, prefix=..., tools=None, tokenizer=None) -> dict | list[dict]
+API (respc docs/events.md): ResponseParser(prefix).feed(text) -> events, .finalize() -> (message,
+events); get_response_parser(prefix=...); parse_response(response, prefix=...) -> message.
 """
 
 from __future__ import annotations
 
-# This file is ASCII: the template's text is in it only as escaped string literals and comments.
-# Read with a codec other than the UTF-8 declared on line 1 that gives ASCII another meaning
-# (unicode_escape, raw_unicode_escape, utf-7, hz, shift_jis_2004), the next line does not
-# compile, so no literal here can be read as anything else (respc docs/security.md).
+# ASCII only; read with a codec that gives ASCII another meaning than line 1's UTF-8 (utf-7,
+# unicode_escape, ...), the next line does not compile (respc docs/security.md, "Generated code")
 '\u000a+AAo-\'~{'
 
 import regex
@@ -47,8 +39,7 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1
-# default)
+# one record per field: its region, content parser and slot (keywords left out: their v1 default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -91,9 +82,7 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\uff5chy_Assistant(?::[^<>\\s\uff5c]+)?\uff5c>', regex.DOTALL)
-# The regex delimiters are compiled when first searched (an import compiles none of them): each
-# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
-# module's globals() on that first search.
+# regex delimiters, compiled by their first search, which rebinds _D<k> here (runtime.LazyPattern)
 # open of 'reasoning_content'
 _D0 = _rt.LazyPattern('<think(?::[^<>\\s]+)?>', scope=globals(), name='_D0')
 # open of 'tool_calls'
@@ -104,17 +93,16 @@ _D2 = _rt.LazyPattern('<\uff5chy_place\u2581holder\u2581no\u25812\uff5c>|<\uff5c
 _D3 = _rt.LazyPattern('</think(?::[^<>\\s]+)?>', scope=globals(), name='_D3')
 # close of 'tool_calls'
 _D4 = _rt.LazyPattern('</tool_call(?::[^<>\\s]+)?>', scope=globals(), name='_D4')
-# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
-# offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'reasoning_content' (compiled when first asked)
+# D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
+# probe of open of 'reasoning_content'
 _P0 = _rt.LazyPattern('(?>(?:<think(?::[^<>\\s]+)?>))(?!)')
-# probe of open of 'tool_calls' (compiled when first asked)
+# probe of open of 'tool_calls'
 _P1 = _rt.LazyPattern('(?>(?:<tool_call(?::[^<>\\s]+)?>\\s*(?P<name>[^\\s<]+)(?:\\s*<tool_sep(?::[^<>\\s]+)?>)?))(?!)')
-# probe of close of 'content' (compiled when first asked)
+# probe of close of 'content'
 _P2 = _rt.LazyPattern('(?>(?:<\uff5chy_place\u2581holder\u2581no\u25812\uff5c>|<\uff5chy_eos(?::[^<>\\s\uff5c]+)?\uff5c>|</?tool_calls(?::[^<>\\s]+)?>|</think(?::[^<>\\s]+)?>))(?!)')
-# probe of close of 'reasoning_content' (compiled when first asked)
+# probe of close of 'reasoning_content'
 _P3 = _rt.LazyPattern('(?>(?:</think(?::[^<>\\s]+)?>))(?!)')
-# probe of close of 'tool_calls' (compiled when first asked)
+# probe of close of 'tool_calls'
 _P4 = _rt.LazyPattern('(?>(?:</tool_call(?::[^<>\\s]+)?>))(?!)')
 
 # -- state constants -------------------------------------------------------------------------
@@ -272,8 +260,7 @@ class ResponseParser(_rt.StreamParser):
         ),
     )
     TRANSITIONS = _TRANSITIONS
-    # decided characters the regex delimiters still need to see
-    # (no regex delimiter looks behind its start)
+    # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = ()

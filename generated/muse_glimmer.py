@@ -13,22 +13,14 @@ Fields (respc docs/template-language.md: "Field keys", "Content parsers"):
     'answer': open /(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>/, close '<|eom|>' | '<|eot|>' | '<|end_of_text|>', content 'text', repeats, join ''
     'content': open -, close '<|eom|>' | '<|eot|>' | '<|end_of_text|>', content 'text', repeats, join '', implicit field
 
-API (respc docs/events.md)::
-
-    parser = ResponseParser(prefix, tools=None, tokenizer=None, errors="strict")
-    parser.initial_events                 # events produced by the prefix
-    parser.feed(text) -> list[dict]       # region_open / region_chunk / region_close
-    parser.finalize() -> (message, events)
-    get_response_parser(prefix=..., tools=None, tokenizer=None) -> ResponseParser
-    parse_response(response, prefix=..., tools=None, tokenizer=None) -> dict | list[dict]
+API (respc docs/events.md): ResponseParser(prefix).feed(text) -> events, .finalize() -> (message,
+events); get_response_parser(prefix=...); parse_response(response, prefix=...) -> message.
 """
 
 from __future__ import annotations
 
-# This file is ASCII: the template's text is in it only as escaped string literals and comments.
-# Read with a codec other than the UTF-8 declared on line 1 that gives ASCII another meaning
-# (unicode_escape, raw_unicode_escape, utf-7, hz, shift_jis_2004), the next line does not
-# compile, so no literal here can be read as anything else (respc docs/security.md).
+# ASCII only; read with a codec that gives ASCII another meaning than line 1's UTF-8 (utf-7,
+# unicode_escape, ...), the next line does not compile (respc docs/security.md, "Generated code")
 '\u000a+AAo-\'~{'
 
 import regex
@@ -51,8 +43,7 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1
-# default)
+# one record per field: its region, content parser and slot (keywords left out: their v1 default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -114,9 +105,7 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|start\\|>assistant', regex.DOTALL)
-# The regex delimiters are compiled when first searched (an import compiles none of them): each
-# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
-# module's globals() on that first search.
+# regex delimiters, compiled by their first search, which rebinds _D<k> here (runtime.LazyPattern)
 # open of 'reasoning_content'
 _D0 = _rt.LazyPattern('(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>', scope=globals(), name='_D0', bound=('reasoning_content', 'open_pattern'))
 # open of 'tool_message'
@@ -125,21 +114,19 @@ _D1 = _rt.LazyPattern('(?:<\\|start\\|>assistant)?[ \\t]*to=[^\\s<]+[ \\t]*<\\|m
 _D2 = _rt.LazyPattern('(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>', scope=globals(), name='_D2', bound=('answer', 'open_pattern'))
 # open of 'tool_calls'
 _D3 = _rt.LazyPattern('<atem:invoke\\s+name="(?P<name>[^"]+)"\\s*>', scope=globals(), name='_D3', bound=('tool_calls', 'open_pattern'))
-# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
-# offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'reasoning_content' (compiled when first asked)
+# D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
+# probe of open of 'reasoning_content'
 _P0 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>))(?!)', bound=('reasoning_content', 'open_pattern'))
-# probe of open of 'tool_message' (compiled when first asked)
+# probe of open of 'tool_message'
 _P1 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>assistant)?[ \\t]*to=[^\\s<]+[ \\t]*<\\|message\\|>\\s*<atem:function_calls>))(?!)', bound=('tool_message', 'open_pattern'))
-# probe of open of 'answer' (compiled when first asked)
+# probe of open of 'answer'
 _P2 = _rt.LazyPattern('(?>(?:(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>))(?!)', bound=('answer', 'open_pattern'))
-# probe of open of 'tool_calls' (compiled when first asked)
+# probe of open of 'tool_calls'
 _P3 = _rt.LazyPattern('(?>(?:<atem:invoke\\s+name="(?P<name>[^"]+)"\\s*>))(?!)', bound=('tool_calls', 'open_pattern'))
-# Required factors (issue 14): without the factor after the search position, a partial match can
-# start only in the run of characters the part before the factor consumes; these find its start.
-# the last character before '<|message|>' that its delimiter cannot consume before it (compiled when first asked)
+# back searches: where a match can start before its factor (runtime/scanners.py Pattern)
+# the last character before '<|message|>' that its delimiter cannot consume before it
 _B0 = _rt.LazyPattern('(?r)[^<|star>in \\u0009o=elf]')
-# the last character before '<|message|>' that its delimiter cannot consume before it (compiled when first asked)
+# the last character before '<|message|>' that its delimiter cannot consume before it
 _B1 = _rt.LazyPattern('(?r)[^<|star>in \\u0009o=ue]')
 
 # -- state constants -------------------------------------------------------------------------
@@ -241,7 +228,7 @@ class ResponseParser(_rt.StreamParser):
         _rt.FastPath(triggers='<', heads=frozenset(('</a',))),
         _rt.FastPath(triggers='<', heads=frozenset(('<|e',))),
     )
-    # per state: its delimiters that are a run of a class, then a literal (runtime/tables.py HoldRun)
+    # per state: its delimiters that are a class's run, then a literal (runtime/tables.py HoldRun)
     HOLD_RUNS = (
         (_rt.HoldRun(chars=' \t', literal='to=self'), _rt.HoldRun(chars=' \t', literal='to='), _rt.HoldRun(chars=' \t', literal='to=user')),
         None,
@@ -363,8 +350,7 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,  # S_ANSWER
     )
     TRANSITIONS = _TRANSITIONS
-    # decided characters the regex delimiters still need to see
-    # (no regex delimiter looks behind its start)
+    # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = (

@@ -10,22 +10,14 @@ Fields (respc docs/template-language.md: "Field keys", "Content parsers"):
     'reasoning_content': open '<think>', close '</think>', content 'text', repeats, join '\\n\\n'
     'content': open -, close '<|im_end|>' | '<|endoftext|>' | '</think>', content 'text', repeats, join '', implicit field
 
-API (respc docs/events.md)::
-
-    parser = ResponseParser(prefix, tools=None, tokenizer=None, errors="strict")
-    parser.initial_events                 # events produced by the prefix
-    parser.feed(text) -> list[dict]       # region_open / region_chunk / region_close
-    parser.finalize() -> (message, events)
-    get_response_parser(prefix=..., tools=None, tokenizer=None) -> ResponseParser
-    parse_response(response, prefix=..., tools=None, tokenizer=None) -> dict | list[dict]
+API (respc docs/events.md): ResponseParser(prefix).feed(text) -> events, .finalize() -> (message,
+events); get_response_parser(prefix=...); parse_response(response, prefix=...) -> message.
 """
 
 from __future__ import annotations
 
-# This file is ASCII: the template's text is in it only as escaped string literals and comments.
-# Read with a codec other than the UTF-8 declared on line 1 that gives ASCII another meaning
-# (unicode_escape, raw_unicode_escape, utf-7, hz, shift_jis_2004), the next line does not
-# compile, so no literal here can be read as anything else (respc docs/security.md).
+# ASCII only; read with a codec that gives ASCII another meaning than line 1's UTF-8 (utf-7,
+# unicode_escape, ...), the next line does not compile (respc docs/security.md, "Generated code")
 '\u000a+AAo-\'~{'
 
 import regex
@@ -45,8 +37,7 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1
-# default)
+# one record per field: its region, content parser and slot (keywords left out: their v1 default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -129,8 +120,7 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,  # S_REASONING_CONTENT
     )
     TRANSITIONS = _TRANSITIONS
-    # decided characters the regex delimiters still need to see
-    # (no regex delimiter looks behind its start)
+    # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = (

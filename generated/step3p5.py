@@ -11,22 +11,14 @@ Fields (respc docs/template-language.md: "Field keys", "Content parsers"):
     'tool_calls': open /<tool_call>\\s*<function=(?P<name>[^>\\s]+)>/, close '</tool_call>', content 'xml-inline', repeats
     'content': open -, close '<|im_end|>' | '</think>', content 'text', repeats, join '', implicit field
 
-API (respc docs/events.md)::
-
-    parser = ResponseParser(prefix, tools=None, tokenizer=None, errors="strict")
-    parser.initial_events                 # events produced by the prefix
-    parser.feed(text) -> list[dict]       # region_open / region_chunk / region_close
-    parser.finalize() -> (message, events)
-    get_response_parser(prefix=..., tools=None, tokenizer=None) -> ResponseParser
-    parse_response(response, prefix=..., tools=None, tokenizer=None) -> dict | list[dict]
+API (respc docs/events.md): ResponseParser(prefix).feed(text) -> events, .finalize() -> (message,
+events); get_response_parser(prefix=...); parse_response(response, prefix=...) -> message.
 """
 
 from __future__ import annotations
 
-# This file is ASCII: the template's text is in it only as escaped string literals and comments.
-# Read with a codec other than the UTF-8 declared on line 1 that gives ASCII another meaning
-# (unicode_escape, raw_unicode_escape, utf-7, hz, shift_jis_2004), the next line does not
-# compile, so no literal here can be read as anything else (respc docs/security.md).
+# ASCII only; read with a codec that gives ASCII another meaning than line 1's UTF-8 (utf-7,
+# unicode_escape, ...), the next line does not compile (respc docs/security.md, "Generated code")
 '\u000a+AAo-\'~{'
 
 import regex
@@ -47,8 +39,7 @@ FIELD_NAMES = (
 DEFAULTS = {
     'role': 'assistant',
 }
-# one record per field: its region, content parser and slot (keywords left out keep their v1
-# default)
+# one record per field: its region, content parser and slot (keywords left out: their v1 default)
 _REGIONS = (
     _rt.Region(
         'reasoning_content',
@@ -94,14 +85,11 @@ _REQUIRED = ()
 
 # -- compiled delimiters ---------------------------------------------------------------------
 _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
-# The regex delimiters are compiled when first searched (an import compiles none of them): each
-# _D<k> is a runtime.LazyPattern until then, and its compiled pattern replaces it in this
-# module's globals() on that first search.
+# regex delimiters, compiled by their first search, which rebinds _D<k> here (runtime.LazyPattern)
 # open of 'tool_calls'
 _D0 = _rt.LazyPattern('<tool_call>\\s*<function=(?P<name>[^>\\s]+)>', scope=globals(), name='_D0')
-# Probes (D2): a probe never matches completely, so its partial search stops at the leftmost
-# offset from which more input could still change the answer of its delimiter's search.
-# probe of open of 'tool_calls' (compiled when first asked)
+# D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
+# probe of open of 'tool_calls'
 _P0 = _rt.LazyPattern('(?>(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>))(?!)')
 
 # -- state constants -------------------------------------------------------------------------
@@ -247,8 +235,7 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,  # S_TOOL_CALLS
     )
     TRANSITIONS = _TRANSITIONS
-    # decided characters the regex delimiters still need to see
-    # (no regex delimiter looks behind its start)
+    # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0
     # errors="recover": literal closes reported when written with no opener (runtime/tables.py)
     STRAY_CLOSERS = (
