@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 
 from respc.runtime.formats import FORMATS, plan_of
-from respc.runtime.stream import PARTIAL_LONG, RUNTIME_ABI
+from respc.runtime.stream import RUNTIME_ABI
 
 from .backtracking import linear_time_problem
 from .automaton import NEVER, Automaton, LiteralFind, barrier_plan, classify_pattern, late_pattern, plan_scans

@@ -1407,7 +1407,7 @@ class StreamParser:
             # scanners and HOLD_LITERALS entries (runtime/scanners.py, issue 31)
             declared = tuple(scan if isinstance(scan, tuple) else None for scan in cls.SCANNERS)
             cls._DECLARED = declared
-            # the memo slots the class writes (a module of codegen 4 before issue 31's patterns), not its
+            # the memo slots the class writes (a module of ABI 4 writes its regex states' slots), not its
             # base class's: the runtime gives the rest
             cls.SCANNERS, cls.MEMO_SLOTS, holds = build_scanners(cls, cls.SCANNERS, cls.__dict__.get("MEMO_SLOTS", 0))
             if "HOLD_REGEX" in cls.__dict__:
@@ -2169,7 +2169,7 @@ class StreamParser:
         pos = self._pos
         scanners = self.SCANNERS
         edges = self.TRANSITIONS
-        # per delimiter, its last search result over this buffer (see the generated scanners)
+        # per delimiter, its last search result over this buffer (runtime/scanners.py)
         memo = [None] * self.MEMO_SLOTS
         n = len(buf)
         closing: dict = {}  # per call-section state, where a cut closer of it may start (eos)

@@ -48,7 +48,7 @@ import pytest
 import regex
 
 import respc
-from respc.compiler import automaton, emit
+from respc.compiler import automaton
 from respc.compiler.api import compile_source
 from respc.runtime import partial_barrier, partial_late, partial_search
 from respc.runtime import stream
