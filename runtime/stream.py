@@ -123,21 +123,23 @@ RECOVER_ALIAS = "__alt"
 #: Bumped only when generated modules need a different runtime; generated modules check it.
 #: 4 (issue 31): tables are named records (runtime/tables.py), literal-only states are declared
 #: (runtime/scanners.py), and every search helper the module's scanners call is part of the ABI,
-#: not a feature. This runtime still runs modules of ABI 3 (tuples, JSON held-regex text).
-RUNTIME_ABI = 4
+#: not a feature. 5 (issue 31): every state is declared (``_rt.Pattern`` records for regex
+#: delimiters); the runtime writes every scanner and gives every memo slot. This runtime still
+#: runs modules of ABI 3 (tuples, JSON held-regex text) and 4 (regex scanners written out).
+RUNTIME_ABI = 5
 
 #: the ABIs of the generated modules this runtime runs
-SUPPORTED_ABIS = (3, 4)
+SUPPORTED_ABIS = (3, 4, 5)
 
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
-#: uses and :func:`check_abi` refuses a runtime that lacks one, naming it. A module of ABI 4 names
-#: only what it declares (:data:`DECLARED_FEATURES`); the others are named by modules of ABI 3.
+#: uses and :func:`check_abi` refuses a runtime that lacks one, naming it. A module of ABI 4 or 5
+#: names only what it declares (:data:`DECLARED_FEATURES`); the others are named by modules of ABI 3.
 FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs",
                       "lead-search", "lazy-pattern", "held-json", "lazy-delimiters", "fast-heads",
                       "barrier-search", "partial-search", "literal-prefixes", "window-partial", "regex-timeout",
                       "recover-openers"})
 
-#: The features a module of ABI 4 can name: template-language keys and declared facts (a field's
+#: The features a module of ABI 4 or 5 can name: template-language keys and declared facts (a field's
 #: slot, nesting, deferred opens, a value that ends its region, rejected bodies, v2 roles and
 #: empty values, delimiters not proven linear, recover-only openers). How the runtime searches is
 #: no feature: a new shortcut in the runtime regenerates nothing.
@@ -506,8 +508,14 @@ def _guard_scanner(scan: Callable) -> Callable:
     runs again."""
     if getattr(scan, "_respc_guarded", False):
         return scan
+    # a scanner the runtime builds by its first call (runtime/scanners.py): built by the first
+    # call through this guard, which then calls it directly
+    build = getattr(scan, "build", None)
 
     def guarded(buf: str, pos: int, eos: bool, memo: list) -> tuple:
+        nonlocal scan, build
+        if build is not None:
+            scan, build = build(), None
         parser = _RUNNING.parser
         at = parser._rxbase + pos
         if at != parser._rxat:
@@ -521,6 +529,7 @@ def _guard_scanner(scan: Callable) -> Callable:
                 _RUNNING.parser._search_timed_out(exc, buf, memo)
 
     guarded._respc_guarded = True  # type: ignore[attr-defined]
+    guarded._respc_inner = scan  # type: ignore[attr-defined]
     return guarded
 
 
@@ -1388,6 +1397,8 @@ class StreamParser:
     _RUN1: tuple = ()
     #: per state: HOLD_LITERALS, or None (every state None when the module has none)
     _LITS: tuple = ()
+    #: per state: the records its module declares (runtime/scanners.py), or None
+    _DECLARED: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -1395,7 +1406,10 @@ class StreamParser:
             # the states a module declares by their literal delimiters: the runtime builds their
             # scanners and HOLD_LITERALS entries (runtime/scanners.py, issue 31)
             declared = tuple(scan if isinstance(scan, tuple) else None for scan in cls.SCANNERS)
-            cls.SCANNERS, cls.MEMO_SLOTS, holds = build_scanners(cls, cls.SCANNERS, cls.MEMO_SLOTS)
+            cls._DECLARED = declared
+            # the memo slots the class writes (a module of ABI 4 writes its regex states' slots), not its
+            # base class's: the runtime gives the rest
+            cls.SCANNERS, cls.MEMO_SLOTS, holds = build_scanners(cls, cls.SCANNERS, cls.__dict__.get("MEMO_SLOTS", 0))
             if "HOLD_REGEX" in cls.__dict__:
                 cls.HOLD_REGEX = tuple(literal_automata(declared[k]) if entry is HELD_LITERALS else entry
                                        for k, entry in enumerate(cls.HOLD_REGEX))
@@ -2151,7 +2165,7 @@ class StreamParser:
         pos = self._pos
         scanners = self.SCANNERS
         edges = self.TRANSITIONS
-        # per delimiter, its last search result over this buffer (see the generated scanners)
+        # per delimiter, its last search result over this buffer (runtime/scanners.py)
         memo = [None] * self.MEMO_SLOTS
         n = len(buf)
         closing: dict = {}  # per call-section state, where a cut closer of it may start (eos)
