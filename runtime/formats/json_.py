@@ -375,10 +375,10 @@ def _json_verdict(accept: str) -> Callable[[str], int]:
 #: raw control characters inside a JSON string, as the recover repair escapes them
 _CONTROL = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 #: the runs :meth:`ArgumentReader.feed` takes in one step (each what :meth:`ArgumentReader._char` does with
-#: every character of it): plain string characters and the quote that closes them; whitespace; the rest of a
+#: every character of it): plain string characters (and the quote that closes them); whitespace; the rest of a
 #: top-level scalar (``…_SCALAR``) and a nested value's characters between structure (``…_VALUE``),
 #: forwarded or (``HELD``) collected without their whitespace
-_RUN_STRING = re.compile(r'([^"\\\x00-\x1f]*)(")?').match
+_RUN_PLAIN = re.compile(r'[^"\\\x00-\x1f]*').match
 _RUN_BLANK = re.compile(r"[ \t\r\n]+").match
 _RUN_SCALAR = re.compile(r"[^,}\]:]+").match
 _RUN_HELD_SCALAR = re.compile(r"[^,}\]: \t\r\n]+").match
@@ -493,8 +493,7 @@ class ArgumentReader:
             self.pos += len(text)
             return
         emit: list[str] = []
-        char = self._char
-        string_part = _RUN_STRING
+        plain = _RUN_PLAIN
         stack = self.stack
         i, end = 0, len(text)
         try:
@@ -503,20 +502,28 @@ class ArgumentReader:
                 if self.instr:
                     if not self.esc:
                         # inside a string: its plain characters and the quote that closes it, in one step
-                        m = string_part(text, i)
-                        j = m.end()
+                        j = plain(text, i).end()
+                        if j < end and text[j] == '"':
+                            if self.argdepth and not self.hold and self.keybuf is None:
+                                # (the commonest: a forwarded string value, written as it is)
+                                emit.append(text[i:j + 1])
+                                self.instr = False
+                            else:
+                                piece = text[i:j]
+                                i = j  # (at the closing quote while it is read: the except clause counts from it)
+                                self._string_part(piece, True, emit)
+                            i = j + 1
+                            continue
                         if j > i:
-                            if m.group(2) is not None:
-                                i = j - 1  # (at the closing quote while it is read: the except clause counts from it)
-                                self._string_part(m.group(1), True, emit)
-                                i = j
-                                continue
+                            if self.argdepth and not self.hold and self.keybuf is None:
+                                emit.append(text[i:j])
+                            else:
+                                self._string_part(text[i:j], False, emit)
                             i = j
-                            self._string_part(m.group(1), False, emit)
                             if i == end:
                                 break
                             c = text[i]
-                    char(c, emit)
+                    self._char(c, emit)
                     i += 1
                     continue
                 argdepth = self.argdepth
@@ -536,7 +543,7 @@ class ArgumentReader:
                         # forwarding the arguments object, outside a string, no Python literal being read
                         if self.comma is not None:
                             if c in "}]":
-                                char(c, emit)  # (a trailing comma: dropped)
+                                self._char(c, emit)  # (a trailing comma: dropped)
                                 i += 1
                                 if self.end == _ENDED:
                                     self.end = self.pos + i
@@ -614,7 +621,7 @@ class ArgumentReader:
                             self.expect = "key"
                             i += 1
                             continue
-                char(c, emit)
+                self._char(c, emit)
                 i += 1
                 if self.end == _ENDED:
                     self.end = self.pos + i
