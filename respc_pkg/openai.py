@@ -993,21 +993,21 @@ class ChatCompletionStream:
     held = _held
     typed = _typed
 
-    def _header(self, call: _Call) -> None:
-        """The call's first delta (``index``, ``id``, ``type``, empty ``function``), merged with the
-        name that always follows it: a call never goes out before its name is known (a client or
-        server that builds the call from its first delta needs the name there; OpenAI sends both
-        together)."""
+    def _announce(self, call: _Call) -> None:
+        """The call's first delta (``index``, ``id``, ``type``) with its name, as one delta dict: a call
+        never goes out before its name is known (a client or server that builds the call from its first
+        delta needs the name there; OpenAI sends both together)."""
+        call.sent_name = True
         if not call.sent_header:
             call.sent_header = True
             self._deltas.append(("tool", call.index, {"index": call.index, "id": call.id, "type": "function",
-                                                       "function": {}}))
+                                                       "function": {"name": call.name}}))
+        else:
+            self._deltas.append(("tool", call.index, {"index": call.index, "function": {"name": call.name}}))
 
     def _send_name(self, call: _Call) -> None:
         if not call.sent_name and call.name:
-            self._header(call)
-            call.sent_name = True
-            self._deltas.append(("tool", call.index, {"index": call.index, "function": {"name": call.name}}))
+            self._announce(call)
             if call.fwd:
                 self._send_args(call)
 
@@ -1109,9 +1109,7 @@ class ChatCompletionStream:
             if call.name is None or not call.sent_name:
                 call.name = name if isinstance(name, str) else ""
                 if call.name and not call.sent_name:
-                    self._header(call)
-                    call.sent_name = True
-                    self._deltas.append(("tool", call.index, {"index": call.index, "function": {"name": call.name}}))
+                    self._announce(call)
                 if not call.sent_name:
                     continue  # a call without a name is not sent (docs/openai.md, "tool_calls")
             elif call.name != name:

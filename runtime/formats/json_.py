@@ -437,13 +437,14 @@ class ArgumentReader:
 
     __slots__ = ("end", "pos", "mode", "keys", "namekey", "stack", "instr", "esc", "expect", "keybuf", "curkey", "n", "name", "namebuf",
                  "argdepth", "dead", "out", "held", "typed", "hold", "holdbuf", "holdkey", "valstart", "seen", "comma",
-                 "word", "stop", "dead_at")
+                 "word", "stop", "dead_at", "keyset")
 
     def __init__(self, mode: str, keys: tuple, out: Callable, held: Callable, typed: Callable) -> None:
         self.end = -1
         self.pos = 0                # characters fed before the current piece
         self.mode = mode            # "object": call objects; "args": the body is the arguments
         self.namekey, self.keys = keys if keys else ("", ())  # the name and arguments keys ("object")
+        self.keyset = frozenset(self.keys)
         self.stack: list[str] = []  # open containers
         self.instr = False
         self.esc = False
@@ -832,7 +833,7 @@ class ArgumentReader:
                 return
             if self.expect == "value":
                 key = self.curkey
-                if key in self.seen or (key in self.keys and self.seen & set(self.keys)):
+                if key in self.seen or (key in self.keyset and not self.keyset.isdisjoint(self.seen)):
                     # (both argument keys: the first was forwarded; a difference is reported at close)
                     self.dead = True  # a repeated key, or both argument keys: sent at close
                     return
