@@ -452,9 +452,11 @@ class ChatCompletionStream:
         fed through ``feed`` instead) or as a list holding its one ``region_chunk`` event. As a
         dict, the chunk is built from per-stream templates (``dict.copy`` of a dict is cheaper than
         a dict display); as server-sent-event text, it is the pre-serialized text of the block's
-        key around the piece encoded by the C string encoder ``json.dumps`` itself uses. Everything
-        else goes to :meth:`_other`. ``tests/test_openai.py`` checks the results equal the general
-        path's on every vector and chunking.
+        key around the piece encoded by the C string encoder ``json.dumps`` itself uses. The next
+        commonest, one ``region_chunk`` event of an open tool region (after the role chunk), goes
+        straight to its reader (:meth:`_tool_chunk`; it opens and closes no region, so ``current[0]``
+        stays as it is). Everything else goes to :meth:`_other`. ``tests/test_openai.py`` checks the
+        results equal the general path's on every vector and chunking.
 
         ``current[0]`` is the text block a ``str`` chunk goes to (None: take the events way). It
         changes only when other events arrive (a region opens or closes, a block's first text, the
@@ -484,6 +486,7 @@ class ChatCompletionStream:
 
         if sse:
             other_sse = self._other_sse
+            tool_sse = self._tool_chunk_sse
 
             def feed_sse(text: Any) -> str:
                 got = parser_text(text)
@@ -492,9 +495,15 @@ class ChatCompletionStream:
                     if state is None:
                         return settle(other_sse([{"type": "region_chunk", "field": parser._name, "text": got,
                                                   "dirty": False}]))
-                elif len(got) == 1 and not open_regions and (event := got[0])["type"] == "region_chunk" \
-                        and (state := fast.get(event["field"])) is not None and state.started:
-                    got = event["text"]
+                elif len(got) == 1 and (event := got[0])["type"] == "region_chunk":
+                    if open_regions:
+                        if event["field"] == "tool_calls" and fast:
+                            return tool_sse(event)  # (the open regions stay as they were: current[0] too)
+                        return settle(other_sse(got))
+                    if (state := fast.get(event["field"])) is not None and state.started:
+                        got = event["text"]
+                    else:
+                        return settle(other_sse(got))
                 else:
                     return settle(other_sse(got))
                 body = got.rstrip()
@@ -514,6 +523,7 @@ class ChatCompletionStream:
             feed_sse.__doc__ = ChatCompletionStream.feed_sse.__doc__
             return feed_sse
         other = self._other
+        tool = self._tool_chunk
         outer, inner = self._outer, self._inner
 
         def feed(text: Any) -> list[dict]:
@@ -523,9 +533,15 @@ class ChatCompletionStream:
                 if state is None:
                     return settle(other([{"type": "region_chunk", "field": parser._name, "text": got,
                                           "dirty": False}]))
-            elif len(got) == 1 and not open_regions and (event := got[0])["type"] == "region_chunk" \
-                    and (state := fast.get(event["field"])) is not None and state.started:
-                got = event["text"]
+            elif len(got) == 1 and (event := got[0])["type"] == "region_chunk":
+                if open_regions:
+                    if event["field"] == "tool_calls" and fast:
+                        return tool(event)  # (the open regions stay as they were: current[0] too)
+                    return settle(other(got))
+                if (state := fast.get(event["field"])) is not None and state.started:
+                    got = event["text"]
+                else:
+                    return settle(other(got))
             else:
                 return settle(other(got))
             body = got.rstrip()
@@ -563,6 +579,14 @@ class ChatCompletionStream:
                 if event["type"] == "region_chunk" and event["field"] == "tool_calls":
                     return self._tool_chunk(event)
         return self._general(events)
+
+    def _tool_chunk_sse(self, event: dict) -> str:
+        """:meth:`_tool_chunk` as server-sent-event text (:meth:`_built_sse`)."""
+        self._as_sse = True
+        try:
+            return "".join(self._tool_chunk(event))
+        finally:
+            self._as_sse = False
 
     def _other_sse(self, events: list[dict]) -> str:
         """:meth:`_other` as server-sent-event text: its chunks are built as text (:meth:`_built_sse`)."""

@@ -599,9 +599,27 @@ class ArgumentReader:
                                     emit.append(c)
                                     i += 1
                                     continue
-                            elif expect == ":" and c == ":":
-                                emit.append(c)
-                                self.expect = "value"
+                            elif expect == ":":
+                                if c == ":":
+                                    emit.append(c)
+                                    self.expect = "value"
+                                    i += 1
+                                    continue
+                            elif expect == "value" and c == '"':
+                                # a top-level argument's string value opens: held when the tool types it
+                                self.expect = ","
+                                held = self.held(self.n, self.holdkey)
+                                if held is None:
+                                    self.dead = True  # typed by a tool not known yet: sent at close
+                                    self.dead_at = self.pos + i
+                                    return
+                                self.instr = True
+                                if held:
+                                    self._flush(emit)
+                                    self.hold = True
+                                    self.holdbuf = [c]
+                                else:
+                                    emit.append(c)
                                 i += 1
                                 continue
                     elif len(stack) == 1 and stack[0] == "{" and self.mode == "object":
@@ -618,10 +636,30 @@ class ArgumentReader:
                                 self.expect = "value"
                                 i += 1
                                 continue
-                        elif expect == "," and c == ",":
-                            self.expect = "key"
-                            i += 1
-                            continue
+                        elif expect == ",":
+                            if c == ",":
+                                self.expect = "key"
+                                i += 1
+                                continue
+                        elif expect == "value":
+                            # the name's string, or the arguments object, opens (once each)
+                            key = self.curkey
+                            if c == '"':
+                                if key == self.namekey and key not in self.seen and key not in self.keyset:
+                                    self.seen.add(key)
+                                    self.instr = True
+                                    self.namebuf = []
+                                    i += 1
+                                    continue
+                            elif c == "{" and key in self.keyset and self.keyset.isdisjoint(self.seen):
+                                self.seen.add(key)
+                                stack.append(c)
+                                self.argdepth = len(stack)
+                                self.expect = "key"
+                                self.out("start", self.n, "")
+                                emit.append(c)
+                                i += 1
+                                continue
                 self._char(c, emit)
                 i += 1
                 if self.end == _ENDED:
