@@ -140,3 +140,26 @@ def test_reading_by_runs_on_the_issue_shapes():
             assert _run(ArgumentReader, "object", pieces, {}, True) == _run(OldArgumentReader, "object", pieces, {}, True)
     got, _, _ = _run(ArgumentReader, "object", [bodies[0]], {}, False)
     assert "".join(p for kind, _, p in got if kind == "args") == '{"city": "Paris"}'
+
+
+def test_long_runs_are_read_in_steps_not_characters(monkeypatch):
+    """The reader does not step character by character: a long string value, a long number, a long array of
+    numbers and a long run of whitespace take a few calls of the one-character path (``_char``) in all, not one
+    per character (the character reader took about 6,000 here), fed whole or in 7-character pieces; the pieces
+    are the character reader's."""
+    body = ('{"name": "f", "arguments": {"s": "' + "x" * 5000 + '", "n": ' + "1234567890" * 100 + ', "a": ['
+            + ", ".join(["12345"] * 500) + '], "w":' + " " * 3000 + '"v"}}')
+    calls = []
+    char = ArgumentReader._char
+
+    def counted(self, c, emit):
+        calls.append(c)
+        return char(self, c, emit)
+
+    monkeypatch.setattr(ArgumentReader, "_char", counted)
+    for pieces in ([body], [body[i:i + 7] for i in range(0, len(body), 7)]):
+        calls.clear()
+        got = _run(ArgumentReader, "object", pieces, {}, False)
+        assert len(calls) < 20, (len(calls), calls[:40])
+        assert got == _run(OldArgumentReader, "object", pieces, {}, False)
+        assert got[1][-1][0] == len(body)  # (the end, just past the last "}")
