@@ -3,7 +3,7 @@
 :class:`ChatCompletionStream` wraps a generated ``ResponseParser`` and turns its region events
 (events.md "The events") into ``chat.completion.chunk`` dicts as the OpenAI Chat Completions API streams them;
 :func:`sse` renders them as server-sent events, and :meth:`ChatCompletionStream.feed_sse` /
-``finalize_sse`` give that text directly (built without the dicts for plain text chunks).
+``finalize_sse`` give that text directly (built without the dicts for text chunks and argument fragments).
 Standard library, ``regex`` and ``respc.runtime``.
 
 Theory of operation
@@ -600,13 +600,16 @@ class ChatCompletionStream:
         """Feed the next piece of model output; return its chunks as server-sent events, the text
         a server writes to the wire: ``data: <json>`` and a blank line per chunk (``""`` when
         there is none). Byte for byte what :func:`sse` gives for :meth:`feed`'s chunks (the JSON
-        of ``json.dumps(chunk, ensure_ascii=False)``), without building the dicts of plain text
-        chunks: their event text is the stream's pre-serialized text around the delta's string,
-        encoded by the C encoder ``json.dumps`` uses (``json.encoder.encode_basestring``). Other
-        chunks are built as dicts and serialized around their delta. ``feed`` and ``feed_sse`` may
-        be mixed on one stream.
+        of ``json.dumps(chunk, ensure_ascii=False)``), without building the dicts of text chunks
+        and argument fragments: their event text is the stream's pre-serialized text around the
+        delta's string, encoded by the C encoder ``json.dumps`` uses
+        (``json.encoder.encode_basestring``). Other chunks (role, a call's header and name,
+        finish) are built as dicts and serialized around their delta. ``feed`` and ``feed_sse``
+        may be mixed on one stream.
 
-        (An instance's ``feed_sse`` is a :meth:`_fast_feed` closure, with the same contract.)"""
+        (An instance's ``feed_sse`` is a :meth:`_fast_feed` closure, with the same contract; the
+        class's own ``feed_sse``, used by subclasses that override it, serializes :meth:`feed`'s
+        dicts.)"""
         return self._sse(self.feed(text))
 
     def finalize_sse(self, finish_reason: str | None = None, usage: dict | None = None,
