@@ -1677,8 +1677,10 @@ class JsonStream(ArgumentStream):
         return ArgumentReader(mode, extra if mode == "object" else (), out, held, typed)
 
     def open(self, host: Any, region: Any, base: int) -> Any:
+        scanned = host.scanned  # (bound once: the reader calls out() for every piece)
+
         def out(kind: str, n: int, payload: str) -> None:
-            host.scanned(region, base + n, kind, payload)
+            scanned(region, base + n, kind, payload)
 
         def held(n: int, key: str) -> bool | None:
             return host.held(host.call(base + n).name, key)
