@@ -307,6 +307,9 @@ def _compile_js(args: argparse.Namespace, command: str, source_name: str | None)
         raise _UsageError("--with-runtime writes files; --check writes nothing: give one of them")
     if args.with_runtime and args.output == "-":
         raise _UsageError("--with-runtime writes respc.mjs beside OUT: give -o a file, not -")
+    if args.output != "-" and _is_runtime_name(args.output):
+        raise _UsageError(f"-o {args.output}: the module imports ./respc.mjs (the JavaScript runtime) from its own "
+                          "folder, so it cannot be that file: give OUT another name")
     read = read_template(args.template, source_name=source_name)
     _say_which_template(read.note)
     command = command.replace(" -o ", " --target js -o ", 1) if " -o " in command else command
@@ -330,6 +333,19 @@ def _compile_js(args: argparse.Namespace, command: str, source_name: str | None)
     print(f"respc: wrote {args.output} ({read.template.source}, {_count(len(read.template.fields), 'field')}, "
           f"JavaScript{hint})", file=sys.stderr)
     return 0
+
+
+def _is_runtime_name(output: str) -> bool:
+    """Whether ``output`` is (or, through a link, is the same file as) the ``respc.mjs`` a generated
+    module imports from its own folder: the name compared without case (a case-insensitive file
+    system reads ``RESPC.mjs`` as that file), or the same file where both exist."""
+    if os.path.basename(output).casefold() == "respc.mjs":
+        return True
+    beside = os.path.join(os.path.dirname(output), "respc.mjs")
+    try:
+        return os.path.samefile(output, beside)
+    except OSError:
+        return False
 
 
 _JS_BANNER = re.compile(r"// template: (.*)\n// template sha256: [0-9a-f]+\n// regenerate: (.*)\n")

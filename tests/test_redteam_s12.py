@@ -1,0 +1,184 @@
+"""Red team s12: attacks on the JavaScript target (``--target js``) and on errors="recover"'s
+readers of values, each run exactly as found; every test failed before its fix
+(docs/security.md, "Red team s12").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from respc.compiler.api import compile_template
+from respc.compiler.cli import main
+from respc.compiler.emit_js import emit_js_module, js_support_problem
+from respc.compiler.source import read_template
+
+from support import REPO
+
+NODE = shutil.which("node")
+needs_node = pytest.mark.skipif(NODE is None, reason="node (Node.js 20 or later) is not installed")
+RUNTIME = REPO / "runtime" / "js" / "respc.mjs"
+DRIVER = REPO / "tests" / "js_parity.mjs"
+
+
+def _python(spec, prefix: str, chunks: list[str], errors: str) -> dict:
+    """What the Python parser gives (message, events, diagnostics, or the error)."""
+    module = compile_template(spec)
+    events: list = []
+    parser = None
+    try:
+        parser = module.ResponseParser(prefix, None, errors=errors)
+        events.extend(parser.initial_events)
+        for chunk in chunks:
+            events.extend(parser.feed(chunk))
+        message, last = parser.finalize()
+        events.extend(last)
+        return {"message": message, "events": events, "diagnostics": parser.diagnostics}
+    except Exception as exc:  # noqa: BLE001 - compared with the JavaScript side's error
+        return {"error": [type(exc).__name__, str(exc)], "events": events,
+                "diagnostics": parser.diagnostics if parser is not None else []}
+
+
+def _javascript(tmp_path: Path, spec, cases: list[dict]) -> list[dict]:
+    """Write ``spec``'s module and the runtime to disk and run ``cases`` ({prefix, chunks, errors})
+    through them in a fresh Node process (tests/js_parity.mjs)."""
+    read = read_template(spec)
+    folder = tmp_path / "js"
+    folder.mkdir(exist_ok=True)
+    shutil.copyfile(RUNTIME, folder / "respc.mjs")
+    (folder / "parser.mjs").write_text(emit_js_module(read.template, read.automaton, command="x"), encoding="ascii")
+    done = subprocess.run([NODE, str(DRIVER)], input=json.dumps({"module": str(folder / "parser.mjs"), "cases": cases}),
+                          capture_output=True, text=True, encoding="utf-8", timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+# --- 1. the JavaScript target ----------------------------------------------------------------------
+
+HOSTILE = "</script><!--${`*/\u2028\u2029\x00\U0001F600"
+HOSTILE_SPEC = {"version": 1, "defaults": {"role": "assistant", "__proto__": {"polluted": 1}},
+                "start_anchor": "<s" + HOSTILE,
+                "fields": {
+                    "__proto__": {"open": "<p>" + HOSTILE, "close": "</p>" + HOSTILE, "content": "text"},
+                    "constructor": {"open": "<c>", "close": "</c>", "content": "text", "repeats": True},
+                    "toString": {"open": "<t>", "close": "</t>", "content": "text"},
+                    "content": {"close": "<eos>", "content": "text"}}}
+
+
+@needs_node
+def test_js_module_reads_the_same_inlined_in_html(tmp_path, capsys):
+    """A template string or file name holding ``</script>`` or ``<!--`` reached the module as
+    those characters (json.dumps escapes neither): a page that inlines the module in
+    ``<script type="module">`` ends the script there and reads the rest as HTML. Now ``<``, ``>``
+    and ``&`` are escapes in every string literal and comment line; the module still parses as
+    the Python parser does (written to disk, imported by a fresh Node process)."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    template = folder / "evil<script>\u2028name.json"
+    template.write_text(json.dumps(HOSTILE_SPEC), encoding="utf-8")
+    out = folder / "x`${1}<script>.mjs"
+    assert main(["compile", str(template), "--target", "js", "-o", str(out), "--with-runtime"]) == 0
+    capsys.readouterr()
+    source = out.read_text(encoding="ascii")
+    for markup in ("</script", "<script", "<!--", "-->"):
+        assert markup not in source.lower(), markup
+    text = "<p>" + HOSTILE + "X</p>" + HOSTILE + "<c>a</c><t>T</t>body"
+    (folder / "run.mjs").write_text(
+        "import { parseResponse } from './x%60%24%7B1%7D%3Cscript%3E.mjs';\n"
+        f"const m = parseResponse({json.dumps(text)}, {{prefix: '', errors: 'recover'}});\n"
+        "process.stdout.write(JSON.stringify([m, Object.getPrototypeOf(m) === Object.prototype, ({}).polluted ?? null]));\n",
+        encoding="utf-8")
+    done = subprocess.run([NODE, str(folder / "run.mjs")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    message, plain, polluted = json.loads(done.stdout)
+    assert message == compile_template(HOSTILE_SPEC).parse_response(text, prefix="", errors="recover")
+    assert message["__proto__"] == "X" and plain and polluted is None
+
+
+LONE = {"version": 1, "start_anchor": "A:", "fields": {
+    "t": {"open": "\ud83d", "close": "\ude00", "content": "text"},
+    "content": {"close": "<eos>", "content": "text"}}}
+
+
+@needs_node
+def test_js_lone_surrogate_delimiter_is_refused(tmp_path, capsys):
+    """A delimiter holding a lone surrogate (``"\\ud83d"``): JavaScript strings are UTF-16, so the
+    JavaScript parser found it inside the character U+1F600 (its surrogate pair) and gave
+    ``{'content': 'b'}`` for ``a\U0001F600b`` where Python gives ``{'content': 'a\U0001F600b'}``.
+    Refused at compile time, naming the key."""
+    read = read_template(LONE)
+    assert js_support_problem(read.template, read.automaton) == (
+        "--target js does not yet support a lone surrogate (a UTF-16 half of a character) in a delimiter "
+        "(key fields.t.open)")
+    path = tmp_path / "lone.json"
+    path.write_text(json.dumps(LONE), encoding="utf-8")
+    assert main(["compile", str(path), "--target", "js", "-o", str(tmp_path / "lone.mjs")]) == 2
+    assert "lone surrogate" in capsys.readouterr().err
+    assert not (tmp_path / "lone.mjs").exists()
+
+
+@needs_node
+def test_js_surrogate_pair_split_between_chunks(tmp_path):
+    """A JavaScript chunking may split a character between its two UTF-16 halves (slicing a
+    string by index): ``["a\\ud83d", "\\ude00b\u25c1thi"]`` is the same text as the whole
+    ``"a\U0001F600b\u25c1thi"``, yet the truncated-delimiter diagnostic said offsets 4 to 8 (each
+    half counted as a code point) against 3 to 7 for the whole text and for Python (D2). The half
+    now waits for the next chunk."""
+    spec = str(REPO / "templates" / "kimi_vl.json")
+    whole = "a\U0001F600b\u25c1thi"
+    cases = [{"prefix": "", "chunks": [whole], "errors": "recover"},
+             {"prefix": "", "chunks": ["a\ud83d", "\ude00b\u25c1thi"], "errors": "recover"},
+             {"prefix": "", "chunks": ["a", "\ud83d", "", "\ude00", "b\u25c1thi"], "errors": "recover"},
+             {"prefix": "", "chunks": ["a\ud83d"], "errors": "recover"}]
+    got = _javascript(tmp_path, spec, cases)
+    want = _python(spec, "", [whole], "recover")
+    for have in got[:3]:
+        assert have["diagnostics"] == want["diagnostics"]
+        assert have["message"] == want["message"]
+        assert all(not re.search("[\ud800-\udfff]", e.get("text", "")) for e in have["events"])
+    # the output ends with a half: a lone surrogate, one code point, as Python reads "a\ud83d"
+    assert got[3]["message"] == _python(spec, "", ["a\ud83d"], "recover")["message"] == {"content": "a\ud83d",
+                                                                                       "role": "assistant"}
+
+
+#: U+1FAE9 was added in Unicode 15: Python 3.11 (Unicode 14) writes it escaped in a repr, Node 20
+#: (ICU, Unicode 15.1 or later) printed it as it is
+NEW_CHAR = {"version": 1, "start_anchor": "A:", "fields": {
+    "t": {"open": "<t>", "close": "</t\U0001FAE9>", "content": "text"},
+    "content": {"close": "<eos>", "content": "text"}}}
+
+
+@needs_node
+def test_js_diagnostic_quotes_a_delimiter_as_python_does(tmp_path):
+    """errors="recover", a closer written twice: the diagnostic quotes the closer with Python's
+    repr. The JavaScript runtime wrote its own repr, whose printable characters follow Node's
+    Unicode version, so a delimiter with a character newer than the Python's Unicode gave another
+    message. The compiler now writes Python's repr of every quoted template string into the table."""
+    text = "<t>a</t\U0001FAE9></t\U0001FAE9>b"
+    got = _javascript(tmp_path, NEW_CHAR, [{"prefix": "", "chunks": [text], "errors": "recover"}])[0]
+    want = _python(NEW_CHAR, "", [text], "recover")
+    assert [d["kind"] for d in want["diagnostics"]] == ["repaired"]
+    assert got["diagnostics"] == want["diagnostics"]
+
+
+@pytest.mark.parametrize("name", ["respc.mjs", "RESPC.mjs"])
+@pytest.mark.parametrize("runtime", [True, False])
+def test_js_output_cannot_be_the_runtime(tmp_path, capsys, monkeypatch, name, runtime):
+    """``respc compile gemma2 --target js -o respc.mjs --with-runtime`` wrote the module, then the
+    runtime over it, and exited 0: the module was gone. Without --with-runtime it wrote a module
+    that imports itself (``./respc.mjs``) and cannot load. Both are refused (exit 2), nothing written."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["compile", "gemma2", "--target", "js", "-o", name] + (["--with-runtime"] if runtime else [])
+    assert main(argv) == 2
+    assert "cannot be that file" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    # a link named otherwise that leads to the runtime beside it is the same file
+    (tmp_path / "respc.mjs").write_text("// the runtime\n", encoding="utf-8")
+    (tmp_path / "parser.mjs").symlink_to(tmp_path / "respc.mjs")
+    assert main(["compile", "gemma2", "--target", "js", "-o", "parser.mjs"]) == 2
+    assert (tmp_path / "respc.mjs").read_text(encoding="utf-8") == "// the runtime\n"
