@@ -20,11 +20,12 @@ export const PREFIX_REQUIRED =
   "opening `<think>` tag) that the parser must see to parse the output correctly. If the " +
   'generation already contains the complete message, pass prefix="" (or []) to opt out explicitly.';
 
+// each takes its strings as Python's repr already wrote them (StreamParser._repr)
 const NOTES = {
-  "opener-again": (d) => `opener ${pyRepr(d)} written again at the start of its region: consumed`,
-  "doubled-closer": (d) => `closer ${pyRepr(d)} written twice: the second one was consumed`,
+  "opener-again": (d) => `opener ${d} written again at the start of its region: consumed`,
+  "doubled-closer": (d) => `closer ${d} written twice: the second one was consumed`,
   "stray-closer": (c, owner, slot) =>
-    `closer ${pyRepr(c)} of ${pyRepr(owner)} with no opener before it: kept as text of ${pyRepr(slot)}`,
+    `closer ${c} of ${owner} with no opener before it: kept as text of ${slot}`,
 };
 
 /** The error of a body that cannot be read, or of a missing required field (Python's ContentParseError). */
@@ -174,6 +175,7 @@ export class StreamParser {
     this.diagnostics = [];
     this.initialEvents = [];
     this._eosHold = null;
+    this._high = "";  // a chunk's last UTF-16 unit when it is the first half of a surrogate pair (feed)
     this._again = null;
     this._mark = 0;
     this._sunk = 0;
@@ -251,6 +253,16 @@ export class StreamParser {
   feed(text) {
     if (this._done) throw new ParserStateError("ResponseParser already finalized (or failed earlier)");
     if (typeof text !== "string") throw new TypeError("feed() takes a string");
+    // A chunk that ends with the first half of a surrogate pair: the half waits for the next chunk,
+    // so a character split between chunks is read as one character, as in the whole text (D2:
+    // offsets count code points, and a delimiter is never found across the halves)
+    if (this._high) { text = this._high + text; this._high = ""; }
+    const last = text.length ? text.charCodeAt(text.length - 1) : 0;
+    if (last >= 0xd800 && last <= 0xdbff) { this._high = text.slice(-1); text = text.slice(0, -1); }
+    return this._feed(text);
+  }
+
+  _feed(text) {
     if (this._buf === "" && this._again === null && text !== "") {
       // Fast path: nothing held and no character of the chunk can start a watched literal, so a
       // scan would route the whole chunk to the current region (runtime/stream.py's fast path)
@@ -300,6 +312,17 @@ export class StreamParser {
   finalize() {
     if (this._done) throw new ParserStateError("ResponseParser already finalized (or failed earlier)");
     const events = [];
+    if (this._high) {
+      // the output ended with the first half of a surrogate pair: a lone surrogate, one code point
+      const high = this._high;
+      this._high = "";
+      try {
+        events.push(...this._feed(high));
+      } catch (exc) {
+        exc.events = events.concat(exc.events ?? []);
+        throw exc;
+      }
+    }
     const collected = this._tail.length > 0;
     this._flushTail();
     if (this._recover && collected) this._guarded(events, false);
@@ -319,7 +342,7 @@ export class StreamParser {
     const missing = this._T.required.filter((k) => !Object.prototype.hasOwnProperty.call(message, k));
     if (missing.length) {
       throw new ContentParseError(
-        `Required response_template fields missing from parsed output: [${missing.map(pyRepr).join(", ")}]`);
+        `Required response_template fields missing from parsed output: [${missing.map((k) => this._repr(k)).join(", ")}]`);
     }
     return { message, events };
   }
@@ -480,7 +503,7 @@ export class StreamParser {
       if (at > pos) this._route(events, buf.slice(pos, at));
       const here = this._here();
       const n = cpLen(again);
-      this._report("repaired", here, here + n, NOTES[note](again), again, slot);
+      this._report("repaired", here, here + n, NOTES[note](this._repr(again)), again, slot);
       this._sunk += n;
       if (this._T.stray.length) this._exact = this._bodyU;
       if (this._gaps === null) this._gaps = [];
@@ -555,13 +578,18 @@ export class StreamParser {
           seen = j;
           const at = start + seenCp;
           this._report("stray-closer", at, at + cpLen(closer),
-            NOTES["stray-closer"](closer, owner.name, region.slot), closer, owner.slot);
+            NOTES["stray-closer"](this._repr(closer), this._repr(owner.name), this._repr(region.slot)), closer,
+            owner.slot);
         }
         since = j + closer.length;
         j = text.indexOf(closer, since);
       }
     }
   }
+
+  /** Python's repr of a template string, as the compiler wrote it into the table (the runtime's
+   * pyRepr follows its own Unicode version's printable characters, not Python's). */
+  _repr(s) { return this._T.repr.get(s) ?? pyRepr(s); }
 
   _report(kind, start, end, message, text, field = null) {
     this.diagnostics.push({ kind, field, start, end, message, text });
@@ -605,19 +633,19 @@ export class StreamParser {
     if (name === "tool_calls") {
       if (!this._recover) {
         const error = new ContentParseError(
-          `Field ${pyRepr(name)}: a second block (offsets ${start} to ${end}) would replace the tool calls of ` +
+          `Field ${this._repr(name)}: a second block (offsets ${start} to ${end}) would replace the tool calls of ` +
           `the block at offsets ${at} to ${to}; the field does not repeat, and dropping a call is a wrong ` +
           "answer (errors='recover' keeps both).");
         Object.assign(error, { field: name, start, end });
         throw error;
       }
       this._report("overwritten", at, to,
-        `Field ${pyRepr(name)} does not repeat but was written again (offsets ${start} to ${end}): the later ` +
+        `Field ${this._repr(name)} does not repeat but was written again (offsets ${start} to ${end}): the later ` +
         "calls are appended to those of this block, not put in their place.", raw, name);
       return (Array.isArray(previous) ? previous : [previous]).concat(Array.isArray(value) ? value : [value]);
     }
     this._report("overwritten", at, to,
-      `Field ${pyRepr(name)} does not repeat: the value of this block was replaced by the block at offsets ` +
+      `Field ${this._repr(name)} does not repeat: the value of this block was replaced by the block at offsets ` +
       `${start} to ${end}.`, raw, name);
     return value;
   }
@@ -630,6 +658,7 @@ export function makeParser(table) {
       "regenerate it with respc compile --target js");
   }
   let slots = 0;
+  table.repr = new Map(table.reprs ?? []);
   for (const s of table.states) {
     s.span = Math.max(0, ...s.watches.flatMap((w) => w.literals.map((l) => l.length - 1)));
     // the distinct first UTF-16 units of its literals (a chunk holding none is plain text)
