@@ -134,23 +134,46 @@ const BLOCK = 64;
 
 /**
  * True when no watched literal of state `st` can start anywhere in `text` (read with nothing held
- * before it): at every occurrence of a literal's first character, neither the literal follows nor
- * does the text end with a proper prefix of it. A scan would then route the whole chunk.
+ * before it): no literal occurs in it, and it does not end with a proper prefix of one. A scan would
+ * then route the whole chunk. Each literal costs one search and one failure-table pass over the
+ * chunk's last `span` characters, never a comparison per occurrence of its first character (which
+ * is quadratic in a long literal made of one repeated character).
  */
 function plainChunk(text, st) {
-  for (const first of st.firsts) {
-    let k = text.indexOf(first);
-    while (k >= 0) {
-      const rest = text.length - k;
-      for (const lit of st.lits) {
-        if (lit[0] === first && (rest >= lit.length ? text.startsWith(lit, k) : lit.startsWith(text.slice(k)))) {
-          return false;
-        }
-      }
-      k = text.indexOf(first, k + 1);
-    }
+  const n = text.length;
+  for (let k = 0; k < st.lits.length; k++) {
+    const lit = st.lits[k];
+    const at = text.indexOf(lit[0]);
+    if (at < 0) continue;
+    if (text.indexOf(lit, at) >= 0) return false;
+    if (heldPrefix(text, Math.max(at, n - lit.length + 1), lit, st.fails[k] ??= failTable(lit)) > 0) return false;
   }
   return true;
+}
+
+/** Knuth-Morris-Pratt failure table of `lit`: f[i] is the longest proper border of lit[0:i] (f[0] = -1). */
+function failTable(lit) {
+  const f = new Int32Array(lit.length + 1);
+  f[0] = -1;
+  let k = -1;
+  for (let i = 0; i < lit.length; i++) {
+    while (k >= 0 && lit.charCodeAt(k) !== lit.charCodeAt(i)) k = f[k];
+    f[i + 1] = ++k;
+  }
+  return f;
+}
+
+/** The length of the longest suffix of buf[from:] that is a proper prefix of `lit` (f: its failure table). */
+function heldPrefix(buf, from, lit, f) {
+  const L = lit.length;
+  let k = 0;
+  for (let i = from; i < buf.length; i++) {
+    if (k === L) k = f[k];
+    const c = buf.charCodeAt(i);
+    while (k >= 0 && lit.charCodeAt(k) !== c) k = f[k];
+    k++;
+  }
+  return k === L ? f[L] : k;
 }
 
 /**
@@ -397,15 +420,19 @@ export class StreamParser {
     }
     let hold = n;
     if (!eos && (bs < 0 || bs >= n - st.span)) {
-      // the buffer ends with a proper prefix of a literal: hold it back
-      for (let j = Math.max(pos, n - st.span); j < n; j++) {
-        if (!st.firsts.includes(buf[j])) continue;
-        const tail = buf.slice(j);
-        if (st.watches.some((w) => w.literals.some((lit) => lit.length > tail.length && lit.startsWith(tail)))) {
-          hold = j;
-          break;
-        }
+      // the buffer ends with a proper prefix of a literal: hold it back from the leftmost such start
+      // (the longest such suffix of any literal), found with each literal's failure table in time
+      // linear in the window, never by comparing every suffix (quadratic in a long literal)
+      const from = Math.max(pos, n - st.span);
+      let longest = 0;
+      for (let k = 0; k < st.lits.length; k++) {
+        const lit = st.lits[k];
+        const at = buf.indexOf(lit[0], from);
+        if (at < 0 || n - at <= longest) continue;
+        const held = heldPrefix(buf, at, lit, st.fails[k] ??= failTable(lit));
+        if (held > longest) longest = held;
       }
+      if (longest > 0) hold = n - longest;
     }
     if (bs >= 0 && bs < hold) return [bs, be, br, hold];
     return [-1, 0, 0, hold];
@@ -661,9 +688,8 @@ export function makeParser(table) {
   table.repr = new Map(table.reprs ?? []);
   for (const s of table.states) {
     s.span = Math.max(0, ...s.watches.flatMap((w) => w.literals.map((l) => l.length - 1)));
-    // the distinct first UTF-16 units of its literals (a chunk holding none is plain text)
     s.lits = s.watches.flatMap((w) => w.literals);
-    s.firsts = [...new Set(s.lits.map((l) => l[0]))].join("");
+    s.fails = s.lits.map(() => undefined);  // each literal's failure table, built on first use (_scan)
     s.slot0 = slots;
     slots += s.watches.reduce((k, w) => k + w.literals.length, 0);
   }
