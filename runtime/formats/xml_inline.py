@@ -1107,36 +1107,37 @@ def _xml_boolean(b: Any) -> Any:
 
 class InParameter(InsideReader):
     """Whether an xml-inline body stands inside an open tag value: after a match of the part of
-    ``tag_pattern`` before its ``value`` group (``<parameter=city>``) and before the literal text the
-    pattern ends with (``</parameter>``). Each piece is read once from where the last one stopped
-    (linear); the stream parser feeds pieces that end at a closer, so a tag never straddles two
-    (docs/security.md, "Closers inside an open value")."""
+    ``tag_pattern`` before its ``value`` group (``<parameter=city>``) and before the first match of
+    the part after it (``</parameter>``; ``</arg_value(?::[^<>\\s]+)?>``; MiniMax-M3's
+    ``...</(?P=key)>`` with the key the opening named), which is where the pattern's lazy value
+    ends. Each piece is read once from where the last one stopped, only the start of a closing
+    still being written kept (linear); the stream parser feeds pieces that end at a closer, so a
+    tag never straddles two (docs/security.md, "Closers inside an open value").
 
-    __slots__ = ("_opening", "_closing", "_lead", "_in", "_tail")
+    The closing is matched as the pattern's regex, never as the literal text it ends with: for
+    ``</arg_value(?::[^<>\\s]+)?>`` that text is ``>``, which the opening itself holds, so a value
+    read as ended at the opening's own ``>`` let a closer inside it end the call (red team s12)."""
 
-    def __init__(self, opening: regex.Pattern, closing: str, lead: str) -> None:
-        self._opening, self._closing, self._lead = opening, closing, lead
+    __slots__ = ("_opening", "_closing", "_in", "_tail", "_close_re")
+
+    def __init__(self, opening: regex.Pattern, closing: "_Closing") -> None:
+        self._opening, self._closing = opening, closing
         self._in = False
         self._tail = ""
+        self._close_re: regex.Pattern | None = None
 
     def feed(self, text: str) -> bool:
         data = self._tail + text
-        closing = self._closing
-        lead = self._lead
-        if lead and not self._in and data.rfind(lead) < max(data.rfind(closing), 0):
-            # the quick answer of a whole body (every call at its closer): after the last closing
-            # text no tag opens (no opening's literal start follows it), so the body stands outside
-            # whatever came before; an opening does not span a closing text
-            self._tail = ""
-            return False
         at, n = 0, len(data)
         while at < n:
             if self._in:
-                j = data.find(closing, at)
-                if j < 0:
-                    at = max(at, n - len(closing) + 1)
+                m = self._close_re.search(data, at)
+                if m is None:
+                    # inside still: keep only a closing that may still be being written
+                    part = self._close_re.search(data, at, partial=True)
+                    at = part.start() if part is not None else n
                     break
-                at = j + len(closing)
+                at = m.end() if m.end() > at else at + 1
                 self._in = False
             else:
                 m = self._opening.search(data, at)
@@ -1144,23 +1145,63 @@ class InParameter(InsideReader):
                     at = n
                     break
                 at = m.end() if m.end() > at else at + 1
+                self._close_re = self._closing.after(m)
                 self._in = True
         self._tail = data[at:] if self._in else ""
         return self._in
 
 
+class _Closing:
+    """The part of a ``tag_pattern`` after its value group, compiled; a backreference to a group of
+    the opening (``(?P=key)``) is replaced by the text the opening matched there, escaped (one
+    compiled pattern per such text, at most 256 kept)."""
+
+    __slots__ = ("_source", "_refs", "_plain", "_cache")
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._refs = sorted(set(_BACKREF.findall(source)))
+        self._plain = None if self._refs else regex.compile(source, regex.DOTALL)
+        self._cache: dict = {}
+
+    def after(self, opening: Any) -> regex.Pattern:
+        if self._plain is not None:
+            return self._plain
+        key = tuple(opening.group(name) or "" for name in self._refs)
+        pattern = self._cache.get(key)
+        if pattern is None:
+            if len(self._cache) >= 256:
+                self._cache.clear()
+            values = dict(zip(self._refs, key))
+            pattern = self._cache[key] = regex.compile(
+                _BACKREF.sub(lambda r: regex.escape(values[r.group(1)]), self._source), regex.DOTALL)
+        return pattern
+
+
+#: a named backreference in a tag_pattern (``(?P=key)``)
+_BACKREF = regex.compile(r"\(\?P=(\w+)\)")
+
+
 def inside(args: dict) -> "Callable[[], InParameter] | None":
     """The ``inside`` reader factory of xml-inline (:class:`InParameter`) for ``content_args``
-    ``args``; None when its ``tag_pattern`` has no single ``value`` group or ends in no literal text."""
+    ``args``; None when its ``tag_pattern`` has no single ``value`` group, the part after it is
+    empty, matches the empty string or cannot be compiled alone (a backreference to a group of the
+    opening is filled in from the opening's match)."""
     split = _split(args.get("tag_pattern") or "")
     if split is None:
         return None
     opening, after = split
-    closing = _literal_end(after, True)
-    if not closing:
+    refs = set(_BACKREF.findall(after))
+    if not after or not refs <= set(opening.groupindex):
         return None
-    lead = _literal_end(args["tag_pattern"].split(VALUE_GROUP)[0], False)
-    return lambda: InParameter(opening, closing, lead)
+    try:
+        probe = regex.compile(_BACKREF.sub("x", after), regex.DOTALL)
+    except _REGEX_ERRORS:
+        return None
+    if probe.match("") is not None:
+        return None  # a closing that matches nothing would end every value at once
+    closing = _Closing(after)
+    return lambda: InParameter(opening, closing)
 
 
 FORMAT = Format("xml-inline", True, check, plan, make, repair=repair, repair_on_success=True,
