@@ -1131,10 +1131,19 @@ class InParameter(InsideReader):
         at, n = 0, len(data)
         while at < n:
             if self._in:
-                m = self._close_re.search(data, at)
+                closing = self._close_re
+                if isinstance(closing, str):  # a literal closing (the commonest): a plain search
+                    j = data.find(closing, at)
+                    if j < 0:
+                        at = max(at, n - len(closing) + 1)  # keep what may start the closing
+                        break
+                    at = j + len(closing)
+                    self._in = False
+                    continue
+                m = closing.search(data, at)
                 if m is None:
                     # inside still: keep only a closing that may still be being written
-                    part = self._close_re.search(data, at, partial=True)
+                    part = closing.search(data, at, partial=True)
                     at = part.start() if part is not None else n
                     break
                 at = m.end() if m.end() > at else at + 1
@@ -1156,17 +1165,32 @@ class _Closing:
     the opening (``(?P=key)``) is replaced by the text the opening matched there, escaped (one
     compiled pattern per such text, at most 256 kept)."""
 
-    __slots__ = ("_source", "_refs", "_plain", "_cache")
+    __slots__ = ("_source", "_refs", "_plain", "_cache", "_parts")
 
     def __init__(self, source: str) -> None:
         self._source = source
         self._refs = sorted(set(_BACKREF.findall(source)))
-        self._plain = None if self._refs else regex.compile(source, regex.DOTALL)
+        # literal text between the backreferences, when there is nothing else: the closing is then
+        # a literal per opening (MiniMax-M3's ``]<]minimax[>[</`` KEY ``>``), found by a plain search
+        # without compiling a pattern per key
+        pieces = _BACKREF.split(source)
+        texts = [_literal_text(piece) for piece in pieces[0::2]]
+        self._parts = None if any(t is None for t in texts) else (texts, pieces[1::2])
+        self._plain = None
+        if not self._refs:
+            self._plain = "".join(texts) if self._parts is not None else regex.compile(source, regex.DOTALL)
         self._cache: dict = {}
 
-    def after(self, opening: Any) -> regex.Pattern:
+    def after(self, opening: Any) -> "regex.Pattern | str":
         if self._plain is not None:
             return self._plain
+        if self._parts is not None:
+            texts, names = self._parts
+            out = [texts[0]]
+            for name, text in zip(names, texts[1:]):
+                out.append(opening.group(name) or "")
+                out.append(text)
+            return "".join(out)
         key = tuple(opening.group(name) or "" for name in self._refs)
         pattern = self._cache.get(key)
         if pattern is None:
@@ -1180,6 +1204,26 @@ class _Closing:
 
 #: a named backreference in a tag_pattern (``(?P=key)``)
 _BACKREF = regex.compile(r"\(\?P=(\w+)\)")
+
+
+def _literal_text(pattern: str) -> str | None:
+    """The text ``pattern`` matches when it is only literal characters and escaped punctuation
+    (``\\]<\\]minimax``), else None."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            if i + 1 < len(pattern) and not pattern[i + 1].isalnum():
+                out.append(pattern[i + 1])
+                i += 2
+                continue
+            return None
+        if c in _META:
+            return None
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def inside(args: dict) -> "Callable[[], InParameter] | None":
