@@ -1118,16 +1118,32 @@ class InParameter(InsideReader):
     ``</arg_value(?::[^<>\\s]+)?>`` that text is ``>``, which the opening itself holds, so a value
     read as ended at the opening's own ``>`` let a closer inside it end the call (red team s12)."""
 
-    __slots__ = ("_opening", "_closing", "_in", "_tail", "_close_re")
+    __slots__ = ("_pairs", "_in", "_tail", "_close_re", "_next")
 
-    def __init__(self, opening: regex.Pattern, closing: "_Closing") -> None:
-        self._opening, self._closing = opening, closing
+    def __init__(self, pairs: "list[tuple[regex.Pattern, _Closing]]") -> None:
+        # (opening, closing) of tag_pattern, then of recover_tag_pattern (the reader runs only in
+        # errors="recover", where the repair reads those tags too)
+        self._pairs = pairs
         self._in = False
         self._tail = ""
-        self._close_re: regex.Pattern | None = None
+        self._close_re: "regex.Pattern | str | None" = None
+        self._next: list = [None] * len(pairs)  # per opening: its next match in the current data
+
+    def _opening_at(self, data: str, at: int) -> "tuple[Any, _Closing] | None":
+        """The leftmost opening match at or after ``at`` (tag_pattern's first at the same place);
+        each opening's next match is kept, so no text is searched twice for it (linear)."""
+        best = None
+        for k, (opening, closing) in enumerate(self._pairs):
+            m = self._next[k]
+            if m is None or (m is not False and m.start() < at):
+                m = self._next[k] = opening.search(data, at) or False
+            if m is not False and (best is None or m.start() < best[0].start()):
+                best = (m, closing)
+        return best
 
     def feed(self, text: str) -> bool:
         data = self._tail + text
+        self._next = [None] * len(self._pairs)  # new data: no match is known in it
         at, n = 0, len(data)
         while at < n:
             if self._in:
@@ -1149,12 +1165,13 @@ class InParameter(InsideReader):
                 at = m.end() if m.end() > at else at + 1
                 self._in = False
             else:
-                m = self._opening.search(data, at)
-                if m is None:
+                found = self._opening_at(data, at)
+                if found is None:
                     at = n
                     break
+                m, closing = found
                 at = m.end() if m.end() > at else at + 1
-                self._close_re = self._closing.after(m)
+                self._close_re = closing.after(m)
                 self._in = True
         self._tail = data[at:] if self._in else ""
         return self._in
@@ -1228,10 +1245,24 @@ def _literal_text(pattern: str) -> str | None:
 
 def inside(args: dict) -> "Callable[[], InParameter] | None":
     """The ``inside`` reader factory of xml-inline (:class:`InParameter`) for ``content_args``
-    ``args``; None when its ``tag_pattern`` has no single ``value`` group, the part after it is
-    empty, matches the empty string or cannot be compiled alone (a backreference to a group of the
-    opening is filled in from the opening's match)."""
-    split = _split(args.get("tag_pattern") or "")
+    ``args``: the openings and closings of ``tag_pattern`` and of ``recover_tag_pattern`` (the reader
+    runs only in errors="recover", whose repair reads those tags too); None when ``tag_pattern`` has
+    no single ``value`` group, or the part after it is empty, matches the empty string or cannot be
+    compiled alone (a backreference to a group of the opening is filled in from the opening's match)."""
+    pairs = []
+    for key in ("tag_pattern", "recover_tag_pattern"):
+        pattern = args.get(key)
+        pair = _inside_pair(pattern) if isinstance(pattern, str) and pattern else None
+        if pair is None and key == "tag_pattern":
+            return None
+        if pair is not None:
+            pairs.append(pair)
+    return lambda: InParameter(pairs)
+
+
+def _inside_pair(pattern: str) -> "tuple[regex.Pattern, _Closing] | None":
+    """The compiled opening of ``pattern`` (the part before its value group) and its closing."""
+    split = _split(pattern)
     if split is None:
         return None
     opening, after = split
@@ -1244,8 +1275,7 @@ def inside(args: dict) -> "Callable[[], InParameter] | None":
         return None
     if probe.match("") is not None:
         return None  # a closing that matches nothing would end every value at once
-    closing = _Closing(after)
-    return lambda: InParameter(opening, closing)
+    return opening, _Closing(after)
 
 
 FORMAT = Format("xml-inline", True, check, plan, make, repair=repair, repair_on_success=True,
