@@ -16,7 +16,7 @@ from ..errors import ContentParseError
 from ..repair import NOTES
 from .base import (REPARSE, ArgumentStream, Format, InsideReader, Plan, Problems, call_shape, calls_of, escaped, function_of, is_tool_field,
                    open_scope, unmatched_problems, value_parser_problems)
-from .json_ import Converted, JsonStream
+from .json_ import Converted, JsonStream, _Quoted
 
 #: the value group a ``tag_pattern`` must have (once) for its values to stream as written
 VALUE_GROUP = "(?P<value>.*?)"
@@ -1118,7 +1118,7 @@ class InParameter(InsideReader):
     ``</arg_value(?::[^<>\\s]+)?>`` that text is ``>``, which the opening itself holds, so a value
     read as ended at the opening's own ``>`` let a closer inside it end the call (red team s12)."""
 
-    __slots__ = ("_pairs", "_in", "_tail", "_close_re", "_next")
+    __slots__ = ("_pairs", "_in", "_tail", "_close_re", "_next", "_json")
 
     def __init__(self, pairs: "list[tuple[regex.Pattern, _Closing]]") -> None:
         # (opening, closing) of tag_pattern, then of recover_tag_pattern (the reader runs only in
@@ -1128,6 +1128,10 @@ class InParameter(InsideReader):
         self._tail = ""
         self._close_re: "regex.Pattern | str | None" = None
         self._next: list = [None] * len(pairs)  # per opening: its next match in the current data
+        # a body written as a JSON object instead of tags (the recover repair reads it as JSON):
+        # its strings, read as json's inside reader reads them; None until the body's first
+        # character is known, False when it is not ``{``
+        self._json: "_Quoted | bool | None" = None
 
     def _opening_at(self, data: str, at: int) -> "tuple[Any, _Closing] | None":
         """The leftmost opening match at or after ``at`` (tag_pattern's first at the same place);
@@ -1142,6 +1146,24 @@ class InParameter(InsideReader):
         return best
 
     def feed(self, text: str) -> bool:
+        in_json = self._feed_json(text)
+        return self._feed_tags(text) or in_json
+
+    def _feed_json(self, text: str) -> bool:
+        """Whether a body written as a JSON object stands inside one of its strings."""
+        reader = self._json
+        if reader is None:
+            lead = text.lstrip()
+            if not lead:
+                return False
+            if lead[0] != "{":
+                self._json = False
+                return False
+            reader = self._json = _Quoted(())
+            text = lead
+        return reader.feed(text) if reader is not False else False
+
+    def _feed_tags(self, text: str) -> bool:
         data = self._tail + text
         self._next = [None] * len(self._pairs)  # new data: no match is known in it
         at, n = 0, len(data)
