@@ -355,3 +355,27 @@ def test_no_call_from_inside_a_pythonic_string(text):
     fine = ("<|tool_call_start|>[bash(command='python3 -c \"print(f(x='a'))\"')]<|tool_call_end|> then "
             "<|tool_call_start|>[b(x=1)]<|tool_call_end|>")
     assert _calls(lfm2.parse_response(fine, prefix=prefix, errors="recover")) == ["bash", "b"]
+
+
+# --- 3. grammar exports: tool names -----------------------------------------------------------------
+
+@pytest.mark.parametrize("family", ["gpt_oss", "mistral_small_3_2", "deepseek_v3"])
+@pytest.mark.parametrize("name", ["a b", "a<b"])
+def test_grammar_refuses_a_tool_name_the_parser_cannot_read(family, name):
+    """A structural tag (and a lark grammar) per offered tool wrote the tool's name into the open:
+    for a name the open's name group cannot match (gpt_oss ``[^<\\s]+``: ``a b``), the grammar made
+    the model write ``to=functions.a b`` ..., which the parser then read as answer text: the call
+    was lost (strict and recover). Now refused, naming the tool."""
+    from respc.compiler.grammar_ir import GrammarExportError
+    from respc.compiler.grammar_render import export_grammar
+    from respc.compiler.grammar_structural import export_structural_tag
+
+    tools = [{"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "properties": {"q": {"type": "string"}}}}}]
+    with pytest.raises(GrammarExportError, match=f"tool {name!r} cannot be named in this template"):
+        export_structural_tag(family, tools=tools)
+    with pytest.raises(GrammarExportError, match=f"tool {name!r} cannot be named in this template"):
+        export_grammar(family, "lark", tools=tools)
+    fine = [{"type": "function", "function": {"name": "ns.get_weather-1", "parameters": {"type": "object"}}}]
+    export_structural_tag(family, tools=fine)
+    export_grammar(family, "lark", tools=fine)
