@@ -379,3 +379,69 @@ def test_grammar_refuses_a_tool_name_the_parser_cannot_read(family, name):
     fine = [{"type": "function", "function": {"name": "ns.get_weather-1", "parameters": {"type": "object"}}}]
     export_structural_tag(family, tools=fine)
     export_grammar(family, "lark", tools=fine)
+
+
+#: pieces of hostile text for every template position the JavaScript target accepts
+JS_HOSTILE = ["</script>", "<!--", "-->", "${x}", "`", "*/", "/*", "\x00", "\u2028", "\u2029", "\U0001F600",
+              "\\", "\\u0041", '"', "'", "\n", "\r\n", "__proto__", "constructor", "toString", "\ufeff", "\u00e9"]
+
+
+def _hostile_js_templates(count: int) -> list[dict]:
+    import random
+
+    rng = random.Random("s12-js")
+
+    def piece(k: int = 3) -> str:
+        return "".join(rng.choice(JS_HOSTILE) for _ in range(rng.randint(1, k)))
+
+    out = []
+    for n in range(count):
+        names = list(dict.fromkeys([piece(2), piece(2), "content"]))
+        fields = {}
+        for i, name in enumerate(names):
+            if name == "content":
+                fields[name] = {"close": f"<e{n}>" + piece(), "content": "text", "repeats": True, "join": piece(1)}
+            else:
+                fields[name] = {"open": f"<o{n}{i}>" + piece(), "close": f"</o{n}{i}>" + piece(), "content": "text",
+                                "repeats": rng.random() < 0.5}
+        out.append({"version": 1, "defaults": {"role": "assistant", "d" + piece(2): piece()},
+                    "start_anchor": "<s>" + piece(), "fields": fields})
+    return out
+
+
+@needs_node
+def test_js_hostile_templates_fuzz(tmp_path):
+    """Random templates whose names, delimiters, defaults and anchor hold hostile text: each module
+    is ASCII, holds no ``</script``, ``<!--`` or ``-->``, imports in a fresh Node process, and parses
+    outputs made of its own delimiters as the Python parser does (whole and per character, both
+    modes)."""
+    specs = _hostile_js_templates(12)
+    jobs, expected = [], []
+    for k, spec in enumerate(specs):
+        read = read_template(spec)
+        assert js_support_problem(read.template, read.automaton) is None
+        source = emit_js_module(read.template, read.automaton, command="x")
+        assert source.isascii()
+        for markup in ("</script", "<script", "<!--", "-->"):
+            assert markup not in source.lower()
+        folder = tmp_path / f"t{k}"
+        folder.mkdir()
+        shutil.copyfile(RUNTIME, folder / "respc.mjs")
+        (folder / "parser.mjs").write_text(source, encoding="ascii")
+        delims = [lit for f in read.template.fields for d in (f.open, f.close) if d is not None for lit in d.literals]
+        texts = ["".join(delims), "a" + "b".join(reversed(delims)) + "c", delims[0] + "\U0001F600" + delims[-1][:-1]]
+        cases = []
+        for text in texts:
+            for chunks in ([text], list(text)):
+                for errors in ("strict", "recover"):
+                    cases.append({"prefix": "<s>" + read.template.start_anchor.literals[0][3:], "chunks": chunks,
+                                  "errors": errors})
+                    expected.append(_python(spec, cases[-1]["prefix"], chunks, errors))
+        jobs.append({"module": str(folder / "parser.mjs"), "cases": cases})
+    done = subprocess.run([NODE, str(DRIVER)], input=json.dumps({"jobs": jobs}), capture_output=True, text=True,
+                          encoding="utf-8", timeout=120)
+    assert done.returncode == 0, done.stderr
+    got = [outcome for job in json.loads(done.stdout) for outcome in job]
+    assert len(got) == len(expected)
+    for want, have in zip(expected, got):
+        assert json.loads(json.dumps(want)) == have
