@@ -355,6 +355,10 @@ def test_no_call_from_inside_a_pythonic_string(text):
     fine = ("<|tool_call_start|>[bash(command='python3 -c \"print(f(x='a'))\"')]<|tool_call_end|> then "
             "<|tool_call_start|>[b(x=1)]<|tool_call_end|>")
     assert _calls(lfm2.parse_response(fine, prefix=prefix, errors="recover")) == ["bash", "b"]
+    # an apostrophe in a keyword string the quote repair mends: the call after it is still a call
+    # (a strict string reading would stand inside "')]..." and keep the next call as text)
+    mended = "<|tool_call_start|>[f(a='it's')]<|tool_call_end|> and <|tool_call_start|>[g()]<|tool_call_end|>"
+    assert _calls(lfm2.parse_response(mended, prefix=prefix, errors="recover")) == ["f", "g"]
 
 
 # --- 3. grammar exports: tool names -----------------------------------------------------------------

@@ -774,11 +774,13 @@ def _requote(text: str) -> tuple[str, list[str]]:
 
 class InPythonString(InsideReader):
     """Whether a pythonic body stands inside a string of its call list (docs/security.md, "Closers
-    inside an open value"; red team s12): inside one as :class:`PythonicBoundary` reads strings
-    (either quote, triple quotes, backslash escapes), or as the recover repair reads a keyword
-    argument's string (:func:`_requote`: ``content='it's done'`` runs to the quote of its kind that
-    the next argument or the call's end follows, so a closer written after ``it'`` is inside it).
-    Each piece is read once (linear); once the list ended outside every string, never inside again."""
+    inside an open value"; red team s12), strings read as the recover repair reads them
+    (:func:`_requote`: either quote, triple quotes, backslash escapes, and a keyword argument's
+    string ``content='it's done'`` runs to the quote of its kind that the next argument or the
+    call's end follows, so a closer written after ``it'`` is inside it; the strict reading would
+    see ``'it'`` end there, and a later ``'`` open a string that holds the next call). Each piece is
+    read once (linear); once :class:`PythonicBoundary` sees the list end outside every string,
+    never inside again."""
 
     __slots__ = ("_scan", "_quotes", "_over")
 
@@ -804,9 +806,6 @@ class InPythonString(InsideReader):
             if scan.status == REJECTED:
                 self._over = True
                 return False
-            carry = scan._carry
-            boundary = scan._state in ("string", "escape") or (scan._state == "code" and len(carry) == 1)
-            return self._quotes.feed(text) or boundary
         return self._quotes.feed(text)
 
 
