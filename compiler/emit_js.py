@@ -16,12 +16,13 @@ parser that could give another answer than the Python one.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from .automaton import Automaton
 from .ir import Template
 
-__all__ = ["JS_CODEGEN_VERSION", "JS_RUNTIME_ABI", "JS_RUNTIME_IMPORT", "JS_RUNTIME_PATH", "JsTargetError", "js_support_problem",
+__all__ = ["comment_text", "JS_CODEGEN_VERSION", "JS_RUNTIME_ABI", "JS_RUNTIME_IMPORT", "JS_RUNTIME_PATH", "JsTargetError", "js_support_problem",
            "emit_js_module"]
 
 #: Stamped into every generated JavaScript module; bump it when the generated code changes.
@@ -174,10 +175,20 @@ _HTML = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 
 
 def _comment(text: str) -> str:
-    """Text safe on one ``//`` comment line: printable ASCII but ``<``, ``>`` and ``&``, anything
-    else a ``\\u`` escape (docs/security.md, "JavaScript target")."""
-    return "".join(_HTML[c] if c in _HTML else c if " " <= c <= "~"
+    """Text safe on one ``//`` comment line: printable ASCII but ``<``, ``>``, ``&`` and the
+    backslash, anything else a ``\\u`` escape (docs/security.md, "JavaScript target");
+    :func:`comment_text` reads it back."""
+    return "".join(_HTML[c] if c in _HTML else "\\u005c" if c == "\\" else c if " " <= c <= "~"
                    else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}" for c in text)
+
+
+_COMMENT_ESCAPE = re.compile(r"\\u([0-9a-f]{4})|\\U([0-9a-f]{8})")
+
+
+def comment_text(line: str) -> str:
+    """The text a banner comment line was written from (the inverse of :func:`_comment`): what
+    ``compile --target js --check`` takes the checked module's template label and command from."""
+    return _COMMENT_ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), line)
 
 
 def _js_string(text: str) -> str:

@@ -449,3 +449,20 @@ def test_js_hostile_templates_fuzz(tmp_path):
     assert len(got) == len(expected)
     for want, have in zip(expected, got):
         assert json.loads(json.dumps(want)) == have
+
+
+@pytest.mark.parametrize("name", ["a<b.json", "\u00e9.json", "back\\slash.json"])
+def test_js_check_reads_an_escaped_banner_back(tmp_path, capsys, monkeypatch, name):
+    """``compile --target js --check`` run from another folder takes the template label and command
+    from the checked module's banner, whose comment lines are escaped (``<`` since this session,
+    non-ASCII before): it compiled the escaped text as the name, so a fresh module of a template
+    named ``a<b.json`` or ``\u00e9.json`` was reported stale (exit 1, a diff). The banner is now read
+    back (a backslash is escaped too, so the reading is exact)."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / name).write_text((REPO / "templates" / "gemma2.json").read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["compile", name, "--target", "js", "-o", "sub/x.mjs"]) == 0
+    assert main(["compile", name, "--target", "js", "-o", "sub/x.mjs", "--check"]) == 0
+    monkeypatch.chdir(tmp_path / "sub")
+    capsys.readouterr()
+    assert main(["compile", f"../{name}", "--target", "js", "-o", "x.mjs", "--check"]) == 0, capsys.readouterr()
