@@ -1779,25 +1779,121 @@ def json_calls(b: Any, f: Any, shape: Any, jb: Any, where: str) -> Any:
 
 
 class InString(InsideReader):
-    """Whether a json body stands inside a string (``"..."`` or a ``string_delims`` span) of its first
-    value: :class:`JsonBoundary`'s own scan, fed each piece once (linear). Once the value ended, or
-    the body was rejected at its start, it is never inside again (docs/security.md, "Closers inside
-    an open value")."""
+    """Whether a json body stands inside a string of its first value, as errors="recover" reads
+    strings (:class:`_Quoted`): ``"..."``, a ``string_delims`` span, and also ``'...'`` (a Python
+    dict, which the recover repair reads as JSON: a closer written inside a single-quoted string
+    closed the call, and the repair then ran the cut call and a call quoted in the value; red team
+    s12). Each piece is read once (linear); once the value ended it is never inside again
+    (docs/security.md, "Closers inside an open value")."""
 
-    __slots__ = ("_scan", "_over")
+    __slots__ = ("_quoted",)
 
     def __init__(self, delims: tuple[tuple[str, str], ...]) -> None:
-        self._scan = JsonBoundary('{["', delims)
-        self._over = False
+        self._quoted = _Quoted(delims)
 
     def feed(self, text: str) -> bool:
-        if self._over:
+        return self._quoted.feed(text)
+
+
+_SQ_STOP = re.compile(r"['\\\\]")
+_DQ_STOP = re.compile(r'["\\\\]')
+
+
+class _Quoted:
+    """Where ``runtime/repair.py`` (``repair_json_text``) reads strings, read incrementally: outside a
+    string a ``"`` or ``'`` opens one that ends at the same quote, a backslash escaping the next
+    character; a ``string_delims`` span is a string to its close. ``over`` once the body's first value
+    (an object or array: its brackets closed again; a string: closed) has ended, or when the body
+    starts with anything else."""
+
+    __slots__ = ("_delims", "_quote", "_escape", "_depth", "_started", "over", "_tail", "_stop")
+
+    def __init__(self, delims: tuple[tuple[str, str], ...]) -> None:
+        self._delims = delims
+        # outside strings, once the value started: the next character that matters
+        firsts = "".join(sorted({o[0] for o, _ in delims if o}))
+        self._stop = re.compile("[" + re.escape("\"'{}[]" + firsts) + "]")
+        self._quote = ""  # the string's closing quote or delimiter, "" outside strings
+        self._escape = False
+        self._depth = 0
+        self._started = False
+        self.over = False
+        self._tail = ""  # the start of a delimiter that may still be being written
+
+    def feed(self, text: str) -> bool:
+        """True when, after ``text``, the body stands inside such a string of its first value."""
+        if self.over:
             return False
-        scan = self._scan
-        if scan.feed(text) >= 0 or scan.status == REJECTED:
-            self._over = True
-            return False
-        return scan._state in ("string", "escape", "delimited")
+        data = self._tail + text
+        self._tail = ""
+        delims = self._delims
+        longest = max((len(o) for o, _ in delims), default=1)
+        i, n = 0, len(data)
+        while i < n:
+            quote = self._quote
+            if quote:
+                if len(quote) == 1:
+                    if self._escape:
+                        self._escape = False
+                        i += 1
+                        continue
+                    m = (_SQ_STOP if quote == "'" else _DQ_STOP).search(data, i)
+                    if m is None:
+                        break
+                    i = m.start()
+                    if data[i] == "\\":
+                        self._escape = True
+                        i += 1
+                        continue
+                    i += 1
+                    self._quote = ""
+                    if self._depth == 0:
+                        self.over = True
+                        return False
+                    continue
+                j = data.find(quote, i)
+                if j < 0:
+                    # keep what may be the start of the closing delimiter
+                    self._tail = data[max(i, n - len(quote) + 1):]
+                    return True
+                i = j + len(quote)
+                self._quote = ""
+                if self._depth == 0:
+                    self.over = True
+                    return False
+                continue
+            if self._started:
+                m = self._stop.search(data, i)
+                if m is None:
+                    break
+                i = m.start()
+            c = data[i]
+            if delims and n - i < longest and any(len(o) > n - i and o.startswith(data[i:]) for o, _ in delims):
+                self._tail = data[i:]  # a delimiter still being written
+                return False
+            opened = next((d for d in delims if data.startswith(d[0], i)), None)
+            if opened is not None:
+                self._quote = opened[1]
+                self._started = True
+                i += len(opened[0])
+                continue
+            if c == '"' or c == "'":
+                self._quote = c
+                self._started = True
+            elif c == "{" or c == "[":
+                self._depth += 1
+                self._started = True
+            elif c == "}" or c == "]":
+                if self._depth > 0:
+                    self._depth -= 1
+                    if self._depth == 0:
+                        self.over = True
+                        return False
+            elif not self._started and not c.isspace():
+                self.over = True  # the body starts with no value the repair reads
+                return False
+            i += 1
+        return self._quote != ""
 
 
 def inside(args: dict) -> Callable[[], InString]:

@@ -20,11 +20,12 @@ export const PREFIX_REQUIRED =
   "opening `<think>` tag) that the parser must see to parse the output correctly. If the " +
   'generation already contains the complete message, pass prefix="" (or []) to opt out explicitly.';
 
+// each takes its strings as Python's repr already wrote them (StreamParser._repr)
 const NOTES = {
-  "opener-again": (d) => `opener ${pyRepr(d)} written again at the start of its region: consumed`,
-  "doubled-closer": (d) => `closer ${pyRepr(d)} written twice: the second one was consumed`,
+  "opener-again": (d) => `opener ${d} written again at the start of its region: consumed`,
+  "doubled-closer": (d) => `closer ${d} written twice: the second one was consumed`,
   "stray-closer": (c, owner, slot) =>
-    `closer ${pyRepr(c)} of ${pyRepr(owner)} with no opener before it: kept as text of ${pyRepr(slot)}`,
+    `closer ${c} of ${owner} with no opener before it: kept as text of ${slot}`,
 };
 
 /** The error of a body that cannot be read, or of a missing required field (Python's ContentParseError). */
@@ -133,23 +134,46 @@ const BLOCK = 64;
 
 /**
  * True when no watched literal of state `st` can start anywhere in `text` (read with nothing held
- * before it): at every occurrence of a literal's first character, neither the literal follows nor
- * does the text end with a proper prefix of it. A scan would then route the whole chunk.
+ * before it): no literal occurs in it, and it does not end with a proper prefix of one. A scan would
+ * then route the whole chunk. Each literal costs one search and one failure-table pass over the
+ * chunk's last `span` characters, never a comparison per occurrence of its first character (which
+ * is quadratic in a long literal made of one repeated character).
  */
 function plainChunk(text, st) {
-  for (const first of st.firsts) {
-    let k = text.indexOf(first);
-    while (k >= 0) {
-      const rest = text.length - k;
-      for (const lit of st.lits) {
-        if (lit[0] === first && (rest >= lit.length ? text.startsWith(lit, k) : lit.startsWith(text.slice(k)))) {
-          return false;
-        }
-      }
-      k = text.indexOf(first, k + 1);
-    }
+  const n = text.length;
+  for (let k = 0; k < st.lits.length; k++) {
+    const lit = st.lits[k];
+    const at = text.indexOf(lit[0]);
+    if (at < 0) continue;
+    if (text.indexOf(lit, at) >= 0) return false;
+    if (heldPrefix(text, Math.max(at, n - lit.length + 1), lit, st.fails[k] ??= failTable(lit)) > 0) return false;
   }
   return true;
+}
+
+/** Knuth-Morris-Pratt failure table of `lit`: f[i] is the longest proper border of lit[0:i] (f[0] = -1). */
+function failTable(lit) {
+  const f = new Int32Array(lit.length + 1);
+  f[0] = -1;
+  let k = -1;
+  for (let i = 0; i < lit.length; i++) {
+    while (k >= 0 && lit.charCodeAt(k) !== lit.charCodeAt(i)) k = f[k];
+    f[i + 1] = ++k;
+  }
+  return f;
+}
+
+/** The length of the longest suffix of buf[from:] that is a proper prefix of `lit` (f: its failure table). */
+function heldPrefix(buf, from, lit, f) {
+  const L = lit.length;
+  let k = 0;
+  for (let i = from; i < buf.length; i++) {
+    if (k === L) k = f[k];
+    const c = buf.charCodeAt(i);
+    while (k >= 0 && lit.charCodeAt(k) !== c) k = f[k];
+    k++;
+  }
+  return k === L ? f[L] : k;
 }
 
 /**
@@ -174,6 +198,7 @@ export class StreamParser {
     this.diagnostics = [];
     this.initialEvents = [];
     this._eosHold = null;
+    this._high = "";  // a chunk's last UTF-16 unit when it is the first half of a surrogate pair (feed)
     this._again = null;
     this._mark = 0;
     this._sunk = 0;
@@ -251,6 +276,16 @@ export class StreamParser {
   feed(text) {
     if (this._done) throw new ParserStateError("ResponseParser already finalized (or failed earlier)");
     if (typeof text !== "string") throw new TypeError("feed() takes a string");
+    // A chunk that ends with the first half of a surrogate pair: the half waits for the next chunk,
+    // so a character split between chunks is read as one character, as in the whole text (D2:
+    // offsets count code points, and a delimiter is never found across the halves)
+    if (this._high) { text = this._high + text; this._high = ""; }
+    const last = text.length ? text.charCodeAt(text.length - 1) : 0;
+    if (last >= 0xd800 && last <= 0xdbff) { this._high = text.slice(-1); text = text.slice(0, -1); }
+    return this._feed(text);
+  }
+
+  _feed(text) {
     if (this._buf === "" && this._again === null && text !== "") {
       // Fast path: nothing held and no character of the chunk can start a watched literal, so a
       // scan would route the whole chunk to the current region (runtime/stream.py's fast path)
@@ -300,6 +335,17 @@ export class StreamParser {
   finalize() {
     if (this._done) throw new ParserStateError("ResponseParser already finalized (or failed earlier)");
     const events = [];
+    if (this._high) {
+      // the output ended with the first half of a surrogate pair: a lone surrogate, one code point
+      const high = this._high;
+      this._high = "";
+      try {
+        events.push(...this._feed(high));
+      } catch (exc) {
+        exc.events = events.concat(exc.events ?? []);
+        throw exc;
+      }
+    }
     const collected = this._tail.length > 0;
     this._flushTail();
     if (this._recover && collected) this._guarded(events, false);
@@ -319,7 +365,7 @@ export class StreamParser {
     const missing = this._T.required.filter((k) => !Object.prototype.hasOwnProperty.call(message, k));
     if (missing.length) {
       throw new ContentParseError(
-        `Required response_template fields missing from parsed output: [${missing.map(pyRepr).join(", ")}]`);
+        `Required response_template fields missing from parsed output: [${missing.map((k) => this._repr(k)).join(", ")}]`);
     }
     return { message, events };
   }
@@ -374,15 +420,19 @@ export class StreamParser {
     }
     let hold = n;
     if (!eos && (bs < 0 || bs >= n - st.span)) {
-      // the buffer ends with a proper prefix of a literal: hold it back
-      for (let j = Math.max(pos, n - st.span); j < n; j++) {
-        if (!st.firsts.includes(buf[j])) continue;
-        const tail = buf.slice(j);
-        if (st.watches.some((w) => w.literals.some((lit) => lit.length > tail.length && lit.startsWith(tail)))) {
-          hold = j;
-          break;
-        }
+      // the buffer ends with a proper prefix of a literal: hold it back from the leftmost such start
+      // (the longest such suffix of any literal), found with each literal's failure table in time
+      // linear in the window, never by comparing every suffix (quadratic in a long literal)
+      const from = Math.max(pos, n - st.span);
+      let longest = 0;
+      for (let k = 0; k < st.lits.length; k++) {
+        const lit = st.lits[k];
+        const at = buf.indexOf(lit[0], from);
+        if (at < 0 || n - at <= longest) continue;
+        const held = heldPrefix(buf, at, lit, st.fails[k] ??= failTable(lit));
+        if (held > longest) longest = held;
       }
+      if (longest > 0) hold = n - longest;
     }
     if (bs >= 0 && bs < hold) return [bs, be, br, hold];
     return [-1, 0, 0, hold];
@@ -480,7 +530,7 @@ export class StreamParser {
       if (at > pos) this._route(events, buf.slice(pos, at));
       const here = this._here();
       const n = cpLen(again);
-      this._report("repaired", here, here + n, NOTES[note](again), again, slot);
+      this._report("repaired", here, here + n, NOTES[note](this._repr(again)), again, slot);
       this._sunk += n;
       if (this._T.stray.length) this._exact = this._bodyU;
       if (this._gaps === null) this._gaps = [];
@@ -555,13 +605,18 @@ export class StreamParser {
           seen = j;
           const at = start + seenCp;
           this._report("stray-closer", at, at + cpLen(closer),
-            NOTES["stray-closer"](closer, owner.name, region.slot), closer, owner.slot);
+            NOTES["stray-closer"](this._repr(closer), this._repr(owner.name), this._repr(region.slot)), closer,
+            owner.slot);
         }
         since = j + closer.length;
         j = text.indexOf(closer, since);
       }
     }
   }
+
+  /** Python's repr of a template string, as the compiler wrote it into the table (the runtime's
+   * pyRepr follows its own Unicode version's printable characters, not Python's). */
+  _repr(s) { return this._T.repr.get(s) ?? pyRepr(s); }
 
   _report(kind, start, end, message, text, field = null) {
     this.diagnostics.push({ kind, field, start, end, message, text });
@@ -605,19 +660,19 @@ export class StreamParser {
     if (name === "tool_calls") {
       if (!this._recover) {
         const error = new ContentParseError(
-          `Field ${pyRepr(name)}: a second block (offsets ${start} to ${end}) would replace the tool calls of ` +
+          `Field ${this._repr(name)}: a second block (offsets ${start} to ${end}) would replace the tool calls of ` +
           `the block at offsets ${at} to ${to}; the field does not repeat, and dropping a call is a wrong ` +
           "answer (errors='recover' keeps both).");
         Object.assign(error, { field: name, start, end });
         throw error;
       }
       this._report("overwritten", at, to,
-        `Field ${pyRepr(name)} does not repeat but was written again (offsets ${start} to ${end}): the later ` +
+        `Field ${this._repr(name)} does not repeat but was written again (offsets ${start} to ${end}): the later ` +
         "calls are appended to those of this block, not put in their place.", raw, name);
       return (Array.isArray(previous) ? previous : [previous]).concat(Array.isArray(value) ? value : [value]);
     }
     this._report("overwritten", at, to,
-      `Field ${pyRepr(name)} does not repeat: the value of this block was replaced by the block at offsets ` +
+      `Field ${this._repr(name)} does not repeat: the value of this block was replaced by the block at offsets ` +
       `${start} to ${end}.`, raw, name);
     return value;
   }
@@ -630,11 +685,11 @@ export function makeParser(table) {
       "regenerate it with respc compile --target js");
   }
   let slots = 0;
+  table.repr = new Map(table.reprs ?? []);
   for (const s of table.states) {
     s.span = Math.max(0, ...s.watches.flatMap((w) => w.literals.map((l) => l.length - 1)));
-    // the distinct first UTF-16 units of its literals (a chunk holding none is plain text)
     s.lits = s.watches.flatMap((w) => w.literals);
-    s.firsts = [...new Set(s.lits.map((l) => l[0]))].join("");
+    s.fails = s.lits.map(() => undefined);  // each literal's failure table, built on first use (_scan)
     s.slot0 = slots;
     slots += s.watches.reduce((k, w) => k + w.literals.length, 0);
   }
