@@ -1101,6 +1101,42 @@ VALUE_WINDOW = 4096
 VALUE_BUDGET = 8
 
 _NO_GROUPS: dict = {}  # shared, read-only: processors copy the scope they are given
+
+
+def _express_table(cls: type) -> tuple:
+    """Per state, per rank of a parser class: the closer text when that delimiter opens an
+    *express* region, else None (every entry None, or ``()``, for a class without one).
+
+    An express region is one whose open is an ``OPEN`` edge into a state that watches one
+    delimiter only, a literal, its own close (``_DECLARED``: the literal states a module declares,
+    runtime/scanners.py), and whose body needs nothing while it is read: a slot (not discarded),
+    no reject (tentative open), no ``end: "value"`` decoder or optional trailing close, no
+    declared repairs, no recover-only closer. On the whole-text path in strict mode
+    (:meth:`StreamParser._express`) such a region, once opened, ends at the first occurrence of
+    its closer: that is what the scanner of its state answers at the end of the stream, and
+    nothing else can happen inside it.
+    """
+    declared = cls._DECLARED
+    edges = cls.TRANSITIONS
+    regions = cls.REGIONS
+    if len(declared) != len(edges) or len(cls._IS_AFTER) != len(edges):
+        return ()
+    table = []
+    for row in edges:
+        out = []
+        for action, field, target in row:
+            closer = None
+            if action == OPEN and field is not None and 0 <= field < len(regions) and 0 <= target < len(edges):
+                literals, back, region = declared[target], edges[target], regions[field]
+                if (literals is not None and len(literals) == 1 and literals[0].rank == 0 and len(back) == 1
+                        and back[0][0] == CLOSE and back[0][1] == field and not cls._IS_AFTER[target]
+                        and region.slot is not None and not region.reject and not region.ends
+                        and region.after is None and not cls._REPAIRS[field]
+                        and field not in cls._RC_GATED and field not in cls._RC_TEXT):
+                    closer = literals[0].text
+            out.append(closer)
+        table.append(tuple(out))
+    return tuple(table) if any(any(row) for row in table) else ()
 # Stands for "no trigger character at all" (a region that runs to the end of the stream): a chunk
 # that happens to contain it just takes the general fast path.
 _NO_TRIGGER = "\x00\uffff\x00"
@@ -1388,6 +1424,11 @@ class StreamParser:
     _RUN1: tuple = ()
     #: per state: HOLD_LITERALS, or None (every state None when the module has none)
     _LITS: tuple = ()
+    #: per state: the literal delimiters the module declares for it (runtime/scanners.py), or
+    #: None for a state with a scanner of its own
+    _DECLARED: tuple = ()
+    #: per state, per rank: the closer of an express region (:func:`_express_table`), or None
+    _EXPRESS: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -1395,6 +1436,7 @@ class StreamParser:
             # the states a module declares by their literal delimiters: the runtime builds their
             # scanners and HOLD_LITERALS entries (runtime/scanners.py, issue 31)
             declared = tuple(scan if isinstance(scan, tuple) else None for scan in cls.SCANNERS)
+            cls._DECLARED = declared
             cls.SCANNERS, cls.MEMO_SLOTS, holds = build_scanners(cls, cls.SCANNERS, cls.MEMO_SLOTS)
             if "HOLD_REGEX" in cls.__dict__:
                 cls.HOLD_REGEX = tuple(literal_automata(declared[k]) if entry is HELD_LITERALS else entry
@@ -1421,6 +1463,7 @@ class StreamParser:
         cls._RC_GATED = frozenset(k for k, r in enumerate(cls.REGIONS)
                                   if r.boundary is not None and r.dirty and not r.ends
                                   and any(g.startswith(RECOVER_CLOSER_GROUP) for g in r.groups))
+        cls._EXPRESS = _express_table(cls)
         bounded = {pattern: (name, key) for pattern, name, key in cls.REGEX_BOUNDED}
         cls._STRAY = tuple((closer, LazyPattern(pattern, 0, bound=bounded.get(pattern)), field)
                            for closer, pattern, field in cls.STRAY_CLOSERS)
@@ -2160,6 +2203,8 @@ class StreamParser:
         n = len(buf)
         closing: dict = {}  # per call-section state, where a cut closer of it may start (eos)
         spent = 0  # characters given to value decoders in pieces longer than VALUE_WINDOW
+        # the whole-text path in strict mode reads an express region at once (_express)
+        express = self._EXPRESS if eos and self._mute and not self._recover and self.ledger is None else ()
         while True:
             if self._again is not None:
                 # errors="recover": the region's own opener written again at its start
@@ -2273,6 +2318,13 @@ class StreamParser:
                         self._tent = (start, end, state, action, field, target, match)
                         self._state = target
                     else:
+                        closer = express[state][rank] if express else None
+                        if closer is not None and not self._stack and self._loose is None:
+                            c = buf.find(closer, end)
+                            if c >= 0:
+                                # the whole-text path: the region and its close at once (_express)
+                                pos = self._express(events, field, match, buf[start:end], buf[end:c], closer, c)
+                                continue
                         self._begin(events, action, field, target, match, buf[start:end])
                 elif field in self._RC_GATED and self._recover and not self._recover_close_ok(match):
                     # a recover-only closer inside a value not finished yet (a JSON string): text
@@ -2743,6 +2795,58 @@ class StreamParser:
                 event["start"], event["end"] = at, at + len(opener)
             events.append(event)
 
+    def _express(self, events: list, field: int, match: Any, opener: str, body: str, closer: str, at: int) -> int:
+        """The whole-text path, strict mode: ``field``'s express region (:func:`_express_table`)
+        opened by ``opener`` (its match ``match``, or None), with ``body`` up to the first
+        ``closer``, which starts at buffer offset ``at``, read at once; returns the buffer offset
+        after the closer.
+
+        The state, message and errors are those :meth:`_begin`, one pass of :meth:`_run` over
+        the body (its state's scanner finds the closer; the body is routed) and
+        :meth:`_close` + :meth:`_leave` give: the current region is closed (a region with nothing
+        in it only gives its offset), the value is read, checked and stored with the same
+        offsets, and the parser is back OUTSIDE after the closer. Nothing else can happen inside
+        the region: its state watches the closer only, and the conditions of the table rule out
+        every hook (recover, ledger, sections, decoders, repairs, a nested region).
+
+        Raises:
+            The errors of ``_close``: the body's ``ValueError`` / ``KeyError`` / ``TypeError``
+            with ``field``, ``start``, ``end`` and ``partial_message``; ``_store``'s.
+        """
+        if self._opened or self._body or self._blocks:
+            start = self._close(events, None)
+        else:
+            start = self._mark + self._sunk  # (what _close gives for a region with nothing in it)
+        region = self.REGIONS[field]
+        end = start + len(opener) + len(body) + len(closer)
+        names = region.groups
+        scope = _NO_GROUPS
+        if names:
+            scope = dict.fromkeys(names)
+            if match is not None:
+                _put_groups(scope, match)
+        if region.empty_none and (not body or body.isspace()):
+            value = None
+        else:
+            try:
+                value = region.process(body, scope)
+                if value.__class__ is not str:
+                    value = _checked_value(region, value, self._tools)
+            except (ValueError, KeyError, TypeError) as exc:
+                exc.field = region.slot
+                exc.start, exc.end = start, end
+                exc.partial_message = _copy(_joined(self._out))
+                raise
+        self._store(region, value, start, end, body, closer)
+        # _leave with nothing suspended
+        self._state = 0
+        self._enter(self.OUTSIDE_FIELD)
+        self._mark = end
+        self._sunk = 0
+        self._open_at = None
+        self._open_text = ""
+        return at + len(closer)
+
     def _watch_again(self, delimiter: str, note: str, slot: str | None) -> None:
         """errors="recover": look for ``delimiter`` written again right after it (_reopened);
         only delimiters of three characters or more (``[`` or ``}`` written twice is text)."""
@@ -3058,18 +3162,9 @@ class StreamParser:
                         value, notes = self._recovered(region, text, scope, closer, eos)
                     else:
                         value = region.process(text, scope)
-                    cls = value.__class__
-                    if cls is not str and not (region.typed and self._tools is None and (
-                            _plain_call(value) if cls is _DICT else cls is _LIST and _plain_calls(value))):
-                        # (a str is no tool call: the name check and the typing leave it as it is;
-                        # a plain call, or a list of them, passes both checks, see _plain_call)
-                        if region.typed:
-                            check_tool_call_names(value, region.slot)
-                            if self._tools is not None:
-                                value = coerce_tool_calls(value, self._tools)
-                        bad = _non_finite(value)
-                        if bad is not None:
-                            raise ContentParseError(_NON_FINITE.format(region.name, bad))
+                    if value.__class__ is not str:
+                        # (a str is no tool call: the name check and the typing leave it as it is)
+                        value = _checked_value(region, value, self._tools)
                     if self._recover and notes:
                         start = self._open_at if self._open_at is not None else self._mark
                         raw = self._raw(text, closer)
@@ -3438,6 +3533,30 @@ def _non_finite(value: Any) -> float | None:
 _STR, _FLOAT, _DICT, _LIST, _TUPLE = str, float, dict, list, tuple
 #: the classes that hold no float (subclasses are not: they take the general way)
 _LEAVES = frozenset((str, int, bool, type(None)))
+
+
+def _checked_value(region: Region, value: Any, tools: Any) -> Any:
+    """A region's parsed ``value`` (not a ``str``) after the checks every value takes: in a
+    typed region the tool-call name check (``check_tool_call_names``) and, with ``tools``, the
+    arguments' typing (``coerce_tool_calls``); then no non-finite number anywhere. A plain call,
+    or a list of them, passes the first and the last without them (:func:`_plain_call`).
+
+    Raises:
+        ContentParseError (a ``ValueError``): a bad name, or a non-finite number; the typing's
+        errors.
+    """
+    cls = value.__class__
+    if region.typed and tools is None and (
+            _plain_call(value) if cls is _DICT else cls is _LIST and _plain_calls(value)):
+        return value
+    if region.typed:
+        check_tool_call_names(value, region.slot)
+        if tools is not None:
+            value = coerce_tool_calls(value, tools)
+    bad = _non_finite(value)
+    if bad is not None:
+        raise ContentParseError(_NON_FINITE.format(region.name, bad))
+    return value
 
 
 def _plain_call(call: dict) -> bool:

@@ -36,6 +36,15 @@ Events. ``finish`` returns the message only, so the parser builds no ``region_op
 raised by it carries ``exc.events`` without them. The message, diagnostics and errors are
 unchanged (events are never read back by the parser).
 
+Express regions. In strict mode a region opened into a state that watches only its own literal
+close (most tool-call regions: ``<tool_call>`` … ``</tool_call>``) is read at once
+(``StreamParser._express``, ``runtime/stream.py`` ``_express_table``): the closer is found, the
+body sliced, parsed, checked and stored, and the parser is back outside, without the scan, the
+routing and the open/close/leave steps the end-of-stream pass would take one by one to the same
+result (its state's scanner can only answer that closer; the table's conditions rule out every
+hook that could see the body first). ``tests/test_whole_express.py`` checks which regions take it
+and compares outcomes on damaged bodies of them.
+
 Literal search. In both modes the buffer is a :class:`WholeText`, a ``str`` whose ``find`` looks
 for a literal delimiter by its rarest character first, with ``memchr`` (CPython's one-character
 ``str.find``): about 1 us per 100 kB against 35-55 us for ``str.find`` of a 10-character literal
@@ -151,9 +160,15 @@ class WholeText(str):
                 i = str.find(self, sub, start, start + _NEAR)
                 if i >= 0 or len(self) - start <= _NEAR:
                     return i
-            elif end.__class__ is int and end >= 0 and (end if end < len(self) else len(self)) - start <= _NEAR:
-                # what is left to search fits the first window (the search below would do only this)
-                return str.find(self, sub, start, end)
+            elif end.__class__ is int and end >= 0:
+                if (end if end < len(self) else len(self)) - start <= _NEAR:
+                    # what is left to search fits the first window (the search below would do only this)
+                    return str.find(self, sub, start, end)
+                # the first window, as above (lead_search bounds its searches: a call's opener
+                # right at the start is found here)
+                i = str.find(self, sub, start, start + _NEAR)
+                if i >= 0:
+                    return i
         if sub.__class__ is not str:
             return str.find(self, sub, start, end)  # its errors too
         plan = _PLANS.get(sub)
@@ -192,15 +207,16 @@ class WholeText(str):
         misses = 0
         began = start
         while True:
-            # the C search over a short window first: delimiters often come close together
+            # the C search over a short window first: delimiters often come close together, and
+            # after a miss, sentinels that miss do too (a tool call's markup holds several `|`:
+            # one window passes such a cluster for about the cost of one miss; issue 33)
             w = start + near
             if w >= n or (misses >= _MISSES and start - began < misses * _MISS_SPAN):
                 return str.find(self, sub, start, n) if start < n else -1
-            if not misses:
-                i = str.find(self, sub, start, w)
-                if i >= 0:
-                    return i
-                start = w - m + 1  # every occurrence that ends by w was looked at
+            i = str.find(self, sub, start, w)
+            if i >= 0:
+                return i
+            start = w - m + 1  # every occurrence that ends by w was looked at
             if stop <= start + k:
                 return -1  # (and a negative stop would count from the end)
             j = str.find(self, char, start + k, stop)

@@ -1,0 +1,122 @@
+"""The whole-text path's express regions (issue 33, per-call cost): a region opened into a state
+that watches only its own literal close is read at once in strict mode
+(``StreamParser._express``, ``runtime/stream.py`` ``_express_table``). These tests check that the
+catalogue's tool-call regions take it, and that every answer (message, error text, field,
+offsets, partial message, diagnostics) stays the streaming path's on damaged bodies of those
+regions: bad JSON or tags, empty bodies, non-finite numbers, bad names, typed arguments, a cut
+closer, a field written twice, text around and between the regions.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import random
+
+import pytest
+
+from support import REPO, catalogue_parser, family_cases, same_whole_and_stream
+
+from respc.runtime import stream as rt_stream
+from respc.runtime import whole
+
+NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
+#: templates whose tool-call region the express path reads (the families profiled in issue 33)
+EXPECTED = ("deepseek_v3_1", "glm4_5", "hermes2pro", "kimi_k2", "mistral_nemo", "qwen3_coder")
+
+
+def _express_names() -> list[str]:
+    return [name for name in NAMES if any(any(row) for row in catalogue_parser(name)._EXPRESS)]
+
+
+def _closers(name: str) -> set[str]:
+    return {closer for row in catalogue_parser(name)._EXPRESS for closer in row if closer}
+
+
+def test_profiled_tool_call_regions_are_express():
+    """The tool-call regions of the families the per-call cost was profiled on take the express
+    path, and a whole-text parse of a family case with a call goes through it."""
+    express = _express_names()
+    assert set(EXPECTED) <= set(express), sorted(set(EXPECTED) - set(express))
+    assert len(express) >= 30, express
+    taken = []
+    real = rt_stream.StreamParser._express
+
+    def spy(self, *args):
+        taken.append(type(self).__module__)
+        return real(self, *args)
+
+    rt_stream.StreamParser._express = spy
+    try:
+        for name in EXPECTED:
+            module = importlib.import_module(f"respc.generated.{name}")
+            for case in family_cases(name):
+                if "tool_calls" in case["message"]:
+                    module.parse_response(case["text"], case["prefix"])
+    finally:
+        rt_stream.StreamParser._express = real
+    assert {m.rsplit(".", 1)[-1] for m in taken} == set(EXPECTED)
+
+
+def _variants(name: str, text: str, rng: random.Random) -> list[str]:
+    """``text`` with each closer of an express region damaged around it (bad or empty bodies,
+    non-finite numbers, bad names, a cut closer), doubled, cut, and with text around it."""
+    out = [text, text + text, "a < b [c] {d} | e\n" + text + "\nafter", text.replace("\n", "")]
+    for closer in _closers(name):
+        at = text.find(closer)
+        if at < 0:
+            continue
+        for bad in ("{", " NaN", "", " ", ', "x": Infinity}', "<", closer[:-1]):
+            out.append(text[:at] + bad + text[at:])
+            out.append(text[:at] + bad)
+        out.append(text[:at + len(closer)])
+        out.append(text[:at + len(closer) - 1])
+        out.append(text[:at + len(closer)] + text[:at + len(closer)])
+        for word in ("get_weather", "city"):
+            out.append(text.replace(word, "bad name!", 1))
+            out.append(text.replace(word, "1e999", 1))
+        k = rng.randrange(len(text) + 1)
+        out.append(text[:k] + closer + text[k:])
+    return out
+
+
+@pytest.mark.parametrize("name", _express_names())
+def test_express_regions_read_as_streaming(name):
+    """Every family case of a template with express regions, damaged around their closers
+    (:func:`_variants`), gives the same outcome whole and streamed, strict and recover, with the
+    case's tools and without."""
+    parser = catalogue_parser(name)
+    rng = random.Random(name)
+    cases = family_cases(name)
+    if not cases:
+        pytest.skip(f"{name}: no family cases")
+    for case in cases[:6]:
+        for text in _variants(name, case["text"], rng):
+            for tools in {None, json.dumps(case.get("tools"))}:
+                same_whole_and_stream(parser, case["prefix"], text, None if tools is None else json.loads(tools))
+
+
+def test_express_is_the_whole_text_path_only():
+    """Streaming (feed + finalize) and recover mode never take the express path; strict whole
+    text does."""
+    module = importlib.import_module("respc.generated.hermes2pro")
+    text = 'Hi <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'
+    taken = []
+    real = rt_stream.StreamParser._express
+
+    def spy(self, *args):
+        taken.append(self._recover)
+        return real(self, *args)
+
+    rt_stream.StreamParser._express = spy
+    try:
+        parser = module.ResponseParser("")
+        parser.feed(text)
+        streamed = parser.finalize()[0]
+        assert taken == []
+        assert whole.finish(module.ResponseParser("", errors="recover"), text) == streamed
+        assert taken == []
+        assert whole.finish(module.ResponseParser(""), text) == streamed
+        assert taken == [False]
+    finally:
+        rt_stream.StreamParser._express = real
