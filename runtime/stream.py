@@ -1110,8 +1110,10 @@ def _express_table(cls: type) -> tuple:
     An express region is one whose open is an ``OPEN`` edge into a state that watches one
     delimiter only, a literal, its own close (``_DECLARED``: the literal states a module declares,
     runtime/scanners.py), and whose body needs nothing while it is read: a slot (not discarded),
-    no reject (tentative open), no ``end: "value"`` decoder or optional trailing close, no
-    declared repairs, no recover-only closer. On the whole-text path in strict mode
+    no ``end: "value"`` decoder or optional trailing close, no declared repairs, no recover-only
+    closer. A tentative open (v2 ``reject``) is one too: the start of its body is decided first,
+    up to the closer, as :meth:`StreamParser._probe` decides it (a rejected one is not express).
+    On the whole-text path in strict mode
     (:meth:`StreamParser._express`) such a region, once opened, ends at the first occurrence of
     its closer: that is what the scanner of its state answers at the end of the stream, and
     nothing else can happen inside it.
@@ -1130,7 +1132,7 @@ def _express_table(cls: type) -> tuple:
                 literals, back, region = declared[target], edges[target], regions[field]
                 if (literals is not None and len(literals) == 1 and literals[0].rank == 0 and len(back) == 1
                         and back[0][0] == CLOSE and back[0][1] == field and not cls._IS_AFTER[target]
-                        and region.slot is not None and not region.reject and not region.ends
+                        and region.slot is not None and not region.ends
                         and region.after is None and not cls._REPAIRS[field]
                         and field not in cls._RC_GATED and field not in cls._RC_TEXT):
                     closer = literals[0].text
@@ -2313,18 +2315,21 @@ class StreamParser:
                     self._defer = (start, end, field, target, match, end)
                     continue
                 if action <= NEST:
+                    closer = express[state][rank] if express else None
+                    if closer is not None and not self._stack and self._loose is None:
+                        # the whole-text path: the region and its close at once (_express); a
+                        # tentative open's body decides first, as _probe would with the closer
+                        # found (a rejected one takes the way below)
+                        c = buf.find(closer, end)
+                        if c >= 0 and (not self.REGIONS[field].reject
+                                       or self._tent_status(field, buf, end, c) != REJECTED):
+                            pos = self._express(events, field, match, buf[start:end], buf[end:c], closer, c)
+                            continue
                     if self.REGIONS[field].reject:
                         # Nothing happens until the content parser saw the body start (_probe).
                         self._tent = (start, end, state, action, field, target, match)
                         self._state = target
                     else:
-                        closer = express[state][rank] if express else None
-                        if closer is not None and not self._stack and self._loose is None:
-                            c = buf.find(closer, end)
-                            if c >= 0:
-                                # the whole-text path: the region and its close at once (_express)
-                                pos = self._express(events, field, match, buf[start:end], buf[end:c], closer, c)
-                                continue
                         self._begin(events, action, field, target, match, buf[start:end])
                 elif field in self._RC_GATED and self._recover and not self._recover_close_ok(match):
                     # a recover-only closer inside a value not finished yet (a JSON string): text
@@ -2665,16 +2670,10 @@ class StreamParser:
             self._route(events, rest)
         return len(buf)
 
-    def _probe(self, events: list, buf: str, pos: int, eos: bool, start: int, hold: int) -> int | None:
-        """Decide a tentative open (v2 ``reject``) from the text after the opener.
-
-        Returns None while undecided (hold), -1 once accepted (the region is then open), or the
-        position to scan from after a rejection. Only the status of a new boundary decoder fed the
-        text after the opener counts: the region's ``verdict`` gives it without a decoder when
-        there is one (json without ``string_delims``).
-        """
-        open_start, open_end, state, action, field, target, match = self._tent
-        limit = start if start >= 0 else len(buf) if eos else hold
+    def _tent_status(self, field: int, buf: str, pos: int, limit: int) -> int:
+        """The status (``ACCEPTED``, ``REJECTED`` or ``UNDECIDED``) a new boundary decoder of
+        ``field``'s region has after reading ``buf[pos:limit]``, the text after a tentative
+        opener (:meth:`_probe`)."""
         verdict = self.REGIONS[field].verdict
         # The body is read a growing piece at a time, stopping once decided (most bodies decide
         # in their first characters): a slice of the whole rest of the buffer made every
@@ -2698,6 +2697,19 @@ class StreamParser:
                 status, at, step = decoder.status, stop, step * 2
             if at >= limit:
                 status = decoder.status
+        return status
+
+    def _probe(self, events: list, buf: str, pos: int, eos: bool, start: int, hold: int) -> int | None:
+        """Decide a tentative open (v2 ``reject``) from the text after the opener.
+
+        Returns None while undecided (hold), -1 once accepted (the region is then open), or the
+        position to scan from after a rejection. Only the status of a new boundary decoder fed the
+        text after the opener counts: the region's ``verdict`` gives it without a decoder when
+        there is one (json without ``string_delims``).
+        """
+        open_start, open_end, state, action, field, target, match = self._tent
+        limit = start if start >= 0 else len(buf) if eos else hold
+        status = self._tent_status(field, buf, pos, limit)
         if status == ACCEPTED or (status == UNDECIDED and (start >= 0 or eos)):
             # accepted, or a delimiter / the end of the stream came first: an empty region
             self._tent = None

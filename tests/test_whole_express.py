@@ -22,7 +22,7 @@ from respc.runtime import whole
 
 NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
 #: templates whose tool-call region the express path reads (the families profiled in issue 33)
-EXPECTED = ("deepseek_v3_1", "glm4_5", "hermes2pro", "kimi_k2", "mistral_nemo", "qwen3_coder")
+EXPECTED = ("deepseek_v3_1", "glm4_5", "hermes2pro", "kimi_k2", "mistral_nemo", "qwen3", "qwen3_coder")
 
 
 def _express_names() -> list[str]:
@@ -94,6 +94,17 @@ def test_express_regions_read_as_streaming(name):
         for text in _variants(name, case["text"], rng):
             for tools in {None, json.dumps(case.get("tools"))}:
                 same_whole_and_stream(parser, case["prefix"], text, None if tools is None else json.loads(tools))
+
+
+@pytest.mark.parametrize("body", ["hello", "", " \n", '{"name": "f", "arguments": {}}', '[1]', ' {"name": "f"',
+                                  'x {"name": "f", "arguments": {}}', '"f"', "<tool_call>", "{"])
+def test_express_tentative_open_decides_as_streaming(body):
+    """qwen3's tool call is a tentative open (v2 ``reject``): a body that does not start as a
+    JSON object gives the opener back to the answer; the express path decides it the same way."""
+    parser = catalogue_parser("qwen3")
+    for text in (f"<tool_call>{body}</tool_call>", f"Hi <tool_call>{body}</tool_call> and <tool_call>{body}</tool_call>",
+                 f"<think>a</think><tool_call>{body}</tool_call>ok<|im_end|>"):
+        same_whole_and_stream(parser, "", text)
 
 
 def test_express_is_the_whole_text_path_only():
