@@ -160,15 +160,9 @@ class WholeText(str):
                 i = str.find(self, sub, start, start + _NEAR)
                 if i >= 0 or len(self) - start <= _NEAR:
                     return i
-            elif end.__class__ is int and end >= 0:
-                if (end if end < len(self) else len(self)) - start <= _NEAR:
-                    # what is left to search fits the first window (the search below would do only this)
-                    return str.find(self, sub, start, end)
-                # the first window, as above (lead_search bounds its searches: a call's opener
-                # right at the start is found here)
-                i = str.find(self, sub, start, start + _NEAR)
-                if i >= 0:
-                    return i
+            elif end.__class__ is int and end >= 0 and (end if end < len(self) else len(self)) - start <= _NEAR:
+                # what is left to search fits the first window (the search below would do only this)
+                return str.find(self, sub, start, end)
         if sub.__class__ is not str:
             return str.find(self, sub, start, end)  # its errors too
         plan = _PLANS.get(sub)
@@ -207,16 +201,15 @@ class WholeText(str):
         misses = 0
         began = start
         while True:
-            # the C search over a short window first: delimiters often come close together, and
-            # after a miss, sentinels that miss do too (a tool call's markup holds several `|`:
-            # one window passes such a cluster for about the cost of one miss; issue 33)
+            # the C search over a short window first: delimiters often come close together
             w = start + near
             if w >= n or (misses >= _MISSES and start - began < misses * _MISS_SPAN):
                 return str.find(self, sub, start, n) if start < n else -1
-            i = str.find(self, sub, start, w)
-            if i >= 0:
-                return i
-            start = w - m + 1  # every occurrence that ends by w was looked at
+            if not misses:
+                i = str.find(self, sub, start, w)
+                if i >= 0:
+                    return i
+                start = w - m + 1  # every occurrence that ends by w was looked at
             if stop <= start + k:
                 return -1  # (and a negative stop would count from the end)
             j = str.find(self, char, start + k, stop)
