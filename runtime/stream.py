@@ -1139,6 +1139,32 @@ def _express_table(cls: type) -> tuple:
             out.append(closer)
         table.append(tuple(out))
     return tuple(table) if any(any(row) for row in table) else ()
+
+
+def _chain_table(cls: type) -> tuple:
+    """``(opener, field, closer)`` per literal opener of an express region (:func:`_express_table`)
+    that state 0, the state every express region leaves to, watches and that no other delimiter
+    of state 0 can match where it starts (no other literal of the state is a prefix of it or has
+    it as a prefix): found right where the previous express region ended, it is what state 0's
+    scanner answers there (the leftmost hit; nothing else matches at that start), so the next
+    region is read at once too (:meth:`StreamParser._run`). Empty unless state 0 declares its
+    literals (runtime/scanners.py), is no *after* state and the outside region has no decoder."""
+    declared = cls._DECLARED
+    express = cls._EXPRESS
+    if not express or not declared or declared[0] is None or cls._IS_AFTER[0]:
+        return ()
+    outside = cls.OUTSIDE_FIELD
+    if outside is not None and cls.REGIONS[outside].ends:
+        return ()
+    literals = declared[0]
+    chain = []
+    for record in literals:
+        closer = express[0][record.rank]
+        if closer is not None and all(other is record or not (other.text.startswith(record.text)
+                                                              or record.text.startswith(other.text))
+                                      for other in literals):
+            chain.append((record.text, cls.TRANSITIONS[0][record.rank][1], closer))
+    return tuple(chain)
 # Stands for "no trigger character at all" (a region that runs to the end of the stream): a chunk
 # that happens to contain it just takes the general fast path.
 _NO_TRIGGER = "\x00\uffff\x00"
@@ -1431,6 +1457,8 @@ class StreamParser:
     _DECLARED: tuple = ()
     #: per state, per rank: the closer of an express region (:func:`_express_table`), or None
     _EXPRESS: tuple = ()
+    #: the express regions read at once when they open right where one ended (:func:`_chain_table`)
+    _CHAIN: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -1466,6 +1494,7 @@ class StreamParser:
                                   if r.boundary is not None and r.dirty and not r.ends
                                   and any(g.startswith(RECOVER_CLOSER_GROUP) for g in r.groups))
         cls._EXPRESS = _express_table(cls)
+        cls._CHAIN = _chain_table(cls)
         bounded = {pattern: (name, key) for pattern, name, key in cls.REGEX_BOUNDED}
         cls._STRAY = tuple((closer, LazyPattern(pattern, 0, bound=bounded.get(pattern)), field)
                            for closer, pattern, field in cls.STRAY_CLOSERS)
@@ -2207,6 +2236,7 @@ class StreamParser:
         spent = 0  # characters given to value decoders in pieces longer than VALUE_WINDOW
         # the whole-text path in strict mode reads an express region at once (_express)
         express = self._EXPRESS if eos and self._mute and not self._recover and self.ledger is None else ()
+        chain = self._CHAIN if express else ()
         while True:
             if self._again is not None:
                 # errors="recover": the region's own opener written again at its start
@@ -2324,6 +2354,20 @@ class StreamParser:
                         if c >= 0 and (not self.REGIONS[field].reject
                                        or self._tent_status(field, buf, end, c) != REJECTED):
                             pos = self._express(events, field, match, buf[start:end], buf[end:c], closer, c)
+                            # the next one right here (_chain_table): what the scan of state 0
+                            # from pos answers, without it; otherwise the scan decides
+                            while chain and self._loose is None:
+                                for opener, field, closer in chain:
+                                    if buf.startswith(opener, pos):
+                                        break
+                                else:
+                                    break
+                                end = pos + len(opener)
+                                c = buf.find(closer, end)
+                                if c < 0 or (self.REGIONS[field].reject
+                                             and self._tent_status(field, buf, end, c) == REJECTED):
+                                    break
+                                pos = self._express(events, field, None, opener, buf[end:c], closer, c)
                             continue
                     if self.REGIONS[field].reject:
                         # Nothing happens until the content parser saw the body start (_probe).

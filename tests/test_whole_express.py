@@ -107,6 +107,35 @@ def test_express_tentative_open_decides_as_streaming(body):
         same_whole_and_stream(parser, "", text)
 
 
+def _chained_names() -> list[str]:
+    return [name for name in _express_names() if catalogue_parser(name)._CHAIN]
+
+
+@pytest.mark.parametrize("name", _chained_names())
+def test_chained_express_regions_read_as_streaming(name):
+    """Regions written back to back (the next opener right where a closer ended: read without
+    a scan, ``_CHAIN``), some damaged, cut or separated, give what streaming gives."""
+    parser = catalogue_parser(name)
+    done = 0
+    for opener, _field, closer in catalogue_parser(name)._CHAIN:
+        for case in family_cases(name):
+            text = case["text"]
+            a = text.find(opener)
+            b = text.find(closer, a + len(opener))
+            if a < 0 or b < 0:
+                continue
+            seg = text[a:b + len(closer)]
+            body = seg[len(opener):-len(closer)]
+            bad = opener + body[: len(body) // 2] + closer
+            for joined in (seg * 3, seg + bad + seg, bad + seg, seg + seg + opener, seg + opener + body,
+                           seg + " " + seg + seg, seg + opener + closer + seg, seg + opener + " x" + closer + seg,
+                           text[:a] + seg * 2 + text[a:], seg + seg[:-1]):
+                same_whole_and_stream(parser, case["prefix"], joined)
+                done += 1
+    if not done:
+        pytest.skip(f"{name}: no family case writes a chained region")
+
+
 def test_express_is_the_whole_text_path_only():
     """Streaming (feed + finalize) and recover mode never take the express path; strict whole
     text does."""
