@@ -512,13 +512,20 @@ def _scanner_view(scans) -> dict:
         # a state that watches literal delimiters only (or nothing) declares them; the runtime
         # builds its scanner and its HOLD_LITERALS entry (runtime/scanners.py, issue 31)
         declared = not plan.finds or plan.literals is not None
-        plans.append({"index": plan.state, "label_doc": _doc(plan.label), "finds": finds, "hold": hold,
+        # a state with a scanner of its own: what it watches, for the whole-text path's chained
+        # express regions (runtime/stream.py _chain_table): (literal, rank, None) or (regex, rank,
+        # its leads) per delimiter, one line each
+        watched = None if declared else [
+            f"({_lit(f.text)}, {f.rank}, None)" if isinstance(f, LiteralFind) else f"(_D{f.regex}, {f.rank}, _D{f.regex}_LEADS)"
+            for f in plan.finds]
+        plans.append({"watched": watched, "index": plan.state, "label_doc": _doc(plan.label), "finds": finds, "hold": hold,
                       "declared": declared, "label": _line(plan.label),
                       "literals": [{"repr": _lit(f.text), "rank": f.rank} for f in plan.finds] if declared else [],
                       "groups": [{"repr": _lit(text), "slot": slot} for text, slot in plan.groups],
                       "has_regex": plan.has_regex})
     return {
         "plans": plans,
+        "has_watched": any(p["watched"] for p in plans),
         "regexes": [{"var": f"_D{k}", "var_repr": _lit(f"_D{k}"), "pattern_repr": _lit(pattern),
                      "comment": _line(comment), "leads": _leads_repr(pattern), "late": _late_view(f"_D{k}L", pattern),
                      "bound": _bound(pattern, scans.labels[k] if k < len(scans.labels) else None)}

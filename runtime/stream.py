@@ -1142,28 +1142,47 @@ def _express_table(cls: type) -> tuple:
 
 
 def _chain_table(cls: type) -> tuple:
-    """``(opener, field, closer)`` per literal opener of an express region (:func:`_express_table`)
-    that state 0, the state every express region leaves to, watches and that no other delimiter
-    of state 0 can match where it starts (no other literal of the state is a prefix of it or has
-    it as a prefix): found right where the previous express region ended, it is what state 0's
-    scanner answers there (the leftmost hit; nothing else matches at that start), so the next
-    region is read at once too (:meth:`StreamParser._run`). Empty unless state 0 declares its
-    literals (runtime/scanners.py), is no *after* state and the outside region has no decoder."""
+    """``(leads, pattern, field, closer)`` per opener of an express region (:func:`_express_table`)
+    that state 0, the state every express region leaves to, watches, and that no other delimiter
+    of state 0 can match where it starts: a literal (``pattern`` None, ``leads`` the literal
+    alone) or a regex whose every match starts with one of ``leads`` (not one searched under a
+    time limit), where no other delimiter's literal or leads is a prefix of one of them or has
+    one as a prefix (a regex delimiter without leads could match anywhere: none then). Matched
+    right where the previous express region ended, it is what state 0's scanner answers there
+    (the leftmost hit, and nothing else matches at that start), so the next region is read at once
+    too (:meth:`StreamParser._run`). State 0's delimiters: the literals it declares
+    (runtime/scanners.py), else ``WATCHED`` (compiler/emit.py). Empty when state 0 is an *after*
+    state or the outside region has a decoder."""
     declared = cls._DECLARED
     express = cls._EXPRESS
-    if not express or not declared or declared[0] is None or cls._IS_AFTER[0]:
+    if not express or not declared or cls._IS_AFTER[0]:
         return ()
     outside = cls.OUTSIDE_FIELD
     if outside is not None and cls.REGIONS[outside].ends:
         return ()
-    literals = declared[0]
+    if declared[0] is not None:
+        watched = [(record.text, record.rank, None) for record in declared[0]]
+    else:
+        table = cls.WATCHED
+        watched = table[0] if len(table) == len(declared) else None
+        if not watched:
+            return ()
+    # per delimiter: the literals every match of it starts with (None: unknown)
+    heads = [((delimiter,) if isinstance(delimiter, str) else leads) for delimiter, _rank, leads in watched]
+
+    def apart(a: tuple | None, b: tuple | None) -> bool:
+        return a is not None and b is not None and all(
+            not (x.startswith(y) or y.startswith(x)) for x in a for y in b)
+
     chain = []
-    for record in literals:
-        closer = express[0][record.rank]
-        if closer is not None and all(other is record or not (other.text.startswith(record.text)
-                                                              or record.text.startswith(other.text))
-                                      for other in literals):
-            chain.append((record.text, cls.TRANSITIONS[0][record.rank][1], closer))
+    for k, (delimiter, rank, leads) in enumerate(watched):
+        closer = express[0][rank]
+        if closer is None or heads[k] is None or (
+                not isinstance(delimiter, str) and getattr(delimiter, "_bound", None) is not None):
+            continue
+        if all(j == k or apart(heads[k], heads[j]) for j in range(len(watched))):
+            pattern = None if isinstance(delimiter, str) else delimiter
+            chain.append((tuple(heads[k]), pattern, cls.TRANSITIONS[0][rank][1], closer))
     return tuple(chain)
 # Stands for "no trigger character at all" (a region that runs to the end of the stream): a chunk
 # that happens to contain it just takes the general fast path.
@@ -1459,6 +1478,10 @@ class StreamParser:
     _EXPRESS: tuple = ()
     #: the express regions read at once when they open right where one ended (:func:`_chain_table`)
     _CHAIN: tuple = ()
+    #: per state with a scanner of its own: the delimiters it watches, ``(literal, rank, None)``
+    #: or ``(regex, rank, its leads)`` each; None for a state that declares its literals
+    #: (generated modules since issue 33; empty: not told, no chained express region)
+    WATCHED: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -2354,20 +2377,10 @@ class StreamParser:
                         if c >= 0 and (not self.REGIONS[field].reject
                                        or self._tent_status(field, buf, end, c) != REJECTED):
                             pos = self._express(events, field, match, buf[start:end], buf[end:c], closer, c)
-                            # the next one right here (_chain_table): what the scan of state 0
-                            # from pos answers, without it; otherwise the scan decides
-                            while chain and self._loose is None:
-                                for opener, field, closer in chain:
-                                    if buf.startswith(opener, pos):
-                                        break
-                                else:
-                                    break
-                                end = pos + len(opener)
-                                c = buf.find(closer, end)
-                                if c < 0 or (self.REGIONS[field].reject
-                                             and self._tent_status(field, buf, end, c) == REJECTED):
-                                    break
-                                pos = self._express(events, field, None, opener, buf[end:c], closer, c)
+                            if chain and self._loose is None:
+                                # the next ones right here (_chain_table): what the scan of state
+                                # 0 from pos answers, without it; otherwise the scan decides
+                                pos = self._express_chain(buf, pos, chain)
                             continue
                     if self.REGIONS[field].reject:
                         # Nothing happens until the content parser saw the body start (_probe).
@@ -2857,13 +2870,14 @@ class StreamParser:
         ``closer``, which starts at buffer offset ``at``, read at once; returns the buffer offset
         after the closer.
 
-        The state, message and errors are those :meth:`_begin`, one pass of :meth:`_run` over
-        the body (its state's scanner finds the closer; the body is routed) and
+        The state, message, diagnostics and errors are those :meth:`_begin`, one pass of
+        :meth:`_run` over the body (its state's scanner finds the closer; the body is routed) and
         :meth:`_close` + :meth:`_leave` give: the current region is closed (a region with nothing
-        in it only gives its offset), the value is read, checked and stored with the same
-        offsets, and the parser is back OUTSIDE after the closer. Nothing else can happen inside
-        the region: its state watches the closer only, and the conditions of the table rule out
-        every hook (recover, ledger, sections, decoders, repairs, a nested region).
+        in it only gives its offset), the value is read, checked and stored with the same offsets
+        while the region is the current one (:meth:`_store` reads its field and opener), and the
+        parser is back OUTSIDE after the closer. Nothing else can happen inside the region: its
+        state watches the closer only, and the conditions of the table rule out every hook
+        (recover, ledger, sections, decoders, repairs, a nested region).
 
         Raises:
             The errors of ``_close``: the body's ``ValueError`` / ``KeyError`` / ``TypeError``
@@ -2873,8 +2887,29 @@ class StreamParser:
             start = self._close(events, None)
         else:
             start = self._mark + self._sunk  # (what _close gives for a region with nothing in it)
+        end = self._express_store(field, match, opener, body, closer, start)
+        # _leave with nothing suspended
+        self._state = 0
+        self._enter(self.OUTSIDE_FIELD)
+        self._mark = end
+        self._sunk = 0
+        self._open_at = None
+        self._open_text = ""
+        return at + len(closer)
+
+    def _express_store(self, field: int, match: Any, opener: str, body: str, closer: str, start: int) -> int:
+        """Read, check and store the value of ``field``'s express region whose opener starts at
+        response offset ``start`` (:meth:`_express`), with the region current as :meth:`_close`
+        has it; returns the response offset after its closer. The parser is left with that
+        region current: the caller goes back OUTSIDE."""
         region = self.REGIONS[field]
         end = start + len(opener) + len(body) + len(closer)
+        # what _store and _overwrite read while the region is the current one
+        self._field = field
+        self._region = region
+        self._open_at = start
+        self._open_text = opener
+        self._gaps = None
         names = region.groups
         scope = _NO_GROUPS
         if names:
@@ -2886,22 +2921,61 @@ class StreamParser:
         else:
             try:
                 value = region.process(body, scope)
-                if value.__class__ is not str:
+                cls = value.__class__
+                if cls is not str and not (cls is _DICT and region.typed and self._tools is None
+                                           and _plain_call(value)):
                     value = _checked_value(region, value, self._tools)
             except (ValueError, KeyError, TypeError) as exc:
                 exc.field = region.slot
                 exc.start, exc.end = start, end
                 exc.partial_message = _copy(_joined(self._out))
                 raise
-        self._store(region, value, start, end, body, closer)
-        # _leave with nothing suspended
-        self._state = 0
-        self._enter(self.OUTSIDE_FIELD)
-        self._mark = end
-        self._sunk = 0
-        self._open_at = None
-        self._open_text = ""
-        return at + len(closer)
+        if region.repeats and region.join is None and not region.extend:
+            # _store's way for a repeating field, written out
+            if value is not None or not region.empty_none:
+                out = self._out
+                values = out.get(region.slot)
+                if values is None:
+                    out[region.slot] = [value]
+                else:
+                    values.append(value)
+        else:
+            self._store(region, value, start, end, body, closer)
+        return end
+
+    def _express_chain(self, buf: str, pos: int, chain: tuple) -> int:
+        """After an express region that ended at buffer offset ``pos``: each next express region
+        that opens right there (``chain``, :func:`_chain_table`) read at once, as state 0's scan
+        from there and :meth:`_express` would read it; returns the buffer offset where the scan
+        must go on (``pos`` when none opened)."""
+        base = self._mark - pos  # response offset = buffer offset + base (OUTSIDE, nothing routed)
+        moved = pos
+        while True:
+            for leads, pattern, field, closer in chain:
+                if buf.startswith(leads, pos):
+                    break
+            else:
+                break
+            if pattern is None:
+                match = None
+                end = pos + len(leads[0])
+            else:
+                match = pattern.match(buf, pos)
+                if match is None:
+                    break
+                end = match.end()
+            c = buf.find(closer, end)
+            if c < 0 or (self.REGIONS[field].reject and self._tent_status(field, buf, end, c) == REJECTED):
+                break
+            pos = self._express_store(field, match, buf[pos:end], buf[end:c], closer, pos + base) - base
+        if pos != moved:
+            # _leave with nothing suspended
+            self._state = 0
+            self._enter(self.OUTSIDE_FIELD)
+            self._mark = pos + base
+            self._open_at = None
+            self._open_text = ""
+        return pos
 
     def _watch_again(self, delimiter: str, note: str, slot: str | None) -> None:
         """errors="recover": look for ``delimiter`` written again right after it (_reopened);

@@ -15,6 +15,8 @@ import random
 
 import pytest
 
+import respc
+
 from support import REPO, catalogue_parser, family_cases, same_whole_and_stream
 
 from respc.runtime import stream as rt_stream
@@ -117,10 +119,15 @@ def test_chained_express_regions_read_as_streaming(name):
     a scan, ``_CHAIN``), some damaged, cut or separated, give what streaming gives."""
     parser = catalogue_parser(name)
     done = 0
-    for opener, _field, closer in catalogue_parser(name)._CHAIN:
+    for leads, pattern, _field, closer in catalogue_parser(name)._CHAIN:
         for case in family_cases(name):
             text = case["text"]
-            a = text.find(opener)
+            if pattern is None:
+                a = text.find(leads[0])
+                opener = leads[0]
+            else:
+                found = pattern.search(text)
+                a, opener = (found.start(), found.group()) if found else (-1, "")
             b = text.find(closer, a + len(opener))
             if a < 0 or b < 0:
                 continue
@@ -134,6 +141,30 @@ def test_chained_express_regions_read_as_streaming(name):
                 done += 1
     if not done:
         pytest.skip(f"{name}: no family case writes a chained region")
+
+
+_WRITTEN_TWICE = {
+    "respc_version": 2,
+    "start_anchor": "<|assistant|>",
+    "fields": {
+        "answer": {"open": "<a>", "close": "</a>", "content": "text"},
+        "calls": {"open": "<c>", "close": "</c>", "content": "json", "role": "tool_calls",
+                  "transform": {"type": "function", "function": "{content}"}},
+        "content": {"content": "text", "repeats": True, "join": ""},
+    },
+}
+
+
+@pytest.mark.parametrize("text", ["<a>x</a><a>y</a>", "<a>x</a> <a>y</a>", "<a>x</a><a></a><a>z</a>",
+                                  '<c>{"name": "f", "arguments": {}}</c><c>{"name": "g", "arguments": {}}</c>',
+                                  '<c>{"name": "f", "arguments": {}}</c>hi<c>{"name": "g", "arguments": {}}</c>'])
+def test_express_field_written_twice(text):
+    """A field that neither repeats nor joins, written twice (an ``overwritten`` diagnostic
+    quoting the first block, opener included; a tool-call role field not named ``tool_calls``: a
+    strict error naming both blocks): the express path stores the block as ``_close`` does."""
+    parser = respc.compile_template(_WRITTEN_TWICE).ResponseParser
+    assert any(any(row) for row in parser._EXPRESS)
+    same_whole_and_stream(parser, "", text)
 
 
 def test_express_is_the_whole_text_path_only():
