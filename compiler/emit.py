@@ -516,7 +516,9 @@ def _scanner_view(scans) -> dict:
         # express regions (runtime/stream.py _chain_table): (literal, rank, None) or (regex, rank,
         # its leads) per delimiter, one line each
         watched = None if declared else [
-            f"({_lit(f.text)}, {f.rank}, None)" if isinstance(f, LiteralFind) else f"(_D{f.regex}, {f.rank}, _D{f.regex}_LEADS)"
+            f"({_lit(f.text)}, {f.rank}, None)" if isinstance(f, LiteralFind)
+            else f"(_D{f.regex}, {f.rank}, _D{f.regex}_LEADS)" if classify_pattern(scans.regexes[f.regex][0]).leads
+            else f"(_D{f.regex}, {f.rank}, None)"
             for f in plan.finds]
         plans.append({"watched": watched, "index": plan.state, "label_doc": _doc(plan.label), "finds": finds, "hold": hold,
                       "declared": declared, "label": _line(plan.label),
