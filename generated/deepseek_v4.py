@@ -369,6 +369,18 @@ class ResponseParser(_rt.StreamParser):
         # S_TOOL_CALLS
         _rt.HELD_LITERALS,
     )
+    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
+    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
+    # whole-text path reads them (runtime/stream.py _chain_table)
+    WATCHED = (
+        None,
+        None,
+        (
+            (_D0, 0, _D0_LEADS),
+            ('</\uff5cDSML\uff5ctool_calls>', 1, None),
+        ),
+        None,
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 13
     # decided characters the regex delimiters still need to see

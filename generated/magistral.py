@@ -338,6 +338,18 @@ class ResponseParser(_rt.StreamParser):
         # S_TOOL_CALLS
         None,
     )
+    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
+    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
+    # whole-text path reads them (runtime/stream.py _chain_table)
+    WATCHED = (
+        (
+            ('[THINK]', 0, None),
+            (_D0, 1, _D0_LEADS),
+            ('</s>', 2, None),
+        ),
+        None,
+        None,
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 7
     # decided characters the regex delimiters still need to see

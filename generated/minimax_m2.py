@@ -360,6 +360,20 @@ class ResponseParser(_rt.StreamParser):
         # S_TOOL_CALLS
         _rt.HELD_LITERALS,
     )
+    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
+    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
+    # whole-text path reads them (runtime/stream.py _chain_table)
+    WATCHED = (
+        (
+            ('<think>', 0, None),
+            (_D0, 1, _D0_LEADS),
+            ('[e\x7e[', 2, None),
+            ('<minimax:tool_call>', 2, None),
+            ('</minimax:tool_call>', 2, None),
+        ),
+        None,
+        None,
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 11
     # decided characters the regex delimiters still need to see

@@ -723,6 +723,26 @@ class ResponseParser(_rt.StreamParser):
         # S_ANSWER
         _rt.HELD_LITERALS,
     )
+    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
+    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
+    # whole-text path reads them (runtime/stream.py _chain_table)
+    WATCHED = (
+        (
+            (_D0, 0, None),
+            (_D1, 1, None),
+            (_D2, 2, None),
+            ('<|eom|>', 3, None),
+            ('<|eot|>', 3, None),
+            ('<|end_of_text|>', 3, None),
+        ),
+        None,
+        (
+            (_D3, 0, None),
+            ('</atem:function_calls>', 1, None),
+        ),
+        None,
+        None,
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 31
     # decided characters the regex delimiters still need to see

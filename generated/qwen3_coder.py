@@ -310,6 +310,17 @@ class ResponseParser(_rt.StreamParser):
         # S_TOOL_CALLS
         _rt.HELD_LITERALS,
     )
+    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
+    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
+    # whole-text path reads them (runtime/stream.py _chain_table)
+    WATCHED = (
+        (
+            (_D0, 0, _D0_LEADS),
+            ('<|im_end|>', 1, None),
+            ('<|endoftext|>', 1, None),
+        ),
+        None,
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 7
     # decided characters the regex delimiters still need to see
@@ -567,6 +578,17 @@ class _RecoverParser(ResponseParser):
         ),
         # S_TOOL_CALLS
         _rt.HELD_LITERALS,
+    )
+    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
+    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
+    # whole-text path reads them (runtime/stream.py _chain_table)
+    WATCHED = (
+        (
+            (_R_D0, 0, _R_D0_LEADS),
+            ('<|im_end|>', 1, None),
+            ('<|endoftext|>', 1, None),
+        ),
+        None,
     )
     TRANSITIONS = _R_TRANSITIONS
     MEMO_SLOTS = 6

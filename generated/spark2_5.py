@@ -357,6 +357,19 @@ class ResponseParser(_rt.StreamParser):
         # S_TOOL_CALLS
         _rt.HELD_LITERALS,
     )
+    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
+    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
+    # whole-text path reads them (runtime/stream.py _chain_table)
+    WATCHED = (
+        (
+            ('<think>', 0, None),
+            (_D0, 1, _D0_LEADS),
+            ('<\uff5cend\u2581of\u2581sentence\uff5c>', 2, None),
+            ('</think>', 2, None),
+        ),
+        None,
+        None,
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 10
     # decided characters the regex delimiters still need to see

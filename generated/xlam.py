@@ -372,6 +372,21 @@ class ResponseParser(_rt.StreamParser):
         # S_AFTER_TOOL_CALLS
         None,
     )
+    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
+    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
+    # whole-text path reads them (runtime/stream.py _chain_table)
+    WATCHED = (
+        (
+            ('<think>', 0, None),
+            (_D0, 1, _D0_LEADS),
+            ('<|im_end|>', 2, None),
+        ),
+        None,
+        None,
+        (
+            (_D1, 0, None),
+        ),
+    )
     TRANSITIONS = _TRANSITIONS
     MEMO_SLOTS = 9
     # decided characters the regex delimiters still need to see
