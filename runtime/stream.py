@@ -2915,7 +2915,14 @@ class StreamParser:
         if names:
             scope = dict.fromkeys(names)
             if match is not None:
-                _put_groups(scope, match)
+                pairs = _GROUP_NUMBERS.get(match.re)
+                if pairs is not None and not pairs[1]:
+                    # _put_groups, written out (no recover-only alias among the groups)
+                    groups = match.groups()
+                    for name, number in pairs[0]:
+                        scope[name] = groups[number - 1]
+                else:
+                    _put_groups(scope, match)
         if region.empty_none and (not body or body.isspace()):
             value = None
         else:
