@@ -167,6 +167,27 @@ def test_express_field_written_twice(text):
     same_whole_and_stream(parser, "", text)
 
 
+_TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}]
+
+
+@pytest.mark.parametrize("name, call", [
+    ("hermes2pro", '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": "7"}}\n</tool_call>'),
+    ("kimi_k2", '<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris", "days": "7"}'
+                '<|tool_call_end|>'),
+    ("qwen3_coder", "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n7\n"
+                    "</parameter>\n</function>\n</tool_call>"),
+])
+def test_express_calls_typed_by_tools(name, call):
+    """With ``tools=`` the arguments of express and chained calls are typed as ``_close`` types
+    them (``"7"`` of an integer parameter), and a value the schema refuses fails the same way."""
+    parser = catalogue_parser(name)
+    for text in ("Hi " + call, "Hi " + call * 3, call + call.replace("7", "seven")):
+        same_whole_and_stream(parser, "", text, _TOOLS)
+    message = importlib.import_module(f"respc.generated.{name}").parse_response("Hi " + call * 2, "", tools=_TOOLS)
+    assert [c["function"]["arguments"]["days"] for c in message["tool_calls"]] == [7, 7]
+
+
 def test_express_is_the_whole_text_path_only():
     """Streaming (feed + finalize) and recover mode never take the express path; strict whole
     text does."""
