@@ -1163,7 +1163,8 @@ def _chain_table(cls: type) -> tuple:
     if declared[0] is not None:
         watched = [(record.text, record.rank, None) for record in declared[0]]
     else:
-        table = cls.WATCHED
+        # (told with the scanners: a class that gives its own scanners and not this knows nothing)
+        table = cls.WATCHED if "WATCHED" in cls.__dict__ or "SCANNERS" not in cls.__dict__ else ()
         watched = table[0] if len(table) == len(declared) else None
         if not watched:
             return ()
@@ -1485,11 +1486,14 @@ class StreamParser:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "SCANNERS" in cls.__dict__:
+            # what each state of this class is known to watch (the express regions read it): a
+            # class that gives its own scanners declares nothing it inherited
+            cls._DECLARED = tuple(scan if isinstance(scan, tuple) else None for scan in cls.SCANNERS)
         if "SCANNERS" in cls.__dict__ and any(isinstance(scan, tuple) for scan in cls.SCANNERS):
             # the states a module declares by their literal delimiters: the runtime builds their
             # scanners and HOLD_LITERALS entries (runtime/scanners.py, issue 31)
-            declared = tuple(scan if isinstance(scan, tuple) else None for scan in cls.SCANNERS)
-            cls._DECLARED = declared
+            declared = cls._DECLARED
             cls.SCANNERS, cls.MEMO_SLOTS, holds = build_scanners(cls, cls.SCANNERS, cls.MEMO_SLOTS)
             if "HOLD_REGEX" in cls.__dict__:
                 cls.HOLD_REGEX = tuple(literal_automata(declared[k]) if entry is HELD_LITERALS else entry
@@ -2940,12 +2944,7 @@ class StreamParser:
         if region.repeats and region.join is None and not region.extend:
             # _store's way for a repeating field, written out
             if value is not None or not region.empty_none:
-                out = self._out
-                values = out.get(region.slot)
-                if values is None:
-                    out[region.slot] = [value]
-                else:
-                    values.append(value)
+                self._out.setdefault(region.slot, []).append(value)
         else:
             self._store(region, value, start, end, body, closer)
         return end
