@@ -315,7 +315,7 @@ def compare(before_path: str, after_path: str, per_call: float) -> None:
         head = ["template"]
         for label in ("ref/ours", "ours/floor", "stream/floor"):
             head += [f"{label} {size // 1000} kB" for size in sizes]
-        head += [f"µs/call {sizes[0] // 1000} kB"]
+        head += [f"µs/call {size // 1000} kB" for size in sizes]
         print(f"\n**{which}** (before → after)\n")
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
@@ -330,8 +330,9 @@ def compare(before_path: str, after_path: str, per_call: float) -> None:
                     mark = {"ref_ratio": "ok_ref", "floor_ratio": "ok_floor", "stream_ratio": "ok_stream"}[key]
                     flag = "" if a[mark] is None or a[mark] else " ✗"
                     cells.append(f"{_f(b and b[key], spec)} → {_f(a[key], spec)}{flag}")
-            a = after.get((name, which, sizes[0]))
-            cells.append(_f(a and a["per_call_us"]))
+            for size in sizes:
+                b, a = before.get((name, which, size)), after.get((name, which, size))
+                cells.append(f"{_f(b and b['per_call_us'])} → {_f(a and a['per_call_us'])}")
             print("| " + " | ".join(cells) + " |")
     for label, rows in (("before", before), ("after", after)):
         print(f"\n{label}:")

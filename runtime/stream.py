@@ -64,11 +64,11 @@ from typing import Any, Callable, NamedTuple
 
 import regex
 
-from .decoders import ACCEPTED, UNDECIDED
+from .decoders import ACCEPTED, REJECTED, UNDECIDED
 from .errors import ContentParseError, ParserStateError, RegexTimeoutError
 from .held import STOP, HeldRegex
 from .repair import NOTES, decode_string_arguments
-from .scanners import HELD_LITERALS, build_scanners, literal_automata
+from .scanners import HELD_LITERALS, Literal, build_scanners, literal_automata
 from .tables import HoldLiterals
 from .tools import _GOOD_NAMES, check_tool_call_names, coerce_tool_calls, compile_tool_types, tool_parameters
 from .whole import finish as finish_whole
@@ -1110,6 +1110,92 @@ VALUE_WINDOW = 4096
 VALUE_BUDGET = 8
 
 _NO_GROUPS: dict = {}  # shared, read-only: processors copy the scope they are given
+
+
+def _express_table(cls: type) -> tuple:
+    """Per state, per rank of a parser class: the closer text when that delimiter opens an
+    *express* region, else None (every entry None, or ``()``, for a class without one).
+
+    An express region is one whose open is an ``OPEN`` edge into a state that watches one
+    delimiter only, a literal, its own close (``_DECLARED``: the literal states a module declares,
+    runtime/scanners.py), and whose body needs nothing while it is read: a slot (not discarded),
+    no ``end: "value"`` decoder or optional trailing close, no declared repairs, no recover-only
+    closer. A tentative open (v2 ``reject``) is one too: the start of its body is decided first,
+    up to the closer, as :meth:`StreamParser._probe` decides it (a rejected one is not express).
+    On the whole-text path in strict mode
+    (:meth:`StreamParser._express`) such a region, once opened, ends at the first occurrence of
+    its closer: that is what the scanner of its state answers at the end of the stream, and
+    nothing else can happen inside it.
+    """
+    declared = cls._DECLARED
+    edges = cls.TRANSITIONS
+    regions = cls.REGIONS
+    if len(declared) != len(edges) or len(cls._IS_AFTER) != len(edges):
+        return ()
+    table = []
+    for row in edges:
+        out = []
+        for action, field, target in row:
+            closer = None
+            if action == OPEN and field is not None and 0 <= field < len(regions) and 0 <= target < len(edges):
+                literals, back, region = declared[target], edges[target], regions[field]
+                if (literals is not None and len(literals) == 1 and isinstance(literals[0], Literal)
+                        and literals[0].rank == 0 and len(back) == 1
+                        and back[0][0] == CLOSE and back[0][1] == field and not cls._IS_AFTER[target]
+                        and region.slot is not None and not region.ends
+                        and region.after is None and not cls._REPAIRS[field]
+                        and field not in cls._RC_FIELDS):
+                    closer = literals[0].text
+            out.append(closer)
+        table.append(tuple(out))
+    return tuple(table) if any(any(row) for row in table) else ()
+
+
+def _chain_table(cls: type) -> tuple:
+    """``(leads, pattern, field, closer)`` per opener of an express region (:func:`_express_table`)
+    that state 0, the state every express region leaves to, watches, and that no other delimiter
+    of state 0 can match where it starts: a literal (``pattern`` None, ``leads`` the literal
+    alone) or a regex whose every match starts with one of ``leads`` (not one searched under a
+    time limit), where no other delimiter's literal or leads is a prefix of one of them or has
+    one as a prefix (a regex delimiter without leads could match anywhere: none then). Matched
+    right where the previous express region ended, it is what state 0's scanner answers there
+    (the leftmost hit, and nothing else matches at that start), so the next region is read at once
+    too (:meth:`StreamParser._run`). State 0's delimiters: the records it declares
+    (runtime/scanners.py: ``Literal`` and ``Pattern``). Empty when state 0 is an *after*
+    state or the outside region has a decoder."""
+    declared = cls._DECLARED
+    express = cls._EXPRESS
+    if not express or not declared or cls._IS_AFTER[0]:
+        return ()
+    outside = cls.OUTSIDE_FIELD
+    if outside is not None and cls.REGIONS[outside].ends:
+        return ()
+    watched = []
+    for record in declared[0] or ():
+        if isinstance(record, Literal):
+            watched.append((record.text, record.rank, None))
+        else:
+            # a start-anchored alternative is searched apart after offset 0: no chaining on it
+            watched.append((record.delimiter, record.rank, None if record.anchored else record.leads))
+    if not watched:
+        return ()
+    # per delimiter: the literals every match of it starts with (None: unknown)
+    heads = [((delimiter,) if isinstance(delimiter, str) else leads) for delimiter, _rank, leads in watched]
+
+    def apart(a: tuple | None, b: tuple | None) -> bool:
+        return a is not None and b is not None and all(
+            not (x.startswith(y) or y.startswith(x)) for x in a for y in b)
+
+    chain = []
+    for k, (delimiter, rank, leads) in enumerate(watched):
+        closer = express[0][rank]
+        if closer is None or heads[k] is None or (
+                not isinstance(delimiter, str) and getattr(delimiter, "_bound", None) is not None):
+            continue
+        if all(j == k or apart(heads[k], heads[j]) for j in range(len(watched))):
+            pattern = None if isinstance(delimiter, str) else delimiter
+            chain.append((tuple(heads[k]), pattern, cls.TRANSITIONS[0][rank][1], closer))
+    return tuple(chain)
 # Stands for "no trigger character at all" (a region that runs to the end of the stream): a chunk
 # that happens to contain it just takes the general fast path.
 _NO_TRIGGER = "\x00\uffff\x00"
@@ -1399,9 +1485,17 @@ class StreamParser:
     _LITS: tuple = ()
     #: per state: the records its module declares (runtime/scanners.py), or None
     _DECLARED: tuple = ()
+    #: per state, per rank: the closer of an express region (:func:`_express_table`), or None
+    _EXPRESS: tuple = ()
+    #: the express regions read at once when they open right where one ended (:func:`_chain_table`)
+    _CHAIN: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "SCANNERS" in cls.__dict__:
+            # what each state of this class is known to watch (the express regions read it): a
+            # class that gives its own scanners declares nothing it inherited
+            cls._DECLARED = tuple(scan if isinstance(scan, tuple) else None for scan in cls.SCANNERS)
         if "SCANNERS" in cls.__dict__ and any(isinstance(scan, tuple) for scan in cls.SCANNERS):
             # the states a module declares by their literal delimiters: the runtime builds their
             # scanners and HOLD_LITERALS entries (runtime/scanners.py, issue 31)
@@ -1431,6 +1525,8 @@ class StreamParser:
         # then closes is text (docs/security.md, "Closers inside an open value")
         cls._RC_FIELDS = frozenset(k for k, r in enumerate(cls.REGIONS)
                                    if any(g.startswith(RECOVER_CLOSER_GROUP) for g in r.groups))
+        cls._EXPRESS = _express_table(cls)
+        cls._CHAIN = _chain_table(cls)
         bounded = {pattern: (name, key) for pattern, name, key in cls.REGEX_BOUNDED}
         cls._STRAY = tuple((closer, LazyPattern(pattern, 0, bound=bounded.get(pattern)), field)
                            for closer, pattern, field in cls.STRAY_CLOSERS)
@@ -2170,6 +2266,9 @@ class StreamParser:
         n = len(buf)
         closing: dict = {}  # per call-section state, where a cut closer of it may start (eos)
         spent = 0  # characters given to value decoders in pieces longer than VALUE_WINDOW
+        # the whole-text path in strict mode reads an express region at once (_express)
+        express = self._EXPRESS if eos and self._mute and not self._recover and self.ledger is None else ()
+        chain = self._CHAIN if express else ()
         while True:
             if self._again is not None:
                 # errors="recover": the region's own opener written again at its start
@@ -2278,6 +2377,20 @@ class StreamParser:
                     self._defer = (start, end, field, target, match, end)
                     continue
                 if action <= NEST:
+                    closer = express[state][rank] if express else None
+                    if closer is not None and not self._stack and self._loose is None:
+                        # the whole-text path: the region and its close at once (_express); a
+                        # tentative open's body decides first, as _probe would with the closer
+                        # found (a rejected one takes the way below)
+                        c = buf.find(closer, end)
+                        if c >= 0 and (not self.REGIONS[field].reject
+                                       or self._tent_status(field, buf, end, c) != REJECTED):
+                            pos = self._express(events, field, match, buf[start:end], buf[end:c], closer, c)
+                            if chain and self._loose is None:
+                                # the next ones right here (_chain_table): what the scan of state
+                                # 0 from pos answers, without it; otherwise the scan decides
+                                pos = self._express_chain(buf, pos, chain)
+                            continue
                     if self.REGIONS[field].reject:
                         # Nothing happens until the content parser saw the body start (_probe).
                         self._tent = (start, end, state, action, field, target, match)
@@ -2660,16 +2773,10 @@ class StreamParser:
             self._route(events, rest)
         return len(buf)
 
-    def _probe(self, events: list, buf: str, pos: int, eos: bool, start: int, hold: int) -> int | None:
-        """Decide a tentative open (v2 ``reject``) from the text after the opener.
-
-        Returns None while undecided (hold), -1 once accepted (the region is then open), or the
-        position to scan from after a rejection. Only the status of a new boundary decoder fed the
-        text after the opener counts: the region's ``verdict`` gives it without a decoder when
-        there is one (json without ``string_delims``).
-        """
-        open_start, open_end, state, action, field, target, match = self._tent
-        limit = start if start >= 0 else len(buf) if eos else hold
+    def _tent_status(self, field: int, buf: str, pos: int, limit: int) -> int:
+        """The status (``ACCEPTED``, ``REJECTED`` or ``UNDECIDED``) a new boundary decoder of
+        ``field``'s region has after reading ``buf[pos:limit]``, the text after a tentative
+        opener (:meth:`_probe`)."""
         verdict = self.REGIONS[field].verdict
         # The body is read a growing piece at a time, stopping once decided (most bodies decide
         # in their first characters): a slice of the whole rest of the buffer made every
@@ -2693,6 +2800,19 @@ class StreamParser:
                 status, at, step = decoder.status, stop, step * 2
             if at >= limit:
                 status = decoder.status
+        return status
+
+    def _probe(self, events: list, buf: str, pos: int, eos: bool, start: int, hold: int) -> int | None:
+        """Decide a tentative open (v2 ``reject``) from the text after the opener.
+
+        Returns None while undecided (hold), -1 once accepted (the region is then open), or the
+        position to scan from after a rejection. Only the status of a new boundary decoder fed the
+        text after the opener counts: the region's ``verdict`` gives it without a decoder when
+        there is one (json without ``string_delims``).
+        """
+        open_start, open_end, state, action, field, target, match = self._tent
+        limit = start if start >= 0 else len(buf) if eos else hold
+        status = self._tent_status(field, buf, pos, limit)
         if status == ACCEPTED or (status == UNDECIDED and (start >= 0 or eos)):
             # accepted, or a delimiter / the end of the stream came first: an empty region
             self._tent = None
@@ -2789,6 +2909,121 @@ class StreamParser:
             if self._offsets:
                 event["start"], event["end"] = at, at + len(opener)
             events.append(event)
+
+    def _express(self, events: list, field: int, match: Any, opener: str, body: str, closer: str, at: int) -> int:
+        """The whole-text path, strict mode: ``field``'s express region (:func:`_express_table`)
+        opened by ``opener`` (its match ``match``, or None), with ``body`` up to the first
+        ``closer``, which starts at buffer offset ``at``, read at once; returns the buffer offset
+        after the closer.
+
+        The state, message, diagnostics and errors are those :meth:`_begin`, one pass of
+        :meth:`_run` over the body (its state's scanner finds the closer; the body is routed) and
+        :meth:`_close` + :meth:`_leave` give: the current region is closed (a region with nothing
+        in it only gives its offset), the value is read, checked and stored with the same offsets
+        while the region is the current one (:meth:`_store` reads its field and opener), and the
+        parser is back OUTSIDE after the closer. Nothing else can happen inside the region: its
+        state watches the closer only, and the conditions of the table rule out every hook
+        (recover, ledger, sections, decoders, repairs, a nested region).
+
+        Raises:
+            The errors of ``_close``: the body's ``ValueError`` / ``KeyError`` / ``TypeError``
+            with ``field``, ``start``, ``end`` and ``partial_message``; ``_store``'s.
+        """
+        if self._opened or self._body or self._blocks:
+            start = self._close(events, None)
+        else:
+            start = self._mark + self._sunk  # (what _close gives for a region with nothing in it)
+        end = self._express_store(field, match, opener, body, closer, start)
+        # _leave with nothing suspended
+        self._state = 0
+        self._enter(self.OUTSIDE_FIELD)
+        self._mark = end
+        self._sunk = 0
+        self._open_at = None
+        self._open_text = ""
+        return at + len(closer)
+
+    def _express_store(self, field: int, match: Any, opener: str, body: str, closer: str, start: int) -> int:
+        """Read, check and store the value of ``field``'s express region whose opener starts at
+        response offset ``start`` (:meth:`_express`), with the region current as :meth:`_close`
+        has it; returns the response offset after its closer. The parser is left with that
+        region current: the caller goes back OUTSIDE."""
+        region = self.REGIONS[field]
+        end = start + len(opener) + len(body) + len(closer)
+        # what _store and _overwrite read while the region is the current one
+        self._field = field
+        self._region = region
+        self._open_at = start
+        self._open_text = opener
+        self._gaps = None
+        names = region.groups
+        scope = _NO_GROUPS
+        if names:
+            scope = dict.fromkeys(names)
+            if match is not None:
+                pairs = _GROUP_NUMBERS.get(match.re)
+                if pairs is not None and not pairs[1]:
+                    # _put_groups, written out (no recover-only alias among the groups)
+                    groups = match.groups()
+                    for name, number in pairs[0]:
+                        scope[name] = groups[number - 1]
+                else:
+                    _put_groups(scope, match)
+        if region.empty_none and (not body or body.isspace()):
+            value = None
+        else:
+            try:
+                value = region.process(body, scope)
+                cls = value.__class__
+                if cls is not str and not (cls is _DICT and region.typed and self._tools is None
+                                           and _plain_call(value)):
+                    value = _checked_value(region, value, self._tools)
+            except (ValueError, KeyError, TypeError) as exc:
+                exc.field = region.slot
+                exc.start, exc.end = start, end
+                exc.partial_message = _copy(_joined(self._out))
+                raise
+        if region.repeats and region.join is None and not region.extend:
+            # _store's way for a repeating field, written out
+            if value is not None or not region.empty_none:
+                self._out.setdefault(region.slot, []).append(value)
+        else:
+            self._store(region, value, start, end, body, closer)
+        return end
+
+    def _express_chain(self, buf: str, pos: int, chain: tuple) -> int:
+        """After an express region that ended at buffer offset ``pos``: each next express region
+        that opens right there (``chain``, :func:`_chain_table`) read at once, as state 0's scan
+        from there and :meth:`_express` would read it; returns the buffer offset where the scan
+        must go on (``pos`` when none opened)."""
+        base = self._mark - pos  # response offset = buffer offset + base (OUTSIDE, nothing routed)
+        moved = pos
+        while True:
+            for leads, pattern, field, closer in chain:
+                if buf.startswith(leads, pos):
+                    break
+            else:
+                break
+            if pattern is None:
+                match = None
+                end = pos + len(leads[0])
+            else:
+                match = pattern.match(buf, pos)
+                if match is None:
+                    break
+                end = match.end()
+            c = buf.find(closer, end)
+            if c < 0 or (self.REGIONS[field].reject and self._tent_status(field, buf, end, c) == REJECTED):
+                break
+            pos = self._express_store(field, match, buf[pos:end], buf[end:c], closer, pos + base) - base
+        if pos != moved:
+            # _leave with nothing suspended
+            self._state = 0
+            self._enter(self.OUTSIDE_FIELD)
+            self._mark = pos + base
+            self._open_at = None
+            self._open_text = ""
+        return pos
 
     def _watch_again(self, delimiter: str, note: str, slot: str | None) -> None:
         """errors="recover": look for ``delimiter`` written again right after it (_reopened);
@@ -3065,18 +3300,9 @@ class StreamParser:
                         value, notes = self._recovered(region, text, scope, closer, eos)
                     else:
                         value = region.process(text, scope)
-                    cls = value.__class__
-                    if cls is not str and not (region.typed and self._tools is None and (
-                            _plain_call(value) if cls is _DICT else cls is _LIST and _plain_calls(value))):
-                        # (a str is no tool call: the name check and the typing leave it as it is;
-                        # a plain call, or a list of them, passes both checks, see _plain_call)
-                        if region.typed:
-                            check_tool_call_names(value, region.slot)
-                            if self._tools is not None:
-                                value = coerce_tool_calls(value, self._tools)
-                        bad = _non_finite(value)
-                        if bad is not None:
-                            raise ContentParseError(_NON_FINITE.format(region.name, bad))
+                    if value.__class__ is not str:
+                        # (a str is no tool call: the name check and the typing leave it as it is)
+                        value = _checked_value(region, value, self._tools)
                     if self._recover and notes:
                         start = self._open_at if self._open_at is not None else self._mark
                         raw = self._raw(text, closer)
@@ -3445,6 +3671,30 @@ def _non_finite(value: Any) -> float | None:
 _STR, _FLOAT, _DICT, _LIST, _TUPLE = str, float, dict, list, tuple
 #: the classes that hold no float (subclasses are not: they take the general way)
 _LEAVES = frozenset((str, int, bool, type(None)))
+
+
+def _checked_value(region: Region, value: Any, tools: Any) -> Any:
+    """A region's parsed ``value`` (not a ``str``) after the checks every value takes: in a
+    typed region the tool-call name check (``check_tool_call_names``) and, with ``tools``, the
+    arguments' typing (``coerce_tool_calls``); then no non-finite number anywhere. A plain call,
+    or a list of them, passes the first and the last without them (:func:`_plain_call`).
+
+    Raises:
+        ContentParseError (a ``ValueError``): a bad name, or a non-finite number; the typing's
+        errors.
+    """
+    cls = value.__class__
+    if region.typed and tools is None and (
+            _plain_call(value) if cls is _DICT else cls is _LIST and _plain_calls(value)):
+        return value
+    if region.typed:
+        check_tool_call_names(value, region.slot)
+        if tools is not None:
+            value = coerce_tool_calls(value, tools)
+    bad = _non_finite(value)
+    if bad is not None:
+        raise ContentParseError(_NON_FINITE.format(region.name, bad))
+    return value
 
 
 def _plain_call(call: dict) -> bool:

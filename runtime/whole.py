@@ -36,6 +36,15 @@ Events. ``finish`` returns the message only, so the parser builds no ``region_op
 raised by it carries ``exc.events`` without them. The message, diagnostics and errors are
 unchanged (events are never read back by the parser).
 
+Express regions. In strict mode a region opened into a state that watches only its own literal
+close (most tool-call regions: ``<tool_call>`` … ``</tool_call>``) is read at once
+(``StreamParser._express``, ``runtime/stream.py`` ``_express_table``): the closer is found, the
+body sliced, parsed, checked and stored, and the parser is back outside, without the scan, the
+routing and the open/close/leave steps the end-of-stream pass would take one by one to the same
+result (its state's scanner can only answer that closer; the table's conditions rule out every
+hook that could see the body first). ``tests/test_whole_express.py`` checks which regions take it
+and compares outcomes on damaged bodies of them.
+
 Literal search. In both modes the buffer is a :class:`WholeText`, a ``str`` whose ``find`` looks
 for a literal delimiter by its rarest character first, with ``memchr`` (CPython's one-character
 ``str.find``): about 1 us per 100 kB against 35-55 us for ``str.find`` of a 10-character literal
