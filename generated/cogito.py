@@ -223,21 +223,6 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,  # S_REASONING_CONTENT
         _rt.HELD_LITERALS,  # S_TOOL_CALLS
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            ('<think>', 0, None),
-            (_D0, 1, _D0_LEADS),
-            ('<\uff5cend\u2581of\u2581sentence\uff5c>', 2, None),
-            ('<\uff5ctool\u2581calls\u2581begin\uff5c>', 2, None),
-            ('<\uff5ctool\u2581calls\u2581end\uff5c>', 2, None),
-            ('</think>', 2, None),
-        ),
-        None,
-        None,
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0

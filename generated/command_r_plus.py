@@ -266,23 +266,6 @@ class ResponseParser(_rt.StreamParser):
         # S_AFTER_TOOL_CALLS
         None,
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            (_D0, 0, None),
-            ('<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>', 1, None),
-            ('<|END_OF_TURN_TOKEN|>', 2, None),
-            ('<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>', 2, None),
-            ('<|CHATBOT_TOKEN|>', 2, None),
-        ),
-        None,
-        None,
-        (
-            (_D1, 0, None),
-        ),
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -378,26 +378,6 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,  # S_TOOL_CALL_JSON
         _rt.HELD_LITERALS,  # S_TOOL_CALL_COMMAND
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            ('<think>', 0, None),
-            (_D0, 1, None),
-            (_D1, 2, None),
-            (_D2, 3, None),
-            (_D3, 4, None),
-            ('<|eot_id|>', 5, None),
-            ('<|end_of_text|>', 5, None),
-            ('</think>', 5, None),
-        ),
-        None,
-        None,
-        None,
-        None,
-        None,
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0

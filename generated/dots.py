@@ -306,24 +306,6 @@ class ResponseParser(_rt.StreamParser):
         # S_JSON_TOOL_CALL
         None,
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            ('<dots_function_call>', 0, None),
-            (_D0, 1, None),
-            ('<|endofresponse|>', 2, None),
-            ('</dots_function_call>', 2, None),
-        ),
-        (
-            (_D0, 0, None),
-            (_D1, 1, None),
-            ('</dots_function_call>', 2, None),
-        ),
-        None,
-        None,
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -197,21 +197,6 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,  # S_REASONING_CONTENT
         _rt.HELD_LITERALS,  # S_TOOL_CALLS
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            (_D0, 0, None),
-            ('<tool_call>', 1, None),
-            ('<response>', 2, None),
-            ('</response>', 2, None),
-            ('</s>', 2, None),
-            ('<|end_of_sentence|>', 2, None),
-        ),
-        None,
-        None,
-    )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see
     # (^, \b and lookbehinds must not see a trimmed start)

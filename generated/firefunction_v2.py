@@ -167,17 +167,6 @@ class ResponseParser(_rt.StreamParser):
         ),
         _rt.HELD_LITERALS,  # S_TOOL_CALLS
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            (_D0, 0, _D0_LEADS),
-            ('<|eot_id|>', 1, None),
-            ('<|start_header_id|>assistant<|end_header_id|>', 1, None),
-        ),
-        None,
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0

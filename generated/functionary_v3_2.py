@@ -238,23 +238,6 @@ class ResponseParser(_rt.StreamParser):
         # S_TOOL_CALLS
         None,
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            ('>>>all\n', 0, None),
-            (_D0, 1, _D0_LEADS),
-            ('<|eot_id|>', 2, None),
-            ('<|eom_id|>', 2, None),
-        ),
-        (
-            (_D0, 0, _D0_LEADS),
-            ('<|eot_id|>', 1, None),
-            ('<|eom_id|>', 1, None),
-        ),
-        None,
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0

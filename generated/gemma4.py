@@ -240,21 +240,6 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,  # S_REASONING_CONTENT
         _rt.HELD_LITERALS,  # S_TOOL_CALLS
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            ('<|channel>thought', 0, None),
-            (_D0, 1, _D0_LEADS),
-            ('<turn|>', 2, None),
-            ('<|tool_response>', 2, None),
-            ('<eos>', 2, None),
-            ('<channel|>', 2, None),
-        ),
-        None,
-        None,
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0
@@ -476,21 +461,6 @@ class _RecoverParser(ResponseParser):
         ),
         _rt.HELD_LITERALS,  # S_REASONING_CONTENT
         _rt.HELD_LITERALS,  # S_TOOL_CALLS
-    )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            (_R_D0, 0, _R_D0_LEADS),
-            (_R_D1, 1, _R_D1_LEADS),
-            ('<turn|>', 2, None),
-            ('<|tool_response>', 2, None),
-            ('<eos>', 2, None),
-            ('<channel|>', 2, None),
-        ),
-        None,
-        None,
     )
     TRANSITIONS = _R_TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)

@@ -433,26 +433,6 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            (_D0, 0, _D0_LEADS),
-            (_D1, 1, None),
-            (_D2, 2, None),
-            (_D3, 3, _D3_LEADS),
-            (_D4, 4, _D4_LEADS),
-        ),
-        None,
-        None,
-        (
-            (_D5, 0, _D5_LEADS),
-        ),
-        (
-            (_D6, 0, _D6_LEADS),
-        ),
-    )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see
     # (^, \b and lookbehinds must not see a trimmed start)
@@ -785,26 +765,6 @@ class _RecoverParser(ResponseParser):
                 ),
                 last=(7, 12),
             ),
-        ),
-    )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            (_R_D0, 0, _R_D0_LEADS),
-            (_R_D1, 1, None),
-            (_R_D2, 2, None),
-            (_R_D3, 3, _R_D3_LEADS),
-            (_R_D4, 4, _R_D4_LEADS),
-        ),
-        None,
-        None,
-        (
-            (_R_D5, 0, _R_D5_LEADS),
-        ),
-        (
-            (_R_D6, 0, _R_D6_LEADS),
         ),
     )
     TRANSITIONS = _R_TRANSITIONS

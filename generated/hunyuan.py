@@ -259,22 +259,6 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            (_D0, 0, None),
-            (_D1, 1, _D1_LEADS),
-            (_D2, 2, None),
-        ),
-        (
-            (_D3, 0, None),
-        ),
-        (
-            (_D4, 0, _D4_LEADS),
-        ),
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0

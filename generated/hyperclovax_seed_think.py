@@ -322,23 +322,6 @@ class ResponseParser(_rt.StreamParser):
         # S_JSON_CALL
         None,
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            ('<think>', 0, None),
-            (_D0, 1, _D0_LEADS),
-            (_D1, 2, None),
-            (_D2, 3, None),
-            ('<|im_end|>', 4, None),
-            ('</think>', 4, None),
-        ),
-        None,
-        None,
-        None,
-        None,
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -220,21 +220,6 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,  # S_REASONING_CONTENT
         _rt.HELD_LITERALS,  # S_TOOL_CALLS
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            ('<|content_thinking|>', 0, None),
-            (_D0, 1, None),
-            ('<|message_model|>', 2, None),
-            ('<|content_text|>', 2, None),
-            ('<|end_message|>', 2, None),
-            ('<|content_model_end_sampling|>', 2, None),
-        ),
-        None,
-        None,
-    )
     TRANSITIONS = _TRANSITIONS
     # decided characters the regex delimiters still need to see
     # (^, \b and lookbehinds must not see a trimmed start)

@@ -507,33 +507,6 @@ class ResponseParser(_rt.StreamParser):
             ),
         ),
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            (_D0, 0, _D0_LEADS),
-            (_D1, 1, None),
-            (_D2, 2, None),
-            (_D3, 3, None),
-            (_D4, 4, None),
-        ),
-        (
-            (_D1, 0, None),
-            (_D2, 1, None),
-            (_D3, 2, None),
-            (_D5, 3, _D5_LEADS),
-        ),
-        (
-            (_D6, 0, _D6_LEADS),
-        ),
-        (
-            (_D7, 0, _D7_LEADS),
-        ),
-        (
-            (_D8, 0, _D8_LEADS),
-        ),
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -233,20 +233,6 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,  # S_REASONING_CONTENT
         _rt.HELD_LITERALS,  # S_TOOL_CALLS
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            ('<think>', 0, None),
-            (_D0, 1, _D0_LEADS),
-            ('<|im_end|>', 2, None),
-            ('<|tool_calls_section_begin|>', 2, None),
-            ('<|tool_calls_section_end|>', 2, None),
-        ),
-        None,
-        None,
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0
@@ -460,24 +446,6 @@ class _RecoverParser(ResponseParser):
         None,
         # S_TOOL_CALLS
         None,
-    )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            ('<think>', 0, None),
-            (_R_D0, 1, _R_D0_LEADS),
-            ('<|im_end|>', 2, None),
-            ('<|tool_calls_section_begin|>', 2, None),
-            ('<|tool_calls_section_end|>', 2, None),
-        ),
-        (
-            (_R_D1, 0, None),
-        ),
-        (
-            (_R_D2, 0, _R_D2_LEADS),
-        ),
     )
     TRANSITIONS = _R_TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)

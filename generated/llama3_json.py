@@ -327,27 +327,6 @@ class ResponseParser(_rt.StreamParser):
         # S_AFTER_TAGGED_JSON_CALL
         None,
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            (_D0, 0, None),
-            ('<|python_tag|>', 1, None),
-            ('<|python_tag|>', 2, None),
-            ('<|eot_id|>', 3, None),
-            ('<|eom_id|>', 3, None),
-        ),
-        None,
-        None,
-        None,
-        (
-            (_D1, 0, None),
-        ),
-        (
-            (_D2, 0, None),
-        ),
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -167,18 +167,6 @@ class ResponseParser(_rt.StreamParser):
         # S_TOOL_CALLS
         None,
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            (_D0, 0, _D0_LEADS),
-            ('<|eot|>', 1, None),
-            ('<|eom|>', 1, None),
-            ('<|python_end|>', 1, None),
-        ),
-        None,
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -349,26 +349,6 @@ class ResponseParser(_rt.StreamParser):
         _rt.HELD_LITERALS,  # S_TOOL_CALLS
         _rt.HELD_LITERALS,  # S_ANSWER
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            (_D0, 0, None),
-            (_D1, 1, None),
-            (_D2, 2, None),
-            ('<|eom|>', 3, None),
-            ('<|eot|>', 3, None),
-            ('<|end_of_text|>', 3, None),
-        ),
-        None,
-        (
-            (_D3, 0, None),
-            ('</atem:function_calls>', 1, None),
-        ),
-        None,
-        None,
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -294,20 +294,6 @@ class ResponseParser(_rt.StreamParser):
         # S_AFTER_TOOL_CALLS
         None,
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        None,
-        None,
-        None,
-        (
-            (_D0, 0, _D0_LEADS),
-            ('<|plamo:end_tool_requests:plamo|>', 1, None),
-        ),
-        None,
-        None,
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0

@@ -417,31 +417,6 @@ class ResponseParser(_rt.StreamParser):
         # S_JSON_TOOL_CALL
         None,
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            ('<think>', 0, None),
-            (_D0, 1, _D0_LEADS),
-            (_D1, 2, _D1_LEADS),
-            (_D2, 3, _D2_LEADS),
-            (_D3, 4, None),
-            ('</assistant>', 5, None),
-            ('\u3008|EOS|\u3009', 5, None),
-            ('</think>', 5, None),
-        ),
-        (
-            (_D0, 0, _D0_LEADS),
-            (_D1, 1, _D1_LEADS),
-            (_D2, 2, _D2_LEADS),
-            ('</think>', 3, None),
-        ),
-        None,
-        None,
-        None,
-        None,
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0

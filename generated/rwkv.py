@@ -230,21 +230,6 @@ class ResponseParser(_rt.StreamParser):
         # S_AFTER_TOOL_CALLS
         None,
     )
-    # per state with a scanner of its own: the delimiters it watches, (literal, rank, None) or
-    # (regex, rank, its leads) each; None for a state that declares its literals (SCANNERS). The
-    # whole-text path reads them (runtime/stream.py _chain_table)
-    WATCHED = (
-        (
-            ('<think>', 0, None),
-            (_D0, 1, _D0_LEADS),
-            ('</think>', 2, None),
-        ),
-        None,
-        None,
-        (
-            (_D1, 0, None),
-        ),
-    )
     TRANSITIONS = _TRANSITIONS
     # characters the regex delimiters must still see (no regex delimiter looks behind its start)
     CONTEXT = 0
