@@ -1628,7 +1628,8 @@ class StreamParser:
         """
         if self._quiet and text.__class__ is str:
             if self._trigger not in text and text:
-                if not self._wide:
+                wide = self._wide
+                if not wide:
                     # The commonest chunk: plain text, no trigger character, nothing to keep.
                     body = self._body
                     body.append(text)
@@ -1636,7 +1637,8 @@ class StreamParser:
                         self._blocks.append("".join(body))
                         body.clear()
                     return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
-                if self._t2 not in text and self._t3 not in text:
+                # (the run quickest path's t3 is "", in every chunk: it goes straight to its own branch)
+                if wide is not _RUN_WIDE and self._t2 not in text and self._t3 not in text:
                     # The same with two or three trigger characters, or with a CONTEXT the regex
                     # delimiters must see: that context is the chunk's own tail when it has
                     # CONTEXT characters or more, so only the chunk is remembered and the buffer
@@ -1651,7 +1653,7 @@ class StreamParser:
                         if context:
                             self._last = text
                         return [{"type": "region_chunk", "field": self._name, "text": text, "dirty": self._dirty}]
-                if self._wide is _RUN_WIDE and self._t2 not in text:
+                if wide is _RUN_WIDE and self._t2 not in text:
                     # A state watching one run-and-literal delimiter (gpt_oss's answer; _one_run,
                     # _quick_trigger), with nothing held (_rheld None) or a run, or a run and the
                     # literal's first character, held after one decided character (_rheld: the
