@@ -579,3 +579,74 @@ def test_gpt_oss_call_opener_in_small_chunks_is_not_scanned_per_chunk():
     (fast, fast_events), (slow, slow_events) = outcomes
     assert fast_events == slow_events
     assert slow >= 20 and fast <= 6, (fast, slow)
+
+
+# --- possessive repeats on Python 3.10 (compiler/sre.py mark_possessive) -----------------------
+
+_POSSESSIVE_SOURCES = [
+    r"\s*to=functions\.(?P<name>[^<\s]++)(?P<again>\s*to=functions\.[^<\s]++)?\s*<\|message\|>",
+    "a++", "a*+b", "x?+", r"\x41++", r"\u00e9{2,3}+", "(a|b)++c", "(?:ab)*+", "[]a]++", r"[^\]x]++y",
+    "a{2}+", "(?P<n>x++)+?", r"(?=a++)b", "a+?b++", r"\d++\.\w*+", "(?:x(?:y++)z)++",
+    r"\N{LATIN SMALL LETTER A}++", "a{,3}+", r"(a)(?(1)b++|c?+)", "(?i:a++)", r"\101++", "a|b++|c",
+    r"\+++", "[+]++", r"(?#a++)b++",
+]
+
+
+@pytest.mark.parametrize("pattern", _POSSESSIVE_SOURCES)
+def test_possessive_read_without_the_311_parser_is_the_311_tree(pattern):
+    """Python 3.10's parser has no possessive repeats: compiler/sre.py rewrites each as the greedy
+    repeat in a marked group and turns the group back into 3.11's node (same tree, widths, groups)."""
+    import re
+    from re import _parser as sre_parse
+
+    from respc.compiler import sre
+
+    native = sre_parse.parse(pattern, re.DOTALL)
+    marked = sre._parse_marked(pattern, re.DOTALL)
+    assert repr(marked.data) == repr(native.data)
+    assert marked.getwidth() == native.getwidth()
+    assert marked.state.groupdict == native.state.groupdict
+
+
+@pytest.mark.parametrize("pattern", ["a+b", "a+?", r"\++", "[++]", "a{2}", "(?x)a ++", "(?as:a+)+"])
+def test_nothing_possessive_is_not_rewritten(pattern):
+    from respc.compiler import sre
+
+    assert sre.mark_possessive(pattern) is None
+
+
+def test_gpt_oss_compiles_the_same_without_possessive_parsing(monkeypatch):
+    """Python 3.10 (pyproject's floor) reads no ``[^<\\s]++``: with the standard parser refusing
+    possessive repeats as 3.10's does, gpt_oss still compiles to the checked-in module, held table
+    included (before, the table was missing)."""
+    import re
+
+    from respc.compiler import sre
+
+    real = sre._sre_parse.parse
+
+    def parse_310(source, flags=0, state=None):
+        tree = real(source, flags) if state is None else real(source, flags, state)
+        if "POSSESSIVE_REPEAT" in repr(tree.data):
+            raise re.error("multiple repeat", source)
+        return tree
+
+    monkeypatch.setattr(sre, "NATIVE_POSSESSIVE", False)
+    monkeypatch.setattr(sre._sre_parse, "parse", parse_310)
+    _clear_compiler_caches()
+    got = compile_source(REPO / "templates" / "gpt_oss.json", source_name="templates/gpt_oss.json",
+                         command="respc compile templates/gpt_oss.json -o generated/gpt_oss.py").source
+    _clear_compiler_caches()  # (nothing read the 3.10 way stays for the tests after this one)
+    assert "HOLD_REGEX" in got
+    assert got == (REPO / "generated" / "gpt_oss.py").read_text(encoding="utf-8")
+
+
+def _clear_compiler_caches() -> None:
+    """Empty every functools cache of the compiler's modules (they keep pattern analyses)."""
+    import sys
+
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith(("respc.compiler", "compiler.")) and module is not None:
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()
