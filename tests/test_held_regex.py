@@ -372,7 +372,7 @@ def test_automaton_verdict_is_the_regex_modules_partial_search():
 
 
 @pytest.mark.parametrize("pattern", [
-    r"(?=\{)", r"functools(?=\[)", r"^\s*<think>", r"<a>\b", r"(?<=\n)<x>", r"(<a>)\1", r"(?>ab|a)c",
+    r"(?=\{)", r"a(?=b*)", r"a(?=b)c", r"^\s*<think>", r"<a>\b", r"(?<=\n)<x>", r"(<a>)\1", r"(?>ab|a)c",
     r"a*+b", r"(?i)<tool>", r"<x(?i:y)>", r"\s*", r"(?:<a>)?", r"<x>$", r"<x>\Z", r"\Gx",
     r"<x{e<=1}>", r"[[a]b]", r"a{1000}",
     # possessive runs the compiler cannot prove equal to what it models (compiler/held.py
@@ -650,3 +650,57 @@ def _clear_compiler_caches() -> None:
             for value in list(vars(module).values()):
                 if callable(getattr(value, "cache_clear", None)):
                     value.cache_clear()
+
+
+@pytest.mark.parametrize("pattern", [
+    r"functools(?=\[)", r"<tool_call>[ \t\n]*(?=\{)", r"<tool_call>\s*(?P<name>[^\s<>]+)>(?=\s*\{)",
+    r"(?:<ifm\|tool_calls>\s*)?<ifm\|tool_call>(?P<name>[^\s<>{\[\"]+)(?=\s|<)",
+])
+def test_trailing_lookahead_verdict_is_the_regex_modules(pattern):
+    """``P(?=Y)`` is read as ``P Y`` (compiler/held.py "A trailing lookahead"): live with nothing
+    complete is a partial match at 0 by ``regex`` on the source itself, and a complete match of
+    the source stops the automaton; on random strings, read whole and cut."""
+    table = position_automaton(pattern)
+    assert table is not None
+    held = HeldRegex((None, table.tests, table.first, table.follow, table.last))
+    rx = regex.compile(pattern, regex.DOTALL)
+    rng = random.Random(pattern)
+    alphabet = sorted(set(regex.sub(r"\\[sS]|\\.|[()?:<>P*+\[\]^|]", "", pattern)) | set(" \n<>{[x|"))
+    matches = ["functools", "<tool_call>", "<tool_call>  get>", "<ifm|tool_calls> <ifm|tool_call>get_x"]
+    live = 0
+    for _ in range(3000):
+        s = rng.choice(matches + [""]) + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))
+        d = held.run(held.start, s)
+        cut = rng.randint(0, len(s))
+        assert held.run(held.run(held.start, s[:cut]), s[cut:]) is d, s
+        m = rx.search(s, 0, partial=True)
+        if d is not STOP:
+            live += 1
+            assert m is not None and m.partial and m.start() == 0, (s, m)
+        else:
+            full = rx.match(s, 0, partial=True)
+            assert full is None or not full.partial or not rx.match(s, 0) is None or full.partial, s
+    assert live > 100, live
+
+
+def test_k2_horizon_call_name_in_small_chunks_is_not_scanned_per_chunk():
+    """k2_horizon's call opener ends with ``(?=\\s|<)``: its name in 4-character chunks is read by
+    the held automaton, not scanned at every chunk (issue 33); the events are the scan's."""
+    calls: list = []
+    counted, general = _counted(compiled("k2_horizon"), calls)
+    text = "<ifm|tool_calls><ifm|tool_call>lookup_the_weather_for_a_city<ifm|arg_key>q</ifm|arg_key>" \
+           "<ifm|arg_value>1</ifm|arg_value></ifm|tool_call>"
+    chunks = ["Let me check. "] + [text[i:i + 4] for i in range(0, len(text), 4)]
+    outcomes = []
+    for parser_class in (counted, general):
+        calls.clear()
+        parser = parser_class("")
+        events = [parser.feed(c) for c in chunks[:17]]  # the prose and the opener up to "_cit"
+        scans = len(calls)
+        events += [parser.feed(c) for c in chunks[17:]]
+        message, final = parser.finalize()
+        assert message["tool_calls"][0]["function"]["name"] == "lookup_the_weather_for_a_city"
+        outcomes.append((scans, events, final))
+    (fast_scans, *fast), (general_scans, *general_out) = outcomes
+    assert fast == general_out
+    assert general_scans >= 12 and fast_scans <= 4, (fast_scans, general_scans)
