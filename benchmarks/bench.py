@@ -1044,6 +1044,50 @@ def compare_errors(names: list[str], sizes: list[int], repeat: int = 7) -> list[
     return rows
 
 
+def stream_only(names: list[str], sizes: list[int], rounds: int) -> list[dict]:
+    """Streaming ``ours/floor`` only (``--stream-only``): per template and size, ``rounds``
+    interleaved runs of ours and :class:`Floor` over the benchmark input in 4-character chunks;
+    the ratio is the median of the per-round ratios (as :func:`_bench_sizes`), and ``best`` the
+    least run of ours over the least of the floor (steadier on a loaded machine, where a time
+    slice lost inside one ~1 ms run moves a single round's ratio by several times). Prints one
+    table and the templates above 3x by each; returns the rows."""
+    import respc
+
+    rows = []
+    for name in names:
+        doc = inputs.load(name)
+        module = respc.compile_template(doc)
+        row = {"template": name}
+        for size in sizes:
+            chunks = inputs.chunks(inputs.build(name, size, doc))
+            n = len(chunks)
+            ratios, ours_us, floor_us = [], [], []
+            make = lambda: module.ResponseParser("")  # noqa: E731
+            run_feed(make, chunks)
+            for _ in range(rounds):
+                o = run_feed(make, chunks)[0] / n * 1e6
+                f = run_feed(Floor, chunks)[0] / n * 1e6
+                ours_us.append(o)
+                floor_us.append(f)
+                ratios.append(o / f)
+            row[size_label(size)] = {"ours_us": statistics.median(ours_us),
+                                     "floor_us": statistics.median(floor_us),
+                                     "ours_floor": statistics.median(ratios),
+                                     "best_ratio": min(ours_us) / min(floor_us)}
+        rows.append(row)
+        say(f"{name:28s} " + "  ".join(f"{size_label(s)} {row[size_label(s)]['ours_floor']:5.2f}x "
+                                       f"best {row[size_label(s)]['best_ratio']:5.2f}x "
+                                       f"({min(1e9, row[size_label(s)]['ours_us']):.2f} µs)" for s in sizes))
+    for size in sizes:
+        label = size_label(size)
+        for key, what in (("ours_floor", "median of the per-round ratios"), ("best_ratio", "least ours / least floor")):
+            values = [r[label][key] for r in rows]
+            over = sorted((r for r in rows if r[label][key] > 3), key=lambda r: -r[label][key])
+            say(f"{label} ({what}): median {statistics.median(values):.2f}x; above 3x: "
+                + (", ".join(f"{r['template']} {r[label][key]:.2f}x" for r in over) or "none"))
+    return rows
+
+
 def report_errors(rows: list[dict]) -> None:
     say("\n# errors=\"recover\" against errors=\"strict\" (µs per chunk, best of 7; target ratio <= 1.10)")
     say(table(["template", "size", "chunks", "strict", "recover", "recover/strict", "same message"],
@@ -1078,6 +1122,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="only print a cProfile of ours, e.g. qwen3:100k")
     ap.add_argument("--errors", choices=("strict", "recover", "compare"), default="strict",
                     help="errors= of our parsers (default strict); compare: only the recover/strict table")
+    ap.add_argument("--stream-only", action="store_true",
+                    help="only streaming ours/floor per template and size (no reference, no whole text)")
+    ap.add_argument("--rounds", type=int, default=7,
+                    help="interleaved rounds per size with --stream-only (default 7)")
     args = ap.parse_args(argv)
 
     if args.profile:
@@ -1098,6 +1146,12 @@ def main(argv: list[str] | None = None) -> int:
     elif args.quick:
         names = [n for n in QUICK_TEMPLATES if n in names]
     budget = args.adversarial_budget or (1.5 if args.quick else 5.0)
+    if args.stream_only:
+        rows = stream_only(names, args.sizes or inputs.sizes_arg("10k,100k"), args.rounds)
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps({"machine": machine(), "stream": rows}, indent=1),
+                                           encoding="utf-8")
+        return 0
     if args.errors == "compare":
         logging_off()
         rows = compare_errors(names, sizes)

@@ -24,7 +24,7 @@ delimiter. The runtime runs them together as a lazily built DFA.
 
 Only patterns whose language is their matching are eligible: plain characters, sets, classes,
 groups without flags, alternation and repeats; no anchor, lookaround or backreference (these look
-at text outside the match), no atomic group or possessive repeat (these change which texts match)
+at text outside the match; a lookahead that ends the pattern is read, below), no atomic group or possessive repeat (these change which texts match)
 but those :func:`_possessive` proves it can model (below), no flag
 but DOTALL and UNICODE, no case folding, and the ``re`` and ``regex`` parsers must read the source
 alike (``automaton._read_source``). A pattern that matches the empty string is not eligible (it is
@@ -33,6 +33,19 @@ itself, so ``\\s``, ``\\w`` and ``\\d`` keep the ``regex`` module's Unicode mean
 also checked here against the compiler's own reading on sample characters.
 tests/test_held_regex.py checks both cases against the ``regex`` module and the parser's events
 against the scan's.
+
+A trailing lookahead
+--------------------
+A lookahead that ends the pattern, ``P(?=Y)`` (k2_horizon's call opener ends its name with
+``(?=\\s|<)``, poolside's and glm5_3_flash's with ``(?=\\s*\\{)``, firefunction_v2's ``functools(?=\\[)``),
+is read as the sequence ``P Y``, with ``P`` and ``Y`` both non-empty. Held text from ``pos`` is then a
+partial match of ``P(?=Y)`` at ``pos`` exactly when it is a live prefix of ``P Y`` with no complete
+match: the engine reports a partial match while ``P`` is being written and while ``Y`` is being
+looked at up to the end of the text, and a complete one exactly when ``Y`` matches after ``P``,
+which is a complete match of ``P Y`` (the scan runs then). Its complete matches never end at the
+buffer's edge (``Y`` needs a character after them), so the runtime's edge case (below) never holds
+one: any doubt is a scan. (issue 33: k2_horizon's name in 4-character chunks was scanned at every
+chunk, nine engine calls each.)
 
 Possessive runs
 ---------------
@@ -344,6 +357,13 @@ def _possessive(builder: _Builder, last: set[int]) -> None:
         raise _Ineligible("a position that cannot reach the end of a match")
 
 
+def _trailing_lookahead(items: list) -> object | None:
+    """The body of a lookahead that ends the pattern's top-level sequence (``(?=\\s|<)``), or None."""
+    if items and items[-1][0] is sre_c.ASSERT and items[-1][1][0] == 1:
+        return items[-1][1][1]
+    return None
+
+
 def position_automaton(pattern: str) -> PositionAutomaton | None:
     """The position automaton of one regex delimiter, or None when it is not eligible (see the
     module docstring for what is).
@@ -362,7 +382,14 @@ def position_automaton(pattern: str) -> PositionAutomaton | None:
         tree = parse_pattern(pattern, sre_c.SRE_FLAG_DOTALL)
         if tree.state.flags & ~(sre_c.SRE_FLAG_DOTALL | sre_c.SRE_FLAG_UNICODE):
             return None
-        first, last, nullable = builder.seq(tree)
+        items = list(tree)
+        ahead = _trailing_lookahead(items)
+        if ahead is not None:
+            # P(?=Y) is read as P then Y (see "A trailing lookahead" in the module docstring)
+            if _Builder().seq(items[:-1])[2] or _Builder().seq(ahead)[2]:
+                return None  # (?=\{) alone, or a lookahead that always succeeds
+            items[-1:] = list(ahead)
+        first, last, nullable = builder.seq(items)
         if nullable:
             return None
         _check_tests(builder, pattern)

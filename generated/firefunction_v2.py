@@ -144,6 +144,16 @@ class ResponseParser(_rt.StreamParser):
     HOLD_REGEX = (
         # S_OUTSIDE
         (
+            # /functools(?=\[)/
+            _rt.HeldAutomaton(
+                edge=None,
+                tests=('f', 'u', 'n', 'c', 't', 'o', 'o', 'l', 's', '['),
+                first=(0,),
+                follow=(
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (),
+                ),
+                last=(9,),
+            ),
             # /<\|start_header_id\|>assistant<\|end_header_id\|>|<\|eot_id\|>/
             _rt.HeldAutomaton(
                 edge=None,

@@ -253,6 +253,20 @@ class ResponseParser(_rt.StreamParser):
                 ),
                 last=(12,),
             ),
+            # /<tool_call>\s*(?P<name>[^\s<>]+)>(?=\s*\{)/
+            _rt.HeldAutomaton(
+                edge=None,
+                tests=(
+                    '<', 't', 'o', 'o', 'l', '_', 'c', 'a', 'l', 'l', '>', '\\s',
+                    '[^\\s<>]', '>', '\\s', '{',
+                ),
+                first=(0,),
+                follow=(
+                    (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11, 12),
+                    (11, 12), (12, 13), (14, 15), (14, 15), (),
+                ),
+                last=(15,),
+            ),
             # /<\|observation\|>|<\|endoftext\|>|<\|user\|>|</think>/
             _rt.HeldAutomaton(
                 edge=None,

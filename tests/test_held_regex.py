@@ -372,7 +372,7 @@ def test_automaton_verdict_is_the_regex_modules_partial_search():
 
 
 @pytest.mark.parametrize("pattern", [
-    r"(?=\{)", r"functools(?=\[)", r"^\s*<think>", r"<a>\b", r"(?<=\n)<x>", r"(<a>)\1", r"(?>ab|a)c",
+    r"(?=\{)", r"a(?=b*)", r"a(?=b)c", r"^\s*<think>", r"<a>\b", r"(?<=\n)<x>", r"(<a>)\1", r"(?>ab|a)c",
     r"a*+b", r"(?i)<tool>", r"<x(?i:y)>", r"\s*", r"(?:<a>)?", r"<x>$", r"<x>\Z", r"\Gx",
     r"<x{e<=1}>", r"[[a]b]", r"a{1000}",
     # possessive runs the compiler cannot prove equal to what it models (compiler/held.py
@@ -580,3 +580,127 @@ def test_gpt_oss_call_opener_in_small_chunks_is_not_scanned_per_chunk():
     (fast, fast_events), (slow, slow_events) = outcomes
     assert fast_events == slow_events
     assert slow >= 20 and fast <= 6, (fast, slow)
+
+
+# --- possessive repeats on Python 3.10 (compiler/sre.py mark_possessive) -----------------------
+
+_POSSESSIVE_SOURCES = [
+    r"\s*to=functions\.(?P<name>[^<\s]++)(?P<again>\s*to=functions\.[^<\s]++)?\s*<\|message\|>",
+    "a++", "a*+b", "x?+", r"\x41++", r"\u00e9{2,3}+", "(a|b)++c", "(?:ab)*+", "[]a]++", r"[^\]x]++y",
+    "a{2}+", "(?P<n>x++)+?", r"(?=a++)b", "a+?b++", r"\d++\.\w*+", "(?:x(?:y++)z)++",
+    r"\N{LATIN SMALL LETTER A}++", "a{,3}+", r"(a)(?(1)b++|c?+)", "(?i:a++)", r"\101++", "a|b++|c",
+    r"\+++", "[+]++", r"(?#a++)b++",
+]
+
+
+@pytest.mark.parametrize("pattern", _POSSESSIVE_SOURCES)
+def test_possessive_read_without_the_311_parser_is_the_311_tree(pattern):
+    """Python 3.10's parser has no possessive repeats: compiler/sre.py rewrites each as the greedy
+    repeat in a marked group and turns the group back into 3.11's node (same tree, widths, groups)."""
+    import re
+    from re import _parser as sre_parse
+
+    from respc.compiler import sre
+
+    native = sre_parse.parse(pattern, re.DOTALL)
+    marked = sre._parse_marked(pattern, re.DOTALL)
+    assert repr(marked.data) == repr(native.data)
+    assert marked.getwidth() == native.getwidth()
+    assert marked.state.groupdict == native.state.groupdict
+
+
+@pytest.mark.parametrize("pattern", ["a+b", "a+?", r"\++", "[++]", "a{2}", "(?x)a ++", "(?as:a+)+"])
+def test_nothing_possessive_is_not_rewritten(pattern):
+    from respc.compiler import sre
+
+    assert sre.mark_possessive(pattern) is None
+
+
+def test_gpt_oss_compiles_the_same_without_possessive_parsing(monkeypatch):
+    """Python 3.10 (pyproject's floor) reads no ``[^<\\s]++``: with the standard parser refusing
+    possessive repeats as 3.10's does, gpt_oss still compiles to the checked-in module, held table
+    included (before, the table was missing)."""
+    import re
+
+    from respc.compiler import sre
+
+    real = sre._sre_parse.parse
+
+    def parse_310(source, flags=0, state=None):
+        tree = real(source, flags) if state is None else real(source, flags, state)
+        if "POSSESSIVE_REPEAT" in repr(tree.data):
+            raise re.error("multiple repeat", source)
+        return tree
+
+    monkeypatch.setattr(sre, "NATIVE_POSSESSIVE", False)
+    monkeypatch.setattr(sre._sre_parse, "parse", parse_310)
+    _clear_compiler_caches()
+    got = compile_source(REPO / "templates" / "gpt_oss.json", source_name="templates/gpt_oss.json",
+                         command="respc compile templates/gpt_oss.json -o generated/gpt_oss.py").source
+    _clear_compiler_caches()  # (nothing read the 3.10 way stays for the tests after this one)
+    assert "HOLD_REGEX" in got
+    assert got == (REPO / "generated" / "gpt_oss.py").read_text(encoding="utf-8")
+
+
+def _clear_compiler_caches() -> None:
+    """Empty every functools cache of the compiler's modules (they keep pattern analyses)."""
+    import sys
+
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith(("respc.compiler", "compiler.")) and module is not None:
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()
+
+
+@pytest.mark.parametrize("pattern", [
+    r"functools(?=\[)", r"<tool_call>[ \t\n]*(?=\{)", r"<tool_call>\s*(?P<name>[^\s<>]+)>(?=\s*\{)",
+    r"(?:<ifm\|tool_calls>\s*)?<ifm\|tool_call>(?P<name>[^\s<>{\[\"]+)(?=\s|<)",
+])
+def test_trailing_lookahead_verdict_is_the_regex_modules(pattern):
+    """``P(?=Y)`` is read as ``P Y`` (compiler/held.py "A trailing lookahead"): live with nothing
+    complete is a partial match at 0 by ``regex`` on the source itself, and a complete match of
+    the source stops the automaton; on random strings, read whole and cut."""
+    table = position_automaton(pattern)
+    assert table is not None
+    held = HeldRegex((None, table.tests, table.first, table.follow, table.last))
+    rx = regex.compile(pattern, regex.DOTALL)
+    rng = random.Random(pattern)
+    alphabet = sorted(set(regex.sub(r"\\[sS]|\\.|[()?:<>P*+\[\]^|]", "", pattern)) | set(" \n<>{[x|"))
+    matches = ["functools", "<tool_call>", "<tool_call>  get>", "<ifm|tool_calls> <ifm|tool_call>get_x"]
+    live = complete = 0
+    for _ in range(3000):
+        s = rng.choice(matches + [""]) + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))
+        d = held.run(held.start, s)
+        cut = rng.randint(0, len(s))
+        assert held.run(held.run(held.start, s[:cut]), s[cut:]) is d, s
+        m = rx.search(s, 0, partial=True)
+        if d is not STOP:
+            live += 1
+            assert m is not None and m.partial and m.start() == 0, (s, m)
+        elif rx.match(s, 0) is not None:
+            complete += 1  # a complete match at 0 stops the automaton (the scan then runs)
+    assert live > 100 and complete > 10, (live, complete)
+
+
+def test_k2_horizon_call_name_in_small_chunks_is_not_scanned_per_chunk():
+    """k2_horizon's call opener ends with ``(?=\\s|<)``: its name in 4-character chunks is read by
+    the held automaton, not scanned at every chunk (issue 33); the events are the scan's."""
+    calls: list = []
+    counted, general = _counted(compiled("k2_horizon"), calls)
+    text = "<ifm|tool_calls><ifm|tool_call>lookup_the_weather_for_a_city<ifm|arg_key>q</ifm|arg_key>" \
+           "<ifm|arg_value>1</ifm|arg_value></ifm|tool_call>"
+    chunks = ["Let me check. "] + [text[i:i + 4] for i in range(0, len(text), 4)]
+    outcomes = []
+    for parser_class in (counted, general):
+        calls.clear()
+        parser = parser_class("")
+        events = [parser.feed(c) for c in chunks[:17]]  # the prose and the opener up to "_cit"
+        scans = len(calls)
+        events += [parser.feed(c) for c in chunks[17:]]
+        message, final = parser.finalize()
+        assert message["tool_calls"][0]["function"]["name"] == "lookup_the_weather_for_a_city"
+        outcomes.append((scans, events, final))
+    (fast_scans, *fast), (general_scans, *general_out) = outcomes
+    assert fast == general_out
+    assert general_scans >= 12 and fast_scans <= 4, (fast_scans, general_scans)

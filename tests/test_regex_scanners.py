@@ -377,6 +377,34 @@ def test_window_partial_gives_the_engines_partial_search(pattern, monkeypatch):
                         ("probe", text, pos, end)
 
 
+def test_window_partial_skips_an_empty_partial_match_at_the_window_edge():
+    """A probe that may start with an empty path reports an empty partial match at every window's
+    edge; that says no path from inside the window reaches it, so the next window starts there and
+    windows double (issue 33: plamo3's call-opener probe over its 177 held characters took 14
+    engine calls, now 6). The answer stays the engine's."""
+    from respc.runtime import stream
+
+    probe = regex.compile(r"(?>(?:\s*<tag>))(?!)", regex.DOTALL)
+    calls = []
+
+    class Counting:
+        pattern = probe.pattern
+
+        def search(self, *args, **kwargs):
+            calls.append("search")
+            return probe.search(*args, **kwargs)
+
+        def match(self, *args, **kwargs):
+            calls.append("match")
+            return probe.match(*args, **kwargs)
+
+    text = "a" * 200
+    got = stream.window_partial(Counting(), text, 0, None, complete=False, window=32)
+    want = probe.search(text, 0, partial=True)
+    assert (got.span(), got.partial) == (want.span(), want.partial) == ((200, 200), True)
+    assert len(calls) <= 4, calls
+
+
 # -- 3. long pending matches stay linear and keep their results (LONG_HOLD) ----------------------
 LAZY = {"start_anchor": "A:", "fields": {
     "call": {"open_pattern": r"<call to=(?P<name>\w+).*?<msg>", "close": "</call>",
