@@ -48,7 +48,8 @@ from typing import Any
 from .automaton import Automaton
 from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, JsonBuilder, Lit, Ref, Rep, Seq,
                          _Builder, _is_reasoning, _is_tool_field, _looks_ahead, call_shape, regex_to_ir, seq,
-                         without_optional_repairs, has_start_branches, nullable, pattern_leads, alt, EMPTY, _norm)
+                         without_optional_repairs, has_start_branches, nullable, pattern_leads, alt, EMPTY, _norm, NEVER,
+                         name_run_on, not_starting)
 from .ir import Field, Template
 from ..runtime.formats.json_ import json_calls
 
@@ -234,7 +235,18 @@ class _StructuralBuilder:
             probe, _notes = regex_to_ir(without_optional_repairs(f.open.pattern), {shape.name_group: Lit("\x00")})
             for begin, _rest in _begins(probe):
                 self.triggers.append(begin.split("\x00")[0] or begin)
+            runon = name_run_on(f.open.pattern, shape.name_group)
+            lead = WS
+            if runon is not None and not_starting(Lit("{"), runon, {}) == NEVER:
+                # the parser's name group runs on over its class (cwm's ``[^\s<]+``): the body's
+                # ``{`` follows the name only after whitespace outside that class (issue 27 C)
+                space = not_starting(Rep(WS.item, 1), runon, {})
+                if space == NEVER:
+                    raise _Cannot(f"its open {f.open.pattern!r} reads the name on into the body")
+                lead = seq(space, WS)
             for name, schema in self.tools:
+                if name != "\x00" and self.ir.name_taken(self.t.fields.index(f), name, "{}"):
+                    continue
                 node, notes = regex_to_ir(without_optional_repairs(f.open.pattern), {shape.name_group: Lit(name)})
                 self.notes.extend(f"{where} open: {n}" for n in notes if "ASCII" not in n)
                 body = _params(schema)
@@ -242,7 +254,7 @@ class _StructuralBuilder:
                     body = _object({shape.args_keys[0]: body}, [shape.args_keys[0]])
                 body = self._schema_element(body, jb, where)
                 for begin, rest in self._begins(f, node):
-                    tags.append(self._tag(begin, rest, body, tail, ends))
+                    tags.append(self._tag(begin, rest, body, tail, ends, lead))
             return tags
         node = (Alt(tuple(Lit(x) for x in f.open.literals)) if f.open.literals is not None
                 else regex_to_ir(without_optional_repairs(f.open.pattern))[0])

@@ -519,3 +519,40 @@ def test_closing_tag_after_a_lookahead_tag_is_refused():
 def test_lookahead_tags_still_pass():
     accepted("minicpm4", '<function name="book_trip"><param name="where"><![CDATA[{"city": "Paris"}]]></param>\n'
              '<param name="guests">["Ann"]</param>\n</function>', choice="required")
+
+
+# --- cwm: four call fields behind one open (<tool:); a name group that runs on into the body ---------------
+#: walk-found strings (test_grammar_sampling.py) the exports allowed: the named form's name group
+#: ``[^\s<]+`` reads ``set_alarm{"time":`` as the name when no whitespace follows the name; the
+#: command forms (a text body, arguments ``{"command": ...}``) took any name and any tool
+CWM_CASES = [
+    ("set_alarm", '<tool:function  >set_alarm{"time":\n"volume"}</tool>'),
+    ("set_alarm", '<tool: function>set_alarm{\n\n "time" \n : "time"\n,"label":null}</tool>'),
+    ("auto", '<tool:;    >,\'book_tripnull"volume"</think>]function"nights"<think>function<think><|end_of_text|>"volume"'
+             '<|end_of_text|>"time"set_alarm</think>"where"</think></tool>'),
+    ("set_alarm", '<set_alarm9"time"<|eot_id|><tool:"label"<|eot_id|><|end_of_text|><think></tool>'),
+    ("required", '<tool:get_weather>\nParis\n</tool>'),
+]
+CWM_TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {
+    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}},
+    {"type": "function", "function": {"name": "function", "parameters": {
+        "type": "object", "properties": {"x": {"type": "string"}}}}}] + RICH_TOOLS
+
+
+@pytest.mark.parametrize("choice, text", CWM_CASES, ids=[f"cwm-{i}" for i in range(len(CWM_CASES))])
+def test_cwm_name_and_command_forms_are_typed(choice, text):
+    refused("cwm", text, choice=choice)
+
+
+def test_cwm_real_forms_still_pass():
+    accepted("cwm", '<tool:function>\nset_alarm\n{"time": "7:00"}\n</tool>', choice="required")
+    accepted("cwm", '<tool: set_alarm>\n{"time": "7:00"}\n</tool>', choice="required")
+    # a command: only to a tool whose one string argument is the command; the named form's first word
+    # (the structural tag writes JSON bodies only: no command form there)
+    accepted("cwm", "<tool: bash>\nls -la\n</tool>", choice="required", tools=CWM_TOOLS, structural=False)
+    accepted("cwm", '<think>Let me search.</think>\n<tool: function>\nbash find . -name "*.py"\n</tool>\n',
+             choice="required", tools=CWM_TOOLS, structural=False)
+    # a body that starts with "{" is the JSON call's; a tool named "function" only in the named form
+    refused("cwm", "<tool: bash>\n{ ls; }\n</tool>", choice="required", tools=CWM_TOOLS)
+    refused("cwm", '<tool: function>\n{"x": "a"}\n</tool>', choice="required", tools=CWM_TOOLS)
+    accepted("cwm", '<tool: function>\nfunction {"x": "a"}\n</tool>', choice="required", tools=CWM_TOOLS)
