@@ -270,6 +270,10 @@ def _seq_to_ir(tree, groups: dict, names: dict, notes: list):
                              op is sre_c.MIN_REPEAT))
         elif op is getattr(sre_c, "ATOMIC_GROUP", None):
             items.append(_seq_to_ir(av, groups, names, notes))
+        elif op is sre_c.GROUPREF and names.get(av) in groups:
+            # a backreference to a group the caller writes as a fixed node (xml-inline's
+            # ``</(?P=key)>`` with the key a literal): the same node again
+            items.append(groups[names[av]])
         elif op is sre_c.AT:
             notes.append(f"anchor {av} dropped")
         elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
@@ -995,18 +999,21 @@ not_words = _not_words
 ANY_ORDER_MAX = 6
 
 
-def any_order(g: Grammar, prefix: str, members: list, join) -> Any:
+def any_order(g: Grammar, prefix: str, members: list, join, at_least_one: bool = False) -> Any:
     """Each of ``members`` (``[(node, required)]``) at most once, in any order, every required one
     present: the parsers read JSON objects, Python keyword arguments and XML parameters in any
     order (``json.loads``, the pythonic and xml-inline readers), so the grammar does too. One rule
     per set of members already written (at most ``2 ** ANY_ORDER_MAX``); ``join(node, first)``
     puts the separator in front of all but the first. More members than ``ANY_ORDER_MAX``: schema
-    order (a subset of what the parser reads; ``Grammar.notes`` says so).
+    order (a subset of what the parser reads; ``Grammar.notes`` says so). ``at_least_one``: never
+    none of them (an xml-tree object needs one element to be an object, not text).
     """
     if not members:
         return EMPTY
     if len(members) > ANY_ORDER_MAX:
         g.inexact(f"{prefix}: {len(members)} properties (more than {ANY_ORDER_MAX}) are written in schema order")
+        if at_least_one and not any(req for _n, req in members):
+            members = [(members[0][0], True)] + list(members[1:])  # (narrower: the first one written)
         return _in_order(members, 0, True, join)
     base = f"{prefix}_{len(g.rules)}"
     need = sum(1 << i for i, (_n, req) in enumerate(members) if req)
@@ -1019,7 +1026,7 @@ def any_order(g: Grammar, prefix: str, members: list, join) -> Any:
         first = mask == 0
         alts = [seq(join(node, first), rule(mask | 1 << i)) for i, (node, _req) in enumerate(members)
                 if not mask & 1 << i]
-        if mask & need == need:
+        if mask & need == need and (mask or not at_least_one):
             alts.append(EMPTY)
         g.rules[name] = alt(*alts) if alts else EMPTY
         return Ref(name)

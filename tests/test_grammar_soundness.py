@@ -556,3 +556,41 @@ def test_cwm_real_forms_still_pass():
     refused("cwm", "<tool: bash>\n{ ls; }\n</tool>", choice="required", tools=CWM_TOOLS)
     refused("cwm", '<tool: function>\n{"x": "a"}\n</tool>', choice="required", tools=CWM_TOOLS)
     accepted("cwm", '<tool: function>\nfunction {"x": "a"}\n</tool>', choice="required", tools=CWM_TOOLS)
+
+
+# --- minimax_m3: xml-tree values (nested elements), a tag pattern that repeats its key -------------------
+#: walk-found strings (test_grammar_sampling.py) the export allowed: each parameter was any text, since
+#: the tag pattern's ``</(?P=key)>`` was not translated, so bodies held text the parser finds no tag in
+M3 = "]<]minimax[>["
+M3_CASES = [
+    ("set_alarm", f'{M3}<tool_call>{M3}<invoke name="set_alarm">{M3}<tool_call>]{M3}</invoke>'),
+    ("set_alarm", f'{M3}<tool_call>{M3}<invoke name="set_alarm">)</mm:think></mm:think><mm:think>{M3}</invoke>'),
+    ("auto", f'{M3}<tool_call>{M3}<invoke name="get_weather"></mm:think></mm:think></{M3}</tool_call><mm:think>'
+             f'{M3}<invoke name="book_trip">{M3}</tool_call></mm:think>[e~[{M3}<tool_call></mm:think>[e~[[e~['
+             f'{M3}</invoke>'),
+    # issue 27 E: a parameter value holding the call's close
+    ("required", f'{M3}<tool_call>{M3}<invoke name="get_weather">{M3}<city>{M3}</invoke>{M3}</city>{M3}</invoke>'
+                 f'{M3}</tool_call>'),
+    # nested values are typed too: nights is an integer, where needs its city
+    ("required", f'{M3}<tool_call>{M3}<invoke name="book_trip">{M3}<where>{M3}<city>Paris{M3}</city>{M3}<nights>'
+                 f'three{M3}</nights>{M3}</where>{M3}</invoke>{M3}</tool_call>'),
+    ("required", f'{M3}<tool_call>{M3}<invoke name="book_trip">{M3}<where>{M3}<nights>3{M3}</nights>{M3}</where>'
+                 f'{M3}</invoke>{M3}</tool_call>'),
+]
+
+
+@pytest.mark.parametrize("choice, text", M3_CASES, ids=[f"minimax_m3-{i}" for i in range(len(M3_CASES))])
+def test_minimax_m3_values_are_typed_trees(choice, text):
+    refused("minimax_m3", text, choice=choice)
+
+
+def test_minimax_m3_real_values_still_pass():
+    call = (f'{M3}<tool_call>\n{M3}<invoke name="book_trip">\n{M3}<where>\n{M3}<city>Paris{M3}</city>\n{M3}<nights>3'
+            f'{M3}</nights>\n{M3}</where>\n{M3}<guests>{M3}<item>Ann{M3}</item>{M3}<item>Bo{M3}</item>{M3}</guests>\n'
+            f'{M3}<note>null{M3}</note>\n{M3}</invoke>\n{M3}</tool_call>')
+    accepted("minimax_m3", call, choice="required")
+    # an object or array written as JSON text is read the same way by the tool typing
+    accepted("minimax_m3", call.replace(f'\n{M3}<city>Paris{M3}</city>\n{M3}<nights>3{M3}</nights>\n',
+                                        '{"city": "Paris", "nights": 3}'), choice="required")
+    accepted("minimax_m3", f'{M3}<tool_call>{M3}<invoke name="get_weather">{M3}<city>Paris{M3}</city>'
+             f'{M3}<days>2{M3}</days>{M3}</invoke>{M3}</tool_call>', choice="get_weather")
