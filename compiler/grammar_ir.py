@@ -164,12 +164,26 @@ class Grammar:
     notes: list = _dc_field(default_factory=list)
     #: literal sets kept out of string values -> their number in rule names (JsonBuilder)
     excluded: dict = _dc_field(default_factory=dict)
+    #: content key -> the rule already written for it (:func:`any_order`): identical rules are shared,
+    #: not written again per tool or per region form (docs/grammar.md "Cost")
+    shared: dict = _dc_field(default_factory=dict)
 
     def add(self, name: str, node) -> Ref:
         """Add rule ``name`` (first definition wins: rules are shared by key) and return a Ref."""
         if name not in self.rules:
             self.rules[name] = node
         return Ref(name)
+
+    def share(self, prefix: str, node) -> Ref:
+        """The rule whose body is ``node``: the one already written with that body under ``prefix``
+        (compared by content), or a new one named ``prefix_N``. Engines that compile the grammar
+        (xgrammar) take time that grows faster than the number of rules, so a body built again for
+        another region form (closed, cut by the end of the output, holding the required call) is
+        written once (docs/grammar.md "Cost")."""
+        key = ("rule", prefix, node)
+        if key not in self.shared:
+            self.shared[key] = self.add(f"{prefix}_{len(self.rules)}", node)
+        return self.shared[key]
 
     def inexact(self, note: str) -> None:
         self.exact = False
@@ -1015,8 +1029,15 @@ def any_order(g: Grammar, prefix: str, members: list, join, at_least_one: bool =
         if at_least_one and not any(req for _n, req in members):
             members = [(members[0][0], True)] + list(members[1:])  # (narrower: the first one written)
         return _in_order(members, 0, True, join)
-    base = f"{prefix}_{len(g.rules)}"
     need = sum(1 << i for i, (_n, req) in enumerate(members) if req)
+    # the same members (compared by content: nodes are values, nested objects already shared), the
+    # same separator: the same rules. ``join`` is applied to a marker to key what it writes
+    marker = Lit("\x00member")
+    key = ("any_order", prefix, tuple(members), at_least_one, join(marker, True), join(marker, False))
+    if key in g.shared:
+        return g.shared[key]
+    base = f"{prefix}_{len(g.rules)}"
+    g.shared[key] = Ref(f"{base}_0")
 
     def rule(mask: int):
         name = f"{base}_{mask}"
