@@ -233,8 +233,8 @@ class _StructuralBuilder:
         tags = []
         if shape.name_group is not None:
             probe, _notes = regex_to_ir(without_optional_repairs(f.open.pattern), {shape.name_group: Lit("\x00")})
-            for begin, _rest in _begins(probe):
-                self.triggers.append(begin.split("\x00")[0] or begin)
+            mine = [begin.split("\x00")[0] or begin for begin, _rest in _begins(probe)]
+            self.triggers.extend(mine)
             runon = name_run_on(f.open.pattern, shape.name_group)
             lead = WS
             if runon is not None and not_starting(Lit("{"), runon, {}) == NEVER:
@@ -244,6 +244,7 @@ class _StructuralBuilder:
                 if space == NEVER:
                     raise _Cannot(f"its open {f.open.pattern!r} reads the name on into the body")
                 lead = seq(space, WS)
+            per_trigger: dict = {}
             for name, schema in self.tools:
                 if name != "\x00" and self.ir.name_taken(self.t.fields.index(f), name, "{}"):
                     continue
@@ -252,9 +253,24 @@ class _StructuralBuilder:
                 body = _params(schema)
                 if shape.args_keys:
                     body = _object({shape.args_keys[0]: body}, [shape.args_keys[0]])
-                body = self._schema_element(body, jb, where)
+                if name == "\x00":  # no tool offered: the tags only name the triggers
+                    element = self._schema_element(body, jb, where)
+                    tags.extend(self._tag(begin, rest, element, tail, ends, lead) for begin, rest in self._begins(f, node))
+                    continue
+                args = jb.schema(body, f"{where} parameters")
                 for begin, rest in self._begins(f, node):
-                    tags.append(self._tag(begin, rest, body, tail, ends, lead))
+                    # one tag per trigger, its content one grammar element choosing the tool (the name
+                    # after the trigger, then its arguments): the rules the tools share (strings,
+                    # whitespace, free text) are written once, not once per tool's element, and
+                    # xgrammar's compile grows with the rules it is given (docs/grammar.md "Cost")
+                    trigger = max((x for x in mine if begin.startswith(x)), key=len, default=begin)
+                    rest_of_begin = begin[len(trigger):]
+                    per_trigger.setdefault(trigger, []).append(
+                        seq(Lit(rest_of_begin) if rest_of_begin else EMPTY, rest, lead, args))
+            for trigger, forms in per_trigger.items():
+                content = {"type": "sequence", "elements": [_ebnf(alt(*forms), self.ir.g.rules), tail]}
+                tags.append({"type": "tag", "begin": trigger, "content": content,
+                             "end": ends[0] if len(ends) == 1 else ends})
             return tags
         node = (Alt(tuple(Lit(x) for x in f.open.literals)) if f.open.literals is not None
                 else regex_to_ir(without_optional_repairs(f.open.pattern))[0])
