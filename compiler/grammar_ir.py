@@ -164,12 +164,26 @@ class Grammar:
     notes: list = _dc_field(default_factory=list)
     #: literal sets kept out of string values -> their number in rule names (JsonBuilder)
     excluded: dict = _dc_field(default_factory=dict)
+    #: content key -> the rule already written for it (:func:`any_order`): identical rules are shared,
+    #: not written again per tool or per region form (docs/grammar.md "Cost")
+    shared: dict = _dc_field(default_factory=dict)
 
     def add(self, name: str, node) -> Ref:
         """Add rule ``name`` (first definition wins: rules are shared by key) and return a Ref."""
         if name not in self.rules:
             self.rules[name] = node
         return Ref(name)
+
+    def share(self, prefix: str, node) -> Ref:
+        """The rule whose body is ``node``: the one already written with that body under ``prefix``
+        (compared by content), or a new one named ``prefix_N``. Engines that compile the grammar
+        (xgrammar) take time that grows faster than the number of rules, so a body built again for
+        another region form (closed, cut by the end of the output, holding the required call) is
+        written once (docs/grammar.md "Cost")."""
+        key = ("rule", prefix, node)
+        if key not in self.shared:
+            self.shared[key] = self.add(f"{prefix}_{len(self.rules)}", node)
+        return self.shared[key]
 
     def inexact(self, note: str) -> None:
         self.exact = False
@@ -270,6 +284,10 @@ def _seq_to_ir(tree, groups: dict, names: dict, notes: list):
                              op is sre_c.MIN_REPEAT))
         elif op is getattr(sre_c, "ATOMIC_GROUP", None):
             items.append(_seq_to_ir(av, groups, names, notes))
+        elif op is sre_c.GROUPREF and names.get(av) in groups:
+            # a backreference to a group the caller writes as a fixed node (xml-inline's
+            # ``</(?P=key)>`` with the key a literal): the same node again
+            items.append(groups[names[av]])
         elif op is sre_c.AT:
             notes.append(f"anchor {av} dropped")
         elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
@@ -595,6 +613,140 @@ def narrow_chars(node, firsts: str):
     return _rewrite(node, leaf)
 
 
+NEVER = Lit("\x00never")
+
+
+def _chars_set(n: Chars) -> tuple[tuple[int, int], ...]:
+    """The code point ranges ``n`` matches (its complement when negated)."""
+    return _complement(n.ranges) if n.negate else _norm(n.ranges)
+
+
+def _minus(ranges, bad) -> tuple[tuple[int, int], ...]:
+    """``ranges`` without the code points of ``bad`` (both sorted, disjoint range tuples)."""
+    keep = _complement(bad)
+    out = [(max(lo, klo), min(hi, khi)) for lo, hi in ranges for klo, khi in keep if max(lo, klo) <= min(hi, khi)]
+    return _norm(out)
+
+
+def nullable_in(node, rules: dict, _seen: frozenset = frozenset()) -> bool:
+    """:func:`nullable` through rule references (``rules``: the grammar's rules)."""
+    if isinstance(node, Ref):
+        if node.name in _seen or node.name not in rules:
+            return False
+        return nullable_in(rules[node.name], rules, _seen | {node.name})
+    if isinstance(node, Seq):
+        return all(nullable_in(x, rules, _seen) for x in node.items)
+    if isinstance(node, Alt):
+        return any(nullable_in(x, rules, _seen) for x in node.items)
+    if isinstance(node, Rep):
+        return node.min == 0 or nullable_in(node.item, rules, _seen)
+    return nullable(node)
+
+
+def not_starting(node, bad: Chars, rules: dict):
+    """The non-empty strings of ``node`` whose first character is not one of ``bad`` (and the
+    empty string when ``node`` matches it), as a node; rule references at the start are inlined
+    (a few levels; deeper, or left-recursive, the strings through them are left out). Used after a
+    name group that ends an open with a greedy class (cwm's ``(?P<name>[^\\s<]+)``): the parser's
+    group runs on over any character of the class, so what follows the name must not start with
+    one (issue 27 C; docs/grammar.md "What the grammar says"). Narrower than exact where a text
+    run (:class:`Except`) starts with one of its own literals' first characters: those strings
+    are left out (the sound side)."""
+    drop = _chars_set(bad)
+
+    def cat(*items):
+        return NEVER if NEVER in items else seq(*items)
+
+    def either(*items):
+        kept = [x for x in items if x != NEVER]
+        return alt(*kept) if kept else NEVER
+
+    def first(n, depth: int):
+        if isinstance(n, Lit):
+            return n if n.text and not any(lo <= ord(n.text[0]) <= hi for lo, hi in drop) else NEVER
+        if isinstance(n, Chars):
+            kept = _minus(_chars_set(n), drop)
+            return Chars(kept) if kept else NEVER
+        if isinstance(n, Except):
+            allowed = _complement(drop)
+            if n.within is not None:
+                allowed = _minus(allowed, _complement(_chars_set(n.within)))
+            allowed = _minus(allowed, _norm([(ord(x[0]), ord(x[0])) for x in n.literals if x]))
+            return cat(Chars(allowed), n) if allowed else NEVER
+        if isinstance(n, Alt):
+            return either(*(first(x, depth) for x in n.items))
+        if isinstance(n, Rep):
+            if n.max == 0:
+                return NEVER
+            return cat(first(n.item, depth), Rep(n.item, max(n.min - 1, 0), None if n.max is None else n.max - 1,
+                                                  n.lazy))
+        if isinstance(n, Ref):
+            if depth > 8 or n.name not in rules:
+                return NEVER
+            return first(rules[n.name], depth + 1)
+        if isinstance(n, Seq):
+            if not n.items:
+                return NEVER
+            head, rest = n.items[0], seq(*n.items[1:])
+            out = cat(first(head, depth), rest)
+            if nullable_in(head, rules):
+                out = either(out, first(rest, depth))
+            return out
+        return NEVER
+
+    def firsts(n, depth: int) -> list:
+        """The characters ``n``'s strings may start with (a superset)."""
+        if isinstance(n, Lit):
+            return [(ord(n.text[0]), ord(n.text[0]))] if n.text else []
+        if isinstance(n, Chars):
+            return list(_chars_set(n))
+        if isinstance(n, Alt):
+            return [r for x in n.items for r in firsts(x, depth)]
+        if isinstance(n, Rep):
+            return firsts(n.item, depth) if n.max != 0 else []
+        if isinstance(n, Ref):
+            return [(0, MAX_CHAR)] if depth > 8 or n.name not in rules else firsts(rules[n.name], depth + 1)
+        if isinstance(n, Seq):
+            out: list = []
+            for x in n.items:
+                out += firsts(x, depth)
+                if not nullable_in(x, rules):
+                    break
+            return out
+        return [(0, MAX_CHAR)]
+
+    if _minus(_norm(firsts(node, 0)), _complement(drop)) == ():
+        return node  # nothing it writes starts inside the class: unchanged
+    out = first(node, 0)
+    if nullable_in(node, rules):
+        return EMPTY if out == NEVER else alt(out, EMPTY)
+    return out
+
+
+def name_run_on(pattern: str, group: str) -> Chars | None:
+    """The character class a pattern's name group repeats greedily when that group ends the
+    pattern (cwm's ``<tool:function>\\s*(?P<name>[^\\s<]+)``): the parser's match of the name
+    runs on over any following character of it. None when the pattern ends otherwise."""
+    try:
+        tree = parse_pattern(without_optional_repairs(pattern))
+    except Exception:  # noqa: BLE001 - unreadable: nothing derived
+        return None
+    names = {v: k for k, v in tree.state.groupdict.items()}
+    items = list(tree)
+    if not items or items[-1][0] is not sre_c.SUBPATTERN or names.get(items[-1][1][0]) != group:
+        return None
+    sub = list(items[-1][1][3])
+    if len(sub) != 1 or sub[0][0] is not sre_c.MAX_REPEAT:
+        return None
+    lo, hi, inner = sub[0][1]
+    if hi != sre_c.MAXREPEAT:
+        return None
+    node = _seq_to_ir(inner, {}, names, [])
+    if isinstance(node, Lit) and len(node.text) == 1:
+        return Chars(((ord(node.text), ord(node.text)),))
+    return node if isinstance(node, Chars) else None
+
+
 #: public names of the helpers the formats' grammar hooks use (runtime/formats/*.py): merged code-point
 #: ranges, the literal leads of a pattern, whether a node holds another (by identity)
 norm_ranges = _norm
@@ -890,21 +1042,31 @@ not_words = _not_words
 ANY_ORDER_MAX = 6
 
 
-def any_order(g: Grammar, prefix: str, members: list, join) -> Any:
+def any_order(g: Grammar, prefix: str, members: list, join, at_least_one: bool = False) -> Any:
     """Each of ``members`` (``[(node, required)]``) at most once, in any order, every required one
     present: the parsers read JSON objects, Python keyword arguments and XML parameters in any
     order (``json.loads``, the pythonic and xml-inline readers), so the grammar does too. One rule
     per set of members already written (at most ``2 ** ANY_ORDER_MAX``); ``join(node, first)``
     puts the separator in front of all but the first. More members than ``ANY_ORDER_MAX``: schema
-    order (a subset of what the parser reads; ``Grammar.notes`` says so).
+    order (a subset of what the parser reads; ``Grammar.notes`` says so). ``at_least_one``: never
+    none of them (an xml-tree object needs one element to be an object, not text).
     """
     if not members:
         return EMPTY
     if len(members) > ANY_ORDER_MAX:
         g.inexact(f"{prefix}: {len(members)} properties (more than {ANY_ORDER_MAX}) are written in schema order")
+        if at_least_one and not any(req for _n, req in members):
+            members = [(members[0][0], True)] + list(members[1:])  # (narrower: the first one written)
         return _in_order(members, 0, True, join)
-    base = f"{prefix}_{len(g.rules)}"
     need = sum(1 << i for i, (_n, req) in enumerate(members) if req)
+    # the same members (compared by content: nodes are values, nested objects already shared), the
+    # same separator: the same rules. ``join`` is applied to a marker to key what it writes
+    marker = Lit("\x00member")
+    key = ("any_order", prefix, tuple(members), at_least_one, join(marker, True), join(marker, False))
+    if key in g.shared:
+        return g.shared[key]
+    base = f"{prefix}_{len(g.rules)}"
+    g.shared[key] = Ref(f"{base}_0")
 
     def rule(mask: int):
         name = f"{base}_{mask}"
@@ -914,7 +1076,7 @@ def any_order(g: Grammar, prefix: str, members: list, join) -> Any:
         first = mask == 0
         alts = [seq(join(node, first), rule(mask | 1 << i)) for i, (node, _req) in enumerate(members)
                 if not mask & 1 << i]
-        if mask & need == need:
+        if mask & need == need and (mask or not at_least_one):
             alts.append(EMPTY)
         g.rules[name] = alt(*alts) if alts else EMPTY
         return Ref(name)
@@ -1194,16 +1356,25 @@ class _Builder:
             # one alternative per tool: the open names it, the body is its arguments
             alts = []
             jb = JsonBuilder(self.g, self.dialect(f), self.body_watch(f))
+            runon = name_run_on(f.open.pattern, shape.name_group) if f.open.pattern is not None else None
             for name, schema in (self.tools if self.has_tools else [(None, {"type": "object"})]):
                 if name is not None:
                     check_tool_name(f, shape.name_group, name, where)
                 nm = Lit(name) if name is not None else self.name_node(None)
                 op = delimiter_ir(f.open, {shape.name_group: nm}, self.g, where)
                 b = fmt.args_grammar(self, f, name, schema, where, jb)
+                if b is None:  # the format cannot write a call to this tool valid against its schema
+                    continue
                 if f.end == "value":
-                    alts.append(seq(op, _close_after_value(b, close)))
+                    after = _close_after_value(b, close)
                 else:
-                    alts.append(seq(op, b, close) if close is not None else seq(op, b))
+                    after = seq(b, close) if close is not None else b
+                if runon is not None and name is not None:
+                    # the parser's name group runs on over its class: what follows starts outside it
+                    after = not_starting(after, runon, self.g.rules)
+                if name is not None and self.name_taken(fi, name, self.sample_of(after)):
+                    continue
+                alts.append(seq(op, after))
             if not alts:
                 return self._set(fi, Lit("\x00no-tools"))
             return self._set(fi, alt(*alts))
@@ -1232,6 +1403,39 @@ class _Builder:
         if f.end == "value":
             return self._set(fi, seq(op, _close_after_value(body, close)))
         return self._set(fi, seq(op, body, close) if close is not None else seq(op, body))
+
+    def sample_of(self, node) -> str:
+        """One short text of ``node`` (its rule references resolved in this grammar)."""
+        import random as _random
+        return sample(Grammar(rules={**self.g.rules, "start": node}), _random.Random(0), depth=0)
+
+    def name_taken(self, fi: int, name: str, body: str) -> bool:
+        """Whether another enabled tool field's open, of a different pattern, reads a longer match
+        where field ``fi``'s open names ``name`` (the parser takes the longest delimiter,
+        template-language.md "Choosing the next delimiter"): cwm's ``<tool:function>`` opens its
+        named form ``<tool:function> NAME``, so a tool named ``function`` is never called through
+        ``<tool:NAME>``. Probed with the open's shortest text followed by ``body`` (a short text of
+        what follows the open: the body and the close)."""
+        f = self.t.fields[fi]
+        if f.open is None or f.open.pattern is None:
+            return False
+        node, _notes = regex_to_ir(without_optional_repairs(f.open.pattern), {call_shape(f).name_group: Lit(name)})
+        g = Grammar()
+        g.rules["start"] = node
+        import random as _random
+        probe = sample(g, _random.Random(0), depth=0)
+        for j, other in enumerate(self.t.fields):
+            if j == fi or not self.enabled(j) or not _is_tool_field(self.t, other) or other.open is None \
+                    or other.open.pattern is None or other.open.pattern == f.open.pattern or other.inside != f.inside:
+                continue
+            try:
+                rx = regex.compile(without_optional_repairs(other.open.pattern))
+            except re.error:
+                continue
+            m = rx.match(probe + body)
+            if m is not None and m.end() > len(probe):
+                return True
+        return False
 
     def _start_body(self, fi: int, body):
         """The body of field ``fi``'s region opened at offset 0 by its anchored open

@@ -48,8 +48,8 @@ from typing import Any
 from .automaton import Automaton
 from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, JsonBuilder, Lit, Ref, Rep, Seq,
                          _Builder, _is_reasoning, _is_tool_field, _looks_ahead, call_shape, regex_to_ir, seq,
-                         without_optional_repairs, has_start_branches, nullable, pattern_leads, alt, EMPTY, _norm,
-                         check_tool_name)
+                         without_optional_repairs, has_start_branches, nullable, pattern_leads, alt, EMPTY, _norm, NEVER,
+                         name_run_on, not_starting, check_tool_name)
 from .ir import Field, Template
 from ..runtime.formats.json_ import json_calls
 
@@ -233,18 +233,46 @@ class _StructuralBuilder:
         tags = []
         if shape.name_group is not None:
             probe, _notes = regex_to_ir(without_optional_repairs(f.open.pattern), {shape.name_group: Lit("\x00")})
-            for begin, _rest in _begins(probe):
-                self.triggers.append(begin.split("\x00")[0] or begin)
+            mine = [begin.split("\x00")[0] or begin for begin, _rest in _begins(probe)]
+            self.triggers.extend(mine)
+            runon = name_run_on(f.open.pattern, shape.name_group)
+            lead = WS
+            if runon is not None and not_starting(Lit("{"), runon, {}) == NEVER:
+                # the parser's name group runs on over its class (cwm's ``[^\s<]+``): the body's
+                # ``{`` follows the name only after whitespace outside that class (issue 27 C)
+                space = not_starting(Rep(WS.item, 1), runon, {})
+                if space == NEVER:
+                    raise _Cannot(f"its open {f.open.pattern!r} reads the name on into the body")
+                lead = seq(space, WS)
+            per_trigger: dict = {}
             for name, schema in self.tools:
-                check_tool_name(f, shape.name_group, name, where)
+                if name != "\x00":
+                    check_tool_name(f, shape.name_group, name, where)
+                    if self.ir.name_taken(self.t.fields.index(f), name, "{}"):
+                        continue
                 node, notes = regex_to_ir(without_optional_repairs(f.open.pattern), {shape.name_group: Lit(name)})
                 self.notes.extend(f"{where} open: {n}" for n in notes if "ASCII" not in n)
                 body = _params(schema)
                 if shape.args_keys:
                     body = _object({shape.args_keys[0]: body}, [shape.args_keys[0]])
-                body = self._schema_element(body, jb, where)
+                if name == "\x00":  # no tool offered: the tags only name the triggers
+                    element = self._schema_element(body, jb, where)
+                    tags.extend(self._tag(begin, rest, element, tail, ends, lead) for begin, rest in self._begins(f, node))
+                    continue
+                args = jb.schema(body, f"{where} parameters")
                 for begin, rest in self._begins(f, node):
-                    tags.append(self._tag(begin, rest, body, tail, ends))
+                    # one tag per trigger, its content one grammar element choosing the tool (the name
+                    # after the trigger, then its arguments): the rules the tools share (strings,
+                    # whitespace, free text) are written once, not once per tool's element, and
+                    # xgrammar's compile grows with the rules it is given (docs/grammar.md "Cost")
+                    trigger = max((x for x in mine if begin.startswith(x)), key=len, default=begin)
+                    rest_of_begin = begin[len(trigger):]
+                    per_trigger.setdefault(trigger, []).append(
+                        seq(Lit(rest_of_begin) if rest_of_begin else EMPTY, rest, lead, args))
+            for trigger, forms in per_trigger.items():
+                content = {"type": "sequence", "elements": [_ebnf(alt(*forms), self.ir.g.rules), tail]}
+                tags.append({"type": "tag", "begin": trigger, "content": content,
+                             "end": ends[0] if len(ends) == 1 else ends})
             return tags
         node = (Alt(tuple(Lit(x) for x in f.open.literals)) if f.open.literals is not None
                 else regex_to_ir(without_optional_repairs(f.open.pattern))[0])

@@ -212,8 +212,7 @@ GRAMMAR = (
     'json_x0_null: /null/\n'
     'call_14: /\\{/ ws json_x0_string ws /:/ ws json_x0_object ws /\\}/\n'
     'open_region_0: /<\\|inner_prefix\\|>/ /(?:(?!<\\|inner_suffix\\|>)[\\s\\S])+/s?\n'
-    'open_region_1: /<\\|tools_prefix\\|>/ ws /\\[/ ws call_17 (ws /,/ ws call_17)* ws /\\]/ ws\n'
-    'call_17: /\\{/ ws json_x0_string ws /:/ ws json_x0_object ws /\\}/\n'
+    'open_region_1: /<\\|tools_prefix\\|>/ ws /\\[/ ws call_14 (ws /,/ ws call_14)* ws /\\]/ ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -229,8 +229,7 @@ GRAMMAR = (
     'json_x0_other_key_parameters_tool_name_dq_18: /[ -!#-;=-\\[\\]-\U0010ffff]/ /(?:(?!<\\|END_ACTION\\|>)[^\\x00-\\x1f"\\\\])+/s? /"/\n'
     'call_34: /\\{/ ws (/"/ json_x0_other_key_parameters_tool_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"tool_name"/ ws /:/ ws json_x0_value ws /,/ ws /"parameters"/ ws /:/ ws json_x0_object | /"parameters"/ ws /:/ ws json_x0_object ws /,/ ws /"tool_name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_parameters_tool_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
     'open_region_0: /<\\|START_THINKING\\|>/ /(?:(?!<\\|END_THINKING\\|>)[\\s\\S])+/s?\n'
-    'open_region_1: /<\\|START_ACTION\\|>/ ws /\\[/ ws call_37 (ws /,/ ws call_37)* ws /\\]/ ws\n'
-    'call_37: /\\{/ ws (/"/ json_x0_other_key_parameters_tool_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"tool_name"/ ws /:/ ws json_x0_value ws /,/ ws /"parameters"/ ws /:/ ws json_x0_object | /"parameters"/ ws /:/ ws json_x0_object ws /,/ ws /"tool_name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_parameters_tool_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
+    'open_region_1: /<\\|START_ACTION\\|>/ ws /\\[/ ws call_34 (ws /,/ ws call_34)* ws /\\]/ ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

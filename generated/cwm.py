@@ -429,8 +429,6 @@ def parse_response(response, prefix=None, tools=None, tokenizer=None, errors="st
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
     '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
-    "// inexact: field 'named_call_command': tool calls in 'text' bodies are not typed\n"
-    "// inexact: field 'tool_call_command': tool calls in 'text' bodies are not typed\n"
     'start: text ((region_0 | implicit_close) text)* ((region_1 | region_2 | region_3 | region_4) text ((region_0 | implicit_close | region_1 | region_2 | region_3 | region_4) text)* (open_region_0 | open_region_1 | open_region_3)? | open_region_1 | open_region_3 | open_region_0?)\n'
     'text: /(?:(?!<\\|end_of_text\\|>|<\\|eot_id\\|>|<\\/think>|<think>|<tool:)[\\s\\S])+/s?\n'
     'region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s? /<\\/think>/\n'
@@ -446,9 +444,9 @@ GRAMMAR = (
     'json_x0_number: json_x0_int | /(?:\\-){0,1}(?:0|[1-9](?:[0-9]){0,14})(?:\\.(?:[0-9]){1,}(?:[Ee](?:[+\\-]){0,1}(?:[0-9]){1,2}){0,1}|[Ee](?:[+\\-]){0,1}(?:[0-9]){1,2})/s\n'
     'json_x0_bool: /(?:true|false)/s\n'
     'json_x0_null: /null/\n'
-    'region_2: /<tool:(?:[\\x09 ]){0,}function(?:[\\x09 ]){0,}>(?:[\\x09-\\x0d ]){0,}(?:[^\\x09-\\x0d <]){1,}/s /(?:(?!<\\/tool>)[\\s\\S])+/s? /<\\/tool>/\n'
+    'region_2: /<tool:(?:[\\x09 ]){0,}function(?:[\\x09 ]){0,}>(?:[\\x09-\\x0d ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}(?:[\\x09-\\x0a\\x0d ]){0,}[^\\x09-\\x0d <{]/s /(?:(?!<\\/tool>)[\\s\\S])+/s? /<\\/tool>/\n'
     'region_3: /<tool:(?:[\\x09 ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}(?:[\\x09 ]){0,}>/s ws json_x0_object ws /<\\/tool>/\n'
-    'region_4: /<tool:(?:[\\x09 ]){0,}(?:[^\\x09-\\x0d >]){1,}(?:[\\x09 ]){0,}>/s /(?:(?!<\\/tool>)[\\s\\S])+/s? /<\\/tool>/\n'
+    'region_4: /<tool:(?:[\\x09 ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}(?:[\\x09 ]){0,}>(?:[\\x09-\\x0a\\x0d ]){0,}[^\\x09-\\x0d <{]/s /(?:(?!<\\/tool>)[\\s\\S])+/s? /<\\/tool>/\n'
     'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
     'open_region_1: /<tool:(?:[\\x09 ]){0,}function(?:[\\x09 ]){0,}>(?:[\\x09-\\x0d ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}/s ws json_x0_object ws\n'
     'open_region_3: /<tool:(?:[\\x09 ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}(?:[\\x09 ]){0,}>/s ws json_x0_object ws\n'

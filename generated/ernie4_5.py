@@ -263,8 +263,7 @@ GRAMMAR = (
     'json_x0_other_key_arguments_name_dq_8: /[ -!#-;=-\\[\\]-\U0010ffff]/ /(?:(?!<\\/tool_call>)[^\\x00-\\x1f"\\\\])+/s? /"/\n'
     'call_28: /\\{/ ws (/"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws /"arguments"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
     'open_region_0: /<think>(?:[\\x09-\\x0d ]){0,}/s /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<tool_call>/ ws call_31 ws\n'
-    'call_31: /\\{/ ws (/"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws /"arguments"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
+    'open_region_1: /<tool_call>/ ws call_28 ws\n'
     'region_0_at_start: (/(?:[\\x09-\\x0d ]){1,}/s? /<think>(?:[\\x09-\\x0d ]){0,}/s? | /<think>(?:[\\x09-\\x0d ]){0,}/s) (/[^<]/ /(?:(?!<\\/think>)[\\s\\S])+/s?)? /<\\/think>/\n'
     'open_region_0_at_start: (/(?:[\\x09-\\x0d ]){1,}/s? /<think>(?:[\\x09-\\x0d ]){0,}/s? | /<think>(?:[\\x09-\\x0d ]){0,}/s) (/[^<]/ /(?:(?!<\\/think>)[\\s\\S])+/s?)?\n'
 )

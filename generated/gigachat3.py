@@ -248,8 +248,7 @@ GRAMMAR = (
     'json_x0_other_key_arguments_name_dq_6: /e/ json_x0_other_key_arguments_name_dq_8 | /[ -!#-;=-\\[\\]-df-\U0010ffff]/ /(?:(?!<\\|message_sep\\|>|<\\/s>)[^\\x00-\\x1f"\\\\])+/s? /"/ | /"/\n'
     'json_x0_other_key_arguments_name_dq_8: /[ -!#-;=-\\[\\]-\U0010ffff]/ /(?:(?!<\\|message_sep\\|>|<\\/s>)[^\\x00-\\x1f"\\\\])+/s? /"/\n'
     'call_27: /\\{/ ws (/"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws /"arguments"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
-    'open_region_0: /<\\|(?:message_sep\\|>(?:[\\x09-\\x0d ]){0,}function call<\\|role_sep\\|>\\x0a|function_call\\|>)/s ws call_29 ws\n'
-    'call_29: /\\{/ ws (/"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws /"arguments"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
+    'open_region_0: /<\\|(?:message_sep\\|>(?:[\\x09-\\x0d ]){0,}function call<\\|role_sep\\|>\\x0a|function_call\\|>)/s ws call_27 ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

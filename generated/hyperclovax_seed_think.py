@@ -400,8 +400,7 @@ GRAMMAR = (
     'json_other_key_arguments_name_parameters_dq_22: /s/ json_other_key_arguments_name_parameters_dq_23 | /[ -!#-\\[\\]-rt-\U0010ffff]/ /[^\\x00-\\x1f"\\\\]+/s? /"/ | /"/\n'
     'json_other_key_arguments_name_parameters_dq_23: /[ -!#-\\[\\]-\U0010ffff]/ /[^\\x00-\\x1f"\\\\]+/s? /"/\n'
     'call_39: /\\{/ ws /"name"/ ws /:/ ws json_value ws /,/ ws (/"parameters"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object) (ws /,/ ws /"/ json_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_value)* ws /\\}/\n'
-    'region_3: call_41 ws\n'
-    'call_41: /\\{/ ws /"name"/ ws /:/ ws json_value ws /,/ ws (/"parameters"/ ws /:/ ws json_object | /"arguments"/ ws /:/ ws json_object) (ws /,/ ws /"/ json_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_value)* ws /\\}/\n'
+    'region_3: call_39 ws\n'
     'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
 )
 

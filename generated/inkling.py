@@ -292,8 +292,7 @@ GRAMMAR = (
     'json_x0_other_key_args_name_dq_8: /[ -!#-;=-\\[\\]-\U0010ffff]/ /(?:(?!<\\|end_message\\|>)[^\\x00-\\x1f"\\\\])+/s? /"/\n'
     'call_23: /\\{/ ws (/"/ json_x0_other_key_args_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws /"args"/ ws /:/ ws json_x0_object | /"args"/ ws /:/ ws json_x0_object ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_args_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
     'open_region_0: /<\\|content_thinking\\|>/ /(?:(?!<\\|content_model_end_sampling\\|>|<\\|content_text\\|>|<\\|end_message\\|>)[\\s\\S])+/s?\n'
-    'open_region_1: /(?:(?:<\\|message_model\\|>|)(?:[^<]){0,}){0,1}<\\|content_invoke_tool_json\\|>/s ws call_26 ws\n'
-    'call_26: /\\{/ ws (/"/ json_x0_other_key_args_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws /"args"/ ws /:/ ws json_x0_object | /"args"/ ws /:/ ws json_x0_object ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_args_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
+    'open_region_1: /(?:(?:<\\|message_model\\|>|)(?:[^<]){0,}){0,1}<\\|content_invoke_tool_json\\|>/s ws call_23 ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -323,8 +323,7 @@ GRAMMAR = (
     'json_x0_other_key_arguments_name_parameters_dq_23: /[ -!#-;=-\\[\\]-\U0010ffff]/ /(?:(?!<\\|action_end\\|>)[^\\x00-\\x1f"\\\\])+/s? /"/\n'
     'call_38: /\\{/ ws (/"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws (/"arguments"/ ws /:/ ws json_x0_object | /"parameters"/ ws /:/ ws json_x0_object) | (/"arguments"/ ws /:/ ws json_x0_object | /"parameters"/ ws /:/ ws json_x0_object) ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
     'open_region_0: /<think>/ /(?:(?!<\\|action_start\\|>|<\\/think>)[\\s\\S])+/s? (region_1 /(?:(?!<\\|action_start\\|>|<\\/think>)[\\s\\S])+/s?)*\n'
-    'open_region_1: /<\\|action_start\\|>(?:[\\x09-\\x0d ]){0,}<\\|plugin\\|>/s ws call_41 ws\n'
-    'call_41: /\\{/ ws (/"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws (/"arguments"/ ws /:/ ws json_x0_object | /"parameters"/ ws /:/ ws json_x0_object) | (/"arguments"/ ws /:/ ws json_x0_object | /"parameters"/ ws /:/ ws json_x0_object) ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
+    'open_region_1: /<\\|action_start\\|>(?:[\\x09-\\x0d ]){0,}<\\|plugin\\|>/s ws call_38 ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

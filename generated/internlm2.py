@@ -254,8 +254,7 @@ GRAMMAR = (
     'json_x0_other_key_arguments_name_parameters_dq_22: /s/ json_x0_other_key_arguments_name_parameters_dq_23 | /[ -!#-;=-\\[\\]-rt-\U0010ffff]/ /(?:(?!<\\|action_end\\|>)[^\\x00-\\x1f"\\\\])+/s? /"/ | /"/\n'
     'json_x0_other_key_arguments_name_parameters_dq_23: /[ -!#-;=-\\[\\]-\U0010ffff]/ /(?:(?!<\\|action_end\\|>)[^\\x00-\\x1f"\\\\])+/s? /"/\n'
     'call_37: /\\{/ ws (/"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws (/"arguments"/ ws /:/ ws json_x0_object | /"parameters"/ ws /:/ ws json_x0_object) | (/"arguments"/ ws /:/ ws json_x0_object | /"parameters"/ ws /:/ ws json_x0_object) ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
-    'open_region_0: /<\\|action_start\\|>(?:[\\x09-\\x0d ]){0,}<\\|plugin\\|>/s ws call_39 ws\n'
-    'call_39: /\\{/ ws (/"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws (/"arguments"/ ws /:/ ws json_x0_object | /"parameters"/ ws /:/ ws json_x0_object) | (/"arguments"/ ws /:/ ws json_x0_object | /"parameters"/ ws /:/ ws json_x0_object) ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
+    'open_region_0: /<\\|action_start\\|>(?:[\\x09-\\x0d ]){0,}<\\|plugin\\|>/s ws call_37 ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -603,14 +603,11 @@ GRAMMAR = (
     'json_x0_other_key_arguments_name_dq_6: /e/ json_x0_other_key_arguments_name_dq_8 | /[ -!#-;=-\\[\\]-df-\U0010ffff]/ /(?:(?!<\\/ifm\\|tool_call>)[^\\x00-\\x1f"\\\\])+/s? /"/ | /"/\n'
     'json_x0_other_key_arguments_name_dq_8: /[ -!#-;=-\\[\\]-\U0010ffff]/ /(?:(?!<\\/ifm\\|tool_call>)[^\\x00-\\x1f"\\\\])+/s? /"/\n'
     'call_28: /\\{/ ws (/"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws /"arguments"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
-    'region_3: /(?:<ifm\\|tool_calls>(?:[\\x09-\\x0d ]){0,}){0,1}<ifm\\|tool_call>/s ws call_30 ws /<\\/ifm\\|tool_call>(?:(?:[\\x09-\\x0d ]){0,}<\\/ifm\\|tool_calls>){0,1}/s\n'
-    'call_30: /\\{/ ws (/"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws /"arguments"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
+    'region_3: /(?:<ifm\\|tool_calls>(?:[\\x09-\\x0d ]){0,}){0,1}<ifm\\|tool_call>/s ws call_28 ws /<\\/ifm\\|tool_call>(?:(?:[\\x09-\\x0d ]){0,}<\\/ifm\\|tool_calls>){0,1}/s\n'
     'implicit_close: /<(?:\\|ifm\\|im_end\\|>|\\/ifm\\|think(?:_fast(?:|er)){0,1}>)/s\n'
     'open_region_0: /<ifm\\|think/ /_fast(?:|er)/s? />/ /(?:(?!<ifm\\|tool_call>|<\\/ifm\\|think)[\\s\\S])+/s?\n'
-    'open_region_2: /(?:<ifm\\|tool_calls>(?:[\\x09-\\x0d ]){0,}){0,1}<ifm\\|tool_call>/s ws /\\[/ ws call_34 (ws /,/ ws call_34)* ws /\\]/ ws\n'
-    'call_34: /\\{/ ws (/"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws /"arguments"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
-    'open_region_3: /(?:<ifm\\|tool_calls>(?:[\\x09-\\x0d ]){0,}){0,1}<ifm\\|tool_call>/s ws call_36 ws\n'
-    'call_36: /\\{/ ws (/"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws /"arguments"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
+    'open_region_2: /(?:<ifm\\|tool_calls>(?:[\\x09-\\x0d ]){0,}){0,1}<ifm\\|tool_call>/s ws /\\[/ ws call_28 (ws /,/ ws call_28)* ws /\\]/ ws\n'
+    'open_region_3: /(?:<ifm\\|tool_calls>(?:[\\x09-\\x0d ]){0,}){0,1}<ifm\\|tool_call>/s ws call_28 ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

@@ -373,15 +373,11 @@ GRAMMAR = (
     'json_x0_other_key_arguments_name_parameters_dq_22: /s/ json_x0_other_key_arguments_name_parameters_dq_23 | /[ -!#-;=-\\[\\]-rt-\U0010ffff]/ /(?:(?!<\\|tool_call_end\\|>)[^\\x00-\\x1f"\\\\])+/s? /"/ | /"/\n'
     'json_x0_other_key_arguments_name_parameters_dq_23: /[ -!#-;=-\\[\\]-\U0010ffff]/ /(?:(?!<\\|tool_call_end\\|>)[^\\x00-\\x1f"\\\\])+/s? /"/\n'
     'call_50: /\\{/ ws (/"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws (/"parameters"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object) | (/"parameters"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object) ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
-    'region_3: /<\\|tool_call_start\\|>/ ws call_52 ws /<\\|tool_call_end\\|>/\n'
-    'call_52: /\\{/ ws (/"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws (/"parameters"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object) | (/"parameters"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object) ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
+    'region_3: /<\\|tool_call_start\\|>/ ws call_50 ws /<\\|tool_call_end\\|>/\n'
     'open_region_0: /<think>/ /(?:(?!<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<\\|tool_call_start\\|>/ ws (/\\[/ ws pycall_55 (ws /,/ ws pycall_55)* ws /\\]/ | pycall_55) ws\n'
-    'pycall_55: /(?:[\\--.0-9A-Z_a-z]){1,}\\(/s ws (/[A-Z_a-z](?:[0-9A-Z_a-z]){0,}/s ws /=/ ws py_x0_value (ws /,/ ws /[A-Z_a-z](?:[0-9A-Z_a-z]){0,}/s ws /=/ ws py_x0_value)* (ws /,/)?)? ws /\\)/\n'
-    'open_region_2: /<\\|tool_call_start\\|>/ ws /\\[/ ws call_57 (ws /,/ ws call_57)* ws /\\]/ ws\n'
-    'call_57: /\\{/ ws (/"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws (/"parameters"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object) | (/"parameters"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object) ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
-    'open_region_3: /<\\|tool_call_start\\|>/ ws call_59 ws\n'
-    'call_59: /\\{/ ws (/"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws (/"parameters"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object) | (/"parameters"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object) ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
+    'open_region_1: /<\\|tool_call_start\\|>/ ws (/\\[/ ws pycall_15 (ws /,/ ws pycall_15)* ws /\\]/ | pycall_15) ws\n'
+    'open_region_2: /<\\|tool_call_start\\|>/ ws /\\[/ ws call_50 (ws /,/ ws call_50)* ws /\\]/ ws\n'
+    'open_region_3: /<\\|tool_call_start\\|>/ ws call_50 ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

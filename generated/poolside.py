@@ -595,8 +595,7 @@ GRAMMAR = (
     'json_other_key_arguments_name_parameters_dq_23: /[ -!#-\\[\\]-\U0010ffff]/ /[^\\x00-\\x1f"\\\\]+/s? /"/\n'
     'call_75: /\\{/ ws /"name"/ ws /:/ ws json_value ws /,/ ws (/"arguments"/ ws /:/ ws json_object | /"parameters"/ ws /:/ ws json_object) (ws /,/ ws /"/ json_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_value)* ws /\\}/\n'
     'open_region_0: /<think>/ /(?:(?!<tool_call>|<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<tool_call>(?:[\\x09-\\x0a ]){0,}/s call_78 ws\n'
-    'call_78: /\\{/ ws /"name"/ ws /:/ ws json_x0_value ws /,/ ws (/"arguments"/ ws /:/ ws json_x0_object | /"parameters"/ ws /:/ ws json_x0_object) (ws /,/ ws /"/ json_x0_other_key_arguments_name_parameters_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
+    'open_region_1: /<tool_call>(?:[\\x09-\\x0a ]){0,}/s call_37 ws\n'
     'open_region_2: /<tool_call>(?:[\\x09-\\x0a ]){0,}(?:[\\--.0-9A-Z_a-z]){1,}(?:[\\x09-\\x0d ]){0,}/s ws json_x0_object ws\n'
 )
 

@@ -225,8 +225,7 @@ GRAMMAR = (
     'call_27: /\\{/ ws (/"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws /"arguments"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
     'implicit_close: /(?:<\\|endoftext\\|>|<\\|im_end\\|>|<\\/think>)/s\n'
     'open_region_0: /<think>/ /(?:(?!<tool_call>|<\\/think>)[\\s\\S])+/s?\n'
-    'open_region_1: /<tool_call>/ ws call_31 ws\n'
-    'call_31: /\\{/ ws (/"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value ws /,/ ws)* (/"name"/ ws /:/ ws json_x0_value ws /,/ ws /"arguments"/ ws /:/ ws json_x0_object | /"arguments"/ ws /:/ ws json_x0_object ws /,/ ws /"name"/ ws /:/ ws json_x0_value) (ws /,/ ws /"/ json_x0_other_key_arguments_name_dq_0 ws /:/ ws json_x0_value)* ws /\\}/\n'
+    'open_region_1: /<tool_call>/ ws call_27 ws\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

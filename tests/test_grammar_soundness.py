@@ -519,3 +519,78 @@ def test_closing_tag_after_a_lookahead_tag_is_refused():
 def test_lookahead_tags_still_pass():
     accepted("minicpm4", '<function name="book_trip"><param name="where"><![CDATA[{"city": "Paris"}]]></param>\n'
              '<param name="guests">["Ann"]</param>\n</function>', choice="required")
+
+
+# --- cwm: four call fields behind one open (<tool:); a name group that runs on into the body ---------------
+#: walk-found strings (test_grammar_sampling.py) the exports allowed: the named form's name group
+#: ``[^\s<]+`` reads ``set_alarm{"time":`` as the name when no whitespace follows the name; the
+#: command forms (a text body, arguments ``{"command": ...}``) took any name and any tool
+CWM_CASES = [
+    ("set_alarm", '<tool:function  >set_alarm{"time":\n"volume"}</tool>'),
+    ("set_alarm", '<tool: function>set_alarm{\n\n "time" \n : "time"\n,"label":null}</tool>'),
+    ("auto", '<tool:;    >,\'book_tripnull"volume"</think>]function"nights"<think>function<think><|end_of_text|>"volume"'
+             '<|end_of_text|>"time"set_alarm</think>"where"</think></tool>'),
+    ("set_alarm", '<set_alarm9"time"<|eot_id|><tool:"label"<|eot_id|><|end_of_text|><think></tool>'),
+    ("required", '<tool:get_weather>\nParis\n</tool>'),
+]
+CWM_TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {
+    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}},
+    {"type": "function", "function": {"name": "function", "parameters": {
+        "type": "object", "properties": {"x": {"type": "string"}}}}}] + RICH_TOOLS
+
+
+@pytest.mark.parametrize("choice, text", CWM_CASES, ids=[f"cwm-{i}" for i in range(len(CWM_CASES))])
+def test_cwm_name_and_command_forms_are_typed(choice, text):
+    refused("cwm", text, choice=choice)
+
+
+def test_cwm_real_forms_still_pass():
+    accepted("cwm", '<tool:function>\nset_alarm\n{"time": "7:00"}\n</tool>', choice="required")
+    accepted("cwm", '<tool: set_alarm>\n{"time": "7:00"}\n</tool>', choice="required")
+    # a command: only to a tool whose one string argument is the command; the named form's first word
+    # (the structural tag writes JSON bodies only: no command form there)
+    accepted("cwm", "<tool: bash>\nls -la\n</tool>", choice="required", tools=CWM_TOOLS, structural=False)
+    accepted("cwm", '<think>Let me search.</think>\n<tool: function>\nbash find . -name "*.py"\n</tool>\n',
+             choice="required", tools=CWM_TOOLS, structural=False)
+    # a body that starts with "{" is the JSON call's; a tool named "function" only in the named form
+    refused("cwm", "<tool: bash>\n{ ls; }\n</tool>", choice="required", tools=CWM_TOOLS)
+    refused("cwm", '<tool: function>\n{"x": "a"}\n</tool>', choice="required", tools=CWM_TOOLS)
+    accepted("cwm", '<tool: function>\nfunction {"x": "a"}\n</tool>', choice="required", tools=CWM_TOOLS)
+
+
+# --- minimax_m3: xml-tree values (nested elements), a tag pattern that repeats its key -------------------
+#: walk-found strings (test_grammar_sampling.py) the export allowed: each parameter was any text, since
+#: the tag pattern's ``</(?P=key)>`` was not translated, so bodies held text the parser finds no tag in
+M3 = "]<]minimax[>["
+M3_CASES = [
+    ("set_alarm", f'{M3}<tool_call>{M3}<invoke name="set_alarm">{M3}<tool_call>]{M3}</invoke>'),
+    ("set_alarm", f'{M3}<tool_call>{M3}<invoke name="set_alarm">)</mm:think></mm:think><mm:think>{M3}</invoke>'),
+    ("auto", f'{M3}<tool_call>{M3}<invoke name="get_weather"></mm:think></mm:think></{M3}</tool_call><mm:think>'
+             f'{M3}<invoke name="book_trip">{M3}</tool_call></mm:think>[e~[{M3}<tool_call></mm:think>[e~[[e~['
+             f'{M3}</invoke>'),
+    # issue 27 E: a parameter value holding the call's close
+    ("required", f'{M3}<tool_call>{M3}<invoke name="get_weather">{M3}<city>{M3}</invoke>{M3}</city>{M3}</invoke>'
+                 f'{M3}</tool_call>'),
+    # nested values are typed too: nights is an integer, where needs its city
+    ("required", f'{M3}<tool_call>{M3}<invoke name="book_trip">{M3}<where>{M3}<city>Paris{M3}</city>{M3}<nights>'
+                 f'three{M3}</nights>{M3}</where>{M3}</invoke>{M3}</tool_call>'),
+    ("required", f'{M3}<tool_call>{M3}<invoke name="book_trip">{M3}<where>{M3}<nights>3{M3}</nights>{M3}</where>'
+                 f'{M3}</invoke>{M3}</tool_call>'),
+]
+
+
+@pytest.mark.parametrize("choice, text", M3_CASES, ids=[f"minimax_m3-{i}" for i in range(len(M3_CASES))])
+def test_minimax_m3_values_are_typed_trees(choice, text):
+    refused("minimax_m3", text, choice=choice)
+
+
+def test_minimax_m3_real_values_still_pass():
+    call = (f'{M3}<tool_call>\n{M3}<invoke name="book_trip">\n{M3}<where>\n{M3}<city>Paris{M3}</city>\n{M3}<nights>3'
+            f'{M3}</nights>\n{M3}</where>\n{M3}<guests>{M3}<item>Ann{M3}</item>{M3}<item>Bo{M3}</item>{M3}</guests>\n'
+            f'{M3}<note>null{M3}</note>\n{M3}</invoke>\n{M3}</tool_call>')
+    accepted("minimax_m3", call, choice="required")
+    # an object or array written as JSON text is read the same way by the tool typing
+    accepted("minimax_m3", call.replace(f'\n{M3}<city>Paris{M3}</city>\n{M3}<nights>3{M3}</nights>\n',
+                                        '{"city": "Paris", "nights": 3}'), choice="required")
+    accepted("minimax_m3", f'{M3}<tool_call>{M3}<invoke name="get_weather">{M3}<city>Paris{M3}</city>'
+             f'{M3}<days>2{M3}</days>{M3}</invoke>{M3}</tool_call>', choice="get_weather")

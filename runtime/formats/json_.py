@@ -1772,7 +1772,7 @@ def json_calls(b: Any, f: Any, shape: Any, jb: Any, where: str) -> Any:
                             after, ws, Lit("}")))
     if not per_tool:
         return Lit("\x00no-tools")
-    call = b.g.add(f"call_{len(b.g.rules)}", alt(*per_tool))
+    call = b.g.share("call", alt(*per_tool))
     more = Rep(seq(ws, Lit(","), ws, call)) if b.parallel else ir.EMPTY
     # transform_each: the body is a list of calls (template-language.md "Transforms"); otherwise one call object
     return seq(Lit("["), ws, call, more, ws, Lit("]")) if f.transform_each else call

@@ -1021,7 +1021,7 @@ def _pythonic_calls(b: Any, f: Any, where: str) -> Any:
                         k in required) for k, s in schema["properties"].items()]
             body = jb._members(members, 0, False)
         per_tool.append(seq(nm, Lit("("), ws, body, ws, Lit(")")))
-    call = b.g.add(f"pycall_{len(b.g.rules)}", alt(*per_tool))
+    call = b.g.share("pycall", alt(*per_tool))
     more = Rep(seq(ws, Lit(","), ws, call)) if b.parallel else ir.EMPTY
     forms = [("[", seq(Lit("["), ws, call, more, ws, Lit("]")))]
     if f.content_args.get("allow_bare", True) is not False:

@@ -4,6 +4,7 @@ parsers")."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ..content import ContentParser, _grammar_any
 from .base import Format, Plan, call_shape, escaped, is_tool_field, no_problems, text_grammar, text_mode
@@ -82,5 +83,56 @@ def stream(plan: Plan, args: dict):
     return JsonStream(("args", None), lambda scanner: Converted(scanner, TextArgs(key, strip), name=name))
 
 
+#: keywords of a property schema that leave it taking any string (no enum, pattern, length, ...)
+_PLAIN_STRING_KEYS = frozenset({"type", "description", "title", "default", "examples"})
+
+
+def _takes_any_text(schema: Any, key: str) -> bool:
+    """Whether ``{key: s}`` is valid against a tool's ``schema`` for every string ``s``: ``key``
+    declared as a string (or a type list with ``"string"``: the tool typing keeps a string no other
+    type converts) with no other constraint, no other property required; or a tool without declared
+    properties (it takes any arguments, docs/grammar.md)."""
+    if not isinstance(schema, dict):
+        return False
+    props = schema.get("properties") or {}
+    required = set(schema.get("required") or ())
+    if required - {key}:
+        return False
+    if not props:
+        return schema.get("additionalProperties") is not False
+    prop = props.get(key)
+    if not isinstance(prop, dict) or set(prop) - _PLAIN_STRING_KEYS:
+        return False
+    kind = prop.get("type", "string")
+    return kind == "string" or isinstance(kind, list) and "string" in kind
+
+
+def args_grammar(b: Any, f: Any, name: str | None, schema: Any, where: str, jb: Any) -> Any:
+    """:attr:`Format.args_grammar` of ``text``: the body of a call whose open names the tool and whose one
+    argument is the body (cwm's ``{"command": "{content}"}``), written only for a tool that takes any
+    string there (:func:`_takes_any_text`); None for any other tool (no call to it is written). The body
+    holds no delimiter the parser watches, and its first character after whitespace is none an earlier
+    field behind the same open reads (cwm's JSON call takes ``{``; a body of whitespace only it takes
+    too, as an empty JSON body: template-language.md "reject"), nor a watched delimiter's first character.
+    docs/grammar.md, "Fields that share an open"."""
+    shape = call_shape(f)
+    if shape is None or shape.arguments is None or shape.arguments[0] != "one":
+        return None
+    if name is not None and not _takes_any_text(schema, shape.arguments[1]):
+        return None
+    ir = b.ir
+    body = b.text_body(b.t.fields.index(f))
+    if not isinstance(body, ir.Except) or body.within is not None:
+        return None
+    space = [(9, 13), (32, 32)]
+    firsts = {ord(x[0]) for x in body.literals if x}
+    probes = [chr(c) for c in range(33, 127)] + ["\u00e9"]
+    claimed = {ord(c) for c in probes if b.claimed(f, c)}
+    if ord("\u00e9") in claimed:  # an earlier reader takes any other character too
+        return None
+    bad = ir.norm_ranges(space + [(c, c) for c in firsts | claimed])
+    return ir.seq(ir.WS, ir.Chars(bad, negate=True), body)
+
+
 FORMAT = Format("text", False, no_problems, plan, make, grammar=_grammar_any, stream=stream,
-                body_grammar=text_grammar)
+                body_grammar=text_grammar, args_grammar=args_grammar)

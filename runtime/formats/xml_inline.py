@@ -887,9 +887,11 @@ def args_grammar(b: Any, f: Any, name: str | None, schema: Any, where: str, jb: 
     pattern = f.content_args.get("tag_pattern")
     vp = f.content_args.get("value_parser")
     switch = vp.get("switch") if isinstance(vp, dict) and isinstance(vp.get("switch"), str) else None
-    # a switch's values are typed case by case (with tools: ``_switched_tag``)
-    if not isinstance(pattern, str) or (switch is None or not b.has_tools) and vp not in (None, {"name": "text"},
-                                                                                         "text"):
+    # a switch's values are typed case by case (with tools: ``_switched_tag``), xml-tree values
+    # element by element (``_tree_value``)
+    tree = isinstance(vp, dict) and vp.get("name") == "xml-tree" and "switch" not in vp
+    if not isinstance(pattern, str) or (switch is None or not b.has_tools) and not (tree and b.has_tools) and \
+            vp not in (None, {"name": "text"}, "text"):
         b.g.inexact(f"{where} content_args.value_parser: values are any text")
     if not b.has_tools or not isinstance(pattern, str):
         b.g.inexact(f"{where} content_args.tag_pattern: arguments not typed without tools")
@@ -923,14 +925,31 @@ def args_grammar(b: Any, f: Any, name: str | None, schema: Any, where: str, jb: 
     if not schema.get("properties") and schema.get("additionalProperties") is not False:
         # a tool without declared properties takes any arguments (issue 27 H): any number of
         # tags, each key as the tag pattern reads it, each value text
-        node, _notes = ir.regex_to_ir(ir.without_optional_repairs(pattern), {"value": text})
+        node, notes = ir.regex_to_ir(ir.without_optional_repairs(pattern), {"value": text})
+        if any(n.startswith("pattern not translated") for n in notes):
+            # (a pattern the grammar cannot write for any key, such as a close that repeats the key
+            # by a backreference, minimax_m3's ``</(?P=key)>``: no tags, the empty arguments)
+            b.g.inexact(f"{where} content_args.tag_pattern: a tool without declared properties takes no "
+                        "arguments here (the tag pattern repeats its key)")
+            return seq(junk, tail)
         return seq(junk, Rep(seq(node, junk)), tail)
     members = []
     as_json = isinstance(f.content_args.get("value_parser"), dict) and \
         f.content_args["value_parser"].get("name") == "json"
+    if tree:
+        # xml-tree values (minimax_m3): a leaf never starts an element, so its text holds no tag start
+        prefix = (vp.get("args") or {}).get("tag_prefix", "")
+        item = (vp.get("args") or {}).get("item_tag", "item")
+        tree_stop = tuple(dict.fromkeys(stop + (prefix + "<",)))
+        tree_text, tree_jb = Except(tree_stop), ir.JsonBuilder(b.g, ir.JsonDialect(), tree_stop)
     for key, prop in (schema.get("properties") or {}).items():
         if switch is not None:
             node = _switched_tag(b, f, pattern, vp, key, prop, text, jb, stop, where)
+        elif tree:
+            value = _tree_value(b, prop, tree_text, tree_jb, prefix, item, key, f"{where} parameters.{key}", 0)
+            node, notes = ir.regex_to_ir(pattern, {"key": Lit(key), "value": value})
+            if any(n.startswith("pattern not translated") for n in notes):
+                node = Lit("\x00never")
         else:
             if as_json:
                 value = _json_value(b, prop, text, jb, stop, f"{where} parameters.{key}", lax=True)
@@ -1092,6 +1111,54 @@ def _xml_value(b: Any, prop: Any, text: Any, jb: Any, where: str) -> Any:
             else:
                 return text
     return alt(*forms) if forms else text
+
+
+#: nesting of xml-tree elements the grammar writes (deeper values are leaves: text or JSON text)
+TREE_DEPTH = 6
+
+
+def _tree_value(b: Any, prop: Any, text: Any, jb: Any, prefix: str, item: str, top: str, where: str,
+                depth: int) -> Any:
+    """One value read by the ``xml-tree`` value parser (template-language.md "xml-tree") and then typed by
+    the tool typing, which goes as deep as the schema: a leaf (text holding no ``PREFIX<``) as
+    :func:`_xml_value` writes it, or, for an object or array the schema admits, its elements:
+    ``PREFIX<name>value PREFIX</name>`` per declared property (any order, each at most once, every
+    required one, at least one: no elements would be text), an array one or more ``item_tag`` elements.
+    No element is named like the top-level parameter ``top`` (the tag pattern's value ends at the first
+    ``PREFIX</top>``), nor an object's property like ``item_tag`` (elements all named so are a list)."""
+    ir = b.ir
+    seq, Lit, WS = ir.seq, ir.Lit, ir.WS
+    forms = [_xml_value(b, prop, text, jb, where)]
+    if not isinstance(prop, dict) or depth >= TREE_DEPTH or "enum" in prop or "const" in prop:
+        return forms[0]
+    members = [prop]
+    for combo in ("anyOf", "oneOf"):
+        if isinstance(prop.get(combo), list):
+            members = [m for m in prop[combo] if isinstance(m, dict)]
+    for member in members:
+        kind = member.get("type")
+        kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
+        if not kinds and "properties" in member:
+            kinds = ["object"]
+        if "object" in kinds and isinstance(member.get("properties"), dict) and member["properties"]:
+            required = set(member.get("required") or ())
+            elems = []
+            for name, sub in member["properties"].items():
+                if name in (top, item) or not regex.fullmatch(r"[^\s<>/\"']+", name):
+                    if name in required:
+                        elems = []
+                        break
+                    continue
+                value = _tree_value(b, sub, text, jb, prefix, item, top, f"{where}.{name}", depth + 1)
+                elems.append((seq(Lit(f"{prefix}<{name}>"), value, Lit(f"{prefix}</{name}>"), WS), name in required))
+            if elems:
+                forms.append(seq(WS, ir.any_order(b.g, "tree_members", elems, lambda node, first: node,
+                                                  at_least_one=True)))
+        if "array" in kinds and item != top:
+            sub = member.get("items") if isinstance(member.get("items"), dict) else {}
+            value = _tree_value(b, sub, text, jb, prefix, item, top, f"{where}[]", depth + 1)
+            forms.append(seq(WS, ir.Rep(seq(Lit(f"{prefix}<{item}>"), value, Lit(f"{prefix}</{item}>"), WS), 1)))
+    return ir.alt(*forms)
 
 
 def _xml_boolean(b: Any) -> Any:
