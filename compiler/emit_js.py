@@ -18,6 +18,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from respc.runtime.formats import plan_of
+from respc.runtime.transforms import PLACEHOLDER
+
 from .automaton import Automaton
 from .ir import Template
 
@@ -27,7 +30,7 @@ __all__ = ["JS_CODEGEN_VERSION", "JS_RUNTIME_ABI", "JS_RUNTIME_IMPORT", "JS_RUNT
 #: Stamped into every generated JavaScript module; bump it when the generated code changes.
 JS_CODEGEN_VERSION = 1
 #: The table layout ``runtime/js/respc.mjs`` reads (its ``RUNTIME_ABI``).
-JS_RUNTIME_ABI = 1
+JS_RUNTIME_ABI = 2
 #: Where a generated module imports the runtime from: ``respc.mjs`` beside it (docs/javascript.md).
 JS_RUNTIME_IMPORT = "./respc.mjs"
 #: The runtime's file (installed with the package: ``respc/runtime/js/respc.mjs``).
@@ -43,8 +46,9 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
     """The first reason ``template`` cannot be compiled for the JavaScript runtime, or None.
 
     The runtime runs template language v1 with literal delimiters (``open``, ``close``,
-    ``start_anchor``, none of whose literals extends another of the same delimiter) and the
-    ``text`` content format without a transform; docs/javascript.md explains each refusal.
+    ``start_anchor``, none of whose literals extends another of the same delimiter), the
+    ``text`` content format and the ``json`` one without dialects, and transforms (with
+    ``transform_each``); docs/javascript.md explains each refusal.
 
     Returns:
         str | None: ``"--target js does not yet support <feature> (key <key>)"``, or None.
@@ -72,12 +76,13 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
                 return no("a literal list in which one literal extends another", f"{where}.{delim.key}")
             if any(not lit for lit in delim.literals):
                 return no("an empty literal delimiter", f"{where}.{delim.key}")
-        if f.content != "text":
+        if f.content not in ("text", "json"):
             return no(f"the {f.content!r} content format", f"{where}.content")
         if set(f.content_args) - {"strip"}:
+            # json: its dialects (string_delims, unquoted_keys, python_literals, allow_non_json)
             return no("these content_args", f"{where}.content_args")
-        if f.transform is not None:
-            return no("transforms", f"{where}.transform")
+        if f.transform is not None and _unsafe_number(f.transform):
+            return no("a number JavaScript cannot hold exactly (an integer beyond 2**53 - 1)", f"{where}.transform")
     for state in automaton.states:
         for w in state.watches:
             if w.action not in ("open", "close"):
@@ -100,6 +105,23 @@ def _unsafe_number(value) -> bool:
     return False
 
 
+def _transform(node):
+    """A v1 transform as the runtime reads it (runtime/js/respc.mjs ``build``): placeholders are
+    found here, with the Python runtime's own pattern (runtime/transforms.py ``PLACEHOLDER``), so
+    the runtime needs no regex: ``["$", root, [key, ...]]`` a placeholder, ``["{", [[key, node],
+    ...]]`` an object (keys in order), ``["[", [node, ...]]`` a list, ``["=", value]`` a literal."""
+    if isinstance(node, dict):
+        return ["{", [[k, _transform(v)] for k, v in node.items()]]
+    if isinstance(node, list):
+        return ["[", [_transform(v) for v in node]]
+    if isinstance(node, str):
+        m = PLACEHOLDER.fullmatch(node)
+        if m is not None:
+            root, *keys = m.group(1).split(".")
+            return ["$", root, keys]
+    return ["=", node]
+
+
 def _table(template: Template, automaton: Automaton) -> dict:
     """The JSON table ``makeParser`` reads (runtime/js/respc.mjs)."""
     fields = [{
@@ -108,6 +130,11 @@ def _table(template: Template, automaton: Automaton) -> dict:
         "join": f.join,
         "repeats": f.repeats,
         "strip": bool(f.content_args.get("strip", True)),
+        "content": f.content,
+        # the dirty flag of its region_chunk events (the format's plan, as compiler/emit.py writes it)
+        "dirty": bool(plan_of(f).dirty),
+        "transform": None if f.transform is None else _transform(f.transform),
+        "each": bool(f.transform_each),
     } for f in template.fields]
     states = []
     for s in automaton.states:
