@@ -83,6 +83,9 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
             return no("these content_args", f"{where}.content_args")
         if f.transform is not None and _unsafe_number(f.transform):
             return no("a number JavaScript cannot hold exactly (an integer beyond 2**53 - 1)", f"{where}.transform")
+        if f.transform is not None and _integral_float(f.transform):
+            # JSON text gives JavaScript 1 for 1.0: the value, its type name and repr would differ
+            return no("a float with an integral value (1.0) in a transform", f"{where}.transform")
     for state in automaton.states:
         for w in state.watches:
             if w.action not in ("open", "close"):
@@ -120,6 +123,17 @@ def _transform(node):
             root, *keys = m.group(1).split(".")
             return ["$", root, keys]
     return ["=", node]
+
+
+def _integral_float(value) -> bool:
+    """Whether a JSON value holds a float with an integral value (``1.0``), which JavaScript reads as ``1``."""
+    if isinstance(value, float):
+        return value.is_integer()
+    if isinstance(value, dict):
+        return any(_integral_float(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_integral_float(v) for v in value)
+    return False
 
 
 def _table(template: Template, automaton: Automaton) -> dict:

@@ -104,10 +104,31 @@ export function pyRepr(s) {
   return out + quote;
 }
 
-function isDict(v) { return v !== null && typeof v === "object" && !Array.isArray(v); }
+/**
+ * A float the body wrote with an integral value (``1.0``, ``2e3``), while a field's value is read
+ * and checked: a JavaScript number cannot tell it from the int ``1``, but Python's messages do
+ * (``float 1e+16``). Unwrapped to a plain number before the value is returned (see unwrapFloats).
+ */
+class PyFloat extends Number {}
+
+// set by the json reader when it wrapped a float (only readers asked to: see loads)
+let floatsWrapped = false;
+
+/** ``v`` with every PyFloat in it made a plain number again (containers changed in place). */
+function unwrapFloats(v) {
+  if (v instanceof PyFloat) return v.valueOf();
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (v[i] !== null && typeof v[i] === "object") v[i] = unwrapFloats(v[i]);
+  } else if (v !== null && typeof v === "object") {
+    for (const k of Object.keys(v)) if (v[k] !== null && typeof v[k] === "object") put(v, k, unwrapFloats(v[k]));
+  }
+  return v;
+}
+
+function isDict(v) { return v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Number); }
 
 /** Whether a number read from JSON is a Python float (not an int): see docs/javascript.md "Numbers". */
-function isPyFloat(v) { return !Number.isInteger(v) || Object.is(v, -0); }
+function isPyFloat(v) { return v instanceof PyFloat || !Number.isInteger(v) || Object.is(v, -0); }
 
 /** Python's ``type(v).__name__`` of a value read from JSON. */
 export function pyTypeName(v) {
@@ -115,6 +136,7 @@ export function pyTypeName(v) {
   if (typeof v === "boolean") return "bool";
   if (typeof v === "string") return "str";
   if (typeof v === "number") return isPyFloat(v) ? "float" : "int";
+  if (v instanceof PyFloat) return "float";
   return Array.isArray(v) ? "list" : "dict";
 }
 
@@ -144,6 +166,7 @@ export function pyValueRepr(v) {
   if (v === false) return "False";
   if (typeof v === "string") return pyRepr(v);
   if (typeof v === "number") return isPyFloat(v) ? pyFloatRepr(v) : String(v);
+  if (v instanceof PyFloat) return pyFloatRepr(v.valueOf());
   if (Array.isArray(v)) return "[" + v.map(pyValueRepr).join(", ") + "]";
   return "{" + Object.keys(v).map((k) => `${pyRepr(k)}: ${pyValueRepr(v[k])}`).join(", ") + "}";
 }
@@ -616,6 +639,7 @@ export class StreamParser {
       const start = this._openAt ?? this._mark;
       const cut = eos && !closer && this._cutOff(region, text);
       let value;
+      floatsWrapped = false;
       try {
         if (cut) {
           // the output ended inside the region: its value is not finished, so it is never
@@ -635,6 +659,7 @@ export class StreamParser {
               "which JSON cannot represent");
           }
         }
+        if (floatsWrapped) value = unwrapFloats(value);
         if (notes !== null && notes.length) {
           const raw = this._raw(text, closer);
           for (const note of notes) this._report("repaired", start, end, note, raw, region.slot);
@@ -1083,7 +1108,14 @@ function scanNumber(s, start) {
     if (isDigit(s, i - 1)) isFloat = true; else i = eStart;
   }
   const text = s.slice(start, i);
-  if (isFloat) return [Number(text), i];
+  if (isFloat) {
+    const value = Number(text);
+    if (wrapFloats && Number.isInteger(value) && !Object.is(value, -0)) {
+      floatsWrapped = true;
+      return [new PyFloat(value), i];
+    }
+    return [value, i];
+  }
   const value = Number(text);
   if (!Number.isSafeInteger(value)) {
     // reported once the body read (a body Python cannot read gives Python's error instead)
@@ -1153,7 +1185,11 @@ function decodeError(s, msg, pos) {
 }
 
 /** ``json.loads(text)`` as CPython 3.11 reads a str: the value, or [message] of its JSONDecodeError. */
-function loads(s) {
+// whether the read in progress wraps integral floats (PyFloat): only for a field's value
+let wrapFloats = false;
+
+function loads(s, wrap = false) {
+  wrapFloats = wrap;
   if (s.startsWith("\ufeff")) return { error: decodeError(s, "Unexpected UTF-8 BOM (decode using utf-8-sig)", 0) };
   bigInteger = null;
   try {
@@ -1177,8 +1213,8 @@ function loads(s) {
  * Throws ContentParseError with the Python runtime's text (without the ``Field '...': `` the parser
  * adds), JsonNumberError or JsonDepthError (see the head of this file).
  */
-export function parseJsonBody(text) {
-  const read = loads(text);
+export function parseJsonBody(text, wrap = false) {
+  const read = loads(text, wrap);
   if ("value" in read) return read.value;
   throw new ContentParseError(
     `json parser could not parse region as JSON.\nContent: ${pyRepr(text)}\nError: ${read.error}`);
@@ -1277,10 +1313,10 @@ export function repairJsonText(text) {
  * ``{value, notes}`` when a rewrite made the body read, else null. Throws JsonNumberError or
  * JsonDepthError as parseJsonBody does.
  */
-export function repairJsonBody(text) {
+export function repairJsonBody(text, wrap = false) {
   const [repaired, notes] = repairJsonText(text);
   if (!notes.length) return null;
-  const read = loads(repaired);
+  const read = loads(repaired, wrap);
   return "value" in read ? { value: read.value, notes } : null;
 }
 
@@ -1355,7 +1391,7 @@ function finish(region, value, body) {
 function parseBody(region, body) {
   if (region.content === "text") return region.strip ? pyStrip(body) : body;
   try {
-    return parseJsonBody(body);
+    return parseJsonBody(body, true);
   } catch (exc) {
     throw prefixed(region, exc);
   }
@@ -1366,7 +1402,7 @@ function processBody(region, body) { return finish(region, parseBody(region, bod
 
 /** The errors="recover" repair of the field (``process.repair``): [value, notes], or null. */
 function repairBody(region, body) {
-  const got = region.content === "json" ? repairJsonBody(body) : null;
+  const got = region.content === "json" ? repairJsonBody(body, true) : null;
   let value, notes;
   if (got === null) { value = parseBody(region, body); notes = []; }
   else { value = got.value; notes = [...got.notes]; }
@@ -1436,7 +1472,7 @@ function decodeStringArguments(value, notes) {
       let a = 0;
       while (a < raw.length && SPACE.has(raw.charCodeAt(a))) a++;
       if (raw[a] !== "{") continue;
-      const read = loads(raw);
+      const read = loads(raw, true);
       if (!("value" in read) || !isDict(read.value)) continue;
       put(call, "arguments", read.value);
       notes.push(NOTES.arguments(call.name));
