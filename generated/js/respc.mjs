@@ -6,13 +6,14 @@
 // (runtime/stream.py; docs/events.md, docs/template-language.md "Matching", docs/javascript.md):
 // the same events, message and diagnostics for every chunking of the same output (D2).
 //
-// Scope (docs/javascript.md): literal delimiters, the `text` content format, template language
-// v1. The compiler refuses every other template (compiler/emit_js.py), so nothing here guesses.
+// Scope (docs/javascript.md): literal delimiters, the `text` and `json` content formats (json
+// without dialects), transforms, template language v1. The compiler refuses every other template
+// (compiler/emit_js.py), so nothing here guesses.
 //
 // Offsets in diagnostics count Unicode code points, as Python strings do (a JavaScript string
 // counts UTF-16 units); every internal index is a UTF-16 index.
 
-export const RUNTIME_ABI = 1;
+export const RUNTIME_ABI = 2;
 
 export const PREFIX_REQUIRED =
   "ResponseParser/parse_response requires `prefix` (the chat prompt sent to the model before " +
@@ -25,11 +26,25 @@ const NOTES = {
   "doubled-closer": (d) => `closer ${pyRepr(d)} written twice: the second one was consumed`,
   "stray-closer": (c, owner, slot) =>
     `closer ${pyRepr(c)} of ${pyRepr(owner)} with no opener before it: kept as text of ${pyRepr(slot)}`,
+  "opener-inside": (o) => `the region's opener ${pyRepr(o)} written again inside its body: the start before the ` +
+    "last copy was abandoned (dropped; the body after it is the value)",
+  "one-object": () => "one object where a list of them is expected: read as a list of one",
+  "arguments": (name) => `arguments of ${pyValueRepr(name)} were a JSON-encoded string: decoded`,
 };
 
 /** The error of a body that cannot be read, or of a missing required field (Python's ContentParseError). */
 export class ContentParseError extends Error {
   constructor(message) { super(message); this.name = "ContentParseError"; }
+}
+
+/** A transform placeholder that cannot be filled (Python's PlaceholderError, a ContentParseError). */
+export class PlaceholderError extends ContentParseError {
+  constructor(message) { super(message); this.name = "PlaceholderError"; }
+}
+
+/** A placeholder whose root name is not in the scope (Python's UnknownPlaceholderError). */
+export class UnknownPlaceholderError extends PlaceholderError {
+  constructor(message) { super(message); this.name = "UnknownPlaceholderError"; }
 }
 
 /** A parser used after finalize or after an earlier error (Python's ParserStateError). */
@@ -88,6 +103,85 @@ export function pyRepr(s) {
   }
   return out + quote;
 }
+
+/**
+ * A float the body wrote with an integral value (``1.0``, ``2e3``), while a field's value is read
+ * and checked: a JavaScript number cannot tell it from the int ``1``, but Python's messages do
+ * (``float 1e+16``). Unwrapped to a plain number before the value is returned (see unwrapFloats).
+ */
+class PyFloat extends Number {}
+
+// set by the json reader when it wrapped a float (only readers asked to: see loads)
+let floatsWrapped = false;
+
+/** ``v`` with every PyFloat in it made a plain number again (containers changed in place). */
+function unwrapFloats(v) {
+  if (v instanceof PyFloat) return v.valueOf();
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (v[i] !== null && typeof v[i] === "object") v[i] = unwrapFloats(v[i]);
+  } else if (v !== null && typeof v === "object") {
+    for (const k of Object.keys(v)) if (v[k] !== null && typeof v[k] === "object") put(v, k, unwrapFloats(v[k]));
+  }
+  return v;
+}
+
+function isDict(v) { return v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Number); }
+
+/** Whether a number read from JSON is a Python float (not an int): see docs/javascript.md "Numbers". */
+function isPyFloat(v) { return v instanceof PyFloat || !Number.isInteger(v) || Object.is(v, -0); }
+
+/** Python's ``type(v).__name__`` of a value read from JSON. */
+export function pyTypeName(v) {
+  if (v === null || v === undefined) return "NoneType";
+  if (typeof v === "boolean") return "bool";
+  if (typeof v === "string") return "str";
+  if (typeof v === "number") return isPyFloat(v) ? "float" : "int";
+  if (v instanceof PyFloat) return "float";
+  return Array.isArray(v) ? "list" : "dict";
+}
+
+/** Python's ``repr(x)`` of a float: the shortest digits (as JavaScript's), Python's layout. */
+export function pyFloatRepr(x) {
+  if (Number.isNaN(x)) return "nan";
+  if (x === Infinity) return "inf";
+  if (x === -Infinity) return "-inf";
+  if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
+  const sign = x < 0 ? "-" : "";
+  const [mantissa, e] = Math.abs(x).toExponential().split("e");
+  const digits = mantissa.replace(".", "");
+  const exp = Number(e);
+  if (exp < -4 || exp >= 16) {
+    const m = digits.length > 1 ? digits[0] + "." + digits.slice(1) : digits;
+    return sign + m + "e" + (exp < 0 ? "-" : "+") + String(Math.abs(exp)).padStart(2, "0");
+  }
+  if (exp < 0) return sign + "0." + "0".repeat(-exp - 1) + digits;
+  if (digits.length <= exp + 1) return sign + digits + "0".repeat(exp + 1 - digits.length) + ".0";
+  return sign + digits.slice(0, exp + 1) + "." + digits.slice(exp + 1);
+}
+
+/** Python's ``repr`` of a value read from JSON (dict, list, str, int, float, bool, None). */
+export function pyValueRepr(v) {
+  if (v === null || v === undefined) return "None";
+  if (v === true) return "True";
+  if (v === false) return "False";
+  if (typeof v === "string") return pyRepr(v);
+  if (typeof v === "number") return isPyFloat(v) ? pyFloatRepr(v) : String(v);
+  if (v instanceof PyFloat) return pyFloatRepr(v.valueOf());
+  if (Array.isArray(v)) return "[" + v.map(pyValueRepr).join(", ") + "]";
+  return "{" + Object.keys(v).map((k) => `${pyRepr(k)}: ${pyValueRepr(v[k])}`).join(", ") + "}";
+}
+
+/** Strings in Python's order (code points; JavaScript's sort compares UTF-16 units). */
+function pySorted(keys) {
+  const cmp = (a, b) => {
+    const x = Array.from(a, (c) => c.codePointAt(0)), y = Array.from(b, (c) => c.codePointAt(0));
+    for (let k = 0; k < x.length && k < y.length; k++) if (x[k] !== y[k]) return x[k] - y[k];
+    return x.length - y.length;
+  };
+  return [...keys].sort(cmp);
+}
+
+function pyList(strings) { return "[" + strings.map(pyRepr).join(", ") + "]"; }
 
 function lead(buf, pos, limit) {
   let n = pos;
@@ -175,6 +269,10 @@ export class StreamParser {
     this.initialEvents = [];
     this._eosHold = null;
     this._again = null;
+    // errors="recover": a closer met inside an open JSON string, held until a later closer leaves
+    // the value whole or the output ends: [start, end, scan from, InString reader, fed up to]
+    this._cdefer = null;
+    this._held = 0;
     this._mark = 0;
     this._sunk = 0;
     this._openAt = null;
@@ -251,7 +349,7 @@ export class StreamParser {
   feed(text) {
     if (this._done) throw new ParserStateError("ResponseParser already finalized (or failed earlier)");
     if (typeof text !== "string") throw new TypeError("feed() takes a string");
-    if (this._buf === "" && this._again === null && text !== "") {
+    if (this._buf === "" && this._again === null && this._cdefer === null && text !== "") {
       // Fast path: nothing held and no character of the chunk can start a watched literal, so a
       // scan would route the whole chunk to the current region (runtime/stream.py's fast path)
       if (plainChunk(text, this._T.states[this._state])) {
@@ -262,7 +360,7 @@ export class StreamParser {
           if (body.length >= BLOCK) { this._blocks.push(body.join("")); body.length = 0; }
           this._bodyCp += cpLen(text);
           this._bodyU += text.length;
-          return [{ type: "region_chunk", field: this._name, text, dirty: false }];
+          return [{ type: "region_chunk", field: this._name, text, dirty: this._region.dirty }];
         }
         const events = [];
         this._route(events, text);
@@ -357,8 +455,8 @@ export class StreamParser {
    * prefix of a watched literal that ends the buffer. `memo` keeps each literal's last hit over
    * this buffer, so no text is searched twice (linear in the buffer).
    */
-  _scan(buf, pos, eos, memo) {
-    const st = this._T.states[this._state];
+  _scan(buf, pos, eos, memo, state = this._state) {
+    const st = this._T.states[state];
     const n = buf.length;
     let bs = -1, be = -1, br = -1, slot = 0;
     for (const w of st.watches) {
@@ -398,6 +496,13 @@ export class StreamParser {
         if (verdict === null) break;
         pos = verdict;
       }
+      if (this._cdefer !== null) {
+        // errors="recover": a closer inside an open value, waiting for a later closer
+        const verdict = this._closeDeferred(events, buf, pos, eos, memo);
+        if (verdict === null) break;
+        pos = verdict;
+        continue;
+      }
       const state = this._state;
       const [start, end, rank, hold] = this._scan(buf, pos, eos, memo);
       if (start >= 0) {
@@ -407,6 +512,10 @@ export class StreamParser {
         const delim = buf.slice(start, end);
         if (edge[0] === OPEN) {
           this._begin(events, edge[1], edge[2], delim);
+        } else if (this._recover && this._insideAtClose(edge[1], start, end)) {
+          // a closer inside an open JSON string: held until a later closer leaves the value
+          // whole, or the output ends (docs/security.md, "Closers inside an open value")
+          pos = start;
         } else {
           const hadText = this._opened;
           const slot = this._name;
@@ -440,6 +549,8 @@ export class StreamParser {
     // literal delimiters need no context: keep only the undecided text
     this._buf = buf.slice(pos);
     this._pos = 0;
+    const d = this._cdefer;
+    if (d !== null) { d[0] -= pos; d[1] -= pos; d[2] -= pos; d[4] -= pos; }
     // Held text this long (a region's opener may still be written again after a long run of
     // whitespace, errors="recover") is scanned again only once it has doubled (Python: LONG_HOLD)
     const held = this._buf.length < LONG_HOLD ? 0 : cpLen(this._buf);  // (code points <= UTF-16 units)
@@ -515,21 +626,238 @@ export class StreamParser {
     if (body.length >= BLOCK) { this._blocks.push(body.join("")); body.length = 0; }
     this._bodyCp += cpLen(text);
     this._bodyU += text.length;
-    events.push({ type: "region_chunk", field: this._name, text, dirty: false });
+    events.push({ type: "region_chunk", field: this._name, text, dirty: this._region.dirty });
   }
 
   _close(events, closer, eos) {
     const text = this._blocks.join("") + this._body.join("");
     const at = this._mark + this._sunk + this._bodyCp;
+    const end = at + cpLen(closer);
     const region = this._region;
     if (region !== null && this._opened && region.slot !== null) {
-      if (this._recover && this._T.stray.length) this._strayClosers(text, at - this._bodyCp, region);
-      const value = region.strip ? pyStrip(text) : text;
-      this._store(region, value, this._openAt ?? this._mark, at + cpLen(closer), text, closer);
+      if (this._recover && this._T.stray.length && !region.dirty) this._strayClosers(text, at - this._bodyCp, region);
+      const start = this._openAt ?? this._mark;
+      const cut = eos && !closer && this._cutOff(region, text);
+      let value;
+      floatsWrapped = false;
+      try {
+        if (cut) {
+          // the output ended inside the region: its value is not finished, so it is never
+          // returned (docs/events.md, "Truncated regions")
+          throw new ContentParseError(`Field ${pyRepr(region.slot)}: the output ended inside this region before its ` +
+            "close (truncated); a value the output did not finish is not returned.");
+        }
+        let notes = null;
+        if (this._recover) [value, notes] = this._recovered(region, text, closer, eos);
+        else value = processBody(region, text);
+        if (typeof value !== "string") {
+          checkToolCallNames(value, region.slot);
+          const bad = nonFinite(value);
+          if (bad !== null) {
+            throw new ContentParseError(`Field ${pyRepr(region.name)}: the value holds a number that is not finite ` +
+              `(${pyFloatRepr(bad)}): the body wrote NaN, Infinity or a number too large for a float (1e999999), ` +
+              "which JSON cannot represent");
+          }
+        }
+        if (floatsWrapped) value = unwrapFloats(value);
+        if (notes !== null && notes.length) {
+          const raw = this._raw(text, closer);
+          for (const note of notes) this._report("repaired", start, end, note, raw, region.slot);
+        }
+      } catch (exc) {
+        if (!(exc instanceof ContentParseError) || !this._recover) throw exc;
+        this._malformed(events, region, text, closer, exc, start, end, eos && !closer && (cut || this._hasClose()));
+        this._opened = false;
+        return end;
+      }
+      this._store(region, value, start, end, text, closer);
       events.push({ type: "region_close", field: region.slot, value });
     }
     this._opened = false;
-    return at + cpLen(closer);
+    return end;
+  }
+
+  /** Whether a region the end of the output closed is truncated (Python: StreamParser._cut_off;
+   * docs/events.md "Truncated regions"): a text region never; a json one whose state has a closer
+   * when its body holds no value at all (a cut value never parses, so the parse decides). */
+  _cutOff(region, text) {
+    return region.dirty && this._hasClose() && pyStrip(text) === "";
+  }
+
+  /** The current state watches a close of its region. */
+  _hasClose() { return this._T.states[this._state].edges.some((e) => e[0] !== OPEN); }
+
+  /** The region's text in the output, opener to ``closer``, the consumed copies put back (Python: _raw). */
+  _raw(body, closer, opener = this._openText, gaps = this._gaps) {
+    const pieces = [opener];
+    let k = 0;
+    for (const [i, text] of gaps ?? []) { pieces.push(body.slice(k, i), text); k = i; }
+    pieces.push(body.slice(k), closer);
+    return pieces.join("");
+  }
+
+  /** errors="recover": the value, repaired where the strict read fails, and the policy *opener
+   * inside the body* (Python: StreamParser._recovered). */
+  _recovered(region, text, closer, eos) {
+    if (this._held === 2) {
+      throw new ContentParseError(
+        `Field ${pyRepr(region.slot)}: a closer stands inside an open value of the body and an opener of this ` +
+        "field follows it: the body is ambiguous (one call whose value holds that text, or calls that " +
+        "end and begin there), so no call is read from it (docs/security.md, \"Closers inside an open " +
+        "value\").");
+    }
+    if (this._held) return [processBody(region, text), []];
+    try {
+      return this._repaired(region, text, closer, eos);
+    } catch (exc) {
+      if (!(exc instanceof ContentParseError)) throw exc;
+      const opener = this._openText;
+      const k = pyStrip(opener) && !(this._gaps && this._gaps.length) && closer ? text.lastIndexOf(opener) : -1;
+      if (k < 0) throw exc;
+      let got = null;
+      try {
+        got = this._repaired(region, text.slice(k + opener.length), closer, eos);
+      } catch (again) {
+        if (!(again instanceof ContentParseError)) throw again;
+      }
+      if (got === null) throw exc;
+      const start = this._openAt ?? this._mark;
+      const dropped = opener + text.slice(0, k + opener.length);
+      this._report("repaired", start, start + cpLen(dropped), NOTES["opener-inside"](opener), dropped, region.slot);
+      return got;
+    }
+  }
+
+  /** errors="recover": [value, notes], the body repaired where the strict read fails (Python:
+   * StreamParser._repaired; runtime/repair.py). Not tried on a body the output cut off. */
+  _repaired(region, text, closer, eos) {
+    let value, notes = [];
+    try {
+      value = processBody(region, text);
+    } catch (exc) {
+      if (!(exc instanceof ContentParseError) || (eos && !closer)) throw exc;
+      let got = null;
+      try {
+        got = repairBody(region, text);
+      } catch (again) {
+        if (!(again instanceof ContentParseError)) throw again;
+      }
+      if (got === null) throw exc;
+      [value, notes] = got;
+    }
+    value = decodeStringArguments(value, notes);
+    return [value, notes];
+  }
+
+  /** errors="recover": a body that cannot be read ends its region with region_malformed; a closed
+   * one's raw text also goes to the implicit field (Python: StreamParser._malformed). */
+  _malformed(events, region, body, closer, exc, start, end, cut) {
+    const raw = this._raw(body, closer);
+    const error = `${exc.name}: ${exc.message}`;
+    const kind = cut ? "truncated" : "malformed";
+    const implicit = this._T.outside;
+    const into = kind === "malformed" && implicit !== null ? this._T.fields[implicit].slot : null;
+    events.push({ type: "region_malformed", field: region.slot, text: raw, error, start, end, into });
+    this._report(kind, start, end, error, raw, region.slot);
+    if (into !== null) {
+      const target = this._T.fields[implicit];
+      const out = this._out;
+      const previous = out.has(into) ? out.get(into) : null;
+      if (target.repeats && target.join === null) {
+        if (!out.has(into)) out.set(into, []);
+        out.get(into).push(raw);
+      } else if (previous instanceof Parts) previous.add(target.join ?? "", raw);
+      else if (typeof previous === "string" && previous) out.set(into, new Parts(previous, target.join ?? "", raw));
+      else out.set(into, raw);
+    }
+  }
+
+  /** errors="recover": whether the closer at start..end stands inside an open JSON string of the
+   * body; if so it is held (_cdefer) and true is returned (Python: StreamParser._inside_at_close). */
+  _insideAtClose(field, start, end) {
+    if (field !== this._field || end <= start || this._region.content !== "json") return false;
+    const reader = new InString();
+    if (!reader.feed(this._blocks.join("") + this._body.join(""))) return false;
+    this._cdefer = [start, end, end, reader, start];
+    return true;
+  }
+
+  /** Whether buf[lo:hi] holds an opener of the current field (with ``anything``: any delimiter) as
+   * state 0, where a v1 region returns, finds it (Python: StreamParser._opener_inside). */
+  _openerInside(buf, lo, hi, anything) {
+    const piece = buf.slice(lo, hi);
+    const edges = this._T.states[0].edges;
+    const memo = [];
+    let at = 0;
+    while (at < piece.length) {
+      const [s, e, rank] = this._scan(piece, at, true, memo, 0);
+      if (s < 0) return false;
+      if (anything || (edges[rank][0] === OPEN && edges[rank][1] === this._field)) return true;
+      at = e > s ? e : s + 1;
+    }
+    return false;
+  }
+
+  /** Decide a close held by _insideAtClose (Python: StreamParser._close_deferred): null while
+   * undecided, else where to go on from. Each character is fed and scanned once (linear). */
+  _closeDeferred(events, buf, pos, eos, memo) {
+    let [start, end, scan, reader, fed] = this._cdefer;
+    const state = this._state;
+    const edges = this._T.states[state].edges;
+    let hold = scan;
+    for (;;) {
+      let s, e, rank;
+      [s, e, rank, hold] = this._scan(buf, scan, eos, memo, state);
+      if (s < 0) break;
+      if (edges[rank][0] !== OPEN && e > s) {
+        const inside = reader.feed(buf.slice(fed, s));
+        fed = s;
+        if (!inside) {
+          this._cdefer = null;
+          const at = this._here();
+          const closer = buf.slice(start, end);
+          this._report("repaired", at, at + cpLen(closer),
+            `closer ${pyRepr(closer)} stands inside an open value of ${pyRepr(this._region.name)} (a parameter or ` +
+            `string its format reads): kept as the value's text; the closer at offset ${at + cpLen(buf.slice(pos, s))} ` +
+            "leaves the value whole", closer, this._name);
+          this._route(events, buf.slice(pos, s));
+          const slot = this._name;
+          this._held = this._openerInside(buf, end, s, false) ? 2 : 1;
+          let endAt;
+          try {
+            endAt = this._close(events, buf.slice(s, e), false);
+          } finally {
+            this._held = 0;
+          }
+          this._leave(endAt);
+          this._watchAgain(buf.slice(s, e), "doubled-closer", slot);
+          return e;
+        }
+      }
+      scan = e > s ? e : s + 1;
+    }
+    if (!eos) {
+      this._cdefer = [start, end, hold > scan ? hold : scan, reader, fed];
+      return null;
+    }
+    // the output ended with the value still open after every later closer: the held closer
+    // closes the region after all, and what followed it is text, never read for delimiters
+    this._cdefer = null;
+    const name = this._region.name;
+    const closer = buf.slice(start, end);
+    this._leave(this._close(events, closer, false));
+    if (end < buf.length) {
+      const at = this._here();
+      const rest = buf.slice(end);
+      if (this._openerInside(buf, end, buf.length, true)) {
+        this._report("repaired", at, at + cpLen(rest),
+          `the output ended inside an open value of ${pyRepr(name)} that a closer ${pyRepr(closer)} met inside ` +
+          `it did not end: the region closes there, and the ${cpLen(rest)} characters after it are ` +
+          "kept as text, not read for delimiters", rest, this._name);
+      }
+      this._route(events, rest);
+    }
+    return buf.length;
   }
 
   _strayClosers(text, start, region) {
@@ -574,6 +902,10 @@ export class StreamParser {
     const name = region.slot;
     const join = region.join;
     if (join !== null) {
+      if (typeof value !== "string") {
+        throw new ContentParseError(
+          `Field ${pyRepr(region.name)}: 'join' requires each match to parse to a string, got ${pyTypeName(value)}.`);
+      }
       const previous = out.has(name) ? out.get(name) : null;
       if (previous === null) out.set(name, value);
       else if (!value) { /* an empty piece is never joined (D1) */ }
@@ -597,11 +929,7 @@ export class StreamParser {
    * what the message stores (Python: StreamParser._overwrite). */
   _overwrite(name, previous, value, start, end) {
     const [at, to, opener, body, closer, gaps] = this._spans.get(name);
-    const pieces = [opener];
-    let k = 0;
-    for (const [i, text] of gaps ?? []) { pieces.push(body.slice(k, i), text); k = i; }
-    pieces.push(body.slice(k), closer);
-    const raw = pieces.join("");
+    const raw = this._raw(body, closer, opener, gaps);
     if (name === "tool_calls") {
       if (!this._recover) {
         const error = new ContentParseError(
@@ -651,4 +979,541 @@ export function parseWith(Parser, text, options = {}) {
   const parser = new Parser(options.prefix, options);
   parser.feed(text);
   return parser.finalize().message;
+}
+
+// --- the json content format's body reader (docs/javascript.md, "The json body reader") ----------
+// It reads a body as the Python runtime's json parser does (runtime/formats/json_.py, ``make``
+// without dialects: ``json.loads`` after CPython's C scanner) and fails with the same
+// ContentParseError text, positions counted in code points as Python does.
+//
+// Numbers (docs/javascript.md "Numbers"): a JavaScript number is one IEEE double, so a JSON float
+// reads to the same double as Python's float; an integer reads to the same value when it is within
+// 2**53 - 1 and otherwise throws JsonNumberError (never a rounded value); ``-0`` (an integer) reads
+// as 0 and ``-0.0`` as -0, as in Python; ``NaN``, ``Infinity`` and ``-Infinity`` (accepted by
+// Python's json) read as NaN, Infinity and -Infinity. Nesting deeper than MAX_DEPTH throws
+// JsonDepthError (Python's limit depends on its stack, so no depth-dependent message is imitated).
+
+/** The deepest nesting of objects and arrays read (deeper: JsonDepthError). */
+export const MAX_DEPTH = 500;
+
+/** An integer a JavaScript number cannot hold exactly (beyond 2**53 - 1 in size). */
+export class JsonNumberError extends RangeError {
+  constructor(message) { super(message); this.name = "JsonNumberError"; }
+}
+
+/** Objects and arrays nested deeper than MAX_DEPTH. */
+export class JsonDepthError extends RangeError {
+  constructor(message) { super(message); this.name = "JsonDepthError"; }
+}
+
+// the first integer beyond 2**53 - 1 of the body being read: [text, UTF-16 offset], or null
+let bigInteger = null;
+
+class Fail {
+  constructor(msg, pos) { this.msg = msg; this.pos = pos; }
+}
+
+class Stop {
+  constructor(pos) { this.pos = pos; }
+}
+
+const WS = " \t\n\r";
+const ESCAPES = { '"': '"', "\\": "\\", "/": "/", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" };
+
+function skipWs(s, i) { while (i < s.length && WS.includes(s[i])) i++; return i; }
+function isDigit(s, i) { const c = s.charCodeAt(i); return c >= 48 && c <= 57; }
+function hex4(s, i) {
+  const digits = s.slice(i, i + 4);
+  return /^[0-9a-fA-F]{4}$/.test(digits) ? parseInt(digits, 16) : -1;
+}
+
+function scanString(s, end) {
+  const begin = end - 1;
+  let out = "";
+  for (;;) {
+    let next = end;
+    let c = "";
+    for (; next < s.length; next++) {
+      c = s[next];
+      if (c === '"' || c === "\\") break;
+      if (s.charCodeAt(next) <= 0x1f) throw new Fail("Invalid control character at", next);
+    }
+    if (next >= s.length) throw new Fail("Unterminated string starting at", begin);
+    out += s.slice(end, next);
+    next++;
+    if (c === '"') return [out, next];
+    if (next === s.length) throw new Fail("Unterminated string starting at", begin);
+    c = s[next];
+    if (c !== "u") {
+      end = next + 1;
+      if (!Object.hasOwn(ESCAPES, c)) throw new Fail("Invalid \\escape", end - 2);
+      out += ESCAPES[c];
+      continue;
+    }
+    next++;
+    end = next + 4;
+    if (end >= s.length) throw new Fail("Invalid \\uXXXX escape", next - 1);
+    let u = hex4(s, next);
+    if (u < 0) throw new Fail("Invalid \\uXXXX escape", end - 5);
+    if (u >= 0xd800 && u <= 0xdbff && end + 6 < s.length && s[end] === "\\" && s[end + 1] === "u") {
+      const u2 = hex4(s, end + 2);
+      if (u2 < 0) throw new Fail("Invalid \\uXXXX escape", end + 1);
+      if (u2 >= 0xdc00 && u2 <= 0xdfff) {
+        out += String.fromCharCode(u, u2);
+        end += 6;
+        continue;
+      }
+    }
+    out += String.fromCharCode(u);
+  }
+}
+
+
+function scanOnce(s, idx, depth) {
+  if (idx >= s.length) throw new Stop(idx);
+  const c = s[idx];
+  if (c === '"') return scanString(s, idx + 1);
+  if (c === "{" || c === "[") {
+    if (depth >= MAX_DEPTH) {
+      throw new JsonDepthError(`json body nested deeper than ${MAX_DEPTH} objects and arrays (at char ${idx})`);
+    }
+    return c === "{" ? scanObject(s, idx + 1, depth + 1) : scanArray(s, idx + 1, depth + 1);
+  }
+  if (c === "n" && s.startsWith("null", idx)) return [null, idx + 4];
+  if (c === "t" && s.startsWith("true", idx)) return [true, idx + 4];
+  if (c === "f" && s.startsWith("false", idx)) return [false, idx + 5];
+  if (c === "N" && s.startsWith("NaN", idx)) return [NaN, idx + 3];
+  if (c === "I" && s.startsWith("Infinity", idx)) return [Infinity, idx + 8];
+  if (c === "-" && s.startsWith("-Infinity", idx)) return [-Infinity, idx + 9];
+  return scanNumber(s, idx);
+}
+
+function scanNumber(s, start) {
+  let i = start;
+  if (s[i] === "-") { i++; if (i >= s.length) throw new Stop(start); }
+  if (s[i] >= "1" && s[i] <= "9") { i++; while (i < s.length && isDigit(s, i)) i++; }
+  else if (s[i] === "0") i++;
+  else throw new Stop(start);
+  let isFloat = false;
+  if (i + 1 < s.length && s[i] === "." && isDigit(s, i + 1)) {
+    isFloat = true;
+    i += 2;
+    while (i < s.length && isDigit(s, i)) i++;
+  }
+  if (i + 1 < s.length && (s[i] === "e" || s[i] === "E")) {
+    const eStart = i;
+    i++;
+    if (i + 1 < s.length && (s[i] === "-" || s[i] === "+")) i++;
+    while (i < s.length && isDigit(s, i)) i++;
+    if (isDigit(s, i - 1)) isFloat = true; else i = eStart;
+  }
+  const text = s.slice(start, i);
+  if (isFloat) {
+    const value = Number(text);
+    if (wrapFloats && Number.isInteger(value) && !Object.is(value, -0)) {
+      floatsWrapped = true;
+      return [new PyFloat(value), i];
+    }
+    return [value, i];
+  }
+  const value = Number(text);
+  if (!Number.isSafeInteger(value)) {
+    // reported once the body read (a body Python cannot read gives Python's error instead)
+    if (bigInteger === null) bigInteger = [text, start];
+  }
+  return [value === 0 ? 0 : value, i];
+}
+
+function scanObject(s, idx, depth) {
+  const obj = {};
+  idx = skipWs(s, idx);
+  if (idx >= s.length || s[idx] !== "}") {
+    for (;;) {
+      if (idx >= s.length || s[idx] !== '"') throw new Fail("Expecting property name enclosed in double quotes", idx);
+      const [key, next] = scanString(s, idx + 1);
+      idx = skipWs(s, next);
+      if (idx >= s.length || s[idx] !== ":") throw new Fail("Expecting ':' delimiter", idx);
+      idx = skipWs(s, idx + 1);
+      const [value, after] = scanOnce(s, idx, depth);
+      put(obj, key, value);
+      idx = skipWs(s, after);
+      if (idx < s.length && s[idx] === "}") break;
+      if (idx >= s.length || s[idx] !== ",") throw new Fail("Expecting ',' delimiter", idx);
+      idx = skipWs(s, idx + 1);
+    }
+  }
+  return [obj, idx + 1];
+}
+
+function scanArray(s, idx, depth) {
+  const arr = [];
+  idx = skipWs(s, idx);
+  if (idx >= s.length || s[idx] !== "]") {
+    for (;;) {
+      const [value, after] = scanOnce(s, idx, depth);
+      arr.push(value);
+      idx = skipWs(s, after);
+      if (idx < s.length && s[idx] === "]") break;
+      if (idx >= s.length || s[idx] !== ",") throw new Fail("Expecting ',' delimiter", idx);
+      idx = skipWs(s, idx + 1);
+    }
+  }
+  return [arr, idx + 1];
+}
+
+/** Python's code point index of UTF-16 offset ``i`` of ``s``. */
+function cpIndex(s, i) {
+  let n = i;
+  for (let k = 0; k + 1 < i; k++) {
+    const c = s.charCodeAt(k);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = s.charCodeAt(k + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) { n--; k++; }
+    }
+  }
+  return n;
+}
+
+/** Python's JSONDecodeError text: ``msg: line L column C (char P)``, positions in code points. */
+function decodeError(s, msg, pos) {
+  const lastNl = s.lastIndexOf("\n", pos - 1);
+  let line = 1;
+  for (let k = 0; k < pos; k++) if (s.charCodeAt(k) === 10) line++;
+  const cp = cpIndex(s, pos);
+  const col = lastNl < 0 ? cp + 1 : cp - cpIndex(s, lastNl);
+  return `${msg}: line ${line} column ${col} (char ${cp})`;
+}
+
+/** ``json.loads(text)`` as CPython 3.11 reads a str: the value, or [message] of its JSONDecodeError. */
+// whether the read in progress wraps integral floats (PyFloat): only for a field's value
+let wrapFloats = false;
+
+function loads(s, wrap = false) {
+  wrapFloats = wrap;
+  if (s.startsWith("\ufeff")) return { error: decodeError(s, "Unexpected UTF-8 BOM (decode using utf-8-sig)", 0) };
+  bigInteger = null;
+  try {
+    const [value, end] = scanOnce(s, skipWs(s, 0), 0);
+    const rest = skipWs(s, end);
+    if (rest !== s.length) return { error: decodeError(s, "Extra data", rest) };
+    if (bigInteger !== null) {
+      throw new JsonNumberError(`json body holds the integer ${bigInteger[0]} (at char ${cpIndex(s, bigInteger[1])}), ` +
+        "beyond 2**53 - 1: a JavaScript number cannot hold it exactly");
+    }
+    return { value };
+  } catch (e) {
+    if (e instanceof Stop) return { error: decodeError(s, "Expecting value", e.pos) };
+    if (e instanceof Fail) return { error: decodeError(s, e.msg, e.pos) };
+    throw e;
+  }
+}
+
+/**
+ * The json body reader without dialects (runtime/formats/json_.py ``make``): the value of ``text``.
+ * Throws ContentParseError with the Python runtime's text (without the ``Field '...': `` the parser
+ * adds), JsonNumberError or JsonDepthError (see the head of this file).
+ */
+export function parseJsonBody(text, wrap = false) {
+  const read = loads(text, wrap);
+  if ("value" in read) return read.value;
+  throw new ContentParseError(
+    `json parser could not parse region as JSON.\nContent: ${pyRepr(text)}\nError: ${read.error}`);
+}
+
+// --- errors="recover": the repair of a body that does not read (runtime/repair.py) ----------------
+
+const CLOSERS = { "{": "}", "[": "]" };
+const LITERALS = { True: "true", False: "false", None: "null" };
+const RAW = { "\n": ["\\n", "raw newline"], "\t": ["\\t", "raw tab"], "\r": ["\\r", "raw carriage return"] };
+// Python's str.isalpha() / str.isalnum() of one code point (Unicode letters; letters and numbers)
+const ALPHA = /^\p{L}$/u;
+const ALNUM = /^[\p{L}\p{N}]$/u;
+
+function isPySpace(piece) { return piece !== "" && pyStrip(piece) === ""; }
+
+/**
+ * ``repair_json_text`` of runtime/repair.py: [the rewritten text, its notes] (one note per kind of
+ * rewrite, in the order first needed; none when nothing was rewritten). Reads code points, as Python.
+ */
+export function repairJsonText(text) {
+  const t = Array.from(text);
+  const out = [];
+  const notes = [];
+  const stack = [];
+  const note = (m) => { if (!notes.includes(m)) notes.push(m); };
+  const dropComma = () => {
+    let j = out.length - 1;
+    while (j >= 0 && isPySpace(out[j])) j--;
+    if (j >= 0 && out[j] === ",") { out.splice(j, 1); return true; }
+    return false;
+  };
+  let i = 0;
+  const n = t.length;
+  while (i < n) {
+    let c = t[i];
+    if (c === '"' || c === "'") {
+      const quote = c;
+      if (quote === "'") note("single-quoted string read as a JSON string");
+      out.push('"');
+      i++;
+      while (i < n) {
+        c = t[i];
+        if (c === "\\" && i + 1 < n) {
+          const nxt = t[i + 1];
+          out.push(nxt === "'" ? "'" : c + nxt);
+          i += 2;
+          continue;
+        }
+        if (c === quote) break;
+        if (c === '"') out.push('\\"');
+        else if (Object.hasOwn(RAW, c)) {
+          out.push(RAW[c][0]);
+          note(`${RAW[c][1]} in a string escaped`);
+        } else if (c.codePointAt(0) < 0x20) {
+          out.push("\\u" + c.codePointAt(0).toString(16).padStart(4, "0"));
+          note("raw control character in a string escaped");
+        } else out.push(c);
+        i++;
+      }
+      if (i >= n) note("string still open at the region's close: closed");
+      out.push('"');
+      i++;
+      continue;
+    }
+    if (Object.hasOwn(CLOSERS, c)) stack.push(CLOSERS[c]);
+    else if (c === "}" || c === "]") {
+      if (dropComma()) note(`trailing comma before ${pyRepr(c)} removed`);
+      if (stack.length && stack[stack.length - 1] === c) stack.pop();
+    } else if (ALPHA.test(c) || c === "_") {
+      let j = i + 1;
+      while (j < n && (ALNUM.test(t[j]) || t[j] === "_")) j++;
+      let word = t.slice(i, j).join("");
+      if (Object.hasOwn(LITERALS, word)) {
+        note(`Python literal ${word} read as ${LITERALS[word]}`);
+        word = LITERALS[word];
+      }
+      out.push(word);
+      i = j;
+      continue;
+    }
+    out.push(c);
+    i++;
+  }
+  if (stack.length) {
+    dropComma();
+    const closers = stack.reverse().join("");
+    out.push(closers);
+    note(`missing ${pyRepr(closers)} added at the region's close`);
+  }
+  return [out.join(""), notes];
+}
+
+/**
+ * The json format's errors="recover" repair without dialects (runtime/formats/json_.py ``repair``):
+ * ``{value, notes}`` when a rewrite made the body read, else null. Throws JsonNumberError or
+ * JsonDepthError as parseJsonBody does.
+ */
+export function repairJsonBody(text, wrap = false) {
+  const [repaired, notes] = repairJsonText(text);
+  if (!notes.length) return null;
+  const read = loads(repaired, wrap);
+  return "value" in read ? { value: read.value, notes } : null;
+}
+
+// --- close-time processing of a field: content format, transform, checks --------------------------
+// (runtime/transforms.py make_field_processor; runtime/tools.py check_tool_call_names;
+// runtime/stream.py _non_finite; runtime/repair.py decode_string_arguments)
+
+/** One transform node (compiler/emit_js.py ``_transform``) built in ``scope`` (a Map). */
+function build(node, scope) {
+  switch (node[0]) {
+    case "=": return node[1];
+    case "{": {
+      const out = {};
+      for (const [k, sub] of node[1]) put(out, k, build(sub, scope));
+      return out;
+    }
+    case "[": return node[1].map((sub) => build(sub, scope));
+    default: {
+      const [, root, keys] = node;
+      const path = [root, ...keys].join(".");
+      if (!scope.has(root)) {
+        throw new UnknownPlaceholderError(
+          `transform placeholder '{${path}}' is not defined. Available: ${pyList(pySorted(scope.keys()))}`);
+      }
+      let value = scope.get(root);
+      for (const key of keys) {
+        if (!isDict(value)) {
+          throw new PlaceholderError(`transform placeholder '{${path}}' cannot index into ${pyTypeName(value)} at '${key}'`);
+        }
+        if (!Object.prototype.hasOwnProperty.call(value, key)) {
+          throw new PlaceholderError(
+            `transform placeholder '{${path}}' is missing key '${key}'. Available: ${pyList(pySorted(Object.keys(value)))}`);
+        }
+        value = value[key];
+      }
+      return value;
+    }
+  }
+}
+
+function prefixed(region, exc) {
+  if (!(exc instanceof ContentParseError)) return exc;
+  const again = new exc.constructor(`Field ${pyRepr(region.name)}: ${exc.message}`);
+  return again;
+}
+
+/** The transform part of a field's processing (``finish``): the value as the message stores it. */
+function finish(region, value, body) {
+  const transform = region.transform;
+  if (transform === null) return value;
+  const built = (scope) => {
+    try { return build(transform, scope); } catch (exc) { throw prefixed(region, exc); }
+  };
+  if (!region.each) return built(new Map([["content", value]]));
+  const prefix = `Field ${pyRepr(region.name)}: `;
+  if (!Array.isArray(value)) {
+    throw new ContentParseError(`${prefix}transform_each requires the parsed content to be a list, ` +
+      `got ${pyTypeName(value)}.\nContent: ${pyRepr(body)}`);
+  }
+  const out = [];
+  for (const item of value) {
+    if (!isDict(item)) {
+      throw new ContentParseError(`${prefix}transform_each requires each list element to be a dict, ` +
+        `got ${pyTypeName(item)}.\nContent: ${pyRepr(body)}`);
+    }
+    out.push(built(new Map(Object.entries(item))));
+  }
+  return out;
+}
+
+/** The content format's reading of a body (``parse_body``): errors name the field. */
+function parseBody(region, body) {
+  if (region.content === "text") return region.strip ? pyStrip(body) : body;
+  try {
+    return parseJsonBody(body, true);
+  } catch (exc) {
+    throw prefixed(region, exc);
+  }
+}
+
+/** ``process(body)``: content format, then transform (errors="strict"). */
+function processBody(region, body) { return finish(region, parseBody(region, body), body); }
+
+/** The errors="recover" repair of the field (``process.repair``): [value, notes], or null. */
+function repairBody(region, body) {
+  const got = region.content === "json" ? repairJsonBody(body, true) : null;
+  let value, notes;
+  if (got === null) { value = parseBody(region, body); notes = []; }
+  else { value = got.value; notes = [...got.notes]; }
+  if (region.each && region.transform !== null && isDict(value)) {
+    value = [value];
+    notes.push(NOTES["one-object"]());
+  }
+  value = finish(region, value, body);
+  return notes.length ? [value, notes] : null;
+}
+
+const NOT_A_NAME = /[<>{}[\]()"']/;
+
+function goodName(name) {
+  if (typeof name !== "string" || name === "" || NOT_A_NAME.test(name)) return false;
+  for (let i = 0; i < name.length; i++) if (SPACE.has(name.charCodeAt(i))) return false;
+  return true;
+}
+
+/** Refuse a tool call without a function name, or whose arguments are no object (runtime/tools.py
+ * ``check_tool_call_names``; docs/template-language.md "Tool calls need a name"). */
+function checkToolCallNames(value, field) {
+  if (typeof value === "string") return;
+  const calls = Array.isArray(value) ? value : [value];
+  const where = field !== null ? `Field ${pyRepr(field)}: ` : "";
+  for (const call of calls) {
+    if (!isDict(call) || !Object.prototype.hasOwnProperty.call(call, "function")) continue;
+    const fn = call.function;
+    const has = (k) => isDict(fn) && Object.prototype.hasOwnProperty.call(fn, k);
+    const name = has("name") ? fn.name : null;
+    if (goodName(name)) {
+      if (!has("arguments")) continue;
+      const args = fn.arguments;
+      if (isDict(args) || typeof args === "string") continue;
+      throw new ContentParseError(`${where}tool call whose arguments are no object: its 'arguments' is ` +
+        `${pyTypeName(args)} ${pyValueRepr(args)}, not an object of arguments`);
+    }
+    let why;
+    if (!isDict(fn)) why = `its 'function' is ${pyTypeName(fn)} ${pyValueRepr(fn)}, not an object with a name`;
+    else if (!has("name")) why = `its 'function' has no 'name' (keys ${pyList(pySorted(Object.keys(fn)))})`;
+    else if (typeof name !== "string") why = `its name is ${pyTypeName(name)} ${pyValueRepr(name)}, not a string`;
+    else why = `its name ${pyRepr(name)} is not a function name`;
+    throw new ContentParseError(`${where}tool call without a function name: ${why}`);
+  }
+}
+
+/** The first number of ``value`` that is not finite (NaN, an infinity), or null (depth first). */
+function nonFinite(value) {
+  if (typeof value === "number") return Number.isFinite(value) ? null : value;
+  if (value === null || typeof value !== "object") return null;
+  for (const item of Array.isArray(value) ? value : Object.values(value)) {
+    const bad = nonFinite(item);
+    if (bad !== null) return bad;
+  }
+  return null;
+}
+
+/** errors="recover": decode ``arguments`` strings that hold a JSON object in values that look like
+ * tool calls (runtime/repair.py ``decode_string_arguments``); one note per decoded call. */
+function decodeStringArguments(value, notes) {
+  for (const item of Array.isArray(value) ? value : [value]) {
+    if (!isDict(item)) continue;
+    for (const call of [item, Object.prototype.hasOwnProperty.call(item, "function") ? item.function : null]) {
+      if (!isDict(call) || !Object.prototype.hasOwnProperty.call(call, "name") || typeof call.arguments !== "string" ||
+          !Object.prototype.hasOwnProperty.call(call, "arguments")) continue;
+      const raw = call.arguments;
+      let a = 0;
+      while (a < raw.length && SPACE.has(raw.charCodeAt(a))) a++;
+      if (raw[a] !== "{") continue;
+      const read = loads(raw, true);
+      if (!("value" in read) || !isDict(read.value)) continue;
+      put(call, "arguments", read.value);
+      notes.push(NOTES.arguments(call.name));
+    }
+  }
+  return value;
+}
+
+/**
+ * Whether a json body stands inside a string of its first value (runtime/formats/json_.py
+ * ``InString``: JsonBoundary's scan with accept ``{["``), fed each piece once. Once the value
+ * ended, or the body was rejected at its start, it is never inside again.
+ */
+class InString {
+  constructor() { this.state = "start"; this.depth = 0; this.over = false; }
+
+  feed(data) {
+    if (this.over) return false;
+    let st = this.state, d = this.depth;
+    for (let i = 0; i < data.length; i++) {
+      const c = data[i];
+      if (st === "code") {
+        if (c === '"') st = "string";
+        else if (c === "{" || c === "[") d++;
+        else if ((c === "}" || c === "]") && --d === 0) { this.over = true; return false; }
+      } else if (st === "string") {
+        if (c === "\\") st = "escape";
+        else if (c === '"') {
+          if (d === 0) { this.over = true; return false; }
+          st = "code";
+        }
+      } else if (st === "escape") {
+        st = "string";
+      } else if (c !== " " && c !== "\t" && c !== "\n" && c !== "\r") {  // "start"
+        if (c === "{" || c === "[") { d = 1; st = "code"; }
+        else if (c === '"') st = "string";
+        else { this.over = true; return false; }
+      }
+    }
+    this.state = st;
+    this.depth = d;
+    return st === "string" || st === "escape";
+  }
 }
