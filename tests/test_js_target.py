@@ -447,6 +447,10 @@ const make = {
   delimiters: (n) => "\u25c1think\u25b7a\u25c1/think\u25b7b".repeat(n) + "<|im_".repeat(n),
   // recover: one answer holding many closers of another field, no opener anywhere (stray closers)
   stray: (n) => "<a>" + "x</t>".repeat(n) + "</a>",
+  // many whole calls (hermes2pro: json bodies, transform, checks)
+  calls: (n) => 'ok <tool_call>{"name": "f", "arguments": {"a": [1, 2.0, "x"]}}</tool_call>'.repeat(n),
+  // recover: a JSON string holding many closers, each held then passed over (hermes2pro)
+  inside: (n) => '<tool_call>{"name": "f", "arguments": {"a": "' + "x</tool_call>".repeat(n),
 }[kind];
 function once(n, whole) {
   const text = make(n);
@@ -473,14 +477,18 @@ process.stdout.write(JSON.stringify(best));
 
 
 @needs_node
-@pytest.mark.parametrize("kind, errors", [("delimiters", "strict"), ("stray", "recover")])
+@pytest.mark.parametrize("kind, errors", [("delimiters", "strict"), ("stray", "recover"), ("calls", "strict"),
+                                          ("inside", "recover")])
 def test_js_parser_is_linear(tmp_path, kind, errors):
     """Twice the output costs at most 2.5 times as much, whole and in 3-character chunks (CPU
     time, best of 2, the sizes alternating; docs/javascript.md): ``delimiters`` many delimiters while
     one watched literal never comes, then many pieces of it (fails without the scan memo);
     ``stray``: errors="recover", an answer holding many closers of another field (fails when the
-    search for their opener runs to the end of the body each time)."""
-    spec = str(REPO / "templates" / "kimi_vl.json") if kind == "delimiters" else SYNTHETIC["no_implicit"]
+    search for their opener runs to the end of the body each time); ``calls``: many json regions;
+    ``inside``: errors="recover", closers inside an open JSON string (fails when each held closer
+    reads the body again)."""
+    spec = {"delimiters": str(REPO / "templates" / "kimi_vl.json"), "stray": SYNTHETIC["no_implicit"]}.get(
+        kind, str(REPO / "templates" / "hermes2pro.json"))
     read = read_template(spec)
     shutil.copyfile(RUNTIME, tmp_path / "respc.mjs")
     (tmp_path / "parser.mjs").write_text(emit_js_module(read.template, read.automaton, command="x"), encoding="ascii")
