@@ -287,6 +287,7 @@ export class StreamParser {
     this._out = new Map(Object.entries(T.defaults).map(([k, v]) => [k, copy(v)]));
     this._done = false;
     this._rescanAt = 0;
+    this._heldCp = 0;
     this._tail = [];
     this._tailLen = 0;
     if (prefix) {
@@ -373,7 +374,7 @@ export class StreamParser {
       if (text !== "") {
         this._tail.push(text);
         this._tailLen += cpLen(text);
-        if (cpLen(this._buf) + this._tailLen < this._rescanAt) return [];
+        if (this._heldCp + this._tailLen < this._rescanAt) return [];
         this._flushTail();
       }
     } else {
@@ -554,6 +555,7 @@ export class StreamParser {
     // Held text this long (a region's opener may still be written again after a long run of
     // whitespace, errors="recover") is scanned again only once it has doubled (Python: LONG_HOLD)
     const held = this._buf.length < LONG_HOLD ? 0 : cpLen(this._buf);  // (code points <= UTF-16 units)
+    this._heldCp = held;  // (counted once here: feed compares it with every chunk, linear)
     this._rescanAt = held >= LONG_HOLD ? 2 * held : 0;
   }
 
