@@ -356,6 +356,23 @@ def test_refused_with_one_line_naming_the_key(tmp_path, capsys):
     assert js_support_problem(read.template, read.automaton) is None
 
 
+@needs_node
+def test_tools_are_refused_not_ignored():
+    """Tools given to the JavaScript parser throw (the Python parser types calls by them, the
+    JavaScript one does not yet: an ignored schema could give another answer); none or [] run."""
+    script = ("import { ResponseParser } from './generated/js/hermes2pro.mjs';"
+              "const out = [];"
+              "for (const tools of [undefined, null, [], [{type: 'function', function: {name: 'f'}}]]) {"
+              "  try { new ResponseParser('', { tools }); out.push('ok'); } catch (e) { out.push(e.message); } }"
+              "console.log(JSON.stringify(out));")
+    done = subprocess.run([NODE, "--input-type=module", "-e", script], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got[:3] == ["ok", "ok", "ok"]
+    assert got[3].startswith("tools: the JavaScript runtime does not type tool-call arguments")
+
+
 def test_compile_writes_an_ascii_module(tmp_path, capsys):
     """``respc compile kimi_vl --target js -o parser.mjs --with-runtime`` writes an ASCII ES module
     and the runtime beside it; ``parseResponse`` under Node gives the Python parser's message."""
