@@ -253,7 +253,7 @@ function plainChunk(text, st) {
 export class StreamParser {
   /**
    * @param {string} prefix the prompt before generation (required; "" opts out).
-   * @param {{tools?: any[], errors?: "strict"|"recover"}} [options]
+   * @param {{tools?: any[], errors?: "strict"|"recover"}} [options] (tools: none or [] only, see below)
    */
   constructor(prefix, options = {}) {
     const errors = options.errors ?? "strict";
@@ -262,6 +262,13 @@ export class StreamParser {
       throw new Error(`errors must be one of ['strict', 'recover'], got ${JSON.stringify(errors)}`);
     }
     if (typeof prefix !== "string") throw new TypeError("prefix must be a string");
+    const tools = options.tools;
+    if (tools !== undefined && tools !== null && !(Array.isArray(tools) && tools.length === 0)) {
+      // the Python parser types tool-call arguments by the tools' schemas (docs/template-language.md
+      // "Tool-argument typing"); without that here the answer could differ, so it is refused
+      throw new Error("tools: the JavaScript runtime does not type tool-call arguments by their schemas yet " +
+        "(docs/javascript.md); pass no tools (the calls keep the types the output wrote)");
+    }
     const T = this.constructor.TABLE;
     this._T = T;
     this._recover = errors === "recover";
