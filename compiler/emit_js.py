@@ -19,7 +19,8 @@ import json
 from pathlib import Path
 
 from respc.runtime.formats import plan_of
-from respc.runtime.transforms import PLACEHOLDER
+from respc.runtime.formats.json_ import JSON_ACCEPT_DEFAULT
+from respc.runtime.transforms import FIRST, PLACEHOLDER, PLACEHOLDER_V2
 
 from .automaton import Automaton
 from .ir import Template
@@ -56,8 +57,11 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
     def no(feature: str, key: str) -> str:
         return f"--target js does not yet support {feature} (key {key})"
 
-    if template.version != 1:
+    v2 = template.version == 2
+    if template.version not in (1, 2):
         return no(f"template language version {template.version}", "respc_version")
+    if v2 and template.diagnostics is not None:
+        return no("the diagnostics key (v2)", "diagnostics")
     if _unsafe_number(template.defaults):
         return no("a number JavaScript cannot hold exactly (an integer beyond 2**53 - 1)", "defaults")
     anchor = template.start_anchor
@@ -67,6 +71,18 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
         return no("an empty start anchor literal", anchor.key)
     for f in template.fields:
         where = f"fields.{f.name}"
+        if v2:
+            # v2 runs where it adds only roles, json openers the body rejects and v2 transforms
+            if f.slot != f.name:
+                return no("slot (v2)", f"{where}.slot")
+            if f.end != "delimiter":
+                return no('end: "value" (v2)', f"{where}.end")
+            if f.inside:
+                return no("inside (v2: nesting and ending other regions)", f"{where}.inside")
+            if not f.outside:
+                return no("outside: false (v2)", f"{where}.outside")
+            if f.recover_open or f.recover_close:
+                return no("recover-only delimiters (v2)", f"{where}.recover_open")
         for delim in (f.open, f.close):
             if delim is None:
                 continue
@@ -78,7 +94,7 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
                 return no("an empty literal delimiter", f"{where}.{delim.key}")
         if f.content not in ("text", "json"):
             return no(f"the {f.content!r} content format", f"{where}.content")
-        if set(f.content_args) - {"strip"}:
+        if set(f.content_args) - ({"strip", "accept"} if f.content == "json" else {"strip"}):
             # json: its dialects (string_delims, unquoted_keys, python_literals, allow_non_json)
             return no("these content_args", f"{where}.content_args")
         if f.transform is not None and _unsafe_number(f.transform):
@@ -92,6 +108,8 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
                 return no(f"the {w.action!r} transition", f"fields.{template.fields[w.field].name}")
             if w.matcher != "literal" or w.indeterminate or w.pending_at_edge:
                 return no("this delimiter's matching", f"fields.{template.fields[w.field].name}.{w.delimiter.key}")
+    if automaton.after_state:
+        return no("a value's optional trailing close (v2)", "fields")
     return None
 
 
@@ -108,20 +126,24 @@ def _unsafe_number(value) -> bool:
     return False
 
 
-def _transform(node):
-    """A v1 transform as the runtime reads it (runtime/js/respc.mjs ``build``): placeholders are
-    found here, with the Python runtime's own pattern (runtime/transforms.py ``PLACEHOLDER``), so
-    the runtime needs no regex: ``["$", root, [key, ...]]`` a placeholder, ``["{", [[key, node],
-    ...]]`` an object (keys in order), ``["[", [node, ...]]`` a list, ``["=", value]`` a literal."""
+def _transform(node, v2: bool, strict: bool = False):
+    """A transform as the runtime reads it (runtime/js/respc.mjs ``build``; runtime/transforms.py
+    ``_compile``): placeholders are found here, with the Python runtime's own patterns
+    (``PLACEHOLDER``, v2 ``PLACEHOLDER_V2``), so the runtime needs no regex: ``["$", root, [key,
+    ...], strict]`` a placeholder (``strict``: inside a v2 ``$first`` alternative, where None
+    fails too), ``["?", [node, ...]]`` a v2 ``{"$first": [...]}``, ``["{", [[key, node], ...]]``
+    an object (keys in order), ``["[", [node, ...]]`` a list, ``["=", value]`` a literal."""
     if isinstance(node, dict):
-        return ["{", [[k, _transform(v)] for k, v in node.items()]]
+        if v2 and FIRST in node:
+            return ["?", [_transform(v, v2, True) for v in node[FIRST]]]
+        return ["{", [[k, _transform(v, v2, strict)] for k, v in node.items()]]
     if isinstance(node, list):
-        return ["[", [_transform(v) for v in node]]
+        return ["[", [_transform(v, v2, strict) for v in node]]
     if isinstance(node, str):
-        m = PLACEHOLDER.fullmatch(node)
+        m = (PLACEHOLDER_V2 if v2 else PLACEHOLDER).fullmatch(node)
         if m is not None:
             root, *keys = m.group(1).split(".")
-            return ["$", root, keys]
+            return ["$", root, keys, strict]
     return ["=", node]
 
 
@@ -136,8 +158,16 @@ def _integral_float(value) -> bool:
     return False
 
 
+def _accept(field) -> str:
+    """The characters a json body may start with (runtime/formats/json_.py ``json_boundary``)."""
+    accept = field.content_args.get("accept", JSON_ACCEPT_DEFAULT)
+    return accept if isinstance(accept, str) else JSON_ACCEPT_DEFAULT
+
+
 def _table(template: Template, automaton: Automaton) -> dict:
     """The JSON table ``makeParser`` reads (runtime/js/respc.mjs)."""
+    v2 = template.version == 2
+    plans = [plan_of(f) for f in template.fields]
     fields = [{
         "name": f.name,
         "slot": f.slot if f.slot is not None else f.name,
@@ -146,10 +176,20 @@ def _table(template: Template, automaton: Automaton) -> dict:
         "strip": bool(f.content_args.get("strip", True)),
         "content": f.content,
         # the dirty flag of its region_chunk events (the format's plan, as compiler/emit.py writes it)
-        "dirty": bool(plan_of(f).dirty),
-        "transform": None if f.transform is None else _transform(f.transform),
+        "dirty": bool(plan.dirty),
+        "transform": None if f.transform is None else _transform(f.transform, v2),
         "each": bool(f.transform_each),
-    } for f in template.fields]
+        # v2 (compiler/emit.py _region_keywords): typed only the tool-call role's regions; a json
+        # opener whose body does not start a value is given back (reject, the accept characters,
+        # later fields with the same opener); an empty body is None; lists of calls extend the slot
+        "typed": not (v2 and f.role != "tool_calls"),
+        "reject": bool(v2 and f.reject and plan.can_reject),
+        "accept": _accept(f),
+        "alternatives": [k for k in range(index + 1, len(template.fields)) if template.fields[k].open == f.open]
+        if v2 and f.reject and plan.can_reject else [],
+        "empty_none": bool(v2 and plan.empty_none),
+        "extend": bool(v2 and plan.empty_none and f.repeats and f.transform_each),
+    } for index, (f, plan) in enumerate(zip(template.fields, plans))]
     states = []
     for s in automaton.states:
         watches = sorted(s.watches, key=lambda w: w.rank)
@@ -168,6 +208,7 @@ def _table(template: Template, automaton: Automaton) -> dict:
                 stray.append([closer, list(f.open.literals), index])
     return {
         "abi": JS_RUNTIME_ABI,
+        "v2": template.version == 2,
         "source": template.source,
         "sha256": template.sha256,
         "defaults": template.defaults,

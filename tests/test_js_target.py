@@ -310,6 +310,58 @@ def test_json_region_parity(tmp_path, name):
     assert not bad, "\n".join(bad[:3]) + f"\n({len(bad)} of {count} differ)"
 
 
+#: v2 (runtime/stream.py _probe, empty_none, extend, v2 transforms): outputs for apertus (a json
+#: opener the body may reject, transform_each with {content.$key}) and for V2_ALTERNATIVES
+V2_REGIONS = [
+    'a <|tools_prefix|>[{"f": {"x": 1}}]<|tools_suffix|> b', 'a <|tools_prefix|>not a call<|tools_suffix|> b',
+    'a <|tools_prefix|>  \n "s"<|tools_suffix|>', '<|tools_prefix|>   <|tools_prefix|>[{"f": {}}]<|tools_suffix|>',
+    '<|tools_prefix|> <|tools_pre', '<|tools_prefix|> <|tools_prefix|> x', '<|tools_prefix|>    ',
+    '<|tools_prefix|><|tools_suffix|>', '<|tools_prefix|> \n <|tools_suffix|> after',
+    '<|tools_prefix|>[{"f": {}, "g": {}}]<|tools_suffix|>', '<|tools_prefix|>[{"f": 1}]<|tools_suffix|>',
+    '<|tools_prefix|>[1]<|tools_suffix|>', '<|tools_prefix|>[{}]<|tools_suffix|>',
+    '<|tools_prefix|>{"f": {"a": 1}}<|tools_suffix|>',
+    '<|tools_prefix|>[{"f": {"s": "<|tools_suffix|>"}}]<|tools_suffix|> z',
+    '<|tools_prefix|>[{"f": {}}]<|tools_suffix|>x<|tools_prefix|>[{"g": {"b": 2.0}}, {"h": {}}]<|tools_suffix|>',
+    '<|tools_prefix|>[{"f": {}}', '<|tools_prefix|>[{"f": {"a": 1,}}]<|tools_suffix|>',
+    '<|tools_prefix|>[]<|tools_suffix|><|tools_prefix|>x<|tools_prefix|>[{"f": {}}]',
+]
+#: two fields with one opener (a json call the body may reject, then a text note), v2 $first with
+#: strict placeholders and $key/$value
+V2_ALTERNATIVES = {
+    "respc_version": 2, "defaults": {"role": "assistant"}, "start_anchor": "<s>", "fields": {
+        "tool_calls": {"open": "<c>", "close": "</c>", "content": "json", "role": "tool_calls", "repeats": True,
+                       "transform": {"type": "function", "function": {"$first": [
+                           {"name": "{content.name}", "arguments": "{content.arguments}"},
+                           {"name": "{content.fn.$key}", "arguments": "{content.fn.$value}"}, "{content}"]}}},
+        "note": {"open": "<c>", "close": "</c>", "repeats": True},
+        "content": {"close": "<eos>", "repeats": True, "join": ""}}}
+V2_ALTERNATIVE_OUTPUTS = [
+    'a<c>{"name": "f", "arguments": {}}</c>b', "a<c>just a note</c>b<c> [</c>", '<c>{"fn": {"g": {"x": 1}}}</c>',
+    '<c>{"name": null, "arguments": {}}</c>', '<c>{"fn": {"g": 1, "h": 2}}</c>', '<c>{"fn": 3}</c>',
+    '<c>{"name": "f"}</c><eos>', '<c>  </c>', '<c>{"name": "f", "arguments": {"a": "</c>"}}</c>', "<c>",
+]
+
+
+@needs_node
+@pytest.mark.parametrize("name", ["apertus", "alternatives"])
+def test_v2_region_parity(tmp_path, name):
+    """v2 templates the target accepts: a json opener whose body decides it (accepted, rejected,
+    undecided until a closer or the end, the doubled opener of recover, the next field with the
+    same opener), empty bodies (None), lists of calls that extend the slot, $first and
+    $key/$value; Python = JavaScript on every chunking and errors mode."""
+    if name == "apertus":
+        spec, texts = str(REPO / "templates" / "apertus.json"), V2_REGIONS
+    else:
+        spec, texts = V2_ALTERNATIVES, V2_ALTERNATIVE_OUTPUTS
+    read = read_template(spec)
+    assert js_support_problem(read.template, read.automaton) is None
+    vectors = [{"id": f"v2/{k}", "prefix": "", "text": text} for k, text in enumerate(texts)]
+    vectors += _random_outputs(read.template, name, 40)
+    count, bad = _run_parity(tmp_path, name, spec, vectors)
+    FIGURES["cases"] += count
+    assert not bad, "\n".join(bad[:3]) + f"\n({len(bad)} of {count} differ)"
+
+
 @needs_node
 def test_long_hold_parity(tmp_path):
     """Long held whitespace (errors="recover" watching for a repeated delimiter), Python = JavaScript."""
@@ -326,7 +378,7 @@ def test_refused_with_one_line_naming_the_key(tmp_path, capsys):
     out = tmp_path / "qwen3.mjs"
     assert main(["compile", str(REPO / "templates" / "qwen3.json"), "--target", "js", "-o", str(out)]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        "respc: --target js does not yet support template language version 2 (key respc_version)"]
+        "respc: --target js does not yet support inside (v2: nesting and ending other regions) (key fields.tool_calls.inside)"]
     assert not out.exists()
     spec = {"fields": {"content": {"close_pattern": "<end>|<stop>", "content": "text"}}, "start_anchor": "A:"}
     read = read_template(spec)
