@@ -219,6 +219,9 @@ function joined(out) {
 // transition actions (compiler/automaton.py): an edge is [action, field, target]; 2 closes
 const OPEN = 0;
 
+// what the first significant character of a json body says (runtime/formats/base.py Boundary)
+const UNDECIDED = 0, ACCEPTED = 1, REJECTED = 2;
+
 // held characters from which a pending hold is scanned again only once it has doubled (runtime/stream.py)
 const LONG_HOLD = 1024;
 
@@ -279,6 +282,9 @@ export class StreamParser {
     // errors="recover": a closer met inside an open JSON string, held until a later closer leaves
     // the value whole or the output ends: [start, end, scan from, InString reader, fed up to]
     this._cdefer = null;
+    // v2: an opener whose body the json reader may still reject (nothing emitted yet):
+    // [opener start, opener end, state before, field, target] (Python: StreamParser._tent)
+    this._tent = null;
     this._held = 0;
     this._mark = 0;
     this._sunk = 0;
@@ -357,7 +363,7 @@ export class StreamParser {
   feed(text) {
     if (this._done) throw new ParserStateError("ResponseParser already finalized (or failed earlier)");
     if (typeof text !== "string") throw new TypeError("feed() takes a string");
-    if (this._buf === "" && this._again === null && this._cdefer === null && text !== "") {
+    if (this._buf === "" && this._again === null && this._cdefer === null && this._tent === null && text !== "") {
       // Fast path: nothing held and no character of the chunk can start a watched literal, so a
       // scan would route the whole chunk to the current region (runtime/stream.py's fast path)
       if (plainChunk(text, this._T.states[this._state])) {
@@ -513,13 +519,29 @@ export class StreamParser {
       }
       const state = this._state;
       const [start, end, rank, hold] = this._scan(buf, pos, eos, memo);
+      if (this._tent !== null) {
+        // v2: an open whose body the json reader may still reject (nothing emitted yet)
+        const verdict = this._probe(events, buf, pos, eos, start, hold);
+        if (verdict === null) break;  // undecided: hold the opener and what follows it
+        if (verdict >= 0) {  // rejected: the opener went back to the enclosing region
+          pos = verdict;
+          continue;
+        }
+        // accepted: the region is open now, go on with the same scan result
+      }
       if (start >= 0) {
         if (start > pos) this._route(events, buf.slice(pos, start));
         pos = end;
         const edge = this._T.states[state].edges[rank];
         const delim = buf.slice(start, end);
         if (edge[0] === OPEN) {
-          this._begin(events, edge[1], edge[2], delim);
+          if (this._T.fields[edge[1]].reject) {
+            // nothing happens until the json reader saw the body start (_probe)
+            this._tent = [start, end, state, edge[1], edge[2]];
+            this._state = edge[2];
+          } else {
+            this._begin(events, edge[1], edge[2], delim);
+          }
         } else if (this._recover && this._insideAtClose(edge[1], start, end)) {
           // a closer inside an open JSON string: held until a later closer leaves the value
           // whole, or the output ends (docs/security.md, "Closers inside an open value")
@@ -554,16 +576,88 @@ export class StreamParser {
       }
       break;
     }
-    // literal delimiters need no context: keep only the undecided text
-    this._buf = buf.slice(pos);
-    this._pos = 0;
+    // literal delimiters need no context: keep only the undecided text (and a tentative opener)
+    const keep = this._tent === null ? pos : Math.min(pos, this._tent[0]);
+    this._buf = buf.slice(keep);
+    this._pos = pos - keep;
     const d = this._cdefer;
-    if (d !== null) { d[0] -= pos; d[1] -= pos; d[2] -= pos; d[4] -= pos; }
+    if (d !== null) { d[0] -= keep; d[1] -= keep; d[2] -= keep; d[4] -= keep; }
+    if (this._tent !== null) { this._tent[0] -= keep; this._tent[1] -= keep; }
     // Held text this long (a region's opener may still be written again after a long run of
     // whitespace, errors="recover") is scanned again only once it has doubled (Python: LONG_HOLD)
-    const held = this._buf.length < LONG_HOLD ? 0 : cpLen(this._buf);  // (code points <= UTF-16 units)
-    this._heldCp = held;  // (counted once here: feed compares it with every chunk, linear)
-    this._rescanAt = held >= LONG_HOLD ? 2 * held : 0;
+    // (code points <= UTF-16 units; counted once here: feed compares them with every chunk, linear)
+    const held = this._buf.length - this._pos < LONG_HOLD ? 0 : cpLen(this._buf.slice(this._pos));
+    this._heldCp = held >= LONG_HOLD ? cpLen(this._buf) : 0;  // the whole buffer, as Python's len(buf)
+    this._rescanAt = held >= LONG_HOLD ? this._heldCp + held : 0;
+  }
+
+  /**
+   * v2: decide a tentative open from the text after the opener (Python: StreamParser._probe):
+   * null while undecided (held), -1 once accepted (the region is open), or where to scan from
+   * after a rejection. Only the first significant character counts (runtime/formats/json_.py
+   * ``_json_verdict``): one of the field's accept characters accepts, any other rejects.
+   */
+  _probe(events, buf, pos, eos, start, hold) {
+    const [openStart, openEnd0, state, field, target] = this._tent;
+    let openEnd = openEnd0;
+    const limit = start >= 0 ? start : eos ? buf.length : hold;
+    let i = pos;
+    while (i < limit && " \t\n\r".includes(buf[i])) i++;
+    const status = i === limit ? UNDECIDED : this._T.fields[field].accept.includes(buf[i]) ? ACCEPTED : REJECTED;
+    if (status === ACCEPTED || (status === UNDECIDED && (start >= 0 || eos))) {
+      // accepted, or a delimiter / the end of the stream came first: an empty region
+      this._tent = null;
+      this._state = state;
+      this._begin(events, field, target, buf.slice(openStart, openEnd));
+      this._again = null;  // the body starts with what the content parser accepts
+      return -1;
+    }
+    if (status === UNDECIDED) return null;
+    for (const alternative of this._T.fields[field].alternatives) {
+      // the next field with the identical open gets to read the body
+      for (const edge of this._T.states[state].edges) {
+        if (edge[1] === alternative && edge[0] === OPEN) {
+          this._state = edge[2];
+          if (this._T.fields[alternative].reject) {
+            this._tent = [openStart, openEnd, state, alternative, edge[2]];
+          } else {
+            this._tent = null;
+            this._state = state;
+            this._begin(events, alternative, edge[2], buf.slice(openStart, openEnd));
+          }
+          return pos;
+        }
+      }
+    }
+    let opener = buf.slice(openStart, openEnd);
+    if (this._recover && pyStrip(opener)) {
+      // errors="recover" policy *doubled opener*: the opener written twice (whitespace between
+      // allowed); the first one is consumed, the second one opens the region
+      const again = openEnd + lead(buf, openEnd, buf.length);
+      if (!buf.startsWith(opener, again)) {
+        if (!eos && buf.length - again < opener.length && buf.startsWith(opener.slice(0, buf.length - again), again)) {
+          return null;  // may still be the opener again: wait
+        }
+        opener = "";
+      }
+    }
+    // not an opener after all: its text belongs to the enclosing region
+    this._tent = null;
+    this._state = state;
+    if (pyStrip(opener) && this._recover) {
+      const at = this._here();
+      const n = cpLen(opener);
+      this._report("repaired", at, at + n, `doubled opener ${pyRepr(opener)}: the first one was consumed`,
+        opener, this._T.fields[field].slot);
+      this._sunk += n;
+      if (this._T.stray.length) this._exact = this._bodyU;
+      if (this._gaps === null) this._gaps = [];
+      this._gaps.push([this._bodyU, opener]);
+      return openEnd;
+    }
+    if (openStart === openEnd) openEnd += 1;
+    this._route(events, buf.slice(openStart, openEnd));
+    return openEnd;
   }
 
   _begin(events, field, target, opener) {
@@ -647,9 +741,11 @@ export class StreamParser {
       if (this._recover && this._T.stray.length && !region.dirty) this._strayClosers(text, at - this._bodyCp, region);
       const start = this._openAt ?? this._mark;
       const cut = eos && !closer && this._cutOff(region, text);
-      let value;
+      let value = null;
       floatsWrapped = false;
-      try {
+      if (region.empty_none && pyStrip(text) === "" && !cut) {
+        // v2: an empty body has no value (a format that cannot read one)
+      } else try {
         if (cut) {
           // the output ended inside the region: its value is not finished, so it is never
           // returned (docs/events.md, "Truncated regions")
@@ -658,9 +754,9 @@ export class StreamParser {
         }
         let notes = null;
         if (this._recover) [value, notes] = this._recovered(region, text, closer, eos);
-        else value = processBody(region, text);
+        else value = processBody(region, text, this._T.v2);
         if (typeof value !== "string") {
-          checkToolCallNames(value, region.slot);
+          if (region.typed) checkToolCallNames(value, region.slot);
           const bad = nonFinite(value);
           if (bad !== null) {
             throw new ContentParseError(`Field ${pyRepr(region.name)}: the value holds a number that is not finite ` +
@@ -688,9 +784,11 @@ export class StreamParser {
 
   /** Whether a region the end of the output closed is truncated (Python: StreamParser._cut_off;
    * docs/events.md "Truncated regions"): a text region never; a json one whose state has a closer
-   * when its body holds no value at all (a cut value never parses, so the parse decides). */
+   * when its body holds no value at all (a cut value never parses, so the parse decides); a v2
+   * tool-call region of text (its program) when its state has a closer. */
   _cutOff(region, text) {
-    return region.dirty && this._hasClose() && pyStrip(text) === "";
+    if (!region.dirty && !region.calls) return false;
+    return this._hasClose() && (!region.dirty || pyStrip(text) === "");
   }
 
   /** The current state watches a close of its region. */
@@ -715,7 +813,7 @@ export class StreamParser {
         "end and begin there), so no call is read from it (docs/security.md, \"Closers inside an open " +
         "value\").");
     }
-    if (this._held) return [processBody(region, text), []];
+    if (this._held) return [processBody(region, text, this._T.v2), []];
     try {
       return this._repaired(region, text, closer, eos);
     } catch (exc) {
@@ -742,19 +840,19 @@ export class StreamParser {
   _repaired(region, text, closer, eos) {
     let value, notes = [];
     try {
-      value = processBody(region, text);
+      value = processBody(region, text, this._T.v2);
     } catch (exc) {
       if (!(exc instanceof ContentParseError) || (eos && !closer)) throw exc;
       let got = null;
       try {
-        got = repairBody(region, text);
+        got = repairBody(region, text, this._T.v2);
       } catch (again) {
         if (!(again instanceof ContentParseError)) throw again;
       }
       if (got === null) throw exc;
       [value, notes] = got;
     }
-    value = decodeStringArguments(value, notes);
+    if (region.typed) value = decodeStringArguments(value, notes);
     return [value, notes];
   }
 
@@ -872,6 +970,7 @@ export class StreamParser {
   _strayClosers(text, start, region) {
     const exact = this._exact;
     const fields = this._T.fields;
+    const reported = new Set();  // (offset, closer) already reported: fields can share a closer
     for (const [closer, openers, field] of this._T.stray) {
       if (fields[field] === region) continue;
       let j = text.indexOf(closer, exact);
@@ -886,7 +985,8 @@ export class StreamParser {
           const k = next[m];
           if (k >= 0 && k + o.length <= j) { found = true; break; }
         }
-        if (!found) {
+        if (!found && !reported.has(`${j}:${closer}`)) {
+          reported.add(`${j}:${closer}`);
           const owner = fields[field];
           seenCp += cpLen(text.slice(seen, j));
           seen = j;
@@ -911,6 +1011,7 @@ export class StreamParser {
     const name = region.slot;
     const join = region.join;
     if (join !== null) {
+      if (value === null && region.empty_none) return;
       if (typeof value !== "string") {
         throw new ContentParseError(
           `Field ${pyRepr(region.name)}: 'join' requires each match to parse to a string, got ${pyTypeName(value)}.`);
@@ -922,11 +1023,13 @@ export class StreamParser {
       else if (!previous) out.set(name, value);
       else out.set(name, new Parts(previous, join, value));
     } else if (region.repeats) {
+      if (value === null && region.empty_none) return;
       if (!out.has(name)) out.set(name, []);
-      out.get(name).push(value);
+      if (region.extend && Array.isArray(value)) out.get(name).push(...value);
+      else out.get(name).push(value);
     } else if (!isEmpty(value)) {
       const previous = out.has(name) ? out.get(name) : null;
-      if (!isEmpty(previous) && this._spans.has(name)) value = this._overwrite(name, previous, value, start, end);
+      if (!isEmpty(previous) && this._spans.has(name)) value = this._overwrite(region, name, previous, value, start, end);
       out.set(name, value);
       this._spans.set(name, [start, end, this._openText, body, closer, this._gaps]);
     } else if (isEmpty(out.has(name) ? out.get(name) : null)) {
@@ -936,10 +1039,10 @@ export class StreamParser {
 
   /** A field that neither joins nor repeats gets a second non-empty value: report it, and return
    * what the message stores (Python: StreamParser._overwrite). */
-  _overwrite(name, previous, value, start, end) {
+  _overwrite(region, name, previous, value, start, end) {
     const [at, to, opener, body, closer, gaps] = this._spans.get(name);
     const raw = this._raw(body, closer, opener, gaps);
-    if (name === "tool_calls") {
+    if (name === "tool_calls" || region.calls) {
       if (!this._recover) {
         const error = new ContentParseError(
           `Field ${pyRepr(name)}: a second block (offsets ${start} to ${end}) would replace the tool calls of ` +
@@ -966,6 +1069,8 @@ export function makeParser(table) {
     throw new Error(`${table.source}: generated for respc JS runtime ABI ${table.abi}, this runtime is ${RUNTIME_ABI}; ` +
       "regenerate it with respc compile --target js");
   }
+  // v2 roles: some region is not typed, so the typed ones are exactly the tool-call regions
+  for (const f of table.fields) f.calls = f.typed && table.fields.some((o) => !o.typed);
   let slots = 0;
   for (const s of table.states) {
     s.span = Math.max(0, ...s.watches.flatMap((w) => w.literals.map((l) => l.length - 1)));
@@ -1343,8 +1448,21 @@ function build(node, scope) {
       return out;
     }
     case "[": return node[1].map((sub) => build(sub, scope));
+    case "?": {
+      // v2 {"$first": [A, B, ..., DEFAULT]}: the first alternative whose placeholders all resolve
+      const reasons = [];
+      for (const alternative of node[1]) {
+        try {
+          return build(alternative, scope);
+        } catch (exc) {
+          if (!(exc instanceof PlaceholderError)) throw exc;
+          reasons.push(exc.message);
+        }
+      }
+      throw new PlaceholderError("no alternative of '$first' resolved: " + reasons.join("; "));
+    }
     default: {
-      const [, root, keys] = node;
+      const [, root, keys, strict] = node;
       const path = [root, ...keys].join(".");
       if (!scope.has(root)) {
         throw new UnknownPlaceholderError(
@@ -1352,6 +1470,16 @@ function build(node, scope) {
       }
       let value = scope.get(root);
       for (const key of keys) {
+        if (key === "$key" || key === "$value") {
+          // v2: the only key / value of a one-key dict (only v2 placeholders have such segments)
+          const names = isDict(value) ? Object.keys(value) : null;
+          if (names === null || names.length !== 1) {
+            const what = names === null ? pyTypeName(value) : `a dict with ${names.length} keys ${pyList(pySorted(names))}`;
+            throw new PlaceholderError(`transform placeholder '{${path}}': '${key}' needs a dict with exactly one key, got ${what}`);
+          }
+          value = key === "$key" ? names[0] : value[names[0]];
+          continue;
+        }
         if (!isDict(value)) {
           throw new PlaceholderError(`transform placeholder '{${path}}' cannot index into ${pyTypeName(value)} at '${key}'`);
         }
@@ -1361,6 +1489,7 @@ function build(node, scope) {
         }
         value = value[key];
       }
+      if (strict && value === null) throw new PlaceholderError(`transform placeholder '{${path}}' is null`);
       return value;
     }
   }
@@ -1373,7 +1502,7 @@ function prefixed(region, exc) {
 }
 
 /** The transform part of a field's processing (``finish``): the value as the message stores it. */
-function finish(region, value, body) {
+function finish(region, value, body, v2) {
   const transform = region.transform;
   if (transform === null) return value;
   const built = (scope) => {
@@ -1391,7 +1520,9 @@ function finish(region, value, body) {
       throw new ContentParseError(`${prefix}transform_each requires each list element to be a dict, ` +
         `got ${pyTypeName(item)}.\nContent: ${pyRepr(body)}`);
     }
-    out.push(built(new Map(Object.entries(item))));
+    const scope = new Map(Object.entries(item));
+    if (v2) scope.set("content", item);  // v2: {content} names the element
+    out.push(built(scope));
   }
   return out;
 }
@@ -1407,10 +1538,10 @@ function parseBody(region, body) {
 }
 
 /** ``process(body)``: content format, then transform (errors="strict"). */
-function processBody(region, body) { return finish(region, parseBody(region, body), body); }
+function processBody(region, body, v2) { return finish(region, parseBody(region, body), body, v2); }
 
 /** The errors="recover" repair of the field (``process.repair``): [value, notes], or null. */
-function repairBody(region, body) {
+function repairBody(region, body, v2) {
   const got = region.content === "json" ? repairJsonBody(body, true) : null;
   let value, notes;
   if (got === null) { value = parseBody(region, body); notes = []; }
@@ -1419,7 +1550,7 @@ function repairBody(region, body) {
     value = [value];
     notes.push(NOTES["one-object"]());
   }
-  value = finish(region, value, body);
+  value = finish(region, value, body, v2);
   return notes.length ? [value, notes] : null;
 }
 
