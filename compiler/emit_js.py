@@ -77,7 +77,7 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
                 return no("slot (v2)", f"{where}.slot")
             if f.end != "delimiter":
                 return no('end: "value" (v2)', f"{where}.end")
-            if f.inside:
+            if any(how != "end-if-unclosed" for _, how in f.inside):
                 return no("inside (v2: nesting and ending other regions)", f"{where}.inside")
             if not f.outside:
                 return no("outside: false (v2)", f"{where}.outside")
@@ -104,7 +104,7 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
             return no("a float with an integral value (1.0) in a transform", f"{where}.transform")
     for state in automaton.states:
         for w in state.watches:
-            if w.action not in ("open", "close"):
+            if w.action not in ("open", "close", "defer"):
                 return no(f"the {w.action!r} transition", f"fields.{template.fields[w.field].name}")
             if w.matcher != "literal" or w.indeterminate or w.pending_at_edge:
                 return no("this delimiter's matching", f"fields.{template.fields[w.field].name}.{w.delimiter.key}")
@@ -195,7 +195,8 @@ def _table(template: Template, automaton: Automaton) -> dict:
         watches = sorted(s.watches, key=lambda w: w.rank)
         states.append({
             "watches": [{"literals": list(w.delimiter.literals), "rank": w.rank} for w in watches],
-            "edges": [[0 if w.action == "open" else 2, w.field, w.target] for w in watches],
+            # actions as runtime/stream.py numbers them: OPEN 0, CLOSE 2, DEFER 4 (v2 end-if-unclosed)
+            "edges": [[{"open": 0, "close": 2, "defer": 4}[w.action], w.field, w.target] for w in watches],
         })
     # errors="recover": (closer, its field's openers, field) per literal close of three characters
     # or more of a field with an opener (compiler/emit.py, STRAY_CLOSERS)
