@@ -217,7 +217,7 @@ function joined(out) {
 }
 
 // transition actions (compiler/automaton.py): an edge is [action, field, target]; 2 closes
-const OPEN = 0;
+const OPEN = 0, CLOSE = 2, DEFER = 4;
 
 // what the first significant character of a json body says (runtime/formats/base.py Boundary)
 const UNDECIDED = 0, ACCEPTED = 1, REJECTED = 2;
@@ -285,6 +285,8 @@ export class StreamParser {
     // v2: an opener whose body the json reader may still reject (nothing emitted yet):
     // [opener start, opener end, state before, field, target] (Python: StreamParser._tent)
     this._tent = null;
+    // v2 end-if-unclosed: [opener start, opener end, field, target, scan from] (Python: _defer)
+    this._defer = null;
     this._held = 0;
     this._mark = 0;
     this._sunk = 0;
@@ -363,7 +365,8 @@ export class StreamParser {
   feed(text) {
     if (this._done) throw new ParserStateError("ResponseParser already finalized (or failed earlier)");
     if (typeof text !== "string") throw new TypeError("feed() takes a string");
-    if (this._buf === "" && this._again === null && this._cdefer === null && this._tent === null && text !== "") {
+    if (this._buf === "" && this._again === null && this._cdefer === null && this._tent === null &&
+        this._defer === null && text !== "") {
       // Fast path: nothing held and no character of the chunk can start a watched literal, so a
       // scan would route the whole chunk to the current region (runtime/stream.py's fast path)
       if (plainChunk(text, this._T.states[this._state])) {
@@ -519,6 +522,13 @@ export class StreamParser {
       }
       const state = this._state;
       const [start, end, rank, hold] = this._scan(buf, pos, eos, memo);
+      if (this._defer !== null) {
+        // v2: an open that counts only if this region's close never follows
+        const verdict = this._deferred(events, buf, pos, eos, memo);
+        if (verdict === null) break;
+        pos = verdict;
+        continue;
+      }
       if (this._tent !== null) {
         // v2: an open whose body the json reader may still reject (nothing emitted yet)
         const verdict = this._probe(events, buf, pos, eos, start, hold);
@@ -534,6 +544,13 @@ export class StreamParser {
         pos = end;
         const edge = this._T.states[state].edges[rank];
         const delim = buf.slice(start, end);
+        if (edge[0] === DEFER) {
+          // v2 end-if-unclosed: an open that counts only if this region's own close never
+          // follows; the opener stays in the buffer until that is decided (_deferred)
+          pos = start;
+          this._defer = [start, end, edge[1], edge[2], end];
+          continue;
+        }
         if (edge[0] === OPEN) {
           if (this._T.fields[edge[1]].reject) {
             // nothing happens until the json reader saw the body start (_probe)
@@ -583,6 +600,8 @@ export class StreamParser {
     const d = this._cdefer;
     if (d !== null) { d[0] -= keep; d[1] -= keep; d[2] -= keep; d[4] -= keep; }
     if (this._tent !== null) { this._tent[0] -= keep; this._tent[1] -= keep; }
+    const f = this._defer;
+    if (f !== null) { f[0] -= keep; f[1] -= keep; f[4] -= keep; }
     // Held text this long (a region's opener may still be written again after a long run of
     // whitespace, errors="recover") is scanned again only once it has doubled (Python: LONG_HOLD)
     // (code points <= UTF-16 units; counted once here: feed compares them with every chunk, linear)
@@ -658,6 +677,44 @@ export class StreamParser {
     if (openStart === openEnd) openEnd += 1;
     this._route(events, buf.slice(openStart, openEnd));
     return openEnd;
+  }
+
+  /** v2: decide a DEFER open at pos (Python: StreamParser._deferred): look on for the current
+   * region's own close. Null while undecided (the text from the opener on is held), else where to
+   * go on from: after that close (the opener was the region's text), or after the opener when the
+   * stream ended first (the open counts). */
+  _deferred(events, buf, pos, eos, memo) {
+    let [start, end, field, target, scan] = this._defer;
+    const state = this._state;
+    const edges = this._T.states[state].edges;
+    let hold = scan;
+    for (;;) {
+      let s, e, rank;
+      [s, e, rank, hold] = this._scan(buf, scan, eos, memo, state);
+      if (s < 0) break;
+      if (edges[rank][0] === CLOSE) {
+        // the region closes after all: the opener and what followed were its text
+        this._defer = null;
+        this._route(events, buf.slice(pos, s));
+        const slot = this._name;
+        this._leave(this._close(events, buf.slice(s, e), false));
+        if (this._recover && e > s) this._watchAgain(buf.slice(s, e), "doubled-closer", slot);
+        return e;
+      }
+      scan = e > s ? e : s + 1;  // another opener inside: look past it
+    }
+    if (!eos) {
+      this._defer = [start, end, field, target, hold > scan ? hold : scan];
+      return null;
+    }
+    this._defer = null;
+    if (this._T.fields[field].reject) {
+      this._tent = [start, end, state, field, target];
+      this._state = target;
+    } else {
+      this._begin(events, field, target, buf.slice(start, end));
+    }
+    return end;
   }
 
   _begin(events, field, target, opener) {
@@ -792,7 +849,7 @@ export class StreamParser {
   }
 
   /** The current state watches a close of its region. */
-  _hasClose() { return this._T.states[this._state].edges.some((e) => e[0] !== OPEN); }
+  _hasClose() { return this._T.states[this._state].edges.some((e) => e[0] === CLOSE); }
 
   /** The region's text in the output, opener to ``closer``, the consumed copies put back (Python: _raw). */
   _raw(body, closer, opener = this._openText, gaps = this._gaps) {
@@ -899,7 +956,7 @@ export class StreamParser {
     while (at < piece.length) {
       const [s, e, rank] = this._scan(piece, at, true, memo, 0);
       if (s < 0) return false;
-      if (anything || (edges[rank][0] === OPEN && edges[rank][1] === this._field)) return true;
+      if (anything || (edges[rank][0] !== CLOSE && edges[rank][1] === this._field)) return true;
       at = e > s ? e : s + 1;
     }
     return false;
@@ -916,7 +973,7 @@ export class StreamParser {
       let s, e, rank;
       [s, e, rank, hold] = this._scan(buf, scan, eos, memo, state);
       if (s < 0) break;
-      if (edges[rank][0] !== OPEN && e > s) {
+      if (edges[rank][0] === CLOSE && e > s) {
         const inside = reader.feed(buf.slice(fed, s));
         fed = s;
         if (!inside) {
