@@ -75,8 +75,10 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
             # v2 runs where it adds only roles, json openers the body rejects and v2 transforms
             if f.slot != f.name:
                 return no("slot (v2)", f"{where}.slot")
-            if f.end != "delimiter":
-                return no('end: "value" (v2)', f"{where}.end")
+            if f.end == "value" and (f.content != "json" or set(_accept(f)) - set('{["')):
+                # the value's end is read by the json reader's boundary scan of objects, arrays
+                # and strings (runtime/js/respc.mjs JsonEnd); a top-level number or literal is not
+                return no('end: "value" with a body that may start a number or a literal', f"{where}.end")
             if any(how != "end-if-unclosed" for _, how in f.inside):
                 return no("inside (v2: nesting and ending other regions)", f"{where}.inside")
             if not f.outside:
@@ -188,6 +190,8 @@ def _table(template: Template, automaton: Automaton) -> dict:
         "alternatives": [k for k in range(index + 1, len(template.fields)) if template.fields[k].open == f.open]
         if v2 and f.reject and plan.can_reject else [],
         "empty_none": bool(v2 and plan.empty_none),
+        # v2 end: "value": the json value's end closes the region (compiler/emit.py: ends=True)
+        "ends": f.end == "value",
         "extend": bool(v2 and plan.empty_none and f.repeats and f.transform_each),
     } for index, (f, plan) in enumerate(zip(template.fields, plans))]
     states = []

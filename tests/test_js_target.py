@@ -355,18 +355,32 @@ V2_DEFERRED = [
 ]
 
 
+#: granite_20b_fc: v2 end: "value", the json value's end closes the region (no closer)
+V2_VALUE_END = [
+    'Sure <function_call>{"name": "f", "arguments": {"a": 1}} then text<|endoftext|>',
+    '<function_call> {"name": "f", "arguments": {"s": "}\\"]"}}<function_call>{"name": "g", "arguments": {}}',
+    '<function_call>{"name": "f"', "<function_call>not json", "<function_call>   ", '<function_call>"str" after',
+    "<function_call>[1, 2] x", '<function_call>{"name": "f", "arguments": {}}}', "<function_call>",
+    '<function_call>\n{"name": "f", "arguments": {"a": [1, {"b": "<function_call>"}]}}\n<|endoftext|>tail',
+    "<function_call><function_call>{\"name\": \"f\", \"arguments\": {}}",
+]
+
+
 @needs_node
-@pytest.mark.parametrize("name", ["apertus", "alternatives", "qwen3"])
+@pytest.mark.parametrize("name", ["apertus", "alternatives", "qwen3", "granite_20b_fc"])
 def test_v2_region_parity(tmp_path, name):
     """v2 templates the target accepts: a json opener whose body decides it (accepted, rejected,
     undecided until a closer or the end, the doubled opener of recover, the next field with the
     same opener), empty bodies (None), lists of calls that extend the slot, $first and
     $key/$value, an open deferred until the enclosing region's close is known not to follow
-    (qwen3); Python = JavaScript on every chunking and errors mode."""
+    (qwen3), a region its json value's end closes (granite_20b_fc); Python = JavaScript on every
+    chunking and errors mode."""
     if name == "apertus":
         spec, texts = str(REPO / "templates" / "apertus.json"), V2_REGIONS
     elif name == "qwen3":
         spec, texts = str(REPO / "templates" / "qwen3.json"), V2_DEFERRED
+    elif name == "granite_20b_fc":
+        spec, texts = str(REPO / "templates" / "granite_20b_fc.json"), V2_VALUE_END
     else:
         spec, texts = V2_ALTERNATIVES, V2_ALTERNATIVE_OUTPUTS
     read = read_template(spec)
