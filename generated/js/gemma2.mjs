@@ -39,6 +39,7 @@ export const TABLE = JSON.parse([
   "   \"accept\": \"{[\",",
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
+  "   \"ends\": false,",
   "   \"extend\": false",
   "  }",
   " ],",

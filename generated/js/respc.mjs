@@ -366,7 +366,7 @@ export class StreamParser {
     if (this._done) throw new ParserStateError("ResponseParser already finalized (or failed earlier)");
     if (typeof text !== "string") throw new TypeError("feed() takes a string");
     if (this._buf === "" && this._again === null && this._cdefer === null && this._tent === null &&
-        this._defer === null && text !== "") {
+        this._defer === null && this._bd === null && text !== "") {
       // Fast path: nothing held and no character of the chunk can start a watched literal, so a
       // scan would route the whole chunk to the current region (runtime/stream.py's fast path)
       if (plainChunk(text, this._T.states[this._state])) {
@@ -456,6 +456,7 @@ export class StreamParser {
     this._field = field;
     if (field === null) { this._region = null; this._name = null; }
     else { this._region = this._T.fields[field]; this._name = this._region.slot; }
+    this._bd = this._region !== null && this._region.ends ? new JsonEnd(this._region.accept) : null;
     this._opened = false;
     this._body = [];
     this._blocks = [];
@@ -538,6 +539,21 @@ export class StreamParser {
           continue;
         }
         // accepted: the region is open now, go on with the same scan result
+      }
+      if (this._bd !== null) {
+        // v2 end: "value": a region that ends where its value ends; its reader sees every body piece
+        const limit = start >= 0 ? start : eos ? buf.length : hold;
+        if (limit > pos) {
+          const k = this._bd.feed(buf.slice(pos, limit));
+          if (k >= 0) {
+            if (k) this._route(events, buf.slice(pos, pos + k));
+            pos += k;
+            this._leave(this._close(events, "", false));
+            continue;
+          }
+          this._route(events, buf.slice(pos, limit));
+          pos = limit;
+        }
       }
       if (start >= 0) {
         if (start > pos) this._route(events, buf.slice(pos, start));
@@ -723,6 +739,7 @@ export class StreamParser {
     this._field = field;
     const region = this._region = this._T.fields[field];
     this._name = region.slot;
+    this._bd = region.ends ? new JsonEnd(region.accept) : null;
     this._body = [];
     this._blocks = [];
     this._bodyCp = 0;
@@ -806,8 +823,8 @@ export class StreamParser {
         if (cut) {
           // the output ended inside the region: its value is not finished, so it is never
           // returned (docs/events.md, "Truncated regions")
-          throw new ContentParseError(`Field ${pyRepr(region.slot)}: the output ended inside this region before its ` +
-            "close (truncated); a value the output did not finish is not returned.");
+          throw new ContentParseError(`Field ${pyRepr(region.slot)}: the output ended inside this region before ` +
+            `${region.ends ? "its value ended" : "its close"} (truncated); a value the output did not finish is not returned.`);
         }
         let notes = null;
         if (this._recover) [value, notes] = this._recovered(region, text, closer, eos);
@@ -845,6 +862,7 @@ export class StreamParser {
    * tool-call region of text (its program) when its state has a closer. */
   _cutOff(region, text) {
     if (!region.dirty && !region.calls) return false;
+    if (region.ends) return true;  // its reader would have closed it at the value's end
     return this._hasClose() && (!region.dirty || pyStrip(text) === "");
   }
 
@@ -1712,5 +1730,43 @@ class InString {
     this.state = st;
     this.depth = d;
     return st === "string" || st === "escape";
+  }
+}
+
+/**
+ * Where the first JSON value of a body ends (runtime/formats/json_.py ``JsonBoundary`` without
+ * string_delims, for bodies that start an object, an array or a string): ``feed(text)`` returns the
+ * offset in ``text`` just past the value's last character, or -1 while it goes on (or once the
+ * body was rejected: its first significant character is not one of ``accept``). Only strings and
+ * brackets matter, each character read once.
+ */
+class JsonEnd {
+  constructor(accept) { this.accept = accept; this.state = "start"; this.depth = 0; }
+
+  feed(data) {
+    let st = this.state, d = this.depth;
+    if (st === "rejected") return -1;
+    for (let i = 0; i < data.length; i++) {
+      const c = data[i];
+      if (st === "code") {
+        if (c === '"') st = "string";
+        else if (c === "{" || c === "[") d++;
+        else if ((c === "}" || c === "]") && --d === 0) { this.state = "done"; return i + 1; }
+      } else if (st === "string") {
+        if (c === "\\") st = "escape";
+        else if (c === '"') {
+          if (d === 0) { this.state = "done"; return i + 1; }
+          st = "code";
+        }
+      } else if (st === "escape") {
+        st = "string";
+      } else if (c !== " " && c !== "\t" && c !== "\n" && c !== "\r") {  // "start"
+        if (!this.accept.includes(c)) { this.state = "rejected"; return -1; }
+        if (c === "{" || c === "[") { d = 1; st = "code"; } else st = "string";
+      }
+    }
+    this.state = st;
+    this.depth = d;
+    return -1;
   }
 }
