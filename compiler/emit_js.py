@@ -49,7 +49,9 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
     The runtime runs template language v1 with literal delimiters (``open``, ``close``,
     ``start_anchor``, none of whose literals extends another of the same delimiter), the
     ``text`` content format and the ``json`` one without dialects, and transforms (with
-    ``transform_each``); docs/javascript.md explains each refusal.
+    ``transform_each``); of v2, roles, json openers the body may reject, ``inside`` with
+    ``end-if-unclosed``, ``end: "value"`` on a json body that starts an object, an array or a
+    string, and v2 transforms. docs/javascript.md explains each refusal.
 
     Returns:
         str | None: ``"--target js does not yet support <feature> (key <key>)"``, or None.
