@@ -7,8 +7,9 @@
 // the same events, message and diagnostics for every chunking of the same output (D2).
 //
 // Scope (docs/javascript.md): literal delimiters, the `text` and `json` content formats (json
-// without dialects), transforms, template language v1. The compiler refuses every other template
-// (compiler/emit_js.py), so nothing here guesses.
+// without dialects), transforms, template language v1 and the v2 subset that adds roles, json
+// openers the body may reject, end-if-unclosed opens, `end: "value"` and v2 transforms. The
+// compiler refuses every other template (compiler/emit_js.py), so nothing here guesses.
 //
 // Offsets in diagnostics count Unicode code points, as Python strings do (a JavaScript string
 // counts UTF-16 units); every internal index is a UTF-16 index.
