@@ -68,7 +68,7 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
         return no("a number JavaScript cannot hold exactly (an integer beyond 2**53 - 1)", "defaults")
     anchor = template.start_anchor
     if anchor.literals is None:
-        return no("a start anchor pattern", anchor.key)
+        return no(f"a start anchor pattern: {_regex_why(anchor.pattern)}", anchor.key)
     if any(not lit for lit in anchor.literals):
         return no("an empty start anchor literal", anchor.key)
     for f in template.fields:
@@ -91,7 +91,7 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
             if delim is None:
                 continue
             if delim.literals is None:
-                return no("regex delimiters", f"{where}.{delim.key}")
+                return no(f"regex delimiters: {_regex_why(delim.pattern)}", f"{where}.{delim.key}")
             if delim.can_extend:
                 return no("a literal list in which one literal extends another", f"{where}.{delim.key}")
             if any(not lit for lit in delim.literals):
@@ -115,6 +115,65 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
     if automaton.after_state:
         return no("a value's optional trailing close (v2)", "fields")
     return None
+
+
+#: why a JavaScript RegExp cannot stand in for a pattern: a construct it reads differently, or has not
+_REGEX_WHY = {
+    "lookbehind": "a lookbehind (JavaScript reads one only where the regex module does not backtrack into it)",
+    "atomic": "an atomic group or a possessive repeat (JavaScript's RegExp has neither)",
+    "class": "a class \\s, \\d or \\w (their characters differ between the regex module and JavaScript)",
+    "boundary": "an anchor or word boundary (^, $, \\A, \\Z, \\b: their meaning at a chunk's edge needs the text before it)",
+    "syntax": "syntax Python's own reader does not parse (the regex module's)",
+}
+
+
+def _regex_why(pattern: str) -> str:
+    """One line naming ``pattern`` (JSON-quoted, ASCII) and why the JavaScript runtime cannot run it
+    with the Python meaning: the partial matching the parser needs to decide what to hold back, and
+    the first construct JavaScript reads differently if there is one (docs/javascript.md, "What is
+    refused")."""
+    quoted = json.dumps(pattern, ensure_ascii=True)
+    try:
+        import re._parser as sre  # Python 3.11+
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_parse as sre
+    try:
+        tree = sre.parse(pattern)
+    except Exception:  # noqa: BLE001 - any failure means another reader's syntax
+        return f"{quoted} has {_REGEX_WHY['syntax']}"
+
+    def first(items) -> str | None:
+        for op, av in items:
+            name = str(op)
+            if name == "ASSERT" and av[0] < 0 or name == "ASSERT_NOT" and av[0] < 0:
+                return "lookbehind"
+            if name in ("ATOMIC_GROUP", "POSSESSIVE_REPEAT"):
+                return "atomic"
+            if name == "CATEGORY" or name == "IN" and any(str(o) == "CATEGORY" for o, _ in av):
+                return "class"
+            if name == "AT":
+                return "boundary"
+            subs = []
+            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                subs = [av[2]]
+            elif name == "SUBPATTERN":
+                subs = [av[-1]]
+            elif name == "BRANCH":
+                subs = list(av[1])
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                subs = [av[1]]
+            elif name == "ATOMIC_GROUP":
+                subs = [av]
+            for sub in subs:
+                found = first(sub)
+                if found is not None:
+                    return found
+        return None
+
+    found = first(tree)
+    partial = (f"{quoted} needs partial matching (JavaScript's RegExp cannot say whether more text could "
+               "still complete or change a match, which decides what the parser holds back: D2)")
+    return partial if found is None else f"{partial}, and has {_REGEX_WHY[found]}"
 
 
 def _unsafe_number(value) -> bool:

@@ -408,12 +408,23 @@ def test_refused_with_one_line_naming_the_key(tmp_path, capsys):
     out = tmp_path / "glm4_5.mjs"
     assert main(["compile", str(REPO / "templates" / "glm4_5.json"), "--target", "js", "-o", str(out)]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        "respc: --target js does not yet support regex delimiters (key fields.tool_calls.open_pattern)"]
+        "respc: --target js does not yet support regex delimiters: \"<tool_call>\\\\s*(?P<name>[^\\\\s<]+)\" needs "
+        "partial matching (JavaScript's RegExp cannot say whether more text could still complete or change a match, "
+        "which decides what the parser holds back: D2), and has a class \\s, \\d or \\w (their characters differ "
+        "between the regex module and JavaScript) (key fields.tool_calls.open_pattern)"]
     assert not out.exists()
     spec = {"fields": {"content": {"close_pattern": "<end>|<stop>", "content": "text"}}, "start_anchor": "A:"}
     read = read_template(spec)
-    assert js_support_problem(read.template, read.automaton) == \
-        "--target js does not yet support regex delimiters (key fields.content.close_pattern)"
+    assert js_support_problem(read.template, read.automaton) == (
+        "--target js does not yet support regex delimiters: \"<end>|<stop>\" needs partial matching (JavaScript's "
+        "RegExp cannot say whether more text could still complete or change a match, which decides what the parser "
+        "holds back: D2) (key fields.content.close_pattern)")
+    for pattern, why in [("(?<=a)b", "has a lookbehind"), ("a(?>b+)c", "has an atomic group"), ("a++", "has an atomic"),
+                         ("^<x>", "has an anchor"), ("a\\bb", "has an anchor or word boundary"),
+                         ("[\\d]x", "has a class"), ("a(?:b|(?<!c)d)", "has a lookbehind"), ("\\p{L}x", "syntax")]:
+        spec = {"fields": {"content": {"close_pattern": pattern, "content": "text"}}, "start_anchor": "A:"}
+        read = read_template(spec)
+        assert why in js_support_problem(read.template, read.automaton), pattern
     with pytest.raises(JsTargetError):
         emit_js_module(read.template, read.automaton, command="x")
     spec = {"defaults": {"id": 2**53}, "fields": {"content": {"content": "text"}}, "start_anchor": "A:"}
