@@ -466,6 +466,25 @@ def test_tools_are_refused_not_ignored():
     assert got[3].startswith("tools: the JavaScript runtime does not type tool-call arguments")
 
 
+@needs_node
+def test_big_integer_in_a_call_throws():
+    """An integer beyond 2**53 - 1 in a call throws JsonNumberError in both errors modes, never a
+    rounded number (docs/javascript.md, "The json body reader"); the Python parser reads it."""
+    text = '<tool_call>{"name": "f", "arguments": {"id": 9007199254740993}}</tool_call>'
+    script = ("import { ResponseParser } from './generated/js/hermes2pro.mjs';"
+              "const out = [];"
+              "for (const errors of ['strict', 'recover']) {"
+              "  const p = new ResponseParser('', { errors });"
+              f"  try {{ p.feed({json.dumps(text)}); p.finalize(); out.push('ok'); }} catch (e) {{ out.push(e.name); }} }}"
+              "console.log(JSON.stringify(out));")
+    done = subprocess.run([NODE, "--input-type=module", "-e", script], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["JsonNumberError", "JsonNumberError"]
+    module = compile_template(str(REPO / "templates" / "hermes2pro.json"))
+    assert module.parse_response(text, prefix="")["tool_calls"][0]["function"]["arguments"] == {"id": 2**53 + 1}
+
+
 def test_compile_writes_an_ascii_module(tmp_path, capsys):
     """``respc compile kimi_vl --target js -o parser.mjs --with-runtime`` writes an ASCII ES module
     and the runtime beside it; ``parseResponse`` under Node gives the Python parser's message."""
