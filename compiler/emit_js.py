@@ -91,6 +91,8 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
             if delim is None:
                 continue
             if delim.literals is None:
+                if delim is f.open and isinstance(_sequence(delim.pattern), list):
+                    continue  # a sequence pattern (see _sequence): the runtime's walker runs it
                 return no(f"regex delimiters: {_regex_why(delim.pattern)}", f"{where}.{delim.key}")
             if delim.can_extend:
                 return no("a literal list in which one literal extends another", f"{where}.{delim.key}")
@@ -110,7 +112,10 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
         for w in state.watches:
             if w.action not in ("open", "close", "defer"):
                 return no(f"the {w.action!r} transition", f"fields.{template.fields[w.field].name}")
-            if w.matcher != "literal" or w.indeterminate or w.pending_at_edge:
+            if w.matcher != "literal" and not (w.action == "open" and isinstance(_sequence(w.delimiter.pattern), list)
+                                               and not w.indeterminate):
+                return no("this delimiter's matching", f"fields.{template.fields[w.field].name}.{w.delimiter.key}")
+            if w.matcher == "literal" and (w.indeterminate or w.pending_at_edge):
                 return no("this delimiter's matching", f"fields.{template.fields[w.field].name}.{w.delimiter.key}")
     if automaton.after_state:
         return no("a value's optional trailing close (v2)", "fields")
@@ -174,6 +179,128 @@ def _regex_why(pattern: str) -> str:
     partial = (f"{quoted} needs partial matching (JavaScript's RegExp cannot say whether more text could "
                "still complete or change a match, which decides what the parser holds back: D2)")
     return partial if found is None else f"{partial}, and has {_REGEX_WHY[found]}"
+
+
+#: per regex class source: its members as sorted [first, last] code point ranges (see _class_ranges)
+_CLASS_CACHE: dict = {}
+
+
+def _class_ranges(source: str) -> list[list[int]]:
+    """The code points the ``regex`` module's class ``source`` matches (with DOTALL, as delimiters
+    are compiled), as sorted [first, last] ranges: one search over every code point."""
+    got = _CLASS_CACHE.get(source)
+    if got is None:
+        import regex
+
+        every = _CLASS_CACHE.get("") or "".join(map(chr, range(0x110000)))
+        _CLASS_CACHE[""] = every
+        got = [[m.start(), m.end() - 1] for m in regex.finditer(f"(?:{source})+", every, regex.DOTALL)]
+        _CLASS_CACHE[source] = got
+    return got
+
+
+def _class_source(op, av) -> str | None:
+    """A ``regex`` class source for one parsed single-character item, or None."""
+    name = str(op)
+    esc = lambda c: "\\U%08x" % c  # noqa: E731 - one code point, escaped
+    if name == "LITERAL":
+        return f"[{esc(av)}]"
+    if name == "NOT_LITERAL":
+        return f"[^{esc(av)}]"
+    if name == "ANY":
+        return "."
+    if name != "IN":
+        return None
+    parts, negate = [], False
+    cats = {"CATEGORY_SPACE": "\\s", "CATEGORY_NOT_SPACE": "\\S", "CATEGORY_DIGIT": "\\d",
+            "CATEGORY_NOT_DIGIT": "\\D", "CATEGORY_WORD": "\\w", "CATEGORY_NOT_WORD": "\\W"}
+    for o, a in av:
+        kind = str(o)
+        if kind == "NEGATE":
+            negate = True
+        elif kind == "LITERAL":
+            parts.append(esc(a))
+        elif kind == "RANGE":
+            parts.append(f"{esc(a[0])}-{esc(a[1])}")
+        elif kind == "CATEGORY" and str(a) in cats:
+            parts.append(cats[str(a)])
+        else:
+            return None
+    return "[" + ("^" if negate else "") + "".join(parts) + "]"
+
+
+def _sequence(pattern: str) -> list | str:
+    """A regex delimiter the JavaScript runtime runs with the Python meaning, as its walker reads it
+    (runtime/js/respc.mjs ``walk``), or why not (a str).
+
+    Accepted: a literal (the lead), then literals and runs of one character class (``C*`` or
+    ``C+``, greedy, alone in a named group or not), ending with a literal, where no run can take the
+    character that must follow it (or the lead's first character). Every start then has one path,
+    so it is complete, fails, or runs into the end of the text (a partial match, held: D2), and
+    Python's regex module and the walker give the same matches, groups and holds.
+    Items: ``["l", text]`` or ``["r", ranges, min, group name or None]``."""
+    try:
+        import re._parser as sre  # Python 3.11+
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_parse as sre
+    try:
+        tree = sre.parse(pattern)
+    except Exception:  # noqa: BLE001
+        return "syntax"
+    names = {number: name for name, number in tree.state.groupdict.items()}
+    items: list = []
+
+    def run(op, av, group):
+        lo, hi, sub = av
+        if str(op) != "MAX_REPEAT" or lo not in (0, 1) or hi != sre.MAXREPEAT or len(sub) != 1:
+            return False
+        source = _class_source(*sub[0])
+        if source is None:
+            return False
+        items.append(["r", _class_ranges(source), lo, group])
+        return True
+
+    for op, av in tree:
+        name = str(op)
+        if name == "LITERAL":
+            if items and items[-1][0] == "l":
+                items[-1][1] += chr(av)
+            else:
+                items.append(["l", chr(av)])
+        elif name == "MAX_REPEAT":
+            if not run(op, av, None):
+                return "a repeat other than a greedy C* or C+ of one class"
+        elif name == "SUBPATTERN":
+            number, add, remove, sub = av
+            if add or remove or len(sub) != 1 or str(sub[0][0]) != "MAX_REPEAT" or (number is not None and number not in names):
+                return "a group that is not one named run"
+            if not run(sub[0][0], sub[0][1], names.get(number)):
+                return "a repeat other than a greedy C* or C+ of one class"
+        else:
+            return f"a construct the walker does not read ({name})"
+    if len(items) < 1 or items[0][0] != "l" or items[-1][0] != "l":
+        return "no literal at its start and end"
+    lead = ord(items[0][1][0])
+
+    def member(ranges, c):
+        return any(a <= c <= b for a, b in ranges)
+
+    for k, item in enumerate(items):
+        if item[0] != "r":
+            continue
+        if member(item[1], lead):
+            return "a run that can take the pattern's first character"
+        for after in items[k + 1:]:  # the characters that can come next must end the run
+            if after[0] == "l":
+                if member(item[1], ord(after[1][0])):
+                    return "a run that can take the character after it"
+                break
+            if any(member(item[1], a) or member(item[1], b) for a, b in after[1]) or \
+                    any(member(after[1], a) or member(after[1], b) for a, b in item[1]):
+                return "two runs whose classes overlap"
+            if after[2] > 0:
+                break
+    return items
 
 
 def _unsafe_number(value) -> bool:
@@ -242,6 +369,8 @@ def _table(template: Template, automaton: Automaton) -> dict:
         "dirty": bool(plan.dirty),
         "transform": None if f.transform is None else _transform(f.transform, v2),
         "each": bool(f.transform_each),
+        # D4/D5: the named groups of its open pattern (None in the scope until one matches)
+        "groups": list(f.group_names),
         # v2 (compiler/emit.py _region_keywords): typed only the tool-call role's regions; a json
         # opener whose body does not start a value is given back (reject, the accept characters,
         # later fields with the same opener); an empty body is None; lists of calls extend the slot
@@ -259,7 +388,10 @@ def _table(template: Template, automaton: Automaton) -> dict:
     for s in automaton.states:
         watches = sorted(s.watches, key=lambda w: w.rank)
         states.append({
-            "watches": [{"literals": list(w.delimiter.literals), "rank": w.rank} for w in watches],
+            # a regex open (a sequence, see _sequence): its items and its lead literal, no literals
+            "watches": [{"literals": list(w.delimiter.literals), "rank": w.rank} if w.delimiter.literals is not None
+                        else {"literals": [], "rank": w.rank, "regex": _sequence(w.delimiter.pattern),
+                              "lead": _sequence(w.delimiter.pattern)[0][1]} for w in watches],
             # actions as runtime/stream.py numbers them: OPEN 0, CLOSE 2, DEFER 4 (v2 end-if-unclosed)
             "edges": [[{"open": 0, "close": 2, "defer": 4}[w.action], w.field, w.target] for w in watches],
         })
@@ -271,7 +403,9 @@ def _table(template: Template, automaton: Automaton) -> dict:
             continue
         for closer in f.close.literals:
             if len(closer.strip()) >= 3:
-                stray.append([closer, list(f.open.literals), index])
+                # the opener's literals, or its sequence (a regex open): found before the closer
+                stray.append([closer, list(f.open.literals) if f.open.literals is not None else
+                              {"regex": _sequence(f.open.pattern)}, index])
     return {
         "abi": JS_RUNTIME_ABI,
         "v2": template.version == 2,

@@ -21,7 +21,7 @@ import pytest
 
 from respc.compiler.api import compile_template
 from respc.compiler.cli import main
-from respc.compiler.emit_js import JsTargetError, emit_js_module, js_support_problem
+from respc.compiler.emit_js import JsTargetError, _sequence, emit_js_module, js_support_problem
 from respc.compiler.source import read_template
 
 from support import CONFORMANCE, CORPUS, PEER_PREFIX, REPO, SHARED, chunkings, load_jsonl, missing
@@ -76,7 +76,10 @@ def _random_outputs(template, seed: str, count: int) -> list[dict]:
     """Outputs made of the template's delimiters, pieces of them, whitespace and words (some
     astral characters, so offsets must count code points): a property test of parity."""
     rng = random.Random(seed)
-    delims = [lit for f in template.fields for d in (f.open, f.close) if d is not None for lit in d.literals]
+    delims = [lit for f in template.fields for d in (f.open, f.close) if d is not None for lit in d.literals or ()]
+    for f in template.fields:
+        if f.open is not None and f.open.literals is None:
+            delims += _sequence_samples(f.open.pattern, rng)
     anchor = rng.choice(template.start_anchor.literals)
     words = ["hi", "a b", " ", "\n", "\n\n", "\t", "\u00a0", "\x1c", "\U0001F600", "caf\u00e9", "x<y", "'\""]
     if any(f.content == "json" for f in template.fields):
@@ -108,6 +111,23 @@ def _random_outputs(template, seed: str, count: int) -> list[dict]:
                              anchor + "\U0001F600 " + rng.choice(delims + [""]) + "\U0001F600"])
         cases.append({"id": f"random/{len(cases)}", "prefix": prefix, "text": text})
     return cases
+
+
+def _sequence_samples(pattern: str, rng: random.Random) -> list[str]:
+    """Texts a regex open of the runtime's sequence form (compiler/emit_js.py ``_sequence``) matches,
+    or nearly: each run 0 to 3 characters drawn from names, spaces, newlines, astral characters and
+    the characters that end runs (so some samples are cut or fail)."""
+    pool = ["get_weather", "f", " ", "\n", "\t", "\x1c", "\u00a0", "\U0001F600", "<", "`", ":", "x.y", "\u3000"]
+    out = []
+    for _ in range(6):
+        text = []
+        for item in _sequence(pattern):
+            if item[0] == "l":
+                text.append(item[1])
+            else:
+                text.extend(rng.choice(pool) for _ in range(rng.randint(item[2], 3)))
+        out.append("".join(text))
+    return out
 
 
 def _python_outcome(module, prefix: str, chunks: list[str], errors: str) -> dict:
