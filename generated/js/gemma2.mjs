@@ -34,6 +34,7 @@ export const TABLE = JSON.parse([
   "   \"dirty\": false,",
   "   \"transform\": null,",
   "   \"each\": false,",
+  "   \"groups\": [],",
   "   \"typed\": true,",
   "   \"reject\": false,",
   "   \"accept\": \"{[\",",

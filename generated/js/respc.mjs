@@ -223,6 +223,80 @@ const OPEN = 0, CLOSE = 2, DEFER = 4;
 // what the first significant character of a json body says (runtime/formats/base.py Boundary)
 const UNDECIDED = 0, ACCEPTED = 1, REJECTED = 2;
 
+// what a walk of a regex open's sequence from one start gives (see walk)
+const FAIL = 0, PARTIAL = 1, COMPLETE = 2;
+
+function inRanges(ranges, c) {
+  let lo = 0, hi = ranges.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (c < ranges[mid][0]) hi = mid - 1;
+    else if (c > ranges[mid][1]) lo = mid + 1;
+    else return true;
+  }
+  return false;
+}
+
+/**
+ * One start of a regex open (compiler/emit_js.py ``_sequence``: literals and greedy runs of one
+ * class, each run ended by a character it cannot take, so a start has one path): [FAIL], [PARTIAL]
+ * when the path runs into ``n`` (more text could complete it), or [COMPLETE, end, groups].
+ */
+function walk(items, buf, s, n) {
+  let i = s;
+  let groups = null;
+  for (const item of items) {
+    if (item[0] === "l") {
+      const lit = item[1];
+      const m = Math.min(lit.length, n - i);
+      if (!lit.startsWith(buf.slice(i, i + m))) return [FAIL];
+      if (m < lit.length) return [PARTIAL];
+      i += lit.length;
+    } else {
+      const [, ranges, min, group] = item;
+      const from = i;
+      let count = 0;
+      while (i < n) {
+        const c = buf.codePointAt(i);
+        if (!inRanges(ranges, c)) break;
+        i += c > 0xffff ? 2 : 1;
+        count++;
+      }
+      if (i >= n) return [PARTIAL];
+      if (count < min) return [FAIL];
+      if (group !== null) {
+        if (groups === null) groups = {};
+        put(groups, group, buf.slice(from, i));
+      }
+    }
+  }
+  return [COMPLETE, i, groups];
+}
+
+/**
+ * The leftmost start at or after ``pos`` of regex open ``w`` (``{regex, lead}``) in ``buf[:n]``
+ * that is complete, or (``partial`` allowed: not the end of the output) runs into ``n``:
+ * [start, status, end, groups], or null. Starts are where its lead literal is, or a proper prefix
+ * of it ends the text; a run cannot take the lead's first character, so walks do not overlap.
+ */
+function findSequence(w, buf, pos, n, complete) {
+  const items = w.regex;
+  const lead = items[0][1];
+  let k = buf.indexOf(lead, pos);
+  while (k >= 0 && k + lead.length <= n) {
+    const [status, end, groups] = walk(items, buf, k, n);
+    if (status === COMPLETE) return [k, COMPLETE, end, groups];
+    if (status === PARTIAL && !complete) return [k, PARTIAL, 0, null];
+    k = buf.indexOf(lead, k + 1);
+  }
+  if (!complete) {
+    for (let j = Math.max(pos, n - lead.length + 1); j < n; j++) {
+      if (lead.startsWith(buf.slice(j, n))) return [j, PARTIAL, 0, null];
+    }
+  }
+  return null;
+}
+
 // held characters from which a pending hold is scanned again only once it has doubled (runtime/stream.py)
 const LONG_HOLD = 1024;
 
@@ -458,6 +532,7 @@ export class StreamParser {
     if (field === null) { this._region = null; this._name = null; }
     else { this._region = this._T.fields[field]; this._name = this._region.slot; }
     this._bd = this._region !== null && this._region.ends ? new JsonEnd(this._region.accept) : null;
+    this._groups = null;
     this._opened = false;
     this._body = [];
     this._blocks = [];
@@ -477,32 +552,50 @@ export class StreamParser {
   _scan(buf, pos, eos, memo, state = this._state) {
     const st = this._T.states[state];
     const n = buf.length;
-    let bs = -1, be = -1, br = -1, slot = 0;
+    let bs = -1, be = -1, br = -1, slot = 0, bg = null;
+    let hold = n;
     for (const w of st.watches) {
+      if (w.regex) {
+        // a regex open (compiler/emit_js.py _sequence): its leftmost start that is complete or,
+        // before the end of the output, runs into the end of the text (held: D2)
+        let m = memo[st.slot0 + slot];
+        if (m === undefined || (m !== -1 && m[0] < pos)) m = memo[st.slot0 + slot] = findSequence(w, buf, pos, n, eos) ?? -1;
+        slot++;
+        if (m === -1) continue;
+        const [i, status, e, groups] = m;
+        if (status === COMPLETE && (eos || e < n)) {
+          const L = e - i;
+          if (bs < 0 || i < bs || (i === bs && (L > be - bs || (L === be - bs && w.rank < br)))) {
+            bs = i; be = e; br = w.rank; bg = groups;
+          }
+        } else if (!eos && i < hold) {
+          hold = i;  // a partial match, or a complete one at the buffer's edge: more text may change it
+        }
+        continue;
+      }
       for (const lit of w.literals) {
         let i = memo[st.slot0 + slot];
         if (i === undefined || (i >= 0 && i < pos)) i = memo[st.slot0 + slot] = buf.indexOf(lit, pos);
         slot++;
         const L = lit.length;
         if (i >= 0 && (bs < 0 || i < bs || (i === bs && (L > be - bs || (L === be - bs && w.rank < br))))) {
-          bs = i; be = i + L; br = w.rank;
+          bs = i; be = i + L; br = w.rank; bg = null;
         }
       }
     }
-    let hold = n;
     if (!eos && (bs < 0 || bs >= n - st.span)) {
       // the buffer ends with a proper prefix of a literal: hold it back
       for (let j = Math.max(pos, n - st.span); j < n; j++) {
         if (!st.firsts.includes(buf[j])) continue;
         const tail = buf.slice(j);
         if (st.watches.some((w) => w.literals.some((lit) => lit.length > tail.length && lit.startsWith(tail)))) {
-          hold = j;
+          if (j < hold) hold = j;
           break;
         }
       }
     }
-    if (bs >= 0 && bs < hold) return [bs, be, br, hold];
-    return [-1, 0, 0, hold];
+    if (bs >= 0 && bs < hold) return [bs, be, br, hold, bg];
+    return [-1, 0, 0, hold, null];
   }
 
   _run(events, eos) {
@@ -523,7 +616,7 @@ export class StreamParser {
         continue;
       }
       const state = this._state;
-      const [start, end, rank, hold] = this._scan(buf, pos, eos, memo);
+      const [start, end, rank, hold, groups] = this._scan(buf, pos, eos, memo);
       if (this._defer !== null) {
         // v2: an open that counts only if this region's close never follows
         const verdict = this._deferred(events, buf, pos, eos, memo);
@@ -565,16 +658,16 @@ export class StreamParser {
           // v2 end-if-unclosed: an open that counts only if this region's own close never
           // follows; the opener stays in the buffer until that is decided (_deferred)
           pos = start;
-          this._defer = [start, end, edge[1], edge[2], end];
+          this._defer = [start, end, edge[1], edge[2], end, groups];
           continue;
         }
         if (edge[0] === OPEN) {
           if (this._T.fields[edge[1]].reject) {
             // nothing happens until the json reader saw the body start (_probe)
-            this._tent = [start, end, state, edge[1], edge[2]];
+            this._tent = [start, end, state, edge[1], edge[2], groups];
             this._state = edge[2];
           } else {
-            this._begin(events, edge[1], edge[2], delim);
+            this._begin(events, edge[1], edge[2], delim, groups);
           }
         } else if (this._recover && this._insideAtClose(edge[1], start, end)) {
           // a closer inside an open JSON string: held until a later closer leaves the value
@@ -634,7 +727,7 @@ export class StreamParser {
    * ``_json_verdict``): one of the field's accept characters accepts, any other rejects.
    */
   _probe(events, buf, pos, eos, start, hold) {
-    const [openStart, openEnd0, state, field, target] = this._tent;
+    const [openStart, openEnd0, state, field, target, groups] = this._tent;
     let openEnd = openEnd0;
     const limit = start >= 0 ? start : eos ? buf.length : hold;
     let i = pos;
@@ -644,7 +737,7 @@ export class StreamParser {
       // accepted, or a delimiter / the end of the stream came first: an empty region
       this._tent = null;
       this._state = state;
-      this._begin(events, field, target, buf.slice(openStart, openEnd));
+      this._begin(events, field, target, buf.slice(openStart, openEnd), groups);
       this._again = null;  // the body starts with what the content parser accepts
       return -1;
     }
@@ -655,11 +748,11 @@ export class StreamParser {
         if (edge[1] === alternative && edge[0] === OPEN) {
           this._state = edge[2];
           if (this._T.fields[alternative].reject) {
-            this._tent = [openStart, openEnd, state, alternative, edge[2]];
+            this._tent = [openStart, openEnd, state, alternative, edge[2], groups];
           } else {
             this._tent = null;
             this._state = state;
-            this._begin(events, alternative, edge[2], buf.slice(openStart, openEnd));
+            this._begin(events, alternative, edge[2], buf.slice(openStart, openEnd), groups);
           }
           return pos;
         }
@@ -701,7 +794,7 @@ export class StreamParser {
    * go on from: after that close (the opener was the region's text), or after the opener when the
    * stream ended first (the open counts). */
   _deferred(events, buf, pos, eos, memo) {
-    let [start, end, field, target, scan] = this._defer;
+    let [start, end, field, target, scan, groups] = this._defer;
     const state = this._state;
     const edges = this._T.states[state].edges;
     let hold = scan;
@@ -721,26 +814,27 @@ export class StreamParser {
       scan = e > s ? e : s + 1;  // another opener inside: look past it
     }
     if (!eos) {
-      this._defer = [start, end, field, target, hold > scan ? hold : scan];
+      this._defer = [start, end, field, target, hold > scan ? hold : scan, groups];
       return null;
     }
     this._defer = null;
     if (this._T.fields[field].reject) {
-      this._tent = [start, end, state, field, target];
+      this._tent = [start, end, state, field, target, groups];
       this._state = target;
     } else {
-      this._begin(events, field, target, buf.slice(start, end));
+      this._begin(events, field, target, buf.slice(start, end), groups);
     }
     return end;
   }
 
-  _begin(events, field, target, opener) {
+  _begin(events, field, target, opener, groups = null) {
     const at = this._close(events, "", false);
     this._state = target;
     this._field = field;
     const region = this._region = this._T.fields[field];
     this._name = region.slot;
     this._bd = region.ends ? new JsonEnd(region.accept) : null;
+    this._groups = groups;  // the named groups of a regex opener (D4), for the transform
     this._body = [];
     this._blocks = [];
     this._bodyCp = 0;
@@ -829,7 +923,7 @@ export class StreamParser {
         }
         let notes = null;
         if (this._recover) [value, notes] = this._recovered(region, text, closer, eos);
-        else value = processBody(region, text, this._T.v2);
+        else value = processBody(region, text, this._T.v2, this._captures(region));
         if (typeof value !== "string") {
           if (region.typed) checkToolCallNames(value, region.slot);
           const bad = nonFinite(value);
@@ -889,7 +983,7 @@ export class StreamParser {
         "end and begin there), so no call is read from it (docs/security.md, \"Closers inside an open " +
         "value\").");
     }
-    if (this._held) return [processBody(region, text, this._T.v2), []];
+    if (this._held) return [processBody(region, text, this._T.v2, this._captures(region)), []];
     try {
       return this._repaired(region, text, closer, eos);
     } catch (exc) {
@@ -911,17 +1005,26 @@ export class StreamParser {
     }
   }
 
+  /** The transform's scope of groups (D4, D5): every named group of the field's open pattern,
+   * null when it did not take part, else what the opener matched (Python: _close's scope). */
+  _captures(region) {
+    const scope = new Map();
+    for (const name of region.groups) scope.set(name, null);
+    if (this._groups !== null) for (const [k, v] of Object.entries(this._groups)) scope.set(k, v);
+    return scope;
+  }
+
   /** errors="recover": [value, notes], the body repaired where the strict read fails (Python:
    * StreamParser._repaired; runtime/repair.py). Not tried on a body the output cut off. */
   _repaired(region, text, closer, eos) {
     let value, notes = [];
     try {
-      value = processBody(region, text, this._T.v2);
+      value = processBody(region, text, this._T.v2, this._captures(region));
     } catch (exc) {
       if (!(exc instanceof ContentParseError) || (eos && !closer)) throw exc;
       let got = null;
       try {
-        got = repairBody(region, text, this._T.v2);
+        got = repairBody(region, text, this._T.v2, this._captures(region));
       } catch (again) {
         if (!(again instanceof ContentParseError)) throw again;
       }
@@ -1052,10 +1155,11 @@ export class StreamParser {
       let j = text.indexOf(closer, exact);
       let since = exact;
       let seen = 0, seenCp = 0;  // code points of text[:seen], counted on as j moves (linear)
-      const next = openers.map(() => -2);  // per opener: its first place at or after since (-1: none)
+      const next = Array.isArray(openers) ? openers.map(() => -2) : null;  // per opener: its first place at or after since (-1: none)
       while (j >= 0) {
-        let found = false;
-        for (let m = 0; m < openers.length; m++) {
+        // a regex opener: a complete match inside text[since:j] (Python: opener.search(text, since, j))
+        let found = !Array.isArray(openers) && findSequence(openers, text, since, j, true) !== null;
+        for (let m = 0; next !== null && m < openers.length; m++) {
           const o = openers[m];
           if (next[m] === -2 || (next[m] >= 0 && next[m] < since)) next[m] = text.indexOf(o, since);
           const k = next[m];
@@ -1150,11 +1254,12 @@ export function makeParser(table) {
   let slots = 0;
   for (const s of table.states) {
     s.span = Math.max(0, ...s.watches.flatMap((w) => w.literals.map((l) => l.length - 1)));
-    // the distinct first UTF-16 units of its literals (a chunk holding none is plain text)
-    s.lits = s.watches.flatMap((w) => w.literals);
+    // the distinct first UTF-16 units of its literals and of its regex opens' leads (a chunk
+    // holding none is plain text; a regex open can only start where its lead does)
+    s.lits = s.watches.flatMap((w) => (w.regex ? [w.lead] : w.literals));
     s.firsts = [...new Set(s.lits.map((l) => l[0]))].join("");
     s.slot0 = slots;
-    slots += s.watches.reduce((k, w) => k + w.literals.length, 0);
+    slots += s.watches.reduce((k, w) => k + w.literals.length + (w.regex ? 1 : 0), 0);
   }
   return class ResponseParser extends StreamParser {
     static TABLE = table;
@@ -1578,13 +1683,13 @@ function prefixed(region, exc) {
 }
 
 /** The transform part of a field's processing (``finish``): the value as the message stores it. */
-function finish(region, value, body, v2) {
+function finish(region, value, body, v2, captures = new Map()) {
   const transform = region.transform;
   if (transform === null) return value;
   const built = (scope) => {
     try { return build(transform, scope); } catch (exc) { throw prefixed(region, exc); }
   };
-  if (!region.each) return built(new Map([["content", value]]));
+  if (!region.each) return built(new Map(captures).set("content", value));
   const prefix = `Field ${pyRepr(region.name)}: `;
   if (!Array.isArray(value)) {
     throw new ContentParseError(`${prefix}transform_each requires the parsed content to be a list, ` +
@@ -1596,7 +1701,8 @@ function finish(region, value, body, v2) {
       throw new ContentParseError(`${prefix}transform_each requires each list element to be a dict, ` +
         `got ${pyTypeName(item)}.\nContent: ${pyRepr(body)}`);
     }
-    const scope = new Map(Object.entries(item));
+    const scope = new Map(captures);
+    for (const [k, v] of Object.entries(item)) scope.set(k, v);
     if (v2) scope.set("content", item);  // v2: {content} names the element
     out.push(built(scope));
   }
@@ -1614,10 +1720,10 @@ function parseBody(region, body) {
 }
 
 /** ``process(body)``: content format, then transform (errors="strict"). */
-function processBody(region, body, v2) { return finish(region, parseBody(region, body), body, v2); }
+function processBody(region, body, v2, captures) { return finish(region, parseBody(region, body), body, v2, captures); }
 
 /** The errors="recover" repair of the field (``process.repair``): [value, notes], or null. */
-function repairBody(region, body, v2) {
+function repairBody(region, body, v2, captures) {
   const got = region.content === "json" ? repairJsonBody(body, true) : null;
   let value, notes;
   if (got === null) { value = parseBody(region, body); notes = []; }
@@ -1626,7 +1732,7 @@ function repairBody(region, body, v2) {
     value = [value];
     notes.push(NOTES["one-object"]());
   }
-  value = finish(region, value, body, v2);
+  value = finish(region, value, body, v2, captures);
   return notes.length ? [value, notes] : null;
 }
 
