@@ -93,7 +93,10 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
             if delim.literals is None:
                 if delim is f.open and isinstance(_sequence(delim.pattern), list):
                     continue  # a sequence pattern (see _sequence): the runtime's walker runs it
-                return no(f"regex delimiters: {_regex_why(delim.pattern)}", f"{where}.{delim.key}")
+                why = _regex_why(delim.pattern)
+                if delim is f.open:
+                    why += f"; the openers it runs are sequences, and this one has {_sequence(delim.pattern)}"
+                return no(f"regex delimiters: {why}", f"{where}.{delim.key}")
             if delim.can_extend:
                 return no("a literal list in which one literal extends another", f"{where}.{delim.key}")
             if any(not lit for lit in delim.literals):
