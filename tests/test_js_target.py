@@ -629,6 +629,8 @@ const make = {
   calls: (n) => 'ok <tool_call>{"name": "f", "arguments": {"a": [1, 2.0, "x"]}}</tool_call>'.repeat(n),
   // recover: a JSON string holding many closers, each held then passed over (hermes2pro)
   inside: (n) => '<tool_call>{"name": "f", "arguments": {"a": "' + "x</tool_call>".repeat(n),
+  // a regex opener (REGEX_OPEN): many whole calls, then one start whose name runs into the end (held)
+  regex: (n) => "<call f:1>{}</call> <call ".repeat(n) + "<call " + "a".repeat(n),
 }[kind];
 function once(n, whole) {
   const text = make(n);
@@ -656,7 +658,7 @@ process.stdout.write(JSON.stringify(best));
 
 @needs_node
 @pytest.mark.parametrize("kind, errors", [("delimiters", "strict"), ("stray", "recover"), ("calls", "strict"),
-                                          ("inside", "recover")])
+                                          ("inside", "recover"), ("regex", "strict")])
 def test_js_parser_is_linear(tmp_path, kind, errors):
     """Twice the output costs at most 2.5 times as much, whole and in 3-character chunks (CPU
     time, best of 2, the sizes alternating; docs/javascript.md): ``delimiters`` many delimiters while
@@ -664,9 +666,9 @@ def test_js_parser_is_linear(tmp_path, kind, errors):
     ``stray``: errors="recover", an answer holding many closers of another field (fails when the
     search for their opener runs to the end of the body each time); ``calls``: many json regions;
     ``inside``: errors="recover", closers inside an open JSON string (fails when each held closer
-    reads the body again)."""
-    spec = {"delimiters": str(REPO / "templates" / "kimi_vl.json"), "stray": SYNTHETIC["no_implicit"]}.get(
-        kind, str(REPO / "templates" / "hermes2pro.json"))
+    reads the body again); ``regex``: a regex opener's starts, whole and one held to the end."""
+    spec = {"delimiters": str(REPO / "templates" / "kimi_vl.json"), "stray": SYNTHETIC["no_implicit"],
+            "regex": REGEX_OPEN}.get(kind, str(REPO / "templates" / "hermes2pro.json"))
     read = read_template(spec)
     shutil.copyfile(RUNTIME, tmp_path / "respc.mjs")
     (tmp_path / "parser.mjs").write_text(emit_js_module(read.template, read.automaton, command="x"), encoding="ascii")
