@@ -250,6 +250,8 @@ def _sequence(pattern: str) -> list | str:
         tree = sre.parse(pattern)
     except Exception:  # noqa: BLE001
         return "syntax"
+    if tree.state.flags & ~(sre.SRE_FLAG_UNICODE | sre.SRE_FLAG_DOTALL):
+        return "inline flags other than (?s)"  # (?i), (?m), (?x), (?a) change what the items mean
     names = {number: name for name, number in tree.state.groupdict.items()}
     items: list = []
 

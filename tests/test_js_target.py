@@ -474,6 +474,15 @@ def test_refused_with_one_line_naming_the_key(tmp_path, capsys):
         spec = {"fields": {"content": {"close_pattern": pattern, "content": "text"}}, "start_anchor": "A:"}
         read = read_template(spec)
         assert why in js_support_problem(read.template, read.automaton), pattern
+    # an opener of the sequence form is run, unless an inline flag changes what its items mean
+    for pattern, problem in [("<c (?P<n>[^<>]+)>", None), ("(?s)<c (?P<n>[^<>]+)>", None),
+                             ("(?i)<c (?P<n>[^<>]+)>", "inline flags other than (?s)"),
+                             ("<c (?P<n>[^>]+)>", "a run that can take the pattern's first character")]:
+        spec = {"fields": {"x": {"open_pattern": pattern, "close": "</c>", "content": "text",
+                                 "transform": {"n": "{n}", "v": "{content}"}}}, "start_anchor": "A:"}
+        read = read_template(spec)
+        got = js_support_problem(read.template, read.automaton)
+        assert (got is None) if problem is None else (problem in got), (pattern, got)
     with pytest.raises(JsTargetError):
         emit_js_module(read.template, read.automaton, command="x")
     spec = {"defaults": {"id": 2**53}, "fields": {"content": {"content": "text"}}, "start_anchor": "A:"}
