@@ -1597,7 +1597,9 @@ def build_automaton(template: Template) -> Automaton:
 
 
 # --- scan plans: what each state's scanner does (template-language.md "Choosing the next delimiter", D2)
-# -------------------------------  The emitter lays a scanner out from its plan and decides nothing itself. A
+# -------------------------------  The emitter writes each plan as the state's records (``_rt.Literal``,
+# ``_rt.Pattern``: the facts below, no memo slot) and the runtime writes the scanner from them, giving the memo
+# slots in this order (runtime/scanners.py; issue 31); neither decides anything itself. A
 # state's scanner looks for every watched delimiter in rank order (each search result kept in a memo slot), collects
 # the leftmost start from which the answer could still change (``hold``), and commits the best complete hit only
 # when it starts before ``hold``:  * literals (single ones, lists, and lists in which one literal extends another)

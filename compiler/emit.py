@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 
 from respc.runtime.formats import FORMATS, plan_of
-from respc.runtime.stream import PARTIAL_LONG, RUNTIME_ABI
+from respc.runtime.stream import RUNTIME_ABI
 
 from .backtracking import linear_time_problem
 from .automaton import NEVER, Automaton, LiteralFind, barrier_plan, classify_pattern, late_pattern, plan_scans
@@ -39,7 +39,9 @@ __all__ = ["CODEGEN_VERSION", "emit_module", "py_literal"]
 #: 3: each region record carries its format's plan, ``plan=_rt.Plan(...)`` by keyword (issue 26).
 #: 4: every table is keyword-built or a named record (runtime/tables.py), ``make_field_processor``
 #: by keyword, no JSON text in strings (issue 31).
-CODEGEN_VERSION = 4
+#: 5: every state declares its delimiters as records (``_rt.Pattern`` for a regex one); no module
+#: writes a scanner (issue 31).
+CODEGEN_VERSION = 5
 
 #: The first two lines of every generated module: its encoding, and fixed text. PEP 263 takes an
 #: encoding declaration from line 1 or 2 only, so nothing taken from a template or a path is ever
@@ -328,7 +330,11 @@ def _stray_closers(template: Template) -> str:
             continue
         for closer in f.close.literals:
             if len(closer.strip()) >= 3:
-                rows.append(f"_rt.StrayCloser(closer={_lit(closer)}, opener={_lit(f.open.pattern)}, field={index})")
+                row = f"_rt.StrayCloser(closer={_lit(closer)}, opener={_lit(f.open.pattern)}, field={index})"
+                if 8 + len(row) + 1 > LINE_LIMIT:
+                    row = (f"_rt.StrayCloser(\n            closer={_lit(closer)},\n            opener={_lit(f.open.pattern)},"
+                           f"\n            field={index},\n        )")
+                rows.append(row)
     if not rows:
         return "()"
     return "(\n" + "".join(f"        {r},\n" for r in rows) + "    )"
@@ -412,7 +418,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     # searches (fast heads, held runs and automata, lazy patterns, the search helpers its
     # scanners call) is part of the ABI, so a new shortcut in the runtime regenerates nothing
     features = _features(template)
-    scanner_view = _scanner_view(scans)
+    scanner_view = _scanner_view(scans, states)
     # "regex-timeout": delimiters not proven linear are searched with timeout= (LazyPattern's bound=)
     bounded = [(pattern, label) for (pattern, _), label in zip(scans.regexes, scans.labels)
                if linear_time_problem(pattern) is not None]
@@ -435,8 +441,7 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "fields": fields,
         "defaults": py_literal(template.defaults),
         "required": _tuple([_lit(f.slot) for f in template.fields if not f.optional]),
-        "scanners": _tuple([f"_DELIMITERS_{p['index']}" if p["declared"] else f"_scan_{p['index']}"
-                            for p in scanner_view["plans"]]),
+        "scanners": _scanners_tuple([f"_DELIMITERS_{p['index']}" for p in scanner_view["plans"]]),
         "triggers": _tuple([_lit(s.triggers) for s in automaton.states]),
         "anchor_repr": _lit(template.start_anchor.pattern),
         # the start anchor's search of the prefix runs under the time limit unless proven linear
@@ -459,92 +464,126 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     }
 
 
-def _scanner_view(scans) -> dict:
+#: a delimiter's pattern inside a comment made by plan_scans (``/'...'/``): the definition next
+#: to the comment shows it already
+_COMMENT_PATTERN = re.compile(r"""(: | )/(['"]).*\2/""")
+
+
+def _short(comment: str) -> str:
+    """A delimiter's, probe's or back search's comment without the pattern it repeats."""
+    return _line(_COMMENT_PATTERN.sub(lambda m: "" if m.group(1) == ": " else " its delimiter", comment))
+
+
+def _scanner_view(scans, states: list[dict]) -> dict:
     """The scanners' part of the view: :func:`plan_scans` decided it (``scans``), this only
-    renders strings."""
+    renders strings. Every state declares its delimiters as records (``_rt.Literal``,
+    ``_rt.Pattern``) the runtime builds its scanner from (runtime/scanners.py, issue 31)."""
     plans = []
-    uses_literal_hold = False
-    searches: set[str] = set()
     for plan in scans.plans:
-        finds = []
+        edges = states[plan.state]["transitions"]
+        records = []
         for k, f in enumerate(plan.finds):
-            # one comment per delimiter, not per literal of a list
-            comment = "" if k and plan.finds[k - 1].comment == f.comment else _line(f.comment)
+            first = not k or plan.finds[k - 1].rank != f.rank
+            comment = edges[f.rank]["comment"] if first else ""
             if isinstance(f, LiteralFind):
-                finds.append({"literal": True, "comment": comment, "slot": f.slot, "repr": _lit(f.text),
-                              "length": len(f.text), "rank": f.rank,
-                              "group": None if f.group is None else plan.groups[f.group][1]})
+                records.append(_record("_rt.Literal", [_lit(f.text), f"rank={f.rank}"], comment))
             else:
-                var = f"_D{f.regex}"
-                pattern = scans.regexes[f.regex][0]
-                leads = classify_pattern(pattern).leads
-                finds.append({"literal": False, "comment": comment, "var": var, "rank": f.rank,
-                              "eos_pos": _eos_search(var, pattern, "pos", searches),
-                              "eos_lo": _eos_search(var, pattern, "lo", searches),
-                              "partial_pos": _partial_search(var, pattern, "pos", searches),
-                              # the probe's long searches, where they start at pos (no factor, no
-                              # prefilter) and the probe has the delimiter's leads or barrier
-                              "probe_helper": None if f.factor is not None or f.probe is None or f.prefilter
-                              or late_pattern(pattern) is not None else _start_helper(var, pattern, searches),
-                              "partial_lo": _partial_search(var, pattern, "lo", searches),
-                              "leads": bool(leads),
-                              "slot": f.slot, "hold_all": f.probe is None, "probe_var": f"_P{f.probe}",
-                              "probe_slot": f.probe_slot, "probe_always": f.probe_always,
-                              "window_slot": f.window_slot,
-                              "prefilter": f.prefilter, "factor": None if f.factor is None else {
-                                  "repr": _lit(f.factor.text), "short": len(f.factor.text) - 1,
-                                  "first": _lit(f.factor.text[0]),
-                                  "reach": f.factor.reach, "slot": f.factor_slot,
-                                  "back": None if f.back is None else f"_B{f.back}",
-                                  "back_slot": f.back_slot}})
-        hold = None
-        if plan.hold is not None:
-            single = len(plan.hold.firsts) == 1
-            uses_literal_hold = uses_literal_hold or (not single and plan.literals is None)
-            hold = {"prefixes": None if plan.hold.prefixes is None else [_lit(p) for p in plan.hold.prefixes],
-                    "literal_prefixes": _tuple([_lit(x) for x in plan.hold.literals]),
-                    "prefixes_call": _literal_prefixes_call(plan.state, [_lit(x) for x in plan.hold.literals]),
-                    "firsts": _lit(plan.hold.firsts),
-                    "single": single, "span": plan.hold.span}
-        literals = plan.literals
-        if hold is not None:
-            hold["literals"] = None if literals is None else _tuple([_lit(x) for x in literals])
-        # a state that watches literal delimiters only (or nothing) declares them; the runtime
-        # builds its scanner and its HOLD_LITERALS entry (runtime/scanners.py, issue 31)
-        declared = not plan.finds or plan.literals is not None
-        plans.append({"index": plan.state, "label_doc": _doc(plan.label), "finds": finds, "hold": hold,
-                      "declared": declared, "label": _line(plan.label),
-                      "literals": [{"repr": _lit(f.text), "rank": f.rank} for f in plan.finds] if declared else [],
-                      "groups": [{"repr": _lit(text), "slot": slot} for text, slot in plan.groups],
-                      "has_regex": plan.has_regex})
+                records.append(_record("_rt.Pattern", _pattern_args(scans, f), comment))
+        plans.append({"index": plan.state, "label": _line(plan.label), "records": records})
     return {
         "plans": plans,
         "regexes": [{"var": f"_D{k}", "var_repr": _lit(f"_D{k}"), "pattern_repr": _lit(pattern),
-                     "comment": _line(comment), "leads": _leads_repr(pattern), "late": _late_view(f"_D{k}L", pattern),
+                     "comment": _short(comment), "late": _late_view(f"_D{k}L", pattern),
                      "bound": _bound(pattern, scans.labels[k] if k < len(scans.labels) else None)}
                     for k, (pattern, comment) in enumerate(scans.regexes)],
-        "probes": [{"var": f"_P{k}", "pattern_repr": _lit(pattern), "comment": _line(comment),
+        "probes": [{"var": f"_P{k}", "pattern_repr": _lit(pattern), "comment": _short(comment),
                     "bound": _bound(pattern, scans.probe_labels[k] if k < len(scans.probe_labels) else None)}
                    for k, (pattern, comment) in enumerate(scans.probes)],
-        "backs": [{"var": f"_B{k}", "pattern_repr": _lit(pattern), "comment": _line(comment)}
+        "backs": [{"var": f"_B{k}", "pattern_repr": _lit(pattern), "comment": _short(comment)}
                   for k, (pattern, comment) in enumerate(scans.backs)],
-        "memo_slots": scans.memo_slots,
-        "uses_literal_hold": uses_literal_hold,
+        "uses_literal_hold": False,
         # every state that watches literals only is declared: HOLD_LITERALS comes from the runtime
         "has_literal_states": False,
-        "window": scans.window,
-        "partial_long": PARTIAL_LONG,
-        "searches": searches,
     }
 
 
-def _literal_prefixes_call(state: int, literals: list[str]) -> str:
-    """``_rt.literal_prefixes((...))`` of a state's rendered literals: on one line when the
-    assignment fits in :data:`LINE_LIMIT`, else one literal to a line."""
-    one = f"_rt.literal_prefixes({_tuple(literals)})"
-    if len(f"_PREFIXES_{state} = {one}") <= LINE_LIMIT:
+def _scanners_tuple(names: list[str]) -> str:
+    """The class's ``SCANNERS`` tuple (at indent four): one line when it fits, else packed lines."""
+    one = _tuple(names)
+    if len(f"    SCANNERS = {one}") <= LINE_LIMIT:
         return one
-    return "_rt.literal_prefixes((\n" + "".join(f"    {x},\n" for x in literals) + "))"
+    lines = ["(\n        "]
+    for name in names:
+        if len(lines[-1]) + len(name) + 1 > LINE_LIMIT:
+            lines[-1] = lines[-1].rstrip() + "\n"
+            lines.append("        ")
+        lines[-1] += name + ", "
+    return "".join(lines).rstrip() + "\n    )"
+
+
+def _record(name: str, args: list[str], comment: str) -> str:
+    """One record of a ``_DELIMITERS_<k>`` tuple (indented four), with its edge's comment after it
+    when that fits in :data:`LINE_LIMIT`, else on the line before."""
+    call = f"{name}({', '.join(args)})"
+    if 4 + len(call) + 1 > LINE_LIMIT:
+        # the arguments packed on lines of at most LINE_LIMIT, aligned after the parenthesis
+        pad = " " * (4 + len(name) + 1)
+        lines = [f"{name}({args[0]}"]
+        for arg in args[1:]:
+            width = 0 if len(lines) > 1 else 4
+            if width + len(lines[-1]) + len(arg) + 4 <= LINE_LIMIT:
+                lines[-1] += ", " + arg
+            else:
+                lines[-1] += ","
+                lines.append(pad + arg)
+        call = "\n".join(lines) + ")"
+    if not comment:
+        return call + ","
+    if "\n" not in call and 4 + len(call) + 4 + len(comment) <= LINE_LIMIT:
+        return f"{call},  # {comment}"
+    return f"# {comment}\n    {call},"
+
+
+def _pattern_args(scans, f) -> list[str]:
+    """The keyword arguments of a regex delimiter's ``_rt.Pattern`` record: the facts
+    :func:`plan_scans` and :func:`classify_pattern` proved (runtime/scanners.py ``Pattern``)."""
+    pattern = scans.regexes[f.regex][0]
+    args = [f"_D{f.regex}", f"rank={f.rank}"]
+    if f.probe is not None:
+        args.append(f"probe=_P{f.probe}")
+    if f.probe_always:
+        args.append("probe_always=True")
+    if f.slot is None:
+        args.append("memo=False")
+    if f.prefilter:
+        args.append("prefilter=True")
+    if f.factor is not None:
+        args.append(f"factor={_lit(f.factor.text)}")
+        if f.factor.reach is not None:
+            args.append(f"reach={f.factor.reach}")
+        if f.back is not None:
+            args.append(f"back=_B{f.back}")
+    args += _search_facts(pattern, "")
+    late = late_pattern(pattern)
+    if late is not None:
+        args.append("anchored=True")
+        if late != NEVER:
+            args.append(f"late=_D{f.regex}L")
+            args += _search_facts(late, "late_")
+    return args
+
+
+def _search_facts(pattern: str, prefix: str) -> list[str]:
+    """``leads=`` (``PatternFacts.leads``), else ``barrier=`` (:func:`barrier_plan`) of a pattern,
+    the keywords named with ``prefix``: what the runtime's complete and long partial searches
+    start from (runtime.lead_search, runtime.barrier_search, ...)."""
+    leads = classify_pattern(pattern).leads
+    if leads:
+        return [f"{prefix}leads={_tuple([_lit(t) for t in leads])}"]
+    barrier = barrier_plan(pattern)
+    if barrier is not None:
+        return [f"{prefix}barrier=({_lit(barrier[0])}, {_lit(barrier[1])})"]
+    return []
 
 
 def _bound(pattern: str, label: tuple | None) -> str:
@@ -563,87 +602,7 @@ def _late_view(var: str, pattern: str) -> dict | None:
     late = late_pattern(pattern)
     if late is None or late == NEVER:
         return None
-    return {"var": var, "pattern_repr": _lit(late), "leads": _leads_repr(late)}
-
-
-def _eos_search(var: str, pattern: str, start: str, searches: set[str]) -> str:
-    """The end-of-stream (complete text) search of regex delimiter ``var`` from offset ``start``
-    (a variable name), as source: by its leads when it has them (``runtime.lead_search``), else
-    by its factor and barrier when it has them (``runtime.barrier_search``); and from an offset
-    after 0 with its :func:`late_pattern` when it has one (``None`` when that can never match).
-    Adds to ``searches`` the runtime feature (``"lead-search"``, ``"barrier-search"``) of each
-    runtime searcher the source calls, so the module's FEATURES come from what was written."""
-    def search(name: str, source: str) -> str:
-        if classify_pattern(source).leads:
-            searches.add("lead-search")
-            return f"_rt.lead_search({name}, buf, {start}, {name}_LEADS)"
-        barrier = barrier_plan(source)
-        if barrier is not None:
-            searches.add("barrier-search")
-            return f"_rt.barrier_search({name}, buf, {start}, {_lit(barrier[0])}, {_lit(barrier[1])})"
-        return f"{name}.search(buf, {start})"
-
-    full = search(var, pattern)
-    late = late_pattern(pattern)
-    if late is None:
-        return full
-    # From offset 0 a match of an anchored alternative starts there: the engine is asked there
-    # (a search would try the anchor at every offset), then the rest from 1 on (none at 0 then).
-    if late == NEVER:
-        return f"(None if {start} else {var}.match(buf, 0))"
-    rest = search(var + "L", late)
-    return f"({rest} if {start} else ({var}.match(buf, 0) or {rest}))"
-
-
-def _start_helper(var: str, pattern: str, searches: set[str]) -> dict | None:
-    """The runtime search that starts a long partial search of regex delimiter ``var`` (or of its
-    D2 probe, whose partial matches start where the delimiter's can) late: by its leads
-    (``runtime.partial_search``) or from its barrier (``runtime.partial_barrier``), as
-    ``{"call": ..., "args": ...}``, the arguments after ``(pattern, buf, start``; None when it has
-    neither. Adds the runtime feature ``"partial-search"`` to ``searches`` when there is one."""
-    if classify_pattern(pattern).leads:
-        helper = {"call": "_rt.partial_search", "args": f"{var}_LEADS"}
-    else:
-        barrier = barrier_plan(pattern)
-        if barrier is None:
-            return None
-        helper = {"call": "_rt.partial_barrier", "args": f"{_lit(barrier[0])}, {_lit(barrier[1])}"}
-    searches.add("partial-search")
-    return helper
-
-
-def _partial_search(var: str, pattern: str, start: str, searches: set[str]) -> dict:
-    """The partial search (``eos`` false) of regex delimiter ``var`` from offset ``start`` (a
-    variable name), as source: the engine's own ``search(..., partial=True)`` while fewer than
-    ``runtime.PARTIAL_LONG`` characters are undecided (a streamed chunk's scan), else with its
-    start-anchored alternatives only tried at offset 0 (``runtime.partial_late``) when it has
-    them, else by :func:`_start_helper`, else a window at a time (``runtime.window_partial``);
-    the same answer either way. As ``{"plain": ..., "long": ..., "start": ...}``: the two
-    searches' source and the start variable, which the scanner writes as an ``if``."""
-    plain = f"{var}.search(buf, {start}, partial=True)"
-    late = late_pattern(pattern)
-    if late is None:
-        helper = _start_helper(var, pattern, searches)
-        if helper is None:
-            # no start to search from: the engine's partial phase a window at a time (issue 23)
-            searches.add("window-partial")
-            return {"plain": plain, "long": f"_rt.window_partial({var}, buf, {start})", "start": start}
-        call = f"{helper['call']}({var}, buf, {start}, {helper['args']})"
-    else:
-        searches.add("partial-search")
-        if late == NEVER:
-            late_var = late_leads = "None"
-        else:
-            late_var = var + "L"
-            late_leads = f"{late_var}_LEADS" if classify_pattern(late).leads else "None"
-        call = f"_rt.partial_late({var}, {late_var}, buf, {start}, {late_leads})"
-    return {"plain": plain, "long": call, "start": start}
-
-
-def _leads_repr(pattern: str) -> str | None:
-    """The tuple of a regex delimiter's leads (``PatternFacts.leads``) as source, or None."""
-    leads = classify_pattern(pattern).leads
-    return None if not leads else _tuple([_lit(t) for t in leads])
+    return {"var": var, "pattern_repr": _lit(late)}
 
 
 def emit_module(template: Template, automaton: Automaton, *, command: str, grammar: str) -> str:
@@ -670,12 +629,20 @@ def emit_module(template: Template, automaton: Automaton, *, command: str, gramm
         # the recover-only ones (compiler/recover_open.py); it may need runtime features the
         # strict class does not
         recover_view = _view(variant, build_automaton(variant), command, "")
+        # the recover class reuses the strict class's delimiters, probes, back searches and
+        # declarations where they are the same (its own only where its openers change them)
+        shared = _shared_tables(view, recover_view)
+        recover_view = dict(recover_view,
+                            regexes=[d for d in recover_view["regexes"] if d["var"] not in shared],
+                            probes=[d for d in recover_view["probes"] if d["var"] not in shared],
+                            backs=[d for d in recover_view["backs"] if d["var"] not in shared],
+                            plans=[p for p in recover_view["plans"] if f"_DELIMITERS_{p['index']}" not in shared])
         features = _features_of(view) + [name for name in _features_of(recover_view) if name not in _features_of(view)]
         view["features"] = _tuple([_lit(name) for name in features + ["recover-openers"]])
         view["abi_call"] = _abi_call(features + ["recover-openers"])
         view["uses_literal_hold"] = view["uses_literal_hold"] or recover_view["uses_literal_hold"]
         view["recover_class"] = _recover_class(_ENV.get_template("module.py.jinja").render(**recover_view,
-                                                                                           recover_class=""))
+                                                                                           recover_class=""), shared)
     source = _ENV.get_template("module.py.jinja").render(**view)
     # the rules of docs/security.md, "Generated code", checked on every module written
     if not source.startswith(HEADER) or not source.isascii() or ENCODING_GUARD not in source:
@@ -710,16 +677,39 @@ _RECOVER_LAST = "\ndef get_response_parser("
 _RECOVER_CLASS = "class ResponseParser(_rt.StreamParser):"
 
 
-def _recover_class(source: str) -> str:
+def _shared_tables(strict: dict, recover: dict) -> set[str]:
+    """The module-level tables the recover class can take from the strict class: a delimiter,
+    probe or back search rendered the same under the same name (a delimiter with its late
+    pattern), and a state's ``_DELIMITERS_<k>`` rendered the same whose patterns are all shared."""
+    shared: set[str] = set()
+    for kind in ("regexes", "probes", "backs"):
+        mine = {d["var"]: d for d in strict[kind]}
+        for d in recover[kind]:
+            if mine.get(d["var"]) == d:
+                shared.add(d["var"])
+                if d.get("late"):
+                    shared.add(d["late"]["var"])
+    mine = {p["index"]: p for p in strict["plans"]}
+    for p in recover["plans"]:
+        refs = set(re.findall(r"\b_[DPB]\d+L?\b", "".join(p["records"])))
+        if mine.get(p["index"]) == p and refs <= shared:
+            shared.add(f"_DELIMITERS_{p['index']}")
+    return shared
+
+
+def _recover_class(source: str, shared: set[str] = frozenset()) -> str:
     """From the module rendered for the recover variant, its tables and parser class as the module's
     ``_RecoverParser`` (a subclass of ``ResponseParser``): every table name (:data:`_TABLE_NAME`)
     renamed with a ``_R`` in front, by Python token (names, and the strings that name a lazy
-    pattern's global), so that no literal of the template can be touched."""
+    pattern's global), so that no literal of the template can be touched; the names in
+    ``shared`` stay the strict class's (the recover module left their definitions out)."""
     body = source[source.index(_RECOVER_FIRST):source.index(_RECOVER_LAST)]
     lines = body.splitlines(keepends=True)
     edits: dict[int, list[tuple[int, int, str]]] = {}
     for tok in tokenize.generate_tokens(io.StringIO(body).readline):
         text = tok.string
+        if text in shared:
+            continue  # the strict class's table, the same (_shared_tables)
         if tok.type == tokenize.NAME and _TABLE_NAME.fullmatch(text):
             new = "_R" + text
         elif tok.type == tokenize.STRING and _TABLE_NAME.fullmatch(text[1:-1]) and text[0] == text[-1] == "'":

@@ -16,6 +16,7 @@ parser that could give another answer than the Python one.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from respc.runtime.formats import plan_of
@@ -25,11 +26,11 @@ from respc.runtime.transforms import FIRST, PLACEHOLDER, PLACEHOLDER_V2
 from .automaton import Automaton
 from .ir import Template
 
-__all__ = ["JS_CODEGEN_VERSION", "JS_RUNTIME_ABI", "JS_RUNTIME_IMPORT", "JS_RUNTIME_PATH", "JsTargetError", "js_support_problem",
+__all__ = ["comment_text", "JS_CODEGEN_VERSION", "JS_RUNTIME_ABI", "JS_RUNTIME_IMPORT", "JS_RUNTIME_PATH", "JsTargetError", "js_support_problem",
            "emit_js_module"]
 
 #: Stamped into every generated JavaScript module; bump it when the generated code changes.
-JS_CODEGEN_VERSION = 1
+JS_CODEGEN_VERSION = 3
 #: The table layout ``runtime/js/respc.mjs`` reads (its ``RUNTIME_ABI``).
 JS_RUNTIME_ABI = 2
 #: Where a generated module imports the runtime from: ``respc.mjs`` beside it (docs/javascript.md).
@@ -66,6 +67,9 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
         return no("the diagnostics key (v2)", "diagnostics")
     if _unsafe_number(template.defaults):
         return no("a number JavaScript cannot hold exactly (an integer beyond 2**53 - 1)", "defaults")
+    surrogate = _lone_surrogate_key(template)
+    if surrogate is not None:
+        return no("a lone surrogate (a UTF-16 half of a character) in a delimiter", surrogate)
     anchor = template.start_anchor
     if anchor.literals is None:
         return no(f"a start anchor pattern: {_regex_why(anchor.pattern)}", anchor.key)
@@ -306,6 +310,29 @@ def _sequence(pattern: str) -> list | str:
             if after[2] > 0:
                 break
     return items
+def _lone_surrogate_key(template: Template) -> str | None:
+    """The key of the first delimiter (a literal, or a literal item of a regex open) holding a lone surrogate (U+D800 to U+DFFF), or None.
+
+    A JavaScript string is UTF-16: the runtime would find such a literal inside a character written
+    as a surrogate pair (``"\\ud83d"`` in ``"\\U0001F600"``), where Python, whose strings are code
+    points, finds nothing (docs/javascript.md, "What is refused")."""
+    def bad(literals) -> bool:
+        return any(0xD800 <= ord(c) <= 0xDFFF for lit in literals or () for c in lit)
+
+    def bad_delim(delim) -> bool:
+        if delim.literals is not None:
+            return bad(delim.literals)
+        # a regex open the runtime walks (_sequence): its literal items are searched as UTF-16 text
+        items = _sequence(delim.pattern)
+        return isinstance(items, list) and bad(item[1] for item in items if item[0] == "l")
+
+    if bad(template.start_anchor.literals):
+        return template.start_anchor.key
+    for f in template.fields:
+        for delim in (f.open, f.close):
+            if delim is not None and bad_delim(delim):
+                return f"fields.{f.name}.{delim.key}"
+    return None
 
 
 def _unsafe_number(value) -> bool:
@@ -411,6 +438,14 @@ def _table(template: Template, automaton: Automaton) -> dict:
                 # the opener's literals, or its sequence (a regex open): found before the closer
                 stray.append([closer, list(f.open.literals) if f.open.literals is not None else
                               {"regex": _sequence(f.open.pattern)}, index])
+    # Python's repr of every template string a diagnostic or error message quotes (delimiters, message
+    # keys): the runtime's own repr follows its Unicode version's printable characters, which differ
+    # from the Python that runs the Python parser (docs/javascript.md, "The API")
+    quoted = {lit for s in states for w in s["watches"] for lit in w["literals"]}
+    quoted.update(f["slot"] for f in fields)
+    quoted.update(f["name"] for f in fields)
+    quoted.update(lit for c, openers, _ in stray
+                  for lit in [c, *(openers if isinstance(openers, list) else ())])
     return {
         "abi": JS_RUNTIME_ABI,
         "v2": template.version == 2,
@@ -423,13 +458,37 @@ def _table(template: Template, automaton: Automaton) -> dict:
         "fields": fields,
         "states": states,
         "stray": stray,
+        "reprs": sorted([text, repr(text)] for text in quoted),
     }
 
 
+#: Printable ASCII an HTML page reads as markup inside an inline ``<script>`` (``</script>``,
+#: ``<!--``, ``-->``): written as escapes in string literals and comments alike.
+_HTML = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
+
+
 def _comment(text: str) -> str:
-    """Text safe on one ``//`` comment line: printable ASCII, anything else a ``\\u`` escape."""
-    return "".join(c if " " <= c <= "~" else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
-                   for c in text)
+    """Text safe on one ``//`` comment line: printable ASCII but ``<``, ``>``, ``&`` and the
+    backslash, anything else a ``\\u`` escape (docs/security.md, "JavaScript target");
+    :func:`comment_text` reads it back."""
+    return "".join(_HTML[c] if c in _HTML else "\\u005c" if c == "\\" else c if " " <= c <= "~"
+                   else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}" for c in text)
+
+
+_COMMENT_ESCAPE = re.compile(r"\\u([0-9a-f]{4})|\\U([0-9a-f]{8})")
+
+
+def comment_text(line: str) -> str:
+    """The text a banner comment line was written from (the inverse of :func:`_comment`): what
+    ``compile --target js --check`` takes the checked module's template label and command from."""
+    return _COMMENT_ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), line)
+
+
+def _js_string(text: str) -> str:
+    """A JavaScript string literal of ``text`` that means the same under every reading of the file:
+    ASCII (``json.dumps`` escapes the rest), and ``<``, ``>``, ``&`` as ``\\u`` escapes, so a page
+    that inlines the module in ``<script>`` sees no ``</script>`` or ``<!--`` in it."""
+    return "".join(_HTML.get(c, c) for c in json.dumps(text, ensure_ascii=True))
 
 
 def emit_js_module(template: Template, automaton: Automaton, *, command: str) -> str:
@@ -450,7 +509,7 @@ def emit_js_module(template: Template, automaton: Automaton, *, command: str) ->
         raise JsTargetError(problem)
     # the table's JSON text, one line per value (readable diffs), each line one string literal
     lines = json.dumps(_table(template, automaton), ensure_ascii=True, indent=1).split("\n")
-    table = "".join(f"  {json.dumps(line)},\n" for line in lines)
+    table = "".join(f"  {_js_string(line)},\n" for line in lines)
     return (
         "// @generated by respc -- do not edit.\n"
         f"// template: {_comment(template.source)}\n"

@@ -454,6 +454,35 @@ def _leads(pattern: str) -> list[str]:
     return list(dict.fromkeys(lead(list(tree))))
 
 
+_INLINE_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
+
+
+def check_tool_name(f: Field, group: str, name: str, where: str) -> None:
+    """Refuse an offered tool whose ``name`` the open delimiter of ``f`` cannot read back: its
+    ``group`` (the name group, ``(?P<name>[^\\s<]+)``) must match the whole name, or a grammar
+    would make the model write a call that the parser reads as text, or as another name
+    (docs/grammar.md, "Tool names"; red team s12).
+
+    Raises:
+        GrammarExportError: naming the tool, the field and the group's pattern.
+    """
+    pattern = f.open.pattern if f.open is not None else None
+    head = f"(?P<{group}>"
+    at = pattern.find(head) if pattern else -1
+    if at < 0:
+        return
+    sub = pattern[at + len(head):group_end(pattern, at) - 1]
+    lead = _INLINE_FLAGS.match(pattern)
+    try:
+        rx = regex.compile((lead.group() if lead else "") + f"(?:{sub})", regex.DOTALL)
+    except (regex.error, TypeError, ValueError):
+        return  # a group that refers outside itself: left to the grammar checks
+    if rx.fullmatch(name) is None:
+        raise GrammarExportError(f"{where}: tool {name!r} cannot be named in this template: the open's name "
+                                 f"group {sub!r} does not match the whole name, so the parser would not read "
+                                 "the call back (rename the tool)")
+
+
 def delimiter_ir(delim: Delimiter, groups: dict | None, g: Grammar, where: str, at_start: bool | None = None):
     """The node of an open/close delimiter (literals: their alternation). A pattern's optional
     declared repairs (damaged markup the parser accepts, :func:`without_optional_repairs`) are
@@ -1166,6 +1195,8 @@ class _Builder:
             alts = []
             jb = JsonBuilder(self.g, self.dialect(f), self.body_watch(f))
             for name, schema in (self.tools if self.has_tools else [(None, {"type": "object"})]):
+                if name is not None:
+                    check_tool_name(f, shape.name_group, name, where)
                 nm = Lit(name) if name is not None else self.name_node(None)
                 op = delimiter_ir(f.open, {shape.name_group: nm}, self.g, where)
                 b = fmt.args_grammar(self, f, name, schema, where, jb)

@@ -48,7 +48,8 @@ from typing import Any
 from .automaton import Automaton
 from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, JsonBuilder, Lit, Ref, Rep, Seq,
                          _Builder, _is_reasoning, _is_tool_field, _looks_ahead, call_shape, regex_to_ir, seq,
-                         without_optional_repairs, has_start_branches, nullable, pattern_leads, alt, EMPTY, _norm)
+                         without_optional_repairs, has_start_branches, nullable, pattern_leads, alt, EMPTY, _norm,
+                         check_tool_name)
 from .ir import Field, Template
 from ..runtime.formats.json_ import json_calls
 
@@ -235,6 +236,7 @@ class _StructuralBuilder:
             for begin, _rest in _begins(probe):
                 self.triggers.append(begin.split("\x00")[0] or begin)
             for name, schema in self.tools:
+                check_tool_name(f, shape.name_group, name, where)
                 node, notes = regex_to_ir(without_optional_repairs(f.open.pattern), {shape.name_group: Lit(name)})
                 self.notes.extend(f"{where} open: {n}" for n in notes if "ASCII" not in n)
                 body = _params(schema)

@@ -3,7 +3,7 @@
 :class:`ChatCompletionStream` wraps a generated ``ResponseParser`` and turns its region events
 (events.md "The events") into ``chat.completion.chunk`` dicts as the OpenAI Chat Completions API streams them;
 :func:`sse` renders them as server-sent events, and :meth:`ChatCompletionStream.feed_sse` /
-``finalize_sse`` give that text directly (built without the dicts for plain text chunks).
+``finalize_sse`` give that text directly (built without the dicts for text chunks and argument fragments).
 Standard library, ``regex`` and ``respc.runtime``.
 
 Theory of operation
@@ -420,6 +420,10 @@ class ChatCompletionStream:
         for text in self._texts.values():
             text.sse_head = self._sse_head + "{" + _dumps(text.key) + ": "
             text.sse_tail = "}" + self._sse_tail
+        #: delta key -> the server-sent-event text of a chunk whose delta is that key alone, around the
+        #: JSON string (the _Text's sse_head and sse_tail)
+        self._sse_keys = {text.key: (text.sse_head, text.sse_tail) for text in self._texts.values()}
+        self._as_sse = False  # _built gives server-sent-event text (while _other_sse runs)
         if self._fast and type(self).feed is ChatCompletionStream.feed:  # (not when a subclass overrides feed)
             self.feed = self._fast_feed()
             if type(self).feed_sse is ChatCompletionStream.feed_sse:
@@ -448,9 +452,11 @@ class ChatCompletionStream:
         fed through ``feed`` instead) or as a list holding its one ``region_chunk`` event. As a
         dict, the chunk is built from per-stream templates (``dict.copy`` of a dict is cheaper than
         a dict display); as server-sent-event text, it is the pre-serialized text of the block's
-        key around the piece encoded by the C string encoder ``json.dumps`` itself uses. Everything
-        else goes to :meth:`_other`. ``tests/test_openai.py`` checks the results equal the general
-        path's on every vector and chunking.
+        key around the piece encoded by the C string encoder ``json.dumps`` itself uses. The next
+        commonest, one ``region_chunk`` event of an open tool region (after the role chunk), goes
+        straight to its reader (:meth:`_tool_chunk`; it opens and closes no region, so ``current[0]``
+        stays as it is). Everything else goes to :meth:`_other`. ``tests/test_openai.py`` checks the
+        results equal the general path's on every vector and chunking.
 
         ``current[0]`` is the text block a ``str`` chunk goes to (None: take the events way). It
         changes only when other events arrive (a region opens or closes, a block's first text, the
@@ -480,6 +486,7 @@ class ChatCompletionStream:
 
         if sse:
             other_sse = self._other_sse
+            tool_sse = self._tool_chunk_sse
 
             def feed_sse(text: Any) -> str:
                 got = parser_text(text)
@@ -488,9 +495,15 @@ class ChatCompletionStream:
                     if state is None:
                         return settle(other_sse([{"type": "region_chunk", "field": parser._name, "text": got,
                                                   "dirty": False}]))
-                elif len(got) == 1 and not open_regions and (event := got[0])["type"] == "region_chunk" \
-                        and (state := fast.get(event["field"])) is not None and state.started:
-                    got = event["text"]
+                elif len(got) == 1 and (event := got[0])["type"] == "region_chunk":
+                    if open_regions:
+                        if event["field"] == "tool_calls" and fast:
+                            return tool_sse(event)  # (the open regions stay as they were: current[0] too)
+                        return settle(other_sse(got))
+                    if (state := fast.get(event["field"])) is not None and state.started:
+                        got = event["text"]
+                    else:
+                        return settle(other_sse(got))
                 else:
                     return settle(other_sse(got))
                 body = got.rstrip()
@@ -510,6 +523,7 @@ class ChatCompletionStream:
             feed_sse.__doc__ = ChatCompletionStream.feed_sse.__doc__
             return feed_sse
         other = self._other
+        tool = self._tool_chunk
         outer, inner = self._outer, self._inner
 
         def feed(text: Any) -> list[dict]:
@@ -519,9 +533,15 @@ class ChatCompletionStream:
                 if state is None:
                     return settle(other([{"type": "region_chunk", "field": parser._name, "text": got,
                                           "dirty": False}]))
-            elif len(got) == 1 and not open_regions and (event := got[0])["type"] == "region_chunk" \
-                    and (state := fast.get(event["field"])) is not None and state.started:
-                got = event["text"]
+            elif len(got) == 1 and (event := got[0])["type"] == "region_chunk":
+                if open_regions:
+                    if event["field"] == "tool_calls" and fast:
+                        return tool(event)  # (the open regions stay as they were: current[0] too)
+                    return settle(other(got))
+                if (state := fast.get(event["field"])) is not None and state.started:
+                    got = event["text"]
+                else:
+                    return settle(other(got))
             else:
                 return settle(other(got))
             body = got.rstrip()
@@ -560,21 +580,36 @@ class ChatCompletionStream:
                     return self._tool_chunk(event)
         return self._general(events)
 
+    def _tool_chunk_sse(self, event: dict) -> str:
+        """:meth:`_tool_chunk` as server-sent-event text (:meth:`_built_sse`)."""
+        self._as_sse = True
+        try:
+            return "".join(self._tool_chunk(event))
+        finally:
+            self._as_sse = False
+
     def _other_sse(self, events: list[dict]) -> str:
-        """:meth:`_other` as server-sent-event text."""
-        return self._sse(self._other(events))
+        """:meth:`_other` as server-sent-event text: its chunks are built as text (:meth:`_built_sse`)."""
+        self._as_sse = True
+        try:
+            return "".join(self._other(events))
+        finally:
+            self._as_sse = False
 
     def feed_sse(self, text: Any) -> str:
         """Feed the next piece of model output; return its chunks as server-sent events, the text
         a server writes to the wire: ``data: <json>`` and a blank line per chunk (``""`` when
         there is none). Byte for byte what :func:`sse` gives for :meth:`feed`'s chunks (the JSON
-        of ``json.dumps(chunk, ensure_ascii=False)``), without building the dicts of plain text
-        chunks: their event text is the stream's pre-serialized text around the delta's string,
-        encoded by the C encoder ``json.dumps`` uses (``json.encoder.encode_basestring``). Other
-        chunks are built as dicts and serialized around their delta. ``feed`` and ``feed_sse`` may
-        be mixed on one stream.
+        of ``json.dumps(chunk, ensure_ascii=False)``), without building the dicts of text chunks
+        and argument fragments: their event text is the stream's pre-serialized text around the
+        delta's string, encoded by the C encoder ``json.dumps`` uses
+        (``json.encoder.encode_basestring``). Other chunks (role, a call's header and name,
+        finish) are built as dicts and serialized around their delta. ``feed`` and ``feed_sse``
+        may be mixed on one stream.
 
-        (An instance's ``feed_sse`` is a :meth:`_fast_feed` closure, with the same contract.)"""
+        (An instance's ``feed_sse`` is a :meth:`_fast_feed` closure, with the same contract; the
+        class's own ``feed_sse``, used by subclasses that override it, serializes :meth:`feed`'s
+        dicts.)"""
         return self._sse(self.feed(text))
 
     def finalize_sse(self, finish_reason: str | None = None, usage: dict | None = None,
@@ -659,7 +694,9 @@ class ChatCompletionStream:
         return chunk
 
     def _chunks(self, events: list[dict]) -> list[dict]:
-        deltas: list[tuple] = []  # ("text", key, str) | ("tool", index, dict)
+        # ("text", key, str) | ("tool", index, the call's delta dict: its header, its name) | ("args", index,
+        # argument text): an argument fragment stays a string until its chunk is built (_built)
+        deltas: list[tuple] = []
         self._deltas = deltas
         for event in events:
             kind = event["type"]
@@ -710,7 +747,8 @@ class ChatCompletionStream:
         state = self._open.get(self._tool_open)
         if state is not None and state[0] is not None:
             state[0].feed(event["text"])
-        self._name_from_groups()
+        if self._ticking:
+            self._name_from_groups()
         # (the role chunk was sent: no deltas, no chunks)
         return self._built(deltas) if deltas else []
 
@@ -720,22 +758,49 @@ class ChatCompletionStream:
         self._name_from_groups()
         return self._built(deltas)
 
-    def _built(self, deltas: list[tuple]) -> list[dict]:
+    def _built(self, deltas: list[tuple]) -> list[Any]:
         """:meth:`_emit` after the name was read: the role chunk first (once), then one chunk per run
-        of deltas."""
+        of deltas of one key or one tool call (:func:`_merged`). While :meth:`_other_sse` runs
+        (``_as_sse``), each chunk comes as its server-sent-event text instead (:meth:`_built_sse`)."""
         chunks = []
         if not self._role_sent:
             self._role_sent = True
             chunks.append(self._chunk({"role": "assistant"}))
             self._fast_now.update(self._fast)
-        # one chunk per run of deltas of one key (or one tool call)
-        for item in (_merged(deltas) if len(deltas) > 1 else deltas):
-            if item[0] == "text":
-                chunks.append(self._chunk({item[1]: item[2]}))
+        items = _merged(deltas) if len(deltas) > 1 else deltas
+        if self._as_sse:
+            return self._built_sse(chunks, items)
+        calls = self._calls
+        for kind, key, payload in items:
+            if kind == "text":
+                chunks.append(self._chunk({key: payload}))
             else:
-                self._calls[item[1]].shown = True
-                chunks.append(self._chunk({"tool_calls": [item[2]]}))
+                calls[key].shown = True
+                if kind == "args":
+                    payload = {"index": key, "function": {"arguments": payload}}
+                chunks.append(self._chunk({"tool_calls": [payload]}))
         return chunks
+
+    def _built_sse(self, chunks: list[dict], items: list[tuple]) -> list[str]:
+        """The server-sent-event text of :meth:`_built`'s chunks (``chunks``: the role chunk, when it
+        goes now; ``items``: the merged deltas), byte for byte :func:`sse` of the dicts, without
+        building the dicts of text and argument deltas: the stream's pre-serialized text around the
+        piece encoded by the C string encoder ``json.dumps`` uses."""
+        out = [self._sse(chunks)] if chunks else []
+        head, tail, heads = self._sse_head, self._sse_tail, self._sse_keys
+        calls = self._calls
+        for kind, key, payload in items:
+            if kind == "text":
+                text_head, text_tail = heads[key]
+                out.append(f"{text_head}{_encode_string(payload)}{text_tail}")
+                continue
+            calls[key].shown = True
+            if kind == "args":
+                out.append(f'{head}{{"tool_calls": [{{"index": {key}, "function": {{"arguments": '
+                           f'{_encode_string(payload)}}}}}]}}{tail}')
+            else:
+                out.append(f'{head}{{"tool_calls": [{_dumps(payload)}]}}{tail}')
+        return out
 
     # --- text ----------------------------------------------------------------------------
     def _send_text(self, text: _Text, piece: str) -> None:
@@ -931,9 +996,15 @@ class ChatCompletionStream:
         call = calls[n] if n < len(calls) else self._call(n)
         if kind == "args":  # (the commonest first)
             call.streaming = True
-            call.fwd.append(payload)
+            fwd = call.fwd
+            fwd.append(payload)
             if call.sent_name:
-                self._send_args(call)
+                if call.nsent == len(fwd) - 1:  # (all before it went out: this piece alone, as _send_args sends it)
+                    call.nsent += 1
+                    if payload:
+                        self._deltas.append(("args", call.index, payload))
+                else:
+                    self._send_args(call)
         elif kind == "call":
             pass  # announced with its name (:meth:`_send_name`)
         elif kind == "name":
@@ -949,21 +1020,21 @@ class ChatCompletionStream:
     held = _held
     typed = _typed
 
-    def _header(self, call: _Call) -> None:
-        """The call's first delta (``index``, ``id``, ``type``, empty ``function``), merged with the
-        name that always follows it: a call never goes out before its name is known (a client or
-        server that builds the call from its first delta needs the name there; OpenAI sends both
-        together)."""
+    def _announce(self, call: _Call) -> None:
+        """The call's first delta (``index``, ``id``, ``type``) with its name, as one delta dict: a call
+        never goes out before its name is known (a client or server that builds the call from its first
+        delta needs the name there; OpenAI sends both together)."""
+        call.sent_name = True
         if not call.sent_header:
             call.sent_header = True
             self._deltas.append(("tool", call.index, {"index": call.index, "id": call.id, "type": "function",
-                                                       "function": {}}))
+                                                       "function": {"name": call.name}}))
+        else:
+            self._deltas.append(("tool", call.index, {"index": call.index, "function": {"name": call.name}}))
 
     def _send_name(self, call: _Call) -> None:
         if not call.sent_name and call.name:
-            self._header(call)
-            call.sent_name = True
-            self._deltas.append(("tool", call.index, {"index": call.index, "function": {"name": call.name}}))
+            self._announce(call)
             if call.fwd:
                 self._send_args(call)
 
@@ -975,7 +1046,7 @@ class ChatCompletionStream:
         rest = fwd[-1] if nsent == len(fwd) - 1 else "".join(fwd[nsent:])
         call.nsent = len(fwd)
         if rest:
-            self._deltas.append(("tool", call.index, {"index": call.index, "function": {"arguments": rest}}))
+            self._deltas.append(("args", call.index, rest))
 
     call = _call
     send_name = _send_name
@@ -1010,7 +1081,7 @@ class ChatCompletionStream:
         if not calls:
             return False
         if not any(call.shown for call in calls):
-            self._deltas[:] = [d for d in self._deltas if d[0] != "tool" or d[1] < base]
+            self._deltas[:] = [d for d in self._deltas if d[0] == "text" or d[1] < base]
             del self._calls[base:]
             return False
         cause = next((d["kind"] for d in reversed(self.parser.diagnostics)
@@ -1061,14 +1132,11 @@ class ChatCompletionStream:
             function = _function(call_value)
             name = function.get("name")
             arguments = function.get("arguments")
-            text = arguments if isinstance(arguments, str) else _dumps(arguments if arguments is not None else {})
             call = self._call(base + k)
             if call.name is None or not call.sent_name:
                 call.name = name if isinstance(name, str) else ""
                 if call.name and not call.sent_name:
-                    self._header(call)
-                    call.sent_name = True
-                    self._deltas.append(("tool", call.index, {"index": call.index, "function": {"name": call.name}}))
+                    self._announce(call)
                 if not call.sent_name:
                     continue  # a call without a name is not sent (docs/openai.md, "tool_calls")
             elif call.name != name:
@@ -1081,9 +1149,10 @@ class ChatCompletionStream:
                                              "index": call.index, "problem": "streamed arguments differ from the message",
                                              "sent": call.args, "message": arguments})
             else:
+                text = arguments if isinstance(arguments, str) else _dumps(arguments if arguments is not None else {})
                 call.fwd = [text]
                 call.nsent = 1
-                self._deltas.append(("tool", call.index, {"index": call.index, "function": {"arguments": text}}))
+                self._deltas.append(("args", call.index, text))
         if len(self._calls) > base + len(calls):
             self.diagnostics.append({"field": "tool_calls", "problem": "the stream announced calls the message lacks"})
 
@@ -1099,18 +1168,29 @@ def _same_json(text: str, value: Any) -> bool:
 
 
 def _merged(deltas: list[tuple]) -> list[tuple]:
-    """Adjacent deltas of one text key, or of one tool call, as one delta."""
+    """Adjacent deltas of one text key, or of one tool call, as one delta: text and argument
+    fragments are concatenated (an argument fragment after the call's header or name joins their
+    dict)."""
     out: list[tuple] = []
     for item in deltas:
-        if out and out[-1][0] == item[0] and out[-1][1] == item[1]:
+        if out and out[-1][0] != "text" and item[0] != "text" and out[-1][1] == item[1]:
             last = out[-1]
-            if item[0] == "text":
-                out[-1] = ("text", item[1], last[2] + item[2])
+            if item[0] == "args":
+                if last[0] == "args":
+                    out[-1] = ("args", item[1], last[2] + item[2])
+                else:
+                    function = last[2].get("function", {})
+                    out[-1] = ("tool", item[1], {**last[2], "function": {
+                        **function, "arguments": function.get("arguments", "") + item[2]}})
                 continue
-            merged = _merge_call(last[2], item[2])
+            merged = _merge_call(last[2] if last[0] == "tool" else
+                                 {"index": last[1], "function": {"arguments": last[2]}}, item[2])
             if merged is not None:
                 out[-1] = ("tool", item[1], merged)
                 continue
+        elif out and out[-1][0] == "text" and item[0] == "text" and out[-1][1] == item[1]:
+            out[-1] = ("text", item[1], out[-1][2] + item[2])
+            continue
         out.append(item)
     return out
 

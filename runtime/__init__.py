@@ -40,7 +40,7 @@ from .transforms import (
 )
 
 from .formats.base import Plan
-from .scanners import HELD_LITERALS, Literal, literal_prefixes
+from .scanners import HELD_LITERALS, Literal, Pattern, literal_prefixes
 from .tables import FastPath, HeldAutomaton, HoldLiterals, HoldRun, StrayCloser
 from .stream import (
     AFTER,
@@ -83,6 +83,7 @@ __all__ = [
     "Region",
     "Plan",
     "Literal",
+    "Pattern",
     "HELD_LITERALS",
     "literal_prefixes",
     "FastPath",

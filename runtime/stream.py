@@ -64,7 +64,7 @@ from typing import Any, Callable, NamedTuple
 
 import regex
 
-from .decoders import ACCEPTED, REJECTED, UNDECIDED
+from .decoders import ACCEPTED, UNDECIDED
 from .errors import ContentParseError, ParserStateError, RegexTimeoutError
 from .held import STOP, HeldRegex
 from .repair import NOTES, decode_string_arguments
@@ -123,21 +123,23 @@ RECOVER_ALIAS = "__alt"
 #: Bumped only when generated modules need a different runtime; generated modules check it.
 #: 4 (issue 31): tables are named records (runtime/tables.py), literal-only states are declared
 #: (runtime/scanners.py), and every search helper the module's scanners call is part of the ABI,
-#: not a feature. This runtime still runs modules of ABI 3 (tuples, JSON held-regex text).
-RUNTIME_ABI = 4
+#: not a feature. 5 (issue 31): every state is declared (``_rt.Pattern`` records for regex
+#: delimiters); the runtime writes every scanner and gives every memo slot. This runtime still
+#: runs modules of ABI 3 (tuples, JSON held-regex text) and 4 (regex scanners written out).
+RUNTIME_ABI = 5
 
 #: the ABIs of the generated modules this runtime runs
-SUPPORTED_ABIS = (3, 4)
+SUPPORTED_ABIS = (3, 4, 5)
 
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
-#: uses and :func:`check_abi` refuses a runtime that lacks one, naming it. A module of ABI 4 names
-#: only what it declares (:data:`DECLARED_FEATURES`); the others are named by modules of ABI 3.
+#: uses and :func:`check_abi` refuses a runtime that lacks one, naming it. A module of ABI 4 or 5
+#: names only what it declares (:data:`DECLARED_FEATURES`); the others are named by modules of ABI 3.
 FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs",
                       "lead-search", "lazy-pattern", "held-json", "lazy-delimiters", "fast-heads",
                       "barrier-search", "partial-search", "literal-prefixes", "window-partial", "regex-timeout",
                       "recover-openers"})
 
-#: The features a module of ABI 4 can name: template-language keys and declared facts (a field's
+#: The features a module of ABI 4 or 5 can name: template-language keys and declared facts (a field's
 #: slot, nesting, deferred opens, a value that ends its region, rejected bodies, v2 roles and
 #: empty values, delimiters not proven linear, recover-only openers). How the runtime searches is
 #: no feature: a new shortcut in the runtime regenerates nothing.
@@ -506,8 +508,14 @@ def _guard_scanner(scan: Callable) -> Callable:
     runs again."""
     if getattr(scan, "_respc_guarded", False):
         return scan
+    # a scanner the runtime builds by its first call (runtime/scanners.py): built by the first
+    # call through this guard, which then calls it directly
+    build = getattr(scan, "build", None)
 
     def guarded(buf: str, pos: int, eos: bool, memo: list) -> tuple:
+        nonlocal scan, build
+        if build is not None:
+            scan, build = build(), None
         parser = _RUNNING.parser
         at = parser._rxbase + pos
         if at != parser._rxat:
@@ -521,6 +529,7 @@ def _guard_scanner(scan: Callable) -> Callable:
                 _RUNNING.parser._search_timed_out(exc, buf, memo)
 
     guarded._respc_guarded = True  # type: ignore[attr-defined]
+    guarded._respc_inner = scan  # type: ignore[attr-defined]
     return guarded
 
 
@@ -1359,7 +1368,7 @@ class StreamParser:
                  "_defer", "_cdefer", "_held", "_rc_spent", "_mark", "_sunk", "_open_at", "_open_text", "_gaps", "_recover", "_eos_hold", "_id_tail",
                  "_again", "_offsets", "_exact", "diagnostics", "initial_events", "ledger", "_wide", "_t1",
                  "_t2", "_t3", "_rheld", "_last", "_bdq", "_hd", "_rxt", "_rxskip", "_rxbase", "_rxbuf", "_rxat",
-                 "_rxspent", "_loose", "boundary_hook", "_mute", "_rcg", "_spans")
+                 "_rxspent", "_loose", "boundary_hook", "_mute", "_ins", "_spans")
 
     #: per state: what the quickest paths test with ``not in chunk`` (see _quick_trigger)
     _QUICK: tuple = ()
@@ -1388,6 +1397,8 @@ class StreamParser:
     _RUN1: tuple = ()
     #: per state: HOLD_LITERALS, or None (every state None when the module has none)
     _LITS: tuple = ()
+    #: per state: the records its module declares (runtime/scanners.py), or None
+    _DECLARED: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -1395,7 +1406,10 @@ class StreamParser:
             # the states a module declares by their literal delimiters: the runtime builds their
             # scanners and HOLD_LITERALS entries (runtime/scanners.py, issue 31)
             declared = tuple(scan if isinstance(scan, tuple) else None for scan in cls.SCANNERS)
-            cls.SCANNERS, cls.MEMO_SLOTS, holds = build_scanners(cls, cls.SCANNERS, cls.MEMO_SLOTS)
+            cls._DECLARED = declared
+            # the memo slots the class writes (a module of ABI 4 writes its regex states' slots), not its
+            # base class's: the runtime gives the rest
+            cls.SCANNERS, cls.MEMO_SLOTS, holds = build_scanners(cls, cls.SCANNERS, cls.__dict__.get("MEMO_SLOTS", 0))
             if "HOLD_REGEX" in cls.__dict__:
                 cls.HOLD_REGEX = tuple(literal_automata(declared[k]) if entry is HELD_LITERALS else entry
                                        for k, entry in enumerate(cls.HOLD_REGEX))
@@ -1410,17 +1424,13 @@ class StreamParser:
         cls._CALLS = tuple(r.typed and any(not o.typed for o in cls.REGIONS) for r in cls.REGIONS)
         cls._KNOWN = tuple(triggers is not None for triggers, _ in cls.FAST_PATH)
         cls._REPAIRS = tuple(tuple(g for g in r.groups if g.startswith(REPAIR_GROUP)) for r in cls.REGIONS)
-        # fields whose closer has recover-only alternatives and whose body is a value that ends
-        # itself (json, pythonic): such a closer counts only where that value is whole (_recover_close_ok)
-        # text bodies (no structure to ask) with recover-only closers: such a closer that is
-        # zero-width (a lookahead at what opens next) is held until the region's own closer is
-        # known not to follow (_close_deferred): a block that mentions the token and then closes
-        # is text (docs/security.md, "Closers inside an open value")
-        cls._RC_TEXT = frozenset(k for k, r in enumerate(cls.REGIONS)
-                                 if r.boundary is None and any(g.startswith(RECOVER_CLOSER_GROUP) for g in r.groups))
-        cls._RC_GATED = frozenset(k for k, r in enumerate(cls.REGIONS)
-                                  if r.boundary is not None and r.dirty and not r.ends
-                                  and any(g.startswith(RECOVER_CLOSER_GROUP) for g in r.groups))
+        # fields with recover-only closers: whether one stands inside an open value is told by the
+        # format's inside reader, as for every closer (_inside_at_close); a zero-width one of a body
+        # whose format has no such reader (text: no structure to ask) is held until the region's
+        # own closer is known not to follow (_close_deferred): a block that mentions the token and
+        # then closes is text (docs/security.md, "Closers inside an open value")
+        cls._RC_FIELDS = frozenset(k for k, r in enumerate(cls.REGIONS)
+                                   if any(g.startswith(RECOVER_CLOSER_GROUP) for g in r.groups))
         bounded = {pattern: (name, key) for pattern, name, key in cls.REGEX_BOUNDED}
         cls._STRAY = tuple((closer, LazyPattern(pattern, 0, bound=bounded.get(pattern)), field)
                            for closer, pattern, field in cls.STRAY_CLOSERS)
@@ -2140,7 +2150,7 @@ class StreamParser:
             self._name = region.slot
             self._dirty = region.dirty
             self._bd = region.boundary() if region.ends else None
-        self._rcg = None
+        self._ins = None
         self._opened = False
         self._groups = None
         self._body = []
@@ -2155,7 +2165,7 @@ class StreamParser:
         pos = self._pos
         scanners = self.SCANNERS
         edges = self.TRANSITIONS
-        # per delimiter, its last search result over this buffer (see the generated scanners)
+        # per delimiter, its last search result over this buffer (runtime/scanners.py)
         memo = [None] * self.MEMO_SLOTS
         n = len(buf)
         closing: dict = {}  # per call-section state, where a cut closer of it may start (eos)
@@ -2274,25 +2284,20 @@ class StreamParser:
                         self._state = target
                     else:
                         self._begin(events, action, field, target, match, buf[start:end])
-                elif field in self._RC_GATED and self._recover and not self._recover_close_ok(match):
-                    # a recover-only closer inside a value not finished yet (a JSON string): text
-                    # of the body, not a close (docs/template-language.md, "Recover-only openers");
-                    # the search goes on from the next character, so a delimiter that starts inside
-                    # the refused match is still found
-                    pos = start + 1
-                    self._route(events, buf[start:pos])
-                elif (start == end and self._recover and field in self._RC_TEXT and not self._rc_spent
-                      and field == self._field and self._recover_match(match)):
-                    # a zero-width recover-only closer of a text body: held until the region's
-                    # own closer is known not to follow (docs/security.md, "Closers inside an
-                    # open value")
-                    self._cdefer = [start, end, match, start + 1, None, start]
-                    pos = start
-                elif self._recover and self._inside_at_close(field, start, end, match):
-                    # a closer inside an open value (an xml-inline parameter, a JSON string): held
-                    # until a later closer leaves the value whole, or the output ends (then it
-                    # closes after all); docs/security.md, "Closers inside an open value"
-                    pos = start
+                elif self._recover and (inside := self._inside_at_close(field, start, end, match)):
+                    # a closer inside an open value (an xml-inline parameter, a JSON or Python
+                    # string), as the body's format tells: a closer of the format is held until a
+                    # later closer leaves the value whole, or the output ends (then it closes
+                    # after all); a recover-only one is the value's text, as strict reads it, and
+                    # the search goes on from the next character (a delimiter that starts inside
+                    # it is still found); a zero-width recover-only closer of a body with no such
+                    # structure (text) is held until the region's own closer is known not to
+                    # follow. docs/security.md, "Closers inside an open value"
+                    if inside == 2:
+                        pos = start + 1
+                        self._route(events, buf[start:pos])
+                    else:
+                        pos = start
                 else:
                     had_text = self._opened
                     slot = self._name
@@ -2428,33 +2433,58 @@ class StreamParser:
         after the opener when the stream ended first (the open counts).
         """
         start, end, field, target, match, scan = self._defer
-        state = self._state
-        scanner = self.SCANNERS[state]
-        edges = self.TRANSITIONS[state]
-        while True:
-            s, e, rank, m, hold = scanner(buf, scan, eos, memo)
-            if s < 0:
-                break
-            if edges[rank][0] == CLOSE:
-                # The region closes after all: the opener and what followed were its text.
-                self._defer = None
-                self._route(events, buf[pos:s])
-                slot = self._name
-                self._leave(self._close(events, m, buf[s:e]))
-                if self._recover and e > s:
-                    self._watch_again(buf[s:e], "doubled-closer", slot)
-                return e
-            scan = e if e > s else s + 1  # another opener inside: look past it
+        s, e, m, scan = self._look_on(buf, scan, eos, memo, None)
+        if s >= 0:
+            # The region closes after all: the opener and what followed were its text.
+            self._defer = None
+            return self._close_at(events, buf, pos, s, e, m)
         if not eos:
-            self._defer = (start, end, field, target, match, hold if hold > scan else scan)
+            self._defer = (start, end, field, target, match, scan)
             return None
         self._defer = None
+        state = self._state
         if self.REGIONS[field].reject:
             self._tent = (start, end, state, OPEN, field, target, match)
             self._state = target
         else:
             self._begin(events, OPEN, field, target, match, buf[start:end])
         return end
+
+    def _look_on(self, buf: str, scan: int, eos: bool, memo: list,
+                 take: "Callable[[int, int, Any], bool] | None") -> tuple[int, int, Any, int]:
+        """The scan of a hold (:meth:`_deferred`, :meth:`_close_deferred`): from ``scan`` on, in the
+        current state, the first close of the region that ``take(start, end, match)`` accepts
+        (None: any). Every other delimiter is looked past, so each character is scanned once.
+
+        Returns:
+            tuple: ``(start, end, match, scan)`` of that close, or ``(-1, -1, None, scan)`` when the
+            text so far holds none (``scan``: where the next look goes on from).
+        """
+        scanner = self.SCANNERS[self._state]
+        edges = self.TRANSITIONS[self._state]
+        while True:
+            s, e, rank, m, hold = scanner(buf, scan, eos, memo)
+            if s < 0:
+                return -1, -1, None, hold if hold > scan else scan
+            if edges[rank][0] == CLOSE and (take is None or take(s, e, m)):
+                return s, e, m, scan
+            scan = e if e > s else s + 1  # another delimiter, or a close not taken: look past it
+
+    def _close_at(self, events: list, buf: str, pos: int, s: int, e: int, m: Any, held: int = 0) -> int:
+        """End a hold with the close ``m`` at ``s``-``e``: the text from ``pos`` to it is the
+        region's, the region closes there (its body read strictly with ``held``, see
+        :meth:`_recovered`); returns ``e``."""
+        self._route(events, buf[pos:s])
+        slot = self._name
+        self._held = held
+        try:
+            end_at = self._close(events, m, buf[s:e])
+        finally:
+            self._held = 0
+        self._leave(end_at)
+        if self._recover and e > s:
+            self._watch_again(buf[s:e], "doubled-closer", slot)
+        return e
 
     @classmethod
     def _inside_factory(cls, field: int) -> Any:
@@ -2478,22 +2508,54 @@ class StreamParser:
             table[field] = factory
         return table[field]
 
-    def _inside_at_close(self, field: int, start: int, end: int, match: Any) -> bool:
-        """errors="recover": whether the close ``match`` at ``start``-``end`` of region ``field`` stands
-        inside an open value of the body (its format's ``inside`` reader, fed the whole body once);
-        if so the close is held (:attr:`_cdefer`) and True is returned."""
-        if field != self._field or self._loose is not None or end <= start:
-            return False
+    def _inside_at_close(self, field: int, start: int, end: int, match: Any) -> int:
+        """errors="recover": what the close ``match`` at ``start``-``end`` of region ``field`` is where
+        the body stands (docs/security.md, "Closers inside an open value"), as its format's
+        ``inside`` reader tells (``runtime/formats/base.py`` :class:`InsideReader`):
+
+        - 0: a close (the body stands inside no open value, the format has no reader, or the closer
+          is a zero-width one of the format: a look at what opens next);
+        - 1: held (:attr:`_cdefer`; :meth:`_close_deferred` decides): a closer of the format inside
+          an open value, or a zero-width recover-only closer of a body whose format has no reader;
+        - 2: a recover-only closer inside an open value: the value's text, as strict reads it.
+
+        The reader is made once per region and fed each body piece once (linear)."""
+        if field != self._field or self._loose is not None:
+            return 0
+        recover_only = field in self._RC_FIELDS and self._recover_match(match)
+        if end <= start and not recover_only:
+            return 0
         factory = self._inside_factory(field)
         if factory is None:
-            return False
-        reader = factory()
-        blocks = self._blocks
-        body = "".join(blocks) + "".join(self._body) if blocks else "".join(self._body)
-        if not reader.feed(body):
-            return False
-        self._cdefer = [start, end, match, end, reader, start]
-        return True
+            if end > start or not recover_only or self._rc_spent:
+                return 0
+            # a zero-width recover-only closer of a text body: held until the region's own closer
+            # is known not to follow
+            self._cdefer = [start, end, match, start + 1, None, start]
+            return 1
+        blocks, body = self._blocks, self._body
+        g = self._ins
+        if g is None or g[4] is not body:
+            # [reader, blocks fed, body pieces fed, their characters, the body list, inside]
+            g = self._ins = [factory(), 0, 0, 0, body, False]
+        if len(blocks) == g[1]:
+            new = body[g[2]:]
+            g[3] += sum(map(len, new))
+        else:
+            # the body pieces fed before were joined into blocks[g[1]], at its start
+            new = [blocks[g[1]][g[3]:]] + blocks[g[1] + 1:] + body
+            g[3] = sum(map(len, body))
+        g[1], g[2] = len(blocks), len(body)
+        if new:
+            g[5] = g[0].feed("".join(new))
+        if not g[5]:
+            return 0
+        if recover_only:
+            return 2
+        # the held reader goes on with the text from the closer on (the region ends with the hold)
+        self._ins = None
+        self._cdefer = [start, end, match, end, g[0], start]
+        return 1
 
     @staticmethod
     def _recover_match(match: Any) -> bool:
@@ -2536,53 +2598,38 @@ class StreamParser:
         text of the region returned to, never read for calls).
         Each character is fed to the inside reader once and scanned once (linear)."""
         start, end, match, scan, reader, fed = self._cdefer
-        state = self._state
-        scanner = self.SCANNERS[state]
-        edges = self.TRANSITIONS[state]
-        while True:
-            s, e, rank, m, hold = scanner(buf, scan, eos, memo)
-            if s < 0:
-                break
-            if reader is None:
-                # a held zero-width recover closer of a text body: the region's own closer
-                # follows, so the held one was text; the region closes there as strict reads it
-                if edges[rank][0] == CLOSE and e > s and not self._recover_match(m):
-                    self._cdefer = None
-                    self._route(events, buf[pos:s])
-                    slot = self._name
-                    self._leave(self._close(events, m, buf[s:e]))
-                    self._watch_again(buf[s:e], "doubled-closer", slot)
-                    return e
-                scan = e if e > s else s + 1
-                continue
-            if edges[rank][0] == CLOSE and e > s:
+        if reader is None:
+            # a held zero-width recover closer of a text body: when the region's own closer
+            # follows, the held one was text; the region closes there as strict reads it
+            s, e, m, scan = self._look_on(buf, scan, eos, memo,
+                                          lambda s, e, m: e > s and not self._recover_match(m))
+            if s >= 0:
+                self._cdefer = None
+                return self._close_at(events, buf, pos, s, e, m)
+        else:
+            def whole(s: int, e: int, m: Any) -> bool:
+                # a later closer (of the format or recover-only) after which the value is whole
+                nonlocal fed
                 inside = reader.feed(buf[fed:s])
                 fed = s
-                if not inside:
-                    self._cdefer = None
-                    at = self._here()  # the held closer's offset (pos is its start)
-                    closer = buf[start:end]
-                    self._report("repaired", at, at + len(closer),
-                                 f"closer {closer!r} stands inside an open value of {self.REGIONS[self._field].name!r} "
-                                 f"(a parameter or string its format reads): kept as the value's text; the closer "
-                                 f"at offset {at + s - pos} leaves the value whole", closer, self._name)
-                    self._route(events, buf[pos:s])
-                    slot = self._name
-                    # reading the held closer as text is this body's repair: no other repair is
-                    # stacked on it (a value that needs one is malformed, never a guessed call);
-                    # an opener of this field after the held closer makes the body ambiguous
-                    # (one call, or calls that end and begin there): malformed, no call
-                    self._held = 2 if self._opener_inside(buf, end, s) else 1
-                    try:
-                        end_at = self._close(events, m, buf[s:e])
-                    finally:
-                        self._held = 0
-                    self._leave(end_at)
-                    self._watch_again(buf[s:e], "doubled-closer", slot)
-                    return e
-            scan = e if e > s else s + 1
+                return not inside
+
+            s, e, m, scan = self._look_on(buf, scan, eos, memo, whole)
+            if s >= 0:
+                self._cdefer = None
+                at = self._here()  # the held closer's offset (pos is its start)
+                closer = buf[start:end]
+                self._report("repaired", at, at + len(closer),
+                             f"closer {closer!r} stands inside an open value of {self.REGIONS[self._field].name!r} "
+                             f"(a parameter or string its format reads): kept as the value's text; the closer "
+                             f"at offset {at + s - pos} leaves the value whole", closer, self._name)
+                # reading the held closer as text is this body's repair: no other repair is
+                # stacked on it (a value that needs one is malformed, never a guessed call);
+                # an opener of this field after the held closer makes the body ambiguous
+                # (one call, or calls that end and begin there): malformed, no call
+                return self._close_at(events, buf, pos, s, e, m, 2 if self._opener_inside(buf, end, s) else 1)
         if not eos:
-            self._cdefer = [start, end, match, hold if hold > scan else scan, reader, fed]
+            self._cdefer = [start, end, match, scan, reader, fed]
             return None
         if reader is None:
             # no own closer follows: the held recover closer closes the region where it stood
@@ -2956,46 +3003,6 @@ class StreamParser:
         self._report(kind, start, end, f"ContentParseError: {exc}", raw, None)
         if into is not None:
             self._to_implicit(implicit, raw)
-
-    def _recover_close_ok(self, match: Any) -> bool:
-        """Whether a close ``match`` of a region in :attr:`_RC_GATED` may close it: always for the
-        strict closer; for a recover-only alternative only where the body so far is blank or one
-        whole value and blanks (its boundary decoder, fed each body piece once: linear), so that
-        ``(?=<\\|tool_call_begin\\|>)`` inside a JSON string stays string text (red team s11)."""
-        groups = match.groupdict() if hasattr(match, "groupdict") else {}
-        if not any(v is not None for k, v in groups.items() if k.startswith(RECOVER_CLOSER_GROUP)):
-            return True
-        blocks, body = self._blocks, self._body
-        g = self._rcg
-        if g is None or g[5] is not body:
-            # [decoder, blocks fed, body pieces fed, their characters, state, the body list]; state:
-            # 0 blank so far, 3 inside the value, 1 a whole value and blanks, 2 neither (for good)
-            g = self._rcg = [self._region.boundary(), 0, 0, 0, 0, body]
-        if len(blocks) == g[1]:
-            new = body[g[2]:]
-            g[3] += sum(map(len, new))
-        else:
-            # the body pieces fed before were joined into blocks[g[1]], at its start
-            new = [blocks[g[1]][g[3]:]] + blocks[g[1] + 1:] + body
-            g[3] = sum(map(len, body))
-        g[1], g[2] = len(blocks), len(body)
-        decoder = g[0]
-        for piece in new:
-            state = g[4]
-            if state == 2 or not piece:
-                continue
-            if state == 1:
-                if piece.strip():
-                    g[4] = 2
-                continue
-            k = decoder.feed(piece)
-            if k >= 0:
-                g[4] = 2 if piece[k:].strip() else 1
-            elif decoder.status == REJECTED:
-                g[4] = 2
-            elif state == 0 and piece.strip():
-                g[4] = 3
-        return g[4] in (0, 1)
 
     def _keep(self, text: str) -> None:
         """Append body text; every BLOCK pieces are joined, so a long body of small chunks costs

@@ -457,8 +457,9 @@ def test_tables_are_records_compiled_on_first_use(key):
     assert len(module.ResponseParser.HOLD_REGEX) == len(plan)
     # per state, whether the module wrote _rt.HELD_LITERALS (the runtime builds its automata)
     block = compiled.source.split("    HOLD_REGEX = (\n", 1)[1].split("\n    )\n", 1)[0] if plan != (None,) * len(plan) else ""
-    entries = [part.split("\n", 1)[1] for part in block.split("        # S")[1:]]
-    derived = [entry.strip() == "_rt.HELD_LITERALS," for entry in entries]
+    # a derived state is one line, "_rt.HELD_LITERALS,  # S_...", any other has its "# S_..." line first
+    derived = [line.startswith("        _rt.HELD_LITERALS,  # S") for line in block.splitlines()
+               if line.startswith(("        _rt.HELD_LITERALS,  # S", "        # S"))]
     for k, (entry, tables) in enumerate(zip(module.ResponseParser.HOLD_REGEX, plan)):
         if tables is None:
             assert entry is None

@@ -27,6 +27,7 @@ import pytest
 import respc
 from respc.compiler.api import compile_source
 from respc.runtime.errors import TemplateError
+from respc.runtime.scanners import scanner_sources
 
 CODE = "__import__('os').system('touch PWNED')"
 
@@ -132,11 +133,11 @@ IDS = list(HOSTILE)
 
 # Top-level names a generated module may define; numbered families depend on the template size.
 KNOWN_NAMES = {
-    "annotations", "regex", "_rt", "literal_hold", "SOURCE", "TEMPLATE_SHA256", "FIELD_NAMES", "DEFAULTS",
+    "annotations", "regex", "_rt", "SOURCE", "TEMPLATE_SHA256", "FIELD_NAMES", "DEFAULTS",
     "_REGIONS", "_REQUIRED", "_START_ANCHOR", "_TRANSITIONS",
     "ResponseParser", "get_response_parser", "parse_response", "GRAMMAR", "__all__",
 }
-NUMBERED = re.compile(r"S_[A-Z0-9_]+|(_D|_P|S|_scan_|_DELIMITERS_)\d+|_PREFIXES_\d+|_D\d+L?(_LEADS)?")
+NUMBERED = re.compile(r"S_[A-Z0-9_]+|(_D|_P|_B|S|_DELIMITERS_)\d+|_D\d+L")
 FORBIDDEN_IDENTIFIERS = {"__import__", "os", "system", "exec", "eval", "open", "touch", "PWNED",
                          "bos_token", "field", "raw", "generation"}
 
@@ -179,12 +180,33 @@ def _assert_inert(source: str) -> None:
     # every call in the module is to a known function
     callees = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     assert callees <= {"_rt.check_abi", "_rt.make_field_processor", "_rt.Region", "_rt.Plan", "_rt.Edge", "_rt.make_boundary",
-                       "regex.compile", "frozenset", "len", "float", "buf.find", "m.span", "m.start", "q.start",
-                       "j.start", "literal_hold", "ResponseParser", "_rt.parse_many", "_rt.lead_search", "_rt.barrier_search",
-                       "_rt.partial_search", "_rt.partial_late", "_rt.partial_barrier", "_rt.window_partial",
+                       "regex.compile", "frozenset", "float", "ResponseParser", "_rt.parse_many",
                        "_rt.LazyPattern", "globals", "_rt.FastPath", "_rt.HoldRun", "_rt.HoldLiterals",
-                       "_rt.StrayCloser", "_rt.HeldAutomaton", "_rt.Literal", "_rt.literal_prefixes"} | {
-        c for c in callees if re.fullmatch(r"_[DPB]\d+L?\.(search|fullmatch|match)", c)}, callees
+                       "_rt.StrayCloser", "_rt.HeldAutomaton", "_rt.Literal", "_rt.Pattern"}, callees
+
+
+#: what a scanner the runtime writes from a module's records may call (runtime/scanners.py)
+SCANNER_CALLEES = {"len", "buf.find", "m.span", "m.start", "q.start", "j.start", "b.end", "literal_hold",
+                   "_rt.lead_search", "_rt.barrier_search", "_rt.partial_search", "_rt.partial_late",
+                   "_rt.partial_barrier", "_rt.window_partial"}
+
+
+def _assert_built_inert(module) -> None:
+    """The scanners the runtime writes from a hostile template's records: template text only as
+    str constants, names only the runtime's own and the checked _D<k> globals (docs/security.md,
+    "Declared scanners and named records")."""
+    for parser_class in (module.ResponseParser, getattr(module, "_RecoverParser", None)):
+        if parser_class is None:
+            continue
+        for source in scanner_sources(parser_class):
+            tree = ast.parse(source)
+            callees = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+            assert callees <= SCANNER_CALLEES | {c for c in callees
+                                                 if re.fullmatch(r"(_R)?_D\d+\.(search|match)|[PBL]\d+\.search", c)}
+            assert all(type(n.value) in (str, int, bool) or n.value is None
+                       for n in ast.walk(tree) if isinstance(n, ast.Constant))
+            identifiers = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+            assert identifiers & FORBIDDEN_IDENTIFIERS == set()
 
 
 @pytest.fixture
@@ -219,6 +241,7 @@ def test_parses_literal_message(name, sandbox):
     template, prefix, text, expected = HOSTILE[name]
     module = respc.compile_template(template)
     assert module.parse_response(text, prefix=prefix) == expected
+    _assert_built_inert(module)
     parser = module.ResponseParser(prefix)
     for ch in text:
         parser.feed(ch)

@@ -184,3 +184,111 @@ def test_inside_readers():
     plain = FORMATS["json"].inside({})()
     assert [plain.feed(p) for p in ['{"a": "x\\', '"</t>', '"}']] == [True, True, False]
     assert FORMATS["text"].inside is None
+
+
+# --- one mechanism: the format's inside reader decides for every closer (recover-only or not) -----
+
+LFM2 = ("lfm2", "<|im_start|>assistant\n")
+KIMI_CALL = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>")
+KIMI_END = "<|tool_calls_section_end|>"
+
+
+# pythonic's inside reader (a Python string literal, either quote): the closer is held as for
+# xml-inline and json; before, it closed the call and the call was malformed
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_closer_inside_a_python_string_is_its_text(how):
+    text = '<|tool_call_start|>[get_weather(city="Paris", unit="c<|tool_call_end|>elsius")]<|tool_call_end|>'
+    message, diagnostics = parse(LFM2, text, how)
+    assert message == {"role": "assistant", "tool_calls": [
+        call("get_weather", city="Paris", unit="c<|tool_call_end|>elsius")]}
+    assert diagnostics == [("repaired", 53, 70)]
+    message, diagnostics = parse(LFM2, "<|tool_call_start|>[f(a='x<|tool_call_end|>y')]<|tool_call_end|>", how)
+    assert message == {"role": "assistant", "tool_calls": [call("f", a="x<|tool_call_end|>y")]}
+    assert diagnostics == [("repaired", 26, 43)]
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_opener_after_a_held_closer_in_a_python_string_makes_the_body_malformed(how):
+    text = '<|tool_call_start|>[f(a="x<|tool_call_end|> y")]<|tool_call_start|>[g()]<|tool_call_end|>'
+    message, diagnostics = parse(LFM2, text, how)
+    assert message == {"role": "assistant", "content": text}
+    assert diagnostics == [("repaired", 26, 43), ("malformed", 0, 89)]
+
+
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_python_value_open_to_the_end_closes_at_the_held_closer(how):
+    """The output ends inside the string: the held closer closes (the body is malformed, as
+    before), and the text after it stays text, its <|im_end|> included (not read for delimiters)."""
+    text = '<|tool_call_start|>[f(a="x<|tool_call_end|>Done.<|im_end|>'
+    message, diagnostics = parse(LFM2, text, how)
+    assert message == {"role": "assistant", "content": text}
+    assert diagnostics == [("malformed", 0, 43), ("repaired", 43, 58)]
+
+
+# kimi_k2_thinking's recover-only closer (?=<|tool_call_begin|>) of a json call: inside a string it is
+# the string's text (red team s11, unchanged); elsewhere it closes, as a closer of the format would
+# there (before: only after a whole value and blanks, so a damaged call swallowed the calls after it)
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_recover_closer_outside_a_string_closes(how):
+    text = (KIMI_CALL + '{"a": 1} x<|tool_call_begin|>functions.g:1<|tool_call_argument_begin|>{"b": 2}<|tool_call_end|>'
+            + KIMI_END)
+    message, diagnostics = parse(KIMI, text, how)
+    assert message == {"role": "assistant", "tool_calls": [call("g", b=2)],
+                       "content": '<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{"a": 1} x'}
+    assert diagnostics == [("repaired", 98, 98), ("malformed", 28, 98)]
+    text = (KIMI_CALL + '{"a": 1, <|tool_call_begin|>functions.g:1<|tool_call_argument_begin|>{"b": 2}<|tool_call_end|>'
+            + KIMI_END)
+    message, diagnostics = parse(KIMI, text, how)
+    assert message == {"role": "assistant", "tool_calls": [call("f", a=1), call("g", b=2)]}
+    assert diagnostics == [("repaired", 97, 97), ("repaired", 28, 97)]
+
+
+# a held closer is decided by the first later closer after which the value is whole, a zero-width
+# recover-only one included (before: only closers with text, so g's opener fell inside f's body)
+@pytest.mark.parametrize("how", ["whole", "chars", "random"])
+def test_held_closer_decided_by_a_recover_closer(how):
+    text = (KIMI_CALL + '{"a": "x<|tool_call_end|>y"}<|tool_call_begin|>functions.g:1<|tool_call_argument_begin|>'
+            '{"b": 2}<|tool_call_end|>' + KIMI_END)
+    message, diagnostics = parse(KIMI, text, how)
+    assert message == {"role": "assistant", "tool_calls": [call("f", a="x<|tool_call_end|>y"), call("g", b=2)]}
+    assert diagnostics == [("repaired", 96, 113), ("repaired", 116, 116)]
+
+
+@pytest.mark.parametrize("family,head,unit,tail", [
+    (LFM2, '<|tool_call_start|>[write(content="x', "ab c<|tool_call_end|> ", '")]<|tool_call_end|>'),
+    (KIMI, KIMI_CALL + '{"code": "x', "ab <|tool_call_begin|> <|tool_call_end|> ", '"}<|tool_call_end|>' + KIMI_END),
+], ids=["lfm2-one-value", "kimi-one-value"])
+@pytest.mark.parametrize("step", [1 << 30, 7])
+def test_closers_of_every_kind_inside_a_value_are_linear(family, head, unit, tail, step):
+    """A value full of closers (held ones, recover-only ones read as text): 2x input within 2.5x CPU."""
+    name, prefix = family
+    module = importlib.import_module(f"respc.generated.{name}")
+
+    def cost(n):
+        text = head + unit * n + tail
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.process_time()
+            parser = module.ResponseParser(prefix, errors="recover")
+            for i in range(0, len(text), step):
+                parser.feed(text[i:i + step])
+            message = parser.finalize()[0]
+            best = min(best, time.process_time() - t0)
+        assert len(message.get("tool_calls", ())) == 1, message
+        return best
+
+    small, large = cost(1000), cost(2000)
+    assert large <= 2.5 * max(small, 0.002), (small, large)
+
+
+def test_pythonic_inside_reader():
+    """pythonic's inside reader (docs/formats.md, ``Format.inside``): a string literal of either
+    quote, a quote kept back at the end of a piece read as one quote (a string) or two (empty)."""
+    from respc.runtime.formats import FORMATS
+
+    make = FORMATS["pythonic"].inside({})
+    cases = [(['[f(a="x'], [True]), (["[f(a='"], [True]), (["[f(a=''"], [False]), (["[f(a='''x''"], [True]),
+             (["[f(a=1)]", '"'], [False, False]), (["Sure"], [False]), (['[f(a="x', 'y")', "])"], [True, False, False])]
+    for pieces, expected in cases:
+        reader = make()
+        assert [reader.feed(p) for p in pieces] == expected, pieces

@@ -511,10 +511,13 @@ def _random_chunkings(text: str, seed: str) -> dict[str, list[str]]:
 def test_shortcuts_equal_the_general_path_and_sse_equals_json_dumps(vector, prefix, monkeypatch):
     """On every vector and chunking, for the vector's errors mode and for errors="recover" with
     recover_arguments="stream": the instance's fast ``feed`` (its text, empty and tool-chunk
-    shortcuts, the JSON reader's string runs) gives exactly the chunks of the general path (the
-    class's ``feed``, the reader one character at a time); and ``feed_sse``/``finalize_sse`` give
+    shortcuts, the JSON reader's runs) gives exactly the chunks of the general path (the
+    class's ``feed``, the json argument reader as it was before it read by runs, one character at a
+    time: tests/old_json_argument_reader.py); and ``feed_sse``/``finalize_sse`` give
     byte for byte ``sse()`` (``json.dumps``) of those chunks plus ``data: [DONE]``."""
     import re as _re
+
+    import old_json_argument_reader
 
     from respc.runtime.formats import json_ as json_format
 
@@ -530,7 +533,9 @@ def test_shortcuts_equal_the_general_path_and_sse_equals_json_dumps(vector, pref
             fast = stream(errors, options)
             got = [c for piece in chunks for c in fast.feed(piece)] + fast.finalize()
             with monkeypatch.context() as patch:
-                patch.setattr(json_format, "_STRING_RUN", no_runs)
+                # (the json reader as it was, one character at a time: tests/old_json_argument_reader.py)
+                patch.setattr(json_format, "ArgumentReader", old_json_argument_reader.OldArgumentReader)
+                patch.setattr(old_json_argument_reader, "_STRING_RUN", no_runs)
                 general = stream(errors, options)
                 want = [c for piece in chunks for c in ChatCompletionStream.feed(general, piece)] + general.finalize()
             assert got == want, how
@@ -569,11 +574,14 @@ def test_sse_of_unusual_names_usage_and_length():
 
 
 def test_json_reader_string_runs_on_random_bodies(monkeypatch):
-    """The JSON reader takes runs of plain string characters in one step: on seeded random argument
-    objects (escapes, quotes, control characters, non-ASCII, nesting, typed values with tools) in
-    random chunkings, the chunks equal those of the reader fed one character at a time."""
+    """The JSON reader takes runs (string characters, whitespace, scalars, nested values) in one step: on
+    seeded random argument objects (escapes, quotes, control characters, non-ASCII, nesting, typed values
+    with tools) in random chunkings, the chunks equal those of the reader as it was, fed one character at
+    a time (tests/old_json_argument_reader.py)."""
     import random
     import re as _re
+
+    import old_json_argument_reader
 
     from respc.runtime.formats import json_ as adapter
 
@@ -596,8 +604,9 @@ def test_json_reader_string_runs_on_random_bodies(monkeypatch):
         results = []
         for runs in (True, False):
             with monkeypatch.context() as patch:
-                if not runs:
-                    patch.setattr(adapter, "_STRING_RUN", _re.compile(r"(?!)"))
+                if not runs:  # the json reader as it was, one character at a time (tests/old_json_argument_reader.py)
+                    patch.setattr(adapter, "ArgumentReader", old_json_argument_reader.OldArgumentReader)
+                    patch.setattr(old_json_argument_reader, "_STRING_RUN", _re.compile(r"(?!)"))
                 stream, out = _stream(_qwen3(), "", chunks, given)
             results.append((out, stream.diagnostics))
         assert results[0] == results[1], text

@@ -48,11 +48,14 @@ import pytest
 import regex
 
 import respc
-from respc.compiler import automaton, emit
+from respc.compiler import automaton
 from respc.compiler.api import compile_source
 from respc.runtime import partial_barrier, partial_late, partial_search
+from respc.runtime import stream
+from respc.runtime.scanners import build_now, scanner_sources
 from respc.runtime.stream import LONG_HOLD
-from support import FAMILY_DIR, REPO, chunkings, exec_module, merged_events, outcome, random_pieces, run_stream
+from support import (FAMILY_DIR, REPO, chunkings, exec_module, generated, merged_events, outcome, random_pieces,
+                     run_stream)
 
 
 # -- 1. the required-factor prefilter of a regex delimiter changes nothing (issue 14) -------------
@@ -181,22 +184,29 @@ def test_factor_analysis_values():
 FILLER = "Plain words < and <x or [a] with (parens) {b}, to=x, then `ticks`, | bars and \"quotes\". "
 
 
-def _partial_source(spec, long: int) -> str:
-    saved = emit.PARTIAL_LONG
-    emit.PARTIAL_LONG = long
+def _partial_module(spec, long: int, tag: str) -> types.ModuleType:
+    """The module of ``spec`` whose scanners the runtime builds with ``long`` as PARTIAL_LONG
+    (the searches it writes as an ``if``: the engine's below, the helpers' from there on)."""
+    module = exec_module(compile_source(spec).source, f"respc_partial_test_{tag}")
+    saved = stream.PARTIAL_LONG
+    stream.PARTIAL_LONG = long
     try:
-        return compile_source(spec).source
+        for parser_class in (module.ResponseParser, getattr(module, "_RecoverParser", None)):
+            if parser_class is not None:
+                build_now(parser_class)
+                module.__dict__.setdefault("_sources", []).extend(scanner_sources(parser_class))
     finally:
-        emit.PARTIAL_LONG = saved
-
-
-def _partial_module(source: str, tag: str) -> types.ModuleType:
-    return exec_module(source, f"respc_partial_test_{tag}")
+        stream.PARTIAL_LONG = saved
+    return module
 
 
 def _partial_names() -> list[str]:
-    return [p.stem for p in sorted((REPO / "templates").glob("*.json"))
-            if "_rt.partial_" in (REPO / "generated" / f"{p.stem}.py").read_text(encoding="utf-8")]
+    names = []
+    for path in sorted((REPO / "templates").glob("*.json")):
+        module = generated(path.stem)
+        if any("_rt.partial_" in source for source in scanner_sources(module.ResponseParser)):
+            names.append(path.stem)
+    return names
 
 
 def _delimiters() -> list[str]:
@@ -286,12 +296,12 @@ def test_helpers_give_the_engines_partial_search(pattern):
 @pytest.mark.parametrize("name", _partial_names())
 def test_catalogue_same_events_with_and_without_the_helpers(name):
     path = REPO / "templates" / f"{name}.json"
-    with_helpers, without = _partial_source(path, 0), _partial_source(path, 10**9)
+    helpers, engine = _partial_module(path, 0, "helpers"), _partial_module(path, 10**9, "engine")
+    with_helpers, without = "".join(helpers._sources), "".join(engine._sources)
     # every scan takes the helpers in the one, none in the other
     # (a scanner writes the two searches as an if, or a probe's as a conditional expression)
     assert "_rt.partial_" in with_helpers and "_rt.partial_" in without
     assert re.search(r"< 0(:| else _rt\.partial_)", with_helpers) and re.search(r"< 1000000000(:| else _rt\.partial_)", without)
-    helpers, engine = _partial_module(with_helpers, "helpers"), _partial_module(without, "engine")
     cases = json.loads((FAMILY_DIR / f"{name}.json").read_text(encoding="utf-8"))["cases"]
     for case in cases:
         for k, text in enumerate((case["text"], FILLER + case["text"], FILLER * 4 + case["text"] + FILLER)):
@@ -312,7 +322,7 @@ def test_catalogue_same_events_with_and_without_the_helpers(name):
 def test_long_feed_searches_from_the_first_lead():
     """One big feed of xlam prose: the engine is asked from the first place a lead can start, not
     from the start of the undecided text (the helpers' point; the events are the engine's)."""
-    module = _partial_module(_partial_source(REPO / "templates" / "xlam.json", 256), "xlam")
+    module = _partial_module(REPO / "templates" / "xlam.json", 256, "xlam")
     starts = []
     real = module._rt.partial_search
 

@@ -70,7 +70,7 @@ def test_catalogue_declarations_scan_by_the_rule(name):
     rng = random.Random("scanners/" + name)
     declared = [getattr(module, f"_DELIMITERS_{k}", None) for k in range(len(module.ResponseParser.TRANSITIONS))]
     for literals in declared:
-        if literals:
+        if literals and all(isinstance(r, Literal) for r in literals):
             _check(literals, rng, 60)
 
 
@@ -143,3 +143,53 @@ def test_literal_prefixes_are_the_compilers(name):
             assert built == frozenset(plan.hold.prefixes)
     with pytest.raises(TypeError, match="tuple of str"):
         literal_prefixes(["<a>"])
+
+
+def test_pattern_records_are_checked_when_the_class_is_made():
+    """A regex state's records (runtime/scanners.py Pattern) of another shape are refused when the
+    parser class is created, naming the record: only a delimiter bound to a checked ``_D<k>``
+    global, ``repr`` of exact str and int values and decisions on exact bools reach the source
+    the runtime writes (docs/security.md, "Declared scanners and named records")."""
+    from respc.runtime import LazyPattern, Pattern
+
+    class Sneaky(str):
+        def __repr__(self):
+            return "__import__('os')"
+
+    scope: dict = {}
+    good = LazyPattern("<a>", scope=scope, name="_D0")
+    scope["_D0"] = good
+    evil = LazyPattern("<a>", scope=scope, name="_D0 or __import__('os')")
+    probe = LazyPattern("(?>(?:<a>))(?!)")
+    bad = [Pattern(evil, rank=0, probe=probe), Pattern(good, rank="0", probe=probe),
+           Pattern(good, rank=0, probe=probe, factor=Sneaky("<a>")),
+           Pattern(good, rank=0, probe=probe, leads=[Sneaky("<")]), Pattern(good, rank=0, probe=probe, leads=(Sneaky("<"),)),
+           Pattern(good, rank=0, probe=probe, barrier=("<a>",)), Pattern(good, rank=0, probe="(?!)"),
+           Pattern(good, rank=0, probe=probe, prefilter=1), Pattern(good, rank=0, probe=probe, reach=True),
+           Pattern("<a>", rank=0, probe=probe), Pattern(good, rank=0, factor="<a>")]  # a factor needs a probe
+    for record in bad:
+        with pytest.raises(TypeError, match="Pattern"):
+            type("P", (StreamParser,), {"SCANNERS": ((record,),), "FAST_PATH": ((None, None),)})
+    built = type("P", (StreamParser,), {"SCANNERS": ((Pattern(good, rank=0, probe=probe, leads=("<a>",)),),),
+                                        "FAST_PATH": ((None, None),)})
+    scan = built.SCANNERS[0]
+    memo = [None] * built.MEMO_SLOTS
+    assert built.MEMO_SLOTS == 3 and scan("x<a>y", 0, False, memo)[:3] == (1, 4, 0)
+
+
+def test_regex_states_are_written_by_the_runtime():
+    """No generated module writes a scanner: every state declares records, and a recover class
+    (errors="recover") takes the strict class's delimiters, probes, back searches and
+    declarations where they are the same (issue 31)."""
+    for path in sorted((REPO / "generated").glob("[!_]*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "def _scan_" not in text and "memo[" not in text and "_LEADS" not in text, path.name
+    for name in ("gpt_oss", "gemma4", "kimi_k2_thinking", "qwen3_coder"):
+        module = respc.compile_template(REPO / "templates" / f"{name}.json")
+        strict = {k: v.pattern for k, v in vars(module).items() if k[:2] in ("_D", "_P", "_B") and hasattr(v, "pattern")}
+        mine = {k[2:]: v.pattern for k, v in vars(module).items() if k[:4] in ("_R_D", "_R_P", "_R_B")
+                and hasattr(v, "pattern")}
+        assert mine and all(strict.get(k) != pattern for k, pattern in mine.items()), name
+        shared = [k for k, records in enumerate(module._RecoverParser._DECLARED)
+                  if records is module.ResponseParser._DECLARED[k]]
+        assert shared, name

@@ -2,7 +2,7 @@
 // template: templates/gemma2.json
 // template sha256: e0cc36a95a2da47984b72f25d527c7b57cca2d8ecd499b06d96958bf3e42d336
 // regenerate: respc compile templates/gemma2.json --target js -o generated/js/gemma2.mjs
-// respc js codegen 1
+// respc js codegen 2
 // Streaming response parser (docs/javascript.md): new ResponseParser(prefix, {tools, errors}),
 // parser.initialEvents, parser.feed(text) -> events, parser.finalize() -> {message, events},
 // parseResponse(text, {prefix, tools, errors}) -> message.
@@ -21,7 +21,7 @@ export const TABLE = JSON.parse([
   " \"required\": [],",
   " \"outside\": 0,",
   " \"anchors\": [",
-  "  \"<start_of_turn>model\\n\"",
+  "  \"\u003cstart_of_turn\u003emodel\\n\"",
   " ],",
   " \"fields\": [",
   "  {",
@@ -49,8 +49,8 @@ export const TABLE = JSON.parse([
   "   \"watches\": [",
   "    {",
   "     \"literals\": [",
-  "      \"<end_of_turn>\",",
-  "      \"<eos>\"",
+  "      \"\u003cend_of_turn\u003e\",",
+  "      \"\u003ceos\u003e\"",
   "     ],",
   "     \"rank\": 0",
   "    }",
@@ -64,7 +64,21 @@ export const TABLE = JSON.parse([
   "   ]",
   "  }",
   " ],",
-  " \"stray\": []",
+  " \"stray\": [],",
+  " \"reprs\": [",
+  "  [",
+  "   \"\u003cend_of_turn\u003e\",",
+  "   \"'\u003cend_of_turn\u003e'\"",
+  "  ],",
+  "  [",
+  "   \"\u003ceos\u003e\",",
+  "   \"'\u003ceos\u003e'\"",
+  "  ],",
+  "  [",
+  "   \"content\",",
+  "   \"'content'\"",
+  "  ]",
+  " ]",
   "}",
 ].join("\n"));
 

@@ -22,12 +22,13 @@ export const PREFIX_REQUIRED =
   "opening `<think>` tag) that the parser must see to parse the output correctly. If the " +
   'generation already contains the complete message, pass prefix="" (or []) to opt out explicitly.';
 
+// each takes the template strings it quotes as Python's repr already wrote them (StreamParser._repr)
 const NOTES = {
-  "opener-again": (d) => `opener ${pyRepr(d)} written again at the start of its region: consumed`,
-  "doubled-closer": (d) => `closer ${pyRepr(d)} written twice: the second one was consumed`,
+  "opener-again": (d) => `opener ${d} written again at the start of its region: consumed`,
+  "doubled-closer": (d) => `closer ${d} written twice: the second one was consumed`,
   "stray-closer": (c, owner, slot) =>
-    `closer ${pyRepr(c)} of ${pyRepr(owner)} with no opener before it: kept as text of ${pyRepr(slot)}`,
-  "opener-inside": (o) => `the region's opener ${pyRepr(o)} written again inside its body: the start before the ` +
+    `closer ${c} of ${owner} with no opener before it: kept as text of ${slot}`,
+  "opener-inside": (o) => `the region's opener ${o} written again inside its body: the start before the ` +
     "last copy was abandoned (dropped; the body after it is the value)",
   "one-object": () => "one object where a list of them is expected: read as a list of one",
   "arguments": (name) => `arguments of ${pyValueRepr(name)} were a JSON-encoded string: decoded`,
@@ -290,9 +291,10 @@ function findSequence(w, buf, pos, n, complete) {
     k = buf.indexOf(lead, k + 1);
   }
   if (!complete) {
-    for (let j = Math.max(pos, n - lead.length + 1); j < n; j++) {
-      if (lead.startsWith(buf.slice(j, n))) return [j, PARTIAL, 0, null];
-    }
+    // the text ends with a proper prefix of the lead: the longest one (its leftmost start), found
+    // with the lead's failure table in time linear in the lead, not by comparing every suffix
+    const held = heldPrefix(buf, Math.max(pos, n - lead.length + 1), lead, w.fail ??= failTable(lead), n);
+    if (held > 0) return [n - held, PARTIAL, 0, null];
   }
   return null;
 }
@@ -305,23 +307,46 @@ const BLOCK = 64;
 
 /**
  * True when no watched literal of state `st` can start anywhere in `text` (read with nothing held
- * before it): at every occurrence of a literal's first character, neither the literal follows nor
- * does the text end with a proper prefix of it. A scan would then route the whole chunk.
+ * before it): no literal occurs in it, and it does not end with a proper prefix of one. A scan would
+ * then route the whole chunk. Each literal costs one search and one failure-table pass over the
+ * chunk's last `span` characters, never a comparison per occurrence of its first character (which
+ * is quadratic in a long literal made of one repeated character).
  */
 function plainChunk(text, st) {
-  for (const first of st.firsts) {
-    let k = text.indexOf(first);
-    while (k >= 0) {
-      const rest = text.length - k;
-      for (const lit of st.lits) {
-        if (lit[0] === first && (rest >= lit.length ? text.startsWith(lit, k) : lit.startsWith(text.slice(k)))) {
-          return false;
-        }
-      }
-      k = text.indexOf(first, k + 1);
-    }
+  const n = text.length;
+  for (let k = 0; k < st.lits.length; k++) {
+    const lit = st.lits[k];
+    const at = text.indexOf(lit[0]);
+    if (at < 0) continue;
+    if (text.indexOf(lit, at) >= 0) return false;
+    if (heldPrefix(text, Math.max(at, n - lit.length + 1), lit, st.fails[k] ??= failTable(lit)) > 0) return false;
   }
   return true;
+}
+
+/** Knuth-Morris-Pratt failure table of `lit`: f[i] is the longest proper border of lit[0:i] (f[0] = -1). */
+function failTable(lit) {
+  const f = new Int32Array(lit.length + 1);
+  f[0] = -1;
+  let k = -1;
+  for (let i = 0; i < lit.length; i++) {
+    while (k >= 0 && lit.charCodeAt(k) !== lit.charCodeAt(i)) k = f[k];
+    f[i + 1] = ++k;
+  }
+  return f;
+}
+
+/** The length of the longest suffix of buf[from:end] that is a proper prefix of `lit` (f: its failure table). */
+function heldPrefix(buf, from, lit, f, end = buf.length) {
+  const L = lit.length;
+  let k = 0;
+  for (let i = from; i < end; i++) {
+    if (k === L) k = f[k];
+    const c = buf.charCodeAt(i);
+    while (k >= 0 && lit.charCodeAt(k) !== c) k = f[k];
+    k++;
+  }
+  return k === L ? f[L] : k;
 }
 
 /**
@@ -353,6 +378,7 @@ export class StreamParser {
     this.diagnostics = [];
     this.initialEvents = [];
     this._eosHold = null;
+    this._high = "";  // a chunk's last UTF-16 unit when it is the first half of a surrogate pair (feed)
     this._again = null;
     // errors="recover": a closer met inside an open JSON string, held until a later closer leaves
     // the value whole or the output ends: [start, end, scan from, InString reader, fed up to]
@@ -440,6 +466,16 @@ export class StreamParser {
   feed(text) {
     if (this._done) throw new ParserStateError("ResponseParser already finalized (or failed earlier)");
     if (typeof text !== "string") throw new TypeError("feed() takes a string");
+    // A chunk that ends with the first half of a surrogate pair: the half waits for the next chunk,
+    // so a character split between chunks is read as one character, as in the whole text (D2:
+    // offsets count code points, and a delimiter is never found across the halves)
+    if (this._high) { text = this._high + text; this._high = ""; }
+    const last = text.length ? text.charCodeAt(text.length - 1) : 0;
+    if (last >= 0xd800 && last <= 0xdbff) { this._high = text.slice(-1); text = text.slice(0, -1); }
+    return this._feed(text);
+  }
+
+  _feed(text) {
     if (this._buf === "" && this._again === null && this._cdefer === null && this._tent === null &&
         this._defer === null && this._bd === null && text !== "") {
       // Fast path: nothing held and no character of the chunk can start a watched literal, so a
@@ -490,6 +526,17 @@ export class StreamParser {
   finalize() {
     if (this._done) throw new ParserStateError("ResponseParser already finalized (or failed earlier)");
     const events = [];
+    if (this._high) {
+      // the output ended with the first half of a surrogate pair: a lone surrogate, one code point
+      const high = this._high;
+      this._high = "";
+      try {
+        events.push(...this._feed(high));
+      } catch (exc) {
+        exc.events = events.concat(exc.events ?? []);
+        throw exc;
+      }
+    }
     const collected = this._tail.length > 0;
     this._flushTail();
     if (this._recover && collected) this._guarded(events, false);
@@ -509,7 +556,7 @@ export class StreamParser {
     const missing = this._T.required.filter((k) => !Object.prototype.hasOwnProperty.call(message, k));
     if (missing.length) {
       throw new ContentParseError(
-        `Required response_template fields missing from parsed output: [${missing.map(pyRepr).join(", ")}]`);
+        `Required response_template fields missing from parsed output: [${missing.map((k) => this._repr(k)).join(", ")}]`);
     }
     return { message, events };
   }
@@ -584,15 +631,20 @@ export class StreamParser {
       }
     }
     if (!eos && (bs < 0 || bs >= n - st.span)) {
-      // the buffer ends with a proper prefix of a literal: hold it back
-      for (let j = Math.max(pos, n - st.span); j < n; j++) {
-        if (!st.firsts.includes(buf[j])) continue;
-        const tail = buf.slice(j);
-        if (st.watches.some((w) => w.literals.some((lit) => lit.length > tail.length && lit.startsWith(tail)))) {
-          if (j < hold) hold = j;
-          break;
-        }
+      // the buffer ends with a proper prefix of a literal: hold it back from the leftmost such start
+      // (the longest such suffix of any literal), found with each literal's failure table in time
+      // linear in the window, never by comparing every suffix (quadratic in a long literal); a
+      // regex open's partial start was held above (findSequence)
+      const from = Math.max(pos, n - st.span);
+      let longest = 0;
+      for (let k = 0; k < st.held.length; k++) {
+        const lit = st.held[k];
+        const at = buf.indexOf(lit[0], from);
+        if (at < 0 || n - at <= longest) continue;
+        const held = heldPrefix(buf, at, lit, st.heldFails[k] ??= failTable(lit));
+        if (held > longest) longest = held;
       }
+      if (longest > 0 && n - longest < hold) hold = n - longest;
     }
     if (bs >= 0 && bs < hold) return [bs, be, br, hold, bg];
     return [-1, 0, 0, hold, null];
@@ -776,7 +828,7 @@ export class StreamParser {
     if (pyStrip(opener) && this._recover) {
       const at = this._here();
       const n = cpLen(opener);
-      this._report("repaired", at, at + n, `doubled opener ${pyRepr(opener)}: the first one was consumed`,
+      this._report("repaired", at, at + n, `doubled opener ${this._repr(opener)}: the first one was consumed`,
         opener, this._T.fields[field].slot);
       this._sunk += n;
       if (this._T.stray.length) this._exact = this._bodyU;
@@ -863,7 +915,7 @@ export class StreamParser {
       if (at > pos) this._route(events, buf.slice(pos, at));
       const here = this._here();
       const n = cpLen(again);
-      this._report("repaired", here, here + n, NOTES[note](again), again, slot);
+      this._report("repaired", here, here + n, NOTES[note](this._repr(again)), again, slot);
       this._sunk += n;
       if (this._T.stray.length) this._exact = this._bodyU;
       if (this._gaps === null) this._gaps = [];
@@ -918,17 +970,17 @@ export class StreamParser {
         if (cut) {
           // the output ended inside the region: its value is not finished, so it is never
           // returned (docs/events.md, "Truncated regions")
-          throw new ContentParseError(`Field ${pyRepr(region.slot)}: the output ended inside this region before ` +
+          throw new ContentParseError(`Field ${region.qslot}: the output ended inside this region before ` +
             `${region.ends ? "its value ended" : "its close"} (truncated); a value the output did not finish is not returned.`);
         }
         let notes = null;
         if (this._recover) [value, notes] = this._recovered(region, text, closer, eos);
         else value = processBody(region, text, this._T.v2, this._captures(region));
         if (typeof value !== "string") {
-          if (region.typed) checkToolCallNames(value, region.slot);
+          if (region.typed) checkToolCallNames(value, region.slot === null ? null : region.qslot);
           const bad = nonFinite(value);
           if (bad !== null) {
-            throw new ContentParseError(`Field ${pyRepr(region.name)}: the value holds a number that is not finite ` +
+            throw new ContentParseError(`Field ${region.qname}: the value holds a number that is not finite ` +
               `(${pyFloatRepr(bad)}): the body wrote NaN, Infinity or a number too large for a float (1e999999), ` +
               "which JSON cannot represent");
           }
@@ -978,7 +1030,7 @@ export class StreamParser {
   _recovered(region, text, closer, eos) {
     if (this._held === 2) {
       throw new ContentParseError(
-        `Field ${pyRepr(region.slot)}: a closer stands inside an open value of the body and an opener of this ` +
+        `Field ${region.qslot}: a closer stands inside an open value of the body and an opener of this ` +
         "field follows it: the body is ambiguous (one call whose value holds that text, or calls that " +
         "end and begin there), so no call is read from it (docs/security.md, \"Closers inside an open " +
         "value\").");
@@ -1000,7 +1052,7 @@ export class StreamParser {
       if (got === null) throw exc;
       const start = this._openAt ?? this._mark;
       const dropped = opener + text.slice(0, k + opener.length);
-      this._report("repaired", start, start + cpLen(dropped), NOTES["opener-inside"](opener), dropped, region.slot);
+      this._report("repaired", start, start + cpLen(dropped), NOTES["opener-inside"](this._repr(opener)), dropped, region.slot);
       return got;
     }
   }
@@ -1103,7 +1155,7 @@ export class StreamParser {
           const at = this._here();
           const closer = buf.slice(start, end);
           this._report("repaired", at, at + cpLen(closer),
-            `closer ${pyRepr(closer)} stands inside an open value of ${pyRepr(this._region.name)} (a parameter or ` +
+            `closer ${this._repr(closer)} stands inside an open value of ${this._region.qname} (a parameter or ` +
             `string its format reads): kept as the value's text; the closer at offset ${at + cpLen(buf.slice(pos, s))} ` +
             "leaves the value whole", closer, this._name);
           this._route(events, buf.slice(pos, s));
@@ -1137,7 +1189,7 @@ export class StreamParser {
       const rest = buf.slice(end);
       if (this._openerInside(buf, end, buf.length, true)) {
         this._report("repaired", at, at + cpLen(rest),
-          `the output ended inside an open value of ${pyRepr(name)} that a closer ${pyRepr(closer)} met inside ` +
+          `the output ended inside an open value of ${this._repr(name)} that a closer ${this._repr(closer)} met inside ` +
           `it did not end: the region closes there, and the ${cpLen(rest)} characters after it are ` +
           "kept as text, not read for delimiters", rest, this._name);
       }
@@ -1172,13 +1224,18 @@ export class StreamParser {
           seen = j;
           const at = start + seenCp;
           this._report("stray-closer", at, at + cpLen(closer),
-            NOTES["stray-closer"](closer, owner.name, region.slot), closer, owner.slot);
+            NOTES["stray-closer"](this._repr(closer), this._repr(owner.name), this._repr(region.slot)), closer,
+            owner.slot);
         }
         since = j + closer.length;
         j = text.indexOf(closer, since);
       }
     }
   }
+
+  /** Python's repr of a template string, as the compiler wrote it into the table (the runtime's
+   * pyRepr follows its own Unicode version's printable characters, not Python's). */
+  _repr(s) { return this._T.repr.get(s) ?? pyRepr(s); }
 
   _report(kind, start, end, message, text, field = null) {
     this.diagnostics.push({ kind, field, start, end, message, text });
@@ -1194,7 +1251,7 @@ export class StreamParser {
       if (value === null && region.empty_none) return;
       if (typeof value !== "string") {
         throw new ContentParseError(
-          `Field ${pyRepr(region.name)}: 'join' requires each match to parse to a string, got ${pyTypeName(value)}.`);
+          `Field ${region.qname}: 'join' requires each match to parse to a string, got ${pyTypeName(value)}.`);
       }
       const previous = out.has(name) ? out.get(name) : null;
       if (previous === null) out.set(name, value);
@@ -1225,19 +1282,19 @@ export class StreamParser {
     if (name === "tool_calls" || region.calls) {
       if (!this._recover) {
         const error = new ContentParseError(
-          `Field ${pyRepr(name)}: a second block (offsets ${start} to ${end}) would replace the tool calls of ` +
+          `Field ${this._repr(name)}: a second block (offsets ${start} to ${end}) would replace the tool calls of ` +
           `the block at offsets ${at} to ${to}; the field does not repeat, and dropping a call is a wrong ` +
           "answer (errors='recover' keeps both).");
         Object.assign(error, { field: name, start, end });
         throw error;
       }
       this._report("overwritten", at, to,
-        `Field ${pyRepr(name)} does not repeat but was written again (offsets ${start} to ${end}): the later ` +
+        `Field ${this._repr(name)} does not repeat but was written again (offsets ${start} to ${end}): the later ` +
         "calls are appended to those of this block, not put in their place.", raw, name);
       return (Array.isArray(previous) ? previous : [previous]).concat(Array.isArray(value) ? value : [value]);
     }
     this._report("overwritten", at, to,
-      `Field ${pyRepr(name)} does not repeat: the value of this block was replaced by the block at offsets ` +
+      `Field ${this._repr(name)} does not repeat: the value of this block was replaced by the block at offsets ` +
       `${start} to ${end}.`, raw, name);
     return value;
   }
@@ -1252,12 +1309,21 @@ export function makeParser(table) {
   // v2 roles: some region is not typed, so the typed ones are exactly the tool-call regions
   for (const f of table.fields) f.calls = f.typed && table.fields.some((o) => !o.typed);
   let slots = 0;
+  table.repr = new Map(table.reprs ?? []);
+  // Python's repr of each field's name and slot, as messages quote them (StreamParser._repr)
+  for (const f of table.fields) {
+    f.qname = table.repr.get(f.name) ?? pyRepr(f.name);
+    f.qslot = f.slot === null ? null : table.repr.get(f.slot) ?? pyRepr(f.slot);
+  }
   for (const s of table.states) {
     s.span = Math.max(0, ...s.watches.flatMap((w) => w.literals.map((l) => l.length - 1)));
-    // the distinct first UTF-16 units of its literals and of its regex opens' leads (a chunk
-    // holding none is plain text; a regex open can only start where its lead does)
+    // the literals a chunk is searched for: each literal, and each regex open's lead (a chunk
+    // holding none, and ending with no proper prefix of one, is plain text: plainChunk); held: the
+    // literals whose proper prefix ending the buffer is held back (_scan; a regex open holds its own)
     s.lits = s.watches.flatMap((w) => (w.regex ? [w.lead] : w.literals));
-    s.firsts = [...new Set(s.lits.map((l) => l[0]))].join("");
+    s.fails = s.lits.map(() => undefined);  // each one's failure table, built on first use
+    s.held = s.watches.flatMap((w) => w.literals);
+    s.heldFails = s.held.map(() => undefined);
     s.slot0 = slots;
     slots += s.watches.reduce((k, w) => k + w.literals.length + (w.regex ? 1 : 0), 0);
   }
@@ -1678,7 +1744,7 @@ function build(node, scope) {
 
 function prefixed(region, exc) {
   if (!(exc instanceof ContentParseError)) return exc;
-  const again = new exc.constructor(`Field ${pyRepr(region.name)}: ${exc.message}`);
+  const again = new exc.constructor(`Field ${region.qname}: ${exc.message}`);
   return again;
 }
 
@@ -1690,7 +1756,7 @@ function finish(region, value, body, v2, captures = new Map()) {
     try { return build(transform, scope); } catch (exc) { throw prefixed(region, exc); }
   };
   if (!region.each) return built(new Map(captures).set("content", value));
-  const prefix = `Field ${pyRepr(region.name)}: `;
+  const prefix = `Field ${region.qname}: `;
   if (!Array.isArray(value)) {
     throw new ContentParseError(`${prefix}transform_each requires the parsed content to be a list, ` +
       `got ${pyTypeName(value)}.\nContent: ${pyRepr(body)}`);
@@ -1745,11 +1811,12 @@ function goodName(name) {
 }
 
 /** Refuse a tool call without a function name, or whose arguments are no object (runtime/tools.py
- * ``check_tool_call_names``; docs/template-language.md "Tool calls need a name"). */
+ * ``check_tool_call_names``; docs/template-language.md "Tool calls need a name"). `field`: the
+ * field's slot as Python's repr quotes it (region.qslot), or null. */
 function checkToolCallNames(value, field) {
   if (typeof value === "string") return;
   const calls = Array.isArray(value) ? value : [value];
-  const where = field !== null ? `Field ${pyRepr(field)}: ` : "";
+  const where = field !== null ? `Field ${field}: ` : "";
   for (const call of calls) {
     if (!isDict(call) || !Object.prototype.hasOwnProperty.call(call, "function")) continue;
     const fn = call.function;

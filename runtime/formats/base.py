@@ -148,9 +148,10 @@ class Format:
             delimiters watched in it kept out of strings). None: the format cannot type such a body.
         inside (Callable[[dict], Callable[[], Any]] | None): ``errors="recover"`` only: factory of
             :class:`InsideReader` objects that tell whether a body stands inside an open value (an
-            xml-inline parameter, a JSON string), so that a closer met there is the value's text when
-            a later closer leaves the value whole (docs/security.md, "Closers inside an open value");
-            None when the format has no such structure.
+            xml-inline parameter, a JSON or Python string); it decides for every closer of the
+            region: one of the template met there is the value's text when a later closer leaves the
+            value whole, a recover-only one is the value's text (docs/security.md, "Closers inside an
+            open value"); None when the format has no such structure.
     """
 
     name: str
@@ -185,7 +186,8 @@ class InsideReader:
     ``feed(text)`` reads the next piece of the body (each character once: linear) and returns True
     when the body, after it, stands inside a value not closed yet (an open ``<parameter=...>``, a
     string), False otherwise. The stream parser feeds it the body up to each closer it meets in
-    ``errors="recover"`` (runtime/stream.py, ``StreamParser._close_deferred``)."""
+    ``errors="recover"``, one reader per region (runtime/stream.py, ``StreamParser._inside_at_close``
+    and, while a closer is held, ``_close_deferred``)."""
 
     def feed(self, text: str) -> bool:  # pragma: no cover - interface
         raise NotImplementedError

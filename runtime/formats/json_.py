@@ -374,9 +374,34 @@ def _json_verdict(accept: str) -> Callable[[str], int]:
 
 #: raw control characters inside a JSON string, as the recover repair escapes them
 _CONTROL = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
-#: a run of JSON string characters that need no care (no quote, backslash or control character):
-#: the :class:`ArgumentReader` takes it in one step
-_STRING_RUN = re.compile(r'[^"\\\x00-\x1f]+')
+#: the runs :meth:`ArgumentReader.feed` takes in one step (each what :meth:`ArgumentReader._char` does with
+#: every character of it): plain string characters (and the quote that closes them); whitespace; the rest of a
+#: top-level scalar (``…_SCALAR``) and a nested value's characters between structure (``…_VALUE``),
+#: forwarded or (``HELD``) collected without their whitespace
+_RUN_PLAIN = re.compile(r'[^"\\\x00-\x1f]*').match
+_RUN_BLANK = re.compile(r"[ \t\r\n]+").match
+_RUN_SCALAR = re.compile(r"[^,}\]:]+").match
+_RUN_HELD_SCALAR = re.compile(r"[^,}\]: \t\r\n]+").match
+_RUN_VALUE = re.compile(r'[^"{}\[\],TFN]+').match
+_RUN_HELD_VALUE = re.compile(r'[^"{}\[\]TFN \t\r\n]+').match
+#: the first characters of those runs: JSON whitespace; what a forwarded nested value's run stops at (a held
+#: value's commas are part of its run); what a top-level scalar's run stops at
+_BLANK = frozenset(" \t\r\n")
+_VALUE_STOPS = frozenset('"{}[]TFN, \t\r\n')
+_SCALAR_STOPS = frozenset(",}]: \t\r\n")
+
+
+def _decoded(parts: list[str]) -> str:
+    """The JSON string whose characters between the quotes are ``parts`` (a key or a name): the text
+    itself when it has no backslash (the reader escapes control characters, so then nothing decodes),
+    else ``json.loads`` of it.
+
+    Raises:
+        ValueError: the text is not a JSON string's inside (a bad escape)."""
+    raw = "".join(parts)
+    return raw if "\\" not in raw else json.loads('"' + raw + '"')
+
+
 #: Python literals in a JSON value, as the recover repair reads them
 _LITERALS = {"True": "true", "False": "false", "None": "null", "NaN": "NaN"}  # (NaN: Python's json reads it)
 
@@ -412,13 +437,14 @@ class ArgumentReader:
 
     __slots__ = ("end", "pos", "mode", "keys", "namekey", "stack", "instr", "esc", "expect", "keybuf", "curkey", "n", "name", "namebuf",
                  "argdepth", "dead", "out", "held", "typed", "hold", "holdbuf", "holdkey", "valstart", "seen", "comma",
-                 "word", "stop", "dead_at")
+                 "word", "stop", "dead_at", "keyset")
 
     def __init__(self, mode: str, keys: tuple, out: Callable, held: Callable, typed: Callable) -> None:
         self.end = -1
         self.pos = 0                # characters fed before the current piece
         self.mode = mode            # "object": call objects; "args": the body is the arguments
         self.namekey, self.keys = keys if keys else ("", ())  # the name and arguments keys ("object")
+        self.keyset = frozenset(self.keys)
         self.stack: list[str] = []  # open containers
         self.instr = False
         self.esc = False
@@ -453,26 +479,188 @@ class ArgumentReader:
         return self.end >= 0
 
     def feed(self, text: str) -> None:
-        """Read the next piece of the body; the pieces found go to ``out``."""
+        """Read the next piece of the body; the pieces found go to ``out``.
+
+        The piece is read by runs, not character by character: a compiled regex takes, in one step, a run of
+        plain string characters together with the quote that closes it, a run of whitespace, the rest of a
+        top-level scalar, or a run of a nested value's characters between its brackets, commas, strings and
+        Python-literal letters (the ``_RUN_*`` patterns); only the characters that change the reader's
+        structure (brackets, commas, colons, opening quotes, backslashes, control characters in strings, the
+        letters ``T``/``F``/``N``) are read one at a time (:meth:`_char`). Each run does what :meth:`_char`
+        does with each of its characters, so the pieces, ``end`` and ``dead_at`` are those of reading the
+        text one character at a time, on every chunking (tests/test_json_reader_runs.py holds the
+        character-by-character reader as the oracle)."""
         if self.dead:
             self.pos += len(text)
             return
         emit: list[str] = []
-        char = self._char
-        run = _STRING_RUN.match
+        plain = _RUN_PLAIN
+        stack = self.stack
         i, end = 0, len(text)
         try:
             while i < end:
-                if self.instr and not self.esc:
-                    # inside a string: a run of plain characters in one step (what _char does
-                    # with each of them: forwarded, held or collected as a key or name)
-                    m = run(text, i)
-                    if m is not None:
+                c = text[i]
+                if self.instr:
+                    if not self.esc:
+                        # inside a string: its plain characters and the quote that closes it, in one step
+                        j = plain(text, i).end()
+                        if j < end and text[j] == '"':
+                            if self.argdepth and not self.hold and self.keybuf is None:
+                                # (the commonest: a forwarded string value, written as it is)
+                                emit.append(text[i:j + 1])
+                                self.instr = False
+                            else:
+                                piece = text[i:j]
+                                i = j  # (at the closing quote while it is read: the except clause counts from it)
+                                self._string_part(piece, True, emit)
+                            i = j + 1
+                            continue
+                        if j > i:
+                            if self.argdepth and not self.hold and self.keybuf is None:
+                                emit.append(text[i:j])
+                            else:
+                                self._string_part(text[i:j], False, emit)
+                            i = j
+                            if i == end:
+                                break
+                            c = text[i]
+                    self._char(c, emit)
+                    i += 1
+                    continue
+                argdepth = self.argdepth
+                if self.word is None:
+                    if c in _BLANK:
+                        # whitespace: forwarded, added to a held comma, or (outside the arguments, in a held
+                        # value) not read
+                        m = _RUN_BLANK(text, i)
                         i = m.end()
-                        self._string_run(m.group(), emit)
-                        if i == end:
-                            break
-                char(text[i], emit)
+                        if argdepth:
+                            if self.comma is not None:
+                                self.comma += m.group()
+                            elif not self.hold:
+                                emit.append(m.group())
+                        continue
+                    if argdepth:
+                        # forwarding the arguments object, outside a string, no Python literal being read
+                        if self.comma is not None:
+                            if c in "}]":
+                                self._char(c, emit)  # (a trailing comma: dropped)
+                                i += 1
+                                if self.end == _ENDED:
+                                    self.end = self.pos + i
+                                    if self.stop:
+                                        break
+                                if self.dead:
+                                    self.dead_at = self.pos + i - 1
+                                    return
+                                continue
+                            emit.append(self.comma)  # not a trailing comma: it goes out with what follows
+                            self.comma = None
+                        depth = len(stack)
+                        hold = self.hold
+                        if depth > argdepth:
+                            if not hold:
+                                if c == '"':
+                                    self.instr = True
+                                    emit.append(c)
+                                    i += 1
+                                    continue
+                                if c == ",":
+                                    self.comma = c
+                                    i += 1
+                                    continue
+                                if c == "{" or c == "[":
+                                    stack.append(c)
+                                    emit.append(c)
+                                    i += 1
+                                    continue
+                            if c not in _VALUE_STOPS:
+                                m = (_RUN_HELD_VALUE if hold else _RUN_VALUE)(text, i)
+                                i = m.end()
+                                (self.holdbuf if hold else emit).append(m.group())
+                                continue
+                        else:
+                            expect = self.expect
+                            if expect == ",":
+                                if c == "," and not hold:
+                                    self.comma = c
+                                    self.expect = "key"
+                                    i += 1
+                                    continue
+                                if c not in _SCALAR_STOPS:
+                                    m = (_RUN_HELD_SCALAR if hold else _RUN_SCALAR)(text, i)
+                                    i = m.end()
+                                    (self.holdbuf if hold else emit).append(m.group())
+                                    continue
+                            elif expect == "key":
+                                if c == '"':
+                                    self.instr = True
+                                    self.keybuf = []
+                                    emit.append(c)
+                                    i += 1
+                                    continue
+                            elif expect == ":":
+                                if c == ":":
+                                    emit.append(c)
+                                    self.expect = "value"
+                                    i += 1
+                                    continue
+                            elif expect == "value" and c == '"':
+                                # a top-level argument's string value opens: held when the tool types it
+                                self.expect = ","
+                                held = self.held(self.n, self.holdkey)
+                                if held is None:
+                                    self.dead = True  # typed by a tool not known yet: sent at close
+                                    self.dead_at = self.pos + i
+                                    return
+                                self.instr = True
+                                if held:
+                                    self._flush(emit)
+                                    self.hold = True
+                                    self.holdbuf = [c]
+                                else:
+                                    emit.append(c)
+                                i += 1
+                                continue
+                    elif len(stack) == 1 and stack[0] == "{" and self.mode == "object":
+                        # directly inside a call object: a key opens, its colon, the comma after its value
+                        expect = self.expect
+                        if expect == "key":
+                            if c == '"':
+                                self.instr = True
+                                self.keybuf = []
+                                i += 1
+                                continue
+                        elif expect == ":":
+                            if c == ":":
+                                self.expect = "value"
+                                i += 1
+                                continue
+                        elif expect == ",":
+                            if c == ",":
+                                self.expect = "key"
+                                i += 1
+                                continue
+                        elif expect == "value":
+                            # the name's string, or the arguments object, opens (once each)
+                            key = self.curkey
+                            if c == '"':
+                                if key == self.namekey and key not in self.seen and key not in self.keyset:
+                                    self.seen.add(key)
+                                    self.instr = True
+                                    self.namebuf = []
+                                    i += 1
+                                    continue
+                            elif c == "{" and key in self.keyset and self.keyset.isdisjoint(self.seen):
+                                self.seen.add(key)
+                                stack.append(c)
+                                self.argdepth = len(stack)
+                                self.expect = "key"
+                                self.out("start", self.n, "")
+                                emit.append(c)
+                                i += 1
+                                continue
+                self._char(c, emit)
                 i += 1
                 if self.end == _ENDED:
                     self.end = self.pos + i
@@ -491,17 +679,46 @@ class ArgumentReader:
         if emit:
             self.out("args", self.n, "".join(emit))
 
-    def _string_run(self, piece: str, emit: list[str]) -> None:
-        """Plain characters of an open string (no quote, backslash or control character, not
-        after a backslash): as :meth:`_char` reads each of them, all at once."""
+    def _string_part(self, piece: str, closing: bool, emit: list[str]) -> None:
+        """Plain characters of an open string (no quote, backslash or control character, not after a
+        backslash) and, with ``closing``, the quote after them that closes it: as :meth:`_char` reads each of
+        them, all at once.
+
+        Raises:
+            ValueError: the string closed was a key or a name that does not decode as a JSON string."""
         if self.argdepth and len(self.stack) >= self.argdepth:
-            (self.holdbuf if self.hold else emit).append(piece)
-            if self.keybuf is not None:
+            if piece:
+                (self.holdbuf if self.hold else emit).append(piece)
+            keybuf = self.keybuf
+            if closing:
+                self.instr = False
+                (self.holdbuf if self.hold else emit).append('"')
+                if keybuf is not None:
+                    if piece:
+                        keybuf.append(piece)
+                    self._end_key()
+            elif keybuf is not None and piece:
+                keybuf.append(piece)
+            return
+        if self.keybuf is not None:
+            if piece:
                 self.keybuf.append(piece)
-        elif self.keybuf is not None:
-            self.keybuf.append(piece)
+            if closing:
+                self.instr = False
+                self.curkey = _decoded(self.keybuf)
+                self.keybuf = None
+                self.expect = ":"
         elif self.namebuf is not None:
-            self.namebuf.append(piece)
+            if piece:
+                self.namebuf.append(piece)
+            if closing:
+                self.instr = False
+                self.name = _decoded(self.namebuf)
+                self.namebuf = None
+                self.out("name", self.n, self.name)
+                self.expect = ","
+        elif closing:
+            self.instr = False
 
     def _flush(self, emit: list[str]) -> None:
         if emit:
@@ -537,14 +754,14 @@ class ArgumentReader:
                 return
             if self.keybuf is not None:
                 if closing:
-                    self.curkey = json.loads('"' + "".join(self.keybuf) + '"')
+                    self.curkey = _decoded(self.keybuf)
                     self.keybuf = None
                     self.expect = ":"
                 else:
                     self.keybuf.append(c)
             elif self.namebuf is not None:
                 if closing:
-                    self.name = json.loads('"' + "".join(self.namebuf) + '"')
+                    self.name = _decoded(self.namebuf)
                     self.namebuf = None
                     self.out("name", self.n, self.name)
                     self.expect = ","
@@ -654,7 +871,7 @@ class ArgumentReader:
                 return
             if self.expect == "value":
                 key = self.curkey
-                if key in self.seen or (key in self.keys and self.seen & set(self.keys)):
+                if key in self.seen or (key in self.keyset and not self.keyset.isdisjoint(self.seen)):
                     # (both argument keys: the first was forwarded; a difference is reported at close)
                     self.dead = True  # a repeated key, or both argument keys: sent at close
                     return
@@ -760,9 +977,9 @@ class ArgumentReader:
         (self.holdbuf if self.hold else emit).append(literal)
 
     def _end_key(self) -> None:
-        raw = "".join(self.keybuf or ())
+        parts = self.keybuf or ()
         self.keybuf = None
-        self.holdkey = json.loads('"' + raw + '"')
+        self.holdkey = _decoded(parts)
         self.expect = ":"
 
     def _open_call(self, emit: list[str]) -> None:
@@ -1460,8 +1677,10 @@ class JsonStream(ArgumentStream):
         return ArgumentReader(mode, extra if mode == "object" else (), out, held, typed)
 
     def open(self, host: Any, region: Any, base: int) -> Any:
+        scanned = host.scanned  # (bound once: the reader calls out() for every piece)
+
         def out(kind: str, n: int, payload: str) -> None:
-            host.scanned(region, base + n, kind, payload)
+            scanned(region, base + n, kind, payload)
 
         def held(n: int, key: str) -> bool | None:
             return host.held(host.call(base + n).name, key)
@@ -1560,25 +1779,121 @@ def json_calls(b: Any, f: Any, shape: Any, jb: Any, where: str) -> Any:
 
 
 class InString(InsideReader):
-    """Whether a json body stands inside a string (``"..."`` or a ``string_delims`` span) of its first
-    value: :class:`JsonBoundary`'s own scan, fed each piece once (linear). Once the value ended, or
-    the body was rejected at its start, it is never inside again (docs/security.md, "Closers inside
-    an open value")."""
+    """Whether a json body stands inside a string of its first value, as errors="recover" reads
+    strings (:class:`_Quoted`): ``"..."``, a ``string_delims`` span, and also ``'...'`` (a Python
+    dict, which the recover repair reads as JSON: a closer written inside a single-quoted string
+    closed the call, and the repair then ran the cut call and a call quoted in the value; red team
+    s12). Each piece is read once (linear); once the value ended it is never inside again
+    (docs/security.md, "Closers inside an open value")."""
 
-    __slots__ = ("_scan", "_over")
+    __slots__ = ("_quoted",)
 
     def __init__(self, delims: tuple[tuple[str, str], ...]) -> None:
-        self._scan = JsonBoundary('{["', delims)
-        self._over = False
+        self._quoted = _Quoted(delims)
 
     def feed(self, text: str) -> bool:
-        if self._over:
+        return self._quoted.feed(text)
+
+
+_SQ_STOP = re.compile(r"['\\\\]")
+_DQ_STOP = re.compile(r'["\\\\]')
+
+
+class _Quoted:
+    """Where ``runtime/repair.py`` (``repair_json_text``) reads strings, read incrementally: outside a
+    string a ``"`` or ``'`` opens one that ends at the same quote, a backslash escaping the next
+    character; a ``string_delims`` span is a string to its close. ``over`` once the body's first value
+    (an object or array: its brackets closed again; a string: closed) has ended, or when the body
+    starts with anything else."""
+
+    __slots__ = ("_delims", "_quote", "_escape", "_depth", "_started", "over", "_tail", "_stop")
+
+    def __init__(self, delims: tuple[tuple[str, str], ...]) -> None:
+        self._delims = delims
+        # outside strings, once the value started: the next character that matters
+        firsts = "".join(sorted({o[0] for o, _ in delims if o}))
+        self._stop = re.compile("[" + re.escape("\"'{}[]" + firsts) + "]")
+        self._quote = ""  # the string's closing quote or delimiter, "" outside strings
+        self._escape = False
+        self._depth = 0
+        self._started = False
+        self.over = False
+        self._tail = ""  # the start of a delimiter that may still be being written
+
+    def feed(self, text: str) -> bool:
+        """True when, after ``text``, the body stands inside such a string of its first value."""
+        if self.over:
             return False
-        scan = self._scan
-        if scan.feed(text) >= 0 or scan.status == REJECTED:
-            self._over = True
-            return False
-        return scan._state in ("string", "escape", "delimited")
+        data = self._tail + text
+        self._tail = ""
+        delims = self._delims
+        longest = max((len(o) for o, _ in delims), default=1)
+        i, n = 0, len(data)
+        while i < n:
+            quote = self._quote
+            if quote:
+                if len(quote) == 1:
+                    if self._escape:
+                        self._escape = False
+                        i += 1
+                        continue
+                    m = (_SQ_STOP if quote == "'" else _DQ_STOP).search(data, i)
+                    if m is None:
+                        break
+                    i = m.start()
+                    if data[i] == "\\":
+                        self._escape = True
+                        i += 1
+                        continue
+                    i += 1
+                    self._quote = ""
+                    if self._depth == 0:
+                        self.over = True
+                        return False
+                    continue
+                j = data.find(quote, i)
+                if j < 0:
+                    # keep what may be the start of the closing delimiter
+                    self._tail = data[max(i, n - len(quote) + 1):]
+                    return True
+                i = j + len(quote)
+                self._quote = ""
+                if self._depth == 0:
+                    self.over = True
+                    return False
+                continue
+            if self._started:
+                m = self._stop.search(data, i)
+                if m is None:
+                    break
+                i = m.start()
+            c = data[i]
+            if delims and n - i < longest and any(len(o) > n - i and o.startswith(data[i:]) for o, _ in delims):
+                self._tail = data[i:]  # a delimiter still being written
+                return False
+            opened = next((d for d in delims if data.startswith(d[0], i)), None)
+            if opened is not None:
+                self._quote = opened[1]
+                self._started = True
+                i += len(opened[0])
+                continue
+            if c == '"' or c == "'":
+                self._quote = c
+                self._started = True
+            elif c == "{" or c == "[":
+                self._depth += 1
+                self._started = True
+            elif c == "}" or c == "]":
+                if self._depth > 0:
+                    self._depth -= 1
+                    if self._depth == 0:
+                        self.over = True
+                        return False
+            elif not self._started and not c.isspace():
+                self.over = True  # the body starts with no value the repair reads
+                return False
+            i += 1
+        return self._quote != ""
 
 
 def inside(args: dict) -> Callable[[], InString]:

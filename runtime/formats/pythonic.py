@@ -18,7 +18,8 @@ from ..pythonic import PYTHON_SPACE, parse_pythonic
 from ..repair import NOTES
 from ..pythonic import _JSON_WORDS as _PY_ALL_WORDS
 from ..pythonic import quick_read as _quick_pythonic
-from .base import ACCEPTED, ArgumentStream, UNDECIDED, Boundary, Format, Plan, Problems, bool_args, call_shape, is_tool_field
+from .base import (ACCEPTED, REJECTED, ArgumentStream, UNDECIDED, Boundary, Format, InsideReader, Plan, Problems, bool_args,
+                   call_shape, is_tool_field)
 
 
 def check(args: dict, where: str = "content_args") -> Problems:
@@ -771,6 +772,141 @@ def _requote(text: str) -> tuple[str, list[str]]:
         i = close + 1
 
 
+class InPythonString(InsideReader):
+    """Whether a pythonic body stands inside a string of its call list (docs/security.md, "Closers
+    inside an open value"; red team s12), strings read as the recover repair reads them
+    (:func:`_requote`: either quote, triple quotes, backslash escapes, and a keyword argument's
+    string ``content='it's done'`` runs to the quote of its kind that the next argument or the
+    call's end follows, so a closer written after ``it'`` is inside it; the strict reading would
+    see ``'it'`` end there, and a later ``'`` open a string that holds the next call). Each piece is
+    read once (linear); once :class:`PythonicBoundary` sees the list end outside every string,
+    never inside again."""
+
+    __slots__ = ("_scan", "_quotes", "_over")
+
+    def __init__(self, allow_bare: bool) -> None:
+        self._scan: "PythonicBoundary | None" = PythonicBoundary(allow_bare)
+        self._quotes = _RequoteReader()
+        self._over = False
+
+    def feed(self, text: str) -> bool:
+        if self._over:
+            return False
+        scan = self._scan
+        if scan is not None:
+            end = scan.feed(text)
+            if end >= 0:
+                # the list ended there as the boundary reads it: over unless the repair's reading
+                # still stands in a string at that point
+                if not self._quotes.feed(text[:end]):
+                    self._over = True
+                    return False
+                self._scan = None
+                return self._quotes.feed(text[end:])
+            if scan.status == REJECTED:
+                self._over = True
+                return False
+        return self._quotes.feed(text)
+
+
+class _RequoteReader:
+    """Where :func:`_requote` reads strings, read incrementally for "is the body, if it ended here,
+    inside a string?": outside strings each quote opens one; a triple-quoted string runs to its
+    closing triple; a keyword argument's single-quoted string (``name='``) to the first unescaped
+    quote of its kind that :data:`_VALUE_END` follows; any other string to its first unescaped quote.
+    A decision that depends on where the body ends (a quote that ``_VALUE_END`` follows only up to
+    the end, or only partly) is taken for this end and made again with the next piece."""
+
+    __slots__ = ("_tail", "_mode", "_quote", "_keyword", "_last", "_resume")
+
+    def __init__(self) -> None:
+        self._tail = ""  # text from the last undecided point on, with up to 64 characters before it
+        self._mode = "out"  # out, one (a one-quote string), three (a triple-quoted one)
+        self._quote = ""
+        self._keyword = False
+        self._last = 0  # in _tail: where text after the last string starts (_KEYWORD_BEFORE's bound)
+        self._resume = 0  # in _tail: where reading goes on
+
+    def feed(self, text: str) -> bool:
+        data = self._tail + text
+        n = len(data)
+        i = self._resume
+        answer = None
+        while True:
+            if self._mode == "out":
+                m = _QUOTES.search(data, i)
+                if m is None:
+                    i = n
+                    break
+                q, start = m.group(), m.start()
+                if n - start < 3 and data[start:] == q * (n - start):
+                    # ' or '' at the end: a string still open, or an empty one (or a triple quote)
+                    answer = n - start == 1
+                    i = start
+                    break
+                if data.startswith(q * 3, start):
+                    self._mode, self._quote, i = "three", q * 3, start + 3
+                    continue
+                self._keyword = _KEYWORD_BEFORE.search(data, max(self._last, start - 64), start) is not None
+                self._mode, self._quote, i = "one", q, start + 1
+                continue
+            if self._mode == "three":
+                j = data.find(self._quote, i)
+                if j < 0:
+                    i = max(i, n - 2)  # a closing triple may be being written
+                    answer = True
+                    break
+                self._mode, i = "out", j + 3
+                self._last = i
+                continue
+            # a one-quote string
+            m = (_SQ_STOP if self._quote == "'" else _DQ_STOP).search(data, i)
+            if m is None:
+                i = n
+                answer = True
+                break
+            j = m.start()
+            if data[j] == "\\":
+                if j + 1 >= n:
+                    i, answer = j, True
+                    break
+                i = j + 2
+                continue
+            if not self._keyword:
+                self._mode, i = "out", j + 1
+                self._last = i
+                continue
+            end = _VALUE_END.match(data, j + 1, partial=True)
+            if end is not None and (end.partial or end.end() >= n):
+                # decided only by where the body ends: a full match here ends the string
+                answer = end.partial
+                i = j
+                break
+            if end is not None:
+                self._mode, i = "out", j + 1
+                self._last = i
+                continue
+            i = j + 1  # a quote of its kind inside the string
+        # keep the undecided text (and 64 characters before it for _KEYWORD_BEFORE)
+        keep = max(0, i - 64)
+        self._tail = data[keep:]
+        self._last = max(0, self._last - keep)
+        self._resume = i - keep
+        if answer is None:
+            answer = self._mode != "out"
+        return answer
+
+
+_SQ_STOP = regex.compile(r"['\\\\]")
+_DQ_STOP = regex.compile(r'["\\\\]')
+
+
+def inside(args: dict) -> Callable[[], InPythonString]:
+    """The ``inside`` reader factory of pythonic (:class:`InPythonString`) for ``content_args`` ``args``."""
+    allow_bare = bool(args.get("allow_bare", True))
+    return lambda: InPythonString(allow_bare)
+
+
 def repair(args: dict) -> Callable[[str], "tuple[Any, list[str]] | None"]:
     """``errors="recover"``: unescaped quotes inside a keyword argument's string (notes in
     ``runtime/repair.py``, docs/events.md "Repairs and policies"). LFM2 writes
@@ -910,4 +1046,4 @@ def _pythonic_calls(b: Any, f: Any, where: str) -> Any:
 
 
 FORMAT = Format("pythonic", True, check, plan, make, reader=pythonic_boundary, ends_itself=True, repair=repair,
-                can_reject=True, grammar=grammar, since=2, stream=stream, body_grammar=body_grammar)
+                can_reject=True, grammar=grammar, since=2, stream=stream, body_grammar=body_grammar, inside=inside)

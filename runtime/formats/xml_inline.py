@@ -16,7 +16,7 @@ from ..errors import ContentParseError
 from ..repair import NOTES
 from .base import (REPARSE, ArgumentStream, Format, InsideReader, Plan, Problems, call_shape, calls_of, escaped, function_of, is_tool_field,
                    open_scope, unmatched_problems, value_parser_problems)
-from .json_ import Converted, JsonStream
+from .json_ import Converted, JsonStream, _Quoted
 
 #: the value group a ``tag_pattern`` must have (once) for its values to stream as written
 VALUE_GROUP = "(?P<value>.*?)"
@@ -1107,60 +1107,197 @@ def _xml_boolean(b: Any) -> Any:
 
 class InParameter(InsideReader):
     """Whether an xml-inline body stands inside an open tag value: after a match of the part of
-    ``tag_pattern`` before its ``value`` group (``<parameter=city>``) and before the literal text the
-    pattern ends with (``</parameter>``). Each piece is read once from where the last one stopped
-    (linear); the stream parser feeds pieces that end at a closer, so a tag never straddles two
-    (docs/security.md, "Closers inside an open value")."""
+    ``tag_pattern`` before its ``value`` group (``<parameter=city>``) and before the first match of
+    the part after it (``</parameter>``; ``</arg_value(?::[^<>\\s]+)?>``; MiniMax-M3's
+    ``...</(?P=key)>`` with the key the opening named), which is where the pattern's lazy value
+    ends. Each piece is read once from where the last one stopped, only the start of a closing
+    still being written kept (linear); the stream parser feeds pieces that end at a closer, so a
+    tag never straddles two (docs/security.md, "Closers inside an open value").
 
-    __slots__ = ("_opening", "_closing", "_lead", "_in", "_tail")
+    The closing is matched as the pattern's regex, never as the literal text it ends with: for
+    ``</arg_value(?::[^<>\\s]+)?>`` that text is ``>``, which the opening itself holds, so a value
+    read as ended at the opening's own ``>`` let a closer inside it end the call (red team s12)."""
 
-    def __init__(self, opening: regex.Pattern, closing: str, lead: str) -> None:
-        self._opening, self._closing, self._lead = opening, closing, lead
+    __slots__ = ("_pairs", "_in", "_tail", "_close_re", "_next", "_json")
+
+    def __init__(self, pairs: "list[tuple[regex.Pattern, _Closing]]") -> None:
+        # (opening, closing) of tag_pattern, then of recover_tag_pattern (the reader runs only in
+        # errors="recover", where the repair reads those tags too)
+        self._pairs = pairs
         self._in = False
         self._tail = ""
+        self._close_re: "regex.Pattern | str | None" = None
+        self._next: list = [None] * len(pairs)  # per opening: its next match in the current data
+        # a body written as a JSON object instead of tags (the recover repair reads it as JSON):
+        # its strings, read as json's inside reader reads them; None until the body's first
+        # character is known, False when it is not ``{``
+        self._json: "_Quoted | bool | None" = None
+
+    def _opening_at(self, data: str, at: int) -> "tuple[Any, _Closing] | None":
+        """The leftmost opening match at or after ``at`` (tag_pattern's first at the same place);
+        each opening's next match is kept, so no text is searched twice for it (linear)."""
+        best = None
+        for k, (opening, closing) in enumerate(self._pairs):
+            m = self._next[k]
+            if m is None or (m is not False and m.start() < at):
+                m = self._next[k] = opening.search(data, at) or False
+            if m is not False and (best is None or m.start() < best[0].start()):
+                best = (m, closing)
+        return best
 
     def feed(self, text: str) -> bool:
+        in_json = self._feed_json(text)
+        return self._feed_tags(text) or in_json
+
+    def _feed_json(self, text: str) -> bool:
+        """Whether a body written as a JSON object stands inside one of its strings."""
+        reader = self._json
+        if reader is None:
+            lead = text.lstrip()
+            if not lead:
+                return False
+            if lead[0] != "{":
+                self._json = False
+                return False
+            reader = self._json = _Quoted(())
+            text = lead
+        return reader.feed(text) if reader is not False else False
+
+    def _feed_tags(self, text: str) -> bool:
         data = self._tail + text
-        closing = self._closing
-        lead = self._lead
-        if lead and not self._in and data.rfind(lead) < max(data.rfind(closing), 0):
-            # the quick answer of a whole body (every call at its closer): after the last closing
-            # text no tag opens (no opening's literal start follows it), so the body stands outside
-            # whatever came before; an opening does not span a closing text
-            self._tail = ""
-            return False
+        self._next = [None] * len(self._pairs)  # new data: no match is known in it
         at, n = 0, len(data)
         while at < n:
             if self._in:
-                j = data.find(closing, at)
-                if j < 0:
-                    at = max(at, n - len(closing) + 1)
-                    break
-                at = j + len(closing)
-                self._in = False
-            else:
-                m = self._opening.search(data, at)
+                closing = self._close_re
+                if isinstance(closing, str):  # a literal closing (the commonest): a plain search
+                    j = data.find(closing, at)
+                    if j < 0:
+                        at = max(at, n - len(closing) + 1)  # keep what may start the closing
+                        break
+                    at = j + len(closing)
+                    self._in = False
+                    continue
+                m = closing.search(data, at)
                 if m is None:
-                    at = n
+                    # inside still: keep only a closing that may still be being written
+                    part = closing.search(data, at, partial=True)
+                    at = part.start() if part is not None else n
                     break
                 at = m.end() if m.end() > at else at + 1
+                self._in = False
+            else:
+                found = self._opening_at(data, at)
+                if found is None:
+                    at = n
+                    break
+                m, closing = found
+                at = m.end() if m.end() > at else at + 1
+                self._close_re = closing.after(m)
                 self._in = True
         self._tail = data[at:] if self._in else ""
         return self._in
 
 
+class _Closing:
+    """The part of a ``tag_pattern`` after its value group, compiled; a backreference to a group of
+    the opening (``(?P=key)``) is replaced by the text the opening matched there, escaped (one
+    compiled pattern per such text, at most 256 kept)."""
+
+    __slots__ = ("_source", "_refs", "_plain", "_cache", "_parts")
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._refs = sorted(set(_BACKREF.findall(source)))
+        # literal text between the backreferences, when there is nothing else: the closing is then
+        # a literal per opening (MiniMax-M3's ``]<]minimax[>[</`` KEY ``>``), found by a plain search
+        # without compiling a pattern per key
+        pieces = _BACKREF.split(source)
+        texts = [_literal_text(piece) for piece in pieces[0::2]]
+        self._parts = None if any(t is None for t in texts) else (texts, pieces[1::2])
+        self._plain = None
+        if not self._refs:
+            self._plain = "".join(texts) if self._parts is not None else regex.compile(source, regex.DOTALL)
+        self._cache: dict = {}
+
+    def after(self, opening: Any) -> "regex.Pattern | str":
+        if self._plain is not None:
+            return self._plain
+        if self._parts is not None:
+            texts, names = self._parts
+            out = [texts[0]]
+            for name, text in zip(names, texts[1:]):
+                out.append(opening.group(name) or "")
+                out.append(text)
+            return "".join(out)
+        key = tuple(opening.group(name) or "" for name in self._refs)
+        pattern = self._cache.get(key)
+        if pattern is None:
+            if len(self._cache) >= 256:
+                self._cache.clear()
+            values = dict(zip(self._refs, key))
+            pattern = self._cache[key] = regex.compile(
+                _BACKREF.sub(lambda r: regex.escape(values[r.group(1)]), self._source), regex.DOTALL)
+        return pattern
+
+
+#: a named backreference in a tag_pattern (``(?P=key)``)
+_BACKREF = regex.compile(r"\(\?P=(\w+)\)")
+
+
+def _literal_text(pattern: str) -> str | None:
+    """The text ``pattern`` matches when it is only literal characters and escaped punctuation
+    (``\\]<\\]minimax``), else None."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            if i + 1 < len(pattern) and not pattern[i + 1].isalnum():
+                out.append(pattern[i + 1])
+                i += 2
+                continue
+            return None
+        if c in _META:
+            return None
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def inside(args: dict) -> "Callable[[], InParameter] | None":
     """The ``inside`` reader factory of xml-inline (:class:`InParameter`) for ``content_args``
-    ``args``; None when its ``tag_pattern`` has no single ``value`` group or ends in no literal text."""
-    split = _split(args.get("tag_pattern") or "")
+    ``args``: the openings and closings of ``tag_pattern`` and of ``recover_tag_pattern`` (the reader
+    runs only in errors="recover", whose repair reads those tags too); None when ``tag_pattern`` has
+    no single ``value`` group, or the part after it is empty, matches the empty string or cannot be
+    compiled alone (a backreference to a group of the opening is filled in from the opening's match)."""
+    pairs = []
+    for key in ("tag_pattern", "recover_tag_pattern"):
+        pattern = args.get(key)
+        pair = _inside_pair(pattern) if isinstance(pattern, str) and pattern else None
+        if pair is None and key == "tag_pattern":
+            return None
+        if pair is not None:
+            pairs.append(pair)
+    return lambda: InParameter(pairs)
+
+
+def _inside_pair(pattern: str) -> "tuple[regex.Pattern, _Closing] | None":
+    """The compiled opening of ``pattern`` (the part before its value group) and its closing."""
+    split = _split(pattern)
     if split is None:
         return None
     opening, after = split
-    closing = _literal_end(after, True)
-    if not closing:
+    refs = set(_BACKREF.findall(after))
+    if not after or not refs <= set(opening.groupindex):
         return None
-    lead = _literal_end(args["tag_pattern"].split(VALUE_GROUP)[0], False)
-    return lambda: InParameter(opening, closing, lead)
+    try:
+        probe = regex.compile(_BACKREF.sub("x", after), regex.DOTALL)
+    except _REGEX_ERRORS:
+        return None
+    if probe.match("") is not None:
+        return None  # a closing that matches nothing would end every value at once
+    return opening, _Closing(after)
 
 
 FORMAT = Format("xml-inline", True, check, plan, make, repair=repair, repair_on_success=True,

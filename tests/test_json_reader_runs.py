@@ -1,0 +1,165 @@
+"""The json argument reader reads by runs (runtime/formats/json_.py ``ArgumentReader.feed``: compiled regexes over
+string runs, whitespace, scalars and nested values) and gives exactly what the character-by-character reader gave
+(tests/old_json_argument_reader.py, the reader as it was, kept as the oracle): the same pieces in the same order
+(``out`` calls, argument fragments cut at the same places), the same end, the same stop and the same structural
+state after every piece, on random bodies (well formed, damaged, cut) and random chunkings, in both modes."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from old_json_argument_reader import OldArgumentReader
+from respc.runtime.formats.json_ import ArgumentReader, JsonBoundary, ReaderBoundary
+
+KEYS = ("name", ("arguments", "parameters"))
+ALL_HELD = {"city": True, "n": True, "days": True, "x": True, "kéy": True}
+STATE = ("end", "pos", "dead", "dead_at", "instr", "esc", "expect", "n", "name", "argdepth", "hold", "comma", "curkey",
+         "holdkey")
+
+
+def _string(rng: random.Random) -> str:
+    parts = ['"']
+    for _ in range(rng.randrange(0, 5)):
+        parts.append(rng.choice(["Paris", "a b", "}", "]", ",", ":", "{", "[", '\\"', "\\\\", "\\n", "\\u00e9", "\n",
+                                 "\t", "\x01", "é", "TFN", "True", "x" * rng.randrange(1, 30), "\\x", "\\"]))
+    if rng.random() < 0.93:
+        parts.append('"')
+    return "".join(parts)
+
+
+def _ws(rng: random.Random) -> str:
+    return rng.choice(["", "", "", " ", "\n  ", "\t", " \r\n "])
+
+
+def _value(rng: random.Random, depth: int = 0) -> str:
+    roll = rng.random()
+    if depth < 3 and roll < 0.15:
+        items = [_value(rng, depth + 1) for _ in range(rng.randrange(0, 4))]
+        tail = "," + _ws(rng) if items and rng.random() < 0.15 else ""  # a trailing comma (damage)
+        return "[" + _ws(rng) + ("," + _ws(rng)).join(items) + tail + _ws(rng) + "]"
+    if depth < 3 and roll < 0.3:
+        return _object(rng, depth + 1)
+    if roll < 0.55:
+        return _string(rng)
+    return rng.choice(["1", "-2.5e3", "0", "true", "false", "null", "True", "False", "None", "NaN", "nope", "12x",
+                       "1 2", "3 ,", "-1 .5\n", "tru", "Nonesuch", "]", "}", ":", '1"a"', "{", "5]"])
+
+
+def _object(rng: random.Random, depth: int = 0) -> str:
+    pairs = []
+    for _ in range(rng.randrange(0, 4)):
+        key = rng.choice(['"city"', '"n"', '"days"', '"k\\u00e9y"', '"bad\\q"', '"x"', "bare", '"a\nb"'])
+        pairs.append(key + _ws(rng) + rng.choice([":", ":", ":", ""]) + _ws(rng) + _value(rng, depth))
+    tail = "," + _ws(rng) if pairs and rng.random() < 0.15 else ""
+    return "{" + _ws(rng) + ("," + _ws(rng)).join(pairs) + tail + _ws(rng) + rng.choice(["}", "}", "}", "]", ""])
+
+
+def _call(rng: random.Random) -> str:
+    name = rng.choice(['"get_weather"', '"f"', '"na\\u006de"', '"\\z"', "3", '"a\tb"'])
+    args = _object(rng)
+    key = rng.choice(['"arguments"', '"parameters"', '"arguments"', '"other"'])
+    pairs = [f'"name":{_ws(rng)}{name}', f"{key}:{_ws(rng)}{args}"]
+    if rng.random() < 0.3:
+        pairs.reverse()
+    if rng.random() < 0.15:
+        pairs.insert(1, f'"id": {_value(rng)}')
+    if rng.random() < 0.05:
+        pairs.append('"name": "again"')
+    return "{" + _ws(rng) + ("," + _ws(rng)).join(pairs) + _ws(rng) + rng.choice(["}", "}", "}", ""])
+
+
+def _body(rng: random.Random, mode: str) -> str:
+    if mode == "args":
+        body = _ws(rng) + _object(rng)
+    elif rng.random() < 0.3:
+        body = _ws(rng) + "[" + ("," + _ws(rng)).join(_call(rng) for _ in range(rng.randrange(1, 4))) + "]"
+    else:
+        body = _ws(rng) + _call(rng)
+    if rng.random() < 0.2:
+        body = body[:rng.randrange(len(body) + 1)]  # cut
+    return body + rng.choice(["", "", " tail", "</tool_call>", '{"again": 1}', "\n"])
+
+
+def _chunks(rng: random.Random, body: str) -> list[str]:
+    pieces, i = [], 0
+    while i < len(body):
+        step = rng.choice([1, 1, 2, 3, 4, 4, 5, 8, 17, len(body)])
+        pieces.append(body[i:i + step])
+        i += step
+    return pieces
+
+
+def _run(cls, mode: str, pieces: list[str], held_keys: dict, boundary: bool):
+    got = []
+    states = []
+
+    def held(n, key):
+        return held_keys.get(key, False)
+
+    def typed(n, key, raw):
+        return None if "x" in raw else "<" + raw + ">"
+
+    reader = cls(mode, KEYS if mode == "object" else (), lambda kind, n, payload: got.append((kind, n, payload)),
+                 held, typed)
+    decoder = ReaderBoundary(reader, JsonBoundary()) if boundary else None
+    ends = []
+    for piece in pieces:
+        if decoder is not None:
+            if reader.end >= 0 or decoder._base >= 0:
+                break
+            ends.append(decoder.feed(piece))
+        else:
+            reader.feed(piece)
+        states.append(tuple(getattr(reader, name) for name in STATE) + (list(reader.stack), reader.word))
+    return got, states, ends
+
+
+@pytest.mark.parametrize("mode", ["object", "args"])
+def test_reading_by_runs_gives_the_character_readers_pieces(mode):
+    rng = random.Random(2612 if mode == "object" else 2613)
+    for case in range(700):
+        body = _body(rng, mode)
+        held_keys = rng.choice([{}, {"n": True}, {"days": True, "x": None}, {"city": True}, {"n": None}, ALL_HELD])
+        for pieces in (_chunks(rng, body), list(body), [body]):
+            for boundary in (False, True):
+                new = _run(ArgumentReader, mode, pieces, held_keys, boundary)
+                old = _run(OldArgumentReader, mode, pieces, held_keys, boundary)
+                assert new == old, (case, body, pieces, held_keys, boundary)
+
+
+def test_reading_by_runs_on_the_issue_shapes():
+    """Typical tool-call bodies, one character at a time and whole: the same pieces and end as the oracle, and the
+    argument text is the arguments object as written."""
+    bodies = ['{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>',
+              '[{"name": "f", "arguments": {"a": [1, 2.5, {"b": null}], "s": "x\\"y"}}, {"name": "g", "parameters": {}}]',
+              '{"name": "f", "arguments": {"a": True, "b": [None, ], "c": "raw\ttab",}}']
+    for body in bodies:
+        for pieces in (list(body), [body]):
+            assert _run(ArgumentReader, "object", pieces, {}, True) == _run(OldArgumentReader, "object", pieces, {}, True)
+    got, _, _ = _run(ArgumentReader, "object", [bodies[0]], {}, False)
+    assert "".join(p for kind, _, p in got if kind == "args") == '{"city": "Paris"}'
+
+
+def test_long_runs_are_read_in_steps_not_characters(monkeypatch):
+    """The reader does not step character by character: a long string value, a long number, a long array of
+    numbers and a long run of whitespace take a few calls of the one-character path (``_char``) in all, not one
+    per character (the character reader took about 6,000 here), fed whole or in 7-character pieces; the pieces
+    are the character reader's."""
+    body = ('{"name": "f", "arguments": {"s": "' + "x" * 5000 + '", "n": ' + "1234567890" * 100 + ', "a": ['
+            + ", ".join(["12345"] * 500) + '], "w":' + " " * 3000 + '"v"}}')
+    calls = []
+    char = ArgumentReader._char
+
+    def counted(self, c, emit):
+        calls.append(c)
+        return char(self, c, emit)
+
+    monkeypatch.setattr(ArgumentReader, "_char", counted)
+    for pieces in ([body], [body[i:i + 7] for i in range(0, len(body), 7)]):
+        calls.clear()
+        got = _run(ArgumentReader, "object", pieces, {}, False)
+        assert len(calls) < 20, (len(calls), calls[:40])
+        assert got == _run(OldArgumentReader, "object", pieces, {}, False)
+        assert got[1][-1][0] == len(body)  # (the end, just past the last "}")
