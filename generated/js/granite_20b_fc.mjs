@@ -2,7 +2,7 @@
 // template: templates/granite_20b_fc.json
 // template sha256: ed46b67c9d15d00fb1f30a7386a073279ab231576ff156556b6dfe7ecaee18b6
 // regenerate: respc compile templates/granite_20b_fc.json --target js -o generated/js/granite_20b_fc.mjs
-// respc js codegen 1
+// respc js codegen 3
 // Streaming response parser (docs/javascript.md): new ResponseParser(prefix, {tools, errors}),
 // parser.initialEvents, parser.feed(text) -> events, parser.finalize() -> {message, events},
 // parseResponse(text, {prefix, tools, errors}) -> message.
@@ -109,13 +109,13 @@ export const TABLE = JSON.parse([
   "   \"watches\": [",
   "    {",
   "     \"literals\": [",
-  "      \"<function_call>\"",
+  "      \"\u003cfunction_call\u003e\"",
   "     ],",
   "     \"rank\": 0",
   "    },",
   "    {",
   "     \"literals\": [",
-  "      \"<|endoftext|>\"",
+  "      \"\u003c|endoftext|\u003e\"",
   "     ],",
   "     \"rank\": 1",
   "    }",
@@ -138,7 +138,25 @@ export const TABLE = JSON.parse([
   "   \"edges\": []",
   "  }",
   " ],",
-  " \"stray\": []",
+  " \"stray\": [],",
+  " \"reprs\": [",
+  "  [",
+  "   \"\u003cfunction_call\u003e\",",
+  "   \"'\u003cfunction_call\u003e'\"",
+  "  ],",
+  "  [",
+  "   \"\u003c|endoftext|\u003e\",",
+  "   \"'\u003c|endoftext|\u003e'\"",
+  "  ],",
+  "  [",
+  "   \"content\",",
+  "   \"'content'\"",
+  "  ],",
+  "  [",
+  "   \"tool_calls\",",
+  "   \"'tool_calls'\"",
+  "  ]",
+  " ]",
   "}",
 ].join("\n"));
 
