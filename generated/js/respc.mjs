@@ -1871,39 +1871,39 @@ function decodeStringArguments(value, notes) {
 }
 
 /**
- * Whether a json body stands inside a string of its first value (runtime/formats/json_.py
- * ``InString``: JsonBoundary's scan with accept ``{["``), fed each piece once. Once the value
- * ended, or the body was rejected at its start, it is never inside again.
+ * Whether a json body stands inside a string of its first value as errors="recover" reads strings
+ * (runtime/formats/json_.py ``InString`` and ``_Quoted``, as ``runtime/repair.py`` reads them):
+ * outside a string a ``"`` or a ``'`` (a Python dict, which the repair reads as JSON) opens one
+ * that ends at the same quote, a backslash escaping the next character. Fed each piece once; once
+ * the first value (an object or array: its brackets closed again; a string: closed) has ended, or
+ * the body starts with anything else, it is never inside again.
  */
 class InString {
-  constructor() { this.state = "start"; this.depth = 0; this.over = false; }
+  constructor() { this.quote = ""; this.escape = false; this.depth = 0; this.started = false; this.over = false; }
 
   feed(data) {
     if (this.over) return false;
-    let st = this.state, d = this.depth;
+    let q = this.quote, esc = this.escape, d = this.depth, started = this.started;
     for (let i = 0; i < data.length; i++) {
       const c = data[i];
-      if (st === "code") {
-        if (c === '"') st = "string";
-        else if (c === "{" || c === "[") d++;
-        else if ((c === "}" || c === "]") && --d === 0) { this.over = true; return false; }
-      } else if (st === "string") {
-        if (c === "\\") st = "escape";
-        else if (c === '"') {
+      if (q) {
+        if (esc) esc = false;
+        else if (c === "\\") esc = true;
+        else if (c === q) {
+          q = "";
           if (d === 0) { this.over = true; return false; }
-          st = "code";
         }
-      } else if (st === "escape") {
-        st = "string";
-      } else if (c !== " " && c !== "\t" && c !== "\n" && c !== "\r") {  // "start"
-        if (c === "{" || c === "[") { d = 1; st = "code"; }
-        else if (c === '"') st = "string";
-        else { this.over = true; return false; }
-      }
+      } else if (c === '"' || c === "'") { q = c; started = true; }
+      else if (c === "{" || c === "[") { d++; started = true; }
+      else if (c === "}" || c === "]") {
+        if (d > 0 && --d === 0) { this.over = true; return false; }
+      } else if (!started && !isSpace(c)) { this.over = true; return false; }
     }
-    this.state = st;
+    this.quote = q;
+    this.escape = esc;
     this.depth = d;
-    return st === "string" || st === "escape";
+    this.started = started;
+    return q !== "";
   }
 }
 
