@@ -19,6 +19,10 @@ import json
 import re
 from pathlib import Path
 
+from respc.runtime.formats import plan_of
+from respc.runtime.formats.json_ import JSON_ACCEPT_DEFAULT
+from respc.runtime.transforms import FIRST, PLACEHOLDER, PLACEHOLDER_V2
+
 from .automaton import Automaton
 from .ir import Template
 
@@ -26,9 +30,9 @@ __all__ = ["comment_text", "JS_CODEGEN_VERSION", "JS_RUNTIME_ABI", "JS_RUNTIME_I
            "emit_js_module"]
 
 #: Stamped into every generated JavaScript module; bump it when the generated code changes.
-JS_CODEGEN_VERSION = 2
+JS_CODEGEN_VERSION = 3
 #: The table layout ``runtime/js/respc.mjs`` reads (its ``RUNTIME_ABI``).
-JS_RUNTIME_ABI = 1
+JS_RUNTIME_ABI = 2
 #: Where a generated module imports the runtime from: ``respc.mjs`` beside it (docs/javascript.md).
 JS_RUNTIME_IMPORT = "./respc.mjs"
 #: The runtime's file (installed with the package: ``respc/runtime/js/respc.mjs``).
@@ -44,8 +48,11 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
     """The first reason ``template`` cannot be compiled for the JavaScript runtime, or None.
 
     The runtime runs template language v1 with literal delimiters (``open``, ``close``,
-    ``start_anchor``, none of whose literals extends another of the same delimiter) and the
-    ``text`` content format without a transform; docs/javascript.md explains each refusal.
+    ``start_anchor``, none of whose literals extends another of the same delimiter), the
+    ``text`` content format and the ``json`` one without dialects, and transforms (with
+    ``transform_each``); of v2, roles, json openers the body may reject, ``inside`` with
+    ``end-if-unclosed``, ``end: "value"`` on a json body that starts an object, an array or a
+    string, and v2 transforms. docs/javascript.md explains each refusal.
 
     Returns:
         str | None: ``"--target js does not yet support <feature> (key <key>)"``, or None.
@@ -53,8 +60,11 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
     def no(feature: str, key: str) -> str:
         return f"--target js does not yet support {feature} (key {key})"
 
-    if template.version != 1:
+    v2 = template.version == 2
+    if template.version not in (1, 2):
         return no(f"template language version {template.version}", "respc_version")
+    if v2 and template.diagnostics is not None:
+        return no("the diagnostics key (v2)", "diagnostics")
     if _unsafe_number(template.defaults):
         return no("a number JavaScript cannot hold exactly (an integer beyond 2**53 - 1)", "defaults")
     surrogate = _lone_surrogate_key(template)
@@ -62,37 +72,246 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
         return no("a lone surrogate (a UTF-16 half of a character) in a delimiter", surrogate)
     anchor = template.start_anchor
     if anchor.literals is None:
-        return no("a start anchor pattern", anchor.key)
+        return no(f"a start anchor pattern: {_regex_why(anchor.pattern)}", anchor.key)
     if any(not lit for lit in anchor.literals):
         return no("an empty start anchor literal", anchor.key)
     for f in template.fields:
         where = f"fields.{f.name}"
+        if v2:
+            # v2 runs where it adds only roles, json openers the body rejects and v2 transforms
+            if f.slot != f.name:
+                return no("slot (v2)", f"{where}.slot")
+            if f.end == "value" and (f.content != "json" or set(_accept(f)) - set('{["')):
+                # the value's end is read by the json reader's boundary scan of objects, arrays
+                # and strings (runtime/js/respc.mjs JsonEnd); a top-level number or literal is not
+                return no('end: "value" with a body that may start a number or a literal', f"{where}.end")
+            if any(how != "end-if-unclosed" for _, how in f.inside):
+                return no("inside (v2: nesting and ending other regions)", f"{where}.inside")
+            if not f.outside:
+                return no("outside: false (v2)", f"{where}.outside")
+            if f.recover_open or f.recover_close:
+                return no("recover-only delimiters (v2)", f"{where}.recover_open")
         for delim in (f.open, f.close):
             if delim is None:
                 continue
             if delim.literals is None:
-                return no("regex delimiters", f"{where}.{delim.key}")
+                if delim is f.open and isinstance(_sequence(delim.pattern), list):
+                    continue  # a sequence pattern (see _sequence): the runtime's walker runs it
+                why = _regex_why(delim.pattern)
+                if delim is f.open:
+                    why += f"; the openers it runs are sequences, and this one has {_sequence(delim.pattern)}"
+                return no(f"regex delimiters: {why}", f"{where}.{delim.key}")
             if delim.can_extend:
                 return no("a literal list in which one literal extends another", f"{where}.{delim.key}")
             if any(not lit for lit in delim.literals):
                 return no("an empty literal delimiter", f"{where}.{delim.key}")
-        if f.content != "text":
+        if f.content not in ("text", "json"):
             return no(f"the {f.content!r} content format", f"{where}.content")
-        if set(f.content_args) - {"strip"}:
+        if set(f.content_args) - ({"strip", "accept"} if f.content == "json" else {"strip"}):
+            # json: its dialects (string_delims, unquoted_keys, python_literals, allow_non_json)
             return no("these content_args", f"{where}.content_args")
-        if f.transform is not None:
-            return no("transforms", f"{where}.transform")
+        if f.transform is not None and _unsafe_number(f.transform):
+            return no("a number JavaScript cannot hold exactly (an integer beyond 2**53 - 1)", f"{where}.transform")
+        if f.transform is not None and _integral_float(f.transform):
+            # JSON text gives JavaScript 1 for 1.0: the value, its type name and repr would differ
+            return no("a float with an integral value (1.0) in a transform", f"{where}.transform")
     for state in automaton.states:
         for w in state.watches:
-            if w.action not in ("open", "close"):
+            if w.action not in ("open", "close", "defer"):
                 return no(f"the {w.action!r} transition", f"fields.{template.fields[w.field].name}")
-            if w.matcher != "literal" or w.indeterminate or w.pending_at_edge:
+            if w.matcher != "literal" and not (w.action == "open" and isinstance(_sequence(w.delimiter.pattern), list)
+                                               and not w.indeterminate):
                 return no("this delimiter's matching", f"fields.{template.fields[w.field].name}.{w.delimiter.key}")
+            if w.matcher == "literal" and (w.indeterminate or w.pending_at_edge):
+                return no("this delimiter's matching", f"fields.{template.fields[w.field].name}.{w.delimiter.key}")
+    if automaton.after_state:
+        return no("a value's optional trailing close (v2)", "fields")
     return None
 
 
+#: why a JavaScript RegExp cannot stand in for a pattern: a construct it reads differently, or has not
+_REGEX_WHY = {
+    "lookbehind": "a lookbehind (JavaScript reads one only where the regex module does not backtrack into it)",
+    "atomic": "an atomic group or a possessive repeat (JavaScript's RegExp has neither)",
+    "class": "a class \\s, \\d or \\w (their characters differ between the regex module and JavaScript)",
+    "boundary": "an anchor or word boundary (^, $, \\A, \\Z, \\b: their meaning at a chunk's edge needs the text before it)",
+    "syntax": "syntax Python's own reader does not parse (the regex module's)",
+}
+
+
+def _regex_why(pattern: str) -> str:
+    """One line naming ``pattern`` (JSON-quoted, ASCII) and why the JavaScript runtime cannot run it
+    with the Python meaning: the partial matching the parser needs to decide what to hold back, and
+    the first construct JavaScript reads differently if there is one (docs/javascript.md, "What is
+    refused")."""
+    quoted = json.dumps(pattern, ensure_ascii=True)
+    try:
+        import re._parser as sre  # Python 3.11+
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_parse as sre
+    try:
+        tree = sre.parse(pattern)
+    except Exception:  # noqa: BLE001 - any failure means another reader's syntax
+        return f"{quoted} has {_REGEX_WHY['syntax']}"
+
+    def first(items) -> str | None:
+        for op, av in items:
+            name = str(op)
+            if name == "ASSERT" and av[0] < 0 or name == "ASSERT_NOT" and av[0] < 0:
+                return "lookbehind"
+            if name in ("ATOMIC_GROUP", "POSSESSIVE_REPEAT"):
+                return "atomic"
+            if name == "CATEGORY" or name == "IN" and any(str(o) == "CATEGORY" for o, _ in av):
+                return "class"
+            if name == "AT":
+                return "boundary"
+            subs = []
+            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                subs = [av[2]]
+            elif name == "SUBPATTERN":
+                subs = [av[-1]]
+            elif name == "BRANCH":
+                subs = list(av[1])
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                subs = [av[1]]
+            elif name == "ATOMIC_GROUP":
+                subs = [av]
+            for sub in subs:
+                found = first(sub)
+                if found is not None:
+                    return found
+        return None
+
+    found = first(tree)
+    partial = (f"{quoted} needs partial matching (JavaScript's RegExp cannot say whether more text could "
+               "still complete or change a match, which decides what the parser holds back: D2)")
+    return partial if found is None else f"{partial}, and has {_REGEX_WHY[found]}"
+
+
+#: per regex class source: its members as sorted [first, last] code point ranges (see _class_ranges)
+_CLASS_CACHE: dict = {}
+
+
+def _class_ranges(source: str) -> list[list[int]]:
+    """The code points the ``regex`` module's class ``source`` matches (with DOTALL, as delimiters
+    are compiled), as sorted [first, last] ranges: one search over every code point."""
+    got = _CLASS_CACHE.get(source)
+    if got is None:
+        import regex
+
+        every = _CLASS_CACHE.get("") or "".join(map(chr, range(0x110000)))
+        _CLASS_CACHE[""] = every
+        got = [[m.start(), m.end() - 1] for m in regex.finditer(f"(?:{source})+", every, regex.DOTALL)]
+        _CLASS_CACHE[source] = got
+    return got
+
+
+def _class_source(op, av) -> str | None:
+    """A ``regex`` class source for one parsed single-character item, or None."""
+    name = str(op)
+    esc = lambda c: "\\U%08x" % c  # noqa: E731 - one code point, escaped
+    if name == "LITERAL":
+        return f"[{esc(av)}]"
+    if name == "NOT_LITERAL":
+        return f"[^{esc(av)}]"
+    if name == "ANY":
+        return "."
+    if name != "IN":
+        return None
+    parts, negate = [], False
+    cats = {"CATEGORY_SPACE": "\\s", "CATEGORY_NOT_SPACE": "\\S", "CATEGORY_DIGIT": "\\d",
+            "CATEGORY_NOT_DIGIT": "\\D", "CATEGORY_WORD": "\\w", "CATEGORY_NOT_WORD": "\\W"}
+    for o, a in av:
+        kind = str(o)
+        if kind == "NEGATE":
+            negate = True
+        elif kind == "LITERAL":
+            parts.append(esc(a))
+        elif kind == "RANGE":
+            parts.append(f"{esc(a[0])}-{esc(a[1])}")
+        elif kind == "CATEGORY" and str(a) in cats:
+            parts.append(cats[str(a)])
+        else:
+            return None
+    return "[" + ("^" if negate else "") + "".join(parts) + "]"
+
+
+def _sequence(pattern: str) -> list | str:
+    """A regex delimiter the JavaScript runtime runs with the Python meaning, as its walker reads it
+    (runtime/js/respc.mjs ``walk``), or why not (a str).
+
+    Accepted: a literal (the lead), then literals and runs of one character class (``C*`` or
+    ``C+``, greedy, alone in a named group or not), ending with a literal, where no run can take the
+    character that must follow it (or the lead's first character). Every start then has one path,
+    so it is complete, fails, or runs into the end of the text (a partial match, held: D2), and
+    Python's regex module and the walker give the same matches, groups and holds.
+    Items: ``["l", text]`` or ``["r", ranges, min, group name or None]``."""
+    try:
+        import re._parser as sre  # Python 3.11+
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_parse as sre
+    try:
+        tree = sre.parse(pattern)
+    except Exception:  # noqa: BLE001
+        return "syntax"
+    if tree.state.flags & ~(sre.SRE_FLAG_UNICODE | sre.SRE_FLAG_DOTALL):
+        return "inline flags other than (?s)"  # (?i), (?m), (?x), (?a) change what the items mean
+    names = {number: name for name, number in tree.state.groupdict.items()}
+    items: list = []
+
+    def run(op, av, group):
+        lo, hi, sub = av
+        if str(op) != "MAX_REPEAT" or lo not in (0, 1) or hi != sre.MAXREPEAT or len(sub) != 1:
+            return False
+        source = _class_source(*sub[0])
+        if source is None:
+            return False
+        items.append(["r", _class_ranges(source), lo, group])
+        return True
+
+    for op, av in tree:
+        name = str(op)
+        if name == "LITERAL":
+            if items and items[-1][0] == "l":
+                items[-1][1] += chr(av)
+            else:
+                items.append(["l", chr(av)])
+        elif name == "MAX_REPEAT":
+            if not run(op, av, None):
+                return "a repeat other than a greedy C* or C+ of one class"
+        elif name == "SUBPATTERN":
+            number, add, remove, sub = av
+            if add or remove or len(sub) != 1 or str(sub[0][0]) != "MAX_REPEAT" or (number is not None and number not in names):
+                return "a group that is not one named run"
+            if not run(sub[0][0], sub[0][1], names.get(number)):
+                return "a repeat other than a greedy C* or C+ of one class"
+        else:
+            return f"a construct the walker does not read ({name})"
+    if len(items) < 1 or items[0][0] != "l" or items[-1][0] != "l":
+        return "no literal at its start and end"
+    lead = ord(items[0][1][0])
+
+    def member(ranges, c):
+        return any(a <= c <= b for a, b in ranges)
+
+    for k, item in enumerate(items):
+        if item[0] != "r":
+            continue
+        if member(item[1], lead):
+            return "a run that can take the pattern's first character"
+        for after in items[k + 1:]:  # the characters that can come next must end the run
+            if after[0] == "l":
+                if member(item[1], ord(after[1][0])):
+                    return "a run that can take the character after it"
+                break
+            if any(member(item[1], a) or member(item[1], b) for a, b in after[1]) or \
+                    any(member(after[1], a) or member(after[1], b) for a, b in item[1]):
+                return "two runs whose classes overlap"
+            if after[2] > 0:
+                break
+    return items
 def _lone_surrogate_key(template: Template) -> str | None:
-    """The key of the first literal delimiter holding a lone surrogate (U+D800 to U+DFFF), or None.
+    """The key of the first delimiter (a literal, or a literal item of a regex open) holding a lone surrogate (U+D800 to U+DFFF), or None.
 
     A JavaScript string is UTF-16: the runtime would find such a literal inside a character written
     as a surrogate pair (``"\\ud83d"`` in ``"\\U0001F600"``), where Python, whose strings are code
@@ -100,11 +319,18 @@ def _lone_surrogate_key(template: Template) -> str | None:
     def bad(literals) -> bool:
         return any(0xD800 <= ord(c) <= 0xDFFF for lit in literals or () for c in lit)
 
+    def bad_delim(delim) -> bool:
+        if delim.literals is not None:
+            return bad(delim.literals)
+        # a regex open the runtime walks (_sequence): its literal items are searched as UTF-16 text
+        items = _sequence(delim.pattern)
+        return isinstance(items, list) and bad(item[1] for item in items if item[0] == "l")
+
     if bad(template.start_anchor.literals):
         return template.start_anchor.key
     for f in template.fields:
         for delim in (f.open, f.close):
-            if delim is not None and bad(delim.literals):
+            if delim is not None and bad_delim(delim):
                 return f"fields.{f.name}.{delim.key}"
     return None
 
@@ -122,21 +348,84 @@ def _unsafe_number(value) -> bool:
     return False
 
 
+def _transform(node, v2: bool, strict: bool = False):
+    """A transform as the runtime reads it (runtime/js/respc.mjs ``build``; runtime/transforms.py
+    ``_compile``): placeholders are found here, with the Python runtime's own patterns
+    (``PLACEHOLDER``, v2 ``PLACEHOLDER_V2``), so the runtime needs no regex: ``["$", root, [key,
+    ...], strict]`` a placeholder (``strict``: inside a v2 ``$first`` alternative, where None
+    fails too), ``["?", [node, ...]]`` a v2 ``{"$first": [...]}``, ``["{", [[key, node], ...]]``
+    an object (keys in order), ``["[", [node, ...]]`` a list, ``["=", value]`` a literal."""
+    if isinstance(node, dict):
+        if v2 and FIRST in node:
+            return ["?", [_transform(v, v2, True) for v in node[FIRST]]]
+        return ["{", [[k, _transform(v, v2, strict)] for k, v in node.items()]]
+    if isinstance(node, list):
+        return ["[", [_transform(v, v2, strict) for v in node]]
+    if isinstance(node, str):
+        m = (PLACEHOLDER_V2 if v2 else PLACEHOLDER).fullmatch(node)
+        if m is not None:
+            root, *keys = m.group(1).split(".")
+            return ["$", root, keys, strict]
+    return ["=", node]
+
+
+def _integral_float(value) -> bool:
+    """Whether a JSON value holds a float with an integral value (``1.0``), which JavaScript reads as ``1``."""
+    if isinstance(value, float):
+        return value.is_integer()
+    if isinstance(value, dict):
+        return any(_integral_float(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_integral_float(v) for v in value)
+    return False
+
+
+def _accept(field) -> str:
+    """The characters a json body may start with (runtime/formats/json_.py ``json_boundary``)."""
+    accept = field.content_args.get("accept", JSON_ACCEPT_DEFAULT)
+    return accept if isinstance(accept, str) else JSON_ACCEPT_DEFAULT
+
+
 def _table(template: Template, automaton: Automaton) -> dict:
     """The JSON table ``makeParser`` reads (runtime/js/respc.mjs)."""
+    v2 = template.version == 2
+    plans = [plan_of(f) for f in template.fields]
     fields = [{
         "name": f.name,
         "slot": f.slot if f.slot is not None else f.name,
         "join": f.join,
         "repeats": f.repeats,
         "strip": bool(f.content_args.get("strip", True)),
-    } for f in template.fields]
+        "content": f.content,
+        # the dirty flag of its region_chunk events (the format's plan, as compiler/emit.py writes it)
+        "dirty": bool(plan.dirty),
+        "transform": None if f.transform is None else _transform(f.transform, v2),
+        "each": bool(f.transform_each),
+        # D4/D5: the named groups of its open pattern (None in the scope until one matches)
+        "groups": list(f.group_names),
+        # v2 (compiler/emit.py _region_keywords): typed only the tool-call role's regions; a json
+        # opener whose body does not start a value is given back (reject, the accept characters,
+        # later fields with the same opener); an empty body is None; lists of calls extend the slot
+        "typed": not (v2 and f.role != "tool_calls"),
+        "reject": bool(v2 and f.reject and plan.can_reject),
+        "accept": _accept(f),
+        "alternatives": [k for k in range(index + 1, len(template.fields)) if template.fields[k].open == f.open]
+        if v2 and f.reject and plan.can_reject else [],
+        "empty_none": bool(v2 and plan.empty_none),
+        # v2 end: "value": the json value's end closes the region (compiler/emit.py: ends=True)
+        "ends": f.end == "value",
+        "extend": bool(v2 and plan.empty_none and f.repeats and f.transform_each),
+    } for index, (f, plan) in enumerate(zip(template.fields, plans))]
     states = []
     for s in automaton.states:
         watches = sorted(s.watches, key=lambda w: w.rank)
         states.append({
-            "watches": [{"literals": list(w.delimiter.literals), "rank": w.rank} for w in watches],
-            "edges": [[0 if w.action == "open" else 2, w.field, w.target] for w in watches],
+            # a regex open (a sequence, see _sequence): its items and its lead literal, no literals
+            "watches": [{"literals": list(w.delimiter.literals), "rank": w.rank} if w.delimiter.literals is not None
+                        else {"literals": [], "rank": w.rank, "regex": _sequence(w.delimiter.pattern),
+                              "lead": _sequence(w.delimiter.pattern)[0][1]} for w in watches],
+            # actions as runtime/stream.py numbers them: OPEN 0, CLOSE 2, DEFER 4 (v2 end-if-unclosed)
+            "edges": [[{"open": 0, "close": 2, "defer": 4}[w.action], w.field, w.target] for w in watches],
         })
     # errors="recover": (closer, its field's openers, field) per literal close of three characters
     # or more of a field with an opener (compiler/emit.py, STRAY_CLOSERS)
@@ -146,16 +435,20 @@ def _table(template: Template, automaton: Automaton) -> dict:
             continue
         for closer in f.close.literals:
             if len(closer.strip()) >= 3:
-                stray.append([closer, list(f.open.literals), index])
+                # the opener's literals, or its sequence (a regex open): found before the closer
+                stray.append([closer, list(f.open.literals) if f.open.literals is not None else
+                              {"regex": _sequence(f.open.pattern)}, index])
     # Python's repr of every template string a diagnostic or error message quotes (delimiters, message
     # keys): the runtime's own repr follows its Unicode version's printable characters, which differ
     # from the Python that runs the Python parser (docs/javascript.md, "The API")
     quoted = {lit for s in states for w in s["watches"] for lit in w["literals"]}
     quoted.update(f["slot"] for f in fields)
     quoted.update(f["name"] for f in fields)
-    quoted.update(lit for c, openers, _ in stray for lit in [c, *openers])
+    quoted.update(lit for c, openers, _ in stray
+                  for lit in [c, *(openers if isinstance(openers, list) else ())])
     return {
         "abi": JS_RUNTIME_ABI,
+        "v2": template.version == 2,
         "source": template.source,
         "sha256": template.sha256,
         "defaults": template.defaults,

@@ -1,7 +1,7 @@
 // Test driver of tests/test_js_target.py (json body reader parity): one JSON-encoded body per stdin
 // line (argument `repair`: the errors="recover" repair instead); per line, the value in a canonical form (numbers as their IEEE bits), or the error.
 import { readFileSync } from "node:fs";
-import { parseJsonBody, repairJsonBody } from "../runtime/js/json_body.mjs";
+import { parseJsonBody, repairJsonBody } from "../runtime/js/respc.mjs";
 
 const REPAIR = process.argv[2] === "repair";
 

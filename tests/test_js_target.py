@@ -21,7 +21,7 @@ import pytest
 
 from respc.compiler.api import compile_template
 from respc.compiler.cli import main
-from respc.compiler.emit_js import JsTargetError, emit_js_module, js_support_problem
+from respc.compiler.emit_js import JsTargetError, _sequence, emit_js_module, js_support_problem
 from respc.compiler.source import read_template
 
 from support import CONFORMANCE, CORPUS, PEER_PREFIX, REPO, SHARED, chunkings, load_jsonl, missing
@@ -76,9 +76,25 @@ def _random_outputs(template, seed: str, count: int) -> list[dict]:
     """Outputs made of the template's delimiters, pieces of them, whitespace and words (some
     astral characters, so offsets must count code points): a property test of parity."""
     rng = random.Random(seed)
-    delims = [lit for f in template.fields for d in (f.open, f.close) if d is not None for lit in d.literals]
+    delims = [lit for f in template.fields for d in (f.open, f.close) if d is not None for lit in d.literals or ()]
+    for f in template.fields:
+        if f.open is not None and f.open.literals is None:
+            delims += _sequence_samples(f.open.pattern, rng)
     anchor = rng.choice(template.start_anchor.literals)
     words = ["hi", "a b", " ", "\n", "\n\n", "\t", "\u00a0", "\x1c", "\U0001F600", "caf\u00e9", "x<y", "'\""]
+    if any(f.content == "json" for f in template.fields):
+        # bodies of json fields: calls whole, damaged (recover repairs), cut, with a closer of the
+        # template inside a string, non-finite numbers, calls without a name, lists of calls
+        closer = rng.choice(delims) if delims else "</x>"
+        words = words + [
+            '{"name": "f", "arguments": {"a": 1, "b": [true, null]}}', '{"tool_name": "g", "parameters": {"q": "x"}}',
+            '[{"name": "f", "arguments": {}}, {"tool_name": "t", "parameters": {"p": 2.5}}]',
+            '{"name": "f", "arguments": "{\\"x\\": 2}"}', '{"name": "f", "arguments": {"s": "' + closer + '"}}',
+            '{"name": "f", "args": {"a": "' + closer + '"', "{'name': 'f', 'arguments': {'a': True}}",
+            '{"name": "f", "arguments": {"a": 1,}}', '{"name": "f", "arguments": {"a": NaN}}', '{"name": 5}',
+            '{"name": "a b"}', '{"name": "f", "arguments": [1]}', '{"function": 1e16}', '{"x": -0.0, "content": 1.5e-7}',
+            '{"name": "f"', '"', "}", "{", "]", '\\"', '{"name": "\U0001F600", "arguments": {"k": "\n"}}',
+            '{"fn": {"name": "f", "args": {}}}', '"text"', "[1, 2]", "not json"]
     cases = []
     for _ in range(count):
         parts = []
@@ -95,6 +111,23 @@ def _random_outputs(template, seed: str, count: int) -> list[dict]:
                              anchor + "\U0001F600 " + rng.choice(delims + [""]) + "\U0001F600"])
         cases.append({"id": f"random/{len(cases)}", "prefix": prefix, "text": text})
     return cases
+
+
+def _sequence_samples(pattern: str, rng: random.Random) -> list[str]:
+    """Texts a regex open of the runtime's sequence form (compiler/emit_js.py ``_sequence``) matches,
+    or nearly: each run 0 to 3 characters drawn from names, spaces, newlines, astral characters and
+    the characters that end runs (so some samples are cut or fail)."""
+    pool = ["get_weather", "f", " ", "\n", "\t", "\x1c", "\u00a0", "\U0001F600", "<", "`", ":", "x.y", "\u3000"]
+    out = []
+    for _ in range(6):
+        text = []
+        for item in _sequence(pattern):
+            if item[0] == "l":
+                text.append(item[1])
+            else:
+                text.extend(rng.choice(pool) for _ in range(rng.randint(item[2], 3)))
+        out.append("".join(text))
+    return out
 
 
 def _python_outcome(module, prefix: str, chunks: list[str], errors: str) -> dict:
@@ -142,6 +175,14 @@ def _compare(prepared: list[dict]) -> tuple[int, list[str]]:
     for p, got in zip(prepared, json.loads(done.stdout)):
         for case, want, have in zip(p["job"]["cases"], p["expected"], got):
             count += 1
+            tally = FIGURES.setdefault("tally", {})
+            if "error" in want:
+                tally["error " + want["error"][0]] = tally.get("error " + want["error"][0], 0) + 1
+            for d in want["diagnostics"]:
+                tally[d["kind"]] = tally.get(d["kind"], 0) + 1
+            for e in want["events"]:
+                if e["type"] == "region_close" and isinstance(e["value"], (dict, list)):
+                    tally["structured values"] = tally.get("structured values", 0) + 1
             # JSON round trip: tuples become lists on the Python side as they do in JSON
             if json.loads(json.dumps(want)) != have:
                 bad.append(f"{p['key']}: {case['id']}\n  python: {json.dumps(want)[:600]}\n"
@@ -234,6 +275,171 @@ LONG_HOLDS = [
 ]
 
 
+#: json regions (runtime/stream.py _close, _recovered, _inside_at_close, _close_deferred): each
+#: written for one path of the Python core, run on hermes2pro (repeating calls, one object each)
+#: and jamba (one region, a list of calls: transform_each)
+JSON_REGIONS = [
+    # a closer inside a JSON string, a later closer leaves the value whole (recover: kept as text)
+    'hi <tool_call>{"name": "f", "arguments": {"a": "</tool_call>"}}</tool_call> bye',
+    '<tool_calls>[{"name": "f", "arguments": {"a": "</tool_calls> x"}}]</tool_calls> bye',
+    # ... and an opener of the field after it: ambiguous, malformed
+    '<tool_call>{"name": "f", "arguments": {"a": "</tool_call> <tool_call>x"}}</tool_call> end',
+    '<tool_calls>[{"name": "f", "arguments": {"a": "</tool_calls><tool_calls>"}}]</tool_calls>',
+    # the output ends inside the string after the held closer (with an opener after it, or not)
+    '<tool_call>{"name": "f", "arguments": {"a": "</tool_call> rest <tool_call>',
+    '<tool_calls>[{"name": "f", "arguments": {"a": "</tool_calls> rest \U0001F600',
+    # an escaped quote, nesting, a closer after the value ended
+    '<tool_call>{"name": "f", "arguments": {"a": "\\"</tool_call>", "b": [{"c": "}"}]}}</tool_call>',
+    # the opener written again inside the body (recover: the start before it dropped)
+    '<tool_call>junk <tool_call>{"name": "f", "arguments": {}}</tool_call>',
+    '<tool_calls>[{"name": <tool_calls>[{"name": "g", "arguments": {"x": 1}}]</tool_calls>',
+    # truncated: a whole value, a cut value, whitespace only, nothing
+    '<tool_call>{"name": "f", "arguments": {"a": 1}}', '<tool_call>{"name": "f", "arguments": {"a": 1',
+    '<tool_call>  \n ', '<tool_call>', '<tool_calls>[{"name": "f", "arguments": {}}]  ',
+    # recover repairs: Python literals, trailing comma, missing brackets, raw newline, string arguments
+    "<tool_call>{'name': 'f', 'arguments': {'a': True, 'b': None}}</tool_call>",
+    '<tool_calls>[{"name": "f", "arguments": {"a": 1,},}]</tool_calls>',
+    '<tool_call>{"name": "f", "arguments": {"a": "x\ny"</tool_call>',
+    '<tool_call>{"name": "f", "arguments": "{\\"x\\": [1, 2.5]}"}</tool_call>',
+    '<tool_calls>{"name": "f", "arguments": {"a": 1}}</tool_calls>',
+    # checks after the transform: no name, a bad name, arguments no object, non-finite numbers
+    '<tool_call>{"arguments": {}}</tool_call>', '<tool_call>{"name": "a b"}</tool_call>',
+    '<tool_call>{"name": 1.0e16, "arguments": {}}</tool_call>', '<tool_call>[1, "x", null]</tool_call>',
+    '<tool_call>{"name": "f", "arguments": [1e-5, 0.0001]}</tool_call>',
+    '<tool_call>{"name": "f", "arguments": {"a": [NaN]}}</tool_call>',
+    '<tool_calls>[{"name": "f", "arguments": {"a": -Infinity}}]</tool_calls>', '<tool_calls>[1]</tool_calls>',
+    '<tool_calls>"x"</tool_calls>', '<tool_calls>[{"arguments": {}}]</tool_calls>',
+    # placeholders that cannot be filled; keys in code point order
+    '<tool_call>{"nam": "f"}</tool_call>', '<tool_calls>[{"\U0001F600": 1, "\uffff": 2, "a": 3}]</tool_calls>',
+    # the field written twice (jamba's does not repeat), malformed text into the answer
+    '<tool_calls>[]</tool_calls> a <tool_calls>[{"name": "f", "arguments": {}}]</tool_calls> b '
+    '<tool_calls>[{"name": "g", "arguments": {}}]</tool_calls>',
+    'a <tool_call>oops</tool_call> b <tool_call>{"name": "f"}</tool_call> c <tool_call>[</tool_call>',
+]
+
+
+@needs_node
+@pytest.mark.parametrize("name", ["hermes2pro", "jamba"])
+def test_json_region_parity(tmp_path, name):
+    """Written outputs for each path of a json region (closers inside strings, truncation, repairs,
+    checks, transforms), Python = JavaScript on every chunking and errors mode."""
+    spec = str(REPO / "templates" / f"{name}.json")
+    vectors = [{"id": f"json/{k}", "prefix": "", "text": text} for k, text in enumerate(JSON_REGIONS)]
+    count, bad = _run_parity(tmp_path, name, spec, vectors)
+    FIGURES["cases"] += count
+    assert not bad, "\n".join(bad[:3]) + f"\n({len(bad)} of {count} differ)"
+
+
+#: v2 (runtime/stream.py _probe, empty_none, extend, v2 transforms): outputs for apertus (a json
+#: opener the body may reject, transform_each with {content.$key}) and for V2_ALTERNATIVES
+V2_REGIONS = [
+    'a <|tools_prefix|>[{"f": {"x": 1}}]<|tools_suffix|> b', 'a <|tools_prefix|>not a call<|tools_suffix|> b',
+    'a <|tools_prefix|>  \n "s"<|tools_suffix|>', '<|tools_prefix|>   <|tools_prefix|>[{"f": {}}]<|tools_suffix|>',
+    '<|tools_prefix|> <|tools_pre', '<|tools_prefix|> <|tools_prefix|> x', '<|tools_prefix|>    ',
+    '<|tools_prefix|><|tools_suffix|>', '<|tools_prefix|> \n <|tools_suffix|> after',
+    '<|tools_prefix|>[{"f": {}, "g": {}}]<|tools_suffix|>', '<|tools_prefix|>[{"f": 1}]<|tools_suffix|>',
+    '<|tools_prefix|>[1]<|tools_suffix|>', '<|tools_prefix|>[{}]<|tools_suffix|>',
+    '<|tools_prefix|>{"f": {"a": 1}}<|tools_suffix|>',
+    '<|tools_prefix|>[{"f": {"s": "<|tools_suffix|>"}}]<|tools_suffix|> z',
+    '<|tools_prefix|>[{"f": {}}]<|tools_suffix|>x<|tools_prefix|>[{"g": {"b": 2.0}}, {"h": {}}]<|tools_suffix|>',
+    '<|tools_prefix|>[{"f": {}}', '<|tools_prefix|>[{"f": {"a": 1,}}]<|tools_suffix|>',
+    '<|tools_prefix|>[]<|tools_suffix|><|tools_prefix|>x<|tools_prefix|>[{"f": {}}]',
+]
+#: two fields with one opener (a json call the body may reject, then a text note), v2 $first with
+#: strict placeholders and $key/$value
+V2_ALTERNATIVES = {
+    "respc_version": 2, "defaults": {"role": "assistant"}, "start_anchor": "<s>", "fields": {
+        "tool_calls": {"open": "<c>", "close": "</c>", "content": "json", "role": "tool_calls", "repeats": True,
+                       "transform": {"type": "function", "function": {"$first": [
+                           {"name": "{content.name}", "arguments": "{content.arguments}"},
+                           {"name": "{content.fn.$key}", "arguments": "{content.fn.$value}"}, "{content}"]}}},
+        "note": {"open": "<c>", "close": "</c>", "repeats": True},
+        "content": {"close": "<eos>", "repeats": True, "join": ""}}}
+V2_ALTERNATIVE_OUTPUTS = [
+    'a<c>{"name": "f", "arguments": {}}</c>b', "a<c>just a note</c>b<c> [</c>", '<c>{"fn": {"g": {"x": 1}}}</c>',
+    '<c>{"name": null, "arguments": {}}</c>', '<c>{"fn": {"g": 1, "h": 2}}</c>', '<c>{"fn": 3}</c>',
+    '<c>{"name": "f"}</c><eos>', '<c>  </c>', '<c>{"name": "f", "arguments": {"a": "</c>"}}</c>', "<c>",
+]
+
+
+#: qwen3: a tool call opened inside an unclosed think block counts only if </think> never follows
+#: (v2 "inside": "end-if-unclosed", runtime/stream.py _deferred)
+V2_DEFERRED = [
+    '<think>plan <tool_call>{"name": "f", "arguments": {}}</tool_call> more</think> answer',
+    '<think>plan <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>',
+    '<think>plan <tool_call>{"name": "f", "arguments": {}}</tool_call> then <tool_call>{"name": "g"}</tool_call> x',
+    "<think>x <tool_call>not json</tool_call>", "<think>a<tool_call>b<tool_call>c</think>d", "<think><tool_call>",
+    "<think>a <tool_call> </think></think> b", '<think>a <tool_call>{"name": "f"', "<think>a <tool_call> \n",
+    '<think>a <tool_call>{"name": "f", "arguments": {"s": "</think>"}}</tool_call>',
+    '<think>a</think><tool_call>{"name": "f", "arguments": {}}</tool_call><tool_call>[1]</tool_call>',
+]
+
+
+#: granite_20b_fc: v2 end: "value", the json value's end closes the region (no closer)
+V2_VALUE_END = [
+    'Sure <function_call>{"name": "f", "arguments": {"a": 1}} then text<|endoftext|>',
+    '<function_call> {"name": "f", "arguments": {"s": "}\\"]"}}<function_call>{"name": "g", "arguments": {}}',
+    '<function_call>{"name": "f"', "<function_call>not json", "<function_call>   ", '<function_call>"str" after',
+    "<function_call>[1, 2] x", '<function_call>{"name": "f", "arguments": {}}}', "<function_call>",
+    '<function_call>\n{"name": "f", "arguments": {"a": [1, {"b": "<function_call>"}]}}\n<|endoftext|>tail',
+    "<function_call><function_call>{\"name\": \"f\", \"arguments\": {}}",
+]
+
+
+@needs_node
+@pytest.mark.parametrize("name", ["apertus", "alternatives", "qwen3", "granite_20b_fc"])
+def test_v2_region_parity(tmp_path, name):
+    """v2 templates the target accepts: a json opener whose body decides it (accepted, rejected,
+    undecided until a closer or the end, the doubled opener of recover, the next field with the
+    same opener), empty bodies (None), lists of calls that extend the slot, $first and
+    $key/$value, an open deferred until the enclosing region's close is known not to follow
+    (qwen3), a region its json value's end closes (granite_20b_fc); Python = JavaScript on every
+    chunking and errors mode."""
+    if name == "apertus":
+        spec, texts = str(REPO / "templates" / "apertus.json"), V2_REGIONS
+    elif name == "qwen3":
+        spec, texts = str(REPO / "templates" / "qwen3.json"), V2_DEFERRED
+    elif name == "granite_20b_fc":
+        spec, texts = str(REPO / "templates" / "granite_20b_fc.json"), V2_VALUE_END
+    else:
+        spec, texts = V2_ALTERNATIVES, V2_ALTERNATIVE_OUTPUTS
+    read = read_template(spec)
+    assert js_support_problem(read.template, read.automaton) is None
+    vectors = [{"id": f"v2/{k}", "prefix": "", "text": text} for k, text in enumerate(texts)]
+    vectors += _random_outputs(read.template, name, 40)
+    count, bad = _run_parity(tmp_path, name, spec, vectors)
+    FIGURES["cases"] += count
+    assert not bad, "\n".join(bad[:3]) + f"\n({len(bad)} of {count} differ)"
+
+
+#: a regex open of the sequence form (compiler/emit_js.py _sequence): runs of regex-module
+#: classes (\\s is not str.isspace: \\x1c is no space to it; \\d takes other scripts' digits), groups
+#: into the transform, a partial match held, a complete one at the edge held, stray closers
+REGEX_OPEN = {"start_anchor": "A:", "fields": {
+    "tool_calls": {"open_pattern": "<call (?P<name>[^\\s<>:]+):(?P<id>\\d*)\\s*>", "close": "</call>",
+                   "content": "json", "repeats": True,
+                   "transform": {"type": "function", "id": "{id}", "function": {"name": "{name}", "arguments": "{content}"}}},
+    "content": {"close": "<eos>", "content": "text", "repeats": True, "join": ""}}}
+REGEX_OUTPUTS = [
+    'hi <call get_weather:12 >{"city": "Paris"}</call> bye', "<call f:\u0661\u0662>{}</call>", "<call f:>{}</call>",
+    "<call f:1\x1c>{}</call>", "<call f:1\u0085\u3000>{}</call>", "<call \U0001F600:7>[]</call>", "<call :1>{}</call>",
+    "<call f g:1>{}</call>", "<call f:1", "<call f:1 ", "<call f", "<ca", "<call f:1>", "text </call> more <call f:2>{}</call>",
+    "<call f:1>{}</call></call>", "<call <call f:3>{}</call>", "a<call x:1>{\"s\": \"</call>\"}</call>b",
+]
+
+
+@needs_node
+def test_regex_open_parity(tmp_path):
+    """A regex opener the JavaScript walker runs: Python = JavaScript on every chunking and
+    errors mode, for written outputs and 60 random ones built from the pattern's own pieces."""
+    read = read_template(REGEX_OPEN)
+    assert js_support_problem(read.template, read.automaton) is None
+    vectors = [{"id": f"rx/{k}", "prefix": "", "text": text} for k, text in enumerate(REGEX_OUTPUTS)]
+    count, bad = _run_parity(tmp_path, "regex", REGEX_OPEN, vectors + _random_outputs(read.template, "rx", 60))
+    FIGURES["cases"] += count
+    assert not bad, "\n".join(bad[:3]) + f"\n({len(bad)} of {count} differ)"
+
+
 @needs_node
 def test_long_hold_parity(tmp_path):
     """Long held whitespace (errors="recover" watching for a repeated delimiter), Python = JavaScript."""
@@ -247,15 +453,36 @@ def test_long_hold_parity(tmp_path):
 def test_refused_with_one_line_naming_the_key(tmp_path, capsys):
     """A template the runtime cannot run is refused: exit 2, one line naming the feature and the
     key, nothing written (docs/javascript.md, "What is refused")."""
-    out = tmp_path / "qwen3.mjs"
-    assert main(["compile", str(REPO / "templates" / "qwen3.json"), "--target", "js", "-o", str(out)]) == 2
+    out = tmp_path / "glm4_5.mjs"
+    assert main(["compile", str(REPO / "templates" / "glm4_5.json"), "--target", "js", "-o", str(out)]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        "respc: --target js does not yet support template language version 2 (key respc_version)"]
+        "respc: --target js does not yet support regex delimiters: \"<tool_call>\\\\s*(?P<name>[^\\\\s<]+)\" needs "
+        "partial matching (JavaScript's RegExp cannot say whether more text could still complete or change a match, "
+        "which decides what the parser holds back: D2), and has a class \\s, \\d or \\w (their characters differ "
+        "between the regex module and JavaScript); the openers it runs are sequences, and this one has no literal at "
+        "its start and end (key fields.tool_calls.open_pattern)"]
     assert not out.exists()
     spec = {"fields": {"content": {"close_pattern": "<end>|<stop>", "content": "text"}}, "start_anchor": "A:"}
     read = read_template(spec)
-    assert js_support_problem(read.template, read.automaton) == \
-        "--target js does not yet support regex delimiters (key fields.content.close_pattern)"
+    assert js_support_problem(read.template, read.automaton) == (
+        "--target js does not yet support regex delimiters: \"<end>|<stop>\" needs partial matching (JavaScript's "
+        "RegExp cannot say whether more text could still complete or change a match, which decides what the parser "
+        "holds back: D2) (key fields.content.close_pattern)")
+    for pattern, why in [("(?<=a)b", "has a lookbehind"), ("a(?>b+)c", "has an atomic group"), ("a++", "has an atomic"),
+                         ("^<x>", "has an anchor"), ("a\\bb", "has an anchor or word boundary"),
+                         ("[\\d]x", "has a class"), ("a(?:b|(?<!c)d)", "has a lookbehind"), ("\\p{L}x", "syntax")]:
+        spec = {"fields": {"content": {"close_pattern": pattern, "content": "text"}}, "start_anchor": "A:"}
+        read = read_template(spec)
+        assert why in js_support_problem(read.template, read.automaton), pattern
+    # an opener of the sequence form is run, unless an inline flag changes what its items mean
+    for pattern, problem in [("<c (?P<n>[^<>]+)>", None), ("(?s)<c (?P<n>[^<>]+)>", None),
+                             ("(?i)<c (?P<n>[^<>]+)>", "inline flags other than (?s)"),
+                             ("<c (?P<n>[^>]+)>", "a run that can take the pattern's first character")]:
+        spec = {"fields": {"x": {"open_pattern": pattern, "close": "</c>", "content": "text",
+                                 "transform": {"n": "{n}", "v": "{content}"}}}, "start_anchor": "A:"}
+        read = read_template(spec)
+        got = js_support_problem(read.template, read.automaton)
+        assert (got is None) if problem is None else (problem in got), (pattern, got)
     with pytest.raises(JsTargetError):
         emit_js_module(read.template, read.automaton, command="x")
     spec = {"defaults": {"id": 2**53}, "fields": {"content": {"content": "text"}}, "start_anchor": "A:"}
@@ -263,10 +490,57 @@ def test_refused_with_one_line_naming_the_key(tmp_path, capsys):
     assert js_support_problem(read.template, read.automaton) == ("--target js does not yet support a number "
                                                                  "JavaScript cannot hold exactly (an integer beyond "
                                                                  "2**53 - 1) (key defaults)")
-    spec = {"fields": {"calls": {"open": "<c>", "close": "</c>", "content": "json"}}, "start_anchor": "A:"}
+    # json dialects and what JavaScript numbers cannot say are refused; plain json is accepted
+    spec = {"fields": {"calls": {"open": "<c>", "close": "</c>", "content": "json",
+                                 "content_args": {"unquoted_keys": True}}}, "start_anchor": "A:"}
     read = read_template(spec)
     assert js_support_problem(read.template, read.automaton) == \
-        "--target js does not yet support the 'json' content format (key fields.calls.content)"
+        "--target js does not yet support these content_args (key fields.calls.content_args)"
+    spec = {"fields": {"calls": {"open": "<c>", "close": "</c>", "content": "json",
+                                 "transform": {"w": 1.0, "v": "{content}"}}}, "start_anchor": "A:"}
+    read = read_template(spec)
+    assert js_support_problem(read.template, read.automaton) == \
+        "--target js does not yet support a float with an integral value (1.0) in a transform (key fields.calls.transform)"
+    spec = {"fields": {"calls": {"open": "<c>", "close": "</c>", "content": "json",
+                                 "transform": {"w": 1.5, "v": "{content}"}}}, "start_anchor": "A:"}
+    read = read_template(spec)
+    assert js_support_problem(read.template, read.automaton) is None
+
+
+@needs_node
+def test_tools_are_refused_not_ignored():
+    """Tools given to the JavaScript parser throw (the Python parser types calls by them, the
+    JavaScript one does not yet: an ignored schema could give another answer); none or [] run."""
+    script = ("import { ResponseParser } from './generated/js/hermes2pro.mjs';"
+              "const out = [];"
+              "for (const tools of [undefined, null, [], [{type: 'function', function: {name: 'f'}}]]) {"
+              "  try { new ResponseParser('', { tools }); out.push('ok'); } catch (e) { out.push(e.message); } }"
+              "console.log(JSON.stringify(out));")
+    done = subprocess.run([NODE, "--input-type=module", "-e", script], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got[:3] == ["ok", "ok", "ok"]
+    assert got[3].startswith("tools: the JavaScript runtime does not type tool-call arguments")
+
+
+@needs_node
+def test_big_integer_in_a_call_throws():
+    """An integer beyond 2**53 - 1 in a call throws JsonNumberError in both errors modes, never a
+    rounded number (docs/javascript.md, "The json body reader"); the Python parser reads it."""
+    text = '<tool_call>{"name": "f", "arguments": {"id": 9007199254740993}}</tool_call>'
+    script = ("import { ResponseParser } from './generated/js/hermes2pro.mjs';"
+              "const out = [];"
+              "for (const errors of ['strict', 'recover']) {"
+              "  const p = new ResponseParser('', { errors });"
+              f"  try {{ p.feed({json.dumps(text)}); p.finalize(); out.push('ok'); }} catch (e) {{ out.push(e.name); }} }}"
+              "console.log(JSON.stringify(out));")
+    done = subprocess.run([NODE, "--input-type=module", "-e", script], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["JsonNumberError", "JsonNumberError"]
+    module = compile_template(str(REPO / "templates" / "hermes2pro.json"))
+    assert module.parse_response(text, prefix="")["tool_calls"][0]["function"]["arguments"] == {"id": 2**53 + 1}
 
 
 def test_compile_writes_an_ascii_module(tmp_path, capsys):
@@ -348,7 +622,8 @@ def test_parity_summary(capsys):
     print(f"\nJS parity: {len(FIGURES['templates'])} catalogue templates {FIGURES['templates']}, "
           f"{FIGURES.get('conformance', 0)} conformance templates, {FIGURES.get('synthetic', 0)} synthetic templates, "
           f"{FIGURES['vectors']} vectors, "
-          f"{FIGURES['cases']} cases (vector x chunking x errors mode) equal")
+          f"{FIGURES['cases']} cases (vector x chunking x errors mode) equal; "
+          f"{dict(sorted(FIGURES.get('tally', {}).items()))}")
 
 
 LINEAR_JS = r"""
@@ -359,6 +634,12 @@ const make = {
   delimiters: (n) => "\u25c1think\u25b7a\u25c1/think\u25b7b".repeat(n) + "<|im_".repeat(n),
   // recover: one answer holding many closers of another field, no opener anywhere (stray closers)
   stray: (n) => "<a>" + "x</t>".repeat(n) + "</a>",
+  // many whole calls (hermes2pro: json bodies, transform, checks)
+  calls: (n) => 'ok <tool_call>{"name": "f", "arguments": {"a": [1, 2.0, "x"]}}</tool_call>'.repeat(n),
+  // recover: a JSON string holding many closers, each held then passed over (hermes2pro)
+  inside: (n) => '<tool_call>{"name": "f", "arguments": {"a": "' + "x</tool_call>".repeat(n),
+  // a regex opener (REGEX_OPEN): many whole calls, then one start whose name runs into the end (held)
+  regex: (n) => "<call f:1>{}</call> <call ".repeat(n) + "<call " + "a".repeat(n),
 }[kind];
 function once(n, whole) {
   const text = make(n);
@@ -385,14 +666,18 @@ process.stdout.write(JSON.stringify(best));
 
 
 @needs_node
-@pytest.mark.parametrize("kind, errors", [("delimiters", "strict"), ("stray", "recover")])
+@pytest.mark.parametrize("kind, errors", [("delimiters", "strict"), ("stray", "recover"), ("calls", "strict"),
+                                          ("inside", "recover"), ("regex", "strict")])
 def test_js_parser_is_linear(tmp_path, kind, errors):
     """Twice the output costs at most 2.5 times as much, whole and in 3-character chunks (CPU
     time, best of 2, the sizes alternating; docs/javascript.md): ``delimiters`` many delimiters while
     one watched literal never comes, then many pieces of it (fails without the scan memo);
     ``stray``: errors="recover", an answer holding many closers of another field (fails when the
-    search for their opener runs to the end of the body each time)."""
-    spec = str(REPO / "templates" / "kimi_vl.json") if kind == "delimiters" else SYNTHETIC["no_implicit"]
+    search for their opener runs to the end of the body each time); ``calls``: many json regions;
+    ``inside``: errors="recover", closers inside an open JSON string (fails when each held closer
+    reads the body again); ``regex``: a regex opener's starts, whole and one held to the end."""
+    spec = {"delimiters": str(REPO / "templates" / "kimi_vl.json"), "stray": SYNTHETIC["no_implicit"],
+            "regex": REGEX_OPEN}.get(kind, str(REPO / "templates" / "hermes2pro.json"))
     read = read_template(spec)
     shutil.copyfile(RUNTIME, tmp_path / "respc.mjs")
     (tmp_path / "parser.mjs").write_text(emit_js_module(read.template, read.automaton, command="x"), encoding="ascii")

@@ -466,3 +466,109 @@ def test_js_check_reads_an_escaped_banner_back(tmp_path, capsys, monkeypatch, na
     monkeypatch.chdir(tmp_path / "sub")
     capsys.readouterr()
     assert main(["compile", f"../{name}", "--target", "js", "-o", "x.mjs", "--check"]) == 0, capsys.readouterr()
+
+
+# --- 3. the red team's JavaScript fixes on the JavaScript target's newer paths (json bodies, regex
+# openers of the sequence form): merged from main into the branch that added those paths ----------
+
+LONG_LEAD = {"version": 1, "start_anchor": "A:", "fields": {
+    "t": {"open_pattern": "a" * 1990 + "b[^<>a]*>", "close": "</t>", "content": "text"},
+    "content": {"close": "<eos>", "content": "text"}}}
+
+LINEAR_HELD_JS = r"""
+import { ResponseParser } from "./parser.mjs";
+function once(size) {
+  const chunk = "c" + "a".repeat(size - 1);
+  const t0 = process.cpuUsage();
+  const p = new ResponseParser("", { errors: "strict" });
+  for (let i = 0; i < 400; i++) p.feed(chunk);
+  p.finalize();
+  const spent = process.cpuUsage(t0);
+  return (spent.user + spent.system) / 1000;
+}
+once(400);
+const best = [1e9, 1e9];
+for (let r = 0; r < 5; r++) { best[0] = Math.min(best[0], once(400)); best[1] = Math.min(best[1], once(800)); }
+process.stdout.write(JSON.stringify(best));
+"""
+
+
+@needs_node
+def test_js_long_regex_lead_held_chunks_are_linear(tmp_path):
+    """A regex opener (the sequence form) whose leading literal is 1,990 ``a`` then ``b`` (within
+    the backtracking check's 2,000 items), output chunks of ``c`` then ``a``s (shorter than the
+    lead): every chunk ends with a proper prefix of the lead, held and scanned again with the next
+    one. The regex opener's held start was found by comparing every suffix of the window with the
+    lead (the window's length squared: 77 ms -> 303 ms). Twice the chunk length (same chunk count)
+    must cost at most 2.5 times as much; Python gives the same message."""
+    read = read_template(LONG_LEAD)
+    assert js_support_problem(read.template, read.automaton) is None
+    shutil.copyfile(RUNTIME, tmp_path / "respc.mjs")
+    (tmp_path / "parser.mjs").write_text(emit_js_module(read.template, read.automaton, command="x"), encoding="ascii")
+    (tmp_path / "linear.mjs").write_text(LINEAR_HELD_JS, encoding="utf-8")
+    done = subprocess.run([NODE, "--single-threaded", str(tmp_path / "linear.mjs")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    small, large = json.loads(done.stdout)
+    print(f"JS long regex lead, held: {small:.1f} ms -> {large:.1f} ms CPU for chunks twice as long")
+    assert large <= 2.5 * max(small, 1.0), (small, large)
+    chunks = ["c" + "a" * 99] * 3 + ["a" * 1990 + "bxy>v</t>w"]
+    got = _javascript(tmp_path, LONG_LEAD, [{"prefix": "", "chunks": chunks, "errors": "strict"}])[0]
+    assert got["message"] == _python(LONG_LEAD, "", chunks, "strict")["message"]
+
+
+LONE_REGEX = {"version": 1, "start_anchor": "A:", "fields": {
+    "t": {"open_pattern": "<t\ud83d[^<>]*>", "close": "</t>", "content": "text"},
+    "content": {"close": "<eos>", "content": "text"}}}
+
+
+def test_js_lone_surrogate_in_a_regex_opener_is_refused():
+    """A regex opener of the sequence form whose literal part holds a lone surrogate: the runtime
+    searches that literal in UTF-16 text, so it would be found inside a surrogate pair where Python
+    finds nothing. Refused as a literal delimiter with one is, naming the key."""
+    read = read_template(LONE_REGEX)
+    assert js_support_problem(read.template, read.automaton) == (
+        "--target js does not yet support a lone surrogate (a UTF-16 half of a character) in a delimiter "
+        "(key fields.t.open_pattern)")
+
+
+NEW_CHAR_JSON = {"version": 1, "start_anchor": "A:", "fields": {
+    "t": {"open": "<t>", "close": "</t\U0001FAE9>", "content": "json"},
+    "content": {"close": "<eos>", "content": "text"}}}
+
+
+@needs_node
+@pytest.mark.parametrize("errors", ["recover", "strict"])
+def test_js_json_messages_quote_a_closer_as_python_does(tmp_path, errors):
+    """A json body holding its closer inside a string (recover: the closer-inside-a-value repair
+    quotes it), and a body cut by the end of the output (the truncation error quotes the field):
+    the JavaScript messages quote template strings with Python's repr from the table, not the
+    runtime's own (whose printable characters follow Node's Unicode version)."""
+    texts = ['<t>{"a": "x</t\U0001FAE9>y"}</t\U0001FAE9>b', '<t>{"a": "x</t\U0001FAE9>y']
+    cases = [{"prefix": "", "chunks": [text], "errors": errors} for text in texts]
+    got = _javascript(tmp_path, NEW_CHAR_JSON, cases)
+    for have, text in zip(got, texts):
+        want = _python(NEW_CHAR_JSON, "", [text], errors)
+        assert have.get("error") == (list(want["error"]) if "error" in want else None)
+        assert have["diagnostics"] == want["diagnostics"]
+        assert have.get("message") == want.get("message")
+
+
+@needs_node
+def test_js_no_call_from_inside_a_single_quoted_string(tmp_path):
+    """QWEN_SINGLE_QUOTED in the JavaScript parser (qwen3, errors="recover"), whole and one
+    character a chunk: its json inside reader (InString) knew only "..." strings, as the Python one
+    did before, so the closer inside the single-quoted content closed write() and rm(path="/") ran.
+    It now reads strings as the recover repair does, and gives Python's message and diagnostics."""
+    spec = str(REPO / "templates" / "qwen3.json")
+    prefix = "<|im_start|>assistant\n"
+    plain = "<tool_call>\n{'name': 'write', 'arguments': {'content': \"it's fine\"}}\n</tool_call>"
+    cases = [{"prefix": prefix, "chunks": chunks, "errors": "recover"}
+             for chunks in ([QWEN_SINGLE_QUOTED], list(QWEN_SINGLE_QUOTED), [plain])]
+    got = _javascript(tmp_path, spec, cases)
+    for have, case in zip(got, cases):
+        want = _python(spec, prefix, case["chunks"], "recover")
+        assert have["message"] == want["message"]
+        assert have["diagnostics"] == want["diagnostics"]
+    assert "tool_calls" not in got[0]["message"] and got[0]["message"]["content"] == QWEN_SINGLE_QUOTED
+    assert got[2]["message"]["tool_calls"][0]["function"]["arguments"] == {"content": "it's fine"}

@@ -2,7 +2,7 @@
 // template: templates/gemma2.json
 // template sha256: e0cc36a95a2da47984b72f25d527c7b57cca2d8ecd499b06d96958bf3e42d336
 // regenerate: respc compile templates/gemma2.json --target js -o generated/js/gemma2.mjs
-// respc js codegen 2
+// respc js codegen 3
 // Streaming response parser (docs/javascript.md): new ResponseParser(prefix, {tools, errors}),
 // parser.initialEvents, parser.feed(text) -> events, parser.finalize() -> {message, events},
 // parseResponse(text, {prefix, tools, errors}) -> message.
@@ -11,7 +11,8 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 1,",
+  " \"abi\": 2,",
+  " \"v2\": false,",
   " \"source\": \"templates/gemma2.json\",",
   " \"sha256\": \"e0cc36a95a2da47984b72f25d527c7b57cca2d8ecd499b06d96958bf3e42d336\",",
   " \"defaults\": {",
@@ -28,7 +29,19 @@ export const TABLE = JSON.parse([
   "   \"slot\": \"content\",",
   "   \"join\": \"\",",
   "   \"repeats\": true,",
-  "   \"strip\": true",
+  "   \"strip\": true,",
+  "   \"content\": \"text\",",
+  "   \"dirty\": false,",
+  "   \"transform\": null,",
+  "   \"each\": false,",
+  "   \"groups\": [],",
+  "   \"typed\": true,",
+  "   \"reject\": false,",
+  "   \"accept\": \"{[\",",
+  "   \"alternatives\": [],",
+  "   \"empty_none\": false,",
+  "   \"ends\": false,",
+  "   \"extend\": false",
   "  }",
   " ],",
   " \"states\": [",

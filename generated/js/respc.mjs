@@ -6,13 +6,15 @@
 // (runtime/stream.py; docs/events.md, docs/template-language.md "Matching", docs/javascript.md):
 // the same events, message and diagnostics for every chunking of the same output (D2).
 //
-// Scope (docs/javascript.md): literal delimiters, the `text` content format, template language
-// v1. The compiler refuses every other template (compiler/emit_js.py), so nothing here guesses.
+// Scope (docs/javascript.md): literal delimiters, the `text` and `json` content formats (json
+// without dialects), transforms, template language v1 and the v2 subset that adds roles, json
+// openers the body may reject, end-if-unclosed opens, `end: "value"` and v2 transforms. The
+// compiler refuses every other template (compiler/emit_js.py), so nothing here guesses.
 //
 // Offsets in diagnostics count Unicode code points, as Python strings do (a JavaScript string
 // counts UTF-16 units); every internal index is a UTF-16 index.
 
-export const RUNTIME_ABI = 1;
+export const RUNTIME_ABI = 2;
 
 export const PREFIX_REQUIRED =
   "ResponseParser/parse_response requires `prefix` (the chat prompt sent to the model before " +
@@ -20,17 +22,31 @@ export const PREFIX_REQUIRED =
   "opening `<think>` tag) that the parser must see to parse the output correctly. If the " +
   'generation already contains the complete message, pass prefix="" (or []) to opt out explicitly.';
 
-// each takes its strings as Python's repr already wrote them (StreamParser._repr)
+// each takes the template strings it quotes as Python's repr already wrote them (StreamParser._repr)
 const NOTES = {
   "opener-again": (d) => `opener ${d} written again at the start of its region: consumed`,
   "doubled-closer": (d) => `closer ${d} written twice: the second one was consumed`,
   "stray-closer": (c, owner, slot) =>
     `closer ${c} of ${owner} with no opener before it: kept as text of ${slot}`,
+  "opener-inside": (o) => `the region's opener ${o} written again inside its body: the start before the ` +
+    "last copy was abandoned (dropped; the body after it is the value)",
+  "one-object": () => "one object where a list of them is expected: read as a list of one",
+  "arguments": (name) => `arguments of ${pyValueRepr(name)} were a JSON-encoded string: decoded`,
 };
 
 /** The error of a body that cannot be read, or of a missing required field (Python's ContentParseError). */
 export class ContentParseError extends Error {
   constructor(message) { super(message); this.name = "ContentParseError"; }
+}
+
+/** A transform placeholder that cannot be filled (Python's PlaceholderError, a ContentParseError). */
+export class PlaceholderError extends ContentParseError {
+  constructor(message) { super(message); this.name = "PlaceholderError"; }
+}
+
+/** A placeholder whose root name is not in the scope (Python's UnknownPlaceholderError). */
+export class UnknownPlaceholderError extends PlaceholderError {
+  constructor(message) { super(message); this.name = "UnknownPlaceholderError"; }
 }
 
 /** A parser used after finalize or after an earlier error (Python's ParserStateError). */
@@ -90,6 +106,85 @@ export function pyRepr(s) {
   return out + quote;
 }
 
+/**
+ * A float the body wrote with an integral value (``1.0``, ``2e3``), while a field's value is read
+ * and checked: a JavaScript number cannot tell it from the int ``1``, but Python's messages do
+ * (``float 1e+16``). Unwrapped to a plain number before the value is returned (see unwrapFloats).
+ */
+class PyFloat extends Number {}
+
+// set by the json reader when it wrapped a float (only readers asked to: see loads)
+let floatsWrapped = false;
+
+/** ``v`` with every PyFloat in it made a plain number again (containers changed in place). */
+function unwrapFloats(v) {
+  if (v instanceof PyFloat) return v.valueOf();
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (v[i] !== null && typeof v[i] === "object") v[i] = unwrapFloats(v[i]);
+  } else if (v !== null && typeof v === "object") {
+    for (const k of Object.keys(v)) if (v[k] !== null && typeof v[k] === "object") put(v, k, unwrapFloats(v[k]));
+  }
+  return v;
+}
+
+function isDict(v) { return v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Number); }
+
+/** Whether a number read from JSON is a Python float (not an int): see docs/javascript.md "Numbers". */
+function isPyFloat(v) { return v instanceof PyFloat || !Number.isInteger(v) || Object.is(v, -0); }
+
+/** Python's ``type(v).__name__`` of a value read from JSON. */
+export function pyTypeName(v) {
+  if (v === null || v === undefined) return "NoneType";
+  if (typeof v === "boolean") return "bool";
+  if (typeof v === "string") return "str";
+  if (typeof v === "number") return isPyFloat(v) ? "float" : "int";
+  if (v instanceof PyFloat) return "float";
+  return Array.isArray(v) ? "list" : "dict";
+}
+
+/** Python's ``repr(x)`` of a float: the shortest digits (as JavaScript's), Python's layout. */
+export function pyFloatRepr(x) {
+  if (Number.isNaN(x)) return "nan";
+  if (x === Infinity) return "inf";
+  if (x === -Infinity) return "-inf";
+  if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
+  const sign = x < 0 ? "-" : "";
+  const [mantissa, e] = Math.abs(x).toExponential().split("e");
+  const digits = mantissa.replace(".", "");
+  const exp = Number(e);
+  if (exp < -4 || exp >= 16) {
+    const m = digits.length > 1 ? digits[0] + "." + digits.slice(1) : digits;
+    return sign + m + "e" + (exp < 0 ? "-" : "+") + String(Math.abs(exp)).padStart(2, "0");
+  }
+  if (exp < 0) return sign + "0." + "0".repeat(-exp - 1) + digits;
+  if (digits.length <= exp + 1) return sign + digits + "0".repeat(exp + 1 - digits.length) + ".0";
+  return sign + digits.slice(0, exp + 1) + "." + digits.slice(exp + 1);
+}
+
+/** Python's ``repr`` of a value read from JSON (dict, list, str, int, float, bool, None). */
+export function pyValueRepr(v) {
+  if (v === null || v === undefined) return "None";
+  if (v === true) return "True";
+  if (v === false) return "False";
+  if (typeof v === "string") return pyRepr(v);
+  if (typeof v === "number") return isPyFloat(v) ? pyFloatRepr(v) : String(v);
+  if (v instanceof PyFloat) return pyFloatRepr(v.valueOf());
+  if (Array.isArray(v)) return "[" + v.map(pyValueRepr).join(", ") + "]";
+  return "{" + Object.keys(v).map((k) => `${pyRepr(k)}: ${pyValueRepr(v[k])}`).join(", ") + "}";
+}
+
+/** Strings in Python's order (code points; JavaScript's sort compares UTF-16 units). */
+function pySorted(keys) {
+  const cmp = (a, b) => {
+    const x = Array.from(a, (c) => c.codePointAt(0)), y = Array.from(b, (c) => c.codePointAt(0));
+    for (let k = 0; k < x.length && k < y.length; k++) if (x[k] !== y[k]) return x[k] - y[k];
+    return x.length - y.length;
+  };
+  return [...keys].sort(cmp);
+}
+
+function pyList(strings) { return "[" + strings.map(pyRepr).join(", ") + "]"; }
+
 function lead(buf, pos, limit) {
   let n = pos;
   while (n < limit && isSpace(buf[n])) n++;
@@ -124,7 +219,85 @@ function joined(out) {
 }
 
 // transition actions (compiler/automaton.py): an edge is [action, field, target]; 2 closes
-const OPEN = 0;
+const OPEN = 0, CLOSE = 2, DEFER = 4;
+
+// what the first significant character of a json body says (runtime/formats/base.py Boundary)
+const UNDECIDED = 0, ACCEPTED = 1, REJECTED = 2;
+
+// what a walk of a regex open's sequence from one start gives (see walk)
+const FAIL = 0, PARTIAL = 1, COMPLETE = 2;
+
+function inRanges(ranges, c) {
+  let lo = 0, hi = ranges.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (c < ranges[mid][0]) hi = mid - 1;
+    else if (c > ranges[mid][1]) lo = mid + 1;
+    else return true;
+  }
+  return false;
+}
+
+/**
+ * One start of a regex open (compiler/emit_js.py ``_sequence``: literals and greedy runs of one
+ * class, each run ended by a character it cannot take, so a start has one path): [FAIL], [PARTIAL]
+ * when the path runs into ``n`` (more text could complete it), or [COMPLETE, end, groups].
+ */
+function walk(items, buf, s, n) {
+  let i = s;
+  let groups = null;
+  for (const item of items) {
+    if (item[0] === "l") {
+      const lit = item[1];
+      const m = Math.min(lit.length, n - i);
+      if (!lit.startsWith(buf.slice(i, i + m))) return [FAIL];
+      if (m < lit.length) return [PARTIAL];
+      i += lit.length;
+    } else {
+      const [, ranges, min, group] = item;
+      const from = i;
+      let count = 0;
+      while (i < n) {
+        const c = buf.codePointAt(i);
+        if (!inRanges(ranges, c)) break;
+        i += c > 0xffff ? 2 : 1;
+        count++;
+      }
+      if (i >= n) return [PARTIAL];
+      if (count < min) return [FAIL];
+      if (group !== null) {
+        if (groups === null) groups = {};
+        put(groups, group, buf.slice(from, i));
+      }
+    }
+  }
+  return [COMPLETE, i, groups];
+}
+
+/**
+ * The leftmost start at or after ``pos`` of regex open ``w`` (``{regex, lead}``) in ``buf[:n]``
+ * that is complete, or (``partial`` allowed: not the end of the output) runs into ``n``:
+ * [start, status, end, groups], or null. Starts are where its lead literal is, or a proper prefix
+ * of it ends the text; a run cannot take the lead's first character, so walks do not overlap.
+ */
+function findSequence(w, buf, pos, n, complete) {
+  const items = w.regex;
+  const lead = items[0][1];
+  let k = buf.indexOf(lead, pos);
+  while (k >= 0 && k + lead.length <= n) {
+    const [status, end, groups] = walk(items, buf, k, n);
+    if (status === COMPLETE) return [k, COMPLETE, end, groups];
+    if (status === PARTIAL && !complete) return [k, PARTIAL, 0, null];
+    k = buf.indexOf(lead, k + 1);
+  }
+  if (!complete) {
+    // the text ends with a proper prefix of the lead: the longest one (its leftmost start), found
+    // with the lead's failure table in time linear in the lead, not by comparing every suffix
+    const held = heldPrefix(buf, Math.max(pos, n - lead.length + 1), lead, w.fail ??= failTable(lead), n);
+    if (held > 0) return [n - held, PARTIAL, 0, null];
+  }
+  return null;
+}
 
 // held characters from which a pending hold is scanned again only once it has doubled (runtime/stream.py)
 const LONG_HOLD = 1024;
@@ -163,11 +336,11 @@ function failTable(lit) {
   return f;
 }
 
-/** The length of the longest suffix of buf[from:] that is a proper prefix of `lit` (f: its failure table). */
-function heldPrefix(buf, from, lit, f) {
+/** The length of the longest suffix of buf[from:end] that is a proper prefix of `lit` (f: its failure table). */
+function heldPrefix(buf, from, lit, f, end = buf.length) {
   const L = lit.length;
   let k = 0;
-  for (let i = from; i < buf.length; i++) {
+  for (let i = from; i < end; i++) {
     if (k === L) k = f[k];
     const c = buf.charCodeAt(i);
     while (k >= 0 && lit.charCodeAt(k) !== c) k = f[k];
@@ -183,7 +356,7 @@ function heldPrefix(buf, from, lit, f) {
 export class StreamParser {
   /**
    * @param {string} prefix the prompt before generation (required; "" opts out).
-   * @param {{tools?: any[], errors?: "strict"|"recover"}} [options]
+   * @param {{tools?: any[], errors?: "strict"|"recover"}} [options] (tools: none or [] only, see below)
    */
   constructor(prefix, options = {}) {
     const errors = options.errors ?? "strict";
@@ -192,6 +365,13 @@ export class StreamParser {
       throw new Error(`errors must be one of ['strict', 'recover'], got ${JSON.stringify(errors)}`);
     }
     if (typeof prefix !== "string") throw new TypeError("prefix must be a string");
+    const tools = options.tools;
+    if (tools !== undefined && tools !== null && !(Array.isArray(tools) && tools.length === 0)) {
+      // the Python parser types tool-call arguments by the tools' schemas (docs/template-language.md
+      // "Tool-argument typing"); without that here the answer could differ, so it is refused
+      throw new Error("tools: the JavaScript runtime does not type tool-call arguments by their schemas yet " +
+        "(docs/javascript.md); pass no tools (the calls keep the types the output wrote)");
+    }
     const T = this.constructor.TABLE;
     this._T = T;
     this._recover = errors === "recover";
@@ -200,6 +380,15 @@ export class StreamParser {
     this._eosHold = null;
     this._high = "";  // a chunk's last UTF-16 unit when it is the first half of a surrogate pair (feed)
     this._again = null;
+    // errors="recover": a closer met inside an open JSON string, held until a later closer leaves
+    // the value whole or the output ends: [start, end, scan from, InString reader, fed up to]
+    this._cdefer = null;
+    // v2: an opener whose body the json reader may still reject (nothing emitted yet):
+    // [opener start, opener end, state before, field, target] (Python: StreamParser._tent)
+    this._tent = null;
+    // v2 end-if-unclosed: [opener start, opener end, field, target, scan from] (Python: _defer)
+    this._defer = null;
+    this._held = 0;
     this._mark = 0;
     this._sunk = 0;
     this._openAt = null;
@@ -214,6 +403,7 @@ export class StreamParser {
     this._out = new Map(Object.entries(T.defaults).map(([k, v]) => [k, copy(v)]));
     this._done = false;
     this._rescanAt = 0;
+    this._heldCp = 0;
     this._tail = [];
     this._tailLen = 0;
     if (prefix) {
@@ -286,7 +476,8 @@ export class StreamParser {
   }
 
   _feed(text) {
-    if (this._buf === "" && this._again === null && text !== "") {
+    if (this._buf === "" && this._again === null && this._cdefer === null && this._tent === null &&
+        this._defer === null && this._bd === null && text !== "") {
       // Fast path: nothing held and no character of the chunk can start a watched literal, so a
       // scan would route the whole chunk to the current region (runtime/stream.py's fast path)
       if (plainChunk(text, this._T.states[this._state])) {
@@ -297,7 +488,7 @@ export class StreamParser {
           if (body.length >= BLOCK) { this._blocks.push(body.join("")); body.length = 0; }
           this._bodyCp += cpLen(text);
           this._bodyU += text.length;
-          return [{ type: "region_chunk", field: this._name, text, dirty: false }];
+          return [{ type: "region_chunk", field: this._name, text, dirty: this._region.dirty }];
         }
         const events = [];
         this._route(events, text);
@@ -310,7 +501,7 @@ export class StreamParser {
       if (text !== "") {
         this._tail.push(text);
         this._tailLen += cpLen(text);
-        if (cpLen(this._buf) + this._tailLen < this._rescanAt) return [];
+        if (this._heldCp + this._tailLen < this._rescanAt) return [];
         this._flushTail();
       }
     } else {
@@ -387,6 +578,8 @@ export class StreamParser {
     this._field = field;
     if (field === null) { this._region = null; this._name = null; }
     else { this._region = this._T.fields[field]; this._name = this._region.slot; }
+    this._bd = this._region !== null && this._region.ends ? new JsonEnd(this._region.accept) : null;
+    this._groups = null;
     this._opened = false;
     this._body = [];
     this._blocks = [];
@@ -403,39 +596,58 @@ export class StreamParser {
    * prefix of a watched literal that ends the buffer. `memo` keeps each literal's last hit over
    * this buffer, so no text is searched twice (linear in the buffer).
    */
-  _scan(buf, pos, eos, memo) {
-    const st = this._T.states[this._state];
+  _scan(buf, pos, eos, memo, state = this._state) {
+    const st = this._T.states[state];
     const n = buf.length;
-    let bs = -1, be = -1, br = -1, slot = 0;
+    let bs = -1, be = -1, br = -1, slot = 0, bg = null;
+    let hold = n;
     for (const w of st.watches) {
+      if (w.regex) {
+        // a regex open (compiler/emit_js.py _sequence): its leftmost start that is complete or,
+        // before the end of the output, runs into the end of the text (held: D2)
+        let m = memo[st.slot0 + slot];
+        if (m === undefined || (m !== -1 && m[0] < pos)) m = memo[st.slot0 + slot] = findSequence(w, buf, pos, n, eos) ?? -1;
+        slot++;
+        if (m === -1) continue;
+        const [i, status, e, groups] = m;
+        if (status === COMPLETE && (eos || e < n)) {
+          const L = e - i;
+          if (bs < 0 || i < bs || (i === bs && (L > be - bs || (L === be - bs && w.rank < br)))) {
+            bs = i; be = e; br = w.rank; bg = groups;
+          }
+        } else if (!eos && i < hold) {
+          hold = i;  // a partial match, or a complete one at the buffer's edge: more text may change it
+        }
+        continue;
+      }
       for (const lit of w.literals) {
         let i = memo[st.slot0 + slot];
         if (i === undefined || (i >= 0 && i < pos)) i = memo[st.slot0 + slot] = buf.indexOf(lit, pos);
         slot++;
         const L = lit.length;
         if (i >= 0 && (bs < 0 || i < bs || (i === bs && (L > be - bs || (L === be - bs && w.rank < br))))) {
-          bs = i; be = i + L; br = w.rank;
+          bs = i; be = i + L; br = w.rank; bg = null;
         }
       }
     }
-    let hold = n;
     if (!eos && (bs < 0 || bs >= n - st.span)) {
       // the buffer ends with a proper prefix of a literal: hold it back from the leftmost such start
       // (the longest such suffix of any literal), found with each literal's failure table in time
-      // linear in the window, never by comparing every suffix (quadratic in a long literal)
+      // linear in the window, never by comparing every suffix (quadratic in a long literal); a
+      // regex open's partial start was held above (findSequence)
       const from = Math.max(pos, n - st.span);
       let longest = 0;
-      for (let k = 0; k < st.lits.length; k++) {
-        const lit = st.lits[k];
+      for (let k = 0; k < st.held.length; k++) {
+        const lit = st.held[k];
         const at = buf.indexOf(lit[0], from);
         if (at < 0 || n - at <= longest) continue;
-        const held = heldPrefix(buf, at, lit, st.fails[k] ??= failTable(lit));
+        const held = heldPrefix(buf, at, lit, st.heldFails[k] ??= failTable(lit));
         if (held > longest) longest = held;
       }
-      if (longest > 0) hold = n - longest;
+      if (longest > 0 && n - longest < hold) hold = n - longest;
     }
-    if (bs >= 0 && bs < hold) return [bs, be, br, hold];
-    return [-1, 0, 0, hold];
+    if (bs >= 0 && bs < hold) return [bs, be, br, hold, bg];
+    return [-1, 0, 0, hold, null];
   }
 
   _run(events, eos) {
@@ -448,15 +660,71 @@ export class StreamParser {
         if (verdict === null) break;
         pos = verdict;
       }
+      if (this._cdefer !== null) {
+        // errors="recover": a closer inside an open value, waiting for a later closer
+        const verdict = this._closeDeferred(events, buf, pos, eos, memo);
+        if (verdict === null) break;
+        pos = verdict;
+        continue;
+      }
       const state = this._state;
-      const [start, end, rank, hold] = this._scan(buf, pos, eos, memo);
+      const [start, end, rank, hold, groups] = this._scan(buf, pos, eos, memo);
+      if (this._defer !== null) {
+        // v2: an open that counts only if this region's close never follows
+        const verdict = this._deferred(events, buf, pos, eos, memo);
+        if (verdict === null) break;
+        pos = verdict;
+        continue;
+      }
+      if (this._tent !== null) {
+        // v2: an open whose body the json reader may still reject (nothing emitted yet)
+        const verdict = this._probe(events, buf, pos, eos, start, hold);
+        if (verdict === null) break;  // undecided: hold the opener and what follows it
+        if (verdict >= 0) {  // rejected: the opener went back to the enclosing region
+          pos = verdict;
+          continue;
+        }
+        // accepted: the region is open now, go on with the same scan result
+      }
+      if (this._bd !== null) {
+        // v2 end: "value": a region that ends where its value ends; its reader sees every body piece
+        const limit = start >= 0 ? start : eos ? buf.length : hold;
+        if (limit > pos) {
+          const k = this._bd.feed(buf.slice(pos, limit));
+          if (k >= 0) {
+            if (k) this._route(events, buf.slice(pos, pos + k));
+            pos += k;
+            this._leave(this._close(events, "", false));
+            continue;
+          }
+          this._route(events, buf.slice(pos, limit));
+          pos = limit;
+        }
+      }
       if (start >= 0) {
         if (start > pos) this._route(events, buf.slice(pos, start));
         pos = end;
         const edge = this._T.states[state].edges[rank];
         const delim = buf.slice(start, end);
+        if (edge[0] === DEFER) {
+          // v2 end-if-unclosed: an open that counts only if this region's own close never
+          // follows; the opener stays in the buffer until that is decided (_deferred)
+          pos = start;
+          this._defer = [start, end, edge[1], edge[2], end, groups];
+          continue;
+        }
         if (edge[0] === OPEN) {
-          this._begin(events, edge[1], edge[2], delim);
+          if (this._T.fields[edge[1]].reject) {
+            // nothing happens until the json reader saw the body start (_probe)
+            this._tent = [start, end, state, edge[1], edge[2], groups];
+            this._state = edge[2];
+          } else {
+            this._begin(events, edge[1], edge[2], delim, groups);
+          }
+        } else if (this._recover && this._insideAtClose(edge[1], start, end)) {
+          // a closer inside an open JSON string: held until a later closer leaves the value
+          // whole, or the output ends (docs/security.md, "Closers inside an open value")
+          pos = start;
         } else {
           const hadText = this._opened;
           const slot = this._name;
@@ -487,21 +755,138 @@ export class StreamParser {
       }
       break;
     }
-    // literal delimiters need no context: keep only the undecided text
-    this._buf = buf.slice(pos);
-    this._pos = 0;
+    // literal delimiters need no context: keep only the undecided text (and a tentative opener)
+    const keep = this._tent === null ? pos : Math.min(pos, this._tent[0]);
+    this._buf = buf.slice(keep);
+    this._pos = pos - keep;
+    const d = this._cdefer;
+    if (d !== null) { d[0] -= keep; d[1] -= keep; d[2] -= keep; d[4] -= keep; }
+    if (this._tent !== null) { this._tent[0] -= keep; this._tent[1] -= keep; }
+    const f = this._defer;
+    if (f !== null) { f[0] -= keep; f[1] -= keep; f[4] -= keep; }
     // Held text this long (a region's opener may still be written again after a long run of
     // whitespace, errors="recover") is scanned again only once it has doubled (Python: LONG_HOLD)
-    const held = this._buf.length < LONG_HOLD ? 0 : cpLen(this._buf);  // (code points <= UTF-16 units)
-    this._rescanAt = held >= LONG_HOLD ? 2 * held : 0;
+    // (code points <= UTF-16 units; counted once here: feed compares them with every chunk, linear)
+    const held = this._buf.length - this._pos < LONG_HOLD ? 0 : cpLen(this._buf.slice(this._pos));
+    this._heldCp = held >= LONG_HOLD ? cpLen(this._buf) : 0;  // the whole buffer, as Python's len(buf)
+    this._rescanAt = held >= LONG_HOLD ? this._heldCp + held : 0;
   }
 
-  _begin(events, field, target, opener) {
+  /**
+   * v2: decide a tentative open from the text after the opener (Python: StreamParser._probe):
+   * null while undecided (held), -1 once accepted (the region is open), or where to scan from
+   * after a rejection. Only the first significant character counts (runtime/formats/json_.py
+   * ``_json_verdict``): one of the field's accept characters accepts, any other rejects.
+   */
+  _probe(events, buf, pos, eos, start, hold) {
+    const [openStart, openEnd0, state, field, target, groups] = this._tent;
+    let openEnd = openEnd0;
+    const limit = start >= 0 ? start : eos ? buf.length : hold;
+    let i = pos;
+    while (i < limit && " \t\n\r".includes(buf[i])) i++;
+    const status = i === limit ? UNDECIDED : this._T.fields[field].accept.includes(buf[i]) ? ACCEPTED : REJECTED;
+    if (status === ACCEPTED || (status === UNDECIDED && (start >= 0 || eos))) {
+      // accepted, or a delimiter / the end of the stream came first: an empty region
+      this._tent = null;
+      this._state = state;
+      this._begin(events, field, target, buf.slice(openStart, openEnd), groups);
+      this._again = null;  // the body starts with what the content parser accepts
+      return -1;
+    }
+    if (status === UNDECIDED) return null;
+    for (const alternative of this._T.fields[field].alternatives) {
+      // the next field with the identical open gets to read the body
+      for (const edge of this._T.states[state].edges) {
+        if (edge[1] === alternative && edge[0] === OPEN) {
+          this._state = edge[2];
+          if (this._T.fields[alternative].reject) {
+            this._tent = [openStart, openEnd, state, alternative, edge[2], groups];
+          } else {
+            this._tent = null;
+            this._state = state;
+            this._begin(events, alternative, edge[2], buf.slice(openStart, openEnd), groups);
+          }
+          return pos;
+        }
+      }
+    }
+    let opener = buf.slice(openStart, openEnd);
+    if (this._recover && pyStrip(opener)) {
+      // errors="recover" policy *doubled opener*: the opener written twice (whitespace between
+      // allowed); the first one is consumed, the second one opens the region
+      const again = openEnd + lead(buf, openEnd, buf.length);
+      if (!buf.startsWith(opener, again)) {
+        if (!eos && buf.length - again < opener.length && buf.startsWith(opener.slice(0, buf.length - again), again)) {
+          return null;  // may still be the opener again: wait
+        }
+        opener = "";
+      }
+    }
+    // not an opener after all: its text belongs to the enclosing region
+    this._tent = null;
+    this._state = state;
+    if (pyStrip(opener) && this._recover) {
+      const at = this._here();
+      const n = cpLen(opener);
+      this._report("repaired", at, at + n, `doubled opener ${this._repr(opener)}: the first one was consumed`,
+        opener, this._T.fields[field].slot);
+      this._sunk += n;
+      if (this._T.stray.length) this._exact = this._bodyU;
+      if (this._gaps === null) this._gaps = [];
+      this._gaps.push([this._bodyU, opener]);
+      return openEnd;
+    }
+    if (openStart === openEnd) openEnd += 1;
+    this._route(events, buf.slice(openStart, openEnd));
+    return openEnd;
+  }
+
+  /** v2: decide a DEFER open at pos (Python: StreamParser._deferred): look on for the current
+   * region's own close. Null while undecided (the text from the opener on is held), else where to
+   * go on from: after that close (the opener was the region's text), or after the opener when the
+   * stream ended first (the open counts). */
+  _deferred(events, buf, pos, eos, memo) {
+    let [start, end, field, target, scan, groups] = this._defer;
+    const state = this._state;
+    const edges = this._T.states[state].edges;
+    let hold = scan;
+    for (;;) {
+      let s, e, rank;
+      [s, e, rank, hold] = this._scan(buf, scan, eos, memo, state);
+      if (s < 0) break;
+      if (edges[rank][0] === CLOSE) {
+        // the region closes after all: the opener and what followed were its text
+        this._defer = null;
+        this._route(events, buf.slice(pos, s));
+        const slot = this._name;
+        this._leave(this._close(events, buf.slice(s, e), false));
+        if (this._recover && e > s) this._watchAgain(buf.slice(s, e), "doubled-closer", slot);
+        return e;
+      }
+      scan = e > s ? e : s + 1;  // another opener inside: look past it
+    }
+    if (!eos) {
+      this._defer = [start, end, field, target, hold > scan ? hold : scan, groups];
+      return null;
+    }
+    this._defer = null;
+    if (this._T.fields[field].reject) {
+      this._tent = [start, end, state, field, target, groups];
+      this._state = target;
+    } else {
+      this._begin(events, field, target, buf.slice(start, end), groups);
+    }
+    return end;
+  }
+
+  _begin(events, field, target, opener, groups = null) {
     const at = this._close(events, "", false);
     this._state = target;
     this._field = field;
     const region = this._region = this._T.fields[field];
     this._name = region.slot;
+    this._bd = region.ends ? new JsonEnd(region.accept) : null;
+    this._groups = groups;  // the named groups of a regex opener (D4), for the transform
     this._body = [];
     this._blocks = [];
     this._bodyCp = 0;
@@ -565,41 +950,275 @@ export class StreamParser {
     if (body.length >= BLOCK) { this._blocks.push(body.join("")); body.length = 0; }
     this._bodyCp += cpLen(text);
     this._bodyU += text.length;
-    events.push({ type: "region_chunk", field: this._name, text, dirty: false });
+    events.push({ type: "region_chunk", field: this._name, text, dirty: this._region.dirty });
   }
 
   _close(events, closer, eos) {
     const text = this._blocks.join("") + this._body.join("");
     const at = this._mark + this._sunk + this._bodyCp;
+    const end = at + cpLen(closer);
     const region = this._region;
     if (region !== null && this._opened && region.slot !== null) {
-      if (this._recover && this._T.stray.length) this._strayClosers(text, at - this._bodyCp, region);
-      const value = region.strip ? pyStrip(text) : text;
-      this._store(region, value, this._openAt ?? this._mark, at + cpLen(closer), text, closer);
+      if (this._recover && this._T.stray.length && !region.dirty) this._strayClosers(text, at - this._bodyCp, region);
+      const start = this._openAt ?? this._mark;
+      const cut = eos && !closer && this._cutOff(region, text);
+      let value = null;
+      floatsWrapped = false;
+      if (region.empty_none && pyStrip(text) === "" && !cut) {
+        // v2: an empty body has no value (a format that cannot read one)
+      } else try {
+        if (cut) {
+          // the output ended inside the region: its value is not finished, so it is never
+          // returned (docs/events.md, "Truncated regions")
+          throw new ContentParseError(`Field ${region.qslot}: the output ended inside this region before ` +
+            `${region.ends ? "its value ended" : "its close"} (truncated); a value the output did not finish is not returned.`);
+        }
+        let notes = null;
+        if (this._recover) [value, notes] = this._recovered(region, text, closer, eos);
+        else value = processBody(region, text, this._T.v2, this._captures(region));
+        if (typeof value !== "string") {
+          if (region.typed) checkToolCallNames(value, region.slot === null ? null : region.qslot);
+          const bad = nonFinite(value);
+          if (bad !== null) {
+            throw new ContentParseError(`Field ${region.qname}: the value holds a number that is not finite ` +
+              `(${pyFloatRepr(bad)}): the body wrote NaN, Infinity or a number too large for a float (1e999999), ` +
+              "which JSON cannot represent");
+          }
+        }
+        if (floatsWrapped) value = unwrapFloats(value);
+        if (notes !== null && notes.length) {
+          const raw = this._raw(text, closer);
+          for (const note of notes) this._report("repaired", start, end, note, raw, region.slot);
+        }
+      } catch (exc) {
+        if (!(exc instanceof ContentParseError) || !this._recover) throw exc;
+        this._malformed(events, region, text, closer, exc, start, end, eos && !closer && (cut || this._hasClose()));
+        this._opened = false;
+        return end;
+      }
+      this._store(region, value, start, end, text, closer);
       events.push({ type: "region_close", field: region.slot, value });
     }
     this._opened = false;
-    return at + cpLen(closer);
+    return end;
+  }
+
+  /** Whether a region the end of the output closed is truncated (Python: StreamParser._cut_off;
+   * docs/events.md "Truncated regions"): a text region never; a json one whose state has a closer
+   * when its body holds no value at all (a cut value never parses, so the parse decides); a v2
+   * tool-call region of text (its program) when its state has a closer. */
+  _cutOff(region, text) {
+    if (!region.dirty && !region.calls) return false;
+    if (region.ends) return true;  // its reader would have closed it at the value's end
+    return this._hasClose() && (!region.dirty || pyStrip(text) === "");
+  }
+
+  /** The current state watches a close of its region. */
+  _hasClose() { return this._T.states[this._state].edges.some((e) => e[0] === CLOSE); }
+
+  /** The region's text in the output, opener to ``closer``, the consumed copies put back (Python: _raw). */
+  _raw(body, closer, opener = this._openText, gaps = this._gaps) {
+    const pieces = [opener];
+    let k = 0;
+    for (const [i, text] of gaps ?? []) { pieces.push(body.slice(k, i), text); k = i; }
+    pieces.push(body.slice(k), closer);
+    return pieces.join("");
+  }
+
+  /** errors="recover": the value, repaired where the strict read fails, and the policy *opener
+   * inside the body* (Python: StreamParser._recovered). */
+  _recovered(region, text, closer, eos) {
+    if (this._held === 2) {
+      throw new ContentParseError(
+        `Field ${region.qslot}: a closer stands inside an open value of the body and an opener of this ` +
+        "field follows it: the body is ambiguous (one call whose value holds that text, or calls that " +
+        "end and begin there), so no call is read from it (docs/security.md, \"Closers inside an open " +
+        "value\").");
+    }
+    if (this._held) return [processBody(region, text, this._T.v2, this._captures(region)), []];
+    try {
+      return this._repaired(region, text, closer, eos);
+    } catch (exc) {
+      if (!(exc instanceof ContentParseError)) throw exc;
+      const opener = this._openText;
+      const k = pyStrip(opener) && !(this._gaps && this._gaps.length) && closer ? text.lastIndexOf(opener) : -1;
+      if (k < 0) throw exc;
+      let got = null;
+      try {
+        got = this._repaired(region, text.slice(k + opener.length), closer, eos);
+      } catch (again) {
+        if (!(again instanceof ContentParseError)) throw again;
+      }
+      if (got === null) throw exc;
+      const start = this._openAt ?? this._mark;
+      const dropped = opener + text.slice(0, k + opener.length);
+      this._report("repaired", start, start + cpLen(dropped), NOTES["opener-inside"](this._repr(opener)), dropped, region.slot);
+      return got;
+    }
+  }
+
+  /** The transform's scope of groups (D4, D5): every named group of the field's open pattern,
+   * null when it did not take part, else what the opener matched (Python: _close's scope). */
+  _captures(region) {
+    const scope = new Map();
+    for (const name of region.groups) scope.set(name, null);
+    if (this._groups !== null) for (const [k, v] of Object.entries(this._groups)) scope.set(k, v);
+    return scope;
+  }
+
+  /** errors="recover": [value, notes], the body repaired where the strict read fails (Python:
+   * StreamParser._repaired; runtime/repair.py). Not tried on a body the output cut off. */
+  _repaired(region, text, closer, eos) {
+    let value, notes = [];
+    try {
+      value = processBody(region, text, this._T.v2, this._captures(region));
+    } catch (exc) {
+      if (!(exc instanceof ContentParseError) || (eos && !closer)) throw exc;
+      let got = null;
+      try {
+        got = repairBody(region, text, this._T.v2, this._captures(region));
+      } catch (again) {
+        if (!(again instanceof ContentParseError)) throw again;
+      }
+      if (got === null) throw exc;
+      [value, notes] = got;
+    }
+    if (region.typed) value = decodeStringArguments(value, notes);
+    return [value, notes];
+  }
+
+  /** errors="recover": a body that cannot be read ends its region with region_malformed; a closed
+   * one's raw text also goes to the implicit field (Python: StreamParser._malformed). */
+  _malformed(events, region, body, closer, exc, start, end, cut) {
+    const raw = this._raw(body, closer);
+    const error = `${exc.name}: ${exc.message}`;
+    const kind = cut ? "truncated" : "malformed";
+    const implicit = this._T.outside;
+    const into = kind === "malformed" && implicit !== null ? this._T.fields[implicit].slot : null;
+    events.push({ type: "region_malformed", field: region.slot, text: raw, error, start, end, into });
+    this._report(kind, start, end, error, raw, region.slot);
+    if (into !== null) {
+      const target = this._T.fields[implicit];
+      const out = this._out;
+      const previous = out.has(into) ? out.get(into) : null;
+      if (target.repeats && target.join === null) {
+        if (!out.has(into)) out.set(into, []);
+        out.get(into).push(raw);
+      } else if (previous instanceof Parts) previous.add(target.join ?? "", raw);
+      else if (typeof previous === "string" && previous) out.set(into, new Parts(previous, target.join ?? "", raw));
+      else out.set(into, raw);
+    }
+  }
+
+  /** errors="recover": whether the closer at start..end stands inside an open JSON string of the
+   * body; if so it is held (_cdefer) and true is returned (Python: StreamParser._inside_at_close). */
+  _insideAtClose(field, start, end) {
+    if (field !== this._field || end <= start || this._region.content !== "json") return false;
+    const reader = new InString();
+    if (!reader.feed(this._blocks.join("") + this._body.join(""))) return false;
+    this._cdefer = [start, end, end, reader, start];
+    return true;
+  }
+
+  /** Whether buf[lo:hi] holds an opener of the current field (with ``anything``: any delimiter) as
+   * state 0, where a v1 region returns, finds it (Python: StreamParser._opener_inside). */
+  _openerInside(buf, lo, hi, anything) {
+    const piece = buf.slice(lo, hi);
+    const edges = this._T.states[0].edges;
+    const memo = [];
+    let at = 0;
+    while (at < piece.length) {
+      const [s, e, rank] = this._scan(piece, at, true, memo, 0);
+      if (s < 0) return false;
+      if (anything || (edges[rank][0] !== CLOSE && edges[rank][1] === this._field)) return true;
+      at = e > s ? e : s + 1;
+    }
+    return false;
+  }
+
+  /** Decide a close held by _insideAtClose (Python: StreamParser._close_deferred): null while
+   * undecided, else where to go on from. Each character is fed and scanned once (linear). */
+  _closeDeferred(events, buf, pos, eos, memo) {
+    let [start, end, scan, reader, fed] = this._cdefer;
+    const state = this._state;
+    const edges = this._T.states[state].edges;
+    let hold = scan;
+    for (;;) {
+      let s, e, rank;
+      [s, e, rank, hold] = this._scan(buf, scan, eos, memo, state);
+      if (s < 0) break;
+      if (edges[rank][0] === CLOSE && e > s) {
+        const inside = reader.feed(buf.slice(fed, s));
+        fed = s;
+        if (!inside) {
+          this._cdefer = null;
+          const at = this._here();
+          const closer = buf.slice(start, end);
+          this._report("repaired", at, at + cpLen(closer),
+            `closer ${this._repr(closer)} stands inside an open value of ${this._region.qname} (a parameter or ` +
+            `string its format reads): kept as the value's text; the closer at offset ${at + cpLen(buf.slice(pos, s))} ` +
+            "leaves the value whole", closer, this._name);
+          this._route(events, buf.slice(pos, s));
+          const slot = this._name;
+          this._held = this._openerInside(buf, end, s, false) ? 2 : 1;
+          let endAt;
+          try {
+            endAt = this._close(events, buf.slice(s, e), false);
+          } finally {
+            this._held = 0;
+          }
+          this._leave(endAt);
+          this._watchAgain(buf.slice(s, e), "doubled-closer", slot);
+          return e;
+        }
+      }
+      scan = e > s ? e : s + 1;
+    }
+    if (!eos) {
+      this._cdefer = [start, end, hold > scan ? hold : scan, reader, fed];
+      return null;
+    }
+    // the output ended with the value still open after every later closer: the held closer
+    // closes the region after all, and what followed it is text, never read for delimiters
+    this._cdefer = null;
+    const name = this._region.name;
+    const closer = buf.slice(start, end);
+    this._leave(this._close(events, closer, false));
+    if (end < buf.length) {
+      const at = this._here();
+      const rest = buf.slice(end);
+      if (this._openerInside(buf, end, buf.length, true)) {
+        this._report("repaired", at, at + cpLen(rest),
+          `the output ended inside an open value of ${this._repr(name)} that a closer ${this._repr(closer)} met inside ` +
+          `it did not end: the region closes there, and the ${cpLen(rest)} characters after it are ` +
+          "kept as text, not read for delimiters", rest, this._name);
+      }
+      this._route(events, rest);
+    }
+    return buf.length;
   }
 
   _strayClosers(text, start, region) {
     const exact = this._exact;
     const fields = this._T.fields;
+    const reported = new Set();  // (offset, closer) already reported: fields can share a closer
     for (const [closer, openers, field] of this._T.stray) {
       if (fields[field] === region) continue;
       let j = text.indexOf(closer, exact);
       let since = exact;
       let seen = 0, seenCp = 0;  // code points of text[:seen], counted on as j moves (linear)
-      const next = openers.map(() => -2);  // per opener: its first place at or after since (-1: none)
+      const next = Array.isArray(openers) ? openers.map(() => -2) : null;  // per opener: its first place at or after since (-1: none)
       while (j >= 0) {
-        let found = false;
-        for (let m = 0; m < openers.length; m++) {
+        // a regex opener: a complete match inside text[since:j] (Python: opener.search(text, since, j))
+        let found = !Array.isArray(openers) && findSequence(openers, text, since, j, true) !== null;
+        for (let m = 0; next !== null && m < openers.length; m++) {
           const o = openers[m];
           if (next[m] === -2 || (next[m] >= 0 && next[m] < since)) next[m] = text.indexOf(o, since);
           const k = next[m];
           if (k >= 0 && k + o.length <= j) { found = true; break; }
         }
-        if (!found) {
+        if (!found && !reported.has(`${j}:${closer}`)) {
+          reported.add(`${j}:${closer}`);
           const owner = fields[field];
           seenCp += cpLen(text.slice(seen, j));
           seen = j;
@@ -629,6 +1248,11 @@ export class StreamParser {
     const name = region.slot;
     const join = region.join;
     if (join !== null) {
+      if (value === null && region.empty_none) return;
+      if (typeof value !== "string") {
+        throw new ContentParseError(
+          `Field ${region.qname}: 'join' requires each match to parse to a string, got ${pyTypeName(value)}.`);
+      }
       const previous = out.has(name) ? out.get(name) : null;
       if (previous === null) out.set(name, value);
       else if (!value) { /* an empty piece is never joined (D1) */ }
@@ -636,11 +1260,13 @@ export class StreamParser {
       else if (!previous) out.set(name, value);
       else out.set(name, new Parts(previous, join, value));
     } else if (region.repeats) {
+      if (value === null && region.empty_none) return;
       if (!out.has(name)) out.set(name, []);
-      out.get(name).push(value);
+      if (region.extend && Array.isArray(value)) out.get(name).push(...value);
+      else out.get(name).push(value);
     } else if (!isEmpty(value)) {
       const previous = out.has(name) ? out.get(name) : null;
-      if (!isEmpty(previous) && this._spans.has(name)) value = this._overwrite(name, previous, value, start, end);
+      if (!isEmpty(previous) && this._spans.has(name)) value = this._overwrite(region, name, previous, value, start, end);
       out.set(name, value);
       this._spans.set(name, [start, end, this._openText, body, closer, this._gaps]);
     } else if (isEmpty(out.has(name) ? out.get(name) : null)) {
@@ -650,14 +1276,10 @@ export class StreamParser {
 
   /** A field that neither joins nor repeats gets a second non-empty value: report it, and return
    * what the message stores (Python: StreamParser._overwrite). */
-  _overwrite(name, previous, value, start, end) {
+  _overwrite(region, name, previous, value, start, end) {
     const [at, to, opener, body, closer, gaps] = this._spans.get(name);
-    const pieces = [opener];
-    let k = 0;
-    for (const [i, text] of gaps ?? []) { pieces.push(body.slice(k, i), text); k = i; }
-    pieces.push(body.slice(k), closer);
-    const raw = pieces.join("");
-    if (name === "tool_calls") {
+    const raw = this._raw(body, closer, opener, gaps);
+    if (name === "tool_calls" || region.calls) {
       if (!this._recover) {
         const error = new ContentParseError(
           `Field ${this._repr(name)}: a second block (offsets ${start} to ${end}) would replace the tool calls of ` +
@@ -684,14 +1306,26 @@ export function makeParser(table) {
     throw new Error(`${table.source}: generated for respc JS runtime ABI ${table.abi}, this runtime is ${RUNTIME_ABI}; ` +
       "regenerate it with respc compile --target js");
   }
+  // v2 roles: some region is not typed, so the typed ones are exactly the tool-call regions
+  for (const f of table.fields) f.calls = f.typed && table.fields.some((o) => !o.typed);
   let slots = 0;
   table.repr = new Map(table.reprs ?? []);
+  // Python's repr of each field's name and slot, as messages quote them (StreamParser._repr)
+  for (const f of table.fields) {
+    f.qname = table.repr.get(f.name) ?? pyRepr(f.name);
+    f.qslot = f.slot === null ? null : table.repr.get(f.slot) ?? pyRepr(f.slot);
+  }
   for (const s of table.states) {
     s.span = Math.max(0, ...s.watches.flatMap((w) => w.literals.map((l) => l.length - 1)));
-    s.lits = s.watches.flatMap((w) => w.literals);
-    s.fails = s.lits.map(() => undefined);  // each literal's failure table, built on first use (_scan)
+    // the literals a chunk is searched for: each literal, and each regex open's lead (a chunk
+    // holding none, and ending with no proper prefix of one, is plain text: plainChunk); held: the
+    // literals whose proper prefix ending the buffer is held back (_scan; a regex open holds its own)
+    s.lits = s.watches.flatMap((w) => (w.regex ? [w.lead] : w.literals));
+    s.fails = s.lits.map(() => undefined);  // each one's failure table, built on first use
+    s.held = s.watches.flatMap((w) => w.literals);
+    s.heldFails = s.held.map(() => undefined);
     s.slot0 = slots;
-    slots += s.watches.reduce((k, w) => k + w.literals.length, 0);
+    slots += s.watches.reduce((k, w) => k + w.literals.length + (w.regex ? 1 : 0), 0);
   }
   return class ResponseParser extends StreamParser {
     static TABLE = table;
@@ -706,4 +1340,607 @@ export function parseWith(Parser, text, options = {}) {
   const parser = new Parser(options.prefix, options);
   parser.feed(text);
   return parser.finalize().message;
+}
+
+// --- the json content format's body reader (docs/javascript.md, "The json body reader") ----------
+// It reads a body as the Python runtime's json parser does (runtime/formats/json_.py, ``make``
+// without dialects: ``json.loads`` after CPython's C scanner) and fails with the same
+// ContentParseError text, positions counted in code points as Python does.
+//
+// Numbers (docs/javascript.md "Numbers"): a JavaScript number is one IEEE double, so a JSON float
+// reads to the same double as Python's float; an integer reads to the same value when it is within
+// 2**53 - 1 and otherwise throws JsonNumberError (never a rounded value); ``-0`` (an integer) reads
+// as 0 and ``-0.0`` as -0, as in Python; ``NaN``, ``Infinity`` and ``-Infinity`` (accepted by
+// Python's json) read as NaN, Infinity and -Infinity. Nesting deeper than MAX_DEPTH throws
+// JsonDepthError (Python's limit depends on its stack, so no depth-dependent message is imitated).
+
+/** The deepest nesting of objects and arrays read (deeper: JsonDepthError). */
+export const MAX_DEPTH = 500;
+
+/** An integer a JavaScript number cannot hold exactly (beyond 2**53 - 1 in size). */
+export class JsonNumberError extends RangeError {
+  constructor(message) { super(message); this.name = "JsonNumberError"; }
+}
+
+/** Objects and arrays nested deeper than MAX_DEPTH. */
+export class JsonDepthError extends RangeError {
+  constructor(message) { super(message); this.name = "JsonDepthError"; }
+}
+
+// the first integer beyond 2**53 - 1 of the body being read: [text, UTF-16 offset], or null
+let bigInteger = null;
+
+class Fail {
+  constructor(msg, pos) { this.msg = msg; this.pos = pos; }
+}
+
+class Stop {
+  constructor(pos) { this.pos = pos; }
+}
+
+const WS = " \t\n\r";
+const ESCAPES = { '"': '"', "\\": "\\", "/": "/", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" };
+
+function skipWs(s, i) { while (i < s.length && WS.includes(s[i])) i++; return i; }
+function isDigit(s, i) { const c = s.charCodeAt(i); return c >= 48 && c <= 57; }
+function hex4(s, i) {
+  const digits = s.slice(i, i + 4);
+  return /^[0-9a-fA-F]{4}$/.test(digits) ? parseInt(digits, 16) : -1;
+}
+
+function scanString(s, end) {
+  const begin = end - 1;
+  let out = "";
+  for (;;) {
+    let next = end;
+    let c = "";
+    for (; next < s.length; next++) {
+      c = s[next];
+      if (c === '"' || c === "\\") break;
+      if (s.charCodeAt(next) <= 0x1f) throw new Fail("Invalid control character at", next);
+    }
+    if (next >= s.length) throw new Fail("Unterminated string starting at", begin);
+    out += s.slice(end, next);
+    next++;
+    if (c === '"') return [out, next];
+    if (next === s.length) throw new Fail("Unterminated string starting at", begin);
+    c = s[next];
+    if (c !== "u") {
+      end = next + 1;
+      if (!Object.hasOwn(ESCAPES, c)) throw new Fail("Invalid \\escape", end - 2);
+      out += ESCAPES[c];
+      continue;
+    }
+    next++;
+    end = next + 4;
+    if (end >= s.length) throw new Fail("Invalid \\uXXXX escape", next - 1);
+    let u = hex4(s, next);
+    if (u < 0) throw new Fail("Invalid \\uXXXX escape", end - 5);
+    if (u >= 0xd800 && u <= 0xdbff && end + 6 < s.length && s[end] === "\\" && s[end + 1] === "u") {
+      const u2 = hex4(s, end + 2);
+      if (u2 < 0) throw new Fail("Invalid \\uXXXX escape", end + 1);
+      if (u2 >= 0xdc00 && u2 <= 0xdfff) {
+        out += String.fromCharCode(u, u2);
+        end += 6;
+        continue;
+      }
+    }
+    out += String.fromCharCode(u);
+  }
+}
+
+
+function scanOnce(s, idx, depth) {
+  if (idx >= s.length) throw new Stop(idx);
+  const c = s[idx];
+  if (c === '"') return scanString(s, idx + 1);
+  if (c === "{" || c === "[") {
+    if (depth >= MAX_DEPTH) {
+      throw new JsonDepthError(`json body nested deeper than ${MAX_DEPTH} objects and arrays (at char ${idx})`);
+    }
+    return c === "{" ? scanObject(s, idx + 1, depth + 1) : scanArray(s, idx + 1, depth + 1);
+  }
+  if (c === "n" && s.startsWith("null", idx)) return [null, idx + 4];
+  if (c === "t" && s.startsWith("true", idx)) return [true, idx + 4];
+  if (c === "f" && s.startsWith("false", idx)) return [false, idx + 5];
+  if (c === "N" && s.startsWith("NaN", idx)) return [NaN, idx + 3];
+  if (c === "I" && s.startsWith("Infinity", idx)) return [Infinity, idx + 8];
+  if (c === "-" && s.startsWith("-Infinity", idx)) return [-Infinity, idx + 9];
+  return scanNumber(s, idx);
+}
+
+function scanNumber(s, start) {
+  let i = start;
+  if (s[i] === "-") { i++; if (i >= s.length) throw new Stop(start); }
+  if (s[i] >= "1" && s[i] <= "9") { i++; while (i < s.length && isDigit(s, i)) i++; }
+  else if (s[i] === "0") i++;
+  else throw new Stop(start);
+  let isFloat = false;
+  if (i + 1 < s.length && s[i] === "." && isDigit(s, i + 1)) {
+    isFloat = true;
+    i += 2;
+    while (i < s.length && isDigit(s, i)) i++;
+  }
+  if (i + 1 < s.length && (s[i] === "e" || s[i] === "E")) {
+    const eStart = i;
+    i++;
+    if (i + 1 < s.length && (s[i] === "-" || s[i] === "+")) i++;
+    while (i < s.length && isDigit(s, i)) i++;
+    if (isDigit(s, i - 1)) isFloat = true; else i = eStart;
+  }
+  const text = s.slice(start, i);
+  if (isFloat) {
+    const value = Number(text);
+    if (wrapFloats && Number.isInteger(value) && !Object.is(value, -0)) {
+      floatsWrapped = true;
+      return [new PyFloat(value), i];
+    }
+    return [value, i];
+  }
+  const value = Number(text);
+  if (!Number.isSafeInteger(value)) {
+    // reported once the body read (a body Python cannot read gives Python's error instead)
+    if (bigInteger === null) bigInteger = [text, start];
+  }
+  return [value === 0 ? 0 : value, i];
+}
+
+function scanObject(s, idx, depth) {
+  const obj = {};
+  idx = skipWs(s, idx);
+  if (idx >= s.length || s[idx] !== "}") {
+    for (;;) {
+      if (idx >= s.length || s[idx] !== '"') throw new Fail("Expecting property name enclosed in double quotes", idx);
+      const [key, next] = scanString(s, idx + 1);
+      idx = skipWs(s, next);
+      if (idx >= s.length || s[idx] !== ":") throw new Fail("Expecting ':' delimiter", idx);
+      idx = skipWs(s, idx + 1);
+      const [value, after] = scanOnce(s, idx, depth);
+      put(obj, key, value);
+      idx = skipWs(s, after);
+      if (idx < s.length && s[idx] === "}") break;
+      if (idx >= s.length || s[idx] !== ",") throw new Fail("Expecting ',' delimiter", idx);
+      idx = skipWs(s, idx + 1);
+    }
+  }
+  return [obj, idx + 1];
+}
+
+function scanArray(s, idx, depth) {
+  const arr = [];
+  idx = skipWs(s, idx);
+  if (idx >= s.length || s[idx] !== "]") {
+    for (;;) {
+      const [value, after] = scanOnce(s, idx, depth);
+      arr.push(value);
+      idx = skipWs(s, after);
+      if (idx < s.length && s[idx] === "]") break;
+      if (idx >= s.length || s[idx] !== ",") throw new Fail("Expecting ',' delimiter", idx);
+      idx = skipWs(s, idx + 1);
+    }
+  }
+  return [arr, idx + 1];
+}
+
+/** Python's code point index of UTF-16 offset ``i`` of ``s``. */
+function cpIndex(s, i) {
+  let n = i;
+  for (let k = 0; k + 1 < i; k++) {
+    const c = s.charCodeAt(k);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = s.charCodeAt(k + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) { n--; k++; }
+    }
+  }
+  return n;
+}
+
+/** Python's JSONDecodeError text: ``msg: line L column C (char P)``, positions in code points. */
+function decodeError(s, msg, pos) {
+  const lastNl = s.lastIndexOf("\n", pos - 1);
+  let line = 1;
+  for (let k = 0; k < pos; k++) if (s.charCodeAt(k) === 10) line++;
+  const cp = cpIndex(s, pos);
+  const col = lastNl < 0 ? cp + 1 : cp - cpIndex(s, lastNl);
+  return `${msg}: line ${line} column ${col} (char ${cp})`;
+}
+
+/** ``json.loads(text)`` as CPython 3.11 reads a str: the value, or [message] of its JSONDecodeError. */
+// whether the read in progress wraps integral floats (PyFloat): only for a field's value
+let wrapFloats = false;
+
+function loads(s, wrap = false) {
+  wrapFloats = wrap;
+  if (s.startsWith("\ufeff")) return { error: decodeError(s, "Unexpected UTF-8 BOM (decode using utf-8-sig)", 0) };
+  bigInteger = null;
+  try {
+    const [value, end] = scanOnce(s, skipWs(s, 0), 0);
+    const rest = skipWs(s, end);
+    if (rest !== s.length) return { error: decodeError(s, "Extra data", rest) };
+    if (bigInteger !== null) {
+      throw new JsonNumberError(`json body holds the integer ${bigInteger[0]} (at char ${cpIndex(s, bigInteger[1])}), ` +
+        "beyond 2**53 - 1: a JavaScript number cannot hold it exactly");
+    }
+    return { value };
+  } catch (e) {
+    if (e instanceof Stop) return { error: decodeError(s, "Expecting value", e.pos) };
+    if (e instanceof Fail) return { error: decodeError(s, e.msg, e.pos) };
+    throw e;
+  }
+}
+
+/**
+ * The json body reader without dialects (runtime/formats/json_.py ``make``): the value of ``text``.
+ * Throws ContentParseError with the Python runtime's text (without the ``Field '...': `` the parser
+ * adds), JsonNumberError or JsonDepthError (see the head of this file).
+ */
+export function parseJsonBody(text, wrap = false) {
+  const read = loads(text, wrap);
+  if ("value" in read) return read.value;
+  throw new ContentParseError(
+    `json parser could not parse region as JSON.\nContent: ${pyRepr(text)}\nError: ${read.error}`);
+}
+
+// --- errors="recover": the repair of a body that does not read (runtime/repair.py) ----------------
+
+const CLOSERS = { "{": "}", "[": "]" };
+const LITERALS = { True: "true", False: "false", None: "null" };
+const RAW = { "\n": ["\\n", "raw newline"], "\t": ["\\t", "raw tab"], "\r": ["\\r", "raw carriage return"] };
+// Python's str.isalpha() / str.isalnum() of one code point (Unicode letters; letters and numbers)
+const ALPHA = /^\p{L}$/u;
+const ALNUM = /^[\p{L}\p{N}]$/u;
+
+function isPySpace(piece) { return piece !== "" && pyStrip(piece) === ""; }
+
+/**
+ * ``repair_json_text`` of runtime/repair.py: [the rewritten text, its notes] (one note per kind of
+ * rewrite, in the order first needed; none when nothing was rewritten). Reads code points, as Python.
+ */
+export function repairJsonText(text) {
+  const t = Array.from(text);
+  const out = [];
+  const notes = [];
+  const stack = [];
+  const note = (m) => { if (!notes.includes(m)) notes.push(m); };
+  const dropComma = () => {
+    let j = out.length - 1;
+    while (j >= 0 && isPySpace(out[j])) j--;
+    if (j >= 0 && out[j] === ",") { out.splice(j, 1); return true; }
+    return false;
+  };
+  let i = 0;
+  const n = t.length;
+  while (i < n) {
+    let c = t[i];
+    if (c === '"' || c === "'") {
+      const quote = c;
+      if (quote === "'") note("single-quoted string read as a JSON string");
+      out.push('"');
+      i++;
+      while (i < n) {
+        c = t[i];
+        if (c === "\\" && i + 1 < n) {
+          const nxt = t[i + 1];
+          out.push(nxt === "'" ? "'" : c + nxt);
+          i += 2;
+          continue;
+        }
+        if (c === quote) break;
+        if (c === '"') out.push('\\"');
+        else if (Object.hasOwn(RAW, c)) {
+          out.push(RAW[c][0]);
+          note(`${RAW[c][1]} in a string escaped`);
+        } else if (c.codePointAt(0) < 0x20) {
+          out.push("\\u" + c.codePointAt(0).toString(16).padStart(4, "0"));
+          note("raw control character in a string escaped");
+        } else out.push(c);
+        i++;
+      }
+      if (i >= n) note("string still open at the region's close: closed");
+      out.push('"');
+      i++;
+      continue;
+    }
+    if (Object.hasOwn(CLOSERS, c)) stack.push(CLOSERS[c]);
+    else if (c === "}" || c === "]") {
+      if (dropComma()) note(`trailing comma before ${pyRepr(c)} removed`);
+      if (stack.length && stack[stack.length - 1] === c) stack.pop();
+    } else if (ALPHA.test(c) || c === "_") {
+      let j = i + 1;
+      while (j < n && (ALNUM.test(t[j]) || t[j] === "_")) j++;
+      let word = t.slice(i, j).join("");
+      if (Object.hasOwn(LITERALS, word)) {
+        note(`Python literal ${word} read as ${LITERALS[word]}`);
+        word = LITERALS[word];
+      }
+      out.push(word);
+      i = j;
+      continue;
+    }
+    out.push(c);
+    i++;
+  }
+  if (stack.length) {
+    dropComma();
+    const closers = stack.reverse().join("");
+    out.push(closers);
+    note(`missing ${pyRepr(closers)} added at the region's close`);
+  }
+  return [out.join(""), notes];
+}
+
+/**
+ * The json format's errors="recover" repair without dialects (runtime/formats/json_.py ``repair``):
+ * ``{value, notes}`` when a rewrite made the body read, else null. Throws JsonNumberError or
+ * JsonDepthError as parseJsonBody does.
+ */
+export function repairJsonBody(text, wrap = false) {
+  const [repaired, notes] = repairJsonText(text);
+  if (!notes.length) return null;
+  const read = loads(repaired, wrap);
+  return "value" in read ? { value: read.value, notes } : null;
+}
+
+// --- close-time processing of a field: content format, transform, checks --------------------------
+// (runtime/transforms.py make_field_processor; runtime/tools.py check_tool_call_names;
+// runtime/stream.py _non_finite; runtime/repair.py decode_string_arguments)
+
+/** One transform node (compiler/emit_js.py ``_transform``) built in ``scope`` (a Map). */
+function build(node, scope) {
+  switch (node[0]) {
+    case "=": return node[1];
+    case "{": {
+      const out = {};
+      for (const [k, sub] of node[1]) put(out, k, build(sub, scope));
+      return out;
+    }
+    case "[": return node[1].map((sub) => build(sub, scope));
+    case "?": {
+      // v2 {"$first": [A, B, ..., DEFAULT]}: the first alternative whose placeholders all resolve
+      const reasons = [];
+      for (const alternative of node[1]) {
+        try {
+          return build(alternative, scope);
+        } catch (exc) {
+          if (!(exc instanceof PlaceholderError)) throw exc;
+          reasons.push(exc.message);
+        }
+      }
+      throw new PlaceholderError("no alternative of '$first' resolved: " + reasons.join("; "));
+    }
+    default: {
+      const [, root, keys, strict] = node;
+      const path = [root, ...keys].join(".");
+      if (!scope.has(root)) {
+        throw new UnknownPlaceholderError(
+          `transform placeholder '{${path}}' is not defined. Available: ${pyList(pySorted(scope.keys()))}`);
+      }
+      let value = scope.get(root);
+      for (const key of keys) {
+        if (key === "$key" || key === "$value") {
+          // v2: the only key / value of a one-key dict (only v2 placeholders have such segments)
+          const names = isDict(value) ? Object.keys(value) : null;
+          if (names === null || names.length !== 1) {
+            const what = names === null ? pyTypeName(value) : `a dict with ${names.length} keys ${pyList(pySorted(names))}`;
+            throw new PlaceholderError(`transform placeholder '{${path}}': '${key}' needs a dict with exactly one key, got ${what}`);
+          }
+          value = key === "$key" ? names[0] : value[names[0]];
+          continue;
+        }
+        if (!isDict(value)) {
+          throw new PlaceholderError(`transform placeholder '{${path}}' cannot index into ${pyTypeName(value)} at '${key}'`);
+        }
+        if (!Object.prototype.hasOwnProperty.call(value, key)) {
+          throw new PlaceholderError(
+            `transform placeholder '{${path}}' is missing key '${key}'. Available: ${pyList(pySorted(Object.keys(value)))}`);
+        }
+        value = value[key];
+      }
+      if (strict && value === null) throw new PlaceholderError(`transform placeholder '{${path}}' is null`);
+      return value;
+    }
+  }
+}
+
+function prefixed(region, exc) {
+  if (!(exc instanceof ContentParseError)) return exc;
+  const again = new exc.constructor(`Field ${region.qname}: ${exc.message}`);
+  return again;
+}
+
+/** The transform part of a field's processing (``finish``): the value as the message stores it. */
+function finish(region, value, body, v2, captures = new Map()) {
+  const transform = region.transform;
+  if (transform === null) return value;
+  const built = (scope) => {
+    try { return build(transform, scope); } catch (exc) { throw prefixed(region, exc); }
+  };
+  if (!region.each) return built(new Map(captures).set("content", value));
+  const prefix = `Field ${region.qname}: `;
+  if (!Array.isArray(value)) {
+    throw new ContentParseError(`${prefix}transform_each requires the parsed content to be a list, ` +
+      `got ${pyTypeName(value)}.\nContent: ${pyRepr(body)}`);
+  }
+  const out = [];
+  for (const item of value) {
+    if (!isDict(item)) {
+      throw new ContentParseError(`${prefix}transform_each requires each list element to be a dict, ` +
+        `got ${pyTypeName(item)}.\nContent: ${pyRepr(body)}`);
+    }
+    const scope = new Map(captures);
+    for (const [k, v] of Object.entries(item)) scope.set(k, v);
+    if (v2) scope.set("content", item);  // v2: {content} names the element
+    out.push(built(scope));
+  }
+  return out;
+}
+
+/** The content format's reading of a body (``parse_body``): errors name the field. */
+function parseBody(region, body) {
+  if (region.content === "text") return region.strip ? pyStrip(body) : body;
+  try {
+    return parseJsonBody(body, true);
+  } catch (exc) {
+    throw prefixed(region, exc);
+  }
+}
+
+/** ``process(body)``: content format, then transform (errors="strict"). */
+function processBody(region, body, v2, captures) { return finish(region, parseBody(region, body), body, v2, captures); }
+
+/** The errors="recover" repair of the field (``process.repair``): [value, notes], or null. */
+function repairBody(region, body, v2, captures) {
+  const got = region.content === "json" ? repairJsonBody(body, true) : null;
+  let value, notes;
+  if (got === null) { value = parseBody(region, body); notes = []; }
+  else { value = got.value; notes = [...got.notes]; }
+  if (region.each && region.transform !== null && isDict(value)) {
+    value = [value];
+    notes.push(NOTES["one-object"]());
+  }
+  value = finish(region, value, body, v2, captures);
+  return notes.length ? [value, notes] : null;
+}
+
+const NOT_A_NAME = /[<>{}[\]()"']/;
+
+function goodName(name) {
+  if (typeof name !== "string" || name === "" || NOT_A_NAME.test(name)) return false;
+  for (let i = 0; i < name.length; i++) if (SPACE.has(name.charCodeAt(i))) return false;
+  return true;
+}
+
+/** Refuse a tool call without a function name, or whose arguments are no object (runtime/tools.py
+ * ``check_tool_call_names``; docs/template-language.md "Tool calls need a name"). `field`: the
+ * field's slot as Python's repr quotes it (region.qslot), or null. */
+function checkToolCallNames(value, field) {
+  if (typeof value === "string") return;
+  const calls = Array.isArray(value) ? value : [value];
+  const where = field !== null ? `Field ${field}: ` : "";
+  for (const call of calls) {
+    if (!isDict(call) || !Object.prototype.hasOwnProperty.call(call, "function")) continue;
+    const fn = call.function;
+    const has = (k) => isDict(fn) && Object.prototype.hasOwnProperty.call(fn, k);
+    const name = has("name") ? fn.name : null;
+    if (goodName(name)) {
+      if (!has("arguments")) continue;
+      const args = fn.arguments;
+      if (isDict(args) || typeof args === "string") continue;
+      throw new ContentParseError(`${where}tool call whose arguments are no object: its 'arguments' is ` +
+        `${pyTypeName(args)} ${pyValueRepr(args)}, not an object of arguments`);
+    }
+    let why;
+    if (!isDict(fn)) why = `its 'function' is ${pyTypeName(fn)} ${pyValueRepr(fn)}, not an object with a name`;
+    else if (!has("name")) why = `its 'function' has no 'name' (keys ${pyList(pySorted(Object.keys(fn)))})`;
+    else if (typeof name !== "string") why = `its name is ${pyTypeName(name)} ${pyValueRepr(name)}, not a string`;
+    else why = `its name ${pyRepr(name)} is not a function name`;
+    throw new ContentParseError(`${where}tool call without a function name: ${why}`);
+  }
+}
+
+/** The first number of ``value`` that is not finite (NaN, an infinity), or null (depth first). */
+function nonFinite(value) {
+  if (typeof value === "number") return Number.isFinite(value) ? null : value;
+  if (value === null || typeof value !== "object") return null;
+  for (const item of Array.isArray(value) ? value : Object.values(value)) {
+    const bad = nonFinite(item);
+    if (bad !== null) return bad;
+  }
+  return null;
+}
+
+/** errors="recover": decode ``arguments`` strings that hold a JSON object in values that look like
+ * tool calls (runtime/repair.py ``decode_string_arguments``); one note per decoded call. */
+function decodeStringArguments(value, notes) {
+  for (const item of Array.isArray(value) ? value : [value]) {
+    if (!isDict(item)) continue;
+    for (const call of [item, Object.prototype.hasOwnProperty.call(item, "function") ? item.function : null]) {
+      if (!isDict(call) || !Object.prototype.hasOwnProperty.call(call, "name") || typeof call.arguments !== "string" ||
+          !Object.prototype.hasOwnProperty.call(call, "arguments")) continue;
+      const raw = call.arguments;
+      let a = 0;
+      while (a < raw.length && SPACE.has(raw.charCodeAt(a))) a++;
+      if (raw[a] !== "{") continue;
+      const read = loads(raw, true);
+      if (!("value" in read) || !isDict(read.value)) continue;
+      put(call, "arguments", read.value);
+      notes.push(NOTES.arguments(call.name));
+    }
+  }
+  return value;
+}
+
+/**
+ * Whether a json body stands inside a string of its first value as errors="recover" reads strings
+ * (runtime/formats/json_.py ``InString`` and ``_Quoted``, as ``runtime/repair.py`` reads them):
+ * outside a string a ``"`` or a ``'`` (a Python dict, which the repair reads as JSON) opens one
+ * that ends at the same quote, a backslash escaping the next character. Fed each piece once; once
+ * the first value (an object or array: its brackets closed again; a string: closed) has ended, or
+ * the body starts with anything else, it is never inside again.
+ */
+class InString {
+  constructor() { this.quote = ""; this.escape = false; this.depth = 0; this.started = false; this.over = false; }
+
+  feed(data) {
+    if (this.over) return false;
+    let q = this.quote, esc = this.escape, d = this.depth, started = this.started;
+    for (let i = 0; i < data.length; i++) {
+      const c = data[i];
+      if (q) {
+        if (esc) esc = false;
+        else if (c === "\\") esc = true;
+        else if (c === q) {
+          q = "";
+          if (d === 0) { this.over = true; return false; }
+        }
+      } else if (c === '"' || c === "'") { q = c; started = true; }
+      else if (c === "{" || c === "[") { d++; started = true; }
+      else if (c === "}" || c === "]") {
+        if (d > 0 && --d === 0) { this.over = true; return false; }
+      } else if (!started && !isSpace(c)) { this.over = true; return false; }
+    }
+    this.quote = q;
+    this.escape = esc;
+    this.depth = d;
+    this.started = started;
+    return q !== "";
+  }
+}
+
+/**
+ * Where the first JSON value of a body ends (runtime/formats/json_.py ``JsonBoundary`` without
+ * string_delims, for bodies that start an object, an array or a string): ``feed(text)`` returns the
+ * offset in ``text`` just past the value's last character, or -1 while it goes on (or once the
+ * body was rejected: its first significant character is not one of ``accept``). Only strings and
+ * brackets matter, each character read once.
+ */
+class JsonEnd {
+  constructor(accept) { this.accept = accept; this.state = "start"; this.depth = 0; }
+
+  feed(data) {
+    let st = this.state, d = this.depth;
+    if (st === "rejected") return -1;
+    for (let i = 0; i < data.length; i++) {
+      const c = data[i];
+      if (st === "code") {
+        if (c === '"') st = "string";
+        else if (c === "{" || c === "[") d++;
+        else if ((c === "}" || c === "]") && --d === 0) { this.state = "done"; return i + 1; }
+      } else if (st === "string") {
+        if (c === "\\") st = "escape";
+        else if (c === '"') {
+          if (d === 0) { this.state = "done"; return i + 1; }
+          st = "code";
+        }
+      } else if (st === "escape") {
+        st = "string";
+      } else if (c !== " " && c !== "\t" && c !== "\n" && c !== "\r") {  // "start"
+        if (!this.accept.includes(c)) { this.state = "rejected"; return -1; }
+        if (c === "{" || c === "[") { d = 1; st = "code"; } else st = "string";
+      }
+    }
+    this.state = st;
+    this.depth = d;
+    return -1;
+  }
 }
