@@ -45,8 +45,8 @@ def test_banner_and_section_order():
     assert lines[4] == "# regenerate: respc compile templates/qwen3.json -o generated/qwen3.py"
     assert lines[5] == f"# respc codegen {CODEGEN_VERSION}"
     markers = ["import regex", "_rt.check_abi(", "FIELD_NAMES = (", "_START_ANCHOR = ", "S_OUTSIDE = 0",
-               "_TRANSITIONS = (", "_DELIMITERS_0 = (", "class ResponseParser(", "def get_response_parser(",
-               "def parse_response(", "GRAMMAR = ", "__all__ = "]
+               "_TRANSITIONS = (", "_DELIMITERS_0 = (", "class ResponseParser(",
+               "get_response_parser, parse_response = _rt.module_api(ResponseParser)", "GRAMMAR = ", "__all__ = "]
     positions = [source.index(marker) for marker in markers]
     assert positions == sorted(positions)
     tree = ast.parse(source)
