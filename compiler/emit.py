@@ -678,6 +678,18 @@ def emit_module(template: Template, automaton: Automaton, *, command: str, gramm
                             backs=[d for d in recover_view["backs"] if d["var"] not in shared],
                             plans=[p for p in recover_view["plans"] if f"_DELIMITERS_{p['index']}" not in shared],
                             write_context=True)
+        # a region record or a state's held automata the same as the strict class's: the strict
+        # class's object, by reference (when some differ; when none does the whole table is shared)
+        regions = [f["region"] for f in view["fields"]]
+        if [f["region"] for f in recover_view["fields"]] != regions:
+            recover_view["fields"] = [dict(f, region=f"ResponseParser.REGIONS[{k}]")
+                                      if k < len(regions) and f["region"] == regions[k] else f
+                                      for k, f in enumerate(recover_view["fields"])]
+        held = [st["held"] for st in view["states"]]
+        if [st["held"] for st in recover_view["states"]] != held:
+            recover_view["states"] = [dict(st, held=[f"ResponseParser.HOLD_REGEX[{k}],"])
+                                      if k < len(held) and st["held"] == held[k] and len(held[k]) > 1 else st
+                                      for k, st in enumerate(recover_view["states"])]
         features = _features_of(view) + [name for name in _features_of(recover_view) if name not in _features_of(view)]
         view["features"] = _tuple([_lit(name) for name in features + ["recover-openers"]])
         view["abi_call"] = _abi_call(features + ["recover-openers"])
