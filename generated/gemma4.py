@@ -255,10 +255,7 @@ _R_REGIONS = (
             call='args', name_group='name',
         ),
     ),
-    _rt.Region(
-        'content', process=_rt.make_field_processor(field='content', content='text', v2=True),
-        repeats=True, join='', typed=False, plan=_rt.Plan('text', dirty=False, text='strip'),
-    ),
+    ResponseParser.REGIONS[2],
 )
 
 # -- compiled delimiters ---------------------------------------------------------------------

@@ -401,51 +401,10 @@ class ResponseParser(_rt.StreamParser):
 # recover-only openers (docs/template-language.md, "Recover-only openers"); a parser built
 # with errors="recover" becomes a _RecoverParser (runtime.stream._become_recover)
 _R_REGIONS = (
-    _rt.Region(
-        'reasoning_content',
-        process=_rt.make_field_processor(
-            field='reasoning_content', content='text',
-            group_names=('repair_space', 'repair_space2', 'repair_end_for_message'), v2=True,
-        ),
-        repeats=True, join='\n', groups=('repair_space', 'repair_space2', 'repair_end_for_message'),
-        typed=False, plan=_rt.Plan('text', dirty=False, text='strip'),
-    ),
-    _rt.Region(
-        'reasoning_stripped',
-        process=_rt.make_field_processor(
-            field='reasoning_stripped', content='text', group_names=('repair_stripped_tokens',),
-            v2=True,
-        ),
-        slot='reasoning_content', repeats=True, join='\n', groups=('repair_stripped_tokens',),
-        typed=False, plan=_rt.Plan('text', dirty=False, text='strip'),
-    ),
-    _rt.Region(
-        'tool_calls',
-        process=_rt.make_field_processor(
-            field='tool_calls', content='json',
-            transform={
-                'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
-            },
-            group_names=('repair_space', 'repair_space2', 'name', 'repair_recipient_again', 'repair_end_for_message', 'repair_filler'),
-            v2=True,
-        ),
-        dirty=True, repeats=True,
-        groups=('repair_space', 'repair_space2', 'name', 'repair_recipient_again', 'repair_end_for_message', 'repair_filler'),
-        boundary=_rt.make_boundary('json', {}), reject=True, empty_none=True,
-        plan=_rt.Plan(
-            'json', ends_itself=True, can_reject=True, empty_none=True, arguments='json',
-            call='args', name_group='name',
-        ),
-    ),
-    _rt.Region(
-        'builtin_tool_message',
-        process=_rt.make_field_processor(field='builtin_tool_message', content='text', v2=True),
-        slot=None, typed=False, plan=_rt.Plan('text', dirty=False, text='strip'),
-    ),
+    ResponseParser.REGIONS[0],
+    ResponseParser.REGIONS[1],
+    ResponseParser.REGIONS[2],
+    ResponseParser.REGIONS[3],
     _rt.Region(
         'content',
         process=_rt.make_field_processor(
@@ -595,22 +554,7 @@ class _RecoverParser(ResponseParser):
         _rt.HELD_LITERALS,  # S_REASONING_STRIPPED
         # S_TOOL_CALLS
         None,
-        # S_BUILTIN_TOOL_MESSAGE
-        (
-            # /<\|call\|>|<\|end\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 'c', 'a', 'l', 'l', '|', '>', 'e', 'n', 'd', '|',
-                    '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2, 8), (3,), (4,), (5,), (6,), (7,), (), (9,), (10,), (11,), (12,), (),
-                ),
-                last=(7, 12),
-            ),
-        ),
+        ResponseParser.HOLD_REGEX[4],  # S_BUILTIN_TOOL_MESSAGE
     )
     CONTEXT = 1  # ^, \b and lookbehinds must not see a trimmed start
     ANCHOR_CONTEXT = True  # CONTEXT only so that ^ and \A cannot match at a trimmed start

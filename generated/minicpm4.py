@@ -180,11 +180,7 @@ class ResponseParser(_rt.StreamParser):
 # recover-only openers (docs/template-language.md, "Recover-only openers"); a parser built
 # with errors="recover" becomes a _RecoverParser (runtime.stream._become_recover)
 _R_REGIONS = (
-    _rt.Region(
-        'reasoning_content',
-        process=_rt.make_field_processor(field='reasoning_content', content='text', v2=True),
-        repeats=True, join='\n\n', typed=False, plan=_rt.Plan('text', dirty=False, text='strip'),
-    ),
+    ResponseParser.REGIONS[0],
     _rt.Region(
         'tool_calls',
         process=_rt.make_field_processor(
@@ -205,10 +201,7 @@ _R_REGIONS = (
         dirty=True, repeats=True, groups=('name', 'repair_recover_opener'),
         plan=_rt.Plan('xml-inline', arguments='xml-parameters', call='args', name_group='name'),
     ),
-    _rt.Region(
-        'content', process=_rt.make_field_processor(field='content', content='text', v2=True),
-        repeats=True, join='', typed=False, plan=_rt.Plan('text', dirty=False, text='strip'),
-    ),
+    ResponseParser.REGIONS[2],
 )
 
 # -- compiled delimiters ---------------------------------------------------------------------

@@ -172,10 +172,7 @@ _R_REGIONS = (
         dirty=True, repeats=True, groups=('name', 'repair_recover_opener'),
         plan=_rt.Plan('xml-inline', arguments='xml-parameters', call='args', name_group='name'),
     ),
-    _rt.Region(
-        'content', process=_rt.make_field_processor(field='content', content='text', v2=True),
-        repeats=True, join='', typed=False, plan=_rt.Plan('text', dirty=False, text='strip'),
-    ),
+    ResponseParser.REGIONS[1],
 )
 
 # -- compiled delimiters ---------------------------------------------------------------------
