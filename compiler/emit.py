@@ -206,15 +206,30 @@ def _packed(name: str, args: list[str], indent: int, base: int | None = None) ->
     return f"{name}(\n" + "\n".join(lines) + "\n" + " " * indent + ")"
 
 
+def _one_line(value: Any) -> str:
+    """:func:`py_literal` of ``value`` on one line (strings by :func:`_lit`)."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_one_line(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_lit(str(k))}: {_one_line(v)}" for k, v in value.items()) + "}"
+    return py_literal(value)
+
+
 def _inline(value: Any, indent: int, base: int | None = None) -> str:
-    """:func:`py_literal` of ``value``, on one line when it is a flat dict or tuple of scalars that
-    fits in :data:`LINE_LIMIT` from column ``indent`` (else on lines from ``base``, default
-    ``indent``)."""
-    if isinstance(value, dict) and all(v is None or isinstance(v, (bool, int, str)) for v in value.values()):
-        one = "{" + ", ".join(f"{_lit(str(k))}: {_lit(v)}" for k, v in value.items()) + "}"
-        if indent + len(one) <= LINE_LIMIT:
-            return one
-    return py_literal(value, indent if base is None else base)
+    """:func:`py_literal` of ``value``: on one line when it fits in :data:`LINE_LIMIT` from column
+    ``indent``, else one entry to a line from ``base`` (default ``indent``), each entry written
+    the same way (on one line when it fits)."""
+    one = _one_line(value)
+    if indent + len(one) + 1 <= LINE_LIMIT or not isinstance(value, (list, tuple, dict)) or not value:
+        return one
+    base = indent if base is None else base
+    pad = " " * (base + 4)
+    if isinstance(value, dict):
+        items = [f"{pad}{_lit(str(k))}: {_inline(v, base + 4 + len(_lit(str(k))) + 2, base + 4)},\n"
+                 for k, v in value.items()]
+        return "{\n" + "".join(items) + " " * base + "}"
+    items = [f"{pad}{_inline(v, base + 4)},\n" for v in value]
+    return "[\n" + "".join(items) + " " * base + "]"
 
 
 def _processor(template: Template, index: int) -> str:
@@ -260,7 +275,7 @@ def _region_keywords(template: Template, automaton: Automaton, index: int) -> li
     if v2 and f.role != "tool_calls":
         out.append(("typed", "False"))
     if ends or reject:
-        out.append(("boundary", f"_rt.make_boundary({_lit(f.content)}, {py_literal(f.content_args, 8)})"))
+        out.append(("boundary", f"_rt.make_boundary({_lit(f.content)}, {_inline(f.content_args, 40, 8)})"))
     if ends:
         out.append(("ends", "True"))
     if reject:
