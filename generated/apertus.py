@@ -41,10 +41,7 @@ _REGIONS = (
             field='tool_calls', content='json',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{content.$key}',
-                    'arguments': '{content.$value}',
-                },
+                'function': {'name': '{content.$key}', 'arguments': '{content.$value}'},
             },
             transform_each=True, v2=True,
         ),

@@ -41,10 +41,7 @@ _REGIONS = (
             field='tool_calls', content='json',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{tool_name}',
-                    'arguments': '{parameters}',
-                },
+                'function': {'name': '{tool_name}', 'arguments': '{parameters}'},
             },
             transform_each=True,
         ),

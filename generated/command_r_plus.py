@@ -40,23 +40,12 @@ _REGIONS = (
             field='tool_calls', content='json', content_args={'accept': '['},
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{tool_name}',
-                    'arguments': {
-                        '$first': [
-                            '{parameters}',
-                            {},
-                        ],
-                    },
-                },
+                'function': {'name': '{tool_name}', 'arguments': {'$first': ['{parameters}', {}]}},
             },
             transform_each=True, v2=True,
         ),
-        dirty=True, repeats=True,
-        boundary=_rt.make_boundary('json', {
-            'accept': '[',
-        }),
-        ends=True, reject=True, after=3, empty_none=True, extend=True,
+        dirty=True, repeats=True, boundary=_rt.make_boundary('json', {'accept': '['}), ends=True,
+        reject=True, after=3, empty_none=True, extend=True,
         plan=_rt.Plan(
             'json', ends_itself=True, can_reject=True, empty_none=True, arguments='json',
             call='object', name_key='tool_name', arg_keys=('parameters',),

@@ -47,18 +47,13 @@ _REGIONS = (
             field='named_call_json', content='json', content_args={'accept': '{'},
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),
         slot='tool_calls', dirty=True, repeats=True, groups=('name',),
-        boundary=_rt.make_boundary('json', {
-            'accept': '{',
-        }),
-        reject=True, alternatives=(2,), empty_none=True,
+        boundary=_rt.make_boundary('json', {'accept': '{'}), reject=True, alternatives=(2,),
+        empty_none=True,
         plan=_rt.Plan(
             'json', ends_itself=True, can_reject=True, empty_none=True, arguments='json',
             call='args', name_group='name',
@@ -70,12 +65,7 @@ _REGIONS = (
             field='named_call_command', content='text',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': {
-                        'command': '{content}',
-                    },
-                },
+                'function': {'name': '{name}', 'arguments': {'command': '{content}'}},
             },
             group_names=('name',), v2=True,
         ),
@@ -87,18 +77,13 @@ _REGIONS = (
             field='tool_call_json', content='json', content_args={'accept': '{'},
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),
         slot='tool_calls', dirty=True, repeats=True, groups=('name',),
-        boundary=_rt.make_boundary('json', {
-            'accept': '{',
-        }),
-        reject=True, alternatives=(4,), empty_none=True,
+        boundary=_rt.make_boundary('json', {'accept': '{'}), reject=True, alternatives=(4,),
+        empty_none=True,
         plan=_rt.Plan(
             'json', ends_itself=True, can_reject=True, empty_none=True, arguments='json',
             call='args', name_group='name',
@@ -110,12 +95,7 @@ _REGIONS = (
             field='tool_call_command', content='text',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': {
-                        'command': '{content}',
-                    },
-                },
+                'function': {'name': '{name}', 'arguments': {'command': '{content}'}},
             },
             group_names=('name',), v2=True,
         ),

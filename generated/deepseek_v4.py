@@ -50,27 +50,15 @@ _REGIONS = (
                 'value_parser': {
                     'switch': 'string',
                     'cases': {
-                        'true': {
-                            'name': 'text',
-                        },
-                        'false': {
-                            'name': 'json',
-                            'args': {
-                                'allow_non_json': True,
-                            },
-                        },
+                        'true': {'name': 'text'},
+                        'false': {'name': 'json', 'args': {'allow_non_json': True}},
                     },
-                    'default': {
-                        'name': 'text',
-                    },
+                    'default': {'name': 'text'},
                 },
             },
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),

@@ -49,10 +49,7 @@ _REGIONS = (
             },
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),
@@ -67,13 +64,7 @@ _REGIONS = (
                 'type': 'function',
                 'function': {
                     'name': '{content.name}',
-                    'arguments': {
-                        '$first': [
-                            '{content.arguments}',
-                            '{content.parameters}',
-                            {},
-                        ],
-                    },
+                    'arguments': {'$first': ['{content.arguments}', '{content.parameters}', {}]},
                 },
             },
             v2=True,

@@ -43,12 +43,7 @@ _REGIONS = (
                 'type': 'function',
                 'function': {
                     'name': '{content.name}',
-                    'arguments': {
-                        '$first': [
-                            '{content.arguments}',
-                            {},
-                        ],
-                    },
+                    'arguments': {'$first': ['{content.arguments}', {}]},
                 },
             },
             v2=True,

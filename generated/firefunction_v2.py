@@ -35,10 +35,7 @@ _REGIONS = (
             field='tool_calls', content='json',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{arguments}',
-                },
+                'function': {'name': '{name}', 'arguments': '{arguments}'},
             },
             transform_each=True,
         ),

@@ -36,10 +36,7 @@ _REGIONS = (
             field='tool_calls', content='json',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),
@@ -56,12 +53,7 @@ _REGIONS = (
             field='python_call', content='text',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': 'python',
-                    'arguments': {
-                        'code': '{content}',
-                    },
-                },
+                'function': {'name': 'python', 'arguments': {'code': '{content}'}},
             },
             v2=True,
         ),

@@ -41,18 +41,13 @@ _REGIONS = (
             field='tool_calls', content='json', content_args={'accept': '{'},
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),
         dirty=True, repeats=True, groups=('name',),
-        boundary=_rt.make_boundary('json', {
-            'accept': '{',
-        }),
-        ends=True, reject=True, empty_none=True,
+        boundary=_rt.make_boundary('json', {'accept': '{'}), ends=True, reject=True,
+        empty_none=True,
         plan=_rt.Plan(
             'json', ends_itself=True, can_reject=True, empty_none=True, arguments='json',
             call='args', name_group='name',

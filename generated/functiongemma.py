@@ -33,21 +33,10 @@ _REGIONS = (
         'tool_calls',
         process=_rt.make_field_processor(
             field='tool_calls', content='json',
-            content_args={
-                'unquoted_keys': True,
-                'string_delims': [
-                    [
-                        '<escape>',
-                        '<escape>',
-                    ],
-                ],
-            },
+            content_args={'unquoted_keys': True, 'string_delims': [['<escape>', '<escape>']]},
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',),
         ),

@@ -39,33 +39,17 @@ _REGIONS = (
         'tool_calls',
         process=_rt.make_field_processor(
             field='tool_calls', content='json',
-            content_args={
-                'unquoted_keys': True,
-                'string_delims': [
-                    [
-                        '<|"|>',
-                        '<|"|>',
-                    ],
-                ],
-            },
+            content_args={'unquoted_keys': True, 'string_delims': [['<|"|>', '<|"|>']]},
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),
         dirty=True, repeats=True, groups=('name',),
         boundary=_rt.make_boundary('json', {
             'unquoted_keys': True,
-            'string_delims': [
-                [
-                    '<|"|>',
-                    '<|"|>',
-                ],
-            ],
+            'string_delims': [['<|"|>', '<|"|>']],
         }),
         reject=True, empty_none=True,
         plan=_rt.Plan(
@@ -221,33 +205,17 @@ _R_REGIONS = (
         'tool_calls',
         process=_rt.make_field_processor(
             field='tool_calls', content='json',
-            content_args={
-                'unquoted_keys': True,
-                'string_delims': [
-                    [
-                        '<|"|>',
-                        '<|"|>',
-                    ],
-                ],
-            },
+            content_args={'unquoted_keys': True, 'string_delims': [['<|"|>', '<|"|>']]},
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name', 'repair_recover_opener'), v2=True,
         ),
         dirty=True, repeats=True, groups=('name', 'repair_recover_opener'),
         boundary=_rt.make_boundary('json', {
             'unquoted_keys': True,
-            'string_delims': [
-                [
-                    '<|"|>',
-                    '<|"|>',
-                ],
-            ],
+            'string_delims': [['<|"|>', '<|"|>']],
         }),
         reject=True, empty_none=True,
         plan=_rt.Plan(

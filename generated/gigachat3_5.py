@@ -49,25 +49,13 @@ _REGIONS = (
                 'tag_pattern': '<\uff5cGCML\uff5cparameter name="(?P<key>[^"]+)"(?: string="(?P<string>[^"]*)")?[^>]*>(?P<value>.*?)</\uff5cGCML\uff5cparameter>',
                 'value_parser': {
                     'switch': 'string',
-                    'cases': {
-                        'true': {
-                            'name': 'text',
-                        },
-                        'false': {
-                            'name': 'json',
-                        },
-                    },
-                    'default': {
-                        'name': 'text',
-                    },
+                    'cases': {'true': {'name': 'text'}, 'false': {'name': 'json'}},
+                    'default': {'name': 'text'},
                 },
             },
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),

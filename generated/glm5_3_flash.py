@@ -49,10 +49,7 @@ _REGIONS = (
             },
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),
@@ -65,10 +62,7 @@ _REGIONS = (
             field='json_tool_calls', content='json',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),

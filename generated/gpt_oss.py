@@ -62,10 +62,7 @@ _REGIONS = (
             field='tool_calls', content='json',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('repair_space', 'repair_space2', 'name', 'repair_recipient_again', 'repair_end_for_message', 'repair_filler'),
             v2=True,

@@ -35,10 +35,7 @@ _REGIONS = (
             field='tool_calls', content='json',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{content.name}',
-                    'arguments': '{content.arguments}',
-                },
+                'function': {'name': '{content.name}', 'arguments': '{content.arguments}'},
             },
             v2=True,
         ),

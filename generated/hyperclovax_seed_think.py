@@ -43,19 +43,11 @@ _REGIONS = (
             field='tool_calls', content='xml-inline',
             content_args={
                 'tag_pattern': '<arg_key>\\s*(?P<key>[^<]*?)\\s*</arg_key>\\s*<arg_value>(?P<value>.*?)</arg_value>',
-                'value_parser': {
-                    'name': 'json',
-                    'args': {
-                        'allow_non_json': True,
-                    },
-                },
+                'value_parser': {'name': 'json', 'args': {'allow_non_json': True}},
             },
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),
@@ -70,13 +62,7 @@ _REGIONS = (
                 'type': 'function',
                 'function': {
                     'name': '{name}',
-                    'arguments': {
-                        '$first': [
-                            '{parameters}',
-                            '{arguments}',
-                            {},
-                        ],
-                    },
+                    'arguments': {'$first': ['{parameters}', '{arguments}', {}]},
                 },
             },
             transform_each=True, v2=True,
@@ -96,13 +82,7 @@ _REGIONS = (
                 'type': 'function',
                 'function': {
                     'name': '{content.name}',
-                    'arguments': {
-                        '$first': [
-                            '{content.parameters}',
-                            '{content.arguments}',
-                            {},
-                        ],
-                    },
+                    'arguments': {'$first': ['{content.parameters}', '{content.arguments}', {}]},
                 },
             },
             v2=True,

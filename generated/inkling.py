@@ -43,12 +43,7 @@ _REGIONS = (
                 'type': 'function',
                 'function': {
                     'name': '{content.name}',
-                    'arguments': {
-                        '$first': [
-                            '{content.args}',
-                            {},
-                        ],
-                    },
+                    'arguments': {'$first': ['{content.args}', {}]},
                 },
             },
             v2=True,

@@ -37,13 +37,7 @@ _REGIONS = (
                 'type': 'function',
                 'function': {
                     'name': '{content.name}',
-                    'arguments': {
-                        '$first': [
-                            '{content.arguments}',
-                            '{content.parameters}',
-                            {},
-                        ],
-                    },
+                    'arguments': {'$first': ['{content.arguments}', '{content.parameters}', {}]},
                 },
             },
             v2=True,

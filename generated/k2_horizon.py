@@ -48,39 +48,19 @@ _REGIONS = (
                 'value_parser': {
                     'switch': 'type',
                     'cases': {
-                        'string': {
-                            'name': 'text',
-                            'args': {
-                                'strip': False,
-                            },
-                        },
-                        'integer': {
-                            'name': 'json',
-                        },
-                        'number': {
-                            'name': 'json',
-                        },
-                        'boolean': {
-                            'name': 'json',
-                        },
-                        'object': {
-                            'name': 'json',
-                        },
-                        'array': {
-                            'name': 'json',
-                        },
-                        'null': {
-                            'name': 'json',
-                        },
+                        'string': {'name': 'text', 'args': {'strip': False}},
+                        'integer': {'name': 'json'},
+                        'number': {'name': 'json'},
+                        'boolean': {'name': 'json'},
+                        'object': {'name': 'json'},
+                        'array': {'name': 'json'},
+                        'null': {'name': 'json'},
                     },
                 },
             },
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),
@@ -95,21 +75,14 @@ _REGIONS = (
                 'type': 'function',
                 'function': {
                     'name': '{content.name}',
-                    'arguments': {
-                        '$first': [
-                            '{content.arguments}',
-                            {},
-                        ],
-                    },
+                    'arguments': {'$first': ['{content.arguments}', {}]},
                 },
             },
             transform_each=True, v2=True,
         ),
         slot='tool_calls', dirty=True, repeats=True,
-        boundary=_rt.make_boundary('json', {
-            'accept': '[',
-        }),
-        reject=True, alternatives=(3,), empty_none=True, extend=True,
+        boundary=_rt.make_boundary('json', {'accept': '['}), reject=True, alternatives=(3,),
+        empty_none=True, extend=True,
         plan=_rt.Plan(
             'json', ends_itself=True, can_reject=True, empty_none=True, arguments='json',
             call='object', name_key='name', arg_keys=('arguments',),
@@ -123,21 +96,13 @@ _REGIONS = (
                 'type': 'function',
                 'function': {
                     'name': '{content.name}',
-                    'arguments': {
-                        '$first': [
-                            '{content.arguments}',
-                            {},
-                        ],
-                    },
+                    'arguments': {'$first': ['{content.arguments}', {}]},
                 },
             },
             v2=True,
         ),
         slot='tool_calls', dirty=True, repeats=True,
-        boundary=_rt.make_boundary('json', {
-            'accept': '{',
-        }),
-        reject=True, empty_none=True,
+        boundary=_rt.make_boundary('json', {'accept': '{'}), reject=True, empty_none=True,
         plan=_rt.Plan(
             'json', ends_itself=True, can_reject=True, empty_none=True, arguments='json',
             call='object', name_key='name', arg_keys=('arguments',),

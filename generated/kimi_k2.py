@@ -35,10 +35,7 @@ _REGIONS = (
             field='tool_calls', content='json',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',),
         ),

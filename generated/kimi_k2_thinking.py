@@ -45,10 +45,7 @@ _REGIONS = (
             field='tool_calls', content='json',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),
@@ -218,10 +215,7 @@ _R_REGIONS = (
             field='tool_calls', content='json',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name', 'repair_recover_closer'), v2=True,
         ),

@@ -56,10 +56,7 @@ _REGIONS = (
             field='json_tool_call', content='json',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),
@@ -78,28 +75,13 @@ _REGIONS = (
                 'tag_pattern': '<\\|open\\|>argument key="(?P<key>[^"]*)"(?: type="(?P<type>[a-z]*)")?<\\|sep\\|>(?P<value>.*?)<\\|close\\|>argument<\\|sep\\|>',
                 'value_parser': {
                     'switch': 'type',
-                    'cases': {
-                        'string': {
-                            'name': 'text',
-                            'args': {
-                                'strip': False,
-                            },
-                        },
-                    },
-                    'default': {
-                        'name': 'json',
-                        'args': {
-                            'allow_non_json': True,
-                        },
-                    },
+                    'cases': {'string': {'name': 'text', 'args': {'strip': False}}},
+                    'default': {'name': 'json', 'args': {'allow_non_json': True}},
                 },
             },
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),

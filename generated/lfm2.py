@@ -45,17 +45,11 @@ _REGIONS = (
             field='tool_calls', content='pythonic', content_args={'json_literals': True},
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{content.name}',
-                    'arguments': '{content.arguments}',
-                },
+                'function': {'name': '{content.name}', 'arguments': '{content.arguments}'},
             },
             transform_each=True, v2=True,
         ),
-        dirty=True, repeats=True,
-        boundary=_rt.make_boundary('pythonic', {
-            'json_literals': True,
-        }),
+        dirty=True, repeats=True, boundary=_rt.make_boundary('pythonic', {'json_literals': True}),
         reject=True, alternatives=(2, 3), empty_none=True, extend=True,
         plan=_rt.Plan(
             'pythonic', ends_itself=True, can_reject=True, empty_none=True, arguments='pythonic',
@@ -70,22 +64,14 @@ _REGIONS = (
                 'type': 'function',
                 'function': {
                     'name': '{content.name}',
-                    'arguments': {
-                        '$first': [
-                            '{content.parameters}',
-                            '{content.arguments}',
-                            {},
-                        ],
-                    },
+                    'arguments': {'$first': ['{content.parameters}', '{content.arguments}', {}]},
                 },
             },
             transform_each=True, v2=True,
         ),
         slot='tool_calls', dirty=True, repeats=True,
-        boundary=_rt.make_boundary('json', {
-            'accept': '[',
-        }),
-        reject=True, alternatives=(3,), empty_none=True, extend=True,
+        boundary=_rt.make_boundary('json', {'accept': '['}), reject=True, alternatives=(3,),
+        empty_none=True, extend=True,
         plan=_rt.Plan(
             'json', ends_itself=True, can_reject=True, empty_none=True, arguments='json',
             call='object', name_key='name', arg_keys=('arguments', 'parameters'),
@@ -99,22 +85,13 @@ _REGIONS = (
                 'type': 'function',
                 'function': {
                     'name': '{content.name}',
-                    'arguments': {
-                        '$first': [
-                            '{content.parameters}',
-                            '{content.arguments}',
-                            {},
-                        ],
-                    },
+                    'arguments': {'$first': ['{content.parameters}', '{content.arguments}', {}]},
                 },
             },
             v2=True,
         ),
         slot='tool_calls', dirty=True, repeats=True,
-        boundary=_rt.make_boundary('json', {
-            'accept': '{',
-        }),
-        reject=True, empty_none=True,
+        boundary=_rt.make_boundary('json', {'accept': '{'}), reject=True, empty_none=True,
         plan=_rt.Plan(
             'json', ends_itself=True, can_reject=True, empty_none=True, arguments='json',
             call='object', name_key='name', arg_keys=('arguments', 'parameters'),

@@ -44,10 +44,7 @@ _REGIONS = (
             },
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),

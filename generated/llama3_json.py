@@ -43,13 +43,7 @@ _REGIONS = (
                 'type': 'function',
                 'function': {
                     'name': '{content.name}',
-                    'arguments': {
-                        '$first': [
-                            '{content.parameters}',
-                            '{content.arguments}',
-                            {},
-                        ],
-                    },
+                    'arguments': {'$first': ['{content.parameters}', '{content.arguments}', {}]},
                 },
             },
             v2=True,
@@ -69,13 +63,7 @@ _REGIONS = (
                 'type': 'function',
                 'function': {
                     'name': '{content.name}',
-                    'arguments': {
-                        '$first': [
-                            '{content.parameters}',
-                            '{content.arguments}',
-                            {},
-                        ],
-                    },
+                    'arguments': {'$first': ['{content.parameters}', '{content.arguments}', {}]},
                 },
             },
             v2=True,
@@ -93,18 +81,13 @@ _REGIONS = (
             field='builtin_tool_call', content='pythonic', content_args={'strip_suffix': '.call'},
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{content.name}',
-                    'arguments': '{content.arguments}',
-                },
+                'function': {'name': '{content.name}', 'arguments': '{content.arguments}'},
             },
             transform_each=True, v2=True,
         ),
         slot='tool_calls', dirty=True, repeats=True,
-        boundary=_rt.make_boundary('pythonic', {
-            'strip_suffix': '.call',
-        }),
-        ends=True, reject=True, empty_none=True, extend=True,
+        boundary=_rt.make_boundary('pythonic', {'strip_suffix': '.call'}), ends=True, reject=True,
+        empty_none=True, extend=True,
         plan=_rt.Plan(
             'pythonic', ends_itself=True, can_reject=True, empty_none=True, arguments='pythonic',
             call='object', name_key='name', arg_keys=('arguments',),

@@ -35,10 +35,7 @@ _REGIONS = (
             field='tool_calls', content='pythonic',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{content.name}',
-                    'arguments': '{content.arguments}',
-                },
+                'function': {'name': '{content.name}', 'arguments': '{content.arguments}'},
             },
             transform_each=True, v2=True,
         ),

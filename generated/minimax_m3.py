@@ -49,19 +49,13 @@ _REGIONS = (
                 'tag_pattern': '\\]<\\]minimax\\[>\\[<(?P<key>[^\\s<>/"\']+)>(?P<value>.*?)\\]<\\]minimax\\[>\\[</(?P=key)>',
                 'value_parser': {
                     'name': 'xml-tree',
-                    'args': {
-                        'tag_prefix': ']<]minimax[>[',
-                        'item_tag': 'item',
-                    },
+                    'args': {'tag_prefix': ']<]minimax[>[', 'item_tag': 'item'},
                 },
                 'merge_duplicates': True,
             },
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),

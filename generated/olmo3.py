@@ -41,17 +41,11 @@ _REGIONS = (
             field='tool_calls', content='pythonic', content_args={'json_literals': True},
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{content.name}',
-                    'arguments': '{content.arguments}',
-                },
+                'function': {'name': '{content.name}', 'arguments': '{content.arguments}'},
             },
             transform_each=True, v2=True,
         ),
-        dirty=True, repeats=True,
-        boundary=_rt.make_boundary('pythonic', {
-            'json_literals': True,
-        }),
+        dirty=True, repeats=True, boundary=_rt.make_boundary('pythonic', {'json_literals': True}),
         ends=True, reject=True, empty_none=True, extend=True,
         plan=_rt.Plan(
             'pythonic', ends_itself=True, can_reject=True, empty_none=True, arguments='pythonic',

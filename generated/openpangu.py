@@ -41,18 +41,12 @@ _REGIONS = (
             field='tool_calls', content='json', content_args={'accept': '['},
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{arguments}',
-                },
+                'function': {'name': '{name}', 'arguments': '{arguments}'},
             },
             transform_each=True, v2=True,
         ),
-        dirty=True, repeats=True,
-        boundary=_rt.make_boundary('json', {
-            'accept': '[',
-        }),
-        reject=True, empty_none=True, extend=True,
+        dirty=True, repeats=True, boundary=_rt.make_boundary('json', {'accept': '['}), reject=True,
+        empty_none=True, extend=True,
         plan=_rt.Plan(
             'json', ends_itself=True, can_reject=True, empty_none=True, arguments='json',
             call='object', name_key='name', arg_keys=('arguments',),

@@ -49,13 +49,7 @@ _REGIONS = (
                 'type': 'function',
                 'function': {
                     'name': '{content.name}',
-                    'arguments': {
-                        '$first': [
-                            '{content.arguments}',
-                            '{content.parameters}',
-                            {},
-                        ],
-                    },
+                    'arguments': {'$first': ['{content.arguments}', '{content.parameters}', {}]},
                 },
             },
             v2=True,
@@ -73,10 +67,7 @@ _REGIONS = (
             field='tool_call_name_json', content='json',
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),
@@ -93,19 +84,11 @@ _REGIONS = (
             field='tool_calls', content='xml-inline',
             content_args={
                 'tag_pattern': '<arg_key>\\s*(?P<key>[^<]*?)\\s*</arg_key>\\s*<arg_value>(?P<value>.*?)</arg_value>',
-                'value_parser': {
-                    'name': 'text',
-                    'args': {
-                        'strip': False,
-                    },
-                },
+                'value_parser': {'name': 'text', 'args': {'strip': False}},
             },
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),
@@ -120,13 +103,7 @@ _REGIONS = (
                 'type': 'function',
                 'function': {
                     'name': '{content.name}',
-                    'arguments': {
-                        '$first': [
-                            '{content.arguments}',
-                            '{content.parameters}',
-                            {},
-                        ],
-                    },
+                    'arguments': {'$first': ['{content.arguments}', '{content.parameters}', {}]},
                 },
             },
             v2=True,

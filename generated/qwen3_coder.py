@@ -38,10 +38,7 @@ _REGIONS = (
             },
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),
@@ -162,10 +159,7 @@ _R_REGIONS = (
             },
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name', 'repair_recover_opener'), v2=True,
         ),

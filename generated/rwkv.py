@@ -41,18 +41,12 @@ _REGIONS = (
             field='tool_calls', content='json', content_args={'accept': '{'},
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{content.name}',
-                    'arguments': '{content.arguments}',
-                },
+                'function': {'name': '{content.name}', 'arguments': '{content.arguments}'},
             },
             v2=True,
         ),
-        dirty=True, repeats=True,
-        boundary=_rt.make_boundary('json', {
-            'accept': '{',
-        }),
-        ends=True, reject=True, after=3, empty_none=True,
+        dirty=True, repeats=True, boundary=_rt.make_boundary('json', {'accept': '{'}), ends=True,
+        reject=True, after=3, empty_none=True,
         plan=_rt.Plan(
             'json', ends_itself=True, can_reject=True, empty_none=True, arguments='json',
             call='object', name_key='name', arg_keys=('arguments',),

@@ -41,19 +41,11 @@ _REGIONS = (
             field='tool_calls', content='xml-inline',
             content_args={
                 'tag_pattern': '<\\|tool_arg:start\\|>(?P<key>[^<]*?)<\\|tool_arg:value\\|>(?P<value>.*?)<\\|tool_arg:end\\|>',
-                'value_parser': {
-                    'name': 'text',
-                    'args': {
-                        'strip': False,
-                    },
-                },
+                'value_parser': {'name': 'text', 'args': {'strip': False}},
             },
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),

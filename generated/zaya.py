@@ -41,19 +41,11 @@ _REGIONS = (
             field='tool_calls', content='xml-inline',
             content_args={
                 'tag_pattern': '<parameter=(?P<key>[^>\\s]+)>\\n?(?P<value>.*?)\\n?</parameter>',
-                'value_parser': {
-                    'name': 'json',
-                    'args': {
-                        'allow_non_json': True,
-                    },
-                },
+                'value_parser': {'name': 'json', 'args': {'allow_non_json': True}},
             },
             transform={
                 'type': 'function',
-                'function': {
-                    'name': '{name}',
-                    'arguments': '{content}',
-                },
+                'function': {'name': '{name}', 'arguments': '{content}'},
             },
             group_names=('name',), v2=True,
         ),
