@@ -42,7 +42,9 @@ __all__ = ["CODEGEN_VERSION", "emit_module", "py_literal"]
 #: by keyword, no JSON text in strings (issue 31).
 #: 5: every state declares its delimiters as records (``_rt.Pattern`` for a regex one); no module
 #: writes a scanner (issue 31).
-CODEGEN_VERSION = 5
+#: 6: the shared skeleton is the runtime's (``_rt.module_api``, defaults left out, packed records);
+#: the recover class writes only what differs from the strict class (issue 31).
+CODEGEN_VERSION = 6
 
 #: The first two lines of every generated module: its encoding, and fixed text. PEP 263 takes an
 #: encoding declaration from line 1 or 2 only, so nothing taken from a template or a path is ever

@@ -127,10 +127,13 @@ RECOVER_ALIAS = "__alt"
 #: not a feature. 5 (issue 31): every state is declared (``_rt.Pattern`` records for regex
 #: delimiters); the runtime writes every scanner and gives every memo slot. This runtime still
 #: runs modules of ABI 3 (tuples, JSON held-regex text) and 4 (regex scanners written out).
-RUNTIME_ABI = 5
+#: 6 (issue 31): a module takes ``get_response_parser`` and ``parse_response`` from
+#: :func:`module_api` and writes a class attribute at its default not at all; ABI 5 modules
+#: (which write both functions) still run.
+RUNTIME_ABI = 6
 
 #: the ABIs of the generated modules this runtime runs
-SUPPORTED_ABIS = (3, 4, 5)
+SUPPORTED_ABIS = (3, 4, 5, 6)
 
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it. A module of ABI 4 or 5
