@@ -368,6 +368,19 @@ def _held_rows(automata: tuple[PositionAutomaton, ...] | None) -> list[str]:
     return rows
 
 
+def _held_blocks(rows: list[str]) -> list[tuple[str, ...]]:
+    """The automata of one state's ``HOLD_REGEX`` rows (:func:`_held_rows`), each as its rows (its
+    pattern comment and its record); none for an entry that is not a tuple of automata."""
+    if len(rows) < 3 or rows[0] != "(" or rows[-1] != "),":
+        return []
+    blocks: list[list[str]] = []
+    for row in rows[1:-1]:
+        if row.startswith("    # /") or not blocks:
+            blocks.append([])
+        blocks[-1].append(row)
+    return [tuple(block) for block in blocks]
+
+
 def _stray_closers(template: Template) -> str:
     """The ``STRAY_CLOSERS`` table as Python source: ``(closer, open_pattern, field_index)`` for
     every literal close (three characters or more, not blank) of a field with an open delimiter,
@@ -707,6 +720,18 @@ def emit_module(template: Template, automaton: Automaton, *, command: str, gramm
             recover_view["states"] = [dict(st, held=[f"ResponseParser.HOLD_REGEX[{k}],"])
                                       if k < len(held) and st["held"] == held[k] and len(held[k]) > 1 else st
                                       for k, st in enumerate(recover_view["states"])]
+            # and within a state of its own, each automaton written the same as one of the strict
+            # class's (the same delimiter in another state's table)
+            strict_blocks = {}
+            for k, rows in enumerate(held):
+                for j, block in enumerate(_held_blocks(rows)):
+                    strict_blocks.setdefault(block, (k, j))
+            for st in recover_view["states"]:
+                blocks = _held_blocks(st["held"])
+                if any(block in strict_blocks for block in blocks):
+                    st["held"] = ["("] + [row for block in blocks for row in (
+                        [f"    ResponseParser.HOLD_REGEX[{strict_blocks[block][0]}][{strict_blocks[block][1]}],"]
+                        if block in strict_blocks else list(block))] + ["),"]
         features = _features_of(view) + [name for name in _features_of(recover_view) if name not in _features_of(view)]
         view["features"] = _tuple([_lit(name) for name in features + ["recover-openers"]])
         view["abi_call"] = _abi_call(features + ["recover-openers"])
@@ -745,9 +770,14 @@ _RECOVER_FIRST = "_REGIONS = (\n"
 #: class attributes module.py.jinja writes only when the template needs them
 _OPTIONAL_TABLES = ("HOLD_RUNS", "HOLD_REGEX", "HOLD_LITERALS", "ANCHOR_CONTEXT", "START_ANCHOR_BOUNDED",
                     "REGEX_BOUNDED", "CONTEXT", "STRAY_CLOSERS", "DIAGNOSTICS_KEY")
-#: class attributes the runtime changes when it builds a class (StreamParser.__init_subclass__): the
-#: recover class always writes its own
-_OWN_TABLES = ("CONTEXT", "ANCHOR_CONTEXT", "__slots__")
+#: class attributes the runtime changes or reads from the class's own namespace when it builds a
+#: class (StreamParser.__init_subclass__: the scanners, held tables and time-limit guards are
+#: built for the class that writes SCANNERS and REGEX_BOUNDED): the recover class always writes
+#: its own
+_OWN_TABLES = ("CONTEXT", "ANCHOR_CONTEXT", "__slots__", "SCANNERS", "REGEX_BOUNDED")
+#: class attributes the runtime may set on the strict class when it builds it (HOLD_LITERALS from
+#: its declared states, ANCHOR_CONTEXT): a recover class that does not write them sets them back
+_DERIVED_TABLES = ("HOLD_LITERALS", "ANCHOR_CONTEXT")
 _RECOVER_LAST = "\nget_response_parser, parse_response = "
 _RECOVER_CLASS = "class ResponseParser(_rt.StreamParser):"
 
@@ -861,6 +891,7 @@ def _recover_class(source: str, shared: set[str] = frozenset(), strict: str = ""
     klass = next(node for node in tree.body if isinstance(node, ast.ClassDef))
     theirs = _statements(body, klass.body)
     same: list[tuple[int, int]] = []
+    mine = {}
     if strict:
         strict_tree = ast.parse(strict)
         mine = _statements(strict, next(node for node in strict_tree.body if isinstance(node, ast.ClassDef)
@@ -870,11 +901,13 @@ def _recover_class(source: str, shared: set[str] = frozenset(), strict: str = ""
     written = {name for key in theirs for name in key.replace(",", " ").split()}
     # the tables a class body writes only when it has them: the recover class must not inherit
     # the strict class's (their states are not its states)
-    missing = [name for name in _OPTIONAL_TABLES if name not in written]
+    strict_written = ({name for key in mine for name in key.replace(",", " ").split()} | set(_DERIVED_TABLES)
+                      if strict else set(_OPTIONAL_TABLES))
+    missing = [name for name in _OPTIONAL_TABLES if name not in written and name in strict_written]
     end = klass.end_lineno
     lines = body.splitlines(keepends=True)
     if missing:
-        lines[end - 1] = (lines[end - 1].rstrip("\n") + "\n    # what the strict class has and this one does not"
+        lines[end - 1] = (lines[end - 1].rstrip("\n") + "\n    # the strict class's, not this one's (not inherited)"
                           + "".join(f"\n    {name} = _rt.StreamParser.{name}" for name in missing) + "\n")
     body = _drop_lines("".join(lines), same)
     # a section heading whose tables are all the strict class's goes too
