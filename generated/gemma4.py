@@ -297,23 +297,7 @@ class _RecoverParser(ResponseParser):
                 ),
                 last=(17, 31),
             ),
-            # /<\|tool_response>|<channel\|>|<turn\|>|<eos>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 't', 'o', 'o', 'l', '_', 'r', 'e', 's', 'p', 'o',
-                    'n', 's', 'e', '>', 'c', 'h', 'a', 'n', 'n', 'e', 'l', '|',
-                    '>', 't', 'u', 'r', 'n', '|', '>', 'e', 'o', 's', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1, 16, 25, 31), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,),
-                    (12,), (13,), (14,), (15,), (), (17,), (18,), (19,), (20,), (21,), (22,),
-                    (23,), (24,), (), (26,), (27,), (28,), (29,), (30,), (), (32,), (33,), (34,),
-                    (),
-                ),
-                last=(15, 24, 30, 34),
-            ),
+            ResponseParser.HOLD_REGEX[0][2],
         ),
         _rt.HELD_LITERALS,  # S_REASONING_CONTENT
         _rt.HELD_LITERALS,  # S_TOOL_CALLS
@@ -331,13 +315,9 @@ class _RecoverParser(ResponseParser):
             field=1,
         ),
     )
-    # what the strict class has and this one does not
-    HOLD_RUNS = _rt.StreamParser.HOLD_RUNS
+    # the strict class's, not this one's (not inherited)
     HOLD_LITERALS = _rt.StreamParser.HOLD_LITERALS
     ANCHOR_CONTEXT = _rt.StreamParser.ANCHOR_CONTEXT
-    START_ANCHOR_BOUNDED = _rt.StreamParser.START_ANCHOR_BOUNDED
-    REGEX_BOUNDED = _rt.StreamParser.REGEX_BOUNDED
-    DIAGNOSTICS_KEY = _rt.StreamParser.DIAGNOSTICS_KEY
 
 
 ResponseParser.RECOVER_CLASS = _RecoverParser

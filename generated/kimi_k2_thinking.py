@@ -271,13 +271,12 @@ class _RecoverParser(ResponseParser):
         None,
     )
     CONTEXT = 0  # no regex delimiter looks behind its start
-    # what the strict class has and this one does not
-    HOLD_RUNS = _rt.StreamParser.HOLD_RUNS
+    # (pattern, field, key) per regex delimiter not proven linear: searched under the time limit
+    REGEX_BOUNDED = (('<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[^\\s<]+?)(?::\\d+)?\\s*<\\|tool_call_argument_begin\\|>', 'tool_calls', 'open_pattern'),)
+    # the strict class's, not this one's (not inherited)
     HOLD_LITERALS = _rt.StreamParser.HOLD_LITERALS
     ANCHOR_CONTEXT = _rt.StreamParser.ANCHOR_CONTEXT
-    START_ANCHOR_BOUNDED = _rt.StreamParser.START_ANCHOR_BOUNDED
     STRAY_CLOSERS = _rt.StreamParser.STRAY_CLOSERS
-    DIAGNOSTICS_KEY = _rt.StreamParser.DIAGNOSTICS_KEY
 
 
 ResponseParser.RECOVER_CLASS = _RecoverParser

@@ -230,14 +230,7 @@ class _RecoverParser(ResponseParser):
     HOLD_REGEX = (
         # S_OUTSIDE
         (
-            # /<think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=('<', 't', 'h', 'i', 'n', 'k', '>'),
-                first=(0,),
-                follow=((1,), (2,), (3,), (4,), (5,), (6,), ()),
-                last=(6,),
-            ),
+            ResponseParser.HOLD_REGEX[0][0],
             # /(?:<function\s+name=["'](?P<name>[^"']+)["'][^>]*>)|(?P<repair_recover_opener><functionname=["'](?P<name__alt1>[^"']+)["'][^>]*>)/
             _rt.HeldAutomaton(
                 edge=None,
@@ -256,20 +249,7 @@ class _RecoverParser(ResponseParser):
                 ),
                 last=(19, 38),
             ),
-            # /<\|im_end\|>|</think>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 'i', 'm', '_', 'e', 'n', 'd', '|', '>', '/', 't',
-                    'h', 'i', 'n', 'k', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1, 10), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (), (11,), (12,),
-                    (13,), (14,), (15,), (16,), (),
-                ),
-                last=(9, 16),
-            ),
+            ResponseParser.HOLD_REGEX[0][2],
         ),
         _rt.HELD_LITERALS,  # S_REASONING_CONTENT
         _rt.HELD_LITERALS,  # S_TOOL_CALLS
@@ -285,12 +265,9 @@ class _RecoverParser(ResponseParser):
     )
     # (pattern, field, key) per regex delimiter not proven linear: searched under the time limit
     REGEX_BOUNDED = (('(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>)|(?P<repair_recover_opener><functionname=["\'](?P<name__alt1>[^"\']+)["\'][^>]*>)', 'tool_calls', 'open_pattern'),)
-    # what the strict class has and this one does not
-    HOLD_RUNS = _rt.StreamParser.HOLD_RUNS
+    # the strict class's, not this one's (not inherited)
     HOLD_LITERALS = _rt.StreamParser.HOLD_LITERALS
     ANCHOR_CONTEXT = _rt.StreamParser.ANCHOR_CONTEXT
-    START_ANCHOR_BOUNDED = _rt.StreamParser.START_ANCHOR_BOUNDED
-    DIAGNOSTICS_KEY = _rt.StreamParser.DIAGNOSTICS_KEY
 
 
 ResponseParser.RECOVER_CLASS = _RecoverParser

@@ -216,20 +216,7 @@ class _RecoverParser(ResponseParser):
                 ),
                 last=(23, 35),
             ),
-            # /<\|endoftext\|>|<\|im_end\|>/
-            _rt.HeldAutomaton(
-                edge=None,
-                tests=(
-                    '<', '|', 'e', 'n', 'd', 'o', 'f', 't', 'e', 'x', 't', '|',
-                    '>', 'i', 'm', '_', 'e', 'n', 'd', '|', '>',
-                ),
-                first=(0,),
-                follow=(
-                    (1,), (2, 13), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
-                    (), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (),
-                ),
-                last=(12, 20),
-            ),
+            ResponseParser.HOLD_REGEX[0][1],
         ),
         _rt.HELD_LITERALS,  # S_TOOL_CALLS
     )
@@ -243,12 +230,9 @@ class _RecoverParser(ResponseParser):
     )
     # (pattern, field, key) per regex delimiter not proven linear: searched under the time limit
     REGEX_BOUNDED = (('(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>)|(?P<repair_recover_opener><function=(?P<name__alt1>[^<>\\s]+)>)', 'tool_calls', 'open_pattern'),)
-    # what the strict class has and this one does not
-    HOLD_RUNS = _rt.StreamParser.HOLD_RUNS
+    # the strict class's, not this one's (not inherited)
     HOLD_LITERALS = _rt.StreamParser.HOLD_LITERALS
     ANCHOR_CONTEXT = _rt.StreamParser.ANCHOR_CONTEXT
-    START_ANCHOR_BOUNDED = _rt.StreamParser.START_ANCHOR_BOUNDED
-    DIAGNOSTICS_KEY = _rt.StreamParser.DIAGNOSTICS_KEY
 
 
 ResponseParser.RECOVER_CLASS = _RecoverParser
