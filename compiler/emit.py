@@ -14,6 +14,7 @@ version, same bytes.
 
 from __future__ import annotations
 
+import ast
 import io
 import math
 import re
@@ -41,7 +42,9 @@ __all__ = ["CODEGEN_VERSION", "emit_module", "py_literal"]
 #: by keyword, no JSON text in strings (issue 31).
 #: 5: every state declares its delimiters as records (``_rt.Pattern`` for a regex one); no module
 #: writes a scanner (issue 31).
-CODEGEN_VERSION = 5
+#: 6: the shared skeleton is the runtime's (``_rt.module_api``, defaults left out, packed records);
+#: the recover class writes only what differs from the strict class (issue 31).
+CODEGEN_VERSION = 6
 
 #: The first two lines of every generated module: its encoding, and fixed text. PEP 263 takes an
 #: encoding declaration from line 1 or 2 only, so nothing taken from a template or a path is ever
@@ -185,22 +188,68 @@ def _call(name: str, args: list[str], indent: int) -> str:
     return f"{name}(\n" + "".join(f"{pad}{a},\n" for a in args) + " " * indent + ")"
 
 
+def _packed(name: str, args: list[str], indent: int, base: int | None = None) -> str:
+    """A call of ``name`` with rendered arguments ``args``: on one line when it fits in
+    :data:`LINE_LIMIT` from column ``indent``, else the arguments packed on lines of at most
+    :data:`LINE_LIMIT` (indented four more than ``indent``; an argument that spans lines on lines
+    of its own), the closing parenthesis on a line at ``base`` (default ``indent``; a call with
+    something before it on its line fits from ``indent`` and breaks from ``base``)."""
+    one = f"{name}({', '.join(args)})"
+    if indent + len(one) + 1 <= LINE_LIMIT and "\n" not in one:
+        return one
+    indent = indent if base is None else base
+    pad = " " * (indent + 4)
+    lines: list[str] = []
+    for arg in args:
+        if "\n" in arg or not lines or "\n" in lines[-1] or len(lines[-1]) + len(arg) + 2 > LINE_LIMIT:
+            lines.append(pad + arg + ",")
+        else:
+            lines[-1] += " " + arg + ","
+    return f"{name}(\n" + "\n".join(lines) + "\n" + " " * indent + ")"
+
+
+def _one_line(value: Any) -> str:
+    """:func:`py_literal` of ``value`` on one line (strings by :func:`_lit`)."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_one_line(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_lit(str(k))}: {_one_line(v)}" for k, v in value.items()) + "}"
+    return py_literal(value)
+
+
+def _inline(value: Any, indent: int, base: int | None = None) -> str:
+    """:func:`py_literal` of ``value``: on one line when it fits in :data:`LINE_LIMIT` from column
+    ``indent``, else one entry to a line from ``base`` (default ``indent``), each entry written
+    the same way (on one line when it fits)."""
+    one = _one_line(value)
+    if indent + len(one) + 1 <= LINE_LIMIT or not isinstance(value, (list, tuple, dict)) or not value:
+        return one
+    base = indent if base is None else base
+    pad = " " * (base + 4)
+    if isinstance(value, dict):
+        items = [f"{pad}{_lit(str(k))}: {_inline(v, base + 4 + len(_lit(str(k))) + 2, base + 4)},\n"
+                 for k, v in value.items()]
+        return "{\n" + "".join(items) + " " * base + "}"
+    items = [f"{pad}{_inline(v, base + 4)},\n" for v in value]
+    return "[\n" + "".join(items) + " " * base + "]"
+
+
 def _processor(template: Template, index: int) -> str:
     """The ``process=`` value of one field's region: ``_rt.make_field_processor(...)`` with every
     argument by keyword, those at their default left out (runtime/transforms.py)."""
     f = template.fields[index]
     args = [f"field={_lit(f.name)}", f"content={_lit(f.content)}"]
     if f.content_args:
-        args.append(f"content_args={py_literal(f.content_args, 12)}")
+        args.append(f"content_args={_inline(f.content_args, 12 + len('content_args='), 12)}")
     if f.transform is not None:
-        args.append(f"transform={py_literal(f.transform, 12)}")
+        args.append(f"transform={_inline(f.transform, 12 + len('transform='), 12)}")
     if f.transform_each:
         args.append("transform_each=True")
     if f.group_names:
         args.append(f"group_names={_tuple([_lit(g) for g in f.group_names])}")
     if template.version >= 2:
         args.append("v2=True")
-    return _call("_rt.make_field_processor", args, 8)
+    return _packed("_rt.make_field_processor", args, 8 + len("process="), 8)
 
 
 _ACTION_NAMES = {"open": "_rt.OPEN", "nest": "_rt.NEST", "close": "_rt.CLOSE", "after": "_rt.AFTER",
@@ -228,7 +277,7 @@ def _region_keywords(template: Template, automaton: Automaton, index: int) -> li
     if v2 and f.role != "tool_calls":
         out.append(("typed", "False"))
     if ends or reject:
-        out.append(("boundary", f"_rt.make_boundary({_lit(f.content)}, {py_literal(f.content_args, 8)})"))
+        out.append(("boundary", f"_rt.make_boundary({_lit(f.content)}, {_inline(f.content_args, 40, 8)})"))
     if ends:
         out.append(("ends", "True"))
     if reject:
@@ -257,7 +306,7 @@ def _plan(plan: Any) -> str:
         else:
             text = _lit(value)
         items.append(_lit(value) if name == "format" else f"{name}={text}")
-    return _call("_rt.Plan", items, 8)
+    return _packed("_rt.Plan", items, 8 + len("plan="), 8)
 
 
 def _features(template: Template) -> list[str]:
@@ -319,6 +368,19 @@ def _held_rows(automata: tuple[PositionAutomaton, ...] | None) -> list[str]:
     return rows
 
 
+def _held_blocks(rows: list[str]) -> list[tuple[str, ...]]:
+    """The automata of one state's ``HOLD_REGEX`` rows (:func:`_held_rows`), each as its rows (its
+    pattern comment and its record); none for an entry that is not a tuple of automata."""
+    if len(rows) < 3 or rows[0] != "(" or rows[-1] != "),":
+        return []
+    blocks: list[list[str]] = []
+    for row in rows[1:-1]:
+        if row.startswith("    # /") or not blocks:
+            blocks.append([])
+        blocks[-1].append(row)
+    return [tuple(block) for block in blocks]
+
+
 def _stray_closers(template: Template) -> str:
     """The ``STRAY_CLOSERS`` table as Python source: ``(closer, open_pattern, field_index)`` for
     every literal close (three characters or more, not blank) of a field with an open delimiter,
@@ -377,8 +439,12 @@ def _edges(template: Template, state) -> list[dict]:
 def _view(template: Template, automaton: Automaton, command: str, grammar: str) -> dict:
     fields = []
     for index, f in enumerate(template.fields):
+        keywords = _region_keywords(template, automaton, index)
+        region = _packed("_rt.Region", [_lit(f.name), f"process={_processor(template, index)}"]
+                         + [f"{key}={value}" for key, value in keywords], 4)
         fields.append({
-            "keywords": _region_keywords(template, automaton, index),
+            "region": region,
+            "keywords": keywords,
             "process": _processor(template, index),
             "name_repr": _lit(f.name),
             "doc": _doc(f"{_lit(f.name)}: open {_describe(f.open)}, close {_describe(f.close)}, content "
@@ -439,7 +505,11 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "features": _tuple([_lit(name) for name in features]) if features else "",
         "abi_call": _abi_call(features),
         "fields": fields,
-        "defaults": py_literal(template.defaults),
+        "defaults": _inline(template.defaults, len("DEFAULTS = ")),
+        "field_names": _packed("", [_lit(f.name) for f in template.fields], len("FIELD_NAMES = "), 0)
+        if len(template.fields) != 1 else f"({_lit(template.fields[0].name)},)",
+        "held_all_literal": all(s["held"] == ["_rt.HELD_LITERALS,"] for s in states),
+        "write_context": False,
         "required": _tuple([_lit(f.slot) for f in template.fields if not f.optional]),
         "scanners": _scanners_tuple([f"_DELIMITERS_{p['index']}" for p in scanner_view["plans"]]),
         "triggers": _tuple([_lit(s.triggers) for s in automaton.states]),
@@ -636,13 +706,40 @@ def emit_module(template: Template, automaton: Automaton, *, command: str, gramm
                             regexes=[d for d in recover_view["regexes"] if d["var"] not in shared],
                             probes=[d for d in recover_view["probes"] if d["var"] not in shared],
                             backs=[d for d in recover_view["backs"] if d["var"] not in shared],
-                            plans=[p for p in recover_view["plans"] if f"_DELIMITERS_{p['index']}" not in shared])
+                            plans=[p for p in recover_view["plans"] if f"_DELIMITERS_{p['index']}" not in shared],
+                            write_context=True)
+        # a region record or a state's held automata the same as the strict class's: the strict
+        # class's object, by reference (when some differ; when none does the whole table is shared)
+        regions = [f["region"] for f in view["fields"]]
+        if [f["region"] for f in recover_view["fields"]] != regions:
+            recover_view["fields"] = [dict(f, region=f"ResponseParser.REGIONS[{k}]")
+                                      if k < len(regions) and f["region"] == regions[k] else f
+                                      for k, f in enumerate(recover_view["fields"])]
+        held = [st["held"] for st in view["states"]]
+        if [st["held"] for st in recover_view["states"]] != held:
+            recover_view["states"] = [dict(st, held=[f"ResponseParser.HOLD_REGEX[{k}],"])
+                                      if k < len(held) and st["held"] == held[k] and len(held[k]) > 1 else st
+                                      for k, st in enumerate(recover_view["states"])]
+            # and within a state of its own, each automaton written the same as one of the strict
+            # class's (the same delimiter in another state's table)
+            strict_blocks = {}
+            for k, rows in enumerate(held):
+                for j, block in enumerate(_held_blocks(rows)):
+                    strict_blocks.setdefault(block, (k, j))
+            for st in recover_view["states"]:
+                blocks = _held_blocks(st["held"])
+                if any(block in strict_blocks for block in blocks):
+                    st["held"] = ["("] + [row for block in blocks for row in (
+                        [f"    ResponseParser.HOLD_REGEX[{strict_blocks[block][0]}][{strict_blocks[block][1]}],"]
+                        if block in strict_blocks else list(block))] + ["),"]
         features = _features_of(view) + [name for name in _features_of(recover_view) if name not in _features_of(view)]
         view["features"] = _tuple([_lit(name) for name in features + ["recover-openers"]])
         view["abi_call"] = _abi_call(features + ["recover-openers"])
         view["uses_literal_hold"] = view["uses_literal_hold"] or recover_view["uses_literal_hold"]
+        strict_source = _ENV.get_template("module.py.jinja").render(**view)
         view["recover_class"] = _recover_class(_ENV.get_template("module.py.jinja").render(**recover_view,
-                                                                                           recover_class=""), shared)
+                                                                                           recover_class=""),
+                                               shared, strict_source)
     source = _ENV.get_template("module.py.jinja").render(**view)
     # the rules of docs/security.md, "Generated code", checked on every module written
     if not source.startswith(HEADER) or not source.isascii() or ENCODING_GUARD not in source:
@@ -672,8 +769,16 @@ _TABLE_NAME = re.compile(r"_D\d+L?(?:_LEADS)?|_P\d+(?:_LEADS)?|_B\d+|_PREFIXES_\
 _RECOVER_FIRST = "_REGIONS = (\n"
 #: class attributes module.py.jinja writes only when the template needs them
 _OPTIONAL_TABLES = ("HOLD_RUNS", "HOLD_REGEX", "HOLD_LITERALS", "ANCHOR_CONTEXT", "START_ANCHOR_BOUNDED",
-                    "REGEX_BOUNDED")
-_RECOVER_LAST = "\ndef get_response_parser("
+                    "REGEX_BOUNDED", "CONTEXT", "STRAY_CLOSERS", "DIAGNOSTICS_KEY")
+#: class attributes the runtime changes or reads from the class's own namespace when it builds a
+#: class (StreamParser.__init_subclass__: the scanners, held tables and time-limit guards are
+#: built for the class that writes SCANNERS and REGEX_BOUNDED): the recover class always writes
+#: its own
+_OWN_TABLES = ("CONTEXT", "ANCHOR_CONTEXT", "__slots__", "SCANNERS", "REGEX_BOUNDED")
+#: class attributes the runtime may set on the strict class when it builds it (HOLD_LITERALS from
+#: its declared states, ANCHOR_CONTEXT): a recover class that does not write them sets them back
+_DERIVED_TABLES = ("HOLD_LITERALS", "ANCHOR_CONTEXT")
+_RECOVER_LAST = "\nget_response_parser, parse_response = "
 _RECOVER_CLASS = "class ResponseParser(_rt.StreamParser):"
 
 
@@ -697,13 +802,68 @@ def _shared_tables(strict: dict, recover: dict) -> set[str]:
     return shared
 
 
-def _recover_class(source: str, shared: set[str] = frozenset()) -> str:
+def _statements(body: str, where: list | None = None) -> dict[str, tuple[int, int, str]]:
+    """The assignments of ``body`` (top-level, or of the statement list ``where`` of its tree),
+    by what they assign (its source): ``(first line, end line, the lines' text)``, lines counted
+    from 0 and the end exclusive."""
+    lines = body.splitlines(keepends=True)
+    nodes = ast.parse(body).body if where is None else where
+    out = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            key = ast.unparse(node.targets[0])
+            out[key] = (node.lineno - 1, node.end_lineno, "".join(lines[node.lineno - 1:node.end_lineno]))
+    return out
+
+
+def _table_names(text: str) -> set[str]:
+    """The table names (:data:`_TABLE_NAME`) a statement's source refers to, by Python token."""
+    return {tok.string for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+            if tok.type == tokenize.NAME and _TABLE_NAME.fullmatch(tok.string)}
+
+
+def _drop_lines(body: str, ranges: list[tuple[int, int]]) -> str:
+    """``body`` without the line ranges ``ranges`` (first, end exclusive) and the comment lines
+    right before each (a section heading, ``# --``, stays)."""
+    lines = body.splitlines(keepends=True)
+    gone = set()
+    for first, end in ranges:
+        gone.update(range(first, end))
+        k = first - 1
+        while k >= 0 and lines[k].lstrip().startswith("#") and not lines[k].startswith("# --"):
+            gone.add(k)
+            k -= 1
+    return "".join(line for k, line in enumerate(lines) if k not in gone)
+
+
+def _recover_class(source: str, shared: set[str] = frozenset(), strict: str = "") -> str:
     """From the module rendered for the recover variant, its tables and parser class as the module's
     ``_RecoverParser`` (a subclass of ``ResponseParser``): every table name (:data:`_TABLE_NAME`)
     renamed with a ``_R`` in front, by Python token (names, and the strings that name a lazy
     pattern's global), so that no literal of the template can be touched; the names in
-    ``shared`` stay the strict class's (the recover module left their definitions out)."""
+    ``shared`` stay the strict class's (the recover module left their definitions out).
+
+    With ``strict`` (the strict module's source) the recover class writes only what differs: a
+    module-level table (regions, transitions, state constants, ...) written the same as the
+    strict one whose tables are all shared is the strict one, and a class attribute written the
+    same is inherited (but :data:`_OWN_TABLES`); an attribute the strict class writes and this one
+    does not is set back to the runtime's default (the states are not the same)."""
     body = source[source.index(_RECOVER_FIRST):source.index(_RECOVER_LAST)]
+    shared = set(shared)
+    if strict:
+        tables = body[:body.index(_RECOVER_CLASS)]
+        mine = _statements(strict[strict.index(_RECOVER_FIRST):strict.index(_RECOVER_CLASS)])
+        theirs = _statements(tables)
+        grown = True
+        while grown:  # a table is shared when its text is the same and every table it names is
+            grown = False
+            for name, (_, _, text) in theirs.items():
+                if (name not in shared and _TABLE_NAME.fullmatch(name) and name in mine
+                        and mine[name][2] == text and _table_names(text) - {name} <= shared):
+                    shared.add(name)
+                    grown = True
+        body = _drop_lines(tables, [(a, b) for name, (a, b, _) in theirs.items() if name in shared]) \
+            + body[body.index(_RECOVER_CLASS):]
     lines = body.splitlines(keepends=True)
     edits: dict[int, list[tuple[int, int, str]]] = {}
     for tok in tokenize.generate_tokens(io.StringIO(body).readline):
@@ -727,14 +887,39 @@ def _recover_class(source: str, shared: set[str] = frozenset()) -> str:
     if body.count(_RECOVER_CLASS) != 1:
         raise RuntimeError("recover class: the rendered module has no single parser class (a bug in respc)")
     body = body.replace(_RECOVER_CLASS, "class _RecoverParser(ResponseParser):")
+    tree = ast.parse(body)
+    klass = next(node for node in tree.body if isinstance(node, ast.ClassDef))
+    theirs = _statements(body, klass.body)
+    same: list[tuple[int, int]] = []
+    mine = {}
+    if strict:
+        strict_tree = ast.parse(strict)
+        mine = _statements(strict, next(node for node in strict_tree.body if isinstance(node, ast.ClassDef)
+                                        and node.name == "ResponseParser").body)
+        same = [(a, b) for key, (a, b, text) in theirs.items()
+                if key not in _OWN_TABLES and key in mine and mine[key][2] == text]
+    written = {name for key in theirs for name in key.replace(",", " ").split()}
     # the tables a class body writes only when it has them: the recover class must not inherit
     # the strict class's (their states are not its states)
-    missing = [name for name in _OPTIONAL_TABLES if f"\n    {name} = " not in body]
+    strict_written = ({name for key in mine for name in key.replace(",", " ").split()} | set(_DERIVED_TABLES)
+                      if strict else set(_OPTIONAL_TABLES))
+    missing = [name for name in _OPTIONAL_TABLES if name not in written and name in strict_written]
+    end = klass.end_lineno
+    lines = body.splitlines(keepends=True)
     if missing:
-        at = body.index("\n    DIAGNOSTICS_KEY = ")
-        at = body.rindex("\n", 0, at)  # before its comment line
-        body = (body[:at] + "\n    # tables the strict class has and this one does not (not inherited)"
-                + "".join(f"\n    {name} = _rt.StreamParser.{name}" for name in missing) + body[at:])
+        lines[end - 1] = (lines[end - 1].rstrip("\n") + "\n    # the strict class's, not this one's (not inherited)"
+                          + "".join(f"\n    {name} = _rt.StreamParser.{name}" for name in missing) + "\n")
+    body = _drop_lines("".join(lines), same)
+    # a section heading whose tables are all the strict class's goes too
+    lines = body.splitlines(keepends=True)
+    kept = []
+    for k, line in enumerate(lines):
+        if line.startswith("# --"):
+            rest = next((x for x in lines[k + 1:] if x.strip()), "")
+            if rest.startswith(("# --", "class ")):
+                continue
+        kept.append(line)
+    body = re.sub(r"\n{4,}", "\n\n\n", "".join(kept))
     return ("# -- errors=\"recover\": the same tables for the template whose openers also accept its\n"
             "# recover-only openers (docs/template-language.md, \"Recover-only openers\"); a parser built\n"
             "# with errors=\"recover\" becomes a _RecoverParser (runtime.stream._become_recover)\n"

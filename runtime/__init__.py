@@ -63,6 +63,7 @@ from .stream import (
     literal_hold,
     make_boundary,
     parse_many,
+    module_api,
     partial_barrier,
     partial_late,
     partial_search,
@@ -106,6 +107,7 @@ __all__ = [
     "LazyPattern",
     "LiteralPrefixes",
     "parse_many",
+    "module_api",
     "PREFIX_REQUIRED",
     # errors
     "RespcError",

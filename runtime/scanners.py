@@ -24,7 +24,7 @@ from ``pos``, and "none" stays none, so no text is searched twice.
 from __future__ import annotations
 
 import re
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 __all__ = ["Literal", "Pattern", "state_scanner", "scanner_sources", "build_now", "HELD_LITERALS", "PREFIX_TABLE_BUDGET", "build_scanners", "literal_scanner", "literal_automata",
            "literal_prefixes"]
@@ -191,7 +191,7 @@ def literal_scanner(literals: tuple, slot: int) -> tuple[Callable, int, tuple | 
     hold_plan = _hold_plan(tuple(texts))
     source = _literal_source(literals, slot, group_of, groups, hold_plan)
     scope = {"literal_hold": _literal_hold(), "PREFIXES": None if hold_plan is None else hold_plan[3]}
-    exec(compile(source, "<respc literal scanner>", "exec"), scope)  # noqa: S102 (see _literal_source)
+    exec(_code(source, "<respc literal scanner>"), scope)  # noqa: S102 (see _literal_source)
     scan = scope["scan"]
     scan.__doc__ = "Scanner of literal delimiters " + ", ".join(repr(t) for t in texts[:8])
     return scan, len(literals) + len(groups), hold_plan
@@ -263,6 +263,27 @@ def _lazy(owner: type, state: int, literals: tuple, slot: int) -> Callable:
 
     scan.build = build
     return scan
+
+
+#: the code of the scanner sources compiled in this process, by source (at most
+#: :data:`CODE_CACHE_SIZE`, the oldest dropped first): a state declared the same in two classes
+#: (a recover class's state that kept its memo slots, a module imported again) is compiled once
+_CODE_CACHE: dict = {}
+CODE_CACHE_SIZE = 512
+
+
+def _code(source: str, filename: str) -> Any:
+    """``compile(source, filename, "exec")``, from :data:`_CODE_CACHE` when compiled before (a
+    code object is immutable: each ``exec`` of it makes new functions in its own globals).
+    Compiling is most of a state's first-use cost (README.md, "Layout")."""
+    key = (source, filename)
+    code = _CODE_CACHE.get(key)
+    if code is None:
+        code = compile(source, filename, "exec")
+        if len(_CODE_CACHE) >= CODE_CACHE_SIZE:
+            del _CODE_CACHE[next(iter(_CODE_CACHE))]
+        _CODE_CACHE[key] = code
+    return code
 
 
 def build_now(parser_class: type) -> None:
@@ -757,7 +778,7 @@ def state_scanner(records: tuple, slot: int) -> Callable:
     source, closure = _pattern_source(records, slot)
     scope = next(r.delimiter._scope for r in records if isinstance(r, Pattern))
     namespace: dict = {}
-    exec(compile(source, "<respc pattern scanner>", "exec"), scope, namespace)  # noqa: S102 (see _check_state)
+    exec(_code(source, "<respc pattern scanner>"), scope, namespace)  # noqa: S102 (see _check_state)
     scan = namespace["make"](**closure)
     scan.__doc__ = "Scanner of delimiters " + ", ".join(
         repr(r.text) if isinstance(r, Literal) else r.delimiter._name for r in records[:8])

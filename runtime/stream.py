@@ -100,6 +100,7 @@ __all__ = [
     "REGEX_TIMEOUT",
     "LiteralPrefixes",
     "parse_many",
+    "module_api",
     "PREFIX_REQUIRED",
 ]
 
@@ -126,10 +127,13 @@ RECOVER_ALIAS = "__alt"
 #: not a feature. 5 (issue 31): every state is declared (``_rt.Pattern`` records for regex
 #: delimiters); the runtime writes every scanner and gives every memo slot. This runtime still
 #: runs modules of ABI 3 (tuples, JSON held-regex text) and 4 (regex scanners written out).
-RUNTIME_ABI = 5
+#: 6 (issue 31): a module takes ``get_response_parser`` and ``parse_response`` from
+#: :func:`module_api` and writes a class attribute at its default not at all; ABI 5 modules
+#: (which write both functions) still run.
+RUNTIME_ABI = 6
 
 #: the ABIs of the generated modules this runtime runs
-SUPPORTED_ABIS = (3, 4, 5)
+SUPPORTED_ABIS = (3, 4, 5, 6)
 
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it. A module of ABI 4 or 5
@@ -3900,6 +3904,42 @@ def _texts(value: Any, tokenizer: Any, what: str) -> tuple[list[str], bool]:
     if isinstance(decoded, (list, tuple)) and all(isinstance(item, str) for item in decoded):
         return list(decoded), True
     raise TypeError(f"tokenizer.decode returned {type(decoded).__name__} for the {what}, expected str")
+
+
+def module_api(parser_class: type) -> tuple[Callable[..., StreamParser], Callable[..., Any]]:
+    """The two API functions of a generated module, for its parser class (docs/events.md): every
+    module gets them from here (``get_response_parser, parse_response = _rt.module_api(...)``)
+    instead of writing them out.
+
+    Args:
+        parser_class: the module's ``ResponseParser``.
+
+    Returns:
+        tuple: ``(get_response_parser, parse_response)``: ``get_response_parser(prefix=None,
+        tools=None, tokenizer=None, errors="strict", regex_timeout=None)`` returns a new parser
+        (``prefix`` is required: ValueError without it); ``parse_response(response, prefix=None,
+        ...)`` parses whole output(s) into message dict(s) as :func:`parse_many` does (a list of
+        texts is a batch; ``regex_timeout``: seconds per search of a delimiter not proven linear,
+        docs/security.md "Limits"). Both raise what ``ResponseParser`` and :func:`parse_many` raise.
+    """
+    def get_response_parser(prefix: Any = None, tools: Any = None, tokenizer: Any = None,
+                            errors: str = "strict", regex_timeout: float | None = None) -> StreamParser:
+        """Return a new parser of this module's template (docs/events.md); ``prefix`` is required
+        (ValueError without it); ``regex_timeout``: seconds per search of a delimiter not proven
+        linear (docs/security.md, "Limits")."""
+        return parser_class(prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+
+    def parse_response(response: Any, prefix: Any = None, tools: Any = None, tokenizer: Any = None,
+                       errors: str = "strict", regex_timeout: float | None = None) -> Any:
+        """Parse whole output(s) of this module's template into message dict(s) (docs/events.md):
+        a list of texts is a batch; ``regex_timeout``: seconds per search of a delimiter not proven
+        linear (docs/security.md, "Limits"). Raises what :func:`respc.runtime.parse_many` raises."""
+        return parse_many(parser_class, response, prefix, tools, tokenizer, errors, regex_timeout=regex_timeout)
+
+    for function in (get_response_parser, parse_response):
+        function.__module__ = parser_class.__module__
+        function.__qualname__ = function.__name__
+    return get_response_parser, parse_response
 
 
 def parse_many(parser_class: Callable[..., StreamParser], response: Any, prefix: Any, tools: Any,

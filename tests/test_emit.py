@@ -45,8 +45,8 @@ def test_banner_and_section_order():
     assert lines[4] == "# regenerate: respc compile templates/qwen3.json -o generated/qwen3.py"
     assert lines[5] == f"# respc codegen {CODEGEN_VERSION}"
     markers = ["import regex", "_rt.check_abi(", "FIELD_NAMES = (", "_START_ANCHOR = ", "S_OUTSIDE = 0",
-               "_TRANSITIONS = (", "_DELIMITERS_0 = (", "class ResponseParser(", "def get_response_parser(",
-               "def parse_response(", "GRAMMAR = ", "__all__ = "]
+               "_TRANSITIONS = (", "_DELIMITERS_0 = (", "class ResponseParser(",
+               "get_response_parser, parse_response = _rt.module_api(ResponseParser)", "GRAMMAR = ", "__all__ = "]
     positions = [source.index(marker) for marker in markers]
     assert positions == sorted(positions)
     tree = ast.parse(source)
@@ -94,3 +94,46 @@ def test_generated_modules_read_like_their_template():
         for line in text.splitlines():
             if len(line) > 100:
                 assert "'" in line or '"' in line or line.lstrip().startswith("#"), (path.name, line)
+
+
+def _recover_repeats(source: str) -> list[str]:
+    """What the recover class of a module writes again the same as the strict class: a module-level
+    ``_R_<name>`` table whose source (its ``_R_`` names read without the prefix) is the strict
+    ``<name>``'s, a class attribute written the same (but those the runtime builds per class), a
+    region record or a held automaton the same as one of the strict class's."""
+    import re
+
+    tree = ast.parse(source)
+    top = {ast.unparse(n.targets[0]): ast.unparse(n.value) for n in tree.body if isinstance(n, ast.Assign)}
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    if "_RecoverParser" not in classes:
+        return []
+    plain = lambda text: re.sub(r"\b_R(_\w+)", r"\1", text)  # noqa: E731
+    found = [name for name, value in top.items()
+             if name.startswith("_R_") and name[2:] in top and plain(value) == top[name[2:]]]
+    attrs = {cls: {ast.unparse(n.targets[0]): ast.unparse(n.value) for n in node.body if isinstance(n, ast.Assign)}
+             for cls, node in classes.items()}
+    own = {"__slots__", "CONTEXT", "ANCHOR_CONTEXT", "SCANNERS", "REGEX_BOUNDED"}
+    found += [key for key, value in attrs["_RecoverParser"].items()
+              if key not in own and attrs["ResponseParser"].get(key) == value]
+    strict_records = {ast.unparse(n) for n in ast.walk(classes["ResponseParser"]) if isinstance(n, ast.Call)
+                      and ast.unparse(n.func) == "_rt.HeldAutomaton"}
+    strict_records |= {ast.unparse(n) for n in ast.walk(ast.parse(f"x = {top['_REGIONS']}"))
+                       if isinstance(n, ast.Call) and ast.unparse(n.func) == "_rt.Region"}
+    recover = [ast.unparse(n) for n in ast.walk(classes["_RecoverParser"]) if isinstance(n, ast.Call)
+               and ast.unparse(n.func) == "_rt.HeldAutomaton"]
+    if "_R_REGIONS" in top:
+        recover += [ast.unparse(n) for n in ast.walk(ast.parse(f"x = {top['_R_REGIONS']}"))
+                    if isinstance(n, ast.Call) and ast.unparse(n.func) == "_rt.Region"]
+    found += [f"a record the same: {text[:60]}" for text in recover if plain(text) in strict_records]
+    return found
+
+
+def test_recover_class_writes_only_what_differs():
+    """Issue 31: the errors="recover" class of a generated module writes no table, class attribute,
+    region record or held automaton the same as the strict class's (it takes the strict one)."""
+    modules = [path for path in sorted((REPO / "generated").glob("[!_]*.py"))
+               if "_RecoverParser" in path.read_text(encoding="utf-8")]
+    assert len(modules) >= 5
+    for path in modules:
+        assert _recover_repeats(path.read_text(encoding="utf-8")) == [], path.name

@@ -456,10 +456,14 @@ def test_tables_are_records_compiled_on_first_use(key):
     plan = held_plan(compiled.automaton)
     assert len(module.ResponseParser.HOLD_REGEX) == len(plan)
     # per state, whether the module wrote _rt.HELD_LITERALS (the runtime builds its automata)
-    block = compiled.source.split("    HOLD_REGEX = (\n", 1)[1].split("\n    )\n", 1)[0] if plan != (None,) * len(plan) else ""
-    # a derived state is one line, "_rt.HELD_LITERALS,  # S_...", any other has its "# S_..." line first
-    derived = [line.startswith("        _rt.HELD_LITERALS,  # S") for line in block.splitlines()
-               if line.startswith(("        _rt.HELD_LITERALS,  # S", "        # S"))]
+    if f"    HOLD_REGEX = (_rt.HELD_LITERALS,) * {len(plan)}\n" in compiled.source:
+        derived = [True] * len(plan)  # every state derived: one line for them all
+    else:
+        block = (compiled.source.split("    HOLD_REGEX = (\n", 1)[1].split("\n    )\n", 1)[0]
+                 if plan != (None,) * len(plan) else "")
+        # a derived state is one line, "_rt.HELD_LITERALS,  # S_...", any other has its "# S_..." line first
+        derived = [line.startswith("        _rt.HELD_LITERALS,  # S") for line in block.splitlines()
+                   if line.startswith(("        _rt.HELD_LITERALS,  # S", "        # S"))]
     for k, (entry, tables) in enumerate(zip(module.ResponseParser.HOLD_REGEX, plan)):
         if tables is None:
             assert entry is None

@@ -193,3 +193,25 @@ def test_regex_states_are_written_by_the_runtime():
         shared = [k for k, records in enumerate(module._RecoverParser._DECLARED)
                   if records is module.ResponseParser._DECLARED[k]]
         assert shared, name
+
+
+def test_a_state_declared_the_same_is_compiled_once():
+    """A scanner source compiled once in a process is not compiled again (runtime/scanners.py
+    ``_code``; README.md, "Layout"): a second module of the same template gets the same code
+    object, each in its own globals, and parses the same."""
+    import types
+
+    from respc.compiler.api import compile_source
+    from respc.runtime import scanners
+
+    source = compile_source(REPO / "templates" / "glm4_5.json").source  # a regex state, no time limit
+    classes = []
+    for name in ("same_code_a", "same_code_b"):
+        module = types.ModuleType(name)
+        exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+        scanners.build_now(module.ResponseParser)
+        classes.append(module.ResponseParser)
+    codes = [[s.__code__ for s in c.SCANNERS if hasattr(s, "__code__")] for c in classes]
+    assert codes[0] and all(a is b for a, b in zip(codes[0], codes[1], strict=True))
+    text = "<think>a</think>b<tool_call>f\n<arg_key>x</arg_key>\n<arg_value>1</arg_value>\n</tool_call>"
+    assert classes[0]("").feed(text) == classes[1]("").feed(text)
