@@ -610,7 +610,7 @@ def test_check_stale_after_template_change(workdir, capsys):
     capsys.readouterr()
     assert main(["compile", "templates/qwen3.json", "-o", "q.py", "--check"]) == 1
     out = capsys.readouterr().out
-    assert "-    'role': 'assistant',\n+    'role': 'model',\n" in out
+    assert "-DEFAULTS = {'role': 'assistant'}\n+DEFAULTS = {'role': 'model'}\n" in out
 
 
 def test_check_missing_output_exits_1_and_writes_nothing(workdir, capsys):
@@ -980,7 +980,7 @@ def test_file_compiled_from_another_folder_checks_fresh_here(tmp_path, monkeypat
     (tmp_path / "a" / "t.json").write_text(json.dumps(doc), encoding="utf-8")
     assert main(["compile", "t.json", "-o", "q.py", "--check"]) == 1
     out = capsys.readouterr().out
-    assert "-# template sha256: " in out and "+    'role': 'model',\n" in out
+    assert "-# template sha256: " in out and "+DEFAULTS = {'role': 'model'}\n" in out
     assert "\n-# regenerate" not in out and "\n+# template:" not in out  # the banner's labels do not count
 
 
