@@ -118,8 +118,10 @@ def plan(field) -> Plan:
 STRING_SAMPLES = ("a", "0", "1", "-2", "1.5", "true", "False", "null", "None", "[1]", "{}", '{"a": 1}', '"a"')
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+#: ``json.dumps(value, ensure_ascii=False)`` without building an encoder per call
+_dumps = json.JSONEncoder(ensure_ascii=False).encode
+#: the same for one string (the json module's C string encoder)
+_dumps_str = json.encoder.encode_basestring
 
 
 def stream_plan(args: dict) -> tuple | None:
@@ -415,7 +417,21 @@ class ArgumentReader:
         kept for the next piece begins where a tag may begin (what was decided is not read again)."""
         full, opening, closing, _, switch, before, open_at, close_at = self.plan
         text = self.text
-        out: list[str] = []
+        cur = self.cur
+        if cur is not None and text and close_at is not None and close_at.one is not None and \
+                close_at.one not in text and not self.dead:
+            # the commonest piece, inside a value: no closing can begin in it (none of its first character, and
+            # it does not end in a character of the run the closing may begin with): all value
+            run = close_at.run
+            if not run or (not text[-1].isspace() if run == "\\s" else text[-1] != run):
+                cur.raw.append(text)
+                self.text = ""
+                if cur.strip is None:
+                    return ""
+                out: list[str] = []
+                self._piece(cur, text, out, False)
+                return out[0] if out else ""
+        out = []
         while not self.dead:
             cur = self.cur
             if cur is None:
@@ -531,7 +547,7 @@ class ArgumentReader:
         else:
             cur.pending = ""
         if whole:
-            out.append(_dumps(whole)[1:-1])
+            out.append(_dumps_str(whole)[1:-1])
 
     def finish(self, arguments: Any) -> tuple[str, bool]:
         """At the close, with ``arguments`` the message's: convert the rest of the body, add the parameters
