@@ -233,3 +233,30 @@ def test_long_values_take_no_partial_search(monkeypatch):
     assert len(calls) < 12, calls
     assert longest < 40
     assert xml_inline.ArgumentReader is ArgumentReader
+
+
+def test_an_opening_that_never_completes_is_read_in_linear_time():
+    """``<arg_key>`` followed by a long key that never reaches ``<arg_value>``, in 4-character pieces: the reader
+    waits from the tag, looking for the opening's last literal only in text it has not looked at (twice the input,
+    at most 2.5 times the time; the least of three runs). The old reader's partial search read the whole kept text
+    on every piece."""
+    import time
+
+    plan = stream_plan({"tag_pattern": r"<arg_key>\s*(?P<key>.*?)\s*</arg_key>\s*<arg_value>(?P<value>.*?)</arg_value>"})
+
+    def cost(n: int) -> float:
+        body = "<arg_key>" + "k" * n
+        pieces = [body[i:i + 4] for i in range(0, len(body), 4)]
+        best = float("inf")
+        for _ in range(3):
+            reader = _reader(ArgumentReader, plan)
+            start = time.process_time()
+            for piece in pieces:
+                reader.feed(piece)
+                reader.scan()
+            best = min(best, time.process_time() - start)
+        assert reader.keys == [] and reader.text == body
+        return best
+
+    small, large = cost(20_000), cost(40_000)
+    assert large <= 2.5 * small, (small, large)

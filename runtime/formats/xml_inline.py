@@ -384,7 +384,7 @@ class ArgumentReader:
             truncated).
     """
 
-    __slots__ = ("mode", "plan", "text", "ready", "cur", "keys", "begun", "dead", "value", "strip")
+    __slots__ = ("mode", "plan", "text", "ready", "cur", "keys", "begun", "dead", "value", "strip", "seen")
 
     def __init__(self, plan: tuple, value: Callable, strip: Callable) -> None:
         self.mode = "xml"
@@ -397,6 +397,7 @@ class ArgumentReader:
         self.keys: list[str] = []
         self.begun = False
         self.dead = False
+        self.seen = 0  # where the opening's last literal is looked for next, when the text kept starts at a tag
 
     def feed(self, text: str) -> None:
         """Take the next piece of the body (read by :meth:`scan`)."""
@@ -432,6 +433,7 @@ class ArgumentReader:
                 self._piece(cur, text, out, False)
                 return out[0] if out else ""
         out = []
+        seen, self.seen = self.seen, 0
         while not self.dead:
             cur = self.cur
             if cur is None:
@@ -445,12 +447,17 @@ class ArgumentReader:
                         text = text[at:]
                         break
                     tail = open_at.tail
-                    if tail and text.find(tail, at + len(open_at.literal)) < 0:
-                        # no opening can be complete yet (each ends with this text): wait from the first place
-                        # one may begin (a partial search would keep the text from that place or later; a
-                        # parameter that begins in between would have been a partial match there)
-                        text = text[at:]
-                        break
+                    if tail:
+                        since = at + len(open_at.literal)
+                        if at == 0 and seen > since:
+                            since = seen  # (the text before was looked at by the last scan: linear)
+                        if text.find(tail, since) < 0:
+                            # no opening can be complete yet (each ends with this text): wait from the first
+                            # place one may begin (a partial search would keep the text from that place or
+                            # later; a parameter that begins in between would have been a partial match there)
+                            text = text[at:]
+                            self.seen = max(len(text) - len(tail) + 1, 0)
+                            break
                 m = full.search(text, at)
                 if m is not None:  # a whole parameter
                     key = m.group("key")
