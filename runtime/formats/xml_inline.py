@@ -227,12 +227,12 @@ class _Starts:
         self.most = most
         self.tail = tail
 
-    def first(self, text: str) -> tuple[int, bool]:
-        """The first place a match can begin with its ``lead`` character, and whether the text from there is
-        shorter than ``literal`` (then only a partial match can begin there); ``(-1, False)`` when none."""
+    def first(self, text: str, at: int = 0) -> tuple[int, bool]:
+        """The first place from ``at`` a match can begin with its ``lead`` character, and whether the text from
+        there is shorter than ``literal`` (then only a partial match can begin there); ``(-1, False)`` when
+        none."""
         literal = self.literal
         size = len(literal)
-        at = 0
         one = self.one
         while True:
             if one is not None:
@@ -247,19 +247,21 @@ class _Starts:
                 return at, len(seg) < size
             at += 1
 
-    def back(self, text: str, end: int) -> tuple[int, bool]:
+    def back(self, text: str, end: int, known: int = 0) -> tuple[int, bool]:
         """Where the run the closing may begin with, ending at ``end``, starts (at most ``most`` characters),
         and whether that is exact (False: a run of ``str.isspace`` characters not all ``\\s``; the place is then
-        a lower bound)."""
+        a lower bound); ``text[:known]`` is known to be such a run (only the rest is read)."""
         run = self.run
         if not run or end == 0:
             return end, True
-        head = text[:end]
+        head = text[known:end]
         start = len(head.rstrip()) if run == "\\s" else len(head.rstrip(run))
+        # (all of the text from ``known`` is run: it goes on into the text known to be one)
+        start = known + start if start else 0
         if start == end:
             return end, True
-        if run == "\\s" and _SPACES.fullmatch(text, start, end) is None:
-            return start, False
+        if run == "\\s" and _SPACES.fullmatch(text, max(start, known), end) is None:
+            return max(start, known), False
         return max(start, end - self.most), True
 
 
@@ -384,7 +386,8 @@ class ArgumentReader:
             truncated).
     """
 
-    __slots__ = ("mode", "plan", "text", "ready", "cur", "keys", "begun", "dead", "value", "strip", "seen")
+    __slots__ = ("mode", "plan", "text", "ready", "cur", "keys", "begun", "dead", "value", "strip", "seen",
+                 "known", "lazy", "rest", "fresh", "edge")
 
     def __init__(self, plan: tuple, value: Callable, strip: Callable) -> None:
         self.mode = "xml"
@@ -398,11 +401,39 @@ class ArgumentReader:
         self.begun = False
         self.dead = False
         self.seen = 0  # where the opening's last literal is looked for next, when the text kept starts at a tag
+        self.known = 0  # how much of the text kept inside a value is a run the closing may begin with
+        # While the text kept is long and undecided (an opening waiting for its last literal: 1; a value's
+        # trailing run of whitespace an unbounded ``\\s*`` closing may begin with: 2), the pieces fed go to
+        # ``rest`` instead of being added to ``text`` (which copies it: quadratic); ``fresh``: the first piece
+        # not read yet; ``edge``: the opening's last characters kept, where its last literal may begin.
+        self.lazy = 0
+        self.rest: list[str] = []
+        self.fresh = 0
+        self.edge = ""
 
     def feed(self, text: str) -> None:
         """Take the next piece of the body (read by :meth:`scan`)."""
-        if not self.dead:
+        if self.dead:
+            return
+        if self.lazy:
+            self.rest.append(text)
+        else:
             self.text += text
+
+    def _waits(self) -> bool:
+        """Whether the pieces fed since the last scan leave the reader as it was (:attr:`lazy`): the opening's
+        last literal did not come, or the value's trailing run only grew; then they stay pieces."""
+        fresh = "".join(self.rest[self.fresh:])
+        if self.lazy == 1:
+            tail = self.plan[6].tail
+            window = self.edge + fresh
+            if window.find(tail) >= 0:
+                return False
+            self.edge = window[len(window) - len(tail) + 1:] if len(tail) > 1 else ""
+        elif fresh and (_SPACES.fullmatch(fresh) is None if self.plan[7].run == "\\s" else fresh.strip(self.plan[7].run)):
+            return False
+        self.fresh = len(self.rest)
+        return True
 
     def _sep(self) -> str:
         sep = ", " if self.begun else "{"
@@ -417,6 +448,19 @@ class ArgumentReader:
         decided by ``str.find`` alone, a cut literal tag by comparing it with the tag's literal start; the text
         kept for the next piece begins where a tag may begin (what was decided is not read again)."""
         full, opening, closing, _, switch, before, open_at, close_at = self.plan
+        if self.lazy:
+            if self._waits():
+                return ""
+            # what came decides: the text is read as one again (once per wait: linear)
+            kept = "".join(self.rest[:self.fresh])
+            if self.lazy == 1:
+                self.seen = len(self.text) + len(kept) - len(open_at.tail) + 1
+            else:
+                self.known += len(kept)
+            self.text += kept + "".join(self.rest[self.fresh:])
+            self.rest.clear()
+            self.fresh = 0
+            self.lazy = 0
         text = self.text
         cur = self.cur
         if cur is not None and text and close_at is not None and close_at.one is not None and \
@@ -427,6 +471,7 @@ class ArgumentReader:
             if not run or (not text[-1].isspace() if run == "\\s" else text[-1] != run):
                 cur.raw.append(text)
                 self.text = ""
+                self.known = 0
                 if cur.strip is None:
                     return ""
                 out: list[str] = []
@@ -434,6 +479,7 @@ class ArgumentReader:
                 return out[0] if out else ""
         out = []
         seen, self.seen = self.seen, 0
+        known, self.known = self.known, 0
         while not self.dead:
             cur = self.cur
             if cur is None:
@@ -457,6 +503,8 @@ class ArgumentReader:
                             # later; a parameter that begins in between would have been a partial match there)
                             text = text[at:]
                             self.seen = max(len(text) - len(tail) + 1, 0)
+                            if len(text) > 64:
+                                self.lazy, self.edge = 1, text[len(text) - len(tail) + 1:] if len(tail) > 1 else ""
                             break
                 m = full.search(text, at)
                 if m is not None:  # a whole parameter
@@ -497,11 +545,18 @@ class ArgumentReader:
                 found = closing.search(text, partial=True)
                 hold = len(text) if found is None else found.start()
             else:
-                at, cut = close_at.first(text)
+                # (the text known to be a run of the closing's first characters holds none of its lead: read
+                # once, so a long run of whitespace in a value is read in linear time)
+                at, cut = close_at.first(text, known)
                 end = len(text) if at < 0 else at
-                start, exact = close_at.back(text, end)
+                start, exact = close_at.back(text, end, known)
+                known = 0
                 if exact and (at < 0 or cut):  # no closing can be complete: a partial one begins at start
                     found, hold = None, start
+                    if at < 0:
+                        self.known = len(text) - start  # the text kept is that run
+                        if self.known > 64 and close_at.most > len(text):  # (an unbounded run: nothing goes)
+                            self.lazy = 2
                 else:
                     found = closing.search(text, start, partial=True)
                     hold = len(text) if found is None else found.start()
