@@ -40,12 +40,14 @@ def _catalogue_patterns() -> list[tuple[str, object]]:
 
 
 #: made-up patterns for the paths the catalogue does not take: a closing that starts with a one-or-more run, one
-#: without a literal first character, a case-insensitive one, one whose opening starts with a class
+#: without a literal first character, a case-insensitive one, one whose opening starts with a class, one that
+#: Python's ``re`` reads otherwise than ``regex`` (a POSIX class)
 MADE_UP = [(r"<v k=(?P<key>\w+)>(?P<value>.*?)\s+</v>", None),
            (r"<a>(?P<key>.*?)</a>(?P<value>.*?)(?:END|\n\n)", None),
            (r"<p (?P<key>\w+)>(?P<value>.*?)(?i:</P>)", None),
            (r"[<{]k=(?P<key>[a-z]+)[>}]\s*(?P<value>.*?)[ \t]*</k>", None),
-           (r"<q (?P<key>\w+)>(?P<value>.*?)\n*(?:\]\]>)?</q>", None)]
+           (r"<q (?P<key>\w+)>(?P<value>.*?)\n*(?:\]\]>)?</q>", None),
+           (r"<t (?P<key>\w+)>(?P<value>.*?)[[:punct:]]/t>", None)]
 
 PATTERNS = [(p, vp) for p, vp in _catalogue_patterns() + MADE_UP if stream_plan({"tag_pattern": p}) is not None]
 

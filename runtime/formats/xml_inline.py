@@ -273,8 +273,13 @@ def _starts(source: str, closing: bool) -> "_Starts | None":
         import re._parser as parser
     except ImportError:  # pragma: no cover - Python before 3.11
         import sre_parse as parser  # type: ignore[no-redef]
+    import warnings
     try:
-        tree = parser.parse(source)
+        with warnings.catch_warnings():
+            # a warning marks syntax the two modules read differently (``[[:punct:]]``: a POSIX class to
+            # ``regex``, a nested set to ``re``): not read here
+            warnings.simplefilter("error")
+            tree = parser.parse(source)
     except Exception:  # noqa: BLE001 - syntax only the regex module reads
         return None
     if tree.state.flags & (re.IGNORECASE | re.VERBOSE):
