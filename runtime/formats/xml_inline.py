@@ -526,7 +526,11 @@ class ArgumentReader:
                     continue
                 # a parameter's opening, settled when text follows it (its greedy end, such as
                 # "\n?" or "\s*", has then seen the character that stops it)
-                m = opening.search(text, at, partial=True)
+                # (from the first place one can begin, a plain match that ends before the text does is what the
+                # partial search gives: the regex module prefers a whole match to a partial one at a place)
+                m = opening.match(text, at) if open_at is not None else None
+                if m is None or m.end() == len(text):
+                    m = opening.search(text, at, partial=True)
                 if m is None:
                     text = ""
                     break
@@ -563,7 +567,10 @@ class ArgumentReader:
                         if self.known > 64 and close_at.most > len(text):  # (an unbounded run: nothing goes)
                             self.lazy = 2
                 else:
-                    found = closing.search(text, start, partial=True)
+                    # a whole closing at the first place one can begin is the partial search's answer
+                    found = closing.match(text, start) if exact else None
+                    if found is None:
+                        found = closing.search(text, start, partial=True)
                     hold = len(text) if found is None else found.start()
             if found is not None and not found.partial:  # the parameter is complete
                 raw = "".join(cur.raw) + text[:found.start()]
