@@ -383,9 +383,15 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+#: the json module's encoder of one string, as ``json.dumps(..., ensure_ascii=False)`` uses it
+_encode_string = json.encoder.encode_basestring
+
+
 def escaped(text: str) -> str:
-    """``text`` as the inside of a JSON string literal (pieces of one string concatenate)."""
-    return json.dumps(text, ensure_ascii=False)[1:-1]
+    """``text`` as the inside of a JSON string literal (pieces of one string concatenate): what
+    ``json.dumps(text, ensure_ascii=False)`` writes between its quotes, by the json module's own string encoder
+    (``json.dumps`` builds an encoder per call)."""
+    return _encode_string(text)[1:-1]
 
 
 def calls_of(value: Any) -> list:

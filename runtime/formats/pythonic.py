@@ -249,6 +249,10 @@ _HEX = {"x": 2, "u": 4, "U": 8}
 _HEXDIGITS = frozenset("0123456789abcdefABCDEF")
 _OCTAL = frozenset("01234567")
 _PREFIX = frozenset("rRuU")
+#: the states of :class:`_Str` inside its body (a triple-quoted one with no quote pending reads the same)
+_PLAIN_STATES = frozenset(("one", "three"))
+#: per quote character, the match of a run of string characters that stand for themselves
+_PLAIN_RUN = {q: re.compile(r"[^\\" + q + "]+").match for q in "'\""}
 _OPEN = frozenset("([{")
 _CLOSE = frozenset(")]}")
 
@@ -458,9 +462,23 @@ class PythonicArgs:
         if self.dead:
             return
         emit: list[str] = []
+        i, n = 0, len(text)
         try:
-            for c in text:
-                self._char(c, emit)
+            while i < n:
+                string = self.string
+                if string is not None and string.state in _PLAIN_STATES and not string.quotes:
+                    # a run of a string's plain characters (no quote, no backslash) in one step: each
+                    # stands for itself, as the character path reads it
+                    m = _PLAIN_RUN[string.q](text, i)
+                    if m is not None:
+                        run = m.group()
+                        string.out.append(run)
+                        if self.state == "cap":
+                            self.buf.append(run)
+                        i = m.end()
+                        continue
+                self._char(text[i], emit)
+                i += 1
         except _Bad:
             self.dead = True
         self._flush(emit)

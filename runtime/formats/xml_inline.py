@@ -118,8 +118,10 @@ def plan(field) -> Plan:
 STRING_SAMPLES = ("a", "0", "1", "-2", "1.5", "true", "False", "null", "None", "[1]", "{}", '{"a": 1}', '"a"')
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+#: ``json.dumps(value, ensure_ascii=False)`` without building an encoder per call
+_dumps = json.JSONEncoder(ensure_ascii=False).encode
+#: the same for one string (the json module's C string encoder)
+_dumps_str = json.encoder.encode_basestring
 
 
 def stream_plan(args: dict) -> tuple | None:
@@ -128,11 +130,13 @@ def stream_plan(args: dict) -> tuple | None:
     before it, no group after it), built from its ``content_args``.
 
     Returns:
-        ``(pattern, opening, closing, value_parser, switch, before)``: the compiled ``tag_pattern``, the
-        text before and after its value (DOTALL, as ``runtime.content`` compiles them; a partial match of
-        the whole pattern does not report reliable group spans, so the opening is matched on its own), the
-        ``value_parser`` as ``runtime.content`` builds it (``(raw, selector) -> value`` or None), its switch
-        group and the opening's source; None when a pattern does not compile.
+        ``(pattern, opening, closing, value_parser, switch, before, open_at, close_at)``: the compiled
+        ``tag_pattern``, the text before and after its value (DOTALL, as ``runtime.content`` compiles them; a
+        partial match of the whole pattern does not report reliable group spans, so the opening is matched on
+        its own), the ``value_parser`` as ``runtime.content`` builds it (``(raw, selector) -> value`` or None),
+        its switch group, the opening's source, and where the opening and the closing may begin
+        (:class:`_Starts`, None when not known: the reader then searches partially from the start); None when
+        a pattern does not compile.
     """
     pattern = args["tag_pattern"]
     try:
@@ -142,7 +146,176 @@ def stream_plan(args: dict) -> tuple | None:
     except (regex.error, TypeError, ValueError):
         return None
     value_parser, switch = _make_value_parser(args.get("value_parser"))
-    return (full, opening, closing, value_parser, switch, before)
+    return (full, opening, closing, value_parser, switch, before, _starts(before, False), _starts(after, True))
+
+
+# Where a tag may begin. A ``partial=True`` search of the ``regex`` module costs about 1.2 µs whatever the text
+# (a plain one 0.1 µs), so the reader asks it only from the first place a tag can begin: the opening's or
+# closing's first characters, read from the pattern's syntax tree (Python's own parser of the same syntax; a
+# pattern it cannot read, or whose first characters are not a small set of literal characters, is searched
+# partially from the start as before).
+
+def _first(items: Any) -> tuple[frozenset | None, bool]:
+    """The characters a match of the sequence ``items`` (an ``re`` syntax tree) can begin with, and whether it
+    can match the empty text; ``(None, False)`` when not a small set of literal characters."""
+    chars: set[str] = set()
+    for op, av in items:
+        got, empty = _first_one(str(op), av)
+        if got is None:
+            return None, False
+        chars |= got
+        if not empty:
+            return frozenset(chars), False
+    return frozenset(chars), True
+
+
+def _first_one(op: str, av: Any) -> tuple[set | frozenset | None, bool]:
+    if op == "LITERAL":
+        return {chr(av)}, False
+    if op == "IN":
+        out = set()
+        for o, a in av:
+            if str(o) == "LITERAL":
+                out.add(chr(a))
+            elif str(o) == "RANGE" and a[1] - a[0] < 64:
+                out.update(chr(c) for c in range(a[0], a[1] + 1))
+            else:
+                return None, False
+        return out, False
+    if op == "SUBPATTERN":
+        _group, add, remove, items = av
+        return (None, False) if add or remove else _first(items)
+    if op == "ATOMIC_GROUP":
+        return _first(av)
+    if op == "BRANCH":
+        out, empty = set(), False
+        for items in av[1]:
+            got, nullable = _first(items)
+            if got is None:
+                return None, False
+            out |= got
+            empty = empty or nullable
+        return out, empty
+    if op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        low, _high, items = av
+        got, empty = _first(items)
+        return (None, False) if got is None else (got, empty or low == 0)
+    return None, False
+
+
+#: a run of whitespace as the ``regex`` module's ``\s`` reads it (``str.isspace`` takes a few more characters)
+_SPACES = regex.compile(r"\s*")
+
+
+class _Starts:
+    """Where a match of part of a ``tag_pattern`` may begin: a character of ``lead`` (found by ``str.find`` or a
+    plain character-class search) where the text agrees with ``literal`` (the literal text every match starts
+    with there, maybe ""), after a run of up to ``most`` characters ``run`` (``"\\s"``: whitespace; "" none) the
+    closing may begin with (``\\n?``, ``\\s*``); ``tail``: the literal text every match of the opening ends with
+    (but for optional parts after it), "" when not known."""
+
+    __slots__ = ("lead", "one", "search", "literal", "run", "most", "tail")
+
+    def __init__(self, lead: frozenset, literal: str, run: str, most: int, tail: str = "") -> None:
+        import re
+
+        self.lead = lead
+        self.one = next(iter(lead)) if len(lead) == 1 else None
+        self.search = re.compile("[" + "".join(re.escape(c) for c in sorted(lead)) + "]").search
+        self.literal = literal
+        self.run = run
+        self.most = most
+        self.tail = tail
+
+    def first(self, text: str, at: int = 0) -> tuple[int, bool]:
+        """The first place from ``at`` a match can begin with its ``lead`` character, and whether the text from
+        there is shorter than ``literal`` (then only a partial match can begin there); ``(-1, False)`` when
+        none."""
+        literal = self.literal
+        size = len(literal)
+        one = self.one
+        while True:
+            if one is not None:
+                at = text.find(one, at)
+            else:
+                m = self.search(text, at)
+                at = -1 if m is None else m.start()
+            if at < 0:
+                return -1, False
+            seg = text[at:at + size]
+            if literal.startswith(seg):
+                return at, len(seg) < size
+            at += 1
+
+    def back(self, text: str, end: int, known: int = 0) -> tuple[int, bool]:
+        """Where the run the closing may begin with, ending at ``end``, starts (at most ``most`` characters),
+        and whether that is exact (False: a run of ``str.isspace`` characters not all ``\\s``; the place is then
+        a lower bound); ``text[:known]`` is known to be such a run (only the rest is read)."""
+        run = self.run
+        if not run or end == 0:
+            return end, True
+        head = text[known:end]
+        start = len(head.rstrip()) if run == "\\s" else len(head.rstrip(run))
+        # (all of the text from ``known`` is run: it goes on into the text known to be one)
+        start = known + start if start else 0
+        if start == end:
+            return end, True
+        if run == "\\s" and _SPACES.fullmatch(text, max(start, known), end) is None:
+            return max(start, known), False
+        return max(start, end - self.most), True
+
+
+def _starts(source: str, closing: bool) -> "_Starts | None":
+    """The :class:`_Starts` of the opening (``closing`` False) or closing source of a ``tag_pattern``; None when
+    its first characters cannot be told (the reader then searches partially from the start)."""
+    import re
+    try:
+        import re._parser as parser
+    except ImportError:  # pragma: no cover - Python before 3.11
+        import sre_parse as parser  # type: ignore[no-redef]
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            # a warning marks syntax the two modules read differently (``[[:punct:]]``: a POSIX class to
+            # ``regex``, a nested set to ``re``): not read here
+            warnings.simplefilter("error")
+            tree = parser.parse(source)
+    except Exception:  # noqa: BLE001 - syntax only the regex module reads
+        return None
+    if tree.state.flags & (re.IGNORECASE | re.VERBOSE):
+        return None
+    items = list(tree)
+    run, most = "", 0
+    if closing and items and str(items[0][0]) == "MAX_REPEAT":
+        low, high, inner = items[0][1]
+        inner = list(inner)
+        if low == 0 and len(inner) == 1:
+            op, av = inner[0]
+            if str(op) == "LITERAL":
+                run, most = chr(av), high
+            elif str(op) == "IN" and len(av) == 1 and str(av[0][0]) == "CATEGORY" and \
+                    str(av[0][1]) == "CATEGORY_SPACE":
+                run, most = "\\s", high
+            if run:
+                items = items[1:]
+    lead, empty = _first(items)
+    if lead is None or empty or not lead:
+        return None
+    if run and (run in lead if run != "\\s" else any(c.isspace() for c in lead)):
+        return None
+    literal = []
+    for op, av in items:
+        if str(op) != "LITERAL":
+            break
+        literal.append(chr(av))
+    tail: list[str] = []
+    if not closing:
+        rest = items[:]
+        while rest and _first(rest[-1:]) [1]:
+            rest.pop()  # optional parts at the end (``\\n?``, ``(?:<!\\[CDATA\\[)?``)
+        while rest and str(rest[-1][0]) == "LITERAL":
+            tail.insert(0, chr(rest.pop()[1]))
+    return _Starts(lead, "".join(literal), run, most, "".join(tail))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -218,7 +391,8 @@ class ArgumentReader:
             truncated).
     """
 
-    __slots__ = ("mode", "plan", "text", "ready", "cur", "keys", "begun", "dead", "value", "strip")
+    __slots__ = ("mode", "plan", "text", "ready", "cur", "keys", "begun", "dead", "value", "strip", "seen",
+                 "known", "lazy", "rest", "fresh", "edge")
 
     def __init__(self, plan: tuple, value: Callable, strip: Callable) -> None:
         self.mode = "xml"
@@ -231,11 +405,40 @@ class ArgumentReader:
         self.keys: list[str] = []
         self.begun = False
         self.dead = False
+        self.seen = 0  # where the opening's last literal is looked for next, when the text kept starts at a tag
+        self.known = 0  # how much of the text kept inside a value is a run the closing may begin with
+        # While the text kept is long and undecided (an opening waiting for its last literal: 1; a value's
+        # trailing run of whitespace an unbounded ``\\s*`` closing may begin with: 2), the pieces fed go to
+        # ``rest`` instead of being added to ``text`` (which copies it: quadratic); ``fresh``: the first piece
+        # not read yet; ``edge``: the opening's last characters kept, where its last literal may begin.
+        self.lazy = 0
+        self.rest: list[str] = []
+        self.fresh = 0
+        self.edge = ""
 
     def feed(self, text: str) -> None:
         """Take the next piece of the body (read by :meth:`scan`)."""
-        if not self.dead:
+        if self.dead:
+            return
+        if self.lazy:
+            self.rest.append(text)
+        else:
             self.text += text
+
+    def _waits(self) -> bool:
+        """Whether the pieces fed since the last scan leave the reader as it was (:attr:`lazy`): the opening's
+        last literal did not come, or the value's trailing run only grew; then they stay pieces."""
+        fresh = "".join(self.rest[self.fresh:])
+        if self.lazy == 1:
+            tail = self.plan[6].tail
+            window = self.edge + fresh
+            if window.find(tail) >= 0:
+                return False
+            self.edge = window[len(window) - len(tail) + 1:] if len(tail) > 1 else ""
+        elif fresh and (_SPACES.fullmatch(fresh) is None if self.plan[7].run == "\\s" else fresh.strip(self.plan[7].run)):
+            return False
+        self.fresh = len(self.rest)
+        return True
 
     def _sep(self) -> str:
         sep = ", " if self.begun else "{"
@@ -243,14 +446,72 @@ class ArgumentReader:
         return sep
 
     def scan(self) -> str:
-        """Convert the body text not read yet; return the JSON text it settled (maybe ``""``)."""
-        full, opening, closing, _, switch, before = self.plan
+        """Convert the body text not read yet; return the JSON text it settled (maybe ``""``).
+
+        A ``partial=True`` search (about 1.2 µs in the ``regex`` module, whatever the text) is made only from
+        the first place the opening or the closing can begin (:class:`_Starts`): text with no such place is
+        decided by ``str.find`` alone, a cut literal tag by comparing it with the tag's literal start; the text
+        kept for the next piece begins where a tag may begin (what was decided is not read again)."""
+        full, opening, closing, _, switch, before, open_at, close_at = self.plan
+        if self.lazy:
+            if self._waits():
+                return ""
+            # what came decides: the text is read as one again (once per wait: linear)
+            kept = "".join(self.rest[:self.fresh])
+            if self.lazy == 1:
+                self.seen = len(self.text) + len(kept) - len(open_at.tail) + 1
+            else:
+                self.known += len(kept)
+            self.text += kept + "".join(self.rest[self.fresh:])
+            self.rest.clear()
+            self.fresh = 0
+            self.lazy = 0
         text = self.text
-        out: list[str] = []
+        cur = self.cur
+        if cur is not None and text and close_at is not None and close_at.one is not None and \
+                close_at.one not in text and not self.dead:
+            # the commonest piece, inside a value: no closing can begin in it (none of its first character, and
+            # it does not end in a character of the run the closing may begin with): all value
+            run = close_at.run
+            if not run or (not text[-1].isspace() if run == "\\s" else text[-1] != run):
+                cur.raw.append(text)
+                self.text = ""
+                self.known = 0
+                if cur.strip is None:
+                    return ""
+                out: list[str] = []
+                self._piece(cur, text, out, False)
+                return out[0] if out else ""
+        out = []
+        seen, self.seen = self.seen, 0
+        known, self.known = self.known, 0
         while not self.dead:
             cur = self.cur
             if cur is None:
-                m = full.search(text)
+                at = 0
+                if open_at is not None:
+                    at, cut = open_at.first(text)
+                    if at < 0:  # no tag begins here (nor the whole parameter, which starts with one)
+                        text = ""
+                        break
+                    if cut:  # a tag's literal start, cut: only a partial match begins there
+                        text = text[at:]
+                        break
+                    tail = open_at.tail
+                    if tail:
+                        since = at + len(open_at.literal)
+                        if at == 0 and seen > since:
+                            since = seen  # (the text before was looked at by the last scan: linear)
+                        if text.find(tail, since) < 0:
+                            # no opening can be complete yet (each ends with this text): wait from the first
+                            # place one may begin (a partial search would keep the text from that place or
+                            # later; a parameter that begins in between would have been a partial match there)
+                            text = text[at:]
+                            self.seen = max(len(text) - len(tail) + 1, 0)
+                            if len(text) > 64:
+                                self.lazy, self.edge = 1, text[len(text) - len(tail) + 1:] if len(tail) > 1 else ""
+                            break
+                m = full.search(text, at)
                 if m is not None:  # a whole parameter
                     key = m.group("key")
                     selector = m.group(switch) if switch is not None else None
@@ -265,7 +526,11 @@ class ArgumentReader:
                     continue
                 # a parameter's opening, settled when text follows it (its greedy end, such as
                 # "\n?" or "\s*", has then seen the character that stops it)
-                m = opening.search(text, partial=True)
+                # (from the first place one can begin, a plain match that ends before the text does is what the
+                # partial search gives: the regex module prefers a whole match to a partial one at a place)
+                m = opening.match(text, at) if open_at is not None else None
+                if m is None or m.end() == len(text):
+                    m = opening.search(text, at, partial=True)
                 if m is None:
                     text = ""
                     break
@@ -284,7 +549,29 @@ class ArgumentReader:
                 text = text[m.end():]
                 if cur.strip is not None:
                     out.append(self._sep() + _dumps(key) + ': "')
-            found = closing.search(text, partial=True)
+            # where the closing text begins (found: complete) or may begin (hold: the text from there waits)
+            if close_at is None:
+                found = closing.search(text, partial=True)
+                hold = len(text) if found is None else found.start()
+            else:
+                # (the text known to be a run of the closing's first characters holds none of its lead: read
+                # once, so a long run of whitespace in a value is read in linear time)
+                at, cut = close_at.first(text, known)
+                end = len(text) if at < 0 else at
+                start, exact = close_at.back(text, end, known)
+                known = 0
+                if exact and (at < 0 or cut):  # no closing can be complete: a partial one begins at start
+                    found, hold = None, start
+                    if at < 0:
+                        self.known = len(text) - start  # the text kept is that run
+                        if self.known > 64 and close_at.most > len(text):  # (an unbounded run: nothing goes)
+                            self.lazy = 2
+                else:
+                    # a whole closing at the first place one can begin is the partial search's answer
+                    found = closing.match(text, start) if exact else None
+                    if found is None:
+                        found = closing.search(text, start, partial=True)
+                    hold = len(text) if found is None else found.start()
             if found is not None and not found.partial:  # the parameter is complete
                 raw = "".join(cur.raw) + text[:found.start()]
                 whole = cur.head + raw + found.group()
@@ -306,7 +593,6 @@ class ArgumentReader:
                 self.cur = None
                 text = text[found.end():]
                 continue
-            hold = len(text) if found is None else found.start()
             piece = text[:hold]
             if piece:
                 cur.raw.append(piece)
@@ -335,7 +621,7 @@ class ArgumentReader:
         else:
             cur.pending = ""
         if whole:
-            out.append(_dumps(whole)[1:-1])
+            out.append(_dumps_str(whole)[1:-1])
 
     def finish(self, arguments: Any) -> tuple[str, bool]:
         """At the close, with ``arguments`` the message's: convert the rest of the body, add the parameters
