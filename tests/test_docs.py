@@ -249,3 +249,64 @@ def test_docs_cite_nothing_a_wheel_user_lacks(doc):
     prose = _text(doc)
     found = re.findall(r"\.\./shared|\bSPEC\.md|\b[Ii]ssues? #?\d+", prose)
     assert not found, f"docs/{doc} cites {found}"
+
+
+# --- what a generated module contains: README "Layout", docs/security.md "Generated module skeleton"
+
+
+def _section(text: str, heading: str) -> str:
+    """The text under the ``## `` heading that starts with ``heading``, up to the next ``## ``."""
+    match = re.search(rf"^## {re.escape(heading)}[^\n]*\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert match, f"no '## {heading}' section"
+    return match.group(1)
+
+
+def _generated_modules() -> dict[str, str]:
+    return {path.name: path.read_text(encoding="utf-8") for path in sorted((REPO / "generated").glob("*.py"))
+            if path.name != "__init__.py"}
+
+
+def test_the_layout_names_every_call_and_record_a_module_writes():
+    """Every call a catalogue module makes, and every ``_rt.`` name it uses, is named in the README's
+    "Layout" (and every call in docs/security.md's "Generated module skeleton"); every ``_rt.`` name
+    the two sections cite exists in the runtime and is written by some module (a record the emitter
+    no longer writes, such as ``HoldLiterals``, is not described as part of a module)."""
+    import ast
+
+    import respc.runtime as runtime
+
+    layout = _section((REPO / "README.md").read_text(encoding="utf-8"), "Layout")
+    skeleton = _section(_text("security.md"), "Generated module skeleton")
+    calls, names = set(), set()
+    for text in _generated_modules().values():
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Call):
+                calls.add(ast.unparse(node.func))
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "_rt":
+                names.add(node.attr)
+    for where, prose in (("README.md Layout", layout), ("docs/security.md skeleton", skeleton)):
+        missing = sorted(c for c in calls if not re.search(rf"`[^`\n]*(?<![\w.]){re.escape(c)}[`(<]", prose))
+        assert not missing, f"{where} does not name these calls of generated modules: {missing}"
+        cited = set(re.findall(r"`_rt\.(\w+)", prose))
+        stale = sorted(n for n in cited if n not in names or not hasattr(runtime, n))
+        assert not stale, f"{where} cites _rt names no generated module writes: {stale}"
+    unnamed = sorted(n for n in names if f"_rt.{n}" not in layout)
+    assert not unnamed, f"README.md Layout does not name these _rt names of generated modules: {unnamed}"
+
+
+def test_the_layout_gives_the_sections_of_a_module_in_order():
+    """The ``# -- `` section headings the README's "Layout" quotes are every module's headings, in the
+    order a module writes them (the recover class's repeat after ``# -- errors="recover"``)."""
+    layout = _section((REPO / "README.md").read_text(encoding="utf-8"), "Layout")
+    quoted = [h.strip() for h in re.findall(r"`(# -- [^`]+)`", layout)]
+    assert len(quoted) >= 6, quoted
+    for name, text in _generated_modules().items():
+        headings = [line for line in text.splitlines() if line.startswith("# -- ")]
+        ranks = []
+        for line in headings:
+            found = [i for i, h in enumerate(quoted) if line.startswith(h)]
+            assert found, f"generated/{name}: heading {line!r} is not in the README's Layout"
+            ranks.append(found[0])
+        strict = ranks[:ranks.index(quoted.index('# -- errors="recover"'))] if quoted.index('# -- errors="recover"') in ranks else ranks
+        assert strict == sorted(strict), f"generated/{name}: sections {headings} not in the README's order"
+        assert text.index("class ResponseParser(") < text.index("_rt.module_api(ResponseParser)") < text.index("GRAMMAR =")

@@ -181,7 +181,7 @@ def _assert_inert(source: str) -> None:
     callees = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     assert callees <= {"_rt.check_abi", "_rt.make_field_processor", "_rt.Region", "_rt.Plan", "_rt.Edge", "_rt.make_boundary",
                        "regex.compile", "frozenset", "float", "_rt.module_api",
-                       "_rt.LazyPattern", "globals", "_rt.FastPath", "_rt.HoldRun", "_rt.HoldLiterals",
+                       "_rt.LazyPattern", "globals", "_rt.FastPath", "_rt.HoldRun",
                        "_rt.StrayCloser", "_rt.HeldAutomaton", "_rt.Literal", "_rt.Pattern"}, callees
 
 
