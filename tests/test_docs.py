@@ -310,3 +310,23 @@ def test_the_layout_gives_the_sections_of_a_module_in_order():
         strict = ranks[:ranks.index(quoted.index('# -- errors="recover"'))] if quoted.index('# -- errors="recover"') in ranks else ranks
         assert strict == sorted(strict), f"generated/{name}: sections {headings} not in the README's order"
         assert text.index("class ResponseParser(") < text.index("_rt.module_api(ResponseParser)") < text.index("GRAMMAR =")
+
+
+def test_the_readme_names_every_line_respc_detect_prints():
+    """Each line `respc detect` prints for a bundled chat template starts with a label the README's
+    paragraph on `respc detect` quotes (`family:`, ..., `why:`), and the README quotes no other."""
+    import subprocess
+    import sys
+
+    chat_template = REPO / "tests" / "cases" / "chat_templates" / "command_r_plus.jinja"
+    ran = subprocess.run([sys.executable, "-m", "respc", "detect", str(chat_template)], cwd=REPO,
+                         capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    paragraph = readme[readme.index("`respc detect MODEL_DIR"):readme.index("The tie rule")]
+    labels = [line.split(":", 1)[0] + ":" for line in ran.stdout.splitlines()]
+    assert labels, ran.stdout
+    quoted = re.findall(r"`([a-z][a-z ]*:)", paragraph)
+    for label in labels:
+        assert label in quoted, f"respc detect prints {label!r}, which the README does not describe"
+    assert set(quoted) <= set(labels) | {"not rendered (not checked):"}, quoted
