@@ -1189,3 +1189,23 @@ def test_ci_runs_exactly_the_readme_quick_start():
     for line in ci[:start] + ci[start + 3:]:
         command = line.split(" > ")[0].split(" && echo")[0].strip("{} ;")
         assert any(command in known or known in line for known in readme_lines if known), line
+
+
+def test_output_outside_the_folder_is_named_with_a_note(tmp_path, monkeypatch):
+    """`respc compile templates/qwen3.json -o /elsewhere/q.py` run from a folder without `.git` above
+    the output: the banner's regenerate command names q.py by its file name only and says it is
+    outside, rather than a command that would write another file (README, "Use")."""
+    (tmp_path / "here" / "templates").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    shutil.copy(QWEN3, tmp_path / "here" / "templates" / "mine.json")
+    monkeypatch.chdir(tmp_path / "here")
+    assert main(["compile", "templates/mine.json", "-o", str(tmp_path / "elsewhere" / "q.py")]) == 0
+    source = (tmp_path / "elsewhere" / "q.py").read_text(encoding="utf-8")
+    assert source.splitlines()[2:5:2] == [
+        "# template: templates/mine.json",
+        "# regenerate: respc compile templates/mine.json -o q.py (q.py is outside this repository: give its path)"]
+    assert main(["compile", str(tmp_path / "here" / "templates" / "mine.json"), "-o", "q2.py"]) == 0
+    monkeypatch.chdir(tmp_path)
+    assert main(["compile", str(tmp_path / "here" / "templates" / "mine.json"), "-o",
+                 str(tmp_path / "elsewhere" / "q3.py")]) == 0
+    assert str(tmp_path) not in (tmp_path / "elsewhere" / "q3.py").read_text(encoding="utf-8")
