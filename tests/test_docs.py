@@ -330,3 +330,53 @@ def test_the_readme_names_every_line_respc_detect_prints():
     for label in labels:
         assert label in quoted, f"respc detect prints {label!r}, which the README does not describe"
     assert set(quoted) <= set(labels) | {"not rendered (not checked):"}, quoted
+
+
+def test_the_javascript_examples_run_as_written(tmp_path):
+    """docs/javascript.md: the install command (`respc compile kimi_vl --target js -o web/kimi_vl.mjs
+    --with-runtime --parents`, in an empty folder: without `--parents` it exits 2), then its two ```js examples, verbatim, under Node in that folder: the API tour
+    on a whole output, and the streaming example reading a local server that sends the output in
+    pieces (only `url`, `body`, `prompt`, `show` and the output are supplied around it)."""
+    import shutil
+    import subprocess
+    import sys
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node (Node.js 20 or later) is not installed")
+    doc = _text("javascript.md")
+    install = re.search(r"^respc compile kimi_vl --target js -o web/kimi_vl\.mjs --with-runtime( --parents)?", doc, re.M)
+    assert install, "docs/javascript.md no longer shows the install command this test runs"
+    ran = subprocess.run([sys.executable, "-m", "respc", *install.group(0).split()[1:]], cwd=tmp_path,
+                         capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    api, stream = [body for lang, body in _FENCE.findall(doc) if lang == "js"][:2]
+    api_script = (
+        'const prefix = "<|im_assistant|>assistant<|im_middle|>";\n'
+        'const text = "\\u25c1think\\u25b7hm\\u25c1/think\\u25b7Hi";\n'
+        + api.replace("./kimi_vl.mjs", "./web/kimi_vl.mjs")
+        + '\nconsole.log(JSON.stringify([message, parseResponse(text, { prefix: "" })]));\n')
+    (tmp_path / "api.mjs").write_text(api_script, encoding="utf-8")
+    ran = subprocess.run([node, "api.mjs"], cwd=tmp_path, capture_output=True, text=True, encoding="utf-8",
+                         timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    expected = {"role": "assistant", "reasoning_content": "hm", "content": "Hi"}
+    assert json.loads(ran.stdout.strip().splitlines()[-1]) == [expected, expected]
+    server = (
+        'import http from "node:http";\n'
+        'const pieces = ["\\u25c1think\\u25b7I sho", "uld answer.\\u25c1/thi", "nk\\u25b7Hel", "lo there"];\n'
+        'const server = http.createServer((req, res) => { res.writeHead(200);\n'
+        '  let i = 0; const tick = setInterval(() => { if (i < pieces.length) res.write(pieces[i++]);\n'
+        '    else { clearInterval(tick); res.end(); } }, 5); });\n'
+        'await new Promise((done) => server.listen(0, "127.0.0.1", done));\n'
+        'const url = `http://127.0.0.1:${server.address().port}/`, body = "{}", prompt = "";\n'
+        'const shown = []; const show = (field, text) => shown.push([field, text]);\n')
+    script = (server + stream.replace("./kimi_vl.mjs", "./web/kimi_vl.mjs")
+              + "\nserver.close();\nconsole.log(JSON.stringify({ message, shown }));\n")
+    (tmp_path / "stream.mjs").write_text(script, encoding="utf-8")
+    ran = subprocess.run([node, "stream.mjs"], cwd=tmp_path, capture_output=True, text=True, encoding="utf-8",
+                         timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert result["message"] == {"role": "assistant", "reasoning_content": "I should answer.", "content": "Hello there"}
+    assert "".join(text for field, text in result["shown"] if field == "content") == "Hello there"
