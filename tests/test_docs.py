@@ -380,3 +380,23 @@ def test_the_javascript_examples_run_as_written(tmp_path):
     result = json.loads(ran.stdout.strip().splitlines()[-1])
     assert result["message"] == {"role": "assistant", "reasoning_content": "I should answer.", "content": "Hello there"}
     assert "".join(text for field, text in result["shown"] if field == "content") == "Hello there"
+
+
+def test_the_readme_openai_example_runs_as_written():
+    """README "OpenAI streaming": the ```python block, verbatim, with only `prompt_text`, `tools`,
+    `engine_output` and `send` supplied; the chunks it sends add up to the final message."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = next(body for lang, body in _FENCE.findall(readme)
+                 if lang == "python" and "ChatCompletionStream(" in body)
+    tools = json.loads((REPO / "examples" / "tools.json").read_text(encoding="utf-8"))
+    sent = []
+    scope = {"prompt_text": "<|im_start|>assistant\n<think>\n", "tools": tools, "send": sent.append,
+             "engine_output": ["a</think>Hi <tool_call>{\"name\": \"get_weather\", \"argu",
+                               "ments\": {\"city\": \"Paris\"}}</tool_call>"]}
+    exec(compile(block, "README.md", "exec"), scope)
+    final = scope["final"]
+    deltas = [choice["delta"] for chunks in sent for chunk in chunks for choice in chunk["choices"]]
+    assert "".join(d.get("content", "") for d in deltas) == final["content"] == "Hi"
+    arguments = "".join(call["function"].get("arguments", "") for d in deltas for call in d.get("tool_calls", ()))
+    assert json.loads(arguments) == {"city": "Paris"}
+    assert final["tool_calls"][0]["function"]["name"] == "get_weather"
