@@ -400,3 +400,22 @@ def test_the_readme_openai_example_runs_as_written():
     arguments = "".join(call["function"].get("arguments", "") for d in deltas for call in d.get("tool_calls", ()))
     assert json.loads(arguments) == {"city": "Paris"}
     assert final["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
+def test_guide_tools_type_the_arguments(tmp_path):
+    """The guide's "Tool schemas" step, as written: its `tools.json` and its command give `days` as
+    the integer 3 (the sample wrote the string "3")."""
+    import subprocess
+    import sys
+
+    (tmp_path / "my_qwen3.json").write_text(GUIDE[("template", "qwen3-v1")], encoding="utf-8")
+    (tmp_path / "sample1.txt").write_text(GUIDE[("output", "sample1")], encoding="utf-8", newline="")
+    (tmp_path / "prompt.txt").write_text(GUIDE_PROMPTS["thinking"], encoding="utf-8", newline="")
+    (tmp_path / "tools.json").write_text(GUIDE[("tools", "weather")], encoding="utf-8")
+    command = re.search(r"^respc parse my_qwen3\.json sample1\.txt .*--tools tools\.json$",
+                        _text("writing-a-template.md"), re.M).group(0)
+    ran = subprocess.run([sys.executable, "-m", "respc", *command.split()[1:]], cwd=tmp_path,
+                         capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    arguments = json.loads(ran.stdout)["tool_calls"][0]["function"]["arguments"]
+    assert arguments == {"city": "Paris", "days": 3}
