@@ -798,7 +798,8 @@ def _test(args: argparse.Namespace) -> int:
             groups.setdefault(text, []).append(how)
         for text, hows in groups.items():
             print(f"FAIL  {result.case.name} ({', '.join(hows)})")
-            sys.stdout.write("".join(f"      {line}" for line in text.splitlines(keepends=True)))
+            # every line ends with a line break (a diff's last line has none), so the next FAIL starts a line
+            sys.stdout.write("".join(f"      {line}\n" for line in text.splitlines()))
         sys.stdout.flush()
     print(f"respc test: {_count(len(cases), 'case')}, {len(cases) - failed} right and {failed} wrong (each "
           "fed whole, per character and in random pieces)", file=sys.stderr)

@@ -132,6 +132,19 @@ def test_respc_test_shows_a_diff_and_exits_1(workdir, capsys):
                             "random pieces)\n")
 
 
+
+def test_respc_test_starts_each_failure_on_its_own_line(workdir, capsys):
+    """Two failing cases: the second `FAIL` line is not glued to the last line of the first diff
+    (`      }FAIL  bad2 ...`), and the output ends with a line break."""
+    lines = [json.dumps({"name": name, "text": "Hi", "message": {"role": "assistant", "content": want}})
+             for name, want in (("bad", "Ho"), ("bad2", "Hu"))]
+    (workdir / "bad2.jsonl").write_text("\n".join(lines) + "\n")
+    assert main(["test", "qwen3", "bad2.jsonl"]) == 1
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if "FAIL" in line] == [
+        "FAIL  bad (whole, chars, random)", "FAIL  bad2 (whole, chars, random)"]
+    assert out.endswith("      }\n")
+
 def test_respc_test_checks_diagnostics_and_names_errors(workdir, capsys):
     case = {"name": "cut", "text": "Hi <tool_call>{\"name\": \"f\"", "errors": "recover",
             "message": {"role": "assistant", "content": "Hi"}, "diagnostics": ["no-such-kind"]}
