@@ -1209,3 +1209,24 @@ def test_output_outside_the_folder_is_named_with_a_note(tmp_path, monkeypatch):
     assert main(["compile", str(tmp_path / "here" / "templates" / "mine.json"), "-o",
                  str(tmp_path / "elsewhere" / "q3.py")]) == 0
     assert str(tmp_path) not in (tmp_path / "elsewhere" / "q3.py").read_text(encoding="utf-8")
+
+
+def test_a_local_folder_named_like_a_family_is_regenerated_as_a_path(tmp_path, monkeypatch):
+    """`respc compile ./qwen3 -o qwen3/p.py` for a model folder called qwen3: the banner says
+    `./qwen3`, since the bare word `qwen3` means the catalogue template (README, "Use"), and running
+    the regenerate command as written gives the same module."""
+    import shlex
+
+    folder = tmp_path / "qwen3"
+    folder.mkdir()
+    template = json.loads(QWEN3.read_text(encoding="utf-8"))
+    template["fields"]["content"]["join"] = "\n"  # not the catalogue's template
+    (folder / "tokenizer_config.json").write_text(json.dumps({"response_template": template}), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["compile", "./qwen3", "-o", "qwen3/p.py"]) == 0
+    first = (folder / "p.py").read_text(encoding="utf-8")
+    assert first.splitlines()[2:5:2] == ["# template: ./qwen3", "# regenerate: respc compile ./qwen3 -o qwen3/p.py"]
+    command = first.splitlines()[4].removeprefix("# regenerate: respc ")
+    (folder / "p.py").unlink()
+    assert main(shlex.split(command)) == 0
+    assert (folder / "p.py").read_text(encoding="utf-8") == first
