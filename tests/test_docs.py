@@ -419,3 +419,21 @@ def test_guide_tools_type_the_arguments(tmp_path):
     assert ran.returncode == 0, ran.stderr
     arguments = json.loads(ran.stdout)["tool_calls"][0]["function"]["arguments"]
     assert arguments == {"city": "Paris", "days": 3}
+
+
+def test_the_readme_quotes_what_respc_detect_says_for_a_new_format(tmp_path):
+    """A chat template of a made-up format (no catalogue family's start anchor in its prompt): `respc
+    detect` exits 1 with the one line the README quotes, word for word."""
+    import subprocess
+    import sys
+
+    (tmp_path / "zorp.jinja").write_text(
+        "{%- for m in messages %}<|zorp|>{{ m.role }}\n{{ m.content }}<|end|>{% endfor %}"
+        "{% if add_generation_prompt %}<|zorp|>bot\n{% endif %}", encoding="utf-8")
+    ran = subprocess.run([sys.executable, "-m", "respc", "detect", "zorp.jinja"], cwd=tmp_path,
+                         capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert ran.returncode == 1 and ran.stdout == ""
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    quoted = re.search(r"`(respc: no catalogue family fits: F: [^`]+)`", readme)
+    assert quoted, "the README does not quote respc detect's line for a new format"
+    assert ran.stderr == quoted.group(1).replace(": F: ", ": zorp.jinja: ", 1) + "\n"
