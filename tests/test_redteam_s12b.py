@@ -1,0 +1,63 @@
+"""Red team s12 (second pass): attacks on the runtime-written scanners' declared records
+(runtime/scanners.py), the whole-text express path and the OpenAI adapter's cheap argument readers,
+each run exactly as found; every test here failed before its fix (docs/security.md, "Red team s12b:
+declared scanner records").
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import REPO
+
+KIMI = REPO / "generated" / "kimi_k2.py"
+#: the record line of kimi_k2's state 0 that the attacks hand-edit
+LINE = "_rt.Literal('<|im_end|>', rank=1)"
+
+PROBE = """
+import sys
+sys.path.insert(0, '.')
+try:
+    import kk
+    print('IMPORTED', kk.parse_response('hi<|im_end|>', prefix=''))
+except BaseException as exc:
+    print('REFUSED', type(exc).__name__, str(exc)[:300])
+"""
+
+
+def _import_edited(tmp_path: Path, old: str, new: str) -> str:
+    """Write kimi_k2's module with ``old`` replaced by ``new`` to disk and import it in a fresh
+    interpreter (``python -I``); returns what the probe printed."""
+    text = KIMI.read_text(encoding="utf-8")
+    assert old in text
+    (tmp_path / "kk.py").write_text(text.replace(old, new, 1), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-I", "-c", PROBE], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize("rank", ["-2", "7", "10**5000"])
+def test_a_literal_rank_out_of_its_states_edges_is_refused_at_import(tmp_path, rank):
+    """A hand-edited module whose literal record's rank is not an index of its state's edges:
+    ``rank=-2`` made ``<|im_end|>`` (content's closer) open a tool call by Python's negative
+    indexing (strict: a "truncated" tool-call error on ``hi<|im_end|>``; no error at import);
+    ``rank=7`` and ``rank=10**5000`` raised a bare IndexError. Now the class is refused when it is
+    made, with a TypeError naming the state (and no repr of a 5000-digit int, which raised
+    ValueError)."""
+    out = _import_edited(tmp_path, LINE, f"_rt.Literal('<|im_end|>', rank={rank})")
+    assert out.startswith("REFUSED TypeError state 0 declares"), out
+    assert "TRANSITIONS edge" in out
+
+
+@pytest.mark.parametrize("reach", ["-3", "10**5000"])
+def test_a_negative_or_huge_pattern_reach_is_refused_at_import(tmp_path, reach):
+    """A Pattern record's ``reach`` (characters a match starts before its factor) must be a
+    non-negative int that can be written out: ``reach=-3`` was accepted, ``10**5000`` failed at the
+    first scan with "Exceeds the limit (4300 digits)"; now both are refused at import."""
+    out = _import_edited(tmp_path, "prefilter=True, leads", f"reach={reach}, prefilter=True, leads")
+    assert out.startswith("REFUSED TypeError a scanner takes Literal and Pattern records"), out
