@@ -61,3 +61,43 @@ def test_a_negative_or_huge_pattern_reach_is_refused_at_import(tmp_path, reach):
     first scan with "Exceeds the limit (4300 digits)"; now both are refused at import."""
     out = _import_edited(tmp_path, "prefilter=True, leads", f"reach={reach}, prefilter=True, leads")
     assert out.startswith("REFUSED TypeError a scanner takes Literal and Pattern records"), out
+
+
+#: pythonic and JSON bodies whose escapes give surrogate code points in a message value
+SURROGATE_OUTPUTS = [("llama4_pythonic", "", "[get_weather(city='\\ud800')]<|eot|>"),
+                     ("llama4_pythonic", "", "[get_weather(city='\\ud83d\\ude00')]<|eot|>"),
+                     ("hermes2pro", "<|im_start|>assistant\n",
+                      '<tool_call>\n{"name": "get_weather", "arguments": {"city": "\\ud800"}}\n</tool_call>')]
+
+
+@pytest.mark.parametrize("name,prefix,text", SURROGATE_OUTPUTS)
+def test_server_sent_events_of_a_surrogate_escape_encode_as_utf8(name, prefix, text):
+    """``[get_weather(city='\\ud800')]`` (a Python escape the pythonic reader keeps, as Python does)
+    made ``feed_sse``/``finalize_sse`` and ``responses_sse`` return text with a raw surrogate:
+    ``.encode("utf-8")``, what a server does to write it, raised UnicodeEncodeError mid-stream.
+    Now the events write it as its JSON escape: the text encodes, equals ``sse()`` of the dict
+    chunks, and a JSON reader of the events gets the message's arguments back (the same UTF-16 text),
+    whole and per character."""
+    import importlib
+    import json
+
+    from respc.openai import ChatCompletionStream, ResponsesStream, sse
+
+    module = importlib.import_module(f"respc.generated.{name}")
+    for chunks in ([text], list(text)):
+        stream = ChatCompletionStream(module.ResponseParser(prefix, None), ids=lambda n: "c", completion_id="x",
+                                      created=0)
+        got = "".join(stream.feed_sse(c) for c in chunks) + stream.finalize_sse()
+        got.encode("utf-8")
+        dicts = ChatCompletionStream(module.ResponseParser(prefix, None), ids=lambda n: "c", completion_id="x",
+                                     created=0)
+        assert sse([x for c in chunks for x in dicts.feed(c)] + dicts.finalize()) + "data: [DONE]\n\n" == got
+        arguments = "".join(call["function"].get("arguments") or ""
+                            for line in got.split("\n") if line.startswith("data: {")
+                            for chunk in [json.loads(line[6:])] if chunk["choices"]
+                            for call in chunk["choices"][0]["delta"].get("tool_calls") or [])
+        want = stream.message["tool_calls"][0]["function"]["arguments"]["city"]
+        assert json.loads(arguments)["city"].encode("utf-16-le", "surrogatepass") == want.encode(
+            "utf-16-le", "surrogatepass")
+        responses = ResponsesStream(module.ResponseParser(prefix, None))
+        ("".join(responses.feed_sse(c) for c in chunks) + responses.finalize_sse()).encode("utf-8")
