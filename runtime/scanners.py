@@ -24,6 +24,7 @@ from ``pos``, and "none" stays none, so no text is searched twice.
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any, Callable, NamedTuple
 
 __all__ = ["Literal", "Pattern", "state_scanner", "scanner_sources", "build_now", "HELD_LITERALS", "PREFIX_TABLE_BUDGET", "build_scanners", "literal_scanner", "literal_automata",
@@ -303,17 +304,25 @@ _CODE_CACHE: dict = {}
 CODE_CACHE_SIZE = 512
 
 
+#: taken while :data:`_CODE_CACHE` is changed: two threads building scanners at once (a server's
+#: first requests) both dropped the same oldest entry, and the second ``del`` raised KeyError
+#: out of ``feed`` (docs/security.md, "Red team s12b: the compiled-scanner cache under threads")
+_CODE_LOCK = threading.Lock()
+
+
 def _code(source: str, filename: str) -> Any:
     """``compile(source, filename, "exec")``, from :data:`_CODE_CACHE` when compiled before (a
     code object is immutable: each ``exec`` of it makes new functions in its own globals).
-    Compiling is most of a state's first-use cost (README.md, "Layout")."""
+    Compiling is most of a state's first-use cost (README.md, "Layout"). Safe from any number of
+    threads: the cache is changed under :data:`_CODE_LOCK` (a lookup needs no lock)."""
     key = (source, filename)
     code = _CODE_CACHE.get(key)
     if code is None:
         code = compile(source, filename, "exec")
-        if len(_CODE_CACHE) >= CODE_CACHE_SIZE:
-            del _CODE_CACHE[next(iter(_CODE_CACHE))]
-        _CODE_CACHE[key] = code
+        with _CODE_LOCK:
+            while len(_CODE_CACHE) >= CODE_CACHE_SIZE:
+                del _CODE_CACHE[next(iter(_CODE_CACHE))]
+            _CODE_CACHE[key] = code
     return code
 
 

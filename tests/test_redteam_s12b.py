@@ -101,3 +101,44 @@ def test_server_sent_events_of_a_surrogate_escape_encode_as_utf8(name, prefix, t
             "utf-16-le", "surrogatepass")
         responses = ResponsesStream(module.ResponseParser(prefix, None))
         ("".join(responses.feed_sse(c) for c in chunks) + responses.finalize_sse()).encode("utf-8")
+
+
+def test_two_threads_building_scanners_with_a_full_cache_raise_nothing(monkeypatch):
+    """The compiled-scanner cache (runtime/scanners.py ``_code``, at most ``CODE_CACHE_SIZE``
+    entries) dropped its oldest entry with ``del cache[next(iter(cache))]``: two threads building
+    scanners at once when it was full both picked the same entry and the second ``del`` raised
+    KeyError out of the first ``feed`` (8 threads of 3,000 first uses: 3 KeyErrors). Made
+    deterministic here: the cache holds one entry of a size of one, and a drop waits (up to half a
+    second) until the other thread drops too, which is how the two collided."""
+    import threading
+
+    from respc.runtime import scanners
+    from respc.runtime.scanners import Literal, literal_scanner
+
+    barrier = threading.Barrier(2, timeout=0.5)
+
+    class Cache(dict):
+        def __delitem__(self, key):
+            try:
+                barrier.wait()
+            except threading.BrokenBarrierError:
+                pass  # one at a time (the fixed code): go on
+            super().__delitem__(key)
+
+    monkeypatch.setattr(scanners, "_CODE_CACHE", Cache({("old", "<x>"): None}))
+    monkeypatch.setattr(scanners, "CODE_CACHE_SIZE", 1)
+    failures: list = []
+
+    def build(n: int) -> None:
+        try:
+            literal_scanner((Literal(f"<thread{n}>", 0),), 0)
+        except Exception as exc:  # noqa: BLE001 (what the thread raised is the finding)
+            failures.append(repr(exc))
+
+    threads = [threading.Thread(target=build, args=(n,)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert len(scanners._CODE_CACHE) == 1
