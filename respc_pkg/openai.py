@@ -67,6 +67,7 @@ Each region event is routed by its message key (``field``):
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from typing import Any, Callable, Iterable
@@ -104,9 +105,27 @@ def after_prompt(text: str, skip: list[str]) -> str:
     return text[i:]
 
 
+#: a UTF-16 surrogate code point (U+D800 to U+DFFF): no UTF-8 text can hold one (see :func:`_wire`)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _wire(text: str) -> str:
+    """Server-sent-event text as UTF-8 can carry it: a surrogate code point (a model's ``"\\ud800"``
+    JSON escape, or Python's ``'\\ud83d\\ude00'`` in a pythonic call, gives one in a message value;
+    ``json.dumps(..., ensure_ascii=False)`` writes it raw, and writing the event to the wire then
+    raised ``UnicodeEncodeError``) is written as its JSON escape ``\\udXXXX``, which a JSON reader
+    reads back as the same code point. Non-ASCII text only occurs inside JSON strings of the
+    event, so nothing else changes; ASCII text (``str.isascii`` is constant time) is returned as
+    it is (docs/security.md, "Red team s12b: server-sent events carry no surrogate")."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+
+
 def sse(chunks: Iterable[dict]) -> str:
-    """Render chunks as server-sent events: one ``data: {json}`` line and a blank line each."""
-    return "".join(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n" for chunk in chunks)
+    """Render chunks as server-sent events: one ``data: {json}`` line and a blank line each (a
+    surrogate code point written as its JSON escape, :func:`_wire`)."""
+    return _wire("".join(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n" for chunk in chunks))
 
 
 def responses_sse(events: Iterable[dict]) -> str:
@@ -115,7 +134,7 @@ def responses_sse(events: Iterable[dict]) -> str:
     ensure_ascii=False)``, written by the module's prebuilt encoder, :func:`_dumps`) and a blank
     line per event. The stream has no ``[DONE]`` line: it ends after ``response.completed`` (or
     ``response.incomplete``)."""
-    return "".join(f"event: {event['type']}\ndata: {_dumps(event)}\n\n" for event in events)
+    return _wire("".join(f"event: {event['type']}\ndata: {_dumps(event)}\n\n" for event in events))
 
 
 def _dumps(value: Any) -> str:
@@ -487,6 +506,7 @@ class ChatCompletionStream:
         if sse:
             other_sse = self._other_sse
             tool_sse = self._tool_chunk_sse
+            surrogate = _SURROGATE.search
 
             def feed_sse(text: Any) -> str:
                 got = parser_text(text)
@@ -518,7 +538,9 @@ class ChatCompletionStream:
                 state.parts.append(got)
                 # (measured on CPython 3.11: an f-string of the three pieces is about a fifth cheaper than
                 # str.join of a tuple, which is cheaper than "+" or "%")
-                return f"{state.sse_head}{_encode_string(got)}{state.sse_tail}"
+                if got.isascii() or surrogate(got) is None:
+                    return f"{state.sse_head}{_encode_string(got)}{state.sse_tail}"
+                return _wire(f"{state.sse_head}{_encode_string(got)}{state.sse_tail}")
 
             feed_sse.__doc__ = ChatCompletionStream.feed_sse.__doc__
             return feed_sse
@@ -584,7 +606,7 @@ class ChatCompletionStream:
         """:meth:`_tool_chunk` as server-sent-event text (:meth:`_built_sse`)."""
         self._as_sse = True
         try:
-            return "".join(self._tool_chunk(event))
+            return _wire("".join(self._tool_chunk(event)))
         finally:
             self._as_sse = False
 
@@ -592,7 +614,7 @@ class ChatCompletionStream:
         """:meth:`_other` as server-sent-event text: its chunks are built as text (:meth:`_built_sse`)."""
         self._as_sse = True
         try:
-            return "".join(self._other(events))
+            return _wire("".join(self._other(events)))
         finally:
             self._as_sse = False
 
@@ -641,7 +663,7 @@ class ChatCompletionStream:
                     out.append(head + _dumps(choice["delta"]) + end)
                     continue
             out.append("data: " + _dumps(chunk) + "\n\n")
-        return "".join(out)
+        return _wire("".join(out))
 
     def finalize(self, finish_reason: str | None = None, usage: dict | None = None) -> list[dict]:
         """End the stream: the last deltas, then the chunk with ``finish_reason``.

@@ -24,6 +24,7 @@ from ``pos``, and "none" stays none, so no text is searched twice.
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any, Callable, NamedTuple
 
 __all__ = ["Literal", "Pattern", "state_scanner", "scanner_sources", "build_now", "HELD_LITERALS", "PREFIX_TABLE_BUDGET", "build_scanners", "literal_scanner", "literal_automata",
@@ -118,7 +119,7 @@ def literal_prefixes(literals: tuple) -> frozenset | object:
         TypeError: ``literals`` is not a tuple of str.
     """
     if not isinstance(literals, tuple) or not all(type(lit) is str for lit in literals):
-        raise TypeError(f"literal_prefixes takes a tuple of str, not {literals!r}")
+        raise TypeError(f"literal_prefixes takes a tuple of str, not {_show(literals)}")
     plan = _hold_plan(literals)
     return frozenset() if plan is None else plan[3]
 
@@ -144,11 +145,11 @@ def _records(literals: tuple) -> None:
     """Refuse a declaration that is not ``Literal`` records of an exact non-empty ``str`` and an
     exact ``int`` (a module not made by respc): nothing else may reach a scanner's source."""
     if not isinstance(literals, tuple):
-        raise TypeError(f"a literal scanner takes a tuple of Literal(text, rank) records, not {literals!r}")
+        raise TypeError(f"a literal scanner takes a tuple of Literal(text, rank) records, not {_show(literals)}")
     for record in literals:
         if (not isinstance(record, Literal) or type(record.text) is not str or not record.text
                 or type(record.rank) is not int):
-            raise TypeError(f"a literal scanner takes Literal(text, rank) records, not {record!r}")
+            raise TypeError(f"a literal scanner takes Literal(text, rank) records, not {_show(record)}")
 
 
 def literal_scanner(literals: tuple, slot: int) -> tuple[Callable, int, tuple | None]:
@@ -212,14 +213,17 @@ def build_scanners(owner: type, scanners: tuple, memo_slots: int) -> tuple[tuple
     """
     built = []
     holds = []
+    edges = getattr(owner, "TRANSITIONS", ())
     for state, entry in enumerate(scanners):
         if isinstance(entry, tuple) and any(isinstance(r, Pattern) for r in entry):
             used, hold = _check_state(entry), None
+            _check_ranks(entry, state, edges)
             built.append(_lazy(owner, state, entry, memo_slots))
             memo_slots += used
             holds.append(hold)
         elif isinstance(entry, tuple):
             used, hold = _check(entry)
+            _check_ranks(entry, state, edges)
             built.append(_lazy(owner, state, entry, memo_slots))
             memo_slots += used
             holds.append(hold)
@@ -227,6 +231,34 @@ def build_scanners(owner: type, scanners: tuple, memo_slots: int) -> tuple[tuple
             built.append(entry)
             holds.append(None)
     return tuple(built), memo_slots, tuple(holds)
+
+
+def _show(value: object) -> str:
+    """``repr(value)`` for an error message, at most 300 characters; a value whose repr fails (an
+    int too long to write out, a hostile ``__repr__``) is named by its type."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 (any failure: the message names the type instead)
+        return f"a {type(value).__name__} that cannot be shown"
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _check_ranks(records: tuple, state: int, edges: tuple) -> None:
+    """Refuse a record whose rank is not the index of one of its state's ``TRANSITIONS`` edges
+    (a module not made by respc; docs/security.md, "Declared scanner records"): a rank out of
+    range (negative, past the last edge, a huge int) would pick another edge than the one the
+    delimiter stands for (Python's negative indexing) or fail later with an IndexError.
+
+    Raises:
+        TypeError: naming the state and the record.
+    """
+    if not edges:
+        return  # a class with no transitions at all (a bare scanner, as tests build one) parses nothing
+    count = len(edges[state]) if 0 <= state < len(edges) and isinstance(edges[state], tuple) else 0
+    for record in records:
+        if not 0 <= record.rank < count:
+            raise TypeError(f"state {state} declares {_show(record)}, but its rank must be the index of one of "
+                            f"the state's {count} TRANSITIONS edge(s) (a module not made by respc)")
 
 
 def _check(literals: tuple) -> tuple[int, tuple | None]:
@@ -272,17 +304,25 @@ _CODE_CACHE: dict = {}
 CODE_CACHE_SIZE = 512
 
 
+#: taken while :data:`_CODE_CACHE` is changed: two threads building scanners at once (a server's
+#: first requests) both dropped the same oldest entry, and the second ``del`` raised KeyError
+#: out of ``feed`` (docs/security.md, "Red team s12b: the compiled-scanner cache under threads")
+_CODE_LOCK = threading.Lock()
+
+
 def _code(source: str, filename: str) -> Any:
     """``compile(source, filename, "exec")``, from :data:`_CODE_CACHE` when compiled before (a
     code object is immutable: each ``exec`` of it makes new functions in its own globals).
-    Compiling is most of a state's first-use cost (README.md, "Layout")."""
+    Compiling is most of a state's first-use cost (README.md, "Layout"). Safe from any number of
+    threads: the cache is changed under :data:`_CODE_LOCK` (a lookup needs no lock)."""
     key = (source, filename)
     code = _CODE_CACHE.get(key)
     if code is None:
         code = compile(source, filename, "exec")
-        if len(_CODE_CACHE) >= CODE_CACHE_SIZE:
-            del _CODE_CACHE[next(iter(_CODE_CACHE))]
-        _CODE_CACHE[key] = code
+        with _CODE_LOCK:
+            while len(_CODE_CACHE) >= CODE_CACHE_SIZE:
+                del _CODE_CACHE[next(iter(_CODE_CACHE))]
+            _CODE_CACHE[key] = code
     return code
 
 
@@ -345,6 +385,9 @@ def _literal_source(literals: tuple, slot: int, group_of: dict, groups: list, ho
 #: the global name a regex delimiter's LazyPattern is bound to in its module (``_D<k>``, ``_R_D<k>``
 #: in the errors="recover" class): the only name of a module that reaches a built scanner's source
 DELIMITER_NAME = re.compile(r"(?:_R)?_D[0-9]+\Z")
+#: the largest ``Pattern.reach`` a declaration may give (a reach is a count of characters; a
+#: negative one, or one too long to write out, is refused: docs/security.md, "Declared scanner records")
+REACH_MAX = 2 ** 62
 #: characters past a complete match over which its probe is asked first (compiler/automaton.py,
 #: ``ScanPlans.window``)
 PROBE_AHEAD = 64
@@ -420,13 +463,13 @@ def _check_pattern(record) -> None:
           and all(type(flag) is bool for flag in (record.probe_always, record.memo, record.prefilter, record.anchored))
           and all(p is None or isinstance(p, LazyPattern) for p in (record.probe, record.back, record.late))
           and (record.factor is None or (type(record.factor) is str and record.factor))
-          and (record.reach is None or type(record.reach) is int)
+          and (record.reach is None or (type(record.reach) is int and 0 <= record.reach <= REACH_MAX))
           and _texts(record.leads) and _texts(record.late_leads)
           and _texts(record.barrier, 2) and _texts(record.late_barrier, 2)
           and (record.factor is None or (record.memo and record.probe is not None and not record.probe_always))
           and (record.back is None or record.factor is not None))
     if not ok:
-        raise TypeError(f"a scanner takes Literal and Pattern records of checked values, not {record!r}")
+        raise TypeError(f"a scanner takes Literal and Pattern records of checked values, not {_show(record)}")
 
 
 def _slots_of(records: tuple) -> tuple[list, list, int]:
@@ -788,7 +831,7 @@ def state_scanner(records: tuple, slot: int) -> Callable:
 def _check_state(records: tuple) -> int:
     """Check a state's mixed declaration (TypeError) and return its memo slots."""
     if not isinstance(records, tuple) or not records:
-        raise TypeError(f"a scanner takes a tuple of Literal and Pattern records, not {records!r}")
+        raise TypeError(f"a scanner takes a tuple of Literal and Pattern records, not {_show(records)}")
     scopes = set()
     for record in records:
         if isinstance(record, Pattern):

@@ -563,13 +563,18 @@ def test_sse_of_unusual_names_usage_and_length():
             events = ChatCompletionStream(_qwen3().ResponseParser(""), **options)
             got = "".join(events.feed_sse(piece) for piece in chunks) + events.finalize_sse(reason, usage, done=False)
             assert got == want, (size, reason)
+            got.encode("utf-8")  # what a server writes to the wire (docs/security.md, "Red team s12b")
             assert got.endswith('"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}}\n\n')
             lines = [json.loads(line[6:]) for line in got.split("\n\n")[:-2]]
             assert lines[-1]["choices"][0]["finish_reason"] == (reason or "tool_calls")
             if reason:
                 continue  # (the openai accumulator refuses a "length" completion)
             choice = _accumulated(lines)
-            assert choice.message.model_extra["why%"] == events.message["reasoning_content"] == 'r\u00e9so\x01n "%s" \\ \ud83d\ude00'
+            # the surrogate code points go out as JSON escapes: a pair sent in one event reads back as
+            # the character it forms, the same UTF-16 text (docs/security.md, "Red team s12b")
+            assert events.message["reasoning_content"] == 'r\u00e9so\x01n "%s" \\ \ud83d\ude00'
+            assert (choice.message.model_extra["why%"].encode("utf-16-le", "surrogatepass")
+                    == events.message["reasoning_content"].encode("utf-16-le", "surrogatepass"))
             assert choice.message.content == "%d\t\u2028tab"
 
 
