@@ -1162,6 +1162,25 @@ def _express_table(cls: type) -> tuple:
     return tuple(table) if any(any(row) for row in table) else ()
 
 
+def _end_quiet(cls: type) -> bool:
+    """Whether state 0's scanner, asked at the end of a complete text (``pos == len(buf)``,
+    ``eos``), surely answers nothing found and nothing held, ``(-1, 0, 0, None, len(buf))``: every
+    delimiter it watches is a literal, or a regex every match of which starts with a non-empty
+    lead (searched by ``lead_search``, not under a time limit, no start anchor), so none can match
+    the empty rest. The whole-text path then skips that scan after an express region that ended
+    the text (:meth:`StreamParser._run`; runtime/scanners.py for the records)."""
+    declared = cls._DECLARED
+    if not cls._EXPRESS or not declared or declared[0] is None or cls._IS_AFTER[0]:
+        return False
+    for record in declared[0]:
+        if isinstance(record, Literal):
+            continue
+        if (record.anchored or not record.leads or not all(record.leads)
+                or getattr(record.delimiter, "_bound", None) is not None):
+            return False
+    return True
+
+
 def _first_closer(buf: str, closers: tuple, at: int) -> tuple[int, str]:
     """Where the first of ``closers`` (an express region's literal closers, :func:`_express_table`)
     starts in ``buf`` from ``at``, and which: the leftmost, the longest of those starting there
@@ -1519,6 +1538,8 @@ class StreamParser:
     _DECLARED: tuple = ()
     #: per state, per rank: the closer of an express region (:func:`_express_table`), or None
     _EXPRESS: tuple = ()
+    #: whether state 0's scan at the end of a complete text surely finds nothing (:func:`_end_quiet`)
+    _END_QUIET: bool = False
     #: the express regions read at once when they open right where one ended (:func:`_chain_table`)
     _CHAIN: tuple = ()
 
@@ -1559,6 +1580,7 @@ class StreamParser:
                                    if any(g.startswith(RECOVER_CLOSER_GROUP) for g in r.groups))
         cls._EXPRESS = _express_table(cls)
         cls._CHAIN = _chain_table(cls)
+        cls._END_QUIET = _end_quiet(cls)
         bounded = {pattern: (name, key) for pattern, name, key in cls.REGEX_BOUNDED}
         cls._STRAY = tuple((closer, LazyPattern(pattern, 0, bound=bounded.get(pattern)), field)
                            for closer, pattern, field in cls.STRAY_CLOSERS)
@@ -2324,7 +2346,12 @@ class StreamParser:
                 # character (the fast path's rule, which holds after offset 0: with CONTEXT 0 no
                 # pattern has an anchor), so the scan would find nothing and hold nothing.
                 break
-            start, end, rank, match, hold = scanners[state](buf, pos, eos, memo)
+            if pos == n and express and state == 0 and self._END_QUIET:
+                # the whole-text path at the end of the text (most outputs end with their
+                # calls): what state 0's scanner answers there, without it (_end_quiet)
+                start, end, rank, match, hold = -1, 0, 0, None, n
+            else:
+                start, end, rank, match, hold = scanners[state](buf, pos, eos, memo)
             if eos and start > pos and self._name is None and self._tent is None and self._defer is None:
                 cuts = closing.get(state)
                 if cuts is None:

@@ -334,3 +334,36 @@ def test_several_closers_read_as_streaming(text):
     parser = respc.compile_template(_SEVERAL).ResponseParser
     assert parser._EXPRESS[0][0] == ("</c>", "</c>!", "<end>")
     same_whole_and_stream(parser, "", text)
+
+
+@pytest.mark.parametrize("name, text", [
+    ("hermes2pro", 'Hi <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'),
+    ("kimi_k2", "Hi<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>"
+                '{"a": 1}<|tool_call_end|><|tool_calls_section_end|>'),
+    ("qwen3", '<think>a</think>Hi <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'),
+])
+def test_no_scan_at_the_end_after_an_express_region(name, text):
+    """An output that ends with its calls: state 0's scanner is not asked again at the end of the
+    text (``_END_QUIET``: it could find nothing there), once per scan that found something; the
+    message is streaming's."""
+    parser = catalogue_parser(name)
+    assert parser._END_QUIET
+    module = importlib.import_module(f"respc.generated.{name}")
+    asked = []
+    real = parser.SCANNERS
+
+    def spy(scan):
+        def scanned(buf, pos, eos, memo):
+            asked.append(pos == len(buf))
+            return scan(buf, pos, eos, memo)
+        return scanned
+
+    parser.SCANNERS = tuple(spy(scan) for scan in real)
+    try:
+        message = module.parse_response(text, "")
+    finally:
+        parser.SCANNERS = real
+    assert message["tool_calls"] and asked and not any(asked), asked
+    same_whole_and_stream(parser, "", text)
+    for cut in (text[:-1], text + " ", text + text):
+        same_whole_and_stream(parser, "", cut)
