@@ -1542,6 +1542,7 @@ class StreamParser:
     _END_QUIET: bool = False
     #: the express regions read at once when they open right where one ended (:func:`_chain_table`)
     _CHAIN: tuple = ()
+    _CHAIN_LEADS: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -1580,6 +1581,8 @@ class StreamParser:
                                    if any(g.startswith(RECOVER_CLOSER_GROUP) for g in r.groups))
         cls._EXPRESS = _express_table(cls)
         cls._CHAIN = _chain_table(cls)
+        # every lead of the chain's links: one startswith tells whether any can start here
+        cls._CHAIN_LEADS = tuple(lead for leads, _p, _f, _c in cls._CHAIN for lead in leads)
         cls._END_QUIET = _end_quiet(cls)
         bounded = {pattern: (name, key) for pattern, name, key in cls.REGEX_BOUNDED}
         cls._STRAY = tuple((closer, LazyPattern(pattern, 0, bound=bounded.get(pattern)), field)
@@ -2450,7 +2453,7 @@ class StreamParser:
                         if c >= 0 and (not self.REGIONS[field].reject
                                        or self._tent_status(field, buf, end, c) != REJECTED):
                             pos = self._express(events, field, match, buf[start:end], buf[end:c], closer, c)
-                            if chain and self._loose is None:
+                            if chain and self._loose is None and buf.startswith(self._CHAIN_LEADS, pos):
                                 # the next ones right here (_chain_table): what the scan of state
                                 # 0 from pos answers, without it; otherwise the scan decides
                                 pos = self._express_chain(buf, pos, chain)
@@ -2485,7 +2488,8 @@ class StreamParser:
                         # A zero-width close on a region that got nothing would fire forever.
                         break
                     if (chain and end > start and self._state == 0 and not self._stack and self._loose is None
-                            and self._tent is None and self._defer is None):
+                            and self._tent is None and self._defer is None
+                            and buf.startswith(self._CHAIN_LEADS, pos)):
                         # the whole-text path: back in state 0 with the outside region empty,
                         # as after an express region: what opens right here is read at once
                         # (kimi_k2's section opener, then its first call)
