@@ -355,13 +355,18 @@ def pieces(name: str, doc: dict | None = None, real_calls: bool = False) -> Piec
         if sample is not None:
             candidates.insert(0 if real_calls else len(candidates), (sample[0], "sample", 2 if sample[1] else 1))
         source = "skipped (regex delimiters, no usable sample)"
+        # A field that does not repeat holds one block: a second one is an error (dropping a call
+        # is a wrong answer, docs/errors.md), so such a block is tried once and written once
+        # (``tool_list``), never twice in a row (mistral_nemo's ``[TOOL_CALLS][...]</s>``).
+        once = not spec.get("repeats")
         for text, origin, at_least in candidates:
-            if _yields_tool_calls(doc, text, at_least):
-                tool_call, source = text, origin
+            if _yields_tool_calls(doc, text, at_least, twice=not once):
+                tool_call, source, tool_list = text, origin, once
                 break
         if real_calls and tool_call is not None and spec.get("outside", True) is not False:
             wrap = _sample_wrap(name, doc, spec)
-            if wrap != ("", "", "") and not _yields_tool_calls(doc, wrap[0] + tool_call + wrap[1] + tool_call + wrap[2], 2):
+            twice = tool_call if once else tool_call + wrap[1] + tool_call
+            if wrap != ("", "", "") and not _yields_tool_calls(doc, wrap[0] + twice + wrap[2], 1 if once else 2):
                 wrap = ("", "", "")  # the wrapped form does not read back as two calls: keep the bare calls
         listed = _sample_tool_call(name, doc, spec, min_calls=2) if real_calls and tool_call is not None else None
         if listed is not None and _reads_calls(doc, wrap[0] + listed[0] + wrap[2]) >= 2:
@@ -382,9 +387,10 @@ def _reads_calls(doc: dict, text: str) -> int:
     return len(calls) if isinstance(calls, list) else 0
 
 
-def _yields_tool_calls(doc: dict, text: str, at_least: int = 1) -> bool:
-    """Whether ``text`` twice in a row parses (with respc) into a message holding at least
-    ``at_least`` tool calls (2: the call repeats, it does not run to the end of the stream).
+def _yields_tool_calls(doc: dict, text: str, at_least: int = 1, twice: bool = True) -> bool:
+    """Whether ``text`` twice in a row (once when not ``twice``: a field that does not repeat)
+    parses (with respc) into a message holding at least ``at_least`` tool calls (2: the call
+    repeats, it does not run to the end of the stream).
 
     The generic body ``{"name", "arguments"}`` does not fit every transform (command_r7b wants
     ``tool_name``/``parameters``); then the family's own sample is used instead.
@@ -392,7 +398,7 @@ def _yields_tool_calls(doc: dict, text: str, at_least: int = 1) -> bool:
     import respc
 
     try:
-        message = respc.compile_template(doc).parse_response(text * 2, "")
+        message = respc.compile_template(doc).parse_response(text * 2 if twice else text, "")
     except Exception:  # noqa: BLE001 - any failure just disqualifies the candidate
         return False
     calls = message.get("tool_calls")

@@ -1125,9 +1125,10 @@ def _express_table(cls: type) -> tuple:
     """Per state, per rank of a parser class: the closer text when that delimiter opens an
     *express* region, else None (every entry None, or ``()``, for a class without one).
 
-    An express region is one whose open is an ``OPEN`` edge into a state that watches one
-    delimiter only, a literal, its own close (``_DECLARED``: the literal states a module declares,
-    runtime/scanners.py), and whose body needs nothing while it is read: a slot (not discarded),
+    An express region is one whose open is an ``OPEN`` edge into a state whose one edge is its
+    own close, watched as one or more literals (``_DECLARED``: the literal states a module
+    declares, runtime/scanners.py; several, gigachat3's ``</s>`` or ``<|message_sep|>``: a tuple,
+    the first of which in the text ends the region, :func:`_first_closer`), and whose body needs nothing while it is read: a slot (not discarded),
     no ``end: "value"`` decoder or optional trailing close, no declared repairs, no recover-only
     closer. A tentative open (v2 ``reject``) is one too: the start of its body is decided first,
     up to the closer, as :meth:`StreamParser._probe` decides it (a rejected one is not express).
@@ -1148,16 +1149,48 @@ def _express_table(cls: type) -> tuple:
             closer = None
             if action == OPEN and field is not None and 0 <= field < len(regions) and 0 <= target < len(edges):
                 literals, back, region = declared[target], edges[target], regions[field]
-                if (literals is not None and len(literals) == 1 and isinstance(literals[0], Literal)
-                        and literals[0].rank == 0 and len(back) == 1
+                if (literals and all(isinstance(lit, Literal) and lit.rank == 0 for lit in literals)
+                        and len(back) == 1
                         and back[0][0] == CLOSE and back[0][1] == field and not cls._IS_AFTER[target]
                         and region.slot is not None and not region.ends
                         and region.after is None and not cls._REPAIRS[field]
                         and field not in cls._RC_FIELDS):
-                    closer = literals[0].text
+                    texts = tuple(dict.fromkeys(lit.text for lit in literals))
+                    closer = texts[0] if len(texts) == 1 else texts
             out.append(closer)
         table.append(tuple(out))
     return tuple(table) if any(any(row) for row in table) else ()
+
+
+def _end_quiet(cls: type) -> bool:
+    """Whether state 0's scanner, asked at the end of a complete text (``pos == len(buf)``,
+    ``eos``), surely answers nothing found and nothing held, ``(-1, 0, 0, None, len(buf))``: every
+    delimiter it watches is a literal, or a regex every match of which starts with a non-empty
+    lead (searched by ``lead_search``, not under a time limit, no start anchor), so none can match
+    the empty rest. The whole-text path then skips that scan after an express region that ended
+    the text (:meth:`StreamParser._run`; runtime/scanners.py for the records)."""
+    declared = cls._DECLARED
+    if not cls._EXPRESS or not declared or declared[0] is None or cls._IS_AFTER[0]:
+        return False
+    for record in declared[0]:
+        if isinstance(record, Literal):
+            continue
+        if (record.anchored or not record.leads or not all(record.leads)
+                or getattr(record.delimiter, "_bound", None) is not None):
+            return False
+    return True
+
+
+def _first_closer(buf: str, closers: tuple, at: int) -> tuple[int, str]:
+    """Where the first of ``closers`` (an express region's literal closers, :func:`_express_table`)
+    starts in ``buf`` from ``at``, and which: the leftmost, the longest of those starting there
+    (what a literal scanner answers: runtime/scanners.py); ``(-1, "")`` when none is there."""
+    best, which = -1, ""
+    for closer in closers:
+        c = buf.find(closer, at, best + len(closer) if best >= 0 else None)
+        if c >= 0 and (best < 0 or c < best or c == best and len(closer) > len(which)):
+            best, which = c, closer
+    return best, which
 
 
 def _chain_table(cls: type) -> tuple:
@@ -1169,7 +1202,11 @@ def _chain_table(cls: type) -> tuple:
     one as a prefix (a regex delimiter without leads could match anywhere: none then). Matched
     right where the previous express region ended, it is what state 0's scanner answers there
     (the leftmost hit, and nothing else matches at that start), so the next region is read at once
-    too (:meth:`StreamParser._run`). State 0's delimiters: the records it declares
+    too (:meth:`StreamParser._run`). A literal of state 0 whose edge closes the outside region
+    back to state 0 (a call section's markers, ``<|tool_calls_section_begin|>``) is a link too,
+    ``(leads, None, None, None)``: right after a region ended the outside region holds nothing, so
+    its close stores nothing, and the chain steps over it (issue 33, the section-marker cost).
+    State 0's delimiters: the records it declares
     (runtime/scanners.py: ``Literal`` and ``Pattern``). Empty when state 0 is an *after*
     state or the outside region has a decoder."""
     declared = cls._DECLARED
@@ -1198,12 +1235,17 @@ def _chain_table(cls: type) -> tuple:
     chain = []
     for k, (delimiter, rank, leads) in enumerate(watched):
         closer = express[0][rank]
-        if closer is None or heads[k] is None or (
-                not isinstance(delimiter, str) and getattr(delimiter, "_bound", None) is not None):
+        action, field, target = cls.TRANSITIONS[0][rank]
+        if closer is None and not (action == CLOSE and field == outside and target == 0
+                                   and isinstance(delimiter, str) and field not in cls._RC_FIELDS):
+            continue
+        if heads[k] is None or (not isinstance(delimiter, str) and getattr(delimiter, "_bound", None) is not None):
             continue
         if all(j == k or apart(heads[k], heads[j]) for j in range(len(watched))):
             pattern = None if isinstance(delimiter, str) else delimiter
-            chain.append((tuple(heads[k]), pattern, cls.TRANSITIONS[0][rank][1], closer))
+            # a close of the outside region back to state 0 (kimi_k2's and deepseek_v3_1's call
+            # section markers): field and closer None
+            chain.append((tuple(heads[k]), pattern, None if closer is None else field, closer))
     return tuple(chain)
 # Stands for "no trigger character at all" (a region that runs to the end of the stream): a chunk
 # that happens to contain it just takes the general fast path.
@@ -1496,8 +1538,11 @@ class StreamParser:
     _DECLARED: tuple = ()
     #: per state, per rank: the closer of an express region (:func:`_express_table`), or None
     _EXPRESS: tuple = ()
+    #: whether state 0's scan at the end of a complete text surely finds nothing (:func:`_end_quiet`)
+    _END_QUIET: bool = False
     #: the express regions read at once when they open right where one ended (:func:`_chain_table`)
     _CHAIN: tuple = ()
+    _CHAIN_LEADS: tuple = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -1536,6 +1581,9 @@ class StreamParser:
                                    if any(g.startswith(RECOVER_CLOSER_GROUP) for g in r.groups))
         cls._EXPRESS = _express_table(cls)
         cls._CHAIN = _chain_table(cls)
+        # every lead of the chain's links: one startswith tells whether any can start here
+        cls._CHAIN_LEADS = tuple(lead for leads, _p, _f, _c in cls._CHAIN for lead in leads)
+        cls._END_QUIET = _end_quiet(cls)
         bounded = {pattern: (name, key) for pattern, name, key in cls.REGEX_BOUNDED}
         cls._STRAY = tuple((closer, LazyPattern(pattern, 0, bound=bounded.get(pattern)), field)
                            for closer, pattern, field in cls.STRAY_CLOSERS)
@@ -2301,7 +2349,12 @@ class StreamParser:
                 # character (the fast path's rule, which holds after offset 0: with CONTEXT 0 no
                 # pattern has an anchor), so the scan would find nothing and hold nothing.
                 break
-            start, end, rank, match, hold = scanners[state](buf, pos, eos, memo)
+            if pos == n and express and state == 0 and self._END_QUIET:
+                # the whole-text path at the end of the text (most outputs end with their
+                # calls): what state 0's scanner answers there, without it (_end_quiet)
+                start, end, rank, match, hold = -1, 0, 0, None, n
+            else:
+                start, end, rank, match, hold = scanners[state](buf, pos, eos, memo)
             if eos and start > pos and self._name is None and self._tent is None and self._defer is None:
                 cuts = closing.get(state)
                 if cuts is None:
@@ -2393,11 +2446,14 @@ class StreamParser:
                         # the whole-text path: the region and its close at once (_express); a
                         # tentative open's body decides first, as _probe would with the closer
                         # found (a rejected one takes the way below)
-                        c = buf.find(closer, end)
+                        if closer.__class__ is str:
+                            c = buf.find(closer, end)
+                        else:
+                            c, closer = _first_closer(buf, closer, end)
                         if c >= 0 and (not self.REGIONS[field].reject
                                        or self._tent_status(field, buf, end, c) != REJECTED):
                             pos = self._express(events, field, match, buf[start:end], buf[end:c], closer, c)
-                            if chain and self._loose is None:
+                            if chain and self._loose is None and buf.startswith(self._CHAIN_LEADS, pos):
                                 # the next ones right here (_chain_table): what the scan of state
                                 # 0 from pos answers, without it; otherwise the scan decides
                                 pos = self._express_chain(buf, pos, chain)
@@ -2431,6 +2487,13 @@ class StreamParser:
                     if not had_text and start == end:
                         # A zero-width close on a region that got nothing would fire forever.
                         break
+                    if (chain and end > start and self._state == 0 and not self._stack and self._loose is None
+                            and self._tent is None and self._defer is None
+                            and buf.startswith(self._CHAIN_LEADS, pos)):
+                        # the whole-text path: back in state 0 with the outside region empty,
+                        # as after an express region: what opens right here is read at once
+                        # (kimi_k2's section opener, then its first call)
+                        pos = self._express_chain(buf, pos, chain)
                 continue
             if eos:
                 cut = self._eos_hold
@@ -3015,6 +3078,11 @@ class StreamParser:
                     break
             else:
                 break
+            if field is None:
+                # a close of the outside region, which holds nothing here: _close stores nothing
+                # and _leave goes back to state 0 (done below, once)
+                pos += len(leads[0])
+                continue
             if pattern is None:
                 match = None
                 end = pos + len(leads[0])
@@ -3023,7 +3091,10 @@ class StreamParser:
                 if match is None:
                     break
                 end = match.end()
-            c = buf.find(closer, end)
+            if closer.__class__ is str:
+                c = buf.find(closer, end)
+            else:
+                c, closer = _first_closer(buf, closer, end)
             if c < 0 or (self.REGIONS[field].reject and self._tent_status(field, buf, end, c) == REJECTED):
                 break
             pos = self._express_store(field, match, buf[pos:end], buf[end:c], closer, pos + base) - base

@@ -283,3 +283,23 @@ def test_command_line_sizes_and_names_are_checked(capsys):
     with pytest.raises(SystemExit):
         bench.main(["--profile", "nosuch:10k"])
     assert "--profile: unknown template 'nosuch'" in capsys.readouterr().err
+
+
+#: the templates whose tool-call field does not repeat (a second block is an error, docs/errors.md)
+#: and whose family sample writes a call: each once gave no tool call at all in its inputs
+#: ("skipped (regex delimiters, no usable sample)"), its block tried twice in a row
+ONE_BLOCK = [n for n in inputs.catalogue()
+             if (inputs._tool_field(inputs.load(n)) or {"repeats": True}).get("repeats") is not True
+             and n != "phi4_mini"]
+
+
+@pytest.mark.parametrize("name", ["mistral_nemo"] + [n for n in ONE_BLOCK if n != "mistral_nemo"])
+@pytest.mark.parametrize("real_calls", [True, False])
+def test_a_block_that_does_not_repeat_is_written_once(name, real_calls):
+    """mistral_nemo's ``[TOOL_CALLS][...]</s>`` (literal delimiters) gave no call in the realistic
+    input of benchmarks/whole_speed.py: a field that does not repeat holds its calls in one block."""
+    doc = inputs.load(name)
+    pieces = inputs.pieces(name, doc, real_calls=real_calls)
+    assert pieces.tool_call is not None and pieces.tool_list, pieces.tool_source
+    text = inputs.build(name, 3000, doc, real_calls=real_calls)
+    assert len(respc.compile_template(doc).parse_response(text, "")["tool_calls"]) >= 1

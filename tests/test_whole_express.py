@@ -32,7 +32,8 @@ def _express_names() -> list[str]:
 
 
 def _closers(name: str) -> set[str]:
-    return {closer for row in catalogue_parser(name)._EXPRESS for closer in row if closer}
+    return {text for row in catalogue_parser(name)._EXPRESS for closer in row if closer
+            for text in ((closer,) if isinstance(closer, str) else closer)}
 
 
 def test_profiled_tool_call_regions_are_express():
@@ -42,13 +43,13 @@ def test_profiled_tool_call_regions_are_express():
     assert set(EXPECTED) <= set(express), sorted(set(EXPECTED) - set(express))
     assert len(express) >= 30, express
     taken = []
-    real = rt_stream.StreamParser._express
+    real = rt_stream.StreamParser._express_store  # (every express region, chained or not)
 
     def spy(self, *args):
         taken.append(type(self).__module__)
         return real(self, *args)
 
-    rt_stream.StreamParser._express = spy
+    rt_stream.StreamParser._express_store = spy
     try:
         for name in EXPECTED:
             module = importlib.import_module(f"respc.generated.{name}")
@@ -56,7 +57,7 @@ def test_profiled_tool_call_regions_are_express():
                 if "tool_calls" in case["message"]:
                     module.parse_response(case["text"], case["prefix"])
     finally:
-        rt_stream.StreamParser._express = real
+        rt_stream.StreamParser._express_store = real
     assert {m.rsplit(".", 1)[-1] for m in taken} == set(EXPECTED)
 
 
@@ -120,6 +121,8 @@ def test_chained_express_regions_read_as_streaming(name):
     parser = catalogue_parser(name)
     done = 0
     for leads, pattern, _field, closer in catalogue_parser(name)._CHAIN:
+        if not isinstance(closer, str):
+            continue  # a close of the outside region (test_section_markers_chain_as_streaming), several closers
         for case in family_cases(name)[:8]:
             text = case["text"]
             if pattern is None:
@@ -212,3 +215,155 @@ def test_express_is_the_whole_text_path_only():
         assert taken == [False]
     finally:
         rt_stream.StreamParser._express = real
+
+
+def _quiet(name: str) -> list[str]:
+    """The links of ``_CHAIN`` that close the outside region (a call section's markers, an end of
+    turn): stepped over right where a region ended."""
+    return [leads[0] for leads, _pattern, field, _closer in catalogue_parser(name)._CHAIN if field is None]
+
+
+def _quiet_names() -> list[str]:
+    return [name for name in _chained_names() if _quiet(name)]
+
+
+def test_section_markers_are_chain_links():
+    """kimi_k2's and deepseek_v3_1's call-section markers are links of the chain (issue 33: each
+    cost a scan, a close and a leave of the empty outside region, ~7 us per output)."""
+    assert {"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"} <= set(_quiet("kimi_k2"))
+    assert {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"} <= set(_quiet("deepseek_v3_1"))
+
+
+@pytest.mark.parametrize("name, text", [
+    ("kimi_k2", "Hi<|tool_calls_section_begin|>" + "<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+                '{"city": "Paris"}<|tool_call_end|>' * 3 + "<|tool_calls_section_end|>"),
+    ("deepseek_v3_1", "Hi<｜tool▁calls▁begin｜>" + '<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}'
+                      "<｜tool▁call▁end｜>" * 3 + "<｜tool▁calls▁end｜><｜end▁of▁sentence｜>"),
+])
+def test_section_markers_take_no_scan(name, text):
+    """The realistic tail of kimi_k2 and deepseek_v3_1 (answer, section opener, three calls back to
+    back, section closer): the answer is closed once, the section's markers and calls are read by
+    the chain, and only the end of the stream closes again (``_close`` twice, not three or four
+    times); the message is streaming's."""
+    module = importlib.import_module(f"respc.generated.{name}")
+    closes = []
+    real = rt_stream.StreamParser._close
+
+    def spy(self, *args, **kwargs):
+        closes.append(args[1:2])
+        return real(self, *args, **kwargs)
+
+    rt_stream.StreamParser._close = spy
+    try:
+        message = module.parse_response(text, "")
+    finally:
+        rt_stream.StreamParser._close = real
+    assert len(message["tool_calls"]) == 3 and message["content"] == "Hi"
+    assert len(closes) == 2, closes
+    same_whole_and_stream(catalogue_parser(name), "", text)
+
+
+@pytest.mark.parametrize("name", _quiet_names())
+def test_section_markers_chain_as_streaming(name):
+    """The outside region's closers right after a region (section markers, end of turn) doubled,
+    cut, with text or whitespace after them, between back-to-back calls, and spliced at random
+    places into the family's cases give what streaming gives, strict and recover."""
+    parser = catalogue_parser(name)
+    rng = random.Random("quiet " + name)
+    closers = sorted(_closers(name))
+    done = 0
+    for case in family_cases(name)[:3]:
+        text = case["text"]
+        for q in _quiet(name):
+            variants = [q + text, text + q, text + q + q, q + q + text]
+            for closer in closers:
+                at = text.find(closer)
+                if at < 0:
+                    continue
+                cut = at + len(closer)
+                head, tail = text[:cut], text[cut:]
+                variants += [head + q + tail, head + q + q + tail, head + q + "x" + tail, head + q + " " + tail,
+                             head + q[:-1] + tail, head + q + head + tail, head + q + text[at - 5:],
+                             head + " " + q + tail, head + q]
+            for _ in range(4):
+                k = rng.randrange(len(text) + 1)
+                variants.append(text[:k] + q + text[k:])
+            for joined in variants:
+                same_whole_and_stream(parser, case["prefix"], joined)
+                done += 1
+    if not done:
+        pytest.skip(f"{name}: no family cases")
+
+
+#: closers that start alike: at one place the longer one is the close (the literal scanner's rule)
+_SEVERAL = {
+    "respc_version": 2,
+    "start_anchor": "<|assistant|>",
+    "fields": {
+        "calls": {"open": "<c>", "close": ["</c>", "</c>!", "<end>"], "content": "json", "role": "tool_calls",
+                  "repeats": True, "transform": {"type": "function", "function": "{content}"}},
+        "content": {"content": "text", "repeats": True, "join": ""},
+    },
+}
+
+
+def test_several_closers_are_express():
+    """A region whose state watches several literal closers of its one close edge (gigachat3's
+    ``</s>`` or ``<|message_sep|>``, muse_glimmer's three end tokens) is express too: its closers
+    are a tuple, the first in the text ends it."""
+    assert catalogue_parser("gigachat3")._EXPRESS[0][0] == ("</s>", "<|message_sep|>")
+    for name in ("gigachat3", "muse_glimmer", "granite3", "functionary_v3_1"):
+        assert name in _express_names(), name
+    assert rt_stream._first_closer("ab</c>!x<end>", ("</c>", "</c>!", "<end>"), 0) == (2, "</c>!")
+    assert rt_stream._first_closer("ab<end></c>!", ("</c>", "</c>!", "<end>"), 1) == (2, "<end>")
+    assert rt_stream._first_closer("ab</c", ("</c>", "</c>!"), 0) == (-1, "")
+
+
+_CALL = '{"name": "f", "arguments": {"a": 1}}'
+
+
+@pytest.mark.parametrize("text", [
+    f"<c>{_CALL}</c>!", f"<c>{_CALL}</c>", f"<c>{_CALL}<end>", f"hi <c>{_CALL}</c>!<c>{_CALL}<end>x",
+    f"<c>{_CALL}</c>!!", f"<c>{_CALL}</c", f"<c>{_CALL}<end", f"<c>{_CALL}</c>x</c>!", f"<c>{_CALL}<end></c>!",
+    f"<c>{_CALL[:-1]}</c>!", f"<c></c>!<c>{_CALL}</c>", f"<c>{_CALL}</c>!<c>{_CALL}</c>!<c>{_CALL}</c>!",
+    "<c>[1]<end>", f"<c>{_CALL}<c>{_CALL}</c>",
+])
+def test_several_closers_read_as_streaming(text):
+    """Closers that start alike (``</c>`` and ``</c>!``: the longer wins at one place), one that
+    comes first, cut ones, back-to-back regions: the express path reads what streaming reads."""
+    parser = respc.compile_template(_SEVERAL).ResponseParser
+    assert parser._EXPRESS[0][0] == ("</c>", "</c>!", "<end>")
+    same_whole_and_stream(parser, "", text)
+
+
+@pytest.mark.parametrize("name, text", [
+    ("hermes2pro", 'Hi <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'),
+    ("kimi_k2", "Hi<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>"
+                '{"a": 1}<|tool_call_end|><|tool_calls_section_end|>'),
+    ("qwen3", '<think>a</think>Hi <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'),
+])
+def test_no_scan_at_the_end_after_an_express_region(name, text):
+    """An output that ends with its calls: state 0's scanner is not asked again at the end of the
+    text (``_END_QUIET``: it could find nothing there), once per scan that found something; the
+    message is streaming's."""
+    parser = catalogue_parser(name)
+    assert parser._END_QUIET
+    module = importlib.import_module(f"respc.generated.{name}")
+    asked = []
+    real = parser.SCANNERS
+
+    def spy(scan):
+        def scanned(buf, pos, eos, memo):
+            asked.append(pos == len(buf))
+            return scan(buf, pos, eos, memo)
+        return scanned
+
+    parser.SCANNERS = tuple(spy(scan) for scan in real)
+    try:
+        message = module.parse_response(text, "")
+    finally:
+        parser.SCANNERS = real
+    assert message["tool_calls"] and asked and not any(asked), asked
+    same_whole_and_stream(parser, "", text)
+    for cut in (text[:-1], text + " ", text + text):
+        same_whole_and_stream(parser, "", cut)
