@@ -374,6 +374,9 @@ def _start_split(tree) -> tuple[list, list] | None:
     not all, branches start with ``^`` or ``\\A`` (ernie4_5's ``^\\s*(?:<think>\\s*)?|<think>\\s*``);
     anchored branches lose their leading anchor. None for any other pattern."""
     items = list(tree)
+    whole = _strip_start(items)
+    if whole is not None:  # every match starts at offset 0 (gpt_oss's ``(?P<repair_stripped_tokens>^analysis)``)
+        return [whole], []
     if len(items) != 1 or items[0][0] is not sre_c.BRANCH:
         return None
     anchored, late = [], []
@@ -386,10 +389,25 @@ def _start_split(tree) -> tuple[list, list] | None:
     return (anchored, late) if anchored and late else None
 
 
+def _strip_start(ops: list) -> list | None:
+    """``ops`` (a parsed sequence) without its leading ``^``/``\\A`` when every match of it starts
+    with one (directly, or first in a leading group), else None."""
+    if not ops:
+        return None
+    op, av = ops[0]
+    if op is sre_c.AT and av in _START_ANCHORS:
+        return list(ops[1:])
+    if op is sre_c.SUBPATTERN:
+        inner = _strip_start(list(av[3]))
+        return None if inner is None else inner + list(ops[1:])
+    return None
+
+
 def has_start_branches(pattern: str) -> bool:
-    """Whether ``pattern`` is an alternation some of whose branches (not all) match only at the
-    start of the output (``^``/``\\A``: the parser tries them at offset 0 only, runtime/stream.py
-    ``partial_search``). The grammar gives such an open two forms (:func:`regex_to_ir` ``at_start``)."""
+    """Whether ``pattern`` is an alternation some of whose branches match only at the start of the
+    output (``^``/``\\A``: the parser tries them at offset 0 only, runtime/stream.py
+    ``partial_search``), or a pattern all of whose matches do (then it opens nothing elsewhere).
+    The grammar gives such an open two forms (:func:`regex_to_ir` ``at_start``)."""
     try:
         return _start_split(parse_pattern(pattern)) is not None
     except Exception:  # noqa: BLE001 - unreadable: no split
@@ -431,15 +449,19 @@ def regex_to_ir(pattern: str, groups: dict | None = None, at_start: bool | None 
         if split is not None:
             anchored, late = split
             branches = (anchored + late) if at_start else late
+            if not branches:  # a wholly anchored pattern matches nowhere but at offset 0
+                return NEVER, notes
             return alt(*(_seq_to_ir(b, groups or {}, names, notes) for b in branches)), notes
         return _seq_to_ir(tree, groups or {}, names, notes), notes
     except (_Inexact, Exception) as exc:  # noqa: BLE001 - any unreadable construct: approximate
         return Rep(ANY_CHAR, 1), [f"pattern not translated ({exc})"]
 
 
-def _leads(pattern: str) -> list[str]:
+def _leads(pattern: str, anchored: bool = False) -> list[str]:
     """Literal strings such that every match of ``pattern`` starts with one of them ('' if some
-    match may start with anything). Used to keep delimiters out of free text."""
+    match may start with anything). Used to keep delimiters out of free text. A pattern with
+    branches that match at offset 0 only (:func:`_start_split`) gives the other branches' leads,
+    or with ``anchored`` those branches' leads."""
     try:
         tree = parse_pattern(pattern)
     except Exception:  # noqa: BLE001
@@ -468,7 +490,9 @@ def _leads(pattern: str) -> list[str]:
 
     split = _start_split(tree)
     if split is not None:  # anchored branches match at offset 0 only, which the grammar's start rule reads
-        return list(dict.fromkeys(x for b in split[1] for x in lead(b)))
+        return list(dict.fromkeys(x for b in split[0 if anchored else 1] for x in lead(b)))
+    if anchored:
+        return []
     return list(dict.fromkeys(lead(list(tree))))
 
 
@@ -1343,6 +1367,46 @@ class _Builder:
         return f.open is not None and f.open.literals is None and has_start_branches(
             without_optional_repairs(f.open.pattern))
 
+    def start_only(self, fi: int) -> bool:
+        """Whether every match of field ``fi``'s open starts at offset 0 (a wholly anchored open,
+        gpt_oss's ``(?P<repair_stripped_tokens>^analysis)``): the region opens nowhere else."""
+        if not self.start_open(fi):
+            return False
+        split = _start_split(parse_pattern(without_optional_repairs(self.t.fields[fi].open.pattern)))
+        return split is not None and not split[1]
+
+    def start_leads(self, anchored: list[int]) -> list[str] | None:
+        """The literal leads of the anchored branches of fields ``anchored`` (what the parser
+        watches at offset 0 only); None when one may start with anything."""
+        out: list[str] = []
+        for fi in anchored:
+            for x in _leads(without_optional_repairs(self.t.fields[fi].open.pattern), anchored=True):
+                if not x:
+                    return None
+                out.append(x)
+        return list(dict.fromkeys(out))
+
+    def guarded_start(self, leads: list[str], tref, rest):
+        """Text at offset 0 that no anchored open in ``leads`` starts, then ``rest``: the text
+        starts with a proper prefix of a lead and a character that does not continue it, such
+        that no watched delimiter (nor a lead) is begun across that point, so the text rule
+        (``tref``) reads on from a fresh state; or the output starts with ``rest`` (a region)."""
+        watched = [w for w in self.watched(OUTSIDE) if w]
+        prefixes = sorted({x[:i] for x in leads for i in range(len(x))})
+
+        def safe(s: str) -> bool:  # no watched literal in s, none begun by a suffix of s
+            return not any(w in s or any(w.startswith(s[i:]) for i in range(len(s))) for w in watched)
+
+        heads = [EMPTY]
+        for p in prefixes:
+            if p and not safe(p):
+                continue
+            cands = {c for w in watched for c in w} | {x[len(p)] for x in leads if x.startswith(p)}
+            bad = sorted(c for c in cands if any(x.startswith(p + c) for x in leads) or not safe(p + c))
+            chars = Chars(_norm([(ord(c), ord(c)) for c in bad]), True)
+            heads.append(seq(Lit(p), chars, tref) if p else seq(chars, tref))
+        return seq(alt(*heads), rest)
+
     def _region(self, fi: int, closed: bool):
         f = self.t.fields[fi]
         where = f"field {f.name!r}"
@@ -1398,7 +1462,7 @@ class _Builder:
                 self.g.inexact(f"{where}: tool calls in {f.content!r} bodies are not typed")
             if ends and close is not None:
                 close = alt(close, *ends)
-        if split and getattr(self, "_start", False):
+        if split and getattr(self, "_start", False) and nullable(op if not isinstance(op, Ref) else EMPTY):
             body = self._start_body(fi, body)
         if f.end == "value":
             return self._set(fi, seq(op, _close_after_value(body, close)))
@@ -1586,7 +1650,8 @@ class _Builder:
         # ``<|plamo:tag|>``) runs to the end of the output: whatever follows its open is its body,
         # so it comes last, never before a call the parser would not see
         endless = [fi for fi in top if fi not in calls and self.endless(fi)]
-        plain = [fi for fi in top if fi not in calls and fi not in endless]
+        # a wholly anchored open (gpt_oss's ``^analysis``) opens its region at offset 0 only
+        plain = [fi for fi in top if fi not in calls and fi not in endless and not self.start_only(fi)]
         other = [self.region(fi) for fi in plain]
         if t.implicit is not None and t.fields[t.implicit].close is not None:
             other.append(self.g.add("implicit_close", delimiter_ir(
@@ -1636,12 +1701,16 @@ class _Builder:
         # (--no-reasoning) leaves only the second
         anchored = [fi for fi, f in enumerate(t.fields) if f.outside and not f.is_implicit and self.start_open(fi)]
         if anchored:
-            starts = [fi for fi in anchored if fi in plain]
+            starts = [fi for fi in anchored if fi in top and fi not in calls and fi not in endless]
             heads = [seq(self.region(fi, start=True), body) for fi in starts]
             if not need_call:
-                heads += [self.region(fi, closed=False, start=True) for fi in starts if fi in cut]
+                heads += [self.region(fi, closed=False, start=True) for fi in starts
+                          if t.fields[fi].close is not None and t.fields[fi].end == "delimiter"]
             empty = any(nullable(delimiter_ir(t.fields[fi].open, {}, Grammar(), "", True)) for fi in anchored)
-            heads.append(rest if empty else body)
+            leads = None if empty else self.start_leads(anchored)
+            # text at offset 0 that an anchored branch starts is that region's (issue 27: gpt_oss's
+            # ``analysis ... to=functions.f`` is all reasoning to the parser, no call)
+            heads.append(rest if empty else body if leads is None else self.guarded_start(leads, tref, rest))
             body = alt(*heads)
         tail = EMPTY
         self.g.rules = {"start": seq(body, tail), **self.g.rules}

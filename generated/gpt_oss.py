@@ -475,11 +475,9 @@ get_response_parser, parse_response = _rt.module_api(ResponseParser)
 # The whole-message language of this template, as a Lark grammar (documentation and tests).
 GRAMMAR = (
     '// respc grammar export (Lark: Earley, dynamic lexer, regex=True)\n'
-    "// inexact: field 'reasoning_stripped' open_pattern '(?P<repair_stripped_tokens>^analysis)': anchor AT_BEGINNING dropped\n"
-    'start: text ((region_0 | region_1 | region_3 | implicit_close) text)* (region_2 text ((region_0 | region_1 | region_3 | implicit_close | region_2) text)* (open_region_0 | open_region_1 | open_region_3 | open_region_2)? | open_region_2 | (open_region_0 | open_region_1 | open_region_3)?)\n'
-    'text: /(?:(?!to=functions\\.|<\\|channel\\|>|analysis|<\\|)[\\s\\S])+/s?\n'
+    'start: region_1_at_start text ((region_0 | region_3 | implicit_close) text)* (region_2 text ((region_0 | region_3 | implicit_close | region_2) text)* (open_region_0 | open_region_3 | open_region_2)? | open_region_2 | (open_region_0 | open_region_3)?) | open_region_1_at_start | (/[^<at]/ text | /a/ /[^<nt]/ text | /an/ /[^<at]/ text | /ana/ /[^<lt]/ text | /anal/ /[^<ty]/ text | /analy/ /[^<s-t]/ text | /analys/ /[^<it]/ text | /analysi/ /[^<s-t]/ text)? ((region_0 | region_3 | implicit_close) text)* (region_2 text ((region_0 | region_3 | implicit_close | region_2) text)* (open_region_0 | open_region_3 | open_region_2)? | open_region_2 | (open_region_0 | open_region_3)?)\n'
+    'text: /(?:(?!to=functions\\.|<\\|channel\\|>|<\\|)[\\s\\S])+/s?\n'
     'region_0: /<\\|channel\\|>analysis<\\|message\\|>/ /(?:(?!<\\|start\\|>assistant|<\\|end\\|>)[\\s\\S])+/s? /(?:<\\|start\\|>assistant|<\\|end\\|>)/s\n'
-    'region_1: /analysis/ /(?:(?!assistantfinal)[\\s\\S])+/s? /assistantfinal/\n'
     'region_3: /<\\|(?:start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis)){0,1}|channel\\|>(?:commentary|analysis))(?:[\\x09-\\x0d ]){0,}to=(?:python|browser\\.(?:[0-9A-Z_a-z]){1,}|container\\.(?:[0-9A-Z_a-z]){1,})(?:(?:[\\x09-\\x0d ]){0,}<\\|channel\\|>(?:commentary|analysis)){0,1}(?:(?:(?:[\\x09-\\x0d ]){0,}<\\|constrain\\|>(?:[0-9A-Z_a-z]){1,}|(?:[\\x09-\\x0d ]){1,}(?:[0-9A-Z_a-z]){1,})){0,1}(?:[\\x09-\\x0d ]){0,}<\\|message\\|>(?:[\\x09-\\x0a\\x0d ]){0,}<\\|(?:call\\|>|end\\|>)/s\n'
     'implicit_close: /<\\|(?:start\\|>assistant|channel\\|>final(?:(?:[\\x09-\\x0d ]){0,1}<\\|constrain\\|>json){0,1}<\\|message\\|>|channel\\|>commentary<\\|message\\|>|end\\|>|return\\|>|call\\|>)/s\n'
     'region_2: /(?:<\\|start\\|>assistant){0,1}(?:<\\|channel\\|>(?:commentary|analysis)){0,1}(?:[\\x09-\\x0d ]){0,}to=functions\\.(?:[\\--.0-9A-Z_a-z]){1,}(?:(?:[\\x09-\\x0d ]){0,}<\\|channel\\|>(?:[0-9A-Z_a-z]){1,}){0,1}(?:(?:(?:[\\x09-\\x0d ]){0,}<\\|constrain\\|>(?:[0-9A-Z_a-z]){1,}|(?:[\\x09-\\x0d ]){1,}(?:[0-9A-Z_a-z]){1,})){0,1}(?:[\\x09-\\x0d ]){0,}<\\|message\\|>/s ws json_x0_object ws /<\\|/ /(?:call\\|>|end\\|>)/s\n'
@@ -494,9 +492,10 @@ GRAMMAR = (
     'json_x0_bool: /(?:true|false)/s\n'
     'json_x0_null: /null/\n'
     'open_region_0: /<\\|channel\\|>analysis<\\|message\\|>/ /(?:(?!<\\|start\\|>assistant|<\\|end\\|>)[\\s\\S])+/s?\n'
-    'open_region_1: /analysis/ /(?:(?!assistantfinal)[\\s\\S])+/s?\n'
     'open_region_3: /<\\|(?:start\\|>assistant(?:<\\|channel\\|>(?:commentary|analysis)){0,1}|channel\\|>(?:commentary|analysis))(?:[\\x09-\\x0d ]){0,}to=(?:python|browser\\.(?:[0-9A-Z_a-z]){1,}|container\\.(?:[0-9A-Z_a-z]){1,})(?:(?:[\\x09-\\x0d ]){0,}<\\|channel\\|>(?:commentary|analysis)){0,1}(?:(?:(?:[\\x09-\\x0d ]){0,}<\\|constrain\\|>(?:[0-9A-Z_a-z]){1,}|(?:[\\x09-\\x0d ]){1,}(?:[0-9A-Z_a-z]){1,})){0,1}(?:[\\x09-\\x0d ]){0,}<\\|message\\|>(?:[\\x09-\\x0a\\x0d ]){0,}/s\n'
     'open_region_2: /(?:<\\|start\\|>assistant){0,1}(?:<\\|channel\\|>(?:commentary|analysis)){0,1}(?:[\\x09-\\x0d ]){0,}to=functions\\.(?:[\\--.0-9A-Z_a-z]){1,}(?:(?:[\\x09-\\x0d ]){0,}<\\|channel\\|>(?:[0-9A-Z_a-z]){1,}){0,1}(?:(?:(?:[\\x09-\\x0d ]){0,}<\\|constrain\\|>(?:[0-9A-Z_a-z]){1,}|(?:[\\x09-\\x0d ]){1,}(?:[0-9A-Z_a-z]){1,})){0,1}(?:[\\x09-\\x0d ]){0,}<\\|message\\|>/s ws json_x0_object ws\n'
+    'region_1_at_start: /analysis/ /(?:(?!assistantfinal)[\\s\\S])+/s? /assistantfinal/\n'
+    'open_region_1_at_start: /analysis/ /(?:(?!assistantfinal)[\\s\\S])+/s?\n'
 )
 
 __all__ = ["ResponseParser", "get_response_parser", "parse_response", "FIELD_NAMES", "GRAMMAR"]

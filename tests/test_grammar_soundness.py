@@ -594,3 +594,33 @@ def test_minimax_m3_real_values_still_pass():
                                         '{"city": "Paris", "nights": 3}'), choice="required")
     accepted("minimax_m3", f'{M3}<tool_call>{M3}<invoke name="get_weather">{M3}<city>Paris{M3}</city>'
              f'{M3}<days>2{M3}</days>{M3}</invoke>{M3}</tool_call>', choice="get_weather")
+
+
+# --- D: a wholly anchored open read anywhere (gpt_oss's ``^analysis``) ---------------------
+
+#: found by a walk of gpt_oss's EBNF export with a named tool: the text before ``<|channel|>`` let the
+#: grammar read ``analysis<|message|>...assistantfinal`` as the stripped reasoning (its open ``^analysis``
+#: anchor dropped) and the rest as a call; the parser reads the reasoning channel there, no call
+D_ANCHORED_NAMED = (
+    '{?,?!9Z\\)<|end|>|=Z"label"analysis<analysiscontainer.<|constrain|><|channel|>"<|end|><|channel|>analysis'
+    '<|message|>to=functions.assistantfinalto=functions.set_alarm<|channel|>assistantfinal<|constrain|>'
+    'assistantfinalassistantfinalassistantfinal<|message|>{"volume"\n\n\n\n:9 ,"time":"browser.to=functions.'
+    'commentaryto=functions.nullto=functions.assistantfinalchannel|>final>container.to=functions.analysisto='
+    'functions.}assistantfinalanalysisassistantfinalcall|>to=analysis}to=functions.end|>assistantfinalnull'
+    'assistantfinalchannel|>to=functions.to=functions.analysisto=functions.set_alarm"}')
+
+
+def test_d_anchored_open_mid_output_named_tool_is_refused():
+    refused("gpt_oss", D_ANCHORED_NAMED, choice="set_alarm")
+    # the stripped reasoning at offset 0 still opens there; text that only starts like it is text
+    accepted("gpt_oss", 'analysisWe should set it.assistantfinal<|start|>assistant<|channel|>commentary '
+             'to=functions.set_alarm <|constrain|>json<|message|>{"time":"7"}<|call|>', choice="set_alarm",
+             structural=False)
+    accepted("gpt_oss", 'an alarm: <|start|>assistant<|channel|>commentary to=functions.set_alarm <|constrain|>json'
+             '<|message|>{"time":"7"}<|call|>', choice="set_alarm", structural=False)
+
+
+def test_d_anchored_open_at_the_start_is_the_region():
+    # the parser reads this all as reasoning (its close assistantfinal never comes): no call
+    refused("gpt_oss", 'analysis <|start|>assistant<|channel|>commentary to=functions.set_alarm <|constrain|>json'
+            '<|message|>{"time":"7"}<|call|>', choice="set_alarm")
