@@ -77,7 +77,7 @@ def test_model_folder_name_cannot_choose_the_encoding(tmp_path):
     (folder / "tokenizer_config.json").write_text(json.dumps({"response_template": TEMPLATE}), encoding="utf-8")
     source = _attack(tmp_path, folder.name)
     _assert_header(source, "raw_unicode_escape")
-    assert f"# template: {folder.name}\n" in source
+    assert f"# template: ./{folder.name}\n" in source  # a bare word is written ./NAME (README, "Use")
 
 
 def _codecs() -> list[str]:
