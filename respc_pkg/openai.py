@@ -77,6 +77,7 @@ from respc.runtime.formats import json_ as _json_format
 from respc.runtime.formats.base import ARGUMENT_LABELS, ArgumentStream
 from respc.runtime.formats.base import calls_of as _calls_of
 from respc.runtime.formats.base import function_of as _function
+from respc.runtime.formats.base import surrogates_escaped as _ascii_surrogates
 from respc.runtime.formats.json_ import closers
 from respc.runtime.stream import StreamParser
 from respc.runtime.tools import coerce_tool_calls
@@ -117,9 +118,7 @@ def _wire(text: str) -> str:
     reads back as the same code point. Non-ASCII text only occurs inside JSON strings of the
     event, so nothing else changes; ASCII text (``str.isascii`` is constant time) is returned as
     it is (docs/security.md, "Red team s12b: server-sent events carry no surrogate")."""
-    if text.isascii() or _SURROGATE.search(text) is None:
-        return text
-    return _SURROGATE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+    return _ascii_surrogates(text)
 
 
 def sse(chunks: Iterable[dict]) -> str:
@@ -976,7 +975,7 @@ class ChatCompletionStream:
     def send_piece(self, call: "_Call", piece: str) -> None:
         """Forward argument text of ``call`` (sent once its name is)."""
         call.streaming = True
-        call.fwd.append(piece)
+        call.fwd.append(piece if piece.isascii() else _ascii_surrogates(piece))
         self._send_args(call)
 
     def coerce(self, name: str | None, key: str, value: Any, region: Any) -> Any:
@@ -1018,6 +1017,8 @@ class ChatCompletionStream:
         call = calls[n] if n < len(calls) else self._call(n)
         if kind == "args":  # (the commonest first)
             call.streaming = True
+            if not payload.isascii():
+                payload = _ascii_surrogates(payload)  # (argument text carries no surrogate: docs/openai.md)
             fwd = call.fwd
             fwd.append(payload)
             if call.sent_name:
@@ -1127,11 +1128,11 @@ class ChatCompletionStream:
         sent = call.args
         rest = closers(sent)
         if rest is None or not _same_json(sent + rest, arguments):
-            whole = _dumps(arguments)
+            whole = _ascii_surrogates(_dumps(arguments))
             if not whole.startswith(sent):
                 return False
             rest = whole[len(sent):]
-        call.fwd.append(rest)
+        call.fwd.append(_ascii_surrogates(rest))
         call.done = True
         self._send_args(call)
         return True
@@ -1171,7 +1172,8 @@ class ChatCompletionStream:
                                              "index": call.index, "problem": "streamed arguments differ from the message",
                                              "sent": call.args, "message": arguments})
             else:
-                text = arguments if isinstance(arguments, str) else _dumps(arguments if arguments is not None else {})
+                text = _ascii_surrogates(arguments if isinstance(arguments, str)
+                                         else _dumps(arguments if arguments is not None else {}))
                 call.fwd = [text]
                 call.nsent = 1
                 self._deltas.append(("args", call.index, text))
@@ -1183,9 +1185,20 @@ _MISSING = object()
 
 
 def _same_json(text: str, value: Any) -> bool:
+    """``text`` is JSON text of ``value``: a surrogate pair written as two escapes (argument text
+    carries no surrogate, :func:`~respc.runtime.formats.base.surrogates_escaped`) reads back as
+    the character the pair forms, so it is compared with ``value`` written the same way."""
     try:
-        return json.loads(text) == value
+        read = json.loads(text)
     except ValueError:
+        return False
+    if read == value:
+        return True
+    if "\\ud" not in text and "\\uD" not in text:
+        return False
+    try:
+        return read == json.loads(_ascii_surrogates(_dumps(value)))
+    except (ValueError, TypeError):
         return False
 
 
@@ -1248,8 +1261,9 @@ def openai_message(message: dict, ids: Callable[[int], str] | None = None,
         arguments = function.get("arguments")
         calls.append({"id": make_id(n), "type": "function",
                       "function": {"name": function.get("name") or "",
-                                   "arguments": arguments if isinstance(arguments, str)
-                                   else "{}" if arguments is None else _dumps(arguments)}})
+                                   "arguments": _ascii_surrogates(
+                                       arguments if isinstance(arguments, str)
+                                       else "{}" if arguments is None else _dumps(arguments))}})
     if calls:
         out["tool_calls"] = calls
     return out

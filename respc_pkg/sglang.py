@@ -78,6 +78,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(f"respc.sglang needs SGLang's parser modules ({exc}); install them with: {INSTALL}") from exc
 
 from respc.openai import ChatCompletionStream, after_prompt as _after_prompt
+from respc.runtime.formats.base import surrogates_escaped as _ascii_surrogates
 from respc.show import _traced
 
 __all__ = ["RespcFunctionCallDetector", "RespcReasoningDetector", "install_hooks", "register", "register_plugin",
@@ -126,7 +127,9 @@ def _deltas(chunks: list[dict]) -> list[dict]:
 
 
 def _arguments_text(arguments: Any) -> str:
-    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    """The arguments as JSON text, a surrogate code point written as its JSON escape
+    (``surrogates_escaped``; docs/serving.md)."""
+    return _ascii_surrogates(arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False))
 
 
 class RespcFunctionCallDetector(BaseFormatDetector):

@@ -142,3 +142,41 @@ def test_two_threads_building_scanners_with_a_full_cache_raise_nothing(monkeypat
         thread.join()
     assert failures == []
     assert len(scanners._CODE_CACHE) == 1
+
+
+@pytest.mark.parametrize("name,prefix,text", SURROGATE_OUTPUTS)
+@pytest.mark.parametrize("recover", [False, True], ids=["strict", "recover"])
+def test_argument_text_of_a_surrogate_escape_is_ascii_safe(name, prefix, text, recover):
+    """The dict chunks' argument fragments and ``openai_message()``'s ``arguments`` held a raw
+    surrogate (respc re-dumps read arguments with ``ensure_ascii=False``), which a server's
+    pydantic ``model_dump_json`` cannot write. Now argument text writes it as its JSON escape:
+    the fragments (whole and per character) add up to the message's ``arguments``, which encode as
+    UTF-8 and read back as the value (the same UTF-16 text); nothing else changes."""
+    import importlib
+    import json
+
+    from respc.openai import ChatCompletionStream, openai_message
+    from respc.runtime.formats.base import surrogates_escaped
+
+    module = importlib.import_module(f"respc.generated.{name}")
+    errors = "recover" if recover else "strict"
+    whole = None
+    for chunks in ([text], list(text)):
+        stream = ChatCompletionStream(module.ResponseParser(prefix, None, errors=errors), ids=lambda n: "c")
+        out = [x for c in chunks for x in stream.feed(c)] + stream.finalize()
+        fragments = "".join(call["function"].get("arguments") or "" for chunk in out if chunk["choices"]
+                            for call in chunk["choices"][0]["delta"].get("tool_calls") or [])
+        arguments = stream.openai_message()["tool_calls"][0]["function"]["arguments"]
+        assert fragments == arguments and not stream.diagnostics
+        arguments.encode("utf-8")
+        want = stream.message["tool_calls"][0]["function"]["arguments"]
+        assert json.loads(arguments)["city"].encode("utf-16-le", "surrogatepass") == want["city"].encode(
+            "utf-16-le", "surrogatepass")
+        assert whole in (None, arguments)
+        whole = arguments
+    # the transformers-shaped message's conversion too
+    openai_message(stream.message)["tool_calls"][0]["function"]["arguments"].encode("utf-8")
+    # the helper: surrogates only, one by one, pieces concatenate
+    assert surrogates_escaped('{"a": "\ud800é\U0001f600"}') == '{"a": "\\ud800é\U0001f600"}'
+    assert surrogates_escaped("plain") == "plain" and surrogates_escaped("é") == "é"
+    assert surrogates_escaped("\udc00") + surrogates_escaped("\ud800") == surrogates_escaped("\udc00\ud800")

@@ -437,3 +437,31 @@ def test_sglang_own_detector_streams_a_call_given_whole():
     _, calls = parser.parse_stream_chunk(_QWEN3_CALL)
     _, end = parser.parse_stream_end()
     assert "".join(c.parameters for c in calls + end) == '{"city": "Paris"}'
+
+
+#: hermes2pro outputs whose JSON escapes give surrogate code points in an argument value (red team s12b)
+SURROGATE_TEXTS = ['<tool_call>\n{"name": "get_weather", "arguments": {"city": "\\ud800"}}\n</tool_call>',
+                   '<tool_call>\n{"name": "get_weather", "arguments": {"city": "x\\udc00\\ud800y"}}\n</tool_call>']
+
+
+@pytest.mark.parametrize("text", SURROGATE_TEXTS, ids=["lone", "reversed-pair"])
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_served_arguments_with_a_surrogate_escape(text, stream, tmp_path_factory):
+    """A JSON body whose value is the escape ``"\\ud800"``: the detector's ``parameters`` (the
+    arguments re-dumped with ``json.dumps(..., ensure_ascii=False)``) held a raw surrogate, and
+    SGLang's ``model_dump_json`` of the response or chunk raised. Now the arguments write it as its
+    JSON escape: the response serializes and its arguments read back as the message's."""
+    family = "hermes2pro"
+    case = dict(family_cases(family)["cases"][0], text=text, name="surrogate")
+    root = str(tmp_path_factory.getbasetemp() / "sglang-tokenizers")
+    chat, _, prefix = _serve(family, case, root)
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    module = importlib.import_module(f"respc.generated.{family}")
+    message = module.parse_response(text, prefix=prefix, tools=tools, errors="recover")
+    got, finish = asyncio.run(_complete(chat, _request(case["prefix"], tools, stream=stream)))
+    (call,) = got.tool_calls
+    got.model_dump_json()
+    want = message["tool_calls"][0]["function"]["arguments"]["city"]
+    assert json.loads(call.function.arguments)["city"].encode("utf-16-le", "surrogatepass") == want.encode(
+        "utf-16-le", "surrogatepass")
+    assert call.function.arguments.isascii() and finish == "tool_calls"

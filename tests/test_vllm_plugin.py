@@ -435,3 +435,40 @@ def test_gpt_oss_models_take_vllms_harmony_parsers():
                                    enable_auto_tools=True, is_harmony=True)
     assert own.__name__ == "HarmonyParser"
     own(TOK)
+
+
+#: outputs whose escapes give surrogate code points in an argument value (red team s12b): a pythonic
+#: call's Python escape (the reader keeps it, as Python does) and a JSON body's escape
+SURROGATE_OUTPUTS = [("llama4_pythonic", "", "[get_weather(city='\\ud800')]<|eot|>"),
+                     ("llama4_pythonic", "", "[get_weather(city='\\ud83d\\ude00')]<|eot|>"),
+                     ("hermes2pro", "<|im_start|>assistant\n",
+                      '<tool_call>\n{"name": "get_weather", "arguments": {"city": "\\ud800"}}\n</tool_call>')]
+
+
+@pytest.mark.parametrize("family,prefix,text", SURROGATE_OUTPUTS)
+def test_arguments_with_a_surrogate_serialize(family, prefix, text):
+    """``[get_weather(city='\\ud800')]``: the plug-in's calls (whole) and ``DeltaMessage``\\ s
+    (streamed) held the argument text with a raw surrogate, and pydantic's ``model_dump_json``,
+    what vLLM does to send them, raised. Now the argument text writes it as its JSON escape: every
+    delta serializes, the streamed fragments add up to the whole output's arguments, and they read
+    back as the message's value (the same UTF-16 text)."""
+    request, tools = _request(None, {"tool_calls": [{"function": {"name": "get_weather"}}]})
+    want = _expected(family, prefix, text, tools)["tool_calls"][0]["function"]["arguments"]["city"]
+    cls = _parser_cls(family)
+    parser = cls(TOK, request.tools)
+    parser.set_prompt_token_ids(TOK.encode(prefix))
+    _, _, calls = parser.parse(text, request, enable_auto_tools=True)
+    (call,) = calls
+    call.model_dump_json()
+    whole = call.arguments
+    assert json.loads(whole)["city"].encode("utf-16-le", "surrogatepass") == want.encode("utf-16-le", "surrogatepass")
+    for pieces in ([text], list(text)):
+        parser = cls(TOK, request.tools)
+        arguments = ""
+        for n, piece in enumerate(pieces):
+            delta = parser.parse_delta(piece, TOK.encode(piece), request, prompt_token_ids=TOK.encode(prefix),
+                                       finished=n == len(pieces) - 1)
+            if delta is not None:
+                delta.model_dump_json()
+                arguments += "".join(c.function.arguments or "" for c in delta.tool_calls if c.function)
+        assert arguments == whole

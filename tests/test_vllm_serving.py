@@ -510,3 +510,37 @@ def test_foreign_tool_parser_streamed_equals_whole(family, tool_parser, prefix, 
         assert not calls and finish == "stop"
     else:  # the tool parser read the calls (no call text lost)
         assert calls and finish == "tool_calls"
+
+
+# --- a surrogate code point in the arguments (red team s12b) -----------------------------------------
+
+#: hermes2pro outputs whose JSON escapes give surrogate code points in an argument value: a lone one,
+#: and a pair (two escapes, which Python's json reads as one character, kept by the test as UTF-16)
+SURROGATE_TEXTS = ['<tool_call>\n{"name": "get_weather", "arguments": {"city": "\\ud800"}}\n</tool_call>',
+                   '<tool_call>\n{"name": "get_weather", "arguments": {"city": "x\\udc00\\ud800y"}}\n</tool_call>']
+
+
+@pytest.mark.parametrize("text", SURROGATE_TEXTS, ids=["lone", "reversed-pair"])
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_served_arguments_with_a_surrogate_escape(text, stream, tmp_path_factory):
+    """A JSON body whose value is the escape ``"\\ud800"``: respc re-dumped the arguments with
+    ``json.dumps(..., ensure_ascii=False)``, so the plug-in's ``FunctionCall``/``DeltaFunctionCall``
+    held a raw surrogate and pydantic's ``model_dump_json`` (what vLLM does to send the response or a
+    chunk) raised: the whole response failed, the stream sent an error. Now the arguments write it as
+    its JSON escape: the response serializes and its arguments read back as the message's."""
+    family = "hermes2pro"
+    case = family_cases(family)["cases"][0]
+    root = str(tmp_path_factory.getbasetemp() / "vllm-tokenizers")
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    module = importlib.import_module(f"respc.generated.{family}")
+    message = module.parse_response(text, prefix=case["prefix"], tools=tools, errors="recover")
+    chat, _ = _serving(family, bpe_tokenizer_dir(family, root), text, "surrogate")
+    got, finish, _, lines = asyncio.run(_complete(chat, _request(case["prefix"], tools, stream=stream)))
+    for line in lines or ():
+        line.encode("utf-8")
+    (call,) = got.tool_calls
+    got.model_dump_json()
+    want = message["tool_calls"][0]["function"]["arguments"]["city"]
+    assert json.loads(call.function.arguments)["city"].encode("utf-16-le", "surrogatepass") == want.encode(
+        "utf-16-le", "surrogatepass")
+    assert call.function.arguments.isascii() and finish == "tool_calls"

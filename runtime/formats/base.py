@@ -16,6 +16,7 @@ arguments).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -385,6 +386,40 @@ def _dumps(value: Any) -> str:
 
 #: the json module's encoder of one string, as ``json.dumps(..., ensure_ascii=False)`` uses it
 _encode_string = json.encoder.encode_basestring
+
+
+#: a UTF-16 surrogate code point (U+D800 to U+DFFF), which no UTF-8 text can hold
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogate_escape(match: "re.Match[str]") -> str:
+    return "\\u%04x" % ord(match.group())
+
+
+def surrogates_escaped(text: str) -> str:
+    """Argument JSON text (or any JSON text) with every surrogate code point written as its JSON
+    escape ``\\udXXXX``; nothing else changes.
+
+    Args:
+        text (str): JSON text, or a piece of it: a surrogate code point can only stand inside a
+            JSON string of it, where the escape means the same code point (RFC 8259, section 7),
+            so the map is per code point and pieces escaped one by one concatenate to the
+            escaped whole.
+
+    Returns:
+        str: ``text`` itself when it holds no surrogate (ASCII text after a constant-time
+        ``str.isascii`` test); otherwise the escaped copy. ``json.loads`` of it gives the value of
+        ``json.loads(text)``; a high surrogate followed by a low one, left as two code points, reads
+        back as the character they form (the same UTF-16 text).
+
+    Why: ``json.dumps(..., ensure_ascii=False)`` of a value holding a lone surrogate (a model's
+    ``"\\ud800"`` escape, a pythonic call's ``'\\ud800'``) writes it raw, and a server that sends the
+    text as UTF-8 (pydantic's ``model_dump_json``, ``str.encode``) then raises (docs/openai.md,
+    "What the chunks carry"; docs/security.md, "Red team s12b: argument text carries no surrogate").
+    """
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(_surrogate_escape, text)
 
 
 def escaped(text: str) -> str:
