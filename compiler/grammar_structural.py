@@ -51,6 +51,7 @@ from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, Js
                          without_optional_repairs, has_start_branches, nullable, pattern_leads, alt, EMPTY, _norm, NEVER,
                          name_run_on, not_starting, check_tool_name)
 from .ir import Field, Template
+from ..runtime.formats import FORMATS
 from ..runtime.formats.json_ import json_calls
 
 __all__ = ["StructuralTagError", "build_structural_tag", "export_structural_tag"]
@@ -212,10 +213,14 @@ class _StructuralBuilder:
         where = f"field {f.name!r}"
         if not f.outside:
             raise _Cannot("it is nested in a section region (not written as a structural tag)")
-        if f.content != "json":
-            raise _Cannot(f"its body is {f.content!r} ({'XML parameters' if f.content == 'xml-inline' else 'not JSON'})"
-                          ": a structural tag's content is a JSON schema")
         shape = call_shape(f)
+        fmt = FORMATS[f.content]
+        if f.content != "json" and (fmt.args_grammar is None or shape is None or shape.name_group is None
+                                    or f.end == "value"):
+            # another body (xml-inline parameters) is written when the open names the tool: the
+            # tag's content is the format's own rule for the tool's arguments, as in the EBNF export
+            raise _Cannot(f"its body is {f.content!r} ({'XML parameters' if f.content == 'xml-inline' else 'not JSON'})"
+                          " and its open does not name the tool: a structural tag writes such a body per tool")
         if shape is None:
             raise _Cannot("its transform does not take a call's name and arguments from one place")
         dialect = self.ir.dialect(f)
@@ -229,7 +234,9 @@ class _StructuralBuilder:
                               "turn: the calls run to the end of the output")
         elif f.close is not None:
             self.notes.append(f"{where}: a call cut off by the end of the stream (no close) is not accepted")
-        tail = _ebnf(seq(WS, head) if head is not None else WS)
+        # (a JSON body may be followed by whitespace; another format's rule says what follows it)
+        space = WS if f.content == "json" else EMPTY
+        tail = _ebnf(seq(space, head) if head is not None else space)
         tags = []
         if shape.name_group is not None:
             probe, _notes = regex_to_ir(without_optional_repairs(f.open.pattern), {shape.name_group: Lit("\x00")})
@@ -248,18 +255,29 @@ class _StructuralBuilder:
             for name, schema in self.tools:
                 if name != "\x00":
                     check_tool_name(f, shape.name_group, name, where)
-                    if self.ir.name_taken(self.t.fields.index(f), name, "{}"):
+                    if f.content == "json" and self.ir.name_taken(self.t.fields.index(f), name, "{}"):
                         continue
                 node, notes = regex_to_ir(without_optional_repairs(f.open.pattern), {shape.name_group: Lit(name)})
                 self.notes.extend(f"{where} open: {n}" for n in notes if "ASCII" not in n)
                 body = _params(schema)
                 if shape.args_keys:
                     body = _object({shape.args_keys[0]: body}, [shape.args_keys[0]])
-                if name == "\x00":  # no tool offered: the tags only name the triggers
+                if f.content != "json":
+                    args = fmt.args_grammar(self.ir, f, None if name == "\x00" else name,
+                                            schema if name != "\x00" else {"type": "object"}, where, jb)
+                    if args is None:  # the format cannot write a call to this tool valid against its schema
+                        continue
+                    if runon is not None and name != "\x00":  # what follows the name starts outside its class
+                        args = not_starting(args, runon, self.ir.g.rules)
+                    if name != "\x00" and self.ir.name_taken(self.t.fields.index(f), name,
+                                                              self.ir.sample_of(args)):
+                        continue
+                elif name == "\x00":  # no tool offered: the tags only name the triggers
                     element = self._schema_element(body, jb, where)
                     tags.extend(self._tag(begin, rest, element, tail, ends, lead) for begin, rest in self._begins(f, node))
                     continue
-                args = jb.schema(body, f"{where} parameters")
+                else:
+                    args = seq(lead, jb.schema(body, f"{where} parameters"))
                 for begin, rest in self._begins(f, node):
                     # one tag per trigger, its content one grammar element choosing the tool (the name
                     # after the trigger, then its arguments): the rules the tools share (strings,
@@ -268,7 +286,7 @@ class _StructuralBuilder:
                     trigger = max((x for x in mine if begin.startswith(x)), key=len, default=begin)
                     rest_of_begin = begin[len(trigger):]
                     per_trigger.setdefault(trigger, []).append(
-                        seq(Lit(rest_of_begin) if rest_of_begin else EMPTY, rest, lead, args))
+                        seq(Lit(rest_of_begin) if rest_of_begin else EMPTY, rest, args))
             for trigger, forms in per_trigger.items():
                 content = {"type": "sequence", "elements": [_ebnf(alt(*forms), self.ir.g.rules), tail]}
                 tags.append({"type": "tag", "begin": trigger, "content": content,
