@@ -302,6 +302,41 @@ class _StructuralBuilder:
         self.triggers.extend(tag["begin"] for tag in out)
         return out
 
+    def _section_of(self, f: Field) -> Field:
+        """The section region a nested call field ``f`` nests in: an outside text field with literal
+        opens and closes whose nested fields are all calls (minimax_m3's ``<tool_call>`` around its
+        ``<invoke>`` calls); :class:`_Cannot` otherwise."""
+        homes = [self.t.fields[j] for j, g in enumerate(self.t.fields)
+                 if any(r == g.name and how == "nest" for r, how in f.inside)]
+        for g in homes:
+            gi = self.t.fields.index(g)
+            nested = [self.t.fields[j] for j in self.ir.inside(gi, ("nest",))]
+            if g.outside and not _is_reasoning(g) and g.content == "text" and g.open is not None and \
+                    g.open.literals is not None and _literal_list(g.close) is not None and \
+                    nested and all(_is_tool_field(self.t, x) for x in nested) and not self.ir.endless(gi):
+                return g
+        raise _Cannot("it is nested in a section region (not written as a structural tag)")
+
+    def section_tags(self, g: Field) -> list[dict]:
+        """One tag per literal open of section ``g``: its content is the grammar IR's own body of the
+        section (text without the delimiters watched there, the nested calls between), its end the
+        section's close (docs/grammar.md "Structural tag")."""
+        gi = self.t.fields.index(g)
+        ends = _literal_list(g.close)
+        ends = [c for c in ends if c not in self.eot] or ends
+        outer = getattr(self.ir, "_need", False)
+        self.ir._need = self.choice not in ("auto", "none")  # a section counts only with a call in it
+        try:
+            body = self.ir.text_body(gi)
+        finally:
+            self.ir._need = outer
+        if not self.parallel:
+            self.notes.append(f"field {g.name!r}: at most one call section (--no-parallel)")
+        element = _ebnf(body, self.ir.g.rules)
+        self.triggers.extend(g.open.literals)
+        return [{"type": "tag", "begin": o, "content": element, "end": ends[0] if len(ends) == 1 else ends}
+                for o in g.open.literals]
+
     def _begins(self, f: Field, node) -> list:
         begins = _begins(node)
         if not begins:
@@ -400,8 +435,16 @@ class _StructuralBuilder:
         if not offered:  # no tool offered (or tool_choice none): the tags only name the triggers
             self.tools = [("\x00", {"type": "object"})]
         left_out: list[str] = []
+        done: set[str] = set()
         for f in fields:
+            if f.name in done:
+                continue
             try:
+                if not f.outside:
+                    section = self._section_of(f)
+                    tags.extend(self.section_tags(section))
+                    done.update(self.t.fields[j].name for j in self.ir.inside(self.t.fields.index(section), ("nest",)))
+                    continue
                 tags.extend(self.field_tags(f))
             except _Cannot as exc:
                 problems.append(f"field {f.name!r}: {exc}")
