@@ -31,10 +31,14 @@ with literal delimiters becomes an optional leading ``tag`` whose ``any_text`` e
 (a tool open inside reasoning stays reasoning text, as the parser reads it); its open is then
 excluded from the later free text (reasoning comes first). ``--no-reasoning`` excludes it.
 
-What it cannot express (:class:`StructuralTagError`, naming template, field and reason): call
-bodies that are not JSON (xml-inline parameters, pythonic calls, text) -- xgrammar's ``qwen_xml``
-and similar styles are other engines' readings of those formats, not respc's; opens without a
-literal start (a lookahead such as ``(?=\\{)``); fields nested in a section region; no tools.
+An xml-inline body whose open names the tool is the format's own parameter rule per tool (as
+the EBNF export writes it). Calls nested in a section region with literal delimiters that nests only
+calls are one tag per section open, whose content is the grammar IR's section body.
+
+What it cannot express (:class:`StructuralTagError`, naming template, field and reason): a body
+not in JSON whose open does not name the tool, outside a section (llama4_pythonic's calls; xgrammar's
+built-in readings of other formats are not respc's); opens without a literal start (a lookahead such as ``(?=\\{)``); fields nested in other
+regions; no tools.
 Where it is stricter than the parser it says so in the notes: a call cut off by the end of the
 stream, a reasoning region after text.
 """
@@ -311,9 +315,13 @@ class _StructuralBuilder:
         for g in homes:
             gi = self.t.fields.index(g)
             nested = [self.t.fields[j] for j in self.ir.inside(gi, ("nest",))]
+            # (not written, the random walks of tests/test_grammar_sampling.py found outputs the
+            # parser reads otherwise: a section whose open ends another region, deepseek_v4's in its
+            # reasoning; a call field both nested and outside, dots')
             if g.outside and not _is_reasoning(g) and g.content == "text" and g.open is not None and \
                     g.open.literals is not None and _literal_list(g.close) is not None and \
-                    nested and all(_is_tool_field(self.t, x) for x in nested) and not self.ir.endless(gi):
+                    nested and all(_is_tool_field(self.t, x) and not x.outside for x in nested) and \
+                    not self.ir.endless(gi) and not any(how == "end" for _r, how in g.inside):
                 return g
         raise _Cannot("it is nested in a section region (not written as a structural tag)")
 
@@ -385,7 +393,15 @@ class _StructuralBuilder:
                 return list(dict.fromkeys(x for j in self.t.fields if j.open is not None and any(
                     r == f.name and how in actions for r, how in j.inside)
                     for x in (j.open.literals or _begins_of(j.open.pattern)) if x))
-            enders, cut_enders = opens_ending(("end",)), opens_ending(("end", "end-if-unclosed"))
+            # an open nested in the reasoning (solar_open2's calls, plamo3's end of turn) is a region
+            # there, never reasoning text: the tag keeps it out (stricter than the parser: a call
+            # inside reasoning is not written)
+            nested = opens_ending(("nest",))
+            if nested:
+                self.notes.append(f"field {f.name!r}: a region nested in the reasoning ({', '.join(nested)}) is "
+                                  "not written there")
+            enders = list(dict.fromkeys(opens_ending(("end",)) + nested))
+            cut_enders = list(dict.fromkeys(opens_ending(("end", "end-if-unclosed")) + nested))
             inner = {"type": "any_text", "excludes": enders} if enders else {"type": "any_text"}
             tags = [{"type": "tag", "begin": o, "content": inner,
                      "end": closes[0] if len(closes) == 1 else closes} for o in opens]
@@ -451,6 +467,10 @@ class _StructuralBuilder:
                 if f.open is not None and f.outside:
                     # its open stays out of the free text: the parser would read a call there
                     left_out.extend(x for x in (f.open.literals or _begins_of(f.open.pattern)) if x)
+                # so do the opens of the sections it nests in: the parser reads a section there
+                for g in self.t.fields:
+                    if g.outside and g.open is not None and any(r == g.name and how == "nest" for r, how in f.inside):
+                        left_out.extend(x for x in (g.open.literals or _begins_of(g.open.pattern)) if x)
         self.tools = offered
         if not tags:
             raise StructuralTagError(f"{self.t.source}: cannot be written as an xgrammar structural tag: "

@@ -259,6 +259,7 @@ def test_sampled_strings_parse_to_the_sampled_calls(family):
 ST_CANNOT = {
     "llama4_pythonic": "pythonic", "kimi_vl": "no tool-call field", "olmo3_think": "no tool-call field",
     "gemma2": "no tool-call field", "muse_glimmer": "nested in a section",
+    "deepseek_v4": "nested in a section", "deepseek_v4_1": "nested in a section",
     "k2_horizon": "does not end in literal strings",
 }
 #: vector id -> why the structural tag rejects an output the parser reads
@@ -418,7 +419,7 @@ def test_structural_tag_needs_tools():
 #: section region -> (open, close) of templates whose calls nest in a section (no corpus vectors)
 NESTED_SECTIONS = {"minimax_m3": ("]<]minimax[>[<tool_call>", "]<]minimax[>[</tool_call>"),
                    "kimi_k3": ("<|open|>tools<|sep|>", "<|close|>tools<|sep|>"),
-                   "deepseek_v4": ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"),
+                   "gigachat3_5": ("<｜GCML｜tool_calls>", "</｜GCML｜tool_calls>"),
                    "minimax_m1": ("<tool_calls>", "</tool_calls>")}
 
 
