@@ -532,12 +532,10 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         states.append({"index": s.index, "const": names[s.index], "label": _line(s.name),
                        "transitions": [dict(t, text=_edge(dict(t, target_const=names[t["target"]])))
                                        for t in _edges(template, s)],
-                       "triggers": _lit(s.triggers),
                        "held": ["_rt.HELD_LITERALS,"] if s.index in derived
                        else _held_rows(*_held_split(s, held[s.index])),
                        "runs": "None" if not s.runs else _hold_runs(s.runs),
-                       "fast_path": _fast_path(s),
-                       "heads": "None" if s.heads is None else "frozenset(" + _tuple([_lit(p) for p in s.heads]) + ")"})
+                       "fast_path": _fast_path(s)})
     source = template.source
     context = automaton.context
     # the module names only what it declares (runtime.DECLARED_FEATURES, ABI 4): how the runtime
