@@ -770,7 +770,8 @@ def _delta_parity(tmp_path: Path, key: str, spec, vectors: list[dict]) -> tuple[
         tally["argument fragments"] = tally.get("argument fragments", 0) + fragments
         tally["cases with calls"] = tally.get("cases with calls", 0) + bool(have["message"].get("tool_calls"))
         for d in have["diagnostics"]:
-            tally[d.get("kind", "other")] = tally.get(d.get("kind", "other"), 0) + 1
+            label = d.get("kind") or d.get("problem", "other")
+            tally[label] = tally.get(label, 0) + 1
         reason = chunks[-1]["choices"][0]["finish_reason"]
         tally["finish " + reason] = tally.get("finish " + reason, 0) + 1
         # no diagnostic: what the client accumulates is the stream's message and the non-streamed one

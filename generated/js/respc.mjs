@@ -2473,6 +2473,7 @@ export class ChatCompletionStream {
       reasoning_content: { key: this.reasoningField, join: "", parts: [], stored: stored("reasoning_content"),
         started: false, pending: "" },
     };
+    this._textOf = new Map(Object.entries(this._texts));  // slot -> its text state
     this._fields = T.fields;
     this._regions = new Map();  // slot -> its (last) field, as the events name only the slot
     for (const f of T.fields) if (f.slot !== null) this._regions.set(f.slot, f);
@@ -2490,6 +2491,8 @@ export class ChatCompletionStream {
     this._deltas = [];
     this._floats = new WeakMap();
     parser.floatValues = this._floats;
+    // a chunk's server-sent-event text is this head, its delta's JSON and this tail (feedSse)
+    [this._sseHead, this._sseTail] = ("data: " + pyJson(this._chunk("\0")) + "\n\n").split('"\\u0000"');
   }
 
   /** Feed the next piece of model output; returns the chunks it produced (maybe none). */
@@ -2500,7 +2503,11 @@ export class ChatCompletionStream {
   }
 
   /** feed(text) as server-sent-event text (``""`` when no chunk), as Python's feed_sse. */
-  feedSse(text) { return sse(this.feed(text)); }
+  feedSse(text) {
+    let events = this.parser.feed(text);
+    if (this._pending.length) { events = this._pending.concat(events); this._pending = []; }
+    return this._chunksSse(events);
+  }
 
   /**
    * End the stream: the last deltas, then the chunk with ``finish_reason`` (given, e.g. "length",
@@ -2551,49 +2558,85 @@ export class ChatCompletionStream {
   }
 
   _chunks(events) {
-    const deltas = this._deltas = [];
-    for (const event of events) {
-      const kind = event.type, slot = event.field;
-      const region = this._regions.get(slot);
+    this._read(events);
+    const deltas = this._deltas, chunks = [];
+    if (!this._roleSent) {
+      this._roleSent = true;
+      chunks.push(this._chunk({ role: "assistant" }));
+    }
+    const items = deltas.length > 1 ? merged(deltas) : deltas;
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i], key = item[1];
+      if (item[0] === "text") {
+        const delta = {};
+        delta[key] = item[2];
+        chunks.push(this._chunk(delta));
+      } else {
+        this._calls[key].shown = true;
+        chunks.push(this._chunk({ tool_calls: [item[0] === "args" ? { index: key, function: { arguments: item[2] } } : item[2]] }));
+      }
+    }
+    return chunks;
+  }
+
+  /** _chunks as server-sent-event text, without building the chunk objects of text and argument
+   * deltas: the stream's pre-serialized text around the delta's JSON (Python: _built_sse). */
+  _chunksSse(events) {
+    this._read(events);
+    const deltas = this._deltas, head = this._sseHead, tail = this._sseTail;
+    let out = "";
+    if (!this._roleSent) {
+      this._roleSent = true;
+      out = head + '{"role": "assistant"}' + tail;
+    }
+    const items = deltas.length > 1 ? merged(deltas) : deltas;
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i], key = item[1];
+      if (item[0] === "text") out += head + "{" + JSON.stringify(key) + ": " + JSON.stringify(item[2]) + "}" + tail;
+      else {
+        this._calls[key].shown = true;
+        out += head + (item[0] === "args" ? '{"tool_calls": [{"index": ' + key + ', "function": {"arguments": ' +
+          JSON.stringify(item[2]) + "}}]}" : '{"tool_calls": [' + pyJson(item[2]) + "]}") + tail;
+      }
+    }
+    return out;
+  }
+
+  /** Read one feed's events into this._deltas (Python: the event loop of _chunks). */
+  _read(events) {
+    this._deltas = [];
+    const texts = this._textOf;
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i], kind = event.type, slot = event.field;
+      const text = texts.get(slot);
       if (kind === "region_chunk") {
-        if (Object.hasOwn(this._texts, slot) && !event.dirty) {
-          const plan = this._plans.get(region);
-          if (plan === "strip") this._stripText(this._texts[slot], event.text);
-          else if (plan === "raw") this._sendText(this._texts[slot], event.text);
+        if (text !== undefined && !event.dirty) {
+          const plan = this._plans.get(this._regions.get(slot));
+          if (plan === "strip") this._stripText(text, event.text);
+          else if (plan === "raw") this._sendText(text, event.text);
         } else if (slot === "tool_calls") {
           const state = this._open.get(this._toolOpen);
           if (state !== undefined && state[0] !== null) state[0].feed(event.text);
         }
-      } else if (kind === "region_open") {
-        if (Object.hasOwn(this._texts, slot)) {
-          const text = this._texts[slot];
+        continue;
+      }
+      const region = this._regions.get(slot);
+      if (kind === "region_open") {
+        if (text !== undefined) {
           text.started = false;
           text.pending = "";
           text.join = (region !== undefined ? region.join : null) || "";
         } else if (slot === "tool_calls") this._openTools(region);
       } else if (kind === "region_close") {
-        if (Object.hasOwn(this._texts, slot)) this._closeText(this._texts[slot], region, event.value);
+        if (text !== undefined) this._closeText(text, region, event.value);
         else if (slot === "tool_calls") this._closeTools(region, this._floats.get(event) ?? event.value);
       } else if (kind === "region_malformed") {
-        const into = event.into;
         const kept = slot === "tool_calls" ? this._malformedTools(region, event) : false;
-        if (Object.hasOwn(this._texts, into ?? "") && !kept) this._malformedText(this._texts[into], event.text);
+        const into = texts.get(event.into);
+        if (into !== undefined && !kept) this._malformedText(into, event.text);
       }
     }
     this._nameFromGroups();
-    const chunks = [];
-    if (!this._roleSent) {
-      this._roleSent = true;
-      chunks.push(this._chunk({ role: "assistant" }));
-    }
-    for (const [kind, key, payload] of deltas.length > 1 ? merged(deltas) : deltas) {
-      if (kind === "text") chunks.push(this._chunk({ [key]: payload }));
-      else {
-        this._calls[key].shown = true;
-        chunks.push(this._chunk({ tool_calls: [kind === "args" ? { index: key, function: { arguments: payload } } : payload] }));
-      }
-    }
-    return chunks;
   }
 
   // --- text ---
