@@ -2467,12 +2467,13 @@ export class ChatCompletionStream {
     this.diagnostics = [];
     /** the parser's message once finalized */
     this.message = null;
-    const stored = (key) => (typeof T.defaults[key] === "string" ? T.defaults[key] : null);
-    this._texts = {
-      content: { key: "content", join: "", parts: [], stored: stored("content"), started: false, pending: "" },
-      reasoning_content: { key: this.reasoningField, join: "", parts: [], stored: stored("reasoning_content"),
-        started: false, pending: "" },
+    // a text slot: what was sent (parts), the message's value mirrored (stored), whether the two are
+    // equal as of the last close (synced) and how many parts were sent then (mark); see _catchUp
+    const slot = (key, name) => {
+      const stored = typeof T.defaults[name] === "string" ? T.defaults[name] : null;
+      return { key, join: "", parts: [], stored, started: false, pending: "", synced: !stored, mark: 0 };
     };
+    this._texts = { content: slot("content", "content"), reasoning_content: slot(this.reasoningField, "reasoning_content") };
     this._textOf = new Map(Object.entries(this._texts));  // slot -> its text state
     this._fields = T.fields;
     this._regions = new Map();  // slot -> its (last) field, as the events name only the slot
@@ -2547,10 +2548,7 @@ export class ChatCompletionStream {
     return out;
   }
 
-  _sent(text) {
-    if (text.parts.length > 1) text.parts = [text.parts.join("")];
-    return text.parts.length ? text.parts[0] : "";
-  }
+  _sent(text) { return text.parts.join(""); }
 
   _chunk(delta, finishReason = null) {
     return { id: this.id, object: "chat.completion.chunk", created: this.created, model: this.model,
@@ -2666,39 +2664,62 @@ export class ChatCompletionStream {
   _closeText(text, region, value) {
     text.pending = "";
     text.started = false;
-    if (value === null && region !== undefined && region.empty_none) { this._catchUp(text, text.stored || ""); return; }
+    if (value === null && region !== undefined && region.empty_none) { this._catchUp(text, text.stored || "", ""); return; }
     if (typeof value !== "string") {
       this.diagnostics.push({ field: text.key, problem: "a text block whose value is not a string" });
       return;
     }
+    // the message's store of the block (Python: _close_text): ``appended`` is what ``next`` adds to
+    // the value stored so far, null when ``next`` replaces it
     const stored = text.stored;
     const join = region !== undefined ? region.join : null;
-    let next;
+    let next, appended;
     if (join !== null && join !== undefined) {
-      next = stored && value ? stored + join + value : value || stored === null ? value : stored;
-    } else if (region !== undefined && region.repeats) next = (stored || "") + value;
-    else next = value || !stored ? value : stored;
+      if (stored && value) [next, appended] = [stored + join + value, join + value];
+      else if (value || stored === null) [next, appended] = [value, value];  // (stored is empty here)
+      else [next, appended] = [stored, ""];
+    } else if (region !== undefined && region.repeats) [next, appended] = [(stored || "") + value, value];
+    else if (value || !stored) [next, appended] = [value, stored ? null : value];
+    else [next, appended] = [stored, ""];
     text.stored = next;
-    this._catchUp(text, next);
+    this._catchUp(text, next, appended);
   }
 
-  _catchUp(text, next) {
-    const sent = this._sent(text);
-    if (next.startsWith(sent)) {
-      const rest = next.slice(sent.length);
-      if (rest) { text.parts.push(rest); this._deltas.push(["text", text.key, rest]); }
+  /** Send what the slot's value ``next`` holds beyond what was sent (Python: _catch_up). While what
+   * was sent equals the value stored before (``text.synced``, the common case), only the text sent
+   * since then is compared with ``appended`` (what ``next`` adds to it), so each close costs its
+   * block, not the whole slot, and many blocks stay linear. */
+  _catchUp(text, next, appended) {
+    if (appended !== null && text.synced) {
+      const since = text.parts.length > text.mark ? text.parts.slice(text.mark).join("") : "";
+      if (appended.startsWith(since)) {
+        const rest = appended.slice(since.length);
+        if (rest) { text.parts.push(rest); this._deltas.push(["text", text.key, rest]); }
+        text.mark = text.parts.length;
+        return;
+      }
     } else {
-      this.diagnostics.push({ field: text.key, problem: "the message replaced text already sent", sent, message: next });
+      const sent = this._sent(text);
+      if (next.startsWith(sent)) {
+        const rest = next.slice(sent.length);
+        if (rest) { text.parts.push(rest); this._deltas.push(["text", text.key, rest]); }
+        text.synced = true;
+        text.mark = text.parts.length;
+        return;
+      }
     }
+    text.synced = false;
+    this.diagnostics.push({ field: text.key, problem: "the message replaced text already sent", sent: this._sent(text),
+      message: next });
   }
 
   _malformedText(text, raw) {
     const stored = text.stored;
     const region = this._fields.find((f) => f.slot === text.key && !f.dirty);
     const join = (region !== undefined ? region.join : null) || "";
-    const next = typeof stored === "string" && stored ? stored + join + raw : raw;
-    text.stored = next;
-    this._catchUp(text, next);
+    const has = typeof stored === "string" && stored;
+    text.stored = has ? stored + join + raw : raw;
+    this._catchUp(text, text.stored, has ? join + raw : raw);  // (not has: the value stored was empty)
   }
 
   // --- tool calls ---
