@@ -2494,6 +2494,8 @@ export class ChatCompletionStream {
     parser.floatValues = this._floats;
     // a chunk's server-sent-event text is this head, its delta's JSON and this tail (feedSse)
     [this._sseHead, this._sseTail] = ("data: " + pyJson(this._chunk("\0")) + "\n\n").split('"\\u0000"');
+    this._sseKeys = new Map();  // a text delta's key -> the head of its chunk's text, up to the string
+    this._sseKeyTail = "}" + this._sseTail;
   }
 
   /** Feed the next piece of model output; returns the chunks it produced (maybe none). */
@@ -2590,7 +2592,11 @@ export class ChatCompletionStream {
     const items = deltas.length > 1 ? merged(deltas) : deltas;
     for (let i = 0; i < items.length; i++) {
       const item = items[i], key = item[1];
-      if (item[0] === "text") out += head + "{" + JSON.stringify(key) + ": " + JSON.stringify(item[2]) + "}" + tail;
+      if (item[0] === "text") {
+        let keyHead = this._sseKeys.get(key);
+        if (keyHead === undefined) this._sseKeys.set(key, keyHead = head + "{" + JSON.stringify(key) + ": ");
+        out += keyHead + JSON.stringify(item[2]) + this._sseKeyTail;
+      }
       else {
         this._calls[key].shown = true;
         out += head + (item[0] === "args" ? '{"tool_calls": [{"index": ' + key + ', "function": {"arguments": ' +
