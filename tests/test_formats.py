@@ -1,19 +1,34 @@
 """The content-format table (runtime/formats, docs/formats.md): one Format per format, its load-time checks, and
-the plan each format decides at compile time and the emitter writes into every region record (issue 26)."""
+the plan each format decides at compile time and the emitter writes into every region record (issue 26).
+
+Last section, the quick body readers end to end (issue 14): on the cases of every catalogue template with a pythonic
+or xml-tree body (whole, cut short, halved), the shared corpus and peer vectors of those templates, and random
+splices of their delimiters, ``parse_response`` and the streaming path give the same message, error and diagnostics,
+in strict and recover mode, with the shortcuts (``runtime/pythonic.py`` ``_quick_calls``,
+``runtime/formats/xml_tree.py``'s tree pass) on and off. (No conformance vector has such a body;
+``tests/test_conformance.py`` runs them all.) Each reader against its general one: tests/test_formats_pythonic.py,
+tests/test_formats_xml_tree.py."""
 
 from __future__ import annotations
 
 import importlib
+import json
 import pathlib
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from respc.compiler.load import load_template
 from respc.compiler.validate import validate
-from respc.runtime import Plan
+from respc.runtime import Plan, pythonic
 from respc.runtime.formats import FORMATS, content_args_problems, plan_of
+from respc.runtime.formats import xml_tree as xml_tree_format
+from support import (CATALOGUE_NAMES, CORPUS, SHARED, catalogue_parser, delimiter_pieces, family_cases, load_jsonl,
+                     params, whole_outcome)
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
+PEER = SHARED / "corpus" / "peer_vectors.jsonl"
 TEMPLATES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
 
 
@@ -260,3 +275,71 @@ def test_per_parameter_reader_settles_all_but_the_last():
     assert reader.settle({"a": 1, "b": 2, "c": 3}) == ""
     assert reader.finish({"a": 1, "b": 2, "c": 3}) == ', "c": 3}'
     assert reader.finish({"a": 9, "b": 2}) is None  # differs from what was sent: the caller's check reports it
+
+
+# --- the quick body readers end to end: whole text and streaming, shortcuts on and off ------------------------
+
+def _content_kinds(doc: dict) -> set[str]:
+    """Every content parser a template's fields name, value parsers included."""
+    kinds = set()
+    for spec in doc.get("fields", {}).values():
+        kinds.add(spec.get("content"))
+        vp = (spec.get("content_args") or {}).get("value_parser")
+        if isinstance(vp, dict):
+            kinds.add(vp.get("name"))
+            for case in list((vp.get("cases") or {}).values()) + [vp.get("default")]:
+                if isinstance(case, dict):
+                    kinds.add(case.get("name"))
+    return kinds
+
+
+def _doc(name: str) -> dict:
+    return json.loads((REPO / "templates" / f"{name}.json").read_text(encoding="utf-8"))
+
+
+#: the catalogue templates whose bodies go through a quick reader
+QUICK_NAMES = [n for n in CATALOGUE_NAMES if _content_kinds(_doc(n)) & {"pythonic", "xml-tree"}]
+
+
+def _both_paths(parser_class, prefix, text, tools=None):
+    out = []
+    for errors in ("strict", "recover"):
+        for single in (True, False):
+            out.append(whole_outcome(parser_class, prefix, text, tools, errors, single))
+    return out
+
+
+def _compare(monkeypatch, parser_class, prefix, text, tools=None):
+    with_quick = _both_paths(parser_class, prefix, text, tools)
+    with monkeypatch.context() as m:
+        m.setattr(pythonic, "_quick_calls", lambda *args: None)
+        m.setattr(xml_tree_format, "_QUICK_DEPTH", -1)  # the tree pass gives up at its first element
+        general = _both_paths(parser_class, prefix, text, tools)
+    assert repr(with_quick) == repr(general), text[:300]
+    assert with_quick[0] == with_quick[1] and with_quick[2] == with_quick[3], text[:300]
+
+
+@pytest.mark.parametrize("name", QUICK_NAMES)
+def test_catalogue_cases_with_and_without_quick(monkeypatch, name):
+    cases = family_cases(name)
+    assert cases, name
+    for case in cases:
+        for text in (case["text"], case["text"][:-3], case["text"][: len(case["text"]) // 2]):
+            _compare(monkeypatch, catalogue_parser(name), case["prefix"], text, case.get("tools"))
+
+
+@pytest.mark.parametrize("vector", params([v for v in load_jsonl(CORPUS) if v["family"] in QUICK_NAMES]
+                                          + ([v for v in load_jsonl(PEER) if v["family"] in QUICK_NAMES]
+                                             if PEER.is_file() else []), CORPUS, lambda v: v["id"]))
+def test_vectors_with_and_without_quick(monkeypatch, vector):
+    _compare(monkeypatch, catalogue_parser(vector["family"]), vector["prefix"], vector["text"], vector.get("tools"))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(data=st.data())
+@pytest.mark.parametrize("name", QUICK_NAMES)
+def test_random_splices_with_and_without_quick(monkeypatch, name, data):
+    parts = data.draw(st.lists(st.sampled_from(delimiter_pieces(name)), min_size=1, max_size=25))
+    prefix = data.draw(st.sampled_from([c["prefix"] for c in family_cases(name)] or [""]))
+    _compare(monkeypatch, catalogue_parser(name), prefix, "".join(parts))

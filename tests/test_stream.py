@@ -26,7 +26,7 @@ import respc
 from respc.runtime import stream
 from respc.runtime import tools as runtime_tools
 from respc.runtime.errors import ContentParseError
-from support import CATALOGUE_NAMES, FAMILY_DIR, REPO, delimiter_pieces, run_stream
+from support import CATALOGUE_NAMES, FAMILY_DIR, REPO, delimiter_pieces
 
 NAMES = CATALOGUE_NAMES
 

@@ -40,8 +40,7 @@ import respc
 from respc import runtime
 from respc.runtime import stream, whole
 from support import (CATALOGUE_NAMES, CONFORMANCE, CONFORMANCE_DEVIATIONS, CORPUS, SHARED, WHOLE_ERRORS,
-                     catalogue_parser, delimiter_pieces, family_cases, load_jsonl, params, same_whole_and_stream,
-                     whole_outcome)
+                     catalogue_parser, delimiter_pieces, family_cases, load_jsonl, params, same_whole_and_stream)
 from test_recover_properties import CASES as DAMAGE_CASES
 from test_recover_properties import OPS as DAMAGE_OPS
 from test_recover_properties import _damage

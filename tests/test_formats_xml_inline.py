@@ -1,4 +1,6 @@
-"""The xml-inline argument reader searches partially only where a tag may start (runtime/formats/xml_inline.py
+"""The xml-inline format (runtime/formats/xml_inline.py): its argument reader against the oracle.
+
+The xml-inline argument reader searches partially only where a tag may start (runtime/formats/xml_inline.py
 ``ArgumentReader.scan``: plain searches and ``str.find`` first, a ``partial=True`` search only from the first
 character that can begin the opening or the closing text) and gives exactly what the reader that searched the whole
 text partially on every scan gave (tests/old_xml_argument_reader.py, kept as the oracle): the same JSON text after

@@ -1,4 +1,6 @@
-"""The json argument reader reads by runs (runtime/formats/json_.py ``ArgumentReader.feed``: compiled regexes over
+"""The json format (runtime/formats/json_.py): its argument reader against the oracle.
+
+The json argument reader reads by runs (runtime/formats/json_.py ``ArgumentReader.feed``: compiled regexes over
 string runs, whitespace, scalars and nested values) and gives exactly what the character-by-character reader gave
 (tests/old_json_argument_reader.py, the reader as it was, kept as the oracle): the same pieces in the same order
 (``out`` calls, argument fragments cut at the same places), the same end, the same stop and the same structural

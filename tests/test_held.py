@@ -1,4 +1,6 @@
-"""A chunk that keeps a regex delimiter pending is read by its automaton, not scanned (issue 14).
+"""Held regex delimiters (compiler/held.py, runtime/held.py) against the scan they stand for (issue 14).
+
+A chunk that keeps a regex delimiter pending is read by its automaton, not scanned.
 
 compiler/held.py builds, per state, the position automata of the eligible regex delimiters
 (``HOLD_REGEX``); runtime/held.py runs them as a lazy DFA and ``StreamParser.feed`` skips the scan
