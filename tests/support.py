@@ -92,6 +92,11 @@ def chunkings(text: str, seed: str) -> dict[str, list[str]]:
     return {"whole": [text], "chars": list(text), "random": pieces}
 
 
+def fixed_chunkings(text: str) -> dict[str, list[str]]:
+    """Three fixed chunkings of ``text``: whole, one character at a time, and three characters at a time."""
+    return {"whole": [text], "ones": list(text), "threes": [text[i:i + 3] for i in range(0, len(text), 3)]}
+
+
 def run_stream(module, prefix, chunks, tools=None, errors="strict"):
     """Feed ``chunks`` to a fresh parser; return (message, all events incl. initial and final)."""
     parser = module.ResponseParser(prefix, tools, errors=errors)
