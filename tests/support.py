@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import json
 import os
 import random
 import sys
+import time
 import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -82,14 +84,9 @@ def load_jsonl(path: Path) -> list[dict]:
 
 
 def chunkings(text: str, seed: str) -> dict[str, list[str]]:
-    """The chunkings every vector is fed in: whole, one character at a time, random pieces."""
-    rng = random.Random(seed)
-    pieces, i = [], 0
-    while i < len(text):
-        step = rng.randint(1, 7)
-        pieces.append(text[i:i + step])
-        i += step
-    return {"whole": [text], "chars": list(text), "random": pieces}
+    """The chunkings every vector is fed in: whole, one character at a time, random pieces of 1 to 7
+    characters (:func:`random_pieces`, drawn from ``seed``)."""
+    return {"whole": [text], "chars": list(text), "random": random_pieces(text, random.Random(seed), 7)}
 
 
 def fixed_chunkings(text: str) -> dict[str, list[str]]:
@@ -190,6 +187,21 @@ def peer_message(vector: dict, how: str, errors: str) -> dict:
     return message
 
 
+def peer_params(vectors: Iterable[dict], xfail: dict[str, dict], reason: Callable[[dict], str]) -> list:
+    """``pytest.param(vector, how)`` for every peer vector and every way it is fed (``"whole"``, ``"chars"``,
+    ``"random"`` of :func:`chunkings`, and ``"own"`` when it has its own ``chunks``; :func:`peer_message`),
+    with the id ``<vector id>-<how>``; a vector listed in ``xfail`` is a strict xfail whose reason is
+    ``reason(entry)``, so a fix shows as XPASS and its entry must go."""
+    params = []
+    for vector in vectors:
+        hows = ["whole", "chars", "random"] + (["own"] if "chunks" in vector else [])
+        entry = xfail.get(vector["id"])
+        marks = [pytest.mark.xfail(strict=True, reason=reason(entry))] if entry else []
+        for how in hows:
+            params.append(pytest.param(vector, how, marks=marks, id=f"{vector['id']}-{how}"))
+    return params
+
+
 def generated(name: str) -> types.ModuleType:
     """The checked-in generated module of catalogue template ``name`` (``respc.generated.<name>``)."""
     return importlib.import_module(f"respc.generated.{name}")
@@ -221,6 +233,71 @@ def random_pieces(text: str, rng: random.Random, longest: int) -> list[str]:
         pieces.append(text[i:i + step])
         i += step
     return pieces
+
+
+def random_cuts(text: str, rng: random.Random, count: int) -> list[str]:
+    """``text`` cut at ``count`` distinct offsets drawn from ``rng`` (none at either end): ``count + 1``
+    non-empty pieces. ``count`` must be at most ``len(text) - 1``."""
+    cuts = sorted(rng.sample(range(1, len(text)), count))
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+#: the piece lengths :func:`oracle_pieces` draws from (``0`` stands for the rest of the text)
+_ORACLE_STEPS = (1, 1, 2, 3, 4, 4, 5, 8, 17, 0)
+
+
+def oracle_pieces(rng: random.Random, body: str) -> list[str]:
+    """``body`` cut into pieces drawn from ``rng`` that are mostly short (1 to 5 characters), sometimes 8
+    or 17, sometimes the whole rest: how the argument readers' tests feed a reader and its oracle
+    (tests/test_formats_json.py, test_formats_pythonic.py, test_formats_xml_inline.py)."""
+    pieces, i = [], 0
+    while i < len(body):
+        step = rng.choice(_ORACLE_STEPS) or len(body)
+        pieces.append(body[i:i + step])
+        i += step
+    return pieces
+
+
+def feed_outcome(parser_class, prefix, chunks, tools=None, errors="strict", **options) -> tuple:
+    """Everything one streamed run of a fresh ``parser_class(prefix, tools, errors=errors, **options)`` shows,
+    for comparing a shortcut with the general path: ``(message, events, diagnostics, ledger)`` where
+    ``events`` has one list per call (the initial events, each ``feed``'s, ``finalize``'s), so which call
+    returned an event counts too; or ``("error", type name, text, events so far)`` when feeding or
+    finalizing raises ValueError, KeyError or TypeError (:data:`WHOLE_ERRORS`)."""
+    parser = parser_class(prefix, tools, errors=errors, **options)
+    events = [parser.initial_events]
+    try:
+        for chunk in chunks:
+            events.append(parser.feed(chunk))
+        message, final = parser.finalize()
+    except WHOLE_ERRORS as exc:
+        return ("error", type(exc).__name__, str(exc), events)
+    return message, events + [final], parser.diagnostics, parser.ledger
+
+
+def best_time(run: Callable[[], object], repeats: int = 3) -> float:
+    """The shortest of ``repeats`` wall-clock timings (seconds) of ``run()``, each with the garbage
+    collector off (its passes grow with the live objects, not with the work measured). The tests
+    compare such times at two sizes as a ratio, never with a bound in seconds."""
+    best = float("inf")
+    enabled = gc.isenabled()
+    for _ in range(repeats):
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            run()
+            best = min(best, time.perf_counter() - start)
+        finally:
+            if enabled:
+                gc.enable()
+    return best
+
+
+def tool_call(name: str, arguments) -> dict:
+    """An OpenAI-style tool call of function ``name`` with ``arguments`` (a mapping, or text)."""
+    return {"type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 def delimiter_pieces(name: str) -> list[str]:

@@ -18,7 +18,7 @@ import pytest
 
 from old_json_argument_reader import OldArgumentReader
 from respc.runtime.formats.json_ import ArgumentReader, JsonBoundary, ReaderBoundary
-from support import fixed_chunkings
+from support import fixed_chunkings, oracle_pieces
 
 KEYS = ("name", ("arguments", "parameters"))
 ALL_HELD = {"city": True, "n": True, "days": True, "x": True, "kéy": True}
@@ -89,15 +89,6 @@ def _body(rng: random.Random, mode: str) -> str:
     return body + rng.choice(["", "", " tail", "</tool_call>", '{"again": 1}', "\n"])
 
 
-def _chunks(rng: random.Random, body: str) -> list[str]:
-    pieces, i = [], 0
-    while i < len(body):
-        step = rng.choice([1, 1, 2, 3, 4, 4, 5, 8, 17, len(body)])
-        pieces.append(body[i:i + step])
-        i += step
-    return pieces
-
-
 def _run(cls, mode: str, pieces: list[str], held_keys: dict, boundary: bool):
     got = []
     states = []
@@ -129,7 +120,7 @@ def test_reading_by_runs_gives_the_character_readers_pieces(mode):
     for case in range(700):
         body = _body(rng, mode)
         held_keys = rng.choice([{}, {"n": True}, {"days": True, "x": None}, {"city": True}, {"n": None}, ALL_HELD])
-        for pieces in (_chunks(rng, body), list(body), [body]):
+        for pieces in (oracle_pieces(rng, body), list(body), [body]):
             for boundary in (False, True):
                 new = _run(ArgumentReader, mode, pieces, held_keys, boundary)
                 old = _run(OldArgumentReader, mode, pieces, held_keys, boundary)

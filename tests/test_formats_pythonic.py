@@ -29,6 +29,7 @@ from respc.runtime import pythonic as pythonic_parser
 from respc.runtime.errors import ContentParseError
 from respc.runtime.formats import pythonic
 from respc.runtime.formats.pythonic import PythonicArgs
+from support import oracle_pieces
 
 STATE = ("state", "bare", "n", "key", "begun", "depth", "raw_next", "dead", "complete")
 
@@ -72,15 +73,6 @@ def _body(rng: random.Random) -> str:
     return rng.choice(["", " ", "\n"]) + body + rng.choice(["", "", " tail", "]"])
 
 
-def _chunks(rng: random.Random, body: str) -> list[str]:
-    pieces, i = [], 0
-    while i < len(body):
-        step = rng.choice([1, 1, 2, 3, 4, 4, 5, 8, 17, len(body)])
-        pieces.append(body[i:i + step])
-        i += step
-    return pieces
-
-
 def _run(cls, pieces: list[str], held_keys: dict, options: dict) -> list:
     got = []
     reader = cls(lambda kind, n, text: got.append((kind, n, text)), lambda n, key: held_keys.get(key, False),
@@ -101,7 +93,7 @@ def test_reading_string_runs_gives_the_character_readers_pieces():
         body = _body(rng)
         held_keys = rng.choice([{}, {"n": True}, {"city": True, "x": True}, {"days": None}])
         options = rng.choice([{}, {"allow_bare": False}, {"json_literals": True}, {"strip_suffix": "_tool"}])
-        for pieces in (_chunks(rng, body), list(body), [body]):
+        for pieces in (oracle_pieces(rng, body), list(body), [body]):
             new = _run(PythonicArgs, pieces, held_keys, options)
             old = _run(OldPythonicArgs, pieces, held_keys, options)
             assert new == old, (case, body, pieces, held_keys, options)

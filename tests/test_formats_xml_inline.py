@@ -21,7 +21,7 @@ import regex
 from old_xml_argument_reader import OldArgumentReader
 from respc.runtime.formats import xml_inline
 from respc.runtime.formats.xml_inline import ArgumentReader, stream_plan, string_strip
-from support import fixed_chunkings
+from support import fixed_chunkings, oracle_pieces
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,15 +126,6 @@ def _body(rng: random.Random, pattern: str, literals: list[str]) -> str:
     return body
 
 
-def _chunks(rng: random.Random, body: str) -> list[str]:
-    pieces, i = [], 0
-    while i < len(body):
-        step = rng.choice([1, 1, 2, 3, 4, 4, 5, 8, 17, len(body) or 1])
-        pieces.append(body[i:i + step])
-        i += step
-    return pieces
-
-
 def _reader(cls, plan):
     parse = plan[3]
 
@@ -187,7 +178,7 @@ def test_the_cheap_reader_gives_the_old_readers_text():
         for case in range(45):
             body = _body(rng, pattern, literals)
             arguments = rng.choice([{}, {"city": "Paris"}, None])
-            for pieces in (_chunks(rng, body), list(body), [body]):
+            for pieces in (oracle_pieces(rng, body), list(body), [body]):
                 new = _run(ArgumentReader, plan, pieces, arguments)
                 old = _run(OldArgumentReader, plan, pieces, arguments)
                 assert new == old, (pattern, body, pieces)

@@ -26,7 +26,7 @@ import respc
 from respc.runtime import stream
 from respc.runtime import tools as runtime_tools
 from respc.runtime.errors import ContentParseError
-from support import CATALOGUE_NAMES, FAMILY_DIR, REPO, delimiter_pieces
+from support import CATALOGUE_NAMES, FAMILY_DIR, REPO, delimiter_pieces, feed_outcome, random_pieces
 
 NAMES = CATALOGUE_NAMES
 
@@ -78,39 +78,20 @@ def _slow(module):
 
 
 def _chunkings(text: str, seed: str):
+    """Whole, one character at a time, and four random chunkings of 1 to 9 characters (more random
+    ones, and longer pieces, than support.chunkings: each is compared event for event)."""
     rng = random.Random(seed)
     yield [text]
     yield list(text)
     for _ in range(4):
-        pieces, i = [], 0
-        while i < len(text):
-            step = rng.randint(1, 9)
-            pieces.append(text[i:i + step])
-            i += step
-        yield pieces
-
-
-def _outcome(parser_class, prefix, chunks, tools, errors="strict"):
-    """(message, events) of one streamed run, or the error it raised (type and text); events is
-    one list per call: the initial events, each feed's, finalize's. With ``errors="recover"``
-    the parser's diagnostics come third."""
-    parser = parser_class(prefix, tools, errors=errors)
-    events = [parser.initial_events]
-    try:
-        for chunk in chunks:
-            events.append(parser.feed(chunk))
-        message, final = parser.finalize()
-    except (ValueError, KeyError, TypeError) as exc:
-        return ("error", type(exc).__name__, str(exc), events)
-    if errors == "recover":
-        return message, events + [final], parser.diagnostics
-    return message, events + [final]
+        yield random_pieces(text, rng, 9)
 
 
 def _compare(module, prefix, text, tools, seed):
     slow = _slow(module)
     for chunks in _chunkings(text, seed):
-        assert _outcome(module.ResponseParser, prefix, chunks, tools) == _outcome(slow, prefix, chunks, tools), chunks
+        fast = feed_outcome(module.ResponseParser, prefix, chunks, tools)
+        assert fast == feed_outcome(slow, prefix, chunks, tools), chunks
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -136,7 +117,7 @@ _PROSE = ["word ", "to", "=", "t", " ", "  ", "\n", "ab", "a<b ", "x[1] ", "{ }"
 
 
 def _pieces(name: str) -> list[str]:
-    """test_whole's splice pieces of ``name`` (its delimiters, their halves, case slices) and prose."""
+    """The splice pieces of ``name`` (support.delimiter_pieces: its delimiters, their halves, case slices) and prose."""
     return delimiter_pieces(name) + _PROSE
 
 
@@ -152,8 +133,8 @@ def test_random_splices_same_events_without_fast_path(name):
         prefix = prefixes[k % len(prefixes)]
         slow = _slow(module)
         for chunks in _chunkings(text, f"{name}/{k}"):
-            fast = _outcome(module.ResponseParser, prefix, chunks, None)
-            assert fast == _outcome(slow, prefix, chunks, None), (prefix, chunks)
+            fast = feed_outcome(module.ResponseParser, prefix, chunks, None)
+            assert fast == feed_outcome(slow, prefix, chunks, None), (prefix, chunks)
 
 
 def test_fast_path_is_taken_where_it_was_refused():
@@ -324,8 +305,8 @@ def test_run_quickest_path_same_events_at_every_split(errors):
         splits += list(_chunkings(text, "run/" + text))
         for prefix in ("", "<|start|>assistant"):
             for chunks in splits:
-                fast = _outcome(module.ResponseParser, prefix, chunks, None, errors)
-                assert fast == _outcome(slow, prefix, chunks, None, errors), (prefix, chunks)
+                fast = feed_outcome(module.ResponseParser, prefix, chunks, None, errors)
+                assert fast == feed_outcome(slow, prefix, chunks, None, errors), (prefix, chunks)
 
 
 def test_run_quickest_path_random_texts():
@@ -345,8 +326,8 @@ def test_run_quickest_path_random_texts():
             step = rng.randint(1, 6)
             chunks.append(text[i:i + step])
             i += step
-        fast = _outcome(module.ResponseParser, "", chunks, None)
-        assert fast == _outcome(slow, "", chunks, None), chunks
+        fast = feed_outcome(module.ResponseParser, "", chunks, None)
+        assert fast == feed_outcome(slow, "", chunks, None), chunks
 
 
 def test_run_quickest_path_is_taken():
@@ -423,8 +404,8 @@ def test_run_quickest_path_several_runs_at_every_split(errors):
         splits += list(_chunkings(text, "muse/" + text))
         for prefix in ("", "<|start|>assistant"):
             for chunks in splits:
-                fast = _outcome(module.ResponseParser, prefix, chunks, None, errors)
-                assert fast == _outcome(slow, prefix, chunks, None, errors), (prefix, chunks)
+                fast = feed_outcome(module.ResponseParser, prefix, chunks, None, errors)
+                assert fast == feed_outcome(slow, prefix, chunks, None, errors), (prefix, chunks)
 
 
 def test_run_quickest_path_several_runs_random_texts():
@@ -445,8 +426,8 @@ def test_run_quickest_path_several_runs_random_texts():
             chunks.append(text[i:i + step])
             i += step
         for errors in ("strict", "recover"):
-            fast = _outcome(module.ResponseParser, "", chunks, None, errors)
-            assert fast == _outcome(slow, "", chunks, None, errors), chunks
+            fast = feed_outcome(module.ResponseParser, "", chunks, None, errors)
+            assert fast == feed_outcome(slow, "", chunks, None, errors), chunks
 
 
 def test_three_character_heads_route_near_misses_without_scanning():
@@ -527,7 +508,7 @@ def test_value_region_chunks_without_scanning():
 
 
 def _outcome_text(parser_class, prefix, chunks, tools):
-    """:func:`_outcome` fed through ``feed_text``: a ``str`` it returns stands for the one
+    """:func:`support.feed_outcome` fed through ``feed_text``: a ``str`` it returns stands for the one
     ``region_chunk`` of the open region, so the events it stands for are rebuilt here; returns
     (outcome, how many chunks came back as text)."""
     parser = parser_class(prefix, tools)
@@ -544,7 +525,7 @@ def _outcome_text(parser_class, prefix, chunks, tools):
         message, final = parser.finalize()
     except (ValueError, KeyError, TypeError) as exc:
         return ("error", type(exc).__name__, str(exc), events), as_text
-    return (message, events + [final]), as_text
+    return (message, events + [final], parser.diagnostics, parser.ledger), as_text
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -561,7 +542,7 @@ def test_feed_text_is_feed(name):
     for prefix, text, tools in texts:
         for chunks in _chunkings(text, f"text/{name}/{text[:20]}"):
             got, _ = _outcome_text(module.ResponseParser, prefix, chunks, tools)
-            assert got == _outcome(module.ResponseParser, prefix, chunks, tools), (prefix, chunks)
+            assert got == feed_outcome(module.ResponseParser, prefix, chunks, tools), (prefix, chunks)
 
 
 @pytest.mark.parametrize("name", ["qwen3", "hermes2pro", "deepseek_r1", "kimi_k2", "glm4_5", "mistral_nemo",
@@ -572,7 +553,7 @@ def test_feed_text_hands_plain_chunks_over_as_text(name):
     prose = "just some words without any markup at all " * 40
     chunks = [prose[i:i + 4] for i in range(0, len(prose), 4)]
     got, as_text = _outcome_text(module.ResponseParser, "", chunks, None)
-    assert got == _outcome(module.ResponseParser, "", chunks, None)
+    assert got == feed_outcome(module.ResponseParser, "", chunks, None)
     assert as_text >= len(chunks) - 3, (as_text, len(chunks))
 
 
