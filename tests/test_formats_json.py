@@ -201,30 +201,8 @@ def test_json_argument_reader_gives_end_completeness_and_pieces(how):
     assert reader.complete and reader.end == len('{"city": "Paris"}') and args == '{"city": "Paris"}'
 
 
-@pytest.mark.parametrize("body", [
-    '{"name": "f", "arguments": {"s": "a}]\\"", "n": [1, {"x": null}]}} tail',
-    '[{"name": "f", "arguments": {}}, {"name": "g", "arguments": {"q": "[{"}}]</tool_call>',
-    '{"name": "f", "parameters": {"a": "\\\\"}}\n\nmore',
-    '{"name": "f", "arguments": {"a": 1}',
-    '  {"name": "f", "arguments": {"u": "\\u00e9}"}}{"again": 1}',
-])
-def test_json_readers_agree_on_the_end(body):
-    """The json format's two incremental readers (the core's boundary reader and the adapter's argument reader,
-    both in ``runtime/formats/json_.py``) find the same end of the value, on every chunking; a body cut before
-    it is incomplete for both."""
-    for how, pieces in fixed_chunkings(body).items():
-        boundary, at, end = JsonBoundary(), 0, -1
-        for piece in pieces:
-            got = boundary.feed(piece)
-            if got >= 0:
-                end = at + got
-                break
-            at += len(piece)
-        reader, _, _ = _read_arguments("object", ("name", ("arguments", "parameters")), pieces)
-        assert reader.end == end, how
-
-
 def _boundary_end(decoder, pieces):
+    """Where ``decoder`` fed ``pieces`` says the value ends (an offset into their text), or -1."""
     at = 0
     for piece in pieces:
         got = decoder.feed(piece)
@@ -234,13 +212,30 @@ def _boundary_end(decoder, pieces):
     return -1
 
 
-@pytest.mark.parametrize("mode", ["object", "args"])
-@pytest.mark.parametrize("body", [
+#: call bodies with brackets and quotes inside strings, a list of calls, a cut one, text after the value
+_BODIES = [
     '{"name": "f", "arguments": {"s": "a}]\\"", "n": [1, {"x": null}]}} tail',
     '[{"name": "f", "arguments": {}}, {"name": "g", "arguments": {"q": "[{"}}]</tool_call>',
     '{"name": "f", "parameters": {"a": "\\\\"}}\n\nmore',
     '{"name": "f", "arguments": {"a": 1}',
     '  {"name": "f", "arguments": {"u": "\\u00e9}"}}{"again": 1}',
+]
+
+
+@pytest.mark.parametrize("body", _BODIES)
+def test_json_readers_agree_on_the_end(body):
+    """The json format's two incremental readers (the core's boundary reader and the adapter's argument reader,
+    both in ``runtime/formats/json_.py``) find the same end of the value, on every chunking; a body cut before
+    it is incomplete for both."""
+    for how, pieces in fixed_chunkings(body).items():
+        end = _boundary_end(JsonBoundary(), pieces)
+        reader, _, _ = _read_arguments("object", ("name", ("arguments", "parameters")), pieces)
+        assert reader.end == end, how
+
+
+@pytest.mark.parametrize("mode", ["object", "args"])
+@pytest.mark.parametrize("body", [
+    *_BODIES,
     '{"city": "Paris"}<|call|>{"x": 1}',
     # where the argument reader stops (damage, shapes it does not forward), the boundary reader goes on
     '{"name": "f", "name": "g", "arguments": {"a": "}"}} tail',

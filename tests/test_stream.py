@@ -287,6 +287,19 @@ _RUN_TEXTS = [
 ]
 
 
+def _same_at_every_split(fast_class, slow_class, text, errors, seed):
+    """``text`` cut in two at every offset, in three at every pair of offsets when it is short, and in
+    the :func:`_chunkings` of ``seed``, after both prompts: the same outcome with and without the fast paths."""
+    splits = [[text[:i], text[i:]] for i in range(1, len(text))]
+    if len(text) <= 30:
+        splits += [[text[:i], text[i:j], text[j:]] for i in range(1, len(text)) for j in range(i + 1, len(text))]
+    splits += list(_chunkings(text, seed))
+    for prefix in ("", "<|start|>assistant"):
+        for chunks in splits:
+            fast = feed_outcome(fast_class, prefix, chunks, None, errors)
+            assert fast == feed_outcome(slow_class, prefix, chunks, None, errors), (prefix, chunks)
+
+
 @pytest.mark.parametrize("errors", ["strict", "recover"])
 def test_run_quickest_path_same_events_at_every_split(errors):
     """gpt_oss's answer state has its own quickest path (runtime/stream.py ``_one_run``): a
@@ -299,14 +312,7 @@ def test_run_quickest_path_same_events_at_every_split(errors):
     assert module.ResponseParser._RUN1[0] is not None  # the path is on in the answer state
     slow = _slow(module)
     for text in _RUN_TEXTS:
-        splits = [[text[:i], text[i:]] for i in range(1, len(text))]
-        if len(text) <= 30:
-            splits += [[text[:i], text[i:j], text[j:]] for i in range(1, len(text)) for j in range(i + 1, len(text))]
-        splits += list(_chunkings(text, "run/" + text))
-        for prefix in ("", "<|start|>assistant"):
-            for chunks in splits:
-                fast = feed_outcome(module.ResponseParser, prefix, chunks, None, errors)
-                assert fast == feed_outcome(slow, prefix, chunks, None, errors), (prefix, chunks)
+        _same_at_every_split(module.ResponseParser, slow, text, errors, "run/" + text)
 
 
 def test_run_quickest_path_random_texts():
@@ -321,11 +327,7 @@ def test_run_quickest_path_random_texts():
     rng = random.Random("gpt_oss-run")
     for k in range(300):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 16)))
-        chunks, i = [], 0
-        while i < len(text):
-            step = rng.randint(1, 6)
-            chunks.append(text[i:i + step])
-            i += step
+        chunks = random_pieces(text, rng, 6)
         fast = feed_outcome(module.ResponseParser, "", chunks, None)
         assert fast == feed_outcome(slow, "", chunks, None), chunks
 
@@ -398,14 +400,7 @@ def test_run_quickest_path_several_runs_at_every_split(errors):
     slow = _muse_slow(module)
     assert slow.CONTEXT == 0
     for text in _MUSE_TEXTS:
-        splits = [[text[:i], text[i:]] for i in range(1, len(text))]
-        if len(text) <= 30:
-            splits += [[text[:i], text[i:j], text[j:]] for i in range(1, len(text)) for j in range(i + 1, len(text))]
-        splits += list(_chunkings(text, "muse/" + text))
-        for prefix in ("", "<|start|>assistant"):
-            for chunks in splits:
-                fast = feed_outcome(module.ResponseParser, prefix, chunks, None, errors)
-                assert fast == feed_outcome(slow, prefix, chunks, None, errors), (prefix, chunks)
+        _same_at_every_split(module.ResponseParser, slow, text, errors, "muse/" + text)
 
 
 def test_run_quickest_path_several_runs_random_texts():
@@ -420,11 +415,7 @@ def test_run_quickest_path_several_runs_random_texts():
     rng = random.Random("muse-run")
     for k in range(300):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 16)))
-        chunks, i = [], 0
-        while i < len(text):
-            step = rng.randint(1, 6)
-            chunks.append(text[i:i + step])
-            i += step
+        chunks = random_pieces(text, rng, 6)
         for errors in ("strict", "recover"):
             fast = feed_outcome(module.ResponseParser, "", chunks, None, errors)
             assert fast == feed_outcome(slow, "", chunks, None, errors), chunks
