@@ -1,4 +1,5 @@
-"""Helpers shared by the test modules: where ../shared is, vector loading, chunkings."""
+"""Helpers shared by the test modules: where ../shared is, vector loading, chunkings, the outcomes a shortcut
+and its general path are compared by, random damage of the catalogue cases, timings."""
 
 from __future__ import annotations
 
@@ -359,3 +360,93 @@ def same_whole_and_stream(parser_class, prefix, text, tools=None):
 def catalogue_parser(name: str):
     """The ``ResponseParser`` of the checked-in generated module of catalogue template ``name``."""
     return importlib.import_module(f"respc.generated.{name}").ResponseParser
+
+#: characters the random damage of :func:`damage_ops` inserts: those delimiters and JSON are made of, and arbitrary ones
+DAMAGE_NOISE = "<>/|{}[]\"':,=\n\t _abc<|>\\xé😀\x00"
+
+
+def _delimiter_patterns(template: dict) -> list:
+    """Every ``open``/``close`` literal and ``open_pattern``/``close_pattern`` regex of ``template``'s
+    fields, compiled with the ``regex`` module (a pattern it cannot compile is left out)."""
+    import regex
+
+    out = []
+    for field in template["fields"].values():
+        for key in ("open", "close"):
+            value = field.get(key)
+            for literal in ([value] if isinstance(value, str) else value or []):
+                if literal:
+                    out.append(regex.compile(regex.escape(literal)))
+        for key in ("open_pattern", "close_pattern"):
+            value = field.get(key)
+            for pattern in ([value] if isinstance(value, str) else value or []):
+                try:
+                    out.append(regex.compile(pattern, regex.DOTALL))
+                except regex.error:
+                    pass
+    return out
+
+
+@functools.cache
+def damage_cases() -> list[tuple[str, str, str, list[tuple[int, int]]]]:
+    """``(template name, prefix, output, delimiter spans)`` of every case of every catalogue template with
+    a family file (:func:`family_cases`): the outputs :func:`damage` damages, with the sorted non-empty
+    ``(start, end)`` spans where the template's delimiters match in them."""
+    cases = []
+    for name in CATALOGUE_NAMES:
+        if not (FAMILY_DIR / f"{name}.json").is_file():
+            continue
+        delims = _delimiter_patterns(json.loads((REPO / "templates" / f"{name}.json").read_text(encoding="utf-8")))
+        for case in family_cases(name):
+            text = case["text"]
+            spans = sorted({(m.start(), m.end()) for d in delims for m in d.finditer(text) if m.end() > m.start()})
+            cases.append((name, case.get("prefix", ""), text, spans))
+    return cases
+
+
+@functools.cache
+def damage_ops():
+    """The hypothesis strategy of :func:`damage`'s ``ops``: one to three ``(op, a, b, noise)``, ``op`` one of
+    truncate, delete, double, swap, insert, space, part-twice, stray."""
+    from hypothesis import strategies as st
+
+    return st.lists(st.tuples(st.sampled_from(["truncate", "delete", "double", "swap", "insert", "space", "part-twice",
+                                               "stray"]),
+                              st.integers(0, 10_000), st.integers(0, 10_000),
+                              st.text(alphabet=DAMAGE_NOISE, min_size=1, max_size=6)), min_size=1, max_size=3)
+
+
+def damage(text: str, spans: list[tuple[int, int]], ops: list[tuple[str, int, int, str]]) -> str:
+    """``text`` after each of ``ops`` (:func:`damage_ops`) in turn: truncated, noise inserted, or a delimiter
+    occurrence of ``spans`` (:func:`damage_cases`) deleted, doubled, swapped with another, a space put in
+    it, a piece of it written twice, or its text written somewhere else (docs/events.md, recover mode)."""
+    for op, a, b, noise in ops:
+        if op == "truncate":
+            text = text[:a % (len(text) + 1)]
+        elif op == "insert":
+            k = a % (len(text) + 1)
+            text = text[:k] + noise + text[k:]
+        elif spans:
+            s, e = spans[a % len(spans)]
+            if e > len(text):
+                continue
+            if op == "delete":
+                text = text[:s] + text[e:]
+            elif op == "double":
+                text = text[:e] + text[s:e] + text[e:]
+            elif op == "space":
+                k = s + b % (e - s + 1)
+                text = text[:k] + " " + text[k:]
+            elif op == "part-twice":
+                i, j = sorted((s + b % (e - s + 1), s + (b // 7) % (e - s + 1)))
+                text = text[:j] + text[i:j] + text[j:]
+            elif op == "stray":
+                k = b % (len(text) + 1)
+                text = text[:k] + text[s:e] + text[k:]
+            elif op == "swap":
+                s2, e2 = spans[b % len(spans)]
+                if (s2, e2) != (s, e) and e2 <= len(text) and (e <= s2 or e2 <= s):
+                    (s, e), (s2, e2) = sorted([(s, e), (s2, e2)])
+                    text = text[:s] + text[s2:e2] + text[e:s2] + text[s:e] + text[e2:]
+        spans = [(s, e) for s, e in spans if e <= len(text)]
+    return text

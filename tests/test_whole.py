@@ -40,10 +40,8 @@ import respc
 from respc import runtime
 from respc.runtime import stream, whole
 from support import (CATALOGUE_NAMES, CONFORMANCE, CONFORMANCE_DEVIATIONS, CORPUS, SHARED, WHOLE_ERRORS,
-                     catalogue_parser, delimiter_pieces, family_cases, load_jsonl, params, same_whole_and_stream)
-from test_recover_properties import CASES as DAMAGE_CASES
-from test_recover_properties import OPS as DAMAGE_OPS
-from test_recover_properties import _damage
+                     catalogue_parser, damage, damage_cases, damage_ops, delimiter_pieces, family_cases, load_jsonl,
+                     params, same_whole_and_stream)
 
 NAMES = CATALOGUE_NAMES
 PEER = SHARED / "corpus" / "peer_vectors.jsonl"
@@ -157,11 +155,11 @@ def test_long_pending_match_falls_back_to_feed_in_recover():
 
 @settings(max_examples=300, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
-@given(case=st.integers(0, max(len(DAMAGE_CASES) - 1, 0)), ops=DAMAGE_OPS)
+@given(case=st.integers(0, max(len(damage_cases()) - 1, 0)), ops=damage_ops())
 def test_recover_damaged_outputs(case, ops):
     """The damaged outputs of the recover property suite: both paths agree in both modes."""
-    name, prefix, text, spans = DAMAGE_CASES[case]
-    same_whole_and_stream(catalogue_parser(name), prefix, _damage(text, spans, ops))
+    name, prefix, text, spans = damage_cases()[case]
+    same_whole_and_stream(catalogue_parser(name), prefix, damage(text, spans, ops))
 
 
 _FIND_TEXT = st.text(alphabet="<|>_ab/\n\uff5c\u2581x", max_size=60)
