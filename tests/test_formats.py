@@ -109,7 +109,7 @@ def test_old_import_paths_name_the_formats_readers():
     assert openai_dialects.XmlTree is xml_inline.XmlTree and openai_pythonic.PythonicArgs is pythonic.PythonicArgs
 
 
-# --- the per-parameter argument reader (runtime/formats/base.py) -----------------------------------------------
+# --- the per-parameter argument reader (runtime/formats/base.py) ---------------------------------
 
 def test_per_parameter_reader_settles_all_but_the_last():
     from respc.runtime.formats.base import PerParameterReader
@@ -125,7 +125,7 @@ def test_per_parameter_reader_settles_all_but_the_last():
     assert reader.finish({"a": 9, "b": 2}) is None  # differs from what was sent: the caller's check reports it
 
 
-# --- the quick body readers end to end: whole text and streaming, shortcuts on and off ------------------------
+# --- the quick body readers end to end: whole text and streaming, shortcuts on and off -----------
 
 def _content_kinds(doc: dict) -> set[str]:
     """Every content parser a template's fields name, value parsers included."""

@@ -163,7 +163,7 @@ def test_long_runs_are_read_in_steps_not_characters(monkeypatch):
         assert got[1][-1][0] == len(body)  # (the end, just past the last "}")
 
 
-# --- one reader: the end, completeness and pieces, and the boundary reader -----------------------------
+# --- one reader: the end, completeness and pieces, and the boundary reader -----------------------
 
 def _read_arguments(mode, keys, pieces):
     got = []

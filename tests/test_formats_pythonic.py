@@ -123,7 +123,7 @@ def test_a_long_string_takes_few_character_steps(monkeypatch):
         assert len(calls) < 40, (step, len(calls))
 
 
-# --- the quick reader of a call list ---------------------------------------------------------------------------------
+# --- the quick reader of a call list -------------------------------------------------------------
 
 def _general_pythonic(text, **kw):
     """parse_pythonic with its shortcut off: the reader's value or error."""

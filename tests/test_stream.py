@@ -587,7 +587,7 @@ def test_literal_states_decide_held_text_without_scanning():
         _compare(module, "", text, None, f"minimax_m3-literals/{i}")
 
 
-# --- 2. the quick proof of a plain tool call -------------------------------------------------------
+# --- 2. the quick proof of a plain tool call -----------------------------------------------------
 
 NAN, INF = float("nan"), float("inf")
 
