@@ -19,7 +19,7 @@ delimiters (its named groups reach the transform scope), else None. ``memo`` kee
 delimiter's last search result over the same buffer, so a long buffer is never searched twice.
 
 These shortcuts keep the common chunk cheap, each giving exactly the events a scan would give
-(``tests/test_fast_path.py`` and ``tests/test_held_regex.py`` compare them):
+(``tests/test_stream.py`` and ``tests/test_held.py`` compare them):
 
 * fast path -- nothing held, region open, and no character of the chunk can start a watched
   delimiter (``FAST_PATH``: the state's trigger characters and the first three, or two,
@@ -932,7 +932,7 @@ def partial_late(pattern: Any, late: Any, buf: str, pos: int, leads: tuple[str, 
     ``(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>``: 7 ms over 100 kB of
     prose, 0.3 ms without its ``^``). After offset 0 the two patterns match alike, so ``late``
     is searched there. From offset 0, the answer is the one of a partial search: the leftmost
-    complete match if there is one, else the leftmost partial match (``tests/test_fast_path.py``
+    complete match if there is one, else the leftmost partial match (``tests/test_stream.py``
     checks both against the engine): the pattern is matched at 0, ``late`` searched after it.
 
     Returns:
@@ -1566,7 +1566,7 @@ class StreamParser:
     _IS_AFTER: tuple = ()
     #: per state: its triggers are known (``FAST_PATH``), so with nothing left to read after
     #: offset 0 no watched delimiter can commit and no text is held: _run need not scan
-    #: (tests/test_fast_path.py's parsers without FAST_PATH scan, and must give the same events)
+    #: (tests/test_stream.py's parsers without FAST_PATH scan, and must give the same events)
     _KNOWN: tuple = ()
     #: per field: its declared-repair group names (REPAIR_GROUP), empty for most
     _REPAIRS: tuple = ()

@@ -24,7 +24,7 @@ from respc.compiler.cli import main
 from respc.compiler.emit_js import JsTargetError, _sequence, emit_js_module, js_support_problem
 from respc.compiler.source import read_template
 
-from support import CONFORMANCE, CORPUS, PEER_PREFIX, REPO, SHARED, chunkings, load_jsonl, missing
+from support import CONFORMANCE, CORPUS, PEER_PREFIX, REPO, SHARED, chunkings, family_cases, load_jsonl, missing
 
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node (Node.js 20 or later) is not installed")
@@ -64,11 +64,9 @@ def _vectors_of(name: str) -> list[dict]:
         for v in load_jsonl(path):
             if v.get("family") == name:
                 vectors.append(dict(v, prefix=PEER_PREFIX.get(v["id"], v["prefix"])))
-    family = REPO / "tests" / "cases" / "families" / f"{name}.json"
-    if family.is_file():
-        for case in json.loads(family.read_text(encoding="utf-8")).get("cases", []):
-            if "text" in case and "prefix" in case:
-                vectors.append({"id": f"{name}/{case.get('name')}", "prefix": case["prefix"], "text": case["text"]})
+    for case in family_cases(name):
+        if "text" in case and "prefix" in case:
+            vectors.append({"id": f"{name}/{case.get('name')}", "prefix": case["prefix"], "text": case["text"]})
     return vectors
 
 

@@ -59,6 +59,7 @@ def test_chat_template_integer_products_are_capped():
 # --- model output: a barrier search repeated at every scan (docs/security.md, "Model output") ----
 
 from test_linear import _assert_linear  # noqa: E402  (tests/test_linear.py)
+from support import family_cases, random_cuts  # noqa: E402
 from support import generated as _module  # noqa: E402
 
 GPT_OSS_HEADERS = {
@@ -155,11 +156,11 @@ SECTIONS = _sections()
 
 
 def _chunkings(text: str) -> list[list[str]]:
+    """Whole, characters, and one random cut into at most 7 pieces (seeded by the length: an
+    attack's text is fed the same way every run)."""
     import random
 
-    rng = random.Random(len(text))
-    cuts = sorted(rng.sample(range(1, len(text)), min(6, len(text) - 1)))
-    return [[text], list(text), [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]]
+    return [[text], list(text), random_cuts(text, random.Random(len(text)), min(6, len(text) - 1))]
 
 
 def test_every_catalogue_call_section_is_covered():
@@ -243,15 +244,8 @@ def test_olmo3_stray_closer_start_before_a_cut_call_is_not_dropped():
         olmo3.parse_response(t, prefix="")
 
 
-def _family_cases(family: str) -> list[dict]:
-    import json
-    from pathlib import Path
-
-    path = Path(__file__).parent / "cases" / "families" / f"{family}.json"
-    return json.loads(path.read_text(encoding="utf-8"))["cases"]
-
-
 def _outcome(module, prefix: str, chunks, errors: str, whole: bool = False):
+    # (not support.feed_outcome: this one also runs the whole-text path, and compares the diagnostics only)
     from respc.runtime.errors import ContentParseError
 
     try:
@@ -279,7 +273,7 @@ def test_cut_section_closer_in_every_sectioned_family(family, field, opener, clo
     message or in a diagnostic span, whatever the chunking (olmo3 lost ``</`` in 140 of 160)."""
     module = _module(family)
     tried = 0
-    for case in _family_cases(family):
+    for case in family_cases(family):
         text, prefix = case["text"], case["prefix"]
         at = text.find(closer, max(text.rfind(opener), 0))
         if at < 0:
