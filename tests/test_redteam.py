@@ -46,13 +46,20 @@ def test_chat_template_small_widths_from_arguments_still_render(source):
 def test_chat_template_integer_products_are_capped():
     """Squaring a big integer in a loop: each product is one C call the deadline cannot stop
     (4.7 s against the 2 s deadline here, growing with each squaring). Integer products count
-    against the size caps like strings do."""
+    against the size caps like strings do, and the check comes before the product is built:
+    the render stops at the first operation whose result would pass the cap, naming that
+    operation and its size (no wall-clock bound: the size named proves no bigger product ran)."""
     source = ("{% set ns = namespace(x=10**999999) %}{% for i in range(40) %}{% set ns.x = ns.x * ns.x %}"
               "{% endfor %}x")
-    t0 = time.perf_counter()
-    with pytest.raises(ChatTemplateLimitError, match="would build an integer of .* bytes; the limit is 100,000"):
+    with pytest.raises(ChatTemplateLimitError, match="'[*][*]' would build an integer of 499,999 bytes; "
+                                                     "the limit is 100,000"):
         render(source, MESSAGES, add_generation_prompt=True)
-    assert time.perf_counter() - t0 < 0.5
+    # 10**50000 is 20,762 bytes; squaring gives 41,524, 83,048, then 166,096: the third product
+    # is the first over the cap, and the render stops there
+    source = source.replace("10**999999", "10**50000")
+    with pytest.raises(ChatTemplateLimitError, match="'[*]' would build an integer of 166,096 bytes; "
+                                                     "the limit is 100,000"):
+        render(source, MESSAGES, add_generation_prompt=True)
     assert MAX_VALUE == 1_000_000
 
 
