@@ -58,6 +58,7 @@ These shortcuts keep the common chunk cheap, each giving exactly the events a sc
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from typing import Any, Callable, NamedTuple
@@ -1362,14 +1363,52 @@ def _read_heads(triggers: str | None, heads: Any) -> tuple | None:
     k = min((len(h) for h in heads), default=2)
     starts = frozenset(h[:k] for h in heads)
     partial = {h[:i] for h in starts for i in range(1, k)} | set(triggers or "")
-    return starts, k, frozenset(partial)
+    return starts, k, frozenset(partial), _hold_search(triggers, starts, partial)
+
+
+def _hold_search(triggers: str | None, starts: frozenset, partial: set) -> Callable | None:
+    """The ``search`` of one stdlib ``re`` pattern that answers :func:`_trigger_hold_plain` for
+    a state in one engine call (issue 33: its loop of ``find`` calls and slices was most of the
+    cost of a chunk holding a ``<``): group 1, a head at a trigger character (scan); else group
+    2, the leftmost trigger that begins a proper prefix of a head ending the text (held). Only
+    heads and prefixes that begin with a trigger character are in it, as the loop looks only
+    there; a head is ``k`` characters and a held prefix fewer, so the leftmost match is the
+    loop's answer. None (the loop decides) without triggers."""
+    if not triggers:
+        return None
+    heads = sorted(h for h in starts if h[0] in triggers)
+    held = sorted((p for p in partial if p[0] in triggers), key=lambda p: (-len(p), p))
+    alternatives = []
+    if heads:
+        alternatives.append("(" + "|".join(map(re.escape, heads)) + ")")
+    if held:
+        alternatives.append("((?:" + "|".join(map(re.escape, held)) + r")\Z)")
+    if not alternatives:
+        return None
+    if not heads:
+        alternatives.insert(0, "((?!))")
+    return re.compile("|".join(alternatives), re.DOTALL).search
 
 
 def _trigger_hold(text: str, triggers: str, heads: tuple | None) -> int:
     """Where the fast paths must stop in ``text``: -1 when a trigger character begins one of the
     state's ``heads`` (see :func:`_read_heads`; a delimiter may begin there: scan; ``heads``
     None: any trigger), else the offset of the leftmost trigger that begins a proper prefix of a head
-    ending ``text`` (held: a delimiter may begin there), else ``len(text)`` (nothing to hold)."""
+    ending ``text`` (held: a delimiter may begin there), else ``len(text)`` (nothing to hold).
+    The answer of :func:`_trigger_hold_plain`, in one search of :func:`_hold_search`'s pattern
+    when the state has one (tests/test_fast_path.py compares them)."""
+    if heads is not None:
+        search = heads[3]
+        if search is not None:
+            found = search(text)
+            if found is None:
+                return len(text)
+            return -1 if found.lastindex == 1 else found.start()
+    return _trigger_hold_plain(text, triggers, heads)
+
+
+def _trigger_hold_plain(text: str, triggers: str, heads: tuple | None) -> int:
+    """:func:`_trigger_hold` by its definition: each trigger character's occurrences in turn."""
     cut = n = len(text)
     for c in triggers:
         if c not in text:
@@ -1378,7 +1417,7 @@ def _trigger_hold(text: str, triggers: str, heads: tuple | None) -> int:
         while j >= 0:
             if heads is None:
                 return -1
-            starts, k, partial = heads
+            starts, k, partial = heads[:3]
             if n - j >= k:
                 if text[j:j + k] in starts:
                     return -1
