@@ -1377,17 +1377,47 @@ def _hold_search(triggers: str | None, starts: frozenset, partial: set) -> Calla
     if not triggers:
         return None
     heads = sorted(h for h in starts if h[0] in triggers)
-    held = sorted((p for p in partial if p[0] in triggers), key=lambda p: (-len(p), p))
+    held = sorted(p for p in partial if p[0] in triggers)
     alternatives = []
     if heads:
-        alternatives.append("(" + "|".join(map(re.escape, heads)) + ")")
+        alternatives.append("(" + _trie_source(heads) + ")")
     if held:
-        alternatives.append("((?:" + "|".join(map(re.escape, held)) + r")\Z)")
+        alternatives.append("((?:" + _trie_source(held) + r")\Z)")
     if not alternatives:
         return None
     if not heads:
         alternatives.insert(0, "((?!))")
     return re.compile("|".join(alternatives), re.DOTALL).search
+
+
+def _trie_source(texts: list[str]) -> str:
+    """A stdlib ``re`` source matching exactly the non-empty ``texts``, as a trie: the texts
+    that share a first character share one branch, and one-character rests are one class
+    (llama4_pythonic's 80 heads ``[`` then a letter or a space are ``\\[[...]``, which ``re``
+    reads in one step instead of trying 80 branches)."""
+    by_first: dict[str, list[str]] = {}
+    for text in texts:
+        by_first.setdefault(text[0], []).append(text[1:])
+    branches = []
+    for first in sorted(by_first):
+        rests = by_first[first]
+        ends = "" in rests
+        rests = sorted(r for r in rests if r)
+        if not rests:
+            branches.append(re.escape(first))
+            continue
+        if all(len(r) == 1 for r in rests):
+            inner = rests[0] if len(rests) == 1 else "[" + "".join(_class_char(r) for r in rests) + "]"
+            inner = re.escape(inner) if len(rests) == 1 else inner
+        else:
+            inner = "(?:" + _trie_source(rests) + ")"
+        branches.append(re.escape(first) + inner + ("?" if ends else ""))
+    return "|".join(branches)
+
+
+def _class_char(c: str) -> str:
+    """``c`` written to stand for itself inside a ``re`` character class."""
+    return "\\" + c if c in "\\]^-[" else c
 
 
 def _trigger_hold(text: str, triggers: str, heads: tuple | None) -> int:
@@ -1400,10 +1430,13 @@ def _trigger_hold(text: str, triggers: str, heads: tuple | None) -> int:
     if heads is not None:
         search = heads[3]
         if search is not None:
-            found = search(text)
-            if found is None:
-                return len(text)
-            return -1 if found.lastindex == 1 else found.start()
+            for c in triggers:
+                if c in text:
+                    found = search(text)
+                    if found is None:
+                        return len(text)
+                    return -1 if found.lastindex == 1 else found.start()
+            return len(text)  # (no trigger: nothing to search)
     return _trigger_hold_plain(text, triggers, heads)
 
 
