@@ -1963,7 +1963,14 @@ class StreamParser:
                 # delimiter (a trigger character, followed by a character that continues one), so
                 # the scanners could only route it whole to the open region.
                 # (_quiet is never set once the parser is finalized or failed.)
-                cut = _trigger_hold(text, self._triggers, self._heads)
+                heads = self._heads
+                if heads is not None and heads[3] is not None:
+                    # _trigger_hold's search, called here (a chunk holding a trigger character
+                    # took two calls more than a plain one)
+                    found = heads[3](text)
+                    cut = len(text) if found is None else -1 if found.lastindex == 1 else found.start()
+                else:
+                    cut = _trigger_hold(text, self._triggers, heads)
                 if cut < 0 and self._LITS[self._state] is not None:
                     events = self._run_path(text, ())
                     if events is not None:
@@ -1972,7 +1979,11 @@ class StreamParser:
                     if cut == len(text):
                         if not text:
                             return []
-                        self._keep(text)
+                        body = self._body  # (_keep, written out)
+                        body.append(text)
+                        if len(body) >= BLOCK:
+                            self._blocks.append("".join(body))
+                            body.clear()
                         context = self._context  # (0 with ANCHOR_CONTEXT: the buffer keeps its characters)
                         if context:
                             kept = (self._buf + text)[-context:]
