@@ -1355,7 +1355,8 @@ def _run_hold(w: str, chars: frozenset, by_last: dict) -> int:
 
 def _read_heads(triggers: str | None, heads: Any) -> tuple | None:
     """FAST_PATH's heads of one state as :func:`_trigger_hold` reads them: None (unknown), or
-    ``(heads, k, partial)``: the heads (all ``k`` characters long; a mix is cut to the shortest,
+    ``(heads, k, partial, search)`` (``search``: :func:`_hold_search`'s, None until
+    :func:`_searching_heads` compiles it): the heads (all ``k`` characters long; a mix is cut to the shortest,
     which only scans more), and every proper prefix of one, each trigger character among them (a
     trigger ending a chunk is held, as it always was)."""
     if heads is None:
@@ -1363,7 +1364,16 @@ def _read_heads(triggers: str | None, heads: Any) -> tuple | None:
     k = min((len(h) for h in heads), default=2)
     starts = frozenset(h[:k] for h in heads)
     partial = {h[:i] for h in starts for i in range(1, k)} | set(triggers or "")
-    return starts, k, frozenset(partial), _hold_search(triggers, starts, partial)
+    return starts, k, frozenset(partial), None
+
+
+def _searching_heads(cls: type) -> None:
+    """Give each state's heads of ``cls._FAST`` its :func:`_hold_search` (the fourth member,
+    None until then): by the class's first parser, so that importing a module compiles no
+    pattern (issue 14), as its scanners and delimiters are compiled by their first use."""
+    cls._FAST = tuple((triggers, heads if heads is None else heads[:3] + (_hold_search(triggers, heads[0], heads[2]),))
+                      for triggers, heads in cls._FAST)
+    cls._FAST_SEARCH = True
 
 
 def _hold_search(triggers: str | None, starts: frozenset, partial: set) -> Callable | None:
@@ -1782,6 +1792,8 @@ class StreamParser:
         #: the arguments"). The decoder must keep the :class:`Boundary` contract of
         #: ``runtime/formats/base.py`` and find the end ``region.boundary()`` finds.
         self.boundary_hook: Callable[[Any, Any], Any] | None = None
+        if "_FAST_SEARCH" not in type(self).__dict__:
+            _searching_heads(type(self))
         self._enter(self.OUTSIDE_FIELD)
         self._out = {key: _copy(value) for key, value in self.DEFAULTS.items()}
         #: per message key of a field that neither joins nor repeats: the offsets of the block
