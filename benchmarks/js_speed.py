@@ -14,7 +14,12 @@ Each figure is the least of ``--rounds`` interleaved rounds, CPU time (``process
 ``node --single-threaded``; ``time.process_time`` in Python). The target (as for the Python
 parser): js/floor <= 3. Prints a Markdown table.
 
-Usage: ``python benchmarks/js_speed.py [--templates a,b] [--sizes 10k,100k] [--rounds 5]``
+With ``--deltas`` it also measures the OpenAI delta adapter (``ChatCompletionStream`` of the runtime,
+docs/javascript.md "OpenAI deltas") over the same parser and chunks: ``deltas`` (``feed`` returning
+chunk objects) and ``sse`` (``feedSse`` returning their server-sent-event text), each against the
+parser alone (``deltas/js``, ``sse/js``), as ``benchmarks/deltas.py`` measures the Python adapter.
+
+Usage: ``python benchmarks/js_speed.py [--templates a,b] [--sizes 10k,100k] [--rounds 5] [--deltas]``
 (needs ``node``, Node.js 20 or later).
 """
 
@@ -39,6 +44,7 @@ DRIVER = r"""
 import { pathToFileURL } from "node:url";
 const job = JSON.parse(process.argv[2]);
 const { ResponseParser } = await import(pathToFileURL(job.module).href);
+const { ChatCompletionStream } = await import(pathToFileURL(job.runtime).href);
 const inputs = JSON.parse(await (await import("node:fs/promises")).readFile(job.inputs, "utf8"));
 function cpu() { const u = process.cpuUsage(); return (u.user + u.system) / 1000; }
 // bench.Floor in JavaScript: the same call shape as a parser, one fresh event object per chunk
@@ -58,11 +64,21 @@ function run(p, chunks) {
 }
 const floor = (chunks) => run(new Floor(), chunks);
 const parse = (chunks) => run(new ResponseParser(""), chunks);
+// the delta adapter over a fresh parser: chunk objects, or their server-sent-event text
+function stream(chunks, sse) {
+  const s = new ChatCompletionStream(new ResponseParser(""), { ids: (n) => `call_${n}`, completionId: "x", created: 0 });
+  let n = 0;
+  if (sse) { for (const c of chunks) n += s.feedSse(c).length; n += s.finalizeSse().length; }
+  else { for (const c of chunks) n += s.feed(c).length; n += s.finalize().length; }
+  sink += n;
+}
+const kinds = [["js", parse], ["floor", floor]];
+if (job.deltas) kinds.push(["deltas", (chunks) => stream(chunks, false)], ["sse", (chunks) => stream(chunks, true)]);
 const out = [];
 for (const chunks of inputs) {
-  const best = { js: 1e9, floor: 1e9 };
+  const best = Object.fromEntries(kinds.map(([name]) => [name, 1e9]));
   for (let r = 0; r < job.rounds; r++) {
-    for (const [name, f] of [["js", parse], ["floor", floor]]) {
+    for (const [name, f] of kinds) {
       let loops = 0; const t0 = cpu(); let t = t0;
       do { f(chunks); loops++; t = cpu(); } while (t - t0 < 20);
       best[name] = Math.min(best[name], ((t - t0) * 1000) / loops / chunks.length);
@@ -96,14 +112,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--templates", type=inputs.templates_arg, default=None)
     ap.add_argument("--sizes", type=inputs.sizes_arg, default=[10_000, 100_000])
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--deltas", action="store_true", help="also time the OpenAI delta adapter (feed and feedSse)")
     args = ap.parse_args(argv)
     node = shutil.which("node")
     if node is None:
         print("js_speed: node (Node.js 20 or later) is not installed", file=sys.stderr)
         return 2
     names = args.templates or inputs.catalogue()
-    print("| template | size | chunks | js µs/chunk | floor µs/chunk | js/floor | py µs/chunk |")
-    print("|---|---|---|---|---|---|---|")
+    extra = " deltas µs/chunk | deltas/js | sse µs/chunk | sse/js |" if args.deltas else ""
+    print("| template | size | chunks | js µs/chunk | floor µs/chunk | js/floor | py µs/chunk |" + extra)
+    print("|---|---|---|---|---|---|---|" + "---|" * (4 if args.deltas else 0))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         shutil.copyfile(JS_RUNTIME_PATH, folder / "respc.mjs")
@@ -118,14 +136,17 @@ def main(argv: list[str] | None = None) -> int:
             texts = [inputs.chunks(inputs.build(name, size)) for size in args.sizes]
             (folder / "inputs.json").write_text(json.dumps(texts), encoding="utf-8")
             job = json.dumps({"module": str(folder / f"{name}.mjs"), "inputs": str(folder / "inputs.json"),
-                              "rounds": args.rounds})
+                              "rounds": args.rounds, "deltas": args.deltas,
+                              "runtime": str(folder / "respc.mjs")})
             done = subprocess.run([node, "--single-threaded", str(folder / "driver.mjs"), job],
                                   capture_output=True, text=True, check=True)
             module = compile_template(str(path))
             for size, chunks, got in zip(args.sizes, texts, json.loads(done.stdout)):
                 py = _python_us(module, chunks, args.rounds)
+                more = (f" {got['deltas']:.3f} | {got['deltas'] / got['js']:.2f} | {got['sse']:.3f} | "
+                        f"{got['sse'] / got['js']:.2f} |") if args.deltas else ""
                 print(f"| {name} | {size // 1000}k | {len(chunks)} | {got['js']:.3f} | {got['floor']:.3f} | "
-                      f"{got['js'] / got['floor']:.2f} | {py:.3f} |")
+                      f"{got['js'] / got['floor']:.2f} | {py:.3f} |" + more)
     return 0
 
 

@@ -1155,10 +1155,11 @@ def _add_detect(sub) -> None:
     gram.add_argument("template", help="template .json, tokenizer_config.json, model directory or catalogue name")
     gram.add_argument("--format", default="lark",
                       choices=["lark", "gbnf", "xgrammar", "llguidance", "xgrammar-structural-tag"],
-                      help="grammar format; xgrammar-structural-tag prints xgrammar's structural tag JSON "
-                           "(response_format) and notes on stderr")
+                      help="grammar format (default: lark); xgrammar-structural-tag prints xgrammar's "
+                           "structural tag JSON (response_format) and notes on stderr")
     gram.add_argument("--tools", help="a JSON file with a list of tools (OpenAI style)")
-    gram.add_argument("--tool-choice", default="auto", help="auto, required, none or a tool name")
+    gram.add_argument("--tool-choice", default="auto",
+                      help="auto (the default), required, none or a tool name")
     gram.add_argument("--no-parallel", action="store_true", help="at most one tool call")
     gram.add_argument("--no-reasoning", action="store_true", help="leave the reasoning region out")
     gram.set_defaults(run=_grammar)

@@ -15,6 +15,7 @@ version, same bytes.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import math
 import re
@@ -44,7 +45,10 @@ __all__ = ["CODEGEN_VERSION", "emit_module", "py_literal"]
 #: writes a scanner (issue 31).
 #: 6: the shared skeleton is the runtime's (``_rt.module_api``, defaults left out, packed records);
 #: the recover class writes only what differs from the strict class (issue 31).
-CODEGEN_VERSION = 6
+#: 7: a state's literal delimiters' held automata are the runtime's (``_rt.HELD_LITERALS`` last),
+#: ``REGEX_BOUNDED`` is not written (the ``bound=`` of the delimiters says it), held automata and
+#: their rows fill the line, a recover region changed only by its groups is ``_rt.regrouped``.
+CODEGEN_VERSION = 7
 
 #: The first two lines of every generated module: its encoding, and fixed text. PEP 263 takes an
 #: encoding declaration from line 1 or 2 only, so nothing taken from a template or a path is ever
@@ -173,8 +177,31 @@ def _tuple(items: list[str]) -> str:
     return "(" + ", ".join(items) + ")"
 
 
-#: the longest line a generated module has, literal data (GRAMMAR, HOLD_REGEX rows) aside
+#: the longest line a generated module has, literal data aside: one string literal alone on its
+#: line or labelled (``opener=``, ``'tag_pattern':``), a comment quoting a pattern, a docstring
+#: field line (README.md, "Layout"; tests/test_emit.py ``_long_code_lines``)
 LINE_LIMIT = 100
+
+
+def _wrap_arg(arg: str, indent: int) -> str:
+    """An argument ``name=(a, b, ...)`` (or a bare tuple display) that does not fit in
+    :data:`LINE_LIMIT` from column ``indent``: its items packed on lines of their own, four
+    further in, the closing parenthesis at ``indent``; any other argument as it is."""
+    if indent + len(arg) + 2 <= LINE_LIMIT or "\n" in arg:
+        return arg
+    match = re.fullmatch(r"(\w+=)?(\(.*\))", arg, re.S)
+    if match is None:
+        return arg
+    try:
+        node = ast.parse(match.group(2), mode="eval").body
+    except SyntaxError:
+        return arg
+    if not isinstance(node, ast.Tuple) or not node.elts:
+        return arg
+    items = [ast.get_source_segment(match.group(2), elt) for elt in node.elts]
+    pad = " " * (indent + 4)
+    return (f"{match.group(1) or ''}(\n" + "\n".join(pad + row for row in _fill(items, indent + 4))
+            + "\n" + " " * indent + ")")
 
 
 def _call(name: str, args: list[str], indent: int) -> str:
@@ -185,7 +212,7 @@ def _call(name: str, args: list[str], indent: int) -> str:
     if indent + len(one) + 1 <= LINE_LIMIT and "\n" not in one:
         return one
     pad = " " * (indent + 4)
-    return f"{name}(\n" + "".join(f"{pad}{a},\n" for a in args) + " " * indent + ")"
+    return f"{name}(\n" + "".join(f"{pad}{_wrap_arg(a, indent + 4)},\n" for a in args) + " " * indent + ")"
 
 
 def _packed(name: str, args: list[str], indent: int, base: int | None = None) -> str:
@@ -200,7 +227,7 @@ def _packed(name: str, args: list[str], indent: int, base: int | None = None) ->
     indent = indent if base is None else base
     pad = " " * (indent + 4)
     lines: list[str] = []
-    for arg in args:
+    for arg in [_wrap_arg(a, indent + 4) for a in args]:
         if "\n" in arg or not lines or "\n" in lines[-1] or len(lines[-1]) + len(arg) + 2 > LINE_LIMIT:
             lines.append(pad + arg + ",")
         else:
@@ -329,41 +356,72 @@ def _features(template: Template) -> list[str]:
     return used
 
 
-def _held_rows(automata: tuple[PositionAutomaton, ...] | None) -> list[str]:
+#: the row of a state's ``HOLD_REGEX`` tuple that stands for its literal delimiters' automata,
+#: built by the runtime from its ``_rt.Literal`` records (runtime/scanners.py literal_automata)
+HELD_LITERALS_ROW = "    _rt.HELD_LITERALS,  # its literal delimiters' (the runtime's)"
+
+
+def _held_split(state, automata: tuple[PositionAutomaton, ...] | None
+                ) -> tuple[tuple[PositionAutomaton, ...] | None, bool]:
+    """The automata a state's ``HOLD_REGEX`` entry writes out, and whether it ends with
+    :data:`HELD_LITERALS_ROW`: the literal delimiters' automata are left to the runtime when no
+    complete match of one goes on and they are one per distinct literal set of a rank, as the
+    runtime builds them (the same language per delimiter; the DFA of runtime/held.py reads the
+    automata as sets, so their order does not matter)."""
+    if automata is None:
+        return None, False
+    literal = [w for w in state.watches if w.delimiter.literals is not None]
+    patterns = {w.delimiter.pattern for w in literal}
+    mine = [a for a in automata if a.pattern in patterns]
+    rest = tuple(a for a in automata if a.pattern not in patterns)
+    if (not mine or not rest or any(a.extends for a in mine) or {a.pattern for a in mine} != patterns
+            or len(mine) != len({tuple(sorted(set(w.delimiter.literals))) for w in literal})):
+        return automata, False
+    return rest, True
+
+
+def _fill(items: list[str], indent: int) -> list[str]:
+    """``items`` joined by ", " on lines of at most :data:`LINE_LIMIT` from column ``indent`` (each
+    line ending with a comma)."""
+    lines: list[str] = []
+    for item in items:
+        if lines and indent + len(lines[-1]) + len(item) + 2 <= LINE_LIMIT:
+            lines[-1] += " " + item + ","
+        else:
+            lines.append(item + ",")
+    return lines
+
+
+def _held_rows(automata: tuple[PositionAutomaton, ...] | None, literals: bool = False) -> list[str]:
     """The ``HOLD_REGEX`` entry of one state as source lines (without indentation): ``None``, or
     per delimiter a comment with its pattern and one ``_rt.HeldAutomaton`` record built by keyword
-    (runtime/tables.py; ``edge``: the pattern when a complete match can go on, else None),
-    ``follow`` as many positions to a line as fit."""
+    (runtime/tables.py; ``edge``: the pattern when a complete match can go on, else None), its
+    keywords and the items of ``tests`` and ``follow`` as many to a line as fit (the rows are
+    written at indent eight in the class: a record's keywords at 16, its items at 20); with ``literals``, :data:`HELD_LITERALS_ROW` last (:func:`_held_split`)."""
     if automata is None:
         return ["None,"]
     rows = ["("]
     for table in automata:
-        follow = [_tuple([str(x) for x in f]) for f in table.follow]
         rows.append(f"    # /{_line(_shown(table.pattern))}/")
         rows.append("    _rt.HeldAutomaton(")
-        rows.append(f"        edge={_lit(table.pattern if table.extends else None)},")
-        tests = [_lit(t) for t in table.tests]
-        if len(tests) <= 12:
-            rows.append(f"        tests={_tuple(tests)},")
-        else:
-            rows.append("        tests=(")
-            rows += ["            " + ", ".join(tests[k:k + 12]) + "," for k in range(0, len(tests), 12)]
-            rows.append("        ),")
-        rows.append(f"        first={_tuple([str(x) for x in table.first])},")
-        if len(follow) <= 8:
-            rows.append(f"        follow={_tuple(follow)},")
-        else:
-            rows.append("        follow=(")
-            line = ""
-            for item in follow:  # as many positions to a line as fit in LINE_LIMIT
-                if line and len(line) + len(item) + 2 > LINE_LIMIT - 20:  # (20: its indentation)
-                    rows.append("            " + line.rstrip())
-                    line = ""
-                line += item + ", "
-            rows.append("            " + line.rstrip())
-            rows.append("        ),")
-        rows.append(f"        last={_tuple([str(x) for x in table.last])},")
+        keywords = [f"edge={_lit(table.pattern if table.extends else None)}",
+                    f"first={_tuple([str(x) for x in table.first])}",
+                    f"last={_tuple([str(x) for x in table.last])}"]
+        for name, items in (("tests", [_lit(t) for t in table.tests]),
+                            ("follow", [_tuple([str(x) for x in f]) for f in table.follow])):
+            one = f"{name}={_tuple(items)}"
+            if 16 + len(one) + 1 <= LINE_LIMIT:
+                keywords.append(one)
+            else:
+                rows += ["        " + line for line in _fill(keywords, 16)]
+                keywords = []
+                rows.append(f"        {name}=(")
+                rows += ["            " + line for line in _fill(items, 20)]
+                rows.append("        ),")
+        rows += ["        " + line for line in _fill(keywords, 16)]
         rows.append("    ),")
+    if literals:
+        rows.append(HELD_LITERALS_ROW)
     rows.append("),")
     return rows
 
@@ -375,6 +433,8 @@ def _held_blocks(rows: list[str]) -> list[tuple[str, ...]]:
         return []
     blocks: list[list[str]] = []
     for row in rows[1:-1]:
+        if row == HELD_LITERALS_ROW:
+            break  # last, and the runtime's: never the strict class's by reference
         if row.startswith("    # /") or not blocks:
             blocks.append([])
         blocks[-1].append(row)
@@ -440,10 +500,8 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
     fields = []
     for index, f in enumerate(template.fields):
         keywords = _region_keywords(template, automaton, index)
-        region = _packed("_rt.Region", [_lit(f.name), f"process={_processor(template, index)}"]
-                         + [f"{key}={value}" for key, value in keywords], 4)
         fields.append({
-            "region": region,
+            "region": _region(template, automaton, index),
             "keywords": keywords,
             "process": _processor(template, index),
             "name_repr": _lit(f.name),
@@ -472,12 +530,12 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
                                                  for r in {f.rank for f in plan.finds}})}
     for s in automaton.states:
         states.append({"index": s.index, "const": names[s.index], "label": _line(s.name),
-                       "transitions": [dict(t, target_const=names[t["target"]]) for t in _edges(template, s)],
-                       "triggers": _lit(s.triggers),
-                       "held": ["_rt.HELD_LITERALS,"] if s.index in derived else _held_rows(held[s.index]),
-                       "runs": "None" if not s.runs else _tuple([f"_rt.HoldRun(chars={_lit(r.chars)}, literal={_lit(r.factor)})"
-                                                                 for r in s.runs]),
-                       "heads": "None" if s.heads is None else "frozenset(" + _tuple([_lit(p) for p in s.heads]) + ")"})
+                       "transitions": [dict(t, text=_edge(dict(t, target_const=names[t["target"]])))
+                                       for t in _edges(template, s)],
+                       "held": ["_rt.HELD_LITERALS,"] if s.index in derived
+                       else _held_rows(*_held_split(s, held[s.index])),
+                       "runs": "None" if not s.runs else _hold_runs(s.runs),
+                       "fast_path": _fast_path(s)})
     source = template.source
     context = automaton.context
     # the module names only what it declares (runtime.DECLARED_FEATURES, ABI 4): how the runtime
@@ -510,10 +568,13 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         if len(template.fields) != 1 else f"({_lit(template.fields[0].name)},)",
         "held_all_literal": all(s["held"] == ["_rt.HELD_LITERALS,"] for s in states),
         "write_context": False,
+        # the recover class's tables: the comments that explain a kind of table are the strict ones'
+        "recover": False,
         "required": _tuple([_lit(f.slot) for f in template.fields if not f.optional]),
         "scanners": _scanners_tuple([f"_DELIMITERS_{p['index']}" for p in scanner_view["plans"]]),
         "triggers": _tuple([_lit(s.triggers) for s in automaton.states]),
-        "anchor_repr": _lit(template.start_anchor.pattern),
+        "anchor_call": _call("regex.compile", [_lit(template.start_anchor.pattern), "regex.DOTALL"],
+                             len("_START_ANCHOR = ")),
         # the start anchor's search of the prefix runs under the time limit unless proven linear
         "anchor_bounded": linear_time_problem(template.start_anchor.pattern) is not None,
         "states": states,
@@ -521,7 +582,6 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
         "has_held": any(table is not None for table in held),
         "outside_field": template.implicit,
         "stray_closers": _stray_closers(template),
-        "regex_bounded": None if not bounded else _tuple([f"({_lit(p)}, {_lit(f)}, {_lit(k)})" for p, (f, k) in bounded]),
         "diagnostics_key": _lit(template.diagnostics),
         **scanner_view,
         "context": context,
@@ -560,21 +620,82 @@ def _scanner_view(scans, states: list[dict]) -> dict:
             else:
                 records.append(_record("_rt.Pattern", _pattern_args(scans, f), comment))
         plans.append({"index": plan.state, "label": _line(plan.label), "records": records})
+    regexes = []
+    for k, (pattern, comment) in enumerate(scans.regexes):
+        bound = _bound(pattern, scans.labels[k] if k < len(scans.labels) else None)
+        late = _late_view(f"_D{k}L", pattern)
+        if late is not None:
+            late["text"] = _lazy(late["var"], late["pattern_repr"], [bound[2:]] if bound else [],
+                                 "the same for a search from an offset after 0 (its start-anchored "
+                                 "alternatives dropped)")
+        regexes.append({"var": f"_D{k}", "late": late,
+                        "text": _lazy(f"_D{k}", _lit(pattern),
+                                      ["scope=globals()", f"name={_lit(f'_D{k}')}"] + ([bound[2:]] if bound else []),
+                                      _short(comment))})
     return {
         "plans": plans,
-        "regexes": [{"var": f"_D{k}", "var_repr": _lit(f"_D{k}"), "pattern_repr": _lit(pattern),
-                     "comment": _short(comment), "late": _late_view(f"_D{k}L", pattern),
-                     "bound": _bound(pattern, scans.labels[k] if k < len(scans.labels) else None)}
-                    for k, (pattern, comment) in enumerate(scans.regexes)],
-        "probes": [{"var": f"_P{k}", "pattern_repr": _lit(pattern), "comment": _short(comment),
-                    "bound": _bound(pattern, scans.probe_labels[k] if k < len(scans.probe_labels) else None)}
-                   for k, (pattern, comment) in enumerate(scans.probes)],
-        "backs": [{"var": f"_B{k}", "pattern_repr": _lit(pattern), "comment": _short(comment)}
+        "regexes": regexes,
+        "probes": [{"var": f"_P{k}", "text": _lazy(f"_P{k}", _lit(pattern), [bound[2:]] if bound else [], _short(comment))}
+                   for k, (pattern, comment) in enumerate(scans.probes)
+                   for bound in [_bound(pattern, scans.probe_labels[k] if k < len(scans.probe_labels) else None)]],
+        "backs": [{"var": f"_B{k}", "text": _lazy(f"_B{k}", _lit(pattern), [], _short(comment))}
                   for k, (pattern, comment) in enumerate(scans.backs)],
         "uses_literal_hold": False,
         # every state that watches literals only is declared: HOLD_LITERALS comes from the runtime
         "has_literal_states": False,
     }
+
+
+def _lazy(var: str, pattern: str, keywords: list[str], comment: str, room: int = 4) -> str:
+    """The statement that binds a delimiter's, probe's or back search's ``LazyPattern`` (its
+    pattern ``pattern`` rendered, ``keywords`` rendered): its comment on the line before and the
+    call on one line when that fits in :data:`LINE_LIMIT`, else the comment after the opening
+    parenthesis (on the line before when that does not fit), the pattern alone on its line
+    (literal data) and the keywords packed after it, the last closing the call. ``room``: what
+    the recover class's ``_R`` prefixes may add to a line (the strict class's is laid out the
+    same, so that the recover class can share what reads the same)."""
+    one = f"{var} = _rt.LazyPattern({', '.join([pattern] + keywords)})"
+    if len(one) + room <= LINE_LIMIT:
+        return f"# {comment}\n{one}"
+    head = f"{var} = _rt.LazyPattern("
+    head = f"{head}  # {comment}" if len(head) + 4 + len(comment) <= LINE_LIMIT else f"# {comment}\n{head}"
+    if not keywords:
+        return f"{head}\n    {pattern},\n)"
+    rows = _fill(keywords, 4)
+    rows[-1] = rows[-1][:-1] + ")"  # the closing parenthesis after the last keyword
+    return "\n".join([head, f"    {pattern},"] + ["    " + row for row in rows])
+
+
+def _edge(t: dict) -> str:
+    """One ``_rt.Edge`` row of ``_TRANSITIONS`` (at indent eight), its rank and delimiter in a
+    comment after it, or on the line before when the row would pass :data:`LINE_LIMIT`."""
+    call = f"_rt.Edge({t['action']}, field={t['field']}, target={t['target_const']}),"
+    comment = f"# rank {t['rank']}: {t['comment']}"
+    if 8 + len(call) + 2 + len(comment) + 2 <= LINE_LIMIT:  # (2: the recover class's _R prefix)
+        return f"{call}  {comment}"
+    return f"{comment}\n        {call}"
+
+
+def _hold_runs(runs) -> str:
+    """A state's ``HOLD_RUNS`` entry (at indent eight, a comma after it): a tuple of
+    ``_rt.HoldRun`` records, on one line when it fits in :data:`LINE_LIMIT`, else one record to
+    a line (its keywords each on a line of their own when it does not fit either)."""
+    calls = [[f"chars={_lit(r.chars)}", f"literal={_lit(r.factor)}"] for r in runs]
+    one = _tuple([f"_rt.HoldRun({', '.join(args)})" for args in calls])
+    if 8 + len(one) + 1 <= LINE_LIMIT:
+        return one
+    return "(\n" + "".join(f"            {_call('_rt.HoldRun', args, 12)},\n" for args in calls) + "        )"
+
+
+def _fast_path(state) -> str:
+    """A state's ``_rt.FastPath`` row of ``FAST_PATH`` (at indent eight): on one line when it fits
+    in :data:`LINE_LIMIT`, else its heads packed on the lines after it."""
+    heads = None if state.heads is None else [_lit(p) for p in state.heads]
+    one = f"_rt.FastPath(triggers={_lit(state.triggers)}, heads={'None' if heads is None else 'frozenset(' + _tuple(heads) + ')'}),"
+    if 8 + len(one) <= LINE_LIMIT or heads is None:
+        return one
+    return (f"_rt.FastPath(triggers={_lit(state.triggers)}, heads=frozenset((\n"
+            + "\n".join("            " + row for row in _fill(heads, 12)) + "\n        ))),")
 
 
 def _scanners_tuple(names: list[str]) -> str:
@@ -591,17 +712,18 @@ def _scanners_tuple(names: list[str]) -> str:
     return "".join(lines).rstrip() + "\n    )"
 
 
-def _record(name: str, args: list[str], comment: str) -> str:
+def _record(name: str, args: list[str], comment: str, room: int = 4) -> str:
     """One record of a ``_DELIMITERS_<k>`` tuple (indented four), with its edge's comment after it
-    when that fits in :data:`LINE_LIMIT`, else on the line before."""
+    when that fits in :data:`LINE_LIMIT` less ``room`` (what the recover class's ``_R`` prefixes
+    may add; the strict class's is laid out the same), else on the line before."""
     call = f"{name}({', '.join(args)})"
-    if 4 + len(call) + 1 > LINE_LIMIT:
+    if 4 + len(call) + 1 + room > LINE_LIMIT:
         # the arguments packed on lines of at most LINE_LIMIT, aligned after the parenthesis
         pad = " " * (4 + len(name) + 1)
         lines = [f"{name}({args[0]}"]
-        for arg in args[1:]:
+        for arg in [_wrap_arg(a, len(pad)) for a in args[1:]]:
             width = 0 if len(lines) > 1 else 4
-            if width + len(lines[-1]) + len(arg) + 4 <= LINE_LIMIT:
+            if "\n" not in arg + lines[-1] and width + len(lines[-1]) + len(arg) + 4 + room <= LINE_LIMIT:
                 lines[-1] += ", " + arg
             else:
                 lines[-1] += ","
@@ -609,7 +731,7 @@ def _record(name: str, args: list[str], comment: str) -> str:
         call = "\n".join(lines) + ")"
     if not comment:
         return call + ","
-    if "\n" not in call and 4 + len(call) + 4 + len(comment) <= LINE_LIMIT:
+    if "\n" not in call and 4 + len(call) + 4 + len(comment) + room <= LINE_LIMIT:
         return f"{call},  # {comment}"
     return f"# {comment}\n    {call},"
 
@@ -710,13 +832,14 @@ def emit_module(template: Template, automaton: Automaton, *, command: str, gramm
                             probes=[d for d in recover_view["probes"] if d["var"] not in shared],
                             backs=[d for d in recover_view["backs"] if d["var"] not in shared],
                             plans=[p for p in recover_view["plans"] if f"_DELIMITERS_{p['index']}" not in shared],
-                            write_context=True)
+                            write_context=True, recover=True)
         # a region record or a state's held automata the same as the strict class's: the strict
         # class's object, by reference (when some differ; when none does the whole table is shared)
         regions = [f["region"] for f in view["fields"]]
         if [f["region"] for f in recover_view["fields"]] != regions:
             recover_view["fields"] = [dict(f, region=f"ResponseParser.REGIONS[{k}]")
-                                      if k < len(regions) and f["region"] == regions[k] else f
+                                      if k < len(regions) and f["region"] == regions[k]
+                                      else dict(f, region=_regrouped(template, automaton, variant, k, f["region"]))
                                       for k, f in enumerate(recover_view["fields"])]
         held = [st["held"] for st in view["states"]]
         if [st["held"] for st in recover_view["states"]] != held:
@@ -734,7 +857,8 @@ def emit_module(template: Template, automaton: Automaton, *, command: str, gramm
                 if any(block in strict_blocks for block in blocks):
                     st["held"] = ["("] + [row for block in blocks for row in (
                         [f"    ResponseParser.HOLD_REGEX[{strict_blocks[block][0]}][{strict_blocks[block][1]}],"]
-                        if block in strict_blocks else list(block))] + ["),"]
+                        if block in strict_blocks else list(block))] \
+                        + [row for row in st["held"] if row == HELD_LITERALS_ROW] + ["),"]
         features = _features_of(view) + [name for name in _features_of(recover_view) if name not in _features_of(view)]
         view["features"] = _tuple([_lit(name) for name in features + ["recover-openers"]])
         view["abi_call"] = _abi_call(features + ["recover-openers"])
@@ -748,6 +872,29 @@ def emit_module(template: Template, automaton: Automaton, *, command: str, gramm
     if not source.startswith(HEADER) or not source.isascii() or ENCODING_GUARD not in source:
         raise RuntimeError("generated module breaks the encoding rules of docs/security.md (a bug in respc)")
     return source
+
+
+def _region(template: Template, automaton: Automaton, index: int) -> str:
+    """One field's ``_rt.Region(...)`` record as source (at indent four, in ``_REGIONS``)."""
+    f = template.fields[index]
+    keywords = _region_keywords(template, automaton, index)
+    return _packed("_rt.Region", [_lit(f.name), f"process={_processor(template, index)}"]
+                   + [f"{key}={value}" for key, value in keywords], 4)
+
+
+def _regrouped(template: Template, automaton: Automaton, variant: Template, index: int, region: str) -> str:
+    """The recover class's region ``index`` (``region``, rendered for ``variant``): the strict
+    class's made again with other named groups, ``_rt.regrouped(ResponseParser.REGIONS[k],
+    groups)``, when that is all its recover-only opener changes (the strict field rendered with
+    the variant's groups reads the same), else ``region`` itself."""
+    if index >= len(template.fields) or template.fields[index].name != variant.fields[index].name:
+        return region
+    groups = variant.fields[index].group_names
+    fields = list(template.fields)
+    fields[index] = dataclasses.replace(fields[index], group_names=groups)
+    if _region(dataclasses.replace(template, fields=tuple(fields)), automaton, index) != region:
+        return region
+    return _call("_rt.regrouped", [f"ResponseParser.REGIONS[{index}]", _tuple([_lit(g) for g in groups])], 4)
 
 
 def _abi_call(features: list[str]) -> str:

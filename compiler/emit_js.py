@@ -30,7 +30,7 @@ __all__ = ["comment_text", "JS_CODEGEN_VERSION", "JS_RUNTIME_ABI", "JS_RUNTIME_I
            "emit_js_module"]
 
 #: Stamped into every generated JavaScript module; bump it when the generated code changes.
-JS_CODEGEN_VERSION = 3
+JS_CODEGEN_VERSION = 4
 #: The table layout ``runtime/js/respc.mjs`` reads (its ``RUNTIME_ABI``).
 JS_RUNTIME_ABI = 2
 #: Where a generated module imports the runtime from: ``respc.mjs`` beside it (docs/javascript.md).
@@ -386,6 +386,22 @@ def _accept(field) -> str:
     return accept if isinstance(accept, str) else JSON_ACCEPT_DEFAULT
 
 
+def _args_plan(plan) -> dict | None:
+    """How a tool field's arguments stream to the JavaScript delta adapter (docs/javascript.md,
+    "OpenAI deltas"; docs/openai.md "Which formats stream arguments as they are written"): the json
+    format's argument reader plan (``runtime/formats/json_.py`` ``stream``) as data,
+    ``{"call": "object", "name_key", "arg_keys", "convert"}`` (``convert``: ``"name-keyed"`` or
+    None) or ``{"call": "args", "name_group"}``; None: the arguments go out at the close (the
+    other argument modes belong to formats the target refuses)."""
+    if plan.format != "json" or plan.arguments not in ("json", "name-keyed"):
+        return None
+    if plan.arguments == "name-keyed":
+        return {"call": "object", "name_key": "name", "arg_keys": ["arguments"], "convert": "name-keyed"}
+    if plan.call == "object":
+        return {"call": "object", "name_key": plan.name_key, "arg_keys": list(plan.arg_keys), "convert": None}
+    return {"call": "args", "name_group": plan.name_group}
+
+
 def _table(template: Template, automaton: Automaton) -> dict:
     """The JSON table ``makeParser`` reads (runtime/js/respc.mjs)."""
     v2 = template.version == 2
@@ -415,6 +431,10 @@ def _table(template: Template, automaton: Automaton) -> dict:
         # v2 end: "value": the json value's end closes the region (compiler/emit.py: ends=True)
         "ends": f.end == "value",
         "extend": bool(v2 and plan.empty_none and f.repeats and f.transform_each),
+        # the OpenAI delta adapter (ChatCompletionStream, docs/javascript.md "OpenAI deltas"): how the
+        # body streams, the format's plan as runtime/formats/base.py Plan states it
+        "text_plan": plan.text,
+        "args_plan": _args_plan(plan),
     } for index, (f, plan) in enumerate(zip(template.fields, plans))]
     states = []
     for s in automaton.states:

@@ -31,7 +31,7 @@ alike (``automaton._read_source``). A pattern that matches the empty string is n
 complete everywhere). A one-character item becomes a test that the runtime compiles with ``regex``
 itself, so ``\\s``, ``\\w`` and ``\\d`` keep the ``regex`` module's Unicode meaning; each test is
 also checked here against the compiler's own reading on sample characters.
-tests/test_held_regex.py checks both cases against the ``regex`` module and the parser's events
+tests/test_held.py checks both cases against the ``regex`` module and the parser's events
 against the scan's.
 
 A trailing lookahead
@@ -65,7 +65,7 @@ loop (``(?:a++)+``), a bounded or nullable run (``a{1,3}+``, ``a*+``: they stop 
 ``X`` character next), a longer body (``(?:ab)++``), and a pattern left with a position that can
 no longer reach a match's end (``a++a``, ``(?:x[^<]++){2}``: held text would then be live
 without being a prefix of any match, which the two cases above rest on). The classes are compared by ``regex`` itself over every code point
-(:func:`_relation`). tests/test_held_regex.py compares such automata with the ``regex`` module's
+(:func:`_relation`). tests/test_held.py compares such automata with the ``regex`` module's
 partial search on the possessive source, on random strings read whole and cut at every offset.
 """
 

@@ -164,7 +164,7 @@ def _unmark(tree: Any) -> None:
 
 def _parse_marked(pattern: str, flags: int = 0) -> Any:
     """The parse tree of ``pattern`` read through :func:`mark_possessive` (what Python 3.10 gets;
-    tests/test_held_regex.py compares it with 3.11's own parse of possessive repeats)."""
+    tests/test_held.py compares it with 3.11's own parse of possessive repeats)."""
     marked = mark_possessive(pattern)
     if marked is None:
         raise re.error("no possessive repeat to rewrite", pattern)

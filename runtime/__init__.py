@@ -67,6 +67,7 @@ from .stream import (
     partial_barrier,
     partial_late,
     partial_search,
+    regrouped,
     to_text,
     window_partial,
 )
@@ -108,6 +109,7 @@ __all__ = [
     "LiteralPrefixes",
     "parse_many",
     "module_api",
+    "regrouped",
     "PREFIX_REQUIRED",
     # errors
     "RespcError",

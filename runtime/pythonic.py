@@ -351,8 +351,8 @@ class _Reader:
 # quote without prefix, backslash or an adjacent string (the reader's loop stops at the first
 # quote; after the value only space and ',' or ')' may follow), integers without leading zeros or
 # '_', decimals d.d (int()/float() of the same token; a sign is what the reader's negation gives),
-# and the literal words. tests/test_quick_readers.py compares the two on the catalogue's samples
-# and on random bodies.
+# and the literal words. tests/test_formats_pythonic.py compares the two on random bodies,
+# tests/test_formats.py on the catalogue's samples.
 
 _Q_SPACE = re.compile(r"[ \t\r\n\f\v]*")
 _Q_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\([ \t\r\n\f\v]*")

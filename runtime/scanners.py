@@ -64,7 +64,9 @@ class _HeldLiterals:
 
 #: A ``HOLD_REGEX`` entry of a declared state: its held automata are those of its literal
 #: delimiters (:func:`literal_automata`), built by the runtime instead of written out. The
-#: compiler writes it only where its own tables read the same: no complete match can go on.
+#: compiler writes it only where its own tables read the same: no complete match can go on. Last
+#: in a state's tuple of automata (a state that also watches a regex delimiter), it stands for
+#: those of the state's literal delimiters, after the regex delimiters' written out.
 HELD_LITERALS = _HeldLiterals()
 
 
@@ -75,7 +77,8 @@ def literal_automata(literals: tuple) -> tuple:
     language for the escaped pattern).
 
     Args:
-        literals (tuple[Literal, ...]): the state's declaration, in rank order.
+        literals (tuple[Literal | Pattern, ...]): the state's declaration, in rank order (its
+            ``Pattern`` records are passed over).
 
     Returns:
         tuple[HeldAutomaton, ...]: per delimiter ``edge`` None, ``tests``, ``first``, ``follow``,
@@ -85,7 +88,8 @@ def literal_automata(literals: tuple) -> tuple:
 
     by_rank: dict[int, list[str]] = {}
     for record in literals:
-        by_rank.setdefault(record.rank, []).append(record.text)
+        if isinstance(record, Literal):  # a state that also watches a regex: its Pattern records
+            by_rank.setdefault(record.rank, []).append(record.text)
     out = []
     seen = set()
     for texts in by_rank.values():

@@ -19,7 +19,7 @@ delimiters (its named groups reach the transform scope), else None. ``memo`` kee
 delimiter's last search result over the same buffer, so a long buffer is never searched twice.
 
 These shortcuts keep the common chunk cheap, each giving exactly the events a scan would give
-(``tests/test_fast_path.py`` and ``tests/test_held_regex.py`` compare them):
+(``tests/test_stream.py`` and ``tests/test_held.py`` compare them):
 
 * fast path -- nothing held, region open, and no character of the chunk can start a watched
   delimiter (``FAST_PATH``: the state's trigger characters and the first three, or two,
@@ -57,6 +57,7 @@ These shortcuts keep the common chunk cheap, each giving exactly the events a sc
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 import threading
@@ -76,6 +77,7 @@ from .whole import finish as finish_whole
 
 __all__ = [
     "RUNTIME_ABI",
+    "regrouped",
     "FEATURES",
     "RECOVER_ALIAS",
     "OPEN",
@@ -130,11 +132,14 @@ RECOVER_ALIAS = "__alt"
 #: runs modules of ABI 3 (tuples, JSON held-regex text) and 4 (regex scanners written out).
 #: 6 (issue 31): a module takes ``get_response_parser`` and ``parse_response`` from
 #: :func:`module_api` and writes a class attribute at its default not at all; ABI 5 modules
-#: (which write both functions) still run.
-RUNTIME_ABI = 6
+#: (which write both functions) still run. 7 (issue 31): ``HELD_LITERALS`` may end a state's
+#: tuple of held automata (its literal delimiters'), ``REGEX_BOUNDED`` is read from the
+#: ``bound=`` of the declared delimiters when a class does not write it, and a recover class's
+#: region may be :func:`regrouped`; ABI 6 modules still run.
+RUNTIME_ABI = 7
 
 #: the ABIs of the generated modules this runtime runs
-SUPPORTED_ABIS = (3, 4, 5, 6)
+SUPPORTED_ABIS = (3, 4, 5, 6, 7)
 
 #: What this runtime can run beyond template language v1; a generated module lists the ones it
 #: uses and :func:`check_abi` refuses a runtime that lacks one, naming it. A module of ABI 4 or 5
@@ -928,7 +933,7 @@ def partial_late(pattern: Any, late: Any, buf: str, pos: int, leads: tuple[str, 
     ``(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>``: 7 ms over 100 kB of
     prose, 0.3 ms without its ``^``). After offset 0 the two patterns match alike, so ``late``
     is searched there. From offset 0, the answer is the one of a partial search: the leftmost
-    complete match if there is one, else the leftmost partial match (``tests/test_fast_path.py``
+    complete match if there is one, else the leftmost partial match (``tests/test_stream.py``
     checks both against the engine): the pattern is matched at 0, ``late`` searched after it.
 
     Returns:
@@ -1120,6 +1125,54 @@ VALUE_WINDOW = 4096
 VALUE_BUDGET = 8
 
 _NO_GROUPS: dict = {}  # shared, read-only: processors copy the scope they are given
+
+
+def _bounded_of(declared: tuple) -> tuple:
+    """A class's ``REGEX_BOUNDED`` from its declared states (``_DECLARED``): ``(pattern, field,
+    key)`` per regex delimiter of a ``Pattern`` record whose ``LazyPattern`` has ``bound=``, each
+    pattern once (the last record's label, as a written table read into a dict keeps). These are
+    the patterns the compiler could not prove linear (docs/security.md, "Limits").
+
+    Args:
+        declared (tuple): per state its records (``Literal``, ``Pattern``), or None.
+
+    Returns:
+        tuple[tuple[str, str, str], ...]: the table, in the order the records come.
+    """
+    bounded: dict[str, tuple] = {}
+    for records in declared:
+        for record in records or ():
+            delimiter = getattr(record, "delimiter", None)
+            if isinstance(delimiter, LazyPattern) and delimiter._bound is not None:
+                bounded[delimiter.pattern] = delimiter._bound
+    return tuple((pattern, *label) for pattern, label in bounded.items())
+
+
+def regrouped(region: Region, groups: tuple) -> Region:
+    """``region`` with the named groups ``groups`` instead of its own: the same field, content
+    parser, transform and keywords, its processor made again with ``groups`` as its group names
+    (``make_field_processor``). The ``errors="recover"`` class of a module writes a region its
+    recover-only opener changes only by a group so (docs/template-language.md, "Recover-only
+    openers").
+
+    Args:
+        region (Region): a region whose ``process`` came from ``make_field_processor``.
+        groups (tuple[str, ...]): the named groups of its open and close patterns.
+
+    Returns:
+        Region: a new region.
+
+    Raises:
+        TypeError: ``region.process`` was not made by ``make_field_processor`` (a hand-built
+            region: nothing to make again).
+    """
+    remake = getattr(region.process, "regrouped", None)
+    if remake is None:
+        raise TypeError(f"regrouped: {region!r} has no processor made by make_field_processor")
+    new = copy.copy(region)
+    new.groups = tuple(groups)
+    new.process = remake(tuple(groups))
+    return new
 
 
 def _express_table(cls: type) -> tuple:
@@ -1595,7 +1648,7 @@ class StreamParser:
     _IS_AFTER: tuple = ()
     #: per state: its triggers are known (``FAST_PATH``), so with nothing left to read after
     #: offset 0 no watched delimiter can commit and no text is held: _run need not scan
-    #: (tests/test_fast_path.py's parsers without FAST_PATH scan, and must give the same events)
+    #: (tests/test_stream.py's parsers without FAST_PATH scan, and must give the same events)
     _KNOWN: tuple = ()
     #: per field: its declared-repair group names (REPAIR_GROUP), empty for most
     _REPAIRS: tuple = ()
@@ -1641,8 +1694,17 @@ class StreamParser:
             # base class's: the runtime gives the rest
             cls.SCANNERS, cls.MEMO_SLOTS, holds = build_scanners(cls, cls.SCANNERS, cls.__dict__.get("MEMO_SLOTS", 0))
             if "HOLD_REGEX" in cls.__dict__:
-                cls.HOLD_REGEX = tuple(literal_automata(declared[k]) if entry is HELD_LITERALS else entry
-                                       for k, entry in enumerate(cls.HOLD_REGEX))
+                # a state's entry HELD_LITERALS, or HELD_LITERALS last in its tuple after the
+                # automata written out: its literal delimiters' automata
+                cls.HOLD_REGEX = tuple(
+                    literal_automata(declared[k]) if entry is HELD_LITERALS
+                    else entry[:-1] + literal_automata(declared[k])
+                    if isinstance(entry, tuple) and entry and entry[-1] is HELD_LITERALS else entry
+                    for k, entry in enumerate(cls.HOLD_REGEX))
+            if "REGEX_BOUNDED" not in cls.__dict__:
+                # the regex delimiters searched under the time limit are those declared with
+                # bound= (a module of ABI 7 does not list them again; runtime/scanners.py Pattern)
+                cls.REGEX_BOUNDED = _bounded_of(cls._DECLARED)
             declared = cls.HOLD_LITERALS or (None,) * len(holds)
             cls.HOLD_LITERALS = tuple(HoldLiterals(*hold) if hold is not None else entry
                                       for hold, entry in zip(holds, declared))

@@ -343,7 +343,8 @@ def make_field_processor(
     Returns:
         Callable[[str, dict], Any]: ``process(body, captures) -> value`` where ``captures`` is
         the merged ``groupdict()`` of the open and close matches (deviation D4; may be empty).
-        Its attributes ``content_parser`` and ``content_args`` are ``content`` and
+        Its attribute ``regrouped(names)`` makes the same processor with ``group_names`` ``names``
+        (``runtime.regrouped``). Its attributes ``content_parser`` and ``content_args`` are ``content`` and
         ``content_args`` (read by ``respc.openai``), ``repair`` is the ``errors="recover"`` form,
         ``partial`` reads a body still being written with the format's ``lenient`` arguments
         (``runtime/formats``: ``xml-inline`` and ``kv-lines`` read it with ``"unmatched": "skip"``,
@@ -455,6 +456,9 @@ def make_field_processor(
     process.content_parser = content
     process.content_args = content_args
     process.repair_on_success = bool(repairs and record.repair_on_success)
+    # runtime.regrouped: the same processor for other named groups (a recover class's region)
+    process.regrouped = lambda names: make_field_processor(field, content, content_args, transform, transform_each,
+                                                           names, v2=v2)
     return process
 
 

@@ -42,8 +42,8 @@ close (most tool-call regions: ``<tool_call>`` … ``</tool_call>``) is read at 
 body sliced, parsed, checked and stored, and the parser is back outside, without the scan, the
 routing and the open/close/leave steps the end-of-stream pass would take one by one to the same
 result (its state's scanner can only answer that closer; the table's conditions rule out every
-hook that could see the body first). ``tests/test_whole_express.py`` checks which regions take it
-and compares outcomes on damaged bodies of them.
+hook that could see the body first). The express section of ``tests/test_whole.py`` checks which
+regions take it and compares outcomes on damaged bodies of them.
 
 Literal search. In both modes the buffer is a :class:`WholeText`, a ``str`` whose ``find`` looks
 for a literal delimiter by its rarest character first, with ``memchr`` (CPython's one-character

@@ -1,6 +1,6 @@
 """The json format's argument reader as it was before it read by runs (runtime/formats/json_.py
 ``ArgumentReader``, commit 9f5c577): character by character. Kept as the oracle of
-tests/test_json_reader_runs.py, which checks the run-reading reader gives the same pieces, end and stop
+tests/test_formats_json.py, which checks the run-reading reader gives the same pieces, end and stop
 on random bodies and chunkings. Not product code; never imported by respc."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The pythonic format's argument reader as it was before it read string runs in one step
 (runtime/formats/pythonic.py ``PythonicArgs.feed``, commit 46e62c8): every character through ``_char``. Only
-``feed`` changed, so the oracle is the reader with its old ``feed``. Kept for tests/test_pythonic_reader_runs.py.
+``feed`` changed, so the oracle is the reader with its old ``feed``. Kept for tests/test_formats_pythonic.py.
 Not product code; never imported by respc."""
 
 from __future__ import annotations

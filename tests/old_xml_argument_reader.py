@@ -1,6 +1,6 @@
 """The xml-inline format's argument reader as it was before it searched partially only where a tag may start
 (runtime/formats/xml_inline.py ``ArgumentReader``, commit 46e62c8): a ``partial=True`` search of the whole text
-not read yet on every scan. Kept as the oracle of tests/test_xml_reader_cheap.py, which checks the reader gives
+not read yet on every scan. Kept as the oracle of tests/test_formats_xml_inline.py, which checks the reader gives
 the same JSON text, keys and state on random bodies and chunkings. Not product code; never imported by respc."""
 
 from __future__ import annotations

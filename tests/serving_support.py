@@ -9,6 +9,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import pytest
+
 FAMILIES_DIR = Path(__file__).parent / "cases" / "families"
 #: catalogue families served (both Mistral templates stand for "mistral")
 FAMILIES = ["qwen3", "hermes2pro", "gpt_oss", "deepseek_v3_1", "kimi_k2", "qwen3_coder", "mistral_nemo",
@@ -19,6 +21,24 @@ CHAT_TEMPLATE = "{{ respc_prompt }}"
 #: how special tokens are spelled in the models' tokenizers
 SPECIAL = re.compile(r"<\|[^|<>\s]{1,40}\|>|<｜[^｜]{1,60}｜>|\[[A-Z_]{3,20}\]")
 EOS = "<respc_eos>"
+
+
+def case_params(skip=frozenset()) -> list:
+    """``pytest.param(family, case)`` for every case of every served family (:data:`FAMILIES`), with the id
+    ``<family>-<case name>``, less the ids in ``skip``."""
+    params = []
+    for name in FAMILIES:
+        for case in family(name)["cases"]:
+            cid = f"{name}-{case['name']}"
+            if cid not in skip:
+                params.append(pytest.param(name, case, id=cid))
+    return params
+
+
+def arguments_like(text: str, like):
+    """A call's accumulated argument ``text`` read the way ``like`` (the expected arguments) is written: as
+    text when ``like`` is a string, else as JSON."""
+    return text if isinstance(like, str) else json.loads(text)
 
 
 def family(name: str) -> dict:

@@ -1,13 +1,16 @@
-"""Helpers shared by the test modules: where ../shared is, vector loading, chunkings."""
+"""Helpers shared by the test modules: where ../shared is, vector loading, chunkings, the outcomes a shortcut
+and its general path are compared by, random damage of the catalogue cases, timings."""
 
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import json
 import os
 import random
 import sys
+import time
 import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -82,14 +85,14 @@ def load_jsonl(path: Path) -> list[dict]:
 
 
 def chunkings(text: str, seed: str) -> dict[str, list[str]]:
-    """The chunkings every vector is fed in: whole, one character at a time, random pieces."""
-    rng = random.Random(seed)
-    pieces, i = [], 0
-    while i < len(text):
-        step = rng.randint(1, 7)
-        pieces.append(text[i:i + step])
-        i += step
-    return {"whole": [text], "chars": list(text), "random": pieces}
+    """The chunkings every vector is fed in: whole, one character at a time, random pieces of 1 to 7
+    characters (:func:`random_pieces`, drawn from ``seed``)."""
+    return {"whole": [text], "chars": list(text), "random": random_pieces(text, random.Random(seed), 7)}
+
+
+def fixed_chunkings(text: str) -> dict[str, list[str]]:
+    """Three fixed chunkings of ``text``: whole, one character at a time, and three characters at a time."""
+    return {"whole": [text], "ones": list(text), "threes": [text[i:i + 3] for i in range(0, len(text), 3)]}
 
 
 def run_stream(module, prefix, chunks, tools=None, errors="strict"):
@@ -185,6 +188,21 @@ def peer_message(vector: dict, how: str, errors: str) -> dict:
     return message
 
 
+def peer_params(vectors: Iterable[dict], xfail: dict[str, dict], reason: Callable[[dict], str]) -> list:
+    """``pytest.param(vector, how)`` for every peer vector and every way it is fed (``"whole"``, ``"chars"``,
+    ``"random"`` of :func:`chunkings`, and ``"own"`` when it has its own ``chunks``; :func:`peer_message`),
+    with the id ``<vector id>-<how>``; a vector listed in ``xfail`` is a strict xfail whose reason is
+    ``reason(entry)``, so a fix shows as XPASS and its entry must go."""
+    params = []
+    for vector in vectors:
+        hows = ["whole", "chars", "random"] + (["own"] if "chunks" in vector else [])
+        entry = xfail.get(vector["id"])
+        marks = [pytest.mark.xfail(strict=True, reason=reason(entry))] if entry else []
+        for how in hows:
+            params.append(pytest.param(vector, how, marks=marks, id=f"{vector['id']}-{how}"))
+    return params
+
+
 def generated(name: str) -> types.ModuleType:
     """The checked-in generated module of catalogue template ``name`` (``respc.generated.<name>``)."""
     return importlib.import_module(f"respc.generated.{name}")
@@ -216,6 +234,71 @@ def random_pieces(text: str, rng: random.Random, longest: int) -> list[str]:
         pieces.append(text[i:i + step])
         i += step
     return pieces
+
+
+def random_cuts(text: str, rng: random.Random, count: int) -> list[str]:
+    """``text`` cut at ``count`` distinct offsets drawn from ``rng`` (none at either end): ``count + 1``
+    non-empty pieces. ``count`` must be at most ``len(text) - 1``."""
+    cuts = sorted(rng.sample(range(1, len(text)), count))
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+#: the piece lengths :func:`oracle_pieces` draws from (``0`` stands for the rest of the text)
+_ORACLE_STEPS = (1, 1, 2, 3, 4, 4, 5, 8, 17, 0)
+
+
+def oracle_pieces(rng: random.Random, body: str) -> list[str]:
+    """``body`` cut into pieces drawn from ``rng`` that are mostly short (1 to 5 characters), sometimes 8
+    or 17, sometimes the whole rest: how the argument readers' tests feed a reader and its oracle
+    (tests/test_formats_json.py, test_formats_pythonic.py, test_formats_xml_inline.py)."""
+    pieces, i = [], 0
+    while i < len(body):
+        step = rng.choice(_ORACLE_STEPS) or len(body)
+        pieces.append(body[i:i + step])
+        i += step
+    return pieces
+
+
+def feed_outcome(parser_class, prefix, chunks, tools=None, errors="strict", **options) -> tuple:
+    """Everything one streamed run of a fresh ``parser_class(prefix, tools, errors=errors, **options)`` shows,
+    for comparing a shortcut with the general path: ``(message, events, diagnostics, ledger)`` where
+    ``events`` has one list per call (the initial events, each ``feed``'s, ``finalize``'s), so which call
+    returned an event counts too; or ``("error", type name, text, events so far)`` when feeding or
+    finalizing raises ValueError, KeyError or TypeError (:data:`WHOLE_ERRORS`)."""
+    parser = parser_class(prefix, tools, errors=errors, **options)
+    events = [parser.initial_events]
+    try:
+        for chunk in chunks:
+            events.append(parser.feed(chunk))
+        message, final = parser.finalize()
+    except WHOLE_ERRORS as exc:
+        return ("error", type(exc).__name__, str(exc), events)
+    return message, events + [final], parser.diagnostics, parser.ledger
+
+
+def best_time(run: Callable[[], object], repeats: int = 3) -> float:
+    """The shortest of ``repeats`` wall-clock timings (seconds) of ``run()``, each with the garbage
+    collector off (its passes grow with the live objects, not with the work measured). The tests
+    compare such times at two sizes as a ratio, never with a bound in seconds."""
+    best = float("inf")
+    enabled = gc.isenabled()
+    for _ in range(repeats):
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            run()
+            best = min(best, time.perf_counter() - start)
+        finally:
+            if enabled:
+                gc.enable()
+    return best
+
+
+def tool_call(name: str, arguments) -> dict:
+    """An OpenAI-style tool call of function ``name`` with ``arguments`` (a mapping, or text)."""
+    return {"type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 def delimiter_pieces(name: str) -> list[str]:
@@ -277,3 +360,93 @@ def same_whole_and_stream(parser_class, prefix, text, tools=None):
 def catalogue_parser(name: str):
     """The ``ResponseParser`` of the checked-in generated module of catalogue template ``name``."""
     return importlib.import_module(f"respc.generated.{name}").ResponseParser
+
+#: characters the random damage of :func:`damage_ops` inserts: those delimiters and JSON are made of, and arbitrary ones
+DAMAGE_NOISE = "<>/|{}[]\"':,=\n\t _abc<|>\\xé😀\x00"
+
+
+def _delimiter_patterns(template: dict) -> list:
+    """Every ``open``/``close`` literal and ``open_pattern``/``close_pattern`` regex of ``template``'s
+    fields, compiled with the ``regex`` module (a pattern it cannot compile is left out)."""
+    import regex
+
+    out = []
+    for field in template["fields"].values():
+        for key in ("open", "close"):
+            value = field.get(key)
+            for literal in ([value] if isinstance(value, str) else value or []):
+                if literal:
+                    out.append(regex.compile(regex.escape(literal)))
+        for key in ("open_pattern", "close_pattern"):
+            value = field.get(key)
+            for pattern in ([value] if isinstance(value, str) else value or []):
+                try:
+                    out.append(regex.compile(pattern, regex.DOTALL))
+                except regex.error:
+                    pass
+    return out
+
+
+@functools.cache
+def damage_cases() -> list[tuple[str, str, str, list[tuple[int, int]]]]:
+    """``(template name, prefix, output, delimiter spans)`` of every case of every catalogue template with
+    a family file (:func:`family_cases`): the outputs :func:`damage` damages, with the sorted non-empty
+    ``(start, end)`` spans where the template's delimiters match in them."""
+    cases = []
+    for name in CATALOGUE_NAMES:
+        if not (FAMILY_DIR / f"{name}.json").is_file():
+            continue
+        delims = _delimiter_patterns(json.loads((REPO / "templates" / f"{name}.json").read_text(encoding="utf-8")))
+        for case in family_cases(name):
+            text = case["text"]
+            spans = sorted({(m.start(), m.end()) for d in delims for m in d.finditer(text) if m.end() > m.start()})
+            cases.append((name, case.get("prefix", ""), text, spans))
+    return cases
+
+
+@functools.cache
+def damage_ops():
+    """The hypothesis strategy of :func:`damage`'s ``ops``: one to three ``(op, a, b, noise)``, ``op`` one of
+    truncate, delete, double, swap, insert, space, part-twice, stray."""
+    from hypothesis import strategies as st
+
+    return st.lists(st.tuples(st.sampled_from(["truncate", "delete", "double", "swap", "insert", "space", "part-twice",
+                                               "stray"]),
+                              st.integers(0, 10_000), st.integers(0, 10_000),
+                              st.text(alphabet=DAMAGE_NOISE, min_size=1, max_size=6)), min_size=1, max_size=3)
+
+
+def damage(text: str, spans: list[tuple[int, int]], ops: list[tuple[str, int, int, str]]) -> str:
+    """``text`` after each of ``ops`` (:func:`damage_ops`) in turn: truncated, noise inserted, or a delimiter
+    occurrence of ``spans`` (:func:`damage_cases`) deleted, doubled, swapped with another, a space put in
+    it, a piece of it written twice, or its text written somewhere else (docs/events.md, recover mode)."""
+    for op, a, b, noise in ops:
+        if op == "truncate":
+            text = text[:a % (len(text) + 1)]
+        elif op == "insert":
+            k = a % (len(text) + 1)
+            text = text[:k] + noise + text[k:]
+        elif spans:
+            s, e = spans[a % len(spans)]
+            if e > len(text):
+                continue
+            if op == "delete":
+                text = text[:s] + text[e:]
+            elif op == "double":
+                text = text[:e] + text[s:e] + text[e:]
+            elif op == "space":
+                k = s + b % (e - s + 1)
+                text = text[:k] + " " + text[k:]
+            elif op == "part-twice":
+                i, j = sorted((s + b % (e - s + 1), s + (b // 7) % (e - s + 1)))
+                text = text[:j] + text[i:j] + text[j:]
+            elif op == "stray":
+                k = b % (len(text) + 1)
+                text = text[:k] + text[s:e] + text[k:]
+            elif op == "swap":
+                s2, e2 = spans[b % len(spans)]
+                if (s2, e2) != (s, e) and e2 <= len(text) and (e <= s2 or e2 <= s):
+                    (s, e), (s2, e2) = sorted([(s, e), (s2, e2)])
+                    text = text[:s] + text[s2:e2] + text[e:s2] + text[s:e] + text[e2:]
+        spans = [(s, e) for s, e in spans if e <= len(text)]
+    return text

@@ -9,13 +9,12 @@ of one (docs/events.md, "Recovering from damaged output").
 from __future__ import annotations
 
 import importlib
-import json
 
 import pytest
 
 from respc.compiler import automaton
 from respc.compiler.api import compile_source
-from support import CATALOGUE_NAMES, REPO, chunkings, run_stream
+from support import CATALOGUE_NAMES, REPO, chunkings, family_cases, run_stream
 
 NAMES = CATALOGUE_NAMES
 
@@ -73,8 +72,7 @@ def _suffixes(name: str) -> list[str]:
 def _answer(name: str) -> tuple[str, str, str] | None:
     """(prefix, output cut right after its answer, the answer) of the family's first case whose
     message is an answer (after reasoning, when it has some)."""
-    family = json.loads((REPO / "tests" / "cases" / "families" / f"{name}.json").read_text(encoding="utf-8"))
-    for case in family["cases"]:
+    for case in family_cases(name):
         message = case["message"]
         content = message.get("content")
         if set(message) <= {"role", "content", "reasoning_content"} and content and content in case["text"]:

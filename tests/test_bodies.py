@@ -27,7 +27,7 @@ import respc
 from respc.openai import ChatCompletionStream
 from respc.runtime import ContentParseError
 from respc.runtime.tools import MAX_TYPING_DEPTH, coerce_tool_calls, compile_tool_types, tool_parameters
-from support import chunkings, generated, run_stream
+from support import chunkings, generated, run_stream, tool_call
 
 HOWS = ("whole", "chars", "random")
 POOLSIDE = "<assistant>"
@@ -52,10 +52,6 @@ def _strict_error(name, prefix, text, how, tools=None):
     return caught.value
 
 
-def _call(name, arguments):
-    return {"type": "function", "function": {"name": name, "arguments": arguments}}
-
-
 # --- 3a: xml-inline bodies with text no tag accounts for -------------------------------------------
 REPRO_JSON = '<tool_call>\n{"name":"get_weather","arguments":{"location":"Paris","days":3}}\n</tool_call>'
 REPRO_NAME_JSON = '<tool_call>get_weather\n{"location":"Paris"}\n</tool_call>'
@@ -68,10 +64,10 @@ def test_poolside_reads_a_json_call_inside_tool_call(errors, how):
     the template now has that form, so the repros are the calls they spell, not a call named by
     the whole JSON with {} (first repro) or get_weather({}) (second)."""
     message, malformed, diagnostics = _parse("poolside", POOLSIDE, REPRO_JSON, how, errors)
-    assert message == {"role": "assistant", "tool_calls": [_call("get_weather", {"location": "Paris", "days": 3})]}
+    assert message == {"role": "assistant", "tool_calls": [tool_call("get_weather", {"location": "Paris", "days": 3})]}
     assert malformed == [] and diagnostics == []
     message, malformed, diagnostics = _parse("poolside", POOLSIDE, REPRO_NAME_JSON, how, errors)
-    assert message == {"role": "assistant", "tool_calls": [_call("get_weather", {"location": "Paris"})]}
+    assert message == {"role": "assistant", "tool_calls": [tool_call("get_weather", {"location": "Paris"})]}
     assert malformed == [] and diagnostics == []
 
 
@@ -100,7 +96,7 @@ def test_glm4_5_json_body_after_the_name(how):
     assert str(error) == ("Field 'tool_calls': xml-inline: text at offset 1 of the body matches no tag_pattern: "
                           "'{\"location\":\"Paris\"}'.\nContent: '\\n{\"location\":\"Paris\"}\\n'")
     message, malformed, diagnostics = _parse("glm4_5", "", REPRO_NAME_JSON, how, "recover")
-    assert message == {"role": "assistant", "tool_calls": [_call("get_weather", {"location": "Paris"})]}
+    assert message == {"role": "assistant", "tool_calls": [tool_call("get_weather", {"location": "Paris"})]}
     assert malformed == []
     assert diagnostics == [{"kind": "repaired", "field": "tool_calls", "start": 0, "end": 56,
                             "message": "a JSON object as the body instead of tags: read as JSON",
@@ -126,7 +122,7 @@ def test_closing_tags_after_the_last_parameter_are_accounted_for(how):
     """Qwen3-Coder's body ends with the </function> of the markup the opener began: not text."""
     text = "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>"
     message, malformed, diagnostics = _parse("qwen3_coder", "", text, how, "strict")
-    assert message == {"role": "assistant", "tool_calls": [_call("f", {"a": "1"})]}
+    assert message == {"role": "assistant", "tool_calls": [tool_call("f", {"a": "1"})]}
     assert malformed == [] and diagnostics == []
 
 
@@ -154,7 +150,7 @@ def test_kv_lines_line_without_separator_makes_the_body_malformed(how):
     skip = json.loads(json.dumps(KV_TEMPLATE))
     skip["fields"]["tool_calls"]["content_args"] = {"unmatched": "skip"}
     message, _ = run_stream(respc.compile_template(skip), "", chunks)
-    assert message == {"role": "assistant", "content": "Hi", "tool_calls": [_call("f", {"a": "1"})]}
+    assert message == {"role": "assistant", "content": "Hi", "tool_calls": [tool_call("f", {"a": "1"})]}
 
 
 def test_unmatched_must_be_error_or_skip():
@@ -235,7 +231,7 @@ def test_minimax_m3_nested_object_leaf_is_typed(how):
     tools = _tool({"n": {"type": "object", "properties": {"x": {"type": "number"}}}})
     text = _m3(f"{NS}<n>{NS}<x>1.5{NS}</x>{NS}</n>")
     message, malformed, diagnostics = _parse("minimax_m3", MINIMAX_M3, text, how, "strict", tools)
-    assert message == {"role": "assistant", "tool_calls": [_call("f", {"n": {"x": 1.5}})]}
+    assert message == {"role": "assistant", "tool_calls": [tool_call("f", {"n": {"x": 1.5}})]}
     assert malformed == [] and diagnostics == []
 
 
@@ -250,7 +246,7 @@ def test_minimax_m3_array_of_objects_and_one_of(how):
     item = f"{NS}<item>{NS}<sku>007{NS}</sku>{NS}<qty>2{NS}</qty>{NS}</item>"
     text = _m3(f"{NS}<items>{item}{item}{NS}</items>{NS}<u>5{NS}</u>{NS}<v>{NS}<ok>true{NS}</ok>{NS}</v>")
     message, _, _ = _parse("minimax_m3", MINIMAX_M3, text, how, "strict", tools)
-    assert message["tool_calls"] == [_call("f", {"items": [{"sku": "007", "qty": 2}, {"sku": "007", "qty": 2}],
+    assert message["tool_calls"] == [tool_call("f", {"items": [{"sku": "007", "qty": 2}, {"sku": "007", "qty": 2}],
                                                  "u": 5, "v": {"ok": True}})]
 
 
@@ -261,7 +257,7 @@ def test_ref_any_of_nullable_and_additional_properties():
         "c": {"type": "object", "nullable": True, "properties": {"x": {"type": "integer"}}},
         "m": {"type": "object", "additionalProperties": {"type": "integer"}},
     }, **{"$defs": {"point": {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "number"}}}}})
-    call = _call("f", {"a": {"x": "1", "y": "2.5"}, "b": "null", "c": {"x": "3"}, "m": {"p": "4", "q": "x"}})
+    call = tool_call("f", {"a": {"x": "1", "y": "2.5"}, "b": "null", "c": {"x": "3"}, "m": {"p": "4", "q": "x"}})
     coerce_tool_calls(call, compile_tool_types(tool_parameters(tools)))
     assert call["function"]["arguments"] == {"a": {"x": 1, "y": 2.5}, "b": None, "c": {"x": 3}, "m": {"p": 4, "q": "x"}}
 
@@ -282,10 +278,10 @@ def test_recursive_schema_and_depth_limit():
             value = {"v": "1", "kid": value}
         return value
 
-    shallow = _call("f", {"t": tree(3)})
+    shallow = tool_call("f", {"t": tree(3)})
     coerce_tool_calls(shallow, types)
     assert shallow["function"]["arguments"]["t"] == {"v": 1, "kid": {"v": 1, "kid": {"v": 1, "kid": {"v": 1}}}}
-    deep = _call("f", {"t": tree(MAX_TYPING_DEPTH + 5)})
+    deep = tool_call("f", {"t": tree(MAX_TYPING_DEPTH + 5)})
     coerce_tool_calls(deep, types)
     level, depth = deep["function"]["arguments"]["t"], 0
     while "kid" in level:

@@ -28,6 +28,7 @@ RUNS = [
 def _best(module, text: str) -> float:
     """The least CPU time of five streamed parses, the garbage collector off (time on a shared
     machine is noise, not the algorithm)."""
+    # (not support.best_time: CPU time, and the parser is made outside the clock)
     best = float("inf")
     enabled = gc.isenabled()
     gc.disable()

@@ -437,3 +437,62 @@ def test_the_readme_quotes_what_respc_detect_says_for_a_new_format(tmp_path):
     quoted = re.search(r"`(respc: no catalogue family fits: F: [^`]+)`", readme)
     assert quoted, "the README does not quote respc detect's line for a new format"
     assert ran.stderr == quoted.group(1).replace(": F: ", ": zorp.jinja: ", 1) + "\n"
+
+
+def test_the_javascript_delta_example_runs_as_written(tmp_path):
+    """docs/javascript.md "OpenAI deltas": its ```js server example, verbatim but for the port (0, so
+    the system picks a free one), under Node beside `respc compile hermes2pro --target js
+    --with-runtime`: an engine server sends a hermes2pro output in pieces, a client reads the
+    example's server-sent events, and what it accumulates is the answer and the tool call, with
+    finish reason tool_calls and `data: [DONE]` last."""
+    import shutil
+    import subprocess
+    import sys
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node (Node.js 20 or later) is not installed")
+    doc = _text("javascript.md")
+    section = doc.split("## OpenAI deltas", 1)[1]
+    example = [body for lang, body in _FENCE.findall(section) if lang == "js"][0]
+    assert "server.listen(8000);" in example, "the example no longer listens as this test expects"
+    ran = subprocess.run([sys.executable, "-m", "respc", "compile", "hermes2pro", "--target", "js", "-o",
+                          "hermes2pro.mjs", "--with-runtime"], cwd=tmp_path, capture_output=True, text=True,
+                         encoding="utf-8", timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    lines = example.split("\n")
+    imports = "\n".join(line for line in lines if line.startswith("import "))
+    body = "\n".join(line for line in lines if not line.startswith("import "))
+    engine = (
+        'const pieces = ["Let me ch", "eck. <tool_c", \'all>{"name": "get_weather", "argu\', \'ments": {"city": "Pa\',\n'
+        '  \'ris", "days": 2.0}}</tool_call>\'];\n'
+        'const engine = http.createServer((req, res) => { res.writeHead(200);\n'
+        '  let i = 0; const tick = setInterval(() => { if (i < pieces.length) res.write(pieces[i++]);\n'
+        '    else { clearInterval(tick); res.end(); } }, 5); });\n'
+        'await new Promise((done) => engine.listen(0, "127.0.0.1", done));\n'
+        'const engineUrl = `http://127.0.0.1:${engine.address().port}/`, prompt = "";\n')
+    client = (
+        '\nawait new Promise((done) => server.once("listening", done));\n'
+        'const got = await (await fetch(`http://127.0.0.1:${server.address().port}/`)).text();\n'
+        'server.close(); engine.close();\n'
+        'console.log(JSON.stringify(got));\n')
+    script = imports + "\n" + engine + body.replace("server.listen(8000);", 'server.listen(0, "127.0.0.1");') + client
+    (tmp_path / "serve.mjs").write_text(script, encoding="utf-8")
+    ran = subprocess.run([node, "serve.mjs"], cwd=tmp_path, capture_output=True, text=True, encoding="utf-8",
+                         timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    events = json.loads(ran.stdout.strip().splitlines()[-1]).split("\n\n")
+    assert events[-2:] == ["data: [DONE]", ""]
+    content, calls, reasons = "", {}, []
+    for event in events[:-2]:
+        assert event.startswith("data: ")
+        choice = json.loads(event[len("data: "):])["choices"][0]
+        content += choice["delta"].get("content", "")
+        reasons.append(choice["finish_reason"])
+        for call in choice["delta"].get("tool_calls", ()):
+            have = calls.setdefault(call["index"], {"name": "", "arguments": ""})
+            for key, value in call.get("function", {}).items():
+                have[key] += value
+    assert content == "Let me check."
+    assert calls == {0: {"name": "get_weather", "arguments": '{"city": "Paris", "days": 2.0}'}}
+    assert reasons[-1] == "tool_calls" and reasons[:-1] == [None] * (len(reasons) - 1)

@@ -1,19 +1,36 @@
 """The content-format table (runtime/formats, docs/formats.md): one Format per format, its load-time checks, and
-the plan each format decides at compile time and the emitter writes into every region record (issue 26)."""
+the plan each format decides at compile time and the emitter writes into every region record (issue 26), and the
+per-parameter reader the formats share (runtime/formats/base.py). Each format's own readers have their own module:
+tests/test_formats_json.py, test_formats_pythonic.py, test_formats_xml_inline.py, test_formats_xml_tree.py.
+
+Last section, the quick body readers end to end (issue 14): on the cases of every catalogue template with a pythonic
+or xml-tree body (whole, cut short, halved), the shared corpus and peer vectors of those templates, and random
+splices of their delimiters, ``parse_response`` and the streaming path give the same message, error and diagnostics,
+in strict and recover mode, with the shortcuts (``runtime/pythonic.py`` ``_quick_calls``,
+``runtime/formats/xml_tree.py``'s tree pass) on and off. (No conformance vector has such a body;
+``tests/test_conformance.py`` runs them all.) Each reader against its general one: tests/test_formats_pythonic.py,
+tests/test_formats_xml_tree.py."""
 
 from __future__ import annotations
 
 import importlib
+import json
 import pathlib
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from respc.compiler.load import load_template
 from respc.compiler.validate import validate
-from respc.runtime import Plan
+from respc.runtime import Plan, pythonic
 from respc.runtime.formats import FORMATS, content_args_problems, plan_of
+from respc.runtime.formats import xml_tree as xml_tree_format
+from support import (CATALOGUE_NAMES, CORPUS, SHARED, catalogue_parser, delimiter_pieces, family_cases, load_jsonl,
+                     params, whole_outcome)
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
+PEER = SHARED / "corpus" / "peer_vectors.jsonl"
 TEMPLATES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
 
 
@@ -80,50 +97,6 @@ def test_plan_follows_the_transform():
     assert plan_of(Field(transform=by_group, **lax)).arguments is None
 
 
-# --- the json format's argument reader (runtime/formats/json_.py ArgumentReader) -----------------------------
-
-def _read_arguments(mode, keys, pieces):
-    from respc.runtime.formats.json_ import ArgumentReader
-
-    got = []
-    reader = ArgumentReader(mode, keys, lambda kind, n, payload: got.append((kind, n, payload)),
-                            lambda n, key: False, lambda n, key, raw: raw)
-    for piece in pieces:
-        reader.feed(piece)
-    args = "".join(p for kind, _, p in got if kind == "args")
-    return reader, [(k, n, p) for k, n, p in got if k != "args"], args
-
-
-def _chunkings(text):
-    return {"whole": [text], "ones": list(text), "threes": [text[i:i + 3] for i in range(0, len(text), 3)]}
-
-
-@pytest.mark.parametrize("how", ["whole", "ones", "threes"])
-def test_json_argument_reader_gives_end_completeness_and_pieces(how):
-    """One reader gives where the value ends, whether it is complete, and the argument pieces, on every
-    chunking: a call object followed by other text ends after its ``}``; a list of calls after its ``]``; a
-    cut body is not complete; an arguments body (``"args"``) ends at its own ``}``."""
-    body = '{"name": "get_weather", "arguments": {"city": "Paris", "days": [1, 2]}}  trailing text'
-    reader, marks, args = _read_arguments("object", ("name", ("arguments",)), _chunkings(body)[how])
-    assert reader.complete and reader.end == body.index("}}") + 2
-    assert marks == [("call", 0, ""), ("name", 0, "get_weather"), ("start", 0, ""), ("end", 0, "")]
-    assert args == '{"city": "Paris", "days": [1, 2]}'
-
-    body = '[{"name": "f", "arguments": {}}, {"name": "g", "arguments": {"x": "a,b"}}] after'
-    reader, marks, args = _read_arguments("object", ("name", ("arguments",)), _chunkings(body)[how])
-    assert reader.complete and reader.end == body.index("]") + 1
-    assert [m for m in marks if m[0] == "name"] == [("name", 0, "f"), ("name", 1, "g")]
-
-    cut = '{"name": "f", "arguments": {"city": "Par'
-    reader, marks, args = _read_arguments("object", ("name", ("arguments",)), _chunkings(cut)[how])
-    assert not reader.complete and reader.end == -1 and not reader.dead
-    assert args == '{"city": "Par'
-
-    body = '{"city": "Paris"}<|call|>'
-    reader, marks, args = _read_arguments("args", (), _chunkings(body)[how])
-    assert reader.complete and reader.end == len('{"city": "Paris"}') and args == '{"city": "Paris"}'
-
-
 def test_old_import_paths_name_the_formats_readers():
     """``respc.runtime.decoders``, ``respc.openai_dialects`` and ``respc.openai_pythonic`` moved into the formats
     (issue 26); their old import paths give the same objects."""
@@ -136,117 +109,7 @@ def test_old_import_paths_name_the_formats_readers():
     assert openai_dialects.XmlTree is xml_inline.XmlTree and openai_pythonic.PythonicArgs is pythonic.PythonicArgs
 
 
-@pytest.mark.parametrize("body", [
-    '{"name": "f", "arguments": {"s": "a}]\\"", "n": [1, {"x": null}]}} tail',
-    '[{"name": "f", "arguments": {}}, {"name": "g", "arguments": {"q": "[{"}}]</tool_call>',
-    '{"name": "f", "parameters": {"a": "\\\\"}}\n\nmore',
-    '{"name": "f", "arguments": {"a": 1}',
-    '  {"name": "f", "arguments": {"u": "\\u00e9}"}}{"again": 1}',
-])
-def test_json_readers_agree_on_the_end(body):
-    """The json format's two incremental readers (the core's boundary reader and the adapter's argument reader,
-    both in ``runtime/formats/json_.py``) find the same end of the value, on every chunking; a body cut before
-    it is incomplete for both."""
-    from respc.runtime.formats.json_ import JsonBoundary
-
-    for how, pieces in _chunkings(body).items():
-        boundary, at, end = JsonBoundary(), 0, -1
-        for piece in pieces:
-            got = boundary.feed(piece)
-            if got >= 0:
-                end = at + got
-                break
-            at += len(piece)
-        reader, _, _ = _read_arguments("object", ("name", ("arguments", "parameters")), pieces)
-        assert reader.end == end, how
-
-
-def _boundary_end(decoder, pieces):
-    at = 0
-    for piece in pieces:
-        got = decoder.feed(piece)
-        if got >= 0:
-            return at + got
-        at += len(piece)
-    return -1
-
-
-@pytest.mark.parametrize("mode", ["object", "args"])
-@pytest.mark.parametrize("body", [
-    '{"name": "f", "arguments": {"s": "a}]\\"", "n": [1, {"x": null}]}} tail',
-    '[{"name": "f", "arguments": {}}, {"name": "g", "arguments": {"q": "[{"}}]</tool_call>',
-    '{"name": "f", "parameters": {"a": "\\\\"}}\n\nmore',
-    '{"name": "f", "arguments": {"a": 1}',
-    '  {"name": "f", "arguments": {"u": "\\u00e9}"}}{"again": 1}',
-    '{"city": "Paris"}<|call|>{"x": 1}',
-    # where the argument reader stops (damage, shapes it does not forward), the boundary reader goes on
-    '{"name": "f", "name": "g", "arguments": {"a": "}"}} tail',
-    '{"name": 3, "arguments": {"a": ["]"]}} tail',
-    '{"name": "f", "arguments": {"a": [}]}}} tail',
-    '{"name": "f", "arguments": {"a": nope, "b": "}"}} tail',
-    '{"name": "f", "arguments": {"a": 1 ] "}"}} tail',
-    '{"name": "\\x", "arguments": {"s": "}"}} tail',
-    '{"name": "f", "arguments": {"a": 1}, "arguments": {"b": "]"}} tail',
-    '[1, {"a": "]"}] tail',
-    '"a string"',
-    'not json',
-    '\f{"a": 1}',
-])
-def test_reader_boundary_finds_the_boundary_end(mode, body):
-    """The json argument reader serving as the core's boundary decoder (``ReaderBoundary``: the body read
-    once) finds the end ``JsonBoundary`` finds, on every chunking, also where the argument reader stops
-    (a repeated key, a name that is not a string, a mismatched bracket, a bare word, a key that does not
-    decode), and stops reading at that end."""
-    from respc.runtime.formats.json_ import ArgumentReader, JsonBoundary, ReaderBoundary
-
-    for how, pieces in _chunkings(body).items():
-        want = _boundary_end(JsonBoundary(), pieces)
-        got = []
-        reader = ArgumentReader(mode, ("name", ("arguments", "parameters")) if mode == "object" else (),
-                                lambda kind, n, payload: got.append((kind, n)), lambda n, key: False,
-                                lambda n, key, raw: raw)
-        decoder = ReaderBoundary(reader, JsonBoundary())
-        assert _boundary_end(decoder, pieces) == want, how
-        if want >= 0 and not reader.dead:
-            assert reader.end == want, how
-        assert all(n <= 1 for _, n in got), how  # (nothing after the end was read as a call)
-
-
-# --- the xml-inline and per-parameter argument readers -----------------------------------------------------
-
-@pytest.mark.parametrize("how", ["whole", "ones", "threes"])
-def test_xml_inline_argument_reader_converts_as_written(how):
-    """xml-inline's reader (plan ``"xml-parameters"``) turns each parameter into JSON text as it is written: a
-    string value character by character (its stripped whitespace held), a typed one once its closing tag is
-    complete; a body cut inside a parameter leaves it open (``cur``: truncated); ``finish`` closes the object."""
-    from respc.runtime.formats.xml_inline import ArgumentReader, stream_plan, string_strip
-
-    plan = stream_plan({"tag_pattern": r"<parameter=(?P<key>[^>\s]+)>\n?(?P<value>.*?)\n?</parameter>"})
-    types = {"days": int}
-
-    def value(key, selector, raw):
-        return types.get(key, str)(raw)
-
-    def strip(key, selector):
-        return string_strip(lambda raw: value(key, selector, raw))
-
-    body = "\n<parameter=city>\nNew York\n</parameter>\n<parameter=days>\n7\n</parameter>\n"
-    reader = ArgumentReader(plan, value, strip)
-    sent = []
-    for piece in _chunkings(body)[how]:
-        reader.feed(piece)
-        sent.append(reader.scan())
-    rest, closed = reader.finish({"city": "New York", "days": 7})
-    assert closed and "".join(sent) + rest == '{"city": "New York", "days": 7}'
-    if how == "ones":
-        assert '{"city": "New' in "".join(sent[:body.index("York")])  # streamed before its closing tag
-
-    cut = ArgumentReader(plan, value, strip)
-    for piece in _chunkings("<parameter=city>\nNew Yo")[how]:
-        cut.feed(piece)
-        cut.scan()
-    assert cut.cur is not None and cut.cur.key == "city"
-
+# --- the per-parameter argument reader (runtime/formats/base.py) ---------------------------------
 
 def test_per_parameter_reader_settles_all_but_the_last():
     from respc.runtime.formats.base import PerParameterReader
@@ -260,3 +123,71 @@ def test_per_parameter_reader_settles_all_but_the_last():
     assert reader.settle({"a": 1, "b": 2, "c": 3}) == ""
     assert reader.finish({"a": 1, "b": 2, "c": 3}) == ', "c": 3}'
     assert reader.finish({"a": 9, "b": 2}) is None  # differs from what was sent: the caller's check reports it
+
+
+# --- the quick body readers end to end: whole text and streaming, shortcuts on and off -----------
+
+def _content_kinds(doc: dict) -> set[str]:
+    """Every content parser a template's fields name, value parsers included."""
+    kinds = set()
+    for spec in doc.get("fields", {}).values():
+        kinds.add(spec.get("content"))
+        vp = (spec.get("content_args") or {}).get("value_parser")
+        if isinstance(vp, dict):
+            kinds.add(vp.get("name"))
+            for case in list((vp.get("cases") or {}).values()) + [vp.get("default")]:
+                if isinstance(case, dict):
+                    kinds.add(case.get("name"))
+    return kinds
+
+
+def _doc(name: str) -> dict:
+    return json.loads((REPO / "templates" / f"{name}.json").read_text(encoding="utf-8"))
+
+
+#: the catalogue templates whose bodies go through a quick reader
+QUICK_NAMES = [n for n in CATALOGUE_NAMES if _content_kinds(_doc(n)) & {"pythonic", "xml-tree"}]
+
+
+def _both_paths(parser_class, prefix, text, tools=None):
+    out = []
+    for errors in ("strict", "recover"):
+        for single in (True, False):
+            out.append(whole_outcome(parser_class, prefix, text, tools, errors, single))
+    return out
+
+
+def _compare(monkeypatch, parser_class, prefix, text, tools=None):
+    with_quick = _both_paths(parser_class, prefix, text, tools)
+    with monkeypatch.context() as m:
+        m.setattr(pythonic, "_quick_calls", lambda *args: None)
+        m.setattr(xml_tree_format, "_QUICK_DEPTH", -1)  # the tree pass gives up at its first element
+        general = _both_paths(parser_class, prefix, text, tools)
+    assert repr(with_quick) == repr(general), text[:300]
+    assert with_quick[0] == with_quick[1] and with_quick[2] == with_quick[3], text[:300]
+
+
+@pytest.mark.parametrize("name", QUICK_NAMES)
+def test_catalogue_cases_with_and_without_quick(monkeypatch, name):
+    cases = family_cases(name)
+    assert cases, name
+    for case in cases:
+        for text in (case["text"], case["text"][:-3], case["text"][: len(case["text"]) // 2]):
+            _compare(monkeypatch, catalogue_parser(name), case["prefix"], text, case.get("tools"))
+
+
+@pytest.mark.parametrize("vector", params([v for v in load_jsonl(CORPUS) if v["family"] in QUICK_NAMES]
+                                          + ([v for v in load_jsonl(PEER) if v["family"] in QUICK_NAMES]
+                                             if PEER.is_file() else []), CORPUS, lambda v: v["id"]))
+def test_vectors_with_and_without_quick(monkeypatch, vector):
+    _compare(monkeypatch, catalogue_parser(vector["family"]), vector["prefix"], vector["text"], vector.get("tools"))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(data=st.data())
+@pytest.mark.parametrize("name", QUICK_NAMES)
+def test_random_splices_with_and_without_quick(monkeypatch, name, data):
+    parts = data.draw(st.lists(st.sampled_from(delimiter_pieces(name)), min_size=1, max_size=25))
+    prefix = data.draw(st.sampled_from([c["prefix"] for c in family_cases(name)] or [""]))
+    _compare(monkeypatch, catalogue_parser(name), prefix, "".join(parts))

@@ -14,7 +14,7 @@ import pytest
 
 from respc.compiler.api import compile_source
 from respc.compiler.grammar_structural import build_structural_tag
-from support import REPO
+from support import REPO, best_time
 
 #: the templates whose build was superlinear (16 -> 32 tools: 3.8x to 4.6x)
 TEMPLATES = ("gemma4", "kimi_k2", "gpt_oss", "deepseek_r1")
@@ -27,15 +27,6 @@ def _tools(n: int) -> list[dict]:
             "query": {"type": "string"}, "limit": {"type": "integer"},
             "mode": {"type": "string", "enum": ["fast", "exact"]}, "tags": {"type": "array", "items": {"type": "string"}}}}}}
         for i in range(n)]
-
-
-def _best(fn, repeats: int = 3) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 @pytest.mark.parametrize("name", TEMPLATES)
@@ -52,8 +43,8 @@ def test_structural_tag_build_time_linear_in_tools(name):
     small_tools, large_tools = _tools(16), _tools(32)
     ratios = []
     for _ in range(3):  # a busy machine can slow one round; a superlinear build fails every round
-        small = _best(lambda: build_structural_tag(t, small_tools))
-        large = _best(lambda: build_structural_tag(t, large_tools))
+        small = best_time(lambda: build_structural_tag(t, small_tools))
+        large = best_time(lambda: build_structural_tag(t, large_tools))
         ratios.append(large / small)
         if ratios[-1] <= 2.5:
             return

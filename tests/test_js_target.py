@@ -24,7 +24,7 @@ from respc.compiler.cli import main
 from respc.compiler.emit_js import JsTargetError, _sequence, emit_js_module, js_support_problem
 from respc.compiler.source import read_template
 
-from support import CONFORMANCE, CORPUS, PEER_PREFIX, REPO, SHARED, chunkings, load_jsonl, missing
+from support import CONFORMANCE, CORPUS, PEER_PREFIX, REPO, SHARED, chunkings, family_cases, load_jsonl, missing
 
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node (Node.js 20 or later) is not installed")
@@ -64,11 +64,9 @@ def _vectors_of(name: str) -> list[dict]:
         for v in load_jsonl(path):
             if v.get("family") == name:
                 vectors.append(dict(v, prefix=PEER_PREFIX.get(v["id"], v["prefix"])))
-    family = REPO / "tests" / "cases" / "families" / f"{name}.json"
-    if family.is_file():
-        for case in json.loads(family.read_text(encoding="utf-8")).get("cases", []):
-            if "text" in case and "prefix" in case:
-                vectors.append({"id": f"{name}/{case.get('name')}", "prefix": case["prefix"], "text": case["text"]})
+    for case in family_cases(name):
+        if "text" in case and "prefix" in case:
+            vectors.append({"id": f"{name}/{case.get('name')}", "prefix": case["prefix"], "text": case["text"]})
     return vectors
 
 
@@ -617,6 +615,306 @@ def test_compile_check_js(tmp_path, capsys):
     assert not (tmp_path / "none.mjs").exists()
 
 
+# --- the OpenAI delta adapter (runtime/js/respc.mjs ChatCompletionStream; docs/javascript.md "OpenAI deltas") ---
+
+DELTA_DRIVER = Path(__file__).with_name("js_deltas.mjs")
+#: (errors, recover_arguments) of every delta case: strict, and recover with both argument policies
+DELTA_MODES = [("strict", "hold"), ("recover", "hold"), ("recover", "stream")]
+_CALL_BEGIN = "<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>"
+#: outputs written for the adapter's paths (docs/openai.md): integral floats sent at the close (2.0,
+#: not 2), a trailing comma held and dropped, a call cut off by the end (truncated: never a call
+#: with "hold"; kept as sent, named in diagnostics, with "stream" once a delta of it left), a body
+#: that turns out malformed after its arguments streamed, Python literals, missing brackets completed,
+#: raw control characters, lone surrogates escaped, a name that comes after the arguments
+DELTA_OUTPUTS = {
+    "hermes2pro": [
+        'a <tool_call>{"name": "f", "arguments": {"a": 2.0, "b": [1e16, -0.0], "c": 1.5, "d": 1E2}}</tool_call> b',
+        '<tool_call>{"name": "f", "arguments": {"a": "x", "b": 1,  }}</tool_call>',
+        '<tool_call>{"name": "f", "arguments": {"a": "cut off',
+        '<tool_call>{"name": "f", "arguments": {"a": 1, "b": "two"}} junk</tool_call> after',
+        "<tool_call>{'name': 'f', 'arguments': {'a': True, 'b': None, 'c': False}}</tool_call>",
+        '<tool_call>{"name": "f", "arguments": {"a": [1, {"b": 2</tool_call>',
+        '<tool_call>{"name": "f", "arguments": {"a": "x\ny\t\x01"}}</tool_call>',
+        # (a lone low surrogate: a lone high one waits for the next chunk in JavaScript, docs/javascript.md)
+        '<tool_call>{"name": "f", "arguments": {"s": "\udc00 \\ud800 \U0001F600", "\udc00k": 1}}</tool_call>',
+        '<tool_call>{"arguments": {"a": 1}, "name": "late"}</tool_call><tool_call>{"name": "g", "arguments": {}}',
+        '<tool_call>{"name": "f", "arguments": {"a": 1}, "arguments": {"a": 2}}</tool_call>',
+        '<tool_call>{"name": "f", "arguments": "{\\"x\\": 1.0}"}</tool_call>',
+    ],
+    "jamba": [
+        '<tool_calls>[{"name": "f", "arguments": {"a": 1.0}}, {"name": "g", "arguments": {"b": [2.0, 3]}}]</tool_calls>',
+        '<tool_calls>[{"name": "f", "arguments": {"a": 1}}, {"name": "g", "arguments": {"b": "cut',
+        '<tool_calls>[{"name": "f", "arguments": {"a": 1},}, ]</tool_calls> x',
+    ],
+    "apertus": [
+        '<|tools_prefix|>[{"get_weather": {"city": "Paris", "n": 2.0}}, {"f": {}}]<|tools_suffix|>',
+        '<|tools_prefix|>[{"get_weather": {"city": "Par',
+        '<|inner_prefix|> think <|inner_suffix|><|tools_prefix|>[{"a": {"x": 1}} ,{"b" : {"y": [True]}}]<|tools_suffix|>',
+    ],
+    "deepseek_v3": [
+        _CALL_BEGIN + 'get_weather\n```json\n{"city": "Paris", "d": 3.0}\n```<\uff5ctool\u2581call\u2581end\uff5c>',
+        _CALL_BEGIN + 'get_weather\n```json\n{"city": "Pa',
+        _CALL_BEGIN + 'f\n```json\n{"a": 1} oops\n```<\uff5ctool\u2581call\u2581end\uff5c> after',
+    ],
+    "granite_20b_fc": [
+        '<function_call> {"name": "f", "arguments": {"a": 2.0}} text <function_call> {"name": "g", "arguments": {"b": "c',
+    ],
+}
+
+
+def _python_deltas(module, prefix: str, chunks: list[str], errors: str, recover: str) -> dict:
+    """The Python adapter's chunks per feed (and finalize), their server-sent-event text, the OpenAI
+    message and diagnostics: what tests/js_deltas.mjs writes for the JavaScript one."""
+    from respc.openai import ChatCompletionStream, sse
+
+    feeds: list = []
+    try:
+        parser = module.ResponseParser(prefix, None, errors=errors)
+        stream = ChatCompletionStream(parser, ids=lambda n: f"call_{n}", completion_id="x", created=0,
+                                      recover_arguments=recover)
+        for chunk in chunks:
+            feeds.append(stream.feed(chunk))
+        feeds.append(stream.finalize())
+        return {"feeds": feeds, "sse": [sse(f) for f in feeds], "message": stream.openai_message(),
+                "diagnostics": stream.diagnostics, "parsed": parser_message(module, prefix, chunks, errors)}
+    except Exception as exc:  # noqa: BLE001 - both sides must raise the same error
+        return {"error": type(exc).__name__, "feeds": feeds}
+
+
+def parser_message(module, prefix: str, chunks: list[str], errors: str) -> dict:
+    """The non-streamed message (the whole output at once) in OpenAI shape, ids call_0, call_1, ..."""
+    from respc.openai import openai_message
+
+    parser = module.ResponseParser(prefix, None, errors=errors)
+    parser.feed("".join(chunks))
+    message, _ = parser.finalize()
+    return openai_message(message, ids=lambda n: f"call_{n}")
+
+
+def _accumulated(feeds: list[list[dict]]) -> dict:
+    """What a client accumulates from the chunks (content, reasoning, calls by index)."""
+    out: dict = {"role": "assistant", "content": ""}
+    calls: dict = {}
+    for chunks in feeds:
+        for chunk in chunks:
+            for choice in chunk["choices"]:
+                delta = choice["delta"]
+                for key in ("content", "reasoning_content"):
+                    if key in delta:
+                        out[key] = out.get(key, "") + delta[key]
+                for call in delta.get("tool_calls", ()):
+                    have = calls.setdefault(call["index"], {"id": None, "type": "function",
+                                                            "function": {"name": "", "arguments": ""}})
+                    have["id"] = call.get("id", have["id"])
+                    for key, value in call.get("function", {}).items():
+                        have["function"][key] += value
+    out["content"] = out["content"] or None
+    if calls:
+        out["tool_calls"] = [calls[k] for k in sorted(calls)]
+    return out
+
+
+def _read_arguments(message: dict) -> dict:
+    """``message`` with each call's arguments read as JSON (the fragments add up to JSON text that
+    parses to the message's arguments, as written: docs/openai.md "What the chunks carry")."""
+    out = dict(message)
+    calls = []
+    for call in message.get("tool_calls", ()):
+        try:
+            arguments = json.loads(call["function"]["arguments"])
+        except ValueError:
+            arguments = ["not JSON", call["function"]["arguments"]]
+        calls.append({**call, "function": {**call["function"], "arguments": arguments}})
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _delta_parity(tmp_path: Path, key: str, spec, vectors: list[dict]) -> tuple[int, list[str]]:
+    """Stream ``vectors`` through both adapters on every chunking and delta mode; returns (cases
+    compared, mismatch descriptions). Also checks, where the Python adapter reports nothing, that the
+    accumulated JavaScript chunks equal the non-streamed message (docs/openai.md)."""
+    read = read_template(spec)
+    folder = tmp_path / ("deltas_" + key.replace("/", "_"))
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(RUNTIME, folder / "respc.mjs")
+    (folder / "parser.mjs").write_text(emit_js_module(read.template, read.automaton, command="x"), encoding="ascii")
+    module = compile_template(spec)
+    cases, expected = [], []
+    for vector in vectors:
+        for how, chunks in chunkings(vector["text"], vector["id"]).items():
+            for errors, recover in DELTA_MODES:
+                cases.append({"prefix": vector["prefix"], "chunks": chunks, "errors": errors, "recover": recover,
+                              "id": f"{vector['id']} [{how}, {errors}, {recover}]"})
+                expected.append(_python_deltas(module, vector["prefix"], chunks, errors, recover))
+    done = subprocess.run([NODE, str(DELTA_DRIVER)], input=json.dumps({"jobs": [{"module": str(folder / "parser.mjs"),
+                                                                                  "cases": cases}]}),
+                          capture_output=True, text=True, encoding="utf-8", timeout=300)
+    assert done.returncode == 0, done.stderr
+    tally = FIGURES.setdefault("delta_tally", {})
+    bad = []
+    for case, want, have in zip(cases, expected, json.loads(done.stdout)[0]):
+        parsed = want.pop("parsed", None)
+        want = json.loads(json.dumps(want))
+        if want != have:
+            bad.append(f"{key}: {case['id']}\n  python: {json.dumps(want)[:800]}\n  js:     {json.dumps(have)[:800]}")
+            continue
+        if "error" in have:
+            tally["error " + have["error"]] = tally.get("error " + have["error"], 0) + 1
+            continue
+        chunks = [c for feed in have["feeds"] for c in feed]
+        fragments = sum(1 for c in chunks for ch in c["choices"] for t in ch["delta"].get("tool_calls", ())
+                        if t.get("function", {}).get("arguments"))
+        tally["argument fragments"] = tally.get("argument fragments", 0) + fragments
+        tally["cases with calls"] = tally.get("cases with calls", 0) + bool(have["message"].get("tool_calls"))
+        for d in have["diagnostics"]:
+            label = d.get("kind") or d.get("problem", "other")
+            tally[label] = tally.get(label, 0) + 1
+        reason = chunks[-1]["choices"][0]["finish_reason"]
+        tally["finish " + reason] = tally.get("finish " + reason, 0) + 1
+        # no diagnostic: what the client accumulates is the stream's message and the non-streamed one
+        got = _accumulated(have["feeds"])
+        if not have["diagnostics"] and (got != have["message"] or parsed is None or
+                                        _read_arguments(json.loads(json.dumps(parsed))) != _read_arguments(got)):
+            bad.append(f"{key}: {case['id']} accumulates {json.dumps(got)[:400]}, message "
+                       f"{json.dumps(have['message'])[:400]}, parsed {json.dumps(parsed)[:400]}")
+    return len(cases), bad
+
+
+@needs_node
+@pytest.mark.parametrize("name", _accepted_catalogue())
+def test_delta_parity(tmp_path, name):
+    """Catalogue template ``name`` through the OpenAI delta adapters (respc.openai.ChatCompletionStream
+    and the runtime's ChatCompletionStream): its vectors, 30 random outputs (and, for some, the json
+    region outputs and outputs written for the adapter) on whole, per-character and random chunkings,
+    strict and recover with both argument policies: the same chunks per feed, the same server-sent-event
+    text, OpenAI message and diagnostics (docs/javascript.md "OpenAI deltas")."""
+    read = read_template(str(REPO / "templates" / f"{name}.json"))
+    vectors = _vectors_of(name) + _random_outputs(read.template, name, 30)
+    if name in ("hermes2pro", "jamba"):
+        vectors += [{"id": f"json/{k}", "prefix": "", "text": text} for k, text in enumerate(JSON_REGIONS)]
+    vectors += [{"id": f"adapter/{k}", "prefix": "", "text": text} for k, text in enumerate(DELTA_OUTPUTS.get(name, ()))]
+    count, bad = _delta_parity(tmp_path, name, str(REPO / "templates" / f"{name}.json"), vectors)
+    FIGURES.setdefault("delta_templates", []).append(name)
+    FIGURES["delta_cases"] = FIGURES.get("delta_cases", 0) + count
+    assert not bad, "\n".join(bad[:3]) + f"\n({len(bad)} of {count} differ)"
+
+
+@needs_node
+def test_delta_parity_synthetic_and_conformance(tmp_path):
+    """The synthetic templates (text without strip, lists, D1, shared delimiters, prototype keys) and
+    the conformance templates the target accepts, through both delta adapters: the same chunks."""
+    specs = [(name, spec, _random_outputs(read_template(spec).template, name, 30)) for name, spec in SYNTHETIC.items()]
+    if CONFORMANCE.is_file():
+        specs += [(key, spec, vectors + _random_outputs(read_template(spec).template, key, 5))
+                  for key, spec, vectors in _conformance_templates()]
+    total, bad = 0, []
+    for key, spec, vectors in specs:
+        count, more = _delta_parity(tmp_path, key, spec, vectors)
+        total += count
+        bad += more
+    FIGURES["delta_cases"] = FIGURES.get("delta_cases", 0) + total
+    FIGURES["delta_other_templates"] = len(specs)
+    assert not bad, "\n".join(bad[:3]) + f"\n({len(bad)} of {total} differ)"
+
+
+@needs_node
+def test_deltas_written_cases():
+    """Hand-checked outcomes on hermes2pro: a truncated call is never a call with recoverArguments
+    "hold" (its text is dropped, finish "stop"), stays as sent with "stream" once a delta of it left
+    (a streamed-call-malformed diagnostic, finish "tool_calls"), and strict throws; integral floats
+    sent at the close keep Python's text (2.0); feedSse is the chunks' server-sent-event text."""
+    script = r"""
+import { ResponseParser } from './generated/js/hermes2pro.mjs';
+import { ChatCompletionStream } from './generated/js/respc.mjs';
+const out = {};
+const cut = ['hi <tool_call>{"name": "f", "arg', 'uments": {"a": "cut'];
+for (const recover of ["hold", "stream"]) {
+  const s = new ChatCompletionStream(new ResponseParser("", { errors: "recover" }), { recoverArguments: recover,
+    ids: (n) => "id" + n });
+  const chunks = cut.flatMap((c) => s.feed(c)).concat(s.finalize());
+  out[recover] = { message: s.openaiMessage(), reason: chunks.at(-1).choices[0].finish_reason,
+    kinds: s.diagnostics.map((d) => d.kind + ":" + d.cause) };
+}
+try {
+  const s = new ChatCompletionStream(new ResponseParser("", { errors: "strict" }));
+  cut.forEach((c) => s.feed(c)); s.finalize(); out.strict = "no error";
+} catch (exc) { out.strict = exc.name; }
+const s = new ChatCompletionStream(new ResponseParser("", { errors: "recover" }), { completionId: "c", created: 7 });
+out.sse = s.feedSse('<tool_call>{"name": "f", "arguments": {"a": 2.0}}</tool_call>') + s.finalizeSse();
+out.args = s.openaiMessage().tool_calls[0].function.arguments;
+const u = new ChatCompletionStream(new ResponseParser("", { errors: "strict" }), { completionId: "u", created: 1,
+  model: "q\"m", includeUsage: true, reasoningField: "reasoning", ids: (n) => "k" + n });
+out.usage = u.feedSse("ok <tool_call>") + u.feedSse('{"name": "f", "arguments": {"\u00e9": [1.5e300, "\u2028"]}}') +
+  u.finalizeSse("length", { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 });
+process.stdout.write(JSON.stringify(out));
+"""
+    done = subprocess.run([NODE, "--input-type=module", "-e", script], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["hold"] == {"message": {"role": "assistant", "content": "hi"}, "reason": "stop", "kinds": []}
+    assert out["stream"]["reason"] == "tool_calls" and out["stream"]["kinds"] == ["streamed-call-malformed:truncated"]
+    assert out["stream"]["message"]["tool_calls"] == [{"id": "id0", "type": "function",
+                                                       "function": {"name": "f", "arguments": '{"a": "cut'}}]
+    assert out["strict"] == "ContentParseError"
+    assert out["args"] == '{"a": 2.0}'
+    # include_usage, a finish reason given, a model name and delta key that need escaping: Python's text
+    from respc.generated import hermes2pro
+    from respc.openai import ChatCompletionStream
+    stream = ChatCompletionStream(hermes2pro.ResponseParser("", None), model='q"m', reasoning_field="reasoning",
+                                  ids=lambda n: f"k{n}", include_usage=True, completion_id="u", created=1)
+    want = (stream.feed_sse("ok <tool_call>") + stream.feed_sse('{"name": "f", "arguments": {"\u00e9": [1.5e300, "\u2028"]}}')
+            + stream.finalize_sse("length", {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}))
+    assert out["usage"] == want and '"finish_reason": "length"' in want and '"usage": {"prompt_tokens": 3' in want
+    lines = out["sse"].split("\n\n")
+    assert lines[0] == ('data: {"id": "c", "object": "chat.completion.chunk", "created": 7, "model": "m", "choices": '
+                        '[{"index": 0, "delta": {"role": "assistant"}, "logprobs": null, "finish_reason": null}]}')
+    assert '"finish_reason": "tool_calls"' in lines[-3] and lines[-2] == "data: [DONE]" and lines[-1] == ""
+    assert ('"tool_calls": [{"index": 0, "id": "call_') in lines[1]
+    assert lines[1].endswith('"type": "function", "function": {"name": "f", "arguments": "{\\"a\\": 2.0}"}}]}, '
+                             '"logprobs": null, "finish_reason": null}]}')
+
+
+DELTA_LINEAR_JS = r"""
+import { ResponseParser } from "./generated/js/hermes2pro.mjs";
+import { ChatCompletionStream } from "./generated/js/respc.mjs";
+function once(n, step, sse) {
+  const text = 'ok <tool_call>{"name": "f", "arguments": {"a": [1, 2.0, "x"]}}</tool_call>'.repeat(n);
+  globalThis.gc();
+  const t0 = process.cpuUsage();
+  const s = new ChatCompletionStream(new ResponseParser("", { errors: "recover" }), { recoverArguments: "stream" });
+  for (let i = 0; i < text.length; i += step) sse ? s.feedSse(text.slice(i, i + step)) : s.feed(text.slice(i, i + step));
+  s.finalize();
+  const spent = process.cpuUsage(t0);
+  return (spent.user + spent.system) / 1000;
+}
+once(4000, 3, false);
+const best = [[1e9, 1e9], [1e9, 1e9]];
+for (let r = 0; r < 2; r++) {
+  for (const k of [0, 1]) {
+    best[k][0] = Math.min(best[k][0], once(10000, 3, k === 1));
+    best[k][1] = Math.min(best[k][1], once(20000, 3, k === 1));
+  }
+}
+process.stdout.write(JSON.stringify(best));
+"""
+
+
+@needs_node
+def test_js_delta_adapter_is_linear():
+    """The delta adapter over many calls, each after a content block (hermes2pro, recover, arguments
+    streamed, 3-character chunks): twice the output costs at most 2.5 times the CPU time, with
+    chunk objects and with feedSse (fails when each content block's close compares the whole
+    content sent so far, as it did)."""
+    done = subprocess.run([NODE, "--single-threaded", "--expose-gc", "--input-type=module", "-e", DELTA_LINEAR_JS],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for how, (small, large) in zip(("feed", "feedSse"), json.loads(done.stdout)):
+        print(f"JS delta adapter linear, {how}: {small:.1f} ms -> {large:.1f} ms CPU for twice the output")
+        assert large <= 2.5 * small, (how, small, large)
+
+
 def test_parity_summary(capsys):
     """Print the parity figures of this run (-s shows them; docs/javascript.md quotes them)."""
     print(f"\nJS parity: {len(FIGURES['templates'])} catalogue templates {FIGURES['templates']}, "
@@ -624,6 +922,10 @@ def test_parity_summary(capsys):
           f"{FIGURES['vectors']} vectors, "
           f"{FIGURES['cases']} cases (vector x chunking x errors mode) equal; "
           f"{dict(sorted(FIGURES.get('tally', {}).items()))}")
+    print(f"JS delta parity: {len(FIGURES.get('delta_templates', []))} catalogue templates and "
+          f"{FIGURES.get('delta_other_templates', 0)} synthetic/conformance templates, "
+          f"{FIGURES.get('delta_cases', 0)} cases (vector x chunking x delta mode) equal; "
+          f"{dict(sorted(FIGURES.get('delta_tally', {}).items()))}")
 
 
 LINEAR_JS = r"""

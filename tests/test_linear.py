@@ -74,6 +74,7 @@ def _parse(module, text: str, errors: str, chunk: int | None) -> None:
 
 
 def _best(module, text: str, errors: str, chunk: int | None, runs: int = 3) -> float:
+    # (not support.best_time: CPU time, not wall-clock, of one parse, the collector off for all runs)
     best = float("inf")
     enabled = gc.isenabled()
     gc.collect()

@@ -46,6 +46,7 @@ def _stream(family, prefix, chunks, tools=None, errors="strict", **options):
 
 def _pieces(per_feed, index=0, key="arguments"):
     """(feed number, text) of every ``function.<key>`` delta of call ``index``, in order."""
+    # (test_openai_pythonic's _pieces reads bare deltas, not chunks, and tells name from arguments)
     got = []
     for n, chunks in enumerate(per_feed):
         for chunk in chunks:

@@ -45,6 +45,7 @@ def _random_chunks(text: str, rng, most: int) -> list[str]:
 
 def _pieces(per_feed: list, index: int = 0) -> list[tuple[int, str, str]]:
     """(feed number, "name" | "arguments", text) of call ``index``'s deltas, in order."""
+    # (test_openai_dialects' _pieces reads whole chunks, one key at a time)
     out = []
     for n, deltas in enumerate(per_feed):
         for delta in deltas:

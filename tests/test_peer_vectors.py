@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import pytest
 
-from support import CATALOGUE_TEMPLATES, PEER_PREFIX, PEER_XFAIL, SHARED, load_jsonl, peer_message
+from support import CATALOGUE_TEMPLATES, PEER_PREFIX, PEER_XFAIL, SHARED, load_jsonl, peer_message, peer_params
 
 PEER = SHARED / "corpus" / "peer_vectors.jsonl"
 XFAIL = PEER_XFAIL
@@ -50,21 +50,8 @@ def _is_malformed(vector: dict) -> bool:
     return (vector.get("note") or "").startswith("malformed output")
 
 
-def _params():
-    params = []
-    for vector in VECTORS:
-        if vector["family"] not in TEMPLATES:
-            continue
-        hows = ["whole", "chars", "random"] + (["own"] if "chunks" in vector else [])
-        entry = XFAIL.get(vector["id"])
-        marks = ([pytest.mark.xfail(strict=True, reason=f"issue {entry['issue']}: {entry['reason']}")]
-                 if entry else [])
-        for how in hows:
-            params.append(pytest.param(vector, how, marks=marks, id=f"{vector['id']}-{how}"))
-    return params
-
-
-@pytest.mark.parametrize("vector,how", _params())
+@pytest.mark.parametrize("vector,how", peer_params([v for v in VECTORS if v["family"] in TEMPLATES], XFAIL,
+                                                  lambda entry: f"issue {entry['issue']}: {entry['reason']}"))
 def test_peer_vector(vector, how):
     errors = "recover" if _is_malformed(vector) else "strict"
     assert peer_message(vector, how, errors) == vector["expect"]["message"]

@@ -24,15 +24,14 @@ must go. The classes:
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import pytest
 
-from support import CATALOGUE_TEMPLATES, REPO, SHARED, load_jsonl, peer_message
+from support import CATALOGUE_TEMPLATES, PEER2_XFAIL, SHARED, load_jsonl, peer_message, peer_params
 
 PEER2 = SHARED / "corpus" / "peer_vectors2.jsonl"
-XFAIL: dict[str, dict] = json.loads((REPO / "tests" / "cases" / "peer2_xfail.json").read_text(encoding="utf-8"))
+XFAIL = PEER2_XFAIL
 CLASSES = ("missing-family", "recovery", "catalogue-gap", "empty-pieces")
 
 if not PEER2.is_file():
@@ -45,19 +44,7 @@ def _is_malformed(vector: dict) -> bool:
     return "malformed output" in (vector.get("note") or "")
 
 
-def _params():
-    params = []
-    for vector in VECTORS:
-        hows = ["whole", "chars", "random"] + (["own"] if "chunks" in vector else [])
-        entry = XFAIL.get(vector["id"])
-        marks = ([pytest.mark.xfail(strict=True, reason=f"{entry['class']}: {entry['reason']}")]
-                 if entry else [])
-        for how in hows:
-            params.append(pytest.param(vector, how, marks=marks, id=f"{vector['id']}-{how}"))
-    return params
-
-
-@pytest.mark.parametrize("vector,how", _params())
+@pytest.mark.parametrize("vector,how", peer_params(VECTORS, XFAIL, lambda entry: f"{entry['class']}: {entry['reason']}"))
 def test_peer_vector2(vector, how):
     assert vector["family"] in CATALOGUE_TEMPLATES, f"no catalogue template for {vector['family']}"
     errors = "recover" if _is_malformed(vector) else "strict"

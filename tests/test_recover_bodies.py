@@ -11,7 +11,7 @@ import pytest
 
 from respc.generated import deepseek_v4, lfm2, minicpm4
 
-from support import chunkings
+from support import chunkings, tool_call
 
 MINICPM_TEXT = ("<functionname=\"get_weather\"><paramname=\"city\">\u4e0a\u6d77</param><paramname=\"date\">"
                 "2024-06-27</param></function>\n")
@@ -35,7 +35,8 @@ def _run(module, prefix, chunks, errors, tools=None):
 
 
 def _call(name, arguments):
-    return {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": name, "arguments": arguments}}]}
+    """The message of one call (support.tool_call wrapped in an assistant message)."""
+    return {"role": "assistant", "tool_calls": [tool_call(name, arguments)]}
 
 
 def _each_chunking(module, prefix, text, tools=None):

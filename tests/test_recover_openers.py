@@ -184,3 +184,29 @@ def test_recover_openers_search_in_linear_time(unit):
         if large <= 2.5 * small:
             break
     assert large <= 2.5 * small, (small, large)
+
+
+def test_a_region_changed_only_by_its_groups_is_regrouped():
+    """The recover class of minicpm4 writes its ``tool_calls`` region as the strict one made again
+    with the combined opener's groups (``runtime.regrouped``): the same keywords and content
+    parser, its own groups and a processor that reads them; a bare ``<functionname="f">`` call
+    parses as the strict ``<function name="f">`` one does."""
+    from respc.generated import minicpm4
+    from respc.runtime import Region, regrouped
+
+    strict, recover = minicpm4.ResponseParser, minicpm4.ResponseParser.RECOVER_CLASS
+    assert "_rt.regrouped(ResponseParser.REGIONS[1], ('name', 'repair_recover_opener'))" in \
+        (REPO / "generated" / "minicpm4.py").read_text(encoding="utf-8")
+    mine, theirs = recover.REGIONS[1], strict.REGIONS[1]
+    assert mine is not theirs and mine.groups == ("name", "repair_recover_opener") and theirs.groups == ("name",)
+    assert mine.process is not theirs.process
+    assert (mine.name, mine.slot, mine.dirty, mine.repeats, mine.plan, mine.ends_itself) == (
+        theirs.name, theirs.slot, theirs.dirty, theirs.repeats, theirs.plan, theirs.ends_itself)
+    body = '<param name="x">1</param>'
+    assert mine.process(body, {"name": "f"}) == theirs.process(body, {"name": "f"})
+    good = '<function name="f"><param name="x">1</param></function>'
+    bare = '<functionname="f"><param name="x">1</param></function>'
+    want = minicpm4.parse_response(good, "")
+    assert minicpm4.parse_response(bare, "", errors="recover")["tool_calls"] == want["tool_calls"]
+    with pytest.raises(TypeError, match="no processor made by make_field_processor"):
+        regrouped(Region("x", process=lambda body, captures: body), ("g",))

@@ -32,87 +32,19 @@ Bounded: a fixed number of examples per run (derandomized), well under a minute.
 from __future__ import annotations
 
 import importlib
-import json
 import random
 from pathlib import Path
 
 import pytest
-import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support import REPO, SHARED, load_jsonl, missing
+from support import REPO, SHARED, damage, damage_cases, damage_ops, load_jsonl, missing
 
 FAMILIES = Path(__file__).resolve().parent / "cases" / "families"
 NAMES = sorted(p.stem for p in (REPO / "templates").glob("*.json") if (FAMILIES / p.name).is_file())
-NOISE = "<>/|{}[]\"':,=\n\t _abc<|>\\xé😀\x00"
-
-
-def _delimiters(template: dict) -> list[regex.Pattern]:
-    out = []
-    for field in template["fields"].values():
-        for key in ("open", "close"):
-            value = field.get(key)
-            for literal in ([value] if isinstance(value, str) else value or []):
-                if literal:
-                    out.append(regex.compile(regex.escape(literal)))
-        for key in ("open_pattern", "close_pattern"):
-            value = field.get(key)
-            for pattern in ([value] if isinstance(value, str) else value or []):
-                try:
-                    out.append(regex.compile(pattern, regex.DOTALL))
-                except regex.error:
-                    pass
-    return out
-
-
-def _load():
-    cases = []
-    for name in NAMES:
-        template = json.loads((REPO / "templates" / f"{name}.json").read_text(encoding="utf-8"))
-        delims = _delimiters(template)
-        family = json.loads((FAMILIES / f"{name}.json").read_text(encoding="utf-8"))
-        for case in family.get("cases", []):
-            text = case["text"]
-            spans = sorted({(m.start(), m.end()) for d in delims for m in d.finditer(text) if m.end() > m.start()})
-            cases.append((name, case.get("prefix", ""), text, spans))
-    return cases
-
-
-CASES = _load()
-
-
-def _damage(text: str, spans: list[tuple[int, int]], ops: list[tuple[str, int, int, str]]) -> str:
-    for op, a, b, noise in ops:
-        if op == "truncate":
-            text = text[:a % (len(text) + 1)]
-        elif op == "insert":
-            k = a % (len(text) + 1)
-            text = text[:k] + noise + text[k:]
-        elif spans:
-            s, e = spans[a % len(spans)]
-            if e > len(text):
-                continue
-            if op == "delete":
-                text = text[:s] + text[e:]
-            elif op == "double":
-                text = text[:e] + text[s:e] + text[e:]
-            elif op == "space":
-                k = s + b % (e - s + 1)
-                text = text[:k] + " " + text[k:]
-            elif op == "part-twice":
-                i, j = sorted((s + b % (e - s + 1), s + (b // 7) % (e - s + 1)))
-                text = text[:j] + text[i:j] + text[j:]
-            elif op == "stray":
-                k = b % (len(text) + 1)
-                text = text[:k] + text[s:e] + text[k:]
-            elif op == "swap":
-                s2, e2 = spans[b % len(spans)]
-                if (s2, e2) != (s, e) and e2 <= len(text) and (e <= s2 or e2 <= s):
-                    (s, e), (s2, e2) = sorted([(s, e), (s2, e2)])
-                    text = text[:s] + text[s2:e2] + text[e:s2] + text[s:e] + text[e2:]
-        spans = [(s, e) for s, e in spans if e <= len(text)]
-    return text
+CASES = damage_cases()
+OPS = damage_ops()
 
 
 def _run(module, prefix: str, chunks: list[str]):
@@ -151,18 +83,12 @@ def _check_quotes(text: str, events: list, diagnostics: list, where) -> None:
             assert text[d["start"]:d["end"]] == d["text"], (where, d)
 
 
-OPS = st.lists(st.tuples(st.sampled_from(["truncate", "delete", "double", "swap", "insert", "space", "part-twice",
-                                          "stray"]),
-                         st.integers(0, 10_000), st.integers(0, 10_000),
-                         st.text(alphabet=NOISE, min_size=1, max_size=6)), min_size=1, max_size=3)
-
-
 @settings(max_examples=250, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(case=st.integers(0, max(len(CASES) - 1, 0)), ops=OPS, seed=st.integers(0, 2**16))
 def test_recover_never_raises_and_accounts_for_every_character(case, ops, seed):
     name, prefix, text, spans = CASES[case]
-    damaged = _damage(text, spans, ops)
+    damaged = damage(text, spans, ops)
     module = importlib.import_module(f"respc.generated.{name}")
     rng = random.Random(seed)
     pieces, i = [], 0

@@ -16,6 +16,7 @@ import regex
 from respc.compiler.api import compile_template
 from respc.runtime import whole
 from respc.runtime.stream import lead_search
+from support import best_time
 
 _CALL = '<tool_call>{"name": "f", "arguments": {}}</tool_call>'
 
@@ -276,25 +277,6 @@ def test_sglang_reasoning_detector_does_not_send_the_prompts_answer_text(sglang_
     assert "".join(r.normal_text for r in streamed) == want
 
 
-def _best(run, repeats=3):
-    """The shortest of ``repeats`` timings of ``run()``, each with the garbage collector off (its
-    passes grow with the live objects, not with the work measured)."""
-    import gc
-    import time
-
-    best = float("inf")
-    for _ in range(repeats):
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            run()
-            best = min(best, time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return best
-
-
 def test_vllm_extract_content_ids_is_linear(vllm_stub):
     """RespcReasoningParser.extract_content_ids (non-streaming, since bc68df8) parsed
     prompt + decode(ids[:k]) for k = 0, 1, ... until the phase ended: quadratic in the output (a
@@ -308,8 +290,8 @@ def test_vllm_extract_content_ids_is_linear(vllm_stub):
 
     small, large = ids(10000), ids(20000)
     assert parser.extract_content_ids(large) == []  # the reasoning never ends: no content ids
-    ratio = (_best(lambda: parser.extract_content_ids(large), 7)
-             / _best(lambda: parser.extract_content_ids(small), 7))
+    ratio = (best_time(lambda: parser.extract_content_ids(large), 7)
+             / best_time(lambda: parser.extract_content_ids(small), 7))
     assert ratio <= 2.5, f"2x the output took {ratio:.1f}x the time"
 
 

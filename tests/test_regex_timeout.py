@@ -9,6 +9,7 @@ raises ``RegexTimeoutError`` naming field, key, pattern and offset; recover neve
 
 from __future__ import annotations
 
+import ast
 import re
 import time
 from pathlib import Path
@@ -150,10 +151,15 @@ def test_catalogue_timeouts_only_on_patterns_not_proven():
     with_bounds = set()
     for path in sorted((REPO / "generated").glob("*.py")):
         source = path.read_text(encoding="utf-8")
-        for m in re.finditer(r"^_(?:R_)?D\d+ = _rt\.LazyPattern\(('(?:[^'\\]|\\.)*')(.*)\)$", source, re.M):
-            pattern = eval(m.group(1))  # noqa: S307 - a string literal of our own generated module
+        # every module-level _D<k> = _rt.LazyPattern(pattern, ...), however it is laid out
+        for node in ast.parse(source).body:
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name) and re.fullmatch(r"_(?:R_)?D\d+", node.targets[0].id)
+                    and isinstance(node.value, ast.Call) and ast.unparse(node.value.func) == "_rt.LazyPattern"):
+                continue
+            pattern = ast.literal_eval(node.value.args[0])
             problem = linear_time_problem(pattern)
-            if "bound=" in m.group(2):
+            if any(k.arg == "bound" for k in node.value.keywords):
                 assert problem is not None, (path.name, pattern)
                 with_bounds.add(path.stem)
                 reasons = NOT_PROVEN[path.stem]
@@ -178,6 +184,41 @@ def _limit_of(call) -> float:
     with pytest.raises(RegexTimeoutError) as info:
         call()
     return info.value.timeout
+
+
+@pytest.mark.parametrize("name", ["minicpm4", "gpt_oss", "cwm", "llama3_json", "qwen3_coder", "qwen3"])
+def test_regex_bounded_is_read_from_the_declared_delimiters(name):
+    """A module of ABI 7 writes no ``REGEX_BOUNDED``: each class (strict, recover) reads it from the
+    ``bound=`` of its declared delimiters, and it names exactly that class's regex delimiters the
+    proof does not cover (the compiler's own plan), each labelled with a field that opens or
+    closes with it."""
+    from respc.compiler.api import compile_source
+    from respc.compiler.automaton import build_automaton, plan_scans
+    from respc.compiler.recover_open import recover_variant
+
+    compiled = compile_source(REPO / "templates" / f"{name}.json")
+    assert "REGEX_BOUNDED" not in compiled.source
+    module = respc.compile_template(REPO / "templates" / f"{name}.json")
+    variant = recover_variant(compiled.template)
+    classes = [(module.ResponseParser, compiled.template)]
+    if variant is not None:
+        classes.append((module.ResponseParser.RECOVER_CLASS, variant))
+    for cls, template in classes:
+        scans = plan_scans(template, build_automaton(template))
+        want = {pattern for pattern, _ in scans.regexes if linear_time_problem(pattern) is not None}
+        assert {pattern for pattern, _, _ in cls.REGEX_BOUNDED} == want, (name, cls.__name__)
+        assert "REGEX_BOUNDED" in cls.__dict__  # the class's own, not its base's
+        fields = {f.name: f for f in template.fields}
+        for pattern, field, key in cls.REGEX_BOUNDED:
+            delimiter = getattr(fields[field], key.split("_")[0])
+            assert delimiter.pattern == pattern, (name, field, key)
+    has = [bool(cls.REGEX_BOUNDED) for cls, _ in classes]
+    if name == "qwen3":
+        assert not any(has)
+    elif name == "qwen3_coder":
+        assert has == [False, True]  # its recover class's combined opener only (NOT_PROVEN)
+    else:
+        assert has[0]
 
 
 def test_parse_response_accepts_regex_timeout():

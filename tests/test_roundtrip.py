@@ -64,7 +64,7 @@ import pytest
 
 from respc.compiler.chat_render import render
 
-from support import CHAT_TEMPLATES, REPO, chat_templates, missing
+from support import CHAT_TEMPLATES, REPO, chat_templates, missing, tool_call
 CONFIG_DIR = Path(__file__).resolve().parent / "cases" / "roundtrip"
 CATALOGUE = REPO / "templates"
 
@@ -112,10 +112,6 @@ TOOLS = [
 ]
 
 
-def _call(name: str, arguments: dict) -> dict:
-    return {"type": "function", "function": {"name": name, "arguments": arguments}}
-
-
 # The assistant messages M, in the corpus conventions (the expected parse results, minus the role).
 MESSAGES: dict[str, dict] = {
     "reasoning_and_content": {
@@ -123,20 +119,20 @@ MESSAGES: dict[str, dict] = {
         "content": "Hello! How can I help you today?",
     },
     "content_only": {"content": "The capital of France is Paris."},
-    "one_tool_call": {"tool_calls": [_call("get_weather", {"city": "Paris", "unit": "celsius"})]},
+    "one_tool_call": {"tool_calls": [tool_call("get_weather", {"city": "Paris", "unit": "celsius"})]},
     "reasoning_tool_call": {
         "reasoning_content": "I need the weather in Paris, so I will call the tool.",
-        "tool_calls": [_call("get_weather", {"city": "Paris"})],
+        "tool_calls": [tool_call("get_weather", {"city": "Paris"})],
     },
     "several_tool_calls": {
         "tool_calls": [
-            _call("get_weather", {"city": "Paris", "unit": "celsius"}),
-            _call("get_weather", {"city": "Tokyo", "days": 3}),
+            tool_call("get_weather", {"city": "Paris", "unit": "celsius"}),
+            tool_call("get_weather", {"city": "Tokyo", "days": 3}),
         ]
     },
     "nested_arguments": {
         "tool_calls": [
-            _call(
+            tool_call(
                 "plan_trip",
                 {
                     "destination": {"city": "Rome", "country": "Italy"},
@@ -148,7 +144,7 @@ MESSAGES: dict[str, dict] = {
         ]
     },
     "unicode_content": {"content": "Ça va très bien — 東京は晴れです ☀️ Привет!"},
-    "unicode_arguments": {"tool_calls": [_call("get_weather", {"city": "Zürich — 苏黎世"})]},
+    "unicode_arguments": {"tool_calls": [tool_call("get_weather", {"city": "Zürich — 苏黎世"})]},
 }
 
 SYSTEM = {"role": "system", "content": "You are a helpful assistant."}

@@ -261,6 +261,7 @@ scope_values = st.recursive(
 
 
 def _outcome(fn):
+    # (a transform's value or exception class, not a parse: unrelated to support.feed_outcome)
     try:
         return ("ok", fn())
     except KeyError:

@@ -25,20 +25,20 @@ from hypothesis import strategies as st
 
 import respc
 from respc.compiler.automaton import classify_pattern, edge_probe
-from support import merged_events, run_stream
+from support import merged_events, random_cuts, run_stream
 
 
 def _chunkings(text: str, seed: int = 0):
+    """Whole, characters, four random cuts into 2 to 6 pieces, each named (the D2 invariant's chunkings)."""
     yield "whole", [text]
     yield "chars", list(text)
     rng = random.Random(seed)
     for k in range(4):
-        cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(1, 5)))) if len(text) > 1 else []
-        bounds = [0, *cuts, len(text)]
-        yield f"random{k}", [text[a:b] for a, b in zip(bounds, bounds[1:])]
+        yield f"random{k}", random_cuts(text, rng, min(len(text) - 1, rng.randint(1, 5))) if len(text) > 1 else [text]
 
 
 def _outcome(module, chunks):
+    # (not support.feed_outcome: D2 compares merged events, the chunking-independent view, not each feed's)
     try:
         message, events = run_stream(module, "", chunks)
     except (ValueError, KeyError) as exc:

@@ -21,7 +21,7 @@ from respc.runtime import LiteralPrefixes, scanners
 from respc.runtime.errors import TemplateError
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from support import chunkings, exec_module, outcome  # noqa: E402
+from support import best_time, chunkings, exec_module, outcome  # noqa: E402
 
 
 def _long_literal(n: int) -> dict:
@@ -29,15 +29,6 @@ def _long_literal(n: int) -> dict:
     return {"start_anchor_pattern": "^",
             "fields": {"t": {"open": "<" + "a" * (n - 2) + ">", "close": "</t>", "content": "json"},
                        "content": {"content": "text"}}}
-
-
-def _best(fn, repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def test_literal_of_8000_characters_gives_a_linear_module():
@@ -56,7 +47,7 @@ def test_module_size_and_compile_time_grow_linearly():
     sizes, times = {}, {}
     for n in (4000, 8000):
         sizes[n] = len(compile_source(_long_literal(n)).source)
-        times[n] = _best(lambda n=n: compile_source(_long_literal(n)))
+        times[n] = best_time(lambda n=n: compile_source(_long_literal(n)))
     assert sizes[8000] <= 2.5 * sizes[4000]
     assert times[8000] <= 2.5 * times[4000]
 

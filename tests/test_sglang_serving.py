@@ -52,7 +52,7 @@ from sglang.srt.server_args import ServerArgs  # noqa: E402
 from transformers import PreTrainedTokenizerFast  # noqa: E402
 
 import respc.sglang as rs  # noqa: E402
-from serving_support import FAMILIES, bpe_tokenizer_dir, tools_for  # noqa: E402
+from serving_support import arguments_like, bpe_tokenizer_dir, case_params, tools_for  # noqa: E402
 from serving_support import family as family_cases  # noqa: E402
 
 MODEL = "respc-test-model"
@@ -187,20 +187,11 @@ def _request(prefix: str, tools: list | None, *, stream: bool, tool_choice: str 
                                  chat_template_kwargs={"respc_prompt": prefix}, **kwargs, **extra)
 
 
-def _cases() -> list:
-    return [pytest.param(family, case, id=f"{family}-{case['name']}")
-            for family in FAMILIES for case in family_cases(family)["cases"]]
-
-
-def _arguments(text: str, like: Any) -> Any:
-    return text if isinstance(like, str) else json.loads(text)
-
-
 def _reasoning(message) -> str:
     return (message.model_extra or {}).get("reasoning_content") or ""
 
 
-@pytest.mark.parametrize("family,case", _cases())
+@pytest.mark.parametrize("family,case", case_params())
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 def test_served_with_tools(family, case, stream, tmp_path_factory):
     """tool_choice="auto" with tools: what the client accumulates equals respc's message."""
@@ -217,14 +208,15 @@ def test_served_with_tools(family, case, stream, tmp_path_factory):
     assert _reasoning(got) == (message.get("reasoning_content") or "")
     assert (got.content or "") == (message.get("content") or "")
     expected = [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
-    calls = [(c.function.name, _arguments(c.function.arguments, a)) for c, (_, a) in zip(got.tool_calls or [], expected)]
+    calls = [(c.function.name, arguments_like(c.function.arguments, a))
+             for c, (_, a) in zip(got.tool_calls or [], expected)]
     assert calls == expected and len(got.tool_calls or []) == len(expected)
     ids = [c.id for c in got.tool_calls or []]
     assert all(ids) and len(set(ids)) == len(ids)
     assert finish == ("tool_calls" if expected else "stop")
 
 
-@pytest.mark.parametrize("family,case", _cases())
+@pytest.mark.parametrize("family,case", case_params())
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 @pytest.mark.parametrize("tools", ["tool_choice_none", "no_tools"])
 def test_served_without_tool_parsing(family, case, stream, tools, tmp_path_factory):
@@ -346,7 +338,7 @@ def _responses_message(response: dict) -> dict:
     return {"reasoning": reasoning, "text": text, "calls": calls}
 
 
-@pytest.mark.parametrize("family,case", _cases())
+@pytest.mark.parametrize("family,case", case_params())
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 def test_responses_api_reads_the_rendered_prompt(family, case, stream, tmp_path_factory):
     """``/v1/responses`` through SGLang's ``OpenAIServingResponses``: the plug-in's hook around
@@ -366,7 +358,8 @@ def test_responses_api_reads_the_rendered_prompt(family, case, stream, tmp_path_
     assert got["reasoning"] == (message.get("reasoning_content") or "")
     assert got["text"] == (message.get("content") or "")
     expected = [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
-    assert [(name, _arguments(arguments, a)) for (name, arguments), (_, a) in zip(got["calls"], expected)] == expected
+    assert [(name, arguments_like(arguments, a))
+            for (name, arguments), (_, a) in zip(got["calls"], expected)] == expected
     assert len(got["calls"]) == len(expected)
 
 

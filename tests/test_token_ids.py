@@ -7,11 +7,10 @@ GPT-2 byte alphabet, its ByteLevel decoder: U+FFFD for a character whose bytes a
 from __future__ import annotations
 
 import importlib
-import json
 
 import pytest
 
-from support import CATALOGUE_NAMES, REPO
+from support import CATALOGUE_NAMES, family_cases
 
 tokenizers = pytest.importorskip("tokenizers", reason="the tokenizers package is not installed (pip install -e '.[test]')")
 
@@ -68,8 +67,7 @@ def test_the_outputs_own_replacement_characters_are_kept_and_not_held():
 
 
 def _answer(name: str):
-    family = json.loads((REPO / "tests" / "cases" / "families" / f"{name}.json").read_text(encoding="utf-8"))
-    for case in family["cases"]:
+    for case in family_cases(name):
         message = case["message"]
         content = message.get("content")
         if set(message) <= {"role", "content", "reasoning_content"} and content and content in case["text"]:

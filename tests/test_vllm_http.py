@@ -17,7 +17,6 @@ Install and run: README, "vLLM plug-in" (``python -m pytest -q -m vllm tests/tes
 from __future__ import annotations
 
 import importlib
-import json
 import random
 import threading
 import time
@@ -40,7 +39,7 @@ from vllm.entrypoints.openai.responses.api_router import attach_router as attach
 from vllm.entrypoints.openai.responses.serving import OpenAIServingResponses  # noqa: E402
 from vllm.entrypoints.serve.exception_handling.register import init_exception_handler  # noqa: E402
 
-from serving_support import CHAT_TEMPLATE, bpe_tokenizer_dir, tools_for  # noqa: E402
+from serving_support import CHAT_TEMPLATE, arguments_like, bpe_tokenizer_dir, tools_for  # noqa: E402
 from serving_support import family as family_cases  # noqa: E402
 from test_vllm_serving import MODEL, _serving  # noqa: E402
 
@@ -93,10 +92,6 @@ def _case(family: str) -> dict:
     raise AssertionError(f"{family}: no case with tool calls")
 
 
-def _arguments(text: str, like):
-    return text if isinstance(like, str) else json.loads(text)
-
-
 @pytest.mark.parametrize("family", HTTP_FAMILIES)
 def test_over_http(family, tmp_path_factory):
     """Chat Completions and Responses, streamed and whole, through vLLM's routers under uvicorn and
@@ -129,7 +124,7 @@ def test_over_http(family, tmp_path_factory):
             got = choice.message
             assert (got.content or None) == (message.get("content") or None), (stream, got)
             assert ((got.model_extra or {}).get("reasoning") or None) == (message.get("reasoning_content") or None)
-            calls = [(c.function.name, _arguments(c.function.arguments, a))
+            calls = [(c.function.name, arguments_like(c.function.arguments, a))
                      for c, (_, a) in zip(got.tool_calls or [], expected)]
             assert calls == expected and len(got.tool_calls or []) == len(expected), (stream, got)
             assert choice.finish_reason == "tool_calls"
@@ -151,7 +146,7 @@ def test_over_http(family, tmp_path_factory):
                                                    extra_body=extra)
             assert response.status == "completed", response
             items = [item for item in response.output if item.type == "function_call"]
-            assert [(c.name, _arguments(c.arguments, a)) for c, (_, a) in zip(items, expected)] == expected
+            assert [(c.name, arguments_like(c.arguments, a)) for c, (_, a) in zip(items, expected)] == expected
             assert len(items) == len(expected)
             text = "".join(part.text for item in response.output if item.type == "message"
                            for part in item.content if part.type == "output_text")

@@ -62,7 +62,7 @@ from vllm.sampling_params import RequestOutputKind  # noqa: E402
 from vllm.tokenizers import get_tokenizer  # noqa: E402
 
 import respc.vllm as rv  # noqa: E402
-from serving_support import CHAT_TEMPLATE, FAMILIES, bpe_tokenizer_dir, tools_for  # noqa: E402
+from serving_support import CHAT_TEMPLATE, arguments_like, bpe_tokenizer_dir, case_params, tools_for  # noqa: E402
 from serving_support import family as family_cases  # noqa: E402
 from test_vllm_plugin import SPLIT_LIMITS, SPLIT_LIMITS_END, _reasoning_after_content  # noqa: E402
 
@@ -210,18 +210,8 @@ def _request(prefix: str, tools: list | None, *, stream: bool, tool_choice: str 
 
 
 def _cases() -> list:
-    params = []
-    for family in FAMILIES:
-        for case in family_cases(family)["cases"]:
-            cid = f"{family}-{case['name']}"
-            if cid in SPLIT_LIMITS or cid in SPLIT_LIMITS_END:
-                continue
-            params.append(pytest.param(family, case, id=cid))
-    return params
-
-
-def _arguments(text: str, like: Any) -> Any:
-    return text if isinstance(like, str) else json.loads(text)
+    """serving_support.case_params, less the cases vLLM splits at a known limit (tests/test_vllm_plugin.py)."""
+    return case_params(skip=set(SPLIT_LIMITS) | set(SPLIT_LIMITS_END))
 
 
 def _reasoning(message) -> str | None:
@@ -264,7 +254,7 @@ def test_served_with_tools(family, case, stream, specials, tmp_path_factory):
     assert _reasoning(got) == (message.get("reasoning_content") or None)
     assert (got.content or None) == (message.get("content") or None)
     expected = [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
-    calls = [(c.function.name, _arguments(c.function.arguments, a))
+    calls = [(c.function.name, arguments_like(c.function.arguments, a))
              for c, (_, a) in zip(got.tool_calls or [], expected)]
     assert calls == expected and len(got.tool_calls or []) == len(expected)
     assert [c.id for c in got.tool_calls or []] == [f"call_{n}" for n in range(len(expected))]
@@ -373,7 +363,7 @@ def test_responses_api(family, case, stream, tmp_path_factory):
     assert response.status == "completed", response
     calls = [item for item in response.output if item.type == "function_call"]
     expected = [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
-    assert [(c.name, _arguments(c.arguments, a)) for c, (_, a) in zip(calls, expected)] == expected
+    assert [(c.name, arguments_like(c.arguments, a)) for c, (_, a) in zip(calls, expected)] == expected
     assert len(calls) == len(expected)
     text = "".join(part.text for item in response.output if item.type == "message"
                    for part in item.content if part.type == "output_text")

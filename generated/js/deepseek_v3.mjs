@@ -2,7 +2,7 @@
 // template: templates/deepseek_v3.json
 // template sha256: 5bed78ebdc970d5e73954a96ba1675fd9ec232d2738b2ce9dba458f063d338d5
 // regenerate: respc compile templates/deepseek_v3.json --target js -o generated/js/deepseek_v3.mjs
-// respc js codegen 3
+// respc js codegen 4
 // Streaming response parser (docs/javascript.md): new ResponseParser(prefix, {tools, errors}),
 // parser.initialEvents, parser.feed(text) -> events, parser.finalize() -> {message, events},
 // parseResponse(text, {prefix, tools, errors}) -> message.
@@ -81,7 +81,12 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": null,",
+  "   \"args_plan\": {",
+  "    \"call\": \"args\",",
+  "    \"name_group\": \"name\"",
+  "   }",
   "  },",
   "  {",
   "   \"name\": \"content\",",
@@ -100,7 +105,9 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": \"strip\",",
+  "   \"args_plan\": null",
   "  }",
   " ],",
   " \"states\": [",

@@ -2,7 +2,7 @@
 // template: templates/hunyuan_a13b.json
 // template sha256: 976d91c9985b3af7b1b52e5c74d4ddf797ebae4565a18708c9937901a862ee1e
 // regenerate: respc compile templates/hunyuan_a13b.json --target js -o generated/js/hunyuan_a13b.mjs
-// respc js codegen 3
+// respc js codegen 4
 // Streaming response parser (docs/javascript.md): new ResponseParser(prefix, {tools, errors}),
 // parser.initialEvents, parser.feed(text) -> events, parser.finalize() -> {message, events},
 // parseResponse(text, {prefix, tools, errors}) -> message.
@@ -41,7 +41,9 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": \"strip\",",
+  "   \"args_plan\": null",
   "  },",
   "  {",
   "   \"name\": \"tool_calls\",",
@@ -97,7 +99,16 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": null,",
+  "   \"args_plan\": {",
+  "    \"call\": \"object\",",
+  "    \"name_key\": \"name\",",
+  "    \"arg_keys\": [",
+  "     \"arguments\"",
+  "    ],",
+  "    \"convert\": null",
+  "   }",
   "  },",
   "  {",
   "   \"name\": \"content\",",
@@ -116,7 +127,9 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": \"strip\",",
+  "   \"args_plan\": null",
   "  }",
   " ],",
   " \"states\": [",

@@ -2,7 +2,7 @@
 // template: templates/nemotron_nano_v2.json
 // template sha256: 6056029dbccb2ecde97a331dd25358ae6ab8c14e7c9e772819b12cd8551074cc
 // regenerate: respc compile templates/nemotron_nano_v2.json --target js -o generated/js/nemotron_nano_v2.mjs
-// respc js codegen 3
+// respc js codegen 4
 // Streaming response parser (docs/javascript.md): new ResponseParser(prefix, {tools, errors}),
 // parser.initialEvents, parser.feed(text) -> events, parser.finalize() -> {message, events},
 // parseResponse(text, {prefix, tools, errors}) -> message.
@@ -41,7 +41,9 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": \"strip\",",
+  "   \"args_plan\": null",
   "  },",
   "  {",
   "   \"name\": \"tool_calls\",",
@@ -97,7 +99,16 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": null,",
+  "   \"args_plan\": {",
+  "    \"call\": \"object\",",
+  "    \"name_key\": \"name\",",
+  "    \"arg_keys\": [",
+  "     \"arguments\"",
+  "    ],",
+  "    \"convert\": null",
+  "   }",
   "  },",
   "  {",
   "   \"name\": \"content\",",
@@ -116,7 +127,9 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": \"strip\",",
+  "   \"args_plan\": null",
   "  }",
   " ],",
   " \"states\": [",

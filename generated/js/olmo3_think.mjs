@@ -2,7 +2,7 @@
 // template: templates/olmo3_think.json
 // template sha256: a8c326a0211b5c861bb0ca8c7fa7851627e4cb22ec502ed099a9f205b216d47a
 // regenerate: respc compile templates/olmo3_think.json --target js -o generated/js/olmo3_think.mjs
-// respc js codegen 3
+// respc js codegen 4
 // Streaming response parser (docs/javascript.md): new ResponseParser(prefix, {tools, errors}),
 // parser.initialEvents, parser.feed(text) -> events, parser.finalize() -> {message, events},
 // parseResponse(text, {prefix, tools, errors}) -> message.
@@ -41,7 +41,9 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": \"strip\",",
+  "   \"args_plan\": null",
   "  },",
   "  {",
   "   \"name\": \"content\",",
@@ -60,7 +62,9 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": \"strip\",",
+  "   \"args_plan\": null",
   "  }",
   " ],",
   " \"states\": [",

@@ -2,7 +2,7 @@
 // template: templates/openpangu.json
 // template sha256: 750b3ca3b87ba6af4f528cbe268dc9e647dad050e8baf103e992a2cf0efe1295
 // regenerate: respc compile templates/openpangu.json --target js -o generated/js/openpangu.mjs
-// respc js codegen 3
+// respc js codegen 4
 // Streaming response parser (docs/javascript.md): new ResponseParser(prefix, {tools, errors}),
 // parser.initialEvents, parser.feed(text) -> events, parser.finalize() -> {message, events},
 // parseResponse(text, {prefix, tools, errors}) -> message.
@@ -41,7 +41,9 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": \"strip\",",
+  "   \"args_plan\": null",
   "  },",
   "  {",
   "   \"name\": \"tool_calls\",",
@@ -97,7 +99,16 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": true,",
   "   \"ends\": false,",
-  "   \"extend\": true",
+  "   \"extend\": true,",
+  "   \"text_plan\": null,",
+  "   \"args_plan\": {",
+  "    \"call\": \"object\",",
+  "    \"name_key\": \"name\",",
+  "    \"arg_keys\": [",
+  "     \"arguments\"",
+  "    ],",
+  "    \"convert\": null",
+  "   }",
   "  },",
   "  {",
   "   \"name\": \"content\",",
@@ -116,7 +127,9 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": \"strip\",",
+  "   \"args_plan\": null",
   "  }",
   " ],",
   " \"states\": [",

@@ -2,7 +2,7 @@
 // template: templates/qwen2_5.json
 // template sha256: 57809451f84cf35328b0c7ae527fe274fe70c9c1473a0182b80e946269a2cf0c
 // regenerate: respc compile templates/qwen2_5.json --target js -o generated/js/qwen2_5.mjs
-// respc js codegen 3
+// respc js codegen 4
 // Streaming response parser (docs/javascript.md): new ResponseParser(prefix, {tools, errors}),
 // parser.initialEvents, parser.feed(text) -> events, parser.finalize() -> {message, events},
 // parseResponse(text, {prefix, tools, errors}) -> message.
@@ -61,7 +61,16 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": null,",
+  "   \"args_plan\": {",
+  "    \"call\": \"object\",",
+  "    \"name_key\": \"name\",",
+  "    \"arg_keys\": [",
+  "     \"arguments\"",
+  "    ],",
+  "    \"convert\": null",
+  "   }",
   "  },",
   "  {",
   "   \"name\": \"content\",",
@@ -80,7 +89,9 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": \"strip\",",
+  "   \"args_plan\": null",
   "  }",
   " ],",
   " \"states\": [",

@@ -2,7 +2,7 @@
 // template: templates/reka_edge.json
 // template sha256: a46256c8c594e014a93b6fdfeb39bffcc633daaad133d448ba684abbbd0674e9
 // regenerate: respc compile templates/reka_edge.json --target js -o generated/js/reka_edge.mjs
-// respc js codegen 3
+// respc js codegen 4
 // Streaming response parser (docs/javascript.md): new ResponseParser(prefix, {tools, errors}),
 // parser.initialEvents, parser.feed(text) -> events, parser.finalize() -> {message, events},
 // parseResponse(text, {prefix, tools, errors}) -> message.
@@ -41,7 +41,9 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": \"strip\",",
+  "   \"args_plan\": null",
   "  },",
   "  {",
   "   \"name\": \"tool_calls\",",
@@ -80,7 +82,16 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": true,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": null,",
+  "   \"args_plan\": {",
+  "    \"call\": \"object\",",
+  "    \"name_key\": \"name\",",
+  "    \"arg_keys\": [",
+  "     \"arguments\"",
+  "    ],",
+  "    \"convert\": null",
+  "   }",
   "  },",
   "  {",
   "   \"name\": \"content\",",
@@ -99,7 +110,9 @@ export const TABLE = JSON.parse([
   "   \"alternatives\": [],",
   "   \"empty_none\": false,",
   "   \"ends\": false,",
-  "   \"extend\": false",
+  "   \"extend\": false,",
+  "   \"text_plan\": \"strip\",",
+  "   \"args_plan\": null",
   "  }",
   " ],",
   " \"states\": [",

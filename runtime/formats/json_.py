@@ -488,7 +488,7 @@ class ArgumentReader:
         structure (brackets, commas, colons, opening quotes, backslashes, control characters in strings, the
         letters ``T``/``F``/``N``) are read one at a time (:meth:`_char`). Each run does what :meth:`_char`
         does with each of its characters, so the pieces, ``end`` and ``dead_at`` are those of reading the
-        text one character at a time, on every chunking (tests/test_json_reader_runs.py holds the
+        text one character at a time, on every chunking (tests/test_formats_json.py holds the
         character-by-character reader as the oracle)."""
         if self.dead:
             self.pos += len(text)

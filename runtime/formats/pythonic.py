@@ -84,7 +84,7 @@ class PythonicBoundary(Boundary):
             # Quick path (issue 14): a whole call list of the pythonic reader's quick subset
             # (strings without backslashes, no nesting but the calls' own brackets) ends where
             # that reader stops: the scan below would accept at the first '(' and reach depth 0 at
-            # the same closing bracket (tests/test_quick_readers.py compares the two). Not tried
+            # the same closing bracket (tests/test_formats_pythonic.py compares the two). Not tried
             # before a ')' is there (a streamed body's first pieces, prose probed after a '['):
             # no call list is complete without one.
             got = _quick_pythonic(data, self._allow_bare, None, _PY_ALL_WORDS) if ")" in data else None

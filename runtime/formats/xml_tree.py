@@ -17,7 +17,7 @@ _TREE_NAME = r"[^\s<>/\"']+"
 #: the same for the standard library's ``re``, which splits a body at its tags in about half the
 #: time ``regex`` takes (issue 33: MiniMax-M3's call values): ``regex``'s ``\s`` written out (the
 #: Unicode White_Space characters), as ``re``'s own ``\s`` also takes U+001C..U+001F;
-#: tests/test_quick_readers.py checks the two classes agree on every code point
+#: tests/test_formats_xml_tree.py checks the two classes agree on every code point
 _WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 _TREE_NAME_RE = "[^" + _WHITE_SPACE + "<>/\"']+"
 
@@ -210,7 +210,7 @@ def make(args: dict) -> ContentParser:
             return [general(body) for _, body in found]
         return collect((name, general(body)) for name, body in found)
 
-    read.general, read.quick = general, quick  # tests/test_quick_readers.py compares them
+    read.general, read.quick = general, quick  # tests/test_formats_xml_tree.py compares them
     return read
 
 

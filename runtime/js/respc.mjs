@@ -127,6 +127,17 @@ function unwrapFloats(v) {
   return v;
 }
 
+/** A copy of ``v`` that keeps its PyFloat numbers (unwrapFloats changes containers in place). */
+function keepFloats(v) {
+  if (Array.isArray(v)) return v.map(keepFloats);
+  if (v !== null && typeof v === "object" && !(v instanceof Number)) {
+    const out = {};
+    for (const k of Object.keys(v)) put(out, k, keepFloats(v[k]));
+    return out;
+  }
+  return v;
+}
+
 function isDict(v) { return v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Number); }
 
 /** Whether a number read from JSON is a Python float (not an int): see docs/javascript.md "Numbers". */
@@ -376,6 +387,8 @@ export class StreamParser {
     this._T = T;
     this._recover = errors === "recover";
     this.diagnostics = [];
+    // a WeakMap set by the delta adapter: region_close event -> its value with integral floats kept
+    this.floatValues = null;
     this.initialEvents = [];
     this._eosHold = null;
     this._high = "";  // a chunk's last UTF-16 unit when it is the first half of a surrogate pair (feed)
@@ -962,7 +975,7 @@ export class StreamParser {
       if (this._recover && this._T.stray.length && !region.dirty) this._strayClosers(text, at - this._bodyCp, region);
       const start = this._openAt ?? this._mark;
       const cut = eos && !closer && this._cutOff(region, text);
-      let value = null;
+      let value = null, wrapped = null;
       floatsWrapped = false;
       if (region.empty_none && pyStrip(text) === "" && !cut) {
         // v2: an empty body has no value (a format that cannot read one)
@@ -985,7 +998,12 @@ export class StreamParser {
               "which JSON cannot represent");
           }
         }
-        if (floatsWrapped) value = unwrapFloats(value);
+        if (floatsWrapped) {
+          // the delta adapter writes a value's JSON as Python's json.dumps does (2.0, not 2): it
+          // asks for the value with its integral floats kept (ChatCompletionStream, floatValues)
+          if (this.floatValues) wrapped = keepFloats(value);
+          value = unwrapFloats(value);
+        }
         if (notes !== null && notes.length) {
           const raw = this._raw(text, closer);
           for (const note of notes) this._report("repaired", start, end, note, raw, region.slot);
@@ -997,7 +1015,9 @@ export class StreamParser {
         return end;
       }
       this._store(region, value, start, end, text, closer);
-      events.push({ type: "region_close", field: region.slot, value });
+      const event = { type: "region_close", field: region.slot, value };
+      if (wrapped !== null) this.floatValues.set(event, wrapped);
+      events.push(event);
     }
     this._opened = false;
     return end;
@@ -1943,4 +1963,948 @@ class JsonEnd {
     this.depth = d;
     return -1;
   }
+}
+
+// --- OpenAI Chat Completions deltas (docs/javascript.md "OpenAI deltas"; docs/openai.md) ---------
+// The Python adapter (respc_pkg/openai.py ChatCompletionStream) for what this runtime parses: text
+// regions streamed as the message will hold them, json tool-call bodies whose arguments are
+// forwarded as written (a call object, a list of them, the arguments object named by the opener's
+// group, name-as-key calls), every other tool region at its close; errors="recover" with
+// recoverArguments "hold" or "stream". Same chunks, ids and fragments for the same feeds.
+
+// a lone UTF-16 surrogate (a pair is one code point under the u flag): no UTF-8 text can hold one
+const LONE_SURROGATE = /[\ud800-\udfff]/gu;
+
+/** Argument JSON text with each lone surrogate written as its JSON escape (Python:
+ * runtime/formats/base.py surrogates_escaped; docs/openai.md "What the chunks carry"). */
+function surrogatesEscaped(text) {
+  return text.replace(LONE_SURROGATE, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+}
+
+/**
+ * Python's ``json.dumps(value, ensure_ascii=False)`` of a value read from JSON, as text: ``", "`` and
+ * ``": "`` separators, floats as Python writes them (``2.0``, ``1e+16``, ``NaN``), a lone surrogate
+ * as its escape (what the Python adapter's text holds after its surrogate escape).
+ * @param {any} v  @returns {string}
+ */
+export function pyJson(v) {
+  if (v === null || v === undefined) return "null";
+  if (v === true) return "true";
+  if (v === false) return "false";
+  if (typeof v === "string") return JSON.stringify(v);
+  if (typeof v === "number" || v instanceof PyFloat) {
+    const x = v.valueOf();
+    if (Number.isNaN(x)) return "NaN";
+    if (x === Infinity) return "Infinity";
+    if (x === -Infinity) return "-Infinity";
+    return isPyFloat(v) ? pyFloatRepr(x) : String(x);
+  }
+  if (Array.isArray(v)) return "[" + v.map(pyJson).join(", ") + "]";
+  return "{" + Object.keys(v).map((k) => JSON.stringify(k) + ": " + pyJson(v[k])).join(", ") + "}";
+}
+
+/** Python's ``==`` of two values read from JSON (``True == 1``, ``1 == 1.0``, dicts by keys). */
+function pyEqual(a, b) {
+  const num = (x) => (typeof x === "boolean" ? Number(x) : x instanceof Number ? x.valueOf() : x);
+  a = num(a); b = num(b);
+  if (typeof a === "number" || typeof b === "number") return a === b;
+  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return a === b;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) return a.length === b.length && a.every((x, i) => pyEqual(x, b[i]));
+  const ka = Object.keys(a), kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && pyEqual(a[k], b[k]));
+}
+
+/** ``text`` is JSON text of ``value`` (Python: respc/openai.py _same_json). */
+function sameJson(text, value) {
+  let read;
+  try { read = loads(text); } catch { return false; }
+  return "value" in read && pyEqual(read.value, value);
+}
+
+/** Python's ``json.loads('"' + raw + '"')`` of a key or name's inside (throws on a bad escape). */
+function decodedString(raw) {
+  if (!raw.includes("\\")) return raw;
+  const read = loads('"' + raw + '"');
+  if (!("value" in read)) throw new SyntaxError(read.error);
+  return read.value;
+}
+
+/** What closes the cut-off JSON text ``text``: its open string's quote and open brackets,
+ * innermost first; null when it cannot (Python: runtime/formats/json_.py closers). */
+function closersOf(text) {
+  const stack = [];
+  let instr = false, esc = false;
+  for (const c of text) {
+    if (instr) {
+      if (esc) esc = false;
+      else if (c === "\\") esc = true;
+      else if (c === '"') instr = false;
+    } else if (c === '"') instr = true;
+    else if (c === "{" || c === "[") stack.push(c === "{" ? "}" : "]");
+    else if (c === "}" || c === "]") { if (!stack.length || stack.pop() !== c) return null; }
+  }
+  if (esc) return null;
+  return (instr ? '"' : "") + stack.reverse().join("");
+}
+
+const CONTROL_ESCAPES = { "\n": "\\n", "\t": "\\t", "\r": "\\r" };
+const JSON_BLANK = " \t\r\n";
+const PY_LITERALS = { True: "true", False: "false", None: "null", NaN: "NaN" };
+const ENDED = -2;
+
+/**
+ * The json format's incremental argument reader (Python: runtime/formats/json_.py ArgumentReader,
+ * read character by character as tests/old_json_argument_reader.py does; no tool typing, which this
+ * runtime refuses): fed a tool body piece by piece, it calls ``out(kind, n, payload)`` with
+ * ``"call"``, ``"name"``, ``"start"``, ``"args"`` (the arguments object's text as written: raw
+ * control characters escaped, a trailing comma dropped, Python literals as JSON's) and ``"end"``.
+ * Something it does not forward stops it (``dead``): the close decides.
+ */
+class ArgumentReader {
+  constructor(mode, keys, out) {
+    this.end = -1;
+    this.pos = 0;
+    this.mode = mode;                       // "object": call objects; "args": the body is the arguments
+    [this.namekey, this.keys] = keys ?? ["", []];
+    this.stack = [];
+    this.instr = false;
+    this.esc = false;
+    this.expect = "";
+    this.keybuf = null;
+    this.curkey = null;
+    this.n = -1;
+    this.name = null;
+    this.namebuf = null;
+    this.argdepth = 0;
+    this.dead = false;
+    this.out = out;
+    this.seen = new Set();
+    this.comma = null;
+    this.word = null;
+  }
+
+  feed(text) {
+    if (this.dead) { this.pos += text.length; return; }
+    const emit = [];
+    let i = 0;
+    try {
+      for (; i < text.length; i++) {
+        this._char(text[i], emit);
+        if (this.end === ENDED) this.end = this.pos + i + 1;
+        if (this.dead) return;
+      }
+    } catch (exc) {
+      if (!(exc instanceof SyntaxError)) throw exc;
+      this.dead = true;  // a key or name that does not decode (errors="recover" damage)
+      return;
+    } finally {
+      this.pos += text.length;
+    }
+    if (emit.length) this.out("args", this.n, emit.join(""));
+  }
+
+  _char(c, emit) {
+    const stack = this.stack, depth = stack.length, argdepth = this.argdepth;
+    const forwarding = argdepth && depth >= argdepth;
+    if (this.instr) {
+      let closing = false;
+      if (c < " " && !this.esc) c = CONTROL_ESCAPES[c] ?? "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0");
+      if (this.esc) this.esc = false;
+      else if (c === "\\") this.esc = true;
+      else if (c === '"') { this.instr = false; closing = true; }
+      if (forwarding) {
+        emit.push(c);
+        if (this.keybuf !== null) {
+          if (closing) this._endKey(); else this.keybuf.push(c);
+        }
+        return;
+      }
+      if (this.keybuf !== null) {
+        if (closing) {
+          this.curkey = decodedString(this.keybuf.join(""));
+          this.keybuf = null;
+          this.expect = ":";
+        } else this.keybuf.push(c);
+      } else if (this.namebuf !== null) {
+        if (closing) {
+          this.name = decodedString(this.namebuf.join(""));
+          this.namebuf = null;
+          this.out("name", this.n, this.name);
+          this.expect = ",";
+        } else this.namebuf.push(c);
+      }
+      return;
+    }
+    if (forwarding) {
+      if (this.word !== null) {
+        if (ALPHA.test(c)) { this.word.push(c); return; }
+        this._endWord(emit);
+        if (this.dead) return;
+      }
+      if (this.comma !== null) {
+        if (JSON_BLANK.includes(c)) { this.comma += c; return; }
+        if (c !== "}" && c !== "]") emit.push(this.comma);  // not a trailing comma: it goes out with what follows
+        this.comma = null;  // (a trailing comma is dropped, as the recover repair drops it)
+      }
+    }
+    if (JSON_BLANK.includes(c)) {
+      if (forwarding) emit.push(c);
+      return;
+    }
+    if (forwarding) {
+      if (depth === argdepth) {
+        if (this._keyOrColon(c, emit)) return;
+        if (this.expect === "value") {
+          this.expect = ",";
+          this._valueChar(c, emit, depth);
+          return;
+        }
+        if (this.expect === ",") {
+          if (c === "," || c === "}") {
+            if (c === ",") { this.comma = c; this.expect = "key"; } else this._closeArgs(emit);
+            return;
+          }
+          if (c === "]" || c === ":") { this.dead = true; return; }
+          emit.push(c);  // the rest of a scalar
+          return;
+        }
+        this.dead = true;
+        return;
+      }
+      this._valueChar(c, emit, depth);
+      return;
+    }
+    if (this.mode === "args") {
+      if (depth === 0 && c === "{" && this.n < 0) {
+        this.n = 0;
+        this.out("call", 0, "");
+        stack.push("{");
+        this.argdepth = 1;
+        this.expect = "key";
+        emit.push(c);
+        return;
+      }
+      this.dead = true;
+      return;
+    }
+    if (depth === 0) {
+      if (c === "[") { stack.push("["); this.expect = "value"; return; }
+      if (c === "{") { this._openCall(); return; }
+      this.dead = true;
+      return;
+    }
+    const top = stack[depth - 1];
+    const calllevel = (depth === 1 && top === "{") || (depth === 2 && top === "{" && stack[0] === "[");
+    if (depth === 1 && top === "[") {
+      if (c === "{" && this.expect === "value") this._openCall();
+      else if (c === "," && this.expect === ",") this.expect = "value";
+      else if (c === "]") { stack.pop(); this._ended(); } else this.dead = true;
+      return;
+    }
+    if (calllevel) {
+      if (this._keyOrColon(c, null)) return;
+      if (this.expect === "value") {
+        const key = this.curkey;
+        if (this.seen.has(key) || (this.keys.includes(key) && this.keys.some((k) => this.seen.has(k)))) {
+          this.dead = true;  // a repeated key, or both argument keys: sent at close
+          return;
+        }
+        this.seen.add(key);
+        if (key === this.namekey && c === '"') { this.instr = true; this.namebuf = []; return; }
+        if (this.keys.includes(key) && c === "{") {
+          stack.push("{");
+          this.argdepth = stack.length;
+          this.expect = "key";
+          this.out("start", this.n, "");
+          emit.push(c);
+          return;
+        }
+        if (key === this.namekey || this.keys.includes(key)) { this.dead = true; return; }
+        this.expect = ",";
+        this._skipChar(c);
+        return;
+      }
+      if (this.expect === ",") {
+        if (c === ",") this.expect = "key";
+        else if (c === "}") this._closeCall();
+        else this._skipChar(c);
+        return;
+      }
+      this.dead = true;
+      return;
+    }
+    this._skipChar(c);
+  }
+
+  _keyOrColon(c, emit) {
+    if (this.expect === "key") {
+      if (c === '"') {
+        this.instr = true;
+        this.keybuf = [];
+        if (emit !== null) emit.push(c);
+      } else if (c === "}") {
+        if (emit !== null) this._closeArgs(emit); else this._closeCall();
+      } else this.dead = true;
+      return true;
+    }
+    if (this.expect === ":") {
+      if (c !== ":") { this.dead = true; return true; }
+      if (emit !== null) emit.push(c);
+      this.expect = "value";
+      return true;
+    }
+    return false;
+  }
+
+  _skipChar(c) {
+    if (c === '"') this.instr = true;
+    else if (c === "{" || c === "[") this.stack.push(c);
+    else if (c === "}" || c === "]") {
+      if (!this.stack.length || this.stack[this.stack.length - 1] !== (c === "}" ? "{" : "[")) { this.dead = true; return; }
+      this.stack.pop();
+    }
+  }
+
+  _valueChar(c, emit, depth) {
+    if (c === "T" || c === "F" || c === "N") { this.word = [c]; return; }
+    if (c === ",") { this.comma = c; return; }
+    if (c === '"') this.instr = true;
+    else if (c === "{" || c === "[") this.stack.push(c);
+    else if (c === "}" || c === "]") {
+      if (this.stack[this.stack.length - 1] !== (c === "}" ? "{" : "[") || depth <= this.argdepth) {
+        this.dead = true;
+        return;
+      }
+      this.stack.pop();
+    }
+    emit.push(c);
+  }
+
+  _endWord(emit) {
+    const word = this.word.join("");
+    this.word = null;
+    const literal = Object.prototype.hasOwnProperty.call(PY_LITERALS, word) ? PY_LITERALS[word] : undefined;
+    if (literal === undefined) { this.dead = true; return; }
+    emit.push(literal);
+  }
+
+  _endKey() {
+    this.keybuf = null;
+    this.expect = ":";
+  }
+
+  _openCall() {
+    this.stack.push("{");
+    this.n += 1;
+    this.name = null;
+    this.curkey = null;
+    this.seen = new Set();
+    this.expect = "key";
+    this.out("call", this.n, "");
+  }
+
+  _ended() {
+    if (!this.stack.length && this.end < 0) this.end = ENDED;
+  }
+
+  _closeArgs(emit) {
+    emit.push("}");
+    this.stack.pop();
+    this._ended();
+    this.argdepth = 0;
+    if (emit.length) { this.out("args", this.n, emit.join("")); emit.length = 0; }
+    this.out("end", this.n, "");
+    this.expect = this.mode === "object" ? "," : "";
+    if (this.mode === "args") this.dead = true;  // nothing more to read
+  }
+
+  _closeCall() {
+    this.stack.pop();
+    this._ended();
+    this.expect = this.stack.length ? "," : "";
+  }
+}
+
+/** Name-as-key calls (``[{"f": {...}}]``) rewritten as call objects as they stream, in front of an
+ * ArgumentReader (Python: runtime/formats/json_.py NameKeyed with Converted). */
+class NameKeyed {
+  constructor(scanner) {
+    this.scanner = scanner;
+    this.stack = [];
+    this.instr = false;
+    this.esc = false;
+    this.key = null;
+    this.expect = "";
+  }
+
+  feed(text) {
+    const out = [];
+    for (const c of text) this._char(c, out);
+    if (out.length) this.scanner.feed(out.join(""));
+  }
+
+  finish() {
+    const key = this.key;
+    this.key = null;
+    if (key !== null && key.length) this.scanner.feed(key.join(""));
+  }
+
+  _calllevel() { return this.stack.length === 2 && this.stack[0] === "[" && this.stack[1] === "{"; }
+
+  _char(c, out) {
+    if (this.instr) {
+      if (this.esc) this.esc = false;
+      else if (c === "\\") this.esc = true;
+      else if (c === '"') this.instr = false;
+      (this.key !== null ? this.key : out).push(c);
+      return;
+    }
+    if (this.key !== null) {
+      this.key.push(c);
+      if (c === ":") {
+        const raw = this.key.slice(0, -1).join("").replace(/[ \t\r\n]+$/, "");
+        this.key = null;
+        this.expect = "";
+        out.push('"name": ' + raw + ', "arguments":');
+      } else if (!JSON_BLANK.includes(c)) {
+        out.push(this.key.join(""));
+        this.key = null;
+        this.expect = "";
+      }
+      return;
+    }
+    out.push(c);
+    if (c === '"') {
+      if (this.expect === "key" && this._calllevel()) { out.pop(); this.key = [c]; }
+      this.instr = true;
+    } else if (c === "{" || c === "[") {
+      this.stack.push(c);
+      this.expect = this._calllevel() ? "key" : "";
+    } else if (c === "}" || c === "]") {
+      if (this.stack.length) this.stack.pop();
+      this.expect = "";
+    } else if (c === "," && this._calllevel()) this.expect = "key";
+  }
+}
+
+/** One tool call of the stream: what was sent of it so far. */
+class StreamCall {
+  constructor(index, id) {
+    Object.assign(this, { index, id, name: null, fwd: [], nsent: 0, sentHeader: false, sentName: false,
+      streaming: false, done: false, shown: false });
+  }
+
+  /** The argument text sent so far. */
+  get args() { return this.fwd.slice(0, this.nsent).join(""); }
+}
+
+function pyRstripLength(s) {
+  let n = s.length;
+  while (n > 0 && isSpace(s[n - 1])) n--;
+  return n;
+}
+
+function pyLstrip(s) {
+  let i = 0;
+  while (i < s.length && isSpace(s[i])) i++;
+  return s.slice(i);
+}
+
+function randomHex(n) {
+  const bytes = new Uint8Array(Math.ceil(n / 2));
+  globalThis.crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("").slice(0, n);
+}
+
+/** The tool calls of one region value (Python: runtime/formats/base.py calls_of). */
+function callsOf(value) {
+  if (isDict(value)) return [value];
+  if (Array.isArray(value)) return value.filter(isDict);
+  return [];
+}
+
+/** A call's ``function`` object, or the call itself (Python: function_of). */
+function functionOf(call) { return isDict(call.function) ? call.function : call; }
+
+/** Server-sent events of chunks: ``data: <json>`` and a blank line each, the JSON as Python's
+ * ``json.dumps(chunk, ensure_ascii=False)`` writes it (Python: respc.openai.sse). */
+export function sse(chunks) {
+  return chunks.map((chunk) => "data: " + pyJson(chunk) + "\n\n").join("");
+}
+
+/**
+ * OpenAI ``chat.completion.chunk`` objects from a generated parser's events: the JavaScript
+ * ChatCompletionStream (Python: respc.openai.ChatCompletionStream; docs/openai.md states the
+ * contract, docs/javascript.md "OpenAI deltas" what this one covers). The same chunks as the Python
+ * adapter for the same parser, output and feeds.
+ *
+ * @param {StreamParser} parser a fresh generated ResponseParser (its initialEvents are read too)
+ * @param {{model?: string, reasoningField?: string, ids?: (n: number) => string, includeUsage?: boolean,
+ *   completionId?: string, created?: number, recoverArguments?: "hold"|"stream"}} [options]
+ *   ids(n): the n-th call's id (default "call_" + 24 random hex digits); recoverArguments: with
+ *   errors "recover", "hold" (default: each call in one fragment at its close) or "stream" (as with
+ *   errors "strict"; a call sent whose region then ends malformed stays, named in diagnostics).
+ * @throws {Error} recoverArguments is neither "hold" nor "stream".
+ */
+export class ChatCompletionStream {
+  constructor(parser, options = {}) {
+    const recoverArguments = options.recoverArguments ?? "hold";
+    if (recoverArguments !== "hold" && recoverArguments !== "stream") {
+      throw new Error(`ChatCompletionStream: recoverArguments must be 'hold' or 'stream', got ${JSON.stringify(recoverArguments)}`);
+    }
+    const T = parser.constructor.TABLE;
+    this.parser = parser;
+    this.recoverArguments = recoverArguments;
+    this._streamingRecover = parser._recover && recoverArguments === "stream";
+    this.model = options.model ?? "m";
+    this.reasoningField = options.reasoningField ?? "reasoning_content";
+    this.includeUsage = Boolean(options.includeUsage);
+    this._ids = options.ids ?? (() => "call_" + randomHex(24));
+    this.id = options.completionId ?? "chatcmpl-" + randomHex(32);
+    this.created = options.created ?? Math.floor(Date.now() / 1000);
+    /** what could not be streamed faithfully (docs/openai.md): empty with errors "strict" */
+    this.diagnostics = [];
+    /** the parser's message once finalized */
+    this.message = null;
+    // a text slot: what was sent (parts), the message's value mirrored (stored), whether the two are
+    // equal as of the last close (synced) and how many parts were sent then (mark); see _catchUp
+    const slot = (key, name) => {
+      const stored = typeof T.defaults[name] === "string" ? T.defaults[name] : null;
+      return { key, join: "", parts: [], stored, started: false, pending: "", synced: !stored, mark: 0 };
+    };
+    this._texts = { content: slot("content", "content"), reasoning_content: slot(this.reasoningField, "reasoning_content") };
+    this._textOf = new Map(Object.entries(this._texts));  // slot -> its text state
+    this._fields = T.fields;
+    this._regions = new Map();  // slot -> its (last) field, as the events name only the slot
+    for (const f of T.fields) if (f.slot !== null) this._regions.set(f.slot, f);
+    const hold = parser._recover && recoverArguments === "hold";
+    this._plans = new Map();
+    for (const f of T.fields) {
+      if ((f.slot === "content" || f.slot === "reasoning_content") && !f.dirty) this._plans.set(f, f.text_plan ?? "close");
+      else if (f.slot === "tool_calls") this._plans.set(f, hold ? null : f.args_plan ?? null);
+    }
+    this._calls = [];
+    this._open = new Map();   // field -> [reader or null, first call number]
+    this._toolOpen = null;    // the tool field opened last (its chunks' region)
+    this._roleSent = false;
+    this._pending = [...parser.initialEvents];
+    this._deltas = [];
+    this._floats = new WeakMap();
+    parser.floatValues = this._floats;
+    // a chunk's server-sent-event text is this head, its delta's JSON and this tail (feedSse)
+    [this._sseHead, this._sseTail] = ("data: " + pyJson(this._chunk("\0")) + "\n\n").split('"\\u0000"');
+    this._sseKeys = new Map();  // a text delta's key -> the head of its chunk's text, up to the string
+    this._sseKeyTail = "}" + this._sseTail;
+  }
+
+  /** Feed the next piece of model output; returns the chunks it produced (maybe none). */
+  feed(text) {
+    let events = this.parser.feed(text);
+    if (this._pending.length) { events = this._pending.concat(events); this._pending = []; }
+    return this._chunks(events);
+  }
+
+  /** feed(text) as server-sent-event text (``""`` when no chunk), as Python's feed_sse. */
+  feedSse(text) {
+    let events = this.parser.feed(text);
+    if (this._pending.length) { events = this._pending.concat(events); this._pending = []; }
+    return this._chunksSse(events);
+  }
+
+  /**
+   * End the stream: the last deltas, then the chunk with ``finish_reason`` (given, e.g. "length",
+   * else "tool_calls" when a call was sent, else "stop"); with includeUsage one more chunk with
+   * ``choices: []`` and ``usage``.
+   */
+  finalize(finishReason = null, usage = null) {
+    const { message, events } = this.parser.finalize();
+    this.message = message;
+    const chunks = this._chunks(this._pending.concat(events));
+    this._pending = [];
+    chunks.push(this._chunk({}, finishReason || (this._calls.length ? "tool_calls" : "stop")));
+    if (this.includeUsage) {
+      const chunk = this._chunk({}, null);
+      chunk.choices = [];
+      chunk.usage = usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+      chunks.push(chunk);
+    }
+    return chunks;
+  }
+
+  /** finalize() as server-sent-event text, then (``done``) ``data: [DONE]``. */
+  finalizeSse(finishReason = null, usage = null, done = true) {
+    return sse(this.finalize(finishReason, usage)) + (done ? "data: [DONE]\n\n" : "");
+  }
+
+  /** The final message in OpenAI shape (after finalize), with the stream's ids and argument text. */
+  openaiMessage() {
+    if (this.message === null) throw new Error("openaiMessage() needs finalize() first");
+    const out = { role: "assistant", content: this._sent(this._texts.content) || null };
+    const reasoning = this._sent(this._texts.reasoning_content);
+    if (reasoning) out[this.reasoningField] = reasoning;
+    if (this._calls.length) {
+      out.tool_calls = this._calls.map((call) => ({ id: call.id, type: "function",
+        function: { name: call.name || "", arguments: call.args } }));
+    }
+    return out;
+  }
+
+  _sent(text) { return text.parts.join(""); }
+
+  _chunk(delta, finishReason = null) {
+    return { id: this.id, object: "chat.completion.chunk", created: this.created, model: this.model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] };
+  }
+
+  _chunks(events) {
+    this._read(events);
+    const deltas = this._deltas, chunks = [];
+    if (!this._roleSent) {
+      this._roleSent = true;
+      chunks.push(this._chunk({ role: "assistant" }));
+    }
+    const items = deltas.length > 1 ? merged(deltas) : deltas;
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i], key = item[1];
+      if (item[0] === "text") {
+        const delta = {};
+        delta[key] = item[2];
+        chunks.push(this._chunk(delta));
+      } else {
+        this._calls[key].shown = true;
+        chunks.push(this._chunk({ tool_calls: [item[0] === "args" ? { index: key, function: { arguments: item[2] } } : item[2]] }));
+      }
+    }
+    return chunks;
+  }
+
+  /** _chunks as server-sent-event text, without building the chunk objects of text and argument
+   * deltas: the stream's pre-serialized text around the delta's JSON (Python: _built_sse). */
+  _chunksSse(events) {
+    this._read(events);
+    const deltas = this._deltas, head = this._sseHead, tail = this._sseTail;
+    let out = "";
+    if (!this._roleSent) {
+      this._roleSent = true;
+      out = head + '{"role": "assistant"}' + tail;
+    }
+    const items = deltas.length > 1 ? merged(deltas) : deltas;
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i], key = item[1];
+      if (item[0] === "text") {
+        let keyHead = this._sseKeys.get(key);
+        if (keyHead === undefined) this._sseKeys.set(key, keyHead = head + "{" + JSON.stringify(key) + ": ");
+        out += keyHead + JSON.stringify(item[2]) + this._sseKeyTail;
+      }
+      else {
+        this._calls[key].shown = true;
+        out += head + (item[0] === "args" ? '{"tool_calls": [{"index": ' + key + ', "function": {"arguments": ' +
+          JSON.stringify(item[2]) + "}}]}" : '{"tool_calls": [' + pyJson(item[2]) + "]}") + tail;
+      }
+    }
+    return out;
+  }
+
+  /** Read one feed's events into this._deltas (Python: the event loop of _chunks). */
+  _read(events) {
+    this._deltas = [];
+    const texts = this._textOf;
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i], kind = event.type, slot = event.field;
+      const text = texts.get(slot);
+      if (kind === "region_chunk") {
+        if (text !== undefined && !event.dirty) {
+          const plan = this._plans.get(this._regions.get(slot));
+          if (plan === "strip") this._stripText(text, event.text);
+          else if (plan === "raw") this._sendText(text, event.text);
+        } else if (slot === "tool_calls") {
+          const state = this._open.get(this._toolOpen);
+          if (state !== undefined && state[0] !== null) state[0].feed(event.text);
+        }
+        continue;
+      }
+      const region = this._regions.get(slot);
+      if (kind === "region_open") {
+        if (text !== undefined) {
+          text.started = false;
+          text.pending = "";
+          text.join = (region !== undefined ? region.join : null) || "";
+        } else if (slot === "tool_calls") this._openTools(region);
+      } else if (kind === "region_close") {
+        if (text !== undefined) this._closeText(text, region, event.value);
+        else if (slot === "tool_calls") this._closeTools(region, this._floats.get(event) ?? event.value);
+      } else if (kind === "region_malformed") {
+        const kept = slot === "tool_calls" ? this._malformedTools(region, event) : false;
+        const into = texts.get(event.into);
+        if (into !== undefined && !kept) this._malformedText(into, event.text);
+      }
+    }
+    this._nameFromGroups();
+  }
+
+  // --- text ---
+  _sendText(text, piece) {
+    if (piece) {
+      text.parts.push(piece);
+      this._deltas.push(["text", text.key, piece]);
+    }
+  }
+
+  _stripText(text, piece) {
+    if (!text.started) {
+      piece = pyLstrip(piece);
+      if (!piece) return;
+      text.started = true;
+      if (text.stored && text.join) {  // (empty pieces are never joined)
+        text.parts.push(text.join);
+        this._deltas.push(["text", text.key, text.join]);
+      }
+    }
+    const whole = text.pending + piece;
+    const cut = pyRstripLength(whole);
+    text.pending = whole.slice(cut);
+    if (cut) this._sendText(text, whole.slice(0, cut));
+  }
+
+  _closeText(text, region, value) {
+    text.pending = "";
+    text.started = false;
+    if (value === null && region !== undefined && region.empty_none) { this._catchUp(text, text.stored || "", ""); return; }
+    if (typeof value !== "string") {
+      this.diagnostics.push({ field: text.key, problem: "a text block whose value is not a string" });
+      return;
+    }
+    // the message's store of the block (Python: _close_text): ``appended`` is what ``next`` adds to
+    // the value stored so far, null when ``next`` replaces it
+    const stored = text.stored;
+    const join = region !== undefined ? region.join : null;
+    let next, appended;
+    if (join !== null && join !== undefined) {
+      if (stored && value) [next, appended] = [stored + join + value, join + value];
+      else if (value || stored === null) [next, appended] = [value, value];  // (stored is empty here)
+      else [next, appended] = [stored, ""];
+    } else if (region !== undefined && region.repeats) [next, appended] = [(stored || "") + value, value];
+    else if (value || !stored) [next, appended] = [value, stored ? null : value];
+    else [next, appended] = [stored, ""];
+    text.stored = next;
+    this._catchUp(text, next, appended);
+  }
+
+  /** Send what the slot's value ``next`` holds beyond what was sent (Python: _catch_up). While what
+   * was sent equals the value stored before (``text.synced``, the common case), only the text sent
+   * since then is compared with ``appended`` (what ``next`` adds to it), so each close costs its
+   * block, not the whole slot, and many blocks stay linear. */
+  _catchUp(text, next, appended) {
+    if (appended !== null && text.synced) {
+      const since = text.parts.length > text.mark ? text.parts.slice(text.mark).join("") : "";
+      if (appended.startsWith(since)) {
+        const rest = appended.slice(since.length);
+        if (rest) { text.parts.push(rest); this._deltas.push(["text", text.key, rest]); }
+        text.mark = text.parts.length;
+        return;
+      }
+    } else {
+      const sent = this._sent(text);
+      if (next.startsWith(sent)) {
+        const rest = next.slice(sent.length);
+        if (rest) { text.parts.push(rest); this._deltas.push(["text", text.key, rest]); }
+        text.synced = true;
+        text.mark = text.parts.length;
+        return;
+      }
+    }
+    text.synced = false;
+    this.diagnostics.push({ field: text.key, problem: "the message replaced text already sent", sent: this._sent(text),
+      message: next });
+  }
+
+  _malformedText(text, raw) {
+    const stored = text.stored;
+    const region = this._fields.find((f) => f.slot === text.key && !f.dirty);
+    const join = (region !== undefined ? region.join : null) || "";
+    const has = typeof stored === "string" && stored;
+    text.stored = has ? stored + join + raw : raw;
+    this._catchUp(text, text.stored, has ? join + raw : raw);  // (not has: the value stored was empty)
+  }
+
+  // --- tool calls ---
+  _call(n) {
+    while (this._calls.length <= n) this._calls.push(new StreamCall(this._calls.length, this._ids(this._calls.length)));
+    return this._calls[n];
+  }
+
+  _openTools(region) {
+    this._toolOpen = region;
+    const plan = this._plans.get(region) ?? null;
+    const base = this._calls.length;
+    let reader = null;
+    if (plan !== null) {
+      const out = (kind, n, payload) => this._scanned(base + n, kind, payload);
+      reader = plan.call === "object" ? new ArgumentReader("object", [plan.name_key, plan.arg_keys], out)
+        : new ArgumentReader("args", null, out);
+      if (plan.convert === "name-keyed") reader = new NameKeyed(reader);
+    }
+    this._open.set(region, [reader, base]);
+  }
+
+  _scanned(n, kind, payload) {
+    const call = this._call(n);
+    if (kind === "args") {
+      call.streaming = true;
+      call.fwd.push(surrogatesEscaped(payload));
+      if (call.sentName) this._sendArgs(call);
+    } else if (kind === "name") {
+      call.name = payload;
+      this._sendName(call);
+    } else if (kind === "start") call.streaming = true;
+    else if (kind === "end") call.done = true;
+  }
+
+  _announce(call) {
+    call.sentName = true;
+    if (!call.sentHeader) {
+      call.sentHeader = true;
+      this._deltas.push(["tool", call.index, { index: call.index, id: call.id, type: "function", function: { name: call.name } }]);
+    } else this._deltas.push(["tool", call.index, { index: call.index, function: { name: call.name } }]);
+  }
+
+  _sendName(call) {
+    if (!call.sentName && call.name) {
+      this._announce(call);
+      if (call.fwd.length) this._sendArgs(call);
+    }
+  }
+
+  _sendArgs(call) {
+    const rest = call.fwd.slice(call.nsent).join("");
+    call.nsent = call.fwd.length;
+    if (rest) this._deltas.push(["args", call.index, rest]);
+  }
+
+  /** The call's name from the open delimiter's group, while its region is open (Python:
+   * ArgumentStream.tick, read after each feed). */
+  _nameFromGroups() {
+    const parser = this.parser, region = parser._region;
+    if (region === null || region === undefined || !parser._opened) return;
+    const state = this._open.get(region);
+    const plan = this._plans.get(region);
+    if (state === undefined || state[0] === null || !plan || plan.call !== "args" || !plan.name_group) return;
+    const groups = parser._groups;
+    if (groups === null || groups === undefined) return;
+    const call = this._call(state[1]);
+    if (call.name === null) {
+      const name = groups[plan.name_group];
+      if (typeof name === "string" && name) {
+        call.name = name;
+        this._sendName(call);
+      }
+    }
+  }
+
+  _malformedTools(region, event) {
+    const state = this._open.get(region);
+    this._open.delete(region);
+    const base = state !== undefined ? state[1] : this._calls.length;
+    const calls = this._calls.slice(base);
+    if (!calls.length) return false;
+    if (!calls.some((call) => call.shown)) {
+      this._deltas.splice(0, this._deltas.length, ...this._deltas.filter((d) => d[0] === "text" || d[1] < base));
+      this._calls.length = base;
+      return false;
+    }
+    const found = [...this.parser.diagnostics].reverse().find(
+      (d) => (d.kind === "truncated" || d.kind === "malformed") && d.start === event.start);
+    const cause = found !== undefined ? found.kind : "malformed";
+    for (const call of calls) {
+      this._sendArgs(call);
+      this.diagnostics.push({ kind: "streamed-call-malformed", field: "tool_calls", index: call.index, cause,
+        text: event.text, error: event.error ?? null, start: event.start ?? null, end: event.end ?? null,
+        into: event.into ?? null, sent: call.args });
+    }
+    return true;
+  }
+
+  _complete(call, args) {
+    const sent = call.args;
+    let rest = closersOf(sent);
+    if (rest === null || !sameJson(sent + rest, args)) {
+      const whole = surrogatesEscaped(pyJson(args));
+      if (!whole.startsWith(sent)) return false;
+      rest = whole.slice(sent.length);
+    }
+    call.fwd.push(surrogatesEscaped(rest));
+    call.done = true;
+    this._sendArgs(call);
+    return true;
+  }
+
+  _closeTools(region, value) {
+    const state = this._open.get(region) ?? [null, this._calls.length];
+    this._open.delete(region);
+    const [reader, base] = state;
+    const calls = callsOf(value);
+    if (reader instanceof NameKeyed) reader.finish();
+    calls.forEach((callValue, k) => {
+      const fn = functionOf(callValue);
+      const name = fn.name, args = fn.arguments;
+      const call = this._call(base + k);
+      if (call.name === null || !call.sentName) {
+        call.name = typeof name === "string" ? name : "";
+        if (call.name && !call.sentName) this._announce(call);
+        if (!call.sentName) return;  // a call without a name is not sent (docs/openai.md, "tool_calls")
+      } else if (call.name !== name) {
+        this.diagnostics.push({ field: "tool_calls", problem: "a name sent differs from the message", sent: call.name, message: name ?? null });
+      }
+      if (call.nsent) {
+        if (!(call.done && sameJson(call.args, args)) &&
+            !(this._streamingRecover && !call.done && this._complete(call, args))) {
+          this.diagnostics.push({ kind: "streamed-arguments-differ", field: "tool_calls", index: call.index,
+            problem: "streamed arguments differ from the message", sent: call.args, message: args ?? null });
+        }
+      } else {
+        const text = surrogatesEscaped(typeof args === "string" ? args : pyJson(args ?? {}));
+        call.fwd = [text];
+        call.nsent = 1;
+        this._deltas.push(["args", call.index, text]);
+      }
+    });
+    if (this._calls.length > base + calls.length) {
+      this.diagnostics.push({ field: "tool_calls", problem: "the stream announced calls the message lacks" });
+    }
+  }
+}
+
+/** Adjacent deltas of one text key or one tool call as one (Python: respc/openai.py _merged). */
+function merged(deltas) {
+  const out = [];
+  for (const item of deltas) {
+    const last = out[out.length - 1];
+    if (last !== undefined && last[0] !== "text" && item[0] !== "text" && last[1] === item[1]) {
+      if (item[0] === "args") {
+        if (last[0] === "args") out[out.length - 1] = ["args", item[1], last[2] + item[2]];
+        else {
+          const fn = last[2].function ?? {};
+          out[out.length - 1] = ["tool", item[1], { ...last[2], function: { ...fn, arguments: (fn.arguments ?? "") + item[2] } }];
+        }
+        continue;
+      }
+      const both = mergeCall(last[0] === "tool" ? last[2] : { index: last[1], function: { arguments: last[2] } }, item[2]);
+      if (both !== null) { out[out.length - 1] = ["tool", item[1], both]; continue; }
+    } else if (last !== undefined && last[0] === "text" && item[0] === "text" && last[1] === item[1]) {
+      out[out.length - 1] = ["text", item[1], last[2] + item[2]];
+      continue;
+    }
+    out.push(item);
+  }
+  return out;
+}
+
+function mergeCall(a, b) {
+  const fa = a.function ?? {}, fb = b.function ?? {};
+  if ("id" in b) return null;
+  if ("name" in fb && ("name" in fa || "arguments" in fa)) return null;
+  const fn = { ...fa };
+  for (const [key, value] of Object.entries(fb)) fn[key] = (fn[key] ?? "") + value;
+  return { ...a, function: fn };
 }

@@ -1,26 +1,36 @@
-"""The fast paths of the stream parser change nothing (runtime/stream.py, StreamParser.feed).
+"""The stream parser (runtime/stream.py ``StreamParser``): its shortcuts against its general path.
 
-A chunk that arrives while nothing is held and holds no character that can start a watched
-delimiter is routed without scanning; a trigger character ending such a chunk is held without
-scanning; a chunk that keeps a regex delimiter pending is read by its automaton (``HOLD_REGEX``).
-Here every catalogue template and a few regex templates parse the same outputs with and
-without those paths (``FAST_PATH`` of all ``None`` and an empty ``HOLD_REGEX`` disable them), in many chunkings, and the event
-lists each ``feed`` returns must be identical, not merely equivalent: on the catalogue cases, and on random texts
-spliced from each template's delimiters, their pieces and plain prose (start anchors, leading
-lookaheads, context kept lazily by the quickest path, two trigger characters).
+1. The fast paths of ``StreamParser.feed`` change nothing. A chunk that arrives while nothing is
+   held and holds no character that can start a watched delimiter is routed without scanning; a
+   trigger character ending such a chunk is held without scanning; a chunk that keeps a regex
+   delimiter pending is read by its automaton (``HOLD_REGEX``). Here every catalogue template and a
+   few regex templates parse the same outputs with and without those paths (``FAST_PATH`` of all
+   ``None`` and an empty ``HOLD_REGEX`` disable them), in many chunkings, and the event lists each
+   ``feed`` returns must be identical, not merely equivalent: on the catalogue cases, and on random
+   texts spliced from each template's delimiters, their pieces and plain prose (start anchors,
+   leading lookaheads, context kept lazily by the quickest path, two trigger characters).
+2. The quick proof of a plain tool call (``_plain_call``, issue 33) never lets through a value
+   that the two checks it stands for (``check_tool_call_names``, ``_non_finite``) refuse, and the
+   rewritten ``_non_finite`` finds the same value the plain walk finds.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import pytest
 
 import respc
-from support import CATALOGUE_NAMES, FAMILY_DIR, REPO, delimiter_pieces, run_stream
+from respc.runtime import stream
+from respc.runtime import tools as runtime_tools
+from respc.runtime.errors import ContentParseError
+from support import CATALOGUE_NAMES, FAMILY_DIR, REPO, delimiter_pieces, feed_outcome, random_pieces
 
 NAMES = CATALOGUE_NAMES
+
+# --- 1. the fast paths of feed -------------------------------------------------------------------
 
 REGEX_TEMPLATES = {
     "lookbehind-open": ({"start_anchor": "A", "fields": {
@@ -61,46 +71,27 @@ def _slow(module):
     class NoFastPath(module.ResponseParser):
         __slots__ = ()
         FAST_PATH = tuple((None, None) for _ in module.ResponseParser.FAST_PATH)
-        HOLD_REGEX = ()  # and no held-regex reads (tests/test_held_regex.py)
+        HOLD_REGEX = ()  # and no held-regex reads (tests/test_held.py)
         HOLD_LITERALS = ()  # and no held literals decided without a scan
 
     return NoFastPath
 
 
 def _chunkings(text: str, seed: str):
+    """Whole, one character at a time, and four random chunkings of 1 to 9 characters (more random
+    ones, and longer pieces, than support.chunkings: each is compared event for event)."""
     rng = random.Random(seed)
     yield [text]
     yield list(text)
     for _ in range(4):
-        pieces, i = [], 0
-        while i < len(text):
-            step = rng.randint(1, 9)
-            pieces.append(text[i:i + step])
-            i += step
-        yield pieces
-
-
-def _outcome(parser_class, prefix, chunks, tools, errors="strict"):
-    """(message, events) of one streamed run, or the error it raised (type and text); events is
-    one list per call: the initial events, each feed's, finalize's. With ``errors="recover"``
-    the parser's diagnostics come third."""
-    parser = parser_class(prefix, tools, errors=errors)
-    events = [parser.initial_events]
-    try:
-        for chunk in chunks:
-            events.append(parser.feed(chunk))
-        message, final = parser.finalize()
-    except (ValueError, KeyError, TypeError) as exc:
-        return ("error", type(exc).__name__, str(exc), events)
-    if errors == "recover":
-        return message, events + [final], parser.diagnostics
-    return message, events + [final]
+        yield random_pieces(text, rng, 9)
 
 
 def _compare(module, prefix, text, tools, seed):
     slow = _slow(module)
     for chunks in _chunkings(text, seed):
-        assert _outcome(module.ResponseParser, prefix, chunks, tools) == _outcome(slow, prefix, chunks, tools), chunks
+        fast = feed_outcome(module.ResponseParser, prefix, chunks, tools)
+        assert fast == feed_outcome(slow, prefix, chunks, tools), chunks
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -126,7 +117,7 @@ _PROSE = ["word ", "to", "=", "t", " ", "  ", "\n", "ab", "a<b ", "x[1] ", "{ }"
 
 
 def _pieces(name: str) -> list[str]:
-    """test_whole's splice pieces of ``name`` (its delimiters, their halves, case slices) and prose."""
+    """The splice pieces of ``name`` (support.delimiter_pieces: its delimiters, their halves, case slices) and prose."""
     return delimiter_pieces(name) + _PROSE
 
 
@@ -142,8 +133,8 @@ def test_random_splices_same_events_without_fast_path(name):
         prefix = prefixes[k % len(prefixes)]
         slow = _slow(module)
         for chunks in _chunkings(text, f"{name}/{k}"):
-            fast = _outcome(module.ResponseParser, prefix, chunks, None)
-            assert fast == _outcome(slow, prefix, chunks, None), (prefix, chunks)
+            fast = feed_outcome(module.ResponseParser, prefix, chunks, None)
+            assert fast == feed_outcome(slow, prefix, chunks, None), (prefix, chunks)
 
 
 def test_fast_path_is_taken_where_it_was_refused():
@@ -296,6 +287,19 @@ _RUN_TEXTS = [
 ]
 
 
+def _same_at_every_split(fast_class, slow_class, text, errors, seed):
+    """``text`` cut in two at every offset, in three at every pair of offsets when it is short, and in
+    the :func:`_chunkings` of ``seed``, after both prompts: the same outcome with and without the fast paths."""
+    splits = [[text[:i], text[i:]] for i in range(1, len(text))]
+    if len(text) <= 30:
+        splits += [[text[:i], text[i:j], text[j:]] for i in range(1, len(text)) for j in range(i + 1, len(text))]
+    splits += list(_chunkings(text, seed))
+    for prefix in ("", "<|start|>assistant"):
+        for chunks in splits:
+            fast = feed_outcome(fast_class, prefix, chunks, None, errors)
+            assert fast == feed_outcome(slow_class, prefix, chunks, None, errors), (prefix, chunks)
+
+
 @pytest.mark.parametrize("errors", ["strict", "recover"])
 def test_run_quickest_path_same_events_at_every_split(errors):
     """gpt_oss's answer state has its own quickest path (runtime/stream.py ``_one_run``): a
@@ -308,14 +312,7 @@ def test_run_quickest_path_same_events_at_every_split(errors):
     assert module.ResponseParser._RUN1[0] is not None  # the path is on in the answer state
     slow = _slow(module)
     for text in _RUN_TEXTS:
-        splits = [[text[:i], text[i:]] for i in range(1, len(text))]
-        if len(text) <= 30:
-            splits += [[text[:i], text[i:j], text[j:]] for i in range(1, len(text)) for j in range(i + 1, len(text))]
-        splits += list(_chunkings(text, "run/" + text))
-        for prefix in ("", "<|start|>assistant"):
-            for chunks in splits:
-                fast = _outcome(module.ResponseParser, prefix, chunks, None, errors)
-                assert fast == _outcome(slow, prefix, chunks, None, errors), (prefix, chunks)
+        _same_at_every_split(module.ResponseParser, slow, text, errors, "run/" + text)
 
 
 def test_run_quickest_path_random_texts():
@@ -330,13 +327,9 @@ def test_run_quickest_path_random_texts():
     rng = random.Random("gpt_oss-run")
     for k in range(300):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 16)))
-        chunks, i = [], 0
-        while i < len(text):
-            step = rng.randint(1, 6)
-            chunks.append(text[i:i + step])
-            i += step
-        fast = _outcome(module.ResponseParser, "", chunks, None)
-        assert fast == _outcome(slow, "", chunks, None), chunks
+        chunks = random_pieces(text, rng, 6)
+        fast = feed_outcome(module.ResponseParser, "", chunks, None)
+        assert fast == feed_outcome(slow, "", chunks, None), chunks
 
 
 def test_run_quickest_path_is_taken():
@@ -407,14 +400,7 @@ def test_run_quickest_path_several_runs_at_every_split(errors):
     slow = _muse_slow(module)
     assert slow.CONTEXT == 0
     for text in _MUSE_TEXTS:
-        splits = [[text[:i], text[i:]] for i in range(1, len(text))]
-        if len(text) <= 30:
-            splits += [[text[:i], text[i:j], text[j:]] for i in range(1, len(text)) for j in range(i + 1, len(text))]
-        splits += list(_chunkings(text, "muse/" + text))
-        for prefix in ("", "<|start|>assistant"):
-            for chunks in splits:
-                fast = _outcome(module.ResponseParser, prefix, chunks, None, errors)
-                assert fast == _outcome(slow, prefix, chunks, None, errors), (prefix, chunks)
+        _same_at_every_split(module.ResponseParser, slow, text, errors, "muse/" + text)
 
 
 def test_run_quickest_path_several_runs_random_texts():
@@ -429,14 +415,10 @@ def test_run_quickest_path_several_runs_random_texts():
     rng = random.Random("muse-run")
     for k in range(300):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 16)))
-        chunks, i = [], 0
-        while i < len(text):
-            step = rng.randint(1, 6)
-            chunks.append(text[i:i + step])
-            i += step
+        chunks = random_pieces(text, rng, 6)
         for errors in ("strict", "recover"):
-            fast = _outcome(module.ResponseParser, "", chunks, None, errors)
-            assert fast == _outcome(slow, "", chunks, None, errors), chunks
+            fast = feed_outcome(module.ResponseParser, "", chunks, None, errors)
+            assert fast == feed_outcome(slow, "", chunks, None, errors), chunks
 
 
 def test_three_character_heads_route_near_misses_without_scanning():
@@ -517,7 +499,7 @@ def test_value_region_chunks_without_scanning():
 
 
 def _outcome_text(parser_class, prefix, chunks, tools):
-    """:func:`_outcome` fed through ``feed_text``: a ``str`` it returns stands for the one
+    """:func:`support.feed_outcome` fed through ``feed_text``: a ``str`` it returns stands for the one
     ``region_chunk`` of the open region, so the events it stands for are rebuilt here; returns
     (outcome, how many chunks came back as text)."""
     parser = parser_class(prefix, tools)
@@ -534,7 +516,7 @@ def _outcome_text(parser_class, prefix, chunks, tools):
         message, final = parser.finalize()
     except (ValueError, KeyError, TypeError) as exc:
         return ("error", type(exc).__name__, str(exc), events), as_text
-    return (message, events + [final]), as_text
+    return (message, events + [final], parser.diagnostics, parser.ledger), as_text
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -551,7 +533,7 @@ def test_feed_text_is_feed(name):
     for prefix, text, tools in texts:
         for chunks in _chunkings(text, f"text/{name}/{text[:20]}"):
             got, _ = _outcome_text(module.ResponseParser, prefix, chunks, tools)
-            assert got == _outcome(module.ResponseParser, prefix, chunks, tools), (prefix, chunks)
+            assert got == feed_outcome(module.ResponseParser, prefix, chunks, tools), (prefix, chunks)
 
 
 @pytest.mark.parametrize("name", ["qwen3", "hermes2pro", "deepseek_r1", "kimi_k2", "glm4_5", "mistral_nemo",
@@ -562,7 +544,7 @@ def test_feed_text_hands_plain_chunks_over_as_text(name):
     prose = "just some words without any markup at all " * 40
     chunks = [prose[i:i + 4] for i in range(0, len(prose), 4)]
     got, as_text = _outcome_text(module.ResponseParser, "", chunks, None)
-    assert got == _outcome(module.ResponseParser, "", chunks, None)
+    assert got == feed_outcome(module.ResponseParser, "", chunks, None)
     assert as_text >= len(chunks) - 3, (as_text, len(chunks))
 
 
@@ -633,3 +615,106 @@ def test_trigger_hold_search_is_the_loop(name):
                 assert _trigger_hold(text, triggers, heads) == _trigger_hold_plain(text, triggers, heads), \
                     (name, triggers, text)
     assert searched or all(heads is None or not triggers for c in classes for triggers, heads in c._FAST)
+
+
+# --- 2. the quick proof of a plain tool call -----------------------------------------------------
+
+NAN, INF = float("nan"), float("inf")
+
+VALUES = [
+    {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 7}}},
+    {"type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+    {"type": "function", "function": {"name": "get_weather"}},
+    {"function": {"name": "get_weather", "arguments": None}},
+    {"function": {"name": "get_weather", "arguments": 3}},
+    {"function": {"name": "get_weather", "arguments": True}},
+    {"function": {"name": "get_weather", "arguments": [1]}},
+    {"function": {"name": "get_weather", "arguments": {"x": NAN}}},
+    {"function": {"name": "get_weather", "arguments": {"x": 1.5}}},
+    {"function": {"name": "get_weather", "arguments": {"x": [INF]}}},
+    {"function": {"name": "get_weather", "arguments": {INF: 1}}},
+    {"function": {"name": "get_weather", "arguments": {}}, "id": INF},
+    {"function": {"name": "get_weather", "arguments": {}, "extra": -INF}},
+    {"function": {"name": "get weather", "arguments": {}}},
+    {"function": {"name": "", "arguments": {}}},
+    {"function": {"name": ["get_weather"], "arguments": {}}},
+    {"function": {"arguments": {}}},
+    {"function": "get_weather"},
+    {"name": "get_weather", "arguments": {"x": NAN}},
+    {1: "a", "function": {"name": "get_weather"}},
+    # nested arguments (xlam's lists and objects): plain when nothing inside is non-finite
+    {"function": {"name": "get_weather", "arguments": {"stops": ["Paris", {"k": None}], "o": {"t": {"c": 1}}}}},
+    {"function": {"name": "get_weather", "arguments": {"stops": ["Paris", {"k": NAN}]}}},
+    {"function": {"name": "get_weather", "arguments": {"o": {INF: 1}}}},
+    {"function": {"name": "get_weather", "arguments": {"o": {1.5: 1, "x": (2, -INF)}}}},
+    {"function": {"name": "get weather", "arguments": {"o": [1]}}},
+]
+
+
+def _checks(value):
+    """What the two checks say: the error message, or None when both let it through."""
+    try:
+        runtime_tools.check_tool_call_names(value, "tool_calls")
+    except ContentParseError as exc:
+        return str(exc)
+    bad = stream._non_finite(value)
+    return None if bad is None else f"non-finite {bad!r}"
+
+
+@pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
+def test_plain_call_only_when_both_checks_pass(value):
+    runtime_tools.check_tool_call_names(VALUES[0], "tool_calls")  # get_weather is a name checked before
+    verdict = _checks(value)
+    if stream._plain_call(value):
+        assert verdict is None
+    # and the first three, the common shapes, take the quick way
+    if value is VALUES[0] or value is VALUES[1] or value is VALUES[2] or value is VALUES[20]:
+        assert stream._plain_call(value)
+
+
+def _walk(value):
+    """The first non-finite float, in the order _non_finite documents (dict keys, then values)."""
+    if isinstance(value, float):
+        return value if not math.isfinite(value) else None
+    if isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str) and _walk(key) is not None:
+                return key
+        items = value.values()
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        return None
+    for item in items:
+        found = _walk(item)
+        if found is not None:
+            return found
+    return None
+
+
+@pytest.mark.parametrize("value", VALUES + [[1, {"a": (2, INF)}, NAN], (NAN,), 1e999, "x", None, True],
+                         ids=range(len(VALUES) + 6))
+def test_non_finite_finds_the_first(value):
+    got, want = stream._non_finite(value), _walk(value)
+    assert (got is None) == (want is None)
+    if want is not None:
+        assert got is want or (math.isnan(got) and math.isnan(want)) or got == want
+
+
+LISTS = [[VALUES[0], VALUES[1]], [], [VALUES[0], VALUES[7]], [VALUES[0], VALUES[13]], [VALUES[2], "x"],
+         [VALUES[0], [VALUES[0]]], [VALUES[0], {"function": {"name": "get_weather", "arguments": {"x": INF}}}],
+         [VALUES[4], VALUES[0]]]
+
+
+@pytest.mark.parametrize("value", LISTS, ids=range(len(LISTS)))
+def test_plain_calls_only_when_both_checks_pass(value):
+    # a list of calls (a transform_each region, mistral_nemo's [TOOL_CALLS][...]) takes the quick
+    # way only when the two checks pass it as well
+    runtime_tools.check_tool_call_names(VALUES[0], "tool_calls")
+    verdict = _checks(value)
+    if stream._plain_calls(value):
+        assert verdict is None
+    if value is LISTS[0] or value is LISTS[1]:
+        assert stream._plain_calls(value)
+    else:
+        assert not stream._plain_calls(value)

@@ -1,9 +1,13 @@
-"""The xml-inline argument reader searches partially only where a tag may start (runtime/formats/xml_inline.py
+"""The xml-inline format (runtime/formats/xml_inline.py): its argument reader against the oracle.
+
+The xml-inline argument reader searches partially only where a tag may start (runtime/formats/xml_inline.py
 ``ArgumentReader.scan``: plain searches and ``str.find`` first, a ``partial=True`` search only from the first
 character that can begin the opening or the closing text) and gives exactly what the reader that searched the whole
 text partially on every scan gave (tests/old_xml_argument_reader.py, kept as the oracle): the same JSON text after
 every piece, the same keys, stop and parameter state, and the same closing answer, for every catalogue ``tag_pattern`` the
-reader streams and a few made-up ones, on random bodies (well formed, damaged, cut) and random chunkings."""
+reader streams and a few made-up ones, on random bodies (well formed, damaged, cut) and random chunkings.
+
+Last section: the reader converts each parameter to JSON text as it is written, on fixed chunkings."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import regex
 from old_xml_argument_reader import OldArgumentReader
 from respc.runtime.formats import xml_inline
 from respc.runtime.formats.xml_inline import ArgumentReader, stream_plan, string_strip
+from support import fixed_chunkings, oracle_pieces
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -121,15 +126,6 @@ def _body(rng: random.Random, pattern: str, literals: list[str]) -> str:
     return body
 
 
-def _chunks(rng: random.Random, body: str) -> list[str]:
-    pieces, i = [], 0
-    while i < len(body):
-        step = rng.choice([1, 1, 2, 3, 4, 4, 5, 8, 17, len(body) or 1])
-        pieces.append(body[i:i + step])
-        i += step
-    return pieces
-
-
 def _reader(cls, plan):
     parse = plan[3]
 
@@ -182,7 +178,7 @@ def test_the_cheap_reader_gives_the_old_readers_text():
         for case in range(45):
             body = _body(rng, pattern, literals)
             arguments = rng.choice([{}, {"city": "Paris"}, None])
-            for pieces in (_chunks(rng, body), list(body), [body]):
+            for pieces in (oracle_pieces(rng, body), list(body), [body]):
                 new = _run(ArgumentReader, plan, pieces, arguments)
                 old = _run(OldArgumentReader, plan, pieces, arguments)
                 assert new == old, (pattern, body, pieces)
@@ -272,3 +268,37 @@ def test_long_undecided_text_is_read_in_linear_time(pattern, head):
 
     small, large = cost(50_000), cost(100_000)
     assert large <= 2.5 * small, (small, large)
+
+
+# --- conversion as written -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["whole", "ones", "threes"])
+def test_xml_inline_argument_reader_converts_as_written(how):
+    """xml-inline's reader (plan ``"xml-parameters"``) turns each parameter into JSON text as it is written: a
+    string value character by character (its stripped whitespace held), a typed one once its closing tag is
+    complete; a body cut inside a parameter leaves it open (``cur``: truncated); ``finish`` closes the object."""
+    plan = stream_plan({"tag_pattern": r"<parameter=(?P<key>[^>\s]+)>\n?(?P<value>.*?)\n?</parameter>"})
+    types = {"days": int}
+
+    def value(key, selector, raw):
+        return types.get(key, str)(raw)
+
+    def strip(key, selector):
+        return string_strip(lambda raw: value(key, selector, raw))
+
+    body = "\n<parameter=city>\nNew York\n</parameter>\n<parameter=days>\n7\n</parameter>\n"
+    reader = ArgumentReader(plan, value, strip)
+    sent = []
+    for piece in fixed_chunkings(body)[how]:
+        reader.feed(piece)
+        sent.append(reader.scan())
+    rest, closed = reader.finish({"city": "New York", "days": 7})
+    assert closed and "".join(sent) + rest == '{"city": "New York", "days": 7}'
+    if how == "ones":
+        assert '{"city": "New' in "".join(sent[:body.index("York")])  # streamed before its closing tag
+
+    cut = ArgumentReader(plan, value, strip)
+    for piece in fixed_chunkings("<parameter=city>\nNew Yo")[how]:
+        cut.feed(piece)
+        cut.scan()
+    assert cut.cur is not None and cut.cur.key == "city"
