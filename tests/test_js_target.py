@@ -1157,3 +1157,46 @@ def test_json_body_repair_parity():
     assert not differ, differ[:3]
     FIGURES["json_repairs"] = (len(bodies), sum("notes" in e for e in expected))
     assert sum("notes" in e for e in expected) > 100 and sum(e.get("repair", 1) is None for e in expected) > 100
+
+
+#: a list body of this many calls is longer than V8 takes as one call's arguments (``f(...list)``
+#: overflows the call stack at some 100,000 elements on Node 20's default stack)
+LONG_LIST = 200_000
+
+
+@needs_node
+def test_extend_takes_a_list_longer_than_a_call_takes_arguments():
+    """apertus (``transform_each``, its calls added to the list one by one): a tool list of
+    LONG_LIST calls (2 MB of model output) is read as Python reads it, in both errors modes; the
+    runtime added the list's elements with one spread push, a RangeError (maximum call stack)
+    thrown on model output, by errors "recover" too (docs/javascript.md: recover throws only
+    JsonNumberError)."""
+    from respc.generated import apertus
+
+    text = "<|tools_prefix|>[" + ", ".join(f'{{"f{k % 7}": {{"i": {k}}}}}' for k in range(LONG_LIST)) + "]<|tools_suffix|> ok"
+    script = r"""
+import { ResponseParser } from "./generated/js/apertus.mjs";
+let text = "";
+process.stdin.setEncoding("utf8");
+for await (const piece of process.stdin) text += piece;
+const out = {};
+for (const errors of ["strict", "recover"]) {
+  try {
+    const p = new ResponseParser("", { errors });
+    p.feed(text);
+    const calls = p.finalize().message.tool_calls;
+    out[errors] = [calls.length, calls[0], calls.at(-1)];
+  } catch (exc) { out[errors] = exc.name + ": " + exc.message; }
+}
+process.stdout.write(JSON.stringify(out));
+"""
+    done = subprocess.run([NODE, "--input-type=module", "-e", script], cwd=REPO, input=text, capture_output=True,
+                          text=True, encoding="utf-8", timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    for errors in ("strict", "recover"):
+        parser = apertus.ResponseParser("", None, errors=errors)
+        parser.feed(text)
+        calls = parser.finalize()[0]["tool_calls"]
+        assert out[errors] == [len(calls), calls[0], calls[-1]], (errors, str(out[errors])[:300])
+    assert out["strict"][0] == LONG_LIST

@@ -1282,7 +1282,9 @@ export class StreamParser {
     } else if (region.repeats) {
       if (value === null && region.empty_none) return;
       if (!out.has(name)) out.set(name, []);
-      if (region.extend && Array.isArray(value)) out.get(name).push(...value);
+      // (one push per element: a spread passes every element as an argument, and a list of some
+      // 100,000 calls overflows the call stack, a RangeError on model output)
+      if (region.extend && Array.isArray(value)) { const list = out.get(name); for (const item of value) list.push(item); }
       else out.get(name).push(value);
     } else if (!isEmpty(value)) {
       const previous = out.has(name) ? out.get(name) : null;
