@@ -1200,3 +1200,46 @@ process.stdout.write(JSON.stringify(out));
         calls = parser.finalize()[0]["tool_calls"]
         assert out[errors] == [len(calls), calls[0], calls[-1]], (errors, str(out[errors])[:300])
     assert out["strict"][0] == LONG_LIST
+
+
+@needs_node
+def test_delta_adapter_forgets_a_call_after_many_deltas_of_one_feed():
+    """hermes2pro, errors "recover" with recoverArguments "stream": one feed of LONG_LIST / 2
+    whole calls, each after a word, then a call whose body turns out malformed before any chunk of
+    it left (forgotten: its text goes to content). The adapter dropped the call's deltas with a
+    spread of the feed's other deltas into ``splice``, a RangeError (maximum call stack) on model
+    output; now the same chunks, message and diagnostics as the Python adapter (docs/openai.md)."""
+    from respc.generated import hermes2pro
+    from respc.openai import ChatCompletionStream
+
+    text = 'a<tool_call>{"name": "f", "arguments": {}}</tool_call>' * (LONG_LIST // 2) + \
+        '<tool_call>{"name": "g", "arguments": {"a": 1}} junk</tool_call>'
+    script = r"""
+import { ResponseParser } from "./generated/js/hermes2pro.mjs";
+import { ChatCompletionStream } from "./generated/js/respc.mjs";
+let text = "";
+process.stdin.setEncoding("utf8");
+for await (const piece of process.stdin) text += piece;
+const s = new ChatCompletionStream(new ResponseParser("", { errors: "recover" }), { recoverArguments: "stream",
+  ids: (n) => "c" + n, completionId: "x", created: 0 });
+let out;
+try {
+  const chunks = s.feed(text).concat(s.finalize());
+  const message = s.openaiMessage();
+  out = { chunks: chunks.length, last: chunks.slice(-3), calls: message.tool_calls.length, content: message.content,
+    diagnostics: s.diagnostics };
+} catch (exc) { out = exc.name + ": " + exc.message; }
+process.stdout.write(JSON.stringify(out));
+"""
+    done = subprocess.run([NODE, "--input-type=module", "-e", script], cwd=REPO, input=text, capture_output=True,
+                          text=True, encoding="utf-8", timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    stream = ChatCompletionStream(hermes2pro.ResponseParser("", None, errors="recover"), recover_arguments="stream",
+                                  ids=lambda n: f"c{n}", completion_id="x", created=0)
+    chunks = stream.feed(text) + stream.finalize()
+    message = stream.openai_message()
+    want = {"chunks": len(chunks), "last": chunks[-3:], "calls": len(message["tool_calls"]),
+            "content": message["content"], "diagnostics": stream.diagnostics}
+    assert out == json.loads(json.dumps(want)), str(out)[:300]
+    assert want["calls"] == LONG_LIST // 2 and want["content"].endswith("junk</tool_call>")

@@ -2811,7 +2811,8 @@ export class ChatCompletionStream {
     const calls = this._calls.slice(base);
     if (!calls.length) return false;
     if (!calls.some((call) => call.shown)) {
-      this._deltas.splice(0, this._deltas.length, ...this._deltas.filter((d) => d[0] === "text" || d[1] < base));
+      // (a new list, not splice(0, n, ...kept): a spread of a feed's 100,000 deltas overflows the call stack)
+      this._deltas = this._deltas.filter((d) => d[0] === "text" || d[1] < base);
       this._calls.length = base;
       return false;
     }
