@@ -2816,8 +2816,14 @@ export class ChatCompletionStream {
       this._calls.length = base;
       return false;
     }
-    const found = [...this.parser.diagnostics].reverse().find(
-      (d) => (d.kind === "truncated" || d.kind === "malformed") && d.start === event.start);
+    // the parser's diagnostic of this region, read from the end (a copy of the whole list per
+    // region, as [...list].reverse() made, costs quadratic time over many malformed regions)
+    const diagnostics = this.parser.diagnostics;
+    let found;
+    for (let k = diagnostics.length - 1; k >= 0 && found === undefined; k--) {
+      const d = diagnostics[k];
+      if ((d.kind === "truncated" || d.kind === "malformed") && d.start === event.start) found = d;
+    }
     const cause = found !== undefined ? found.kind : "malformed";
     for (const call of calls) {
       this._sendArgs(call);
