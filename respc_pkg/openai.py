@@ -272,13 +272,18 @@ class _Call:
 class _Text:
     """Streaming state of one text slot (``content`` or the reasoning key)."""
 
-    __slots__ = ("key", "parts", "stored", "started", "pending", "join", "sse_head", "sse_tail")
+    __slots__ = ("key", "parts", "_stored", "synced", "mark", "started", "pending", "join", "sse_head", "sse_tail")
 
     def __init__(self, key: str, stored: Any) -> None:
         self.key = key          # the delta key it goes to
         self.join = ""          # the open region's join
         self.parts: list[str] = []  # everything sent for it so far (what the accumulator holds)
-        self.stored: str | None = stored if isinstance(stored, str) else None  # the parser's value, mirrored
+        # the parser's value, mirrored, in pieces (None: no value); joined when read (``stored``),
+        # so that a block's close adds its pieces instead of copying the slot
+        self._stored: list[str] | None = [stored] if isinstance(stored, str) else None
+        #: what was sent equals the value stored, as of the last close (``mark``: len(parts) then)
+        self.synced = not (isinstance(stored, str) and stored)
+        self.mark = 0
         self.started = False    # the open block has had a non-whitespace character
         self.pending = ""       # trailing whitespace held back
         #: the server-sent-event text of a chunk whose delta is this key alone, before and after
@@ -289,8 +294,35 @@ class _Text:
     def sent(self) -> str:
         parts = self.parts
         if len(parts) > 1:
+            if self.mark != len(parts):
+                self.synced = False  # (the parts since the last close are merged: compare all)
             parts[:] = ["".join(parts)]
+            self.mark = 1
         return parts[0] if parts else ""
+
+    @property
+    def stored(self) -> str | None:
+        """The value stored (None: none), its pieces joined into one."""
+        pieces = self._stored
+        if pieces is None:
+            return None
+        if len(pieces) > 1:
+            pieces[:] = ["".join(pieces)]
+        return pieces[0]
+
+    @stored.setter
+    def stored(self, value: str | None) -> None:
+        self._stored = None if value is None else [value]
+
+    @property
+    def filled(self) -> bool:
+        """The value stored is a non-empty string."""
+        pieces = self._stored
+        return bool(pieces) and any(pieces)  # (the first piece is non-empty but for an empty value)
+
+    def store(self, *pieces: str) -> None:
+        """Add ``pieces`` to a non-empty value stored."""
+        self._stored.extend(pieces)
 
 
 #: parser class and errors mode -> its plans (see :func:`_plans`); bounded, cleared when full
@@ -837,7 +869,7 @@ class ChatCompletionStream:
                 return
             text.started = True
             join = text.join
-            if text.stored and join:  # (empty pieces are never joined: the message's rule)
+            if text.filled and join:  # (empty pieces are never joined: the message's rule)
                 text.parts.append(join)
                 self._deltas.append(("text", text.key, join))
         whole = text.pending + piece
@@ -853,47 +885,73 @@ class ChatCompletionStream:
         text.pending = ""
         text.started = False
         if value is None and region is not None and region.empty_none:
-            self._catch_up(text, text.stored or "")
+            self._catch_up(text, "")
             return
         if not isinstance(value, str):
             self.diagnostics.append({"field": text.key, "problem": "a text block whose value is not a string"})
             return
-        stored = text.stored
+        # the slot's new value is the one stored with ``appended`` added (None: replaced)
+        filled = text.filled
         join = region.join if region is not None else None
         if join is not None:
-            if stored and value:
-                new = stored + join + value
-            elif value or stored is None:
-                new = value
+            if filled and value:
+                text.store(join, value)
+                appended = join + value
+            elif value or text._stored is None:
+                text.stored = value  # (the value stored was empty or none)
+                appended = value
             else:
-                new = stored
+                appended = ""
         elif region is not None and region.repeats:
-            new = (stored or "") + value  # a list of strings: shown concatenated
-        elif value or not stored:
-            new = value
+            if filled:
+                text.store(value)
+            else:
+                text.stored = value  # a list of strings: shown concatenated
+            appended = value
+        elif value or not filled:
+            appended = None if filled else value
+            text.stored = value
         else:
-            new = stored
-        text.stored = new
-        self._catch_up(text, new)
+            appended = ""
+        self._catch_up(text, appended)
 
-    def _catch_up(self, text: _Text, new: str) -> None:
-        sent = text.sent
-        if new.startswith(sent):
-            rest = new[len(sent):]
-            if rest:
-                text.parts.append(rest)
-                self._deltas.append(("text", text.key, rest))
+    def _catch_up(self, text: _Text, appended: str | None) -> None:
+        """Send what the slot's value holds beyond what was sent. ``appended`` is what the last
+        store added to the value stored before it (None: it replaced it). While what was sent
+        equals the value stored before (``text.synced``), only the text sent since then is compared
+        with ``appended``: each close costs its block, not the whole slot (linear in many blocks)."""
+        if appended is not None and text.synced:
+            since = "".join(text.parts[text.mark:])
+            if appended.startswith(since):
+                rest = appended[len(since):]
+                if rest:
+                    text.parts.append(rest)
+                    self._deltas.append(("text", text.key, rest))
+                text.mark = len(text.parts)
+                return
         else:
-            self.diagnostics.append({"field": text.key, "problem": "the message replaced text already sent",
-                                     "sent": sent, "message": new})
+            sent, new = text.sent, text.stored or ""
+            if new.startswith(sent):
+                rest = new[len(sent):]
+                if rest:
+                    text.parts.append(rest)
+                    self._deltas.append(("text", text.key, rest))
+                text.synced = True
+                text.mark = len(text.parts)
+                return
+        text.synced = False
+        self.diagnostics.append({"field": text.key, "problem": "the message replaced text already sent",
+                                 "sent": text.sent, "message": text.stored or ""})
 
     def _malformed_text(self, text: _Text, raw: str) -> None:
-        stored = text.stored
         region = next((r for r in self.parser.REGIONS if r.slot == text.key and not r.dirty), None)
         join = (region.join if region is not None else None) or ""
-        new = stored + join + raw if isinstance(stored, str) and stored else raw
-        text.stored = new
-        self._catch_up(text, new)
+        if text.filled:
+            text.store(join, raw)
+            self._catch_up(text, join + raw)
+        else:
+            text.stored = raw
+            self._catch_up(text, raw)  # (the value stored was empty or none)
 
     # --- tool calls ------------------------------------------------------------------------
     def _call(self, n: int) -> _Call:
