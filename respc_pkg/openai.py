@@ -269,28 +269,60 @@ class _Call:
         return sent
 
 
-class _Text:
-    """Streaming state of one text slot (``content`` or the reasoning key)."""
+#: at most this many characters of the text a ``"the message replaced text already sent"`` diagnostic
+#: names are kept in it (its offsets give the whole range): docs/openai.md "What the chunks carry"
+EXCERPT = 80
 
-    __slots__ = ("key", "parts", "stored", "started", "pending", "join", "sse_head", "sse_tail")
+
+class _Text:
+    """Streaming state of one text slot (``content`` or the reasoning key).
+
+    What was sent is ``parts`` (what the client accumulated); the message's value is described
+    without being rebuilt (a string rebuilt at every close made many blocks quadratic): ``has``
+    (it is non-empty), and where it lies in the text sent, ``start`` (characters before it that
+    the message no longer holds, named in diagnostics) with ``first`` (the part it begins at).
+    ``mark`` and ``size``: the parts and characters sent up to the last close; the parts after
+    ``mark`` are the open block's text so far (:meth:`ChatCompletionStream._catch_up`)."""
+
+    __slots__ = ("key", "parts", "has", "mark", "size", "start", "first", "started", "pending", "join",
+                 "sse_head", "sse_tail")
 
     def __init__(self, key: str, stored: Any) -> None:
         self.key = key          # the delta key it goes to
         self.join = ""          # the open region's join
         self.parts: list[str] = []  # everything sent for it so far (what the accumulator holds)
-        self.stored: str | None = stored if isinstance(stored, str) else None  # the parser's value, mirrored
+        self.has = False        # the message's value so far is non-empty
+        self.mark = 0           # parts sent up to the last close
+        self.size = 0           # characters in parts[:mark]
+        self.start = 0          # characters sent before the message's value (replaced text)
+        self.first = 0          # the part the message's value begins at
         self.started = False    # the open block has had a non-whitespace character
         self.pending = ""       # trailing whitespace held back
         #: the server-sent-event text of a chunk whose delta is this key alone, before and after
         #: the delta's JSON string (set by the stream)
         self.sse_head = self.sse_tail = ""
+        if isinstance(stored, str) and stored:  # a default the message holds: sent with the role chunk
+            self.parts.append(stored)
+            self.has = True
+            self.mark = 1
+            self.size = len(stored)
 
     @property
     def sent(self) -> str:
-        parts = self.parts
-        if len(parts) > 1:
-            parts[:] = ["".join(parts)]
-        return parts[0] if parts else ""
+        """The text sent so far (what the client accumulated for the key)."""
+        return "".join(self.parts)
+
+    def excerpt(self, index: int, end: int) -> str:
+        """At most :data:`EXCERPT` characters of ``parts[index:end]``, from their start: the
+        cost is the excerpt's, not the range's."""
+        out: list[str] = []
+        need = EXCERPT
+        for part in self.parts[index:end]:
+            out.append(part[:need])
+            need -= len(out[-1])
+            if need <= 0:
+                break
+        return "".join(out)
 
 
 #: parser class and errors mode -> its plans (see :func:`_plans`); bounded, cleared when full
@@ -422,6 +454,8 @@ class ChatCompletionStream:
         if self._one and getattr(parser, "boundary_hook", _MISSING) is None:
             parser.boundary_hook = self._boundary
         self._role_sent = False
+        #: the text deltas of a text slot's non-empty default (the message holds it unless a block replaces it)
+        self._owed = [("text", text.key, text.parts[0]) for text in self._texts.values() if text.parts]
         # templates of a chunk and of its one choice (copied per chunk, never handed out)
         self._outer = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
                        "model": self.model, "choices": None}
@@ -718,6 +752,8 @@ class ChatCompletionStream:
         # ("text", key, str) | ("tool", index, the call's delta dict: its header, its name) | ("args", index,
         # argument text): an argument fragment stays a string until its chunk is built (_built)
         deltas: list[tuple] = []
+        if self._owed:  # (the first chunks: a default text the message holds goes out after the role)
+            deltas, self._owed = self._owed, []
         self._deltas = deltas
         for event in events:
             kind = event["type"]
@@ -837,7 +873,7 @@ class ChatCompletionStream:
                 return
             text.started = True
             join = text.join
-            if text.stored and join:  # (empty pieces are never joined: the message's rule)
+            if text.has and join:  # (empty pieces are never joined: the message's rule)
                 text.parts.append(join)
                 self._deltas.append(("text", text.key, join))
         whole = text.pending + piece
@@ -848,52 +884,76 @@ class ChatCompletionStream:
 
     def _close_text(self, text: _Text, region: Any, value: Any) -> None:
         """Mirror the parser's store of one block (template-language.md "Closing a region and storing its value",
-        D1) and send what the slot gained beyond what was already sent (the join of an empty block, a processed
-        value)."""
+        D1; docs/events.md "Overwritten values") and send what the slot gained beyond what was already sent
+        (the join of an empty block, a processed value): :meth:`_catch_up` with what the store appends to the
+        value, or with the value that replaces it (a field that neither joins nor repeats, written again)."""
         text.pending = ""
         text.started = False
         if value is None and region is not None and region.empty_none:
-            self._catch_up(text, text.stored or "")
+            self._catch_up(text, "", False)
             return
         if not isinstance(value, str):
             self.diagnostics.append({"field": text.key, "problem": "a text block whose value is not a string"})
             return
-        stored = text.stored
         join = region.join if region is not None else None
         if join is not None:
-            if stored and value:
-                new = stored + join + value
-            elif value or stored is None:
-                new = value
-            else:
-                new = stored
+            self._catch_up(text, (join + value if text.has else value) if value else "", False)
         elif region is not None and region.repeats:
-            new = (stored or "") + value  # a list of strings: shown concatenated
-        elif value or not stored:
-            new = value
+            self._catch_up(text, value, False)  # a list of strings: shown concatenated
         else:
-            new = stored
-        text.stored = new
-        self._catch_up(text, new)
+            self._catch_up(text, value, bool(value) and text.has)
 
-    def _catch_up(self, text: _Text, new: str) -> None:
-        sent = text.sent
-        if new.startswith(sent):
-            rest = new[len(sent):]
-            if rest:
-                text.parts.append(rest)
-                self._deltas.append(("text", text.key, rest))
-        else:
+    def _catch_up(self, text: _Text, target: str, replace: bool) -> None:
+        """The slot's block closed: the message appends ``target`` to its value (``replace``: its
+        value becomes ``target``). Send what ``target`` holds beyond the block's text sent so far
+        (``parts[mark:]``), so each close costs its block, never the whole slot.
+
+        Text the client holds that the message does not is reported once, when it happens, as
+        ``{"field", "problem": "the message replaced text already sent", "start", "end", "text"}``:
+        ``start``/``end`` are offsets (characters) in the key's accumulated text, ``text`` at most
+        :data:`EXCERPT` characters of that range. Two causes: a replaced value (the previous
+        value's range), and a block whose text as sent does not begin what the message stores
+        (its range; ``target`` is then sent whole after it, so no text of the message is ever
+        missing). Removing every reported range from the accumulated text gives the message's
+        value (docs/openai.md "What the chunks carry")."""
+        parts = text.parts
+        mark = text.mark
+        if len(parts) > mark + 1:
+            parts[mark:] = ["".join(parts[mark:])]
+        since = parts[mark] if len(parts) > mark else ""
+        size = text.size + len(since)
+        if target.startswith(since):
+            rest = target[len(since):]
+            if replace:
+                self._replaced(text, text.start, text.size, text.first, mark)
+                text.start, text.first = text.size, mark
+        else:  # (no plan sends text a block's value does not begin with; kept exact should one ever)
+            rest = target
+            if replace:
+                self._replaced(text, text.start, size, text.first, len(parts))
+                text.start, text.first = size, len(parts)
+            else:
+                self._replaced(text, text.size, size, mark, len(parts))
+        if rest:
+            parts.append(rest)
+            self._deltas.append(("text", text.key, rest))
+        text.size = size + len(rest)
+        text.mark = len(parts)
+        text.has = text.has or bool(target)
+
+    def _replaced(self, text: _Text, start: int, end: int, first: int, last: int) -> None:
+        """Report the characters ``start`` to ``end`` of the key's accumulated text
+        (``parts[first:last]``) as text the message does not hold (see :meth:`_catch_up`)."""
+        if start < end:
             self.diagnostics.append({"field": text.key, "problem": "the message replaced text already sent",
-                                     "sent": sent, "message": new})
+                                     "start": start, "end": end, "text": text.excerpt(first, last)})
 
     def _malformed_text(self, text: _Text, raw: str) -> None:
-        stored = text.stored
+        """A malformed region's raw text goes to the implicit field (docs/events.md): the message
+        appends it (after the join when the value is not empty)."""
         region = next((r for r in self.parser.REGIONS if r.slot == text.key and not r.dirty), None)
         join = (region.join if region is not None else None) or ""
-        new = stored + join + raw if isinstance(stored, str) and stored else raw
-        text.stored = new
-        self._catch_up(text, new)
+        self._catch_up(text, join + raw if text.has else raw, False)
 
     # --- tool calls ------------------------------------------------------------------------
     def _call(self, n: int) -> _Call:
