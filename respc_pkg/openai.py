@@ -16,7 +16,10 @@ Each region event is routed by its message key (``field``):
   trailing whitespace is held until more text follows it (then sent) or the block closes (then
   dropped), and the ``join`` string goes out before a block's first character when the slot already
   has non-empty text (empty pieces are never joined). So the concatenated deltas of a key equal the
-  message's value; nothing is ever sent that the message will not hold. A text region whose body is not stripped streams raw; any other
+  message's value; nothing is ever sent that the message will not hold, but for a field that neither
+  joins nor repeats written again: the message keeps the later block, the client holds both, and the
+  replaced range is reported once (:meth:`ChatCompletionStream._catch_up`; docs/openai.md "Text a
+  later block replaces"). A text region whose body is not stripped streams raw; any other
   processing is sent at the region's close.
 * ``tool_calls`` regions: a call's first delta carries ``index``, ``id`` and ``type``; its
   ``function.name`` goes out as soon as it is known; ``function.arguments`` are JSON text fragments.
@@ -270,7 +273,7 @@ class _Call:
 
 
 #: at most this many characters of the text a ``"the message replaced text already sent"`` diagnostic
-#: names are kept in it (its offsets give the whole range): docs/openai.md "What the chunks carry"
+#: names are kept in it (its offsets give the whole range): docs/openai.md "Text a later block replaces"
 EXCERPT = 80
 
 
@@ -915,7 +918,7 @@ class ChatCompletionStream:
         value's range), and a block whose text as sent does not begin what the message stores
         (its range; ``target`` is then sent whole after it, so no text of the message is ever
         missing). Removing every reported range from the accumulated text gives the message's
-        value (docs/openai.md "What the chunks carry")."""
+        value (docs/openai.md "Text a later block replaces")."""
         parts = text.parts
         mark = text.mark
         if len(parts) > mark + 1:
