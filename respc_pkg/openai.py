@@ -425,10 +425,10 @@ class ChatCompletionStream:
         self._ids = ids or (lambda n: "call_" + uuid.uuid4().hex[:24])
         self.id = completion_id or "chatcmpl-" + uuid.uuid4().hex
         self.created = int(time.time()) if created is None else created
-        #: what the adapter could not stream faithfully: never expected with errors="strict" (see
-        #: the module docstring); with recover_arguments="stream", the calls sent that the
-        #: message lacks or holds otherwise (kinds "streamed-call-malformed",
-        #: "streamed-arguments-differ")
+        #: what the adapter could not stream faithfully: text a later block replaced (in both modes:
+        #: "the message replaced text already sent", docs/openai.md "Text a later block replaces");
+        #: with recover_arguments="stream", the calls sent that the message lacks or holds otherwise
+        #: (kinds "streamed-call-malformed", "streamed-arguments-differ")
         self.diagnostics: list[dict] = []
         #: the parser's message once finalized (transformers shape)
         self.message: dict | None = None

@@ -2478,7 +2478,8 @@ export class ChatCompletionStream {
     this._ids = options.ids ?? (() => "call_" + randomHex(24));
     this.id = options.completionId ?? "chatcmpl-" + randomHex(32);
     this.created = options.created ?? Math.floor(Date.now() / 1000);
-    /** what could not be streamed faithfully (docs/openai.md): empty with errors "strict" */
+    /** what could not be streamed faithfully (docs/openai.md): text a later block replaced, and with
+     * recoverArguments "stream" calls kept as sent */
     this.diagnostics = [];
     /** the parser's message once finalized */
     this.message = null;
