@@ -70,7 +70,7 @@ from .ir import Delimiter, Template
 from .sre import parse_pattern
 
 __all__ = ["ACTIONS", "Watch", "State", "Automaton", "build_automaton", "classify_pattern", "PatternFacts",
-           "late_pattern", "NEVER", "example_text", "barrier_plan",
+           "late_pattern", "NEVER", "example_text", "barrier_plan", "final_literals",
            "edge_probe", "plan_scans", "HoldRun", "ScanPlans", "ScanPlan", "LiteralFind", "RegexFind", "LiteralHold", "Factor",
            "PREFIX_TABLE_BUDGET"]
 
@@ -971,6 +971,111 @@ def edge_probe(pattern: str) -> tuple[str | None, bool]:
     """
     reading = _read_source(pattern)
     return reading.probe, reading.rewritten
+
+
+#: final_literals: the longest literal a match's last positions are read back through
+FINAL_MAX = 64
+
+
+@lru_cache(maxsize=512)
+def final_literals(pattern: str) -> tuple[str, ...] | None:
+    """Literals that end a regex delimiter's match for good: the D2 probe after a complete match
+    that ends with one of them can only agree, so the scanner takes the match without it
+    (runtime/scanners.py ``Pattern.final``; docs/template-language.md, "Matching").
+
+    A literal ``F`` qualifies when, in the delimiter's position automaton
+    (compiler/held.py :func:`~respc.compiler.held.position_automaton`), no path can read ``F``
+    and then one more character: every text the pattern can still be writing holds ``F`` only as
+    its end. Then, for a complete match ``[i, e)`` with ``F`` its last characters and text after
+    ``e``, no partial match starts at or before ``i`` (its text up to the buffer's edge would hold
+    that ``F`` before its end), which is what the probe's window and full search look for. The
+    candidates are read back from each last position through one-character items with a single
+    predecessor (``<|message|>`` of gpt_oss's call opener, ``<|end|>``); the automaton is run
+    together with a matcher of ``F`` (a class admits every character of ``F`` it matches, and
+    other characters too, which only adds paths). Patterns whose probe rewrote end assertions,
+    or that the position automaton does not model (anchors, lookarounds but a trailing
+    lookahead, backreferences), have none.
+
+    Args:
+        pattern (str): the delimiter's source (``regex`` syntax, compiled with DOTALL).
+
+    Returns:
+        tuple[str, ...] | None: the proven literals, longest first; None: none.
+    """
+    from .held import position_automaton
+
+    reading = _read_source(pattern)
+    if reading.probe is None or reading.rewritten:
+        return None
+    auto = position_automaton(pattern)
+    if auto is None:
+        return None
+    preds: list[set] = [set() for _ in auto.tests]
+    for p, follows in enumerate(auto.follow):
+        for q in follows:
+            preds[q].add(p)
+    for q in auto.first:
+        preds[q].add(-1)
+    found = set()
+    for p in auto.last:
+        text = ""
+        while p >= 0 and len(auto.tests[p]) == 1 and len(text) < FINAL_MAX:
+            text = auto.tests[p] + text
+            if len(preds[p]) != 1:
+                break
+            (p,) = preds[p]
+        if text and _only_at_end(auto, text):
+            found.add(text)
+    return tuple(sorted(found, key=lambda t: (-len(t), t))) or None
+
+
+def _only_at_end(auto, literal: str) -> bool:
+    """Whether no path of ``auto`` (a position automaton) reads ``literal`` and then goes on."""
+    n = len(literal)
+    fail = [0] * (n + 1)
+    k = 0
+    for j in range(1, n):
+        while k and literal[j] != literal[k]:
+            k = fail[k]
+        if literal[j] == literal[k]:
+            k += 1
+        fail[j + 1] = k
+
+    def step(k: int, c: str) -> int:
+        if k == n:
+            k = fail[k]
+        while k and literal[k] != c:
+            k = fail[k]
+        return k + 1 if literal[k] == c else 0
+
+    chars = set(literal)
+    admits = []
+    for test in auto.tests:
+        if len(test) == 1:
+            admits.append(({test} & chars, test not in chars))
+        else:
+            compiled = regex.compile(test, regex.DOTALL)
+            admits.append(({c for c in chars if compiled.fullmatch(c)}, True))
+
+    def moves(targets, k):
+        for r in targets:
+            inside, other = admits[r]
+            for c in inside:
+                yield r, step(k, c)
+            if other:
+                yield r, 0
+
+    seen = set(moves(auto.first, 0))
+    todo = list(seen)
+    while todo:
+        q, k = todo.pop()
+        if k == n and auto.follow[q]:
+            return False
+        for move in moves(auto.follow[q], k):
+            if move not in seen:
+                seen.add(move)
+                todo.append(move)
+    return True
 
 
 @lru_cache(maxsize=512)

@@ -28,7 +28,7 @@ from respc.runtime.formats import FORMATS, plan_of
 from respc.runtime.stream import RUNTIME_ABI
 
 from .backtracking import linear_time_problem
-from .automaton import NEVER, Automaton, LiteralFind, barrier_plan, classify_pattern, late_pattern, plan_scans
+from .automaton import NEVER, Automaton, LiteralFind, barrier_plan, classify_pattern, final_literals, late_pattern, plan_scans
 from .held import PositionAutomaton, held_plan
 from .automaton import build_automaton
 from .ir import Template
@@ -745,6 +745,7 @@ def _pattern_args(scans, f) -> list[str]:
         args.append(f"probe=_P{f.probe}")
     if f.probe_always:
         args.append("probe_always=True")
+    final = final_literals(pattern) if f.probe is not None and not f.probe_always else None
     if f.slot is None:
         args.append("memo=False")
     if f.prefilter:
@@ -762,6 +763,8 @@ def _pattern_args(scans, f) -> list[str]:
         if late != NEVER:
             args.append(f"late=_D{f.regex}L")
             args += _search_facts(late, "late_")
+    if final is not None:
+        args.append(f"final={_tuple([_lit(t) for t in final])}")
     return args
 
 

@@ -1083,6 +1083,13 @@ def any_order(g: Grammar, prefix: str, members: list, join, at_least_one: bool =
             members = [(members[0][0], True)] + list(members[1:])  # (narrower: the first one written)
         return _in_order(members, 0, True, join)
     need = sum(1 << i for i, (_n, req) in enumerate(members) if req)
+    # each member (key forms, separator, value) is a rule of its own, which the 2 ** (n - 1) sets
+    # that lack it refer to: written inline, each set would carry a copy of it, and xgrammar turns
+    # every copy's parenthesized choices (the key forms, an enum's values) into rules of their own.
+    # Its compile builds a parser per grammar position, each costing time in the number of rules:
+    # O(positions x rules), so copies cost twice (docs/grammar.md "Cost")
+    members = [(node if isinstance(node, (Ref, Lit)) else g.share(f"{prefix}_m", node), req)
+               for node, req in members]
     # the same members (compared by content: nodes are values, nested objects already shared), the
     # same separator: the same rules. ``join`` is applied to a marker to key what it writes
     marker = Lit("\x00member")

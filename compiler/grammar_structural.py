@@ -31,10 +31,14 @@ with literal delimiters becomes an optional leading ``tag`` whose ``any_text`` e
 (a tool open inside reasoning stays reasoning text, as the parser reads it); its open is then
 excluded from the later free text (reasoning comes first). ``--no-reasoning`` excludes it.
 
-What it cannot express (:class:`StructuralTagError`, naming template, field and reason): call
-bodies that are not JSON (xml-inline parameters, pythonic calls, text) -- xgrammar's ``qwen_xml``
-and similar styles are other engines' readings of those formats, not respc's; opens without a
-literal start (a lookahead such as ``(?=\\{)``); fields nested in a section region; no tools.
+An xml-inline body whose open names the tool is the format's own parameter rule per tool (as
+the EBNF export writes it). Calls nested in a section region with literal delimiters that nests only
+calls are one tag per section open, whose content is the grammar IR's section body.
+
+What it cannot express (:class:`StructuralTagError`, naming template, field and reason): a body
+not in JSON whose open does not name the tool, outside a section (llama4_pythonic's calls; xgrammar's
+built-in readings of other formats are not respc's); opens without a literal start (a lookahead such as ``(?=\\{)``); fields nested in other
+regions; no tools.
 Where it is stricter than the parser it says so in the notes: a call cut off by the end of the
 stream, a reasoning region after text.
 """
@@ -51,6 +55,7 @@ from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, Js
                          without_optional_repairs, has_start_branches, nullable, pattern_leads, alt, EMPTY, _norm, NEVER,
                          name_run_on, not_starting, check_tool_name)
 from .ir import Field, Template
+from ..runtime.formats import FORMATS
 from ..runtime.formats.json_ import json_calls
 
 __all__ = ["StructuralTagError", "build_structural_tag", "export_structural_tag"]
@@ -212,10 +217,14 @@ class _StructuralBuilder:
         where = f"field {f.name!r}"
         if not f.outside:
             raise _Cannot("it is nested in a section region (not written as a structural tag)")
-        if f.content != "json":
-            raise _Cannot(f"its body is {f.content!r} ({'XML parameters' if f.content == 'xml-inline' else 'not JSON'})"
-                          ": a structural tag's content is a JSON schema")
         shape = call_shape(f)
+        fmt = FORMATS[f.content]
+        if f.content != "json" and (fmt.args_grammar is None or shape is None or shape.name_group is None
+                                    or f.end == "value"):
+            # another body (xml-inline parameters) is written when the open names the tool: the
+            # tag's content is the format's own rule for the tool's arguments, as in the EBNF export
+            raise _Cannot(f"its body is {f.content!r} ({'XML parameters' if f.content == 'xml-inline' else 'not JSON'})"
+                          " and its open does not name the tool: a structural tag writes such a body per tool")
         if shape is None:
             raise _Cannot("its transform does not take a call's name and arguments from one place")
         dialect = self.ir.dialect(f)
@@ -229,7 +238,9 @@ class _StructuralBuilder:
                               "turn: the calls run to the end of the output")
         elif f.close is not None:
             self.notes.append(f"{where}: a call cut off by the end of the stream (no close) is not accepted")
-        tail = _ebnf(seq(WS, head) if head is not None else WS)
+        # (a JSON body may be followed by whitespace; another format's rule says what follows it)
+        space = WS if f.content == "json" else EMPTY
+        tail = _ebnf(seq(space, head) if head is not None else space)
         tags = []
         if shape.name_group is not None:
             probe, _notes = regex_to_ir(without_optional_repairs(f.open.pattern), {shape.name_group: Lit("\x00")})
@@ -248,18 +259,29 @@ class _StructuralBuilder:
             for name, schema in self.tools:
                 if name != "\x00":
                     check_tool_name(f, shape.name_group, name, where)
-                    if self.ir.name_taken(self.t.fields.index(f), name, "{}"):
+                    if f.content == "json" and self.ir.name_taken(self.t.fields.index(f), name, "{}"):
                         continue
                 node, notes = regex_to_ir(without_optional_repairs(f.open.pattern), {shape.name_group: Lit(name)})
                 self.notes.extend(f"{where} open: {n}" for n in notes if "ASCII" not in n)
                 body = _params(schema)
                 if shape.args_keys:
                     body = _object({shape.args_keys[0]: body}, [shape.args_keys[0]])
-                if name == "\x00":  # no tool offered: the tags only name the triggers
+                if f.content != "json":
+                    args = fmt.args_grammar(self.ir, f, None if name == "\x00" else name,
+                                            schema if name != "\x00" else {"type": "object"}, where, jb)
+                    if args is None:  # the format cannot write a call to this tool valid against its schema
+                        continue
+                    if runon is not None and name != "\x00":  # what follows the name starts outside its class
+                        args = not_starting(args, runon, self.ir.g.rules)
+                    if name != "\x00" and self.ir.name_taken(self.t.fields.index(f), name,
+                                                              self.ir.sample_of(args)):
+                        continue
+                elif name == "\x00":  # no tool offered: the tags only name the triggers
                     element = self._schema_element(body, jb, where)
                     tags.extend(self._tag(begin, rest, element, tail, ends, lead) for begin, rest in self._begins(f, node))
                     continue
-                args = jb.schema(body, f"{where} parameters")
+                else:
+                    args = seq(lead, jb.schema(body, f"{where} parameters"))
                 for begin, rest in self._begins(f, node):
                     # one tag per trigger, its content one grammar element choosing the tool (the name
                     # after the trigger, then its arguments): the rules the tools share (strings,
@@ -268,7 +290,7 @@ class _StructuralBuilder:
                     trigger = max((x for x in mine if begin.startswith(x)), key=len, default=begin)
                     rest_of_begin = begin[len(trigger):]
                     per_trigger.setdefault(trigger, []).append(
-                        seq(Lit(rest_of_begin) if rest_of_begin else EMPTY, rest, lead, args))
+                        seq(Lit(rest_of_begin) if rest_of_begin else EMPTY, rest, args))
             for trigger, forms in per_trigger.items():
                 content = {"type": "sequence", "elements": [_ebnf(alt(*forms), self.ir.g.rules), tail]}
                 tags.append({"type": "tag", "begin": trigger, "content": content,
@@ -283,6 +305,45 @@ class _StructuralBuilder:
                for begin, rest in self._begins(f, node)]
         self.triggers.extend(tag["begin"] for tag in out)
         return out
+
+    def _section_of(self, f: Field) -> Field:
+        """The section region a nested call field ``f`` nests in: an outside text field with literal
+        opens and closes whose nested fields are all calls (minimax_m3's ``<tool_call>`` around its
+        ``<invoke>`` calls); :class:`_Cannot` otherwise."""
+        homes = [self.t.fields[j] for j, g in enumerate(self.t.fields)
+                 if any(r == g.name and how == "nest" for r, how in f.inside)]
+        for g in homes:
+            gi = self.t.fields.index(g)
+            nested = [self.t.fields[j] for j in self.ir.inside(gi, ("nest",))]
+            # (not written, the random walks of tests/test_grammar_sampling.py found outputs the
+            # parser reads otherwise: a section whose open ends another region, deepseek_v4's in its
+            # reasoning; a call field both nested and outside, dots')
+            if g.outside and not _is_reasoning(g) and g.content == "text" and g.open is not None and \
+                    g.open.literals is not None and _literal_list(g.close) is not None and \
+                    nested and all(_is_tool_field(self.t, x) and not x.outside for x in nested) and \
+                    not self.ir.endless(gi) and not any(how == "end" for _r, how in g.inside):
+                return g
+        raise _Cannot("it is nested in a section region (not written as a structural tag)")
+
+    def section_tags(self, g: Field) -> list[dict]:
+        """One tag per literal open of section ``g``: its content is the grammar IR's own body of the
+        section (text without the delimiters watched there, the nested calls between), its end the
+        section's close (docs/grammar.md "Structural tag")."""
+        gi = self.t.fields.index(g)
+        ends = _literal_list(g.close)
+        ends = [c for c in ends if c not in self.eot] or ends
+        outer = getattr(self.ir, "_need", False)
+        self.ir._need = self.choice not in ("auto", "none")  # a section counts only with a call in it
+        try:
+            body = self.ir.text_body(gi)
+        finally:
+            self.ir._need = outer
+        if not self.parallel:
+            self.notes.append(f"field {g.name!r}: at most one call section (--no-parallel)")
+        element = _ebnf(body, self.ir.g.rules)
+        self.triggers.extend(g.open.literals)
+        return [{"type": "tag", "begin": o, "content": element, "end": ends[0] if len(ends) == 1 else ends}
+                for o in g.open.literals]
 
     def _begins(self, f: Field, node) -> list:
         begins = _begins(node)
@@ -332,7 +393,15 @@ class _StructuralBuilder:
                 return list(dict.fromkeys(x for j in self.t.fields if j.open is not None and any(
                     r == f.name and how in actions for r, how in j.inside)
                     for x in (j.open.literals or _begins_of(j.open.pattern)) if x))
-            enders, cut_enders = opens_ending(("end",)), opens_ending(("end", "end-if-unclosed"))
+            # an open nested in the reasoning (solar_open2's calls, plamo3's end of turn) is a region
+            # there, never reasoning text: the tag keeps it out (stricter than the parser: a call
+            # inside reasoning is not written)
+            nested = opens_ending(("nest",))
+            if nested:
+                self.notes.append(f"field {f.name!r}: a region nested in the reasoning ({', '.join(nested)}) is "
+                                  "not written there")
+            enders = list(dict.fromkeys(opens_ending(("end",)) + nested))
+            cut_enders = list(dict.fromkeys(opens_ending(("end", "end-if-unclosed")) + nested))
             inner = {"type": "any_text", "excludes": enders} if enders else {"type": "any_text"}
             tags = [{"type": "tag", "begin": o, "content": inner,
                      "end": closes[0] if len(closes) == 1 else closes} for o in opens]
@@ -382,14 +451,26 @@ class _StructuralBuilder:
         if not offered:  # no tool offered (or tool_choice none): the tags only name the triggers
             self.tools = [("\x00", {"type": "object"})]
         left_out: list[str] = []
+        done: set[str] = set()
         for f in fields:
+            if f.name in done:
+                continue
             try:
+                if not f.outside:
+                    section = self._section_of(f)
+                    tags.extend(self.section_tags(section))
+                    done.update(self.t.fields[j].name for j in self.ir.inside(self.t.fields.index(section), ("nest",)))
+                    continue
                 tags.extend(self.field_tags(f))
             except _Cannot as exc:
                 problems.append(f"field {f.name!r}: {exc}")
                 if f.open is not None and f.outside:
                     # its open stays out of the free text: the parser would read a call there
                     left_out.extend(x for x in (f.open.literals or _begins_of(f.open.pattern)) if x)
+                # so do the opens of the sections it nests in: the parser reads a section there
+                for g in self.t.fields:
+                    if g.outside and g.open is not None and any(r == g.name and how == "nest" for r, how in f.inside):
+                        left_out.extend(x for x in (g.open.literals or _begins_of(g.open.pattern)) if x)
         self.tools = offered
         if not tags:
             raise StructuralTagError(f"{self.t.source}: cannot be written as an xgrammar structural tag: "

@@ -188,9 +188,9 @@ _DELIMITERS_0 = (  # S_OUTSIDE
     # open 'named_call_command'
     _rt.Pattern(_D1, rank=2, probe=_P1, prefilter=True, factor='function', back=_B0),
     # open 'tool_call_json'
-    _rt.Pattern(_D2, rank=3, probe=_P2, prefilter=True, factor='<tool:', reach=0),
+    _rt.Pattern(_D2, rank=3, probe=_P2, prefilter=True, factor='<tool:', reach=0, final=('>',)),
     # open 'tool_call_command'
-    _rt.Pattern(_D3, rank=4, probe=_P3, prefilter=True, factor='<tool:', reach=0),
+    _rt.Pattern(_D3, rank=4, probe=_P3, prefilter=True, factor='<tool:', reach=0, final=('>',)),
     _rt.Literal('<|eot_id|>', rank=5),  # close 'content'
     _rt.Literal('<|end_of_text|>', rank=5),
     _rt.Literal('</think>', rank=5),

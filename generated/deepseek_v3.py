@@ -90,7 +90,8 @@ _DELIMITERS_0 = (  # S_OUTSIDE
                 reach=0,
                 leads=(
                     '<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>',
-                )),
+                ),
+                final=('```json',)),
     _rt.Literal('<\uff5cend\u2581of\u2581sentence\uff5c>', rank=1),  # close 'content'
     _rt.Literal('<\uff5ctool\u2581calls\u2581begin\uff5c>', rank=1),
     _rt.Literal('<\uff5ctool\u2581calls\u2581end\uff5c>', rank=1),

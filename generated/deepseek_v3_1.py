@@ -100,7 +100,8 @@ _DELIMITERS_0 = (  # S_OUTSIDE
     # open 'tool_calls'
     _rt.Pattern(_D0, rank=1, probe=_P0, prefilter=True,
                 factor='<\uff5ctool\u2581call\u2581begin\uff5c>', reach=0,
-                leads=('<\uff5ctool\u2581call\u2581begin\uff5c>',)),
+                leads=('<\uff5ctool\u2581call\u2581begin\uff5c>',),
+                final=('<\uff5ctool\u2581sep\uff5c>',)),
     _rt.Literal('<\uff5cend\u2581of\u2581sentence\uff5c>', rank=2),  # close 'content'
     _rt.Literal('</think>', rank=2),
     _rt.Literal('<\uff5ctool\u2581calls\u2581begin\uff5c>', rank=2),

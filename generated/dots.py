@@ -128,13 +128,15 @@ _TRANSITIONS = (
 _DELIMITERS_0 = (  # S_OUTSIDE
     _rt.Literal('<dots_function_call>', rank=0),  # open 'call_section'
     # open 'tool_calls'
-    _rt.Pattern(_D0, rank=1, probe=_P0, prefilter=True, factor='<invoke', reach=0),
+    _rt.Pattern(_D0, rank=1, probe=_P0, prefilter=True, factor='<invoke', reach=0,
+                final=('>',)),
     _rt.Literal('<|endofresponse|>', rank=2),  # close 'content'
     _rt.Literal('</dots_function_call>', rank=2),
 )
 _DELIMITERS_1 = (  # S_CALL_SECTION
     # nest 'tool_calls'
-    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<invoke', reach=0),
+    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<invoke', reach=0,
+                final=('>',)),
     _rt.Pattern(_D1, rank=1, probe=_P1),  # nest 'json_tool_call'
     _rt.Literal('</dots_function_call>', rank=2),  # close 'call_section'
 )

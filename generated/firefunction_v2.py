@@ -84,7 +84,7 @@ _TRANSITIONS = (
 _DELIMITERS_0 = (  # S_OUTSIDE
     # open 'tool_calls'
     _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='functools', reach=0,
-                leads=('functools[',)),
+                leads=('functools[',), final=('functools[',)),
     _rt.Literal('<|eot_id|>', rank=1),  # close 'content'
     _rt.Literal('<|start_header_id|>assistant<|end_header_id|>', rank=1),
 )

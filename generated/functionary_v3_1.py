@@ -109,7 +109,7 @@ _TRANSITIONS = (
 _DELIMITERS_0 = (  # S_OUTSIDE
     # open 'tool_calls'
     _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<function=', reach=0,
-                leads=('<function=',)),
+                leads=('<function=',), final=('>',)),
     _rt.Literal('<|python_tag|>', rank=1),  # open 'python_call'
     _rt.Literal('<|eot_id|>', rank=2),  # close 'content'
     _rt.Literal('<|eom_id|>', rank=2),

@@ -97,13 +97,15 @@ _TRANSITIONS = (
 _DELIMITERS_0 = (  # S_OUTSIDE
     _rt.Literal('>>>all\n', rank=0),  # open 'answer'
     # open 'tool_calls'
-    _rt.Pattern(_D0, rank=1, probe=_P0, prefilter=True, factor='>>>', reach=0, leads=('>>>',)),
+    _rt.Pattern(_D0, rank=1, probe=_P0, prefilter=True, factor='>>>', reach=0, leads=('>>>',),
+                final=('\n',)),
     _rt.Literal('<|eot_id|>', rank=2),  # close 'content'
     _rt.Literal('<|eom_id|>', rank=2),
 )
 _DELIMITERS_1 = (  # S_ANSWER
     # open 'tool_calls'
-    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='>>>', reach=0, leads=('>>>',)),
+    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='>>>', reach=0, leads=('>>>',),
+                final=('\n',)),
     _rt.Literal('<|eot_id|>', rank=1),  # close 'answer'
     _rt.Literal('<|eom_id|>', rank=1),
 )

@@ -183,7 +183,8 @@ _R_P1 = _rt.LazyPattern(  # probe of open of 'tool_calls'
 
 # -- delimiters per state, in rank order: the runtime builds the scanners (runtime/scanners.py)
 _R_DELIMITERS_0 = (  # S_OUTSIDE
-    _rt.Pattern(_R_D0, rank=0, probe=_R_P0, leads=('<|channel>',)),  # open 'reasoning_content'
+    # open 'reasoning_content'
+    _rt.Pattern(_R_D0, rank=0, probe=_R_P0, leads=('<|channel>',), final=('<|channel>thought',)),
     # open 'tool_calls'
     _rt.Pattern(_R_D1, rank=1, probe=_R_P1, leads=('<|tool_call>:', '<|tool_call>call:')),
     _rt.Literal('<turn|>', rank=2),  # close 'content'

@@ -81,7 +81,8 @@ _TRANSITIONS = (
 # -- delimiters per state, in rank order: the runtime builds the scanners (runtime/scanners.py)
 _DELIMITERS_0 = (  # S_OUTSIDE
     # open 'tool_calls'
-    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<|', reach=0, leads=('<|',)),
+    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<|', reach=0, leads=('<|',),
+                final=('function call<|role_sep|>\n', '<|function_call|>')),
     _rt.Literal('</s>', rank=1),  # close 'content'
     _rt.Literal('<|message_sep|>', rank=1),
 )

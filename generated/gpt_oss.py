@@ -188,16 +188,20 @@ _TRANSITIONS = (
 _DELIMITERS_0 = (  # S_OUTSIDE
     # open 'reasoning_content'
     _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<|channel|>', reach=0,
-                leads=('<|channel|>',)),
+                leads=('<|channel|>',), final=('<|message|>', '<|end|>')),
     _rt.Pattern(_D1, rank=1, probe=_P1, anchored=True),  # open 'reasoning_stripped'
     # open 'tool_calls'
     _rt.Pattern(_D2, rank=2, probe=_P2, factor='to=functions.', back=_B0,
-                barrier=('to=functions.', 'f')),
+                barrier=('to=functions.', 'f'), final=('<|message|>', '<|end|>')),
     # open 'builtin_tool_message'
     _rt.Pattern(_D3, rank=3, probe=_P3, prefilter=True, factor='<|message|>', back=_B1,
-                leads=('<|',)),
+                leads=('<|',), final=('<|message|>',)),
     # close 'content'
-    _rt.Pattern(_D4, rank=4, probe=_P4, prefilter=True, factor='<|', reach=0, leads=('<|',)),
+    _rt.Pattern(_D4, rank=4, probe=_P4, prefilter=True, factor='<|', reach=0, leads=('<|',),
+                final=(
+                    '<|channel|>commentary<|message|>', '<|message|>', '<|return|>', 'assistant',
+                    '<|call|>', '<|end|>',
+                )),
 )
 _DELIMITERS_1 = (  # S_REASONING_CONTENT
     _rt.Literal('<|end|>', rank=0),  # close 'reasoning_content'
@@ -212,7 +216,8 @@ _DELIMITERS_3 = (  # S_TOOL_CALLS
 )
 _DELIMITERS_4 = (  # S_BUILTIN_TOOL_MESSAGE
     # close 'builtin_tool_message'
-    _rt.Pattern(_D6, rank=0, probe=_P6, prefilter=True, factor='<|', reach=0, leads=('<|',)),
+    _rt.Pattern(_D6, rank=0, probe=_P6, prefilter=True, factor='<|', reach=0, leads=('<|',),
+                final=('<|call|>', '<|end|>')),
 )
 
 
@@ -427,14 +432,14 @@ _R_P4 = _rt.LazyPattern(  # probe of close of 'content'
 _R_DELIMITERS_0 = (  # S_OUTSIDE
     # open 'reasoning_content'
     _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<|channel|>', reach=0,
-                leads=('<|channel|>',)),
+                leads=('<|channel|>',), final=('<|message|>', '<|end|>')),
     _rt.Pattern(_D1, rank=1, probe=_P1, anchored=True),  # open 'reasoning_stripped'
     # open 'tool_calls'
     _rt.Pattern(_D2, rank=2, probe=_P2, factor='to=functions.', back=_B0,
-                barrier=('to=functions.', 'f')),
+                barrier=('to=functions.', 'f'), final=('<|message|>', '<|end|>')),
     # open 'builtin_tool_message'
     _rt.Pattern(_D3, rank=3, probe=_P3, prefilter=True, factor='<|message|>', back=_B1,
-                leads=('<|',)),
+                leads=('<|',), final=('<|message|>',)),
     _rt.Pattern(_R_D4, rank=4, probe=_R_P4, leads=('<|',)),  # close 'content'
 )
 

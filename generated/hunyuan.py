@@ -112,20 +112,23 @@ _TRANSITIONS = (
 # -- delimiters per state, in rank order: the runtime builds the scanners (runtime/scanners.py)
 _DELIMITERS_0 = (  # S_OUTSIDE
     # open 'reasoning_content'
-    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<think', reach=0),
+    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<think', reach=0, final=('>',)),
     # open 'tool_calls'
     _rt.Pattern(_D1, rank=1, probe=_P1, prefilter=True, factor='<tool_call', reach=0,
                 leads=('<tool_call',)),
-    _rt.Pattern(_D2, rank=2, probe=_P2, prefilter=True),  # close 'content'
+    # close 'content'
+    _rt.Pattern(_D2, rank=2, probe=_P2, prefilter=True,
+                final=('<\uff5chy_place\u2581holder\u2581no\u25812\uff5c>', '\uff5c>', '>')),
 )
 _DELIMITERS_1 = (  # S_REASONING_CONTENT
     # close 'reasoning_content'
-    _rt.Pattern(_D3, rank=0, probe=_P3, prefilter=True, factor='</think', reach=0),
+    _rt.Pattern(_D3, rank=0, probe=_P3, prefilter=True, factor='</think', reach=0,
+                final=('>',)),
 )
 _DELIMITERS_2 = (  # S_TOOL_CALLS
     # close 'tool_calls'
     _rt.Pattern(_D4, rank=0, probe=_P4, prefilter=True, factor='</tool_call', reach=0,
-                leads=('</tool_call',)),
+                leads=('</tool_call',), final=('>',)),
 )
 
 

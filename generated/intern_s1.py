@@ -99,14 +99,14 @@ _DELIMITERS_0 = (  # S_OUTSIDE
     _rt.Literal('<think>', rank=0),  # open 'reasoning_content'
     # open 'tool_calls'
     _rt.Pattern(_D0, rank=1, probe=_P0, prefilter=True, factor='<|action_start|>', reach=0,
-                leads=('<|action_start|>',)),
+                leads=('<|action_start|>',), final=('<|plugin|>',)),
     _rt.Literal('<|im_end|>', rank=2),  # close 'content'
     _rt.Literal('</think>', rank=2),
 )
 _DELIMITERS_1 = (  # S_REASONING_CONTENT
     # nest 'tool_calls'
     _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<|action_start|>', reach=0,
-                leads=('<|action_start|>',)),
+                leads=('<|action_start|>',), final=('<|plugin|>',)),
     _rt.Literal('</think>', rank=1),  # close 'reasoning_content'
 )
 _DELIMITERS_2 = (  # S_TOOL_CALLS

@@ -85,7 +85,7 @@ _TRANSITIONS = (
 _DELIMITERS_0 = (  # S_OUTSIDE
     # open 'tool_calls'
     _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<|action_start|>', reach=0,
-                leads=('<|action_start|>',)),
+                leads=('<|action_start|>',), final=('<|plugin|>',)),
     _rt.Literal('<|im_end|>', rank=1),  # close 'content'
 )
 _DELIMITERS_1 = (  # S_TOOL_CALLS

@@ -208,17 +208,18 @@ _TRANSITIONS = (
 _DELIMITERS_0 = (  # S_OUTSIDE
     # open 'reasoning_content'
     _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<ifm|think', reach=0,
-                leads=('<ifm|think',)),
+                leads=('<ifm|think',), final=('>',)),
     # open 'tool_calls'
     _rt.Pattern(_D1, rank=1, probe=_P1, factor='<ifm|tool_call>', back=_B0,
                 barrier=('<ifm|tool_call>', '<')),
     # open 'json_tool_call_list'
     _rt.Pattern(_D2, rank=2, probe=_P2, factor='<ifm|tool_call>', back=_B0,
-                barrier=('<ifm|tool_call>', '<')),
+                barrier=('<ifm|tool_call>', '<'), final=('<ifm|tool_call>',)),
     # open 'json_tool_call'
     _rt.Pattern(_D3, rank=3, probe=_P3, factor='<ifm|tool_call>', back=_B0,
-                barrier=('<ifm|tool_call>', '<')),
-    _rt.Pattern(_D4, rank=4, probe=_P4, prefilter=True),  # close 'content'
+                barrier=('<ifm|tool_call>', '<'), final=('<ifm|tool_call>',)),
+    # close 'content'
+    _rt.Pattern(_D4, rank=4, probe=_P4, prefilter=True, final=('<|ifm|im_end|>', '>')),
 )
 _DELIMITERS_1 = (  # S_REASONING_CONTENT
     # open 'tool_calls'
@@ -226,28 +227,28 @@ _DELIMITERS_1 = (  # S_REASONING_CONTENT
                 barrier=('<ifm|tool_call>', '<')),
     # open 'json_tool_call_list'
     _rt.Pattern(_D2, rank=1, probe=_P2, factor='<ifm|tool_call>', back=_B0,
-                barrier=('<ifm|tool_call>', '<')),
+                barrier=('<ifm|tool_call>', '<'), final=('<ifm|tool_call>',)),
     # open 'json_tool_call'
     _rt.Pattern(_D3, rank=2, probe=_P3, factor='<ifm|tool_call>', back=_B0,
-                barrier=('<ifm|tool_call>', '<')),
+                barrier=('<ifm|tool_call>', '<'), final=('<ifm|tool_call>',)),
     # close 'reasoning_content'
     _rt.Pattern(_D5, rank=3, probe=_P5, prefilter=True, factor='</ifm|think', reach=0,
-                leads=('</ifm|think',)),
+                leads=('</ifm|think',), final=('>',)),
 )
 _DELIMITERS_2 = (  # S_TOOL_CALLS
     # close 'tool_calls'
     _rt.Pattern(_D6, rank=0, probe=_P6, prefilter=True, factor='</ifm|tool_call>', reach=0,
-                leads=('</ifm|tool_call>',)),
+                leads=('</ifm|tool_call>',), final=('</ifm|tool_calls>',)),
 )
 _DELIMITERS_3 = (  # S_JSON_TOOL_CALL_LIST
     # close 'json_tool_call_list'
     _rt.Pattern(_D7, rank=0, probe=_P7, prefilter=True, factor='</ifm|tool_call>', reach=0,
-                leads=('</ifm|tool_call>',)),
+                leads=('</ifm|tool_call>',), final=('</ifm|tool_calls>',)),
 )
 _DELIMITERS_4 = (  # S_JSON_TOOL_CALL
     # close 'json_tool_call'
     _rt.Pattern(_D8, rank=0, probe=_P8, prefilter=True, factor='</ifm|tool_call>', reach=0,
-                leads=('</ifm|tool_call>',)),
+                leads=('</ifm|tool_call>',), final=('</ifm|tool_calls>',)),
 )
 
 

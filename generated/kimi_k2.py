@@ -82,7 +82,8 @@ _TRANSITIONS = (
 # -- delimiters per state, in rank order: the runtime builds the scanners (runtime/scanners.py)
 _DELIMITERS_0 = (  # S_OUTSIDE
     # open 'tool_calls'
-    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, leads=('<|tool_call_begin|>',)),
+    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, leads=('<|tool_call_begin|>',),
+                final=('<|tool_call_argument_begin|>',)),
     _rt.Literal('<|im_end|>', rank=1),  # close 'content'
     _rt.Literal('<|tool_calls_section_begin|>', rank=1),
     _rt.Literal('<|tool_calls_section_end|>', rank=1),

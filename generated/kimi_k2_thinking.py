@@ -100,7 +100,8 @@ _TRANSITIONS = (
 _DELIMITERS_0 = (  # S_OUTSIDE
     _rt.Literal('<think>', rank=0),  # open 'reasoning_content'
     # open 'tool_calls'
-    _rt.Pattern(_D0, rank=1, probe=_P0, prefilter=True, leads=('<|tool_call_begin|>',)),
+    _rt.Pattern(_D0, rank=1, probe=_P0, prefilter=True, leads=('<|tool_call_begin|>',),
+                final=('<|tool_call_argument_begin|>',)),
     _rt.Literal('<|im_end|>', rank=2),  # close 'content'
     _rt.Literal('<|tool_calls_section_begin|>', rank=2),
     _rt.Literal('<|tool_calls_section_end|>', rank=2),

@@ -168,7 +168,8 @@ _DELIMITERS_2 = (  # S_RESPONSE
 )
 _DELIMITERS_3 = (  # S_TOOLS_SECTION
     # nest 'json_tool_call'
-    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, leads=('<|open|>call tool="',)),
+    _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, leads=('<|open|>call tool="',),
+                final=('<|sep|><|open|>json type="object"<|sep|>',)),
     # nest 'tool_calls'
     _rt.Pattern(_D1, rank=1, probe=_P1, prefilter=True, factor='<|open|>call tool="', reach=0,
                 leads=('<|open|>call tool="',)),

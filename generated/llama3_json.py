@@ -167,10 +167,10 @@ _DELIMITERS_1 = ()  # S_TOOL_CALLS: it watches nothing
 _DELIMITERS_2 = ()  # S_TAGGED_JSON_CALL: it watches nothing
 _DELIMITERS_3 = ()  # S_BUILTIN_TOOL_CALL: it watches nothing
 _DELIMITERS_4 = (  # S_AFTER_TOOL_CALLS
-    _rt.Pattern(_D1, rank=0, probe=_P1),  # after 'tool_calls'
+    _rt.Pattern(_D1, rank=0, probe=_P1, final=(';',)),  # after 'tool_calls'
 )
 _DELIMITERS_5 = (  # S_AFTER_TAGGED_JSON_CALL
-    _rt.Pattern(_D2, rank=0, probe=_P2),  # after 'tagged_json_call'
+    _rt.Pattern(_D2, rank=0, probe=_P2, final=(';',)),  # after 'tagged_json_call'
 )
 
 

@@ -96,7 +96,7 @@ _DELIMITERS_0 = (  # S_OUTSIDE
     _rt.Literal('[THINK]', rank=0),  # open 'reasoning_content'
     # open 'tool_calls'
     _rt.Pattern(_D0, rank=1, probe=_P0, prefilter=True, factor='[TOOL_CALLS]', reach=0,
-                leads=('[TOOL_CALLS]',)),
+                leads=('[TOOL_CALLS]',), final=('[ARGS]',)),
     _rt.Literal('</s>', rank=2),  # close 'content'
 )
 _DELIMITERS_1 = (  # S_REASONING_CONTENT

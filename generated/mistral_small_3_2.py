@@ -83,7 +83,7 @@ _TRANSITIONS = (
 _DELIMITERS_0 = (  # S_OUTSIDE
     # open 'tool_calls'
     _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='[TOOL_CALLS]', reach=0,
-                leads=('[TOOL_CALLS]',)),
+                leads=('[TOOL_CALLS]',), final=('[ARGS]',)),
     _rt.Literal('</s>', rank=1),  # close 'content'
 )
 _DELIMITERS_1 = ()  # S_TOOL_CALLS: it watches nothing

@@ -140,11 +140,13 @@ _TRANSITIONS = (
 _DELIMITERS_0 = (  # S_OUTSIDE
     # open 'reasoning_content'
     _rt.Pattern(_D0, rank=0, probe=_P0, factor='<|message|>', back=_B0,
-                barrier=('<|message|>', 'g')),
-    _rt.Pattern(_D1, rank=1, probe=_P1, barrier=('<|message|>', '<')),  # open 'tool_message'
+                barrier=('<|message|>', 'g'), final=('<|message|>',)),
+    # open 'tool_message'
+    _rt.Pattern(_D1, rank=1, probe=_P1, barrier=('<|message|>', '<'),
+                final=('<atem:function_calls>',)),
     # open 'answer'
     _rt.Pattern(_D2, rank=2, probe=_P2, factor='<|message|>', back=_B1,
-                barrier=('<|message|>', 'g')),
+                barrier=('<|message|>', 'g'), final=('<|message|>',)),
     _rt.Literal('<|eom|>', rank=3),  # close 'content'
     _rt.Literal('<|eot|>', rank=3),
     _rt.Literal('<|end_of_text|>', rank=3),

@@ -190,10 +190,10 @@ _DELIMITERS_0 = (  # S_OUTSIDE
     _rt.Literal('<think>', rank=0),  # open 'reasoning_content'
     # open 'tool_call_json'
     _rt.Pattern(_D0, rank=1, probe=_P0, prefilter=True, factor='<tool_call>', reach=0,
-                leads=('<tool_call>',)),
+                leads=('<tool_call>',), final=('{',)),
     # open 'tool_call_name_json'
     _rt.Pattern(_D1, rank=2, probe=_P1, prefilter=True, factor='<tool_call>', reach=0,
-                leads=('<tool_call>',)),
+                leads=('<tool_call>',), final=('{',)),
     # open 'tool_calls'
     _rt.Pattern(_D2, rank=3, probe=_P2, prefilter=True, factor='<tool_call>', reach=0,
                 leads=('<tool_call>',)),
@@ -205,10 +205,10 @@ _DELIMITERS_0 = (  # S_OUTSIDE
 _DELIMITERS_1 = (  # S_REASONING_CONTENT
     # open 'tool_call_json'
     _rt.Pattern(_D0, rank=0, probe=_P0, prefilter=True, factor='<tool_call>', reach=0,
-                leads=('<tool_call>',)),
+                leads=('<tool_call>',), final=('{',)),
     # open 'tool_call_name_json'
     _rt.Pattern(_D1, rank=1, probe=_P1, prefilter=True, factor='<tool_call>', reach=0,
-                leads=('<tool_call>',)),
+                leads=('<tool_call>',), final=('{',)),
     # open 'tool_calls'
     _rt.Pattern(_D2, rank=2, probe=_P2, prefilter=True, factor='<tool_call>', reach=0,
                 leads=('<tool_call>',)),

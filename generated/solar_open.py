@@ -97,7 +97,7 @@ _DELIMITERS_0 = (  # S_OUTSIDE
     _rt.Literal('<|think|>', rank=0),  # open 'reasoning_content'
     # open 'tool_calls'
     _rt.Pattern(_D0, rank=1, probe=_P0, prefilter=True, factor='<|tool_call:begin|>', reach=0,
-                leads=('<|tool_call:begin|>',)),
+                leads=('<|tool_call:begin|>',), final=('<|tool_call:args|>',)),
     _rt.Literal('<|end|>', rank=2),  # close 'content'
     _rt.Literal('<|begin|>assistant', rank=2),
     _rt.Literal('<|content|>', rank=2),

@@ -112,7 +112,7 @@ _DELIMITERS_1 = (  # S_REASONING_CONTENT
 )
 _DELIMITERS_2 = ()  # S_TOOL_CALLS: it watches nothing
 _DELIMITERS_3 = (  # S_AFTER_TOOL_CALLS
-    _rt.Pattern(_D1, rank=0, probe=_P1),  # after 'tool_calls'
+    _rt.Pattern(_D1, rank=0, probe=_P1, final=('</tool_call>', '```')),  # after 'tool_calls'
 )
 
 

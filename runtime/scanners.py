@@ -430,6 +430,9 @@ class Pattern(NamedTuple):
         late (LazyPattern | None): the pattern without those alternatives (None: nothing else).
         late_leads (tuple[str, ...] | None): ``late``'s leads.
         late_barrier (tuple[str, str] | None): ``late``'s ``(factor, barrier)``.
+        final (tuple[str, ...] | None): literals that end a match for good (compiler/automaton.py
+            ``final_literals``): a complete match with text after it whose last characters are
+            one of them is taken without asking the probe, which could only agree.
     """
 
     delimiter: object
@@ -447,6 +450,7 @@ class Pattern(NamedTuple):
     late: object = None
     late_leads: tuple | None = None
     late_barrier: tuple | None = None
+    final: tuple | None = None
 
 
 def _texts(value, size=None) -> bool:
@@ -469,7 +473,8 @@ def _check_pattern(record) -> None:
           and (record.factor is None or (type(record.factor) is str and record.factor))
           and (record.reach is None or (type(record.reach) is int and 0 <= record.reach <= REACH_MAX))
           and _texts(record.leads) and _texts(record.late_leads)
-          and _texts(record.barrier, 2) and _texts(record.late_barrier, 2)
+          and _texts(record.barrier, 2) and _texts(record.late_barrier, 2) and _texts(record.final)
+          and (record.final is None or (record.probe is not None and not record.probe_always))
           and (record.factor is None or (record.memo and record.probe is not None and not record.probe_always))
           and (record.back is None or record.factor is not None))
     if not ok:
@@ -702,7 +707,8 @@ def _pattern_source(records: tuple, slot: int) -> tuple[str, dict]:
         w(4, "if i < hold:")
         w(5, "hold = i")
         w(4, "i = -1")
-        w(3, "else:")
+        # a match ending with a final literal is final: its probe could only agree (Pattern.final)
+        w(3, f"elif not buf.endswith({r.final!r}, i, e):" if r.final is not None else "else:")
         window = None if mine["window"] is None else mine["window"] + slot
         if r.prefilter:
             lo_var = "lo" if r.factor else "pos"

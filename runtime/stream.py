@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 import threading
 import time
 from typing import Any, Callable, NamedTuple
@@ -1407,7 +1408,8 @@ def _run_hold(w: str, chars: frozenset, by_last: dict) -> int:
 
 def _read_heads(triggers: str | None, heads: Any) -> tuple | None:
     """FAST_PATH's heads of one state as :func:`_trigger_hold` reads them: None (unknown), or
-    ``(heads, k, partial)``: the heads (all ``k`` characters long; a mix is cut to the shortest,
+    ``(heads, k, partial, search)`` (``search``: :func:`_hold_search`'s, None until
+    :func:`_searching_heads` compiles it): the heads (all ``k`` characters long; a mix is cut to the shortest,
     which only scans more), and every proper prefix of one, each trigger character among them (a
     trigger ending a chunk is held, as it always was)."""
     if heads is None:
@@ -1415,14 +1417,94 @@ def _read_heads(triggers: str | None, heads: Any) -> tuple | None:
     k = min((len(h) for h in heads), default=2)
     starts = frozenset(h[:k] for h in heads)
     partial = {h[:i] for h in starts for i in range(1, k)} | set(triggers or "")
-    return starts, k, frozenset(partial)
+    return starts, k, frozenset(partial), None
+
+
+def _searching_heads(cls: type) -> None:
+    """Give each state's heads of ``cls._FAST`` its :func:`_hold_search` (the fourth member,
+    None until then): by the class's first parser, so that importing a module compiles no
+    pattern (issue 14), as its scanners and delimiters are compiled by their first use."""
+    cls._FAST = tuple((triggers, heads if heads is None else heads[:3] + (_hold_search(triggers, heads[0], heads[2]),))
+                      for triggers, heads in cls._FAST)
+    cls._FAST_SEARCH = True
+
+
+def _hold_search(triggers: str | None, starts: frozenset, partial: set) -> Callable | None:
+    """The ``search`` of one stdlib ``re`` pattern that answers :func:`_trigger_hold_plain` for
+    a state in one engine call (issue 33: its loop of ``find`` calls and slices was most of the
+    cost of a chunk holding a ``<``): group 1, a head at a trigger character (scan); else group
+    2, the leftmost trigger that begins a proper prefix of a head ending the text (held). Only
+    heads and prefixes that begin with a trigger character are in it, as the loop looks only
+    there; a head is ``k`` characters and a held prefix fewer, so the leftmost match is the
+    loop's answer. None (the loop decides) without triggers."""
+    if not triggers:
+        return None
+    heads = sorted(h for h in starts if h[0] in triggers)
+    held = sorted(p for p in partial if p[0] in triggers)
+    alternatives = []
+    if heads:
+        alternatives.append("(" + _trie_source(heads) + ")")
+    if held:
+        alternatives.append("((?:" + _trie_source(held) + r")\Z)")
+    if not alternatives:
+        return None
+    if not heads:
+        alternatives.insert(0, "((?!))")
+    return re.compile("|".join(alternatives), re.DOTALL).search
+
+
+def _trie_source(texts: list[str]) -> str:
+    """A stdlib ``re`` source matching exactly the non-empty ``texts``, as a trie: the texts
+    that share a first character share one branch, and one-character rests are one class
+    (llama4_pythonic's 80 heads ``[`` then a letter or a space are ``\\[[...]``, which ``re``
+    reads in one step instead of trying 80 branches)."""
+    by_first: dict[str, list[str]] = {}
+    for text in texts:
+        by_first.setdefault(text[0], []).append(text[1:])
+    branches = []
+    for first in sorted(by_first):
+        rests = by_first[first]
+        ends = "" in rests
+        rests = sorted(r for r in rests if r)
+        if not rests:
+            branches.append(re.escape(first))
+            continue
+        if all(len(r) == 1 for r in rests):
+            inner = rests[0] if len(rests) == 1 else "[" + "".join(_class_char(r) for r in rests) + "]"
+            inner = re.escape(inner) if len(rests) == 1 else inner
+        else:
+            inner = "(?:" + _trie_source(rests) + ")"
+        branches.append(re.escape(first) + inner + ("?" if ends else ""))
+    return "|".join(branches)
+
+
+def _class_char(c: str) -> str:
+    """``c`` written to stand for itself inside a ``re`` character class."""
+    return "\\" + c if c in "\\]^-[" else c
 
 
 def _trigger_hold(text: str, triggers: str, heads: tuple | None) -> int:
     """Where the fast paths must stop in ``text``: -1 when a trigger character begins one of the
     state's ``heads`` (see :func:`_read_heads`; a delimiter may begin there: scan; ``heads``
     None: any trigger), else the offset of the leftmost trigger that begins a proper prefix of a head
-    ending ``text`` (held: a delimiter may begin there), else ``len(text)`` (nothing to hold)."""
+    ending ``text`` (held: a delimiter may begin there), else ``len(text)`` (nothing to hold).
+    The answer of :func:`_trigger_hold_plain`, in one search of :func:`_hold_search`'s pattern
+    when the state has one (tests/test_fast_path.py compares them)."""
+    if heads is not None:
+        search = heads[3]
+        if search is not None:
+            for c in triggers:
+                if c in text:
+                    found = search(text)
+                    if found is None:
+                        return len(text)
+                    return -1 if found.lastindex == 1 else found.start()
+            return len(text)  # (no trigger: nothing to search)
+    return _trigger_hold_plain(text, triggers, heads)
+
+
+def _trigger_hold_plain(text: str, triggers: str, heads: tuple | None) -> int:
+    """:func:`_trigger_hold` by its definition: each trigger character's occurrences in turn."""
     cut = n = len(text)
     for c in triggers:
         if c not in text:
@@ -1431,7 +1513,7 @@ def _trigger_hold(text: str, triggers: str, heads: tuple | None) -> int:
         while j >= 0:
             if heads is None:
                 return -1
-            starts, k, partial = heads
+            starts, k, partial = heads[:3]
             if n - j >= k:
                 if text[j:j + k] in starts:
                     return -1
@@ -1772,6 +1854,8 @@ class StreamParser:
         #: the arguments"). The decoder must keep the :class:`Boundary` contract of
         #: ``runtime/formats/base.py`` and find the end ``region.boundary()`` finds.
         self.boundary_hook: Callable[[Any, Any], Any] | None = None
+        if "_FAST_SEARCH" not in type(self).__dict__:
+            _searching_heads(type(self))
         self._enter(self.OUTSIDE_FIELD)
         self._out = {key: _copy(value) for key, value in self.DEFAULTS.items()}
         #: per message key of a field that neither joins nor repeats: the offsets of the block
@@ -1953,7 +2037,14 @@ class StreamParser:
                 # delimiter (a trigger character, followed by a character that continues one), so
                 # the scanners could only route it whole to the open region.
                 # (_quiet is never set once the parser is finalized or failed.)
-                cut = _trigger_hold(text, self._triggers, self._heads)
+                heads = self._heads
+                if heads is not None and heads[3] is not None:
+                    # _trigger_hold's search, called here (a chunk holding a trigger character
+                    # took two calls more than a plain one)
+                    found = heads[3](text)
+                    cut = len(text) if found is None else -1 if found.lastindex == 1 else found.start()
+                else:
+                    cut = _trigger_hold(text, self._triggers, heads)
                 if cut < 0 and self._LITS[self._state] is not None:
                     events = self._run_path(text, ())
                     if events is not None:
@@ -1962,7 +2053,11 @@ class StreamParser:
                     if cut == len(text):
                         if not text:
                             return []
-                        self._keep(text)
+                        body = self._body  # (_keep, written out)
+                        body.append(text)
+                        if len(body) >= BLOCK:
+                            self._blocks.append("".join(body))
+                            body.clear()
                         context = self._context  # (0 with ANCHOR_CONTEXT: the buffer keeps its characters)
                         if context:
                             kept = (self._buf + text)[-context:]

@@ -257,17 +257,10 @@ def test_sampled_strings_parse_to_the_sampled_calls(family):
 
 #: catalogue templates the structural tag cannot express -> a word of the reason the error gives
 ST_CANNOT = {
-    "deepseek_v3_2": "xml-inline", "dots": "xml-inline", "glm4_5": "xml-inline", "hunyuan": "xml-inline",
-    "minimax_m2": "xml-inline", "nemotron3_nano": "xml-inline", "qwen3_5": "xml-inline", "qwen3_coder": "xml-inline",
-    "seed_oss": "xml-inline", "step3": "xml-inline", "llama4_pythonic": "pythonic", "olmo3": "nested in a section",
-    "kimi_vl": "no tool-call field", "olmo3_think": "no tool-call field",
-    "deepseek_v4": "nested in a section", "deepseek_v4_1": "nested in a section", "minimax_m1": "nested in a section",
-    "kimi_k3": "nested in a section",
-    "minicpm4": "xml-inline", "hyperclovax_seed_think": "xml-inline", "solar_open2": "xml-inline",
-    "plamo3": "nested in a section", "minimax_m3": "nested in a section",
-    "spark2_5": "xml-inline", "gemma2": "no tool-call field",
-    "ling3": "xml-inline", "step3p5": "xml-inline", "muse_glimmer": "nested in a section",
-    "gigachat3_5": "nested in a section", "k2_horizon": "does not end in literal strings", "zaya": "xml-inline",
+    "llama4_pythonic": "pythonic", "kimi_vl": "no tool-call field", "olmo3_think": "no tool-call field",
+    "gemma2": "no tool-call field", "muse_glimmer": "nested in a section",
+    "deepseek_v4": "nested in a section", "deepseek_v4_1": "nested in a section",
+    "k2_horizon": "does not end in literal strings",
 }
 #: vector id -> why the structural tag rejects an output the parser reads
 ST_GAPS: dict[str, str] = json.loads((REPO / "tests" / "cases" / "structural_tag_gaps.json").read_text(encoding="utf-8"))
@@ -389,13 +382,25 @@ def test_structural_tag_name_in_the_open_for_gpt_oss():
     assert '"get_weather"' in grammar and '"get_time"' in grammar and '"<|constrain|>"' in grammar
 
 
-def test_structural_tag_refuses_xml_bodies_naming_template_and_field(tmp_path, capsys):
+def test_structural_tag_refuses_nested_calls_naming_template_and_field(tmp_path, capsys):
     (tmp_path / "tools.json").write_text(json.dumps(TOOLS), encoding="utf-8")
-    code = main(["grammar", "qwen3_coder", "--format", STRUCTURAL_TAG, "--tools", str(tmp_path / "tools.json")])
+    code = main(["grammar", "muse_glimmer", "--format", STRUCTURAL_TAG, "--tools", str(tmp_path / "tools.json")])
     err = capsys.readouterr().err
     assert code == 2
-    assert "qwen3_coder.json: cannot be written as an xgrammar structural tag: field 'tool_calls': its body is " \
-           "'xml-inline' (XML parameters)" in err
+    assert "muse_glimmer.json: cannot be written as an xgrammar structural tag: field 'tool_calls': it is nested in a " \
+           "section region" in err
+
+
+@needs_engines
+def test_structural_tag_writes_xml_parameters_per_tool():
+    """An xml-inline body whose open names the tool: the tag's content is the format's own rule for
+    each tool's parameters (any order, required ones present, values typed), as in the EBNF export."""
+    tag, _notes = export_structural_tag(REPO / "templates" / "qwen3_coder.json", tools=[WEATHER])
+    text = json.dumps(tag)
+    call = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"
+    assert accepts_structural_tag(text, "Sure. " + call)
+    assert not accepts_structural_tag(text, call.replace("get_weather", "get_time"))  # not an offered tool
+    assert not accepts_structural_tag(text, call.replace("city", "town"))  # not a declared parameter
 
 
 def test_structural_tag_cli_prints_json_and_notes(tmp_path, capsys):
@@ -409,3 +414,35 @@ def test_structural_tag_cli_prints_json_and_notes(tmp_path, capsys):
 def test_structural_tag_needs_tools():
     with pytest.raises(StructuralTagError, match="needs the offered tools"):
         export_structural_tag(REPO / "templates" / "qwen3.json")
+
+
+#: section region -> (open, close) of templates whose calls nest in a section (no corpus vectors)
+NESTED_SECTIONS = {"minimax_m3": ("]<]minimax[>[<tool_call>", "]<]minimax[>[</tool_call>"),
+                   "kimi_k3": ("<|open|>tools<|sep|>", "<|close|>tools<|sep|>"),
+                   "gigachat3_5": ("<｜GCML｜tool_calls>", "</｜GCML｜tool_calls>"),
+                   "minimax_m1": ("<tool_calls>", "</tool_calls>")}
+
+
+@needs_engines
+@pytest.mark.parametrize("family", NESTED_SECTIONS)
+def test_structural_tag_writes_call_sections(family):
+    """Calls nested in a section region: one tag per section open, its content the grammar IR's own
+    section body. Sections cut from the EBNF export's samples are accepted; a call outside any
+    section is text (the parser reads none there), and a section whose call names no offered tool
+    is refused."""
+    opens, close = NESTED_SECTIONS[family]
+    t = _compiled(family).template
+    tag = json.dumps(build_structural_tag(t, [WEATHER])[0])
+    g = build_grammar_ir(t, [WEATHER], tool_choice="required")
+    sections = []
+    for i in range(30):
+        text = sample(g, random.Random(i))
+        a = text.find(opens)
+        b = text.find(close, a)
+        if a >= 0 and b >= 0:
+            sections.append(text[a:b + len(close)])
+    assert len(sections) >= 5, family
+    for section in sections:
+        assert accepts_structural_tag(tag, "Sure. " + section), (family, section)
+    assert accepts_structural_tag(tag, "Sure. no call")
+    assert not accepts_structural_tag(tag, "Sure. " + sections[0].replace("get_weather", "get_tim", 1))

@@ -1233,3 +1233,130 @@ def test_json_body_repair_parity():
     assert not differ, differ[:3]
     FIGURES["json_repairs"] = (len(bodies), sum("notes" in e for e in expected))
     assert sum("notes" in e for e in expected) > 100 and sum(e.get("repair", 1) is None for e in expected) > 100
+
+
+#: a list body of this many calls is longer than V8 takes as one call's arguments (``f(...list)``
+#: overflows the call stack at some 100,000 elements on Node 20's default stack)
+LONG_LIST = 200_000
+
+
+@needs_node
+def test_extend_takes_a_list_longer_than_a_call_takes_arguments():
+    """apertus (``transform_each``, its calls added to the list one by one): a tool list of
+    LONG_LIST calls (2 MB of model output) is read as Python reads it, in both errors modes; the
+    runtime added the list's elements with one spread push, a RangeError (maximum call stack)
+    thrown on model output, by errors "recover" too (docs/javascript.md: recover throws only
+    JsonNumberError)."""
+    from respc.generated import apertus
+
+    text = "<|tools_prefix|>[" + ", ".join(f'{{"f{k % 7}": {{"i": {k}}}}}' for k in range(LONG_LIST)) + "]<|tools_suffix|> ok"
+    script = r"""
+import { ResponseParser } from "./generated/js/apertus.mjs";
+let text = "";
+process.stdin.setEncoding("utf8");
+for await (const piece of process.stdin) text += piece;
+const out = {};
+for (const errors of ["strict", "recover"]) {
+  try {
+    const p = new ResponseParser("", { errors });
+    p.feed(text);
+    const calls = p.finalize().message.tool_calls;
+    out[errors] = [calls.length, calls[0], calls.at(-1)];
+  } catch (exc) { out[errors] = exc.name + ": " + exc.message; }
+}
+process.stdout.write(JSON.stringify(out));
+"""
+    done = subprocess.run([NODE, "--input-type=module", "-e", script], cwd=REPO, input=text, capture_output=True,
+                          text=True, encoding="utf-8", timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    for errors in ("strict", "recover"):
+        parser = apertus.ResponseParser("", None, errors=errors)
+        parser.feed(text)
+        calls = parser.finalize()[0]["tool_calls"]
+        assert out[errors] == [len(calls), calls[0], calls[-1]], (errors, str(out[errors])[:300])
+    assert out["strict"][0] == LONG_LIST
+
+
+@needs_node
+def test_delta_adapter_forgets_a_call_after_many_deltas_of_one_feed():
+    """hermes2pro, errors "recover" with recoverArguments "stream": one feed of LONG_LIST / 2
+    whole calls, each after a word, then a call whose body turns out malformed before any chunk of
+    it left (forgotten: its text goes to content). The adapter dropped the call's deltas with a
+    spread of the feed's other deltas into ``splice``, a RangeError (maximum call stack) on model
+    output; now the same chunks, message and diagnostics as the Python adapter (docs/openai.md)."""
+    from respc.generated import hermes2pro
+    from respc.openai import ChatCompletionStream
+
+    text = 'a<tool_call>{"name": "f", "arguments": {}}</tool_call>' * (LONG_LIST // 2) + \
+        '<tool_call>{"name": "g", "arguments": {"a": 1}} junk</tool_call>'
+    script = r"""
+import { ResponseParser } from "./generated/js/hermes2pro.mjs";
+import { ChatCompletionStream } from "./generated/js/respc.mjs";
+let text = "";
+process.stdin.setEncoding("utf8");
+for await (const piece of process.stdin) text += piece;
+const s = new ChatCompletionStream(new ResponseParser("", { errors: "recover" }), { recoverArguments: "stream",
+  ids: (n) => "c" + n, completionId: "x", created: 0 });
+let out;
+try {
+  const chunks = s.feed(text).concat(s.finalize());
+  const message = s.openaiMessage();
+  out = { chunks: chunks.length, last: chunks.slice(-3), calls: message.tool_calls.length, content: message.content,
+    diagnostics: s.diagnostics };
+} catch (exc) { out = exc.name + ": " + exc.message; }
+process.stdout.write(JSON.stringify(out));
+"""
+    done = subprocess.run([NODE, "--input-type=module", "-e", script], cwd=REPO, input=text, capture_output=True,
+                          text=True, encoding="utf-8", timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    stream = ChatCompletionStream(hermes2pro.ResponseParser("", None, errors="recover"), recover_arguments="stream",
+                                  ids=lambda n: f"c{n}", completion_id="x", created=0)
+    chunks = stream.feed(text) + stream.finalize()
+    message = stream.openai_message()
+    want = {"chunks": len(chunks), "last": chunks[-3:], "calls": len(message["tool_calls"]),
+            "content": message["content"], "diagnostics": stream.diagnostics}
+    assert out == json.loads(json.dumps(want)), str(out)[:300]
+    assert want["calls"] == LONG_LIST // 2 and want["content"].endswith("junk</tool_call>")
+
+
+DELTA_MALFORMED_LINEAR_JS = r"""
+import { ResponseParser } from "./generated/js/hermes2pro.mjs";
+import { ChatCompletionStream } from "./generated/js/respc.mjs";
+function once(n) {
+  globalThis.gc();
+  const t0 = process.cpuUsage();
+  const s = new ChatCompletionStream(new ResponseParser("", { errors: "recover" }), { recoverArguments: "stream" });
+  for (let i = 0; i < n; i++) {
+    s.feed('<tool_call>{"name": "f", "arguments": {"a": 1}}');
+    s.feed(" junk</tool_call>");
+  }
+  s.finalize();
+  if (s.diagnostics.length !== n) throw new Error(`${s.diagnostics.length} diagnostics for ${n} calls`);
+  const spent = process.cpuUsage(t0);
+  return (spent.user + spent.system) / 1000;
+}
+once(2000);
+const best = [1e9, 1e9];
+for (let r = 0; r < 2; r++) {
+  best[0] = Math.min(best[0], once(12000));
+  best[1] = Math.min(best[1], once(24000));
+}
+process.stdout.write(JSON.stringify(best));
+"""
+
+
+@needs_node
+def test_js_delta_adapter_is_linear_in_malformed_streamed_calls():
+    """hermes2pro, errors "recover", recoverArguments "stream": many calls whose arguments left in
+    one feed and whose body the next feed makes malformed (each kept, named in a
+    streamed-call-malformed diagnostic): twice the calls cost at most 2.5 times the CPU time. Each
+    such region looked for the parser's diagnostic of it in a reversed copy of every diagnostic so
+    far (measured 3.9 times for twice the calls)."""
+    done = subprocess.run([NODE, "--single-threaded", "--expose-gc", "--input-type=module", "-e",
+                           DELTA_MALFORMED_LINEAR_JS], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    small, large = json.loads(done.stdout)
+    print(f"JS delta adapter, malformed streamed calls: {small:.1f} ms -> {large:.1f} ms CPU for twice the calls")
+    assert large <= 2.5 * small, (small, large)

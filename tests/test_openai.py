@@ -822,3 +822,29 @@ def test_dumps_is_json_dumps():
         assert _dumps(value) == json.dumps(value, ensure_ascii=False), value
     with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
         _dumps({"a": {1}})
+
+
+def test_many_text_blocks_cost_linear_time():
+    """hermes2pro, errors "recover", arguments streamed: many 300-character content blocks, each
+    followed by a call, in 256-character feeds. Twice the output costs at most 2.5 times the time
+    (support.best_time). Each block's close copied the whole content stored so far and compared it
+    with the whole content sent (measured 5.2 times for twice the blocks); now it compares the
+    block with what was sent since the last close, as the JavaScript adapter does
+    (docs/openai.md)."""
+    from respc.generated import hermes2pro
+    from support import best_time
+
+    def run(blocks: int) -> None:
+        text = ("x" * 300 + ' <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>') * blocks
+        stream = ChatCompletionStream(hermes2pro.ResponseParser("", None, errors="recover"), recover_arguments="stream")
+        sent = []
+        for k in range(0, len(text), 256):
+            sent += stream.feed(text[k:k + 256])
+        stream.finalize()
+        content = stream.openai_message()["content"]
+        assert content == "x" * 300 * blocks and not stream.diagnostics
+
+    run(200)
+    small, large = best_time(lambda: run(2500), 2), best_time(lambda: run(5000), 2)
+    print(f"python delta adapter, many text blocks: {small * 1e3:.0f} ms -> {large * 1e3:.0f} ms for twice the blocks")
+    assert large <= 2.5 * small, (small, large)

@@ -215,3 +215,80 @@ def test_a_state_declared_the_same_is_compiled_once():
     assert codes[0] and all(a is b for a, b in zip(codes[0], codes[1], strict=True))
     text = "<think>a</think>b<tool_call>f\n<arg_key>x</arg_key>\n<arg_value>1</arg_value>\n</tool_call>"
     assert classes[0]("").feed(text) == classes[1]("").feed(text)
+
+
+def _without_finals(parser_class):
+    """``parser_class`` with every Pattern record's ``final`` dropped: the general path, which
+    asks the D2 probe after every complete match (a subclass with the same declarations, and its
+    bounded patterns still searched under their time limit)."""
+    from respc.runtime import Pattern
+
+    scanners = tuple(scan if records is None else
+                     tuple(r._replace(final=None) if isinstance(r, Pattern) else r for r in records)
+                     for records, scan in zip(parser_class._DECLARED, parser_class.SCANNERS))
+    body = {"__slots__": (), "SCANNERS": scanners}
+    if parser_class.REGEX_BOUNDED:
+        body["REGEX_BOUNDED"] = parser_class.REGEX_BOUNDED
+    return type("General", (parser_class,), body)
+
+
+#: catalogue templates with a Pattern record that declares final literals (at least these)
+_FINAL_NAMES = sorted(name for name in CATALOGUE
+                      if "final=(" in (REPO / "generated" / f"{name}.py").read_text(encoding="utf-8"))
+
+
+def test_final_literals_are_proven_where_they_end_matches_for_good():
+    """compiler/automaton.py ``final_literals``: a literal qualifies only when no text the
+    pattern can still be writing holds it before its end."""
+    from respc.compiler.automaton import final_literals
+
+    assert final_literals(r"<tool:[ \t]*(?P<name>[^>\s]+)[ \t]*>") == (">",)
+    assert final_literals(r"<\|call\|>|<\|end\|>") == ("<|call|>", "<|end|>")
+    # a class that can read the literal's characters, or a repeat after it: no proof
+    assert final_literals(r"<f=(?P<name>.+)>") is None
+    assert final_literals(r"<a>\s*") is None
+    assert final_literals(r"x(?:<a>)+") is None
+    assert final_literals(r"<a><a>") == ("<a><a>",)
+    # the first "<a>" can go on ("b<a>"): only the whole text ends a match for good
+    assert final_literals(r"<a>(?:b<a>)?") == ("<a>b<a>",)
+    # an end assertion (the probe rewrites it) or a lookbehind: no proof
+    assert final_literals(r"<a>$") is None
+    assert final_literals(r"(?<=x)<a>") is None
+    assert len(_FINAL_NAMES) >= 10 and {"gpt_oss", "muse_glimmer"} <= set(_FINAL_NAMES)
+
+
+@pytest.mark.parametrize("name", _FINAL_NAMES)
+def test_final_literals_change_no_event(name):
+    """A match that ends with a final literal is taken without its D2 probe (runtime/scanners.py
+    ``Pattern.final``): against the general path, which asks the probe, the catalogue's cases
+    and random texts spliced from the template's delimiters give the same events and message in
+    every chunking (errors strict and recover)."""
+    from support import delimiter_pieces, family_cases, random_pieces
+
+    module = respc.compile_template(REPO / "templates" / f"{name}.json")
+    rng = random.Random(f"final-{name}")
+    pieces = delimiter_pieces(name)
+    texts = [case["text"] for case in family_cases(name)]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(2, 12))) for _ in range(40)]
+    fast_classes = {"strict": module.ResponseParser}
+    recover = getattr(module, "_RecoverParser", None)
+    general_classes = {"strict": _without_finals(module.ResponseParser)}
+    if recover is not None:
+        fast_classes["recover"], general_classes["recover"] = recover, _without_finals(recover)
+    for errors, fast in fast_classes.items():
+        general = general_classes[errors]
+        for text in texts:
+            cuts = [[text], list(text), random_pieces(text, rng, 6), random_pieces(text, rng, 17)]
+            for chunks in cuts:
+                outcomes = []
+                for cls in (fast, general):
+                    try:
+                        parser = cls("", errors=errors)
+                        events = list(parser.initial_events)
+                        for chunk in chunks:
+                            events.extend(parser.feed(chunk))
+                        message, final = parser.finalize()
+                        outcomes.append((message, events + final))
+                    except Exception as exc:  # noqa: BLE001 - both paths must raise alike
+                        outcomes.append(("error", type(exc).__name__, str(exc)))
+                assert outcomes[0] == outcomes[1], (name, errors, text, chunks)

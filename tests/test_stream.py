@@ -587,6 +587,36 @@ def test_literal_states_decide_held_text_without_scanning():
         _compare(module, "", text, None, f"minimax_m3-literals/{i}")
 
 
+@pytest.mark.parametrize("name", CATALOGUE_NAMES)
+def test_trigger_hold_search_is_the_loop(name):
+    """``_trigger_hold`` answers with one search of ``_hold_search``'s pattern per state; the loop
+    it replaces (``_trigger_hold_plain``) gives the same answer on random texts of each state's
+    trigger and head characters (strict and recover classes), and on every catalogue case cut
+    at random."""
+    from respc.runtime.stream import _trigger_hold, _trigger_hold_plain
+    from support import family_cases, random_pieces
+
+    module = respc.compile_template(REPO / "templates" / f"{name}.json")
+    rng = random.Random(f"hold-{name}")
+    classes = [module.ResponseParser]
+    if hasattr(module, "_RecoverParser"):
+        classes.append(module._RecoverParser)
+    cases = [piece for case in family_cases(name) for piece in random_pieces(case["text"], rng, 9)]
+    searched = 0
+    for parser_class in classes:
+        parser_class("")  # (the first parser compiles the searches)
+        for triggers, heads in parser_class._FAST:
+            if heads is None or not triggers:
+                continue
+            searched += heads[3] is not None
+            alphabet = sorted(set(triggers) | set("".join(heads[0])) | set("ab \n"))
+            texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 9))) for _ in range(600)]
+            for text in texts + cases:
+                assert _trigger_hold(text, triggers, heads) == _trigger_hold_plain(text, triggers, heads), \
+                    (name, triggers, text)
+    assert searched or all(heads is None or not triggers for c in classes for triggers, heads in c._FAST)
+
+
 # --- 2. the quick proof of a plain tool call -----------------------------------------------------
 
 NAN, INF = float("nan"), float("inf")

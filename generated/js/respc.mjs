@@ -1297,7 +1297,9 @@ export class StreamParser {
     } else if (region.repeats) {
       if (value === null && region.empty_none) return;
       if (!out.has(name)) out.set(name, []);
-      if (region.extend && Array.isArray(value)) out.get(name).push(...value);
+      // (one push per element: a spread passes every element as an argument, and a list of some
+      // 100,000 calls overflows the call stack, a RangeError on model output)
+      if (region.extend && Array.isArray(value)) { const list = out.get(name); for (const item of value) list.push(item); }
       else out.get(name).push(value);
     } else if (!isEmpty(value)) {
       const previous = out.has(name) ? out.get(name) : null;
@@ -2837,12 +2839,19 @@ export class ChatCompletionStream {
     const calls = this._calls.slice(base);
     if (!calls.length) return false;
     if (!calls.some((call) => call.shown)) {
-      this._deltas.splice(0, this._deltas.length, ...this._deltas.filter((d) => d[0] === "text" || d[1] < base));
+      // (a new list, not splice(0, n, ...kept): a spread of a feed's 100,000 deltas overflows the call stack)
+      this._deltas = this._deltas.filter((d) => d[0] === "text" || d[1] < base);
       this._calls.length = base;
       return false;
     }
-    const found = [...this.parser.diagnostics].reverse().find(
-      (d) => (d.kind === "truncated" || d.kind === "malformed") && d.start === event.start);
+    // the parser's diagnostic of this region, read from the end (a copy of the whole list per
+    // region, as [...list].reverse() made, costs quadratic time over many malformed regions)
+    const diagnostics = this.parser.diagnostics;
+    let found;
+    for (let k = diagnostics.length - 1; k >= 0 && found === undefined; k--) {
+      const d = diagnostics[k];
+      if ((d.kind === "truncated" || d.kind === "malformed") && d.start === event.start) found = d;
+    }
     const cause = found !== undefined ? found.kind : "malformed";
     for (const call of calls) {
       this._sendArgs(call);
