@@ -16,7 +16,10 @@ Each region event is routed by its message key (``field``):
   trailing whitespace is held until more text follows it (then sent) or the block closes (then
   dropped), and the ``join`` string goes out before a block's first character when the slot already
   has non-empty text (empty pieces are never joined). So the concatenated deltas of a key equal the
-  message's value; nothing is ever sent that the message will not hold. A text region whose body is not stripped streams raw; any other
+  message's value; nothing is ever sent that the message will not hold, but for a field that neither
+  joins nor repeats written again: the message keeps the later block, the client holds both, and the
+  replaced range is reported once (:meth:`ChatCompletionStream._catch_up`; docs/openai.md "Text a
+  later block replaces"). A text region whose body is not stripped streams raw; any other
   processing is sent at the region's close.
 * ``tool_calls`` regions: a call's first delta carries ``index``, ``id`` and ``type``; its
   ``function.name`` goes out as soon as it is known; ``function.arguments`` are JSON text fragments.
@@ -269,60 +272,60 @@ class _Call:
         return sent
 
 
-class _Text:
-    """Streaming state of one text slot (``content`` or the reasoning key)."""
+#: at most this many characters of the text a ``"the message replaced text already sent"`` diagnostic
+#: names are kept in it (its offsets give the whole range): docs/openai.md "Text a later block replaces"
+EXCERPT = 80
 
-    __slots__ = ("key", "parts", "_stored", "synced", "mark", "started", "pending", "join", "sse_head", "sse_tail")
+
+class _Text:
+    """Streaming state of one text slot (``content`` or the reasoning key).
+
+    What was sent is ``parts`` (what the client accumulated); the message's value is described
+    without being rebuilt (a string rebuilt at every close made many blocks quadratic): ``has``
+    (it is non-empty), and where it lies in the text sent, ``start`` (characters before it that
+    the message no longer holds, named in diagnostics) with ``first`` (the part it begins at).
+    ``mark`` and ``size``: the parts and characters sent up to the last close; the parts after
+    ``mark`` are the open block's text so far (:meth:`ChatCompletionStream._catch_up`)."""
+
+    __slots__ = ("key", "parts", "has", "mark", "size", "start", "first", "started", "pending", "join",
+                 "sse_head", "sse_tail")
 
     def __init__(self, key: str, stored: Any) -> None:
         self.key = key          # the delta key it goes to
         self.join = ""          # the open region's join
         self.parts: list[str] = []  # everything sent for it so far (what the accumulator holds)
-        # the parser's value, mirrored, in pieces (None: no value); joined when read (``stored``),
-        # so that a block's close adds its pieces instead of copying the slot
-        self._stored: list[str] | None = [stored] if isinstance(stored, str) else None
-        #: what was sent equals the value stored, as of the last close (``mark``: len(parts) then)
-        self.synced = not (isinstance(stored, str) and stored)
-        self.mark = 0
+        self.has = False        # the message's value so far is non-empty
+        self.mark = 0           # parts sent up to the last close
+        self.size = 0           # characters in parts[:mark]
+        self.start = 0          # characters sent before the message's value (replaced text)
+        self.first = 0          # the part the message's value begins at
         self.started = False    # the open block has had a non-whitespace character
         self.pending = ""       # trailing whitespace held back
         #: the server-sent-event text of a chunk whose delta is this key alone, before and after
         #: the delta's JSON string (set by the stream)
         self.sse_head = self.sse_tail = ""
+        if isinstance(stored, str) and stored:  # a default the message holds: sent with the role chunk
+            self.parts.append(stored)
+            self.has = True
+            self.mark = 1
+            self.size = len(stored)
 
     @property
     def sent(self) -> str:
-        parts = self.parts
-        if len(parts) > 1:
-            if self.mark != len(parts):
-                self.synced = False  # (the parts since the last close are merged: compare all)
-            parts[:] = ["".join(parts)]
-            self.mark = 1
-        return parts[0] if parts else ""
+        """The text sent so far (what the client accumulated for the key)."""
+        return "".join(self.parts)
 
-    @property
-    def stored(self) -> str | None:
-        """The value stored (None: none), its pieces joined into one."""
-        pieces = self._stored
-        if pieces is None:
-            return None
-        if len(pieces) > 1:
-            pieces[:] = ["".join(pieces)]
-        return pieces[0]
-
-    @stored.setter
-    def stored(self, value: str | None) -> None:
-        self._stored = None if value is None else [value]
-
-    @property
-    def filled(self) -> bool:
-        """The value stored is a non-empty string."""
-        pieces = self._stored
-        return bool(pieces) and any(pieces)  # (the first piece is non-empty but for an empty value)
-
-    def store(self, *pieces: str) -> None:
-        """Add ``pieces`` to a non-empty value stored."""
-        self._stored.extend(pieces)
+    def excerpt(self, index: int, end: int) -> str:
+        """At most :data:`EXCERPT` characters of ``parts[index:end]``, from their start: the
+        cost is the excerpt's, not the range's."""
+        out: list[str] = []
+        need = EXCERPT
+        for part in self.parts[index:end]:
+            out.append(part[:need])
+            need -= len(out[-1])
+            if need <= 0:
+                break
+        return "".join(out)
 
 
 #: parser class and errors mode -> its plans (see :func:`_plans`); bounded, cleared when full
@@ -422,10 +425,10 @@ class ChatCompletionStream:
         self._ids = ids or (lambda n: "call_" + uuid.uuid4().hex[:24])
         self.id = completion_id or "chatcmpl-" + uuid.uuid4().hex
         self.created = int(time.time()) if created is None else created
-        #: what the adapter could not stream faithfully: never expected with errors="strict" (see
-        #: the module docstring); with recover_arguments="stream", the calls sent that the
-        #: message lacks or holds otherwise (kinds "streamed-call-malformed",
-        #: "streamed-arguments-differ")
+        #: what the adapter could not stream faithfully: text a later block replaced (in both modes:
+        #: "the message replaced text already sent", docs/openai.md "Text a later block replaces");
+        #: with recover_arguments="stream", the calls sent that the message lacks or holds otherwise
+        #: (kinds "streamed-call-malformed", "streamed-arguments-differ")
         self.diagnostics: list[dict] = []
         #: the parser's message once finalized (transformers shape)
         self.message: dict | None = None
@@ -454,6 +457,8 @@ class ChatCompletionStream:
         if self._one and getattr(parser, "boundary_hook", _MISSING) is None:
             parser.boundary_hook = self._boundary
         self._role_sent = False
+        #: the text deltas of a text slot's non-empty default (the message holds it unless a block replaces it)
+        self._owed = [("text", text.key, text.parts[0]) for text in self._texts.values() if text.parts]
         # templates of a chunk and of its one choice (copied per chunk, never handed out)
         self._outer = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
                        "model": self.model, "choices": None}
@@ -750,6 +755,8 @@ class ChatCompletionStream:
         # ("text", key, str) | ("tool", index, the call's delta dict: its header, its name) | ("args", index,
         # argument text): an argument fragment stays a string until its chunk is built (_built)
         deltas: list[tuple] = []
+        if self._owed:  # (the first chunks: a default text the message holds goes out after the role)
+            deltas, self._owed = self._owed, []
         self._deltas = deltas
         for event in events:
             kind = event["type"]
@@ -869,7 +876,7 @@ class ChatCompletionStream:
                 return
             text.started = True
             join = text.join
-            if text.filled and join:  # (empty pieces are never joined: the message's rule)
+            if text.has and join:  # (empty pieces are never joined: the message's rule)
                 text.parts.append(join)
                 self._deltas.append(("text", text.key, join))
         whole = text.pending + piece
@@ -880,78 +887,76 @@ class ChatCompletionStream:
 
     def _close_text(self, text: _Text, region: Any, value: Any) -> None:
         """Mirror the parser's store of one block (template-language.md "Closing a region and storing its value",
-        D1) and send what the slot gained beyond what was already sent (the join of an empty block, a processed
-        value)."""
+        D1; docs/events.md "Overwritten values") and send what the slot gained beyond what was already sent
+        (the join of an empty block, a processed value): :meth:`_catch_up` with what the store appends to the
+        value, or with the value that replaces it (a field that neither joins nor repeats, written again)."""
         text.pending = ""
         text.started = False
         if value is None and region is not None and region.empty_none:
-            self._catch_up(text, "")
+            self._catch_up(text, "", False)
             return
         if not isinstance(value, str):
             self.diagnostics.append({"field": text.key, "problem": "a text block whose value is not a string"})
             return
-        # the slot's new value is the one stored with ``appended`` added (None: replaced)
-        filled = text.filled
         join = region.join if region is not None else None
         if join is not None:
-            if filled and value:
-                text.store(join, value)
-                appended = join + value
-            elif value or text._stored is None:
-                text.stored = value  # (the value stored was empty or none)
-                appended = value
-            else:
-                appended = ""
+            self._catch_up(text, (join + value if text.has else value) if value else "", False)
         elif region is not None and region.repeats:
-            if filled:
-                text.store(value)
-            else:
-                text.stored = value  # a list of strings: shown concatenated
-            appended = value
-        elif value or not filled:
-            appended = None if filled else value
-            text.stored = value
+            self._catch_up(text, value, False)  # a list of strings: shown concatenated
         else:
-            appended = ""
-        self._catch_up(text, appended)
+            self._catch_up(text, value, bool(value) and text.has)
 
-    def _catch_up(self, text: _Text, appended: str | None) -> None:
-        """Send what the slot's value holds beyond what was sent. ``appended`` is what the last
-        store added to the value stored before it (None: it replaced it). While what was sent
-        equals the value stored before (``text.synced``), only the text sent since then is compared
-        with ``appended``: each close costs its block, not the whole slot (linear in many blocks)."""
-        if appended is not None and text.synced:
-            since = "".join(text.parts[text.mark:])
-            if appended.startswith(since):
-                rest = appended[len(since):]
-                if rest:
-                    text.parts.append(rest)
-                    self._deltas.append(("text", text.key, rest))
-                text.mark = len(text.parts)
-                return
-        else:
-            sent, new = text.sent, text.stored or ""
-            if new.startswith(sent):
-                rest = new[len(sent):]
-                if rest:
-                    text.parts.append(rest)
-                    self._deltas.append(("text", text.key, rest))
-                text.synced = True
-                text.mark = len(text.parts)
-                return
-        text.synced = False
-        self.diagnostics.append({"field": text.key, "problem": "the message replaced text already sent",
-                                 "sent": text.sent, "message": text.stored or ""})
+    def _catch_up(self, text: _Text, target: str, replace: bool) -> None:
+        """The slot's block closed: the message appends ``target`` to its value (``replace``: its
+        value becomes ``target``). Send what ``target`` holds beyond the block's text sent so far
+        (``parts[mark:]``), so each close costs its block, never the whole slot.
+
+        Text the client holds that the message does not is reported once, when it happens, as
+        ``{"field", "problem": "the message replaced text already sent", "start", "end", "text"}``:
+        ``start``/``end`` are offsets (characters) in the key's accumulated text, ``text`` at most
+        :data:`EXCERPT` characters of that range. Two causes: a replaced value (the previous
+        value's range), and a block whose text as sent does not begin what the message stores
+        (its range; ``target`` is then sent whole after it, so no text of the message is ever
+        missing). Removing every reported range from the accumulated text gives the message's
+        value (docs/openai.md "Text a later block replaces")."""
+        parts = text.parts
+        mark = text.mark
+        if len(parts) > mark + 1:
+            parts[mark:] = ["".join(parts[mark:])]
+        since = parts[mark] if len(parts) > mark else ""
+        size = text.size + len(since)
+        if target.startswith(since):
+            rest = target[len(since):]
+            if replace:
+                self._replaced(text, text.start, text.size, text.first, mark)
+                text.start, text.first = text.size, mark
+        else:  # (no plan sends text a block's value does not begin with; kept exact should one ever)
+            rest = target
+            if replace:
+                self._replaced(text, text.start, size, text.first, len(parts))
+                text.start, text.first = size, len(parts)
+            else:
+                self._replaced(text, text.size, size, mark, len(parts))
+        if rest:
+            parts.append(rest)
+            self._deltas.append(("text", text.key, rest))
+        text.size = size + len(rest)
+        text.mark = len(parts)
+        text.has = text.has or bool(target)
+
+    def _replaced(self, text: _Text, start: int, end: int, first: int, last: int) -> None:
+        """Report the characters ``start`` to ``end`` of the key's accumulated text
+        (``parts[first:last]``) as text the message does not hold (see :meth:`_catch_up`)."""
+        if start < end:
+            self.diagnostics.append({"field": text.key, "problem": "the message replaced text already sent",
+                                     "start": start, "end": end, "text": text.excerpt(first, last)})
 
     def _malformed_text(self, text: _Text, raw: str) -> None:
+        """A malformed region's raw text goes to the implicit field (docs/events.md): the message
+        appends it (after the join when the value is not empty)."""
         region = next((r for r in self.parser.REGIONS if r.slot == text.key and not r.dirty), None)
         join = (region.join if region is not None else None) or ""
-        if text.filled:
-            text.store(join, raw)
-            self._catch_up(text, join + raw)
-        else:
-            text.stored = raw
-            self._catch_up(text, raw)  # (the value stored was empty or none)
+        self._catch_up(text, join + raw if text.has else raw, False)
 
     # --- tool calls ------------------------------------------------------------------------
     def _call(self, n: int) -> _Call:

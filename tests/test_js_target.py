@@ -818,6 +818,29 @@ def test_delta_parity_synthetic_and_conformance(tmp_path):
     assert not bad, "\n".join(bad[:3]) + f"\n({len(bad)} of {total} differ)"
 
 
+
+@needs_node
+def test_delta_parity_replaced_text(tmp_path):
+    """The written cases of tests/test_openai_replaced.py (a text field that neither joins nor repeats
+    written again, a non-empty default, a long replaced value, astral characters) and many blocks
+    after a replacement, through both delta adapters: the same chunks and the same diagnostics
+    (offsets in code points, excerpts)."""
+    from test_openai_replaced import ASSIGNED, CASES, _blocks
+
+    by_spec: dict = {}
+    for spec, text, *_ in CASES:
+        by_spec.setdefault(id(spec), (spec, []))[1].append(text)
+    by_spec[id(ASSIGNED)][1].append(_blocks(30))
+    tally = dict(FIGURES.get("delta_tally", {}))  # (the summary counts the parity cases above only)
+    total, bad = 0, []
+    for n, (spec, texts) in enumerate(by_spec.values()):
+        count, more = _delta_parity(tmp_path, f"replaced{n}", spec,
+                                    [{"id": f"replaced/{k}", "prefix": "", "text": t} for k, t in enumerate(texts)])
+        total += count
+        bad += more
+    FIGURES["delta_tally"] = tally
+    assert total and not bad, "\n".join(bad[:3]) + f"\n({len(bad)} of {total} differ)"
+
 @needs_node
 def test_deltas_written_cases():
     """Hand-checked outcomes on hermes2pro: a truncated call is never a call with recoverArguments
@@ -913,6 +936,59 @@ def test_js_delta_adapter_is_linear():
     for how, (small, large) in zip(("feed", "feedSse"), json.loads(done.stdout)):
         print(f"JS delta adapter linear, {how}: {small:.1f} ms -> {large:.1f} ms CPU for twice the output")
         assert large <= 2.5 * small, (how, small, large)
+
+
+REPLACED_LINEAR_JS = r"""
+import { ResponseParser } from "./parser.mjs";
+import { ChatCompletionStream } from "./respc.mjs";
+function once(n, errors) {
+  const text = "a<|im_end|>b<|im_end|>" + "xyz<|im_end|> <|im_end|>".repeat(n);
+  globalThis.gc();
+  const heap = process.memoryUsage().heapUsed, t0 = process.cpuUsage();
+  const s = new ChatCompletionStream(new ResponseParser("", { errors }));
+  for (let i = 0; i < text.length; i += 16) s.feed(text.slice(i, i + 16));
+  s.finalize();
+  const spent = process.cpuUsage(t0);
+  globalThis.gc();
+  const kept = process.memoryUsage().heapUsed - heap;  // (the stream, its diagnostics, alive here)
+  if (s.diagnostics.length !== n + 1) throw new Error("diagnostics: " + s.diagnostics.length);
+  return [(spent.user + spent.system) / 1000, kept];
+}
+const out = {};
+for (const errors of ["strict", "recover"]) {
+  once(2000, errors);
+  const best = [[1e9, 1e9], [1e9, 1e9]];
+  for (let r = 0; r < 3; r++) {
+    for (const [k, n] of [[0, 5000], [1, 10000]]) {
+      const [ms, bytes] = once(n, errors);
+      best[0][k] = Math.min(best[0][k], ms);
+      best[1][k] = Math.min(best[1][k], bytes);
+    }
+  }
+  out[errors] = best;
+}
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+@needs_node
+def test_js_replaced_text_is_linear(tmp_path):
+    """The JavaScript delta adapter over many blocks after a replacement (tests/test_openai_replaced.py's
+    template and output): twice the blocks cost at most 2.5 times the CPU time and the memory the
+    stream keeps (before, each later close joined the whole text sent into a new diagnostic)."""
+    from test_openai_replaced import ASSIGNED
+
+    read = read_template(ASSIGNED)
+    shutil.copyfile(RUNTIME, tmp_path / "respc.mjs")
+    (tmp_path / "parser.mjs").write_text(emit_js_module(read.template, read.automaton, command="x"), encoding="ascii")
+    done = subprocess.run([NODE, "--single-threaded", "--expose-gc", "--input-type=module", "-e", REPLACED_LINEAR_JS],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for errors, ((small, large), (kept_small, kept_large)) in json.loads(done.stdout).items():
+        print(f"JS replaced text, {errors}: {small:.1f} -> {large:.1f} ms CPU, {kept_small / 1e6:.2f} -> "
+              f"{kept_large / 1e6:.2f} MB kept, for twice the blocks")
+        assert large <= 2.5 * small, (errors, small, large)
+        assert kept_large <= 2.5 * kept_small, (errors, kept_small, kept_large)
 
 
 def test_parity_summary(capsys):

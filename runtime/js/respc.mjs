@@ -72,6 +72,21 @@ export function pyStrip(s) {
   return a === 0 && b === s.length ? s : s.slice(a, b);
 }
 
+/** At most this many code points of the text a "the message replaced text already sent" diagnostic
+ * names are kept in it (Python: respc.openai.EXCERPT). */
+const EXCERPT = 80;
+
+/** Python's ``s[:n]``: the first ``n`` code points of ``s`` (a surrogate pair counts one). */
+function cpHead(s, n) {
+  if (s.length <= n) return s;
+  let i = 0;
+  for (let k = 0; k < n && i < s.length; k++) {
+    const c = s.charCodeAt(i);
+    i += c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && s.charCodeAt(i + 1) >= 0xdc00 && s.charCodeAt(i + 1) <= 0xdfff ? 2 : 1;
+  }
+  return s.slice(0, i);
+}
+
 /** Python's ``len(s)``: code points (a surrogate pair counts one). */
 export function cpLen(s) {
   let n = s.length;
@@ -2465,18 +2480,25 @@ export class ChatCompletionStream {
     this._ids = options.ids ?? (() => "call_" + randomHex(24));
     this.id = options.completionId ?? "chatcmpl-" + randomHex(32);
     this.created = options.created ?? Math.floor(Date.now() / 1000);
-    /** what could not be streamed faithfully (docs/openai.md): empty with errors "strict" */
+    /** what could not be streamed faithfully (docs/openai.md): text a later block replaced, and with
+     * recoverArguments "stream" calls kept as sent */
     this.diagnostics = [];
     /** the parser's message once finalized */
     this.message = null;
-    // a text slot: what was sent (parts), the message's value mirrored (stored), whether the two are
-    // equal as of the last close (synced) and how many parts were sent then (mark); see _catchUp
+    // a text slot (Python: _Text): what was sent (parts); the message's value described, not rebuilt:
+    // non-empty (has), where it begins in the text sent (start characters, part first); the parts and
+    // characters sent up to the last close (mark, size); see _catchUp. A non-empty default the message
+    // holds is sent after the role chunk (owed).
     const slot = (key, name) => {
-      const stored = typeof T.defaults[name] === "string" ? T.defaults[name] : null;
-      return { key, join: "", parts: [], stored, started: false, pending: "", synced: !stored, mark: 0 };
+      const stored = T.defaults[name];
+      const text = { key, join: "", parts: [], has: false, mark: 0, size: 0, start: 0, first: 0, started: false,
+        pending: "" };
+      if (typeof stored === "string" && stored) Object.assign(text, { parts: [stored], has: true, mark: 1, size: cpLen(stored) });
+      return text;
     };
     this._texts = { content: slot("content", "content"), reasoning_content: slot(this.reasoningField, "reasoning_content") };
     this._textOf = new Map(Object.entries(this._texts));  // slot -> its text state
+    this._owed = Object.values(this._texts).filter((t) => t.parts.length).map((t) => ["text", t.key, t.parts[0]]);
     this._fields = T.fields;
     this._regions = new Map();  // slot -> its (last) field, as the events name only the slot
     for (const f of T.fields) if (f.slot !== null) this._regions.set(f.slot, f);
@@ -2611,6 +2633,7 @@ export class ChatCompletionStream {
   /** Read one feed's events into this._deltas (Python: the event loop of _chunks). */
   _read(events) {
     this._deltas = [];
+    if (this._owed.length) [this._deltas, this._owed] = [this._owed, []];  // (the first chunks: after the role)
     const texts = this._textOf;
     for (let i = 0; i < events.length; i++) {
       const event = events[i], kind = event.type, slot = event.field;
@@ -2658,7 +2681,7 @@ export class ChatCompletionStream {
       piece = pyLstrip(piece);
       if (!piece) return;
       text.started = true;
-      if (text.stored && text.join) {  // (empty pieces are never joined)
+      if (text.has && text.join) {  // (empty pieces are never joined)
         text.parts.push(text.join);
         this._deltas.push(["text", text.key, text.join]);
       }
@@ -2669,65 +2692,70 @@ export class ChatCompletionStream {
     if (cut) this._sendText(text, whole.slice(0, cut));
   }
 
+  /** The message's store of one block (Python: _close_text): _catchUp with what it appends to the
+   * value, or with the value that replaces it (a field that neither joins nor repeats, written again). */
   _closeText(text, region, value) {
     text.pending = "";
     text.started = false;
-    if (value === null && region !== undefined && region.empty_none) { this._catchUp(text, text.stored || "", ""); return; }
+    if (value === null && region !== undefined && region.empty_none) { this._catchUp(text, "", false); return; }
     if (typeof value !== "string") {
       this.diagnostics.push({ field: text.key, problem: "a text block whose value is not a string" });
       return;
     }
-    // the message's store of the block (Python: _close_text): ``appended`` is what ``next`` adds to
-    // the value stored so far, null when ``next`` replaces it
-    const stored = text.stored;
     const join = region !== undefined ? region.join : null;
-    let next, appended;
-    if (join !== null && join !== undefined) {
-      if (stored && value) [next, appended] = [stored + join + value, join + value];
-      else if (value || stored === null) [next, appended] = [value, value];  // (stored is empty here)
-      else [next, appended] = [stored, ""];
-    } else if (region !== undefined && region.repeats) [next, appended] = [(stored || "") + value, value];
-    else if (value || !stored) [next, appended] = [value, stored ? null : value];
-    else [next, appended] = [stored, ""];
-    text.stored = next;
-    this._catchUp(text, next, appended);
+    if (join !== null && join !== undefined) this._catchUp(text, value ? (text.has ? join + value : value) : "", false);
+    else if (region !== undefined && region.repeats) this._catchUp(text, value, false);
+    else this._catchUp(text, value, Boolean(value) && text.has);
   }
 
-  /** Send what the slot's value ``next`` holds beyond what was sent (Python: _catch_up). While what
-   * was sent equals the value stored before (``text.synced``, the common case), only the text sent
-   * since then is compared with ``appended`` (what ``next`` adds to it), so each close costs its
-   * block, not the whole slot, and many blocks stay linear. */
-  _catchUp(text, next, appended) {
-    if (appended !== null && text.synced) {
-      const since = text.parts.length > text.mark ? text.parts.slice(text.mark).join("") : "";
-      if (appended.startsWith(since)) {
-        const rest = appended.slice(since.length);
-        if (rest) { text.parts.push(rest); this._deltas.push(["text", text.key, rest]); }
-        text.mark = text.parts.length;
-        return;
+  /** Send what ``target`` (appended to the message's value, or replacing it) holds beyond the open
+   * block's text sent so far (parts after mark): each close costs its block, never the whole slot.
+   * Text the client holds that the message does not is reported once, with offsets in code points
+   * and an excerpt (Python: _catch_up). */
+  _catchUp(text, target, replace) {
+    const parts = text.parts, mark = text.mark;
+    if (parts.length > mark + 1) parts.splice(mark, parts.length - mark, parts.slice(mark).join(""));
+    const since = parts.length > mark ? parts[mark] : "";
+    const size = text.size + cpLen(since);
+    let rest;
+    if (target.startsWith(since)) {
+      rest = target.slice(since.length);
+      if (replace) {
+        this._replaced(text, text.start, text.size, text.first, mark);
+        text.start = text.size;
+        text.first = mark;
       }
-    } else {
-      const sent = this._sent(text);
-      if (next.startsWith(sent)) {
-        const rest = next.slice(sent.length);
-        if (rest) { text.parts.push(rest); this._deltas.push(["text", text.key, rest]); }
-        text.synced = true;
-        text.mark = text.parts.length;
-        return;
-      }
+    } else {  // (no plan sends text a block's value does not begin with; kept exact should one ever)
+      rest = target;
+      if (replace) {
+        this._replaced(text, text.start, size, text.first, parts.length);
+        text.start = size;
+        text.first = parts.length;
+      } else this._replaced(text, text.size, size, mark, parts.length);
     }
-    text.synced = false;
-    this.diagnostics.push({ field: text.key, problem: "the message replaced text already sent", sent: this._sent(text),
-      message: next });
+    if (rest) { parts.push(rest); this._deltas.push(["text", text.key, rest]); }
+    text.size = size + cpLen(rest);
+    text.mark = parts.length;
+    text.has = text.has || Boolean(target);
+  }
+
+  /** Report characters ``start`` to ``end`` of the key's accumulated text (parts first..last) as
+   * text the message does not hold, with at most EXCERPT code points of it (Python: _replaced). */
+  _replaced(text, start, end, first, last) {
+    if (start >= end) return;
+    let excerpt = "", need = EXCERPT;
+    for (let i = first; i < last && need > 0; i++) {
+      const piece = cpHead(text.parts[i], need);
+      excerpt += piece;
+      need -= cpLen(piece);
+    }
+    this.diagnostics.push({ field: text.key, problem: "the message replaced text already sent", start, end, text: excerpt });
   }
 
   _malformedText(text, raw) {
-    const stored = text.stored;
     const region = this._fields.find((f) => f.slot === text.key && !f.dirty);
     const join = (region !== undefined ? region.join : null) || "";
-    const has = typeof stored === "string" && stored;
-    text.stored = has ? stored + join + raw : raw;
-    this._catchUp(text, text.stored, has ? join + raw : raw);  // (not has: the value stored was empty)
+    this._catchUp(text, text.has ? join + raw : raw, false);
   }
 
   // --- tool calls ---
