@@ -32,6 +32,7 @@ inexact (``Grammar.notes`` says why). Formats without a body hook (``kv-lines``,
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field as _dc_field
@@ -52,13 +53,25 @@ from ..runtime.content import group_end
 from ..runtime.formats import FORMATS
 from ..runtime.formats.base import REJECTED as _REJECTED
 from ..runtime.errors import RespcError
-from .sre import parse_pattern
+from .sre import parse_pattern as _parse_pattern
 
 __all__ = ["Lit", "Chars", "Seq", "Alt", "Rep", "Ref", "Except", "Grammar", "build_grammar_ir",
            "TOOL_CHOICES", "GrammarExportError", "regex_to_ir", "tools_from_message", "without_optional_repairs"]
 
 TOOL_CHOICES = ("auto", "required", "none")
 MAX_CHAR = 0x10FFFF
+
+
+@functools.lru_cache(maxsize=1024)
+def parse_pattern(pattern: str) -> Any:
+    """:func:`respc.compiler.sre.parse_pattern` of ``pattern``, computed once per pattern: the
+    same delimiter and tag patterns are read once per tool and per parameter, and the trees are
+    only read here, never changed (docs/grammar.md "Cost").
+
+    Raises:
+        re.error: as :func:`respc.compiler.sre.parse_pattern` (not cached).
+    """
+    return _parse_pattern(pattern)
 
 
 class GrammarExportError(RespcError, ValueError):

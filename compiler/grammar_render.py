@@ -25,6 +25,9 @@ FORMATS = ("lark", "gbnf", "xgrammar", "llguidance")
 #: the xgrammar structural tag (JSON; :mod:`respc.compiler.grammar_structural`), not a grammar text
 STRUCTURAL_TAG = "xgrammar-structural-tag"
 
+#: a string as ``json.dumps(text, ensure_ascii=False)`` writes it
+_json_string = json.encoder.encode_basestring
+
 
 def _lower_except(g: Grammar, node: Except, cache: dict) -> Ref:
     """Right-linear rules for text without ``node.literals``; returns the entry rule."""
@@ -97,17 +100,27 @@ def _minus(ranges, codes: list[int]) -> tuple[tuple[int, int], ...]:
 def _lowered(g: Grammar) -> Grammar:
     out = Grammar(dict(g.rules), g.start, g.exact, list(g.notes))
     cache: dict = {}
+    # node id -> its lowered node. A node without an Except is kept as it is (no copy), and a node
+    # met again (the same object under several rules) is lowered once; the first meeting of each
+    # Except still comes in the same order, so the ``except_N`` rules are named as before
+    done: dict = {}
 
     def walk(node):
+        got = done.get(id(node))
+        if got is not None:
+            return got[1]
         if isinstance(node, Except):
-            return _lower_except(out, node, cache)
-        if isinstance(node, Seq):
-            return Seq(tuple(walk(x) for x in node.items))
-        if isinstance(node, Alt):
-            return Alt(tuple(walk(x) for x in node.items))
-        if isinstance(node, Rep):
-            return Rep(walk(node.item), node.min, node.max, node.lazy)
-        return node
+            new = _lower_except(out, node, cache)
+        elif isinstance(node, (Seq, Alt)):
+            items = tuple(walk(x) for x in node.items)
+            new = node if all(a is b for a, b in zip(items, node.items)) else type(node)(items)
+        elif isinstance(node, Rep):
+            item = walk(node.item)
+            new = node if item is node.item else Rep(item, node.min, node.max, node.lazy)
+        else:
+            new = node
+        done[id(node)] = (node, new)  # (keeps ``node`` alive, so its id is not reused)
+        return new
 
     for name in list(g.rules):
         out.rules[name] = walk(g.rules[name])
@@ -129,7 +142,8 @@ class _Renderer:
         return self.start_name if rule == self.g.start else rule.replace("_", "-")
 
     def lit(self, text: str) -> str:
-        return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\x7f")
+        # (``json.dumps(text, ensure_ascii=False)`` without building an encoder per literal)
+        return _json_string(text).replace("\x7f", "\\x7f")
 
     def code(self, c: int) -> str:
         ch = chr(c)
@@ -371,7 +385,7 @@ class _Llguidance(_LarkBase):
     # literal such as "</tool_call>" would swallow the "</" of text that merely starts like it.
     # Every lexeme here is one character; the Earley parser resolves all ambiguity.
     def lit(self, text: str) -> str:
-        parts = [json.dumps(c, ensure_ascii=False) for c in text]
+        parts = [_json_string(c) for c in text]
         return parts[0] if len(parts) == 1 else "(" + " ".join(parts) + ")"
 
     def chars(self, node: Chars) -> str:

@@ -1283,39 +1283,81 @@ def _switched_tag(b: Any, f: Any, pattern: str, vp: dict, key: str, prop: Any, t
     The pattern's free character classes (``[^>]*``) hold no first character of a delimiter the parser
     watches in the body (the call's close would end it inside the tag)."""
     ir = b.ir
-    switch = vp["switch"]
-    mk, mv, ms = ir.Ref("\x00key"), ir.Ref("\x00value"), ir.Ref("\x00selector")
-    node, _notes = ir.regex_to_ir(pattern, {"key": mk, "value": mv, switch: ms})
-    node = ir.narrow_chars(node, "".join(x[0] for x in b.body_watch(f) if x))
-    head = f"(?P<{switch}>"
-    at = pattern.find(head)
-    group = pattern[at + len(head):group_end(pattern, at) - 1] if at >= 0 else ".*"
-    forms = []
     cases = vp.get("cases") if isinstance(vp.get("cases"), dict) else {}
+    shapes = _switch_shapes(b, f, pattern, vp["switch"], tuple(cases))
+    mk, mv = shapes.mk, shapes.mv  # the markers are replaced by identity (``replace_nodes``)
+    forms = []
     for case, spec in cases.items():
         value = _spec_value(b, spec, prop, text, jb, stop, f"{where} parameters.{key}")
-        if value is None or not regex.fullmatch(group, case):
+        if value is None or not regex.fullmatch(shapes.group, case):
             b.g.inexact(f"{where} content_args.value_parser case {case!r}: not written")
             continue
-        tag = ir.select_group(node, ms, ir.Lit(case) if case else ir.EMPTY)
+        tag = shapes.case_tag(case)
         if tag is not None:
             forms.append(ir.replace_nodes(tag, {mk: ir.Lit(key), mv: value}))
     value = _spec_value(b, vp.get("default"), prop, text, jb, stop, f"{where} parameters.{key}")
-    other = _other_selector(b, group, tuple(cases), "".join(x[0] for x in b.body_watch(f) if x))
+    other, other_tag, tag = shapes.rest(b)
     if other is not None and value is not None:
         # the group holding a text no case names: the default reads the value (kimi_k3's type="number")
-        tag = ir.select_group(node, ms, other)
-        if tag is not None:
-            forms.append(ir.replace_nodes(tag, {mk: ir.Lit(key), mv: value}))
-    tag = ir.select_group(node, ms, None)
-    if tag is not None:
-        # without the group, no free stretch may hold the first character of the optional part
-        # around it, or the regex could read that part after all (``name="v" string="x>...``:
-        # ``[^"]*`` runs on past the ``>``)
-        tag = ir.narrow_chars(tag, _optional_lead(ir, node, ms))
+        if other_tag is not None:
+            forms.append(ir.replace_nodes(other_tag, {mk: ir.Lit(key), mv: value}))
     if tag is not None and value is not None:
         forms.append(ir.replace_nodes(tag, {mk: ir.Lit(key), mv: value}))
     return ir.alt(*forms) if forms else ir.Lit("\x00never")
+
+
+class _SwitchShapes:
+    """The parts of a switched tag that do not depend on the parameter (:func:`_switched_tag`): the
+    tag pattern's node with markers for the key, the value and the switch group, narrowed once;
+    the group's own pattern; the tag with the group holding one case's text (built on first use),
+    holding a text no case names, or left out. Built once per tag pattern and body, not once per
+    parameter of every tool (docs/grammar.md "Cost")."""
+
+    def __init__(self, b: Any, f: Any, pattern: str, switch: str, cases: tuple) -> None:
+        ir = self.ir = b.ir
+        self.mk, self.mv, self.ms = ir.Ref("\x00key"), ir.Ref("\x00value"), ir.Ref("\x00selector")
+        ms = self.ms
+        node, _notes = ir.regex_to_ir(pattern, {"key": self.mk, "value": self.mv, switch: ms})
+        self.node = node = ir.narrow_chars(node, "".join(x[0] for x in b.body_watch(f) if x))
+        head = f"(?P<{switch}>"
+        at = pattern.find(head)
+        self.group = pattern[at + len(head):group_end(pattern, at) - 1] if at >= 0 else ".*"
+        self._cases: dict = {}
+        self._firsts, self._case_names, self._rest = "".join(x[0] for x in b.body_watch(f) if x), cases, None
+
+    def rest(self, b: Any) -> tuple:
+        """``(other, other_tag, bare_tag)``: the selector text no case names (None: the group's
+        pattern is not one repeated class), the tag with the group holding it, and the tag without
+        the group. Built at the first parameter's default, where the selector's rules were always
+        first written (rule order is output order)."""
+        if self._rest is None:
+            ir, node, ms = self.ir, self.node, self.ms
+            other = _other_selector(b, self.group, self._case_names, self._firsts)
+            tag = ir.select_group(node, ms, None)
+            if tag is not None:
+                # without the group, no free stretch may hold the first character of the optional part
+                # around it, or the regex could read that part after all (``name="v" string="x>...``:
+                # ``[^"]*`` runs on past the ``>``)
+                tag = ir.narrow_chars(tag, _optional_lead(ir, node, ms))
+            self._rest = (other, ir.select_group(node, ms, other) if other is not None else None, tag)
+        return self._rest
+
+    def case_tag(self, case: str) -> Any:
+        """The tag with the switch group holding ``case`` (None: the pattern cannot hold it there)."""
+        if case not in self._cases:
+            ir = self.ir
+            self._cases[case] = ir.select_group(self.node, self.ms, ir.Lit(case) if case else ir.EMPTY)
+        return self._cases[case]
+
+
+def _switch_shapes(b: Any, f: Any, pattern: str, switch: str, cases: tuple) -> _SwitchShapes:
+    """The :class:`_SwitchShapes` of one tag pattern in field ``f``'s body, kept on the builder ``b``
+    for the rest of its build."""
+    cache = b.__dict__.setdefault("_switch_shapes", {})
+    key = (b.t.fields.index(f), pattern, switch, cases)
+    if key not in cache:
+        cache[key] = _SwitchShapes(b, f, pattern, switch, cases)
+    return cache[key]
 
 
 def _other_selector(b: Any, group: str, cases: tuple, firsts: str) -> Any:
