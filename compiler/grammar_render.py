@@ -106,21 +106,38 @@ def _lowered(g: Grammar) -> Grammar:
     done: dict = {}
 
     def walk(node):
+        kind = type(node)
+        if kind is Lit or kind is Chars or kind is Ref:
+            return node
         got = done.get(id(node))
         if got is not None:
             return got[1]
-        if isinstance(node, Except):
-            new = _lower_except(out, node, cache)
-        elif isinstance(node, (Seq, Alt)):
-            items = tuple(walk(x) for x in node.items)
-            new = node if all(a is b for a, b in zip(items, node.items)) else type(node)(items)
-        elif isinstance(node, Rep):
+        if kind is Seq or kind is Alt:
+            new = node
+            items = node.items
+            for i, x in enumerate(items):
+                y = walk(x)
+                if y is not x:
+                    new = kind(items[:i] + (y,) + tuple(walk(z) for z in items[i + 1:]))
+                    break
+        elif kind is Rep:
             item = walk(node.item)
             new = node if item is node.item else Rep(item, node.min, node.max, node.lazy)
+        elif isinstance(node, Except):
+            new = _lower_except(out, node, cache)
         else:
-            new = node
+            new = walk_other(node)
         done[id(node)] = (node, new)  # (keeps ``node`` alive, so its id is not reused)
         return new
+
+    def walk_other(node):  # a subclass of a node kind (none today): rebuilt as its kind
+        if isinstance(node, Seq):
+            return Seq(tuple(walk(x) for x in node.items))
+        if isinstance(node, Alt):
+            return Alt(tuple(walk(x) for x in node.items))
+        if isinstance(node, Rep):
+            return Rep(walk(node.item), node.min, node.max, node.lazy)
+        return node
 
     for name in list(g.rules):
         out.rules[name] = walk(g.rules[name])
@@ -137,6 +154,9 @@ class _Renderer:
 
     def __init__(self, g: Grammar) -> None:
         self.g = g
+        #: Lit / Chars -> its text: the same literal or class recurs in every tool's rules, and
+        #: its text depends on nothing else (docs/grammar.md "Cost")
+        self._leaves: dict = {}
 
     def name(self, rule: str) -> str:
         return self.start_name if rule == self.g.start else rule.replace("_", "-")
@@ -171,10 +191,11 @@ class _Renderer:
         return '""'
 
     def node(self, n, top: bool = False) -> str:
-        if isinstance(n, Lit):
-            return self.lit(n.text)
-        if isinstance(n, Chars):
-            return self.chars(n)
+        if isinstance(n, (Lit, Chars)):
+            text = self._leaves.get(n)
+            if text is None:
+                text = self._leaves[n] = self.lit(n.text) if isinstance(n, Lit) else self.chars(n)
+            return text
         if isinstance(n, Ref):
             return self.name(n.name)
         if isinstance(n, Except):
