@@ -277,6 +277,27 @@ def feed_outcome(parser_class, prefix, chunks, tools=None, errors="strict", **op
     return message, events + [final], parser.diagnostics, parser.ledger
 
 
+def flat_outcome(module, prefix: str, chunks: list[str], errors: str) -> dict:
+    """One streamed run of ``module.ResponseParser(prefix, None, errors=errors)`` in the shape the
+    JavaScript parity harness (tests/js_parity.mjs) prints, so the two compare with ``==``:
+    ``{"message", "events", "diagnostics"}`` with the events in one flat list, or ``{"error":
+    [type name, text], "events", "diagnostics"}`` when building, feeding or finalizing raises
+    (both sides must raise the same error)."""
+    events: list = []
+    parser = None
+    try:
+        parser = module.ResponseParser(prefix, None, errors=errors)
+        events.extend(parser.initial_events)
+        for chunk in chunks:
+            events.extend(parser.feed(chunk))
+        message, last = parser.finalize()
+        events.extend(last)
+        return {"message": message, "events": events, "diagnostics": parser.diagnostics}
+    except Exception as exc:  # noqa: BLE001 - both sides must raise the same error
+        return {"error": [type(exc).__name__, str(exc)], "events": events,
+                "diagnostics": parser.diagnostics if parser is not None else []}
+
+
 def best_time(run: Callable[[], object], repeats: int = 3) -> float:
     """The shortest of ``repeats`` wall-clock timings (seconds) of ``run()``, each with the garbage
     collector off (its passes grow with the live objects, not with the work measured). The tests

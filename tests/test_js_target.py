@@ -24,7 +24,7 @@ from respc.compiler.cli import main
 from respc.compiler.emit_js import JsTargetError, _sequence, emit_js_module, js_support_problem
 from respc.compiler.source import read_template
 
-from support import CONFORMANCE, CORPUS, PEER_PREFIX, REPO, SHARED, chunkings, family_cases, load_jsonl, missing
+from support import CONFORMANCE, CORPUS, PEER_PREFIX, REPO, SHARED, chunkings, family_cases, flat_outcome, load_jsonl, missing
 
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node (Node.js 20 or later) is not installed")
@@ -128,22 +128,6 @@ def _sequence_samples(pattern: str, rng: random.Random) -> list[str]:
     return out
 
 
-def _python_outcome(module, prefix: str, chunks: list[str], errors: str) -> dict:
-    events: list = []
-    parser = None
-    try:
-        parser = module.ResponseParser(prefix, None, errors=errors)
-        events.extend(parser.initial_events)
-        for chunk in chunks:
-            events.extend(parser.feed(chunk))
-        message, last = parser.finalize()
-        events.extend(last)
-        return {"message": message, "events": events, "diagnostics": parser.diagnostics}
-    except Exception as exc:  # noqa: BLE001 - both sides must raise the same error
-        return {"error": [type(exc).__name__, str(exc)], "events": events,
-                "diagnostics": parser.diagnostics if parser is not None else []}
-
-
 def _prepare(tmp_path: Path, key: str, spec, vectors: list[dict]) -> dict:
     """Write ``spec``'s JavaScript module and the runtime into a folder; run every vector on each
     chunking and errors mode through the Python parser. Returns the Node job and what Python gave."""
@@ -160,7 +144,7 @@ def _prepare(tmp_path: Path, key: str, spec, vectors: list[dict]) -> dict:
             for errors in ("strict", "recover"):
                 cases.append({"prefix": vector["prefix"], "chunks": chunks, "errors": errors,
                               "id": f"{vector['id']} [{how}, {errors}]"})
-                expected.append(_python_outcome(module, vector["prefix"], chunks, errors))
+                expected.append(flat_outcome(module, vector["prefix"], chunks, errors))
     return {"key": key, "job": {"module": str(folder / "parser.mjs"), "cases": cases}, "expected": expected}
 
 

@@ -18,7 +18,7 @@ from respc.compiler.cli import main
 from respc.compiler.emit_js import emit_js_module, js_support_problem
 from respc.compiler.source import read_template
 
-from support import REPO
+from support import REPO, flat_outcome
 
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node (Node.js 20 or later) is not installed")
@@ -28,20 +28,7 @@ DRIVER = REPO / "tests" / "js_parity.mjs"
 
 def _python(spec, prefix: str, chunks: list[str], errors: str) -> dict:
     """What the Python parser gives (message, events, diagnostics, or the error)."""
-    module = compile_template(spec)
-    events: list = []
-    parser = None
-    try:
-        parser = module.ResponseParser(prefix, None, errors=errors)
-        events.extend(parser.initial_events)
-        for chunk in chunks:
-            events.extend(parser.feed(chunk))
-        message, last = parser.finalize()
-        events.extend(last)
-        return {"message": message, "events": events, "diagnostics": parser.diagnostics}
-    except Exception as exc:  # noqa: BLE001 - compared with the JavaScript side's error
-        return {"error": [type(exc).__name__, str(exc)], "events": events,
-                "diagnostics": parser.diagnostics if parser is not None else []}
+    return flat_outcome(compile_template(spec), prefix, chunks, errors)
 
 
 def _javascript(tmp_path: Path, spec, cases: list[dict]) -> list[dict]:
