@@ -1489,7 +1489,7 @@ def _trigger_hold(text: str, triggers: str, heads: tuple | None) -> int:
     None: any trigger), else the offset of the leftmost trigger that begins a proper prefix of a head
     ending ``text`` (held: a delimiter may begin there), else ``len(text)`` (nothing to hold).
     The answer of :func:`_trigger_hold_plain`, in one search of :func:`_hold_search`'s pattern
-    when the state has one (tests/test_fast_path.py compares them)."""
+    when the state has one (tests/test_stream.py compares them)."""
     if heads is not None:
         search = heads[3]
         if search is not None:
