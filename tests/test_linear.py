@@ -7,7 +7,8 @@ do not count) with the garbage collector off (timeit's rule); the second may cos
 times the first (a parse of 2n under :data:`NEGLIGIBLE` passes). ``n`` starts small and doubles
 until one parse takes :data:`FLOOR` seconds (so fixed costs do not hide the growth) or ``n``
 reaches the cap (128k characters fed whole, 32k in feeds; past 128k the ratio measures the CPU's
-caches). A comparison that fails is measured once more before the test fails.
+caches). A comparison that fails is measured again, up to :data:`RETRIES` times, before the test
+fails.
 
 What is parsed: for each template, inputs built from its own delimiters (``benchmarks/inputs.py``
 derives a reasoning block and a complete tool call per family):
@@ -57,6 +58,10 @@ NEGLIGIBLE = 0.004
 #: keeps the named cases below and CI's `-m linear` run does the sweeps
 FAST = ("gpt_oss",)
 CHUNK = 16
+#: a comparison over :data:`RATIO` is measured again, five runs of each size, up to this many times
+#: (CI's 2-core machine once put 4.4 ms on a 2.3 ms parse: nemotron3_nano, 64k characters in
+#: 16-character feeds, linear from 8k to 256k when measured alone)
+RETRIES = 3
 
 
 def _parse(module, text: str, errors: str, chunk: int | None) -> None:
@@ -93,7 +98,7 @@ def _best(module, text: str, errors: str, chunk: int | None, runs: int = 3) -> f
 def growth(module, make: Callable[[int], str], errors: str, chunk: int | None, *, start: int = 1000,
            cap: int = 64_000, floor: float = FLOOR) -> tuple[int, float, float]:
     """``(n, time(n), time(2n))`` with ``n`` doubled from ``start`` until a parse takes ``floor``
-    seconds or ``n`` reaches ``cap``; a ratio over :data:`RATIO` is measured once more."""
+    seconds or ``n`` reaches ``cap``; a ratio over :data:`RATIO` is measured again (:data:`RETRIES`)."""
     n = start
     small = _best(module, make(n), errors, chunk, runs=1)
     while small < floor and n < cap:
@@ -101,9 +106,13 @@ def growth(module, make: Callable[[int], str], errors: str, chunk: int | None, *
         small = _best(module, make(n), errors, chunk, runs=1)
     small = _best(module, make(n), errors, chunk)
     large = _best(module, make(2 * n), errors, chunk)
-    if large > RATIO * small and large >= NEGLIGIBLE:
-        small = min(small, _best(module, make(n), errors, chunk))
-        large = min(large, _best(module, make(2 * n), errors, chunk))
+    for _ in range(RETRIES):
+        if large <= RATIO * small or large < NEGLIGIBLE:
+            break
+        # noise only ever adds time, so the best of more runs converges on the parse's own cost;
+        # a superlinear parse stays over the ratio however often it is measured
+        small = min(small, _best(module, make(n), errors, chunk, runs=5))
+        large = min(large, _best(module, make(2 * n), errors, chunk, runs=5))
     return n, small, large
 
 
@@ -180,6 +189,32 @@ def test_fast_sweep_is_linear(name):
 def test_catalogue_sweep_is_linear(name):
     """Every catalogue template, every input kind, both modes, both chunkings (marker ``linear``)."""
     assert not _sweep(name)
+
+
+class _Quadratic:
+    """A stand-in module whose whole-text parse scans the rest of the text every 64 characters."""
+
+    @staticmethod
+    def parse_response(text, prefix="", errors="strict"):
+        return sum(text.count("a", i) for i in range(0, len(text), 64))
+
+
+class _Linear:
+    """A stand-in module whose whole-text parse reads the text once."""
+
+    @staticmethod
+    def parse_response(text, prefix="", errors="strict"):
+        return text.count("a")
+
+
+def test_growth_fails_a_quadratic_parse_and_passes_a_linear_one():
+    """The measurement itself: re-measuring cannot wash out real growth (a quadratic parse stays
+    near 4x per doubling), and a linear one stays under :data:`RATIO`."""
+    make = _repeat("ab")
+    n, small, large = growth(_Quadratic, make, "strict", None, start=8000, cap=64_000)
+    assert large > RATIO * small and large >= NEGLIGIBLE, (n, small, large)
+    n, small, large = growth(_Linear, make, "strict", None, start=100_000, cap=1_000_000, floor=0.002)
+    assert large <= RATIO * small, (n, small, large)
 
 
 # --- the cases of issue 23 item 6 and issue 24 item 5, as written there ---------------------------
