@@ -20,8 +20,7 @@ from respc.compiler.cli import main
 from respc.compiler.roundtrip import roundtrip
 from respc.compiler.samples import ChatTemplate, read_chat_template
 
-from support import CHAT_TEMPLATES, missing
-from test_detect import QWEN_LIKE
+from support import CHAT_TEMPLATES, QWEN_LIKE, missing
 
 # A ChatML chat template that writes reasoning in <think> and tool calls as Hermes JSON.
 CHATML = QWEN_LIKE
