@@ -1,4 +1,5 @@
-"""Batch parsing (compiler/batch.py, issue 12): ``respc parse --jsonl``, ``respc.parse_batch``,
+"""Batch parsing (compiler/batch.py, issue 12;
+docs/security.md "Files"): ``respc parse --jsonl``, ``respc.parse_batch``,
 ``respc.columns_mapper``.
 
 * the CLI: output records in input order, failed records (``message: null`` + an ``error``

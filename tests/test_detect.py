@@ -1,4 +1,5 @@
-"""``respc detect``: the catalogue family whose output format a chat template renders (issue 11).
+"""``respc detect``: the catalogue family whose output format a chat template renders (issue 11;
+docs/writing-a-template.md "Which family does my model use? (`respc detect`)").
 
 Every real chat template in ``../shared/corpus/chat_templates/<family>.jinja`` (and in
 ``tests/cases/chat_templates/``, families added later) must detect its own family: as the best fit, or tied with families whose format these samples cannot tell apart (the

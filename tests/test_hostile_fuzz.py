@@ -1,4 +1,5 @@
-"""Random hostile templates, written to disk and imported in a fresh interpreter (issue 23, "Done when").
+"""Random hostile templates, written to disk and imported in a fresh interpreter (issue 23, "Done when";
+docs/security.md "Generated code").
 
 Seeded random templates take strings from every hostile class (quotes and triple quotes,
 backslashes, ``\\u0027``-style escapes, PEP 263 ``coding=`` cookies, utf-7 ``+ACc-`` runs, hz

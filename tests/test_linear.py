@@ -191,8 +191,9 @@ def _string_end_template(pattern: str) -> dict:
 
 @pytest.mark.parametrize("pattern, unit, start", [(r".+\Z", "ab ", 300), (r"[^>]+\Z", "a", 600)])
 def test_string_end_close_streamed_by_character(pattern, unit, start):
-    """Issue 24 item 5: ``.+\\Z`` fed ``"ab " * 100`` by character (1.34 s before) and ``[^>]+\\Z``
-    at 600 characters (30 s): the D2 probe's partial search at every chunk cost the held text
+    """Issue 24 item 5
+    (docs/security.md "Model output: time and memory", D2 probes): ``.+\\Z`` fed ``"ab " * 100`` by character (1.34 s
+    before) and ``[^>]+\\Z`` at 600 characters (30 s): the D2 probe's partial search at every chunk cost the held text
     squared (the engine's complete phase at every offset); it now goes a window at a time."""
     module = respc.compile_template(_string_end_template(pattern))
     assert_linear(module, lambda n: "<t>" + unit * (n // len(unit)), "strict", 1, start=start, cap=start)

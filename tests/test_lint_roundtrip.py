@@ -1,4 +1,5 @@
-"""``respc check TEMPLATE --chat-template F``: the chat-template round trip (issue 10, compiler/roundtrip.py).
+"""``respc check TEMPLATE --chat-template F``: the chat-template round trip (issue 10, compiler/roundtrip.py;
+docs/writing-a-template.md "Against the model's chat template").
 
 One test per outcome: a matching pair from the corpus (every sample parses back, exit 0), a
 mismatching pair (error findings with field, sample, expected and got; exit 1), a chat template

@@ -1,4 +1,4 @@
-"""OpenAI streaming (issue 9): ``respc.openai.ChatCompletionStream`` read by the official ``openai``
+"""OpenAI streaming (issue 9; docs/openai.md): ``respc.openai.ChatCompletionStream`` read by the official ``openai``
 package's own stream accumulator.
 
 Every corpus and peer vector (``../shared/corpus``; those marked xfail in
