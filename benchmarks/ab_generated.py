@@ -9,8 +9,11 @@ the machine's load.
 Usage: ``python benchmarks/ab_generated.py BEFORE_DIR AFTER_DIR qwen3,gpt_oss [SIZE] [ROUNDS]``
 (for example a copy of ``generated/`` from before a change, and ``generated``).
 """
-import gc, importlib.util, sys, time
+import sys
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
+import ab_timing
+from ab_timing import stream, cpu_per_call as t
+ab_timing.usage(__doc__, 3)
 import inputs
 A, B = sys.argv[1], sys.argv[2]
 names = sys.argv[3].split(",")
@@ -18,18 +21,7 @@ size = int(sys.argv[4]) if len(sys.argv) > 4 else 10000
 rounds = int(sys.argv[5]) if len(sys.argv) > 5 else 7
 
 def load(d, name, tag):
-    spec = importlib.util.spec_from_file_location(f"ab_{tag}_{name}", f"{d}/{name}.py")
-    m = importlib.util.module_from_spec(spec); sys.modules[spec.name] = m; spec.loader.exec_module(m); return m
-
-def stream(m, chunks):
-    p = m.ResponseParser(""); f = p.feed
-    for c in chunks: f(c)
-    return p.finalize()[0]
-
-def t(fn, reps):
-    gc.disable(); t0 = time.process_time()
-    for _ in range(reps): fn()
-    r = (time.process_time() - t0) / reps; gc.enable(); return r
+    return ab_timing.load_module(f"{d}/{name}.py", f"ab_{tag}_{name}")
 
 print(f"{'template':22s} {'strA us/ch':>10s} {'strB':>8s} {'B/A':>6s} {'wholeA us':>10s} {'wholeB':>8s} {'B/A':>6s}")
 for name in names:
@@ -40,8 +32,8 @@ for name in names:
     assert ma.parse_response(text, "") == mb.parse_response(text, ""), name
     sa = sb = wa = wb = 1e9
     # calibrate
-    r0 = t(lambda: stream(ma, chunks), 1); reps = max(1, int(0.05 / r0))
-    w0 = t(lambda: ma.parse_response(text, ""), 1); wreps = max(1, int(0.02 / max(w0, 1e-6)))
+    reps = ab_timing.calls_for(lambda: stream(ma, chunks), 0.05)
+    wreps = ab_timing.calls_for(lambda: ma.parse_response(text, ""), 0.02)
     for _ in range(rounds):
         sa = min(sa, t(lambda: stream(ma, chunks), reps)); sb = min(sb, t(lambda: stream(mb, chunks), reps))
         wa = min(wa, t(lambda: ma.parse_response(text, ""), wreps)); wb = min(wb, t(lambda: mb.parse_response(text, ""), wreps))

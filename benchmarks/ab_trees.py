@@ -10,29 +10,25 @@ Usage: ``python benchmarks/ab_trees.py ROOT_A PYTHON_A ROOT_B PYTHON_B [all|t1,t
 example a ``git worktree`` of an older commit with its own virtual environment as A and this
 checkout as B (benchmarks/RESULTS-declarations.md, "Against the issue's tree").
 """
-import gc, hashlib, importlib.util, json, os, subprocess, sys, tempfile, time
-if sys.argv[1] == "worker":
+import hashlib, json, os, subprocess, sys, tempfile
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ab_timing
+if sys.argv[1:2] == ["worker"]:
+    del sys.path[0]  # the other tree's modules see no folder of this one
     root, name, path = sys.argv[2], sys.argv[3], sys.argv[4]
-    spec = importlib.util.spec_from_file_location("m", f"{root}/generated/{name}.py")
-    m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+    m = ab_timing.load_module(f"{root}/generated/{name}.py", "m")
     text = open(path, encoding="utf-8").read()
     chunks = [text[i:i + 4] for i in range(0, len(text), 4)]
-    def stream():
-        p = m.ResponseParser(""); f = p.feed
-        for c in chunks: f(c)
-        return p.finalize()[0]
-    def t(fn, reps):
-        gc.disable(); t0 = time.process_time()
-        for _ in range(reps): fn()
-        r = (time.process_time() - t0) / reps; gc.enable(); return r
+    def stream(): return ab_timing.stream(m, chunks)
+    def whole(): return m.parse_response(text, "")
     msg = stream()
-    r0 = t(stream, 1); reps = max(1, int(0.05 / r0))
-    w0 = t(lambda: m.parse_response(text, ""), 1); wreps = max(1, int(0.02 / max(w0, 1e-6)))
-    s = min(t(stream, reps) for _ in range(3)); w = min(t(lambda: m.parse_response(text, ""), wreps) for _ in range(3))
+    reps, wreps = ab_timing.calls_for(stream, 0.05), ab_timing.calls_for(whole, 0.02)
+    s = min(ab_timing.cpu_per_call(stream, reps) for _ in range(3))
+    w = min(ab_timing.cpu_per_call(whole, wreps) for _ in range(3))
     h = hashlib.sha256(json.dumps(msg, sort_keys=True, default=str).encode()).hexdigest()[:8]
     print(json.dumps({"s": s / len(chunks) * 1e6, "w": w * 1e6, "h": h}))
     sys.exit()
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+ab_timing.usage(__doc__, 4)
 import inputs
 A, B = (sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])
 names = sys.argv[5].split(",") if len(sys.argv) > 5 and sys.argv[5] != "all" else inputs.catalogue()

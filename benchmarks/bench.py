@@ -62,7 +62,8 @@ def ratio(a, b):
 
 
 def flat_ratio(large: dict, small: dict) -> float | None:
-    """The flat-cost figure of issue 14: ours/floor per chunk at a large size over the same at a
+    """The flat-cost figure of issue 14
+    (README.md "Performance", the targets): ours/floor per chunk at a large size over the same at a
     small one (rows of ``bench_template``'s ``sizes``).
 
     Each size's ours/floor is taken within its own interleaved rounds, so what the machine does
@@ -798,7 +799,8 @@ def _mark(ok: bool | None) -> str:
 
 
 def target_table(results: list[dict], sizes: list[int]) -> tuple[list[str], list[list[str]], list[str]]:
-    """Issue 14's targets per template: ``(headers, rows, summary)``; ``rows`` are lists of cell
+    """Issue 14's targets per template
+    (README.md "Performance"): ``(headers, rows, summary)``; ``rows`` are lists of cell
     strings, ``summary`` one dict per target (``target``, ``met``, ``of`` applicable templates,
     ``na``, ``detail``, ``line``: the printed summary line).
 

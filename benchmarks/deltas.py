@@ -1,4 +1,5 @@
-"""µs per chunk of a parser wrapped in ``respc.openai.ChatCompletionStream`` (issue 9), on the benchmark
+"""µs per chunk of a parser wrapped in ``respc.openai.ChatCompletionStream`` (issue 9;
+docs/openai.md "Cost"), on the benchmark
 inputs (``benchmarks/inputs.py``: long reasoning, an answer, three tool calls, fed in 4-character
 chunks), in three modes against the parser alone:
 

@@ -1,4 +1,5 @@
-"""Grammar export benchmark (issue 10): how long building and compiling a template's grammar takes.
+"""Grammar export benchmark (issue 10;
+docs/grammar.md "Cost"): how long building and compiling a template's grammar takes.
 
 Run ``python benchmarks/grammar.py [--templates qwen3,hermes2pro] [--tools 1,8,32]``. For each
 template and tool count it prints the median of 3 runs of: building the IR and rendering all four

@@ -1,4 +1,5 @@
-"""Whole text at scan speed (issue 33): ``parse_response`` against the transformers reference and
+"""Whole text at scan speed (issue 33;
+README.md "Performance"): ``parse_response`` against the transformers reference and
 the find floor, and streaming against its floor, on realistic prose and on the adversarial filler.
 
 Inputs, per catalogue template and size (default 10 kB and 100 kB), two sets reported apart:

@@ -1,4 +1,4 @@
-"""Whole-text parsing, interleaved in one process (issue 14): the whole-text path against the
+"""Whole-text parsing, interleaved in one process (issue 14; README.md "Performance"): the whole-text path against the
 streaming path on the same complete text, the transformers reference, and issue 14's floor.
 
 For each catalogue template and size, on ``inputs.build(name, size)``:

@@ -148,7 +148,7 @@ _REGEX_SPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u20
 class HoldRun:
     """A regex delimiter of the form *optional openers, a run of one character class, a literal*
     (``(?:<\\|start\\|>...)?\\s*to=functions\\.…``), which the parser's fast path reads without
-    the regex (issue 14): a text without :attr:`factor` holds no complete match; a partial match
+    the regex (README.md "Performance"): a text without :attr:`factor` holds no complete match; a partial match
     starts with one of :attr:`firsts` (an optional opener: the fast path's triggers and heads), or
     it is a trailing run of :attr:`chars` followed by a proper prefix of :attr:`factor`.
 
@@ -167,7 +167,7 @@ class HoldRun:
 
 @dataclass(frozen=True)
 class Factor:
-    """A literal every match of a regex delimiter contains (issue 14: the scanner's prefilter).
+    """A literal every match of a regex delimiter contains (README.md "Performance": the scanner's prefilter).
 
     When ``str.find`` does not find :attr:`text` in ``buf[pos:]``, no match is complete there, and
     a partial match needs a path that runs into the end of the buffer before the factor is
@@ -516,7 +516,7 @@ def late_pattern(pattern: str) -> str | None:
     ``^\\s*(?:<think>\\s*)?|<think>\\s*`` -> ``<think>\\s*``; ``"(?!)"`` when every
     alternative begins with one. None when none does (or the pattern cannot be split).
 
-    Issue 14: the ``regex`` engine tries an anchored alternative at every offset of a search
+    README.md "Performance": the ``regex`` engine tries an anchored alternative at every offset of a search
     (ernie4_5's opener: 8 ms over 100 kB of prose, against 60 us for the rest of it). Only for
     complete (end-of-stream) searches, and checked on samples against the full pattern from
     offsets after 0: a partial search of an anchored group can report a partial match at the
@@ -566,7 +566,8 @@ def barrier_plan(pattern: str) -> tuple[str, str] | None:
     start: no match starts before the last barrier ahead of that factor, and none at all when
     no factor follows. The search runs the engine from there only (``runtime.barrier_search``).
 
-    Issue 14: inkling's tool-call opener ``(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>``
+    README.md "Performance": inkling's tool-call opener
+    ``(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>``
     has no literal lead, and the engine tried it at every offset (about 2 ms per search over
     100 kB of prose); its factor is ``<|content_invoke_tool_json|>``, its barrier ``<``. And a
     lookahead-led opener (``(?=\\{\\s*"name")``: factor ``"name"``) costs the engine about 1 us
@@ -788,7 +789,8 @@ def _more(current: int | None, need: int) -> int | None:
     return None if current is None else max(current, need)
 
 
-# --- reading the source the way the matching engine does (D2, issue 7) ----------------------
+# --- reading the source the way the matching engine does
+# (docs/template-language.md "D2: chunking never changes the result") ---
 #
 # The analysis above walks the stdlib ``re`` parse tree, but the parser matches with the
 # ``regex`` module, which reads some sources differently (``[[:alpha:]]`` is a POSIX class there
@@ -1254,9 +1256,9 @@ def _branch_leads(seq) -> tuple[str, ...] | None:
     positive lookahead looks at (the match starts where the lookahead's text does). None when an
     alternative has none (an empty one, a repeat, a class, an anchor or lookbehind first).
 
-    Issue 14: a complete text's search for a pattern without a common literal lead (xlam's
-    ``<tool_call>|...|(?=\\[\\s*\\{\\s*"name")``) runs the regex at every offset; with these the
-    parser finds the leads with ``str.find`` and asks the regex only where one starts
+    docs/security.md "Whole text at scan speed": a complete text's search for a pattern without a
+    common literal lead (xlam's ``<tool_call>|...|(?=\\[\\s*\\{\\s*"name")``) runs the regex at every
+    offset; with these the parser finds the leads with ``str.find`` and asks the regex only where one starts
     (``runtime.lead_search``).
     """
     lead = _lead(seq)
@@ -1639,7 +1641,7 @@ def build_automaton(template: Template) -> Automaton:
             if triggers is not None and facts.run is not None and not facts.probe_always:
                 # a run-and-literal delimiter takes the run fast path even when its first
                 # characters are known: muse_glimmer's `[ \t]*to=...` openers start with a space
-                # or a `t`, which nearly every chunk of prose holds (issue 33: 25x the floor),
+                # or a `t`, which nearly every chunk of prose holds (25x the floor),
                 # while its literal `to=` is rare
                 triggers.update(facts.run.firsts)
                 runs.append(facts.run)
@@ -1704,12 +1706,14 @@ def build_automaton(template: Template) -> Automaton:
 # --- scan plans: what each state's scanner does (template-language.md "Choosing the next delimiter", D2)
 # -------------------------------  The emitter writes each plan as the state's records (``_rt.Literal``,
 # ``_rt.Pattern``: the facts below, no memo slot) and the runtime writes the scanner from them, giving the memo
-# slots in this order (runtime/scanners.py; issue 31); neither decides anything itself. A
+# slots in this order (runtime/scanners.py;
+# docs/security.md "Declared scanners and named records"); neither decides anything itself. A
 # state's scanner looks for every watched delimiter in rank order (each search result kept in a memo slot), collects
 # the leftmost start from which the answer could still change (``hold``), and commits the best complete hit only
 # when it starts before ``hold``:  * literals (single ones, lists, and lists in which one literal extends another)
 # are found with   ``str.find``; the hold for all of them is one question: does the buffer end with a proper
-# prefix of any literal of the state? A complete hit never hides such a prefix (issue 7: the   reference's
+# prefix of any literal of the state? A complete hit never hides such a prefix
+# (docs/template-language.md "D2: chunking never changes the result": the   reference's
 # alternation does, so ``["ab", "abcd"]`` fed ``"xabc"``, ``"dy"`` closed at ``ab``). * a regex delimiter is
 # searched with partial matching; a complete match is final only when its   probe (:func:`edge_probe`) starts after
 # it. A complete match that ends at the edge of the   buffer still waits, as in the reference. A pattern without a
@@ -1812,7 +1816,7 @@ class ScanPlan:
         finds (tuple[LiteralFind | RegexFind, ...]): the searches, in rank order.
         hold (LiteralHold | None): the literals' partial matches, None without literals.
         groups (tuple[tuple[str, int], ...]): (common prefix, memo slot) of each group of three or
-            more literals with the same first character (issue 14: one ``str.find`` for all).
+            more literals with the same first character (one ``str.find`` for all).
     """
 
     state: int

@@ -1,4 +1,5 @@
-"""Which regex delimiters can backtrack for exponential time (issue 23 item 4).
+"""Which regex delimiters can backtrack for exponential time
+(docs/security.md "Regexes that backtrack for exponential time (refused at load)").
 
 The ``regex`` module is a backtracking engine: on a near-miss it tries every way a pattern can
 match a prefix of the text. A pattern with exponentially many such ways (``(a|aa)+b`` on
@@ -687,7 +688,7 @@ def _polynomial_read(pattern: str, tree: Any) -> str | None:
         return None  # backtracking_problem refuses what it cannot read
 
 
-# -- proof of linear-time search (issue 23 item 4, the runtime half) ------------------------------
+# -- proof of linear-time search (docs/security.md "Regexes not proven linear (searched with a time limit)") --
 
 
 def _has_unreadable(seq) -> str | None:

@@ -1,4 +1,4 @@
-"""Batch parsing: many model outputs, one output record each, on every core (issue 12).
+"""Batch parsing: many model outputs, one output record each, on every core (docs/security.md "Files").
 
 Theory of operation
 -------------------
@@ -25,7 +25,8 @@ learns repair of damaged output (the malformed-output issue), its ``ResponsePars
 ``RecordParser.__init__``) and copies the parser's own diagnostics into the record; until then both
 modes parse the same way and ``repairs`` is 0.
 
-Parallelism (issue 29): the parent only orders and stitches. A plain input file is cut into
+Parallelism (docs/security.md "Batch segments: workers write their own output"): the parent only
+orders and stitches. A plain input file is cut into
 *spans*, byte ranges of whole lines of about ``batch_size`` x 16 kB; the parent finds each span's end
 by reading a few bytes at the boundary (it never reads a record) and hands out ``(offset, length)``.
 A worker reads its span itself (``pread``), parses it, encodes (and, for a ``.gz``/``.zst``

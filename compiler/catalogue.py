@@ -3,7 +3,7 @@ lives"): its names, its model list, and reading one template by name.
 
 The front door for catalogue names: ``compiler/load.py`` (a template from anywhere) and ``compiler/detect.py``
 (which family a chat template renders) both read the catalogue here, so neither imports the other to reach it
-(issue 26: the ``load`` / ``detect`` import circle).
+(an import circle otherwise: ``load`` -> ``detect`` -> ``load``).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def is_catalogue_name(spec: Any) -> bool:
     docs/security.md, "Catalogue names").
 
     Such a name means the catalogue template even when a folder or file of that name is in the
-    working directory, so nothing placed there can stand in for it (issue 23, item 10); a path
+    working directory, so nothing placed there can stand in for it (docs/security.md "Catalogue names"); a path
     says so: ``./qwen3``, ``models/qwen3``, ``qwen3.json``. An ``os.PathLike`` is always a path.
     """
     if not isinstance(spec, str) or not spec or spec.endswith(".json"):

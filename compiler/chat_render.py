@@ -18,8 +18,9 @@ Used by ``respc detect`` (``compiler/detect.py``), the chat-template round trip 
 
 The generation-tracking ``{% generation %}`` tag is accepted and renders its body unchanged.
 
-A chat template is code from whoever published the model, so a render is bounded (issue 23 item
-5; docs/security.md, "Limits"): it must finish within :data:`RENDER_SECONDS` (checked at every
+A chat template is code from whoever published the model, so a render is bounded
+(docs/security.md, "Chat templates (rendered with a deadline and size caps)"): it must finish within
+:data:`RENDER_SECONDS` (checked at every
 call, attribute or item access and every :data:`_CHECK_EVERY` iterations of a ``for`` loop); no
 operator (``*``, ``+``, ``**``, ``%``), string method (``center``, ``ljust``, ``rjust``, ``zfill``,
 ``expandtabs``, ``replace``, ``join``, ``format``) or filter (``center``, ``indent``, ``join``,

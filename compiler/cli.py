@@ -449,7 +449,8 @@ def _join_notes(fields) -> list[str]:
 
 def _check(args: argparse.Namespace) -> int:
     compiled = compile_source(args.template)
-    # load-time warnings (issue 7: rules v1 keeps for the reference's sake), then the D2 ones
+    # load-time warnings (docs/template-language.md "Load-time checks": rules v1 keeps for the
+    # reference's sake), then the D2 ones
     warnings = [*check_template(compiled.template, v2=compiled.template.version >= 2),
                 *compiled.automaton.warnings]
     fields = compiled.template.fields
@@ -511,7 +512,8 @@ def _module(template: str) -> types.ModuleType:
 
 def _say_which_template(note: str | None) -> None:
     """For a model directory, tokenizer_config.json or chat template: a stderr note saying whether
-    its ``response_template`` or a detected catalogue family is used (issue 11)."""
+    its ``response_template`` or a detected catalogue family is used
+    (docs/writing-a-template.md "Which family does my model use? (`respc detect`)")."""
     if note:
         print(f"respc: note: {note}", file=sys.stderr)
 
@@ -705,7 +707,7 @@ def _parse(args: argparse.Namespace) -> int:
 
 
 def _add_errors_option(parse: argparse.ArgumentParser) -> None:
-    """``respc parse --errors strict|recover`` (issue 8)."""
+    """``respc parse --errors strict|recover`` (docs/events.md "Recovering from damaged output")."""
     parse.add_argument("--errors", choices=("strict", "recover"), default=None,
                        help="strict (the default for one output): a body that cannot be parsed is an error "
                             "(exit 1); recover (the default with --jsonl): nothing raises, repairs and losses "
@@ -1027,7 +1029,7 @@ def _grammar(args: argparse.Namespace) -> int:
     except TemplateError:
         raise
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-        # a fault of the export itself, not of any output: say so (issue 27 I)
+        # a fault of the export itself, not of any output: say so (docs/grammar.md "Templates that refuse an export")
         print(f"respc: cannot export the grammar of {args.template}: {type(exc).__name__}: {exc} (a respc bug: "
               "please report it with the template and the tools)", file=sys.stderr)
         return 1

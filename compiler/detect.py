@@ -1,4 +1,5 @@
-"""Pick the catalogue family whose output format a model's chat template renders (issue 11).
+"""Pick the catalogue family whose output format a model's chat template renders
+(docs/writing-a-template.md "Which family does my model use? (`respc detect`)").
 
 Theory of operation. A chat template shows a model's output format in two places: the assistant
 turns it renders for history messages, and the format instructions it renders into the prompt (tool

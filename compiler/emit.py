@@ -37,14 +37,16 @@ from .recover_open import recover_variant
 __all__ = ["CODEGEN_VERSION", "emit_module", "py_literal"]
 
 #: Stamped into every generated module; bump it deliberately when the generated code changes.
-#: 2: the encoding declaration, the guard, ASCII-only literals (issue 23).
-#: 3: each region record carries its format's plan, ``plan=_rt.Plan(...)`` by keyword (issue 26).
+#: 2: the encoding declaration, the guard, ASCII-only literals (docs/security.md "Generated code").
+#: 3: each region record carries its format's plan, ``plan=_rt.Plan(...)`` by keyword
+#: (docs/security.md "Format plans in generated modules").
 #: 4: every table is keyword-built or a named record (runtime/tables.py), ``make_field_processor``
-#: by keyword, no JSON text in strings (issue 31).
+#: by keyword, no JSON text in strings (docs/security.md "Declared scanners and named records").
 #: 5: every state declares its delimiters as records (``_rt.Pattern`` for a regex one); no module
-#: writes a scanner (issue 31).
+#: writes a scanner (docs/security.md "Declared scanners and named records").
 #: 6: the shared skeleton is the runtime's (``_rt.module_api``, defaults left out, packed records);
-#: the recover class writes only what differs from the strict class (issue 31).
+#: the recover class writes only what differs from the strict class
+#: (docs/security.md "Generated module skeleton and the compiled-scanner cache").
 #: 7: a state's literal delimiters' held automata are the runtime's (``_rt.HELD_LITERALS`` last),
 #: ``REGEX_BOUNDED`` is not written (the ``bound=`` of the delimiters says it), held automata and
 #: their rows fill the line, a recover region changed only by its groups is ``_rt.regrouped``.
@@ -445,7 +447,7 @@ def _stray_closers(template: Template) -> str:
     """The ``STRAY_CLOSERS`` table as Python source: ``(closer, open_pattern, field_index)`` for
     every literal close (three characters or more, not blank) of a field with an open delimiter,
     in declaration order. ``errors="recover"`` reports such a closer found in the text of a region
-    with no match of ``open_pattern`` before it (issue 8, *stray closer*)."""
+    with no match of ``open_pattern`` before it (docs/events.md "Repairs and policies", *stray closer*)."""
     rows = []
     for index, f in enumerate(template.fields):
         if f.open is None or f.close is None or f.close.literals is None:
@@ -463,7 +465,7 @@ def _stray_closers(template: Template) -> str:
 
 
 def _state_names(template: Template, automaton: Automaton) -> list[str]:
-    """A constant name per state, from what the template names it (issue 31): ``S_OUTSIDE``,
+    """A constant name per state, from what the template names it: ``S_OUTSIDE``,
     ``S_<FIELD>`` for a region's state, ``S_AFTER_<FIELD>`` for the state after its value; the
     field name upper-cased with every character outside ``[A-Z0-9]`` as ``_``. ``S<k>`` where that
     leaves no letter or digit of the name or gives a name taken already."""
@@ -607,7 +609,8 @@ def _short(comment: str) -> str:
 def _scanner_view(scans, states: list[dict]) -> dict:
     """The scanners' part of the view: :func:`plan_scans` decided it (``scans``), this only
     renders strings. Every state declares its delimiters as records (``_rt.Literal``,
-    ``_rt.Pattern``) the runtime builds its scanner from (runtime/scanners.py, issue 31)."""
+    ``_rt.Pattern``) the runtime builds its scanner from (runtime/scanners.py;
+    docs/security.md "Declared scanners and named records")."""
     plans = []
     for plan in scans.plans:
         edges = states[plan.state]["transitions"]

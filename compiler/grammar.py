@@ -1,7 +1,7 @@
 """Pass 4: the Lark grammar of the whole-message language of one template (README "Layout").
 
 Embedded in every generated module as ``GRAMMAR`` (documentation and tests; the streaming parser
-never uses it at run time). Since issue 10 it is the exact export of
+never uses it at run time). It is the exact export (docs/grammar.md) of
 :mod:`respc.compiler.grammar_ir` rendered for Lark (:mod:`respc.compiler.grammar_render`) without
 tools: free text holds no watched delimiter, regions are closed (or cut off by the end of the
 stream), JSON bodies are JSON, call names are identifiers and arguments JSON objects. It REJECTS

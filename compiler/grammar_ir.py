@@ -1,4 +1,4 @@
-"""Grammar export, pass 1: the grammar IR of one template's output language (issue 10).
+"""Grammar export, pass 1: the grammar IR of one template's output language (docs/grammar.md).
 
 Theory of operation
 -------------------
@@ -543,7 +543,7 @@ def delimiter_ir(delim: Delimiter, groups: dict | None, g: Grammar, where: str, 
     declared repairs (damaged markup the parser accepts, :func:`without_optional_repairs`) are
     left out: the model is not made to write them, and a repair after a name group (gpt-oss's
     ``(?P<repair_recipient_again>\\s*to=functions\\.[^<\\s]+)?``) would let the text after the
-    name continue it (the parser's greedy group reads a longer name, issue 27 C)."""
+    name continue it (the parser's greedy group reads a longer name, docs/grammar.md "What the grammar says")."""
     if delim.literals is not None:
         return lits(*sorted(delim.literals, key=len, reverse=True))
     node, notes = regex_to_ir(without_optional_repairs(delim.pattern), groups, at_start)
@@ -568,7 +568,8 @@ def select_group(node, marker, replacement):
     ``marker``) with that group written as ``replacement``, or, with ``replacement`` None, left
     out: every optional or alternative around the group is taken (or skipped) accordingly, so the
     group is certainly present (absent). A ``value_parser`` switch reads how a value is parsed from
-    such a group, so the grammar pairs each selector text with its value (issue 27). Returns None
+    such a group, so the grammar pairs each selector text with its value
+    (docs/grammar.md "What the grammar says", xml-inline). Returns None
     when the pattern cannot be written that way (a mandatory group left out, a repeated one)."""
     present = replacement is not None
 
@@ -686,7 +687,7 @@ def not_starting(node, bad: Chars, rules: dict):
     (a few levels; deeper, or left-recursive, the strings through them are left out). Used after a
     name group that ends an open with a greedy class (cwm's ``(?P<name>[^\\s<]+)``): the parser's
     group runs on over any character of the class, so what follows the name must not start with
-    one (issue 27 C; docs/grammar.md "What the grammar says"). Narrower than exact where a text
+    one (docs/grammar.md "What the grammar says", "Names that run on"). Narrower than exact where a text
     run (:class:`Except`) starts with one of its own literals' first characters: those strings
     are left out (the sound side)."""
     drop = _chars_set(bad)
@@ -936,8 +937,8 @@ class JsonBuilder:
     def other_key(self, words: tuple[str, ...]):
         """A member key that is none of ``words`` (a call object's other members, such as an
         ``id``, may not be a second name or arguments member: ``json.loads`` keeps the last,
-        issue 27 B). Quoted keys are read without escapes here (an escaped ``"n\\u0061me"`` is
-        ``name``), so a key is its raw text; the text is none of ``words`` (a trie of their
+        docs/grammar.md "What the grammar says"). Quoted keys are read without escapes here (an
+        escaped ``"n\\u0061me"`` is ``name``), so a key is its raw text; the text is none of ``words`` (a trie of their
         prefixes, any other character leaves it for free text)."""
         name = f"{self.p}_other_key_{'_'.join(sorted(words))}"
         plain = Chars(((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)), True)
@@ -1366,7 +1367,8 @@ class _Builder:
         """The rule of field ``fi``'s region; ``closed=False``: cut off by the end of the stream
         (the parser closes it there; a close that is an end-of-turn token is never generated);
         ``need``: a region holding calls (a call section, reasoning in which calls nest) with at
-        least one call in it (``required`` or a named tool: an empty section is no call, issue 27 D)."""
+        least one call in it (``required`` or a named tool: an empty section is no call,
+        docs/grammar.md "What the grammar guarantees")."""
         key = (f"region_{fi}" if closed else f"open_region_{fi}") + ("_with_call" if need else "") \
             + ("_at_start" if start else "")
         if key in self.g.rules:
@@ -1591,7 +1593,7 @@ class _Builder:
             if self.choice == "none":
                 return False
             # a call whose name the transform fixes (functionary's <|python_tag|> is a call to
-            # "python"): only when that tool is offered (issue 27 D)
+            # "python"): only when that tool is offered (docs/grammar.md "What the grammar guarantees")
             fn = f.transform.get("function") if isinstance(f.transform, dict) else None
             name = fn.get("name") if isinstance(fn, dict) else None
             if self.has_tools and isinstance(name, str) and not _placeholder(name) and \
@@ -1728,7 +1730,8 @@ class _Builder:
                           if t.fields[fi].close is not None and t.fields[fi].end == "delimiter"]
             empty = any(nullable(delimiter_ir(t.fields[fi].open, {}, Grammar(), "", True)) for fi in anchored)
             leads = None if empty else self.start_leads(anchored)
-            # text at offset 0 that an anchored branch starts is that region's (issue 27: gpt_oss's
+            # text at offset 0 that an anchored branch starts is that region's
+            # (docs/grammar.md "Anchored opens": gpt_oss's
             # ``analysis ... to=functions.f`` is all reasoning to the parser, no call)
             heads.append(rest if empty else body if leads is None else self.guarded_start(leads, tref, rest))
             body = alt(*heads)

@@ -1,4 +1,5 @@
-"""Grammar export, xgrammar structural tag (issue 10): the tool-call part of a template's output
+"""Grammar export, xgrammar structural tag
+(docs/grammar.md "The xgrammar structural tag"): the tool-call part of a template's output
 language as xgrammar's ``{"type": "structural_tag", "format": ...}`` (xgrammar 0.2.9, the
 "format" JSON that ``xgr.Grammar.from_structural_tag``, vLLM's and SGLang's
 ``response_format={"type": "structural_tag", ...}`` take).
@@ -17,7 +18,8 @@ with the call's name substituted, :func:`~respc.compiler.grammar_ir.call_shape`,
 * ``content`` -- ``sequence[grammar(open rest, whitespace), grammar(body), grammar(whitespace, close
   head)]``; the body is the grammar IR's own rule (the tool's parameters with the name in the open,
   call objects with the name in the body), not a ``json_schema``: xgrammar's JSON-schema strings
-  admit the delimiters the parser watches there, and its objects a second ``name`` (issue 27);
+  admit the delimiters the parser watches there, and its objects a second ``name``
+  (docs/grammar.md "What the grammar says");
 * ``end`` -- the close's literals (the literal tail of a close pattern such as ``\\s*;``);
 * ``triggers`` -- the literal part of the begins before the name (``<function=``) or the begin.
 
@@ -229,8 +231,9 @@ class _StructuralBuilder:
             raise _Cannot("its transform does not take a call's name and arguments from one place")
         dialect = self.ir.dialect(f)
         # the body is the grammar IR's own rule for it, as an EBNF element: a json_schema string
-        # admits any text, the delimiters the parser watches there too (issue 27 A), and a call
-        # object's name and arguments must not come twice (B)
+        # admits any text, the delimiters the parser watches there too
+        # (docs/grammar.md "What the grammar says"), and a call
+        # object's name and arguments must not come twice
         jb = JsonBuilder(self.ir.g, dialect, self.ir.body_watch(f))
         ends, head = _ends(f, self.eot)
         if ends == [""] and f.close is not None:
@@ -250,7 +253,8 @@ class _StructuralBuilder:
             lead = WS
             if runon is not None and not_starting(Lit("{"), runon, {}) == NEVER:
                 # the parser's name group runs on over its class (cwm's ``[^\s<]+``): the body's
-                # ``{`` follows the name only after whitespace outside that class (issue 27 C)
+                # ``{`` follows the name only after whitespace outside that class
+                # (docs/grammar.md "What the grammar says")
                 space = not_starting(Rep(WS.item, 1), runon, {})
                 if space == NEVER:
                     raise _Cannot(f"its open {f.open.pattern!r} reads the name on into the body")
@@ -493,7 +497,8 @@ class _StructuralBuilder:
             if not self.parallel:
                 # at most one call: free text, the call, free text. Not triggered_tags with
                 # stop_after_first followed by any_text: xgrammar 0.2.8 and 0.2.9 accept a
-                # trigger with nothing after it there (issue 27 F; tests/test_grammar_soundness.py)
+                # trigger with nothing after it there
+                # (docs/grammar.md "The xgrammar structural tag"; tests/test_grammar_soundness.py)
                 one = _one_of(_merged(closed))
                 call = {"type": "sequence", "elements": [one, free]}
                 body = {"type": "sequence", "elements": [free, call if need else {"type": "optional", "content": call}]}
@@ -501,7 +506,8 @@ class _StructuralBuilder:
             if closed:
                 self.notes.append("tags with a close are left out: another tool field runs to the end of the output")
             # such a region runs to the end of the output: one of it (its body is the rest of the
-            # output; a second open there would be body text the parser cannot read, issue 27 G),
+            # output; a second open there would be body text the parser cannot read,
+            # docs/grammar.md "What the grammar says"),
             # unless the field repeats (its open ends the call before it: mistral's [TOOL_CALLS]name[ARGS])
             once = not self.parallel or not all(f.repeats for f in fields if _ends(f, self.eot)[0] == [""])
             tws = {"type": "tags_with_separator", "tags": _merged(open_ended), "separator": "", "at_least_one": True,
@@ -521,7 +527,8 @@ class _StructuralBuilder:
 
 
 def _begins_of(pattern: str) -> list[str]:
-    """The literal starts of a delimiter pattern's alternatives (issue 27: opens of fields the tag
+    """The literal starts of a delimiter pattern's alternatives
+    (docs/grammar.md "The xgrammar structural tag": opens of fields the tag
     leaves out are kept out of its free text)."""
     node, _notes = regex_to_ir(without_optional_repairs(pattern))
     return [b for b, _rest in _begins(node)]

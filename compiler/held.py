@@ -44,7 +44,7 @@ match: the engine reports a partial match while ``P`` is being written and while
 looked at up to the end of the text, and a complete one exactly when ``Y`` matches after ``P``,
 which is a complete match of ``P Y`` (the scan runs then). Its complete matches never end at the
 buffer's edge (``Y`` needs a character after them), so the runtime's edge case (below) never holds
-one: any doubt is a scan. (issue 33: k2_horizon's name in 4-character chunks was scanned at every
+one: any doubt is a scan. (k2_horizon's name in 4-character chunks was scanned at every
 chunk, nine engine calls each.)
 
 Possessive runs

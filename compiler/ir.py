@@ -131,7 +131,7 @@ def canonical_json(document: Any) -> str:
     elsewhere order carries meaning (docs/template-language.md, ``fields``): the order of
     ``fields`` ranks tied delimiters in v2 and orders the watch sets, and ``defaults``,
     ``transform``, ``inside`` and content arguments are read in order. Two templates that behave
-    differently must never share a hash (issue 23, item 2), so only what is known not to matter is
+    differently must never share a hash (docs/security.md "Generated code"), so only what is known not to matter is
     sorted; templates that differ only in another order that happens not to matter get different
     hashes, which costs at most a compile.
     """

@@ -1,4 +1,5 @@
-"""``respc check`` linter (issue 10): defects a template can have that load-time rules allow.
+"""``respc check`` linter (docs/writing-a-template.md "4. Check it"): defects a template can have
+that load-time rules allow.
 
 Each :class:`Finding` names the field and key at fault and carries an example string that shows
 the defect. ``error`` findings make a template parse wrongly for some ordinary output; ``warning``
@@ -14,8 +15,8 @@ Checks, in order:
   never opens unless the first can give the opener back (``reject``);
 * ``unreachable``: a field whose open is watched in no state the parser can reach;
 * ``backtracking``: a pattern that can take exponential time on a near-miss
-  (``compiler/backtracking.py``: ``(a+)+``, ``(a|aa)+``); since issue 23 ``validate`` refuses
-  such a pattern at load, so a template that loads has none;
+  (``compiler/backtracking.py``: ``(a+)+``, ``(a|aa)+``); ``validate`` refuses
+  such a pattern at load (docs/template-language.md "Load-time checks"), so a template that loads has none;
 * ``payload-delimiter``: a region whose close literal can occur inside its payload (a JSON string
   value, an xml-inline parameter value) and so end the region early;
 * ``placeholder``: a transform placeholder that cannot resolve: ``{content.x}`` on a text body

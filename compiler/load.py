@@ -8,9 +8,9 @@ says so with a separator (``./qwen3``) or a ``.json`` ending (:func:`is_catalogu
 
 A model directory, ``tokenizer_config.json``, ``chat_template.json`` or ``chat_template.jinja``
 without a ``response_template`` gives the catalogue template of the family its chat template
-renders (``compiler/detect.py``, issue 11); :attr:`LoadedTemplate.note` says which was used. Only an
-exact fit is used (a family that parses back every sample message the chat template rendered); with
-none, loading fails naming the nearest fits (issue 24).
+renders (``compiler/detect.py``; docs/writing-a-template.md "Which family does my model use?
+(`respc detect`)"); :attr:`LoadedTemplate.note` says which was used. Only an exact fit is used (a family that parses back every sample message the chat template rendered); with
+none, loading fails naming the nearest fits (docs/security.md "Guessed families").
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The chat-template round trip of ``respc check TEMPLATE --chat-template F`` (issue 10).
+"""The chat-template round trip of ``respc check TEMPLATE --chat-template F``
+(docs/writing-a-template.md "Against the model's chat template").
 
 A response template is right for a model when it reads back what the model's own chat template
 writes for an assistant turn. For each sample message of ``compiler/samples.py`` (an answer,

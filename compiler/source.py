@@ -3,7 +3,7 @@
 
 :func:`respc.compiler.api.compile_source` goes on to the grammar and the emitted module; the grammar exporters
 (``compiler/grammar_render.py``, ``compiler/grammar_structural.py``) need only this half, so they import it
-from here and never ``api`` (issue 26: the ``api -> grammar -> grammar_render -> api`` import circle).
+from here and never ``api`` (an import circle otherwise: ``api -> grammar -> grammar_render -> api``).
 """
 
 from __future__ import annotations

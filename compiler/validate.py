@@ -4,8 +4,8 @@ Each failure is a :class:`~respc.runtime.errors.TemplateError` naming the templa
 and the key at fault. Nothing here runs model text: patterns are compiled, and the empty-match checks
 (:func:`may_match_empty`) only match them against a few fixed probe strings.
 
-Beyond template-language.md "Load-time checks" (issue 7), :func:`check_template` refuses what would fail or hang at
-run time for every
+Beyond the rules listed in template-language.md "Load-time checks", :func:`check_template` refuses
+what would fail or hang at run time for every
 input (a ``repeats`` default that is not a list, a region that opens and closes at one offset
 forever) and finds what can be known to fail or lose text (an unknown placeholder root, ``join`` on
 values that are never strings, an implicit close that matches empty before text): warnings in v1,
@@ -275,7 +275,7 @@ def _build_field(check: _Checker, name: str, spec: Any, version: int = 1) -> Fie
     )
 
 
-# -- load-time checks beyond template-language.md "Load-time checks" (issue 7)
+# -- load-time checks beyond the reference's rules (docs/template-language.md "Load-time checks")
 # --------------------------------------------------- Each returns nothing or raises TemplateError naming the field
 # and key; the softer ones (rules a v1 template must keep for the reference's sake) become warnings in v1 and errors
 # in v2.
@@ -429,7 +429,8 @@ def _string_capable(node: Any, content: str, v2: bool) -> bool:
 
 
 def check_defaults(check: "_Checker", fields: tuple[Field, ...], defaults: dict) -> None:
-    """Refuse a default the message cannot grow from (issue 7: AttributeError/TypeError at run time).
+    """Refuse a default the message cannot grow from
+    (docs/template-language.md "Load-time checks": AttributeError/TypeError at run time).
 
     Legal defaults: for a ``join`` field a string (each match is appended after the separator) or
     null (the first match is taken as is); for any other ``repeats`` field a list (each match is
@@ -560,7 +561,7 @@ def check_transform_scope(check: "_Checker", f: Field, *, v2: bool = False) -> l
 
 
 def check_template(template: Template, *, v2: bool = False) -> list[str]:
-    """Run every load-time check of issue 7 on a validated template.
+    """Run every load-time check (docs/template-language.md "Load-time checks") on a validated template.
 
     Args:
         template: the IR from :func:`validate` (any version).

@@ -1,4 +1,4 @@
-"""OpenAI-compatible streaming from any generated parser (issue 9).
+"""OpenAI-compatible streaming from any generated parser (docs/openai.md).
 
 :class:`ChatCompletionStream` wraps a generated ``ResponseParser`` and turns its region events
 (events.md "The events") into ``chat.completion.chunk`` dicts as the OpenAI Chat Completions API streams them;
@@ -377,7 +377,7 @@ def _feeds_text(parser: Any) -> bool:
 
 
 class ChatCompletionStream:
-    """OpenAI ``chat.completion.chunk`` dicts from a generated parser's events (issue 9).
+    """OpenAI ``chat.completion.chunk`` dicts from a generated parser's events (docs/openai.md "What the chunks carry").
 
     Args:
         parser: a generated ``ResponseParser`` (fresh; its ``initial_events`` are read too).
@@ -1344,7 +1344,7 @@ def _responses_tool(tool: Any) -> Any:
 
 
 class ResponsesStream:
-    """OpenAI Responses API stream events from a generated parser (issue 9), built on
+    """OpenAI Responses API stream events from a generated parser (docs/openai.md "Responses API events"), built on
     :class:`ChatCompletionStream` (same text, ids and argument fragments, same guarantees).
 
     Output items follow the deltas: a run of reasoning text is a ``reasoning`` item with one

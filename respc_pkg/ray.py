@@ -1,4 +1,4 @@
-"""Batch parsing on a Ray cluster: ``respc.ray.parse_dataset`` (issue 12; extra ``ray``).
+"""Batch parsing on a Ray cluster: ``respc.ray.parse_dataset`` (README.md "Batch: millions of outputs"; extra ``ray``).
 
 A Ray Data ``map_batches`` with a class-based callable: each actor builds the parser once (from the
 generated module's source, compiled once by the caller), then parses batch after batch. Each output

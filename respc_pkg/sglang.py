@@ -1,4 +1,5 @@
-"""SGLang plug-in: a function-call detector and a reasoning detector backed by a respc parser (issue 9).
+"""SGLang plug-in: a function-call detector and a reasoning detector backed by a respc parser
+(docs/serving.md "SGLang").
 
 Needs SGLang (tested with ``sglang==0.5.23``; README, "SGLang plug-in", gives the install). Both
 classes subclass SGLang's own bases and speak its types: :class:`RespcFunctionCallDetector` is a

@@ -1,4 +1,5 @@
-"""Batch parsing on Spark: ``respc.spark.lines_udf`` (issue 12; needs ``pyspark`` and Java 17+).
+"""Batch parsing on Spark: ``respc.spark.lines_udf``
+(README.md "Batch: millions of outputs"; needs ``pyspark`` and Java 17+).
 
 A PySpark ``pandas_udf`` over a column of raw JSONL lines (``spark.read.text``, column ``value``)
 that gives each line's output record as JSON text, byte for byte the line ``respc parse --jsonl``

@@ -1,4 +1,5 @@
-"""vLLM plug-in: a reasoning parser and a tool parser backed by a generated respc module (issue 9).
+"""vLLM plug-in: a reasoning parser and a tool parser backed by a generated respc module
+(docs/serving.md "vLLM (`respc.vllm`)").
 
 vLLM (0.33) parses model output with one unified ``Parser`` per request (``vllm/parser/``). Out-of-tree
 plug-ins still plug in as the two legacy classes it composes (``ParserManager.get_parser`` wraps them

@@ -1,4 +1,5 @@
-"""A regex delimiter still being written, read over only the new characters (issue 14).
+"""A regex delimiter still being written, read over only the new characters
+(docs/security.md "Model output: time and memory").
 
 A generated module's ``HOLD_REGEX`` gives, per state, the position automata of the state's
 eligible regex delimiters (compiler/held.py explains which, and why the answer below is the
@@ -18,12 +19,13 @@ characters seen in held text: at most :data:`MAX_EDGES` entries per state, :data
 states and :data:`MAX_CHARS` classified characters are kept (past that they are recomputed).
 
 A module writes each automaton as one ``HeldAutomaton`` record built by keyword (runtime/tables.py,
-compiler/emit.py ``_held_rows``; issue 31: no JSON in strings); a module of ABI 3 wrote each as one
+compiler/emit.py ``_held_rows``;
+docs/security.md "Declared scanners and named records": no JSON in strings); a module of ABI 3 wrote each as one
 JSON string constant, which :func:`automaton_table` still decodes. A parser class makes its
 :class:`HeldRegex` objects with ``lazy=True``: ``StreamParser._held_regex`` has their tests
 compiled (:meth:`HeldRegex.build`) the first time text is held in that state, so an import pays
 no regex compile. (The tuples cost a cold import without a cached ``.pyc`` their bytecode
-compile: gpt_oss 25 -> 34 ms; a warm import 0.50 -> 0.64 ms, issue 31.)
+compile: gpt_oss 25 -> 34 ms; a warm import 0.50 -> 0.64 ms.)
 """
 
 from __future__ import annotations

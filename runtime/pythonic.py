@@ -342,7 +342,7 @@ class _Reader:
         return "\\" + char  # an unknown escape keeps its backslash, as in Python
 
 
-# --- the quick reader (issue 14) ------------------------------------------------------------
+# --- the quick reader (README.md "Performance") ---------------------------------------------------
 # Most tool calls are a flat call list with scalar keyword arguments: [get_weather(city='Paris',
 # days=7)]. _quick_calls reads exactly that subset with a few C regex matches per argument instead
 # of the reader's dozen Python steps, and gives up (None) on anything else, so the reader runs and

@@ -1,4 +1,5 @@
-"""Repairs of damaged region bodies, used only with ``errors="recover"`` (issue 8).
+"""Repairs of damaged region bodies, used only with ``errors="recover"``
+(docs/events.md "Recovering from damaged output").
 
 Theory of operation
 -------------------

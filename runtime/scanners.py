@@ -1,4 +1,5 @@
-"""Scanners the runtime builds from a generated module's declarations (issue 31).
+"""Scanners the runtime builds from a generated module's declarations
+(docs/security.md "Declared scanners and named records").
 
 A generated module declares, per state, its delimiters as records in rank order: :class:`Literal`
 for a literal, :class:`Pattern` for a regex delimiter with the facts the compiler proved about it.
@@ -6,12 +7,12 @@ for a literal, :class:`Pattern` for a regex delimiter with the facts the compile
 it its memo slots (and a literal-only state its ``HOLD_LITERALS`` entry); the state's scanner, with
 its shared first-character searches and its hold of a proper prefix ending the buffer, is written
 by its first call: :func:`literal_scanner` for literals only, :func:`state_scanner` for a state
-with a regex delimiter (the code the compiler wrote before issue 31, line for line). A module of
+with a regex delimiter (the code the compiler wrote before the runtime did, line for line). A module of
 an earlier codegen that writes a scanner function keeps it.
 
 The scanner is written out as Python source and compiled once per state, by its first call
 (:func:`build_scanners`), as ``dataclasses`` writes ``__init__``: a loop over the literals cost up to 7% of a whole-text parse (qwen3,
-hermes2pro; issue 31). Only ``repr`` of checked ``str`` and ``int`` values reaches that source.
+hermes2pro). Only ``repr`` of checked ``str`` and ``int`` values reaches that source.
 
 A scanner is ``scan(buf, pos, eos, memo) -> (start, end, rank, match, hold)``: the committable
 delimiter hit from ``pos`` (``start`` -1: none) and the leftmost offset from which more input
@@ -116,7 +117,8 @@ def literal_prefixes(literals: tuple) -> frozenset | object:
     ``frozenset`` while they total at most :data:`PREFIX_TABLE_BUDGET` characters, else as a
     :class:`~respc.runtime.stream.LiteralPrefixes` (linear space; docs/security.md, "Limits"):
     what a scanner tests ``buf[j:] in`` to hold a literal's start ending the buffer. A generated
-    module calls it for a state that watches literals and a regex delimiter (issue 31: the
+    module calls it for a state that watches literals and a regex delimiter
+    (docs/security.md "Declared scanners and named records": the
     prefixes are not written out).
 
     Raises:
@@ -347,7 +349,7 @@ def _literal_hold():
 
 def _literal_source(literals: tuple, slot: int, group_of: dict, groups: list, hold_plan) -> str:
     """The source of a literal scanner: each search written out, as the compiler wrote it before
-    issue 31 (a loop over the literals costs up to 7% of a whole-text parse: qwen3, hermes2pro).
+    the runtime did (a loop over the literals costs up to 7% of a whole-text parse: qwen3, hermes2pro).
     Only ``repr`` of a checked ``str`` and of ``int`` values reach it (:func:`literal_scanner`
     checks the records), so no text of a template can be anything but a string literal here."""
     lines = ["def scan(buf, pos, eos, memo):", "    n = len(buf)", "    hold = n", "    bs = be = br = -1"]
@@ -384,7 +386,7 @@ def _literal_source(literals: tuple, slot: int, group_of: dict, groups: list, ho
     return "\n".join(lines)
 
 
-# -- states that watch a regex delimiter (issue 31: "the runtime builds its matchers") -------------
+# -- states that watch a regex delimiter (docs/security.md "Declared scanners and named records") -------------
 
 #: the global name a regex delimiter's LazyPattern is bound to in its module (``_D<k>``, ``_R_D<k>``
 #: in the errors="recover" class): the only name of a module that reaches a built scanner's source
@@ -569,7 +571,7 @@ def _long_source(r, var: str, late: str, start: str) -> str:
 
 def _pattern_source(records: tuple, slot: int) -> tuple[str, dict]:
     """The source of the scanner of a state that watches a regex delimiter (and maybe literals),
-    as the compiler wrote it before issue 31, and the patterns its closure binds. Only the checked
+    as the compiler wrote it before the runtime did, and the patterns its closure binds. Only the checked
     delimiter names, ``repr`` of exact ``str`` and ``int`` values and closure names reach it."""
     per, groups, _ = _slots_of(records)
     closure: dict = {}
@@ -820,7 +822,7 @@ def state_scanner(records: tuple, slot: int) -> Callable:
     """Build the scanner of a state that watches a regex delimiter (and maybe literals): its
     records (:class:`Pattern`, :class:`Literal`) in rank order, its memo slots from ``slot``.
 
-    The source is written as the compiler wrote it before issue 31 and compiled with the
+    The source is written as the compiler wrote it before the runtime did and compiled with the
     delimiters' module as its globals (their first search rebinds them there), the probes, back
     searches, late patterns and literal prefixes bound by closure.
 

@@ -48,7 +48,7 @@ These shortcuts keep the common chunk cheap, each giving exactly the events a sc
   for its D2 probe. The engine in partial mode would try such a pattern at every offset;
 * nothing left -- a delimiter that ends the buffer, in a state whose triggers are known, ends
   :meth:`_run`'s loop without a scan of the empty rest (no delimiter can start there, the same
-  rule as the fast path's; issue 14: the close of every tool call);
+  rule as the fast path's; the close of every tool call);
 * blocks -- body pieces are joined every ``BLOCK`` pieces, so memory follows the body's size;
 * long holds -- text held behind a regex match still pending after ``LONG_HOLD`` characters is
   searched again only once it has doubled (messages are unchanged; chunk boundaries of that text
@@ -125,14 +125,14 @@ RECOVER_CLOSER_GROUP = REPAIR_GROUP + "recover_closer"
 RECOVER_ALIAS = "__alt"
 
 #: Bumped only when generated modules need a different runtime; generated modules check it.
-#: 4 (issue 31): tables are named records (runtime/tables.py), literal-only states are declared
+#: 4: tables are named records (runtime/tables.py), literal-only states are declared
 #: (runtime/scanners.py), and every search helper the module's scanners call is part of the ABI,
-#: not a feature. 5 (issue 31): every state is declared (``_rt.Pattern`` records for regex
+#: not a feature. 5: every state is declared (``_rt.Pattern`` records for regex
 #: delimiters); the runtime writes every scanner and gives every memo slot. This runtime still
 #: runs modules of ABI 3 (tuples, JSON held-regex text) and 4 (regex scanners written out).
-#: 6 (issue 31): a module takes ``get_response_parser`` and ``parse_response`` from
+#: 6: a module takes ``get_response_parser`` and ``parse_response`` from
 #: :func:`module_api` and writes a class attribute at its default not at all; ABI 5 modules
-#: (which write both functions) still run. 7 (issue 31): ``HELD_LITERALS`` may end a state's
+#: (which write both functions) still run. 7: ``HELD_LITERALS`` may end a state's
 #: tuple of held automata (its literal delimiters'), ``REGEX_BOUNDED`` is read from the
 #: ``bound=`` of the declared delimiters when a class does not write it, and a recover class's
 #: region may be :func:`regrouped`; ABI 6 modules still run.
@@ -450,7 +450,7 @@ class BoundedPattern:
         return _SearchTimeout(self, pos, _RUNNING.parser._rxt or _module_limit())
 
     # search, match and fullmatch are _start, the engine call and _spent written out: one look-up
-    # of the running parser instead of two, and no call of either (issue 33: 1.75 us a bounded
+    # of the running parser instead of two, and no call of either (1.75 us a bounded
     # search against 0.48 us for the bare one; the engine's own timeout= handling is the rest)
 
     def search(self, string: str, pos: int = 0, endpos: int | None = None, **kwargs: Any) -> Any:
@@ -546,7 +546,7 @@ def _guard_scanner(scan: Callable) -> Callable:
 class LazyPattern:
     """A ``regex`` pattern (``regex.DOTALL``) compiled when it is first used: a generated module's
     delimiters, D2 probes and factor back-searches, so importing the module compiles none of them
-    (issue 14: gpt_oss's five probes were 4 of the 9 ms of its import, later its six delimiters 4
+    (gpt_oss's five probes were 4 of the 9 ms of its import, later its six delimiters 4
     of the 4.5 ms its code took to run); a parse compiles those it searches.
 
     ``search``, ``match`` and ``fullmatch`` take the compiled pattern's arguments and return what
@@ -615,8 +615,8 @@ LEAD_MISSES = 16
 #: lead_search: characters per miss (on average since the search began) under which the misses
 #: count as dense and the engine takes over. The engine tries a lead-less pattern at every offset
 #: (about 3-75 ns a character: a lookahead opener, an optional head) and a miss costs one Python
-#: step and one anchored match (about 1 us), so sparse leads (a ``[`` every 2 kB of prose, issue
-#: 33) stay with ``str.find`` and dense ones (a JSON array of arrays) go to the engine.
+#: step and one anchored match (about 1 us), so sparse leads (a ``[`` every 2 kB of prose)
+#: stay with ``str.find`` and dense ones (a JSON array of arrays) go to the engine.
 LEAD_SPAN = 256
 _str_find = str.find
 #: lead_search: the first window it looks for leads in (characters; doubled while none is there)
@@ -627,7 +627,7 @@ def lead_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...]) -> Any
     """``pattern.search(buf, pos)`` for a pattern every match of which starts with one of
     ``leads`` (compiler/automaton.py ``_branch_leads``): the leads are found with ``str.find``
     and the pattern is matched only where one starts, leftmost first, so text holding none of
-    them is not searched by the regex engine (issue 14: a complete text's search).
+    them is not searched by the regex engine (docs/security.md "Whole text at scan speed": a complete text's search).
 
     Args:
         pattern: a compiled ``regex`` pattern.
@@ -805,7 +805,8 @@ def _windowable(pattern: Any) -> bool:
 
 def window_partial(pattern: Any, buf: str, pos: int, end: int | None = None, complete: bool = True,
                    window: int = 0) -> Any:
-    """``pattern.search(buf, pos, end, partial=True)``, linear in the text (issue 23).
+    """``pattern.search(buf, pos, end, partial=True)``, linear in the text
+    (docs/security.md "Model output: time and memory").
 
     The ``regex`` engine's partial phase (it looks for a complete match first, then for the
     leftmost partial one) can cost the rest of the text at every offset: gpt_oss's call opener
@@ -868,7 +869,8 @@ def window_partial(pattern: Any, buf: str, pos: int, end: int | None = None, com
 def partial_search(pattern: Any, buf: str, pos: int, leads: tuple[str, ...], end: int | None = None) -> Any:
     """``pattern.search(buf, pos, partial=True)`` for a pattern every match of which starts with
     one of ``leads``: the engine searches from :func:`lead_start`, as no match or partial match
-    starts before it (issue 14: a long undecided text, as one big ``feed`` or the recover-mode
+    starts before it (docs/security.md "Model output: time and memory":
+    a long undecided text, as one big ``feed`` or the recover-mode
     whole-text pass holds; the engine in partial mode cannot skip ahead by itself for a pattern
     with a zero-width alternative such as xlam's ``(?=\\[\\s*\\{\\s*"name")``).
 
@@ -980,10 +982,11 @@ def barrier_search(pattern: Any, buf: str, pos: int, factor: str, barrier: str) 
     where ``P`` never consumes ``barrier`` after its first character (compiler/automaton.py
     ``barrier_plan``, which proves it and checks it on samples): the first ``factor`` from
     ``pos`` is found with ``str.find``, the last ``barrier`` before it with ``str.rfind``, and the
-    engine searches from there, since no match starts before it (issue 14: a complete text's
+    engine searches from there, since no match starts before it
+    (docs/security.md "Whole text at scan speed": a complete text's
     search, where the engine would otherwise try the pattern at every offset from ``pos``).
 
-    Factor by factor (issue 33): a match that starts at or before that factor runs to its end at
+    Factor by factor: a match that starts at or before that factor runs to its end at
     least (its factor is that one or a later one), so its path reaches the end of the window from
     the barrier to the factor's end, where the engine reports it as partial. The engine searches
     that window only (for a pattern whose matches do not depend on where the text ends,
@@ -1120,7 +1123,7 @@ LONG_HOLD = 1024
 #: _run gives a value decoder the text up to the next delimiter in one piece when it is at most
 #: this long, or while such pieces add up to at most VALUE_BUDGET times the buffer in one pass (a
 #: long value is then read whole by the json decoder's C reader); else in windows that double from
-#: this size (issue 33): most tool-call values end inside the first one
+#: this size (docs/security.md "Whole text at scan speed"): most tool-call values end inside the first one
 VALUE_WINDOW = 4096
 VALUE_BUDGET = 8
 
@@ -1259,7 +1262,7 @@ def _chain_table(cls: type) -> tuple:
     too (:meth:`StreamParser._run`). A literal of state 0 whose edge closes the outside region
     back to state 0 (a call section's markers, ``<|tool_calls_section_begin|>``) is a link too,
     ``(leads, None, None, None)``: right after a region ended the outside region holds nothing, so
-    its close stores nothing, and the chain steps over it (issue 33, the section-marker cost).
+    its close stores nothing, and the chain steps over it (the section-marker cost).
     State 0's delimiters: the records it declares
     (runtime/scanners.py: ``Literal`` and ``Pattern``). Empty when state 0 is an *after*
     state or the outside region has a decoder."""
@@ -1423,7 +1426,7 @@ def _read_heads(triggers: str | None, heads: Any) -> tuple | None:
 def _searching_heads(cls: type) -> None:
     """Give each state's heads of ``cls._FAST`` its :func:`_hold_search` (the fourth member,
     None until then): by the class's first parser, so that importing a module compiles no
-    pattern (issue 14), as its scanners and delimiters are compiled by their first use."""
+    pattern (README.md "Performance"), as its scanners and delimiters are compiled by their first use."""
     cls._FAST = tuple((triggers, heads if heads is None else heads[:3] + (_hold_search(triggers, heads[0], heads[2]),))
                       for triggers, heads in cls._FAST)
     cls._FAST_SEARCH = True
@@ -1431,7 +1434,7 @@ def _searching_heads(cls: type) -> None:
 
 def _hold_search(triggers: str | None, starts: frozenset, partial: set) -> Callable | None:
     """The ``search`` of one stdlib ``re`` pattern that answers :func:`_trigger_hold_plain` for
-    a state in one engine call (issue 33: its loop of ``find`` calls and slices was most of the
+    a state in one engine call (its loop of ``find`` calls and slices was most of the
     cost of a chunk holding a ``<``): group 1, a head at a trigger character (scan); else group
     2, the leftmost trigger that begins a proper prefix of a head ending the text (held). Only
     heads and prefixes that begin with a trigger character are in it, as the loop looks only
@@ -1687,7 +1690,8 @@ class StreamParser:
             cls._DECLARED = tuple(scan if isinstance(scan, tuple) else None for scan in cls.SCANNERS)
         if "SCANNERS" in cls.__dict__ and any(isinstance(scan, tuple) for scan in cls.SCANNERS):
             # the states a module declares by their literal delimiters: the runtime builds their
-            # scanners and HOLD_LITERALS entries (runtime/scanners.py, issue 31)
+            # scanners and HOLD_LITERALS entries (runtime/scanners.py;
+            # docs/security.md "Declared scanners and named records")
             declared = tuple(scan if isinstance(scan, tuple) else None for scan in cls.SCANNERS)
             cls._DECLARED = declared
             # the memo slots the class writes (a module of ABI 4 writes its regex states' slots), not its
@@ -1789,7 +1793,8 @@ class StreamParser:
         self._rxat = -1
         self._rxspent = 0.0
         #: True on a parser the whole-text path finishes (runtime/whole.py ``finish``): its events
-        #: are returned by no call, so ``_begin``, ``_route`` and ``_close`` build none (issue 33)
+        #: are returned by no call, so ``_begin``, ``_route`` and ``_close`` build none
+        #: (docs/security.md "Whole text at scan speed")
         self._mute = False
         if errors not in ERRORS:
             raise ValueError(f"errors must be one of {list(ERRORS)}, got {errors!r}")
@@ -2199,7 +2204,7 @@ class StreamParser:
         return self._mark + self._sunk + self._body_len()
 
     def feed_text(self, text: Any) -> str | list[dict]:
-        """:meth:`feed` for adapters that turn the commonest event into something else (issue 9,
+        """:meth:`feed` for adapters that turn the commonest event into something else (docs/openai.md "Cost",
         ``respc.openai``): when the chunk takes the quickest path (plain text with no trigger
         character, routed whole to the open region of field ``self._name``, not dirty), it returns
         the chunk itself (``str``) instead of ``[{"type": "region_chunk", "field": self._name,
@@ -2568,7 +2573,8 @@ class StreamParser:
                         # Windows that double from VALUE_WINDOW characters until the value ends:
                         # given all of the text up to limit each time, every value of a state
                         # that watches no delimiter (llama3_json's calls) cost the rest of the
-                        # text, so many calls were quadratic (issue 33: 32,000 calls in 1.8 MB,
+                        # text, so many calls were quadratic
+                        # (docs/security.md "Whole text at scan speed": 32,000 calls in 1.8 MB,
                         # 2.2 s); past the budget a value longer than a window is read by the
                         # decoder piece by piece (its character scan)
                         at, step, k = pos, VALUE_WINDOW, -1
@@ -3012,7 +3018,7 @@ class StreamParser:
         # The body is read a growing piece at a time, stopping once decided (most bodies decide
         # in their first characters): a slice of the whole rest of the buffer made every
         # tentative open of one big feed cost its length (olmo3's prose after an unclosed
-        # <function_calls>, where every letter opens a region, issue 23).
+        # <function_calls>, where every letter opens a region; docs/security.md "Model output: time and memory").
         status, at, step = UNDECIDED, pos, 64
         if verdict is not None:
             while True:  # what a new decoder's status would be
@@ -3690,7 +3696,7 @@ class StreamParser:
         numbers = _REPAIR_NUMBERS.get(key)
         if numbers is None:
             # per pattern, the repair groups it has, in declared order, with their numbers:
-            # groupdict() builds a name table on every call (issue 33: 0.6 us a delimiter)
+            # groupdict() builds a name table on every call (0.6 us a delimiter)
             if len(_REPAIR_NUMBERS) >= 512:
                 _REPAIR_NUMBERS.clear()
             index = pattern.groupindex
@@ -3894,7 +3900,7 @@ def _non_finite(value: Any) -> float | None:
     ``NaN``/``Infinity``. The body then holds text no JSON reader accounts for, so its region is
     malformed: strict raises, recover keeps the raw text (docs/security.md "Files"). One visit per
     item: linear in the value's size (about 0.4 us for a tool call of a dozen items: strings,
-    ints, bools and None are passed over without a call, issue 33).
+    ints, bools and None are passed over without a call).
     """
     cls = value.__class__
     if cls in _LEAVES:
@@ -3938,7 +3944,7 @@ def _checked_value(region: Region, value: Any, tools: Any) -> Any:
 
 def _plain_call(call: dict) -> bool:
     """True when ``call`` (a dict) is a tool call that ``check_tool_call_names`` and
-    :func:`_non_finite` both let through, proven the quick way (issue 33: the two checks were
+    :func:`_non_finite` both let through, proven the quick way (the two checks were
     1.2 us of a call's 5-8 us): every key a ``str``; every value a ``str``, ``int``, ``bool`` or
     None, except ``"function"``, a dict whose ``"name"`` is a name already checked
     (``tools._GOOD_NAMES``) and whose values are such leaves too, except ``"arguments"``, a
@@ -4051,7 +4057,7 @@ def _alias_of(name: str) -> str | None:
 
 def _put_groups(scope: dict, match: Any) -> None:
     """``scope.update(match.groupdict())``, by group number: the regex module builds a name
-    table for every ``groupdict()`` (0.65 us for one group, issue 14); ``groups()`` and a table
+    table for every ``groupdict()`` (0.65 us for one group); ``groups()`` and a table
     made once per pattern give the same values (None for a group that did not take part; a name
     used twice is one group) in the same order."""
     pattern = match.re

@@ -1,4 +1,4 @@
-"""Named records of a generated module's parser tables (issue 31: "declarations in").
+"""Named records of a generated module's parser tables (docs/security.md "Declared scanners and named records").
 
 A generated module declares its tables with these records, built by keyword, so that a reviewer
 reads ``FastPath(triggers='<', heads=...)`` instead of a positional tuple. Each is a

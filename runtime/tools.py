@@ -417,7 +417,7 @@ _NOT_A_NAME = re.compile(r"[\s<>{}\[\]()\"']")
 #: a call's function has no ``arguments`` key (it takes none)
 _NO_ARGUMENTS = object()
 
-#: function names already checked (a parse names the same few tools again and again; issue 33)
+#: function names already checked (a parse names the same few tools again and again)
 _GOOD_NAMES: set = set()
 
 

@@ -332,7 +332,8 @@ def make_field_processor(
         field (str): the field name, used in error messages.
         content (str): the content parser name (template-language.md "Content parsers").
         content_args (dict | None): its arguments (None: none, ``{}``). A generated module passes
-            every argument by keyword and leaves out those at their default (issue 31).
+            every argument by keyword and leaves out those at their default
+            (README.md "Layout").
         transform (Any | None): the transform, or ``None`` for none.
         transform_each (bool): apply the transform to each element of a list of dicts.
         group_names (tuple[str, ...]): every named group declared by the field's open and close
@@ -359,7 +360,7 @@ def make_field_processor(
     """
     # The content parser (and its errors="recover" repair) is built on first use: an import builds
     # every field's processor, and some parsers compile a regex then (xml-inline's tag_pattern:
-    # 0.5 ms on dots, issue 14), while a parse closes few of the fields. The arguments are read
+    # 0.5 ms on dots), while a parse closes few of the fields. The arguments are read
     # as they are now (a copy), as make_content_parser would.
     if content_args is None:
         content_args = {}
@@ -380,7 +381,7 @@ def make_field_processor(
     direct = None if transform is None else _direct(transform, frozenset(group_names), v2, transform_each)
 
     # (the two common cases read the body as parse_body does, written out: one call less per
-    # region closed, issue 33)
+    # region closed)
     if transform is None:
         def process(body: str, captures: dict) -> Any:
             nonlocal parse
@@ -452,7 +453,8 @@ def make_field_processor(
             return value if transform is None else finish(value, captures, body)
 
         process.partial = partial
-    # read by respc.openai to stream xml-inline parameters as they are written (issue 9)
+    # read by respc.openai to stream xml-inline parameters as they are written
+    # (docs/openai.md "Which formats stream arguments as they are written")
     process.content_parser = content
     process.content_args = content_args
     process.repair_on_success = bool(repairs and record.repair_on_success)
@@ -472,7 +474,7 @@ _IMMUTABLE = (str, int, float, bool, type(None))
 
 def _direct(transform: Any, group_names: frozenset, v2: bool, each: bool = False) -> Callable[[Any, dict], Any] | None:
     """A faster ``finish`` for a transform without ``$first`` or ``$key``/``$value`` segments
-    (issue 14: a tool call's ``{"type": "function", "function": {"name": "{name}", "arguments":
+    (a tool call's ``{"type": "function", "function": {"name": "{name}", "arguments":
     "{content}"}}`` is built at every region close): ``direct(value, captures) -> result``, the
     result :func:`_finisher`'s ``finish`` gives (``each``: ``finish_each``), built without a scope
     dict.
@@ -556,7 +558,7 @@ def _holds_placeholder(t: Any, pattern: Any) -> bool:
 def _direct_first(t: dict, pattern: Any, node: Callable) -> tuple[int, Any] | None:
     """The direct builder of ``{"$first": [A, B, ..., DEFAULT]}`` (see :func:`_direct`) when
     every alternative is a placeholder on ``content`` without ``$key``/``$value`` segments or a
-    literal without placeholders (issue 33: json tool calls' ``{"$first": ["{content.parameters}",
+    literal without placeholders (json tool calls' ``{"$first": ["{content.parameters}",
     "{content.arguments}", {}]}``, built at every call); None otherwise.
 
     As :func:`_first` decides: the first alternative whose path resolves (every key present in a

@@ -1,4 +1,5 @@
-"""The whole-text path: parse a complete model output without streaming it (issue 14).
+"""The whole-text path: parse a complete model output without streaming it
+(docs/security.md "Whole text at scan speed").
 
 Theory of operation
 -------------------
@@ -73,7 +74,7 @@ __all__ = ["finish", "WholeText", "sentinel"]
 #: when the misses come closer together than ``_MISS_SPAN`` characters on average
 _MISSES = 16
 #: characters per miss under which a sentinel counts as frequent in the text: a miss costs about
-#: what ``str.find`` of a 10-character literal over 1-2 kB of prose does (issue 33: real prose has
+#: what ``str.find`` of a 10-character literal over 1-2 kB of prose does (real prose has
 #: a ``|`` every 3 kB, and ``<|eot_id|>`` over 100 kB took 35 us with 16 misses then ``str.find``)
 _MISS_SPAN = 1024
 #: characters searched with ``str.find`` from the start and after each miss before the sentinel

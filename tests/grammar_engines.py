@@ -1,4 +1,5 @@
-"""Acceptance checks with the engines' own matchers (test support for grammar export, issue 10).
+"""Acceptance checks with the engines' own matchers (test support for grammar export, issue 10;
+docs/grammar.md "How it is verified").
 
 Each ``accepts_<format>(grammar_text, text) -> bool`` feeds ``text`` byte by byte (a byte-level
 vocabulary of 256 tokens plus an end token) to the engine's matcher and says whether the whole text

@@ -1,4 +1,5 @@
-"""Random walks over an exported grammar with the engines' own matchers (issue 27, test support).
+"""Random walks over an exported grammar with the engines' own matchers (issue 27, test support;
+docs/grammar.md "What the grammar guarantees").
 
 A walk starts an engine's matcher on a grammar and, step by step, asks it which tokens may come
 next (its token mask) and takes one of them at random, until it takes the end token. The vocabulary

@@ -1,5 +1,7 @@
 """What the engine serving tests share (tests/test_vllm_serving.py, tests/test_sglang_serving.py):
-the families served, their cases, and a real tokenizer trained on them offline."""
+the families served, their cases, and a real tokenizer trained on them offline; and the cases the
+vLLM two-parser split cannot give (tests/test_vllm_plugin.py, tests/test_vllm_serving.py). Imports
+no engine."""
 
 from __future__ import annotations
 
@@ -91,3 +93,13 @@ def tools_for(case: dict, name: str, prefix: str | None = None) -> list:
                                     errors="recover")
     names = sorted({c["function"]["name"] for c in message.get("tool_calls") or []}) or ["f"]
     return [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in names]
+
+
+#: cases the two-parser split cannot give (strict). None now: a tool call written inside the
+#: reasoning (deepseek_v4's DSML block ending unclosed reasoning, intern_s1's action block, solar_open2's
+#: calls between blocks, trinity's calls inside <think>, qwen3_5's call ending an unclosed <think>) is
+#: read by the tool parser from where the reasoning parser stopped (RespcReasoningParser.handover)
+SPLIT_LIMITS: dict[str, str] = {}
+#: the same split, the other way. None now: an end-of-turn mark inside the reasoning (plamo3's
+#: <|plamo:tag|>, which ends the whole output) is read in the reasoning's context by the tool parser
+SPLIT_LIMITS_END: dict[str, str] = {}

@@ -1,5 +1,6 @@
 """Helpers shared by the test modules: where ../shared is, vector loading, chunkings, the outcomes a shortcut
-and its general path are compared by, random damage of the catalogue cases, timings."""
+and its general path are compared by, random damage of the catalogue cases, timings, the families' test files
+and a qwen3-like chat template. (Helpers of one subject shared by a few modules are in ``support_*.py``.)"""
 
 from __future__ import annotations
 
@@ -224,6 +225,10 @@ def family_cases(name: str) -> list[dict]:
     """The test cases of family ``name`` (``tests/cases/families/<name>.json``); [] without a file."""
     path = FAMILY_DIR / f"{name}.json"
     return json.loads(path.read_text(encoding="utf-8"))["cases"] if path.is_file() else []
+
+
+#: every family's test file (``tests/cases/families/<family>.json``: ``cases``, ``corpus_xfail``), by family
+FAMILIES = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(FAMILY_DIR.glob("*.json"))}
 
 
 def random_pieces(text: str, rng: random.Random, longest: int) -> list[str]:
@@ -471,3 +476,21 @@ def damage(text: str, spans: list[tuple[int, int]], ops: list[tuple[str, int, in
                     text = text[:s] + text[s2:e2] + text[e:s2] + text[s:e] + text[e2:]
         spans = [(s, e) for s, e in spans if e <= len(text)]
     return text
+
+
+#: a qwen3-like chat template (ChatML turns, <think> reasoning, <tool_call> JSON calls), written for
+#: tests/test_detect.py and tests/test_lint_roundtrip.py
+QWEN_LIKE = """{%- for m in messages %}<|im_start|>{{ m.role }}
+{% if m.reasoning_content %}<think>
+{{ m.reasoning_content }}
+</think>
+
+{% endif %}{% if m.content %}{{ m.content }}{% endif %}{% for c in m.tool_calls or [] %}<tool_call>
+{{ {"name": c.function.name, "arguments": c.function.arguments} | tojson }}
+</tool_call>{% endfor %}<|im_end|>
+{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant
+{% if enable_thinking is defined and not enable_thinking %}<think>
+
+</think>
+
+{% endif %}{% endif %}"""

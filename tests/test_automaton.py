@@ -432,7 +432,7 @@ def test_lazy_delimiter_replaces_its_global_on_first_use():
 
 
 def test_module_import_compiles_no_delimiter(monkeypatch):
-    """Importing gpt_oss's generated module compiles only its start anchor (issue 14, import
+    """Importing gpt_oss's generated module compiles only its start anchor (issue 14, README.md "Performance", import
     time); its first parse compiles the delimiters it searches, with the events as before."""
     import types
 

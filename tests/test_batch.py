@@ -1,4 +1,5 @@
-"""Batch parsing (compiler/batch.py, issue 12): ``respc parse --jsonl``, ``respc.parse_batch``,
+"""Batch parsing (compiler/batch.py, issue 12;
+docs/security.md "Files"): ``respc parse --jsonl``, ``respc.parse_batch``,
 ``respc.columns_mapper``.
 
 * the CLI: output records in input order, failed records (``message: null`` + an ``error``
@@ -22,33 +23,7 @@ import pytest
 import respc
 from respc.compiler import batch
 from respc.compiler.cli import main
-
-CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
-GOOD = {"role": "assistant", "reasoning_content": "hmm", "content": "Sunny.",
-        "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}
-BAD_ERROR = ("ContentParseError: Field 'tool_calls': json parser could not parse region as JSON. | "
-             "Content: '{\"name\": oops' | Error: Expecting value: line 1 column 10 (char 9)")
-
-
-def _records(n: int = 5) -> list[dict]:
-    """``n`` qwen3 records; every third one (ids 2, 5, ...) has a broken tool-call body."""
-    out = []
-    for i in range(n):
-        text = '<tool_call>{"name": oops</tool_call>' if i % 3 == 2 else f"<think>hmm</think>Sunny.{CALL}"
-        out.append({"id": i, "prefix": "", "output": text})
-    return out
-
-
-BAD_RAW = '<tool_call>{"name": oops</tool_call>'
-
-
-def _expected(record: dict) -> dict:
-    """errors="recover": the broken call's raw text goes to content, with a 'malformed' diagnostic."""
-    if record["id"] % 3 == 2:
-        return {"id": record["id"], "message": {"role": "assistant", "content": BAD_RAW}, "diagnostics": [
-            {"kind": "malformed", "field": "tool_calls", "start": 0, "end": len(BAD_RAW),
-             "message": BAD_ERROR.replace(" | ", "\n"), "text": BAD_RAW}]}
-    return {"id": record["id"], "message": GOOD, "diagnostics": []}
+from support_batch import BAD_ERROR, BAD_RAW, GOOD, batch_records, expected_record
 
 
 def _write_jsonl(path, records, opener=open) -> None:
@@ -65,18 +40,18 @@ def _read_jsonl(path, opener=open) -> list[dict]:
 # --- CLI -----------------------------------------------------------------------------------------
 
 def test_cli_records_in_order_with_failures(tmp_path, capsys):
-    records = _records(7)
+    records = batch_records(7)
     _write_jsonl(tmp_path / "in.jsonl", records)
     assert main(["parse", "qwen3", "--jsonl", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"),
                  "--workers", "1"]) == 0
-    assert _read_jsonl(tmp_path / "out.jsonl") == [_expected(r) for r in records]
+    assert _read_jsonl(tmp_path / "out.jsonl") == [expected_record(r) for r in records]
     err = capsys.readouterr().err
     assert err.startswith("respc: 7 records, 5 messages with tool calls, 0 repairs, 2 failures, ")
     assert err.count("\n") == 1
 
 
 def test_cli_strict_reports_line_numbers_and_exits_1(tmp_path, capsys):
-    lines = [json.dumps(r) for r in _records(3)] + ["", "not json", json.dumps([1])]
+    lines = [json.dumps(r) for r in batch_records(3)] + ["", "not json", json.dumps([1])]
     (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert main(["parse", "qwen3", "--jsonl", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"),
                  "--errors", "strict", "--workers", "1"]) == 1
@@ -95,14 +70,14 @@ def test_cli_strict_reports_line_numbers_and_exits_1(tmp_path, capsys):
 
 
 def test_cli_recover_exits_0_despite_failures(tmp_path):
-    _write_jsonl(tmp_path / "in.jsonl", _records(3))
+    _write_jsonl(tmp_path / "in.jsonl", batch_records(3))
     assert main(["parse", "qwen3", "--jsonl", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o.jsonl")]) == 0
 
 
 def test_cli_workers_give_the_same_bytes_as_one(tmp_path):
     """A plain file goes by byte ranges (about 45 kB: three spans of at least 16 kB), gzip by line
     batches; 2 workers give the bytes of one worker, in order."""
-    records = _records(300)
+    records = batch_records(300)
     _write_jsonl(tmp_path / "in.jsonl", records)
     _write_jsonl(tmp_path / "in.jsonl.gz", records, gzip.open)
     for workers, src, name in (("1", "in.jsonl", "one.jsonl"), ("2", "in.jsonl", "two.jsonl"),
@@ -111,7 +86,7 @@ def test_cli_workers_give_the_same_bytes_as_one(tmp_path):
                      "--workers", workers, "--batch-size", "1"]) == 0
     one = (tmp_path / "one.jsonl").read_bytes()
     assert one == (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "gz.jsonl").read_bytes()
-    assert [json.loads(line) for line in one.splitlines()] == [_expected(r) for r in records]
+    assert [json.loads(line) for line in one.splitlines()] == [expected_record(r) for r in records]
     source = (tmp_path / "in.jsonl").read_bytes()
     spans = list(batch._spans(str(tmp_path / "in.jsonl"), 16384, [0]))
     assert len(spans) == 3 and spans[0][0] == 0 and sum(length for _, length in spans) == len(source)
@@ -121,7 +96,7 @@ def test_cli_workers_give_the_same_bytes_as_one(tmp_path):
 
 
 def test_strict_line_numbers_with_workers(tmp_path, capsys):
-    lines = [json.dumps(r) for r in _records(200)]
+    lines = [json.dumps(r) for r in batch_records(200)]
     lines[150] = "not json"
     (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert main(["parse", "qwen3", "--jsonl", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o.jsonl"),
@@ -132,23 +107,23 @@ def test_strict_line_numbers_with_workers(tmp_path, capsys):
 
 
 def test_cli_gzip_in_and_out(tmp_path):
-    records = _records(4)
+    records = batch_records(4)
     _write_jsonl(tmp_path / "in.jsonl.gz", records, gzip.open)
     assert main(["parse", "qwen3", "--jsonl", str(tmp_path / "in.jsonl.gz"), "-o", str(tmp_path / "out.jsonl.gz"),
                  "--workers", "1"]) == 0
-    assert _read_jsonl(tmp_path / "out.jsonl.gz", gzip.open) == [_expected(r) for r in records]
+    assert _read_jsonl(tmp_path / "out.jsonl.gz", gzip.open) == [expected_record(r) for r in records]
 
 
 def test_cli_zstd_in_and_out(tmp_path):
     zstandard = pytest.importorskip("zstandard")
-    records = _records(4)
+    records = batch_records(4)
     data = "".join(json.dumps(r) + "\n" for r in records).encode()
     (tmp_path / "in.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(data))
     assert main(["parse", "qwen3", "--jsonl", str(tmp_path / "in.jsonl.zst"), "-o", str(tmp_path / "out.jsonl.zst"),
                  "--workers", "1"]) == 0
     with zstandard.ZstdDecompressor().stream_reader(open(tmp_path / "out.jsonl.zst", "rb")) as reader:
         out = [json.loads(line) for line in io.TextIOWrapper(reader, encoding="utf-8")]
-    assert out == [_expected(r) for r in records]
+    assert out == [expected_record(r) for r in records]
 
 
 def test_zstd_without_the_extra_names_it(tmp_path, monkeypatch, capsys):
@@ -160,12 +135,12 @@ def test_zstd_without_the_extra_names_it(tmp_path, monkeypatch, capsys):
 
 
 def test_cli_stdin_to_stdout_subprocess(tmp_path):
-    records = _records(3)
+    records = batch_records(3)
     data = "".join(json.dumps(r) + "\n" for r in records)
     done = subprocess.run([sys.executable, "-m", "respc", "parse", "qwen3", "--jsonl", "-", "-o", "-",
                            "--workers", "2"], input=data, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert [json.loads(line) for line in done.stdout.splitlines()] == [_expected(r) for r in records]
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [expected_record(r) for r in records]
     assert done.stderr.startswith("respc: 3 records, 2 messages with tool calls, 0 repairs, 1 failure, ")
 
 
@@ -201,16 +176,16 @@ def test_jsonl_usage_errors(tmp_path, capsys):
 # --- Python API ----------------------------------------------------------------------------------
 
 def test_parse_batch_records_and_workers():
-    records = _records(20)
-    assert list(respc.parse_batch(records, "qwen3")) == [_expected(r) for r in records]
-    assert list(respc.parse_batch(iter(records), "qwen3", workers=2, batch_size=4)) == [_expected(r) for r in records]
+    records = batch_records(20)
+    assert list(respc.parse_batch(records, "qwen3")) == [expected_record(r) for r in records]
+    assert list(respc.parse_batch(iter(records), "qwen3", workers=2, batch_size=4)) == [expected_record(r) for r in records]
 
 
 def test_parse_batch_is_lazy():
     seen = []
 
     def source():
-        for record in _records(6):
+        for record in batch_records(6):
             seen.append(record["id"])
             yield record
 
@@ -237,9 +212,9 @@ def test_bad_arguments_raise_at_once():
 
 def test_columns_mapper_for_datasets_map():
     fn = respc.columns_mapper("qwen3")
-    columns = {"output": [r["output"] for r in _records(3)], "prefix": ["", "", ""], "id": [0, 1, 2]}
+    columns = {"output": [r["output"] for r in batch_records(3)], "prefix": ["", "", ""], "id": [0, 1, 2]}
     out = fn(columns)
-    expected = [_expected(r) for r in _records(3)]
+    expected = [expected_record(r) for r in batch_records(3)]
     assert out == {"id": [0, 1, 2], "message": [e["message"] for e in expected],
                    "diagnostics": [e["diagnostics"] for e in expected]}
     as_json = respc.columns_mapper("qwen3", as_json=True)(columns)
@@ -252,24 +227,24 @@ def test_columns_mapper_for_datasets_map():
 
 def test_datasets_map_batched():
     datasets = pytest.importorskip("datasets")
-    records = _records(6)
+    records = batch_records(6)
     ds = datasets.Dataset.from_list(records)
     mapped = ds.map(respc.columns_mapper("qwen3", as_json=True), batched=True, batch_size=4)
-    assert [json.loads(m) for m in mapped["message"]] == [_expected(r)["message"] for r in records]
+    assert [json.loads(m) for m in mapped["message"]] == [expected_record(r)["message"] for r in records]
 
 
 def test_pandas_dataframe():
     pd = pytest.importorskip("pandas")
-    records = _records(5)
+    records = batch_records(5)
     frame = pd.DataFrame(records)
-    assert list(respc.parse_batch(frame, "qwen3")) == [_expected(r) for r in records]
+    assert list(respc.parse_batch(frame, "qwen3")) == [expected_record(r) for r in records]
 
 
 def test_pyarrow_table():
     pa = pytest.importorskip("pyarrow")
-    records = _records(5)
+    records = batch_records(5)
     table = pa.Table.from_pylist(records)
-    assert list(respc.parse_batch(table, "qwen3")) == [_expected(r) for r in records]
+    assert list(respc.parse_batch(table, "qwen3")) == [expected_record(r) for r in records]
 
 
 def test_record_parser_pickles_without_its_module():
@@ -290,7 +265,7 @@ def test_memory_is_flat_in_the_number_of_records(tmp_path):
     peaks = []
     for n in (500, 4000):
         path = tmp_path / f"in{n}.jsonl"
-        _write_jsonl(path, (r | {"id": i} for i, r in enumerate(_records(3) * (n // 3 + 1)) if i < n))
+        _write_jsonl(path, (r | {"id": i} for i, r in enumerate(batch_records(3) * (n // 3 + 1)) if i < n))
         tracemalloc.start()
         stats, _ = batch.run_jsonl(parser, str(path), str(tmp_path / "out.jsonl"), workers=1, progress=False)
         peaks.append(tracemalloc.get_traced_memory()[1])

@@ -295,8 +295,9 @@ def test_recursive_schema_and_depth_limit():
     ("pythonic", {}, "f(a=1) g(b=2)", "pythonic parser could not parse region at offset 7: text after the calls"),
 ])
 def test_other_parsers_refuse_text_after_their_value(name, args, text, error):
-    """The audit of issue 24 item 3: json and pythonic already refuse text after their value;
-    xml-tree keeps a body that is not a clean element sequence as its text (all of it)."""
+    """The audit of issue 24 item 3
+    (docs/template-language.md "D7: text no parser accounts for is an error"): json and pythonic already refuse text
+    after their value; xml-tree keeps a body that is not a clean element sequence as its text (all of it)."""
     with pytest.raises(ContentParseError, match=_re(error)):
         respc.runtime.parse_content(text, name, args)
     assert respc.runtime.parse_content("<a>1</a> tail", "xml-tree", {}) == "<a>1</a> tail"

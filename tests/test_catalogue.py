@@ -9,15 +9,10 @@ parser checked in under ``generated/`` (imported as ``respc.generated.<family>``
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
-from support import CORPUS, REPO, chunkings, generated, load_jsonl, missing, params, run_stream
+from support import CORPUS, FAMILIES, REPO, chunkings, generated, load_jsonl, missing, params, run_stream
 
-FAMILY_DIR = Path(__file__).resolve().parent / "cases" / "families"
-FAMILIES = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(FAMILY_DIR.glob("*.json"))}
 TEMPLATES = sorted(p.stem for p in (REPO / "templates").glob("*.json"))
 CORPUS_VECTORS = load_jsonl(CORPUS)
 HOWS = ("whole", "chars", "random")

@@ -1,5 +1,6 @@
 """Whitespace runs in the answer stay linear in the families whose headers may follow a run
-(issue 28: muse_glimmer's recipient headers, gpt_oss's built-in tool headers, k2_horizon's calls).
+(docs/security.md "Model output: time and memory"; issue 28: muse_glimmer's recipient headers, gpt_oss's built-in tool
+headers, k2_horizon's calls).
 
 A delimiter that may begin with a run of whitespace is held while the run grows; the parser must
 not rescan the run for every chunk. Each output is streamed in chunks of 64 characters at two

@@ -985,7 +985,8 @@ def test_file_compiled_from_another_folder_checks_fresh_here(tmp_path, monkeypat
 
 
 def test_check_tells_field_order_apart(tmp_path, monkeypatch, capsys):
-    """Issue 23, item 2: templates differing only in the order of "fields" have different hashes."""
+    """Issue 23, item 2: templates differing only in the order of "fields" have different hashes
+    (docs/security.md "Generated code")."""
     fields = {"a": {"open": "<t>", "close": "</t>", "content": "json"}, "b": {"open": "<t>", "close": "</t>"},
               "content": {}}
     first = {"respc_version": 2, "start_anchor": "<s>", "fields": fields}
@@ -1101,7 +1102,8 @@ def test_empty_template_is_a_usage_error(workdir, capsys):
 
 
 def test_catalogue_name_means_the_catalogue_beside_a_local_folder(workdir, capsys):
-    """Issue 23, item 10: a local folder named like a catalogue entry silently replaced it in the CLI
+    """Issue 23, item 10
+    (docs/security.md "Catalogue names"): a local folder named like a catalogue entry silently replaced it in the CLI
     and the API. A bare catalogue name is the catalogue; a path says so (``./qwen3``)."""
     import respc
 

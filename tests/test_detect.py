@@ -1,4 +1,5 @@
-"""``respc detect``: the catalogue family whose output format a chat template renders (issue 11).
+"""``respc detect``: the catalogue family whose output format a chat template renders (issue 11;
+docs/writing-a-template.md "Which family does my model use? (`respc detect`)").
 
 Every real chat template in ``../shared/corpus/chat_templates/<family>.jinja`` (and in
 ``tests/cases/chat_templates/``, families added later) must detect its own family: as the best fit, or tied with families whose format these samples cannot tell apart (the
@@ -17,7 +18,7 @@ import pytest
 from respc.compiler.cli import main
 from respc.compiler.detect import ChatTemplate, detect, read_chat_template
 
-from support import SHARED, chat_templates
+from support import QWEN_LIKE, SHARED, chat_templates
 
 CHAT_TEMPLATES = SHARED / "corpus" / "chat_templates"
 # the shared corpus's chat templates and this repository's own (tests/cases/chat_templates)
@@ -33,20 +34,6 @@ KNOWN_MISSES: dict[str, str] = {
                  "never named); test_phi4_mini_nearest_fit checks what detect says instead",
 }
 
-QWEN_LIKE = """{%- for m in messages %}<|im_start|>{{ m.role }}
-{% if m.reasoning_content %}<think>
-{{ m.reasoning_content }}
-</think>
-
-{% endif %}{% if m.content %}{{ m.content }}{% endif %}{% for c in m.tool_calls or [] %}<tool_call>
-{{ {"name": c.function.name, "arguments": c.function.arguments} | tojson }}
-</tool_call>{% endfor %}<|im_end|>
-{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant
-{% if enable_thinking is defined and not enable_thinking %}<think>
-
-</think>
-
-{% endif %}{% endif %}"""
 
 # Like QWEN_LIKE, but the generation prompt pre-opens <think> and history turns drop their reasoning
 # (what DeepSeek-R1's and Qwen3.5's chat templates do): the render of a history turn does not start

@@ -39,8 +39,9 @@ THINK_JOIN = {"start_anchor": "<|a|>", "fields": {
 @pytest.mark.parametrize("name", ["qwen3", "template"])
 @pytest.mark.parametrize("errors", ["strict", "recover"])
 def test_D1_empty_pieces_are_never_joined(name, errors):
-    """Issue 24 item 5: ``<think></think>Hi<think></think>`` gave reasoning "\n\n" (two empty
-    pieces joined) while ``<think>a</think>Hi<think></think>`` gave "a"; the reference gives
+    """Issue 24 item 5
+    (docs/template-language.md "D1: empty never erases"): ``<think></think>Hi<think></think>`` gave reasoning "\n\n"
+    (two empty pieces joined) while ``<think>a</think>Hi<think></think>`` gave "a"; the reference gives
     "\n\n" and "a\n\n"."""
     if name == "qwen3":
         module, prefix = importlib.import_module("respc.generated.qwen3"), ""

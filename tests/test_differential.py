@@ -3,7 +3,7 @@
 Two parts:
 
 * Catalogue templates (``templates/*.json`` present at collection time): hypothesis builds outputs
-  from each template's own delimiters (see ``test_properties.output``), random prefixes and random
+  from each template's own delimiters (see ``support_properties.output``), random prefixes and random
   chunkings; ours and the reference are fed the *same* prefix and chunks and must give the same
   message and the same event list (or fail with the same error class).
 * Conformance vectors (``../shared/conformance/hf.jsonl``) without ``deviation``/``ref_disagrees``
@@ -58,7 +58,7 @@ import respc  # noqa: E402
 from respc.runtime import parse_content as our_parse_content  # noqa: E402
 from respc.runtime.tools import check_tool_call_names  # noqa: E402
 from support import CONFORMANCE, CONFORMANCE_DEVIATIONS, chunkings, load_jsonl, merged_events, params  # noqa: E402
-from test_properties import (  # noqa: E402
+from support_properties import (  # noqa: E402
     CATALOGUE,
     PROPERTY_SETTINGS,
     Material,
@@ -150,7 +150,7 @@ def _our_parsers(names: tuple[str, ...]):
 
 
 def ref_outcome(template: dict, prefix: str, chunks: list[str], tools, deviations=frozenset()) -> tuple:
-    """Like ``test_properties.outcome`` for the reference; errors also carry their text."""
+    """Like ``support_properties.outcome`` for the reference; errors also carry their text."""
     replaced = (("json",) if "D6" in deviations else ()) + (("xml-inline", "kv-lines") if "D7" in deviations else ())
     with _our_parsers(replaced):
         try:

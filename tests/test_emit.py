@@ -76,7 +76,7 @@ def test_no_absolute_path_in_module(tmp_path):
 
 
 def test_generated_modules_read_like_their_template():
-    """Issue 31: named states, keyword-built records, no positional tables, no JSON in strings, no
+    """Issue 31 (README.md "Layout"): named states, keyword-built records, no positional tables, no JSON in strings, no
     ``lo = x - 0``, no always-true first tie-break, and no line over 100 characters outside
     literal data (GRAMMAR rows, a pattern or literal in a comment, a record of template text)."""
     import re
@@ -169,7 +169,7 @@ def test_long_code_lines_are_told_from_literal_data():
 
 def test_no_code_line_over_100_characters():
     """No line of a generated module passes 100 characters but literal data: keyword arguments,
-    records and comments are wrapped by the emitter (issue 31)."""
+    records and comments are wrapped by the emitter (issue 31; README.md "Layout")."""
     for path in sorted((REPO / "generated").glob("[!_]*.py")):
         assert _long_code_lines(path.read_text(encoding="utf-8")) == [], path.name
 
@@ -208,7 +208,9 @@ def _recover_repeats(source: str) -> list[str]:
 
 
 def test_recover_class_writes_only_what_differs():
-    """Issue 31: the errors="recover" class of a generated module writes no table, class attribute,
+    """Issue 31
+    (docs/security.md "Generated module skeleton and the compiled-scanner cache"): the errors="recover" class of a
+    generated module writes no table, class attribute,
     region record or held automaton the same as the strict class's (it takes the strict one)."""
     modules = [path for path in sorted((REPO / "generated").glob("[!_]*.py"))
                if "_RecoverParser" in path.read_text(encoding="utf-8")]

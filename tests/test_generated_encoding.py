@@ -19,19 +19,15 @@ The attacks run exactly as the issue writes them: ``respc compile <file> -o pars
 from __future__ import annotations
 
 import ast
-import codecs
-import encodings
-import encodings.aliases
 import json
-import pkgutil
 import subprocess
 import sys
-import warnings
 
 import pytest
 
 from respc.compiler.api import compile_source
 from respc.compiler.emit import ENCODING_GUARD, HEADER
+from support_hostile import read_as_every_codec
 
 RESPC = [sys.executable, "-m", "respc"]
 OPEN_PATTERN = "<a(?:'+str(__import__('os').system('touch PWNED'))+r'){0}x+"
@@ -78,41 +74,6 @@ def test_model_folder_name_cannot_choose_the_encoding(tmp_path):
     source = _attack(tmp_path, folder.name)
     _assert_header(source, "raw_unicode_escape")
     assert f"# template: ./{folder.name}\n" in source  # a bare word is written ./NAME (README, "Use")
-
-
-def _codecs() -> list[str]:
-    """Every text codec this Python has (one name each)."""
-    names = set(encodings.aliases.aliases.values()) | {m.name for m in pkgutil.iter_modules(encodings.__path__)}
-    found = []
-    for name in sorted(names):
-        try:
-            info = codecs.lookup(name)
-        except LookupError:
-            continue
-        if getattr(info, "_is_text_encoding", True):
-            found.append(name)
-    return found
-
-
-def read_as_every_codec(source: str) -> list[str]:
-    """Replace line 1 of ``source`` with a declaration of each codec in turn; assert that the module
-    either does not compile or compiles to the same code (same AST, constants included). Returns the
-    codecs it compiled under."""
-    reference = ast.dump(ast.parse(source))
-    rest = source.split("\n", 1)[1].encode("ascii")
-    compiled = []
-    for name in _codecs():
-        try:
-            with warnings.catch_warnings():
-                # a codec that turns the module into other text may leave escapes Python warns about
-                # (invalid escape sequence): that reading is refused or compared below, not imported
-                warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
-                tree = ast.parse(f"# -*- coding: {name} -*-\n".encode("ascii") + rest)
-        except (SyntaxError, ValueError, UnicodeError, LookupError):
-            continue
-        assert ast.dump(tree) == reference, f"read as {name}, the module means something else"
-        compiled.append(name)
-    return compiled
 
 
 def test_no_codec_changes_the_meaning():

@@ -1,4 +1,4 @@
-"""Grammar export (issue 10), checked with the engines' own matchers.
+"""Grammar export (issue 10; docs/grammar.md "How it is verified"), checked with the engines' own matchers.
 
 * every corpus and peer vector's output is accepted by its template's grammar, with the vector's
   tools (or, when it names none, tools read off its expected message: every argument given is

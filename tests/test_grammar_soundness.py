@@ -1,4 +1,5 @@
-"""Grammar soundness (issue 27): every output the exported grammar allows parses, in strict mode,
+"""Grammar soundness (issue 27;
+docs/grammar.md "What the grammar guarantees"): every output the exported grammar allows parses, in strict mode,
 to a valid message. One regression test per defect class, each with the issue's own strings: the
 export must refuse them (xgrammar EBNF, llguidance, Lark, and the xgrammar structural tag where
 the template has one). The random walks over every export are ``test_grammar_sampling.py``.

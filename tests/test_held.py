@@ -444,7 +444,8 @@ def test_caches_full_changes_nothing(name, monkeypatch):
 
 @pytest.mark.parametrize("key", ["quoted", *HELD_NAMES])
 def test_tables_are_records_compiled_on_first_use(key):
-    """A module writes each automaton as one ``HeldAutomaton`` record built by keyword (issue 31:
+    """A module writes each automaton as one ``HeldAutomaton`` record built by keyword (issue 31,
+    docs/security.md "Declared scanners and named records":
     no JSON in strings); it is the compiler's own table, and a parser class compiles its tests
     only when text is first held in that state."""
     template = CUSTOM[key][0] if key in CUSTOM else REPO / "templates" / f"{key}.json"

@@ -1,4 +1,5 @@
-"""Random hostile templates, written to disk and imported in a fresh interpreter (issue 23, "Done when").
+"""Random hostile templates, written to disk and imported in a fresh interpreter (issue 23, "Done when";
+docs/security.md "Generated code").
 
 Seeded random templates take strings from every hostile class (quotes and triple quotes,
 backslashes, ``\\u0027``-style escapes, PEP 263 ``coding=`` cookies, utf-7 ``+ACc-`` runs, hz
@@ -32,8 +33,7 @@ from respc.compiler.api import compile_source
 from respc.compiler.cli import _banner_labels
 from respc.compiler.emit import HEADER
 from respc.runtime.errors import TemplateError
-from test_generated_encoding import read_as_every_codec
-from test_hostile_templates import _assert_inert
+from support_hostile import assert_inert, read_as_every_codec
 
 SEED = 23
 COUNT = 24
@@ -170,7 +170,7 @@ def test_random_hostile_templates_written_and_imported(tmp_path, monkeypatch):
             continue
         assert source.startswith(HEADER) and source.isascii()
         assert all(re.fullmatch(r"[ -~]*", line) for line in source.splitlines())
-        _assert_inert(source)
+        assert_inert(source)
         (tmp_path / f"{name}.py").write_text(source, encoding="utf-8")
         expected[name] = _in_memory(source, name, prefix, text)
         cases.append([name, prefix, text])

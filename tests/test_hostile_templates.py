@@ -28,6 +28,7 @@ import respc
 from respc.compiler.api import compile_source
 from respc.runtime.errors import TemplateError
 from respc.runtime.scanners import scanner_sources
+from support_hostile import FORBIDDEN_IDENTIFIERS, KNOWN_NAMES, NUMBERED, assert_inert
 
 CODE = "__import__('os').system('touch PWNED')"
 
@@ -131,59 +132,6 @@ HOSTILE = {
 
 IDS = list(HOSTILE)
 
-# Top-level names a generated module may define; numbered families depend on the template size.
-KNOWN_NAMES = {
-    "annotations", "regex", "_rt", "SOURCE", "TEMPLATE_SHA256", "FIELD_NAMES", "DEFAULTS",
-    "_REGIONS", "_REQUIRED", "_START_ANCHOR", "_TRANSITIONS",
-    "ResponseParser", "get_response_parser", "parse_response", "GRAMMAR", "__all__",
-}
-NUMBERED = re.compile(r"S_[A-Z0-9_]+|(_D|_P|_B|S|_DELIMITERS_)\d+|_D\d+L")
-FORBIDDEN_IDENTIFIERS = {"__import__", "os", "system", "exec", "eval", "open", "touch", "PWNED",
-                         "bos_token", "field", "raw", "generation"}
-
-
-def _top_level_names(tree: ast.Module) -> set[str]:
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.Expr):
-            assert isinstance(node.value, (ast.Constant, ast.Call)), ast.dump(node)
-            if isinstance(node.value, ast.Call):  # the only bare call: the runtime ABI check
-                assert ast.unparse(node.value.func) == "_rt.check_abi"
-        else:
-            raise AssertionError(f"unexpected top-level statement: {ast.dump(node)[:200]}")
-    return names
-
-
-def _assert_inert(source: str) -> None:
-    tree = ast.parse(source)
-    names = _top_level_names(tree)
-    unknown = {n for n in names - KNOWN_NAMES if not NUMBERED.fullmatch(n)}
-    assert unknown == set()
-    identifiers = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    identifiers |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    assert identifiers & FORBIDDEN_IDENTIFIERS == set()
-    # globals() only as the scope of a lazy delimiter bound to the compiler's own _D<k> name
-    scoped = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "_rt.LazyPattern"
-              and any(k.arg == "scope" for k in n.keywords)]
-    for call in scoped:
-        keywords = {k.arg: k.value for k in call.keywords}
-        assert ast.unparse(keywords["scope"]) == "globals()" and set(keywords) == {"scope", "name"}
-        assert isinstance(keywords["name"], ast.Constant) and re.fullmatch(r"_D\d+", keywords["name"].value)
-    assert sum(1 for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "globals") == len(scoped)
-    # every call in the module is to a known function
-    callees = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    assert callees <= {"_rt.check_abi", "_rt.make_field_processor", "_rt.Region", "_rt.Plan", "_rt.Edge", "_rt.make_boundary",
-                       "regex.compile", "frozenset", "float", "_rt.module_api",
-                       "_rt.LazyPattern", "globals", "_rt.FastPath", "_rt.HoldRun",
-                       "_rt.StrayCloser", "_rt.HeldAutomaton", "_rt.Literal", "_rt.Pattern"}, callees
-
 
 #: what a scanner the runtime writes from a module's records may call (runtime/scanners.py)
 SCANNER_CALLEES = {"len", "buf.find", "m.span", "m.start", "q.start", "j.start", "b.end", "literal_hold",
@@ -221,7 +169,7 @@ def sandbox(tmp_path, monkeypatch):
 def test_source_is_valid_inert_python(name, sandbox):
     template = HOSTILE[name][0]
     source = compile_source(template).source
-    _assert_inert(source)
+    assert_inert(source)
     compile(source, f"<{name}>", "exec")  # byte-compiles too (no NUL, no stray line breaks)
     # printable ASCII, UTF-8 declared on line 1 (docs/security.md, "Generated code")
     assert source.startswith("# -*- coding: utf-8 -*-\n") and source.isascii()
@@ -313,7 +261,7 @@ def test_sweep(nasty, sandbox):
         },
     }
     source = compile_source(template).source
-    _assert_inert(source)
+    assert_inert(source)
     assert compile_source(template).source == source
     module = respc.compile_template(template)
     prefix = "junk @" + nasty + "@ more @" + nasty + "@"

@@ -805,16 +805,16 @@ def test_delta_parity_synthetic_and_conformance(tmp_path):
 
 @needs_node
 def test_delta_parity_replaced_text(tmp_path):
-    """The written cases of tests/test_openai_replaced.py (a text field that neither joins nor repeats
+    """The written cases of tests/support_replaced.py (a text field that neither joins nor repeats
     written again, a non-empty default, a long replaced value, astral characters) and many blocks
     after a replacement, through both delta adapters: the same chunks and the same diagnostics
     (offsets in code points, excerpts)."""
-    from test_openai_replaced import ASSIGNED, CASES, _blocks
+    from support_replaced import ASSIGNED, CASES, replaced_blocks
 
     by_spec: dict = {}
     for spec, text, *_ in CASES:
         by_spec.setdefault(id(spec), (spec, []))[1].append(text)
-    by_spec[id(ASSIGNED)][1].append(_blocks(30))
+    by_spec[id(ASSIGNED)][1].append(replaced_blocks(30))
     tally = dict(FIGURES.get("delta_tally", {}))  # (the summary counts the parity cases above only)
     total, bad = 0, []
     for n, (spec, texts) in enumerate(by_spec.values()):
@@ -957,10 +957,10 @@ process.stdout.write(JSON.stringify(out));
 
 @needs_node
 def test_js_replaced_text_is_linear(tmp_path):
-    """The JavaScript delta adapter over many blocks after a replacement (tests/test_openai_replaced.py's
+    """The JavaScript delta adapter over many blocks after a replacement (tests/support_replaced.py's
     template and output): twice the blocks cost at most 2.5 times the CPU time and the memory the
     stream keeps (before, each later close joined the whole text sent into a new diagnostic)."""
-    from test_openai_replaced import ASSIGNED
+    from support_replaced import ASSIGNED
 
     read = read_template(ASSIGNED)
     shutil.copyfile(RUNTIME, tmp_path / "respc.mjs")

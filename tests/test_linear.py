@@ -4,11 +4,11 @@
 How it is measured: a parse of an input of ``n`` characters and one of ``2n`` characters, each
 the best of 3 runs of its CPU time (``time.process_time``: other processes on a loaded machine
 do not count) with the garbage collector off (timeit's rule); the second may cost at most 2.5
-times the first (a parse of 2n under :data:`NEGLIGIBLE` passes). ``n`` starts small and doubles
-until one parse takes :data:`FLOOR` seconds (so fixed costs do not hide the growth) or ``n``
+times the first (a parse of 2n under ``NEGLIGIBLE`` passes). ``n`` starts small and doubles
+until one parse takes ``FLOOR`` seconds (so fixed costs do not hide the growth) or ``n``
 reaches the cap (128k characters fed whole, 32k in feeds; past 128k the ratio measures the CPU's
-caches). A comparison that fails is measured again, up to :data:`RETRIES` times, before the test
-fails.
+caches). A comparison that fails is measured again, up to ``RETRIES`` times, before the test
+fails (``tests/support_linear.py`` measures, ``tests/test_redteam.py`` uses it too).
 
 What is parsed: for each template, inputs built from its own delimiters (``benchmarks/inputs.py``
 derives a reasoning block and a complete tool call per family):
@@ -29,9 +29,7 @@ runs the templates of :data:`FAST` and the named cases of the issue; the marker 
 
 from __future__ import annotations
 
-import gc
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,76 +42,14 @@ import inputs  # noqa: E402  (benchmarks/inputs.py)
 import respc  # noqa: E402
 
 from support import CATALOGUE_TEMPLATES, generated  # noqa: E402
+from support_linear import NEGLIGIBLE, RATIO, assert_linear, growth  # noqa: E402
 
-#: seconds one parse must take before n stops doubling
-FLOOR = 0.004
-#: at most this much more time for twice the input
-RATIO = 2.5
-#: a parse of 2n characters that takes less CPU time than this passes (n reached its cap: the
-#: input costs a few nanoseconds a character, where caches, not the algorithm, set the ratio)
-NEGLIGIBLE = 0.004
 #: the representative template swept first under the `linear` marker (gpt_oss: regex delimiters of
 #: every kind of partial search, literal ones, a JSON body, recover-mode repairs); in the default
 #: suite it took 4 s alone but over 70 s after the rest of the suite had run, so the default suite
 #: keeps the named cases below and CI's `-m linear` run does the sweeps
 FAST = ("gpt_oss",)
 CHUNK = 16
-#: a comparison over :data:`RATIO` is measured again, five runs of each size, up to this many times
-#: (CI's 2-core machine once put 4.4 ms on a 2.3 ms parse: nemotron3_nano, 64k characters in
-#: 16-character feeds, linear from 8k to 256k when measured alone)
-RETRIES = 3
-
-
-def _parse(module, text: str, errors: str, chunk: int | None) -> None:
-    try:
-        if chunk is None:
-            module.parse_response(text, prefix="", errors=errors)
-        else:
-            parser = module.ResponseParser("", None, errors=errors)
-            for i in range(0, len(text), chunk):
-                parser.feed(text[i:i + chunk])
-            parser.finalize()
-    except (ValueError, KeyError, TypeError):
-        if errors == "recover":
-            raise  # bad model output never raises in recover (docs/events.md)
-
-
-def _best(module, text: str, errors: str, chunk: int | None, runs: int = 3) -> float:
-    # (not support.best_time: CPU time, not wall-clock, of one parse, the collector off for all runs)
-    best = float("inf")
-    enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        for _ in range(runs):
-            start = time.process_time()
-            _parse(module, text, errors, chunk)
-            best = min(best, time.process_time() - start)
-    finally:
-        if enabled:
-            gc.enable()
-    return best
-
-
-def growth(module, make: Callable[[int], str], errors: str, chunk: int | None, *, start: int = 1000,
-           cap: int = 64_000, floor: float = FLOOR) -> tuple[int, float, float]:
-    """``(n, time(n), time(2n))`` with ``n`` doubled from ``start`` until a parse takes ``floor``
-    seconds or ``n`` reaches ``cap``; a ratio over :data:`RATIO` is measured again (:data:`RETRIES`)."""
-    n = start
-    small = _best(module, make(n), errors, chunk, runs=1)
-    while small < floor and n < cap:
-        n *= 2
-        small = _best(module, make(n), errors, chunk, runs=1)
-    small = _best(module, make(n), errors, chunk)
-    large = _best(module, make(2 * n), errors, chunk)
-    for _ in range(RETRIES):
-        if large <= RATIO * small or large < NEGLIGIBLE:
-            break
-        # noise only ever adds time, so the best of more runs converges on the parse's own cost;
-        # a superlinear parse stays over the ratio however often it is measured
-        small = min(small, _best(module, make(n), errors, chunk, runs=5))
-        large = min(large, _best(module, make(2 * n), errors, chunk, runs=5))
-    return n, small, large
 
 
 def _repeat(unit: str, head: str = "") -> Callable[[int], str]:
@@ -219,36 +155,32 @@ def test_growth_fails_a_quadratic_parse_and_passes_a_linear_one():
 
 # --- the cases of issue 23 item 6 and issue 24 item 5, as written there ---------------------------
 
-def _assert_linear(module, make, errors, chunk, **kw):
-    n, small, large = growth(module, make, errors, chunk, **kw)
-    assert large <= RATIO * small, f"{n} chars: {small * 1e3:.1f} ms, {2 * n}: {large * 1e3:.1f} ms"
-
 
 def test_gpt_oss_recover_lt_run():
     """gpt_oss, ``errors="recover"``, ``"<" * n`` (0.25 s at 20k, 2.85 s at 80k before): the
     engine's partial search of the call opener cost the rest of the text at every ``<``."""
-    _assert_linear(generated("gpt_oss"), lambda n: "<" * n, "recover", None, start=5000, cap=20_000)
+    assert_linear(generated("gpt_oss"), lambda n: "<" * n, "recover", None, start=5000, cap=20_000)
 
 
 def test_granite4_recover_one_feed_many_calls():
     """granite4, repeated calls, recover, one feed (0.09/0.30/0.68/1.57 s at 128k..1M before):
     ``_reopened`` compared the rest of the buffer with a copy of it after every opener."""
     call = inputs.pieces("granite4").tool_call
-    _assert_linear(generated("granite4"), _repeat(call), "recover", None, start=256_000, cap=256_000)
+    assert_linear(generated("granite4"), _repeat(call), "recover", None, start=256_000, cap=256_000)
 
 
 def test_kimi_vl_strict_join_many_blocks():
     """kimi_vl, strict, one feed, many ``join`` blocks (0.32/1.04/3.88 s at 256k..1M before): the
     joined string was rebuilt for every block."""
     unit = "◁think▷" + "é" * 60 + "◁/think▷" + "è" * 60
-    _assert_linear(generated("kimi_vl"), _repeat(unit), "strict", None, start=256_000, cap=256_000)
+    assert_linear(generated("kimi_vl"), _repeat(unit), "strict", None, start=256_000, cap=256_000)
 
 
 @pytest.mark.linear
 def test_olmo3_prose_after_unclosed_function_calls():
     """olmo3, strict, one feed: prose after an unclosed ``<function_calls>`` (37 s for 1 MB
     before): every letter opens a tentative region whose probe copied the rest of the text."""
-    _assert_linear(generated("olmo3"), _prose("<function_calls>"), "strict", None, start=100_000, cap=100_000)
+    assert_linear(generated("olmo3"), _prose("<function_calls>"), "strict", None, start=100_000, cap=100_000)
 
 
 def _string_end_template(pattern: str) -> dict:
@@ -259,8 +191,9 @@ def _string_end_template(pattern: str) -> dict:
 
 @pytest.mark.parametrize("pattern, unit, start", [(r".+\Z", "ab ", 300), (r"[^>]+\Z", "a", 600)])
 def test_string_end_close_streamed_by_character(pattern, unit, start):
-    """Issue 24 item 5: ``.+\\Z`` fed ``"ab " * 100`` by character (1.34 s before) and ``[^>]+\\Z``
-    at 600 characters (30 s): the D2 probe's partial search at every chunk cost the held text
+    """Issue 24 item 5
+    (docs/security.md "Model output: time and memory", D2 probes): ``.+\\Z`` fed ``"ab " * 100`` by character (1.34 s
+    before) and ``[^>]+\\Z`` at 600 characters (30 s): the D2 probe's partial search at every chunk cost the held text
     squared (the engine's complete phase at every offset); it now goes a window at a time."""
     module = respc.compile_template(_string_end_template(pattern))
-    _assert_linear(module, lambda n: "<t>" + unit * (n // len(unit)), "strict", 1, start=start, cap=start)
+    assert_linear(module, lambda n: "<t>" + unit * (n // len(unit)), "strict", 1, start=start, cap=start)

@@ -1,4 +1,5 @@
-"""``respc check`` linter (issue 10): one small template per defect, each finding names the field,
+"""``respc check`` linter (issue 10;
+docs/writing-a-template.md "4. Check it"): one small template per defect, each finding names the field,
 the key and an example; the exit status is 1 only when a finding is an error."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``respc check TEMPLATE --chat-template F``: the chat-template round trip (issue 10, compiler/roundtrip.py).
+"""``respc check TEMPLATE --chat-template F``: the chat-template round trip (issue 10, compiler/roundtrip.py;
+docs/writing-a-template.md "Against the model's chat template").
 
 One test per outcome: a matching pair from the corpus (every sample parses back, exit 0), a
 mismatching pair (error findings with field, sample, expected and got; exit 1), a chat template
@@ -20,8 +21,7 @@ from respc.compiler.cli import main
 from respc.compiler.roundtrip import roundtrip
 from respc.compiler.samples import ChatTemplate, read_chat_template
 
-from support import CHAT_TEMPLATES, missing
-from test_detect import QWEN_LIKE
+from support import CHAT_TEMPLATES, QWEN_LIKE, missing
 
 # A ChatML chat template that writes reasoning in <think> and tool calls as Hermes JSON.
 CHATML = QWEN_LIKE

@@ -1,4 +1,5 @@
-"""A model directory as the template (issue 11): its ``response_template``, else the detected family.
+"""A model directory as the template (issue 11;
+docs/security.md "Guessed families"): its ``response_template``, else the detected family.
 
 ``load_template`` (and with it ``respc compile``, ``respc parse`` and the Python conveniences) takes a
 model directory, a ``tokenizer_config.json``, a ``chat_template.json`` or a ``chat_template.jinja``.

@@ -1,4 +1,4 @@
-"""OpenAI streaming (issue 9): ``respc.openai.ChatCompletionStream`` read by the official ``openai``
+"""OpenAI streaming (issue 9; docs/openai.md): ``respc.openai.ChatCompletionStream`` read by the official ``openai``
 package's own stream accumulator.
 
 Every corpus and peer vector (``../shared/corpus``; those marked xfail in
@@ -25,8 +25,7 @@ from openai.types.chat import ChatCompletionChunk  # noqa: E402
 
 from respc.openai import ChatCompletionStream, openai_message, sse  # noqa: E402
 from respc.runtime import ContentParseError  # noqa: E402
-from test_catalogue import FAMILIES  # noqa: E402
-from support import CATALOGUE_TEMPLATES as TEMPLATES, PEER_PREFIX, PEER_XFAIL as XFAIL  # noqa: E402
+from support import CATALOGUE_TEMPLATES as TEMPLATES, FAMILIES, PEER_PREFIX, PEER_XFAIL as XFAIL  # noqa: E402
 
 PEER = SHARED / "corpus" / "peer_vectors.jsonl"
 

@@ -1,4 +1,5 @@
-"""Tool-call bodies converted to JSON text as they stream (the converters of ``runtime/formats``, issue 9):
+"""Tool-call bodies converted to JSON text as they stream (the converters of ``runtime/formats``, issue 9;
+docs/openai.md "Which formats stream arguments as they are written"):
 Gemma 4 / FunctionGemma JSON dialects, Apertus name-as-key JSON, Inkling's ``args`` key,
 functionary's ``<|python_tag|>`` code as ``{"code": ...}``.
 
@@ -332,7 +333,8 @@ def test_minimax_m3_leaf_nested_and_repeated_keys():
 
 def test_minimax_m3_cut_off_call():
     """A parameter left unclosed -- the invoke closes inside it, or the output ends inside it
-    (vLLM's unclosed second invocation) -- leaves body text no tag accounts for (D7, issue 24
+    (vLLM's unclosed second invocation) -- leaves body text no tag accounts for (D7:
+    docs/template-language.md "D7: text no parser accounts for is an error"; issue 24
     item 3): strict raises, naming the offset; recover makes no call (it was malformed or
     truncated): "hold" sends nothing for it, "stream" reports what it sent."""
     tools = [{"type": "function", "function": {"name": "create_order", "parameters": {

@@ -1,4 +1,5 @@
-"""Pythonic tool calls streamed as JSON argument text while they are written (issue 9,
+"""Pythonic tool calls streamed as JSON argument text while they are written (issue 9; docs/openai.md
+"Which formats stream arguments as they are written";
 ``runtime/formats/pythonic.py`` ``PythonicArgs``): llama4_pythonic, lfm2, olmo3 and llama3_json's builtin calls.
 
 Each test feeds real model-style output through the catalogue parser wrapped in a

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from respc.compiler.cli import main
-from test_batch import _expected, _records
+from support_batch import batch_records, expected_record
 
 pytestmark = pytest.mark.ray
 ray = pytest.importorskip("ray")
@@ -31,7 +31,7 @@ def cluster():
 def test_lines_give_the_cli_bytes(cluster, tmp_path):
     import respc.ray
 
-    records = _records(40)
+    records = batch_records(40)
     lines = [json.dumps(r) for r in records] + ["not json"]
     (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert main(["parse", "qwen3", "--jsonl", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "cli.jsonl"),
@@ -40,13 +40,13 @@ def test_lines_give_the_cli_bytes(cluster, tmp_path):
     out = respc.ray.parse_dataset(ds, "qwen3", lines_column="text", batch_size=7)
     rows = [row["record"] for row in out.take_all()]
     assert rows == (tmp_path / "cli.jsonl").read_text(encoding="utf-8").splitlines()
-    assert [json.loads(r) for r in rows[:-1]] == [_expected(r) for r in records]
+    assert [json.loads(r) for r in rows[:-1]] == [expected_record(r) for r in records]
 
 
 def test_rows_as_columns(cluster):
     import respc.ray
 
-    records = _records(9)
+    records = batch_records(9)
     ds = ray.data.from_items(records)
     out = respc.ray.parse_dataset(ds, "qwen3", batch_size=4)
-    assert [json.loads(row["record"]) for row in out.take_all()] == [_expected(r) for r in records]
+    assert [json.loads(row["record"]) for row in out.take_all()] == [expected_record(r) for r in records]

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from respc.compiler.cli import main
-from test_batch import _records
+from support_batch import batch_records
 
 pytestmark = pytest.mark.ray
 ray = pytest.importorskip("ray")
@@ -104,7 +104,7 @@ def test_tasks_land_on_both_nodes_and_give_the_cli_bytes(two_nodes, tmp_path):
     assert len(nodes) == 2, nodes
     assert {name for node in nodes for name in node["Resources"] if name.startswith("respc_node_")} == {
         "respc_node_a", "respc_node_b"}
-    records = _records(600)
+    records = batch_records(600)
     lines = [json.dumps(r) for r in records] + ["not json"]
     (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert main(["parse", "qwen3", "--jsonl", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "cli.jsonl"),

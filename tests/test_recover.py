@@ -57,7 +57,8 @@ def test_truncated_call_is_dropped_and_reported_earlier_calls_kept(how):
 
 @pytest.mark.parametrize("how", ["whole", "chars", "random"])
 def test_partial_delimiter_at_the_end_stays_text(how):
-    """Answer text is never dropped (issue 24 item 2): held text is text at the end, reported."""
+    """Answer text is never dropped (issue 24 item 2;
+    docs/security.md "Model output: nothing lost, nothing guessed"): held text is text at the end, reported."""
     message, _, diagnostics = run(QWEN3, "", "Sure.<tool_c", how)
     assert message == {"role": "assistant", "content": "Sure.<tool_c"}
     assert diagnostics == [{"kind": "truncated-delimiter", "field": "content", "start": 5, "end": 12,

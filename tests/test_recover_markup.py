@@ -1,4 +1,5 @@
-"""errors="recover" and markup damage (issue 8): declared repairs of a template (``repair_...``
+"""errors="recover" and markup damage (issue 8;
+docs/events.md "Recovering from damaged output"): declared repairs of a template (``repair_...``
 groups, here the harmony format of gpt_oss), stray closers, event offsets on request, and
 diagnostics in the message when a template asks for them.
 

@@ -65,7 +65,7 @@ def test_chat_template_integer_products_are_capped():
 
 # --- model output: a barrier search repeated at every scan (docs/security.md, "Model output") ----
 
-from test_linear import _assert_linear  # noqa: E402  (tests/test_linear.py)
+from support_linear import assert_linear  # noqa: E402
 from support import family_cases, random_cuts  # noqa: E402
 from support import generated as _module  # noqa: E402
 
@@ -83,7 +83,7 @@ GPT_OSS_HEADERS = {
 @pytest.mark.parametrize("errors", ["strict", "recover"])
 @pytest.mark.parametrize("kind", list(GPT_OSS_HEADERS))
 def test_gpt_oss_repeated_headers_are_linear(kind, errors, chunk):
-    _assert_linear(_module("gpt_oss"), GPT_OSS_HEADERS[kind], errors, chunk, start=8000, cap=64_000)
+    assert_linear(_module("gpt_oss"), GPT_OSS_HEADERS[kind], errors, chunk, start=8000, cap=64_000)
 
 
 # --- templates: polynomial backtracking (docs/security.md, "Backtracking") -------------------------

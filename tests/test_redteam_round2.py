@@ -1,4 +1,5 @@
-"""Red-team regressions, round 2: attacks on the whole-text search paths (issue 33), the format
+"""Red-team regressions, round 2: attacks on the whole-text search paths (issue 33;
+docs/security.md "Whole-text searches and prompt hooks"), the format
 plans emitted into generated modules, the new catalogue families and the serving prompt hooks.
 Each test runs the attack exactly as it was tried; a fixed one passes, one whose fix lies in code
 being edited elsewhere is marked ``xfail(strict=True)`` with the defect named.

@@ -346,7 +346,8 @@ def test_long_feed_searches_from_the_first_lead():
 
 @pytest.mark.parametrize("pattern", _delimiters() + [r".+\Z", r"[^>]+\Z", r"<a\s*(?:b|.+c)"])
 def test_window_partial_gives_the_engines_partial_search(pattern, monkeypatch):
-    """``window_partial`` (the engine's partial phase a window at a time, issue 23) against
+    """``window_partial`` (the engine's partial phase a window at a time, issue 23;
+    docs/security.md "Model output: time and memory") against
     ``pattern.search(text, pos, partial=True)``, with windows of 3 characters so that nearly every
     text is searched in windows; pieces of the pattern's own matches and ``<`` runs. Its D2 probe
     likewise, without the complete search (``complete=False``, as ``_probe_search`` calls it)."""

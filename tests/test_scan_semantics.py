@@ -1,4 +1,5 @@
-"""Scanners decide with the matching engine's semantics (issue 7; SPEC 4.3, D2).
+"""Scanners decide with the matching engine's semantics (issue 7; SPEC 4.3, D2; docs/template-language.md "D2: chunking
+never changes the result").
 
 Three defects of the reference's way of asking "may this delimiter still match?", each with its
 repro, and a property over random small templates built from the constructs involved:

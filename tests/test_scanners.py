@@ -126,7 +126,8 @@ def test_scanners_are_compiled_by_their_first_call():
 @pytest.mark.parametrize("name", CATALOGUE)
 def test_literal_prefixes_are_the_compilers(name):
     """A state that watches literals and a regex delimiter calls runtime.literal_prefixes for its
-    held-prefix test (issue 31: the prefixes are not written out): the compiler's own set."""
+    held-prefix test (issue 31; docs/security.md "Declared scanners and named records": the prefixes
+    are not written out): the compiler's own set."""
     from respc.compiler.automaton import plan_scans
     from respc.compiler.source import read_template
     from respc.runtime import literal_prefixes
@@ -180,7 +181,8 @@ def test_pattern_records_are_checked_when_the_class_is_made():
 def test_regex_states_are_written_by_the_runtime():
     """No generated module writes a scanner: every state declares records, and a recover class
     (errors="recover") takes the strict class's delimiters, probes, back searches and
-    declarations where they are the same (issue 31)."""
+    declarations where they are the same (issue 31; docs/security.md "Declared scanners and named
+    records")."""
     for path in sorted((REPO / "generated").glob("[!_]*.py")):
         text = path.read_text(encoding="utf-8")
         assert "def _scan_" not in text and "memo[" not in text and "_LEADS" not in text, path.name

@@ -38,7 +38,7 @@ from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
 
 from serving_support import tools_for  # noqa: E402
 from serving_support import family as family_cases  # noqa: E402
-from test_sglang_serving import MODEL, _serve  # noqa: E402
+from support_sglang import MODEL, _serve  # noqa: E402
 
 HTTP_FAMILIES = ["qwen3", "hermes2pro", "llama3_json", "kimi_k2", "gpt_oss"]
 

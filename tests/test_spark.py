@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from respc.compiler.cli import main
-from test_batch import _expected, _records
+from support_batch import batch_records, expected_record
 
 pytestmark = pytest.mark.spark
 pytest.importorskip("pyspark")
@@ -30,7 +30,7 @@ def test_lines_udf_gives_the_cli_bytes(tmp_path, monkeypatch):
 
     import respc.spark
 
-    records = _records(30)
+    records = batch_records(30)
     lines = [json.dumps(r) for r in records] + ["not json"]
     (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert main(["parse", "qwen3", "--jsonl", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "cli.jsonl"),
@@ -44,4 +44,4 @@ def test_lines_udf_gives_the_cli_bytes(tmp_path, monkeypatch):
     finally:
         spark.stop()
     assert rows == (tmp_path / "cli.jsonl").read_text(encoding="utf-8").splitlines()
-    assert [json.loads(r) for r in rows[:-1]] == [_expected(r) for r in records]
+    assert [json.loads(r) for r in rows[:-1]] == [expected_record(r) for r in records]

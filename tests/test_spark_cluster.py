@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from respc.compiler.cli import main
-from test_batch import _records
+from support_batch import batch_records
 
 pytestmark = pytest.mark.spark
 pytest.importorskip("pyspark")
@@ -37,7 +37,7 @@ def test_local_cluster_two_executors_give_the_cli_bytes(tmp_path, monkeypatch):
     # the executors are started from SPARK_HOME's scripts: pip's pyspark carries them
     monkeypatch.setenv("SPARK_HOME", os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__))
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
-    records = _records(400)
+    records = batch_records(400)
     lines = [json.dumps(r) for r in records] + ["not json"]
     (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert main(["parse", "qwen3", "--jsonl", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "cli.jsonl"),

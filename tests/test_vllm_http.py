@@ -41,7 +41,7 @@ from vllm.entrypoints.serve.exception_handling.register import init_exception_ha
 
 from serving_support import CHAT_TEMPLATE, arguments_like, bpe_tokenizer_dir, tools_for  # noqa: E402
 from serving_support import family as family_cases  # noqa: E402
-from test_vllm_serving import MODEL, _serving  # noqa: E402
+from support_vllm import MODEL, _serving  # noqa: E402
 
 #: the families served over HTTP (each: its first case with tool calls)
 HTTP_FAMILIES = ["qwen3", "hermes2pro", "llama3_json", "kimi_k2", "gpt_oss"]

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from serving_support import SPLIT_LIMITS, SPLIT_LIMITS_END
 from support import CORPUS, SHARED, chunkings, load_jsonl
 
 pytestmark = pytest.mark.vllm
@@ -64,16 +65,6 @@ class CharTokenizer:
 
 
 TOK = CharTokenizer()
-
-
-#: cases the two-parser split cannot give (strict). None now: a tool call written inside the
-#: reasoning (deepseek_v4's DSML block ending unclosed reasoning, intern_s1's action block, solar_open2's
-#: calls between blocks, trinity's calls inside <think>, qwen3_5's call ending an unclosed <think>) is
-#: read by the tool parser from where the reasoning parser stopped (RespcReasoningParser.handover)
-SPLIT_LIMITS: dict[str, str] = {}
-#: the same split, the other way. None now: an end-of-turn mark inside the reasoning (plamo3's
-#: <|plamo:tag|>, which ends the whole output) is read in the reasoning's context by the tool parser
-SPLIT_LIMITS_END: dict[str, str] = {}
 
 
 def _cases() -> list:
@@ -124,23 +115,6 @@ def _request(tools, message, tool_choice="auto"):
 def _expected(family, prefix, text, tools):
     module = importlib.import_module(f"respc.generated.{family}")
     return module.parse_response(text, prefix=prefix, tools=tools, errors="recover")
-
-
-def _reasoning_after_content(family, prefix, text):
-    """True when a reasoning region opens after another field's or a first reasoning block: without
-    tool parsing vLLM hands the text after the first block on as content, that block included."""
-    module = importlib.import_module(f"respc.generated.{family}")
-    parser = module.ResponseParser(prefix, errors="recover")
-    events = parser.feed(text) + parser.finalize()[1]  # the prompt's own blocks do not count
-    other = False
-    for event in events:
-        if rv._neutral(event):
-            continue
-        if event["field"] != "reasoning_content" or event["type"] == "region_close":
-            other = True
-        elif event["type"] == "region_open" and other:
-            return True
-    return False
 
 
 def _calls(message):

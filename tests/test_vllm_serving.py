@@ -37,8 +37,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
-import random
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -51,131 +49,35 @@ pytest.importorskip("vllm.entrypoints.openai.chat_completion.serving",
 
 from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
 from openai.types.chat import ChatCompletion, ChatCompletionChunk  # noqa: E402
-from vllm.config import MultiModalConfig, ParallelConfig  # noqa: E402
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest  # noqa: E402
 from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat  # noqa: E402
 from vllm.entrypoints.openai.models.serving import BaseModelPath, OpenAIServingModels  # noqa: E402
-from vllm.outputs import CompletionOutput, RequestOutput  # noqa: E402
 from vllm.renderers.hf import HfRenderer  # noqa: E402
 from vllm.renderers.online_renderer import OnlineRenderer  # noqa: E402
-from vllm.sampling_params import RequestOutputKind  # noqa: E402
 from vllm.tokenizers import get_tokenizer  # noqa: E402
 
 import respc.vllm as rv  # noqa: E402
 from serving_support import CHAT_TEMPLATE, arguments_like, bpe_tokenizer_dir, case_params, tools_for  # noqa: E402
 from serving_support import family as family_cases  # noqa: E402
-from test_vllm_plugin import SPLIT_LIMITS, SPLIT_LIMITS_END, _reasoning_after_content  # noqa: E402
-
-MODEL = "respc-test-model"
-
-
-@dataclass
-class _HfConfig:
-    model_type: str = "respc"  # not "gpt_oss": vLLM would use its Harmony path instead of the parsers
+from serving_support import SPLIT_LIMITS, SPLIT_LIMITS_END  # noqa: E402
+from support_vllm import MODEL, _Engine, _ModelConfig, _VllmConfig, _serving  # noqa: E402
 
 
-@dataclass
-class _ModelConfig:
-    """The attributes of vLLM's ``ModelConfig`` that the chat serving path reads."""
-
-    tokenizer: str = MODEL
-    model: str = MODEL
-    served_model_name: str = MODEL
-    task: str = "generate"
-    runner_type: str = "generate"
-    trust_remote_code: bool = False
-    tokenizer_mode: str = "auto"
-    tokenizer_revision: Any = None
-    revision: Any = None
-    code_revision: Any = None
-    hf_overrides: Any = None
-    max_model_len: int = 1 << 16
-    multimodal_config: Any = field(default_factory=MultiModalConfig)
-    hf_config: Any = field(default_factory=_HfConfig)
-    hf_text_config: Any = field(default_factory=_HfConfig)
-    logits_processors: Any = None
-    allowed_local_media_path: str = ""
-    allowed_media_domains: Any = None
-    encoder_config: Any = None
-    generation_config: str = "auto"
-    override_generation_config: dict = field(default_factory=dict)
-    media_io_kwargs: dict = field(default_factory=dict)
-    skip_tokenizer_init: bool = False
-    is_encoder_decoder: bool = False
-    is_multimodal_model: bool = False
-    supports_multimodal_inputs: bool = False
-    enable_prompt_embeds: bool = False
-    renderer_num_workers: int = 1
-
-    def get_diff_sampling_param(self) -> dict:
-        return {}
-
-
-@dataclass
-class _VllmConfig:
-    model_config: Any
-    parallel_config: Any = field(default_factory=ParallelConfig)
-
-
-class _Engine:
-    """An engine client that "generates" ``text`` and then the tokenizer's EOS token, a stop token:
-    the ids go through vLLM's own incremental detokenizer (``IncrementalDetokenizer.from_new_request``,
-    with the request's ``skip_special_tokens``; the stop token is left out of the text, as the engine
-    leaves it) and come out as ``RequestOutput``\\ s, 1-4 tokens per step when streaming."""
-
-    errored = False
-
-    def __init__(self, model_config: _ModelConfig, renderer: HfRenderer, text: str, seed: str) -> None:
-        from unittest.mock import MagicMock
-
-        self.model_config, self.renderer, self.text = model_config, renderer, text
-        self.input_processor, self.io_processor = MagicMock(), MagicMock()
-        self.rng = random.Random(seed)
-        self.calls: list[dict] = []
-
-    def check_admission(self, n: int = 1, request_id: str | None = None) -> None:
-        return None
-
-    async def generate(self, prompt, params, request_id, **kwargs):
-        from types import SimpleNamespace
-
-        from vllm.v1.engine.detokenizer import IncrementalDetokenizer
-
-        self.calls.append({"prompt": prompt, "params": params, "kwargs": kwargs})
-        tok = self.renderer.tokenizer
-        ids = tok.encode(self.text, add_special_tokens=False) + [tok.eos_token_id]
-        detokenizer = IncrementalDetokenizer.from_new_request(tok, SimpleNamespace(
-            sampling_params=params, prompt_token_ids=prompt["prompt_token_ids"], request_id=request_id))
-        delta = params.output_kind == RequestOutputKind.DELTA
-        start, end = 0, 0
-        while end < len(ids):
-            end = min(len(ids), end + self.rng.randint(1, 4)) if delta else len(ids)
-            last = end == len(ids)
-            detokenizer.update(ids[start:end], stop_terminated=last)
-            text = detokenizer.get_next_output_text(last, delta)
-            output = CompletionOutput(index=0, text=text, token_ids=ids[start:end] if delta else ids,
-                                      cumulative_logprob=None, logprobs=None,
-                                      finish_reason="stop" if last else None, stop_reason=None)
-            start = end
-            yield RequestOutput(request_id=request_id, prompt=None, prompt_token_ids=prompt["prompt_token_ids"],
-                                prompt_logprobs=None, outputs=[output], finished=last)
-
-
-def _serving(family: str, tokenizer_dir: str, text: str, seed: str) -> tuple[OpenAIServingChat, _Engine]:
-    """vLLM's chat serving object as ``vllm serve`` builds it with the respc parsers of ``family``."""
-    registered = rv.register(family)
-    for cls in registered[f"respc-{family}"]:
-        cls.tool_call_ids = staticmethod(lambda n: f"call_{n}")
-    model_config = _ModelConfig(tokenizer=tokenizer_dir)
-    renderer = HfRenderer(_VllmConfig(model_config), get_tokenizer(tokenizer_dir))
-    engine = _Engine(model_config, renderer, text, seed)
-    options = dict(enable_auto_tools=True, tool_parser=f"respc-{family}", reasoning_parser=f"respc-{family}")
-    online = OnlineRenderer(model_config, renderer, request_logger=None, chat_template=CHAT_TEMPLATE,
-                            chat_template_content_format="string", **options)
-    models_ = OpenAIServingModels(engine, [BaseModelPath(name=MODEL, model_path=MODEL)])
-    chat = OpenAIServingChat(engine, models_, "assistant", online_renderer=online, request_logger=None,
-                             chat_template=CHAT_TEMPLATE, chat_template_content_format="string", **options)
-    return chat, engine
+def _reasoning_after_content(family, prefix, text):
+    """True when a reasoning region opens after another field's or a first reasoning block: without
+    tool parsing vLLM hands the text after the first block on as content, that block included."""
+    module = importlib.import_module(f"respc.generated.{family}")
+    parser = module.ResponseParser(prefix, errors="recover")
+    events = parser.feed(text) + parser.finalize()[1]  # the prompt's own blocks do not count
+    other = False
+    for event in events:
+        if rv._neutral(event):
+            continue
+        if event["field"] != "reasoning_content" or event["type"] == "region_close":
+            other = True
+        elif event["type"] == "region_open" and other:
+            return True
+    return False
 
 
 async def _complete(chat: OpenAIServingChat, request: ChatCompletionRequest):

@@ -757,7 +757,8 @@ def _fed_to_decoders(module, text: str, whole_text: bool) -> int:
 def test_value_bodies_are_read_once(whole_text):
     """llama3_json's calls end where their JSON value ends, and their state watches no delimiter:
     the decoder was given the rest of the text at every call (a slice of it, and a C reader
-    run over it), so 32,000 calls (1.8 MB) took 2.2 s where 1,000 took 14 ms (issue 33). The
+    run over it), so 32,000 calls (1.8 MB) took 2.2 s where 1,000 took 14 ms (issue 33;
+    docs/security.md "Whole text at scan speed"). The
     characters fed to the decoders grow with the text, not with its square."""
     module = importlib.import_module("respc.generated.llama3_json")
     call = '{"name": "get_weather", "parameters": {"city": "Paris"}};'

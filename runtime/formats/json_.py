@@ -140,7 +140,7 @@ def _code_stop(firsts: str) -> re.Pattern:
 
 _PLAIN_CODE_STOP = _code_stop("")
 #: per ``string_delims`` tuple: (its non-empty pairs, their openers' first characters, the code
-#: stop search), derived once instead of per decoder (one decoder per tool call; issue 33)
+#: stop search), derived once instead of per decoder (one decoder per tool call)
 _DELIM_PLANS: dict = {}
 _WAIT = object()  # "the held text might still become a delimiter"
 
@@ -357,8 +357,8 @@ def _json_verdict(accept: str) -> Callable[[str], int]:
     """``verdict(text) -> status``: the :attr:`Boundary.status` a new :class:`JsonBoundary`
     without ``string_delims`` has once fed ``text`` -- UNDECIDED while ``text`` is JSON whitespace,
     then ACCEPTED or REJECTED by its first significant character (the accept rule), which later
-    text never changes. For the streaming core's ``reject`` test (issue 14: it needs only the
-    status, not a decoder)."""
+    text never changes. For the streaming core's ``reject`` test
+    (docs/template-language.md "reject": it needs only the status, not a decoder)."""
 
     def verdict(text: str) -> int:
         i = _JSON_SPACE.match(text).end()
@@ -1739,7 +1739,8 @@ def args_grammar(b: Any, f: Any, name: str | None, schema: Any, where: str, jb: 
 
 def json_calls(b: Any, f: Any, shape: Any, jb: Any, where: str) -> Any:
     """A JSON call body: one call object per offered tool (name and arguments members in either order,
-    other members such as an ``id`` before and after, never a second name or arguments member, issue 27 B),
+    other members such as an ``id`` before and after, never a second name or arguments member,
+    docs/grammar.md "What the grammar says"),
     or a list of them when the transform reads each element (``transform_each``)."""
     ir = b.ir
     seq, alt, Lit, Rep = ir.seq, ir.alt, ir.Lit, ir.Rep
@@ -1764,7 +1765,8 @@ def json_calls(b: Any, f: Any, shape: Any, jb: Any, where: str) -> Any:
         after = Rep(seq(ws, Lit(","), ws, extra))
         if ir.looks_ahead(f):
             # the open looks ahead for the call's start (``(?=\\{\\s*"name")``): the name member
-            # comes first, as the lookahead needs it, or the parser reads no call (issue 27 D)
+            # comes first, as the lookahead needs it, or the parser reads no call
+            # (docs/grammar.md "What the grammar says")
             per_tool.append(seq(Lit("{"), ws, name_member, ws, Lit(","), ws, arg_member, after, ws, Lit("}")))
             continue
         per_tool.append(seq(Lit("{"), ws, before, alt(seq(name_member, ws, Lit(","), ws, arg_member),

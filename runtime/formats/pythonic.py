@@ -81,7 +81,7 @@ class PythonicBoundary(Boundary):
     def _scan(self, data: str) -> int:
         state = self._state
         if state == "start":
-            # Quick path (issue 14): a whole call list of the pythonic reader's quick subset
+            # Quick path (README.md "Performance"): a whole call list of the pythonic reader's quick subset
             # (strings without backslashes, no nesting but the calls' own brackets) ends where
             # that reader stops: the scan below would accept at the first '(' and reach depth 0 at
             # the same closing bracket (tests/test_formats_pythonic.py compares the two). Not tried
@@ -206,7 +206,8 @@ def pythonic_boundary(args: dict) -> Callable[[], Boundary]:
 # ------------------------------------------------------------------------------------------------
 # The argument reader (plan "pythonic"): calls converted to JSON argument text as they are written.
 #
-# Pythonic tool calls converted to JSON argument text as they are written (issue 9).
+# Pythonic tool calls converted to JSON argument text as they are written
+# (docs/openai.md "Which formats stream arguments as they are written").
 #
 # Theory of operation
 # -------------------
@@ -1018,7 +1019,7 @@ def body_grammar(b: Any, f: Any, tool: bool, shape: Any, where: str) -> Any:
 def _pythonic_calls(b: Any, f: Any, where: str) -> Any:
     """The call list: Python literals as values (JSON words too with ``json_literals``), keyword
     arguments in any order, every required one present; a tool without declared properties takes any
-    keyword arguments (issue 27 H)."""
+    keyword arguments (docs/grammar.md "What the grammar says")."""
     ir = b.ir
     seq, alt, Lit, Rep, Chars, opt = ir.seq, ir.alt, ir.Lit, ir.Rep, ir.Chars, ir.opt
     jb = ir.JsonBuilder(b.g, ir.JsonDialect(python_literals=bool(f.content_args.get("json_literals")), pythonic=True),
@@ -1028,7 +1029,7 @@ def _pythonic_calls(b: Any, f: Any, where: str) -> Any:
     for name, schema in (b.tools if b.has_tools else [(None, None)]):
         nm = Lit(name) if name is not None else b.name_node(None)
         if schema is None or not (schema.get("properties")):
-            # a tool without declared properties takes any keyword arguments (issue 27 H)
+            # a tool without declared properties takes any keyword arguments (docs/grammar.md "What the grammar says")
             ident = seq(Chars(((0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))),
                         Rep(Chars(((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)))))
             kw = seq(ident, ws, Lit("="), ws, jb.value())

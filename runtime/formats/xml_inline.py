@@ -848,7 +848,7 @@ def make(args: dict) -> ContentParser:
     skip = args.get("unmatched", "error") == "skip"
     has_value_group = "value" in compiled.groupindex
     # Groups are read by number: the regex module looks a group name up in a dict it builds per
-    # read (0.7 us a name, issue 14); a name used twice is one group there, so one number.
+    # read (0.7 us a name); a name used twice is one group there, so one number.
     numbers = compiled.groupindex
     key_at, value_at = numbers.get("key"), numbers.get("value")
     switch_at = numbers.get(switch) if switch is not None else None
@@ -1202,14 +1202,15 @@ def args_grammar(b: Any, f: Any, name: str | None, schema: Any, where: str, jb: 
         # may follow the last one (docs/grammar.md "Formats write their bodies")
         tail = WS
     # a value ends at the tag's close; it may not hold a delimiter the parser watches in the
-    # body either (the call's close: the parser ends the region there, issue 27 E)
+    # body either (the call's close: the parser ends the region there, docs/grammar.md "What the grammar says")
     stop = tuple(dict.fromkeys([x for x in (ir.pattern_leads(after) if after else []) if x] + list(b.body_watch(f))))
     jb = ir.JsonBuilder(b.g, ir.JsonDialect(), stop)
     text = Except(stop) if stop else Rep(ir.ANY_CHAR)
     # the text parser (stripped or not) keeps the value for the tool typing to convert
     typed = vp in (None, "text") or isinstance(vp, dict) and vp.get("name") == "text" and "switch" not in vp
     if not schema.get("properties") and schema.get("additionalProperties") is not False:
-        # a tool without declared properties takes any arguments (issue 27 H): any number of
+        # a tool without declared properties takes any arguments
+        # (docs/grammar.md "What the grammar says"): any number of
         # tags, each key as the tag pattern reads it, each value text
         node, notes = ir.regex_to_ir(ir.without_optional_repairs(pattern), {"value": text})
         if any(n.startswith("pattern not translated") for n in notes):
@@ -1279,7 +1280,8 @@ def _switched_tag(b: Any, f: Any, pattern: str, vp: dict, key: str, prop: Any, t
     "default": spec}``, template-language.md "Content parsers"): the parser reads the value by the case
     the ``GROUP`` text names (the default without the group or with another text), so each alternative
     writes one case's text in the group and a value that case's parser reads into a value of the
-    property's schema (issue 27: deepseek_v3_2's ``string="false"`` reads JSON, ``string="true"`` text).
+    property's schema (docs/grammar.md "What the grammar says":
+    deepseek_v3_2's ``string="false"`` reads JSON, ``string="true"`` text).
     The pattern's free character classes (``[^>]*``) hold no first character of a delimiter the parser
     watches in the body (the call's close would end it inside the tag)."""
     ir = b.ir

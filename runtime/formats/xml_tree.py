@@ -15,7 +15,7 @@ from .base import Format, Plan, Problems
 #: a tag name of an xml-tree element: no markup, quote or space characters
 _TREE_NAME = r"[^\s<>/\"']+"
 #: the same for the standard library's ``re``, which splits a body at its tags in about half the
-#: time ``regex`` takes (issue 33: MiniMax-M3's call values): ``regex``'s ``\s`` written out (the
+#: time ``regex`` takes (MiniMax-M3's call values): ``regex``'s ``\s`` written out (the
 #: Unicode White_Space characters), as ``re``'s own ``\s`` also takes U+001C..U+001F;
 #: tests/test_formats_xml_tree.py checks the two classes agree on every code point
 _WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -120,7 +120,7 @@ def make(args: dict) -> ContentParser:
         return value
 
     def quick(text: str) -> Any:
-        """``read(text)`` in one pass over the tags (issue 14), or ``_NOT_QUICK``.
+        """``read(text)`` in one pass over the tags (README.md "Performance"), or ``_NOT_QUICK``.
 
         ``read`` looks for each element's end tag from its start, and then reads the element's
         body again, so every tag is searched once per enclosing element. When the tags are well
