@@ -395,7 +395,8 @@ def _fill(items: list[str], indent: int) -> list[str]:
 def _held_rows(automata: tuple[PositionAutomaton, ...] | None, literals: bool = False) -> list[str]:
     """The ``HOLD_REGEX`` entry of one state as source lines (without indentation): ``None``, or
     per delimiter a comment with its pattern and one ``_rt.HeldAutomaton`` record built by keyword
-    (runtime/tables.py; ``edge``: the pattern when a complete match can go on, else None), its
+    (runtime/tables.py; ``edge``: the pattern when a complete match can go on, else None;
+    ``late=True`` for an automaton read past start anchors, compiler/held.py), its
     keywords and the items of ``tests`` and ``follow`` as many to a line as fit (the rows are
     written at indent eight in the class: a record's keywords at 16, its items at 20); with ``literals``, :data:`HELD_LITERALS_ROW` last (:func:`_held_split`)."""
     if automata is None:
@@ -406,7 +407,7 @@ def _held_rows(automata: tuple[PositionAutomaton, ...] | None, literals: bool = 
         rows.append("    _rt.HeldAutomaton(")
         keywords = [f"edge={_lit(table.pattern if table.extends else None)}",
                     f"first={_tuple([str(x) for x in table.first])}",
-                    f"last={_tuple([str(x) for x in table.last])}"]
+                    f"last={_tuple([str(x) for x in table.last])}"] + (["late=True"] if table.late else [])
         for name, items in (("tests", [_lit(t) for t in table.tests]),
                             ("follow", [_tuple([str(x) for x in f]) for f in table.follow])):
             one = f"{name}={_tuple(items)}"

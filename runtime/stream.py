@@ -2377,7 +2377,8 @@ class StreamParser:
 
         and nothing else pending reads the buffer (a v2 deferred or tentative open, a
         repeated-opener watch), and the held text is shorter than ``LONG_HOLD`` (longer, the
-        scanners wait for it to double).
+        scanners wait for it to double), and it does not start at offset 0 where an automaton
+        was read past start anchors (``HeldRegex.late``; compiler/held.py, "Start anchors").
 
         ``_hd`` keeps ``(buffer, pos, held, DFA state after buffer[pos:])`` of the last call, so
         when this call finds the same buffer object and position only the new characters are
@@ -2387,7 +2388,7 @@ class StreamParser:
         pos = self._pos
         new = self._buf = buf + text
         if (len(new) - pos >= LONG_HOLD or self._again is not None or self._defer is not None
-                or self._tent is not None or self._cdefer is not None):
+                or self._tent is not None or self._cdefer is not None or (not pos and held.late)):
             self._hd = None
             return False
         hd = self._hd
