@@ -704,24 +704,34 @@ def test_trailing_lookahead_verdict_is_the_regex_modules(pattern):
 def test_k2_horizon_call_name_in_small_chunks_is_not_scanned_per_chunk():
     """k2_horizon's call opener ends with ``(?=\\s|<)``: its name in 4-character chunks is read by
     the held automaton, not scanned at every chunk (issue 33); the events are the scan's."""
-    calls: list = []
-    counted, general = _counted(compiled("k2_horizon"), calls)
     text = "<ifm|tool_calls><ifm|tool_call>lookup_the_weather_for_a_city<ifm|arg_key>q</ifm|arg_key>" \
            "<ifm|arg_value>1</ifm|arg_value></ifm|tool_call>"
     chunks = ["Let me check. "] + [text[i:i + 4] for i in range(0, len(text), 4)]
+    # the prose and the opener up to "_cit"
+    fast_scans, general_scans = _scans_with_and_without_automata("k2_horizon", chunks, 17,
+                                                                 "lookup_the_weather_for_a_city")
+    assert general_scans >= 12 and fast_scans <= 4, (fast_scans, general_scans)
+
+
+def _scans_with_and_without_automata(name: str, chunks: list, cut: int, call_name: str) -> tuple[int, int]:
+    """Feed ``chunks`` to ``name``'s parser with its held automata and without (the general path),
+    check that both read the call ``call_name`` with the same events, and return how many scans
+    each made over the first ``cut`` chunks."""
+    calls: list = []
+    counted, general = _counted(compiled(name), calls)
     outcomes = []
     for parser_class in (counted, general):
         calls.clear()
         parser = parser_class("")
-        events = [parser.feed(c) for c in chunks[:17]]  # the prose and the opener up to "_cit"
+        events = [parser.feed(c) for c in chunks[:cut]]
         scans = len(calls)
-        events += [parser.feed(c) for c in chunks[17:]]
+        events += [parser.feed(c) for c in chunks[cut:]]
         message, final = parser.finalize()
-        assert message["tool_calls"][0]["function"]["name"] == "lookup_the_weather_for_a_city"
+        assert message["tool_calls"][0]["function"]["name"] == call_name
         outcomes.append((scans, events, final))
     (fast_scans, *fast), (general_scans, *general_out) = outcomes
     assert fast == general_out
-    assert general_scans >= 12 and fast_scans <= 4, (fast_scans, general_scans)
+    return fast_scans, general_scans
 
 
 #: patterns with a start anchor, and texts their matches are made of
@@ -775,24 +785,12 @@ def test_inkling_call_name_in_small_chunks_is_not_scanned_per_chunk():
     read late, its name in 4-character chunks is read by the held automaton, not scanned at every
     chunk; at the start of the response (the held text at offset 0) it is scanned as before. The
     events are the scan's either way."""
-    calls: list = []
-    counted, general = _counted(compiled("inkling"), calls)
     call = '<|message_model|>get_the_weather_for_a_city<|content_invoke_tool_json|>{"name": "w", "args": {}}' \
            "<|end_message|>"
     for lead in ("Let me check. ", ""):
         chunks = ([lead] if lead else []) + [call[i:i + 4] for i in range(0, len(call), 4)]
-        outcomes = []
-        for parser_class in (counted, general):
-            calls.clear()
-            parser = parser_class("")
-            events = [parser.feed(c) for c in chunks[:12]]  # up to the name's "a_ci"
-            scans = len(calls)
-            events += [parser.feed(c) for c in chunks[12:]]
-            message, final = parser.finalize()
-            assert message["tool_calls"][0]["function"]["name"] == "w"
-            outcomes.append((scans, events, final))
-        (fast_scans, *fast), (general_scans, *general_out) = outcomes
-        assert fast == general_out
+        # up to the name's "a_ci"
+        fast_scans, general_scans = _scans_with_and_without_automata("inkling", chunks, 12, "w")
         if lead:
             assert general_scans >= 10 and fast_scans <= 3, (fast_scans, general_scans)
         else:
