@@ -53,7 +53,8 @@ from functools import lru_cache
 from .automaton import _SAMPLES, _item_has, sre_c, sre_parse
 from .sre import parse_pattern
 
-__all__ = ["backtracking_problem", "polynomial_problem", "linear_time_problem", "MAX_MEETINGS", "MAX_WORK", "UNROLL"]
+__all__ = ["backtracking_problem", "polynomial_problem", "linear_time_problem", "attempts_linear", "MAX_MEETINGS",
+           "MAX_WORK", "UNROLL"]
 
 #: places one after the other where two ways to read the same text part and meet again: refused
 #: from this many (2**k ways to read one text or more; the catalogue's most: 2)
@@ -786,15 +787,16 @@ def _components(graph: dict) -> dict:
     return cyclic
 
 
-def _linear_proof(pattern: str, tree) -> str | None:
+def _one_attempt(pattern: str, tree) -> tuple[Any, list, Callable, bool]:
+    """Step 1 of the linear-time proof on ``tree``: ``(automaton, first positions, pair
+    successors, holds)``, where ``holds`` says that one attempt (one start offset) has a bounded
+    number of ways to read any text: two copies of the automaton run side by side on the same
+    characters never go round a loop while they are apart (a loop through a parted pair gives
+    ever more ways: ``\\s*\\s*x``)."""
     g = _Glushkov()
     first, _last, _nullable = g.seq(tree)
     masks = _position_masks(pattern, g)
     succ = _pair_successors(g, first, masks, unordered=False)
-
-    # 1. one attempt (one start offset) has a bounded number of ways to read any text: two copies
-    # of the automaton run side by side on the same characters never go round a loop while they
-    # are apart (a loop through a parted pair gives ever more ways: `\s*\s*x`)
     graph: dict = {}
     todo = [(-1, -1)]
     graph[(-1, -1)] = None
@@ -805,9 +807,17 @@ def _linear_proof(pattern: str, tree) -> str | None:
             if nxt not in graph:
                 graph[nxt] = None
                 todo.append(nxt)
-    for node, comp in _components(graph).items():
-        if node[0] != node[1] and comp:
-            return "two ways to read the same text inside a loop (a search may take polynomial time)"
+    holds = not any(node[0] != node[1] and comp for node, comp in _components(graph).items())
+    return g, first, succ, holds
+
+
+def _linear_proof(pattern: str, tree) -> str | None:
+    g, first, succ, holds = _one_attempt(pattern, tree)
+    masks = _position_masks(pattern, g)
+
+    # 1. one attempt (one start offset) has a bounded number of ways to read any text
+    if not holds:
+        return "two ways to read the same text inside a loop (a search may take polynomial time)"
     # 2. attempts from different offsets share a bounded stretch of text: an attempt that has read
     # a character (at position a) and one that starts on the next (b in first) cannot go on side
     # by side for ever (no cycle in the pair graph from those pairs)
@@ -825,6 +835,61 @@ def _linear_proof(pattern: str, tree) -> str | None:
         if found:
             return found + " (in a lookaround)"
     return None
+
+
+@lru_cache(maxsize=1024)
+def attempts_linear(pattern: str) -> bool:
+    """Whether one attempt of ``pattern`` at one start offset is proven to take time linear in
+    the text it reads: step 1 of :func:`linear_time_problem`'s proof (at most one way to read any
+    text) holds, with no exponential problem, no backreference or conditional, and only
+    lookarounds of bounded length (each costs a bounded amount wherever an attempt asks it).
+    A search of such a pattern over ``n`` characters makes at most ``n + 1`` attempts (two
+    rounds with ``partial=True``) of at most ``n`` characters each: quadratic in ``n`` at worst,
+    so over a short text its time is bounded whatever the text (docs/security.md, "Short
+    searches"; runtime ``BoundedPattern``). Patterns whose only gap is the offsets (``(?:a|ab)*c``,
+    ``<function=[^>]+>``) have it; those with two ways to read inside a loop do not.
+
+    Args:
+        pattern: a delimiter regex, or its D2 probe (``regex`` syntax, compiled with DOTALL).
+
+    Returns:
+        bool: True when proven; False otherwise (anything unreadable or too large included).
+    """
+    if backtracking_problem(pattern):
+        return False
+    try:
+        tree = parse_pattern(pattern, sre_c.SRE_FLAG_DOTALL)
+        if _has_unreadable(list(tree)) or _unbounded_lookaround(list(tree)):
+            return False
+        try:
+            marked = parse_pattern(_mark_alternatives(pattern), sre_c.SRE_FLAG_DOTALL)
+        except Exception:  # noqa: BLE001
+            marked = tree
+        return _one_attempt(pattern, list(marked))[3]
+    except Exception:  # noqa: BLE001 - regex-only syntax, too large, too deep: not proven
+        return False
+
+
+def _unbounded_lookaround(seq) -> bool:
+    """Whether an sre tree holds a lookaround whose body can read text of unbounded length."""
+    for op, av in seq:
+        if op in _ASSERTS:
+            if av[1].getwidth()[1] >= sre_c.MAXREPEAT:
+                return True
+            inner = [av[1]]
+        elif op is sre_c.SUBPATTERN:
+            inner = [av[-1]]
+        elif op is getattr(sre_c, "ATOMIC_GROUP", None):
+            inner = [av]
+        elif op is sre_c.BRANCH:
+            inner = list(av[1])
+        elif op in _REPEATS:
+            inner = [av[2]]
+        else:
+            inner = []
+        if any(_unbounded_lookaround(list(body)) for body in inner):
+            return True
+    return False
 
 
 @lru_cache(maxsize=1024)

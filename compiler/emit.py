@@ -27,7 +27,7 @@ import jinja2
 from respc.runtime.formats import FORMATS, plan_of
 from respc.runtime.stream import RUNTIME_ABI
 
-from .backtracking import linear_time_problem
+from .backtracking import attempts_linear, linear_time_problem
 from .automaton import NEVER, Automaton, LiteralFind, barrier_plan, classify_pattern, final_literals, late_pattern, plan_scans
 from .held import PositionAutomaton, held_plan
 from .automaton import build_automaton
@@ -397,7 +397,8 @@ def _fill(items: list[str], indent: int) -> list[str]:
 def _held_rows(automata: tuple[PositionAutomaton, ...] | None, literals: bool = False) -> list[str]:
     """The ``HOLD_REGEX`` entry of one state as source lines (without indentation): ``None``, or
     per delimiter a comment with its pattern and one ``_rt.HeldAutomaton`` record built by keyword
-    (runtime/tables.py; ``edge``: the pattern when a complete match can go on, else None), its
+    (runtime/tables.py; ``edge``: the pattern when a complete match can go on, else None;
+    ``late=True`` for an automaton read past start anchors, compiler/held.py), its
     keywords and the items of ``tests`` and ``follow`` as many to a line as fit (the rows are
     written at indent eight in the class: a record's keywords at 16, its items at 20); with ``literals``, :data:`HELD_LITERALS_ROW` last (:func:`_held_split`)."""
     if automata is None:
@@ -408,7 +409,7 @@ def _held_rows(automata: tuple[PositionAutomaton, ...] | None, literals: bool = 
         rows.append("    _rt.HeldAutomaton(")
         keywords = [f"edge={_lit(table.pattern if table.extends else None)}",
                     f"first={_tuple([str(x) for x in table.first])}",
-                    f"last={_tuple([str(x) for x in table.last])}"]
+                    f"last={_tuple([str(x) for x in table.last])}"] + (["late=True"] if table.late else [])
         for name, items in (("tests", [_lit(t) for t in table.tests]),
                             ("follow", [_tuple([str(x) for x in f]) for f in table.follow])):
             one = f"{name}={_tuple(items)}"
@@ -550,6 +551,14 @@ def _view(template: Template, automaton: Automaton, command: str, grammar: str) 
                if linear_time_problem(pattern) is not None]
     if bounded:
         features.append("regex-timeout")
+    # "linear-attempts": some of them (or their D2 probes) run short searches without timeout=
+    probes = [pattern for (pattern, _), label in zip(scans.probes, scans.probe_labels) if _bound(pattern, label)]
+    lates = [late for late in (late_pattern(p) for p, _ in bounded) if late is not None and late != NEVER]
+    if any(attempts_linear(pattern) for pattern in [p for p, _ in bounded] + probes + lates):
+        features.append("linear-attempts")
+    # "late-held": a held automaton read past start anchors (HeldAutomaton's late=True)
+    if any(table.late for tables in held if tables for table in tables):
+        features.append("late-held")
     return {
         "header": HEADER,
         "guard": ENCODING_GUARD,
@@ -625,22 +634,27 @@ def _scanner_view(scans, states: list[dict]) -> dict:
         plans.append({"index": plan.state, "label": _line(plan.label), "records": records})
     regexes = []
     for k, (pattern, comment) in enumerate(scans.regexes):
-        bound = _bound(pattern, scans.labels[k] if k < len(scans.labels) else None)
+        bound = _bound_keywords(pattern, scans.labels[k] if k < len(scans.labels) else None)
         late = _late_view(f"_D{k}L", pattern)
         if late is not None:
-            late["text"] = _lazy(late["var"], late["pattern_repr"], [bound[2:]] if bound else [],
+            # bounded with its delimiter; its own attempts may be proven linear where the
+            # delimiter's start-anchored alternatives kept them from it
+            late_keywords = bound[:1] + (["linear_attempts=True"] if bound and attempts_linear(late_pattern(pattern))
+                                         else [])
+            late["text"] = _lazy(late["var"], late["pattern_repr"], late_keywords,
                                  "the same for a search from an offset after 0 (its start-anchored "
                                  "alternatives dropped)")
         regexes.append({"var": f"_D{k}", "late": late,
                         "text": _lazy(f"_D{k}", _lit(pattern),
-                                      ["scope=globals()", f"name={_lit(f'_D{k}')}"] + ([bound[2:]] if bound else []),
+                                      ["scope=globals()", f"name={_lit(f'_D{k}')}"] + bound,
                                       _short(comment))})
     return {
         "plans": plans,
         "regexes": regexes,
-        "probes": [{"var": f"_P{k}", "text": _lazy(f"_P{k}", _lit(pattern), [bound[2:]] if bound else [], _short(comment))}
+        "probes": [{"var": f"_P{k}", "text": _lazy(f"_P{k}", _lit(pattern), bound, _short(comment))}
                    for k, (pattern, comment) in enumerate(scans.probes)
-                   for bound in [_bound(pattern, scans.probe_labels[k] if k < len(scans.probe_labels) else None)]],
+                   for bound in [_bound_keywords(pattern, scans.probe_labels[k] if k < len(scans.probe_labels)
+                                                 else None)]],
         "backs": [{"var": f"_B{k}", "text": _lazy(f"_B{k}", _lit(pattern), [], _short(comment))}
                   for k, (pattern, comment) in enumerate(scans.backs)],
         "uses_literal_hold": False,
@@ -792,6 +806,17 @@ def _bound(pattern: str, label: tuple | None) -> str:
     if label is None or linear_time_problem(pattern) is None:
         return ""
     return f", bound=({_lit(label[0])}, {_lit(label[1])})"
+
+
+def _bound_keywords(pattern: str, label: tuple | None) -> list[str]:
+    """The keywords :func:`_bound` gives a ``LazyPattern`` (none, or ``bound=(field, key)``), and
+    ``linear_attempts=True`` after it when :func:`~respc.compiler.backtracking.attempts_linear`
+    proves one attempt of ``pattern`` linear: the runtime then searches it over a short text
+    without ``timeout=`` (docs/security.md, "Short searches")."""
+    bound = _bound(pattern, label)
+    if not bound:
+        return []
+    return [bound[2:]] + (["linear_attempts=True"] if attempts_linear(pattern) else [])
 
 
 def _late_view(var: str, pattern: str) -> dict | None:

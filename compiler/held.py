@@ -47,6 +47,19 @@ buffer's edge (``Y`` needs a character after them), so the runtime's edge case (
 one: any doubt is a scan. (k2_horizon's name in 4-character chunks was scanned at every
 chunk, nine engine calls each.)
 
+Start anchors
+-------------
+A start anchor (``^`` without MULTILINE, which is refused, and ``\\A``) matches only at offset 0 of
+the buffer (a search from ``pos`` does not move it there). inkling's call opener
+``(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>`` has one, so it had no
+automaton and was scanned at every chunk while its name was written. Read *late*, each anchor is
+an item no text passes: for held text from ``pos > 0`` every match that starts there or later
+cannot pass it, so the late language is the delimiter's there, exactly. At ``pos == 0`` it may
+not be (``^abc|xyz`` is complete on ``abc``), so a late automaton marks its record
+(``late=True``) and the runtime scans whenever the held text starts at offset 0 (runtime
+``StreamParser._held_regex``). A late reading that leaves a position no path reaches (``^abc``
+alone) is not eligible.
+
 Possessive runs
 ---------------
 A possessive repeat of one class, ``X{m,}+`` with ``m >= 1`` (gpt_oss's name ``[^<\\s]++``), and
@@ -88,6 +101,8 @@ MAX_POSITIONS = 600
 _REPEATS = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT)
 _POSSESSIVE = getattr(sre_c, "POSSESSIVE_REPEAT", None)  # Python 3.11+
 _ATOMIC = getattr(sre_c, "ATOMIC_GROUP", None)
+#: the start anchors a late reading drops (``^`` without MULTILINE, ``\A``)
+_AT_START = ("AT_BEGINNING", "AT_BEGINNING_STRING")
 _CHAR_ITEMS = (sre_c.LITERAL, sre_c.NOT_LITERAL, sre_c.ANY, sre_c.RANGE, sre_c.CATEGORY, sre_c.IN)
 
 
@@ -107,6 +122,9 @@ class PositionAutomaton:
         follow (tuple[tuple[int, ...], ...]): per position, the positions that can come next.
         last (tuple[int, ...]): the positions a match can end with.
         pattern (str): the delimiter's source.
+        late (bool): read with its start anchors as matching nothing (see "Start anchors" in the
+            module docstring): true of the delimiter only where the held text starts after
+            offset 0 of the buffer.
     """
 
     tests: tuple[str, ...]
@@ -114,6 +132,7 @@ class PositionAutomaton:
     follow: tuple[tuple[int, ...], ...]
     last: tuple[int, ...]
     pattern: str = ""
+    late: bool = False
 
     @property
     def extends(self) -> bool:
@@ -177,7 +196,11 @@ def _test(op, av) -> str:
 
 
 class _Builder:
-    def __init__(self) -> None:
+    def __init__(self, late: bool = False) -> None:
+        #: read a start anchor as an item no text passes (:func:`position_automaton`'s ``late``)
+        self.late = late
+        #: start anchors read so
+        self.anchors = 0
         self.tests: list[str] = []
         self.items: list[tuple] = []
         self.follow: list[set[int]] = []
@@ -222,6 +245,10 @@ class _Builder:
         if op in (sre_c.LITERAL, sre_c.NOT_LITERAL, sre_c.ANY, sre_c.RANGE, sre_c.CATEGORY, sre_c.IN):
             p = self.position(op, av)
             return {p}, {p}, False
+        if op is sre_c.AT and self.late and str(av) in _AT_START:
+            # no match starting after offset 0 passes ^ or \A (no MULTILINE: refused below)
+            self.anchors += 1
+            return set(), set(), False
         if op is sre_c.SUBPATTERN:
             if av[1] or av[2]:
                 raise _Ineligible("a scoped flag")
@@ -364,17 +391,20 @@ def _trailing_lookahead(items: list) -> object | None:
     return None
 
 
-def position_automaton(pattern: str) -> PositionAutomaton | None:
+def position_automaton(pattern: str, late: bool = False) -> PositionAutomaton | None:
     """The position automaton of one regex delimiter, or None when it is not eligible (see the
     module docstring for what is).
 
     Args:
         pattern (str): the delimiter's source (``regex`` syntax, compiled with DOTALL).
+        late (bool): read its start anchors as items no text passes (module docstring, "Start
+            anchors"); None when it has none, or when a position is then left that no match
+            can reach.
 
     Returns:
         PositionAutomaton | None: its tables, positions numbered from 0.
     """
-    builder = _Builder()
+    builder = _Builder(late)
     try:
         reading = _read_source(pattern)
         if not reading.sre_agrees or reading.rewritten:
@@ -395,10 +425,26 @@ def position_automaton(pattern: str) -> PositionAutomaton | None:
         _check_tests(builder, pattern)
         if builder.runs:
             _possessive(builder, last)
+        if late and (not builder.anchors or not _reachable(builder, first)):
+            return None
     except Exception:  # noqa: BLE001 - anything unreadable (_Ineligible, sre errors): not eligible
         return None
     return PositionAutomaton(tuple(builder.tests), tuple(sorted(first)),
-                             tuple(tuple(sorted(f)) for f in builder.follow), tuple(sorted(last)), pattern)
+                             tuple(tuple(sorted(f)) for f in builder.follow), tuple(sorted(last)), pattern,
+                             late)
+
+
+def _reachable(builder: _Builder, first: set[int]) -> bool:
+    """Whether every position of ``builder`` can be reached from ``first`` (a late reading leaves
+    those after a dropped anchor unreached when nothing else leads to them)."""
+    seen = set(first)
+    todo = list(first)
+    while todo:
+        for q in builder.follow[todo.pop()]:
+            if q not in seen:
+                seen.add(q)
+                todo.append(q)
+    return len(seen) == len(builder.tests)
 
 
 def held_automata(patterns) -> tuple[PositionAutomaton, ...] | None:
@@ -408,9 +454,11 @@ def held_automata(patterns) -> tuple[PositionAutomaton, ...] | None:
 
     Any one eligible delimiter suffices: while its start at ``pos`` is live and it has no
     complete match in the held text, it holds from ``pos`` (see the module docstring); the
-    ineligible ones are not read, and the others' complete matches do not matter.
+    ineligible ones are not read, and the others' complete matches do not matter. A delimiter
+    with a start anchor is read late (``late``), when that makes it eligible.
     """
-    automata = [a for a in map(position_automaton, dict.fromkeys(patterns)) if a is not None]
+    automata = [a for a in (position_automaton(p) or position_automaton(p, late=True) for p in dict.fromkeys(patterns))
+                if a is not None]
     if not automata or sum(len(a.tests) for a in automata) > MAX_POSITIONS:
         return None
     return tuple(automata)

@@ -24,7 +24,10 @@ from respc import runtime as _rt
 _rt.check_abi(
     7,
     __name__,
-    ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'),
+    (
+        'slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout',
+        'linear-attempts',
+    ),
 )
 
 SOURCE = 'templates/command_r_plus.json'
@@ -70,12 +73,13 @@ _START_ANCHOR = regex.compile('<\\|START_OF_TURN_TOKEN\\|><\\|CHATBOT_TOKEN\\|>'
 _D0 = _rt.LazyPattern('Action:[ \\t]*(?:\\n[ \\t]*)?```json\\s*', scope=globals(), name='_D0')
 _D1 = _rt.LazyPattern(  # close of 'tool_calls'
     '\\s*```',
-    scope=globals(), name='_D1', bound=('tool_calls', 'close_pattern'))
+    scope=globals(), name='_D1', bound=('tool_calls', 'close_pattern'), linear_attempts=True)
 # D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
 # probe of open of 'tool_calls'
 _P0 = _rt.LazyPattern('(?>(?:Action:[ \\t]*(?:\\n[ \\t]*)?```json\\s*))(?!)')
-# probe of close of 'tool_calls'
-_P1 = _rt.LazyPattern('(?>(?:\\s*```))(?!)', bound=('tool_calls', 'close_pattern'))
+_P1 = _rt.LazyPattern(  # probe of close of 'tool_calls'
+    '(?>(?:\\s*```))(?!)',
+    bound=('tool_calls', 'close_pattern'), linear_attempts=True)
 # back searches: where a match can start before its factor (runtime/scanners.py Pattern)
 # the last character before '```' that its delimiter cannot consume before it
 _B0 = _rt.LazyPattern('(?r)[^\\s]')

@@ -24,7 +24,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(7, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'))
+_rt.check_abi(
+    7,
+    __name__,
+    ('slots', 'reject', 'typed-roles', 'empty-none', 'regex-timeout', 'linear-attempts'),
+)
 
 SOURCE = 'templates/cwm.json'
 TEMPLATE_SHA256 = '9a27ad676116752807d70a0b4c7d36479f782a5ffd2739351778455d26d815ac'
@@ -122,10 +126,10 @@ _D1 = _rt.LazyPattern(  # open of 'named_call_command'
     scope=globals(), name='_D1')
 _D2 = _rt.LazyPattern(  # open of 'tool_call_json'
     '<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>',
-    scope=globals(), name='_D2', bound=('tool_call_json', 'open_pattern'))
+    scope=globals(), name='_D2', bound=('tool_call_json', 'open_pattern'), linear_attempts=True)
 _D3 = _rt.LazyPattern(  # open of 'tool_call_command'
     '<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>',
-    scope=globals(), name='_D3', bound=('tool_call_command', 'open_pattern'))
+    scope=globals(), name='_D3', bound=('tool_call_command', 'open_pattern'), linear_attempts=True)
 # D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
 # probe of open of 'named_call_json'
 _P0 = _rt.LazyPattern('(?>(?:<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)))(?!)')
@@ -133,10 +137,10 @@ _P0 = _rt.LazyPattern('(?>(?:<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)
 _P1 = _rt.LazyPattern('(?>(?:<tool:[ \\t]*function[ \\t]*>\\s*(?P<name>[^\\s<]+)))(?!)')
 _P2 = _rt.LazyPattern(  # probe of open of 'tool_call_json'
     '(?>(?:<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>))(?!)',
-    bound=('tool_call_json', 'open_pattern'))
+    bound=('tool_call_json', 'open_pattern'), linear_attempts=True)
 _P3 = _rt.LazyPattern(  # probe of open of 'tool_call_command'
     '(?>(?:<tool:[ \\t]*(?P<name>[^>\\s]+)[ \\t]*>))(?!)',
-    bound=('tool_call_command', 'open_pattern'))
+    bound=('tool_call_command', 'open_pattern'), linear_attempts=True)
 # back searches: where a match can start before its factor (runtime/scanners.py Pattern)
 # the last character before 'function' that its delimiter cannot consume before it
 _B0 = _rt.LazyPattern('(?r)[^<tol: \\u0009]')

@@ -25,7 +25,10 @@ from respc import runtime as _rt
 _rt.check_abi(
     7,
     __name__,
-    ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'),
+    (
+        'slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout',
+        'linear-attempts',
+    ),
 )
 
 SOURCE = 'templates/dots.json'
@@ -88,13 +91,13 @@ _START_ANCHOR = regex.compile('<\\|response\\|>', regex.DOTALL)
 # regex delimiters, compiled by their first search, which rebinds _D<k> here (runtime.LazyPattern)
 _D0 = _rt.LazyPattern(  # open of 'tool_calls'
     '<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>',
-    scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
+    scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 # open of 'json_tool_call'
 _D1 = _rt.LazyPattern('(?=\\{)', scope=globals(), name='_D1')
 # D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
 _P0 = _rt.LazyPattern(  # probe of open of 'tool_calls'
     '(?>(?:<invoke\\s+name\\s*=\\s*["\']?(?P<name>[^"\'>\\s]+)["\']?\\s*>))(?!)',
-    bound=('tool_calls', 'open_pattern'))
+    bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 # probe of open of 'json_tool_call'
 _P1 = _rt.LazyPattern('(?>(?:(?=\\{)))(?!)')
 

@@ -21,7 +21,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(7, __name__, ('regex-timeout',))
+_rt.check_abi(7, __name__, ('regex-timeout', 'linear-attempts'))
 
 SOURCE = 'templates/ernie4_5.json'
 TEMPLATE_SHA256 = '753609acf46a79cb7b9c6458608bdb960ffa8e4d584afefae45737b18fa773ee'
@@ -64,7 +64,9 @@ _D0 = _rt.LazyPattern(  # open of 'reasoning_content'
     '^\\s*(?:<think>\\s*)?|<think>\\s*',
     scope=globals(), name='_D0', bound=('reasoning_content', 'open_pattern'))
 # the same for a search from an offset after 0 (its start-anchored alternatives dropped)
-_D0L = _rt.LazyPattern('<think>\\s*', bound=('reasoning_content', 'open_pattern'))
+_D0L = _rt.LazyPattern(
+    '<think>\\s*',
+    bound=('reasoning_content', 'open_pattern'), linear_attempts=True)
 # D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
 _P0 = _rt.LazyPattern(  # probe of open of 'reasoning_content'
     '(?>(?:^\\s*(?:<think>\\s*)?|<think>\\s*))(?!)',

@@ -21,7 +21,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(7, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'))
+_rt.check_abi(
+    7,
+    __name__,
+    ('slots', 'reject', 'typed-roles', 'empty-none', 'regex-timeout', 'linear-attempts'),
+)
 
 SOURCE = 'templates/functionary_v3_1.json'
 TEMPLATE_SHA256 = '70ce7358e77e5a60e52eba512fe2580175a7d580d5b104273f7e7bc762c63f10'
@@ -78,11 +82,11 @@ _START_ANCHOR = regex.compile(
 # regex delimiters, compiled by their first search, which rebinds _D<k> here (runtime.LazyPattern)
 _D0 = _rt.LazyPattern(  # open of 'tool_calls'
     '<function=(?P<name>[^>]+)>',
-    scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
+    scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 # D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
 _P0 = _rt.LazyPattern(  # probe of open of 'tool_calls'
     '(?>(?:<function=(?P<name>[^>]+)>))(?!)',
-    bound=('tool_calls', 'open_pattern'))
+    bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

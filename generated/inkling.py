@@ -21,7 +21,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(7, __name__, ('reject', 'typed-roles', 'empty-none', 'regex-timeout'))
+_rt.check_abi(
+    7,
+    __name__,
+    ('reject', 'typed-roles', 'empty-none', 'regex-timeout', 'linear-attempts', 'late-held'),
+)
 
 SOURCE = 'templates/inkling.json'
 TEMPLATE_SHA256 = '91dc9469d435bc86d3dc184318fa650277553467a0365be87d0ebc9358a59f97'
@@ -67,11 +71,11 @@ _START_ANCHOR = regex.compile('<\\|message_model\\|>', regex.DOTALL)
 # regex delimiters, compiled by their first search, which rebinds _D<k> here (runtime.LazyPattern)
 _D0 = _rt.LazyPattern(  # open of 'tool_calls'
     '(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>',
-    scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
+    scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 # D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
 _P0 = _rt.LazyPattern(  # probe of open of 'tool_calls'
     '(?>(?:(?:(?:<\\|message_model\\|>|^)[^<]*)?<\\|content_invoke_tool_json\\|>))(?!)',
-    bound=('tool_calls', 'open_pattern'))
+    bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
@@ -131,38 +135,23 @@ class ResponseParser(_rt.StreamParser):
     HOLD_REGEX = (
         # S_OUTSIDE
         (
-            # /<\|content_thinking\|>/
+            # /(?:(?:<\|message_model\|>|^)[^<]*)?<\|content_invoke_tool_json\|>/
             _rt.HeldAutomaton(
-                edge=None, first=(0,), last=(19,),
+                edge=None, first=(0, 18), last=(45,), late=True,
                 tests=(
-                    '<', '|', 'c', 'o', 'n', 't', 'e', 'n', 't', '_', 't', 'h', 'i', 'n', 'k', 'i',
-                    'n', 'g', '|', '>',
+                    '<', '|', 'm', 'e', 's', 's', 'a', 'g', 'e', '_', 'm', 'o', 'd', 'e', 'l', '|',
+                    '>', '[^<]', '<', '|', 'c', 'o', 'n', 't', 'e', 'n', 't', '_', 'i', 'n', 'v',
+                    'o', 'k', 'e', '_', 't', 'o', 'o', 'l', '_', 'j', 's', 'o', 'n', '|', '>',
                 ),
                 follow=(
                     (1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,), (12,),
-                    (13,), (14,), (15,), (16,), (17,), (18,), (19,), (),
+                    (13,), (14,), (15,), (16,), (17, 18), (17, 18), (19,), (20,), (21,), (22,),
+                    (23,), (24,), (25,), (26,), (27,), (28,), (29,), (30,), (31,), (32,), (33,),
+                    (34,), (35,), (36,), (37,), (38,), (39,), (40,), (41,), (42,), (43,), (44,),
+                    (45,), (),
                 ),
             ),
-            # /<\|content_model_end_sampling\|>|<\|message_model\|>|<\|content_text\|>|<\|end_message\|>/
-            _rt.HeldAutomaton(
-                edge=None, first=(0,), last=(29, 44, 58, 71),
-                tests=(
-                    '<', '|', 'c', 'o', 'n', 't', 'e', 'n', 't', '_', 'm', 'o', 'd', 'e', 'l', '_',
-                    'e', 'n', 'd', '_', 's', 'a', 'm', 'p', 'l', 'i', 'n', 'g', '|', '>', 'm', 'e',
-                    's', 's', 'a', 'g', 'e', '_', 'm', 'o', 'd', 'e', 'l', '|', '>', 'c', 'o', 'n',
-                    't', 'e', 'n', 't', '_', 't', 'e', 'x', 't', '|', '>', 'e', 'n', 'd', '_', 'm',
-                    'e', 's', 's', 'a', 'g', 'e', '|', '>',
-                ),
-                follow=(
-                    (1,), (2, 30, 45, 59), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,), (11,),
-                    (12,), (13,), (14,), (15,), (16,), (17,), (18,), (19,), (20,), (21,), (22,),
-                    (23,), (24,), (25,), (26,), (27,), (28,), (29,), (), (31,), (32,), (33,), (34,),
-                    (35,), (36,), (37,), (38,), (39,), (40,), (41,), (42,), (43,), (44,), (), (46,),
-                    (47,), (48,), (49,), (50,), (51,), (52,), (53,), (54,), (55,), (56,), (57,),
-                    (58,), (), (60,), (61,), (62,), (63,), (64,), (65,), (66,), (67,), (68,), (69,),
-                    (70,), (71,), (),
-                ),
-            ),
+            _rt.HELD_LITERALS,  # its literal delimiters' (the runtime's)
         ),
         _rt.HELD_LITERALS,  # S_REASONING_CONTENT
         _rt.HELD_LITERALS,  # S_TOOL_CALLS

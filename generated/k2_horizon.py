@@ -23,7 +23,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(7, __name__, ('slots', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'))
+_rt.check_abi(
+    7,
+    __name__,
+    ('slots', 'reject', 'typed-roles', 'empty-none', 'regex-timeout', 'linear-attempts'),
+)
 
 SOURCE = 'templates/k2_horizon.json'
 TEMPLATE_SHA256 = '95757f490e8c446beb3e5e39bce0fff9f1498f630a4cc4f200f212041b888194'
@@ -122,7 +126,7 @@ _START_ANCHOR = regex.compile('<\\|ifm\\|im_start\\|>assistant\\\n', regex.DOTAL
 _D0 = _rt.LazyPattern('<ifm\\|think(?:_fast|_faster)?>', scope=globals(), name='_D0')
 _D1 = _rt.LazyPattern(  # open of 'tool_calls'
     '(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>(?P<name>[^\\s<>{\\["]+)(?=\\s|<)',
-    scope=globals(), name='_D1', bound=('tool_calls', 'open_pattern'))
+    scope=globals(), name='_D1', bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 _D2 = _rt.LazyPattern(  # open of 'json_tool_call_list'
     '(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>',
     scope=globals(), name='_D2')
@@ -148,7 +152,7 @@ _D8 = _rt.LazyPattern(  # close of 'json_tool_call'
 _P0 = _rt.LazyPattern('(?>(?:<ifm\\|think(?:_fast|_faster)?>))(?!)')
 _P1 = _rt.LazyPattern(  # probe of open of 'tool_calls'
     '(?>(?:(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>(?P<name>[^\\s<>{\\["]+)(?=\\s|<)))(?!)',
-    bound=('tool_calls', 'open_pattern'))
+    bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 # probe of open of 'json_tool_call_list'
 _P2 = _rt.LazyPattern('(?>(?:(?:<ifm\\|tool_calls>\\s*)?<ifm\\|tool_call>))(?!)')
 # probe of open of 'json_tool_call'

@@ -25,7 +25,10 @@ from respc import runtime as _rt
 _rt.check_abi(
     7,
     __name__,
-    ('slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'),
+    (
+        'slots', 'end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout',
+        'linear-attempts',
+    ),
 )
 
 SOURCE = 'templates/llama3_json.json'
@@ -111,17 +114,19 @@ _D0 = _rt.LazyPattern(  # open of 'tool_calls'
     scope=globals(), name='_D0')
 _D1 = _rt.LazyPattern(  # close of 'tool_calls'
     '\\s*;',
-    scope=globals(), name='_D1', bound=('tool_calls', 'close_pattern'))
+    scope=globals(), name='_D1', bound=('tool_calls', 'close_pattern'), linear_attempts=True)
 _D2 = _rt.LazyPattern(  # close of 'tagged_json_call'
     '\\s*;',
-    scope=globals(), name='_D2', bound=('tagged_json_call', 'close_pattern'))
+    scope=globals(), name='_D2', bound=('tagged_json_call', 'close_pattern'), linear_attempts=True)
 # D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
 # probe of open of 'tool_calls'
 _P0 = _rt.LazyPattern('(?>(?:(?=\\{\\s*"(?:name|parameters|arguments)"\\s*:)))(?!)')
-# probe of close of 'tool_calls'
-_P1 = _rt.LazyPattern('(?>(?:\\s*;))(?!)', bound=('tool_calls', 'close_pattern'))
-# probe of close of 'tagged_json_call'
-_P2 = _rt.LazyPattern('(?>(?:\\s*;))(?!)', bound=('tagged_json_call', 'close_pattern'))
+_P1 = _rt.LazyPattern(  # probe of close of 'tool_calls'
+    '(?>(?:\\s*;))(?!)',
+    bound=('tool_calls', 'close_pattern'), linear_attempts=True)
+_P2 = _rt.LazyPattern(  # probe of close of 'tagged_json_call'
+    '(?>(?:\\s*;))(?!)',
+    bound=('tagged_json_call', 'close_pattern'), linear_attempts=True)
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

@@ -21,7 +21,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(7, __name__, ('typed-roles', 'empty-none', 'regex-timeout', 'recover-openers'))
+_rt.check_abi(
+    7,
+    __name__,
+    ('typed-roles', 'empty-none', 'regex-timeout', 'linear-attempts', 'recover-openers'),
+)
 
 SOURCE = 'templates/minicpm4.json'
 TEMPLATE_SHA256 = 'be65567571417b6219ff10ac10abc4c15cad9e8feaab5dd36c714e490577b3b5'
@@ -64,11 +68,11 @@ _START_ANCHOR = regex.compile('<\\|im_start\\|>assistant\\\n', regex.DOTALL)
 # regex delimiters, compiled by their first search, which rebinds _D<k> here (runtime.LazyPattern)
 _D0 = _rt.LazyPattern(  # open of 'tool_calls'
     '<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>',
-    scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
+    scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 # D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
 _P0 = _rt.LazyPattern(  # probe of open of 'tool_calls'
     '(?>(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>))(?!)',
-    bound=('tool_calls', 'open_pattern'))
+    bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')
@@ -163,10 +167,10 @@ _R_REGIONS = (
 # -- compiled delimiters ---------------------------------------------------------------------
 _R_D0 = _rt.LazyPattern(  # open of 'tool_calls'
     '(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>)|(?P<repair_recover_opener><functionname=["\'](?P<name__alt1>[^"\']+)["\'][^>]*>)',
-    scope=globals(), name='_R_D0', bound=('tool_calls', 'open_pattern'))
+    scope=globals(), name='_R_D0', bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 _R_P0 = _rt.LazyPattern(  # probe of open of 'tool_calls'
     '(?>(?:(?:<function\\s+name=["\'](?P<name>[^"\']+)["\'][^>]*>)|(?P<repair_recover_opener><functionname=["\'](?P<name__alt1>[^"\']+)["\'][^>]*>)))(?!)',
-    bound=('tool_calls', 'open_pattern'))
+    bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 
 
 # -- delimiters per state, in rank order: the runtime builds the scanners (runtime/scanners.py)

@@ -23,7 +23,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(7, __name__, ('slots', 'nest', 'typed-roles', 'empty-none', 'regex-timeout'))
+_rt.check_abi(
+    7,
+    __name__,
+    ('slots', 'nest', 'typed-roles', 'empty-none', 'regex-timeout', 'linear-attempts'),
+)
 
 SOURCE = 'templates/muse_glimmer.json'
 TEMPLATE_SHA256 = 'f37527b801c37b8997020a46c89a92d32e73860a897435a3e23987a989318a11'
@@ -75,29 +79,29 @@ _START_ANCHOR = regex.compile('<\\|start\\|>assistant', regex.DOTALL)
 # regex delimiters, compiled by their first search, which rebinds _D<k> here (runtime.LazyPattern)
 _D0 = _rt.LazyPattern(  # open of 'reasoning_content'
     '(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>',
-    scope=globals(), name='_D0', bound=('reasoning_content', 'open_pattern'))
+    scope=globals(), name='_D0', bound=('reasoning_content', 'open_pattern'), linear_attempts=True)
 _D1 = _rt.LazyPattern(  # open of 'tool_message'
     '(?:<\\|start\\|>assistant)?[ \\t]*to=[^\\s<]+[ \\t]*<\\|message\\|>\\s*<atem:function_calls>',
-    scope=globals(), name='_D1', bound=('tool_message', 'open_pattern'))
+    scope=globals(), name='_D1', bound=('tool_message', 'open_pattern'), linear_attempts=True)
 _D2 = _rt.LazyPattern(  # open of 'answer'
     '(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>',
-    scope=globals(), name='_D2', bound=('answer', 'open_pattern'))
+    scope=globals(), name='_D2', bound=('answer', 'open_pattern'), linear_attempts=True)
 _D3 = _rt.LazyPattern(  # open of 'tool_calls'
     '<atem:invoke\\s+name="(?P<name>[^"]+)"\\s*>',
-    scope=globals(), name='_D3', bound=('tool_calls', 'open_pattern'))
+    scope=globals(), name='_D3', bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 # D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
 _P0 = _rt.LazyPattern(  # probe of open of 'reasoning_content'
     '(?>(?:(?:<\\|start\\|>assistant)?[ \\t]*to=self[ \\t]*<\\|message\\|>))(?!)',
-    bound=('reasoning_content', 'open_pattern'))
+    bound=('reasoning_content', 'open_pattern'), linear_attempts=True)
 _P1 = _rt.LazyPattern(  # probe of open of 'tool_message'
     '(?>(?:(?:<\\|start\\|>assistant)?[ \\t]*to=[^\\s<]+[ \\t]*<\\|message\\|>\\s*<atem:function_calls>))(?!)',
-    bound=('tool_message', 'open_pattern'))
+    bound=('tool_message', 'open_pattern'), linear_attempts=True)
 _P2 = _rt.LazyPattern(  # probe of open of 'answer'
     '(?>(?:(?:<\\|start\\|>assistant)?[ \\t]*to=user[ \\t]*<\\|message\\|>))(?!)',
-    bound=('answer', 'open_pattern'))
+    bound=('answer', 'open_pattern'), linear_attempts=True)
 _P3 = _rt.LazyPattern(  # probe of open of 'tool_calls'
     '(?>(?:<atem:invoke\\s+name="(?P<name>[^"]+)"\\s*>))(?!)',
-    bound=('tool_calls', 'open_pattern'))
+    bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 # back searches: where a match can start before its factor (runtime/scanners.py Pattern)
 # the last character before '<|message|>' that its delimiter cannot consume before it
 _B0 = _rt.LazyPattern('(?r)[^<|star>in \\u0009o=elf]')

@@ -26,7 +26,10 @@ from respc import runtime as _rt
 _rt.check_abi(
     7,
     __name__,
-    ('slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'),
+    (
+        'slots', 'nest', 'end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout',
+        'linear-attempts',
+    ),
 )
 
 SOURCE = 'templates/plamo3.json'
@@ -80,11 +83,11 @@ _START_ANCHOR = regex.compile('(?s)\\A(?:(?!<\\|plamo:begin_think:plamo\\|>\\Z).
 # regex delimiters, compiled by their first search, which rebinds _D<k> here (runtime.LazyPattern)
 _D0 = _rt.LazyPattern(  # open of 'tool_calls'
     '<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>',
-    scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
+    scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 # D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
 _P0 = _rt.LazyPattern(  # probe of open of 'tool_calls'
     '(?>(?:<\\|plamo:begin_tool_request:plamo\\|><\\|plamo:begin_tool_name:plamo\\|>(?P<name>.*?)<\\|plamo:end_tool_name:plamo\\|><\\|plamo:begin_tool_arguments:plamo\\|><\\|plamo:constrain\\|>json<\\|plamo:msg\\|>))(?!)',
-    bound=('tool_calls', 'open_pattern'))
+    bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

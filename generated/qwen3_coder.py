@@ -20,7 +20,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(7, __name__, ('typed-roles', 'empty-none', 'regex-timeout', 'recover-openers'))
+_rt.check_abi(
+    7,
+    __name__,
+    ('typed-roles', 'empty-none', 'regex-timeout', 'linear-attempts', 'recover-openers'),
+)
 
 SOURCE = 'templates/qwen3_coder.json'
 TEMPLATE_SHA256 = 'fe67d3bbecefe7ff6359b84a1daf7f7b37808a268c246a1e3408f08392a3f8a9'
@@ -143,10 +147,10 @@ _R_REGIONS = (
 # -- compiled delimiters ---------------------------------------------------------------------
 _R_D0 = _rt.LazyPattern(  # open of 'tool_calls'
     '(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>)|(?P<repair_recover_opener><function=(?P<name__alt1>[^<>\\s]+)>)',
-    scope=globals(), name='_R_D0', bound=('tool_calls', 'open_pattern'))
+    scope=globals(), name='_R_D0', bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 _R_P0 = _rt.LazyPattern(  # probe of open of 'tool_calls'
     '(?>(?:(?:<tool_call>\\s*<function=(?P<name>[^>\\s]+)>)|(?P<repair_recover_opener><function=(?P<name__alt1>[^<>\\s]+)>)))(?!)',
-    bound=('tool_calls', 'open_pattern'))
+    bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 
 
 # -- delimiters per state, in rank order: the runtime builds the scanners (runtime/scanners.py)

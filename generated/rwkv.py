@@ -21,7 +21,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(7, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'))
+_rt.check_abi(
+    7,
+    __name__,
+    ('end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout', 'linear-attempts'),
+)
 
 SOURCE = 'templates/rwkv.json'
 TEMPLATE_SHA256 = 'fb76d45e0c16a83ee789b5427ce3ea884a4812d821b4c30669dacea38626d582'
@@ -66,12 +70,13 @@ _START_ANCHOR = regex.compile('Assistant:', regex.DOTALL)
 _D0 = _rt.LazyPattern('\\*\\*Tool Call:\\*\\*\\s*```json\\s*', scope=globals(), name='_D0')
 _D1 = _rt.LazyPattern(  # close of 'tool_calls'
     '\\s*```',
-    scope=globals(), name='_D1', bound=('tool_calls', 'close_pattern'))
+    scope=globals(), name='_D1', bound=('tool_calls', 'close_pattern'), linear_attempts=True)
 # D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
 # probe of open of 'tool_calls'
 _P0 = _rt.LazyPattern('(?>(?:\\*\\*Tool Call:\\*\\*\\s*```json\\s*))(?!)')
-# probe of close of 'tool_calls'
-_P1 = _rt.LazyPattern('(?>(?:\\s*```))(?!)', bound=('tool_calls', 'close_pattern'))
+_P1 = _rt.LazyPattern(  # probe of close of 'tool_calls'
+    '(?>(?:\\s*```))(?!)',
+    bound=('tool_calls', 'close_pattern'), linear_attempts=True)
 # back searches: where a match can start before its factor (runtime/scanners.py Pattern)
 # the last character before '```' that its delimiter cannot consume before it
 _B0 = _rt.LazyPattern('(?r)[^\\s]')

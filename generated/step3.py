@@ -21,7 +21,7 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(7, __name__, ('regex-timeout',))
+_rt.check_abi(7, __name__, ('regex-timeout', 'linear-attempts'))
 
 SOURCE = 'templates/step3.json'
 TEMPLATE_SHA256 = '76a8f0c99f53b92fe6ed5c37d8ec43eadff4bde507bda11c71e161707650eb58'
@@ -63,11 +63,11 @@ _START_ANCHOR = regex.compile('<\\|BOT\\|>assistant\\\n', regex.DOTALL)
 # regex delimiters, compiled by their first search, which rebinds _D<k> here (runtime.LazyPattern)
 _D0 = _rt.LazyPattern(  # open of 'tool_calls'
     '<\uff5ctool_call_begin\uff5c>\\s*function\\s*<\uff5ctool_sep\uff5c>\\s*<steptml:invoke name="(?P<name>[^"]+)">',
-    scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'))
+    scope=globals(), name='_D0', bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 # D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
 _P0 = _rt.LazyPattern(  # probe of open of 'tool_calls'
     '(?>(?:<\uff5ctool_call_begin\uff5c>\\s*function\\s*<\uff5ctool_sep\uff5c>\\s*<steptml:invoke name="(?P<name>[^"]+)">))(?!)',
-    bound=('tool_calls', 'open_pattern'))
+    bound=('tool_calls', 'open_pattern'), linear_attempts=True)
 # back searches: where a match can start before its factor (runtime/scanners.py Pattern)
 # the last character before '<steptml:invoke name="' that its delimiter cannot consume before it
 _B0 = _rt.LazyPattern('(?r)[^<\\uff5ctol_cabegin>\\sfusp]')

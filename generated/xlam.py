@@ -21,7 +21,11 @@ import regex
 
 from respc import runtime as _rt
 
-_rt.check_abi(7, __name__, ('end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout'))
+_rt.check_abi(
+    7,
+    __name__,
+    ('end-value', 'reject', 'typed-roles', 'empty-none', 'regex-timeout', 'linear-attempts'),
+)
 
 SOURCE = 'templates/xlam.json'
 TEMPLATE_SHA256 = '7409c1b2d2d384848561acbb51853d9646894278832d966a579b73fd7f6e45d0'
@@ -67,14 +71,14 @@ _D0 = _rt.LazyPattern(  # open of 'tool_calls'
     scope=globals(), name='_D0')
 _D1 = _rt.LazyPattern(  # close of 'tool_calls'
     '\\s*(?:</tool_call>|```)',
-    scope=globals(), name='_D1', bound=('tool_calls', 'close_pattern'))
+    scope=globals(), name='_D1', bound=('tool_calls', 'close_pattern'), linear_attempts=True)
 # D2 probes: where more input could still change a delimiter's answer (runtime/scanners.py)
 _P0 = _rt.LazyPattern(  # probe of open of 'tool_calls'
     '(?>(?:<tool_call>|\\[TOOL_CALLS\\]|```(?:json)?\\s*(?=\\[\\s*\\{\\s*"name")|(?=\\[\\s*\\{\\s*"name")))(?!)',
 )
 _P1 = _rt.LazyPattern(  # probe of close of 'tool_calls'
     '(?>(?:\\s*(?:</tool_call>|```)))(?!)',
-    bound=('tool_calls', 'close_pattern'))
+    bound=('tool_calls', 'close_pattern'), linear_attempts=True)
 
 # -- state constants -------------------------------------------------------------------------
 S_OUTSIDE = 0  # outside (implicit field 'content')

@@ -64,7 +64,7 @@ def automaton_table(entry: Any) -> tuple:
             message quotes its start.
     """
     if not isinstance(entry, str):
-        return entry
+        return tuple(entry[:5])  # (a HeldAutomaton's ``late`` is read by HeldRegex itself)
     try:
         edge, tests, first, follow, last = json.loads(entry)
         return edge, tuple(tests), tuple(first), tuple(tuple(row) for row in follow), tuple(last)
@@ -94,17 +94,22 @@ class HeldRegex:
         start (dict | None): the DFA state of an empty held text (None until built).
         edges (tuple[regex.Pattern, ...]): the ``edge`` patterns, compiled with DOTALL (set when
             built).
+        late (bool): some automaton is read past start anchors (``HeldAutomaton.late``): it is
+            the delimiter's only for held text that starts after offset 0.
     """
 
     # No __getattr__ here: a class with one is not specialised by CPython's attribute caches,
     # and start/edges/_chars are read per chunk (+0.4% instructions per gpt_oss parse measured)
     __slots__ = ("_automata", "_tests", "_literals", "_first", "_follow", "_last", "_owner", "_chars", "_states",
-                 "start", "edges")
+                 "start", "edges", "late")
 
     def __init__(self, *automata: str | tuple, lazy: bool = False) -> None:
         #: the entries as given, until build replaces them by the tables (then None)
         self._automata: tuple | None = automata
         self.start: dict | None = None
+        #: an automaton read past start anchors (runtime/tables.py ``HeldAutomaton.late``): held
+        #: text from offset 0 is scanned
+        self.late = any(type(e) is not str and len(e) > 5 and e[5] is True for e in automata)
         if not lazy:
             self.build()
 

@@ -557,6 +557,16 @@ def _helper_source(r, var: str) -> tuple[str, str] | None:
     return None
 
 
+def _short_source(r, var: str, late: str, start: str) -> str:
+    """A short text's partial search of ``var`` from ``start``: for a pattern with start-anchored
+    alternatives, after offset 0 that of ``late`` (none when nothing else is left), which answers
+    alike there (:func:`~respc.runtime.stream.partial_late`, whose first step this is)."""
+    if not r.anchored:
+        return f"{var}.search(buf, {start}, partial=True)"
+    rest = "None" if r.late is None else f"{late}.search(buf, {start}, partial=True)"
+    return f"({rest} if {start} else {var}.search(buf, 0, partial=True))"
+
+
 def _long_source(r, var: str, late: str, start: str) -> str:
     if r.anchored:
         if r.late is None:
@@ -629,7 +639,7 @@ def _pattern_source(records: tuple, slot: int) -> tuple[str, dict]:
         if r.factor is None and not r.prefilter and not r.anchored:
             helper = _helper_source(r, var)
         if mine["slot"] is None:
-            w(1, f"m = {_eos_source(r, var, late, 'pos')} if eos else {var}.search(buf, pos, partial=True)")
+            w(1, f"m = {_eos_source(r, var, late, 'pos')} if eos else {_short_source(r, var, late, 'pos')}")
             w(1, "if m is not None:")
         else:
             ms = mine["slot"] + slot
@@ -680,7 +690,7 @@ def _pattern_source(records: tuple, slot: int) -> tuple[str, dict]:
                 w(3, "if eos:")
                 w(4, f"m = {_eos_source(r, var, late, 'lo')}")
                 w(3, f"elif n - lo < {_partial_long()}:")
-                w(4, f"m = {var}.search(buf, lo, partial=True)")
+                w(4, f"m = {_short_source(r, var, late, 'lo')}")
                 w(3, "else:")
                 w(4, f"m = {_long_source(r, var, late, 'lo')}")
                 w(3, f"m = memo[{ms}] = m or False")
@@ -688,7 +698,7 @@ def _pattern_source(records: tuple, slot: int) -> tuple[str, dict]:
                 w(2, "if eos:")
                 w(3, f"m = {_eos_source(r, var, late, 'pos')}")
                 w(2, f"elif n - pos < {_partial_long()}:")
-                w(3, f"m = {var}.search(buf, pos, partial=True)")
+                w(3, f"m = {_short_source(r, var, late, 'pos')}")
                 w(2, "else:")
                 w(3, f"m = {_long_source(r, var, late, 'pos')}")
                 w(2, f"m = memo[{ms}] = m or False")

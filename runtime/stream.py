@@ -147,14 +147,15 @@ SUPPORTED_ABIS = (3, 4, 5, 6, 7)
 FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none", "hold-runs",
                       "lead-search", "lazy-pattern", "held-json", "lazy-delimiters", "fast-heads",
                       "barrier-search", "partial-search", "literal-prefixes", "window-partial", "regex-timeout",
-                      "recover-openers"})
+                      "recover-openers", "linear-attempts", "late-held"})
 
 #: The features a module of ABI 4 or 5 can name: template-language keys and declared facts (a field's
 #: slot, nesting, deferred opens, a value that ends its region, rejected bodies, v2 roles and
-#: empty values, delimiters not proven linear, recover-only openers). How the runtime searches is
+#: empty values, delimiters not proven linear and those whose attempts are, held automata read past
+#: start anchors, recover-only openers). How the runtime searches is
 #: no feature: a new shortcut in the runtime regenerates nothing.
 DECLARED_FEATURES = frozenset({"slots", "nest", "defer", "end-value", "reject", "typed-roles", "empty-none",
-                               "regex-timeout", "recover-openers"})
+                               "regex-timeout", "recover-openers", "linear-attempts", "late-held"})
 
 # Transition actions (compiler/automaton.py ACTIONS): the first item of every Edge.
 OPEN, NEST, CLOSE, AFTER, DEFER = 0, 1, 2, 3, 4
@@ -361,6 +362,10 @@ def to_text(value: Any, tokenizer: Any, what: str) -> str:
 #: matching in the text so far). A parser's ``regex_timeout=`` overrides it; patterns proven
 #: linear (every catalogue delimiter but those docs/security.md lists) are searched without one.
 REGEX_TIMEOUT = 0.25
+#: the most characters a search (or match) of a :class:`BoundedPattern` whose attempts are proven
+#: linear reads without ``timeout=``: at most SHORT_SEARCH + 1 attempts (two rounds with
+#: ``partial=True``) of at most SHORT_SEARCH characters each (docs/security.md, "Short searches")
+SHORT_SEARCH = 128
 #: the largest ``regex_timeout=`` a parser takes, in seconds (about 11.6 days): the regex engine
 #: reads a timeout of about 1e15 s or more as already past, so every search "timed out" at once
 #: (strict raised on any text; recover looped for ever; red team s11)
@@ -408,17 +413,27 @@ class BoundedPattern:
     the end of the text it had then (the delimiter does not match there). Outside a parser it
     raises :class:`~respc.runtime.errors.RegexTimeoutError` (offset None).
 
+    A pattern whose attempts the compiler proved linear (``linear_attempts``: its searches are at
+    most quadratic in the text they read) is searched without ``timeout=`` over at most
+    :data:`SHORT_SEARCH` characters, where its time is bounded whatever the text
+    (docs/security.md, "Short searches"): the engine's timeout reads the process's CPU clock twice
+    per call, a system call each (4 to 7 us a search on a loaded 2-core machine, more than the
+    search itself). The time of such a search still counts against the shared limit.
+
     Args:
         compiled: the compiled pattern.
         label (tuple[str, str]): ``(field name, template key)`` of the delimiter.
+        linear_attempts (bool): one attempt is proven linear
+            (``compiler.backtracking.attempts_linear``).
     """
 
-    __slots__ = ("_rx", "pattern", "label")
+    __slots__ = ("_rx", "pattern", "label", "_short")
 
-    def __init__(self, compiled: Any, label: tuple) -> None:
+    def __init__(self, compiled: Any, label: tuple, linear_attempts: bool = False) -> None:
         self._rx = compiled
         self.pattern = compiled.pattern
         self.label = tuple(label)
+        self._short = linear_attempts is True
 
     def __getattr__(self, name: str) -> Any:  # groupindex, flags, finditer (unbounded) ...
         return getattr(self._rx, name)
@@ -470,6 +485,8 @@ class BoundedPattern:
                 timeout = 0.001
         t0 = time.perf_counter()
         try:
+            if self._short and (len(string) if endpos is None else endpos) - pos <= SHORT_SEARCH:
+                return self._rx.search(string, pos, endpos, **kwargs)  # (see SHORT_SEARCH)
             return self._rx.search(string, pos, endpos, timeout=timeout, **kwargs)
         except TimeoutError:
             raise self._out(pos, timeout) from None
@@ -492,6 +509,8 @@ class BoundedPattern:
                 timeout = 0.001
         t0 = time.perf_counter()
         try:
+            if self._short and (len(string) if endpos is None else endpos) - pos <= SHORT_SEARCH:
+                return self._rx.match(string, pos, endpos, **kwargs)  # (see SHORT_SEARCH)
             return self._rx.match(string, pos, endpos, timeout=timeout, **kwargs)
         except TimeoutError:
             raise self._out(pos, timeout) from None
@@ -505,6 +524,8 @@ class BoundedPattern:
             return None
         t0 = time.perf_counter()
         try:
+            if self._short and (len(string) if endpos is None else endpos) - pos <= SHORT_SEARCH:
+                return self._rx.fullmatch(string, pos, endpos, **kwargs)  # (see SHORT_SEARCH)
             return self._rx.fullmatch(string, pos, endpos, timeout=timeout, **kwargs)
         except TimeoutError:
             raise self._out(pos, timeout) from None
@@ -565,13 +586,15 @@ class LazyPattern:
         name (str | None): that global's name (required with ``scope``).
         bound (tuple[str, str] | None): ``(field, key)`` of a delimiter not proven to search in
             linear time: the compiled pattern is wrapped in a :class:`BoundedPattern`.
+        linear_attempts (bool): with ``bound``, one attempt of the pattern is proven linear
+            (:class:`BoundedPattern`: short searches run without ``timeout=``).
 
     Raises:
         ValueError: ``scope`` without ``name``.
     """
 
     def __init__(self, source: str, flags: int = regex.DOTALL, *, scope: dict | None = None,
-                 name: str | None = None, bound: tuple | None = None) -> None:
+                 name: str | None = None, bound: tuple | None = None, linear_attempts: bool = False) -> None:
         if scope is not None and not name:
             raise ValueError(f"LazyPattern({source!r}): scope without the name of its global")
         self.pattern = source
@@ -579,6 +602,7 @@ class LazyPattern:
         self._scope = scope
         self._name = name
         self._bound = bound
+        self._linear_attempts = linear_attempts
         self._compiled: Any = None
 
     def _compile(self) -> Any:
@@ -587,7 +611,7 @@ class LazyPattern:
         if compiled is None:
             compiled = regex.compile(self.pattern, self.flags)
             if self._bound is not None:
-                compiled = BoundedPattern(compiled, self._bound)
+                compiled = BoundedPattern(compiled, self._bound, self._linear_attempts)
             self._compiled = compiled
             self.search, self.match, self.fullmatch = compiled.search, compiled.match, compiled.fullmatch
             if self._scope is None and _is_probe(self.pattern) and _windowable(compiled):
@@ -2382,7 +2406,8 @@ class StreamParser:
 
         and nothing else pending reads the buffer (a v2 deferred or tentative open, a
         repeated-opener watch), and the held text is shorter than ``LONG_HOLD`` (longer, the
-        scanners wait for it to double).
+        scanners wait for it to double), and it does not start at offset 0 where an automaton
+        was read past start anchors (``HeldRegex.late``; compiler/held.py, "Start anchors").
 
         ``_hd`` keeps ``(buffer, pos, held, DFA state after buffer[pos:])`` of the last call, so
         when this call finds the same buffer object and position only the new characters are
@@ -2392,7 +2417,7 @@ class StreamParser:
         pos = self._pos
         new = self._buf = buf + text
         if (len(new) - pos >= LONG_HOLD or self._again is not None or self._defer is not None
-                or self._tent is not None or self._cdefer is not None):
+                or self._tent is not None or self._cdefer is not None or (not pos and held.late)):
             self._hd = None
             return False
         hd = self._hd

@@ -79,6 +79,9 @@ class HeldAutomaton(NamedTuple):
         first (tuple[int, ...]): the positions a match starts with.
         follow (tuple[tuple[int, ...], ...]): per position, those that can come next.
         last (tuple[int, ...]): the positions a match can end with.
+        late (bool): the automaton reads the delimiter's start anchors as matching nothing, so it
+            is the delimiter's only for held text that starts after offset 0 of the buffer
+            (compiler/held.py, "Start anchors"; runtime ``StreamParser._held_regex`` scans at 0).
     """
 
     edge: str | None
@@ -86,3 +89,4 @@ class HeldAutomaton(NamedTuple):
     first: tuple
     follow: tuple
     last: tuple
+    late: bool = False

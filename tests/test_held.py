@@ -492,6 +492,7 @@ def test_tables_are_records_compiled_on_first_use(key):
             entry = entry[:len(tables)]
         assert [automaton_table(record) for record in entry] == [
             (t.pattern if t.extends else None, t.tests, t.first, t.follow, t.last) for t in tables]
+        assert [record.late for record in entry] == [t.late for t in tables]
     held = [h for h in module.ResponseParser._HELD if h is not None]
     assert held and all(h._automata is not None for h in held)  # nothing decoded by the import
     if key == "quoted":  # outside, the opener's start is held: state 0's tables are read
@@ -704,21 +705,94 @@ def test_trailing_lookahead_verdict_is_the_regex_modules(pattern):
 def test_k2_horizon_call_name_in_small_chunks_is_not_scanned_per_chunk():
     """k2_horizon's call opener ends with ``(?=\\s|<)``: its name in 4-character chunks is read by
     the held automaton, not scanned at every chunk (issue 33); the events are the scan's."""
-    calls: list = []
-    counted, general = _counted(compiled("k2_horizon"), calls)
     text = "<ifm|tool_calls><ifm|tool_call>lookup_the_weather_for_a_city<ifm|arg_key>q</ifm|arg_key>" \
            "<ifm|arg_value>1</ifm|arg_value></ifm|tool_call>"
     chunks = ["Let me check. "] + [text[i:i + 4] for i in range(0, len(text), 4)]
+    # the prose and the opener up to "_cit"
+    fast_scans, general_scans = _scans_with_and_without_automata("k2_horizon", chunks, 17,
+                                                                 "lookup_the_weather_for_a_city")
+    assert general_scans >= 12 and fast_scans <= 4, (fast_scans, general_scans)
+
+
+def _scans_with_and_without_automata(name: str, chunks: list, cut: int, call_name: str) -> tuple[int, int]:
+    """Feed ``chunks`` to ``name``'s parser with its held automata and without (the general path),
+    check that both read the call ``call_name`` with the same events, and return how many scans
+    each made over the first ``cut`` chunks."""
+    calls: list = []
+    counted, general = _counted(compiled(name), calls)
     outcomes = []
     for parser_class in (counted, general):
         calls.clear()
         parser = parser_class("")
-        events = [parser.feed(c) for c in chunks[:17]]  # the prose and the opener up to "_cit"
+        events = [parser.feed(c) for c in chunks[:cut]]
         scans = len(calls)
-        events += [parser.feed(c) for c in chunks[17:]]
+        events += [parser.feed(c) for c in chunks[cut:]]
         message, final = parser.finalize()
-        assert message["tool_calls"][0]["function"]["name"] == "lookup_the_weather_for_a_city"
+        assert message["tool_calls"][0]["function"]["name"] == call_name
         outcomes.append((scans, events, final))
     (fast_scans, *fast), (general_scans, *general_out) = outcomes
     assert fast == general_out
-    assert general_scans >= 12 and fast_scans <= 4, (fast_scans, general_scans)
+    return fast_scans, general_scans
+
+
+#: patterns with a start anchor, and texts their matches are made of
+LATE = {
+    r"(?:(?:<\|message_model\|>|^)[^<]*)?<\|content_invoke_tool_json\|>":
+        ["<|message_model|>", "get_x", "<|content_invoke_tool_json|>", "<", "|", "a b"],
+    r"(?:^|<a>)\s*<call>": ["<a>", " ", "\n", "<call>", "<", "x"],
+    r"(?:\A|;)(?:x|y)*<c>|<d>": [";", "x", "y", "<c>", "<d>", "<", "z"],
+}
+
+
+@pytest.mark.parametrize("pattern", sorted(LATE))
+def test_late_verdict_is_the_regex_modules_after_offset_0(pattern):
+    """A start anchor read late (compiler/held.py "Start anchors"): on held text that starts after
+    offset 0 of the buffer (one character before it), live with nothing complete is a partial
+    match there by ``regex`` on the source itself, and a complete match of the source from there
+    stops the automaton; the plain reading refuses the pattern."""
+    assert position_automaton(pattern) is None
+    table = position_automaton(pattern, late=True)
+    assert table is not None and table.late
+    held = HeldRegex(HeldAutomaton(None, table.tests, table.first, table.follow, table.last, late=True))
+    assert held.late
+    rx = regex.compile(pattern, regex.DOTALL)
+    rng = random.Random(pattern)
+    live = complete = 0
+    for _ in range(3000):
+        s = "".join(rng.choice(LATE[pattern]) for _ in range(rng.randint(1, 5)))
+        s = s[:rng.randint(1, len(s))]
+        d = held.run(held.start, s)
+        cut = rng.randint(0, len(s))
+        assert held.run(held.run(held.start, s[:cut]), s[cut:]) is d, s
+        m = rx.search(rng.choice("x<\n;") + s, 1, partial=True)
+        if d is not STOP:
+            live += 1
+            assert m is not None and m.partial and m.start() == 1, (s, m)
+        elif m is not None and not m.partial:
+            complete += 1
+    assert live > 100 and complete > 20, (live, complete)
+
+
+@pytest.mark.parametrize("pattern", [r"^abc", r"\Aabc|x", r"a^b", r"(?m)(?:^|x)a", r"(?:$|x)a", r"<a>[^<]*"])
+def test_late_reading_refuses_what_it_cannot_read(pattern):
+    """No late automaton where dropping the anchor leaves an unreachable position, where the
+    anchor is not a start anchor or MULTILINE reads it after newlines, or where there is no
+    anchor to drop (the plain reading is then the one)."""
+    assert position_automaton(pattern, late=True) is None
+
+
+def test_inkling_call_name_in_small_chunks_is_not_scanned_per_chunk():
+    """inkling's call opener has a ``^`` (``(?:(?:<|message_model|>|^)[^<]*)?<|content_invoke_tool_json|>``):
+    read late, its name in 4-character chunks is read by the held automaton, not scanned at every
+    chunk; at the start of the response (the held text at offset 0) it is scanned as before. The
+    events are the scan's either way."""
+    call = '<|message_model|>get_the_weather_for_a_city<|content_invoke_tool_json|>{"name": "w", "args": {}}' \
+           "<|end_message|>"
+    for lead in ("Let me check. ", ""):
+        chunks = ([lead] if lead else []) + [call[i:i + 4] for i in range(0, len(call), 4)]
+        # up to the name's "a_ci"
+        fast_scans, general_scans = _scans_with_and_without_automata("inkling", chunks, 12, "w")
+        if lead:
+            assert general_scans >= 10 and fast_scans <= 3, (fast_scans, general_scans)
+        else:
+            assert fast_scans == general_scans, (fast_scans, general_scans)

@@ -450,3 +450,34 @@ def test_greedy_indeterminate_open_over_long_text(size):
     message, _ = run_stream(module, "", _chunked(text, size))
     # greedy `.*` runs to the last '>' (that of </call>), whatever the chunking (D2)
     assert message == whole == {"call": {"name": "a>" + "b" * (LONG_HOLD * 3) + "</call", "body": "tail"}}
+
+
+def test_start_anchored_delimiter_is_not_searched_after_offset_0():
+    """A delimiter whose every match starts at offset 0 (gpt_oss's ``(?P<repair_stripped_tokens>^analysis)``,
+    ``anchored`` with nothing left after it) is not searched by a short scan after offset 0: the
+    engine could only fail there (``partial_late``'s first step). The message is the family's."""
+    module = respc.compile_template(json.loads((REPO / "templates" / "gpt_oss.json").read_text(encoding="utf-8")))
+    assert "_D1.search(buf, pos, partial=True)" not in scanner_sources(module.ResponseParser)[0]
+    starts = []
+
+    class Counting:
+        def __init__(self, real):
+            self.real = real
+
+        def search(self, buf, pos=0, *args, **kwargs):
+            starts.append(pos)
+            return self.real.search(buf, pos, *args, **kwargs)
+
+        def match(self, buf, pos=0, *args, **kwargs):
+            starts.append(pos)
+            return self.real.match(buf, pos, *args, **kwargs)
+
+    module._D1 = Counting(regex.compile(module._D1.pattern, regex.DOTALL))
+    text = ("Let me think. a < b, analysis<|channel|>analysis<|message|>Look it up.<|end|>"
+            "<|start|>assistant<|channel|>final<|message|>It is sunny.<|return|>")
+    parser = module.ResponseParser("")
+    for i in range(0, len(text), 4):
+        parser.feed(text[i:i + 4])
+    message, _ = parser.finalize()
+    assert message["reasoning_content"] == "Look it up." and message["content"].endswith("It is sunny.")
+    assert starts and set(starts) == {0}, starts

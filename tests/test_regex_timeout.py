@@ -328,3 +328,75 @@ def test_catalogue_start_anchor_searches_are_linear():
         if large > 2.5 * max(small, 0.002):
             small, large = cost(100_000), cost(200_000)  # once more on a loaded machine
         assert large <= 2.5 * max(small, 0.002), (path.stem, small, large)
+
+
+# --- short searches of patterns whose attempts are linear (docs/security.md, "Short searches") ---
+
+def test_linear_attempts_marks_exactly_the_proven_bounded_patterns():
+    """A generated ``LazyPattern`` says ``linear_attempts=True`` exactly when it is bounded and
+    ``attempts_linear`` proves one attempt of its pattern linear; muse_glimmer's openers (linear
+    per attempt, quadratic over offsets) are marked, gpt_oss's call opener (two ways to read inside
+    a loop) is not."""
+    from respc.compiler.backtracking import attempts_linear
+
+    marked = {}
+    for path in sorted((REPO / "generated").glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                    and ast.unparse(node.value.func) == "_rt.LazyPattern"):
+                continue
+            pattern = ast.literal_eval(node.value.args[0])
+            keywords = {k.arg: k.value for k in node.value.keywords}
+            linear = "linear_attempts" in keywords
+            if linear:
+                assert ast.literal_eval(keywords["linear_attempts"]) is True and "bound" in keywords, path.name
+            if "bound" in keywords:
+                assert linear == attempts_linear(pattern), (path.name, pattern)
+            marked[(path.stem, node.targets[0].id)] = linear
+    assert marked[("muse_glimmer", "_D3")] and marked[("muse_glimmer", "_P3")]
+    assert not marked[("gpt_oss", "_D2")] and not marked[("gpt_oss", "_P2")]
+    assert attempts_linear(SLOW_PATTERN) and not attempts_linear(r"\s*(?:a\s*)*b")
+
+
+class _Engine:
+    """A stand-in for a compiled pattern that records the keywords of each call."""
+
+    pattern = "x"
+
+    def __init__(self):
+        self.calls = []
+
+    def _call(self, string, pos=0, endpos=None, **kwargs):
+        self.calls.append(sorted(kwargs))
+        return None
+
+    search = match = fullmatch = _call
+
+
+@pytest.mark.parametrize("method", ["search", "match", "fullmatch"])
+def test_short_searches_of_linear_attempts_run_without_timeout(method):
+    """``BoundedPattern``: with ``linear_attempts`` a call over at most ``SHORT_SEARCH`` characters
+    goes to the engine without ``timeout=``, a longer one with it; without ``linear_attempts``
+    every call has it."""
+    from respc.runtime.stream import SHORT_SEARCH, BoundedPattern
+
+    text = "a" * (SHORT_SEARCH + 10)
+    for linear, spans, expected in ((True, (0, SHORT_SEARCH, SHORT_SEARCH + 1), [[], [], ["timeout"]]),
+                                    (False, (0, SHORT_SEARCH), [["timeout"], ["timeout"]])):
+        engine = _Engine()
+        bounded = BoundedPattern(engine, ("t", "open_pattern"), linear)
+        for span in spans:
+            getattr(bounded, method)(text, 5, 5 + span)
+        assert engine.calls == expected, (linear, engine.calls)
+    engine = _Engine()
+    getattr(BoundedPattern(engine, ("t", "open_pattern"), True), method)("a" * (SHORT_SEARCH + 5), 5)
+    assert engine.calls == [[]]  # to the end of the text: SHORT_SEARCH characters
+
+
+def test_short_search_still_times_out_over_long_text():
+    """The slow texts above are longer than ``SHORT_SEARCH``: a module whose opener's attempts are
+    linear still raises ``RegexTimeoutError`` quickly on one whole-text parse of them."""
+    module = respc.compile_template(_template(SLOW_PATTERN))
+    with pytest.raises(RegexTimeoutError):
+        module.parse_response("x" + SLOW_TEXT, "", regex_timeout=LIMIT)
+    assert module._D0._short is True  # (the search above compiled it: a BoundedPattern)
