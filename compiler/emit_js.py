@@ -110,8 +110,8 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
                         if any(0xD800 <= ord(c) <= 0xDFFF for lead in _leads(delim.pattern) or () for c in lead):
                             return no("a lone surrogate (a UTF-16 half of a character) in a delimiter", f"{where}.{delim.key}")
                         continue  # the runtime's backtracking matcher runs it (see _program)
-                    why = (f"{json.dumps(delim.pattern, ensure_ascii=True)} has {program}, which the "
-                           "JavaScript runtime's regex matcher does not read with the Python meaning")
+                    why = (f"{json.dumps(delim.pattern, ensure_ascii=True)}: {program} (the JavaScript "
+                           "runtime's regex matcher does not run it)")
                     return no(f"regex delimiters: {why}", f"{where}.{delim.key}")
                 return no(f"regex delimiters: {_regex_why(delim.pattern)}", f"{where}.{delim.key}")
             if delim.can_extend:
@@ -323,7 +323,7 @@ def _sequence(pattern: str) -> list | str:
             if after[2] > 0:
                 break
     return items
-def _program(pattern: str) -> dict | str:
+def _program(pattern: str, linear: bool = True) -> dict | str:
     """A regex delimiter as the JavaScript runtime's backtracking matcher reads it
     (runtime/js/respc.mjs ``rxSearch``), or why it cannot be read with the Python meaning (a str).
 
@@ -332,17 +332,26 @@ def _program(pattern: str) -> dict | str:
     code point ranges the ``regex`` module's class gives it over every code point (``\\s``, ``\\d``,
     ``\\w`` keep its Unicode meaning). Read: characters, classes, groups, alternation, greedy and
     lazy repeats, possessive repeats and atomic groups, lookaheads, and ``^`` (the text's start).
-    Refused: lookbehinds, backreferences, other anchors (``$``, ``\\b``, ``\\A``, ``\\Z``: their
-    probe is rewritten), inline flags but ``(?s)``, a pattern without a probe (docs/javascript.md,
-    "Regex delimiters"). Returns ``{"tree", "ngroups", "groups": [[number, name], ...], "first":
-    ranges or None}``."""
+    Refused: a pattern :func:`respc.compiler.backtracking.linear_time_problem` does not prove
+    linear (the Python parser searches it with a time limit), lookbehinds, backreferences, other
+    anchors (``$``, ``\\b``, ``\\A``, ``\\Z``: their probe is rewritten), inline flags but
+    ``(?s)``, a pattern without a probe (docs/javascript.md,
+    "Regex delimiters"); ``linear=False`` (the matcher's own tests) skips the first check.
+    Returns ``{"tree", "ngroups", "groups": [[number, name], ...], "first": ranges or None}``."""
     from .automaton import _read_source
 
     try:
         import re._parser as sre  # Python 3.11+
     except ImportError:  # pragma: no cover - Python 3.10
         import sre_parse as sre
+    from .backtracking import linear_time_problem
+
     reading = _read_source(pattern)
+    slow = linear_time_problem(pattern) if linear else None
+    if slow is not None:
+        # the Python parser searches such a pattern with a time limit (a regex-timeout
+        # diagnostic); the matcher has none, and must stay linear (docs/javascript.md)
+        return f"no proof that its searches take linear time ({slow})"
     if reading.probe is None:
         return f"no probe can tell when its match is final ({reading.why})"
     if reading.rewritten:
@@ -618,15 +627,24 @@ def _rx(pattern: str) -> dict:
             "leads": list(leads) if leads is not None else None, "edgeFull": edge_full}
 
 
-def _watch(w) -> dict:
+def _watch(w, patterns: list) -> dict:
     """One watch of a state as the runtime reads it: literals, a sequence (``regex``, its lead
-    literal) or a regex the matcher runs (``rx``, see :func:`_rx`)."""
+    literal) or a regex the matcher runs (``rx``: its index in ``patterns``, the table's list of
+    :func:`_rx` entries, each written once)."""
     if w.delimiter.literals is not None:
         return {"literals": list(w.delimiter.literals), "rank": w.rank}
     items = _sequence(w.delimiter.pattern)
     if isinstance(items, list):
         return {"literals": [], "rank": w.rank, "regex": items, "lead": items[0][1]}
-    return {"literals": [], "rank": w.rank, "rx": _rx(w.delimiter.pattern)}
+    return {"literals": [], "rank": w.rank, "rx": _pattern_index(w.delimiter.pattern, patterns)}
+
+
+def _pattern_index(pattern: str, patterns: list) -> int:
+    """The index of ``pattern``'s :func:`_rx` entry in ``patterns`` (appended when new)."""
+    entry = _rx(pattern)
+    if entry not in patterns:
+        patterns.append(entry)
+    return patterns.index(entry)
 
 
 def _table(template: Template, automaton: Automaton) -> dict:
@@ -664,11 +682,12 @@ def _table(template: Template, automaton: Automaton) -> dict:
         "args_plan": _args_plan(plan),
     } for index, (f, plan) in enumerate(zip(template.fields, plans))]
     states = []
+    patterns: list = []  # the regex openers the matcher runs (_rx), each once
     for s in automaton.states:
         watches = sorted(s.watches, key=lambda w: w.rank)
         states.append({
             # a regex open (a sequence, see _sequence): its items and its lead literal, no literals
-            "watches": [_watch(w) for w in watches],
+            "watches": [_watch(w, patterns) for w in watches],
             # actions as runtime/stream.py numbers them: OPEN 0, CLOSE 2, DEFER 4 (v2 end-if-unclosed)
             "edges": [[{"open": 0, "close": 2, "defer": 4}[w.action], w.field, w.target] for w in watches],
         })
@@ -683,7 +702,7 @@ def _table(template: Template, automaton: Automaton) -> dict:
                 # the opener's literals, or its sequence (a regex open): found before the closer
                 stray.append([closer, list(f.open.literals) if f.open.literals is not None else
                               {"regex": _sequence(f.open.pattern)} if isinstance(_sequence(f.open.pattern), list)
-                              else {"rx": _rx(f.open.pattern)}, index])
+                              else {"rx": _pattern_index(f.open.pattern, patterns)}, index])
     # Python's repr of every template string a diagnostic or error message quotes (delimiters, message
     # keys): the runtime's own repr follows its Unicode version's printable characters, which differ
     # from the Python that runs the Python parser (docs/javascript.md, "The API")
@@ -704,6 +723,7 @@ def _table(template: Template, automaton: Automaton) -> dict:
         "fields": fields,
         "states": states,
         "stray": stray,
+        "patterns": patterns,
         "reprs": sorted([text, repr(text)] for text in quoted),
     }
 

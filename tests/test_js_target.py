@@ -164,7 +164,7 @@ def _program_samples(pattern: str, rng: random.Random) -> list[str]:
             return "".join(walk(node[4]) for _ in range(count))
         return ""  # "^", "!": nothing to write
 
-    tree = _program(pattern)["tree"]
+    tree = _program(pattern, linear=False)["tree"]
     return [walk(tree) for _ in range(6)]
 
 
@@ -463,15 +463,17 @@ def test_regex_open_parity(tmp_path):
 
 
 #: regex openers the backtracking matcher runs (compiler/emit_js.py _program): a start anchor in an
-#: alternative, a lazy name before a literal (the regex module's partial quirk), a lookahead, \\d
+#: alternative, an optional item, a lazy name before a literal (the regex module's partial quirk)
+#: after an optional prefix the name's class also takes, a lookahead, \\d
 RX_TEMPLATE = {"start_anchor": "A:", "fields": {
-    "reasoning": {"open_pattern": "^\\s*<think>|<r>", "close": "</think>", "content": "text"},
-    "tool_calls": {"open_pattern": "<call>\\s*(?P<name>[^:<>\\s]+?):(?P<id>\\d+)(?=\\s*\\{)", "close": "</call>",
+    "reasoning": {"open_pattern": "^<think>|<r>\\n?", "close": "</think>", "content": "text"},
+    "tool_calls": {"open_pattern": "<call>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):(?P<id>\\d+)(?=\\{)", "close": "</call>",
                    "content": "json", "repeats": True,
                    "transform": {"type": "function", "id": "{id}", "function": {"name": "{name}", "arguments": "{content}"}}},
     "content": {"close": "<eos>", "content": "text", "repeats": True, "join": ""}}}
 RX_OUTPUTS = [
-    '<think>hm</think>ok <call>get:12 {"a": 1}</call> bye', ' \n <think>x</think>', 'a <think>no</think>', '<r>y</think>',
+    '<think>hm</think>ok <call>get:12{"a": 1}</call> bye', ' \n <think>x</think>', 'a <think>no</think>', '<r>y</think>',
+    '<r>\ny</think>', '<r', '<call>functions.f:1{}</call>', '<call>functions:1{}</call>', '<call>functions.:1{}</call>',
     '<call>f:1{}</call>', '<call>f:1 x{}</call>', '<call>f:1', '<call>f:\n', '<call>f\n:1{}</call>', '<call> functions.f:7 {}</call>',
     '<call>f:\u0661{}</call>', '<call>\U0001F600:3 {}</call>', '<call><call>g:2{}</call>', 'text </call> <call>h:4{"s": "</call>"}</call>',
     '<call>f:1 ', '<cal', '<call>f', '<call>f:12\u3000', '<think>', '\u3000<think>a</think>',
@@ -523,7 +525,7 @@ def test_regex_matcher_parity():
             patterns += [f.open.pattern for f in read.template.fields if f.open is not None
                          and f.open.literals is None and not isinstance(_sequence(f.open.pattern), list)]
     patterns = list(dict.fromkeys(patterns))
-    programs = [_program(p) for p in patterns]
+    programs = [_program(p, linear=False) for p in patterns]
     assert all(isinstance(p, dict) for p in programs), [p for p in programs if not isinstance(p, dict)]
     rng = random.Random("rx")
     cases, expected = [], []
@@ -587,9 +589,10 @@ def test_refused_with_one_line_naming_the_key(tmp_path, capsys):
     # an opener is run (by the walker or the backtracking matcher), unless it has what the matcher
     # does not read with the Python meaning, named with the pattern
     for pattern, problem in [("<c (?P<n>[^<>]+)>", None), ("(?s)<c (?P<n>[^<>]+)>", None),
-                             ("<c (?P<n>[^>]+)>", None), ("<c>(?=x)|^\\s*<d>", None),
-                             ("(?<=a)<c>", '"(?<=a)<c>" has a lookbehind'), ("<c>\\b", "an end-sensitive assertion"),
-                             ("<c>(x)\\1", "a construct the matcher does not read (GROUPREF"),
+                             ("<c (?P<n>[^>]+)>", "no proof that its searches take linear time"),
+                             ("(?P<n><c>)(?=x)|^<d>", None), ("<c>\\s*(?P<n>[^:<>\\s]+?):\\d+", None),
+                             ("(?<=a)<c>", '"(?<=a)<c>": a lookbehind'), ("<c>\\b", "an end-sensitive assertion"),
+                             ("<c>(x)\\1", "a backreference"),
                              ("<c\\Z>", "an end-sensitive assertion"),
                              ("(?i)<c (?P<n>[^<>]+)>", "inline flags other than (?s)")]:
         spec = {"fields": {"x": {"open_pattern": pattern, "close": "</c>", "content": "text",
@@ -1118,6 +1121,7 @@ def test_parity_summary(capsys):
           f"{FIGURES.get('delta_other_templates', 0)} synthetic/conformance templates, "
           f"{FIGURES.get('delta_cases', 0)} cases (vector x chunking x delta mode) equal; "
           f"{dict(sorted(FIGURES.get('delta_tally', {}).items()))}")
+    print(f"JS regex matcher: {FIGURES.get('rx searches', 0)} searches equal to the regex module's")
 
 
 LINEAR_JS = r"""
@@ -1134,6 +1138,11 @@ const make = {
   inside: (n) => '<tool_call>{"name": "f", "arguments": {"a": "' + "x</tool_call>".repeat(n),
   // a regex opener (REGEX_OPEN): many whole calls, then one start whose name runs into the end (held)
   regex: (n) => "<call f:1>{}</call> <call ".repeat(n) + "<call " + "a".repeat(n),
+  // regex openers the backtracking matcher runs (RX_TEMPLATE): many whole calls and cut starts,
+  // then a lazy name that runs into the end (held)
+  backtracking: (n) => '<call>f:1{}</call> <call>functions.g:2 <call>'.repeat(n) + "<call>" + "a".repeat(n),
+  // recover: an answer holding many closers of the call field, no opener (the matcher's stray search)
+  rxstray: (n) => "hi " + "x</call>".repeat(n),
 }[kind];
 function once(n, whole) {
   const text = make(n);
@@ -1161,7 +1170,8 @@ process.stdout.write(JSON.stringify(best));
 
 @needs_node
 @pytest.mark.parametrize("kind, errors", [("delimiters", "strict"), ("stray", "recover"), ("calls", "strict"),
-                                          ("inside", "recover"), ("regex", "strict")])
+                                          ("inside", "recover"), ("regex", "strict"), ("backtracking", "strict"),
+                                          ("rxstray", "recover")])
 def test_js_parser_is_linear(tmp_path, kind, errors):
     """Twice the output costs at most 2.5 times as much, whole and in 3-character chunks (CPU
     time, best of 2, the sizes alternating; docs/javascript.md): ``delimiters`` many delimiters while
@@ -1169,9 +1179,12 @@ def test_js_parser_is_linear(tmp_path, kind, errors):
     ``stray``: errors="recover", an answer holding many closers of another field (fails when the
     search for their opener runs to the end of the body each time); ``calls``: many json regions;
     ``inside``: errors="recover", closers inside an open JSON string (fails when each held closer
-    reads the body again); ``regex``: a regex opener's starts, whole and one held to the end."""
+    reads the body again); ``regex``: a regex opener's starts, whole and one held to the end;
+    ``backtracking`` and ``rxstray``: the same, and stray closers, for openers the backtracking
+    matcher runs."""
     spec = {"delimiters": str(REPO / "templates" / "kimi_vl.json"), "stray": SYNTHETIC["no_implicit"],
-            "regex": REGEX_OPEN}.get(kind, str(REPO / "templates" / "hermes2pro.json"))
+            "regex": REGEX_OPEN, "backtracking": RX_TEMPLATE,
+            "rxstray": RX_TEMPLATE}.get(kind, str(REPO / "templates" / "hermes2pro.json"))
     read = read_template(spec)
     shutil.copyfile(RUNTIME, tmp_path / "respc.mjs")
     (tmp_path / "parser.mjs").write_text(emit_js_module(read.template, read.automaton, command="x"), encoding="ascii")

@@ -398,6 +398,7 @@ export const TABLE = JSON.parse([
   "   0",
   "  ]",
   " ],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c\\uff5cend\\u2581of\\u2581sentence\\uff5c\u003e\",",

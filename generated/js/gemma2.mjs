@@ -67,6 +67,7 @@ export const TABLE = JSON.parse([
   "  }",
   " ],",
   " \"stray\": [],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003cend_of_turn\u003e\",",

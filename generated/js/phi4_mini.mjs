@@ -149,6 +149,7 @@ export const TABLE = JSON.parse([
   "  }",
   " ],",
   " \"stray\": [],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c|assistant|\u003e\",",

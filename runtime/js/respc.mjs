@@ -455,16 +455,18 @@ class RxRun {
 /**
  * The regex module's ``search(buf, pos, end, partial=...)`` of compiled pattern ``p`` (``{tree,
  * groups, first}``): [start, end, partial, groups by name or null], or null. ``start0``: offset 0
- * of ``buf`` is the text's start (``^`` may match there).
+ * of ``buf`` is the text's start (``^`` may match there). ``last``: no start after it is tried
+ * (the scanner asks whether a probe starts at or before a match: starts past it cannot answer,
+ * and trying them would read the rest of the buffer once per match).
  */
-export function rxSearch(p, buf, pos, end, partial, start0) {
+export function rxSearch(p, buf, pos, end, partial, start0, last = end) {
   const first = p.first;
   const runs = p.never ? [] : [false];  // a probe never matches: only its partial phase
   if (partial) runs.push(true);
   for (const phase of runs) {
     const r = new RxRun(buf, end, p.ngroups, start0);
     r.partial = phase;
-    for (let s = pos; s <= end; s += (s + 1 < end && buf.charCodeAt(s) >= 0xd800 && buf.charCodeAt(s) <= 0xdbff &&
+    for (let s = pos; s <= last; s += (s + 1 < end && buf.charCodeAt(s) >= 0xd800 && buf.charCodeAt(s) <= 0xdbff &&
       buf.charCodeAt(s + 1) >= 0xdc00 && buf.charCodeAt(s + 1) <= 0xdfff) ? 2 : 1) {
       if (first !== null && s < end && !inRanges(first, buf.codePointAt(s))) continue;
       r.hit = false;
@@ -808,13 +810,13 @@ export class StreamParser {
             // partial, or complete at the buffer's edge: held from its start, or from an earlier
             // start of the probe's that runs into its start
             if (!m[2]) {
-              const q = rxSearch(x.probe, buf, pos, x.edgeFull ? n : i, true, !this._cut);
+              const q = rxSearch(x.probe, buf, pos, x.edgeFull ? n : i, true, !this._cut, i);
               if (q !== null && q[0] < i) i = q[0];
             }
             if (i < hold) hold = i;
             continue;
           }
-          const q = rxSearch(x.probe, buf, pos, n, true, !this._cut);
+          const q = rxSearch(x.probe, buf, pos, n, true, !this._cut, i);
           if (q !== null && q[0] <= i) {
             if (q[0] < hold) hold = q[0];
             continue;
@@ -1555,8 +1557,12 @@ export function makeParser(table) {
     // partially only (it never matches), starting where P can
     if (x.probe === undefined) x.probe = { tree: ["s", [[">", x.tree], ["!", ["s", []]]]], ngroups: x.ngroups, groups: [], first: x.first, never: true };
   };
+  // a regex opener the matcher runs is written once (table.patterns) and named by its index
+  const patterns = table.patterns ?? [];
+  for (const x of patterns) probe(x);
+  for (const entry of table.stray) if (!Array.isArray(entry[1]) && typeof entry[1].rx === "number") entry[1].rx = patterns[entry[1].rx];
   for (const s of table.states) {
-    for (const w of s.watches) if (w.rx) probe(w.rx);
+    for (const w of s.watches) if (typeof w.rx === "number") w.rx = patterns[w.rx];
     s.span = Math.max(0, ...s.watches.flatMap((w) => w.literals.map((l) => l.length - 1)));
     // the literals a chunk is searched for: each literal, and each regex open's lead (a chunk
     // holding none, and ending with no proper prefix of one, is plain text: plainChunk); held: the
