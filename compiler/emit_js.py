@@ -377,10 +377,13 @@ def _program(pattern: str, linear: bool = True) -> dict | str:
     def seq(items) -> list:
         out: list = []
         for op, av in items:
-            if str(op) == "LITERAL" and out and out[-1][0] == "l":
-                out[-1][1] += chr(av)  # a run of literal characters: one ["l", text] item
+            # a run of literal characters: one ["l", text] item, compared as UTF-16 units, so a
+            # lone surrogate (which would match half of a pair there) is a one-character class
+            plain = str(op) == "LITERAL" and not 0xD800 <= av <= 0xDFFF
+            if plain and out and out[-1][0] == "l":
+                out[-1][1] += chr(av)
             else:
-                out.append(["l", chr(av)] if str(op) == "LITERAL" else node(op, av))
+                out.append(["l", chr(av)] if plain else node(op, av))
         return out[0] if len(out) == 1 else ["s", out]
 
     def node(op, av):

@@ -473,7 +473,8 @@ RX_TEMPLATE = {"start_anchor": "A:", "fields": {
     "content": {"close": "<eos>", "content": "text", "repeats": True, "join": ""}}}
 RX_OUTPUTS = [
     '<think>hm</think>ok <call>get:12{"a": 1}</call> bye', ' \n <think>x</think>', 'a <think>no</think>', '<r>y</think>',
-    '<r>\ny</think>', '<r', '<call>functions.f:1{}</call>', '<call>functions:1{}</call>', '<call>functions.:1{}</call>',
+    '<r>\ny</think>', '<r', '<<r>\nx</think>', '<r<r>a</think>', '<c<call>f:1{}</call>', '<call<call>f:1{}</call>',
+    '<call>functions.f:1{}</call>', '<call>functions:1{}</call>', '<call>functions.:1{}</call>',
     '<call>f:1{}</call>', '<call>f:1 x{}</call>', '<call>f:1', '<call>f:\n', '<call>f\n:1{}</call>', '<call> functions.f:7 {}</call>',
     '<call>f:\u0661{}</call>', '<call>\U0001F600:3 {}</call>', '<call><call>g:2{}</call>', 'text </call> <call>h:4{"s": "</call>"}</call>',
     '<call>f:1 ', '<cal', '<call>f', '<call>f:12\u3000', '<think>', '\u3000<think>a</think>',
@@ -501,21 +502,22 @@ RX_PATTERNS = [
     r"a[^:\s]+?:", r"a[^:\s]{1,2}?:", r"x\s*?:", r"x(?:y)?(?P<n>[^:\s]+?):", r"a[^:\s]+?[:;]",
     r"a[^:\s]+?(?:ab|:)", r"x.+?:", r"a(?:ab)+?:", r"ab*?c", r"(?:ab|a)+?c", r"(a|ab)(c|bcd)(d*)", r"x[^<]++y",
     r"x(?>ab|a)b", r"<t>(?=\s*\{)", r"^\s*<a>|<b>", r"(?:<m>|^)[^<]*<c>", r"<c (?P<n>\w+)(?: i=\d+)?>",
+    "<a\ud83d>", "x[\ud800-\udfff]+y",
 ]
 RX_DRIVER = Path(__file__).with_name("js_rx.mjs")
 
 
 def _units(text: str, k: int) -> int:
     """UTF-16 units of ``text[:k]`` (a JavaScript offset)."""
-    return len(text[:k].encode("utf-16-le")) // 2
+    return len(text[:k].encode("utf-16-le", "surrogatepass")) // 2
 
 
 @needs_node
 def test_regex_matcher_parity():
     """The runtime's matcher (runtime/js/respc.mjs ``rxSearch``) against the regex module: for the
     catalogue's regex openers it runs, written patterns and their probes, random texts made of the
-    patterns' pieces, every search, complete and partial, from random starts to random ends, gives
-    the regex module's start, end, partial flag and groups."""
+    patterns' pieces (astral characters, lone surrogates), every search, complete and partial, from
+    random starts to random ends, gives the regex module's start, end, partial flag and groups."""
     import regex
 
     patterns = list(RX_PATTERNS)
@@ -530,7 +532,8 @@ def test_regex_matcher_parity():
     rng = random.Random("rx")
     cases, expected = [], []
     for k, pattern in enumerate(patterns):
-        pieces = _program_samples(pattern, rng) + list("<>:[]{}ab\n \t") + ["\u3000", "\U0001F600", "\x1c", "functions."]
+        pieces = _program_samples(pattern, rng) + list("<>:[]{}ab\n \t") + ["\u3000", "\U0001F600", "\x1c", "functions.",
+                                                                          "\ud83d", "<a\ud83d>", "<a\U0001F600>", "x\ude00y"]
         full = regex.compile(pattern, regex.DOTALL)
         probe = regex.compile(f"(?>(?:{pattern}))(?!)", regex.DOTALL)
         for _ in range(150):

@@ -461,6 +461,8 @@ class RxRun {
  */
 export function rxSearch(p, buf, pos, end, partial, start0, last = end) {
   const first = p.first;
+  let to = -1;
+  const found = (j) => { to = j; return true; };
   const runs = p.never ? [] : [false];  // a probe never matches: only its partial phase
   if (partial) runs.push(true);
   for (const phase of runs) {
@@ -470,9 +472,9 @@ export function rxSearch(p, buf, pos, end, partial, start0, last = end) {
       buf.charCodeAt(s + 1) >= 0xdc00 && buf.charCodeAt(s + 1) <= 0xdfff) ? 2 : 1) {
       if (first !== null && s < end && !inRanges(first, buf.codePointAt(s))) continue;
       r.hit = false;
-      r.caps.fill(null);
-      let to = -1;
-      const ok = r.m(p.tree, s, (j) => { to = j; return true; });
+      if (p.ngroups) r.caps.fill(null);
+      to = -1;
+      const ok = r.m(p.tree, s, found);
       if (ok && !phase) {
         let groups = null;
         if (p.groups.length) {
@@ -800,7 +802,27 @@ export class StreamParser {
         // answer (runtime/scanners.py state_scanner, the same steps)
         const x = w.rx;
         let m = memo[st.slot0 + slot];
-        if (m === undefined || (m !== -1 && m[0] < pos)) m = memo[st.slot0 + slot] = rxSearch(x, buf, pos, n, !eos, !this._cut) ?? -1;
+        if (m === undefined || (m !== -1 && m[0] < pos)) {
+          // every match starts with a lead: the search starts at the first one, or at a proper
+          // prefix of one ending the buffer (a start before either can neither match nor run into
+          // the end), and with neither there is nothing to find (runtime/scanners.py lead_search)
+          let from = pos;
+          if (x.leads !== null) {
+            from = n;
+            for (let k = 0; k < x.leads.length; k++) {
+              const lead = x.leads[k];
+              const at = buf.indexOf(lead, pos);
+              if (at >= 0 && at < from) from = at;
+              if (!eos) {
+                const held = heldPrefix(buf, Math.max(pos, n - lead.length + 1), lead, (x.fails ??= [])[k] ??= failTable(lead));
+                if (held > 0 && n - held < from) from = n - held;
+              }
+            }
+          }
+          m = (from < n || x.leads === null) ? rxSearch(x, buf, from, n, !eos, !this._cut) : null;
+          if (m !== null) m.push(from);  // where its probe starts too (m[4])
+          memo[st.slot0 + slot] = m ??= -1;
+        }
         slot++;
         if (m === -1) continue;
         let i = m[0];
@@ -808,15 +830,16 @@ export class StreamParser {
         if (!eos) {
           if (m[2] || e === n) {
             // partial, or complete at the buffer's edge: held from its start, or from an earlier
-            // start of the probe's that runs into its start
+            // start of the probe's that runs into its start (searched up to it, the text then
+            // ending there: a lead's proper prefix just before it counts, so from pos)
             if (!m[2]) {
-              const q = rxSearch(x.probe, buf, pos, x.edgeFull ? n : i, true, !this._cut, i);
+              const q = rxSearch(x.probe, buf, x.edgeFull ? Math.max(m[4], pos) : pos, x.edgeFull ? n : i, true, !this._cut, i);
               if (q !== null && q[0] < i) i = q[0];
             }
             if (i < hold) hold = i;
             continue;
           }
-          const q = rxSearch(x.probe, buf, pos, n, true, !this._cut, i);
+          const q = rxSearch(x.probe, buf, Math.max(m[4], pos), n, true, !this._cut, i);
           if (q !== null && q[0] <= i) {
             if (q[0] < hold) hold = q[0];
             continue;
