@@ -48,11 +48,14 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
     """The first reason ``template`` cannot be compiled for the JavaScript runtime, or None.
 
     The runtime runs template language v1 with literal delimiters (``open``, ``close``,
-    ``start_anchor``, none of whose literals extends another of the same delimiter), the
+    ``start_anchor``, none of whose literals extends another of the same delimiter) and regex
+    openers (a sequence its walker reads, :func:`_sequence`, or one its backtracking matcher
+    runs, :func:`_program`: proven linear, read with the Python meaning, not indeterminate), the
     ``text`` content format and the ``json`` one without dialects, and transforms (with
     ``transform_each``); of v2, roles, json openers the body may reject, ``inside`` with
     ``end-if-unclosed``, ``end: "value"`` on a json body that starts an object, an array or a
-    string, and v2 transforms. docs/javascript.md explains each refusal.
+    string (not on a call its opener's group names), and v2 transforms. docs/javascript.md
+    explains each refusal ("What is refused", "Regex delimiters").
 
     Returns:
         str | None: ``"--target js does not yet support <feature> (key <key>)"``, or None.
