@@ -32,7 +32,7 @@ __all__ = ["comment_text", "JS_CODEGEN_VERSION", "JS_RUNTIME_ABI", "JS_RUNTIME_I
 #: Stamped into every generated JavaScript module; bump it when the generated code changes.
 JS_CODEGEN_VERSION = 4
 #: The table layout ``runtime/js/respc.mjs`` reads (its ``RUNTIME_ABI``).
-JS_RUNTIME_ABI = 2
+JS_RUNTIME_ABI = 3
 #: Where a generated module imports the runtime from: ``respc.mjs`` beside it (docs/javascript.md).
 JS_RUNTIME_IMPORT = "./respc.mjs"
 #: The runtime's file (installed with the package: ``respc/runtime/js/respc.mjs``).
@@ -48,11 +48,14 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
     """The first reason ``template`` cannot be compiled for the JavaScript runtime, or None.
 
     The runtime runs template language v1 with literal delimiters (``open``, ``close``,
-    ``start_anchor``, none of whose literals extends another of the same delimiter), the
+    ``start_anchor``, none of whose literals extends another of the same delimiter) and regex
+    openers (a sequence its walker reads, :func:`_sequence`, or one its backtracking matcher
+    runs, :func:`_program`: proven linear, read with the Python meaning, not indeterminate), the
     ``text`` content format and the ``json`` one without dialects, and transforms (with
     ``transform_each``); of v2, roles, json openers the body may reject, ``inside`` with
     ``end-if-unclosed``, ``end: "value"`` on a json body that starts an object, an array or a
-    string, and v2 transforms. docs/javascript.md explains each refusal.
+    string (not on a call its opener's group names), and v2 transforms. docs/javascript.md
+    explains each refusal ("What is refused", "Regex delimiters").
 
     Returns:
         str | None: ``"--target js does not yet support <feature> (key <key>)"``, or None.
@@ -85,6 +88,13 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
                 # the value's end is read by the json reader's boundary scan of objects, arrays
                 # and strings (runtime/js/respc.mjs JsonEnd); a top-level number or literal is not
                 return no('end: "value" with a body that may start a number or a literal', f"{where}.end")
+            args = _args_plan(plan_of(f))
+            if f.end == "value" and args is not None and args["call"] == "args":
+                # the Python delta adapter reads such a body with its own json argument reader,
+                # which also ends the value (respc/openai.py _one_reader_plans), and can end a
+                # damaged one elsewhere than the core's boundary scan: not written in JavaScript
+                return no('end: "value" on a call named by its opener\'s group (the delta adapter\'s reader)',
+                          f"{where}.end")
             if any(how != "end-if-unclosed" for _, how in f.inside):
                 return no("inside (v2: nesting and ending other regions)", f"{where}.inside")
             if not f.outside:
@@ -97,10 +107,16 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
             if delim.literals is None:
                 if delim is f.open and isinstance(_sequence(delim.pattern), list):
                     continue  # a sequence pattern (see _sequence): the runtime's walker runs it
-                why = _regex_why(delim.pattern)
                 if delim is f.open:
-                    why += f"; the openers it runs are sequences, and this one has {_sequence(delim.pattern)}"
-                return no(f"regex delimiters: {why}", f"{where}.{delim.key}")
+                    program = _program(delim.pattern)
+                    if isinstance(program, dict):
+                        if any(0xD800 <= ord(c) <= 0xDFFF for lead in _leads(delim.pattern) or () for c in lead):
+                            return no("a lone surrogate (a UTF-16 half of a character) in a delimiter", f"{where}.{delim.key}")
+                        continue  # the runtime's backtracking matcher runs it (see _program)
+                    why = (f"{json.dumps(delim.pattern, ensure_ascii=True)}: {program} (the JavaScript "
+                           "runtime's regex matcher does not run it)")
+                    return no(f"regex delimiters: {why}", f"{where}.{delim.key}")
+                return no(f"regex delimiters: {_regex_why(delim.pattern)}", f"{where}.{delim.key}")
             if delim.can_extend:
                 return no("a literal list in which one literal extends another", f"{where}.{delim.key}")
             if any(not lit for lit in delim.literals):
@@ -119,8 +135,8 @@ def js_support_problem(template: Template, automaton: Automaton) -> str | None:
         for w in state.watches:
             if w.action not in ("open", "close", "defer"):
                 return no(f"the {w.action!r} transition", f"fields.{template.fields[w.field].name}")
-            if w.matcher != "literal" and not (w.action == "open" and isinstance(_sequence(w.delimiter.pattern), list)
-                                               and not w.indeterminate):
+            if w.matcher != "literal" and not (w.action == "open" and not w.indeterminate and (
+                    isinstance(_sequence(w.delimiter.pattern), list) or isinstance(_program(w.delimiter.pattern), dict))):
                 return no("this delimiter's matching", f"fields.{template.fields[w.field].name}.{w.delimiter.key}")
             if w.matcher == "literal" and (w.indeterminate or w.pending_at_edge):
                 return no("this delimiter's matching", f"fields.{template.fields[w.field].name}.{w.delimiter.key}")
@@ -310,6 +326,191 @@ def _sequence(pattern: str) -> list | str:
             if after[2] > 0:
                 break
     return items
+def _program(pattern: str, linear: bool = True) -> dict | str:
+    """A regex delimiter as the JavaScript runtime's backtracking matcher reads it
+    (runtime/js/respc.mjs ``rxSearch``), or why it cannot be read with the Python meaning (a str).
+
+    The tree is the standard library's parse of the source, which the ``regex`` module reads alike
+    where :func:`respc.compiler.automaton._read_source` says so; each one-character item becomes the
+    code point ranges the ``regex`` module's class gives it over every code point (``\\s``, ``\\d``,
+    ``\\w`` keep its Unicode meaning). Read: characters, classes, groups, alternation, greedy and
+    lazy repeats, possessive repeats and atomic groups, lookaheads, and ``^`` (the text's start).
+    Refused: a pattern :func:`respc.compiler.backtracking.linear_time_problem` does not prove
+    linear (the Python parser searches it with a time limit), lookbehinds, backreferences, other
+    anchors (``$``, ``\\b``, ``\\A``, ``\\Z``: their probe is rewritten), inline flags but
+    ``(?s)``, a pattern without a probe (docs/javascript.md,
+    "Regex delimiters"); ``linear=False`` (the matcher's own tests) skips the first check.
+    Returns ``{"tree", "ngroups", "groups": [[number, name], ...], "first": ranges or None}``."""
+    from .automaton import _read_source
+
+    try:
+        import re._parser as sre  # Python 3.11+
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_parse as sre
+    from .backtracking import linear_time_problem
+
+    reading = _read_source(pattern)
+    slow = linear_time_problem(pattern) if linear else None
+    if slow is not None:
+        # the Python parser searches such a pattern with a time limit (a regex-timeout
+        # diagnostic); the matcher has none, and must stay linear (docs/javascript.md)
+        return f"no proof that its searches take linear time ({slow})"
+    if reading.probe is None:
+        return f"no probe can tell when its match is final ({reading.why})"
+    if reading.rewritten:
+        return "an end-sensitive assertion ($, \\b, \\Z)"
+    if not reading.sre_agrees:
+        return "syntax the regex module and Python's own reader read differently"
+    try:
+        tree = sre.parse(pattern)
+    except Exception:  # noqa: BLE001
+        return "syntax Python's own reader does not parse"
+    if tree.state.flags & ~(sre.SRE_FLAG_UNICODE | sre.SRE_FLAG_DOTALL):
+        return "inline flags other than (?s)"
+
+    class Refused(Exception):
+        pass
+
+    def one(op, av):
+        source = _class_source(op, av)
+        if source is None:
+            raise Refused(f"a class the matcher does not read ({op})")
+        return ["c", _class_ranges(source)]
+
+    def seq(items) -> list:
+        out: list = []
+        for op, av in items:
+            # a run of literal characters: one ["l", text] item, compared as UTF-16 units, so a
+            # lone surrogate (which would match half of a pair there) is a one-character class
+            plain = str(op) == "LITERAL" and not 0xD800 <= av <= 0xDFFF
+            if plain and out and out[-1][0] == "l":
+                out[-1][1] += chr(av)
+            else:
+                out.append(["l", chr(av)] if plain else node(op, av))
+        return out[0] if len(out) == 1 else ["s", out]
+
+    def node(op, av):
+        name = str(op)
+        if name in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
+            return one(op, av)
+        if name == "SUBPATTERN":
+            number, add, remove, sub = av
+            if add or remove:
+                raise Refused("a group with inline flags")
+            inner = seq(sub)
+            return inner if number is None else ["g", number, inner]
+        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            lo, hi, sub = av
+            body = seq(sub)
+            if body[0] == "l" and len(body[1]) == 1:
+                body = ["c", [[ord(body[1]), ord(body[1])]]]  # one character: the matcher's run
+            rep = ["r", lo, -1 if hi == sre.MAXREPEAT else hi, name != "MIN_REPEAT", body]
+            return [">", rep] if name == "POSSESSIVE_REPEAT" else rep
+        if name == "BRANCH":
+            return ["|", [seq(alt) for alt in av[1]]]
+        if name in ("ASSERT", "ASSERT_NOT"):
+            direction, sub = av
+            if direction < 0:
+                raise Refused("a lookbehind")
+            return ["=" if name == "ASSERT" else "!", seq(sub)]
+        if name == "ATOMIC_GROUP":
+            return [">", seq(av)]
+        if name == "AT" and str(av) in ("AT_BEGINNING", "AT_BEGINNING_STRING"):
+            return ["^"]
+        raise Refused(f"a construct the matcher does not read ({name} {av})")
+
+    try:
+        program = seq(list(tree))
+    except Refused as why:
+        return str(why)
+    except RecursionError:
+        return "nesting too deep"
+    _mark_lazy_tails(program, None)
+    names = sorted((number, name) for name, number in tree.state.groupdict.items())
+    return {"tree": program, "ngroups": tree.state.groups - 1, "groups": [[n, name] for n, name in names],
+            "first": _first_ranges(program),
+            }
+
+
+def _mark_lazy_tails(node, follower) -> None:
+    """Mark each lazy repeat of one character whose next item is a literal character: the
+    ``regex`` module's partial search then reports a partial match where the character after the
+    repeat is the text's last one and the literal is not there, whether or not the repeat could
+    take that character (``a[^:\\s]+?:`` is partial on ``"ab\\n"``); the matcher does the same
+    (runtime/js/respc.mjs ``RxRun.run``). ``follower``: the item after ``node`` (None: none)."""
+    kind = node[0]
+    if kind == "s":
+        items = node[1]
+        for k, item in enumerate(items):
+            _mark_lazy_tails(item, items[k + 1] if k + 1 < len(items) else follower)
+    elif kind == "g":
+        _mark_lazy_tails(node[2], follower)
+    elif kind in (">", "=", "!"):
+        _mark_lazy_tails(node[1], follower if kind == ">" else None)
+    elif kind == "|":
+        for alt in node[1]:
+            _mark_lazy_tails(alt, follower)
+    elif kind == "r":
+        _mark_lazy_tails(node[4], None)
+        while follower is not None and follower[0] == "g":
+            follower = follower[2]
+        while follower is not None and follower[0] == "s" and follower[1]:
+            follower = follower[1][0]
+        if not node[3] and node[4][0] == "c" and follower is not None and follower[0] == "l":
+            node.append(True)
+
+
+def _first_ranges(node) -> list | None:
+    """The code points a match of ``node`` can start with, as sorted ranges, or None when it may
+    start with nothing (it can match the empty string, or starts with an assertion): the matcher
+    then tries every start."""
+    def first(n) -> tuple[list, bool] | None:
+        """(ranges, can be empty) or None (unknown)."""
+        kind = n[0]
+        if kind == "c":
+            return list(n[1]), False
+        if kind == "l":
+            return [[ord(n[1][0]), ord(n[1][0])]], False
+        if kind == "g":
+            return first(n[2])
+        if kind == ">":
+            return first(n[1])
+        if kind == "r":
+            got = first(n[4])
+            return None if got is None else (got[0], got[1] or n[1] == 0)
+        if kind == "|":
+            out, empty = [], False
+            for alt in n[1]:
+                got = first(alt)
+                if got is None:
+                    return None
+                out += got[0]
+                empty = empty or got[1]
+            return out, empty
+        if kind == "s":
+            out = []
+            for item in n[1]:
+                got = first(item)
+                if got is None:
+                    return None
+                out += got[0]
+                if not got[1]:
+                    return out, False
+            return out, True
+        return None
+
+    got = first(node)
+    if got is None or got[1]:
+        return None
+    merged: list = []
+    for a, b in sorted(got[0]):
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return merged
+
+
 def _lone_surrogate_key(template: Template) -> str | None:
     """The key of the first delimiter (a literal, or a literal item of a regex open) holding a lone surrogate (U+D800 to U+DFFF), or None.
 
@@ -402,6 +603,56 @@ def _args_plan(plan) -> dict | None:
     return {"call": "args", "name_group": plan.name_group}
 
 
+def _leads(pattern: str) -> tuple | None:
+    """Literals every match of ``pattern`` starts with (compiler/automaton.py ``classify_pattern``),
+    or None: the fast path looks for them in a chunk (runtime/js/respc.mjs ``plainChunk``)."""
+    from .automaton import classify_pattern
+
+    return classify_pattern(pattern).leads or None
+
+
+def _rx(pattern: str) -> dict:
+    """A regex open the backtracking matcher runs (:func:`_program`), as ``rxSearch`` reads it: the
+    pattern's tree, groups and first characters, its leads (its probe is built by the runtime from
+    the tree: runtime/js/respc.mjs ``makeParser``), and ``edgeFull``: whether
+    a complete match at the buffer's edge asks the probe over the whole buffer (runtime/scanners.py
+    ``state_scanner``: a pattern searched by its leads or barrier) rather than up to the match."""
+    from .automaton import barrier_plan, classify_pattern, late_pattern
+
+    program = _program(pattern)
+    leads = _leads(pattern)
+    # the Python scanner's helper (factor None, no prefilter, not anchored, leads or a barrier)
+    # (compiler/automaton.py plan_scans: a factor, a prefilter when the pattern has a lead)
+    facts = classify_pattern(pattern)
+    prefilter = bool(facts.lead) and not facts.probe_always
+    factor = facts.factor is not None and facts.probe is not None and not facts.probe_always
+    edge_full = (not factor and not prefilter and late_pattern(pattern) is None
+                 and (leads is not None or barrier_plan(pattern) is not None))
+    return {"tree": program["tree"], "ngroups": program["ngroups"], "groups": program["groups"],
+            "first": program["first"], "never": False,
+            "leads": list(leads) if leads is not None else None, "edgeFull": edge_full}
+
+
+def _watch(w, patterns: list) -> dict:
+    """One watch of a state as the runtime reads it: literals, a sequence (``regex``, its lead
+    literal) or a regex the matcher runs (``rx``: its index in ``patterns``, the table's list of
+    :func:`_rx` entries, each written once)."""
+    if w.delimiter.literals is not None:
+        return {"literals": list(w.delimiter.literals), "rank": w.rank}
+    items = _sequence(w.delimiter.pattern)
+    if isinstance(items, list):
+        return {"literals": [], "rank": w.rank, "regex": items, "lead": items[0][1]}
+    return {"literals": [], "rank": w.rank, "rx": _pattern_index(w.delimiter.pattern, patterns)}
+
+
+def _pattern_index(pattern: str, patterns: list) -> int:
+    """The index of ``pattern``'s :func:`_rx` entry in ``patterns`` (appended when new)."""
+    entry = _rx(pattern)
+    if entry not in patterns:
+        patterns.append(entry)
+    return patterns.index(entry)
+
+
 def _table(template: Template, automaton: Automaton) -> dict:
     """The JSON table ``makeParser`` reads (runtime/js/respc.mjs)."""
     v2 = template.version == 2
@@ -437,13 +688,12 @@ def _table(template: Template, automaton: Automaton) -> dict:
         "args_plan": _args_plan(plan),
     } for index, (f, plan) in enumerate(zip(template.fields, plans))]
     states = []
+    patterns: list = []  # the regex openers the matcher runs (_rx), each once
     for s in automaton.states:
         watches = sorted(s.watches, key=lambda w: w.rank)
         states.append({
             # a regex open (a sequence, see _sequence): its items and its lead literal, no literals
-            "watches": [{"literals": list(w.delimiter.literals), "rank": w.rank} if w.delimiter.literals is not None
-                        else {"literals": [], "rank": w.rank, "regex": _sequence(w.delimiter.pattern),
-                              "lead": _sequence(w.delimiter.pattern)[0][1]} for w in watches],
+            "watches": [_watch(w, patterns) for w in watches],
             # actions as runtime/stream.py numbers them: OPEN 0, CLOSE 2, DEFER 4 (v2 end-if-unclosed)
             "edges": [[{"open": 0, "close": 2, "defer": 4}[w.action], w.field, w.target] for w in watches],
         })
@@ -457,7 +707,8 @@ def _table(template: Template, automaton: Automaton) -> dict:
             if len(closer.strip()) >= 3:
                 # the opener's literals, or its sequence (a regex open): found before the closer
                 stray.append([closer, list(f.open.literals) if f.open.literals is not None else
-                              {"regex": _sequence(f.open.pattern)}, index])
+                              {"regex": _sequence(f.open.pattern)} if isinstance(_sequence(f.open.pattern), list)
+                              else {"rx": _pattern_index(f.open.pattern, patterns)}, index])
     # Python's repr of every template string a diagnostic or error message quotes (delimiters, message
     # keys): the runtime's own repr follows its Unicode version's printable characters, which differ
     # from the Python that runs the Python parser (docs/javascript.md, "The API")
@@ -478,6 +729,7 @@ def _table(template: Template, automaton: Automaton) -> dict:
         "fields": fields,
         "states": states,
         "stray": stray,
+        "patterns": patterns,
         "reprs": sorted([text, repr(text)] for text in quoted),
     }
 

@@ -21,7 +21,7 @@ import pytest
 
 from respc.compiler.api import compile_template
 from respc.compiler.cli import main
-from respc.compiler.emit_js import JsTargetError, _sequence, emit_js_module, js_support_problem
+from respc.compiler.emit_js import JsTargetError, _program, _sequence, emit_js_module, js_support_problem
 from respc.compiler.source import read_template
 
 from support import CONFORMANCE, CORPUS, PEER_PREFIX, REPO, SHARED, chunkings, family_cases, flat_outcome, load_jsonl, missing
@@ -77,7 +77,8 @@ def _random_outputs(template, seed: str, count: int) -> list[dict]:
     delims = [lit for f in template.fields for d in (f.open, f.close) if d is not None for lit in d.literals or ()]
     for f in template.fields:
         if f.open is not None and f.open.literals is None:
-            delims += _sequence_samples(f.open.pattern, rng)
+            delims += (_sequence_samples(f.open.pattern, rng) if isinstance(_sequence(f.open.pattern), list)
+                       else _program_samples(f.open.pattern, rng))
     anchor = rng.choice(template.start_anchor.literals)
     words = ["hi", "a b", " ", "\n", "\n\n", "\t", "\u00a0", "\x1c", "\U0001F600", "caf\u00e9", "x<y", "'\""]
     if any(f.content == "json" for f in template.fields):
@@ -126,6 +127,45 @@ def _sequence_samples(pattern: str, rng: random.Random) -> list[str]:
                 text.extend(rng.choice(pool) for _ in range(rng.randint(item[2], 3)))
         out.append("".join(text))
     return out
+
+
+def _program_samples(pattern: str, rng: random.Random) -> list[str]:
+    """Texts a regex open the runtime's matcher runs (compiler/emit_js.py ``_program``) matches, or
+    nearly: each repeat taken 0 to 3 times past its minimum, each class's character drawn from the
+    pool of :func:`_sequence_samples` when one is in it (else its first member), a
+    lookahead's text written after it, and now and then an item left out."""
+    pool = ["g", "f", " ", "\n", "\t", "\x1c", "\u00a0", "\U0001F600", "<", "`", ":", ".", "\u3000", "1", "[", "{"]
+
+    def one(ranges) -> str:
+        fits = [c for c in pool if any(a <= ord(c) <= b for a, b in ranges)]
+        if fits:
+            return rng.choice(fits)
+        return chr(ranges[0][0])  # (not a range's last member: unassigned ones repr apart by Unicode version)
+
+    def walk(node) -> str:
+        kind = node[0]
+        if rng.random() < 0.03:
+            return ""  # an item left out: the sample may fail or stop short
+        if kind == "l":
+            return node[1]
+        if kind == "c":
+            return one(node[1])
+        if kind == "s":
+            return "".join(walk(item) for item in node[1])
+        if kind == "|":
+            return walk(rng.choice(node[1]))
+        if kind in ("g",):
+            return walk(node[2])
+        if kind in (">", "="):
+            return walk(node[1])
+        if kind == "r":
+            top = node[1] + rng.randint(0, 3)
+            count = top if node[2] < 0 else min(top, node[2])
+            return "".join(walk(node[4]) for _ in range(count))
+        return ""  # "^", "!": nothing to write
+
+    tree = _program(pattern, linear=False)["tree"]
+    return [walk(tree) for _ in range(6)]
 
 
 def _prepare(tmp_path: Path, key: str, spec, vectors: list[dict]) -> dict:
@@ -422,6 +462,103 @@ def test_regex_open_parity(tmp_path):
     assert not bad, "\n".join(bad[:3]) + f"\n({len(bad)} of {count} differ)"
 
 
+#: regex openers the backtracking matcher runs (compiler/emit_js.py _program): a start anchor in an
+#: alternative, an optional item, a lazy name before a literal (the regex module's partial quirk)
+#: after an optional prefix the name's class also takes, a lookahead, \\d
+RX_TEMPLATE = {"start_anchor": "A:", "fields": {
+    "reasoning": {"open_pattern": "^<think>|<r>\\n?", "close": "</think>", "content": "text"},
+    "tool_calls": {"open_pattern": "<call>\\s*(?:functions\\.)?(?P<name>[^:<>\\s]+?):(?P<id>\\d+)(?=\\{)", "close": "</call>",
+                   "content": "json", "repeats": True,
+                   "transform": {"type": "function", "id": "{id}", "function": {"name": "{name}", "arguments": "{content}"}}},
+    "content": {"close": "<eos>", "content": "text", "repeats": True, "join": ""}}}
+RX_OUTPUTS = [
+    '<think>hm</think>ok <call>get:12{"a": 1}</call> bye', ' \n <think>x</think>', 'a <think>no</think>', '<r>y</think>',
+    '<r>\ny</think>', '<r', '<<r>\nx</think>', '<r<r>a</think>', '<c<call>f:1{}</call>', '<call<call>f:1{}</call>',
+    '<call>functions.f:1{}</call>', '<call>functions:1{}</call>', '<call>functions.:1{}</call>',
+    '<call>f:1{}</call>', '<call>f:1 x{}</call>', '<call>f:1', '<call>f:\n', '<call>f\n:1{}</call>', '<call> functions.f:7 {}</call>',
+    '<call>f:\u0661{}</call>', '<call>\U0001F600:3 {}</call>', '<call><call>g:2{}</call>', 'text </call> <call>h:4{"s": "</call>"}</call>',
+    '<call>f:1 ', '<cal', '<call>f', '<call>f:12\u3000', '<think>', '\u3000<think>a</think>',
+]
+
+
+@needs_node
+def test_backtracking_open_parity(tmp_path):
+    """Regex openers the backtracking matcher runs: Python = JavaScript on every chunking and
+    errors mode, for written outputs and 60 random ones built from the patterns' own pieces."""
+    read = read_template(RX_TEMPLATE)
+    assert js_support_problem(read.template, read.automaton) is None
+    assert all(not isinstance(_sequence(f.open.pattern), list) for f in read.template.fields if f.open is not None)
+    vectors = [{"id": f"bt/{k}", "prefix": "", "text": text} for k, text in enumerate(RX_OUTPUTS)]
+    count, bad = _run_parity(tmp_path, "backtracking", RX_TEMPLATE, vectors + _random_outputs(read.template, "bt", 60))
+    FIGURES["cases"] += count
+    assert not bad, "\n".join(bad[:3]) + f"\n({len(bad)} of {count} differ)"
+
+
+#: regex openers the JavaScript matcher runs (compiler/emit_js.py _program) beyond the catalogue's:
+#: lazy repeats before a literal (the regex module's partial quirk), before a set and before an
+#: alternation, bounded lazy repeats, lazy and greedy repeats of groups, alternation whose earlier
+#: branch is a prefix of a later one, possessive runs and atomic groups, lookaheads, ^
+RX_PATTERNS = [
+    r"a[^:\s]+?:", r"a[^:\s]{1,2}?:", r"x\s*?:", r"x(?:y)?(?P<n>[^:\s]+?):", r"a[^:\s]+?[:;]",
+    r"a[^:\s]+?(?:ab|:)", r"x.+?:", r"a(?:ab)+?:", r"ab*?c", r"(?:ab|a)+?c", r"(a|ab)(c|bcd)(d*)", r"x[^<]++y",
+    r"x(?>ab|a)b", r"<t>(?=\s*\{)", r"^\s*<a>|<b>", r"(?:<m>|^)[^<]*<c>", r"<c (?P<n>\w+)(?: i=\d+)?>",
+    "<a\ud83d>", "x[\ud800-\udfff]+y",
+]
+RX_DRIVER = Path(__file__).with_name("js_rx.mjs")
+
+
+def _units(text: str, k: int) -> int:
+    """UTF-16 units of ``text[:k]`` (a JavaScript offset)."""
+    return len(text[:k].encode("utf-16-le", "surrogatepass")) // 2
+
+
+@needs_node
+def test_regex_matcher_parity():
+    """The runtime's matcher (runtime/js/respc.mjs ``rxSearch``) against the regex module: for the
+    catalogue's regex openers it runs, written patterns and their probes, random texts made of the
+    patterns' pieces (astral characters, lone surrogates), every search, complete and partial, from
+    random starts to random ends, gives the regex module's start, end, partial flag and groups."""
+    import regex
+
+    patterns = list(RX_PATTERNS)
+    for path in sorted((REPO / "templates").glob("*.json")):
+        read = read_template(str(path))
+        if js_support_problem(read.template, read.automaton) is None:
+            patterns += [f.open.pattern for f in read.template.fields if f.open is not None
+                         and f.open.literals is None and not isinstance(_sequence(f.open.pattern), list)]
+    patterns = list(dict.fromkeys(patterns))
+    programs = [_program(p, linear=False) for p in patterns]
+    assert all(isinstance(p, dict) for p in programs), [p for p in programs if not isinstance(p, dict)]
+    rng = random.Random("rx")
+    cases, expected = [], []
+    for k, pattern in enumerate(patterns):
+        pieces = _program_samples(pattern, rng) + list("<>:[]{}ab\n \t") + ["\u3000", "\U0001F600", "\x1c", "functions.",
+                                                                          "\ud83d", "<a\ud83d>", "<a\U0001F600>", "x\ude00y"]
+        full = regex.compile(pattern, regex.DOTALL)
+        probe = regex.compile(f"(?>(?:{pattern}))(?!)", regex.DOTALL)
+        for _ in range(150):
+            text = "".join(rng.choice(pieces)[:rng.randint(0, 40)] for _ in range(rng.randint(0, 5)))
+            pos = rng.randint(0, len(text))
+            end = len(text) if rng.random() < 0.7 else rng.randint(pos, len(text))
+            for is_probe, compiled in ((False, full), (True, probe)):
+                for partial in (False, True):
+                    m = compiled.search(text, pos, end, partial=partial)
+                    want = None
+                    if m is not None:
+                        groups = None if m.partial or not full.groupindex else m.groupdict()
+                        want = [_units(text, m.start()), _units(text, m.end()), bool(m.partial), groups]
+                    cases.append([k, text, _units(text, pos), _units(text, end), partial, is_probe])
+                    expected.append(want)
+    run = subprocess.run([NODE, str(RX_DRIVER)], input=json.dumps({"programs": programs, "cases": cases}),
+                         capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout)
+    bad = [(patterns[c[0]], c[1:], w, g) for c, w, g in zip(cases, expected, got)
+           if w != (g if g is None or not g[2] else g[:3] + [None])]
+    FIGURES["rx searches"] = len(cases)
+    assert not bad, "\n".join(map(repr, bad[:5])) + f"\n({len(bad)} of {len(cases)} differ)"
+
+
 @needs_node
 def test_long_hold_parity(tmp_path):
     """Long held whitespace (errors="recover" watching for a repeated delimiter), Python = JavaScript."""
@@ -438,11 +575,7 @@ def test_refused_with_one_line_naming_the_key(tmp_path, capsys):
     out = tmp_path / "glm4_5.mjs"
     assert main(["compile", str(REPO / "templates" / "glm4_5.json"), "--target", "js", "-o", str(out)]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        "respc: --target js does not yet support regex delimiters: \"<tool_call>\\\\s*(?P<name>[^\\\\s<]+)\" needs "
-        "partial matching (JavaScript's RegExp cannot say whether more text could still complete or change a match, "
-        "which decides what the parser holds back: D2), and has a class \\s, \\d or \\w (their characters differ "
-        "between the regex module and JavaScript); the openers it runs are sequences, and this one has no literal at "
-        "its start and end (key fields.tool_calls.open_pattern)"]
+        "respc: --target js does not yet support the 'xml-inline' content format (key fields.tool_calls.content)"]
     assert not out.exists()
     spec = {"fields": {"content": {"close_pattern": "<end>|<stop>", "content": "text"}}, "start_anchor": "A:"}
     read = read_template(spec)
@@ -456,10 +589,15 @@ def test_refused_with_one_line_naming_the_key(tmp_path, capsys):
         spec = {"fields": {"content": {"close_pattern": pattern, "content": "text"}}, "start_anchor": "A:"}
         read = read_template(spec)
         assert why in js_support_problem(read.template, read.automaton), pattern
-    # an opener of the sequence form is run, unless an inline flag changes what its items mean
+    # an opener is run (by the walker or the backtracking matcher), unless it has what the matcher
+    # does not read with the Python meaning, named with the pattern
     for pattern, problem in [("<c (?P<n>[^<>]+)>", None), ("(?s)<c (?P<n>[^<>]+)>", None),
-                             ("(?i)<c (?P<n>[^<>]+)>", "inline flags other than (?s)"),
-                             ("<c (?P<n>[^>]+)>", "a run that can take the pattern's first character")]:
+                             ("<c (?P<n>[^>]+)>", "no proof that its searches take linear time"),
+                             ("(?P<n><c>)(?=x)|^<d>", None), ("<c>\\s*(?P<n>[^:<>\\s]+?):\\d+", None),
+                             ("(?<=a)<c>", '"(?<=a)<c>": a lookbehind'), ("<c>\\b", "an end-sensitive assertion"),
+                             ("<c>(x)\\1", "a backreference"),
+                             ("<c\\Z>", "an end-sensitive assertion"),
+                             ("(?i)<c (?P<n>[^<>]+)>", "inline flags other than (?s)")]:
         spec = {"fields": {"x": {"open_pattern": pattern, "close": "</c>", "content": "text",
                                  "transform": {"n": "{n}", "v": "{content}"}}}, "start_anchor": "A:"}
         read = read_template(spec)
@@ -986,6 +1124,7 @@ def test_parity_summary(capsys):
           f"{FIGURES.get('delta_other_templates', 0)} synthetic/conformance templates, "
           f"{FIGURES.get('delta_cases', 0)} cases (vector x chunking x delta mode) equal; "
           f"{dict(sorted(FIGURES.get('delta_tally', {}).items()))}")
+    print(f"JS regex matcher: {FIGURES.get('rx searches', 0)} searches equal to the regex module's")
 
 
 LINEAR_JS = r"""
@@ -1002,6 +1141,11 @@ const make = {
   inside: (n) => '<tool_call>{"name": "f", "arguments": {"a": "' + "x</tool_call>".repeat(n),
   // a regex opener (REGEX_OPEN): many whole calls, then one start whose name runs into the end (held)
   regex: (n) => "<call f:1>{}</call> <call ".repeat(n) + "<call " + "a".repeat(n),
+  // regex openers the backtracking matcher runs (RX_TEMPLATE): many whole calls and cut starts,
+  // then a lazy name that runs into the end (held)
+  backtracking: (n) => '<call>f:1{}</call> <call>functions.g:2 <call>'.repeat(n) + "<call>" + "a".repeat(n),
+  // recover: an answer holding many closers of the call field, no opener (the matcher's stray search)
+  rxstray: (n) => "hi " + "x</call>".repeat(n),
 }[kind];
 function once(n, whole) {
   const text = make(n);
@@ -1029,7 +1173,8 @@ process.stdout.write(JSON.stringify(best));
 
 @needs_node
 @pytest.mark.parametrize("kind, errors", [("delimiters", "strict"), ("stray", "recover"), ("calls", "strict"),
-                                          ("inside", "recover"), ("regex", "strict")])
+                                          ("inside", "recover"), ("regex", "strict"), ("backtracking", "strict"),
+                                          ("rxstray", "recover")])
 def test_js_parser_is_linear(tmp_path, kind, errors):
     """Twice the output costs at most 2.5 times as much, whole and in 3-character chunks (CPU
     time, best of 2, the sizes alternating; docs/javascript.md): ``delimiters`` many delimiters while
@@ -1037,9 +1182,12 @@ def test_js_parser_is_linear(tmp_path, kind, errors):
     ``stray``: errors="recover", an answer holding many closers of another field (fails when the
     search for their opener runs to the end of the body each time); ``calls``: many json regions;
     ``inside``: errors="recover", closers inside an open JSON string (fails when each held closer
-    reads the body again); ``regex``: a regex opener's starts, whole and one held to the end."""
+    reads the body again); ``regex``: a regex opener's starts, whole and one held to the end;
+    ``backtracking`` and ``rxstray``: the same, and stray closers, for openers the backtracking
+    matcher runs."""
     spec = {"delimiters": str(REPO / "templates" / "kimi_vl.json"), "stray": SYNTHETIC["no_implicit"],
-            "regex": REGEX_OPEN}.get(kind, str(REPO / "templates" / "hermes2pro.json"))
+            "regex": REGEX_OPEN, "backtracking": RX_TEMPLATE,
+            "rxstray": RX_TEMPLATE}.get(kind, str(REPO / "templates" / "hermes2pro.json"))
     read = read_template(spec)
     shutil.copyfile(RUNTIME, tmp_path / "respc.mjs")
     (tmp_path / "parser.mjs").write_text(emit_js_module(read.template, read.automaton, command="x"), encoding="ascii")

@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": true,",
   " \"source\": \"templates/apertus.json\",",
   " \"sha256\": \"ca585071585a0fd90abed0a94cdc40aefea36b8a978d528f1073255fe086af9b\",",
@@ -227,6 +227,7 @@ export const TABLE = JSON.parse([
   "   1",
   "  ]",
   " ],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c|assistant_end|\u003e\",",

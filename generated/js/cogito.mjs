@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": false,",
   " \"source\": \"templates/cogito.json\",",
   " \"sha256\": \"291a59c8a6951631c950bdf80228ac2509ba7aed00db3f118bbe531478f3bd8b\",",
@@ -455,6 +455,7 @@ export const TABLE = JSON.parse([
   "   1",
   "  ]",
   " ],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c/think\u003e\",",

@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": false,",
   " \"source\": \"templates/command_r7b.json\",",
   " \"sha256\": \"a89af5d2ce286a95c0099d88bc231e0374355956d1b1297e14a98269f2bac82b\",",
@@ -227,6 +227,7 @@ export const TABLE = JSON.parse([
   "   1",
   "  ]",
   " ],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c|CHATBOT_TOKEN|\u003e\",",

@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": false,",
   " \"source\": \"templates/deepseek_v3.json\",",
   " \"sha256\": \"5bed78ebdc970d5e73954a96ba1675fd9ec232d2738b2ce9dba458f063d338d5\",",
@@ -398,6 +398,7 @@ export const TABLE = JSON.parse([
   "   0",
   "  ]",
   " ],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c\\uff5cend\\u2581of\\u2581sentence\\uff5c\u003e\",",

@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": true,",
   " \"source\": \"templates/exaone4.json\",",
   " \"sha256\": \"9abacd34cc4ae49ff3e0a926f29cfa70fee4a2155dfe573638bb8516f1222e57\",",
@@ -248,6 +248,7 @@ export const TABLE = JSON.parse([
   "   1",
   "  ]",
   " ],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c/think\u003e\",",

@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": false,",
   " \"source\": \"templates/gemma2.json\",",
   " \"sha256\": \"e0cc36a95a2da47984b72f25d527c7b57cca2d8ecd499b06d96958bf3e42d336\",",
@@ -67,6 +67,7 @@ export const TABLE = JSON.parse([
   "  }",
   " ],",
   " \"stray\": [],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003cend_of_turn\u003e\",",

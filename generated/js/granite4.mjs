@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": false,",
   " \"source\": \"templates/granite4.json\",",
   " \"sha256\": \"cedc9d1e1234bf2d4f31ca283aea8be7fc2246c9d5b266e196777b542992c4e5\",",
@@ -171,6 +171,7 @@ export const TABLE = JSON.parse([
   "   0",
   "  ]",
   " ],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c/tool_call\u003e\",",

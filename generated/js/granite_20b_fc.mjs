@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": true,",
   " \"source\": \"templates/granite_20b_fc.json\",",
   " \"sha256\": \"ed46b67c9d15d00fb1f30a7386a073279ab231576ff156556b6dfe7ecaee18b6\",",
@@ -150,6 +150,7 @@ export const TABLE = JSON.parse([
   "  }",
   " ],",
   " \"stray\": [],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003cfunction_call\u003e\",",

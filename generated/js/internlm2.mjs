@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": true,",
   " \"source\": \"templates/internlm2.json\",",
   " \"sha256\": \"cd32ef4902df4a7d0bcacaf339dc5cbcf63c5a94953ce0f5cf2fc681d39519a2\",",
@@ -301,6 +301,7 @@ export const TABLE = JSON.parse([
   "   0",
   "  ]",
   " ],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c|action_end|\u003e\",",

@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": false,",
   " \"source\": \"templates/mistral_nemo.json\",",
   " \"sha256\": \"7bb57e69446fd13aa108ca6d3e98c32038427b9ecaee2e3017f218f5ca1365df\",",
@@ -168,6 +168,7 @@ export const TABLE = JSON.parse([
   "   0",
   "  ]",
   " ],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c/s\u003e\",",

@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": false,",
   " \"source\": \"templates/olmo3_think.json\",",
   " \"sha256\": \"a8c326a0211b5c861bb0ca8c7fa7851627e4cb22ec502ed099a9f205b216d47a\",",
@@ -125,6 +125,7 @@ export const TABLE = JSON.parse([
   "   0",
   "  ]",
   " ],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c/think\u003e\",",

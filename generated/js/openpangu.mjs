@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": true,",
   " \"source\": \"templates/openpangu.json\",",
   " \"sha256\": \"750b3ca3b87ba6af4f528cbe268dc9e647dad050e8baf103e992a2cf0efe1295\",",
@@ -235,6 +235,7 @@ export const TABLE = JSON.parse([
   "   1",
   "  ]",
   " ],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c|tool_call_end|\u003e\",",

@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": true,",
   " \"source\": \"templates/phi4_mini.json\",",
   " \"sha256\": \"a58959fefcf4645ff5ca26f94d8f189f4025b7d48e40348672913ac3efc08228\",",
@@ -149,6 +149,7 @@ export const TABLE = JSON.parse([
   "  }",
   " ],",
   " \"stray\": [],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c|assistant|\u003e\",",

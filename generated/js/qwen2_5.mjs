@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": false,",
   " \"source\": \"templates/qwen2_5.json\",",
   " \"sha256\": \"57809451f84cf35328b0c7ae527fe274fe70c9c1473a0182b80e946269a2cf0c\",",
@@ -151,6 +151,7 @@ export const TABLE = JSON.parse([
   "   0",
   "  ]",
   " ],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c/tool_call\u003e\",",

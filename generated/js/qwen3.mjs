@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": true,",
   " \"source\": \"templates/qwen3.json\",",
   " \"sha256\": \"dcf60258d50792021353b152bae70059c76c6a1ae1e95438d0cdededf53a02bb\",",
@@ -219,6 +219,7 @@ export const TABLE = JSON.parse([
   "   1",
   "  ]",
   " ],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c/think\u003e\",",

@@ -11,7 +11,7 @@ import { makeParser, parseWith } from "./respc.mjs";
 // the template as data: JSON text read by JSON.parse (a key such as __proto__ is a plain key)
 export const TABLE = JSON.parse([
   "{",
-  " \"abi\": 2,",
+  " \"abi\": 3,",
   " \"v2\": true,",
   " \"source\": \"templates/solar_open.json\",",
   " \"sha256\": \"9072d376e11c8b90e902b22f2e6817b626a00d746298c4c4ef2b15b913049122\",",
@@ -312,6 +312,7 @@ export const TABLE = JSON.parse([
   "   1",
   "  ]",
   " ],",
+  " \"patterns\": [],",
   " \"reprs\": [",
   "  [",
   "   \"\u003c|begin|\u003eassistant\",",

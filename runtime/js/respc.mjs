@@ -14,7 +14,7 @@
 // Offsets in diagnostics count Unicode code points, as Python strings do (a JavaScript string
 // counts UTF-16 units); every internal index is a UTF-16 index.
 
-export const RUNTIME_ABI = 2;
+export const RUNTIME_ABI = 3;
 
 export const PREFIX_REQUIRED =
   "ResponseParser/parse_response requires `prefix` (the chat prompt sent to the model before " +
@@ -325,6 +325,170 @@ function findSequence(w, buf, pos, n, complete) {
   return null;
 }
 
+// --- regex delimiters the sequence walker does not read (compiler/emit_js.py _program) ---------
+// A backtracking matcher over the pattern's parse tree as the compiler wrote it, in the regex
+// module's order (alternatives left to right, greedy repeats longest first, lazy ones shortest
+// first, an atomic group keeps its first way through), reading code points; each character class
+// is the code point ranges the regex module gives it. It answers a search as the regex module's
+// ``search(buf, pos, endpos, partial=True)`` does: the leftmost complete match if there is one;
+// else (partial) the leftmost start from which some way tried runs into ``endpos`` (more text
+// could still complete it), tried in the same order and, under an atomic group, only up to its
+// first way through, so the compiled probe ``(?>P)(?!)`` finds where more text could change P's
+// answer (compiler/automaton.py, edge_probe). Nodes: ["c", ranges] one character, ["s", items],
+// ["l", text] literal characters, ["|", alternatives], ["g", number, node] a group, ["r", min, max (-1: none), greedy, node],
+// ["=", node] / ["!", node] lookaheads, [">", node] an atomic group, ["^"] the text's start.
+
+class RxRun {
+  constructor(buf, end, ngroups, start0) {
+    this.buf = buf; this.end = end; this.hit = false; this.partial = false; this.start0 = start0;
+    this.caps = new Array(ngroups + 1).fill(null);
+  }
+
+  // one character of `ranges` at i: its code point's width in UTF-16 units, 0 when it is not one
+  one(ranges, i) {
+    if (i >= this.end) { this.hit = true; return 0; }
+    const c = this.buf.codePointAt(i);
+    if (!inRanges(ranges, c)) return 0;
+    return c > 0xffff && i + 1 < this.end ? 2 : 1;
+  }
+
+  m(node, i, k) {
+    if (this.partial && this.hit) return false;  // a partial search's answer is known: stop
+    switch (node[0]) {
+      case "c": {
+        const w = this.one(node[1], i);
+        return w > 0 && k(i + w);
+      }
+      case "l": {
+        const t = node[1], buf = this.buf;
+        for (let x = 0; x < t.length; x++) {
+          if (i + x >= this.end) { this.hit = true; return false; }
+          if (buf.charCodeAt(i + x) !== t.charCodeAt(x)) return false;
+        }
+        return k(i + t.length);
+      }
+      case "s": return this.seq(node[1], 0, i, k);
+      case "|": {
+        for (const alt of node[1]) if (this.m(alt, i, k)) return true;
+        return false;
+      }
+      case "g": {
+        const n = node[1], old = this.caps[n];
+        if (this.m(node[2], i, (j) => {
+          const before = this.caps[n];
+          this.caps[n] = [i, j];
+          if (k(j)) return true;
+          this.caps[n] = before;
+          return false;
+        })) return true;
+        this.caps[n] = old;
+        return false;
+      }
+      case "r": return node[4][0] === "c" ? this.run(node, i, k) : this.rep(node, 0, i, k);
+      case "=": case "!": {
+        const saved = this.caps.slice();
+        const found = this.m(node[1], i, () => true);
+        if (node[0] === "!") { this.caps = saved; return !found && k(i); }
+        if (!found) { this.caps = saved; return false; }
+        if (k(i)) return true;
+        this.caps = saved;
+        return false;
+      }
+      case ">": {
+        const saved = this.caps.slice();
+        let to = -1;
+        if (!this.m(node[1], i, (j) => { to = j; return true; })) { this.caps = saved; return false; }
+        if (k(to)) return true;
+        this.caps = saved;
+        return false;
+      }
+      case "^": return i === 0 && this.start0 && k(i);
+      default: throw new Error(`unknown regex node ${node[0]}`);
+    }
+  }
+
+  seq(items, x, i, k) {
+    if (x === items.length) return k(i);
+    return this.m(items[x], i, (j) => this.seq(items, x + 1, j, k));
+  }
+
+  // a repeat of one character class, without recursion per character
+  run(node, i, k) {
+    const [, min, max, greedy, item] = node;
+    const ranges = item[1];
+    if (greedy) {
+      const at = [i];
+      let j = i;
+      while (max < 0 || at.length - 1 < max) {
+        const w = this.one(ranges, j);
+        if (w === 0) break;
+        j += w;
+        at.push(j);
+      }
+      if (this.partial && this.hit) return false;
+      for (let c = at.length - 1; c >= min; c--) if (k(at[c])) return true;
+      return false;
+    }
+    let j = i;
+    for (let c = 0; ; c++) {
+      if (c >= min && k(j)) return true;
+      // followed by a literal (compiler/emit_js.py _mark_lazy_tails): the regex module reports a
+      // partial match when the character the literal was not found at is the text's last one
+      if (c >= min && node[5] === true && j < this.end && j + (this.buf.codePointAt(j) > 0xffff ? 2 : 1) >= this.end) this.hit = true;
+      if (this.partial && this.hit) return false;
+      if (max >= 0 && c >= max) return false;
+      const w = this.one(ranges, j);
+      if (w === 0) return false;
+      j += w;
+    }
+  }
+
+  // a repeat of anything else; a pass that takes nothing ends the repeat (as the regex module does)
+  rep(node, c, i, k) {
+    const [, min, max, greedy, body] = node;
+    const more = () => (max < 0 || c < max) && this.m(body, i, (j) => (j === i && c >= min ? false : this.rep(node, c + 1, j, k)));
+    if (greedy) return more() || (c >= min && k(i));
+    return (c >= min && k(i)) || more();
+  }
+}
+
+/**
+ * The regex module's ``search(buf, pos, end, partial=...)`` of compiled pattern ``p`` (``{tree,
+ * groups, first}``): [start, end, partial, groups by name or null], or null. ``start0``: offset 0
+ * of ``buf`` is the text's start (``^`` may match there). ``last``: no start after it is tried
+ * (the scanner asks whether a probe starts at or before a match: starts past it cannot answer,
+ * and trying them would read the rest of the buffer once per match).
+ */
+export function rxSearch(p, buf, pos, end, partial, start0, last = end) {
+  const first = p.first;
+  let to = -1;
+  const found = (j) => { to = j; return true; };
+  const runs = p.never ? [] : [false];  // a probe never matches: only its partial phase
+  if (partial) runs.push(true);
+  for (const phase of runs) {
+    const r = new RxRun(buf, end, p.ngroups, start0);
+    r.partial = phase;
+    for (let s = pos; s <= last; s += (s + 1 < end && buf.charCodeAt(s) >= 0xd800 && buf.charCodeAt(s) <= 0xdbff &&
+      buf.charCodeAt(s + 1) >= 0xdc00 && buf.charCodeAt(s + 1) <= 0xdfff) ? 2 : 1) {
+      if (first !== null && s < end && !inRanges(first, buf.codePointAt(s))) continue;
+      r.hit = false;
+      if (p.ngroups) r.caps.fill(null);
+      to = -1;
+      const ok = r.m(p.tree, s, found);
+      if (ok && !phase) {
+        let groups = null;
+        if (p.groups.length) {
+          groups = {};
+          for (const [n, name] of p.groups) put(groups, name, r.caps[n] === null ? null : buf.slice(r.caps[n][0], r.caps[n][1]));
+        }
+        return [s, to, false, groups];
+      }
+      if (phase && r.hit) return [s, end, true, null];
+    }
+  }
+  return null;
+}
+
 // held characters from which a pending hold is scanned again only once it has doubled (runtime/stream.py)
 const LONG_HOLD = 1024;
 
@@ -339,6 +503,7 @@ const BLOCK = 64;
  * is quadratic in a long literal made of one repeated character).
  */
 function plainChunk(text, st) {
+  if (!st.plain) return false;
   const n = text.length;
   for (let k = 0; k < st.lits.length; k++) {
     const lit = st.lits[k];
@@ -426,6 +591,7 @@ export class StreamParser {
     this._spans = new Map();
     this._buf = "";
     this._pos = 0;
+    this._cut = false;  // whether text was dropped from the buffer's front (see _run)
     this._state = 0;
     this._enter(T.outside);
     this._out = new Map(Object.entries(T.defaults).map(([k, v]) => [k, copy(v)]));
@@ -630,6 +796,61 @@ export class StreamParser {
     let bs = -1, be = -1, br = -1, slot = 0, bg = null;
     let hold = n;
     for (const w of st.watches) {
+      if (w.rx) {
+        // a regex open the walker does not read (compiler/emit_js.py _program): the regex
+        // module's partial search, then its probe decides whether more text could change the
+        // answer (runtime/scanners.py state_scanner, the same steps)
+        const x = w.rx;
+        let m = memo[st.slot0 + slot];
+        if (m === undefined || (m !== -1 && m[0] < pos)) {
+          // every match starts with a lead: the search starts at the first one, or at a proper
+          // prefix of one ending the buffer (a start before either can neither match nor run into
+          // the end), and with neither there is nothing to find (runtime/scanners.py lead_search)
+          let from = pos;
+          if (x.leads !== null) {
+            from = n;
+            for (let k = 0; k < x.leads.length; k++) {
+              const lead = x.leads[k];
+              const at = buf.indexOf(lead, pos);
+              if (at >= 0 && at < from) from = at;
+              if (!eos) {
+                const held = heldPrefix(buf, Math.max(pos, n - lead.length + 1), lead, (x.fails ??= [])[k] ??= failTable(lead));
+                if (held > 0 && n - held < from) from = n - held;
+              }
+            }
+          }
+          m = (from < n || x.leads === null) ? rxSearch(x, buf, from, n, !eos, !this._cut) : null;
+          if (m !== null) m.push(from);  // where its probe starts too (m[4])
+          memo[st.slot0 + slot] = m ??= -1;
+        }
+        slot++;
+        if (m === -1) continue;
+        let i = m[0];
+        const e = m[1];
+        if (!eos) {
+          if (m[2] || e === n) {
+            // partial, or complete at the buffer's edge: held from its start, or from an earlier
+            // start of the probe's that runs into its start (searched up to it, the text then
+            // ending there: a lead's proper prefix just before it counts, so from pos)
+            if (!m[2]) {
+              const q = rxSearch(x.probe, buf, x.edgeFull ? Math.max(m[4], pos) : pos, x.edgeFull ? n : i, true, !this._cut, i);
+              if (q !== null && q[0] < i) i = q[0];
+            }
+            if (i < hold) hold = i;
+            continue;
+          }
+          const q = rxSearch(x.probe, buf, Math.max(m[4], pos), n, true, !this._cut, i);
+          if (q !== null && q[0] <= i) {
+            if (q[0] < hold) hold = q[0];
+            continue;
+          }
+        }
+        const L = e - i;
+        if (bs < 0 || i < bs || (i === bs && (L > be - bs || (L === be - bs && w.rank < br)))) {
+          bs = i; be = e; br = w.rank; bg = m[3];
+        }
+        continue;
+      }
       if (w.regex) {
         // a regex open (compiler/emit_js.py _sequence): its leftmost start that is complete or,
         // before the end of the output, runs into the end of the text (held: D2)
@@ -787,6 +1008,7 @@ export class StreamParser {
     const keep = this._tent === null ? pos : Math.min(pos, this._tent[0]);
     this._buf = buf.slice(keep);
     this._pos = pos - keep;
+    if (keep > 0) this._cut = true;  // offset 0 of the buffer is no longer the text's start (^)
     const d = this._cdefer;
     if (d !== null) { d[0] -= keep; d[1] -= keep; d[2] -= keep; d[4] -= keep; }
     if (this._tent !== null) { this._tent[0] -= keep; this._tent[1] -= keep; }
@@ -1245,7 +1467,8 @@ export class StreamParser {
       const next = Array.isArray(openers) ? openers.map(() => -2) : null;  // per opener: its first place at or after since (-1: none)
       while (j >= 0) {
         // a regex opener: a complete match inside text[since:j] (Python: opener.search(text, since, j))
-        let found = !Array.isArray(openers) && findSequence(openers, text, since, j, true) !== null;
+        let found = !Array.isArray(openers) && (openers.rx ? rxSearch(openers.rx, text, since, j, false, true) !== null
+          : findSequence(openers, text, since, j, true) !== null);
         for (let m = 0; next !== null && m < openers.length; m++) {
           const o = openers[m];
           if (next[m] === -2 || (next[m] >= 0 && next[m] < since)) next[m] = text.indexOf(o, since);
@@ -1352,17 +1575,29 @@ export function makeParser(table) {
     f.qname = table.repr.get(f.name) ?? pyRepr(f.name);
     f.qslot = f.slot === null ? null : table.repr.get(f.slot) ?? pyRepr(f.slot);
   }
+  const probe = (x) => {
+    // the D2 probe of a regex open (compiler/automaton.py edge_probe): (?>(?:P))(?!), searched
+    // partially only (it never matches), starting where P can
+    if (x.probe === undefined) x.probe = { tree: ["s", [[">", x.tree], ["!", ["s", []]]]], ngroups: x.ngroups, groups: [], first: x.first, never: true };
+  };
+  // a regex opener the matcher runs is written once (table.patterns) and named by its index
+  const patterns = table.patterns ?? [];
+  for (const x of patterns) probe(x);
+  for (const entry of table.stray) if (!Array.isArray(entry[1]) && typeof entry[1].rx === "number") entry[1].rx = patterns[entry[1].rx];
   for (const s of table.states) {
+    for (const w of s.watches) if (typeof w.rx === "number") w.rx = patterns[w.rx];
     s.span = Math.max(0, ...s.watches.flatMap((w) => w.literals.map((l) => l.length - 1)));
     // the literals a chunk is searched for: each literal, and each regex open's lead (a chunk
     // holding none, and ending with no proper prefix of one, is plain text: plainChunk); held: the
     // literals whose proper prefix ending the buffer is held back (_scan; a regex open holds its own)
-    s.lits = s.watches.flatMap((w) => (w.regex ? [w.lead] : w.literals));
+    s.lits = s.watches.flatMap((w) => (w.regex ? [w.lead] : w.rx ? w.rx.leads ?? [] : w.literals));
+    // a regex open without leads can start anywhere: every chunk is scanned
+    s.plain = !s.watches.some((w) => w.rx && w.rx.leads === null);
     s.fails = s.lits.map(() => undefined);  // each one's failure table, built on first use
     s.held = s.watches.flatMap((w) => w.literals);
     s.heldFails = s.held.map(() => undefined);
     s.slot0 = slots;
-    slots += s.watches.reduce((k, w) => k + w.literals.length + (w.regex ? 1 : 0), 0);
+    slots += s.watches.reduce((k, w) => k + w.literals.length + (w.regex || w.rx ? 1 : 0), 0);
   }
   return class ResponseParser extends StreamParser {
     static TABLE = table;
