@@ -1199,13 +1199,21 @@ class ChatCompletionStream:
         if not self._ticking:  # (no open region's reader needs a tick: the commonest case)
             return
         parser = self.parser
-        region = getattr(parser, "_region", None)
-        state = self._open.get(id(region)) if region is not None else None
-        if state is None or state[0] is None or not getattr(parser, "_opened", False):
+        try:  # (cheaper than getattr with a default when the attribute is there: the generated parser's case)
+            region = parser._region
+        except AttributeError:
+            return
+        state = self._open.get(id(region))
+        if state is None or (reader := state[0]) is None:
+            return
+        try:
+            if not parser._opened:
+                return
+        except AttributeError:
             return
         plan = self._plans.get(id(region))
         if plan is not None:
-            plan.tick(state[0], self, state[1], region)
+            plan.tick(reader, self, state[1], region)
 
     def _malformed_tools(self, region: Any, event: dict) -> bool:
         """A tool region ended with ``region_malformed`` (errors="recover"). Returns True when
