@@ -526,10 +526,10 @@ class ChatCompletionStream:
         for both closures (``feed`` and ``feed_sse`` may be mixed on one stream).
 
         While ``current[0]`` names a block, a chunk that ``StreamParser.feed_text`` would return as its
-        text is fed by the lines of that quickest branch, inlined (its conditions on the parser's state
-        and the chunk, the append to the block's body): the call into ``feed_text`` cost each text chunk
-        about a quarter of the adapter's share (measured on CPython 3.11, benchmarks/README.md "OpenAI
-        deltas"). Every other chunk goes through ``feed_text``, as before. A chunk with no event
+        text is fed by the lines of its two quickest branches, inlined (their conditions on the parser's
+        state and the chunk, the append to the block's body): the call into ``feed_text`` cost each text
+        chunk about a quarter of the adapter's share (measured on CPython 3.11, benchmarks/README.md
+        "OpenAI deltas"). Every other chunk goes through ``feed_text``, as before. A chunk with no event
         after the role chunk (the parser holds a possible delimiter) gives nothing, as :meth:`_other`
         gives, without the way through it.
 
@@ -561,16 +561,25 @@ class ChatCompletionStream:
 
             def feed_sse(text: Any) -> str:
                 state = current[0]
+                got = None
                 if state is not None and parser._quiet and text.__class__ is str and not parser._dirty \
-                        and not parser._wide and parser._trigger not in text and text:
-                    # (StreamParser.feed_text's quickest branch, inlined: see the docstring)
-                    body = parser._body
-                    body.append(text)
-                    if len(body) >= BLOCK:
-                        parser._blocks.append("".join(body))
-                        body.clear()
-                    got = text
-                else:
+                        and parser._trigger not in text and text:
+                    # (StreamParser.feed_text's two quickest branches, inlined: see the docstring)
+                    if not parser._wide:
+                        got = text
+                    elif parser._t2 not in text and parser._t3 not in text:
+                        context = parser._context
+                        if not context or len(text) >= context:
+                            if context:
+                                parser._last = text
+                            got = text
+                    if got is not None:
+                        body = parser._body
+                        body.append(text)
+                        if len(body) >= BLOCK:
+                            parser._blocks.append("".join(body))
+                            body.clear()
+                if got is None:
                     got = parser_text(text)
                     if got.__class__ is str:
                         if state is None:
@@ -613,16 +622,25 @@ class ChatCompletionStream:
 
         def feed(text: Any) -> list[dict]:
             state = current[0]
+            got = None
             if state is not None and parser._quiet and text.__class__ is str and not parser._dirty \
-                    and not parser._wide and parser._trigger not in text and text:
-                # (StreamParser.feed_text's quickest branch, inlined, as in feed_sse)
-                body = parser._body
-                body.append(text)
-                if len(body) >= BLOCK:
-                    parser._blocks.append("".join(body))
-                    body.clear()
-                got = text
-            else:
+                    and parser._trigger not in text and text:
+                # (StreamParser.feed_text's two quickest branches, inlined, as in feed_sse)
+                if not parser._wide:
+                    got = text
+                elif parser._t2 not in text and parser._t3 not in text:
+                    context = parser._context
+                    if not context or len(text) >= context:
+                        if context:
+                            parser._last = text
+                        got = text
+                if got is not None:
+                    body = parser._body
+                    body.append(text)
+                    if len(body) >= BLOCK:
+                        parser._blocks.append("".join(body))
+                        body.clear()
+            if got is None:
                 got = parser_text(text)
                 if got.__class__ is str:
                     if state is None:
