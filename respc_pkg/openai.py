@@ -533,10 +533,12 @@ class ChatCompletionStream:
         after the role chunk (the parser holds a possible delimiter) gives nothing, as :meth:`_other`
         gives, without the way through it.
 
-        The stream's state is bound as closure variables (cheaper than attribute lookups), as few
-        as each closure needs: every free variable costs every call, so the two cases are two
-        closures rather than one with a flag (measured: a flag and two more variables cost about
-        3 % of the parser's per-chunk instructions); the text-hold lines are the same in both."""
+        The stream's state is bound as closure variables (cheaper than attribute lookups). The two
+        cases are one closure with a flag (``sse``, read where the results differ): once the
+        parser's branches were inlined, two closures repeated them, and one closure with the flag
+        measured the same (least of 9 interleaved runs, seven templates: medians 1.585x and 1.574x
+        the parser; an earlier measurement, before the inlining, put a flag and two more variables
+        at about 3 % of the parser's per-chunk instructions)."""
         parser = self.parser
         fast = self._fast_now
         open_regions = self._open
@@ -554,78 +556,17 @@ class ChatCompletionStream:
             def settle(result: Any) -> Any:
                 return result
 
-        if sse:
-            other_sse = self._other_sse
-            tool_sse = self._tool_sse
-            surrogate = _SURROGATE.search
-
-            def feed_sse(text: Any) -> str:
-                state = current[0]
-                got = None
-                if state is not None and parser._quiet and text.__class__ is str and not parser._dirty \
-                        and parser._trigger not in text and text:
-                    # (StreamParser.feed_text's two quickest branches, inlined: see the docstring)
-                    if not parser._wide:
-                        got = text
-                    elif parser._t2 not in text and parser._t3 not in text:
-                        context = parser._context
-                        if not context or len(text) >= context:
-                            if context:
-                                parser._last = text
-                            got = text
-                    if got is not None:
-                        body = parser._body
-                        body.append(text)
-                        if len(body) >= BLOCK:
-                            parser._blocks.append("".join(body))
-                            body.clear()
-                if got is None:
-                    got = parser_text(text)
-                    if got.__class__ is str:
-                        if state is None:
-                            return settle(other_sse([{"type": "region_chunk", "field": parser._name, "text": got,
-                                                      "dirty": False}]))
-                    elif len(got) == 1 and (event := got[0])["type"] == "region_chunk":
-                        if open_regions:
-                            if event["field"] == "tool_calls" and fast:
-                                return tool_sse(event["text"])  # (the open regions stay as they were: current[0] too)
-                            return settle(other_sse(got))
-                        if (state := fast.get(event["field"])) is not None and state.started:
-                            got = event["text"]
-                        else:
-                            return settle(other_sse(got))
-                    elif not got and fast:
-                        return settle("")  # (the parser holds a possible delimiter: what _other gives)
-                    else:
-                        return settle(other_sse(got))
-                body = got.rstrip()
-                if body is not got:  # (str.rstrip returns the string itself when unchanged)
-                    if not body:
-                        state.pending += got
-                        return ""
-                    state.pending, got = got[len(body):], state.pending + body
-                elif state.pending:
-                    got = state.pending + got
-                    state.pending = ""
-                state.parts.append(got)
-                # (measured on CPython 3.11: an f-string of the three pieces is about a fifth cheaper than
-                # str.join of a tuple, which is cheaper than "+" or "%")
-                if got.isascii() or surrogate(got) is None:
-                    return f"{state.sse_head}{_encode_string(got)}{state.sse_tail}"
-                return _wire(f"{state.sse_head}{_encode_string(got)}{state.sse_tail}")
-
-            feed_sse.__doc__ = ChatCompletionStream.feed_sse.__doc__
-            return feed_sse
-        other = self._other
-        tool = self._tool_chunk
+        other = self._other_sse if sse else self._other
+        tool = self._tool_sse if sse else self._tool_chunk
         outer, inner = self._outer, self._inner
+        surrogate = _SURROGATE.search
 
-        def feed(text: Any) -> list[dict]:
+        def feed(text: Any) -> Any:
             state = current[0]
             got = None
             if state is not None and parser._quiet and text.__class__ is str and not parser._dirty \
                     and parser._trigger not in text and text:
-                # (StreamParser.feed_text's two quickest branches, inlined, as in feed_sse)
+                # (StreamParser.feed_text's two quickest branches, inlined: see the docstring)
                 if not parser._wide:
                     got = text
                 elif parser._t2 not in text and parser._t3 not in text:
@@ -649,33 +590,40 @@ class ChatCompletionStream:
                 elif len(got) == 1 and (event := got[0])["type"] == "region_chunk":
                     if open_regions:
                         if event["field"] == "tool_calls" and fast:
-                            return tool(event)  # (the open regions stay as they were: current[0] too)
+                            return tool(event["text"])  # (the open regions stay as they were: current[0] too)
                         return settle(other(got))
                     if (state := fast.get(event["field"])) is not None and state.started:
                         got = event["text"]
                     else:
                         return settle(other(got))
                 elif not got and fast:
-                    return settle([])  # (the parser holds a possible delimiter: what _other gives)
+                    # (the parser holds a possible delimiter: what _other gives, without the way through it)
+                    return settle("" if sse else [])
                 else:
                     return settle(other(got))
             body = got.rstrip()
-            if body is not got:
+            if body is not got:  # (str.rstrip returns the string itself when unchanged)
                 if not body:
                     state.pending += got
-                    return []
+                    return "" if sse else []
                 state.pending, got = got[len(body):], state.pending + body
             elif state.pending:
                 got = state.pending + got
                 state.pending = ""
             state.parts.append(got)
+            if sse:
+                # (measured on CPython 3.11: an f-string of the three pieces is about a fifth cheaper than
+                # str.join of a tuple, which is cheaper than "+" or "%")
+                if got.isascii() or surrogate(got) is None:
+                    return f"{state.sse_head}{_encode_string(got)}{state.sse_tail}"
+                return _wire(f"{state.sse_head}{_encode_string(got)}{state.sse_tail}")
             choice = inner.copy()
             choice["delta"] = {state.key: got}
             chunk = outer.copy()
             chunk["choices"] = [choice]
             return [chunk]
 
-        feed.__doc__ = ChatCompletionStream.feed.__doc__
+        feed.__doc__ = (ChatCompletionStream.feed_sse if sse else ChatCompletionStream.feed).__doc__
         return feed
 
     def _other(self, events: list[dict]) -> list[dict]:
@@ -692,7 +640,7 @@ class ChatCompletionStream:
             elif len(events) == 1 and self._open:
                 event = events[0]
                 if event["type"] == "region_chunk" and event["field"] == "tool_calls":
-                    return self._tool_chunk(event)
+                    return self._tool_chunk(event["text"])
         return self._general(events)
 
     def _tool_sse(self, text: str) -> str:
@@ -701,14 +649,7 @@ class ChatCompletionStream:
         The commonest result, one argument fragment, is the stream's pre-serialized text around the
         fragment's JSON string (:attr:`_sse_args`, byte for byte :meth:`_built_sse`'s); any other
         deltas go through :meth:`_built_sse`."""
-        deltas: list[tuple] = []
-        self._deltas = deltas
-        # (a chunk event names no region: it belongs to the tool region opened last, as in _chunks)
-        state = self._open.get(self._tool_open)
-        if state is not None and state[0] is not None:
-            state[0].feed(text)
-        if self._ticking:
-            self._name_from_groups()
+        deltas = self._tool_read(text)
         if not deltas:
             return ""
         if len(deltas) == 1:
@@ -871,19 +812,25 @@ class ChatCompletionStream:
                     self._malformed_text(self._texts[into], event["text"])
         return self._emit(deltas)
 
-    def _tool_chunk(self, event: dict) -> list[dict]:
-        """What :meth:`_chunks` does with one ``region_chunk`` event of a tool region, without
-        its event loop (the fast path's tool case: the role chunk was sent)."""
+    def _tool_chunk(self, text: str) -> list[dict]:
+        """What :meth:`_chunks` does with the text of one ``region_chunk`` event of a tool region,
+        without its event loop (the fast path's tool case: the role chunk was sent)."""
+        deltas = self._tool_read(text)
+        # (the role chunk was sent: no deltas, no chunks)
+        return self._built(deltas) if deltas else []
+
+    def _tool_read(self, text: str) -> list[tuple]:
+        """Feed ``text`` (a ``region_chunk`` of a tool region) to the reader of the tool region opened
+        last and tick it; return the deltas that gave (:meth:`_tool_chunk`, :meth:`_tool_sse`)."""
         deltas: list[tuple] = []
         self._deltas = deltas
         # (a chunk event names no region: it belongs to the tool region opened last, as in _chunks)
         state = self._open.get(self._tool_open)
         if state is not None and state[0] is not None:
-            state[0].feed(event["text"])
+            state[0].feed(text)
         if self._ticking:
             self._name_from_groups()
-        # (the role chunk was sent: no deltas, no chunks)
-        return self._built(deltas) if deltas else []
+        return deltas
 
     def _emit(self, deltas: list[tuple]) -> list[dict]:
         """The chunks of one ``feed``'s deltas (after the events were read): the name read from
