@@ -475,7 +475,7 @@ class ChatCompletionStream:
         # wire the heads and tails again)
         self._sse_head, self._sse_tail = map(_wire, _split_json(self._chunk(_SENTINEL)))
         #: the server-sent-event text of a chunk whose delta is one argument fragment, around the call's
-        #: index and the fragment's JSON string (:meth:`_tool_sse`; as :meth:`_built_sse` writes it)
+        #: index and the fragment's JSON string (:meth:`_tool_chunk`; as :meth:`_built_sse` writes it)
         self._sse_args = (self._sse_head + '{"tool_calls": [{"index": ', ', "function": {"arguments": ',
                           "}}]}" + self._sse_tail)
         self._sse_ends: dict[str, str] = {}  # finish reason -> the tail of a chunk with it
@@ -557,7 +557,7 @@ class ChatCompletionStream:
                 return result
 
         other = self._other_sse if sse else self._other
-        tool = self._tool_sse if sse else self._tool_chunk
+        tool = self._tool_chunk
         outer, inner = self._outer, self._inner
         surrogate = _SURROGATE.search
 
@@ -590,7 +590,7 @@ class ChatCompletionStream:
                 elif len(got) == 1 and (event := got[0])["type"] == "region_chunk":
                     if open_regions:
                         if event["field"] == "tool_calls" and fast:
-                            return tool(event["text"])  # (the open regions stay as they were: current[0] too)
+                            return tool(event["text"], sse)  # (the open regions stay as they were: current[0] too)
                         return settle(other(got))
                     if (state := fast.get(event["field"])) is not None and state.started:
                         got = event["text"]
@@ -642,23 +642,6 @@ class ChatCompletionStream:
                 if event["type"] == "region_chunk" and event["field"] == "tool_calls":
                     return self._tool_chunk(event["text"])
         return self._general(events)
-
-    def _tool_sse(self, text: str) -> str:
-        """What :meth:`_tool_chunk` does with the text of one ``region_chunk`` event of an open tool
-        region, as server-sent-event text (the fast ``feed_sse``'s tool case: the role chunk was sent).
-        The commonest result, one argument fragment, is the stream's pre-serialized text around the
-        fragment's JSON string (:attr:`_sse_args`, byte for byte :meth:`_built_sse`'s); any other
-        deltas go through :meth:`_built_sse`."""
-        deltas = self._tool_read(text)
-        if not deltas:
-            return ""
-        if len(deltas) == 1:
-            kind, key, payload = deltas[0]
-            if kind == "args":  # (argument text carries no surrogate: _scanned, send_piece; nor do the heads)
-                self._calls[key].shown = True
-                head, mid, tail = self._sse_args
-                return f"{head}{key}{mid}{_encode_string(payload)}{tail}"
-        return _wire("".join(self._built_sse([], _merged(deltas) if len(deltas) > 1 else deltas)))
 
     def _other_sse(self, events: list[dict]) -> str:
         """:meth:`_other` as server-sent-event text: its chunks are built as text (:meth:`_built_sse`)."""
@@ -812,16 +795,14 @@ class ChatCompletionStream:
                     self._malformed_text(self._texts[into], event["text"])
         return self._emit(deltas)
 
-    def _tool_chunk(self, text: str) -> list[dict]:
-        """What :meth:`_chunks` does with the text of one ``region_chunk`` event of a tool region,
-        without its event loop (the fast path's tool case: the role chunk was sent)."""
-        deltas = self._tool_read(text)
-        # (the role chunk was sent: no deltas, no chunks)
-        return self._built(deltas) if deltas else []
-
-    def _tool_read(self, text: str) -> list[tuple]:
-        """Feed ``text`` (a ``region_chunk`` of a tool region) to the reader of the tool region opened
-        last and tick it; return the deltas that gave (:meth:`_tool_chunk`, :meth:`_tool_sse`)."""
+    def _tool_chunk(self, text: str, sse: bool = False) -> Any:
+        """What :meth:`_chunks` does with the text of one ``region_chunk`` event of a tool region, without
+        its event loop (the fast path's tool case: the role chunk was sent): the reader of the tool region
+        opened last is fed and ticked; returns the chunks of the deltas that gave, or with ``sse`` their
+        server-sent-event text (the fast ``feed_sse``'s). There the commonest result, one argument
+        fragment, is the stream's pre-serialized text around the fragment's JSON string
+        (:attr:`_sse_args`, byte for byte :meth:`_built_sse`'s); any other deltas go through
+        :meth:`_built_sse`."""
         deltas: list[tuple] = []
         self._deltas = deltas
         # (a chunk event names no region: it belongs to the tool region opened last, as in _chunks)
@@ -830,7 +811,17 @@ class ChatCompletionStream:
             state[0].feed(text)
         if self._ticking:
             self._name_from_groups()
-        return deltas
+        if not deltas:  # (the role chunk was sent: no deltas, no chunks)
+            return "" if sse else []
+        if not sse:
+            return self._built(deltas)
+        if len(deltas) == 1:
+            kind, key, payload = deltas[0]
+            if kind == "args":  # (argument text carries no surrogate: _scanned, send_piece; nor do the heads)
+                self._calls[key].shown = True
+                head, mid, tail = self._sse_args
+                return f"{head}{key}{mid}{_encode_string(payload)}{tail}"
+        return _wire("".join(self._built_sse([], _merged(deltas) if len(deltas) > 1 else deltas)))
 
     def _emit(self, deltas: list[tuple]) -> list[dict]:
         """The chunks of one ``feed``'s deltas (after the events were read): the name read from
