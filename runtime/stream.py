@@ -2236,7 +2236,9 @@ class StreamParser:
         :meth:`feed` returns (``list[dict]``). Same state changes as :meth:`feed`; the same errors.
 
         (The two quickest branches of :meth:`feed`, repeated: a call between them would cost each
-        chunk what this saves.)"""
+        chunk what this saves. Both are repeated again, inline, in ``respc_pkg/openai.py``
+        ``ChatCompletionStream._fast_feed``: a change of their conditions or of what they append must be
+        made there too.)"""
         if self._quiet and text.__class__ is str and not self._dirty and self._trigger not in text and text:
             if not self._wide:
                 body = self._body

@@ -577,6 +577,28 @@ def test_sse_of_unusual_names_usage_and_length():
             assert choice.message.content == "%d\t\u2028tab"
 
 
+def test_sse_of_a_model_name_with_a_surrogate():
+    """A model name, completion id or reasoning key holding a lone surrogate (a str a server took from a
+    request without checking it) goes out as its JSON escape in every event, on the fast paths too (the
+    event heads are wired once, when the stream is made): ``feed_sse`` equals ``sse()`` of the chunks and
+    encodes as UTF-8 (docs/security.md, "Red team s12b"). Text chunks, a call's name and argument
+    fragments, each chunking."""
+    text = "<think>\nweigh it</think>\n\nThe answer, at some length. <tool_call>" \
+           '{"name": "f", "arguments": {"k": "some value"}}</tool_call>'
+    options = dict(model="m\ud800", completion_id="chatcmpl-\udfff", created=0, reasoning_field="why\ud83d",
+                   ids=lambda n: f"call_{n}")
+    for size in (1, 4, 1000):
+        chunks = [text[i:i + size] for i in range(0, len(text), size)]
+        dicts = ChatCompletionStream(_qwen3().ResponseParser(""), **options)
+        want = sse([c for piece in chunks for c in dicts.feed(piece)] + dicts.finalize())
+        events = ChatCompletionStream(_qwen3().ResponseParser(""), **options)
+        pieces = [events.feed_sse(piece) for piece in chunks] + [events.finalize_sse(done=False)]
+        assert "".join(pieces) == want, size
+        for piece in pieces:
+            piece.encode("utf-8")  # (raised UnicodeEncodeError on the fast paths' events before)
+        assert want.count('"model": "m\\ud800"') == want.count("data: ") >= 4
+
+
 def test_json_reader_string_runs_on_random_bodies(monkeypatch):
     """The JSON reader takes runs (string characters, whitespace, scalars, nested values) in one step: on
     seeded random argument objects (escapes, quotes, control characters, non-ASCII, nesting, typed values

@@ -392,7 +392,7 @@ class ArgumentReader:
     """
 
     __slots__ = ("mode", "plan", "text", "ready", "cur", "keys", "begun", "dead", "value", "strip", "seen",
-                 "known", "lazy", "rest", "fresh", "edge")
+                 "known", "lazy", "rest", "fresh", "edge", "wait")
 
     def __init__(self, plan: tuple, value: Callable, strip: Callable) -> None:
         self.mode = "xml"
@@ -415,6 +415,9 @@ class ArgumentReader:
         self.rest: list[str] = []
         self.fresh = 0
         self.edge = ""
+        #: the opening's last literal, when the last scan stopped waiting for it (the text kept, at most 64
+        #: characters, begins at a tag whose literal start came): the next scan looks for it alone first
+        self.wait: str | None = None
 
     def feed(self, text: str) -> None:
         """Take the next piece of the body (read by :meth:`scan`)."""
@@ -452,6 +455,17 @@ class ArgumentReader:
         the first place the opening or the closing can begin (:class:`_Starts`): text with no such place is
         decided by ``str.find`` alone, a cut literal tag by comparing it with the tag's literal start; the text
         kept for the next piece begins where a tag may begin (what was decided is not read again)."""
+        wait = self.wait
+        if wait is not None:
+            # the last scan waited for the opening's last literal: while it has not come (and the text kept stays
+            # short), a scan ends as that one did, so only where it looks next moves (what the loop below does
+            # in that case, without the loop)
+            self.wait = None
+            text = self.text
+            if len(text) <= 64 and text.find(wait, self.seen) < 0 and not self.dead:
+                self.seen = max(len(text) - len(wait) + 1, 0)
+                self.wait = wait
+                return ""
         full, opening, closing, _, switch, before, open_at, close_at = self.plan
         if self.lazy:
             if self._waits():
@@ -510,6 +524,8 @@ class ArgumentReader:
                             self.seen = max(len(text) - len(tail) + 1, 0)
                             if len(text) > 64:
                                 self.lazy, self.edge = 1, text[len(text) - len(tail) + 1:] if len(tail) > 1 else ""
+                            else:
+                                self.wait = tail  # (the next scan's first look: see the top)
                             break
                 m = full.search(text, at)
                 if m is not None:  # a whole parameter
