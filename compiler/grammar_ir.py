@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import zlib
 from dataclasses import dataclass, field as _dc_field
 from typing import Any
 
@@ -1074,6 +1075,58 @@ def _not_words(g: Grammar, base: str, words: tuple[str, ...], chars: Chars, rest
 
 #: public name for the formats' grammar hooks (a text that is none of some words)
 not_words = _not_words
+
+
+def closing_tags(g: Grammar, base: str, watch: tuple[str, ...]):
+    """Whitespace and closing tags ``</name>`` (each followed by whitespace) that hold none of the
+    delimiters ``watch`` the parser looks for there: the tail after an xml-inline body's last
+    parameter (docs/grammar.md "Formats write their bodies"). A closing tag that is a watched close
+    (``</｜DSML｜invoke>``, ``</tool_call>``) or starts like a pattern close's lead (hunyuan's
+    ``</tool_call``) would end the call there, before the literal close the grammar writes next,
+    and leave that close as text (in a call section: text that is no call). ``base``: the rules'
+    name prefix. Returns the node (``WS`` when a watched delimiter could occur otherwise than as
+    a tag's name: no closing tags then)."""
+    name_chars = Chars(_norm([(ord(c), ord(c)) for c in "<>/"]), negate=True)
+    equal: set[str] = set()
+    starts: set[str] = set()
+    for w in watch:
+        if not w:
+            continue
+        if any(c == "<" and w[i + 1:i + 2] not in ("/", "") for i, c in enumerate(w)):
+            continue  # a ``<`` followed by another character than ``/``: never in closing tags
+        if not w.startswith("</"):
+            return WS
+        seg = w[2:].split(">", 1)[0]
+        if not seg or any(c in seg for c in "</"):
+            return WS
+        (equal if ">" in w[2:] else starts).add(seg)
+    if not equal and not starts:
+        name = Rep(name_chars, 1)
+    else:
+        words = sorted(equal | starts)
+        base = f"{base}_{zlib.crc32(repr((sorted(equal), sorted(starts))).encode()):08x}"
+        prefixes = sorted({w[:i] for w in words for i in range(len(w) + 1)}, key=lambda p: (len(p), p))
+
+        def rule(p: str):
+            key = f"{base}_{prefixes.index(p)}"
+            if key in g.rules:
+                return Ref(key)
+            g.rules[key] = EMPTY
+            if p in starts:  # a name starting so is a watched lead: none
+                g.rules[key] = NEVER
+                return Ref(key)
+            nexts = sorted({w[len(p)] for w in words if w.startswith(p) and len(w) > len(p)})
+            alts = [seq(Lit(c), rule(p + c)) for c in nexts]
+            others = _minus(_complement(name_chars.ranges), _norm([(ord(c), ord(c)) for c in nexts]))
+            if others:
+                alts.append(seq(Chars(others), Rep(name_chars)))
+            if p and p not in equal:
+                alts.append(EMPTY)
+            g.rules[key] = alt(*alts) if alts else NEVER
+            return Ref(key)
+
+        name = rule("")
+    return seq(WS, Rep(seq(Lit("</"), name, Lit(">"), WS), 0, None))
 
 #: objects with more declared properties than this are written in schema order (2**n rules)
 ANY_ORDER_MAX = 6

@@ -256,12 +256,7 @@ def test_sampled_strings_parse_to_the_sampled_calls(family):
 # --- the xgrammar structural tag --------------------------------------------------------------
 
 #: catalogue templates the structural tag cannot express -> a word of the reason the error gives
-ST_CANNOT = {
-    "llama4_pythonic": "pythonic", "kimi_vl": "no tool-call field", "olmo3_think": "no tool-call field",
-    "gemma2": "no tool-call field", "muse_glimmer": "nested in a section",
-    "deepseek_v4": "nested in a section", "deepseek_v4_1": "nested in a section",
-    "k2_horizon": "does not end in literal strings",
-}
+ST_CANNOT = {"kimi_vl": "no tool-call field", "olmo3_think": "no tool-call field", "gemma2": "no tool-call field"}
 #: vector id -> why the structural tag rejects an output the parser reads
 ST_GAPS: dict[str, str] = json.loads((REPO / "tests" / "cases" / "structural_tag_gaps.json").read_text(encoding="utf-8"))
 ST_VECTORS = [v for v in VECTORS if v["family"] not in ST_CANNOT]
