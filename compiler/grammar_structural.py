@@ -218,6 +218,7 @@ class _StructuralBuilder:
         self.notes: list[str] = []
         self.triggers: list[str] = []
         self.excluded: list[str] = []  # literals the free text keeps out (a form left out of a tag)
+        self.not_written: set[str] = set()  # fields whose open starts with a trigger
         self.unclosed: dict | None = None  # reasoning cut off by the end of the stream
         imp = t.fields[t.implicit] if t.implicit is not None else None
         closes = set(imp.close.literals or ()) if imp is not None and imp.close is not None else set()
@@ -362,23 +363,34 @@ class _StructuralBuilder:
         return tags
 
     def _section_of(self, f: Field) -> Field:
-        """The section region a nested call field ``f`` nests in: an outside text field with literal
-        opens and closes whose nested fields are all calls (minimax_m3's ``<tool_call>`` around its
-        ``<invoke>`` calls); :class:`_Cannot` otherwise."""
+        """The section region a nested call field ``f`` nests in: an outside text field whose open
+        starts with literal text in every alternative, whose close is literal, and whose nested
+        fields are all calls (minimax_m3's ``<tool_call>`` around its ``<invoke>`` calls,
+        muse_glimmer's ``to=...<|message|><atem:function_calls>``); :class:`_Cannot` naming each
+        region ``f`` nests in and why a tag cannot write it otherwise."""
         homes = [self.t.fields[j] for j, g in enumerate(self.t.fields)
                  if any(r == g.name and how == "nest" for r, how in f.inside)]
+        why = []
         for g in homes:
             gi = self.t.fields.index(g)
             nested = [self.t.fields[j] for j in self.ir.inside(gi, ("nest",))]
-            # (not written, the random walks of tests/test_grammar_sampling.py found outputs the
-            # parser reads otherwise: a section whose open ends another region, deepseek_v4's in its
-            # reasoning; a call field both nested and outside, dots')
-            if g.outside and not _is_reasoning(g) and g.content == "text" and g.open is not None and \
-                    self._section_begins(g) and _literal_list(g.close) is not None and \
-                    nested and all(_is_tool_field(self.t, x) and not x.outside for x in nested) and \
-                    not self.ir.endless(gi):
+            # (a call field both nested and outside, dots': the random walks of
+            # tests/test_grammar_sampling.py found outputs the parser reads otherwise)
+            reason = ("it is nested itself" if not g.outside else
+                      "it is a reasoning region" if _is_reasoning(g) else
+                      f"its body is {g.content!r}, not text between calls" if g.content != "text" else
+                      "it has no open" if g.open is None else
+                      f"its open {g.open.pattern!r} has an alternative without a literal start (a tag's begin)"
+                      if not self._section_begins(g) else
+                      "its close is not literal text (a tag's end)" if _literal_list(g.close) is None else
+                      "it nests no call field" if not nested else
+                      "it nests a field that is not a call, or a call field also written outside it"
+                      if not all(_is_tool_field(self.t, x) and not x.outside for x in nested) else
+                      "nothing closes it (it runs to the end of the output)" if self.ir.endless(gi) else None)
+            if reason is None:
                 return g
-        raise _Cannot("it is nested in a section region (not written as a structural tag)")
+            why.append(f"section {g.name!r}: {reason}")
+        raise _Cannot("it is nested in a region no tag can write (" + "; ".join(why or ["no section region"]) + ")")
 
     def section_tags(self, g: Field) -> list[dict]:
         """One tag per literal open of section ``g``: its content is the grammar IR's own body of the
@@ -452,6 +464,8 @@ class _StructuralBuilder:
                 return None, opens or []
             closes = _literal_list(f.close)
             if opens is None or closes is None:
+                if f.name in self.not_written:
+                    return None, []
                 self.notes.append(f"field {f.name!r}: reasoning with pattern delimiters is free text here (a tool open "
                                   "in it is read as a call)")
                 return None, []
@@ -553,6 +567,16 @@ class _StructuralBuilder:
                     if g.outside and g.open is not None and any(r == g.name and how == "nest" for r, how in f.inside):
                         left_out.extend(x for x in (g.open.literals or _begins_of(g.open.pattern)) if x)
         self.tools = offered
+        # fields whose open starts like a tag's trigger (muse_glimmer's answer ``to=user`` and the
+        # section's ``to=``): the free text keeps the trigger out, so they are not written there
+        for g in self.t.fields:
+            if g.outside and g.open is not None and not _is_tool_field(self.t, g) and g.name not in done and \
+                    not any(how == "nest" for j in self.t.fields for r, how in j.inside if r == g.name):
+                begins = g.open.literals or _begins_of(g.open.pattern)
+                hit = [x for x in self.triggers if any(b.startswith(x) and b != x for b in begins)]
+                if hit:
+                    self.not_written.add(g.name)
+                    self.notes.append(f"field {g.name!r}: its open starts with the trigger {hit[0]!r}: not written")
         if not tags and not (self.choice == "none" and self.triggers and not problems):
             raise StructuralTagError(f"{self.t.source}: cannot be written as an xgrammar structural tag: "
                                      + "; ".join(problems) + " (use --format xgrammar for its EBNF grammar)")
