@@ -32,13 +32,18 @@ with literal delimiters becomes an optional leading ``tag`` whose ``any_text`` e
 excluded from the later free text (reasoning comes first). ``--no-reasoning`` excludes it.
 
 An xml-inline body whose open names the tool is the format's own parameter rule per tool (as
-the EBNF export writes it). Calls nested in a section region with literal delimiters that nests only
-calls are one tag per section open, whose content is the grammar IR's section body.
+the EBNF export writes it). Calls nested in a section region with a literal close, whose open starts
+with literal text, that nests only calls are one tag per literal start of the section's open, whose
+content is the rest of the open and the grammar IR's section body (muse_glimmer's ``to=`` then
+``functions<|message|><atem:function_calls>``). A pythonic call list whose open does not name the
+tool is a tag between its brackets (llama4_pythonic: ``<|python_start|>[`` or, where the open's
+lookahead holds, ``[``; ``]``). A close that ends in an optional part after literal text (k2_horizon)
+ends the tag at that text.
 
-What it cannot express (:class:`StructuralTagError`, naming template, field and reason): a body
-not in JSON whose open does not name the tool, outside a section (llama4_pythonic's calls; xgrammar's
-built-in readings of other formats are not respc's); opens without a literal start (a lookahead such as ``(?=\\{)``); fields nested in other
-regions; no tools.
+What it cannot express (:class:`StructuralTagError`, naming template, field and reason): another
+body not in JSON whose open does not name the tool (xgrammar's built-in readings of other formats
+are not respc's); opens without a literal start (a lookahead such as ``(?=\\{)``); fields nested in
+a region no tag writes (the error names the section and why); no tools; no tool-call field.
 Where it is stricter than the parser it says so in the notes: a call cut off by the end of the
 stream, a reasoning region after text.
 """
