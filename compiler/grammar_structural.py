@@ -337,6 +337,13 @@ class _StructuralBuilder:
         parser: a note says so). docs/grammar.md "The xgrammar structural tag"."""
         import regex
 
+        if [name for name, _schema in self.tools] == ["\x00"]:
+            # no tool offered: no tag is written, the free text keeps every lead of the open out
+            # (the literal open, and the bracket its lookahead opens at)
+            leads = [x for x in pattern_leads(without_optional_repairs(f.open.pattern)) if x] \
+                if f.open.pattern is not None else list(f.open.literals)
+            self.triggers.extend(leads)
+            return [{"type": "tag", "begin": x, "content": {"type": "any_text"}, "end": ""} for x in leads]
         body = fmt.body_grammar(self.ir, f, True, shape, where)
         forms = _bracketed(body, self.ir.g.rules)
         if not forms:
@@ -346,6 +353,18 @@ class _StructuralBuilder:
             (Alt(tuple(Lit(x) for x in f.open.literals)), [])
         rx = regex.compile(without_optional_repairs(f.open.pattern)) if f.open.pattern is not None else None
         names = [name for name, _schema in self.tools if name != "\x00"] or ["f"]
+        # what the tag's end holds after the bracket: nothing when the region ends with its value
+        # (llama4_pythonic: the text after it is the answer's again); else the region's close
+        # right after it (lfm2's ``]<|tool_call_end|>``: text between them would be body text the
+        # reader does not account for)
+        closes = [""]
+        if f.end != "value" and f.close is not None:
+            closes, head = _ends(f, self.eot)
+            if head is not None or closes == [""]:
+                raise _Cannot(f"its close {f.close.literals or f.close.pattern!r} is not literal text right after its "
+                              "call list (a tag's end)")
+        elif f.end != "value":
+            raise _Cannot("nothing closes it but the end of the output (a bracketed tag ends at its ``]``)")
         tags, left_out, triggers = [], [], []
         for lead, mid, end in forms:
             # (trigger, begin): a literal open is the trigger (kept out of the free text, where the
@@ -357,8 +376,9 @@ class _StructuralBuilder:
             elif rx is not None and any(x == lead for x in pattern_leads(without_optional_repairs(f.open.pattern))):
                 left_out.append(lead)
             triggers.extend(trigger for trigger, _begin in begins)
-            tags.extend({"type": "tag", "begin": b, "content": _ebnf(mid, self.ir.g.rules), "end": end}
-                        for _trigger, b in begins)
+            ends = [end + c for c in closes]
+            tags.extend({"type": "tag", "begin": b, "content": _ebnf(mid, self.ir.g.rules),
+                         "end": ends[0] if len(ends) == 1 else ends} for _trigger, b in begins)
         if not tags:
             raise _Cannot(f"its open {f.open.pattern or f.open.literals!r} has no literal start before a bracketed "
                           "call list")
@@ -551,9 +571,9 @@ class _StructuralBuilder:
                     # free text (the parser would read a section there, and a call in it)
                     homes = [g for g in self.t.fields if g.outside and g.open is not None and
                              any(r == g.name and how == "nest" for r, how in f.inside)]
-                    begins = [self._section_begins(g) for g in homes]
-                    if homes and all(begins):
-                        self.triggers.extend(b for bs in begins for b, _rest in bs)
+                    keep_out = [_open_literals(g.open) for g in homes]
+                    if homes and all(keep_out):
+                        self.triggers.extend(x for xs in keep_out for x in xs)
                         done.add(f.name)
                         continue
                 if not f.outside:
@@ -628,6 +648,20 @@ class _StructuralBuilder:
             # through ``sequence[const, any_text, triggered_tags]``; tests/cases/structural_tag_gaps.json)
             fmt = {"type": "or", "elements": [fmt, self.unclosed]}
         return {"type": "structural_tag", "format": fmt}
+
+
+def _open_literals(delim) -> list[str]:
+    """Literal texts one of which every match of an open delimiter holds: its literals, or the
+    literal strings a pattern ends in (muse_glimmer's ``<atem:function_calls>``), or the literal
+    starts of all its alternatives; [] when there are none. Free text without them never opens it."""
+    if delim.literals is not None:
+        return list(delim.literals)
+    tail, _head = _literal_tail(delim.pattern)
+    if tail:
+        return tail
+    node, _notes = regex_to_ir(without_optional_repairs(delim.pattern))
+    begins = _begins(node)
+    return [b for b, _rest in begins] if len(begins) >= len(node.items if isinstance(node, Alt) else (node,)) else []
 
 
 def _bracketed(body, rules: dict) -> list[tuple[str, Any, str]]:

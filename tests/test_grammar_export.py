@@ -23,6 +23,7 @@ import random
 import pytest
 
 from grammar_engines import ACCEPTS, accepts_structural_tag
+from grammar_walks import RICH_TOOLS
 from respc.compiler.api import compile_source
 from respc.compiler.cli import main
 from respc.compiler.grammar_ir import GrammarExportError, build_grammar_ir, sample, tools_from_message
@@ -482,6 +483,7 @@ def test_structural_tag_section_with_a_pattern_open():
     # tool_choice none: free text without the section's open
     none = json.dumps(build_structural_tag(t, [WEATHER], tool_choice="none")[0])
     assert accepts_structural_tag(none, "Sure.") and not accepts_structural_tag(none, MUSE_CALL)
+    assert accepts_structural_tag(none, "to=user<|message|>hi")  # (its open's literal end is kept out)
 
 
 K2_CALL = ("<ifm|tool_calls><ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key><ifm|arg_value>Paris"
@@ -518,3 +520,24 @@ def test_structural_tag_bracketed_pythonic_calls():
     assert not accepts_structural_tag(text, '[get_time()]')
     assert not accepts_structural_tag(text, '[get_weather(days=2)]')  # city is required
     assert any("brackets only" in note for note in notes)
+
+
+@needs_engines
+def test_structural_tag_bracketed_pythonic_calls_end_with_the_close():
+    """lfm2's pythonic call list has a close (``<|tool_call_end|>``): its tag ends with the bracket and the
+    close together, since text between them is body text the reader refuses (the hole of a first version
+    ending at ``]``: ``...[set_alarm(time="7")] x<|tool_call_end|>``)."""
+    tag, _notes = build_structural_tag(_compiled("lfm2").template, RICH_TOOLS, tool_choice="required")
+    def tags(node):
+        if isinstance(node, dict):
+            return ([(node["begin"], node["end"])] if node.get("type") == "tag" else []) + \
+                [x for v in node.values() for x in tags(v)]
+        return [x for v in node for x in tags(v)] if isinstance(node, list) else []
+
+    assert ("<|tool_call_start|>[", "]<|tool_call_end|>") in tags(tag)
+    text = json.dumps(tag)
+    call = '<|tool_call_start|>[set_alarm(time="7")]{}'
+    assert accepts_structural_tag(text, call.format("<|tool_call_end|>"))
+    assert not accepts_structural_tag(text, call.format(" x<|tool_call_end|>"))
+    assert accepts_structural_tag(text, '<|tool_call_start|>[{"name": "set_alarm", "arguments": {"time": "7"}}]'
+                                        '<|tool_call_end|>')
