@@ -370,6 +370,7 @@ class _StructuralBuilder:
             # (trigger, begin): a literal open is the trigger (kept out of the free text, where the
             # parser would open the field), the bracket after it part of the tag's begin
             begins = [(begin, begin + lead) for begin, rest in _begins(node) if rest == Seq(())]
+            # (a literal start with more of the open after it is not written: kept out below)
             # the open matched empty before the bracket (a lookahead): the bracket starts the tag
             if rx is not None and all((m := rx.match(lead + n + "(")) is not None and m.end() == 0 for n in names):
                 begins.append((lead, lead))
@@ -382,6 +383,11 @@ class _StructuralBuilder:
         if not tags:
             raise _Cannot(f"its open {f.open.pattern or f.open.literals!r} has no literal start before a bracketed "
                           "call list")
+        # every lead of the open the free text may not hold but as a trigger: the parser opens the
+        # field there (as the EBNF export's free text, which keeps the same leads out)
+        leads = list(f.open.literals) if f.open.literals is not None else \
+            pattern_leads(without_optional_repairs(f.open.pattern))
+        left_out.extend(x for x in leads if x and x not in triggers and x not in left_out)
         self.notes.append(f"field {f.name!r}: calls are written in brackets only (a bare call is not)")
         self.excluded.extend(left_out)
         self.triggers.extend(triggers)
