@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import zlib
 from dataclasses import dataclass, field as _dc_field
 from typing import Any
 
@@ -1076,6 +1077,58 @@ def _not_words(g: Grammar, base: str, words: tuple[str, ...], chars: Chars, rest
 #: public name for the formats' grammar hooks (a text that is none of some words)
 not_words = _not_words
 
+
+def closing_tags(g: Grammar, base: str, watch: tuple[str, ...]):
+    """Whitespace and closing tags ``</name>`` (each followed by whitespace) that hold none of the
+    delimiters ``watch`` the parser looks for there: the tail after an xml-inline body's last
+    parameter (docs/grammar.md "Formats write their bodies"). A closing tag that is a watched close
+    (``</｜DSML｜invoke>``, ``</tool_call>``) or starts like a pattern close's lead (hunyuan's
+    ``</tool_call``) would end the call there, before the literal close the grammar writes next,
+    and leave that close as text (in a call section: text that is no call). ``base``: the rules'
+    name prefix. Returns the node (``WS`` when a watched delimiter could occur otherwise than as
+    a tag's name: no closing tags then)."""
+    name_chars = Chars(_norm([(ord(c), ord(c)) for c in "<>/"]), negate=True)
+    equal: set[str] = set()
+    starts: set[str] = set()
+    for w in watch:
+        if not w:
+            continue
+        if any(c == "<" and w[i + 1:i + 2] not in ("/", "") for i, c in enumerate(w)):
+            continue  # a ``<`` followed by another character than ``/``: never in closing tags
+        if not w.startswith("</"):
+            return WS
+        seg = w[2:].split(">", 1)[0]
+        if not seg or any(c in seg for c in "</"):
+            return WS
+        (equal if ">" in w[2:] else starts).add(seg)
+    if not equal and not starts:
+        name = Rep(name_chars, 1)
+    else:
+        words = sorted(equal | starts)
+        base = f"{base}_{zlib.crc32(repr((sorted(equal), sorted(starts))).encode()):08x}"
+        prefixes = sorted({w[:i] for w in words for i in range(len(w) + 1)}, key=lambda p: (len(p), p))
+
+        def rule(p: str):
+            key = f"{base}_{prefixes.index(p)}"
+            if key in g.rules:
+                return Ref(key)
+            g.rules[key] = EMPTY
+            if p in starts:  # a name starting so is a watched lead: none
+                g.rules[key] = NEVER
+                return Ref(key)
+            nexts = sorted({w[len(p)] for w in words if w.startswith(p) and len(w) > len(p)})
+            alts = [seq(Lit(c), rule(p + c)) for c in nexts]
+            others = _minus(_complement(name_chars.ranges), _norm([(ord(c), ord(c)) for c in nexts]))
+            if others:
+                alts.append(seq(Chars(others), Rep(name_chars)))
+            if p and p not in equal:
+                alts.append(EMPTY)
+            g.rules[key] = alt(*alts) if alts else NEVER
+            return Ref(key)
+
+        name = rule("")
+    return seq(WS, Rep(seq(Lit("</"), name, Lit(">"), WS), 0, None))
+
 #: objects with more declared properties than this are written in schema order (2**n rules)
 ANY_ORDER_MAX = 6
 
@@ -1429,6 +1482,9 @@ class _Builder:
             heads.append(seq(Lit(p), chars, tref) if p else seq(chars, tref))
         return seq(alt(*heads), rest)
 
+    #: set while a format writes the body after an open that matched no text (``_region``)
+    bare_open = False
+
     def _region(self, fi: int, closed: bool):
         f = self.t.fields[fi]
         where = f"field {f.name!r}"
@@ -1470,6 +1526,25 @@ class _Builder:
             self.g.inexact(f"{where} content {f.content!r}: body is any text")
         else:
             body = fmt.body_grammar(self, f, tool, shape, where)
+            bare = None
+            if tool and not split and isinstance(op, Alt) and f.open is not None and f.open.pattern is not None and \
+                    any(nullable(x) for x in op.items) and not all(nullable(x) for x in op.items):
+                # an alternative of the open that matches no text (a lookahead, dropped: llama4's
+                # ``(?=\[\s*[A-Za-z_][\w.]*\()``) opens the region only where the lookahead holds, so
+                # after it the body is only the forms it admits (its bracketed list, never a bare
+                # call the parser reads as text); the format filters them (``bare_open``)
+                self.bare_open = True
+                try:
+                    bare = fmt.body_grammar(self, f, tool, shape, where)
+                finally:
+                    self.bare_open = False
+            if bare is not None and bare != body:  # (a format that does not filter: one region as before)
+                written = alt(*(x for x in op.items if not nullable(x)))
+                if f.end == "value":
+                    return self._set(fi, alt(seq(written, _close_after_value(body, close)),
+                                             _close_after_value(bare, close)))
+                return self._set(fi, alt(seq(written, body, close) if close is not None else seq(written, body),
+                                         seq(bare, close) if close is not None else bare))
         if body is None:
             ends = [self.region(j) for j in self.inside(fi, ("end",))]
             defers = self.inside(fi, ("end-if-unclosed",))

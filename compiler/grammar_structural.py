@@ -34,13 +34,18 @@ with literal delimiters becomes an optional leading ``tag`` whose ``any_text`` e
 excluded from the later free text (reasoning comes first). ``--no-reasoning`` excludes it.
 
 An xml-inline body whose open names the tool is the format's own parameter rule per tool (as
-the EBNF export writes it). Calls nested in a section region with literal delimiters that nests only
-calls are one tag per section open, whose content is the grammar IR's section body.
+the EBNF export writes it). Calls nested in a section region with a literal close, whose open starts
+with literal text, that nests only calls are one tag per literal start of the section's open, whose
+content is the rest of the open and the grammar IR's section body (muse_glimmer's ``to=`` then
+``functions<|message|><atem:function_calls>``). A pythonic call list whose open does not name the
+tool is a tag between its brackets (llama4_pythonic: ``<|python_start|>[`` or, where the open's
+lookahead holds, ``[``; ``]``). A close that ends in an optional part after literal text (k2_horizon)
+ends the tag at that text.
 
-What it cannot express (:class:`StructuralTagError`, naming template, field and reason): a body
-not in JSON whose open does not name the tool, outside a section (llama4_pythonic's calls; xgrammar's
-built-in readings of other formats are not respc's); opens without a literal start (a lookahead such as ``(?=\\{)``); fields nested in other
-regions; no tools.
+What it cannot express (:class:`StructuralTagError`, naming template, field and reason): another
+body not in JSON whose open does not name the tool (xgrammar's built-in readings of other formats
+are not respc's); opens without a literal start (a lookahead such as ``(?=\\{)``); fields nested in
+a region no tag writes (the error names the section and why); no tools; no tool-call field.
 Where it is stricter than the parser it says so in the notes: a call cut off by the end of the
 stream, a reasoning region after text.
 """
@@ -55,7 +60,7 @@ from .automaton import Automaton
 from .grammar_ir import (WS, Alt, Chars, Except, Grammar, GrammarExportError, JsonBuilder, Lit, Ref, Rep, Seq,
                          _Builder, _is_reasoning, _is_tool_field, _looks_ahead, call_shape, regex_to_ir, seq,
                          without_optional_repairs, has_start_branches, nullable, pattern_leads, alt, EMPTY, _norm, NEVER,
-                         name_run_on, not_starting, check_tool_name)
+                         name_run_on, not_starting, check_tool_name, nullable_in)
 from .ir import Field, Template
 from ..runtime.formats import FORMATS
 from ..runtime.formats.json_ import json_calls
@@ -139,13 +144,19 @@ def _begins(node) -> list[tuple[str, Any]]:
     return [(begin, seq(*items))] if begin else []
 
 
-def _literal_tail(pattern: str) -> tuple[list[str] | None, Any]:
+def _literal_tail(pattern: str, optional_tail: bool = False) -> tuple[list[str] | None, Any]:
     """``(strings, head)``: the literal strings a delimiter pattern ends in and the node before them
     (None: nothing), its optional declared repairs left out; ``(None, None)`` when it does not end
     in literals. Literals just before a final alternation belong to each string: sre factors a
-    common prefix out of ``<\\|call\\|>|<\\|end\\|>`` into ``<\\|`` + (call|end)."""
+    common prefix out of ``<\\|call\\|>|<\\|end\\|>`` into ``<\\|`` + (call|end).
+    ``optional_tail``: optional items at the very end are left out first (k2_horizon's close
+    ``</ifm\\|tool_call>(?:\\s*</ifm\\|tool_calls>)?``: the tag ends at ``</ifm|tool_call>``, and
+    the parser takes what of the optional part the free text after it writes into the same
+    close, docs/grammar.md "The xgrammar structural tag")."""
     node, _notes = regex_to_ir(without_optional_repairs(pattern))
     items = list(node.items) if isinstance(node, Seq) else [node]
+    while optional_tail and len(items) > 1 and _nullable(items[-1]):
+        items.pop()
     last = items.pop() if items else None
     if isinstance(last, Lit):
         tails = [last.text]
@@ -170,7 +181,10 @@ def _ends(f: Field, eot: set) -> tuple[list[str], Any]:
         return list(f.close.literals), None
     ends, head = _literal_tail(f.close.pattern)
     if ends is None:
-        raise _Cannot(f"close_pattern {f.close.pattern!r} does not end in literal strings (a tag's end)")
+        ends, head = _literal_tail(f.close.pattern, optional_tail=True)
+    if ends is None:
+        raise _Cannot(f"close_pattern {f.close.pattern!r} does not end in literal strings, nor in literal strings "
+                      "then an optional part (a tag's end is fixed text)")
     return ends, head
 
 
@@ -210,6 +224,8 @@ class _StructuralBuilder:
         self.parallel, self.reasoning = parallel, reasoning
         self.notes: list[str] = []
         self.triggers: list[str] = []
+        self.excluded: list[str] = []  # literals the free text keeps out (a form left out of a tag)
+        self.not_written: set[str] = set()  # fields whose open starts with a trigger
         self.unclosed: dict | None = None  # reasoning cut off by the end of the stream
         imp = t.fields[t.implicit] if t.implicit is not None else None
         closes = set(imp.close.literals or ()) if imp is not None and imp.close is not None else set()
@@ -221,6 +237,8 @@ class _StructuralBuilder:
             raise _Cannot("it is nested in a section region (not written as a structural tag)")
         shape = call_shape(f)
         fmt = FORMATS[f.content]
+        if f.content == "pythonic" and (shape is None or shape.name_group is None) and fmt.body_grammar is not None:
+            return self.bracket_tags(f, shape, fmt, where)
         if f.content != "json" and (fmt.args_grammar is None or shape is None or shape.name_group is None
                                     or f.end == "value"):
             # another body (xml-inline parameters) is written when the open names the tool: the
@@ -310,24 +328,104 @@ class _StructuralBuilder:
         self.triggers.extend(tag["begin"] for tag in out)
         return out
 
+    def bracket_tags(self, f: Field, shape, fmt, where: str) -> list[dict]:
+        """Tags of a call field whose body is a bracketed call list that names its tools
+        (llama4_pythonic's ``[get_weather(city="Paris"), ...]``): the body is the format's own rule
+        (``body_grammar``, as in the EBNF export); each tag writes its bracketed form, ``[`` and
+        ``]`` being the tag's begin and end, so the tag's content is the calls between them. A
+        literal open begins the tag with the bracket after it (``<|python_start|>[``); an open that
+        is only a lookahead (``(?=\\[\\s*[A-Za-z_][\\w.]*\\()``) begins it with the bracket itself,
+        written only where that lookahead holds for every offered tool (a tool name it refuses
+        leaves that form out and the bracket out of the free text: the parser would read a bracket
+        list there otherwise). A bare call outside the brackets is not written (stricter than the
+        parser: a note says so). docs/grammar.md "The xgrammar structural tag"."""
+        import regex
+
+        if [name for name, _schema in self.tools] == ["\x00"]:
+            # no tool offered: no tag is written, the free text keeps every lead of the open out
+            # (the literal open, and the bracket its lookahead opens at)
+            leads = [x for x in pattern_leads(without_optional_repairs(f.open.pattern)) if x] \
+                if f.open.pattern is not None else list(f.open.literals)
+            self.triggers.extend(leads)
+            return [{"type": "tag", "begin": x, "content": {"type": "any_text"}, "end": ""} for x in leads]
+        body = fmt.body_grammar(self.ir, f, True, shape, where)
+        forms = _bracketed(body, self.ir.g.rules)
+        if not forms:
+            raise _Cannot(f"its body is {f.content!r} without a bracketed call list (a tag needs fixed text "
+                          "around its calls)")
+        node, _notes = regex_to_ir(without_optional_repairs(f.open.pattern)) if f.open.literals is None else \
+            (Alt(tuple(Lit(x) for x in f.open.literals)), [])
+        rx = regex.compile(without_optional_repairs(f.open.pattern)) if f.open.pattern is not None else None
+        names = [name for name, _schema in self.tools if name != "\x00"] or ["f"]
+        # what the tag's end holds after the bracket: nothing when the region ends with its value
+        # (llama4_pythonic: the text after it is the answer's again); else the region's close
+        # right after it (lfm2's ``]<|tool_call_end|>``: text between them would be body text the
+        # reader does not account for)
+        closes = [""]
+        if f.end != "value" and f.close is not None:
+            closes, head = _ends(f, self.eot)
+            if head is not None or closes == [""]:
+                raise _Cannot(f"its close {f.close.literals or f.close.pattern!r} is not literal text right after its "
+                              "call list (a tag's end)")
+        elif f.end != "value":
+            raise _Cannot("nothing closes it but the end of the output (a bracketed tag ends at its ``]``)")
+        tags, left_out, triggers = [], [], []
+        for lead, mid, end in forms:
+            # (trigger, begin): a literal open is the trigger (kept out of the free text, where the
+            # parser would open the field), the bracket after it part of the tag's begin
+            begins = [(begin, begin + lead) for begin, rest in _begins(node) if rest == Seq(())]
+            # (a literal start with more of the open after it is not written: kept out below)
+            # the open matched empty before the bracket (a lookahead): the bracket starts the tag
+            if rx is not None and all((m := rx.match(lead + n + "(")) is not None and m.end() == 0 for n in names):
+                begins.append((lead, lead))
+            elif rx is not None and any(x == lead for x in pattern_leads(without_optional_repairs(f.open.pattern))):
+                left_out.append(lead)
+            triggers.extend(trigger for trigger, _begin in begins)
+            ends = [end + c for c in closes]
+            tags.extend({"type": "tag", "begin": b, "content": _ebnf(mid, self.ir.g.rules),
+                         "end": ends[0] if len(ends) == 1 else ends} for _trigger, b in begins)
+        if not tags:
+            raise _Cannot(f"its open {f.open.pattern or f.open.literals!r} has no literal start before a bracketed "
+                          "call list")
+        # every lead of the open the free text may not hold but as a trigger: the parser opens the
+        # field there (as the EBNF export's free text, which keeps the same leads out)
+        leads = list(f.open.literals) if f.open.literals is not None else \
+            pattern_leads(without_optional_repairs(f.open.pattern))
+        left_out.extend(x for x in leads if x and x not in triggers and x not in left_out)
+        self.notes.append(f"field {f.name!r}: calls are written in brackets only (a bare call is not)")
+        self.excluded.extend(left_out)
+        self.triggers.extend(triggers)
+        return tags
+
     def _section_of(self, f: Field) -> Field:
-        """The section region a nested call field ``f`` nests in: an outside text field with literal
-        opens and closes whose nested fields are all calls (minimax_m3's ``<tool_call>`` around its
-        ``<invoke>`` calls); :class:`_Cannot` otherwise."""
+        """The section region a nested call field ``f`` nests in: an outside text field whose open
+        starts with literal text in every alternative, whose close is literal, and whose nested
+        fields are all calls (minimax_m3's ``<tool_call>`` around its ``<invoke>`` calls,
+        muse_glimmer's ``to=...<|message|><atem:function_calls>``); :class:`_Cannot` naming each
+        region ``f`` nests in and why a tag cannot write it otherwise."""
         homes = [self.t.fields[j] for j, g in enumerate(self.t.fields)
                  if any(r == g.name and how == "nest" for r, how in f.inside)]
+        why = []
         for g in homes:
             gi = self.t.fields.index(g)
             nested = [self.t.fields[j] for j in self.ir.inside(gi, ("nest",))]
-            # (not written, the random walks of tests/test_grammar_sampling.py found outputs the
-            # parser reads otherwise: a section whose open ends another region, deepseek_v4's in its
-            # reasoning; a call field both nested and outside, dots')
-            if g.outside and not _is_reasoning(g) and g.content == "text" and g.open is not None and \
-                    g.open.literals is not None and _literal_list(g.close) is not None and \
-                    nested and all(_is_tool_field(self.t, x) and not x.outside for x in nested) and \
-                    not self.ir.endless(gi) and not any(how == "end" for _r, how in g.inside):
+            # (a call field both nested and outside, dots': the random walks of
+            # tests/test_grammar_sampling.py found outputs the parser reads otherwise)
+            reason = ("it is nested itself" if not g.outside else
+                      "it is a reasoning region" if _is_reasoning(g) else
+                      f"its body is {g.content!r}, not text between calls" if g.content != "text" else
+                      "it has no open" if g.open is None else
+                      f"its open {g.open.pattern!r} has an alternative without a literal start (a tag's begin)"
+                      if not self._section_begins(g) else
+                      "its close is not literal text (a tag's end)" if _literal_list(g.close) is None else
+                      "it nests no call field" if not nested else
+                      "it nests a field that is not a call, or a call field also written outside it"
+                      if not all(_is_tool_field(self.t, x) and not x.outside for x in nested) else
+                      "nothing closes it (it runs to the end of the output)" if self.ir.endless(gi) else None)
+            if reason is None:
                 return g
-        raise _Cannot("it is nested in a section region (not written as a structural tag)")
+            why.append(f"section {g.name!r}: {reason}")
+        raise _Cannot("it is nested in a region no tag can write (" + "; ".join(why or ["no section region"]) + ")")
 
     def section_tags(self, g: Field) -> list[dict]:
         """One tag per literal open of section ``g``: its content is the grammar IR's own body of the
@@ -344,10 +442,26 @@ class _StructuralBuilder:
             self.ir._need = outer
         if not self.parallel:
             self.notes.append(f"field {g.name!r}: at most one call section (--no-parallel)")
-        element = _ebnf(body, self.ir.g.rules)
-        self.triggers.extend(g.open.literals)
-        return [{"type": "tag", "begin": o, "content": element, "end": ends[0] if len(ends) == 1 else ends}
-                for o in g.open.literals]
+        tags = []
+        for begin, rest in self._section_begins(g):
+            # a pattern open's rest after its literal start (muse_glimmer's recipient and
+            # ``<|message|><atem:function_calls>`` after ``to=``) heads the content
+            content = _ebnf(seq(rest, body), self.ir.g.rules)
+            tags.append({"type": "tag", "begin": begin, "content": content, "end": ends[0] if len(ends) == 1 else ends})
+            self.triggers.append(begin)
+        return tags
+
+    def _section_begins(self, g: Field) -> list:
+        """``[(literal start, rest node)]`` of a section's open: its literals, or a pattern's
+        alternatives that start with a literal (an optional start such as muse_glimmer's
+        ``(?:<|start|>assistant)?[ \\t]*`` left to the free text before it); [] when an
+        alternative has none (the tag could not begin it, and the parser would open it)."""
+        if g.open.literals is not None:
+            return [(x, Seq(())) for x in g.open.literals]
+        node, _notes = regex_to_ir(without_optional_repairs(g.open.pattern))
+        begins = _begins(node)
+        alternatives = node.items if isinstance(node, Alt) else (node,)
+        return begins if len(begins) >= len(alternatives) else []
 
     def _begins(self, f: Field, node) -> list:
         begins = _begins(node)
@@ -385,6 +499,8 @@ class _StructuralBuilder:
                 return None, opens or []
             closes = _literal_list(f.close)
             if opens is None or closes is None:
+                if f.name in self.not_written:
+                    return None, []
                 self.notes.append(f"field {f.name!r}: reasoning with pattern delimiters is free text here (a tool open "
                                   "in it is read as a call)")
                 return None, []
@@ -460,6 +576,16 @@ class _StructuralBuilder:
             if f.name in done:
                 continue
             try:
+                if not f.outside and self.choice == "none":
+                    # no call is written: the sections it nests in only need to stay out of the
+                    # free text (the parser would read a section there, and a call in it)
+                    homes = [g for g in self.t.fields if g.outside and g.open is not None and
+                             any(r == g.name and how == "nest" for r, how in f.inside)]
+                    keep_out = [_open_literals(g.open) for g in homes]
+                    if homes and all(keep_out):
+                        self.triggers.extend(x for xs in keep_out for x in xs)
+                        done.add(f.name)
+                        continue
                 if not f.outside:
                     section = self._section_of(f)
                     tags.extend(self.section_tags(section))
@@ -476,13 +602,23 @@ class _StructuralBuilder:
                     if g.outside and g.open is not None and any(r == g.name and how == "nest" for r, how in f.inside):
                         left_out.extend(x for x in (g.open.literals or _begins_of(g.open.pattern)) if x)
         self.tools = offered
-        if not tags:
+        # fields whose open starts like a tag's trigger (muse_glimmer's answer ``to=user`` and the
+        # section's ``to=``): the free text keeps the trigger out, so they are not written there
+        for g in self.t.fields:
+            if g.outside and g.open is not None and not _is_tool_field(self.t, g) and g.name not in done and \
+                    not any(how == "nest" for j in self.t.fields for r, how in j.inside if r == g.name):
+                begins = g.open.literals or _begins_of(g.open.pattern)
+                hit = [x for x in self.triggers if any(b.startswith(x) and b != x for b in begins)]
+                if hit:
+                    self.not_written.add(g.name)
+                    self.notes.append(f"field {g.name!r}: its open starts with the trigger {hit[0]!r}: not written")
+        if not tags and not (self.choice == "none" and self.triggers and not problems):
             raise StructuralTagError(f"{self.t.source}: cannot be written as an xgrammar structural tag: "
                                      + "; ".join(problems) + " (use --format xgrammar for its EBNF grammar)")
         self.notes.extend(f"{p}; left out" for p in problems)
         prefix, reasoning_opens = self.reasoning_part()
         # (an open another field's tag begins with is that tag's trigger, never excluded)
-        reasoning_opens = list(dict.fromkeys(reasoning_opens + [x for x in left_out if not any(
+        reasoning_opens = list(dict.fromkeys(reasoning_opens + self.excluded + [x for x in left_out if not any(
             t.startswith(x) or x.startswith(t) for t in self.triggers)]))
         closed = [tag for tag in tags if tag["end"] != ""]
         open_ended = [tag for tag in tags if tag["end"] == ""]
@@ -524,6 +660,36 @@ class _StructuralBuilder:
             # through ``sequence[const, any_text, triggered_tags]``; tests/cases/structural_tag_gaps.json)
             fmt = {"type": "or", "elements": [fmt, self.unclosed]}
         return {"type": "structural_tag", "format": fmt}
+
+
+def _open_literals(delim) -> list[str]:
+    """Literal texts one of which every match of an open delimiter holds: its literals, or the
+    literal strings a pattern ends in (muse_glimmer's ``<atem:function_calls>``), or the literal
+    starts of all its alternatives; [] when there are none. Free text without them never opens it."""
+    if delim.literals is not None:
+        return list(delim.literals)
+    tail, _head = _literal_tail(delim.pattern)
+    if tail:
+        return tail
+    node, _notes = regex_to_ir(without_optional_repairs(delim.pattern))
+    begins = _begins(node)
+    return [b for b, _rest in begins] if len(begins) >= len(node.items if isinstance(node, Alt) else (node,)) else []
+
+
+def _bracketed(body, rules: dict) -> list[tuple[str, Any, str]]:
+    """``[(open, inner, close)]``: the forms of a body node that are text between two literals
+    (``"[" calls "]"``), leading and trailing optional items (whitespace) left out (``rules``: the
+    rules its references name)."""
+    items = list(body.items) if isinstance(body, Seq) else [body]
+    while items and nullable_in(items[0], rules):
+        items.pop(0)
+    while items and nullable_in(items[-1], rules):
+        items.pop()
+    if len(items) == 1 and isinstance(items[0], Alt):
+        return [x for item in items[0].items for x in _bracketed(item, rules)]
+    if len(items) >= 2 and isinstance(items[0], Lit) and isinstance(items[-1], Lit):
+        return [(items[0].text, seq(*items[1:-1]), items[-1].text)]
+    return []
 
 
 def _begins_of(pattern: str) -> list[str]:

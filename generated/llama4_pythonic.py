@@ -142,7 +142,7 @@ GRAMMAR = (
     'start: text (implicit_close text)* (region_0 text ((implicit_close | region_0) text)*)?\n'
     'text: /(?:(?!<\\|python_start\\|>|<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>|\\[)[\\s\\S])+/s?\n'
     'implicit_close: /(?:<\\|python_end\\|>|<\\|eot\\|>|<\\|eom\\|>)/s\n'
-    'region_0: (/<\\|python_start\\|>/)? ws (/\\[/ ws pycall_14 (ws /,/ ws pycall_14)* ws /\\]/ | pycall_14) ws\n'
+    'region_0: /<\\|python_start\\|>/ ws (/\\[/ ws pycall_14 (ws /,/ ws pycall_14)* ws /\\]/ | pycall_14) ws | ws /\\[/ ws pycall_14 (ws /,/ ws pycall_14)* ws /\\]/ ws\n'
     'ws: /(?:[\\x09-\\x0a\\x0d ]){1,}/s?\n'
     'py_value: py_object | py_array | py_string | py_number | py_bool | py_null\n'
     'py_chars_dq: /(?:(?:[^\\x00-\\x1f"\\\\]|\\\\(?:["\\/\\\\bfnrt]|u(?:[0-9A-Fa-f]){4,4}))){1,}/s?\n'

@@ -23,6 +23,7 @@ import random
 import pytest
 
 from grammar_engines import ACCEPTS, accepts_structural_tag
+from grammar_walks import RICH_TOOLS
 from respc.compiler.api import compile_source
 from respc.compiler.cli import main
 from respc.compiler.grammar_ir import GrammarExportError, build_grammar_ir, sample, tools_from_message
@@ -256,12 +257,7 @@ def test_sampled_strings_parse_to_the_sampled_calls(family):
 # --- the xgrammar structural tag --------------------------------------------------------------
 
 #: catalogue templates the structural tag cannot express -> a word of the reason the error gives
-ST_CANNOT = {
-    "llama4_pythonic": "pythonic", "kimi_vl": "no tool-call field", "olmo3_think": "no tool-call field",
-    "gemma2": "no tool-call field", "muse_glimmer": "nested in a section",
-    "deepseek_v4": "nested in a section", "deepseek_v4_1": "nested in a section",
-    "k2_horizon": "does not end in literal strings",
-}
+ST_CANNOT = {"kimi_vl": "no tool-call field", "olmo3_think": "no tool-call field", "gemma2": "no tool-call field"}
 #: vector id -> why the structural tag rejects an output the parser reads
 ST_GAPS: dict[str, str] = json.loads((REPO / "tests" / "cases" / "structural_tag_gaps.json").read_text(encoding="utf-8"))
 ST_VECTORS = [v for v in VECTORS if v["family"] not in ST_CANNOT]
@@ -382,13 +378,25 @@ def test_structural_tag_name_in_the_open_for_gpt_oss():
     assert '"get_weather"' in grammar and '"get_time"' in grammar and '"<|constrain|>"' in grammar
 
 
-def test_structural_tag_refuses_nested_calls_naming_template_and_field(tmp_path, capsys):
+def test_structural_tag_refuses_nested_calls_naming_template_field_and_section(tmp_path, capsys):
+    """A call field nested in a section a tag cannot write: the error names the template, the field,
+    the section and why (here muse_glimmer's section with a close that is not literal text)."""
     (tmp_path / "tools.json").write_text(json.dumps(TOOLS), encoding="utf-8")
-    code = main(["grammar", "muse_glimmer", "--format", STRUCTURAL_TAG, "--tools", str(tmp_path / "tools.json")])
+    template = json.loads((REPO / "templates" / "muse_glimmer.json").read_text(encoding="utf-8"))
+    section = template["fields"]["tool_message"]
+    del section["close"]
+    section["close_pattern"] = "</atem:function_calls>|</atem:calls\\s*>"
+    (tmp_path / "muse_closes.json").write_text(json.dumps(template), encoding="utf-8")
+    code = main(["grammar", str(tmp_path / "muse_closes.json"), "--format", STRUCTURAL_TAG,
+                 "--tools", str(tmp_path / "tools.json")])
     err = capsys.readouterr().err
     assert code == 2
-    assert "muse_glimmer.json: cannot be written as an xgrammar structural tag: field 'tool_calls': it is nested in a " \
-           "section region" in err
+    assert "muse_closes.json: cannot be written as an xgrammar structural tag: field 'tool_calls': it is nested in a " \
+           "region no tag can write (section 'tool_message': its close is not literal text (a tag's end))" in err
+    # the catalogue's muse_glimmer (literal close) is written: one tag per section open, begun by ``to=``
+    code = main(["grammar", "muse_glimmer", "--format", STRUCTURAL_TAG, "--tools", str(tmp_path / "tools.json")])
+    out, _err = capsys.readouterr()
+    assert code == 0 and json.loads(out)["format"]["triggers"] == ["to="]
 
 
 @needs_engines
@@ -420,7 +428,10 @@ def test_structural_tag_needs_tools():
 NESTED_SECTIONS = {"minimax_m3": ("]<]minimax[>[<tool_call>", "]<]minimax[>[</tool_call>"),
                    "kimi_k3": ("<|open|>tools<|sep|>", "<|close|>tools<|sep|>"),
                    "gigachat3_5": ("<｜GCML｜tool_calls>", "</｜GCML｜tool_calls>"),
-                   "minimax_m1": ("<tool_calls>", "</tool_calls>")}
+                   "minimax_m1": ("<tool_calls>", "</tool_calls>"),
+                   # (their section's open also ends the reasoning: the reasoning's text keeps it out)
+                   "deepseek_v4": ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"),
+                   "deepseek_v4_1": ("<｜DSML｜ calls>", "</｜DSML｜ calls>")}
 
 
 @needs_engines
@@ -446,3 +457,87 @@ def test_structural_tag_writes_call_sections(family):
         assert accepts_structural_tag(tag, "Sure. " + section), (family, section)
     assert accepts_structural_tag(tag, "Sure. no call")
     assert not accepts_structural_tag(tag, "Sure. " + sections[0].replace("get_weather", "get_tim", 1))
+
+
+MUSE_CALL = ('to=functions<|message|>\n<atem:function_calls><atem:invoke name="get_weather"><atem:parameter name="city">'
+             'Paris</atem:parameter></atem:invoke></atem:function_calls>')
+
+
+@needs_engines
+def test_structural_tag_section_with_a_pattern_open():
+    """muse_glimmer's call section opens with a pattern (``(?:<|start|>assistant)?[ \\t]*to=[^\\s<]+[ \\t]*
+    <|message|>\\s*<atem:function_calls>``): one tag begun by its literal start ``to=``, the rest of the
+    open at the head of its content; every ``to=`` of the free text is then that tag (the reasoning's and
+    the answer's opens, ``to=self``/``to=user``, are not written)."""
+    t = _compiled("muse_glimmer").template
+    tag, notes = build_structural_tag(t, [WEATHER], tool_choice="required")
+    text = json.dumps(tag)
+    assert accepts_structural_tag(text, MUSE_CALL)
+    assert not accepts_structural_tag(text, MUSE_CALL.replace("get_weather", "get_time"))
+    assert not accepts_structural_tag(text, MUSE_CALL.replace("city", "town"))
+    assert not accepts_structural_tag(text, "to=user<|message|>hi<|eot|>")  # no call
+    assert any("'answer'" in note and "to=" in note for note in notes), notes
+    auto = json.dumps(build_structural_tag(t, [WEATHER])[0])
+    assert accepts_structural_tag(auto, "Sure.") and not accepts_structural_tag(auto, "to=user<|message|>hi")
+    assert accepts_structural_tag(auto, "<|start|>assistant " + MUSE_CALL)
+    # tool_choice none: free text without the section's open
+    none = json.dumps(build_structural_tag(t, [WEATHER], tool_choice="none")[0])
+    assert accepts_structural_tag(none, "Sure.") and not accepts_structural_tag(none, MUSE_CALL)
+    assert accepts_structural_tag(none, "to=user<|message|>hi")  # (its open's literal end is kept out)
+
+
+K2_CALL = ("<ifm|tool_calls><ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key><ifm|arg_value>Paris"
+           "</ifm|arg_value></ifm|tool_call>{}")
+
+
+@needs_engines
+def test_structural_tag_close_with_an_optional_tail():
+    """k2_horizon's close ``</ifm\\|tool_call>(?:\\s*</ifm\\|tool_calls>)?``: the tag ends at its literal
+    head; the optional section close after it is free text, which the parser reads into the same close."""
+    tag, _notes = build_structural_tag(_compiled("k2_horizon").template, [WEATHER])
+    assert [t["end"] for t in tag["format"]["tags"]] == ["</ifm|tool_call>"]
+    text = json.dumps(tag)
+    for tail in ("", "</ifm|tool_calls>", "\n</ifm|tool_calls>"):
+        assert accepts_structural_tag(text, K2_CALL.format(tail)), tail
+    assert accepts_structural_tag(text, '<ifm|tool_call>{"name": "get_weather", "arguments": {"city": "P"}}'
+                                        '</ifm|tool_call>')
+    assert not accepts_structural_tag(text, K2_CALL.format("").replace("city", "town"))
+    assert not accepts_structural_tag(text, K2_CALL.format("").replace("get_weather", "get_time"))
+
+
+@needs_engines
+def test_structural_tag_bracketed_pythonic_calls():
+    """llama4_pythonic: its pythonic call list is a tag between ``[`` and ``]``, begun by
+    ``<|python_start|>[`` (the literal open the trigger) or by ``[`` alone (the open's lookahead holds
+    for every offered tool); a bare call is not written."""
+    tag, notes = build_structural_tag(_compiled("llama4_pythonic").template, [WEATHER], tool_choice="required")
+    assert tag["format"]["triggers"] == ["<|python_start|>", "["]
+    assert [(t["begin"], t["end"]) for t in tag["format"]["tags"]] == [("<|python_start|>[", "]"), ("[", "]")]
+    text = json.dumps(tag)
+    assert accepts_structural_tag(text, '[get_weather(city="Paris")]')
+    assert accepts_structural_tag(text, '<|python_start|>[get_weather(city="Paris", days=2)]<|python_end|>')
+    assert not accepts_structural_tag(text, 'get_weather(city="Paris")')  # a bare call: text to the parser
+    assert not accepts_structural_tag(text, '[get_time()]')
+    assert not accepts_structural_tag(text, '[get_weather(days=2)]')  # city is required
+    assert any("brackets only" in note for note in notes)
+
+
+@needs_engines
+def test_structural_tag_bracketed_pythonic_calls_end_with_the_close():
+    """lfm2's pythonic call list has a close (``<|tool_call_end|>``): its tag ends with the bracket and the
+    close together, since text between them is body text the reader refuses (the hole of a first version
+    ending at ``]``: ``...[set_alarm(time="7")] x<|tool_call_end|>``)."""
+    tag, _notes = build_structural_tag(_compiled("lfm2").template, RICH_TOOLS, tool_choice="required")
+    def tags(node):
+        if isinstance(node, dict):
+            return ([(node["begin"], node["end"])] if node.get("type") == "tag" else []) + \
+                [x for v in node.values() for x in tags(v)]
+        return [x for v in node for x in tags(v)] if isinstance(node, list) else []
+
+    assert ("<|tool_call_start|>[", "]<|tool_call_end|>") in tags(tag)
+    text = json.dumps(tag)
+    call = '<|tool_call_start|>[set_alarm(time="7")]{}'
+    assert accepts_structural_tag(text, call.format("<|tool_call_end|>"))
+    assert not accepts_structural_tag(text, call.format(" x<|tool_call_end|>"))
+    assert accepts_structural_tag(text, '<|tool_call_start|>[{"name": "set_alarm", "arguments": {"time": "7"}}]'
+                                        '<|tool_call_end|>')

@@ -625,3 +625,54 @@ def test_d_anchored_open_at_the_start_is_the_region():
     # the parser reads this all as reasoning (its close assistantfinal never comes): no call
     refused("gpt_oss", 'analysis <|start|>assistant<|channel|>commentary to=functions.set_alarm <|constrain|>json'
             '<|message|>{"time":"7"}<|call|>', choice="set_alarm")
+
+
+# --- E: a closing tag after the last XML parameter that is the call's close --------------------------------
+
+#: found by a walk of deepseek_v4's structural tag: after the last parameter the body may hold the closing
+#: tags of markup the opener began, but ``</｜DSML｜invoke>`` there is the call's close, so the parser ends the
+#: call at it and reads the rest (``</｜DSML｜parameter></｜DSML｜invoke>``) as text inside the call section
+DSML_CALL = '<｜DSML｜tool_calls><｜DSML｜invoke name="set_alarm"><｜DSML｜parameter name="time">7</｜DSML｜parameter>{}' \
+            '</｜DSML｜invoke></｜DSML｜tool_calls>'
+
+DSML1_CALL = DSML_CALL.replace("｜DSML｜", "｜DSML｜ ").replace("tool_calls>", "calls>")
+
+
+@pytest.mark.parametrize("choice", ["auto", "required"])
+def test_e_call_close_among_closing_tags_is_refused(choice):
+    refused("deepseek_v4", DSML_CALL.format("</｜DSML｜invoke></｜DSML｜parameter>"), choice=choice)
+    refused("deepseek_v4_1", DSML1_CALL.format("</｜DSML｜ invoke></｜DSML｜ parameter>"), choice=choice)
+
+
+def test_e_other_closing_tags_still_pass():
+    accepted("deepseek_v4", DSML_CALL.format("\n</function>\n"), choice="required")
+    accepted("deepseek_v4", DSML_CALL.format(""), choice="required")
+    accepted("deepseek_v4_1", DSML1_CALL.format(""), choice="required")
+
+
+# --- D: llama4_pythonic's open that matches no text (a lookahead) ------------------------------------------
+
+#: the open ``<|python_start|>|(?=\[\s*[A-Za-z_][\w.]*\()``: after no open only a bracketed list is a call
+#: (the issue's string: a bare call the grammar counted and the parser reads as text), and a tool whose
+#: name the pythonic reader does not read as a call's name is never written
+HYPHEN = [{"type": "function", "function": {"name": "get-weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "ok", "parameters": {"type": "object", "properties": {}}}}]
+
+
+@pytest.mark.parametrize("choice", ["required", "set_alarm"])
+def test_d_bare_pythonic_call_after_no_open_is_refused(choice):
+    refused("llama4_pythonic", 'set_alarm(time="7")', choice=choice)
+    refused("llama4_pythonic", 'Sure. set_alarm(time="7")<|eot|>', choice=choice)
+    accepted("llama4_pythonic", '[set_alarm(time="7")]', choice=choice)
+    accepted("llama4_pythonic", '<|python_start|>[set_alarm(time="7")]<|python_end|>', choice=choice)
+
+
+def test_d_pythonic_name_the_reader_does_not_read_is_refused():
+    refused("llama4_pythonic", '<|python_start|>[get-weather(city="x")]', choice="required", tools=HYPHEN)
+    refused("llama4_pythonic", '[get-weather(city="x")]', choice="required", tools=HYPHEN)
+    accepted("llama4_pythonic", '<|python_start|>[ok()]', choice="required", tools=HYPHEN)
+    # the EBNF exports write the bracketed list after no open for the tools they write; the structural
+    # tag leaves that form out when the lookahead refuses any offered tool's name (stricter)
+    got = verdicts("llama4_pythonic", "[ok()]", choice="required", tools=HYPHEN)
+    assert got.pop(STRUCTURAL_TAG, False) is False and got == {fmt: True for fmt in got}, got

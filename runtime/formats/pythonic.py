@@ -52,6 +52,9 @@ def plan(field) -> Plan:
 _PY_SPACE = re.compile(r"[ \t\r\n\f\v]*")
 _NAME_START = regex.compile(r"[^\W\d]")
 _NAME_REST = regex.compile(r"\w*")
+#: a call's name as the reader reads it (``_NAME`` parts joined by dots): the grammar export's
+#: offered tools are written only when their name is one
+_CALL_NAME = regex.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
 _PY_CODE_STOP = re.compile(r"[\[\](){}'\"]")
 _PY_STRING_STOP = {"'": re.compile(r"['\\]"), '"': re.compile(r'["\\]')}
 _OPENERS = "([{"
@@ -1026,7 +1029,12 @@ def _pythonic_calls(b: Any, f: Any, where: str) -> Any:
                         b.body_watch(f))
     ws = jb.ws()
     per_tool = []
-    for name, schema in (b.tools if b.has_tools else [(None, None)]):
+    # a tool whose name the reader does not read as a call's name (``get-weather``: the call is
+    # text to it, so a call required would be missing) is never written
+    tools = [(n, s) for n, s in (b.tools if b.has_tools else [(None, None)]) if n is None or _CALL_NAME.fullmatch(n)]
+    if not tools:
+        return ir.Lit("\x00never")
+    for name, schema in tools:
         nm = Lit(name) if name is not None else b.name_node(None)
         if schema is None or not (schema.get("properties")):
             # a tool without declared properties takes any keyword arguments (docs/grammar.md "What the grammar says")
@@ -1045,15 +1053,24 @@ def _pythonic_calls(b: Any, f: Any, where: str) -> Any:
     forms = [("[", seq(Lit("["), ws, call, more, ws, Lit("]")))]
     if f.content_args.get("allow_bare", True) is not False:
         forms.append(("", call))
-    if f.open is not None and f.open.pattern is not None and not ir.delimiter_leads(f.open, ir.Grammar(), where):
-        # an open that is only a lookahead (olmo3's ``(?=[A-Za-z_])`` inside its call section):
-        # the parser opens the field only where the lookahead holds, so only the forms it
-        # admits are calls; a ``[`` it refuses is text inside the section (docs/events.md,
-        # "Text inside a call section"), so the bracketed list is left out there
+    bare = bool(getattr(b, "bare_open", False))
+    if f.open is not None and f.open.pattern is not None and (bare or not ir.delimiter_leads(f.open, ir.Grammar(), where)):
+        # an open that is only a lookahead (olmo3's ``(?=[A-Za-z_])`` inside its call section), or
+        # the alternative of one that matches no text (llama4's ``(?=\[\s*[A-Za-z_][\w.]*\()``,
+        # ``bare_open``): the parser opens the field only where the lookahead holds, so only the
+        # forms it admits, for every offered tool, are calls; a ``[`` it refuses is text inside
+        # the section (docs/events.md, "Text inside a call section"), so the bracketed list is left
+        # out there, and a bare call after no open is text (a call required but none read)
         rx = regex.compile(ir.without_optional_repairs(f.open.pattern))
-        name = next((n for n, _ in b.tools if n), "f") if b.has_tools else "f"
-        kept = [(lead, node) for lead, node in forms if rx.match(lead + name + "(")]
-        forms = kept or forms
+        names = [n for n, _ in tools if n]
+        kept = [(lead, node) for lead, node in forms
+                if all((m := rx.match(lead + n + "(")) is not None and m.end() == 0 for n in names or ["f"])]
+        if bare:
+            if not kept:
+                return Lit("\x00never")
+            forms = kept
+        else:
+            forms = kept or forms
     # a body an earlier field with the same open reads (its reader does not refuse how it starts) is
     # never this field's: llama3_json's JSON call takes ``[``, so its builtin calls are bare there
     names = [n for n, _ in b.tools if n] if b.has_tools else []

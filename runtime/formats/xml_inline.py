@@ -1207,8 +1207,9 @@ def args_grammar(b: Any, f: Any, name: str | None, schema: Any, where: str, jb: 
         # D7 (runtime/content.py): only whitespace between tags, and after the last one the
         # closing tags of markup the opener began (``</function>``)
         junk = WS
-        tag_name = Rep(Chars(ir.norm_ranges([(ord(c), ord(c)) for c in "<>/"]), negate=True), 1, None)
-        tail = seq(WS, Rep(seq(Lit("</"), tag_name, Lit(">"), WS), 0, None))
+        # (none of them a delimiter the parser watches in the body: the call's close would end the
+        # call there, issue 27 E)
+        tail = ir.closing_tags(b.g, "xml_tail", tuple(b.body_watch(f)))
     value_tail = pattern.split("(?P<value>", 1)[1] if "(?P<value>" in pattern else ""
     # the pattern after the value group: group_end reads ``(`` + the group's body onwards
     after = value_tail[group_end("(" + value_tail, 0) - 1:] if value_tail else ""
