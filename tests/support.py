@@ -304,22 +304,37 @@ def flat_outcome(module, prefix: str, chunks: list[str], errors: str) -> dict:
 
 
 def best_time(run: Callable[[], object], repeats: int = 3) -> float:
-    """The shortest of ``repeats`` wall-clock timings (seconds) of ``run()``, each with the garbage
-    collector off (its passes grow with the live objects, not with the work measured). The tests
-    compare such times at two sizes as a ratio, never with a bound in seconds."""
+    """The shortest of ``repeats`` CPU timings (seconds, ``time.process_time``: what other processes
+    on a loaded machine take does not count) of ``run()``, each with the garbage collector off (its
+    passes grow with the live objects, not with the work measured). The tests compare such times
+    at two sizes as a ratio, never with a bound in seconds."""
     best = float("inf")
     enabled = gc.isenabled()
     for _ in range(repeats):
         gc.collect()
         gc.disable()
         try:
-            start = time.perf_counter()
+            start = time.process_time()
             run()
-            best = min(best, time.perf_counter() - start)
+            best = min(best, time.process_time() - start)
         finally:
             if enabled:
                 gc.enable()
     return best
+
+
+def doubling_times(small: Callable[[], object], large: Callable[[], object], ratio: float = 2.5,
+                   repeats: int = 3, retries: int = 3) -> tuple[float, float]:
+    """``(best_time(small), best_time(large))``, where ``large`` does twice the work of ``small``;
+    while the second is over ``ratio`` times the first, both are measured again (up to ``retries``
+    times, keeping the least of each): noise only adds time, so a parse that really grows faster
+    than its input stays over the ratio (docs/security.md, "Model output: time and memory")."""
+    a, b = best_time(small, repeats), best_time(large, repeats)
+    for _ in range(retries):
+        if b <= ratio * a:
+            break
+        a, b = min(a, best_time(small, repeats)), min(b, best_time(large, repeats))
+    return a, b
 
 
 def tool_call(name: str, arguments) -> dict:

@@ -848,12 +848,12 @@ def test_dumps_is_json_dumps():
 def test_many_text_blocks_cost_linear_time():
     """hermes2pro, errors "recover", arguments streamed: many 300-character content blocks, each
     followed by a call, in 256-character feeds. Twice the output costs at most 2.5 times the time
-    (support.best_time). Each block's close copied the whole content stored so far and compared it
+    (support.doubling_times). Each block's close copied the whole content stored so far and compared it
     with the whole content sent (measured 5.2 times for twice the blocks); now it compares the
     block with what was sent since the last close, as the JavaScript adapter does
     (docs/openai.md)."""
     from respc.generated import hermes2pro
-    from support import best_time
+    from support import doubling_times
 
     def run(blocks: int) -> None:
         text = ("x" * 300 + ' <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>') * blocks
@@ -866,6 +866,6 @@ def test_many_text_blocks_cost_linear_time():
         assert content == "x" * 300 * blocks and not stream.diagnostics
 
     run(200)
-    small, large = best_time(lambda: run(2500), 2), best_time(lambda: run(5000), 2)
+    small, large = doubling_times(lambda: run(2500), lambda: run(5000), repeats=2)
     print(f"python delta adapter, many text blocks: {small * 1e3:.0f} ms -> {large * 1e3:.0f} ms for twice the blocks")
     assert large <= 2.5 * small, (small, large)
