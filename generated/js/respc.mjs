@@ -2492,7 +2492,7 @@ export class ChatCompletionStream {
     const slot = (key, name) => {
       const stored = T.defaults[name];
       const text = { key, join: "", parts: [], has: false, mark: 0, size: 0, start: 0, first: 0, started: false,
-        pending: "" };
+        pending: [] };
       if (typeof stored === "string" && stored) Object.assign(text, { parts: [stored], has: true, mark: 1, size: cpLen(stored) });
       return text;
     };
@@ -2653,7 +2653,7 @@ export class ChatCompletionStream {
       if (kind === "region_open") {
         if (text !== undefined) {
           text.started = false;
-          text.pending = "";
+          text.pending = [];
           text.join = (region !== undefined ? region.join : null) || "";
         } else if (slot === "tool_calls") this._openTools(region);
       } else if (kind === "region_close") {
@@ -2686,16 +2686,19 @@ export class ChatCompletionStream {
         this._deltas.push(["text", text.key, text.join]);
       }
     }
-    const whole = text.pending + piece;
-    const cut = pyRstripLength(whole);
-    text.pending = whole.slice(cut);
-    if (cut) this._sendText(text, whole.slice(0, cut));
+    // trailing whitespace is held in the pieces it came in and joined once, when a character after
+    // it is sent: a long run of whitespace chunks is not copied and scanned again per chunk (linear)
+    const cut = pyRstripLength(piece);
+    if (!cut) { text.pending.push(piece); return; }
+    const held = text.pending;
+    text.pending = cut < piece.length ? [piece.slice(cut)] : [];
+    this._sendText(text, held.length ? held.join("") + piece.slice(0, cut) : piece.slice(0, cut));
   }
 
   /** The message's store of one block (Python: _close_text): _catchUp with what it appends to the
    * value, or with the value that replaces it (a field that neither joins nor repeats, written again). */
   _closeText(text, region, value) {
-    text.pending = "";
+    text.pending = [];
     text.started = false;
     if (value === null && region !== undefined && region.empty_none) { this._catchUp(text, "", false); return; }
     if (typeof value !== "string") {
