@@ -1387,3 +1387,35 @@ def test_js_delta_adapter_is_linear_in_malformed_streamed_calls():
     small, large = json.loads(done.stdout)
     print(f"JS delta adapter, malformed streamed calls: {small:.1f} ms -> {large:.1f} ms CPU for twice the calls")
     assert large <= 2.5 * small, (small, large)
+
+
+@needs_node
+def test_js_delta_adapter_keeps_only_calls_that_went_out(tmp_path):
+    """errors="recover", recoverArguments "stream", the outputs of tests/test_openai.py's
+    NAMELESS_KEPT (a kept region holding a call whose name never came): the JavaScript adapter
+    gives the Python adapter's chunks, and its own stream announces each call with id and name in
+    its first delta, with indices 0, 1, ... and openaiMessage listing only those calls (it sent the
+    nameless call's arguments with no id and no name, listed it, and skipped its index)."""
+    from test_openai import NAMELESS_KEPT
+
+    jobs, expected = [], []
+    for name, feeds in NAMELESS_KEPT:
+        case = {"prefix": "", "chunks": feeds, "errors": "recover", "recover": "stream"}
+        jobs.append({"module": str(REPO / "generated" / "js" / f"{name}.mjs"), "cases": [case]})
+        module = compile_template(str(REPO / "templates" / f"{name}.json"))
+        want = _python_deltas(module, "", feeds, "recover", "stream")
+        want.pop("parsed", None)
+        expected.append(json.loads(json.dumps(want)))
+    done = subprocess.run([NODE, str(DELTA_DRIVER)], input=json.dumps({"jobs": jobs}), capture_output=True, text=True,
+                          encoding="utf-8", timeout=120)
+    assert done.returncode == 0, done.stderr
+    for (name, _), want, [have] in zip(NAMELESS_KEPT, expected, json.loads(done.stdout)):
+        assert have == want, name
+        seen = []
+        for chunk in (c for feed in have["feeds"] for c in feed):
+            for delta in chunk["choices"][0]["delta"].get("tool_calls", ()):
+                if delta["index"] not in seen:
+                    assert delta.get("id") and delta["function"].get("name"), (name, delta)
+                    seen.append(delta["index"])
+        assert seen and seen == list(range(len(seen))), (name, seen)
+        assert [c["id"] for c in have["message"]["tool_calls"]] == [f"call_{n}" for n in seen], name

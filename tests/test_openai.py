@@ -877,3 +877,38 @@ def test_long_whitespace_run_costs_linear_time(how):
     small, large = best_time(lambda: run(200_000), 2), best_time(lambda: run(400_000), 2)
     print(f"python delta adapter, {how}, a long whitespace run: {small * 1e3:.0f} ms -> {large * 1e3:.0f} ms for twice the run")
     assert large <= 2.5 * small, (small, large)
+
+
+#: recover, arguments streamed: a tool region that ends malformed or cut off after one of its calls
+#: went out, holding another call whose name never came (template, feeds)
+NAMELESS_KEPT = [
+    ("apertus", ['<|tools_prefix|>{"a": "x"}{"name": "g", "arguments": {"c": "P']),
+    ("mistral_nemo", ['[TOOL_CALLS][{"name": "f", "arguments": {"a": 1}}, ', '{"arguments": {"b": 2}} junk']),
+    ("hermes2pro", ['<tool_call>[{"name": "f", "arguments": {"a": 1}}, ', '{"arguments": {"b": 2}}] junk</tool_call>',
+                    '<tool_call>{"name": "h", "arguments": {}}</tool_call>']),
+]
+
+
+@pytest.mark.parametrize("name, feeds", NAMELESS_KEPT, ids=[n for n, _ in NAMELESS_KEPT])
+def test_a_call_whose_name_never_came_is_not_kept(name, feeds):
+    """errors="recover", recover_arguments="stream": a region kept because a delta of one call
+    left keeps only the calls that went out. A call whose name never came was kept too: its
+    arguments went out as a call with no id and no name, openai_message listed a call the client
+    never got, and the next call's index skipped one (the OpenAI SDK's accumulator raises
+    IndexError on index 1 before index 0). Now each call's first delta carries its id and name,
+    indices run 0, 1, ... as calls go out, and the accumulated message is openai_message
+    (docs/openai.md, "Arguments with errors="recover"")."""
+    stream, chunks = _stream(importlib.import_module(f"respc.generated.{name}"), "", feeds, errors="recover",
+                             recover_arguments="stream")
+    seen = []
+    for chunk in chunks:
+        for delta in chunk["choices"][0]["delta"].get("tool_calls", ()):
+            if delta["index"] not in seen:
+                assert delta.get("id") and delta["function"].get("name"), delta
+                seen.append(delta["index"])
+    assert seen == list(range(len(seen))) and seen, seen
+    choice = _accumulated(chunks)
+    message = stream.openai_message()
+    assert [(c.id, c.function.name, c.function.arguments) for c in choice.message.tool_calls] == \
+        [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]]
+    assert {d["index"] for d in stream.diagnostics if d.get("kind") == "streamed-call-malformed"} <= set(seen)
