@@ -54,6 +54,7 @@ from ..runtime.content import group_end
 from ..runtime.formats import FORMATS
 from ..runtime.formats.base import REJECTED as _REJECTED
 from ..runtime.errors import RespcError
+from ..runtime.tools import is_function_name
 from .sre import parse_pattern as _parse_pattern
 
 __all__ = ["Lit", "Chars", "Seq", "Alt", "Rep", "Ref", "Except", "Grammar", "build_grammar_ir",
@@ -831,6 +832,52 @@ _DIGIT19 = Chars(((0x31, 0x39),))
 _HEX = Chars(((0x30, 0x39), (0x41, 0x46), (0x61, 0x66)))
 
 
+def _holds(text: str, exclude: tuple[str, ...]) -> bool:
+    """Whether ``text`` holds one of the delimiters ``exclude`` as raw text."""
+    return any(x and x in text for x in exclude)
+
+
+def _json_string(text: str, exclude: tuple[str, ...]) -> str:
+    """``json.dumps(text, ensure_ascii=False)``, with a character of each delimiter of ``exclude``
+    that would occur in it written as its ``\\uXXXX`` escape instead (JSON and Python string
+    literals read the same string back): the text a grammar may make the model write inside a body
+    whose parser watches those delimiters (docs/grammar.md, "What the grammar says"). A delimiter
+    whose characters are all escapes or outside the BMP already stays (none in practice)."""
+    pieces = [json.dumps(c, ensure_ascii=False)[1:-1] for c in text]
+    while True:
+        out = '"' + "".join(pieces) + '"'
+        hits = [(out.find(x), x) for x in exclude if x and x in out]
+        if not hits:
+            return out
+        pos, x = min(hits)
+        at, k = 1, 0  # the character whose encoding covers position pos, then the next ones in the hit
+        while k < len(pieces) and at + len(pieces[k]) <= pos:
+            at += len(pieces[k])
+            k += 1
+        while k < len(pieces) and at < pos + len(x):
+            c = text[k]
+            if not pieces[k].startswith("\\u") and ord(c) < 0x10000:
+                pieces[k] = f"\\u{ord(c):04x}"
+                break
+            at += len(pieces[k])
+            k += 1
+        else:
+            return out
+
+
+def _json_text(value: Any, exclude: tuple[str, ...]) -> str:
+    """``json.dumps(value, ensure_ascii=False, separators=(", ", ": "))`` with every string (keys
+    too) written by :func:`_json_string`."""
+    if isinstance(value, str):
+        return _json_string(value, exclude)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_json_string(str(k), exclude)}: {_json_text(v, exclude)}"
+                               for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_json_text(v, exclude) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
 class JsonBuilder:
     """JSON (and Python-literal) value rules for one dialect, shared through ``g``.
 
@@ -878,12 +925,16 @@ class JsonBuilder:
         return self.g.add(name, alt(*forms))
 
     def string_of(self, text: str):
-        """One exact string value (a tool name, an enum member)."""
-        forms = [Lit(json.dumps(text, ensure_ascii=False))]
-        if self.d.pythonic:
+        """One exact string value (a tool name, an enum member, a property name). A delimiter the
+        parser watches in this body is not written raw inside it (the parser would end the region
+        there): one of its characters is written as a ``\\u`` escape, which both JSON and Python
+        read back as the same string; the raw forms (a Python repr, a dialect's own delimiters)
+        are left out when they would hold one."""
+        forms = [Lit(_json_string(text, self.exclude))]
+        if self.d.pythonic and not _holds(repr(text), self.exclude):
             forms.append(Lit(repr(text)))
         for o, c in self.d.string_delims:
-            if c not in text:
+            if c not in text and not _holds(o + text + c, self.exclude):
                 forms.append(Lit(o + text + c))
         return alt(*forms)
 
@@ -1014,7 +1065,7 @@ class JsonBuilder:
         if self.d.pythonic or self.d.python_literals:
             if value is True or value is False or value is None:
                 return lits(*dict.fromkeys([json.dumps(value)] * (not self.d.pythonic) + [repr(value)]))
-        return Lit(json.dumps(value, ensure_ascii=False, separators=(", ", ": ")))
+        return Lit(_json_text(value, self.exclude))
 
     def object(self, schema: dict, where: str):
         props = schema.get("properties") or {}
@@ -1204,6 +1255,12 @@ def _normalize_tools(tools) -> list[tuple[str, dict]]:
         fn = tool.get("function", tool) if isinstance(tool, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             raise GrammarExportError(f"tools[{i}]: needs a function with a string 'name'")
+        if not is_function_name(fn["name"]):
+            # the parser refuses a call so named (runtime/tools.py check_tool_call_names): a grammar that
+            # made the model write it would give an error, or answer text, instead of the call
+            raise GrammarExportError(f"tools[{i}]: tool {fn['name']!r} cannot be called: the parser reads a "
+                                     "name with whitespace, markup, quotes or brackets as no function name "
+                                     "(rename the tool)")
         params = fn.get("parameters") or {"type": "object", "properties": {}}
         if not isinstance(params, dict) or not isinstance(params.get("properties", {}), dict):
             raise GrammarExportError(f"tools[{i}] ({fn['name']!r}): 'parameters' must be a JSON schema object "

@@ -45,6 +45,7 @@ from typing import Any
 from .errors import ContentParseError, RespcError
 
 __all__ = [
+    "is_function_name",
     "ToolTypes",
     "ToolSpecError",
     "DocstringParsingException",
@@ -412,6 +413,13 @@ def coerce_tool_calls(value: Any, params: Mapping) -> Any:
 #: characters no function name holds: whitespace, markup, quotes, brackets (a name holding them
 #: is body text an open pattern took, ``{"name":"get_weather",...}`` as a name)
 _NOT_A_NAME = re.compile(r"[\s<>{}\[\]()\"']")
+
+
+def is_function_name(name: Any) -> bool:
+    """Whether ``name`` is a name a parser accepts for a tool call's function: a non-empty ``str``
+    without whitespace, markup, quotes or brackets (docs/template-language.md, "Tool calls need a
+    name"). A grammar export refuses a tool whose name is not (docs/grammar.md, "Tool names")."""
+    return isinstance(name, str) and bool(name) and _NOT_A_NAME.search(name) is None
 
 
 #: a call's function has no ``arguments`` key (it takes none)

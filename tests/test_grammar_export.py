@@ -541,3 +541,46 @@ def test_structural_tag_bracketed_pythonic_calls_end_with_the_close():
     assert not accepts_structural_tag(text, call.format(" x<|tool_call_end|>"))
     assert accepts_structural_tag(text, '<|tool_call_start|>[{"name": "set_alarm", "arguments": {"time": "7"}}]'
                                         '<|tool_call_end|>')
+
+
+# --- strings the schema fixes hold a delimiter ------------------------------------------------
+
+@pytest.mark.parametrize("family", ["hermes2pro", "qwen3", "mistral_small_3_2", "deepseek_v3", "kimi_k2"])
+def test_fixed_strings_holding_a_delimiter_are_written_escaped(family):
+    """A property name, an enum member and a const value holding the template's delimiters (the
+    tool-call close first): the grammar wrote them raw inside the JSON body, so every output it
+    allowed held the close inside a string, where the strict parser ends the region (an error: the
+    grammar was unsound for any such schema). Now one character of each delimiter is written as a
+    ``\\u`` escape, and every sampled output parses strictly to arguments holding the strings as the
+    schema wrote them (docs/grammar.md, "What the grammar says")."""
+    compiled = _compiled(family)
+    module = importlib.import_module(f"respc.generated.{family}")
+    delims = [lit for f in compiled.template.fields for d in (f.open, f.close) if d is not None
+              for lit in d.literals or ()]
+    hostile = "".join(f"x{lit}" for lit in delims) + "y"
+    tools = [{"type": "function", "function": {"name": "set_it", "parameters": {"type": "object", "properties": {
+        "k" + hostile: {"type": "string", "enum": ["e" + hostile, "plain"]},
+        "c": {"const": {"in": ["v" + hostile]}}}, "required": ["k" + hostile, "c"]}}}]
+    g = build_grammar_ir(compiled.template, tools, tool_choice="required")
+    rng = random.Random(family)
+    for _ in range(20):
+        text = sample(g, rng)
+        message = module.parse_response(text, prefix="", tools=tools)
+        assert message["tool_calls"], text
+        for call in message["tool_calls"]:
+            args = call["function"]["arguments"]
+            args = args if isinstance(args, dict) else json.loads(args)
+            assert args["k" + hostile] in ("e" + hostile, "plain") and args["c"] == {"in": ["v" + hostile]}, (text, args)
+
+
+@pytest.mark.parametrize("name", ['a"b', "f(x)", "a</tool_call>b", "get weather", ""])
+def test_a_tool_name_the_parser_refuses_is_refused(name):
+    """A tool whose name is no function name for the parser (whitespace, markup, quotes, brackets:
+    runtime/tools.py check_tool_call_names): every export made the model write a call the strict
+    parser then refuses (hermes2pro, where the name is a JSON string). Now refused, naming the tool
+    (docs/grammar.md, "Tool names")."""
+    tools = [{"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}]
+    with pytest.raises(GrammarExportError, match="cannot be called"):
+        export_grammar("hermes2pro", "lark", tools=tools)
+    with pytest.raises(GrammarExportError, match="cannot be called"):
+        export_structural_tag("hermes2pro", tools=tools)

@@ -363,9 +363,11 @@ def test_grammar_refuses_a_tool_name_the_parser_cannot_read(family, name):
 
     tools = [{"type": "function", "function": {"name": name, "parameters": {
         "type": "object", "properties": {"q": {"type": "string"}}}}}]
-    with pytest.raises(GrammarExportError, match=f"tool {name!r} cannot be named in this template"):
+    # (both names are also no function name for the parser: refused as such before the open is
+    # looked at, tests/test_grammar_export.py test_a_tool_name_the_parser_refuses_is_refused)
+    with pytest.raises(GrammarExportError, match=f"tool {name!r} cannot be (named in this template|called)"):
         export_structural_tag(family, tools=tools)
-    with pytest.raises(GrammarExportError, match=f"tool {name!r} cannot be named in this template"):
+    with pytest.raises(GrammarExportError, match=f"tool {name!r} cannot be (named in this template|called)"):
         export_grammar(family, "lark", tools=tools)
     fine = [{"type": "function", "function": {"name": "ns.get_weather-1", "parameters": {"type": "object"}}}]
     export_structural_tag(family, tools=fine)

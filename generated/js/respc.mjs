@@ -2642,8 +2642,10 @@ class NameKeyed {
 
 /** One tool call of the stream: what was sent of it so far. */
 class StreamCall {
-  constructor(index, id) {
-    Object.assign(this, { index, id, name: null, fwd: [], nsent: 0, sentHeader: false, sentName: false,
+  // index: its place in the stream's calls (the readers' call numbers); wire: the index its deltas
+  // carry, the calls announced before it, and id, both set when it is announced (Python: _Call)
+  constructor(index) {
+    Object.assign(this, { index, wire: index, id: "", name: null, fwd: [], nsent: 0, sentHeader: false, sentName: false,
       streaming: false, done: false, shown: false });
   }
 
@@ -2727,7 +2729,7 @@ export class ChatCompletionStream {
     const slot = (key, name) => {
       const stored = T.defaults[name];
       const text = { key, join: "", parts: [], has: false, mark: 0, size: 0, start: 0, first: 0, started: false,
-        pending: "" };
+        pending: [] };
       if (typeof stored === "string" && stored) Object.assign(text, { parts: [stored], has: true, mark: 1, size: cpLen(stored) });
       return text;
     };
@@ -2744,6 +2746,9 @@ export class ChatCompletionStream {
       else if (f.slot === "tool_calls") this._plans.set(f, hold ? null : f.args_plan ?? null);
     }
     this._calls = [];
+    // calls announced so far: the next one's index on the wire. A call never announced (its region
+    // ended malformed before its name came) takes no index, so the client's indices have no gap
+    this._wired = 0;
     this._open = new Map();   // field -> [reader or null, first call number]
     this._toolOpen = null;    // the tool field opened last (its chunks' region)
     this._roleSent = false;
@@ -2781,7 +2786,7 @@ export class ChatCompletionStream {
     this.message = message;
     const chunks = this._chunks(this._pending.concat(events));
     this._pending = [];
-    chunks.push(this._chunk({}, finishReason || (this._calls.length ? "tool_calls" : "stop")));
+    chunks.push(this._chunk({}, finishReason || (this._wired ? "tool_calls" : "stop")));
     if (this.includeUsage) {
       const chunk = this._chunk({}, null);
       chunk.choices = [];
@@ -2802,10 +2807,10 @@ export class ChatCompletionStream {
     const out = { role: "assistant", content: this._sent(this._texts.content) || null };
     const reasoning = this._sent(this._texts.reasoning_content);
     if (reasoning) out[this.reasoningField] = reasoning;
-    if (this._calls.length) {
-      out.tool_calls = this._calls.map((call) => ({ id: call.id, type: "function",
-        function: { name: call.name || "", arguments: call.args } }));
-    }
+    // (a call never announced was never sent)
+    const calls = this._calls.filter((call) => call.sentHeader).map((call) => ({ id: call.id, type: "function",
+      function: { name: call.name || "", arguments: call.args } }));
+    if (calls.length) out.tool_calls = calls;
     return out;
   }
 
@@ -2831,8 +2836,9 @@ export class ChatCompletionStream {
         delta[key] = item[2];
         chunks.push(this._chunk(delta));
       } else {
-        this._calls[key].shown = true;
-        chunks.push(this._chunk({ tool_calls: [item[0] === "args" ? { index: key, function: { arguments: item[2] } } : item[2]] }));
+        const call = this._calls[key];
+        call.shown = true;
+        chunks.push(this._chunk({ tool_calls: [item[0] === "args" ? { index: call.wire, function: { arguments: item[2] } } : item[2]] }));
       }
     }
     return chunks;
@@ -2857,8 +2863,9 @@ export class ChatCompletionStream {
         out += keyHead + JSON.stringify(item[2]) + this._sseKeyTail;
       }
       else {
-        this._calls[key].shown = true;
-        out += head + (item[0] === "args" ? '{"tool_calls": [{"index": ' + key + ', "function": {"arguments": ' +
+        const call = this._calls[key];
+        call.shown = true;
+        out += head + (item[0] === "args" ? '{"tool_calls": [{"index": ' + call.wire + ', "function": {"arguments": ' +
           JSON.stringify(item[2]) + "}}]}" : '{"tool_calls": [' + pyJson(item[2]) + "]}") + tail;
       }
     }
@@ -2888,7 +2895,7 @@ export class ChatCompletionStream {
       if (kind === "region_open") {
         if (text !== undefined) {
           text.started = false;
-          text.pending = "";
+          text.pending = [];
           text.join = (region !== undefined ? region.join : null) || "";
         } else if (slot === "tool_calls") this._openTools(region);
       } else if (kind === "region_close") {
@@ -2921,16 +2928,19 @@ export class ChatCompletionStream {
         this._deltas.push(["text", text.key, text.join]);
       }
     }
-    const whole = text.pending + piece;
-    const cut = pyRstripLength(whole);
-    text.pending = whole.slice(cut);
-    if (cut) this._sendText(text, whole.slice(0, cut));
+    // trailing whitespace is held in the pieces it came in and joined once, when a character after
+    // it is sent: a long run of whitespace chunks is not copied and scanned again per chunk (linear)
+    const cut = pyRstripLength(piece);
+    if (!cut) { text.pending.push(piece); return; }
+    const held = text.pending;
+    text.pending = cut < piece.length ? [piece.slice(cut)] : [];
+    this._sendText(text, held.length ? held.join("") + piece.slice(0, cut) : piece.slice(0, cut));
   }
 
   /** The message's store of one block (Python: _close_text): _catchUp with what it appends to the
    * value, or with the value that replaces it (a field that neither joins nor repeats, written again). */
   _closeText(text, region, value) {
-    text.pending = "";
+    text.pending = [];
     text.started = false;
     if (value === null && region !== undefined && region.empty_none) { this._catchUp(text, "", false); return; }
     if (typeof value !== "string") {
@@ -2995,7 +3005,7 @@ export class ChatCompletionStream {
 
   // --- tool calls ---
   _call(n) {
-    while (this._calls.length <= n) this._calls.push(new StreamCall(this._calls.length, this._ids(this._calls.length)));
+    while (this._calls.length <= n) this._calls.push(new StreamCall(this._calls.length));
     return this._calls[n];
   }
 
@@ -3030,8 +3040,10 @@ export class ChatCompletionStream {
     call.sentName = true;
     if (!call.sentHeader) {
       call.sentHeader = true;
-      this._deltas.push(["tool", call.index, { index: call.index, id: call.id, type: "function", function: { name: call.name } }]);
-    } else this._deltas.push(["tool", call.index, { index: call.index, function: { name: call.name } }]);
+      call.wire = this._wired++;
+      call.id = this._ids(call.wire);
+      this._deltas.push(["tool", call.index, { index: call.wire, id: call.id, type: "function", function: { name: call.name } }]);
+    } else this._deltas.push(["tool", call.index, { index: call.wire, function: { name: call.name } }]);
   }
 
   _sendName(call) {
@@ -3076,6 +3088,7 @@ export class ChatCompletionStream {
     if (!calls.some((call) => call.shown)) {
       // (a new list, not splice(0, n, ...kept): a spread of a feed's 100,000 deltas overflows the call stack)
       this._deltas = this._deltas.filter((d) => d[0] === "text" || d[1] < base);
+      for (const call of calls) if (call.sentHeader) this._wired--;  // (their indices were never sent)
       this._calls.length = base;
       return false;
     }
@@ -3089,8 +3102,11 @@ export class ChatCompletionStream {
     }
     const cause = found !== undefined ? found.kind : "malformed";
     for (const call of calls) {
+      // never announced (its name never came): it was never in the stream, so it is not kept; its
+      // forwarded arguments would go out as a call with no id and no name
+      if (!call.sentHeader) continue;
       this._sendArgs(call);
-      this.diagnostics.push({ kind: "streamed-call-malformed", field: "tool_calls", index: call.index, cause,
+      this.diagnostics.push({ kind: "streamed-call-malformed", field: "tool_calls", index: call.wire, cause,
         text: event.text, error: event.error ?? null, start: event.start ?? null, end: event.end ?? null,
         into: event.into ?? null, sent: call.args });
     }
@@ -3131,7 +3147,7 @@ export class ChatCompletionStream {
       if (call.nsent) {
         if (!(call.done && sameJson(call.args, args)) &&
             !(this._streamingRecover && !call.done && this._complete(call, args))) {
-          this.diagnostics.push({ kind: "streamed-arguments-differ", field: "tool_calls", index: call.index,
+          this.diagnostics.push({ kind: "streamed-arguments-differ", field: "tool_calls", index: call.wire,
             problem: "streamed arguments differ from the message", sent: call.args, message: args ?? null });
         }
       } else {
@@ -3161,7 +3177,7 @@ function merged(deltas) {
         }
         continue;
       }
-      const both = mergeCall(last[0] === "tool" ? last[2] : { index: last[1], function: { arguments: last[2] } }, item[2]);
+      const both = mergeCall(last[0] === "tool" ? last[2] : { index: item[2].index, function: { arguments: last[2] } }, item[2]);
       if (both !== null) { out[out.length - 1] = ["tool", item[1], both]; continue; }
     } else if (last !== undefined && last[0] === "text" && item[0] === "text" && last[1] === item[1]) {
       out[out.length - 1] = ["text", item[1], last[2] + item[2]];

@@ -38,7 +38,9 @@ class TextArgs:
         self.key = key
         self.strip = strip
         self.begun = False
-        self.pending = ""
+        #: trailing whitespace held, in the pieces it came in: joined once, when text follows it (a
+        #: long run of whitespace chunks is not copied and stripped again per chunk: linear)
+        self.pending: list[str] = []
 
     def feed(self, text: str) -> str:
         head = ""
@@ -49,17 +51,20 @@ class TextArgs:
                 return ""
             self.begun = True
             head = "{" + json.dumps(self.key, ensure_ascii=False) + ': "'
-        whole = self.pending + text
+        whole = text
         if self.strip:
-            body = whole.rstrip()
-            self.pending = whole[len(body):]
-            whole = body
+            cut = len(text.rstrip())
+            if not cut:  # all whitespace: held with the rest
+                self.pending.append(text)
+                return head
+            held, self.pending = self.pending, [text[cut:]] if cut < len(text) else []
+            whole = "".join(held) + text[:cut] if held else text[:cut]
         return head + (escaped(whole) if whole else "")
 
     def finish(self) -> str:
         if not self.begun:
             return ""  # nothing kept: the close sends the call
-        self.pending = ""
+        self.pending = []
         return '"}'
 
 
