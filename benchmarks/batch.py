@@ -24,7 +24,8 @@ Paths timed (records/s over all families; each in a fresh process except the loo
 
 Also: peak RSS of each CLI run (``ru_maxrss`` of the process tree, so memory stays flat in the
 number of records if this stays flat across ``--records``), and how many non-damaged records give
-the same message with ours and the reference (SPEC deviations D1-D6 may explain a difference).
+the same message with ours and the reference (the deviations D1-D11 of
+docs/template-language.md may explain a difference).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ import inputs  # noqa: E402  (benchmarks/inputs.py, next to this file)
 KB, MB = inputs.KB, inputs.MB
 QUICK_TEMPLATES = ("qwen3", "gpt_oss", "qwen3_coder")
 
-#: Targets (SPEC-independent project goals), checked against the printed figures.
+#: Targets (project goals), checked against the printed figures.
 TARGET_FLOOR_RATIO = 3.0      # ours/floor at every size
 TARGET_REF_SPEEDUP = 5.0      # reference/ours at 10 kB
 TARGET_GROWTH = 1.5           # adversarial inputs: per-chunk cost between sizes, to count as linear

@@ -20,7 +20,8 @@ An output is ``reasoning, answer, tool calls``, each piece derived from the temp
   (``Pieces.tool_list``; its 2 or 3 calls) instead of three regions in a row.
 
 Tool calls are written back to back (no text between them): a whitespace-only block of the implicit
-field would be joined by the reference but not by respc (SPEC deviation D1), and these inputs must give
+field would be joined by the reference but not by respc (deviation D1,
+docs/template-language.md "D1: empty never erases"), and these inputs must give
 equal messages with both parsers (``tests/test_bench_smoke.py`` checks that).
 
 Adversarial inputs (:func:`adversarial_inputs`) stress the hold logic: long runs of partial

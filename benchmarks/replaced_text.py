@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-import test_js_target as parity  # noqa: E402
+import support_js as parity  # noqa: E402
 
 from respc.compiler.api import compile_template  # noqa: E402
 from respc.compiler.source import read_template  # noqa: E402

@@ -7,7 +7,8 @@ streamed and one whole goes through the engine's chat serving object twice: once
 ``respc-<family>`` as tool-call and reasoning parser, once with the engine's own parsers. The
 serving objects, the stand-in engine (vLLM's own incremental detokenizer, the stop token stripped;
 SGLang's detokenizer's cumulative text) and the client (the ``openai`` package's types and stream
-accumulator) are those of tests/test_vllm_serving.py and tests/test_sglang_serving.py; the
+accumulator) are those of tests/test_vllm_serving.py and tests/test_sglang_serving.py (from
+tests/support_vllm.py and tests/support_sglang.py); the
 tokenizer is a byte-level BPE trained on the family's outputs and prompts, its delimiters listed
 special tokens. The prompt the engine renders is the vector's ``prefix``.
 
@@ -172,7 +173,7 @@ def right(row: dict, reasoning: str | None, content: str | None, calls: list) ->
 # --- vLLM ------------------------------------------------------------------------------------------
 
 def vllm_runner():
-    import test_vllm_serving as t
+    import support_vllm as t
     import respc.vllm as rv
     from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat
     from vllm.entrypoints.openai.models.serving import BaseModelPath, OpenAIServingModels
@@ -209,7 +210,7 @@ def vllm_runner():
 # --- SGLang ----------------------------------------------------------------------------------------
 
 def sglang_runner():
-    import test_sglang_serving as t
+    import support_sglang as t
     import respc.sglang as rs
     from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
     from sglang.srt.plugins import load_plugins

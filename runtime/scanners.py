@@ -116,10 +116,11 @@ def literal_prefixes(literals: tuple) -> frozenset | object:
     """The proper prefixes (non-empty) of ``literals``' members longer than one character, as a
     ``frozenset`` while they total at most :data:`PREFIX_TABLE_BUDGET` characters, else as a
     :class:`~respc.runtime.stream.LiteralPrefixes` (linear space; docs/security.md, "Limits"):
-    what a scanner tests ``buf[j:] in`` to hold a literal's start ending the buffer. A generated
-    module calls it for a state that watches literals and a regex delimiter
-    (docs/security.md "Declared scanners and named records": the
-    prefixes are not written out).
+    what a scanner tests ``buf[j:] in`` to hold a literal's start ending the buffer. No module
+    generated now calls it: the runtime builds a declared state's prefixes from its records
+    (the same plan). A module of ABI 4 generated before regex states were declared
+    (``_PREFIXES_<k> = _rt.literal_prefixes(...)``) still calls it, so it stays public
+    (docs/security.md "Declared scanners and named records").
 
     Raises:
         TypeError: ``literals`` is not a tuple of str.

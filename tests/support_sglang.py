@@ -1,6 +1,7 @@
 """SGLang's chat serving object with the respc detectors, around a stand-in tokenizer manager that
 "generates" a given text (docs/serving.md, "Behind SGLang's OpenAI serving layer"), shared by
-``tests/test_sglang_serving.py`` (in-process) and ``tests/test_sglang_http.py`` (over HTTP). How
+``tests/test_sglang_serving.py`` (in-process), ``tests/test_sglang_http.py`` (over HTTP) and
+``benchmarks/serving_table.py`` (with the request and the client's reading of the response). How
 the stand-ins work: ``tests/test_sglang_serving.py``'s module docstring. Importing it loads SGLang's
 plug-ins (as ``sglang serve`` does at start) and skips the importing test module when SGLang's
 serving modules are not installed.
@@ -19,6 +20,9 @@ INSTALL = ('python -m pip install -e ".[test,sglang]" && python -m pip install -
 pytest.importorskip("sglang.srt.entrypoints.openai.serving_chat",
                     reason=f"SGLang's serving modules are not installed: {INSTALL}")
 
+from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
+from openai.types.chat import ChatCompletion, ChatCompletionChunk  # noqa: E402
+from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest  # noqa: E402
 from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat  # noqa: E402
 from sglang.srt.plugins import load_plugins  # noqa: E402
 from sglang.srt.runtime_context import publish  # noqa: E402
@@ -124,3 +128,39 @@ def _serve(family: str, case: dict, tmp_root: str):
     manager = _TokenizerManager(_server_args(name, tokenizer_dir), tokenizer_dir, case["text"], case["name"])
     # the prompt the detector reads: the rendered one, which the plug-in's hooks hand it
     return OpenAIServingChat(manager, _TemplateManager(force)), manager, case["prefix"]
+
+
+class _RawRequest:
+    headers: dict = {}
+
+    async def is_disconnected(self) -> bool:
+        return False
+
+
+async def _complete(chat: OpenAIServingChat, request: ChatCompletionRequest):
+    """(message, finish_reason) as the openai client reads the response."""
+    response = await chat.handle_request(request, _RawRequest())
+    if not request.stream:
+        body = response.model_dump_json() if hasattr(response, "model_dump_json") else response.body
+        assert b'"error"' not in (body if isinstance(body, bytes) else body.encode()), body
+        completion = ChatCompletion.model_validate_json(body)
+        return completion.choices[0].message, completion.choices[0].finish_reason
+    state, lines = ChatCompletionStreamState(), []
+    async for line in response.body_iterator:
+        line = line.decode() if isinstance(line, bytes) else line
+        lines.append(line)
+        assert line.startswith("data: ") and line.endswith("\n\n"), line
+        data = line[len("data: "):-2]
+        if data == "[DONE]":
+            break
+        assert '"error"' not in data, data
+        state.handle_chunk(ChatCompletionChunk.model_validate_json(data))
+    assert lines[-1] == "data: [DONE]\n\n"
+    completion = state.get_final_completion()
+    return completion.choices[0].message, completion.choices[0].finish_reason
+
+
+def _request(prefix: str, tools: list | None, *, stream: bool, tool_choice: str = "auto", **extra):
+    kwargs: dict[str, Any] = {"tools": tools, "tool_choice": tool_choice} if tools is not None else {}
+    return ChatCompletionRequest(model=MODEL, messages=[{"role": "user", "content": "hi"}], stream=stream,
+                                 chat_template_kwargs={"respc_prompt": prefix}, **kwargs, **extra)

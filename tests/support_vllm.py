@@ -1,12 +1,14 @@
 """vLLM's chat serving object as ``vllm serve`` builds it with the respc parsers, around a stand-in
 engine that "generates" a given text (docs/serving.md, "Behind vLLM's OpenAI serving layer"), shared
-by ``tests/test_vllm_serving.py`` (in-process) and ``tests/test_vllm_http.py`` (over HTTP). How the
+by ``tests/test_vllm_serving.py`` (in-process), ``tests/test_vllm_http.py`` (over HTTP) and
+``benchmarks/serving_table.py`` (with the request and the client's reading of the response). How the
 engine and the model config stand in for a model: ``tests/test_vllm_serving.py``'s module docstring.
 Importing it skips the importing test module when vLLM's serving modules are not installed.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +19,9 @@ INSTALL = 'python -m pip install --no-deps vllm==0.33.0 && python -m pip install
 pytest.importorskip("vllm.entrypoints.openai.chat_completion.serving",
                     reason=f"vLLM's serving modules are not installed: {INSTALL}")
 
+from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
+from openai.types.chat import ChatCompletion, ChatCompletionChunk  # noqa: E402
+from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest  # noqa: E402
 from vllm.config import MultiModalConfig, ParallelConfig  # noqa: E402
 from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat  # noqa: E402
 from vllm.entrypoints.openai.models.serving import BaseModelPath, OpenAIServingModels  # noqa: E402
@@ -140,3 +145,34 @@ def _serving(family: str, tokenizer_dir: str, text: str, seed: str) -> tuple[Ope
     chat = OpenAIServingChat(engine, models_, "assistant", online_renderer=online, request_logger=None,
                              chat_template=CHAT_TEMPLATE, chat_template_content_format="string", **options)
     return chat, engine
+
+
+async def _complete(chat: OpenAIServingChat, request: ChatCompletionRequest):
+    """The response as a client reads it: (message, finish_reason, usage, SSE lines or None)."""
+    response = await chat.create_chat_completion(request)
+    if not request.stream:
+        assert not hasattr(response, "error"), response
+        completion = ChatCompletion.model_validate_json(response.model_dump_json())
+        return completion.choices[0].message, completion.choices[0].finish_reason, completion.usage, None
+    state, lines, usage = ChatCompletionStreamState(), [], None
+    async for line in response:
+        lines.append(line)
+        assert line.startswith("data: ") and line.endswith("\n\n"), line
+        data = line[len("data: "):-2]
+        if data == "[DONE]":
+            break
+        chunk = ChatCompletionChunk.model_validate_json(data)
+        assert "error" not in json.loads(data), data
+        usage = chunk.usage or usage
+        state.handle_chunk(chunk)
+    assert lines[-1] == "data: [DONE]\n\n"
+    completion = state.get_final_completion()
+    return completion.choices[0].message, completion.choices[0].finish_reason, usage, lines
+
+
+def _request(prefix: str, tools: list | None, *, stream: bool, tool_choice: str | None = "auto"):
+    kwargs: dict[str, Any] = {"tools": tools, "tool_choice": tool_choice} if tools is not None else {}
+    if stream:
+        kwargs["stream_options"] = {"include_usage": True}
+    return ChatCompletionRequest(model=MODEL, messages=[{"role": "user", "content": "hi"}], stream=stream,
+                                 chat_template_kwargs={"respc_prompt": prefix}, **kwargs)

@@ -1,4 +1,5 @@
-"""The public API of a generated module and of ``respc`` (SPEC section 3, prefix handling 4.6).
+"""The public API of a generated module and of ``respc`` (docs/events.md "The parser object",
+prefix handling: docs/template-language.md "The prefix and the start anchor").
 
 prefix required (None explains why; "" and [] opt out), token ids with a tokenizer, batches and
 prefix broadcasting, the finalize state machine, ``respc`` conveniences agreeing with a generated
@@ -350,7 +351,7 @@ def test_cached_module_is_not_mutated_by_caller_template():
     assert module.parse_response("y", prefix="") == {"role": "assistant", "content": "y"}
 
 
-# -- prefix processing (SPEC 4.6) ------------------------------------------------------------------
+# -- prefix processing (docs/template-language.md "The prefix and the start anchor") ----------------
 def test_initial_events_from_prefix_that_opens_and_closes(mod):
     parser = mod.ResponseParser("<|user|>Hi<|assistant|><think>plan</think>")
     assert parser.initial_events == [
@@ -411,7 +412,8 @@ def test_empty_prefix_does_not_log(mod, caplog):
     assert [r for r in caplog.records if r.name == "respc"] == []
 
 
-# -- tools as Python callables (SPEC 3, 7) ---------------------------------------------------------
+# -- tools as Python callables (docs/events.md "The parser object"; docs/template-language.md
+# "Tool-argument typing") -------------------------------------------------------------------------
 def get_weather(city: str, days: int, metric: bool, ratio: float, tags: list[str], extra: Optional[dict] = None):
     """Get the weather.
 

@@ -1,4 +1,5 @@
-"""The region automaton pass: watch sets, tie-break ranks, delimiter classes (SPEC 4.2, 4.3, D2)."""
+"""The region automaton pass: watch sets, tie-break ranks, delimiter classes (docs/template-language.md
+"Watch sets", "Choosing the next delimiter", "D2: chunking never changes the result")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``respc`` command line (SPEC section 8, README "Use").
+"""The ``respc`` command line (README "Use").
 
 * every vector of ../shared/conformance/hf.jsonl through ``respc parse`` (in process for all of
   them, through a real ``python -m respc`` subprocess for five);

@@ -1,4 +1,5 @@
-"""Every vector of ../shared/conformance/hf.jsonl through the in-memory compile (SPEC 2-9).
+"""Every vector of ../shared/conformance/hf.jsonl through the in-memory compile (the rules of
+docs/template-language.md).
 
 Each non-error vector is fed whole, one character at a time and in random pieces; all must give
 ``expect.message`` (D2). Where the vector lists ``chunks`` and ``expect_events``, the exact event

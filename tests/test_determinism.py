@@ -1,4 +1,5 @@
-"""Compiler output is deterministic (SPEC 8, STYLE "Determinism").
+"""Compiler output is deterministic (docs/security.md "Generated module skeleton
+and the compiled-scanner cache", STYLE "Determinism").
 
 Each catalogue template is compiled in two fresh interpreters with different ``PYTHONHASHSEED``s
 (so any set/dict-order or ``hash()`` dependence in the compiler shows up) and the generated sources

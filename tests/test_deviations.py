@@ -1,4 +1,5 @@
-"""One test per deviation from the reference (SPEC section 9), named after it, with literal values."""
+"""One test per deviation from the reference (docs/template-language.md "Where respc
+deliberately differs from the transformers reference, and why"), named after it, with literal values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Differential tests against the transformers 5.23 reference (SPEC: same messages, same events).
+"""Differential tests against the transformers 5.23 reference (same messages, same events:
+docs/template-language.md, introduction).
 
 Two parts:
 
@@ -10,7 +11,8 @@ Two parts:
   and without an error: identical events and messages for whole text, per-character and random
   chunkings.
 
-Deviations (SPEC 9) are excused *by name*, never wholesale. When ours differs from the plain
+Deviations (docs/template-language.md "Where respc deliberately differs from the transformers
+reference, and why") are excused *by name*, never wholesale. When ours differs from the plain
 reference, the reference is re-run with the deviation switched on -- a small subclass/patch that
 changes exactly what the deviation says and nothing else:
 
@@ -84,7 +86,8 @@ def _is_empty(value) -> bool:
 
 
 class _DeviatingRef(RefParser):
-    """The reference with some deviations of SPEC 9 applied (``deviations`` set per instance)."""
+    """The reference with some deviations (docs/template-language.md D1-D11) applied (``deviations`` set
+    per instance)."""
 
     deviations: frozenset = frozenset()
 

@@ -1,4 +1,5 @@
-"""The emit pass: data-only literals, banner, fixed section order, determinism (SPEC 8, STYLE)."""
+"""The emit pass: data-only literals, banner, fixed section order, determinism (docs/security.md
+"Generated code", STYLE)."""
 
 from __future__ import annotations
 

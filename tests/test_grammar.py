@@ -1,4 +1,5 @@
-"""The Lark grammar embedded as ``GRAMMAR`` accepts conforming outputs and rejects malformed ones (SPEC 8, issue 10).
+"""The Lark grammar embedded as ``GRAMMAR`` accepts conforming outputs and rejects malformed ones
+(docs/grammar.md, issue 10).
 
 For every conformance vector with an expected message and every corpus vector of a catalogue
 family, the text the parser consumes (the prefix after its last start anchor, then the output) must

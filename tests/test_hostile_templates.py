@@ -1,4 +1,4 @@
-"""Hostile templates (SPEC 8: template values reach the module only as data).
+"""Hostile templates (docs/security.md "Generated code": template values reach the module only as data).
 
 Field names, delimiters, patterns, defaults, join separators and transform values full of quotes,
 backslashes, newlines, triple quotes, braces, ``{content}``-like literals, NUL, U+2028, non-ASCII,

@@ -1,4 +1,5 @@
-"""Generated parsers and the runtime stay light (SPEC 8, STYLE "A generated module").
+"""Generated parsers and the runtime stay light (docs/security.md "Generated module skeleton and
+the compiled-scanner cache", STYLE "A generated module").
 
 In a fresh interpreter: importing a generated module (compiled to a temporary file, imported by
 path) must not import ``lark``, ``jinja2`` or ``transformers`` (nor the compiler), and

@@ -1,4 +1,4 @@
-"""Load-time checks beyond SPEC 2 (issue 7;
+"""Load-time checks beyond the template keys' own rules (issue 7;
 docs/template-language.md "Load-time checks"): defaults that cannot grow, templates that would hang,
 delimiters that lose text, placeholders that can never resolve, ``join`` on values that are never
 strings. Hard errors are ``TemplateError``s naming the source, field and key; the rules a v1

@@ -1,6 +1,7 @@
-"""Load-time errors (SPEC section 2) and the template loaders (SPEC section 1).
+"""Load-time errors (docs/template-language.md "Top-level keys", "Field keys",
+"Load-time checks") and the template loaders (docs/template-language.md "Where a template lives").
 
-Every rule of SPEC 2 is broken once, in a template that is otherwise valid. Each must raise a
+Every load rule of docs/template-language.md is broken once, in a template that is otherwise valid. Each must raise a
 ``TemplateError`` that is a ``ValueError``, whose ``.field`` / ``.key`` are the field and key at fault
 and whose message starts with the source (``<dict>`` or the file path), then the field and key.
 The same documents are compiled from a file too, so the message names the path.
@@ -213,7 +214,7 @@ def test_spec_of_wrong_type(spec, kind):
     assert str(info.value).endswith(f"a template must be a dict, a path or a catalogue name, not {kind}")
 
 
-# -- loaders (SPEC 1) ------------------------------------------------------------------------------
+# -- loaders (docs/template-language.md "Where a template lives") -----------------------------------
 GOOD = {
     "defaults": {"role": "assistant"},
     "start_anchor": ANCHOR,

@@ -1,4 +1,5 @@
-"""D2 as a property: chunking never changes the result (SPEC 4.3, section 9 D2).
+"""D2 as a property: chunking never changes the result (docs/template-language.md "D2: chunking never
+changes the result").
 
 For every catalogue template (``templates/*.json`` present at collection time) and every template
 with regex delimiters used by the conformance vectors (``(?:^|<think>\\s*)``, ``\\n?</response>``,
@@ -67,7 +68,8 @@ def test_regex_delimiter_chunking_invariance(vector_id):
 
 
 def test_regex_templates_cover_the_hard_patterns():
-    """The conformance templates above include every D2-relevant regex shape named in SPEC 9."""
+    """The conformance templates above include every D2-relevant regex shape named in
+    docs/template-language.md "D2: chunking never changes the result"."""
     if not CONFORMANCE_REGEX:
         pytest.skip(missing(CONFORMANCE))
     patterns = {p for _, template, _ in CONFORMANCE_REGEX for p in delimiter_patterns(template)}

@@ -1,7 +1,8 @@
-"""Where the transformers 5.23 reference itself misbehaves beyond SPEC deviations D1-D6.
+"""Where the transformers 5.23 reference itself misbehaves beyond respc's deviations (docs/template-language.md
+"Where respc deliberately differs from the transformers reference, and why").
 
 Each test pins the reference's behaviour (so a transformers upgrade that changes it is noticed)
-and states what ours does: either the same, because SPEC keeps the reference's behaviour there
+and states what ours does: either the same, because respc keeps the reference's behaviour there
 (the differential suite expects it), or the D2 result, when the quirk is a chunking dependence.
 """
 
@@ -46,10 +47,11 @@ def test_zero_width_close_on_empty_region_drops_rest_of_stream(chunks):
     after the first zero-width close of an empty region is silently lost, including whole explicit
     regions (``<x>call</x>`` here) and the text after them.
 
-    SPEC 4.3 keeps this rule ("A zero-width close on a region that received no text stops
-    processing of this input"), and none of D1-D6 covers it, so ours does the same and the
-    differential suite expects it. A fix (commit the zero-width close, then keep scanning from the
-    next character) would have to become a numbered deviation first.
+    docs/template-language.md "Zero-width delimiters" keeps this rule ("A zero-width close on a
+    region that received no text stops the processing of the current input"), and no deviation
+    covers it, so ours does the same and the differential suite expects it. A fix (commit the
+    zero-width close, then keep scanning from the next character) would have to become a numbered
+    deviation first.
     """
     ref_message, ref_events = ref_stream(ZERO_WIDTH_CLOSE, "", chunks)
     assert ref_message == {"role": "assistant", "content": "abc"}
@@ -71,14 +73,15 @@ ERNIE = json.loads((REPO / "templates" / "ernie4_5.json").read_text(encoding="ut
 
 @pytest.mark.skipif(ERNIE is None, reason="templates/ernie4_5.json is absent")
 def test_optional_group_after_anchor_commits_before_it_is_complete():
-    """Reference chunking dependence outside the pattern classes SPEC D2 lists.
+    """Reference chunking dependence outside the pattern classes D2 lists
+    (docs/template-language.md "D2: chunking never changes the result").
 
     ernie4_5's ``open_pattern`` is ``^\\s*(?:<think>\\s*)?|<think>\\s*``. With partial matching,
     the ``regex`` module reports the *complete* zero-width match at offset 0 (the optional group
     skipped) rather than a partial match of ``<think>``; it does not end at the buffer edge, so
     the reference commits it. Fed ``"<th"`` first, the reasoning region opens before ``<think>``
     and the tag text lands in ``reasoning_content``; fed whole, the tag is consumed as part of the
-    delimiter. The pattern has no end anchor, lookahead or greedy ``.*`` (the classes SPEC D2 and
+    delimiter. The pattern has no end anchor, lookahead or greedy ``.*`` (the classes D2 and
     ``respc check`` name), yet the reference result depends on the chunking. D2 ("chunking never
     changes the result") still applies: ours gives the whole-text result for every chunking.
     """

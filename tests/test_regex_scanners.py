@@ -15,7 +15,8 @@ factor. Events, messages and errors must be identical.
 2. Partial searches of long undecided text by leads or after offset 0 change nothing (issue 14).
 
 With ``eos`` false a scanner asks the ``regex`` engine for the leftmost complete match of a
-regex delimiter, else its leftmost partial match (SPEC 4.3). Over a long undecided text (one big
+regex delimiter, else its leftmost partial match (docs/template-language.md
+"Partial matches and holding back"). Over a long undecided text (one big
 ``feed``, the recover-mode whole-text pass, a plug-in's non-streaming call) the engine in that
 mode tries a pattern with a zero-width or start-anchored alternative at every offset. The
 generated scanners then search from the first place a lead of the pattern can start
@@ -30,7 +31,8 @@ below ``runtime.PARTIAL_LONG`` undecided characters they ask the engine directly
   (``PARTIAL_LONG`` 0) and with none (the engine's own search), and both parse the catalogue cases
   and random texts in many chunkings with identical events, messages and errors.
 
-3. Long pending matches stay linear and keep their results (SPEC 4.3, D2; issue: linear time).
+3. Long pending matches stay linear and keep their results (docs/template-language.md "D2: chunking
+   never changes the result"; issue: linear time).
 
 Text held behind a regex delimiter that is still pending for 1024 characters or more is searched
 again only once it has doubled (``runtime.stream.LONG_HOLD``). The message and the merged events
@@ -428,7 +430,8 @@ def test_lazy_open_pending_for_long_then_completing(size):
     module = respc.compile_template(LAZY)
     whole, whole_events = run_stream(module, "", [text])
     message, events = run_stream(module, "", _chunked(text, size))
-    # `content` does not repeat, so its second block ("after") replaces the first (SPEC 9 quirk)
+    # `content` does not repeat, so its second block ("after") replaces the first (docs/template-language.md
+    # "`repeats`")
     assert whole == {"content": "after", "call": {"name": "f", "body": "body"}}
     assert message == whole
     assert merged_events(events) == merged_events(whole_events)

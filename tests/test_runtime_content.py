@@ -1,4 +1,5 @@
-"""Unit tests for respc.runtime.content (SPEC 5, deviation D6), plus a differential check
+"""Unit tests for respc.runtime.content (docs/template-language.md "Content parsers", deviation D6),
+plus a differential check
 against the transformers reference parsers (skipped when transformers is not installed).
 
 Tests of deviation D6 carry ``D6`` in their names and are excluded from the differential

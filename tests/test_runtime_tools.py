@@ -1,5 +1,6 @@
-"""Unit tests for respc.runtime.tools (SPEC 7): tool schemas, get_json_schema and tool-argument
-typing, plus differential checks against the transformers reference.
+"""Unit tests for respc.runtime.tools (docs/template-language.md "Tool-argument typing"): tool
+schemas, get_json_schema and tool-argument typing, plus differential checks against the
+transformers reference.
 """
 
 from __future__ import annotations
@@ -326,7 +327,7 @@ def test_get_json_schema_unsupported_hints(hint):
         get_json_schema(f)
 
 
-# --- typing rules (SPEC 7) -----------------------------------------------------------------------
+# --- typing rules (docs/template-language.md "Tool-argument typing") ------------------------------
 
 @pytest.mark.parametrize("raw,expected", [("7", 7), (" 7 ", 7), ("3.0", 3), ("1e2", 100), ("007", 7), ("-2", -2)])
 def test_integer(raw, expected):

@@ -1,4 +1,5 @@
-"""Unit tests for respc.runtime.transforms (SPEC 6, deviations D4 and D5), plus a differential
+"""Unit tests for respc.runtime.transforms (docs/template-language.md "Transforms", deviations D4 and
+D5), plus a differential
 check of apply_transform / field processing against the transformers reference.
 """
 
@@ -472,7 +473,7 @@ DIRECT_BODIES_EACH = ['[{"x": {"y": 1}, "name": "g"}, {"content": 5}]', "[]", '[
 
 def _general(transform, body, captures, v2, each):
     """What field processing gives without any shortcut: json.loads, then apply_transform on
-    the scope SPEC 6 describes (declared groups None, captures, then content; with
+    the scope docs/template-language.md "Transforms" describes (declared groups None, captures, then content; with
     transform_each: the element's keys, then in v2 content bound to the element)."""
     import json
 

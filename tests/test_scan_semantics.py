@@ -1,4 +1,5 @@
-"""Scanners decide with the matching engine's semantics (issue 7; SPEC 4.3, D2; docs/template-language.md "D2: chunking
+"""Scanners decide with the matching engine's semantics (issue 7; docs/template-language.md "Choosing the
+next delimiter", "D2: chunking
 never changes the result").
 
 Three defects of the reference's way of asking "may this delimiter still match?", each with its
@@ -82,7 +83,7 @@ def test_issue_repro_posix_class_open():
 ])
 def test_regex_only_syntax_is_chunking_invariant(pattern, text, x, content):
     template = {"start_anchor": "A", "fields": {"x": {"open_pattern": pattern, "close": ";"}, "content": {}}}
-    # `content` does not repeat: its last block wins (SPEC 9)
+    # `content` does not repeat: its last block wins (docs/template-language.md "`repeats`")
     _assert_invariant(respc.compile_template(template), text, {"content": content, "x": x})
 
 

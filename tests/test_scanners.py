@@ -125,9 +125,10 @@ def test_scanners_are_compiled_by_their_first_call():
 
 @pytest.mark.parametrize("name", CATALOGUE)
 def test_literal_prefixes_are_the_compilers(name):
-    """A state that watches literals and a regex delimiter calls runtime.literal_prefixes for its
-    held-prefix test (issue 31; docs/security.md "Declared scanners and named records": the prefixes
-    are not written out): the compiler's own set."""
+    """runtime.literal_prefixes, which a module of ABI 4 generated before regex states were
+    declared still calls for the held-prefix test of a state that watches literals and a regex
+    delimiter (no module generated now calls it; docs/security.md "Declared scanners and named
+    records"), gives the compiler's own set for every catalogue state."""
     from respc.compiler.automaton import plan_scans
     from respc.compiler.source import read_template
     from respc.runtime import literal_prefixes

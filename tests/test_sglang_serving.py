@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
-from typing import Any
 
 import pytest
 
@@ -41,8 +40,6 @@ INSTALL = ('python -m pip install -e ".[test,sglang]" && python -m pip install -
 pytest.importorskip("sglang.srt.entrypoints.openai.serving_chat",
                     reason=f"SGLang's serving modules are not installed: {INSTALL}")
 
-from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
-from openai.types.chat import ChatCompletion, ChatCompletionChunk  # noqa: E402
 from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest  # noqa: E402
 from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat  # noqa: E402
 from sglang.srt.runtime_context import publish  # noqa: E402
@@ -51,43 +48,7 @@ from sglang.srt.server_args import ServerArgs  # noqa: E402
 import respc.sglang as rs  # noqa: E402
 from serving_support import arguments_like, bpe_tokenizer_dir, case_params, tools_for  # noqa: E402
 from serving_support import family as family_cases  # noqa: E402
-from support_sglang import MODEL, _serve, _TemplateManager, _TokenizerManager  # noqa: E402
-
-
-class _RawRequest:
-    headers: dict = {}
-
-    async def is_disconnected(self) -> bool:
-        return False
-
-
-async def _complete(chat: OpenAIServingChat, request: ChatCompletionRequest):
-    """(message, finish_reason) as the openai client reads the response."""
-    response = await chat.handle_request(request, _RawRequest())
-    if not request.stream:
-        body = response.model_dump_json() if hasattr(response, "model_dump_json") else response.body
-        assert b'"error"' not in (body if isinstance(body, bytes) else body.encode()), body
-        completion = ChatCompletion.model_validate_json(body)
-        return completion.choices[0].message, completion.choices[0].finish_reason
-    state, lines = ChatCompletionStreamState(), []
-    async for line in response.body_iterator:
-        line = line.decode() if isinstance(line, bytes) else line
-        lines.append(line)
-        assert line.startswith("data: ") and line.endswith("\n\n"), line
-        data = line[len("data: "):-2]
-        if data == "[DONE]":
-            break
-        assert '"error"' not in data, data
-        state.handle_chunk(ChatCompletionChunk.model_validate_json(data))
-    assert lines[-1] == "data: [DONE]\n\n"
-    completion = state.get_final_completion()
-    return completion.choices[0].message, completion.choices[0].finish_reason
-
-
-def _request(prefix: str, tools: list | None, *, stream: bool, tool_choice: str = "auto", **extra):
-    kwargs: dict[str, Any] = {"tools": tools, "tool_choice": tool_choice} if tools is not None else {}
-    return ChatCompletionRequest(model=MODEL, messages=[{"role": "user", "content": "hi"}], stream=stream,
-                                 chat_template_kwargs={"respc_prompt": prefix}, **kwargs, **extra)
+from support_sglang import MODEL, _complete, _RawRequest, _request, _serve, _TemplateManager, _TokenizerManager  # noqa: E402
 
 
 def _reasoning(message) -> str:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
-from typing import Any
 
 import pytest
 
@@ -47,9 +46,6 @@ INSTALL = 'python -m pip install --no-deps vllm==0.33.0 && python -m pip install
 pytest.importorskip("vllm.entrypoints.openai.chat_completion.serving",
                     reason=f"vLLM's serving modules are not installed: {INSTALL}")
 
-from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
-from openai.types.chat import ChatCompletion, ChatCompletionChunk  # noqa: E402
-from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest  # noqa: E402
 from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat  # noqa: E402
 from vllm.entrypoints.openai.models.serving import BaseModelPath, OpenAIServingModels  # noqa: E402
 from vllm.renderers.hf import HfRenderer  # noqa: E402
@@ -60,7 +56,7 @@ import respc.vllm as rv  # noqa: E402
 from serving_support import CHAT_TEMPLATE, arguments_like, bpe_tokenizer_dir, case_params, tools_for  # noqa: E402
 from serving_support import family as family_cases  # noqa: E402
 from serving_support import SPLIT_LIMITS, SPLIT_LIMITS_END  # noqa: E402
-from support_vllm import MODEL, _Engine, _ModelConfig, _VllmConfig, _serving  # noqa: E402
+from support_vllm import MODEL, _complete, _Engine, _ModelConfig, _request, _VllmConfig, _serving  # noqa: E402
 
 
 def _reasoning_after_content(family, prefix, text):
@@ -78,37 +74,6 @@ def _reasoning_after_content(family, prefix, text):
         elif event["type"] == "region_open" and other:
             return True
     return False
-
-
-async def _complete(chat: OpenAIServingChat, request: ChatCompletionRequest):
-    """The response as a client reads it: (message, finish_reason, usage, SSE lines or None)."""
-    response = await chat.create_chat_completion(request)
-    if not request.stream:
-        assert not hasattr(response, "error"), response
-        completion = ChatCompletion.model_validate_json(response.model_dump_json())
-        return completion.choices[0].message, completion.choices[0].finish_reason, completion.usage, None
-    state, lines, usage = ChatCompletionStreamState(), [], None
-    async for line in response:
-        lines.append(line)
-        assert line.startswith("data: ") and line.endswith("\n\n"), line
-        data = line[len("data: "):-2]
-        if data == "[DONE]":
-            break
-        chunk = ChatCompletionChunk.model_validate_json(data)
-        assert "error" not in json.loads(data), data
-        usage = chunk.usage or usage
-        state.handle_chunk(chunk)
-    assert lines[-1] == "data: [DONE]\n\n"
-    completion = state.get_final_completion()
-    return completion.choices[0].message, completion.choices[0].finish_reason, usage, lines
-
-
-def _request(prefix: str, tools: list | None, *, stream: bool, tool_choice: str | None = "auto"):
-    kwargs: dict[str, Any] = {"tools": tools, "tool_choice": tool_choice} if tools is not None else {}
-    if stream:
-        kwargs["stream_options"] = {"include_usage": True}
-    return ChatCompletionRequest(model=MODEL, messages=[{"role": "user", "content": "hi"}], stream=stream,
-                                 chat_template_kwargs={"respc_prompt": prefix}, **kwargs)
 
 
 def _cases() -> list:
