@@ -852,6 +852,8 @@ def _graph(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     _write_text(args.output, text, args.parents, (args.template,))
+    # one line on stderr, as `compile -o` and `parse --html` say what they wrote (README "Use")
+    print(f"respc: wrote {args.output} ({compiled.template.source}, {args.format})", file=sys.stderr)
     return 0
 
 
