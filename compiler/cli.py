@@ -474,8 +474,12 @@ def _check(args: argparse.Namespace) -> int:
     for finding in findings:
         print(finding)
     if args.chat_template is not None:
+        anchorless = ("" if round_trip.anchorless is None else
+                      "; the template's start anchor is in none of the generation prompts the chat template "
+                      f"renders (one ends {round_trip.anchorless!r}): start_anchor must be their assistant "
+                      "header, byte for byte")
         print(f"note: round trip with {args.chat_template}: {len(round_trip.passed)} of {round_trip.total} sample "
-              f"messages parse back ({', '.join(round_trip.passed) or 'none'})"
+              f"messages parse back ({', '.join(round_trip.passed) or 'none'})" + anchorless
               + ("; the chat template may be another family's: try `respc detect "
                  f"{args.chat_template}`" if not round_trip.passed and any(f.level == "error" for f in round_trip)
                  else ""))

@@ -262,3 +262,24 @@ def test_the_region_malformed_example_of_the_docs_is_malformed():
     [event] = [e for e in events if e["type"] == "region_malformed"]
     assert event["error"].startswith(shown.pop("error").removesuffix(" ..."))
     assert {k: v for k, v in event.items() if k != "error"} == shown
+
+
+def test_check_says_when_the_start_anchor_is_in_no_generation_prompt(workdir, capsys):
+    """`respc check T --chat-template F` where nothing parses back because T's start anchor is not
+    the assistant header F's generation prompt writes: the summary note says so and quotes the end
+    of a prompt (before, it only suggested `respc detect`, which names no family for a new format);
+    with the anchor right, the same template parses every sample back and the note is absent."""
+    chat = ("{% for m in messages %}<|{{ m.role }}|>\n{{ m.content or '' }}<|end|>\n{% endfor %}"
+            "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
+    (workdir / "chat.jinja").write_text(chat, encoding="utf-8")
+    for anchor, code in (("<|bot|>\n", 1), ("<|assistant|>\n", 0)):
+        template = {"defaults": {"role": "assistant"}, "start_anchor": anchor,
+                    "fields": {"content": {"close": "<|end|>"}}}
+        (workdir / "t.json").write_text(json.dumps(template), encoding="utf-8")
+        assert main(["check", "t.json", "--chat-template", "chat.jinja"]) == code
+        out = capsys.readouterr().out
+        said = ("the template's start anchor is in none of the generation prompts the chat template renders "
+                "(one ends '! Can you help me?<|end|>\\n<|assistant|>\\n'): start_anchor must be "
+                "their assistant header, byte for byte; the chat template may be another family's: try "
+                "`respc detect chat.jinja`")
+        assert (said in out) == (code == 1), out
