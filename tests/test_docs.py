@@ -581,3 +581,18 @@ def test_guide_stderr_is_what_respc_parse_prints(tmp_path, case):
         assert json.loads(ran.stdout) == json.loads(GUIDE[("recover", f"{template_name} {output_name} {prompt_name}")])
     else:
         assert (ran.returncode, ran.stdout) == (1, "")
+
+
+_REPO_PATH = re.compile(r"(?:compiler|runtime|respc_pkg|tests|templates|generated|benchmarks|examples|docs|respc)"
+                        r"/[\w./-]+(?:::\w+)?")
+
+
+@pytest.mark.parametrize("doc", [f"docs/{name}" for name in ALL_DOCS] + ["README.md"])
+def test_repository_paths_the_docs_name_exist(doc):
+    """A backticked path under one of the repository's folders (`runtime/stream.py`,
+    `tests/test_x.py::test_y`) names a file or folder the repository has; the package's own
+    folder is `respc_pkg/` (installed as `respc`), so `respc/openai.py` names nothing."""
+    prose = (REPO / doc).read_text(encoding="utf-8")
+    named = {m for m in _BACKTICKED.findall(prose) if _REPO_PATH.fullmatch(m)}
+    missing = sorted(p for p in named if not (REPO / p.split("::", 1)[0]).exists())
+    assert not missing, f"{doc} names paths the repository does not have: {missing}"
