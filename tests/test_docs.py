@@ -596,3 +596,8 @@ def test_repository_paths_the_docs_name_exist(doc):
     named = {m for m in _BACKTICKED.findall(prose) if _REPO_PATH.fullmatch(m)}
     missing = sorted(p for p in named if not (REPO / p.split("::", 1)[0]).exists())
     assert not missing, f"{doc} names paths the repository does not have: {missing}"
+    # a test named by its file (`tests/test_x.py::test_y`) is defined in that file
+    for path, _, name in (p.partition("::") for p in named if "::" in p):
+        source = (REPO / path).read_text(encoding="utf-8")
+        defined = re.search(rf"^\s*(?:async )?(?:def|class) {re.escape(name)}\b", source, re.M)
+        assert defined, f"{doc} names {path}::{name}, which {path} does not define"
