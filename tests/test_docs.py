@@ -601,3 +601,13 @@ def test_repository_paths_the_docs_name_exist(doc):
         source = (REPO / path).read_text(encoding="utf-8")
         defined = re.search(rf"^\s*(?:async )?(?:def|class) {re.escape(name)}\b", source, re.M)
         assert defined, f"{doc} names {path}::{name}, which {path} does not define"
+
+
+def test_the_layout_names_every_module_of_the_compiler_and_the_runtime():
+    """README "Layout": each module of `compiler/` and `runtime/` (and the JavaScript runtime) is
+    named, so a contributor finds where a pass lives (`emit_js.py` and `recover_open.py` were not)."""
+    layout = _section((REPO / "README.md").read_text(encoding="utf-8"), "Layout")
+    modules = [p.name for folder in ("compiler", "runtime") for p in sorted((REPO / folder).glob("*.py"))
+               if p.name != "__init__.py"] + ["js/respc.mjs"]
+    unnamed = [name for name in modules if f"`{name}`" not in layout]
+    assert not unnamed, f"README.md Layout does not name {unnamed}"
