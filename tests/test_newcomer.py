@@ -283,3 +283,33 @@ def test_check_says_when_the_start_anchor_is_in_no_generation_prompt(workdir, ca
                 "their assistant header, byte for byte; the chat template may be another family's: try "
                 "`respc detect chat.jinja`")
         assert (said in out) == (code == 1), out
+
+
+def test_javascript_prefix_errors_say_how_to_pass_it_in_javascript(tmp_path):
+    """docs/javascript.md "The API": a ResponseParser without a prefix says to pass "" the
+    JavaScript way (the Python message's `prefix="" (or [])` is no JavaScript: `[]` is refused);
+    `parseResponse(text, "")`, the Python habit of a positional prefix, says that the prefix is an
+    option instead of claiming that none was given."""
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node (Node.js 20 or later) is not installed")
+    assert main(["compile", "kimi_vl", "--target", "js", "-o", str(tmp_path / "kimi_vl.mjs"), "--with-runtime"]) == 0
+    (tmp_path / "t.mjs").write_text(
+        'import { ResponseParser, parseResponse } from "./kimi_vl.mjs";\n'
+        "const said = [];\n"
+        "try { new ResponseParser(); } catch (e) { said.push(e.message); }\n"
+        'try { parseResponse("Hi", ""); } catch (e) { said.push(`${e.name}: ${e.message}`); }\n'
+        'said.push(parseResponse("Hi", { prefix: "" }).content);\n'
+        "console.log(JSON.stringify(said));\n", encoding="utf-8")
+    ran = subprocess.run([node, "t.mjs"], cwd=tmp_path, capture_output=True, text=True, encoding="utf-8", timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    missing, positional, content = json.loads(ran.stdout)
+    assert missing.endswith('pass "" to opt out explicitly: new ResponseParser("", options), '
+                            'parseResponse(text, { prefix: "" }).'), missing
+    assert "(or [])" not in missing
+    assert positional == ('TypeError: parseResponse(text, options): the prefix is an option, '
+                          'parseResponse(text, { prefix: "" })')
+    assert content == "Hi"
