@@ -663,16 +663,16 @@ def _parse(args: argparse.Namespace) -> int:
     if args.errors is None:  # one output: the reference's behaviour; a batch must not stop
         args.errors = "recover" if args.jsonl is not None else "strict"
     _say_which_template(_model_note(args.template))
-    if getattr(args, "html", None):
-        return _parse_html(args)
     if args.jsonl is not None:
         return _parse_jsonl(args)
-    if args.prefix is None and args.prefix_file is None:
+    if args.prefix is None and args.prefix_file is None:  # --html needs it too
         raise _UsageError("parse: the prefix is required: the prompt text just before the model's output (the "
                           "chat template's assistant header, such as '<|im_start|>assistant' and a newline; "
                           "it tells whether the prompt already opened reasoning). Give --prefix-file PROMPT.txt "
                           "or --prefix TEXT, or --prefix \"\" to read the output from its start (see respc parse "
                           "--help)")
+    if getattr(args, "html", None):
+        return _parse_html(args)
     module = _module(args.template)
     prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
     tools = _read_tools(args.tools)
@@ -723,7 +723,13 @@ def _print_diagnostics(parser: Any) -> None:
     ``--events``). Standard output is the same in both modes; in strict the parser records only
     what it did not raise on (such as ``prefix-without-anchor``: a prompt whose text went to the
     answer), so an output the reference reads cleanly prints nothing here."""
-    for d in parser.diagnostics:
+    _print_diagnostic_lines(parser.diagnostics)
+
+
+def _print_diagnostic_lines(diagnostics: list) -> None:
+    """The lines of :func:`_print_diagnostics` for a list of diagnostics (``parse --html`` has
+    :attr:`respc.show.Layout.diagnostics`, the parser's with their offsets)."""
+    for d in diagnostics:
         where = f" field {d['field']}" if d.get("field") else ""
         message = str(d["message"]).splitlines()[0] if d["message"] else ""
         print(f"respc: {d['kind']} at {d['start']}-{d['end']}{where}: {message}", file=sys.stderr)
@@ -893,7 +899,7 @@ def _parse_html(args: argparse.Namespace) -> int:
     prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
     tools = _read_tools(args.tools) if args.tools else None
     text = "".join(_stream_chunks(args.file))
-    result = show.layout(module, text, prefix=prefix, tools=tools, template=args.template)
+    result = show.layout(module, text, prefix=prefix, tools=tools, template=args.template, errors=args.errors)
     name = "standard input" if args.file == "-" else _display_path(args.file)
     _write_text(args.html, show.render(result, title=f"respc parse {_display_path(args.template)} {name}"),
                 args.parents, (args.file, args.prefix_file, args.tools, args.template))
@@ -903,6 +909,7 @@ def _parse_html(args: argparse.Namespace) -> int:
                   f"{diagnostic['start']}-{diagnostic['end']}: from the failing region's body to where parsing "
                   f"stopped, its opener not included; see {args.html})", file=sys.stderr)
             return 1
+    _print_diagnostic_lines(result.diagnostics)  # as without --html (--errors recover: the repairs and losses)
     print(f"respc: wrote {_display_path(args.html)} (open it in a browser)", file=sys.stderr)
     _print_json(result.message, indent=2)
     return 0

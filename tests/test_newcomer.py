@@ -313,3 +313,25 @@ def test_javascript_prefix_errors_say_how_to_pass_it_in_javascript(tmp_path):
     assert positional == ('TypeError: parseResponse(text, options): the prefix is an option, '
                           'parseResponse(text, { prefix: "" })')
     assert content == "Hi"
+
+
+def test_parse_html_needs_the_prefix_and_honours_errors_recover(workdir, capsys):
+    """`respc parse T F --html OUT` without a prefix is the usage error the command gives without
+    --html (it was `cannot parse output: TypeError: expected str, ... not NoneType`, exit 1), and
+    `--errors recover` with --html reads a cut call as recover does (it was ignored: exit 1 with the
+    strict error); the page is written and the diagnostics are printed as without --html."""
+    (workdir / "out.txt").write_text('Hi <tool_call>{"name": "f", "argu', encoding="utf-8")
+    assert main(["parse", "qwen3", "out.txt", "--html", "page.html"]) == 2
+    assert capsys.readouterr().err.startswith("respc: parse: the prefix is required: ")
+    assert not (workdir / "page.html").exists()
+    assert main(["parse", "qwen3", "out.txt", "--prefix", "", "--html", "page.html", "--errors", "recover"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"role": "assistant", "content": "Hi"}
+    assert captured.err.splitlines() == [
+        "respc: truncated at 3-33 field tool_calls: ContentParseError: Field 'tool_calls': json parser could not "
+        "parse region as JSON.",
+        "respc: wrote page.html (open it in a browser)"]
+    assert main(["parse", "qwen3", "out.txt", "--prefix", "", "--errors", "recover"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"role": "assistant", "content": "Hi"}
+    assert main(["parse", "qwen3", "out.txt", "--prefix", "", "--html", "page.html"]) == 1  # strict
+    assert capsys.readouterr().err.startswith("respc: cannot parse output: ContentParseError: ")
