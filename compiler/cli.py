@@ -1253,12 +1253,34 @@ def _unrecognized(args: argparse.Namespace, extra: list[str], top: argparse.Argu
     command.error(f"unrecognized arguments: {' '.join(extra)}" + (f" ({' '.join(hints)})" if hints else ""))
 
 
+def _intermixed(args: argparse.Namespace, extra: list[str], argv: list[str]) -> tuple[argparse.Namespace, list]:
+    """Parse the command's words again with positionals allowed after options: argparse gives an
+    optional positional its default as soon as an option follows the one before it, so ``respc
+    parse qwen3 --prefix-file prompt.txt output.txt`` left ``output.txt`` unrecognized (and FILE
+    standard input). Returns the new namespace and what it still leaves, or ``args, extra`` as
+    they were when there is no command or the command cannot be parsed so (argparse's
+    ``parse_known_intermixed_args``)."""
+    command = getattr(args, "_commands", {}).get(getattr(args, "command", None))
+    if command is None or args.command not in argv:
+        return args, extra
+    try:
+        again, left = command.parse_known_intermixed_args(argv[argv.index(args.command) + 1:])
+    except TypeError:  # a command argparse cannot parse intermixed: report the words as before
+        return args, extra
+    for name, value in vars(args).items():  # what the top-level parser set (the command's name, ...)
+        if not hasattr(again, name):
+            setattr(again, name, value)
+    return again, left
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 unparseable output / stale, 2 bad template or usage,
     130 interrupted by Ctrl-C: one line on stderr says what was written)."""
     parser = _parser()
     try:
         args, extra = parser.parse_known_args(argv)
+        if extra:
+            args, extra = _intermixed(args, extra, sys.argv[1:] if argv is None else argv)
         if extra:
             _unrecognized(args, extra, parser)
     except SystemExit as exc:  # --help printed its text

@@ -335,3 +335,21 @@ def test_parse_html_needs_the_prefix_and_honours_errors_recover(workdir, capsys)
     assert json.loads(capsys.readouterr().out) == {"role": "assistant", "content": "Hi"}
     assert main(["parse", "qwen3", "out.txt", "--prefix", "", "--html", "page.html"]) == 1  # strict
     assert capsys.readouterr().err.startswith("respc: cannot parse output: ContentParseError: ")
+
+
+def test_parse_takes_the_output_file_after_the_options(workdir, capsys):
+    """`respc parse qwen3 --prefix-file prompt.txt output.txt` (FILE after the options) reads
+    output.txt: argparse had given FILE its default (standard input) at the first option and then
+    called output.txt an unrecognized argument. A word that is no FILE stays an error."""
+    (workdir / "out.txt").write_text("<think>hm</think>Hi", encoding="utf-8")
+    (workdir / "prompt.txt").write_text("<|im_start|>assistant\n", encoding="utf-8")
+    expected = {"role": "assistant", "reasoning_content": "hm", "content": "Hi"}
+    for argv in (["parse", "qwen3", "--prefix-file", "prompt.txt", "out.txt"],
+                 ["parse", "--prefix", "", "qwen3", "out.txt"],
+                 ["parse", "qwen3", "out.txt", "--prefix", ""]):
+        assert main(argv) == 0, argv
+        assert json.loads(capsys.readouterr().out) == expected
+    assert main(["parse", "qwen3", "out.txt", "--prefix", "", "more.txt"]) == 2
+    assert capsys.readouterr().err == "respc: parse: unrecognized arguments: more.txt (see respc parse --help)\n"
+    assert main(["parse", "qwen3", "--prefix-filx", "prompt.txt", "out.txt"]) == 2
+    assert "(did you mean --prefix-file?)" in capsys.readouterr().err
