@@ -1234,7 +1234,9 @@ def _rows(records: Any, keys: Keys) -> Iterator[Any]:
         return
     if isinstance(records, Mapping):  # a dict of columns (a datasets batch)
         names = [n for n in _needed(keys) if n in records]
-        lengths = {len(records[n]) for n in names}
+        # the rows are the batch's, also when no column the keys read is there (the output under
+        # another name): one error record per row, never none (a datasets map needs one per row)
+        lengths = {len(records[n]) for n in names} or {len(column) for column in records.values()}
         if len(lengths) > 1:
             raise ValueError(f"columns have different lengths: {sorted(lengths)}")
         yield from _zip_columns({n: records[n] for n in names}, lengths.pop() if lengths else 0)

@@ -475,8 +475,12 @@ def _check(args: argparse.Namespace) -> int:
     for finding in findings:
         print(finding)
     if args.chat_template is not None:
+        anchorless = ("" if round_trip.anchorless is None else
+                      "; the template's start anchor is in none of the generation prompts the chat template "
+                      f"renders (one ends {round_trip.anchorless!r}): start_anchor must be their assistant "
+                      "header, byte for byte")
         print(f"note: round trip with {args.chat_template}: {len(round_trip.passed)} of {round_trip.total} sample "
-              f"messages parse back ({', '.join(round_trip.passed) or 'none'})"
+              f"messages parse back ({', '.join(round_trip.passed) or 'none'})" + anchorless
               + ("; the chat template may be another family's: try `respc detect "
                  f"{args.chat_template}`" if not round_trip.passed and any(f.level == "error" for f in round_trip)
                  else ""))
@@ -661,16 +665,16 @@ def _parse(args: argparse.Namespace) -> int:
     if args.errors is None:  # one output: the reference's behaviour; a batch must not stop
         args.errors = "recover" if args.jsonl is not None else "strict"
     _say_which_template(_model_note(args.template))
-    if getattr(args, "html", None):
-        return _parse_html(args)
     if args.jsonl is not None:
         return _parse_jsonl(args)
-    if args.prefix is None and args.prefix_file is None:
+    if args.prefix is None and args.prefix_file is None:  # --html needs it too
         raise _UsageError("parse: the prefix is required: the prompt text just before the model's output (the "
                           "chat template's assistant header, such as '<|im_start|>assistant' and a newline; "
                           "it tells whether the prompt already opened reasoning). Give --prefix-file PROMPT.txt "
                           "or --prefix TEXT, or --prefix \"\" to read the output from its start (see respc parse "
                           "--help)")
+    if getattr(args, "html", None):
+        return _parse_html(args)
     module = _module(args.template)
     prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
     tools = _read_tools(args.tools)
@@ -721,7 +725,13 @@ def _print_diagnostics(parser: Any) -> None:
     ``--events``). Standard output is the same in both modes; in strict the parser records only
     what it did not raise on (such as ``prefix-without-anchor``: a prompt whose text went to the
     answer), so an output the reference reads cleanly prints nothing here."""
-    for d in parser.diagnostics:
+    _print_diagnostic_lines(parser.diagnostics)
+
+
+def _print_diagnostic_lines(diagnostics: list) -> None:
+    """The lines of :func:`_print_diagnostics` for a list of diagnostics (``parse --html`` has
+    :attr:`respc.show.Layout.diagnostics`, the parser's with their offsets)."""
+    for d in diagnostics:
         where = f" field {d['field']}" if d.get("field") else ""
         message = str(d["message"]).splitlines()[0] if d["message"] else ""
         print(f"respc: {d['kind']} at {d['start']}-{d['end']}{where}: {message}", file=sys.stderr)
@@ -854,6 +864,8 @@ def _graph(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     _write_text(args.output, text, args.parents, (args.template,))
+    # one line on stderr, as `compile -o` and `parse --html` say what they wrote (README "Use")
+    print(f"respc: wrote {args.output} ({compiled.template.source}, {args.format})", file=sys.stderr)
     return 0
 
 
@@ -889,7 +901,7 @@ def _parse_html(args: argparse.Namespace) -> int:
     prefix = args.prefix if args.prefix is not None else _read_text_file(args.prefix_file, "prefix file")
     tools = _read_tools(args.tools) if args.tools else None
     text = "".join(_stream_chunks(args.file))
-    result = show.layout(module, text, prefix=prefix, tools=tools, template=args.template)
+    result = show.layout(module, text, prefix=prefix, tools=tools, template=args.template, errors=args.errors)
     name = "standard input" if args.file == "-" else _display_path(args.file)
     _write_text(args.html, show.render(result, title=f"respc parse {_display_path(args.template)} {name}"),
                 args.parents, (args.file, args.prefix_file, args.tools, args.template))
@@ -899,6 +911,7 @@ def _parse_html(args: argparse.Namespace) -> int:
                   f"{diagnostic['start']}-{diagnostic['end']}: from the failing region's body to where parsing "
                   f"stopped, its opener not included; see {args.html})", file=sys.stderr)
             return 1
+    _print_diagnostic_lines(result.diagnostics)  # as without --html (--errors recover: the repairs and losses)
     print(f"respc: wrote {_display_path(args.html)} (open it in a browser)", file=sys.stderr)
     _print_json(result.message, indent=2)
     return 0
@@ -1242,12 +1255,34 @@ def _unrecognized(args: argparse.Namespace, extra: list[str], top: argparse.Argu
     command.error(f"unrecognized arguments: {' '.join(extra)}" + (f" ({' '.join(hints)})" if hints else ""))
 
 
+def _intermixed(args: argparse.Namespace, extra: list[str], argv: list[str]) -> tuple[argparse.Namespace, list]:
+    """Parse the command's words again with positionals allowed after options: argparse gives an
+    optional positional its default as soon as an option follows the one before it, so ``respc
+    parse qwen3 --prefix-file prompt.txt output.txt`` left ``output.txt`` unrecognized (and FILE
+    standard input). Returns the new namespace and what it still leaves, or ``args, extra`` as
+    they were when there is no command or the command cannot be parsed so (argparse's
+    ``parse_known_intermixed_args``)."""
+    command = getattr(args, "_commands", {}).get(getattr(args, "command", None))
+    if command is None or args.command not in argv:
+        return args, extra
+    try:
+        again, left = command.parse_known_intermixed_args(argv[argv.index(args.command) + 1:])
+    except TypeError:  # a command argparse cannot parse intermixed: report the words as before
+        return args, extra
+    for name, value in vars(args).items():  # what the top-level parser set (the command's name, ...)
+        if not hasattr(again, name):
+            setattr(again, name, value)
+    return again, left
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 unparseable output / stale, 2 bad template or usage,
     130 interrupted by Ctrl-C: one line on stderr says what was written)."""
     parser = _parser()
     try:
         args, extra = parser.parse_known_args(argv)
+        if extra:
+            args, extra = _intermixed(args, extra, sys.argv[1:] if argv is None else argv)
         if extra:
             _unrecognized(args, extra, parser)
     except SystemExit as exc:  # --help printed its text

@@ -68,6 +68,9 @@ class RoundTrip(list):
 
     passed: tuple[str, ...] = ()
     total: int = len(SAMPLES)
+    #: when no sample parsed back and the template's start anchor is in none of the generation
+    #: prompts the chat template rendered: the end of one of them (for ``respc check`` to quote)
+    anchorless: str | None = None
 
 
 def _got(module: Any, prefix: str, turn: str, message: dict) -> dict:
@@ -186,7 +189,38 @@ def roundtrip(module: Any, template: Template, chat: ChatTemplate) -> RoundTrip:
                                f"sample {name!r} ({shape}) rendered by {chat.origin} parses back differently: "
                                f"expected {_shown(want)}, got {_shown(have)}", turn))
     out.passed = tuple(passed)
+    if not passed:
+        out.anchorless = _prompt_without_anchor(module, chat, shapes)
     return out
+
+
+#: how many characters of a generation prompt's end :func:`_prompt_without_anchor` gives
+PROMPT_TAIL = 40
+
+
+def _prompt_without_anchor(module: Any, chat: ChatTemplate, shapes: list) -> str | None:
+    """The last :data:`PROMPT_TAIL` characters of a generation prompt ``chat`` renders when the
+    template's start anchor occurs in none of those it renders for ``shapes`` (the parser's
+    ``prefix-without-anchor`` diagnostic, docs/events.md), else None (also when none renders).
+    The usual cause of a round trip in which nothing parses back: ``start_anchor`` is not the
+    assistant header the prompt ends with (docs/writing-a-template.md, "Write the template")."""
+    tail = None
+    seen = set()
+    for variables, head, _as_json, _empty in shapes:
+        try:
+            prompt = render_sample(chat, head, True, variables)
+        except ChatTemplateLimitError:
+            raise
+        except Exception:  # noqa: BLE001 - the template refuses this shape: nothing to look at
+            continue
+        if prompt in seen:
+            continue
+        seen.add(prompt)
+        parser = module.ResponseParser(prompt, TOOLS, errors="recover")  # recover: never raises on text
+        if not any(d["kind"] == "prefix-without-anchor" for d in parser.diagnostics):
+            return None
+        tail = prompt[-PROMPT_TAIL:]
+    return tail
 
 
 def _unrendered(chat: ChatTemplate, head: list, sample: dict, full: str, variables: dict, as_json: bool,

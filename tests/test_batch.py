@@ -201,6 +201,20 @@ def test_parse_batch_dict_of_columns_and_defaults():
     assert out[1]["message"] == {"role": "assistant", "content": "c"}
 
 
+def test_a_dict_of_columns_without_the_output_column_gives_one_error_record_per_row():
+    """A dict of columns none of whose columns the keys read (the output under another name) is
+    still that many rows: each an error record, as a record list or a DataFrame gives, never an
+    empty result (which a datasets ``map(batched=True)`` would refuse as a length mismatch)."""
+    columns = {"text": ["<think>a</think>b", "c", "d"]}
+    error = [{"kind": "error", "message": "ValueError: record has no model output at key 'output'"}]
+    out = list(respc.parse_batch(columns, "qwen3", prefix=""))
+    assert out == [{"id": None, "message": None, "diagnostics": error}] * 3
+    assert respc.columns_mapper("qwen3", prefix="")(columns) == {"id": [None] * 3, "message": [None] * 3,
+                                                                 "diagnostics": [error] * 3}
+    with pytest.raises(ValueError, match="columns have different lengths"):
+        list(respc.parse_batch({"text": ["a"], "other": ["b", "c"]}, "qwen3", prefix=""))
+
+
 def test_bad_arguments_raise_at_once():
     with pytest.raises(ValueError, match="errors must be one of"):
         respc.parse_batch([], "qwen3", errors="ignore")

@@ -261,7 +261,11 @@ def reference_material(name: str) -> Material:
         return material
     v1 = V1_FORMS / f"{name}.json"
     if not v1.is_file():
-        pytest.skip(f"{name} is a v2 template and tests/cases/v1_templates/{name}.json is missing")
+        # not a missing file: a template written in v2 from the start has no v1 form to compare; one
+        # reason for all of them (the test id names the template), so the run's summary has one line
+        pytest.skip("a catalogue template written in template language v2 with no v1 form in "
+                    "tests/cases/v1_templates/: the transformers reference cannot read v2, so there is "
+                    "nothing to compare")
     return Material(name, json.loads(v1.read_text(encoding="utf-8")), material.cases)
 
 

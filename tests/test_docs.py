@@ -497,3 +497,118 @@ def test_the_javascript_delta_example_runs_as_written(tmp_path):
     assert content == "Let me check."
     assert calls == {0: {"name": "get_weather", "arguments": '{"city": "Paris", "days": 2.0}'}}
     assert reasons[-1] == "tool_calls" and reasons[:-1] == [None] * (len(reasons) - 1)
+
+
+def test_events_truncated_regions_quote_the_errors_a_cut_output_gives():
+    """docs/events.md "Truncated regions": the error quoted for a region cut before its close
+    (qwen3 ``Sure.<tool_call>``) and, for a json body cut inside its value (``<tool_call>{"name":
+    "f", "argu``), the json parser's own error, in strict mode and in the recover diagnostic
+    (kind ``truncated``) alike; both texts are quoted in the section."""
+    from respc.compiler.api import compile_template
+    from respc.runtime.errors import ContentParseError
+
+    section = _text("events.md").split("### Truncated regions", 1)[1].split("\n### ", 1)[0]
+    prose = " ".join(section.split())
+    module = compile_template("qwen3")
+    for text, quoted in (("Sure.<tool_call>", "Field 'tool_calls': the output ended inside this region "
+                                              "before its close (truncated);"),
+                         ('Sure.<tool_call>{"name": "f", "argu', "Field 'tool_calls': json parser could not "
+                                                                 "parse region as JSON.")):
+        with pytest.raises(ContentParseError) as raised:
+            module.parse_response(text, prefix="")
+        assert str(raised.value).startswith(quoted), (text, str(raised.value))
+        assert f"`{quoted}" in prose, f"docs/events.md no longer quotes {quoted!r}"
+        parser = module.ResponseParser("", errors="recover")
+        parser.feed(text)
+        message, _ = parser.finalize()
+        assert message == {"role": "assistant", "content": "Sure."}
+        [diagnostic] = parser.diagnostics
+        assert diagnostic["kind"] == "truncated" and diagnostic["message"] == f"ContentParseError: {raised.value}"
+
+
+GUIDE_RECOVER_CASES = [name for kind, name in GUIDE if kind == "recover"]
+
+
+def test_the_guide_shows_a_cut_off_output():
+    assert GUIDE_RECOVER_CASES and [name for kind, name in GUIDE if kind == "stderr"], sorted(GUIDE)
+
+
+@pytest.mark.parametrize("case", GUIDE_RECOVER_CASES)
+def test_guide_recover_message_is_what_the_template_gives(case):
+    """docs/writing-a-template.md, "Cut-off and damaged output": the message shown for
+    ``errors="recover"`` is what the guide's template gives, whole and one character at a time,
+    and the same output raises in strict mode."""
+    from respc.compiler.api import compile_template
+    from respc.runtime.errors import ContentParseError
+
+    template_name, output_name, prompt_name = case.split()
+    module = compile_template(json.loads(GUIDE[("template", template_name)]))
+    text = GUIDE[("output", output_name)]
+    prompt = GUIDE_PROMPTS[prompt_name]
+    expected = json.loads(GUIDE[("recover", case)])
+    assert module.parse_response(text, prefix=prompt, errors="recover") == expected
+    parser = module.ResponseParser(prompt, errors="recover")
+    for character in text:
+        parser.feed(character)
+    assert parser.finalize()[0] == expected
+    assert [d["kind"] for d in parser.diagnostics] == ["truncated"]
+    with pytest.raises(ContentParseError):
+        module.parse_response(text, prefix=prompt)
+
+
+@pytest.mark.parametrize("case", [name for kind, name in GUIDE if kind == "stderr"])
+def test_guide_stderr_is_what_respc_parse_prints(tmp_path, case):
+    """The standard error the guide shows for `respc parse my_qwen3.json sample3.txt --prefix-file
+    prompt.txt` (exit 1) and the same with `--errors recover` (exit 0, the recover message on
+    standard output), line for line."""
+    import subprocess
+    import sys
+
+    template_name, output_name, prompt_name, mode = case.split()
+    (tmp_path / "my_qwen3.json").write_text(GUIDE[("template", template_name)], encoding="utf-8")
+    (tmp_path / f"{output_name}.txt").write_text(GUIDE[("output", output_name)], encoding="utf-8", newline="")
+    (tmp_path / "prompt.txt").write_text(GUIDE_PROMPTS[prompt_name], encoding="utf-8", newline="")
+    command = ["parse", "my_qwen3.json", f"{output_name}.txt", "--prefix-file", "prompt.txt"]
+    if mode == "recover":
+        shown = re.search(rf"^respc parse my_qwen3\.json {output_name}\.txt .*--errors recover$",
+                          _text("writing-a-template.md"), re.M)
+        assert shown, "the guide no longer shows the --errors recover command"
+        command = shown.group(0).split()[1:]
+    ran = subprocess.run([sys.executable, "-m", "respc", *command], cwd=tmp_path, capture_output=True,
+                         text=True, encoding="utf-8", timeout=120)
+    assert ran.stderr == GUIDE[("stderr", case)] + "\n"
+    if mode == "recover":
+        assert ran.returncode == 0
+        assert json.loads(ran.stdout) == json.loads(GUIDE[("recover", f"{template_name} {output_name} {prompt_name}")])
+    else:
+        assert (ran.returncode, ran.stdout) == (1, "")
+
+
+_REPO_PATH = re.compile(r"(?:compiler|runtime|respc_pkg|tests|templates|generated|benchmarks|examples|docs|respc)"
+                        r"/[\w./-]+(?:::\w+)?")
+
+
+@pytest.mark.parametrize("doc", [f"docs/{name}" for name in ALL_DOCS] + ["README.md"])
+def test_repository_paths_the_docs_name_exist(doc):
+    """A backticked path under one of the repository's folders (`runtime/stream.py`,
+    `tests/test_x.py::test_y`) names a file or folder the repository has; the package's own
+    folder is `respc_pkg/` (installed as `respc`), so `respc/openai.py` names nothing."""
+    prose = (REPO / doc).read_text(encoding="utf-8")
+    named = {m for m in _BACKTICKED.findall(prose) if _REPO_PATH.fullmatch(m)}
+    missing = sorted(p for p in named if not (REPO / p.split("::", 1)[0]).exists())
+    assert not missing, f"{doc} names paths the repository does not have: {missing}"
+    # a test named by its file (`tests/test_x.py::test_y`) is defined in that file
+    for path, _, name in (p.partition("::") for p in named if "::" in p):
+        source = (REPO / path).read_text(encoding="utf-8")
+        defined = re.search(rf"^\s*(?:async )?(?:def|class) {re.escape(name)}\b", source, re.M)
+        assert defined, f"{doc} names {path}::{name}, which {path} does not define"
+
+
+def test_the_layout_names_every_module_of_the_compiler_and_the_runtime():
+    """README "Layout": each module of `compiler/` and `runtime/` (and the JavaScript runtime) is
+    named, so a contributor finds where a pass lives (`emit_js.py` and `recover_open.py` were not)."""
+    layout = _section((REPO / "README.md").read_text(encoding="utf-8"), "Layout")
+    modules = [p.name for folder in ("compiler", "runtime") for p in sorted((REPO / folder).glob("*.py"))
+               if p.name != "__init__.py"] + ["js/respc.mjs"]
+    unnamed = [name for name in modules if f"`{name}`" not in layout]
+    assert not unnamed, f"README.md Layout does not name {unnamed}"

@@ -190,6 +190,9 @@ def test_cli_formats(capsys, tmp_path):
     assert out.startswith("flowchart LR\n") and out.count(" -->|") == 7  # the entry and 6 watches
     assert main(["graph", "qwen3", "--format", "dot", "-o", str(tmp_path / "g.dot")]) == 0
     assert (tmp_path / "g.dot").read_text(encoding="utf-8").count(" -> ") == 7
+    # -o says what it wrote in one line on stderr, as compile -o and parse --html do (README "Use")
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", f"respc: wrote {tmp_path / 'g.dot'} (qwen3, dot)\n")
     assert main(["graph", "qwen3", "--format", "png"]) == 2
     assert "invalid choice" in capsys.readouterr().err
 

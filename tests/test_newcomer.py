@@ -262,3 +262,94 @@ def test_the_region_malformed_example_of_the_docs_is_malformed():
     [event] = [e for e in events if e["type"] == "region_malformed"]
     assert event["error"].startswith(shown.pop("error").removesuffix(" ..."))
     assert {k: v for k, v in event.items() if k != "error"} == shown
+
+
+def test_check_says_when_the_start_anchor_is_in_no_generation_prompt(workdir, capsys):
+    """`respc check T --chat-template F` where nothing parses back because T's start anchor is not
+    the assistant header F's generation prompt writes: the summary note says so and quotes the end
+    of a prompt (before, it only suggested `respc detect`, which names no family for a new format);
+    with the anchor right, the same template parses every sample back and the note is absent."""
+    chat = ("{% for m in messages %}<|{{ m.role }}|>\n{{ m.content or '' }}<|end|>\n{% endfor %}"
+            "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
+    (workdir / "chat.jinja").write_text(chat, encoding="utf-8")
+    for anchor, code in (("<|bot|>\n", 1), ("<|assistant|>\n", 0)):
+        template = {"defaults": {"role": "assistant"}, "start_anchor": anchor,
+                    "fields": {"content": {"close": "<|end|>"}}}
+        (workdir / "t.json").write_text(json.dumps(template), encoding="utf-8")
+        assert main(["check", "t.json", "--chat-template", "chat.jinja"]) == code
+        out = capsys.readouterr().out
+        said = ("the template's start anchor is in none of the generation prompts the chat template renders "
+                "(one ends '! Can you help me?<|end|>\\n<|assistant|>\\n'): start_anchor must be "
+                "their assistant header, byte for byte; the chat template may be another family's: try "
+                "`respc detect chat.jinja`")
+        assert (said in out) == (code == 1), out
+
+
+def test_javascript_prefix_errors_say_how_to_pass_it_in_javascript(tmp_path):
+    """docs/javascript.md "The API": a ResponseParser without a prefix says to pass "" the
+    JavaScript way (the Python message's `prefix="" (or [])` is no JavaScript: `[]` is refused);
+    `parseResponse(text, "")`, the Python habit of a positional prefix, says that the prefix is an
+    option instead of claiming that none was given."""
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node (Node.js 20 or later) is not installed")
+    assert main(["compile", "kimi_vl", "--target", "js", "-o", str(tmp_path / "kimi_vl.mjs"), "--with-runtime"]) == 0
+    (tmp_path / "t.mjs").write_text(
+        'import { ResponseParser, parseResponse } from "./kimi_vl.mjs";\n'
+        "const said = [];\n"
+        "try { new ResponseParser(); } catch (e) { said.push(e.message); }\n"
+        'try { parseResponse("Hi", ""); } catch (e) { said.push(`${e.name}: ${e.message}`); }\n'
+        'said.push(parseResponse("Hi", { prefix: "" }).content);\n'
+        "console.log(JSON.stringify(said));\n", encoding="utf-8")
+    ran = subprocess.run([node, "t.mjs"], cwd=tmp_path, capture_output=True, text=True, encoding="utf-8", timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    missing, positional, content = json.loads(ran.stdout)
+    assert missing.endswith('pass "" to opt out explicitly: new ResponseParser("", options), '
+                            'parseResponse(text, { prefix: "" }).'), missing
+    assert "(or [])" not in missing
+    assert positional == ('TypeError: parseResponse(text, options): the prefix is an option, '
+                          'parseResponse(text, { prefix: "" })')
+    assert content == "Hi"
+
+
+def test_parse_html_needs_the_prefix_and_honours_errors_recover(workdir, capsys):
+    """`respc parse T F --html OUT` without a prefix is the usage error the command gives without
+    --html (it was `cannot parse output: TypeError: expected str, ... not NoneType`, exit 1), and
+    `--errors recover` with --html reads a cut call as recover does (it was ignored: exit 1 with the
+    strict error); the page is written and the diagnostics are printed as without --html."""
+    (workdir / "out.txt").write_text('Hi <tool_call>{"name": "f", "argu', encoding="utf-8")
+    assert main(["parse", "qwen3", "out.txt", "--html", "page.html"]) == 2
+    assert capsys.readouterr().err.startswith("respc: parse: the prefix is required: ")
+    assert not (workdir / "page.html").exists()
+    assert main(["parse", "qwen3", "out.txt", "--prefix", "", "--html", "page.html", "--errors", "recover"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"role": "assistant", "content": "Hi"}
+    assert captured.err.splitlines() == [
+        "respc: truncated at 3-33 field tool_calls: ContentParseError: Field 'tool_calls': json parser could not "
+        "parse region as JSON.",
+        "respc: wrote page.html (open it in a browser)"]
+    assert main(["parse", "qwen3", "out.txt", "--prefix", "", "--errors", "recover"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"role": "assistant", "content": "Hi"}
+    assert main(["parse", "qwen3", "out.txt", "--prefix", "", "--html", "page.html"]) == 1  # strict
+    assert capsys.readouterr().err.startswith("respc: cannot parse output: ContentParseError: ")
+
+
+def test_parse_takes_the_output_file_after_the_options(workdir, capsys):
+    """`respc parse qwen3 --prefix-file prompt.txt output.txt` (FILE after the options) reads
+    output.txt: argparse had given FILE its default (standard input) at the first option and then
+    called output.txt an unrecognized argument. A word that is no FILE stays an error."""
+    (workdir / "out.txt").write_text("<think>hm</think>Hi", encoding="utf-8")
+    (workdir / "prompt.txt").write_text("<|im_start|>assistant\n", encoding="utf-8")
+    expected = {"role": "assistant", "reasoning_content": "hm", "content": "Hi"}
+    for argv in (["parse", "qwen3", "--prefix-file", "prompt.txt", "out.txt"],
+                 ["parse", "--prefix", "", "qwen3", "out.txt"],
+                 ["parse", "qwen3", "out.txt", "--prefix", ""]):
+        assert main(argv) == 0, argv
+        assert json.loads(capsys.readouterr().out) == expected
+    assert main(["parse", "qwen3", "out.txt", "--prefix", "", "more.txt"]) == 2
+    assert capsys.readouterr().err == "respc: parse: unrecognized arguments: more.txt (see respc parse --help)\n"
+    assert main(["parse", "qwen3", "--prefix-filx", "prompt.txt", "out.txt"]) == 2
+    assert "(did you mean --prefix-file?)" in capsys.readouterr().err

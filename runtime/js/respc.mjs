@@ -20,7 +20,8 @@ export const PREFIX_REQUIRED =
   "ResponseParser/parse_response requires `prefix` (the chat prompt sent to the model before " +
   "generation), because chat templates often pre-write part of the assistant message (e.g. an " +
   "opening `<think>` tag) that the parser must see to parse the output correctly. If the " +
-  'generation already contains the complete message, pass prefix="" (or []) to opt out explicitly.';
+  'generation already contains the complete message, pass "" to opt out explicitly: ' +
+  'new ResponseParser("", options), parseResponse(text, { prefix: "" }).';
 
 // each takes the template strings it quotes as Python's repr already wrote them (StreamParser._repr)
 const NOTES = {
@@ -1609,6 +1610,11 @@ export function makeParser(table) {
  * (docs/events.md "The parser object").
  */
 export function parseWith(Parser, text, options = {}) {
+  if (typeof options === "string") {
+    // parseResponse(text, "") reads like Python's positional prefix; here the prefix is an option
+    throw new TypeError("parseResponse(text, options): the prefix is an option, " +
+      `parseResponse(text, { prefix: ${JSON.stringify(options.length > 40 ? "..." : options)} })`);
+  }
   const parser = new Parser(options.prefix, options);
   parser.feed(text);
   return parser.finalize().message;
