@@ -302,3 +302,43 @@ def test_xml_inline_argument_reader_converts_as_written(how):
         cut.feed(piece)
         cut.scan()
     assert cut.cur is not None and cut.cur.key == "city"
+
+
+# --- linear_source / linear_closing: the linear forms match what the patterns as written match -----
+
+def _spaced_texts(pattern: str, seed: int) -> list[str]:
+    """Random texts spliced from the literal pieces of ``pattern`` (tags, names) and whitespace runs."""
+    rng = random.Random(seed)
+    literals = [p for p in regex.split(r"\(\?P<\w+>[^)]*\)|\\s[*+]?|[()?*+\[\]^|]", pattern) if p]
+    pieces = literals + [" ", "  \n ", "\t", "a", "b c", "<", ">", '"', "x y ", "\n"]
+    return ["".join(rng.choice(pieces) for _ in range(rng.randrange(1, 14))) for _ in range(400)]
+
+
+def _rewritten() -> list[str]:
+    out = [p for p, _ in _catalogue_patterns() if xml_inline.linear_source(p) != p]
+    assert len(out) >= 6, out  # the catalogue's distinct lazy-group-before-\s* patterns (MiniMax-M2, GLM, ...)
+    return out + [r"<a>\s*(?P<key>[^<]*?)\s*</a>\s*<v>(?P<value>.*?)\s*</v>"]
+
+
+@pytest.mark.parametrize("pattern", _rewritten())
+def test_linear_source_matches_as_written(pattern):
+    """``linear_source`` (docs/security.md "Model output: time and memory") gives every match and group
+    the pattern as written gives, on random texts of its tags and whitespace runs."""
+    before, after = regex.compile(pattern, regex.DOTALL), regex.compile(xml_inline.linear_source(pattern), regex.DOTALL)
+    assert before.pattern != after.pattern
+    for text in _spaced_texts(pattern, 7):
+        want = [(m.span(), m.groupdict()) for m in before.finditer(text)]
+        assert [(m.span(), m.groupdict()) for m in after.finditer(text)] == want, text
+
+
+@pytest.mark.parametrize("source", [r"\s*</parameter>", r"\s*</arg_key(?::[^<>\s]+)?>", r"\s*</steptml:parameter>"])
+def test_linear_closing_finds_as_written(source):
+    """``linear_closing`` finds the same leftmost match (and partial match) from every start."""
+    before, after = regex.compile(source, regex.DOTALL), regex.compile(xml_inline.linear_closing(source), regex.DOTALL)
+    assert before.pattern != after.pattern
+    for text in _spaced_texts(source, 11):
+        for at in range(len(text) + 1):
+            for partial in (False, True):
+                got = after.search(text, at, partial=partial)
+                want = before.search(text, at, partial=partial)
+                assert (got and (got.span(), got.partial)) == (want and (want.span(), want.partial)), (text, at)

@@ -197,3 +197,42 @@ def test_string_end_close_streamed_by_character(pattern, unit, start):
     squared (the engine's complete phase at every offset); it now goes a window at a time."""
     module = respc.compile_template(_string_end_template(pattern))
     assert_linear(module, lambda n: "<t>" + unit * (n // len(unit)), "strict", 1, start=start, cap=start)
+
+
+# --- whitespace inside an xml-inline key or value (red team: a lazy group before ``\s*</X>``) -------
+
+def _spaced(name: str) -> Callable[[int], str]:
+    """A tool call of template ``name`` with ``n`` spaces inside a parameter's value (MiniMax-M2's
+    ``<parameter name="a">x...y</parameter>`` shape) or key (GLM's ``<arg_key>a...b</arg_key>``)."""
+    if name == "minimax_m2":  # the red team's input, as written
+        return lambda n: ('<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">x' + " " * n
+                          + 'y</parameter>\n</invoke>\n</minimax:tool_call>')
+    if name == "glm4_5":  # the red team's input, as written
+        return lambda n: "<tool_call>f\n<arg_key>a" + " " * n + "b</arg_key>\n<arg_value>1</arg_value>\n</tool_call>"
+    if name == "hunyuan":  # its sample call has no argument
+        return lambda n: "<tool_call>f<tool_sep><arg_key>a" + " " * n + "b</arg_key><arg_value>1</arg_value></tool_call>"
+    call = inputs.pieces(name).tool_call
+    if "<arg_key>" in call:
+        return lambda n: call.replace("<arg_key>", "<arg_key>a" + " " * n, 1)
+    assert ">Paris<" in call, call
+    return lambda n: call.replace(">Paris<", ">x" + " " * n + "y<", 1)
+
+
+#: the templates whose tag_pattern has a lazy group before ``\s*`` (``runtime/formats/xml_inline.py``
+#: ``linear_source``): a run of n spaces in a value or key cost n² (MiniMax-M2: 0.05/0.17/0.66 s at
+#: 4k/8k/16k spaces, one feed, strict, before)
+SPACED = ("minimax_m2", "glm4_5", "dots", "step3", "glm5_3_flash", "hunyuan", "ling3", "spark2_5",
+          "hyperclovax_seed_think", "poolside")
+
+
+@pytest.mark.parametrize("name", SPACED)
+@pytest.mark.parametrize("errors, chunk", CONFIGS)
+def test_xml_inline_whitespace_run_in_parameter(name, errors, chunk):
+    """A whitespace run inside an xml-inline parameter's value or key costs linear time, whole text and
+    16-character feeds, strict and recover (docs/security.md "Model output: time and memory"); the run
+    is kept in the value or key as written."""
+    make = _spaced(name)
+    calls = generated(name).parse_response(make(5), prefix="", errors=errors)["tool_calls"]
+    assert any("     " in key or (isinstance(value, str) and "     " in value)
+               for call in calls for key, value in call["function"]["arguments"].items()), calls
+    assert_linear(generated(name), make, errors, chunk, start=4000, cap=32_000)

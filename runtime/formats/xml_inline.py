@@ -65,7 +65,7 @@ def _split(pattern: str) -> tuple[regex.Pattern, str] | None:
         return None
     before, after = pattern.split(VALUE_GROUP)
     try:
-        opening = regex.compile(before, regex.DOTALL)
+        opening = regex.compile(linear_source(before), regex.DOTALL)
     except _REGEX_ERRORS:
         return None
     return (opening, after) if "key" in opening.groupindex else None
@@ -140,9 +140,10 @@ def stream_plan(args: dict) -> tuple | None:
     """
     pattern = args["tag_pattern"]
     try:
-        full = regex.compile(pattern, regex.DOTALL)
+        full = _compile_tag_pattern(pattern)
         before, after = pattern.split(VALUE_GROUP)
-        opening, closing = regex.compile(before, regex.DOTALL), regex.compile(after, regex.DOTALL)
+        opening = regex.compile(linear_source(before), regex.DOTALL)
+        closing = regex.compile(linear_closing(after), regex.DOTALL)
     except (regex.error, TypeError, ValueError):
         return None
     value_parser, switch = _make_value_parser(args.get("value_parser"))
@@ -840,10 +841,63 @@ def tree_reader(args: dict) -> Callable[[Any], "Converted"] | None:
 # The whole-body parser and the recover repair.
 
 
+#: a lazy group of any character (``.``) or of a negated class that takes every whitespace character
+#: (``[^<]``: no backslash, no whitespace in it) followed by ``\s*``, optionally after ``\s*``:
+#: ``\s*(?P<key>.*?)\s*</arg_key>``
+_LAZY_BEFORE_SPACES = regex.compile(r"(?<!\\)(\\s\*)?\(\?P<(\w+)>(\.|\[\^[^\]\\\s]*\])\*\?\)(?=\\s\*)")
+
+
+def linear_source(pattern: str) -> str:
+    r"""``pattern`` (a ``tag_pattern`` source) with each lazy group followed by ``\s*`` rewritten to match
+    the same text in linear time (docs/security.md "Model output: time and memory").
+
+    ``(?P<v>.*?)\s*</p>`` tries ``\s*</p>`` at every character of the value, and inside a run of whitespace
+    each try reads the rest of the run: a run of n spaces cost n²/2 steps. The lazy group never ends in
+    whitespace when the text after it starts with a non-space character (``\s*`` takes the run, a shorter
+    match), so it is written ``(?P<v>(?:(?!\s)C|\s++(?=C))*?)``: a whitespace run is taken whole, and only
+    when a character of the group follows. A ``\s*`` before the group becomes possessive (``\s*+``): the
+    group cannot start with whitespace either, and backtracking into that run after a failed closing
+    cost the same square. Same matches, same groups (the added groups do not capture).
+
+    Args:
+        pattern: a regex source (a whole ``tag_pattern``, or its part before the value group).
+    Returns:
+        The rewritten source (str); ``pattern`` itself when it has no such group. Raises nothing (a source
+        that does not compile still does not).
+    """
+    def linear(m: regex.Match) -> str:
+        lead = r"\s*+" if m.group(1) else ""
+        cls = m.group(3)
+        return f"{lead}(?P<{m.group(2)}>(?:(?!\\s){cls}|\\s++(?={cls}))*?)"
+
+    return _LAZY_BEFORE_SPACES.sub(linear, pattern)
+
+
+def linear_closing(source: str) -> str:
+    r"""``source`` (the part of a ``tag_pattern`` after its value group, searched on its own by the readers)
+    rewritten to find the same leftmost match in linear time (docs/security.md "Model output: time and
+    memory"): ``\s*</parameter>`` searched over a run of n spaces tried ``\s*`` from each of them (n²/2
+    steps). A search's leftmost match of ``\s*X`` (``X`` starting with a literal non-space character)
+    starts where the search starts or after a non-space character, so ``(?:\G|(?<!\s))\s*+X`` tries the
+    run once.
+
+    Args:
+        source: a regex source, the closing part of a ``tag_pattern``.
+    Returns:
+        The rewritten source (str); ``source`` itself when it does not start with ``\s*`` and a literal
+        non-space character. Raises nothing.
+    """
+    if not source.startswith(r"\s*") or source[3:4] in ("", "+", "?", "*", "{", "\\") or source[3] in _META \
+            or source[3].isspace():
+        return source
+    return r"(?:\G|(?<!\s))\s*+" + source[3:]
+
+
 @functools.lru_cache(maxsize=256)
 def _compile_tag_pattern(pattern: str) -> regex.Pattern:
-    """Compile an ``xml-inline`` ``tag_pattern`` with DOTALL, as the reference does."""
-    return regex.compile(pattern, regex.DOTALL)
+    """Compile an ``xml-inline`` ``tag_pattern`` with DOTALL, as the reference does, in the linear form of
+    :func:`linear_source` (the same matches)."""
+    return regex.compile(linear_source(pattern), regex.DOTALL)
 
 
 def make(args: dict) -> ContentParser:
@@ -1631,7 +1685,8 @@ class _Closing:
         self._parts = None if any(t is None for t in texts) else (texts, pieces[1::2])
         self._plain = None
         if not self._refs:
-            self._plain = "".join(texts) if self._parts is not None else regex.compile(source, regex.DOTALL)
+            self._plain = ("".join(texts) if self._parts is not None
+                           else regex.compile(linear_closing(source), regex.DOTALL))
         self._cache: dict = {}
 
     def after(self, opening: Any) -> "regex.Pattern | str":
@@ -1651,7 +1706,7 @@ class _Closing:
                 self._cache.clear()
             values = dict(zip(self._refs, key))
             pattern = self._cache[key] = regex.compile(
-                _BACKREF.sub(lambda r: regex.escape(values[r.group(1)]), self._source), regex.DOTALL)
+                linear_closing(_BACKREF.sub(lambda r: regex.escape(values[r.group(1)]), self._source)), regex.DOTALL)
         return pattern
 
 
