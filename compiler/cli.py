@@ -1170,7 +1170,8 @@ def _add_test(sub) -> None:
                                       "optional prefix, tools, name, errors, diagnostics; or a JSON list, or an "
                                       "object with a 'cases' list) whole, one character at a time and in random "
                                       "pieces, and show a diff wherever the message differs. Exit 0 when every "
-                                      "case passes, 1 when one fails.")
+                                      "case passes, 1 when one fails, 2 for a bad template or cases file (an "
+                                      "unknown key in a case is named, with the nearest known key).")
     _template_argument(test)
     test.add_argument("cases", metavar="CASES", help="the cases file (.jsonl or .json)")
     test.add_argument("-v", "--verbose", action="store_true", help="also name each case that passes")
