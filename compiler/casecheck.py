@@ -11,7 +11,10 @@ file holding a list of them or an object with a ``"cases"`` list (the shape of t
 ``expect.message`` (required: the shape of the corpus vectors), ``prefix`` (default ``""``),
 ``tools`` (default none), ``name`` or ``id`` (default ``line N`` / ``case N``), ``errors``
 (``"strict"``, the default, or ``"recover"``), and ``diagnostics``: when given, the list of
-diagnostic ``kind``s the parse must report, in order.
+diagnostic ``kind``s the parse must report, in order (an entry may also be ``[kind, start, end]``,
+as the catalogue's own cases write them). ``source``, ``why`` and ``note`` are notes
+for people, not read. Any other key is an error naming the file, the case and the key, with the
+nearest known key when one is close (a misspelt ``"erros"`` is never dropped silently).
 
 Every case is parsed the three ways the catalogue's own tests feed theirs (docs/writing-a-template.md,
 "Feed it in pieces"): whole, one character at a time, and in random pieces of 1 to 7 characters
@@ -46,7 +49,8 @@ class Case:
         prefix (str): the prompt's tail ("" reads the output from its start).
         tools (list | None): tool schemas, to type the arguments.
         errors (str): ``"strict"`` or ``"recover"``.
-        diagnostics (list[str] | None): the expected diagnostic kinds, in order (None: not checked).
+        diagnostics (list | None): the expected diagnostic kinds (or ``[kind, start, end]``), in order
+            (None: not checked).
     """
 
     name: str
@@ -83,9 +87,34 @@ def chunkings(text: str, seed: str) -> dict[str, list[str]]:
     return {"whole": [text], "chars": list(text), "random": pieces}
 
 
+#: The keys a case may have: those respc test reads, then notes it keeps for people (the catalogue's
+#: own cases say where a sample comes from, ``source``, and why it is there, ``why`` / ``note``).
+CASE_KEYS = ("text", "message", "expect", "prefix", "tools", "name", "id", "errors", "diagnostics",
+             "source", "why", "note")
+#: The keys of a case's ``expect`` object.
+EXPECT_KEYS = ("message",)
+
+
+def _unknown_keys(data: dict, known: tuple, where: str, source: str, inside: str = "") -> None:
+    """Raise CaseFileError for the first key of ``data`` not in ``known``, naming the file, the case
+    (``line N`` / ``case N``, and its name when it has one) and the key, and suggesting the nearest
+    known key (difflib) when one is close: a misspelt ``"erros"`` is never dropped silently."""
+    for key in data:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(str(key), known, n=1)
+        hint = f" (did you mean '{inside}{close[0]}'?)" if close else ""
+        raise CaseFileError(f"{source}: {where}: unknown key {inside + str(key)!r}{hint}; the known keys are "
+                            f"{', '.join(inside + k for k in known)}")
+
+
 def _case(data: Any, where: str, source: str) -> Case:
     if not isinstance(data, dict):
         raise CaseFileError(f"{source}: {where}: a case must be a JSON object, not {type(data).__name__}")
+    label = data.get("name") or data.get("id")
+    _unknown_keys(data, CASE_KEYS, f"{where} ({label})" if label else where, source)
+    if isinstance(data.get("expect"), dict):
+        _unknown_keys(data["expect"], EXPECT_KEYS, f"{where} ({label})" if label else where, source, "expect.")
     name = str(data.get("name") or data.get("id") or where)
     text = data.get("text")
     if not isinstance(text, str):
@@ -106,9 +135,18 @@ def _case(data: Any, where: str, source: str) -> Case:
     if errors not in ("strict", "recover"):
         raise CaseFileError(f"{source}: {name}: key 'errors' must be 'strict' or 'recover', not {errors!r}")
     kinds = data.get("diagnostics")
-    if kinds is not None and not (isinstance(kinds, list) and all(isinstance(k, str) for k in kinds)):
-        raise CaseFileError(f"{source}: {name}: key 'diagnostics' must be a list of diagnostic kinds (strings)")
+    if kinds is not None and not (isinstance(kinds, list) and all(map(_is_expected_diagnostic, kinds))):
+        raise CaseFileError(f"{source}: {name}: key 'diagnostics' must be a list of diagnostic kinds (strings) "
+                            "or of [kind, start, end]")
     return Case(name, text, message, prefix, tools, errors, kinds)
+
+
+def _is_expected_diagnostic(entry: Any) -> bool:
+    """A ``diagnostics`` entry: a kind, or ``[kind, start, end]`` (the catalogue's own cases)."""
+    if isinstance(entry, str):
+        return True
+    return (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in entry[1:]))
 
 
 def read_cases(path: str, text: str) -> list[Case]:
@@ -122,8 +160,9 @@ def read_cases(path: str, text: str) -> list[Case]:
         list[Case]: in file order.
 
     Raises:
-        CaseFileError: a line or the file is not JSON, or a case lacks ``text`` or ``message`` or has
-            a key of the wrong type (naming the file, the line or case and the key); no case at all.
+        CaseFileError: a line or the file is not JSON, or a case lacks ``text`` or ``message``, has
+            a key of the wrong type or an unknown key (naming the file, the line or case and the key,
+            docs/writing-a-template.md); no case at all.
     """
     stripped = text.strip()
     document: Any = None
@@ -191,7 +230,10 @@ def run_case(module: types.ModuleType, case: Case) -> CaseResult:
         if message != case.message:
             problems.append("".join(difflib.unified_diff(_dump(case.message), _dump(message), "expected message",
                                                          "parsed message")))
-        kinds = [d.get("kind") for d in diagnostics]
+        # each got diagnostic in the form its expected entry takes: a kind, or [kind, start, end]
+        kinds = [[d.get("kind"), d.get("start"), d.get("end")]
+                 if i < len(case.diagnostics or ()) and isinstance(case.diagnostics[i], list) else d.get("kind")
+                 for i, d in enumerate(diagnostics)]
         if case.diagnostics is not None and kinds != case.diagnostics:
             problems.append(f"diagnostics: expected {case.diagnostics}, got {kinds}\n")
         if problems:

@@ -1010,8 +1010,33 @@ def test_template_outside_the_folder_is_named_without_its_path(tmp_path, monkeyp
     source = (tmp_path / "here" / "q.py").read_text(encoding="utf-8")
     assert source.splitlines()[2:5:2] == [
         "# template: mine.json",
-        "# regenerate: respc compile mine.json -o q.py (mine.json is outside this repository: give its path)"]
+        "# regenerate: respc compile mine.json -o q.py (run outside any git repository, so no path is given "
+        "for mine.json: give its path)"]
     assert str(tmp_path) not in source and "elsewhere" not in source
+
+
+def test_no_repository_at_all_is_not_called_this_repository(tmp_path, monkeypatch):
+    """`respc compile mine.json -o ../elsewhere/q.py` with no `.git` above the output nor the working
+    folder: the note says the command ran outside any git repository, not that q.py is outside "this
+    repository" (there is none); run from a repository, the note is unchanged (README, "Use")."""
+    (tmp_path / "here").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    shutil.copy(QWEN3, tmp_path / "here" / "mine.json")
+    monkeypatch.chdir(tmp_path / "here")
+    assert main(["compile", "mine.json", "-o", str(tmp_path / "elsewhere" / "q.py")]) == 0
+    line = (tmp_path / "elsewhere" / "q.py").read_text(encoding="utf-8").splitlines()[4]
+    assert line == ("# regenerate: respc compile mine.json -o q.py (run outside any git repository, so no path "
+                    "is given for q.py: give its path)")
+    assert "this repository" not in line
+    (tmp_path / "here" / ".git").mkdir()
+    assert main(["compile", "mine.json", "-o", str(tmp_path / "elsewhere" / "q.py")]) == 0
+    assert (tmp_path / "elsewhere" / "q.py").read_text(encoding="utf-8").splitlines()[4] == (
+        "# regenerate: respc compile mine.json -o q.py (q.py is outside this repository: give its path)")
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert main(["compile", str(tmp_path / "here" / "mine.json"), "-o", "q2.py"]) == 0
+    assert (tmp_path / "elsewhere" / "q2.py").read_text(encoding="utf-8").splitlines()[4] == (
+        "# regenerate: respc compile mine.json -o q2.py (run outside any git repository, so no path is given "
+        "for mine.json: give its path)")
 
 
 def test_catalogue_banners_never_hold_a_host_detail():
@@ -1205,7 +1230,8 @@ def test_output_outside_the_folder_is_named_with_a_note(tmp_path, monkeypatch):
     source = (tmp_path / "elsewhere" / "q.py").read_text(encoding="utf-8")
     assert source.splitlines()[2:5:2] == [
         "# template: templates/mine.json",
-        "# regenerate: respc compile templates/mine.json -o q.py (q.py is outside this repository: give its path)"]
+        "# regenerate: respc compile templates/mine.json -o q.py (run outside any git repository, so no path "
+        "is given for q.py: give its path)"]
     assert main(["compile", str(tmp_path / "here" / "templates" / "mine.json"), "-o", "q2.py"]) == 0
     monkeypatch.chdir(tmp_path)
     assert main(["compile", str(tmp_path / "here" / "templates" / "mine.json"), "-o",

@@ -168,6 +168,51 @@ def test_respc_test_bad_cases_file_is_exit_2(workdir, capsys, content, message):
     assert capsys.readouterr().err == message
 
 
+@pytest.mark.parametrize("key, value, message", [
+    ("erros", "recover", "respc: cases.jsonl: line 1 (cut): unknown key 'erros' (did you mean 'errors'?); the known "
+                         "keys are text, message, expect, prefix, tools, name, id, errors, diagnostics, source, why, "
+                         "note\n"),
+    ("mesage", {"role": "assistant", "content": "Hi"},
+     "respc: cases.jsonl: line 1 (cut): unknown key 'mesage' (did you mean 'message'?); the known keys are text, "
+     "message, expect, prefix, tools, name, id, errors, diagnostics, source, why, note\n"),
+    ("zzz", 1, "respc: cases.jsonl: line 1 (cut): unknown key 'zzz'; the known keys are text, message, expect, "
+               "prefix, tools, name, id, errors, diagnostics, source, why, note\n"),
+])
+def test_respc_test_names_an_unknown_key(workdir, capsys, key, value, message):
+    """A misspelt key is an error (exit 2) naming the file, the case and the key, with the nearest
+    known key: `"erros": "recover"` was dropped silently (the case ran strict and passed), and
+    `"mesage"` was reported only as a missing 'message' (docs/writing-a-template.md)."""
+    case = {"name": "cut", "text": "Hi", "message": {"role": "assistant", "content": "Hi"}, key: value}
+    (workdir / "cases.jsonl").write_text(json.dumps(case) + "\n")
+    assert main(["test", "qwen3", "cases.jsonl"]) == 2
+    assert capsys.readouterr().err == message
+
+
+def test_respc_test_names_an_unknown_key_of_expect_and_an_unnamed_case(workdir, capsys):
+    good = {"text": "Hi", "message": {"role": "assistant", "content": "Hi"}, "source": "mine", "why": "a", "note": "b"}
+    bad = {"text": "Hi", "expect": {"mesage": {"role": "assistant", "content": "Hi"}}}
+    (workdir / "cases.json").write_text(json.dumps({"cases": [good, bad]}, indent=1))
+    assert main(["test", "qwen3", "cases.json"]) == 2
+    assert capsys.readouterr().err == ("respc: cases.json: case 2: unknown key 'expect.mesage' (did you mean "
+                                       "'expect.message'?); the known keys are expect.message\n")
+
+
+def test_respc_test_reads_the_catalogue_diagnostics_form(workdir, capsys):
+    """A `diagnostics` entry may be `[kind, start, end]`, as the catalogue's own cases write them
+    (tests/cases/families/minimax_m3.json could not be read before)."""
+    from support import REPO
+
+    cases = REPO / "tests" / "cases" / "families" / "minimax_m3.json"
+    assert any(isinstance(c.get("diagnostics", [""])[0], list) for c in json.loads(cases.read_text())["cases"])
+    assert main(["test", "minimax_m3", str(cases)]) == 0
+    case = {"name": "cut", "text": "Hi <tool_call>{\"name\": \"f\"", "errors": "recover",
+            "message": {"role": "assistant", "content": "Hi"}, "diagnostics": [["truncated", 0, 1]]}
+    (workdir / "cases.jsonl").write_text(json.dumps(case) + "\n")
+    capsys.readouterr()
+    assert main(["test", "qwen3", "cases.jsonl"]) == 1
+    assert "      diagnostics: expected [['truncated', 0, 1]], got [['truncated', 3, " in capsys.readouterr().out
+
+
 def test_a_delimiter_may_start_in_the_prompt():
     """docs/writing-a-template.md, "A delimiter may start in the prompt"."""
     from support import chunkings
